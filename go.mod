@@ -1,0 +1,3 @@
+module browserfl
+
+go 1.26.8
