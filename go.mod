@@ -19,6 +19,8 @@ require (
 	github.com/golang/freetype v0.0.0-20170609003504-e2365dfdc4a0 // indirect
 	github.com/gorilla/websocket v1.5.3 // indirect
 	github.com/pmezard/go-difflib v1.0.0 // indirect
+	github.com/vugu/html v0.0.0-20190914200101-c62dc20b8289 // indirect
+	github.com/vugu/vjson v0.0.0-20200505061711-f9cbed27d3d9 // indirect
 	github.com/vugu/vugu v0.4.0 // indirect
 	github.com/vugu/xxhash v0.0.0-20191111030615-ed24d0179019 // indirect
 	go.etcd.io/bbolt v1.4.3 // indirect

@@ -1,0 +1,3 @@
+package ui
+
+//go:generate go run github.com/vugu/vugu/cmd/vugugen -skip-go-mod -skip-main .
