@@ -53,19 +53,19 @@ type Point struct {
 
 // Training is what the training view shows.
 type Training struct {
-	Conn        string // "connecting", "connected", "reconnecting", "closed"
-	Round       int    // the session's latest round seen
-	Joined      int    // rounds this device sent an update for (N_i)
-	Declined    int    // rounds declined (budget or data exhausted)
-	StepMillis  float64
-	BytesSent   int64
-	EpsSpent    float64 // epsilon at the session's delta, from the device's own ledger
-	EpsBudget   float64 // the owner's budget
-	Delta       float64
-	Accuracy    []Point
-	Prediction  string // result of "try the model"
-	Status      string // last event, in plain words
-	Done        bool   // session finished or device stopped
+	Conn       string // "connecting", "connected", "reconnecting", "closed"
+	Round      int    // the session's latest round seen
+	Joined     int    // rounds this device sent an update for (N_i)
+	Declined   int    // rounds declined (budget or data exhausted)
+	StepMillis float64
+	BytesSent  int64
+	EpsSpent   float64 // epsilon at the session's delta, from the device's own ledger
+	EpsBudget  float64 // the owner's budget
+	Delta      float64
+	Accuracy   []Point
+	Prediction string // result of "try the model"
+	Status     string // last event, in plain words
+	Done       bool   // session finished or device stopped
 }
 
 // State is everything the page renders. The controller mutates it under
