@@ -1,0 +1,271 @@
+package wire
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+)
+
+// Version is the protocol version. A peer that sends another version is
+// refused with CodeVersion.
+const Version = 1
+
+// ErrBadFrame is wrapped by every decoding error: the peer sent something
+// this protocol does not allow. The connection that sent it is closed.
+var ErrBadFrame = errors.New("wire: bad frame")
+
+func bad(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrBadFrame, fmt.Sprintf(format, args...))
+}
+
+// Type names a control message.
+type Type string
+
+// The control message types. The direction is device -> coordinator (D->C)
+// or coordinator -> device (C->D).
+const (
+	TypeHello    Type = "hello"    // D->C, first message of every connection
+	TypeWelcome  Type = "welcome"  // C->D, reply to hello
+	TypeStatus   Type = "status"   // D->C, ask for the decision of a past round
+	TypeDecision Type = "decision" // C->D, inclusion acknowledgement or status reply
+	TypeEnd      Type = "end"      // C->D, the session has finished its rounds
+	TypeError    Type = "error"    // C->D, sent just before the coordinator closes
+)
+
+// Hello opens a connection. At first contact DeviceID and Secret are empty
+// and the coordinator issues both in Welcome; afterwards the device resumes
+// with them. Pending is the round whose update the device sent but whose
+// decision it has not received (0 if none): the coordinator answers it in
+// Welcome.Pending before anything else.
+type Hello struct {
+	Version  int    `json:"v"`
+	JoinCode string `json:"join_code"`
+	DeviceID string `json:"device_id,omitempty"`
+	Secret   string `json:"secret,omitempty"`
+	Pending  int    `json:"pending,omitempty"`
+	// Budget is the zCDP rho (Bun–Steinke) the device's owner allows for
+	// this session. Informational: the device enforces it itself.
+	Budget float64 `json:"budget,omitempty"`
+}
+
+// Welcome accepts a hello. Secret is set only when the device id is new
+// (first contact); the device must store it to resume.
+type Welcome struct {
+	Version  int           `json:"v"`
+	DeviceID string        `json:"device_id"`
+	Secret   string        `json:"secret,omitempty"`
+	Session  SessionParams `json:"session"`
+	// Committed is the last round the coordinator committed.
+	Committed int `json:"committed"`
+	// Pending answers Hello.Pending; nil when Hello.Pending was 0.
+	Pending *Decision `json:"pending,omitempty"`
+}
+
+// SessionParams are a session's public parameters: everything a device
+// needs to compute its own noise scale and check its own budget (DESIGN
+// principle 2). Names match optim.Params where one exists.
+type SessionParams struct {
+	Name      string `json:"name"`
+	Algorithm string `json:"algorithm"`
+	Model     string `json:"model"`
+	Dim       int    `json:"dim"`
+	// Population is M (the expected number of devices), Cohort is m (the
+	// devices sampled per round), Rounds is T.
+	Population int `json:"population"`
+	Cohort     int `json:"cohort"`
+	Rounds     int `json:"rounds"`
+	// Rho is the per-device privacy target as standard zCDP rho.
+	Rho float64 `json:"rho"`
+	// Clip is the L2 clipping norm S of a device's correction.
+	Clip float64 `json:"clip"`
+	// Eta is the server step size, Diameter the diameter D of the
+	// feasible ball.
+	Eta      float64 `json:"eta"`
+	Diameter float64 `json:"diameter,omitempty"`
+	// Batch is the device minibatch size b.
+	Batch int `json:"batch"`
+	// DeadlineMillis is the round deadline.
+	DeadlineMillis int `json:"deadline_ms"`
+	// Compression names the uplink encoding ("dense" = float32,
+	// otherwise a shared/mechanism compressor name such as "randk").
+	Compression string `json:"compression"`
+	// CompressionRatio is the compressor's parameter (k/d for rand-k).
+	CompressionRatio float64 `json:"compression_ratio,omitempty"`
+	// Trusted is true when the coordinator adds the noise (trusted-server
+	// mode); devices then send clipped, un-noised updates.
+	Trusted bool `json:"trusted"`
+	// Seed, if nonzero, is the seed of the session's public
+	// randomness (cohort sampling is logged with it). Never noise.
+	Seed uint64 `json:"seed,omitempty"`
+}
+
+// Validate checks p for values no session can have.
+func (p SessionParams) Validate() error {
+	switch {
+	case p.Algorithm == "":
+		return bad("session: empty algorithm")
+	case p.Dim <= 0 || p.Dim > MaxDim:
+		return bad("session: dim %d outside [1, %d]", p.Dim, MaxDim)
+	case p.Cohort <= 0 || p.Rounds <= 0 || p.Batch <= 0:
+		return bad("session: cohort %d, rounds %d, batch %d must be positive", p.Cohort, p.Rounds, p.Batch)
+	case !(p.Rho >= 0) || !(p.Clip > 0) || !(p.Eta > 0):
+		return bad("session: rho %v, clip %v, eta %v out of range", p.Rho, p.Clip, p.Eta)
+	case p.DeadlineMillis <= 0:
+		return bad("session: deadline %d ms must be positive", p.DeadlineMillis)
+	}
+	return nil
+}
+
+// Status asks for the decision of round T (a device resuming with a
+// pending update it sent on an earlier connection).
+type Status struct {
+	T int `json:"t"`
+}
+
+// Decision states.
+const (
+	Included = "included" // the update is in the committed round: Commit
+	Excluded = "excluded" // it is not and never will be: Abort
+	Pending  = "pending"  // the round is still open: wait for a decision
+)
+
+// Decision is the coordinator's word on a device's update of round T. The
+// coordinator sends Included only after round T is durably committed.
+type Decision struct {
+	T     int    `json:"t"`
+	State string `json:"state"`
+}
+
+// End says the session has run all its rounds.
+type End struct {
+	Committed int `json:"committed"`
+}
+
+// Error codes sent in an Error message before the coordinator closes.
+const (
+	CodeVersion    = "version"     // unsupported protocol version
+	CodeJoinCode   = "join_code"   // wrong or missing join code
+	CodeAuth       = "auth"        // unknown device id or wrong secret
+	CodeBadFrame   = "bad_frame"   // a frame failed to decode
+	CodeRate       = "rate"        // too many messages
+	CodeProtocol   = "protocol"    // a valid frame at the wrong time
+	CodeFull       = "full"        // the coordinator holds too many devices
+	CodeShutdown   = "shutdown"    // the coordinator is stopping
+	CodeDuplicate  = "duplicate"   // the device opened another connection
+	CodeSessionEnd = "session_end" // nothing left to do
+)
+
+// Error explains why the coordinator closes a connection.
+type Error struct {
+	Code   string `json:"code"`
+	Reason string `json:"reason"`
+}
+
+// Message is any control message.
+type Message interface{ wireType() Type }
+
+func (Hello) wireType() Type    { return TypeHello }
+func (Welcome) wireType() Type  { return TypeWelcome }
+func (Status) wireType() Type   { return TypeStatus }
+func (Decision) wireType() Type { return TypeDecision }
+func (End) wireType() Type      { return TypeEnd }
+func (Error) wireType() Type    { return TypeError }
+
+type envelope struct {
+	Type Type            `json:"type"`
+	Body json.RawMessage `json:"body"`
+}
+
+// MaxControlBytes bounds a control message.
+const MaxControlBytes = 16 << 10
+
+// EncodeControl encodes m as a text frame payload:
+// {"type": "...", "body": {...}}.
+func EncodeControl(m Message) ([]byte, error) {
+	body, err := json.Marshal(m)
+	if err != nil {
+		return nil, fmt.Errorf("wire: encode %s: %w", m.wireType(), err)
+	}
+	out, err := json.Marshal(envelope{Type: m.wireType(), Body: body})
+	if err != nil {
+		return nil, fmt.Errorf("wire: encode %s: %w", m.wireType(), err)
+	}
+	return out, nil
+}
+
+// DecodeControl decodes a text frame payload into one of the concrete
+// message types (returned by value). Unknown fields are ignored (forward
+// compatibility); unknown types and oversized or malformed frames are
+// errors wrapping ErrBadFrame.
+func DecodeControl(b []byte) (Message, error) {
+	if len(b) > MaxControlBytes {
+		return nil, bad("control message of %d bytes exceeds %d", len(b), MaxControlBytes)
+	}
+	var env envelope
+	if err := json.Unmarshal(b, &env); err != nil {
+		return nil, bad("control envelope: %v", err)
+	}
+	if len(env.Body) == 0 {
+		return nil, bad("control message %q without body", env.Type)
+	}
+	var m Message
+	var err error
+	switch env.Type {
+	case TypeHello:
+		var v Hello
+		err = json.Unmarshal(env.Body, &v)
+		if err == nil && v.Pending < 0 {
+			err = errors.New("negative pending round")
+		}
+		m = v
+	case TypeWelcome:
+		var v Welcome
+		err = json.Unmarshal(env.Body, &v)
+		if err == nil {
+			err = v.Session.Validate()
+		}
+		if err == nil && v.Pending != nil {
+			err = v.Pending.check()
+		}
+		m = v
+	case TypeStatus:
+		var v Status
+		err = json.Unmarshal(env.Body, &v)
+		if err == nil && v.T <= 0 {
+			err = fmt.Errorf("round id %d", v.T)
+		}
+		m = v
+	case TypeDecision:
+		var v Decision
+		err = json.Unmarshal(env.Body, &v)
+		if err == nil {
+			err = v.check()
+		}
+		m = v
+	case TypeEnd:
+		var v End
+		err = json.Unmarshal(env.Body, &v)
+		m = v
+	case TypeError:
+		var v Error
+		err = json.Unmarshal(env.Body, &v)
+		m = v
+	default:
+		return nil, bad("unknown control message type %q", env.Type)
+	}
+	if err != nil {
+		return nil, bad("%s: %v", env.Type, err)
+	}
+	return m, nil
+}
+
+func (d Decision) check() error {
+	if d.T <= 0 {
+		return fmt.Errorf("round id %d", d.T)
+	}
+	switch d.State {
+	case Included, Excluded, Pending:
+		return nil
+	}
+	return fmt.Errorf("unknown decision state %q", d.State)
+}

@@ -1,0 +1,194 @@
+package wire
+
+import (
+	"encoding/binary"
+	"errors"
+	"math"
+	"reflect"
+	"testing"
+)
+
+func TestControlRoundTrip(t *testing.T) {
+	sess := SessionParams{Name: "demo", Algorithm: "mu2", Model: "logreg", Dim: 7850, Population: 30,
+		Cohort: 10, Rounds: 100, Rho: 2, Clip: 1, Eta: 0.5, Batch: 16, DeadlineMillis: 5000, Compression: "dense"}
+	msgs := []Message{
+		Hello{Version: 1, JoinCode: "ABCD", DeviceID: "d1", Secret: "s", Pending: 3, Budget: 4},
+		Welcome{Version: 1, DeviceID: "d1", Secret: "s", Session: sess, Committed: 7, Pending: &Decision{T: 3, State: Included}},
+		Status{T: 4},
+		Decision{T: 9, State: Excluded},
+		End{Committed: 100},
+		Error{Code: CodeAuth, Reason: "wrong secret"},
+	}
+	for _, m := range msgs {
+		b, err := EncodeControl(m)
+		if err != nil {
+			t.Fatalf("encode %T: %v", m, err)
+		}
+		got, err := DecodeControl(b)
+		if err != nil {
+			t.Fatalf("decode %T: %v", m, err)
+		}
+		if !reflect.DeepEqual(got, m) {
+			t.Errorf("round trip: got %#v, want %#v", got, m)
+		}
+	}
+}
+
+func TestControlRejects(t *testing.T) {
+	tests := []struct {
+		name string
+		in   string
+	}{
+		{"not json", `hello`},
+		{"unknown type", `{"type":"steal","body":{}}`},
+		{"no body", `{"type":"status"}`},
+		{"zero round", `{"type":"status","body":{"t":0}}`},
+		{"bad state", `{"type":"decision","body":{"t":1,"state":"maybe"}}`},
+		{"negative pending", `{"type":"hello","body":{"v":1,"pending":-1}}`},
+		{"bad session", `{"type":"welcome","body":{"v":1,"session":{"algorithm":"x","dim":0}}}`},
+		{"wrong body type", `{"type":"status","body":{"t":"one"}}`},
+		{"too big", `{"type":"status","body":{"t":1},"pad":"` + string(make([]byte, MaxControlBytes)) + `"}`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := DecodeControl([]byte(tc.in))
+			if !errors.Is(err, ErrBadFrame) {
+				t.Fatalf("DecodeControl(%.40q) error = %v, want ErrBadFrame", tc.in, err)
+			}
+		})
+	}
+}
+
+func TestRoundRoundTrip(t *testing.T) {
+	tests := []RoundFrame{
+		{T: 1, DeadlineMillis: 1000, X: []float64{1, -2.5, 0}},
+		{T: 12, DeadlineMillis: 0, X: []float64{0.25, 3}, XPrev: []float64{-1, 8}},
+	}
+	for _, r := range tests {
+		b, err := EncodeRound(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := DecodeRound(b, Limits{Dim: len(r.X)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The values above are exact in float32.
+		if !reflect.DeepEqual(got, r) {
+			t.Errorf("got %+v, want %+v", got, r)
+		}
+	}
+}
+
+func TestRoundRejects(t *testing.T) {
+	good, err := EncodeRound(RoundFrame{T: 2, DeadlineMillis: 10, X: []float64{1, 2}, XPrev: []float64{3, 4}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mut := func(f func(b []byte) []byte) []byte { return f(append([]byte(nil), good...)) }
+	tests := []struct {
+		name string
+		in   []byte
+		lim  Limits
+	}{
+		{"short", good[:5], Limits{}},
+		{"magic", mut(func(b []byte) []byte { b[0] = 'X'; return b }), Limits{}},
+		{"version", mut(func(b []byte) []byte { b[2] = 9; return b }), Limits{}},
+		{"kind", mut(func(b []byte) []byte { b[3] = KindUpdate; return b }), Limits{}},
+		{"round zero", mut(func(b []byte) []byte { binary.LittleEndian.PutUint32(b[4:], 0); return b }), Limits{}},
+		{"truncated", good[:len(good)-1], Limits{}},
+		{"trailing", append(append([]byte(nil), good...), 0), Limits{}},
+		{"dim mismatch", good, Limits{Dim: 3}},
+		{"huge dim", mut(func(b []byte) []byte { binary.LittleEndian.PutUint32(b[12:], math.MaxUint32); return b }), Limits{}},
+		{"flags", mut(func(b []byte) []byte { b[16] = 6; return b }), Limits{}},
+		{"nan", mut(func(b []byte) []byte {
+			binary.LittleEndian.PutUint32(b[17:], math.Float32bits(float32(math.NaN())))
+			return b
+		}), Limits{}},
+		{"inf in xprev", mut(func(b []byte) []byte {
+			binary.LittleEndian.PutUint32(b[17+8:], math.Float32bits(float32(math.Inf(-1))))
+			return b
+		}), Limits{}},
+		{"over size limit", good, Limits{MaxBytes: 10}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := DecodeRound(tc.in, tc.lim); !errors.Is(err, ErrBadFrame) {
+				t.Fatalf("error = %v, want ErrBadFrame", err)
+			}
+		})
+	}
+}
+
+func TestEncodeRoundRejects(t *testing.T) {
+	tests := []RoundFrame{
+		{T: 0, X: []float64{1}},
+		{T: 1},
+		{T: 1, X: []float64{1}, XPrev: []float64{1, 2}},
+		{T: 1, X: []float64{math.Inf(1)}},
+		{T: 1, X: []float64{1e39}}, // overflows float32
+	}
+	for _, r := range tests {
+		if _, err := EncodeRound(r); !errors.Is(err, ErrBadFrame) {
+			t.Errorf("EncodeRound(%+v) error = %v, want ErrBadFrame", r, err)
+		}
+	}
+}
+
+func TestUpdate(t *testing.T) {
+	b, err := EncodeUpdate(UpdateFrame{T: 5, Payload: []byte{1, 2, 3}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := DecodeUpdate(b, Limits{})
+	if err != nil || u.T != 5 || !reflect.DeepEqual(u.Payload, []byte{1, 2, 3}) {
+		t.Fatalf("DecodeUpdate = %+v, %v", u, err)
+	}
+	bad := [][]byte{b[:len(b)-1], append(append([]byte(nil), b...), 7), b[:12]}
+	for _, in := range bad {
+		if _, err := DecodeUpdate(in, Limits{}); !errors.Is(err, ErrBadFrame) {
+			t.Errorf("DecodeUpdate(%v) error = %v, want ErrBadFrame", in, err)
+		}
+	}
+	if _, err := DecodeUpdate(b, Limits{MaxBytes: 8}); !errors.Is(err, ErrBadFrame) {
+		t.Errorf("size limit not enforced: %v", err)
+	}
+}
+
+// FuzzDecode feeds arbitrary bytes to every decoder: none may panic, and
+// whatever decodes must re-encode to the same bytes (binary frames) or
+// decode again to the same message (control).
+func FuzzDecode(f *testing.F) {
+	r, _ := EncodeRound(RoundFrame{T: 3, DeadlineMillis: 7, X: []float64{1, 2}, XPrev: []float64{0, 1}})
+	u, _ := EncodeUpdate(UpdateFrame{T: 3, Payload: []byte{9, 9}})
+	h, _ := EncodeControl(Hello{Version: 1, JoinCode: "x", Pending: 2})
+	d, _ := EncodeControl(Decision{T: 2, State: Pending})
+	for _, s := range [][]byte{r, u, h, d, {}, []byte("BF\x01\x01")} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		lim := Limits{MaxBytes: 1 << 16}
+		if rf, err := DecodeRound(b, lim); err == nil {
+			again, err := EncodeRound(rf)
+			if err != nil || string(again) != string(b) {
+				t.Fatalf("round frame does not re-encode: %v", err)
+			}
+		}
+		if uf, err := DecodeUpdate(b, lim); err == nil {
+			again, err := EncodeUpdate(uf)
+			if err != nil || string(again) != string(b) {
+				t.Fatalf("update frame does not re-encode: %v", err)
+			}
+		}
+		if m, err := DecodeControl(b); err == nil {
+			enc, err := EncodeControl(m)
+			if err != nil {
+				t.Fatalf("re-encode %T: %v", m, err)
+			}
+			m2, err := DecodeControl(enc)
+			if err != nil || !reflect.DeepEqual(m, m2) {
+				t.Fatalf("control message does not round-trip: %#v vs %#v (%v)", m, m2, err)
+			}
+		}
+	})
+}
