@@ -1,12 +1,3 @@
-// Package model holds the differentiable models the product trains, with
-// per-sample gradients: multinomial logistic regression (the papers' model,
-// d = 10 x 785) and a one-hidden-layer sigmoid network (SoteriaFL sec. 6.2,
-// 784-64-10).
-//
-// Parameters are a flat []float64 of length Dim(); the layout of each model
-// is documented on its type. Nothing here allocates in the per-sample path
-// once a model is built (scratch space lives in the model value, so a Model
-// is not safe for concurrent use; build one per goroutine with Clone).
 package model
 
 import "browserfl/shared/dataset"
@@ -26,4 +17,39 @@ type Model interface {
 	Predict(w []float64, x []float32) int
 	// Clone returns an independent model with its own scratch space.
 	Clone() Model
+}
+
+// Shaped is implemented by models that know their input shape; both models
+// of this package do. CheckSample uses it.
+type Shaped interface {
+	// Features is the required len(Sample.X).
+	Features() int
+	// Classes is the number of labels; a label must lie in [0, Classes()).
+	Classes() int
+}
+
+// DiffGrader is implemented by models that can compute a weighted
+// difference of two gradients on the same sample in one pass, which is what
+// the mu^2-SGD device correction needs:
+//
+//	dst = a * grad f(wa; s) - b * grad f(wb; s).
+//
+// It returns the two losses f(wa; s) and f(wb; s). It is cheaper than two
+// Grad calls because dst is written once. Both models of this package
+// implement it; use the GradDiff function to fall back on Grad for others.
+type DiffGrader interface {
+	GradDiff(dst []float64, a float64, wa []float64, b float64, wb []float64, s dataset.Sample) (lossA, lossB float64)
+}
+
+// Initializer is implemented by models with their own deterministic
+// initialisation; Init uses it.
+type Initializer interface {
+	// InitParams fills dst (len Dim()) deterministically from seed.
+	InitParams(dst []float64, seed uint64)
+}
+
+// lossPredictor computes the loss and the predicted class in one forward
+// pass; Evaluate uses it when available.
+type lossPredictor interface {
+	lossPredict(w []float64, s dataset.Sample) (float64, int)
 }
