@@ -255,4 +255,3 @@ func Join(name string, sets ...dataset.Set) dataset.Set {
 	}
 	return out
 }
-
