@@ -27,9 +27,6 @@ const (
 	TestLabelsFile  = "t10k-labels-idx1-ubyte"
 )
 
-// pixelScale maps a stored byte to [0, 1].
-const pixelScale = 1.0 / 255
-
 // FromIDX builds a Set from an images array and a labels array. The images
 // must be uint8 with at least two dimensions, [n, d1, d2, ...]; every image
 // becomes one sample of d1*d2*... features, each byte divided by 255. The
@@ -75,9 +72,15 @@ func FromIDX(name string, images, labels *IDX, classes int) (Set, error) {
 		Shape:    append([]int(nil), images.Dims[1:]...),
 	}
 	// One backing array for all features: one allocation, not n.
+	// pixel[b] = float32(b)/255, correctly rounded (multiplying by a
+	// rounded 1/255 would be off by an ulp for some bytes, e.g. 51).
+	var pixel [256]float32
+	for b := range pixel {
+		pixel[b] = float32(b) / 255
+	}
 	all := make([]float32, n*features)
 	for i, b := range images.Data {
-		all[i] = float32(b) * pixelScale
+		all[i] = pixel[b]
 	}
 	for i := range s.Samples {
 		lab := int(labels.Data[i])
