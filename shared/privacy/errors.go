@@ -65,3 +65,12 @@ func result(what string, x float64) (float64, error) {
 	}
 	return x, nil
 }
+
+func errFirst(err error) error {
+	if err == nil || errors.Is(err, ErrNotFinite) {
+		return nil
+	}
+	return err
+}
+
+func errorsIsNotFinite(err error) bool { return errors.Is(err, ErrNotFinite) }
