@@ -1,0 +1,460 @@
+package mechanism
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Compressor encodes a vector for the wire.
+//
+// Compress appends the payload of x to buf[:0] and writes into dec the
+// exact vector Decode will produce from that payload (so callers that keep
+// state derived from what was sent, such as error-feedback residuals and
+// SoteriaFL shifts, agree with the server bit for bit). Randomised
+// compressors draw from rng (never nil for them); rng may be nil for
+// deterministic ones. x must be finite; a value that does not fit the
+// payload's float type is an error. Compress does not allocate when buf has
+// capacity Size(len(x)).
+type Compressor interface {
+	// String is the spec that ParseSpec turns back into this compressor.
+	String() string
+	// Unbiased reports whether E[C(x)] = x.
+	Unbiased() bool
+	// Omega is the variance parameter of SoteriaFL Definition 1 for
+	// dimension d: E||C(x)-x||^2 <= Omega(d) ||x||^2; +Inf when biased.
+	Omega(d int) float64
+	// Size is the exact payload size in bytes for dimension d.
+	Size(d int) int
+	Compress(buf []byte, dec, x []float64, rng *Stream) ([]byte, error)
+}
+
+func checkArgs(dec, x []float64) error {
+	if len(x) == 0 || len(x) > MaxDim {
+		return fmt.Errorf("mechanism: dimension %d outside [1, %d]", len(x), MaxDim)
+	}
+	if len(dec) != len(x) {
+		return fmt.Errorf("mechanism: dec has length %d, x %d", len(dec), len(x))
+	}
+	return CheckFinite(x)
+}
+
+// f32 converts to float32, rejecting values that overflow.
+func f32(v float64, i int) (float32, error) {
+	f := float32(v)
+	if math.IsInf(float64(f), 0) {
+		return 0, fmt.Errorf("mechanism: value %g at index %d overflows float32", v, i)
+	}
+	return f, nil
+}
+
+// Dense32 sends every coordinate as float32 (the baseline; omega = 0 up to
+// float32 rounding, which is deterministic and therefore not unbiased in
+// the strict sense; error feedback absorbs it exactly).
+type Dense32 struct{}
+
+func (Dense32) String() string    { return "none" }
+func (Dense32) Unbiased() bool    { return true }
+func (Dense32) Omega(int) float64 { return 0 }
+func (Dense32) Size(d int) int    { return headerSize + 4*d }
+func (Dense32) Compress(buf []byte, dec, x []float64, _ *Stream) ([]byte, error) {
+	if err := checkArgs(dec, x); err != nil {
+		return nil, err
+	}
+	buf = putHeader(buf[:0], KindDense32, len(x))
+	for i, v := range x {
+		f, err := f32(v, i)
+		if err != nil {
+			return nil, err
+		}
+		buf = binary.LittleEndian.AppendUint32(buf, math.Float32bits(f))
+		dec[i] = float64(f)
+	}
+	return buf, nil
+}
+
+// Dense64 sends every coordinate as float64: exact, twice the bytes of
+// Dense32. Useful for tests of exact identities and for the trusted server.
+type Dense64 struct{}
+
+func (Dense64) String() string    { return "f64" }
+func (Dense64) Unbiased() bool    { return true }
+func (Dense64) Omega(int) float64 { return 0 }
+func (Dense64) Size(d int) int    { return headerSize + 8*d }
+func (Dense64) Compress(buf []byte, dec, x []float64, _ *Stream) ([]byte, error) {
+	if err := checkArgs(dec, x); err != nil {
+		return nil, err
+	}
+	buf = putHeader(buf[:0], KindDense64, len(x))
+	for i, v := range x {
+		buf = binary.LittleEndian.AppendUint64(buf, math.Float64bits(v))
+		dec[i] = v
+	}
+	return buf, nil
+}
+
+// fracK is the number of coordinates kept: ceil(frac*d) clamped to [1, d].
+func fracK(frac float64, k, d int) int {
+	if k > 0 {
+		if k > d {
+			return d
+		}
+		return k
+	}
+	n := int(math.Ceil(frac*float64(d) - 1e-9))
+	if n < 1 {
+		n = 1
+	}
+	if n > d {
+		n = d
+	}
+	return n
+}
+
+// RandK is random-k sparsification (SoteriaFL, Example 1): keep k
+// coordinates chosen uniformly without replacement and scale them by d/k.
+// Unbiased with omega = d/k - 1. Either Frac (k = ceil(Frac*d)) or K is set.
+type RandK struct {
+	Frac float64
+	K    int
+}
+
+func (c RandK) String() string {
+	if c.K > 0 {
+		return "randk:k=" + strconv.Itoa(c.K)
+	}
+	return "randk:" + strconv.FormatFloat(c.Frac, 'g', -1, 64)
+}
+func (RandK) Unbiased() bool { return true }
+func (c RandK) Omega(d int) float64 {
+	k := fracK(c.Frac, c.K, d)
+	return float64(d)/float64(k) - 1
+}
+func (c RandK) Size(d int) int { return headerSize + 4 + 8*fracK(c.Frac, c.K, d) }
+
+func (c RandK) Compress(buf []byte, dec, x []float64, rng *Stream) ([]byte, error) {
+	if err := checkArgs(dec, x); err != nil {
+		return nil, err
+	}
+	if rng == nil {
+		return nil, fmt.Errorf("mechanism: randk needs a random stream")
+	}
+	d := len(x)
+	k := fracK(c.Frac, c.K, d)
+	// Floyd's algorithm draws a uniform k-subset with k calls to Intn; dec
+	// doubles as the membership mark (1 = chosen) before it is filled.
+	for i := range dec {
+		dec[i] = 0
+	}
+	for j := d - k; j < d; j++ {
+		t := rng.Intn(j + 1)
+		if dec[t] != 0 {
+			t = j
+		}
+		dec[t] = 1
+	}
+	scale := float64(d) / float64(k)
+	buf = putHeader(buf[:0], KindSparse, d)
+	buf = binary.LittleEndian.AppendUint32(buf, uint32(k))
+	for i := range dec {
+		if dec[i] != 0 {
+			buf = binary.LittleEndian.AppendUint32(buf, uint32(i))
+		}
+	}
+	for i := range dec {
+		if dec[i] != 0 {
+			f, err := f32(x[i]*scale, i)
+			if err != nil {
+				return nil, err
+			}
+			buf = binary.LittleEndian.AppendUint32(buf, math.Float32bits(f))
+			dec[i] = float64(f)
+		}
+	}
+	return buf, nil
+}
+
+// TopK keeps the k coordinates of largest magnitude (ties broken by lower
+// index), unscaled. Biased; use it under error feedback.
+type TopK struct {
+	Frac float64
+	K    int
+}
+
+func (c TopK) String() string {
+	if c.K > 0 {
+		return "topk:k=" + strconv.Itoa(c.K)
+	}
+	return "topk:" + strconv.FormatFloat(c.Frac, 'g', -1, 64)
+}
+func (TopK) Unbiased() bool    { return false }
+func (TopK) Omega(int) float64 { return math.Inf(1) }
+func (c TopK) Size(d int) int  { return headerSize + 4 + 8*fracK(c.Frac, c.K, d) }
+
+func (c TopK) Compress(buf []byte, dec, x []float64, _ *Stream) ([]byte, error) {
+	if err := checkArgs(dec, x); err != nil {
+		return nil, err
+	}
+	d := len(x)
+	k := fracK(c.Frac, c.K, d)
+	// Threshold by selection: find the k-th largest |x| with a sort of a
+	// copy held in dec, then keep entries above it and enough ties.
+	for i, v := range x {
+		dec[i] = math.Abs(v)
+	}
+	sort.Float64s(dec)
+	thr := dec[d-k]
+	above := 0
+	for _, v := range x {
+		if math.Abs(v) > thr {
+			above++
+		}
+	}
+	ties := k - above
+	for i, v := range x {
+		a := math.Abs(v)
+		switch {
+		case a > thr:
+			dec[i] = 1
+		case a == thr && ties > 0:
+			dec[i] = 1
+			ties--
+		default:
+			dec[i] = 0
+		}
+	}
+	buf = putHeader(buf[:0], KindSparse, d)
+	buf = binary.LittleEndian.AppendUint32(buf, uint32(k))
+	for i := range dec {
+		if dec[i] != 0 {
+			buf = binary.LittleEndian.AppendUint32(buf, uint32(i))
+		}
+	}
+	for i := range dec {
+		if dec[i] != 0 {
+			f, err := f32(x[i], i)
+			if err != nil {
+				return nil, err
+			}
+			buf = binary.LittleEndian.AppendUint32(buf, math.Float32bits(f))
+			dec[i] = float64(f)
+		}
+	}
+	return buf, nil
+}
+
+// Quant is random (stochastic) quantisation with S levels (QSGD, Alistarh
+// et al. 2017): with r = ||x||_2 rounded up to float32, coordinate i is
+// sent as r*sign(x_i)*l_i/S where l_i is floor(S|x_i|/r) or that plus one,
+// rounded up with probability equal to the fractional part, so
+// E[C(x)] = x. omega = min(d/S^2, sqrt(d)/S) (QSGD Lemma 3.1).
+type Quant struct {
+	S    int
+	bits bool // spec was given in bits
+}
+
+func (c Quant) String() string {
+	if c.bits {
+		return "quant:" + strconv.Itoa(quantBits(c.S)) + "bit"
+	}
+	return "quant:s=" + strconv.Itoa(c.S)
+}
+func (Quant) Unbiased() bool { return true }
+func (c Quant) Omega(d int) float64 {
+	s := float64(c.S)
+	return math.Min(float64(d)/(s*s), math.Sqrt(float64(d))/s)
+}
+func (c Quant) Size(d int) int { return headerSize + 9 + (d*quantBits(c.S)+7)/8 }
+
+func (c Quant) Compress(buf []byte, dec, x []float64, rng *Stream) ([]byte, error) {
+	if err := checkArgs(dec, x); err != nil {
+		return nil, err
+	}
+	if c.S < 1 || c.S > MaxLevels {
+		return nil, fmt.Errorf("mechanism: quant levels %d outside [1, %d]", c.S, MaxLevels)
+	}
+	if rng == nil {
+		return nil, fmt.Errorf("mechanism: quant needs a random stream")
+	}
+	n := Norm(x)
+	r := float32(n)
+	if math.IsInf(float64(r), 0) {
+		return nil, fmt.Errorf("mechanism: norm %g overflows float32", n)
+	}
+	if float64(r) < n {
+		r = math.Nextafter32(r, float32(math.Inf(1)))
+	}
+	nb := quantBits(c.S)
+	buf = putHeader(buf[:0], KindQuant, len(x))
+	buf = binary.LittleEndian.AppendUint32(buf, uint32(c.S))
+	buf = append(buf, byte(nb))
+	buf = binary.LittleEndian.AppendUint32(buf, math.Float32bits(r))
+	w := bitWriter{buf: buf}
+	s := float64(c.S)
+	for i, v := range x {
+		code := c.S
+		if r > 0 && v != 0 {
+			u := s * math.Abs(v) / float64(r) // in [0, s]
+			l := math.Floor(u)
+			if rng.Float64() < u-l {
+				l++
+			}
+			if l > s {
+				l = s
+			}
+			if v < 0 {
+				code = c.S - int(l)
+			} else {
+				code = c.S + int(l)
+			}
+		}
+		w.write(uint64(code), nb)
+		dec[i] = quantValue(r, c.S, code)
+	}
+	return w.flush(), nil
+}
+
+// Spec is a parsed compressor spec: a compressor and whether the device
+// wraps it in error feedback.
+type Spec struct {
+	EF bool
+	C  Compressor
+}
+
+// String returns the canonical spec.
+func (s Spec) String() string {
+	if s.EF {
+		return "ef+" + s.C.String()
+	}
+	return s.C.String()
+}
+
+// ParseSpec parses a compressor spec:
+//
+//	"" | "none" | "f32"     dense float32 (baseline)
+//	"f64"                   dense float64
+//	"randk:F" | "randk:k=K" random-k with k = ceil(F*d), 0 < F <= 1, or k = K
+//	"topk:F"  | "topk:k=K"  top-k
+//	"quant:Bbit"            random quantisation with B bits per coordinate
+//	                        (2 <= B <= 25; s = 2^(B-1) - 1 levels)
+//	"quant:s=S"             random quantisation with S levels (1 <= S <= 2^24)
+//	"ef+SPEC"               any of the above under error feedback
+func ParseSpec(spec string) (Spec, error) {
+	orig := spec
+	spec = strings.TrimSpace(strings.ToLower(spec))
+	var out Spec
+	if strings.HasPrefix(spec, "ef+") {
+		out.EF = true
+		spec = spec[3:]
+		if spec == "" {
+			return Spec{}, fmt.Errorf("mechanism: compressor spec %q: ef+ needs a compressor after it", orig)
+		}
+	}
+	name, arg, hasArg := strings.Cut(spec, ":")
+	fail := func(why string) (Spec, error) {
+		return Spec{}, fmt.Errorf("mechanism: compressor spec %q: %s", orig, why)
+	}
+	switch name {
+	case "", "none", "f32", "dense":
+		if hasArg {
+			return fail("takes no argument")
+		}
+		out.C = Dense32{}
+	case "f64":
+		if hasArg {
+			return fail("takes no argument")
+		}
+		out.C = Dense64{}
+	case "randk", "topk":
+		if !hasArg {
+			return fail("needs a fraction (randk:0.05) or a count (randk:k=100)")
+		}
+		frac, k := 0.0, 0
+		if v, ok := strings.CutPrefix(arg, "k="); ok {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 || n > MaxDim {
+				return fail("k must be an integer in [1, 2^26]")
+			}
+			k = n
+		} else {
+			f, err := strconv.ParseFloat(arg, 64)
+			if err != nil || !(f > 0 && f <= 1) {
+				return fail("fraction must be a number in (0, 1]")
+			}
+			frac = f
+		}
+		if name == "randk" {
+			out.C = RandK{Frac: frac, K: k}
+		} else {
+			out.C = TopK{Frac: frac, K: k}
+		}
+	case "quant":
+		if !hasArg {
+			return fail("needs bits (quant:8bit) or levels (quant:s=255)")
+		}
+		if v, ok := strings.CutPrefix(arg, "s="); ok {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 || n > MaxLevels {
+				return fail("s must be an integer in [1, 2^24]")
+			}
+			out.C = Quant{S: n}
+		} else if v, ok := strings.CutSuffix(arg, "bit"); ok {
+			b, err := strconv.Atoi(v)
+			if err != nil || b < 2 || b > 25 {
+				return fail("bits must be an integer in [2, 25]")
+			}
+			out.C = Quant{S: 1<<(b-1) - 1, bits: true}
+		} else {
+			return fail("argument must be Bbit or s=S")
+		}
+	default:
+		return fail("unknown compressor (want none, f64, randk, topk, quant, optionally ef+...)")
+	}
+	return out, nil
+}
+
+// ErrorFeedback performs one error-feedback step (Seide et al. 2014;
+// Karimireddy et al. 2019): it sends C(x + e) and writes the new residual
+// x + e - C(x + e) into newE (which may alias e). dec receives the decoded
+// message. Then, summed over the steps a server includes, the messages equal
+// the sum of the x's minus the last residual, exactly in float64 up to the
+// rounding of the additions.
+func ErrorFeedback(c Compressor, buf []byte, dec, newE, x, e []float64, rng *Stream) ([]byte, error) {
+	if len(e) != len(x) || len(newE) != len(x) {
+		return nil, fmt.Errorf("mechanism: error feedback: lengths x %d, e %d, newE %d", len(x), len(e), len(newE))
+	}
+	for i := range x {
+		newE[i] = x[i] + e[i]
+	}
+	out, err := c.Compress(buf, dec, newE, rng)
+	if err != nil {
+		return nil, fmt.Errorf("error feedback: %w", err)
+	}
+	for i := range newE {
+		newE[i] -= dec[i]
+	}
+	return out, nil
+}
+
+// Shifted performs one step of SoteriaFL shifted compression (Algorithm 2,
+// lines 5-6): it sends v = C(x - h) and writes the new shift
+// h + gamma*v into newH, which must not alias h. dec receives v.
+func Shifted(c Compressor, buf []byte, dec, newH, x, h []float64, gamma float64, rng *Stream) ([]byte, error) {
+	if len(h) != len(x) || len(newH) != len(x) {
+		return nil, fmt.Errorf("mechanism: shifted compression: lengths x %d, h %d, newH %d", len(x), len(h), len(newH))
+	}
+	for i := range x {
+		newH[i] = x[i] - h[i]
+	}
+	out, err := c.Compress(buf, dec, newH, rng)
+	if err != nil {
+		return nil, fmt.Errorf("shifted compression: %w", err)
+	}
+	for i := range newH {
+		newH[i] = h[i] + gamma*dec[i]
+	}
+	return out, nil
+}

@@ -1,0 +1,40 @@
+// Package mechanism holds the privacy and communication building blocks that
+// every algorithm in shared/optim composes: L2 clipping, Gaussian noise from
+// a cryptographic source, the regenerable noise state of noise cancellation,
+// and the compressors with their wire encoding.
+//
+// # Invariants
+//
+//   - Clip(v, S) leaves ||v||_2 <= S for every finite v; CheckFinite rejects
+//     NaN and ±Inf naming the first bad index. Sensitivity therefore holds
+//     by construction, whatever the model computes, as long as the caller
+//     checks finiteness before clipping (Clip of a NaN vector is NaN).
+//   - Noise comes from a [Stream]: the ChaCha20 keystream (RFC 8439,
+//     golang.org/x/crypto/chacha20) under a 32-byte key. In the product the
+//     key is read from crypto/rand (crypto.getRandomValues in the browser)
+//     for every release, so the noise is as unpredictable as the CSPRNG; the
+//     simulator passes a deterministic seed stream instead. Because the
+//     keystream is a deterministic function of the key, a device can store
+//     a 32-byte seed in place of a d-dimensional noise vector and regenerate
+//     the vector bit for bit on the same platform. Nothing here uses
+//     math/rand.
+//   - Standard normals are drawn with the Marsaglia polar method on 53-bit
+//     uniforms taken from the keystream (see [Stream.NormFloat64]).
+//   - Compressors are post-processing of an already privatised vector and
+//     cost no privacy. Every compressor returns, next to its payload, the
+//     exact float64 vector that [Decode] will produce from it, so device
+//     and server agree bit for bit on what was sent (this is what makes the
+//     noise-cancellation and error-feedback identities exact).
+//   - The wire format is self-describing (kind byte, dimension, data; see
+//     codec.go). [Decode] validates everything, never panics on hostile
+//     bytes and rejects NaN/Inf; [Size] of a compressor is exact.
+//
+// # Compressors and omega
+//
+// A compressor C is an omega-compressor (SoteriaFL, Definition 1) when
+// E[C(x)] = x and E||C(x) - x||^2 <= omega ||x||^2. Random-k
+// sparsification has omega = d/k - 1 (SoteriaFL, Example 1); random
+// quantization with s levels has omega = min(d/s^2, sqrt(d)/s) (Alistarh et
+// al. 2017, QSGD, Lemma 3.1, cited by SoteriaFL). Top-k is biased (its
+// Omega is +Inf) and is meant to be used under error feedback.
+package mechanism

@@ -1,0 +1,246 @@
+package mechanism
+
+import (
+	"encoding/binary"
+	"fmt"
+	"io"
+	"math"
+	"math/bits"
+
+	"golang.org/x/crypto/chacha20"
+)
+
+// SeedSize is the size of a Stream key in bytes.
+const SeedSize = 32
+
+// Seed is the 32-byte key of a ChaCha20 stream.
+type Seed [SeedSize]byte
+
+// NewSeed reads a fresh seed from r: crypto/rand.Reader in the product, a
+// deterministic Stream in the simulator.
+func NewSeed(r io.Reader) (Seed, error) {
+	var s Seed
+	if r == nil {
+		return s, fmt.Errorf("mechanism: nil entropy source")
+	}
+	if _, err := io.ReadFull(r, s[:]); err != nil {
+		return s, fmt.Errorf("mechanism: reading seed: %w", err)
+	}
+	return s, nil
+}
+
+// Stream purposes: the nonce separates independent streams derived from the
+// same seed (noise, compressor randomness, algorithm coin flips, derived
+// seeds).
+const (
+	PurposeNoise    uint32 = 0
+	PurposeCompress uint32 = 1
+	PurposeCoins    uint32 = 2
+	PurposeSeeds    uint32 = 3
+)
+
+const streamBuf = 4096
+
+// Stream is a deterministic pseudo-random stream: the ChaCha20 keystream
+// (RFC 8439) under a 32-byte seed and a 96-bit nonce made of a purpose
+// number. It implements io.Reader, so a Stream can itself be the entropy
+// source of another component (the simulator's seed stream).
+//
+// A Stream is not safe for concurrent use. Its zero value is not usable;
+// create it with NewStream.
+type Stream struct {
+	c    *chacha20.Cipher
+	buf  [streamBuf]byte
+	pos  int
+	zero [streamBuf]byte
+}
+
+// NewStream returns the keystream of seed under the given purpose.
+func NewStream(seed Seed, purpose uint32) *Stream {
+	var nonce [chacha20.NonceSize]byte
+	binary.LittleEndian.PutUint32(nonce[:4], purpose)
+	c, err := chacha20.NewUnauthenticatedCipher(seed[:], nonce[:])
+	if err != nil {
+		// Key and nonce sizes are constants of this package.
+		panic("mechanism: chacha20: " + err.Error())
+	}
+	s := &Stream{c: c}
+	s.pos = streamBuf
+	return s
+}
+
+// Reset rewinds s to the start of the keystream of seed and purpose,
+// reusing its buffers (no allocation beyond the cipher state).
+func (s *Stream) Reset(seed Seed, purpose uint32) {
+	var nonce [chacha20.NonceSize]byte
+	binary.LittleEndian.PutUint32(nonce[:4], purpose)
+	c, err := chacha20.NewUnauthenticatedCipher(seed[:], nonce[:])
+	if err != nil {
+		panic("mechanism: chacha20: " + err.Error())
+	}
+	s.c = c
+	s.pos = streamBuf
+}
+
+func (s *Stream) refill() {
+	s.c.XORKeyStream(s.buf[:], s.zero[:])
+	s.pos = 0
+}
+
+// Read fills p with keystream bytes; it never fails.
+func (s *Stream) Read(p []byte) (int, error) {
+	n := 0
+	for n < len(p) {
+		if s.pos == streamBuf {
+			s.refill()
+		}
+		c := copy(p[n:], s.buf[s.pos:])
+		s.pos += c
+		n += c
+	}
+	return n, nil
+}
+
+// Uint64 returns the next 8 keystream bytes as a little-endian integer.
+func (s *Stream) Uint64() uint64 {
+	if s.pos+8 > streamBuf {
+		if s.pos != streamBuf {
+			// streamBuf is a multiple of 8 and every read of the buffer
+			// except Read consumes 8 bytes; realign after a Read.
+			var b [8]byte
+			s.Read(b[:])
+			return binary.LittleEndian.Uint64(b[:])
+		}
+		s.refill()
+	}
+	v := binary.LittleEndian.Uint64(s.buf[s.pos:])
+	s.pos += 8
+	return v
+}
+
+// Float64 returns a uniform number in the open interval (0, 1): the top 53
+// bits of a Uint64 plus one half, times 2^-53.
+func (s *Stream) Float64() float64 {
+	return (float64(s.Uint64()>>11) + 0.5) * (1.0 / (1 << 53))
+}
+
+// Intn returns a uniform integer in [0, n) for n > 0 (Lemire's
+// multiply-and-reject method: exactly uniform).
+func (s *Stream) Intn(n int) int {
+	if n <= 0 {
+		panic("mechanism: Intn with n <= 0")
+	}
+	un := uint64(n)
+	hi, lo := bits.Mul64(s.Uint64(), un)
+	if lo < un {
+		thresh := -un % un
+		for lo < thresh {
+			hi, lo = bits.Mul64(s.Uint64(), un)
+		}
+	}
+	return int(hi)
+}
+
+// normPair draws two independent standard normals with the Marsaglia polar
+// method: draw u, v uniform on (-1, 1) until 0 < r = u^2+v^2 < 1, then
+// u*sqrt(-2 ln r / r) and v*sqrt(-2 ln r / r) are independent N(0, 1)
+// (Marsaglia and Bray 1964). Acceptance probability is pi/4. u and v are
+// the two 32-bit halves of one Uint64, each mapped to the midpoint of one of
+// 2^32 equal cells of (-1, 1) (the keystream is the bottleneck, so one
+// 8-byte draw per attempt). r >= 2^-64, so no normal exceeds about 9.4 in
+// magnitude; the truncated tail mass is below 1e-20.
+func (s *Stream) normPair() (float64, float64) {
+	const scale = 1.0 / (1 << 31)
+	for {
+		w := s.Uint64()
+		u := (float64(uint32(w))+0.5)*scale - 1
+		v := (float64(uint32(w>>32))+0.5)*scale - 1
+		r := u*u + v*v
+		if r >= 1 {
+			continue
+		}
+		f := math.Sqrt(-2 * math.Log(r) / r)
+		return u * f, v * f
+	}
+}
+
+// NormFloat64 returns one standard normal (the second of the pair is
+// discarded; use AddNormal or FillNormal for vectors).
+func (s *Stream) NormFloat64() float64 {
+	a, _ := s.normPair()
+	return a
+}
+
+// FillNormal sets dst[i] = sigma * z_i for i.i.d. standard normals z_i,
+// consumed in pairs from the stream (a vector of odd length discards the
+// last partner). It does not allocate.
+func (s *Stream) FillNormal(dst []float64, sigma float64) {
+	n := len(dst)
+	i := 0
+	for ; i+1 < n; i += 2 {
+		a, b := s.normPair()
+		dst[i] = sigma * a
+		dst[i+1] = sigma * b
+	}
+	if i < n {
+		a, _ := s.normPair()
+		dst[i] = sigma * a
+	}
+}
+
+// AddNormal adds sigma * z_i to dst[i] with the same draws as FillNormal.
+func (s *Stream) AddNormal(dst []float64, sigma float64) {
+	n := len(dst)
+	i := 0
+	for ; i+1 < n; i += 2 {
+		a, b := s.normPair()
+		dst[i] += sigma * a
+		dst[i+1] += sigma * b
+	}
+	if i < n {
+		a, _ := s.normPair()
+		dst[i] += sigma * a
+	}
+}
+
+// NoiseVector writes the Gaussian vector N(0, sigma^2 I) determined by
+// seed into dst, using a fresh stream of PurposeNoise. It is the
+// single definition of "the noise of a seed", used both when drawing and
+// when regenerating.
+func NoiseVector(dst []float64, seed Seed, sigma float64, scratch *Stream) {
+	if scratch == nil {
+		scratch = NewStream(seed, PurposeNoise)
+	} else {
+		scratch.Reset(seed, PurposeNoise)
+	}
+	scratch.FillNormal(dst, sigma)
+}
+
+// NCState is the noise-cancellation state of one device (noise-cancellation
+// paper, Algorithm 1): its last noise Y_i stored as the seed that
+// regenerates it together with sigma and the dimension, and its
+// participation count N_i. The zero value is the initial state (Y_i = 0,
+// N_i = 0).
+type NCState struct {
+	N     int     // participations so far (N_i)
+	Has   bool    // false while Y_i = 0
+	Seed  Seed    // seed of Y_i
+	Sigma float64 // per-coordinate standard deviation of Y_i
+	Dim   int     // dimension of Y_i
+}
+
+// Y writes Y_i into dst (len(dst) must equal Dim when Has, any length when
+// not: then dst is zeroed).
+func (st *NCState) Y(dst []float64, scratch *Stream) error {
+	if !st.Has {
+		for i := range dst {
+			dst[i] = 0
+		}
+		return nil
+	}
+	if len(dst) != st.Dim {
+		return fmt.Errorf("mechanism: Y_i has dimension %d, buffer %d", st.Dim, len(dst))
+	}
+	NoiseVector(dst, st.Seed, st.Sigma, scratch)
+	return nil
+}
