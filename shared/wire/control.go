@@ -63,40 +63,48 @@ type Welcome struct {
 
 // SessionParams are a session's public parameters: everything a device
 // needs to compute its own noise scale and check its own budget (DESIGN
-// principle 2). Names match optim.Params where one exists.
+// principle 2). The algorithm fields mirror shared/optim.Params one to one
+// (same names and meanings; see there); wire does not import optim so the
+// protocol stays decodable on its own.
 type SessionParams struct {
-	Name      string `json:"name"`
-	Algorithm string `json:"algorithm"`
-	Model     string `json:"model"`
-	Dim       int    `json:"dim"`
-	// Population is M (the expected number of devices), Cohort is m (the
-	// devices sampled per round), Rounds is T.
-	Population int `json:"population"`
-	Cohort     int `json:"cohort"`
-	Rounds     int `json:"rounds"`
-	// Rho is the per-device privacy target as standard zCDP rho.
-	Rho float64 `json:"rho"`
-	// Clip is the L2 clipping norm S of a device's correction.
-	Clip float64 `json:"clip"`
-	// Eta is the server step size, Diameter the diameter D of the
-	// feasible ball.
-	Eta      float64 `json:"eta"`
-	Diameter float64 `json:"diameter,omitempty"`
-	// Batch is the device minibatch size b.
-	Batch int `json:"batch"`
+	Name string `json:"name"`
+	// Dim is the model dimension d: every vector on the wire has it.
+	Dim int `json:"dim"`
 	// DeadlineMillis is the round deadline.
 	DeadlineMillis int `json:"deadline_ms"`
-	// Compression names the uplink encoding ("dense" = float32,
-	// otherwise a shared/mechanism compressor name such as "randk").
-	Compression string `json:"compression"`
-	// CompressionRatio is the compressor's parameter (k/d for rand-k).
-	CompressionRatio float64 `json:"compression_ratio,omitempty"`
 	// Trusted is true when the coordinator adds the noise (trusted-server
-	// mode); devices then send clipped, un-noised updates.
+	// mode); informational: devices derive it from Algorithm.
 	Trusted bool `json:"trusted"`
-	// Seed, if nonzero, is the seed of the session's public
-	// randomness (cohort sampling is logged with it). Never noise.
-	Seed uint64 `json:"seed,omitempty"`
+	// DemoShards is true when the coordinator serves demo data shards at
+	// /shard (demo only: real devices hold their own data).
+	DemoShards bool `json:"demo_shards,omitempty"`
+
+	Algorithm string `json:"algorithm"`
+	Model     string `json:"model"`
+	Features  int    `json:"features"`
+	Classes   int    `json:"classes"`
+	// M is the number of devices in the session, Cohort is m (devices
+	// sampled per round), Rounds is T, Batch is the minibatch b.
+	M      int `json:"M"`
+	Cohort int `json:"cohort"`
+	Rounds int `json:"rounds"`
+	Batch  int `json:"batch"`
+	// Clip is the clipping bound S; G, L derive it when 0 (S = G + 2LD).
+	Clip     float64 `json:"clip"`
+	G        float64 `json:"G,omitempty"`
+	L        float64 `json:"L,omitempty"`
+	Eta      float64 `json:"eta"`
+	Diameter float64 `json:"diameter,omitempty"`
+	// RhoPaper is the papers' rho_p (each device is rho_p^2/2-zCDP in
+	// standard zCDP); or Epsilon and Delta per device.
+	RhoPaper float64 `json:"rho_p,omitempty"`
+	Epsilon  float64 `json:"epsilon,omitempty"`
+	Delta    float64 `json:"delta,omitempty"`
+	// Compressor is a shared/mechanism compressor spec ("" = dense float32).
+	Compressor   string  `json:"compressor,omitempty"`
+	LocalSize    int     `json:"local_size,omitempty"`
+	SnapshotProb float64 `json:"snapshot_prob,omitempty"`
+	ShiftStep    float64 `json:"shift_step,omitempty"`
 }
 
 // Validate checks p for values no session can have.
@@ -106,10 +114,10 @@ func (p SessionParams) Validate() error {
 		return bad("session: empty algorithm")
 	case p.Dim <= 0 || p.Dim > MaxDim:
 		return bad("session: dim %d outside [1, %d]", p.Dim, MaxDim)
-	case p.Cohort <= 0 || p.Rounds <= 0 || p.Batch <= 0:
-		return bad("session: cohort %d, rounds %d, batch %d must be positive", p.Cohort, p.Rounds, p.Batch)
-	case !(p.Rho >= 0) || !(p.Clip > 0) || !(p.Eta > 0):
-		return bad("session: rho %v, clip %v, eta %v out of range", p.Rho, p.Clip, p.Eta)
+	case p.Cohort <= 0 || p.Rounds <= 0 || p.Batch <= 0 || p.M < p.Cohort:
+		return bad("session: M %d, cohort %d, rounds %d, batch %d: want positive with cohort <= M", p.M, p.Cohort, p.Rounds, p.Batch)
+	case !(p.RhoPaper >= 0) || !(p.Clip >= 0) || !(p.Eta > 0):
+		return bad("session: rho_p %v, clip %v, eta %v out of range", p.RhoPaper, p.Clip, p.Eta)
 	case p.DeadlineMillis <= 0:
 		return bad("session: deadline %d ms must be positive", p.DeadlineMillis)
 	}

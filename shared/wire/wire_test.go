@@ -9,8 +9,8 @@ import (
 )
 
 func TestControlRoundTrip(t *testing.T) {
-	sess := SessionParams{Name: "demo", Algorithm: "mu2", Model: "logreg", Dim: 7850, Population: 30,
-		Cohort: 10, Rounds: 100, Rho: 2, Clip: 1, Eta: 0.5, Batch: 16, DeadlineMillis: 5000, Compression: "dense"}
+	sess := SessionParams{Name: "demo", Algorithm: "nc", Model: "logreg", Dim: 7850, M: 30,
+		Cohort: 10, Rounds: 100, RhoPaper: 2, Clip: 1, Eta: 0.5, Batch: 16, DeadlineMillis: 5000, Compressor: "randk:0.1+ef"}
 	msgs := []Message{
 		Hello{Version: 1, JoinCode: "ABCD", DeviceID: "d1", Secret: "s", Pending: 3, Budget: 4},
 		Welcome{Version: 1, DeviceID: "d1", Secret: "s", Session: sess, Committed: 7, Pending: &Decision{T: 3, State: Included}},
