@@ -26,6 +26,8 @@
 //     on its arguments (the seed included): the same call returns the same
 //     partition on every platform. Partition randomness is not privacy
 //     noise, so it comes from a seeded math/rand/v2 PCG, not crypto/rand.
+//     ParseScheme turns a flag value ("iid", "shards:2", "dirichlet:0.1")
+//     into a Scheme that calls the matching partitioner.
 //
 // # Datasets
 //

@@ -84,3 +84,19 @@ func ExampleDirichlet() {
 	// Output:
 	// Dirichlet(0.05) more skewed than IID: true
 }
+
+// A scheme chosen by a flag such as -partition=shards:2.
+func ExampleParseScheme() {
+	sc, err := dataset.ParseScheme("shards:2")
+	if err != nil {
+		log.Fatal(err)
+	}
+	labels := []int{0, 0, 1, 1, 2, 2, 3, 3}
+	parts, err := sc.Partition(labels, 4, 1)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(sc, "gives", len(parts), "devices of", len(parts[0]), "samples")
+	// Output:
+	// shards:2 gives 4 devices of 2 samples
+}
