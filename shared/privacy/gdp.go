@@ -34,23 +34,44 @@ func ComposeGDP(mus ...float64) (float64, error) {
 // PoissonSubsampledGDP is the central-limit approximation of Dong, Roth and
 // Su (2022, Corollary 5.4; Bu et al. 2020, eq. (3)) for T steps of the
 // Poisson-subsampled Gaussian mechanism with sampling rate q and noise
-// multiplier sigma: mu = q sqrt(T (exp(1/sigma^2) - 1)).
+// multiplier sigma: mu = q sqrt(T (exp(1/sigma^2) - 1)). steps may be
+// fractional (an epoch count times N/b), as in the CLT.
 //
 // This is an asymptotic approximation (T -> infinity with q sqrt(T) fixed),
 // not a bound: it can under-state the privacy loss for small T. It is
 // provided because the calibration paper's comparison tables use it; the
 // product's guarantees use the RDP accountant.
-func PoissonSubsampledGDP(q, sigma float64, steps int) (float64, error) {
-	if err := checkRate(q); err != nil {
+func PoissonSubsampledGDP(q, sigma, steps float64) (float64, error) {
+	if err := checkCLT(q, sigma, steps); err != nil {
 		return 0, err
+	}
+	return result("mu", q*math.Sqrt(steps*math.Expm1(1/(sigma*sigma))))
+}
+
+// UniformSubsampledGDP is the central-limit approximation of Bu, Dong, Long
+// and Su (2020, Theorem 5 / eq. (4)) for T steps of the Gaussian mechanism
+// on minibatches drawn uniformly without replacement at rate q:
+//
+//	mu = sqrt(2) q sqrt(T (e^(1/sigma^2) Phi(1.5/sigma) + 3 Phi(-0.5/sigma) - 2)).
+//
+// Like PoissonSubsampledGDP it is an approximation, not a bound. This is
+// the "f-DP accountant" of the calibration paper's Tables 9-11.
+func UniformSubsampledGDP(q, sigma, steps float64) (float64, error) {
+	if err := checkCLT(q, sigma, steps); err != nil {
+		return 0, err
+	}
+	v := math.Exp(1/(sigma*sigma))*stdNormalCDF(1.5/sigma) + 3*stdNormalCDF(-0.5/sigma) - 2
+	return result("mu", math.Sqrt2*q*math.Sqrt(steps*math.Max(v, 0)))
+}
+
+func checkCLT(q, sigma, steps float64) error {
+	if err := checkRate(q); err != nil {
+		return err
 	}
 	if err := checkPositive("sigma", sigma); err != nil {
-		return 0, err
+		return err
 	}
-	if steps < 0 {
-		return 0, invalid("steps = %d, want >= 0", steps)
-	}
-	return result("mu", q*math.Sqrt(float64(steps)*math.Expm1(1/(sigma*sigma))))
+	return checkNonNegative("steps", steps)
 }
 
 // stdNormalCDF is Phi(x).
