@@ -90,17 +90,24 @@ func (in *input) clone() input { return newInput(len(in.x)) }
 // loops (BenchmarkGrad at density 0.19 and 0.5 measures both sides).
 func (in *input) load(x []float32) (sparse bool) {
 	xs := in.x[:len(x)]
-	in.idx = in.idx[:0]
-	in.val = in.val[:0]
+	idx := in.idx[:len(x)]
+	val := in.val[:len(x)]
+	n := 0
 	for i, v := range x {
 		f := float64(v)
 		xs[i] = f
+		// Written unconditionally and kept only if non-zero, so the loop
+		// has no data-dependent branch (random sparsity patterns would
+		// otherwise cost a misprediction every few features).
+		idx[n] = int32(i)
+		val[n] = f
 		if v != 0 {
-			in.idx = append(in.idx, int32(i))
-			in.val = append(in.val, f)
+			n++
 		}
 	}
-	return 2*len(in.idx) <= len(x)
+	in.idx = idx[:n]
+	in.val = val[:n]
+	return 2*n <= len(x)
 }
 
 // dot returns sum_i a[i]*b[i] over len(b) terms, with four partial sums.
@@ -171,4 +178,51 @@ func (in *input) affine(w []float64, bias float64, sparse bool) float64 {
 		return bias + gather(w[:len(in.x)], in.idx, in.val)
 	}
 	return bias + dot(w, in.x)
+}
+
+// rows writes out[r] = w[r*stride : r*stride+F] · x for r < len(out), with
+// F = len(in.x). Rows go four at a time so that each feature (or each
+// non-zero index and value) is loaded once per four rows and the four sums
+// are independent dependency chains.
+func (in *input) rows(out, w []float64, stride int, sparse bool) {
+	F := len(in.x)
+	r := 0
+	for ; r+4 <= len(out); r += 4 {
+		o := r * stride
+		out[r], out[r+1], out[r+2], out[r+3] = in.dot4(w[o:o+F], w[o+stride:o+stride+F], w[o+2*stride:o+2*stride+F], w[o+3*stride:o+3*stride+F], sparse)
+	}
+	for ; r < len(out); r++ {
+		o := r * stride
+		if sparse {
+			out[r] = gather(w[o:o+F], in.idx, in.val)
+		} else {
+			out[r] = dot(w[o:o+F], in.x)
+		}
+	}
+}
+
+// dot4 returns the dot products of the four rows (each of length
+// len(in.x)) with the loaded input.
+func (in *input) dot4(r0, r1, r2, r3 []float64, sparse bool) (s0, s1, s2, s3 float64) {
+	if sparse {
+		val := in.val
+		idx := in.idx[:len(val)]
+		for k, i := range idx {
+			v := val[k]
+			s0 += r0[i] * v
+			s1 += r1[i] * v
+			s2 += r2[i] * v
+			s3 += r3[i] * v
+		}
+		return
+	}
+	x := in.x
+	r0, r1, r2, r3 = r0[:len(x)], r1[:len(x)], r2[:len(x)], r3[:len(x)]
+	for i, v := range x {
+		s0 += r0[i] * v
+		s1 += r1[i] * v
+		s2 += r2[i] * v
+		s3 += r3[i] * v
+	}
+	return
 }

@@ -63,9 +63,9 @@ func (m *LogReg) InitParams(dst []float64, seed uint64) {
 // logits writes z_c = W_c·x + b_c for the loaded input.
 func (m *LogReg) logits(z, w []float64, sparse bool) {
 	stride := m.features + 1
+	m.in.rows(z, w, stride, sparse)
 	for c := range z {
-		r := w[c*stride : (c+1)*stride]
-		z[c] = m.in.affine(r, r[m.features], sparse)
+		z[c] += w[c*stride+m.features]
 	}
 }
 

@@ -97,8 +97,9 @@ func (m *MLP) split(w []float64) (w1, c1, w2, c2 []float64) {
 func (m *MLP) forward(h, z, w []float64, sparse bool) {
 	w1, c1, w2, c2 := m.split(w)
 	F, H := m.features, m.hidden
+	m.in.rows(h, w1, F, sparse)
 	for j := range h {
-		h[j] = sigmoid(m.in.affine(w1[j*F:(j+1)*F], c1[j], sparse))
+		h[j] = sigmoid(h[j] + c1[j])
 	}
 	for c := range z {
 		z[c] = c2[c] + dot(w2[c*H:(c+1)*H], h)
