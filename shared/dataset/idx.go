@@ -158,6 +158,8 @@ func ReadIDXLimit(r io.Reader, name string, maxBytes int64) (*IDX, error) {
 	if maxBytes <= 0 {
 		return nil, fmt.Errorf("dataset: reading IDX file %q: limit %d bytes, want > 0", name, maxBytes)
 	}
+	// On 32-bit platforms a payload must also fit an int.
+	maxBytes = min(maxBytes, int64(math.MaxInt))
 	br := bufio.NewReader(r)
 	gzipped := false
 	var src io.Reader = br
