@@ -1,0 +1,230 @@
+//go:build js && wasm
+
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"syscall/js"
+	"time"
+
+	"browserfl/device"
+	"browserfl/shared/model"
+	"browserfl/shared/optim"
+	"browserfl/wasm/idb"
+	"browserfl/wasm/jsw"
+	"browserfl/wasm/local"
+	"browserfl/wasm/ui"
+)
+
+// keyDevice holds the device runtime's state blob (device id and secret,
+// the algorithm's state with Y_i seed, N_i, ledger and residual, the
+// pending round, the data cursor). It is written in one IndexedDB
+// transaction, so it is always the previous or the new blob.
+const keyDevice = "dev/state"
+
+// idbStorage is device.Storage on the page's IndexedDB store.
+type idbStorage struct{ st *idb.Store }
+
+// Load implements device.Storage.
+func (s idbStorage) Load(ctx context.Context) ([]byte, error) {
+	b, err := s.st.Get(ctx, keyDevice)
+	if errors.Is(err, idb.ErrNotFound) {
+		return nil, nil
+	}
+	return b, err
+}
+
+// Save implements device.Storage: one durable transaction.
+func (s idbStorage) Save(ctx context.Context, b []byte) error {
+	return s.st.Put(ctx, map[string][]byte{keyDevice: b})
+}
+
+// trainer runs the device runtime for this page and mirrors its events
+// into the training view.
+type trainer struct {
+	a      *app
+	rt     *device.Runtime
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	mu         sync.Mutex
+	x          []float64 // the latest global model fetched (for "try the model")
+	modelRound int       // the round x is from
+	roundAt    float64   // performance.now() when the latest round arrived
+	bytesSent  int64
+}
+
+// startTraining shows the training view and starts the device runtime.
+func (a *app) startTraining() {
+	a.update(func(s *ui.State) {
+		s.Screen = ui.ScreenTrain
+		s.Train.EpsBudget = a.consent.Budget
+		s.Train.Delta = a.delta
+		s.Train.Conn = "connecting"
+	})
+	if a.trainer != nil {
+		return
+	}
+	ctx, cancel := context.WithCancel(a.ctx)
+	t := &trainer{a: a, ctx: ctx, cancel: cancel}
+	a.trainer = t
+	go t.run()
+	go t.pollProgress()
+}
+
+func wsURL(base string) string {
+	switch {
+	case strings.HasPrefix(base, "https://"):
+		return "wss://" + strings.TrimPrefix(base, "https://") + "/ws"
+	case strings.HasPrefix(base, "http://"):
+		return "ws://" + strings.TrimPrefix(base, "http://") + "/ws"
+	}
+	return base + "/ws"
+}
+
+func (t *trainer) run() {
+	a := t.a
+	data := a.all().Samples
+	rt, err := device.New(t.ctx, device.Config{
+		URL:      wsURL(a.base),
+		JoinCode: a.code,
+		Storage:  idbStorage{a.store},
+		Data:     data,
+		Budget:   a.consent.Rho,
+		OnEvent:  t.onEvent,
+	})
+	if err != nil {
+		a.fail("Device", err)
+		return
+	}
+	t.rt = rt
+	err = rt.Run(t.ctx)
+	a.update(func(s *ui.State) {
+		s.Train.Done = true
+		switch {
+		case err == nil:
+			s.Train.Conn = "finished"
+			s.Train.Status = "The session has finished. Thank you!"
+		case errors.Is(err, context.Canceled):
+			s.Train.Conn = "stopped"
+		case errors.Is(err, device.ErrRefused):
+			s.Train.Conn = "stopped"
+			s.Train.Status = "This page stopped: " + err.Error()
+		default:
+			s.Train.Conn = "stopped"
+			s.Train.Status = "Stopped by an error: " + err.Error()
+		}
+	})
+}
+
+// onEvent runs synchronously inside the runtime (its lock held): it must
+// not call back into the runtime. It records what it can and hands the
+// rest to a goroutine.
+func (t *trainer) onEvent(e device.Event) {
+	now := jsw.Now()
+	t.mu.Lock()
+	var step float64
+	switch e.Kind {
+	case device.EventRound:
+		t.roundAt = now
+	case device.EventSent:
+		step = now - t.roundAt
+	}
+	t.mu.Unlock()
+	go t.publish(e, step)
+}
+
+// publish updates the view after an event, reading the runtime's ledger
+// once the runtime has released its lock.
+func (t *trainer) publish(e device.Event, stepMillis float64) {
+	a := t.a
+	var eps float64
+	var joined int
+	if t.rt != nil {
+		if acc, ok := t.rt.Algorithm().(optim.Accountant); ok {
+			l := acc.Ledger()
+			if v, err := l.Epsilon(a.delta); err == nil {
+				eps = v
+			}
+			joined = acc.Participations()
+		}
+	}
+	st := device.State{}
+	if t.rt != nil {
+		st = t.rt.State()
+	}
+	a.update(func(s *ui.State) {
+		s.Train.EpsSpent = eps
+		s.Train.Joined = joined
+		s.Data.Used = min(st.Cursor, s.Data.Count)
+		switch e.Kind {
+		case device.EventConnected:
+			s.Train.Conn = "connected"
+			s.Train.Status = "Connected; waiting to be asked for a round."
+		case device.EventRound:
+			s.Train.Round = max(s.Train.Round, e.T)
+			s.Train.Status = fmt.Sprintf("Computing round %d on your data…", e.T)
+		case device.EventSent:
+			s.Train.StepMillis = stepMillis
+			s.Train.Status = fmt.Sprintf("Sent a noised update for round %d.", e.T)
+		case device.EventIncluded:
+			s.Train.Status = fmt.Sprintf("Round %d included your update.", e.T)
+		case device.EventExcluded:
+			s.Train.Status = fmt.Sprintf("Round %d closed without your update (the privacy it cost stays spent).", e.T)
+		case device.EventError:
+			s.Train.Conn = "reconnecting"
+			if e.Err != nil {
+				s.Train.Status = "Connection lost (" + e.Err.Error() + "); reconnecting…"
+			}
+		case device.EventEnd:
+			s.Train.Conn = "finished"
+		}
+	})
+}
+
+// pollProgress fetches the session's public progress (round, global
+// accuracy, current model) every second while training runs.
+func (t *trainer) pollProgress() {
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		if err := t.fetchProgress(); err != nil {
+			js.Global().Get("console").Call("debug", "progress: "+err.Error())
+		}
+		select {
+		case <-t.ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+func (t *trainer) leave() {
+	t.cancel()
+}
+
+// TryModel implements ui.Controller.
+func (a *app) TryModel() {
+	x, err := a.try.features()
+	if err != nil || local.Blank(x) {
+		a.state.Train.Prediction = "Draw something first."
+		return
+	}
+	var w []float64
+	if a.trainer != nil {
+		a.trainer.mu.Lock()
+		w = append(w, a.trainer.x...)
+		a.trainer.mu.Unlock()
+	}
+	m, err := model.New(a.params.Model, local.Features, local.Classes)
+	if err != nil || len(w) != m.Dim() {
+		a.state.Train.Prediction = "No model yet: wait for the first round."
+		return
+	}
+	a.state.Train.Prediction = fmt.Sprintf("The model says: %d", m.Predict(w, x))
+	a.try.clear()
+}
