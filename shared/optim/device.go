@@ -1,0 +1,454 @@
+package optim
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math"
+
+	"browserfl/shared/dataset"
+	"browserfl/shared/mechanism"
+	"browserfl/shared/model"
+	"browserfl/shared/privacy"
+)
+
+// ErrBudget is wrapped by Prepare when a release would take the device's
+// ledger beyond the session's per-device budget.
+var ErrBudget = errors.New("optim: privacy budget exhausted")
+
+// ErrPending is wrapped by Prepare when the previous round is still
+// pending (neither committed nor aborted).
+var ErrPending = errors.New("optim: a round is pending")
+
+const deviceMagic = "BFLD"
+const deviceVersion = 1
+
+// budgetSlack absorbs the floating-point rounding of the harmonic sum in
+// the budget comparison (relative 1e-9; the ledger stays exact).
+const budgetSlack = 1 + 1e-9
+
+// device is the device half of every registered algorithm.
+type device struct {
+	p       Params
+	a       Algorithm
+	spec    mechanism.Spec
+	m       model.Model
+	dim     int
+	entropy io.Reader
+	budget  float64 // zCDP; 0 for non-private
+	gamma   float64
+
+	// committed state
+	ledger privacy.Ledger
+	n      int // participations (N_i), advanced at Prepare
+	lastT  int // last round prepared (replays are refused)
+	y      mechanism.NCState
+	e      []float64 // error-feedback residual
+	h      []float64 // SoteriaFL shift
+	snap   []float64 // SVRG snapshot w
+	table  []float64 // SAGA: clipped gradient of local sample j at w_j, row-major n x d
+	avg    []float64 // SAGA: mean of the table rows
+
+	// caches (not marshalled)
+	yvec    []float64 // Y_i as a vector when yOK
+	yOK     bool
+	snapG   []float64 // SVRG: clipped full gradient at snap when snapOK
+	snapOK  bool
+	local   []dataset.Sample
+	clean   []float64 // un-noised estimate of the last Prepare
+	cleanOK bool
+
+	pend pending
+
+	// scratch
+	v, g, g2, dec []float64
+	buf           []byte
+	noise, comp   *mechanism.Stream
+	coins         *mechanism.Stream
+	idx           []int
+}
+
+type pending struct {
+	ok    bool
+	t     int
+	seed  mechanism.Seed
+	sigma float64
+	yvec  []float64 // the new Y_i (nc)
+	e, h  []float64 // new residual / shift
+	snap  []float64 // new SVRG snapshot (nil: unchanged)
+	idx   []int     // SAGA rows replaced
+	rows  []float64 // SAGA new rows, len(idx) x d
+}
+
+func newDevice(p Params, a Algorithm, m model.Model, entropy io.Reader) (*device, error) {
+	if m == nil {
+		return nil, fmt.Errorf("optim: nil model")
+	}
+	if entropy == nil {
+		return nil, fmt.Errorf("optim: nil entropy source")
+	}
+	spec, _ := mechanism.ParseSpec(p.Compressor)
+	d := m.Dim()
+	if d < 1 || d > mechanism.MaxDim {
+		return nil, fmt.Errorf("optim: model dimension %d", d)
+	}
+	dv := &device{p: p, a: a, spec: spec, m: m, dim: d, entropy: entropy}
+	if a.kind.noise == noiseNC || a.kind.noise == noiseDevice {
+		b, err := p.ZCDPBudget()
+		if err != nil {
+			return nil, err
+		}
+		dv.budget = b
+	}
+	dv.gamma = shiftStep(p, spec, d)
+	dv.v = make([]float64, d)
+	dv.g = make([]float64, d)
+	dv.dec = make([]float64, d)
+	dv.clean = make([]float64, d)
+	dv.buf = make([]byte, 0, spec.C.Size(d))
+	if spec.EF {
+		dv.e = make([]float64, d)
+	}
+	if a.kind.shifted {
+		dv.h = make([]float64, d)
+	}
+	return dv, nil
+}
+
+// LocalDataSetter is implemented by devices of algorithms whose estimator
+// runs over the device's whole local dataset ("soteria-svrg",
+// "soteria-saga"). Such a device samples its own minibatch of b from the
+// local data each round (SoteriaFL Algorithm 3, line 3) and ignores the
+// batch argument of Prepare. Call SetLocalData after NewDevice and after
+// UnmarshalBinary; the data must be the same across calls (len must equal
+// Params.LocalSize).
+type LocalDataSetter interface {
+	SetLocalData(samples []dataset.Sample) error
+}
+
+// Accountant is implemented by every device: its ledger and the cost of
+// its next release, so a runtime can refuse rounds beyond an owner's own
+// budget before calling Prepare.
+type Accountant interface {
+	// Ledger returns a copy of the device's zCDP ledger (standard rho).
+	Ledger() privacy.Ledger
+	// NextCost is the zCDP rho the next Prepare will charge.
+	NextCost() float64
+	// Participations is N_i, the number of releases prepared so far.
+	Participations() int
+}
+
+// Introspector exposes device-internal vectors to tests and to the
+// simulator's invariant checks. Nothing here goes on the wire.
+type Introspector interface {
+	// Noise writes the committed Y_i into dst (zeros for algorithms
+	// without noise cancellation).
+	Noise(dst []float64) error
+	// Residual writes the committed error-feedback residual (zeros without
+	// error feedback).
+	Residual(dst []float64) error
+	// Clean writes the un-noised, clipped estimate of the last Prepare.
+	Clean(dst []float64) error
+}
+
+func (dv *device) Ledger() privacy.Ledger { return dv.ledger }
+func (dv *device) Participations() int    { return dv.n }
+
+func (dv *device) NextCost() float64 {
+	switch dv.a.kind.noise {
+	case noiseNC:
+		s := NCSigma(dv.p, dv.n+1)
+		c := 2 * dv.p.S() / float64(dv.p.Batch)
+		return c * c / (2 * s * s)
+	case noiseDevice:
+		s, err := FreshSigma(dv.p)
+		if err != nil {
+			return math.Inf(1)
+		}
+		c := Sensitivity(dv.p)
+		return c * c / (2 * s * s)
+	}
+	return 0
+}
+
+func (dv *device) Noise(dst []float64) error {
+	if len(dst) != dv.dim {
+		return fmt.Errorf("optim: buffer length %d, want %d", len(dst), dv.dim)
+	}
+	if err := dv.ensureY(); err != nil {
+		return err
+	}
+	if !dv.y.Has {
+		clear(dst)
+		return nil
+	}
+	copy(dst, dv.yvec)
+	return nil
+}
+
+func (dv *device) Residual(dst []float64) error {
+	if len(dst) != dv.dim {
+		return fmt.Errorf("optim: buffer length %d, want %d", len(dst), dv.dim)
+	}
+	if dv.e == nil {
+		clear(dst)
+	} else {
+		copy(dst, dv.e)
+	}
+	return nil
+}
+
+func (dv *device) Clean(dst []float64) error {
+	if len(dst) != dv.dim {
+		return fmt.Errorf("optim: buffer length %d, want %d", len(dst), dv.dim)
+	}
+	if !dv.cleanOK {
+		return fmt.Errorf("optim: no estimate prepared yet")
+	}
+	copy(dst, dv.clean)
+	return nil
+}
+
+func (dv *device) SetLocalData(samples []dataset.Sample) error {
+	if !dv.a.NeedsLocalData() {
+		return fmt.Errorf("optim: %s does not use local data", dv.a.Name)
+	}
+	if len(samples) != dv.p.LocalSize {
+		return fmt.Errorf("optim: %d local samples, Params.LocalSize = %d", len(samples), dv.p.LocalSize)
+	}
+	for i, s := range samples {
+		if err := model.CheckSample(dv.m, s); err != nil {
+			return fmt.Errorf("optim: local sample %d: %w", i, err)
+		}
+	}
+	dv.local = samples
+	dv.snapOK = false
+	return nil
+}
+
+// ensureY makes yvec hold Y_i (regenerating it from its seed if needed).
+func (dv *device) ensureY() error {
+	if !dv.y.Has || dv.yOK {
+		return nil
+	}
+	if dv.yvec == nil {
+		dv.yvec = make([]float64, dv.dim)
+	}
+	dv.noise = streamFor(dv.noise, dv.y.Seed, mechanism.PurposeNoise)
+	dv.noise.FillNormal(dv.yvec, dv.y.Sigma)
+	dv.yOK = true
+	return nil
+}
+
+// clippedGrad writes into dst the per-sample quantity of the estimator,
+// checked finite and clipped to bound.
+func (dv *device) clippedGrad(dst []float64, r Round, s dataset.Sample, at []float64, bound float64) error {
+	if dv.a.kind.est == estMu2 {
+		t := float64(r.T)
+		model.GradDiff(dv.m, dst, t, r.X, t-1, r.XPrev, s)
+	} else {
+		dv.m.Grad(dst, at, s)
+	}
+	if err := mechanism.CheckFinite(dst); err != nil {
+		return fmt.Errorf("optim: gradient: %w", err)
+	}
+	if bound > 0 {
+		mechanism.Clip(dst, bound)
+	}
+	return nil
+}
+
+func (dv *device) Prepare(r Round, batch []dataset.Sample) (Update, error) {
+	if dv.pend.ok {
+		return Update{}, fmt.Errorf("%w: round %d (commit or abort it first)", ErrPending, dv.pend.t)
+	}
+	if r.T <= dv.lastT {
+		return Update{}, fmt.Errorf("optim: round %d is not after the last prepared round %d", r.T, dv.lastT)
+	}
+	if r.T > dv.p.Rounds {
+		return Update{}, fmt.Errorf("optim: round %d beyond T = %d", r.T, dv.p.Rounds)
+	}
+	if len(r.X) != dv.dim {
+		return Update{}, fmt.Errorf("optim: x has dimension %d, want %d", len(r.X), dv.dim)
+	}
+	if err := mechanism.CheckFinite(r.X); err != nil {
+		return Update{}, fmt.Errorf("optim: x: %w", err)
+	}
+	if dv.a.kind.mu2 {
+		if len(r.XPrev) != dv.dim {
+			return Update{}, fmt.Errorf("optim: x_prev has dimension %d, want %d", len(r.XPrev), dv.dim)
+		}
+		if err := mechanism.CheckFinite(r.XPrev); err != nil {
+			return Update{}, fmt.Errorf("optim: x_prev: %w", err)
+		}
+	}
+	// Privacy first: refuse before computing anything.
+	cost := dv.NextCost()
+	if dv.budget > 0 && dv.ledger.Rho()+cost > dv.budget*budgetSlack {
+		return Update{}, fmt.Errorf("%w: spent %.6g of %.6g, next release costs %.6g", ErrBudget, dv.ledger.Rho(), dv.budget, cost)
+	}
+	seed, err := mechanism.NewSeed(dv.entropy)
+	if err != nil {
+		return Update{}, fmt.Errorf("optim: release seed: %w", err)
+	}
+	dv.coins = streamFor(dv.coins, seed, mechanism.PurposeCoins)
+	S := dv.p.S()
+	b := float64(dv.p.Batch)
+	v := dv.v
+	clear(v)
+	var p pending
+	switch dv.a.kind.est {
+	case estSGD, estMu2:
+		if len(batch) != dv.p.Batch {
+			return Update{}, fmt.Errorf("optim: batch of %d samples, want b = %d (the sensitivity assumes exactly b)", len(batch), dv.p.Batch)
+		}
+		for j, s := range batch {
+			if err := model.CheckSample(dv.m, s); err != nil {
+				return Update{}, fmt.Errorf("optim: sample %d: %w", j, err)
+			}
+			if err := dv.clippedGrad(dv.g, r, s, r.X, S); err != nil {
+				return Update{}, fmt.Errorf("sample %d: %w", j, err)
+			}
+			for i, x := range dv.g {
+				v[i] += x / b
+			}
+		}
+	case estSVRG:
+		if err := dv.svrg(r, &p); err != nil {
+			return Update{}, err
+		}
+	case estSAGA:
+		if err := dv.saga(r, &p); err != nil {
+			return Update{}, err
+		}
+	}
+	copy(dv.clean, v)
+	dv.cleanOK = true
+
+	// Privatise.
+	switch dv.a.kind.noise {
+	case noiseNC:
+		sigma := NCSigma(dv.p, dv.n+1)
+		if err := dv.ensureY(); err != nil {
+			return Update{}, err
+		}
+		if dv.pend.yvec == nil {
+			dv.pend.yvec = make([]float64, dv.dim)
+		}
+		p.yvec = dv.pend.yvec
+		dv.noise = streamFor(dv.noise, seed, mechanism.PurposeNoise)
+		dv.noise.FillNormal(p.yvec, sigma)
+		if dv.y.Has {
+			for i := range v {
+				v[i] += p.yvec[i] - dv.yvec[i]
+			}
+		} else {
+			for i := range v {
+				v[i] += p.yvec[i]
+			}
+		}
+		p.sigma = sigma
+	case noiseDevice:
+		sigma, err := FreshSigma(dv.p)
+		if err != nil {
+			return Update{}, err
+		}
+		dv.noise = streamFor(dv.noise, seed, mechanism.PurposeNoise)
+		dv.noise.AddNormal(v, sigma)
+		p.sigma = sigma
+	}
+
+	// Compress (post-processing).
+	dv.comp = streamFor(dv.comp, seed, mechanism.PurposeCompress)
+	var payload []byte
+	switch {
+	case dv.h != nil:
+		p.h = dv.pendVec(dv.pend.h)
+		payload, err = mechanism.Shifted(dv.spec.C, dv.buf, dv.dec, p.h, v, dv.h, dv.gamma, dv.comp)
+	case dv.e != nil:
+		p.e = dv.pendVec(dv.pend.e)
+		payload, err = mechanism.ErrorFeedback(dv.spec.C, dv.buf, dv.dec, p.e, v, dv.e, dv.comp)
+	default:
+		payload, err = dv.spec.C.Compress(dv.buf, dv.dec, v, dv.comp)
+	}
+	if err != nil {
+		return Update{}, fmt.Errorf("optim: compress: %w", err)
+	}
+	dv.buf = payload
+
+	// The message leaves now: charge and advance N_i.
+	if cost > 0 {
+		if err := dv.ledger.ChargeRho(cost); err != nil {
+			return Update{}, fmt.Errorf("optim: ledger: %w", err)
+		}
+	}
+	dv.n++
+	dv.lastT = r.T
+	p.ok, p.t, p.seed = true, r.T, seed
+	dv.pend = p
+	out := make([]byte, len(payload))
+	copy(out, payload)
+	return Update{T: r.T, Payload: out}, nil
+}
+
+// pendVec returns buf, or a new d-vector when buf is nil.
+func (dv *device) pendVec(buf []float64) []float64 {
+	if buf == nil {
+		return make([]float64, dv.dim)
+	}
+	return buf
+}
+
+func (dv *device) Commit(t int) error {
+	if !dv.pend.ok || dv.pend.t != t {
+		return fmt.Errorf("optim: commit of round %d, pending round is %d", t, dv.pendingRound())
+	}
+	p := &dv.pend
+	if dv.a.kind.noise == noiseNC {
+		dv.y = mechanism.NCState{N: dv.n, Has: true, Seed: p.seed, Sigma: p.sigma, Dim: dv.dim}
+		if p.yvec != nil {
+			dv.yvec, p.yvec = p.yvec, dv.yvec
+			dv.yOK = true
+		} else {
+			dv.yOK = false
+		}
+	}
+	if p.e != nil {
+		dv.e, p.e = p.e, dv.e
+	}
+	if p.h != nil {
+		dv.h, p.h = p.h, dv.h
+	}
+	if p.snap != nil {
+		dv.snap, p.snap = p.snap, nil
+		dv.snapOK = false
+	}
+	if p.idx != nil {
+		dv.commitSAGA(p.idx, p.rows)
+	}
+	dv.clearPending()
+	return nil
+}
+
+func (dv *device) Abort(t int) error {
+	if !dv.pend.ok || dv.pend.t != t {
+		return fmt.Errorf("optim: abort of round %d, pending round is %d", t, dv.pendingRound())
+	}
+	dv.clearPending()
+	return nil
+}
+
+// clearPending drops the pending state but keeps its buffers for reuse.
+func (dv *device) clearPending() {
+	dv.pend = pending{yvec: dv.pend.yvec, e: dv.pend.e, h: dv.pend.h}
+}
+
+func (dv *device) pendingRound() int {
+	if !dv.pend.ok {
+		return 0
+	}
+	return dv.pend.t
+}
+
+// PendingRound returns the round whose update awaits Commit or Abort, or 0.
+func (dv *device) PendingRound() int { return dv.pendingRound() }

@@ -1,0 +1,284 @@
+package optim
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+
+	"browserfl/shared/mechanism"
+	"browserfl/shared/privacy"
+)
+
+// Params are the public parameters of a training session: the coordinator
+// broadcasts them, every device checks them and derives its own noise from
+// them (DESIGN principle 2). Zero values mean "not set"; Validate says which
+// fields an algorithm needs. Defaults are written beside each field.
+type Params struct {
+	Algorithm string // registry name, see Names(); required
+	Model     string // model name for model.New ("logreg", "mlp"); informational here
+	Features  int    // input features of the model (informational here)
+	Classes   int    // classes of the model (informational here)
+
+	M      int // devices in the session (>= 1); required
+	Cohort int // m, devices per round, 1 <= m <= M; the server divides by m
+	Rounds int // T, rounds (>= 1)
+	Batch  int // b, samples per device per round (>= 1)
+
+	// Clip is the per-sample L2 clipping bound S (for the mu^2 algorithms,
+	// of each per-sample correction s; for the SGD family, of each
+	// per-sample gradient: SoteriaFL's G). If 0, S = G + 2 L D from the
+	// three fields below (noise-cancellation paper, Lemma 4.2). Required
+	// (directly or through G, L, D) by every private algorithm; for "mu2"
+	// and "sgd", 0 with G = L = 0 means no clipping.
+	Clip float64
+	G    float64 // Lipschitz constant (used only to derive Clip)
+	L    float64 // smoothness constant (used only to derive Clip)
+
+	Eta      float64 // step size eta (> 0); required
+	Diameter float64 // D: feasible set is the ball of radius D/2 centred at 0; 0 = unconstrained
+
+	// Privacy target: either Rho, the papers' rho_p (each device is
+	// rho_p^2/2-zCDP in standard Bun–Steinke zCDP), or Epsilon and Delta
+	// ((epsilon, delta)-DP per device, turned into the largest zCDP rho
+	// whose conversion meets it, privacy.ZCDPFromEpsilon). Exactly one of
+	// the two for private algorithms; neither for "mu2" and "sgd".
+	Rho     float64
+	Epsilon float64
+	Delta   float64
+
+	Compressor string // mechanism.ParseSpec spec; "" = dense float32
+
+	// LocalSize is the number of samples each device holds (the SoteriaFL
+	// local dataset size; SVRG/SAGA full gradients run over it). Required
+	// by "soteria-svrg" and "soteria-saga".
+	LocalSize int
+	// SnapshotProb is SVRG's snapshot probability p; 0 = b / LocalSize
+	// (SoteriaFL, Corollary 2).
+	SnapshotProb float64
+	// ShiftStep is SoteriaFL's shift step gamma; 0 = the paper's
+	// sqrt((1+2 omega) / (2 (1+omega)^3)) (Theorem 3).
+	ShiftStep float64
+}
+
+// S returns the clipping bound in force: Clip, or G + 2 L D when Clip is 0.
+func (p Params) S() float64 {
+	if p.Clip > 0 {
+		return p.Clip
+	}
+	return p.G + 2*p.L*p.Diameter
+}
+
+// Trusted reports whether the algorithm trusts the server with un-noised
+// updates ("trusted", and the non-private references "mu2" and "sgd").
+// In every other algorithm no un-noised update leaves a device.
+func (p Params) Trusted() bool {
+	a, err := Lookup(p.Algorithm)
+	return err == nil && a.kind.noise != noiseDevice && a.kind.noise != noiseNC
+}
+
+// Private reports whether the algorithm gives a privacy guarantee.
+func (p Params) Private() bool {
+	a, err := Lookup(p.Algorithm)
+	return err == nil && a.kind.noise != noiseNone
+}
+
+// ZCDPBudget is each device's total privacy budget in standard zCDP rho
+// (rho_p^2/2 from Rho, or from (Epsilon, Delta)).
+func (p Params) ZCDPBudget() (float64, error) {
+	if p.Rho > 0 {
+		return privacy.ZCDPFromPaperRho(p.Rho), nil
+	}
+	r, err := privacy.ZCDPFromEpsilon(p.Epsilon, p.Delta)
+	if err != nil {
+		return 0, fmt.Errorf("optim: privacy budget: %w", err)
+	}
+	return r, nil
+}
+
+// PlannedReleases is the number of releases a device's per-release noise
+// is calibrated for in the fresh-noise algorithms ("noisysgd", "cdpsgd",
+// "soteria-*"): ceil(T m / M), the expected participations under uniform
+// cohorts. A device refuses to release beyond its budget, so a device
+// sampled more often than planned stops participating instead of
+// over-spending.
+func (p Params) PlannedReleases() int {
+	if p.M <= 0 {
+		return 0
+	}
+	return (p.Rounds*p.Cohort + p.M - 1) / p.M
+}
+
+func positive(x float64) bool { return x > 0 && !math.IsInf(x, 0) }
+
+// Validate checks p for its algorithm and returns every problem found.
+func (p Params) Validate() error {
+	var errs []error
+	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	a, err := Lookup(p.Algorithm)
+	if err != nil {
+		return err
+	}
+	k := a.kind
+	if p.M < 1 {
+		add("M = %d devices, want >= 1", p.M)
+	}
+	if p.Cohort < 1 || p.Cohort > p.M {
+		add("cohort m = %d, want 1 <= m <= M = %d", p.Cohort, p.M)
+	}
+	if p.Rounds < 1 {
+		add("rounds T = %d, want >= 1", p.Rounds)
+	}
+	if p.Batch < 1 {
+		add("batch b = %d, want >= 1", p.Batch)
+	}
+	if !positive(p.Eta) {
+		add("eta = %v, want a finite value > 0", p.Eta)
+	}
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{{"clip S", p.Clip}, {"G", p.G}, {"L", p.L}, {"diameter D", p.Diameter}, {"rho", p.Rho}, {"epsilon", p.Epsilon}, {"delta", p.Delta}, {"shift step", p.ShiftStep}, {"snapshot probability", p.SnapshotProb}} {
+		if !(f.v >= 0) || math.IsInf(f.v, 0) {
+			add("%s = %v, want a finite value >= 0", f.name, f.v)
+		}
+	}
+	if k.noise != noiseNone {
+		if !positive(p.S()) {
+			add("clipping bound S is 0: set Clip, or G, L and D (S = G + 2LD)")
+		}
+		switch {
+		case p.Rho > 0 && (p.Epsilon > 0 || p.Delta > 0):
+			add("set either rho (paper's rho_p) or epsilon and delta, not both")
+		case p.Rho == 0 && p.Epsilon == 0:
+			add("private algorithm %q needs a privacy target: rho, or epsilon and delta", p.Algorithm)
+		case p.Rho == 0 && !(p.Delta > 0 && p.Delta < 1):
+			add("delta = %v, want 0 < delta < 1", p.Delta)
+		}
+	} else if p.Rho > 0 || p.Epsilon > 0 {
+		add("algorithm %q is not private; remove the privacy target", p.Algorithm)
+	}
+	spec, err := mechanism.ParseSpec(p.Compressor)
+	if err != nil {
+		add("%v", err)
+	} else if k.shifted && spec.EF {
+		add("compressor %q: error feedback is not combined with SoteriaFL shifted compression", p.Compressor)
+	}
+	if k.est == estSVRG || k.est == estSAGA {
+		if p.LocalSize < p.Batch || p.LocalSize < 1 {
+			add("local size = %d, want >= batch b = %d for %s", p.LocalSize, p.Batch, p.Algorithm)
+		}
+	}
+	if p.SnapshotProb > 1 {
+		add("snapshot probability = %v, want <= 1", p.SnapshotProb)
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	msgs := make([]string, len(errs))
+	for i, e := range errs {
+		msgs[i] = e.Error()
+	}
+	return errors.New("optim: invalid parameters: " + strings.Join(msgs, "; "))
+}
+
+// NCSigma is the per-coordinate noise standard deviation of a device's
+// n-th participation (n >= 1) in "nc" (noise-cancellation paper, Theorem
+// 5.2, with the minibatch sensitivity 2S/b):
+//
+//	sigma^2 = (2S/b)^2 (1 + ln T) n / rho_p^2.
+//
+// The release at participation n (the device's partial sum of corrections
+// plus y) has replace-one sensitivity 2S/b, so it costs
+// rho_p^2 / (2 (1 + ln T) n) zCDP and N <= T participations cost at most
+// rho_p^2/2 (harmonic sum <= 1 + ln N).
+func NCSigma(p Params, n int) float64 {
+	rp := paperRho(p)
+	sens := 2 * p.S() / float64(p.Batch)
+	return sens * math.Sqrt((1+math.Log(float64(p.Rounds)))*float64(n)) / rp
+}
+
+// TrustedSigma is the per-coordinate standard deviation of the noise the
+// trusted server adds to q_t each round (full-participation paper,
+// Algorithm 2; noise-cancellation paper, Appendix F, with minibatch
+// sensitivity): sigma_t^2 = (2S/b)^2 T / (rho_p^2 m^2).
+func TrustedSigma(p Params) float64 {
+	rp := paperRho(p)
+	return 2 * p.S() / float64(p.Batch) * math.Sqrt(float64(p.Rounds)) / (rp * float64(p.Cohort))
+}
+
+// paperRho is rho_p from Rho, or sqrt(2 rho) for the zCDP rho of
+// (Epsilon, Delta).
+func paperRho(p Params) float64 {
+	if p.Rho > 0 {
+		return p.Rho
+	}
+	r, err := p.ZCDPBudget()
+	if err != nil {
+		return math.NaN()
+	}
+	return privacy.PaperRhoFromZCDP(r)
+}
+
+// Sensitivity is the replace-one L2 sensitivity of one device release of
+// the fresh-noise algorithms (see the package doc):
+//
+//	noisysgd, cdpsgd, soteria-sgd: 2S/b       (b clipped gradients averaged)
+//	soteria-svrg, soteria-saga:    4S/b + 2S/n (minibatch term phi in 2S-ball,
+//	                                            full term psi in S-ball; SoteriaFL
+//	                                            Lemma 1's G_A = 2G, G_B = G)
+func Sensitivity(p Params) float64 {
+	a, err := Lookup(p.Algorithm)
+	if err != nil {
+		return math.NaN()
+	}
+	S, b := p.S(), float64(p.Batch)
+	switch a.kind.est {
+	case estSVRG, estSAGA:
+		return 4*S/b + 2*S/float64(p.LocalSize)
+	case estMu2:
+		return 2 * S / b
+	}
+	return 2 * S / b
+}
+
+// FreshSigma is the per-release noise standard deviation of the fresh-noise
+// algorithms: each of PlannedReleases() releases costs an equal share of the
+// zCDP budget, Delta^2/(2 sigma^2) = budget/K (Bun–Steinke 2016, Prop. 1.6
+// and Lemma 2.3), so sigma = Delta sqrt(K / (2 budget)).
+//
+// For SoteriaFL this replaces the unspecified constant c of Theorem 2
+// (sigma_p^2 = c (G_A^2/4 + G_B^2) T log(1/delta) / (m^2 eps^2)) by an
+// explicit, conservative calibration without subsampling amplification:
+// the per-release sensitivity is the worst case whether or not the
+// replaced sample is in the minibatch.
+func FreshSigma(p Params) (float64, error) {
+	budget, err := p.ZCDPBudget()
+	if err != nil {
+		return 0, err
+	}
+	K := float64(p.PlannedReleases())
+	return Sensitivity(p) * math.Sqrt(K/(2*budget)), nil
+}
+
+// NoiseScale returns the noise standard deviation a device (or, for
+// "trusted", the server) uses at a device's participation-th release, and
+// 0 for the non-private algorithms. The planning command calls it.
+func NoiseScale(p Params, participation int) (float64, error) {
+	if err := p.Validate(); err != nil {
+		return 0, err
+	}
+	a, _ := Lookup(p.Algorithm)
+	switch a.kind.noise {
+	case noiseNC:
+		if participation < 1 {
+			return 0, fmt.Errorf("optim: participation %d, want >= 1", participation)
+		}
+		return NCSigma(p, participation), nil
+	case noiseServer:
+		return TrustedSigma(p), nil
+	case noiseDevice:
+		return FreshSigma(p)
+	}
+	return 0, nil
+}
