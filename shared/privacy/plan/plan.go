@@ -1,0 +1,209 @@
+// Package plan turns a session's public parameters (optim.Params) into the
+// privacy figures the product shows and enforces: the noise standard
+// deviation each party uses and each device's worst-case (epsilon, delta).
+// The planning command (cmd/flplan), the coordinator (to set up a session)
+// and the device (to check one before joining) call the same functions, so
+// the numbers agree everywhere.
+//
+// Invariants:
+//   - Noise scales come from optim.NoiseScale (the algorithms' own noise
+//     formulas); costs from privacy.GaussianZCDP; conversions from
+//     privacy.ZCDPToEpsilon. Nothing here re-derives a noise formula.
+//   - Worst case means: the device is chosen in every round it is allowed to
+//     take part in (every round for "nc" and "trusted"; until its ledger
+//     would exceed the budget for the fresh-noise algorithms, which is
+//     PlannedReleases releases). The neighbouring relation is replace-one
+//     sample of that device (see docs/privacy.md).
+//   - Every figure is finite or an error is returned.
+package plan
+
+import (
+	"fmt"
+	"math"
+
+	"browserfl/shared/optim"
+	"browserfl/shared/privacy"
+)
+
+// Noise is one party's noise at one kind of release.
+type Noise struct {
+	Party string  // "device" or "server"
+	When  string  // e.g. "participation 1", "participation T", "each round"
+	Sigma float64 // per-coordinate standard deviation
+}
+
+// Report is a session plan's privacy summary for one device.
+type Report struct {
+	Algorithm string
+	Private   bool
+	Trusted   bool // the server sees un-noised updates
+	Delta     float64
+
+	Noise []Noise
+
+	// BudgetRho is the per-device budget in standard zCDP rho (the
+	// paper's rho_p^2/2); RhoPaper is rho_p.
+	BudgetRho, RhoPaper float64
+
+	// WorstParticipations is the largest number of releases a device can
+	// make; WorstRho its zCDP cost and WorstEpsilon the CKS conversion at
+	// Delta.
+	WorstParticipations int
+	WorstRho            float64
+	WorstEpsilon        float64
+
+	// ExpectedParticipations is T m / M (uniform cohorts), with the
+	// corresponding zCDP cost and epsilon (rounded up to whole releases).
+	ExpectedParticipations float64
+	ExpectedRho            float64
+	ExpectedEpsilon        float64
+
+	// AmplifiedEpsilon is, for the fresh-noise algorithms with a known
+	// local data size, the RDP accountant's epsilon for the Poisson-
+	// subsampled Gaussian with rate b/LocalSize over the worst-case
+	// releases (noise multiplier sigma/Sensitivity). It assumes Poisson
+	// sampling and add/remove neighbours, which the product's fixed-size
+	// minibatches do not implement: an indication, not the enforced
+	// guarantee. 0 when not applicable.
+	AmplifiedEpsilon float64
+}
+
+// ForNoise returns a copy of p whose privacy target is the one that makes
+// the first release's noise standard deviation equal sigma. Every
+// algorithm's noise scale is proportional to 1/rho_p (optim.NCSigma,
+// TrustedSigma, FreshSigma), so rho_p = sigma(rho_p = 1) / sigma.
+func ForNoise(p optim.Params, sigma float64) (optim.Params, error) {
+	if !(sigma > 0) || math.IsInf(sigma, 0) {
+		return p, fmt.Errorf("plan: sigma = %v, want a finite value > 0", sigma)
+	}
+	q := p
+	q.Rho, q.Epsilon, q.Delta = 1, 0, 0
+	s1, err := optim.NoiseScale(q, 1)
+	if err != nil {
+		return p, fmt.Errorf("plan: %w", err)
+	}
+	if s1 == 0 {
+		return p, fmt.Errorf("plan: algorithm %q adds no noise", p.Algorithm)
+	}
+	q.Rho = s1 / sigma
+	if !(q.Rho > 0) || math.IsInf(q.Rho, 0) {
+		return p, fmt.Errorf("plan: sigma = %v gives rho_p = %v", sigma, q.Rho)
+	}
+	return q, nil
+}
+
+// Compute returns the report for p at delta (used when p's target is
+// Rho; when p has Epsilon and Delta, pass p.Delta).
+func Compute(p optim.Params, delta float64) (Report, error) {
+	if err := p.Validate(); err != nil {
+		return Report{}, err
+	}
+	r := Report{Algorithm: p.Algorithm, Private: p.Private(), Trusted: p.Trusted(), Delta: delta}
+	if !r.Private {
+		return r, nil
+	}
+	if !(delta > 0 && delta < 1) {
+		return Report{}, fmt.Errorf("plan: delta = %v, want 0 < delta < 1", delta)
+	}
+	budget, err := p.ZCDPBudget()
+	if err != nil {
+		return Report{}, err
+	}
+	r.BudgetRho, r.RhoPaper = budget, privacy.PaperRhoFromZCDP(budget)
+	// Carry the target as rho_p from here on: the same noise, without
+	// re-solving the (epsilon, delta) -> rho inverse at every release.
+	p.Rho, p.Epsilon, p.Delta = r.RhoPaper, 0, 0
+	T := p.Rounds
+	r.ExpectedParticipations = float64(T) * float64(p.Cohort) / float64(p.M)
+	expectedN := int(math.Ceil(r.ExpectedParticipations - 1e-9))
+
+	// cost(n) is the zCDP cost of a device's n-th release.
+	var cost func(n int) (float64, error)
+	switch p.Algorithm {
+	case "nc":
+		sens := 2 * p.S() / float64(p.Batch)
+		cost = func(n int) (float64, error) {
+			s, err := optim.NoiseScale(p, n)
+			if err != nil {
+				return 0, err
+			}
+			return privacy.GaussianZCDP(sens, s)
+		}
+		s1, _ := optim.NoiseScale(p, 1)
+		sT, _ := optim.NoiseScale(p, T)
+		r.Noise = []Noise{{"device", "participation 1", s1}, {"device", fmt.Sprintf("participation %d (= T)", T), sT}}
+		r.WorstParticipations = T
+	case "trusted":
+		// The server adds N(0, sigma^2) to q_t, which holds the mean of m
+		// clipped minibatch means: replace-one sensitivity 2S/(b m) per
+		// round the device's contribution is in (at most T).
+		sens := 2 * p.S() / (float64(p.Batch) * float64(p.Cohort))
+		s, err := optim.NoiseScale(p, 1)
+		if err != nil {
+			return Report{}, err
+		}
+		cost = func(int) (float64, error) { return privacy.GaussianZCDP(sens, s) }
+		r.Noise = []Noise{{"server", "each round, on q_t", s}}
+		r.WorstParticipations = T
+	default: // fresh device noise per release
+		s, err := optim.NoiseScale(p, 1)
+		if err != nil {
+			return Report{}, err
+		}
+		sens := optim.Sensitivity(p)
+		cost = func(int) (float64, error) { return privacy.GaussianZCDP(sens, s) }
+		r.Noise = []Noise{{"device", "each release", s}}
+		// The device refuses releases beyond its budget: at most
+		// PlannedReleases (each costs budget/PlannedReleases).
+		r.WorstParticipations = min(T, p.PlannedReleases())
+		if p.LocalSize >= p.Batch && p.LocalSize > 0 {
+			q := float64(p.Batch) / float64(p.LocalSize)
+			e, err := privacy.SubsampledGaussianEpsilon(q, s/sens, r.WorstParticipations, delta)
+			if err != nil {
+				return Report{}, fmt.Errorf("plan: amplified epsilon: %w", err)
+			}
+			r.AmplifiedEpsilon = e
+		}
+	}
+	expectedN = min(expectedN, r.WorstParticipations)
+	var ledger privacy.Ledger
+	for n := 1; n <= r.WorstParticipations; n++ {
+		c, err := cost(n)
+		if err != nil {
+			return Report{}, fmt.Errorf("plan: release %d: %w", n, err)
+		}
+		if err := ledger.ChargeRho(c); err != nil {
+			return Report{}, fmt.Errorf("plan: %w", err)
+		}
+		if n == expectedN {
+			r.ExpectedRho = ledger.Rho()
+		}
+	}
+	r.WorstRho = ledger.Rho()
+	if r.WorstEpsilon, err = ledger.Epsilon(delta); err != nil {
+		return Report{}, fmt.Errorf("plan: %w", err)
+	}
+	if r.ExpectedEpsilon, err = privacy.ZCDPToEpsilon(r.ExpectedRho, delta); err != nil {
+		return Report{}, fmt.Errorf("plan: %w", err)
+	}
+	return r, nil
+}
+
+// Check is what a device runs before joining: it refuses (returns an
+// error) when the session's worst case exceeds the owner's own budget
+// (epsilon at delta). A coordinator that lies about the parameters cannot
+// make the device spend more, because the device derives its noise from
+// the same parameters it checked here.
+func Check(p optim.Params, ownerEpsilon, delta float64) error {
+	r, err := Compute(p, delta)
+	if err != nil {
+		return err
+	}
+	if !r.Private {
+		return fmt.Errorf("plan: algorithm %q gives no privacy guarantee", p.Algorithm)
+	}
+	if r.WorstEpsilon > ownerEpsilon {
+		return fmt.Errorf("plan: worst-case epsilon %.4g at delta %g exceeds the owner's budget %.4g", r.WorstEpsilon, delta, ownerEpsilon)
+	}
+	return nil
+}

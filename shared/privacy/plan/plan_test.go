@@ -1,0 +1,110 @@
+package plan
+
+import (
+	"math"
+	"testing"
+
+	"browserfl/shared/optim"
+	"browserfl/shared/privacy"
+)
+
+func base(alg string) optim.Params {
+	return optim.Params{Algorithm: alg, M: 30, Cohort: 10, Rounds: 200, Batch: 16, Clip: 1, Eta: 0.1, Rho: 2, LocalSize: 512}
+}
+
+func TestComputeWorstCase(t *testing.T) {
+	const delta = 1e-5
+	budget := privacy.ZCDPFromPaperRho(2) // rho_p^2/2 = 2
+	tests := []struct {
+		alg   string
+		worst float64 // expected WorstRho, derived in the comment
+	}{
+		// nc: release n costs rho_p^2/(2(1+ln T) n); T releases cost
+		// rho_p^2/2 * H_T/(1+ln T).
+		{"nc", budget * harmonic(200) / (1 + math.Log(200))},
+		// trusted: T rounds, each (2S/(bm))^2/(2 sigma^2) = rho_p^2/(2T).
+		{"trusted", budget},
+		// fresh noise: PlannedReleases = ceil(T m/M) = 67 releases of budget/67 each.
+		{"noisysgd", budget},
+		{"soteria-sgd", budget},
+	}
+	for _, tc := range tests {
+		r, err := Compute(base(tc.alg), delta)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.alg, err)
+		}
+		if math.Abs(r.WorstRho-tc.worst) > 1e-9*tc.worst {
+			t.Errorf("%s: worst rho %v, want %v", tc.alg, r.WorstRho, tc.worst)
+		}
+		if r.WorstRho > r.BudgetRho*(1+1e-9) {
+			t.Errorf("%s: worst rho %v exceeds budget %v", tc.alg, r.WorstRho, r.BudgetRho)
+		}
+		want, _ := privacy.ZCDPToEpsilon(r.WorstRho, delta)
+		if r.WorstEpsilon != want {
+			t.Errorf("%s: worst eps %v, want %v", tc.alg, r.WorstEpsilon, want)
+		}
+		if !(r.ExpectedRho > 0 && r.ExpectedRho <= r.WorstRho && r.ExpectedEpsilon <= r.WorstEpsilon) {
+			t.Errorf("%s: expected rho %v eps %v vs worst %v %v", tc.alg, r.ExpectedRho, r.ExpectedEpsilon, r.WorstRho, r.WorstEpsilon)
+		}
+		if len(r.Noise) == 0 || !(r.Noise[0].Sigma > 0) {
+			t.Errorf("%s: noise %+v", tc.alg, r.Noise)
+		}
+	}
+	r, _ := Compute(base("noisysgd"), delta)
+	if r.WorstParticipations != 67 {
+		t.Errorf("noisysgd worst participations %d, want ceil(200*10/30) = 67", r.WorstParticipations)
+	}
+	if !(r.AmplifiedEpsilon > 0 && r.AmplifiedEpsilon < r.WorstEpsilon) {
+		t.Errorf("amplified eps %v, worst %v", r.AmplifiedEpsilon, r.WorstEpsilon)
+	}
+	np, err := Compute(optim.Params{Algorithm: "mu2", M: 3, Cohort: 3, Rounds: 5, Batch: 2, Eta: 0.1}, delta)
+	if err != nil || np.Private || np.WorstEpsilon != 0 {
+		t.Errorf("non-private: %+v %v", np, err)
+	}
+}
+
+func harmonic(n int) float64 {
+	h := 0.0
+	for i := n; i >= 1; i-- {
+		h += 1 / float64(i)
+	}
+	return h
+}
+
+func TestForNoiseRoundTrip(t *testing.T) {
+	for _, alg := range []string{"nc", "trusted", "noisysgd", "soteria-svrg"} {
+		p, err := ForNoise(base(alg), 0.37)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := optim.NoiseScale(p, 1)
+		if err != nil || math.Abs(s-0.37) > 1e-12 {
+			t.Errorf("%s: sigma %v (%v), want 0.37", alg, s, err)
+		}
+	}
+	if _, err := ForNoise(base("nc"), 0); err == nil {
+		t.Error("sigma 0 accepted")
+	}
+	if _, err := ForNoise(base("mu2"), 1); err == nil {
+		t.Error("non-private algorithm accepted")
+	}
+}
+
+func TestCheck(t *testing.T) {
+	p := base("nc")
+	r, _ := Compute(p, 1e-5)
+	if err := Check(p, r.WorstEpsilon*1.001, 1e-5); err != nil {
+		t.Errorf("budget above worst case refused: %v", err)
+	}
+	if err := Check(p, r.WorstEpsilon*0.999, 1e-5); err == nil {
+		t.Error("budget below worst case accepted")
+	}
+	bad := p
+	bad.Cohort = 0
+	if err := Check(bad, 10, 1e-5); err == nil {
+		t.Error("invalid params accepted")
+	}
+	if _, err := Compute(p, 0); err == nil {
+		t.Error("delta 0 accepted")
+	}
+}
