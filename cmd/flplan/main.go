@@ -1,0 +1,104 @@
+// Command flplan prints the privacy plan of a training session: the noise
+// standard deviation each party uses and each device's worst-case epsilon
+// at delta, computed by the same functions the coordinator and the device
+// use (browserfl/shared/privacy/plan).
+//
+//	flplan -alg nc -T 200 -M 30 -m 10 -b 16 -clip 1 -epsilon 4 -delta 1e-5
+//	flplan -alg trusted -T 200 -M 30 -m 10 -b 16 -clip 1 -sigma 0.05 -delta 1e-5
+//	flplan -proactive-tables     # recompute Tables 9-11 of the proactive-DP paper
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"browserfl/shared/optim"
+	"browserfl/shared/privacy/plan"
+)
+
+func main() {
+	if err := run(os.Args[1:], os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "flplan:", err)
+		os.Exit(2)
+	}
+}
+
+func run(args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("flplan", flag.ContinueOnError)
+	fs.SetOutput(out)
+	var p optim.Params
+	fs.StringVar(&p.Algorithm, "alg", "nc", "algorithm: "+strings.Join(optim.Names(), ", "))
+	fs.IntVar(&p.Rounds, "T", 100, "rounds T")
+	fs.IntVar(&p.M, "M", 30, "devices in the session M")
+	fs.IntVar(&p.Cohort, "m", 10, "devices per round m")
+	fs.IntVar(&p.Batch, "b", 32, "samples per device per round b")
+	fs.Float64Var(&p.Clip, "clip", 1, "per-sample clipping bound S")
+	fs.IntVar(&p.LocalSize, "local", 0, "samples per device (SVRG/SAGA; enables the amplified estimate)")
+	fs.Float64Var(&p.Eta, "eta", 0.1, "step size (validated only)")
+	rho := fs.Float64("rho", 0, "target as the papers' rho_p (device is rho_p^2/2-zCDP)")
+	eps := fs.Float64("epsilon", 0, "target epsilon per device (with -delta)")
+	delta := fs.Float64("delta", 1e-5, "delta for the target and for reporting epsilon")
+	sigma := fs.Float64("sigma", 0, "instead of a target: the noise std of the first release")
+	tables := fs.Bool("proactive-tables", false, "print the recomputed Tables 9-11 of the proactive-DP paper and exit")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *tables {
+		return printProactiveTables(out)
+	}
+	set := 0
+	for _, v := range []float64{*rho, *eps, *sigma} {
+		if v != 0 {
+			set++
+		}
+	}
+	if set != 1 && p.Algorithm != "mu2" && p.Algorithm != "sgd" {
+		return errors.New("give exactly one of -rho, -epsilon (with -delta) or -sigma")
+	}
+	switch {
+	case *rho != 0:
+		p.Rho = *rho
+	case *eps != 0:
+		p.Epsilon, p.Delta = *eps, *delta
+	case *sigma != 0:
+		q, err := plan.ForNoise(p, *sigma)
+		if err != nil {
+			return err
+		}
+		p = q
+	}
+	r, err := plan.Compute(p, *delta)
+	if err != nil {
+		return err
+	}
+	printReport(out, p, r)
+	return nil
+}
+
+func printReport(w io.Writer, p optim.Params, r plan.Report) {
+	fmt.Fprintf(w, "algorithm %s: T=%d M=%d m=%d b=%d S=%g\n", p.Algorithm, p.Rounds, p.M, p.Cohort, p.Batch, p.S())
+	if !r.Private {
+		fmt.Fprintln(w, "not private: no noise, no guarantee")
+		return
+	}
+	trust := "untrusted coordinator: no un-noised update leaves a device"
+	if r.Trusted {
+		trust = "trusted coordinator: it sees clipped, un-noised updates; the guarantee holds against everyone else"
+	}
+	fmt.Fprintln(w, trust)
+	fmt.Fprintf(w, "budget per device: rho = %.6g (standard zCDP) = rho_p^2/2 with rho_p = %.6g\n", r.BudgetRho, r.RhoPaper)
+	fmt.Fprintln(w, "noise (per-coordinate standard deviation):")
+	for _, n := range r.Noise {
+		fmt.Fprintf(w, "  %-6s %-28s sigma = %.6g\n", n.Party, n.When, n.Sigma)
+	}
+	fmt.Fprintf(w, "per device, replace-one sample, zCDP ledger -> (epsilon, delta) by Canonne-Kamath-Steinke, delta = %g:\n", r.Delta)
+	fmt.Fprintf(w, "  worst case (%d releases):      rho = %.6g  epsilon = %.4f\n", r.WorstParticipations, r.WorstRho, r.WorstEpsilon)
+	fmt.Fprintf(w, "  expected (%.1f participations): rho = %.6g  epsilon = %.4f\n", r.ExpectedParticipations, r.ExpectedRho, r.ExpectedEpsilon)
+	if r.AmplifiedEpsilon > 0 {
+		fmt.Fprintf(w, "  subsampling-amplified estimate (RDP, Poisson rate b/local, add/remove; not enforced): epsilon = %.4f\n", r.AmplifiedEpsilon)
+	}
+}

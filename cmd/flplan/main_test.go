@@ -1,0 +1,52 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+func TestRun(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want []string // substrings of the output
+		err  bool
+	}{
+		{"nc epsilon", []string{"-alg", "nc", "-T", "100", "-epsilon", "4", "-delta", "1e-5"},
+			[]string{"untrusted coordinator", "participation 1", "worst case (100 releases)"}, false},
+		{"trusted sigma", []string{"-alg", "trusted", "-sigma", "0.05"},
+			[]string{"trusted coordinator", "server", "sigma = 0.05"}, false},
+		{"soteria amplified", []string{"-alg", "soteria-sgd", "-rho", "2", "-local", "600"},
+			[]string{"each release", "amplified"}, false},
+		{"non-private", []string{"-alg", "mu2"}, []string{"not private"}, false},
+		{"two targets", []string{"-rho", "1", "-epsilon", "2"}, nil, true},
+		{"no target", []string{"-alg", "nc"}, nil, true},
+		{"bad delta", []string{"-epsilon", "1", "-delta", "2"}, nil, true},
+		{"bad cohort", []string{"-rho", "1", "-m", "40"}, nil, true},
+		{"unknown alg", []string{"-alg", "nope", "-rho", "1"}, nil, true},
+	}
+	for _, tc := range tests {
+		var out bytes.Buffer
+		err := run(tc.args, &out)
+		if (err != nil) != tc.err {
+			t.Errorf("%s: err = %v, want error %v", tc.name, err, tc.err)
+			continue
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(out.String(), w) {
+				t.Errorf("%s: output lacks %q:\n%s", tc.name, w, out.String())
+			}
+		}
+	}
+}
+
+func TestProactiveTablesCommand(t *testing.T) {
+	var out bytes.Buffer
+	if err := run([]string{"-proactive-tables"}, &out); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(out.String(), "\n| Table "); n != 3 {
+		t.Errorf("%d table rows, want 3:\n%s", n, out.String())
+	}
+}
