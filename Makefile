@@ -4,15 +4,22 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: all setup build test vet fmt-check run bench results clean
+.PHONY: all setup build test vet fmt-check run bench results clean wasm
 
 all: build
 
 setup:
 	bash scripts/setup.sh
 
-build:
+build: wasm
 	$(GO) build $(PKGS)
+
+# The browser device: web/app.wasm and the Go runtime's loader next to it
+# (the coordinator embeds web/). Vetted for its own target too.
+wasm:
+	GOOS=js GOARCH=wasm $(GO) vet ./wasm/... ./shared/...
+	GOOS=js GOARCH=wasm $(GO) build -trimpath -ldflags="-s -w" -o web/app.wasm ./wasm
+	cp "$$($(GO) env GOROOT)/lib/wasm/wasm_exec.js" web/wasm_exec.js
 
 vet:
 	$(GO) vet $(PKGS)
