@@ -445,3 +445,44 @@ func TestRDPBadInput(t *testing.T) {
 		t.Error("epsilon 0 accepted")
 	}
 }
+
+func TestComputeDPSGDPrivacyPublished(t *testing.T) {
+	// tensorflow/privacy, tensorflow_privacy/privacy/analysis/
+	// compute_dp_sgd_privacy_test.py, test_compute_dp_sgd_privacy:
+	// (n, batch, noise, epochs, delta) -> (eps, order), assertAlmostEqual
+	// (7 places), with the library's orders 1.25..4.5, 5..63, 128, 256, 512,
+	// q = batch/n and steps = ceil(epochs n / batch) (Test2 only matches
+	// with the ceiling: 976562.5 -> 976563).
+	orders := []float64{1.25, 1.5, 1.75, 2., 2.25, 2.5, 3., 3.5, 4., 4.5}
+	for i := 5; i < 64; i++ {
+		orders = append(orders, float64(i))
+	}
+	orders = append(orders, 128, 256, 512)
+	tests := []struct {
+		n, batch      float64
+		noise, epochs float64
+		delta         float64
+		eps, order    float64
+		tol           float64
+	}{
+		{60000, 150, 1.3, 15, 1e-5, 0.7242234026109595, 19, 5e-8},
+		{100000, 100, 1.0, 30, 1e-7, 1.4154988495444842, 13, 5e-8},
+		// Test2's epsilon is ~5.9e6; 7 places of it are beyond float64
+		// agreement between implementations, so compare relatively (1e-9).
+		{1e8, 1024, 0.1, 10, 1e-7, 5907982.3113978775, 1.25, 1e-9 * 5907982.3113978775},
+	}
+	for _, tc := range tests {
+		acc, err := NewRDPAccountant(orders)
+		if err != nil {
+			t.Fatal(err)
+		}
+		steps := int(math.Ceil(tc.epochs * tc.n / tc.batch))
+		if err := acc.Compose(SubsampledGaussian{Rate: tc.batch / tc.n, NoiseMultiplier: tc.noise, Steps: steps}); err != nil {
+			t.Fatal(err)
+		}
+		eps, order, err := acc.Epsilon(tc.delta, ConversionBalle2020)
+		if err != nil || math.Abs(eps-tc.eps) > tc.tol || order != tc.order {
+			t.Errorf("%+v: eps %.10g at %v (%v), want %.10g at %v", tc, eps, order, err, tc.eps, tc.order)
+		}
+	}
+}
