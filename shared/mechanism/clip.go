@@ -78,6 +78,15 @@ func Clip(v []float64, maxNorm float64) float64 {
 // CheckFinite returns an error naming the first index of v holding NaN or
 // ±Inf, or nil.
 func CheckFinite(v []float64) error {
+	// x - x is 0 for every finite x and NaN for NaN and ±Inf: one
+	// comparison per element on the fast path.
+	acc := 0.0
+	for _, x := range v {
+		acc += x - x
+	}
+	if acc == 0 {
+		return nil
+	}
 	for i, x := range v {
 		if math.IsNaN(x) || math.IsInf(x, 0) {
 			return fmt.Errorf("mechanism: non-finite value %v at index %d", x, i)

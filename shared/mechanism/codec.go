@@ -87,7 +87,7 @@ func Decode(dst []float64, payload []byte) error {
 		}
 		for i := range dst {
 			v := math.Float32frombits(binary.LittleEndian.Uint32(body[4*i:]))
-			if v != v || math.IsInf(float64(v), 0) {
+			if v-v != 0 {
 				return bad("non-finite value at index %d", i)
 			}
 			dst[i] = float64(v)
@@ -98,7 +98,7 @@ func Decode(dst []float64, payload []byte) error {
 		}
 		for i := range dst {
 			v := math.Float64frombits(binary.LittleEndian.Uint64(body[8*i:]))
-			if math.IsNaN(v) || math.IsInf(v, 0) {
+			if v-v != 0 {
 				return bad("non-finite value at index %d", i)
 			}
 			dst[i] = v

@@ -45,7 +45,7 @@ func checkArgs(dec, x []float64) error {
 // f32 converts to float32, rejecting values that overflow.
 func f32(v float64, i int) (float32, error) {
 	f := float32(v)
-	if math.IsInf(float64(f), 0) {
+	if f-f != 0 {
 		return 0, fmt.Errorf("mechanism: value %g at index %d overflows float32", v, i)
 	}
 	return f, nil

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 
 	"browserfl/shared/dataset"
 	"browserfl/shared/mechanism"
@@ -37,6 +36,9 @@ type device struct {
 	entropy io.Reader
 	budget  float64 // zCDP; 0 for non-private
 	gamma   float64
+	rhoP    float64 // paper's rho_p (nc)
+	fresh   float64 // per-release sigma (fresh-noise algorithms)
+	sens    float64 // per-release sensitivity
 
 	// committed state
 	ledger privacy.Ledger
@@ -94,11 +96,19 @@ func newDevice(p Params, a Algorithm, m model.Model, entropy io.Reader) (*device
 	}
 	dv := &device{p: p, a: a, spec: spec, m: m, dim: d, entropy: entropy}
 	if a.kind.noise == noiseNC || a.kind.noise == noiseDevice {
+		var err error
 		b, err := p.ZCDPBudget()
 		if err != nil {
 			return nil, err
 		}
 		dv.budget = b
+		dv.rhoP = paperRho(p)
+		dv.sens = Sensitivity(p)
+		if a.kind.noise == noiseDevice {
+			if dv.fresh, err = FreshSigma(p); err != nil {
+				return nil, err
+			}
+		}
 	}
 	dv.gamma = shiftStep(p, spec, d)
 	dv.v = make([]float64, d)
@@ -157,16 +167,10 @@ func (dv *device) Participations() int    { return dv.n }
 func (dv *device) NextCost() float64 {
 	switch dv.a.kind.noise {
 	case noiseNC:
-		s := NCSigma(dv.p, dv.n+1)
-		c := 2 * dv.p.S() / float64(dv.p.Batch)
-		return c * c / (2 * s * s)
+		s := ncSigma(dv.p, dv.rhoP, dv.n+1)
+		return dv.sens * dv.sens / (2 * s * s)
 	case noiseDevice:
-		s, err := FreshSigma(dv.p)
-		if err != nil {
-			return math.Inf(1)
-		}
-		c := Sensitivity(dv.p)
-		return c * c / (2 * s * s)
+		return dv.sens * dv.sens / (2 * dv.fresh * dv.fresh)
 	}
 	return 0
 }
@@ -328,7 +332,7 @@ func (dv *device) Prepare(r Round, batch []dataset.Sample) (Update, error) {
 	// Privatise.
 	switch dv.a.kind.noise {
 	case noiseNC:
-		sigma := NCSigma(dv.p, dv.n+1)
+		sigma := ncSigma(dv.p, dv.rhoP, dv.n+1)
 		if err := dv.ensureY(); err != nil {
 			return Update{}, err
 		}
@@ -349,13 +353,9 @@ func (dv *device) Prepare(r Round, batch []dataset.Sample) (Update, error) {
 		}
 		p.sigma = sigma
 	case noiseDevice:
-		sigma, err := FreshSigma(dv.p)
-		if err != nil {
-			return Update{}, err
-		}
 		dv.noise = streamFor(dv.noise, seed, mechanism.PurposeNoise)
-		dv.noise.AddNormal(v, sigma)
-		p.sigma = sigma
+		dv.noise.AddNormal(v, dv.fresh)
+		p.sigma = dv.fresh
 	}
 
 	// Compress (post-processing).

@@ -192,8 +192,9 @@ func (p Params) Validate() error {
 // plus y) has replace-one sensitivity 2S/b, so it costs
 // rho_p^2 / (2 (1 + ln T) n) zCDP and N <= T participations cost at most
 // rho_p^2/2 (harmonic sum <= 1 + ln N).
-func NCSigma(p Params, n int) float64 {
-	rp := paperRho(p)
+func NCSigma(p Params, n int) float64 { return ncSigma(p, paperRho(p), n) }
+
+func ncSigma(p Params, rp float64, n int) float64 {
 	sens := 2 * p.S() / float64(p.Batch)
 	return sens * math.Sqrt((1+math.Log(float64(p.Rounds)))*float64(n)) / rp
 }

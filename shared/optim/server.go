@@ -37,6 +37,7 @@ type server struct {
 	m       float64
 	radius  float64 // D/2, 0 = none
 	gamma   float64
+	sigma   float64 // trusted server noise
 	entropy io.Reader
 
 	t              int
@@ -61,6 +62,9 @@ func newServer(p Params, a Algorithm, x0 []float64, entropy io.Reader) (*server,
 	d := len(x0)
 	s := &server{p: p, a: a, dim: d, m: float64(p.Cohort), radius: p.Diameter / 2, entropy: entropy, t: 1}
 	s.gamma = shiftStep(p, spec, d)
+	if a.kind.noise == noiseServer {
+		s.sigma = TrustedSigma(p)
+	}
 	s.x = append([]float64(nil), x0...)
 	project(s.x, s.radius)
 	if a.kind.mu2 {
@@ -169,7 +173,7 @@ func (s *server) Apply(t int, updates []Update) error {
 				s.noise = make([]float64, s.dim)
 			}
 			s.stream = streamFor(s.stream, seed, mechanism.PurposeNoise)
-			s.stream.FillNormal(s.noise, TrustedSigma(s.p))
+			s.stream.FillNormal(s.noise, s.sigma)
 			for i := range s.noise {
 				s.noise[i] += s.q[i]
 			}
