@@ -82,8 +82,6 @@ func newInput(features int) input {
 	}
 }
 
-func (in *input) clone() input { return newInput(len(in.x)) }
-
 // load converts x into in and reports whether the sparse form should be
 // used: when at most half the features are non-zero, the gather over the
 // non-zeros plus a clear of the gradient rows is cheaper than the dense
@@ -170,14 +168,6 @@ func (in *input) row(dst []float64, g float64, sparse bool) {
 	} else {
 		scaleTo(dst, g, in.x)
 	}
-}
-
-// affine returns bias + w·x over the first len(x) entries of w.
-func (in *input) affine(w []float64, bias float64, sparse bool) float64 {
-	if sparse {
-		return bias + gather(w[:len(in.x)], in.idx, in.val)
-	}
-	return bias + dot(w, in.x)
 }
 
 // rows writes out[r] = w[r*stride : r*stride+F] · x for r < len(out), with
