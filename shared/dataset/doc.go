@@ -13,9 +13,10 @@
 //     0 <= s.Samples[i].Label < s.Classes for every i. Image pixels are the
 //     stored bytes divided by 255, so every feature lies in [0, 1] and
 //     converting back with round(255 x) recovers the byte exactly.
-//   - ReadIDX never panics and never allocates more than a small constant
-//     plus the payload it has actually read, and never more than its limit
-//     (DefaultMaxIDXBytes unless told otherwise), whatever the header claims.
+//   - ReadIDX never panics, and whatever the header claims it accepts no
+//     payload over its limit (DefaultMaxIDXBytes unless told otherwise) and
+//     allocates in proportion to the bytes actually read (payload buffers
+//     grow by doubling from 1 MiB), so a lying header costs nothing.
 //     Every error it returns is an *IDXError naming the file and the byte
 //     offset (in the decompressed stream for gzipped input) where the input
 //     went wrong; errors.Is matches ErrTruncated, ErrBadMagic,
