@@ -14,6 +14,61 @@
 // This is DESIGN principle 3 (exactly-once noise state): a device charges its
 // privacy ledger when it sends, and commits its noise state only when the
 // server confirms the update was included.
+//
+// # Algorithms
+//
+// Build the halves with NewServer(p, x0, entropy) and NewDevice(p, model,
+// entropy) from a validated Params; Names lists the registry: "nc"
+// (noise-cancellation paper, Algorithm 1: untrusted server, partial
+// participation), "trusted" (full-participation paper, Algorithm 2),
+// "noisysgd", "cdpsgd" (SoteriaFL Algorithm 1), "soteria-sgd",
+// "soteria-svrg", "soteria-saga" (SoteriaFL Algorithms 2-3), and the
+// non-private references "mu2" and "sgd". The mu^2 family uses alpha_t = t
+// and the feasible set K = ball of radius D/2 centred at 0 (Params.Diameter;
+// 0 = unconstrained); the initial point is projected onto K.
+//
+// # Neighbouring relation and sensitivity
+//
+// Neighbouring local datasets differ by replacing one sample
+// (replace-one). Every per-sample quantity a device computes (the mu^2
+// correction s = t grad f(x_t; z) - (t-1) grad f(x_{t-1}; z), or a
+// gradient) is checked finite and clipped to S = Params.S() by
+// construction, whatever the model returns; a minibatch averages exactly b
+// clipped quantities (Prepare refuses any other batch size), so one
+// replaced sample moves the average by at most 2S/b. In "nc" a device's
+// released partial sum sum_k s_k + y_N therefore has sensitivity 2S/b and
+// the N-th participation costs (2S/b)^2 / (2 sigma_N^2) =
+// rho_p^2 / (2 (1 + ln T) N) zCDP (noise-cancellation paper, Theorem 5.1
+// and 5.2; Bun–Steinke Prop. 1.6 and Lemma 2.3): at most rho_p^2/2 over
+// N <= T participations. The other algorithms' scales are NCSigma,
+// TrustedSigma and FreshSigma; Sensitivity lists the per-release bounds.
+//
+// # Exactly-once state and the noise-cancellation identity
+//
+// Prepare advances N_i and charges the ledger; Y_i, the error-feedback
+// residual e_i, the SoteriaFL shift h_i and the SVRG/SAGA memories change
+// only in Commit; Abort leaves them (the charge stays: a message that was
+// sent was released). The server divides by the cohort size m even when
+// fewer updates arrive (missing devices count as zero messages). Hence,
+// after any sequence of rounds with any subset of each cohort included,
+//
+//	qtilde = q + (1/m) sum_i (Y_i - e_i)
+//
+// where q is the sum over rounds of (1/m) times the sum of the included
+// devices' un-noised estimates (e_i = 0 without error feedback; with
+// unbiased compression and no error feedback the identity does not hold
+// and the compression errors accumulate in qtilde).
+//
+// # Randomness
+//
+// Each Prepare reads one 32-byte seed from the device's entropy source
+// (crypto/rand.Reader in the product; a deterministic mechanism.Stream in
+// the simulator) and derives independent ChaCha20 streams from it for the
+// noise, the compressor and the algorithm's coins. A device stores Y_i as
+// its seed and sigma, not as a vector.
+//
+// A Device or Server is not safe for concurrent use. Memory per device is
+// a few d-vectors (plus n x d for "soteria-saga").
 package optim
 
 import "browserfl/shared/dataset"
