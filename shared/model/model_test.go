@@ -597,3 +597,43 @@ func TestCloneConcurrent(t *testing.T) {
 		}
 	}
 }
+
+func TestMeanGrad(t *testing.T) {
+	rng := newRand(19)
+	for _, m := range []Model{NewLogReg(30, 4), NewMLP(30, 6, 4)} {
+		w := randParams(rng, m.Dim(), 1)
+		samples := make([]dataset.Sample, 7)
+		for i := range samples {
+			samples[i] = randSample(rng, 30, 4, 0.5)
+		}
+		dst := make([]float64, m.Dim())
+		tmp := make([]float64, m.Dim())
+		got := MeanGrad(m, dst, tmp, w, samples)
+		want := make([]float64, m.Dim())
+		g := make([]float64, m.Dim())
+		sum := 0.0
+		for _, s := range samples {
+			sum += m.Grad(g, w, s)
+			for i := range g {
+				want[i] += g[i] / 7
+			}
+		}
+		// The loss sums are identical; sum*(1/7) and sum/7 differ by at
+		// most 2 ulp = 4.4e-16 relative. Gradient entries: summed then
+		// scaled vs scaled then summed, |entries| <= 1 (TestGradDiff), 7
+		// terms with one rounding of 1.1e-16 each plus the scaling: < 1e-14.
+		if math.Abs(got-sum/7) > 1e-15*math.Abs(sum/7) {
+			t.Errorf("%s: mean loss %v, want %v", m.Name(), got, sum/7)
+		}
+		for i := range want {
+			if math.Abs(dst[i]-want[i]) > 1e-14 {
+				t.Fatalf("%s: entry %d: %v, want %v", m.Name(), i, dst[i], want[i])
+			}
+		}
+	}
+	m := NewLogReg(2, 2)
+	dst := []float64{1, 1, 1, 1, 1, 1}
+	if l := MeanGrad(m, dst, make([]float64, 6), make([]float64, 6), nil); !math.IsNaN(l) || dst[0] != 0 {
+		t.Errorf("no samples: loss %v, dst %v; want NaN and zeros", l, dst)
+	}
+}

@@ -63,6 +63,32 @@ func GradDiff(m Model, dst []float64, a float64, wa []float64, b float64, wb []f
 	return lossA, lossB
 }
 
+// MeanGrad writes the mean gradient (1/n) sum_i grad f(w; s_i) over the n
+// samples into dst and returns the mean loss; tmp (len Dim()) is scratch.
+// This is the full local gradient of the GD and SVRG baselines. For no
+// samples dst is zeroed and the loss is NaN. It does not clip: privacy code
+// must clip per-sample gradients itself (see shared/mechanism).
+func MeanGrad(m Model, dst, tmp, w []float64, samples []dataset.Sample) (meanLoss float64) {
+	mustLen("MeanGrad dst", dst, m.Dim())
+	mustLen("MeanGrad tmp", tmp, m.Dim())
+	clear(dst)
+	if len(samples) == 0 {
+		return math.NaN()
+	}
+	sum := 0.0
+	for _, s := range samples {
+		sum += m.Grad(tmp, w, s)
+		for i, v := range tmp {
+			dst[i] += v
+		}
+	}
+	inv := 1 / float64(len(samples))
+	for i := range dst {
+		dst[i] *= inv
+	}
+	return sum * inv
+}
+
 // Evaluate returns the fraction of samples whose label m predicts under w
 // and the mean per-sample loss. Both are NaN for no samples. It uses one
 // forward pass per sample for the models of this package.
