@@ -162,7 +162,7 @@ func logAFractional(q, sigma, alpha float64) (float64, error) {
 	l1q, lq := math.Log1p(-q), math.Log(q)
 	s2 := 2 * sigma * sigma
 	pos, neg := math.Inf(-1), math.Inf(-1) // log of the positive and negative parts
-	const maxTerms = 200000
+	const maxTerms = 100000
 	const relTol = -36.0 // stop when a term is below e^-36 (2e-16) of the sum
 	for i := 0; i < maxTerms; i++ {
 		fi := float64(i)
@@ -176,9 +176,11 @@ func logAFractional(q, sigma, alpha float64) (float64, error) {
 		} else {
 			neg = logAddExp(neg, t)
 		}
-		if fi > alpha+1 && t-pos < relTol {
+		if fi > alpha+1 && (t-pos < relTol || i == maxTerms-1) {
 			// Tail bound: the rest is an alternating series with
-			// decreasing terms, bounded in magnitude by this term.
+			// decreasing terms, bounded in magnitude by this term. At
+			// the term cap (slow polynomial decay, alpha near 1 and q
+			// near 1/2) the bound is looser but still valid.
 			pos = logAddExp(pos, t)
 			return logSub(pos, neg)
 		}
