@@ -1,0 +1,285 @@
+package coordinator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"nhooyr.io/websocket"
+
+	"browserfl/shared/wire"
+)
+
+// closeError closes a connection with an error code sent to the device.
+type closeError struct {
+	code, reason string
+}
+
+func (e *closeError) Error() string { return e.code + ": " + e.reason }
+
+type outFrame struct {
+	binary bool
+	data   []byte
+	close  *closeError // set on the last frame: send error message, then close
+}
+
+// conn is one device connection. Frames go out in order through a writer
+// goroutine fed by a bounded outbox; a device that does not drain it is
+// dropped rather than allowed to stall a round.
+type conn struct {
+	ws      *websocket.Conn
+	c       *Coordinator
+	id      string
+	outbox  chan outFrame
+	once    sync.Once
+	done    chan struct{}
+	tokens  float64
+	lastTok time.Time
+}
+
+// send queues f; it reports false if the connection is closing or its
+// outbox is full (the connection is then closed). Safe on a nil conn.
+func (cn *conn) send(f outFrame) bool {
+	if cn == nil {
+		return false
+	}
+	select {
+	case <-cn.done:
+		return false
+	default:
+	}
+	select {
+	case cn.outbox <- f:
+		return true
+	default:
+		cn.c.met.slowConsumers.Add(1)
+		cn.shut()
+		return false
+	}
+}
+
+func (cn *conn) sendControl(m wire.Message) bool {
+	b, err := wire.EncodeControl(m)
+	if err != nil {
+		return false
+	}
+	return cn.send(outFrame{data: b})
+}
+
+// closeWith sends an error message and closes the connection.
+func (cn *conn) closeWith(code, reason string) {
+	if cn == nil {
+		return
+	}
+	select {
+	case cn.outbox <- outFrame{close: &closeError{code: code, reason: reason}}:
+	default:
+		cn.shut()
+	}
+}
+
+func (cn *conn) shut() {
+	cn.once.Do(func() {
+		close(cn.done)
+		cn.ws.CloseNow()
+	})
+}
+
+func (cn *conn) writer(ctx context.Context) {
+	defer cn.shut()
+	for {
+		select {
+		case <-cn.done:
+			return
+		case <-ctx.Done():
+			return
+		case f := <-cn.outbox:
+			wctx, cancel := context.WithTimeout(ctx, cn.c.lim.WriteTimeout)
+			var err error
+			if f.close != nil {
+				if b, e := wire.EncodeControl(wire.Error{Code: f.close.code, Reason: f.close.reason}); e == nil {
+					cn.ws.Write(wctx, websocket.MessageText, b)
+				}
+				cancel()
+				cn.ws.Close(closeStatus(f.close.code), truncate(f.close.code+": "+f.close.reason, 120))
+				return
+			}
+			typ := websocket.MessageText
+			if f.binary {
+				typ = websocket.MessageBinary
+			}
+			err = cn.ws.Write(wctx, typ, f.data)
+			cancel()
+			if err != nil {
+				return
+			}
+			cn.c.met.framesOut.Add(1)
+		}
+	}
+}
+
+func closeStatus(code string) websocket.StatusCode {
+	switch code {
+	case wire.CodeBadFrame, wire.CodeProtocol, wire.CodeVersion:
+		return websocket.StatusPolicyViolation
+	case wire.CodeShutdown:
+		return websocket.StatusGoingAway
+	case wire.CodeSessionEnd:
+		return websocket.StatusNormalClosure
+	case wire.CodeRate:
+		return websocket.StatusPolicyViolation
+	}
+	return websocket.StatusPolicyViolation
+}
+
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
+}
+
+// allow is a token bucket: MsgRate tokens per second up to MsgBurst.
+func (cn *conn) allow(now time.Time) bool {
+	l := cn.c.lim
+	cn.tokens += now.Sub(cn.lastTok).Seconds() * l.MsgRate
+	if cn.tokens > float64(l.MsgBurst) {
+		cn.tokens = float64(l.MsgBurst)
+	}
+	cn.lastTok = now
+	if cn.tokens < 1 {
+		return false
+	}
+	cn.tokens--
+	return true
+}
+
+// ServeWS upgrades a device connection and serves it until it closes.
+func (c *Coordinator) ServeWS(w http.ResponseWriter, r *http.Request) {
+	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{
+		OriginPatterns:  c.cfg.AllowedOrigins,
+		CompressionMode: websocket.CompressionDisabled,
+	})
+	if err != nil {
+		c.met.rejectedUpgrades.Add(1)
+		c.log.Debug("websocket upgrade refused", "remote", r.RemoteAddr, "err", err)
+		return
+	}
+	ws.SetReadLimit(int64(c.lim.MaxFrameBytes))
+	cn := &conn{ws: ws, c: c, outbox: make(chan outFrame, c.lim.Outbox), done: make(chan struct{}),
+		tokens: float64(c.lim.MsgBurst), lastTok: time.Now()}
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	go cn.writer(ctx)
+	c.met.connected.Add(1)
+	defer c.met.connected.Add(-1)
+	err = c.serveConn(ctx, cn)
+	var ce *closeError
+	switch {
+	case errors.As(err, &ce):
+		if ce.code == wire.CodeBadFrame {
+			c.met.badFrames.Add(1)
+		}
+		if ce.code == wire.CodeRate {
+			c.met.rateLimited.Add(1)
+		}
+		c.log.Info("closing device connection", "device", shortID(cn.id), "code", ce.code, "reason", ce.reason)
+		cn.closeWith(ce.code, ce.reason)
+		select {
+		case <-cn.done:
+		case <-time.After(2 * time.Second):
+		}
+	case err != nil:
+		c.log.Debug("device connection ended", "device", shortID(cn.id), "err", err)
+	}
+	cn.shut()
+	if cn.id != "" {
+		c.disconnected(cn)
+	}
+}
+
+// shortID is a device id prefix for logs.
+func shortID(id string) string {
+	if len(id) > 8 {
+		return id[:8]
+	}
+	return id
+}
+
+func badFrame(err error) error {
+	return &closeError{code: wire.CodeBadFrame, reason: err.Error()}
+}
+
+func (c *Coordinator) serveConn(ctx context.Context, cn *conn) error {
+	hctx, cancel := context.WithTimeout(ctx, c.lim.HelloTimeout)
+	typ, b, err := cn.ws.Read(hctx)
+	cancel()
+	if err != nil {
+		return err
+	}
+	c.met.bytesIn.Add(int64(len(b)))
+	if typ != websocket.MessageText {
+		return badFrame(errors.New("first frame must be a hello text frame"))
+	}
+	m, err := wire.DecodeControl(b)
+	if err != nil {
+		return badFrame(err)
+	}
+	h, ok := m.(wire.Hello)
+	if !ok {
+		return &closeError{code: wire.CodeProtocol, reason: "first message must be hello"}
+	}
+	welcome, err := c.admit(cn, h)
+	if err != nil {
+		return err
+	}
+	cn.sendControl(welcome)
+	c.mu.Lock()
+	finished := c.finished
+	c.mu.Unlock()
+	if finished {
+		cn.sendControl(wire.End{Committed: c.Committed()})
+	}
+	lim := wire.Limits{MaxBytes: c.lim.MaxFrameBytes}
+	for {
+		typ, b, err := cn.ws.Read(ctx)
+		if err != nil {
+			return err
+		}
+		c.met.bytesIn.Add(int64(len(b)))
+		c.met.framesIn.Add(1)
+		if !cn.allow(time.Now()) {
+			return &closeError{code: wire.CodeRate, reason: fmt.Sprintf("more than %g messages per second", c.lim.MsgRate)}
+		}
+		if typ == websocket.MessageBinary {
+			u, err := wire.DecodeUpdate(b, lim)
+			if err != nil {
+				return badFrame(err)
+			}
+			if err := c.acceptUpdate(cn, u, len(b)); err != nil {
+				if errors.Is(err, wire.ErrBadFrame) {
+					return badFrame(err)
+				}
+				return &closeError{code: wire.CodeProtocol, reason: err.Error()}
+			}
+			continue
+		}
+		m, err := wire.DecodeControl(b)
+		if err != nil {
+			return badFrame(err)
+		}
+		switch m := m.(type) {
+		case wire.Status:
+			dec, err := c.status(cn.id, m.T)
+			if err != nil {
+				return err
+			}
+			cn.sendControl(dec)
+		default:
+			return &closeError{code: wire.CodeProtocol, reason: fmt.Sprintf("unexpected %T after hello", m)}
+		}
+	}
+}

@@ -1,0 +1,650 @@
+package coordinator
+
+import (
+	"context"
+	crand "crypto/rand"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"time"
+
+	"browserfl/shared/mechanism"
+	"browserfl/shared/optim"
+	"browserfl/shared/wire"
+)
+
+// Config configures a Coordinator running one session. Zero values get
+// the defaults written beside each field.
+type Config struct {
+	// Session is the session's public definition (required, validated).
+	Session wire.SessionParams
+	// JoinCode is required in every hello (required, non-empty).
+	JoinCode string
+	// Server is the session's server half (required). If the store holds
+	// a committed state, it is restored into Server.
+	Server optim.Server
+	// Store is the durable state (required).
+	Store *Store
+	// MinDevices is the number of eligible devices a round waits for
+	// before it starts (default: Session.Cohort).
+	MinDevices int
+	// Seed seeds cohort sampling (default 0: drawn from crypto/rand and
+	// logged). The cohort of round t is a function of (Seed, t, the
+	// sorted eligible ids).
+	Seed uint64
+	// RoundGap is a pause between rounds (default 0).
+	RoundGap time.Duration
+	// EvalEvery evaluates the global model every EvalEvery rounds with
+	// Evaluate (default 0: never).
+	EvalEvery int
+	Evaluate  func(w []float64) (accuracy, loss float64, err error)
+	// Limits bound what a connection may do (defaults in Limits).
+	Limits Limits
+	// AllowedOrigins are the websocket Origin host patterns accepted
+	// besides the request's own host (default none).
+	AllowedOrigins []string
+	// Logger receives structured logs (default slog.Default()). Logs
+	// never contain a device secret or a vector.
+	Logger *slog.Logger
+	// OnCommit, if set, is called after round t is durably committed and
+	// before any decision of round t is sent (tests use it to crash the
+	// coordinator at the worst moment).
+	OnCommit func(t int)
+}
+
+// Limits are per-connection and global limits.
+type Limits struct {
+	MaxDevices    int           // connected devices (default 20000)
+	MaxFrameBytes int           // largest frame read (default: 2 x dense float64 payload of d + 1 KiB)
+	MsgRate       float64       // messages per second per connection (default 20)
+	MsgBurst      int           // token bucket burst (default 40)
+	HelloTimeout  time.Duration // time to send hello (default 10s)
+	WriteTimeout  time.Duration // per-frame write timeout (default 30s)
+	Outbox        int           // queued frames per connection before it is dropped (default 16)
+}
+
+func (l Limits) withDefaults(dim int) Limits {
+	if l.MaxDevices <= 0 {
+		l.MaxDevices = 20000
+	}
+	if l.MaxFrameBytes <= 0 {
+		l.MaxFrameBytes = 16*dim + 1024
+	}
+	if l.MsgRate <= 0 {
+		l.MsgRate = 20
+	}
+	if l.MsgBurst <= 0 {
+		l.MsgBurst = 40
+	}
+	if l.HelloTimeout <= 0 {
+		l.HelloTimeout = 10 * time.Second
+	}
+	if l.WriteTimeout <= 0 {
+		l.WriteTimeout = 30 * time.Second
+	}
+	if l.Outbox <= 0 {
+		l.Outbox = 16
+	}
+	return l
+}
+
+// Coordinator runs one session: it admits devices over websockets,
+// samples a cohort each round, collects updates until the deadline, calls
+// the server half and commits each round before acknowledging inclusion.
+// It is safe for concurrent use.
+type Coordinator struct {
+	cfg    Config
+	lim    Limits
+	log    *slog.Logger
+	server optim.Server
+	store  *Store
+	met    *metrics
+
+	mu        sync.Mutex
+	devices   map[string]*device
+	round     *openRound // the round being collected or committed; nil between rounds
+	committed int
+	finished  bool
+	closing   bool
+	started   time.Time
+	lastEval  evalPoint
+	changed   chan struct{} // signalled when eligibility may have changed
+}
+
+type evalPoint struct {
+	T                   int
+	Accuracy, Loss      float64
+	HaveAccuracy, Valid bool
+}
+
+type device struct {
+	id    string
+	conn  *conn // nil while disconnected
+	round int   // round the device is assigned in and not yet decided; 0 when idle
+	// participations counts the rounds this device was included in
+	// since this process started (dashboard only).
+	participations int
+}
+
+type openRound struct {
+	t        int
+	cohort   map[string]bool   // sampled devices still counted in the round
+	updates  map[string][]byte // received valid payloads
+	dropped  map[string]bool   // cohort members that reconnected without their update: excluded
+	closed   bool              // no more updates accepted (deadline passed or all in)
+	included []string          // frozen at close
+	allIn    chan struct{}
+	started  time.Time
+	deadline time.Time
+	bytesIn  int64
+	bytesOut int64
+}
+
+// New checks cfg, restores the committed state from the store and returns
+// a coordinator ready to Run and to serve HTTP.
+func New(cfg Config) (*Coordinator, error) {
+	if err := cfg.Session.Validate(); err != nil {
+		return nil, fmt.Errorf("coordinator: %w", err)
+	}
+	if cfg.JoinCode == "" {
+		return nil, errors.New("coordinator: empty join code")
+	}
+	if cfg.Server == nil || cfg.Store == nil {
+		return nil, errors.New("coordinator: Server and Store are required")
+	}
+	if cfg.MinDevices <= 0 {
+		cfg.MinDevices = cfg.Session.Cohort
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Seed == 0 {
+		var b [8]byte
+		if _, err := crand.Read(b[:]); err != nil {
+			return nil, fmt.Errorf("coordinator: seed: %w", err)
+		}
+		cfg.Seed = binary.LittleEndian.Uint64(b[:]) | 1
+	}
+	c := &Coordinator{
+		cfg:     cfg,
+		lim:     cfg.Limits.withDefaults(cfg.Session.Dim),
+		log:     cfg.Logger,
+		server:  cfg.Server,
+		store:   cfg.Store,
+		met:     newMetrics(),
+		devices: make(map[string]*device),
+		changed: make(chan struct{}, 1),
+		started: time.Now(),
+	}
+	committed, state, err := c.store.State()
+	if err != nil {
+		return nil, fmt.Errorf("coordinator: %w", err)
+	}
+	if state != nil {
+		if err := c.server.UnmarshalBinary(state); err != nil {
+			return nil, fmt.Errorf("coordinator: restore server state of round %d: %w", committed, err)
+		}
+	}
+	c.committed = committed
+	c.finished = committed >= cfg.Session.Rounds
+	if recs, err := c.store.Rounds(max(0, committed-cfg.EvalEvery-1), cfg.EvalEvery+2); err == nil {
+		for _, r := range recs {
+			if r.Evaluated {
+				c.lastEval = evalPoint{T: r.T, Accuracy: r.Accuracy, Loss: r.Loss, Valid: true}
+			}
+		}
+	}
+	c.log.Info("session ready", "session", cfg.Session.Name, "algorithm", cfg.Session.Algorithm,
+		"dim", cfg.Session.Dim, "cohort", cfg.Session.Cohort, "rounds", cfg.Session.Rounds,
+		"committed", committed, "cohort_seed", cfg.Seed, "min_devices", cfg.MinDevices)
+	return c, nil
+}
+
+func (c *Coordinator) signal() {
+	select {
+	case c.changed <- struct{}{}:
+	default:
+	}
+}
+
+// Run drives rounds until the session has run all its rounds or ctx is
+// done. Dropouts never stall it: a round closes at its deadline with the
+// updates that arrived.
+func (c *Coordinator) Run(ctx context.Context) error {
+	for {
+		c.mu.Lock()
+		t := c.committed + 1
+		done := c.finished
+		c.mu.Unlock()
+		if done {
+			c.endSession()
+			return nil
+		}
+		if err := c.waitEligible(ctx); err != nil {
+			return err
+		}
+		if err := c.runRound(ctx, t); err != nil {
+			return err
+		}
+		if c.cfg.RoundGap > 0 {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(c.cfg.RoundGap):
+			}
+		}
+	}
+}
+
+func (c *Coordinator) eligibleLocked() []string {
+	var ids []string
+	for id, d := range c.devices {
+		if d.conn != nil && d.round == 0 {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+func (c *Coordinator) waitEligible(ctx context.Context) error {
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		c.mu.Lock()
+		n := len(c.eligibleLocked())
+		c.mu.Unlock()
+		if n >= c.cfg.MinDevices {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-c.changed:
+		case <-tick.C:
+		}
+	}
+}
+
+// sample picks k of ids uniformly without replacement (partial
+// Fisher–Yates) with a generator seeded by (seed, t).
+func sample(ids []string, k int, seed uint64, t int) []string {
+	rng := rand.New(rand.NewPCG(seed, uint64(t)))
+	ids = slices.Clone(ids)
+	for i := 0; i < k; i++ {
+		j := i + rng.IntN(len(ids)-i)
+		ids[i], ids[j] = ids[j], ids[i]
+	}
+	out := ids[:k]
+	slices.Sort(out)
+	return out
+}
+
+func (c *Coordinator) runRound(ctx context.Context, t int) error {
+	r := c.server.Next()
+	if r.T != t {
+		return fmt.Errorf("coordinator: server half is at round %d, store committed %d", r.T, t-1)
+	}
+	deadline := time.Duration(c.cfg.Session.DeadlineMillis) * time.Millisecond
+	frame, err := wire.EncodeRound(wire.RoundFrame{T: t, DeadlineMillis: c.cfg.Session.DeadlineMillis, X: r.X, XPrev: r.XPrev})
+	if err != nil {
+		return fmt.Errorf("coordinator: encode round %d: %w", t, err)
+	}
+
+	c.mu.Lock()
+	eligible := c.eligibleLocked()
+	k := min(c.cfg.Session.Cohort, len(eligible))
+	if k < c.cfg.MinDevices {
+		c.mu.Unlock()
+		return nil // someone left meanwhile; wait again
+	}
+	cohort := sample(eligible, k, c.cfg.Seed, t)
+	now := time.Now()
+	or := &openRound{t: t, cohort: make(map[string]bool, k), updates: make(map[string][]byte, k),
+		dropped: make(map[string]bool), allIn: make(chan struct{}), started: now, deadline: now.Add(deadline)}
+	for _, id := range cohort {
+		d := c.devices[id]
+		or.cohort[id] = true
+		d.round = t
+		if d.conn.send(outFrame{binary: true, data: frame}) {
+			or.bytesOut += int64(len(frame))
+		}
+	}
+	c.round = or
+	c.mu.Unlock()
+	c.met.bytesOut.Add(or.bytesOut)
+	c.log.Info("round started", "round", t, "eligible", len(eligible), "cohort", k, "cohort_seed", c.cfg.Seed)
+
+	timer := time.NewTimer(deadline)
+	select {
+	case <-or.allIn:
+	case <-timer.C:
+	case <-ctx.Done():
+	}
+	timer.Stop()
+
+	c.mu.Lock()
+	c.closeRoundLocked(or)
+	updates := make([]optim.Update, 0, len(or.included))
+	for _, id := range or.included {
+		updates = append(updates, optim.Update{T: t, Payload: or.updates[id]})
+	}
+	c.mu.Unlock()
+	if ctx.Err() != nil {
+		// Shutting down: the round is not committed; its devices learn
+		// "excluded" on resume.
+		return ctx.Err()
+	}
+
+	if err := c.server.Apply(t, updates); err != nil {
+		// Every payload passed the mechanism's validating decoder, so
+		// this is a bug or an algorithm-level refusal; nothing was
+		// committed and no device was told "included".
+		return fmt.Errorf("coordinator: apply round %d: %w", t, err)
+	}
+	state, err := c.server.MarshalBinary()
+	if err != nil {
+		return fmt.Errorf("coordinator: marshal server state: %w", err)
+	}
+	cohortIDs := make([]string, 0, len(or.cohort))
+	for id := range or.cohort {
+		cohortIDs = append(cohortIDs, id)
+	}
+	for id := range or.dropped {
+		cohortIDs = append(cohortIDs, id)
+	}
+	slices.Sort(cohortIDs)
+	rec := RoundRecord{T: t, Cohort: cohortIDs, Included: or.included, Started: or.started,
+		Committed: time.Now(), BytesIn: or.bytesIn, BytesOut: or.bytesOut}
+	evaluate := c.cfg.EvalEvery > 0 && c.cfg.Evaluate != nil && (t%c.cfg.EvalEvery == 0 || t == c.cfg.Session.Rounds)
+	if evaluate {
+		acc, loss, err := c.cfg.Evaluate(c.server.Model())
+		if err != nil {
+			c.log.Warn("evaluation failed", "round", t, "err", err)
+		} else {
+			rec.Evaluated, rec.Accuracy, rec.Loss = true, acc, loss
+		}
+	}
+	if err := c.store.CommitRound(rec, state); err != nil {
+		return fmt.Errorf("coordinator: %w", err)
+	}
+	if c.cfg.OnCommit != nil {
+		c.cfg.OnCommit(t)
+	}
+	latency := rec.Committed.Sub(rec.Started)
+	c.met.roundCommitted(latency, len(or.included), len(cohortIDs))
+
+	c.mu.Lock()
+	c.committed = t
+	c.finished = t >= c.cfg.Session.Rounds
+	if rec.Evaluated {
+		c.lastEval = evalPoint{T: t, Accuracy: rec.Accuracy, Loss: rec.Loss, Valid: true}
+	}
+	inc := make(map[string]bool, len(or.included))
+	for _, id := range or.included {
+		inc[id] = true
+	}
+	for id := range or.cohort {
+		d := c.devices[id]
+		if d == nil || d.round != t {
+			continue
+		}
+		d.round = 0
+		state := wire.Excluded
+		if inc[id] {
+			state = wire.Included
+			d.participations++
+		}
+		d.conn.sendControl(wire.Decision{T: t, State: state})
+	}
+	c.round = nil
+	c.mu.Unlock()
+	c.signal()
+	c.log.Info("round committed", "round", t, "included", len(or.included), "cohort", len(cohortIDs),
+		"latency_ms", latency.Milliseconds(), "bytes_in", or.bytesIn, "bytes_out", or.bytesOut)
+	if rec.Evaluated {
+		c.log.Info("evaluated", "round", t, "accuracy", rec.Accuracy, "loss", rec.Loss)
+	}
+	return nil
+}
+
+// closeRoundLocked freezes the included set of or (sorted ids).
+func (c *Coordinator) closeRoundLocked(or *openRound) {
+	if or.closed {
+		return
+	}
+	or.closed = true
+	for id := range or.updates {
+		if or.cohort[id] {
+			or.included = append(or.included, id)
+		}
+	}
+	slices.Sort(or.included)
+}
+
+// acceptUpdate handles an update frame from device d on connection cn.
+// It returns a protocol error for an update the device had no business
+// sending; late updates are dropped without error.
+func (c *Coordinator) acceptUpdate(cn *conn, u wire.UpdateFrame, frameLen int) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	d := c.devices[cn.id]
+	if d == nil || d.conn != cn {
+		return nil // superseded connection
+	}
+	or := c.round
+	switch {
+	case u.T <= c.committed || (or != nil && or.t == u.T && or.closed && or.cohort[cn.id]):
+		c.met.lateUpdates.Add(1)
+		return nil
+	case or == nil || or.t != u.T || !or.cohort[cn.id] || d.round != u.T:
+		return fmt.Errorf("update for round %d that was not assigned to this device", u.T)
+	case or.updates[cn.id] != nil:
+		return fmt.Errorf("duplicate update for round %d", u.T)
+	}
+	// Validate the payload with the mechanism's decoder before it can
+	// reach the server half: a bad payload never touches the model.
+	if err := mechanism.Decode(make([]float64, c.cfg.Session.Dim), u.Payload); err != nil {
+		return fmt.Errorf("%w: update payload: %v", wire.ErrBadFrame, err)
+	}
+	or.updates[cn.id] = slices.Clone(u.Payload)
+	or.bytesIn += int64(frameLen)
+	c.met.updates.Add(1)
+	or.checkAllIn()
+	return nil
+}
+
+// checkAllIn closes allIn once every device still in the cohort has
+// delivered its update.
+func (or *openRound) checkAllIn() {
+	if or.closed || len(or.updates) < len(or.cohort) {
+		return
+	}
+	select {
+	case <-or.allIn:
+	default:
+		close(or.allIn)
+	}
+}
+
+// newCredentials returns a fresh device id (128 bits) and secret (256
+// bits) from crypto/rand.
+func newCredentials() (id, secret string, err error) {
+	var b [48]byte
+	if _, err := crand.Read(b[:]); err != nil {
+		return "", "", fmt.Errorf("device credentials: %w", err)
+	}
+	return hex.EncodeToString(b[:16]), hex.EncodeToString(b[16:]), nil
+}
+
+// admit authenticates hello and binds device to cn, resolving the
+// device's pending round. It returns the welcome to send.
+func (c *Coordinator) admit(cn *conn, h wire.Hello) (wire.Welcome, error) {
+	if h.Version != wire.Version {
+		return wire.Welcome{}, &closeError{code: wire.CodeVersion, reason: fmt.Sprintf("protocol version %d, want %d", h.Version, wire.Version)}
+	}
+	if h.JoinCode != c.cfg.JoinCode {
+		c.met.authFailures.Add(1)
+		return wire.Welcome{}, &closeError{code: wire.CodeJoinCode, reason: "wrong join code"}
+	}
+	w := wire.Welcome{Version: wire.Version, Session: c.cfg.Session}
+	if h.DeviceID == "" {
+		id, secret, err := newCredentials()
+		if err != nil {
+			return wire.Welcome{}, err
+		}
+		if err := c.store.AddDevice(id, secret); err != nil {
+			return wire.Welcome{}, err
+		}
+		w.DeviceID, w.Secret = id, secret
+		c.met.newDevices.Add(1)
+	} else {
+		if err := c.store.Authenticate(h.DeviceID, h.Secret); err != nil {
+			c.met.authFailures.Add(1)
+			if errors.Is(err, ErrUnknownDevice) || errors.Is(err, ErrBadSecret) {
+				return wire.Welcome{}, &closeError{code: wire.CodeAuth, reason: "unknown device id or wrong secret"}
+			}
+			return wire.Welcome{}, err
+		}
+		w.DeviceID = h.DeviceID
+	}
+	cn.id = w.DeviceID
+
+	// Past rounds are answered from the store, outside the lock.
+	var rec RoundRecord
+	var recOK bool
+	if h.Pending > 0 {
+		var err error
+		if rec, recOK, err = c.store.Round(h.Pending); err != nil {
+			return wire.Welcome{}, err
+		}
+	}
+
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closing {
+		return wire.Welcome{}, &closeError{code: wire.CodeShutdown, reason: "coordinator is shutting down"}
+	}
+	d := c.devices[w.DeviceID]
+	if d == nil {
+		if c.connectedLocked() >= c.lim.MaxDevices {
+			return wire.Welcome{}, &closeError{code: wire.CodeFull, reason: "too many devices"}
+		}
+		d = &device{id: w.DeviceID}
+		c.devices[d.id] = d
+	}
+	if d.conn != nil {
+		old := d.conn
+		old.closeWith(wire.CodeDuplicate, "the device opened another connection")
+	}
+	d.conn = cn
+	w.Committed = c.committed
+
+	or := c.round
+	holding := false // the open round holds this device's update
+	if h.Pending > 0 {
+		dec := wire.Decision{T: h.Pending, State: wire.Excluded}
+		switch {
+		case or != nil && or.t == h.Pending && or.cohort[d.id] && or.updates[d.id] != nil &&
+			(!or.closed || slices.Contains(or.included, d.id)):
+			dec.State = wire.Pending
+			holding = true
+		case recOK && rec.Includes(d.id):
+			dec.State = wire.Included
+		}
+		w.Pending = &dec
+	}
+	if d.round != 0 && !holding {
+		// Assigned but the update never arrived on the old connection:
+		// it is excluded now and a late copy will not be accepted.
+		if or != nil && or.t == d.round {
+			delete(or.cohort, d.id)
+			if !or.closed {
+				delete(or.updates, d.id)
+			}
+			or.dropped[d.id] = true
+			or.checkAllIn()
+		}
+		d.round = 0
+	}
+	c.met.connects.Add(1)
+	c.signal()
+	return w, nil
+}
+
+func (c *Coordinator) connectedLocked() int {
+	n := 0
+	for _, d := range c.devices {
+		if d.conn != nil {
+			n++
+		}
+	}
+	return n
+}
+
+// status answers a status query for round t from device id.
+func (c *Coordinator) status(id string, t int) (wire.Decision, error) {
+	rec, ok, err := c.store.Round(t)
+	if err != nil {
+		return wire.Decision{}, err
+	}
+	dec := wire.Decision{T: t, State: wire.Excluded}
+	if ok {
+		if rec.Includes(id) {
+			dec.State = wire.Included
+		}
+		return dec, nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if or := c.round; or != nil && or.t == t && or.cohort[id] && or.updates[id] != nil &&
+		(!or.closed || slices.Contains(or.included, id)) {
+		dec.State = wire.Pending
+	}
+	return dec, nil
+}
+
+// disconnected unbinds cn from its device.
+func (c *Coordinator) disconnected(cn *conn) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if d := c.devices[cn.id]; d != nil && d.conn == cn {
+		d.conn = nil
+	}
+}
+
+func (c *Coordinator) endSession() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, d := range c.devices {
+		if d.conn != nil {
+			d.conn.sendControl(wire.End{Committed: c.committed})
+		}
+	}
+}
+
+// Committed returns the last committed round.
+func (c *Coordinator) Committed() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.committed
+}
+
+// Shutdown closes every device connection with CodeShutdown. Committed
+// state is already durable; an open round is abandoned (its devices learn
+// "excluded" on resume).
+func (c *Coordinator) Shutdown() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.closing = true
+	for _, d := range c.devices {
+		if d.conn != nil {
+			d.conn.closeWith(wire.CodeShutdown, "coordinator is shutting down")
+		}
+	}
+}

@@ -1,0 +1,270 @@
+package coordinator_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"browserfl/coordinator"
+	"browserfl/coordinator/internal/nctest"
+	"browserfl/device"
+	"browserfl/shared/dataset"
+	"browserfl/shared/optim"
+	"browserfl/shared/wire"
+)
+
+// testSession is a valid "nc" session definition; the fake algorithm of
+// nctest stands in for the halves, so only M, Cohort, Rounds, Dim and the
+// deadline matter to the run.
+func testSession(dim, m, cohort, rounds, deadlineMs int) wire.SessionParams {
+	return wire.SessionParams{Name: "test", Dim: dim, DeadlineMillis: deadlineMs, Algorithm: "nc", Model: "logreg",
+		Features: 1, Classes: 2, M: m, Cohort: cohort, Rounds: rounds, Batch: 1, Clip: 1, Eta: 1, RhoPaper: 1}
+}
+
+func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+type harness struct {
+	t       *testing.T
+	coord   *coordinator.Coordinator
+	server  *nctest.Server
+	srv     *httptest.Server
+	mu      sync.Mutex
+	qs      map[int][]float64 // server qtilde after each committed round
+	store   *coordinator.Store
+	session wire.SessionParams
+}
+
+func newHarness(t *testing.T, sess wire.SessionParams, minDevices int) *harness {
+	t.Helper()
+	st, err := coordinator.OpenStore(filepath.Join(t.TempDir(), "coord.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	h := &harness{t: t, server: nctest.NewServer(sess.Dim, sess.Cohort, 0.5), qs: map[int][]float64{}, store: st, session: sess}
+	h.coord, err = coordinator.New(coordinator.Config{
+		Session: sess, JoinCode: "join-me", Server: h.server, Store: st, MinDevices: minDevices,
+		Seed: 42, Logger: quietLogger(),
+		OnCommit: func(round int) {
+			h.mu.Lock()
+			h.qs[round] = append([]float64(nil), h.server.Q...)
+			h.mu.Unlock()
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.srv = httptest.NewServer(h.coord.Handler(nil, nil))
+	t.Cleanup(h.srv.Close)
+	return h
+}
+
+func (h *harness) wsURL() string { return "ws" + strings.TrimPrefix(h.srv.URL, "http") + "/ws" }
+
+// targets returns device i's target in dimension d (seeded).
+func target(i, d int) []float64 {
+	rng := rand.New(rand.NewPCG(7, uint64(i)))
+	c := make([]float64, d)
+	for k := range c {
+		c[k] = 2*rng.Float64() - 1
+	}
+	return c
+}
+
+type faults struct {
+	disconnects, lates, drops atomic.Int64
+}
+
+// newDevice returns a runtime for device i whose algorithm is the nctest
+// fake; with f non-nil it injects faults with probability p each (seeded
+// per device).
+func newDevice(t *testing.T, url string, sess wire.SessionParams, i int, f *faults, p float64) (*device.Runtime, *nctest.Device) {
+	t.Helper()
+	fake := nctest.NewDevice(target(i, sess.Dim), 1, 0.3, uint64(1000+i))
+	cfg := device.Config{
+		URL: url, JoinCode: "join-me", Storage: &device.MemStorage{},
+		Data:       []dataset.Sample{{X: []float32{0}, Label: 0}},
+		NewDevice:  func(optim.Params) (optim.Device, error) { return fake, nil },
+		MinBackoff: 5 * time.Millisecond, MaxBackoff: 50 * time.Millisecond,
+	}
+	if f != nil {
+		rng := rand.New(rand.NewPCG(99, uint64(i)))
+		deadline := time.Duration(sess.DeadlineMillis) * time.Millisecond
+		cfg.Hooks = &device.Hooks{
+			BeforeSend: func(int) (time.Duration, bool) {
+				switch u := rng.Float64(); {
+				case u < p:
+					f.disconnects.Add(1)
+					return 0, true
+				case u < 2*p:
+					f.lates.Add(1)
+					return deadline + 50*time.Millisecond, false
+				}
+				return 0, false
+			},
+			DropDecision: func(int) bool {
+				if rng.Float64() < p {
+					f.drops.Add(1)
+					return true
+				}
+				return false
+			},
+		}
+	}
+	rt, err := device.New(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rt, fake
+}
+
+// checkInvariant checks qtilde_t = (1/m) sum_i (Ssum_i + Y_i) as of every
+// committed round t. Both sides add the same float64 terms in different
+// orders; 1e-9 is many orders above that rounding (terms are O(1), a few
+// hundred of them) and many below a missed or doubled message (O(0.1)).
+func checkInvariant(t *testing.T, qs map[int][]float64, m int, devs []*nctest.Device) {
+	t.Helper()
+	if len(qs) == 0 {
+		t.Fatal("no committed rounds recorded")
+	}
+	for round, q := range qs {
+		if r := nctest.ResidualAsOf(q, m, round, devs); r > 1e-9 {
+			t.Errorf("round %d: |qtilde - q - (1/m) sum Y_i| = %g", round, r)
+		}
+	}
+}
+
+func runDevices(t *testing.T, ctx context.Context, rts []*device.Runtime) {
+	t.Helper()
+	var wg sync.WaitGroup
+	errs := make([]error, len(rts))
+	for i, rt := range rts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = rt.Run(ctx)
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("device %d: %v", i, err)
+		}
+	}
+}
+
+func TestEndToEndUndisturbed(t *testing.T) {
+	sess := testSession(8, 6, 3, 12, 2000)
+	h := newHarness(t, sess, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	runErr := make(chan error, 1)
+	go func() { runErr <- h.coord.Run(ctx) }()
+	var rts []*device.Runtime
+	var fakes []*nctest.Device
+	for i := range sess.M {
+		rt, f := newDevice(t, h.wsURL(), sess, i, nil, 0)
+		rts, fakes = append(rts, rt), append(fakes, f)
+	}
+	runDevices(t, ctx, rts)
+	if err := <-runErr; err != nil {
+		t.Fatalf("coordinator: %v", err)
+	}
+	if got := h.coord.Committed(); got != sess.Rounds {
+		t.Fatalf("committed %d rounds, want %d", got, sess.Rounds)
+	}
+	total := 0
+	for i, rt := range rts {
+		st := rt.State()
+		if st.Pending != 0 {
+			t.Errorf("device %d ended with pending round %d", i, st.Pending)
+		}
+		total += st.Included
+	}
+	// Undisturbed with a generous deadline: every cohort member is
+	// included, m per round.
+	if want := sess.Rounds * sess.Cohort; total != want {
+		t.Errorf("%d inclusions, want %d", total, want)
+	}
+	checkInvariant(t, h.qs, sess.Cohort, fakes)
+}
+
+func TestEndToEndFaults(t *testing.T) {
+	sess := testSession(8, 8, 4, 20, 250)
+	h := newHarness(t, sess, 2)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	runErr := make(chan error, 1)
+	go func() { runErr <- h.coord.Run(ctx) }()
+	var f faults
+	var rts []*device.Runtime
+	var fakes []*nctest.Device
+	for i := range sess.M {
+		rt, fk := newDevice(t, h.wsURL(), sess, i, &f, 0.12)
+		rts, fakes = append(rts, rt), append(fakes, fk)
+	}
+	runDevices(t, ctx, rts)
+	if err := <-runErr; err != nil {
+		t.Fatalf("coordinator: %v", err)
+	}
+	t.Logf("faults injected: %d disconnects before send, %d late updates, %d lost decisions",
+		f.disconnects.Load(), f.lates.Load(), f.drops.Load())
+	if f.disconnects.Load() == 0 || f.lates.Load() == 0 || f.drops.Load() == 0 {
+		t.Fatalf("the seeded fault schedule injected no fault of some kind; the test would prove nothing")
+	}
+	for i, rt := range rts {
+		if st := rt.State(); st.Pending != 0 {
+			t.Errorf("device %d ended with pending round %d", i, st.Pending)
+		}
+	}
+	checkInvariant(t, h.qs, sess.Cohort, fakes)
+}
+
+func TestRefusals(t *testing.T) {
+	sess := testSession(4, 2, 1, 1, 500)
+	h := newHarness(t, sess, 5) // never starts a round
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+
+	// Wrong join code.
+	rt, err := device.New(ctx, device.Config{URL: h.wsURL(), JoinCode: "nope", Storage: &device.MemStorage{},
+		Data: []dataset.Sample{{X: []float32{0}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.Run(ctx); !errors.Is(err, device.ErrRefused) {
+		t.Errorf("wrong join code: Run = %v, want ErrRefused", err)
+	}
+
+	// A device over its owner's budget refuses the session itself.
+	rt, err = device.New(ctx, device.Config{URL: h.wsURL(), JoinCode: "join-me", Storage: &device.MemStorage{},
+		Data: []dataset.Sample{{X: []float32{0}}}, Budget: 0.1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.Run(ctx); !errors.Is(err, device.ErrRefused) || !strings.Contains(err.Error(), "budget") {
+		t.Errorf("over budget: Run = %v, want ErrRefused about the budget", err)
+	}
+
+	// Resuming with a stolen device id and a wrong secret.
+	var st device.MemStorage
+	st.Save(ctx, []byte(fmt.Sprintf(`{"device_id":%q,"secret":"00"}`, "0123456789abcdef0123456789abcdef")))
+	rt, err = device.New(ctx, device.Config{URL: h.wsURL(), JoinCode: "join-me", Storage: &st,
+		Data: []dataset.Sample{{X: []float32{0}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.Run(ctx); !errors.Is(err, device.ErrRefused) {
+		t.Errorf("wrong secret: Run = %v, want ErrRefused", err)
+	}
+}

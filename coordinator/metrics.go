@@ -1,0 +1,107 @@
+package coordinator
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// metrics are the coordinator's counters, exported in the Prometheus text
+// format by WriteMetrics.
+type metrics struct {
+	connected        atomic.Int64
+	connects         atomic.Int64
+	newDevices       atomic.Int64
+	authFailures     atomic.Int64
+	badFrames        atomic.Int64
+	rateLimited      atomic.Int64
+	rejectedUpgrades atomic.Int64
+	slowConsumers    atomic.Int64
+	lateUpdates      atomic.Int64
+	updates          atomic.Int64
+	framesIn         atomic.Int64
+	framesOut        atomic.Int64
+	bytesIn          atomic.Int64
+	bytesOut         atomic.Int64
+
+	mu        sync.Mutex
+	rounds    int64
+	included  int64
+	latencies []time.Duration // of committed rounds, most recent last (bounded)
+}
+
+const keepLatencies = 4096
+
+func newMetrics() *metrics { return &metrics{} }
+
+func (m *metrics) roundCommitted(latency time.Duration, included, cohort int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.rounds++
+	m.included += int64(included)
+	m.latencies = append(m.latencies, latency)
+	if len(m.latencies) > keepLatencies {
+		m.latencies = slices.Delete(m.latencies, 0, len(m.latencies)-keepLatencies)
+	}
+}
+
+// quantile returns the q-quantile (nearest rank) of the kept round
+// latencies, 0 if none.
+func (m *metrics) quantile(q float64) time.Duration {
+	m.mu.Lock()
+	l := slices.Clone(m.latencies)
+	m.mu.Unlock()
+	if len(l) == 0 {
+		return 0
+	}
+	slices.Sort(l)
+	i := int(q*float64(len(l))+0.5) - 1
+	return l[min(max(i, 0), len(l)-1)]
+}
+
+// WriteMetrics writes the Prometheus text exposition of c's metrics.
+func (c *Coordinator) WriteMetrics(w io.Writer) error {
+	m := c.met
+	c.mu.Lock()
+	committed, devices, eligible := c.committed, len(c.devices), len(c.eligibleLocked())
+	c.mu.Unlock()
+	m.mu.Lock()
+	rounds, included := m.rounds, m.included
+	m.mu.Unlock()
+	type kv struct {
+		name, help, typ string
+		v               float64
+	}
+	rows := []kv{
+		{"browserfl_devices_connected", "Device websocket connections open.", "gauge", float64(m.connected.Load())},
+		{"browserfl_devices_known", "Devices seen by this process.", "gauge", float64(devices)},
+		{"browserfl_devices_eligible", "Connected devices not in a round.", "gauge", float64(eligible)},
+		{"browserfl_connects_total", "Accepted hellos.", "counter", float64(m.connects.Load())},
+		{"browserfl_devices_registered_total", "Device ids issued.", "counter", float64(m.newDevices.Load())},
+		{"browserfl_auth_failures_total", "Hellos refused for join code or secret.", "counter", float64(m.authFailures.Load())},
+		{"browserfl_bad_frames_total", "Connections closed for a frame that failed to decode.", "counter", float64(m.badFrames.Load())},
+		{"browserfl_rate_limited_total", "Connections closed by the message rate limit.", "counter", float64(m.rateLimited.Load())},
+		{"browserfl_rejected_upgrades_total", "Websocket upgrades refused (origin, handshake).", "counter", float64(m.rejectedUpgrades.Load())},
+		{"browserfl_slow_consumers_total", "Connections dropped for a full outbox.", "counter", float64(m.slowConsumers.Load())},
+		{"browserfl_updates_total", "Updates admitted to a round.", "counter", float64(m.updates.Load())},
+		{"browserfl_late_updates_total", "Updates dropped because their round had closed.", "counter", float64(m.lateUpdates.Load())},
+		{"browserfl_frames_in_total", "Frames read after hello.", "counter", float64(m.framesIn.Load())},
+		{"browserfl_frames_out_total", "Frames written.", "counter", float64(m.framesOut.Load())},
+		{"browserfl_bytes_in_total", "Websocket payload bytes read.", "counter", float64(m.bytesIn.Load())},
+		{"browserfl_bytes_out_total", "Round assignment bytes queued.", "counter", float64(m.bytesOut.Load())},
+		{"browserfl_rounds_committed_total", "Rounds committed by this process.", "counter", float64(rounds)},
+		{"browserfl_round_committed", "Last committed round of the session.", "gauge", float64(committed)},
+		{"browserfl_updates_included_total", "Updates included in committed rounds.", "counter", float64(included)},
+		{"browserfl_round_latency_p50_seconds", "Median round latency (start to commit).", "gauge", m.quantile(0.5).Seconds()},
+		{"browserfl_round_latency_p99_seconds", "99th percentile round latency.", "gauge", m.quantile(0.99).Seconds()},
+	}
+	for _, r := range rows {
+		if _, err := fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s %s\n%s %g\n", r.name, r.help, r.name, r.typ, r.name, r.v); err != nil {
+			return err
+		}
+	}
+	return nil
+}

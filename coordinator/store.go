@@ -1,0 +1,284 @@
+package coordinator
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Store is the coordinator's durable state in one bbolt file: the server
+// half's state with its committed round counter, one record per committed
+// round, and the device registry (id and secret hash). A round is
+// committed by exactly one transaction (CommitRound), which is what makes
+// inclusion acknowledgements safe to send.
+type Store struct {
+	db *bolt.DB
+}
+
+var (
+	bucketMeta    = []byte("meta")
+	bucketRounds  = []byte("rounds")
+	bucketDevices = []byte("devices")
+
+	keyServer    = []byte("server_state")
+	keyCommitted = []byte("committed")
+	keySession   = []byte("session")
+)
+
+// ErrUnknownDevice is returned by Authenticate for a device id the store
+// has never issued.
+var ErrUnknownDevice = errors.New("coordinator: unknown device")
+
+// ErrBadSecret is returned by Authenticate for a wrong secret.
+var ErrBadSecret = errors.New("coordinator: wrong device secret")
+
+// OpenStore opens (creating if needed) the store at path.
+func OpenStore(path string) (*Store, error) {
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 5 * time.Second})
+	if err != nil {
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		for _, b := range [][]byte{bucketMeta, bucketRounds, bucketDevices} {
+			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("init store %s: %w", path, err)
+	}
+	return &Store{db: db}, nil
+}
+
+// Close closes the store.
+func (s *Store) Close() error { return s.db.Close() }
+
+// RoundRecord is what the store keeps of a committed round.
+type RoundRecord struct {
+	T         int       `json:"t"`
+	Cohort    []string  `json:"cohort"`
+	Included  []string  `json:"included"`
+	Started   time.Time `json:"started"`
+	Committed time.Time `json:"committed"`
+	// BytesIn and BytesOut are the round's update and assignment bytes.
+	BytesIn  int64 `json:"bytes_in"`
+	BytesOut int64 `json:"bytes_out"`
+	// Accuracy and Loss of the global model after the round, when it
+	// was evaluated (Evaluated).
+	Evaluated bool    `json:"evaluated,omitempty"`
+	Accuracy  float64 `json:"accuracy,omitempty"`
+	Loss      float64 `json:"loss,omitempty"`
+}
+
+// Includes reports whether id is among rec's included devices.
+func (rec RoundRecord) Includes(id string) bool {
+	for _, x := range rec.Included {
+		if x == id {
+			return true
+		}
+	}
+	return false
+}
+
+func roundKey(t int) []byte {
+	var k [8]byte
+	binary.BigEndian.PutUint64(k[:], uint64(t))
+	return k[:]
+}
+
+// CommitRound stores, in one transaction, the server state after round
+// rec.T, the round's record and the new committed counter. It refuses a
+// round that is not the successor of the committed one.
+func (s *Store) CommitRound(rec RoundRecord, serverState []byte) error {
+	rb, err := json.Marshal(rec)
+	if err != nil {
+		return fmt.Errorf("commit round %d: %w", rec.T, err)
+	}
+	err = s.db.Update(func(tx *bolt.Tx) error {
+		meta := tx.Bucket(bucketMeta)
+		prev := 0
+		if v := meta.Get(keyCommitted); v != nil {
+			prev = int(binary.BigEndian.Uint64(v))
+		}
+		if rec.T != prev+1 {
+			return fmt.Errorf("round %d does not follow committed round %d", rec.T, prev)
+		}
+		if err := tx.Bucket(bucketRounds).Put(roundKey(rec.T), rb); err != nil {
+			return err
+		}
+		if err := meta.Put(keyServer, serverState); err != nil {
+			return err
+		}
+		return meta.Put(keyCommitted, roundKey(rec.T))
+	})
+	if err != nil {
+		return fmt.Errorf("commit round %d: %w", rec.T, err)
+	}
+	return nil
+}
+
+// UpdateRecord rewrites the record of an already committed round (to add
+// its evaluation); it never changes which devices were included.
+func (s *Store) UpdateRecord(rec RoundRecord) error {
+	return s.db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketRounds)
+		old := b.Get(roundKey(rec.T))
+		if old == nil {
+			return fmt.Errorf("update record: round %d not committed", rec.T)
+		}
+		var prev RoundRecord
+		if err := json.Unmarshal(old, &prev); err != nil {
+			return fmt.Errorf("update record %d: %w", rec.T, err)
+		}
+		rec.Included, rec.Cohort = prev.Included, prev.Cohort
+		rb, err := json.Marshal(rec)
+		if err != nil {
+			return err
+		}
+		return b.Put(roundKey(rec.T), rb)
+	})
+}
+
+// State returns the committed round counter and the server state (nil
+// when nothing was committed yet).
+func (s *Store) State() (committed int, serverState []byte, err error) {
+	err = s.db.View(func(tx *bolt.Tx) error {
+		meta := tx.Bucket(bucketMeta)
+		if v := meta.Get(keyCommitted); v != nil {
+			committed = int(binary.BigEndian.Uint64(v))
+		}
+		if v := meta.Get(keyServer); v != nil {
+			serverState = append([]byte(nil), v...)
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, nil, fmt.Errorf("read store state: %w", err)
+	}
+	return committed, serverState, nil
+}
+
+// Round returns the record of committed round t; ok is false if round t
+// was never committed.
+func (s *Store) Round(t int) (rec RoundRecord, ok bool, err error) {
+	err = s.db.View(func(tx *bolt.Tx) error {
+		v := tx.Bucket(bucketRounds).Get(roundKey(t))
+		if v == nil {
+			return nil
+		}
+		ok = true
+		return json.Unmarshal(v, &rec)
+	})
+	if err != nil {
+		return RoundRecord{}, false, fmt.Errorf("read round %d: %w", t, err)
+	}
+	return rec, ok, nil
+}
+
+// Rounds returns the records of rounds > after, in order, at most limit.
+func (s *Store) Rounds(after, limit int) ([]RoundRecord, error) {
+	var out []RoundRecord
+	err := s.db.View(func(tx *bolt.Tx) error {
+		c := tx.Bucket(bucketRounds).Cursor()
+		for k, v := c.Seek(roundKey(after + 1)); k != nil && len(out) < limit; k, v = c.Next() {
+			var rec RoundRecord
+			if err := json.Unmarshal(v, &rec); err != nil {
+				return err
+			}
+			out = append(out, rec)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read rounds: %w", err)
+	}
+	return out, nil
+}
+
+// SessionParams returns the stored session definition (nil if none).
+func (s *Store) SessionParams() ([]byte, error) {
+	var out []byte
+	err := s.db.View(func(tx *bolt.Tx) error {
+		if v := tx.Bucket(bucketMeta).Get(keySession); v != nil {
+			out = append([]byte(nil), v...)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// PutSessionParams stores the session definition.
+func (s *Store) PutSessionParams(b []byte) error {
+	return s.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketMeta).Put(keySession, b) })
+}
+
+type deviceRecord struct {
+	SecretHash []byte    `json:"secret_sha256"`
+	Created    time.Time `json:"created"`
+}
+
+// AddDevice registers a new device id with the SHA-256 of its secret
+// (the secret itself is never stored). Registrations are batched.
+func (s *Store) AddDevice(id, secret string) error {
+	h := sha256.Sum256([]byte(secret))
+	b, err := json.Marshal(deviceRecord{SecretHash: h[:], Created: time.Now().UTC()})
+	if err != nil {
+		return err
+	}
+	err = s.db.Batch(func(tx *bolt.Tx) error {
+		bk := tx.Bucket(bucketDevices)
+		if bk.Get([]byte(id)) != nil {
+			return fmt.Errorf("device id collision")
+		}
+		return bk.Put([]byte(id), b)
+	})
+	if err != nil {
+		return fmt.Errorf("register device: %w", err)
+	}
+	return nil
+}
+
+// Authenticate checks secret against the stored hash for id in constant
+// time.
+func (s *Store) Authenticate(id, secret string) error {
+	var rec deviceRecord
+	found := false
+	err := s.db.View(func(tx *bolt.Tx) error {
+		v := tx.Bucket(bucketDevices).Get([]byte(id))
+		if v == nil {
+			return nil
+		}
+		found = true
+		return json.Unmarshal(v, &rec)
+	})
+	if err != nil {
+		return fmt.Errorf("authenticate: %w", err)
+	}
+	if !found {
+		return ErrUnknownDevice
+	}
+	h := sha256.Sum256([]byte(secret))
+	if subtle.ConstantTimeCompare(h[:], rec.SecretHash) != 1 {
+		return ErrBadSecret
+	}
+	return nil
+}
+
+// Devices returns the number of registered devices.
+func (s *Store) Devices() (int, error) {
+	n := 0
+	err := s.db.View(func(tx *bolt.Tx) error {
+		n = tx.Bucket(bucketDevices).Stats().KeyN
+		return nil
+	})
+	return n, err
+}

@@ -1,0 +1,27 @@
+// Package device is the platform-independent device runtime: the loop that
+// connects to a coordinator over a websocket (nhooyr.io/websocket, which
+// runs natively and in the browser), says hello or resumes with its device
+// id and secret, checks the session against its owner's privacy budget,
+// answers round assignments through an optim.Device (the same device half
+// the simulator runs), and persists everything through a small Storage
+// interface. The native headless device (cmd/device), the load tool
+// (cmd/loadtest) and the WebAssembly page (wasm/) all run this code.
+//
+// Invariants (DESIGN principle 3, exactly-once noise state):
+//   - The state with the pending update of round T (ledger charged, noise
+//     state held as pending, Pending = T) is saved before the update is
+//     written to the socket. A device that crashes after that point
+//     resumes with hello.pending = T and learns the decision.
+//   - The pending noise state is committed (optim.Device.Commit) only on a
+//     decision "included" from the coordinator, which sends it only after
+//     the round is durably committed; it is discarded (Abort) only on
+//     "excluded". Each decision is applied at most once: a decision for a
+//     round other than the pending one is ignored.
+//   - A device is in at most one round: it does not answer a new
+//     assignment while an update is undecided.
+//   - The device refuses a session whose total privacy cost exceeds its
+//     owner's budget (Config.Budget), whatever the coordinator says.
+//
+// Nothing here uses the os package; FileStorage (native only, build tag
+// !js) is in its own file. The browser supplies an IndexedDB Storage.
+package device

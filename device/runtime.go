@@ -1,0 +1,553 @@
+package device
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"sync"
+	"time"
+
+	"nhooyr.io/websocket"
+
+	"browserfl/shared/dataset"
+	"browserfl/shared/optim"
+	"browserfl/shared/wire"
+)
+
+// Config configures a Runtime.
+type Config struct {
+	// URL is the coordinator's websocket URL, e.g. ws://localhost:8080/ws
+	// (required).
+	URL string
+	// JoinCode is the session's join code (required).
+	JoinCode string
+	// Storage persists the device state (required).
+	Storage Storage
+	// Data is the device's local data; batches are taken in order from a
+	// persisted cursor, wrapping around at the end (required, non-empty).
+	Data []dataset.Sample
+	// Budget is the owner's zCDP budget (standard Bun–Steinke rho) for the
+	// session; a session whose per-device cost exceeds it is refused
+	// (default 0: no limit beyond the session's own).
+	Budget float64
+	// AllowTrusted lets the device send clipped but un-noised updates to
+	// a trusted-server session (default false: refused).
+	AllowTrusted bool
+	// AllowNonPrivate lets the device join a session without a privacy
+	// guarantee (default false: refused).
+	AllowNonPrivate bool
+	// NewDevice builds the algorithm's device half for a session (default
+	// DefaultNewDevice, the shared/optim registry).
+	NewDevice func(p optim.Params) (optim.Device, error)
+	// Origin, if set, is sent as the Origin header (native devices).
+	Origin string
+	// HTTPClient is used to dial (default http.DefaultClient; ignored in
+	// the browser).
+	HTTPClient *http.Client
+	// OnEvent, if set, is called (synchronously) on every state change.
+	OnEvent func(Event)
+	// Hooks inject faults (tests only; nil in production).
+	Hooks *Hooks
+	// MinBackoff and MaxBackoff bound the reconnect delay (defaults 100ms
+	// and 5s, with jitter).
+	MinBackoff, MaxBackoff time.Duration
+}
+
+// Hooks inject faults for tests of the exactly-once protocol.
+type Hooks struct {
+	// BeforeSend runs after the pending update of round t is saved and
+	// before it is sent: a positive delay sleeps first (a late update);
+	// disconnect drops the connection instead of sending (a lost update).
+	BeforeSend func(t int) (delay time.Duration, disconnect bool)
+	// DropDecision runs when a decision for round t arrives; true drops
+	// it and the connection (a lost acknowledgement).
+	DropDecision func(t int) bool
+}
+
+// EventKind names what happened.
+type EventKind string
+
+// Event kinds.
+const (
+	EventConnected EventKind = "connected" // welcome received
+	EventRound     EventKind = "round"     // assigned round T
+	EventSent      EventKind = "sent"      // update for round T sent
+	EventIncluded  EventKind = "included"  // round T's update included, noise state committed
+	EventExcluded  EventKind = "excluded"  // round T's update excluded, pending state discarded
+	EventEnd       EventKind = "end"       // the session finished
+	EventError     EventKind = "error"     // connection lost; Err says why
+)
+
+// Event describes a state change of the runtime.
+type Event struct {
+	Kind           EventKind
+	T              int
+	DeviceID       string
+	Participations int   // included rounds so far
+	Err            error // for EventError
+}
+
+// State is what the runtime persists (JSON).
+type State struct {
+	DeviceID string              `json:"device_id,omitempty"`
+	Secret   string              `json:"secret,omitempty"`
+	Session  *wire.SessionParams `json:"session,omitempty"`
+	// Pending is the round whose update was saved to be sent and whose
+	// decision has not been applied; 0 if none.
+	Pending int `json:"pending,omitempty"`
+	// Algo is the device half's MarshalBinary.
+	Algo []byte `json:"algo,omitempty"`
+	// Cursor is the position of the next batch in Data.
+	Cursor int `json:"cursor"`
+	// Included and Excluded count decisions applied.
+	Included int `json:"included"`
+	Excluded int `json:"excluded"`
+	// Ended is set when the coordinator said the session finished.
+	Ended bool `json:"ended,omitempty"`
+}
+
+// ErrRefused is wrapped by errors that end Run for good: the coordinator
+// refused the device (join code, secret, version) or the device refused
+// the session (budget, trust).
+var ErrRefused = errors.New("device: refused")
+
+// Runtime runs one device. Use New, then Run.
+type Runtime struct {
+	cfg Config
+
+	mu    sync.Mutex
+	st    State
+	algo  optim.Device
+	param optim.Params
+}
+
+// New checks cfg and loads the saved state.
+func New(ctx context.Context, cfg Config) (*Runtime, error) {
+	if cfg.URL == "" || cfg.JoinCode == "" || cfg.Storage == nil || len(cfg.Data) == 0 {
+		return nil, errors.New("device: URL, JoinCode, Storage and Data are required")
+	}
+	if cfg.NewDevice == nil {
+		cfg.NewDevice = DefaultNewDevice
+	}
+	if cfg.MinBackoff <= 0 {
+		cfg.MinBackoff = 100 * time.Millisecond
+	}
+	if cfg.MaxBackoff <= 0 {
+		cfg.MaxBackoff = 5 * time.Second
+	}
+	rt := &Runtime{cfg: cfg}
+	b, err := cfg.Storage.Load(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("device: %w", err)
+	}
+	if len(b) > 0 {
+		if err := json.Unmarshal(b, &rt.st); err != nil {
+			return nil, fmt.Errorf("device: saved state: %w", err)
+		}
+		if rt.st.Session != nil {
+			if err := rt.setup(*rt.st.Session); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return rt, nil
+}
+
+// State returns a copy of the current state (without the secret).
+func (rt *Runtime) State() State {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	s := rt.st
+	s.Secret = ""
+	s.Algo = nil
+	return s
+}
+
+// Algorithm returns the device half (for tests and UIs; do not mutate
+// concurrently with Run).
+func (rt *Runtime) Algorithm() optim.Device {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	return rt.algo
+}
+
+// setup builds the device half for session s and restores its state.
+func (rt *Runtime) setup(s wire.SessionParams) error {
+	p := Params(s)
+	a, err := rt.cfg.NewDevice(p)
+	if err != nil {
+		return fmt.Errorf("device: algorithm %q: %w", s.Algorithm, err)
+	}
+	if len(rt.st.Algo) > 0 {
+		if err := a.UnmarshalBinary(rt.st.Algo); err != nil {
+			return fmt.Errorf("device: restore algorithm state: %w", err)
+		}
+	}
+	if lds, ok := a.(optim.LocalDataSetter); ok {
+		data := rt.cfg.Data
+		if p.LocalSize > 0 && p.LocalSize < len(data) {
+			data = data[:p.LocalSize]
+		}
+		if err := lds.SetLocalData(data); err != nil {
+			return fmt.Errorf("device: local data: %w", err)
+		}
+	}
+	rt.algo, rt.param = a, p
+	return nil
+}
+
+// Params converts a session's public parameters to optim.Params.
+func Params(s wire.SessionParams) optim.Params {
+	return optim.Params{
+		Algorithm: s.Algorithm, Model: s.Model, Features: s.Features, Classes: s.Classes,
+		M: s.M, Cohort: s.Cohort, Rounds: s.Rounds, Batch: s.Batch,
+		Clip: s.Clip, G: s.G, L: s.L, Eta: s.Eta, Diameter: s.Diameter,
+		Rho: s.RhoPaper, Epsilon: s.Epsilon, Delta: s.Delta,
+		Compressor: s.Compressor, LocalSize: s.LocalSize, SnapshotProb: s.SnapshotProb, ShiftStep: s.ShiftStep,
+	}
+}
+
+// CheckSession applies the owner's policy to a session: it returns an
+// error wrapping ErrRefused if the session is not private and
+// allowNonPrivate is false, trusts the server with un-noised updates and
+// allowTrusted is false, or costs more than budget (standard zCDP rho;
+// 0 = no limit).
+func CheckSession(s wire.SessionParams, budget float64, allowTrusted, allowNonPrivate bool) error {
+	p := Params(s)
+	if err := p.Validate(); err != nil {
+		return fmt.Errorf("%w: session parameters: %v", ErrRefused, err)
+	}
+	if !p.Private() {
+		if !allowNonPrivate {
+			return fmt.Errorf("%w: algorithm %q gives no privacy guarantee", ErrRefused, s.Algorithm)
+		}
+		return nil
+	}
+	if p.Trusted() && !allowTrusted {
+		return fmt.Errorf("%w: algorithm %q sends un-noised updates to a trusted server", ErrRefused, s.Algorithm)
+	}
+	cost, err := p.ZCDPBudget()
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrRefused, err)
+	}
+	if budget > 0 && cost > budget {
+		return fmt.Errorf("%w: session costs rho = %.4g (zCDP), the budget is %.4g", ErrRefused, cost, budget)
+	}
+	return nil
+}
+
+func (rt *Runtime) save(ctx context.Context) error {
+	if rt.algo != nil {
+		b, err := rt.algo.MarshalBinary()
+		if err != nil {
+			return fmt.Errorf("device: marshal algorithm: %w", err)
+		}
+		rt.st.Algo = b
+	}
+	b, err := json.Marshal(rt.st)
+	if err != nil {
+		return fmt.Errorf("device: marshal state: %w", err)
+	}
+	if err := rt.cfg.Storage.Save(ctx, b); err != nil {
+		return fmt.Errorf("device: %w", err)
+	}
+	return nil
+}
+
+func (rt *Runtime) emit(e Event) {
+	if rt.cfg.OnEvent == nil {
+		return
+	}
+	e.DeviceID = rt.st.DeviceID
+	e.Participations = rt.st.Included
+	rt.cfg.OnEvent(e)
+}
+
+// Run connects and serves rounds until the session ends (nil), the
+// device is refused (an error wrapping ErrRefused) or ctx is done. It
+// reconnects with jittered exponential backoff after a lost connection.
+func (rt *Runtime) Run(ctx context.Context) error {
+	backoff := rt.cfg.MinBackoff
+	for {
+		rt.mu.Lock()
+		ended := rt.st.Ended
+		rt.mu.Unlock()
+		if ended {
+			return nil
+		}
+		err := rt.connection(ctx)
+		if err == nil || errors.Is(err, ErrRefused) {
+			return err
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		rt.mu.Lock()
+		rt.emit(Event{Kind: EventError, Err: err})
+		rt.mu.Unlock()
+		d := backoff/2 + rand.N(backoff/2+1)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(d):
+		}
+		backoff = min(2*backoff, rt.cfg.MaxBackoff)
+		if errors.Is(err, errConnected) {
+			backoff = rt.cfg.MinBackoff
+		}
+	}
+}
+
+// errConnected marks a connection that got as far as a welcome (resets
+// the backoff).
+var errConnected = errors.New("connection lost after welcome")
+
+type lostError struct{ err error }
+
+func (e lostError) Error() string { return e.err.Error() }
+func (e lostError) Unwrap() []error {
+	return []error{e.err, errConnected}
+}
+
+func (rt *Runtime) connection(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	ws, _, err := websocket.Dial(ctx, rt.cfg.URL, dialOptions(rt.cfg))
+	if err != nil {
+		return fmt.Errorf("device: dial: %w", err)
+	}
+	defer ws.CloseNow()
+	ws.SetReadLimit(int64(wire.MaxControlBytes))
+
+	rt.mu.Lock()
+	hello := wire.Hello{Version: wire.Version, JoinCode: rt.cfg.JoinCode, DeviceID: rt.st.DeviceID,
+		Secret: rt.st.Secret, Pending: rt.st.Pending, Budget: rt.cfg.Budget}
+	rt.mu.Unlock()
+	if err := writeControl(ctx, ws, hello); err != nil {
+		return err
+	}
+	welcomed := false
+	wrap := func(err error) error {
+		if welcomed && !errors.Is(err, ErrRefused) {
+			return lostError{err}
+		}
+		return err
+	}
+	for {
+		typ, b, err := ws.Read(ctx)
+		if err != nil {
+			return wrap(fmt.Errorf("device: read: %w", err))
+		}
+		if typ == websocket.MessageBinary {
+			if !welcomed {
+				return fmt.Errorf("device: %w: binary frame before welcome", wire.ErrBadFrame)
+			}
+			if err := rt.onRound(ctx, ws, b); err != nil {
+				return wrap(err)
+			}
+			continue
+		}
+		m, err := wire.DecodeControl(b)
+		if err != nil {
+			return wrap(fmt.Errorf("device: %w", err))
+		}
+		switch m := m.(type) {
+		case wire.Welcome:
+			if welcomed {
+				return wrap(fmt.Errorf("device: %w: second welcome", wire.ErrBadFrame))
+			}
+			if err := rt.onWelcome(ctx, m); err != nil {
+				if errors.Is(err, ErrRefused) {
+					ws.Close(websocket.StatusNormalClosure, "device refuses the session")
+				}
+				return err
+			}
+			welcomed = true
+			// The read limit grows to a round frame of this session.
+			ws.SetReadLimit(int64(roundFrameMax(m.Session.Dim)))
+		case wire.Decision:
+			if !welcomed {
+				return fmt.Errorf("device: %w: decision before welcome", wire.ErrBadFrame)
+			}
+			if h := rt.cfg.Hooks; h != nil && h.DropDecision != nil && h.DropDecision(m.T) {
+				return wrap(errors.New("device: decision dropped by test hook"))
+			}
+			if err := rt.onDecision(ctx, m); err != nil {
+				return wrap(err)
+			}
+		case wire.End:
+			rt.mu.Lock()
+			rt.st.Ended = true
+			err := rt.save(ctx)
+			rt.emit(Event{Kind: EventEnd, T: m.Committed})
+			rt.mu.Unlock()
+			ws.Close(websocket.StatusNormalClosure, "session ended")
+			return err
+		case wire.Error:
+			switch m.Code {
+			case wire.CodeAuth, wire.CodeJoinCode, wire.CodeVersion:
+				return fmt.Errorf("%w by coordinator: %s: %s", ErrRefused, m.Code, m.Reason)
+			}
+			return wrap(fmt.Errorf("device: coordinator closed: %s: %s", m.Code, m.Reason))
+		default:
+			return wrap(fmt.Errorf("device: %w: unexpected %T", wire.ErrBadFrame, m))
+		}
+	}
+}
+
+func roundFrameMax(dim int) int { return 17 + 8*dim + 64 }
+
+func writeControl(ctx context.Context, ws *websocket.Conn, m wire.Message) error {
+	b, err := wire.EncodeControl(m)
+	if err != nil {
+		return err
+	}
+	if err := ws.Write(ctx, websocket.MessageText, b); err != nil {
+		return fmt.Errorf("device: write %T: %w", m, err)
+	}
+	return nil
+}
+
+func (rt *Runtime) onWelcome(ctx context.Context, w wire.Welcome) error {
+	if err := CheckSession(w.Session, rt.cfg.Budget, rt.cfg.AllowTrusted, rt.cfg.AllowNonPrivate); err != nil {
+		return err
+	}
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	if rt.st.DeviceID == "" {
+		if w.DeviceID == "" || w.Secret == "" {
+			return fmt.Errorf("device: %w: welcome without credentials at first contact", wire.ErrBadFrame)
+		}
+		rt.st.DeviceID, rt.st.Secret = w.DeviceID, w.Secret
+	} else if w.DeviceID != rt.st.DeviceID {
+		return fmt.Errorf("device: %w: welcome for another device id", wire.ErrBadFrame)
+	}
+	if rt.st.Session == nil {
+		s := w.Session
+		rt.st.Session = &s
+		if err := rt.setup(s); err != nil {
+			return err
+		}
+	} else if *rt.st.Session != w.Session {
+		// The noise state belongs to one session: a changed definition
+		// would silently break cancellation or accounting.
+		return fmt.Errorf("%w: the coordinator changed the session's parameters", ErrRefused)
+	}
+	if err := rt.save(ctx); err != nil {
+		return err
+	}
+	rt.emit(Event{Kind: EventConnected})
+	if w.Pending != nil {
+		return rt.applyLocked(ctx, *w.Pending)
+	}
+	if rt.st.Pending != 0 {
+		return fmt.Errorf("device: %w: welcome did not answer pending round %d", wire.ErrBadFrame, rt.st.Pending)
+	}
+	return nil
+}
+
+func (rt *Runtime) onDecision(ctx context.Context, d wire.Decision) error {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	return rt.applyLocked(ctx, d)
+}
+
+// applyLocked applies decision d to the pending round, at most once.
+func (rt *Runtime) applyLocked(ctx context.Context, d wire.Decision) error {
+	if d.T != rt.st.Pending || d.State == wire.Pending {
+		return nil // not ours (a decision for a round we never sent) or not yet
+	}
+	switch d.State {
+	case wire.Included:
+		if err := rt.algo.Commit(d.T); err != nil {
+			return fmt.Errorf("device: commit round %d: %w", d.T, err)
+		}
+		rt.st.Included++
+	case wire.Excluded:
+		if err := rt.algo.Abort(d.T); err != nil {
+			return fmt.Errorf("device: abort round %d: %w", d.T, err)
+		}
+		rt.st.Excluded++
+	}
+	rt.st.Pending = 0
+	if err := rt.save(ctx); err != nil {
+		return err
+	}
+	kind := EventIncluded
+	if d.State == wire.Excluded {
+		kind = EventExcluded
+	}
+	rt.emit(Event{Kind: kind, T: d.T})
+	return nil
+}
+
+func (rt *Runtime) onRound(ctx context.Context, ws *websocket.Conn, b []byte) error {
+	rt.mu.Lock()
+	dim := rt.st.Session.Dim
+	r, err := wire.DecodeRound(b, wire.Limits{Dim: dim, MaxBytes: roundFrameMax(dim)})
+	if err != nil {
+		rt.mu.Unlock()
+		return fmt.Errorf("device: %w", err)
+	}
+	if rt.st.Pending != 0 {
+		rt.mu.Unlock()
+		return fmt.Errorf("device: %w: round %d assigned while round %d is undecided", wire.ErrBadFrame, r.T, rt.st.Pending)
+	}
+	rt.emit(Event{Kind: EventRound, T: r.T})
+	if acc, ok := rt.algo.(optim.Accountant); ok && rt.cfg.Budget > 0 {
+		// DESIGN principle 2: the device checks its own ledger; a
+		// coordinator cannot make it spend more than its owner allows.
+		l := acc.Ledger()
+		if next := l.Rho() + acc.NextCost(); next > rt.cfg.Budget {
+			rt.mu.Unlock()
+			return fmt.Errorf("%w: round %d would bring the ledger to rho = %.4g, over the budget %.4g", ErrRefused, r.T, next, rt.cfg.Budget)
+		}
+	}
+	batch := make([]dataset.Sample, rt.st.Session.Batch)
+	for i := range batch {
+		batch[i] = rt.cfg.Data[(rt.st.Cursor+i)%len(rt.cfg.Data)]
+	}
+	up, err := rt.algo.Prepare(optim.Round{T: r.T, X: r.X, XPrev: r.XPrev}, batch)
+	if err != nil {
+		rt.mu.Unlock()
+		// The device half refused (e.g. its ledger would exceed the
+		// budget): leave the session rather than answer.
+		return fmt.Errorf("%w: round %d: %v", ErrRefused, r.T, err)
+	}
+	rt.st.Cursor = (rt.st.Cursor + len(batch)) % len(rt.cfg.Data)
+	rt.st.Pending = r.T
+	// Saved before sending: a crash from here on resumes with pending.
+	if err := rt.save(ctx); err != nil {
+		rt.mu.Unlock()
+		return err
+	}
+	rt.mu.Unlock()
+
+	if h := rt.cfg.Hooks; h != nil && h.BeforeSend != nil {
+		delay, disconnect := h.BeforeSend(r.T)
+		if delay > 0 {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(delay):
+			}
+		}
+		if disconnect {
+			return errors.New("device: disconnect before send by test hook")
+		}
+	}
+	frame, err := wire.EncodeUpdate(wire.UpdateFrame{T: r.T, Payload: up.Payload})
+	if err != nil {
+		return err
+	}
+	if err := ws.Write(ctx, websocket.MessageBinary, frame); err != nil {
+		return fmt.Errorf("device: send update %d: %w", r.T, err)
+	}
+	rt.mu.Lock()
+	rt.emit(Event{Kind: EventSent, T: r.T})
+	rt.mu.Unlock()
+	return nil
+}
