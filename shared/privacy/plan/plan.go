@@ -54,6 +54,8 @@ type Report struct {
 
 	// ExpectedParticipations is T m / M (uniform cohorts), with the
 	// corresponding zCDP cost and epsilon (rounded up to whole releases).
+	// For "trusted" the expected cost equals the worst case: the server's
+	// noisy q_t carries every earlier contribution, chosen or not.
 	ExpectedParticipations float64
 	ExpectedRho            float64
 	ExpectedEpsilon        float64
@@ -180,6 +182,12 @@ func Compute(p optim.Params, delta float64) (Report, error) {
 		}
 	}
 	r.WorstRho = ledger.Rho()
+	if p.Algorithm == "trusted" {
+		// q_t accumulates: a sample used in round tau is inside every
+		// noisy q_t with t >= tau whether or not its device is chosen
+		// again, so its exposure does not shrink with participation.
+		r.ExpectedRho = r.WorstRho
+	}
 	if r.WorstEpsilon, err = ledger.Epsilon(delta); err != nil {
 		return Report{}, fmt.Errorf("plan: %w", err)
 	}
