@@ -18,8 +18,10 @@
 //     a 32-byte seed in place of a d-dimensional noise vector and regenerate
 //     the vector bit for bit on the same platform. Nothing here uses
 //     math/rand.
-//   - Standard normals are drawn with the Marsaglia polar method on 53-bit
-//     uniforms taken from the keystream (see [Stream.NormFloat64]).
+//   - Standard normals are drawn by the 128-layer ziggurat method
+//     (Marsaglia and Tsang 2000) with independent layer and value bits
+//     (Doornik 2005), 32 keystream bits per draw on the fast path; see
+//     ziggurat.go.
 //   - Compressors are post-processing of an already privatised vector and
 //     cost no privacy. Every compressor returns, next to its payload, the
 //     exact float64 vector that [Decode] will produce from it, so device

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"math"
+	"sort"
 	"strings"
 	"testing"
 )
@@ -464,3 +465,37 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+func TestNormalKolmogorovSmirnov(t *testing.T) {
+	// One-sample Kolmogorov–Smirnov test of n draws against Phi: with
+	// lambda = sqrt(n) D, P(lambda > 2.7) = 2 sum_k (-1)^(k-1) exp(-2 k^2
+	// 2.7^2) ≈ 9e-7 asymptotically (n = 200,000 is deep in that regime;
+	// the 2^-24 resolution of the ziggurat adds at most ~1e-7 to D). The
+	// tail beyond the ziggurat's r = 3.4426 is checked separately: its
+	// mass 2(1 - Phi(r)) = 5.76e-4 gives a binomial count with mean 115
+	// and sd 10.7; 5 sd.
+	const n = 200000
+	s := NewStream(seedOf(21), PurposeNoise)
+	x := make([]float64, n)
+	s.FillNormal(x, 1)
+	sortFloat(x)
+	d := 0.0
+	tail := 0
+	for i, v := range x {
+		c := 0.5 * math.Erfc(-v/math.Sqrt2)
+		d = math.Max(d, math.Max(math.Abs(c-float64(i)/n), math.Abs(c-float64(i+1)/n)))
+		if math.Abs(v) > zigR {
+			tail++
+		}
+	}
+	if l := math.Sqrt(n) * d; l > 2.7 {
+		t.Errorf("KS statistic sqrt(n) D = %v > 2.7", l)
+	}
+	p := math.Erfc(zigR / math.Sqrt2)
+	mean, sd := n*p, math.Sqrt(n*p*(1-p))
+	if math.Abs(float64(tail)-mean) > 5*sd {
+		t.Errorf("%d draws beyond r, want %v ± %v", tail, mean, 5*sd)
+	}
+}
+
+func sortFloat(x []float64) { sort.Float64s(x) }

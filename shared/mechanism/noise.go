@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
-	"math"
 	"math/bits"
 
 	"golang.org/x/crypto/chacha20"
@@ -141,65 +140,22 @@ func (s *Stream) Intn(n int) int {
 	return int(hi)
 }
 
-// normPair draws two independent standard normals with the Marsaglia polar
-// method: draw u, v uniform on (-1, 1) until 0 < r = u^2+v^2 < 1, then
-// u*sqrt(-2 ln r / r) and v*sqrt(-2 ln r / r) are independent N(0, 1)
-// (Marsaglia and Bray 1964). Acceptance probability is pi/4. u and v are
-// the two 32-bit halves of one Uint64, each mapped to the midpoint of one of
-// 2^32 equal cells of (-1, 1) (the keystream is the bottleneck, so one
-// 8-byte draw per attempt). r >= 2^-64, so no normal exceeds about 9.4 in
-// magnitude; the truncated tail mass is below 1e-20.
-func (s *Stream) normPair() (float64, float64) {
-	const scale = 1.0 / (1 << 31)
-	for {
-		w := s.Uint64()
-		u := (float64(uint32(w))+0.5)*scale - 1
-		v := (float64(uint32(w>>32))+0.5)*scale - 1
-		r := u*u + v*v
-		if r >= 1 {
-			continue
-		}
-		f := math.Sqrt(-2 * math.Log(r) / r)
-		return u * f, v * f
-	}
-}
+// NormFloat64 returns one standard normal (the same generator as
+// FillNormal).
+func (s *Stream) NormFloat64() float64 { return s.zigNormal() }
 
-// NormFloat64 returns one standard normal (the second of the pair is
-// discarded; use AddNormal or FillNormal for vectors).
-func (s *Stream) NormFloat64() float64 {
-	a, _ := s.normPair()
-	return a
-}
-
-// FillNormal sets dst[i] = sigma * z_i for i.i.d. standard normals z_i,
-// consumed in pairs from the stream (a vector of odd length discards the
-// last partner). It does not allocate.
+// FillNormal sets dst[i] = sigma * z_i for i.i.d. standard normals z_i
+// drawn by the ziggurat method (ziggurat.go). It does not allocate.
 func (s *Stream) FillNormal(dst []float64, sigma float64) {
-	n := len(dst)
-	i := 0
-	for ; i+1 < n; i += 2 {
-		a, b := s.normPair()
-		dst[i] = sigma * a
-		dst[i+1] = sigma * b
-	}
-	if i < n {
-		a, _ := s.normPair()
-		dst[i] = sigma * a
+	for i := range dst {
+		dst[i] = sigma * s.zigNormal()
 	}
 }
 
 // AddNormal adds sigma * z_i to dst[i] with the same draws as FillNormal.
 func (s *Stream) AddNormal(dst []float64, sigma float64) {
-	n := len(dst)
-	i := 0
-	for ; i+1 < n; i += 2 {
-		a, b := s.normPair()
-		dst[i] += sigma * a
-		dst[i+1] += sigma * b
-	}
-	if i < n {
-		a, _ := s.normPair()
-		dst[i] += sigma * a
+	for i := range dst {
+		dst[i] += sigma * s.zigNormal()
 	}
 }
 
