@@ -12,12 +12,16 @@
 //     "rho^2/2-zCDP" with their own rho; convert with ZCDPFromPaperRho and
 //     PaperRhoFromZCDP, nowhere else.
 //   - Sensitivities are L2 sensitivities under the neighbouring relation
-//     stated by the caller. The device-level noise formulas here
-//     (NCSigma, TrustedSigma) use replace-one neighbours: one sample of one
-//     device replaced, so a minibatch mean of b corrections clipped to norm S
-//     moves by at most 2S/b. The subsampled-Gaussian accountant uses
-//     add/remove-one neighbours with Poisson sampling, as in Mironov, Talwar
-//     and Zhang (2019), with sensitivity 1 and noise multiplier sigma.
+//     stated by the caller. The product's device releases (noise formulas
+//     in shared/optim, per-session report in the plan subpackage) use
+//     replace-one neighbours: one sample of one device replaced, so a
+//     minibatch mean of b corrections clipped to norm S moves by at most
+//     2S/b. The subsampled-Gaussian accountant uses add/remove-one
+//     neighbours with Poisson sampling, as in Mironov, Talwar and Zhang
+//     (2019), with sensitivity 1 and noise multiplier sigma. The
+//     last-iterate bound (LastIterate) uses swap (replace-one) neighbours.
+//     The proactive calibration uses add/remove with probabilistic
+//     sampling, as its paper does.
 //   - Every function returning a privacy figure returns either a finite
 //     value and a nil error, or an error; never NaN or Inf with nil. Bad
 //     parameters wrap ErrInvalidParameter; overflow regimes wrap
