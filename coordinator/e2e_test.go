@@ -71,12 +71,13 @@ func newHarness(t *testing.T, sess wire.SessionParams, minDevices int) *harness 
 
 func (h *harness) wsURL() string { return "ws" + strings.TrimPrefix(h.srv.URL, "http") + "/ws" }
 
-// targets returns device i's target in dimension d (seeded).
+// target returns device i's target in dimension d (seeded): 1.5 + U(-1, 1)
+// per coordinate, so the mean target is far from the start x = 0.
 func target(i, d int) []float64 {
 	rng := rand.New(rand.NewPCG(7, uint64(i)))
 	c := make([]float64, d)
 	for k := range c {
-		c[k] = 2*rng.Float64() - 1
+		c[k] = 1.5 + 2*rng.Float64() - 1
 	}
 	return c
 }

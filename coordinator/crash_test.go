@@ -1,0 +1,299 @@
+package coordinator_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"browserfl/coordinator"
+	"browserfl/coordinator/internal/nctest"
+	"browserfl/device"
+	"browserfl/shared/wire"
+)
+
+// The crash test runs the coordinator as a child process: this test
+// binary re-executed with BFL_COORD_CHILD set. The child serves one
+// session on BFL_ADDR from the store at BFL_STORE, appends the server's
+// qtilde after every commit (and after every restart) to BFL_SNAPSHOTS,
+// and SIGKILLs itself right after committing round BFL_KILL_AFTER (before
+// sending any decision) when that is set.
+func TestMain(m *testing.M) {
+	if os.Getenv("BFL_COORD_CHILD") != "" {
+		if err := runChild(); err != nil {
+			fmt.Fprintln(os.Stderr, "child:", err)
+			os.Exit(2)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+type snapshot struct {
+	T int       `json:"t"`
+	Q []float64 `json:"q"`
+	X []float64 `json:"x"`
+}
+
+func runChild() error {
+	var sess wire.SessionParams
+	if err := json.Unmarshal([]byte(os.Getenv("BFL_SESSION")), &sess); err != nil {
+		return err
+	}
+	killAfter, _ := strconv.Atoi(os.Getenv("BFL_KILL_AFTER"))
+	st, err := coordinator.OpenStore(os.Getenv("BFL_STORE"))
+	if err != nil {
+		return err
+	}
+	snaps, err := os.OpenFile(os.Getenv("BFL_SNAPSHOTS"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+	if err != nil {
+		return err
+	}
+	server := nctest.NewServer(sess.Dim, sess.Cohort, 0.5)
+	writeSnap := func(t int) {
+		b, _ := json.Marshal(snapshot{T: t, Q: server.Q, X: server.X})
+		snaps.Write(append(b, '\n'))
+		snaps.Sync()
+	}
+	c, err := coordinator.New(coordinator.Config{
+		Session: sess, JoinCode: "join-me", Server: server, Store: st, MinDevices: 2, Seed: 42,
+		Logger: quietLogger(),
+		OnCommit: func(t int) {
+			writeSnap(t)
+			if t == killAfter {
+				syscall.Kill(os.Getpid(), syscall.SIGKILL)
+			}
+		},
+	})
+	if err != nil {
+		return err
+	}
+	if n := c.Committed(); n > 0 {
+		writeSnap(n) // the restored state (covers a kill between commit and snapshot)
+	}
+	ln, err := net.Listen("tcp", os.Getenv("BFL_ADDR"))
+	if err != nil {
+		return err
+	}
+	go http.Serve(ln, c.Handler(nil, nil))
+	if err := c.Run(context.Background()); err != nil {
+		return err
+	}
+	select {} // keep serving End to late devices until the parent kills us
+}
+
+func freeAddr(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+type child struct {
+	cmd *exec.Cmd
+}
+
+func startChild(t *testing.T, env []string) *child {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return &child{cmd: cmd}
+}
+
+// kill SIGKILLs the child (if still alive) and reaps it; it reports
+// whether the child had already died on its own.
+func (c *child) kill() {
+	c.cmd.Process.Signal(syscall.SIGKILL)
+	c.cmd.Wait()
+}
+
+func readSnapshots(t *testing.T, path string) map[int]snapshot {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	out := map[int]snapshot{}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var s snapshot
+		if err := json.Unmarshal(sc.Bytes(), &s); err != nil {
+			continue // a line torn by SIGKILL
+		}
+		if prev, ok := out[s.T]; ok && !equal(prev.Q, s.Q) {
+			t.Errorf("round %d has two different committed states", s.T)
+		}
+		out[s.T] = s
+	}
+	return out
+}
+
+func equal(a, b []float64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// runCrashSession runs a session against a child coordinator, killing it
+// with SIGKILL on the seeded schedule kills (offsets from the start) and
+// once right after committing killAfter (0: never), restarting it each
+// time from its store. It returns the snapshots and the devices' fakes.
+func runCrashSession(t *testing.T, sess wire.SessionParams, kills []time.Duration, killAfter int, faultP float64) (map[int]snapshot, []*nctest.Device, *faults) {
+	dir := t.TempDir()
+	addr := freeAddr(t)
+	sj, _ := json.Marshal(sess)
+	snapPath := filepath.Join(dir, "snaps.jsonl")
+	env := []string{"BFL_COORD_CHILD=1", "BFL_SESSION=" + string(sj), "BFL_STORE=" + filepath.Join(dir, "coord.db"),
+		"BFL_SNAPSHOTS=" + snapPath, "BFL_ADDR=" + addr}
+	first := append(env[:len(env):len(env)], "BFL_KILL_AFTER="+strconv.Itoa(killAfter))
+	cur := startChild(t, first)
+	var mu sync.Mutex
+	defer func() { mu.Lock(); cur.kill(); mu.Unlock() }()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	var f faults
+	var rts []*device.Runtime
+	var fakes []*nctest.Device
+	url := "ws://" + addr + "/ws"
+	for i := range sess.M {
+		var fp *faults
+		if faultP > 0 {
+			fp = &f
+		}
+		rt, fk := newDevice(t, url, sess, i, fp, faultP)
+		rts, fakes = append(rts, rt), append(fakes, fk)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		runDevices(t, ctx, rts)
+	}()
+	start := time.Now()
+	restarts := 0
+	// Restart the child whenever it died (its own kill-after-commit) and
+	// kill it on the schedule.
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	next := 0
+	exited := make(chan struct{})
+	go func() { cur.cmd.Process.Wait(); close(exited) }()
+	for {
+		select {
+		case <-done:
+			t.Logf("session finished after %d restarts in %v", restarts, time.Since(start))
+			return readSnapshots(t, snapPath), fakes, &f
+		case <-ctx.Done():
+			t.Fatal("session did not finish in time")
+		case <-exited:
+			mu.Lock()
+			cur.kill()
+			cur = startChild(t, env)
+			restarts++
+			exited = make(chan struct{})
+			c := cur
+			go func(ch chan struct{}) { c.cmd.Process.Wait(); close(ch) }(exited)
+			mu.Unlock()
+		case <-tick.C:
+			if next < len(kills) && time.Since(start) >= kills[next] {
+				next++
+				mu.Lock()
+				cur.cmd.Process.Signal(syscall.SIGKILL)
+				mu.Unlock()
+			}
+		}
+	}
+}
+
+func meanTarget(m, d int) []float64 {
+	c := make([]float64, d)
+	for i := range m {
+		for k, v := range target(i, d) {
+			c[k] += v / float64(m)
+		}
+	}
+	return c
+}
+
+func dist(a, b []float64) float64 {
+	s := 0.0
+	for i := range a {
+		s += (a[i] - b[i]) * (a[i] - b[i])
+	}
+	return math.Sqrt(s)
+}
+
+func TestCrashRecoveryExactlyOnce(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts child processes; run without -short")
+	}
+	sess := testSession(8, 8, 4, 30, 300)
+	// Kill times: seeded, spread over the first seconds of the session.
+	rng := rand.New(rand.NewPCG(2026, 11))
+	var kills []time.Duration
+	at := 300 * time.Millisecond
+	for range 5 {
+		at += time.Duration(200+rng.IntN(600)) * time.Millisecond
+		kills = append(kills, at)
+	}
+	snaps, fakes, f := runCrashSession(t, sess, kills, 3, 0.1)
+	t.Logf("device faults: %d disconnects, %d late updates, %d lost decisions",
+		f.disconnects.Load(), f.lates.Load(), f.drops.Load())
+	qs := map[int][]float64{}
+	for r, s := range snaps {
+		qs[r] = s.Q
+	}
+	if _, ok := snaps[sess.Rounds]; !ok {
+		t.Fatalf("no snapshot of the final round %d", sess.Rounds)
+	}
+	checkInvariant(t, qs, sess.Cohort, fakes)
+
+	// Same session, undisturbed, for the accuracy band.
+	calm, _, _ := runCrashSession(t, sess, nil, 0, 0)
+	c := meanTarget(sess.M, sess.Dim)
+	dCrash, dCalm := dist(snaps[sess.Rounds].X, c), dist(calm[sess.Rounds].X, c)
+	d0 := dist(make([]float64, sess.Dim), c)
+	t.Logf("distance to the mean target: start %.3f, undisturbed %.3f, with crashes and faults %.3f", d0, dCalm, dCrash)
+	// The band: x_T is the mean of the recent cohorts' targets plus the
+	// committed noise eta/m sum_i Y_i. Per coordinate the targets are
+	// U(-1,1) (variance 1/3) and a cohort of 4 of 8 has mean variance
+	// (1/3)(1/4)(4/7) = 0.048; the noise term has variance
+	// (0.5/4)^2 * 8 * 0.3^2 = 0.011; over d = 8 coordinates
+	// E||x_T - c||^2 <= 8 * (0.048 + 0.011) = 0.47, so ||x_T - c|| <= 0.69
+	// in expectation of the square; a band of 3x that (2.06) is crossed
+	// with probability < 1/9 by Markov on the square, far less in
+	// practice. Both runs must be in it and well below the start.
+	const band = 2.06
+	if d0 < 2*band {
+		t.Fatalf("start distance %.3f is too close to the band for the check to mean anything", d0)
+	}
+	if dCalm > band || dCrash > band {
+		t.Errorf("final distances %.3f (undisturbed) and %.3f (crashes) exceed the band %.2f", dCalm, dCrash, band)
+	}
+}
