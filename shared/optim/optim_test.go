@@ -87,7 +87,7 @@ func checkNC(t *testing.T, s *simulation, round int) {
 			want[k] += (y[k] - e[k]) / float64(s.p.Cohort)
 		}
 	}
-	got := s.srv.(interface{ Estimate() []float64 }).Estimate()
+	got := s.srv.(Estimator).Estimate()
 	// Floating-point tolerance: every quantity is a sum of at most
 	// rounds * M terms, each of magnitude at most max|.|; the rounding of
 	// one addition is 2^-53 of the running magnitude, so the two sides
@@ -151,7 +151,7 @@ func TestNCWithoutErrorFeedbackDrifts(t *testing.T) {
 			want[k] += y[k] / float64(p.Cohort)
 		}
 	}
-	got := s.srv.(interface{ Estimate() []float64 }).Estimate()
+	got := s.srv.(Estimator).Estimate()
 	diff := 0.0
 	for k := range got {
 		diff = math.Max(diff, math.Abs(got[k]-want[k]))

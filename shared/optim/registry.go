@@ -79,6 +79,14 @@ func (a Algorithm) UsesXPrev() bool { return a.kind.mu2 }
 // dataset through LocalDataSetter (SVRG and SAGA full-gradient terms).
 func (a Algorithm) NeedsLocalData() bool { return a.kind.est == estSVRG || a.kind.est == estSAGA }
 
+// Estimator is implemented by every server: a copy of its gradient
+// estimate (qtilde for the mu^2 family, where "trusted" gives the exact q
+// before the round's noise; the server shift h for SoteriaFL; nil for the
+// others). The coordinator's invariant checks and the simulator use it.
+type Estimator interface {
+	Estimate() []float64
+}
+
 // NewServer returns the server half for p starting from x0 (copied; its
 // length is the model dimension). entropy is the server's randomness
 // (crypto/rand.Reader in the product; used only by "trusted" for its
