@@ -164,9 +164,24 @@ func TestProactiveTheorem31(t *testing.T) {
 	if err := ProactiveCheck(0.3, 1e-5, r.Sigma*0.99, 100000, sched); err == nil {
 		t.Error("sigma below (35) accepted")
 	}
-	// More noise than (35) needs is accepted by B.4.
-	if err := ProactiveCheck(0.3, 1e-5, r.Sigma*1.01, 100000, sched); err != nil {
-		t.Logf("sigma above (35): %v (gamma grows with sigma; T may need to grow too)", err)
+	// More noise than (35) needs is accepted by B.4, but its gamma grows
+	// with sigma, so it may need more rounds: the schedule calibrated with
+	// that sigma passes.
+	big := p
+	big.Sigma = r.Sigma * 1.5
+	rb2, err := big.TheoremB4()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rb2.Gamma <= r.Gamma || rb2.Rounds < r.Rounds {
+		t.Errorf("sigma x1.5: gamma %v rounds %d, want above %v, %d", rb2.Gamma, rb2.Rounds, r.Gamma, r.Rounds)
+	}
+	sched2 := make([]int, rb2.Rounds)
+	for i := range sched2 {
+		sched2[i] = int(math.Floor(rb2.MeanSample))
+	}
+	if err := ProactiveCheck(0.3, 1e-5, big.Sigma, 100000, sched2); err != nil {
+		t.Errorf("schedule calibrated at sigma x1.5 rejected: %v", err)
 	}
 }
 
