@@ -59,6 +59,19 @@
 // unbiased compression and no error feedback the identity does not hold
 // and the compression errors accumulate in qtilde).
 //
+// Aborted messages stay private: the transcript a server sees (included
+// and aborted messages alike) is a post-processing of the releases
+// P_k = (sum of the device's included s before k) + s_k + y_k, each with
+// fresh noise y_k of the scale of the k-th participation and sensitivity
+// 2S/b, so the harmonic-sum bound above covers every message sent.
+//
+// A runtime must persist the device state (MarshalBinary) after Prepare and
+// before the update leaves: a device restored from an older state could
+// otherwise answer the same round twice with fresh noise while charging
+// once. The pending round is part of the state, so after a restart the
+// runtime asks the coordinator whether round PendingRound() was included and
+// calls Commit or Abort.
+//
 // # Randomness
 //
 // Each Prepare reads one 32-byte seed from the device's entropy source
@@ -94,7 +107,8 @@ type Server interface {
 	// It rejects malformed payloads, wrong rounds and NaN/Inf with an error
 	// and leaves the state untouched in that case.
 	Apply(t int, updates []Update) error
-	// Model returns the parameters to evaluate (do not modify).
+	// Model returns the parameters to evaluate (do not modify): x_t, the
+	// output of the mu^2 algorithms and the iterate of the SGD family.
 	Model() []float64
 	MarshalBinary() ([]byte, error)
 	UnmarshalBinary([]byte) error
@@ -104,7 +118,14 @@ type Server interface {
 type Device interface {
 	// Prepare computes the reply to r from a minibatch of the device's
 	// own samples, charges the ledger and holds the new noise state as
-	// pending for round r.T.
+	// pending for round r.T. The batch must hold exactly Params.Batch
+	// samples (the sensitivity assumes it), except for "soteria-svrg" and
+	// "soteria-saga", which sample their own minibatch from the data given
+	// to SetLocalData and ignore batch. It refuses (with an error, nothing
+	// charged) a round not after the last prepared one, a round beyond T,
+	// a round while another is pending (ErrPending), malformed or
+	// non-finite query points, non-finite gradients, and a release that
+	// would exceed the session budget (ErrBudget).
 	Prepare(r Round, batch []dataset.Sample) (Update, error)
 	// Commit makes the pending state of round t permanent (the server
 	// confirmed inclusion).
