@@ -1,6 +1,7 @@
 package mechanism_test
 
 import (
+	"crypto/rand"
 	"fmt"
 
 	"browserfl/shared/mechanism"
@@ -33,4 +34,19 @@ func Example() {
 	}
 	fmt.Println(len(payload) == spec.C.Size(len(s)), spec.C.Omega(len(s)))
 	// Output: true 1
+}
+
+func ExampleFreshStream() {
+	// Product noise: a fresh seed from crypto/rand per release; keeping the
+	// 32-byte seed is enough to regenerate the vector later.
+	s, seed, err := mechanism.FreshStream(rand.Reader, mechanism.PurposeNoise)
+	if err != nil {
+		panic(err)
+	}
+	y := make([]float64, 5)
+	s.FillNormal(y, 2)
+	again := make([]float64, 5)
+	mechanism.NoiseVector(again, seed, 2, nil)
+	fmt.Println(y[0] == again[0] && y[4] == again[4])
+	// Output: true
 }

@@ -28,6 +28,17 @@ func NewSeed(r io.Reader) (Seed, error) {
 	return s, nil
 }
 
+// FreshStream reads a new seed from r (crypto/rand.Reader in the product)
+// and returns the stream of that seed and purpose together with the seed,
+// which is all a caller needs to store to regenerate the stream later.
+func FreshStream(r io.Reader, purpose uint32) (*Stream, Seed, error) {
+	seed, err := NewSeed(r)
+	if err != nil {
+		return nil, seed, err
+	}
+	return NewStream(seed, purpose), seed, nil
+}
+
 // Stream purposes: the nonce separates independent streams derived from the
 // same seed (noise, compressor randomness, algorithm coin flips, derived
 // seeds).
