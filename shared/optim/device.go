@@ -148,6 +148,13 @@ type Accountant interface {
 	Participations() int
 }
 
+// Resumer is implemented by every device: the round awaiting Commit or
+// Abort (0 if none), for a runtime that restarts between sending an update
+// and hearing whether it was included.
+type Resumer interface {
+	PendingRound() int
+}
+
 // Introspector exposes device-internal vectors to tests and to the
 // simulator's invariant checks. Nothing here goes on the wire.
 type Introspector interface {

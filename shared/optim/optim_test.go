@@ -1,6 +1,7 @@
 package optim
 
 import (
+	"encoding/json"
 	"errors"
 	"math"
 	"strings"
@@ -608,6 +609,60 @@ func TestNonPrivateReferencesLearn(t *testing.T) {
 		acc, _ := model.Evaluate(m, s.srv.Model(), test)
 		if acc < 0.8 {
 			t.Errorf("%s: accuracy %v < 0.8", alg, acc)
+		}
+	}
+}
+
+func TestParamsJSONRoundTrip(t *testing.T) {
+	p := baseParams("soteria-svrg")
+	p.Compressor, p.G, p.L = "quant:8bit", 1.5, 2
+	b, err := json.Marshal(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []string{`"algorithm":"soteria-svrg"`, `"devices":8`, `"cohort":4`, `"local_size":20`, `"compressor":"quant:8bit"`, `"lipschitz":1.5`} {
+		if !strings.Contains(string(b), key) {
+			t.Errorf("JSON %s lacks %s", b, key)
+		}
+	}
+	var q Params
+	if err := json.Unmarshal(b, &q); err != nil {
+		t.Fatal(err)
+	}
+	if q != p {
+		t.Fatalf("round trip: %+v != %+v", q, p)
+	}
+}
+
+func TestInterfacesImplemented(t *testing.T) {
+	m, _ := model.New("logreg", 5, 3)
+	for _, alg := range Names() {
+		p := baseParams(alg)
+		dv, err := NewDevice(p, m, mechanism.NewStream(testSeed(1), 0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := dv.(Accountant); !ok {
+			t.Errorf("%s device is not an Accountant", alg)
+		}
+		if _, ok := dv.(Resumer); !ok {
+			t.Errorf("%s device is not a Resumer", alg)
+		}
+		if _, ok := dv.(Introspector); !ok {
+			t.Errorf("%s device is not an Introspector", alg)
+		}
+		_, isLocal := dv.(LocalDataSetter)
+		if err := func() error {
+			if l, ok := dv.(LocalDataSetter); ok {
+				return l.SetLocalData(nil)
+			}
+			return nil
+		}(); isLocal && !mustLookup(alg).NeedsLocalData() && err == nil {
+			t.Errorf("%s accepted local data it does not use", alg)
+		}
+		srv, _ := NewServer(p, make([]float64, m.Dim()), mechanism.NewStream(testSeed(1), 0))
+		if _, ok := srv.(Estimator); !ok {
+			t.Errorf("%s server is not an Estimator", alg)
 		}
 	}
 }

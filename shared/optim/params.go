@@ -13,17 +13,18 @@ import (
 // Params are the public parameters of a training session: the coordinator
 // broadcasts them, every device checks them and derives its own noise from
 // them (DESIGN principle 2). Zero values mean "not set"; Validate says which
-// fields an algorithm needs. Defaults are written beside each field.
+// fields an algorithm needs. Defaults are written beside each field. The
+// JSON names are the parameter names of the wire protocol and the flags.
 type Params struct {
-	Algorithm string // registry name, see Names(); required
-	Model     string // model name for model.New ("logreg", "mlp"); informational here
-	Features  int    // input features of the model (informational here)
-	Classes   int    // classes of the model (informational here)
+	Algorithm string `json:"algorithm,omitempty"` // registry name, see Names(); required
+	Model     string `json:"model,omitempty"`     // model name for model.New ("logreg", "mlp"); informational here
+	Features  int    `json:"features,omitempty"`  // input features of the model (informational here)
+	Classes   int    `json:"classes,omitempty"`   // classes of the model (informational here)
 
-	M      int // devices in the session (>= 1); required
-	Cohort int // m, devices per round, 1 <= m <= M; the server divides by m
-	Rounds int // T, rounds (>= 1)
-	Batch  int // b, samples per device per round (>= 1)
+	M      int `json:"devices,omitempty"` // devices in the session (>= 1); required
+	Cohort int `json:"cohort,omitempty"`  // m, devices per round, 1 <= m <= M; the server divides by m
+	Rounds int `json:"rounds,omitempty"`  // T, rounds (>= 1)
+	Batch  int `json:"batch,omitempty"`   // b, samples per device per round (>= 1)
 
 	// Clip is the per-sample L2 clipping bound S (for the mu^2 algorithms,
 	// of each per-sample correction s; for the SGD family, of each
@@ -31,34 +32,34 @@ type Params struct {
 	// three fields below (noise-cancellation paper, Lemma 4.2). Required
 	// (directly or through G, L, D) by every private algorithm; for "mu2"
 	// and "sgd", 0 with G = L = 0 means no clipping.
-	Clip float64
-	G    float64 // Lipschitz constant (used only to derive Clip)
-	L    float64 // smoothness constant (used only to derive Clip)
+	Clip float64 `json:"clip,omitempty"`
+	G    float64 `json:"lipschitz,omitempty"`  // Lipschitz constant (used only to derive Clip)
+	L    float64 `json:"smoothness,omitempty"` // smoothness constant (used only to derive Clip)
 
-	Eta      float64 // step size eta (> 0); required
-	Diameter float64 // D: feasible set is the ball of radius D/2 centred at 0; 0 = unconstrained
+	Eta      float64 `json:"eta,omitempty"`      // step size eta (> 0); required
+	Diameter float64 `json:"diameter,omitempty"` // D: feasible set is the ball of radius D/2 centred at 0; 0 = unconstrained
 
 	// Privacy target: either Rho, the papers' rho_p (each device is
 	// rho_p^2/2-zCDP in standard Bun–Steinke zCDP), or Epsilon and Delta
 	// ((epsilon, delta)-DP per device, turned into the largest zCDP rho
 	// whose conversion meets it, privacy.ZCDPFromEpsilon). Exactly one of
 	// the two for private algorithms; neither for "mu2" and "sgd".
-	Rho     float64
-	Epsilon float64
-	Delta   float64
+	Rho     float64 `json:"rho,omitempty"`
+	Epsilon float64 `json:"epsilon,omitempty"`
+	Delta   float64 `json:"delta,omitempty"`
 
-	Compressor string // mechanism.ParseSpec spec; "" = dense float32
+	Compressor string `json:"compressor,omitempty"` // mechanism.ParseSpec spec; "" = dense float32
 
 	// LocalSize is the number of samples each device holds (the SoteriaFL
 	// local dataset size; SVRG/SAGA full gradients run over it). Required
 	// by "soteria-svrg" and "soteria-saga".
-	LocalSize int
+	LocalSize int `json:"local_size,omitempty"`
 	// SnapshotProb is SVRG's snapshot probability p; 0 = b / LocalSize
 	// (SoteriaFL, Corollary 2).
-	SnapshotProb float64
+	SnapshotProb float64 `json:"snapshot_prob,omitempty"`
 	// ShiftStep is SoteriaFL's shift step gamma; 0 = the paper's
 	// sqrt((1+2 omega) / (2 (1+omega)^3)) (Theorem 3).
-	ShiftStep float64
+	ShiftStep float64 `json:"shift_step,omitempty"`
 }
 
 // S returns the clipping bound in force: Clip, or G + 2 L D when Clip is 0.
