@@ -666,3 +666,18 @@ func TestInterfacesImplemented(t *testing.T) {
 		}
 	}
 }
+
+func TestNCTheoremEta(t *testing.T) {
+	// The paper's Table-1 setting: rho = 8, D = 0.1, m = 50, M = 100,
+	// T = 1200, d = 7850, S = G + 2LD with G = 39.6, L = 392.5.
+	p := Params{Algorithm: "nc", M: 100, Cohort: 50, Rounds: 1200, Batch: 1, G: 39.6, L: 392.5, Diameter: 0.1, Rho: 8, Eta: 1}
+	if math.Abs(p.S()-118.1) > 1e-9 {
+		t.Fatalf("S = %v, want 118.1", p.S())
+	}
+	first := 8 * 0.1 * 50 / (2 * 118.1 * 1200 * math.Sqrt(2*100*7850*(1+math.Log(1200))))
+	second := 1 / (8 * 392.5 * 1200)
+	want := math.Min(first, second)
+	if got := NCTheoremEta(p, 7850); math.Abs(got-want) > 1e-15*want {
+		t.Fatalf("eta = %v, want %v", got, want)
+	}
+}

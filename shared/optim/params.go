@@ -284,3 +284,21 @@ func NoiseScale(p Params, participation int) (float64, error) {
 	}
 	return 0, nil
 }
+
+// NCTheoremEta is the step size of the noise-cancellation paper's Theorem
+// 5.2 for dimension d:
+//
+//	eta = min{ rho_p D m / (2 S T sqrt(2 M d (1 + ln T))), 1 / (8 L T) },
+//
+// with the second term dropped when L = 0 (unknown smoothness). It uses
+// S = p.S() (the paper has b = 1; for b > 1 the noise scale carries 2S/b and
+// this remains the paper's choice, not a re-derived one).
+func NCTheoremEta(p Params, d int) float64 {
+	T := float64(p.Rounds)
+	eta := paperRho(p) * p.Diameter * float64(p.Cohort) /
+		(2 * p.S() * T * math.Sqrt(2*float64(p.M)*float64(d)*(1+math.Log(T))))
+	if p.L > 0 {
+		eta = math.Min(eta, 1/(8*p.L*T))
+	}
+	return eta
+}
