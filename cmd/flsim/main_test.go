@@ -1,0 +1,65 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"strings"
+	"testing"
+)
+
+// TestBadFlags checks that every bad flag gets a clear error, never a
+// panic, and that nothing runs.
+func TestBadFlags(t *testing.T) {
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-algorithm", "fedavg"}, "unknown algorithm"},
+		{[]string{"-dataset", "cifar"}, "-dataset"},
+		{[]string{"-plot", "gif"}, "-plot"},
+		{[]string{"-M", "abc"}, "invalid value"},
+		{[]string{"-eval-every", "0"}, "-eval-every"},
+		{[]string{"extra"}, "unexpected arguments"},
+		{[]string{"-partition", "dirichlet"}, "dirichlet needs alpha"},
+		{[]string{"-algorithm", "nc", "-train-samples", "1000", "-M", "10", "-m", "20", "-rho", "1"}, "cohort m = 20"},
+		{[]string{"-algorithm", "nc", "-train-samples", "1000", "-M", "10", "-m", "5"}, "needs a privacy target"},
+	}
+	for _, c := range cases {
+		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
+			var out, errb bytes.Buffer
+			err := run(context.Background(), c.args, &out, &errb)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("err = %v, want it to mention %q", err, c.want)
+			}
+		})
+	}
+}
+
+// TestSmallRun runs a short real simulation on Fashion-MNIST and checks the
+// summary and output files.
+func TestSmallRun(t *testing.T) {
+	dir := t.TempDir()
+	var out, errb bytes.Buffer
+	args := []string{"-algorithm", "nc", "-rho", "8", "-train-samples", "2000", "-M", "10", "-m", "5", "-b", "4",
+		"-eta", "0.001", "-eval-samples", "500", "-q", "-out", dir + "/run"}
+	if err := run(context.Background(), args, &out, &errb); err != nil {
+		t.Fatalf("run: %v\n%s", err, errb.String())
+	}
+	s := out.String()
+	for _, want := range []string{"rounds run 100", "zCDP rho", "delta = 1e-05"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("summary lacks %q:\n%s", want, s)
+		}
+	}
+	csv, err := os.ReadFile(dir + "/run.csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lines := strings.Count(string(csv), "\n"); lines != 101 {
+		t.Errorf("csv has %d lines, want header + 100 rounds", lines)
+	}
+	if fi, err := os.Stat(dir + "/run.svg"); err != nil || fi.Size() == 0 {
+		t.Errorf("plot: %v", err)
+	}
+}

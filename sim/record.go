@@ -1,0 +1,52 @@
+package sim
+
+import (
+	"encoding/csv"
+	"fmt"
+	"io"
+	"strconv"
+)
+
+// Record is one row of the per-round CSV the simulator writes.
+type Record struct {
+	Round int
+	// Accuracy and Loss of the evaluated model on the test set; NaN in
+	// rounds that were not evaluated.
+	Accuracy, Loss float64
+	// UplinkBytes and DownlinkBytes are this round's exact encoded bytes,
+	// summed over the cohort; the Cum* fields are running totals.
+	UplinkBytes, DownlinkBytes       int64
+	CumUplinkBytes, CumDownlinkBytes int64
+	// Participants is the number of included updates this round.
+	Participants int
+	// MaxRho is the largest zCDP rho (Bun–Steinke) spent by any device so
+	// far; MaxEpsilon is that device's epsilon at the run's Delta.
+	MaxRho, MaxEpsilon float64
+}
+
+// CSVHeader is the header row of the per-round CSV.
+var csvHeader = []string{"round", "test_accuracy", "test_loss", "uplink_bytes", "downlink_bytes",
+	"cum_uplink_bytes", "cum_downlink_bytes", "participants", "max_device_zcdp_rho", "max_device_epsilon"}
+
+// WriteCSV writes records as CSV with a header row.
+func WriteCSV(w io.Writer, recs []Record) error {
+	cw := csv.NewWriter(w)
+	if err := cw.Write(csvHeader); err != nil {
+		return fmt.Errorf("write csv header: %w", err)
+	}
+	f := func(x float64) string { return strconv.FormatFloat(x, 'g', 8, 64) }
+	for _, r := range recs {
+		row := []string{strconv.Itoa(r.Round), f(r.Accuracy), f(r.Loss),
+			strconv.FormatInt(r.UplinkBytes, 10), strconv.FormatInt(r.DownlinkBytes, 10),
+			strconv.FormatInt(r.CumUplinkBytes, 10), strconv.FormatInt(r.CumDownlinkBytes, 10),
+			strconv.Itoa(r.Participants), f(r.MaxRho), f(r.MaxEpsilon)}
+		if err := cw.Write(row); err != nil {
+			return fmt.Errorf("write csv round %d: %w", r.Round, err)
+		}
+	}
+	cw.Flush()
+	if err := cw.Error(); err != nil {
+		return fmt.Errorf("write csv: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,339 @@
+// Package sim runs any of the product's algorithms offline, in one
+// process, through the same server and device halves (shared/optim) that
+// the coordinator and the browser run: a simulator result is a result
+// about the product (DESIGN principle 1).
+//
+// A run is deterministic given Config.Seed: every device draws its noise
+// seeds from its own ChaCha20 stream derived from the run seed, the server
+// from another, and cohorts from a PCG generator seeded from it; device
+// steps run in parallel but each device only touches its own state, and
+// updates are handed to the server in cohort order.
+package sim
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"runtime"
+	"sync"
+	"time"
+
+	"browserfl/shared/dataset"
+	"browserfl/shared/mechanism"
+	"browserfl/shared/model"
+	"browserfl/shared/optim"
+	"browserfl/shared/privacy"
+)
+
+// Config describes one simulated run.
+type Config struct {
+	Params optim.Params // algorithm and session parameters (Features/Classes filled from Train)
+
+	Train, Test dataset.Set
+	Partition   dataset.Scheme // how Train is split over Params.M devices
+	Seed        uint64
+
+	// EvalEvery evaluates the model on Test every K rounds (and after the
+	// last round); default 10. EvalSamples limits the evaluation to the
+	// first n test samples (0 = all).
+	EvalEvery   int
+	EvalSamples int
+	// Delta is the delta at which each device's epsilon is reported
+	// (default 1e-5, or Params.Delta when the target is (epsilon, delta)).
+	Delta float64
+	// Workers runs device steps in parallel (default GOMAXPROCS); results
+	// do not depend on it.
+	Workers int
+	// Progress, if not nil, receives a progress bar.
+	Progress io.Writer
+}
+
+// Result is the outcome of a run.
+type Result struct {
+	Records []Record
+	// FinalAccuracy and FinalLoss are the last evaluation's figures.
+	FinalAccuracy, FinalLoss float64
+	// Rounds is the number of rounds run (fewer than T when every device
+	// ran out of fresh samples or budget).
+	Rounds int
+	// Declined counts device refusals (budget or data exhausted).
+	Declined int
+	Elapsed  time.Duration
+	Model    []float64
+}
+
+// SinglePass reports whether an algorithm's privacy analysis needs each
+// sample used at most once, so that the simulator hands devices fresh
+// samples from a cursor: true for the mu^2 family (the noise-cancellation
+// analysis bounds the partial sums of corrections, and a reused sample
+// would enter several of them) and for the SGD references and noisy SGD
+// (the papers' single-pass experiments). The SoteriaFL family and CDP-SGD
+// sample minibatches from the whole local dataset every round, as in the
+// SoteriaFL paper; their per-release accounting is worst case per release
+// (optim.FreshSigma), so reuse is paid for.
+func SinglePass(algorithm string) bool {
+	switch algorithm {
+	case "cdpsgd", "soteria-sgd", "soteria-svrg", "soteria-saga":
+		return false
+	}
+	return true
+}
+
+type simDevice struct {
+	id      int
+	dev     optim.Device
+	shard   []dataset.Sample
+	cursor  int
+	rng     *rand.Rand // minibatch sampling for multi-pass algorithms
+	batch   []dataset.Sample
+	retired bool
+}
+
+// seedFor derives a 32-byte seed for a named stream of the run.
+func seedFor(run uint64, what string, i int) mechanism.Seed {
+	var b [8 + 8]byte
+	binary.LittleEndian.PutUint64(b[:8], run)
+	binary.LittleEndian.PutUint64(b[8:], uint64(i))
+	h := sha256.New()
+	h.Write([]byte("browserfl/sim/" + what + "/"))
+	h.Write(b[:])
+	var s mechanism.Seed
+	copy(s[:], h.Sum(nil))
+	return s
+}
+
+// Run executes the simulation until T rounds are done, every device has
+// retired, or ctx is cancelled (then it returns what it has and ctx.Err()).
+func Run(ctx context.Context, cfg Config) (Result, error) {
+	start := time.Now()
+	p := cfg.Params
+	if len(cfg.Train.Samples) == 0 || len(cfg.Test.Samples) == 0 {
+		return Result{}, errors.New("sim: empty train or test set")
+	}
+	p.Features, p.Classes = cfg.Train.Features, cfg.Train.Classes
+	if cfg.EvalEvery <= 0 {
+		cfg.EvalEvery = 10
+	}
+	if cfg.Delta == 0 {
+		cfg.Delta = 1e-5
+		if p.Delta > 0 {
+			cfg.Delta = p.Delta
+		}
+	}
+	if !(cfg.Delta > 0 && cfg.Delta < 1) {
+		return Result{}, fmt.Errorf("sim: reporting delta = %v, want 0 < delta < 1", cfg.Delta)
+	}
+	if cfg.Workers <= 0 {
+		cfg.Workers = runtime.GOMAXPROCS(0)
+	}
+	if p.M > len(cfg.Train.Samples) {
+		return Result{}, fmt.Errorf("sim: M = %d devices but only %d training samples", p.M, len(cfg.Train.Samples))
+	}
+	alg, err := optim.Lookup(p.Algorithm)
+	if err != nil {
+		return Result{}, err
+	}
+	parts, err := cfg.Partition.Partition(cfg.Train.Labels(), p.M, cfg.Seed)
+	if err != nil {
+		return Result{}, fmt.Errorf("sim: partition: %w", err)
+	}
+	single := SinglePass(p.Algorithm)
+	if alg.NeedsLocalData() && p.LocalSize == 0 {
+		p.LocalSize = len(cfg.Train.Samples) / p.M
+	}
+	if err := p.Validate(); err != nil {
+		return Result{}, err
+	}
+	proto, err := model.New(p.Model, p.Features, p.Classes)
+	if err != nil {
+		return Result{}, fmt.Errorf("sim: %w", err)
+	}
+	x0 := make([]float64, proto.Dim())
+	model.Init(proto, x0, cfg.Seed)
+	srv, err := optim.NewServer(p, x0, mechanism.NewStream(seedFor(cfg.Seed, "server", 0), 0))
+	if err != nil {
+		return Result{}, err
+	}
+	devs := make([]*simDevice, p.M)
+	for i := range devs {
+		idx := parts[i]
+		shard := make([]dataset.Sample, len(idx))
+		for j, k := range idx {
+			shard[j] = cfg.Train.Samples[k]
+		}
+		d, err := optim.NewDevice(p, proto.Clone(), mechanism.NewStream(seedFor(cfg.Seed, "device", i), 0))
+		if err != nil {
+			return Result{}, fmt.Errorf("sim: device %d: %w", i, err)
+		}
+		if alg.NeedsLocalData() {
+			ls, ok := d.(optim.LocalDataSetter)
+			if !ok {
+				return Result{}, fmt.Errorf("sim: device half of %s cannot take local data", p.Algorithm)
+			}
+			local := shard
+			if len(local) > p.LocalSize {
+				local = local[:p.LocalSize]
+			}
+			if err := ls.SetLocalData(local); err != nil {
+				return Result{}, fmt.Errorf("sim: device %d: %w", i, err)
+			}
+		}
+		devs[i] = &simDevice{id: i, dev: d, shard: shard,
+			rng: rand.New(rand.NewPCG(cfg.Seed, uint64(i)+1<<32)), batch: make([]dataset.Sample, p.Batch)}
+	}
+	test := cfg.Test.Samples
+	if cfg.EvalSamples > 0 && cfg.EvalSamples < len(test) {
+		test = test[:cfg.EvalSamples]
+	}
+	cohortRNG := rand.New(rand.NewPCG(cfg.Seed, 0x636f686f7274))
+	bar := (*Progress)(nil)
+	if cfg.Progress != nil {
+		bar = NewProgress(cfg.Progress, p.Algorithm, p.Rounds)
+	}
+	d := proto.Dim()
+	downPer := int64(4 * d) // x_t as float32
+	if alg.UsesXPrev() {
+		downPer *= 2
+	}
+	res := Result{FinalAccuracy: math.NaN(), FinalLoss: math.NaN()}
+	var cumUp, cumDown int64
+	eligible := make([]int, 0, p.M)
+	updates := make([]optim.Update, p.Cohort)
+	errs := make([]error, p.Cohort)
+	note := ""
+	for t := 1; t <= p.Rounds; t++ {
+		if err := ctx.Err(); err != nil {
+			bar.Done()
+			res.Elapsed = time.Since(start)
+			return res, err
+		}
+		eligible = eligible[:0]
+		for _, dv := range devs {
+			if !dv.retired && (!single || len(dv.shard)-dv.cursor >= p.Batch) {
+				eligible = append(eligible, dv.id)
+			}
+		}
+		if len(eligible) == 0 {
+			break
+		}
+		m := min(p.Cohort, len(eligible))
+		for i := 0; i < m; i++ { // partial Fisher–Yates: uniform without replacement
+			j := i + cohortRNG.IntN(len(eligible)-i)
+			eligible[i], eligible[j] = eligible[j], eligible[i]
+		}
+		cohort := eligible[:m]
+		r := srv.Next()
+		if r.T != t {
+			return res, fmt.Errorf("sim: server is at round %d, expected %d", r.T, t)
+		}
+		// Device steps in parallel; each touches only its own state.
+		var wg sync.WaitGroup
+		next := make(chan int)
+		for w := 0; w < min(cfg.Workers, m); w++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for k := range next {
+					updates[k], errs[k] = step(devs[cohort[k]], r, single)
+				}
+			}()
+		}
+		for k := range cohort {
+			next <- k
+		}
+		close(next)
+		wg.Wait()
+		included := updates[:0:0]
+		var incl []*simDevice
+		var up int64
+		for k, id := range cohort {
+			dv := devs[id]
+			switch {
+			case errs[k] == nil:
+				included = append(included, updates[k])
+				incl = append(incl, dv)
+				up += int64(len(updates[k].Payload))
+			case errors.Is(errs[k], optim.ErrBudget):
+				dv.retired = true // the device declines every later round
+				res.Declined++
+			default:
+				return res, fmt.Errorf("sim: round %d device %d: %w", t, id, errs[k])
+			}
+		}
+		if err := srv.Apply(t, included); err != nil {
+			return res, fmt.Errorf("sim: round %d: %w", t, err)
+		}
+		for _, dv := range incl {
+			if err := dv.dev.Commit(t); err != nil {
+				return res, fmt.Errorf("sim: round %d device %d commit: %w", t, dv.id, err)
+			}
+		}
+		down := downPer * int64(m)
+		cumUp += up
+		cumDown += down
+		rec := Record{Round: t, Accuracy: math.NaN(), Loss: math.NaN(), UplinkBytes: up, DownlinkBytes: down,
+			CumUplinkBytes: cumUp, CumDownlinkBytes: cumDown, Participants: len(included)}
+		rec.MaxRho, rec.MaxEpsilon = maxSpent(devs, cfg.Delta)
+		res.Rounds = t
+		if t%cfg.EvalEvery == 0 || t == p.Rounds {
+			rec.Accuracy, rec.Loss = model.Evaluate(proto, srv.Model(), test)
+			res.FinalAccuracy, res.FinalLoss = rec.Accuracy, rec.Loss
+			note = fmt.Sprintf("acc %.4f", rec.Accuracy)
+		}
+		res.Records = append(res.Records, rec)
+		bar.Update(t, note)
+	}
+	if n := len(res.Records); n > 0 && math.IsNaN(res.Records[n-1].Accuracy) {
+		last := &res.Records[n-1]
+		last.Accuracy, last.Loss = model.Evaluate(proto, srv.Model(), test)
+		res.FinalAccuracy, res.FinalLoss = last.Accuracy, last.Loss
+	}
+	bar.Update(p.Rounds, note)
+	bar.Done()
+	res.Model = append([]float64(nil), srv.Model()...)
+	res.Elapsed = time.Since(start)
+	return res, nil
+}
+
+// step runs one device's reply to r with its next minibatch.
+func step(dv *simDevice, r optim.Round, single bool) (optim.Update, error) {
+	b := len(dv.batch)
+	if single {
+		copy(dv.batch, dv.shard[dv.cursor:dv.cursor+b])
+	} else {
+		for j := range dv.batch {
+			dv.batch[j] = dv.shard[dv.rng.IntN(len(dv.shard))]
+		}
+	}
+	u, err := dv.dev.Prepare(r, dv.batch)
+	if err == nil && single {
+		dv.cursor += b // samples that left in a message are spent
+	}
+	return u, err
+}
+
+// maxSpent returns the largest zCDP rho any device has spent and its
+// epsilon at delta (0, 0 for non-private algorithms).
+func maxSpent(devs []*simDevice, delta float64) (rho, eps float64) {
+	for _, dv := range devs {
+		if a, ok := dv.dev.(optim.Accountant); ok {
+			l := a.Ledger()
+			if r := l.Rho(); r > rho {
+				rho = r
+			}
+		}
+	}
+	if rho == 0 {
+		return 0, 0
+	}
+	e, err := privacy.ZCDPToEpsilon(rho, delta)
+	if err != nil {
+		return rho, math.NaN()
+	}
+	return rho, e
+}
