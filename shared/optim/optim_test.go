@@ -681,3 +681,59 @@ func TestNCTheoremEta(t *testing.T) {
 		t.Fatalf("eta = %v, want %v", got, want)
 	}
 }
+
+func TestNCDenseFloat32WithinRoundingBound(t *testing.T) {
+	// With the default dense float32 payload and no error feedback the
+	// identity holds up to float32 rounding: each sent coordinate is
+	// rounded to nearest, a relative error of at most 2^-24, so
+	// |qtilde - q - (1/m) sum_i Y_i| <= (1/m) sum_{sent} 2^-24 |msg| per
+	// coordinate (a hard bound, plus float64 slack). Use "ef+none" (or
+	// "f64") for an exact identity.
+	p := baseParams("nc")
+	s := newSimulation(t, p, 6, 200)
+	s.lose = 0.2
+	bound := make([]float64, len(s.q))
+	msg := make([]float64, len(s.q))
+	srv := s.srv
+	for r := 1; r <= 40; r++ {
+		// Wrap Apply to see the included payloads.
+		s.srv = applySpy{Server: srv, f: func(us []Update) {
+			for _, u := range us {
+				mechanism.Decode(msg, u.Payload)
+				for k, v := range msg {
+					bound[k] += math.Ldexp(math.Abs(v), -24) / float64(p.Cohort)
+				}
+			}
+		}}
+		s.round()
+	}
+	s.srv = srv
+	want := append([]float64(nil), s.q...)
+	y := make([]float64, len(want))
+	for _, dv := range s.devs {
+		dv.(Introspector).Noise(y)
+		for k := range want {
+			want[k] += y[k] / float64(p.Cohort)
+		}
+	}
+	got := srv.(Estimator).Estimate()
+	worst := 0.0
+	for k := range got {
+		diff := math.Abs(got[k] - want[k])
+		if diff > bound[k]+1e-9 {
+			t.Fatalf("coordinate %d: discrepancy %g above the rounding bound %g", k, diff, bound[k])
+		}
+		worst = math.Max(worst, diff)
+	}
+	t.Logf("largest discrepancy %g (float32 rounding)", worst)
+}
+
+type applySpy struct {
+	Server
+	f func([]Update)
+}
+
+func (a applySpy) Apply(t int, us []Update) error {
+	a.f(us)
+	return a.Server.Apply(t, us)
+}
