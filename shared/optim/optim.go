@@ -40,7 +40,12 @@
 // the N-th participation costs (2S/b)^2 / (2 sigma_N^2) =
 // rho_p^2 / (2 (1 + ln T) N) zCDP (noise-cancellation paper, Theorem 5.1
 // and 5.2; Bun–Steinke Prop. 1.6 and Lemma 2.3): at most rho_p^2/2 over
-// N <= T participations. The other algorithms' scales are NCSigma,
+// N <= T participations. This analysis (and that of "trusted") needs each
+// sample to enter at most one round (single pass, as in the papers): a
+// reused sample would move several corrections inside one partial sum. The
+// runtime's data cursor enforces it; the device cannot tell samples apart.
+// The fresh-noise algorithms charge every release its full worst-case
+// sensitivity, so they may reuse samples. The other algorithms' scales are NCSigma,
 // TrustedSigma and FreshSigma; Sensitivity lists the per-release bounds.
 //
 // # Exactly-once state and the noise-cancellation identity
