@@ -110,36 +110,36 @@ func (in *input) load(x []float32) (sparse bool) {
 
 // dot returns sum_i a[i]*b[i] over len(b) terms, with four partial sums.
 func dot(a, b []float64) float64 {
-	n := len(b)
-	a = a[:n]
+	a = a[:len(b)]
 	var s0, s1, s2, s3 float64
-	i := 0
-	for ; i+4 <= n; i += 4 {
-		s0 += a[i] * b[i]
-		s1 += a[i+1] * b[i+1]
-		s2 += a[i+2] * b[i+2]
-		s3 += a[i+3] * b[i+3]
+	for len(b) >= 4 {
+		a4, b4 := a[:4:4], b[:4:4]
+		s0 += a4[0] * b4[0]
+		s1 += a4[1] * b4[1]
+		s2 += a4[2] * b4[2]
+		s3 += a4[3] * b4[3]
+		a, b = a[4:], b[4:]
 	}
-	for ; i < n; i++ {
-		s0 += a[i] * b[i]
+	for i, v := range b {
+		s0 += a[i] * v
 	}
 	return (s0 + s1) + (s2 + s3)
 }
 
 // gather returns sum_k a[idx[k]]*val[k], with four partial sums.
 func gather(a []float64, idx []int32, val []float64) float64 {
-	n := len(idx)
-	val = val[:n]
+	val = val[:len(idx)]
 	var s0, s1, s2, s3 float64
-	k := 0
-	for ; k+4 <= n; k += 4 {
-		s0 += a[idx[k]] * val[k]
-		s1 += a[idx[k+1]] * val[k+1]
-		s2 += a[idx[k+2]] * val[k+2]
-		s3 += a[idx[k+3]] * val[k+3]
+	for len(idx) >= 4 {
+		i4, v4 := idx[:4:4], val[:4:4]
+		s0 += a[i4[0]] * v4[0]
+		s1 += a[i4[1]] * v4[1]
+		s2 += a[i4[2]] * v4[2]
+		s3 += a[i4[3]] * v4[3]
+		idx, val = idx[4:], val[4:]
 	}
-	for ; k < n; k++ {
-		s0 += a[idx[k]] * val[k]
+	for k, i := range idx {
+		s0 += a[i] * val[k]
 	}
 	return (s0 + s1) + (s2 + s3)
 }
