@@ -417,26 +417,40 @@ func ParseSpec(spec string) (Spec, error) {
 }
 
 // ErrorFeedback performs one error-feedback step (Seide et al. 2014;
-// Karimireddy et al. 2019): it sends C(x + e) and writes the new residual
-// x + e - C(x + e) into newE (which may alias e). dec receives the decoded
-// message. Then, summed over the steps a server includes, the messages equal
-// the sum of the x's minus the last residual, exactly in float64 up to the
-// rounding of the additions.
+// Stich and Karimireddy 2019): it sends m = C'(x + e) and writes the new
+// residual x + e - m into newE, which must alias neither x nor e. dec
+// receives m.
+// Summed over the steps a server includes, the messages equal the sum of
+// the x's minus the last residual, exactly up to the rounding of the
+// float64 additions.
+//
+// Error feedback needs a contractive compressor
+// (E||C'(z) - z||^2 <= (1 - delta) ||z||^2 with delta > 0). Top-k is one
+// (delta = k/d). An unbiased omega-compressor C is not when omega >= 1
+// (random-k scales kept coordinates by d/k, and the residual would grow
+// geometrically), so for those C'(z) = C(z / (1 + omega)), which is
+// contractive with delta = 1/(1 + omega): E||C'(z) - z||^2 =
+// (omega/(1+omega)^2 + (omega/(1+omega))^2) ||z||^2 = omega/(1+omega) ||z||^2.
+// For random-k this is plain unscaled random-k.
 func ErrorFeedback(c Compressor, buf []byte, dec, newE, x, e []float64, rng *Stream) ([]byte, error) {
 	if len(e) != len(x) || len(newE) != len(x) {
 		return nil, fmt.Errorf("mechanism: error feedback: lengths x %d, e %d, newE %d", len(x), len(e), len(newE))
 	}
-	for i := range x {
-		newE[i] = x[i] + e[i]
+	scale := 1.0
+	if w := c.Omega(len(x)); c.Unbiased() && w > 0 && !math.IsInf(w, 0) {
+		scale = 1 / (1 + w)
 	}
-	out, err := c.Compress(buf, dec, newE, rng)
+	for i := range x {
+		newE[i] = (x[i] + e[i]) * scale
+	}
+	buf, err := c.Compress(buf, dec, newE, rng)
 	if err != nil {
 		return nil, fmt.Errorf("error feedback: %w", err)
 	}
 	for i := range newE {
-		newE[i] -= dec[i]
+		newE[i] = x[i] + e[i] - dec[i]
 	}
-	return out, nil
+	return buf, nil
 }
 
 // Shifted performs one step of SoteriaFL shifted compression (Algorithm 2,

@@ -309,30 +309,90 @@ func TestTopKKeepsLargest(t *testing.T) {
 }
 
 func TestErrorFeedbackTelescopes(t *testing.T) {
-	// Sum of sent messages = sum of inputs - final residual.
+	// Sum of sent messages = sum of inputs - final residual, for every
+	// compressor (the identity does not depend on the compressor).
 	const d = 50
-	c := mustSpec(t, "topk:0.1").C
-	rng := NewStream(seedOf(2), PurposeCompress)
-	e := make([]float64, d)
-	dec := make([]float64, d)
-	sumX := make([]float64, d)
-	sumM := make([]float64, d)
-	for step := 0; step < 100; step++ {
-		x := testVector(d, byte(step))
-		if _, err := ErrorFeedback(c, nil, dec, e, x, e, rng); err != nil {
-			t.Fatal(err)
+	for _, spec := range []string{"topk:0.1", "randk:0.1", "quant:4bit", "none"} {
+		c := mustSpec(t, spec).C
+		rng := NewStream(seedOf(2), PurposeCompress)
+		e, next := make([]float64, d), make([]float64, d)
+		dec := make([]float64, d)
+		sumX := make([]float64, d)
+		sumM := make([]float64, d)
+		for step := 0; step < 100; step++ {
+			x := testVector(d, byte(step))
+			if _, err := ErrorFeedback(c, nil, dec, next, x, e, rng); err != nil {
+				t.Fatal(err)
+			}
+			e, next = next, e
+			for i := range x {
+				sumX[i] += x[i]
+				sumM[i] += dec[i]
+			}
 		}
-		for i := range x {
-			sumX[i] += x[i]
-			sumM[i] += dec[i]
+		for i := range sumX {
+			// Rounding of 100 additions of O(1) numbers: well below 1e-10.
+			if diff := sumX[i] - e[i] - sumM[i]; math.Abs(diff) > 1e-10 {
+				t.Fatalf("%s coordinate %d: sum x - e - sum m = %v", spec, i, diff)
+			}
 		}
 	}
-	for i := range sumX {
-		// Rounding of 100 additions of O(1) numbers: well below 1e-10.
-		if diff := sumX[i] - e[i] - sumM[i]; math.Abs(diff) > 1e-10 {
-			t.Fatalf("coordinate %d: sum x - e - sum m = %v", i, diff)
+}
+
+func TestErrorFeedbackResidualStaysBounded(t *testing.T) {
+	// mx and mxn are the largest |x_i| and ||x|| actually drawn.
+	//  - randk under EF is unscaled random-k: coordinate i's residual is
+	//    the sum of the x_i since it was last kept, and P(not kept for 200
+	//    steps) = (1 - k/d)^200 = 0.9^200 = 7e-10, so |e_i| <= 200 mx
+	//    except with probability < 50 * 2000 * 7e-10 = 7e-5 over the run.
+	//  - topk (delta = k/d): ||e'|| <= sqrt(1-delta) ||x + e||, so
+	//    ||e|| <= sqrt(1-delta)/(1-sqrt(1-delta)) max||x|| deterministically.
+	//  - quant under EF has E||e'||^2 <= (1-delta')(||x + e||^2) with
+	//    delta' = 1/(1+omega); the check below (||e|| <= 200 mx sqrt(d)) only
+	//    guards against the geometric blow-up of an uncorrected unbiased
+	//    compressor, which reaches 1e30 within these 2000 steps.
+	const d, steps = 50, 2000
+	for _, spec := range []string{"randk:0.1", "topk:0.1", "quant:2bit"} {
+		c := mustSpec(t, spec).C
+		rng := NewStream(seedOf(9), PurposeCompress)
+		e, next := make([]float64, d), make([]float64, d)
+		dec := make([]float64, d)
+		mx, mxn, worst, worstN := 0.0, 0.0, 0.0, 0.0
+		for step := 0; step < steps; step++ {
+			x := testVector(d, byte(step))
+			mx = math.Max(mx, maxAbsF(x))
+			mxn = math.Max(mxn, Norm(x))
+			if _, err := ErrorFeedback(c, nil, dec, next, x, e, rng); err != nil {
+				t.Fatalf("%s step %d: %v", spec, step, err)
+			}
+			e, next = next, e
+			worst = math.Max(worst, maxAbsF(e))
+			worstN = math.Max(worstN, Norm(e))
+		}
+		switch spec {
+		case "randk:0.1":
+			if worst > 200*mx {
+				t.Errorf("%s: max |e_i| = %v > 200 * %v", spec, worst, mx)
+			}
+		case "topk:0.1":
+			q := math.Sqrt(1 - 0.1)
+			if lim := q / (1 - q) * mxn * (1 + 1e-9); worstN > lim {
+				t.Errorf("%s: max ||e|| = %v > %v", spec, worstN, lim)
+			}
+		default:
+			if lim := 200 * mx * math.Sqrt(d); worstN > lim {
+				t.Errorf("%s: max ||e|| = %v > %v", spec, worstN, lim)
+			}
 		}
 	}
+}
+
+func maxAbsF(v []float64) float64 {
+	m := 0.0
+	for _, x := range v {
+		m = math.Max(m, math.Abs(x))
+	}
+	return m
 }
 
 func TestParseSpec(t *testing.T) {
