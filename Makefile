@@ -31,6 +31,11 @@ fmt-check:
 test: setup fmt-check vet
 	$(GO) test -count=1 $(PKGS)
 
+# Rerun the reproduction report docs/results.md (about an hour on 2 cores;
+# finished runs are cached under docs/results/, -fresh reruns them).
+results: setup
+	$(GO) run ./cmd/flresults
+
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./shared/...
 

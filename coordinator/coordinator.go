@@ -113,7 +113,10 @@ type Coordinator struct {
 	closing   bool
 	started   time.Time
 	lastEval  evalPoint
-	changed   chan struct{} // signalled when eligibility may have changed
+	// modelFrame is the global model after the last committed round as a
+	// wire round frame (X = model, T = committed), for /api/model.
+	modelFrame []byte
+	changed    chan struct{} // signalled when eligibility may have changed
 }
 
 type evalPoint struct {
@@ -192,6 +195,9 @@ func New(cfg Config) (*Coordinator, error) {
 	}
 	c.committed = committed
 	c.finished = committed >= cfg.Session.Rounds
+	if committed > 0 {
+		c.modelFrame, _ = wire.EncodeRound(wire.RoundFrame{T: committed, X: c.server.Model()})
+	}
 	if recs, err := c.store.Rounds(max(0, committed-cfg.EvalEvery-1), cfg.EvalEvery+2); err == nil {
 		for _, r := range recs {
 			if r.Evaluated {
@@ -379,7 +385,11 @@ func (c *Coordinator) runRound(ctx context.Context, t int) error {
 	latency := rec.Committed.Sub(rec.Started)
 	c.met.roundCommitted(latency, len(or.included), len(cohortIDs))
 
+	mf, mfErr := wire.EncodeRound(wire.RoundFrame{T: t, X: c.server.Model()})
 	c.mu.Lock()
+	if mfErr == nil {
+		c.modelFrame = mf
+	}
 	c.committed = t
 	c.finished = t >= c.cfg.Session.Rounds
 	if rec.Evaluated {

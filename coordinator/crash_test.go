@@ -87,7 +87,7 @@ func runChild() error {
 	if err != nil {
 		return err
 	}
-	go http.Serve(ln, c.Handler(nil, nil))
+	go http.Serve(ln, c.Handler(coordinator.Assets{}, nil))
 	if err := c.Run(context.Background()); err != nil {
 		return err
 	}

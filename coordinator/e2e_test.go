@@ -64,7 +64,7 @@ func newHarness(t *testing.T, sess wire.SessionParams, minDevices int) *harness 
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.srv = httptest.NewServer(h.coord.Handler(nil, nil))
+	h.srv = httptest.NewServer(h.coord.Handler(coordinator.Assets{}, nil))
 	t.Cleanup(h.srv.Close)
 	return h
 }

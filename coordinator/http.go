@@ -1,6 +1,8 @@
 package coordinator
 
 import (
+	"bytes"
+	"crypto/subtle"
 	_ "embed"
 	"encoding/json"
 	"errors"
@@ -29,10 +31,40 @@ var dashboardHTML []byte
 //	/api/rounds   committed round records (JSON; ?after=N)
 //	/metrics      Prometheus text format
 //	/healthz      liveness
-//	/shard        a demo data shard (join code required; demo only)
-//	/             static files from static (index.html, web/, wasm), if non-nil
-func (c *Coordinator) Handler(static fs.FS, shards *Shards) http.Handler {
+//	/api/session  the session's public parameters (JSON; ?code= join code)
+//	/api/progress committed round and accuracy series (JSON; ?code=)
+//	/api/model    the global model as a wire round frame (X = model; ?code=)
+//	/api/demo/images, /api/demo/labels
+//	              a demo shard as raw IDX files (?code=; the same shard for
+//	              both, paired by a cookie; demo only)
+//	/api/demo/shard
+//	              a demo shard as one blob (device.DecodeShard; ?code=)
+//	/             assets.Index; /web/ assets.Web (page, app.wasm)
+func (c *Coordinator) Handler(assets Assets, shards *Shards) http.Handler {
 	mux := http.NewServeMux()
+	mux.HandleFunc("GET /api/session", c.withCode(func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, c.cfg.Session)
+	}))
+	mux.HandleFunc("GET /api/progress", c.withCode(func(w http.ResponseWriter, r *http.Request) {
+		p, err := c.progress()
+		if err != nil {
+			http.Error(w, "store error", http.StatusInternalServerError)
+			return
+		}
+		writeJSON(w, p)
+	}))
+	mux.HandleFunc("GET /api/model", c.withCode(func(w http.ResponseWriter, r *http.Request) {
+		c.mu.Lock()
+		frame := c.modelFrame
+		c.mu.Unlock()
+		if frame == nil {
+			http.Error(w, "no committed round yet", http.StatusNotFound)
+			return
+		}
+		w.Header().Set("Content-Type", "application/octet-stream")
+		w.Header().Set("Cache-Control", "no-store")
+		w.Write(frame)
+	}))
 	mux.HandleFunc("GET /ws", c.ServeWS)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		if _, _, err := c.store.State(); err != nil {
@@ -73,17 +105,9 @@ func (c *Coordinator) Handler(static fs.FS, shards *Shards) http.Handler {
 		w.Write(dashboardHTML)
 	})
 	if shards != nil {
-		mux.HandleFunc("GET /shard", func(w http.ResponseWriter, r *http.Request) {
-			code := r.Header.Get("X-Join-Code")
-			if code == "" {
-				code = r.URL.Query().Get("code")
-			}
-			if code != c.cfg.JoinCode {
-				c.met.authFailures.Add(1)
-				http.Error(w, "wrong join code", http.StatusForbidden)
-				return
-			}
-			blob, idx, err := shards.Next(r.URL.Query().Get("device"))
+		mux.HandleFunc("GET /api/demo/shard", c.withCode(func(w http.ResponseWriter, r *http.Request) {
+			idx := shards.pick(r)
+			blob, err := shards.blob(idx)
 			if err != nil {
 				c.log.Error("demo shard", "err", err)
 				http.Error(w, "shard unavailable", http.StatusInternalServerError)
@@ -93,12 +117,95 @@ func (c *Coordinator) Handler(static fs.FS, shards *Shards) http.Handler {
 			w.Header().Set("X-Shard-Index", strconv.Itoa(idx))
 			w.Header().Set("X-Shard-Classes", strconv.Itoa(shards.classes))
 			w.Write(blob)
+		}))
+		for _, part := range []string{"images", "labels"} {
+			mux.HandleFunc("GET /api/demo/"+part, c.withCode(func(w http.ResponseWriter, r *http.Request) {
+				idx := shards.pick(r)
+				im, lab, err := shards.idx(idx)
+				if err != nil {
+					c.log.Error("demo shard", "err", err)
+					http.Error(w, "shard unavailable", http.StatusInternalServerError)
+					return
+				}
+				http.SetCookie(w, &http.Cookie{Name: shardCookie, Value: strconv.Itoa(idx), Path: "/api/demo/",
+					HttpOnly: true, SameSite: http.SameSiteStrictMode, MaxAge: 7 * 24 * 3600})
+				w.Header().Set("Content-Type", "application/octet-stream")
+				w.Header().Set("X-Shard-Index", strconv.Itoa(idx))
+				if part == "images" {
+					w.Write(im)
+				} else {
+					w.Write(lab)
+				}
+			}))
+		}
+	}
+	if assets.Web != nil {
+		mux.Handle("GET /web/", http.StripPrefix("/web/", http.FileServerFS(assets.Web)))
+	}
+	if assets.Index != nil {
+		mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/html; charset=utf-8")
+			w.Write(assets.Index)
 		})
 	}
-	if static != nil {
-		mux.Handle("GET /", http.FileServerFS(static))
-	}
 	return securityHeaders(mux)
+}
+
+// Assets are the page the coordinator serves: index.html at / and the
+// web/ directory (style, loader, app.wasm) under /web/.
+type Assets struct {
+	Index []byte
+	Web   fs.FS
+}
+
+// withCode requires the session's join code in ?code= or X-Join-Code.
+func (c *Coordinator) withCode(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		code := r.Header.Get("X-Join-Code")
+		if code == "" {
+			code = r.URL.Query().Get("code")
+		}
+		if subtle.ConstantTimeCompare([]byte(code), []byte(c.cfg.JoinCode)) != 1 {
+			c.met.authFailures.Add(1)
+			http.Error(w, "wrong join code", http.StatusForbidden)
+			return
+		}
+		h(w, r)
+	}
+}
+
+// Progress is the JSON of /api/progress.
+type Progress struct {
+	Committed int             `json:"committed"`
+	Rounds    int             `json:"rounds"`
+	Accuracy  []AccuracyPoint `json:"accuracy"`
+}
+
+// AccuracyPoint is one server-side evaluation.
+type AccuracyPoint struct {
+	Round    int     `json:"round"`
+	Accuracy float64 `json:"accuracy"`
+	Loss     float64 `json:"loss"`
+}
+
+func (c *Coordinator) progress() (Progress, error) {
+	p := Progress{Committed: c.Committed(), Rounds: c.cfg.Session.Rounds, Accuracy: []AccuracyPoint{}}
+	after := 0
+	for {
+		recs, err := c.store.Rounds(after, 1000)
+		if err != nil {
+			return Progress{}, err
+		}
+		for _, r := range recs {
+			if r.Evaluated {
+				p.Accuracy = append(p.Accuracy, AccuracyPoint{Round: r.T, Accuracy: r.Accuracy, Loss: r.Loss})
+			}
+			after = r.T
+		}
+		if len(recs) < 1000 {
+			return p, nil
+		}
+	}
 }
 
 func securityHeaders(h http.Handler) http.Handler {
@@ -238,10 +345,9 @@ type Shards struct {
 	parts   [][]int
 	classes int
 
-	mu       sync.Mutex
-	next     int
-	byDevice map[string]int
-	blobs    map[int][]byte
+	mu    sync.Mutex
+	next  int
+	cache map[int]shardFiles
 }
 
 // NewShards partitions train into k shards with Dirichlet(alpha) label
@@ -251,39 +357,73 @@ func NewShards(train dataset.Set, k int, alpha float64, seed uint64) (*Shards, e
 	if err != nil {
 		return nil, fmt.Errorf("demo shards: %w", err)
 	}
-	return &Shards{set: train, parts: parts, classes: train.Classes, byDevice: make(map[string]int), blobs: make(map[int][]byte)}, nil
+	return &Shards{set: train, parts: parts, classes: train.Classes, cache: make(map[int]shardFiles)}, nil
 }
 
-// Next returns the shard for device (a new one, round robin, if device is
-// empty or unseen) and its index.
-func (s *Shards) Next(deviceID string) ([]byte, int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if len(s.parts) == 0 {
-		return nil, 0, errors.New("no shards")
-	}
-	idx, ok := s.byDevice[deviceID]
-	if !ok || deviceID == "" {
-		idx = s.next % len(s.parts)
-		s.next++
-		if deviceID != "" && len(s.byDevice) < 1<<20 {
-			s.byDevice[deviceID] = idx
+const shardCookie = "bfl_demo_shard"
+
+// pick returns the shard index for a request: the one in its cookie if
+// valid, else the next one round robin.
+func (s *Shards) pick(r *http.Request) int {
+	if ck, err := r.Cookie(shardCookie); err == nil {
+		if i, err := strconv.Atoi(ck.Value); err == nil && i >= 0 && i < len(s.parts) {
+			return i
 		}
 	}
-	if b, ok := s.blobs[idx]; ok {
-		return b, idx, nil
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	i := s.next % len(s.parts)
+	s.next++
+	return i
+}
+
+type shardFiles struct{ blob, images, labels []byte }
+
+func (s *Shards) files(idx int) (shardFiles, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if f, ok := s.cache[idx]; ok {
+		return f, nil
+	}
+	if idx < 0 || idx >= len(s.parts) {
+		return shardFiles{}, errors.New("no such shard")
 	}
 	sub, err := s.set.Subset(s.parts[idx])
 	if err != nil {
-		return nil, 0, err
+		return shardFiles{}, err
 	}
-	b, err := devrt.EncodeShard(sub)
+	im, lab, err := sub.EncodeIDX()
 	if err != nil {
-		return nil, 0, err
+		return shardFiles{}, err
 	}
-	s.blobs[idx] = b
-	return b, idx, nil
+	var a, b bytes.Buffer
+	if err := dataset.WriteIDX(&a, im); err != nil {
+		return shardFiles{}, err
+	}
+	if err := dataset.WriteIDX(&b, lab); err != nil {
+		return shardFiles{}, err
+	}
+	blob, err := devrt.EncodeShard(sub)
+	if err != nil {
+		return shardFiles{}, err
+	}
+	f := shardFiles{blob: blob, images: a.Bytes(), labels: b.Bytes()}
+	s.cache[idx] = f
+	return f, nil
 }
+
+func (s *Shards) blob(idx int) ([]byte, error) {
+	f, err := s.files(idx)
+	return f.blob, err
+}
+
+func (s *Shards) idx(idx int) (images, labels []byte, err error) {
+	f, err := s.files(idx)
+	return f.images, f.labels, err
+}
+
+// Len returns the number of shards.
+func (s *Shards) Len() int { return len(s.parts) }
 
 // Shard returns shard idx as a Set (native devices and tests).
 func (s *Shards) Shard(idx int) (dataset.Set, error) {
@@ -292,4 +432,3 @@ func (s *Shards) Shard(idx int) (dataset.Set, error) {
 	}
 	return s.set.Subset(s.parts[idx])
 }
-

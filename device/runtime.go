@@ -186,7 +186,11 @@ func (rt *Runtime) setup(s wire.SessionParams) error {
 			return fmt.Errorf("device: restore algorithm state: %w", err)
 		}
 	}
-	if lds, ok := a.(optim.LocalDataSetter); ok {
+	alg, err := optim.Lookup(p.Algorithm)
+	if err != nil {
+		return fmt.Errorf("device: %w", err)
+	}
+	if lds, ok := a.(optim.LocalDataSetter); ok && alg.NeedsLocalData() {
 		data := rt.cfg.Data
 		if p.LocalSize > 0 && p.LocalSize < len(data) {
 			data = data[:p.LocalSize]
@@ -427,10 +431,10 @@ func (rt *Runtime) onWelcome(ctx context.Context, w wire.Welcome) error {
 	}
 	if rt.st.Session == nil {
 		s := w.Session
-		rt.st.Session = &s
 		if err := rt.setup(s); err != nil {
-			return err
+			return fmt.Errorf("%w: %v", ErrRefused, err)
 		}
+		rt.st.Session = &s
 	} else if *rt.st.Session != w.Session {
 		// The noise state belongs to one session: a changed definition
 		// would silently break cancellation or accounting.
@@ -486,6 +490,10 @@ func (rt *Runtime) applyLocked(ctx context.Context, d wire.Decision) error {
 
 func (rt *Runtime) onRound(ctx context.Context, ws *websocket.Conn, b []byte) error {
 	rt.mu.Lock()
+	if rt.algo == nil || rt.st.Session == nil {
+		rt.mu.Unlock()
+		return fmt.Errorf("device: %w: round before a session was set up", wire.ErrBadFrame)
+	}
 	dim := rt.st.Session.Dim
 	r, err := wire.DecodeRound(b, wire.Limits{Dim: dim, MaxBytes: roundFrameMax(dim)})
 	if err != nil {

@@ -1,0 +1,410 @@
+// Command coordinator serves one federated-learning session: the device
+// websocket, the page and its WebAssembly build, a projector dashboard, a
+// JSON API, Prometheus metrics and health checks, with its state in an
+// embedded bbolt store that survives crashes.
+//
+// Every flag can also come from the environment as BFL_<FLAG> (dashes as
+// underscores, e.g. BFL_LISTEN=:8080) or from a JSON config file (-config);
+// precedence: command line, environment, config file, default. Run
+// `coordinator -h` for the flags.
+package main
+
+import (
+	"context"
+	crand "crypto/rand"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"browserfl/coordinator"
+	devrt "browserfl/device"
+	"browserfl/shared/dataset"
+	"browserfl/shared/model"
+	"browserfl/shared/optim"
+	"browserfl/shared/wire"
+	"browserfl/web"
+)
+
+func main() {
+	if err := run(os.Args[1:], os.Stderr); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			os.Exit(0)
+		}
+		fmt.Fprintln(os.Stderr, "coordinator:", err)
+		os.Exit(1)
+	}
+}
+
+// options are the command's settings; the JSON names are those of the
+// config file.
+type options struct {
+	Listen      string   `json:"listen"`
+	TLSCert     string   `json:"tls_cert"`
+	TLSKey      string   `json:"tls_key"`
+	DataDir     string   `json:"data_dir"`
+	DatasetDir  string   `json:"dataset_dir"`
+	Index       string   `json:"index"`
+	JoinCode    string   `json:"join_code"`
+	Origins     []string `json:"origins"`
+	MinDevices  int      `json:"min_devices"`
+	EvalEvery   int      `json:"eval_every"`
+	EvalSamples int      `json:"eval_samples"`
+	Seed        uint64   `json:"seed"`
+	DemoShards  int      `json:"demo_shards"`
+	DemoAlpha   float64  `json:"demo_alpha"`
+	RoundGap    string   `json:"round_gap"`
+	Deadline    string   `json:"deadline"`
+	MaxDevices  int      `json:"max_devices"`
+	MsgRate     float64  `json:"msg_rate"`
+	Reset       bool     `json:"-"`
+	LogLevel    string   `json:"log_level"`
+	// Session holds the algorithm parameters (the same names as
+	// optim.Params / wire.SessionParams).
+	Session wire.SessionParams `json:"session"`
+}
+
+func defaults() options {
+	return options{
+		Listen: "localhost:8080", DataDir: "data/coordinator", DatasetDir: dataset.DefaultFashionMNISTDir,
+		Index: "index.html", MinDevices: 0, EvalEvery: 5, DemoShards: 0, DemoAlpha: 0.5,
+		Deadline: "20s", RoundGap: "1s", LogLevel: "info",
+		Session: wire.SessionParams{Name: "demo", Algorithm: "nc", Model: "logreg", M: 30, Cohort: 10,
+			Rounds: 200, Batch: 32, Clip: 1, Eta: 0.05, RhoPaper: 4},
+	}
+}
+
+func parse(args []string, stderr io.Writer) (options, error) {
+	o := defaults()
+	fs := flag.NewFlagSet("coordinator", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	config := fs.String("config", "", "JSON config file (see docs/coordinator.md)")
+	fs.StringVar(&o.Listen, "listen", o.Listen, "listen address")
+	fs.StringVar(&o.TLSCert, "tls-cert", "", "TLS certificate file (with -tls-key: serve https and wss)")
+	fs.StringVar(&o.TLSKey, "tls-key", "", "TLS key file")
+	fs.StringVar(&o.DataDir, "data", o.DataDir, "data directory for the embedded store")
+	fs.StringVar(&o.DatasetDir, "dataset", o.DatasetDir, "Fashion-MNIST IDX directory (demo shards and server-side evaluation)")
+	fs.StringVar(&o.Index, "index", o.Index, "index.html to serve at / (the page's assets under /web/ are embedded)")
+	fs.StringVar(&o.JoinCode, "join-code", "", "session join code (default: random, kept in the store)")
+	origins := fs.String("origins", "", "comma-separated extra Origin host patterns allowed to open the websocket (same host is always allowed)")
+	fs.IntVar(&o.MinDevices, "min-devices", o.MinDevices, "devices a round waits for (0 = the cohort size m)")
+	fs.IntVar(&o.EvalEvery, "eval-every", o.EvalEvery, "evaluate the global model on the test set every K rounds (0 = never)")
+	fs.IntVar(&o.EvalSamples, "eval-samples", 0, "evaluate on the first n test samples (0 = all)")
+	fs.Uint64Var(&o.Seed, "seed", 0, "cohort sampling seed (0 = random, logged)")
+	fs.IntVar(&o.DemoShards, "demo-shards", 0, "number of demo shards (0 = M; -1 = no demo shards)")
+	fs.Float64Var(&o.DemoAlpha, "demo-alpha", o.DemoAlpha, "Dirichlet alpha of the demo shards' label skew (small = more non-IID)")
+	fs.StringVar(&o.Deadline, "deadline", o.Deadline, "round deadline")
+	fs.StringVar(&o.RoundGap, "round-gap", o.RoundGap, "pause between rounds")
+	fs.IntVar(&o.MaxDevices, "max-devices", 0, "connected device limit (0 = 20000)")
+	fs.Float64Var(&o.MsgRate, "msg-rate", 0, "messages per second per connection (0 = 20)")
+	fs.BoolVar(&o.Reset, "reset", false, "delete the stored session state first")
+	fs.StringVar(&o.LogLevel, "log-level", o.LogLevel, "log level: debug, info, warn, error")
+	p := &o.Session
+	fs.StringVar(&p.Name, "name", p.Name, "session name")
+	fs.StringVar(&p.Algorithm, "algorithm", p.Algorithm, "algorithm: "+strings.Join(optim.Names(), ", "))
+	fs.StringVar(&p.Model, "model", p.Model, "model: logreg or mlp")
+	fs.IntVar(&p.M, "M", p.M, "expected devices in the session")
+	fs.IntVar(&p.Cohort, "m", p.Cohort, "devices per round (cohort size)")
+	fs.IntVar(&p.Rounds, "T", p.Rounds, "rounds")
+	fs.IntVar(&p.Batch, "b", p.Batch, "samples per device per round")
+	fs.Float64Var(&p.RhoPaper, "rho", p.RhoPaper, "privacy target: the papers' rho_p (each device rho_p^2/2-zCDP)")
+	fs.Float64Var(&p.Epsilon, "epsilon", 0, "privacy target: epsilon per device (with -delta, instead of -rho)")
+	fs.Float64Var(&p.Delta, "delta", 0, "privacy target: delta per device")
+	fs.Float64Var(&p.Clip, "clip", p.Clip, "per-sample L2 clipping bound S")
+	fs.Float64Var(&p.Eta, "eta", p.Eta, "step size eta")
+	fs.Float64Var(&p.Diameter, "D", 0, "diameter of the feasible ball (0 = unconstrained)")
+	fs.StringVar(&p.Compressor, "compressor", "", "uplink compressor spec (shared/mechanism; default dense float32)")
+	fs.IntVar(&p.LocalSize, "local-size", 0, "SVRG/SAGA local dataset size")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	// Precedence: command line > environment > config file > default.
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if *config != "" {
+		fileOpts := defaults()
+		b, err := os.ReadFile(*config)
+		if err != nil {
+			return o, fmt.Errorf("config: %w", err)
+		}
+		dec := json.NewDecoder(strings.NewReader(string(b)))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&fileOpts); err != nil {
+			return o, fmt.Errorf("config %s: %w", *config, err)
+		}
+		// The flag variables point into o: copy the file's values in,
+		// then re-apply the command line on top.
+		cmdline := map[string]string{}
+		fs.Visit(func(f *flag.Flag) { cmdline[f.Name] = f.Value.String() })
+		o = fileOpts
+		for name, v := range cmdline {
+			fs.Set(name, v)
+		}
+	}
+	var envErr error
+	fs.VisitAll(func(f *flag.Flag) {
+		if set[f.Name] || f.Name == "config" {
+			return
+		}
+		if v, ok := os.LookupEnv("BFL_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))); ok {
+			if err := fs.Set(f.Name, v); err != nil && envErr == nil {
+				envErr = fmt.Errorf("environment BFL_%s: %w", strings.ToUpper(f.Name), err)
+			}
+		}
+	})
+	if envErr != nil {
+		return o, envErr
+	}
+	if *origins != "" {
+		for _, s := range strings.Split(*origins, ",") {
+			if s = strings.TrimSpace(s); s != "" {
+				o.Origins = append(o.Origins, s)
+			}
+		}
+	}
+	if (o.TLSCert == "") != (o.TLSKey == "") {
+		return o, errors.New("-tls-cert and -tls-key go together")
+	}
+	return o, nil
+}
+
+func run(args []string, stderr io.Writer) error {
+	o, err := parse(args, stderr)
+	if err != nil {
+		return err
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(o.LogLevel)); err != nil {
+		return fmt.Errorf("-log-level: %w", err)
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	deadline, err := time.ParseDuration(o.Deadline)
+	if err != nil || deadline <= 0 {
+		return fmt.Errorf("-deadline %q: want a positive duration", o.Deadline)
+	}
+	gap, err := time.ParseDuration(o.RoundGap)
+	if err != nil || gap < 0 {
+		return fmt.Errorf("-round-gap %q: want a duration >= 0", o.RoundGap)
+	}
+
+	train, test, err := dataset.LoadFashionMNIST(o.DatasetDir)
+	if err != nil {
+		return err
+	}
+	sess := o.Session
+	mdl, err := model.New(sess.Model, train.Features, train.Classes)
+	if err != nil {
+		return err
+	}
+	sess.Features, sess.Classes, sess.Dim = train.Features, train.Classes, mdl.Dim()
+	sess.DeadlineMillis = int(deadline.Milliseconds())
+	p := devrt.Params(sess)
+	if err := p.Validate(); err != nil {
+		return err
+	}
+	sess.Trusted = p.Trusted()
+	shardsN := o.DemoShards
+	if shardsN == 0 {
+		shardsN = sess.M
+	}
+	sess.DemoShards = shardsN > 0
+	if err := sess.Validate(); err != nil {
+		return err
+	}
+
+	if err := os.MkdirAll(o.DataDir, 0o700); err != nil {
+		return fmt.Errorf("data directory: %w", err)
+	}
+	storePath := filepath.Join(o.DataDir, "coordinator.db")
+	if o.Reset {
+		if err := os.Remove(storePath); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("-reset: %w", err)
+		}
+	}
+	store, err := coordinator.OpenStore(storePath)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	joinCode, err := sessionIdentity(store, sess, o.JoinCode)
+	if err != nil {
+		return err
+	}
+
+	x0 := make([]float64, mdl.Dim())
+	model.Init(mdl, x0, 1)
+	server, err := optim.NewServer(p, x0, crand.Reader)
+	if err != nil {
+		return err
+	}
+	evalSet := test.Samples
+	if o.EvalSamples > 0 && o.EvalSamples < len(evalSet) {
+		evalSet = evalSet[:o.EvalSamples]
+	}
+	evalModel := mdl.Clone()
+	c, err := coordinator.New(coordinator.Config{
+		Session: sess, JoinCode: joinCode, Server: server, Store: store, MinDevices: o.MinDevices,
+		Seed: o.Seed, RoundGap: gap, EvalEvery: o.EvalEvery, Logger: log, AllowedOrigins: o.Origins,
+		Limits: coordinator.Limits{MaxDevices: o.MaxDevices, MsgRate: o.MsgRate},
+		Evaluate: func(w []float64) (float64, float64, error) {
+			acc, loss := model.Evaluate(evalModel, w, evalSet)
+			return acc, loss, nil
+		},
+	})
+	if err != nil {
+		return err
+	}
+	var shards *coordinator.Shards
+	if shardsN > 0 {
+		if shards, err = coordinator.NewShards(train, shardsN, o.DemoAlpha, 1); err != nil {
+			return err
+		}
+	}
+	index, err := os.ReadFile(o.Index)
+	if err != nil {
+		log.Warn("no index.html; serving a stub page", "path", o.Index, "err", err)
+		index = []byte(stubIndex)
+	}
+	if !web.HasWasm() {
+		log.Warn("this binary has no embedded web/app.wasm: run `make wasm` (or `make run`) so browsers can join")
+	}
+
+	ln, err := net.Listen("tcp", o.Listen)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: c.Handler(coordinator.Assets{Index: index, Web: web.FS()}, shards),
+		ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	scheme := "http"
+	if o.TLSCert != "" {
+		scheme = "https"
+	}
+	base := fmt.Sprintf("%s://%s", scheme, displayHost(ln.Addr().String(), o.Listen))
+	fmt.Fprintf(stderr, "\nbrowserfl coordinator: session %q (%s, %s, d = %d, M = %d, m = %d, T = %d)\n"+
+		"  join:      %s/?code=%s\n  join code: %s\n  dashboard: %s/dashboard?code=%s\n\n",
+		sess.Name, sess.Algorithm, sess.Model, sess.Dim, sess.M, sess.Cohort, sess.Rounds,
+		base, joinCode, joinCode, base, joinCode)
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	srvErr := make(chan error, 1)
+	go func() {
+		if o.TLSCert != "" {
+			srvErr <- srv.ServeTLS(ln, o.TLSCert, o.TLSKey)
+		} else {
+			srvErr <- srv.Serve(ln)
+		}
+	}()
+	runErr := make(chan error, 1)
+	go func() { runErr <- c.Run(ctx) }()
+
+	var result error
+	select {
+	case <-ctx.Done():
+		log.Info("shutting down")
+	case err := <-srvErr:
+		result = fmt.Errorf("http: %w", err)
+	case err := <-runErr:
+		if err != nil {
+			result = err
+			break
+		}
+		log.Info("session finished; still serving the dashboard (SIGTERM to stop)")
+		select {
+		case <-ctx.Done():
+		case err := <-srvErr:
+			result = fmt.Errorf("http: %w", err)
+		}
+	}
+	stop()
+	// Committed rounds are already durable; an open round is abandoned
+	// and its devices learn "excluded" when they resume.
+	c.Shutdown()
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	srv.Shutdown(sctx)
+	log.Info("stopped", "committed", c.Committed())
+	return result
+}
+
+// sessionIdentity stores the session definition and join code at first
+// start and checks them on restart: a store holds one session's noise
+// state, so its parameters cannot change under the devices.
+func sessionIdentity(store *coordinator.Store, sess wire.SessionParams, code string) (string, error) {
+	type ident struct {
+		Session  wire.SessionParams `json:"session"`
+		JoinCode string             `json:"join_code"`
+	}
+	b, err := store.SessionParams()
+	if err != nil {
+		return "", err
+	}
+	if b != nil {
+		var id ident
+		if err := json.Unmarshal(b, &id); err != nil {
+			return "", fmt.Errorf("stored session: %w", err)
+		}
+		if id.Session != sess {
+			return "", errors.New("the data directory holds a session with other parameters; use -reset to start over or another -data directory")
+		}
+		if code != "" && code != id.JoinCode {
+			return "", errors.New("the stored session has another join code; use -reset to change it")
+		}
+		return id.JoinCode, nil
+	}
+	if code == "" {
+		if code, err = randomCode(); err != nil {
+			return "", err
+		}
+	}
+	b, err = json.Marshal(ident{Session: sess, JoinCode: code})
+	if err != nil {
+		return "", err
+	}
+	return code, store.PutSessionParams(b)
+}
+
+// randomCode returns a 6-character join code from an alphabet without
+// look-alike characters, drawn from crypto/rand.
+func randomCode() (string, error) {
+	const alphabet = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
+	var b [6]byte
+	if _, err := crand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("join code: %w", err)
+	}
+	for i := range b {
+		b[i] = alphabet[int(b[i])%len(alphabet)] // 256 is a multiple of 32: uniform
+	}
+	return string(b[:]), nil
+}
+
+func displayHost(actual, requested string) string {
+	host, port, err := net.SplitHostPort(actual)
+	if err != nil {
+		return actual
+	}
+	rh, _, _ := net.SplitHostPort(requested)
+	if rh == "" || rh == "0.0.0.0" || rh == "::" {
+		rh = "localhost"
+	}
+	if rh != "" {
+		host = rh
+	}
+	return net.JoinHostPort(host, port)
+}
+
+const stubIndex = `<!doctype html><meta charset="utf-8"><title>browserfl</title>
+<p>This coordinator was started without the device page (index.html). The <a href="/dashboard">dashboard</a> works.</p>`

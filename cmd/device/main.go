@@ -1,0 +1,133 @@
+// Command device is a native headless device: the same device runtime as
+// the browser page (package device), with its own local data shard and a
+// persistent state file. It joins a session, trains until the session
+// ends, and can be stopped and restarted at any time (it resumes with its
+// device id, secret and pending round from the state file).
+//
+//	device -url ws://localhost:8080/ws -code ABC123 -dir ./dev1
+//
+// The shard is read from DIR/shard.bin; if missing, the coordinator's
+// demo shard endpoint is asked once (demo only: a real device has its own
+// data) and the shard is kept there.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"browserfl/device"
+)
+
+func main() {
+	if err := run(os.Args[1:], os.Stderr); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			os.Exit(0)
+		}
+		fmt.Fprintln(os.Stderr, "device:", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string, stderr io.Writer) error {
+	fs := flag.NewFlagSet("device", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	wsURL := fs.String("url", "ws://localhost:8080/ws", "coordinator websocket URL")
+	code := fs.String("code", "", "session join code (required)")
+	dir := fs.String("dir", "device-state", "directory for the state file and the data shard")
+	budget := fs.Float64("budget", 0, "owner's privacy budget as zCDP rho (0 = accept the session's own)")
+	allowTrusted := fs.Bool("allow-trusted", false, "join trusted-server sessions (clipped, un-noised updates)")
+	origin := fs.String("origin", "", "Origin header to send (if the coordinator requires one)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *code == "" {
+		return errors.New("-code is required")
+	}
+	log := slog.New(slog.NewTextHandler(stderr, nil))
+	if err := os.MkdirAll(*dir, 0o700); err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	shardPath := filepath.Join(*dir, "shard.bin")
+	blob, err := os.ReadFile(shardPath)
+	if errors.Is(err, os.ErrNotExist) {
+		if blob, err = fetchShard(ctx, *wsURL, *code); err != nil {
+			return err
+		}
+		if err := os.WriteFile(shardPath, blob, 0o600); err != nil {
+			return err
+		}
+	} else if err != nil {
+		return err
+	}
+	set, err := device.DecodeShard(blob, 10)
+	if err != nil {
+		return err
+	}
+	log.Info("local data", "samples", len(set.Samples))
+
+	rt, err := device.New(ctx, device.Config{
+		URL: *wsURL, JoinCode: *code, Storage: device.NewFileStorage(filepath.Join(*dir, "state.json")),
+		Data: set.Samples, Budget: *budget, AllowTrusted: *allowTrusted, Origin: *origin,
+		OnEvent: func(e device.Event) {
+			if e.Err != nil {
+				log.Warn(string(e.Kind), "round", e.T, "err", e.Err)
+				return
+			}
+			log.Info(string(e.Kind), "round", e.T, "included_so_far", e.Participations)
+		},
+	})
+	if err != nil {
+		return err
+	}
+	err = rt.Run(ctx)
+	if errors.Is(err, context.Canceled) {
+		return nil
+	}
+	return err
+}
+
+// fetchShard asks the coordinator for a demo shard (demo only).
+func fetchShard(ctx context.Context, wsURL, code string) ([]byte, error) {
+	u, err := url.Parse(wsURL)
+	if err != nil {
+		return nil, err
+	}
+	u.Scheme = strings.Replace(strings.Replace(u.Scheme, "wss", "https", 1), "ws", "http", 1)
+	u.Path = "/api/demo/shard"
+	u.RawQuery = "code=" + url.QueryEscape(code)
+	req, err := http.NewRequestWithContext(ctx, "GET", u.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("demo shard: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		return nil, fmt.Errorf("demo shard: HTTP %d", resp.StatusCode)
+	}
+	b, err := io.ReadAll(io.LimitReader(resp.Body, device.MaxShardBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("demo shard: %w", err)
+	}
+	if n, _ := strconv.Atoi(resp.Header.Get("X-Shard-Classes")); n > 0 && n != 10 {
+		return nil, fmt.Errorf("demo shard has %d classes, this device expects 10", n)
+	}
+	return b, nil
+}

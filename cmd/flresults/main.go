@@ -1,0 +1,255 @@
+// Command flresults reruns the reproduction experiments of docs/results.md
+// through the simulator (the same server and device halves the product
+// runs) and rewrites that report: the noise-cancellation paper's Tables 1-2,
+// the full-participation paper's Tables 1-2, the SoteriaFL accuracy-vs-bits
+// comparison, and our study of compressing noise-cancelled messages.
+//
+//	go run ./cmd/flresults                 # everything (about an hour on 2 cores)
+//	go run ./cmd/flresults -only nc-table1 # one group
+//
+// Every run's per-round CSV is kept under docs/results/ and reused on the
+// next invocation unless -fresh is given, so an interrupted run resumes.
+package main
+
+import (
+	"context"
+	"encoding/csv"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"syscall"
+
+	"browserfl/shared/dataset"
+	"browserfl/sim"
+)
+
+func main() {
+	if err := run(context.Background(), os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			os.Exit(0)
+		}
+		fmt.Fprintln(os.Stderr, "flresults:", err)
+		os.Exit(1)
+	}
+}
+
+type options struct {
+	out, only, dataDir string
+	fresh, quiet       bool
+	seed               uint64
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var o options
+	fs := flag.NewFlagSet("flresults", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&o.out, "out", "docs", "directory of results.md (runs go to OUT/results/)")
+	fs.StringVar(&o.only, "only", "", "run only the groups whose name matches this regexp (the report still lists every group with results on disk)")
+	fs.StringVar(&o.dataDir, "data-dir", dataset.DefaultFashionMNISTDir, "Fashion-MNIST directory")
+	fs.BoolVar(&o.fresh, "fresh", false, "rerun experiments whose CSV already exists")
+	fs.BoolVar(&o.quiet, "q", false, "no progress bars")
+	fs.Uint64Var(&o.seed, "seed", 1, "seed of every run")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	var only *regexp.Regexp
+	if o.only != "" {
+		var err error
+		if only, err = regexp.Compile(o.only); err != nil {
+			return fmt.Errorf("-only: %w", err)
+		}
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	train, test, err := dataset.LoadFashionMNIST(o.dataDir)
+	if err != nil {
+		return err
+	}
+	dir := filepath.Join(o.out, "results")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("create %s: %w", dir, err)
+	}
+	groups := experiments()
+	results := map[string]outcome{}
+	for _, g := range groups {
+		for _, e := range g.runs {
+			path := filepath.Join(dir, e.id+".csv")
+			selected := only == nil || only.MatchString(g.name)
+			if !o.fresh || !selected {
+				if oc, err := readOutcome(path); err == nil {
+					results[e.id] = oc
+					continue
+				} else if !errors.Is(err, os.ErrNotExist) {
+					return err
+				}
+			}
+			if !selected {
+				continue
+			}
+			cfg := sim.Config{Params: e.p, Train: train, Test: test, Partition: dataset.Scheme{Kind: dataset.SchemeIID},
+				Seed: o.seed, EvalEvery: e.evalEvery(), Delta: e.delta}
+			if !o.quiet {
+				cfg.Progress = stderr
+				fmt.Fprintf(stderr, "%s: %s\n", g.name, e.id)
+			}
+			res, err := sim.Run(ctx, cfg)
+			if err != nil {
+				return fmt.Errorf("%s: %w", e.id, err)
+			}
+			if err := writeRun(path, res.Records); err != nil {
+				return err
+			}
+			oc := summarize(res.Records)
+			oc.seconds = res.Elapsed.Seconds()
+			results[e.id] = oc
+			fmt.Fprintf(stdout, "%-40s acc %.4f loss %.4f uplink %d B  %.1fs\n", e.id, oc.acc, oc.loss, oc.uplink, oc.seconds)
+		}
+	}
+	if err := writePlots(dir, groups); err != nil {
+		return err
+	}
+	report := filepath.Join(o.out, "results.md")
+	f, err := os.Create(report)
+	if err != nil {
+		return fmt.Errorf("create report: %w", err)
+	}
+	if err := writeReport(f, groups, results); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("close report: %w", err)
+	}
+	fmt.Fprintf(stdout, "wrote %s\n", report)
+	return nil
+}
+
+// outcome is what the report needs from one run.
+type outcome struct {
+	acc, loss      float64
+	uplink         int64
+	maxRho, maxEps float64
+	rounds         int
+	seconds        float64
+	recs           []sim.Record
+}
+
+func summarize(recs []sim.Record) outcome {
+	oc := outcome{acc: math.NaN(), loss: math.NaN(), recs: recs}
+	for _, r := range recs {
+		if !math.IsNaN(r.Accuracy) {
+			oc.acc, oc.loss = r.Accuracy, r.Loss
+		}
+	}
+	if n := len(recs); n > 0 {
+		last := recs[n-1]
+		oc.uplink, oc.maxRho, oc.maxEps, oc.rounds = last.CumUplinkBytes, last.MaxRho, last.MaxEpsilon, last.Round
+	}
+	return oc
+}
+
+// writeRun writes the per-round CSV plus a trailing comment-free file
+// of its own: the CSV is the record.
+func writeRun(path string, recs []sim.Record) error {
+	tmp := path + ".tmp"
+	f, err := os.Create(tmp)
+	if err != nil {
+		return fmt.Errorf("create %s: %w", tmp, err)
+	}
+	if err := sim.WriteCSV(f, recs); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("close %s: %w", tmp, err)
+	}
+	return os.Rename(tmp, path) // a CSV on disk is always a finished run
+}
+
+// readOutcome reads a run's CSV back.
+func readOutcome(path string) (outcome, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return outcome{}, err
+	}
+	defer f.Close()
+	rows, err := csv.NewReader(f).ReadAll()
+	if err != nil {
+		return outcome{}, fmt.Errorf("read %s: %w", path, err)
+	}
+	if len(rows) < 2 {
+		return outcome{}, fmt.Errorf("read %s: no rounds", path)
+	}
+	var recs []sim.Record
+	for i, row := range rows[1:] {
+		if len(row) != 10 {
+			return outcome{}, fmt.Errorf("read %s: row %d has %d fields, want 10", path, i+2, len(row))
+		}
+		var r sim.Record
+		var errs []error
+		num := func(s string) float64 {
+			v, err := strconv.ParseFloat(s, 64)
+			errs = append(errs, err)
+			return v
+		}
+		r.Round = int(num(row[0]))
+		r.Accuracy, r.Loss = num(row[1]), num(row[2])
+		r.UplinkBytes, r.DownlinkBytes = int64(num(row[3])), int64(num(row[4]))
+		r.CumUplinkBytes, r.CumDownlinkBytes = int64(num(row[5])), int64(num(row[6]))
+		r.Participants = int(num(row[7]))
+		r.MaxRho, r.MaxEpsilon = num(row[8]), num(row[9])
+		if err := errors.Join(errs...); err != nil {
+			return outcome{}, fmt.Errorf("read %s: row %d: %w", path, i+2, err)
+		}
+		recs = append(recs, r)
+	}
+	return summarize(recs), nil
+}
+
+func writePlots(dir string, groups []group) error {
+	for _, g := range groups {
+		if g.plot == "" {
+			continue
+		}
+		runs := map[string][]sim.Record{}
+		var order []string
+		for _, e := range g.runs {
+			oc, err := readOutcome(filepath.Join(dir, e.id+".csv"))
+			if err != nil {
+				continue
+			}
+			runs[e.label] = oc.recs
+			order = append(order, e.label)
+		}
+		if len(order) == 0 {
+			continue
+		}
+		byRound, byBytes := sim.AccuracyCharts(g.title, runs, order)
+		if err := byRound.Save(filepath.Join(dir, g.plot+"-rounds.svg")); err != nil {
+			return err
+		}
+		if err := byBytes.Save(filepath.Join(dir, g.plot+"-bytes.svg")); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func pct(x float64) string {
+	if math.IsNaN(x) {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.1f%%", 100*x)
+}
+
+func mb(b int64) string { return fmt.Sprintf("%.1f MB", float64(b)/1e6) }

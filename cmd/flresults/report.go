@@ -1,0 +1,139 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"strings"
+)
+
+// writeReport writes docs/results.md from the runs on disk. Cells whose
+// run has not been done yet say so.
+func writeReport(w io.Writer, groups []group, res map[string]outcome) error {
+	var b strings.Builder
+	b.WriteString(reportHeader)
+	byName := map[string]group{}
+	for _, g := range groups {
+		byName[g.name] = g
+	}
+	cell := func(id string, f func(outcome) string) string {
+		oc, ok := res[id]
+		if !ok {
+			return "not run"
+		}
+		return f(oc)
+	}
+	acc := func(oc outcome) string { return pct(oc.acc) }
+	for _, c := range []constants{paperConsts, ourConsts} {
+		fmt.Fprintf(&b, "\n## Noise-cancellation paper, Tables 1 and 2 — %s\n\n%s\n\n", constTitle(c), constNote(c))
+		b.WriteString("Table 1 (M = 100, m = 50, T = 1,200, b = 1: one pass over 60,000 samples).\n\n")
+		b.WriteString("| rho_p | ours: NC (Alg. 1) | paper: Our Work | ours: noisy SGD | paper: Noisy SGD | ours: worst device epsilon at 1e-5 (NC) | sim time NC |\n|---|---|---|---|---|---|---|\n")
+		for _, rho := range []float64{4, 8, 12} {
+			nc, ns := ncRun(c, "nc", rho, 50), ncRun(c, "noisysgd", rho, 50)
+			fmt.Fprintf(&b, "| %g | %s | %s | %s | %s | %s | %s |\n", rho, cell(nc.id, acc), paperNCTable1[rho][0],
+				cell(ns.id, acc), paperNCTable1[rho][1], cell(nc.id, epsCell), cell(nc.id, secCell))
+		}
+		b.WriteString("\nTable 2 (rho_p = 8, M = 100, T = 60,000 / m).\n\n")
+		b.WriteString("| m | ours: NC | paper: Our Work | ours: noisy SGD | paper: Noisy SGD |\n|---|---|---|---|---|\n")
+		for _, m := range []int{20, 50, 80} {
+			nc, ns := ncRun(c, "nc", 8, m), ncRun(c, "noisysgd", 8, m)
+			fmt.Fprintf(&b, "| %d | %s | %s | %s | %s |\n", m, cell(nc.id, acc), paperNCTable2[m][0], cell(ns.id, acc), paperNCTable2[m][1])
+		}
+		if _, ok := res[ncRun(c, "nc", 4, 50).id]; ok {
+			fmt.Fprintf(&b, "\n![accuracy by round](results/nc-table1-%s-rounds.svg)\n", c.name)
+		}
+		fmt.Fprintf(&b, "\n## Full-participation paper, Tables 1 and 2 — %s\n\n", constTitle(c))
+		b.WriteString("M devices, all participating every round (m = M), T = 60,000 / M, b = 1. Each cell: test loss / accuracy, ours then the paper's.\n\n")
+		for _, trusted := range []bool{false, true} {
+			name := "Table 1, untrusted server (NC with m = M)"
+			if trusted {
+				name = "Table 2, trusted server"
+			}
+			fmt.Fprintf(&b, "%s:\n\n| rho_p | M = 1 ours | M = 1 paper | M = 10 ours | M = 10 paper | M = 100 ours | M = 100 paper |\n|---|---|---|---|---|---|---|\n", name)
+			for _, rho := range []float64{4, 8, 16} {
+				fmt.Fprintf(&b, "| %g", rho)
+				for _, M := range []int{1, 10, 100} {
+					e := fpRun(c, trusted, rho, M)
+					fmt.Fprintf(&b, " | %s | %s / %s", cell(e.id, func(oc outcome) string { return fmt.Sprintf("%.3f / %s", oc.loss, pct(oc.acc)) }), e.paperLoss, e.paper)
+				}
+				b.WriteString(" |\n")
+			}
+			b.WriteString("\n")
+		}
+	}
+	b.WriteString(soteriaHeader)
+	for _, eps := range []float64{1, 4, 16} {
+		g := byName[fmt.Sprintf("soteria-eps%g", eps)]
+		fmt.Fprintf(&b, "\n(epsilon, delta) = (%g, 1e-3) per device:\n\n| algorithm | final accuracy | uplink bytes (all devices) | bytes to reach 50%% | worst device epsilon at 1e-3 (no amplification) |\n|---|---|---|---|---|\n", eps)
+		for _, e := range g.runs {
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", e.label, cell(e.id, acc), cell(e.id, func(oc outcome) string { return mb(oc.uplink) }),
+				cell(e.id, func(oc outcome) string { return bytesToReach(oc, 0.5) }), cell(e.id, epsCell))
+		}
+		if _, ok := res[g.runs[0].id]; ok {
+			fmt.Fprintf(&b, "\n![accuracy vs uplink bytes](results/%s-bytes.svg)\n", g.plot)
+		}
+	}
+	b.WriteString(compressHeader)
+	dense := compRun("")
+	b.WriteString("| compressor | uplink bytes | fewer bytes than dense | final accuracy | vs dense (points) |\n|---|---|---|---|---|\n")
+	for _, comp := range compressors {
+		e := compRun(comp)
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", e.label, cell(e.id, func(oc outcome) string { return mb(oc.uplink) }),
+			cell(e.id, func(oc outcome) string {
+				d, ok := res[dense.id]
+				if !ok || oc.uplink == 0 {
+					return "n/a"
+				}
+				return fmt.Sprintf("%.1fx", float64(d.uplink)/float64(oc.uplink))
+			}), cell(e.id, acc), cell(e.id, func(oc outcome) string {
+				d, ok := res[dense.id]
+				if !ok {
+					return "n/a"
+				}
+				return fmt.Sprintf("%+.1f", 100*(oc.acc-d.acc))
+			}))
+	}
+	if _, ok := res[dense.id]; ok {
+		b.WriteString("\n![accuracy vs uplink bytes](results/compress-bytes.svg)\n")
+	}
+	b.WriteString(notesLink)
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// notesLink is appended so readers find the hand-written findings.
+const notesLink = "\nFindings and discussion: [results-notes.md](results-notes.md).\n"
+
+func epsCell(oc outcome) string {
+	if oc.maxRho == 0 {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.3g (rho %.3g)", oc.maxEps, oc.maxRho)
+}
+
+func secCell(oc outcome) string {
+	if oc.seconds == 0 {
+		return "(cached)"
+	}
+	return fmt.Sprintf("%.0f s", oc.seconds)
+}
+
+func bytesToReach(oc outcome, target float64) string {
+	for _, r := range oc.recs {
+		if !math.IsNaN(r.Accuracy) && r.Accuracy >= target {
+			return mb(r.CumUplinkBytes)
+		}
+	}
+	return "never"
+}
+
+func constTitle(c constants) string {
+	if c.name == "paper" {
+		return "with the papers' constants (S = 118.1, D = 0.1)"
+	}
+	return fmt.Sprintf("with our clipping (S = %g, no projection)", c.clip)
+}
+
+func constNote(c constants) string {
+	return fmt.Sprintf("Step sizes: eta = %g for the mu^2 algorithms, %g for noisy SGD.", c.etaMu2, c.etaSGD)
+}
