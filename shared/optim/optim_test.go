@@ -737,3 +737,24 @@ func (a applySpy) Apply(t int, us []Update) error {
 	a.f(us)
 	return a.Server.Apply(t, us)
 }
+
+func TestTrustedAndMu2KeepExactQ(t *testing.T) {
+	// Without device noise the server's estimate is exactly q (trusted: the
+	// noise is added to a copy before the step, never accumulated).
+	for _, alg := range []string{"trusted", "mu2"} {
+		p := baseParams(alg)
+		p.Compressor = "f64"
+		s := newSimulation(t, p, 12, 200)
+		s.lose = 0.25
+		for r := 1; r <= 30; r++ {
+			s.round()
+			got := s.srv.(Estimator).Estimate()
+			tol := 1e-12 * float64(r*p.M) * math.Max(1, maxAbs(s.q))
+			for k := range got {
+				if math.Abs(got[k]-s.q[k]) > tol {
+					t.Fatalf("%s round %d coordinate %d: estimate %v, q %v", alg, r, k, got[k], s.q[k])
+				}
+			}
+		}
+	}
+}
