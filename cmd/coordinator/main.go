@@ -27,6 +27,7 @@ import (
 	"syscall"
 	"time"
 
+	"browserfl"
 	"browserfl/coordinator"
 	devrt "browserfl/device"
 	"browserfl/shared/dataset"
@@ -77,7 +78,7 @@ type options struct {
 func defaults() options {
 	return options{
 		Listen: "localhost:8080", DataDir: "data/coordinator", DatasetDir: dataset.DefaultFashionMNISTDir,
-		Index: "index.html", MinDevices: 0, EvalEvery: 5, DemoShards: 0, DemoAlpha: 0.5,
+		MinDevices: 0, EvalEvery: 5, DemoShards: 0, DemoAlpha: 0.5,
 		Deadline: "20s", RoundGap: "1s", LogLevel: "info",
 		Session: wire.SessionParams{Name: "demo", Algorithm: "nc", Model: "logreg", M: 30, Cohort: 10,
 			Rounds: 200, Batch: 32, Clip: 1, Eta: 0.05, RhoPaper: 4},
@@ -94,7 +95,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.TLSKey, "tls-key", "", "TLS key file")
 	fs.StringVar(&o.DataDir, "data", o.DataDir, "data directory for the embedded store")
 	fs.StringVar(&o.DatasetDir, "dataset", o.DatasetDir, "Fashion-MNIST IDX directory (demo shards and server-side evaluation)")
-	fs.StringVar(&o.Index, "index", o.Index, "index.html to serve at / (the page's assets under /web/ are embedded)")
+	fs.StringVar(&o.Index, "index", "", "index.html to serve at / instead of the embedded one (development)")
 	fs.StringVar(&o.JoinCode, "join-code", "", "session join code (default: random, kept in the store)")
 	origins := fs.String("origins", "", "comma-separated extra Origin host patterns allowed to open the websocket (same host is always allowed)")
 	fs.IntVar(&o.MinDevices, "min-devices", o.MinDevices, "devices a round waits for (0 = the cohort size m)")
@@ -273,10 +274,11 @@ func run(args []string, stderr io.Writer) error {
 			return err
 		}
 	}
-	index, err := os.ReadFile(o.Index)
-	if err != nil {
-		log.Warn("no index.html; serving a stub page", "path", o.Index, "err", err)
-		index = []byte(stubIndex)
+	index := browserfl.IndexHTML
+	if o.Index != "" {
+		if index, err = os.ReadFile(o.Index); err != nil {
+			return fmt.Errorf("-index: %w", err)
+		}
 	}
 	if !web.HasWasm() {
 		log.Warn("this binary has no embedded web/app.wasm: run `make wasm` (or `make run`) so browsers can join")
@@ -405,6 +407,3 @@ func displayHost(actual, requested string) string {
 	}
 	return net.JoinHostPort(host, port)
 }
-
-const stubIndex = `<!doctype html><meta charset="utf-8"><title>browserfl</title>
-<p>This coordinator was started without the device page (index.html). The <a href="/dashboard">dashboard</a> works.</p>`
