@@ -22,9 +22,9 @@
 //   - Nothing allocates in the per-sample path once a model is built. Scratch
 //     space lives in the model value, so a Model is not safe for concurrent
 //     use; build one per goroutine with Clone.
-//   - A gradient destination dst never shares memory with a parameter
-//     vector passed in the same call (the MLP reads W2 after it starts
-//     writing dst).
+//   - A gradient destination dst may alias a parameter vector of the same
+//     call (parameters are read in full before dst is written), so an
+//     in-place w = grad f(w) is safe.
 //   - Shapes are preconditions: Loss, Grad, GradDiff and Predict panic (with
 //     a message starting "model:") on a parameter vector of the wrong length
 //     or a sample whose features or label do not fit the model. Anything

@@ -99,6 +99,7 @@ func (m *LogReg) Grad(dst, w []float64, s dataset.Sample) float64 {
 	sparse := m.in.load(s.X)
 	m.logits(m.za, w, sparse)
 	loss := softmaxCE(m.za, s.Label)
+	// w is not read after this point, so dst may alias it.
 	m.writeGrad(dst, m.za, sparse)
 	return loss
 }

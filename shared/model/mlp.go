@@ -23,7 +23,8 @@ import (
 type MLP struct {
 	features, hidden, classes int
 	in                        input
-	ha, hb                    []float64 // hidden activations, then their deltas
+	ha, hb                    []float64 // hidden activations
+	da, db                    []float64 // hidden pre-activation deltas
 	za, zb                    []float64 // logits, then dz = p - onehot(y)
 }
 
@@ -38,6 +39,7 @@ func NewMLP(features, hidden, classes int) *MLP {
 		features: features, hidden: hidden, classes: classes,
 		in: newInput(features),
 		ha: make([]float64, hidden), hb: make([]float64, hidden),
+		da: make([]float64, hidden), db: make([]float64, hidden),
 		za: make([]float64, classes), zb: make([]float64, classes),
 	}
 }
@@ -106,17 +108,18 @@ func (m *MLP) forward(h, z, w []float64, sparse bool) {
 	}
 }
 
-// backward turns the activations h into the pre-activation deltas
-// dL/da_j = (sum_c dz_c W2[c][j]) h_j (1 - h_j), in place, given dz in z.
-func (m *MLP) backward(h, z, w []float64) {
+// backward writes the pre-activation deltas
+// delta_j = dL/da_j = (sum_c dz_c W2[c][j]) h_j (1 - h_j), given the
+// activations h and dz in z.
+func (m *MLP) backward(delta, h, z, w []float64) {
 	_, _, w2, _ := m.split(w)
 	H := m.hidden
-	for j := range h {
+	for j, hj := range h {
 		g := 0.0
 		for c, dz := range z {
 			g += dz * w2[c*H+j]
 		}
-		h[j] = g * h[j] * (1 - h[j])
+		delta[j] = g * hj * (1 - hj)
 	}
 }
 
@@ -150,6 +153,8 @@ func (m *MLP) Grad(dst, w []float64, s dataset.Sample) float64 {
 	sparse := m.in.load(s.X)
 	m.forward(m.ha, m.za, w, sparse)
 	loss := softmaxCE(m.za, s.Label)
+	m.backward(m.da, m.ha, m.za, w)
+	// w is not read after this point, so dst may alias it.
 	// Output layer: dW2[c][j] = dz_c h_j, dc2 = dz.
 	_, _, g2, gc2 := m.split(dst)
 	H := m.hidden
@@ -157,8 +162,7 @@ func (m *MLP) Grad(dst, w []float64, s dataset.Sample) float64 {
 		scaleTo(g2[c*H:(c+1)*H], dz, m.ha)
 		gc2[c] = dz
 	}
-	m.backward(m.ha, m.za, w)
-	m.writeHidden(dst, m.ha, sparse)
+	m.writeHidden(dst, m.da, sparse)
 	return loss
 }
 
@@ -173,6 +177,9 @@ func (m *MLP) GradDiff(dst []float64, a float64, wa []float64, b float64, wb []f
 	m.forward(m.hb, m.zb, wb, sparse)
 	lossA = softmaxCE(m.za, s.Label)
 	lossB = softmaxCE(m.zb, s.Label)
+	m.backward(m.da, m.ha, m.za, wa)
+	m.backward(m.db, m.hb, m.zb, wb)
+	// wa and wb are not read after this point, so dst may alias either.
 	_, _, g2, gc2 := m.split(dst)
 	H := m.hidden
 	for c := range m.za {
@@ -183,12 +190,10 @@ func (m *MLP) GradDiff(dst []float64, a float64, wa []float64, b float64, wb []f
 		}
 		gc2[c] = da - db
 	}
-	m.backward(m.ha, m.za, wa)
-	m.backward(m.hb, m.zb, wb)
-	for j := range m.ha {
-		m.ha[j] = a*m.ha[j] - b*m.hb[j]
+	for j := range m.da {
+		m.da[j] = a*m.da[j] - b*m.db[j]
 	}
-	m.writeHidden(dst, m.ha, sparse)
+	m.writeHidden(dst, m.da, sparse)
 	return lossA, lossB
 }
 

@@ -3,6 +3,7 @@ package model
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -691,5 +692,34 @@ func TestMLPLearnsXOR(t *testing.T) {
 	acc, loss := train(NewMLP(2, 8, 2), 1)
 	if acc != 1 || loss > 0.05 {
 		t.Errorf("MLP on XOR: accuracy %v, loss %v; want 1 and < 0.05", acc, loss)
+	}
+}
+
+// dst may alias the parameters: every parameter is read before dst is
+// written, so the results are bit for bit those of separate vectors.
+func TestGradAliasing(t *testing.T) {
+	for _, m := range []Model{NewLogReg(30, 4), NewMLP(30, 6, 4)} {
+		rng := newRand(29)
+		wa, wb := randParams(rng, m.Dim(), 1), randParams(rng, m.Dim(), 1)
+		s := randSample(rng, 30, 4, 0.5)
+		want := make([]float64, m.Dim())
+		m.Grad(want, wa, s)
+		got := append([]float64(nil), wa...)
+		m.Grad(got, got, s)
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: Grad into its own parameters differs", m.Name())
+		}
+		GradDiff(m, want, 3, wa, 2, wb, s)
+		for _, aliasA := range []bool{true, false} {
+			a, b := append([]float64(nil), wa...), append([]float64(nil), wb...)
+			dst := b
+			if aliasA {
+				dst = a
+			}
+			GradDiff(m, dst, 3, a, 2, b, s)
+			if !slices.Equal(dst, want) {
+				t.Errorf("%s: GradDiff into wa (%v) or wb differs", m.Name(), aliasA)
+			}
+		}
 	}
 }
