@@ -36,6 +36,14 @@ test: setup fmt-check vet
 results: setup
 	$(GO) run ./cmd/flresults
 
+# Build everything (the wasm page is embedded in the coordinator) and start
+# the default demo session on localhost:8080; it prints the URL and the join
+# code. State is kept in data/coordinator (RESET=1 starts over; extra flags
+# in RUNFLAGS, e.g. RUNFLAGS="-M 30 -m 10 -listen :8080").
+run: setup build
+	$(GO) build -o bin/coordinator ./cmd/coordinator
+	./bin/coordinator $(if $(RESET),-reset) $(RUNFLAGS)
+
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./shared/...
 
