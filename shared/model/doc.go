@@ -13,9 +13,10 @@
 //   - Loss, Grad, GradDiff and Predict compute the same forward pass: the
 //     loss returned by Grad equals Loss, and Predict is the class of smallest
 //     loss (ties to the smallest index).
-//   - Losses use a numerically stable log-sum-exp: for finite parameters and
-//     finite features the loss and the gradient are finite however large the
-//     logits are, and the loss of a confidently correct prediction is
+//   - Losses use a numerically stable log-sum-exp: whenever the logits are
+//     finite (for finite parameters and features, unless a logit overflows
+//     float64 itself) the loss and the gradient are finite however large
+//     the logits are, and the loss of a confidently correct prediction is
 //     accurate down to the underflow threshold (it is log1p of the other
 //     classes' mass, not a difference of nearly equal numbers).
 //   - All sums accumulate in float64, whatever the float32 features.
@@ -32,7 +33,10 @@
 //     pass CheckParams and CheckSample, which return errors instead.
 //
 // Samples are often sparse (MNIST images are about 19% non-zero,
-// Fashion-MNIST about 50%); the models exploit this by skipping zero
-// features, which is exact: a zero feature contributes nothing to a logit
-// and a zero gradient entry to its weights.
+// Fashion-MNIST about 50%). When at most half the features of a sample are
+// non-zero the models skip the zero ones, which is exact for finite
+// parameters: a zero feature contributes nothing to a logit and a zero
+// gradient entry to its weights. The two paths sum in different orders, so
+// they agree to rounding, not bit for bit; each sample always takes the
+// same path, so results are reproducible.
 package model
