@@ -9,6 +9,18 @@ import (
 	"golang.org/x/crypto/chacha20"
 )
 
+// Normal is a source of standard normal draws; *Stream implements it. The
+// algorithms take their noise through it so that the product (a Stream
+// keyed from crypto/rand per release) and the simulator (a Stream keyed from
+// a deterministic seed stream) run the same code.
+type Normal interface {
+	NormFloat64() float64
+	FillNormal(dst []float64, sigma float64)
+	AddNormal(dst []float64, sigma float64)
+}
+
+var _ Normal = (*Stream)(nil)
+
 // SeedSize is the size of a Stream key in bytes.
 const SeedSize = 32
 
