@@ -1,0 +1,40 @@
+// Package coordinator runs a federated-learning session for devices that
+// connect over websockets: it admits devices (join code; a device id and
+// secret issued at first contact and required to resume), samples a
+// cohort each round, sends the round's query points, collects updates
+// until all arrived or the deadline passed, calls the algorithm's server
+// half (shared/optim; the coordinator never aggregates by itself) and
+// commits the round durably before it tells any device its update was
+// included. It also serves the projector dashboard, a JSON API, demo data
+// shards, Prometheus metrics and a health check.
+//
+// Invariants:
+//   - Commit before acknowledge (DESIGN principle 3): the decision
+//     "included" for round t is sent only after one bbolt transaction has
+//     stored the server state after round t, round t's included device
+//     ids and the committed counter. A decision is final; a device that
+//     lost it asks again (hello.pending or status) and gets the same
+//     answer from the store. A round that was open when the process died
+//     was never committed, and its devices are told "excluded".
+//   - Each update is either in exactly one committed round or in none:
+//     the included set is frozen when the round closes; late updates,
+//     duplicates and updates from devices that reconnected without them
+//     are never added afterwards.
+//   - A device is in at most one round: only connected devices without an
+//     undecided assignment are eligible.
+//   - Cohorts are uniform without replacement over the sorted eligible ids
+//     with a generator seeded by (Config.Seed, t); seed and sizes are
+//     logged.
+//   - Normalisation: the server half divides by the session's m even when
+//     fewer updates arrive (missing devices count as zero messages), which
+//     keeps qtilde = q + (1/m) sum_i Y_i exact; see shared/optim.
+//   - Nothing from the network is trusted: frames are decoded by
+//     shared/wire under size and dimension limits, payloads by
+//     shared/mechanism's validating decoder before they can reach the
+//     server half; a bad frame closes only its connection and is counted.
+//     No secret or vector is logged.
+//
+// Concurrency: one goroutine (Run) drives rounds; each connection has a
+// reader (ServeWS) and a writer goroutine with a bounded outbox. Shared
+// state is guarded by one mutex; the server half is touched only by Run.
+package coordinator
