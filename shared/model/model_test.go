@@ -723,3 +723,37 @@ func TestGradAliasing(t *testing.T) {
 		}
 	}
 }
+
+// The sparse and dense kernels compute the same sums in different orders.
+// Each order's error is at most (n-1) eps sum|terms| with n = 784 terms of
+// magnitude <= 1 and eps = 1.1e-16, i.e. 783 * 784 * 1.1e-16 = 6.8e-11, so
+// the two differ by at most 1.4e-10. The gradient rows are the same
+// products and must match exactly.
+func TestSparseDenseKernelsAgree(t *testing.T) {
+	rng := newRand(31)
+	const F, rowsN = 784, 11 // 11 rows: two blocks of four and a remainder
+	w := randParams(rng, rowsN*(F+1), 1)
+	in := newInput(F)
+	for _, density := range []float64{0, 0.05, 0.19, 0.5, 0.9, 1} {
+		s := randSample(rng, F, 10, density)
+		in.load(s.X)
+		dense := make([]float64, rowsN)
+		sparse := make([]float64, rowsN)
+		in.rows(dense, w, F+1, false)
+		in.rows(sparse, w, F+1, true)
+		for r := range dense {
+			if math.Abs(dense[r]-sparse[r]) > 1.4e-10 {
+				t.Errorf("density %v row %d: dense %v, sparse %v", density, r, dense[r], sparse[r])
+			}
+		}
+		rd := make([]float64, F)
+		rs := randParams(rng, F, 1) // stale contents must be overwritten
+		in.row(rd, -0.37, false)
+		in.row(rs, -0.37, true)
+		for i := range rd {
+			if rd[i] != rs[i] {
+				t.Fatalf("density %v: gradient row entry %d: dense %v, sparse %v", density, i, rd[i], rs[i])
+			}
+		}
+	}
+}
