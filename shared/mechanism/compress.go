@@ -200,13 +200,13 @@ func (c TopK) Compress(buf []byte, dec, x []float64, _ *Stream) ([]byte, error) 
 	}
 	d := len(x)
 	k := fracK(c.Frac, c.K, d)
-	// Threshold by selection: find the k-th largest |x| with a sort of a
-	// copy held in dec, then keep entries above it and enough ties.
+	// Threshold by selection: find the k-th largest |x| in a copy held in
+	// dec (expected linear time), then keep entries above it and enough
+	// ties, lowest index first.
 	for i, v := range x {
 		dec[i] = math.Abs(v)
 	}
-	sort.Float64s(dec)
-	thr := dec[d-k]
+	thr := selectKth(dec, d-k)
 	above := 0
 	for _, v := range x {
 		if math.Abs(v) > thr {
@@ -244,6 +244,59 @@ func (c TopK) Compress(buf []byte, dec, x []float64, _ *Stream) ([]byte, error) 
 		}
 	}
 	return buf, nil
+}
+
+// selectKth permutes a so that a[k] is the value it would have if a were
+// sorted ascending, and returns it: quickselect with median-of-three
+// pivots, falling back to a full sort after 2 log2(n) + 8 partitioning
+// rounds (so adversarial inputs cost O(n log n), never O(n^2)).
+func selectKth(a []float64, k int) float64 {
+	lo, hi := 0, len(a)-1
+	budget := 8
+	for n := len(a); n > 1; n >>= 1 {
+		budget += 2
+	}
+	for lo < hi {
+		if budget == 0 {
+			sort.Float64s(a[lo : hi+1])
+			return a[k]
+		}
+		budget--
+		mid := lo + (hi-lo)/2
+		if a[mid] < a[lo] {
+			a[mid], a[lo] = a[lo], a[mid]
+		}
+		if a[hi] < a[lo] {
+			a[hi], a[lo] = a[lo], a[hi]
+		}
+		if a[hi] < a[mid] {
+			a[hi], a[mid] = a[mid], a[hi]
+		}
+		pivot := a[mid]
+		i, j := lo, hi
+		for i <= j {
+			for a[i] < pivot {
+				i++
+			}
+			for a[j] > pivot {
+				j--
+			}
+			if i <= j {
+				a[i], a[j] = a[j], a[i]
+				i++
+				j--
+			}
+		}
+		switch {
+		case k <= j:
+			hi = j
+		case k >= i:
+			lo = i
+		default:
+			return a[k]
+		}
+	}
+	return a[k]
 }
 
 // Quant is random (stochastic) quantisation with S levels (QSGD, Alistarh

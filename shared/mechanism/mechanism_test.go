@@ -3,6 +3,7 @@ package mechanism
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"math"
 	"sort"
 	"strings"
@@ -559,3 +560,39 @@ func TestNormalKolmogorovSmirnov(t *testing.T) {
 }
 
 func sortFloat(x []float64) { sort.Float64s(x) }
+
+func TestSelectKth(t *testing.T) {
+	// Against a full sort, on random data, many ties, sorted and reversed
+	// input, for every k of small sizes and some k of a large one.
+	rng := NewStream(seedOf(15), PurposeCoins)
+	inputs := map[string][]float64{}
+	for _, n := range []int{1, 2, 3, 7, 64, 1000} {
+		r := make([]float64, n)
+		tie := make([]float64, n)
+		asc := make([]float64, n)
+		desc := make([]float64, n)
+		for i := range r {
+			r[i] = rng.NormFloat64()
+			tie[i] = float64(rng.Intn(3))
+			asc[i] = float64(i)
+			desc[i] = float64(n - i)
+		}
+		for name, v := range map[string][]float64{"random": r, "ties": tie, "asc": asc, "desc": desc} {
+			inputs[name+"/"+fmt.Sprint(n)] = v
+		}
+	}
+	for name, v := range inputs {
+		want := append([]float64(nil), v...)
+		sort.Float64s(want)
+		step := 1
+		if len(v) > 64 {
+			step = 37
+		}
+		for k := 0; k < len(v); k += step {
+			a := append([]float64(nil), v...)
+			if got := selectKth(a, k); got != want[k] {
+				t.Fatalf("%s k=%d: got %v, want %v", name, k, got, want[k])
+			}
+		}
+	}
+}
