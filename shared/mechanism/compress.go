@@ -302,7 +302,8 @@ func selectKth(a []float64, k int) float64 {
 // Quant is random (stochastic) quantisation with S levels (QSGD, Alistarh
 // et al. 2017): with r = ||x||_2 rounded up to float32, coordinate i is
 // sent as r*sign(x_i)*l_i/S where l_i is floor(S|x_i|/r) or that plus one,
-// rounded up with probability equal to the fractional part, so
+// rounded up with probability equal to the fractional part (decided by a
+// 32-bit uniform, so the rounding probability is exact to 2^-32), so
 // E[C(x)] = x. omega = min(d/S^2, sqrt(d)/S) (QSGD Lemma 3.1).
 type Quant struct {
 	S    int
@@ -352,7 +353,7 @@ func (c Quant) Compress(buf []byte, dec, x []float64, rng *Stream) ([]byte, erro
 		if r > 0 && v != 0 {
 			u := s * math.Abs(v) / float64(r) // in [0, s]
 			l := math.Floor(u)
-			if rng.Float64() < u-l {
+			if (float64(rng.uint32())+0.5)*(1.0/(1<<32)) < u-l {
 				l++
 			}
 			if l > s {
