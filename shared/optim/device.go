@@ -138,7 +138,9 @@ type LocalDataSetter interface {
 
 // Accountant is implemented by every device: its ledger and the cost of
 // its next release, so a runtime can refuse rounds beyond an owner's own
-// budget before calling Prepare.
+// budget before calling Prepare. Devices of "trusted", "mu2" and "sgd" add
+// no noise and charge nothing (NextCost is 0); in "trusted" the guarantee,
+// rho_p^2/2 per device over the whole run, is the server's to keep.
 type Accountant interface {
 	// Ledger returns a copy of the device's zCDP ledger (standard rho).
 	Ledger() privacy.Ledger
