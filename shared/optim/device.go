@@ -179,7 +179,14 @@ func (dv *device) NextCost() float64 {
 		s := ncSigma(dv.p, dv.rhoP, dv.n+1)
 		return dv.sens * dv.sens / (2 * s * s)
 	case noiseDevice:
-		return dv.sens * dv.sens / (2 * dv.fresh * dv.fresh)
+		c := dv.sens * dv.sens / (2 * dv.fresh * dv.fresh)
+		if dv.p.ParallelComposition() {
+			// Disjoint releases: the transcript costs the largest
+			// single release, so only the increase over what is
+			// already charged is new.
+			return max(0, c-dv.ledger.Rho())
+		}
+		return c
 	}
 	return 0
 }
@@ -386,7 +393,7 @@ func (dv *device) Prepare(r Round, batch []dataset.Sample) (Update, error) {
 	dv.buf = payload
 
 	// The message leaves now: charge and advance N_i.
-	if cost > 0 {
+	if cost > 0 || dv.p.ParallelComposition() { // a parallel release after the first is charged 0 but counted
 		if err := dv.ledger.ChargeRho(cost); err != nil {
 			return Update{}, fmt.Errorf("optim: ledger: %w", err)
 		}

@@ -443,8 +443,9 @@ func TestPrepareRejectsBadRounds(t *testing.T) {
 
 func TestBudgetNeverExceeded(t *testing.T) {
 	// nc: a device asked in every one of T rounds spends at most rho_p^2/2
-	// (harmonic sum <= 1 + ln T). noisysgd: after PlannedReleases releases
-	// it refuses with ErrBudget.
+	// (harmonic sum <= 1 + ln T). soteria-sgd: after PlannedReleases
+	// releases it refuses with ErrBudget. noisysgd: releases on disjoint
+	// samples compose in parallel, so the ledger never passes one release.
 	for _, alg := range []string{"nc", "noisysgd", "soteria-sgd"} {
 		p := baseParams(alg)
 		p.Rounds = 50
@@ -474,6 +475,16 @@ func TestBudgetNeverExceeded(t *testing.T) {
 		case "nc":
 			if sent != p.Rounds {
 				t.Errorf("nc sent %d of %d rounds", sent, p.Rounds)
+			}
+		case "noisysgd":
+			// Parallel composition (single pass): every round can be
+			// answered, and the transcript costs exactly one release,
+			// which is calibrated to the whole budget.
+			if sent != p.Rounds || l.Releases() != p.Rounds {
+				t.Errorf("noisysgd sent %d (ledger %d) of %d rounds", sent, l.Releases(), p.Rounds)
+			}
+			if math.Abs(spent-budget) > 1e-9*budget {
+				t.Errorf("%s: spent %v, budget %v", alg, spent, budget)
 			}
 		default:
 			if sent != p.PlannedReleases() {

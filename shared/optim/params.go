@@ -110,6 +110,29 @@ func (p Params) PlannedReleases() int {
 	return (p.Rounds*p.Cohort + p.M - 1) / p.M
 }
 
+// ParallelComposition reports whether a device's releases compose in
+// parallel rather than additively: true for "noisysgd", whose releases are
+// each a clipped minibatch gradient of fresh samples plus fresh noise, and
+// whose samples are used once (single pass, enforced by the runtime that
+// feeds the device, as for "nc"). Under the replace-one relation a changed
+// sample enters exactly one release, and given the earlier outputs every
+// other release has the same distribution on both datasets, so the
+// device's whole transcript costs the zCDP of one release (parallel
+// composition; McSherry 2009, which carries over to zCDP because the
+// privacy-loss variable of the untouched releases is 0). The SoteriaFL
+// family and CDP-SGD draw minibatches from the whole local set every round,
+// so their releases compose additively.
+func (p Params) ParallelComposition() bool { return p.Algorithm == "noisysgd" }
+
+// ComposedReleases is the number of releases whose costs add up in a
+// device's ledger: 1 under ParallelComposition, PlannedReleases otherwise.
+func (p Params) ComposedReleases() int {
+	if p.ParallelComposition() {
+		return 1
+	}
+	return p.PlannedReleases()
+}
+
 func positive(x float64) bool { return x > 0 && !math.IsInf(x, 0) }
 
 // Validate checks p for its algorithm and returns every problem found.
@@ -245,9 +268,10 @@ func Sensitivity(p Params) float64 {
 }
 
 // FreshSigma is the per-release noise standard deviation of the fresh-noise
-// algorithms: each of PlannedReleases() releases costs an equal share of the
-// zCDP budget, Delta^2/(2 sigma^2) = budget/K (Bun–Steinke 2016, Prop. 1.6
-// and Lemma 2.3), so sigma = Delta sqrt(K / (2 budget)).
+// algorithms: each of K = ComposedReleases() releases costs an equal share
+// of the zCDP budget, Delta^2/(2 sigma^2) = budget/K (Bun–Steinke 2016,
+// Prop. 1.6 and Lemma 2.3), so sigma = Delta sqrt(K / (2 budget)). For
+// single-pass noisy SGD K = 1 (see ParallelComposition).
 //
 // For SoteriaFL this replaces the unspecified constant c of Theorem 2
 // (sigma_p^2 = c (G_A^2/4 + G_B^2) T log(1/delta) / (m^2 eps^2)) by an
@@ -259,7 +283,7 @@ func FreshSigma(p Params) (float64, error) {
 	if err != nil {
 		return 0, err
 	}
-	K := float64(p.PlannedReleases())
+	K := float64(p.ComposedReleases())
 	return Sensitivity(p) * math.Sqrt(K/(2*budget)), nil
 }
 

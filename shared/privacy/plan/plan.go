@@ -153,12 +153,17 @@ func Compute(p optim.Params, delta float64) (Report, error) {
 			return Report{}, err
 		}
 		sens := optim.Sensitivity(p)
-		cost = func(int) (float64, error) { return privacy.GaussianZCDP(sens, s) }
+		cost = func(n int) (float64, error) {
+			if n > 1 && p.ParallelComposition() {
+				return 0, nil // disjoint single-pass releases: see optim.Params.ParallelComposition
+			}
+			return privacy.GaussianZCDP(sens, s)
+		}
 		r.Noise = []Noise{{"device", "each release", s}}
 		// The device refuses releases beyond its budget: at most
 		// PlannedReleases (each costs budget/PlannedReleases).
 		r.WorstParticipations = min(T, p.PlannedReleases())
-		if p.LocalSize >= p.Batch && p.LocalSize > 0 {
+		if p.LocalSize >= p.Batch && p.LocalSize > 0 && !p.ParallelComposition() {
 			q := float64(p.Batch) / float64(p.LocalSize)
 			e, err := privacy.SubsampledGaussianEpsilon(q, s/sens, r.WorstParticipations, delta)
 			if err != nil {

@@ -50,12 +50,18 @@ func TestComputeWorstCase(t *testing.T) {
 			t.Errorf("%s: noise %+v", tc.alg, r.Noise)
 		}
 	}
-	r, _ := Compute(base("noisysgd"), delta)
+	r, _ := Compute(base("cdpsgd"), delta)
 	if r.WorstParticipations != 67 {
-		t.Errorf("noisysgd worst participations %d, want ceil(200*10/30) = 67", r.WorstParticipations)
+		t.Errorf("cdpsgd worst participations %d, want ceil(200*10/30) = 67", r.WorstParticipations)
 	}
 	if !(r.AmplifiedEpsilon > 0 && r.AmplifiedEpsilon < r.WorstEpsilon) {
 		t.Errorf("amplified eps %v, worst %v", r.AmplifiedEpsilon, r.WorstEpsilon)
+	}
+	// Single-pass noisy SGD composes in parallel: the worst case is one
+	// release, calibrated to the whole budget, and no amplified estimate.
+	ns, _ := Compute(base("noisysgd"), delta)
+	if math.Abs(ns.WorstRho-ns.BudgetRho) > 1e-9*ns.BudgetRho || ns.AmplifiedEpsilon != 0 {
+		t.Errorf("noisysgd: worst rho %v, budget %v, amplified %v", ns.WorstRho, ns.BudgetRho, ns.AmplifiedEpsilon)
 	}
 	np, err := Compute(optim.Params{Algorithm: "mu2", M: 3, Cohort: 3, Rounds: 5, Batch: 2, Eta: 0.1}, delta)
 	if err != nil || np.Private || np.WorstEpsilon != 0 {
