@@ -128,6 +128,7 @@ func (a *app) start() {
 		return
 	}
 	a.store = st
+	go warmUp(a.ctx)
 	if err := a.loadSession(); err != nil {
 		a.fail("Session", err)
 		return

@@ -38,9 +38,11 @@ func run() error {
 	go a.start()
 	first := true
 	for ok := true; ok; ok = renderer.EventWait() {
+		t0 := jsw.Now()
 		if err := renderer.Render(env.RunBuild(root)); err != nil {
 			return fmt.Errorf("render: %w", err)
 		}
+		jsw.Measure("fl-render", t0)
 		a.afterRender()
 		if first {
 			jsw.Mark("fl-first-render")

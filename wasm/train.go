@@ -40,6 +40,8 @@ func (s idbStorage) Load(ctx context.Context) ([]byte, error) {
 
 // Save implements device.Storage: one durable transaction.
 func (s idbStorage) Save(ctx context.Context, b []byte) error {
+	t0 := jsw.Now()
+	defer jsw.Measure("fl-save", t0)
 	return s.st.Put(ctx, map[string][]byte{keyDevice: b})
 }
 
@@ -69,6 +71,7 @@ func (a *app) startTraining() {
 	if a.trainer != nil {
 		return
 	}
+	jsw.Mark("fl-train")
 	ctx, cancel := context.WithCancel(a.ctx)
 	t := &trainer{a: a, ctx: ctx, cancel: cancel}
 	a.trainer = t
@@ -90,12 +93,13 @@ func (t *trainer) run() {
 	a := t.a
 	data := a.all().Samples
 	rt, err := device.New(t.ctx, device.Config{
-		URL:      wsURL(a.base),
-		JoinCode: a.code,
-		Storage:  idbStorage{a.store},
-		Data:     data,
-		Budget:   a.consent.Rho,
-		OnEvent:  t.onEvent,
+		URL:       wsURL(a.base),
+		JoinCode:  a.code,
+		Storage:   idbStorage{a.store},
+		Data:      data,
+		Budget:    a.consent.Rho,
+		OnEvent:   t.onEvent,
+		NewDevice: newYielding(t.ctx),
 	})
 	if err != nil {
 		a.fail("Device", err)

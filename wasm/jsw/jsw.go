@@ -214,3 +214,12 @@ func Query(name string) string {
 	}
 	return v.String()
 }
+
+// Measure records a performance measure called name from start (a Now()
+// value) to now, visible to the browser test through the Performance API.
+func Measure(name string, start float64) {
+	opts := js.Global().Get("Object").New()
+	opts.Set("start", start)
+	opts.Set("end", Now())
+	Try(func() js.Value { return js.Global().Get("performance").Call("measure", name, opts) })
+}

@@ -1,0 +1,320 @@
+package e2e
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/chromedp"
+
+	"browserfl"
+)
+
+// chromiumPath is Debian's chromium launcher.
+const chromiumPath = "/usr/bin/chromium"
+
+// build holds the page build shared by every test of the binary.
+var build struct {
+	once sync.Once
+	dir  string // contains app.wasm, wasm_exec.js and the web/ assets
+	err  error
+	dur  time.Duration
+}
+
+func repoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Dir(filepath.Dir(file))
+}
+
+// pageBuild builds the wasm page once (about 20 s on two cores when the
+// build cache is cold) into a temporary directory together with the
+// static assets of web/.
+func pageBuild(t testing.TB) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("browser end-to-end test: skipped with -short")
+	}
+	if _, err := os.Stat(chromiumPath); err != nil {
+		t.Fatalf("%s not found: install it with scripts/setup.sh --browser (%v)", chromiumPath, err)
+	}
+	build.once.Do(func() {
+		start := time.Now()
+		dir, err := os.MkdirTemp("", "browserfl-e2e-web-")
+		if err != nil {
+			build.err = err
+			return
+		}
+		build.dir = dir
+		root := repoRoot()
+		for out, pkg := range map[string]string{"app.wasm": "./wasm", "bench.wasm": "./wasm/bench"} {
+			cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", filepath.Join(dir, out), pkg)
+			cmd.Dir = root
+			cmd.Env = append(os.Environ(), "GOOS=js", "GOARCH=wasm")
+			if b, err := cmd.CombinedOutput(); err != nil {
+				build.err = fmt.Errorf("building %s: %v\n%s", pkg, err, b)
+				return
+			}
+		}
+		if err := os.WriteFile(filepath.Join(dir, "bench.html"), []byte(benchHTML), 0o644); err != nil {
+			build.err = err
+			return
+		}
+		goroot, err := exec.Command("go", "env", "GOROOT").Output()
+		if err != nil {
+			build.err = fmt.Errorf("go env GOROOT: %w", err)
+			return
+		}
+		copies := map[string]string{
+			filepath.Join(strings.TrimSpace(string(goroot)), "lib", "wasm", "wasm_exec.js"): "wasm_exec.js",
+			filepath.Join(root, "web", "app.js"):                                            "app.js",
+			filepath.Join(root, "web", "style.css"):                                         "style.css",
+		}
+		for src, dst := range copies {
+			b, err := os.ReadFile(src)
+			if err != nil {
+				build.err = err
+				return
+			}
+			if err := os.WriteFile(filepath.Join(dir, dst), b, 0o644); err != nil {
+				build.err = err
+				return
+			}
+		}
+		build.dur = time.Since(start)
+	})
+	if build.err != nil {
+		t.Fatal(build.err)
+	}
+	return build.dir
+}
+
+// benchHTML loads wasm/bench (see BenchmarkDeviceStepWasm).
+const benchHTML = `<!doctype html><html><body><script src="/web/wasm_exec.js"></script><script>
+const go = new Go();
+WebAssembly.instantiateStreaming(fetch("/web/bench.wasm"), go.importObject).then((r) => go.run(r.instance));
+</script></body></html>`
+
+// pageHandler serves the page (index.html at /, assets under /web/) and
+// hands everything else to backend.
+func pageHandler(webDir string, backend http.Handler) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.Write(browserfl.IndexHTML)
+	})
+	mux.Handle("GET /web/", http.StripPrefix("/web/", http.FileServer(http.Dir(webDir))))
+	if backend != nil {
+		mux.Handle("/", backend)
+	}
+	return mux
+}
+
+// browser is one headless Chromium with its own profile directory.
+type browser struct {
+	t       testing.TB
+	dataDir string
+	ctx     context.Context // the tab's context
+	cancel  context.CancelFunc
+
+	mu       sync.Mutex
+	frames   []frame // outgoing websocket frames
+	received int     // incoming websocket frames
+	console  []string
+}
+
+// frame is one outgoing websocket frame as Chromium reports it.
+type frame struct {
+	Opcode int // 1 text, 2 binary
+	Data   []byte
+}
+
+// launch starts Chromium with the profile dataDir (created by the caller
+// so a browser restart can reuse it) and attaches the frame recorder.
+func launch(t testing.TB, dataDir string) *browser {
+	t.Helper()
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(chromiumPath),
+		chromedp.UserDataDir(dataDir),
+		chromedp.Flag("headless", true),
+		chromedp.Flag("no-sandbox", true),
+		chromedp.Flag("disable-gpu", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("no-first-run", true),
+		chromedp.Flag("no-default-browser-check", true),
+		chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.Flag("disable-breakpad", true),
+		chromedp.Flag("disable-crash-reporter", true),
+		// Background tabs must not be throttled: five pages train at once.
+		chromedp.Flag("disable-background-timer-throttling", true),
+		chromedp.Flag("disable-renderer-backgrounding", true),
+		chromedp.Flag("disable-backgrounding-occluded-windows", true),
+		chromedp.WindowSize(1000, 1100),
+	}
+	actx, acancel := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancel := chromedp.NewContext(actx)
+	b := &browser{t: t, dataDir: dataDir, ctx: ctx}
+	b.cancel = func() {
+		// Close the browser gracefully and wait for it, so its profile
+		// directory is complete (a restart reuses it) and removable.
+		chromedp.Cancel(ctx)
+		cancel()
+		acancel()
+	}
+	chromedp.ListenTarget(ctx, func(ev any) {
+		switch e := ev.(type) {
+		case *network.EventWebSocketFrameSent:
+			f := frame{Opcode: int(e.Response.Opcode)}
+			if f.Opcode == 1 {
+				f.Data = []byte(e.Response.PayloadData)
+			} else {
+				d, err := base64.StdEncoding.DecodeString(e.Response.PayloadData)
+				if err != nil {
+					d = []byte(e.Response.PayloadData)
+				}
+				f.Data = d
+			}
+			b.mu.Lock()
+			b.frames = append(b.frames, f)
+			b.mu.Unlock()
+		case *network.EventWebSocketFrameReceived:
+			b.mu.Lock()
+			b.received++
+			b.mu.Unlock()
+		}
+	})
+	// Long Tasks API observer installed before any page script runs.
+	const observer = `window.__longtasks = [];
+try {
+  new PerformanceObserver((l) => { for (const e of l.getEntries()) window.__longtasks.push({start: e.startTime, duration: e.duration}); })
+    .observe({type: "longtask", buffered: true});
+} catch (e) { window.__longtasks_error = String(e); }`
+	if err := chromedp.Run(ctx,
+		network.Enable(),
+		chromedp.ActionFunc(func(ctx context.Context) error {
+			_, err := page.AddScriptToEvaluateOnNewDocument(observer).Do(ctx)
+			return err
+		}),
+	); err != nil {
+		b.cancel()
+		t.Fatalf("starting chromium: %v", err)
+	}
+	return b
+}
+
+// close stops the browser (its profile directory stays).
+func (b *browser) close() { b.cancel() }
+
+// run runs chromedp actions with a deadline.
+func (b *browser) run(timeout time.Duration, actions ...chromedp.Action) error {
+	ctx, cancel := context.WithTimeout(b.ctx, timeout)
+	defer cancel()
+	return chromedp.Run(ctx, actions...)
+}
+
+func (b *browser) must(timeout time.Duration, what string, actions ...chromedp.Action) {
+	b.t.Helper()
+	if err := b.run(timeout, actions...); err != nil {
+		b.t.Fatalf("%s: %v\npage text: %s", what, err, b.text())
+	}
+}
+
+// text returns the page's visible text (for failure messages).
+func (b *browser) text() string {
+	var s string
+	ctx, cancel := context.WithTimeout(b.ctx, 3*time.Second)
+	defer cancel()
+	chromedp.Run(ctx, chromedp.Evaluate(`document.body ? document.body.innerText : ""`, &s))
+	return s
+}
+
+// eval evaluates a JavaScript expression into out.
+func (b *browser) eval(expr string, out any) error {
+	return b.run(10*time.Second, chromedp.Evaluate(expr, out))
+}
+
+// sent returns a copy of the outgoing frames recorded so far.
+func (b *browser) sent() []frame {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]frame(nil), b.frames...)
+}
+
+// longTask is one entry of the Long Tasks API.
+type longTask struct {
+	Start    float64 `json:"start"`
+	Duration float64 `json:"duration"`
+}
+
+func (b *browser) longTasks() ([]longTask, error) {
+	var raw string
+	if err := b.eval(`JSON.stringify(window.__longtasks || null)`, &raw); err != nil {
+		return nil, err
+	}
+	var lt []longTask
+	if err := json.Unmarshal([]byte(raw), &lt); err != nil {
+		return nil, fmt.Errorf("long tasks %q: %w", raw, err)
+	}
+	return lt, nil
+}
+
+// mark returns the startTime of performance mark name (ms since
+// navigation start), or an error if the page has not set it.
+func (b *browser) mark(name string) (float64, error) {
+	var v float64
+	err := b.eval(fmt.Sprintf(`(performance.getEntriesByName(%q)[0] || {startTime: -1}).startTime`, name), &v)
+	if err == nil && v < 0 {
+		err = fmt.Errorf("performance mark %q not set", name)
+	}
+	return v, err
+}
+
+// screenshot saves a PNG of the full page to path.
+func (b *browser) screenshot(path string) error {
+	var png []byte
+	if err := b.run(20*time.Second, chromedp.FullScreenshot(&png, 90)); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(path, png, 0o644)
+}
+
+// drawStroke draws a polyline on canvas #id with pointer events, in
+// canvas pixel coordinates (0..28).
+func drawStroke(id string, pts [][2]float64) chromedp.Action {
+	js, _ := json.Marshal(pts)
+	return chromedp.Evaluate(fmt.Sprintf(`(() => {
+  const el = document.getElementById(%q);
+  const r = el.getBoundingClientRect();
+  const pts = %s;
+  const at = (p) => ({clientX: r.left + p[0]*r.width/28, clientY: r.top + p[1]*r.height/28, bubbles: true, pointerId: 1});
+  el.dispatchEvent(new PointerEvent("pointerdown", at(pts[0])));
+  for (const p of pts.slice(1)) el.dispatchEvent(new PointerEvent("pointermove", at(p)));
+  el.dispatchEvent(new PointerEvent("pointerup", at(pts[pts.length-1])));
+  return true;
+})()`, id, js), nil)
+}
+
+// serve starts an HTTP server for h and returns its URL.
+func serve(t testing.TB, h http.Handler) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return srv
+}

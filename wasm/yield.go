@@ -1,0 +1,68 @@
+//go:build js && wasm
+
+package main
+
+import (
+	"context"
+
+	"browserfl/device"
+	"browserfl/shared/dataset"
+	"browserfl/shared/optim"
+	"browserfl/shared/privacy"
+	"browserfl/wasm/jsw"
+)
+
+// yielding wraps a device half so that a round's work is split into
+// separate browser tasks: the page gives the event loop a turn (paint,
+// input) right before and right after the local computation, so decoding
+// the round, computing the update, and saving and sending it are three
+// tasks instead of one. Go's WebAssembly port runs on the page's only
+// thread; without this a round would be one long task.
+type yielding struct {
+	optim.Device
+	ctx context.Context
+}
+
+func newYielding(ctx context.Context) func(optim.Params) (optim.Device, error) {
+	return func(p optim.Params) (optim.Device, error) {
+		d, err := device.DefaultNewDevice(p)
+		if err != nil {
+			return nil, err
+		}
+		return yielding{Device: d, ctx: ctx}, nil
+	}
+}
+
+// Prepare implements optim.Device.
+func (y yielding) Prepare(r optim.Round, batch []dataset.Sample) (optim.Update, error) {
+	jsw.Yield(y.ctx)
+	t0 := jsw.Now()
+	u, err := y.Device.Prepare(r, batch)
+	jsw.Measure("fl-prepare", t0)
+	jsw.Yield(y.ctx)
+	return u, err
+}
+
+// Ledger implements optim.Accountant when the wrapped device does.
+func (y yielding) Ledger() privacy.Ledger {
+	if a, ok := y.Device.(optim.Accountant); ok {
+		return a.Ledger()
+	}
+	return privacy.Ledger{}
+}
+
+// NextCost implements optim.Accountant.
+func (y yielding) NextCost() float64 {
+	if a, ok := y.Device.(optim.Accountant); ok {
+		return a.NextCost()
+	}
+	return 0
+}
+
+// Participations implements optim.Accountant.
+func (y yielding) Participations() int {
+	if a, ok := y.Device.(optim.Accountant); ok {
+		return a.Participations()
+	}
+	return 0
+}
