@@ -292,23 +292,26 @@ func sample(ids []string, k int, seed uint64, t int) []string {
 }
 
 func (c *Coordinator) runRound(ctx context.Context, t int) error {
-	r := c.server.Next()
-	if r.T != t {
-		return fmt.Errorf("coordinator: server half is at round %d, store committed %d", r.T, t-1)
-	}
 	deadline := time.Duration(c.cfg.Session.DeadlineMillis) * time.Millisecond
-	frame, err := wire.EncodeRound(wire.RoundFrame{T: t, DeadlineMillis: c.cfg.Session.DeadlineMillis, X: r.X, XPrev: r.XPrev})
-	if err != nil {
-		return fmt.Errorf("coordinator: encode round %d: %w", t, err)
-	}
-
 	c.mu.Lock()
 	eligible := c.eligibleLocked()
-	k := min(c.cfg.Session.Cohort, len(eligible))
-	if k < c.cfg.MinDevices {
+	if len(eligible) < c.cfg.MinDevices {
 		c.mu.Unlock()
 		return nil // someone left meanwhile; wait again
 	}
+	// The server half is used only by this goroutine; Next is called once
+	// per round that actually starts.
+	r := c.server.Next()
+	if r.T != t {
+		c.mu.Unlock()
+		return fmt.Errorf("coordinator: server half is at round %d, store committed %d", r.T, t-1)
+	}
+	frame, err := wire.EncodeRound(wire.RoundFrame{T: t, DeadlineMillis: c.cfg.Session.DeadlineMillis, X: r.X, XPrev: r.XPrev})
+	if err != nil {
+		c.mu.Unlock()
+		return fmt.Errorf("coordinator: encode round %d: %w", t, err)
+	}
+	k := min(c.cfg.Session.Cohort, len(eligible))
 	cohort := sample(eligible, k, c.cfg.Seed, t)
 	now := time.Now()
 	or := &openRound{t: t, cohort: make(map[string]bool, k), updates: make(map[string][]byte, k),

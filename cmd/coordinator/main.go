@@ -94,7 +94,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.TLSCert, "tls-cert", "", "TLS certificate file (with -tls-key: serve https and wss)")
 	fs.StringVar(&o.TLSKey, "tls-key", "", "TLS key file")
 	fs.StringVar(&o.DataDir, "data", o.DataDir, "data directory for the embedded store")
-	fs.StringVar(&o.DatasetDir, "dataset", o.DatasetDir, "Fashion-MNIST IDX directory (demo shards and server-side evaluation)")
+	fs.StringVar(&o.DatasetDir, "dataset", o.DatasetDir, "Fashion-MNIST IDX directory (demo shards and server-side evaluation); \"none\": no data (load tests)")
 	fs.StringVar(&o.Index, "index", "", "index.html to serve at / instead of the embedded one (development)")
 	fs.StringVar(&o.JoinCode, "join-code", "", "session join code (default: random, kept in the store)")
 	origins := fs.String("origins", "", "comma-separated extra Origin host patterns allowed to open the websocket (same host is always allowed)")
@@ -201,8 +201,13 @@ func run(args []string, stderr io.Writer) error {
 		return fmt.Errorf("-round-gap %q: want a duration >= 0", o.RoundGap)
 	}
 
-	train, test, err := dataset.LoadFashionMNIST(o.DatasetDir)
-	if err != nil {
+	var train, test dataset.Set
+	if o.DatasetDir == "none" {
+		// Load tests: a 28x28, 10-class model without data: no demo
+		// shards, no evaluation.
+		train.Features, train.Classes = 784, 10
+		o.DemoShards, o.EvalEvery = -1, 0
+	} else if train, test, err = dataset.LoadFashionMNIST(o.DatasetDir); err != nil {
 		return err
 	}
 	sess := o.Session
