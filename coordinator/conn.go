@@ -61,6 +61,28 @@ func (cn *conn) send(f outFrame) bool {
 	}
 }
 
+// sendWait queues f, waiting up to the write timeout for room: the
+// connection's own reader uses it, so a client that floods requests is
+// slowed down by its own replies instead of being dropped.
+func (cn *conn) sendWait(m wire.Message) bool {
+	b, err := wire.EncodeControl(m)
+	if err != nil {
+		return false
+	}
+	t := time.NewTimer(cn.c.lim.WriteTimeout)
+	defer t.Stop()
+	select {
+	case cn.outbox <- outFrame{data: b}:
+		return true
+	case <-cn.done:
+		return false
+	case <-t.C:
+		cn.c.met.slowConsumers.Add(1)
+		cn.shut()
+		return false
+	}
+}
+
 func (cn *conn) sendControl(m wire.Message) bool {
 	b, err := wire.EncodeControl(m)
 	if err != nil {
@@ -77,7 +99,17 @@ func (cn *conn) closeWith(code, reason string) {
 	select {
 	case cn.outbox <- outFrame{close: &closeError{code: code, reason: reason}}:
 	default:
-		cn.shut()
+		// The outbox is full: say why directly (writes are safe
+		// concurrently with the writer goroutine), then close.
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			if b, err := wire.EncodeControl(wire.Error{Code: code, Reason: reason}); err == nil {
+				cn.ws.Write(ctx, websocket.MessageText, b)
+			}
+			cn.ws.Close(closeStatus(code), truncate(code+": "+reason, 120))
+			cn.shut()
+		}()
 	}
 }
 
@@ -232,16 +264,8 @@ func (c *Coordinator) serveConn(ctx context.Context, cn *conn) error {
 	if !ok {
 		return &closeError{code: wire.CodeProtocol, reason: "first message must be hello"}
 	}
-	welcome, err := c.admit(cn, h)
-	if err != nil {
+	if _, err := c.admit(cn, h); err != nil {
 		return err
-	}
-	cn.sendControl(welcome)
-	c.mu.Lock()
-	finished := c.finished
-	c.mu.Unlock()
-	if finished {
-		cn.sendControl(wire.End{Committed: c.Committed()})
 	}
 	lim := wire.Limits{MaxBytes: c.lim.MaxFrameBytes}
 	for {
@@ -277,7 +301,7 @@ func (c *Coordinator) serveConn(ctx context.Context, cn *conn) error {
 			if err != nil {
 				return err
 			}
-			cn.sendControl(dec)
+			cn.sendWait(dec)
 		default:
 			return &closeError{code: wire.CodeProtocol, reason: fmt.Sprintf("unexpected %T after hello", m)}
 		}

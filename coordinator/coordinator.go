@@ -586,6 +586,14 @@ func (c *Coordinator) admit(cn *conn, h wire.Hello) (wire.Welcome, error) {
 		d.round = 0
 	}
 	c.met.connects.Add(1)
+	// Queue the welcome before the lock is released: from now on the
+	// device is eligible, and its first frame must be the welcome.
+	if !cn.sendControl(w) {
+		return wire.Welcome{}, errors.New("could not queue the welcome")
+	}
+	if c.finished {
+		cn.sendControl(wire.End{Committed: c.committed})
+	}
 	c.signal()
 	return w, nil
 }

@@ -97,6 +97,11 @@ func newDevice(t *testing.T, url string, sess wire.SessionParams, i int, f *faul
 		Data:       []dataset.Sample{{X: []float32{0}, Label: 0}},
 		NewDevice:  func(optim.Params) (optim.Device, error) { return fake, nil },
 		MinBackoff: 5 * time.Millisecond, MaxBackoff: 50 * time.Millisecond,
+		OnEvent: func(e device.Event) {
+			if e.Kind == device.EventError {
+				t.Logf("device %d (%.8s): %v", i, e.DeviceID, e.Err)
+			}
+		},
 	}
 	if f != nil {
 		rng := rand.New(rand.NewPCG(99, uint64(i)))
@@ -195,6 +200,10 @@ func TestEndToEndUndisturbed(t *testing.T) {
 	// Undisturbed with a generous deadline: every cohort member is
 	// included, m per round.
 	if want := sess.Rounds * sess.Cohort; total != want {
+		recs, _ := h.store.Rounds(0, 100)
+		for _, r := range recs {
+			t.Logf("round %d: cohort %v included %v latency %v", r.T, r.Cohort, r.Included, r.Committed.Sub(r.Started))
+		}
 		t.Errorf("%d inclusions, want %d", total, want)
 	}
 	checkInvariant(t, h.qs, sess.Cohort, fakes)
@@ -268,4 +277,26 @@ func TestRefusals(t *testing.T) {
 	if err := rt.Run(ctx); !errors.Is(err, device.ErrRefused) {
 		t.Errorf("wrong secret: Run = %v, want ErrRefused", err)
 	}
+}
+
+// TestMinDevicesAboveCohort: a round waits for more devices than it
+// samples (regression: the round loop once spun without starting).
+func TestMinDevicesAboveCohort(t *testing.T) {
+	sess := testSession(4, 6, 2, 4, 2000)
+	h := newHarness(t, sess, 5)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	runErr := make(chan error, 1)
+	go func() { runErr <- h.coord.Run(ctx) }()
+	var rts []*device.Runtime
+	var fakes []*nctest.Device
+	for i := range sess.M {
+		rt, f := newDevice(t, h.wsURL(), sess, i, nil, 0)
+		rts, fakes = append(rts, rt), append(fakes, f)
+	}
+	runDevices(t, ctx, rts)
+	if err := <-runErr; err != nil {
+		t.Fatal(err)
+	}
+	checkInvariant(t, h.qs, sess.Cohort, fakes)
 }
