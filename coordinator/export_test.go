@@ -6,4 +6,3 @@ package coordinator
 func CoordinatorRecord(t int, included ...string) RoundRecord {
 	return RoundRecord{T: t, Cohort: included, Included: included}
 }
-
