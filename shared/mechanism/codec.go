@@ -26,6 +26,8 @@ const (
 	KindDense64 Kind = 2
 	KindSparse  Kind = 3
 	KindQuant   Kind = 4
+	// KindQuantInf has Quant's layout; its norm field is ||x||_inf.
+	KindQuantInf Kind = 5
 )
 
 // MaxDim bounds the dimension a payload may announce (2^26 parameters,
@@ -56,7 +58,7 @@ func Header(payload []byte) (Kind, int, error) {
 		return 0, 0, bad("dimension %d outside [1, %d]", d, MaxDim)
 	}
 	switch k {
-	case KindDense32, KindDense64, KindSparse, KindQuant:
+	case KindDense32, KindDense64, KindSparse, KindQuant, KindQuantInf:
 	default:
 		return 0, 0, bad("unknown kind %d", k)
 	}
@@ -133,7 +135,7 @@ func Decode(dst []float64, payload []byte) error {
 			}
 			dst[ix] = float64(v)
 		}
-	case KindQuant:
+	case KindQuant, KindQuantInf:
 		if len(body) < 9 {
 			return bad("quant body too short")
 		}

@@ -305,20 +305,35 @@ func selectKth(a []float64, k int) float64 {
 // rounded up with probability equal to the fractional part (decided by a
 // 32-bit uniform, so the rounding probability is exact to 2^-32), so
 // E[C(x)] = x. omega = min(d/S^2, sqrt(d)/S) (QSGD Lemma 3.1).
+//
+// With Inf set ("qinf" specs) the scale r is ||x||_inf instead of
+// ||x||_2: the levels then span the largest coordinate rather than the
+// whole vector's norm, which suits dense, noise-dominated vectors (a
+// Gaussian vector's largest coordinate is about 4 sigma, its norm about
+// sigma sqrt(d)). Each coordinate's rounding variance is at most
+// (r/S)^2/4, so omega = d/(4 S^2) (r <= ||x||_2).
 type Quant struct {
 	S    int
+	Inf  bool // scale by the largest |x_i| (payload kind KindQuantInf)
 	bits bool // spec was given in bits
 }
 
 func (c Quant) String() string {
-	if c.bits {
-		return "quant:" + strconv.Itoa(quantBits(c.S)) + "bit"
+	name := "quant:"
+	if c.Inf {
+		name = "qinf:"
 	}
-	return "quant:s=" + strconv.Itoa(c.S)
+	if c.bits {
+		return name + strconv.Itoa(quantBits(c.S)) + "bit"
+	}
+	return name + "s=" + strconv.Itoa(c.S)
 }
 func (Quant) Unbiased() bool { return true }
 func (c Quant) Omega(d int) float64 {
 	s := float64(c.S)
+	if c.Inf {
+		return float64(d) / (4 * s * s)
+	}
 	return math.Min(float64(d)/(s*s), math.Sqrt(float64(d))/s)
 }
 func (c Quant) Size(d int) int { return headerSize + 9 + (d*quantBits(c.S)+7)/8 }
@@ -334,6 +349,13 @@ func (c Quant) Compress(buf []byte, dec, x []float64, rng *Stream) ([]byte, erro
 		return nil, fmt.Errorf("mechanism: quant needs a random stream")
 	}
 	n := Norm(x)
+	kind := KindQuant
+	if c.Inf {
+		n, kind = 0, KindQuantInf
+		for _, v := range x {
+			n = math.Max(n, math.Abs(v))
+		}
+	}
 	r := float32(n)
 	if math.IsInf(float64(r), 0) {
 		return nil, fmt.Errorf("mechanism: norm %g overflows float32", n)
@@ -342,7 +364,7 @@ func (c Quant) Compress(buf []byte, dec, x []float64, rng *Stream) ([]byte, erro
 		r = math.Nextafter32(r, float32(math.Inf(1)))
 	}
 	nb := quantBits(c.S)
-	buf = putHeader(buf[:0], KindQuant, len(x))
+	buf = putHeader(buf[:0], kind, len(x))
 	buf = binary.LittleEndian.AppendUint32(buf, uint32(c.S))
 	buf = append(buf, byte(nb))
 	buf = binary.LittleEndian.AppendUint32(buf, math.Float32bits(r))
@@ -395,6 +417,7 @@ func (s Spec) String() string {
 //	"quant:Bbit"            random quantisation with B bits per coordinate
 //	                        (2 <= B <= 25; s = 2^(B-1) - 1 levels)
 //	"quant:s=S"             random quantisation with S levels (1 <= S <= 2^24)
+//	"qinf:Bbit" | "qinf:s=S" the same, scaled by ||x||_inf instead of ||x||_2
 //	"ef+SPEC"               any of the above under error feedback
 func ParseSpec(spec string) (Spec, error) {
 	orig := spec
@@ -445,27 +468,28 @@ func ParseSpec(spec string) (Spec, error) {
 		} else {
 			out.C = TopK{Frac: frac, K: k}
 		}
-	case "quant":
+	case "quant", "qinf":
 		if !hasArg {
-			return fail("needs bits (quant:8bit) or levels (quant:s=255)")
+			return fail("needs bits (" + name + ":8bit) or levels (" + name + ":s=255)")
 		}
+		inf := name == "qinf"
 		if v, ok := strings.CutPrefix(arg, "s="); ok {
 			n, err := strconv.Atoi(v)
 			if err != nil || n < 1 || n > MaxLevels {
 				return fail("s must be an integer in [1, 2^24]")
 			}
-			out.C = Quant{S: n}
+			out.C = Quant{S: n, Inf: inf}
 		} else if v, ok := strings.CutSuffix(arg, "bit"); ok {
 			b, err := strconv.Atoi(v)
 			if err != nil || b < 2 || b > 25 {
 				return fail("bits must be an integer in [2, 25]")
 			}
-			out.C = Quant{S: 1<<(b-1) - 1, bits: true}
+			out.C = Quant{S: 1<<(b-1) - 1, Inf: inf, bits: true}
 		} else {
 			return fail("argument must be Bbit or s=S")
 		}
 	default:
-		return fail("unknown compressor (want none, f64, randk, topk, quant, optionally ef+...)")
+		return fail("unknown compressor (want none, f64, randk, topk, quant, qinf, optionally ef+...)")
 	}
 	return out, nil
 }

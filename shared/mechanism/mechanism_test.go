@@ -222,7 +222,7 @@ func TestUnbiasedAndOmega(t *testing.T) {
 	const d, R = 20, 20000
 	x := testVector(d, 11)
 	xn2 := Norm(x) * Norm(x)
-	for _, spec := range []string{"randk:0.25", "randk:k=1", "quant:s=1", "quant:4bit", "quant:s=255"} {
+	for _, spec := range []string{"randk:0.25", "randk:k=1", "quant:s=1", "quant:4bit", "quant:s=255", "qinf:s=1", "qinf:3bit"} {
 		t.Run(spec, func(t *testing.T) {
 			c := mustSpec(t, spec).C
 			rng := NewStream(seedOf(12), PurposeCompress)
@@ -251,7 +251,14 @@ func TestUnbiasedAndOmega(t *testing.T) {
 				case RandK:
 					sd = math.Abs(x[i]) * math.Sqrt(omega)
 				case Quant:
-					sd = float64(math.Sqrt(xn2)) / float64(cc.S) / 2 * 1.0000001
+					r := math.Sqrt(xn2)
+					if cc.Inf {
+						r = 0
+						for _, v := range x {
+							r = math.Max(r, math.Abs(v))
+						}
+					}
+					sd = r / float64(cc.S) / 2 * 1.0000001
 				}
 				tol := 5*sd/math.Sqrt(R) + 1e-6*math.Abs(x[i])
 				if math.Abs(mean[i]-x[i]) > tol {
@@ -266,7 +273,7 @@ func TestUnbiasedAndOmega(t *testing.T) {
 	}
 }
 
-var allSpecs = []string{"none", "f64", "randk:0.05", "randk:k=3", "topk:0.01", "topk:k=7", "quant:8bit", "quant:s=255", "quant:2bit", "quant:s=1", "ef+topk:0.01"}
+var allSpecs = []string{"none", "f64", "randk:0.05", "randk:k=3", "topk:0.01", "topk:k=7", "quant:8bit", "quant:s=255", "quant:2bit", "quant:s=1", "qinf:3bit", "qinf:s=1", "ef+topk:0.01", "ef+qinf:3bit"}
 
 func TestSizeExactAndDecodeMatches(t *testing.T) {
 	for _, spec := range allSpecs {
@@ -353,7 +360,7 @@ func TestErrorFeedbackResidualStaysBounded(t *testing.T) {
 	//    guards against the geometric blow-up of an uncorrected unbiased
 	//    compressor, which reaches 1e30 within these 2000 steps.
 	const d, steps = 50, 2000
-	for _, spec := range []string{"randk:0.1", "topk:0.1", "quant:2bit"} {
+	for _, spec := range []string{"randk:0.1", "topk:0.1", "quant:2bit", "qinf:3bit"} {
 		c := mustSpec(t, spec).C
 		rng := NewStream(seedOf(9), PurposeCompress)
 		e, next := make([]float64, d), make([]float64, d)
@@ -408,6 +415,8 @@ func TestParseSpec(t *testing.T) {
 		"quant:8bit":   "quant:8bit",
 		"quant:s=255":  "quant:s=255",
 		"ef+quant:s=3": "ef+quant:s=3",
+		"qinf:3bit":    "qinf:3bit",
+		"ef+qinf:s=7":  "ef+qinf:s=7",
 		"ef+none":      "ef+none",
 	}
 	for in, want := range good {
