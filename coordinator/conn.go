@@ -1,6 +1,7 @@
 package coordinator
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -269,10 +270,38 @@ func (c *Coordinator) serveConn(ctx context.Context, cn *conn) error {
 	}
 	lim := wire.Limits{MaxBytes: c.lim.MaxFrameBytes}
 	for {
-		typ, b, err := cn.ws.Read(ctx)
+		typ, buf, err := readPooled(ctx, cn.ws)
 		if err != nil {
 			return err
 		}
+		err = c.handleFrame(cn, typ, buf.Bytes(), lim)
+		bufPool.Put(buf)
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// bufPool holds read buffers: a frame is read into a pooled buffer, and
+// only an admitted update's payload is copied out of it.
+var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+func readPooled(ctx context.Context, ws *websocket.Conn) (websocket.MessageType, *bytes.Buffer, error) {
+	typ, r, err := ws.Reader(ctx)
+	if err != nil {
+		return 0, nil, err
+	}
+	buf := bufPool.Get().(*bytes.Buffer)
+	buf.Reset()
+	if _, err := buf.ReadFrom(r); err != nil {
+		bufPool.Put(buf)
+		return 0, nil, err
+	}
+	return typ, buf, nil
+}
+
+func (c *Coordinator) handleFrame(cn *conn, typ websocket.MessageType, b []byte, lim wire.Limits) error {
+	{
 		c.met.bytesIn.Add(int64(len(b)))
 		c.met.framesIn.Add(1)
 		if !cn.allow(time.Now()) {
@@ -289,7 +318,7 @@ func (c *Coordinator) serveConn(ctx context.Context, cn *conn) error {
 				}
 				return &closeError{code: wire.CodeProtocol, reason: err.Error()}
 			}
-			continue
+			return nil
 		}
 		m, err := wire.DecodeControl(b)
 		if err != nil {
@@ -302,6 +331,7 @@ func (c *Coordinator) serveConn(ctx context.Context, cn *conn) error {
 				return err
 			}
 			cn.sendWait(dec)
+			return nil
 		default:
 			return &closeError{code: wire.CodeProtocol, reason: fmt.Sprintf("unexpected %T after hello", m)}
 		}

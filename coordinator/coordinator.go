@@ -117,6 +117,8 @@ type Coordinator struct {
 	// wire round frame (X = model, T = committed), for /api/model.
 	modelFrame []byte
 	changed    chan struct{} // signalled when eligibility may have changed
+	scratch    []float64     // payload validation buffer (guarded by mu)
+	nconn      int           // devices with a connection
 }
 
 type evalPoint struct {
@@ -462,7 +464,10 @@ func (c *Coordinator) acceptUpdate(cn *conn, u wire.UpdateFrame, frameLen int) e
 	}
 	// Validate the payload with the mechanism's decoder before it can
 	// reach the server half: a bad payload never touches the model.
-	if err := mechanism.Decode(make([]float64, c.cfg.Session.Dim), u.Payload); err != nil {
+	if c.scratch == nil {
+		c.scratch = make([]float64, c.cfg.Session.Dim)
+	}
+	if err := mechanism.Decode(c.scratch, u.Payload); err != nil {
 		return fmt.Errorf("%w: update payload: %v", wire.ErrBadFrame, err)
 	}
 	or.updates[cn.id] = slices.Clone(u.Payload)
@@ -554,6 +559,8 @@ func (c *Coordinator) admit(cn *conn, h wire.Hello) (wire.Welcome, error) {
 	if d.conn != nil {
 		old := d.conn
 		old.closeWith(wire.CodeDuplicate, "the device opened another connection")
+	} else {
+		c.nconn++
 	}
 	d.conn = cn
 	w.Committed = c.committed
@@ -598,15 +605,7 @@ func (c *Coordinator) admit(cn *conn, h wire.Hello) (wire.Welcome, error) {
 	return w, nil
 }
 
-func (c *Coordinator) connectedLocked() int {
-	n := 0
-	for _, d := range c.devices {
-		if d.conn != nil {
-			n++
-		}
-	}
-	return n
-}
+func (c *Coordinator) connectedLocked() int { return c.nconn }
 
 // status answers a status query for round t from device id.
 func (c *Coordinator) status(id string, t int) (wire.Decision, error) {
@@ -636,6 +635,7 @@ func (c *Coordinator) disconnected(cn *conn) {
 	defer c.mu.Unlock()
 	if d := c.devices[cn.id]; d != nil && d.conn == cn {
 		d.conn = nil
+		c.nconn--
 	}
 }
 

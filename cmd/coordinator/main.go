@@ -23,6 +23,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/pprof"
 	"strings"
 	"syscall"
 	"time"
@@ -69,6 +70,7 @@ type options struct {
 	MaxDevices  int      `json:"max_devices"`
 	MsgRate     float64  `json:"msg_rate"`
 	Reset       bool     `json:"-"`
+	cpuProfile  string
 	LogLevel    string   `json:"log_level"`
 	// Session holds the algorithm parameters (the same names as
 	// optim.Params / wire.SessionParams).
@@ -110,6 +112,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.Float64Var(&o.MsgRate, "msg-rate", 0, "messages per second per connection (0 = 20)")
 	fs.BoolVar(&o.Reset, "reset", false, "delete the stored session state first")
 	fs.StringVar(&o.LogLevel, "log-level", o.LogLevel, "log level: debug, info, warn, error")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile to this file until shutdown (measurements)")
 	p := &o.Session
 	fs.StringVar(&p.Name, "name", p.Name, "session name")
 	fs.StringVar(&p.Algorithm, "algorithm", p.Algorithm, "algorithm: "+strings.Join(optim.Names(), ", "))
@@ -176,6 +179,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 			}
 		}
 	}
+	o.cpuProfile = *cpuProfile
 	if (o.TLSCert == "") != (o.TLSKey == "") {
 		return o, errors.New("-tls-cert and -tls-key go together")
 	}
@@ -186,6 +190,17 @@ func run(args []string, stderr io.Writer) error {
 	o, err := parse(args, stderr)
 	if err != nil {
 		return err
+	}
+	if o.cpuProfile != "" {
+		f, err := os.Create(o.cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(o.LogLevel)); err != nil {

@@ -77,6 +77,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&o.compressor, "compressor", "", "uplink compressor spec")
 	fs.DurationVar(&o.stagger, "stagger", 2*time.Millisecond, "delay between device connections")
 	fs.IntVar(&o.baselineRep, "baseline-reps", 10, "repetitions of the loopback baseline")
+	extra := fs.String("coordinator-args", "", "extra coordinator flags, space separated (e.g. -cpuprofile /tmp/c.prof)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -105,6 +106,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	if o.compressor != "" {
 		cargs = append(cargs, "-compressor", o.compressor)
 	}
+	cargs = append(cargs, strings.Fields(*extra)...)
 	cmd := exec.Command(o.coordinator, cargs...)
 	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
