@@ -76,10 +76,16 @@ func run(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&o.algorithm, "algorithm", "nc", "algorithm")
 	fs.StringVar(&o.compressor, "compressor", "", "uplink compressor spec")
 	fs.DurationVar(&o.stagger, "stagger", 2*time.Millisecond, "delay between device connections")
-	fs.IntVar(&o.baselineRep, "baseline-reps", 10, "repetitions of the loopback baseline")
+	fs.IntVar(&o.baselineRep, "baseline-reps", 50, "repetitions of the loopback baseline")
 	extra := fs.String("coordinator-args", "", "extra coordinator flags, space separated (e.g. -cpuprofile /tmp/c.prof)")
+	bsrv := fs.String("baseline-server", "", "internal: run the baseline's server side on this address")
+	boutSize := fs.Int("baseline-out", 0, "internal: baseline frame size out")
+	binSize := fs.Int("baseline-in", 0, "internal: baseline frame size in")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *bsrv != "" {
+		return baselineServer(*bsrv, o.m, *boutSize, *binSize, o.baselineRep, stdout)
 	}
 	n := o.n
 	if o.idle > 0 {
@@ -240,19 +246,21 @@ func run(args []string, stdout, stderr io.Writer) error {
 		float64(prepNanos.Load())/1e6/float64(o.T))
 	cancel()
 
-	// Baseline: the same frames over loopback websockets, no coordinator
-	// logic: a server writes an assignment-sized frame to m clients and
-	// waits for an update-sized reply from each.
-	inPer := float64(bin) / float64(included)
-	outPer := float64(bout) / float64(o.T*o.m)
-	bl, err := baseline(o.m, int(outPer), int(inPer), o.baselineRep)
+	// Baseline: the same frames over loopback websockets with no
+	// coordinator logic. Its server side runs in its own process (this
+	// binary with -baseline-server) so that its CPU is measured the same
+	// way as the coordinator's: it writes an assignment-sized frame to m
+	// clients and waits for an update-sized reply from each, reps times.
+	inPer := int(float64(bin) / float64(included))
+	outPer := int(float64(bout) / float64(o.T*o.m))
+	bl, err := runBaseline(o.m, outPer, inPer, o.baselineRep)
 	if err != nil {
 		return fmt.Errorf("baseline: %w", err)
 	}
-	fmt.Fprintf(stdout, "loopback baseline (same %d x (%d B out + %d B in) frames, websockets, no logic): median %.1f ms\n",
-		o.m, int(outPer), int(inPer), bl.Seconds()*1000)
-	fmt.Fprintf(stdout, "ratio coordinator round p50 / baseline: %.2f\n", p50/(bl.Seconds()*1000))
-	fmt.Fprintf(stdout, "ratio coordinator CPU per round / baseline wall: %.2f\n", cpuPerRound/bl.Seconds())
+	fmt.Fprintf(stdout, "loopback baseline (%d x (%d B out + %d B in) websocket frames, no logic, server in its own process): wall median %.1f ms, server CPU %.1f ms per round\n",
+		o.m, outPer, inPer, bl.wallMs, bl.cpuMs)
+	fmt.Fprintf(stdout, "ratio coordinator CPU per round / baseline server CPU per round: %.2f\n", cpuPerRound*1000/bl.cpuMs)
+	fmt.Fprintf(stdout, "ratio coordinator round p50 / baseline wall: %.2f (the round includes the devices' compute)\n", p50/bl.wallMs)
 	return nil
 }
 
@@ -346,37 +354,45 @@ func procCPU(pid int) (float64, error) {
 	return (ut + st) / 100, nil
 }
 
-// baseline measures the median time, over reps, for a websocket server on
-// loopback to send an outBytes frame to each of m clients and receive an
-// inBytes frame back from each.
-func baseline(m, outBytes, inBytes, reps int) (time.Duration, error) {
-	out := make([]byte, outBytes)
-	in := make([]byte, inBytes)
-	type srvConn struct{ ws *websocket.Conn }
-	conns := make(chan *websocket.Conn, m)
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ws, err := websocket.Accept(w, r, nil)
-		if err != nil {
-			return
-		}
-		ws.SetReadLimit(int64(inBytes + 1024))
-		conns <- ws
-		<-r.Context().Done()
-	})}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+type baselineResult struct{ wallMs, cpuMs float64 }
+
+// runBaseline starts the baseline server as a child process, connects m
+// echoing clients and reads the server's measurements.
+func runBaseline(m, outBytes, inBytes, reps int) (baselineResult, error) {
+	addr, err := freeAddr()
 	if err != nil {
-		return 0, err
+		return baselineResult{}, err
 	}
-	go srv.Serve(ln)
-	defer srv.Close()
+	self, err := os.Executable()
+	if err != nil {
+		return baselineResult{}, err
+	}
+	cmd := exec.Command(self, "-baseline-server", addr, "-m", strconv.Itoa(m), "-baseline-out", strconv.Itoa(outBytes),
+		"-baseline-in", strconv.Itoa(inBytes), "-baseline-reps", strconv.Itoa(reps))
+	var out strings.Builder
+	cmd.Stdout = &out
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		return baselineResult{}, err
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	for range m {
-		c, _, err := websocket.Dial(ctx, "ws://"+ln.Addr().String(), nil)
+	in := make([]byte, inBytes)
+	var conns []*websocket.Conn
+	deadline := time.Now().Add(10 * time.Second)
+	for len(conns) < m {
+		c, _, err := websocket.Dial(ctx, "ws://"+addr, nil)
 		if err != nil {
-			return 0, err
+			if time.Now().After(deadline) {
+				cmd.Process.Kill()
+				cmd.Wait()
+				return baselineResult{}, err
+			}
+			time.Sleep(50 * time.Millisecond)
+			continue
 		}
 		c.SetReadLimit(int64(outBytes + 1024))
+		conns = append(conns, c)
 		go func() {
 			for {
 				if _, _, err := c.Read(ctx); err != nil {
@@ -388,13 +404,45 @@ func baseline(m, outBytes, inBytes, reps int) (time.Duration, error) {
 			}
 		}()
 	}
+	if err := cmd.Wait(); err != nil {
+		return baselineResult{}, err
+	}
+	var r baselineResult
+	if _, err := fmt.Sscan(out.String(), &r.wallMs, &r.cpuMs); err != nil {
+		return baselineResult{}, fmt.Errorf("baseline server output %q: %w", out.String(), err)
+	}
+	return r, nil
+}
+
+// baselineServer accepts m websocket clients on addr, then reps times
+// writes an outBytes frame to each and waits for an inBytes reply from
+// each; it prints the median wall time per round and its own CPU per
+// round, both in ms.
+func baselineServer(addr string, m, outBytes, inBytes, reps int, stdout io.Writer) error {
+	out := make([]byte, outBytes)
+	conns := make(chan *websocket.Conn, m)
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ws, err := websocket.Accept(w, r, nil)
+		if err != nil {
+			return
+		}
+		ws.SetReadLimit(int64(inBytes + 1024))
+		conns <- ws
+		<-r.Context().Done()
+	})}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	go srv.Serve(ln)
+	defer srv.Close()
+	ctx := context.Background()
 	server := make([]*websocket.Conn, m)
 	for i := range server {
 		server[i] = <-conns
 	}
-	var times []time.Duration
-	for range reps {
-		t0 := time.Now()
+	// One warm-up round, then the measured ones.
+	round := func() {
 		var wg sync.WaitGroup
 		for _, ws := range server {
 			wg.Add(1)
@@ -405,8 +453,23 @@ func baseline(m, outBytes, inBytes, reps int) (time.Duration, error) {
 			}()
 		}
 		wg.Wait()
-		times = append(times, time.Since(t0))
+	}
+	round()
+	cpu0, err := procCPU(os.Getpid())
+	if err != nil {
+		return err
+	}
+	var times []float64
+	for range reps {
+		t0 := time.Now()
+		round()
+		times = append(times, float64(time.Since(t0).Microseconds())/1000)
+	}
+	cpu1, err := procCPU(os.Getpid())
+	if err != nil {
+		return err
 	}
 	slices.Sort(times)
-	return times[len(times)/2], nil
+	fmt.Fprintf(stdout, "%f %f\n", times[len(times)/2], (cpu1-cpu0)*1000/float64(reps))
+	return nil
 }
