@@ -99,12 +99,12 @@ func TestSampleIndexFinds(t *testing.T) {
 }
 
 // checkFrames asserts that no outgoing websocket frame of any page
-// contains a sample's bytes, and that pages sent something at all.
-func checkFrames(t *testing.T, bs []*browser, sets []dataset.Set) {
+// (pages[i] holds page i's frames) contains any page's sample bytes, and
+// that every page sent updates at all.
+func checkFrames(t *testing.T, pages [][]frame, sets []dataset.Set) {
 	t.Helper()
 	ix := newSampleIndex(sets)
-	for i, b := range bs {
-		frames := b.sent()
+	for i, frames := range pages {
 		var text, bin, bytes int
 		for k, f := range frames {
 			if f.Opcode == 1 {
@@ -139,14 +139,13 @@ func checkFrames(t *testing.T, bs []*browser, sets []dataset.Set) {
 // The sent count n undercounts N_i only if a release was prepared and
 // never sent, which makes sigma_n (increasing in n) a lower value: the
 // bound stays valid.
-func checkNoised(t *testing.T, sc *scripted, p wire.SessionParams) {
+func checkNoised(t *testing.T, ups []sentUpdate, p wire.SessionParams) {
 	t.Helper()
 	op := device.Params(p)
 	d := float64(p.Dim)
 	n := map[string]int{}
-	ups := sc.updatesSeen()
 	if len(ups) == 0 {
-		t.Fatal("no updates reached the coordinator")
+		t.Fatal("no updates to check")
 	}
 	var minRatio = math.Inf(1)
 	for _, u := range ups {
@@ -172,14 +171,12 @@ func checkNoised(t *testing.T, sc *scripted, p wire.SessionParams) {
 // lost or duplicated noise state would leave a Gaussian vector of norm
 // about sigma sqrt(d) > 2.7 per missing term. The float32 wire encoding
 // adds at most 2^-24 relative error per coordinate; 1e-3 per message
-// covers it.
-func checkInvariant(t *testing.T, sc *scripted, bs []*browser, code string, p wire.SessionParams) {
+// covers it. ups are the updates the pages sent (each page's own frames);
+// included says whether the coordinator included device id's update of
+// round t.
+func checkInvariant(t *testing.T, ups []sentUpdate, included func(t int, id string) bool, bs []*browser, code string, p wire.SessionParams) {
 	t.Helper()
 	op := device.Params(p)
-	ups := sc.updatesSeen()
-	sc.mu.Lock()
-	results := sc.results
-	sc.mu.Unlock()
 	for i, b := range bs {
 		st, dv := storedDevice(t, b, code, p)
 		in, ok := dv.(optim.Introspector)
@@ -193,7 +190,7 @@ func checkInvariant(t *testing.T, sc *scripted, bs []*browser, code string, p wi
 		sum := make([]float64, p.Dim)
 		k := 0
 		for _, u := range ups {
-			if u.Device == st.DeviceID && results[u.T][u.Device] {
+			if u.Device == st.DeviceID && included(u.T, u.Device) {
 				k++
 				for j, v := range u.Vec {
 					sum[j] += v
@@ -216,6 +213,55 @@ func checkInvariant(t *testing.T, sc *scripted, bs []*browser, code string, p wi
 	}
 }
 
+// frameUpdates decodes the update frames a page sent (as captured by
+// the DevTools protocol) and labels them with device id.
+func frameUpdates(t *testing.T, frames []frame, id string, dim int) []sentUpdate {
+	t.Helper()
+	var out []sentUpdate
+	for _, f := range frames {
+		if f.Opcode != 2 {
+			continue
+		}
+		u, err := wire.DecodeUpdate(f.Data, wire.Limits{MaxBytes: 8 << 20})
+		if err != nil {
+			t.Errorf("device %s sent a binary frame that is not an update: %v", id, err)
+			continue
+		}
+		vec := make([]float64, dim)
+		if err := mechanism.Decode(vec, u.Payload); err != nil {
+			t.Errorf("device %s round %d: payload: %v", id, u.T, err)
+			continue
+		}
+		out = append(out, sentUpdate{Device: id, T: u.T, Vec: vec})
+	}
+	return out
+}
+
+// taskReport is what the Long Tasks API and the page's performance
+// entries say about one page, read before the test itself evaluates
+// anything heavy in the page (reading IndexedDB from the test runs on the
+// page's main thread and would show up as a long task of its own).
+type taskReport struct {
+	tasks []longTask
+	train float64 // the "fl-train" mark
+	parts string  // the page's own measures: prepare, render, save
+}
+
+func readTasks(t *testing.T, b *browser) taskReport {
+	t.Helper()
+	lt, err := b.longTasks()
+	if err != nil {
+		t.Fatal(err)
+	}
+	train, err := b.mark("fl-train")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var parts string
+	b.eval(`["fl-prepare", "fl-render", "fl-save"].map(n => n + " max " + Math.round(Math.max(0, ...performance.getEntriesByName(n).map(e => e.duration))) + " ms").join(", ")`, &parts)
+	return taskReport{tasks: lt, train: train, parts: parts}
+}
+
 // checkLongTasks asserts that no task after training started took more
 // than 200 ms (the Long Tasks API reports every task over 50 ms). Tasks
 // before the page's "fl-train" mark (compiling the WebAssembly module,
@@ -223,30 +269,20 @@ func checkInvariant(t *testing.T, sc *scripted, bs []*browser, code string, p wi
 // not the local computation the goal is about. Wall-clock durations
 // include time the page waited for a CPU core, so this check is
 // conservative on a loaded machine.
-func checkLongTasks(t *testing.T, bs []*browser) {
+func checkLongTasks(t *testing.T, reps []taskReport) {
 	t.Helper()
-	for i, b := range bs {
-		lt, err := b.longTasks()
-		if err != nil {
-			t.Fatalf("page %d: %v", i, err)
-		}
-		train, err := b.mark("fl-train")
-		if err != nil {
-			t.Fatalf("page %d: %v", i, err)
-		}
+	for i, r := range reps {
 		var worstStart, worstTrain float64
 		var nTrain int
-		for _, e := range lt {
-			if e.Start < train {
+		for _, e := range r.tasks {
+			if e.Start < r.train {
 				worstStart = math.Max(worstStart, e.Duration)
 				continue
 			}
 			nTrain++
 			worstTrain = math.Max(worstTrain, e.Duration)
 		}
-		var parts string
-		b.eval(`["fl-prepare", "fl-render", "fl-save"].map(n => n + " max " + Math.round(Math.max(0, ...performance.getEntriesByName(n).map(e => e.duration))) + " ms").join(", ") + " prepares: " + performance.getEntriesByName("fl-prepare").map(e => Math.round(e.duration)).join(" ")`, &parts)
-		t.Logf("page %d: start-up: longest task %.0f ms; training: %d long tasks (> 50 ms), longest %.0f ms (%s)", i, worstStart, nTrain, worstTrain, parts)
+		t.Logf("page %d: start-up: longest task %.0f ms; training: %d long tasks (> 50 ms), longest %.0f ms (%s)", i, worstStart, nTrain, worstTrain, r.parts)
 		if worstTrain > 200 {
 			t.Errorf("page %d: a task took %.0f ms during training (> 200 ms): the page froze", i, worstTrain)
 		}

@@ -50,6 +50,7 @@ type scripted struct {
 	sent     []sentUpdate // every update received, decoded
 	changed  chan struct{}
 	start    time.Time
+	assigned map[string]int // device -> round assignments sent
 	stopped  bool
 }
 
@@ -62,6 +63,8 @@ type lies struct {
 	// place of the session's real one (the consent screen saw the real
 	// one at /api/session).
 	ClaimRhoPaper float64
+	// ExtraRounds sends this many round ids beyond T after the session.
+	ExtraRounds int
 }
 
 type accPoint struct {
@@ -95,7 +98,7 @@ func newScripted(t *testing.T, p wire.SessionParams, code string, shards []datas
 		t.Fatal(err)
 	}
 	return &scripted{t: t, params: p, code: code, shards: shards, test: test, lie: l, server: srv, model: m,
-		conns: map[string]*sconn{}, secrets: map[string]string{}, results: map[int]map[string]bool{},
+		conns: map[string]*sconn{}, secrets: map[string]string{}, results: map[int]map[string]bool{}, assigned: map[string]int{},
 		changed: make(chan struct{}, 1)}
 }
 
@@ -302,6 +305,16 @@ func (s *scripted) run(ctx context.Context) error {
 			}
 		}
 	}
+	for k := 1; k <= s.lie.ExtraRounds; k++ {
+		cohort, err := s.waitCohort(ctx)
+		if err != nil {
+			return err
+		}
+		rf := s.nextRound(s.params.Rounds + k)
+		if err := s.playRound(ctx, s.params.Rounds+k, rf, cohort); err != nil {
+			return err
+		}
+	}
 	s.mu.Lock()
 	conns := make([]*sconn, 0, len(s.conns))
 	for _, c := range s.conns {
@@ -317,6 +330,10 @@ func (s *scripted) run(ctx context.Context) error {
 func (s *scripted) nextRound(t int) wire.RoundFrame {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if t > s.params.Rounds { // a lie: the server half has no such round
+		m := s.server.Model()
+		return wire.RoundFrame{T: t, DeadlineMillis: 2000, X: m, XPrev: m}
+	}
 	r := s.server.Next()
 	if r.T != t {
 		s.t.Errorf("scripted coordinator: server round %d, want %d", r.T, t)
@@ -358,13 +375,16 @@ func (s *scripted) playRound(ctx context.Context, t int, rf wire.RoundFrame, coh
 	s.round, s.updates = t, map[string][]byte{}
 	s.mu.Unlock()
 	for _, c := range cohort {
+		s.mu.Lock()
+		s.assigned[c.id]++
+		s.mu.Unlock()
 		wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		c.ws.Write(wctx, websocket.MessageBinary, frame)
 		cancel()
 	}
 	deadline := time.After(time.Duration(rf.DeadlineMillis) * time.Millisecond)
-	if replay {
-		deadline = time.After(2 * time.Second) // honest devices stay silent
+	if replay || t > s.params.Rounds {
+		deadline = time.After(time.Second) // honest devices stay silent
 	}
 wait:
 	for {
@@ -388,6 +408,11 @@ wait:
 		if len(s.updates) > 0 {
 			s.t.Errorf("round %d replayed: %d device(s) answered it again", t, len(s.updates))
 		}
+		s.round, s.updates = 0, nil
+		s.mu.Unlock()
+		return nil
+	}
+	if t > s.params.Rounds {
 		s.round, s.updates = 0, nil
 		s.mu.Unlock()
 		return nil
@@ -426,6 +451,13 @@ func (s *scripted) accuracy() (float64, int) {
 		return 0, 0
 	}
 	return s.acc[len(s.acc)-1].Accuracy, len(s.acc)
+}
+
+// asked returns how many round assignments device id was sent.
+func (s *scripted) asked(id string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.assigned[id]
 }
 
 func (s *scripted) updatesSeen() []sentUpdate {

@@ -3,6 +3,7 @@
 package main
 
 import (
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"net/url"
@@ -46,6 +47,17 @@ func (a *app) loadData() error {
 	return nil
 }
 
+// shuffle permutes a new source once, with a seed from crypto/rand,
+// before it is stored (see local.Shuffle).
+func shuffle(s dataset.Set) error {
+	var seed [32]byte
+	if _, err := rand.Read(seed[:]); err != nil {
+		return fmt.Errorf("shuffle seed: %w", err)
+	}
+	local.Shuffle(s, seed)
+	return nil
+}
+
 // save stores source src (replacing what was there) and publishes it.
 func (a *app) save(src string, s dataset.Set) error {
 	im, lab, err := local.Encode(s)
@@ -79,6 +91,9 @@ func (a *app) LoadDemo() {
 			if err == nil {
 				var s dataset.Set
 				s, err = local.Decode("demo", im, lab)
+				if err == nil {
+					err = shuffle(s)
+				}
 				if err == nil {
 					err = a.save("demo", s)
 				}
@@ -153,6 +168,10 @@ func (a *app) FilesPicked(ev vugu.DOMEvent) {
 		res, err := local.Parse(files)
 		if err != nil {
 			a.update(func(s *ui.State) { s.Data.Busy = "" })
+			a.fail("Files", err)
+			return
+		}
+		if err := shuffle(res.Set); err != nil {
 			a.fail("Files", err)
 			return
 		}

@@ -99,7 +99,7 @@ func (t *trainer) run() {
 		Data:      data,
 		Budget:    a.consent.Rho,
 		OnEvent:   t.onEvent,
-		NewDevice: newYielding(t.ctx),
+		NewDevice: newYielding(t.ctx, len(data)),
 	})
 	if err != nil {
 		a.fail("Device", err)
@@ -165,6 +165,9 @@ func (t *trainer) publish(e device.Event, stepMillis float64) {
 		s.Train.EpsSpent = eps
 		s.Train.Joined = joined
 		s.Data.Used = min(st.Cursor, s.Data.Count)
+		if s.Train.Done {
+			return // the runtime has stopped: keep its final word
+		}
 		switch e.Kind {
 		case device.EventConnected:
 			s.Train.Conn = "connected"

@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"errors"
 
 	"browserfl/device"
 	"browserfl/shared/dataset"
@@ -18,23 +19,37 @@ import (
 // the round, computing the update, and saving and sending it are three
 // tasks instead of one. Go's WebAssembly port runs on the page's only
 // thread; without this a round would be one long task.
+//
+// It also enforces single-pass use of the page's samples: the runtime
+// takes batches in order from a cursor that starts at 0 and advances by b
+// per prepared release, so release n+1 would reuse a sample once
+// (n+1) b > the number of samples; Prepare then refuses, before any
+// computation, and the runtime leaves the session.
 type yielding struct {
 	optim.Device
-	ctx context.Context
+	ctx     context.Context
+	batch   int // b
+	samples int // samples stored in the page
 }
 
-func newYielding(ctx context.Context) func(optim.Params) (optim.Device, error) {
+// errDataUsed is returned by Prepare once every sample has been used.
+var errDataUsed = errors.New("every local sample has been used once (single pass): this page takes part in no more rounds")
+
+func newYielding(ctx context.Context, samples int) func(optim.Params) (optim.Device, error) {
 	return func(p optim.Params) (optim.Device, error) {
 		d, err := device.DefaultNewDevice(p)
 		if err != nil {
 			return nil, err
 		}
-		return yielding{Device: d, ctx: ctx}, nil
+		return yielding{Device: d, ctx: ctx, batch: p.Batch, samples: samples}, nil
 	}
 }
 
 // Prepare implements optim.Device.
 func (y yielding) Prepare(r optim.Round, batch []dataset.Sample) (optim.Update, error) {
+	if (y.Participations()+1)*y.batch > y.samples {
+		return optim.Update{}, errDataUsed
+	}
 	jsw.Yield(y.ctx)
 	t0 := jsw.Now()
 	u, err := y.Device.Prepare(r, batch)

@@ -9,6 +9,7 @@ import (
 	_ "image/gif" // register decoders for picked images
 	_ "image/jpeg"
 	_ "image/png"
+	"math/rand/v2"
 	"path"
 	"sort"
 	"strconv"
@@ -254,4 +255,13 @@ func Join(name string, sets ...dataset.Set) dataset.Set {
 		out.Samples = append(out.Samples, s.Samples...)
 	}
 	return out
+}
+
+// Shuffle permutes s's samples in place with a ChaCha8 stream from seed.
+// The page shuffles a source once, before storing it: the runtime takes
+// batches in storage order, and a shard sorted by label (as a
+// partitioner may return it) would otherwise feed one class per round.
+func Shuffle(s dataset.Set, seed [32]byte) {
+	r := rand.New(rand.NewChaCha8(seed))
+	r.Shuffle(len(s.Samples), func(i, j int) { s.Samples[i], s.Samples[j] = s.Samples[j], s.Samples[i] })
 }

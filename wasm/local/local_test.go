@@ -153,3 +153,30 @@ func TestFromRGBA(t *testing.T) {
 		t.Fatal("wrong size accepted")
 	}
 }
+
+func TestShuffleIsAPermutation(t *testing.T) {
+	s := testSet(50, 9)
+	before := map[float32]int{}
+	for _, smp := range s.Samples {
+		before[smp.X[0]+float32(smp.Label)*1000]++
+	}
+	Shuffle(s, [32]byte{1})
+	moved := 0
+	ref := testSet(50, 9)
+	for i, smp := range s.Samples {
+		before[smp.X[0]+float32(smp.Label)*1000]--
+		if smp.X[0] != ref.Samples[i].X[0] {
+			moved++
+		}
+	}
+	for k, n := range before {
+		if n != 0 {
+			t.Fatalf("sample %v count changed by %d", k, -n)
+		}
+	}
+	// A uniform permutation of 50 leaves about one element in place; 40
+	// fixed points has probability far below 1e-30.
+	if moved < 10 {
+		t.Fatalf("only %d of 50 samples moved", moved)
+	}
+}

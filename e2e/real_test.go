@@ -1,0 +1,358 @@
+package e2e
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"browserfl/coordinator"
+	"browserfl/shared/dataset"
+	"browserfl/wasm/local"
+)
+
+// coordBin builds cmd/coordinator once per test binary.
+var coordBin struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+func coordinatorBinary(t *testing.T) string {
+	t.Helper()
+	coordBin.once.Do(func() {
+		dir, err := os.MkdirTemp("", "browserfl-e2e-bin-")
+		if err != nil {
+			coordBin.err = err
+			return
+		}
+		coordBin.path = filepath.Join(dir, "coordinator")
+		cmd := exec.Command("go", "build", "-o", coordBin.path, "./cmd/coordinator")
+		cmd.Dir = repoRoot()
+		if out, err := cmd.CombinedOutput(); err != nil {
+			coordBin.err = fmt.Errorf("building cmd/coordinator: %v\n%s", err, out)
+		}
+	})
+	if coordBin.err != nil {
+		t.Fatal(coordBin.err)
+	}
+	return coordBin.path
+}
+
+// process is the real coordinator running as its own process, so the
+// test can kill it (SIGKILL: no shutdown path runs) and start it again on
+// the same address and data directory.
+type process struct {
+	t       *testing.T
+	bin     string
+	addr    string
+	dataDir string
+	args    []string
+	cmd     *exec.Cmd
+	exited  chan error
+	log     *os.File
+}
+
+func (p *process) start() {
+	p.t.Helper()
+	args := append([]string{"-listen", p.addr, "-data", p.dataDir}, p.args...)
+	p.cmd = exec.Command(p.bin, args...)
+	p.cmd.Stdout, p.cmd.Stderr = p.log, p.log
+	if err := p.cmd.Start(); err != nil {
+		p.t.Fatal(err)
+	}
+	p.exited = make(chan error, 1)
+	go func(c *exec.Cmd, ch chan error) { ch <- c.Wait() }(p.cmd, p.exited)
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		if r, err := http.Get("http://" + p.addr + "/healthz"); err == nil {
+			r.Body.Close()
+			if r.StatusCode == 200 {
+				return
+			}
+		}
+		select {
+		case err := <-p.exited:
+			p.t.Fatalf("coordinator exited at start: %v (log %s)", err, p.log.Name())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	p.t.Fatalf("coordinator not healthy after 60 s (log %s)", p.log.Name())
+}
+
+func (p *process) kill() {
+	p.cmd.Process.Kill()
+	<-p.exited
+}
+
+// stop ends it with SIGTERM (it finishes, then serves the dashboard).
+func (p *process) stop() {
+	p.cmd.Process.Signal(os.Interrupt)
+	select {
+	case <-p.exited:
+	case <-time.After(10 * time.Second):
+		p.kill()
+	}
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// proxyTo forwards every request (websockets included) to addr, keeping
+// the Host header so the coordinator's same-origin check sees the page's
+// own origin.
+func proxyTo(addr string) http.Handler {
+	target := &url.URL{Scheme: "http", Host: addr}
+	return &httputil.ReverseProxy{
+		Rewrite: func(r *httputil.ProxyRequest) {
+			r.SetURL(target)
+			r.Out.Host = r.In.Host
+		},
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			http.Error(w, "coordinator unavailable", http.StatusBadGateway)
+		},
+	}
+}
+
+// pageData reads the samples a page stored (IndexedDB), for the frame
+// check: these are the bytes that must never leave.
+func pageData(t *testing.T, b *browser, code, src string) dataset.Set {
+	t.Helper()
+	read := func(key string) []byte {
+		var raw []int
+		expr := fmt.Sprintf(`new Promise((ok, fail) => {
+  const r = indexedDB.open(%q);
+  r.onerror = () => fail(String(r.error));
+  r.onsuccess = () => {
+    const g = r.result.transaction("kv").objectStore("kv").get(%q);
+    g.onsuccess = () => { const v = g.result; r.result.close(); ok(v ? Array.from(v) : []); };
+    g.onerror = () => fail(String(g.error));
+  };
+})`, "browserfl:"+code, key)
+		if err := b.run(60*time.Second, chromedp.Evaluate(expr, &raw, awaitPromise)); err != nil {
+			t.Fatalf("reading %s: %v", key, err)
+		}
+		out := make([]byte, len(raw))
+		for i, v := range raw {
+			out[i] = byte(v)
+		}
+		return out
+	}
+	s, err := local.Decode(src, read("data/"+src+"/images"), read("data/"+src+"/labels"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// TestBrowserSession is item 7 of the browser issue, against the real
+// coordinator (cmd/coordinator as a process): five pages, each with its
+// own Chromium profile, join with the demo data and train the default
+// algorithm to a stated accuracy; one page is reloaded and another's
+// browser is closed and restarted mid-session; the coordinator is killed
+// (SIGKILL) and restarted mid-session; afterwards every outgoing frame is
+// checked for sample bytes, every update for noise, every page's stored
+// noise state against what the coordinator included, and the Long Tasks
+// of every page.
+func TestBrowserSession(t *testing.T) {
+	webDir := pageBuild(t)
+	bin := coordinatorBinary(t)
+	const pages = 5
+	const code = "E2E5"
+	p := e2eSession(pages)
+	logf, err := os.CreateTemp("", "browserfl-e2e-coordinator-*.log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logf.Close()
+	coord := &process{t: t, bin: bin, addr: freeAddr(t), dataDir: t.TempDir(), log: logf, args: []string{
+		"-join-code", code, "-dataset", fashionDir, "-eval-every", "1", "-eval-samples", "1000",
+		"-demo-shards", "40", "-demo-alpha", "100", "-deadline", "20s", "-round-gap", "0s", "-seed", "7",
+		"-name", p.Name, "-algorithm", p.Algorithm, "-model", p.Model,
+		"-M", fmt.Sprint(p.M), "-m", fmt.Sprint(p.Cohort), "-T", fmt.Sprint(p.Rounds), "-b", fmt.Sprint(p.Batch),
+		"-rho", fmt.Sprint(p.RhoPaper), "-clip", fmt.Sprint(p.Clip), "-eta", fmt.Sprint(p.Eta), "-D", fmt.Sprint(p.Diameter),
+	}}
+	coord.start()
+	defer func() {
+		if coord.cmd.ProcessState == nil {
+			coord.kill()
+		}
+	}()
+	srv := serve(t, pageHandler(webDir, proxyTo(coord.addr)))
+	pageURL := srv.URL + "/?code=" + code
+	shots := screenshotDir(t)
+
+	profiles := make([]string, pages)
+	browsers := make([]*browser, pages)
+	for i := range browsers {
+		profiles[i] = t.TempDir()
+		browsers[i] = launch(t, profiles[i])
+	}
+	defer func() {
+		for _, b := range browsers {
+			b.close()
+		}
+	}()
+	for i, b := range browsers {
+		dir := ""
+		if i == 0 {
+			dir = shots
+		}
+		openPage(t, b, pageURL, dir)
+	}
+	ready, err := browsers[0].mark("fl-ready")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("page ready %.0f ms after navigation (wasm build %v)", ready, build.dur)
+
+	progress := func() (committed int, acc float64) {
+		var pr coordinator.Progress
+		if err := getJSON(srv.URL+"/api/progress?code="+code, &pr); err != nil {
+			return -1, 0
+		}
+		if n := len(pr.Accuracy); n > 0 {
+			acc = pr.Accuracy[n-1].Accuracy
+		}
+		return pr.Committed, acc
+	}
+	waitRound := func(r int, within time.Duration) {
+		t.Helper()
+		deadline := time.Now().Add(within)
+		for time.Now().Before(deadline) {
+			if c, _ := progress(); c >= r {
+				return
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		c, _ := progress()
+		t.Fatalf("round %d not committed within %v (at %d); coordinator log %s", r, within, c, logf.Name())
+	}
+
+	// Frames sent before a browser restart are kept (a reload keeps
+	// recording in the same browser).
+	var earlier [pages][]frame
+
+	waitRound(5, 90*time.Second)
+	// A page is reloaded.
+	browsers[1].must(60*time.Second, "reload", chromedp.Reload(), chromedp.WaitVisible("#train", chromedp.ByID))
+	// Another page's browser is closed and started again on its profile.
+	earlier[2] = append(earlier[2], browsers[2].sent()...)
+	browsers[2].close()
+	browsers[2] = launch(t, profiles[2])
+	browsers[2].must(60*time.Second, "browser restart", chromedp.Navigate(pageURL), chromedp.WaitVisible("#train", chromedp.ByID))
+
+	waitRound(9, 120*time.Second)
+	// The coordinator is killed and restarted on the same store.
+	before, _ := progress()
+	coord.kill()
+	time.Sleep(time.Second)
+	coord.start()
+	t.Logf("coordinator killed after round %d and restarted", before)
+
+	waitRound(p.Rounds, 180*time.Second)
+	var tasks []taskReport
+	for _, b := range browsers {
+		tasks = append(tasks, readTasks(t, b))
+	}
+	_, acc := progress()
+	t.Logf("accuracy %.3f after %d rounds", acc, p.Rounds)
+	// Stated goal: 0.60 on 1,000 Fashion-MNIST test images (the same
+	// configuration reaches about 0.7 in the simulator).
+	if acc < 0.60 {
+		t.Errorf("global accuracy %.3f after %d rounds, want >= 0.60", acc, p.Rounds)
+	}
+	browsers[0].run(20*time.Second, chromedp.Poll(`document.getElementById("acc") !== null`, nil, chromedp.WithPollingTimeout(15*time.Second)))
+	{
+		if err := browsers[0].screenshot(filepath.Join(shots, "training.png")); err != nil {
+			t.Fatal(err)
+		}
+		dash := launch(t, t.TempDir())
+		dash.must(30*time.Second, "dashboard", chromedp.Navigate(srv.URL+"/dashboard?code="+code), chromedp.Sleep(3*time.Second))
+		if err := dash.screenshot(filepath.Join(shots, "dashboard.png")); err != nil {
+			t.Fatal(err)
+		}
+		dash.close()
+	}
+
+	// Everything each page sent, with its samples.
+	var sets []dataset.Set
+	var ups []sentUpdate
+	for i, b := range browsers {
+		sets = append(sets, pageData(t, b, code, "demo"))
+		st, _ := storedDevice(t, b, code, p)
+		frames := append(append([]frame(nil), earlier[i]...), b.sent()...)
+		ups = append(ups, frameUpdates(t, frames, st.DeviceID, p.Dim)...)
+	}
+	for i, b := range browsers {
+		earlier[i] = append(earlier[i], b.sent()...)
+	}
+	checkFrames(t, earlier[:], sets)
+
+	// Inclusion as the coordinator committed it (read from its store
+	// after it stopped).
+	coord.stop()
+	st, err := coordinator.OpenStore(filepath.Join(coord.dataDir, "coordinator.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, err := st.Rounds(0, 1000)
+	st.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	inc := map[int]map[string]bool{}
+	for _, r := range recs {
+		inc[r.T] = map[string]bool{}
+		for _, id := range r.Included {
+			inc[r.T][id] = true
+		}
+	}
+	checkInvariant(t, ups, func(r int, id string) bool { return inc[r][id] }, browsers, code, p)
+	checkNoised(t, ups, p)
+	checkLongTasks(t, tasks)
+}
+
+func getJSON(u string, v any) error {
+	r, err := http.Get(u)
+	if err != nil {
+		return err
+	}
+	defer r.Body.Close()
+	if r.StatusCode != 200 {
+		return fmt.Errorf("%s: %s", u, r.Status)
+	}
+	return jsonDecode(r, v)
+}
+
+func jsonDecode(r *http.Response, v any) error { return json.NewDecoder(r.Body).Decode(v) }
+
+// updateShots, when set, makes the browser test write its screenshots to
+// docs/screenshots (go test ./e2e -run TestBrowserSession -args
+// -screenshots); otherwise they go to a temporary directory.
+var updateShots = flag.Bool("screenshots", false, "write screenshots to docs/screenshots")
+
+func screenshotDir(t *testing.T) string {
+	if *updateShots {
+		return filepath.Join(repoRoot(), "docs", "screenshots")
+	}
+	return t.TempDir()
+}
