@@ -393,6 +393,20 @@ func (c Quant) Compress(buf []byte, dec, x []float64, rng *Stream) ([]byte, erro
 	return w.flush(), nil
 }
 
+// EFScale is the factor ErrorFeedback applies to x + e before compressing
+// with c at dimension d: 1 for contractive compressors and for quantisers
+// whose residual stays bounded (see ErrorFeedback), 1/(1+omega) for other
+// unbiased compressors.
+func EFScale(c Compressor, d int) float64 {
+	if q, ok := c.(Quant); ok && ((q.Inf && q.S >= 2) || (!q.Inf && float64(q.S)*float64(q.S) > float64(d))) {
+		return 1
+	}
+	if w := c.Omega(d); c.Unbiased() && w > 0 && !math.IsInf(w, 0) {
+		return 1 / (1 + w)
+	}
+	return 1
+}
+
 // Spec is a parsed compressor spec: a compressor and whether the device
 // wraps it in error feedback.
 type Spec struct {
@@ -510,14 +524,19 @@ func ParseSpec(spec string) (Spec, error) {
 // contractive with delta = 1/(1 + omega): E||C'(z) - z||^2 =
 // (omega/(1+omega)^2 + (omega/(1+omega))^2) ||z||^2 = omega/(1+omega) ||z||^2.
 // For random-k this is plain unscaled random-k.
+//
+// Quantisers keep their residual bounded without that scaling, because
+// stochastic rounding moves each coordinate by less than one level: with
+// z = x + e and levels r/S apart, |e'_i| < r/S. Scaled by ||z||_inf
+// ("qinf"), r <= ||x||_inf + ||e||_inf, so ||e||_inf <= X/(S-1) for all
+// steps when S >= 2, where X bounds ||x||_inf; scaled by ||z||_2 ("quant"),
+// ||e'||_2 <= (sqrt(d)/S) ||z||_2, contractive when S > sqrt(d). Those
+// cases send C(z) unscaled (see EFScale).
 func ErrorFeedback(c Compressor, buf []byte, dec, newE, x, e []float64, rng *Stream) ([]byte, error) {
 	if len(e) != len(x) || len(newE) != len(x) {
 		return nil, fmt.Errorf("mechanism: error feedback: lengths x %d, e %d, newE %d", len(x), len(e), len(newE))
 	}
-	scale := 1.0
-	if w := c.Omega(len(x)); c.Unbiased() && w > 0 && !math.IsInf(w, 0) {
-		scale = 1 / (1 + w)
-	}
+	scale := EFScale(c, len(x))
 	for i := range x {
 		newE[i] = (x[i] + e[i]) * scale
 	}
