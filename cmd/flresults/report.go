@@ -135,5 +135,9 @@ func constTitle(c constants) string {
 }
 
 func constNote(c constants) string {
+	if c.etaMu2 == 0 {
+		return fmt.Sprintf("Step sizes: the noise-cancellation paper's Theorem 5.2 step size for the mu^2 algorithms (optim.NCTheoremEta; e.g. %.3g for Table 1 at rho_p = 8), %g for noisy SGD.",
+			ncRun(c, "nc", 8, 50).p.Eta, c.etaSGD)
+	}
 	return fmt.Sprintf("Step sizes: eta = %g for the mu^2 algorithms, %g for noisy SGD.", c.etaMu2, c.etaSGD)
 }
