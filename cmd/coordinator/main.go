@@ -334,12 +334,14 @@ func run(args []string, stderr io.Writer) error {
 	go func() { runErr <- c.Run(ctx) }()
 
 	var result error
+	runDone := false
 	select {
 	case <-ctx.Done():
 		log.Info("shutting down")
 	case err := <-srvErr:
 		result = fmt.Errorf("http: %w", err)
 	case err := <-runErr:
+		runDone = true
 		if err != nil {
 			result = err
 			break
@@ -353,7 +355,18 @@ func run(args []string, stderr io.Writer) error {
 	}
 	stop()
 	// Committed rounds are already durable; an open round is abandoned
-	// and its devices learn "excluded" when they resume.
+	// and its devices learn "excluded" when they resume. Wait for the
+	// round loop so that no commit races the store's Close.
+	if !runDone {
+		select {
+		case err := <-runErr:
+			if err != nil && !errors.Is(err, context.Canceled) && result == nil {
+				result = err
+			}
+		case <-time.After(10 * time.Second):
+			log.Warn("round loop did not stop in 10 s")
+		}
+	}
 	c.Shutdown()
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
