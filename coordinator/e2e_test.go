@@ -64,9 +64,14 @@ func newHarness(t *testing.T, sess wire.SessionParams, minDevices int) *harness 
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.srv = httptest.NewServer(h.coord.Handler(coordinator.Assets{}, nil))
-	t.Cleanup(h.srv.Close)
+	h.srv = newTestServer(t, h.coord)
 	return h
+}
+
+func newTestServer(t *testing.T, c *coordinator.Coordinator) *httptest.Server {
+	srv := httptest.NewServer(c.Handler(coordinator.Assets{}, nil))
+	t.Cleanup(srv.Close)
+	return srv
 }
 
 func (h *harness) wsURL() string { return "ws" + strings.TrimPrefix(h.srv.URL, "http") + "/ws" }
