@@ -305,3 +305,69 @@ func TestMinDevicesAboveCohort(t *testing.T) {
 	}
 	checkInvariant(t, h.qs, sess.Cohort, fakes)
 }
+
+// TestDeviceCrashes kills devices (their Run is cancelled at seeded random
+// moments, whatever they are doing) and restarts each from its Storage
+// alone, with a fresh algorithm object: a process crash without torn
+// writes. The invariant must hold after every round.
+func TestDeviceCrashes(t *testing.T) {
+	sess := testSession(8, 6, 3, 80, 300)
+	h := newHarness(t, sess, 2)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	runErr := make(chan error, 1)
+	go func() { runErr <- h.coord.Run(ctx) }()
+	var mu sync.Mutex
+	fakes := make([]*nctest.Device, sess.M)
+	var restarts atomic.Int64
+	var wg sync.WaitGroup
+	for i := range sess.M {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			st := &device.MemStorage{}
+			rng := rand.New(rand.NewPCG(55, uint64(i)))
+			for {
+				cfg := device.Config{URL: h.wsURL(), JoinCode: "join-me", Storage: st,
+					Data:       []dataset.Sample{{X: []float32{0}}},
+					MinBackoff: 5 * time.Millisecond, MaxBackoff: 50 * time.Millisecond,
+					NewDevice: func(optim.Params) (optim.Device, error) {
+						d := nctest.NewDevice(target(i, sess.Dim), 1, 0.3, uint64(1000+i))
+						mu.Lock()
+						fakes[i] = d
+						mu.Unlock()
+						return d, nil
+					}}
+				rt, err := device.New(ctx, cfg)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				life := time.Duration(5+rng.IntN(60)) * time.Millisecond
+				rctx, rcancel := context.WithTimeout(ctx, life)
+				err = rt.Run(rctx)
+				rcancel()
+				switch {
+				case err == nil:
+					return // the session ended
+				case ctx.Err() != nil:
+					t.Errorf("device %d: session did not end: %v", i, err)
+					return
+				case !errors.Is(err, context.DeadlineExceeded):
+					t.Errorf("device %d: %v", i, err)
+					return
+				}
+				restarts.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	if err := <-runErr; err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d device crashes and restarts", restarts.Load())
+	if restarts.Load() < int64(sess.M) {
+		t.Fatalf("only %d restarts: the test would prove little", restarts.Load())
+	}
+	checkInvariant(t, h.qs, sess.Cohort, fakes)
+}
