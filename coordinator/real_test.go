@@ -39,10 +39,13 @@ func blobs(n int, seed uint64) []dataset.Sample {
 // and checks the noise-cancellation identity after every round with the
 // halves' own introspection (optim.Estimator, optim.Introspector). It
 // returns the final model's accuracy on held-out blobs.
-func realRun(t *testing.T, p float64) float64 {
-	sess := wire.SessionParams{Name: "real", Dim: 10, DeadlineMillis: 300, Algorithm: "nc", Model: "logreg",
+//
+// With an error-feedback or lossy compressor the identity also involves
+// the residuals and float32 rounding, so it is checked only for "f64".
+func realRun(t *testing.T, algorithm, compressor string, p float64) float64 {
+	sess := wire.SessionParams{Name: "real", Dim: 10, DeadlineMillis: 300, Algorithm: algorithm, Model: "logreg",
 		Features: 4, Classes: 2, M: 6, Cohort: 3, Rounds: 40, Batch: 8, Clip: 1, Eta: 0.05, RhoPaper: 50,
-		Compressor: "f64"}
+		Compressor: compressor}
 	params := device.Params(sess)
 	var seed mechanism.Seed
 	seed[0] = 1
@@ -96,6 +99,7 @@ func realRun(t *testing.T, p float64) float64 {
 		clean := make([]float64, sess.Dim)
 		y := make([]float64, sess.Dim)
 		cfg := device.Config{URL: "ws" + h.srv.URL[4:] + "/ws", JoinCode: "join-me", Storage: &device.MemStorage{},
+			AllowTrusted: algorithm == "trusted",
 			Data: blobs(400, uint64(i)), MinBackoff: 5 * time.Millisecond, MaxBackoff: 50 * time.Millisecond,
 			NewDevice: func(optim.Params) (optim.Device, error) { return dev, nil },
 			OnEvent: func(e device.Event) {
@@ -153,6 +157,9 @@ func realRun(t *testing.T, p float64) float64 {
 	// The f64 compressor makes the messages exact; 1e-9 relative to the
 	// largest |qtilde| is far above float64 rounding of a few hundred
 	// O(1)-O(sigma) terms and far below one missed message.
+	if compressor != "f64" {
+		qs = nil
+	}
 	for round, q := range qs {
 		worst, scale := 0.0, 1.0
 		for k := range q {
@@ -180,16 +187,30 @@ func realRun(t *testing.T, p float64) float64 {
 	return acc
 }
 
+// TestRealAlgorithmOverWire runs the untrusted (nc) and trusted modes
+// with the exact f64 uplink and nc with an error-feedback rand-k uplink.
+// In trusted mode Estimate is the exact q and Y_i = 0, so the same
+// identity reads q = (1/m) sum_i S_i.
 func TestRealAlgorithmOverWire(t *testing.T) {
-	calm := realRun(t, 0)
-	faulty := realRun(t, 0.1)
-	t.Logf("held-out accuracy: undisturbed %.3f, with faults %.3f", calm, faulty)
-	// The blobs are separated by 2/0.5 = 4 standard deviations per
-	// coordinate in 4 dimensions: the Bayes classifier errs with
-	// probability Phi(-4) = 3e-5. 0.9 leaves room for the privacy noise
-	// and the short run; both runs must reach it, and the faulty one
-	// must stay within 0.05 of the undisturbed one.
-	if calm < 0.9 || faulty < 0.9 || math.Abs(calm-faulty) > 0.05 {
-		t.Errorf("accuracy undisturbed %.3f, with faults %.3f: want both >= 0.9 and within 0.05", calm, faulty)
+	tests := []struct{ algorithm, compressor string }{
+		{"nc", "f64"},
+		{"trusted", "f64"},
+		{"nc", "ef+randk:0.5"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.algorithm+"/"+tc.compressor, func(t *testing.T) {
+			calm := realRun(t, tc.algorithm, tc.compressor, 0)
+			faulty := realRun(t, tc.algorithm, tc.compressor, 0.1)
+			t.Logf("held-out accuracy: undisturbed %.3f, with faults %.3f", calm, faulty)
+			// The blobs are separated by 2/0.5 = 4 standard deviations
+			// per coordinate in 4 dimensions: the Bayes classifier errs
+			// with probability Phi(-4) = 3e-5. 0.9 leaves room for the
+			// privacy noise and the short run; both runs must reach it,
+			// and the faulty one must stay within 0.05 of the undisturbed
+			// one.
+			if calm < 0.9 || faulty < 0.9 || math.Abs(calm-faulty) > 0.05 {
+				t.Errorf("accuracy undisturbed %.3f, with faults %.3f: want both >= 0.9 and within 0.05", calm, faulty)
+			}
+		})
 	}
 }
