@@ -1,0 +1,75 @@
+package main
+
+import (
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// TestParsePrecedence: command line over environment over config file
+// over defaults.
+func TestParsePrecedence(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "c.json")
+	if err := os.WriteFile(cfg, []byte(`{"listen": ":9000", "join_code": "FILE", "deadline": "7s",
+		"session": {"name": "from-file", "algorithm": "nc", "M": 40, "cohort": 8, "rounds": 9, "batch": 4, "clip": 2, "eta": 0.1, "rho_p": 3}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("BFL_JOIN_CODE", "ENV")
+	t.Setenv("BFL_M", "50")
+	o, err := parse([]string{"-config", cfg, "-m", "12"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name      string
+		got, want any
+	}{
+		{"listen from file", o.Listen, ":9000"},
+		{"deadline from file", o.Deadline, "7s"},
+		{"join code from env over file", o.JoinCode, "ENV"},
+		{"M from env over file", o.Session.M, 50},
+		{"m from command line over file", o.Session.Cohort, 12},
+		{"name from file", o.Session.Name, "from-file"},
+		{"rounds from file", o.Session.Rounds, 9},
+		{"data dir default", o.DataDir, "data/coordinator"},
+	}
+	for _, tc := range tests {
+		if tc.got != tc.want {
+			t.Errorf("%s: got %v, want %v", tc.name, tc.got, tc.want)
+		}
+	}
+}
+
+func TestParseRejects(t *testing.T) {
+	cases := [][]string{
+		{"-tls-cert", "x.pem"},
+		{"extra-arg"},
+		{"-config", "/does/not/exist.json"},
+	}
+	for _, args := range cases {
+		if _, err := parse(args, io.Discard); err == nil {
+			t.Errorf("parse(%q) accepted", args)
+		}
+	}
+	t.Setenv("BFL_M", "many")
+	if _, err := parse(nil, io.Discard); err == nil {
+		t.Error("a malformed environment value was accepted")
+	}
+}
+
+func TestRandomCode(t *testing.T) {
+	seen := map[string]bool{}
+	for range 100 {
+		c, err := randomCode()
+		if err != nil || len(c) != 6 {
+			t.Fatalf("randomCode = %q, %v", c, err)
+		}
+		seen[c] = true
+	}
+	// 100 draws from 32^6 ~ 1.07e9 codes collide with probability
+	// < 100^2 / (2 * 1.07e9) ~ 5e-6.
+	if len(seen) != 100 {
+		t.Errorf("%d distinct codes in 100 draws", len(seen))
+	}
+}
