@@ -371,3 +371,32 @@ func TestDeviceCrashes(t *testing.T) {
 	}
 	checkInvariant(t, h.qs, sess.Cohort, fakes)
 }
+
+// TestTLS runs a short session over wss:// (the same handler behind TLS).
+func TestTLS(t *testing.T) {
+	sess := testSession(4, 3, 2, 3, 2000)
+	h := newHarness(t, sess, 2)
+	srv := httptest.NewTLSServer(h.coord.Handler(coordinator.Assets{}, nil))
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	runErr := make(chan error, 1)
+	go func() { runErr <- h.coord.Run(ctx) }()
+	var rts []*device.Runtime
+	var fakes []*nctest.Device
+	for i := range sess.M {
+		fake := nctest.NewDevice(target(i, sess.Dim), 1, 0.3, uint64(i))
+		rt, err := device.New(ctx, device.Config{URL: "wss" + strings.TrimPrefix(srv.URL, "https") + "/ws",
+			JoinCode: "join-me", Storage: &device.MemStorage{}, Data: []dataset.Sample{{X: []float32{0}}},
+			HTTPClient: srv.Client(), NewDevice: func(optim.Params) (optim.Device, error) { return fake, nil }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rts, fakes = append(rts, rt), append(fakes, fake)
+	}
+	runDevices(t, ctx, rts)
+	if err := <-runErr; err != nil {
+		t.Fatal(err)
+	}
+	checkInvariant(t, h.qs, sess.Cohort, fakes)
+}
