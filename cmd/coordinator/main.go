@@ -12,6 +12,7 @@ package main
 import (
 	"context"
 	crand "crypto/rand"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -103,7 +104,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.MinDevices, "min-devices", o.MinDevices, "devices a round waits for (0 = the cohort size m)")
 	fs.IntVar(&o.EvalEvery, "eval-every", o.EvalEvery, "evaluate the global model on the test set every K rounds (0 = never)")
 	fs.IntVar(&o.EvalSamples, "eval-samples", 0, "evaluate on the first n test samples (0 = all)")
-	fs.Uint64Var(&o.Seed, "seed", 0, "cohort sampling seed (0 = random, logged)")
+	fs.Uint64Var(&o.Seed, "seed", 0, "cohort sampling seed (0 = random at first start, kept in the store and logged)")
 	fs.IntVar(&o.DemoShards, "demo-shards", 0, "number of demo shards (0 = M; -1 = no demo shards)")
 	fs.Float64Var(&o.DemoAlpha, "demo-alpha", o.DemoAlpha, "Dirichlet alpha of the demo shards' label skew (small = more non-IID)")
 	fs.StringVar(&o.Deadline, "deadline", o.Deadline, "round deadline")
@@ -260,7 +261,7 @@ func run(args []string, stderr io.Writer) error {
 		return err
 	}
 	defer store.Close()
-	joinCode, err := sessionIdentity(store, sess, o.JoinCode)
+	joinCode, seed, err := sessionIdentity(store, sess, o.JoinCode, o.Seed)
 	if err != nil {
 		return err
 	}
@@ -278,7 +279,7 @@ func run(args []string, stderr io.Writer) error {
 	evalModel := mdl.Clone()
 	c, err := coordinator.New(coordinator.Config{
 		Session: sess, JoinCode: joinCode, Server: server, Store: store, MinDevices: o.MinDevices,
-		Seed: o.Seed, RoundGap: gap, EvalEvery: o.EvalEvery, Logger: log, AllowedOrigins: o.Origins,
+		Seed: seed, RoundGap: gap, EvalEvery: o.EvalEvery, Logger: log, AllowedOrigins: o.Origins,
 		Limits: coordinator.Limits{MaxDevices: o.MaxDevices, MsgRate: o.MsgRate},
 		Evaluate: func(w []float64) (float64, float64, error) {
 			acc, loss := model.Evaluate(evalModel, w, evalSet)
@@ -375,41 +376,53 @@ func run(args []string, stderr io.Writer) error {
 	return result
 }
 
-// sessionIdentity stores the session definition and join code at first
-// start and checks them on restart: a store holds one session's noise
-// state, so its parameters cannot change under the devices.
-func sessionIdentity(store *coordinator.Store, sess wire.SessionParams, code string) (string, error) {
+// sessionIdentity stores the session definition, join code and cohort
+// seed at first start and checks them on restart: a store holds one
+// session's noise state, so its parameters cannot change under the
+// devices, and the cohorts stay reproducible from one logged seed.
+func sessionIdentity(store *coordinator.Store, sess wire.SessionParams, code string, seed uint64) (string, uint64, error) {
 	type ident struct {
 		Session  wire.SessionParams `json:"session"`
 		JoinCode string             `json:"join_code"`
+		Seed     uint64             `json:"cohort_seed"`
 	}
 	b, err := store.SessionParams()
 	if err != nil {
-		return "", err
+		return "", 0, err
 	}
 	if b != nil {
 		var id ident
 		if err := json.Unmarshal(b, &id); err != nil {
-			return "", fmt.Errorf("stored session: %w", err)
+			return "", 0, fmt.Errorf("stored session: %w", err)
 		}
 		if id.Session != sess {
-			return "", errors.New("the data directory holds a session with other parameters; use -reset to start over or another -data directory")
+			return "", 0, errors.New("the data directory holds a session with other parameters; use -reset to start over or another -data directory")
 		}
 		if code != "" && code != id.JoinCode {
-			return "", errors.New("the stored session has another join code; use -reset to change it")
+			return "", 0, errors.New("the stored session has another join code; use -reset to change it")
 		}
-		return id.JoinCode, nil
+		if seed != 0 && seed != id.Seed {
+			return "", 0, errors.New("the stored session has another cohort seed; use -reset to change it")
+		}
+		return id.JoinCode, id.Seed, nil
 	}
 	if code == "" {
 		if code, err = randomCode(); err != nil {
-			return "", err
+			return "", 0, err
 		}
 	}
-	b, err = json.Marshal(ident{Session: sess, JoinCode: code})
-	if err != nil {
-		return "", err
+	for seed == 0 {
+		var r [8]byte
+		if _, err := crand.Read(r[:]); err != nil {
+			return "", 0, fmt.Errorf("cohort seed: %w", err)
+		}
+		seed = binary.LittleEndian.Uint64(r[:])
 	}
-	return code, store.PutSessionParams(b)
+	b, err = json.Marshal(ident{Session: sess, JoinCode: code, Seed: seed})
+	if err != nil {
+		return "", 0, err
+	}
+	return code, seed, store.PutSessionParams(b)
 }
 
 // randomCode returns a 6-character join code from an alphabet without
