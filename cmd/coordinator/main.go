@@ -72,7 +72,7 @@ type options struct {
 	MsgRate     float64  `json:"msg_rate"`
 	Reset       bool     `json:"-"`
 	cpuProfile  string
-	LogLevel    string   `json:"log_level"`
+	LogLevel    string `json:"log_level"`
 	// Session holds the algorithm parameters (the same names as
 	// optim.Params / wire.SessionParams).
 	Session wire.SessionParams `json:"session"`
