@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -185,7 +186,7 @@ func TestBrowserSession(t *testing.T) {
 	defer logf.Close()
 	coord := &process{t: t, bin: bin, addr: freeAddr(t), dataDir: t.TempDir(), log: logf, args: []string{
 		"-join-code", code, "-dataset", fashionDir, "-eval-every", "1", "-eval-samples", "1000",
-		"-demo-shards", "40", "-demo-alpha", "100", "-deadline", "20s", "-round-gap", "0s", "-seed", "7",
+		"-demo-shards", "40", "-demo-alpha", "100", "-deadline", "10s", "-round-gap", "0s", "-seed", "7",
 		"-name", p.Name, "-algorithm", p.Algorithm, "-model", p.Model,
 		"-M", fmt.Sprint(p.M), "-m", fmt.Sprint(p.Cohort), "-T", fmt.Sprint(p.Rounds), "-b", fmt.Sprint(p.Batch),
 		"-rho", fmt.Sprint(p.RhoPaper), "-clip", fmt.Sprint(p.Clip), "-eta", fmt.Sprint(p.Eta), "-D", fmt.Sprint(p.Diameter),
@@ -237,14 +238,23 @@ func TestBrowserSession(t *testing.T) {
 	waitRound := func(r int, within time.Duration) {
 		t.Helper()
 		deadline := time.Now().Add(within)
-		for time.Now().Before(deadline) {
+		for k := 0; time.Now().Before(deadline); k++ {
 			if c, _ := progress(); c >= r {
 				return
+			}
+			if k%10 == 9 && allStopped(browsers) {
+				break // no page will ever answer again: fail now
 			}
 			time.Sleep(200 * time.Millisecond)
 		}
 		c, _ := progress()
-		t.Fatalf("round %d not committed within %v (at %d); coordinator log %s", r, within, c, logf.Name())
+		var why []string
+		for i, b := range browsers {
+			var st string
+			b.eval(`(document.getElementById("conn")||{}).textContent + ": " + (document.getElementById("status")||{}).textContent`, &st)
+			why = append(why, fmt.Sprintf("page %d: %s", i, st))
+		}
+		t.Fatalf("round %d not committed within %v (at %d); coordinator log %s\n%s", r, within, c, logf.Name(), strings.Join(why, "\n"))
 	}
 
 	// Frames sent before a browser restart are kept (a reload keeps
@@ -329,6 +339,17 @@ func TestBrowserSession(t *testing.T) {
 	checkInvariant(t, ups, func(r int, id string) bool { return inc[r][id] }, browsers, code, p)
 	checkNoised(t, ups, p)
 	checkLongTasks(t, tasks)
+}
+
+// allStopped reports whether every page's runtime has stopped.
+func allStopped(bs []*browser) bool {
+	for _, b := range bs {
+		var conn string
+		if b.eval(`(document.getElementById("conn")||{}).textContent`, &conn) != nil || conn != "stopped" {
+			return false
+		}
+	}
+	return true
 }
 
 func getJSON(u string, v any) error {
