@@ -100,7 +100,7 @@ func realRun(t *testing.T, algorithm, compressor string, p float64) float64 {
 		y := make([]float64, sess.Dim)
 		cfg := device.Config{URL: "ws" + h.srv.URL[4:] + "/ws", JoinCode: "join-me", Storage: &device.MemStorage{},
 			AllowTrusted: algorithm == "trusted",
-			Data: blobs(400, uint64(i)), MinBackoff: 5 * time.Millisecond, MaxBackoff: 50 * time.Millisecond,
+			Data:         blobs(400, uint64(i)), MinBackoff: 5 * time.Millisecond, MaxBackoff: 50 * time.Millisecond,
 			NewDevice: func(optim.Params) (optim.Device, error) { return dev, nil },
 			OnEvent: func(e device.Event) {
 				// Runs inside the runtime, right after Commit: Clean is
