@@ -14,6 +14,7 @@ import (
 	"github.com/vugu/vugu"
 
 	"browserfl/shared/dataset"
+	"browserfl/shared/optim"
 	"browserfl/shared/privacy"
 	"browserfl/shared/wire"
 	"browserfl/wasm/idb"
@@ -177,13 +178,17 @@ func (a *app) loadSession() error {
 		return err
 	}
 	a.delta = delta
+	summary := ""
+	if alg, err := optim.Lookup(p.Algorithm); err == nil {
+		summary = "(" + alg.Summary + ")"
+	}
 	mode := "untrusted"
 	if p.Trusted {
 		mode = "trusted"
 	}
 	a.update(func(s *ui.State) {
 		s.Session = ui.Session{
-			JoinCode: a.code, Algorithm: p.Algorithm, Mode: mode, Model: p.Model,
+			JoinCode: a.code, Algorithm: p.Algorithm, Summary: summary, Mode: mode, Model: p.Model,
 			Rounds: p.Rounds, Cohort: p.Cohort, Clip: p.Clip, Rho: rho,
 			Delta: delta, Epsilon: eps, Batch: p.Batch,
 		}

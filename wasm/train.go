@@ -56,8 +56,8 @@ type trainer struct {
 	mu         sync.Mutex
 	x          []float64 // the latest global model fetched (for "try the model")
 	modelRound int       // the round x is from
-	roundAt    float64   // performance.now() when the latest round arrived
-	bytesSent  int64
+	stepMillis float64   // time of the latest Prepare
+	bytesSent  int64     // update frames prepared for sending, in bytes
 }
 
 // startTraining shows the training view and starts the device runtime.
@@ -99,7 +99,7 @@ func (t *trainer) run() {
 		Data:      data,
 		Budget:    a.consent.Rho,
 		OnEvent:   t.onEvent,
-		NewDevice: newYielding(t.ctx, len(data)),
+		NewDevice: newYielding(t.ctx, len(data), t.prepared),
 	})
 	if err != nil {
 		a.fail("Device", err)
@@ -125,26 +125,28 @@ func (t *trainer) run() {
 	})
 }
 
+// prepared records the local step time and the bytes of the update
+// about to be sent (called from inside the runtime: no runtime calls).
+func (t *trainer) prepared(millis float64, frameBytes int) {
+	t.mu.Lock()
+	t.stepMillis = millis
+	t.bytesSent += int64(frameBytes)
+	t.mu.Unlock()
+}
+
 // onEvent runs synchronously inside the runtime (its lock held): it must
 // not call back into the runtime. It records what it can and hands the
 // rest to a goroutine.
 func (t *trainer) onEvent(e device.Event) {
-	now := jsw.Now()
 	t.mu.Lock()
-	var step float64
-	switch e.Kind {
-	case device.EventRound:
-		t.roundAt = now
-	case device.EventSent:
-		step = now - t.roundAt
-	}
+	step, sent := t.stepMillis, t.bytesSent
 	t.mu.Unlock()
-	go t.publish(e, step)
+	go t.publish(e, step, sent)
 }
 
 // publish updates the view after an event, reading the runtime's ledger
 // once the runtime has released its lock.
-func (t *trainer) publish(e device.Event, stepMillis float64) {
+func (t *trainer) publish(e device.Event, stepMillis float64, bytesSent int64) {
 	a := t.a
 	var eps float64
 	var joined int
@@ -164,6 +166,8 @@ func (t *trainer) publish(e device.Event, stepMillis float64) {
 	a.update(func(s *ui.State) {
 		s.Train.EpsSpent = eps
 		s.Train.Joined = joined
+		s.Train.StepMillis = stepMillis
+		s.Train.BytesSent = bytesSent
 		s.Data.Used = min(st.Cursor, s.Data.Count)
 		if s.Train.Done {
 			return // the runtime has stopped: keep its final word
@@ -176,7 +180,6 @@ func (t *trainer) publish(e device.Event, stepMillis float64) {
 			s.Train.Round = max(s.Train.Round, e.T)
 			s.Train.Status = fmt.Sprintf("Computing round %d on your data…", e.T)
 		case device.EventSent:
-			s.Train.StepMillis = stepMillis
 			s.Train.Status = fmt.Sprintf("Sent a noised update for round %d.", e.T)
 		case device.EventIncluded:
 			s.Train.Status = fmt.Sprintf("Round %d included your update.", e.T)

@@ -30,18 +30,21 @@ type yielding struct {
 	ctx     context.Context
 	batch   int // b
 	samples int // samples stored in the page
+	// onPrepared receives the time Prepare took and the size of the
+	// update frame about to be sent (payload + 12 bytes of frame header).
+	onPrepared func(millis float64, frameBytes int)
 }
 
 // errDataUsed is returned by Prepare once every sample has been used.
 var errDataUsed = errors.New("every local sample has been used once (single pass): this page takes part in no more rounds")
 
-func newYielding(ctx context.Context, samples int) func(optim.Params) (optim.Device, error) {
+func newYielding(ctx context.Context, samples int, onPrepared func(float64, int)) func(optim.Params) (optim.Device, error) {
 	return func(p optim.Params) (optim.Device, error) {
 		d, err := device.DefaultNewDevice(p)
 		if err != nil {
 			return nil, err
 		}
-		return yielding{Device: d, ctx: ctx, batch: p.Batch, samples: samples}, nil
+		return yielding{Device: d, ctx: ctx, batch: p.Batch, samples: samples, onPrepared: onPrepared}, nil
 	}
 }
 
@@ -54,6 +57,9 @@ func (y yielding) Prepare(r optim.Round, batch []dataset.Sample) (optim.Update, 
 	t0 := jsw.Now()
 	u, err := y.Device.Prepare(r, batch)
 	jsw.Measure("fl-prepare", t0)
+	if err == nil && y.onPrepared != nil {
+		y.onPrepared(jsw.Now()-t0, len(u.Payload)+12)
+	}
 	jsw.Yield(y.ctx)
 	return u, err
 }

@@ -74,6 +74,13 @@ func (c *Root) labels() []int { return []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9} }
 
 func (c *Root) is(s Screen) bool { return c.State.Screen == s }
 
+// overBudget reports whether the session may spend more than the budget
+// typed so far (the page would refuse to join).
+func (c *Root) overBudget() bool {
+	b, err := strconv.ParseFloat(c.budgetValue(), 64)
+	return err == nil && c.State.Session.Epsilon > b
+}
+
 func (c *Root) modeText() string {
 	if c.State.Session.Mode == "trusted" {
 		return "Trusted-server mode: this page sends its clipped update (never your samples); the coordinator adds the noise. " +

@@ -23,7 +23,8 @@ const (
 // device uses to compute its own noise scale and to decide whether to join.
 type Session struct {
 	JoinCode  string
-	Algorithm string // e.g. "mu2-nc" (mu^2-SGD with noise cancellation)
+	Algorithm string // registry name, e.g. "nc"
+	Summary   string // what the algorithm is, in a sentence
 	Mode      string // "untrusted" (devices add noise) or "trusted" (server adds noise)
 	Model     string
 	Rounds    int     // T
@@ -98,18 +99,33 @@ func PrivacyMeter(spent, budget, delta float64) Reading {
 	if budget > 0 {
 		m.Fraction = math.Min(1, math.Max(0, spent/budget))
 	}
-	m.Label = fmt.Sprintf("ε spent %.3g of %.3g (δ = %.0e)", spent, budget, delta)
-	factor := math.Exp(spent)
-	switch {
-	case spent <= 0:
+	m.Label = fmt.Sprintf("Privacy spent: ε = %.3g of your budget %.3g (%.0f%%, δ = %.0e)", spent, budget, 100*m.Fraction, delta)
+	if spent <= 0 {
 		m.Meaning = "Nothing sent yet: no privacy spent."
-	default:
-		m.Meaning = fmt.Sprintf("Whatever anyone concludes from everything this page has sent, "+
-			"that conclusion is at most %.2f× more (or less) likely with any one of your samples "+
-			"than without it (except with probability %.0e). The page stops before this factor "+
-			"passes %.2f, your budget.", factor, delta, math.Exp(budget))
+		return m
 	}
+	m.Meaning = fmt.Sprintf("ε measures how much everything this page has sent can reveal about any one of your samples: "+
+		"someone who sees all of it can become at most e^ε = %s times more confident about whether a given sample "+
+		"was used (except with probability δ = %.0e). Below 1 is strong protection, 1 to 10 is what large deployments use, "+
+		"above 10 is weak. %s", factor(spent), delta, level(spent, budget))
 	return m
+}
+
+// factor formats e^eps for people: 2.7, 148, 2.3 x 10^4.
+func factor(eps float64) string {
+	f := math.Exp(eps)
+	if f < 1000 {
+		return fmt.Sprintf("%.3g", f)
+	}
+	e := math.Floor(math.Log10(f))
+	return fmt.Sprintf("%.2g×10^%.0f", f/math.Pow(10, e), e)
+}
+
+func level(spent, budget float64) string {
+	if spent >= budget*0.999 {
+		return "Your budget is used up: the page takes part in no more rounds."
+	}
+	return "The page stops before it would pass your budget."
 }
 
 // Sparkline returns SVG polyline points for the accuracy chart in a
