@@ -130,17 +130,17 @@ func TestBadInputClosesConnection(t *testing.T) {
 }
 
 func TestRateLimit(t *testing.T) {
-	h := newHarness(t, testSession(4, 4, 2, 3, 500), 5)
+	h := newHarnessLimits(t, testSession(4, 4, 2, 3, 500), 5, coordinator.Limits{MsgRate: 1, MsgBurst: 4})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	ws := dialRaw(t, ctx, h.wsURL(), true)
 	defer ws.CloseNow()
 	st, _ := wire.EncodeControl(wire.Status{T: 1})
-	// The default bucket holds 40 messages and refills at 20/s; 45
-	// back-to-back messages exceed it unless writing them takes more than
-	// 0.25 s. (Not more: a client that keeps writing into a closed socket
-	// gets a reset and loses the close reason.)
-	for range 45 {
+	// The bucket holds 4 messages and refills at 1/s: 10 back-to-back
+	// messages exceed it unless writing them takes more than 5 s. (Not
+	// more messages: a client that keeps writing into a closed socket gets
+	// a reset and loses the close reason.)
+	for range 10 {
 		if err := ws.Write(ctx, websocket.MessageText, st); err != nil {
 			break
 		}

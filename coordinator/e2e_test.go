@@ -46,6 +46,11 @@ type harness struct {
 
 func newHarness(t *testing.T, sess wire.SessionParams, minDevices int) *harness {
 	t.Helper()
+	return newHarnessLimits(t, sess, minDevices, coordinator.Limits{})
+}
+
+func newHarnessLimits(t *testing.T, sess wire.SessionParams, minDevices int, lim coordinator.Limits) *harness {
+	t.Helper()
 	st, err := coordinator.OpenStore(filepath.Join(t.TempDir(), "coord.db"))
 	if err != nil {
 		t.Fatal(err)
@@ -54,7 +59,7 @@ func newHarness(t *testing.T, sess wire.SessionParams, minDevices int) *harness 
 	h := &harness{t: t, server: nctest.NewServer(sess.Dim, sess.Cohort, 0.5), qs: map[int][]float64{}, store: st, session: sess}
 	h.coord, err = coordinator.New(coordinator.Config{
 		Session: sess, JoinCode: "join-me", Server: h.server, Store: st, MinDevices: minDevices,
-		Seed: 42, Logger: quietLogger(),
+		Seed: 42, Logger: quietLogger(), Limits: lim,
 		OnCommit: func(round int) {
 			h.mu.Lock()
 			h.qs[round] = append([]float64(nil), h.server.Q...)
@@ -175,7 +180,9 @@ func runDevices(t *testing.T, ctx context.Context, rts []*device.Runtime) {
 }
 
 func TestEndToEndUndisturbed(t *testing.T) {
-	sess := testSession(8, 6, 3, 12, 2000)
+	// A 10 s deadline: nobody misses it, even under -race on a loaded
+	// machine, so every cohort member must be included.
+	sess := testSession(8, 6, 3, 12, 10000)
 	h := newHarness(t, sess, 3)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
