@@ -36,12 +36,14 @@ test: setup fmt-check vet
 results: setup
 	$(GO) run ./cmd/flresults
 
-# Build everything (the wasm page is embedded in the coordinator) and start
+# Build the wasm page (embedded in the coordinator), the coordinator and the
+# native device, and start
 # the default demo session on localhost:8080; it prints the URL and the join
 # code. State is kept in data/coordinator (RESET=1 starts over; extra flags
 # in RUNFLAGS, e.g. RUNFLAGS="-M 30 -m 10 -listen :8080").
-run: setup build
+run: setup wasm
 	$(GO) build -o bin/coordinator ./cmd/coordinator
+	$(GO) build -o bin/device ./cmd/device
 	./bin/coordinator $(if $(RESET),-reset) $(RUNFLAGS)
 
 bench:
