@@ -286,7 +286,7 @@ func (b *browser) mark(name string) (float64, error) {
 // screenshot saves a PNG of the full page to path.
 func (b *browser) screenshot(path string) error {
 	var png []byte
-	if err := b.run(20*time.Second, chromedp.FullScreenshot(&png, 90)); err != nil {
+	if err := b.run(20*time.Second, chromedp.FullScreenshot(&png, 100)); err != nil { // quality 100 = PNG
 		return err
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {

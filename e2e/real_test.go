@@ -290,7 +290,14 @@ func TestBrowserSession(t *testing.T) {
 	if acc < 0.60 {
 		t.Errorf("global accuracy %.3f after %d rounds, want >= 0.60", acc, p.Rounds)
 	}
-	browsers[0].run(20*time.Second, chromedp.Poll(`document.getElementById("acc") !== null`, nil, chromedp.WithPollingTimeout(15*time.Second)))
+	// "Try the model": draw a shape, ask the page to classify it with
+	// the current global model (fetched from /api/model).
+	browsers[0].must(30*time.Second, "try the model",
+		chromedp.Poll(`document.getElementById("acc") !== null`, nil, chromedp.WithPollingTimeout(15*time.Second)),
+		drawStroke("try", [][2]float64{{8, 4}, {20, 4}, {20, 24}, {8, 24}, {8, 4}}),
+		chromedp.Click("#try-btn", chromedp.ByID),
+		chromedp.Poll(`document.getElementById("prediction").textContent.startsWith("The model says")`, nil, chromedp.WithPollingTimeout(10*time.Second)),
+	)
 	{
 		if err := browsers[0].screenshot(filepath.Join(shots, "training.png")); err != nil {
 			t.Fatal(err)

@@ -84,8 +84,26 @@ func openPage(t *testing.T, b *browser, url, shots string) {
 			drawStroke("draw", [][2]float64{{14, 4}, {14, 10}, {14, 16}, {14, 23}}),
 			chromedp.Click("#draw-add", chromedp.ByID),
 			chromedp.Poll(`document.body.innerText.includes("drawn (1)")`, nil, chromedp.WithPollingTimeout(10*time.Second)),
-			drawStroke("draw", [][2]float64{{9, 6}, {19, 6}, {12, 22}}),
 		)
+		// The next drawing stays on the canvas for the picture; the page
+		// may re-create the canvas when it re-renders after the add, so
+		// draw until the ink is there.
+		inked := false
+		for k := 0; k < 20 && !inked; k++ {
+			b.must(5*time.Second, "draw again",
+				drawStroke("draw", [][2]float64{{9, 6}, {19, 6}, {12, 22}}),
+				chromedp.Evaluate(`(() => {
+  const d = document.getElementById("draw").getContext("2d").getImageData(0, 0, document.getElementById("draw").width, document.getElementById("draw").height).data;
+  for (let i = 0; i < d.length; i += 4) if (d[i] > 0) return true;
+  return false;
+})()`, &inked))
+			if !inked {
+				time.Sleep(200 * time.Millisecond)
+			}
+		}
+		if !inked {
+			t.Fatal("the drawing canvas takes no ink")
+		}
 		if err := b.screenshot(filepath.Join(shots, "data.png")); err != nil {
 			t.Fatal(err)
 		}

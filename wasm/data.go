@@ -205,6 +205,8 @@ func (c *canvas) attach(id string) {
 	c.detach()
 	c.el = el
 	c.clear()
+	// Coordinates are logical 28x28 pixels; clear() scales the context
+	// from them to the canvas bitmap.
 	pos := func(ev js.Value) (float64, float64) {
 		r := el.Call("getBoundingClientRect")
 		w, h := r.Get("width").Float(), r.Get("height").Float()
@@ -246,12 +248,18 @@ func (c *canvas) detach() {
 	c.el = js.Undefined()
 }
 
-// clear paints the canvas black and sets a white round pen.
+// clear paints the canvas black and sets a white round pen, drawing in
+// logical 28x28 coordinates scaled to the canvas bitmap. The canvas has
+// no width or height attribute: vugu re-sets the attributes it renders
+// on every render, and setting a canvas's size resets its bitmap and
+// pen, so the page keeps the default bitmap (300x150) and scales.
 func (c *canvas) clear() {
 	if !c.el.Truthy() {
 		return
 	}
 	ctx := c.el.Call("getContext", "2d")
+	w, h := c.el.Get("width").Float(), c.el.Get("height").Float()
+	ctx.Call("setTransform", w/local.Side, 0, 0, h/local.Side, 0, 0)
 	ctx.Set("fillStyle", "#000")
 	ctx.Call("fillRect", 0, 0, local.Side, local.Side)
 	ctx.Set("strokeStyle", "#fff")
@@ -265,7 +273,8 @@ func (c *canvas) features() ([]float32, error) {
 	if !c.el.Truthy() {
 		return nil, errors.New("no canvas on this screen")
 	}
-	img, err := jsw.Call(c.el.Call("getContext", "2d"), "getImageData", 0, 0, local.Side, local.Side)
+	w, h := c.el.Get("width").Int(), c.el.Get("height").Int()
+	img, err := jsw.Call(c.el.Call("getContext", "2d"), "getImageData", 0, 0, w, h)
 	if err != nil {
 		return nil, err
 	}
@@ -273,7 +282,7 @@ func (c *canvas) features() ([]float32, error) {
 	if err != nil {
 		return nil, err
 	}
-	return local.FromRGBA(b, local.Side, local.Side)
+	return local.FromRGBA(b, w, h)
 }
 
 // afterRender binds the canvases of the current screen.

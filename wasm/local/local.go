@@ -170,15 +170,27 @@ func FromImage(img image.Image) []float32 {
 }
 
 // FromRGBA converts canvas pixels (getImageData: RGBA bytes, row-major,
-// w*h*4 of them) to 28x28 features using the red channel of white strokes
-// on a black canvas. The canvas must be 28x28.
+// w*h*4 of them, white strokes on black) to 28x28 features: the red
+// channel averaged over each target pixel's box. The canvas may have any
+// size of at least 28x28 (the page draws on the canvas's default bitmap,
+// scaled, so that vugu's re-renders never reset it).
 func FromRGBA(rgba []byte, w, h int) ([]float32, error) {
-	if w != Side || h != Side || len(rgba) != w*h*4 {
-		return nil, fmt.Errorf("local: canvas is %dx%d with %d bytes, want %dx%d RGBA", w, h, len(rgba), Side, Side)
+	if w < Side || h < Side || len(rgba) != w*h*4 {
+		return nil, fmt.Errorf("local: canvas is %dx%d with %d bytes, want at least %dx%d RGBA", w, h, len(rgba), Side, Side)
 	}
 	x := make([]float32, Features)
-	for i := range x {
-		x[i] = float32(rgba[4*i]) / 255
+	for ty := 0; ty < Side; ty++ {
+		y0, y1 := ty*h/Side, (ty+1)*h/Side
+		for tx := 0; tx < Side; tx++ {
+			x0, x1 := tx*w/Side, (tx+1)*w/Side
+			var sum int
+			for y := y0; y < y1; y++ {
+				for xx := x0; xx < x1; xx++ {
+					sum += int(rgba[4*(y*w+xx)])
+				}
+			}
+			x[ty*Side+tx] = float32(sum) / float32(255*(y1-y0)*(x1-x0))
+		}
 	}
 	return x, nil
 }

@@ -137,6 +137,7 @@ func TestFromImageInvertsPaper(t *testing.T) {
 }
 
 func TestFromRGBA(t *testing.T) {
+	// 28x28: pixel 5 of the first row inked.
 	rgba := make([]byte, Features*4)
 	rgba[4*5] = 255
 	x, err := FromRGBA(rgba, Side, Side)
@@ -146,11 +147,33 @@ func TestFromRGBA(t *testing.T) {
 	if x[5] != 1 || Blank(x) {
 		t.Fatalf("pixel 5 = %v, blank = %v", x[5], Blank(x))
 	}
+	// A 300x150 canvas (the default bitmap) with its left half inked:
+	// target columns 0..13 are fully inked, 14..27 empty (300/28 boxes
+	// split at x = 150 exactly between columns 13 and 14).
+	w, h := 300, 150
+	big := make([]byte, w*h*4)
+	for y := 0; y < h; y++ {
+		for xx := 0; xx < w/2; xx++ {
+			big[4*(y*w+xx)] = 255
+		}
+	}
+	x, err = FromRGBA(big, w, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		i    int
+		want float32
+	}{{0, 1}, {13, 1}, {14, 0}, {27*Side + 13, 1}, {27*Side + 27, 0}} {
+		if x[c.i] != c.want {
+			t.Errorf("feature %d = %v, want %v", c.i, x[c.i], c.want)
+		}
+	}
 	if _, err := FromRGBA(rgba[:10], Side, Side); err == nil {
 		t.Fatal("short buffer accepted")
 	}
 	if _, err := FromRGBA(rgba, 10, 10); err == nil {
-		t.Fatal("wrong size accepted")
+		t.Fatal("canvas below 28x28 accepted")
 	}
 }
 

@@ -454,7 +454,7 @@ func (c *Root) Build(vgin *vugu.BuildIn) (vgout *vugu.BuildOut) {
 						vgn.SetInnerHTML(vugu.HTML("Draw"))
 						vgn = &vugu.VGNode{Type: vugu.VGNodeType(1), Data: "\n        "}
 						vgparent.AppendChild(vgn)
-						vgn = &vugu.VGNode{Type: vugu.VGNodeType(3), Namespace: "", Data: "canvas", Attr: []vugu.VGAttribute{{Namespace: "", Key: "id", Val: "draw"}, vugu.VGAttribute{Namespace: "", Key: "class", Val: "draw"}, vugu.VGAttribute{Namespace: "", Key: "width", Val: "28"}, vugu.VGAttribute{Namespace: "", Key: "height", Val: "28"}}}
+						vgn = &vugu.VGNode{Type: vugu.VGNodeType(3), Namespace: "", Data: "canvas", Attr: []vugu.VGAttribute{{Namespace: "", Key: "id", Val: "draw"}, vugu.VGAttribute{Namespace: "", Key: "class", Val: "draw"}}}
 						vgparent.AppendChild(vgn)
 						vgn.SetInnerHTML(vugu.HTML(""))
 						vgn = &vugu.VGNode{Type: vugu.VGNodeType(1), Data: "\n        "}
@@ -770,7 +770,7 @@ func (c *Root) Build(vgin *vugu.BuildIn) (vgout *vugu.BuildOut) {
 					vgn.SetInnerHTML(vugu.HTML("Try the model"))
 					vgn = &vugu.VGNode{Type: vugu.VGNodeType(1), Data: "\n      "}
 					vgparent.AppendChild(vgn)
-					vgn = &vugu.VGNode{Type: vugu.VGNodeType(3), Namespace: "", Data: "canvas", Attr: []vugu.VGAttribute{{Namespace: "", Key: "id", Val: "try"}, vugu.VGAttribute{Namespace: "", Key: "class", Val: "draw"}, vugu.VGAttribute{Namespace: "", Key: "width", Val: "28"}, vugu.VGAttribute{Namespace: "", Key: "height", Val: "28"}}}
+					vgn = &vugu.VGNode{Type: vugu.VGNodeType(3), Namespace: "", Data: "canvas", Attr: []vugu.VGAttribute{{Namespace: "", Key: "id", Val: "try"}, vugu.VGAttribute{Namespace: "", Key: "class", Val: "draw"}}}
 					vgparent.AppendChild(vgn)
 					vgn.SetInnerHTML(vugu.HTML(""))
 					vgn = &vugu.VGNode{Type: vugu.VGNodeType(1), Data: "\n      "}
