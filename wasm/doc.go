@@ -1,3 +1,5 @@
+//go:build js && wasm
+
 // Command wasm is the browser device: the page that turns a visitor's
 // browser into a federated-learning device. Built with GOOS=js GOARCH=wasm
 // (make wasm writes web/app.wasm); it renders the vugu components of
