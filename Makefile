@@ -9,7 +9,7 @@ PKGS := ./...
 all: build
 
 setup:
-	bash scripts/setup.sh
+	bash scripts/setup.sh --browser
 
 build: wasm
 	$(GO) build $(PKGS)
@@ -28,8 +28,11 @@ fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
+# Everything once, then the packages that touch concurrency again under the
+# race detector.
 test: setup fmt-check vet
 	$(GO) test -count=1 $(PKGS)
+	$(GO) test -count=1 -race ./coordinator/... ./device/... ./sim/...
 
 # Rerun the reproduction report docs/results.md (about an hour on 2 cores;
 # finished runs are cached under docs/results/, -fresh reruns them).
