@@ -254,7 +254,7 @@ func TestBrowserSession(t *testing.T) {
 			b.eval(`(document.getElementById("conn")||{}).textContent + ": " + (document.getElementById("status")||{}).textContent`, &st)
 			why = append(why, fmt.Sprintf("page %d: %s", i, st))
 		}
-		t.Fatalf("round %d not committed within %v (at %d); coordinator log %s\n%s", r, within, c, logf.Name(), strings.Join(why, "\n"))
+		t.Fatalf("round %d not committed (stalled at %d; limit %v); coordinator log %s\n%s", r, c, within, logf.Name(), strings.Join(why, "\n"))
 	}
 
 	// Frames sent before a browser restart are kept (a reload keeps

@@ -254,6 +254,17 @@ func TestBrowserLyingCoordinator(t *testing.T) {
 				t.Errorf("spent epsilon %.4g, above the owner's budget %g", eps, budgetEpsilon)
 			}
 			checkLongTasks(t, []taskReport{tasks})
+
+			// Leaving deletes everything the page stored.
+			var dbs []string
+			b.must(30*time.Second, "leave",
+				chromedp.Click("#forget-btn", chromedp.ByID),
+				chromedp.WaitVisible("#left", chromedp.ByID),
+				chromedp.Poll(`indexedDB.databases().then(l => l.length === 0)`, nil, chromedp.WithPollingTimeout(10*time.Second)),
+				chromedp.Evaluate(`indexedDB.databases().then(l => l.map(d => d.name))`, &dbs, awaitPromise))
+			if len(dbs) != 0 {
+				t.Errorf("databases left after leaving: %v", dbs)
+			}
 		})
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/vugu/vugu"
 
+	"browserfl/device"
 	"browserfl/shared/dataset"
 	"browserfl/shared/optim"
 	"browserfl/shared/privacy"
@@ -69,6 +70,9 @@ type consent struct {
 	Budget float64 `json:"budget_epsilon"` // max epsilon at Delta
 	Delta  float64 `json:"delta"`
 	Rho    float64 `json:"budget_rho"` // the same budget as standard zCDP rho
+	// Trusted records that the owner consented to a trusted-server
+	// session, whose updates are clipped but not noised by the page.
+	Trusted bool `json:"trusted,omitempty"`
 }
 
 // app implements ui.Controller. Fields other than state are owned by
@@ -183,7 +187,7 @@ func (a *app) loadSession() error {
 		summary = "(" + alg.Summary + ")"
 	}
 	mode := "untrusted"
-	if p.Trusted {
+	if device.Params(p).Trusted() {
 		mode = "trusted"
 	}
 	a.update(func(s *ui.State) {
@@ -213,7 +217,7 @@ func (a *app) Join(budget float64) {
 		a.state.Error = "Budget: " + err.Error()
 		return
 	}
-	a.consent = consent{Budget: budget, Delta: a.delta, Rho: rho}
+	a.consent = consent{Budget: budget, Delta: a.delta, Rho: rho, Trusted: a.state.Session.Mode == "trusted"}
 	a.state.Budget = budget
 	go func() {
 		b, _ := json.Marshal(a.consent)

@@ -93,13 +93,16 @@ func (t *trainer) run() {
 	a := t.a
 	data := a.all().Samples
 	rt, err := device.New(t.ctx, device.Config{
-		URL:       wsURL(a.base),
-		JoinCode:  a.code,
-		Storage:   idbStorage{a.store},
-		Data:      data,
-		Budget:    a.consent.Rho,
-		OnEvent:   t.onEvent,
-		NewDevice: newYielding(t.ctx, len(data), t.prepared),
+		URL:      wsURL(a.base),
+		JoinCode: a.code,
+		Storage:  idbStorage{a.store},
+		Data:     data,
+		Budget:   a.consent.Rho,
+		// The owner saw the mode on the consent screen: a trusted-server
+		// session is joined only if that is what they agreed to.
+		AllowTrusted: a.consent.Trusted,
+		OnEvent:      t.onEvent,
+		NewDevice:    newYielding(t.ctx, len(data), t.prepared),
 	})
 	if err != nil {
 		a.fail("Device", err)
