@@ -11,6 +11,7 @@ import (
 	"time"
 
 	cdpruntime "github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/cdproto/storage"
 	"github.com/chromedp/chromedp"
 
 	"browserfl/device"
@@ -255,10 +256,16 @@ func TestBrowserLyingCoordinator(t *testing.T) {
 			}
 			checkLongTasks(t, []taskReport{tasks})
 
-			// Leaving deletes everything the page stored.
+			// Leaving deletes everything the page stored: with the page's
+			// button, or with the browser's "clear site data" (DevTools
+			// Storage.clearDataForOrigin), which the open page notices.
+			leave := chromedp.Action(chromedp.Click("#forget-btn", chromedp.ByID))
+			if tc.lie.ReplayRounds {
+				leave = storage.ClearDataForOrigin(srv.URL, "indexeddb")
+			}
 			var dbs []string
 			b.must(30*time.Second, "leave",
-				chromedp.Click("#forget-btn", chromedp.ByID),
+				leave,
 				chromedp.WaitVisible("#left", chromedp.ByID),
 				chromedp.Poll(`indexedDB.databases().then(l => l.length === 0)`, nil, chromedp.WithPollingTimeout(10*time.Second)),
 				chromedp.Evaluate(`indexedDB.databases().then(l => l.map(d => d.name))`, &dbs, awaitPromise))

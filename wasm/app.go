@@ -133,6 +133,16 @@ func (a *app) start() {
 		return
 	}
 	a.store = st
+	// Site data cleared while the page is open: stop and say so (the
+	// device has left; nothing of it remains in this browser).
+	st.OnDeleted(func() {
+		go func() {
+			if a.trainer != nil {
+				a.trainer.leave()
+			}
+			a.update(func(s *ui.State) { s.Screen = ui.ScreenLeft; s.Data = ui.Data{} })
+		}()
+	})
 	go warmUp(a.ctx)
 	if err := a.loadSession(); err != nil {
 		a.fail("Session", err)
@@ -249,6 +259,9 @@ func (a *app) Forget() {
 func (a *app) destroy() {
 	if a.store == nil {
 		return
+	}
+	if a.trainer != nil {
+		a.trainer.leave()
 	}
 	if err := a.store.Destroy(context.Background()); err != nil {
 		a.fail("Deleting storage", err)

@@ -223,3 +223,22 @@ func Delete(ctx context.Context, name string) error {
 	}
 	return nil
 }
+
+// OnDeleted calls f (once, on the JavaScript event loop: it must not
+// block) when another party deletes this database or closes it under
+// us: another tab's deleteDatabase or upgrade ("versionchange"; the
+// connection is closed first so the deletion is not blocked), or the
+// browser clearing the site's data ("close", fired only for an
+// unexpected close, never for Close).
+func (s *Store) OnDeleted(f func()) {
+	var once bool
+	fire := func(js.Value) {
+		s.Close()
+		if !once {
+			once = true
+			f()
+		}
+	}
+	jsw.Listen(s.db, "versionchange", fire)
+	jsw.Listen(s.db, "close", fire)
+}
