@@ -187,12 +187,23 @@ func checkInvariant(t *testing.T, ups []sentUpdate, included func(t int, id stri
 		if err := in.Noise(y); err != nil {
 			t.Fatal(err)
 		}
+		// A device that sent round t twice (its first update was lost
+		// with a coordinator that died mid-round, decided "excluded" on
+		// resume, and the round was assigned again) can only have had the
+		// last one included: keep the last update per round, in sending
+		// order.
+		last := map[int][]float64{}
+		for _, u := range ups {
+			if u.Device == st.DeviceID {
+				last[u.T] = u.Vec
+			}
+		}
 		sum := make([]float64, p.Dim)
 		k := 0
-		for _, u := range ups {
-			if u.Device == st.DeviceID && included(u.T, u.Device) {
+		for r, vec := range last {
+			if included(r, st.DeviceID) {
 				k++
-				for j, v := range u.Vec {
+				for j, v := range vec {
 					sum[j] += v
 				}
 			}
