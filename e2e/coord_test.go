@@ -65,6 +65,11 @@ type lies struct {
 	ClaimRhoPaper float64
 	// ExtraRounds sends this many round ids beyond T after the session.
 	ExtraRounds int
+	// ExcludeAndReassign assigns every round this many extra times
+	// first, each time deciding "excluded" for every update and assigning
+	// the same round id again: each answer costs the device privacy and
+	// none of it reaches the model.
+	ExcludeAndReassign int
 }
 
 type accPoint struct {
@@ -294,6 +299,11 @@ func (s *scripted) run(ctx context.Context) error {
 			return err
 		}
 		rf := s.nextRound(t)
+		for k := 0; k < s.lie.ExcludeAndReassign; k++ {
+			if err := s.playExcluded(ctx, t, rf, cohort); err != nil {
+				return err
+			}
+		}
 		if err := s.playRound(ctx, t, rf, cohort); err != nil {
 			return err
 		}
@@ -439,6 +449,51 @@ wait:
 			st = wire.Included
 		}
 		s.send(ctx, c.ws, wire.Decision{T: t, State: st})
+	}
+	return nil
+}
+
+// playExcluded assigns round t, collects for up to a second, and decides
+// "excluded" for every answer without applying anything.
+func (s *scripted) playExcluded(ctx context.Context, t int, rf wire.RoundFrame, cohort []*sconn) error {
+	frame, err := wire.EncodeRound(rf)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.round, s.updates = t, map[string][]byte{}
+	s.mu.Unlock()
+	for _, c := range cohort {
+		s.mu.Lock()
+		s.assigned[c.id]++
+		s.mu.Unlock()
+		wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		c.ws.Write(wctx, websocket.MessageBinary, frame)
+		cancel()
+	}
+	deadline := time.After(time.Second)
+wait:
+	for {
+		s.mu.Lock()
+		n := len(s.updates)
+		s.mu.Unlock()
+		if n == len(cohort) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-deadline:
+			break wait
+		case <-s.changed:
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	s.mu.Lock()
+	s.round, s.updates = 0, nil
+	s.mu.Unlock()
+	for _, c := range cohort {
+		s.send(ctx, c.ws, wire.Decision{T: t, State: wire.Excluded})
 	}
 	return nil
 }

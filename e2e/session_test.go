@@ -159,6 +159,8 @@ func storedDevice(t *testing.T, b *browser, code string, p wire.SessionParams) (
 //     cohort of 1 in M = 4 (four times more often than planned), then
 //     sends round ids beyond T;
 //   - "replay" sends every round id twice;
+//   - "exclude" decides "excluded" for every answer and assigns the same
+//     round again, three times per round;
 //   - "claim" shows the consent screen the real session but claims, in
 //     the welcome, a larger rho_p (a smaller noise scale) than the owner's
 //     budget allows.
@@ -183,6 +185,10 @@ func TestBrowserLyingCoordinator(t *testing.T) {
 	}{
 		{"greedy", lies{ExtraRounds: 2}},
 		{"replay", lies{ReplayRounds: true}},
+		// Every round excluded and re-assigned three times before it
+		// counts: the page pays for every answer; its ledger, not the
+		// coordinator, bounds how often.
+		{"exclude", lies{ExcludeAndReassign: 3}},
 		// rho_p = 6 is zCDP rho = 18, epsilon about 46 at delta 1e-5:
 		// far above the owner's 12.
 		{"claim", lies{ClaimRhoPaper: 6}},
@@ -220,7 +226,7 @@ func TestBrowserLyingCoordinator(t *testing.T) {
 				}
 			}
 			for r, n := range seen {
-				if n > 1 {
+				if n > 1 && tc.lie.ExcludeAndReassign == 0 {
 					t.Errorf("answered round %d %d times", r, n)
 				}
 			}
