@@ -1,9 +1,12 @@
 package e2e
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -18,6 +21,7 @@ import (
 	"browserfl/shared/dataset"
 	"browserfl/shared/optim"
 	"browserfl/shared/wire"
+	"browserfl/wasm/local"
 )
 
 const fashionDir = "/usr/share/datasets/fashion-mnist"
@@ -80,6 +84,32 @@ func openPage(t *testing.T, b *browser, url, shots string) {
 		chromedp.Poll(`Number((document.getElementById("data-count")||{}).textContent) > 0`, nil, chromedp.WithPollingTimeout(30*time.Second)),
 	)
 	if shots != "" {
+		// Pick local files: an IDX images/labels pair of 20 samples
+		// (gzipped images, raw labels), as a person would from disk.
+		dir := t.TempDir()
+		pair, err := fashionTest(t).Take(20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		im, lab, err := local.Encode(pair)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var gz bytes.Buffer
+		zw := gzip.NewWriter(&gz)
+		zw.Write(im)
+		zw.Close()
+		imPath, labPath := filepath.Join(dir, "my-images-idx3-ubyte.gz"), filepath.Join(dir, "my-labels-idx1-ubyte")
+		if err := os.WriteFile(imPath, gz.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(labPath, lab, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		b.must(20*time.Second, "pick files",
+			chromedp.SetUploadFiles("#files", []string{imPath, labPath}, chromedp.ByID),
+			chromedp.Poll(`document.body.innerText.includes("files (20)")`, nil, chromedp.WithPollingTimeout(15*time.Second)),
+		)
 		// Draw a "1" and add it, to show the drawing path in the picture.
 		b.must(10*time.Second, "draw",
 			drawStroke("draw", [][2]float64{{14, 4}, {14, 10}, {14, 16}, {14, 23}}),
