@@ -267,12 +267,15 @@ func TestBrowserSession(t *testing.T) {
 
 	waitRound(5, 90*time.Second)
 	// A page is reloaded.
+	id1, _ := storedDevice(t, browsers[1], code, p)
 	browsers[1].must(60*time.Second, "reload", chromedp.Reload(), chromedp.WaitVisible("#train", chromedp.ByID))
 	// Another page's browser is closed and started again on its profile.
+	id2, _ := storedDevice(t, browsers[2], code, p)
 	earlier[2] = append(earlier[2], browsers[2].sent()...)
 	browsers[2].close()
 	browsers[2] = launch(t, profiles[2])
 	browsers[2].must(60*time.Second, "browser restart", chromedp.Navigate(pageURL), chromedp.WaitVisible("#train", chromedp.ByID))
+	resumed := map[int]string{1: id1.DeviceID, 2: id2.DeviceID}
 
 	waitRound(9, 120*time.Second)
 	// The coordinator is killed and restarted on the same store.
@@ -316,6 +319,14 @@ func TestBrowserSession(t *testing.T) {
 	{
 		if err := browsers[0].screenshot(filepath.Join(shots, "training.png")); err != nil {
 			t.Fatal(err)
+		}
+	}
+
+	// The reloaded and the restarted page are still the same devices.
+	for i, id := range resumed {
+		st, _ := storedDevice(t, browsers[i], code, p)
+		if id == "" || st.DeviceID != id {
+			t.Errorf("page %d resumed as device %q, was %q", i, st.DeviceID, id)
 		}
 	}
 

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"math"
 	"net/url"
+	"sync"
 	"syscall/js"
 
 	"github.com/vugu/vugu"
@@ -90,7 +91,9 @@ type app struct {
 	params  wire.SessionParams
 	delta   float64 // the delta epsilon is stated at
 	consent consent
-	sets    map[string]dataset.Set // source -> samples
+
+	setsMu sync.Mutex
+	sets   map[string]dataset.Set // source -> samples; use source/setSource/all
 
 	draw, try canvas
 	trainer   *trainer
@@ -281,12 +284,27 @@ func (a *app) Train() {
 	}()
 }
 
+// source returns the stored samples of src.
+func (a *app) source(src string) (dataset.Set, bool) {
+	a.setsMu.Lock()
+	defer a.setsMu.Unlock()
+	s, ok := a.sets[src]
+	return s, ok
+}
+
+// setSource records the samples of src (already stored).
+func (a *app) setSource(src string, s dataset.Set) {
+	a.setsMu.Lock()
+	a.sets[src] = s
+	a.setsMu.Unlock()
+}
+
 // all returns every stored sample, sources in a fixed order (demo, files,
 // drawn) so the single-pass cursor means the same thing after a reload.
 func (a *app) all() dataset.Set {
 	var parts []dataset.Set
 	for _, src := range []string{"demo", "files", "drawn"} {
-		if s, ok := a.sets[src]; ok {
+		if s, ok := a.source(src); ok {
 			parts = append(parts, s)
 		}
 	}
@@ -296,9 +314,11 @@ func (a *app) all() dataset.Set {
 func (a *app) publishData() {
 	all := a.all()
 	n := map[string]int{}
+	a.setsMu.Lock()
 	for k, s := range a.sets {
 		n[k] = len(s.Samples)
 	}
+	a.setsMu.Unlock()
 	a.update(func(s *ui.State) {
 		s.Data.Count = len(all.Samples)
 		s.Data.PerLabel = local.Counts(all)

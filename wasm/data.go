@@ -41,7 +41,7 @@ func (a *app) loadData() error {
 		if err != nil {
 			return err
 		}
-		a.sets[src] = s
+		a.setSource(src, s)
 	}
 	a.publishData()
 	return nil
@@ -70,14 +70,14 @@ func (a *app) save(src string, s dataset.Set) error {
 	}); err != nil {
 		return err
 	}
-	a.sets[src] = s
+	a.setSource(src, s)
 	a.publishData()
 	return nil
 }
 
 // LoadDemo implements ui.Controller: fetch the demo shard once and keep it.
 func (a *app) LoadDemo() {
-	if _, ok := a.sets["demo"]; ok {
+	if _, ok := a.source("demo"); ok {
 		a.state.Error = "The demo data is already stored in this page."
 		return
 	}
@@ -120,7 +120,7 @@ func (a *app) AddDrawing(label int) {
 	a.state.Error = ""
 	a.draw.clear()
 	go func() {
-		s, ok := a.sets["drawn"]
+		s, ok := a.source("drawn")
 		if !ok {
 			s = local.Empty("drawn")
 		}
@@ -175,7 +175,7 @@ func (a *app) FilesPicked(ev vugu.DOMEvent) {
 			a.fail("Files", err)
 			return
 		}
-		prev := a.sets["files"]
+		prev, _ := a.source("files")
 		s := local.Join("files", prev, res.Set)
 		if err := a.save("files", s); err != nil {
 			a.fail("Saving files", err)
