@@ -316,3 +316,25 @@ func TestBrowserLyingCoordinator(t *testing.T) {
 func awaitPromise(p *cdpruntime.EvaluateParams) *cdpruntime.EvaluateParams {
 	return p.WithAwaitPromise(true)
 }
+
+// TestBrowserWrongJoinCode: a join code the coordinator does not know
+// is final (no retry loop, no storage beyond the page's empty database).
+func TestBrowserWrongJoinCode(t *testing.T) {
+	webDir := pageBuild(t)
+	all := fashionTest(t)
+	shard, err := all.Take(100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := newScripted(t, e2eSession(1), "RIGHT", []dataset.Set{shard}, all.Samples[:10], lies{})
+	srv := serve(t, pageHandler(webDir, sc.handler()))
+	b := launch(t, t.TempDir())
+	defer b.close()
+	b.must(60*time.Second, "wrong code",
+		chromedp.Navigate(srv.URL+"/?code=WRONG"),
+		chromedp.Poll(`(document.getElementById("error")||{textContent: ""}).textContent.includes("not valid")`, nil,
+			chromedp.WithPollingTimeout(30*time.Second)))
+	if n := len(b.sent()); n != 0 {
+		t.Errorf("the page opened a websocket and sent %d frames with a wrong join code", n)
+	}
+}

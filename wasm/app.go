@@ -8,9 +8,11 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net/http"
 	"net/url"
 	"sync"
 	"syscall/js"
+	"time"
 
 	"github.com/vugu/vugu"
 
@@ -147,10 +149,27 @@ func (a *app) start() {
 		}()
 	})
 	go warmUp(a.ctx)
-	if err := a.loadSession(); err != nil {
-		a.fail("Session", err)
-		return
+	// The coordinator may be down (restarting) or unreachable: keep
+	// trying, with a growing pause, and say so meanwhile.
+	for wait := time.Second; ; wait = min(2*wait, 15*time.Second) {
+		err := a.loadSession()
+		if err == nil {
+			break
+		}
+		var he *jsw.HTTPError
+		if errors.As(err, &he) && (he.Status == http.StatusForbidden || he.Status == http.StatusNotFound) {
+			// A wrong join code is final: no retry.
+			a.fail("Session", fmt.Errorf("the join code %q is not valid for this coordinator", a.code))
+			return
+		}
+		a.fail("Session (retrying)", err)
+		select {
+		case <-a.ctx.Done():
+			return
+		case <-time.After(wait):
+		}
 	}
+	a.update(func(s *ui.State) { s.Error = "" })
 	if err := a.loadData(); err != nil {
 		a.fail("Stored data", err)
 	}

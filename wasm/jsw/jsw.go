@@ -138,6 +138,14 @@ func Uint8Array(b []byte) js.Value {
 	return a
 }
 
+// HTTPError is a response with a status other than 2xx.
+type HTTPError struct {
+	URL    string
+	Status int
+}
+
+func (e *HTTPError) Error() string { return fmt.Sprintf("fetch %s: HTTP %d", e.URL, e.Status) }
+
 // Fetch GETs url with the page's fetch and returns the body. It blocks.
 func Fetch(ctx context.Context, url string) ([]byte, error) {
 	resp, err := Await(ctx, js.Global().Call("fetch", url))
@@ -145,7 +153,7 @@ func Fetch(ctx context.Context, url string) ([]byte, error) {
 		return nil, fmt.Errorf("fetch %s: %w", url, err)
 	}
 	if !resp.Get("ok").Bool() {
-		return nil, fmt.Errorf("fetch %s: HTTP %d", url, resp.Get("status").Int())
+		return nil, &HTTPError{URL: url, Status: resp.Get("status").Int()}
 	}
 	buf, err := Await(ctx, resp.Call("arrayBuffer"))
 	if err != nil {
