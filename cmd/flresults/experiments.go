@@ -14,8 +14,9 @@ type constants struct {
 	clip, g, l, d float64
 	// eta per algorithm family. etaMu2 = 0 means the noise-cancellation
 	// paper's Theorem 5.2 step size (optim.NCTheoremEta), which is what the
-	// papers' constants come with; the others were chosen by the sweep
-	// recorded in docs/results-notes.md.
+	// papers' constants come with; otherwise etaMu2 is the step size at the
+	// reference setting, scaled as Theorem 5.2's (see apply). The values
+	// were chosen by the sweep recorded in docs/results-notes.md.
 	etaMu2, etaSGD float64
 }
 
@@ -35,7 +36,12 @@ func (c constants) apply(p *optim.Params) {
 	case c.etaMu2 == 0:
 		p.Eta = optim.NCTheoremEta(*p, logRegDim)
 	default:
-		p.Eta = c.etaMu2
+		// Tuned once at the reference setting (Table 1, rho_p = 8, m =
+		// 50), then scaled with rho_p, m, M and T as Theorem 5.2's step
+		// size scales, so that runs with other T are not handicapped by
+		// a step size tuned for T = 1,200.
+		ref := optim.Params{Algorithm: "nc", M: 100, Cohort: 50, Rounds: nTrain / 50, Batch: 1, Rho: 8, Clip: c.clip}
+		p.Eta = c.etaMu2 * optim.NCTheoremEta(*p, logRegDim) / optim.NCTheoremEta(ref, logRegDim)
 	}
 }
 

@@ -139,5 +139,6 @@ func constNote(c constants) string {
 		return fmt.Sprintf("Step sizes: the noise-cancellation paper's Theorem 5.2 step size for the mu^2 algorithms (optim.NCTheoremEta; e.g. %.3g for Table 1 at rho_p = 8), %g for noisy SGD.",
 			ncRun(c, "nc", 8, 50).p.Eta, c.etaSGD)
 	}
-	return fmt.Sprintf("Step sizes: eta = %g for the mu^2 algorithms, %g for noisy SGD.", c.etaMu2, c.etaSGD)
+	return fmt.Sprintf("Step sizes: eta = %g for the mu^2 algorithms at rho_p = 8, m = 50, T = 1,200 (chosen by a sweep, see results-notes.md) and scaled with rho_p, m, M and T as Theorem 5.2's step size scales (e.g. %.3g at m = 20, %.3g at m = 80); %g for noisy SGD.",
+		c.etaMu2, ncRun(c, "nc", 8, 20).p.Eta, ncRun(c, "nc", 8, 80).p.Eta, c.etaSGD)
 }
