@@ -281,8 +281,15 @@ func TestBrowserSession(t *testing.T) {
 	// The coordinator is killed and restarted on the same store.
 	before, _ := progress()
 	coord.kill()
-	time.Sleep(time.Second)
+	// A page reloaded while the coordinator is down waits for it (it
+	// retries the session parameters) and then resumes.
+	id3, _ := storedDevice(t, browsers[3], code, p)
+	resumed[3] = id3.DeviceID
+	browsers[3].must(30*time.Second, "reload while the coordinator is down", chromedp.Reload(),
+		chromedp.Poll(`(document.getElementById("error")||{textContent: ""}).textContent.includes("retrying")`, nil,
+			chromedp.WithPollingTimeout(20*time.Second)))
 	coord.start()
+	browsers[3].must(60*time.Second, "resume after the outage", chromedp.WaitVisible("#train", chromedp.ByID))
 	t.Logf("coordinator killed after round %d and restarted", before)
 
 	// The projector dashboard while the session runs (its own browser,
