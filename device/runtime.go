@@ -27,7 +27,9 @@ type Config struct {
 	// Storage persists the device state (required).
 	Storage Storage
 	// Data is the device's local data; batches are taken in order from a
-	// persisted cursor, wrapping around at the end (required, non-empty).
+	// persisted cursor (required, non-empty). For single-pass algorithms
+	// (optim.Params.SinglePass) the device leaves when the data is used
+	// up; for the others the cursor wraps around.
 	Data []dataset.Sample
 	// Budget is the owner's zCDP budget (standard Bun–Steinke rho) for the
 	// session; a session whose per-device cost exceeds it is refused
@@ -515,6 +517,13 @@ func (rt *Runtime) onRound(ctx context.Context, ws *websocket.Conn, b []byte) er
 		}
 	}
 	batch := make([]dataset.Sample, rt.st.Session.Batch)
+	single := Params(*rt.st.Session).SinglePass()
+	if single && rt.st.Cursor+len(batch) > len(rt.cfg.Data) {
+		// Each sample is used once (the privacy analysis of the session's
+		// algorithm needs it): with the data used up, leave.
+		rt.mu.Unlock()
+		return fmt.Errorf("%w: round %d: the %d local samples are used up (single pass)", ErrRefused, r.T, len(rt.cfg.Data))
+	}
 	for i := range batch {
 		batch[i] = rt.cfg.Data[(rt.st.Cursor+i)%len(rt.cfg.Data)]
 	}
@@ -525,7 +534,12 @@ func (rt *Runtime) onRound(ctx context.Context, ws *websocket.Conn, b []byte) er
 		// budget): leave the session rather than answer.
 		return fmt.Errorf("%w: round %d: %v", ErrRefused, r.T, err)
 	}
-	rt.st.Cursor = (rt.st.Cursor + len(batch)) % len(rt.cfg.Data)
+	// Samples that left in a message are spent, whatever the coordinator
+	// decides about the round: the cursor never moves back.
+	rt.st.Cursor += len(batch)
+	if !single {
+		rt.st.Cursor %= len(rt.cfg.Data)
+	}
 	rt.st.Pending = r.T
 	// Saved before sending: a crash from here on resumes with pending.
 	if err := rt.save(ctx); err != nil {

@@ -67,23 +67,6 @@ type Result struct {
 	Model    []float64
 }
 
-// SinglePass reports whether an algorithm's privacy analysis needs each
-// sample used at most once, so that the simulator hands devices fresh
-// samples from a cursor: true for the mu^2 family (the noise-cancellation
-// analysis bounds the partial sums of corrections, and a reused sample
-// would enter several of them) and for the SGD references and noisy SGD
-// (the papers' single-pass experiments). The SoteriaFL family and CDP-SGD
-// sample minibatches from the whole local dataset every round, as in the
-// SoteriaFL paper; their per-release accounting is worst case per release
-// (optim.FreshSigma), so reuse is paid for.
-func SinglePass(algorithm string) bool {
-	switch algorithm {
-	case "cdpsgd", "soteria-sgd", "soteria-svrg", "soteria-saga":
-		return false
-	}
-	return true
-}
-
 type simDevice struct {
 	id      int
 	dev     optim.Device
@@ -142,7 +125,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	if err != nil {
 		return Result{}, fmt.Errorf("sim: partition: %w", err)
 	}
-	single := SinglePass(p.Algorithm)
+	single := p.SinglePass()
 	if alg.NeedsLocalData() && p.LocalSize == 0 {
 		p.LocalSize = len(cfg.Train.Samples) / p.M
 	}

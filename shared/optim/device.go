@@ -451,6 +451,11 @@ func (dv *device) Abort(t int) error {
 		return fmt.Errorf("optim: abort of round %d, pending round is %d", t, dv.pendingRound())
 	}
 	dv.clearPending()
+	// A round that was not included may be assigned again (a coordinator
+	// that crashed mid-round restarts it from its store), so round t is
+	// open again; earlier rounds stay closed. The release already made is
+	// charged, so answering again costs budget, never more than it.
+	dv.lastT = t - 1
 	return nil
 }
 

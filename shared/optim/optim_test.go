@@ -432,12 +432,32 @@ func TestPrepareRejectsBadRounds(t *testing.T) {
 	if _, err := dv.Prepare(Round{T: 2, X: x, XPrev: x}, data[:2]); err != nil {
 		t.Fatal(err)
 	}
-	dv.Abort(2)
-	if _, err := dv.Prepare(Round{T: 2, X: x, XPrev: x}, data[2:]); err == nil {
-		t.Error("replayed round accepted")
+	l0 := dv.(Accountant).Ledger()
+	spent := l0.Rho()
+	if err := dv.Abort(2); err != nil {
+		t.Fatal(err)
 	}
 	if err := dv.Commit(2); err == nil {
 		t.Error("commit after abort accepted")
+	}
+	// An excluded round may be assigned again (a coordinator restarted
+	// mid-round); earlier rounds stay closed, and the second answer is
+	// charged on top of the first.
+	if _, err := dv.Prepare(Round{T: 1, X: x, XPrev: x}, data[2:]); err == nil {
+		t.Error("round before the aborted one accepted")
+	}
+	if _, err := dv.Prepare(Round{T: 2, X: x, XPrev: x}, data[2:]); err != nil {
+		t.Fatalf("re-assigned round after abort: %v", err)
+	}
+	l1 := dv.(Accountant).Ledger()
+	if again := l1.Rho(); !(again > spent) {
+		t.Errorf("second answer to round 2 not charged: rho %v then %v", spent, again)
+	}
+	if err := dv.Commit(2); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := dv.Prepare(Round{T: 2, X: x, XPrev: x}, data[:2]); err == nil {
+		t.Error("replay of a committed round accepted")
 	}
 }
 

@@ -110,6 +110,23 @@ func (p Params) PlannedReleases() int {
 	return (p.Rounds*p.Cohort + p.M - 1) / p.M
 }
 
+// SinglePass reports whether the algorithm's privacy analysis needs each
+// sample used at most once, so that whatever feeds the device must hand it
+// fresh samples and stop when they run out: true for the mu^2 family (the
+// noise-cancellation analysis bounds partial sums of corrections, and a
+// reused sample would enter several of them), for noisy SGD (see
+// ParallelComposition) and for the non-private references (the papers'
+// single-pass experiments). The SoteriaFL family and CDP-SGD draw
+// minibatches from the whole local set every round; their accounting
+// (FreshSigma) pays for reuse.
+func (p Params) SinglePass() bool {
+	switch p.Algorithm {
+	case "cdpsgd", "soteria-sgd", "soteria-svrg", "soteria-saga":
+		return false
+	}
+	return true
+}
+
 // ParallelComposition reports whether a device's releases compose in
 // parallel rather than additively: true for "noisysgd", whose releases are
 // each a clipped minibatch gradient of fresh samples plus fresh noise, and
