@@ -40,8 +40,12 @@ func (c constants) apply(p *optim.Params) {
 		// 50), then scaled with rho_p, m, M and T as Theorem 5.2's step
 		// size scales, so that runs with other T are not handicapped by
 		// a step size tuned for T = 1,200.
-		ref := optim.Params{Algorithm: "nc", M: 100, Cohort: 50, Rounds: nTrain / 50, Batch: 1, Rho: 8, Clip: c.clip}
-		p.Eta = c.etaMu2 * optim.NCTheoremEta(*p, logRegDim) / optim.NCTheoremEta(ref, logRegDim)
+		// D cancels in the ratio; a nominal D = 1 keeps it defined
+		// when the runs are unconstrained (D = 0).
+		ref := optim.Params{Algorithm: "nc", M: 100, Cohort: 50, Rounds: nTrain / 50, Batch: 1, Rho: 8, Clip: c.clip, Diameter: 1}
+		q := *p
+		q.Diameter = 1
+		p.Eta = c.etaMu2 * optim.NCTheoremEta(q, logRegDim) / optim.NCTheoremEta(ref, logRegDim)
 	}
 }
 
