@@ -140,7 +140,7 @@ func (c *Coordinator) Handler(assets Assets, shards *Shards) http.Handler {
 		}
 	}
 	if assets.Web != nil {
-		mux.Handle("GET /web/", http.StripPrefix("/web/", http.FileServerFS(assets.Web)))
+		mux.Handle("GET /web/", http.StripPrefix("/web/", newGzipAssets(assets.Web)))
 	}
 	if assets.Index != nil {
 		mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
