@@ -50,7 +50,7 @@ func TestReport(t *testing.T) {
 	s := b.String()
 	for _, want := range []string{
 		"| 8 | 79.7% | 63.7% | 74.1% | 58.9% | 61.5 (rho 27.6) |", // Table 1 row, ours beside the paper's
-		"| ef+qinf:3bit | 0.0 MB | 10.6x | 79.3% | -0.4 |",      // compression row
+		"| ef+qinf:3bit | 0.0 MB | 10.6x | 79.3% | -0.4 |",        // compression row
 		"not run", // cells without a run
 		"Fashion-MNIST",
 	} {
