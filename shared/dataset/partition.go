@@ -94,7 +94,17 @@ func Shards(labels []int, m, k int, seed uint64) ([][]int, error) {
 			out[j] = append(out[j], shards[s]...)
 		}
 	}
+	shuffleEach(out, rng)
 	return out, nil
+}
+
+// shuffleEach puts every device's indices in random order, so that a
+// device reading its data in order (single pass) does not see one class
+// after another: the skew of a partition is across devices, not in time.
+func shuffleEach(parts [][]int, rng *rand.Rand) {
+	for _, p := range parts {
+		rng.Shuffle(len(p), func(i, j int) { p[i], p[j] = p[j], p[i] })
+	}
 }
 
 // Dirichlet is the non-IID split of Hsu, Qi and Brown (2019): for every
@@ -173,6 +183,7 @@ func Dirichlet(labels []int, m int, alpha float64, seed uint64) ([][]int, error)
 		out[j] = append(out[j], out[big][t])
 		out[big] = slices.Delete(out[big], t, t+1)
 	}
+	shuffleEach(out, rng)
 	return out, nil
 }
 

@@ -282,3 +282,39 @@ func BenchmarkDirichlet(b *testing.B) {
 		}
 	}
 }
+
+// TestPartitionsAreNotInLabelOrder checks that a device reading its part
+// in order does not see one class after another: in label order a part
+// changes label at most classes-1 times; shuffled, a part of n samples
+// over several classes changes label about n(1 - sum p_c^2) times. The
+// threshold (more than 4 x classes changes in a part of >= 100 samples
+// with >= 2 classes) is far from both; fixed seeds make it exact.
+func TestPartitionsAreNotInLabelOrder(t *testing.T) {
+	labels := make([]int, 6000)
+	for i := range labels {
+		labels[i] = i % 10
+	}
+	shards, err := Shards(labels, 20, 2, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err := Dirichlet(labels, 20, 1, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, parts := range map[string][][]int{"shards": shards, "dirichlet": dir} {
+		for d, p := range parts {
+			seen := map[int]bool{}
+			changes := 0
+			for i, k := range p {
+				seen[labels[k]] = true
+				if i > 0 && labels[k] != labels[p[i-1]] {
+					changes++
+				}
+			}
+			if len(p) >= 100 && len(seen) >= 2 && changes <= 4*10 {
+				t.Errorf("%s device %d: %d samples of %d classes change label only %d times (label order?)", name, d, len(p), len(seen), changes)
+			}
+		}
+	}
+}
