@@ -12,6 +12,7 @@
 package main
 
 import (
+	"compress/gzip"
 	"context"
 	"encoding/csv"
 	"errors"
@@ -83,7 +84,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	results := map[string]outcome{}
 	for _, g := range groups {
 		for _, e := range g.runs {
-			path := filepath.Join(dir, e.id+".csv")
+			path := filepath.Join(dir, e.id+".csv.gz")
 			selected := only == nil || only.MatchString(g.name)
 			if !o.fresh || !selected {
 				if oc, err := readOutcome(path); err == nil {
@@ -110,9 +111,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 				return err
 			}
 			oc := summarize(res.Records)
-			oc.seconds = res.Elapsed.Seconds()
 			results[e.id] = oc
-			fmt.Fprintf(stdout, "%-40s acc %.4f loss %.4f uplink %d B  %.1fs\n", e.id, oc.acc, oc.loss, oc.uplink, oc.seconds)
+			fmt.Fprintf(stdout, "%-40s acc %.4f loss %.4f uplink %d B  %.1fs\n", e.id, oc.acc, oc.loss, oc.uplink, res.Elapsed.Seconds())
 		}
 	}
 	if err := writePlots(dir, groups); err != nil {
@@ -140,7 +140,6 @@ type outcome struct {
 	uplink         int64
 	maxRho, maxEps float64
 	rounds         int
-	seconds        float64
 	recs           []sim.Record
 }
 
@@ -158,22 +157,28 @@ func summarize(recs []sim.Record) outcome {
 	return oc
 }
 
-// writeRun writes the per-round CSV plus a trailing comment-free file
-// of its own: the CSV is the record.
+// writeRun writes a run's per-round CSV, gzipped (the M = 1 runs have
+// 60,000 rounds). It writes a temporary file and renames it, so a file on
+// disk is always a finished run.
 func writeRun(path string, recs []sim.Record) error {
 	tmp := path + ".tmp"
 	f, err := os.Create(tmp)
 	if err != nil {
 		return fmt.Errorf("create %s: %w", tmp, err)
 	}
-	if err := sim.WriteCSV(f, recs); err != nil {
+	zw := gzip.NewWriter(f)
+	if err := sim.WriteCSV(zw, recs); err != nil {
 		f.Close()
 		return err
+	}
+	if err := zw.Close(); err != nil {
+		f.Close()
+		return fmt.Errorf("compress %s: %w", tmp, err)
 	}
 	if err := f.Close(); err != nil {
 		return fmt.Errorf("close %s: %w", tmp, err)
 	}
-	return os.Rename(tmp, path) // a CSV on disk is always a finished run
+	return os.Rename(tmp, path)
 }
 
 // readOutcome reads a run's CSV back.
@@ -183,7 +188,11 @@ func readOutcome(path string) (outcome, error) {
 		return outcome{}, err
 	}
 	defer f.Close()
-	rows, err := csv.NewReader(f).ReadAll()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		return outcome{}, fmt.Errorf("read %s: %w", path, err)
+	}
+	rows, err := csv.NewReader(zr).ReadAll()
 	if err != nil {
 		return outcome{}, fmt.Errorf("read %s: %w", path, err)
 	}
@@ -224,7 +233,7 @@ func writePlots(dir string, groups []group) error {
 		runs := map[string][]sim.Record{}
 		var order []string
 		for _, e := range g.runs {
-			oc, err := readOutcome(filepath.Join(dir, e.id+".csv"))
+			oc, err := readOutcome(filepath.Join(dir, e.id+".csv.gz"))
 			if err != nil {
 				continue
 			}

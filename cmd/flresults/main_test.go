@@ -17,7 +17,7 @@ func TestRunFileRoundTrip(t *testing.T) {
 		{Round: 1, Accuracy: math.NaN(), Loss: math.NaN(), UplinkBytes: 10, CumUplinkBytes: 10, Participants: 5, MaxRho: 0.5, MaxEpsilon: 3},
 		{Round: 2, Accuracy: 0.7, Loss: 0.9, UplinkBytes: 12, CumUplinkBytes: 22, Participants: 5, MaxRho: 1, MaxEpsilon: 4.5},
 	}
-	path := filepath.Join(t.TempDir(), "run.csv")
+	path := filepath.Join(t.TempDir(), "run.csv.gz")
 	if err := writeRun(path, recs); err != nil {
 		t.Fatal(err)
 	}
@@ -49,8 +49,8 @@ func TestReport(t *testing.T) {
 	}
 	s := b.String()
 	for _, want := range []string{
-		"| 8 | 79.7% | 63.7% | 74.1% | 58.9% | 61.5 (rho 27.6) |", // Table 1 row, ours beside the paper's
-		"| ef+qinf:3bit | 0.0 MB | 10.6x | 79.3% | -0.4 |",        // compression row
+		"| 8 | 79.7% | 63.7% | 74.1% | 58.9% | 61.5 (rho 27.6) |\n", // Table 1 row, ours beside the paper's
+		"| ef+qinf:3bit | 0.0 MB | 10.6x | 79.3% | -0.4 |",          // compression row
 		"not run", // cells without a run
 		"Fashion-MNIST",
 	} {

@@ -27,11 +27,11 @@ func writeReport(w io.Writer, groups []group, res map[string]outcome) error {
 	for _, c := range []constants{paperConsts, ourConsts} {
 		fmt.Fprintf(&b, "\n## Noise-cancellation paper, Tables 1 and 2 — %s\n\n%s\n\n", constTitle(c), constNote(c))
 		b.WriteString("Table 1 (M = 100, m = 50, T = 1,200, b = 1: one pass over 60,000 samples).\n\n")
-		b.WriteString("| rho_p | ours: NC (Alg. 1) | paper: Our Work | ours: noisy SGD | paper: Noisy SGD | ours: worst device epsilon at 1e-5 (NC) | sim time NC |\n|---|---|---|---|---|---|---|\n")
+		b.WriteString("| rho_p | ours: NC (Alg. 1) | paper: Our Work | ours: noisy SGD | paper: Noisy SGD | ours: worst device epsilon at 1e-5 (NC) |\n|---|---|---|---|---|---|\n")
 		for _, rho := range []float64{4, 8, 12} {
 			nc, ns := ncRun(c, "nc", rho, 50), ncRun(c, "noisysgd", rho, 50)
-			fmt.Fprintf(&b, "| %g | %s | %s | %s | %s | %s | %s |\n", rho, cell(nc.id, acc), paperNCTable1[rho][0],
-				cell(ns.id, acc), paperNCTable1[rho][1], cell(nc.id, epsCell), cell(nc.id, secCell))
+			fmt.Fprintf(&b, "| %g | %s | %s | %s | %s | %s |\n", rho, cell(nc.id, acc), paperNCTable1[rho][0],
+				cell(ns.id, acc), paperNCTable1[rho][1], cell(nc.id, epsCell))
 		}
 		b.WriteString("\nTable 2 (rho_p = 8, M = 100, T = 60,000 / m).\n\n")
 		b.WriteString("| m | ours: NC | paper: Our Work | ours: noisy SGD | paper: Noisy SGD |\n|---|---|---|---|---|\n")
@@ -109,13 +109,6 @@ func epsCell(oc outcome) string {
 		return "n/a"
 	}
 	return fmt.Sprintf("%.3g (rho %.3g)", oc.maxEps, oc.maxRho)
-}
-
-func secCell(oc outcome) string {
-	if oc.seconds == 0 {
-		return "(cached)"
-	}
-	return fmt.Sprintf("%.0f s", oc.seconds)
 }
 
 func bytesToReach(oc outcome, target float64) string {
