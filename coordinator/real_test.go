@@ -77,75 +77,8 @@ func realRun(t *testing.T, algorithm, compressor string, p float64) float64 {
 	runErr := make(chan error, 1)
 	go func() { runErr <- c.Run(ctx) }()
 
-	// hist[i] records, after each inclusion of device i, round t and
-	// S_i + Y_i (S_i: the sum of its included clean estimates).
-	type entry struct {
-		t   int
-		sum []float64
-	}
-	hist := make([][]entry, sess.M)
 	var f faults
-	var rts []*device.Runtime
-	for i := range sess.M {
-		var seed mechanism.Seed
-		seed[0], seed[1] = 2, byte(i)
-		mdl, _ := model.New("logreg", 4, 2)
-		dev, err := optim.NewDevice(params, mdl, mechanism.NewStream(seed, 0))
-		if err != nil {
-			t.Fatal(err)
-		}
-		in := dev.(optim.Introspector)
-		S := make([]float64, sess.Dim)
-		clean := make([]float64, sess.Dim)
-		y := make([]float64, sess.Dim)
-		cfg := device.Config{URL: "ws" + h.srv.URL[4:] + "/ws", JoinCode: "join-me", Storage: &device.MemStorage{},
-			AllowTrusted: algorithm == "trusted",
-			Data:         blobs(400, uint64(i)), MinBackoff: 5 * time.Millisecond, MaxBackoff: 50 * time.Millisecond,
-			NewDevice: func(optim.Params) (optim.Device, error) { return dev, nil },
-			OnEvent: func(e device.Event) {
-				// Runs inside the runtime, right after Commit: Clean is
-				// still the included round's estimate.
-				if e.Kind != device.EventIncluded {
-					return
-				}
-				in.Clean(clean)
-				in.Noise(y)
-				sum := make([]float64, len(S))
-				for k := range S {
-					S[k] += clean[k]
-					sum[k] = S[k] + y[k]
-				}
-				hist[i] = append(hist[i], entry{e.T, sum})
-			}}
-		if p > 0 {
-			rng := rand.New(rand.NewPCG(77, uint64(i)))
-			cfg.Hooks = &device.Hooks{
-				BeforeSend: func(int) (time.Duration, bool) {
-					switch u := rng.Float64(); {
-					case u < p:
-						f.disconnects.Add(1)
-						return 0, true
-					case u < 2*p:
-						f.lates.Add(1)
-						return 350 * time.Millisecond, false
-					}
-					return 0, false
-				},
-				DropDecision: func(int) bool {
-					if rng.Float64() < p {
-						f.drops.Add(1)
-						return true
-					}
-					return false
-				},
-			}
-		}
-		rt, err := device.New(ctx, cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rts = append(rts, rt)
-	}
+	rts, hist := realDevices(t, ctx, "ws"+h.srv.URL[4:]+"/ws", sess, p, 350*time.Millisecond, &f)
 	runDevices(t, ctx, rts)
 	if err := <-runErr; err != nil {
 		t.Fatal(err)
@@ -153,34 +86,8 @@ func realRun(t *testing.T, algorithm, compressor string, p float64) float64 {
 	if p > 0 && (f.disconnects.Load() == 0 || f.lates.Load() == 0 || f.drops.Load() == 0) {
 		t.Fatal("no fault of some kind was injected")
 	}
-	// qtilde_t = (1/m) sum_i (S_i + Y_i) as of round t, for every round.
-	// The f64 compressor makes the messages exact; 1e-9 relative to the
-	// largest |qtilde| is far above float64 rounding of a few hundred
-	// O(1)-O(sigma) terms and far below one missed message.
-	if compressor != "f64" {
-		qs = nil
-	}
-	for round, q := range qs {
-		worst, scale := 0.0, 1.0
-		for k := range q {
-			sum := 0.0
-			for i := range hist {
-				var last []float64
-				for _, e := range hist[i] {
-					if e.t <= round {
-						last = e.sum
-					}
-				}
-				if last != nil {
-					sum += last[k]
-				}
-			}
-			worst = math.Max(worst, math.Abs(q[k]-sum/float64(sess.Cohort)))
-			scale = math.Max(scale, math.Abs(q[k]))
-		}
-		if worst > 1e-9*scale {
-			t.Errorf("round %d: |qtilde - q - (1/m) sum Y_i| = %g (scale %g)", round, worst, scale)
-		}
+	if compressor == "f64" {
+		checkRealInvariant(t, qs, hist, sess.Cohort)
 	}
 	mdl, _ := model.New("logreg", 4, 2)
 	acc, _ := model.Evaluate(mdl, server.Model(), blobs(2000, 999))
@@ -212,5 +119,120 @@ func TestRealAlgorithmOverWire(t *testing.T) {
 				t.Errorf("accuracy undisturbed %.3f, with faults %.3f: want both >= 0.9 and within 0.05", calm, faulty)
 			}
 		})
+	}
+}
+
+// entry is one inclusion of a device: round t and S_i + Y_i after it
+// (S_i: the sum of its included clean estimates).
+type entry struct {
+	t   int
+	sum []float64
+}
+
+// realDevices builds sess.M devices running the product's device halves
+// (shared/optim) on blobs, with faults of probability p (late updates
+// arrive after late), recording each device's inclusions in hist.
+func realDevices(t *testing.T, ctx context.Context, url string, sess wire.SessionParams, p float64, late time.Duration, f *faults) ([]*device.Runtime, [][]entry) {
+	t.Helper()
+	params := device.Params(sess)
+	// hist[i] records, after each inclusion of device i, round t and
+	// S_i + Y_i (S_i: the sum of its included clean estimates).
+	hist := make([][]entry, sess.M)
+	var rts []*device.Runtime
+	for i := range sess.M {
+		var seed mechanism.Seed
+		seed[0], seed[1] = 2, byte(i)
+		mdl, _ := model.New("logreg", 4, 2)
+		dev, err := optim.NewDevice(params, mdl, mechanism.NewStream(seed, 0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		in := dev.(optim.Introspector)
+		S := make([]float64, sess.Dim)
+		clean := make([]float64, sess.Dim)
+		y := make([]float64, sess.Dim)
+		cfg := device.Config{URL: url, JoinCode: "join-me", Storage: &device.MemStorage{},
+			AllowTrusted: sess.Algorithm == "trusted",
+			Data:         blobs(400, uint64(i)), MinBackoff: 5 * time.Millisecond, MaxBackoff: 50 * time.Millisecond,
+			NewDevice: func(optim.Params) (optim.Device, error) { return dev, nil },
+			OnEvent: func(e device.Event) {
+				// Runs inside the runtime, right after Commit: Clean is
+				// still the included round's estimate.
+				if e.Kind != device.EventIncluded {
+					return
+				}
+				in.Clean(clean)
+				in.Noise(y)
+				sum := make([]float64, len(S))
+				for k := range S {
+					S[k] += clean[k]
+					sum[k] = S[k] + y[k]
+				}
+				hist[i] = append(hist[i], entry{e.T, sum})
+			}}
+		if p > 0 {
+			rng := rand.New(rand.NewPCG(77, uint64(i)))
+			cfg.Hooks = &device.Hooks{
+				BeforeSend: func(int) (time.Duration, bool) {
+					switch u := rng.Float64(); {
+					case u < p:
+						f.disconnects.Add(1)
+						return 0, true
+					case u < 2*p:
+						f.lates.Add(1)
+						return late, false
+					}
+					return 0, false
+				},
+				DropDecision: func(int) bool {
+					if rng.Float64() < p {
+						f.drops.Add(1)
+						return true
+					}
+					return false
+				},
+			}
+		}
+		rt, err := device.New(ctx, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rts = append(rts, rt)
+	}
+	return rts, hist
+}
+
+// checkRealInvariant checks, for every committed round, that the server's
+// qtilde equals (1/m) sum_i (S_i + Y_i) as of that round.
+func checkRealInvariant(t *testing.T, qs map[int][]float64, hist [][]entry, m int) {
+	t.Helper()
+	if len(qs) == 0 {
+		t.Fatal("no committed rounds recorded")
+	}
+	// qtilde_t = (1/m) sum_i (S_i + Y_i) as of round t, for every round.
+	// The f64 compressor makes the messages exact; 1e-9 relative to the
+	// largest |qtilde| is far above float64 rounding of a few hundred
+	// O(1)-O(sigma) terms and far below one missed message.
+	for round, q := range qs {
+		worst, scale := 0.0, 1.0
+		for k := range q {
+			sum := 0.0
+			for i := range hist {
+				var last []float64
+				for _, e := range hist[i] {
+					if e.t <= round {
+						last = e.sum
+					}
+				}
+				if last != nil {
+					sum += last[k]
+				}
+			}
+			worst = math.Max(worst, math.Abs(q[k]-sum/float64(m)))
+			scale = math.Max(scale, math.Abs(q[k]))
+		}
+		if worst > 1e-9*scale {
+			t.Errorf("round %d: |qtilde - q - (1/m) sum Y_i| = %g (scale %g)", round, worst, scale)
+		}
 	}
 }
