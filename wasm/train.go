@@ -238,6 +238,11 @@ func (a *app) TryModel() {
 		a.state.Train.Prediction = "No model yet: wait for the first round."
 		return
 	}
-	a.state.Train.Prediction = fmt.Sprintf("The model says: %d", m.Predict(w, x))
+	c := m.Predict(w, x)
+	if names := a.params.LabelNames(); c < len(names) {
+		a.state.Train.Prediction = fmt.Sprintf("The model says: %s (class %d)", names[c], c)
+	} else {
+		a.state.Train.Prediction = fmt.Sprintf("The model says: class %d", c)
+	}
 	a.try.clear()
 }

@@ -239,6 +239,9 @@ func run(args []string, stderr io.Writer) error {
 		return err
 	}
 	sess.Features, sess.Classes, sess.Dim = train.Features, train.Classes, mdl.Dim()
+	if o.DatasetDir != "none" && sess.Labels == "" {
+		sess.Labels = strings.Join(dataset.FashionMNISTClasses[:], ",")
+	}
 	sess.DeadlineMillis = int(deadline.Milliseconds())
 	p := devrt.Params(sess)
 	if err := p.Validate(); err != nil {

@@ -156,6 +156,11 @@ func loadIDXEither(dir, base string) (*IDX, error) {
 	return x, err
 }
 
+// FashionMNISTClasses names Fashion-MNIST's ten classes in label order
+// (Xiao, Rasul and Vollgraf 2017).
+var FashionMNISTClasses = [10]string{"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat",
+	"Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot"}
+
 // LoadFashionMNIST loads Fashion-MNIST (60,000 training and 10,000 test
 // images of 28x28 pixels, 10 classes) from dir, normally
 // DefaultFashionMNISTDir. If the files are missing, the error says to run

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // Version is the protocol version. A peer that sends another version is
@@ -105,6 +106,20 @@ type SessionParams struct {
 	LocalSize    int     `json:"local_size,omitempty"`
 	SnapshotProb float64 `json:"snapshot_prob,omitempty"`
 	ShiftStep    float64 `json:"shift_step,omitempty"`
+	// Labels names the classes for display, comma-separated in class
+	// order ("" = show class numbers). It takes no part in training.
+	Labels string `json:"labels,omitempty"`
+}
+
+// MaxLabelsLen bounds SessionParams.Labels.
+const MaxLabelsLen = 1024
+
+// LabelNames returns the class names of Labels, or nil when there are none.
+func (p SessionParams) LabelNames() []string {
+	if p.Labels == "" {
+		return nil
+	}
+	return strings.Split(p.Labels, ",")
 }
 
 // Validate checks p for values no session can have.
@@ -120,6 +135,10 @@ func (p SessionParams) Validate() error {
 		return bad("session: rho_p %v, clip %v, eta %v out of range", p.RhoPaper, p.Clip, p.Eta)
 	case p.DeadlineMillis <= 0:
 		return bad("session: deadline %d ms must be positive", p.DeadlineMillis)
+	case len(p.Labels) > MaxLabelsLen:
+		return bad("session: labels of %d bytes, at most %d", len(p.Labels), MaxLabelsLen)
+	case p.Labels != "" && len(p.LabelNames()) != p.Classes:
+		return bad("session: %d labels for %d classes", len(p.LabelNames()), p.Classes)
 	}
 	return nil
 }

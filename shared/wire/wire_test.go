@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -191,4 +192,21 @@ func FuzzDecode(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestSessionLabels(t *testing.T) {
+	p := SessionParams{Algorithm: "nc", Dim: 10, M: 2, Cohort: 1, Rounds: 1, Batch: 1, Eta: 1, DeadlineMillis: 1, Classes: 3}
+	for _, c := range []struct {
+		labels string
+		ok     bool
+	}{{"", true}, {"a,b,c", true}, {"a,b", false}, {"a,b,c,d", false}, {strings.Repeat("x", MaxLabelsLen+1), false}} {
+		p.Labels = c.labels
+		if err := p.Validate(); (err == nil) != c.ok {
+			t.Errorf("labels %.20q: err = %v, want ok = %v", c.labels, err, c.ok)
+		}
+	}
+	p.Labels = "T-shirt/top,Trouser,Coat"
+	if got := p.LabelNames(); len(got) != 3 || got[2] != "Coat" {
+		t.Errorf("LabelNames = %q", got)
+	}
 }
