@@ -216,6 +216,16 @@ func checkInvariant(t *testing.T, ups []sentUpdate, included func(t int, id stri
 		led := dv.(optim.Accountant).Ledger()
 		t.Logf("page %d (%s): %d included, ||sum - Y_i|| = %.4g <= %.4g; ledger rho %.4g", i, st.DeviceID, k, gap, bound, led.Rho())
 		if k != st.Included {
+			var incl, sent []int
+			for r := 1; r <= p.Rounds; r++ {
+				if included(r, st.DeviceID) {
+					incl = append(incl, r)
+				}
+				if _, ok := last[r]; ok {
+					sent = append(sent, r)
+				}
+			}
+			t.Logf("page %d: rounds the coordinator included %v; rounds with a captured update %v", i, incl, sent)
 			t.Errorf("page %d: coordinator included %d of its updates, the page counted %d", i, k, st.Included)
 		}
 		if gap > bound {

@@ -190,7 +190,7 @@ func TestBrowserSession(t *testing.T) {
 	defer logf.Close()
 	coord := &process{t: t, bin: bin, addr: freeAddr(t), dataDir: t.TempDir(), log: logf, args: []string{
 		"-join-code", code, "-dataset", fashionDir, "-eval-every", "1", "-eval-samples", "1000",
-		"-demo-shards", "40", "-demo-alpha", "100", "-deadline", "10s", "-round-gap", "0s", "-seed", "7",
+		"-demo-shards", "40", "-demo-alpha", "100", "-deadline", "10s", "-round-gap", "500ms", "-seed", "7",
 		"-name", p.Name, "-algorithm", p.Algorithm, "-model", p.Model,
 		"-M", fmt.Sprint(p.M), "-m", fmt.Sprint(p.Cohort), "-T", fmt.Sprint(p.Rounds), "-b", fmt.Sprint(p.Batch),
 		"-rho", fmt.Sprint(p.RhoPaper), "-clip", fmt.Sprint(p.Clip), "-eta", fmt.Sprint(p.Eta), "-D", fmt.Sprint(p.Diameter),
@@ -266,11 +266,23 @@ func TestBrowserSession(t *testing.T) {
 	var earlier [pages][]frame
 
 	waitRound(5, 90*time.Second)
+	// quiet waits until page b has no update in flight (its last update
+	// was included and the next round, 500 ms later at the earliest, has
+	// not reached it): a frame sent by a document that is being unloaded
+	// may never reach the DevTools capture, and the invariant check needs
+	// every included update.
+	quiet := func(b *browser) {
+		b.must(60*time.Second, "quiet moment", chromedp.Poll(
+			`(document.getElementById("status")||{textContent: ""}).textContent.endsWith("included your update.")`,
+			nil, chromedp.WithPollingInterval(10*time.Millisecond), chromedp.WithPollingTimeout(50*time.Second)))
+	}
 	// A page is reloaded.
 	id1, _ := storedDevice(t, browsers[1], code, p)
+	quiet(browsers[1])
 	browsers[1].must(60*time.Second, "reload", chromedp.Reload(), chromedp.WaitVisible("#train", chromedp.ByID))
 	// Another page's browser is closed and started again on its profile.
 	id2, _ := storedDevice(t, browsers[2], code, p)
+	quiet(browsers[2])
 	earlier[2] = append(earlier[2], browsers[2].sent()...)
 	browsers[2].close()
 	browsers[2] = launch(t, profiles[2])
