@@ -278,9 +278,6 @@ func dist(a, b []float64) float64 {
 }
 
 func TestCrashRecoveryExactlyOnce(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts child processes; run without -short")
-	}
 	sess := testSession(8, 8, 4, 30, 300)
 	// Kill times: seeded, spread over the first seconds of the session.
 	rng := rand.New(rand.NewPCG(2026, 11))

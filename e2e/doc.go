@@ -9,5 +9,5 @@
 // page readiness through performance marks set by the page.
 //
 // The tests need /usr/bin/chromium (scripts/setup.sh --browser installs
-// it) and take about a minute on two cores; `go test -short` skips them.
+// it) and take about a minute on two cores.
 package e2e

@@ -44,9 +44,6 @@ func repoRoot() string {
 // static assets of web/.
 func pageBuild(t testing.TB) string {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("browser end-to-end test: skipped with -short")
-	}
 	if _, err := os.Stat(chromiumPath); err != nil {
 		t.Fatalf("%s not found: install it with scripts/setup.sh --browser (%v)", chromiumPath, err)
 	}
