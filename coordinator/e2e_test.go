@@ -114,28 +114,8 @@ func newDevice(t *testing.T, url string, sess wire.SessionParams, i int, f *faul
 		},
 	}
 	if f != nil {
-		rng := rand.New(rand.NewPCG(99, uint64(i)))
 		deadline := time.Duration(sess.DeadlineMillis) * time.Millisecond
-		cfg.Hooks = &device.Hooks{
-			BeforeSend: func(int) (time.Duration, bool) {
-				switch u := rng.Float64(); {
-				case u < p:
-					f.disconnects.Add(1)
-					return 0, true
-				case u < 2*p:
-					f.lates.Add(1)
-					return deadline + 50*time.Millisecond, false
-				}
-				return 0, false
-			},
-			DropDecision: func(int) bool {
-				if rng.Float64() < p {
-					f.drops.Add(1)
-					return true
-				}
-				return false
-			},
-		}
+		cfg.Hooks = faultHooks(rand.New(rand.NewPCG(99, uint64(i))), p, deadline+50*time.Millisecond, f)
 	}
 	rt, err := device.New(context.Background(), cfg)
 	if err != nil {
@@ -417,4 +397,30 @@ func zeros() []dataset.Sample {
 		s[i] = dataset.Sample{X: []float32{0}}
 	}
 	return s
+}
+
+// faultHooks injects device faults drawn from rng: with probability p each
+// a disconnect before sending, an update sent late (after late), and a
+// lost decision; f counts them.
+func faultHooks(rng *rand.Rand, p float64, late time.Duration, f *faults) *device.Hooks {
+	return &device.Hooks{
+		BeforeSend: func(int) (time.Duration, bool) {
+			switch u := rng.Float64(); {
+			case u < p:
+				f.disconnects.Add(1)
+				return 0, true
+			case u < 2*p:
+				f.lates.Add(1)
+				return late, false
+			}
+			return 0, false
+		},
+		DropDecision: func(int) bool {
+			if rng.Float64() < p {
+				f.drops.Add(1)
+				return true
+			}
+			return false
+		},
+	}
 }

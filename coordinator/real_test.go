@@ -171,27 +171,7 @@ func realDevices(t *testing.T, ctx context.Context, url string, sess wire.Sessio
 				hist[i] = append(hist[i], entry{e.T, sum})
 			}}
 		if p > 0 {
-			rng := rand.New(rand.NewPCG(77, uint64(i)))
-			cfg.Hooks = &device.Hooks{
-				BeforeSend: func(int) (time.Duration, bool) {
-					switch u := rng.Float64(); {
-					case u < p:
-						f.disconnects.Add(1)
-						return 0, true
-					case u < 2*p:
-						f.lates.Add(1)
-						return late, false
-					}
-					return 0, false
-				},
-				DropDecision: func(int) bool {
-					if rng.Float64() < p {
-						f.drops.Add(1)
-						return true
-					}
-					return false
-				},
-			}
+			cfg.Hooks = faultHooks(rand.New(rand.NewPCG(77, uint64(i))), p, late, f)
 		}
 		rt, err := device.New(ctx, cfg)
 		if err != nil {
