@@ -31,6 +31,7 @@ const (
 	TypeDecision Type = "decision" // C->D, inclusion acknowledgement or status reply
 	TypeEnd      Type = "end"      // C->D, the session has finished its rounds
 	TypeError    Type = "error"    // C->D, sent just before the coordinator closes
+	TypeLeave    Type = "leave"    // D->C, the device stops taking part (it closes next)
 )
 
 // Hello opens a connection. At first contact DeviceID and Secret are empty
@@ -161,6 +162,25 @@ const (
 type Decision struct {
 	T     int    `json:"t"`
 	State string `json:"state"`
+	// Reason says why an update was excluded when the device could not
+	// know it (for example "rejected: ..." when the update failed the
+	// coordinator's validation); empty otherwise. Informational only.
+	Reason string `json:"reason,omitempty"`
+}
+
+// Leave reasons.
+const (
+	LeaveDone    = "done"    // the device's data is used up, or its budget is spent
+	LeaveStopped = "stopped" // the owner stopped training or closed the page
+)
+
+// Leave says the device stops taking part: the coordinator no longer
+// samples it. A pending update the device already sent stays valid (its
+// decision is still sent if the connection is open, and is answered on a
+// later hello). Reason is one of the Leave* constants (others are kept as
+// "stopped").
+type Leave struct {
+	Reason string `json:"reason,omitempty"`
 }
 
 // End says the session has run all its rounds.
@@ -197,6 +217,7 @@ func (Status) wireType() Type   { return TypeStatus }
 func (Decision) wireType() Type { return TypeDecision }
 func (End) wireType() Type      { return TypeEnd }
 func (Error) wireType() Type    { return TypeError }
+func (Leave) wireType() Type    { return TypeLeave }
 
 type envelope struct {
 	Type Type            `json:"type"`
@@ -276,6 +297,13 @@ func DecodeControl(b []byte) (Message, error) {
 	case TypeError:
 		var v Error
 		err = json.Unmarshal(env.Body, &v)
+		m = v
+	case TypeLeave:
+		var v Leave
+		err = json.Unmarshal(env.Body, &v)
+		if err == nil && v.Reason != LeaveDone {
+			v.Reason = LeaveStopped
+		}
 		m = v
 	default:
 		return nil, bad("unknown control message type %q", env.Type)

@@ -17,6 +17,9 @@ func TestControlRoundTrip(t *testing.T) {
 		Welcome{Version: 1, DeviceID: "d1", Secret: "s", Session: sess, Committed: 7, Pending: &Decision{T: 3, State: Included}},
 		Status{T: 4},
 		Decision{T: 9, State: Excluded},
+		Decision{T: 10, State: Excluded, Reason: "rejected: norm 1e+08 above the bound 671"},
+		Leave{Reason: LeaveDone},
+		Leave{Reason: LeaveStopped},
 		End{Committed: 100},
 		Error{Code: CodeAuth, Reason: "wrong secret"},
 	}
