@@ -55,6 +55,10 @@ type Config struct {
 	// before any decision of round t is sent (tests use it to crash the
 	// coordinator at the worst moment).
 	OnCommit func(t int)
+	// BeforeAdmit, if set, is called for every authenticated hello just
+	// before the admission takes the coordinator's lock (tests use it to
+	// delay admission until the device's pending round has committed).
+	BeforeAdmit func(id string, pending int)
 }
 
 // Limits are per-connection and global limits.
@@ -119,6 +123,9 @@ type Coordinator struct {
 	changed    chan struct{} // signalled when eligibility may have changed
 	scratch    []float64     // payload validation buffer (guarded by mu)
 	nconn      int           // devices with a connection
+	// bound is the largest L2 norm of an accepted update
+	// (optim.UpdateBound; +Inf: finiteness only).
+	bound float64
 }
 
 type evalPoint struct {
@@ -186,13 +193,23 @@ func New(cfg Config) (*Coordinator, error) {
 		changed: make(chan struct{}, 1),
 		started: time.Now(),
 	}
+	bound, why, err := optim.UpdateBound(optim.FromSession(cfg.Session), cfg.Session.Dim)
+	if err != nil {
+		return nil, fmt.Errorf("coordinator: update bound: %w", err)
+	}
+	c.bound = bound
 	committed, state, err := c.store.State()
 	if err != nil {
 		return nil, fmt.Errorf("coordinator: %w", err)
 	}
 	if state != nil {
 		if err := c.server.UnmarshalBinary(state); err != nil {
-			return nil, fmt.Errorf("coordinator: restore server state of round %d: %w", committed, err)
+			return nil, c.unservable(committed, fmt.Errorf("restore server state of round %d: %w", committed, err))
+		}
+	}
+	if committed < cfg.Session.Rounds {
+		if err := servable(c.server, cfg.Session.DeadlineMillis); err != nil {
+			return nil, c.unservable(committed, err)
 		}
 	}
 	c.committed = committed
@@ -207,10 +224,44 @@ func New(cfg Config) (*Coordinator, error) {
 			}
 		}
 	}
+	c.log.Info("update validation", "max_norm", bound, "derivation", why)
 	c.log.Info("session ready", "session", cfg.Session.Name, "algorithm", cfg.Session.Algorithm,
 		"dim", cfg.Session.Dim, "cohort", cfg.Session.Cohort, "rounds", cfg.Session.Rounds,
 		"committed", committed, "cohort_seed", cfg.Seed, "min_devices", cfg.MinDevices)
 	return c, nil
+}
+
+// ErrUnservable is wrapped by New when the store holds a state the
+// coordinator cannot serve (for example a model that is not finite, or
+// not representable in the float32 round frame). The error text says
+// which rounds Store.RollBack can return to.
+var ErrUnservable = errors.New("coordinator: the stored state cannot be served")
+
+func (c *Coordinator) unservable(committed int, cause error) error {
+	oldest, _, err := c.store.RollBackRange()
+	if err != nil {
+		return fmt.Errorf("%w: %v (and the store's history could not be read: %v)", ErrUnservable, cause, err)
+	}
+	return fmt.Errorf("%w: after round %d: %v; roll back to an earlier round (the store keeps rounds %d to %d; "+
+		"cmd/coordinator: -rollback-to N) or start over with -reset", ErrUnservable, committed, cause, oldest, committed)
+}
+
+// servable reports whether the server half's next round can be sent: its
+// model and gradient estimate finite and the round frame encodable.
+func servable(s optim.Server, deadlineMillis int) error {
+	r := s.Next()
+	if err := mechanism.CheckFinite(s.Model()); err != nil {
+		return fmt.Errorf("model: %w", err)
+	}
+	if e, ok := s.(optim.Estimator); ok {
+		if err := mechanism.CheckFinite(e.Estimate()); err != nil {
+			return fmt.Errorf("gradient estimate: %w", err)
+		}
+	}
+	if _, err := wire.EncodeRound(wire.RoundFrame{T: r.T, DeadlineMillis: deadlineMillis, X: r.X, XPrev: r.XPrev}); err != nil {
+		return fmt.Errorf("round %d frame: %w", r.T, err)
+	}
+	return nil
 }
 
 func (c *Coordinator) signal() {
@@ -311,7 +362,13 @@ func (c *Coordinator) runRound(ctx context.Context, t int) error {
 	frame, err := wire.EncodeRound(wire.RoundFrame{T: t, DeadlineMillis: c.cfg.Session.DeadlineMillis, X: r.X, XPrev: r.XPrev})
 	if err != nil {
 		c.mu.Unlock()
-		return fmt.Errorf("coordinator: encode round %d: %w", t, err)
+		// Validation and the check after every round make this
+		// unreachable; if it happens anyway, the process stays up
+		// (dashboard, status answers) and says what to do.
+		c.log.Error("the next round cannot be served; the session is stopped", "round", t,
+			"err", c.unservable(t-1, err))
+		<-ctx.Done()
+		return ctx.Err()
 	}
 	k := min(c.cfg.Session.Cohort, len(eligible))
 	cohort := sample(eligible, k, c.cfg.Seed, t)
@@ -352,11 +409,23 @@ func (c *Coordinator) runRound(ctx context.Context, t int) error {
 		return ctx.Err()
 	}
 
-	if err := c.server.Apply(t, updates); err != nil {
-		// Every payload passed the mechanism's validating decoder, so
-		// this is a bug or an algorithm-level refusal; nothing was
-		// committed and no device was told "included".
-		return fmt.Errorf("coordinator: apply round %d: %w", t, err)
+	// The state before the round, to return to if the round's result
+	// cannot be served (validation should make that impossible; this is
+	// the second line of defence, and it never ends the process).
+	before, err := c.server.MarshalBinary()
+	if err != nil {
+		return fmt.Errorf("coordinator: marshal server state: %w", err)
+	}
+	applyErr := c.server.Apply(t, updates)
+	if applyErr == nil && t < c.cfg.Session.Rounds {
+		applyErr = servable(c.server, c.cfg.Session.DeadlineMillis)
+	}
+	if applyErr != nil {
+		if err := c.server.UnmarshalBinary(before); err != nil {
+			return fmt.Errorf("coordinator: restore the state before round %d: %w", t, err)
+		}
+		c.discardRound(or, applyErr)
+		return nil
 	}
 	state, err := c.server.MarshalBinary()
 	if err != nil {
@@ -428,6 +497,27 @@ func (c *Coordinator) runRound(ctx context.Context, t int) error {
 	return nil
 }
 
+// discardRound abandons round or without committing it: every cohort
+// member is told "excluded" (its device aborts, so the noise state stays
+// consistent) and the same round number runs again.
+func (c *Coordinator) discardRound(or *openRound, cause error) {
+	c.met.discardedRounds.Add(1)
+	c.log.Error("round discarded: its result could not be served; the state before it is kept",
+		"round", or.t, "err", cause)
+	c.mu.Lock()
+	for id := range or.cohort {
+		d := c.devices[id]
+		if d == nil || d.round != or.t {
+			continue
+		}
+		d.round = 0
+		d.conn.sendControl(wire.Decision{T: or.t, State: wire.Excluded, Reason: "the round was discarded"})
+	}
+	c.round = nil
+	c.mu.Unlock()
+	c.signal()
+}
+
 // closeRoundLocked freezes the included set of or (sorted ids).
 func (c *Coordinator) closeRoundLocked(or *openRound) {
 	if or.closed {
@@ -469,6 +559,22 @@ func (c *Coordinator) acceptUpdate(cn *conn, u wire.UpdateFrame, frameLen int) e
 	}
 	if err := mechanism.Decode(c.scratch, u.Payload); err != nil {
 		return fmt.Errorf("%w: update payload: %v", wire.ErrBadFrame, err)
+	}
+	// The norm bound of the session's public parameters: an honest
+	// device exceeds it with probability at most optim.UpdateRejectProb.
+	// A rejected update is excluded (the device aborts it, so its noise
+	// state stays consistent) and never reaches the aggregate.
+	if n := mechanism.Norm(c.scratch); !(n <= c.bound) {
+		c.met.rejectedUpdates.Add(1)
+		reason := fmt.Sprintf("rejected: the update's norm %.4g is above the session's bound %.4g", n, c.bound)
+		c.log.Warn("update rejected", "device", shortID(cn.id), "round", u.T, "norm", n, "bound", c.bound)
+		delete(or.cohort, cn.id)
+		or.dropped[cn.id] = true
+		d.round = 0
+		cn.sendControl(wire.Decision{T: u.T, State: wire.Excluded, Reason: reason})
+		or.checkAllIn()
+		c.signal()
+		return nil
 	}
 	or.updates[cn.id] = slices.Clone(u.Payload)
 	or.bytesIn += int64(frameLen)
@@ -533,14 +639,8 @@ func (c *Coordinator) admit(cn *conn, h wire.Hello) (wire.Welcome, error) {
 	}
 	cn.id = w.DeviceID
 
-	// Past rounds are answered from the store, outside the lock.
-	var rec RoundRecord
-	var recOK bool
-	if h.Pending > 0 {
-		var err error
-		if rec, recOK, err = c.store.Round(h.Pending); err != nil {
-			return wire.Welcome{}, err
-		}
+	if c.cfg.BeforeAdmit != nil {
+		c.cfg.BeforeAdmit(w.DeviceID, h.Pending)
 	}
 
 	c.mu.Lock()
@@ -556,6 +656,34 @@ func (c *Coordinator) admit(cn *conn, h wire.Hello) (wire.Welcome, error) {
 		d = &device{id: w.DeviceID}
 		c.devices[d.id] = d
 	}
+
+	// The pending round's decision. It is read under the lock: a round
+	// commits (store, then c.committed and c.round under the lock), so
+	// here either the open round still holds the update, or the round is
+	// committed and its record is in the store. Reading the record
+	// before taking the lock would let the round commit in between and
+	// answer "excluded" for an included update.
+	or := c.round
+	holding := false // the open round holds this device's update
+	var pendingDec *wire.Decision
+	if h.Pending > 0 {
+		dec := wire.Decision{T: h.Pending, State: wire.Excluded}
+		switch {
+		case or != nil && or.t == h.Pending && or.cohort[d.id] && or.updates[d.id] != nil &&
+			(!or.closed || slices.Contains(or.included, d.id)):
+			dec.State = wire.Pending
+			holding = true
+		case h.Pending <= c.committed:
+			rec, ok, err := c.store.Round(h.Pending)
+			if err != nil {
+				return wire.Welcome{}, err
+			}
+			if ok && rec.Includes(d.id) {
+				dec.State = wire.Included
+			}
+		}
+		pendingDec = &dec
+	}
 	if d.conn != nil {
 		old := d.conn
 		old.closeWith(wire.CodeDuplicate, "the device opened another connection")
@@ -564,21 +692,7 @@ func (c *Coordinator) admit(cn *conn, h wire.Hello) (wire.Welcome, error) {
 	}
 	d.conn = cn
 	w.Committed = c.committed
-
-	or := c.round
-	holding := false // the open round holds this device's update
-	if h.Pending > 0 {
-		dec := wire.Decision{T: h.Pending, State: wire.Excluded}
-		switch {
-		case or != nil && or.t == h.Pending && or.cohort[d.id] && or.updates[d.id] != nil &&
-			(!or.closed || slices.Contains(or.included, d.id)):
-			dec.State = wire.Pending
-			holding = true
-		case recOK && rec.Includes(d.id):
-			dec.State = wire.Included
-		}
-		w.Pending = &dec
-	}
+	w.Pending = pendingDec
 	if d.round != 0 && !holding {
 		// Assigned but the update never arrived on the old connection:
 		// it is excluded now and a late copy will not be accepted.
@@ -609,22 +723,24 @@ func (c *Coordinator) connectedLocked() int { return c.nconn }
 
 // status answers a status query for round t from device id.
 func (c *Coordinator) status(id string, t int) (wire.Decision, error) {
-	rec, ok, err := c.store.Round(t)
-	if err != nil {
-		return wire.Decision{}, err
-	}
-	dec := wire.Decision{T: t, State: wire.Excluded}
-	if ok {
-		if rec.Includes(id) {
-			dec.State = wire.Included
-		}
-		return dec, nil
-	}
+	// Under the lock for the same reason as in admit: the round must not
+	// commit between the store read and the look at the open round.
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	dec := wire.Decision{T: t, State: wire.Excluded}
 	if or := c.round; or != nil && or.t == t && or.cohort[id] && or.updates[id] != nil &&
 		(!or.closed || slices.Contains(or.included, id)) {
 		dec.State = wire.Pending
+		return dec, nil
+	}
+	if t <= c.committed {
+		rec, ok, err := c.store.Round(t)
+		if err != nil {
+			return wire.Decision{}, err
+		}
+		if ok && rec.Includes(id) {
+			dec.State = wire.Included
+		}
 	}
 	return dec, nil
 }

@@ -102,7 +102,22 @@ type faults struct {
 func newDevice(t *testing.T, url string, sess wire.SessionParams, i int, f *faults, p float64) (*device.Runtime, *nctest.Device) {
 	t.Helper()
 	fake := nctest.NewDevice(target(i, sess.Dim), 1, 0.3, uint64(1000+i))
-	cfg := device.Config{
+	cfg := deviceConfig(t, url, i, fake)
+	if f != nil {
+		deadline := time.Duration(sess.DeadlineMillis) * time.Millisecond
+		cfg.Hooks = faultHooks(rand.New(rand.NewPCG(99, uint64(i))), p, deadline+50*time.Millisecond, f)
+	}
+	rt, err := device.New(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rt, fake
+}
+
+// deviceConfig is the runtime configuration of test device i running the
+// nctest fake.
+func deviceConfig(t *testing.T, url string, i int, fake *nctest.Device) device.Config {
+	return device.Config{
 		URL: url, JoinCode: "join-me", Storage: &device.MemStorage{},
 		Data:       zeros(),
 		NewDevice:  func(optim.Params) (optim.Device, error) { return fake, nil },
@@ -113,15 +128,6 @@ func newDevice(t *testing.T, url string, sess wire.SessionParams, i int, f *faul
 			}
 		},
 	}
-	if f != nil {
-		deadline := time.Duration(sess.DeadlineMillis) * time.Millisecond
-		cfg.Hooks = faultHooks(rand.New(rand.NewPCG(99, uint64(i))), p, deadline+50*time.Millisecond, f)
-	}
-	rt, err := device.New(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return rt, fake
 }
 
 // checkInvariant checks qtilde_t = (1/m) sum_i (Ssum_i + Y_i) as of every

@@ -21,6 +21,11 @@ type metrics struct {
 	rejectedUpgrades atomic.Int64
 	slowConsumers    atomic.Int64
 	lateUpdates      atomic.Int64
+	rejectedUpdates  atomic.Int64 // failed validation (norm bound)
+	discardedRounds  atomic.Int64 // results that could not be served
+	leaves           atomic.Int64 // devices that said they leave
+	heartbeatDrops   atomic.Int64 // connections closed for a missed heartbeat
+	graceDrops       atomic.Int64 // cohort members dropped after the disconnect grace
 	updates          atomic.Int64
 	framesIn         atomic.Int64
 	framesOut        atomic.Int64
@@ -88,6 +93,11 @@ func (c *Coordinator) WriteMetrics(w io.Writer) error {
 		{"browserfl_slow_consumers_total", "Connections dropped for a full outbox.", "counter", float64(m.slowConsumers.Load())},
 		{"browserfl_updates_total", "Updates admitted to a round.", "counter", float64(m.updates.Load())},
 		{"browserfl_late_updates_total", "Updates dropped because their round had closed.", "counter", float64(m.lateUpdates.Load())},
+		{"browserfl_rejected_updates_total", "Updates rejected by validation (norm above the session's bound); treated as excluded.", "counter", float64(m.rejectedUpdates.Load())},
+		{"browserfl_discarded_rounds_total", "Rounds discarded because their result could not be served (state before them kept).", "counter", float64(m.discardedRounds.Load())},
+		{"browserfl_leaves_total", "Leave messages received (the device stopped taking part).", "counter", float64(m.leaves.Load())},
+		{"browserfl_heartbeat_drops_total", "Connections closed because a heartbeat ping was not answered.", "counter", float64(m.heartbeatDrops.Load())},
+		{"browserfl_grace_drops_total", "Cohort members dropped from a round after disconnecting for longer than the grace.", "counter", float64(m.graceDrops.Load())},
 		{"browserfl_frames_in_total", "Frames read after hello.", "counter", float64(m.framesIn.Load())},
 		{"browserfl_frames_out_total", "Frames written.", "counter", float64(m.framesOut.Load())},
 		{"browserfl_bytes_in_total", "Websocket payload bytes read.", "counter", float64(m.bytesIn.Load())},

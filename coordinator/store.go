@@ -25,6 +25,7 @@ var (
 	bucketMeta    = []byte("meta")
 	bucketRounds  = []byte("rounds")
 	bucketDevices = []byte("devices")
+	bucketStates  = []byte("states")
 
 	keyServer    = []byte("server_state")
 	keyCommitted = []byte("committed")
@@ -45,7 +46,7 @@ func OpenStore(path string) (*Store, error) {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
 	err = db.Update(func(tx *bolt.Tx) error {
-		for _, b := range [][]byte{bucketMeta, bucketRounds, bucketDevices} {
+		for _, b := range [][]byte{bucketMeta, bucketRounds, bucketDevices, bucketStates} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}
@@ -118,10 +119,91 @@ func (s *Store) CommitRound(rec RoundRecord, serverState []byte) error {
 		if err := meta.Put(keyServer, serverState); err != nil {
 			return err
 		}
+		states := tx.Bucket(bucketStates)
+		if err := states.Put(roundKey(rec.T), serverState); err != nil {
+			return err
+		}
+		if rec.T > KeepStates {
+			if err := states.Delete(roundKey(rec.T - KeepStates)); err != nil {
+				return err
+			}
+		}
 		return meta.Put(keyCommitted, roundKey(rec.T))
 	})
 	if err != nil {
 		return fmt.Errorf("commit round %d: %w", rec.T, err)
+	}
+	return nil
+}
+
+// KeepStates is the number of most recent committed rounds whose server
+// state the store keeps, so that RollBack can return to any of them.
+const KeepStates = 16
+
+// RollBackRange returns the rounds RollBack can return to: from oldest to
+// committed (oldest is 0 while round KeepStates has not been committed:
+// round 0 is the initial state).
+func (s *Store) RollBackRange() (oldest, committed int, err error) {
+	committed, _, err = s.State()
+	if err != nil {
+		return 0, 0, err
+	}
+	err = s.db.View(func(tx *bolt.Tx) error {
+		k, _ := tx.Bucket(bucketStates).Cursor().First()
+		oldest = committed
+		if k != nil {
+			oldest = int(binary.BigEndian.Uint64(k))
+		}
+		if oldest <= 1 {
+			oldest = 0
+		}
+		return nil
+	})
+	return oldest, committed, err
+}
+
+// RollBack makes round to the last committed round: it restores the
+// server state kept for round to (to = 0: the initial state) and deletes
+// the records and states of every later round. Devices keep what they
+// committed: a device included in a discarded round keeps its newer
+// noise, which the restored aggregate does not contain, so that noise is
+// never cancelled (it stays in the model as extra noise; no privacy is
+// lost). Use it only to recover from a state that cannot be served.
+func (s *Store) RollBack(to int) error {
+	oldest, committed, err := s.RollBackRange()
+	if err != nil {
+		return err
+	}
+	if to < oldest || to > committed {
+		return fmt.Errorf("roll back to round %d: the store keeps rounds %d to %d", to, oldest, committed)
+	}
+	err = s.db.Update(func(tx *bolt.Tx) error {
+		meta, states, rounds := tx.Bucket(bucketMeta), tx.Bucket(bucketStates), tx.Bucket(bucketRounds)
+		if to == 0 {
+			if err := meta.Delete(keyServer); err != nil {
+				return err
+			}
+		} else {
+			st := states.Get(roundKey(to))
+			if st == nil {
+				return fmt.Errorf("no state kept for round %d", to)
+			}
+			if err := meta.Put(keyServer, append([]byte(nil), st...)); err != nil {
+				return err
+			}
+		}
+		for t := to + 1; t <= committed; t++ {
+			if err := rounds.Delete(roundKey(t)); err != nil {
+				return err
+			}
+			if err := states.Delete(roundKey(t)); err != nil {
+				return err
+			}
+		}
+		return meta.Put(keyCommitted, roundKey(to))
+	})
+	if err != nil {
+		return fmt.Errorf("roll back to round %d: %w", to, err)
 	}
 	return nil
 }

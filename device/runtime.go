@@ -64,6 +64,9 @@ type Hooks struct {
 	// before it is sent: a positive delay sleeps first (a late update);
 	// disconnect drops the connection instead of sending (a lost update).
 	BeforeSend func(t int) (delay time.Duration, disconnect bool)
+	// AfterSend runs right after the update of round t was written; true
+	// drops the connection before any decision can arrive.
+	AfterSend func(t int) (disconnect bool)
 	// DropDecision runs when a decision for round t arrives; true drops
 	// it and the connection (a lost acknowledgement).
 	DropDecision func(t int) bool
@@ -205,16 +208,9 @@ func (rt *Runtime) setup(s wire.SessionParams) error {
 	return nil
 }
 
-// Params converts a session's public parameters to optim.Params.
-func Params(s wire.SessionParams) optim.Params {
-	return optim.Params{
-		Algorithm: s.Algorithm, Model: s.Model, Features: s.Features, Classes: s.Classes,
-		M: s.M, Cohort: s.Cohort, Rounds: s.Rounds, Batch: s.Batch,
-		Clip: s.Clip, G: s.G, L: s.L, Eta: s.Eta, Diameter: s.Diameter,
-		Rho: s.RhoPaper, Epsilon: s.Epsilon, Delta: s.Delta,
-		Compressor: s.Compressor, LocalSize: s.LocalSize, SnapshotProb: s.SnapshotProb, ShiftStep: s.ShiftStep,
-	}
-}
+// Params converts a session's public parameters to optim.Params
+// (optim.FromSession).
+func Params(s wire.SessionParams) optim.Params { return optim.FromSession(s) }
 
 // CheckSession applies the owner's policy to a session: it returns an
 // error wrapping ErrRefused if the session is not private and
@@ -571,5 +567,8 @@ func (rt *Runtime) onRound(ctx context.Context, ws *websocket.Conn, b []byte) er
 	rt.mu.Lock()
 	rt.emit(Event{Kind: EventSent, T: r.T})
 	rt.mu.Unlock()
+	if h := rt.cfg.Hooks; h != nil && h.AfterSend != nil && h.AfterSend(r.T) {
+		return errors.New("device: disconnect right after send by test hook")
+	}
 	return nil
 }

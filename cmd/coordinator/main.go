@@ -71,6 +71,7 @@ type options struct {
 	MaxDevices  int      `json:"max_devices"`
 	MsgRate     float64  `json:"msg_rate"`
 	Reset       bool     `json:"-"`
+	RollbackTo  int      `json:"-"`
 	cpuProfile  string
 	LogLevel    string `json:"log_level"`
 	// Session holds the algorithm parameters (the same names as
@@ -119,6 +120,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.MaxDevices, "max-devices", 0, "connected device limit (0 = 20000)")
 	fs.Float64Var(&o.MsgRate, "msg-rate", 0, "messages per second per connection (0 = 20)")
 	fs.BoolVar(&o.Reset, "reset", false, "delete the stored session state first")
+	fs.IntVar(&o.RollbackTo, "rollback-to", -1, "make round N the last committed round first (recovery from a state that cannot be served; the store keeps the last 16 rounds)")
 	fs.StringVar(&o.LogLevel, "log-level", o.LogLevel, "log level: debug, info, warn, error")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile to this file until shutdown (measurements)")
 	p := &o.Session
@@ -274,6 +276,12 @@ func run(args []string, stderr io.Writer) error {
 	joinCode, seed, err := sessionIdentity(store, sess, o.JoinCode, o.Seed)
 	if err != nil {
 		return err
+	}
+	if o.RollbackTo >= 0 {
+		if err := store.RollBack(o.RollbackTo); err != nil {
+			return fmt.Errorf("-rollback-to: %w", err)
+		}
+		log.Warn("rolled back: devices included in the discarded rounds keep noise the model no longer cancels", "round", o.RollbackTo)
 	}
 
 	x0 := make([]float64, mdl.Dim())
