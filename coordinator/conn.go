@@ -268,6 +268,7 @@ func (c *Coordinator) serveConn(ctx context.Context, cn *conn) error {
 	if _, err := c.admit(cn, h); err != nil {
 		return err
 	}
+	go c.heartbeat(ctx, cn)
 	lim := wire.Limits{MaxBytes: c.lim.MaxFrameBytes}
 	for {
 		typ, buf, err := readPooled(ctx, cn.ws)
@@ -278,6 +279,41 @@ func (c *Coordinator) serveConn(ctx context.Context, cn *conn) error {
 		bufPool.Put(buf)
 		if err != nil {
 			return err
+		}
+	}
+}
+
+// heartbeat pings cn every Limits.Heartbeat; a ping not answered within
+// Limits.PongTimeout closes the connection, which drops the device from
+// sampling and from an open round it has not answered (a closed tab, a
+// phone that lost its network, a frozen page). Browsers answer pings
+// without any page code.
+func (c *Coordinator) heartbeat(ctx context.Context, cn *conn) {
+	tick := time.NewTicker(c.lim.Heartbeat)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-cn.done:
+			return
+		case <-tick.C:
+		}
+		pctx, cancel := context.WithTimeout(ctx, c.lim.PongTimeout)
+		err := cn.ws.Ping(pctx)
+		cancel()
+		if err != nil {
+			select {
+			case <-cn.done:
+				return // closed meanwhile for another reason
+			default:
+			}
+			if ctx.Err() == nil {
+				c.met.heartbeatDrops.Add(1)
+				c.log.Info("device connection closed: heartbeat not answered", "device", shortID(cn.id), "err", err)
+				cn.ws.CloseNow()
+			}
+			return
 		}
 	}
 }
@@ -331,6 +367,9 @@ func (c *Coordinator) handleFrame(cn *conn, typ websocket.MessageType, b []byte,
 				return err
 			}
 			cn.sendWait(dec)
+			return nil
+		case wire.Leave:
+			c.leave(cn, m)
 			return nil
 		default:
 			return &closeError{code: wire.CodeProtocol, reason: fmt.Sprintf("unexpected %T after hello", m)}

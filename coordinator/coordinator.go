@@ -30,9 +30,15 @@ type Config struct {
 	Server optim.Server
 	// Store is the durable state (required).
 	Store *Store
-	// MinDevices is the number of eligible devices a round waits for
-	// before it starts (default: Session.Cohort).
+	// MinDevices is the number of eligible devices a round needs. A round
+	// starts as soon as a whole cohort (Session.Cohort) is eligible, or,
+	// with fewer, once at least MinDevices have been eligible for
+	// FillWait (default: min(2, Session.Cohort)). The server still
+	// divides by the cohort size m: missing members count as zero.
 	MinDevices int
+	// FillWait is how long a round waits for a whole cohort before it
+	// starts with MinDevices or more (default 5s; negative: no wait).
+	FillWait time.Duration
 	// Seed seeds cohort sampling (default 0: drawn from crypto/rand and
 	// logged). The cohort of round t is a function of (Seed, t, the
 	// sorted eligible ids).
@@ -68,6 +74,9 @@ type Limits struct {
 	MsgRate       float64       // messages per second per connection (default 20)
 	MsgBurst      int           // token bucket burst (default 40)
 	HelloTimeout  time.Duration // time to send hello (default 10s)
+	Heartbeat     time.Duration // interval of websocket pings (default 3s)
+	PongTimeout   time.Duration // a ping unanswered for this long closes the connection (default 5s)
+	MaxMisses     int           // consecutive assigned rounds without an update before a device is no longer sampled (default 2)
 	WriteTimeout  time.Duration // per-frame write timeout (default 30s)
 	Outbox        int           // queued frames per connection before it is dropped (default 16)
 }
@@ -87,6 +96,15 @@ func (l Limits) withDefaults(dim int) Limits {
 	}
 	if l.HelloTimeout <= 0 {
 		l.HelloTimeout = 10 * time.Second
+	}
+	if l.Heartbeat <= 0 {
+		l.Heartbeat = 3 * time.Second
+	}
+	if l.PongTimeout <= 0 {
+		l.PongTimeout = 5 * time.Second
+	}
+	if l.MaxMisses <= 0 {
+		l.MaxMisses = 2
 	}
 	if l.WriteTimeout <= 0 {
 		l.WriteTimeout = 30 * time.Second
@@ -141,6 +159,13 @@ type device struct {
 	// participations counts the rounds this device was included in
 	// since this process started (dashboard only).
 	participations int
+	// left is set by a Leave message: the device is not sampled until
+	// its next hello.
+	left bool
+	// misses counts consecutive assigned rounds the device did not
+	// answer; at Limits.MaxMisses it is no longer sampled until its
+	// next hello.
+	misses int
 }
 
 type openRound struct {
@@ -170,7 +195,10 @@ func New(cfg Config) (*Coordinator, error) {
 		return nil, errors.New("coordinator: Server and Store are required")
 	}
 	if cfg.MinDevices <= 0 {
-		cfg.MinDevices = cfg.Session.Cohort
+		cfg.MinDevices = min(2, cfg.Session.Cohort)
+	}
+	if cfg.FillWait == 0 {
+		cfg.FillWait = 5 * time.Second
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -303,7 +331,7 @@ func (c *Coordinator) Run(ctx context.Context) error {
 func (c *Coordinator) eligibleLocked() []string {
 	var ids []string
 	for id, d := range c.devices {
-		if d.conn != nil && d.round == 0 {
+		if c.eligible(d) {
 			ids = append(ids, id)
 		}
 	}
@@ -311,15 +339,33 @@ func (c *Coordinator) eligibleLocked() []string {
 	return ids
 }
 
+// eligible reports whether d may be sampled: connected, not in a round,
+// not left, and answering its rounds (Rule 7 of the design: only live
+// devices are asked).
+func (c *Coordinator) eligible(d *device) bool {
+	return d.conn != nil && d.round == 0 && !d.left && d.misses < c.lim.MaxMisses
+}
+
 func (c *Coordinator) waitEligible(ctx context.Context) error {
 	tick := time.NewTicker(250 * time.Millisecond)
 	defer tick.Stop()
+	var since time.Time // when MinDevices or more first became eligible
 	for {
 		c.mu.Lock()
 		n := len(c.eligibleLocked())
 		c.mu.Unlock()
-		if n >= c.cfg.MinDevices {
+		switch {
+		case n >= c.cfg.Session.Cohort:
 			return nil
+		case n >= c.cfg.MinDevices:
+			if since.IsZero() {
+				since = time.Now()
+			}
+			if time.Since(since) >= c.cfg.FillWait {
+				return nil
+			}
+		default:
+			since = time.Time{}
 		}
 		select {
 		case <-ctx.Done():
@@ -484,6 +530,12 @@ func (c *Coordinator) runRound(ctx context.Context, t int) error {
 			state = wire.Included
 			d.participations++
 		}
+		if or.updates[id] == nil {
+			d.misses++
+			if d.misses == c.lim.MaxMisses {
+				c.log.Info("device no longer sampled: it did not answer its last rounds", "device", shortID(id), "misses", d.misses)
+			}
+		}
 		d.conn.sendControl(wire.Decision{T: t, State: state})
 	}
 	c.round = nil
@@ -577,6 +629,7 @@ func (c *Coordinator) acceptUpdate(cn *conn, u wire.UpdateFrame, frameLen int) e
 		return nil
 	}
 	or.updates[cn.id] = slices.Clone(u.Payload)
+	d.misses = 0
 	or.bytesIn += int64(frameLen)
 	c.met.updates.Add(1)
 	or.checkAllIn()
@@ -691,6 +744,7 @@ func (c *Coordinator) admit(cn *conn, h wire.Hello) (wire.Welcome, error) {
 		c.nconn++
 	}
 	d.conn = cn
+	d.left, d.misses = false, 0
 	w.Committed = c.committed
 	w.Pending = pendingDec
 	if d.round != 0 && !holding {
@@ -745,14 +799,55 @@ func (c *Coordinator) status(id string, t int) (wire.Decision, error) {
 	return dec, nil
 }
 
-// disconnected unbinds cn from its device.
+// disconnected unbinds cn from its device. A cohort member of the open
+// round whose update has not arrived is dropped from the round at once:
+// frames are read in order, so an update it sent before the connection
+// ended has already been accepted, and if it comes back it would be
+// excluded anyway (see admit). The round therefore never waits for a
+// device that has gone.
 func (c *Coordinator) disconnected(cn *conn) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if d := c.devices[cn.id]; d != nil && d.conn == cn {
-		d.conn = nil
-		c.nconn--
+	d := c.devices[cn.id]
+	if d == nil || d.conn != cn {
+		return
 	}
+	d.conn = nil
+	c.nconn--
+	c.dropUnansweredLocked(d, "disconnected")
+}
+
+// dropUnansweredLocked removes d from the open round if it is a cohort
+// member whose update has not arrived (it is then excluded).
+func (c *Coordinator) dropUnansweredLocked(d *device, why string) {
+	or := c.round
+	if or == nil || d.round != or.t || !or.cohort[d.id] || or.updates[d.id] != nil || or.closed {
+		return
+	}
+	delete(or.cohort, d.id)
+	or.dropped[d.id] = true
+	d.round = 0
+	c.met.graceDrops.Add(1)
+	c.log.Info("cohort member dropped from the round", "device", shortID(d.id), "round", or.t, "why", why)
+	or.checkAllIn()
+}
+
+// leave handles a Leave message: the device is not sampled again until
+// its next hello, and leaves the open round if it has not answered it.
+func (c *Coordinator) leave(cn *conn, l wire.Leave) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	d := c.devices[cn.id]
+	if d == nil || d.conn != cn {
+		return
+	}
+	c.met.leaves.Add(1)
+	if !d.left {
+		c.log.Info("device left", "device", shortID(d.id), "reason", l.Reason)
+	}
+	d.left = true
+	c.dropUnansweredLocked(d, "left: "+l.Reason)
+	c.signal()
 }
 
 func (c *Coordinator) endSession() {

@@ -246,6 +246,11 @@ type Status struct {
 		Known     int `json:"known"`
 		Eligible  int `json:"eligible"`
 		Busy      int `json:"busy"`
+		// Left: connected devices that said they stopped (Leave);
+		// Stuck: connected devices that did not answer their last
+		// rounds and are no longer sampled.
+		Left  int `json:"left"`
+		Stuck int `json:"stuck"`
 	} `json:"devices"`
 	MinDevices int        `json:"min_devices"`
 	Round      *RoundView `json:"round,omitempty"`
@@ -292,8 +297,13 @@ func (c *Coordinator) Status() Status {
 	for _, d := range c.devices {
 		if d.conn != nil {
 			s.Devices.Connected++
-			if d.round == 0 {
+			switch {
+			case c.eligible(d):
 				s.Devices.Eligible++
+			case d.left:
+				s.Devices.Left++
+			case d.misses >= c.lim.MaxMisses:
+				s.Devices.Stuck++
 			}
 		}
 		if d.round != 0 {

@@ -1,0 +1,171 @@
+package coordinator_test
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"nhooyr.io/websocket"
+
+	"browserfl/coordinator"
+	"browserfl/coordinator/internal/nctest"
+	"browserfl/device"
+	"browserfl/shared/wire"
+)
+
+// liveHarness is newHarness with liveness settings: rounds wait up to 2 s
+// for a whole cohort (so the first round takes every device the test
+// connects), then go on with 2 or more.
+func liveHarness(t *testing.T, sess wire.SessionParams, lim coordinator.Limits) *harness {
+	t.Helper()
+	st, err := coordinator.OpenStore(filepath.Join(t.TempDir(), "coord.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	h := &harness{t: t, server: nctest.NewServer(sess.Dim, sess.Cohort, 0.5), qs: map[int][]float64{}, store: st, session: sess}
+	h.coord, err = coordinator.New(coordinator.Config{
+		Session: sess, JoinCode: "join-me", Server: h.server, Store: st, MinDevices: 2, FillWait: 2 * time.Second,
+		Seed: 42, Logger: quietLogger(), Limits: lim,
+		OnCommit: func(round int) {
+			h.mu.Lock()
+			h.qs[round] = append([]float64(nil), h.server.Q...)
+			h.mu.Unlock()
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.srv = newTestServer(t, h.coord)
+	return h
+}
+
+// readRound reads frames from ws until a round assignment arrives and
+// returns its number.
+func readRound(ctx context.Context, ws *websocket.Conn, dim int) (int, error) {
+	for {
+		typ, b, err := ws.Read(ctx)
+		if err != nil {
+			return 0, err
+		}
+		if typ == websocket.MessageBinary {
+			r, err := wire.DecodeRound(b, wire.Limits{Dim: dim, MaxBytes: 1 << 20})
+			return r.T, err
+		}
+	}
+}
+
+// TestGoneDevicesNeverStallARound: three kinds of gone device are each in
+// the first cohort of a session whose round deadline (10 minutes) is far
+// beyond the test's own limit (60 s), so a round that waited for one of
+// them would fail the test: one closes its connection after being
+// assigned, one stops reading (a frozen page or a phone without network:
+// its heartbeat goes unanswered), one says Leave. Two honest devices
+// finish every round; the gone ones are never included and the counters
+// say why.
+func TestGoneDevicesNeverStallARound(t *testing.T) {
+	sess := testSession(8, 5, 5, 6, 600000)
+	h := liveHarness(t, sess, coordinator.Limits{Heartbeat: 100 * time.Millisecond, PongTimeout: 500 * time.Millisecond})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+
+	closer := dialRaw(t, ctx, h.wsURL(), true)
+	freezer := dialRaw(t, ctx, h.wsURL(), true)
+	leaver := dialRaw(t, ctx, h.wsURL(), true)
+	var rts []*device.Runtime
+	var fakes []*nctest.Device
+	for i := range 2 {
+		rt, f := newDevice(t, h.wsURL(), sess, i, nil, 0)
+		rts, fakes = append(rts, rt), append(fakes, f)
+	}
+	// The first round needs all five (cohort 5); start once they are in.
+	runErr := make(chan error, 1)
+	go func() { runErr <- h.coord.Run(ctx) }()
+	go func() {
+		if _, err := readRound(ctx, closer, sess.Dim); err == nil {
+			closer.Close(websocket.StatusNormalClosure, "bye")
+		}
+	}()
+	go func() {
+		if _, err := readRound(ctx, leaver, sess.Dim); err == nil {
+			b, _ := wire.EncodeControl(wire.Leave{Reason: wire.LeaveStopped})
+			leaver.Write(ctx, websocket.MessageText, b)
+			// Keep reading (answering pings) but never send an update.
+			for {
+				if _, _, err := leaver.Read(ctx); err != nil {
+					return
+				}
+			}
+		}
+	}()
+	// freezer never reads again after its hello: pings go unanswered.
+	_ = freezer
+
+	runDevices(t, ctx, rts)
+	if err := <-runErr; err != nil {
+		t.Fatalf("coordinator: %v (a round waited for a gone device)", err)
+	}
+	rec, ok, err := h.store.Round(1)
+	if err != nil || !ok {
+		t.Fatalf("round 1: %v %v", ok, err)
+	}
+	if len(rec.Cohort) != 5 || len(rec.Included) != 2 {
+		t.Errorf("round 1: cohort %d, included %d; want 5 and 2", len(rec.Cohort), len(rec.Included))
+	}
+	for _, name := range []string{"browserfl_leaves_total", "browserfl_heartbeat_drops_total"} {
+		if got := metric(t, h.srv.URL, name); got != "1" {
+			t.Errorf("%s = %s, want 1", name, got)
+		}
+	}
+	if got := metric(t, h.srv.URL, "browserfl_grace_drops_total"); got != "3" {
+		t.Errorf("browserfl_grace_drops_total = %s, want 3 (closed, frozen, left)", got)
+	}
+	checkInvariant(t, h.qs, sess.Cohort, fakes)
+}
+
+// TestUnansweringDeviceNoLongerSampled: a device that stays connected and
+// answers pings but never sends an update is sampled until it has missed
+// Limits.MaxMisses rounds in a row, then never again (until a new hello);
+// the dashboard counts it as stuck.
+func TestUnansweringDeviceNoLongerSampled(t *testing.T) {
+	sess := testSession(8, 3, 3, 8, 300)
+	h := liveHarness(t, sess, coordinator.Limits{MaxMisses: 2})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	mute := dialRaw(t, ctx, h.wsURL(), true)
+	assigned := make(chan int, 100)
+	go func() {
+		for {
+			r, err := readRound(ctx, mute, sess.Dim)
+			if err != nil {
+				close(assigned)
+				return
+			}
+			assigned <- r
+		}
+	}()
+	var rts []*device.Runtime
+	for i := range 2 {
+		rt, _ := newDevice(t, h.wsURL(), sess, i, nil, 0)
+		rts = append(rts, rt)
+	}
+	runErr := make(chan error, 1)
+	go func() { runErr <- h.coord.Run(ctx) }()
+	runDevices(t, ctx, rts)
+	if err := <-runErr; err != nil {
+		t.Fatalf("coordinator: %v", err)
+	}
+	st := h.coord.Status()
+	mute.CloseNow()
+	n := 0
+	for range assigned {
+		n++
+	}
+	if n != 2 {
+		t.Errorf("the mute device was assigned %d rounds, want 2 (MaxMisses)", n)
+	}
+	if st.Devices.Stuck != 1 {
+		t.Errorf("status: %d stuck devices, want 1", st.Devices.Stuck)
+	}
+}
