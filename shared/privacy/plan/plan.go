@@ -201,22 +201,3 @@ func Compute(p optim.Params, delta float64) (Report, error) {
 	}
 	return r, nil
 }
-
-// Check is what a device runs before joining: it refuses (returns an
-// error) when the session's worst case exceeds the owner's own budget
-// (epsilon at delta). A coordinator that lies about the parameters cannot
-// make the device spend more, because the device derives its noise from
-// the same parameters it checked here.
-func Check(p optim.Params, ownerEpsilon, delta float64) error {
-	r, err := Compute(p, delta)
-	if err != nil {
-		return err
-	}
-	if !r.Private {
-		return fmt.Errorf("plan: algorithm %q gives no privacy guarantee", p.Algorithm)
-	}
-	if r.WorstEpsilon > ownerEpsilon {
-		return fmt.Errorf("plan: worst-case epsilon %.4g at delta %g exceeds the owner's budget %.4g", r.WorstEpsilon, delta, ownerEpsilon)
-	}
-	return nil
-}
