@@ -85,14 +85,20 @@ var ErrNoCharge = errors.New("owner's ledger: no such charge")
 // (plan.SessionFigures at the owner's delta). It refuses (an error
 // wrapping plan.ErrOverBudget) when what the other charges spent plus
 // this worst case exceeds the owner's budget. If id is already charged
-// (the page reloaded mid-session) nothing changes. It returns the rho the
-// other charges spent, which the device counts against the budget.
+// and not settled (the page reloaded mid-session) nothing changes; a
+// settled id is refused. It returns the rho the other charges spent,
+// which the device counts against the budget.
 func (l *OwnerLedger) Reserve(id, name string, p optim.Params, owner plan.Budget) (spentElsewhere float64, err error) {
 	if id == "" {
 		return 0, errors.New("owner's ledger: empty charge id")
 	}
 	spent := l.Spent(id)
-	if _, ok := l.Charges[id]; ok {
+	if c, ok := l.Charges[id]; ok {
+		if c.Final {
+			// Settled: its device will make no more releases, and a
+			// device that did would not be covered by the entry.
+			return 0, fmt.Errorf("owner's ledger: charge %q is settled", id)
+		}
 		return spent, nil
 	}
 	if err := plan.Check(p, owner, spent); err != nil {
@@ -110,7 +116,8 @@ func (l *OwnerLedger) Reserve(id, name string, p optim.Params, owner plan.Budget
 }
 
 // Settle replaces a reservation by what the session's device ledger
-// spent (rho) once the session has ended; the entry is then final.
+// spent (rho) once that device makes no more releases (the session ended,
+// or the owner deleted the device); the entry is then final.
 func (l *OwnerLedger) Settle(id string, rho float64) error {
 	c, ok := l.Charges[id]
 	if !ok {

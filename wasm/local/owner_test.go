@@ -34,6 +34,7 @@ func TestOwnerLedger(t *testing.T) {
 		rho    float64 // settle: the device ledger's rho
 		ok     bool
 		before float64 // reserve: spent elsewhere returned
+		over   bool    // the refusal is the owner's budget (plan.ErrOverBudget)
 	}
 	tests := []struct {
 		name  string
@@ -44,19 +45,22 @@ func TestOwnerLedger(t *testing.T) {
 		{"one session fits the default budget", plan.DefaultBudget(),
 			[]step{{op: "reserve", id: "a", p: demo, ok: true}}, w},
 		{"the same data in a second session is charged and refused", plan.DefaultBudget(),
-			[]step{{op: "reserve", id: "a", p: demo, ok: true}, {op: "reserve", id: "b", p: demo, ok: false}}, w},
+			[]step{{op: "reserve", id: "a", p: demo, ok: true}, {op: "reserve", id: "b", p: demo, ok: false, over: true}}, w},
 		{"a reload resumes its own charge", plan.DefaultBudget(),
 			[]step{{op: "reserve", id: "a", p: demo, ok: true}, {op: "reserve", id: "a", p: demo, ok: true}}, w},
 		{"a settled session leaves room", plan.DefaultBudget(),
 			[]step{{op: "reserve", id: "a", p: demo, ok: true}, {op: "settle", id: "a", rho: 0.1, ok: true},
 				{op: "reserve", id: "b", p: demo, ok: true, before: 0.1}, {op: "reserve", id: "b", p: demo, ok: true, before: 0.1}}, 0.1 + w},
+		{"a settled charge is not resumed", plan.DefaultBudget(),
+			[]step{{op: "reserve", id: "a", p: demo, ok: true}, {op: "settle", id: "a", rho: 0.1, ok: true},
+				{op: "reserve", id: "a", p: demo, ok: false}}, 0.1},
 		{"budget exactly two sessions", plan.Budget{Epsilon: two, Delta: plan.DefaultDelta},
 			[]step{{op: "reserve", id: "a", p: demo, ok: true}, {op: "reserve", id: "b", p: demo, ok: true, before: w},
-				{op: "reserve", id: "c", p: demo, ok: false}}, 2 * w},
+				{op: "reserve", id: "c", p: demo, ok: false, over: true}}, 2 * w},
 		{"budget one ulp below two sessions", plan.Budget{Epsilon: math.Nextafter(two, 0), Delta: plan.DefaultDelta},
-			[]step{{op: "reserve", id: "a", p: demo, ok: true}, {op: "reserve", id: "b", p: demo, ok: false}}, w},
+			[]step{{op: "reserve", id: "a", p: demo, ok: true}, {op: "reserve", id: "b", p: demo, ok: false, over: true}}, w},
 		{"epsilon 8 at delta 0.999 is read at the owner's delta", plan.DefaultBudget(),
-			[]step{{op: "reserve", id: "a", p: attack, ok: false}}, 0},
+			[]step{{op: "reserve", id: "a", p: attack, ok: false, over: true}}, 0},
 		{"settle an unknown charge", plan.DefaultBudget(),
 			[]step{{op: "settle", id: "x", rho: 0.1, ok: false}}, 0},
 		{"settle with a negative rho", plan.DefaultBudget(),
@@ -74,7 +78,7 @@ func TestOwnerLedger(t *testing.T) {
 				if err == nil && math.Abs(before-s.before) > 1e-12 {
 					t.Errorf("%s: step %d: spent elsewhere %v, want %v", tc.name, i, before, s.before)
 				}
-				if err != nil && s.id != "" && !errors.Is(err, plan.ErrOverBudget) {
+				if s.over && !errors.Is(err, plan.ErrOverBudget) {
 					t.Errorf("%s: step %d: %v does not wrap plan.ErrOverBudget", tc.name, i, err)
 				}
 			case "settle":
