@@ -65,7 +65,6 @@ type app struct {
 	params  wire.SessionParams
 	delta   float64 // the owner's delta, at which the budget is read and epsilon stated
 	consent consent
-	owner   *ownerLedger // the owner's ledger across sessions (per origin)
 
 	setsMu sync.Mutex
 	sets   map[string]dataset.Set // source -> samples; use source/setSource/all

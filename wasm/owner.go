@@ -100,9 +100,17 @@ func (t *trainer) charge(ctx context.Context) (float64, error) {
 		return 0, err
 	}
 	var spent float64
+	settled := false
 	owner := plan.Budget{Epsilon: a.consent.Budget, Delta: a.delta}
 	name := a.code + " (" + a.params.Algorithm + ")"
 	err = o.update(ctx, func(l *local.OwnerLedger) error {
+		if c, ok := l.Charges[string(id)]; ok && c.Final {
+			// Settled when the session ended: the runtime stops at once
+			// (its state says so). Its own ledger still counts what it
+			// spent, on top of the other charges.
+			spent, settled = l.Spent(string(id)), true
+			return nil
+		}
 		var err error
 		spent, err = l.Reserve(string(id), name, device.Params(a.params), owner)
 		return err
@@ -110,7 +118,10 @@ func (t *trainer) charge(ctx context.Context) (float64, error) {
 	if err != nil {
 		return 0, err
 	}
-	t.owner, t.chargeID, t.spentBefore = o, string(id), spent
+	t.spentBefore = spent
+	if !settled {
+		t.owner, t.chargeID = o, string(id)
+	}
 	return spent, nil
 }
 
@@ -119,6 +130,12 @@ func (t *trainer) charge(ctx context.Context) (float64, error) {
 // deleted the device).
 func (t *trainer) settle(ctx context.Context) {
 	if t.owner == nil || t.rt == nil {
+		return
+	}
+	if device.Params(t.a.params).Trusted() {
+		// The device adds no noise and its ledger stays at 0: the
+		// server's noise is what protects the data, so the reservation
+		// (the server's worst case) stays.
 		return
 	}
 	acc, ok := t.rt.Algorithm().(optim.Accountant)
