@@ -12,7 +12,9 @@
 //   - Worst case means: the device is chosen in every round it is allowed to
 //     take part in (every round for "nc" and "trusted"; until its ledger
 //     would exceed the budget for the fresh-noise algorithms, which is
-//     PlannedReleases releases). The neighbouring relation is replace-one
+//     PlannedReleases releases), and never more than T releases: a
+//     re-asked round counts, and optim's device refuses the (T+1)-th.
+//     The neighbouring relation is replace-one
 //     sample of that device (see docs/privacy.md).
 //   - Every figure is finite or an error is returned.
 package plan
