@@ -20,6 +20,7 @@ import (
 	"browserfl/device"
 	"browserfl/shared/dataset"
 	"browserfl/shared/optim"
+	"browserfl/shared/privacy/plan"
 	"browserfl/shared/wire"
 )
 
@@ -120,6 +121,7 @@ func deviceConfig(t *testing.T, url string, i int, fake *nctest.Device) device.C
 	return device.Config{
 		URL: url, JoinCode: "join-me", Storage: &device.MemStorage{},
 		Data:       zeros(),
+		Unlimited:  true, // the crash tests' sessions spend more than the default budget
 		NewDevice:  func(optim.Params) (optim.Device, error) { return fake, nil },
 		MinBackoff: 5 * time.Millisecond, MaxBackoff: 50 * time.Millisecond,
 		OnEvent: func(e device.Event) {
@@ -256,7 +258,7 @@ func TestRefusals(t *testing.T) {
 
 	// A device over its owner's budget refuses the session itself.
 	rt, err = device.New(ctx, device.Config{URL: h.wsURL(), JoinCode: "join-me", Storage: &device.MemStorage{},
-		Data: zeros(), Budget: 0.1})
+		Data: zeros(), Budget: plan.Budget{Epsilon: 0.5, Delta: plan.DefaultDelta}})
 	if err != nil {
 		t.Fatal(err)
 	}

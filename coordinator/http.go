@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"math"
 	"net/http"
 	"strconv"
 	"sync"
@@ -16,7 +15,7 @@ import (
 
 	devrt "browserfl/device"
 	"browserfl/shared/dataset"
-	"browserfl/shared/privacy"
+	"browserfl/shared/privacy/plan"
 	"browserfl/shared/wire"
 )
 
@@ -259,23 +258,13 @@ type Status struct {
 		Accuracy float64 `json:"accuracy"`
 		Loss     float64 `json:"loss"`
 	} `json:"last_eval,omitempty"`
-	Privacy struct {
-		Private  bool    `json:"private"`
-		Trusted  bool    `json:"trusted"`
-		RhoPaper float64 `json:"rho_p,omitempty"`
-		ZCDPRho  float64 `json:"zcdp_rho,omitempty"`
-		Epsilon  float64 `json:"epsilon,omitempty"`
-		Delta    float64 `json:"delta,omitempty"`
-		// MaxParticipations is the most rounds any device of this
-		// process was included in.
-		MaxParticipations int `json:"max_participations"`
-	} `json:"privacy"`
-	BytesIn      int64   `json:"bytes_in"`
-	BytesOut     int64   `json:"bytes_out"`
-	LatencyP50Ms float64 `json:"latency_p50_ms"`
-	LatencyP99Ms float64 `json:"latency_p99_ms"`
-	BadFrames    int64   `json:"bad_frames"`
-	UptimeSec    float64 `json:"uptime_s"`
+	Privacy      PrivacyView `json:"privacy"`
+	BytesIn      int64       `json:"bytes_in"`
+	BytesOut     int64       `json:"bytes_out"`
+	LatencyP50Ms float64     `json:"latency_p50_ms"`
+	LatencyP99Ms float64     `json:"latency_p99_ms"`
+	BadFrames    int64       `json:"bad_frames"`
+	UptimeSec    float64     `json:"uptime_s"`
 }
 
 // RoundView is the open round as the dashboard shows it.
@@ -285,6 +274,50 @@ type RoundView struct {
 	Received       int   `json:"received"`
 	Closed         bool  `json:"closed"`
 	DeadlineLeftMs int64 `json:"deadline_left_ms"`
+}
+
+// PrivacyView is the dashboard's privacy figures for one device: those
+// of plan.SessionFigures at the page's owner delta (plan.DefaultDelta),
+// with the text forms every surface prints.
+type PrivacyView struct {
+	Private  bool    `json:"private"`
+	Trusted  bool    `json:"trusted"`
+	RhoPaper float64 `json:"rho_p,omitempty"`
+	// ZCDPRho is the session's per-device budget (the cap of each
+	// device's ledger); WorstRho what one device spends at most, in at
+	// most WorstReleases releases.
+	ZCDPRho       float64 `json:"zcdp_rho,omitempty"`
+	WorstRho      float64 `json:"worst_rho,omitempty"`
+	WorstReleases int     `json:"worst_releases,omitempty"`
+	// Epsilon is WorstRho at Delta (the owner's delta, not the session's;
+	// SessionDelta is the delta the session wrote its target at, if any).
+	Epsilon      float64 `json:"epsilon,omitempty"`
+	Delta        float64 `json:"delta,omitempty"`
+	SessionDelta float64 `json:"session_delta,omitempty"`
+	EpsilonText  string  `json:"epsilon_text,omitempty"`
+	DeltaText    string  `json:"delta_text,omitempty"`
+	RhoText      string  `json:"rho_text,omitempty"`
+	Text         string  `json:"text"`
+	// MaxParticipations is the most rounds any device of this process
+	// was included in.
+	MaxParticipations int `json:"max_participations"`
+}
+
+// SessionPrivacy returns a session's privacy figures as the dashboard
+// shows them (plan.SessionFigures at plan.DefaultDelta).
+func SessionPrivacy(sess wire.SessionParams) PrivacyView {
+	f, err := devrt.SessionFigures(sess, plan.DefaultDelta)
+	if err != nil {
+		return PrivacyView{Text: "figures unavailable: " + err.Error()}
+	}
+	v := PrivacyView{Private: f.Private, Trusted: f.Trusted, Text: f.Text()}
+	if !f.Private {
+		return v
+	}
+	v.RhoPaper, v.ZCDPRho, v.WorstRho, v.WorstReleases = f.RhoPaper, f.BudgetRho, f.WorstRho, f.WorstReleases
+	v.Epsilon, v.Delta, v.SessionDelta = f.Epsilon, f.Delta, f.SessionDelta
+	v.EpsilonText, v.DeltaText, v.RhoText = f.EpsilonText(), f.DeltaText(), f.RhoText()
+	return v
 }
 
 // Status returns a snapshot for the dashboard.
@@ -324,21 +357,9 @@ func (c *Coordinator) Status() Status {
 		}{c.lastEval.T, c.lastEval.Accuracy, c.lastEval.Loss}
 	}
 	c.mu.Unlock()
-	p := devrt.Params(c.cfg.Session)
-	s.Privacy.Private, s.Privacy.Trusted = p.Private(), p.Trusted()
-	if s.Privacy.Private {
-		s.Privacy.RhoPaper = p.Rho
-		s.Privacy.Delta = p.Delta
-		if s.Privacy.Delta == 0 {
-			s.Privacy.Delta = 1e-5
-		}
-		if rho, err := p.ZCDPBudget(); err == nil {
-			s.Privacy.ZCDPRho = rho
-			if eps, err := privacy.ZCDPToEpsilon(rho, s.Privacy.Delta); err == nil && !math.IsInf(eps, 0) {
-				s.Privacy.Epsilon = eps
-			}
-		}
-	}
+	most := s.Privacy.MaxParticipations
+	s.Privacy = SessionPrivacy(c.cfg.Session)
+	s.Privacy.MaxParticipations = most
 	s.BytesIn, s.BytesOut = c.met.bytesIn.Load(), c.met.bytesOut.Load()
 	s.LatencyP50Ms = float64(c.met.quantile(0.5).Microseconds()) / 1000
 	s.LatencyP99Ms = float64(c.met.quantile(0.99).Microseconds()) / 1000

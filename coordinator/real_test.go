@@ -153,6 +153,7 @@ func realDevices(t *testing.T, ctx context.Context, url string, sess wire.Sessio
 		y := make([]float64, sess.Dim)
 		cfg := device.Config{URL: url, JoinCode: "join-me", Storage: &device.MemStorage{},
 			AllowTrusted: sess.Algorithm == "trusted",
+			Unlimited:    true, // rho_p = 50: far above the default budget
 			Data:         blobs(400, uint64(i)), MinBackoff: 5 * time.Millisecond, MaxBackoff: 50 * time.Millisecond,
 			NewDevice: func(optim.Params) (optim.Device, error) { return dev, nil },
 			OnEvent: func(e device.Event) {

@@ -19,8 +19,11 @@
 //     round other than the pending one is ignored.
 //   - A device is in at most one round: it does not answer a new
 //     assignment while an update is undecided.
-//   - The device refuses a session whose total privacy cost exceeds its
-//     owner's budget (Config.Budget), whatever the coordinator says.
+//   - The device refuses a session whose worst-case privacy cost (plus
+//     Config.Spent) exceeds its owner's budget (Config.Budget: epsilon at
+//     the owner's delta, default epsilon 8 at 1e-5; never read at the
+//     session's delta), whatever the coordinator says. No budget at all
+//     takes Config.Unlimited.
 //
 // Nothing here uses the os package; FileStorage (native only, build tag
 // !js) is in its own file. The browser supplies an IndexedDB Storage.

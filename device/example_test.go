@@ -5,18 +5,22 @@ import (
 	"fmt"
 
 	"browserfl/device"
+	"browserfl/shared/privacy/plan"
 	"browserfl/shared/wire"
 )
 
-// A device checks a session against its owner's budget before joining.
+// A device checks a session against its owner's budget, epsilon at the
+// owner's delta, before joining.
 func ExampleCheckSession() {
 	sess := wire.SessionParams{Name: "demo", Dim: 7850, DeadlineMillis: 20000, Algorithm: "nc", Model: "logreg",
-		Features: 784, Classes: 10, M: 30, Cohort: 10, Rounds: 200, Batch: 32, Clip: 1, Eta: 0.05, RhoPaper: 4}
-	// rho_p = 4 costs rho_p^2/2 = 8 in standard zCDP.
-	fmt.Println(device.CheckSession(sess, 10, false, false))
-	err := device.CheckSession(sess, 1, false, false)
+		Features: 784, Classes: 10, M: 30, Cohort: 10, Rounds: 200, Batch: 32, Clip: 1, Eta: 0.05, RhoPaper: 1.5}
+	// The zero Policy is the default budget, epsilon 8 at delta 1e-5.
+	fmt.Println(device.CheckSession(sess, device.Policy{}))
+	err := device.CheckSession(sess, device.Policy{Budget: plan.Budget{Epsilon: 4, Delta: 1e-5}})
 	fmt.Println(errors.Is(err, device.ErrRefused))
+	fmt.Println(err)
 	// Output:
 	// <nil>
 	// true
+	// device: refused: plan: over the owner's budget: this session may spend up to epsilon 7.29 at delta 1e-5, over the budget of 4
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"net/http"
 	"sync"
@@ -14,6 +15,8 @@ import (
 
 	"browserfl/shared/dataset"
 	"browserfl/shared/optim"
+	"browserfl/shared/privacy"
+	"browserfl/shared/privacy/plan"
 	"browserfl/shared/wire"
 )
 
@@ -31,10 +34,20 @@ type Config struct {
 	// (optim.Params.SinglePass) the device leaves when the data is used
 	// up; for the others the cursor wraps around.
 	Data []dataset.Sample
-	// Budget is the owner's zCDP budget (standard Bun–Steinke rho) for the
-	// session; a session whose per-device cost exceeds it is refused
-	// (default 0: no limit beyond the session's own).
-	Budget float64
+	// Budget is the owner's privacy budget: epsilon at the owner's delta.
+	// The zero value is plan.DefaultBudget() (the page's default, epsilon
+	// 8 at delta 1e-5). The device converts it to zCDP rho at the owner's
+	// delta, never at the session's; a session whose worst case (plus
+	// Spent) exceeds it is refused, and so is any release that would take
+	// the ledger past it.
+	Budget plan.Budget
+	// Spent is the zCDP rho the owner's data has already spent in earlier
+	// sessions (the owner's own ledger; 0 for data used nowhere else). It
+	// is counted against Budget.
+	Spent float64
+	// Unlimited removes the owner's budget: only the session's own
+	// per-device budget limits the device. Budget must then be zero.
+	Unlimited bool
 	// AllowTrusted lets the device send clipped but un-noised updates to
 	// a trusted-server session (default false: refused).
 	AllowTrusted bool
@@ -121,7 +134,8 @@ var ErrRefused = errors.New("device: refused")
 
 // Runtime runs one device. Use New, then Run.
 type Runtime struct {
-	cfg Config
+	cfg    Config
+	budget float64 // the owner's zCDP rho left for this session (+Inf when Unlimited), sent in hello
 
 	mu    sync.Mutex
 	st    State
@@ -143,7 +157,11 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 	if cfg.MaxBackoff <= 0 {
 		cfg.MaxBackoff = 5 * time.Second
 	}
-	rt := &Runtime{cfg: cfg}
+	budget, err := cfg.policy().rho()
+	if err != nil {
+		return nil, fmt.Errorf("device: %w", err)
+	}
+	rt := &Runtime{cfg: cfg, budget: budget}
 	b, err := cfg.Storage.Load(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("device: %w", err)
@@ -212,33 +230,107 @@ func (rt *Runtime) setup(s wire.SessionParams) error {
 // (optim.FromSession).
 func Params(s wire.SessionParams) optim.Params { return optim.FromSession(s) }
 
+// Policy is an owner's rules for joining a session.
+type Policy struct {
+	// Budget is epsilon at the owner's delta; the zero value is
+	// plan.DefaultBudget(). Ignored when Unlimited.
+	Budget plan.Budget
+	// Spent is zCDP rho the owner's data already spent elsewhere.
+	Spent float64
+	// Unlimited: no owner budget (explicit; a zero Budget is the default
+	// budget, never "no limit").
+	Unlimited bool
+	// AllowTrusted accepts trusted-server sessions (clipped, un-noised
+	// updates); AllowNonPrivate accepts sessions without a guarantee.
+	AllowTrusted, AllowNonPrivate bool
+}
+
+func (cfg Config) policy() Policy {
+	return Policy{Budget: cfg.Budget, Spent: cfg.Spent, Unlimited: cfg.Unlimited,
+		AllowTrusted: cfg.AllowTrusted, AllowNonPrivate: cfg.AllowNonPrivate}
+}
+
+// budget returns the owner's budget in force (the default for the zero
+// value).
+func (pol Policy) budget() plan.Budget {
+	if pol.Budget == (plan.Budget{}) {
+		return plan.DefaultBudget()
+	}
+	return pol.Budget
+}
+
+// rho returns the zCDP rho the policy leaves for one session: the
+// owner's budget read at the owner's delta, less Spent (+Inf when
+// Unlimited).
+func (pol Policy) rho() (float64, error) {
+	if pol.Unlimited {
+		if pol.Budget != (plan.Budget{}) || pol.Spent != 0 {
+			return 0, errors.New("an unlimited policy takes no budget and nothing spent")
+		}
+		return math.Inf(1), nil
+	}
+	if !(pol.Spent >= 0) || math.IsInf(pol.Spent, 0) {
+		return 0, fmt.Errorf("spent rho = %v, want a finite value >= 0", pol.Spent)
+	}
+	r, err := pol.budget().Rho()
+	if err != nil {
+		return 0, err
+	}
+	return r - pol.Spent, nil
+}
+
+// allows returns nil if a session ledger of rho, with Spent, stays
+// within the owner's budget: the comparison is in epsilon at the owner's
+// delta, exactly as plan.Check makes it before joining.
+func (pol Policy) allows(rho float64) error {
+	if pol.Unlimited {
+		return nil
+	}
+	b := pol.budget()
+	eps, err := privacy.ZCDPToEpsilon(pol.Spent+rho, b.Delta)
+	if err != nil {
+		return fmt.Errorf("ledger: %w", err)
+	}
+	if eps > b.Epsilon {
+		return fmt.Errorf("%w: the ledger would reach zCDP rho %s (with %s spent before), epsilon %s at delta %s, over the budget of %g",
+			plan.ErrOverBudget, plan.FormatRho(rho), plan.FormatRho(pol.Spent), plan.FormatEpsilon(eps), plan.FormatDelta(b.Delta), b.Epsilon)
+	}
+	return nil
+}
+
 // CheckSession applies the owner's policy to a session: it returns an
 // error wrapping ErrRefused if the session is not private and
-// allowNonPrivate is false, trusts the server with un-noised updates and
-// allowTrusted is false, or costs more than budget (standard zCDP rho;
-// 0 = no limit).
-func CheckSession(s wire.SessionParams, budget float64, allowTrusted, allowNonPrivate bool) error {
+// AllowNonPrivate is false, trusts the server with un-noised updates and
+// AllowTrusted is false, or (unless Unlimited) may cost more than what
+// is left of the owner's budget (plan.Check: the session's worst case
+// plus Spent, at the owner's delta).
+func CheckSession(s wire.SessionParams, pol Policy) error {
 	p := Params(s)
 	if err := p.Validate(); err != nil {
 		return fmt.Errorf("%w: session parameters: %v", ErrRefused, err)
 	}
 	if !p.Private() {
-		if !allowNonPrivate {
+		if !pol.AllowNonPrivate {
 			return fmt.Errorf("%w: algorithm %q gives no privacy guarantee", ErrRefused, s.Algorithm)
 		}
 		return nil
 	}
-	if p.Trusted() && !allowTrusted {
+	if p.Trusted() && !pol.AllowTrusted {
 		return fmt.Errorf("%w: algorithm %q sends un-noised updates to a trusted server", ErrRefused, s.Algorithm)
 	}
-	cost, err := p.ZCDPBudget()
-	if err != nil {
+	if pol.Unlimited {
+		return nil
+	}
+	if err := plan.Check(p, pol.budget(), pol.Spent); err != nil {
 		return fmt.Errorf("%w: %v", ErrRefused, err)
 	}
-	if budget > 0 && cost > budget {
-		return fmt.Errorf("%w: session costs rho = %.4g (zCDP), the budget is %.4g", ErrRefused, cost, budget)
-	}
 	return nil
+}
+
+// SessionFigures are a session's privacy figures at the owner's delta
+// (0: plan.DefaultDelta), as the page shows them.
+func SessionFigures(s wire.SessionParams, ownerDelta float64) (plan.Figures, error) {
+	return plan.SessionFigures(Params(s), ownerDelta)
 }
 
 func (rt *Runtime) save(ctx context.Context) error {
@@ -326,7 +418,10 @@ func (rt *Runtime) connection(ctx context.Context) error {
 
 	rt.mu.Lock()
 	hello := wire.Hello{Version: wire.Version, JoinCode: rt.cfg.JoinCode, DeviceID: rt.st.DeviceID,
-		Secret: rt.st.Secret, Pending: rt.st.Pending, Budget: rt.cfg.Budget}
+		Secret: rt.st.Secret, Pending: rt.st.Pending}
+	if !math.IsInf(rt.budget, 1) {
+		hello.Budget = rt.budget
+	}
 	rt.mu.Unlock()
 	if err := writeControl(ctx, ws, hello); err != nil {
 		return err
@@ -414,7 +509,7 @@ func writeControl(ctx context.Context, ws *websocket.Conn, m wire.Message) error
 }
 
 func (rt *Runtime) onWelcome(ctx context.Context, w wire.Welcome) error {
-	if err := CheckSession(w.Session, rt.cfg.Budget, rt.cfg.AllowTrusted, rt.cfg.AllowNonPrivate); err != nil {
+	if err := CheckSession(w.Session, rt.cfg.policy()); err != nil {
 		return err
 	}
 	rt.mu.Lock()
@@ -503,13 +598,13 @@ func (rt *Runtime) onRound(ctx context.Context, ws *websocket.Conn, b []byte) er
 		return fmt.Errorf("device: %w: round %d assigned while round %d is undecided", wire.ErrBadFrame, r.T, rt.st.Pending)
 	}
 	rt.emit(Event{Kind: EventRound, T: r.T})
-	if acc, ok := rt.algo.(optim.Accountant); ok && rt.cfg.Budget > 0 {
+	if acc, ok := rt.algo.(optim.Accountant); ok {
 		// DESIGN principle 2: the device checks its own ledger; a
 		// coordinator cannot make it spend more than its owner allows.
 		l := acc.Ledger()
-		if next := l.Rho() + acc.NextCost(); next > rt.cfg.Budget {
+		if err := rt.cfg.policy().allows(l.Rho() + acc.NextCost()); err != nil {
 			rt.mu.Unlock()
-			return fmt.Errorf("%w: round %d would bring the ledger to rho = %.4g, over the budget %.4g", ErrRefused, r.T, next, rt.cfg.Budget)
+			return fmt.Errorf("%w: round %d: %v", ErrRefused, r.T, err)
 		}
 	}
 	batch := make([]dataset.Sample, rt.st.Session.Batch)

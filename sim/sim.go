@@ -28,6 +28,7 @@ import (
 	"browserfl/shared/model"
 	"browserfl/shared/optim"
 	"browserfl/shared/privacy"
+	"browserfl/shared/privacy/plan"
 )
 
 // Config describes one simulated run.
@@ -43,8 +44,9 @@ type Config struct {
 	// first n test samples (0 = all).
 	EvalEvery   int
 	EvalSamples int
-	// Delta is the delta at which each device's epsilon is reported
-	// (default 1e-5, or Params.Delta when the target is (epsilon, delta)).
+	// Delta is the owner's delta, at which each device's epsilon is
+	// reported (default plan.DefaultDelta, as on the page; never the
+	// delta a session wrote its target at).
 	Delta float64
 	// Workers runs device steps in parallel (default GOMAXPROCS); results
 	// do not depend on it.
@@ -103,10 +105,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		cfg.EvalEvery = 10
 	}
 	if cfg.Delta == 0 {
-		cfg.Delta = 1e-5
-		if p.Delta > 0 {
-			cfg.Delta = p.Delta
-		}
+		cfg.Delta = plan.DefaultDelta
 	}
 	if !(cfg.Delta > 0 && cfg.Delta < 1) {
 		return Result{}, fmt.Errorf("sim: reporting delta = %v, want 0 < delta < 1", cfg.Delta)

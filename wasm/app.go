@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"net/http"
 	"net/url"
 	"sync"
@@ -19,7 +18,7 @@ import (
 	"browserfl/device"
 	"browserfl/shared/dataset"
 	"browserfl/shared/optim"
-	"browserfl/shared/privacy"
+	"browserfl/shared/privacy/plan"
 	"browserfl/shared/wire"
 	"browserfl/wasm/idb"
 	"browserfl/wasm/jsw"
@@ -27,52 +26,25 @@ import (
 	"browserfl/wasm/ui"
 )
 
-// DefaultDelta is the delta at which the page states epsilon when the
-// session's public parameters give rho but no delta: it is below 1/n
-// for any classroom- or city-sized population.
-const DefaultDelta = 1e-5
-
-// sessionPrivacy returns the session's per-device promise as standard
-// zCDP rho and as (epsilon, delta). The papers' rho_p is converted
-// explicitly: a device is rho_p^2/2-zCDP.
-func sessionPrivacy(p wire.SessionParams) (rho, eps, delta float64, err error) {
-	delta = p.Delta
-	if delta <= 0 {
-		delta = DefaultDelta
-	}
-	switch {
-	case p.RhoPaper > 0:
-		rho = privacy.ZCDPFromPaperRho(p.RhoPaper)
-		eps, err = privacy.ZCDPToEpsilon(rho, delta)
-	case p.Epsilon > 0:
-		eps = p.Epsilon
-		rho, err = privacy.ZCDPFromEpsilon(eps, delta)
-	default:
-		err = errors.New("the session states no privacy parameter (rho_p or epsilon)")
-	}
-	if err != nil {
-		return 0, 0, 0, fmt.Errorf("session privacy: %w", err)
-	}
-	return rho, eps, delta, nil
-}
-
-// maxDefaultBudget caps the default budget offered on the consent
-// screen: a session that promises more than this is not accepted by
-// default, the owner has to raise the number themselves.
-const maxDefaultBudget = 8.0
+// ownerDelta is the owner's delta: the page reads its owner's budget,
+// and states every epsilon, at plan.DefaultDelta. The session's own delta
+// never takes its place (a session announcing epsilon 8 at delta 0.999
+// would otherwise pass a budget of 8 with rho 14.9 instead of 1.23).
+const ownerDelta = plan.DefaultDelta
 
 // Storage keys of the page's own records (the device runtime's records
 // live under "dev/").
 const (
-	keyConsent  = "consent"  // JSON consent{}
-	keyTraining = "training" // present once the owner pressed Start
-	keyData     = "data/"    // data/<source>/images, data/<source>/labels
+	keyConsent  = "consent"      // JSON consent{}
+	keyTraining = "training"     // present once the owner pressed Start
+	keyCharge   = "owner-charge" // this device's charge id in the owner's ledger
+	keyData     = "data/"        // data/<source>/images, data/<source>/labels
 )
 
 type consent struct {
 	Budget float64 `json:"budget_epsilon"` // max epsilon at Delta
-	Delta  float64 `json:"delta"`
-	Rho    float64 `json:"budget_rho"` // the same budget as standard zCDP rho
+	Delta  float64 `json:"delta"`          // the owner's delta (ownerDelta)
+	Rho    float64 `json:"budget_rho"`     // the same budget as standard zCDP rho at Delta
 	// Trusted records that the owner consented to a trusted-server
 	// session, whose updates are clipped but not noised by the page.
 	Trusted bool `json:"trusted,omitempty"`
@@ -91,7 +63,7 @@ type app struct {
 	base    string // coordinator origin, e.g. http://host:port
 	store   *idb.Store
 	params  wire.SessionParams
-	delta   float64 // the delta epsilon is stated at
+	delta   float64 // the owner's delta, at which the budget is read and epsilon stated
 	consent consent
 
 	setsMu sync.Mutex
@@ -105,6 +77,7 @@ func newApp(ee vugu.EventEnv) *app {
 	ctx, stop := context.WithCancel(context.Background())
 	return &app{
 		ee:    ee,
+		delta: ownerDelta,
 		state: &ui.State{Screen: ui.ScreenLoading},
 		ctx:   ctx,
 		stop:  stop,
@@ -184,6 +157,14 @@ func (a *app) start() {
 			a.fail("Stored consent", err)
 			return
 		}
+		// The page has always offered one delta to its owner; a consent
+		// stored with another (older pages used the session's) is read
+		// at the owner's delta.
+		a.consent.Delta = a.delta
+		if a.consent.Rho, err = (plan.Budget{Epsilon: a.consent.Budget, Delta: a.delta}).Rho(); err != nil {
+			a.fail("Stored consent", err)
+			return
+		}
 		_, terr := st.Get(a.ctx, keyTraining)
 		a.update(func(s *ui.State) {
 			s.Budget = a.consent.Budget
@@ -209,11 +190,13 @@ func (a *app) loadSession() error {
 		return err
 	}
 	a.params = p
-	rho, eps, delta, err := sessionPrivacy(p)
+	f, err := device.SessionFigures(p, a.delta)
 	if err != nil {
 		return err
 	}
-	a.delta = delta
+	if !f.Private {
+		return fmt.Errorf("session %q gives no privacy guarantee: this page does not join it", p.Name)
+	}
 	summary := ""
 	if alg, err := optim.Lookup(p.Algorithm); err == nil {
 		summary = "(" + alg.Summary + ")"
@@ -225,12 +208,12 @@ func (a *app) loadSession() error {
 	a.update(func(s *ui.State) {
 		s.Session = ui.Session{
 			JoinCode: a.code, Algorithm: p.Algorithm, Summary: summary, Mode: mode, Model: p.Model,
-			Rounds: p.Rounds, Cohort: p.Cohort, Clip: p.Clip, Rho: rho,
-			Delta: delta, Epsilon: eps, Batch: p.Batch,
+			Rounds: p.Rounds, Cohort: p.Cohort, Clip: p.Clip, Rho: f.WorstRho,
+			Delta: f.Delta, Epsilon: f.Epsilon, Batch: p.Batch,
+			EpsilonText: f.EpsilonText(), DeltaText: f.DeltaText(), Figures: f.Text(),
 		}
-		s.Budget = math.Min(maxDefaultBudget, math.Ceil(eps*100)/100)
 		if s.Budget <= 0 {
-			s.Budget = 1
+			s.Budget = plan.DefaultBudgetEpsilon
 		}
 	})
 	return nil
@@ -238,15 +221,19 @@ func (a *app) loadSession() error {
 
 // Join implements ui.Controller.
 func (a *app) Join(budget float64) {
-	eps := a.state.Session.Epsilon
-	if eps > budget {
-		a.state.Error = fmt.Sprintf("This session may spend up to ε = %.3g of your privacy, more than your budget of %.3g. "+
-			"The page will not join it. Raise your budget or choose not to join.", eps, budget)
-		return
-	}
-	rho, err := privacy.ZCDPFromEpsilon(budget, a.delta)
+	owner := plan.Budget{Epsilon: budget, Delta: a.delta}
+	rho, err := owner.Rho()
 	if err != nil {
 		a.state.Error = "Budget: " + err.Error()
+		return
+	}
+	if err := device.CheckSession(a.params, device.Policy{Budget: owner, AllowTrusted: true}); err != nil {
+		if !errors.Is(err, plan.ErrOverBudget) {
+			a.state.Error = "The page will not join this session: " + err.Error()
+			return
+		}
+		a.state.Error = fmt.Sprintf("This session may spend up to ε = %s of your privacy (at δ = %s), more than your budget of %g. "+
+			"The page will not join it. Raise your budget or choose not to join.", a.state.Session.EpsilonText, a.state.Session.DeltaText, budget)
 		return
 	}
 	a.consent = consent{Budget: budget, Delta: a.delta, Rho: rho, Trusted: a.state.Session.Mode == "trusted"}
@@ -284,6 +271,9 @@ func (a *app) destroy() {
 	}
 	if a.trainer != nil {
 		a.trainer.leave()
+		// The device makes no more releases: its charge in the owner's
+		// ledger becomes what it spent.
+		a.trainer.settle(context.Background())
 	}
 	if err := a.store.Destroy(context.Background()); err != nil {
 		a.fail("Deleting storage", err)

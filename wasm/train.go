@@ -14,6 +14,8 @@ import (
 	"browserfl/device"
 	"browserfl/shared/model"
 	"browserfl/shared/optim"
+	"browserfl/shared/privacy"
+	"browserfl/shared/privacy/plan"
 	"browserfl/wasm/idb"
 	"browserfl/wasm/jsw"
 	"browserfl/wasm/local"
@@ -58,6 +60,13 @@ type trainer struct {
 	modelRound int       // the round x is from
 	stepMillis float64   // time of the latest Prepare
 	bytesSent  int64     // update frames prepared for sending, in bytes
+
+	// The owner's ledger (nil when the device trains on the demo shard
+	// only), this device's charge in it and what the owner's data spent
+	// in other sessions (zCDP rho).
+	owner       *ownerLedger
+	chargeID    string
+	spentBefore float64
 }
 
 // startTraining shows the training view and starts the device runtime.
@@ -92,12 +101,23 @@ func wsURL(base string) string {
 func (t *trainer) run() {
 	a := t.a
 	data := a.all().Samples
+	spent, err := t.charge(t.ctx)
+	if err != nil {
+		a.update(func(s *ui.State) {
+			s.Train.Done, s.Train.Conn = true, "stopped"
+			s.Train.Status = "This page will not train on your data in this session: " + err.Error()
+		})
+		return
+	}
 	rt, err := device.New(t.ctx, device.Config{
 		URL:      wsURL(a.base),
 		JoinCode: a.code,
 		Storage:  idbStorage{a.store},
 		Data:     data,
-		Budget:   a.consent.Rho,
+		// The owner's budget, read at the owner's delta, less what the
+		// owner's data spent in earlier sessions.
+		Budget: plan.Budget{Epsilon: a.consent.Budget, Delta: a.delta},
+		Spent:  spent,
 		// The owner saw the mode on the consent screen: a trusted-server
 		// session is joined only if that is what they agreed to.
 		AllowTrusted: a.consent.Trusted,
@@ -110,6 +130,9 @@ func (t *trainer) run() {
 	}
 	t.rt = rt
 	err = rt.Run(t.ctx)
+	if err == nil {
+		t.settle(a.ctx) // the session ended: no more releases
+	}
 	a.update(func(s *ui.State) {
 		s.Train.Done = true
 		switch {
@@ -155,8 +178,10 @@ func (t *trainer) publish(e device.Event, stepMillis float64, bytesSent int64) {
 	var joined int
 	if t.rt != nil {
 		if acc, ok := t.rt.Algorithm().(optim.Accountant); ok {
+			// Spent: this session's ledger plus what the owner's data
+			// spent before, at the owner's delta.
 			l := acc.Ledger()
-			if v, err := l.Epsilon(a.delta); err == nil {
+			if v, err := privacy.ZCDPToEpsilon(t.spentBefore+l.Rho(), a.delta); err == nil {
 				eps = v
 			}
 			joined = acc.Participations()

@@ -85,9 +85,11 @@ func defaults() options {
 		MinDevices: 0, EvalEvery: 5, DemoShards: 0, DemoAlpha: 0.5,
 		Deadline: "20s", RoundGap: "1s", LogLevel: "info",
 		// The demo's privacy target, rho_p = 1.5, keeps every device's
-		// worst case at epsilon = 7.3 (delta = 1e-5; go run ./cmd/flplan
-		// -alg nc -T 200 -M 30 -m 10 -b 32 -rho 1.5), inside the page's
-		// default budget of 8, so a classroom joins without touching it;
+		// worst case at epsilon = 7.29 (at the owner's delta 1e-5, as
+		// plan.SessionFigures prints it; go run ./cmd/flplan -alg nc
+		// -T 200 -M 30 -m 10 -b 32 -rho 1.5; TestDemoFiguresAgree), inside
+		// the page's default budget of 8, so a classroom joins without
+		// touching it;
 		// the simulator reaches 57% test accuracy with these parameters
 		// (flsim -M 30 -m 10 -T 200 -b 32 -rho 1.5 -eta 0.02
 		// -partition dirichlet:0.5).

@@ -6,6 +6,10 @@
 //
 //	device -url ws://localhost:8080/ws -code ABC123 -dir ./dev1
 //
+// The owner's budget is the page's default, epsilon 8 at delta 1e-5
+// (-budget, -budget-delta); -unlimited removes it, and -allow-trusted and
+// -allow-nonprivate accept trusted-server and non-private sessions.
+//
 // The shard is read from DIR/shard.bin; if missing, the coordinator's
 // demo shard endpoint is asked once (demo only: a real device has its own
 // data) and the shard is kept there.
@@ -46,14 +50,17 @@ func run(args []string, stderr io.Writer) error {
 	wsURL := fs.String("url", "ws://localhost:8080/ws", "coordinator websocket URL")
 	code := fs.String("code", "", "session join code (required)")
 	dir := fs.String("dir", "device-state", "directory for the state file and the data shard")
-	budget := fs.Float64("budget", 0, "owner's privacy budget as zCDP rho (0 = accept the session's own)")
-	allowTrusted := fs.Bool("allow-trusted", false, "join trusted-server sessions (clipped, un-noised updates)")
+	policy := device.PolicyFlags(fs)
 	origin := fs.String("origin", "", "Origin header to send (if the coordinator requires one)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if *code == "" {
 		return errors.New("-code is required")
+	}
+	pol, err := policy()
+	if err != nil {
+		return err
 	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 	if err := os.MkdirAll(*dir, 0o700); err != nil {
@@ -80,9 +87,9 @@ func run(args []string, stderr io.Writer) error {
 	}
 	log.Info("local data", "samples", len(set.Samples))
 
-	rt, err := device.New(ctx, device.Config{
+	cfg := device.Config{
 		URL: *wsURL, JoinCode: *code, Storage: device.NewFileStorage(filepath.Join(*dir, "state.json")),
-		Data: set.Samples, Budget: *budget, AllowTrusted: *allowTrusted, Origin: *origin,
+		Data: set.Samples, Origin: *origin,
 		OnEvent: func(e device.Event) {
 			if e.Err != nil {
 				log.Warn(string(e.Kind), "round", e.T, "err", e.Err)
@@ -90,7 +97,9 @@ func run(args []string, stderr io.Writer) error {
 			}
 			log.Info(string(e.Kind), "round", e.T, "included_so_far", e.Participations)
 		},
-	})
+	}
+	cfg.SetPolicy(pol)
+	rt, err := device.New(ctx, cfg)
 	if err != nil {
 		return err
 	}

@@ -3,7 +3,7 @@
 // at delta, computed by the same functions the coordinator and the device
 // use (browserfl/shared/privacy/plan).
 //
-//	flplan -alg nc -T 200 -M 30 -m 10 -b 16 -clip 1 -epsilon 4 -delta 1e-5
+//	flplan -alg nc -T 200 -M 30 -m 10 -b 32 -rho 1.5    # the demo session
 //	flplan -alg trusted -T 200 -M 30 -m 10 -b 16 -clip 1 -sigma 0.05 -delta 1e-5
 //	flplan -proactive-tables     # recompute Tables 9-11 of the proactive-DP paper
 package main
@@ -41,7 +41,8 @@ func run(args []string, out io.Writer) error {
 	fs.Float64Var(&p.Eta, "eta", 0.1, "step size (validated only)")
 	rho := fs.Float64("rho", 0, "target as the papers' rho_p (device is rho_p^2/2-zCDP)")
 	eps := fs.Float64("epsilon", 0, "target epsilon per device (with -delta)")
-	delta := fs.Float64("delta", 1e-5, "delta for the target and for reporting epsilon")
+	delta := fs.Float64("delta", plan.DefaultDelta, "delta of the -epsilon target")
+	ownerDelta := fs.Float64("owner-delta", plan.DefaultDelta, "the owner's delta, at which every epsilon is reported (as on the page and the dashboard)")
 	sigma := fs.Float64("sigma", 0, "instead of a target: the noise std of the first release")
 	tables := fs.Bool("proactive-tables", false, "print the recomputed Tables 9-11 of the proactive-DP paper and exit")
 	if err := fs.Parse(args); err != nil {
@@ -71,15 +72,19 @@ func run(args []string, out io.Writer) error {
 		}
 		p = q
 	}
-	r, err := plan.Compute(p, *delta)
+	r, err := plan.Compute(p, *ownerDelta)
 	if err != nil {
 		return err
 	}
-	printReport(out, p, r)
+	f, err := plan.SessionFigures(p, *ownerDelta)
+	if err != nil {
+		return err
+	}
+	printReport(out, p, r, f)
 	return nil
 }
 
-func printReport(w io.Writer, p optim.Params, r plan.Report) {
+func printReport(w io.Writer, p optim.Params, r plan.Report, f plan.Figures) {
 	fmt.Fprintf(w, "algorithm %s: T=%d M=%d m=%d b=%d S=%g\n", p.Algorithm, p.Rounds, p.M, p.Cohort, p.Batch, p.S())
 	if !r.Private {
 		fmt.Fprintln(w, "not private: no noise, no guarantee")
@@ -95,10 +100,14 @@ func printReport(w io.Writer, p optim.Params, r plan.Report) {
 	for _, n := range r.Noise {
 		fmt.Fprintf(w, "  %-6s %-28s sigma = %.6g\n", n.Party, n.When, n.Sigma)
 	}
-	fmt.Fprintf(w, "per device, replace-one sample, zCDP ledger -> (epsilon, delta) by Canonne-Kamath-Steinke, delta = %g:\n", r.Delta)
-	fmt.Fprintf(w, "  worst case (%d releases):      rho = %.6g  epsilon = %.4f\n", r.WorstParticipations, r.WorstRho, r.WorstEpsilon)
-	fmt.Fprintf(w, "  expected (%.1f participations): rho = %.6g  epsilon = %.4f\n", r.ExpectedParticipations, r.ExpectedRho, r.ExpectedEpsilon)
+	fmt.Fprintf(w, "per device, replace-one sample, zCDP ledger -> (epsilon, delta) by Canonne-Kamath-Steinke, at the owner's delta = %s:\n", f.DeltaText())
+	fmt.Fprintf(w, "  worst case (%d releases):      rho = %.6g  epsilon = %s\n", r.WorstParticipations, r.WorstRho, f.EpsilonText())
+	fmt.Fprintf(w, "  expected (%.1f participations): rho = %.6g  epsilon = %s\n", r.ExpectedParticipations, r.ExpectedRho, plan.FormatEpsilon(r.ExpectedEpsilon))
 	if r.AmplifiedEpsilon > 0 {
-		fmt.Fprintf(w, "  subsampling-amplified estimate (RDP, Poisson rate b/local, add/remove; not enforced): epsilon = %.4f\n", r.AmplifiedEpsilon)
+		fmt.Fprintf(w, "  subsampling-amplified estimate (RDP, Poisson rate b/local, add/remove; not enforced): epsilon = %s\n", plan.FormatEpsilon(r.AmplifiedEpsilon))
 	}
+	if f.SessionDelta > 0 && f.SessionDelta != f.Delta {
+		fmt.Fprintf(w, "  (the target was written at delta = %s; a device reads its owner's budget at the owner's delta, never at that one)\n", plan.FormatDelta(f.SessionDelta))
+	}
+	fmt.Fprintf(w, "figures (page, dashboard, docs): %s\n", f.Text())
 }

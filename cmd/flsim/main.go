@@ -24,6 +24,7 @@ import (
 
 	"browserfl/shared/dataset"
 	"browserfl/shared/optim"
+	"browserfl/shared/privacy/plan"
 	"browserfl/sim"
 )
 
@@ -83,7 +84,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.Uint64Var(&o.seed, "seed", 1, "run seed (partition, cohorts, noise streams)")
 	fs.IntVar(&o.evalEvery, "eval-every", 10, "evaluate on the test set every K rounds")
 	fs.IntVar(&o.evalSamples, "eval-samples", 0, "evaluate on the first n test samples (0 = all)")
-	fs.Float64Var(&o.reportDelta, "report-delta", 0, "delta at which each device's epsilon is reported (default 1e-5, or -delta)")
+	fs.Float64Var(&o.reportDelta, "report-delta", plan.DefaultDelta, "the owner's delta, at which each device's epsilon is reported (as on the page; -delta only describes the target)")
 	fs.StringVar(&o.out, "out", "", "output prefix: writes PREFIX.csv and PREFIX.svg (default: no files)")
 	fs.StringVar(&o.plotExt, "plot", "svg", "plot format: svg, png or pdf")
 	fs.BoolVar(&o.quiet, "q", false, "no progress bar")
@@ -176,9 +177,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		o.p.Algorithm, o.p.Model, o.p.M, o.p.Cohort, o.p.Rounds, o.p.Batch, o.p.S(), o.p.Eta, o.p.Compressor)
 	fmt.Fprintf(stdout, "rounds run %d, test accuracy %.4f, test loss %.4f, uplink %d bytes, downlink %d bytes, declined %d, %.1fs\n",
 		res.Rounds, res.FinalAccuracy, res.FinalLoss, last.CumUplinkBytes, last.CumDownlinkBytes, res.Declined, res.Elapsed.Seconds())
+	if f, err := plan.SessionFigures(o.p, reportDelta(o)); err == nil && f.Private {
+		fmt.Fprintf(stdout, "session figures per device (worst case): %s\n", f.Text())
+	}
 	if last.MaxRho > 0 {
-		fmt.Fprintf(stdout, "privacy spent per device (worst device): zCDP rho = %.4g, i.e. (epsilon = %.4g, delta = %g)-DP\n",
-			last.MaxRho, last.MaxEpsilon, reportDelta(o))
+		fmt.Fprintf(stdout, "privacy spent per device (worst device): zCDP rho = %s, i.e. (epsilon = %s, delta = %s)-DP\n",
+			plan.FormatRho(last.MaxRho), plan.FormatEpsilon(last.MaxEpsilon), plan.FormatDelta(reportDelta(o)))
 	} else {
 		fmt.Fprintln(stdout, "privacy: none (non-private or trusted-server algorithm: no device-side guarantee spent)")
 	}
@@ -186,13 +190,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 }
 
 func reportDelta(o options) float64 {
-	switch {
-	case o.reportDelta > 0:
+	if o.reportDelta > 0 {
 		return o.reportDelta
-	case o.p.Delta > 0:
-		return o.p.Delta
 	}
-	return 1e-5
+	return plan.DefaultDelta
 }
 
 func writeOutputs(o options, res sim.Result) error {

@@ -47,7 +47,7 @@ func TestSmallRun(t *testing.T) {
 		t.Fatalf("run: %v\n%s", err, errb.String())
 	}
 	s := out.String()
-	for _, want := range []string{"rounds run 100", "zCDP rho", "delta = 1e-05"} {
+	for _, want := range []string{"rounds run 100", "zCDP rho", "delta = 1e-5", "session figures per device (worst case): ε = 64.81 at δ = 1e-5"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("summary lacks %q:\n%s", want, s)
 		}

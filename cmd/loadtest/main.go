@@ -77,11 +77,16 @@ func run(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&o.compressor, "compressor", "", "uplink compressor spec")
 	fs.DurationVar(&o.stagger, "stagger", 2*time.Millisecond, "delay between device connections")
 	fs.IntVar(&o.baselineRep, "baseline-reps", 50, "repetitions of the loopback baseline")
+	policy := device.PolicyFlags(fs)
 	extra := fs.String("coordinator-args", "", "extra coordinator flags, space separated (e.g. -cpuprofile /tmp/c.prof)")
 	bsrv := fs.String("baseline-server", "", "internal: run the baseline's server side on this address")
 	boutSize := fs.Int("baseline-out", 0, "internal: baseline frame size out")
 	binSize := fs.Int("baseline-in", 0, "internal: baseline frame size in")
 	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	pol, err := policy()
+	if err != nil {
 		return err
 	}
 	if *bsrv != "" {
@@ -147,7 +152,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 			data[j] = dataset.Sample{X: x, Label: rng.IntN(sess.Classes)}
 		}
 		var roundStart time.Time
-		rt, err := device.New(ctx, device.Config{
+		cfg := device.Config{
 			URL: "ws://" + addr + "/ws", JoinCode: "LOADTEST", Storage: &device.MemStorage{}, Data: data,
 			MinBackoff: 200 * time.Millisecond, MaxBackoff: 5 * time.Second,
 			OnEvent: func(e device.Event) {
@@ -160,7 +165,9 @@ func run(args []string, stdout, stderr io.Writer) error {
 					prepNanos.Add(int64(time.Since(roundStart)))
 				}
 			},
-		})
+		}
+		cfg.SetPolicy(pol)
+		rt, err := device.New(ctx, cfg)
 		if err != nil {
 			return err
 		}

@@ -288,6 +288,14 @@ func (dv *device) Prepare(r Round, batch []dataset.Sample) (Update, error) {
 	if r.T > dv.p.Rounds {
 		return Update{}, fmt.Errorf("optim: round %d beyond T = %d", r.T, dv.p.Rounds)
 	}
+	if dv.n >= dv.p.Rounds {
+		// Every stated worst case (plan.Compute) counts at most T
+		// releases per device. An aborted round may be asked again
+		// (Abort), and each answer is a release: the (T+1)-th is refused
+		// whatever the ledger says, so re-asks never add a release the
+		// worst case did not count.
+		return Update{}, fmt.Errorf("%w: %d releases made, the most a device makes in a session of T = %d rounds", ErrBudget, dv.n, dv.p.Rounds)
+	}
 	if len(r.X) != dv.dim {
 		return Update{}, fmt.Errorf("optim: x has dimension %d, want %d", len(r.X), dv.dim)
 	}
@@ -454,7 +462,8 @@ func (dv *device) Abort(t int) error {
 	// A round that was not included may be assigned again (a coordinator
 	// that crashed mid-round restarts it from its store), so round t is
 	// open again; earlier rounds stay closed. The release already made is
-	// charged, so answering again costs budget, never more than it.
+	// charged, so answering again costs budget, never more than it, and
+	// counts towards the T releases Prepare allows.
 	dv.lastT = t - 1
 	return nil
 }

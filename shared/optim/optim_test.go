@@ -461,6 +461,54 @@ func TestPrepareRejectsBadRounds(t *testing.T) {
 	}
 }
 
+// TestReleasesCappedAtT: re-asked rounds count as releases, and a device
+// makes at most T of them (the worst case plan.Compute states), even when
+// its ledger has room left. It fails if the cap is off by one either way.
+func TestReleasesCappedAtT(t *testing.T) {
+	for _, alg := range []string{"nc", "trusted", "noisysgd", "mu2"} {
+		p := baseParams(alg)
+		p.Rounds = 4
+		m, _ := model.New("logreg", 5, 3)
+		dv, err := NewDevice(p, m, mechanism.NewStream(testSeed(7), 0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		data := synthData(mechanism.NewStream(testSeed(2), 0), 2*p.Batch)
+		x := make([]float64, m.Dim())
+		// Round 1 is aborted and re-asked three times, then round 2 is
+		// asked: T = 4 releases in all.
+		answered := 0
+		var last error
+		for _, step := range []struct {
+			t     int
+			abort bool
+		}{{1, true}, {1, true}, {1, true}, {1, false}, {2, false}} {
+			if _, err := dv.Prepare(Round{T: step.t, X: x, XPrev: x}, data[:p.Batch]); err != nil {
+				last = err
+				break
+			}
+			answered++
+			if step.abort {
+				err = dv.Abort(step.t)
+			} else {
+				err = dv.Commit(step.t)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		if answered != p.Rounds {
+			t.Errorf("%s: %d releases in a session of T = %d (last error %v)", alg, answered, p.Rounds, last)
+		}
+		if !errors.Is(last, ErrBudget) {
+			t.Errorf("%s: release T+1: err = %v, want ErrBudget", alg, last)
+		}
+		if n := dv.(Accountant).Participations(); n != p.Rounds {
+			t.Errorf("%s: participations %d, want %d", alg, n, p.Rounds)
+		}
+	}
+}
+
 func TestBudgetNeverExceeded(t *testing.T) {
 	// nc: a device asked in every one of T rounds spends at most rho_p^2/2
 	// (harmonic sum <= 1 + ln T). soteria-sgd: after PlannedReleases

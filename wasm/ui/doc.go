@@ -11,6 +11,7 @@
 //   - Components only read State; every change goes through a Controller
 //     method (called with the vugu event lock held) or through the
 //     controller's own goroutines under that lock.
-//   - The privacy meter states epsilon at the session's delta from the
-//     device's own ledger, and says what the number means.
+//   - The privacy meter states epsilon at the owner's delta (never the
+//     session's) from the device's own ledger plus what the owner's data
+//     spent before, and says what the number means.
 package ui

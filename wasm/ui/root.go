@@ -13,7 +13,7 @@ import (
 // the lock (EventEnv.Lock / UnlockRender) to publish results into State.
 type Controller interface {
 	// Join records the owner's consent and budget (maximum epsilon at
-	// the session's delta) and moves on to the data screen, or explains
+	// the owner's delta) and moves on to the data screen, or explains
 	// why the device declines the session.
 	Join(budget float64)
 	// Decline leaves without joining.

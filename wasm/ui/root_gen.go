@@ -270,7 +270,7 @@ func (c *Root) Build(vgin *vugu.BuildIn) (vgout *vugu.BuildOut) {
 								_ = vgparent
 								vgn = &vugu.VGNode{Type: vugu.VGNodeType(3), Namespace: "", Data: "span", Attr: []vugu.VGAttribute(nil)}
 								vgparent.AppendChild(vgn)
-								vgn.SetInnerHTML(fmt.Sprintf("ε = %.3g at δ = %.0e", c.State.Session.Epsilon, c.State.Session.Delta))
+								vgn.SetInnerHTML(c.State.Session.Figures)
 							}
 						}
 						vgn = &vugu.VGNode{Type: vugu.VGNodeType(1), Data: "\n    "}
@@ -288,7 +288,7 @@ func (c *Root) Build(vgin *vugu.BuildIn) (vgout *vugu.BuildOut) {
 					vgparent.AppendChild(vgn)
 					vgn = &vugu.VGNode{Type: vugu.VGNodeType(3), Namespace: "", Data: "span", Attr: []vugu.VGAttribute(nil)}
 					vgparent.AppendChild(vgn)
-					vgn.SetInnerHTML(fmt.Sprintf("%.0e", c.State.Session.Delta))
+					vgn.SetInnerHTML(c.State.Session.DeltaText)
 					vgn = &vugu.VGNode{Type: vugu.VGNodeType(1), Data: ")\n      "}
 					vgparent.AppendChild(vgn)
 					vgn = &vugu.VGNode{Type: vugu.VGNodeType(3), Namespace: "", Data: "input", Attr: []vugu.VGAttribute{{Namespace: "", Key: "id", Val: "budget"}, vugu.VGAttribute{Namespace: "", Key: "type", Val: "number"}, vugu.VGAttribute{Namespace: "", Key: "min", Val: "0.01"}, vugu.VGAttribute{Namespace: "", Key: "step", Val: "0.1"}}}
@@ -312,7 +312,7 @@ func (c *Root) Build(vgin *vugu.BuildIn) (vgout *vugu.BuildOut) {
 				if c.overBudget() {
 					vgn = &vugu.VGNode{Type: vugu.VGNodeType(3), Namespace: "", Data: "p", Attr: []vugu.VGAttribute{{Namespace: "", Key: "id", Val: "over"}, vugu.VGAttribute{Namespace: "", Key: "class", Val: "warn"}}}
 					vgparent.AppendChild(vgn)
-					vgn.SetInnerHTML(fmt.Sprintf("This session may spend up to ε = %.3g, more than this budget: with it, the page will not join.", c.State.Session.Epsilon))
+					vgn.SetInnerHTML("This session may spend up to ε = " + c.State.Session.EpsilonText + ", more than this budget: with it, the page will not join.")
 				}
 				vgn = &vugu.VGNode{Type: vugu.VGNodeType(1), Data: "\n    "}
 				vgparent.AppendChild(vgn)

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"strings"
+
+	"browserfl/shared/privacy/plan"
 )
 
 // Screen is one step of the page flow.
@@ -30,11 +32,14 @@ type Session struct {
 	Rounds    int     // T
 	Cohort    int     // devices asked per round (m)
 	Clip      float64 // S: bound on the norm of one device correction, enforced by clipping
-	Rho       float64 // per-device zCDP rho (Bun-Steinke) promised for the whole session
-	Delta     float64 // the session's delta for the (epsilon, delta) conversion
-	Epsilon   float64 // rho converted to epsilon at Delta: the most one device can spend
-	Planned   int     // rounds this device is expected to be asked (upper bound)
-	Batch     int     // samples per round (single pass: each sample is used once)
+	Rho       float64 // per-device worst-case zCDP rho (Bun-Steinke) for the whole session
+	Delta     float64 // the owner's delta, at which Epsilon is stated and the budget read
+	Epsilon   float64 // Rho converted to epsilon at Delta: the most one device can spend
+	// EpsilonText, DeltaText and Figures are plan.Figures' text forms,
+	// the same digits the dashboard, planner and docs print.
+	EpsilonText, DeltaText, Figures string
+	Planned                         int // rounds this device is expected to be asked (upper bound)
+	Batch                           int // samples per round (single pass: each sample is used once)
 }
 
 // Data summarises the samples kept in the page.
@@ -60,7 +65,7 @@ type Training struct {
 	Declined   int    // rounds declined (budget or data exhausted)
 	StepMillis float64
 	BytesSent  int64
-	EpsSpent   float64 // epsilon at the session's delta, from the device's own ledger
+	EpsSpent   float64 // epsilon at Delta: the device's own ledger plus what the owner's data spent before
 	EpsBudget  float64 // the owner's budget
 	Delta      float64
 	Accuracy   []Point
@@ -74,7 +79,7 @@ type Training struct {
 type State struct {
 	Screen  Screen
 	Session Session
-	Budget  float64 // owner-set maximum epsilon at Session.Delta
+	Budget  float64 // owner-set maximum epsilon at Session.Delta (the owner's delta)
 	Data    Data
 	Train   Training
 	Error   string
@@ -99,15 +104,15 @@ func PrivacyMeter(spent, budget, delta float64) Reading {
 	if budget > 0 {
 		m.Fraction = math.Min(1, math.Max(0, spent/budget))
 	}
-	m.Label = fmt.Sprintf("Privacy spent: ε = %.3g of your budget %.3g (%.0f%%, δ = %.0e)", spent, budget, 100*m.Fraction, delta)
+	m.Label = fmt.Sprintf("Privacy spent: ε = %s of your budget %g (%.0f%%, δ = %s)", plan.FormatEpsilon(spent), budget, 100*m.Fraction, plan.FormatDelta(delta))
 	if spent <= 0 {
 		m.Meaning = "Nothing sent yet: no privacy spent."
 		return m
 	}
 	m.Meaning = fmt.Sprintf("ε measures how much everything this page has sent can reveal about any one of your samples: "+
 		"someone who sees all of it can become at most e^ε = %s times more confident about whether a given sample "+
-		"was used (except with probability δ = %.0e). Below 1 is strong protection, 1 to 10 is what large deployments use, "+
-		"above 10 is weak. %s", factor(spent), delta, level(spent, budget))
+		"was used (except with probability δ = %s). Below 1 is strong protection, 1 to 10 is what large deployments use, "+
+		"above 10 is weak. %s", factor(spent), plan.FormatDelta(delta), level(spent, budget))
 	return m
 }
 

@@ -40,7 +40,8 @@ func render(t *testing.T, st *State) string {
 
 func session() Session {
 	return Session{JoinCode: "ABC123", Algorithm: "nc", Mode: "untrusted", Model: "logreg",
-		Rounds: 20, Cohort: 5, Clip: 1, Rho: 2, Delta: 1e-5, Epsilon: 10.6, Batch: 64}
+		Rounds: 20, Cohort: 5, Clip: 1, Rho: 2, Delta: 1e-5, Epsilon: 10.6, Batch: 64,
+		EpsilonText: "10.60", DeltaText: "1e-5", Figures: "ε = 10.60 at δ = 1e-5 (zCDP ρ = 2, 20 releases at most)"}
 }
 
 func TestRenderScreens(t *testing.T) {
@@ -51,10 +52,10 @@ func TestRenderScreens(t *testing.T) {
 		absent []string
 	}{
 		{"consent", State{Screen: ScreenConsent, Session: session(), Budget: 12},
-			[]string{`id="consent"`, "ABC123", "noised updates", "never uploaded", `id="budget"`, "ε = 10.6 at δ = 1e-05"},
+			[]string{`id="consent"`, "ABC123", "noised updates", "never uploaded", `id="budget"`, "ε = 10.60 at δ = 1e-5 (zCDP ρ = 2, 20 releases at most)", "maximum ε at δ = <span>1e-5</span>"},
 			[]string{`id="data"`, `id="train"`, `id="over"`}},
 		{"consent over budget", State{Screen: ScreenConsent, Session: session(), Budget: 8},
-			[]string{`id="over"`, "more than this budget"}, nil},
+			[]string{`id="over"`, "up to ε = 10.60, more than this budget"}, nil},
 		{"trusted mode says who adds noise", State{Screen: ScreenConsent, Session: Session{Mode: "trusted", Delta: 1e-5}, Budget: 1},
 			[]string{"the coordinator adds the noise"}, []string{"adds its own Gaussian noise"}},
 		{"data", State{Screen: ScreenData, Session: session(), Data: Data{Count: 3, Sources: []string{"drawn (3)"}}},
@@ -65,7 +66,7 @@ func TestRenderScreens(t *testing.T) {
 		{"training", State{Screen: ScreenTrain, Session: session(),
 			Train: Training{Conn: "connected", Round: 7, Joined: 6, EpsSpent: 3, EpsBudget: 12, Delta: 1e-5,
 				Accuracy: []Point{{1, 0.3}, {7, 0.61}}}},
-			[]string{`id="train"`, `id="meter"`, "ε = 3 of your budget 12", "61.0% after round 7", `id="acc-line"`, `id="try"`},
+			[]string{`id="train"`, `id="meter"`, "ε = 3.00 of your budget 12", "61.0% after round 7", `id="acc-line"`, `id="try"`},
 			[]string{`id="consent"`}},
 	}
 	for _, tc := range tests {
@@ -124,6 +125,6 @@ func ExamplePrivacyMeter() {
 	fmt.Println(m.Label)
 	fmt.Printf("%.4f\n", m.Fraction)
 	// Output:
-	// Privacy spent: ε = 1.5 of your budget 8 (19%, δ = 1e-05)
+	// Privacy spent: ε = 1.50 of your budget 8 (19%, δ = 1e-5)
 	// 0.1875
 }

@@ -12,7 +12,9 @@
 //   - Worst case means: the device is chosen in every round it is allowed to
 //     take part in (every round for "nc" and "trusted"; until its ledger
 //     would exceed the budget for the fresh-noise algorithms, which is
-//     PlannedReleases releases). The neighbouring relation is replace-one
+//     PlannedReleases releases), and never more than T releases: a
+//     re-asked round counts, and optim's device refuses the (T+1)-th.
+//     The neighbouring relation is replace-one
 //     sample of that device (see docs/privacy.md).
 //   - Every figure is finite or an error is returned.
 package plan
@@ -200,23 +202,4 @@ func Compute(p optim.Params, delta float64) (Report, error) {
 		return Report{}, fmt.Errorf("plan: %w", err)
 	}
 	return r, nil
-}
-
-// Check is what a device runs before joining: it refuses (returns an
-// error) when the session's worst case exceeds the owner's own budget
-// (epsilon at delta). A coordinator that lies about the parameters cannot
-// make the device spend more, because the device derives its noise from
-// the same parameters it checked here.
-func Check(p optim.Params, ownerEpsilon, delta float64) error {
-	r, err := Compute(p, delta)
-	if err != nil {
-		return err
-	}
-	if !r.Private {
-		return fmt.Errorf("plan: algorithm %q gives no privacy guarantee", p.Algorithm)
-	}
-	if r.WorstEpsilon > ownerEpsilon {
-		return fmt.Errorf("plan: worst-case epsilon %.4g at delta %g exceeds the owner's budget %.4g", r.WorstEpsilon, delta, ownerEpsilon)
-	}
-	return nil
 }

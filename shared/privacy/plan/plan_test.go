@@ -95,22 +95,3 @@ func TestForNoiseRoundTrip(t *testing.T) {
 		t.Error("non-private algorithm accepted")
 	}
 }
-
-func TestCheck(t *testing.T) {
-	p := base("nc")
-	r, _ := Compute(p, 1e-5)
-	if err := Check(p, r.WorstEpsilon*1.001, 1e-5); err != nil {
-		t.Errorf("budget above worst case refused: %v", err)
-	}
-	if err := Check(p, r.WorstEpsilon*0.999, 1e-5); err == nil {
-		t.Error("budget below worst case accepted")
-	}
-	bad := p
-	bad.Cohort = 0
-	if err := Check(bad, 10, 1e-5); err == nil {
-		t.Error("invalid params accepted")
-	}
-	if _, err := Compute(p, 0); err == nil {
-		t.Error("delta 0 accepted")
-	}
-}

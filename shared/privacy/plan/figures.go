@@ -1,0 +1,187 @@
+package plan
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	"browserfl/shared/optim"
+	"browserfl/shared/privacy"
+)
+
+// DefaultDelta is the owner's delta unless the owner chooses another: the
+// delta at which every surface (page, dashboard, planner, simulator,
+// docs) states epsilon, and at which a device owner's budget is read. It
+// is below 1/n for any classroom- or city-sized population.
+const DefaultDelta = 1e-5
+
+// DefaultBudgetEpsilon is the owner's default budget, epsilon at
+// DefaultDelta: the page's consent screen, cmd/device and cmd/loadtest
+// start from it.
+const DefaultBudgetEpsilon = 8.0
+
+// Budget is a data owner's privacy budget: the most a device may spend,
+// as epsilon at the owner's own delta. The owner fixes both numbers; a
+// session's parameters never change the delta a budget is read at.
+type Budget struct {
+	Epsilon float64
+	Delta   float64
+}
+
+// DefaultBudget is (DefaultBudgetEpsilon, DefaultDelta).
+func DefaultBudget() Budget { return Budget{Epsilon: DefaultBudgetEpsilon, Delta: DefaultDelta} }
+
+// Validate checks 0 < Epsilon < inf and 0 < Delta < 1.
+func (b Budget) Validate() error {
+	if !(b.Epsilon > 0) || math.IsInf(b.Epsilon, 0) {
+		return fmt.Errorf("plan: owner's epsilon = %v, want a finite value > 0", b.Epsilon)
+	}
+	if !(b.Delta > 0 && b.Delta < 1) {
+		return fmt.Errorf("plan: owner's delta = %v, want 0 < delta < 1", b.Delta)
+	}
+	return nil
+}
+
+// Rho is the budget as standard zCDP rho: the largest rho whose
+// Canonne-Kamath-Steinke conversion at the owner's delta is at most the
+// owner's epsilon. Ledgers (which hold rho) are compared with this.
+func (b Budget) Rho() (float64, error) {
+	if err := b.Validate(); err != nil {
+		return 0, err
+	}
+	r, err := privacy.ZCDPFromEpsilon(b.Epsilon, b.Delta)
+	if err != nil {
+		return 0, fmt.Errorf("plan: owner's budget: %w", err)
+	}
+	return r, nil
+}
+
+// Figures are a session's privacy figures for one device, as every
+// surface shows them. Epsilon is stated at Delta, which is the owner's
+// delta (DefaultDelta unless the owner chose another), never the
+// session's: a session's own delta only describes how its target was
+// written down.
+type Figures struct {
+	Private bool
+	Trusted bool // the server sees clipped, un-noised updates
+
+	// BudgetRho is the session's per-device budget (standard zCDP), the
+	// cap of each device's ledger; RhoPaper is the papers' rho_p.
+	BudgetRho, RhoPaper float64
+	// WorstReleases is the most releases one device makes (every release,
+	// re-asked rounds included: optim caps them at T); WorstRho their
+	// zCDP cost.
+	WorstReleases int
+	WorstRho      float64
+	// Epsilon is WorstRho converted at Delta: the most one device can
+	// spend in this session.
+	Epsilon float64
+	Delta   float64
+	// SessionDelta is the delta the session wrote its own target at (0
+	// when its target is rho_p). It is shown, never used to read a budget.
+	SessionDelta float64
+}
+
+// SessionFigures computes a session's figures at the owner's delta (0:
+// DefaultDelta). Page, dashboard, planner, simulator and docs all print
+// the result of this function through EpsilonText, RhoText and Text.
+func SessionFigures(p optim.Params, ownerDelta float64) (Figures, error) {
+	if ownerDelta == 0 {
+		ownerDelta = DefaultDelta
+	}
+	r, err := Compute(p, ownerDelta)
+	if err != nil {
+		return Figures{}, fmt.Errorf("session figures: %w", err)
+	}
+	f := Figures{Private: r.Private, Trusted: r.Trusted, Delta: ownerDelta}
+	if !r.Private {
+		return f, nil
+	}
+	if p.Rho <= 0 {
+		f.SessionDelta = p.Delta
+	}
+	f.BudgetRho, f.RhoPaper = r.BudgetRho, r.RhoPaper
+	f.WorstReleases, f.WorstRho, f.Epsilon = r.WorstParticipations, r.WorstRho, r.WorstEpsilon
+	return f, nil
+}
+
+// FormatEpsilon is the one text form of an epsilon: two decimals, rounded
+// up (a stated guarantee is never smaller than the computed one).
+func FormatEpsilon(eps float64) string {
+	if math.IsInf(eps, 1) || math.IsNaN(eps) {
+		return strconv.FormatFloat(eps, 'f', -1, 64)
+	}
+	return strconv.FormatFloat(math.Ceil(eps*100)/100, 'f', 2, 64)
+}
+
+// FormatRho is the one text form of a zCDP rho: four significant digits.
+func FormatRho(rho float64) string { return strconv.FormatFloat(rho, 'g', 4, 64) }
+
+// FormatDelta is the one text form of a delta, e.g. "1e-5".
+func FormatDelta(delta float64) string {
+	s := strconv.FormatFloat(delta, 'g', 3, 64)
+	s = strings.Replace(s, "e-0", "e-", 1)
+	return strings.Replace(s, "e+0", "e+", 1)
+}
+
+// EpsilonText is FormatEpsilon(f.Epsilon).
+func (f Figures) EpsilonText() string { return FormatEpsilon(f.Epsilon) }
+
+// DeltaText is FormatDelta(f.Delta).
+func (f Figures) DeltaText() string { return FormatDelta(f.Delta) }
+
+// RhoText is FormatRho(f.WorstRho).
+func (f Figures) RhoText() string { return FormatRho(f.WorstRho) }
+
+// Text is the sentence every surface prints, e.g.
+// "ε = 7.29 at δ = 1e-5 (zCDP ρ = 1.05, 200 releases at most)".
+func (f Figures) Text() string {
+	if !f.Private {
+		return "no privacy guarantee"
+	}
+	return fmt.Sprintf("ε = %s at δ = %s (zCDP ρ = %s, %d releases at most)", f.EpsilonText(), f.DeltaText(), f.RhoText(), f.WorstReleases)
+}
+
+// ErrOverBudget is wrapped by Check when a session would take the owner
+// past their budget.
+var ErrOverBudget = errors.New("plan: over the owner's budget")
+
+// Check is what a device runs before joining: it refuses (returns an
+// error) when the session gives no guarantee, or when spent (the zCDP rho
+// the owner's data has already spent elsewhere; 0 for fresh data) plus
+// the session's worst case exceeds the owner's budget. The comparison is
+// at the owner's delta; the session's own delta plays no part, so a
+// session that writes its target at a large delta is charged its real
+// cost (its rho), read at the owner's delta. A coordinator that lies
+// about the parameters cannot make the device spend more, because the
+// device derives its noise from the same parameters it checked here.
+func Check(p optim.Params, owner Budget, spent float64) error {
+	if err := owner.Validate(); err != nil {
+		return err
+	}
+	if !(spent >= 0) || math.IsInf(spent, 0) {
+		return fmt.Errorf("plan: spent rho = %v, want a finite value >= 0", spent)
+	}
+	f, err := SessionFigures(p, owner.Delta)
+	if err != nil {
+		return err
+	}
+	if !f.Private {
+		return fmt.Errorf("plan: algorithm %q gives no privacy guarantee", p.Algorithm)
+	}
+	eps, err := privacy.ZCDPToEpsilon(spent+f.WorstRho, owner.Delta)
+	if err != nil {
+		return fmt.Errorf("plan: %w", err)
+	}
+	if eps > owner.Epsilon {
+		if spent > 0 {
+			return fmt.Errorf("%w: already spent zCDP rho %s, and this session may spend up to %s more: together epsilon %s at delta %s, over the budget of %s",
+				ErrOverBudget, FormatRho(spent), FormatRho(f.WorstRho), FormatEpsilon(eps), FormatDelta(owner.Delta), strconv.FormatFloat(owner.Epsilon, 'g', -1, 64))
+		}
+		return fmt.Errorf("%w: this session may spend up to epsilon %s at delta %s, over the budget of %s",
+			ErrOverBudget, FormatEpsilon(eps), FormatDelta(owner.Delta), strconv.FormatFloat(owner.Epsilon, 'g', -1, 64))
+	}
+	return nil
+}

@@ -1,0 +1,148 @@
+package plan
+
+import (
+	"errors"
+	"math"
+	"strings"
+	"testing"
+
+	"browserfl/shared/optim"
+	"browserfl/shared/privacy"
+)
+
+// demo is the coordinator's demo session (cmd/coordinator defaults).
+func demo() optim.Params {
+	return optim.Params{Algorithm: "nc", Model: "logreg", M: 30, Cohort: 10, Rounds: 200, Batch: 32, Clip: 1, Eta: 0.02, Rho: 1.5}
+}
+
+func TestSessionFiguresDemo(t *testing.T) {
+	f, err := SessionFigures(demo(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := Compute(demo(), DefaultDelta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Delta != DefaultDelta || f.Epsilon != r.WorstEpsilon || f.WorstRho != r.WorstRho || f.WorstReleases != 200 || f.BudgetRho != 1.125 {
+		t.Errorf("figures %+v, report %+v", f, r)
+	}
+	if got, want := f.Text(), "ε = 7.29 at δ = 1e-5 (zCDP ρ = 1.05, 200 releases at most)"; got != want {
+		t.Errorf("Text() = %q, want %q", got, want)
+	}
+}
+
+func TestFormat(t *testing.T) {
+	tests := []struct {
+		got, want string
+	}{
+		{FormatEpsilon(7.2838), "7.29"}, // rounded up, never down
+		{FormatEpsilon(2.5), "2.50"},
+		{FormatEpsilon(3.001), "3.01"},
+		{FormatEpsilon(0.004), "0.01"},
+		{FormatDelta(1e-5), "1e-5"},
+		{FormatDelta(1e-10), "1e-10"},
+		{FormatDelta(0.001), "0.001"},
+		{FormatDelta(2.5e-6), "2.5e-6"},
+		{FormatRho(1.0499312), "1.05"},
+		{FormatRho(1.125), "1.125"},
+	}
+	for i, tc := range tests {
+		if tc.got != tc.want {
+			t.Errorf("%d: %q, want %q", i, tc.got, tc.want)
+		}
+	}
+}
+
+func TestBudgetRho(t *testing.T) {
+	rho, err := DefaultBudget().Rho()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// epsilon 8 at delta 1e-5 is rho ~ 1.23 (the figure); at
+	// delta 0.999 the same epsilon would be rho ~ 14.9.
+	if math.Abs(rho-1.23) > 0.01 {
+		t.Errorf("default budget rho = %v, want about 1.23", rho)
+	}
+	if e, _ := privacy.ZCDPToEpsilon(rho, DefaultDelta); e > DefaultBudgetEpsilon {
+		t.Errorf("default budget rho %v converts back to epsilon %v > %v", rho, e, DefaultBudgetEpsilon)
+	}
+	for _, b := range []Budget{{0, 1e-5}, {8, 0}, {8, 1}, {math.Inf(1), 1e-5}, {-1, 1e-5}} {
+		if _, err := b.Rho(); err == nil {
+			t.Errorf("budget %+v accepted", b)
+		}
+	}
+}
+
+func TestCheck(t *testing.T) {
+	p := demo()
+	f, err := SessionFigures(p, DefaultDelta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exact := f.Epsilon
+	below := math.Nextafter(exact, 0)
+	spentEps, _ := privacy.ZCDPToEpsilon(0.1+f.WorstRho, DefaultDelta)
+	bad := p
+	bad.Cohort = 0
+	tests := []struct {
+		name  string
+		p     optim.Params
+		owner Budget
+		spent float64
+		ok    bool
+	}{
+		{"budget equal to the worst case", p, Budget{exact, DefaultDelta}, 0, true},
+		{"budget one ulp below the worst case", p, Budget{below, DefaultDelta}, 0, false},
+		{"default budget", p, DefaultBudget(), 0, true},
+		{"spent plus session equal to the budget", p, Budget{spentEps, DefaultDelta}, 0.1, true},
+		{"spent plus session above the budget", p, Budget{spentEps, DefaultDelta}, 0.1 + 1e-9, false},
+		{"spent ignored would pass", p, Budget{exact, DefaultDelta}, 0.05, false},
+		// The owner's delta decides: the same epsilon is a larger rho at a
+		// looser delta.
+		{"looser owner delta", p, Budget{below, 1e-3}, 0, true},
+		{"non-private", optim.Params{Algorithm: "mu2", M: 3, Cohort: 3, Rounds: 5, Batch: 2, Eta: 0.1}, DefaultBudget(), 0, false},
+		{"invalid params", bad, DefaultBudget(), 0, false},
+		{"no owner delta", p, Budget{8, 0}, 0, false},
+		{"negative spent", p, DefaultBudget(), -1, false},
+	}
+	for _, tc := range tests {
+		err := Check(tc.p, tc.owner, tc.spent)
+		if (err == nil) != tc.ok {
+			t.Errorf("%s: Check = %v, want ok %v", tc.name, err, tc.ok)
+		}
+	}
+}
+
+// TestCheckOwnerDelta is the attack: a session announcing
+// epsilon 8 at delta 0.999 (rho 14.9, noise 0.29x) must not pass a budget
+// of epsilon 8 read at the owner's delta 1e-5. It fails if Check reads
+// the budget (or the session's epsilon) at the session's delta.
+func TestCheckOwnerDelta(t *testing.T) {
+	p := demo()
+	p.Rho, p.Epsilon, p.Delta = 0, 8, 0.999
+	err := Check(p, DefaultBudget(), 0)
+	if !errors.Is(err, ErrOverBudget) {
+		t.Fatalf("epsilon 8 at delta 0.999 against (8, 1e-5): Check = %v, want ErrOverBudget", err)
+	}
+	if !strings.Contains(err.Error(), "1e-5") {
+		t.Errorf("the refusal does not state the owner's delta: %v", err)
+	}
+	// Read at the session's delta the same session would pass: the test
+	// above can tell the two parties apart.
+	if err := Check(p, Budget{8, p.Delta}, 0); err != nil {
+		t.Errorf("at the session's own delta the session fits its epsilon: %v", err)
+	}
+	f, err := SessionFigures(p, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Delta != DefaultDelta || f.SessionDelta != 0.999 || !(f.Epsilon > 8) {
+		t.Errorf("figures of the 0.999 session: %+v (want epsilon > 8 at 1e-5)", f)
+	}
+	// The same epsilon at the owner's delta is accepted.
+	p.Delta = DefaultDelta
+	if err := Check(p, DefaultBudget(), 0); err != nil {
+		t.Errorf("epsilon 8 at 1e-5 against (8, 1e-5): %v", err)
+	}
+}
