@@ -45,6 +45,9 @@ type Config struct {
 	Evaluate  func(w []float64) (accuracy, loss float64, err error)
 	// Limits bound what a connection may do (defaults in Limits).
 	Limits Limits
+	// Gate throttles join codes and registrations, caps inactive devices
+	// and checks liveness (defaults in Gate, gate.go).
+	Gate Gate
 	// AllowedOrigins are the websocket Origin host patterns accepted
 	// besides the request's own host (default none).
 	AllowedOrigins []string
@@ -104,6 +107,7 @@ type Coordinator struct {
 	server optim.Server
 	store  *Store
 	met    *metrics
+	gate   *gateState
 
 	mu        sync.Mutex
 	devices   map[string]*device
@@ -182,6 +186,7 @@ func New(cfg Config) (*Coordinator, error) {
 		server:  cfg.Server,
 		store:   cfg.Store,
 		met:     newMetrics(),
+		gate:    newGate(cfg.Gate, time.Duration(cfg.Session.DeadlineMillis)*time.Millisecond, cfg.Logger),
 		devices: make(map[string]*device),
 		changed: make(chan struct{}, 1),
 		started: time.Now(),
