@@ -289,6 +289,12 @@ func (c *Coordinator) ServeWS(w http.ResponseWriter, r *http.Request) {
 		if kind == rejNone {
 			kind = codeRejection(ce.code)
 		}
+		if ce.code == wire.CodeAuth {
+			// Secrets are not guessable, but each try costs a store
+			// read: the same backoff as a wrong join code.
+			c.gate.authFailed(cn.addr)
+			ce.quiet = true
+		}
 		c.met.reject(kind)
 		if !ce.quiet {
 			c.log.Info("closing device connection", "device", shortID(cn.id), "code", ce.code, "reason", ce.reason)

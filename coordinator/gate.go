@@ -174,8 +174,8 @@ type gateState struct {
 	inactive map[string]uint64
 	seq      uint64
 	// failure log: one line per interval instead of one per attempt.
-	logged, unlogged int
-	lastLog          time.Time
+	unlogged, unloggedThrottled int
+	lastLog                     time.Time
 }
 
 func newGate(cfg Gate, deadline time.Duration, log *slog.Logger) *gateState {
@@ -252,17 +252,28 @@ func (g *gateState) checkCode(addr, got, code string) (v joinVerdict, retry time
 		s.failures = 0
 	}
 	if now.Before(s.until) {
+		g.unloggedThrottled++
+		g.logLocked(now, addr)
 		return joinThrottled, s.until.Sub(now)
 	}
 	if s.failures > 0 && g.joinFails.avail(now, g.cfg.JoinGlobalRate, g.cfg.JoinGlobalBurst) < 1 {
 		// The global budget of wrong codes is spent: only addresses
 		// with a clean record are checked.
+		g.unloggedThrottled++
+		g.logLocked(now, addr)
 		return joinThrottled, g.cfg.JoinBackoff
 	}
 	if subtle.ConstantTimeCompare([]byte(got), []byte(code)) == 1 {
 		s.failures, s.until = 0, time.Time{}
 		return joinOK, 0
 	}
+	g.failLocked(s, now, addr)
+	return joinWrong, 0
+}
+
+// failLocked records a failed attempt from addr: a wrong join code, or a
+// hello with a right code but an unknown device id or wrong secret.
+func (g *gateState) failLocked(s *addrState, now time.Time, addr string) {
 	g.joinFails.take(now, g.cfg.JoinGlobalRate, g.cfg.JoinGlobalBurst)
 	s.failures++
 	s.lastFail = now
@@ -273,19 +284,27 @@ func (g *gateState) checkCode(addr, got, code string) (v joinVerdict, retry time
 		}
 		s.until = now.Add(d)
 	}
-	g.noteFailureLocked(now, addr)
-	return joinWrong, 0
+	g.unlogged++
+	g.logLocked(now, addr)
 }
 
-// noteFailureLocked logs wrong join codes at most once per 10 s.
-func (g *gateState) noteFailureLocked(now time.Time, addr string) {
-	g.unlogged++
+// authFailed records that a hello from addr named an unknown device id
+// or a wrong secret: it counts like a wrong join code.
+func (g *gateState) authFailed(addr string) {
+	now := g.now()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.failLocked(g.addrLocked(addr, now), now, addr)
+}
+
+// logLocked logs wrong and throttled join codes at most once per 10 s
+// (the counts since the previous line).
+func (g *gateState) logLocked(now time.Time, addr string) {
 	if now.Sub(g.lastLog) < 10*time.Second {
 		return
 	}
-	g.log.Warn("wrong join codes", "count", g.unlogged, "since", g.lastLog.Format(time.TimeOnly), "last_from", addr)
-	g.logged += g.unlogged
-	g.unlogged, g.lastLog = 0, now
+	g.log.Warn("join codes refused", "wrong_code_or_secret", g.unlogged, "refused_unchecked", g.unloggedThrottled, "last_from", addr)
+	g.unlogged, g.unloggedThrottled, g.lastLog = 0, 0, now
 }
 
 // register takes a token for a new device id from addr: per address and

@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 )
@@ -187,5 +188,23 @@ func TestClientAddr(t *testing.T) {
 		if got := g.clientAddr(r); got != tc.want {
 			t.Errorf("clientAddr(%s, xff %q, trust %v) = %s, want %s", tc.remote, tc.xff, tc.trust, got, tc.want)
 		}
+	}
+}
+
+func TestJoinFailuresLogSummary(t *testing.T) {
+	var buf strings.Builder
+	g, now := fakeGate(Gate{JoinGlobalRate: -1})
+	g.log = slog.New(slog.NewTextHandler(&buf, nil))
+	for i := range 1000 {
+		*now = now.Add(5 * time.Millisecond) // 1000 attempts in 5 s
+		g.checkCode(fmt.Sprintf("192.0.2.%d", i%3), "guess", "secret")
+	}
+	if n := strings.Count(buf.String(), "\n"); n != 1 {
+		t.Errorf("%d log lines for 1000 refused join codes in 5 s, want 1:\n%s", n, buf.String())
+	}
+	*now = now.Add(11 * time.Second)
+	g.checkCode("192.0.2.9", "guess", "secret")
+	if !strings.Contains(buf.String(), "refused_unchecked=") || strings.Count(buf.String(), "\n") != 2 {
+		t.Errorf("no summary after 10 s:\n%s", buf.String())
 	}
 }
