@@ -275,7 +275,7 @@ func TestHelloTimeoutCounted(t *testing.T) {
 // TestNeverReadingClientDropped: a client that says hello and then never
 // reads does not answer pings and is dropped.
 func TestNeverReadingClientDropped(t *testing.T) {
-	_, srv := gateServer(t, coordinator.Limits{}, coordinator.Gate{PingInterval: 50 * time.Millisecond, PingTimeout: 300 * time.Millisecond})
+	_, srv := gateServer(t, coordinator.Limits{}, coordinator.Gate{PingInterval: 50 * time.Millisecond, PingTimeout: 2 * time.Second})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	// A reading client stays.

@@ -111,7 +111,7 @@ func (c *Coordinator) WriteMetrics(w io.Writer) error {
 		v               float64
 	}
 	rows := []kv{
-		{"browserfl_devices_connected", "Device websocket connections open.", "gauge", float64(m.connected.Load())},
+		{"browserfl_devices_connected", "Device websocket connections open (with or without hello).", "gauge", float64(m.connected.Load())},
 		{"browserfl_devices_known", "Devices seen by this process.", "gauge", float64(devices)},
 		{"browserfl_devices_eligible", "Connected devices not in a round.", "gauge", float64(eligible)},
 		{"browserfl_connects_total", "Accepted hellos.", "counter", float64(m.connects.Load())},
