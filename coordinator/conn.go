@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -17,6 +18,8 @@ import (
 // closeError closes a connection with an error code sent to the device.
 type closeError struct {
 	code, reason string
+	kind         int  // rejection kind for /metrics (rejNone: by code)
+	quiet        bool // not logged one by one (the gate logs a summary)
 }
 
 func (e *closeError) Error() string { return e.code + ": " + e.reason }
@@ -39,6 +42,10 @@ type conn struct {
 	done    chan struct{}
 	tokens  float64
 	lastTok time.Time
+	addr    string // client address the gate keys on
+	// prehello is set while the connection counts against its
+	// address's pre-hello limit (guarded by the serving goroutine).
+	prehello bool
 }
 
 // send queues f; it reports false if the connection is closing or its
@@ -56,10 +63,21 @@ func (cn *conn) send(f outFrame) bool {
 	case cn.outbox <- f:
 		return true
 	default:
-		cn.c.met.slowConsumers.Add(1)
-		cn.shut()
+		cn.slow(rejSlowConsumer)
 		return false
 	}
+}
+
+// slow drops a connection whose client does not keep up.
+func (cn *conn) slow(kind int) {
+	select {
+	case <-cn.done:
+		return
+	default:
+	}
+	cn.c.met.slowConsumers.Add(1)
+	cn.c.met.reject(kind)
+	cn.shut()
 }
 
 // sendWait queues f, waiting up to the write timeout for room: the
@@ -78,8 +96,7 @@ func (cn *conn) sendWait(m wire.Message) bool {
 	case <-cn.done:
 		return false
 	case <-t.C:
-		cn.c.met.slowConsumers.Add(1)
-		cn.shut()
+		cn.slow(rejSlowConsumer)
 		return false
 	}
 }
@@ -123,12 +140,35 @@ func (cn *conn) shut() {
 
 func (cn *conn) writer(ctx context.Context) {
 	defer cn.shut()
+	var pings <-chan time.Time
+	if iv := cn.c.gate.cfg.PingInterval; iv > 0 {
+		t := time.NewTicker(iv)
+		defer t.Stop()
+		pings = t.C
+	}
+	pinging := make(chan struct{}, 1) // holds a token while a ping waits for its pong
 	for {
 		select {
 		case <-cn.done:
 			return
 		case <-ctx.Done():
 			return
+		case <-pings:
+			// A client that stops reading never answers: drop it after
+			// the ping timeout instead of letting it hold a place.
+			select {
+			case pinging <- struct{}{}:
+			default:
+				continue
+			}
+			go func() {
+				defer func() { <-pinging }()
+				pctx, cancel := context.WithTimeout(ctx, cn.c.gate.cfg.PingTimeout)
+				defer cancel()
+				if err := cn.ws.Ping(pctx); err != nil && errors.Is(pctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
+					cn.slow(rejPingTimeout)
+				}
+			}()
 		case f := <-cn.outbox:
 			wctx, cancel := context.WithTimeout(ctx, cn.c.lim.WriteTimeout)
 			var err error
@@ -145,8 +185,12 @@ func (cn *conn) writer(ctx context.Context) {
 				typ = websocket.MessageBinary
 			}
 			err = cn.ws.Write(wctx, typ, f.data)
+			timedOut := errors.Is(wctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
 			cancel()
 			if err != nil {
+				if timedOut {
+					cn.slow(rejSlowConsumer)
+				}
 				return
 			}
 			cn.c.met.framesOut.Add(1)
@@ -191,47 +235,125 @@ func (cn *conn) allow(now time.Time) bool {
 }
 
 // ServeWS upgrades a device connection and serves it until it closes.
+//
+// Every open connection, with or without its hello, counts against
+// Limits.MaxDevices; one address may hold Gate.PreHelloPerAddress
+// connections that have not said hello.
 func (c *Coordinator) ServeWS(w http.ResponseWriter, r *http.Request) {
+	if n := c.met.connected.Add(1); n > int64(c.lim.MaxDevices) {
+		c.met.connected.Add(-1)
+		c.met.reject(rejFull)
+		w.Header().Set("Retry-After", "30")
+		http.Error(w, "too many devices", http.StatusServiceUnavailable)
+		return
+	}
+	defer c.met.connected.Add(-1)
+	addr := c.gate.clientAddr(r)
+	if !c.gate.openPreHello(addr) {
+		c.met.reject(rejPreHello)
+		w.Header().Set("Retry-After", "10")
+		http.Error(w, "too many connections without hello from this address", http.StatusTooManyRequests)
+		return
+	}
+	cn := &conn{c: c, outbox: make(chan outFrame, c.lim.Outbox), done: make(chan struct{}),
+		tokens: float64(c.lim.MsgBurst), lastTok: time.Now(), addr: addr, prehello: true}
+	defer cn.helloDone()
 	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{
 		OriginPatterns:  c.cfg.AllowedOrigins,
 		CompressionMode: websocket.CompressionDisabled,
 	})
 	if err != nil {
 		c.met.rejectedUpgrades.Add(1)
+		c.met.reject(rejOrigin)
 		c.log.Debug("websocket upgrade refused", "remote", r.RemoteAddr, "err", err)
 		return
 	}
 	ws.SetReadLimit(int64(c.lim.MaxFrameBytes))
-	cn := &conn{ws: ws, c: c, outbox: make(chan outFrame, c.lim.Outbox), done: make(chan struct{}),
-		tokens: float64(c.lim.MsgBurst), lastTok: time.Now()}
+	cn.ws = ws
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	go cn.writer(ctx)
-	c.met.connected.Add(1)
-	defer c.met.connected.Add(-1)
 	err = c.serveConn(ctx, cn)
 	var ce *closeError
 	switch {
 	case errors.As(err, &ce):
-		if ce.code == wire.CodeBadFrame {
+		kind := ce.kind
+		switch ce.code {
+		case wire.CodeBadFrame, wire.CodeVersion:
 			c.met.badFrames.Add(1)
+		case wire.CodeRate:
+			if kind == rejNone {
+				c.met.rateLimited.Add(1)
+			}
 		}
-		if ce.code == wire.CodeRate {
-			c.met.rateLimited.Add(1)
+		if kind == rejNone {
+			kind = codeRejection(ce.code)
 		}
-		c.log.Info("closing device connection", "device", shortID(cn.id), "code", ce.code, "reason", ce.reason)
+		if ce.code == wire.CodeAuth {
+			// Secrets are not guessable, but each try costs a store
+			// read: the same backoff as a wrong join code.
+			c.gate.authFailed(cn.addr)
+			ce.quiet = true
+		}
+		c.met.reject(kind)
+		if !ce.quiet {
+			c.log.Info("closing device connection", "device", shortID(cn.id), "code", ce.code, "reason", ce.reason)
+		}
 		cn.closeWith(ce.code, ce.reason)
 		select {
 		case <-cn.done:
 		case <-time.After(2 * time.Second):
 		}
 	case err != nil:
+		if isReadLimit(err) {
+			// nhooyr closes with 1009 (message too big) itself.
+			c.met.badFrames.Add(1)
+			c.met.reject(rejOversized)
+		}
 		c.log.Debug("device connection ended", "device", shortID(cn.id), "err", err)
 	}
 	cn.shut()
 	if cn.id != "" {
 		c.disconnected(cn)
+		c.gate.markInactive(cn.id)
+		c.evictInactive()
 	}
+}
+
+// helloDone releases the connection's place among its address's
+// connections without hello (once).
+func (cn *conn) helloDone() {
+	if cn.prehello {
+		cn.prehello = false
+		cn.c.gate.closePreHello(cn.addr)
+	}
+}
+
+// isReadLimit reports whether err is nhooyr's "read limited at N bytes"
+// (the library has no error value for it).
+func isReadLimit(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "read limited at")
+}
+
+// codeRejection is the rejection kind of a close code.
+func codeRejection(code string) int {
+	switch code {
+	case wire.CodeBadFrame:
+		return rejBadFrame
+	case wire.CodeVersion:
+		return rejVersion
+	case wire.CodeProtocol:
+		return rejProtocol
+	case wire.CodeRate:
+		return rejRate
+	case wire.CodeAuth:
+		return rejAuth
+	case wire.CodeJoinCode:
+		return rejJoinCode
+	case wire.CodeFull:
+		return rejFull
+	}
+	return rejNone
 }
 
 // shortID is a device id prefix for logs.
@@ -249,8 +371,13 @@ func badFrame(err error) error {
 func (c *Coordinator) serveConn(ctx context.Context, cn *conn) error {
 	hctx, cancel := context.WithTimeout(ctx, c.lim.HelloTimeout)
 	typ, b, err := cn.ws.Read(hctx)
+	timedOut := errors.Is(hctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
 	cancel()
+	cn.helloDone()
 	if err != nil {
+		if timedOut {
+			c.met.reject(rejHelloTimeout)
+		}
 		return err
 	}
 	c.met.bytesIn.Add(int64(len(b)))
@@ -265,10 +392,13 @@ func (c *Coordinator) serveConn(ctx context.Context, cn *conn) error {
 	if !ok {
 		return &closeError{code: wire.CodeProtocol, reason: "first message must be hello"}
 	}
+	if err := c.checkHello(cn, h); err != nil {
+		return err
+	}
 	if _, err := c.admit(cn, h); err != nil {
 		return err
 	}
-	go c.heartbeat(ctx, cn)
+	c.gate.markActive(cn.id)
 	lim := wire.Limits{MaxBytes: c.lim.MaxFrameBytes}
 	for {
 		typ, buf, err := readPooled(ctx, cn.ws)
@@ -279,41 +409,6 @@ func (c *Coordinator) serveConn(ctx context.Context, cn *conn) error {
 		bufPool.Put(buf)
 		if err != nil {
 			return err
-		}
-	}
-}
-
-// heartbeat pings cn every Limits.Heartbeat; a ping not answered within
-// Limits.PongTimeout closes the connection, which drops the device from
-// sampling and from an open round it has not answered (a closed tab, a
-// phone that lost its network, a frozen page). Browsers answer pings
-// without any page code.
-func (c *Coordinator) heartbeat(ctx context.Context, cn *conn) {
-	tick := time.NewTicker(c.lim.Heartbeat)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-cn.done:
-			return
-		case <-tick.C:
-		}
-		pctx, cancel := context.WithTimeout(ctx, c.lim.PongTimeout)
-		err := cn.ws.Ping(pctx)
-		cancel()
-		if err != nil {
-			select {
-			case <-cn.done:
-				return // closed meanwhile for another reason
-			default:
-			}
-			if ctx.Err() == nil {
-				c.met.heartbeatDrops.Add(1)
-				c.log.Info("device connection closed: heartbeat not answered", "device", shortID(cn.id), "err", err)
-				cn.ws.CloseNow()
-			}
-			return
 		}
 	}
 }

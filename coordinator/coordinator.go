@@ -51,6 +51,9 @@ type Config struct {
 	Evaluate  func(w []float64) (accuracy, loss float64, err error)
 	// Limits bound what a connection may do (defaults in Limits).
 	Limits Limits
+	// Gate throttles join codes and registrations, caps inactive devices
+	// and checks liveness (defaults in Gate, gate.go).
+	Gate Gate
 	// AllowedOrigins are the websocket Origin host patterns accepted
 	// besides the request's own host (default none).
 	AllowedOrigins []string
@@ -74,8 +77,6 @@ type Limits struct {
 	MsgRate       float64       // messages per second per connection (default 20)
 	MsgBurst      int           // token bucket burst (default 40)
 	HelloTimeout  time.Duration // time to send hello (default 10s)
-	Heartbeat     time.Duration // interval of websocket pings (default 3s)
-	PongTimeout   time.Duration // a ping unanswered for this long closes the connection (default 5s)
 	MaxMisses     int           // consecutive assigned rounds without an update before a device is no longer sampled (default 2)
 	WriteTimeout  time.Duration // per-frame write timeout (default 30s)
 	Outbox        int           // queued frames per connection before it is dropped (default 16)
@@ -96,12 +97,6 @@ func (l Limits) withDefaults(dim int) Limits {
 	}
 	if l.HelloTimeout <= 0 {
 		l.HelloTimeout = 10 * time.Second
-	}
-	if l.Heartbeat <= 0 {
-		l.Heartbeat = 3 * time.Second
-	}
-	if l.PongTimeout <= 0 {
-		l.PongTimeout = 5 * time.Second
 	}
 	if l.MaxMisses <= 0 {
 		l.MaxMisses = 2
@@ -126,6 +121,7 @@ type Coordinator struct {
 	server optim.Server
 	store  *Store
 	met    *metrics
+	gate   *gateState
 
 	mu        sync.Mutex
 	devices   map[string]*device
@@ -217,6 +213,7 @@ func New(cfg Config) (*Coordinator, error) {
 		server:  cfg.Server,
 		store:   cfg.Store,
 		met:     newMetrics(),
+		gate:    newGate(cfg.Gate, time.Duration(cfg.Session.DeadlineMillis)*time.Millisecond, cfg.Logger),
 		devices: make(map[string]*device),
 		changed: make(chan struct{}, 1),
 		started: time.Now(),

@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -22,13 +23,20 @@ import (
 //go:embed dashboard.html
 var dashboardHTML []byte
 
+//go:embed dashboard.js
+var dashboardJS []byte
+
+//go:embed dashboard.css
+var dashboardCSS []byte
+
 // Handler returns the coordinator's HTTP handler:
 //
 //	/ws           device websocket (Origin allowlist, join code in hello)
-//	/dashboard    the projector dashboard (embedded)
-//	/api/status   session, devices, open round, privacy, bytes (JSON)
-//	/api/rounds   committed round records (JSON; ?after=N)
-//	/metrics      Prometheus text format
+//	/dashboard    the projector dashboard (embedded; its script and style
+//	              at /dashboard.js, /dashboard.css)
+//	/api/status   session, devices, open round, privacy, bytes (JSON; ?code=)
+//	/api/rounds   committed round records (JSON; ?after=N&code=)
+//	/metrics      Prometheus text format (Gate.MetricsToken if set)
 //	/healthz      liveness
 //	/api/session  the session's public parameters (JSON; ?code= join code)
 //	/api/progress committed round and accuracy series (JSON; ?code=)
@@ -39,6 +47,11 @@ var dashboardHTML []byte
 //	/api/demo/shard
 //	              a demo shard as one blob (device.DecodeShard; ?code=)
 //	/             assets.Index; /web/ assets.Web (page, app.wasm)
+//
+// Everything that describes the session needs the join code (the
+// dashboard passes the one in its own URL); only /healthz, the page and
+// its assets do not. Wrong codes go through the gate's per-address
+// backoff. Every response carries the headers of securityHeaders.
 func (c *Coordinator) Handler(assets Assets, shards *Shards) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /api/session", c.withCode(func(w http.ResponseWriter, r *http.Request) {
@@ -74,13 +87,25 @@ func (c *Coordinator) Handler(assets Assets, shards *Shards) http.Handler {
 		fmt.Fprintln(w, "ok")
 	})
 	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, r *http.Request) {
+		if tok := c.gate.cfg.MetricsToken; tok != "" {
+			got := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
+			if got == "" {
+				got = r.URL.Query().Get("token")
+			}
+			if subtle.ConstantTimeCompare([]byte(got), []byte(tok)) != 1 {
+				c.met.reject(rejMetricsToken)
+				w.Header().Set("WWW-Authenticate", `Bearer realm="metrics"`)
+				http.Error(w, "metrics token required", http.StatusUnauthorized)
+				return
+			}
+		}
 		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 		c.WriteMetrics(w)
 	})
-	mux.HandleFunc("GET /api/status", func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("GET /api/status", c.withCode(func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, c.Status())
-	})
-	mux.HandleFunc("GET /api/rounds", func(w http.ResponseWriter, r *http.Request) {
+	}))
+	mux.HandleFunc("GET /api/rounds", c.withCode(func(w http.ResponseWriter, r *http.Request) {
 		after, _ := strconv.Atoi(r.URL.Query().Get("after"))
 		recs, err := c.store.Rounds(max(after, 0), 1000)
 		if err != nil {
@@ -97,11 +122,22 @@ func (c *Coordinator) Handler(assets Assets, shards *Shards) http.Handler {
 				Accuracy: rec.Accuracy, Loss: rec.Loss}
 		}
 		writeJSON(w, out)
-	})
+	}))
 	mux.HandleFunc("GET /dashboard", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		w.Header().Set("Content-Security-Policy", "default-src 'self'; script-src 'self' 'unsafe-inline'; style-src 'self' 'unsafe-inline'")
+		w.Header().Set("Content-Security-Policy", dashboardCSP)
+		w.Header().Set("Cache-Control", "no-cache")
 		w.Write(dashboardHTML)
+	})
+	mux.HandleFunc("GET /dashboard.js", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/javascript; charset=utf-8")
+		w.Header().Set("Cache-Control", "no-cache")
+		w.Write(dashboardJS)
+	})
+	mux.HandleFunc("GET /dashboard.css", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/css; charset=utf-8")
+		w.Header().Set("Cache-Control", "no-cache")
+		w.Write(dashboardCSS)
 	})
 	if shards != nil {
 		mux.HandleFunc("GET /api/demo/shard", c.withCode(func(w http.ResponseWriter, r *http.Request) {
@@ -144,6 +180,7 @@ func (c *Coordinator) Handler(assets Assets, shards *Shards) http.Handler {
 	if assets.Index != nil {
 		mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "text/html; charset=utf-8")
+			w.Header().Set("Content-Security-Policy", pageCSP(r))
 			w.Write(assets.Index)
 		})
 	}
@@ -157,15 +194,24 @@ type Assets struct {
 	Web   fs.FS
 }
 
-// withCode requires the session's join code in ?code= or X-Join-Code.
+// withCode requires the session's join code in ?code= or X-Join-Code,
+// checked by the gate (per-address backoff after repeated failures: 429
+// with Retry-After).
 func (c *Coordinator) withCode(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		code := r.Header.Get("X-Join-Code")
 		if code == "" {
 			code = r.URL.Query().Get("code")
 		}
-		if subtle.ConstantTimeCompare([]byte(code), []byte(c.cfg.JoinCode)) != 1 {
+		switch v, retry := c.gate.checkCode(c.gate.clientAddr(r), code, c.cfg.JoinCode); v {
+		case joinThrottled:
+			c.met.reject(rejJoinThrottled)
+			w.Header().Set("Retry-After", strconv.Itoa(int(retry.Seconds())+1))
+			http.Error(w, "too many wrong join codes from this address", http.StatusTooManyRequests)
+			return
+		case joinWrong:
 			c.met.authFailures.Add(1)
+			c.met.reject(rejJoinCode)
 			http.Error(w, "wrong join code", http.StatusForbidden)
 			return
 		}
@@ -207,10 +253,54 @@ func (c *Coordinator) progress() (Progress, error) {
 	}
 }
 
+// dashboardCSP allows nothing inline: the dashboard's script and style are
+// files of the same origin.
+const dashboardCSP = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; " +
+	"object-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+
+// pageCSP is the device page's policy. No inline scripts or event
+// handlers; WebAssembly may compile ('wasm-unsafe-eval'), and 'unsafe-eval'
+// is there because the vugu renderer installs its DOM helper with
+// window.eval of a constant string. Inline styles stay allowed: the UI
+// sets style attributes (progress bars). The websocket is the page's own
+// host (ws: or wss:; 'self' alone does not cover ws: in every browser).
+func pageCSP(r *http.Request) string {
+	connect := "'self'"
+	if h := r.Host; h != "" && validHost(h) {
+		connect += " ws://" + h + " wss://" + h
+	}
+	return "default-src 'self'; script-src 'self' 'wasm-unsafe-eval' 'unsafe-eval'; style-src 'self' 'unsafe-inline'; " +
+		"img-src 'self' data:; connect-src " + connect + "; object-src 'none'; base-uri 'none'; form-action 'none'; " +
+		"frame-ancestors 'none'"
+}
+
+// validHost reports whether h is a plain host[:port] safe to put in a
+// header value.
+func validHost(h string) bool {
+	for _, r := range h {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '.', r == '-', r == ':', r == '[', r == ']':
+		default:
+			return false
+		}
+	}
+	return len(h) <= 255
+}
+
+// securityHeaders sets the headers every response carries: no MIME
+// sniffing, no referrer, no framing (frame-ancestors in the pages' CSP,
+// X-Frame-Options for older browsers) and, under TLS, HSTS.
 func securityHeaders(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("X-Content-Type-Options", "nosniff")
-		w.Header().Set("Referrer-Policy", "no-referrer")
+		hd := w.Header()
+		hd.Set("X-Content-Type-Options", "nosniff")
+		hd.Set("Referrer-Policy", "no-referrer")
+		hd.Set("X-Frame-Options", "DENY")
+		// Pages set their own policy; anything else may not be framed.
+		hd.Set("Content-Security-Policy", "frame-ancestors 'none'")
+		if r.TLS != nil {
+			hd.Set("Strict-Transport-Security", "max-age=31536000")
+		}
 		h.ServeHTTP(w, r)
 	})
 }

@@ -17,7 +17,7 @@ import (
 // liveHarness is newHarness with liveness settings: rounds wait up to 2 s
 // for a whole cohort (so the first round takes every device the test
 // connects), then go on with 2 or more.
-func liveHarness(t *testing.T, sess wire.SessionParams, lim coordinator.Limits) *harness {
+func liveHarness(t *testing.T, sess wire.SessionParams, lim coordinator.Limits, gate coordinator.Gate) *harness {
 	t.Helper()
 	st, err := coordinator.OpenStore(filepath.Join(t.TempDir(), "coord.db"))
 	if err != nil {
@@ -27,7 +27,7 @@ func liveHarness(t *testing.T, sess wire.SessionParams, lim coordinator.Limits) 
 	h := &harness{t: t, server: nctest.NewServer(sess.Dim, sess.Cohort, 0.5), qs: map[int][]float64{}, store: st, session: sess}
 	h.coord, err = coordinator.New(coordinator.Config{
 		Session: sess, JoinCode: "join-me", Server: h.server, Store: st, MinDevices: 2, FillWait: 2 * time.Second,
-		Seed: 42, Logger: quietLogger(), Limits: lim,
+		Seed: 42, Logger: quietLogger(), Limits: lim, Gate: gate,
 		OnCommit: func(round int) {
 			h.mu.Lock()
 			h.qs[round] = append([]float64(nil), h.server.Q...)
@@ -66,7 +66,7 @@ func readRound(ctx context.Context, ws *websocket.Conn, dim int) (int, error) {
 // say why.
 func TestGoneDevicesNeverStallARound(t *testing.T) {
 	sess := testSession(8, 5, 5, 6, 600000)
-	h := liveHarness(t, sess, coordinator.Limits{Heartbeat: 100 * time.Millisecond, PongTimeout: 500 * time.Millisecond})
+	h := liveHarness(t, sess, coordinator.Limits{}, coordinator.Gate{PingInterval: 100 * time.Millisecond, PingTimeout: 500 * time.Millisecond})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 
@@ -113,7 +113,7 @@ func TestGoneDevicesNeverStallARound(t *testing.T) {
 	if len(rec.Cohort) != 5 || len(rec.Included) != 2 {
 		t.Errorf("round 1: cohort %d, included %d; want 5 and 2", len(rec.Cohort), len(rec.Included))
 	}
-	for _, name := range []string{"browserfl_leaves_total", "browserfl_heartbeat_drops_total"} {
+	for _, name := range []string{"browserfl_leaves_total", `browserfl_rejections_total{kind="ping_timeout"}`} {
 		if got := metric(t, h.srv.URL, name); got != "1" {
 			t.Errorf("%s = %s, want 1", name, got)
 		}
@@ -130,7 +130,7 @@ func TestGoneDevicesNeverStallARound(t *testing.T) {
 // the dashboard counts it as stuck.
 func TestUnansweringDeviceNoLongerSampled(t *testing.T) {
 	sess := testSession(8, 3, 3, 8, 300)
-	h := liveHarness(t, sess, coordinator.Limits{MaxMisses: 2})
+	h := liveHarness(t, sess, coordinator.Limits{MaxMisses: 2}, coordinator.Gate{})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	mute := dialRaw(t, ctx, h.wsURL(), true)

@@ -24,13 +24,14 @@ type metrics struct {
 	rejectedUpdates  atomic.Int64 // failed validation (norm bound)
 	discardedRounds  atomic.Int64 // results that could not be served
 	leaves           atomic.Int64 // devices that said they leave
-	heartbeatDrops   atomic.Int64 // connections closed for a missed heartbeat
 	graceDrops       atomic.Int64 // cohort members dropped after the disconnect grace
 	updates          atomic.Int64
 	framesIn         atomic.Int64
 	framesOut        atomic.Int64
 	bytesIn          atomic.Int64
 	bytesOut         atomic.Int64
+	evicted          atomic.Int64
+	rejections       [numRejections]atomic.Int64
 
 	mu        sync.Mutex
 	rounds    int64
@@ -39,6 +40,38 @@ type metrics struct {
 }
 
 const keepLatencies = 4096
+
+// Rejection kinds: the label of browserfl_rejections_total.
+const (
+	rejNone              = iota // not a rejection (no label)
+	rejJoinCode                 // wrong join code (websocket or HTTP)
+	rejJoinThrottled            // join attempt refused by the backoff, unchecked
+	rejRegisterThrottled        // new device id refused by the registration rate
+	rejAuth                     // unknown device id or wrong secret
+	rejFull                     // over -max-devices (pre-hello connections count)
+	rejPreHello                 // too many connections without hello from one address
+	rejHelloTimeout             // no hello within the hello timeout
+	rejOrigin                   // websocket upgrade refused (origin, handshake)
+	rejBadFrame                 // frame failed to decode
+	rejOversized                // frame over the read limit
+	rejVersion                  // hello with another protocol version
+	rejProtocol                 // valid frame at the wrong time
+	rejRate                     // per-connection message rate
+	rejSlowConsumer             // outbox full or write timed out
+	rejPingTimeout              // no pong: the client does not read
+	rejMetricsToken             // /metrics without the token
+	numRejections
+)
+
+var rejectionNames = [numRejections]string{"", "join_code", "join_throttled", "register_throttled", "auth", "full",
+	"prehello_per_address", "hello_timeout", "origin", "bad_frame", "oversized", "version", "protocol", "rate",
+	"slow_consumer", "ping_timeout", "metrics_token"}
+
+func (m *metrics) reject(kind int) {
+	if kind != rejNone {
+		m.rejections[kind].Add(1)
+	}
+}
 
 func newMetrics() *metrics { return &metrics{} }
 
@@ -72,6 +105,7 @@ func (c *Coordinator) WriteMetrics(w io.Writer) error {
 	m := c.met
 	c.mu.Lock()
 	committed, devices, eligible := c.committed, len(c.devices), len(c.eligibleLocked())
+	inactive := len(c.devices) - c.nconn
 	c.mu.Unlock()
 	m.mu.Lock()
 	rounds, included := m.rounds, m.included
@@ -81,22 +115,23 @@ func (c *Coordinator) WriteMetrics(w io.Writer) error {
 		v               float64
 	}
 	rows := []kv{
-		{"browserfl_devices_connected", "Device websocket connections open.", "gauge", float64(m.connected.Load())},
+		{"browserfl_devices_connected", "Device websocket connections open (with or without hello).", "gauge", float64(m.connected.Load())},
 		{"browserfl_devices_known", "Devices seen by this process.", "gauge", float64(devices)},
 		{"browserfl_devices_eligible", "Connected devices not in a round.", "gauge", float64(eligible)},
 		{"browserfl_connects_total", "Accepted hellos.", "counter", float64(m.connects.Load())},
 		{"browserfl_devices_registered_total", "Device ids issued.", "counter", float64(m.newDevices.Load())},
 		{"browserfl_auth_failures_total", "Hellos refused for join code or secret.", "counter", float64(m.authFailures.Load())},
-		{"browserfl_bad_frames_total", "Connections closed for a frame that failed to decode.", "counter", float64(m.badFrames.Load())},
+		{"browserfl_devices_inactive", "Registered devices in memory without a connection.", "gauge", float64(inactive)},
+		{"browserfl_devices_evicted_total", "Inactive devices forgotten over the cap (their store record stays).", "counter", float64(m.evicted.Load())},
+		{"browserfl_bad_frames_total", "Connections closed for a frame that failed to decode, was over the size limit or had another protocol version.", "counter", float64(m.badFrames.Load())},
 		{"browserfl_rate_limited_total", "Connections closed by the message rate limit.", "counter", float64(m.rateLimited.Load())},
 		{"browserfl_rejected_upgrades_total", "Websocket upgrades refused (origin, handshake).", "counter", float64(m.rejectedUpgrades.Load())},
-		{"browserfl_slow_consumers_total", "Connections dropped for a full outbox.", "counter", float64(m.slowConsumers.Load())},
+		{"browserfl_slow_consumers_total", "Connections dropped for a full outbox, a write timeout or a missing pong.", "counter", float64(m.slowConsumers.Load())},
 		{"browserfl_updates_total", "Updates admitted to a round.", "counter", float64(m.updates.Load())},
 		{"browserfl_late_updates_total", "Updates dropped because their round had closed.", "counter", float64(m.lateUpdates.Load())},
 		{"browserfl_rejected_updates_total", "Updates rejected by validation (norm above the session's bound); treated as excluded.", "counter", float64(m.rejectedUpdates.Load())},
 		{"browserfl_discarded_rounds_total", "Rounds discarded because their result could not be served (state before them kept).", "counter", float64(m.discardedRounds.Load())},
 		{"browserfl_leaves_total", "Leave messages received (the device stopped taking part).", "counter", float64(m.leaves.Load())},
-		{"browserfl_heartbeat_drops_total", "Connections closed because a heartbeat ping was not answered.", "counter", float64(m.heartbeatDrops.Load())},
 		{"browserfl_grace_drops_total", "Cohort members dropped from a round after disconnecting for longer than the grace.", "counter", float64(m.graceDrops.Load())},
 		{"browserfl_frames_in_total", "Frames read after hello.", "counter", float64(m.framesIn.Load())},
 		{"browserfl_frames_out_total", "Frames written.", "counter", float64(m.framesOut.Load())},
@@ -110,6 +145,18 @@ func (c *Coordinator) WriteMetrics(w io.Writer) error {
 	}
 	for _, r := range rows {
 		if _, err := fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s %s\n%s %g\n", r.name, r.help, r.name, r.typ, r.name, r.v); err != nil {
+			return err
+		}
+	}
+	const rej = "browserfl_rejections_total"
+	if _, err := fmt.Fprintf(w, "# HELP %s Refused or dropped connections and requests by kind.\n# TYPE %s counter\n", rej, rej); err != nil {
+		return err
+	}
+	for k, name := range rejectionNames {
+		if k == rejNone {
+			continue
+		}
+		if _, err := fmt.Fprintf(w, "%s{kind=%q} %d\n", rej, name, m.rejections[k].Load()); err != nil {
 			return err
 		}
 	}

@@ -70,10 +70,20 @@ type options struct {
 	Deadline    string   `json:"deadline"`
 	MaxDevices  int      `json:"max_devices"`
 	MsgRate     float64  `json:"msg_rate"`
-	Reset       bool     `json:"-"`
-	RollbackTo  int      `json:"-"`
-	cpuProfile  string
-	LogLevel    string `json:"log_level"`
+	// The gate (docs/coordinator.md, "The gate").
+	JoinCodeLength     int     `json:"join_code_length"`
+	RegisterRate       float64 `json:"register_rate"`
+	RegisterGlobalRate float64 `json:"register_global_rate"`
+	MaxInactive        int     `json:"max_inactive"`
+	PreHelloPerAddress int     `json:"prehello_per_address"`
+	TrustProxy         bool    `json:"trust_proxy"`
+	MetricsToken       string  `json:"metrics_token"`
+	ReadHeaderTimeout  string  `json:"read_header_timeout"`
+	IdleTimeout        string  `json:"idle_timeout"`
+	Reset              bool    `json:"-"`
+	RollbackTo         int     `json:"-"`
+	cpuProfile         string
+	LogLevel           string `json:"log_level"`
 	// Session holds the algorithm parameters (the same names as
 	// optim.Params / wire.SessionParams).
 	Session wire.SessionParams `json:"session"`
@@ -84,6 +94,7 @@ func defaults() options {
 		Listen: "localhost:8080", DataDir: "data/coordinator", DatasetDir: dataset.DefaultFashionMNISTDir,
 		MinDevices: 0, EvalEvery: 5, DemoShards: 0, DemoAlpha: 0.5,
 		Deadline: "20s", RoundGap: "1s", LogLevel: "info",
+		JoinCodeLength: 10, ReadHeaderTimeout: "10s", IdleTimeout: "60s",
 		// The demo's privacy target, rho_p = 1.5, keeps every device's
 		// worst case at epsilon = 7.29 (at the owner's delta 1e-5, as
 		// plan.SessionFigures prints it; go run ./cmd/flplan -alg nc
@@ -121,6 +132,15 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.RoundGap, "round-gap", o.RoundGap, "pause between rounds")
 	fs.IntVar(&o.MaxDevices, "max-devices", 0, "connected device limit (0 = 20000)")
 	fs.Float64Var(&o.MsgRate, "msg-rate", 0, "messages per second per connection (0 = 20)")
+	fs.IntVar(&o.JoinCodeLength, "join-code-length", o.JoinCodeLength, "length of a random join code (at least 8; 5 bits per character)")
+	fs.Float64Var(&o.RegisterRate, "register-rate", 0, "new device ids per second per client address, burst 60 (0 = 1; negative = unlimited)")
+	fs.Float64Var(&o.RegisterGlobalRate, "register-global-rate", 0, "new device ids per second over all addresses, burst 500 (0 = 20; negative = unlimited)")
+	fs.IntVar(&o.MaxInactive, "max-inactive", 0, "registered devices without a connection kept in memory; the longest inactive are forgotten beyond it (0 = 4096)")
+	fs.IntVar(&o.PreHelloPerAddress, "prehello-per-address", 0, "websockets from one client address that have not sent hello yet (0 = 128)")
+	fs.BoolVar(&o.TrustProxy, "trust-proxy", false, "take the client address from the last X-Forwarded-For entry (only behind a reverse proxy that sets it)")
+	fs.StringVar(&o.MetricsToken, "metrics-token", "", "require this token on /metrics (Authorization: Bearer, or ?token=)")
+	fs.StringVar(&o.ReadHeaderTimeout, "read-header-timeout", o.ReadHeaderTimeout, "HTTP: time to read a request's headers")
+	fs.StringVar(&o.IdleTimeout, "idle-timeout", o.IdleTimeout, "HTTP: idle keep-alive connections are closed after this")
 	fs.BoolVar(&o.Reset, "reset", false, "delete the stored session state first")
 	fs.IntVar(&o.RollbackTo, "rollback-to", -1, "make round N the last committed round first (recovery from a state that cannot be served; the store keeps the last 16 rounds)")
 	fs.StringVar(&o.LogLevel, "log-level", o.LogLevel, "log level: debug, info, warn, error")
@@ -194,6 +214,9 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	o.cpuProfile = *cpuProfile
 	if (o.TLSCert == "") != (o.TLSKey == "") {
 		return o, errors.New("-tls-cert and -tls-key go together")
+	}
+	if o.JoinCodeLength < 8 {
+		return o, fmt.Errorf("-join-code-length %d: want at least 8 (40 bits)", o.JoinCodeLength)
 	}
 	return o, nil
 }
@@ -275,7 +298,7 @@ func run(args []string, stderr io.Writer) error {
 		return err
 	}
 	defer store.Close()
-	joinCode, seed, err := sessionIdentity(store, sess, o.JoinCode, o.Seed)
+	joinCode, seed, err := sessionIdentity(store, sess, o.JoinCode, o.Seed, o.JoinCodeLength)
 	if err != nil {
 		return err
 	}
@@ -284,6 +307,9 @@ func run(args []string, stderr io.Writer) error {
 			return fmt.Errorf("-rollback-to: %w", err)
 		}
 		log.Warn("rolled back: devices included in the discarded rounds keep noise the model no longer cancels", "round", o.RollbackTo)
+	}
+	if len(joinCode) < 8 {
+		log.Warn("the join code is short: with the per-address backoff it resists guessing from a few addresses, not from many; prefer the default random code", "length", len(joinCode))
 	}
 
 	x0 := make([]float64, mdl.Dim())
@@ -301,6 +327,9 @@ func run(args []string, stderr io.Writer) error {
 		Session: sess, JoinCode: joinCode, Server: server, Store: store, MinDevices: o.MinDevices,
 		Seed: seed, RoundGap: gap, EvalEvery: o.EvalEvery, Logger: log, AllowedOrigins: o.Origins,
 		Limits: coordinator.Limits{MaxDevices: o.MaxDevices, MsgRate: o.MsgRate},
+		Gate: coordinator.Gate{RegisterRate: o.RegisterRate, RegisterGlobalRate: o.RegisterGlobalRate,
+			MaxInactive: o.MaxInactive, PreHelloPerAddress: o.PreHelloPerAddress, TrustProxy: o.TrustProxy,
+			MetricsToken: o.MetricsToken},
 		Evaluate: func(w []float64) (float64, float64, error) {
 			acc, loss := model.Evaluate(evalModel, w, evalSet)
 			return acc, loss, nil
@@ -329,8 +358,10 @@ func run(args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: c.Handler(coordinator.Assets{Index: index, Web: web.FS()}, shards),
-		ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	srv, err := newHTTPServer(c.Handler(coordinator.Assets{Index: index, Web: web.FS()}, shards), o, log)
+	if err != nil {
+		return err
+	}
 	scheme := "http"
 	if o.TLSCert != "" {
 		scheme = "https"
@@ -396,11 +427,28 @@ func run(args []string, stderr io.Writer) error {
 	return result
 }
 
+// newHTTPServer returns the server with its timeouts: request headers
+// must arrive within -read-header-timeout and idle keep-alive
+// connections are closed after -idle-timeout. (No read or write timeout:
+// they would also cut the long-lived websockets.)
+func newHTTPServer(h http.Handler, o options, log *slog.Logger) (*http.Server, error) {
+	rh, err := time.ParseDuration(o.ReadHeaderTimeout)
+	if err != nil || rh <= 0 {
+		return nil, fmt.Errorf("-read-header-timeout %q: want a positive duration", o.ReadHeaderTimeout)
+	}
+	idle, err := time.ParseDuration(o.IdleTimeout)
+	if err != nil || idle <= 0 {
+		return nil, fmt.Errorf("-idle-timeout %q: want a positive duration", o.IdleTimeout)
+	}
+	return &http.Server{Handler: h, ReadHeaderTimeout: rh, IdleTimeout: idle, MaxHeaderBytes: 64 << 10,
+		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}, nil
+}
+
 // sessionIdentity stores the session definition, join code and cohort
 // seed at first start and checks them on restart: a store holds one
 // session's noise state, so its parameters cannot change under the
 // devices, and the cohorts stay reproducible from one logged seed.
-func sessionIdentity(store *coordinator.Store, sess wire.SessionParams, code string, seed uint64) (string, uint64, error) {
+func sessionIdentity(store *coordinator.Store, sess wire.SessionParams, code string, seed uint64, codeLen int) (string, uint64, error) {
 	type ident struct {
 		Session  wire.SessionParams `json:"session"`
 		JoinCode string             `json:"join_code"`
@@ -427,7 +475,7 @@ func sessionIdentity(store *coordinator.Store, sess wire.SessionParams, code str
 		return id.JoinCode, id.Seed, nil
 	}
 	if code == "" {
-		if code, err = randomCode(); err != nil {
+		if code, err = randomCode(codeLen); err != nil {
 			return "", 0, err
 		}
 	}
@@ -445,18 +493,21 @@ func sessionIdentity(store *coordinator.Store, sess wire.SessionParams, code str
 	return code, seed, store.PutSessionParams(b)
 }
 
-// randomCode returns a 6-character join code from an alphabet without
-// look-alike characters, drawn from crypto/rand.
-func randomCode() (string, error) {
-	const alphabet = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
-	var b [6]byte
-	if _, err := crand.Read(b[:]); err != nil {
+// codeAlphabet has 32 characters without look-alikes (no 0/O, 1/I/L is
+// kept as L only): 5 bits per character, upper case, easy on a phone.
+const codeAlphabet = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
+
+// randomCode returns an n-character join code (5n bits) from
+// codeAlphabet, drawn from crypto/rand.
+func randomCode(n int) (string, error) {
+	b := make([]byte, n)
+	if _, err := crand.Read(b); err != nil {
 		return "", fmt.Errorf("join code: %w", err)
 	}
 	for i := range b {
-		b[i] = alphabet[int(b[i])%len(alphabet)] // 256 is a multiple of 32: uniform
+		b[i] = codeAlphabet[int(b[i])%len(codeAlphabet)] // 256 is a multiple of 32: uniform
 	}
-	return string(b[:]), nil
+	return string(b), nil
 }
 
 func displayHost(actual, requested string) string {

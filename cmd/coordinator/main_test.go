@@ -2,9 +2,13 @@ package main
 
 import (
 	"io"
+	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 )
 
 // TestParsePrecedence: command line over environment over config file
@@ -60,16 +64,35 @@ func TestParseRejects(t *testing.T) {
 
 func TestRandomCode(t *testing.T) {
 	seen := map[string]bool{}
+	o := defaults()
 	for range 100 {
-		c, err := randomCode()
-		if err != nil || len(c) != 6 {
+		c, err := randomCode(o.JoinCodeLength)
+		if err != nil || len(c) != 10 || strings.Trim(c, codeAlphabet) != "" {
 			t.Fatalf("randomCode = %q, %v", c, err)
 		}
 		seen[c] = true
 	}
-	// 100 draws from 32^6 ~ 1.07e9 codes collide with probability
-	// < 100^2 / (2 * 1.07e9) ~ 5e-6.
+	// 100 draws from 32^10 ~ 1.1e15 codes (50 bits) practically never
+	// collide.
 	if len(seen) != 100 {
 		t.Errorf("%d distinct codes in 100 draws", len(seen))
+	}
+}
+
+func TestHTTPServerTimeouts(t *testing.T) {
+	o := defaults()
+	srv, err := newHTTPServer(http.NotFoundHandler(), o, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if srv.ReadHeaderTimeout != 10*time.Second || srv.IdleTimeout != 60*time.Second || srv.MaxHeaderBytes == 0 {
+		t.Errorf("server timeouts: read header %v, idle %v, max header bytes %d", srv.ReadHeaderTimeout, srv.IdleTimeout, srv.MaxHeaderBytes)
+	}
+	o.IdleTimeout = "0s"
+	if _, err := newHTTPServer(http.NotFoundHandler(), o, nil); err == nil {
+		t.Error("idle timeout 0 accepted")
+	}
+	if _, err := parse([]string{"-join-code-length", "6"}, io.Discard); err == nil {
+		t.Error("a 6-character join code length was accepted")
 	}
 }

@@ -1,0 +1,415 @@
+package coordinator_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"nhooyr.io/websocket"
+
+	"browserfl/coordinator"
+	"browserfl/coordinator/internal/nctest"
+	"browserfl/shared/wire"
+)
+
+// gateServer serves a coordinator with the given limits and gate on
+// loopback (no round ever starts: min devices is above what the tests
+// connect).
+func gateServer(t *testing.T, lim coordinator.Limits, gate coordinator.Gate) (*coordinator.Coordinator, *httptest.Server) {
+	t.Helper()
+	sess := testSession(4, 4, 2, 3, 500)
+	st, err := coordinator.OpenStore(filepath.Join(t.TempDir(), "coord.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	c, err := coordinator.New(coordinator.Config{Session: sess, JoinCode: "join-me", Server: nctest.NewServer(sess.Dim, sess.Cohort, 0.5),
+		Store: st, MinDevices: 1000, Seed: 42, Logger: quietLogger(), Limits: lim, Gate: gate})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(c.Handler(coordinator.Assets{Index: []byte("<!doctype html><title>page</title>")}, nil))
+	t.Cleanup(srv.Close)
+	t.Cleanup(c.Shutdown)
+	return c, srv
+}
+
+func wsURL(srv *httptest.Server) string { return "ws" + strings.TrimPrefix(srv.URL, "http") + "/ws" }
+
+// hello dials, sends h and returns the first message and, if the
+// coordinator closed the connection, the error code it gave.
+func hello(ctx context.Context, t *testing.T, srv *httptest.Server, h wire.Hello) (wire.Message, *websocket.Conn) {
+	t.Helper()
+	ws, _, err := websocket.Dial(ctx, wsURL(srv), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := wire.EncodeControl(h)
+	if err := ws.Write(ctx, websocket.MessageText, b); err != nil {
+		t.Fatal(err)
+	}
+	_, b, err = ws.Read(ctx)
+	if err != nil {
+		ws.CloseNow()
+		return nil, nil
+	}
+	m, err := wire.DecodeControl(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, ws
+}
+
+func metricInt(t *testing.T, base, name string) int {
+	t.Helper()
+	v, err := strconv.ParseFloat(metric(t, base, name), 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return int(v)
+}
+
+// waitMetric polls name until ok(value) or the deadline.
+func waitMetric(t *testing.T, base, name string, ok func(int) bool) int {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		v := metricInt(t, base, name)
+		if ok(v) || time.Now().After(deadline) {
+			return v
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+const (
+	rejJoinCode  = `browserfl_rejections_total{kind="join_code"}`
+	rejThrottled = `browserfl_rejections_total{kind="join_throttled"}`
+)
+
+// TestJoinCodeGuessing: 200 wrong codes from one address, over the
+// websocket and over HTTP, are checked only a handful of times; the rest
+// are refused unchecked (even a right code while the pause lasts), and
+// both kinds are counted.
+func TestJoinCodeGuessing(t *testing.T) {
+	_, srv := gateServer(t, coordinator.Limits{}, coordinator.Gate{JoinFreeFailures: 3, JoinBackoff: time.Second, JoinBackoffMax: time.Minute})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	codes := map[string]int{}
+	for i := range 100 {
+		m, ws := hello(ctx, t, srv, wire.Hello{Version: wire.Version, JoinCode: fmt.Sprintf("guess-%d", i)})
+		if ws != nil {
+			ws.CloseNow()
+		}
+		if e, ok := m.(wire.Error); ok {
+			codes[e.Code]++
+		} else {
+			codes[fmt.Sprintf("%T", m)]++
+		}
+	}
+	http429, http403 := 0, 0
+	for i := range 100 {
+		resp, err := http.Get(fmt.Sprintf("%s/api/session?code=guess-%d", srv.URL, i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		switch resp.StatusCode {
+		case http.StatusTooManyRequests:
+			http429++
+			if resp.Header.Get("Retry-After") == "" {
+				t.Error("429 without Retry-After")
+			}
+		case http.StatusForbidden:
+			http403++
+		default:
+			t.Fatalf("wrong code answered %d", resp.StatusCode)
+		}
+	}
+	checked := codes[wire.CodeJoinCode] + http403
+	t.Logf("websocket: %v; HTTP: %d checked, %d throttled", codes, http403, http429)
+	// 3 free failures and a pause of 1, 2, 4, ... s: whatever the speed
+	// of this machine, a 200-attempt burst gets only a few checks.
+	if checked > 3+6 || codes[wire.CodeRate]+http429 < 190 {
+		t.Errorf("%d of 200 wrong codes were checked, want a handful", checked)
+	}
+	if got := metricInt(t, srv.URL, rejJoinCode); got != checked {
+		t.Errorf("join_code rejections = %d, want %d", got, checked)
+	}
+	if got := metricInt(t, srv.URL, rejThrottled); got != 200-checked {
+		t.Errorf("join_throttled rejections = %d, want %d", got, 200-checked)
+	}
+	// The right code from the same address waits for the pause too.
+	if m, ws := hello(ctx, t, srv, wire.Hello{Version: wire.Version, JoinCode: "join-me"}); ws != nil {
+		ws.CloseNow()
+		if e, ok := m.(wire.Error); !ok || e.Code != wire.CodeRate {
+			t.Errorf("right code during the pause: %#v", m)
+		}
+	}
+}
+
+// TestRegistrationFlood: hellos without a device id beyond the
+// per-address burst are refused and counted; inactive devices beyond the
+// cap are forgotten in memory but can resume with their secret.
+func TestRegistrationFlood(t *testing.T) {
+	_, srv := gateServer(t, coordinator.Limits{}, coordinator.Gate{RegisterRate: 0.001, RegisterBurst: 10, MaxInactive: 3})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var welcomes []wire.Welcome
+	refused := 0
+	for range 50 {
+		m, ws := hello(ctx, t, srv, wire.Hello{Version: wire.Version, JoinCode: "join-me"})
+		switch m := m.(type) {
+		case wire.Welcome:
+			welcomes = append(welcomes, m)
+			ws.Close(websocket.StatusNormalClosure, "")
+		case wire.Error:
+			if m.Code != wire.CodeRate {
+				t.Fatalf("refused with %q", m.Code)
+			}
+			refused++
+			ws.CloseNow()
+		default:
+			t.Fatalf("got %T", m)
+		}
+	}
+	if len(welcomes) != 10 || refused != 40 {
+		t.Fatalf("%d registered, %d refused; want 10 and 40", len(welcomes), refused)
+	}
+	if got := metricInt(t, srv.URL, `browserfl_rejections_total{kind="register_throttled"}`); got != 40 {
+		t.Errorf("register_throttled = %d, want 40", got)
+	}
+	if got := metricInt(t, srv.URL, "browserfl_devices_registered_total"); got != 10 {
+		t.Errorf("registered = %d, want 10", got)
+	}
+	// All ten disconnected: at most three stay in memory.
+	if got := waitMetric(t, srv.URL, "browserfl_devices_evicted_total", func(v int) bool { return v >= 7 }); got < 7 {
+		t.Errorf("evicted = %d, want >= 7", got)
+	}
+	if got := metricInt(t, srv.URL, "browserfl_devices_known"); got > 3 {
+		t.Errorf("%d devices kept in memory, cap 3", got)
+	}
+	// An evicted device (the first) resumes with its secret: the store
+	// record stayed, and resuming is not a registration.
+	w := welcomes[0]
+	m, ws := hello(ctx, t, srv, wire.Hello{Version: wire.Version, JoinCode: "join-me", DeviceID: w.DeviceID, Secret: w.Secret})
+	if _, ok := m.(wire.Welcome); !ok {
+		t.Fatalf("evicted device could not resume: %#v", m)
+	}
+	ws.CloseNow()
+}
+
+// TestPreHelloCounts: websockets that have not said hello count against
+// the device limit and against the per-address limit.
+func TestPreHelloCounts(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, tc := range []struct {
+		name   string
+		lim    coordinator.Limits
+		gate   coordinator.Gate
+		status int
+		kind   string
+	}{
+		{"max devices", coordinator.Limits{MaxDevices: 3}, coordinator.Gate{}, http.StatusServiceUnavailable, "full"},
+		{"per address", coordinator.Limits{MaxDevices: 100}, coordinator.Gate{PreHelloPerAddress: 3}, http.StatusTooManyRequests, "prehello_per_address"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, srv := gateServer(t, tc.lim, tc.gate)
+			var open []*websocket.Conn
+			for range 3 {
+				ws, _, err := websocket.Dial(ctx, wsURL(srv), nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				open = append(open, ws)
+			}
+			_, resp, err := websocket.Dial(ctx, wsURL(srv), nil)
+			if err == nil || resp == nil || resp.StatusCode != tc.status {
+				t.Fatalf("fourth connection without hello: %v, %v; want HTTP %d", resp, err, tc.status)
+			}
+			if got := metricInt(t, srv.URL, fmt.Sprintf("browserfl_rejections_total{kind=%q}", tc.kind)); got != 1 {
+				t.Errorf("%s rejections = %d, want 1", tc.kind, got)
+			}
+			// Closing one makes room again.
+			open[0].CloseNow()
+			waitMetric(t, srv.URL, "browserfl_devices_connected", func(v int) bool { return v == 2 })
+			ws, _, err := websocket.Dial(ctx, wsURL(srv), nil)
+			if err != nil {
+				t.Fatalf("after one closed: %v", err)
+			}
+			open[0] = ws
+			for _, ws := range open {
+				ws.CloseNow()
+			}
+		})
+	}
+}
+
+// TestHelloTimeoutCounted: a connection that never says hello is closed
+// after the hello timeout and counted.
+func TestHelloTimeoutCounted(t *testing.T) {
+	_, srv := gateServer(t, coordinator.Limits{HelloTimeout: 100 * time.Millisecond}, coordinator.Gate{})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ws, _, err := websocket.Dial(ctx, wsURL(srv), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.CloseNow()
+	if _, _, err := ws.Read(ctx); err == nil {
+		t.Fatal("read a frame without saying hello")
+	}
+	if got := waitMetric(t, srv.URL, `browserfl_rejections_total{kind="hello_timeout"}`, func(v int) bool { return v == 1 }); got != 1 {
+		t.Errorf("hello_timeout = %d, want 1", got)
+	}
+}
+
+// TestNeverReadingClientDropped: a client that says hello and then never
+// reads does not answer pings and is dropped.
+func TestNeverReadingClientDropped(t *testing.T) {
+	_, srv := gateServer(t, coordinator.Limits{}, coordinator.Gate{PingInterval: 50 * time.Millisecond, PingTimeout: 2 * time.Second})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	// A reading client stays.
+	m, reader := hello(ctx, t, srv, wire.Hello{Version: wire.Version, JoinCode: "join-me"})
+	if _, ok := m.(wire.Welcome); !ok {
+		t.Fatalf("got %#v", m)
+	}
+	defer reader.CloseNow()
+	readErr := make(chan error, 1)
+	go func() {
+		_, _, err := reader.Read(ctx)
+		readErr <- err
+	}()
+	// The silent one: hello written, nothing ever read.
+	ws, _, err := websocket.Dial(ctx, wsURL(srv), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.CloseNow()
+	b, _ := wire.EncodeControl(wire.Hello{Version: wire.Version, JoinCode: "join-me"})
+	if err := ws.Write(ctx, websocket.MessageText, b); err != nil {
+		t.Fatal(err)
+	}
+	if got := waitMetric(t, srv.URL, `browserfl_rejections_total{kind="ping_timeout"}`, func(v int) bool { return v >= 1 }); got != 1 {
+		t.Fatalf("ping_timeout = %d, want 1", got)
+	}
+	if got := waitMetric(t, srv.URL, "browserfl_devices_connected", func(v int) bool { return v == 1 }); got != 1 {
+		t.Errorf("%d connections open, want only the reading client", got)
+	}
+	if got := metricInt(t, srv.URL, "browserfl_slow_consumers_total"); got != 1 {
+		t.Errorf("slow consumers = %d, want 1", got)
+	}
+	select {
+	case err := <-readErr:
+		t.Fatalf("the reading client was dropped: %v", err)
+	default:
+	}
+}
+
+// TestSecurityHeaders: the page and the dashboard forbid inline scripts
+// and framing; every response has nosniff and no referrer; HSTS only
+// under TLS.
+func TestSecurityHeaders(t *testing.T) {
+	c, srv := gateServer(t, coordinator.Limits{}, coordinator.Gate{})
+	tlsSrv := httptest.NewTLSServer(c.Handler(coordinator.Assets{Index: []byte("<!doctype html>")}, nil))
+	defer tlsSrv.Close()
+	get := func(client *http.Client, url string) *http.Response {
+		t.Helper()
+		resp, err := client.Get(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp
+	}
+	for _, path := range []string{"/", "/dashboard", "/dashboard.js", "/api/session?code=join-me", "/healthz", "/nothing"} {
+		for _, tc := range []struct {
+			client *http.Client
+			base   string
+			hsts   bool
+		}{{http.DefaultClient, srv.URL, false}, {tlsSrv.Client(), tlsSrv.URL, true}} {
+			resp := get(tc.client, tc.base+path)
+			h := resp.Header
+			if h.Get("X-Content-Type-Options") != "nosniff" || h.Get("Referrer-Policy") != "no-referrer" || h.Get("X-Frame-Options") != "DENY" {
+				t.Errorf("%s%s: headers %v", tc.base, path, h)
+			}
+			if !strings.Contains(h.Get("Content-Security-Policy"), "frame-ancestors 'none'") {
+				t.Errorf("%s: CSP %q without frame-ancestors 'none'", path, h.Get("Content-Security-Policy"))
+			}
+			if hsts := h.Get("Strict-Transport-Security"); (hsts != "") != tc.hsts {
+				t.Errorf("%s%s: HSTS %q", tc.base, path, hsts)
+			}
+		}
+	}
+	for _, path := range []string{"/", "/dashboard"} {
+		csp := get(http.DefaultClient, srv.URL+path).Header.Get("Content-Security-Policy")
+		script := ""
+		for _, d := range strings.Split(csp, ";") {
+			if d = strings.TrimSpace(d); strings.HasPrefix(d, "script-src ") {
+				script = d
+			}
+		}
+		if script == "" || strings.Contains(script, "unsafe-inline") {
+			t.Errorf("%s: script-src %q", path, script)
+		}
+		if path == "/dashboard" && (strings.Contains(csp, "unsafe") || !strings.Contains(csp, "default-src 'self'")) {
+			t.Errorf("dashboard CSP %q allows unsafe sources", csp)
+		}
+	}
+	// The dashboard's markup has no inline script or style to forbid.
+	resp, err := http.Get(srv.URL + "/dashboard")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if s := string(b); strings.Contains(s, "<script>") || strings.Contains(s, "<style") || strings.Contains(s, "style=") || strings.Contains(s, "onclick=") {
+		t.Error("the dashboard markup has inline script or style")
+	}
+}
+
+// TestMetricsToken: with a token, /metrics needs it (header or query)
+// and counts refusals.
+func TestMetricsToken(t *testing.T) {
+	_, srv := gateServer(t, coordinator.Limits{}, coordinator.Gate{MetricsToken: "s3cret"})
+	status := func(path string, hdr string) int {
+		req, _ := http.NewRequest("GET", srv.URL+path, nil)
+		if hdr != "" {
+			req.Header.Set("Authorization", hdr)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if s := status("/metrics", ""); s != http.StatusUnauthorized {
+		t.Errorf("no token: %d", s)
+	}
+	if s := status("/metrics", "Bearer wrong"); s != http.StatusUnauthorized {
+		t.Errorf("wrong token: %d", s)
+	}
+	if s := status("/metrics", "Bearer s3cret"); s != http.StatusOK {
+		t.Errorf("right token: %d", s)
+	}
+	resp, err := http.Get(srv.URL + "/metrics?token=s3cret")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(b), `browserfl_rejections_total{kind="metrics_token"} 2`) {
+		t.Errorf("metrics_token refusals not counted:\n%s", b)
+	}
+}
