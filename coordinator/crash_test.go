@@ -288,8 +288,8 @@ func TestCrashRecoveryExactlyOnce(t *testing.T) {
 		kills = append(kills, at)
 	}
 	snaps, fakes, f := runCrashSession(t, sess, kills, 3, 0.1)
-	t.Logf("device faults: %d disconnects, %d late updates, %d lost decisions",
-		f.disconnects.Load(), f.lates.Load(), f.drops.Load())
+	t.Logf("device faults: %d disconnects, %d late updates, %d drops right after send, %d lost decisions",
+		f.disconnects.Load(), f.lates.Load(), f.afterSend.Load(), f.drops.Load())
 	qs := map[int][]float64{}
 	for r, s := range snaps {
 		qs[r] = s.Q
@@ -362,8 +362,8 @@ func TestRealCrashRecovery(t *testing.T) {
 		kills = append(kills, at)
 	}
 	supervise(t, ctx, &mu, &cur, env, kills, done)
-	t.Logf("device faults: %d disconnects, %d late updates, %d lost decisions",
-		f.disconnects.Load(), f.lates.Load(), f.drops.Load())
+	t.Logf("device faults: %d disconnects, %d late updates, %d drops right after send, %d lost decisions",
+		f.disconnects.Load(), f.lates.Load(), f.afterSend.Load(), f.drops.Load())
 	snaps := readSnapshots(t, snapPath)
 	final, ok := snaps[sess.Rounds]
 	if !ok {

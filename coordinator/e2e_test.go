@@ -94,7 +94,7 @@ func target(i, d int) []float64 {
 }
 
 type faults struct {
-	disconnects, lates, drops atomic.Int64
+	disconnects, lates, drops, afterSend atomic.Int64
 }
 
 // newDevice returns a runtime for device i whose algorithm is the nctest
@@ -227,9 +227,9 @@ func TestEndToEndFaults(t *testing.T) {
 	if err := <-runErr; err != nil {
 		t.Fatalf("coordinator: %v", err)
 	}
-	t.Logf("faults injected: %d disconnects before send, %d late updates, %d lost decisions",
-		f.disconnects.Load(), f.lates.Load(), f.drops.Load())
-	if f.disconnects.Load() == 0 || f.lates.Load() == 0 || f.drops.Load() == 0 {
+	t.Logf("faults injected: %d disconnects before send, %d late updates, %d disconnects right after send, %d lost decisions",
+		f.disconnects.Load(), f.lates.Load(), f.afterSend.Load(), f.drops.Load())
+	if f.disconnects.Load() == 0 || f.lates.Load() == 0 || f.drops.Load() == 0 || f.afterSend.Load() == 0 {
 		t.Fatalf("the seeded fault schedule injected no fault of some kind; the test would prove nothing")
 	}
 	for i, rt := range rts {
@@ -408,8 +408,9 @@ func zeros() []dataset.Sample {
 }
 
 // faultHooks injects device faults drawn from rng: with probability p each
-// a disconnect before sending, an update sent late (after late), and a
-// lost decision; f counts them.
+// a disconnect before sending, an update sent late (after late), a
+// disconnect right after sending (before the decision), and a lost
+// decision; f counts them.
 func faultHooks(rng *rand.Rand, p float64, late time.Duration, f *faults) *device.Hooks {
 	return &device.Hooks{
 		BeforeSend: func(int) (time.Duration, bool) {
@@ -426,6 +427,13 @@ func faultHooks(rng *rand.Rand, p float64, late time.Duration, f *faults) *devic
 		DropDecision: func(int) bool {
 			if rng.Float64() < p {
 				f.drops.Add(1)
+				return true
+			}
+			return false
+		},
+		AfterSend: func(int) bool {
+			if rng.Float64() < p {
+				f.afterSend.Add(1)
 				return true
 			}
 			return false
