@@ -1,0 +1,228 @@
+//go:build ignore
+
+// Command mutants applies a fixed list of privacy- and correctness-
+// critical mutations to the source tree, one at a time, runs the tests
+// that must catch each, restores the file, and fails if any mutation
+// survives (its tests pass). Run it from the module root:
+//
+//	go run scripts/mutants/main.go            # all mutations
+//	go run scripts/mutants/main.go -only ledger-half
+//
+// Each mutation names the one place it changes by an exact snippet that
+// must occur exactly once in its file, so a refactoring that moves the
+// code makes this command fail loudly instead of testing nothing. The
+// list and the last results are in docs/mutants.md.
+package main
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+)
+
+type mutation struct {
+	name, why string
+	file      string
+	old, new  string
+	pkgs      []string // go test arguments (packages, -run)
+}
+
+var mutations = []mutation{
+	{
+		name: "nc-noise-0.9", why: "the nc noise scale drawn in Prepare is 10% too small",
+		file: "shared/optim/device.go",
+		old:  "sigma := ncSigma(dv.p, dv.rhoP, dv.n+1)\n",
+		new:  "sigma := 0.9 * ncSigma(dv.p, dv.rhoP, dv.n+1)\n",
+		pkgs: []string{"./shared/optim/"},
+	},
+	{
+		name: "sensitivity-S/b", why: "the replace-one sensitivity 2S/b of the nc noise becomes S/b (noise and charge both too small)",
+		file: "shared/optim/params.go",
+		old:  "sens := 2 * p.S() / float64(p.Batch)",
+		new:  "sens := p.S() / float64(p.Batch)",
+		pkgs: []string{"./shared/optim/", "./shared/privacy/..."},
+	},
+	{
+		name: "ledger-sensitivity-S/b", why: "the sensitivity the ledger charges (optim.Sensitivity for mu^2) becomes S/b: a quarter of the true cost",
+		file: "shared/optim/params.go",
+		old:  "case estMu2:\n\t\treturn 2 * S / b",
+		new:  "case estMu2:\n\t\treturn S / b",
+		pkgs: []string{"./shared/optim/", "./shared/privacy/..."},
+	},
+	{
+		name: "Y-not-committed", why: "Commit does not store the new noise Y_i",
+		file: "shared/optim/device.go",
+		old:  "dv.y = mechanism.NCState{N: dv.n, Has: true, Seed: p.seed, Sigma: p.sigma, Dim: dv.dim}",
+		new:  "_ = mechanism.NCState{N: dv.n, Has: true, Seed: p.seed, Sigma: p.sigma, Dim: dv.dim}",
+		pkgs: []string{"./shared/optim/", "./sim/"},
+	},
+	{
+		name: "Y-half-cancelled", why: "the previous noise Y_i is cancelled at half weight",
+		file: "shared/optim/device.go",
+		old:  "v[i] += p.yvec[i] - dv.yvec[i]",
+		new:  "v[i] += p.yvec[i] - 0.5*dv.yvec[i]",
+		pkgs: []string{"./shared/optim/", "./sim/"},
+	},
+	{
+		name: "ledger-half", why: "the ledger charges half of each release's cost",
+		file: "shared/optim/device.go",
+		old:  "if err := dv.ledger.ChargeRho(cost); err != nil {",
+		new:  "if err := dv.ledger.ChargeRho(cost * 0.5); err != nil {",
+		pkgs: []string{"./shared/optim/", "./device/"},
+	},
+	{
+		name: "clip-1.1", why: "per-sample clipping at 1.1 S instead of S",
+		file: "shared/optim/device.go",
+		old:  "mechanism.Clip(dst, bound)",
+		new:  "mechanism.Clip(dst, 1.1*bound)",
+		pkgs: []string{"./shared/optim/"},
+	},
+	{
+		name: "budget-check-off-by-one", why: "Prepare checks the ledger before adding the next release's cost (one release too many)",
+		file: "shared/optim/device.go",
+		old:  "if dv.budget > 0 && dv.ledger.Rho()+cost > dv.budget*budgetSlack {",
+		new:  "if dv.budget > 0 && dv.ledger.Rho() > dv.budget*budgetSlack {",
+		pkgs: []string{"./shared/optim/"},
+	},
+	{
+		name: "release-cap-off-by-one", why: "a device may make T+1 releases",
+		file: "shared/optim/device.go",
+		old:  "if dv.n >= dv.p.Rounds {",
+		new:  "if dv.n > dv.p.Rounds {",
+		pkgs: []string{"./shared/optim/"},
+	},
+	{
+		name: "delta-from-session", why: "the owner's budget is read at the session's delta when that is larger",
+		file: "shared/privacy/plan/figures.go",
+		old:  "eps, err := privacy.ZCDPToEpsilon(spent+f.WorstRho, owner.Delta)",
+		new:  "eps, err := privacy.ZCDPToEpsilon(spent+f.WorstRho, max(owner.Delta, p.Delta))",
+		pkgs: []string{"./shared/privacy/plan/", "./device/"},
+	},
+	{
+		name: "decision-before-commit", why: "the round is committed concurrently with sending its decisions, not before",
+		file: "coordinator/coordinator.go",
+		old:  "if err := c.store.CommitRound(rec, state); err != nil {",
+		new:  "go c.store.CommitRound(rec, state)\n\tif err := error(nil); err != nil {",
+		pkgs: []string{"./coordinator/", "-run", "Crash|EndToEnd|Admission|Hostile"},
+	},
+	{
+		name: "validation-skipped", why: "the coordinator skips the update norm bound",
+		file: "coordinator/coordinator.go",
+		old:  "if n := mechanism.Norm(c.scratch); !(n <= c.bound) {",
+		new:  "if n := mechanism.Norm(c.scratch); false && !(n <= c.bound) {",
+		pkgs: []string{"./coordinator/", "-run", "Hostile|Unservable"},
+	},
+}
+
+func main() {
+	only := flag.String("only", "", "run only the mutation with this name")
+	timeout := flag.Duration("timeout", 10*time.Minute, "per-mutation test timeout (a hang counts as killed)")
+	flag.Parse()
+	if err := run(*only, *timeout); err != nil {
+		fmt.Fprintln(os.Stderr, "mutants:", err)
+		os.Exit(1)
+	}
+}
+
+func run(only string, timeout time.Duration) error {
+	// Check the whole list first: a stale snippet is an error, before
+	// anything is changed.
+	for _, m := range mutations {
+		b, err := os.ReadFile(m.file)
+		if err != nil {
+			return err
+		}
+		if n := bytes.Count(b, []byte(m.old)); n != 1 {
+			return fmt.Errorf("%s: the snippet occurs %d times in %s, want exactly once (update scripts/mutants/main.go)", m.name, n, m.file)
+		}
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	fmt.Println("| mutation | what it breaks | tests run | result |")
+	fmt.Println("|---|---|---|---|")
+	var survived []string
+	ran := 0
+	for _, m := range mutations {
+		if only != "" && m.name != only {
+			continue
+		}
+		ran++
+		killed, detail, err := try(ctx, m, timeout)
+		if err != nil {
+			return err
+		}
+		res := "killed: " + detail
+		if !killed {
+			res = "**SURVIVED**"
+			survived = append(survived, m.name)
+		}
+		fmt.Printf("| `%s` | %s | `go test %s` | %s |\n", m.name, m.why, strings.Join(m.pkgs, " "), res)
+	}
+	if ran == 0 {
+		return fmt.Errorf("no mutation named %q", only)
+	}
+	if len(survived) > 0 {
+		return fmt.Errorf("%d mutation(s) survived: %s", len(survived), strings.Join(survived, ", "))
+	}
+	fmt.Printf("all %d mutations killed\n", ran)
+	return nil
+}
+
+// try applies m, runs its tests and restores the file whatever happens.
+func try(ctx context.Context, m mutation, timeout time.Duration) (killed bool, detail string, err error) {
+	orig, err := os.ReadFile(m.file)
+	if err != nil {
+		return false, "", err
+	}
+	mutated := bytes.Replace(orig, []byte(m.old), []byte(m.new), 1)
+	if err := os.WriteFile(m.file, mutated, 0o644); err != nil {
+		return false, "", err
+	}
+	defer func() {
+		if werr := os.WriteFile(m.file, orig, 0o644); werr != nil && err == nil {
+			err = fmt.Errorf("restore %s: %w", m.file, werr)
+		}
+	}()
+	tctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	args := append([]string{"test", "-count=1"}, m.pkgs...)
+	cmd := exec.CommandContext(tctx, "go", args...)
+	out, runErr := cmd.CombinedOutput()
+	if ctx.Err() != nil {
+		return false, "", ctx.Err()
+	}
+	if runErr == nil {
+		return false, "", nil
+	}
+	if tctx.Err() != nil {
+		return true, "tests did not finish within " + timeout.String(), nil
+	}
+	return true, firstFailure(string(out)), nil
+}
+
+// firstFailure returns the name of the first failing test (or the build
+// error) in go test output.
+func firstFailure(out string) string {
+	for _, line := range strings.Split(out, "\n") {
+		line = strings.TrimSpace(line)
+		if strings.HasPrefix(line, "--- FAIL: ") {
+			f := strings.Fields(strings.TrimPrefix(line, "--- FAIL: "))
+			if len(f) > 0 {
+				return f[0]
+			}
+		}
+	}
+	for _, line := range strings.Split(out, "\n") {
+		if strings.Contains(line, ".go:") {
+			return "build: " + strings.TrimSpace(line)
+		}
+	}
+	return "tests failed"
+}
