@@ -149,9 +149,9 @@ func samples(n int) []dataset.Sample {
 }
 
 // TestLeaveWhenDataUsedUp: a single-pass device with data for exactly two
-// rounds answers rounds 1 and 2; asked for round 3 it sends Leave{done}
-// and then closes with a normal closure (1000, a code browsers accept),
-// and Run says why.
+// rounds answers rounds 1 and 2; once round 2 is decided (or at the latest
+// when asked for round 3) it sends Leave{done} and then closes with a
+// normal closure (1000, a code browsers accept), and Run says why.
 func TestLeaveWhenDataUsedUp(t *testing.T) {
 	p := leaveSession()
 	fc, url := newFakeCoord(t, p, false)

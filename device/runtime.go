@@ -445,6 +445,19 @@ func (rt *Runtime) connection(ctx context.Context) error {
 			if err := rt.onDecision(ctx, m); err != nil {
 				return wrap(err)
 			}
+			// The last round this device can answer is decided: leave now
+			// rather than wait to be asked again (the session's last round
+			// is followed by End instead).
+			rt.mu.Lock()
+			var exhausted error
+			if rt.st.Pending == 0 && rt.st.Session != nil && m.T < rt.st.Session.Rounds {
+				exhausted = rt.exhaustedLocked(0)
+			}
+			rt.mu.Unlock()
+			if exhausted != nil {
+				rt.leaveOn(ws, wire.LeaveDone)
+				return exhausted
+			}
 		case wire.End:
 			rt.mu.Lock()
 			rt.st.Ended = true
