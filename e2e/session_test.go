@@ -317,8 +317,10 @@ func awaitPromise(p *cdpruntime.EvaluateParams) *cdpruntime.EvaluateParams {
 	return p.WithAwaitPromise(true)
 }
 
-// TestBrowserWrongJoinCode: a join code the coordinator does not know
-// is final (no retry loop, no storage beyond the page's empty database).
+// TestBrowserWrongJoinCode: the bare URL shows a box for the join code;
+// a code the coordinator does not know is final (no retry loop, nothing
+// stored, no websocket) and shows the box again with a clear message; the
+// right code then opens the consent screen.
 func TestBrowserWrongJoinCode(t *testing.T) {
 	webDir := pageBuild(t)
 	all := fashionTest(t)
@@ -330,11 +332,39 @@ func TestBrowserWrongJoinCode(t *testing.T) {
 	srv := serve(t, pageHandler(webDir, sc.handler()))
 	b := launch(t, t.TempDir())
 	defer b.close()
-	b.must(60*time.Second, "wrong code",
-		chromedp.Navigate(srv.URL+"/?code=WRONG"),
-		chromedp.Poll(`(document.getElementById("error")||{textContent: ""}).textContent.includes("not valid")`, nil,
-			chromedp.WithPollingTimeout(30*time.Second)))
+	// Entering a code loads the page again (location.assign): wait for the
+	// new document, marked by the absence of the old one's flag.
+	enter := func(what, code, cond string) {
+		t.Helper()
+		b.must(20*time.Second, what,
+			chromedp.Evaluate(`window.__before = true`, nil),
+			chromedp.SetValue("#code-input", code, chromedp.ByID),
+			chromedp.Evaluate(`document.getElementById("code-input").dispatchEvent(new Event("input", {bubbles: true}))`, nil),
+			chromedp.Click("#code-btn", chromedp.ByID))
+		deadline := time.Now().Add(60 * time.Second)
+		for {
+			var ok bool
+			if b.eval(`window.__before === undefined && (`+cond+`)`, &ok) == nil && ok {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: %s not true after 60 s\npage text: %s", what, cond, b.text())
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	b.must(60*time.Second, "join box on the bare URL",
+		chromedp.Navigate(srv.URL+"/"),
+		chromedp.WaitVisible("#code-input", chromedp.ByID))
+	enter("wrong code", "WRONG",
+		`(document.getElementById("error")||{textContent: ""}).textContent.includes("not valid") && document.getElementById("code-input") !== null`)
+	var dbs []string
+	b.must(10*time.Second, "databases", chromedp.Evaluate(`indexedDB.databases().then(l => l.map(d => d.name))`, &dbs, awaitPromise))
+	if len(dbs) != 0 {
+		t.Errorf("a wrong join code left databases %v", dbs)
+	}
 	if n := len(b.sent()); n != 0 {
 		t.Errorf("the page opened a websocket and sent %d frames with a wrong join code", n)
 	}
+	enter("right code", "RIGHT", `document.getElementById("consent") !== null`)
 }

@@ -170,7 +170,17 @@ func (a *app) start() {
 		}
 	}
 	a.update(func(s *ui.State) { s.Error = "" })
-	st, err := idb.Open(a.ctx, "browserfl:"+a.code)
+	dbName := "browserfl:" + a.code
+	if known, ok := dbExists(a.ctx, dbName); ok && !known {
+		// A newcomer: a session that is over or full is said now,
+		// before anything is stored.
+		if closed := a.closedReason(); closed != "" {
+			a.update(func(s *ui.State) { s.Screen = ui.ScreenClosed; s.Closed = closed })
+			jsw.Mark("fl-ready")
+			return
+		}
+	}
+	st, err := idb.Open(a.ctx, dbName)
 	if err != nil {
 		a.fail("Storage", err)
 		return
@@ -229,6 +239,25 @@ func (a *app) start() {
 		}
 	}
 	jsw.Mark("fl-ready")
+}
+
+// dbExists reports whether this browser holds the database name; ok is
+// false when the browser cannot tell (no indexedDB.databases).
+func dbExists(ctx context.Context, name string) (exists, ok bool) {
+	idx := js.Global().Get("indexedDB")
+	if !idx.Truthy() || idx.Get("databases").Type() != js.TypeFunction {
+		return false, false
+	}
+	list, err := jsw.Await(ctx, idx.Call("databases"))
+	if err != nil {
+		return false, false
+	}
+	for i := 0; i < list.Length(); i++ {
+		if list.Index(i).Get("name").String() == name {
+			return true, true
+		}
+	}
+	return false, true
 }
 
 // closedReason asks the coordinator's public status whether the session

@@ -144,7 +144,7 @@ func (t *trainer) run() {
 			s.Train.Status = "The session has finished. Thank you for helping!"
 		case errors.Is(err, device.ErrDataUsedUp):
 			s.Train.UsedUp = true
-			s.Train.Status = "All your pictures have been used."
+			s.Train.Status = "" // the notice at the top says it
 		case errors.Is(err, device.ErrBudgetSpent):
 			s.Train.Status = "You have reached your privacy limit, so this page has stopped helping. Thank you!"
 		case errors.Is(err, device.ErrLeft), errors.Is(err, context.Canceled):

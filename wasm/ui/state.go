@@ -165,14 +165,19 @@ func thousands(n int64) string {
 	return b.String()
 }
 
-// factor formats e^eps for people: 2.7, 148, 2.3 x 10^4.
+// factor formats e^eps for people: 2.72, 148, 1,064, 22,026, "about
+// 3 million", "more than a billion".
 func factor(eps float64) string {
 	f := math.Exp(eps)
-	if f < 1000 {
+	switch {
+	case f < 10:
 		return fmt.Sprintf("%.3g", f)
+	case f < 1e6:
+		return thousands(int64(math.Round(f)))
+	case f < 1e9:
+		return fmt.Sprintf("about %.0f million", f/1e6)
 	}
-	e := math.Floor(math.Log10(f))
-	return fmt.Sprintf("%.2g×10^%.0f", f/math.Pow(10, e), e)
+	return "more than a billion"
 }
 
 func level(spent, budget float64) string {

@@ -166,7 +166,9 @@ func TestPrivacyMeter(t *testing.T) {
 		{1, 4, 0.25, "apart from a 1 in 100,000 chance"},
 		{2, 4, 0.5, "stops before"},
 		{4, 4, 1, "limit is reached"},
-		{10, 4, 1, "×10^4"}, // e^10 = 2.2e4; a fraction above 1 is clamped
+		{10, 4, 1, "22,026 times"}, // e^10; a fraction above 1 is clamped
+		{7, 8, 0.875, "1,097 times"},
+		{15, 4, 1, "about 3 million times"},
 	}
 	for _, tc := range tests {
 		m := PrivacyMeter(tc.spent, tc.budget, 1e-5)
