@@ -593,9 +593,9 @@ func (rt *Runtime) onRound(ctx context.Context, ws *websocket.Conn, b []byte) er
 	up, err := rt.algo.Prepare(optim.Round{T: r.T, X: r.X, XPrev: r.XPrev}, batch)
 	if err != nil {
 		rt.mu.Unlock()
-		// The device half refused (e.g. its ledger would exceed the
-		// budget): leave the session rather than answer.
-		rt.leaveOn(ws, wire.LeaveDone)
+		// The device half refused (its ledger would exceed the session's
+		// budget, a round id that is not new): leave rather than answer.
+		rt.leaveOn(ws, wire.LeaveStopped)
 		return fmt.Errorf("%w: round %d: %v", ErrRefused, r.T, err)
 	}
 	// Samples that left in a message are spent, whatever the coordinator

@@ -243,9 +243,10 @@ func TestBrowserLyingCoordinator(t *testing.T) {
 			cancel()
 			<-done
 			tasks := readTasks(t, b)
-			var status string
+			var status, detail string
 			b.eval(`document.getElementById("status").textContent`, &status)
-			t.Logf("page status: %s", status)
+			b.eval(`(document.getElementById("detail")||{textContent: ""}).textContent`, &detail)
+			t.Logf("page status: %s (details: %s)", status, detail)
 
 			ups := sc.updatesSeen()
 			seen := map[int]int{}

@@ -150,7 +150,7 @@ func (t *trainer) run() {
 		case errors.Is(err, device.ErrLeft), errors.Is(err, context.Canceled):
 			s.Train.Status = "You stopped helping."
 		case errors.Is(err, device.ErrRefused):
-			s.Train.Status = "This page refused to take part: the session asked for something your settings do not allow. See Details."
+			s.Train.Status = "This page refused to go on, to protect your privacy. See Details."
 		default:
 			s.Train.Status = "Stopped because of an error. See Details."
 		}
