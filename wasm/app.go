@@ -349,7 +349,7 @@ func (a *app) loadSession() error {
 		s.Session = ui.Session{
 			JoinCode: a.code, Algorithm: p.Algorithm, Summary: summary, Mode: mode, Model: p.Model,
 			Rounds: p.Rounds, Cohort: p.Cohort, Clip: p.Clip, Rho: rho,
-			Delta: delta, Epsilon: eps, Batch: p.Batch, Labels: labels,
+			Delta: delta, Epsilon: eps, Batch: p.Batch, Labels: labels, SinglePass: device.Params(p).SinglePass(),
 		}
 		if s.DrawLbl >= len(ui.LabelsOf(labels)) {
 			s.DrawLbl = 0

@@ -44,6 +44,9 @@ type Session struct {
 	Epsilon   float64 // rho converted to epsilon at Delta: the most one device can spend
 	Planned   int     // rounds this device is expected to be asked (upper bound)
 	Batch     int     // samples per round (single pass: each sample is used once)
+	// SinglePass is true when the algorithm uses each sample at most once
+	// (optim.Params.SinglePass): the device leaves when they are used up.
+	SinglePass bool
 	// Labels names the classes in class order (the session's class
 	// names, or the digits "0".."9" when it has none): the drawing menu
 	// offers them.

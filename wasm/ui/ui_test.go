@@ -43,7 +43,7 @@ func render(t *testing.T, st *State) string {
 
 func session() Session {
 	return Session{JoinCode: "ABC123", Algorithm: "nc", Mode: "untrusted", Model: "logreg",
-		Rounds: 20, Cohort: 5, Clip: 1, Rho: 2, Delta: 1e-5, Epsilon: 10.6, Batch: 64}
+		Rounds: 20, Cohort: 5, Clip: 1, Rho: 2, Delta: 1e-5, Epsilon: 10.6, Batch: 64, SinglePass: true}
 }
 
 func fashion() Session {
@@ -94,12 +94,14 @@ func TestRenderScreens(t *testing.T) {
 	}{
 		{"consent", State{Screen: ScreenConsent, Session: session(), Budget: 12},
 			[]string{`id="consent"`, "ABC123", "with random noise added", "never uploaded", `id="budget"`,
-				"at most ε = 10.6 of your privacy", "Smaller is more private"},
+				"at most ε = 10.6 of your privacy", "Smaller is more private", "Each picture is used once"},
 			[]string{`id="data"`, `id="train"`, `id="over"`}},
 		// The precise terms are there, but only inside the Details
 		// disclosure.
 		{"consent details", State{Screen: ScreenConsent, Session: session(), Budget: 12},
 			[]string{`<details id="consent-details">`, "ε = 10.6 at δ = 1e-05 (zCDP ρ = 2)", "IndexedDB", "Clipping bound"}, nil},
+		{"consent, samples reused", State{Screen: ScreenConsent, Session: Session{Mode: "untrusted", Delta: 1e-5}, Budget: 1},
+			[]string{"used again and again"}, []string{"used once"}},
 		{"consent over budget", State{Screen: ScreenConsent, Session: session(), Budget: 8},
 			[]string{`id="over"`, "more than your limit"}, nil},
 		{"trusted mode says who adds noise", State{Screen: ScreenConsent, Session: Session{Mode: "trusted", Delta: 1e-5}, Budget: 1},
