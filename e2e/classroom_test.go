@@ -60,14 +60,18 @@ func TestBrowserFinishedSession(t *testing.T) {
 // data is used up the page sends Leave{done}, really closes its
 // websocket (the coordinator sees the connection end), and says so at the
 // top of the screen with the next steps; "Draw more pictures" leads to
-// drawing, whose menu offers the session's class names.
+// drawing, whose menu offers the session's class names; one more picture
+// makes one more round, which the page joins again to answer, and then
+// leaves again; "I'm done" thanks the student.
 func TestBrowserDataUsedUp(t *testing.T) {
 	webDir := pageBuild(t)
 	all := fashionTest(t)
 	p := e2eSession(1)
 	p.Rounds = 8
 	p.Labels = "T-shirt/top,Trouser,Pullover,Dress,Coat,Sandal,Shirt,Sneaker,Bag,Ankle boot"
-	shard, err := all.Take(2*p.Batch + 2) // two rounds, and two samples too few for a third
+	// Two rounds, and one sample too few for a third: one drawing later
+	// makes the third.
+	shard, err := all.Take(3*p.Batch - 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,4 +176,47 @@ func TestBrowserDataUsedUp(t *testing.T) {
 	if demo {
 		t.Error("after samples were used, the data screen still offers the demo data")
 	}
+
+	// One drawing, labelled "Coat", completes a third batch.
+	added := false
+	for k := 0; k < 20 && !added; k++ {
+		b.must(10*time.Second, "draw a coat",
+			chromedp.SetValue("#draw-label", "4", chromedp.ByID),
+			chromedp.Evaluate(`document.getElementById("draw-label").dispatchEvent(new Event("change", {bubbles: true}))`, nil),
+			drawStroke("draw", [][2]float64{{8, 4}, {20, 4}, {22, 24}, {6, 24}, {8, 4}}),
+			chromedp.Click("#draw-add", chromedp.ByID))
+		for j := 0; j < 20 && !added; j++ {
+			b.eval(`document.body.innerText.includes("drawn (1)")`, &added)
+			if !added {
+				time.Sleep(100 * time.Millisecond)
+			}
+		}
+	}
+	if !added {
+		t.Fatalf("the drawing was not added\npage text: %s", b.text())
+	}
+	var label string
+	b.must(10*time.Second, "drawn label", chromedp.Text("#draw-add", &label, chromedp.ByID))
+	if label != "Add as Coat" {
+		t.Errorf("draw button says %q, want %q", label, "Add as Coat")
+	}
+	b.must(3*time.Minute, "help again until the data is used up again",
+		chromedp.Click("#train-btn", chromedp.ByID),
+		chromedp.WaitVisible("#train", chromedp.ByID),
+		chromedp.Poll(`document.getElementById("used-up") !== null && document.getElementById("joined").textContent === "3"`, nil,
+			chromedp.WithPollingTimeout(170*time.Second)))
+	bins, leaves := 0, 0
+	for _, f := range b.sent() {
+		if f.Opcode != 1 {
+			bins++
+		} else if strings.Contains(string(f.Data), `"type":"leave"`) {
+			leaves++
+		}
+	}
+	if bins != 3 || leaves != 2 {
+		t.Errorf("sent %d updates and %d leave messages in all, want 3 and 2", bins, leaves)
+	}
+	b.must(20*time.Second, "I'm done",
+		chromedp.Click("#done-btn", chromedp.ByID),
+		chromedp.WaitVisible("#done", chromedp.ByID))
 }
