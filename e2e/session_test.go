@@ -110,9 +110,12 @@ func openPage(t *testing.T, b *browser, url, shots string) {
 			chromedp.SetUploadFiles("#files", []string{imPath, labPath}, chromedp.ByID),
 			chromedp.Poll(`document.body.innerText.includes("files (20)")`, nil, chromedp.WithPollingTimeout(15*time.Second)),
 		)
-		// Draw a "1" and add it, to show the drawing path in the picture.
+		// Draw a pair of trousers, label it so (class 1 of the session's
+		// names) and add it, to show the drawing path in the picture.
 		b.must(10*time.Second, "draw",
-			drawStroke("draw", [][2]float64{{14, 4}, {14, 10}, {14, 16}, {14, 23}}),
+			chromedp.SetValue("#draw-label", "1", chromedp.ByID),
+			chromedp.Evaluate(`document.getElementById("draw-label").dispatchEvent(new Event("change", {bubbles: true}))`, nil),
+			drawStroke("draw", [][2]float64{{9, 24}, {11, 4}, {17, 4}, {19, 24}, {15, 24}, {14, 10}, {13, 24}, {9, 24}}),
 			chromedp.Click("#draw-add", chromedp.ByID),
 			chromedp.Poll(`document.body.innerText.includes("drawn (1)")`, nil, chromedp.WithPollingTimeout(10*time.Second)),
 		)
@@ -122,7 +125,7 @@ func openPage(t *testing.T, b *browser, url, shots string) {
 		inked := false
 		for k := 0; k < 20 && !inked; k++ {
 			b.must(5*time.Second, "draw again",
-				drawStroke("draw", [][2]float64{{9, 6}, {19, 6}, {12, 22}}),
+				drawStroke("draw", [][2]float64{{9, 24}, {11, 4}, {17, 4}, {19, 24}, {15, 24}, {14, 10}, {13, 24}, {9, 24}}),
 				chromedp.Evaluate(`(() => {
   const d = document.getElementById("draw").getContext("2d").getImageData(0, 0, document.getElementById("draw").width, document.getElementById("draw").height).data;
   for (let i = 0; i < d.length; i += 4) if (d[i] > 0) return true;
