@@ -330,7 +330,10 @@ type Status struct {
 	Session   wire.SessionParams `json:"session"`
 	Committed int                `json:"committed"`
 	Finished  bool               `json:"finished"`
-	Devices   struct {
+	// Full is true while the coordinator holds as many connections as it
+	// admits: a new device would be refused.
+	Full    bool `json:"full"`
+	Devices struct {
 		Connected int `json:"connected"`
 		Known     int `json:"known"`
 		Eligible  int `json:"eligible"`
@@ -435,6 +438,7 @@ func (c *Coordinator) Status() Status {
 		s.Privacy.MaxParticipations = max(s.Privacy.MaxParticipations, d.participations)
 	}
 	s.Devices.Known = len(c.devices)
+	s.Full = c.connectedLocked() >= c.lim.MaxDevices
 	if or := c.round; or != nil {
 		s.Round = &RoundView{T: or.t, Cohort: len(or.cohort), Received: len(or.updates), Closed: or.closed,
 			DeadlineLeftMs: max(0, time.Until(or.deadline).Milliseconds())}

@@ -15,3 +15,10 @@ func dialOptions(cfg Config) *websocket.DialOptions {
 	}
 	return opts
 }
+
+// closeConn closes ws with a normal closure (1000), the code a browser
+// would use: the close handshake is bounded by the library (5 s to write
+// the close frame, 5 s to hear the peer's).
+func closeConn(ws *websocket.Conn, reason string) {
+	ws.Close(websocket.StatusNormalClosure, reason)
+}

@@ -132,6 +132,19 @@ type State struct {
 // the session (budget, trust).
 var ErrRefused = errors.New("device: refused")
 
+// ErrDataUsedUp and ErrBudgetSpent are wrapped, together with ErrRefused,
+// by the error Run returns when the device stops because a single-pass
+// session has used all its local samples, or because another round would
+// take its ledger past the owner's budget. The device has sent
+// wire.Leave{Reason: wire.LeaveDone} if it was connected.
+var (
+	ErrDataUsedUp  = errors.New("local data used up")
+	ErrBudgetSpent = errors.New("privacy budget spent")
+)
+
+// ErrLeft is returned by Run after Leave was called.
+var ErrLeft = errors.New("device: left the session")
+
 // Runtime runs one device. Use New, then Run.
 type Runtime struct {
 	cfg    Config
@@ -141,6 +154,15 @@ type Runtime struct {
 	st    State
 	algo  optim.Device
 	param optim.Params
+
+	// connMu guards the current connection and the leave state. It is
+	// never held across anything that waits for the browser's event loop
+	// (storage, a close handshake): Leave may be called from a page's
+	// event handler, which must not block.
+	connMu  sync.Mutex
+	ws      *websocket.Conn // the open connection, nil between connections
+	leaving string          // the Leave reason once the device leaves
+	left    chan struct{}   // closed when the device leaves
 }
 
 // New checks cfg and loads the saved state.
@@ -161,7 +183,7 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 	if err != nil {
 		return nil, fmt.Errorf("device: %w", err)
 	}
-	rt := &Runtime{cfg: cfg, budget: budget}
+	rt := &Runtime{cfg: cfg, budget: budget, left: make(chan struct{})}
 	b, err := cfg.Storage.Load(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("device: %w", err)
@@ -366,15 +388,30 @@ func (rt *Runtime) emit(e Event) {
 func (rt *Runtime) Run(ctx context.Context) error {
 	backoff := rt.cfg.MinBackoff
 	for {
+		if rt.Leaving() != "" {
+			return ErrLeft
+		}
 		rt.mu.Lock()
 		ended := rt.st.Ended
+		// A device with nothing left to give and no decision to learn
+		// does not connect at all.
+		var exhausted error
+		if rt.st.Pending == 0 {
+			exhausted = rt.exhaustedLocked(0)
+		}
 		rt.mu.Unlock()
 		if ended {
 			return nil
 		}
+		if exhausted != nil {
+			return exhausted
+		}
 		err := rt.connection(ctx)
 		if err == nil || errors.Is(err, ErrRefused) {
 			return err
+		}
+		if rt.Leaving() != "" {
+			return ErrLeft
 		}
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -386,6 +423,8 @@ func (rt *Runtime) Run(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
+		case <-rt.left:
+			return ErrLeft
 		case <-time.After(d):
 		}
 		backoff = min(2*backoff, rt.cfg.MaxBackoff)
@@ -413,7 +452,14 @@ func (rt *Runtime) connection(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("device: dial: %w", err)
 	}
-	defer ws.CloseNow()
+	if !rt.attach(ws) {
+		closeConn(ws, "device left")
+		return ErrLeft
+	}
+	// Every way out closes the socket with a normal closure (1000): the
+	// browser refuses other codes from a script, and a refused close
+	// leaves the socket open.
+	defer rt.detach(ws)
 	ws.SetReadLimit(int64(wire.MaxControlBytes))
 
 	rt.mu.Lock()
@@ -436,6 +482,9 @@ func (rt *Runtime) connection(ctx context.Context) error {
 	for {
 		typ, b, err := ws.Read(ctx)
 		if err != nil {
+			if rt.Leaving() != "" {
+				return ErrLeft
+			}
 			return wrap(fmt.Errorf("device: read: %w", err))
 		}
 		if typ == websocket.MessageBinary {
@@ -458,13 +507,25 @@ func (rt *Runtime) connection(ctx context.Context) error {
 			}
 			if err := rt.onWelcome(ctx, m); err != nil {
 				if errors.Is(err, ErrRefused) {
-					ws.Close(websocket.StatusNormalClosure, "device refuses the session")
+					rt.leaveOn(ws, wire.LeaveStopped)
 				}
 				return err
 			}
 			welcomed = true
 			// The read limit grows to a round frame of this session.
 			ws.SetReadLimit(int64(roundFrameMax(m.Session.Dim)))
+			// Resumed with its pending decision answered, a device that
+			// cannot take part in another round leaves now.
+			rt.mu.Lock()
+			var exhausted error
+			if rt.st.Pending == 0 {
+				exhausted = rt.exhaustedLocked(0)
+			}
+			rt.mu.Unlock()
+			if exhausted != nil {
+				rt.leaveOn(ws, wire.LeaveDone)
+				return exhausted
+			}
 		case wire.Decision:
 			if !welcomed {
 				return fmt.Errorf("device: %w: decision before welcome", wire.ErrBadFrame)
@@ -475,13 +536,25 @@ func (rt *Runtime) connection(ctx context.Context) error {
 			if err := rt.onDecision(ctx, m); err != nil {
 				return wrap(err)
 			}
+			// The last round this device can answer is decided: leave now
+			// rather than wait to be asked again (the session's last round
+			// is followed by End instead).
+			rt.mu.Lock()
+			var exhausted error
+			if rt.st.Pending == 0 && rt.st.Session != nil && m.T < rt.st.Session.Rounds {
+				exhausted = rt.exhaustedLocked(0)
+			}
+			rt.mu.Unlock()
+			if exhausted != nil {
+				rt.leaveOn(ws, wire.LeaveDone)
+				return exhausted
+			}
 		case wire.End:
 			rt.mu.Lock()
 			rt.st.Ended = true
 			err := rt.save(ctx)
 			rt.emit(Event{Kind: EventEnd, T: m.Committed})
 			rt.mu.Unlock()
-			ws.Close(websocket.StatusNormalClosure, "session ended")
 			return err
 		case wire.Error:
 			switch m.Code {
@@ -598,31 +671,22 @@ func (rt *Runtime) onRound(ctx context.Context, ws *websocket.Conn, b []byte) er
 		return fmt.Errorf("device: %w: round %d assigned while round %d is undecided", wire.ErrBadFrame, r.T, rt.st.Pending)
 	}
 	rt.emit(Event{Kind: EventRound, T: r.T})
-	if acc, ok := rt.algo.(optim.Accountant); ok {
-		// DESIGN principle 2: the device checks its own ledger; a
-		// coordinator cannot make it spend more than its owner allows.
-		l := acc.Ledger()
-		if err := rt.cfg.policy().allows(l.Rho() + acc.NextCost()); err != nil {
-			rt.mu.Unlock()
-			return fmt.Errorf("%w: round %d: %v", ErrRefused, r.T, err)
-		}
+	if err := rt.exhaustedLocked(r.T); err != nil {
+		rt.mu.Unlock()
+		rt.leaveOn(ws, wire.LeaveDone)
+		return err
 	}
 	batch := make([]dataset.Sample, rt.st.Session.Batch)
 	single := Params(*rt.st.Session).SinglePass()
-	if single && rt.st.Cursor+len(batch) > len(rt.cfg.Data) {
-		// Each sample is used once (the privacy analysis of the session's
-		// algorithm needs it): with the data used up, leave.
-		rt.mu.Unlock()
-		return fmt.Errorf("%w: round %d: the %d local samples are used up (single pass)", ErrRefused, r.T, len(rt.cfg.Data))
-	}
 	for i := range batch {
 		batch[i] = rt.cfg.Data[(rt.st.Cursor+i)%len(rt.cfg.Data)]
 	}
 	up, err := rt.algo.Prepare(optim.Round{T: r.T, X: r.X, XPrev: r.XPrev}, batch)
 	if err != nil {
 		rt.mu.Unlock()
-		// The device half refused (e.g. its ledger would exceed the
-		// budget): leave the session rather than answer.
+		// The device half refused (its ledger would exceed the session's
+		// budget, a round id that is not new): leave rather than answer.
+		rt.leaveOn(ws, wire.LeaveStopped)
 		return fmt.Errorf("%w: round %d: %v", ErrRefused, r.T, err)
 	}
 	// Samples that left in a message are spent, whatever the coordinator
@@ -656,7 +720,17 @@ func (rt *Runtime) onRound(ctx context.Context, ws *websocket.Conn, b []byte) er
 	if err != nil {
 		return err
 	}
-	if err := ws.Write(ctx, websocket.MessageBinary, frame); err != nil {
+	// Under connMu: an update never follows a Leave on the wire. A device
+	// that left before sending keeps its pending round and learns on a
+	// later hello that it was excluded.
+	rt.connMu.Lock()
+	if rt.leaving != "" {
+		rt.connMu.Unlock()
+		return ErrLeft
+	}
+	err = ws.Write(ctx, websocket.MessageBinary, frame)
+	rt.connMu.Unlock()
+	if err != nil {
 		return fmt.Errorf("device: send update %d: %w", r.T, err)
 	}
 	rt.mu.Lock()
@@ -666,4 +740,111 @@ func (rt *Runtime) onRound(ctx context.Context, ws *websocket.Conn, b []byte) er
 		return errors.New("device: disconnect right after send by test hook")
 	}
 	return nil
+}
+
+// exhaustedLocked returns an error wrapping ErrRefused and ErrDataUsedUp
+// or ErrBudgetSpent if the device cannot answer another round (t is the
+// round asked, 0 when checking ahead), nil otherwise or when no session is
+// set up yet. Call with rt.mu held.
+func (rt *Runtime) exhaustedLocked(t int) error {
+	if rt.algo == nil || rt.st.Session == nil {
+		return nil
+	}
+	at := "next round"
+	if t > 0 {
+		at = fmt.Sprintf("round %d", t)
+	}
+	if acc, ok := rt.algo.(optim.Accountant); ok {
+		// DESIGN principle 2: the device checks its own ledger; a
+		// coordinator cannot make it spend more than its owner allows.
+		l := acc.Ledger()
+		if err := rt.cfg.policy().allows(l.Rho() + acc.NextCost()); err != nil {
+			return fmt.Errorf("%w: %w: %s: %v", ErrRefused, ErrBudgetSpent, at, err)
+		}
+	}
+	if Params(*rt.st.Session).SinglePass() && rt.st.Cursor+rt.st.Session.Batch > len(rt.cfg.Data) {
+		// Each sample is used once (the privacy analysis of the session's
+		// algorithm needs it): with the data used up, leave.
+		return fmt.Errorf("%w: %w: %s: %d of the %d local samples are used and a round takes %d (single pass)",
+			ErrRefused, ErrDataUsedUp, at, rt.st.Cursor, len(rt.cfg.Data), rt.st.Session.Batch)
+	}
+	return nil
+}
+
+// Leave makes the device stop taking part, for reason wire.LeaveDone or
+// wire.LeaveStopped (anything else counts as stopped): if a connection is
+// open it sends wire.Leave and closes it with a normal closure; Run then
+// returns ErrLeft (at once if it is waiting to reconnect). A pending
+// update is kept: the device learns its decision on a later Run. Leave
+// does not wait for the close handshake, so a page may call it from an
+// event handler (pagehide); later calls do nothing.
+func (rt *Runtime) Leave(reason string) {
+	rt.connMu.Lock()
+	ws := rt.ws
+	first := rt.setLeavingLocked(reason)
+	if first && ws != nil {
+		rt.sendLeaveLocked(ws)
+	}
+	rt.connMu.Unlock()
+	if first && ws != nil {
+		go closeConn(ws, "device left")
+	}
+}
+
+// Leaving returns the reason the device left, or "" while it takes part.
+func (rt *Runtime) Leaving() string {
+	rt.connMu.Lock()
+	defer rt.connMu.Unlock()
+	return rt.leaving
+}
+
+// leaveOn records that the device leaves for reason and tells the
+// coordinator on ws (the caller closes ws).
+func (rt *Runtime) leaveOn(ws *websocket.Conn, reason string) {
+	rt.connMu.Lock()
+	defer rt.connMu.Unlock()
+	if rt.setLeavingLocked(reason) {
+		rt.sendLeaveLocked(ws)
+	}
+}
+
+func (rt *Runtime) setLeavingLocked(reason string) bool {
+	if rt.leaving != "" {
+		return false
+	}
+	if reason != wire.LeaveDone {
+		reason = wire.LeaveStopped
+	}
+	rt.leaving = reason
+	close(rt.left)
+	return true
+}
+
+// sendLeaveLocked writes the Leave message (best effort: the close that
+// follows ends the connection either way). Call with connMu held.
+func (rt *Runtime) sendLeaveLocked(ws *websocket.Conn) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	_ = writeControl(ctx, ws, wire.Leave{Reason: rt.leaving})
+}
+
+// attach makes ws the current connection unless the device has left.
+func (rt *Runtime) attach(ws *websocket.Conn) bool {
+	rt.connMu.Lock()
+	defer rt.connMu.Unlock()
+	if rt.leaving != "" {
+		return false
+	}
+	rt.ws = ws
+	return true
+}
+
+// detach forgets ws and closes it.
+func (rt *Runtime) detach(ws *websocket.Conn) {
+	rt.connMu.Lock()
+	if rt.ws == ws {
+		rt.ws = nil
+	}
+	rt.connMu.Unlock()
+	closeConn(ws, "")
 }

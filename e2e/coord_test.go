@@ -52,6 +52,7 @@ type scripted struct {
 	start    time.Time
 	assigned map[string]int // device -> round assignments sent
 	stopped  bool
+	finished bool // /api/status says the session is over
 }
 
 // lies are the ways the scripted coordinator can misbehave.
@@ -164,8 +165,27 @@ func (s *scripted) handler() http.Handler {
 		}
 		w.Write(b)
 	})
+	mux.HandleFunc("GET /api/status", func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		json.NewEncoder(w).Encode(map[string]any{"committed": len(s.acc), "finished": s.finished})
+	})
 	mux.HandleFunc("GET /ws", s.serveWS)
 	return mux
+}
+
+// connected returns the number of open device connections.
+func (s *scripted) connected() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.conns)
+}
+
+// demoRequests returns how many demo shards were handed out.
+func (s *scripted) demoRequests() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.nextShrd
 }
 
 func (s *scripted) serveWS(w http.ResponseWriter, r *http.Request) {

@@ -110,9 +110,12 @@ func openPage(t *testing.T, b *browser, url, shots string) {
 			chromedp.SetUploadFiles("#files", []string{imPath, labPath}, chromedp.ByID),
 			chromedp.Poll(`document.body.innerText.includes("files (20)")`, nil, chromedp.WithPollingTimeout(15*time.Second)),
 		)
-		// Draw a "1" and add it, to show the drawing path in the picture.
+		// Draw a pair of trousers, label it so (class 1 of the session's
+		// names) and add it, to show the drawing path in the picture.
 		b.must(10*time.Second, "draw",
-			drawStroke("draw", [][2]float64{{14, 4}, {14, 10}, {14, 16}, {14, 23}}),
+			chromedp.SetValue("#draw-label", "1", chromedp.ByID),
+			chromedp.Evaluate(`document.getElementById("draw-label").dispatchEvent(new Event("change", {bubbles: true}))`, nil),
+			drawStroke("draw", [][2]float64{{9, 24}, {11, 4}, {17, 4}, {19, 24}, {15, 24}, {14, 10}, {13, 24}, {9, 24}}),
 			chromedp.Click("#draw-add", chromedp.ByID),
 			chromedp.Poll(`document.body.innerText.includes("drawn (1)")`, nil, chromedp.WithPollingTimeout(10*time.Second)),
 		)
@@ -122,7 +125,7 @@ func openPage(t *testing.T, b *browser, url, shots string) {
 		inked := false
 		for k := 0; k < 20 && !inked; k++ {
 			b.must(5*time.Second, "draw again",
-				drawStroke("draw", [][2]float64{{9, 6}, {19, 6}, {12, 22}}),
+				drawStroke("draw", [][2]float64{{9, 24}, {11, 4}, {17, 4}, {19, 24}, {15, 24}, {14, 10}, {13, 24}, {9, 24}}),
 				chromedp.Evaluate(`(() => {
   const d = document.getElementById("draw").getContext("2d").getImageData(0, 0, document.getElementById("draw").width, document.getElementById("draw").height).data;
   for (let i = 0; i < d.length; i += 4) if (d[i] > 0) return true;
@@ -243,9 +246,10 @@ func TestBrowserLyingCoordinator(t *testing.T) {
 			cancel()
 			<-done
 			tasks := readTasks(t, b)
-			var status string
+			var status, detail string
 			b.eval(`document.getElementById("status").textContent`, &status)
-			t.Logf("page status: %s", status)
+			b.eval(`(document.getElementById("detail")||{textContent: ""}).textContent`, &detail)
+			t.Logf("page status: %s (details: %s)", status, detail)
 
 			ups := sc.updatesSeen()
 			seen := map[int]int{}
@@ -317,8 +321,10 @@ func awaitPromise(p *cdpruntime.EvaluateParams) *cdpruntime.EvaluateParams {
 	return p.WithAwaitPromise(true)
 }
 
-// TestBrowserWrongJoinCode: a join code the coordinator does not know
-// is final (no retry loop, no storage beyond the page's empty database).
+// TestBrowserWrongJoinCode: the bare URL shows a box for the join code;
+// a code the coordinator does not know is final (no retry loop, nothing
+// stored, no websocket) and shows the box again with a clear message; the
+// right code then opens the consent screen.
 func TestBrowserWrongJoinCode(t *testing.T) {
 	webDir := pageBuild(t)
 	all := fashionTest(t)
@@ -330,11 +336,39 @@ func TestBrowserWrongJoinCode(t *testing.T) {
 	srv := serve(t, pageHandler(webDir, sc.handler()))
 	b := launch(t, t.TempDir())
 	defer b.close()
-	b.must(60*time.Second, "wrong code",
-		chromedp.Navigate(srv.URL+"/?code=WRONG"),
-		chromedp.Poll(`(document.getElementById("error")||{textContent: ""}).textContent.includes("not valid")`, nil,
-			chromedp.WithPollingTimeout(30*time.Second)))
+	// Entering a code loads the page again (location.assign): wait for the
+	// new document, marked by the absence of the old one's flag.
+	enter := func(what, code, cond string) {
+		t.Helper()
+		b.must(20*time.Second, what,
+			chromedp.Evaluate(`window.__before = true`, nil),
+			chromedp.SetValue("#code-input", code, chromedp.ByID),
+			chromedp.Evaluate(`document.getElementById("code-input").dispatchEvent(new Event("input", {bubbles: true}))`, nil),
+			chromedp.Click("#code-btn", chromedp.ByID))
+		deadline := time.Now().Add(60 * time.Second)
+		for {
+			var ok bool
+			if b.eval(`window.__before === undefined && (`+cond+`)`, &ok) == nil && ok {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: %s not true after 60 s\npage text: %s", what, cond, b.text())
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	b.must(60*time.Second, "join box on the bare URL",
+		chromedp.Navigate(srv.URL+"/"),
+		chromedp.WaitVisible("#code-input", chromedp.ByID))
+	enter("wrong code", "WRONG",
+		`(document.getElementById("error")||{textContent: ""}).textContent.includes("not valid") && document.getElementById("code-input") !== null`)
+	var dbs []string
+	b.must(10*time.Second, "databases", chromedp.Evaluate(`indexedDB.databases().then(l => l.map(d => d.name))`, &dbs, awaitPromise))
+	if len(dbs) != 0 {
+		t.Errorf("a wrong join code left databases %v", dbs)
+	}
 	if n := len(b.sent()); n != 0 {
 		t.Errorf("the page opened a websocket and sent %d frames with a wrong join code", n)
 	}
+	enter("right code", "RIGHT", `document.getElementById("consent") !== null`)
 }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strings"
 	"sync"
 	"syscall/js"
 	"time"
@@ -36,7 +37,7 @@ const ownerDelta = plan.DefaultDelta
 // live under "dev/").
 const (
 	keyConsent  = "consent"      // JSON consent{}
-	keyTraining = "training"     // present once the owner pressed Start
+	keyTraining = "training"     // {1} once the owner pressed Start, {0} after "I'm done"
 	keyCharge   = "owner-charge" // this device's charge id in the owner's ledger
 	keyData     = "data/"        // data/<source>/images, data/<source>/labels
 )
@@ -97,30 +98,19 @@ func (a *app) fail(what string, err error) {
 }
 
 // start loads the session's public parameters and this device's stored
-// state, then shows the screen where the owner left off.
+// state, then shows the screen where the owner left off. Without a join
+// code in the URL it shows the box to type one; a session that cannot be
+// joined (finished, full) is said on the first screen, before consent
+// and before anything is stored or downloaded.
 func (a *app) start() {
-	a.code = jsw.Query("code")
-	if a.code == "" {
-		a.code = "demo"
-	}
+	a.code = strings.TrimSpace(jsw.Query("code"))
 	loc := js.Global().Get("location")
 	a.base = loc.Get("origin").String()
-	st, err := idb.Open(a.ctx, "browserfl:"+a.code)
-	if err != nil {
-		a.fail("Storage", err)
+	if a.code == "" {
+		a.update(func(s *ui.State) { s.Screen = ui.ScreenJoin })
+		jsw.Mark("fl-ready")
 		return
 	}
-	a.store = st
-	// Site data cleared while the page is open: stop and say so (the
-	// device has left; nothing of it remains in this browser).
-	st.OnDeleted(func() {
-		go func() {
-			if a.trainer != nil {
-				a.trainer.leave()
-			}
-			a.update(func(s *ui.State) { s.Screen = ui.ScreenLeft; s.Data = ui.Data{} })
-		}()
-	})
 	go warmUp(a.ctx)
 	// The coordinator may be down (restarting) or unreachable: keep
 	// trying, with a growing pause, and say so meanwhile.
@@ -131,11 +121,21 @@ func (a *app) start() {
 		}
 		var he *jsw.HTTPError
 		if errors.As(err, &he) && (he.Status == http.StatusForbidden || he.Status == http.StatusNotFound) {
-			// A wrong join code is final: no retry.
-			a.fail("Session", fmt.Errorf("the join code %q is not valid for this coordinator", a.code))
+			// A wrong join code is final: no retry, nothing stored; the
+			// box again.
+			a.update(func(s *ui.State) {
+				s.Screen = ui.ScreenJoin
+				s.Code = a.code
+				s.Error = fmt.Sprintf("The code “%s” is not valid. Check it with your teacher and try again.", a.code)
+			})
+			jsw.Mark("fl-ready")
 			return
 		}
-		a.fail("Session (retrying)", err)
+		a.update(func(s *ui.State) {
+			s.Error = "Can't reach the class server (retrying)…"
+			s.Train.Detail = err.Error()
+		})
+		js.Global().Get("console").Call("debug", "session: "+err.Error())
 		select {
 		case <-a.ctx.Done():
 			return
@@ -143,10 +143,55 @@ func (a *app) start() {
 		}
 	}
 	a.update(func(s *ui.State) { s.Error = "" })
-	if err := a.loadData(); err != nil {
-		a.fail("Stored data", err)
+	dbName := "browserfl:" + a.code
+	if known, ok := dbExists(a.ctx, dbName); ok && !known {
+		// A newcomer: a session that is over or full is said now,
+		// before anything is stored.
+		if closed := a.closedReason(); closed != "" {
+			a.update(func(s *ui.State) { s.Screen = ui.ScreenClosed; s.Closed = closed })
+			jsw.Mark("fl-ready")
+			return
+		}
 	}
+	st, err := idb.Open(a.ctx, dbName)
+	if err != nil {
+		a.fail("Storage", err)
+		return
+	}
+	a.store = st
+	// Site data cleared while the page is open: stop and say so (the
+	// device has left; nothing of it remains in this browser).
+	st.OnDeleted(func() {
+		go func() {
+			if a.trainer != nil {
+				a.trainer.leave(wire.LeaveStopped)
+			}
+			a.update(func(s *ui.State) { s.Screen = ui.ScreenLeft; s.Data = ui.Data{} })
+		}()
+	})
 	b, err := st.Get(a.ctx, keyConsent)
+	if errors.Is(err, idb.ErrNotFound) {
+		// A newcomer: a session that is over or full is said now.
+		if closed := a.closedReason(); closed != "" {
+			a.update(func(s *ui.State) { s.Screen = ui.ScreenClosed; s.Closed = closed })
+			jsw.Mark("fl-ready")
+			return
+		}
+	}
+	if lerr := a.loadData(); lerr != nil {
+		a.fail("Stored pictures", lerr)
+	}
+	// How far the single-pass cursor is: once samples are used, only
+	// drawings (appended last) may be added, so the samples already used
+	// keep their places and none is used twice.
+	if db, derr := st.Get(a.ctx, keyDevice); derr == nil {
+		var ds struct {
+			Cursor int `json:"cursor"`
+		}
+		if json.Unmarshal(db, &ds) == nil {
+			a.update(func(s *ui.State) { s.Data.Used = min(ds.Cursor, s.Data.Count) })
+		}
+	}
 	switch {
 	case errors.Is(err, idb.ErrNotFound):
 		a.update(func(s *ui.State) { s.Screen = ui.ScreenConsent })
@@ -165,16 +210,87 @@ func (a *app) start() {
 			a.fail("Stored consent", err)
 			return
 		}
-		_, terr := st.Get(a.ctx, keyTraining)
+		tb, terr := st.Get(a.ctx, keyTraining)
 		a.update(func(s *ui.State) {
 			s.Budget = a.consent.Budget
 			s.Screen = ui.ScreenData
 		})
-		if terr == nil {
+		if terr == nil && len(tb) > 0 && tb[0] == 1 {
 			a.startTraining() // resume after a reload or a browser restart
 		}
 	}
 	jsw.Mark("fl-ready")
+}
+
+// dbExists reports whether this browser holds the database name; ok is
+// false when the browser cannot tell (no indexedDB.databases).
+func dbExists(ctx context.Context, name string) (exists, ok bool) {
+	idx := js.Global().Get("indexedDB")
+	if !idx.Truthy() || idx.Get("databases").Type() != js.TypeFunction {
+		return false, false
+	}
+	list, err := jsw.Await(ctx, idx.Call("databases"))
+	if err != nil {
+		return false, false
+	}
+	for i := 0; i < list.Length(); i++ {
+		if list.Index(i).Get("name").String() == name {
+			return true, true
+		}
+	}
+	return false, true
+}
+
+// closedReason asks the coordinator's public status whether the session
+// has finished or is full (ui.ClosedFinished, ui.ClosedFull), or ""
+// when it can be joined or the status is not available (the device then
+// learns it on connecting).
+func (a *app) closedReason() string {
+	body, err := jsw.Fetch(a.ctx, a.base+"/api/status")
+	if err != nil {
+		return ""
+	}
+	var st struct {
+		Finished bool `json:"finished"`
+		Full     bool `json:"full"`
+	}
+	if json.Unmarshal(body, &st) != nil {
+		return ""
+	}
+	switch {
+	case st.Finished:
+		return ui.ClosedFinished
+	case st.Full:
+		return ui.ClosedFull
+	}
+	return ""
+}
+
+// EnterCode implements ui.Controller: open the page for that code (a
+// fresh start of the page, as if the student had followed a link).
+func (a *app) EnterCode(code string) {
+	loc := js.Global().Get("location")
+	loc.Call("assign", loc.Get("pathname").String()+"?code="+url.QueryEscape(code))
+}
+
+// watchPageHide makes the device leave when the page is hidden for good
+// (closed, reloaded, navigated away): the coordinator then stops asking
+// it. A page kept in the back/forward cache and shown again reloads and
+// resumes from its stored state.
+func (a *app) watchPageHide() {
+	w := js.Global().Get("window")
+	jsw.Listen(w, "pagehide", func(js.Value) {
+		if t := a.trainer; t != nil {
+			if rt := t.runtime(); rt != nil {
+				rt.Leave(wire.LeaveStopped) // does not block
+			}
+		}
+	})
+	jsw.Listen(w, "pageshow", func(ev js.Value) {
+		if ev.Get("persisted").Truthy() {
+			js.Global().Get("location").Call("reload")
+		}
+	})
 }
 
 func (a *app) loadSession() error {
@@ -205,12 +321,23 @@ func (a *app) loadSession() error {
 	if device.Params(p).Trusted() {
 		mode = "trusted"
 	}
+	labels := p.LabelNames()
+	if len(labels) == 0 && p.Classes != len(ui.DigitLabels) {
+		labels = make([]string, p.Classes)
+		for i := range labels {
+			labels[i] = fmt.Sprint(i)
+		}
+	}
 	a.update(func(s *ui.State) {
 		s.Session = ui.Session{
 			JoinCode: a.code, Algorithm: p.Algorithm, Summary: summary, Mode: mode, Model: p.Model,
 			Rounds: p.Rounds, Cohort: p.Cohort, Clip: p.Clip, Rho: f.WorstRho,
 			Delta: f.Delta, Epsilon: f.Epsilon, Batch: p.Batch,
 			EpsilonText: f.EpsilonText(), DeltaText: f.DeltaText(), Figures: f.Text(),
+			Labels: labels, SinglePass: device.Params(p).SinglePass(),
+		}
+		if s.DrawLbl >= len(ui.LabelsOf(labels)) {
+			s.DrawLbl = 0
 		}
 		if s.Budget <= 0 {
 			s.Budget = plan.DefaultBudgetEpsilon
@@ -224,7 +351,7 @@ func (a *app) Join(budget float64) {
 	owner := plan.Budget{Epsilon: budget, Delta: a.delta}
 	rho, err := owner.Rho()
 	if err != nil {
-		a.state.Error = "Budget: " + err.Error()
+		a.state.Error = "Your limit: " + err.Error()
 		return
 	}
 	if err := device.CheckSession(a.params, device.Policy{Budget: owner, AllowTrusted: true}); err != nil {
@@ -232,8 +359,8 @@ func (a *app) Join(budget float64) {
 			a.state.Error = "The page will not join this session: " + err.Error()
 			return
 		}
-		a.state.Error = fmt.Sprintf("This session may spend up to ε = %s of your privacy (at δ = %s), more than your budget of %g. "+
-			"The page will not join it. Raise your budget or choose not to join.", a.state.Session.EpsilonText, a.state.Session.DeltaText, budget)
+		a.state.Error = fmt.Sprintf("This session could use up to ε = %s of your privacy, more than your limit of %g. "+
+			"The page will not join it. Raise your limit, or choose not to join.", a.state.Session.EpsilonText, budget)
 		return
 	}
 	a.consent = consent{Budget: budget, Delta: a.delta, Rho: rho, Trusted: a.state.Session.Mode == "trusted"}
@@ -259,10 +386,38 @@ func (a *app) Forget() {
 	a.state.Screen = ui.ScreenLeft
 	go func() {
 		if a.trainer != nil {
-			a.trainer.leave()
+			a.trainer.leave(wire.LeaveStopped)
 		}
 		a.destroy()
 	}()
+}
+
+// Done implements ui.Controller: the device leaves (it tells the
+// coordinator, which stops asking it) and the page thanks the student.
+// The pictures stay; a reload shows the data screen, not training.
+func (a *app) Done() {
+	a.state.Screen = ui.ScreenDone
+	a.state.Error = ""
+	t := a.trainer
+	go func() {
+		if t != nil {
+			t.leave(wire.LeaveStopped)
+		}
+		if a.store != nil {
+			if err := a.store.Put(a.ctx, map[string][]byte{keyTraining: {0}}); err != nil {
+				a.fail("Saving", err)
+			}
+		}
+	}()
+}
+
+// DrawMore implements ui.Controller: back to the data screen after the
+// data ran out (the device has already left); "Start helping" joins
+// again with the new pictures.
+func (a *app) DrawMore() {
+	a.state.Screen = ui.ScreenData
+	a.state.Error = ""
+	a.state.Data.DrawHint = ""
 }
 
 func (a *app) destroy() {
@@ -270,7 +425,7 @@ func (a *app) destroy() {
 		return
 	}
 	if a.trainer != nil {
-		a.trainer.leave()
+		a.trainer.leave(wire.LeaveStopped)
 		// The device makes no more releases: its charge in the owner's
 		// ledger becomes what it spent.
 		a.trainer.settle(context.Background())
@@ -284,6 +439,8 @@ func (a *app) destroy() {
 
 // Train implements ui.Controller.
 func (a *app) Train() {
+	a.state.Error = ""
+	a.state.Data.DrawHint = ""
 	go func() {
 		if err := a.store.Put(a.ctx, map[string][]byte{keyTraining: {1}}); err != nil {
 			a.fail("Saving", err)

@@ -77,11 +77,15 @@ func (a *app) save(src string, s dataset.Set) error {
 
 // LoadDemo implements ui.Controller: fetch the demo shard once and keep it.
 func (a *app) LoadDemo() {
-	if _, ok := a.source("demo"); ok {
-		a.state.Error = "The demo data is already stored in this page."
+	if a.state.Data.Used > 0 {
+		a.state.Error = "Some pictures are already used: only drawings can be added now."
 		return
 	}
-	a.state.Data.Busy = "Fetching the demo data…"
+	if _, ok := a.source("demo"); ok {
+		a.state.Error = "The example pictures are already stored here."
+		return
+	}
+	a.state.Data.Busy = "Getting the example pictures…"
 	go func() {
 		q := "?code=" + url.QueryEscape(a.code)
 		im, err := jsw.Fetch(a.ctx, a.base+"/api/demo/images"+q)
@@ -110,14 +114,14 @@ func (a *app) LoadDemo() {
 func (a *app) AddDrawing(label int) {
 	x, err := a.draw.features()
 	if err != nil {
-		a.state.Error = "Drawing: " + err.Error()
+		a.state.Data.DrawHint = "Drawing: " + err.Error()
 		return
 	}
 	if local.Blank(x) {
-		a.state.Error = "Draw a digit first."
+		a.state.Data.DrawHint = "Draw something first, then add it."
 		return
 	}
-	a.state.Error = ""
+	a.state.Data.DrawHint = ""
 	a.draw.clear()
 	go func() {
 		s, ok := a.source("drawn")
@@ -136,6 +140,10 @@ func (a *app) ClearDrawing() { a.draw.clear() }
 
 // FilesPicked implements ui.Controller.
 func (a *app) FilesPicked(ev vugu.DOMEvent) {
+	if a.state.Data.Used > 0 {
+		a.state.Error = "Some pictures are already used: only drawings can be added now."
+		return
+	}
 	list := js.Value(ev.JSEventTarget()).Get("files")
 	if list.IsUndefined() || list.IsNull() || list.Length() == 0 {
 		return

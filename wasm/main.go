@@ -35,6 +35,7 @@ func run() error {
 	}
 	a := newApp(renderer.EventEnv())
 	root := &ui.Root{State: a.state, Ctl: a}
+	a.watchPageHide()
 	go a.start()
 	first := true
 	for ok := true; ok; ok = renderer.EventWait() {

@@ -55,6 +55,8 @@ type trainer struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
+	done chan struct{} // closed when the runtime has stopped
+
 	mu         sync.Mutex
 	x          []float64 // the latest global model fetched (for "try the model")
 	modelRound int       // the round x is from
@@ -69,20 +71,37 @@ type trainer struct {
 	spentBefore float64
 }
 
-// startTraining shows the training view and starts the device runtime.
+// startTraining shows the training view and starts the device runtime
+// (again, with the data stored now, if an earlier one has stopped).
 func (a *app) startTraining() {
+	old := a.trainer
+	if old != nil && !old.stopped() {
+		a.update(func(s *ui.State) { s.Screen = ui.ScreenTrain; s.Error = "" })
+		return
+	}
+	if old != nil {
+		old.cancel() // its progress poll
+	}
 	a.update(func(s *ui.State) {
 		s.Screen = ui.ScreenTrain
+		s.Error = ""
+		s.Data.DrawHint = ""
 		s.Train.EpsBudget = a.consent.Budget
 		s.Train.Delta = a.delta
 		s.Train.Conn = "connecting"
+		s.Train.Status = "Connecting to the class server…"
+		s.Train.Detail = ""
+		s.Train.Done = false
+		s.Train.UsedUp = false
 	})
-	if a.trainer != nil {
-		return
-	}
 	jsw.Mark("fl-train")
 	ctx, cancel := context.WithCancel(a.ctx)
-	t := &trainer{a: a, ctx: ctx, cancel: cancel}
+	t := &trainer{a: a, ctx: ctx, cancel: cancel, done: make(chan struct{})}
+	if old != nil {
+		old.mu.Lock()
+		t.x, t.modelRound = old.x, old.modelRound
+		old.mu.Unlock()
+	}
 	a.trainer = t
 	go t.run()
 	go t.pollProgress()
@@ -99,6 +118,7 @@ func wsURL(base string) string {
 }
 
 func (t *trainer) run() {
+	defer close(t.done)
 	a := t.a
 	data := a.all().Samples
 	spent, err := t.charge(t.ctx)
@@ -128,27 +148,53 @@ func (t *trainer) run() {
 		a.fail("Device", err)
 		return
 	}
+	t.mu.Lock()
 	t.rt = rt
+	t.mu.Unlock()
 	err = rt.Run(t.ctx)
 	if err == nil {
 		t.settle(a.ctx) // the session ended: no more releases
 	}
 	a.update(func(s *ui.State) {
 		s.Train.Done = true
+		s.Train.Conn = "stopped"
+		if err != nil {
+			s.Train.Detail = err.Error()
+		}
 		switch {
 		case err == nil:
 			s.Train.Conn = "finished"
-			s.Train.Status = "The session has finished. Thank you!"
-		case errors.Is(err, context.Canceled):
-			s.Train.Conn = "stopped"
+			s.Train.Status = "The session has finished. Thank you for helping!"
+		case errors.Is(err, device.ErrDataUsedUp):
+			s.Train.UsedUp = true
+			s.Train.Status = "" // the notice at the top says it
+		case errors.Is(err, device.ErrBudgetSpent):
+			s.Train.Status = "You have reached your privacy limit, so this page has stopped helping. Thank you!"
+		case errors.Is(err, device.ErrLeft), errors.Is(err, context.Canceled):
+			s.Train.Status = "You stopped helping."
 		case errors.Is(err, device.ErrRefused):
-			s.Train.Conn = "stopped"
-			s.Train.Status = "This page stopped: " + err.Error()
+			s.Train.Status = "This page refused to go on, to protect your privacy. See Details."
 		default:
-			s.Train.Conn = "stopped"
-			s.Train.Status = "Stopped by an error: " + err.Error()
+			s.Train.Status = "Stopped because of an error. See Details."
 		}
 	})
+}
+
+// runtime returns the device runtime once it is built (nil before).
+func (t *trainer) runtime() *device.Runtime {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.rt
+}
+
+// stopped reports whether the runtime has stopped.
+func (t *trainer) stopped() bool {
+	select {
+	case <-t.done:
+		return true
+	default:
+		return false
+	}
 }
 
 // prepared records the local step time and the bytes of the update
@@ -176,8 +222,9 @@ func (t *trainer) publish(e device.Event, stepMillis float64, bytesSent int64) {
 	a := t.a
 	var eps float64
 	var joined int
-	if t.rt != nil {
-		if acc, ok := t.rt.Algorithm().(optim.Accountant); ok {
+	rt := t.runtime()
+	if rt != nil {
+		if acc, ok := rt.Algorithm().(optim.Accountant); ok {
 			// Spent: this session's ledger plus what the owner's data
 			// spent before, at the owner's delta.
 			l := acc.Ledger()
@@ -188,8 +235,8 @@ func (t *trainer) publish(e device.Event, stepMillis float64, bytesSent int64) {
 		}
 	}
 	st := device.State{}
-	if t.rt != nil {
-		st = t.rt.State()
+	if rt != nil {
+		st = rt.State()
 	}
 	a.update(func(s *ui.State) {
 		s.Train.EpsSpent = eps
@@ -203,20 +250,21 @@ func (t *trainer) publish(e device.Event, stepMillis float64, bytesSent int64) {
 		switch e.Kind {
 		case device.EventConnected:
 			s.Train.Conn = "connected"
-			s.Train.Status = "Connected; waiting to be asked for a round."
+			s.Train.Status = "Connected. Waiting for our turn…"
 		case device.EventRound:
 			s.Train.Round = max(s.Train.Round, e.T)
-			s.Train.Status = fmt.Sprintf("Computing round %d on your data…", e.T)
+			s.Train.Status = fmt.Sprintf("Learning from your pictures for round %d…", e.T)
 		case device.EventSent:
-			s.Train.Status = fmt.Sprintf("Sent a noised update for round %d.", e.T)
+			s.Train.Status = fmt.Sprintf("Sent a noisy update for round %d.", e.T)
 		case device.EventIncluded:
 			s.Train.Status = fmt.Sprintf("Round %d included your update.", e.T)
 		case device.EventExcluded:
-			s.Train.Status = fmt.Sprintf("Round %d closed without your update (the privacy it cost stays spent).", e.T)
+			s.Train.Status = fmt.Sprintf("Round %d finished without your update. The privacy it used still counts.", e.T)
 		case device.EventError:
 			s.Train.Conn = "reconnecting"
+			s.Train.Status = "Lost the connection. Trying again…"
 			if e.Err != nil {
-				s.Train.Status = "Connection lost (" + e.Err.Error() + "); reconnecting…"
+				s.Train.Detail = e.Err.Error()
 			}
 		case device.EventEnd:
 			s.Train.Conn = "finished"
@@ -241,7 +289,12 @@ func (t *trainer) pollProgress() {
 	}
 }
 
-func (t *trainer) leave() {
+// leave makes the device leave the session (it tells the coordinator
+// and closes its connection) and stops the progress poll.
+func (t *trainer) leave(reason string) {
+	if rt := t.runtime(); rt != nil {
+		rt.Leave(reason)
+	}
 	t.cancel()
 }
 
@@ -252,6 +305,7 @@ func (a *app) TryModel() {
 		a.state.Train.Prediction = "Draw something first."
 		return
 	}
+	a.state.Error = ""
 	var w []float64
 	if a.trainer != nil {
 		a.trainer.mu.Lock()
@@ -264,8 +318,8 @@ func (a *app) TryModel() {
 		return
 	}
 	c := m.Predict(w, x)
-	if names := a.params.LabelNames(); c < len(names) {
-		a.state.Train.Prediction = fmt.Sprintf("The model says: %s (class %d)", names[c], c)
+	if names := ui.LabelsOf(a.state.Session.Labels); c < len(names) {
+		a.state.Train.Prediction = "The model says: " + names[c]
 	} else {
 		a.state.Train.Prediction = fmt.Sprintf("The model says: class %d", c)
 	}

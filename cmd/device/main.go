@@ -32,6 +32,7 @@ import (
 	"syscall"
 
 	"browserfl/device"
+	"browserfl/shared/wire"
 )
 
 func main() {
@@ -66,8 +67,8 @@ func run(args []string, stderr io.Writer) error {
 	if err := os.MkdirAll(*dir, 0o700); err != nil {
 		return err
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 
 	shardPath := filepath.Join(*dir, "shard.bin")
 	blob, err := os.ReadFile(shardPath)
@@ -103,11 +104,53 @@ func run(args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	// The first SIGINT or SIGTERM makes the device leave (it tells the
+	// coordinator, which stops sampling it, and closes the connection);
+	// a second one stops it at once.
+	sig := make(chan os.Signal, 2)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sig)
+	go func() {
+		select {
+		case <-sig:
+		case <-ctx.Done():
+			return
+		}
+		log.Info("stopping: leaving the session")
+		rt.Leave(wire.LeaveStopped)
+		select {
+		case <-sig:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
 	err = rt.Run(ctx)
-	if errors.Is(err, context.Canceled) {
+	logLeft(log, rt, err)
+	if errors.Is(err, context.Canceled) || errors.Is(err, device.ErrLeft) ||
+		errors.Is(err, device.ErrDataUsedUp) || errors.Is(err, device.ErrBudgetSpent) {
 		return nil
 	}
 	return err
+}
+
+// logLeft says why the device stopped taking part.
+func logLeft(log *slog.Logger, rt *device.Runtime, err error) {
+	st := rt.State()
+	args := []any{"included", st.Included, "excluded", st.Excluded, "samples_used", st.Cursor, "pending_round", st.Pending}
+	switch {
+	case err == nil:
+		log.Info("left the session: it has finished", args...)
+	case errors.Is(err, device.ErrDataUsedUp):
+		log.Info("left the session: the local data is used up (each sample is used once)", append(args, "detail", err.Error())...)
+	case errors.Is(err, device.ErrBudgetSpent):
+		log.Info("left the session: the privacy budget is spent", append(args, "detail", err.Error())...)
+	case errors.Is(err, device.ErrLeft):
+		log.Info("left the session: stopped by its owner", args...)
+	case errors.Is(err, context.Canceled):
+		log.Warn("stopped without leaving (second signal)", args...)
+	default:
+		log.Error("stopped", append(args, "err", err)...)
+	}
 }
 
 // fetchShard asks the coordinator for a demo shard (demo only).

@@ -2,6 +2,7 @@ package ui
 
 import (
 	"strconv"
+	"strings"
 
 	"github.com/vugu/vugu"
 )
@@ -33,6 +34,13 @@ type Controller interface {
 	TryModel()
 	// Forget clears this device's storage and leaves the session.
 	Forget()
+	// EnterCode opens the session with the join code typed on the join
+	// screen.
+	EnterCode(code string)
+	// DrawMore goes back to the data screen after the data ran out.
+	DrawMore()
+	// Done makes the device leave the session (its data stays).
+	Done()
 }
 
 // Root is the page's root component.
@@ -41,6 +49,7 @@ type Root struct {
 	Ctl   Controller `vugu:"data"`
 
 	budgetText string
+	codeText   string
 }
 
 func (c *Root) budgetValue() string {
@@ -65,13 +74,47 @@ func (c *Root) join() {
 }
 
 func (c *Root) labelChange(ev vugu.DOMEvent) {
-	if v, err := strconv.Atoi(ev.PropString("target", "value")); err == nil && v >= 0 && v < 10 {
+	if v, err := strconv.Atoi(ev.PropString("target", "value")); err == nil && v >= 0 && v < len(c.labels()) {
 		c.State.DrawLbl = v
 	}
 }
 
-func (c *Root) labels() []int { return []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9} }
+// labels are the drawing menu's choices, in class order.
+func (c *Root) labels() []string { return LabelsOf(c.State.Session.Labels) }
 
+// drawLabel names the class selected for the next drawing.
+func (c *Root) drawLabel() string {
+	if l := c.labels(); c.State.DrawLbl < len(l) {
+		return l[c.State.DrawLbl]
+	}
+	return ""
+}
+
+func (c *Root) codeValue() string {
+	if c.codeText != "" {
+		return c.codeText
+	}
+	return c.State.Code
+}
+
+func (c *Root) codeInput(ev vugu.DOMEvent) { c.codeText = ev.PropString("target", "value") }
+
+func (c *Root) enterCode() {
+	code := strings.TrimSpace(c.codeValue())
+	if code == "" {
+		c.State.Error = "Type the code your teacher gave you."
+		return
+	}
+	c.State.Error = ""
+	c.Ctl.EnterCode(code)
+}
+
+func (c *Root) codeKey(ev vugu.DOMEvent) {
+	if ev.PropString("key") == "Enter" {
+		c.codeText = ev.PropString("target", "value")
+		c.enterCode()
+	}
+}
 func (c *Root) is(s Screen) bool { return c.State.Screen == s }
 
 // overBudget reports whether the session may spend more than the budget
@@ -83,11 +126,17 @@ func (c *Root) overBudget() bool {
 
 func (c *Root) modeText() string {
 	if c.State.Session.Mode == "trusted" {
-		return "Trusted-server mode: this page sends its clipped update (never your samples); the coordinator adds the noise. " +
-			"Your privacy then relies on the coordinator adding it."
+		return "what the page learned from your pictures, without noise (never the pictures themselves). " +
+			"The teacher's server adds the noise, so your privacy depends on trusting that server."
 	}
-	return "Untrusted-server mode: this page clips its update and adds its own Gaussian noise before anything leaves, " +
-		"so the coordinator only ever sees noised updates; the page computes the noise scale itself and keeps its own privacy ledger."
+	return "only what the page learned from your pictures, with random noise added. " +
+		"This page adds the noise itself before anything is sent, so the server never sees your pictures " +
+		"or the exact numbers learned from them."
+}
+
+// privacyLine states the session's promise on the consent screen.
+func (c *Root) privacyLine() string {
+	return "This session uses at most ε = " + c.State.Session.EpsilonText + " of your privacy."
 }
 
 // Meter is the privacy meter component.

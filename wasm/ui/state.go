@@ -11,13 +11,22 @@ import (
 // Screen is one step of the page flow.
 type Screen int
 
-// The page flow: consent, then local data, then training.
+// The page flow: join code, consent, then local data, then training.
 const (
 	ScreenLoading Screen = iota // fetching the session's public parameters
 	ScreenConsent               // what is shared, the session's parameters, the owner's budget
 	ScreenData                  // demo shard, drawn samples, picked files
 	ScreenTrain                 // connection, rounds, privacy meter, accuracy, try the model
 	ScreenLeft                  // the device left (storage cleared or session declined)
+	ScreenJoin                  // no join code (or a wrong one): a box to type it
+	ScreenClosed                // the session cannot be joined (finished or full): said before consent
+	ScreenDone                  // the owner said they are done (the device has left)
+)
+
+// Why a session cannot be joined (State.Closed).
+const (
+	ClosedFinished = "finished"
+	ClosedFull     = "full"
 )
 
 // Session is the public description of a training session, as the
@@ -40,6 +49,24 @@ type Session struct {
 	EpsilonText, DeltaText, Figures string
 	Planned                         int // rounds this device is expected to be asked (upper bound)
 	Batch                           int // samples per round (single pass: each sample is used once)
+	// SinglePass is true when the algorithm uses each sample at most once
+	// (optim.Params.SinglePass): the device leaves when they are used up.
+	SinglePass bool
+	// Labels names the classes in class order (the session's class
+	// names, or the digits "0".."9" when it has none): the drawing menu
+	// offers them.
+	Labels []string
+}
+
+// DigitLabels are the class names of a session that states none.
+var DigitLabels = []string{"0", "1", "2", "3", "4", "5", "6", "7", "8", "9"}
+
+// LabelsOf returns names when there are any, else the digits.
+func LabelsOf(names []string) []string {
+	if len(names) > 0 {
+		return names
+	}
+	return DigitLabels
 }
 
 // Data summarises the samples kept in the page.
@@ -49,6 +76,7 @@ type Data struct {
 	PerLabel [10]int  // samples per class
 	Sources  []string // human-readable list: "demo shard (600)", "drawn (3)", "t10k-images (1000)"
 	Busy     string   // non-empty while loading
+	DrawHint string   // a word about the drawing (e.g. "draw something first")
 }
 
 // Point is one (round, accuracy) measurement of the global model.
@@ -71,7 +99,9 @@ type Training struct {
 	Accuracy   []Point
 	Prediction string // result of "try the model"
 	Status     string // last event, in plain words
+	Detail     string // the technical reason behind Status, shown under "Details"
 	Done       bool   // session finished or device stopped
+	UsedUp     bool   // the device stopped because every sample is used
 }
 
 // State is everything the page renders. The controller mutates it under
@@ -83,7 +113,9 @@ type State struct {
 	Data    Data
 	Train   Training
 	Error   string
-	DrawLbl int // label selected for the next drawn sample
+	DrawLbl int    // label selected for the next drawn sample
+	Closed  string // ScreenClosed: ClosedFinished or ClosedFull
+	Code    string // ScreenJoin: the code to show in the box
 }
 
 // Reading is the privacy meter's reading: the fraction of the budget spent
@@ -98,39 +130,69 @@ type Reading struct {
 // An (epsilon, delta) guarantee bounds how much more likely any outcome
 // of everything this device sent becomes because one sample was or was not
 // in its data: by a factor of at most e^epsilon, except with probability
-// delta.
+// delta. The sentence says that, in words a student reads, and no more.
 func PrivacyMeter(spent, budget, delta float64) Reading {
 	m := Reading{}
 	if budget > 0 {
 		m.Fraction = math.Min(1, math.Max(0, spent/budget))
 	}
-	m.Label = fmt.Sprintf("Privacy spent: ε = %s of your budget %g (%.0f%%, δ = %s)", plan.FormatEpsilon(spent), budget, 100*m.Fraction, plan.FormatDelta(delta))
+	m.Label = fmt.Sprintf("Privacy used: ε = %s of your limit %g (%.0f%%)", plan.FormatEpsilon(spent), budget, 100*m.Fraction)
 	if spent <= 0 {
-		m.Meaning = "Nothing sent yet: no privacy spent."
+		m.Meaning = "Nothing sent yet, so no privacy used. ε (epsilon) counts privacy used: smaller is more private."
 		return m
 	}
-	m.Meaning = fmt.Sprintf("ε measures how much everything this page has sent can reveal about any one of your samples: "+
-		"someone who sees all of it can become at most e^ε = %s times more confident about whether a given sample "+
-		"was used (except with probability δ = %s). Below 1 is strong protection, 1 to 10 is what large deployments use, "+
-		"above 10 is weak. %s", factor(spent), plan.FormatDelta(delta), level(spent, budget))
+	m.Meaning = fmt.Sprintf("Smaller is more private. ε = %s means: someone who sees everything this page sent "+
+		"can become at most %s times more sure whether any one of your pictures was used (apart from %s). "+
+		"Under 1 is very strong protection, 1 to 10 is common in real apps, over 10 is weak. %s",
+		plan.FormatEpsilon(spent), factor(spent), chance(delta), level(spent, budget))
 	return m
 }
 
-// factor formats e^eps for people: 2.7, 148, 2.3 x 10^4.
+// chance says delta in words: "a 1 in 100,000 chance".
+func chance(delta float64) string {
+	if delta <= 0 || delta >= 1 {
+		return fmt.Sprintf("a chance of %.2g", delta)
+	}
+	n := 1 / delta
+	if r := math.Round(n); math.Abs(n-r) < 1e-6*n && r < 1e15 {
+		return "a 1 in " + thousands(int64(r)) + " chance"
+	}
+	return fmt.Sprintf("a chance of %.2g", delta)
+}
+
+// thousands formats n with commas: 100000 -> "100,000".
+func thousands(n int64) string {
+	s := fmt.Sprint(n)
+	var b strings.Builder
+	for i, r := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// factor formats e^eps for people: 2.72, 148, 1,064, 22,026, "about
+// 3 million", "more than a billion".
 func factor(eps float64) string {
 	f := math.Exp(eps)
-	if f < 1000 {
+	switch {
+	case f < 10:
 		return fmt.Sprintf("%.3g", f)
+	case f < 1e6:
+		return thousands(int64(math.Round(f)))
+	case f < 1e9:
+		return fmt.Sprintf("about %.0f million", f/1e6)
 	}
-	e := math.Floor(math.Log10(f))
-	return fmt.Sprintf("%.2g×10^%.0f", f/math.Pow(10, e), e)
+	return "more than a billion"
 }
 
 func level(spent, budget float64) string {
 	if spent >= budget*0.999 {
-		return "Your budget is used up: the page takes part in no more rounds."
+		return "Your limit is reached: the page helps in no more rounds."
 	}
-	return "The page stops before it would pass your budget."
+	return "The page stops before it would go over your limit."
 }
 
 // Sparkline returns SVG polyline points for the accuracy chart in a
