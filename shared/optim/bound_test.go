@@ -95,3 +95,40 @@ func TestUpdateBoundFinitenessOnly(t *testing.T) {
 		t.Error("invalid parameters accepted")
 	}
 }
+
+// TestNCChargePerRelease pins the ledger to the paper's accounting, from
+// literals rather than from the package's own formulas: the n-th release
+// of "nc" costs rho_p^2 / (2 (1 + ln T) n) zCDP (its sensitivity is 2S/b
+// and its noise sigma_n^2 = (2S/b)^2 (1 + ln T) n / rho_p^2). A ledger
+// that charges less (a sensitivity of S/b, a halved charge) fails; up to
+// 1% more is allowed for the discretisation of the noise.
+func TestNCChargePerRelease(t *testing.T) {
+	p := baseParams("nc") // rho_p = 8, T = 60, S = 1, b = 2
+	p.Rounds = 50
+	m, _ := model.New("logreg", 5, 3)
+	dv, err := NewDevice(p, m, mechanism.NewStream(testSeed(5), 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := synthData(mechanism.NewStream(testSeed(2), 0), 2)
+	x := make([]float64, m.Dim())
+	acc := dv.(Accountant)
+	prev := 0.0
+	for n := 1; n <= 10; n++ {
+		want := 64 / (2 * (1 + math.Log(50)) * float64(n))
+		if got := acc.NextCost(); got < want*(1-1e-12) || got > want*1.01 {
+			t.Errorf("release %d: NextCost %.9g, want %.9g", n, got, want)
+		}
+		if _, err := dv.Prepare(Round{T: n, X: x, XPrev: x}, data); err != nil {
+			t.Fatal(err)
+		}
+		if err := dv.Commit(n); err != nil {
+			t.Fatal(err)
+		}
+		l := acc.Ledger()
+		if got := l.Rho() - prev; got < want*(1-1e-12) || got > want*1.01 {
+			t.Errorf("release %d: ledger charged %.9g, want %.9g", n, got, want)
+		}
+		prev = l.Rho()
+	}
+}
