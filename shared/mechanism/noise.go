@@ -196,21 +196,21 @@ func NoiseVector(dst []float64, seed Seed, sigma float64, scratch *Stream) {
 }
 
 // NCState is the noise-cancellation state of one device (noise-cancellation
-// paper, Algorithm 1): its last noise Y_i stored as the seed that
-// regenerates it together with sigma and the dimension, and its
-// participation count N_i. The zero value is the initial state (Y_i = 0,
-// N_i = 0).
+// paper, Algorithm 1): its last noise Y_i, a discrete Gaussian vector in
+// grid units, stored as the seed that regenerates it together with its
+// integer sigma and the dimension, and its participation count N_i. The
+// zero value is the initial state (Y_i = 0, N_i = 0).
 type NCState struct {
-	N     int     // participations so far (N_i)
-	Has   bool    // false while Y_i = 0
-	Seed  Seed    // seed of Y_i
-	Sigma float64 // per-coordinate standard deviation of Y_i
-	Dim   int     // dimension of Y_i
+	N     int   // participations so far (N_i)
+	Has   bool  // false while Y_i = 0
+	Seed  Seed  // seed of Y_i
+	Sigma int64 // discrete sigma of Y_i, grid units
+	Dim   int   // dimension of Y_i
 }
 
-// Y writes Y_i into dst (len(dst) must equal Dim when Has, any length when
-// not: then dst is zeroed).
-func (st *NCState) Y(dst []float64, scratch *Stream) error {
+// Y writes Y_i (grid units) into dst (len(dst) must equal Dim when Has,
+// any length when not: then dst is zeroed).
+func (st *NCState) Y(dst []int64, scratch *Stream) error {
 	if !st.Has {
 		for i := range dst {
 			dst[i] = 0
@@ -220,6 +220,6 @@ func (st *NCState) Y(dst []float64, scratch *Stream) error {
 	if len(dst) != st.Dim {
 		return fmt.Errorf("mechanism: Y_i has dimension %d, buffer %d", st.Dim, len(dst))
 	}
-	NoiseVector(dst, st.Seed, st.Sigma, scratch)
+	DiscreteNoiseVector(dst, st.Seed, st.Sigma, scratch)
 	return nil
 }
