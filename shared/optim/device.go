@@ -84,8 +84,8 @@ type pending struct {
 	ok    bool
 	t     int
 	seed  mechanism.Seed
-	sigma int64   // discrete sigma of the new Y_i, grid units (nc)
-	yvec  []int64 // the new Y_i (nc)
+	sigma int64     // discrete sigma of the new Y_i, grid units (nc)
+	yvec  []int64   // the new Y_i (nc)
 	e, h  []float64 // new residual / shift
 	snap  []float64 // new SVRG snapshot (nil: unchanged)
 	idx   []int     // SAGA rows replaced
