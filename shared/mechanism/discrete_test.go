@@ -46,7 +46,7 @@ func chiSquare(counts map[int]int, n int, p map[int]float64, zmax int) (float64,
 	}
 	e := float64(n) * tailP
 	chi += (float64(tailC) - e) * (float64(tailC) - e) / e
-	return chi, 2 * zmax + 1 // (2 zmax + 2 bins) - 1
+	return chi, 2*zmax + 1 // (2 zmax + 2 bins) - 1
 }
 
 func TestDiscreteGaussianPMF(t *testing.T) {
