@@ -328,6 +328,11 @@ func (dv *device) Prepare(r Round, batch []dataset.Sample) (Update, error) {
 		return Update{}, fmt.Errorf("%w: spent %.6g of %.6g, next release costs %.6g", ErrBudget, dv.ledger.Rho(), dv.budget, cost)
 	}
 	var sigmaZ int64 // discrete sigma of this release (grid units)
+	if dv.vz != nil {
+		if err := mechanism.PostProcessing(dv.spec.C); err != nil {
+			return Update{}, fmt.Errorf("%w: %v", ErrUnsafe, err)
+		}
+	}
 	switch dv.a.kind.noise {
 	case noiseNC:
 		var err error
