@@ -169,39 +169,65 @@ func (s *Stream) uintn(n uint64) uint64 {
 	return hi
 }
 
-// below128 reports whether a uniform integer in [0, den) is < num, for
-// 128-bit num <= den, den > 0 (as hi, lo pairs). It draws by rejection from
-// the smallest power-of-two range covering den (acceptance >= 1/2).
-func (s *Stream) below128(numHi, numLo, denHi, denLo uint64) bool {
-	if denHi == 0 {
-		return s.uintn(denLo) < numLo
+// bit returns one keystream bit. s.bits holds the unused bits of a
+// keystream word above a sentinel 1 (63 bits per word); s.bits <= 1 means
+// empty.
+func (s *Stream) bit() uint64 {
+	if s.bits <= 1 {
+		s.refillBits()
 	}
-	// Draw the high word first: only when it ties with den's or num's
-	// high word is the low word needed (lazy comparison of one uniform
-	// draw from [0, 2^(64+L)), rejected when >= den; exact).
-	m := mask(denHi)
-	for {
-		uHi := s.Uint64() & m
-		if uHi > denHi {
-			continue
-		}
-		if uHi < denHi && uHi != numHi {
-			return uHi < numHi
-		}
-		uLo := s.Uint64()
-		if !less128(uHi, uLo, denHi, denLo) {
-			continue
-		}
-		return less128(uHi, uLo, numHi, numLo)
-	}
+	b := s.bits & 1
+	s.bits >>= 1
+	return b
 }
 
-// mask returns 2^bits.Len64(x) - 1.
-func mask(x uint64) uint64 {
-	if x == 0 {
-		return 0
+//go:noinline
+func (s *Stream) refillBits() { s.bits = s.Uint64()>>1 | 1<<63 }
+
+// bernRatio returns true with probability num/den, for 0 <= num and
+// 0 < den < 2^63. It compares the bits of a uniform real U in [0, 1),
+// drawn one at a time, with the binary expansion of num/den computed by
+// long division, and stops at the first difference (U < num/den exactly
+// when that bit of num/den is 1): exact, and two random bits on average.
+func (s *Stream) bernRatio(num, den uint64) bool {
+	if num >= den {
+		return true
 	}
-	return ^uint64(0) >> bits.LeadingZeros64(x)
+	rem := num
+	for rem != 0 {
+		rem <<= 1
+		var p uint64
+		if rem >= den {
+			p, rem = 1, rem-den
+		}
+		if s.bit() != p {
+			return p == 1
+		}
+	}
+	// num/den's expansion ended and U's bits equal it so far: U >= num/den.
+	return false
+}
+
+// bernRatio128 is bernRatio for 128-bit num and den (hi, lo) with
+// den < 2^127.
+func (s *Stream) bernRatio128(nHi, nLo, dHi, dLo uint64) bool {
+	if !less128(nHi, nLo, dHi, dLo) {
+		return true
+	}
+	for nHi|nLo != 0 {
+		nHi, nLo = nHi<<1|nLo>>63, nLo<<1
+		var p uint64
+		if !less128(nHi, nLo, dHi, dLo) {
+			var borrow uint64
+			nLo, borrow = bits.Sub64(nLo, dLo, 0)
+			nHi, _ = bits.Sub64(nHi, dHi, borrow)
+			p = 1
+		}
+		if s.bit() != p {
+			return p == 1
+		}
+	}
+	return false
 }
 
 func less128(aHi, aLo, bHi, bLo uint64) bool {
@@ -209,15 +235,15 @@ func less128(aHi, aLo, bHi, bLo uint64) bool {
 }
 
 // bernExpRatio returns true with probability exp(-num/den) for
-// 0 <= num <= den, den > 0 (CKS Algorithm 1 for gamma in [0, 1]: the
-// parity of the first K with Bernoulli(gamma/K) = 0, where
+// 0 <= num <= den, 0 < den < 2^63 (CKS Algorithm 1 for gamma in [0, 1]:
+// the parity of the first K with Bernoulli(gamma/K) = 0, where
 // Bernoulli(gamma/K) = Bernoulli(num/den) AND Bernoulli(1/K), independent).
 func (s *Stream) bernExpRatio(num, den uint64) bool {
 	if num == 0 {
 		return true
 	}
 	k := uint64(1)
-	for (num >= den || s.uintn(den) < num) && (k == 1 || s.uintn(k) == 0) {
+	for s.bernRatio(num, den) && (k == 1 || s.bernRatio(1, k)) {
 		k++
 	}
 	return k%2 == 1
@@ -227,14 +253,14 @@ func (s *Stream) bernExpRatio(num, den uint64) bool {
 // 0 <= r < q < 2^62 (CKS Algorithm 1 with gamma = r^2/(2q^2) <= 1/2,
 // exact in 128-bit integers).
 func (s *Stream) bernExpSq(r, q uint64) bool {
-	nHi, nLo := bits.Mul64(r, r)
-	dHi, dLo := bits.Mul64(q, q)
-	dHi, dLo = dHi<<1|dLo>>63, dLo<<1
 	if r == 0 {
 		return true
 	}
+	nHi, nLo := bits.Mul64(r, r)
+	dHi, dLo := bits.Mul64(q, q)
+	dHi, dLo = dHi<<1|dLo>>63, dLo<<1
 	k := uint64(1)
-	for s.below128(nHi, nLo, dHi, dLo) && (k == 1 || s.uintn(k) == 0) {
+	for s.bernRatio128(nHi, nLo, dHi, dLo) && (k == 1 || s.bernRatio(1, k)) {
 		k++
 	}
 	return k%2 == 1
@@ -267,7 +293,7 @@ func (s *Stream) discreteLaplace(t uint64) int64 {
 			continue
 		}
 		x := int64(u + t*v)
-		neg := s.uint32()&1 == 1
+		neg := s.bit() == 1
 		if neg && x == 0 {
 			continue
 		}

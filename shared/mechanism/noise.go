@@ -75,6 +75,9 @@ type Stream struct {
 	buf  [streamBuf]byte
 	pos  int
 	zero [streamBuf]byte
+	// single random bits for the discrete sampler (see bit in
+	// discrete.go)
+	bits uint64
 }
 
 // NewStream returns the keystream of seed under the given purpose.
@@ -102,6 +105,7 @@ func (s *Stream) Reset(seed Seed, purpose uint32) {
 	}
 	s.c = c
 	s.pos = streamBuf
+	s.bits = 0
 }
 
 func (s *Stream) refill() {
