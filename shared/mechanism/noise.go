@@ -9,10 +9,11 @@ import (
 	"golang.org/x/crypto/chacha20"
 )
 
-// Normal is a source of standard normal draws; *Stream implements it. The
-// algorithms take their noise through it so that the product (a Stream
-// keyed from crypto/rand per release) and the simulator (a Stream keyed from
-// a deterministic seed stream) run the same code.
+// Normal is a source of continuous standard normal draws (the ziggurat);
+// *Stream implements it. The trusted server's noise and the simulator's
+// synthetic data use it; device releases use the discrete Gaussian
+// (discrete.go) instead, because the ziggurat's outputs lie on a lattice
+// that can reveal what they are added to.
 type Normal interface {
 	NormFloat64() float64
 	FillNormal(dst []float64, sigma float64)
@@ -186,10 +187,9 @@ func (s *Stream) AddNormal(dst []float64, sigma float64) {
 	}
 }
 
-// NoiseVector writes the Gaussian vector N(0, sigma^2 I) determined by
-// seed into dst, using a fresh stream of PurposeNoise. It is the
-// single definition of "the noise of a seed", used both when drawing and
-// when regenerating.
+// NoiseVector writes the continuous (ziggurat) Gaussian vector
+// N(0, sigma^2 I) determined by seed into dst, using a fresh stream of
+// PurposeNoise. Device releases use DiscreteNoiseVector instead.
 func NoiseVector(dst []float64, seed Seed, sigma float64, scratch *Stream) {
 	if scratch == nil {
 		scratch = NewStream(seed, PurposeNoise)
