@@ -3,6 +3,7 @@ package mechanism
 import (
 	"fmt"
 	"math"
+	"math/big"
 	"math/bits"
 )
 
@@ -37,15 +38,17 @@ import (
 //     payload is a deterministic function of that integer vector and of
 //     independent compressor randomness: post-processing.
 //
-// The sampler is CKS Algorithm 3 (discrete Laplace proposals, CKS
-// Algorithm 2, accepted with probability exp(-(|Y| - sigma^2/t)^2 /
-// (2 sigma^2)), t = sigma + 1), with every Bernoulli(exp(-x)) drawn by CKS
-// Algorithm 1 from exact integer ratios: no floating-point number enters
-// any probability. All arithmetic is in 64-bit integers, with 128-bit
-// products (math/bits) where needed; MaxDiscreteSigma keeps every
-// intermediate value in range (see DiscreteGaussian). Randomness comes
-// from a Stream, so a vector is a deterministic function of its 32-byte
-// seed and regenerates bit for bit on every platform.
+// The sampler is Karney's exact algorithm for the discrete normal
+// (Karney 2016, "Sampling exactly from the normal distribution", ACM TOMS
+// 42(1)), specialised to an integer sigma, with every Bernoulli(exp(-x))
+// drawn by CKS 2020 Algorithm 1 from exact integer ratios or by comparing
+// random bits with an exactly computed binary expansion: no floating-point
+// number enters any probability. A second exact sampler, CKS 2020
+// Algorithm 3, is kept in the tests as a reference. All arithmetic is in
+// 64-bit integers; MaxDiscreteSigma keeps every intermediate value in
+// range. Randomness comes from a Stream, so a vector is a deterministic
+// function of its 32-byte seed and regenerates bit for bit on every
+// platform.
 
 // GridFactor is c in the grid step g = 2^floor(log2(Delta / (c sqrt d))):
 // the rounding slack sqrt(d) is then at most Delta/(c g), so calibrating to
@@ -55,8 +58,8 @@ import (
 const GridFactor = 1000
 
 // MaxDiscreteSigma is the largest sigma (in grid units) DiscreteGaussian
-// accepts: with sigma <= 2^30, t = sigma + 1 and q = sigma t < 2^61, so
-// 2 q^2 < 2^123 fits the 128-bit arithmetic of the acceptance test.
+// accepts: with sigma <= 2^30, the acceptance ratio's denominator
+// 2 sigma^2 <= 2^61 and the outputs k sigma + j (k <= 2^30) stay below 2^61.
 const MaxDiscreteSigma = 1 << 30
 
 // maxGridValue bounds |v/g| for ToGrid: below 2^52 every integer and
@@ -184,6 +187,29 @@ func (s *Stream) bit() uint64 {
 //go:noinline
 func (s *Stream) refillBits() { s.bits = s.Uint64()>>1 | 1<<63 }
 
+// take returns n keystream bits, 0 <= n <= 32 (the unused bits of the
+// buffered word are dropped when fewer than n remain).
+func (s *Stream) take(n uint) uint64 {
+	if s.bits>>n == 0 {
+		s.refillBits()
+	}
+	r := s.bits & (1<<n - 1)
+	s.bits >>= n
+	return r
+}
+
+// below returns a uniform integer in [0, n), 1 <= n <= 2^32, from the bit
+// buffer: L = bits.Len(n-1) bits at a time, rejected while >= n (exactly
+// uniform; fewer than two tries on average).
+func (s *Stream) below(n uint64) uint64 {
+	l := uint(bits.Len64(n - 1))
+	for {
+		if v := s.take(l); v < n {
+			return v
+		}
+	}
+}
+
 // bernRatio returns true with probability num/den, for 0 <= num and
 // 0 < den < 2^63. It compares the bits of a uniform real U in [0, 1),
 // drawn one at a time, with the binary expansion of num/den computed by
@@ -208,32 +234,6 @@ func (s *Stream) bernRatio(num, den uint64) bool {
 	return false
 }
 
-// bernRatio128 is bernRatio for 128-bit num and den (hi, lo) with
-// den < 2^127.
-func (s *Stream) bernRatio128(nHi, nLo, dHi, dLo uint64) bool {
-	if !less128(nHi, nLo, dHi, dLo) {
-		return true
-	}
-	for nHi|nLo != 0 {
-		nHi, nLo = nHi<<1|nLo>>63, nLo<<1
-		var p uint64
-		if !less128(nHi, nLo, dHi, dLo) {
-			var borrow uint64
-			nLo, borrow = bits.Sub64(nLo, dLo, 0)
-			nHi, _ = bits.Sub64(nHi, dHi, borrow)
-			p = 1
-		}
-		if s.bit() != p {
-			return p == 1
-		}
-	}
-	return false
-}
-
-func less128(aHi, aLo, bHi, bLo uint64) bool {
-	return aHi < bHi || (aHi == bHi && aLo < bLo)
-}
-
 // bernExpRatio returns true with probability exp(-num/den) for
 // 0 <= num <= den, 0 < den < 2^63 (CKS Algorithm 1 for gamma in [0, 1]:
 // the parity of the first K with Bernoulli(gamma/K) = 0, where
@@ -249,123 +249,167 @@ func (s *Stream) bernExpRatio(num, den uint64) bool {
 	return k%2 == 1
 }
 
-// bernExpSq returns true with probability exp(-r^2 / (2 q^2)) for
-// 0 <= r < q < 2^62 (CKS Algorithm 1 with gamma = r^2/(2q^2) <= 1/2,
-// exact in 128-bit integers).
-func (s *Stream) bernExpSq(r, q uint64) bool {
-	if r == 0 {
-		return true
+// expTable[m] is floor(exp(-m/2) 2^64) for 1 <= m <= expTableMax,
+// computed exactly at initialisation (expNegFloor).
+const expTableMax = 64
+
+var expTable = func() (t [expTableMax + 1]uint64) {
+	for m := 1; m <= expTableMax; m++ {
+		t[m] = expNegFloor(int64(m), 2, 64).Uint64()
 	}
-	nHi, nLo := bits.Mul64(r, r)
-	dHi, dLo := bits.Mul64(q, q)
-	dHi, dLo = dHi<<1|dLo>>63, dLo<<1
-	k := uint64(1)
-	for s.bernRatio128(nHi, nLo, dHi, dLo) && (k == 1 || s.bernRatio(1, k)) {
-		k++
+	return t
+}()
+
+// lessExp reports whether the uniform real U in [0, 1) whose first 64
+// bits are u is below exp(-m/2), 1 <= m <= expTableMax. Only when u equals
+// the table entry (probability 2^-64) are U's further bits drawn and
+// compared with the exact bits of exp(-m/2).
+func (s *Stream) lessExp(u uint64, m int) bool {
+	c := expTable[m]
+	if u != c {
+		return u < c
 	}
-	return k%2 == 1
+	for n := 65; ; n++ {
+		p := uint64(expNegFloor(int64(m), 2, n).Bit(0))
+		if s.bit() != p {
+			return p == 1
+		}
+	}
 }
 
-// maxGeometric bounds the geometric part of a discrete Laplace proposal;
-// a proposal beyond it (probability below exp(-2^30)) is rejected and
-// redrawn, which keeps every value below 2^61. This is the only departure
-// from the exact distribution: a total-variation distance below
-// exp(-2^30).
-const maxGeometric = 1 << 30
+// bernExpHalves returns true with probability exp(-m/2) for m >= 0.
+func (s *Stream) bernExpHalves(m uint64) bool {
+	for m > expTableMax {
+		if !s.lessExp(s.Uint64(), expTableMax) {
+			return false
+		}
+		m -= expTableMax
+	}
+	return m == 0 || s.lessExp(s.Uint64(), int(m))
+}
 
-// discreteLaplace returns a draw of the discrete Laplace distribution
-// with scale t (P[Y = y] proportional to exp(-|y|/t)), 2 <= t <= 2^30 + 1,
-// by CKS Algorithm 2 with s = 1.
-func (s *Stream) discreteLaplace(t uint64) int64 {
-	for {
-		u := s.uintn(t)
-		if !s.bernExpRatio(u, t) {
+// expNegFloor returns floor(exp(-a/b) 2^n) for a, b > 0, exactly: the
+// partial sums of the alternating series sum_k (-a/b)^k / k! bracket the
+// limit once the terms decrease (k > a/b), and the result is returned when
+// two consecutive such partial sums agree on it (the limit is irrational,
+// so they eventually do).
+func expNegFloor(a, b int64, n int) *big.Int {
+	x := big.NewRat(-a, b)
+	scale := new(big.Rat).SetInt(new(big.Int).Lsh(big.NewInt(1), uint(n)))
+	floor := func(r *big.Rat) *big.Int {
+		v := new(big.Rat).Mul(r, scale)
+		return new(big.Int).Div(v.Num(), v.Denom()) // Euclidean: floor, as Denom > 0
+	}
+	sum := big.NewRat(1, 1)
+	term := big.NewRat(1, 1)
+	var prev *big.Int
+	for k := int64(1); ; k++ {
+		term.Mul(term, x)
+		term.Quo(term, big.NewRat(k, 1))
+		sum.Add(sum, term)
+		if k*b <= a { // terms not yet decreasing: no bracket
 			continue
 		}
-		v := uint64(0)
-		for s.bernExpRatio(1, 1) {
-			v++
-			if v > maxGeometric {
-				break
-			}
+		cur := floor(sum)
+		if prev != nil && cur.Cmp(prev) == 0 {
+			return cur
 		}
-		if v > maxGeometric {
-			continue
-		}
-		x := int64(u + t*v)
-		neg := s.bit() == 1
-		if neg && x == 0 {
-			continue
-		}
-		if neg {
-			return -x
-		}
-		return x
+		prev = cur
 	}
 }
+
+// maxK bounds k in DiscreteGaussian; a proposal beyond it (probability
+// below exp(-2^29)) is redrawn.
+const maxK = 1 << 30
 
 // DiscreteGaussian returns one draw of the discrete Gaussian N_Z(0,
 // sigma^2): P[Z = z] proportional to exp(-z^2 / (2 sigma^2)) over the
 // integers, for an integer 1 <= sigma <= MaxDiscreteSigma (it panics
-// otherwise). CKS Algorithm 3 with t = sigma + 1: a discrete Laplace
-// proposal Y of scale t is accepted with probability
-// exp(-(t|Y| - sigma^2)^2 / (2 q^2)), q = sigma t. Writing
-// N = |t|Y| - sigma^2| = a q + r (0 <= r < q), the exponent is
-// a^2/2 + a r/q + r^2/(2 q^2), and the acceptance is the AND of
-// independent Bernoulli draws of exp(-1/2) (a^2 of them), exp(-r/q)
-// (a of them) and exp(-r^2/(2q^2)), each exact by CKS Algorithm 1.
+// otherwise).
+//
+// It is Karney's Algorithm D (C. F. F. Karney, "Sampling exactly from the
+// normal distribution", ACM TOMS 42(1), 2016, Section 6) for an integer
+// sigma and mean 0, with every Bernoulli exact:
+//
+//  1. k >= 0 with P[k] proportional to exp(-k^2/2): a proposal with
+//     P[k >= m] = exp(-m/2) (one uniform compared with exp(-m/2), m = 1,
+//     2, ...), accepted with probability exp(-k(k-1)/2);
+//  2. j uniform in [0, sigma) and a sign; -0 is rejected;
+//  3. accepted with probability exp(-(2 k sigma j + j^2) / (2 sigma^2)) =
+//     exp(-j/sigma)^k exp(-j^2 / (2 sigma^2)) (CKS 2020 Algorithm 1 for
+//     each factor, from exact integer ratios);
+//  4. the output is +-(k sigma + j).
+//
+// Each comparison with a constant exp(-m/2) reads 64 bits of a uniform
+// against a table computed exactly at initialisation, and falls back to
+// exact further bits on a tie (lessExp), so nothing is approximated.
+// The product of the three weights is exp(-(k sigma + j)^2 / (2 sigma^2)),
+// and every integer has exactly one representation +-(k sigma + j), so the
+// output has the discrete Gaussian pmf. The expected number of rounds is
+// about 1.4. Compared with CKS 2020 Algorithm 3 (discrete Laplace
+// proposals, kept in the tests as a reference), it needs fewer Bernoulli
+// trials per draw; both are exact.
 func (s *Stream) DiscreteGaussian(sigma int64) int64 {
 	if sigma < 1 || sigma > MaxDiscreteSigma {
 		panic(fmt.Sprintf("mechanism: discrete Gaussian sigma %d outside [1, %d]", sigma, MaxDiscreteSigma))
 	}
 	sg := uint64(sigma)
-	t := sg + 1
-	q := sg * t
-	s2 := sg * sg
+	den := 2 * sg * sg // < 2^61
 	for {
-		y := s.discreteLaplace(t)
-		ay := uint64(y)
-		if y < 0 {
-			ay = uint64(-y)
+		// k = #{m >= 1 : U < exp(-m/2)} for one uniform U: P[k >= m] =
+		// exp(-m/2); beyond the table, independent Bernoulli(exp(-1/2)).
+		// U's bits are drawn lazily: 8 first (they decide nearly every
+		// comparison), the next 56 only on a tie with a table entry.
+		u := s.take(8) << 56
+		full := false
+		k := uint64(0)
+		for k < expTableMax {
+			c := expTable[k+1]
+			if !full && u>>56 != c>>56 {
+				if u>>56 > c>>56 {
+					break
+				}
+				k++
+				continue
+			}
+			if !full {
+				u |= s.take(28)<<28 | s.take(28)
+				full = true
+			}
+			if !s.lessExp(u, int(k)+1) {
+				break
+			}
+			k++
 		}
-		// N = |t |Y| - sigma^2| in 128 bits (t |Y| < 2^92).
-		hi, lo := bits.Mul64(t, ay)
-		var nHi, nLo uint64
-		if hi > 0 || lo >= s2 {
-			var borrow uint64
-			nLo, borrow = bits.Sub64(lo, s2, 0)
-			nHi = hi - borrow
-		} else {
-			nLo = s2 - lo
+		if k == expTableMax {
+			for k <= maxK && s.bernExpHalves(1) {
+				k++
+			}
+			if k > maxK {
+				continue
+			}
 		}
-		// |Y| = u + t v <= t (2^30 + 1), so t |Y| < t^2 2^31 and
-		// nHi < t^2 2^-33 < q = sigma t: the quotient fits 64 bits.
-		a, r := bits.Div64(nHi, nLo, q)
-		if !s.bernExpSquares(a) {
+		if k >= 2 && !s.bernExpHalves(k*(k-1)) {
 			continue
 		}
 		ok := true
-		for i := uint64(0); i < a && ok; i++ {
-			ok = s.bernExpRatio(r, q)
-		}
-		if !ok || !s.bernExpSq(r, q) {
+		j := s.below(sg)
+		neg := s.bit() == 1
+		if neg && k == 0 && j == 0 {
 			continue
 		}
-		return y
-	}
-}
-
-// bernExpSquares returns true with probability exp(-a^2/2): a^2
-// independent Bernoulli(exp(-1/2)) draws, stopping at the first failure.
-func (s *Stream) bernExpSquares(a uint64) bool {
-	for i := uint64(0); i < a; i++ {
-		for j := uint64(0); j < a; j++ {
-			if !s.bernExpRatio(1, 2) {
-				return false
-			}
+		for i := uint64(0); i < k && ok; i++ {
+			ok = s.bernExpRatio(j, sg)
 		}
+		if !ok || !s.bernExpRatio(j*j, den) { // j^2/(2 sigma^2) < 1/2
+			continue
+		}
+		z := int64(k*sg + j)
+		if neg {
+			return -z
+		}
+		return z
 	}
-	return true
 }
 
 // FillDiscreteGaussian sets dst[i] to independent N_Z(0, sigma^2) draws.

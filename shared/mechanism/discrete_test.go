@@ -74,28 +74,6 @@ func TestDiscreteGaussianPMF(t *testing.T) {
 	}
 }
 
-func TestDiscreteLaplacePMF(t *testing.T) {
-	// P[Y = y] proportional to exp(-|y|/t): same chi-square test as above.
-	for _, tt := range []uint64{2, 5} {
-		s := NewStream(seedOf(byte(60+tt)), PurposeNoise)
-		const n = 200000
-		counts := map[int]int{}
-		for i := 0; i < n; i++ {
-			counts[int(s.discreteLaplace(tt))]++
-		}
-		norm := (1 + math.Exp(-1/float64(tt))) / (1 - math.Exp(-1/float64(tt)))
-		zmax := int(3 * tt)
-		p := map[int]float64{}
-		for z := -zmax; z <= zmax; z++ {
-			p[z] = math.Exp(-math.Abs(float64(z))/float64(tt)) / norm
-		}
-		chi, df := chiSquare(counts, n, p, zmax)
-		if lim := chiSquareQuantile(df, 4.75); chi > lim {
-			t.Errorf("t %d: chi^2 = %.1f with %d df, above %.1f", tt, chi, df, lim)
-		}
-	}
-}
-
 // momentsOK is the moment test of TestDiscreteGaussianMoments: it returns
 // a description of the first failure, or "".
 func momentsOK(draws []int64, sigma float64) string {
