@@ -196,9 +196,10 @@ func TestReferenceSamplerPMF(t *testing.T) {
 }
 
 func TestExpTable(t *testing.T) {
-	// Two entries computed independently (Python, exact rationals), the
-	// rest against float64 exp to 1e-15 relative, and consistency of the
-	// exact bits beyond 64.
+	// Every entry recomputed exactly (expNegFloor: bracketing partial sums
+	// of the exponential series in rationals), the first two also against
+	// an independent computation (Python fractions), all against float64
+	// exp to 1e-15 relative.
 	if expTable[1] != 0x9b4597e37cb04ff3 || expTable[2] != 0x5e2d58d8b3bcdf1a {
 		t.Fatalf("expTable[1], [2] = %#x, %#x", expTable[1], expTable[2])
 	}
@@ -206,6 +207,9 @@ func TestExpTable(t *testing.T) {
 		want := math.Ldexp(math.Exp(-float64(m)/2), 64)
 		if got := float64(expTable[m]); math.Abs(got-want) > 1e-15*want+1 {
 			t.Errorf("expTable[%d] = %v, exp(-m/2) 2^64 = %v", m, got, want)
+		}
+		if exact := expNegFloor(int64(m), 2, 64); !exact.IsUint64() || exact.Uint64() != expTable[m] {
+			t.Errorf("expTable[%d] = %#x, exactly %#x", m, expTable[m], exact)
 		}
 		hi := expNegFloor(int64(m), 2, 80)
 		if new(big.Int).Rsh(hi, 16).Uint64() != expTable[m] {
