@@ -186,7 +186,9 @@ type Introspector interface {
 	// Residual writes the committed error-feedback residual (zeros without
 	// error feedback).
 	Residual(dst []float64) error
-	// Clean writes the un-noised, clipped estimate of the last Prepare.
+	// Clean writes the un-noised, clipped estimate of the last Prepare
+	// (for the private algorithms, rounded onto the release grid: the
+	// value that enters the release).
 	Clean(dst []float64) error
 }
 

@@ -7,10 +7,10 @@ import (
 )
 
 // MarshalBinary encodes the device state (version 2; version 1 held a
-// continuous sigma and is refused): committed state, the
-// pending round (so a device that restarts between Prepare and the
-// server's confirmation can still Commit or Abort), and the ledger. Y_i is
-// stored as its seed and integer sigma (grid units), not as a vector. Caches and the local data
+// continuous sigma and is refused): committed state, the pending round (so
+// a device that restarts between Prepare and the server's confirmation can
+// still Commit or Abort), and the ledger. Y_i is stored as its seed and
+// integer sigma (grid units), not as a vector. Caches and the local data
 // are not stored (call SetLocalData again after UnmarshalBinary).
 func (dv *device) MarshalBinary() ([]byte, error) {
 	var w wbuf
