@@ -272,6 +272,20 @@ var expTable = [expTableMax + 1]uint64{0,
 	0x00000000000ff9c3, 0x000000000009b090, 0x000000000005e08a, 0x000000000003908c,
 }
 
+// kByPrefix[p] is the number of m >= 1 whose table entry's first 8 bits
+// exceed p: for a uniform U whose first 8 bits are p, U < exp(-m/2) for
+// exactly those m unless p ties with the next entry's first 8 bits.
+var kByPrefix = func() (t [256]uint8) {
+	for p := range t {
+		k := 0
+		for k < expTableMax && expTable[k+1]>>56 > uint64(p) {
+			k++
+		}
+		t[p] = uint8(k)
+	}
+	return t
+}()
+
 // lessExp reports whether the uniform real U in [0, 1) whose first 64
 // bits are u is below exp(-m/2), 1 <= m <= expTableMax. Only when u equals
 // the table entry (probability 2^-64) are U's further bits drawn and
@@ -292,12 +306,24 @@ func (s *Stream) lessExp(u uint64, m int) bool {
 // bernExpHalves returns true with probability exp(-m/2) for m >= 0.
 func (s *Stream) bernExpHalves(m uint64) bool {
 	for m > expTableMax {
-		if !s.lessExp(s.Uint64(), expTableMax) {
+		if !s.uniformLessExp(expTableMax) {
 			return false
 		}
 		m -= expTableMax
 	}
-	return m == 0 || s.lessExp(s.Uint64(), int(m))
+	return m == 0 || s.uniformLessExp(int(m))
+}
+
+// uniformLessExp draws a uniform U and reports whether U < exp(-m/2),
+// reading U's bits lazily: 8 first, the next 56 only when they tie with
+// the table entry.
+func (s *Stream) uniformLessExp(m int) bool {
+	c := expTable[m]
+	u := s.take(8)
+	if u != c>>56 {
+		return u < c>>56
+	}
+	return s.lessExp(u<<56|s.take(28)<<28|s.take(28), m)
 }
 
 // expNegFloor returns floor(exp(-a/b) 2^n) for a, b > 0, exactly: the
@@ -371,28 +397,16 @@ func (s *Stream) DiscreteGaussian(sigma int64) int64 {
 	for {
 		// k = #{m >= 1 : U < exp(-m/2)} for one uniform U: P[k >= m] =
 		// exp(-m/2); beyond the table, independent Bernoulli(exp(-1/2)).
-		// U's bits are drawn lazily: 8 first (they decide nearly every
-		// comparison), the next 56 only on a tie with a table entry.
-		u := s.take(8) << 56
-		full := false
-		k := uint64(0)
-		for k < expTableMax {
-			c := expTable[k+1]
-			if !full && u>>56 != c>>56 {
-				if u>>56 > c>>56 {
-					break
-				}
+		// U's bits are drawn lazily: the first 8 decide k through
+		// kByPrefix unless they tie with a table entry's first 8 bits;
+		// then the next 56 are drawn and the comparisons go on exactly.
+		u8 := s.take(8)
+		k := uint64(kByPrefix[u8])
+		if k < expTableMax && u8 == expTable[k+1]>>56 {
+			u := u8<<56 | s.take(28)<<28 | s.take(28)
+			for k < expTableMax && s.lessExp(u, int(k)+1) {
 				k++
-				continue
 			}
-			if !full {
-				u |= s.take(28)<<28 | s.take(28)
-				full = true
-			}
-			if !s.lessExp(u, int(k)+1) {
-				break
-			}
-			k++
 		}
 		if k == expTableMax {
 			for k <= maxK && s.bernExpHalves(1) {
