@@ -373,9 +373,8 @@ const maxK = 1 << 30
 //     P[k >= m] = exp(-m/2) (one uniform compared with exp(-m/2), m = 1,
 //     2, ...), accepted with probability exp(-k(k-1)/2);
 //  2. j uniform in [0, sigma) and a sign; -0 is rejected;
-//  3. accepted with probability exp(-(2 k sigma j + j^2) / (2 sigma^2)) =
-//     exp(-j/sigma)^k exp(-j^2 / (2 sigma^2)) (CKS 2020 Algorithm 1 for
-//     each factor, from exact integer ratios);
+//  3. accepted with probability exp(-(2 k sigma j + j^2) / (2 sigma^2))
+//     (CKS 2020 Algorithm 1 from exact integer ratios; acceptKJ);
 //  4. the output is +-(k sigma + j).
 //
 // Each comparison with a constant exp(-m/2) reads 64 bits of a uniform
@@ -419,16 +418,12 @@ func (s *Stream) DiscreteGaussian(sigma int64) int64 {
 		if k >= 2 && !s.bernExpHalves(k*(k-1)) {
 			continue
 		}
-		ok := true
 		j := s.below(sg)
 		neg := s.bit() == 1
 		if neg && k == 0 && j == 0 {
 			continue
 		}
-		for i := uint64(0); i < k && ok; i++ {
-			ok = s.bernExpRatio(j, sg)
-		}
-		if !ok || !s.bernExpRatio(j*j, den) { // j^2/(2 sigma^2) < 1/2
+		if !s.acceptKJ(k, j, sg, den) {
 			continue
 		}
 		z := int64(k*sg + j)
@@ -437,6 +432,28 @@ func (s *Stream) DiscreteGaussian(sigma int64) int64 {
 		}
 		return z
 	}
+}
+
+// acceptKJ returns true with probability exp(-(2 k sigma j + j^2) /
+// (2 sigma^2)) for j < sigma <= 2^30, den = 2 sigma^2. The exponent is
+// A + (2 sigma r + j^2) / (2 sigma^2) with k j = A sigma + r, 0 <= r <
+// sigma; the second term is below 3/2. Its integer part costs one
+// Bernoulli(exp(-1)) each (CKS Algorithm 1), the rest one Bernoulli(exp(-f))
+// with f in [0, 1). All products stay below 2^62.
+func (s *Stream) acceptKJ(k, j, sg, den uint64) bool {
+	a := k * j // <= 2^60
+	whole, r := a/sg, a%sg
+	f := 2*sg*r + j*j // < 3 sigma^2 < 2^62
+	if f >= den {
+		whole++
+		f -= den
+	}
+	for ; whole > 0; whole-- {
+		if !s.uniformLessExp(2) { // exp(-1) = exp(-2/2)
+			return false
+		}
+	}
+	return s.bernExpRatio(f, den)
 }
 
 // FillDiscreteGaussian sets dst[i] to independent N_Z(0, sigma^2) draws.

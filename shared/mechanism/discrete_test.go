@@ -254,3 +254,53 @@ func TestPostProcessing(t *testing.T) {
 		t.Fatalf("unknown compressor accepted: %v", err)
 	}
 }
+
+func TestDiscreteGaussianLargeSigmaShape(t *testing.T) {
+	// For large sigma, chi-square over coarse bins against exact bin
+	// probabilities (sums of the pmf over |z| <= 12 sigma): bins of
+	// z/sigma (16 of width 1/2 over [-4, 4) plus two tails) test the shape,
+	// and bins of (|z| mod sigma) / sigma (10 of width 1/10) test the seam
+	// between the k sigma + j blocks the sampler builds its output from.
+	// 200,000 draws; threshold at upper probability 1e-6 as above.
+	for _, sigma := range []int64{1000, 60000} {
+		sg := float64(sigma)
+		shape := func(z int64) int {
+			b := int(math.Floor(float64(z)/sg*2)) + 8
+			return min(max(b, -1), 16) + 1 // 0: left tail, 17: right tail
+		}
+		seam := func(z int64) int {
+			if z < 0 {
+				z = -z
+			}
+			return int((z % sigma) * 10 / sigma)
+		}
+		for _, bc := range []struct {
+			name string
+			bin  func(int64) int
+			n    int
+		}{{"shape", shape, 18}, {"seam", seam, 10}} {
+			p := make([]float64, bc.n)
+			norm := 0.0
+			lim := 12 * sigma
+			for z := -lim; z <= lim; z++ {
+				w := math.Exp(-float64(z) * float64(z) / (2 * sg * sg))
+				p[bc.bin(z)] += w
+				norm += w
+			}
+			s := NewStream(seedOf(byte(sigma%251)), PurposeNoise)
+			const n = 200000
+			counts := make([]int, bc.n)
+			for i := 0; i < n; i++ {
+				counts[bc.bin(s.DiscreteGaussian(sigma))]++
+			}
+			chi := 0.0
+			for i := range p {
+				e := n * p[i] / norm
+				chi += (float64(counts[i]) - e) * (float64(counts[i]) - e) / e
+			}
+			if lim := chiSquareQuantile(bc.n-1, 4.75); chi > lim {
+				t.Errorf("sigma %d %s: chi^2 = %.1f with %d df, above %.1f", sigma, bc.name, chi, bc.n-1, lim)
+			}
+		}
+	}
+}
