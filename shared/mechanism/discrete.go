@@ -193,9 +193,9 @@ func (s *Stream) take(n uint) uint64 {
 	if s.bits>>n == 0 {
 		s.refillBits()
 	}
-	r := s.bits & (1<<n - 1)
-	s.bits >>= n
-	return r
+	b := s.bits
+	s.bits = b >> n
+	return b &^ (^uint64(0) << n)
 }
 
 // below returns a uniform integer in [0, n), 1 <= n <= 2^32, from the bit
