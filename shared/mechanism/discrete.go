@@ -441,6 +441,9 @@ func (s *Stream) DiscreteGaussian(sigma int64) int64 {
 // Bernoulli(exp(-1)) each (CKS Algorithm 1), the rest one Bernoulli(exp(-f))
 // with f in [0, 1). All products stay below 2^62.
 func (s *Stream) acceptKJ(k, j, sg, den uint64) bool {
+	if k == 0 { // the common case: exp(-j^2 / (2 sigma^2)), below 1/2
+		return s.bernExpRatio(j*j, den)
+	}
 	a := k * j // <= 2^60
 	whole, r := a/sg, a%sg
 	f := 2*sg*r + j*j // < 3 sigma^2 < 2^62
