@@ -51,10 +51,11 @@ import (
 // platform.
 
 // GridFactor is c in the grid step g = 2^floor(log2(Delta / (c sqrt d))):
-// the rounding slack sqrt(d) is then at most Delta/(c g), so calibrating to
-// the inflated sensitivity raises the noise by a factor of at most
-// 1 + 2/c (a power of two is within a factor 2 of the target) and by at
-// least 1 + 1/c.
+// the rounding slack sqrt(d) is then between Delta/(2 c g) and Delta/(c g)
+// (a power of two is within a factor 2 of the target), so calibrating to
+// the inflated sensitivity raises the noise by a factor between
+// 1 + 1/(2c) and 1 + 1/c (plus the 1e-6 margin and the rounding of sigma up
+// to an integer).
 const GridFactor = 1000
 
 // MaxDiscreteSigma is the largest sigma (in grid units) DiscreteGaussian
