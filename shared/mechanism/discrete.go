@@ -146,33 +146,6 @@ func FromGrid(dst []float64, k []int64, step float64) {
 	}
 }
 
-// uintn returns a uniform integer in [0, n), n > 0 (Lemire's method with
-// rejection: exactly uniform). Ranges below 2^32 use 32 keystream bits.
-func (s *Stream) uintn(n uint64) uint64 {
-	if n <= 1<<32 {
-		if n == 1<<32 {
-			return uint64(s.uint32())
-		}
-		n32 := uint32(n)
-		m := uint64(s.uint32()) * uint64(n32)
-		if uint32(m) < n32 {
-			thresh := -n32 % n32
-			for uint32(m) < thresh {
-				m = uint64(s.uint32()) * uint64(n32)
-			}
-		}
-		return m >> 32
-	}
-	hi, lo := bits.Mul64(s.Uint64(), n)
-	if lo < n {
-		thresh := -n % n
-		for lo < thresh {
-			hi, lo = bits.Mul64(s.Uint64(), n)
-		}
-	}
-	return hi
-}
-
 // bit returns one keystream bit. s.bits holds the unused bits of a
 // keystream word above a sentinel 1 (63 bits per word); s.bits <= 1 means
 // empty.
