@@ -1,6 +1,9 @@
 package mechanism
 
-import "testing"
+import (
+	"fmt"
+	"testing"
+)
 
 const benchDim = 7850
 
@@ -53,5 +56,21 @@ func BenchmarkDecode(b *testing.B) {
 		if err := Decode(dec, p); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkDiscreteNoise measures one discrete Gaussian vector at d =
+// 7,850 (integer sigma, grid units) from a fresh ChaCha20 stream, next to
+// BenchmarkNoise (the continuous ziggurat) in the same run.
+func BenchmarkDiscreteNoise(b *testing.B) {
+	for _, sigma := range []int64{3, 1000, 1 << 24} {
+		b.Run(fmt.Sprintf("sigma=%d", sigma), func(b *testing.B) {
+			v := make([]int64, benchDim)
+			s := NewStream(seedOf(1), PurposeNoise)
+			b.SetBytes(8 * benchDim)
+			for i := 0; i < b.N; i++ {
+				DiscreteNoiseVector(v, seedOf(byte(i)), sigma, s)
+			}
+		})
 	}
 }

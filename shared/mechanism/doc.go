@@ -1,6 +1,7 @@
 // Package mechanism holds the privacy and communication building blocks that
-// every algorithm in shared/optim composes: L2 clipping, Gaussian noise from
-// a cryptographic source, the regenerable noise state of noise cancellation,
+// every algorithm in shared/optim composes: L2 clipping, discrete Gaussian
+// noise on a grid from a cryptographic source, the regenerable noise state
+// of noise cancellation,
 // and the compressors with their wire encoding.
 //
 // # Invariants
@@ -18,10 +19,26 @@
 //     a 32-byte seed in place of a d-dimensional noise vector and regenerate
 //     the vector bit for bit on the same platform. Nothing here uses
 //     math/rand.
-//   - Standard normals are drawn by the 128-layer ziggurat method
-//     (Marsaglia and Tsang 2000) with independent layer and value bits
-//     (Doornik 2005), 32 keystream bits per draw on the fast path; see
-//     ziggurat.go.
+//   - What a device of a private session releases is computed in integers
+//     (discrete.go): its clipped estimate rounded onto a power-of-two grid
+//     fixed by public parameters ([GridStep], [ToGrid]) plus an exact
+//     discrete Gaussian ([Stream.DiscreteGaussian]; Canonne, Kamath and
+//     Steinke 2020, Algorithms 1-3, with no floating point in any
+//     probability), whose integer sigma is calibrated to the grid
+//     sensitivity Delta/step + sqrt(d) ([DiscreteSigma]), so the zCDP
+//     Delta^2/(2 sigma^2) a ledger charges for the continuous calibration
+//     is an upper bound by construction (CKS 2020, Theorem 14). The payload
+//     is step times that integer vector: no floating-point structure of a
+//     sampler can reveal the estimate (Mironov 2012). Only the package's
+//     own compressors, which are post-processing, are accepted for such a
+//     release ([PostProcessing]).
+//   - Continuous standard normals ([Stream.FillNormal], [NoiseVector]) are
+//     drawn by the 128-layer ziggurat method (Marsaglia and Tsang 2000)
+//     with independent layer and value bits (Doornik 2005), 32 keystream
+//     bits per draw on the fast path; see ziggurat.go. Their outputs lie on
+//     a sparse lattice, so they serve only where that reveals nothing
+//     private: the trusted server's noise, the simulator's synthetic data
+//     and tests. No device release uses them.
 //   - Compressors are post-processing of an already privatised vector and
 //     cost no privacy. Every compressor returns, next to its payload, the
 //     exact float64 vector that [Decode] will produce from it, so device

@@ -9,10 +9,11 @@ import (
 	"golang.org/x/crypto/chacha20"
 )
 
-// Normal is a source of standard normal draws; *Stream implements it. The
-// algorithms take their noise through it so that the product (a Stream
-// keyed from crypto/rand per release) and the simulator (a Stream keyed from
-// a deterministic seed stream) run the same code.
+// Normal is a source of continuous standard normal draws (the ziggurat);
+// *Stream implements it. The trusted server's noise and the simulator's
+// synthetic data use it; device releases use the discrete Gaussian
+// (discrete.go) instead, because the ziggurat's outputs lie on a lattice
+// that can reveal what they are added to.
 type Normal interface {
 	NormFloat64() float64
 	FillNormal(dst []float64, sigma float64)
@@ -75,6 +76,9 @@ type Stream struct {
 	buf  [streamBuf]byte
 	pos  int
 	zero [streamBuf]byte
+	// single random bits for the discrete sampler (see bit in
+	// discrete.go)
+	bits uint64
 }
 
 // NewStream returns the keystream of seed under the given purpose.
@@ -102,6 +106,7 @@ func (s *Stream) Reset(seed Seed, purpose uint32) {
 	}
 	s.c = c
 	s.pos = streamBuf
+	s.bits = 0
 }
 
 func (s *Stream) refill() {
@@ -182,10 +187,9 @@ func (s *Stream) AddNormal(dst []float64, sigma float64) {
 	}
 }
 
-// NoiseVector writes the Gaussian vector N(0, sigma^2 I) determined by
-// seed into dst, using a fresh stream of PurposeNoise. It is the
-// single definition of "the noise of a seed", used both when drawing and
-// when regenerating.
+// NoiseVector writes the continuous (ziggurat) Gaussian vector
+// N(0, sigma^2 I) determined by seed into dst, using a fresh stream of
+// PurposeNoise. Device releases use DiscreteNoiseVector instead.
 func NoiseVector(dst []float64, seed Seed, sigma float64, scratch *Stream) {
 	if scratch == nil {
 		scratch = NewStream(seed, PurposeNoise)
@@ -196,21 +200,21 @@ func NoiseVector(dst []float64, seed Seed, sigma float64, scratch *Stream) {
 }
 
 // NCState is the noise-cancellation state of one device (noise-cancellation
-// paper, Algorithm 1): its last noise Y_i stored as the seed that
-// regenerates it together with sigma and the dimension, and its
-// participation count N_i. The zero value is the initial state (Y_i = 0,
-// N_i = 0).
+// paper, Algorithm 1): its last noise Y_i, a discrete Gaussian vector in
+// grid units, stored as the seed that regenerates it together with its
+// integer sigma and the dimension, and its participation count N_i. The
+// zero value is the initial state (Y_i = 0, N_i = 0).
 type NCState struct {
-	N     int     // participations so far (N_i)
-	Has   bool    // false while Y_i = 0
-	Seed  Seed    // seed of Y_i
-	Sigma float64 // per-coordinate standard deviation of Y_i
-	Dim   int     // dimension of Y_i
+	N     int   // participations so far (N_i)
+	Has   bool  // false while Y_i = 0
+	Seed  Seed  // seed of Y_i
+	Sigma int64 // discrete sigma of Y_i, grid units
+	Dim   int   // dimension of Y_i
 }
 
-// Y writes Y_i into dst (len(dst) must equal Dim when Has, any length when
-// not: then dst is zeroed).
-func (st *NCState) Y(dst []float64, scratch *Stream) error {
+// Y writes Y_i (grid units) into dst (len(dst) must equal Dim when Has,
+// any length when not: then dst is zeroed).
+func (st *NCState) Y(dst []int64, scratch *Stream) error {
 	if !st.Has {
 		for i := range dst {
 			dst[i] = 0
@@ -220,6 +224,6 @@ func (st *NCState) Y(dst []float64, scratch *Stream) error {
 	if len(dst) != st.Dim {
 		return fmt.Errorf("mechanism: Y_i has dimension %d, buffer %d", st.Dim, len(dst))
 	}
-	NoiseVector(dst, st.Seed, st.Sigma, scratch)
+	DiscreteNoiseVector(dst, st.Seed, st.Sigma, scratch)
 	return nil
 }

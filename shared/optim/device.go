@@ -15,12 +15,19 @@ import (
 // ledger beyond the session's per-device budget.
 var ErrBudget = errors.New("optim: privacy budget exhausted")
 
+// ErrUnsafe is wrapped by NewDevice and Prepare when a private session's
+// release could not be made safely: a compressor not known to be a
+// post-processing of the released vector, a grid step outside the exact
+// float64 range, a discrete noise scale beyond the exact sampler's range,
+// or an estimate too large for the grid. Nothing is drawn or charged.
+var ErrUnsafe = errors.New("optim: unsafe release refused")
+
 // ErrPending is wrapped by Prepare when the previous round is still
 // pending (neither committed nor aborted).
 var ErrPending = errors.New("optim: a round is pending")
 
 const deviceMagic = "BFLD"
-const deviceVersion = 1
+const deviceVersion = 2
 
 // budgetSlack absorbs the floating-point rounding of the harmonic sum in
 // the budget comparison (relative 1e-9; the ledger stays exact).
@@ -39,6 +46,8 @@ type device struct {
 	rhoP    float64 // paper's rho_p (nc)
 	fresh   float64 // per-release sigma (fresh-noise algorithms)
 	sens    float64 // per-release sensitivity
+	step    float64 // grid step of the discrete release (private algorithms)
+	freshZ  int64   // fresh: discrete sigma in grid units
 
 	// committed state
 	ledger privacy.Ledger
@@ -52,7 +61,7 @@ type device struct {
 	avg    []float64 // SAGA: mean of the table rows
 
 	// caches (not marshalled)
-	yvec    []float64 // Y_i as a vector when yOK
+	yvec    []int64 // Y_i in grid units when yOK
 	yOK     bool
 	snapG   []float64 // SVRG: clipped full gradient at snap when snapOK
 	snapOK  bool
@@ -64,6 +73,7 @@ type device struct {
 
 	// scratch
 	v, g, g2, dec []float64
+	vz            []int64 // the estimate on the grid, then the released integers
 	buf           []byte
 	noise, comp   *mechanism.Stream
 	coins         *mechanism.Stream
@@ -74,8 +84,8 @@ type pending struct {
 	ok    bool
 	t     int
 	seed  mechanism.Seed
-	sigma float64
-	yvec  []float64 // the new Y_i (nc)
+	sigma int64     // discrete sigma of the new Y_i, grid units (nc)
+	yvec  []int64   // the new Y_i (nc)
 	e, h  []float64 // new residual / shift
 	snap  []float64 // new SVRG snapshot (nil: unchanged)
 	idx   []int     // SAGA rows replaced
@@ -104,11 +114,21 @@ func newDevice(p Params, a Algorithm, m model.Model, entropy io.Reader) (*device
 		dv.budget = b
 		dv.rhoP = paperRho(p)
 		dv.sens = Sensitivity(p)
+		if dv.step, err = mechanism.GridStep(dv.sens, d); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrUnsafe, err)
+		}
+		if err := mechanism.PostProcessing(spec.C); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrUnsafe, err)
+		}
 		if a.kind.noise == noiseDevice {
 			if dv.fresh, err = FreshSigma(p); err != nil {
 				return nil, err
 			}
+			if dv.freshZ, err = mechanism.DiscreteSigma(dv.fresh, dv.sens, dv.step, d); err != nil {
+				return nil, fmt.Errorf("%w: %v", ErrUnsafe, err)
+			}
 		}
+		dv.vz = make([]int64, d)
 	}
 	dv.gamma = shiftStep(p, spec, d)
 	dv.v = make([]float64, d)
@@ -166,7 +186,9 @@ type Introspector interface {
 	// Residual writes the committed error-feedback residual (zeros without
 	// error feedback).
 	Residual(dst []float64) error
-	// Clean writes the un-noised, clipped estimate of the last Prepare.
+	// Clean writes the un-noised, clipped estimate of the last Prepare
+	// (for the private algorithms, rounded onto the release grid: the
+	// value that enters the release).
 	Clean(dst []float64) error
 }
 
@@ -202,7 +224,7 @@ func (dv *device) Noise(dst []float64) error {
 		clear(dst)
 		return nil
 	}
-	copy(dst, dv.yvec)
+	mechanism.FromGrid(dst, dv.yvec, dv.step)
 	return nil
 }
 
@@ -252,10 +274,10 @@ func (dv *device) ensureY() error {
 		return nil
 	}
 	if dv.yvec == nil {
-		dv.yvec = make([]float64, dv.dim)
+		dv.yvec = make([]int64, dv.dim)
 	}
 	dv.noise = streamFor(dv.noise, dv.y.Seed, mechanism.PurposeNoise)
-	dv.noise.FillNormal(dv.yvec, dv.y.Sigma)
+	dv.noise.FillDiscreteGaussian(dv.yvec, dv.y.Sigma)
 	dv.yOK = true
 	return nil
 }
@@ -315,6 +337,21 @@ func (dv *device) Prepare(r Round, batch []dataset.Sample) (Update, error) {
 	if dv.budget > 0 && dv.ledger.Rho()+cost > dv.budget*budgetSlack {
 		return Update{}, fmt.Errorf("%w: spent %.6g of %.6g, next release costs %.6g", ErrBudget, dv.ledger.Rho(), dv.budget, cost)
 	}
+	var sigmaZ int64 // discrete sigma of this release (grid units)
+	if dv.vz != nil {
+		if err := mechanism.PostProcessing(dv.spec.C); err != nil {
+			return Update{}, fmt.Errorf("%w: %v", ErrUnsafe, err)
+		}
+	}
+	switch dv.a.kind.noise {
+	case noiseNC:
+		var err error
+		if sigmaZ, err = dv.ncSigmaZ(dv.n + 1); err != nil {
+			return Update{}, err
+		}
+	case noiseDevice:
+		sigmaZ = dv.freshZ
+	}
 	seed, err := mechanism.NewSeed(dv.entropy)
 	if err != nil {
 		return Update{}, fmt.Errorf("optim: release seed: %w", err)
@@ -350,36 +387,46 @@ func (dv *device) Prepare(r Round, batch []dataset.Sample) (Update, error) {
 			return Update{}, err
 		}
 	}
+	if dv.vz != nil {
+		// Private: round onto the grid (see the package doc, "Floating
+		// point"); the rounded estimate is what enters the release.
+		if err := mechanism.ToGrid(dv.vz, v, dv.step); err != nil {
+			return Update{}, fmt.Errorf("%w: %v", ErrUnsafe, err)
+		}
+		mechanism.FromGrid(v, dv.vz, dv.step)
+	}
 	copy(dv.clean, v)
 	dv.cleanOK = true
 
-	// Privatise.
+	// Privatise, in integers: the released vector is step * vz.
 	switch dv.a.kind.noise {
 	case noiseNC:
-		sigma := ncSigma(dv.p, dv.rhoP, dv.n+1)
 		if err := dv.ensureY(); err != nil {
 			return Update{}, err
 		}
 		if dv.pend.yvec == nil {
-			dv.pend.yvec = make([]float64, dv.dim)
+			dv.pend.yvec = make([]int64, dv.dim)
 		}
 		p.yvec = dv.pend.yvec
 		dv.noise = streamFor(dv.noise, seed, mechanism.PurposeNoise)
-		dv.noise.FillNormal(p.yvec, sigma)
+		dv.noise.FillDiscreteGaussian(p.yvec, sigmaZ)
 		if dv.y.Has {
-			for i := range v {
-				v[i] += p.yvec[i] - dv.yvec[i]
+			for i := range dv.vz {
+				dv.vz[i] += p.yvec[i] - dv.yvec[i]
 			}
 		} else {
-			for i := range v {
-				v[i] += p.yvec[i]
+			for i := range dv.vz {
+				dv.vz[i] += p.yvec[i]
 			}
 		}
-		p.sigma = sigma
+		p.sigma = sigmaZ
+		mechanism.FromGrid(v, dv.vz, dv.step)
 	case noiseDevice:
 		dv.noise = streamFor(dv.noise, seed, mechanism.PurposeNoise)
-		dv.noise.AddNormal(v, dv.fresh)
-		p.sigma = dv.fresh
+		for i := range dv.vz {
+			dv.vz[i] += dv.noise.DiscreteGaussian(sigmaZ)
+		}
+		mechanism.FromGrid(v, dv.vz, dv.step)
 	}
 
 	// Compress (post-processing).
@@ -413,6 +460,18 @@ func (dv *device) Prepare(r Round, batch []dataset.Sample) (Update, error) {
 	out := make([]byte, len(payload))
 	copy(out, payload)
 	return Update{T: r.T, Payload: out}, nil
+}
+
+// ncSigmaZ is the discrete sigma (grid units) of the n-th participation
+// in "nc": NCSigma calibrated to the grid sensitivity. A value beyond the
+// exact sampler's range is refused (ErrUnsafe), before anything is drawn
+// or charged.
+func (dv *device) ncSigmaZ(n int) (int64, error) {
+	z, err := mechanism.DiscreteSigma(ncSigma(dv.p, dv.rhoP, n), dv.sens, dv.step, dv.dim)
+	if err != nil {
+		return 0, fmt.Errorf("%w: participation %d: %v", ErrUnsafe, n, err)
+	}
+	return z, nil
 }
 
 // pendVec returns buf, or a new d-vector when buf is nil.

@@ -6,10 +6,11 @@ import (
 	"browserfl/shared/mechanism"
 )
 
-// MarshalBinary encodes the device state (version 1): committed state, the
-// pending round (so a device that restarts between Prepare and the
-// server's confirmation can still Commit or Abort), and the ledger. Y_i is
-// stored as its seed and sigma, not as a vector. Caches and the local data
+// MarshalBinary encodes the device state (version 2; version 1 held a
+// continuous sigma and is refused): committed state, the pending round (so
+// a device that restarts between Prepare and the server's confirmation can
+// still Commit or Abort), and the ledger. Y_i is stored as its seed and
+// integer sigma (grid units), not as a vector. Caches and the local data
 // are not stored (call SetLocalData again after UnmarshalBinary).
 func (dv *device) MarshalBinary() ([]byte, error) {
 	var w wbuf
@@ -26,7 +27,7 @@ func (dv *device) MarshalBinary() ([]byte, error) {
 	w.i64(dv.lastT)
 	w.bool(dv.y.Has)
 	w.b = append(w.b, dv.y.Seed[:]...)
-	w.f64(dv.y.Sigma)
+	w.i64(int(dv.y.Sigma))
 	w.vec(dv.e)
 	w.vec(dv.h)
 	w.vec(dv.snap)
@@ -40,7 +41,7 @@ func (dv *device) MarshalBinary() ([]byte, error) {
 	if p.ok {
 		w.i64(p.t)
 		w.b = append(w.b, p.seed[:]...)
-		w.f64(p.sigma)
+		w.i64(int(p.sigma))
 		w.vec(p.e)
 		w.vec(p.h)
 		w.vec(p.snap)
@@ -77,7 +78,7 @@ func (dv *device) UnmarshalBinary(b []byte) error {
 	var y mechanism.NCState
 	y.Has = r.bool()
 	copy(y.Seed[:], r.take(mechanism.SeedSize))
-	y.Sigma = r.f64("sigma")
+	y.Sigma = int64(r.count("sigma", mechanism.MaxDiscreteSigma))
 	y.N, y.Dim = n, dv.dim
 	e := r.vec("residual", dv.dim)
 	h := r.vec("shift", dv.dim)
@@ -99,7 +100,7 @@ func (dv *device) UnmarshalBinary(b []byte) error {
 	if p.ok {
 		p.t = r.count("pending round", dv.p.Rounds)
 		copy(p.seed[:], r.take(mechanism.SeedSize))
-		p.sigma = r.f64("pending sigma")
+		p.sigma = int64(r.count("pending sigma", mechanism.MaxDiscreteSigma))
 		p.e = r.vec("pending residual", dv.dim)
 		p.h = r.vec("pending shift", dv.dim)
 		p.snap = r.vec("pending snapshot", dv.dim)
@@ -143,8 +144,8 @@ func (dv *device) UnmarshalBinary(b []byte) error {
 	}
 	if p.ok && dv.a.kind.noise == noiseNC {
 		// Regenerate the pending noise vector from its seed.
-		p.yvec = make([]float64, dv.dim)
-		mechanism.NoiseVector(p.yvec, p.seed, p.sigma, nil)
+		p.yvec = make([]int64, dv.dim)
+		mechanism.DiscreteNoiseVector(p.yvec, p.seed, p.sigma, nil)
 	}
 	dv.ledger = ledger
 	dv.n, dv.lastT, dv.y = n, lastT, y

@@ -45,7 +45,31 @@
 // reused sample would move several corrections inside one partial sum. The
 // runtime's data cursor enforces it; the device cannot tell samples apart.
 // The fresh-noise algorithms charge every release its full worst-case
-// sensitivity, so they may reuse samples. The other algorithms' scales are NCSigma,
+// sensitivity, so they may reuse samples.
+//
+// # Floating point
+//
+// A private device never adds floating-point noise to its estimate: the
+// bits of value + ziggurat draw can reveal the value (Mironov 2012; issue
+// 9). It rounds its estimate v onto the grid step * Z, step =
+// mechanism.GridStep(Delta, d), a power of two fixed by the public
+// parameters (Delta is the release sensitivity above), adds an exact
+// discrete Gaussian in grid units, and sends step times the integer
+// vector. Rounding moves each coordinate by at most 1/2, so the integer
+// estimate's sensitivity is Delta/step + sqrt(d) (mechanism.GridSensitivity);
+// the discrete sigma is that times sigma/Delta, rounded up
+// (mechanism.DiscreteSigma), so each release costs at most the
+// Delta^2/(2 sigma^2) the ledger charges (Canonne, Kamath and Steinke
+// 2020, Theorem 14), by construction. In "nc" the message is
+// step * (V_N + Y_N - Y_{N-1}) with V_N the rounded correction and Y the
+// discrete noises, so the analysis above holds with integer partial sums.
+// Everything after that (compression, error feedback, SoteriaFL shifts)
+// is a function of the released integers and of the independent
+// compressor stream: post-processing. A device refuses (ErrUnsafe) a
+// compressor not known to be post-processing, a grid outside the exact
+// float64 range, and a noise scale beyond the exact sampler's. The
+// trusted server's noise stays continuous (the server is trusted; see
+// docs/privacy.md for what that leaves open). The other algorithms' scales are NCSigma,
 // TrustedSigma and FreshSigma; Sensitivity lists the per-release bounds.
 //
 // # Exactly-once state and the noise-cancellation identity
@@ -83,7 +107,9 @@
 // (crypto/rand.Reader in the product; a deterministic mechanism.Stream in
 // the simulator) and derives independent ChaCha20 streams from it for the
 // noise, the compressor and the algorithm's coins. A device stores Y_i as
-// its seed and sigma, not as a vector.
+// its seed and integer sigma, not as a vector; the discrete sampler is a
+// deterministic function of the stream, so Y_i regenerates bit for bit on
+// every platform (native and WebAssembly).
 //
 // A Device or Server is not safe for concurrent use. Memory per device is
 // a few d-vectors (plus n x d for "soteria-saga").
