@@ -158,7 +158,7 @@ func TestLeaveWhenDataUsedUp(t *testing.T) {
 	st := &device.MemStorage{}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	rt, err := device.New(ctx, device.Config{URL: url, JoinCode: "c", Storage: st, Data: samples(2 * p.Batch)})
+	rt, err := device.New(ctx, device.Config{URL: url, JoinCode: "c", Storage: st, Data: samples(2 * p.Batch), Unlimited: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,7 +183,7 @@ func TestLeaveWhenDataUsedUp(t *testing.T) {
 
 	// Started again with the data still used up (a reload, a restart),
 	// the device does not connect at all.
-	rt2, err := device.New(ctx, device.Config{URL: "ws://127.0.0.1:1/never", JoinCode: "c", Storage: st, Data: samples(2 * p.Batch)})
+	rt2, err := device.New(ctx, device.Config{URL: "ws://127.0.0.1:1/never", JoinCode: "c", Storage: st, Data: samples(2 * p.Batch), Unlimited: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,7 +200,7 @@ func TestLeaveKeepsPending(t *testing.T) {
 	fc, url := newFakeCoord(t, p, true)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	rt, err := device.New(ctx, device.Config{URL: url, JoinCode: "c", Storage: &device.MemStorage{}, Data: samples(10)})
+	rt, err := device.New(ctx, device.Config{URL: url, JoinCode: "c", Storage: &device.MemStorage{}, Data: samples(10), Unlimited: true})
 	if err != nil {
 		t.Fatal(err)
 	}
