@@ -59,3 +59,18 @@ func TestUnservableStoreAndRollBack(t *testing.T) {
 		t.Fatalf("New after roll back: %v", err)
 	}
 }
+
+// TestStoreInUse: a second coordinator on the same data folder is told the
+// folder is in use, not "timeout".
+func TestStoreInUse(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "coord.db")
+	st, err := coordinator.OpenStore(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	_, err = coordinator.OpenStore(path)
+	if !errors.Is(err, coordinator.ErrStoreInUse) || !strings.Contains(err.Error(), "another coordinator") {
+		t.Fatalf("second open: %v, want ErrStoreInUse", err)
+	}
+}

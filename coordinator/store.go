@@ -10,6 +10,7 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
 )
 
 // Store is the coordinator's durable state in one bbolt file: the server
@@ -32,6 +33,10 @@ var (
 	keySession   = []byte("session")
 )
 
+// ErrStoreInUse is wrapped by OpenStore when another process holds the
+// store file (bbolt's file lock).
+var ErrStoreInUse = errors.New("the store is in use")
+
 // ErrUnknownDevice is returned by Authenticate for a device id the store
 // has never issued.
 var ErrUnknownDevice = errors.New("coordinator: unknown device")
@@ -41,7 +46,10 @@ var ErrBadSecret = errors.New("coordinator: wrong device secret")
 
 // OpenStore opens (creating if needed) the store at path.
 func OpenStore(path string) (*Store, error) {
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 5 * time.Second})
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 2 * time.Second})
+	if errors.Is(err, bolterrors.ErrTimeout) {
+		return nil, fmt.Errorf("open store %s: %w: another coordinator holds it; stop that one or give this one another data folder (-data)", path, ErrStoreInUse)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}

@@ -204,6 +204,12 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	if envErr != nil {
 		return o, envErr
 	}
+	// A non-private reference (mu2, sgd) takes no privacy target: the
+	// demo's default rho_p is dropped unless another target was given.
+	if def := defaults().Session; !optim.FromSession(o.Session).Private() &&
+		o.Session.RhoPaper == def.RhoPaper && o.Session.Epsilon == 0 && o.Session.Delta == 0 {
+		o.Session.RhoPaper = 0
+	}
 	if *origins != "" {
 		for _, s := range strings.Split(*origins, ",") {
 			if s = strings.TrimSpace(s); s != "" {

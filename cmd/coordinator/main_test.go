@@ -1,6 +1,7 @@
 package main
 
 import (
+	"browserfl/shared/optim"
 	"io"
 	"log/slog"
 	"net/http"
@@ -94,5 +95,32 @@ func TestHTTPServerTimeouts(t *testing.T) {
 	}
 	if _, err := parse([]string{"-join-code-length", "6"}, io.Discard); err == nil {
 		t.Error("a 6-character join code length was accepted")
+	}
+}
+
+// TestParseNonPrivateReference: -algorithm mu2 works without -rho 0 (the
+// demo's privacy target is dropped), and an explicit target is kept so
+// that validation can say it does not fit.
+func TestParseNonPrivateReference(t *testing.T) {
+	o, err := parse([]string{"-algorithm", "mu2"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.Session.RhoPaper != 0 {
+		t.Errorf("mu2: rho_p = %v, want 0", o.Session.RhoPaper)
+	}
+	if err := optim.FromSession(o.Session).Validate(); err != nil {
+		t.Errorf("mu2 session invalid: %v", err)
+	}
+	o, err = parse([]string{"-algorithm", "mu2", "-rho", "3"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.Session.RhoPaper != 3 {
+		t.Errorf("explicit -rho 3 dropped")
+	}
+	o, _ = parse(nil, io.Discard)
+	if o.Session.RhoPaper == 0 {
+		t.Error("the default nc session lost its privacy target")
 	}
 }

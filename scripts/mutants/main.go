@@ -36,10 +36,10 @@ type mutation struct {
 
 var mutations = []mutation{
 	{
-		name: "nc-noise-0.9", why: "the nc noise scale drawn in Prepare is 10% too small",
+		name: "nc-noise-0.9", why: "the nc noise scale a device draws is 10% too small (its ledger charge unchanged)",
 		file: "shared/optim/device.go",
-		old:  "sigma := ncSigma(dv.p, dv.rhoP, dv.n+1)\n",
-		new:  "sigma := 0.9 * ncSigma(dv.p, dv.rhoP, dv.n+1)\n",
+		old:  "z, err := mechanism.DiscreteSigma(ncSigma(dv.p, dv.rhoP, n), dv.sens, dv.step, dv.dim)",
+		new:  "z, err := mechanism.DiscreteSigma(0.9*ncSigma(dv.p, dv.rhoP, n), dv.sens, dv.step, dv.dim)",
 		pkgs: []string{"./shared/optim/"},
 	},
 	{
@@ -66,8 +66,8 @@ var mutations = []mutation{
 	{
 		name: "Y-half-cancelled", why: "the previous noise Y_i is cancelled at half weight",
 		file: "shared/optim/device.go",
-		old:  "v[i] += p.yvec[i] - dv.yvec[i]",
-		new:  "v[i] += p.yvec[i] - 0.5*dv.yvec[i]",
+		old:  "dv.vz[i] += p.yvec[i] - dv.yvec[i]",
+		new:  "dv.vz[i] += p.yvec[i] - dv.yvec[i]/2",
 		pkgs: []string{"./shared/optim/", "./sim/"},
 	},
 	{
