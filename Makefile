@@ -4,7 +4,7 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: all setup build test vet fmt-check run bench results clean wasm
+.PHONY: all setup build test vet fmt-check run bench results clean wasm mutants
 
 all: build
 
@@ -34,6 +34,12 @@ fmt-check:
 test: setup fmt-check vet
 	$(GO) test -count=1 $(PKGS)
 	$(GO) test -count=1 -race ./coordinator/... ./device/... ./sim/...
+	$(MAKE) mutants
+
+# Apply each privacy- and correctness-critical mutation in turn; fail if one
+# survives its tests (docs/mutants.md).
+mutants:
+	$(GO) run scripts/mutants/main.go
 
 # Rerun the reproduction report docs/results.md (about an hour on 2 cores;
 # finished runs are cached under docs/results/, -fresh reruns them).
