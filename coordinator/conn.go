@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -30,11 +31,22 @@ type outFrame struct {
 	close  *closeError // set on the last frame: send error message, then close
 }
 
+// wsConn is what a connection needs of its websocket: *websocket.Conn in
+// the product, an in-memory fake in the server fuzz test.
+type wsConn interface {
+	Read(ctx context.Context) (websocket.MessageType, []byte, error)
+	Reader(ctx context.Context) (websocket.MessageType, io.Reader, error)
+	Write(ctx context.Context, typ websocket.MessageType, p []byte) error
+	Close(code websocket.StatusCode, reason string) error
+	CloseNow() error
+	Ping(ctx context.Context) error
+}
+
 // conn is one device connection. Frames go out in order through a writer
 // goroutine fed by a bounded outbox; a device that does not drain it is
 // dropped rather than allowed to stall a round.
 type conn struct {
-	ws      *websocket.Conn
+	ws      wsConn
 	c       *Coordinator
 	id      string
 	outbox  chan outFrame
@@ -417,7 +429,7 @@ func (c *Coordinator) serveConn(ctx context.Context, cn *conn) error {
 // only an admitted update's payload is copied out of it.
 var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
-func readPooled(ctx context.Context, ws *websocket.Conn) (websocket.MessageType, *bytes.Buffer, error) {
+func readPooled(ctx context.Context, ws wsConn) (websocket.MessageType, *bytes.Buffer, error) {
 	typ, r, err := ws.Reader(ctx)
 	if err != nil {
 		return 0, nil, err

@@ -388,19 +388,37 @@ func sample(ids []string, k int, seed uint64, t int) []string {
 }
 
 func (c *Coordinator) runRound(ctx context.Context, t int) error {
+	or, err := c.beginRound(ctx, t)
+	if or == nil || err != nil {
+		return err
+	}
+	deadline := time.Duration(c.cfg.Session.DeadlineMillis) * time.Millisecond
+	timer := time.NewTimer(deadline)
+	select {
+	case <-or.allIn:
+	case <-timer.C:
+	case <-ctx.Done():
+	}
+	timer.Stop()
+	return c.finishRound(ctx, or)
+}
+
+// beginRound samples round t's cohort and sends it the round; it returns
+// nil (and no error) when too few devices are eligible any more.
+func (c *Coordinator) beginRound(ctx context.Context, t int) (*openRound, error) {
 	deadline := time.Duration(c.cfg.Session.DeadlineMillis) * time.Millisecond
 	c.mu.Lock()
 	eligible := c.eligibleLocked()
 	if len(eligible) < c.cfg.MinDevices {
 		c.mu.Unlock()
-		return nil // someone left meanwhile; wait again
+		return nil, nil // someone left meanwhile; wait again
 	}
 	// The server half is used only by this goroutine; Next is called once
 	// per round that actually starts.
 	r := c.server.Next()
 	if r.T != t {
 		c.mu.Unlock()
-		return fmt.Errorf("coordinator: server half is at round %d, store committed %d", r.T, t-1)
+		return nil, fmt.Errorf("coordinator: server half is at round %d, store committed %d", r.T, t-1)
 	}
 	frame, err := wire.EncodeRound(wire.RoundFrame{T: t, DeadlineMillis: c.cfg.Session.DeadlineMillis, X: r.X, XPrev: r.XPrev})
 	if err != nil {
@@ -411,7 +429,7 @@ func (c *Coordinator) runRound(ctx context.Context, t int) error {
 		c.log.Error("the next round cannot be served; the session is stopped", "round", t,
 			"err", c.unservable(t-1, err))
 		<-ctx.Done()
-		return ctx.Err()
+		return nil, ctx.Err()
 	}
 	k := min(c.cfg.Session.Cohort, len(eligible))
 	cohort := sample(eligible, k, c.cfg.Seed, t)
@@ -430,15 +448,13 @@ func (c *Coordinator) runRound(ctx context.Context, t int) error {
 	c.mu.Unlock()
 	c.met.bytesOut.Add(or.bytesOut)
 	c.log.Info("round started", "round", t, "eligible", len(eligible), "cohort", k, "cohort_seed", c.cfg.Seed)
+	return or, nil
+}
 
-	timer := time.NewTimer(deadline)
-	select {
-	case <-or.allIn:
-	case <-timer.C:
-	case <-ctx.Done():
-	}
-	timer.Stop()
-
+// finishRound closes round or, applies it, commits it durably and then
+// sends its decisions (or discards it if its result cannot be served).
+func (c *Coordinator) finishRound(ctx context.Context, or *openRound) error {
+	t := or.t
 	c.mu.Lock()
 	c.closeRoundLocked(or)
 	updates := make([]optim.Update, 0, len(or.included))

@@ -1,0 +1,429 @@
+package coordinator
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"io"
+	"log/slog"
+	"math"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"nhooyr.io/websocket"
+
+	"browserfl/shared/mechanism"
+	"browserfl/shared/optim"
+	"browserfl/shared/wire"
+)
+
+// fakeWS is an in-memory websocket: it records what the coordinator
+// writes and never delivers anything to read (the fuzz harness calls the
+// frame handlers directly).
+type fakeWS struct {
+	mu     sync.Mutex
+	frames [][]byte
+	closed bool
+}
+
+var errFakeClosed = errors.New("fake websocket closed")
+
+func (f *fakeWS) Read(ctx context.Context) (websocket.MessageType, []byte, error) {
+	<-ctx.Done()
+	return 0, nil, ctx.Err()
+}
+func (f *fakeWS) Reader(ctx context.Context) (websocket.MessageType, io.Reader, error) {
+	<-ctx.Done()
+	return 0, nil, ctx.Err()
+}
+func (f *fakeWS) Write(_ context.Context, _ websocket.MessageType, p []byte) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return errFakeClosed
+	}
+	f.frames = append(f.frames, append([]byte(nil), p...))
+	return nil
+}
+func (f *fakeWS) Close(websocket.StatusCode, string) error { return f.CloseNow() }
+func (f *fakeWS) CloseNow() error {
+	f.mu.Lock()
+	f.closed = true
+	f.mu.Unlock()
+	return nil
+}
+func (f *fakeWS) Ping(context.Context) error { return nil }
+
+// decisions returns the decisions (and welcome answers) written to f.
+func (f *fakeWS) decisions() []wire.Decision {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []wire.Decision
+	for _, b := range f.frames {
+		m, err := wire.DecodeControl(b)
+		if err != nil {
+			continue // a binary round frame
+		}
+		switch m := m.(type) {
+		case wire.Decision:
+			out = append(out, m)
+		case wire.Welcome:
+			if m.Pending != nil {
+				out = append(out, *m.Pending)
+			}
+		}
+	}
+	return out
+}
+
+type fuzzDevice struct {
+	id, secret string
+	cn         *conn
+	ws         *fakeWS
+	all        []*fakeWS // every connection it had
+}
+
+type fuzzHarness struct {
+	t    *testing.T
+	ctx  context.Context
+	c    *Coordinator
+	est  optim.Estimator
+	devs []*fuzzDevice
+	prog []byte
+	open *openRound
+	dim  int
+}
+
+func (h *fuzzHarness) next() (byte, bool) {
+	if len(h.prog) == 0 {
+		return 0, false
+	}
+	b := h.prog[0]
+	h.prog = h.prog[1:]
+	return b, true
+}
+
+func (h *fuzzHarness) connect(d *fuzzDevice, hello wire.Hello) {
+	ws := &fakeWS{}
+	cn := &conn{c: h.c, ws: ws, outbox: make(chan outFrame, h.c.lim.Outbox), done: make(chan struct{}),
+		tokens: float64(h.c.lim.MsgBurst), lastTok: time.Now()}
+	go cn.writer(h.ctx)
+	d.all = append(d.all, ws)
+	w, err := h.c.admit(cn, hello)
+	if err != nil {
+		cn.shut()
+		return
+	}
+	if d.id == "" {
+		d.id, d.secret = w.DeviceID, w.Secret
+	}
+	d.cn, d.ws = cn, ws
+}
+
+func (h *fuzzHarness) disconnect(d *fuzzDevice) {
+	if d.cn == nil {
+		return
+	}
+	d.cn.shut()
+	h.c.disconnected(d.cn)
+	d.cn = nil
+}
+
+// frame hands b to the coordinator as device d's frame, closing the
+// connection on an error as ServeWS does.
+func (h *fuzzHarness) frame(d *fuzzDevice, typ websocket.MessageType, b []byte) {
+	if d.cn == nil {
+		return
+	}
+	if err := h.c.handleFrame(d.cn, typ, b, wire.Limits{MaxBytes: h.c.lim.MaxFrameBytes}); err != nil {
+		h.disconnect(d)
+	}
+}
+
+func (h *fuzzHarness) payload(kind byte) []byte {
+	x := make([]float64, h.dim)
+	dec := make([]float64, h.dim)
+	switch kind % 6 {
+	case 0: // honest-sized
+		for i := range x {
+			b, _ := h.next()
+			x[i] = float64(int8(b)) / 64
+		}
+	case 1:
+		for i := range x {
+			x[i] = 1e300
+		}
+	case 2: // NaN written into a valid payload
+		p, _ := mechanism.Dense64{}.Compress(nil, dec, x, nil)
+		binary.LittleEndian.PutUint64(p[len(p)-8:], math.Float64bits(math.NaN()))
+		return p
+	case 3: // wrong dimension
+		p, _ := mechanism.Dense64{}.Compress(nil, make([]float64, h.dim-1), make([]float64, h.dim-1), nil)
+		return p
+	case 4: // raw bytes
+		n, _ := h.next()
+		out := make([]byte, int(n)%48)
+		for i := range out {
+			out[i], _ = h.next()
+		}
+		return out
+	case 5:
+		for i := range x {
+			x[i] = 1e30
+		}
+		p, _ := mechanism.Dense32{}.Compress(nil, dec, x, nil)
+		return p
+	}
+	p, _ := mechanism.Dense64{}.Compress(nil, dec, x, nil)
+	return p
+}
+
+// finish closes and commits the open round and checks that the server's
+// estimate moved by exactly (1/m) times the sum of the included payloads
+// (or not at all if the round was discarded), and that the state is
+// finite.
+func (h *fuzzHarness) finish() {
+	or := h.open
+	h.open = nil
+	h.c.mu.Lock()
+	payloads := make(map[string][]byte, len(or.updates))
+	for id, p := range or.updates {
+		payloads[id] = p
+	}
+	h.c.mu.Unlock()
+	before := h.est.Estimate()
+	committed := h.c.Committed()
+	if err := h.c.finishRound(h.ctx, or); err != nil {
+		h.t.Fatalf("finish round %d: %v", or.t, err)
+	}
+	after := h.est.Estimate()
+	if err := mechanism.CheckFinite(after); err != nil {
+		h.t.Fatalf("round %d: server estimate: %v", or.t, err)
+	}
+	if err := mechanism.CheckFinite(h.c.server.Model()); err != nil {
+		h.t.Fatalf("round %d: model: %v", or.t, err)
+	}
+	want := append([]float64(nil), before...)
+	if h.c.Committed() == committed+1 {
+		rec, ok, err := h.c.store.Round(or.t)
+		if err != nil || !ok {
+			h.t.Fatalf("round %d committed without a record: %v", or.t, err)
+		}
+		dec := make([]float64, h.dim)
+		for _, id := range rec.Included {
+			if err := mechanism.Decode(dec, payloads[id]); err != nil {
+				h.t.Fatalf("round %d: included payload of %.8s does not decode: %v", or.t, id, err)
+			}
+			if n := mechanism.Norm(dec); !(n <= h.c.bound) {
+				h.t.Fatalf("round %d: included payload of norm %v above the bound %v", or.t, n, h.c.bound)
+			}
+			for i, v := range dec {
+				want[i] += v / float64(h.c.cfg.Session.Cohort)
+			}
+		}
+	}
+	for i := range want {
+		if math.Abs(after[i]-want[i]) > 1e-9*(1+math.Abs(want[i])) {
+			h.t.Fatalf("round %d: estimate[%d] = %v, want %v (the aggregate is not exactly the included updates)", or.t, i, after[i], want[i])
+		}
+	}
+}
+
+// checkDecisions: every "included" a device heard is in the round's
+// record, and every "excluded" for a committed round is not.
+func (h *fuzzHarness) checkDecisions() {
+	// Let the writers drain what was queued.
+	for end := time.Now().Add(time.Second); time.Now().Before(end); time.Sleep(time.Millisecond) {
+		busy := false
+		for _, d := range h.devs {
+			if d.cn != nil && len(d.cn.outbox) > 0 {
+				busy = true
+			}
+		}
+		if !busy {
+			break
+		}
+	}
+	for _, d := range h.devs {
+		for _, ws := range d.all {
+			for _, dec := range ws.decisions() {
+				rec, ok, err := h.c.store.Round(dec.T)
+				if err != nil {
+					h.t.Fatal(err)
+				}
+				switch {
+				case dec.State == wire.Included && (!ok || !rec.Includes(d.id)):
+					h.t.Fatalf("device %.8s heard included for round %d, which does not include it", d.id, dec.T)
+				case dec.State == wire.Excluded && ok && rec.Includes(d.id) && dec.Reason == "":
+					h.t.Fatalf("device %.8s heard excluded for round %d, which includes it", d.id, dec.T)
+				}
+			}
+		}
+	}
+}
+
+// FuzzServer drives an in-memory coordinator (real store, the product's
+// own "nc" server half, fake websockets) with a program of frames from
+// several fake devices: valid and invalid updates (huge, non-finite,
+// wrong dimension, garbage, for the wrong round), control frames,
+// disconnects, reconnects with any pending round, registrations, and
+// round starts and commits in any order. The coordinator must never
+// panic or fail, every committed round must move the aggregate by exactly
+// its included updates (all within the norm bound), and no device may hear
+// a decision its round's record contradicts.
+func FuzzServer(f *testing.F) {
+	// Seeds: four devices join; rounds in which every device answers
+	// honestly, or with one of the hostile payload kinds, with
+	// disconnects, reconnects (pending round 1..3) and leaves mixed in.
+	for variant := range 6 {
+		var p []byte
+		for range 4 {
+			p = append(p, 7, 0)
+		}
+		for r := range 6 {
+			p = append(p, 0, 0)
+			for k := range 4 {
+				kind := byte(0)
+				if k == r%4 {
+					kind = byte(variant)
+				}
+				p = append(p, 2, byte(k), kind)
+				if kind == 0 {
+					p = append(p, 10, 250, 3, 7, 200, 1, 64, 128)
+				}
+				if variant >= 4 && k == 1 {
+					p = append(p, 6, byte(k), byte(r%3+1)) // reconnect with a pending round
+				}
+			}
+			if variant == 5 {
+				p = append(p, 4, 2, 1) // device 2 leaves
+			}
+			p = append(p, 1, 0)
+		}
+		f.Add(p)
+	}
+	f.Fuzz(func(t *testing.T, prog []byte) {
+		if len(prog) > 400 {
+			prog = prog[:400]
+		}
+		sess := wire.SessionParams{Name: "fuzz", Dim: 8, DeadlineMillis: 60000, Algorithm: "nc", Model: "logreg",
+			Features: 3, Classes: 2, M: 6, Cohort: 3, Rounds: 12, Batch: 1, Clip: 1, Eta: 0.5, RhoPaper: 1, Compressor: "f64"}
+		st, err := OpenStore(filepath.Join(t.TempDir(), "fuzz.db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		st.db.NoSync = true // durability is not under test here; speed is
+		srv, err := optim.NewServer(optim.FromSession(sess), make([]float64, sess.Dim), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := New(Config{Session: sess, JoinCode: "fuzz", Server: srv, Store: st, MinDevices: 1, Seed: 7,
+			Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		h := &fuzzHarness{t: t, ctx: ctx, c: c, est: srv.(optim.Estimator), prog: prog, dim: sess.Dim}
+		for {
+			op, ok := h.next()
+			if !ok {
+				break
+			}
+			k, _ := h.next()
+			var d *fuzzDevice
+			if len(h.devs) > 0 {
+				d = h.devs[int(k)%len(h.devs)]
+			}
+			switch op % 9 {
+			case 0:
+				if h.open == nil && c.Committed() < sess.Rounds {
+					or, err := c.beginRound(ctx, c.Committed()+1)
+					if err != nil {
+						t.Fatalf("begin round: %v", err)
+					}
+					h.open = or
+				}
+			case 1:
+				if h.open != nil {
+					h.finish()
+				}
+			case 2, 3:
+				if d == nil {
+					continue
+				}
+				kind, _ := h.next()
+				r := c.Committed() + 1
+				if kind&0x80 != 0 {
+					r += int(kind>>4&3) - 1
+				}
+				if r < 1 {
+					r = 1
+				}
+				b, err := wire.EncodeUpdate(wire.UpdateFrame{T: r, Payload: h.payload(kind)})
+				if err != nil {
+					continue
+				}
+				h.frame(d, websocket.MessageBinary, b)
+			case 4:
+				if d == nil {
+					continue
+				}
+				kind, _ := h.next()
+				var b []byte
+				switch kind % 3 {
+				case 0:
+					b, _ = wire.EncodeControl(wire.Status{T: int(kind/3)%16 + 1})
+				case 1:
+					b, _ = wire.EncodeControl(wire.Leave{Reason: wire.LeaveDone})
+				default:
+					n, _ := h.next()
+					b = make([]byte, int(n)%32)
+					for i := range b {
+						b[i], _ = h.next()
+					}
+				}
+				h.frame(d, websocket.MessageText, b)
+			case 5:
+				if d != nil {
+					h.disconnect(d)
+				}
+			case 6:
+				if d == nil {
+					continue
+				}
+				h.disconnect(d)
+				p, _ := h.next()
+				hello := wire.Hello{Version: wire.Version, JoinCode: "fuzz", DeviceID: d.id, Secret: d.secret, Pending: int(p) % 16}
+				if p&0x80 != 0 {
+					hello.Secret = "wrong"
+				}
+				h.connect(d, hello)
+			case 7:
+				if len(h.devs) < 6 {
+					d := &fuzzDevice{}
+					h.devs = append(h.devs, d)
+					h.connect(d, wire.Hello{Version: wire.Version, JoinCode: "fuzz"})
+				}
+			}
+		}
+		if h.open != nil {
+			h.finish()
+		}
+		h.checkDecisions()
+		if testing.Verbose() {
+			recs, _ := st.Rounds(0, 100)
+			n := 0
+			for _, r := range recs {
+				n += len(r.Included)
+			}
+			t.Logf("%d rounds committed, %d updates included, %d rejected", c.Committed(), n, c.met.rejectedUpdates.Load())
+		}
+		for _, d := range h.devs {
+			h.disconnect(d)
+		}
+	})
+}
