@@ -180,7 +180,7 @@ func (c *Coordinator) Handler(assets Assets, shards *Shards) http.Handler {
 	if assets.Index != nil {
 		mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "text/html; charset=utf-8")
-			w.Header().Set("Content-Security-Policy", pageCSP(r))
+			w.Header().Set("Content-Security-Policy", PageCSP(r))
 			w.Write(assets.Index)
 		})
 	}
@@ -258,13 +258,13 @@ func (c *Coordinator) progress() (Progress, error) {
 const dashboardCSP = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; " +
 	"object-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 
-// pageCSP is the device page's policy. No inline scripts or event
+// PageCSP is the device page's policy. No inline scripts or event
 // handlers; WebAssembly may compile ('wasm-unsafe-eval'), and 'unsafe-eval'
 // is there because the vugu renderer installs its DOM helper with
 // window.eval of a constant string. Inline styles stay allowed: the UI
 // sets style attributes (progress bars). The websocket is the page's own
 // host (ws: or wss:; 'self' alone does not cover ws: in every browser).
-func pageCSP(r *http.Request) string {
+func PageCSP(r *http.Request) string {
 	connect := "'self'"
 	if h := r.Host; h != "" && validHost(h) {
 		connect += " ws://" + h + " wss://" + h

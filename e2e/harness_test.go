@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"browserfl/coordinator"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -110,6 +111,9 @@ func pageHandler(webDir string, backend http.Handler) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		// The coordinator's own policy, so every browser test runs the
+		// page under it.
+		w.Header().Set("Content-Security-Policy", coordinator.PageCSP(r))
 		w.Write(browserfl.IndexHTML)
 	})
 	mux.Handle("GET /web/", http.StripPrefix("/web/", http.FileServer(http.Dir(webDir))))

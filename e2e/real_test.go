@@ -386,7 +386,7 @@ func TestBrowserSession(t *testing.T) {
 	}
 	checkInvariant(t, ups, func(r int, id string) bool { return inc[r][id] }, browsers, code, p)
 	checkNoised(t, ups, p)
-	checkLongTasks(t, tasks)
+	reportLongTasks(t, tasks)
 }
 
 // allStopped reports whether every page's runtime has stopped.

@@ -294,7 +294,7 @@ func TestBrowserLyingCoordinator(t *testing.T) {
 			if eps > budgetEpsilon {
 				t.Errorf("spent epsilon %.4g, above the owner's budget %g", eps, budgetEpsilon)
 			}
-			checkLongTasks(t, []taskReport{tasks})
+			reportLongTasks(t, []taskReport{tasks})
 
 			// Leaving deletes everything the page stored: with the page's
 			// button, or with the browser's "clear site data" (DevTools
