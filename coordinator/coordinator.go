@@ -33,7 +33,8 @@ type Config struct {
 	// MinDevices is the number of eligible devices a round needs. A round
 	// starts as soon as a whole cohort (Session.Cohort) is eligible, or,
 	// with fewer, once at least MinDevices have been eligible for
-	// FillWait (default: min(2, Session.Cohort)). The server still
+	// FillWait, or (after the first round) at once when every live
+	// device is eligible (default: min(2, Session.Cohort)). The server still
 	// divides by the cohort size m: missing members count as zero.
 	MinDevices int
 	// FillWait is how long a round waits for a whole cohort before it
@@ -336,6 +337,18 @@ func (c *Coordinator) eligibleLocked() []string {
 	return ids
 }
 
+// liveLocked counts the devices that would be eligible if they were not
+// in a round.
+func (c *Coordinator) liveLocked() int {
+	n := 0
+	for _, d := range c.devices {
+		if d.conn != nil && !d.left && d.misses < c.lim.MaxMisses {
+			n++
+		}
+	}
+	return n
+}
+
 // eligible reports whether d may be sampled: connected, not in a round,
 // not left, and answering its rounds (Rule 7 of the design: only live
 // devices are asked).
@@ -350,9 +363,14 @@ func (c *Coordinator) waitEligible(ctx context.Context) error {
 	for {
 		c.mu.Lock()
 		n := len(c.eligibleLocked())
+		live := c.liveLocked()
 		c.mu.Unlock()
 		switch {
 		case n >= c.cfg.Session.Cohort:
+			return nil
+		case n >= c.cfg.MinDevices && n == live && c.committed > 0:
+			// Every live device is idle: waiting longer only helps if
+			// someone new joins, which the first round waited for.
 			return nil
 		case n >= c.cfg.MinDevices:
 			if since.IsZero() {
