@@ -32,7 +32,7 @@ fmt-check:
 # Everything once, then the packages that touch concurrency again under the
 # race detector.
 test: setup fmt-check vet
-	$(GO) test -count=1 $(PKGS)
+	BFL_REQUIRE_MNIST=1 $(GO) test -count=1 $(PKGS)
 	$(GO) test -count=1 -race ./coordinator/... ./device/... ./sim/...
 	$(MAKE) mutants
 
