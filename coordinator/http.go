@@ -99,7 +99,9 @@ func (c *Coordinator) Handler(assets Assets, shards *Shards) http.Handler {
 		c.WriteMetrics(w)
 	})
 	mux.HandleFunc("GET /api/status", c.withCode(func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, c.Status())
+		st := c.Status()
+		st.Warnings = c.Warnings(shards)
+		writeJSON(w, st)
 	}))
 	mux.HandleFunc("GET /api/rounds", c.withCode(func(w http.ResponseWriter, r *http.Request) {
 		after, _ := strconv.Atoi(r.URL.Query().Get("after"))
@@ -354,6 +356,9 @@ type Status struct {
 	LatencyP99Ms float64     `json:"latency_p99_ms"`
 	BadFrames    int64       `json:"bad_frames"`
 	UptimeSec    float64     `json:"uptime_s"`
+	// Warnings say why the class may not finish the planned rounds
+	// (PlanWarnings; filled by /api/status).
+	Warnings []string `json:"warnings"`
 }
 
 // RoundView is the open round as the dashboard shows it.
