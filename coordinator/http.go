@@ -1,21 +1,17 @@
 package coordinator
 
 import (
-	"bytes"
 	"crypto/subtle"
 	_ "embed"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io/fs"
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	devrt "browserfl/device"
-	"browserfl/shared/dataset"
 	"browserfl/shared/privacy/plan"
 	"browserfl/shared/wire"
 )
@@ -103,7 +99,9 @@ func (c *Coordinator) Handler(assets Assets, shards *Shards) http.Handler {
 		c.WriteMetrics(w)
 	})
 	mux.HandleFunc("GET /api/status", c.withCode(func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, c.Status())
+		st := c.Status()
+		st.Warnings = c.Warnings(shards)
+		writeJSON(w, st)
 	}))
 	mux.HandleFunc("GET /api/rounds", c.withCode(func(w http.ResponseWriter, r *http.Request) {
 		after, _ := strconv.Atoi(r.URL.Query().Get("after"))
@@ -358,6 +356,9 @@ type Status struct {
 	LatencyP99Ms float64     `json:"latency_p99_ms"`
 	BadFrames    int64       `json:"bad_frames"`
 	UptimeSec    float64     `json:"uptime_s"`
+	// Warnings say why the class may not finish the planned rounds
+	// (PlanWarnings; filled by /api/status).
+	Warnings []string `json:"warnings"`
 }
 
 // RoundView is the open round as the dashboard shows it.
@@ -460,100 +461,4 @@ func (c *Coordinator) Status() Status {
 	s.BadFrames = c.met.badFrames.Load()
 	s.UptimeSec = time.Since(c.started).Seconds()
 	return s
-}
-
-// Shards hands out non-IID demo shards of a training set (Dirichlet label
-// skew): demo only, a real deployment has the data on the device. A
-// device that names itself gets the same shard again.
-type Shards struct {
-	set     dataset.Set
-	parts   [][]int
-	classes int
-
-	mu    sync.Mutex
-	next  int
-	cache map[int]shardFiles
-}
-
-// NewShards partitions train into k shards with Dirichlet(alpha) label
-// proportions (seeded).
-func NewShards(train dataset.Set, k int, alpha float64, seed uint64) (*Shards, error) {
-	parts, err := dataset.Dirichlet(train.Labels(), k, alpha, seed)
-	if err != nil {
-		return nil, fmt.Errorf("demo shards: %w", err)
-	}
-	return &Shards{set: train, parts: parts, classes: train.Classes, cache: make(map[int]shardFiles)}, nil
-}
-
-const shardCookie = "bfl_demo_shard"
-
-// pick returns the shard index for a request: the one in its cookie if
-// valid, else the next one round robin.
-func (s *Shards) pick(r *http.Request) int {
-	if ck, err := r.Cookie(shardCookie); err == nil {
-		if i, err := strconv.Atoi(ck.Value); err == nil && i >= 0 && i < len(s.parts) {
-			return i
-		}
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	i := s.next % len(s.parts)
-	s.next++
-	return i
-}
-
-type shardFiles struct{ blob, images, labels []byte }
-
-func (s *Shards) files(idx int) (shardFiles, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if f, ok := s.cache[idx]; ok {
-		return f, nil
-	}
-	if idx < 0 || idx >= len(s.parts) {
-		return shardFiles{}, errors.New("no such shard")
-	}
-	sub, err := s.set.Subset(s.parts[idx])
-	if err != nil {
-		return shardFiles{}, err
-	}
-	im, lab, err := sub.EncodeIDX()
-	if err != nil {
-		return shardFiles{}, err
-	}
-	var a, b bytes.Buffer
-	if err := dataset.WriteIDX(&a, im); err != nil {
-		return shardFiles{}, err
-	}
-	if err := dataset.WriteIDX(&b, lab); err != nil {
-		return shardFiles{}, err
-	}
-	blob, err := devrt.EncodeShard(sub)
-	if err != nil {
-		return shardFiles{}, err
-	}
-	f := shardFiles{blob: blob, images: a.Bytes(), labels: b.Bytes()}
-	s.cache[idx] = f
-	return f, nil
-}
-
-func (s *Shards) blob(idx int) ([]byte, error) {
-	f, err := s.files(idx)
-	return f.blob, err
-}
-
-func (s *Shards) idx(idx int) (images, labels []byte, err error) {
-	f, err := s.files(idx)
-	return f.images, f.labels, err
-}
-
-// Len returns the number of shards.
-func (s *Shards) Len() int { return len(s.parts) }
-
-// Shard returns shard idx as a Set (native devices and tests).
-func (s *Shards) Shard(idx int) (dataset.Set, error) {
-	if idx < 0 || idx >= len(s.parts) {
-		return dataset.Set{}, fmt.Errorf("shard %d of %d", idx, len(s.parts))
-	}
-	return s.set.Subset(s.parts[idx])
 }

@@ -56,6 +56,7 @@ type options struct {
 	TLSCert     string   `json:"tls_cert"`
 	TLSKey      string   `json:"tls_key"`
 	DataDir     string   `json:"data_dir"`
+	Task        string   `json:"task"`
 	DatasetDir  string   `json:"dataset_dir"`
 	Index       string   `json:"index"`
 	JoinCode    string   `json:"join_code"`
@@ -91,7 +92,7 @@ type options struct {
 
 func defaults() options {
 	return options{
-		Listen: "localhost:8080", DataDir: "data/coordinator", DatasetDir: dataset.DefaultFashionMNISTDir,
+		Listen: "localhost:8080", DataDir: "data/coordinator", Task: "fashion",
 		MinDevices: 0, EvalEvery: 5, DemoShards: 0, DemoAlpha: 0.5,
 		Deadline: "20s", RoundGap: "1s", LogLevel: "info",
 		JoinCodeLength: 10, ReadHeaderTimeout: "10s", IdleTimeout: "60s",
@@ -118,7 +119,8 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.TLSCert, "tls-cert", "", "TLS certificate file (with -tls-key: serve https and wss)")
 	fs.StringVar(&o.TLSKey, "tls-key", "", "TLS key file")
 	fs.StringVar(&o.DataDir, "data", o.DataDir, "data directory for the embedded store")
-	fs.StringVar(&o.DatasetDir, "dataset", o.DatasetDir, "Fashion-MNIST IDX directory (demo shards and server-side evaluation); \"none\": no data (load tests)")
+	fs.StringVar(&o.Task, "task", o.Task, "what the class learns: "+strings.Join(dataset.TaskNames(), " or ")+" (fashion: Fashion-MNIST clothing; digits: MNIST digits from data/mnist, made by make setup)")
+	fs.StringVar(&o.DatasetDir, "dataset", "", "the task's IDX directory (demo shards and server-side evaluation; default: the task's, "+dataset.DefaultFashionMNISTDir+" or "+dataset.DefaultMNISTDir+"); \"mnist\" or \"fashion-mnist\": that task in its own directory; \"none\": no data (load tests)")
 	fs.StringVar(&o.Index, "index", "", "index.html to serve at / instead of the embedded one (development)")
 	fs.StringVar(&o.JoinCode, "join-code", "", "session join code (default: random, kept in the store)")
 	origins := fs.String("origins", "", "comma-separated extra Origin host patterns allowed to open the websocket (same host is always allowed)")
@@ -126,7 +128,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.EvalEvery, "eval-every", o.EvalEvery, "evaluate the global model on the test set every K rounds (0 = never)")
 	fs.IntVar(&o.EvalSamples, "eval-samples", 0, "evaluate on the first n test samples (0 = all)")
 	fs.Uint64Var(&o.Seed, "seed", 0, "cohort sampling seed (0 = random at first start, kept in the store and logged)")
-	fs.IntVar(&o.DemoShards, "demo-shards", 0, "number of demo shards (0 = M; -1 = no demo shards)")
+	fs.IntVar(&o.DemoShards, "demo-shards", 0, "distinct demo shards handed out before earlier ones are reused (0 = 4 M; -1 = no demo shards)")
 	fs.Float64Var(&o.DemoAlpha, "demo-alpha", o.DemoAlpha, "Dirichlet alpha of the demo shards' label skew (small = more non-IID)")
 	fs.StringVar(&o.Deadline, "deadline", o.Deadline, "round deadline")
 	fs.StringVar(&o.RoundGap, "round-gap", o.RoundGap, "pause between rounds")
@@ -224,6 +226,18 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	if o.JoinCodeLength < 8 {
 		return o, fmt.Errorf("-join-code-length %d: want at least 8 (40 bits)", o.JoinCodeLength)
 	}
+	task, err := dataset.LookupTask(o.Task)
+	if err != nil {
+		return o, fmt.Errorf("-task: %w", err)
+	}
+	// -dataset mnist (or fashion-mnist, flsim's names) picks a task and
+	// its own directory; a directory needs a slash (./mnist).
+	if named, err := dataset.LookupTask(o.DatasetDir); err == nil && !strings.Contains(o.DatasetDir, "/") {
+		if o.Task != defaults().Task && named.Name != task.Name {
+			return o, fmt.Errorf("-dataset %s is the %s task, but -task is %s", o.DatasetDir, named.Name, task.Name)
+		}
+		o.Task, o.DatasetDir = named.Name, ""
+	}
 	return o, nil
 }
 
@@ -257,14 +271,12 @@ func run(args []string, stderr io.Writer) error {
 		return fmt.Errorf("-round-gap %q: want a duration >= 0", o.RoundGap)
 	}
 
-	var train, test dataset.Set
-	if o.DatasetDir == "none" {
-		// Load tests: a 28x28, 10-class model without data: no demo
-		// shards, no evaluation.
-		train.Features, train.Classes = 784, 10
-		o.DemoShards, o.EvalEvery = -1, 0
-	} else if train, test, err = dataset.LoadFashionMNIST(o.DatasetDir); err != nil {
+	train, test, labels, err := loadTask(o.Task, o.DatasetDir)
+	if err != nil {
 		return err
+	}
+	if o.DatasetDir == "none" {
+		o.DemoShards, o.EvalEvery = -1, 0
 	}
 	sess := o.Session
 	mdl, err := model.New(sess.Model, train.Features, train.Classes)
@@ -272,8 +284,8 @@ func run(args []string, stderr io.Writer) error {
 		return err
 	}
 	sess.Features, sess.Classes, sess.Dim = train.Features, train.Classes, mdl.Dim()
-	if o.DatasetDir != "none" && sess.Labels == "" {
-		sess.Labels = strings.Join(dataset.FashionMNISTClasses[:], ",")
+	if sess.Labels == "" {
+		sess.Labels = labels
 	}
 	sess.DeadlineMillis = int(deadline.Milliseconds())
 	p := devrt.Params(sess)
@@ -283,7 +295,7 @@ func run(args []string, stderr io.Writer) error {
 	sess.Trusted = p.Trusted()
 	shardsN := o.DemoShards
 	if shardsN == 0 {
-		shardsN = sess.M
+		shardsN = 4 * sess.M
 	}
 	sess.DemoShards = shardsN > 0
 	if err := sess.Validate(); err != nil {
@@ -346,9 +358,13 @@ func run(args []string, stderr io.Writer) error {
 	}
 	var shards *coordinator.Shards
 	if shardsN > 0 {
-		if shards, err = coordinator.NewShards(train, shardsN, o.DemoAlpha, 1); err != nil {
+		if shards, err = coordinator.NewShards(train, coordinator.ShardConfig{Rounds: sess.Rounds, Batch: sess.Batch,
+			Alpha: o.DemoAlpha, Seed: 1, Max: shardsN, Committed: c.Committed}); err != nil {
 			return err
 		}
+		size := dataset.PageShardSize(sess.Rounds, sess.Batch, c.Committed(), train.Len())
+		log.Info("demo shards (demo only)", "task", o.Task, "train", train.Len(), "shard_samples", size,
+			"disjoint_shards", train.Len()/max(size, 1), "max_shards", shardsN)
 	}
 	index := browserfl.IndexHTML
 	if o.Index != "" {
@@ -390,6 +406,7 @@ func run(args []string, stderr io.Writer) error {
 	}()
 	runErr := make(chan error, 1)
 	go func() { runErr <- c.Run(ctx) }()
+	go c.LogWarnings(ctx, shards, 5*time.Second)
 
 	var result error
 	runDone := false
@@ -431,6 +448,25 @@ func run(args []string, stderr io.Writer) error {
 	srv.Shutdown(sctx)
 	log.Info("stopped", "committed", c.Committed())
 	return result
+}
+
+// loadTask loads the task's training and test sets from dir (the task's
+// own directory if empty) and returns its class names for the session's
+// Labels. dir "none" loads nothing: a 28x28, 10-class model without data
+// (load tests: no demo shards, no evaluation, no labels).
+func loadTask(name, dir string) (train, test dataset.Set, labels string, err error) {
+	if dir == "none" {
+		train.Features, train.Classes = 784, 10
+		return train, test, "", nil
+	}
+	task, err := dataset.LookupTask(name)
+	if err != nil {
+		return train, test, "", err
+	}
+	if train, test, err = task.Load(dir); err != nil {
+		return train, test, "", err
+	}
+	return train, test, strings.Join(task.Labels, ","), nil
 }
 
 // newHTTPServer returns the server with its timeouts: request headers

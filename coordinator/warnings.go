@@ -1,0 +1,152 @@
+package coordinator
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// PlanInput is what PlanWarnings looks at: the session's plan, where it
+// is, the devices that can still be asked, and the demo data handed out.
+type PlanInput struct {
+	// Rounds, Batch, Cohort are the session's T, b and m; MinDevices the
+	// eligible devices a round needs.
+	Rounds, Batch, Cohort, MinDevices int
+	Committed                         int
+	Finished                          bool
+	// Active counts the connected devices that can be sampled now or
+	// after their current round (not left, not stuck).
+	Active int
+	// Shards is what the demo shard endpoint handed out (zero without
+	// demo shards, or when the devices bring their own data).
+	Shards ShardStats
+	// SamplesUsed is b times the updates included so far (each took b
+	// fresh samples of its device).
+	SamplesUsed int64
+}
+
+// A Warning says why the class may not finish the planned rounds. Kind
+// is stable ("devices", "shard", "data"); Text is for people.
+type Warning struct {
+	Kind string
+	Text string
+}
+
+// PlanWarnings returns why the class may not finish its planned rounds,
+// in this order:
+//
+//   - devices: fewer active devices than MinDevices (rounds wait) or than
+//     the cohort m (rounds run smaller, and every device is asked in every
+//     round, so each needs a sample batch per round);
+//   - shard: a page's shard cannot hold what the page will be asked for:
+//     with A active devices a page is asked in about min(1, m/A) of the
+//     L rounds left, which takes that many batches, more than the whole
+//     training set if n < L min(1, m/A) b (shards are at most n);
+//   - data: the demo data handed out, less what was used, is less than
+//     the rest of the session needs, L x min(m, A) x b samples: the pages
+//     run out around the round it covers. Shards of pages that have left
+//     are still counted, so this is an optimistic bound: when it fires,
+//     the class surely lacks data unless pages bring their own.
+//
+// A finished session has no warnings. The function is pure.
+func PlanWarnings(in PlanInput) []Warning {
+	var out []Warning
+	left := in.Rounds - in.Committed
+	if in.Finished || left <= 0 {
+		return out
+	}
+	switch {
+	case in.Active < in.MinDevices:
+		out = append(out, Warning{"devices", fmt.Sprintf(
+			"%d devices connected: a round needs at least %d (min-devices), so the session waits for more",
+			in.Active, in.MinDevices)})
+	case in.Active < in.Cohort:
+		out = append(out, Warning{"devices", fmt.Sprintf(
+			"%d devices connected, fewer than the cohort m = %d: rounds run with %d, and every device is asked in every round",
+			in.Active, in.Cohort, in.Active)})
+	}
+	if in.Batch <= 0 {
+		return out
+	}
+	if n := in.Shards.TrainSamples; n > 0 {
+		asked := left // rounds a page is asked in, about
+		if in.Active > in.Cohort {
+			asked = (left*in.Cohort + in.Active - 1) / in.Active
+		}
+		if int64(n) < int64(asked)*int64(in.Batch) {
+			out = append(out, Warning{"shard", fmt.Sprintf(
+				"a demo shard holds at most the %d training samples, %d rounds of b = %d, but a page may be asked in about %d of the %d rounds left: pages run out before the end (fewer rounds -T, a smaller batch -b, or more pages)",
+				n, n/in.Batch, in.Batch, asked, left)})
+		}
+	}
+	if in.Shards.HandedOut > 0 && in.Active > 0 {
+		per := int64(min(in.Cohort, in.Active)) * int64(in.Batch) // samples a round takes
+		have := max(in.Shards.Samples-in.SamplesUsed, 0)
+		if have < int64(left)*per {
+			covers := have / per
+			out = append(out, Warning{"data", fmt.Sprintf(
+				"the demo data handed out (%d shards; at most %d samples left) covers about %d of the %d rounds left at %d samples a round: pages run out around round %d, so more pages must join",
+				in.Shards.HandedOut, have, covers, left, per, int64(in.Committed)+covers)})
+		}
+	}
+	return out
+}
+
+// planInput gathers PlanWarnings' input (shards may be nil).
+func (c *Coordinator) planInput(shards *Shards) PlanInput {
+	sess := c.cfg.Session
+	in := PlanInput{Rounds: sess.Rounds, Batch: sess.Batch, Cohort: sess.Cohort, MinDevices: c.cfg.MinDevices}
+	c.mu.Lock()
+	in.Committed, in.Finished = c.committed, c.finished
+	for _, d := range c.devices {
+		if d.conn != nil && !d.left && d.misses < c.lim.MaxMisses {
+			in.Active++
+		}
+	}
+	c.mu.Unlock()
+	c.met.mu.Lock()
+	in.SamplesUsed = c.met.included * int64(sess.Batch)
+	c.met.mu.Unlock()
+	if shards != nil {
+		in.Shards = shards.Stats()
+	}
+	return in
+}
+
+// Warnings returns the texts of PlanWarnings for the session now (the
+// "warnings" of /api/status; never nil).
+func (c *Coordinator) Warnings(shards *Shards) []string {
+	out := []string{}
+	for _, w := range PlanWarnings(c.planInput(shards)) {
+		out = append(out, w.Text)
+	}
+	return out
+}
+
+// LogWarnings checks PlanWarnings every interval until ctx ends and logs
+// a warning when one of a kind appears, and when it clears.
+func (c *Coordinator) LogWarnings(ctx context.Context, shards *Shards, every time.Duration) {
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	active := map[string]bool{}
+	for {
+		now := map[string]bool{}
+		for _, w := range PlanWarnings(c.planInput(shards)) {
+			now[w.Kind] = true
+			if !active[w.Kind] {
+				c.log.Warn("the class may not finish the planned rounds", "kind", w.Kind, "warning", w.Text)
+			}
+		}
+		for k := range active {
+			if !now[k] {
+				c.log.Info("plan warning cleared", "kind", k)
+			}
+		}
+		active = now
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}

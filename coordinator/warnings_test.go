@@ -1,0 +1,85 @@
+package coordinator_test
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"browserfl/coordinator"
+)
+
+// TestPlanWarnings: the demo session's plan (T = 200, b = 32, m = 10,
+// min-devices 2) against classes that can and cannot finish it.
+func TestPlanWarnings(t *testing.T) {
+	demo := func(mod func(*coordinator.PlanInput)) coordinator.PlanInput {
+		in := coordinator.PlanInput{Rounds: 200, Batch: 32, Cohort: 10, MinDevices: 2}
+		mod(&in)
+		return in
+	}
+	fashion := func(handed, committed int) coordinator.ShardStats {
+		// Shards sized as now: each covers the rounds left when handed out.
+		return coordinator.ShardStats{HandedOut: handed, Samples: int64(handed) * int64(200-committed) * 32,
+			Distinct: handed, TrainSamples: 60000, Epoch: 1}
+	}
+	tests := []struct {
+		name      string
+		in        coordinator.PlanInput
+		wantKinds []string
+		wantText  []string // substrings of the texts, in order
+	}{
+		{"30 pages with new-style shards: finishes", demo(func(in *coordinator.PlanInput) {
+			in.Active, in.Shards = 30, fashion(30, 0)
+		}), nil, nil},
+		{"exactly the cohort, half way, data used as planned: finishes", demo(func(in *coordinator.PlanInput) {
+			in.Active, in.Committed, in.Shards, in.SamplesUsed = 10, 100, fashion(10, 0), 100*10*32
+		}), nil, nil},
+		{"nobody yet: the session waits", demo(func(in *coordinator.PlanInput) {}),
+			[]string{"devices"}, []string{"0 devices connected: a round needs at least 2"}},
+		{"fewer than the cohort", demo(func(in *coordinator.PlanInput) {
+			in.Active, in.Shards = 6, fashion(6, 0)
+		}), []string{"devices"}, []string{"6 devices connected, fewer than the cohort m = 10"}},
+		{"the old Dirichlet shards: 30 shards of 60,000 samples in all cannot cover 200 x 10 x 32", demo(func(in *coordinator.PlanInput) {
+			in.Active = 30
+			in.Shards = coordinator.ShardStats{HandedOut: 30, Samples: 60000, Distinct: 30, TrainSamples: 60000, Epoch: 1}
+		}), []string{"data"}, []string{"covers about 187 of the 200 rounds left at 320 samples a round: pages run out around round 187"}},
+		{"late joiners sized for the rounds left, first pages gone: finishes", demo(func(in *coordinator.PlanInput) {
+			// 10 pages at round 0 (6,400 samples each), 10 more at round
+			// 180 (20 rounds x 32 = 640 each), 180 rounds of 10 x 32 used.
+			in.Active, in.Committed, in.SamplesUsed = 10, 180, 180*10*32
+			in.Shards = coordinator.ShardStats{HandedOut: 20, Samples: 10*6400 + 10*640, Distinct: 20, TrainSamples: 60000, Epoch: 2}
+		}), nil, nil},
+		{"data used faster than planned", demo(func(in *coordinator.PlanInput) {
+			in.Active, in.Committed, in.Shards, in.SamplesUsed = 10, 100, fashion(10, 0), 40000
+		}), []string{"data"}, []string{"at most 24000 samples left) covers about 75 of the 100 rounds left at 320 samples a round: pages run out around round 175"}},
+		{"digits with T = 300 and a small class: a shard cannot hold 300 batches", coordinator.PlanInput{
+			Rounds: 300, Batch: 32, Cohort: 10, MinDevices: 2, Active: 8,
+			Shards: coordinator.ShardStats{HandedOut: 8, Samples: 8 * 8000, Distinct: 8, TrainSamples: 8000, Epoch: 8}},
+			[]string{"devices", "shard", "data"}, []string{"fewer than the cohort", "250 rounds of b = 32, but a page may be asked in about 300 of the 300", "covers about 250 of the 300"}},
+		{"digits with T = 300 and 30 pages: each is asked in about 100 rounds", coordinator.PlanInput{
+			Rounds: 300, Batch: 32, Cohort: 10, MinDevices: 2, Active: 30,
+			Shards: coordinator.ShardStats{HandedOut: 30, Samples: 30 * 8000, Distinct: 30, TrainSamples: 8000, Epoch: 30}},
+			nil, nil},
+		{"devices with their own data: no data warning", demo(func(in *coordinator.PlanInput) {
+			in.Active, in.SamplesUsed = 10, 1e6
+		}), nil, nil},
+		{"finished: nothing to warn about", demo(func(in *coordinator.PlanInput) {
+			in.Committed, in.Finished = 200, true
+		}), nil, nil},
+	}
+	for _, tc := range tests {
+		got := coordinator.PlanWarnings(tc.in)
+		var kinds []string
+		for _, w := range got {
+			kinds = append(kinds, w.Kind)
+		}
+		if !slices.Equal(kinds, tc.wantKinds) {
+			t.Errorf("%s: kinds %q, want %q (%v)", tc.name, kinds, tc.wantKinds, got)
+			continue
+		}
+		for i, sub := range tc.wantText {
+			if !strings.Contains(got[i].Text, sub) {
+				t.Errorf("%s: warning %d = %q, want it to contain %q", tc.name, i, got[i].Text, sub)
+			}
+		}
+	}
+}
