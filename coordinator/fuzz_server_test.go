@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -261,8 +262,15 @@ func (h *fuzzHarness) checkDecisions() {
 	for end := time.Now().Add(time.Second); time.Now().Before(end); time.Sleep(time.Millisecond) {
 		busy := false
 		for _, d := range h.devs {
-			if d.cn != nil && len(d.cn.outbox) > 0 {
-				busy = true
+			if d.cn == nil {
+				continue
+			}
+			select {
+			case <-d.cn.done: // its writer has stopped
+			default:
+				if len(d.cn.outbox) > 0 {
+					busy = true
+				}
 			}
 		}
 		if !busy {
@@ -338,12 +346,18 @@ func runFuzzProgram(t *testing.T, prog []byte) {
 		}
 		sess := wire.SessionParams{Name: "fuzz", Dim: 8, DeadlineMillis: 60000, Algorithm: "nc", Model: "logreg",
 			Features: 3, Classes: 2, M: 6, Cohort: 3, Rounds: 12, Batch: 1, Clip: 1, Eta: 0.5, RhoPaper: 1, Compressor: "f64"}
-		st, err := OpenStore(filepath.Join(t.TempDir(), "fuzz.db"))
+		dir := t.TempDir()
+		if shm, err := os.MkdirTemp("/dev/shm", "bflfuzz"); err == nil {
+			dir = shm // memory-backed: a store per execution costs no disk sync
+			defer os.RemoveAll(shm)
+		}
+		st, err := OpenStore(filepath.Join(dir, "fuzz.db"))
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer st.Close()
-		st.db.NoSync = true // durability is not under test here; speed is
+		st.db.NoSync = true                    // durability is not under test here; speed is
+		st.db.MaxBatchDelay = time.Microsecond // registrations are batched (10 ms by default)
 		srv, err := optim.NewServer(optim.FromSession(sess), make([]float64, sess.Dim), nil)
 		if err != nil {
 			t.Fatal(err)
