@@ -261,9 +261,6 @@ type tally struct {
 	last     int
 	included map[string]int
 	asked    map[string]int
-	best     AccuracyPoint
-	final    AccuracyPoint
-	haveEval bool
 }
 
 func (tl *tally) update(s *Store) error {
@@ -274,7 +271,7 @@ func (tl *tally) update(s *Store) error {
 		return err
 	}
 	if committed < tl.last || tl.included == nil {
-		*tl = tally{included: map[string]int{}, asked: map[string]int{}}
+		tl.last, tl.included, tl.asked = 0, map[string]int{}, map[string]int{}
 	}
 	for {
 		recs, err := s.Rounds(tl.last, 1000)
