@@ -528,3 +528,7 @@ func ValidateModelJSON(m ModelJSON) error {
 	}
 	return nil
 }
+
+// DashboardCSP is the dashboard's Content-Security-Policy (no inline
+// script or style), for tests that serve its files themselves.
+func DashboardCSP() string { return dashboardCSP }
