@@ -254,16 +254,20 @@ func (s *Store) SessionStart(now time.Time) (time.Time, error) {
 }
 
 // tally counts, over the committed round records, the rounds each device
-// was included in and asked in; it reads only the rounds committed since
-// its last call (and starts over if the store rolled back).
+// was included in and asked in, and keeps the best and the last
+// evaluation. It reads only what changed since its last call: the rounds
+// committed since, and the last evalLag rounds again (an evaluation is
+// added to a record after its commit); a roll back starts it over.
 type tally struct {
-	mu       sync.Mutex
-	last     int
-	included map[string]int
-	asked    map[string]int
+	mu          sync.Mutex
+	last        int // rounds <= last are counted
+	included    map[string]int
+	asked       map[string]int
+	best, final AccuracyPoint
+	haveEval    bool
 }
 
-func (tl *tally) update(s *Store) error {
+func (tl *tally) update(s *Store, evalLag int) error {
 	tl.mu.Lock()
 	defer tl.mu.Unlock()
 	committed, _, err := s.State()
@@ -272,50 +276,38 @@ func (tl *tally) update(s *Store) error {
 	}
 	if committed < tl.last || tl.included == nil {
 		tl.last, tl.included, tl.asked = 0, map[string]int{}, map[string]int{}
+		tl.best, tl.final, tl.haveEval = AccuracyPoint{}, AccuracyPoint{}, false
 	}
+	after := max(0, tl.last-evalLag)
 	for {
-		recs, err := s.Rounds(tl.last, 1000)
+		recs, err := s.Rounds(after, 1000)
 		if err != nil {
 			return err
 		}
 		for _, r := range recs {
-			for _, id := range r.Included {
-				tl.included[id]++
-			}
-			for _, id := range r.Cohort {
-				tl.asked[id]++
-			}
-			tl.last = r.T
-		}
-		if len(recs) < 1000 {
-			break
-		}
-	}
-	return nil
-}
-
-// evals reads the evaluations (they are added to a record after its
-// commit, so they are read every time: one pass over the records).
-func (tl *tally) evals(s *Store) (best, final AccuracyPoint, ok bool, err error) {
-	after := 0
-	for {
-		recs, err := s.Rounds(after, 1000)
-		if err != nil {
-			return best, final, ok, err
-		}
-		for _, r := range recs {
 			after = r.T
-			if !r.Evaluated {
-				continue
+			if r.T > tl.last {
+				for _, id := range r.Included {
+					tl.included[id]++
+				}
+				for _, id := range r.Cohort {
+					tl.asked[id]++
+				}
+				tl.last = r.T
 			}
-			p := AccuracyPoint{Round: r.T, Accuracy: r.Accuracy, Loss: r.Loss}
-			if !ok || p.Accuracy > best.Accuracy {
-				best = p
+			if r.Evaluated {
+				p := AccuracyPoint{Round: r.T, Accuracy: r.Accuracy, Loss: r.Loss}
+				if !tl.haveEval || p.Accuracy > tl.best.Accuracy || p.Round == tl.best.Round {
+					tl.best = p
+				}
+				if !tl.haveEval || p.Round >= tl.final.Round {
+					tl.final = p
+				}
+				tl.haveEval = true
 			}
-			final, ok = p, true
 		}
 		if len(recs) < 1000 {
-			return best, final, ok, nil
+			return nil
 		}
 	}
 }
@@ -343,7 +335,9 @@ func (c *Coordinator) newJoin(info JoinInfo) *joinState {
 // Summary returns the store-backed figures.
 func (j *joinState) Summary() (Summary, error) {
 	sum := Summary{SessionStart: j.start}
-	if err := j.tally.update(j.c.store); err != nil {
+	// Evaluations land in a record after its commit: re-read the last
+	// few rounds each time.
+	if err := j.tally.update(j.c.store, 2*j.c.cfg.EvalEvery+4); err != nil {
 		return sum, err
 	}
 	j.tally.mu.Lock()
@@ -354,20 +348,17 @@ func (j *joinState) Summary() (Summary, error) {
 	for _, n := range j.tally.asked {
 		sum.MostAsked = max(sum.MostAsked, n)
 	}
+	if j.tally.haveEval {
+		best, final := j.tally.best, j.tally.final
+		sum.BestAccuracy, sum.BestRound = &best.Accuracy, best.Round
+		sum.FinalAccuracy, sum.FinalRound = &final.Accuracy, final.Round
+	}
 	j.tally.mu.Unlock()
 	if n, err := j.c.store.Devices(); err == nil {
 		sum.Registered = n
 	}
 	pv := SessionPrivacy(j.c.cfg.Session)
 	sum.WorstEpsilonText, sum.WorstText = pv.EpsilonText, pv.Text
-	best, final, ok, err := j.tally.evals(j.c.store)
-	if err != nil {
-		return sum, err
-	}
-	if ok {
-		sum.BestAccuracy, sum.BestRound = &best.Accuracy, best.Round
-		sum.FinalAccuracy, sum.FinalRound = &final.Accuracy, final.Round
-	}
 	return sum, nil
 }
 

@@ -131,6 +131,18 @@ func newJoinFixture(t *testing.T) *joinFixture {
 			t.Fatal(err)
 		}
 	}
+	// Evaluations are added after the commit: round 2 is the best,
+	// round 4 the last.
+	for _, ev := range []struct {
+		t   int
+		acc float64
+	}{{2, 0.6}, {4, 0.55}} {
+		rec := coordinator.CoordinatorRecord(ev.t, incl[ev.t-1]...)
+		rec.Evaluated, rec.Accuracy, rec.Loss = true, ev.acc, 1
+		if err := st.UpdateRecord(rec); err != nil {
+			t.Fatal(err)
+		}
+	}
 	f.x = append([]float64(nil), srv.X...)
 	return f
 }
@@ -201,6 +213,13 @@ func TestStoreFiguresSurviveRestart(t *testing.T) {
 	f := newJoinFixture(t)
 	srv, stop := f.start(t, coordinator.JoinInfo{})
 	s1 := status(t, srv.URL)
+	// Asked again, the incremental count re-reads the last rounds for
+	// their evaluations and must not count their devices twice.
+	if again := status(t, srv.URL); again.Join.Summary.MostIncluded != s1.Join.Summary.MostIncluded ||
+		again.Join.Summary.MostAsked != s1.Join.Summary.MostAsked {
+		t.Errorf("second status: most included %d, asked %d; first %d, %d", again.Join.Summary.MostIncluded,
+			again.Join.Summary.MostAsked, s1.Join.Summary.MostIncluded, s1.Join.Summary.MostAsked)
+	}
 	stop()
 	srv, stop = f.start(t, coordinator.JoinInfo{})
 	defer stop()
@@ -210,6 +229,10 @@ func TestStoreFiguresSurviveRestart(t *testing.T) {
 		if sum.MostIncluded != 3 || s.Privacy.MaxParticipations != 3 || sum.MostAsked != 3 || sum.Participants != 2 {
 			t.Errorf("coordinator %d: most included %d (privacy %d), most asked %d, participants %d; want 3, 3, 3, 2",
 				i+1, sum.MostIncluded, s.Privacy.MaxParticipations, sum.MostAsked, sum.Participants)
+		}
+		if sum.BestAccuracy == nil || *sum.BestAccuracy != 0.6 || sum.BestRound != 2 ||
+			sum.FinalAccuracy == nil || *sum.FinalAccuracy != 0.55 || sum.FinalRound != 4 {
+			t.Errorf("coordinator %d: best %v at %d, final %v at %d; want 0.6 at 2, 0.55 at 4", i+1, sum.BestAccuracy, sum.BestRound, sum.FinalAccuracy, sum.FinalRound)
 		}
 		if sum.WorstEpsilonText == "" || sum.WorstEpsilonText != s.Privacy.EpsilonText {
 			t.Errorf("coordinator %d: worst epsilon %q, the plan's %q", i+1, sum.WorstEpsilonText, s.Privacy.EpsilonText)
