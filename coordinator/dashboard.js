@@ -265,7 +265,15 @@ function renderSummary(s) {
   $("sum-acc-note").textContent = acc == null ? "no evaluation" : "final test accuracy (round " + (sum.final_round || s.last_eval.t) + ")" +
     (sum.best_accuracy != null && sum.best_accuracy > acc ? " · best " + pct(sum.best_accuracy) + " (round " + sum.best_round + ")" : "");
   $("sum-rounds").textContent = s.committed;
-  $("sum-rounds-note").textContent = "rounds of " + ss.rounds + " · " + fmtDuration(s.uptime_s);
+  // The session's length: from its start to the last commit (the
+  // uptime goes on counting after the end).
+  let took = s.uptime_s;
+  const lastRec = rounds[rounds.length - 1], t0 = Date.parse(sum.session_start || "");
+  if (lastRec && lastRec.started && !isNaN(t0)) {
+    const t1 = Date.parse(lastRec.started) + (lastRec.latency_ms || 0);
+    if (t1 > t0) took = (t1 - t0) / 1000;
+  }
+  $("sum-rounds-note").textContent = "rounds of " + ss.rounds + " in " + fmtDuration(took);
   $("sum-people").textContent = sum.participants ?? "–";
   $("sum-people-note").textContent = "devices took part" + (sum.registered ? " (" + sum.registered + " joined)" : "");
   $("sum-eps").textContent = p.private ? p.epsilon_text : "–";

@@ -128,7 +128,8 @@ func fakeRounds(n int) []map[string]any {
 	var out []map[string]any
 	for t := 1; t <= n; t++ {
 		r := map[string]any{"t": t, "cohort": 10, "included": 10 - t%7/3*3, "latency_ms": 800 + 400*math.Sin(float64(t)/5)*math.Sin(float64(t)/5) + float64(t%11*90),
-			"bytes_in": 314170, "bytes_out": 628170, "evaluated": t%5 == 0}
+			"bytes_in": 314170, "bytes_out": 628170, "evaluated": t%5 == 0,
+			"started": time.Now().Add(-90*time.Minute + time.Duration(t)*25*time.Second).UTC().Format(time.RFC3339Nano)}
 		if t%5 == 0 {
 			r["accuracy"] = 0.72 - 0.62*math.Exp(-float64(t)/35)
 			r["loss"] = 0.8 + 1.5*math.Exp(-float64(t)/30)
@@ -379,7 +380,7 @@ func TestDashboardLayout(t *testing.T) {
 			t.Errorf("summary: download link %q", dl)
 		}
 		eps := coordinator.SessionPrivacy(fakeStatus("ended", false)["session"].(wire.SessionParams)).EpsilonText
-		for _, want := range []string{"27", "200", eps, "%"} {
+		for _, want := range []string{"27", "200", eps, "%", "in 1 h 23 min"} {
 			if !strings.Contains(sum, want) {
 				t.Errorf("summary does not show %q:\n%s", want, sum)
 			}
