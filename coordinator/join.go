@@ -84,6 +84,62 @@ func LANHosts(addrs []net.Addr) []string {
 	return append(v4, v6...)
 }
 
+// Interface is one network interface as MachineAddrs sees it.
+type Interface struct {
+	Name  string
+	Up    bool
+	Addrs []net.Addr
+}
+
+// virtualPrefixes name interfaces that are usually not the classroom's
+// network (container bridges, virtual machines, VPN tunnels): their
+// addresses are listed after the others, so that the first join URL
+// (the one drawn as the QR code) is the Wi-Fi's or the Ethernet's.
+var virtualPrefixes = []string{"docker", "br-", "veth", "virbr", "vboxnet", "vmnet", "cni", "flannel", "podman",
+	"lxc", "lxd", "tun", "tap", "wg", "tailscale", "zt", "utun", "ppp"}
+
+// OrderAddrs returns the addresses of the interfaces that are up, those
+// of virtual interfaces (virtualPrefixes) last.
+func OrderAddrs(ifs []Interface) []net.Addr {
+	var first, last []net.Addr
+	for _, it := range ifs {
+		if !it.Up {
+			continue
+		}
+		virtual := false
+		for _, p := range virtualPrefixes {
+			if strings.HasPrefix(strings.ToLower(it.Name), p) {
+				virtual = true
+				break
+			}
+		}
+		if virtual {
+			last = append(last, it.Addrs...)
+		} else {
+			first = append(first, it.Addrs...)
+		}
+	}
+	return append(first, last...)
+}
+
+// MachineAddrs returns this machine's interface addresses in OrderAddrs
+// order.
+func MachineAddrs() ([]net.Addr, error) {
+	nifs, err := net.Interfaces()
+	if err != nil {
+		return nil, err
+	}
+	var ifs []Interface
+	for _, ni := range nifs {
+		addrs, err := ni.Addrs()
+		if err != nil {
+			continue
+		}
+		ifs = append(ifs, Interface{Name: ni.Name, Up: ni.Flags&net.FlagUp != 0, Addrs: addrs})
+	}
+	return OrderAddrs(ifs), nil
+}
+
 // JoinURLs returns the join URLs for a listener bound to bound (its
 // actual address, e.g. "[::]:8080" or "127.0.0.1:8080"): one per LAN host
 // of ifaces when the listener takes every address, the bound address

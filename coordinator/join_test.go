@@ -93,6 +93,24 @@ func TestJoinURLs(t *testing.T) {
 	}
 }
 
+// TestOrderAddrs: interfaces that are down are skipped; container
+// bridges, virtual machines and tunnels come after the Wi-Fi, so the
+// first join URL (the QR code's) is the classroom network's.
+func TestOrderAddrs(t *testing.T) {
+	ifs := []coordinator.Interface{
+		{Name: "lo", Up: true, Addrs: []net.Addr{ipnet("127.0.0.1/8")}},
+		{Name: "docker0", Up: true, Addrs: []net.Addr{ipnet("172.17.0.1/16")}},
+		{Name: "enp3s0", Up: false, Addrs: []net.Addr{ipnet("10.1.2.3/24")}},
+		{Name: "wlp2s0", Up: true, Addrs: []net.Addr{ipnet("192.168.1.23/24"), ipnet("fe80::1/64")}},
+		{Name: "tailscale0", Up: true, Addrs: []net.Addr{ipnet("100.101.102.103/32")}},
+	}
+	got := coordinator.LANHosts(coordinator.OrderAddrs(ifs))
+	want := []string{"192.168.1.23", "172.17.0.1", "100.101.102.103"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("hosts %q, want %q", got, want)
+	}
+}
+
 // joinFixture is a coordinator whose store already holds committed
 // rounds (model X after the last), served over loopback.
 type joinFixture struct {

@@ -368,7 +368,7 @@ func run(args []string, stderr io.Writer) error {
 	if o.TLSCert != "" {
 		scheme = "https"
 	}
-	ifaces, err := net.InterfaceAddrs()
+	ifaces, err := coordinator.MachineAddrs()
 	if err != nil {
 		log.Warn("cannot list this machine's addresses", "err", err)
 	}
