@@ -369,7 +369,7 @@ type Status struct {
 	// UptimeSec counts from the session's start kept in the store.
 	UptimeSec float64 `json:"uptime_s"`
 	// Join: the join URLs and the store-backed summary (join.go).
-	Join joinView `json:"join"`
+	Join JoinView `json:"join"`
 }
 
 // RoundView is the open round as the dashboard shows it.

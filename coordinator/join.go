@@ -418,8 +418,9 @@ func (j *joinState) Summary() (Summary, error) {
 	return sum, nil
 }
 
-// joinView is the part of /api/status this file fills.
-type joinView struct {
+// JoinView is the "join" part of /api/status: where to join and the
+// figures read from the store.
+type JoinView struct {
 	JoinInfo
 	LoopbackHint string   `json:"loopback_hint,omitempty"`
 	Summary      *Summary `json:"summary,omitempty"`
