@@ -31,4 +31,5 @@ require (
 	gonum.org/v1/gonum v0.16.0 // indirect
 	gonum.org/v1/plot v0.16.0 // indirect
 	nhooyr.io/websocket v1.8.17 // indirect
+	rsc.io/qr v0.2.0 // indirect
 )

@@ -37,6 +37,8 @@ var dashboardCSS []byte
 //	/api/session  the session's public parameters (JSON; ?code= join code)
 //	/api/progress committed round and accuracy series (JSON; ?code=)
 //	/api/model    the global model as a wire round frame (X = model; ?code=)
+//	/api/model.json  the same model as JSON (ModelJSON; ?code=)
+//	/api/join-qr.png the join URL as a QR code (?code=&i=N)
 //	/api/demo/images, /api/demo/labels
 //	              a demo shard as raw IDX files (?code=; the same shard for
 //	              both, paired by a cookie; demo only)
@@ -50,6 +52,8 @@ var dashboardCSS []byte
 // backoff. Every response carries the headers of securityHeaders.
 func (c *Coordinator) Handler(assets Assets, shards *Shards) http.Handler {
 	mux := http.NewServeMux()
+	join := c.newJoin(assets.Join) // join.go: join URLs, QR code, model JSON, store-backed figures
+	join.register(mux)
 	mux.HandleFunc("GET /api/session", c.withCode(func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, c.cfg.Session)
 	}))
@@ -101,6 +105,7 @@ func (c *Coordinator) Handler(assets Assets, shards *Shards) http.Handler {
 	mux.HandleFunc("GET /api/status", c.withCode(func(w http.ResponseWriter, r *http.Request) {
 		st := c.Status()
 		st.Warnings = c.Warnings(shards)
+		join.fill(&st, r)
 		writeJSON(w, st)
 	}))
 	mux.HandleFunc("GET /api/rounds", c.withCode(func(w http.ResponseWriter, r *http.Request) {
@@ -190,6 +195,9 @@ func (c *Coordinator) Handler(assets Assets, shards *Shards) http.Handler {
 type Assets struct {
 	Index []byte
 	Web   fs.FS
+	// Join is where devices join (JoinURLs); empty: the address the
+	// dashboard was opened at.
+	Join JoinInfo
 }
 
 // withCode requires the session's join code in ?code= or X-Join-Code,
@@ -355,10 +363,13 @@ type Status struct {
 	LatencyP50Ms float64     `json:"latency_p50_ms"`
 	LatencyP99Ms float64     `json:"latency_p99_ms"`
 	BadFrames    int64       `json:"bad_frames"`
-	UptimeSec    float64     `json:"uptime_s"`
+	// UptimeSec counts from the session's start kept in the store.
+	UptimeSec float64 `json:"uptime_s"`
 	// Warnings say why the class may not finish the planned rounds
 	// (PlanWarnings; filled by /api/status).
 	Warnings []string `json:"warnings"`
+	// Join: the join URLs and the store-backed summary (join.go).
+	Join JoinView `json:"join"`
 }
 
 // RoundView is the open round as the dashboard shows it.

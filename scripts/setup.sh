@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # setup.sh installs what the project needs on a fresh Debian machine:
 # the Fashion-MNIST dataset package (the default real dataset) and, when
-# asked with --browser, Debian's Chromium and ChromeDriver for browser tests.
+# asked with --browser, Debian's Chromium and ChromeDriver for browser tests
+# and zbar-tools (zbarimg decodes the dashboard's QR code in a test).
 # It is idempotent: anything already present is left alone.
 set -euo pipefail
 
@@ -10,6 +11,7 @@ need=()
 if [ "${1:-}" = "--browser" ]; then
   command -v chromium >/dev/null 2>&1 || need+=(chromium)
   command -v chromedriver >/dev/null 2>&1 || need+=(chromium-driver)
+  command -v zbarimg >/dev/null 2>&1 || need+=(zbar-tools)
 fi
 
 if [ ${#need[@]} -gt 0 ]; then

@@ -380,20 +380,20 @@ func run(args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	srv, err := newHTTPServer(c.Handler(coordinator.Assets{Index: index, Web: web.FS()}, shards), o, log)
-	if err != nil {
-		return err
-	}
 	scheme := "http"
 	if o.TLSCert != "" {
 		scheme = "https"
 	}
-	base := fmt.Sprintf("%s://%s", scheme, displayHost(ln.Addr().String(), o.Listen))
-	fmt.Fprintf(stderr, "\nbrowserfl coordinator: session %q (%s, %s, d = %d, M = %d, m = %d, T = %d)\n"+
-		"  join:      %s/?code=%s\n  join code: %s\n  dashboard: %s/dashboard?code=%s\n\n",
-		sess.Name, sess.Algorithm, sess.Model, sess.Dim, sess.M, sess.Cohort, sess.Rounds,
-		base, joinCode, joinCode, base, joinCode)
-
+	ifaces, err := coordinator.MachineAddrs()
+	if err != nil {
+		log.Warn("cannot list this machine's addresses", "err", err)
+	}
+	join := coordinator.JoinURLs(ln.Addr().String(), scheme, joinCode, ifaces)
+	srv, err := newHTTPServer(c.Handler(coordinator.Assets{Index: index, Web: web.FS(), Join: join}, shards), o, log)
+	if err != nil {
+		return err
+	}
+	printJoin(stderr, sess, join, joinCode)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	srvErr := make(chan error, 1)
@@ -552,17 +552,29 @@ func randomCode(n int) (string, error) {
 	return string(b), nil
 }
 
-func displayHost(actual, requested string) string {
-	host, port, err := net.SplitHostPort(actual)
-	if err != nil {
-		return actual
+// printJoin prints the join URLs (every LAN address), a QR code of the
+// first, the join code and the dashboard URL.
+func printJoin(w io.Writer, sess wire.SessionParams, join coordinator.JoinInfo, code string) {
+	fmt.Fprintf(w, "\nbrowserfl coordinator: session %q (%s, %s, d = %d, M = %d, m = %d, T = %d)\n",
+		sess.Name, sess.Algorithm, sess.Model, sess.Dim, sess.M, sess.Cohort, sess.Rounds)
+	for i, u := range join.URLs {
+		label := "join:     "
+		if i > 0 {
+			label = "or:       "
+		}
+		fmt.Fprintf(w, "  %s %s\n", label, u)
 	}
-	rh, _, _ := net.SplitHostPort(requested)
-	if rh == "" || rh == "0.0.0.0" || rh == "::" {
-		rh = "localhost"
+	fmt.Fprintf(w, "  join code: %s\n", code)
+	if len(join.URLs) > 0 {
+		base := strings.SplitN(join.URLs[0], "/?", 2)[0]
+		fmt.Fprintf(w, "  dashboard: %s/dashboard?code=%s\n", base, code)
 	}
-	if rh != "" {
-		host = rh
+	if join.LoopbackOnly {
+		fmt.Fprintf(w, "  note:      %s\n", coordinator.LoopbackHint)
+	} else if len(join.URLs) > 0 {
+		if q, err := coordinator.TerminalQR(join.URLs[0]); err == nil {
+			fmt.Fprintf(w, "\n%s", q)
+		}
 	}
-	return net.JoinHostPort(host, port)
+	fmt.Fprintln(w)
 }

@@ -1,0 +1,35 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"browserfl/coordinator"
+	"browserfl/shared/wire"
+)
+
+// TestPrintJoin: every join URL, the code and the dashboard are printed;
+// a LAN listener gets a terminal QR code, a loopback one the hint
+// instead.
+func TestPrintJoin(t *testing.T) {
+	sess := wire.SessionParams{Name: "demo", Algorithm: "nc", Model: "logreg", Dim: 7850, M: 30, Cohort: 10, Rounds: 200}
+	lan := coordinator.JoinInfo{URLs: []string{"http://192.168.1.23:8080/?code=K7", "http://[2001:db8::42]:8080/?code=K7"}}
+	var b strings.Builder
+	printJoin(&b, sess, lan, "K7")
+	out := b.String()
+	for _, want := range []string{"join:      http://192.168.1.23:8080/?code=K7", "or:        http://[2001:db8::42]:8080/?code=K7",
+		"join code: K7", "dashboard: http://192.168.1.23:8080/dashboard?code=K7", "█"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("LAN output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "note:") {
+		t.Errorf("LAN output has the loopback note:\n%s", out)
+	}
+	b.Reset()
+	printJoin(&b, sess, coordinator.JoinInfo{URLs: []string{"http://localhost:8080/?code=K7"}, LoopbackOnly: true}, "K7")
+	out = b.String()
+	if !strings.Contains(out, `RUNFLAGS="-listen :8080"`) || !strings.Contains(out, "join:      http://localhost:8080/?code=K7") || strings.Contains(out, "█") {
+		t.Errorf("loopback output:\n%s", out)
+	}
+}
