@@ -114,6 +114,31 @@ type fuzzHarness struct {
 	open *openRound
 	dim  int
 	seq  atomic.Int64 // orders frames written and updates sent
+	// conns are every connection opened, drained after each step.
+	conns []fakeConn
+}
+
+type fakeConn struct {
+	cn *conn
+	ws *fakeWS
+}
+
+// drain writes every queued frame of every connection to its fake
+// websocket, as the writer goroutine would.
+func (h *fuzzHarness) drain() {
+	for _, fc := range h.conns {
+		for {
+			select {
+			case f := <-fc.cn.outbox:
+				if f.close == nil {
+					fc.ws.Write(h.ctx, websocket.MessageText, f.data)
+				}
+				continue
+			default:
+			}
+			break
+		}
+	}
 }
 
 func (h *fuzzHarness) next() (byte, bool) {
@@ -129,9 +154,12 @@ func (h *fuzzHarness) connect(d *fuzzDevice, hello wire.Hello) {
 	ws := &fakeWS{seq: &h.seq}
 	cn := &conn{c: h.c, ws: ws, outbox: make(chan outFrame, h.c.lim.Outbox), done: make(chan struct{}),
 		tokens: float64(h.c.lim.MsgBurst), lastTok: time.Now()}
-	go cn.writer(h.ctx)
+	// No writer goroutine: drain moves queued frames to ws after every
+	// step, so a frame's stamp is the step that queued it.
+	h.conns = append(h.conns, fakeConn{cn, ws})
 	d.all = append(d.all, ws)
 	w, err := h.c.admit(cn, hello)
+	h.drain()
 	h.tracef("  hello pending %d -> %v %v", hello.Pending, w.Pending, err)
 	if err != nil {
 		cn.shut()
@@ -258,25 +286,6 @@ func (h *fuzzHarness) finish() {
 // that round is not in the record (an answer about a round the device had
 // not yet sent, which a real device never asks, is not checked).
 func (h *fuzzHarness) checkDecisions() {
-	// Let the writers drain what was queued.
-	for end := time.Now().Add(time.Second); time.Now().Before(end); time.Sleep(time.Millisecond) {
-		busy := false
-		for _, d := range h.devs {
-			if d.cn == nil {
-				continue
-			}
-			select {
-			case <-d.cn.done: // its writer has stopped
-			default:
-				if len(d.cn.outbox) > 0 {
-					busy = true
-				}
-			}
-		}
-		if !busy {
-			break
-		}
-	}
 	for _, d := range h.devs {
 		for _, ws := range d.all {
 			for _, dec := range ws.decisions() {
@@ -371,6 +380,7 @@ func runFuzzProgram(t *testing.T, prog []byte) {
 		defer cancel()
 		h := &fuzzHarness{t: t, ctx: ctx, c: c, est: srv.(optim.Estimator), prog: prog, dim: sess.Dim}
 		for {
+			h.drain()
 			op, ok := h.next()
 			if !ok {
 				break
@@ -465,6 +475,7 @@ func runFuzzProgram(t *testing.T, prog []byte) {
 		if h.open != nil {
 			h.finish()
 		}
+		h.drain()
 		h.checkDecisions()
 		if testing.Verbose() {
 			recs, _ := st.Rounds(0, 100)
