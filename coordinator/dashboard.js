@@ -325,6 +325,10 @@ async function poll() {
     $("state").className = "badge " + state;
     renderJoin(s);
     renderTeacher(s, state);
+    // The coordinator's plan warnings (the class may not finish the
+    // planned rounds), shown while they hold.
+    const w = (s.warnings || []).join(" · ");
+    $("warnings").hidden = !w; $("warnings").textContent = w ? "⚠ " + w : "";
     if (view === "lobby") renderLobby(s);
     else if (view === "summary") renderSummary(s);
     else renderTraining(s);
