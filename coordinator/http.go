@@ -55,7 +55,7 @@ var dashboardCSS []byte
 func (c *Coordinator) Handler(assets Assets, shards *Shards) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /api/session", c.withCode(func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, c.cfg.Session)
+		writeJSON(w, c.Session())
 	}))
 	mux.HandleFunc("GET /api/progress", c.withCode(func(w http.ResponseWriter, r *http.Request) {
 		p, err := c.progress()
@@ -103,8 +103,11 @@ func (c *Coordinator) Handler(assets Assets, shards *Shards) http.Handler {
 		c.WriteMetrics(w)
 	})
 	mux.HandleFunc("GET /api/status", c.withCode(func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, c.Status())
+		s := c.Status()
+		s.Teacher = c.teacherOK(r)
+		writeJSON(w, s)
 	}))
+	c.teacherRoutes(mux)
 	mux.HandleFunc("GET /api/rounds", c.withCode(func(w http.ResponseWriter, r *http.Request) {
 		after, _ := strconv.Atoi(r.URL.Query().Get("after"))
 		recs, err := c.store.Rounds(max(after, 0), 1000)
@@ -234,7 +237,7 @@ type AccuracyPoint struct {
 }
 
 func (c *Coordinator) progress() (Progress, error) {
-	p := Progress{Committed: c.Committed(), Rounds: c.cfg.Session.Rounds, Accuracy: []AccuracyPoint{}}
+	p := Progress{Committed: c.Committed(), Rounds: c.Session().Rounds, Accuracy: []AccuracyPoint{}}
 	after := 0
 	for {
 		recs, err := c.store.Rounds(after, 1000)
@@ -327,9 +330,17 @@ type roundView struct {
 
 // Status is the JSON of /api/status (and what the dashboard draws).
 type Status struct {
-	Session   wire.SessionParams `json:"session"`
-	Committed int                `json:"committed"`
-	Finished  bool               `json:"finished"`
+	Session wire.SessionParams `json:"session"`
+	// State is "lobby", "running", "paused" or "ended" (StateLobby...).
+	State string `json:"state"`
+	// People lists the devices (nickname, state, rounds included; no
+	// device id) in the order they joined.
+	People []Person `json:"people"`
+	// Teacher is true when the request carried the teacher secret (the
+	// dashboard then shows the teacher's controls).
+	Teacher   bool `json:"teacher"`
+	Committed int  `json:"committed"`
+	Finished  bool `json:"finished"`
 	// Full is true while the coordinator holds as many connections as it
 	// admits: a new device would be refused.
 	Full    bool `json:"full"`
@@ -416,9 +427,9 @@ func SessionPrivacy(sess wire.SessionParams) PrivacyView {
 // Status returns a snapshot for the dashboard.
 func (c *Coordinator) Status() Status {
 	var s Status
-	s.Session = c.cfg.Session
-	s.MinDevices = c.cfg.MinDevices
 	c.mu.Lock()
+	s.Session, s.MinDevices, s.State = c.sess, c.minDevices, c.state
+	s.People = c.peopleLocked()
 	s.Committed, s.Finished = c.committed, c.finished
 	for _, d := range c.devices {
 		if d.conn != nil {
@@ -452,7 +463,7 @@ func (c *Coordinator) Status() Status {
 	}
 	c.mu.Unlock()
 	most := s.Privacy.MaxParticipations
-	s.Privacy = SessionPrivacy(c.cfg.Session)
+	s.Privacy = SessionPrivacy(s.Session)
 	s.Privacy.MaxParticipations = most
 	s.BytesIn, s.BytesOut = c.met.bytesIn.Load(), c.met.bytesOut.Load()
 	s.LatencyP50Ms = float64(c.met.quantile(0.5).Microseconds()) / 1000
