@@ -188,8 +188,8 @@ type device struct {
 	id       string
 	nickname string    // Hello.Nickname of the latest hello (validated)
 	joined   time.Time // first hello in this process (the dashboard's order)
-	conn  *conn // nil while disconnected
-	round int   // round the device is assigned in and not yet decided; 0 when idle
+	conn     *conn     // nil while disconnected
+	round    int       // round the device is assigned in and not yet decided; 0 when idle
 	// participations counts the rounds this device was included in
 	// since this process started (dashboard only).
 	participations int
