@@ -109,22 +109,7 @@ func (c *Coordinator) Handler(assets Assets, shards *Shards) http.Handler {
 	}))
 	c.teacherRoutes(mux)
 	mux.HandleFunc("GET /api/rounds", c.withCode(func(w http.ResponseWriter, r *http.Request) {
-		after, _ := strconv.Atoi(r.URL.Query().Get("after"))
-		recs, err := c.store.Rounds(max(after, 0), 1000)
-		if err != nil {
-			http.Error(w, "store error", http.StatusInternalServerError)
-			return
-		}
-		// Device ids are not secrets, but the dashboard does not need
-		// them: publish counts only.
-		out := make([]roundView, len(recs))
-		for i, rec := range recs {
-			out[i] = roundView{T: rec.T, Cohort: len(rec.Cohort), Included: len(rec.Included),
-				Started: rec.Started, LatencyMillis: rec.Committed.Sub(rec.Started).Milliseconds(),
-				BytesIn: rec.BytesIn, BytesOut: rec.BytesOut, Evaluated: rec.Evaluated,
-				Accuracy: rec.Accuracy, Loss: rec.Loss}
-		}
-		writeJSON(w, out)
+		serveRounds(w, r, c.store)
 	}))
 	mux.HandleFunc("GET /dashboard", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
@@ -236,11 +221,36 @@ type AccuracyPoint struct {
 	Loss     float64 `json:"loss"`
 }
 
+// serveRounds answers /api/rounds from st.
+func serveRounds(w http.ResponseWriter, r *http.Request, st *Store) {
+	after, _ := strconv.Atoi(r.URL.Query().Get("after"))
+	recs, err := st.Rounds(max(after, 0), 1000)
+	if err != nil {
+		http.Error(w, "store error", http.StatusInternalServerError)
+		return
+	}
+	// Device ids are not secrets, but the dashboard does not need
+	// them: publish counts only.
+	out := make([]roundView, len(recs))
+	for i, rec := range recs {
+		out[i] = roundView{T: rec.T, Cohort: len(rec.Cohort), Included: len(rec.Included),
+			Started: rec.Started, LatencyMillis: rec.Committed.Sub(rec.Started).Milliseconds(),
+			BytesIn: rec.BytesIn, BytesOut: rec.BytesOut, Evaluated: rec.Evaluated,
+			Accuracy: rec.Accuracy, Loss: rec.Loss}
+	}
+	writeJSON(w, out)
+}
+
 func (c *Coordinator) progress() (Progress, error) {
-	p := Progress{Committed: c.Committed(), Rounds: c.Session().Rounds, Accuracy: []AccuracyPoint{}}
+	return storeProgress(c.store, c.Committed(), c.Session().Rounds)
+}
+
+// storeProgress reads the accuracy series of st.
+func storeProgress(st *Store, committed, rounds int) (Progress, error) {
+	p := Progress{Committed: committed, Rounds: rounds, Accuracy: []AccuracyPoint{}}
 	after := 0
 	for {
-		recs, err := c.store.Rounds(after, 1000)
+		recs, err := st.Rounds(after, 1000)
 		if err != nil {
 			return Progress{}, err
 		}

@@ -148,6 +148,9 @@ func (c *Coordinator) Start(ctx context.Context) error {
 	}
 	n := c.lobbyCountLocked()
 	c.mu.Unlock()
+	if n == 0 {
+		return fmt.Errorf("%w: nobody is in the lobby yet", ErrState)
+	}
 	final, err := c.cfg.Size(c.cfg.Session, n)
 	if err != nil {
 		return fmt.Errorf("coordinator: start: %w", err)
