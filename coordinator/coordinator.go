@@ -458,11 +458,15 @@ func (c *Coordinator) waitEligible(ctx context.Context) error {
 		c.mu.Lock()
 		n := len(c.eligibleLocked())
 		stop := c.ended || c.state == StatePaused
+		// A session started from a lobby had its class present at Start:
+		// when every device that could take part is eligible, a round
+		// does not wait for the ones that are not there.
+		present := c.cfg.Lobby && n >= c.minDevices && n == c.presentLocked()
 		c.mu.Unlock()
 		switch {
 		case stop:
 			return nil // the round loop looks at the state again
-		case n >= c.sess.Cohort:
+		case n >= c.sess.Cohort || present:
 			return nil
 		case n >= c.minDevices:
 			if since.IsZero() {
@@ -482,6 +486,18 @@ func (c *Coordinator) waitEligible(ctx context.Context) error {
 		case <-tick.C:
 		}
 	}
+}
+
+// presentLocked counts the devices that are, or will soon be, eligible:
+// connected, not left and answering their rounds (busy ones included).
+func (c *Coordinator) presentLocked() int {
+	n := 0
+	for _, d := range c.devices {
+		if d.conn != nil && !d.left && d.misses < c.lim.MaxMisses {
+			n++
+		}
+	}
+	return n
 }
 
 // sample picks k of ids uniformly without replacement (partial
