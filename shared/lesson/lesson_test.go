@@ -58,6 +58,9 @@ func TestOneLesson(t *testing.T) {
 		if f.WorstRho > announced.BudgetRho*(1+1e-12) || f.BudgetRho != announced.BudgetRho {
 			t.Errorf("n = %d: worst rho %v, cap %v; the template announced cap %v", tc.n, f.WorstRho, f.BudgetRho, announced.BudgetRho)
 		}
+		if f.Epsilon > announced.Epsilon*(1+1e-9) {
+			t.Errorf("n = %d: worst case epsilon %v above the announced %v", tc.n, f.Epsilon, announced.Epsilon)
+		}
 		if f.Epsilon > plan.DefaultBudgetEpsilon {
 			t.Errorf("n = %d: epsilon %v over the page's default budget", tc.n, f.Epsilon)
 		}
