@@ -754,3 +754,21 @@ const JoinCodeAlphabet = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
 // Close closes the stores of a host whose Run was never called (Run
 // closes them itself when it returns).
 func (h *Host) Close() { h.closeStores() }
+
+// CurrentStorePath returns the store file of the current session of the
+// data directory dir (tools and tests read it after the coordinator
+// stopped).
+func CurrentStorePath(dir string) (string, error) {
+	b, err := os.ReadFile(filepath.Join(dir, hostIndexFile))
+	if err != nil {
+		return "", fmt.Errorf("host index: %w", err)
+	}
+	var idx hostIndex
+	if err := json.Unmarshal(b, &idx); err != nil {
+		return "", fmt.Errorf("host index: %w", err)
+	}
+	if idx.Current == "" {
+		return "", errors.New("host index: no current session")
+	}
+	return sessionPath(dir, idx.Current), nil
+}
