@@ -476,3 +476,32 @@ func itoa(n int) string {
 	}
 	return string(b)
 }
+
+// TestJoinAfterStart: a device that connects after Start gets the final
+// parameters in its welcome (no lobby) and takes part.
+func TestJoinAfterStart(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	h, _, res, runErr := runLobbySession(t, ctx, 2)
+	final := h.coord.Session()
+	late, log := lobbyDevice(t, h.wsURL(), "join-me", 3, final.Dim, device.Policy{Unlimited: true})
+	lateRes := startDevices(ctx, []*device.Runtime{late})
+	waitFor(t, "the late device to be included", func() bool { return late.State().Included >= 1 })
+	if err := h.coord.End(); err != nil {
+		t.Fatal(err)
+	}
+	<-res.done
+	<-lateRes.done
+	if err := lateRes.errs[0]; err != nil {
+		t.Errorf("late device: %v", err)
+	}
+	if s := late.State(); s.Session == nil || *s.Session != final || log.n(device.EventLobby) != 0 || log.n(device.EventStarted) != 0 {
+		t.Errorf("late device: session %v (final %v), %d lobby and %d started events", s.Session, final, log.n(device.EventLobby), log.n(device.EventStarted))
+	}
+	if final.M != 2 {
+		t.Errorf("final M %d: the late device must not change the sizing", final.M)
+	}
+	if err := <-runErr; err != nil {
+		t.Fatal(err)
+	}
+}
