@@ -102,7 +102,6 @@ type hostSession struct {
 	handler http.Handler
 	cancel  context.CancelFunc
 	done    chan struct{} // closed when its Run returned
-	runErr  error
 }
 
 // sessionIdent is what a session's store keeps of its identity (Store.
@@ -390,7 +389,6 @@ func (h *Host) launchLocked(parent context.Context, s *hostSession) {
 	s.cancel = cancel
 	go func() {
 		err := s.c.Run(ctx)
-		s.runErr = err
 		close(s.done)
 		if err != nil && !errors.Is(err, context.Canceled) {
 			select {

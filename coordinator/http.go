@@ -41,6 +41,8 @@ var dashboardCSS []byte
 //	/api/session  the session's public parameters (JSON; ?code= join code)
 //	/api/progress committed round and accuracy series (JSON; ?code=)
 //	/api/model    the global model as a wire round frame (X = model; ?code=)
+//	/api/teacher/{start,pause,resume,end,new}
+//	              POST, the teacher's controls (teacher secret; teacher.go)
 //	/api/demo/images, /api/demo/labels
 //	              a demo shard as raw IDX files (?code=; the same shard for
 //	              both, paired by a cookie; demo only)
