@@ -242,8 +242,8 @@ func TestStartOverBudgetDeviceLeaves(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-res.done
-	if err := res.errs[2]; !errors.Is(err, device.ErrRefused) || !errors.Is(err, plan.ErrOverBudget) {
-		t.Errorf("over-budget device: %v, want ErrRefused and plan.ErrOverBudget", err)
+	if err := res.errs[2]; !errors.Is(err, device.ErrRefused) || !errors.Is(err, plan.ErrOverBudget) || !errors.Is(err, device.ErrStartRefused) {
+		t.Errorf("over-budget device: %v, want ErrRefused, ErrStartRefused and plan.ErrOverBudget", err)
 	}
 	for i := range 2 {
 		if res.errs[i] != nil {

@@ -147,6 +147,11 @@ var (
 	ErrBudgetSpent = errors.New("privacy budget spent")
 )
 
+// ErrStartRefused is wrapped, with ErrRefused and the reason (for example
+// plan.ErrOverBudget), by the error Run returns when the device refused
+// the final parameters a lobby session's Start brought.
+var ErrStartRefused = errors.New("the session's final parameters were refused at Start")
+
 // ErrLeft is returned by Run after Leave was called.
 var ErrLeft = errors.New("device: left the session")
 
@@ -670,10 +675,10 @@ func (rt *Runtime) onStart(ctx context.Context, s wire.Start) error {
 		return fmt.Errorf("%w: the coordinator changed the session's parameters", ErrRefused)
 	}
 	if err := CheckSession(s.Session, rt.cfg.policy()); err != nil {
-		return err
+		return fmt.Errorf("%w: %w", ErrStartRefused, err)
 	}
 	if err := rt.setup(s.Session); err != nil {
-		return fmt.Errorf("%w: %v", ErrRefused, err)
+		return fmt.Errorf("%w: %w: %v", ErrStartRefused, ErrRefused, err)
 	}
 	sess := s.Session
 	rt.st.Session = &sess

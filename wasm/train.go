@@ -171,7 +171,7 @@ func (t *trainer) run() {
 			s.Train.Status = "" // the notice at the top says it
 		case errors.Is(err, device.ErrBudgetSpent):
 			s.Train.Status = "You have reached your privacy limit, so this page has stopped helping. Thank you!"
-		case errors.Is(err, plan.ErrOverBudget):
+		case errors.Is(err, device.ErrStartRefused) && errors.Is(err, plan.ErrOverBudget):
 			// The teacher's Start brought final settings this page's
 			// owner did not allow.
 			s.Train.Lobby = false
