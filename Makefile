@@ -54,7 +54,7 @@ results: setup
 run: setup wasm
 	$(GO) build -o bin/coordinator ./cmd/coordinator
 	$(GO) build -o bin/device ./cmd/device
-	./bin/coordinator $(if $(RESET),-reset) $(RUNFLAGS)
+	./bin/coordinator -lobby $(if $(RESET),-reset) $(RUNFLAGS)
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./shared/...

@@ -22,11 +22,25 @@ import (
 // the defaults written beside each field.
 type Config struct {
 	// Session is the session's public definition (required, validated).
+	// With Lobby it is the template the final parameters are sized from
+	// at Start (Size).
 	Session wire.SessionParams
+	// Lobby starts the session in its lobby: devices connect and are
+	// listed, but no round runs until Start, which sizes the final
+	// parameters from the devices present (Size) and builds the server
+	// half with NewServer. Without Lobby the session runs at once.
+	Lobby bool
+	// NewServer builds the server half for the final parameters
+	// (required with Lobby; without Lobby it is used when Server is nil).
+	NewServer func(wire.SessionParams) (optim.Server, error)
+	// Size returns the final parameters for a lobby of n devices
+	// (default lesson.OneLesson, the "one lesson" preset).
+	Size func(template wire.SessionParams, n int) (wire.SessionParams, error)
 	// JoinCode is required in every hello (required, non-empty).
 	JoinCode string
-	// Server is the session's server half (required). If the store holds
-	// a committed state, it is restored into Server.
+	// Server is the session's server half (required without Lobby unless
+	// NewServer is set). If the store holds a committed state, it is
+	// restored into it.
 	Server optim.Server
 	// Store is the durable state (required).
 	Store *Store
@@ -50,6 +64,14 @@ type Config struct {
 	// Evaluate (default 0: never).
 	EvalEvery int
 	Evaluate  func(w []float64) (accuracy, loss float64, err error)
+	// TeacherSecret unlocks the teacher's endpoints (/api/teacher/...,
+	// teacher.go) and the dashboard's controls; empty: no request is a
+	// teacher's.
+	TeacherSecret string
+	// NewSession, if set, is what POST /api/teacher/new calls (the Host
+	// sets it): end this session and start a fresh one. Its result is
+	// the endpoint's JSON answer.
+	NewSession func(ctx context.Context) (any, error)
 	// Limits bound what a connection may do (defaults in Limits).
 	Limits Limits
 	// Gate throttles join codes and registrations, caps inactive devices
@@ -124,7 +146,21 @@ type Coordinator struct {
 	met    *metrics
 	gate   *gateState
 
-	mu        sync.Mutex
+	startMu sync.Mutex // serializes Start
+	mu      sync.Mutex
+	// sess is the session's definition: the template while in the lobby,
+	// the final parameters from Start on. It is written only by Start
+	// (under mu, before the round loop leaves the lobby); the round loop
+	// reads it without the lock after that, everyone else under mu.
+	sess       wire.SessionParams
+	minDevices int    // rounds need this many eligible devices (Config.MinDevices or its default)
+	state      string // StateLobby, StateRunning, StatePaused or StateEnded
+	// wake is signalled on Start, Resume and End (the round loop waits
+	// on it in the lobby and while paused); endCh is closed by End and
+	// cuts the open round short.
+	wake      chan struct{}
+	endCh     chan struct{}
+	ended     bool // End was called (endCh closed)
 	devices   map[string]*device
 	round     *openRound // the round being collected or committed; nil between rounds
 	committed int
@@ -150,9 +186,11 @@ type evalPoint struct {
 }
 
 type device struct {
-	id    string
-	conn  *conn // nil while disconnected
-	round int   // round the device is assigned in and not yet decided; 0 when idle
+	id       string
+	nickname string    // Hello.Nickname of the latest hello (validated)
+	joined   time.Time // first hello in this process (the dashboard's order)
+	conn     *conn     // nil while disconnected
+	round    int       // round the device is assigned in and not yet decided; 0 when idle
 	// participations counts the rounds this device was included in
 	// since this process started (dashboard only).
 	participations int
@@ -163,6 +201,9 @@ type device struct {
 	// answer; at Limits.MaxMisses it is no longer sampled until its
 	// next hello.
 	misses int
+	// leftWhy is the Leave's detail (for example why the final
+	// parameters were refused).
+	leftWhy string
 }
 
 type openRound struct {
@@ -188,11 +229,11 @@ func New(cfg Config) (*Coordinator, error) {
 	if cfg.JoinCode == "" {
 		return nil, errors.New("coordinator: empty join code")
 	}
-	if cfg.Server == nil || cfg.Store == nil {
-		return nil, errors.New("coordinator: Server and Store are required")
+	if cfg.Store == nil || (cfg.Server == nil && cfg.NewServer == nil) || (cfg.Lobby && cfg.NewServer == nil) {
+		return nil, errors.New("coordinator: Store and Server (or NewServer; NewServer with Lobby) are required")
 	}
-	if cfg.MinDevices <= 0 {
-		cfg.MinDevices = min(2, cfg.Session.Cohort)
+	if cfg.Size == nil {
+		cfg.Size = oneLesson
 	}
 	if cfg.FillWait == 0 {
 		cfg.FillWait = 5 * time.Second
@@ -217,29 +258,83 @@ func New(cfg Config) (*Coordinator, error) {
 		gate:    newGate(cfg.Gate, time.Duration(cfg.Session.DeadlineMillis)*time.Millisecond, cfg.Logger),
 		devices: make(map[string]*device),
 		changed: make(chan struct{}, 1),
+		wake:    make(chan struct{}, 1),
+		endCh:   make(chan struct{}),
 		started: time.Now(),
+		sess:    cfg.Session,
+		state:   StateRunning,
 	}
+	life, err := c.store.Lifecycle()
+	if err != nil {
+		return nil, fmt.Errorf("coordinator: %w", err)
+	}
+	switch {
+	case life.State == "" && cfg.Lobby:
+		c.state = StateLobby
+	case life.State == StateLobby:
+		c.state = StateLobby
+	case life.State != "":
+		// Started (or ended) before this process: the final parameters
+		// are the stored ones.
+		if life.Session.Dim != cfg.Session.Dim || life.Session.Algorithm != cfg.Session.Algorithm {
+			return nil, errors.New("coordinator: the store holds a session with another model or algorithm")
+		}
+		c.sess, c.state = life.Session, life.State
+		if c.state == StateEnded {
+			c.ended = true
+			close(c.endCh)
+		}
+	}
+	c.minDevices = c.minDevicesFor(c.sess)
+	if c.state == StateLobby {
+		c.log.Info("session in its lobby: waiting for the teacher's Start", "session", cfg.Session.Name)
+		return c, nil
+	}
+	if c.server == nil {
+		if c.server, err = cfg.NewServer(c.sess); err != nil {
+			return nil, fmt.Errorf("coordinator: server half: %w", err)
+		}
+	}
+	if err := c.prepare(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// minDevicesFor returns the eligible devices a round of s needs.
+func (c *Coordinator) minDevicesFor(s wire.SessionParams) int {
+	if c.cfg.MinDevices <= 0 {
+		return min(2, s.Cohort)
+	}
+	return c.cfg.MinDevices
+}
+
+// prepare derives the update bound from c.sess and restores the committed
+// state from the store into c.server.
+func (c *Coordinator) prepare() error {
+	cfg := c.cfg
+	cfg.Session = c.sess
 	bound, why, err := optim.UpdateBound(optim.FromSession(cfg.Session), cfg.Session.Dim)
 	if err != nil {
-		return nil, fmt.Errorf("coordinator: update bound: %w", err)
+		return fmt.Errorf("coordinator: update bound: %w", err)
 	}
 	c.bound = bound
 	committed, state, err := c.store.State()
 	if err != nil {
-		return nil, fmt.Errorf("coordinator: %w", err)
+		return fmt.Errorf("coordinator: %w", err)
 	}
 	if state != nil {
 		if err := c.server.UnmarshalBinary(state); err != nil {
-			return nil, c.unservable(committed, fmt.Errorf("restore server state of round %d: %w", committed, err))
+			return c.unservable(committed, fmt.Errorf("restore server state of round %d: %w", committed, err))
 		}
 	}
-	if committed < cfg.Session.Rounds {
+	if committed < cfg.Session.Rounds && !c.ended {
 		if err := servable(c.server, cfg.Session.DeadlineMillis); err != nil {
-			return nil, c.unservable(committed, err)
+			return c.unservable(committed, err)
 		}
 	}
 	c.committed = committed
-	c.finished = committed >= cfg.Session.Rounds
+	c.finished = committed >= cfg.Session.Rounds || c.ended
 	if committed > 0 {
 		c.modelFrame, _ = wire.EncodeRound(wire.RoundFrame{T: committed, X: c.server.Model()})
 	}
@@ -253,8 +348,8 @@ func New(cfg Config) (*Coordinator, error) {
 	c.log.Info("update validation", "max_norm", bound, "derivation", why)
 	c.log.Info("session ready", "session", cfg.Session.Name, "algorithm", cfg.Session.Algorithm,
 		"dim", cfg.Session.Dim, "cohort", cfg.Session.Cohort, "rounds", cfg.Session.Rounds,
-		"committed", committed, "cohort_seed", cfg.Seed, "min_devices", cfg.MinDevices)
-	return c, nil
+		"committed", committed, "cohort_seed", cfg.Seed, "min_devices", c.minDevices, "state", c.state)
+	return nil
 }
 
 // ErrUnservable is wrapped by New when the store holds a state the
@@ -301,6 +396,9 @@ func (c *Coordinator) signal() {
 // done. Dropouts never stall it: a round closes at its deadline with the
 // updates that arrived.
 func (c *Coordinator) Run(ctx context.Context) error {
+	if err := c.waitStarted(ctx); err != nil {
+		return err
+	}
 	for {
 		c.mu.Lock()
 		t := c.committed + 1
@@ -309,6 +407,15 @@ func (c *Coordinator) Run(ctx context.Context) error {
 		if done {
 			c.endSession()
 			return nil
+		}
+		if err := c.waitResumed(ctx); err != nil {
+			return err
+		}
+		c.mu.Lock()
+		done = c.finished
+		c.mu.Unlock()
+		if done {
+			continue
 		}
 		if err := c.waitEligible(ctx); err != nil {
 			return err
@@ -337,18 +444,6 @@ func (c *Coordinator) eligibleLocked() []string {
 	return ids
 }
 
-// liveLocked counts the devices that would be eligible if they were not
-// in a round.
-func (c *Coordinator) liveLocked() int {
-	n := 0
-	for _, d := range c.devices {
-		if d.conn != nil && !d.left && d.misses < c.lim.MaxMisses {
-			n++
-		}
-	}
-	return n
-}
-
 // eligible reports whether d may be sampled: connected, not in a round,
 // not left, and answering its rounds (Rule 7 of the design: only live
 // devices are asked).
@@ -363,16 +458,20 @@ func (c *Coordinator) waitEligible(ctx context.Context) error {
 	for {
 		c.mu.Lock()
 		n := len(c.eligibleLocked())
-		live := c.liveLocked()
+		stop := c.ended || c.state == StatePaused
+		// When every device that could take part is eligible, a round
+		// does not wait for the ones that are not there: a session
+		// started from a lobby had its class present at Start, and
+		// after the first round (which waited FillWait for a whole
+		// cohort) waiting longer only helps if someone new joins.
+		present := n >= c.minDevices && n == c.presentLocked() && (c.cfg.Lobby || c.committed > 0)
 		c.mu.Unlock()
 		switch {
-		case n >= c.cfg.Session.Cohort:
+		case stop:
+			return nil // the round loop looks at the state again
+		case n >= c.sess.Cohort || present:
 			return nil
-		case n >= c.cfg.MinDevices && n == live && c.committed > 0:
-			// Every live device is idle: waiting longer only helps if
-			// someone new joins, which the first round waited for.
-			return nil
-		case n >= c.cfg.MinDevices:
+		case n >= c.minDevices:
 			if since.IsZero() {
 				since = time.Now()
 			}
@@ -386,9 +485,22 @@ func (c *Coordinator) waitEligible(ctx context.Context) error {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-c.changed:
+		case <-c.wake:
 		case <-tick.C:
 		}
 	}
+}
+
+// presentLocked counts the devices that are, or will soon be, eligible:
+// connected, not left and answering their rounds (busy ones included).
+func (c *Coordinator) presentLocked() int {
+	n := 0
+	for _, d := range c.devices {
+		if d.conn != nil && !d.left && d.misses < c.lim.MaxMisses {
+			n++
+		}
+	}
+	return n
 }
 
 // sample picks k of ids uniformly without replacement (partial
@@ -410,11 +522,12 @@ func (c *Coordinator) runRound(ctx context.Context, t int) error {
 	if or == nil || err != nil {
 		return err
 	}
-	deadline := time.Duration(c.cfg.Session.DeadlineMillis) * time.Millisecond
+	deadline := time.Duration(c.sess.DeadlineMillis) * time.Millisecond
 	timer := time.NewTimer(deadline)
 	select {
 	case <-or.allIn:
 	case <-timer.C:
+	case <-c.endCh: // ended early: the round closes with what arrived
 	case <-ctx.Done():
 	}
 	timer.Stop()
@@ -424,10 +537,10 @@ func (c *Coordinator) runRound(ctx context.Context, t int) error {
 // beginRound samples round t's cohort and sends it the round; it returns
 // nil (and no error) when too few devices are eligible any more.
 func (c *Coordinator) beginRound(ctx context.Context, t int) (*openRound, error) {
-	deadline := time.Duration(c.cfg.Session.DeadlineMillis) * time.Millisecond
+	deadline := time.Duration(c.sess.DeadlineMillis) * time.Millisecond
 	c.mu.Lock()
 	eligible := c.eligibleLocked()
-	if len(eligible) < c.cfg.MinDevices {
+	if len(eligible) < c.minDevices || c.ended || c.state == StatePaused {
 		c.mu.Unlock()
 		return nil, nil // someone left meanwhile; wait again
 	}
@@ -438,7 +551,7 @@ func (c *Coordinator) beginRound(ctx context.Context, t int) (*openRound, error)
 		c.mu.Unlock()
 		return nil, fmt.Errorf("coordinator: server half is at round %d, store committed %d", r.T, t-1)
 	}
-	frame, err := wire.EncodeRound(wire.RoundFrame{T: t, DeadlineMillis: c.cfg.Session.DeadlineMillis, X: r.X, XPrev: r.XPrev})
+	frame, err := wire.EncodeRound(wire.RoundFrame{T: t, DeadlineMillis: c.sess.DeadlineMillis, X: r.X, XPrev: r.XPrev})
 	if err != nil {
 		c.mu.Unlock()
 		// Validation and the check after every round make this
@@ -449,7 +562,7 @@ func (c *Coordinator) beginRound(ctx context.Context, t int) (*openRound, error)
 		<-ctx.Done()
 		return nil, ctx.Err()
 	}
-	k := min(c.cfg.Session.Cohort, len(eligible))
+	k := min(c.sess.Cohort, len(eligible))
 	cohort := sample(eligible, k, c.cfg.Seed, t)
 	now := time.Now()
 	or := &openRound{t: t, cohort: make(map[string]bool, k), updates: make(map[string][]byte, k),
@@ -494,8 +607,8 @@ func (c *Coordinator) finishRound(ctx context.Context, or *openRound) error {
 		return fmt.Errorf("coordinator: marshal server state: %w", err)
 	}
 	applyErr := c.server.Apply(t, updates)
-	if applyErr == nil && t < c.cfg.Session.Rounds {
-		applyErr = servable(c.server, c.cfg.Session.DeadlineMillis)
+	if applyErr == nil && t < c.sess.Rounds {
+		applyErr = servable(c.server, c.sess.DeadlineMillis)
 	}
 	if applyErr != nil {
 		if err := c.server.UnmarshalBinary(before); err != nil {
@@ -518,7 +631,7 @@ func (c *Coordinator) finishRound(ctx context.Context, or *openRound) error {
 	slices.Sort(cohortIDs)
 	rec := RoundRecord{T: t, Cohort: cohortIDs, Included: or.included, Started: or.started,
 		Committed: time.Now(), BytesIn: or.bytesIn, BytesOut: or.bytesOut}
-	evaluate := c.cfg.EvalEvery > 0 && c.cfg.Evaluate != nil && (t%c.cfg.EvalEvery == 0 || t == c.cfg.Session.Rounds)
+	evaluate := c.cfg.EvalEvery > 0 && c.cfg.Evaluate != nil && (t%c.cfg.EvalEvery == 0 || t == c.sess.Rounds || c.ended)
 	if evaluate {
 		acc, loss, err := c.cfg.Evaluate(c.server.Model())
 		if err != nil {
@@ -542,7 +655,7 @@ func (c *Coordinator) finishRound(ctx context.Context, or *openRound) error {
 		c.modelFrame = mf
 	}
 	c.committed = t
-	c.finished = t >= c.cfg.Session.Rounds
+	c.finished = t >= c.sess.Rounds || c.ended
 	if rec.Evaluated {
 		c.lastEval = evalPoint{T: t, Accuracy: rec.Accuracy, Loss: rec.Loss, Valid: true}
 	}
@@ -568,6 +681,9 @@ func (c *Coordinator) finishRound(ctx context.Context, or *openRound) error {
 			}
 		}
 		d.conn.sendControl(wire.Decision{T: t, State: state})
+	}
+	if c.finished {
+		c.markEndedLocked()
 	}
 	c.round = nil
 	c.mu.Unlock()
@@ -638,7 +754,7 @@ func (c *Coordinator) acceptUpdate(cn *conn, u wire.UpdateFrame, frameLen int) e
 	// Validate the payload with the mechanism's decoder before it can
 	// reach the server half: a bad payload never touches the model.
 	if c.scratch == nil {
-		c.scratch = make([]float64, c.cfg.Session.Dim)
+		c.scratch = make([]float64, c.sess.Dim)
 	}
 	if err := mechanism.Decode(c.scratch, u.Payload); err != nil {
 		return fmt.Errorf("%w: update payload: %v", wire.ErrBadFrame, err)
@@ -700,7 +816,7 @@ func (c *Coordinator) admit(cn *conn, h wire.Hello) (wire.Welcome, error) {
 		c.met.authFailures.Add(1)
 		return wire.Welcome{}, &closeError{code: wire.CodeJoinCode, reason: "wrong join code"}
 	}
-	w := wire.Welcome{Version: wire.Version, Session: c.cfg.Session}
+	w := wire.Welcome{Version: wire.Version}
 	if h.DeviceID == "" {
 		id, secret, err := newCredentials()
 		if err != nil {
@@ -732,12 +848,13 @@ func (c *Coordinator) admit(cn *conn, h wire.Hello) (wire.Welcome, error) {
 	if c.closing {
 		return wire.Welcome{}, &closeError{code: wire.CodeShutdown, reason: "coordinator is shutting down"}
 	}
+	w.Session, w.Lobby = c.sess, c.state == StateLobby
 	d := c.devices[w.DeviceID]
 	if d == nil {
 		if c.connectedLocked() >= c.lim.MaxDevices {
 			return wire.Welcome{}, &closeError{code: wire.CodeFull, reason: "too many devices"}
 		}
-		d = &device{id: w.DeviceID}
+		d = &device{id: w.DeviceID, joined: time.Now()}
 		c.devices[d.id] = d
 	}
 
@@ -775,7 +892,8 @@ func (c *Coordinator) admit(cn *conn, h wire.Hello) (wire.Welcome, error) {
 		c.nconn++
 	}
 	d.conn = cn
-	d.left, d.misses = false, 0
+	d.left, d.misses, d.leftWhy = false, 0, ""
+	d.nickname = h.Nickname
 	w.Committed = c.committed
 	w.Pending = pendingDec
 	if d.round != 0 && !holding {
@@ -874,9 +992,10 @@ func (c *Coordinator) leave(cn *conn, l wire.Leave) {
 	}
 	c.met.leaves.Add(1)
 	if !d.left {
-		c.log.Info("device left", "device", shortID(d.id), "reason", l.Reason)
+		c.log.Info("device left", "device", shortID(d.id), "reason", l.Reason, "detail", l.Detail)
 	}
 	d.left = true
+	d.leftWhy = l.Detail
 	c.dropUnansweredLocked(d, "left: "+l.Reason)
 	c.signal()
 }

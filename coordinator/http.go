@@ -39,6 +39,8 @@ var dashboardCSS []byte
 //	/api/model    the global model as a wire round frame (X = model; ?code=)
 //	/api/model.json  the same model as JSON (ModelJSON; ?code=)
 //	/api/join-qr.png the join URL as a QR code (?code=&i=N)
+//	/api/teacher/{start,pause,resume,end,new}
+//	              POST, the teacher's controls (teacher secret; teacher.go)
 //	/api/demo/images, /api/demo/labels
 //	              a demo shard as raw IDX files (?code=; the same shard for
 //	              both, paired by a cookie; demo only)
@@ -55,7 +57,7 @@ func (c *Coordinator) Handler(assets Assets, shards *Shards) http.Handler {
 	join := c.newJoin(assets.Join) // join.go: join URLs, QR code, model JSON, store-backed figures
 	join.register(mux)
 	mux.HandleFunc("GET /api/session", c.withCode(func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, c.cfg.Session)
+		writeJSON(w, c.Session())
 	}))
 	mux.HandleFunc("GET /api/progress", c.withCode(func(w http.ResponseWriter, r *http.Request) {
 		p, err := c.progress()
@@ -106,25 +108,12 @@ func (c *Coordinator) Handler(assets Assets, shards *Shards) http.Handler {
 		st := c.Status()
 		st.Warnings = c.Warnings(shards)
 		join.fill(&st, r)
+		st.Teacher = c.teacherOK(r)
 		writeJSON(w, st)
 	}))
+	c.teacherRoutes(mux)
 	mux.HandleFunc("GET /api/rounds", c.withCode(func(w http.ResponseWriter, r *http.Request) {
-		after, _ := strconv.Atoi(r.URL.Query().Get("after"))
-		recs, err := c.store.Rounds(max(after, 0), 1000)
-		if err != nil {
-			http.Error(w, "store error", http.StatusInternalServerError)
-			return
-		}
-		// Device ids are not secrets, but the dashboard does not need
-		// them: publish counts only.
-		out := make([]roundView, len(recs))
-		for i, rec := range recs {
-			out[i] = roundView{T: rec.T, Cohort: len(rec.Cohort), Included: len(rec.Included),
-				Started: rec.Started, LatencyMillis: rec.Committed.Sub(rec.Started).Milliseconds(),
-				BytesIn: rec.BytesIn, BytesOut: rec.BytesOut, Evaluated: rec.Evaluated,
-				Accuracy: rec.Accuracy, Loss: rec.Loss}
-		}
-		writeJSON(w, out)
+		serveRounds(w, r, c.store)
 	}))
 	mux.HandleFunc("GET /dashboard", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
@@ -239,11 +228,36 @@ type AccuracyPoint struct {
 	Loss     float64 `json:"loss"`
 }
 
+// serveRounds answers /api/rounds from st.
+func serveRounds(w http.ResponseWriter, r *http.Request, st *Store) {
+	after, _ := strconv.Atoi(r.URL.Query().Get("after"))
+	recs, err := st.Rounds(max(after, 0), 1000)
+	if err != nil {
+		http.Error(w, "store error", http.StatusInternalServerError)
+		return
+	}
+	// Device ids are not secrets, but the dashboard does not need
+	// them: publish counts only.
+	out := make([]roundView, len(recs))
+	for i, rec := range recs {
+		out[i] = roundView{T: rec.T, Cohort: len(rec.Cohort), Included: len(rec.Included),
+			Started: rec.Started, LatencyMillis: rec.Committed.Sub(rec.Started).Milliseconds(),
+			BytesIn: rec.BytesIn, BytesOut: rec.BytesOut, Evaluated: rec.Evaluated,
+			Accuracy: rec.Accuracy, Loss: rec.Loss}
+	}
+	writeJSON(w, out)
+}
+
 func (c *Coordinator) progress() (Progress, error) {
-	p := Progress{Committed: c.Committed(), Rounds: c.cfg.Session.Rounds, Accuracy: []AccuracyPoint{}}
+	return storeProgress(c.store, c.Committed(), c.Session().Rounds)
+}
+
+// storeProgress reads the accuracy series of st.
+func storeProgress(st *Store, committed, rounds int) (Progress, error) {
+	p := Progress{Committed: committed, Rounds: rounds, Accuracy: []AccuracyPoint{}}
 	after := 0
 	for {
-		recs, err := c.store.Rounds(after, 1000)
+		recs, err := st.Rounds(after, 1000)
 		if err != nil {
 			return Progress{}, err
 		}
@@ -333,9 +347,17 @@ type roundView struct {
 
 // Status is the JSON of /api/status (and what the dashboard draws).
 type Status struct {
-	Session   wire.SessionParams `json:"session"`
-	Committed int                `json:"committed"`
-	Finished  bool               `json:"finished"`
+	Session wire.SessionParams `json:"session"`
+	// State is "lobby", "running", "paused" or "ended" (StateLobby...).
+	State string `json:"state"`
+	// People lists the devices (nickname, state, rounds included; no
+	// device id) in the order they joined.
+	People []Person `json:"people"`
+	// Teacher is true when the request carried the teacher secret (the
+	// dashboard then shows the teacher's controls).
+	Teacher   bool `json:"teacher"`
+	Committed int  `json:"committed"`
+	Finished  bool `json:"finished"`
 	// Full is true while the coordinator holds as many connections as it
 	// admits: a new device would be refused.
 	Full    bool `json:"full"`
@@ -428,9 +450,9 @@ func SessionPrivacy(sess wire.SessionParams) PrivacyView {
 // Status returns a snapshot for the dashboard.
 func (c *Coordinator) Status() Status {
 	var s Status
-	s.Session = c.cfg.Session
-	s.MinDevices = c.cfg.MinDevices
 	c.mu.Lock()
+	s.Session, s.MinDevices, s.State = c.sess, c.minDevices, c.state
+	s.People = c.peopleLocked()
 	s.Committed, s.Finished = c.committed, c.finished
 	for _, d := range c.devices {
 		if d.conn != nil {
@@ -464,7 +486,7 @@ func (c *Coordinator) Status() Status {
 	}
 	c.mu.Unlock()
 	most := s.Privacy.MaxParticipations
-	s.Privacy = SessionPrivacy(c.cfg.Session)
+	s.Privacy = SessionPrivacy(s.Session)
 	s.Privacy.MaxParticipations = most
 	s.BytesIn, s.BytesOut = c.met.bytesIn.Load(), c.met.bytesOut.Load()
 	s.LatencyP50Ms = float64(c.met.quantile(0.5).Microseconds()) / 1000

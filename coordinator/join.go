@@ -376,8 +376,15 @@ type joinState struct {
 	tally tally
 }
 
-// newJoin reads (or sets) the session start in the store.
+// newJoin reads (or sets) the session start in the store. The join URLs
+// get this session's own join code (a host makes a new code for every
+// session but builds the URLs once).
 func (c *Coordinator) newJoin(info JoinInfo) *joinState {
+	urls := make([]string, len(info.URLs))
+	for i, u := range info.URLs {
+		urls[i] = withCode(u, c.cfg.JoinCode)
+	}
+	info.URLs = urls
 	j := &joinState{c: c, info: info}
 	start, err := c.store.SessionStart(c.started)
 	if err != nil {
@@ -458,6 +465,18 @@ func (j *joinState) joinInfo(r *http.Request) JoinInfo {
 		return JoinInfo{}
 	}
 	return JoinInfo{URLs: []string{scheme + "://" + r.Host + "/?code=" + url.QueryEscape(j.c.cfg.JoinCode)}}
+}
+
+// withCode returns join URL u with its code query set to code.
+func withCode(u, code string) string {
+	p, err := url.Parse(u)
+	if err != nil {
+		return u
+	}
+	q := p.Query()
+	q.Set("code", code)
+	p.RawQuery = q.Encode()
+	return p.String()
 }
 
 // register adds the handlers of this file to mux.

@@ -60,12 +60,13 @@ const (
 	rejSlowConsumer             // outbox full or write timed out
 	rejPingTimeout              // no pong: the client does not read
 	rejMetricsToken             // /metrics without the token
+	rejTeacherSecret            // teacher endpoint without the teacher secret
 	numRejections
 )
 
 var rejectionNames = [numRejections]string{"", "join_code", "join_throttled", "register_throttled", "auth", "full",
 	"prehello_per_address", "hello_timeout", "origin", "bad_frame", "oversized", "version", "protocol", "rate",
-	"slow_consumer", "ping_timeout", "metrics_token"}
+	"slow_consumer", "ping_timeout", "metrics_token", "teacher_secret"}
 
 func (m *metrics) reject(kind int) {
 	if kind != rejNone {

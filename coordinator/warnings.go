@@ -126,10 +126,25 @@ func (c *Coordinator) Warnings(shards *Shards) []string {
 // LogWarnings checks PlanWarnings every interval until ctx ends and logs
 // a warning when one of a kind appears, and when it clears.
 func (c *Coordinator) LogWarnings(ctx context.Context, shards *Shards, every time.Duration) {
+	logWarnings(ctx, func() *Coordinator { return c }, shards, every)
+}
+
+// LogWarnings is Coordinator.LogWarnings for whichever session is the
+// host's current one (a new session starts with no warning logged).
+func (h *Host) LogWarnings(ctx context.Context, shards *Shards, every time.Duration) {
+	logWarnings(ctx, h.Current, shards, every)
+}
+
+func logWarnings(ctx context.Context, current func() *Coordinator, shards *Shards, every time.Duration) {
 	tick := time.NewTicker(every)
 	defer tick.Stop()
 	active := map[string]bool{}
+	var last *Coordinator
 	for {
+		c := current()
+		if c != last {
+			active, last = map[string]bool{}, c
+		}
 		now := map[string]bool{}
 		for _, w := range PlanWarnings(c.planInput(shards)) {
 			now[w.Kind] = true

@@ -27,6 +27,9 @@ type Config struct {
 	URL string
 	// JoinCode is the session's join code (required).
 	JoinCode string
+	// Nickname is the optional name shown in the teacher's lobby list
+	// (wire.CheckNickname; no personal data).
+	Nickname string
 	// Storage persists the device state (required).
 	Storage Storage
 	// Data is the device's local data; batches are taken in order from a
@@ -91,6 +94,8 @@ type EventKind string
 // Event kinds.
 const (
 	EventConnected EventKind = "connected" // welcome received
+	EventLobby     EventKind = "lobby"     // welcome received; the session waits for the teacher's Start
+	EventStarted   EventKind = "started"   // the teacher started the session; its final parameters are accepted
 	EventRound     EventKind = "round"     // assigned round T
 	EventSent      EventKind = "sent"      // update for round T sent
 	EventIncluded  EventKind = "included"  // round T's update included, noise state committed
@@ -142,6 +147,11 @@ var (
 	ErrBudgetSpent = errors.New("privacy budget spent")
 )
 
+// ErrStartRefused is wrapped, with ErrRefused and the reason (for example
+// plan.ErrOverBudget), by the error Run returns when the device refused
+// the final parameters a lobby session's Start brought.
+var ErrStartRefused = errors.New("the session's final parameters were refused at Start")
+
 // ErrLeft is returned by Run after Leave was called.
 var ErrLeft = errors.New("device: left the session")
 
@@ -162,6 +172,7 @@ type Runtime struct {
 	connMu  sync.Mutex
 	ws      *websocket.Conn // the open connection, nil between connections
 	leaving string          // the Leave reason once the device leaves
+	detail  string          // the Leave detail (why, in words), if any
 	left    chan struct{}   // closed when the device leaves
 }
 
@@ -169,6 +180,9 @@ type Runtime struct {
 func New(ctx context.Context, cfg Config) (*Runtime, error) {
 	if cfg.URL == "" || cfg.JoinCode == "" || cfg.Storage == nil || len(cfg.Data) == 0 {
 		return nil, errors.New("device: URL, JoinCode, Storage and Data are required")
+	}
+	if err := wire.CheckNickname(cfg.Nickname); err != nil {
+		return nil, fmt.Errorf("device: %w", err)
 	}
 	if cfg.NewDevice == nil {
 		cfg.NewDevice = DefaultNewDevice
@@ -344,7 +358,7 @@ func CheckSession(s wire.SessionParams, pol Policy) error {
 		return nil
 	}
 	if err := plan.Check(p, pol.budget(), pol.Spent); err != nil {
-		return fmt.Errorf("%w: %v", ErrRefused, err)
+		return fmt.Errorf("%w: %w", ErrRefused, err)
 	}
 	return nil
 }
@@ -464,7 +478,7 @@ func (rt *Runtime) connection(ctx context.Context) error {
 
 	rt.mu.Lock()
 	hello := wire.Hello{Version: wire.Version, JoinCode: rt.cfg.JoinCode, DeviceID: rt.st.DeviceID,
-		Secret: rt.st.Secret, Pending: rt.st.Pending}
+		Secret: rt.st.Secret, Pending: rt.st.Pending, Nickname: rt.cfg.Nickname}
 	if !math.IsInf(rt.budget, 1) {
 		hello.Budget = rt.budget
 	}
@@ -512,6 +526,9 @@ func (rt *Runtime) connection(ctx context.Context) error {
 				return err
 			}
 			welcomed = true
+			if m.Lobby {
+				continue // nothing to do until Start
+			}
 			// The read limit grows to a round frame of this session.
 			ws.SetReadLimit(int64(roundFrameMax(m.Session.Dim)))
 			// Resumed with its pending decision answered, a device that
@@ -549,6 +566,17 @@ func (rt *Runtime) connection(ctx context.Context) error {
 				rt.leaveOn(ws, wire.LeaveDone)
 				return exhausted
 			}
+		case wire.Start:
+			if !welcomed {
+				return fmt.Errorf("device: %w: start before welcome", wire.ErrBadFrame)
+			}
+			if err := rt.onStart(ctx, m); err != nil {
+				if errors.Is(err, ErrRefused) {
+					rt.leaveOnDetail(ws, wire.LeaveStopped, leaveDetail(err))
+				}
+				return wrap(err)
+			}
+			ws.SetReadLimit(int64(roundFrameMax(m.Session.Dim)))
 		case wire.End:
 			rt.mu.Lock()
 			rt.st.Ended = true
@@ -582,8 +610,10 @@ func writeControl(ctx context.Context, ws *websocket.Conn, m wire.Message) error
 }
 
 func (rt *Runtime) onWelcome(ctx context.Context, w wire.Welcome) error {
-	if err := CheckSession(w.Session, rt.cfg.policy()); err != nil {
-		return err
+	if !w.Lobby {
+		if err := CheckSession(w.Session, rt.cfg.policy()); err != nil {
+			return err
+		}
 	}
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
@@ -594,6 +624,18 @@ func (rt *Runtime) onWelcome(ctx context.Context, w wire.Welcome) error {
 		rt.st.DeviceID, rt.st.Secret = w.DeviceID, w.Secret
 	} else if w.DeviceID != rt.st.DeviceID {
 		return fmt.Errorf("device: %w: welcome for another device id", wire.ErrBadFrame)
+	}
+	if w.Lobby {
+		// The session waits for the teacher: its parameters are
+		// provisional, so nothing is set up (or checked) until Start.
+		if rt.st.Session != nil || rt.st.Pending != 0 || w.Pending != nil {
+			return fmt.Errorf("%w: the coordinator put a started session back in its lobby", ErrRefused)
+		}
+		if err := rt.save(ctx); err != nil {
+			return err
+		}
+		rt.emit(Event{Kind: EventLobby})
+		return nil
 	}
 	if rt.st.Session == nil {
 		s := w.Session
@@ -617,6 +659,46 @@ func (rt *Runtime) onWelcome(ctx context.Context, w wire.Welcome) error {
 		return fmt.Errorf("device: %w: welcome did not answer pending round %d", wire.ErrBadFrame, rt.st.Pending)
 	}
 	return nil
+}
+
+// onStart takes the final parameters of a session that left its lobby:
+// it checks them against the owner's policy (CheckSession) and sets the
+// device half up with them. A refusal wraps ErrRefused (and
+// plan.ErrOverBudget when the budget is the reason); the caller leaves.
+func (rt *Runtime) onStart(ctx context.Context, s wire.Start) error {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	if rt.st.Session != nil {
+		if *rt.st.Session == s.Session {
+			return nil // already set up with these (a welcome after Start)
+		}
+		return fmt.Errorf("%w: the coordinator changed the session's parameters", ErrRefused)
+	}
+	if err := CheckSession(s.Session, rt.cfg.policy()); err != nil {
+		return fmt.Errorf("%w: %w", ErrStartRefused, err)
+	}
+	if err := rt.setup(s.Session); err != nil {
+		return fmt.Errorf("%w: %w: %v", ErrStartRefused, ErrRefused, err)
+	}
+	sess := s.Session
+	rt.st.Session = &sess
+	if err := rt.save(ctx); err != nil {
+		return err
+	}
+	rt.emit(Event{Kind: EventStarted})
+	return nil
+}
+
+// leaveDetail says in a few words why the device refused a session (sent
+// in Leave.Detail: the reason, not the owner's numbers).
+func leaveDetail(err error) string {
+	switch {
+	case errors.Is(err, plan.ErrOverBudget):
+		return "the final parameters exceed this device's privacy budget"
+	case errors.Is(err, ErrRefused):
+		return "the final parameters were refused by this device's settings"
+	}
+	return ""
 }
 
 func (rt *Runtime) onDecision(ctx context.Context, d wire.Decision) error {
@@ -800,10 +882,14 @@ func (rt *Runtime) Leaving() string {
 
 // leaveOn records that the device leaves for reason and tells the
 // coordinator on ws (the caller closes ws).
-func (rt *Runtime) leaveOn(ws *websocket.Conn, reason string) {
+func (rt *Runtime) leaveOn(ws *websocket.Conn, reason string) { rt.leaveOnDetail(ws, reason, "") }
+
+// leaveOnDetail is leaveOn with a detail for wire.Leave.
+func (rt *Runtime) leaveOnDetail(ws *websocket.Conn, reason, detail string) {
 	rt.connMu.Lock()
 	defer rt.connMu.Unlock()
 	if rt.setLeavingLocked(reason) {
+		rt.detail = detail
 		rt.sendLeaveLocked(ws)
 	}
 }
@@ -825,7 +911,7 @@ func (rt *Runtime) setLeavingLocked(reason string) bool {
 func (rt *Runtime) sendLeaveLocked(ws *websocket.Conn) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	_ = writeControl(ctx, ws, wire.Leave{Reason: rt.leaving})
+	_ = writeControl(ctx, ws, wire.Leave{Reason: rt.leaving, Detail: rt.detail})
 }
 
 // attach makes ws the current connection unless the device has left.

@@ -368,7 +368,11 @@ func TestBrowserSession(t *testing.T) {
 	// Inclusion as the coordinator committed it (read from its store
 	// after it stopped).
 	coord.stop()
-	st, err := coordinator.OpenStore(filepath.Join(coord.dataDir, "coordinator.db"))
+	storePath, err := coordinator.CurrentStorePath(coord.dataDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := coordinator.OpenStore(storePath)
 	if err != nil {
 		t.Fatal(err)
 	}

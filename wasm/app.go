@@ -49,6 +49,9 @@ type consent struct {
 	// Trusted records that the owner consented to a trusted-server
 	// session, whose updates are clipped but not noised by the page.
 	Trusted bool `json:"trusted,omitempty"`
+	// Nickname is the optional name for the teacher's list (kept only
+	// in this browser and sent in hello).
+	Nickname string `json:"nickname,omitempty"`
 }
 
 // app implements ui.Controller. Fields other than state are owned by
@@ -206,6 +209,11 @@ func (a *app) start() {
 		// stored with another (older pages used the session's) is read
 		// at the owner's delta.
 		a.consent.Delta = a.delta
+		if wire.CheckNickname(a.consent.Nickname) != nil {
+			a.consent.Nickname = "" // never send a stored name the coordinator would refuse
+		}
+		nick := a.consent.Nickname
+		a.update(func(s *ui.State) { s.Nickname = nick })
 		if a.consent.Rho, err = (plan.Budget{Epsilon: a.consent.Budget, Delta: a.delta}).Rho(); err != nil {
 			a.fail("Stored consent", err)
 			return
@@ -363,7 +371,8 @@ func (a *app) Join(budget float64) {
 			"The page will not join it. Raise your limit, or choose not to join.", a.state.Session.EpsilonText, budget)
 		return
 	}
-	a.consent = consent{Budget: budget, Delta: a.delta, Rho: rho, Trusted: a.state.Session.Mode == "trusted"}
+	a.consent = consent{Budget: budget, Delta: a.delta, Rho: rho, Trusted: a.state.Session.Mode == "trusted",
+		Nickname: a.state.Nickname}
 	a.state.Budget = budget
 	go func() {
 		b, _ := json.Marshal(a.consent)

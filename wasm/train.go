@@ -132,6 +132,7 @@ func (t *trainer) run() {
 	rt, err := device.New(t.ctx, device.Config{
 		URL:      wsURL(a.base),
 		JoinCode: a.code,
+		Nickname: a.consent.Nickname,
 		Storage:  idbStorage{a.store},
 		Data:     data,
 		// The owner's budget, read at the owner's delta, less what the
@@ -170,6 +171,12 @@ func (t *trainer) run() {
 			s.Train.Status = "" // the notice at the top says it
 		case errors.Is(err, device.ErrBudgetSpent):
 			s.Train.Status = "You have reached your privacy limit, so this page has stopped helping. Thank you!"
+		case errors.Is(err, device.ErrStartRefused) && errors.Is(err, plan.ErrOverBudget):
+			// The teacher's Start brought final settings this page's
+			// owner did not allow.
+			s.Train.Lobby = false
+			s.Train.Status = "Your teacher started the session with settings that could use more of your privacy than your limit allows. " +
+				"So this page did not join, and nothing was learned from your pictures. You can tell your teacher, or raise your limit and reload the page."
 		case errors.Is(err, device.ErrLeft), errors.Is(err, context.Canceled):
 			s.Train.Status = "You stopped helping."
 		case errors.Is(err, device.ErrRefused):
@@ -251,7 +258,15 @@ func (t *trainer) publish(e device.Event, stepMillis float64, bytesSent int64) {
 		case device.EventConnected:
 			s.Train.Conn = "connected"
 			s.Train.Status = "Connected. Waiting for our turn…"
+		case device.EventLobby:
+			s.Train.Conn = "connected"
+			s.Train.Lobby = true
+			s.Train.Status = "Waiting for your teacher to start…"
+		case device.EventStarted:
+			s.Train.Lobby = false
+			s.Train.Status = "Your teacher started the session. Your privacy limit allows it: waiting for our turn…"
 		case device.EventRound:
+			s.Train.Lobby = false
 			s.Train.Round = max(s.Train.Round, e.T)
 			s.Train.Status = fmt.Sprintf("Learning from your pictures for round %d…", e.T)
 		case device.EventSent:

@@ -15,10 +15,10 @@ func TestPrintJoin(t *testing.T) {
 	sess := wire.SessionParams{Name: "demo", Algorithm: "nc", Model: "logreg", Dim: 7850, M: 30, Cohort: 10, Rounds: 200}
 	lan := coordinator.JoinInfo{URLs: []string{"http://192.168.1.23:8080/?code=K7", "http://[2001:db8::42]:8080/?code=K7"}}
 	var b strings.Builder
-	printJoin(&b, sess, lan, "K7")
+	printJoin(&b, sess, "M = 30, m = 10, T = 200", lan, "K7", "SECRET")
 	out := b.String()
 	for _, want := range []string{"join:      http://192.168.1.23:8080/?code=K7", "or:        http://[2001:db8::42]:8080/?code=K7",
-		"join code: K7", "dashboard: http://192.168.1.23:8080/dashboard?code=K7", "█"} {
+		"join code: K7", "dashboard: http://192.168.1.23:8080/dashboard?code=K7", "teacher:   http://192.168.1.23:8080/dashboard?code=K7&teacher=SECRET", "█"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("LAN output lacks %q:\n%s", want, out)
 		}
@@ -27,7 +27,7 @@ func TestPrintJoin(t *testing.T) {
 		t.Errorf("LAN output has the loopback note:\n%s", out)
 	}
 	b.Reset()
-	printJoin(&b, sess, coordinator.JoinInfo{URLs: []string{"http://localhost:8080/?code=K7"}, LoopbackOnly: true}, "K7")
+	printJoin(&b, sess, "M = 30, m = 10, T = 200", coordinator.JoinInfo{URLs: []string{"http://localhost:8080/?code=K7"}, LoopbackOnly: true}, "K7", "SECRET")
 	out = b.String()
 	if !strings.Contains(out, `RUNFLAGS="-listen :8080"`) || !strings.Contains(out, "join:      http://localhost:8080/?code=K7") || strings.Contains(out, "█") {
 		t.Errorf("loopback output:\n%s", out)

@@ -12,7 +12,6 @@ package main
 import (
 	"context"
 	crand "crypto/rand"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -23,7 +22,6 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"runtime/pprof"
 	"strings"
 	"syscall"
@@ -81,6 +79,7 @@ type options struct {
 	MetricsToken       string  `json:"metrics_token"`
 	ReadHeaderTimeout  string  `json:"read_header_timeout"`
 	IdleTimeout        string  `json:"idle_timeout"`
+	Lobby              bool    `json:"lobby"`
 	Reset              bool    `json:"-"`
 	RollbackTo         int     `json:"-"`
 	cpuProfile         string
@@ -143,7 +142,8 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.MetricsToken, "metrics-token", "", "require this token on /metrics (Authorization: Bearer, or ?token=)")
 	fs.StringVar(&o.ReadHeaderTimeout, "read-header-timeout", o.ReadHeaderTimeout, "HTTP: time to read a request's headers")
 	fs.StringVar(&o.IdleTimeout, "idle-timeout", o.IdleTimeout, "HTTP: idle keep-alive connections are closed after this")
-	fs.BoolVar(&o.Reset, "reset", false, "delete the stored session state first")
+	fs.BoolVar(&o.Lobby, "lobby", false, "start the session in a lobby: the teacher presses Start on the dashboard (teacher link), which sizes it for the class (\"one lesson\" preset)")
+	fs.BoolVar(&o.Reset, "reset", false, "start a new session (the current one is kept, listed as finished)")
 	fs.IntVar(&o.RollbackTo, "rollback-to", -1, "make round N the last committed round first (recovery from a state that cannot be served; the store keeps the last 16 rounds)")
 	fs.StringVar(&o.LogLevel, "log-level", o.LogLevel, "log level: debug, info, warn, error")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile to this file until shutdown (measurements)")
@@ -302,67 +302,41 @@ func run(args []string, stderr io.Writer) error {
 		return err
 	}
 
-	if err := os.MkdirAll(o.DataDir, 0o700); err != nil {
-		return fmt.Errorf("data directory: %w", err)
-	}
-	storePath := filepath.Join(o.DataDir, "coordinator.db")
-	if o.Reset {
-		if err := os.Remove(storePath); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("-reset: %w", err)
-		}
-	}
-	store, err := coordinator.OpenStore(storePath)
-	if err != nil {
-		return err
-	}
-	defer store.Close()
-	joinCode, seed, err := sessionIdentity(store, sess, o.JoinCode, o.Seed, o.JoinCodeLength)
-	if err != nil {
-		return err
-	}
-	if o.RollbackTo >= 0 {
-		if err := store.RollBack(o.RollbackTo); err != nil {
-			return fmt.Errorf("-rollback-to: %w", err)
-		}
-		log.Warn("rolled back: devices included in the discarded rounds keep noise the model no longer cancels", "round", o.RollbackTo)
-	}
-	if len(joinCode) < 8 {
-		log.Warn("the join code is short: with the per-address backoff it resists guessing from a few addresses, not from many; prefer the default random code", "length", len(joinCode))
-	}
-
-	x0 := make([]float64, mdl.Dim())
-	model.Init(mdl, x0, 1)
-	server, err := optim.NewServer(p, x0, crand.Reader)
-	if err != nil {
-		return err
-	}
 	evalSet := test.Samples
 	if o.EvalSamples > 0 && o.EvalSamples < len(evalSet) {
 		evalSet = evalSet[:o.EvalSamples]
 	}
 	evalModel := mdl.Clone()
-	c, err := coordinator.New(coordinator.Config{
-		Session: sess, JoinCode: joinCode, Server: server, Store: store, MinDevices: o.MinDevices,
-		Seed: seed, RoundGap: gap, EvalEvery: o.EvalEvery, Logger: log, AllowedOrigins: o.Origins,
-		Limits: coordinator.Limits{MaxDevices: o.MaxDevices, MsgRate: o.MsgRate},
-		Gate: coordinator.Gate{RegisterRate: o.RegisterRate, RegisterGlobalRate: o.RegisterGlobalRate,
-			MaxInactive: o.MaxInactive, PreHelloPerAddress: o.PreHelloPerAddress, TrustProxy: o.TrustProxy,
-			MetricsToken: o.MetricsToken},
-		Evaluate: func(w []float64) (float64, float64, error) {
-			acc, loss := model.Evaluate(evalModel, w, evalSet)
-			return acc, loss, nil
-		},
-	})
-	if err != nil {
-		return err
+	template := func() (coordinator.Config, error) {
+		return coordinator.Config{
+			Session: sess, Lobby: o.Lobby, MinDevices: o.MinDevices,
+			NewServer: func(final wire.SessionParams) (optim.Server, error) {
+				x0 := make([]float64, mdl.Dim())
+				model.Init(mdl, x0, 1)
+				return optim.NewServer(devrt.Params(final), x0, crand.Reader)
+			},
+			RoundGap: gap, EvalEvery: o.EvalEvery, Logger: log, AllowedOrigins: o.Origins,
+			Limits: coordinator.Limits{MaxDevices: o.MaxDevices, MsgRate: o.MsgRate},
+			Gate: coordinator.Gate{RegisterRate: o.RegisterRate, RegisterGlobalRate: o.RegisterGlobalRate,
+				MaxInactive: o.MaxInactive, PreHelloPerAddress: o.PreHelloPerAddress, TrustProxy: o.TrustProxy,
+				MetricsToken: o.MetricsToken},
+			Evaluate: func(w []float64) (float64, float64, error) {
+				acc, loss := model.Evaluate(evalModel, w, evalSet)
+				return acc, loss, nil
+			},
+		}, nil
 	}
+	// The shards size themselves by the rounds the current session has
+	// left; the host exists only below.
+	var host *coordinator.Host
+	current := func() *coordinator.Coordinator { return host.Current() }
 	var shards *coordinator.Shards
 	if shardsN > 0 {
 		if shards, err = coordinator.NewShards(train, coordinator.ShardConfig{Rounds: sess.Rounds, Batch: sess.Batch,
-			Alpha: o.DemoAlpha, Seed: 1, Max: shardsN, Committed: c.Committed}); err != nil {
+			Alpha: o.DemoAlpha, Seed: 1, Max: shardsN, Committed: func() int { return current().Committed() }}); err != nil {
 			return err
 		}
-		size := dataset.PageShardSize(sess.Rounds, sess.Batch, c.Committed(), train.Len())
+		size := dataset.PageShardSize(sess.Rounds, sess.Batch, 0, train.Len())
 		log.Info("demo shards (demo only)", "task", o.Task, "train", train.Len(), "shard_samples", size,
 			"disjoint_shards", train.Len()/max(size, 1), "max_shards", shardsN)
 	}
@@ -372,14 +346,11 @@ func run(args []string, stderr io.Writer) error {
 			return fmt.Errorf("-index: %w", err)
 		}
 	}
-	if !web.HasWasm() {
-		log.Warn("this binary has no embedded web/app.wasm: run `make wasm` (or `make run`) so browsers can join")
-	}
-
 	ln, err := net.Listen("tcp", o.Listen)
 	if err != nil {
 		return err
 	}
+	defer ln.Close()
 	scheme := "http"
 	if o.TLSCert != "" {
 		scheme = "https"
@@ -388,12 +359,48 @@ func run(args []string, stderr io.Writer) error {
 	if err != nil {
 		log.Warn("cannot list this machine's addresses", "err", err)
 	}
-	join := coordinator.JoinURLs(ln.Addr().String(), scheme, joinCode, ifaces)
-	srv, err := newHTTPServer(c.Handler(coordinator.Assets{Index: index, Web: web.FS(), Join: join}, shards), o, log)
+	// Each session puts its own join code into these URLs.
+	join := coordinator.JoinURLs(ln.Addr().String(), scheme, "CODE", ifaces)
+	hcfg := coordinator.HostConfig{Dir: o.DataDir, Template: template, JoinCode: o.JoinCode, Seed: o.Seed,
+		JoinCodeLength: o.JoinCodeLength, Fresh: o.Reset, Logger: log, Shards: shards,
+		Assets: coordinator.Assets{Index: index, Web: web.FS(), Join: join}}
+	if o.RollbackTo >= 0 {
+		hcfg.Prepare = func(st *coordinator.Store) error {
+			if err := st.RollBack(o.RollbackTo); err != nil {
+				return fmt.Errorf("-rollback-to: %w", err)
+			}
+			log.Warn("rolled back: devices included in the discarded rounds keep noise the model no longer cancels", "round", o.RollbackTo)
+			return nil
+		}
+	}
+	host, err = coordinator.OpenHost(hcfg)
 	if err != nil {
 		return err
 	}
-	printJoin(stderr, sess, join, joinCode)
+	hostRun := false
+	defer func() {
+		if !hostRun {
+			host.Close()
+		}
+	}()
+	joinCode := host.JoinCode()
+	if len(joinCode) < 8 {
+		log.Warn("the join code is short: with the per-address backoff it resists guessing from a few addresses, not from many; prefer the default random code", "length", len(joinCode))
+	}
+	if !web.HasWasm() {
+		log.Warn("this binary has no embedded web/app.wasm: run `make wasm` (or `make run`) so browsers can join")
+	}
+
+	srv, err := newHTTPServer(host, o, log)
+	if err != nil {
+		return err
+	}
+	cur := host.Current().Session()
+	sizing := fmt.Sprintf("M = %d, m = %d, T = %d", cur.M, cur.Cohort, cur.Rounds)
+	if host.Current().State() == coordinator.StateLobby {
+		sizing = "in its lobby: sized for the class at Start, \"one lesson\" preset"
+	}
+	printJoin(stderr, cur, sizing, coordinator.JoinURLs(ln.Addr().String(), scheme, joinCode, ifaces), joinCode, host.TeacherSecret())
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	srvErr := make(chan error, 1)
@@ -405,8 +412,9 @@ func run(args []string, stderr io.Writer) error {
 		}
 	}()
 	runErr := make(chan error, 1)
-	go func() { runErr <- c.Run(ctx) }()
-	go c.LogWarnings(ctx, shards, 5*time.Second)
+	hostRun = true
+	go func() { runErr <- host.Run(ctx) }()
+	go host.LogWarnings(ctx, shards, 5*time.Second)
 
 	var result error
 	runDone := false
@@ -417,36 +425,27 @@ func run(args []string, stderr io.Writer) error {
 		result = fmt.Errorf("http: %w", err)
 	case err := <-runErr:
 		runDone = true
-		if err != nil {
-			result = err
-			break
-		}
-		log.Info("session finished; still serving the dashboard (SIGTERM to stop)")
-		select {
-		case <-ctx.Done():
-		case err := <-srvErr:
-			result = fmt.Errorf("http: %w", err)
-		}
+		result = err
 	}
 	stop()
 	// Committed rounds are already durable; an open round is abandoned
 	// and its devices learn "excluded" when they resume. Wait for the
-	// round loop so that no commit races the store's Close.
+	// host (it stops the round loop and closes the stores) so that no
+	// commit races a store's Close.
 	if !runDone {
 		select {
 		case err := <-runErr:
 			if err != nil && !errors.Is(err, context.Canceled) && result == nil {
 				result = err
 			}
-		case <-time.After(10 * time.Second):
-			log.Warn("round loop did not stop in 10 s")
+		case <-time.After(15 * time.Second):
+			log.Warn("the host did not stop in 15 s")
 		}
 	}
-	c.Shutdown()
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	srv.Shutdown(sctx)
-	log.Info("stopped", "committed", c.Committed())
+	log.Info("stopped")
 	return result
 }
 
@@ -486,77 +485,19 @@ func newHTTPServer(h http.Handler, o options, log *slog.Logger) (*http.Server, e
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}, nil
 }
 
-// sessionIdentity stores the session definition, join code and cohort
-// seed at first start and checks them on restart: a store holds one
-// session's noise state, so its parameters cannot change under the
-// devices, and the cohorts stay reproducible from one logged seed.
-func sessionIdentity(store *coordinator.Store, sess wire.SessionParams, code string, seed uint64, codeLen int) (string, uint64, error) {
-	type ident struct {
-		Session  wire.SessionParams `json:"session"`
-		JoinCode string             `json:"join_code"`
-		Seed     uint64             `json:"cohort_seed"`
-	}
-	b, err := store.SessionParams()
-	if err != nil {
-		return "", 0, err
-	}
-	if b != nil {
-		var id ident
-		if err := json.Unmarshal(b, &id); err != nil {
-			return "", 0, fmt.Errorf("stored session: %w", err)
-		}
-		if id.Session != sess {
-			return "", 0, errors.New("the data directory holds a session with other parameters; use -reset to start over or another -data directory")
-		}
-		if code != "" && code != id.JoinCode {
-			return "", 0, errors.New("the stored session has another join code; use -reset to change it")
-		}
-		if seed != 0 && seed != id.Seed {
-			return "", 0, errors.New("the stored session has another cohort seed; use -reset to change it")
-		}
-		return id.JoinCode, id.Seed, nil
-	}
-	if code == "" {
-		if code, err = randomCode(codeLen); err != nil {
-			return "", 0, err
-		}
-	}
-	for seed == 0 {
-		var r [8]byte
-		if _, err := crand.Read(r[:]); err != nil {
-			return "", 0, fmt.Errorf("cohort seed: %w", err)
-		}
-		seed = binary.LittleEndian.Uint64(r[:])
-	}
-	b, err = json.Marshal(ident{Session: sess, JoinCode: code, Seed: seed})
-	if err != nil {
-		return "", 0, err
-	}
-	return code, seed, store.PutSessionParams(b)
-}
-
 // codeAlphabet has 32 characters without look-alikes (no 0/O, 1/I/L is
 // kept as L only): 5 bits per character, upper case, easy on a phone.
-const codeAlphabet = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
+const codeAlphabet = coordinator.JoinCodeAlphabet
 
 // randomCode returns an n-character join code (5n bits) from
 // codeAlphabet, drawn from crypto/rand.
-func randomCode(n int) (string, error) {
-	b := make([]byte, n)
-	if _, err := crand.Read(b); err != nil {
-		return "", fmt.Errorf("join code: %w", err)
-	}
-	for i := range b {
-		b[i] = codeAlphabet[int(b[i])%len(codeAlphabet)] // 256 is a multiple of 32: uniform
-	}
-	return string(b), nil
-}
+func randomCode(n int) (string, error) { return coordinator.RandomJoinCode(n) }
 
 // printJoin prints the join URLs (every LAN address), a QR code of the
 // first, the join code and the dashboard URL.
-func printJoin(w io.Writer, sess wire.SessionParams, join coordinator.JoinInfo, code string) {
-	fmt.Fprintf(w, "\nbrowserfl coordinator: session %q (%s, %s, d = %d, M = %d, m = %d, T = %d)\n",
-		sess.Name, sess.Algorithm, sess.Model, sess.Dim, sess.M, sess.Cohort, sess.Rounds)
+func printJoin(w io.Writer, sess wire.SessionParams, sizing string, join coordinator.JoinInfo, code, teacher string) {
+	fmt.Fprintf(w, "\nbrowserfl coordinator: session %q (%s, %s, d = %d, %s)\n",
+		sess.Name, sess.Algorithm, sess.Model, sess.Dim, sizing)
 	for i, u := range join.URLs {
 		label := "join:     "
 		if i > 0 {
@@ -567,7 +508,10 @@ func printJoin(w io.Writer, sess wire.SessionParams, join coordinator.JoinInfo, 
 	fmt.Fprintf(w, "  join code: %s\n", code)
 	if len(join.URLs) > 0 {
 		base := strings.SplitN(join.URLs[0], "/?", 2)[0]
-		fmt.Fprintf(w, "  dashboard: %s/dashboard?code=%s\n", base, code)
+		fmt.Fprintf(w, "  dashboard: %s/dashboard?code=%s (read-only)\n", base, code)
+		if teacher != "" {
+			fmt.Fprintf(w, "  teacher:   %s/dashboard?code=%s&teacher=%s (keep it to yourself: it starts, pauses and ends sessions)\n", base, code, teacher)
+		}
 	}
 	if join.LoopbackOnly {
 		fmt.Fprintf(w, "  note:      %s\n", coordinator.LoopbackHint)

@@ -124,3 +124,15 @@ func TestParseNonPrivateReference(t *testing.T) {
 		t.Error("the default nc session lost its privacy target")
 	}
 }
+
+// TestParseLobby: -lobby (or "lobby" in the config file) starts the
+// session in its lobby; the default starts at once.
+func TestParseLobby(t *testing.T) {
+	o, err := parse(nil, io.Discard)
+	if err != nil || o.Lobby {
+		t.Fatalf("default: lobby %v, %v", o.Lobby, err)
+	}
+	if o, err = parse([]string{"-lobby"}, io.Discard); err != nil || !o.Lobby {
+		t.Fatalf("-lobby: lobby %v, %v", o.Lobby, err)
+	}
+}

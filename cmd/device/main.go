@@ -53,6 +53,7 @@ func run(args []string, stderr io.Writer) error {
 	dir := fs.String("dir", "device-state", "directory for the state file and the data shard")
 	policy := device.PolicyFlags(fs)
 	origin := fs.String("origin", "", "Origin header to send (if the coordinator requires one)")
+	nickname := fs.String("nickname", "", "optional nickname for the teacher's lobby list (letters, digits, space, - and _; at most 24)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -90,7 +91,7 @@ func run(args []string, stderr io.Writer) error {
 
 	cfg := device.Config{
 		URL: *wsURL, JoinCode: *code, Storage: device.NewFileStorage(filepath.Join(*dir, "state.json")),
-		Data: set.Samples, Origin: *origin,
+		Data: set.Samples, Origin: *origin, Nickname: *nickname,
 		OnEvent: func(e device.Event) {
 			if e.Err != nil {
 				log.Warn(string(e.Kind), "round", e.T, "err", e.Err)

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Version is the protocol version. A peer that sends another version is
@@ -32,6 +34,7 @@ const (
 	TypeEnd      Type = "end"      // C->D, the session has finished its rounds
 	TypeError    Type = "error"    // C->D, sent just before the coordinator closes
 	TypeLeave    Type = "leave"    // D->C, the device stops taking part (it closes next)
+	TypeStart    Type = "start"    // C->D, the teacher started a lobby session: its final parameters
 )
 
 // Hello opens a connection. At first contact DeviceID and Secret are empty
@@ -48,6 +51,44 @@ type Hello struct {
 	// Budget is the zCDP rho (Bun–Steinke) the device's owner allows for
 	// this session. Informational: the device enforces it itself.
 	Budget float64 `json:"budget,omitempty"`
+	// Nickname is an optional name the person chose for the lobby list
+	// (no personal data). At most MaxNicknameLen characters from
+	// letters, digits, space, '-' and '_' (CheckNickname); a hello with
+	// another nickname is refused as a bad frame.
+	Nickname string `json:"nickname,omitempty"`
+}
+
+// MaxNicknameLen bounds Hello.Nickname, in characters.
+const MaxNicknameLen = 24
+
+// CheckNickname returns nil if s is a valid nickname: empty, or at most
+// MaxNicknameLen characters, each a letter or digit (any script), a
+// space, '-' or '_', not only spaces.
+func CheckNickname(s string) error {
+	if s == "" {
+		return nil
+	}
+	n := 0
+	blank := true
+	for _, r := range s {
+		n++
+		switch {
+		case r == ' ':
+		case r == '-' || r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r):
+			blank = false
+		default:
+			return fmt.Errorf("nickname: character %q not allowed (letters, digits, space, - and _ only)", r)
+		}
+	}
+	switch {
+	case !utf8.ValidString(s):
+		return errors.New("nickname: not valid UTF-8")
+	case n > MaxNicknameLen:
+		return fmt.Errorf("nickname: %d characters, at most %d", n, MaxNicknameLen)
+	case blank:
+		return errors.New("nickname: only spaces")
+	}
+	return nil
 }
 
 // Welcome accepts a hello. Secret is set only when the device id is new
@@ -61,6 +102,20 @@ type Welcome struct {
 	Committed int `json:"committed"`
 	// Pending answers Hello.Pending; nil when Hello.Pending was 0.
 	Pending *Decision `json:"pending,omitempty"`
+	// Lobby is true while the session waits in its lobby for the
+	// teacher's Start: Session is then provisional (its cohort, rounds
+	// and deadline are sized at Start) and the device sets nothing up
+	// until a Start message brings the final parameters.
+	Lobby bool `json:"lobby,omitempty"`
+}
+
+// Start is sent to every device of a lobby when the teacher starts the
+// session: Session holds the final parameters. The device checks them
+// against its owner's budget and either takes part with them or leaves
+// (Leave, reason "stopped"). A device that connects after Start gets the
+// final parameters in its Welcome instead.
+type Start struct {
+	Session SessionParams `json:"session"`
 }
 
 // SessionParams are a session's public parameters: everything a device
@@ -181,7 +236,14 @@ const (
 // "stopped").
 type Leave struct {
 	Reason string `json:"reason,omitempty"`
+	// Detail optionally says why in words (for example that the final
+	// parameters exceed the owner's budget). Informational; at most
+	// MaxLeaveDetail bytes are kept.
+	Detail string `json:"detail,omitempty"`
 }
+
+// MaxLeaveDetail bounds Leave.Detail (longer details are cut).
+const MaxLeaveDetail = 200
 
 // End says the session has run all its rounds.
 type End struct {
@@ -218,6 +280,7 @@ func (Decision) wireType() Type { return TypeDecision }
 func (End) wireType() Type      { return TypeEnd }
 func (Error) wireType() Type    { return TypeError }
 func (Leave) wireType() Type    { return TypeLeave }
+func (Start) wireType() Type    { return TypeStart }
 
 type envelope struct {
 	Type Type            `json:"type"`
@@ -265,6 +328,9 @@ func DecodeControl(b []byte) (Message, error) {
 		if err == nil && v.Pending < 0 {
 			err = errors.New("negative pending round")
 		}
+		if err == nil {
+			err = CheckNickname(v.Nickname)
+		}
 		m = v
 	case TypeWelcome:
 		var v Welcome
@@ -303,6 +369,16 @@ func DecodeControl(b []byte) (Message, error) {
 		err = json.Unmarshal(env.Body, &v)
 		if err == nil && v.Reason != LeaveDone {
 			v.Reason = LeaveStopped
+		}
+		if len(v.Detail) > MaxLeaveDetail {
+			v.Detail = strings.ToValidUTF8(v.Detail[:MaxLeaveDetail], "")
+		}
+		m = v
+	case TypeStart:
+		var v Start
+		err = json.Unmarshal(env.Body, &v)
+		if err == nil {
+			err = v.Session.Validate()
 		}
 		m = v
 	default:

@@ -14,7 +14,11 @@ func TestControlRoundTrip(t *testing.T) {
 		Cohort: 10, Rounds: 100, RhoPaper: 2, Clip: 1, Eta: 0.5, Batch: 16, DeadlineMillis: 5000, Compressor: "randk:0.1+ef"}
 	msgs := []Message{
 		Hello{Version: 1, JoinCode: "ABCD", DeviceID: "d1", Secret: "s", Pending: 3, Budget: 4},
+		Hello{Version: 1, JoinCode: "ABCD", Nickname: "Ada L-2_x"},
 		Welcome{Version: 1, DeviceID: "d1", Secret: "s", Session: sess, Committed: 7, Pending: &Decision{T: 3, State: Included}},
+		Welcome{Version: 1, DeviceID: "d1", Session: sess, Lobby: true},
+		Start{Session: sess},
+		Leave{Reason: LeaveStopped, Detail: "over budget"},
 		Status{T: 4},
 		Decision{T: 9, State: Excluded},
 		Decision{T: 10, State: Excluded, Reason: "rejected: norm 1e+08 above the bound 671"},
@@ -49,6 +53,8 @@ func TestControlRejects(t *testing.T) {
 		{"zero round", `{"type":"status","body":{"t":0}}`},
 		{"bad state", `{"type":"decision","body":{"t":1,"state":"maybe"}}`},
 		{"negative pending", `{"type":"hello","body":{"v":1,"pending":-1}}`},
+		{"bad nickname", `{"type":"hello","body":{"v":1,"nickname":"<script>"}}`},
+		{"start without session", `{"type":"start","body":{}}`},
 		{"bad session", `{"type":"welcome","body":{"v":1,"session":{"algorithm":"x","dim":0}}}`},
 		{"wrong body type", `{"type":"status","body":{"t":"one"}}`},
 		{"too big", `{"type":"status","body":{"t":1},"pad":"` + string(make([]byte, MaxControlBytes)) + `"}`},
@@ -211,5 +217,52 @@ func TestSessionLabels(t *testing.T) {
 	p.Labels = "T-shirt/top,Trouser,Coat"
 	if got := p.LabelNames(); len(got) != 3 || got[2] != "Coat" {
 		t.Errorf("LabelNames = %q", got)
+	}
+}
+
+// TestCheckNickname: what a nickname may be (refused, not stripped).
+func TestCheckNickname(t *testing.T) {
+	tests := []struct {
+		in string
+		ok bool
+	}{
+		{"", true},
+		{"Ada", true},
+		{"Team 7", true},
+		{"blue-fox_3", true},
+		{"Zoë", true},
+		{"李雷", true},
+		{strings.Repeat("a", MaxNicknameLen), true},
+		{strings.Repeat("é", MaxNicknameLen), true}, // characters, not bytes
+		{strings.Repeat("a", MaxNicknameLen+1), false},
+		{"   ", false},
+		{"a<b", false},
+		{"ada@example.com", false},
+		{"tab\there", false},
+		{"new\nline", false},
+		{"emoji 🙂", false},
+		{"dot.name", false},
+		{"\xff", false},
+		{"quote\"", false},
+	}
+	for _, tc := range tests {
+		err := CheckNickname(tc.in)
+		if (err == nil) != tc.ok {
+			t.Errorf("CheckNickname(%q) = %v, want ok %v", tc.in, err, tc.ok)
+		}
+	}
+}
+
+func TestLeaveDetailCut(t *testing.T) {
+	b, err := EncodeControl(Leave{Reason: "other", Detail: strings.Repeat("x", 3*MaxLeaveDetail)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := DecodeControl(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := m.(Leave); l.Reason != LeaveStopped || len(l.Detail) != MaxLeaveDetail {
+		t.Errorf("leave decoded as %q with %d detail bytes", l.Reason, len(l.Detail))
 	}
 }

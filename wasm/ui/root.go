@@ -5,7 +5,12 @@ import (
 	"strings"
 
 	"github.com/vugu/vugu"
+
+	"browserfl/shared/wire"
 )
+
+// NicknameHint says what a nickname may be, in plain words.
+const NicknameHint = "A nickname can have letters, numbers, spaces, - and _ only, at most 24 characters. Leave it empty if you like."
 
 // Controller performs the page's actions. The browser build implements it
 // with the device runtime, IndexedDB and the canvas; tests implement it
@@ -50,6 +55,19 @@ type Root struct {
 
 	budgetText string
 	codeText   string
+	nickText   string
+	nickTyped  bool
+}
+
+func (c *Root) nickValue() string {
+	if c.nickTyped {
+		return c.nickText
+	}
+	return c.State.Nickname
+}
+
+func (c *Root) nickInput(ev vugu.DOMEvent) {
+	c.nickText, c.nickTyped = ev.PropString("target", "value"), true
 }
 
 func (c *Root) budgetValue() string {
@@ -69,6 +87,12 @@ func (c *Root) join() {
 		c.State.Error = "The budget must be a positive number (a maximum epsilon)."
 		return
 	}
+	nick := strings.TrimSpace(c.nickValue())
+	if err := wire.CheckNickname(nick); err != nil {
+		c.State.Error = NicknameHint
+		return
+	}
+	c.State.Nickname = nick
 	c.State.Error = ""
 	c.Ctl.Join(b)
 }

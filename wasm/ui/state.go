@@ -100,6 +100,7 @@ type Training struct {
 	Prediction string // result of "try the model"
 	Status     string // last event, in plain words
 	Detail     string // the technical reason behind Status, shown under "Details"
+	Lobby      bool   // connected; the session waits for the teacher's Start
 	Done       bool   // session finished or device stopped
 	UsedUp     bool   // the device stopped because every sample is used
 }
@@ -116,6 +117,9 @@ type State struct {
 	DrawLbl int    // label selected for the next drawn sample
 	Closed  string // ScreenClosed: ClosedFinished or ClosedFull
 	Code    string // ScreenJoin: the code to show in the box
+	// Nickname is the optional name for the teacher's list (validated
+	// with wire.CheckNickname when the owner joins).
+	Nickname string
 }
 
 // Reading is the privacy meter's reading: the fraction of the budget spent

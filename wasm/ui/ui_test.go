@@ -137,6 +137,13 @@ func TestRenderScreens(t *testing.T) {
 			Train: Training{Conn: "stopped", Done: true, UsedUp: true, Status: "All your pictures have been used."}},
 			[]string{`id="used-up"`, "All your pictures have been used", `id="more-btn"`, `id="done-btn"`, "Draw more pictures", "I&#39;m done"},
 			[]string{`id="stop-btn"`}},
+		{"consent offers a nickname box", State{Screen: ScreenConsent, Session: session(), Budget: 12, Nickname: "Ada"},
+			[]string{`id="nickname"`, `maxlength="24"`, `value="Ada"`, "not your real name"}, nil},
+		{"lobby", State{Screen: ScreenTrain, Session: session(), Nickname: "Ada",
+			Train: Training{Conn: "connected", Lobby: true, Status: "Waiting for your teacher to start…"}},
+			[]string{`id="lobby"`, "Waiting for your teacher to start…", "as Ada", "privacy limit", `id="stop-btn"`}, nil},
+		{"training has no lobby notice", State{Screen: ScreenTrain, Session: session(), Train: Training{Conn: "connected", Round: 2}},
+			nil, []string{`id="lobby"`}},
 		{"done", State{Screen: ScreenDone, Session: session()},
 			[]string{`id="done"`, "Thank you"}, []string{`id="train"`}},
 	}

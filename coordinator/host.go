@@ -1,0 +1,772 @@
+package coordinator
+
+import (
+	"context"
+	crand "crypto/rand"
+	"crypto/subtle"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+
+	"browserfl/shared/wire"
+)
+
+// A Host runs the sessions of one data directory in one process: the
+// current session (a *Coordinator with its own store) and the finished
+// ones, which stay readable. POST /api/teacher/new ends the current
+// session and starts a fresh one without a restart.
+//
+// On disk (HostConfig.Dir):
+//
+//	host.json                 the index: teacher secret, current session, every session's id and join code
+//	sessions/<id>/session.db  one bbolt store per session (Store)
+//
+// Every session has its own join code (a page keeps its device state per
+// join code, so a fresh session never meets an old session's device
+// ids), its own device registry and its own server half. The teacher
+// secret belongs to the host: the teacher link stays valid across
+// sessions.
+type Host struct {
+	cfg    HostConfig
+	log    *slog.Logger
+	secret string
+
+	newMu sync.Mutex // serializes NewSession
+	mu    sync.Mutex
+	index hostIndex
+	cur   *hostSession
+	// old holds the stores of finished sessions opened for reading, by
+	// id.
+	old map[string]*Store
+	// runCtx is Run's context (nil before Run): new sessions run under
+	// it.
+	runCtx context.Context
+	// fatal receives the current session's Run error (not a context
+	// error); Run returns it.
+	fatal chan error
+}
+
+// HostConfig configures a Host.
+type HostConfig struct {
+	// Dir is the data directory (required; created if needed).
+	Dir string
+	// Template returns the Config of a fresh session: everything but
+	// Store, JoinCode, Seed, TeacherSecret and NewSession, which the host
+	// fills in. It must not set Server (the host needs a fresh server
+	// half for every session): set NewServer (required).
+	Template func() (Config, error)
+	// JoinCode and Seed are the first session's join code and cohort
+	// seed (default random); later sessions always get random ones.
+	JoinCode string
+	Seed     uint64
+	// JoinCodeLength is the length of a random join code (default 10).
+	JoinCodeLength int
+	// Fresh starts a new session at open even if the index names a
+	// current one (which stays listed as finished).
+	Fresh bool
+	// Prepare, if set, is called with the current session's store before
+	// its coordinator is built (cmd/coordinator: -rollback-to).
+	Prepare func(*Store) error
+	// Assets and Shards are served by every session (Coordinator.Handler).
+	Assets Assets
+	Shards *Shards
+	Logger *slog.Logger
+}
+
+type hostIndex struct {
+	TeacherSecret string       `json:"teacher_secret"`
+	Current       string       `json:"current"`
+	Sessions      []indexEntry `json:"sessions"`
+}
+
+type indexEntry struct {
+	ID       string    `json:"id"`
+	JoinCode string    `json:"join_code"`
+	Created  time.Time `json:"created"`
+}
+
+type hostSession struct {
+	id      string
+	code    string
+	c       *Coordinator
+	store   *Store
+	handler http.Handler
+	cancel  context.CancelFunc
+	done    chan struct{} // closed when its Run returned
+}
+
+// sessionIdent is what a session's store keeps of its identity (Store.
+// SessionParams): the template, join code and cohort seed.
+type sessionIdent struct {
+	Session  wire.SessionParams `json:"session"`
+	JoinCode string             `json:"join_code"`
+	Seed     uint64             `json:"cohort_seed"`
+}
+
+const hostIndexFile = "host.json"
+
+// ErrTemplateChanged is wrapped by OpenHost when the current session was
+// created from other parameters than the template's.
+var ErrTemplateChanged = errors.New("the current session has other parameters")
+
+// OpenHost opens (or creates) the data directory and its current session
+// (creating one if there is none, or if Fresh). Call Run to drive it.
+func OpenHost(cfg HostConfig) (*Host, error) {
+	if cfg.Dir == "" || cfg.Template == nil {
+		return nil, errors.New("coordinator: host: Dir and Template are required")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.JoinCodeLength <= 0 {
+		cfg.JoinCodeLength = 10
+	}
+	if err := os.MkdirAll(filepath.Join(cfg.Dir, "sessions"), 0o700); err != nil {
+		return nil, fmt.Errorf("coordinator: host: %w", err)
+	}
+	h := &Host{cfg: cfg, log: cfg.Logger, old: map[string]*Store{}, fatal: make(chan error, 1)}
+	b, err := os.ReadFile(filepath.Join(cfg.Dir, hostIndexFile))
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+	case err != nil:
+		return nil, fmt.Errorf("coordinator: host index: %w", err)
+	default:
+		if err := json.Unmarshal(b, &h.index); err != nil {
+			return nil, fmt.Errorf("coordinator: host index %s: %w", hostIndexFile, err)
+		}
+	}
+	if h.index.TeacherSecret == "" {
+		var r [24]byte // 192 bits
+		if _, err := crand.Read(r[:]); err != nil {
+			return nil, fmt.Errorf("coordinator: teacher secret: %w", err)
+		}
+		h.index.TeacherSecret = hex.EncodeToString(r[:])
+	}
+	h.secret = h.index.TeacherSecret
+	if h.index.Current == "" || cfg.Fresh {
+		err = h.startSession(cfg.JoinCode, cfg.Seed, true)
+	} else {
+		err = h.openSession(h.index.Current, cfg.JoinCode, cfg.Seed)
+	}
+	if err != nil {
+		h.closeStores()
+		return nil, err
+	}
+	return h, nil
+}
+
+// TeacherSecret returns the teacher secret (print it as the teacher
+// link; never log it).
+func (h *Host) TeacherSecret() string { return h.secret }
+
+// Current returns the current session's coordinator.
+func (h *Host) Current() *Coordinator {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.cur.c
+}
+
+// JoinCode returns the current session's join code.
+func (h *Host) JoinCode() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.cur.code
+}
+
+func (h *Host) saveIndexLocked() error {
+	b, err := json.MarshalIndent(h.index, "", "  ")
+	if err != nil {
+		return fmt.Errorf("host index: %w", err)
+	}
+	path := filepath.Join(h.cfg.Dir, hostIndexFile)
+	tmp := path + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return fmt.Errorf("host index: %w", err)
+	}
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return fmt.Errorf("host index: %w", err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return fmt.Errorf("host index: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("host index: %w", err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("host index: %w", err)
+	}
+	return nil
+}
+
+func sessionPath(dir, id string) string {
+	return filepath.Join(dir, "sessions", id, "session.db")
+}
+
+// newSessionID returns a sortable, unguessable-enough session id (it is
+// not a secret: ids are listed to anyone with the join code).
+func newSessionID() (string, error) {
+	var r [3]byte
+	if _, err := crand.Read(r[:]); err != nil {
+		return "", fmt.Errorf("session id: %w", err)
+	}
+	return time.Now().UTC().Format("20060102-150405") + "-" + hex.EncodeToString(r[:]), nil
+}
+
+// startSession creates a session directory and store and makes it
+// current (first: at open, before Run).
+func (h *Host) startSession(code string, seed uint64, first bool) error {
+	id, err := newSessionID()
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(sessionPath(h.cfg.Dir, id)), 0o700); err != nil {
+		return fmt.Errorf("coordinator: new session: %w", err)
+	}
+	if code == "" {
+		if code, err = RandomJoinCode(h.cfg.JoinCodeLength); err != nil {
+			return err
+		}
+	}
+	for seed == 0 {
+		var r [8]byte
+		if _, err := crand.Read(r[:]); err != nil {
+			return fmt.Errorf("cohort seed: %w", err)
+		}
+		seed = binary.LittleEndian.Uint64(r[:])
+	}
+	st, err := OpenStore(sessionPath(h.cfg.Dir, id))
+	if err != nil {
+		return err
+	}
+	tmpl, err := h.cfg.Template()
+	if err != nil {
+		st.Close()
+		return fmt.Errorf("coordinator: new session: %w", err)
+	}
+	b, err := json.Marshal(sessionIdent{Session: tmpl.Session, JoinCode: code, Seed: seed})
+	if err == nil {
+		err = st.PutSessionParams(b)
+	}
+	if err != nil {
+		st.Close()
+		return fmt.Errorf("coordinator: new session: %w", err)
+	}
+	s, err := h.build(id, st, tmpl, code, seed)
+	if err != nil {
+		st.Close()
+		return err
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.index.Sessions = append(h.index.Sessions, indexEntry{ID: id, JoinCode: code, Created: time.Now().UTC()})
+	prev := h.index.Current
+	h.index.Current = id
+	if err := h.saveIndexLocked(); err != nil {
+		h.index.Current = prev
+		h.index.Sessions = h.index.Sessions[:len(h.index.Sessions)-1]
+		st.Close()
+		return err
+	}
+	if h.cur != nil {
+		h.old[h.cur.id] = h.cur.store
+	}
+	h.cur = s
+	h.log.Info("session created", "id", id, "first", first)
+	return nil
+}
+
+// openSession reopens the current session of the index.
+func (h *Host) openSession(id, code string, seed uint64) error {
+	st, err := OpenStore(sessionPath(h.cfg.Dir, id))
+	if err != nil {
+		return err
+	}
+	raw, err := st.SessionParams()
+	if err != nil || raw == nil {
+		st.Close()
+		return fmt.Errorf("coordinator: session %s has no identity in its store (%v)", id, err)
+	}
+	var ident sessionIdent
+	if err := json.Unmarshal(raw, &ident); err != nil {
+		st.Close()
+		return fmt.Errorf("coordinator: session %s: %w", id, err)
+	}
+	tmpl, err := h.cfg.Template()
+	if err != nil {
+		st.Close()
+		return err
+	}
+	switch {
+	case ident.Session != tmpl.Session:
+		st.Close()
+		return fmt.Errorf("coordinator: %w than these settings: start a new session (cmd/coordinator: -reset keeps it listed) or use another data directory", ErrTemplateChanged)
+	case code != "" && code != ident.JoinCode:
+		st.Close()
+		return fmt.Errorf("coordinator: %w: another join code", ErrTemplateChanged)
+	case seed != 0 && seed != ident.Seed:
+		st.Close()
+		return fmt.Errorf("coordinator: %w: another cohort seed", ErrTemplateChanged)
+	}
+	if h.cfg.Prepare != nil {
+		if err := h.cfg.Prepare(st); err != nil {
+			st.Close()
+			return err
+		}
+	}
+	s, err := h.build(id, st, tmpl, ident.JoinCode, ident.Seed)
+	if err != nil {
+		st.Close()
+		return err
+	}
+	h.mu.Lock()
+	h.cur = s
+	h.mu.Unlock()
+	return nil
+}
+
+func (h *Host) build(id string, st *Store, cfg Config, code string, seed uint64) (*hostSession, error) {
+	if cfg.Server != nil || cfg.NewServer == nil {
+		return nil, errors.New("coordinator: host: the template must set NewServer and not Server")
+	}
+	cfg.Store, cfg.JoinCode, cfg.Seed, cfg.TeacherSecret = st, code, seed, h.secret
+	cfg.NewSession = h.newSessionEndpoint
+	if cfg.Logger == nil {
+		cfg.Logger = h.log
+	}
+	cfg.Logger = cfg.Logger.With("session_id", id)
+	c, err := New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &hostSession{id: id, code: code, c: c, store: st, handler: c.Handler(h.cfg.Assets, h.cfg.Shards),
+		done: make(chan struct{})}, nil
+}
+
+// Run drives the current session, and each new one, until ctx is done
+// or a session's round loop fails; it then stops the current session and
+// closes every store.
+func (h *Host) Run(ctx context.Context) error {
+	h.mu.Lock()
+	h.launchLocked(ctx, h.cur)
+	h.mu.Unlock()
+	var result error
+	select {
+	case <-ctx.Done():
+	case result = <-h.fatal:
+	}
+	h.newMu.Lock() // no new session from now on
+	defer h.newMu.Unlock()
+	h.mu.Lock()
+	cur := h.cur
+	h.mu.Unlock()
+	cur.cancel()
+	select {
+	case <-cur.done:
+	case <-time.After(10 * time.Second):
+		h.log.Warn("round loop did not stop in 10 s")
+	}
+	cur.c.Shutdown()
+	h.closeStores()
+	return result
+}
+
+// launchLocked starts s's round loop under a context of its own (so that
+// a new session can stop it without stopping the host).
+func (h *Host) launchLocked(parent context.Context, s *hostSession) {
+	ctx, cancel := context.WithCancel(parent)
+	s.cancel = cancel
+	go func() {
+		err := s.c.Run(ctx)
+		close(s.done)
+		if err != nil && !errors.Is(err, context.Canceled) {
+			select {
+			case h.fatal <- fmt.Errorf("session %s: %w", s.id, err):
+			default:
+			}
+		}
+	}()
+	h.runCtx = parent
+}
+
+func (h *Host) closeStores() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.cur != nil {
+		h.cur.store.Close()
+	}
+	for _, st := range h.old {
+		st.Close()
+	}
+}
+
+// NewSessionInfo is the answer of POST /api/teacher/new.
+type NewSessionInfo struct {
+	ID       string `json:"id"`
+	JoinCode string `json:"join_code"`
+	// Dashboard is the new session's dashboard path (add the teacher
+	// secret to keep the controls).
+	Dashboard string `json:"dashboard"`
+	// Ended is the id of the session that was ended.
+	Ended string `json:"ended"`
+}
+
+func (h *Host) newSessionEndpoint(ctx context.Context) (any, error) {
+	return h.NewSession(ctx)
+}
+
+// NewSession ends the current session (if it has not ended), waits for
+// its round loop to stop, closes its devices' connections and makes a
+// fresh session (new id, join code, store, device registry and server
+// half) current. The ended session stays readable (Sessions, and the
+// API with ?session=ID or its own join code). Run must be running.
+func (h *Host) NewSession(ctx context.Context) (NewSessionInfo, error) {
+	h.newMu.Lock()
+	defer h.newMu.Unlock()
+	h.mu.Lock()
+	old, runCtx := h.cur, h.runCtx
+	h.mu.Unlock()
+	if runCtx == nil || runCtx.Err() != nil {
+		return NewSessionInfo{}, errors.New("coordinator: the host is not running")
+	}
+	if err := old.c.End(); err != nil {
+		return NewSessionInfo{}, fmt.Errorf("coordinator: end session %s: %w", old.id, err)
+	}
+	select {
+	case <-old.done:
+	case <-ctx.Done():
+		return NewSessionInfo{}, ctx.Err()
+	}
+	old.cancel()
+	old.c.Shutdown()
+	if err := h.startSession("", 0, false); err != nil {
+		return NewSessionInfo{}, err
+	}
+	h.mu.Lock()
+	cur := h.cur
+	h.launchLocked(runCtx, cur)
+	h.mu.Unlock()
+	return NewSessionInfo{ID: cur.id, JoinCode: cur.code, Dashboard: "/dashboard?code=" + cur.code, Ended: old.id}, nil
+}
+
+// SessionSummary is one line of GET /api/sessions.
+type SessionSummary struct {
+	ID      string `json:"id"`
+	Name    string `json:"name"`
+	State   string `json:"state"`
+	Current bool   `json:"current"`
+	// Rounds is the number of committed rounds, of PlannedRounds.
+	Rounds        int `json:"rounds"`
+	PlannedRounds int `json:"planned_rounds"`
+	// Accuracy is the last evaluated accuracy (absent if never
+	// evaluated).
+	Accuracy *float64 `json:"accuracy,omitempty"`
+	// Participants is the number of devices included in at least one
+	// round.
+	Participants int        `json:"participants"`
+	Created      time.Time  `json:"created"`
+	Ended        *time.Time `json:"ended,omitempty"`
+}
+
+// Sessions lists every session of the data directory, oldest first.
+func (h *Host) Sessions() ([]SessionSummary, error) {
+	h.mu.Lock()
+	entries := slices.Clone(h.index.Sessions)
+	curID := h.cur.id
+	cur := h.cur.c
+	h.mu.Unlock()
+	out := make([]SessionSummary, 0, len(entries))
+	for _, e := range entries {
+		st, err := h.storeOf(e.ID)
+		if err != nil {
+			h.log.Warn("session unreadable", "id", e.ID, "err", err)
+			out = append(out, SessionSummary{ID: e.ID, State: "unreadable", Created: e.Created})
+			continue
+		}
+		sum, err := summarize(st)
+		if err != nil {
+			return nil, err
+		}
+		sum.ID, sum.Created, sum.Current = e.ID, e.Created, e.ID == curID
+		if sum.Current {
+			sum.State = cur.State()
+			sum.Name = cur.Session().Name
+			sum.PlannedRounds = cur.Session().Rounds
+		}
+		out = append(out, sum)
+	}
+	return out, nil
+}
+
+// storeOf returns the store of session id (the current one's, or a
+// finished one's opened for reading and kept open).
+func (h *Host) storeOf(id string) (*Store, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.cur.id == id {
+		return h.cur.store, nil
+	}
+	if st := h.old[id]; st != nil {
+		return st, nil
+	}
+	if !slices.ContainsFunc(h.index.Sessions, func(e indexEntry) bool { return e.ID == id }) {
+		return nil, fmt.Errorf("no session %q", id)
+	}
+	st, err := OpenStore(sessionPath(h.cfg.Dir, id))
+	if err != nil {
+		return nil, err
+	}
+	h.old[id] = st
+	return st, nil
+}
+
+// summarize reads a session's summary from its store.
+func summarize(st *Store) (SessionSummary, error) {
+	var s SessionSummary
+	life, err := st.Lifecycle()
+	if err != nil {
+		return s, err
+	}
+	sess := life.Session
+	if life.State == "" || life.State == StateLobby {
+		if raw, err := st.SessionParams(); err == nil && raw != nil {
+			var ident sessionIdent
+			if json.Unmarshal(raw, &ident) == nil {
+				sess = ident.Session
+			}
+		}
+	}
+	s.Name, s.PlannedRounds, s.State = sess.Name, sess.Rounds, life.State
+	if s.State == "" {
+		s.State = StateRunning
+	}
+	if !life.Ended.IsZero() {
+		t := life.Ended
+		s.Ended = &t
+	}
+	seen := map[string]bool{}
+	after := 0
+	for {
+		recs, err := st.Rounds(after, 1000)
+		if err != nil {
+			return s, err
+		}
+		for _, r := range recs {
+			for _, id := range r.Included {
+				seen[id] = true
+			}
+			if r.Evaluated {
+				a := r.Accuracy
+				s.Accuracy = &a
+			}
+			s.Rounds, after = r.T, r.T
+		}
+		if len(recs) < 1000 {
+			break
+		}
+	}
+	s.Participants = len(seen)
+	return s, nil
+}
+
+// archivedStatus is the Status of a finished session, from its store.
+func archivedStatus(st *Store) (Status, error) {
+	var s Status
+	life, err := st.Lifecycle()
+	if err != nil {
+		return s, err
+	}
+	committed, _, err := st.State()
+	if err != nil {
+		return s, err
+	}
+	s.Session, s.State, s.People, s.Committed, s.Finished = life.Session, life.State, life.People, committed, true
+	if s.State == "" {
+		s.State = StateEnded
+	}
+	if s.People == nil {
+		s.People = []Person{}
+	}
+	if recs, err := st.Rounds(max(0, committed-1000), 1000); err == nil {
+		for _, r := range recs {
+			if r.Evaluated {
+				s.LastEval = &struct {
+					T        int     `json:"t"`
+					Accuracy float64 `json:"accuracy"`
+					Loss     float64 `json:"loss"`
+				}{r.T, r.Accuracy, r.Loss}
+			}
+		}
+	}
+	s.Privacy = SessionPrivacy(s.Session)
+	return s, nil
+}
+
+// ServeHTTP routes a request: GET /api/sessions lists the sessions; a
+// request for a finished session (?session=ID, or the finished session's
+// own join code) is answered from its store, read-only; everything else
+// goes to the current session's handler.
+func (h *Host) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h.mu.Lock()
+	cur := h.cur
+	h.mu.Unlock()
+	if r.URL.Path == "/api/sessions" && r.Method == http.MethodGet {
+		h.authorized(cur, "", func(w http.ResponseWriter, r *http.Request) {
+			list, err := h.Sessions()
+			if err != nil {
+				http.Error(w, "store error", http.StatusInternalServerError)
+				return
+			}
+			writeJSON(w, list)
+		}).ServeHTTP(w, r)
+		return
+	}
+	if id := h.archivedTarget(r, cur); id != "" && r.Method == http.MethodGet {
+		switch r.URL.Path {
+		case "/api/status", "/api/progress", "/api/rounds", "/api/session":
+			h.authorized(cur, id, func(w http.ResponseWriter, r *http.Request) { h.serveArchived(w, r, id) }).ServeHTTP(w, r)
+			return
+		}
+	}
+	cur.handler.ServeHTTP(w, r)
+}
+
+// archivedTarget returns the id of the finished session r asks for, or
+// "" for the current one.
+func (h *Host) archivedTarget(r *http.Request, cur *hostSession) string {
+	if id := r.URL.Query().Get("session"); id != "" && id != cur.id {
+		return id
+	}
+	code := r.Header.Get("X-Join-Code")
+	if code == "" {
+		code = r.URL.Query().Get("code")
+	}
+	if code == "" || code == cur.code {
+		return ""
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, e := range h.index.Sessions {
+		if e.ID != cur.id && subtle.ConstantTimeCompare([]byte(code), []byte(e.JoinCode)) == 1 {
+			return e.ID
+		}
+	}
+	return ""
+}
+
+// authorized lets a request through with the teacher secret, the join
+// code of the finished session target ("" for none) or else the current
+// session's join code (checked by the current session's gate).
+func (h *Host) authorized(cur *hostSession, target string, next http.HandlerFunc) http.Handler {
+	return securityHeaders(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if checkTeacher(r, h.secret) {
+			next(w, r)
+			return
+		}
+		code := r.Header.Get("X-Join-Code")
+		if code == "" {
+			code = r.URL.Query().Get("code")
+		}
+		h.mu.Lock()
+		own := false
+		for _, e := range h.index.Sessions {
+			if e.ID == target && target != cur.id && code != "" && subtle.ConstantTimeCompare([]byte(code), []byte(e.JoinCode)) == 1 {
+				own = true
+			}
+		}
+		h.mu.Unlock()
+		if own {
+			next(w, r)
+			return
+		}
+		cur.c.withCode(next)(w, r)
+	}))
+}
+
+func (h *Host) serveArchived(w http.ResponseWriter, r *http.Request, id string) {
+	st, err := h.storeOf(id)
+	if err != nil {
+		http.Error(w, "no such session", http.StatusNotFound)
+		return
+	}
+	switch r.URL.Path {
+	case "/api/status":
+		s, err := archivedStatus(st)
+		if err != nil {
+			http.Error(w, "store error", http.StatusInternalServerError)
+			return
+		}
+		s.Teacher = checkTeacher(r, h.secret)
+		writeJSON(w, s)
+	case "/api/session":
+		s, err := archivedStatus(st)
+		if err != nil {
+			http.Error(w, "store error", http.StatusInternalServerError)
+			return
+		}
+		writeJSON(w, s.Session)
+	case "/api/progress":
+		s, err := archivedStatus(st)
+		var p Progress
+		if err == nil {
+			p, err = storeProgress(st, s.Committed, s.Session.Rounds)
+		}
+		if err != nil {
+			http.Error(w, "store error", http.StatusInternalServerError)
+			return
+		}
+		writeJSON(w, p)
+	case "/api/rounds":
+		serveRounds(w, r, st)
+	}
+}
+
+// RandomJoinCode returns an n-character join code (5n bits) from
+// JoinCodeAlphabet, drawn from crypto/rand.
+func RandomJoinCode(n int) (string, error) {
+	b := make([]byte, n)
+	if _, err := crand.Read(b); err != nil {
+		return "", fmt.Errorf("join code: %w", err)
+	}
+	for i := range b {
+		b[i] = JoinCodeAlphabet[int(b[i])%len(JoinCodeAlphabet)] // 256 is a multiple of 32: uniform
+	}
+	return string(b), nil
+}
+
+// JoinCodeAlphabet has 32 characters without look-alikes (no 0/O, no
+// 1/I): 5 bits per character, upper case, easy on a phone.
+const JoinCodeAlphabet = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
+
+// Close closes the stores of a host whose Run was never called (Run
+// closes them itself when it returns).
+func (h *Host) Close() { h.closeStores() }
+
+// CurrentStorePath returns the store file of the current session of the
+// data directory dir (tools and tests read it after the coordinator
+// stopped).
+func CurrentStorePath(dir string) (string, error) {
+	b, err := os.ReadFile(filepath.Join(dir, hostIndexFile))
+	if err != nil {
+		return "", fmt.Errorf("host index: %w", err)
+	}
+	var idx hostIndex
+	if err := json.Unmarshal(b, &idx); err != nil {
+		return "", fmt.Errorf("host index: %w", err)
+	}
+	if idx.Current == "" {
+		return "", errors.New("host index: no current session")
+	}
+	return sessionPath(dir, idx.Current), nil
+}

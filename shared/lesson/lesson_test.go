@@ -1,0 +1,86 @@
+package lesson
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"browserfl/shared/optim"
+	"browserfl/shared/privacy/plan"
+	"browserfl/shared/wire"
+)
+
+// demo is the demo template (cmd/coordinator's defaults, d of logreg on
+// Fashion-MNIST, 20 s deadline).
+func demo() wire.SessionParams {
+	return wire.SessionParams{Name: "demo", Algorithm: "nc", Model: "logreg", Dim: 7850, Features: 784, Classes: 10,
+		DeadlineMillis: 20000, M: 30, Cohort: 10, Rounds: 200, Batch: 32, Clip: 1, Eta: 0.02, RhoPaper: 1.5}
+}
+
+func TestOneLesson(t *testing.T) {
+	tmpl := demo()
+	announced, err := plan.SessionFigures(optim.FromSession(tmpl), plan.DefaultDelta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		n, cohort, rounds int
+	}{
+		{5, 5, 200},
+		{8, 8, 200},
+		{10, 10, 200},
+		{20, 10, 200},
+		{40, 20, 200},
+	}
+	for _, tc := range tests {
+		s, z, err := OneLesson(tmpl, tc.n)
+		if err != nil {
+			t.Fatalf("n = %d: %v", tc.n, err)
+		}
+		if s.M != tc.n || s.Cohort != tc.cohort || s.Rounds != tc.rounds {
+			t.Errorf("n = %d: M %d, m %d, T %d; want M %d, m %d, T %d", tc.n, s.M, s.Cohort, s.Rounds, tc.n, tc.cohort, tc.rounds)
+		}
+		if z.Expected > Lesson {
+			t.Errorf("n = %d: expected duration %v over the lesson of %v", tc.n, z.Expected, Lesson)
+		}
+		if s.DeadlineMillis != int(Deadline.Milliseconds()) {
+			t.Errorf("n = %d: deadline %d ms", tc.n, s.DeadlineMillis)
+		}
+		if s.RhoPaper != tmpl.RhoPaper || s.Epsilon != tmpl.Epsilon || s.Delta != tmpl.Delta {
+			t.Errorf("n = %d: the privacy target changed", tc.n)
+		}
+		f, err := plan.SessionFigures(optim.FromSession(s), plan.DefaultDelta)
+		if err != nil {
+			t.Fatalf("n = %d: figures: %v", tc.n, err)
+		}
+		// Each device's worst case stays within what the template
+		// announced (the same target, the same cap).
+		if f.WorstRho > announced.BudgetRho*(1+1e-12) || f.BudgetRho != announced.BudgetRho {
+			t.Errorf("n = %d: worst rho %v, cap %v; the template announced cap %v", tc.n, f.WorstRho, f.BudgetRho, announced.BudgetRho)
+		}
+		if f.Epsilon > announced.Epsilon*(1+1e-9) {
+			t.Errorf("n = %d: worst case epsilon %v above the announced %v", tc.n, f.Epsilon, announced.Epsilon)
+		}
+		if f.Epsilon > plan.DefaultBudgetEpsilon {
+			t.Errorf("n = %d: epsilon %v over the page's default budget", tc.n, f.Epsilon)
+		}
+		if err := plan.Check(optim.FromSession(s), plan.DefaultBudget(), 0); err != nil {
+			t.Errorf("n = %d: a page with the default budget would refuse: %v", tc.n, err)
+		}
+	}
+}
+
+func TestOneLessonShorterTemplate(t *testing.T) {
+	tmpl := demo()
+	tmpl.Rounds, tmpl.DeadlineMillis = 20, 2000
+	s, z, err := OneLesson(tmpl, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Rounds != 20 || s.DeadlineMillis != 2000 || z.Deadline != 2*time.Second {
+		t.Errorf("T %d, deadline %d ms: the template's shorter values should stay", s.Rounds, s.DeadlineMillis)
+	}
+	if _, _, err := OneLesson(tmpl, 0); !errors.Is(err, ErrEmptyLobby) {
+		t.Errorf("empty lobby: %v", err)
+	}
+}
