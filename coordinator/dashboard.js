@@ -8,7 +8,9 @@
 "use strict";
 const $ = id => document.getElementById(id);
 const params = new URLSearchParams(location.search);
-const code = params.get("code");
+let code = params.get("code");
+// ?session=ID shows a finished session (read-only); the API answers for it.
+const viewSession = params.get("session") || "";
 
 // The teacher's secret comes in ?teacher= once; it is kept for this tab
 // only and taken out of the address bar at once, so that the projector
@@ -33,6 +35,7 @@ function headers(extra) {
   return h;
 }
 async function getJSON(path) {
+  if (viewSession) path += (path.includes("?") ? "&" : "?") + "session=" + encodeURIComponent(viewSession);
   const r = await fetch(path, {cache: "no-store", headers: headers()});
   if (!r.ok) { const e = new Error(path + ": " + r.status); e.status = r.status; throw e; }
   return r.json();
@@ -296,6 +299,16 @@ async function teacher(action) {
     const r = await fetch("/api/teacher/" + action, {method: "POST", headers: headers()});
     if (!r.ok) throw new Error((await r.text()).trim() || String(r.status));
     $("msg").hidden = true;
+    if (action === "new") {
+      // The new session has its own join code: follow it.
+      const n = await r.json();
+      if (n.join_code) {
+        code = n.join_code; rounds = [];
+        const u = new URL(location.href);
+        u.searchParams.set("code", code); u.searchParams.delete("teacher");
+        history.replaceState(null, "", u.pathname + u.search);
+      }
+    }
   } catch (e) {
     $("msg").hidden = false; $("msg").textContent = action + ": " + e.message;
   }
