@@ -213,6 +213,9 @@ type openRound struct {
 	dropped  map[string]bool   // cohort members that reconnected without their update: excluded
 	closed   bool              // no more updates accepted (deadline passed or all in)
 	included []string          // frozen at close
+	// deadlineHit: the round closed because its deadline passed (some
+	// cohort member neither answered nor was dropped as gone).
+	deadlineHit bool
 	allIn    chan struct{}
 	started  time.Time
 	deadline time.Time
@@ -527,6 +530,7 @@ func (c *Coordinator) runRound(ctx context.Context, t int) error {
 	select {
 	case <-or.allIn:
 	case <-timer.C:
+		or.deadlineHit = true // read by finishRound on this goroutine
 	case <-c.endCh: // ended early: the round closes with what arrived
 	case <-ctx.Done():
 	}
@@ -629,7 +633,7 @@ func (c *Coordinator) finishRound(ctx context.Context, or *openRound) error {
 		cohortIDs = append(cohortIDs, id)
 	}
 	slices.Sort(cohortIDs)
-	rec := RoundRecord{T: t, Cohort: cohortIDs, Included: or.included, Started: or.started,
+	rec := RoundRecord{T: t, Cohort: cohortIDs, Included: or.included, Started: or.started, DeadlineHit: or.deadlineHit,
 		Committed: time.Now(), BytesIn: or.bytesIn, BytesOut: or.bytesOut}
 	evaluate := c.cfg.EvalEvery > 0 && c.cfg.Evaluate != nil && (t%c.cfg.EvalEvery == 0 || t == c.sess.Rounds || c.ended)
 	if evaluate {

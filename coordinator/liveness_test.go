@@ -113,6 +113,15 @@ func TestGoneDevicesNeverStallARound(t *testing.T) {
 	if len(rec.Cohort) != 5 || len(rec.Included) != 2 {
 		t.Errorf("round 1: cohort %d, included %d; want 5 and 2", len(rec.Cohort), len(rec.Included))
 	}
+	recs, err := h.store.Rounds(0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range recs {
+		if r.DeadlineHit {
+			t.Errorf("round %d closed at its deadline: it waited for a gone device", r.T)
+		}
+	}
 	for _, name := range []string{"browserfl_leaves_total", `browserfl_rejections_total{kind="ping_timeout"}`} {
 		if got := metric(t, h.srv.URL, name); got != "1" {
 			t.Errorf("%s = %s, want 1", name, got)

@@ -78,6 +78,11 @@ type RoundRecord struct {
 	Included  []string  `json:"included"`
 	Started   time.Time `json:"started"`
 	Committed time.Time `json:"committed"`
+	// DeadlineHit is true when the round closed because its deadline
+	// passed, false when every cohort member still counted had answered
+	// (members that left or disconnected are dropped at once) or the
+	// session ended.
+	DeadlineHit bool `json:"deadline_hit,omitempty"`
 	// BytesIn and BytesOut are the round's update and assignment bytes.
 	BytesIn  int64 `json:"bytes_in"`
 	BytesOut int64 `json:"bytes_out"`
