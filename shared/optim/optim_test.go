@@ -567,12 +567,19 @@ func TestBudgetNeverExceeded(t *testing.T) {
 }
 
 func TestNCNoiseHasTheScaleOfTheTheorem(t *testing.T) {
-	// stilde - s + Y_{prev} is the fresh y ~ N(0, sigma_N^2 I). With f64
-	// payloads we can recover it exactly; sum of y_k^2 / sigma^2 over d =
-	// 18 coordinates and 30 participations is chi^2 with 540 degrees of
-	// freedom: |X - 540| <= 5 sqrt(1080) fails wrongly with prob < 1e-6.
+	// stilde - s + Y_{prev} is the fresh y ~ N(0, sigma_N^2 I) (a discrete
+	// Gaussian on a fine grid, whose variance is within 0.2% of sigma^2).
+	// With f64 payloads we can recover it exactly; the sum of y_k^2 /
+	// sigma^2 over d = 18 coordinates and N = 850 participations is
+	// (nearly) chi^2 with n = 15,300 degrees of freedom, mean n and
+	// standard deviation sqrt(2n) = 175. The band |X - n| <= 5 sqrt(2n)
+	// (5.7% of n) fails a correct device with probability below 1e-6
+	// (normal approximation of chi^2 at this n). Power: noise 10% too
+	// small gives X near 0.81 n, 16 standard deviations out, 3 bands
+	// beyond the edge: missed with probability far below 1e-12.
 	p := baseParams("nc")
 	p.Compressor = "f64"
+	p.Rounds = 900
 	m, _ := model.New("logreg", 5, 3)
 	dv, _ := NewDevice(p, m, mechanism.NewStream(testSeed(8), 0))
 	data := synthData(mechanism.NewStream(testSeed(2), 0), 2)
@@ -582,7 +589,7 @@ func TestNCNoiseHasTheScaleOfTheTheorem(t *testing.T) {
 	msg := make([]float64, d)
 	clean := make([]float64, d)
 	chi := 0.0
-	const N = 30
+	const N = 850
 	for r := 1; r <= N; r++ {
 		u, err := dv.Prepare(Round{T: r, X: x, XPrev: x}, data)
 		if err != nil {
