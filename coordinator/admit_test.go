@@ -16,7 +16,7 @@ import (
 	"browserfl/shared/mechanism"
 	"browserfl/shared/wire"
 
-	"nhooyr.io/websocket"
+	"github.com/coder/websocket"
 )
 
 // TestAdmissionAfterCommitRace drops each device's connection right after

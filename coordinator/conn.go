@@ -11,7 +11,7 @@ import (
 	"sync"
 	"time"
 
-	"nhooyr.io/websocket"
+	"github.com/coder/websocket"
 
 	"browserfl/shared/wire"
 )
@@ -316,7 +316,7 @@ func (c *Coordinator) ServeWS(w http.ResponseWriter, r *http.Request) {
 		case <-cn.done:
 		case <-time.After(2 * time.Second):
 		}
-	case err != nil:
+	default: // serveConn only returns with an error
 		if isReadLimit(err) {
 			// nhooyr closes with 1009 (message too big) itself.
 			c.met.badFrames.Add(1)

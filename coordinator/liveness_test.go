@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"nhooyr.io/websocket"
+	"github.com/coder/websocket"
 
 	"browserfl/coordinator"
 	"browserfl/coordinator/internal/nctest"

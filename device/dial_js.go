@@ -2,7 +2,7 @@
 
 package device
 
-import "nhooyr.io/websocket"
+import "github.com/coder/websocket"
 
 // dialOptions: in the browser the page's origin is sent by the browser
 // itself and Config.Origin and HTTPClient do not apply.

@@ -5,7 +5,7 @@ package device
 import (
 	"net/http"
 
-	"nhooyr.io/websocket"
+	"github.com/coder/websocket"
 )
 
 func dialOptions(cfg Config) *websocket.DialOptions {

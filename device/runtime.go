@@ -11,7 +11,7 @@ import (
 	"sync"
 	"time"
 
-	"nhooyr.io/websocket"
+	"github.com/coder/websocket"
 
 	"browserfl/shared/dataset"
 	"browserfl/shared/optim"

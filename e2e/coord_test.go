@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"nhooyr.io/websocket"
+	"github.com/coder/websocket"
 
 	"browserfl/shared/dataset"
 	"browserfl/shared/mechanism"
@@ -51,8 +51,7 @@ type scripted struct {
 	changed  chan struct{}
 	start    time.Time
 	assigned map[string]int // device -> round assignments sent
-	stopped  bool
-	finished bool // /api/status says the session is over
+	finished bool           // /api/status says the session is over
 }
 
 // lies are the ways the scripted coordinator can misbehave.
@@ -85,9 +84,8 @@ type sentUpdate struct {
 }
 
 type sconn struct {
-	id   string
-	ws   *websocket.Conn
-	busy bool
+	id string
+	ws *websocket.Conn
 }
 
 func newScripted(t *testing.T, p wire.SessionParams, code string, shards []dataset.Set, test []dataset.Sample, l lies) *scripted {
@@ -516,16 +514,6 @@ wait:
 		s.send(ctx, c.ws, wire.Decision{T: t, State: wire.Excluded})
 	}
 	return nil
-}
-
-// accuracy returns the last evaluated accuracy and the committed rounds.
-func (s *scripted) accuracy() (float64, int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if len(s.acc) == 0 {
-		return 0, 0
-	}
-	return s.acc[len(s.acc)-1].Accuracy, len(s.acc)
 }
 
 // asked returns how many round assignments device id was sent.

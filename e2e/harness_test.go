@@ -133,7 +133,6 @@ type browser struct {
 	mu       sync.Mutex
 	frames   []frame // outgoing websocket frames
 	received int     // incoming websocket frames
-	console  []string
 }
 
 // frame is one outgoing websocket frame as Chromium reports it.

@@ -5,7 +5,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -50,7 +49,10 @@ func TestDemoFiguresAgree(t *testing.T) {
 	}
 
 	// The planner, run as a user runs it.
-	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
+	goBin, err := exec.LookPath("go") // go test puts GOROOT/bin first in PATH
+	if err != nil {
+		t.Fatal(err)
+	}
 	cmd := exec.Command(goBin, "run", "browserfl/cmd/flplan", "-alg", sess.Algorithm,
 		"-T", strconv.Itoa(sess.Rounds), "-M", strconv.Itoa(sess.M), "-m", strconv.Itoa(sess.Cohort),
 		"-b", strconv.Itoa(sess.Batch), "-clip", strconv.FormatFloat(sess.Clip, 'g', -1, 64),

@@ -35,7 +35,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"nhooyr.io/websocket"
+	"github.com/coder/websocket"
 
 	"browserfl/device"
 	"browserfl/shared/dataset"

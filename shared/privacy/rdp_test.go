@@ -20,8 +20,6 @@ func opacusOrders() []float64 {
 	return o
 }
 
-func relErr(got, want float64) float64 { return math.Abs(got-want) / math.Abs(want) }
-
 // TestSubsampledGaussianRDPPublished checks the per-order RDP of the
 // Poisson-subsampled Gaussian against published reference values.
 func TestSubsampledGaussianRDPPublished(t *testing.T) {

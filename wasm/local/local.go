@@ -117,7 +117,7 @@ func isIDX(b []byte) bool {
 func imageSample(f File) (dataset.Sample, error) {
 	base := path.Base(f.Name)
 	if base == "" || base[0] < '0' || base[0] > '9' {
-		return dataset.Sample{}, fmt.Errorf("local: %s: neither an IDX file nor an image named <label>_...", f.Name)
+		return dataset.Sample{}, fmt.Errorf("local: %s: neither an IDX file nor an image named <label>_<anything>", f.Name)
 	}
 	label, _ := strconv.Atoi(base[:1])
 	img, _, err := image.Decode(bytes.NewReader(f.Data))
