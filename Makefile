@@ -4,7 +4,7 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: all setup build test vet fmt-check run bench results clean wasm mutants
+.PHONY: all setup build test vet lint fmt-check run bench results clean wasm mutants
 
 all: build
 
@@ -25,13 +25,20 @@ wasm:
 vet:
 	$(GO) vet $(PKGS)
 
+# staticcheck (pinned, built for this machine) on the native and the
+# js/wasm target.
+lint:
+	GOBIN=$(CURDIR)/bin $(GO) install honnef.co/go/tools/cmd/staticcheck@v0.8.2
+	bin/staticcheck $(PKGS)
+	GOOS=js GOARCH=wasm bin/staticcheck ./wasm/... ./shared/... ./device/...
+
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
 # Everything once, then the packages that touch concurrency again under the
 # race detector.
-test: setup fmt-check vet
+test: setup fmt-check vet lint
 	BFL_REQUIRE_MNIST=1 $(GO) test -count=1 $(PKGS)
 	$(GO) test -count=1 -race ./coordinator/... ./device/... ./sim/...
 	$(MAKE) mutants
