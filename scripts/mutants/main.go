@@ -31,8 +31,11 @@ type mutation struct {
 	name, why string
 	file      string
 	old, new  string
+	more      []edit   // further edits in the same file, applied after old -> new
 	pkgs      []string // go test arguments (packages, -run)
 }
+
+type edit struct{ old, new string }
 
 var mutations = []mutation{
 	{
@@ -113,6 +116,14 @@ var mutations = []mutation{
 		pkgs: []string{"./coordinator/", "-run", "Crash|EndToEnd|Admission|Hostile"},
 	},
 	{
+		name: "admission-reads-before-lock", why: "admission reads the pending round's record before taking the lock (the round may commit in between)",
+		file: "coordinator/coordinator.go",
+		old:  "\tif c.cfg.BeforeAdmit != nil {\n\t\tc.cfg.BeforeAdmit(w.DeviceID, h.Pending)",
+		new:  "\tmrec, mok, _ := c.store.Round(h.Pending)\n\tif c.cfg.BeforeAdmit != nil {\n\t\tc.cfg.BeforeAdmit(w.DeviceID, h.Pending)",
+		more: []edit{{"\t\t\trec, ok, err := c.store.Round(h.Pending)\n", "\t\t\trec, ok, err := mrec, mok, error(nil)\n"}},
+		pkgs: []string{"./coordinator/", "-run", "Admission"},
+	},
+	{
 		name: "validation-skipped", why: "the coordinator skips the update norm bound",
 		file: "coordinator/coordinator.go",
 		old:  "if n := mechanism.Norm(c.scratch); !(n <= c.bound) {",
@@ -139,8 +150,10 @@ func run(only string, timeout time.Duration) error {
 		if err != nil {
 			return err
 		}
-		if n := bytes.Count(b, []byte(m.old)); n != 1 {
-			return fmt.Errorf("%s: the snippet occurs %d times in %s, want exactly once (update scripts/mutants/main.go)", m.name, n, m.file)
+		for _, e := range append([]edit{{m.old, m.new}}, m.more...) {
+			if n := bytes.Count(b, []byte(e.old)); n != 1 {
+				return fmt.Errorf("%s: the snippet %q occurs %d times in %s, want exactly once (update scripts/mutants/main.go)", m.name, e.old, n, m.file)
+			}
 		}
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -182,6 +195,9 @@ func try(ctx context.Context, m mutation, timeout time.Duration) (killed bool, d
 		return false, "", err
 	}
 	mutated := bytes.Replace(orig, []byte(m.old), []byte(m.new), 1)
+	for _, e := range m.more {
+		mutated = bytes.Replace(mutated, []byte(e.old), []byte(e.new), 1)
+	}
 	if err := os.WriteFile(m.file, mutated, 0o644); err != nil {
 		return false, "", err
 	}
