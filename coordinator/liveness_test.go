@@ -66,7 +66,7 @@ func readRound(ctx context.Context, ws *websocket.Conn, dim int) (int, error) {
 // say why.
 func TestGoneDevicesNeverStallARound(t *testing.T) {
 	sess := testSession(8, 5, 5, 6, 600000)
-	h := liveHarness(t, sess, coordinator.Limits{}, coordinator.Gate{PingInterval: 100 * time.Millisecond, PingTimeout: 500 * time.Millisecond})
+	h := liveHarness(t, sess, coordinator.Limits{}, coordinator.Gate{PingInterval: 200 * time.Millisecond, PingTimeout: 3 * time.Second})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 
