@@ -216,11 +216,11 @@ type openRound struct {
 	// deadlineHit: the round closed because its deadline passed (some
 	// cohort member neither answered nor was dropped as gone).
 	deadlineHit bool
-	allIn    chan struct{}
-	started  time.Time
-	deadline time.Time
-	bytesIn  int64
-	bytesOut int64
+	allIn       chan struct{}
+	started     time.Time
+	deadline    time.Time
+	bytesIn     int64
+	bytesOut    int64
 }
 
 // New checks cfg, restores the committed state from the store and returns
