@@ -357,7 +357,7 @@ func TestClassroom(t *testing.T) {
 	fe := <-firstEval
 	t.Logf("Start to the first accuracy: %v; Start to the end of %d rounds: %v; final accuracy %.3f on 1,000 test images",
 		fe.Round(100*time.Millisecond), rounds, took.Round(100*time.Millisecond), acc)
-	// Stated bound: five runs of this test on the 2-core machine measured
+	// Stated bound: seven runs of this test on the 2-core machine measured
 	// a final accuracy of 0.556 to 0.578 (docs/browser.md, "Classroom
 	// measurements"); the spread comes from the noise and from which
 	// rounds the reloading and the late student take part in. 0.40 is
