@@ -19,9 +19,10 @@ import (
 )
 
 // phone starts a Chromium of its own at phone size (390x844, mobile).
-// Tabs of one Chromium would be lighter, but a second tab running the
-// page stops answering DevTools in this headless Chromium (156), with or
-// without a browser context of its own; so every student gets its own
+// Tabs of one Chromium would be lighter, but here a second tab stops
+// answering DevTools after its first navigation, even to a static file
+// and with or without a browser context of its own (chromedp 0.14.2,
+// headless Chromium 156; not the page); so every student gets its own
 // browser, like its own phone.
 func phone(t *testing.T) (*browser, error) {
 	s := launch(t, t.TempDir())
