@@ -243,7 +243,7 @@ func serveRounds(w http.ResponseWriter, r *http.Request, st *Store) {
 		out[i] = roundView{T: rec.T, Cohort: len(rec.Cohort), Included: len(rec.Included),
 			Started: rec.Started, LatencyMillis: rec.Committed.Sub(rec.Started).Milliseconds(),
 			BytesIn: rec.BytesIn, BytesOut: rec.BytesOut, Evaluated: rec.Evaluated,
-			Accuracy: rec.Accuracy, Loss: rec.Loss}
+			Accuracy: rec.Accuracy, Loss: rec.Loss, DeadlineHit: rec.DeadlineHit}
 	}
 	writeJSON(w, out)
 }
@@ -343,6 +343,9 @@ type roundView struct {
 	Evaluated     bool      `json:"evaluated"`
 	Accuracy      float64   `json:"accuracy,omitempty"`
 	Loss          float64   `json:"loss,omitempty"`
+	// DeadlineHit: the round closed because its deadline passed
+	// (RoundRecord.DeadlineHit).
+	DeadlineHit bool `json:"deadline_hit"`
 }
 
 // Status is the JSON of /api/status (and what the dashboard draws).

@@ -2,6 +2,8 @@ package coordinator_test
 
 import (
 	"context"
+	"encoding/json"
+	"net/http"
 	"path/filepath"
 	"testing"
 	"time"
@@ -176,5 +178,34 @@ func TestUnansweringDeviceNoLongerSampled(t *testing.T) {
 	}
 	if st.Devices.Stuck != 1 {
 		t.Errorf("status: %d stuck devices, want 1", st.Devices.Stuck)
+	}
+	// The rounds that waited for the mute device closed at their
+	// deadline, and /api/rounds says so; the later ones did not.
+	resp, err := http.Get(h.srv.URL + "/api/rounds?code=join-me")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var recs []struct {
+		T           int   `json:"t"`
+		DeadlineHit *bool `json:"deadline_hit"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&recs); err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != sess.Rounds {
+		t.Fatalf("/api/rounds: %d records, want %d", len(recs), sess.Rounds)
+	}
+	hits := 0
+	for _, r := range recs {
+		if r.DeadlineHit == nil {
+			t.Fatalf("/api/rounds: round %d has no deadline_hit field", r.T)
+		}
+		if *r.DeadlineHit {
+			hits++
+		}
+	}
+	if hits != n {
+		t.Errorf("/api/rounds: %d rounds with deadline_hit, want %d (the rounds the mute device was asked in)", hits, n)
 	}
 }

@@ -1,0 +1,493 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/chromedp"
+
+	"browserfl/coordinator"
+	"browserfl/wasm/local"
+)
+
+// phone starts a Chromium of its own at phone size (390x844, mobile).
+// Tabs of one Chromium would be lighter, but here a second tab stops
+// answering DevTools after its first navigation, even to a static file
+// and with or without a browser context of its own (chromedp 0.14.2,
+// headless Chromium 156; not the page); so every student gets its own
+// browser, like its own phone.
+func phone(t *testing.T) (*browser, error) {
+	s := launch(t, t.TempDir())
+	if err := s.run(30*time.Second, chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile)); err != nil {
+		s.close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// closeTab closes the page's tab (the browser stays, without a tab), as
+// a student closing the tab.
+func closeTab(s *browser) error {
+	return s.run(10*time.Second, page.Close())
+}
+
+// joinSteps open the bare URL, type the join code into the join box,
+// consent with a nickname (the page's default budget accepts the
+// session), store data (the demo shard, or files if given) and press
+// the train button.
+func joinSteps(base, code, nickname string, files []string) []chromedp.Action {
+	load := chromedp.Action(chromedp.Click("#demo-btn", chromedp.ByID))
+	if files != nil {
+		load = chromedp.SetUploadFiles("#files", files, chromedp.ByID)
+	}
+	return []chromedp.Action{
+		chromedp.Navigate(base + "/"),
+		chromedp.WaitVisible("#code-input", chromedp.ByID),
+		chromedp.SetValue("#code-input", code, chromedp.ByID),
+		chromedp.Evaluate(`document.getElementById("code-input").dispatchEvent(new Event("input", {bubbles: true}))`, nil),
+		chromedp.Click("#code-btn", chromedp.ByID),
+		chromedp.WaitVisible("#consent", chromedp.ByID),
+		chromedp.SetValue("#nickname", nickname, chromedp.ByID),
+		chromedp.Evaluate(`document.getElementById("nickname").dispatchEvent(new Event("input", {bubbles: true}))`, nil),
+		chromedp.Click("#join-btn", chromedp.ByID),
+		chromedp.WaitVisible("#data", chromedp.ByID),
+		load,
+		chromedp.Poll(`Number((document.getElementById("data-count")||{}).textContent) > 0`, nil, chromedp.WithPollingTimeout(80*time.Second)),
+		chromedp.Click("#train-btn", chromedp.ByID),
+	}
+}
+
+// classRound is what the test reads of /api/rounds.
+type classRound struct {
+	T           int     `json:"t"`
+	Cohort      int     `json:"cohort"`
+	Included    int     `json:"included"`
+	Evaluated   bool    `json:"evaluated"`
+	Accuracy    float64 `json:"accuracy"`
+	DeadlineHit *bool   `json:"deadline_hit"`
+}
+
+// TestClassroom is a lesson in a browser: the real coordinator
+// (cmd/coordinator -lobby) as a child process, the teacher's dashboard
+// at projector size (1920x1080) and eleven students at phone size
+// (390x844, mobile emulation), each its own headless Chromium (see
+// phone). Ten students open the bare address, type the join code into
+// the join box, give a nickname and wait in the lobby; the teacher
+// presses Start on the dashboard. During the session two students close
+// their tabs, one reloads, one runs out of data and one joins late. The
+// session must run all its rounds to the end (summary on the
+// dashboard); no round may close at its deadline (nobody waits for a
+// student who left: every page here answers in well under a second,
+// the deadline is 8 s); the departures show in the dashboard's people
+// list; the final test accuracy must reach the bound stated below.
+//
+// Data: nine students take the coordinator's demo shard (sized for the
+// rounds left). The one who runs out picks local files (an IDX pair of
+// 2b = 128 Fashion-MNIST test images, as a student would pick from
+// disk): everyone is asked every round (the preset's cohort is the whole
+// class), so it answers rounds 1 and 2 and then leaves with its data
+// used up.
+//
+// With -screenshots it writes docs/screenshots/classroom-*.png.
+func TestClassroom(t *testing.T) {
+	webDir := pageBuild(t)
+	bin := coordinatorBinary(t)
+	const (
+		code     = "CLASS10"
+		students = 10
+		rounds   = 30
+		batch    = 64
+	)
+	logf, err := os.CreateTemp("", "browserfl-e2e-classroom-*.log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logf.Close()
+	dataDir := t.TempDir()
+	// The default algorithm (nc), model (logreg) and privacy target
+	// (rho_p 1.5: epsilon 7.29, inside the page's default budget of 8);
+	// a larger step and a diameter for a short session. -deadline 60s is
+	// the template's; the "one lesson" preset caps it at 8 s at Start,
+	// still far above what a round takes here.
+	coord := &process{t: t, bin: bin, addr: freeAddr(t), dataDir: dataDir, log: logf, args: []string{
+		"-lobby", "-join-code", code, "-dataset", fashionDir, "-eval-every", "1", "-eval-samples", "1000",
+		"-demo-shards", "16", "-deadline", "60s", "-round-gap", "500ms", "-seed", "11",
+		"-T", fmt.Sprint(rounds), "-b", fmt.Sprint(batch), "-eta", "1", "-D", "10", "-clip", "1",
+	}}
+	coord.start()
+	defer coord.stop()
+	var index struct {
+		TeacherSecret string `json:"teacher_secret"`
+	}
+	raw, err := os.ReadFile(filepath.Join(dataDir, "host.json"))
+	if err != nil || json.Unmarshal(raw, &index) != nil || index.TeacherSecret == "" {
+		t.Fatalf("host index: %v", err)
+	}
+	srv := serve(t, pageHandler(webDir, proxyTo(coord.addr)))
+	status := func() coordinator.Status {
+		t.Helper()
+		var st coordinator.Status
+		if err := getJSON(srv.URL+"/api/status?code="+code, &st); err != nil {
+			t.Fatalf("status: %v (coordinator log %s)", err, logf.Name())
+		}
+		return st
+	}
+	shots := screenshotDir(t)
+	shot := func(b *browser, name string) {
+		t.Helper()
+		if err := b.screenshot(filepath.Join(shots, "classroom-"+name+".png")); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// The small local data set of the student who runs out.
+	few, err := fashionTest(t).Take(2 * batch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	im, lab, err := local.Encode(few)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fileDir := t.TempDir()
+	files := []string{filepath.Join(fileDir, "few-images-idx3-ubyte"), filepath.Join(fileDir, "few-labels-idx1-ubyte")}
+	if os.WriteFile(files[0], im, 0o644) != nil || os.WriteFile(files[1], lab, 0o644) != nil {
+		t.Fatal("writing the local files")
+	}
+
+	// The projector.
+	dash := launch(t, t.TempDir())
+	defer dash.close()
+	names := []string{"Ada", "Ben", "Chloe", "Dev", "Emma", "Finn", "Gia", "Hugo", "Iris", "Jon"}
+	const (
+		closer1, closer2 = 1, 2 // close their tabs
+		reloader         = 3    // reloads
+		runsOut          = 4    // little data
+		late             = "Kai"
+	)
+	tabs := make([]*browser, students)
+	defer func() {
+		for _, s := range tabs {
+			if s != nil {
+				s.close()
+			}
+		}
+	}()
+	start := time.Now()
+	for i, name := range names {
+		if tabs[i], err = phone(t); err != nil {
+			t.Fatal(err)
+		}
+		var f []string
+		if i == runsOut {
+			f = files
+		}
+		tabs[i].must(3*time.Minute, name+": join by code, wait in the lobby",
+			append(joinSteps(srv.URL, code, name, f), chromedp.WaitVisible("#lobby", chromedp.ByID))...)
+	}
+	t.Logf("%d students in the lobby after %v", students, time.Since(start).Round(time.Second))
+
+	dash.must(60*time.Second, "teacher's dashboard in the lobby",
+		chromedp.EmulateViewport(1920, 1080),
+		chromedp.Navigate(srv.URL+"/dashboard?code="+code+"&teacher="+index.TeacherSecret),
+		chromedp.Poll(fmt.Sprintf(`document.body.dataset.view === "lobby" && document.querySelectorAll("#names-big li.lobby").length === %d &&
+			!document.getElementById("btn-start").hidden`, students), nil, chromedp.WithPollingTimeout(50*time.Second)))
+	shot(dash, "lobby-projector")
+	shot(tabs[0], "lobby-phone")
+
+	// Start on the dashboard.
+	dash.must(20*time.Second, "Start", chromedp.Click("#btn-start", chromedp.ByID))
+	started := time.Now()
+	// The first accuracy on the dashboard: logged, not asserted.
+	firstEval := make(chan time.Duration, 1)
+	go func() {
+		for k := 0; k < 1200; k++ {
+			var st coordinator.Status
+			if getJSON(srv.URL+"/api/status?code="+code, &st) == nil && st.LastEval != nil {
+				firstEval <- time.Since(started)
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		firstEval <- -1
+	}()
+	st := status()
+	for k := 0; k < 100 && st.State == coordinator.StateLobby; k++ {
+		time.Sleep(100 * time.Millisecond)
+		st = status()
+	}
+	if st.State != coordinator.StateRunning && st.State != coordinator.StateEnded {
+		t.Fatalf("after Start: state %q", st.State)
+	}
+	if st.Session.M != students || st.Session.Cohort != students || st.Session.Rounds != rounds {
+		t.Errorf("sized at Start: M %d, m %d, T %d; want %d, %d, %d", st.Session.M, st.Session.Cohort, st.Session.Rounds, students, students, rounds)
+	}
+
+	// A late student joins while the class trains (its own goroutine:
+	// loading a page takes a while on two cores).
+	var lateTab *browser
+	var wg sync.WaitGroup
+	wg.Add(1)
+	lateErr := make(chan string, 1)
+	go func() {
+		defer wg.Done()
+		lt, err := phone(t)
+		if err != nil {
+			lateErr <- err.Error()
+			return
+		}
+		lateTab = lt
+		if err := lateJoin(lt, srv.URL, code, late); err != nil {
+			lateErr <- err.Error()
+		}
+	}()
+	defer func() {
+		wg.Wait()
+		if lateTab != nil {
+			lateTab.close()
+		}
+	}()
+
+	waitCommitted := func(r int) {
+		t.Helper()
+		deadline := time.Now().Add(3 * time.Minute)
+		for time.Now().Before(deadline) {
+			if s := status(); s.Committed >= r || s.State == coordinator.StateEnded {
+				return
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		t.Fatalf("round %d not committed (coordinator log %s)", r, logf.Name())
+	}
+	// Two students close their tabs after round 3.
+	waitCommitted(3)
+	for _, i := range []int{closer1, closer2} {
+		if err := closeTab(tabs[i]); err != nil {
+			t.Fatalf("closing %s's tab: %v", names[i], err)
+		}
+	}
+	// One reloads after round 6 and trains on.
+	waitCommitted(6)
+	tabs[reloader].must(90*time.Second, "reload",
+		chromedp.Reload(),
+		chromedp.WaitVisible("#train", chromedp.ByID))
+
+	// The projector while the class trains: the departures are in its
+	// people list (gone: closed tabs; left: ran out of data).
+	dash.must(60*time.Second, "departures on the dashboard",
+		chromedp.Poll(fmt.Sprintf(`(() => {
+  const cls = (n) => ([...document.querySelectorAll("#names li")].find(li => li.firstChild && li.firstChild.textContent === n) || {}).className;
+  const away = (n) => ["left", "gone"].includes(cls(n));
+  return document.body.dataset.view === "training" && away(%q) && away(%q) && cls(%q) === "left";
+})()`, names[closer1], names[closer2], names[runsOut]), nil, chromedp.WithPollingTimeout(50*time.Second)))
+	shot(dash, "training-projector")
+	tabs[0].must(30*time.Second, "phone training",
+		chromedp.Poll(`document.getElementById("acc") !== null`, nil, chromedp.WithPollingTimeout(20*time.Second)))
+	shot(tabs[0], "training-phone")
+	mid := status()
+	// A closed tab says goodbye on its way out (left); a tab that could
+	// not would be gone.
+	for _, i := range []int{closer1, closer2, runsOut} {
+		p := person(mid, names[i])
+		if p.State != "left" && !(p.State == "gone" && i != runsOut) {
+			t.Errorf("%s: state %q in the status after leaving", names[i], p.State)
+		}
+		t.Logf("%s: %s (%s) after %d rounds", names[i], p.State, p.Why, p.Rounds)
+	}
+
+	// The session runs to its last round.
+	dash.must(4*time.Minute, "summary on the dashboard",
+		chromedp.Poll(`document.body.dataset.view === "summary" && document.getElementById("sum-acc").textContent.includes("%")`, nil,
+			chromedp.WithPollingTimeout(230*time.Second)))
+	took := time.Since(started)
+	tabs[0].must(60*time.Second, "phone: finished",
+		chromedp.Poll(`document.body.innerText.includes("The session has finished")`, nil, chromedp.WithPollingTimeout(50*time.Second)))
+	shot(dash, "end-projector")
+	shot(tabs[0], "end-phone")
+	wg.Wait()
+	select {
+	case e := <-lateErr:
+		t.Errorf("late student: %s", e)
+	default:
+	}
+
+	end := status()
+	if end.State != coordinator.StateEnded || end.Committed != rounds {
+		t.Fatalf("at the end: state %q, %d rounds committed; want %q and %d", end.State, end.Committed, coordinator.StateEnded, rounds)
+	}
+	var recs []classRound
+	if err := getJSON(srv.URL+"/api/rounds?code="+code, &recs); err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != rounds {
+		t.Fatalf("%d round records, want %d", len(recs), rounds)
+	}
+	for _, r := range recs {
+		if r.DeadlineHit == nil {
+			t.Fatalf("round %d: no deadline_hit in /api/rounds", r.T)
+		}
+		// Every student present answers within milliseconds; a round
+		// that ran to the deadline waited for somebody who had left.
+		if *r.DeadlineHit {
+			t.Errorf("round %d (cohort %d, included %d) closed at its deadline", r.T, r.Cohort, r.Included)
+		}
+	}
+	if p := person(end, late); p.Rounds == 0 {
+		t.Errorf("the late student %s took part in no round (%+v)", late, p)
+	}
+	if p := person(end, names[reloader]); p.Rounds == 0 {
+		t.Errorf("the student who reloaded took part in no round (%+v)", p)
+	}
+	t.Logf("included in rounds: late %s %d, reloaded %s %d, %s (all along) %d",
+		late, person(end, late).Rounds, names[reloader], person(end, names[reloader]).Rounds, names[0], person(end, names[0]).Rounds)
+	if p := person(end, names[runsOut]); p.Rounds != 2 {
+		t.Errorf("the student with %d samples was included in %d rounds, want 2", 2*batch, p.Rounds)
+	}
+	if end.LastEval == nil {
+		t.Fatal("no evaluation at the end")
+	}
+	acc := end.LastEval.Accuracy
+	fe := <-firstEval
+	t.Logf("Start to the first accuracy: %v; Start to the end of %d rounds: %v; final accuracy %.3f on 1,000 test images",
+		fe.Round(100*time.Millisecond), rounds, took.Round(100*time.Millisecond), acc)
+	// Stated bound: seven runs of this test on the 2-core machine measured
+	// a final accuracy of 0.556 to 0.578 (docs/browser.md, "Classroom
+	// measurements"); the spread comes from the noise and from which
+	// rounds the reloading and the late student take part in. 0.40 is
+	// well below the lowest and far above chance (0.10): it fails a
+	// session that stopped learning, not an unlucky draw.
+	if acc < classroomMinAccuracy {
+		t.Errorf("final accuracy %.3f, want >= %.2f", acc, classroomMinAccuracy)
+	}
+}
+
+// classroomMinAccuracy: see TestClassroom.
+const classroomMinAccuracy = 0.40
+
+// person returns the status entry of nickname.
+func person(st coordinator.Status, nickname string) coordinator.Person {
+	for _, p := range st.People {
+		if p.Nickname == nickname {
+			return p
+		}
+	}
+	return coordinator.Person{}
+}
+
+// lateJoin joins like joinSteps and waits for training; for a
+// goroutine, so it returns an error instead of failing the test.
+func lateJoin(s *browser, base, code, nickname string) error {
+	steps := append(joinSteps(base, code, nickname, nil), chromedp.WaitVisible("#train", chromedp.ByID))
+	if err := s.run(3*time.Minute, steps...); err != nil {
+		ctx, cancel := context.WithTimeout(s.ctx, 3*time.Second)
+		defer cancel()
+		var text string
+		chromedp.Run(ctx, chromedp.Evaluate(`document.body ? document.body.innerText : ""`, &text))
+		return fmt.Errorf("%v\npage text: %s", err, strings.TrimSpace(text))
+	}
+	return nil
+}
+
+// TestClassroomLesson measures one lesson: ten pages join the default
+// demo session (cmd/coordinator -lobby with its default template: the
+// "one lesson" preset sizes it at Start to M = m = 10, T = 200, 8 s
+// deadline, 1 s between rounds) and train to the end. It takes minutes,
+// so it runs only with BFL_LESSON=1:
+//
+//	BFL_LESSON=1 go test ./e2e -run TestClassroomLesson -count=1 -v -timeout 30m
+//
+// It logs the wall time from Start to the end and the final accuracy
+// (docs/browser.md, "Classroom measurements"); it asserts only that
+// the session ends with all its rounds.
+func TestClassroomLesson(t *testing.T) {
+	if os.Getenv("BFL_LESSON") != "1" {
+		t.Skip("a whole lesson (minutes): set BFL_LESSON=1")
+	}
+	webDir := pageBuild(t)
+	bin := coordinatorBinary(t)
+	const code = "LESSON10"
+	const students = 10
+	logf, err := os.CreateTemp("", "browserfl-e2e-lesson-*.log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logf.Close()
+	dataDir := t.TempDir()
+	coord := &process{t: t, bin: bin, addr: freeAddr(t), dataDir: dataDir, log: logf,
+		args: []string{"-lobby", "-join-code", code, "-dataset", fashionDir}}
+	coord.start()
+	defer coord.stop()
+	var index struct {
+		TeacherSecret string `json:"teacher_secret"`
+	}
+	raw, err := os.ReadFile(filepath.Join(dataDir, "host.json"))
+	if err != nil || json.Unmarshal(raw, &index) != nil || index.TeacherSecret == "" {
+		t.Fatalf("host index: %v", err)
+	}
+	srv := serve(t, pageHandler(webDir, proxyTo(coord.addr)))
+	tabs := make([]*browser, students)
+	defer func() {
+		for _, s := range tabs {
+			if s != nil {
+				s.close()
+			}
+		}
+	}()
+	for i := range tabs {
+		if tabs[i], err = phone(t); err != nil {
+			t.Fatal(err)
+		}
+		tabs[i].must(3*time.Minute, "join",
+			append(joinSteps(srv.URL, code, fmt.Sprintf("Student %d", i+1), nil), chromedp.WaitVisible("#lobby", chromedp.ByID))...)
+	}
+	dash := launch(t, t.TempDir())
+	defer dash.close()
+	dash.must(60*time.Second, "dashboard", chromedp.EmulateViewport(1920, 1080),
+		chromedp.Navigate(srv.URL+"/dashboard?code="+code+"&teacher="+index.TeacherSecret),
+		chromedp.WaitVisible("#btn-start", chromedp.ByID),
+		chromedp.Click("#btn-start", chromedp.ByID))
+	started := time.Now()
+	var st coordinator.Status
+	var firstEval time.Duration
+	for time.Since(started) < 25*time.Minute {
+		if err := getJSON(srv.URL+"/api/status?code="+code, &st); err != nil {
+			t.Fatal(err)
+		}
+		if firstEval == 0 && st.LastEval != nil {
+			firstEval = time.Since(started)
+		}
+		if st.State == coordinator.StateEnded {
+			break
+		}
+		time.Sleep(time.Second)
+	}
+	took := time.Since(started)
+	if st.State != coordinator.StateEnded || st.Committed != st.Session.Rounds {
+		t.Fatalf("after %v: state %q, %d of %d rounds", took, st.State, st.Committed, st.Session.Rounds)
+	}
+	var recs []classRound
+	if err := getJSON(srv.URL+"/api/rounds?code="+code, &recs); err != nil {
+		t.Fatal(err)
+	}
+	hits := 0
+	for _, r := range recs {
+		if r.DeadlineHit != nil && *r.DeadlineHit {
+			hits++
+		}
+	}
+	acc := 0.0
+	if st.LastEval != nil {
+		acc = st.LastEval.Accuracy
+	}
+	t.Logf("one lesson, %d pages: M %d, m %d, T %d, deadline %d ms; Start to the end %v; first accuracy %v after Start; final accuracy %.3f; %d rounds closed at their deadline",
+		students, st.Session.M, st.Session.Cohort, st.Session.Rounds, st.Session.DeadlineMillis,
+		took.Round(time.Second), firstEval.Round(100*time.Millisecond), acc, hits)
+}
