@@ -318,7 +318,7 @@ func (c *Coordinator) ServeWS(w http.ResponseWriter, r *http.Request) {
 		}
 	default: // serveConn only returns with an error
 		if isReadLimit(err) {
-			// nhooyr closes with 1009 (message too big) itself.
+			// The websocket library closes with 1009 (message too big) itself.
 			c.met.badFrames.Add(1)
 			c.met.reject(rejOversized)
 		}
@@ -341,7 +341,7 @@ func (cn *conn) helloDone() {
 	}
 }
 
-// isReadLimit reports whether err is nhooyr's "read limited at N bytes"
+// isReadLimit reports whether err is the websocket library's "read limited at N bytes"
 // (the library has no error value for it).
 func isReadLimit(err error) bool {
 	return err != nil && strings.Contains(err.Error(), "read limited at")

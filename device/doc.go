@@ -1,5 +1,5 @@
 // Package device is the platform-independent device runtime: the loop that
-// connects to a coordinator over a websocket (nhooyr.io/websocket, which
+// connects to a coordinator over a websocket (github.com/coder/websocket, which
 // runs natively and in the browser), says hello or resumes with its device
 // id and secret, checks the session against its owner's privacy budget,
 // answers round assignments through an optim.Device (the same device half

@@ -4,7 +4,7 @@
 // browser into a federated-learning device. Built with GOOS=js GOARCH=wasm
 // (make wasm writes web/app.wasm); it renders the vugu components of
 // wasm/ui, keeps its samples and its state in IndexedDB (wasm/idb), and
-// runs the platform-independent device runtime over nhooyr.io/websocket.
+// runs the platform-independent device runtime over github.com/coder/websocket.
 //
 // Where vugu cannot do something the page uses syscall/js through
 // wasm/jsw: drawing on a canvas (vugu would serialise every pointermove
