@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"slices"
 	"sync"
 	"time"
@@ -506,20 +505,6 @@ func (c *Coordinator) presentLocked() int {
 	return n
 }
 
-// sample picks k of ids uniformly without replacement (partial
-// Fisher–Yates) with a generator seeded by (seed, t).
-func sample(ids []string, k int, seed uint64, t int) []string {
-	rng := rand.New(rand.NewPCG(seed, uint64(t)))
-	ids = slices.Clone(ids)
-	for i := 0; i < k; i++ {
-		j := i + rng.IntN(len(ids)-i)
-		ids[i], ids[j] = ids[j], ids[i]
-	}
-	out := ids[:k]
-	slices.Sort(out)
-	return out
-}
-
 func (c *Coordinator) runRound(ctx context.Context, t int) error {
 	or, err := c.beginRound(ctx, t)
 	if or == nil || err != nil {
@@ -567,7 +552,10 @@ func (c *Coordinator) beginRound(ctx context.Context, t int) (*openRound, error)
 		return nil, ctx.Err()
 	}
 	k := min(c.sess.Cohort, len(eligible))
-	cohort := sample(eligible, k, c.cfg.Seed, t)
+	// The one cohort rule (optim.SampleCohort), over the sorted eligible
+	// ids: reproducible from the logged seed and the eligible set.
+	cohort := optim.SampleCohort(eligible, k, c.cfg.Seed, t)
+	slices.Sort(cohort)
 	now := time.Now()
 	or := &openRound{t: t, cohort: make(map[string]bool, k), updates: make(map[string][]byte, k),
 		dropped: make(map[string]bool), allIn: make(chan struct{}), started: now, deadline: now.Add(deadline)}

@@ -760,9 +760,7 @@ func (rt *Runtime) onRound(ctx context.Context, ws *websocket.Conn, b []byte) er
 	}
 	batch := make([]dataset.Sample, rt.st.Session.Batch)
 	single := Params(*rt.st.Session).SinglePass()
-	for i := range batch {
-		batch[i] = rt.cfg.Data[(rt.st.Cursor+i)%len(rt.cfg.Data)]
-	}
+	optim.Minibatch(batch, rt.cfg.Data, rt.st.Cursor)
 	up, err := rt.algo.Prepare(optim.Round{T: r.T, X: r.X, XPrev: r.XPrev}, batch)
 	if err != nil {
 		rt.mu.Unlock()
@@ -773,10 +771,7 @@ func (rt *Runtime) onRound(ctx context.Context, ws *websocket.Conn, b []byte) er
 	}
 	// Samples that left in a message are spent, whatever the coordinator
 	// decides about the round: the cursor never moves back.
-	rt.st.Cursor += len(batch)
-	if !single {
-		rt.st.Cursor %= len(rt.cfg.Data)
-	}
+	rt.st.Cursor = optim.NextCursor(rt.st.Cursor, len(batch), len(rt.cfg.Data), single)
 	rt.st.Pending = r.T
 	// Saved before sending: a crash from here on resumes with pending.
 	if err := rt.save(ctx); err != nil {

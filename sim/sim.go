@@ -5,9 +5,11 @@
 //
 // A run is deterministic given Config.Seed: every device draws its noise
 // seeds from its own ChaCha20 stream derived from the run seed, the server
-// from another, and cohorts from a PCG generator seeded from it; device
-// steps run in parallel but each device only touches its own state, and
-// updates are handed to the server in cohort order.
+// from another; cohorts come from optim.SampleCohort with the run seed and
+// minibatches from optim.Minibatch, the same rules the coordinator and the
+// device runtime use; device steps run in parallel but each device only
+// touches its own state, and updates are handed to the server in cohort
+// order.
 package sim
 
 import (
@@ -18,7 +20,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"math/rand/v2"
 	"runtime"
 	"sync"
 	"time"
@@ -74,7 +75,6 @@ type simDevice struct {
 	dev     optim.Device
 	shard   []dataset.Sample
 	cursor  int
-	rng     *rand.Rand // minibatch sampling for multi-pass algorithms
 	batch   []dataset.Sample
 	retired bool
 }
@@ -165,14 +165,12 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 				return Result{}, fmt.Errorf("sim: device %d: %w", i, err)
 			}
 		}
-		devs[i] = &simDevice{id: i, dev: d, shard: shard,
-			rng: rand.New(rand.NewPCG(cfg.Seed, uint64(i)+1<<32)), batch: make([]dataset.Sample, p.Batch)}
+		devs[i] = &simDevice{id: i, dev: d, shard: shard, batch: make([]dataset.Sample, p.Batch)}
 	}
 	test := cfg.Test.Samples
 	if cfg.EvalSamples > 0 && cfg.EvalSamples < len(test) {
 		test = test[:cfg.EvalSamples]
 	}
-	cohortRNG := rand.New(rand.NewPCG(cfg.Seed, 0x636f686f7274))
 	bar := (*Progress)(nil)
 	if cfg.Progress != nil {
 		bar = NewProgress(cfg.Progress, p.Algorithm, p.Rounds)
@@ -204,11 +202,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 			break
 		}
 		m := min(p.Cohort, len(eligible))
-		for i := 0; i < m; i++ { // partial Fisher–Yates: uniform without replacement
-			j := i + cohortRNG.IntN(len(eligible)-i)
-			eligible[i], eligible[j] = eligible[j], eligible[i]
-		}
-		cohort := eligible[:m]
+		cohort := optim.SampleCohort(eligible, m, cfg.Seed, t) // the coordinator's rule
 		r := srv.Next()
 		if r.T != t {
 			return res, fmt.Errorf("sim: server is at round %d, expected %d", r.T, t)
@@ -284,17 +278,12 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 
 // step runs one device's reply to r with its next minibatch.
 func step(dv *simDevice, r optim.Round, single bool) (optim.Update, error) {
-	b := len(dv.batch)
-	if single {
-		copy(dv.batch, dv.shard[dv.cursor:dv.cursor+b])
-	} else {
-		for j := range dv.batch {
-			dv.batch[j] = dv.shard[dv.rng.IntN(len(dv.shard))]
-		}
-	}
+	// The device runtime's rule: in order from the cursor (wrapping for
+	// multi-pass algorithms); samples that left in a message are spent.
+	optim.Minibatch(dv.batch, dv.shard, dv.cursor)
 	u, err := dv.dev.Prepare(r, dv.batch)
-	if err == nil && single {
-		dv.cursor += b // samples that left in a message are spent
+	if err == nil {
+		dv.cursor = optim.NextCursor(dv.cursor, len(dv.batch), len(dv.shard), single)
 	}
 	return u, err
 }
