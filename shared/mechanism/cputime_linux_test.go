@@ -3,21 +3,11 @@
 package mechanism
 
 import (
+	"browserfl/internal/cputime"
 	"fmt"
 	"runtime"
-	"syscall"
 	"testing"
-	"unsafe"
 )
-
-// threadCPU returns the calling thread's CPU time in nanoseconds
-// (clock_gettime(CLOCK_THREAD_CPUTIME_ID)); the caller locks its OS thread.
-func threadCPU() int64 {
-	var ts syscall.Timespec
-	const clockThreadCPUTime = 3
-	syscall.Syscall(syscall.SYS_CLOCK_GETTIME, clockThreadCPUTime, uintptr(unsafe.Pointer(&ts)), 0)
-	return ts.Nano()
-}
 
 // BenchmarkSamplersCPU times one noise vector of d = 7,850 from each of
 // the three samplers, alternating every iteration in one process, in the
@@ -38,15 +28,15 @@ func BenchmarkSamplersCPU(b *testing.B) {
 				s1 := NewStream(seedOf(byte(i)), PurposeNoise)
 				s2 := NewStream(seedOf(byte(i)), PurposeNoise)
 				s3 := NewStream(seedOf(byte(i)), PurposeNoise)
-				t0 := threadCPU()
+				t0 := cputime.Thread()
 				s1.FillNormal(v, float64(sigma))
-				t1 := threadCPU()
+				t1 := cputime.Thread()
 				s2.FillDiscreteGaussian(z, sigma)
-				t2 := threadCPU()
+				t2 := cputime.Thread()
 				for k := range z {
 					z[k] = s3.discreteGaussianCKS(sigma)
 				}
-				t3 := threadCPU()
+				t3 := cputime.Thread()
 				tz += t1 - t0
 				tk += t2 - t1
 				tc += t3 - t2

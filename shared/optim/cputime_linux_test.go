@@ -3,24 +3,14 @@
 package optim
 
 import (
+	"browserfl/internal/cputime"
 	"fmt"
 	"runtime"
-	"syscall"
 	"testing"
-	"unsafe"
 
 	"browserfl/shared/mechanism"
 	"browserfl/shared/model"
 )
-
-// threadCPU returns the calling thread's CPU time in nanoseconds
-// (clock_gettime(CLOCK_THREAD_CPUTIME_ID)); the caller locks its OS thread.
-func threadCPU() int64 {
-	var ts syscall.Timespec
-	const clockThreadCPUTime = 3
-	syscall.Syscall(syscall.SYS_CLOCK_GETTIME, clockThreadCPUTime, uintptr(unsafe.Pointer(&ts)), 0)
-	return ts.Nano()
-}
 
 // BenchmarkSamplersInterleaved compares, in one process and alternating
 // every iteration, the "nc" device step with the discrete Gaussian release
@@ -63,7 +53,7 @@ func BenchmarkSamplersInterleaved(b *testing.B) {
 			var tOld, tNew, tZig, tDisc int64
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				t0 := threadCPU()
+				t0 := cputime.Thread()
 				if _, err := dvOld.Prepare(Round{T: i + 1, X: x, XPrev: xp}, data); err != nil {
 					b.Fatal(err)
 				}
@@ -72,16 +62,16 @@ func BenchmarkSamplersInterleaved(b *testing.B) {
 					v[k] += y[k] - yPrev[k]
 				}
 				dvOld.Commit(i + 1)
-				t1 := threadCPU()
+				t1 := cputime.Thread()
 				if _, err := dvNew.Prepare(Round{T: i + 1, X: x, XPrev: xp}, data); err != nil {
 					b.Fatal(err)
 				}
 				dvNew.Commit(i + 1)
-				t2 := threadCPU()
+				t2 := cputime.Thread()
 				noise.FillNormal(y, sigma)
-				t3 := threadCPU()
+				t3 := cputime.Thread()
 				noise.FillDiscreteGaussian(yz, sigmaZ)
-				t4 := threadCPU()
+				t4 := cputime.Thread()
 				tOld += t1 - t0
 				tNew += t2 - t1
 				tZig += t3 - t2
