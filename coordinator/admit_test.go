@@ -3,7 +3,6 @@ package coordinator_test
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -33,13 +32,7 @@ import (
 // identity must hold after every round.
 func TestAdmissionAfterCommitRace(t *testing.T) {
 	sess := testSession(8, 2, 2, 10, 20000)
-	st, err := coordinator.OpenStore(filepath.Join(t.TempDir(), "coord.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	h := &harness{t: t, server: nctest.NewServer(sess.Dim, sess.Cohort, 0.5), qs: map[int][]float64{}, store: st, session: sess}
-	var c *coordinator.Coordinator
+	var h *harness
 	var delayed, raced atomic.Int64
 	// waiting[t] is closed once a device is in admission with round t
 	// pending while round t is still open.
@@ -53,20 +46,13 @@ func TestAdmissionAfterCommitRace(t *testing.T) {
 		}
 		return waiting[t]
 	}
-	c, err = coordinator.New(coordinator.Config{
-		Session: sess, JoinCode: "join-me", Server: h.server, Store: st, MinDevices: sess.Cohort,
-		Seed: 42, Logger: quietLogger(),
-		OnCommit: func(round int) {
-			h.mu.Lock()
-			h.qs[round] = append([]float64(nil), h.server.Q...)
-			h.mu.Unlock()
-		},
-		BeforeAdmit: func(_ string, pending int) {
+	h = newHarnessWith(t, sess, func(cfg *coordinator.Config) {
+		cfg.BeforeAdmit = func(_ string, pending int) {
 			if pending == 0 {
 				return
 			}
 			// Wait (bounded) until the pending round has committed.
-			if c.Committed() < pending {
+			if h.coord.Committed() < pending {
 				raced.Add(1)
 				ch := waitCh(pending)
 				wmu.Lock()
@@ -78,18 +64,14 @@ func TestAdmissionAfterCommitRace(t *testing.T) {
 				wmu.Unlock()
 			}
 			for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(time.Millisecond) {
-				if c.Committed() >= pending {
+				if h.coord.Committed() >= pending {
 					delayed.Add(1)
 					return
 				}
 			}
-		},
+		}
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.coord = c
-	h.srv = newTestServer(t, c)
+	c, st := h.coord, h.store
 
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()

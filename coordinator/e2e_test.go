@@ -52,21 +52,35 @@ func newHarness(t *testing.T, sess wire.SessionParams, minDevices int) *harness 
 
 func newHarnessLimits(t *testing.T, sess wire.SessionParams, minDevices int, lim coordinator.Limits) *harness {
 	t.Helper()
+	return newHarnessWith(t, sess, func(cfg *coordinator.Config) {
+		cfg.MinDevices, cfg.Limits = minDevices, lim
+	})
+}
+
+// newHarnessWith builds the harness with the standard test configuration
+// (stand-in nc server, qtilde recorded at every commit), changed by edit
+// before the coordinator is created.
+func newHarnessWith(t *testing.T, sess wire.SessionParams, edit func(*coordinator.Config)) *harness {
+	t.Helper()
 	st, err := coordinator.OpenStore(filepath.Join(t.TempDir(), "coord.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
 	h := &harness{t: t, server: nctest.NewServer(sess.Dim, sess.Cohort, 0.5), qs: map[int][]float64{}, store: st, session: sess}
-	h.coord, err = coordinator.New(coordinator.Config{
-		Session: sess, JoinCode: "join-me", Server: h.server, Store: st, MinDevices: minDevices,
-		Seed: 42, Logger: quietLogger(), Limits: lim,
+	cfg := coordinator.Config{
+		Session: sess, JoinCode: "join-me", Server: h.server, Store: st, MinDevices: sess.Cohort,
+		Seed: 42, Logger: quietLogger(),
 		OnCommit: func(round int) {
 			h.mu.Lock()
 			h.qs[round] = append([]float64(nil), h.server.Q...)
 			h.mu.Unlock()
 		},
-	})
+	}
+	if edit != nil {
+		edit(&cfg)
+	}
+	h.coord, err = coordinator.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

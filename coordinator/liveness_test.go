@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -21,26 +20,9 @@ import (
 // connects), then go on with 2 or more.
 func liveHarness(t *testing.T, sess wire.SessionParams, lim coordinator.Limits, gate coordinator.Gate) *harness {
 	t.Helper()
-	st, err := coordinator.OpenStore(filepath.Join(t.TempDir(), "coord.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	h := &harness{t: t, server: nctest.NewServer(sess.Dim, sess.Cohort, 0.5), qs: map[int][]float64{}, store: st, session: sess}
-	h.coord, err = coordinator.New(coordinator.Config{
-		Session: sess, JoinCode: "join-me", Server: h.server, Store: st, MinDevices: 2, FillWait: 2 * time.Second,
-		Seed: 42, Logger: quietLogger(), Limits: lim, Gate: gate,
-		OnCommit: func(round int) {
-			h.mu.Lock()
-			h.qs[round] = append([]float64(nil), h.server.Q...)
-			h.mu.Unlock()
-		},
+	return newHarnessWith(t, sess, func(cfg *coordinator.Config) {
+		cfg.MinDevices, cfg.FillWait, cfg.Limits, cfg.Gate = 2, 2*time.Second, lim, gate
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.srv = newTestServer(t, h.coord)
-	return h
 }
 
 // readRound reads frames from ws until a round assignment arrives and
