@@ -57,6 +57,11 @@ type Params struct {
 	// SnapshotProb is SVRG's snapshot probability p; 0 = b / LocalSize
 	// (SoteriaFL, Corollary 2).
 	SnapshotProb float64 `json:"snapshot_prob,omitempty"`
+	// LocalSteps is K, the local noisy SGD steps of "local" per round: the
+	// round's Batch samples are split, in order, into K step batches of
+	// Batch/K (K must divide Batch); 0 = Batch (one sample per step). Only
+	// "local" uses it (see local.go).
+	LocalSteps int `json:"local_steps,omitempty"`
 	// ShiftStep is SoteriaFL's shift step gamma; 0 = the paper's
 	// sqrt((1+2 omega) / (2 (1+omega)^3)) (Theorem 3).
 	ShiftStep float64 `json:"shift_step,omitempty"`

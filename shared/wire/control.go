@@ -162,6 +162,7 @@ type SessionParams struct {
 	LocalSize    int     `json:"local_size,omitempty"`
 	SnapshotProb float64 `json:"snapshot_prob,omitempty"`
 	ShiftStep    float64 `json:"shift_step,omitempty"`
+	LocalSteps   int     `json:"local_steps,omitempty"`
 	// Labels names the classes for display, comma-separated in class
 	// order ("" = show class numbers). It takes no part in training.
 	Labels string `json:"labels,omitempty"`
@@ -189,6 +190,8 @@ func (p SessionParams) Validate() error {
 		return bad("session: M %d, cohort %d, rounds %d, batch %d: want positive with cohort <= M", p.M, p.Cohort, p.Rounds, p.Batch)
 	case !(p.RhoPaper >= 0) || !(p.Clip >= 0) || !(p.Eta > 0):
 		return bad("session: rho_p %v, clip %v, eta %v out of range", p.RhoPaper, p.Clip, p.Eta)
+	case p.LocalSteps < 0 || p.LocalSteps > p.Batch:
+		return bad("session: local steps %d outside [0, batch %d]", p.LocalSteps, p.Batch)
 	case p.DeadlineMillis <= 0:
 		return bad("session: deadline %d ms must be positive", p.DeadlineMillis)
 	case len(p.Labels) > MaxLabelsLen:
