@@ -2,6 +2,7 @@ package optim
 
 import (
 	"errors"
+	"io"
 	"math"
 	"testing"
 
@@ -155,7 +156,7 @@ func baseParams(alg string) Params {
 	p := Params{Algorithm: alg, Model: "logreg", Features: 5, Classes: 3,
 		M: 8, Cohort: 4, Rounds: 60, Batch: 2, Clip: 1, Eta: 0.05, Diameter: 20}
 	switch alg {
-	case "nc", "trusted", "noisysgd":
+	case "nc", "trusted", "noisysgd", "local":
 		p.Rho = 8
 	case "cdpsgd", "soteria-sgd", "soteria-svrg", "soteria-saga":
 		p.Epsilon, p.Delta = 8, 1e-5
@@ -170,4 +171,15 @@ func maxAbs(v []float64) float64 {
 		m = math.Max(m, math.Abs(x))
 	}
 	return m
+}
+
+// entropyOf returns the entropy source a device was built with.
+func entropyOf(d Device) io.Reader {
+	switch dv := d.(type) {
+	case *device:
+		return dv.entropy
+	case *localDevice:
+		return dv.entropy
+	}
+	panic("unknown device type")
 }

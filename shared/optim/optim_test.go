@@ -56,7 +56,7 @@ func TestValidate(t *testing.T) {
 }
 
 func TestRegistry(t *testing.T) {
-	want := []string{"cdpsgd", "mu2", "nc", "noisysgd", "sgd", "soteria-saga", "soteria-sgd", "soteria-svrg", "trusted"}
+	want := []string{"cdpsgd", "local", "mu2", "nc", "noisysgd", "sgd", "soteria-saga", "soteria-sgd", "soteria-svrg", "trusted"}
 	got := Names()
 	if strings.Join(got, ",") != strings.Join(want, ",") {
 		t.Fatalf("Names() = %v, want %v", got, want)
@@ -235,7 +235,7 @@ func TestMarshalMidRunContinuesIdentically(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				fresh, err := newDevice(p, mustLookup(alg), m.Clone(), dv.(*device).entropy)
+				fresh, err := NewDevice(p, m.Clone(), entropyOf(dv))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -243,7 +243,7 @@ func TestMarshalMidRunContinuesIdentically(t *testing.T) {
 					t.Fatalf("device %d: %v", i, err)
 				}
 				if mustLookup(alg).NeedsLocalData() {
-					fresh.SetLocalData(got.data[i][:p.LocalSize])
+					fresh.(LocalDataSetter).SetLocalData(got.data[i][:p.LocalSize])
 				}
 				got.devs[i] = fresh
 			}

@@ -144,7 +144,12 @@ func (p Params) SinglePass() bool {
 // privacy-loss variable of the untouched releases is 0). The SoteriaFL
 // family and CDP-SGD draw minibatches from the whole local set every round,
 // so their releases compose additively.
-func (p Params) ParallelComposition() bool { return p.Algorithm == "noisysgd" }
+//
+// "local" is parallel for the same reason: each of its hidden local steps
+// is a noisy-SGD release of a fresh step batch (see local.go).
+func (p Params) ParallelComposition() bool {
+	return p.Algorithm == "noisysgd" || p.Algorithm == "local"
+}
 
 // ComposedReleases is the number of releases whose costs add up in a
 // device's ledger: 1 under ParallelComposition, PlannedReleases otherwise.
@@ -218,6 +223,7 @@ func (p Params) Validate() error {
 	if p.SnapshotProb > 1 {
 		add("snapshot probability = %v, want <= 1", p.SnapshotProb)
 	}
+	errs = append(errs, validateLocal(p, k, spec)...)
 	if len(errs) == 0 {
 		return nil
 	}
@@ -271,6 +277,7 @@ func paperRho(p Params) float64 {
 // the fresh-noise algorithms (see the package doc):
 //
 //	noisysgd, cdpsgd, soteria-sgd: 2S/b       (b clipped gradients averaged)
+//	local:                         2S/(b/K)    (per hidden local step)
 //	soteria-svrg, soteria-saga:    4S/b + 2S/n (minibatch term phi in 2S-ball,
 //	                                            full term psi in S-ball; SoteriaFL
 //	                                            Lemma 1's G_A = 2G, G_B = G)
@@ -285,6 +292,9 @@ func Sensitivity(p Params) float64 {
 		return 4*S/b + 2*S/float64(p.LocalSize)
 	case estMu2:
 		return 2 * S / b
+	case estLocal:
+		// Per hidden local step: b/K clipped gradients averaged.
+		return 2 * S / float64(p.StepBatch())
 	}
 	return 2 * S / b
 }

@@ -20,10 +20,11 @@ const (
 type estKind uint8
 
 const (
-	estSGD  estKind = iota // mean of b clipped gradients at x_t
-	estMu2                 // mean of b clipped mu^2 corrections
-	estSVRG                // SoteriaFL SVRG estimator
-	estSAGA                // SoteriaFL SAGA estimator
+	estSGD   estKind = iota // mean of b clipped gradients at x_t
+	estMu2                  // mean of b clipped mu^2 corrections
+	estSVRG                 // SoteriaFL SVRG estimator
+	estSAGA                 // SoteriaFL SAGA estimator
+	estLocal                // K hidden local noisy SGD steps, last iterate released (local.go)
 )
 
 type kind struct {
@@ -51,6 +52,7 @@ var registry = map[string]Algorithm{
 	"soteria-sgd":  {"soteria-sgd", "SoteriaFL-SGD (Algorithm 3, option I) with shifted compression", kind{noise: noiseDevice, est: estSGD, shifted: true}},
 	"soteria-svrg": {"soteria-svrg", "SoteriaFL-SVRG (Algorithm 3, option II) with shifted compression", kind{noise: noiseDevice, est: estSVRG, shifted: true}},
 	"soteria-saga": {"soteria-saga", "SoteriaFL-SAGA (Algorithm 3, option III) with shifted compression", kind{noise: noiseDevice, est: estSAGA, shifted: true}},
+	"local":        {"local", "private local training: K local noisy SGD steps from x_t on fresh samples, only the last iterate's difference released", kind{noise: noiseDevice, est: estLocal}},
 }
 
 // Names lists the registered algorithm names, sorted.
@@ -108,5 +110,8 @@ func NewDevice(p Params, m model.Model, entropy io.Reader) (Device, error) {
 		return nil, err
 	}
 	a, _ := Lookup(p.Algorithm)
+	if a.kind.est == estLocal {
+		return newLocalDevice(p, a, m, entropy)
+	}
 	return newDevice(p, a, m, entropy)
 }

@@ -1,0 +1,376 @@
+package optim
+
+import (
+	"fmt"
+	"io"
+	"math"
+
+	"browserfl/shared/dataset"
+	"browserfl/shared/mechanism"
+	"browserfl/shared/model"
+	"browserfl/shared/privacy"
+)
+
+// "local": private local training. A device chosen at round t starts from
+// the query point x_t, runs K = Params.LocalSteps hidden noisy SGD steps
+// over the round's b samples taken in order (step batches of b/K, one
+// pass: Kong and Ribero's cyclic batches with T = l = K),
+//
+//	v_j     = step * (round_grid(mean of b/K clipped gradients at x_{j-1}) + Z_j),  Z_j discrete Gaussian
+//	x_j     = Pi_K(x_{j-1} - eta v_j)
+//
+// and releases only (x_t - x_K)/eta (the sum of the v_j when nothing is
+// projected). The server takes the SGD-family step x_{t+1} =
+// Pi_K(x_t - eta (1/m) sum msg), i.e. it averages the devices' last
+// iterates (FedAvg with server step 1; a missing device counts as no move).
+//
+// Privacy (docs/privacy.md, "Private local training"): every hidden v_j is
+// an exact discrete Gaussian release of a fresh step batch (replace-one
+// sensitivity 2S/(b/K), Sensitivity), calibrated exactly like a noisy-SGD
+// release (FreshSigma, DiscreteSigma). The message is a post-processing of
+// x_t and v_1..v_K, and every sample enters one step of one round (single
+// pass), so the device's whole transcript costs one step's zCDP
+// (ParallelComposition), which is what the ledger charges. This is the
+// bound Kong and Ribero's own Lemma A.3(a) gives for the worst-placed
+// sample of a one-pass run (a sample in the last step batch: theta_L(1) =
+// 1); their Theorems 4.4-4.5, which would charge less, do not hold for
+// this construction (clipped steps, lattice noise; see
+// privacy.LocalRunZCDP), so they are not used.
+type localDevice struct {
+	p       Params
+	a       Algorithm
+	spec    mechanism.Spec
+	m       model.Model
+	dim     int
+	entropy io.Reader
+	budget  float64 // zCDP
+	sens    float64 // per-step replace-one sensitivity 2S/(b/K)
+	sigma   float64 // per-step continuous calibration (FreshSigma)
+	step    float64 // grid step
+	sigmaZ  int64   // per-step discrete sigma in grid units
+	k, bs   int     // K local steps, b/K samples per step
+	radius  float64
+
+	ledger privacy.Ledger
+	n      int // releases prepared
+	lastT  int
+	pendOK bool
+	pendT  int
+
+	clean   []float64 // sum over the steps of the rounded un-noised estimates
+	cleanOK bool
+
+	x, v, g, msg, dec []float64
+	vz                []int64
+	buf               []byte
+	noise, comp       *mechanism.Stream
+}
+
+// localSteps is K for "local" (LocalSteps, or Batch when 0).
+func (p Params) localSteps() int {
+	if p.LocalSteps > 0 {
+		return p.LocalSteps
+	}
+	return p.Batch
+}
+
+// StepBatch is the number of samples in each hidden local step of
+// "local" (Batch / K); Batch for every other algorithm.
+func (p Params) StepBatch() int {
+	if p.Algorithm != "local" {
+		return p.Batch
+	}
+	k := p.localSteps()
+	if k < 1 {
+		return p.Batch
+	}
+	return p.Batch / k
+}
+
+// validateLocal checks the fields only "local" uses.
+func validateLocal(p Params, k kind, spec mechanism.Spec) []error {
+	var errs []error
+	if k.est != estLocal {
+		if p.LocalSteps != 0 {
+			errs = append(errs, fmt.Errorf("local steps = %d: only \"local\" runs local steps", p.LocalSteps))
+		}
+		return errs
+	}
+	K := p.localSteps()
+	switch {
+	case p.LocalSteps < 0:
+		errs = append(errs, fmt.Errorf("local steps = %d, want >= 0 (0 = b)", p.LocalSteps))
+	case p.Batch >= 1 && (K > p.Batch || p.Batch%K != 0):
+		errs = append(errs, fmt.Errorf("local steps K = %d must divide the batch b = %d (b/K samples per step)", K, p.Batch))
+	}
+	if spec.EF {
+		errs = append(errs, fmt.Errorf("compressor %q: error feedback is not implemented for \"local\"", p.Compressor))
+	}
+	return errs
+}
+
+func newLocalDevice(p Params, a Algorithm, m model.Model, entropy io.Reader) (*localDevice, error) {
+	if m == nil {
+		return nil, fmt.Errorf("optim: nil model")
+	}
+	if entropy == nil {
+		return nil, fmt.Errorf("optim: nil entropy source")
+	}
+	d := m.Dim()
+	if d < 1 || d > mechanism.MaxDim {
+		return nil, fmt.Errorf("optim: model dimension %d", d)
+	}
+	spec, _ := mechanism.ParseSpec(p.Compressor)
+	if err := mechanism.PostProcessing(spec.C); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrUnsafe, err)
+	}
+	dv := &localDevice{p: p, a: a, spec: spec, m: m, dim: d, entropy: entropy,
+		k: p.localSteps(), bs: p.StepBatch(), radius: p.Diameter / 2}
+	var err error
+	if dv.budget, err = p.ZCDPBudget(); err != nil {
+		return nil, err
+	}
+	dv.sens = Sensitivity(p)
+	if dv.sigma, err = FreshSigma(p); err != nil {
+		return nil, err
+	}
+	if dv.step, err = mechanism.GridStep(dv.sens, d); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrUnsafe, err)
+	}
+	if dv.sigmaZ, err = mechanism.DiscreteSigma(dv.sigma, dv.sens, dv.step, d); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrUnsafe, err)
+	}
+	for _, v := range []*[]float64{&dv.clean, &dv.x, &dv.v, &dv.g, &dv.msg, &dv.dec} {
+		*v = make([]float64, d)
+	}
+	dv.vz = make([]int64, d)
+	dv.buf = make([]byte, 0, spec.C.Size(d))
+	return dv, nil
+}
+
+func (dv *localDevice) Ledger() privacy.Ledger { return dv.ledger }
+func (dv *localDevice) Participations() int    { return dv.n }
+
+// NextCost is one step's zCDP, Delta^2/(2 sigma^2), less what is already
+// charged: the transcript costs the largest single step (parallel
+// composition over disjoint step batches), so only the first release adds.
+func (dv *localDevice) NextCost() float64 {
+	c := dv.sens * dv.sens / (2 * dv.sigma * dv.sigma)
+	return max(0, c-dv.ledger.Rho())
+}
+
+func (dv *localDevice) PendingRound() int {
+	if !dv.pendOK {
+		return 0
+	}
+	return dv.pendT
+}
+
+// Noise writes zeros: "local" keeps no noise state across rounds.
+func (dv *localDevice) Noise(dst []float64) error { return dv.zeros(dst) }
+
+// Residual writes zeros: "local" has no error feedback.
+func (dv *localDevice) Residual(dst []float64) error { return dv.zeros(dst) }
+
+func (dv *localDevice) zeros(dst []float64) error {
+	if len(dst) != dv.dim {
+		return fmt.Errorf("optim: buffer length %d, want %d", len(dst), dv.dim)
+	}
+	clear(dst)
+	return nil
+}
+
+// Clean writes the sum over the last Prepare's K steps of the rounded,
+// un-noised step estimates: without projection the message minus the
+// noise.
+func (dv *localDevice) Clean(dst []float64) error {
+	if len(dst) != dv.dim {
+		return fmt.Errorf("optim: buffer length %d, want %d", len(dst), dv.dim)
+	}
+	if !dv.cleanOK {
+		return fmt.Errorf("optim: no estimate prepared yet")
+	}
+	copy(dst, dv.clean)
+	return nil
+}
+
+func (dv *localDevice) Prepare(r Round, batch []dataset.Sample) (Update, error) {
+	if dv.pendOK {
+		return Update{}, fmt.Errorf("%w: round %d (commit or abort it first)", ErrPending, dv.pendT)
+	}
+	if r.T <= dv.lastT {
+		return Update{}, fmt.Errorf("optim: round %d is not after the last prepared round %d", r.T, dv.lastT)
+	}
+	if r.T > dv.p.Rounds {
+		return Update{}, fmt.Errorf("optim: round %d beyond T = %d", r.T, dv.p.Rounds)
+	}
+	if dv.n >= dv.p.Rounds {
+		return Update{}, fmt.Errorf("%w: %d releases made, the most a device makes in a session of T = %d rounds", ErrBudget, dv.n, dv.p.Rounds)
+	}
+	if len(r.X) != dv.dim {
+		return Update{}, fmt.Errorf("optim: x has dimension %d, want %d", len(r.X), dv.dim)
+	}
+	if err := mechanism.CheckFinite(r.X); err != nil {
+		return Update{}, fmt.Errorf("optim: x: %w", err)
+	}
+	if len(batch) != dv.p.Batch {
+		return Update{}, fmt.Errorf("optim: batch of %d samples, want b = %d (the sensitivity assumes exactly b/K per step)", len(batch), dv.p.Batch)
+	}
+	for j, s := range batch {
+		if err := model.CheckSample(dv.m, s); err != nil {
+			return Update{}, fmt.Errorf("optim: sample %d: %w", j, err)
+		}
+	}
+	// Privacy first: refuse before computing anything.
+	cost := dv.NextCost()
+	if dv.ledger.Rho()+cost > dv.budget*budgetSlack {
+		return Update{}, fmt.Errorf("%w: spent %.6g of %.6g, next release costs %.6g", ErrBudget, dv.ledger.Rho(), dv.budget, cost)
+	}
+	if err := mechanism.PostProcessing(dv.spec.C); err != nil {
+		return Update{}, fmt.Errorf("%w: %v", ErrUnsafe, err)
+	}
+	seed, err := mechanism.NewSeed(dv.entropy)
+	if err != nil {
+		return Update{}, fmt.Errorf("optim: release seed: %w", err)
+	}
+	dv.noise = streamFor(dv.noise, seed, mechanism.PurposeNoise)
+	S, eta := dv.p.S(), dv.p.Eta
+	x := dv.x
+	copy(x, r.X)
+	clear(dv.clean)
+	for j := 0; j < dv.k; j++ {
+		v := dv.v
+		clear(v)
+		for _, s := range batch[j*dv.bs : (j+1)*dv.bs] {
+			dv.m.Grad(dv.g, x, s)
+			if err := mechanism.CheckFinite(dv.g); err != nil {
+				return Update{}, fmt.Errorf("optim: local step %d: gradient: %w", j+1, err)
+			}
+			mechanism.Clip(dv.g, S)
+			for i, gi := range dv.g {
+				v[i] += gi / float64(dv.bs)
+			}
+		}
+		// The step's release, in integers (package doc, "Floating
+		// point"): round onto the grid, add the exact discrete noise.
+		if err := mechanism.ToGrid(dv.vz, v, dv.step); err != nil {
+			return Update{}, fmt.Errorf("%w: local step %d: %v", ErrUnsafe, j+1, err)
+		}
+		mechanism.FromGrid(v, dv.vz, dv.step)
+		for i, c := range v {
+			dv.clean[i] += c
+		}
+		for i := range dv.vz {
+			dv.vz[i] += dv.noise.DiscreteGaussian(dv.sigmaZ)
+		}
+		mechanism.FromGrid(v, dv.vz, dv.step)
+		// Post-processing of the step's release.
+		for i, vi := range v {
+			x[i] -= eta * vi
+		}
+		project(x, dv.radius)
+	}
+	for i := range dv.msg {
+		dv.msg[i] = (r.X[i] - x[i]) / eta
+	}
+	if err := mechanism.CheckFinite(dv.msg); err != nil {
+		return Update{}, fmt.Errorf("optim: local update: %w", err)
+	}
+	dv.cleanOK = true
+	dv.comp = streamFor(dv.comp, seed, mechanism.PurposeCompress)
+	payload, err := dv.spec.C.Compress(dv.buf, dv.dec, dv.msg, dv.comp)
+	if err != nil {
+		return Update{}, fmt.Errorf("optim: compress: %w", err)
+	}
+	dv.buf = payload
+	// The message leaves now: charge (0 after the first release, which
+	// still counts) and advance.
+	if err := dv.ledger.ChargeRho(cost); err != nil {
+		return Update{}, fmt.Errorf("optim: ledger: %w", err)
+	}
+	dv.n++
+	dv.lastT = r.T
+	dv.pendOK, dv.pendT = true, r.T
+	return Update{T: r.T, Payload: append([]byte(nil), payload...)}, nil
+}
+
+func (dv *localDevice) Commit(t int) error {
+	if !dv.pendOK || dv.pendT != t {
+		return fmt.Errorf("optim: commit of round %d, pending round is %d", t, dv.PendingRound())
+	}
+	dv.pendOK, dv.pendT = false, 0
+	return nil
+}
+
+// Abort discards round t; as for every device, the round may be asked
+// again and each answer is a release (charged, and counted towards T).
+func (dv *localDevice) Abort(t int) error {
+	if !dv.pendOK || dv.pendT != t {
+		return fmt.Errorf("optim: abort of round %d, pending round is %d", t, dv.PendingRound())
+	}
+	dv.pendOK, dv.pendT = false, 0
+	dv.lastT = t - 1
+	return nil
+}
+
+const localMagic = "BFLL"
+const localVersion = 1
+
+// MarshalBinary encodes the ledger, the release count, the last round and
+// the pending round ("local" keeps no vectors across rounds).
+func (dv *localDevice) MarshalBinary() ([]byte, error) {
+	var w wbuf
+	w.b = append(w.b, localMagic...)
+	w.u8(localVersion)
+	w.str(dv.a.Name)
+	w.i64(dv.dim)
+	lb, err := dv.ledger.MarshalBinary()
+	if err != nil {
+		return nil, fmt.Errorf("optim: device ledger: %w", err)
+	}
+	w.bytes(lb)
+	w.i64(dv.n)
+	w.i64(dv.lastT)
+	w.bool(dv.pendOK)
+	w.i64(dv.pendT)
+	return w.b, nil
+}
+
+// UnmarshalBinary restores a state written by MarshalBinary into a device
+// built with the same Params and model; it validates everything and leaves
+// the device unchanged on error.
+func (dv *localDevice) UnmarshalBinary(b []byte) error {
+	r := rbuf{b: b}
+	if string(r.take(len(localMagic))) != localMagic {
+		return fmt.Errorf("optim: local device state: bad magic")
+	}
+	if v := r.u8(); r.err == nil && v != localVersion {
+		return fmt.Errorf("optim: local device state version %d, want %d", v, localVersion)
+	}
+	name := string(r.bytes(64))
+	dim := r.count("dimension", mechanism.MaxDim)
+	lb := r.bytes(1 << 10)
+	n := r.count("releases", dv.p.Rounds)
+	lastT := r.count("last round", dv.p.Rounds)
+	ok := r.bool()
+	pt := r.count("pending round", dv.p.Rounds)
+	if err := r.done(); err != nil {
+		return fmt.Errorf("optim: local device state: %w", err)
+	}
+	switch {
+	case name != dv.a.Name || dim != dv.dim:
+		return fmt.Errorf("optim: device state is for %q dimension %d, device runs %q dimension %d", name, dim, dv.a.Name, dv.dim)
+	case ok && (pt < 1 || pt != lastT), !ok && pt != 0:
+		return fmt.Errorf("optim: local device state: pending round %d, last prepared %d", pt, lastT)
+	}
+	var ledger privacy.Ledger
+	if err := ledger.UnmarshalBinary(lb); err != nil {
+		return fmt.Errorf("optim: local device state: %w", err)
+	}
+	if n > 0 && !(ledger.Rho() > 0) || math.IsNaN(ledger.Rho()) {
+		return fmt.Errorf("optim: local device state: %d releases but ledger %v", n, ledger.Rho())
+	}
+	dv.ledger, dv.n, dv.lastT, dv.pendOK, dv.pendT = ledger, n, lastT, ok, pt
+	dv.cleanOK = false
+	return nil
+}
