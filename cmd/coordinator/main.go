@@ -163,6 +163,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.Float64Var(&p.Diameter, "D", 0, "diameter of the feasible ball (0 = unconstrained)")
 	fs.StringVar(&p.Compressor, "compressor", "", "uplink compressor spec (shared/mechanism; default dense float32)")
 	fs.IntVar(&p.LocalSize, "local-size", 0, "SVRG/SAGA local dataset size")
+	fs.IntVar(&p.LocalSteps, "local-steps", 0, "local: hidden local steps K per round, each on b/K of the round's b samples (0 = b)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}

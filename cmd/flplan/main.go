@@ -38,6 +38,7 @@ func run(args []string, out io.Writer) error {
 	fs.IntVar(&p.Batch, "b", 32, "samples per device per round b")
 	fs.Float64Var(&p.Clip, "clip", 1, "per-sample clipping bound S")
 	fs.IntVar(&p.LocalSize, "local", 0, "samples per device (SVRG/SAGA; enables the amplified estimate)")
+	fs.IntVar(&p.LocalSteps, "local-steps", 0, "local: hidden local steps K per round (0 = b)")
 	fs.Float64Var(&p.Eta, "eta", 0.1, "step size (validated only)")
 	rho := fs.Float64("rho", 0, "target as the papers' rho_p (device is rho_p^2/2-zCDP)")
 	eps := fs.Float64("epsilon", 0, "target epsilon per device (with -delta)")

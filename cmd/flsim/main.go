@@ -81,6 +81,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.Float64Var(&o.p.Eta, "eta", 0.5, "step size eta")
 	fs.StringVar(&o.p.Compressor, "compressor", "", "uplink compressor: none, randk:FRAC, topk:FRAC, quant:BITSbit, ef+..., (default dense float32)")
 	fs.IntVar(&o.p.LocalSize, "local-size", 0, "SVRG/SAGA local dataset size (0 = n / M)")
+	fs.IntVar(&o.p.LocalSteps, "local-steps", 0, "local: hidden local steps K per round, each on b/K of the round's b samples (0 = b)")
 	fs.Uint64Var(&o.seed, "seed", 1, "run seed (partition, cohorts, noise streams)")
 	fs.IntVar(&o.evalEvery, "eval-every", 10, "evaluate on the test set every K rounds")
 	fs.IntVar(&o.evalSamples, "eval-samples", 0, "evaluate on the first n test samples (0 = all)")

@@ -1,0 +1,356 @@
+package optim
+
+import (
+	"errors"
+	"math"
+	"testing"
+
+	"browserfl/shared/dataset"
+	"browserfl/shared/mechanism"
+	"browserfl/shared/model"
+)
+
+// localParams is a "local" session: b = 6 samples per round in K = 3 step
+// batches of 2.
+func localParams() Params {
+	p := baseParams("local")
+	p.Batch, p.LocalSteps = 6, 3
+	p.Diameter = 0 // no projection: the message is the sum of the steps' releases
+	return p
+}
+
+func newLocal(t *testing.T, p Params, m model.Model, seed byte) *localDevice {
+	t.Helper()
+	d, err := NewDevice(p, m, mechanism.NewStream(testSeed(seed), mechanism.PurposeSeeds))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d.(*localDevice)
+}
+
+func TestLocalValidate(t *testing.T) {
+	tests := []struct {
+		name string
+		edit func(*Params)
+		ok   bool
+	}{
+		{"K divides b", func(p *Params) {}, true},
+		{"K = 0 means b", func(p *Params) { p.LocalSteps = 0 }, true},
+		{"K = b", func(p *Params) { p.LocalSteps = 6 }, true},
+		{"K does not divide b", func(p *Params) { p.LocalSteps = 4 }, false},
+		{"K > b", func(p *Params) { p.LocalSteps = 12 }, false},
+		{"K < 0", func(p *Params) { p.LocalSteps = -1 }, false},
+		{"error feedback", func(p *Params) { p.Compressor = "ef+randk:0.5" }, false},
+		{"no privacy target", func(p *Params) { p.Rho = 0 }, false},
+		{"K on another algorithm", func(p *Params) { p.Algorithm = "noisysgd" }, false},
+	}
+	for _, tc := range tests {
+		p := localParams()
+		tc.edit(&p)
+		if err := p.Validate(); (err == nil) != tc.ok {
+			t.Errorf("%s: Validate() = %v, want ok = %v", tc.name, err, tc.ok)
+		}
+	}
+	p := localParams()
+	if !p.SinglePass() || !p.ParallelComposition() || p.ComposedReleases() != 1 || !p.Private() || p.Trusted() {
+		t.Error("local must be a private, single-pass, parallel-composition algorithm")
+	}
+	if p.StepBatch() != 2 {
+		t.Errorf("StepBatch = %d, want 6/3", p.StepBatch())
+	}
+}
+
+func TestLocalSensitivityAndCharge(t *testing.T) {
+	// Each hidden step averages b/K clipped gradients: replace-one
+	// sensitivity 2S/(b/K), recomputed here from the parameters. The
+	// first release charges one step's cost Delta^2/(2 sigma^2) and that
+	// is the whole budget (parallel composition); the discrete release's
+	// own cost, with the grid's rounding slack (CKS 2020, Thm. 14), must
+	// not exceed the charge.
+	for _, K := range []int{1, 2, 3, 6} {
+		p := localParams()
+		p.LocalSteps = K
+		m, _ := model.New("logreg", 5, 3)
+		dv := newLocal(t, p, m, 1)
+		wantSens := 2 * p.Clip / float64(p.Batch/K)
+		if math.Abs(dv.sens-wantSens) > 1e-12*wantSens {
+			t.Fatalf("K=%d: sensitivity %v, want %v", K, dv.sens, wantSens)
+		}
+		budget, _ := p.ZCDPBudget()
+		data := synthData(mechanism.NewStream(testSeed(2), 0), p.Batch)
+		x := make([]float64, dv.dim)
+		if _, err := dv.Prepare(Round{T: 1, X: x}, data); err != nil {
+			t.Fatal(err)
+		}
+		charged := dv.ledger.Rho()
+		if cost := wantSens * wantSens / (2 * dv.sigma * dv.sigma); charged < cost*(1-1e-12) {
+			t.Errorf("K=%d: charged %v, one step costs %v", K, charged, cost)
+		}
+		if math.Abs(charged-budget) > 1e-9*budget {
+			t.Errorf("K=%d: charged %v, want the whole budget %v", K, charged, budget)
+		}
+		dz := wantSens/dv.step + math.Sqrt(float64(dv.dim))
+		if got := dz * dz / (2 * float64(dv.sigmaZ) * float64(dv.sigmaZ)); got > charged {
+			t.Errorf("K=%d: the discrete step release costs %v, the ledger charges %v", K, got, charged)
+		}
+		// Later releases are free but counted.
+		dv.Commit(1)
+		if _, err := dv.Prepare(Round{T: 2, X: x}, data); err != nil {
+			t.Fatal(err)
+		}
+		if dv.ledger.Rho() != charged || dv.n != 2 {
+			t.Errorf("K=%d: second release: ledger %v (want %v), releases %d", K, dv.ledger.Rho(), charged, dv.n)
+		}
+	}
+}
+
+func TestLocalNoiseMatchesCharge(t *testing.T) {
+	// Ties the noise a device draws to what its ledger charges. Without
+	// projection the message is sum_j (clean_j + noise_j), so message -
+	// Clean is the sum of K independent per-step noises. From its sample
+	// variance we get the per-step sigma actually drawn and hence the cost
+	// of one step at the true sensitivity 2S/(b/K) (recomputed here); it
+	// must not exceed the charge.
+	//
+	// N = 64 rounds x d = 1010 coordinates = 64,640 draws; the variance
+	// estimate has relative sd sqrt(2/N) = 0.56%. The check allows 4%
+	// (7 sd: false-failure rate < 1e-11); noise 10% too small gives a
+	// cost 23% above the charge (37 sd beyond the threshold: power ~1).
+	for _, K := range []int{1, 3} {
+		p := localParams()
+		p.LocalSteps = K
+		p.Rounds = 64
+		p.Features, p.Classes = 100, 10
+		m, _ := model.New("logreg", 100, 10)
+		dv := newLocal(t, p, m, 3)
+		rng := mechanism.NewStream(testSeed(4), 0)
+		data := make([]dataset.Sample, p.Batch)
+		for i := range data {
+			x := make([]float32, 100)
+			for j := range x {
+				x[j] = float32(rng.NormFloat64())
+			}
+			data[i] = dataset.Sample{X: x, Label: rng.Intn(10)}
+		}
+		x := make([]float64, dv.dim)
+		msg := make([]float64, dv.dim)
+		clean := make([]float64, dv.dim)
+		var sum, sumSq float64
+		var n int
+		for r := 1; r <= p.Rounds; r++ {
+			for i := range x {
+				x[i] = 0.1 * rng.NormFloat64()
+			}
+			u, err := dv.Prepare(Round{T: r, X: x}, data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := mechanism.Decode(msg, u.Payload); err != nil {
+				t.Fatal(err)
+			}
+			dv.Clean(clean)
+			for i := range msg {
+				z := (msg[i] - clean[i]) / math.Sqrt(float64(K))
+				sum += z
+				sumSq += z * z
+				n++
+			}
+			dv.Commit(r)
+		}
+		mean := sum / float64(n)
+		varStep := sumSq/float64(n) - mean*mean
+		sens := 2 * p.Clip / float64(p.Batch/K)
+		drawnCost := sens * sens / (2 * varStep)
+		charged := dv.ledger.Rho()
+		if drawnCost > charged*1.04 {
+			t.Errorf("K=%d: noise drawn (sd %.4g per step) costs %.4g per step, the ledger charges %.4g", K, math.Sqrt(varStep), drawnCost, charged)
+		}
+		// The noise is not wildly larger either (a calibration far above
+		// the charge wastes the budget): within 10% of the charge here,
+		// where the grid rounding slack is below 1%.
+		if drawnCost < charged*0.9 {
+			t.Errorf("K=%d: noise drawn costs %.4g, far below the charge %.4g", K, drawnCost, charged)
+		}
+	}
+}
+
+// countingModel records, for every Grad call, the sample's first feature
+// (the tests give every sample a distinct one).
+type countingModel struct {
+	model.Model
+	seen *[]float32
+}
+
+func (c countingModel) Grad(dst, x []float64, s dataset.Sample) float64 {
+	*c.seen = append(*c.seen, s.X[0])
+	return c.Model.Grad(dst, x, s)
+}
+
+func (c countingModel) Clone() model.Model { return c }
+
+func TestLocalStepsUseEachSampleOnce(t *testing.T) {
+	// One pass: K steps over b/K consecutive samples each, every sample of
+	// the round exactly once and in order (the replace-one analysis puts a
+	// sample in exactly one hidden step).
+	p := localParams()
+	base, _ := model.New("logreg", 5, 3)
+	var seen []float32
+	dv := newLocal(t, p, countingModel{base, &seen}, 5)
+	data := synthData(mechanism.NewStream(testSeed(6), 0), p.Batch)
+	for i := range data {
+		data[i].X = append([]float32(nil), data[i].X...)
+		data[i].X[0] = float32(i)
+	}
+	if _, err := dv.Prepare(Round{T: 1, X: make([]float64, dv.dim)}, data); err != nil {
+		t.Fatal(err)
+	}
+	if len(seen) != p.Batch {
+		t.Fatalf("%d gradient evaluations, want b = %d", len(seen), p.Batch)
+	}
+	for i, v := range seen {
+		if v != float32(i) {
+			t.Fatalf("evaluation %d used sample %v, want %d (in order, once)", i, v, i)
+		}
+	}
+}
+
+func TestLocalRunsKSteps(t *testing.T) {
+	// With negligible noise the device's message is the sum of K clipped
+	// gradient steps taken from x_t: replay them here with the model.
+	p := localParams()
+	p.Rho = 1e5
+	m, _ := model.New("logreg", 5, 3)
+	dv := newLocal(t, p, m, 7)
+	data := synthData(mechanism.NewStream(testSeed(8), 0), p.Batch)
+	x0 := make([]float64, dv.dim)
+	for i := range x0 {
+		x0[i] = 0.3 * math.Sin(float64(i))
+	}
+	u, err := dv.Prepare(Round{T: 1, X: x0}, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg := make([]float64, dv.dim)
+	mechanism.Decode(msg, u.Payload)
+	x := append([]float64(nil), x0...)
+	g := make([]float64, dv.dim)
+	bs := p.StepBatch()
+	for j := 0; j < p.LocalSteps; j++ {
+		v := make([]float64, dv.dim)
+		for _, s := range data[j*bs : (j+1)*bs] {
+			m.Grad(g, x, s)
+			mechanism.Clip(g, p.Clip)
+			for i := range v {
+				v[i] += g[i] / float64(bs)
+			}
+		}
+		for i := range x {
+			x[i] -= p.Eta * v[i]
+		}
+	}
+	for i := range msg {
+		want := (x0[i] - x[i]) / p.Eta
+		if math.Abs(msg[i]-want) > 1e-3 {
+			t.Fatalf("coordinate %d: message %v, replayed K steps give %v", i, msg[i], want)
+		}
+	}
+}
+
+func TestLocalRefusals(t *testing.T) {
+	p := localParams()
+	p.Rounds = 3
+	m, _ := model.New("logreg", 5, 3)
+	dv := newLocal(t, p, m, 9)
+	data := synthData(mechanism.NewStream(testSeed(10), 0), p.Batch)
+	x := make([]float64, dv.dim)
+	if _, err := dv.Prepare(Round{T: 1, X: x}, data[:p.Batch-1]); err == nil {
+		t.Error("accepted a batch of b-1 samples")
+	}
+	if _, err := dv.Prepare(Round{T: 1, X: []float64{math.NaN()}}, data); err == nil {
+		t.Error("accepted a malformed query point")
+	}
+	if dv.ledger.Rho() != 0 || dv.n != 0 {
+		t.Fatal("a refused release was charged")
+	}
+	if _, err := dv.Prepare(Round{T: 1, X: x}, data); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := dv.Prepare(Round{T: 2, X: x}, data); !errors.Is(err, ErrPending) {
+		t.Errorf("second round while pending: %v", err)
+	}
+	// Abort reopens the round; each answer is a release counted towards T.
+	dv.Abort(1)
+	for r := 1; r <= 2; r++ {
+		if _, err := dv.Prepare(Round{T: r, X: x}, data); err != nil {
+			t.Fatalf("round %d: %v", r, err)
+		}
+		dv.Commit(r)
+	}
+	// Three releases made (round 1 twice): the fourth is refused.
+	if _, err := dv.Prepare(Round{T: 3, X: x}, data); !errors.Is(err, ErrBudget) {
+		t.Errorf("release T+1: err = %v, want ErrBudget", err)
+	}
+	// A device whose ledger was already charged by another party's view
+	// (a budget below one step) refuses before drawing anything.
+	q := localParams()
+	dv2 := newLocal(t, q, m, 11)
+	dv2.budget = dv2.NextCost() * 0.99
+	if _, err := dv2.Prepare(Round{T: 1, X: x}, data); !errors.Is(err, ErrBudget) {
+		t.Errorf("budget below one step: err = %v, want ErrBudget", err)
+	}
+}
+
+func TestLocalStateRoundTrip(t *testing.T) {
+	p := localParams()
+	m, _ := model.New("logreg", 5, 3)
+	dv := newLocal(t, p, m, 12)
+	data := synthData(mechanism.NewStream(testSeed(13), 0), p.Batch)
+	x := make([]float64, dv.dim)
+	if _, err := dv.Prepare(Round{T: 1, X: x}, data); err != nil {
+		t.Fatal(err)
+	}
+	b := mustMarshal(t, dv)
+	dv2 := newLocal(t, p, m, 14)
+	if err := dv2.UnmarshalBinary(b); err != nil {
+		t.Fatal(err)
+	}
+	if dv2.PendingRound() != 1 || dv2.ledger.Rho() != dv.ledger.Rho() || dv2.n != 1 {
+		t.Fatalf("restored: pending %d, ledger %v, n %d", dv2.PendingRound(), dv2.ledger.Rho(), dv2.n)
+	}
+	if err := dv2.Commit(1); err != nil {
+		t.Fatal(err)
+	}
+	// Another algorithm's state, a truncated one and a state with a
+	// pending round other than the last are refused.
+	other := newTestDevice(t, baseParams("noisysgd"), 15)
+	for name, bad := range map[string][]byte{
+		"noisysgd state": mustMarshal(t, other),
+		"truncated":      b[:len(b)-3],
+	} {
+		if err := newLocal(t, p, m, 16).UnmarshalBinary(bad); err == nil {
+			t.Errorf("%s accepted", name)
+		}
+	}
+}
+
+// FuzzLocalDeviceState: arbitrary bytes never panic, and an accepted state
+// round-trips.
+func FuzzLocalDeviceState(f *testing.F) {
+	p := localParams()
+	m, _ := model.New("logreg", 5, 3)
+	seeds := mechanism.NewStream(testSeed(1), mechanism.PurposeSeeds)
+	dv, _ := NewDevice(p, m, seeds)
+	data := synthData(mechanism.NewStream(testSeed(2), 0), p.Batch)
+	f.Add(mustMarshal(f, dv))
+	dv.Prepare(Round{T: 1, X: make([]float64, m.Dim())}, data)
+	f.Add(mustMarshal(f, dv))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		d, _ := NewDevice(p, m, seeds)
+		if err := d.UnmarshalBinary(b); err != nil {
+			return
+		}
+		if string(mustMarshal(t, d)) != string(b) {
+			t.Fatal("accepted state does not round-trip")
+		}
+	})
+}
