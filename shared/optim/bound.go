@@ -76,10 +76,18 @@ func UpdateBound(p Params, d int) (float64, string, error) {
 		}
 		sigma = f
 	}
+	// "local" sends (x_t - x_K)/eta, K hidden steps each moving the
+	// iterate by eta times one release of the form above (projection onto
+	// K only shortens the move, x_t being in K): at most K times the
+	// bound of one release, with u counting the K T draws.
+	steps := 1.0
+	if k.est == estLocal {
+		steps = float64(p.localSteps())
+	}
 	fd := float64(d)
-	u := math.Log(float64(p.Rounds) / UpdateRejectProb)
+	u := math.Log(steps * float64(p.Rounds) / UpdateRejectProb)
 	chi := math.Sqrt(fd + 2*math.Sqrt(fd*u) + 2*u)
-	X := E + sigma*chi
+	X := steps * (E + sigma*chi)
 	F := spec.NormFactor(d, p.Rounds)
 	B := 1.02 * F * X
 	why := fmt.Sprintf("1.02 x compressor %.4g x (estimate %.4g + noise sigma %.4g x %.4g)", F, E, sigma, chi)

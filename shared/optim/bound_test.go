@@ -22,6 +22,7 @@ func TestUpdateBoundHoldsForHonestDevices(t *testing.T) {
 		{"nc", ""}, {"nc", "f64"}, {"nc", "ef+topk:0.2"}, {"nc", "randk:0.3"},
 		{"nc", "ef+randk:0.3"}, {"nc", "ef+qinf:3bit"}, {"nc", "qinf:3bit"}, {"nc", "quant:4bit"},
 		{"trusted", ""}, {"mu2", ""}, {"noisysgd", ""}, {"cdpsgd", "ef+topk:0.5"}, {"sgd", ""},
+		{"local", ""}, {"local", "randk:0.3"},
 	}
 	for _, tc := range cases {
 		p := baseParams(tc.alg)
