@@ -20,6 +20,21 @@ import (
 // Sigma = StepSize * s. The neighbouring relation is swap (replace one
 // record). Use case in the product: a device that runs Steps local cyclic
 // DP-SGD steps on its own Records samples and sends only its final model.
+//
+// Limits (docs/privacy.md, "Private local training"; tests in
+// lastiterate_limits_test.go). The bounds are the paper's as stated; the
+// product's local algorithm ("local" in shared/optim) does not charge them,
+// for three reasons. (1) Proposition 3.4(b), on which Theorems 4.4 and 4.5
+// rest, does not hold for clipped steps: a clipped gradient step on a
+// convex smooth loss can expand distances (TestClippedStepCanExpand).
+// (2) For a record in the last batch of a one-pass run (T = l),
+// Theorem 4.5 gives l/2 times less than one Gaussian step, while its proof
+// (Proposition A.4) needs T >= t* + 1, which that record violates
+// (TestOnePassLastRecordCost). (3) Every bound needs continuous Gaussian
+// noise on the iterate (Lemma A.1(a) shifts the noise by arbitrary real
+// vectors); the product's devices add discrete Gaussian noise on a grid.
+// Theorem 4.3 avoids (1) and (2) but is at least 4 b^2 l times the one-step
+// cost a one-pass run is charged instead.
 type LastIterate struct {
 	Records  int     // k, number of records, >= 1
 	Batch    int     // b, batch size, >= 1 and dividing Records
