@@ -15,6 +15,7 @@
 // product's own algorithm halves, cohort rule and minibatch rule.
 //
 //	go run scripts/localtune/main.go -phase tune
+//	go run scripts/localtune/main.go -phase tune -configs 'local:b=100,K=2,eta=1;...'
 //	go run scripts/localtune/main.go -phase test -configs 'local:b=50,K=10,eta=1;noisysgd:b=50,eta=1'
 package main
 
@@ -105,7 +106,7 @@ func run(c config, train, test dataset.Set, rounds int, eps float64, seed uint64
 
 func main() {
 	phase := flag.String("phase", "tune", "tune (validation split) or test (test set, -configs)")
-	configs := flag.String("configs", "", "test phase: configurations separated by ';' (alg:b=..,K=..,eta=..)")
+	configs := flag.String("configs", "", "configurations separated by ';' (alg:b=..,K=..,eta=..): the test phase's, or the tune phase's instead of the built-in grid")
 	rounds := flag.Int("T", 10, "rounds")
 	eps := flag.Float64("epsilon", 8, "epsilon per device at delta = 1e-5")
 	seeds := flag.Int("seeds", 3, "test phase: seeds 1..n")
@@ -125,7 +126,18 @@ func main() {
 			Classes: train.Classes, Samples: train.Samples[50000:]}
 		best := map[string]config{}
 		bestAcc := map[string]float64{}
-		for _, c := range grid() {
+		cs := grid()
+		if *configs != "" {
+			cs = nil
+			for _, s := range strings.Split(*configs, ";") {
+				c, err := parseConfig(strings.TrimSpace(s))
+				if err != nil {
+					log.Fatal(err)
+				}
+				cs = append(cs, c)
+			}
+		}
+		for _, c := range cs {
 			if *only != "" && c.alg != *only {
 				continue
 			}

@@ -130,6 +130,62 @@ var mutations = []mutation{
 		new:  "if n := mechanism.Norm(c.scratch); false && !(n <= c.bound) {",
 		pkgs: []string{"./coordinator/", "-run", "Hostile|Unservable"},
 	},
+	{
+		name: "local-noise-0.9", why: "the noise of each hidden local step of \"local\" is 10% too small (its ledger charge unchanged)",
+		file: "shared/optim/local.go",
+		old:  "if dv.sigmaZ, err = mechanism.DiscreteSigma(dv.sigma, dv.sens, dv.step, d); err != nil {",
+		new:  "if dv.sigmaZ, err = mechanism.DiscreteSigma(0.9*dv.sigma, dv.sens, dv.step, d); err != nil {",
+		pkgs: []string{"./shared/optim/", "-run", "Local"},
+	},
+	{
+		name: "local-sensitivity-2S/b", why: "\"local\"'s per-step sensitivity ignores K (2S/b instead of 2S/(b/K)): noise and charge both K times too small",
+		file: "shared/optim/params.go",
+		old:  "return 2 * S / float64(p.StepBatch())",
+		new:  "return 2 * S / b",
+		pkgs: []string{"./shared/optim/", "-run", "Local"},
+	},
+	{
+		name: "local-ledger-half", why: "\"local\" charges half of a step's cost",
+		file: "shared/optim/local.go",
+		old:  "if err := dv.ledger.ChargeRho(cost); err != nil {",
+		new:  "if err := dv.ledger.ChargeRho(cost * 0.5); err != nil {",
+		pkgs: []string{"./shared/optim/", "-run", "Local"},
+	},
+	{
+		name: "local-noise-first-step-only", why: "\"local\" adds noise to its first hidden step only",
+		file: "shared/optim/local.go",
+		old:  "for i := range dv.vz {\n\t\t\tdv.vz[i] += dv.noise.DiscreteGaussian(dv.sigmaZ)\n\t\t}",
+		new:  "for i := range dv.vz {\n\t\t\tif j == 0 {\n\t\t\t\tdv.vz[i] += dv.noise.DiscreteGaussian(dv.sigmaZ)\n\t\t\t}\n\t\t}",
+		pkgs: []string{"./shared/optim/", "-run", "Local"},
+	},
+	{
+		name: "local-step-batch-reused", why: "every hidden step of \"local\" uses the first step batch (a sample enters K steps; the one-step charge no longer covers it)",
+		file: "shared/optim/local.go",
+		old:  "for _, s := range batch[j*dv.bs : (j+1)*dv.bs] {",
+		new:  "for _, s := range batch[0:dv.bs] {",
+		pkgs: []string{"./shared/optim/", "-run", "Local"},
+	},
+	{
+		name: "local-budget-unchecked", why: "\"local\" skips its budget check before a release",
+		file: "shared/optim/local.go",
+		old:  "if dv.ledger.Rho()+cost > dv.budget*budgetSlack {",
+		new:  "if false && dv.ledger.Rho()+cost > dv.budget*budgetSlack {",
+		pkgs: []string{"./shared/optim/", "-run", "Local"},
+	},
+	{
+		name: "local-release-cap-off-by-one", why: "\"local\" allows T+1 releases",
+		file: "shared/optim/local.go",
+		old:  "if dv.n >= dv.p.Rounds {",
+		new:  "if dv.n > dv.p.Rounds {",
+		pkgs: []string{"./shared/optim/", "-run", "Local"},
+	},
+	{
+		name: "local-update-bound-one-step", why: "the coordinator's norm bound for \"local\" counts one step instead of K (honest devices rejected)",
+		file: "shared/optim/bound.go",
+		old:  "steps = float64(p.localSteps())",
+		new:  "steps = 1",
+		pkgs: []string{"./shared/optim/", "-run", "UpdateBound"},
+	},
 }
 
 func main() {
