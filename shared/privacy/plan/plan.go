@@ -161,7 +161,11 @@ func Compute(p optim.Params, delta float64) (Report, error) {
 			}
 			return privacy.GaussianZCDP(sens, s)
 		}
-		r.Noise = []Noise{{"device", "each release", s}}
+		when := "each release"
+		if p.Algorithm == "local" {
+			when = fmt.Sprintf("each of the %d hidden steps of a release", p.Batch/p.StepBatch())
+		}
+		r.Noise = []Noise{{"device", when, s}}
 		// The device refuses releases beyond its budget: at most
 		// PlannedReleases (each costs budget/PlannedReleases).
 		r.WorstParticipations = min(T, p.PlannedReleases())
