@@ -22,8 +22,10 @@
 // (noise-cancellation paper, Algorithm 1: untrusted server, partial
 // participation), "trusted" (full-participation paper, Algorithm 2),
 // "noisysgd", "cdpsgd" (SoteriaFL Algorithm 1), "soteria-sgd",
-// "soteria-svrg", "soteria-saga" (SoteriaFL Algorithms 2-3), and the
-// non-private references "mu2" and "sgd". The mu^2 family uses alpha_t = t
+// "soteria-svrg", "soteria-saga" (SoteriaFL Algorithms 2-3), "local"
+// (private local training: K hidden noisy SGD steps per round, only the
+// last iterate's difference released; local.go), and the non-private
+// references "mu2" and "sgd". The mu^2 family uses alpha_t = t
 // and the feasible set K = ball of radius D/2 centred at 0 (Params.Diameter;
 // 0 = unconstrained); the initial point is projected onto K.
 //
