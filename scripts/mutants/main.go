@@ -46,6 +46,27 @@ var mutations = []mutation{
 		pkgs: []string{"./shared/optim/"},
 	},
 	{
+		name: "nc-noise-0.5-audit", why: "the nc noise a device draws is half the calibrated scale (the empirical privacy audit must see it)",
+		file: "shared/optim/device.go",
+		old:  "z, err := mechanism.DiscreteSigma(ncSigma(dv.p, dv.rhoP, n), dv.sens, dv.step, dv.dim)",
+		new:  "z, err := mechanism.DiscreteSigma(0.5*ncSigma(dv.p, dv.rhoP, n), dv.sens, dv.step, dv.dim)",
+		pkgs: []string{"./sim/audit/", "-run", "TestAuditSound"},
+	},
+	{
+		name: "fresh-noise-0.5-audit", why: "the fresh noise a device draws (noisysgd, cdpsgd, soteria-*) is half the calibrated scale (the empirical privacy audit must see it)",
+		file: "shared/optim/device.go",
+		old:  "if dv.freshZ, err = mechanism.DiscreteSigma(dv.fresh, dv.sens, dv.step, d); err != nil {",
+		new:  "if dv.freshZ, err = mechanism.DiscreteSigma(0.5*dv.fresh, dv.sens, dv.step, d); err != nil {",
+		pkgs: []string{"./sim/audit/", "-run", "TestAuditSound"},
+	},
+	{
+		name: "fresh-noise-0.9", why: "the fresh noise a device draws (noisysgd, cdpsgd, soteria-*) is 10% too small (its ledger charge unchanged)",
+		file: "shared/optim/device.go",
+		old:  "if dv.freshZ, err = mechanism.DiscreteSigma(dv.fresh, dv.sens, dv.step, d); err != nil {",
+		new:  "if dv.freshZ, err = mechanism.DiscreteSigma(0.9*dv.fresh, dv.sens, dv.step, d); err != nil {",
+		pkgs: []string{"./sim/audit/", "-run", "TestAuditSound"},
+	},
+	{
 		name: "sensitivity-S/b", why: "the replace-one sensitivity 2S/b of the nc noise becomes S/b (noise and charge both too small)",
 		file: "shared/optim/params.go",
 		old:  "sens := 2 * p.S() / float64(p.Batch)",

@@ -1,0 +1,97 @@
+// Command flaudit runs the empirical privacy audit of package
+// browserfl/sim/audit: a white-box membership experiment with a gradient
+// canary on one device's released messages, for each algorithm and target
+// epsilon asked for, and prints the lower bound on epsilon next to the
+// product's own figure (plan.SessionFigures). See docs/audit.md.
+//
+//	flaudit                                   # nc and noisysgd at epsilon 1, 4, 8 (docs/audit.md)
+//	flaudit -alg nc -epsilon 8 -trials 200000
+//	flaudit -alg nc -epsilon 4 -noise-factor 0.5   # a deliberately broken mechanism
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+
+	"browserfl/shared/optim"
+	"browserfl/shared/privacy/plan"
+	"browserfl/sim"
+	"browserfl/sim/audit"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			os.Exit(0)
+		}
+		fmt.Fprintln(os.Stderr, "flaudit:", err)
+		os.Exit(2)
+	}
+}
+
+func run(ctx context.Context, args []string, out, progress io.Writer) error {
+	fs := flag.NewFlagSet("flaudit", flag.ContinueOnError)
+	fs.SetOutput(progress)
+	algs := fs.String("alg", strings.Join(audit.Algorithms, ","), "comma-separated algorithms to audit ("+strings.Join(audit.Algorithms, ", ")+")")
+	epsList := fs.String("epsilon", "1,4,8", "comma-separated target epsilons per device (the session's target; the claim is the product's figure for it)")
+	delta := fs.Float64("delta", plan.DefaultDelta, "delta of the session's target")
+	ownerDelta := fs.Float64("owner-delta", plan.DefaultDelta, "the owner's delta: the claim (plan.SessionFigures) and the lower bound are stated at it")
+	T := fs.Int("T", 10, "rounds T (the device takes part in all of them)")
+	b := fs.Int("b", 1, "samples per minibatch b")
+	clip := fs.Float64("clip", 1, "clipping bound S")
+	dim := fs.Int("dim", 2, "model dimension of the audit's linear loss")
+	trials := fs.Int("trials", 450000, "evaluation trials per cell")
+	sel := fs.Int("select", 50000, "threshold-selection trials per cell (separate from the evaluation trials)")
+	alpha := fs.Float64("alpha", 0.05, "confidence failure of each lower bound (0.05: 95%)")
+	seed := fs.Uint64("seed", 1, "seed (every trial is a deterministic function of it)")
+	workers := fs.Int("workers", 0, "goroutines (0: GOMAXPROCS)")
+	factor := fs.Float64("noise-factor", 1, "multiply the device's noise by this (below 1: a deliberately broken mechanism)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	var epss []float64
+	for _, s := range strings.Split(*epsList, ",") {
+		e, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+		if err != nil {
+			return fmt.Errorf("-epsilon: %w", err)
+		}
+		epss = append(epss, e)
+	}
+	fmt.Fprintf(out, "white-box canary audit: T = %d, b = %d, S = %g, d = %d, targets at delta %s, claims at the owner's delta %s, %d selection + %d evaluation trials per cell, seed %d, noise factor %g\n",
+		*T, *b, *clip, *dim, plan.FormatDelta(*delta), plan.FormatDelta(*ownerDelta), *sel, *trials, *seed, *factor)
+	fmt.Fprintf(out, "| algorithm | target ε | claimed ε (plan.SessionFigures) | FPR ≤ | FNR ≤ | ε lower bound (%g%%) | lower bound ÷ claim | μ observed | μ claimed | GDP ε of μ observed |\n", 100*(1-*alpha))
+	fmt.Fprintln(out, "|---|---|---|---|---|---|---|---|---|---|")
+	for _, alg := range strings.Split(*algs, ",") {
+		alg = strings.TrimSpace(alg)
+		for _, e := range epss {
+			p := optim.Params{Algorithm: alg, Rounds: *T, Batch: *b, Clip: *clip, Eta: 0.1, Epsilon: e, Delta: *delta}
+			label := fmt.Sprintf("%s ε=%g", alg, e)
+			pr := sim.NewProgress(progress, label, *sel+*trials)
+			res, err := audit.Run(ctx, audit.Config{
+				Params: p, Dim: *dim, OwnerDelta: *ownerDelta,
+				Select: *sel, Trials: *trials, Alpha: *alpha, Seed: *seed, Workers: *workers,
+				NoiseFactor: *factor,
+				Progress:    func(done, _ int) { pr.Update(done, "") },
+			})
+			pr.Done()
+			if err != nil {
+				return fmt.Errorf("%s: %w", label, err)
+			}
+			fmt.Fprintf(out, "| %s | %g | %s | %.3g | %.3g | %.3f | %.3f | %.3f | %.3f | %.3f |\n",
+				alg, e, res.Claim.EpsilonText(), res.Bound.FPRHi, res.Bound.FNRHi, res.Bound.Epsilon, res.Tightness, res.MuHat, res.MuClaim, res.GDPEpsilon)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,48 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+)
+
+// TestRunPrintsOneRowPerCell runs the command on two tiny cells and checks
+// the table it prints: one row per cell, with the claim the product
+// states for that session.
+func TestRunPrintsOneRowPerCell(t *testing.T) {
+	var out, progress bytes.Buffer
+	err := run(context.Background(), []string{"-alg", "nc,noisysgd", "-epsilon", "4", "-T", "2", "-dim", "1", "-trials", "400", "-select", "100"}, &out, &progress)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows []string
+	for _, l := range strings.Split(out.String(), "\n") {
+		if strings.HasPrefix(l, "| nc |") || strings.HasPrefix(l, "| noisysgd |") {
+			rows = append(rows, l)
+		}
+	}
+	if len(rows) != 2 {
+		t.Fatalf("want 2 rows, got %d:\n%s", len(rows), out.String())
+	}
+	// The claims of these sessions at delta 1e-5 (plan.SessionFigures).
+	for i, want := range []string{"| nc | 4 | 3.74 |", "| noisysgd | 4 | 4.00 |"} {
+		if !strings.HasPrefix(rows[i], want) {
+			t.Errorf("row %d = %q, want prefix %q", i, rows[i], want)
+		}
+	}
+}
+
+func TestRunRejectsBadFlags(t *testing.T) {
+	for _, args := range [][]string{
+		{"-epsilon", "x"},
+		{"-alg", "cdpsgd", "-trials", "10", "-select", "10"},
+		{"extra"},
+		{"-nope"},
+	} {
+		var out, progress bytes.Buffer
+		if err := run(context.Background(), args, &out, &progress); err == nil {
+			t.Errorf("%q accepted", args)
+		}
+	}
+}
