@@ -34,8 +34,9 @@ import (
 // bound Kong and Ribero's own Lemma A.3(a) gives for the worst-placed
 // sample of a one-pass run (a sample in the last step batch: theta_L(1) =
 // 1); their Theorems 4.4-4.5, which would charge less, do not hold for
-// this construction (clipped steps, lattice noise; see
-// privacy.LocalRunZCDP), so they are not used.
+// this construction (clipped steps, lattice noise; see the limits in
+// privacy.LastIterate's doc and docs/privacy.md, section 4b), so they are
+// not used.
 type localDevice struct {
 	p       Params
 	a       Algorithm
