@@ -222,11 +222,11 @@ type update struct {
 
 type openRound struct {
 	t        int
-	cohort   map[string]bool   // sampled devices still counted in the round
+	cohort   map[string]bool    // sampled devices still counted in the round
 	updates  map[string]*update // received valid updates
-	dropped  map[string]bool   // cohort members that reconnected without their update: excluded
-	closed   bool              // no more updates accepted (deadline passed or all in)
-	included []string          // frozen at close
+	dropped  map[string]bool    // cohort members that reconnected without their update: excluded
+	closed   bool               // no more updates accepted (deadline passed or all in)
+	included []string           // frozen at close
 	// deadlineHit: the round closed because its deadline passed (some
 	// cohort member neither answered nor was dropped as gone).
 	deadlineHit bool
