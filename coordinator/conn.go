@@ -54,8 +54,9 @@ type conn struct {
 	ws wsConn
 	c  *Coordinator
 	// ctx is the connection's lifetime (its writes and pings use it);
-	// cancelled when the reader returns.
+	// stop cancels it when the reader returns.
 	ctx    context.Context
+	stop   context.CancelFunc
 	id     string
 	outbox chan outFrame
 	// writing is set while a writer goroutine drains the outbox.
@@ -307,10 +308,11 @@ func (cn *conn) allow(now time.Time) bool {
 	return true
 }
 
-// ServeWS upgrades a device connection and hands it to a goroutine that
-// serves it until it closes; the handler itself returns at once, so the
-// HTTP server's per-request state (request, response, buffers, and the
-// handler's stack) is not held for the connection's lifetime.
+// ServeWS upgrades a device connection and reads its hello; once the
+// device is admitted, a fresh goroutine reads its frames until the
+// connection closes and the handler returns, so the HTTP server's
+// per-request state (request, response, buffers, and the handler's
+// deep stack) is not held for the connection's lifetime.
 //
 // Every open connection, with or without its hello, counts against
 // Limits.MaxDevices; one address may hold Gate.PreHelloPerAddress
@@ -347,18 +349,20 @@ func (c *Coordinator) ServeWS(w http.ResponseWriter, r *http.Request) {
 	}
 	ws.SetReadLimit(int64(c.lim.MaxFrameBytes))
 	cn.ws = ws
-	go c.serve(cn)
+	cn.ctx, cn.stop = context.WithCancel(context.Background())
+	cn.startPings()
+	if err := c.hello(cn); err != nil {
+		c.end(cn, err)
+		return
+	}
+	go func() { c.end(cn, c.frames(cn)) }()
 }
 
-// serve reads cn's frames until the connection ends, then unbinds it.
-func (c *Coordinator) serve(cn *conn) {
+// end handles the error that ended cn's reader, then unbinds cn.
+func (c *Coordinator) end(cn *conn, err error) {
 	defer c.met.connected.Add(-1)
 	defer cn.helloDone()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	cn.ctx = ctx
-	cn.startPings()
-	err := c.serveConn(ctx, cn)
+	defer cn.stop()
 	var ce *closeError
 	switch {
 	case errors.As(err, &ce):
@@ -391,7 +395,7 @@ func (c *Coordinator) serve(cn *conn) {
 		case <-t.C:
 		}
 		t.Stop()
-	default: // serveConn only returns with an error
+	default: // hello and frames only return with an error
 		if isReadLimit(err) {
 			// The websocket library closes with 1009 (message too big) itself.
 			c.met.badFrames.Add(1)
@@ -412,7 +416,7 @@ func (c *Coordinator) serve(cn *conn) {
 // frames), so it only batches frame headers and small control frames;
 // the HTTP server's own 4 KiB buffers would stay allocated for as long
 // as the connection lives.
-const wsBufferSize = 1024
+const wsBufferSize = 512
 
 // smallBuffers is the ResponseWriter handed to websocket.Accept: its
 // Hijack gives the websocket library buffers of wsBufferSize bytes.
@@ -496,7 +500,9 @@ func badFrame(err error) error {
 	return &closeError{code: wire.CodeBadFrame, reason: err.Error()}
 }
 
-func (c *Coordinator) serveConn(ctx context.Context, cn *conn) error {
+// hello reads and checks cn's hello and admits the device.
+func (c *Coordinator) hello(cn *conn) error {
+	ctx := cn.ctx
 	hctx, cancel := context.WithTimeout(ctx, c.lim.HelloTimeout)
 	typ, b, err := cn.ws.Read(hctx)
 	timedOut := errors.Is(hctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
@@ -527,9 +533,14 @@ func (c *Coordinator) serveConn(ctx context.Context, cn *conn) error {
 		return err
 	}
 	c.gate.markActive(cn.id)
+	return nil
+}
+
+// frames reads and handles cn's frames after its hello until an error.
+func (c *Coordinator) frames(cn *conn) error {
 	lim := wire.Limits{MaxBytes: c.lim.MaxFrameBytes}
 	for {
-		typ, buf, err := readPooled(ctx, cn.ws)
+		typ, buf, err := readPooled(cn.ctx, cn.ws)
 		if err != nil {
 			return err
 		}
