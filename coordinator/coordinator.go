@@ -63,6 +63,9 @@ type Config struct {
 	// Evaluate (default 0: never).
 	EvalEvery int
 	Evaluate  func(w []float64) (accuracy, loss float64, err error)
+	// EvalSamples is the number of test samples Evaluate uses; it is
+	// stored and published beside every accuracy.
+	EvalSamples int
 	// TeacherSecret unlocks the teacher's endpoints (/api/teacher/...,
 	// teacher.go) and the dashboard's controls; empty: no request is a
 	// teacher's.
@@ -188,6 +191,7 @@ type Coordinator struct {
 type evalPoint struct {
 	T                   int
 	Accuracy, Loss      float64
+	Samples             int
 	HaveAccuracy, Valid bool
 }
 
@@ -360,7 +364,7 @@ func (c *Coordinator) prepare() error {
 	if recs, err := c.store.Rounds(max(0, committed-cfg.EvalEvery-1), cfg.EvalEvery+2); err == nil {
 		for _, r := range recs {
 			if r.Evaluated {
-				c.lastEval = evalPoint{T: r.T, Accuracy: r.Accuracy, Loss: r.Loss, Valid: true}
+				c.lastEval = evalPoint{T: r.T, Accuracy: r.Accuracy, Loss: r.Loss, Samples: r.EvalSamples, Valid: true}
 			}
 		}
 	}
@@ -648,7 +652,7 @@ func (c *Coordinator) finishRound(ctx context.Context, or *openRound) error {
 		if err != nil {
 			c.log.Warn("evaluation failed", "round", t, "err", err)
 		} else {
-			rec.Evaluated, rec.Accuracy, rec.Loss = true, acc, loss
+			rec.Evaluated, rec.Accuracy, rec.Loss, rec.EvalSamples = true, acc, loss, c.cfg.EvalSamples
 		}
 	}
 	if err := c.store.CommitRound(rec, state); err != nil {
@@ -668,7 +672,7 @@ func (c *Coordinator) finishRound(ctx context.Context, or *openRound) error {
 	c.committed = t
 	c.finished = t >= c.sess.Rounds || c.ended
 	if rec.Evaluated {
-		c.lastEval = evalPoint{T: t, Accuracy: rec.Accuracy, Loss: rec.Loss, Valid: true}
+		c.lastEval = evalPoint{T: t, Accuracy: rec.Accuracy, Loss: rec.Loss, Samples: rec.EvalSamples, Valid: true}
 	}
 	inc := make(map[string]bool, len(or.included))
 	for _, id := range or.included {
@@ -702,7 +706,7 @@ func (c *Coordinator) finishRound(ctx context.Context, or *openRound) error {
 	c.log.Info("round committed", "round", t, "included", len(or.included), "cohort", len(cohortIDs),
 		"latency_ms", latency.Milliseconds(), "bytes_in", or.bytesIn, "bytes_out", or.bytesOut)
 	if rec.Evaluated {
-		c.log.Info("evaluated", "round", t, "accuracy", rec.Accuracy, "loss", rec.Loss)
+		c.log.Info("evaluated", "round", t, "accuracy", rec.Accuracy, "loss", rec.Loss, "test_samples", rec.EvalSamples)
 	}
 	return nil
 }
