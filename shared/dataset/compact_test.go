@@ -113,3 +113,19 @@ func TestLoadIDXFileStatedSize(t *testing.T) {
 		}
 	}
 }
+
+// offHeap gives zeroed, writable memory of the size asked, small or large.
+func TestOffHeap(t *testing.T) {
+	for _, n := range []int{0, 10, offHeapMinForTest, offHeapMinForTest + 4097} {
+		b := offHeap(n)
+		if len(b) != n {
+			t.Fatalf("offHeap(%d): %d bytes", n, len(b))
+		}
+		for i := range b {
+			if b[i] != 0 {
+				t.Fatalf("offHeap(%d): byte %d is %d", n, i, b[i])
+			}
+			b[i] = byte(i)
+		}
+	}
+}

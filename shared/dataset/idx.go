@@ -155,15 +155,15 @@ func ReadIDX(r io.Reader, name string) (*IDX, error) {
 
 // ReadIDXLimit is ReadIDX with a payload cap of maxBytes (> 0).
 func ReadIDXLimit(r io.Reader, name string, maxBytes int64) (*IDX, error) {
-	return readIDX(r, name, maxBytes, -1)
+	return readIDX(r, name, maxBytes, -1, nil)
 }
 
 // readIDX is ReadIDXLimit; size, if not negative, is the length of the
 // (decompressed) file as its container states it (a file's size, a gzip
 // trailer's ISIZE, modulo 2^32): when the header agrees with it, the
 // payload is read into one allocation of its final size instead of
-// growing by doubling.
-func readIDX(r io.Reader, name string, maxBytes, size int64) (*IDX, error) {
+// growing by doubling, obtained from alloc (n bytes, zeroed; nil: make).
+func readIDX(r io.Reader, name string, maxBytes, size int64, alloc func(n int) []byte) (*IDX, error) {
 	if maxBytes <= 0 {
 		return nil, fmt.Errorf("dataset: reading IDX file %q: limit %d bytes, want > 0", name, maxBytes)
 	}
@@ -240,11 +240,13 @@ func readIDX(r io.Reader, name string, maxBytes, size int64) (*IDX, error) {
 	}
 	hdr := int64(4 + 4*ndims)
 	n := int(elems) * esize
-	first := min(n, readChunk)
-	if size >= 0 && uint32(size) == uint32(hdr+int64(n)) {
-		first = n
+	if size >= 0 && uint32(size) == uint32(hdr+int64(n)) && alloc != nil {
+		x.Data = alloc(n)[:0]
+	} else if size >= 0 && uint32(size) == uint32(hdr+int64(n)) {
+		x.Data = make([]byte, 0, n)
+	} else {
+		x.Data = make([]byte, 0, min(n, readChunk))
 	}
-	x.Data = make([]byte, 0, first)
 	for len(x.Data) < n {
 		want := min(n-len(x.Data), max(len(x.Data), readChunk))
 		x.Data = slices.Grow(x.Data, want)

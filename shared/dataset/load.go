@@ -64,7 +64,18 @@ func LoadIDXFile(path string) (*IDX, error) {
 		return nil, fmt.Errorf("dataset: %w", err)
 	}
 	defer f.Close()
-	return readIDX(f, path, DefaultMaxIDXBytes, statedSize(f))
+	return readIDX(f, path, DefaultMaxIDXBytes, statedSize(f), nil)
+}
+
+// loadIDXFileOffHeap is LoadIDXFile reading a payload whose size the file
+// states into memory outside the Go heap (offHeap).
+func loadIDXFileOffHeap(path string) (*IDX, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("dataset: %w", err)
+	}
+	defer f.Close()
+	return readIDX(f, path, DefaultMaxIDXBytes, statedSize(f), offHeap)
 }
 
 // statedSize returns f's size, or for a gzip file the uncompressed size
@@ -129,10 +140,13 @@ func loadPair(dir, name, imagesFile, labelsFile string, classes int) (*Compact, 
 }
 
 // loadIDXEither loads dir/base.gz, or dir/base if that does not exist.
+// The payload is kept outside the Go heap (offHeap): a compact set lives
+// as long as the process, and on the heap the garbage collector's goal
+// (twice the live heap by default) would double its footprint.
 func loadIDXEither(dir, base string) (*IDX, error) {
-	x, err := LoadIDXFile(filepath.Join(dir, base+".gz"))
+	x, err := loadIDXFileOffHeap(filepath.Join(dir, base+".gz"))
 	if errors.Is(err, os.ErrNotExist) {
-		x, err = LoadIDXFile(filepath.Join(dir, base))
+		x, err = loadIDXFileOffHeap(filepath.Join(dir, base))
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, fmt.Errorf("dataset: neither %s.gz nor %s in %s: %w", base, base, dir, os.ErrNotExist)
 		}
