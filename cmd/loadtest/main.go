@@ -277,16 +277,21 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := teacher(ctx, base, "resume"); err != nil {
 		return fail(err)
 	}
-	var st struct {
-		Committed int  `json:"committed"`
-		Finished  bool `json:"finished"`
-	}
-	for !st.Finished {
-		if err := sleep(ctx, 100*time.Millisecond); err != nil {
-			return fail(fmt.Errorf("%d of %d rounds committed: %w", st.Committed, o.T, err))
+	// Wait for the last round's record (/api/rounds after the last one
+	// seen: a cheap store read, where /api/status would cost the
+	// coordinator a sort of every device per poll).
+	for committed := 0; committed < o.T; {
+		if err := sleep(ctx, 250*time.Millisecond); err != nil {
+			return fail(fmt.Errorf("%d of %d rounds committed: %w", committed, o.T, err))
 		}
-		if err := getJSON(ctx, base+"/api/status?code=LOADTEST", &st); err != nil {
+		var recs []struct {
+			T int `json:"t"`
+		}
+		if err := getJSON(ctx, base+"/api/rounds?code=LOADTEST&after="+strconv.Itoa(committed), &recs); err != nil {
 			return fail(err)
+		}
+		for _, r := range recs {
+			committed = max(committed, r.T)
 		}
 	}
 	elapsed := time.Since(runStart)
