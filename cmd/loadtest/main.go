@@ -71,6 +71,7 @@ type options struct {
 	baselineRep int
 	drop        int
 	timeout     time.Duration
+	idleWindow  time.Duration
 }
 
 // teacherSecret is the teacher secret the load test writes into the
@@ -86,7 +87,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&o.n, "n", 1000, "devices in the session")
 	fs.IntVar(&o.m, "m", 100, "cohort size")
 	fs.IntVar(&o.T, "T", 50, "rounds")
-	fs.IntVar(&o.idle, "idle", 0, "if > 0: connect this many idle devices and report memory instead")
+	fs.IntVar(&o.idle, "idle", 0, "if > 0: connect this many idle devices and report memory (and CPU over -idle-window) instead")
+	fs.DurationVar(&o.idleWindow, "idle-window", 10*time.Second, "with -idle: how long to measure the coordinator's idle CPU")
 	fs.IntVar(&o.batch, "b", 1, "device minibatch")
 	fs.StringVar(&o.algorithm, "algorithm", "nc", "algorithm")
 	fs.StringVar(&o.compressor, "compressor", "", "uplink compressor spec")
@@ -262,6 +264,21 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
+		// The coordinator's CPU while its devices only stay connected
+		// (heartbeats, timers): it is paid during every round too.
+		cpu0, err := procCPU(pid)
+		if err != nil {
+			return err
+		}
+		if err := sleep(ctx, o.idleWindow); err != nil {
+			return fail(err)
+		}
+		cpu1, err := procCPU(pid)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "coordinator CPU with %d idle devices: %.1f ms per second (over %v)\n",
+			n, (cpu1-cpu0)*1000/o.idleWindow.Seconds(), o.idleWindow)
 		fmt.Fprintf(stdout, "coordinator RSS: %.1f MiB before devices, %.1f MiB with %d idle devices (%.1f KiB per device)\n",
 			mib(rssIdle), mib(rss), n, float64(rss-rssIdle)/1024/float64(n))
 		self, _ := procRSS(os.Getpid())
