@@ -10,9 +10,15 @@
 //	    the same bytes over loopback websockets, measured in the same run.
 //
 //	loadtest -coordinator bin/coordinator -idle 10000
-//	    N connected idle devices (no round starts): coordinator RSS.
+//	    N connected idle devices (no round starts): coordinator RSS, and
+//	    its CPU while they stay connected.
 //
-// See docs/coordinator.md for results.
+// The session is paused while the devices connect and a round needs one
+// eligible device, so devices that drop (-drop k makes k of them leave
+// mid-round) never stall it. The coordinator runs in its own process
+// group and is stopped, with everything it started, when the run ends:
+// normally, on SIGINT or SIGTERM, or at -timeout; the temporary data
+// directory is removed. See docs/coordinator.md for results.
 package main
 
 import (
