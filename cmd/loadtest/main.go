@@ -504,6 +504,15 @@ func (c *child) stop(grace time.Duration) {
 	}
 	syscall.Kill(-pgid, syscall.SIGKILL) // ESRCH when the group is gone
 	<-c.done
+	// A signal is delivered asynchronously: wait (a bounded time: a
+	// member that has died but is not reaped yet still counts) until
+	// no member of the group is left.
+	for range 100 {
+		if syscall.Kill(-pgid, 0) != nil {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // procRSS returns the resident set size of pid (Linux /proc).
