@@ -1,14 +1,17 @@
 package coordinator
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/coder/websocket"
@@ -42,14 +45,25 @@ type wsConn interface {
 	Ping(ctx context.Context) error
 }
 
-// conn is one device connection. Frames go out in order through a writer
-// goroutine fed by a bounded outbox; a device that does not drain it is
-// dropped rather than allowed to stall a round.
+// conn is one device connection. Frames go out in order through a bounded
+// outbox, drained by a writer goroutine that runs only while there is
+// something to write; a device that does not drain it is dropped rather
+// than allowed to stall a round. An idle connection holds one goroutine
+// (its reader) and a timer for its pings.
 type conn struct {
-	ws      wsConn
-	c       *Coordinator
-	id      string
-	outbox  chan outFrame
+	ws wsConn
+	c  *Coordinator
+	// ctx is the connection's lifetime (its writes and pings use it);
+	// stop cancels it when the reader returns.
+	ctx    context.Context
+	stop   context.CancelFunc
+	id     string
+	outbox chan outFrame
+	// writing is set while a writer goroutine drains the outbox.
+	writing atomic.Bool
+	// manual: no writer goroutine is started; the caller drains the
+	// outbox itself (the server fuzz test).
+	manual  bool
 	once    sync.Once
 	done    chan struct{}
 	tokens  float64
@@ -58,6 +72,8 @@ type conn struct {
 	// prehello is set while the connection counts against its
 	// address's pre-hello limit (guarded by the serving goroutine).
 	prehello bool
+	pingMu   sync.Mutex
+	ping     *time.Timer // the next heartbeat ping (guarded by pingMu)
 }
 
 // send queues f; it reports false if the connection is closing or its
@@ -73,10 +89,18 @@ func (cn *conn) send(f outFrame) bool {
 	}
 	select {
 	case cn.outbox <- f:
+		cn.kick()
 		return true
 	default:
 		cn.slow(rejSlowConsumer)
 		return false
+	}
+}
+
+// kick starts a writer goroutine unless one is running.
+func (cn *conn) kick() {
+	if !cn.manual && cn.writing.CompareAndSwap(false, true) {
+		go cn.writer()
 	}
 }
 
@@ -104,6 +128,7 @@ func (cn *conn) sendWait(m wire.Message) bool {
 	defer t.Stop()
 	select {
 	case cn.outbox <- outFrame{data: b}:
+		cn.kick()
 		return true
 	case <-cn.done:
 		return false
@@ -128,6 +153,7 @@ func (cn *conn) closeWith(code, reason string) {
 	}
 	select {
 	case cn.outbox <- outFrame{close: &closeError{code: code, reason: reason}}:
+		cn.kick()
 	default:
 		// The outbox is full: say why directly (writes are safe
 		// concurrently with the writer goroutine), then close.
@@ -147,67 +173,103 @@ func (cn *conn) shut() {
 	cn.once.Do(func() {
 		close(cn.done)
 		cn.ws.CloseNow()
+		cn.pingMu.Lock()
+		if cn.ping != nil {
+			cn.ping.Stop()
+		}
+		cn.pingMu.Unlock()
 	})
 }
 
-func (cn *conn) writer(ctx context.Context) {
-	defer cn.shut()
-	var pings <-chan time.Time
-	if iv := cn.c.gate.cfg.PingInterval; iv > 0 {
-		t := time.NewTicker(iv)
-		defer t.Stop()
-		pings = t.C
+func (cn *conn) closed() bool {
+	select {
+	case <-cn.done:
+		return true
+	default:
+		return false
 	}
-	pinging := make(chan struct{}, 1) // holds a token while a ping waits for its pong
+}
+
+// writer writes the queued frames in order and returns when the outbox
+// is empty (kick starts it again) or the connection ends.
+func (cn *conn) writer() {
 	for {
 		select {
 		case <-cn.done:
 			return
-		case <-ctx.Done():
-			return
-		case <-pings:
-			// A client that stops reading never answers: drop it after
-			// the ping timeout instead of letting it hold a place.
-			select {
-			case pinging <- struct{}{}:
-			default:
-				continue
-			}
-			go func() {
-				defer func() { <-pinging }()
-				pctx, cancel := context.WithTimeout(ctx, cn.c.gate.cfg.PingTimeout)
-				defer cancel()
-				if err := cn.ws.Ping(pctx); err != nil && errors.Is(pctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
-					cn.slow(rejPingTimeout)
-				}
-			}()
 		case f := <-cn.outbox:
-			wctx, cancel := context.WithTimeout(ctx, cn.c.lim.WriteTimeout)
-			var err error
-			if f.close != nil {
-				if b, e := wire.EncodeControl(wire.Error{Code: f.close.code, Reason: f.close.reason}); e == nil {
-					cn.ws.Write(wctx, websocket.MessageText, b)
-				}
-				cancel()
-				cn.ws.Close(closeStatus(f.close.code), truncate(f.close.code+": "+f.close.reason, 120))
+			if !cn.write(f) {
+				cn.shut()
 				return
 			}
-			typ := websocket.MessageText
-			if f.binary {
-				typ = websocket.MessageBinary
-			}
-			err = cn.ws.Write(wctx, typ, f.data)
-			timedOut := errors.Is(wctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
-			cancel()
-			if err != nil {
-				if timedOut {
-					cn.slow(rejSlowConsumer)
-				}
-				return
-			}
-			cn.c.met.framesOut.Add(1)
+			continue
+		default:
+		}
+		// Empty: stop, unless a frame was queued after the look above
+		// and its kick found this writer still running.
+		cn.writing.Store(false)
+		if len(cn.outbox) == 0 || !cn.writing.CompareAndSwap(false, true) {
+			return
 		}
 	}
+}
+
+// write sends f; it reports false when the connection is to end (f was
+// the closing frame, or the write failed).
+func (cn *conn) write(f outFrame) bool {
+	wctx, cancel := context.WithTimeout(cn.ctx, cn.c.lim.WriteTimeout)
+	defer cancel()
+	if f.close != nil {
+		if b, e := wire.EncodeControl(wire.Error{Code: f.close.code, Reason: f.close.reason}); e == nil {
+			cn.ws.Write(wctx, websocket.MessageText, b)
+		}
+		cn.ws.Close(closeStatus(f.close.code), truncate(f.close.code+": "+f.close.reason, 120))
+		return false
+	}
+	typ := websocket.MessageText
+	if f.binary {
+		typ = websocket.MessageBinary
+	}
+	if err := cn.ws.Write(wctx, typ, f.data); err != nil {
+		if errors.Is(wctx.Err(), context.DeadlineExceeded) && cn.ctx.Err() == nil {
+			cn.slow(rejSlowConsumer)
+		}
+		return false
+	}
+	cn.c.met.framesOut.Add(1)
+	return true
+}
+
+// startPings arms the heartbeat: every PingInterval (after the last
+// pong) a websocket ping; a client that stops reading never answers and
+// is dropped after PingTimeout instead of holding a place.
+func (cn *conn) startPings() {
+	if iv := cn.c.gate.cfg.PingInterval; iv > 0 {
+		cn.pingMu.Lock()
+		cn.ping = time.AfterFunc(iv, cn.heartbeat)
+		cn.pingMu.Unlock()
+	}
+}
+
+func (cn *conn) heartbeat() {
+	if cn.closed() {
+		return
+	}
+	pctx, cancel := context.WithTimeout(cn.ctx, cn.c.gate.cfg.PingTimeout)
+	err := cn.ws.Ping(pctx)
+	timedOut := errors.Is(pctx.Err(), context.DeadlineExceeded) && cn.ctx.Err() == nil
+	cancel()
+	if err != nil {
+		if timedOut {
+			cn.slow(rejPingTimeout)
+		}
+		return
+	}
+	cn.pingMu.Lock()
+	if !cn.closed() {
+		cn.ping.Reset(cn.c.gate.cfg.PingInterval)
+	}
+	cn.pingMu.Unlock()
 }
 
 func closeStatus(code string) websocket.StatusCode {
@@ -246,7 +308,11 @@ func (cn *conn) allow(now time.Time) bool {
 	return true
 }
 
-// ServeWS upgrades a device connection and serves it until it closes.
+// ServeWS upgrades a device connection and reads its hello; once the
+// device is admitted, a fresh goroutine reads its frames until the
+// connection closes and the handler returns, so the HTTP server's
+// per-request state (request, response, buffers, and the handler's
+// deep stack) is not held for the connection's lifetime.
 //
 // Every open connection, with or without its hello, counts against
 // Limits.MaxDevices; one address may hold Gate.PreHelloPerAddress
@@ -259,9 +325,9 @@ func (c *Coordinator) ServeWS(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "too many devices", http.StatusServiceUnavailable)
 		return
 	}
-	defer c.met.connected.Add(-1)
 	addr := c.gate.clientAddr(r)
 	if !c.gate.openPreHello(addr) {
+		c.met.connected.Add(-1)
 		c.met.reject(rejPreHello)
 		w.Header().Set("Retry-After", "10")
 		http.Error(w, "too many connections without hello from this address", http.StatusTooManyRequests)
@@ -269,12 +335,13 @@ func (c *Coordinator) ServeWS(w http.ResponseWriter, r *http.Request) {
 	}
 	cn := &conn{c: c, outbox: make(chan outFrame, c.lim.Outbox), done: make(chan struct{}),
 		tokens: float64(c.lim.MsgBurst), lastTok: time.Now(), addr: addr, prehello: true}
-	defer cn.helloDone()
-	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{
+	ws, err := websocket.Accept(smallBuffers{w}, r, &websocket.AcceptOptions{
 		OriginPatterns:  c.cfg.AllowedOrigins,
 		CompressionMode: websocket.CompressionDisabled,
 	})
 	if err != nil {
+		cn.helloDone()
+		c.met.connected.Add(-1)
 		c.met.rejectedUpgrades.Add(1)
 		c.met.reject(rejOrigin)
 		c.log.Debug("websocket upgrade refused", "remote", r.RemoteAddr, "err", err)
@@ -282,10 +349,20 @@ func (c *Coordinator) ServeWS(w http.ResponseWriter, r *http.Request) {
 	}
 	ws.SetReadLimit(int64(c.lim.MaxFrameBytes))
 	cn.ws = ws
-	ctx, cancel := context.WithCancel(r.Context())
-	defer cancel()
-	go cn.writer(ctx)
-	err = c.serveConn(ctx, cn)
+	cn.ctx, cn.stop = context.WithCancel(context.Background())
+	cn.startPings()
+	if err := c.hello(cn); err != nil {
+		c.end(cn, err)
+		return
+	}
+	go func() { c.end(cn, c.frames(cn)) }()
+}
+
+// end handles the error that ended cn's reader, then unbinds cn.
+func (c *Coordinator) end(cn *conn, err error) {
+	defer c.met.connected.Add(-1)
+	defer cn.helloDone()
+	defer cn.stop()
 	var ce *closeError
 	switch {
 	case errors.As(err, &ce):
@@ -312,11 +389,13 @@ func (c *Coordinator) ServeWS(w http.ResponseWriter, r *http.Request) {
 			c.log.Info("closing device connection", "device", shortID(cn.id), "code", ce.code, "reason", ce.reason)
 		}
 		cn.closeWith(ce.code, ce.reason)
+		t := time.NewTimer(2 * time.Second)
 		select {
 		case <-cn.done:
-		case <-time.After(2 * time.Second):
+		case <-t.C:
 		}
-	default: // serveConn only returns with an error
+		t.Stop()
+	default: // hello and frames only return with an error
 		if isReadLimit(err) {
 			// The websocket library closes with 1009 (message too big) itself.
 			c.met.badFrames.Add(1)
@@ -330,6 +409,47 @@ func (c *Coordinator) ServeWS(w http.ResponseWriter, r *http.Request) {
 		c.gate.markInactive(cn.id)
 		c.evictInactive()
 	}
+}
+
+// wsBufferSize is the size of a websocket connection's read and write
+// buffers. Frames larger than a buffer bypass it (the round and update
+// frames), so it only batches frame headers and small control frames;
+// the HTTP server's own 4 KiB buffers would stay allocated for as long
+// as the connection lives.
+const wsBufferSize = 512
+
+// smallBuffers is the ResponseWriter handed to websocket.Accept: its
+// Hijack gives the websocket library buffers of wsBufferSize bytes.
+type smallBuffers struct{ http.ResponseWriter }
+
+func (s smallBuffers) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	hj, ok := s.ResponseWriter.(http.Hijacker)
+	if !ok {
+		return nil, nil, errors.New("coordinator: the response writer cannot be hijacked")
+	}
+	nc, brw, err := hj.Hijack()
+	if err != nil {
+		return nil, nil, err
+	}
+	// Response bytes the HTTP server has not written yet go out first.
+	if err := brw.Writer.Flush(); err != nil {
+		nc.Close()
+		return nil, nil, fmt.Errorf("coordinator: flush the upgrade response: %w", err)
+	}
+	// Bytes the HTTP server read past the request (a client may send its
+	// first frame before the upgrade response arrives) are buffered in
+	// the new reader too: the websocket library takes over whatever the
+	// reader it is given holds buffered.
+	n := brw.Reader.Buffered()
+	b, _ := brw.Reader.Peek(n)
+	br := bufio.NewReaderSize(io.MultiReader(bytes.NewReader(bytes.Clone(b)), nc), max(wsBufferSize, n))
+	if n > 0 {
+		if _, err := br.Peek(n); err != nil {
+			nc.Close()
+			return nil, nil, fmt.Errorf("coordinator: carry over buffered bytes: %w", err)
+		}
+	}
+	return nc, bufio.NewReadWriter(br, bufio.NewWriterSize(nc, wsBufferSize)), nil
 }
 
 // helloDone releases the connection's place among its address's
@@ -380,7 +500,9 @@ func badFrame(err error) error {
 	return &closeError{code: wire.CodeBadFrame, reason: err.Error()}
 }
 
-func (c *Coordinator) serveConn(ctx context.Context, cn *conn) error {
+// hello reads and checks cn's hello and admits the device.
+func (c *Coordinator) hello(cn *conn) error {
+	ctx := cn.ctx
 	hctx, cancel := context.WithTimeout(ctx, c.lim.HelloTimeout)
 	typ, b, err := cn.ws.Read(hctx)
 	timedOut := errors.Is(hctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
@@ -411,9 +533,14 @@ func (c *Coordinator) serveConn(ctx context.Context, cn *conn) error {
 		return err
 	}
 	c.gate.markActive(cn.id)
+	return nil
+}
+
+// frames reads and handles cn's frames after its hello until an error.
+func (c *Coordinator) frames(cn *conn) error {
 	lim := wire.Limits{MaxBytes: c.lim.MaxFrameBytes}
 	for {
-		typ, buf, err := readPooled(ctx, cn.ws)
+		typ, buf, err := readPooled(cn.ctx, cn.ws)
 		if err != nil {
 			return err
 		}

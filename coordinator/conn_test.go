@@ -1,11 +1,12 @@
 package coordinator_test
 
 import (
-	"browserfl/coordinator"
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"browserfl/coordinator"
 	"browserfl/shared/wire"
 )
 
@@ -235,5 +237,74 @@ func TestStore(t *testing.T) {
 	}
 	if err := st.Authenticate("dev", "secreT"); !errors.Is(err, coordinator.ErrBadSecret) {
 		t.Errorf("wrong secret: %v", err)
+	}
+}
+
+// A client may send its hello in the same packet as the upgrade request,
+// before the 101 arrives: the bytes the HTTP server has read past the
+// request must reach the websocket reader (the coordinator hands the
+// websocket library its own small buffers at the hijack).
+func TestHelloPipelinedWithUpgrade(t *testing.T) {
+	sess := testSession(200, 4, 2, 3, 500) // frames up to 16 d + 1 KiB
+	h := newHarness(t, sess, 5)
+	hello, _ := wire.EncodeControl(wire.Hello{Version: wire.Version, JoinCode: "join-me"})
+	for _, pad := range []int{0, 2000} { // a hello larger than the coordinator's websocket buffer too
+		t.Run(strconv.Itoa(pad), func(t *testing.T) {
+			msg := hello
+			if pad > 0 {
+				msg = append([]byte("{"+strings.Repeat(" ", pad)), hello[1:]...)
+			}
+			conn, err := net.Dial("tcp", strings.TrimPrefix(h.srv.URL, "http://"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			conn.SetDeadline(time.Now().Add(20 * time.Second))
+			req := "GET /ws HTTP/1.1\r\nHost: " + strings.TrimPrefix(h.srv.URL, "http://") + "\r\n" +
+				"Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\n" +
+				"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n"
+			// One masked text frame (RFC 6455 section 5.2), mask 0.
+			frame := []byte{0x81}
+			switch n := len(msg); {
+			case n < 126:
+				frame = append(frame, 0x80|byte(n))
+			default:
+				frame = append(frame, 0x80|126, byte(n>>8), byte(n))
+			}
+			frame = append(frame, 0, 0, 0, 0)
+			frame = append(frame, msg...)
+			if _, err := conn.Write(append([]byte(req), frame...)); err != nil {
+				t.Fatal(err)
+			}
+			br := bufio.NewReader(conn)
+			resp, err := http.ReadResponse(br, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if resp.StatusCode != http.StatusSwitchingProtocols {
+				t.Fatalf("HTTP %d", resp.StatusCode)
+			}
+			hdr := make([]byte, 2)
+			if _, err := io.ReadFull(br, hdr); err != nil {
+				t.Fatal(err)
+			}
+			n := int(hdr[1] & 0x7f)
+			if n == 126 {
+				ext := make([]byte, 2)
+				io.ReadFull(br, ext)
+				n = int(ext[0])<<8 | int(ext[1])
+			}
+			body := make([]byte, n)
+			if _, err := io.ReadFull(br, body); err != nil {
+				t.Fatal(err)
+			}
+			m, err := wire.DecodeControl(body)
+			if err != nil {
+				t.Fatalf("first frame %q: %v", body, err)
+			}
+			if _, ok := m.(wire.Welcome); !ok {
+				t.Fatalf("got %T (%s), want a welcome", m, body)
+			}
+		})
 	}
 }

@@ -63,6 +63,9 @@ type Config struct {
 	// Evaluate (default 0: never).
 	EvalEvery int
 	Evaluate  func(w []float64) (accuracy, loss float64, err error)
+	// EvalSamples is the number of test samples Evaluate uses; it is
+	// stored and published beside every accuracy.
+	EvalSamples int
 	// TeacherSecret unlocks the teacher's endpoints (/api/teacher/...,
 	// teacher.go) and the dashboard's controls; empty: no request is a
 	// teacher's.
@@ -171,16 +174,24 @@ type Coordinator struct {
 	// wire round frame (X = model, T = committed), for /api/model.
 	modelFrame []byte
 	changed    chan struct{} // signalled when eligibility may have changed
-	scratch    []float64     // payload validation buffer (guarded by mu)
 	nconn      int           // devices with a connection
 	// bound is the largest L2 norm of an accepted update
 	// (optim.UpdateBound; +Inf: finiteness only).
 	bound float64
+	// keepPayloads: the server half is not an optim.SumApplier, so the
+	// round is applied from the payloads (decoded a second time by
+	// Apply) and each accepted update keeps its payload too.
+	keepPayloads bool
+	// vecs recycles the decoded update vectors (*[]float64) between
+	// rounds; sum is the round loop's buffer for their sum.
+	vecs sync.Pool
+	sum  []float64
 }
 
 type evalPoint struct {
 	T                   int
 	Accuracy, Loss      float64
+	Samples             int
 	HaveAccuracy, Valid bool
 }
 
@@ -205,13 +216,21 @@ type device struct {
 	leftWhy string
 }
 
+// update is an accepted update: its vector, decoded and validated once
+// as it arrived, and (only when the server half has no ApplySum) its
+// payload.
+type update struct {
+	vec     *[]float64
+	payload []byte
+}
+
 type openRound struct {
 	t        int
-	cohort   map[string]bool   // sampled devices still counted in the round
-	updates  map[string][]byte // received valid payloads
-	dropped  map[string]bool   // cohort members that reconnected without their update: excluded
-	closed   bool              // no more updates accepted (deadline passed or all in)
-	included []string          // frozen at close
+	cohort   map[string]bool    // sampled devices still counted in the round
+	updates  map[string]*update // received valid updates
+	dropped  map[string]bool    // cohort members that reconnected without their update: excluded
+	closed   bool               // no more updates accepted (deadline passed or all in)
+	included []string           // frozen at close
 	// deadlineHit: the round closed because its deadline passed (some
 	// cohort member neither answered nor was dropped as gone).
 	deadlineHit bool
@@ -321,6 +340,8 @@ func (c *Coordinator) prepare() error {
 		return fmt.Errorf("coordinator: update bound: %w", err)
 	}
 	c.bound = bound
+	_, sums := c.server.(optim.SumApplier)
+	c.keepPayloads = !sums
 	committed, state, err := c.store.State()
 	if err != nil {
 		return fmt.Errorf("coordinator: %w", err)
@@ -343,7 +364,7 @@ func (c *Coordinator) prepare() error {
 	if recs, err := c.store.Rounds(max(0, committed-cfg.EvalEvery-1), cfg.EvalEvery+2); err == nil {
 		for _, r := range recs {
 			if r.Evaluated {
-				c.lastEval = evalPoint{T: r.T, Accuracy: r.Accuracy, Loss: r.Loss, Valid: true}
+				c.lastEval = evalPoint{T: r.T, Accuracy: r.Accuracy, Loss: r.Loss, Samples: r.EvalSamples, Valid: true}
 			}
 		}
 	}
@@ -557,7 +578,7 @@ func (c *Coordinator) beginRound(ctx context.Context, t int) (*openRound, error)
 	cohort := optim.SampleCohort(eligible, k, c.cfg.Seed, t)
 	slices.Sort(cohort)
 	now := time.Now()
-	or := &openRound{t: t, cohort: make(map[string]bool, k), updates: make(map[string][]byte, k),
+	or := &openRound{t: t, cohort: make(map[string]bool, k), updates: make(map[string]*update, k),
 		dropped: make(map[string]bool), allIn: make(chan struct{}), started: now, deadline: now.Add(deadline)}
 	for _, id := range cohort {
 		d := c.devices[id]
@@ -580,11 +601,13 @@ func (c *Coordinator) finishRound(ctx context.Context, or *openRound) error {
 	t := or.t
 	c.mu.Lock()
 	c.closeRoundLocked(or)
-	updates := make([]optim.Update, 0, len(or.included))
+	// The included updates no longer change once the round is closed.
+	included := make([]*update, 0, len(or.included))
 	for _, id := range or.included {
-		updates = append(updates, optim.Update{T: t, Payload: or.updates[id]})
+		included = append(included, or.updates[id])
 	}
 	c.mu.Unlock()
+	defer c.recycle(included)
 	if ctx.Err() != nil {
 		// Shutting down: the round is not committed; its devices learn
 		// "excluded" on resume.
@@ -598,7 +621,7 @@ func (c *Coordinator) finishRound(ctx context.Context, or *openRound) error {
 	if err != nil {
 		return fmt.Errorf("coordinator: marshal server state: %w", err)
 	}
-	applyErr := c.server.Apply(t, updates)
+	applyErr := c.apply(t, included)
 	if applyErr == nil && t < c.sess.Rounds {
 		applyErr = servable(c.server, c.sess.DeadlineMillis)
 	}
@@ -629,7 +652,7 @@ func (c *Coordinator) finishRound(ctx context.Context, or *openRound) error {
 		if err != nil {
 			c.log.Warn("evaluation failed", "round", t, "err", err)
 		} else {
-			rec.Evaluated, rec.Accuracy, rec.Loss = true, acc, loss
+			rec.Evaluated, rec.Accuracy, rec.Loss, rec.EvalSamples = true, acc, loss, c.cfg.EvalSamples
 		}
 	}
 	if err := c.store.CommitRound(rec, state); err != nil {
@@ -649,7 +672,7 @@ func (c *Coordinator) finishRound(ctx context.Context, or *openRound) error {
 	c.committed = t
 	c.finished = t >= c.sess.Rounds || c.ended
 	if rec.Evaluated {
-		c.lastEval = evalPoint{T: t, Accuracy: rec.Accuracy, Loss: rec.Loss, Valid: true}
+		c.lastEval = evalPoint{T: t, Accuracy: rec.Accuracy, Loss: rec.Loss, Samples: rec.EvalSamples, Valid: true}
 	}
 	inc := make(map[string]bool, len(or.included))
 	for _, id := range or.included {
@@ -683,9 +706,50 @@ func (c *Coordinator) finishRound(ctx context.Context, or *openRound) error {
 	c.log.Info("round committed", "round", t, "included", len(or.included), "cohort", len(cohortIDs),
 		"latency_ms", latency.Milliseconds(), "bytes_in", or.bytesIn, "bytes_out", or.bytesOut)
 	if rec.Evaluated {
-		c.log.Info("evaluated", "round", t, "accuracy", rec.Accuracy, "loss", rec.Loss)
+		c.log.Info("evaluated", "round", t, "accuracy", rec.Accuracy, "loss", rec.Loss, "test_samples", rec.EvalSamples)
 	}
 	return nil
+}
+
+// apply applies round t's included updates: their vectors summed in
+// the order of the sorted included ids (the order Apply would add them)
+// and handed to the server half's ApplySum, or, for a server half
+// without it, their payloads to Apply.
+func (c *Coordinator) apply(t int, included []*update) error {
+	sa, ok := c.server.(optim.SumApplier)
+	if !ok {
+		updates := make([]optim.Update, len(included))
+		for i, u := range included {
+			updates[i] = optim.Update{T: t, Payload: u.payload}
+		}
+		return c.server.Apply(t, updates)
+	}
+	if len(c.sum) != c.sess.Dim {
+		c.sum = make([]float64, c.sess.Dim)
+	}
+	clear(c.sum)
+	for _, u := range included {
+		for i, v := range *u.vec {
+			c.sum[i] += v
+		}
+	}
+	return sa.ApplySum(t, c.sum, len(included))
+}
+
+// vec returns a vector of length dim for decoding an update into.
+func (c *Coordinator) vec(dim int) *[]float64 {
+	if v, ok := c.vecs.Get().(*[]float64); ok && len(*v) == dim {
+		return v
+	}
+	v := make([]float64, dim)
+	return &v
+}
+
+// recycle returns the vectors of a finished round's updates for reuse.
+func (c *Coordinator) recycle(us []*update) {
+	for _, u := range us {
+		c.vecs.Put(u.vec)
+	}
 }
 
 // discardRound abandons round or without committing it: every cohort
@@ -726,39 +790,44 @@ func (c *Coordinator) closeRoundLocked(or *openRound) {
 // acceptUpdate handles an update frame from device d on connection cn.
 // It returns a protocol error for an update the device had no business
 // sending; late updates are dropped without error.
+//
+// The payload is decoded and validated (finite, within the norm bound)
+// once, outside the coordinator's lock, between two looks at the round
+// under it: the first refuses an update that was not asked for before
+// any decoding, the second decides, so each update is counted at most
+// once whatever happened meanwhile.
 func (c *Coordinator) acceptUpdate(cn *conn, u wire.UpdateFrame, frameLen int) error {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	d := c.devices[cn.id]
-	if d == nil || d.conn != cn {
-		return nil // superseded connection
-	}
-	or := c.round
-	switch {
-	case u.T <= c.committed || (or != nil && or.t == u.T && or.closed && or.cohort[cn.id]):
-		c.met.lateUpdates.Add(1)
-		return nil
-	case or == nil || or.t != u.T || !or.cohort[cn.id] || d.round != u.T:
-		return fmt.Errorf("update for round %d that was not assigned to this device", u.T)
-	case or.updates[cn.id] != nil:
-		return fmt.Errorf("duplicate update for round %d", u.T)
+	dim, drop, err := c.checkUpdateLocked(cn, u.T)
+	c.mu.Unlock()
+	if drop || err != nil {
+		return err
 	}
 	// Validate the payload with the mechanism's decoder before it can
 	// reach the server half: a bad payload never touches the model.
-	if c.scratch == nil {
-		c.scratch = make([]float64, c.sess.Dim)
-	}
-	if err := mechanism.Decode(c.scratch, u.Payload); err != nil {
+	vec := c.vec(dim)
+	if err := mechanism.Decode(*vec, u.Payload); err != nil {
+		c.vecs.Put(vec)
 		return fmt.Errorf("%w: update payload: %v", wire.ErrBadFrame, err)
 	}
+	norm := mechanism.Norm(*vec)
+
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, drop, err := c.checkUpdateLocked(cn, u.T); drop || err != nil {
+		c.vecs.Put(vec)
+		return err
+	}
+	d, or := c.devices[cn.id], c.round
 	// The norm bound of the session's public parameters: an honest
 	// device exceeds it with probability at most optim.UpdateRejectProb.
 	// A rejected update is excluded (the device aborts it, so its noise
 	// state stays consistent) and never reaches the aggregate.
-	if n := mechanism.Norm(c.scratch); !(n <= c.bound) {
+	if !(norm <= c.bound) {
+		c.vecs.Put(vec)
 		c.met.rejectedUpdates.Add(1)
-		reason := fmt.Sprintf("rejected: the update's norm %.4g is above the session's bound %.4g", n, c.bound)
-		c.log.Warn("update rejected", "device", shortID(cn.id), "round", u.T, "norm", n, "bound", c.bound)
+		reason := fmt.Sprintf("rejected: the update's norm %.4g is above the session's bound %.4g", norm, c.bound)
+		c.log.Warn("update rejected", "device", shortID(cn.id), "round", u.T, "norm", norm, "bound", c.bound)
 		delete(or.cohort, cn.id)
 		or.dropped[cn.id] = true
 		d.round = 0
@@ -767,12 +836,38 @@ func (c *Coordinator) acceptUpdate(cn *conn, u wire.UpdateFrame, frameLen int) e
 		c.signal()
 		return nil
 	}
-	or.updates[cn.id] = slices.Clone(u.Payload)
+	up := &update{vec: vec}
+	if c.keepPayloads {
+		up.payload = slices.Clone(u.Payload)
+	}
+	or.updates[cn.id] = up
 	d.misses = 0
 	or.bytesIn += int64(frameLen)
 	c.met.updates.Add(1)
 	or.checkAllIn()
 	return nil
+}
+
+// checkUpdateLocked looks at an update for round t from cn: drop is set
+// for one to ignore (a superseded connection, a late update), err for
+// one the device had no business sending; otherwise it returns the
+// session's dimension.
+func (c *Coordinator) checkUpdateLocked(cn *conn, t int) (dim int, drop bool, err error) {
+	d := c.devices[cn.id]
+	if d == nil || d.conn != cn {
+		return 0, true, nil // superseded connection
+	}
+	or := c.round
+	switch {
+	case t <= c.committed || (or != nil && or.t == t && or.closed && or.cohort[cn.id]):
+		c.met.lateUpdates.Add(1)
+		return 0, true, nil
+	case or == nil || or.t != t || !or.cohort[cn.id] || d.round != t:
+		return 0, false, fmt.Errorf("update for round %d that was not assigned to this device", t)
+	case or.updates[cn.id] != nil:
+		return 0, false, fmt.Errorf("duplicate update for round %d", t)
+	}
+	return c.sess.Dim, false, nil
 }
 
 // checkAllIn closes allIn once every device still in the cohort has

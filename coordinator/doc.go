@@ -35,6 +35,9 @@
 //     No secret or vector is logged.
 //
 // Concurrency: one goroutine (Run) drives rounds; each connection has a
-// reader (ServeWS) and a writer goroutine with a bounded outbox. Shared
-// state is guarded by one mutex; the server half is touched only by Run.
+// reader goroutine (started by ServeWS once the device is admitted) and a
+// bounded outbox drained by a writer goroutine that runs only while
+// frames are queued; heartbeats run on a timer. Shared state is guarded
+// by one mutex, which update payloads are decoded and validated outside
+// of; the server half is touched only by Run.
 package coordinator

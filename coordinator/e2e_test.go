@@ -223,9 +223,33 @@ func TestEndToEndUndisturbed(t *testing.T) {
 	checkInvariant(t, h.qs, sess.Cohort, fakes)
 }
 
+// applyOnly hides the server half's ApplySum: the coordinator then keeps
+// each update's payload and applies the round with Apply.
+type applyOnly struct{ optim.Server }
+
 func TestEndToEndFaults(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		wrap func(optim.Server) optim.Server
+	}{
+		{"ApplySum", nil},
+		{"Apply", func(s optim.Server) optim.Server { return applyOnly{s} }},
+	} {
+		t.Run(tc.name, func(t *testing.T) { testEndToEndFaults(t, tc.wrap) })
+	}
+}
+
+func testEndToEndFaults(t *testing.T, wrap func(optim.Server) optim.Server) {
 	sess := testSession(8, 8, 4, 20, 250)
-	h := newHarness(t, sess, 2)
+	h := newHarnessWith(t, sess, func(cfg *coordinator.Config) {
+		cfg.MinDevices = 2
+		if wrap != nil {
+			cfg.Server = wrap(cfg.Server)
+			if _, ok := cfg.Server.(optim.SumApplier); ok {
+				t.Fatal("the wrapped server still has ApplySum")
+			}
+		}
+	})
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	runErr := make(chan error, 1)

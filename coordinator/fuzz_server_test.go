@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -98,7 +99,8 @@ func (h *fuzzHarness) tracef(format string, args ...any) {
 
 type fuzzDevice struct {
 	id, secret string
-	sent       map[int]int64 // rounds it sent an update for (accepted or not): seq at the last send
+	sent       map[int]int64    // rounds it sent an update for (accepted or not): seq at the last send
+	payloads   map[int][][]byte // the payloads it sent, by round
 	cn         *conn
 	ws         *fakeWS
 	all        []*fakeWS // every connection it had
@@ -152,7 +154,7 @@ func (h *fuzzHarness) next() (byte, bool) {
 
 func (h *fuzzHarness) connect(d *fuzzDevice, hello wire.Hello) {
 	ws := &fakeWS{seq: &h.seq}
-	cn := &conn{c: h.c, ws: ws, outbox: make(chan outFrame, h.c.lim.Outbox), done: make(chan struct{}),
+	cn := &conn{c: h.c, ws: ws, outbox: make(chan outFrame, h.c.lim.Outbox), done: make(chan struct{}), manual: true,
 		tokens: float64(h.c.lim.MsgBurst), lastTok: time.Now()}
 	// No writer goroutine: drain moves queued frames to ws after every
 	// step, so a frame's stamp is the step that queued it.
@@ -238,9 +240,9 @@ func (h *fuzzHarness) finish() {
 	or := h.open
 	h.open = nil
 	h.c.mu.Lock()
-	payloads := make(map[string][]byte, len(or.updates))
-	for id, p := range or.updates {
-		payloads[id] = p
+	accepted := make(map[string][]float64, len(or.updates))
+	for id, u := range or.updates {
+		accepted[id] = slices.Clone(*u.vec)
 	}
 	h.c.mu.Unlock()
 	before := h.est.Estimate()
@@ -261,10 +263,23 @@ func (h *fuzzHarness) finish() {
 		if err != nil || !ok {
 			h.t.Fatalf("round %d committed without a record: %v", or.t, err)
 		}
-		dec := make([]float64, h.dim)
+		sent := make(map[string][][]byte)
+		for _, d := range h.devs {
+			sent[d.id] = d.payloads[or.t]
+		}
 		for _, id := range rec.Included {
-			if err := mechanism.Decode(dec, payloads[id]); err != nil {
-				h.t.Fatalf("round %d: included payload of %.8s does not decode: %v", or.t, id, err)
+			// The vector the coordinator kept is the decoding of a
+			// payload the device sent for this round.
+			dec := accepted[id]
+			ok := false
+			for _, p := range sent[id] {
+				v := make([]float64, h.dim)
+				if mechanism.Decode(v, p) == nil && slices.Equal(v, dec) {
+					ok = true
+				}
+			}
+			if !ok {
+				h.t.Fatalf("round %d: included update of %.8s is not the decoding of a payload it sent", or.t, id)
 			}
 			if n := mechanism.Norm(dec); !(n <= h.c.bound) {
 				h.t.Fatalf("round %d: included payload of norm %v above the bound %v", or.t, n, h.c.bound)
@@ -420,13 +435,15 @@ func runFuzzProgram(t *testing.T, prog []byte) {
 				if r < 1 {
 					r = 1
 				}
-				b, err := wire.EncodeUpdate(wire.UpdateFrame{T: r, Payload: h.payload(kind)})
+				payload := h.payload(kind)
+				b, err := wire.EncodeUpdate(wire.UpdateFrame{T: r, Payload: payload})
 				if err != nil {
 					continue
 				}
 				if d.sent == nil {
-					d.sent = map[int]int64{}
+					d.sent, d.payloads = map[int]int64{}, map[int][][]byte{}
 				}
+				d.payloads[r] = append(d.payloads[r], payload)
 				d.sent[r] = h.seq.Add(1)
 				h.tracef("  update round %d kind %d stamp %d", r, kind%6, d.sent[r])
 				h.frame(d, websocket.MessageBinary, b)

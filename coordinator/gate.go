@@ -62,9 +62,13 @@ type Gate struct {
 	// is still there and reads (the heartbeat); without the pong within
 	// PingTimeout the connection is dropped as a slow consumer, which
 	// takes the device out of sampling and out of an open round it has
-	// not answered (defaults 3s and 10s: browsers answer pings in their
+	// not answered (defaults 10s and 10s: browsers answer pings in their
 	// network stack whatever the page is doing; the native device
 	// answers between frames, and its longest step is far below 10s).
+	// A device that vanishes without closing its connection is noticed
+	// within 20 s; each ping costs the coordinator about 15 µs of CPU
+	// (a write and the pong's read), so at 3 s, 3,000 idle devices
+	// alone cost 1.5% of a core.
 	// Negative PingInterval: no pings.
 	PingInterval time.Duration
 	PingTimeout  time.Duration
@@ -106,7 +110,7 @@ func (g Gate) withDefaults(deadline time.Duration) Gate {
 	def(&g.MaxInactive, 4096)
 	def(&g.MaxAddresses, 10000)
 	def(&g.PreHelloPerAddress, 128)
-	defD(&g.PingInterval, 3*time.Second)
+	defD(&g.PingInterval, 10*time.Second)
 	defD(&g.PingTimeout, 10*time.Second)
 	return g
 }

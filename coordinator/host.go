@@ -472,6 +472,8 @@ type SessionSummary struct {
 	// Accuracy is the last evaluated accuracy (absent if never
 	// evaluated).
 	Accuracy *float64 `json:"accuracy,omitempty"`
+	// AccuracySamples is the number of test samples it was measured on.
+	AccuracySamples int `json:"accuracy_samples,omitempty"`
 	// Participants is the number of devices included in at least one
 	// round.
 	Participants int        `json:"participants"`
@@ -568,7 +570,7 @@ func summarize(st *Store) (SessionSummary, error) {
 			}
 			if r.Evaluated {
 				a := r.Accuracy
-				s.Accuracy = &a
+				s.Accuracy, s.AccuracySamples = &a, r.EvalSamples
 			}
 			s.Rounds, after = r.T, r.T
 		}
@@ -601,11 +603,7 @@ func archivedStatus(st *Store) (Status, error) {
 	if recs, err := st.Rounds(max(0, committed-1000), 1000); err == nil {
 		for _, r := range recs {
 			if r.Evaluated {
-				s.LastEval = &struct {
-					T        int     `json:"t"`
-					Accuracy float64 `json:"accuracy"`
-					Loss     float64 `json:"loss"`
-				}{r.T, r.Accuracy, r.Loss}
+				s.LastEval = &EvalView{r.T, r.Accuracy, r.Loss, r.EvalSamples}
 			}
 		}
 	}

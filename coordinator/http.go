@@ -226,6 +226,8 @@ type AccuracyPoint struct {
 	Round    int     `json:"round"`
 	Accuracy float64 `json:"accuracy"`
 	Loss     float64 `json:"loss"`
+	// Samples is the number of test samples evaluated (EvalView).
+	Samples int `json:"samples"`
 }
 
 // serveRounds answers /api/rounds from st.
@@ -243,7 +245,7 @@ func serveRounds(w http.ResponseWriter, r *http.Request, st *Store) {
 		out[i] = roundView{T: rec.T, Cohort: len(rec.Cohort), Included: len(rec.Included),
 			Started: rec.Started, LatencyMillis: rec.Committed.Sub(rec.Started).Milliseconds(),
 			BytesIn: rec.BytesIn, BytesOut: rec.BytesOut, Evaluated: rec.Evaluated,
-			Accuracy: rec.Accuracy, Loss: rec.Loss, DeadlineHit: rec.DeadlineHit}
+			Accuracy: rec.Accuracy, Loss: rec.Loss, EvalSamples: rec.EvalSamples, DeadlineHit: rec.DeadlineHit}
 	}
 	writeJSON(w, out)
 }
@@ -263,7 +265,7 @@ func storeProgress(st *Store, committed, rounds int) (Progress, error) {
 		}
 		for _, r := range recs {
 			if r.Evaluated {
-				p.Accuracy = append(p.Accuracy, AccuracyPoint{Round: r.T, Accuracy: r.Accuracy, Loss: r.Loss})
+				p.Accuracy = append(p.Accuracy, AccuracyPoint{Round: r.T, Accuracy: r.Accuracy, Loss: r.Loss, Samples: r.EvalSamples})
 			}
 			after = r.T
 		}
@@ -343,6 +345,7 @@ type roundView struct {
 	Evaluated     bool      `json:"evaluated"`
 	Accuracy      float64   `json:"accuracy,omitempty"`
 	Loss          float64   `json:"loss,omitempty"`
+	EvalSamples   int       `json:"eval_samples,omitempty"`
 	// DeadlineHit: the round closed because its deadline passed
 	// (RoundRecord.DeadlineHit).
 	DeadlineHit bool `json:"deadline_hit"`
@@ -375,13 +378,9 @@ type Status struct {
 		Left  int `json:"left"`
 		Stuck int `json:"stuck"`
 	} `json:"devices"`
-	MinDevices int        `json:"min_devices"`
-	Round      *RoundView `json:"round,omitempty"`
-	LastEval   *struct {
-		T        int     `json:"t"`
-		Accuracy float64 `json:"accuracy"`
-		Loss     float64 `json:"loss"`
-	} `json:"last_eval,omitempty"`
+	MinDevices   int         `json:"min_devices"`
+	Round        *RoundView  `json:"round,omitempty"`
+	LastEval     *EvalView   `json:"last_eval,omitempty"`
 	Privacy      PrivacyView `json:"privacy"`
 	BytesIn      int64       `json:"bytes_in"`
 	BytesOut     int64       `json:"bytes_out"`
@@ -395,6 +394,16 @@ type Status struct {
 	Warnings []string `json:"warnings"`
 	// Join: the join URLs and the store-backed summary (join.go).
 	Join JoinView `json:"join"`
+}
+
+// EvalView is one server-side evaluation of the global model: after
+// round T, on Samples test samples (a fixed subset of the test set when
+// Samples is below its size; 0 in records from before the count was kept).
+type EvalView struct {
+	T        int     `json:"t"`
+	Accuracy float64 `json:"accuracy"`
+	Loss     float64 `json:"loss"`
+	Samples  int     `json:"samples"`
 }
 
 // RoundView is the open round as the dashboard shows it.
@@ -481,11 +490,7 @@ func (c *Coordinator) Status() Status {
 			DeadlineLeftMs: max(0, time.Until(or.deadline).Milliseconds())}
 	}
 	if c.lastEval.Valid {
-		s.LastEval = &struct {
-			T        int     `json:"t"`
-			Accuracy float64 `json:"accuracy"`
-			Loss     float64 `json:"loss"`
-		}{c.lastEval.T, c.lastEval.Accuracy, c.lastEval.Loss}
+		s.LastEval = &EvalView{c.lastEval.T, c.lastEval.Accuracy, c.lastEval.Loss, c.lastEval.Samples}
 	}
 	c.mu.Unlock()
 	most := s.Privacy.MaxParticipations

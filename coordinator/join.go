@@ -238,9 +238,11 @@ type ModelJSON struct {
 	Hidden int      `json:"hidden,omitempty"`
 	Labels []string `json:"labels"`
 	// Accuracy is the last test-set evaluation (round AccuracyRound).
-	Accuracy      *float64  `json:"accuracy,omitempty"`
-	AccuracyRound int       `json:"accuracy_round,omitempty"`
-	Weights       []float64 `json:"weights"`
+	Accuracy      *float64 `json:"accuracy,omitempty"`
+	AccuracyRound int      `json:"accuracy_round,omitempty"`
+	// AccuracySamples is the number of test samples it was measured on.
+	AccuracySamples int       `json:"accuracy_samples,omitempty"`
+	Weights         []float64 `json:"weights"`
 }
 
 // Summary is the end-of-session figures (and, during the session, the
@@ -269,6 +271,9 @@ type Summary struct {
 	BestRound     int      `json:"best_round,omitempty"`
 	FinalAccuracy *float64 `json:"final_accuracy,omitempty"`
 	FinalRound    int      `json:"final_round,omitempty"`
+	// AccuracySamples is the number of test samples of the final
+	// evaluation (Config.EvalSamples).
+	AccuracySamples int `json:"accuracy_samples,omitempty"`
 }
 
 var keySessionStart = []byte("session_start")
@@ -352,7 +357,7 @@ func (tl *tally) update(s *Store, evalLag int) error {
 				tl.last = r.T
 			}
 			if r.Evaluated {
-				p := AccuracyPoint{Round: r.T, Accuracy: r.Accuracy, Loss: r.Loss}
+				p := AccuracyPoint{Round: r.T, Accuracy: r.Accuracy, Loss: r.Loss, Samples: r.EvalSamples}
 				if !tl.haveEval || p.Accuracy > tl.best.Accuracy || p.Round == tl.best.Round {
 					tl.best = p
 				}
@@ -414,7 +419,7 @@ func (j *joinState) Summary() (Summary, error) {
 	if j.tally.haveEval {
 		best, final := j.tally.best, j.tally.final
 		sum.BestAccuracy, sum.BestRound = &best.Accuracy, best.Round
-		sum.FinalAccuracy, sum.FinalRound = &final.Accuracy, final.Round
+		sum.FinalAccuracy, sum.FinalRound, sum.AccuracySamples = &final.Accuracy, final.Round, final.Samples
 	}
 	j.tally.mu.Unlock()
 	if n, err := j.c.store.Devices(); err == nil {
@@ -537,7 +542,7 @@ func (j *joinState) Model() (m ModelJSON, ok bool, err error) {
 	}
 	if ev.Valid {
 		acc := ev.Accuracy
-		m.Accuracy, m.AccuracyRound = &acc, ev.T
+		m.Accuracy, m.AccuracyRound, m.AccuracySamples = &acc, ev.T, ev.Samples
 	}
 	return m, true, nil
 }

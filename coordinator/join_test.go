@@ -152,11 +152,11 @@ func newJoinFixture(t *testing.T) *joinFixture {
 	// Evaluations are added after the commit: round 2 is the best,
 	// round 4 the last.
 	for _, ev := range []struct {
-		t   int
-		acc float64
-	}{{2, 0.6}, {4, 0.55}} {
+		t, samples int
+		acc        float64
+	}{{2, 1000, 0.6}, {4, 500, 0.55}} {
 		rec := coordinator.CoordinatorRecord(ev.t, incl[ev.t-1]...)
-		rec.Evaluated, rec.Accuracy, rec.Loss = true, ev.acc, 1
+		rec.Evaluated, rec.Accuracy, rec.Loss, rec.EvalSamples = true, ev.acc, 1, ev.samples
 		if err := st.UpdateRecord(rec); err != nil {
 			t.Fatal(err)
 		}
@@ -204,7 +204,8 @@ type statusJoin struct {
 		MaxParticipations int    `json:"max_participations"`
 		EpsilonText       string `json:"epsilon_text"`
 	} `json:"privacy"`
-	UptimeSec float64 `json:"uptime_s"`
+	UptimeSec float64               `json:"uptime_s"`
+	LastEval  *coordinator.EvalView `json:"last_eval"`
 	Join      struct {
 		URLs    []string            `json:"urls"`
 		Summary coordinator.Summary `json:"summary"`
@@ -252,6 +253,10 @@ func TestStoreFiguresSurviveRestart(t *testing.T) {
 			sum.FinalAccuracy == nil || *sum.FinalAccuracy != 0.55 || sum.FinalRound != 4 {
 			t.Errorf("coordinator %d: best %v at %d, final %v at %d; want 0.6 at 2, 0.55 at 4", i+1, sum.BestAccuracy, sum.BestRound, sum.FinalAccuracy, sum.FinalRound)
 		}
+		// The number of test samples goes with every accuracy.
+		if sum.AccuracySamples != 500 || s.LastEval == nil || s.LastEval.T != 4 || s.LastEval.Samples != 500 {
+			t.Errorf("coordinator %d: final accuracy on %d samples, last evaluation %+v; want 500 samples at round 4", i+1, sum.AccuracySamples, s.LastEval)
+		}
 		if sum.WorstEpsilonText == "" || sum.WorstEpsilonText != s.Privacy.EpsilonText {
 			t.Errorf("coordinator %d: worst epsilon %q, the plan's %q", i+1, sum.WorstEpsilonText, s.Privacy.EpsilonText)
 		}
@@ -295,6 +300,9 @@ func TestModelJSON(t *testing.T) {
 	}
 	if m.Round != 4 || m.Session != f.sess || !reflect.DeepEqual(m.Labels, []string{"cat", "dog"}) {
 		t.Errorf("round %d, session %+v, labels %q", m.Round, m.Session, m.Labels)
+	}
+	if m.Accuracy == nil || *m.Accuracy != 0.55 || m.AccuracyRound != 4 || m.AccuracySamples != 500 {
+		t.Errorf("accuracy %v at round %d on %d samples; want 0.55 at 4 on 500", m.Accuracy, m.AccuracyRound, m.AccuracySamples)
 	}
 	for k, v := range m.Weights {
 		if v != float64(float32(f.x[k])) {

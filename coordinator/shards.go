@@ -22,7 +22,7 @@ import (
 // again. At most ShardConfig.Max distinct shards are made; later pages
 // get the earlier ones again, round robin.
 type Shards struct {
-	set       dataset.Set
+	set       ShardSource
 	classes   int
 	cfg       ShardConfig
 	stream    *dataset.ShardStream
@@ -37,8 +37,20 @@ type Shards struct {
 	order    []int // cached shard indices, oldest first
 }
 
+// ShardSource is the training set the demo shards are drawn from: a
+// *dataset.Compact (one byte per pixel, what cmd/coordinator keeps: a
+// shard's float32 features exist only while it is encoded) or a
+// dataset.Set.
+type ShardSource interface {
+	Len() int
+	Labels() []int
+	Subset(idx []int) (dataset.Set, error)
+}
+
 // ShardConfig sizes and draws the demo shards.
 type ShardConfig struct {
+	// Classes is the training set's number of classes.
+	Classes int
 	// Rounds and Batch are the session's T and b.
 	Rounds, Batch int
 	// Alpha is the Dirichlet label skew (small = more non-IID).
@@ -57,9 +69,9 @@ type ShardConfig struct {
 const cachedShards = 8
 
 // NewShards returns the demo shard source over train.
-func NewShards(train dataset.Set, cfg ShardConfig) (*Shards, error) {
-	if cfg.Rounds <= 0 || cfg.Batch <= 0 || cfg.Max <= 0 {
-		return nil, fmt.Errorf("demo shards: rounds %d, batch %d, max %d: want all positive", cfg.Rounds, cfg.Batch, cfg.Max)
+func NewShards(train ShardSource, cfg ShardConfig) (*Shards, error) {
+	if cfg.Rounds <= 0 || cfg.Batch <= 0 || cfg.Max <= 0 || cfg.Classes <= 0 {
+		return nil, fmt.Errorf("demo shards: rounds %d, batch %d, max %d, classes %d: want all positive", cfg.Rounds, cfg.Batch, cfg.Max, cfg.Classes)
 	}
 	st, err := dataset.NewShardStream(train.Labels(), cfg.Alpha, cfg.Seed)
 	if err != nil {
@@ -69,7 +81,7 @@ func NewShards(train dataset.Set, cfg ShardConfig) (*Shards, error) {
 	if committed == nil {
 		committed = func() int { return 0 }
 	}
-	return &Shards{set: train, classes: train.Classes, cfg: cfg, stream: st, committed: committed,
+	return &Shards{set: train, classes: cfg.Classes, cfg: cfg, stream: st, committed: committed,
 		cache: make(map[int]shardFiles)}, nil
 }
 

@@ -91,6 +91,9 @@ type RoundRecord struct {
 	Evaluated bool    `json:"evaluated,omitempty"`
 	Accuracy  float64 `json:"accuracy,omitempty"`
 	Loss      float64 `json:"loss,omitempty"`
+	// EvalSamples is the number of test samples evaluated
+	// (Config.EvalSamples).
+	EvalSamples int `json:"eval_samples,omitempty"`
 }
 
 // Includes reports whether id is among rec's included devices.

@@ -92,7 +92,7 @@ type options struct {
 func defaults() options {
 	return options{
 		Listen: "localhost:8080", DataDir: "data/coordinator", Task: "fashion",
-		MinDevices: 0, EvalEvery: 5, DemoShards: 0, DemoAlpha: 0.5,
+		MinDevices: 0, EvalEvery: 5, EvalSamples: 2000, DemoShards: 0, DemoAlpha: 0.5,
 		Deadline: "20s", RoundGap: "1s", LogLevel: "info",
 		JoinCodeLength: 10, ReadHeaderTimeout: "10s", IdleTimeout: "60s",
 		// The demo's privacy target, rho_p = 1.5, keeps every device's
@@ -125,7 +125,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	origins := fs.String("origins", "", "comma-separated extra Origin host patterns allowed to open the websocket (same host is always allowed)")
 	fs.IntVar(&o.MinDevices, "min-devices", o.MinDevices, "devices a round waits for (0 = the cohort size m)")
 	fs.IntVar(&o.EvalEvery, "eval-every", o.EvalEvery, "evaluate the global model on the test set every K rounds (0 = never)")
-	fs.IntVar(&o.EvalSamples, "eval-samples", 0, "evaluate on the first n test samples (0 = all)")
+	fs.IntVar(&o.EvalSamples, "eval-samples", o.EvalSamples, "evaluate on the first n test samples (0 = all; the count is shown beside every accuracy)")
 	fs.Uint64Var(&o.Seed, "seed", 0, "cohort sampling seed (0 = random at first start, kept in the store and logged)")
 	fs.IntVar(&o.DemoShards, "demo-shards", 0, "distinct demo shards handed out before earlier ones are reused (0 = 4 M; -1 = no demo shards)")
 	fs.Float64Var(&o.DemoAlpha, "demo-alpha", o.DemoAlpha, "Dirichlet alpha of the demo shards' label skew (small = more non-IID)")
@@ -303,9 +303,21 @@ func run(args []string, stderr io.Writer) error {
 		return err
 	}
 
-	evalSet := test.Samples
-	if o.EvalSamples > 0 && o.EvalSamples < len(evalSet) {
-		evalSet = evalSet[:o.EvalSamples]
+	// The evaluation set is a fixed subset of the test set (its first
+	// -eval-samples samples), the only part of the data held as float32;
+	// the training set stays compact (one byte per pixel) and the demo
+	// shards are expanded from it one at a time.
+	evalN := test.Len()
+	if o.EvalSamples > 0 {
+		evalN = min(o.EvalSamples, evalN)
+	}
+	evalData, err := test.Head(evalN)
+	if err != nil {
+		return err
+	}
+	evalSet := evalData.Samples
+	if o.EvalEvery > 0 && len(evalSet) > 0 {
+		log.Info("server-side evaluation", "every_rounds", o.EvalEvery, "test_samples", len(evalSet), "test_set", test.Len())
 	}
 	evalModel := mdl.Clone()
 	template := func() (coordinator.Config, error) {
@@ -316,7 +328,7 @@ func run(args []string, stderr io.Writer) error {
 				model.Init(mdl, x0, 1)
 				return optim.NewServer(devrt.Params(final), x0, crand.Reader)
 			},
-			RoundGap: gap, EvalEvery: o.EvalEvery, Logger: log, AllowedOrigins: o.Origins,
+			RoundGap: gap, EvalEvery: o.EvalEvery, EvalSamples: len(evalSet), Logger: log, AllowedOrigins: o.Origins,
 			Limits: coordinator.Limits{MaxDevices: o.MaxDevices, MsgRate: o.MsgRate},
 			Gate: coordinator.Gate{RegisterRate: o.RegisterRate, RegisterGlobalRate: o.RegisterGlobalRate,
 				MaxInactive: o.MaxInactive, PreHelloPerAddress: o.PreHelloPerAddress, TrustProxy: o.TrustProxy,
@@ -333,7 +345,7 @@ func run(args []string, stderr io.Writer) error {
 	current := func() *coordinator.Coordinator { return host.Current() }
 	var shards *coordinator.Shards
 	if shardsN > 0 {
-		if shards, err = coordinator.NewShards(train, coordinator.ShardConfig{Rounds: sess.Rounds, Batch: sess.Batch,
+		if shards, err = coordinator.NewShards(train, coordinator.ShardConfig{Classes: train.Classes, Rounds: sess.Rounds, Batch: sess.Batch,
 			Alpha: o.DemoAlpha, Seed: 1, Max: shardsN, Committed: func() int { return current().Committed() }}); err != nil {
 			return err
 		}
@@ -454,17 +466,16 @@ func run(args []string, stderr io.Writer) error {
 // own directory if empty) and returns its class names for the session's
 // Labels. dir "none" loads nothing: a 28x28, 10-class model without data
 // (load tests: no demo shards, no evaluation, no labels).
-func loadTask(name, dir string) (train, test dataset.Set, labels string, err error) {
+func loadTask(name, dir string) (train, test *dataset.Compact, labels string, err error) {
 	if dir == "none" {
-		train.Features, train.Classes = 784, 10
-		return train, test, "", nil
+		return &dataset.Compact{Features: 784, Classes: 10}, &dataset.Compact{Features: 784, Classes: 10}, "", nil
 	}
 	task, err := dataset.LookupTask(name)
 	if err != nil {
-		return train, test, "", err
+		return nil, nil, "", err
 	}
-	if train, test, err = task.Load(dir); err != nil {
-		return train, test, "", err
+	if train, test, err = task.LoadCompact(dir); err != nil {
+		return nil, nil, "", err
 	}
 	return train, test, strings.Join(task.Labels, ","), nil
 }

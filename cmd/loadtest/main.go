@@ -10,9 +10,15 @@
 //	    the same bytes over loopback websockets, measured in the same run.
 //
 //	loadtest -coordinator bin/coordinator -idle 10000
-//	    N connected idle devices (no round starts): coordinator RSS.
+//	    N connected idle devices (no round starts): coordinator RSS, and
+//	    its CPU while they stay connected.
 //
-// See docs/coordinator.md for results.
+// The session is paused while the devices connect and a round needs one
+// eligible device, so devices that drop (-drop k makes k of them leave
+// mid-round) never stall it. The coordinator runs in its own process
+// group and is stopped, with everything it started, when the run ends:
+// normally, on SIGINT or SIGTERM, or at -timeout; the temporary data
+// directory is removed. See docs/coordinator.md for results.
 package main
 
 import (
@@ -27,12 +33,14 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/coder/websocket"
@@ -43,7 +51,13 @@ import (
 )
 
 func main() {
-	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
+	// SIGINT and SIGTERM cancel the run: the coordinator child (its whole
+	// process group) is stopped and the temporary directory removed
+	// before the process exits.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			os.Exit(0)
 		}
@@ -61,9 +75,17 @@ type options struct {
 	compressor  string
 	stagger     time.Duration
 	baselineRep int
+	drop        int
+	timeout     time.Duration
+	idleWindow  time.Duration
 }
 
-func run(args []string, stdout, stderr io.Writer) error {
+// teacherSecret is the teacher secret the load test writes into the
+// coordinator's data directory before starting it, so that it can pause
+// the session while its devices connect and resume it afterwards.
+const teacherSecret = "loadtest-teacher-secret"
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var o options
 	fs := flag.NewFlagSet("loadtest", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -71,12 +93,15 @@ func run(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&o.n, "n", 1000, "devices in the session")
 	fs.IntVar(&o.m, "m", 100, "cohort size")
 	fs.IntVar(&o.T, "T", 50, "rounds")
-	fs.IntVar(&o.idle, "idle", 0, "if > 0: connect this many idle devices and report memory instead")
+	fs.IntVar(&o.idle, "idle", 0, "if > 0: connect this many idle devices and report memory (and CPU over -idle-window) instead")
+	fs.DurationVar(&o.idleWindow, "idle-window", 10*time.Second, "with -idle: how long to measure the coordinator's idle CPU")
 	fs.IntVar(&o.batch, "b", 1, "device minibatch")
 	fs.StringVar(&o.algorithm, "algorithm", "nc", "algorithm")
 	fs.StringVar(&o.compressor, "compressor", "", "uplink compressor spec")
 	fs.DurationVar(&o.stagger, "stagger", 2*time.Millisecond, "delay between device connections")
 	fs.IntVar(&o.baselineRep, "baseline-reps", 50, "repetitions of the loopback baseline")
+	fs.IntVar(&o.drop, "drop", 0, "devices that disconnect for good when they are first assigned a round (checks that rounds go on without them)")
+	fs.DurationVar(&o.timeout, "timeout", 30*time.Minute, "give up (and stop the coordinator) after this long")
 	policy := device.PolicyFlags(fs)
 	extra := fs.String("coordinator-args", "", "extra coordinator flags, space separated (e.g. -cpuprofile /tmp/c.prof)")
 	bsrv := fs.String("baseline-server", "", "internal: run the baseline's server side on this address")
@@ -89,30 +114,43 @@ func run(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if o.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, o.timeout)
+		defer cancel()
+	}
 	if *bsrv != "" {
-		return baselineServer(*bsrv, o.m, *boutSize, *binSize, o.baselineRep, stdout)
+		return baselineServer(ctx, *bsrv, o.m, *boutSize, *binSize, o.baselineRep, stdout)
 	}
 	n := o.n
 	if o.idle > 0 {
 		n = o.idle
+	}
+	if o.drop >= n {
+		return fmt.Errorf("-drop %d leaves no device of %d", o.drop, n)
 	}
 	dir, err := os.MkdirTemp("", "bfl-loadtest-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(dir)
+	// The coordinator reads its teacher secret from host.json in its data
+	// directory (coordinator.Host) and keeps one written before it starts.
+	if err := os.WriteFile(filepath.Join(dir, "host.json"), []byte(`{"teacher_secret":"`+teacherSecret+`"}`), 0o600); err != nil {
+		return err
+	}
 	addr, err := freeAddr()
 	if err != nil {
 		return err
 	}
-	minDevices := n
-	if o.idle > 0 {
-		minDevices = n + 1 // never start a round
-	}
+	// Rounds need one eligible device: a round starts at once with a whole
+	// cohort, and with fewer after the coordinator's fill wait, so devices
+	// that drop never stall the session. The session is paused until
+	// every device has connected, so that the measured rounds all see n.
 	cargs := []string{"-listen", addr, "-data", dir, "-join-code", "LOADTEST", "-M", strconv.Itoa(n),
 		"-m", strconv.Itoa(o.m), "-T", strconv.Itoa(o.T), "-b", strconv.Itoa(o.batch), "-algorithm", o.algorithm,
 		"-deadline", "300s", "-round-gap", "0",
-		"-dataset", "none", "-min-devices", strconv.Itoa(minDevices), "-max-devices", strconv.Itoa(n + 10), "-log-level", "warn",
+		"-dataset", "none", "-min-devices", "1", "-max-devices", strconv.Itoa(n + 10), "-log-level", "warn",
 		// All devices come from one loopback address: lift the per-address gate.
 		"-register-rate", "-1", "-register-global-rate", "-1", "-prehello-per-address", strconv.Itoa(n + 10),
 		"-max-inactive", strconv.Itoa(n + 10),
@@ -121,26 +159,45 @@ func run(args []string, stdout, stderr io.Writer) error {
 		cargs = append(cargs, "-compressor", o.compressor)
 	}
 	cargs = append(cargs, strings.Fields(*extra)...)
-	cmd := exec.Command(o.coordinator, cargs...)
-	cmd.Stderr = stderr
-	if err := cmd.Start(); err != nil {
+	coord, err := startChild(o.coordinator, cargs, io.Discard, stderr)
+	if err != nil {
 		return fmt.Errorf("start coordinator: %w", err)
 	}
-	defer func() { cmd.Process.Signal(os.Interrupt); cmd.Wait() }()
-	base := "http://" + addr
-	if err := waitHealthy(base, 30*time.Second); err != nil {
+	defer coord.stop(10 * time.Second)
+	// A coordinator that exits early ends the run.
+	ctx, cancelRun := context.WithCancelCause(ctx)
+	defer cancelRun(nil)
+	go func() {
+		select {
+		case <-coord.done:
+			cancelRun(fmt.Errorf("coordinator exited: %v", coord.err))
+		case <-ctx.Done():
+		}
+	}()
+	fail := func(err error) error {
+		if c := context.Cause(ctx); c != nil && c != ctx.Err() {
+			return fmt.Errorf("%w (%v)", err, c)
+		}
 		return err
+	}
+	pid := coord.cmd.Process.Pid
+	base := "http://" + addr
+	if err := waitHealthy(ctx, base); err != nil {
+		return fail(err)
+	}
+	if err := teacher(ctx, base, "pause"); err != nil {
+		return fail(err)
 	}
 	var sess wire.SessionParams
-	if err := getJSON(base+"/api/session?code=LOADTEST", &sess); err != nil {
-		return err
+	if err := getJSON(ctx, base+"/api/session?code=LOADTEST", &sess); err != nil {
+		return fail(err)
 	}
-	rssIdle, _ := procRSS(cmd.Process.Pid)
+	rssIdle, _ := procRSS(pid)
 
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	devCtx, cancelDevices := context.WithCancel(ctx)
 	var wg sync.WaitGroup
-	var connected, failed atomic.Int64
+	defer func() { cancelDevices(); wg.Wait() }()
+	var connected, failed, dropped atomic.Int64
 	var prepNanos atomic.Int64
 	errs := make(chan error, n)
 	start := time.Now()
@@ -155,6 +212,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 			data[j] = dataset.Sample{X: x, Label: rng.IntN(sess.Classes)}
 		}
 		var roundStart time.Time
+		dctx, dropDevice := context.WithCancel(devCtx)
+		drop := i < o.drop
 		cfg := device.Config{
 			URL: "ws://" + addr + "/ws", JoinCode: "LOADTEST", Storage: &device.MemStorage{}, Data: data,
 			MinBackoff: 200 * time.Millisecond, MaxBackoff: 5 * time.Second,
@@ -164,40 +223,68 @@ func run(args []string, stdout, stderr io.Writer) error {
 					connected.Add(1)
 				case device.EventRound:
 					roundStart = time.Now()
+					if drop {
+						drop = false
+						dropped.Add(1)
+						dropDevice()
+					}
 				case device.EventSent:
 					prepNanos.Add(int64(time.Since(roundStart)))
 				}
 			},
 		}
 		cfg.SetPolicy(pol)
-		rt, err := device.New(ctx, cfg)
+		rt, err := device.New(devCtx, cfg)
 		if err != nil {
+			dropDevice()
 			return err
 		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := rt.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
+			defer dropDevice()
+			if err := rt.Run(dctx); err != nil && !errors.Is(err, context.Canceled) {
 				failed.Add(1)
 				errs <- err
 			}
 		}()
-		time.Sleep(o.stagger)
+		if err := sleep(ctx, o.stagger); err != nil {
+			return fail(err)
+		}
 	}
 	for connected.Load() < int64(n) {
 		if failed.Load() > 0 {
 			return fmt.Errorf("a device failed: %w", <-errs)
 		}
-		time.Sleep(100 * time.Millisecond)
+		if err := sleep(ctx, 100*time.Millisecond); err != nil {
+			return fail(fmt.Errorf("%d of %d devices connected: %w", connected.Load(), n, err))
+		}
 	}
 	fmt.Fprintf(stdout, "%d devices connected in %v\n", n, time.Since(start).Round(time.Millisecond))
 
 	if o.idle > 0 {
-		time.Sleep(2 * time.Second)
-		rss, err := procRSS(cmd.Process.Pid)
+		if err := sleep(ctx, 2*time.Second); err != nil {
+			return fail(err)
+		}
+		rss, err := procRSS(pid)
 		if err != nil {
 			return err
 		}
+		// The coordinator's CPU while its devices only stay connected
+		// (heartbeats, timers): it is paid during every round too.
+		cpu0, err := procCPU(pid)
+		if err != nil {
+			return err
+		}
+		if err := sleep(ctx, o.idleWindow); err != nil {
+			return fail(err)
+		}
+		cpu1, err := procCPU(pid)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "coordinator CPU with %d idle devices: %.1f ms per second (over %v)\n",
+			n, (cpu1-cpu0)*1000/o.idleWindow.Seconds(), o.idleWindow)
 		fmt.Fprintf(stdout, "coordinator RSS: %.1f MiB before devices, %.1f MiB with %d idle devices (%.1f KiB per device)\n",
 			mib(rssIdle), mib(rss), n, float64(rss-rssIdle)/1024/float64(n))
 		self, _ := procRSS(os.Getpid())
@@ -205,18 +292,38 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return nil
 	}
 
-	cpu0, err := procCPU(cmd.Process.Pid)
+	cpu0, err := procCPU(pid)
 	if err != nil {
 		return err
 	}
 	runStart := time.Now()
-	wg.Wait()
+	if err := teacher(ctx, base, "resume"); err != nil {
+		return fail(err)
+	}
+	// Wait for the last round's record (/api/rounds after the last one
+	// seen: a cheap store read, where /api/status would cost the
+	// coordinator a sort of every device per poll).
+	for committed := 0; committed < o.T; {
+		if err := sleep(ctx, 250*time.Millisecond); err != nil {
+			return fail(fmt.Errorf("%d of %d rounds committed: %w", committed, o.T, err))
+		}
+		var recs []struct {
+			T int `json:"t"`
+		}
+		if err := getJSON(ctx, base+"/api/rounds?code=LOADTEST&after="+strconv.Itoa(committed), &recs); err != nil {
+			return fail(err)
+		}
+		for _, r := range recs {
+			committed = max(committed, r.T)
+		}
+	}
 	elapsed := time.Since(runStart)
-	cpu1, err := procCPU(cmd.Process.Pid)
+	cpu1, err := procCPU(pid)
 	if err != nil {
 		return err
 	}
-	hwm, _ := procHWM(cmd.Process.Pid)
+	hwm, _ := procHWM(pid)
+	cancelDevices()
 	var recs []struct {
 		T         int   `json:"t"`
 		Cohort    int   `json:"cohort"`
@@ -225,8 +332,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 		BytesIn   int64 `json:"bytes_in"`
 		BytesOut  int64 `json:"bytes_out"`
 	}
-	if err := getJSON(base+"/api/rounds?code=LOADTEST", &recs); err != nil {
-		return err
+	if err := getJSON(ctx, base+"/api/rounds?code=LOADTEST", &recs); err != nil {
+		return fail(err)
 	}
 	if len(recs) != o.T {
 		return fmt.Errorf("%d rounds recorded, want %d", len(recs), o.T)
@@ -254,7 +361,12 @@ func run(args []string, stdout, stderr io.Writer) error {
 		cpuPerRound, 100*(cpu1-cpu0)/elapsed.Seconds(), mib(hwm))
 	fmt.Fprintf(stdout, "device compute (assignment received to update sent, summed): %.0f ms per round over the cohort\n",
 		float64(prepNanos.Load())/1e6/float64(o.T))
-	cancel()
+	if o.drop > 0 {
+		fmt.Fprintf(stdout, "%d of the %d devices of -drop disconnected for good in the middle of a round\n", dropped.Load(), o.drop)
+	}
+	if included == 0 {
+		return errors.New("no update was included")
+	}
 
 	// Baseline: the same frames over loopback websockets with no
 	// coordinator logic. Its server side runs in its own process (this
@@ -263,14 +375,45 @@ func run(args []string, stdout, stderr io.Writer) error {
 	// clients and waits for an update-sized reply from each, reps times.
 	inPer := int(float64(bin) / float64(included))
 	outPer := int(float64(bout) / float64(o.T*o.m))
-	bl, err := runBaseline(o.m, outPer, inPer, o.baselineRep)
+	bl, err := runBaseline(ctx, o.m, outPer, inPer, o.baselineRep, stderr)
 	if err != nil {
-		return fmt.Errorf("baseline: %w", err)
+		return fail(fmt.Errorf("baseline: %w", err))
 	}
 	fmt.Fprintf(stdout, "loopback baseline (%d x (%d B out + %d B in) websocket frames, no logic, server in its own process): wall median %.1f ms, server CPU %.1f ms per round\n",
 		o.m, outPer, inPer, bl.wallMs, bl.cpuMs)
 	fmt.Fprintf(stdout, "ratio coordinator CPU per round / baseline server CPU per round: %.2f\n", cpuPerRound*1000/bl.cpuMs)
 	fmt.Fprintf(stdout, "ratio coordinator round p50 / baseline wall: %.2f (the round includes the devices' compute)\n", p50/bl.wallMs)
+	return nil
+}
+
+// sleep waits d or until ctx is done (then it returns ctx's error).
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// teacher calls the teacher endpoint POST /api/teacher/action.
+func teacher(ctx context.Context, base, action string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/api/teacher/"+action, nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("X-Teacher-Secret", teacherSecret)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("teacher %s: %w", action, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		return fmt.Errorf("teacher %s: HTTP %d: %s", action, resp.StatusCode, strings.TrimSpace(string(b)))
+	}
 	return nil
 }
 
@@ -290,31 +433,86 @@ func freeAddr() (string, error) {
 	return ln.Addr().String(), nil
 }
 
-func waitHealthy(base string, limit time.Duration) error {
-	deadline := time.Now().Add(limit)
-	for time.Now().Before(deadline) {
-		resp, err := http.Get(base + "/healthz")
-		if err == nil {
+// waitHealthy polls base/healthz until it answers 200 or ctx is done.
+func waitHealthy(ctx context.Context, base string) error {
+	for {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/healthz", nil)
+		if err != nil {
+			return err
+		}
+		if resp, err := http.DefaultClient.Do(req); err == nil {
 			resp.Body.Close()
-			if resp.StatusCode == 200 {
+			if resp.StatusCode == http.StatusOK {
 				return nil
 			}
 		}
-		time.Sleep(100 * time.Millisecond)
+		if err := sleep(ctx, 100*time.Millisecond); err != nil {
+			return fmt.Errorf("coordinator did not become healthy: %w", err)
+		}
 	}
-	return errors.New("coordinator did not become healthy")
 }
 
-func getJSON(url string, v any) error {
-	resp, err := http.Get(url)
+func getJSON(ctx context.Context, url string, v any) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return err
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != 200 {
+	if resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("GET %s: HTTP %d", url, resp.StatusCode)
 	}
 	return json.NewDecoder(resp.Body).Decode(v)
+}
+
+// child is a process started in its own process group, so that stop
+// reaches everything it started too.
+type child struct {
+	cmd  *exec.Cmd
+	done chan struct{} // closed when the process has exited
+	err  error         // Wait's result, set before done is closed
+}
+
+func startChild(name string, args []string, stdout, stderr io.Writer) (*child, error) {
+	cmd := exec.Command(name, args...)
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	cmd.SysProcAttr = childAttr()
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	c := &child{cmd: cmd, done: make(chan struct{})}
+	go func() {
+		c.err = cmd.Wait()
+		close(c.done)
+	}()
+	return c, nil
+}
+
+// stop interrupts the child's process group, waits up to grace for the
+// child to exit, then kills whatever is left of the group.
+func (c *child) stop(grace time.Duration) {
+	pgid := c.cmd.Process.Pid
+	syscall.Kill(-pgid, syscall.SIGINT)
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	select {
+	case <-c.done:
+	case <-t.C:
+	}
+	syscall.Kill(-pgid, syscall.SIGKILL) // ESRCH when the group is gone
+	<-c.done
+	// A signal is delivered asynchronously: wait (a bounded time: a
+	// member that has died but is not reaped yet still counts) until
+	// no member of the group is left.
+	for range 100 {
+		if syscall.Kill(-pgid, 0) != nil {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // procRSS returns the resident set size of pid (Linux /proc).
@@ -368,7 +566,7 @@ type baselineResult struct{ wallMs, cpuMs float64 }
 
 // runBaseline starts the baseline server as a child process, connects m
 // echoing clients and reads the server's measurements.
-func runBaseline(m, outBytes, inBytes, reps int) (baselineResult, error) {
+func runBaseline(ctx context.Context, m, outBytes, inBytes, reps int, stderr io.Writer) (baselineResult, error) {
 	addr, err := freeAddr()
 	if err != nil {
 		return baselineResult{}, err
@@ -377,32 +575,34 @@ func runBaseline(m, outBytes, inBytes, reps int) (baselineResult, error) {
 	if err != nil {
 		return baselineResult{}, err
 	}
-	cmd := exec.Command(self, "-baseline-server", addr, "-m", strconv.Itoa(m), "-baseline-out", strconv.Itoa(outBytes),
-		"-baseline-in", strconv.Itoa(inBytes), "-baseline-reps", strconv.Itoa(reps))
 	var out strings.Builder
-	cmd.Stdout = &out
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
+	srv, err := startChild(self, []string{"-baseline-server", addr, "-m", strconv.Itoa(m), "-baseline-out", strconv.Itoa(outBytes),
+		"-baseline-in", strconv.Itoa(inBytes), "-baseline-reps", strconv.Itoa(reps)}, &out, stderr)
+	if err != nil {
 		return baselineResult{}, err
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	defer srv.stop(5 * time.Second)
+	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	in := make([]byte, inBytes)
-	var conns []*websocket.Conn
-	deadline := time.Now().Add(10 * time.Second)
-	for len(conns) < m {
-		c, _, err := websocket.Dial(ctx, "ws://"+addr, nil)
-		if err != nil {
-			if time.Now().After(deadline) {
-				cmd.Process.Kill()
-				cmd.Wait()
+	for range m {
+		var c *websocket.Conn
+		for {
+			c, _, err = websocket.Dial(ctx, "ws://"+addr, nil)
+			if err == nil {
+				break
+			}
+			select {
+			case <-srv.done:
+				return baselineResult{}, fmt.Errorf("baseline server exited: %v", srv.err)
+			default:
+			}
+			if err := sleep(ctx, 50*time.Millisecond); err != nil {
 				return baselineResult{}, err
 			}
-			time.Sleep(50 * time.Millisecond)
-			continue
 		}
+		defer c.CloseNow()
 		c.SetReadLimit(int64(outBytes + 1024))
-		conns = append(conns, c)
 		go func() {
 			for {
 				if _, _, err := c.Read(ctx); err != nil {
@@ -414,8 +614,13 @@ func runBaseline(m, outBytes, inBytes, reps int) (baselineResult, error) {
 			}
 		}()
 	}
-	if err := cmd.Wait(); err != nil {
-		return baselineResult{}, err
+	select {
+	case <-ctx.Done():
+		return baselineResult{}, ctx.Err()
+	case <-srv.done:
+	}
+	if srv.err != nil {
+		return baselineResult{}, srv.err
 	}
 	var r baselineResult
 	if _, err := fmt.Sscan(out.String(), &r.wallMs, &r.cpuMs); err != nil {
@@ -428,7 +633,7 @@ func runBaseline(m, outBytes, inBytes, reps int) (baselineResult, error) {
 // writes an outBytes frame to each and waits for an inBytes reply from
 // each; it prints the median wall time per round and its own CPU per
 // round, both in ms.
-func baselineServer(addr string, m, outBytes, inBytes, reps int, stdout io.Writer) error {
+func baselineServer(ctx context.Context, addr string, m, outBytes, inBytes, reps int, stdout io.Writer) error {
 	out := make([]byte, outBytes)
 	conns := make(chan *websocket.Conn, m)
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -446,10 +651,13 @@ func baselineServer(addr string, m, outBytes, inBytes, reps int, stdout io.Write
 	}
 	go srv.Serve(ln)
 	defer srv.Close()
-	ctx := context.Background()
 	server := make([]*websocket.Conn, m)
 	for i := range server {
-		server[i] = <-conns
+		select {
+		case server[i] = <-conns:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
 	// One warm-up round, then the measured ones.
 	round := func() {
@@ -471,6 +679,9 @@ func baselineServer(addr string, m, outBytes, inBytes, reps int, stdout io.Write
 	}
 	var times []float64
 	for range reps {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
 		t0 := time.Now()
 		round()
 		times = append(times, float64(time.Since(t0).Microseconds())/1000)

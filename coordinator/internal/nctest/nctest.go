@@ -45,9 +45,6 @@ func (s *Server) Next() optim.Round {
 
 // Apply implements optim.Server.
 func (s *Server) Apply(t int, updates []optim.Update) error {
-	if t != s.T {
-		return fmt.Errorf("nctest: apply round %d, server at %d", t, s.T)
-	}
 	sum := make([]float64, len(s.X))
 	dec := make([]float64, len(s.X))
 	for _, u := range updates {
@@ -60,6 +57,20 @@ func (s *Server) Apply(t int, updates []optim.Update) error {
 		for i := range sum {
 			sum[i] += dec[i]
 		}
+	}
+	return s.ApplySum(t, sum, len(updates))
+}
+
+// ApplySum implements optim.SumApplier.
+func (s *Server) ApplySum(t int, sum []float64, n int) error {
+	if t != s.T {
+		return fmt.Errorf("nctest: apply round %d, server at %d", t, s.T)
+	}
+	if len(sum) != len(s.X) || n > s.M {
+		return fmt.Errorf("nctest: sum of %d values from %d updates", len(sum), n)
+	}
+	if err := mechanism.CheckFinite(sum); err != nil {
+		return err
 	}
 	for i := range s.Q {
 		step := sum[i] / float64(s.M)

@@ -1,0 +1,181 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// The test binary doubles as the processes the load test starts: with
+// LOADTEST_BE=main it is cmd/loadtest itself (the baseline server child),
+// with LOADTEST_BE=fake-coordinator a coordinator that never lets a
+// device in and starts a grandchild, with LOADTEST_BE=sleeper that
+// grandchild (it ignores SIGINT, as a stuck child would).
+func TestMain(m *testing.M) {
+	switch os.Getenv("LOADTEST_BE") {
+	case "main":
+		main()
+		os.Exit(0)
+	case "fake-coordinator":
+		fakeCoordinator(os.Args[1:])
+		os.Exit(0)
+	case "sleeper":
+		signal.Ignore(os.Interrupt)
+		select {}
+	}
+	os.Exit(m.Run())
+}
+
+// fakeCoordinator serves /healthz, the teacher's pause and /api/session,
+// refuses every websocket, and writes its pid and its grandchild's pid to
+// pids in its data directory.
+func fakeCoordinator(args []string) {
+	var listen, data string
+	for i := 0; i+1 < len(args); i++ {
+		switch args[i] {
+		case "-listen":
+			listen = args[i+1]
+		case "-data":
+			data = args[i+1]
+		}
+	}
+	sleeper := exec.Command(os.Args[0])
+	sleeper.Env = append(os.Environ(), "LOADTEST_BE=sleeper")
+	if err := sleeper.Start(); err != nil {
+		panic(err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/healthz", func(http.ResponseWriter, *http.Request) {})
+	mux.HandleFunc("POST /api/teacher/pause", func(http.ResponseWriter, *http.Request) {})
+	mux.HandleFunc("/api/session", func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprint(w, `{"features":4,"classes":2}`)
+	})
+	mux.HandleFunc("/ws", func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, "no", http.StatusServiceUnavailable)
+	})
+	ln, err := net.Listen("tcp", listen)
+	if err != nil {
+		panic(err)
+	}
+	pids := fmt.Sprintf("%d %d", os.Getpid(), sleeper.Process.Pid)
+	if err := os.WriteFile(filepath.Join(data, "pids"), []byte(pids), 0o600); err != nil {
+		panic(err)
+	}
+	http.Serve(ln, mux)
+}
+
+// alive reports whether pid is a live process (a zombie is not).
+func alive(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
+}
+
+// A run cancelled while it waits for devices that never connect (as on
+// SIGINT or at -timeout) returns, stops its coordinator and everything
+// the coordinator started, and removes its temporary directory.
+func TestCancelStopsChildrenAndRemovesTempDir(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	t.Setenv("LOADTEST_BE", "fake-coordinator")
+	for _, tc := range []struct {
+		name    string
+		args    []string
+		cancel  bool // cancel the context; otherwise -timeout ends the run
+		wantErr error
+	}{
+		{"cancelled", nil, true, context.Canceled},
+		{"timeout", []string{"-timeout", "3s"}, false, context.DeadlineExceeded},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			done := make(chan error, 1)
+			args := append([]string{"-coordinator", os.Args[0], "-n", "3", "-m", "2", "-T", "1", "-stagger", "0"}, tc.args...)
+			var out, errOut strings.Builder
+			go func() { done <- run(ctx, args, &out, &errOut) }()
+			var pids []int
+			for len(pids) == 0 {
+				select {
+				case err := <-done:
+					t.Fatalf("run returned before the child started: %v\n%s", err, errOut.String())
+				case <-time.After(50 * time.Millisecond):
+				}
+				files, _ := filepath.Glob(filepath.Join(tmp, "bfl-loadtest-*", "pids"))
+				if len(files) == 1 {
+					b, _ := os.ReadFile(files[0])
+					for _, f := range strings.Fields(string(b)) {
+						p, err := strconv.Atoi(f)
+						if err != nil {
+							t.Fatal(err)
+						}
+						pids = append(pids, p)
+					}
+				}
+			}
+			if len(pids) != 2 || !alive(pids[0]) || !alive(pids[1]) {
+				t.Fatalf("children %v not running", pids)
+			}
+			if tc.cancel {
+				cancel()
+			}
+			err := <-done
+			if !errors.Is(err, tc.wantErr) {
+				t.Fatalf("run: %v, want %v", err, tc.wantErr)
+			}
+			for _, p := range pids {
+				if alive(p) {
+					syscall.Kill(p, syscall.SIGKILL)
+					t.Errorf("process %d still running after run returned", p)
+				}
+			}
+			if left, _ := filepath.Glob(filepath.Join(tmp, "bfl-loadtest-*")); len(left) != 0 {
+				t.Errorf("temporary directories left: %v", left)
+			}
+		})
+	}
+}
+
+// Devices that drop in the middle of their first round do not stall the
+// session: it runs all its rounds (run checks that T rounds were
+// recorded) with the real coordinator. Three of twelve devices drop when
+// first assigned; with m = 4 and T = 8 the chance that none of the three
+// is ever sampled, so that nothing drops and the check below fails
+// falsely, is (C(9,4)/C(12,4))^8 < 2e-5.
+func TestDroppedDevicesDoNotStall(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs cmd/coordinator")
+	}
+	bin := filepath.Join(t.TempDir(), "coordinator")
+	build := exec.Command("go", "build", "-o", bin, "browserfl/cmd/coordinator")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build coordinator: %v\n%s", err, out)
+	}
+	t.Setenv("TMPDIR", t.TempDir())
+	t.Setenv("LOADTEST_BE", "main")
+	var out, errOut strings.Builder
+	err := run(context.Background(), []string{"-coordinator", bin, "-n", "12", "-m", "4", "-T", "8", "-drop", "3",
+		"-stagger", "0", "-baseline-reps", "2", "-timeout", "5m"}, &out, &errOut)
+	if err != nil {
+		t.Fatalf("run: %v\nstdout:\n%s\nstderr:\n%s", err, out.String(), errOut.String())
+	}
+	if strings.Contains(out.String(), " 0 of the 3 devices of -drop") || !strings.Contains(out.String(), "devices of -drop disconnected") {
+		t.Errorf("no device dropped:\n%s", out.String())
+	}
+	t.Log(out.String())
+}

@@ -1,0 +1,5 @@
+//go:build unix
+
+package dataset
+
+const offHeapMinForTest = offHeapMin
