@@ -216,3 +216,79 @@ func (in *input) dot4(r0, r1, r2, r3 []float64, sparse bool) (s0, s1, s2, s3 flo
 	}
 	return
 }
+
+// sumSquares returns ||x||^2 of the loaded input (four partial sums; the
+// features are float32, so no square or sum of 2^31 of them overflows).
+func (in *input) sumSquares(sparse bool) float64 {
+	v := in.x
+	if sparse {
+		v = in.val
+	}
+	var s0, s1, s2, s3 float64
+	for len(v) >= 4 {
+		x := v[:4:4]
+		s0 += x[0] * x[0]
+		s1 += x[1] * x[1]
+		s2 += x[2] * x[2]
+		s3 += x[3] * x[3]
+		v = v[4:]
+	}
+	for _, x := range v {
+		s0 += x * x
+	}
+	return (s0 + s1) + (s2 + s3)
+}
+
+// addRow adds k*x (dense or sparse) to dst[:len(in.x)].
+func (in *input) addRow(dst []float64, k float64, sparse bool) {
+	if sparse {
+		dst = dst[:len(in.x)]
+		val := in.val[:len(in.idx)]
+		for j, i := range in.idx {
+			dst[i] += k * val[j]
+		}
+		return
+	}
+	axpy(dst, k, in.x)
+}
+
+// axpy adds k*x[i] to dst[i] for i < len(x), four at a time.
+func axpy(dst []float64, k float64, x []float64) {
+	dst = dst[:len(x)]
+	for len(x) >= 4 {
+		d4, x4 := dst[:4:4], x[:4:4]
+		d4[0] += k * x4[0]
+		d4[1] += k * x4[1]
+		d4[2] += k * x4[2]
+		d4[3] += k * x4[3]
+		dst, x = dst[4:], x[4:]
+	}
+	for i, v := range x {
+		dst[i] += k * v
+	}
+}
+
+// norm2 returns the Euclidean norm of a short vector: the square root of
+// the plain sum of squares, or a scaled sum when that overflows or
+// underflows. NaN or ±Inf in v give NaN or +Inf.
+func norm2(v []float64) float64 {
+	s := 0.0
+	for _, x := range v {
+		s += x * x
+	}
+	if s < 1e300 && (s > 1e-300 || s == 0) {
+		return math.Sqrt(s)
+	}
+	scale := 0.0
+	for _, x := range v {
+		scale = max(scale, math.Abs(x))
+	}
+	if scale == 0 || math.IsInf(scale, 0) || math.IsNaN(scale) {
+		return s // 0, +Inf or NaN
+	}
+	s = 0
+	for _, x := range v {
+		s += (x / scale) * (x / scale)
+	}
+	return scale * math.Sqrt(s)
+}

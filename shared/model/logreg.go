@@ -2,6 +2,7 @@ package model
 
 import (
 	"fmt"
+	"math"
 
 	"browserfl/shared/dataset"
 )
@@ -20,6 +21,7 @@ type LogReg struct {
 	features, classes int
 	in                input
 	za, zb            []float64
+	fsparse           bool // the loaded input's form, for AddFactor
 }
 
 // NewLogReg returns a logistic regression over features inputs and classes
@@ -120,6 +122,43 @@ func (m *LogReg) GradDiff(dst []float64, a float64, wa []float64, b float64, wb 
 	}
 	m.writeGrad(dst, m.za, sparse)
 	return lossA, lossB
+}
+
+// FactorGradDiff computes a*grad f(wa; s) - b*grad f(wb; s) as the outer
+// product g (x, 1) with g = a (p_a - e_y) - b (p_b - e_y) (kept for
+// AddFactor) and returns its norm ||g|| sqrt(||x||^2 + 1). See Factored.
+func (m *LogReg) FactorGradDiff(a float64, wa []float64, b float64, wb []float64, s dataset.Sample) float64 {
+	m.check(wa, s)
+	sparse := m.in.load(s.X)
+	m.fsparse = sparse
+	m.logits(m.za, wa, sparse)
+	softmaxCE(m.za, s.Label)
+	if b != 0 {
+		mustLen("FactorGradDiff wb", wb, m.Dim())
+		m.logits(m.zb, wb, sparse)
+		softmaxCE(m.zb, s.Label)
+		for c := range m.za {
+			m.za[c] = a*m.za[c] - b*m.zb[c]
+		}
+	} else if a != 1 {
+		for c := range m.za {
+			m.za[c] *= a
+		}
+	}
+	return norm2(m.za) * math.Sqrt(m.in.sumSquares(sparse)+1)
+}
+
+// AddFactor adds alpha times the last FactorGradDiff's gradient to dst:
+// row c gets (alpha g_c) (x, 1).
+func (m *LogReg) AddFactor(dst []float64, alpha float64) {
+	mustLen("AddFactor dst", dst, m.Dim())
+	stride := m.features + 1
+	for c, gc := range m.za {
+		r := dst[c*stride : (c+1)*stride]
+		k := alpha * gc
+		m.in.addRow(r, k, m.fsparse)
+		r[m.features] += k
+	}
 }
 
 // writeGrad writes row c of dst as g_c * (x, 1).
