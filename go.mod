@@ -10,6 +10,7 @@ require (
 	github.com/vugu/vugu v0.4.0
 	go.etcd.io/bbolt v1.4.3
 	golang.org/x/crypto v0.45.0
+	gonum.org/v1/gonum v0.16.0
 	gonum.org/v1/plot v0.16.0
 	rsc.io/qr v0.2.0
 )

@@ -2,6 +2,7 @@ package model
 
 import (
 	"fmt"
+	"runtime"
 	"slices"
 	"testing"
 	"time"
@@ -155,4 +156,27 @@ func BenchmarkEvaluate(b *testing.B) {
 			}
 		})
 	}
+}
+
+// interleavedCPU runs each of fs once per iteration, in turn, for b.N
+// iterations on a locked OS thread and returns each one's mean time per
+// call in ns (thread CPU time on Linux, wall time elsewhere: clockNow).
+func interleavedCPU(b *testing.B, fs ...func()) []float64 {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	tot := make([]int64, len(fs))
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for k, f := range fs {
+			t0 := clockNow()
+			f()
+			tot[k] += clockNow() - t0
+		}
+	}
+	b.StopTimer()
+	out := make([]float64, len(fs))
+	for k, t := range tot {
+		out[k] = float64(t) / float64(b.N)
+	}
+	return out
 }

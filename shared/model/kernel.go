@@ -171,50 +171,74 @@ func (in *input) row(dst []float64, g float64, sparse bool) {
 }
 
 // rows writes out[r] = w[r*stride : r*stride+F] · x for r < len(out), with
-// F = len(in.x). Rows go four at a time so that each feature (or each
-// non-zero index and value) is loaded once per four rows and the four sums
-// are independent dependency chains.
+// F = len(in.x). Dense inputs, and sparse ones where the platform's dense
+// kernel is faster (denseKernels), go to gemvRows; otherwise rows go four
+// at a time over the non-zeros so that each index and value is loaded once
+// per four rows and the four sums are independent dependency chains.
 func (in *input) rows(out, w []float64, stride int, sparse bool) {
+	if !sparse || denseKernels(len(in.idx), len(in.x)) {
+		gemvRows(out, w, stride, in.x)
+		return
+	}
 	F := len(in.x)
 	r := 0
 	for ; r+4 <= len(out); r += 4 {
 		o := r * stride
-		out[r], out[r+1], out[r+2], out[r+3] = in.dot4(w[o:o+F], w[o+stride:o+stride+F], w[o+2*stride:o+2*stride+F], w[o+3*stride:o+3*stride+F], sparse)
+		out[r], out[r+1], out[r+2], out[r+3] = in.gather4(w[o:o+F], w[o+stride:o+stride+F], w[o+2*stride:o+2*stride+F], w[o+3*stride:o+3*stride+F])
 	}
 	for ; r < len(out); r++ {
 		o := r * stride
-		if sparse {
-			out[r] = gather(w[o:o+F], in.idx, in.val)
-		} else {
-			out[r] = dot(w[o:o+F], in.x)
-		}
+		out[r] = gather(w[o:o+F], in.idx, in.val)
 	}
 }
 
-// dot4 returns the dot products of the four rows (each of length
-// len(in.x)) with the loaded input.
-func (in *input) dot4(r0, r1, r2, r3 []float64, sparse bool) (s0, s1, s2, s3 float64) {
-	if sparse {
-		val := in.val
-		idx := in.idx[:len(val)]
-		for k, i := range idx {
-			v := val[k]
-			s0 += r0[i] * v
-			s1 += r1[i] * v
-			s2 += r2[i] * v
-			s3 += r3[i] * v
-		}
-		return
-	}
-	x := in.x
-	r0, r1, r2, r3 = r0[:len(x)], r1[:len(x)], r2[:len(x)], r3[:len(x)]
-	for i, v := range x {
+// gather4 returns the dot products of the four rows (each of length
+// len(in.x)) with the loaded input's non-zeros.
+func (in *input) gather4(r0, r1, r2, r3 []float64) (s0, s1, s2, s3 float64) {
+	val := in.val
+	idx := in.idx[:len(val)]
+	for k, i := range idx {
+		v := val[k]
 		s0 += r0[i] * v
 		s1 += r1[i] * v
 		s2 += r2[i] * v
 		s3 += r3[i] * v
 	}
 	return
+}
+
+// gemvRowsHand writes out[r] = w[r*stride : r*stride+len(x)] · x, four
+// rows at a time (each x[i] loaded once per four rows, four independent
+// sums). It is gemvRows where gonum has no assembly (kernel_other.go) and
+// the reference the tests compare gonum's kernel with.
+func gemvRowsHand(out, w []float64, stride int, x []float64) {
+	F := len(x)
+	r := 0
+	for ; r+4 <= len(out); r += 4 {
+		o := r * stride
+		r0, r1, r2, r3 := w[o:o+F], w[o+stride:o+stride+F], w[o+2*stride:o+2*stride+F], w[o+3*stride:o+3*stride+F]
+		var s0, s1, s2, s3 float64
+		for i, v := range x {
+			s0 += r0[i] * v
+			s1 += r1[i] * v
+			s2 += r2[i] * v
+			s3 += r3[i] * v
+		}
+		out[r], out[r+1], out[r+2], out[r+3] = s0, s1, s2, s3
+	}
+	for ; r < len(out); r++ {
+		o := r * stride
+		out[r] = dot(w[o:o+F], x)
+	}
+}
+
+// gerRowsHand adds alpha g[r] x to dst[r*stride : r*stride+len(x)] for
+// r < len(g): the rank-one update, by hand (see gemvRowsHand).
+func gerRowsHand(dst []float64, stride int, alpha float64, g, x []float64) {
+	F := len(x)
+	for r, gr := range g {
+		axpy(dst[r*stride:r*stride+F], alpha*gr, x)
+	}
 }
 
 // sumSquares returns ||x||^2 of the loaded input (four partial sums; the
@@ -239,17 +263,24 @@ func (in *input) sumSquares(sparse bool) float64 {
 	return (s0 + s1) + (s2 + s3)
 }
 
-// addRow adds k*x (dense or sparse) to dst[:len(in.x)].
-func (in *input) addRow(dst []float64, k float64, sparse bool) {
-	if sparse {
-		dst = dst[:len(in.x)]
-		val := in.val[:len(in.idx)]
-		for j, i := range in.idx {
-			dst[i] += k * val[j]
-		}
+// addRows adds alpha g[r] x to dst[r*stride : r*stride+F] for r < len(g),
+// F = len(in.x): the rank-one update of a factored gradient, over the
+// non-zeros when the input is sparse and the platform's dense kernel is
+// not faster (denseKernels), with gerRows otherwise.
+func (in *input) addRows(dst []float64, stride int, alpha float64, g []float64, sparse bool) {
+	if !sparse || denseKernels(len(in.idx), len(in.x)) {
+		gerRows(dst, stride, alpha, g, in.x)
 		return
 	}
-	axpy(dst, k, in.x)
+	F := len(in.x)
+	val := in.val[:len(in.idx)]
+	for r, gr := range g {
+		d := dst[r*stride : r*stride+F]
+		k := alpha * gr
+		for j, i := range in.idx {
+			d[i] += k * val[j]
+		}
+	}
 }
 
 // axpy adds k*x[i] to dst[i] for i < len(x), four at a time.

@@ -153,11 +153,9 @@ func (m *LogReg) FactorGradDiff(a float64, wa []float64, b float64, wb []float64
 func (m *LogReg) AddFactor(dst []float64, alpha float64) {
 	mustLen("AddFactor dst", dst, m.Dim())
 	stride := m.features + 1
+	m.in.addRows(dst, stride, alpha, m.za, m.fsparse)
 	for c, gc := range m.za {
-		r := dst[c*stride : (c+1)*stride]
-		k := alpha * gc
-		m.in.addRow(r, k, m.fsparse)
-		r[m.features] += k
+		dst[c*stride+m.features] += alpha * gc
 	}
 }
 
