@@ -12,4 +12,5 @@ var clockStart = time.Now()
 // clockNow is monotonic wall time where no thread CPU clock is read (wasm
 // under node, other systems).
 func clockNow() int64 { return time.Since(clockStart).Nanoseconds() }
+
 const clockName = "wall"
