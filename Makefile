@@ -4,7 +4,7 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: all setup build test vet lint fmt-check run bench results clean wasm mutants
+.PHONY: all setup build test vet lint fmt-check run bench bench-wasm results clean wasm mutants
 
 all: build
 
