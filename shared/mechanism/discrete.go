@@ -159,18 +159,34 @@ func (s *Stream) bit() uint64 {
 	return b
 }
 
+// refillBits refills the bit buffer with a new word and returns it.
+//
 //go:noinline
-func (s *Stream) refillBits() { s.bits = s.Uint64()>>1 | 1<<63 }
+func (s *Stream) refillBits() uint64 {
+	s.bits = s.Uint64()>>1 | 1<<63
+	return s.bits
+}
 
 // take returns n keystream bits, 0 <= n <= 32 (the unused bits of the
 // buffered word are dropped when fewer than n remain).
 func (s *Stream) take(n uint) uint64 {
-	if s.bits>>n == 0 {
+	n &= 63 // n <= 32: the mask only tells the compiler the shifts need no overflow check
+	b := s.bits
+	if b>>n == 0 {
+		b = s.refillBits()
+	}
+	s.bits = b >> n
+	return b & (1<<n - 1)
+}
+
+// take8 is take(8), small enough to be inlined where it is hot.
+func (s *Stream) take8() uint64 {
+	if s.bits < 1<<8 { // fewer than 8 bits above the sentinel
 		s.refillBits()
 	}
 	b := s.bits
-	s.bits = b >> n
-	return b &^ (^uint64(0) << n)
+	s.bits = b >> 8
+	return b & 0xff
 }
 
 // below returns a uniform integer in [0, n), 1 <= n <= 2^32, from the bit
@@ -294,7 +310,7 @@ func (s *Stream) bernExpHalves(m uint64) bool {
 // the table entry.
 func (s *Stream) uniformLessExp(m int) bool {
 	c := expTable[m]
-	u := s.take(8)
+	u := s.take8()
 	if u != c>>56 {
 		return u < c>>56
 	}
@@ -511,27 +527,30 @@ const fastW = 32
 // (floors; i the top 8 bits of t) is below the exact product by less than
 // 3, and the rest of the exponent (below 2^-8, plus frac's error) moves
 // the value down by a factor in (1 - 2^-8 - 2^-62, 1], so lo = M - M/256 -
-// 8 and hi = M + 8 (hi = 0 when that would overflow: no upper bound used).
+// 8 and hi = M + 8 (see coarseM for x < 2^-8).
 // M >= exp(-33) 2^64 > 2^16 for w <= fastW, so lo does not underflow.
 // TestExpQ64Bound checks the bounds against exact values.
 func coarseExp(w, t uint64) (lo, hi uint64) {
-	i := t >> 56
-	var m uint64
-	switch {
-	case w == 0 && i == 0:
-		m = ^uint64(0)
-	case w == 0:
-		m = expFrac[i]
-	case i == 0:
-		m = expTable[2*w]
-	default:
-		m = mulHi(expTable[2*w], expFrac[i])
+	m := coarseM(w, t>>56)
+	return m - m>>8 - 8, m + 8
+}
+
+// coarseM is M of coarseExp for i = t >> 56 (small enough to be inlined).
+// For w = i = 0 it is 2^64 - 9, so that M + 8 does not overflow: the
+// exponent is then positive (acceptExp handles 0) and at least 1/den >=
+// 2^-61, so exp(-x) 2^64 <= 2^64 - 8 and 2^64 - 1 is still an upper
+// bound; the lower bound loses 9 units, which only widens the window.
+func coarseM(w, i uint64) uint64 {
+	if w == 0 {
+		if i == 0 {
+			return 1<<64 - 9
+		}
+		return expFrac[i&255]
 	}
-	lo = m - m>>8 - 8
-	if m <= ^uint64(0)-8 {
-		hi = m + 8
+	if i == 0 {
+		return expTable[2*w]
 	}
-	return lo, hi
+	return mulHi(expTable[2*w], expFrac[i&255])
 }
 
 // acceptExp returns true with probability exp(-(w + f/den)), exactly, for
@@ -554,11 +573,11 @@ func (s *Stream) acceptExp(w, f uint64, p *dgParams) bool {
 	}
 	t := p.frac(f)
 	clo, chi := coarseExp(w, t)
-	u8 := s.take(8)
+	u8 := s.take8()
 	if u8 < clo>>56 { // U < (u8+1) 2^-8 <= clo 2^-64
 		return true
 	}
-	if chi != 0 && u8 > chi>>56 { // U >= u8 2^-8 > chi 2^-64
+	if u8 > chi>>56 { // U >= u8 2^-8 > chi 2^-64
 		return false
 	}
 	e := expQ64(w, t)
@@ -653,7 +672,7 @@ func (s *Stream) discreteGaussian(p *dgParams) int64 {
 		// U's bits are drawn lazily: the first 8 decide k through
 		// kByPrefix unless they tie with a table entry's first 8 bits;
 		// then the next 56 are drawn and the comparisons go on exactly.
-		u8 := s.take(8)
+		u8 := s.take8()
 		k := uint64(kByPrefix[u8])
 		if k < expTableMax && u8 == expTable[k+1]>>56 {
 			u := u8<<56 | s.take(28)<<28 | s.take(28)

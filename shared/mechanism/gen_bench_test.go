@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"testing"
 
+	"golang.org/x/crypto/blake2b"
 	"golang.org/x/crypto/chacha20"
 )
 
@@ -16,7 +17,8 @@ import (
 // interleaved: ChaCha20 (golang.org/x/crypto, RFC 8439; the stream before
 // issue 12), AES-256-CTR (crypto/aes: AES-NI on amd64, constant-time
 // generic Go elsewhere) and ChaCha8 (math/rand/v2, the C2SP chacha8rand
-// generator; assembly on amd64 and arm64, generic Go elsewhere). Run it
+// generator; assembly on amd64 and arm64, generic Go elsewhere), and
+// BLAKE2b's XOF (golang.org/x/crypto/blake2b, 64-bit operations). Run it
 // natively and under node (GOOS=js GOARCH=wasm, see docs/performance.md).
 func BenchmarkGenerators(b *testing.B) {
 	var key [32]byte
@@ -28,6 +30,7 @@ func BenchmarkGenerators(b *testing.B) {
 	blk, _ := aes.NewCipher(key[:])
 	ctr := cipher.NewCTR(blk, make([]byte, aes.BlockSize))
 	c8 := mrand.NewChaCha8(key)
+	xof, _ := blake2b.NewXOF(blake2b.OutputLengthUnknown, key[:])
 	var buf, zero [4096]byte
 	fs := []func(){
 		func() { cc.XORKeyStream(buf[:], zero[:]) },
@@ -38,6 +41,7 @@ func BenchmarkGenerators(b *testing.B) {
 				binary.LittleEndian.PutUint64(buf[i:], c8.Uint64())
 			}
 		},
+		func() { xof.Read(buf[:]) },
 	}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
@@ -57,4 +61,5 @@ func BenchmarkGenerators(b *testing.B) {
 	b.ReportMetric(mbs(tot[1]), "aes256ctr-MB/s")
 	b.ReportMetric(mbs(tot[2]), "chacha8-MB/s")
 	b.ReportMetric(mbs(tot[3]), "chacha8-uint64-MB/s")
+	b.ReportMetric(mbs(tot[4]), "blake2bxof-MB/s")
 }

@@ -157,9 +157,15 @@ func (s *Stream) Uint64() uint64 {
 	if s.ln == 0 {
 		return s.c.Uint64()
 	}
+	return s.uint64Split()
+}
+
+// uint64Split is Uint64 when ln bytes of a word are left over.
+func (s *Stream) uint64Split() uint64 {
 	w := s.c.Uint64()
-	v := s.lw | w<<(8*s.ln)
-	s.lw = w >> (64 - 8*s.ln)
+	sh := 8 * s.ln & 63 // 8 to 56
+	v := s.lw | w<<sh
+	s.lw = w >> (64 - sh)
 	return v
 }
 
@@ -177,8 +183,9 @@ func (s *Stream) uint32() uint32 {
 		return uint32(w)
 	}
 	w := s.c.Uint64()
-	v := uint32(s.lw | w<<(8*s.ln))
-	s.lw, s.ln = w>>(32-8*s.ln), s.ln+4
+	sh := 8 * s.ln & 31 // 8 to 24
+	v := uint32(s.lw | w<<sh)
+	s.lw, s.ln = w>>(32-sh), s.ln+4
 	return v
 }
 
