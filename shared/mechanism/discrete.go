@@ -193,9 +193,17 @@ func (s *Stream) take8() uint64 {
 // buffer: L = bits.Len(n-1) bits at a time, rejected while >= n (exactly
 // uniform; fewer than two tries on average).
 func (s *Stream) below(n uint64) uint64 {
-	l := uint(bits.Len64(n - 1))
+	l := uint(bits.Len64(n-1)) & 63 // <= 32
+	mask := uint64(1)<<l - 1
 	for {
-		if v := s.take(l); v < n {
+		// take(l), written out: one call fewer per draw (calls are
+		// costly in WebAssembly).
+		b := s.bits
+		if b>>l == 0 {
+			b = s.refillBits()
+		}
+		s.bits = b >> l
+		if v := b & mask; v < n {
 			return v
 		}
 	}
@@ -698,7 +706,26 @@ func (s *Stream) discreteGaussian(p *dgParams) int64 {
 		if neg && k == 0 && j == 0 {
 			continue
 		}
-		if !s.acceptKJFast(k, j, p) {
+		// Accept with probability exp(-(2 k sigma j + j^2) / (2 sigma^2)),
+		// exp(-(w + f/den)) with k j = q sigma + r, w = q (+1 when f >=
+		// den) and f = 2 sigma r + j^2 < 3 sigma^2 (acceptExp). For k >
+		// fastW (probability below exp(-16) per proposal) it is acceptKJ.
+		var ok bool
+		switch {
+		case k == 0:
+			ok = s.acceptExp(0, j*j, p) // j^2 < sigma^2 < den
+		case k <= fastW:
+			q, r := p.divSg(k * j)
+			f := 2*sg*r + j*j
+			if f >= p.den {
+				q++
+				f -= p.den
+			}
+			ok = s.acceptExp(q, f, p)
+		default:
+			ok = s.acceptKJ(k, j, sg, p.den)
+		}
+		if !ok {
 			continue
 		}
 		z := int64(k*sg + j)
@@ -707,28 +734,6 @@ func (s *Stream) discreteGaussian(p *dgParams) int64 {
 		}
 		return z
 	}
-}
-
-// acceptKJFast returns true with probability exp(-(2 k sigma j + j^2) /
-// (2 sigma^2)) for j < sigma, like acceptKJ, with one comparison against
-// exact bounds (acceptExp) instead of a chain of Bernoulli trials: the
-// exponent is w + f/den with k j = q sigma + r, w = q (+1 when f >= den)
-// and f = 2 sigma r + j^2 < 3 sigma^2. For k > fastW (probability below
-// exp(-16) per proposal) it is acceptKJ.
-func (s *Stream) acceptKJFast(k, j uint64, p *dgParams) bool {
-	if k == 0 {
-		return s.acceptExp(0, j*j, p) // j^2 < sigma^2 < den
-	}
-	if k > fastW {
-		return s.acceptKJ(k, j, p.sg, p.den)
-	}
-	q, r := p.divSg(k * j)
-	f := 2*p.sg*r + j*j
-	if f >= p.den {
-		q++
-		f -= p.den
-	}
-	return s.acceptExp(q, f, p)
 }
 
 // acceptKJ returns true with probability exp(-(2 k sigma j + j^2) /
