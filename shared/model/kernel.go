@@ -195,14 +195,22 @@ func (in *input) rows(out, w []float64, stride int, sparse bool) {
 // gather4 returns the dot products of the four rows (each of length
 // len(in.x)) with the loaded input's non-zeros.
 func (in *input) gather4(r0, r1, r2, r3 []float64) (s0, s1, s2, s3 float64) {
+	F := len(r0)
+	r1, r2, r3 = r1[:F], r2[:F], r3[:F]
 	val := in.val
 	idx := in.idx[:len(val)]
 	for k, i := range idx {
+		// One comparison covers the four rows' bounds checks (the
+		// compiler proves the rest), which matters in WebAssembly.
+		c := int(uint32(i))
+		if c >= F {
+			panic("model: feature index out of range")
+		}
 		v := val[k]
-		s0 += r0[i] * v
-		s1 += r1[i] * v
-		s2 += r2[i] * v
-		s3 += r3[i] * v
+		s0 += r0[c] * v
+		s1 += r1[c] * v
+		s2 += r2[c] * v
+		s3 += r3[c] * v
 	}
 	return
 }
@@ -273,11 +281,32 @@ func (in *input) addRows(dst []float64, stride int, alpha float64, g []float64, 
 		return
 	}
 	F := len(in.x)
-	val := in.val[:len(in.idx)]
-	for r, gr := range g {
+	val := in.val
+	idx := in.idx[:len(val)]
+	r := 0
+	for ; r+4 <= len(g); r += 4 {
+		o := r * stride
+		d0 := dst[o : o+F]
+		d1 := dst[o+stride : o+stride+F][:F]
+		d2 := dst[o+2*stride : o+2*stride+F][:F]
+		d3 := dst[o+3*stride : o+3*stride+F][:F]
+		k0, k1, k2, k3 := alpha*g[r], alpha*g[r+1], alpha*g[r+2], alpha*g[r+3]
+		for j, i := range idx {
+			c := int(uint32(i)) // one comparison for the four rows, as in gather4
+			if c >= F {
+				panic("model: feature index out of range")
+			}
+			v := val[j]
+			d0[c] += k0 * v
+			d1[c] += k1 * v
+			d2[c] += k2 * v
+			d3[c] += k3 * v
+		}
+	}
+	for ; r < len(g); r++ {
 		d := dst[r*stride : r*stride+F]
-		k := alpha * gr
-		for j, i := range in.idx {
+		k := alpha * g[r]
+		for j, i := range idx {
 			d[i] += k * val[j]
 		}
 	}
