@@ -63,8 +63,20 @@ run: setup wasm
 	$(GO) build -o bin/device ./cmd/device
 	./bin/coordinator -lobby $(if $(RESET),-reset) $(RUNFLAGS)
 
+# Interleaved benchmarks: every ratio is against a baseline timed in the
+# same iterations, in per-thread CPU time (docs/performance.md): the device
+# step against a plain pass and against the pre-issue-12 code, the noise
+# samplers and generators, the model kernels. About 1-2 minutes on the
+# shared 2-core machine.
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem ./shared/...
+	$(GO) test -run '^$$' -bench 'DeviceStep|ServerApply' -benchtime 100x ./shared/optim
+	$(GO) test -run '^$$' -bench 'SamplersCPU|Generators' -benchtime 100x ./shared/mechanism
+	$(GO) test -run '^$$' -bench 'KernelsVsGonum|SparseKernels' -benchtime 200x ./shared/model
+
+# The wasm/native device-step throughput, interleaved in one run (headless
+# Chromium, docs/browser.md); builds the page first.
+bench-wasm:
+	$(GO) test -run '^$$' -bench DeviceStepRatio -benchtime 10x ./e2e
 
 clean:
 	rm -rf bin
