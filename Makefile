@@ -73,10 +73,14 @@ bench:
 	$(GO) test -run '^$$' -bench 'SamplersCPU|Generators' -benchtime 100x ./shared/mechanism
 	$(GO) test -run '^$$' -bench 'KernelsVsGonum|SparseKernels' -benchtime 200x ./shared/model
 
-# The wasm/native device-step throughput, interleaved in one run (headless
-# Chromium, docs/browser.md); builds the page first.
+# The wasm/native device-step throughput: interleaved in one run in
+# headless Chromium (wall time; builds the page first, docs/browser.md), and
+# in CPU time, natively and under node (docs/performance.md).
 bench-wasm:
 	$(GO) test -run '^$$' -bench DeviceStepRatio -benchtime 10x ./e2e
+	@n=$$($(GO) test -run '^$$' -bench StepCPU -benchtime 200x ./wasm/devstep | awk '/cpu-ms/{print $$5}'); \
+	w=$$(GOOS=js GOARCH=wasm $(GO) test -exec="$$($(GO) env GOROOT)/lib/wasm/go_js_wasm_exec" -run '^$$' -bench StepCPU -benchtime 200x ./wasm/devstep | awk '/cpu-ms/{print $$5}'); \
+	echo "device step (b = 64) CPU time: native $$n ms, wasm under node $$w ms" | awk -v n=$$n -v w=$$w '{print; printf "wasm/native throughput (CPU time): %.2f\n", n/w}'; uptime
 
 clean:
 	rm -rf bin
