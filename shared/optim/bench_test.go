@@ -221,3 +221,13 @@ func BenchmarkTable1Round(b *testing.B) {
 	b.StopTimer()
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)*1200/1e9, "s/1200rounds")
 }
+
+// freshOrNC is the discrete sigma of participation n (nc) or of every
+// release (fresh-noise algorithms).
+func (dv *device) freshOrNC(n int) int64 {
+	if dv.a.kind.noise == noiseNC {
+		z, _ := dv.ncSigmaZ(n)
+		return z
+	}
+	return dv.freshZ
+}
