@@ -11,5 +11,3 @@ func cpuNow() int64 {
 	u := js.Global().Get("process").Call("cpuUsage")
 	return int64(u.Get("user").Float()+u.Get("system").Float()) * 1000
 }
-
-const cpuClock = "node process CPU time"

@@ -7,5 +7,3 @@ import "browserfl/internal/cputime"
 // cpuNow is the calling thread's CPU time in ns (the caller locks its OS
 // thread).
 func cpuNow() int64 { return cputime.Thread() }
-
-const cpuClock = "thread CPU time"
