@@ -189,26 +189,6 @@ func (s *Stream) take8() uint64 {
 	return b & 0xff
 }
 
-// below returns a uniform integer in [0, n), 1 <= n <= 2^32, from the bit
-// buffer: L = bits.Len(n-1) bits at a time, rejected while >= n (exactly
-// uniform; fewer than two tries on average).
-func (s *Stream) below(n uint64) uint64 {
-	l := uint(bits.Len64(n-1)) & 63 // <= 32
-	mask := uint64(1)<<l - 1
-	for {
-		// take(l), written out: one call fewer per draw (calls are
-		// costly in WebAssembly).
-		b := s.bits
-		if b>>l == 0 {
-			b = s.refillBits()
-		}
-		s.bits = b >> l
-		if v := b & mask; v < n {
-			return v
-		}
-	}
-}
-
 // bernRatio returns true with probability num/den, for 0 <= num and
 // 0 < den < 2^63. It compares the bits of a uniform real U in [0, 1),
 // drawn one at a time, with the binary expansion of num/den computed by
@@ -436,6 +416,8 @@ var expFrac = [256]uint64{0,
 // proposal by multiplications.
 type dgParams struct {
 	sg, den uint64 // sigma and 2 sigma^2
+	l       uint   // bits.Len64(sigma - 1) (<= 30): j is drawn l bits at a time
+	mask    uint64 // 1<<l - 1
 	invSg   uint64 // floor(2^64 / sigma) for sigma >= 2
 	sh      uint   // den << sh has its top bit set
 	invDen  uint64 // floor(2^127 / (den << sh)), 0 when den << sh == 2^63
@@ -444,6 +426,8 @@ type dgParams struct {
 func newDGParams(sigma int64) dgParams {
 	sg := uint64(sigma)
 	p := dgParams{sg: sg, den: 2 * sg * sg}
+	p.l = uint(bits.Len64(sg-1)) & 63
+	p.mask = 1<<p.l - 1
 	if sg >= 2 {
 		p.invSg, _ = bits.Div64(1, 0, sg)
 	}
@@ -561,6 +545,11 @@ func coarseM(w, i uint64) uint64 {
 	return mulHi(expTable[2*w], expFrac[i&255])
 }
 
+// acceptExp is the sampler's final acceptance step; discreteGaussian
+// writes its first stage out (fewer calls, which WebAssembly pays for), so
+// this function is its reference form: TestAcceptExpRate checks it, and
+// TestNoiseKnownAnswer pins the bits of the written-out copy.
+//
 // acceptExp returns true with probability exp(-(w + f/den)), exactly, for
 // 0 <= f < den and w <= fastW, by comparing a uniform U, drawn lazily, with
 // bounds on exp(-x) that are exact (no probability is ever rounded):
@@ -588,6 +577,14 @@ func (s *Stream) acceptExp(w, f uint64, p *dgParams) bool {
 	if u8 > chi>>56 { // U >= u8 2^-8 > chi 2^-64
 		return false
 	}
+	return s.acceptExpFine(u8, w, f, t, p)
+}
+
+// acceptExpFine is acceptExp's second and third stages, for a U whose
+// first 8 bits u8 did not settle the comparison (t = p.frac(f)).
+//
+//go:noinline
+func (s *Stream) acceptExpFine(u8, w, f, t uint64, p *dgParams) bool {
 	e := expQ64(w, t)
 	var lo, hi uint64 // U < lo/2^64 implies accept; U >= hi/2^64 implies reject
 	if e >= expSlack {
@@ -697,36 +694,69 @@ func (s *Stream) discreteGaussian(p *dgParams) int64 {
 			}
 		}
 		// Accept k with probability exp(-k(k-1)/2) before drawing j (a
-		// third of the proposals stop here, cheaply).
-		if k >= 2 && !s.bernExpHalves(k*(k-1)) {
+		// third of the proposals stop here, cheaply). The common case,
+		// k(k-1) <= 64, is uniformLessExp written out: in WebAssembly
+		// every call costs a trip through the goroutine stack in linear
+		// memory, so the hot path of this loop makes as few as it can.
+		if m := k * (k - 1); k >= 2 && m <= expTableMax {
+			c := expTable[m] >> 56
+			if u := s.take8(); u != c {
+				if u > c {
+					continue
+				}
+			} else if !s.lessExp(u<<56|s.take(28)<<28|s.take(28), int(m)) {
+				continue
+			}
+		} else if k >= 2 && !s.bernExpHalves(m) {
 			continue
 		}
-		j := s.below(sg)
+		// j uniform in [0, sigma): l = bits.Len64(sigma-1) bits at a
+		// time, rejected while >= sigma (exactly uniform; fewer than two
+		// tries on average).
+		var j uint64
+		for {
+			b := s.bits
+			if b>>p.l == 0 {
+				b = s.refillBits()
+			}
+			s.bits = b >> p.l
+			if j = b & p.mask; j < sg {
+				break
+			}
+		}
 		neg := s.bit() == 1
 		if neg && k == 0 && j == 0 {
 			continue
 		}
 		// Accept with probability exp(-(2 k sigma j + j^2) / (2 sigma^2)),
 		// exp(-(w + f/den)) with k j = q sigma + r, w = q (+1 when f >=
-		// den) and f = 2 sigma r + j^2 < 3 sigma^2 (acceptExp). For k >
-		// fastW (probability below exp(-16) per proposal) it is acceptKJ.
-		var ok bool
-		switch {
-		case k == 0:
-			ok = s.acceptExp(0, j*j, p) // j^2 < sigma^2 < den
-		case k <= fastW:
-			q, r := p.divSg(k * j)
-			f := 2*sg*r + j*j
-			if f >= p.den {
-				q++
-				f -= p.den
+		// den) and f = 2 sigma r + j^2 < 3 sigma^2: acceptExp, its first
+		// stage written out. For k > fastW (probability below exp(-16) per
+		// proposal) it is acceptKJ.
+		if k > fastW {
+			if !s.acceptKJ(k, j, sg, p.den) {
+				continue
 			}
-			ok = s.acceptExp(q, f, p)
-		default:
-			ok = s.acceptKJ(k, j, sg, p.den)
-		}
-		if !ok {
-			continue
+		} else {
+			var w, f uint64
+			if k == 0 {
+				f = j * j // < sigma^2 < den
+			} else {
+				q, r := p.divSg(k * j)
+				w, f = q, 2*sg*r+j*j
+				if f >= p.den {
+					w++
+					f -= p.den
+				}
+			}
+			if w != 0 || f != 0 { // exp(0) = 1 accepts without drawing
+				t := p.frac(f)
+				clo, chi := coarseExp(w, t)
+				u8 := s.take8()
+				if u8 >= clo>>56 && (u8 > chi>>56 || !s.acceptExpFine(u8, w, f, t, p)) {
+					continue
+				}
+			}
 		}
 		z := int64(k*sg + j)
 		if neg {
