@@ -545,7 +545,7 @@ func coarseM(w, i uint64) uint64 {
 	return mulHi(expTable[2*w], expFrac[i&255])
 }
 
-// acceptExp is the sampler's final acceptance step; discreteGaussian
+// acceptExp is the sampler's final acceptance step; fillDG
 // writes its first stage out (fewer calls, which WebAssembly pays for), so
 // this function is its reference form: TestAcceptExpRate checks it, and
 // TestNoiseKnownAnswer pins the bits of the written-out copy.
@@ -666,12 +666,17 @@ func (s *Stream) DiscreteGaussian(sigma int64) int64 {
 		panic(fmt.Sprintf("mechanism: discrete Gaussian sigma %d outside [1, %d]", sigma, MaxDiscreteSigma))
 	}
 	p := newDGParams(sigma)
-	return s.discreteGaussian(&p)
+	var z [1]int64
+	s.fillDG(z[:], &p)
+	return z[0]
 }
 
-func (s *Stream) discreteGaussian(p *dgParams) int64 {
+// fillDG fills dst with independent draws (the loop over outputs and the
+// loop over proposals are one loop: a rejected proposal continues it
+// without advancing i, an accepted one stores its output and advances).
+func (s *Stream) fillDG(dst []int64, p *dgParams) {
 	sg := p.sg
-	for {
+	for i := 0; i < len(dst); {
 		// k = #{m >= 1 : U < exp(-m/2)} for one uniform U: P[k >= m] =
 		// exp(-m/2); beyond the table, independent Bernoulli(exp(-1/2)).
 		// U's bits are drawn lazily: the first 8 decide k through
@@ -760,9 +765,10 @@ func (s *Stream) discreteGaussian(p *dgParams) int64 {
 		}
 		z := int64(k*sg + j)
 		if neg {
-			return -z
+			z = -z
 		}
-		return z
+		dst[i] = z
+		i++
 	}
 }
 
@@ -797,9 +803,7 @@ func (s *Stream) FillDiscreteGaussian(dst []int64, sigma int64) {
 		panic(fmt.Sprintf("mechanism: discrete Gaussian sigma %d outside [1, %d]", sigma, MaxDiscreteSigma))
 	}
 	p := newDGParams(sigma)
-	for i := range dst {
-		dst[i] = s.discreteGaussian(&p)
-	}
+	s.fillDG(dst, &p)
 }
 
 // DiscreteNoiseVector writes the discrete Gaussian vector N_Z(0, sigma^2)^d
