@@ -163,7 +163,13 @@ func (s *Stream) bit() uint64 {
 //
 //go:noinline
 func (s *Stream) refillBits() uint64 {
-	s.bits = s.Uint64()>>1 | 1<<63
+	var w uint64
+	if s.ln == 0 {
+		w = s.c.Uint64() // Uint64's common case, one call fewer
+	} else {
+		w = s.uint64Split()
+	}
+	s.bits = w>>1 | 1<<63
 	return s.bits
 }
 
