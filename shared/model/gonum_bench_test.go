@@ -163,3 +163,30 @@ func BenchmarkSparseKernels(b *testing.B) {
 	b.ReportMetric(t[1], "new-ns")
 	b.ReportMetric(t[0]/t[1], "speedup")
 }
+
+// TestRowsPairMatchesRows: rowsPair gives rows' results for both matrices
+// (to rounding of the same sums in the same order, so exactly), for row
+// counts that leave every possible tail, sparse and dense inputs.
+func TestRowsPairMatchesRows(t *testing.T) {
+	rng := newRand(8)
+	for _, density := range []float64{0.1, 1} {
+		for nr := 1; nr <= 11; nr++ {
+			const F = 50
+			stride := F + 1
+			wa := randParams(rng, nr*stride, 1)
+			wb := randParams(rng, nr*stride, 1)
+			in := newInput(F)
+			sparse := in.load(randSample(rng, F, 2, density).X)
+			za, zb := make([]float64, nr), make([]float64, nr)
+			in.rowsPair(za, wa, zb, wb, stride, sparse)
+			wantA, wantB := make([]float64, nr), make([]float64, nr)
+			in.rows(wantA, wa, stride, sparse)
+			in.rows(wantB, wb, stride, sparse)
+			for r := 0; r < nr; r++ {
+				if math.Abs(za[r]-wantA[r]) > 1e-12*(1+math.Abs(wantA[r])) || math.Abs(zb[r]-wantB[r]) > 1e-12*(1+math.Abs(wantB[r])) {
+					t.Fatalf("density %v, %d rows: row %d = %v, %v, want %v, %v", density, nr, r, za[r], zb[r], wantA[r], wantB[r])
+				}
+			}
+		}
+	}
+}

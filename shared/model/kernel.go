@@ -192,6 +192,40 @@ func (in *input) rows(out, w []float64, stride int, sparse bool) {
 	}
 }
 
+// rowsPair is rows for two weight matrices of the same shape at once (the
+// two points of a gradient difference): the four-row blocks of each, then
+// their leftover rows four at a time across both matrices, so that with 10
+// classes no row goes through the one-row gather.
+func (in *input) rowsPair(za, wa, zb, wb []float64, stride int, sparse bool) {
+	if !sparse || denseKernels(len(in.idx), len(in.x)) {
+		gemvRows(za, wa, stride, in.x)
+		gemvRows(zb, wb, stride, in.x)
+		return
+	}
+	na, nb := len(za)&^3, len(zb)&^3
+	in.rows(za[:na], wa, stride, true)
+	in.rows(zb[:nb], wb, stride, true)
+	F := len(in.x)
+	var out [6]*float64
+	var rs [6][]float64
+	n := 0
+	for r := na; r < len(za); r++ {
+		out[n], rs[n] = &za[r], wa[r*stride:r*stride+F]
+		n++
+	}
+	for r := nb; r < len(zb); r++ {
+		out[n], rs[n] = &zb[r], wb[r*stride:r*stride+F]
+		n++
+	}
+	k := 0
+	for ; k+4 <= n; k += 4 {
+		*out[k], *out[k+1], *out[k+2], *out[k+3] = in.gather4(rs[k], rs[k+1], rs[k+2], rs[k+3])
+	}
+	for ; k < n; k++ {
+		*out[k] = gather(rs[k], in.idx, in.val)
+	}
+}
+
 // gather4 returns the dot products of the four rows (each of length
 // len(in.x)) with the loaded input's non-zeros.
 func (in *input) gather4(r0, r1, r2, r3 []float64) (s0, s1, s2, s3 float64) {

@@ -71,6 +71,17 @@ func (m *LogReg) logits(z, w []float64, sparse bool) {
 	}
 }
 
+// logitsPair writes the logits of the loaded input under wa into m.za and
+// under wb into m.zb.
+func (m *LogReg) logitsPair(wa, wb []float64, sparse bool) {
+	stride := m.features + 1
+	m.in.rowsPair(m.za, wa, m.zb, wb, stride, sparse)
+	for c := range m.za {
+		m.za[c] += wa[c*stride+m.features]
+		m.zb[c] += wb[c*stride+m.features]
+	}
+}
+
 // Loss returns the cross-entropy of w on s.
 func (m *LogReg) Loss(w []float64, s dataset.Sample) float64 {
 	l, _ := m.lossPredict(w, s)
@@ -113,8 +124,7 @@ func (m *LogReg) GradDiff(dst []float64, a float64, wa []float64, b float64, wb 
 	mustLen("GradDiff wb", wb, m.Dim())
 	mustLen("GradDiff dst", dst, m.Dim())
 	sparse := m.in.load(s.X)
-	m.logits(m.za, wa, sparse)
-	m.logits(m.zb, wb, sparse)
+	m.logitsPair(wa, wb, sparse)
 	lossA = softmaxCE(m.za, s.Label)
 	lossB = softmaxCE(m.zb, s.Label)
 	for c := range m.za {
@@ -131,18 +141,21 @@ func (m *LogReg) FactorGradDiff(a float64, wa []float64, b float64, wb []float64
 	m.check(wa, s)
 	sparse := m.in.load(s.X)
 	m.fsparse = sparse
-	m.logits(m.za, wa, sparse)
-	softmaxCE(m.za, s.Label)
 	if b != 0 {
 		mustLen("FactorGradDiff wb", wb, m.Dim())
-		m.logits(m.zb, wb, sparse)
+		m.logitsPair(wa, wb, sparse)
+		softmaxCE(m.za, s.Label)
 		softmaxCE(m.zb, s.Label)
 		for c := range m.za {
 			m.za[c] = a*m.za[c] - b*m.zb[c]
 		}
-	} else if a != 1 {
-		for c := range m.za {
-			m.za[c] *= a
+	} else {
+		m.logits(m.za, wa, sparse)
+		softmaxCE(m.za, s.Label)
+		if a != 1 {
+			for c := range m.za {
+				m.za[c] *= a
+			}
 		}
 	}
 	return norm2(m.za) * math.Sqrt(m.in.sumSquares(sparse)+1)
