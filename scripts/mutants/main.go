@@ -102,10 +102,17 @@ var mutations = []mutation{
 		pkgs: []string{"./shared/optim/", "./device/"},
 	},
 	{
-		name: "clip-1.1", why: "per-sample clipping at 1.1 S instead of S",
+		name: "clip-1.1", why: "per-sample clipping at 1.1 S instead of S (ghost clipping: logistic regression's factored gradients)",
 		file: "shared/optim/device.go",
-		old:  "mechanism.Clip(dst, bound)",
-		new:  "mechanism.Clip(dst, 1.1*bound)",
+		old:  "f = mechanism.ClipFactor(n, bound)",
+		new:  "f = mechanism.ClipFactor(n, 1.1*bound)",
+		pkgs: []string{"./shared/optim/"},
+	},
+	{
+		name: "clip-1.1-formed", why: "per-sample clipping at 1.1 S instead of S (formed gradients: other models, SVRG and SAGA)",
+		file: "shared/optim/device.go",
+		old:  "if _, err := mechanism.ClipFinite(dst, bound); err != nil {",
+		new:  "if _, err := mechanism.ClipFinite(dst, 1.1*bound); err != nil {",
 		pkgs: []string{"./shared/optim/"},
 	},
 	{
