@@ -21,6 +21,7 @@ import (
 	"io"
 	"math"
 	"runtime"
+	"slices"
 	"sync"
 	"time"
 
@@ -203,6 +204,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		}
 		m := min(p.Cohort, len(eligible))
 		cohort := optim.SampleCohort(eligible, m, cfg.Seed, t) // the coordinator's rule
+		slices.Sort(cohort)                                    // and its order: updates reach the server sorted by device
 		r := srv.Next()
 		if r.T != t {
 			return res, fmt.Errorf("sim: server is at round %d, expected %d", r.T, t)
