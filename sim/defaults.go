@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 
+	"browserfl/shared/mechanism"
 	"browserfl/shared/optim"
 )
 
@@ -88,3 +89,12 @@ func (s StepSizes) Eta(p optim.Params, d int) float64 {
 	}
 	return s.Other
 }
+
+// DeviceSeed is the seed of device i's entropy stream in a run with seed
+// run (Run gives device i mechanism.NewStream(DeviceSeed(run, i), 0)), so
+// that a live session can give its devices the same noise.
+func DeviceSeed(run uint64, i int) mechanism.Seed { return seedFor(run, "device", i) }
+
+// ServerSeed is the seed of the server half's stream in a run with seed
+// run.
+func ServerSeed(run uint64) mechanism.Seed { return seedFor(run, "server", 0) }

@@ -123,6 +123,20 @@ var mutations = []mutation{
 		pkgs: []string{"./shared/optim/"},
 	},
 	{
+		name: "sim-downlink-f64", why: "simulated devices compute at the server's float64 query points, not the float32 ones the round frame carries",
+		file: "sim/sim.go",
+		old:  "r, err := downlink(srv.Next())",
+		new:  "r, err := srv.Next(), error(nil)",
+		pkgs: []string{"./sim/", "-run", "SimulatorIsTheProduct"},
+	},
+	{
+		name: "sim-cohort-unsorted", why: "the simulator hands updates to the server in sampling order, not the coordinator's sorted order",
+		file: "sim/sim.go",
+		old:  "slices.Sort(cohort) ",
+		new:  "_ = slices.Sort[[]int]; // ",
+		pkgs: []string{"./sim/", "-run", "SimulatorIsTheProduct"},
+	},
+	{
 		name: "delta-from-session", why: "the owner's budget is read at the session's delta when that is larger",
 		file: "shared/privacy/plan/figures.go",
 		old:  "eps, err := privacy.ZCDPToEpsilon(spent+f.WorstRho, owner.Delta)",
