@@ -44,11 +44,11 @@ type StepSizes struct {
 // Tuned are the step sizes for per-sample clipping at S = 1 without
 // projection (D = 0), the defaults of cmd/flsim and the "clip1" runs of
 // cmd/flresults.
-var Tuned = StepSizes{Mu2: 1e-3, SGD: 0.1, Other: 0.6}
+var Tuned = StepSizes{Mu2: 1e-3, SGD: 0.3, Other: 0.6}
 
 // TunedPaper are the step sizes for the papers' constants (G, L, D of the
 // noise-cancellation paper): Theorem 5.2's for the mu^2 family.
-var TunedPaper = StepSizes{Mu2: 0, SGD: 1e-3, Other: 0.6}
+var TunedPaper = StepSizes{Mu2: 0, SGD: 1e-4, Other: 0.6}
 
 // ReferenceRounds is T at the reference setting: one pass over the
 // Fashion-MNIST training images left after the validation split (50,000)
