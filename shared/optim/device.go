@@ -361,13 +361,14 @@ func (dv *device) Prepare(r Round, batch []dataset.Sample) (Update, error) {
 	if r.T > dv.p.Rounds {
 		return Update{}, fmt.Errorf("optim: round %d beyond T = %d", r.T, dv.p.Rounds)
 	}
-	if dv.n >= dv.p.Rounds {
-		// Every stated worst case (plan.Compute) counts at most T
-		// releases per device. An aborted round may be asked again
-		// (Abort), and each answer is a release: the (T+1)-th is refused
-		// whatever the ledger says, so re-asks never add a release the
-		// worst case did not count.
-		return Update{}, fmt.Errorf("%w: %d releases made, the most a device makes in a session of T = %d rounds", ErrBudget, dv.n, dv.p.Rounds)
+	if dv.n >= dv.p.ReleaseCap() {
+		// Every calibration and stated worst case (plan.Compute) counts
+		// at most ReleaseCap releases per device (MaxReleases, or T). An
+		// aborted round may be asked again (Abort), and each answer is a
+		// release: the one after the cap is refused whatever the ledger
+		// says, so re-asks never add a release the worst case did not
+		// count.
+		return Update{}, fmt.Errorf("%w: %d releases made, the most a device makes in this session (max releases %d, T = %d)", ErrBudget, dv.n, dv.p.ReleaseCap(), dv.p.Rounds)
 	}
 	if len(r.X) != dv.dim {
 		return Update{}, fmt.Errorf("optim: x has dimension %d, want %d", len(r.X), dv.dim)
