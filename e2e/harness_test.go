@@ -19,6 +19,7 @@ import (
 
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
 
 	"browserfl"
@@ -78,6 +79,7 @@ func pageBuild(t testing.TB) string {
 		copies := map[string]string{
 			filepath.Join(strings.TrimSpace(string(goroot)), "lib", "wasm", "wasm_exec.js"): "wasm_exec.js",
 			filepath.Join(root, "web", "app.js"):                                            "app.js",
+			filepath.Join(root, "web", "worker.js"):                                         "worker.js",
 			filepath.Join(root, "web", "style.css"):                                         "style.css",
 		}
 		for src, dst := range copies {
@@ -116,7 +118,13 @@ func pageHandler(webDir string, backend http.Handler) http.Handler {
 		w.Header().Set("Content-Security-Policy", coordinator.PageCSP(r))
 		w.Write(browserfl.IndexHTML)
 	})
-	mux.Handle("GET /web/", http.StripPrefix("/web/", http.FileServer(http.Dir(webDir))))
+	web := http.StripPrefix("/web/", http.FileServer(http.Dir(webDir)))
+	mux.Handle("GET /web/", web)
+	mux.Handle("GET /web/worker.js", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// The coordinator's worker policy, as for the page.
+		w.Header().Set("Content-Security-Policy", coordinator.WorkerCSP(r))
+		web.ServeHTTP(w, r)
+	}))
 	if backend != nil {
 		mux.Handle("/", backend)
 	}
@@ -175,27 +183,23 @@ func launch(t testing.TB, dataDir string) *browser {
 		cancel()
 		acancel()
 	}
+	// The page's websocket is opened by its dedicated worker, a target of
+	// its own (Chromium reports the worker's network events there, not
+	// on the page): attach to every worker the page starts (again after
+	// a reload) and record its frames too.
 	chromedp.ListenTarget(ctx, func(ev any) {
-		switch e := ev.(type) {
-		case *network.EventWebSocketFrameSent:
-			f := frame{Opcode: int(e.Response.Opcode)}
-			if f.Opcode == 1 {
-				f.Data = []byte(e.Response.PayloadData)
-			} else {
-				d, err := base64.StdEncoding.DecodeString(e.Response.PayloadData)
-				if err != nil {
-					d = []byte(e.Response.PayloadData)
+		if e, ok := ev.(*target.EventAttachedToTarget); ok && e.TargetInfo.Type == "worker" {
+			go func(id target.ID) {
+				wctx, _ := chromedp.NewContext(ctx, chromedp.WithTargetID(id))
+				chromedp.ListenTarget(wctx, b.record)
+				// Attaching enables the Network domain on the worker.
+				if err := chromedp.Run(wctx); err != nil && ctx.Err() == nil {
+					b.t.Logf("attaching to the page's worker: %v", err)
 				}
-				f.Data = d
-			}
-			b.mu.Lock()
-			b.frames = append(b.frames, f)
-			b.mu.Unlock()
-		case *network.EventWebSocketFrameReceived:
-			b.mu.Lock()
-			b.received++
-			b.mu.Unlock()
+			}(e.TargetInfo.TargetID)
+			return
 		}
+		b.record(ev)
 	})
 	// Long Tasks API observer installed before any page script runs.
 	const observer = `window.__longtasks = [];
@@ -214,6 +218,30 @@ try {
 		t.Fatalf("starting chromium: %v", err)
 	}
 	return b
+}
+
+// record keeps the websocket frames a page's target reports.
+func (b *browser) record(ev any) {
+	switch e := ev.(type) {
+	case *network.EventWebSocketFrameSent:
+		f := frame{Opcode: int(e.Response.Opcode)}
+		if f.Opcode == 1 {
+			f.Data = []byte(e.Response.PayloadData)
+		} else {
+			d, err := base64.StdEncoding.DecodeString(e.Response.PayloadData)
+			if err != nil {
+				d = []byte(e.Response.PayloadData)
+			}
+			f.Data = d
+		}
+		b.mu.Lock()
+		b.frames = append(b.frames, f)
+		b.mu.Unlock()
+	case *network.EventWebSocketFrameReceived:
+		b.mu.Lock()
+		b.received++
+		b.mu.Unlock()
+	}
 }
 
 // close stops the browser (its profile directory stays).

@@ -16,6 +16,7 @@ import (
 	"browserfl/shared/optim"
 	"browserfl/shared/privacy"
 	"browserfl/shared/privacy/plan"
+	"browserfl/wasm/bridge"
 	"browserfl/wasm/idb"
 	"browserfl/wasm/jsw"
 	"browserfl/wasm/local"
@@ -28,8 +29,12 @@ import (
 // transaction, so it is always the previous or the new blob.
 const keyDevice = "dev/state"
 
-// idbStorage is device.Storage on the page's IndexedDB store.
-type idbStorage struct{ st *idb.Store }
+// idbStorage is device.Storage on the page's IndexedDB store; each save
+// is measured ("fl-save", in the page's timeline).
+type idbStorage struct {
+	st   *idb.Store
+	port *port
+}
 
 // Load implements device.Storage.
 func (s idbStorage) Load(ctx context.Context) ([]byte, error) {
@@ -43,7 +48,7 @@ func (s idbStorage) Load(ctx context.Context) ([]byte, error) {
 // Save implements device.Storage: one durable transaction.
 func (s idbStorage) Save(ctx context.Context, b []byte) error {
 	t0 := jsw.Now()
-	defer jsw.Measure("fl-save", t0)
+	defer s.port.measure("fl-save", t0)
 	return s.st.Put(ctx, map[string][]byte{keyDevice: b})
 }
 
@@ -94,7 +99,7 @@ func (a *app) startTraining() {
 		s.Train.Done = false
 		s.Train.UsedUp = false
 	})
-	jsw.Mark("fl-train")
+	a.port.mark("fl-train")
 	ctx, cancel := context.WithCancel(a.ctx)
 	t := &trainer{a: a, ctx: ctx, cancel: cancel, done: make(chan struct{})}
 	if old != nil {
@@ -133,7 +138,7 @@ func (t *trainer) run() {
 		URL:      wsURL(a.base),
 		JoinCode: a.code,
 		Nickname: a.consent.Nickname,
-		Storage:  idbStorage{a.store},
+		Storage:  idbStorage{a.store, a.port},
 		Data:     data,
 		// The owner's budget, read at the owner's delta, less what the
 		// owner's data spent in earlier sessions.
@@ -143,7 +148,7 @@ func (t *trainer) run() {
 		// session is joined only if that is what they agreed to.
 		AllowTrusted: a.consent.Trusted,
 		OnEvent:      t.onEvent,
-		NewDevice:    newYielding(t.ctx, len(data), t.prepared),
+		NewDevice:    newYielding(t.ctx, a.port, len(data), t.prepared),
 	})
 	if err != nil {
 		a.fail("Device", err)
@@ -313,30 +318,38 @@ func (t *trainer) leave(reason string) {
 	t.cancel()
 }
 
-// TryModel implements ui.Controller.
-func (a *app) TryModel() {
-	x, err := a.try.features()
-	if err != nil || local.Blank(x) {
-		a.state.Train.Prediction = "Draw something first."
-		return
-	}
-	a.state.Error = ""
+// TryModel classifies a drawing (features x, read from the page's
+// "try the model" canvas by the page, which has checked that it is not
+// blank) with the current global model (ui.Controller.TryModel). The
+// page clears its canvas once the model has answered.
+func (a *app) TryModel(x []float32) {
 	var w []float64
 	if a.trainer != nil {
 		a.trainer.mu.Lock()
 		w = append(w, a.trainer.x...)
 		a.trainer.mu.Unlock()
 	}
-	m, err := model.New(a.params.Model, local.Features, local.Classes)
-	if err != nil || len(w) != m.Dim() {
-		a.state.Train.Prediction = "No model yet: wait for the first round."
-		return
+	answered := false
+	a.update(func(s *ui.State) {
+		if local.Blank(x) {
+			s.Train.Prediction = "Draw something first."
+			return
+		}
+		s.Error = ""
+		m, err := model.New(a.params.Model, local.Features, local.Classes)
+		if err != nil || len(w) != m.Dim() {
+			s.Train.Prediction = "No model yet: wait for the first round."
+			return
+		}
+		c := m.Predict(w, x)
+		if names := ui.LabelsOf(s.Session.Labels); c < len(names) {
+			s.Train.Prediction = "The model says: " + names[c]
+		} else {
+			s.Train.Prediction = fmt.Sprintf("The model says: class %d", c)
+		}
+		answered = true
+	})
+	if answered {
+		a.port.post(bridge.ToPage{Type: bridge.ClearTry})
 	}
-	c := m.Predict(w, x)
-	if names := ui.LabelsOf(a.state.Session.Labels); c < len(names) {
-		a.state.Train.Prediction = "The model says: " + names[c]
-	} else {
-		a.state.Train.Prediction = fmt.Sprintf("The model says: class %d", c)
-	}
-	a.try.clear()
 }
