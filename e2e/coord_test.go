@@ -30,7 +30,7 @@ import (
 // idle; it waits for all their updates (or the deadline), applies them,
 // and only then sends the decisions.
 type scripted struct {
-	t      *testing.T
+	t      testing.TB
 	params wire.SessionParams
 	code   string
 	test   []dataset.Sample // evaluation samples of the global model
@@ -99,7 +99,7 @@ type sconn struct {
 	ws *websocket.Conn
 }
 
-func newScripted(t *testing.T, p wire.SessionParams, code string, shards []dataset.Set, test []dataset.Sample, l lies) *scripted {
+func newScripted(t testing.TB, p wire.SessionParams, code string, shards []dataset.Set, test []dataset.Sample, l lies) *scripted {
 	t.Helper()
 	m, err := model.New(p.Model, p.Features, p.Classes)
 	if err != nil {

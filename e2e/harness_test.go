@@ -76,11 +76,23 @@ func pageBuild(t testing.TB) string {
 			build.err = fmt.Errorf("go env GOROOT: %w", err)
 			return
 		}
+		// The Go runtime's loader, and every asset of web/ (its loaders
+		// app.js and worker.js, style.css), as the coordinator embeds
+		// them.
 		copies := map[string]string{
 			filepath.Join(strings.TrimSpace(string(goroot)), "lib", "wasm", "wasm_exec.js"): "wasm_exec.js",
-			filepath.Join(root, "web", "app.js"):                                            "app.js",
-			filepath.Join(root, "web", "worker.js"):                                         "worker.js",
-			filepath.Join(root, "web", "style.css"):                                         "style.css",
+		}
+		for _, pat := range []string{"*.js", "*.css"} {
+			names, err := filepath.Glob(filepath.Join(root, "web", pat))
+			if err != nil {
+				build.err = err
+				return
+			}
+			for _, n := range names {
+				if b := filepath.Base(n); b != "wasm_exec.js" {
+					copies[n] = b
+				}
+			}
 		}
 		for src, dst := range copies {
 			b, err := os.ReadFile(src)

@@ -62,9 +62,10 @@ type consent struct {
 type app struct {
 	port *port // the page, at the other end of the worker
 
-	mu    sync.Mutex
-	state *ui.State
-	sent  bridge.Snapshot // the state as last sent to the page
+	mu      sync.Mutex
+	state   *ui.State
+	sent    bridge.Snapshot // the state as last sent to the page
+	pending bool            // a publish is scheduled
 
 	ctx  context.Context
 	stop context.CancelFunc
@@ -94,19 +95,26 @@ func newApp(p *port) *app {
 	}
 }
 
-// update runs f on the state and sends what changed to the page.
+// publishEvery is the longest a change of the state waits before it is
+// sent to the page: the changes within it go as one patch, so the page
+// renders at most about 20 times a second however fast rounds come.
+const publishEvery = 50 * time.Millisecond
+
+// update runs f on the state; what changed goes to the page within
+// publishEvery.
 func (a *app) update(f func(s *ui.State)) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	f(a.state)
-	a.publishLocked()
-}
-
-// view runs f on the state without changing it.
-func (a *app) view(f func(s *ui.State)) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	f(a.state)
+	if !a.pending {
+		a.pending = true
+		time.AfterFunc(publishEvery, func() {
+			a.mu.Lock()
+			defer a.mu.Unlock()
+			a.pending = false
+			a.publishLocked()
+		})
+	}
 }
 
 // publishLocked sends the page the fields changed since the last
