@@ -1,5 +1,6 @@
-// Boots the Go device (web/app.wasm) with the Go runtime's wasm_exec.js.
-// Everything else, including the UI, is Go.
+// Boots the page half of the Go program (web/app.wasm) with the Go
+// runtime's wasm_exec.js: rendering and the student's input. The program
+// starts the device half in a dedicated worker (web/worker.js).
 (function () {
   "use strict";
   performance.mark("fl-boot");

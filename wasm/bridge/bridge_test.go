@@ -139,7 +139,11 @@ func states() []ui.State {
 	add(func(s *ui.State) {
 		s.Data.Count, s.Data.PerLabel[3], s.Data.Sources = 600, 61, []string{"demo shard (600)"}
 	})
-	add(func(s *ui.State) { s.Screen = ui.ScreenTrain; s.Train.Status = "Connecting…"; s.Train.Conn = "connecting" })
+	add(func(s *ui.State) {
+		s.Screen = ui.ScreenTrain
+		s.Train.Status = "Connecting…"
+		s.Train.Conn = "connecting"
+	})
 	add(func(s *ui.State) {
 		s.Train.Round, s.Train.Accuracy = 2, []ui.Point{{Round: 1, Accuracy: 0.2}, {Round: 2, Accuracy: 0.4}}
 	})
