@@ -204,10 +204,11 @@ func launch(t testing.TB, dataDir string) *browser {
 			go func(id target.ID) {
 				wctx, _ := chromedp.NewContext(ctx, chromedp.WithTargetID(id))
 				chromedp.ListenTarget(wctx, b.record)
-				// Attaching enables the Network domain on the worker.
-				if err := chromedp.Run(wctx); err != nil && ctx.Err() == nil {
-					b.t.Logf("attaching to the page's worker: %v", err)
-				}
+				// Attaching enables the Network domain on the worker. An
+				// error (the worker or the browser gone meanwhile) is not
+				// logged: the test may have ended; a test that needed the
+				// frames fails on their absence.
+				chromedp.Run(wctx)
 			}(e.TargetInfo.TargetID)
 			return
 		}
