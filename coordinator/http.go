@@ -292,8 +292,8 @@ const dashboardCSP = "default-src 'self'; script-src 'self'; style-src 'self'; i
 // sets style attributes (progress bars). The page starts one dedicated
 // worker from its own origin (worker-src 'self', /web/worker.js, which
 // has its own policy: WorkerCSP). The websocket is the page's own host
-// (ws: or wss:; 'self' alone does not cover ws: in every browser); it is
-// opened by the worker, but the page's policy allows it too.
+// (ws: or wss:; 'self' alone does not cover ws: in every browser); the
+// page opens it for its worker.
 func PageCSP(r *http.Request) string {
 	return "default-src 'self'; script-src 'self' 'wasm-unsafe-eval' 'unsafe-eval'; worker-src 'self'; style-src 'self' 'unsafe-inline'; " +
 		"img-src 'self' data:; connect-src " + connectSrc(r) + "; object-src 'none'; base-uri 'none'; form-action 'none'; " +
@@ -303,11 +303,12 @@ func PageCSP(r *http.Request) string {
 // WorkerCSP is the policy of the page's dedicated worker (a worker runs
 // under the policy delivered with its script): it loads the Go runtime's
 // loader from the same origin (importScripts), compiles app.wasm
-// ('wasm-unsafe-eval'; no 'unsafe-eval': the worker renders nothing),
-// fetches the session's API and opens the websocket; nothing else.
-func WorkerCSP(r *http.Request) string {
-	return "default-src 'none'; script-src 'self' 'wasm-unsafe-eval'; connect-src " + connectSrc(r) +
-		"; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+// ('wasm-unsafe-eval'; no 'unsafe-eval': the worker renders nothing) and
+// fetches the session's API from its own origin; nothing else (the
+// device's websocket is opened by the page on the worker's behalf).
+func WorkerCSP(*http.Request) string {
+	return "default-src 'none'; script-src 'self' 'wasm-unsafe-eval'; connect-src 'self'; " +
+		"base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 }
 
 // connectSrc is the pages' connect-src: the origin and its websocket.

@@ -19,7 +19,6 @@ import (
 
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/page"
-	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
 
 	"browserfl"
@@ -195,25 +194,10 @@ func launch(t testing.TB, dataDir string) *browser {
 		cancel()
 		acancel()
 	}
-	// The page's websocket is opened by its dedicated worker, a target of
-	// its own (Chromium reports the worker's network events there, not
-	// on the page): attach to every worker the page starts (again after
-	// a reload) and record its frames too.
-	chromedp.ListenTarget(ctx, func(ev any) {
-		if e, ok := ev.(*target.EventAttachedToTarget); ok && e.TargetInfo.Type == "worker" {
-			go func(id target.ID) {
-				wctx, _ := chromedp.NewContext(ctx, chromedp.WithTargetID(id))
-				chromedp.ListenTarget(wctx, b.record)
-				// Attaching enables the Network domain on the worker. An
-				// error (the worker or the browser gone meanwhile) is not
-				// logged: the test may have ended; a test that needed the
-				// frames fails on their absence.
-				chromedp.Run(wctx)
-			}(e.TargetInfo.TargetID)
-			return
-		}
-		b.record(ev)
-	})
+	// The device's websocket is the page's own (its worker's runtime
+	// uses it through web/app.js's relay), so its frames are the page
+	// target's.
+	chromedp.ListenTarget(ctx, b.record)
 	// Long Tasks API observer installed before any page script runs.
 	const observer = `window.__longtasks = [];
 try {

@@ -318,9 +318,9 @@ func (a *app) closedReason() string {
 
 // pageHidden makes the device leave when the page is hidden for good
 // (closed, reloaded, navigated away: the page's pagehide event, see
-// page.go): the coordinator then stops asking it. It does not block, so
-// the leave frame and the websocket's close (1000) are on their way
-// before the browser ends the worker.
+// page.go). The page has already sent the leave message and closed the
+// socket itself (web/app.js); this stops the runtime from reconnecting in
+// the moments before the browser ends the worker. It does not block.
 func (a *app) pageHidden() {
 	if t := a.trainer; t != nil {
 		if rt := t.runtime(); rt != nil {

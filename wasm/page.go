@@ -60,7 +60,8 @@ func newPage(ee vugu.EventEnv) *page {
 // startWorker creates the worker and asks it to start with the page's
 // join code (sent once the worker says it listens).
 func (p *page) startWorker() error {
-	w, err := jsw.Try(func() js.Value { return js.Global().Get("Worker").New(workerURL) })
+	// web/app.js starts it, and relays its websocket (see there).
+	w, err := jsw.Try(func() js.Value { return js.Global().Call("flStartWorker", workerURL) })
 	if err != nil {
 		return fmt.Errorf("worker: %w", err)
 	}
@@ -185,9 +186,10 @@ func (p *page) flushUI() {
 }
 
 // watchPageHide makes the device leave when the page is hidden for good
-// (closed, reloaded, navigated away): the worker sends wire.Leave and
-// closes its websocket with 1000 before the browser ends it, and the
-// coordinator stops asking the device. A page kept in the back/forward
+// (closed, reloaded, navigated away), and the coordinator stops asking
+// it: the page's websocket relay (web/app.js) sends the device's leave
+// message and closes the socket with 1000 on this thread, and the worker
+// is told too, so its runtime does not reconnect while it lasts. A page kept in the back/forward
 // cache and shown again reloads and resumes from its stored state.
 func (p *page) watchPageHide() {
 	w := js.Global().Get("window")

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"syscall/js"
 
+	"browserfl/shared/wire"
 	"browserfl/wasm/bridge"
 	"browserfl/wasm/jsw"
 	"browserfl/wasm/ui"
@@ -90,6 +91,11 @@ func runWorker() error {
 	jsw.Listen(self, "messageerror", func(js.Value) {
 		js.Global().Get("console").Call("warn", "browserfl worker: a message from the page could not be read")
 	})
+	// The leave message the page sends for the device when it goes away
+	// (web/worker.js, web/app.js): the one Runtime.Leave sends.
+	if farewell, err := wire.EncodeControl(wire.Leave{Reason: wire.LeaveStopped}); err == nil {
+		self.Call("flFarewell", string(farewell))
+	}
 	p.post(bridge.ToPage{Type: bridge.Ready})
 	started := false
 	for range in.wake {
