@@ -36,8 +36,13 @@
       const list = protocols === undefined ? [] : (Array.isArray(protocols) ? protocols : [protocols]).map(String);
       post({op: "open", id: this.id, url: this.url, protocols: list});
     }
+    // send and close behave as WebSocket's do (the Go library relies on
+    // it): send throws only while connecting and drops data once closing;
+    // close throws on a code a script may not send (only 1000 and
+    // 3000-4999) and does nothing once closing.
     send(data) {
-      if (this.readyState !== 1) throw new DOMException("the websocket is not open", "InvalidStateError");
+      if (this.readyState === 0) throw new DOMException("the websocket is still connecting", "InvalidStateError");
+      if (this.readyState !== 1) return;
       if (typeof data === "string") {
         post({op: "send", id: this.id, data: data});
         return;
@@ -47,6 +52,12 @@
       post({op: "send", id: this.id, data: buf}, [buf]);
     }
     close(code, reason) {
+      if (code !== undefined && code !== 1000 && !(code >= 3000 && code <= 4999)) {
+        throw new DOMException("close code " + code + " may not be sent by a script", "InvalidAccessError");
+      }
+      if (reason !== undefined && new TextEncoder().encode(String(reason)).length > 123) {
+        throw new DOMException("close reason longer than 123 bytes", "SyntaxError");
+      }
       if (this.readyState >= 2) return;
       this.readyState = 2;
       post({op: "close", id: this.id, code: code === undefined ? 1000 : Number(code), reason: reason === undefined ? "" : String(reason)});
