@@ -67,6 +67,9 @@ type trainer struct {
 	modelRound int       // the round x is from
 	stepMillis float64   // time of the latest Prepare
 	bytesSent  int64     // update frames prepared for sending, in bytes
+	events     []queued  // runtime events not yet published, in order
+
+	wake chan struct{} // an event was queued
 
 	// The owner's ledger (nil when the device trains on the demo shard
 	// only), this device's charge in it and what the owner's data spent
@@ -101,7 +104,7 @@ func (a *app) startTraining() {
 	})
 	a.port.mark("fl-train")
 	ctx, cancel := context.WithCancel(a.ctx)
-	t := &trainer{a: a, ctx: ctx, cancel: cancel, done: make(chan struct{})}
+	t := &trainer{a: a, ctx: ctx, cancel: cancel, done: make(chan struct{}), wake: make(chan struct{}, 1)}
 	if old != nil {
 		old.mu.Lock()
 		t.x, t.modelRound = old.x, old.modelRound
@@ -109,6 +112,7 @@ func (a *app) startTraining() {
 	}
 	a.trainer = t
 	go t.run()
+	go t.publishEvents()
 	go t.pollProgress()
 }
 
@@ -219,13 +223,52 @@ func (t *trainer) prepared(millis float64, frameBytes int) {
 }
 
 // onEvent runs synchronously inside the runtime (its lock held): it must
-// not call back into the runtime. It records what it can and hands the
-// rest to a goroutine.
+// not call back into the runtime. It records what it can and queues the
+// event for publishEvents, which shows the events in the order they
+// happened (one goroutine per event let a later "included" be shown
+// before the "sent" it follows, leaving "Sent a noisy update" on screen).
 func (t *trainer) onEvent(e device.Event) {
 	t.mu.Lock()
-	step, sent := t.stepMillis, t.bytesSent
+	t.events = append(t.events, queued{e, t.stepMillis, t.bytesSent})
 	t.mu.Unlock()
-	go t.publish(e, step, sent)
+	select {
+	case t.wake <- struct{}{}:
+	default:
+	}
+}
+
+// queued is an event with the step time and bytes sent when it happened.
+type queued struct {
+	e          device.Event
+	stepMillis float64
+	bytesSent  int64
+}
+
+// publishEvents publishes the queued events in order until the runtime
+// has stopped and the queue is empty.
+func (t *trainer) publishEvents() {
+	for {
+		t.mu.Lock()
+		q := t.events
+		t.events = nil
+		t.mu.Unlock()
+		for _, ev := range q {
+			t.publish(ev.e, ev.stepMillis, ev.bytesSent)
+		}
+		if len(q) > 0 {
+			continue
+		}
+		select {
+		case <-t.wake:
+		case <-t.done:
+			t.mu.Lock()
+			empty := len(t.events) == 0
+			t.mu.Unlock()
+			if empty {
+				return
+			}
+		}
+	}
 }
 
 // publish updates the view after an event, reading the runtime's ledger
