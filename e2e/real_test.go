@@ -190,7 +190,11 @@ func TestBrowserSession(t *testing.T) {
 	defer logf.Close()
 	coord := &process{t: t, bin: bin, addr: freeAddr(t), dataDir: t.TempDir(), log: logf, args: []string{
 		"-join-code", code, "-dataset", fashionDir, "-eval-every", "1", "-eval-samples", "1000",
+		// Rounds wait for all the pages (-min-devices): on a busy machine
+		// opening five pages one after another takes longer than the
+		// whole session, which then ran with the first two only.
 		"-demo-shards", "40", "-demo-alpha", "100", "-deadline", "10s", "-round-gap", "500ms", "-seed", "7",
+		"-min-devices", fmt.Sprint(pages),
 		"-name", p.Name, "-algorithm", p.Algorithm, "-model", p.Model,
 		"-M", fmt.Sprint(p.M), "-m", fmt.Sprint(p.Cohort), "-T", fmt.Sprint(p.Rounds), "-b", fmt.Sprint(p.Batch),
 		"-rho", fmt.Sprint(p.RhoPaper), "-clip", fmt.Sprint(p.Clip), "-eta", fmt.Sprint(p.Eta), "-D", fmt.Sprint(p.Diameter),
@@ -265,7 +269,7 @@ func TestBrowserSession(t *testing.T) {
 	// recording in the same browser).
 	var earlier [pages][]frame
 
-	waitRound(5, 90*time.Second)
+	waitRound(5, 4*time.Minute)
 	// quiet waits until page b has no update in flight: its stored
 	// state has no pending release (the last one was decided) and the
 	// page is not working on a round ("Learning…" or "Sent…"; the next
@@ -314,7 +318,7 @@ func TestBrowserSession(t *testing.T) {
 	browsers[2].must(60*time.Second, "browser restart", chromedp.Navigate(pageURL), chromedp.WaitVisible("#train", chromedp.ByID))
 	resumed := map[int]string{1: id1.DeviceID, 2: id2.DeviceID}
 
-	waitRound(9, 120*time.Second)
+	waitRound(9, 4*time.Minute)
 	// The coordinator is killed and restarted on the same store.
 	before, _ := progress()
 	coord.kill()
@@ -331,7 +335,7 @@ func TestBrowserSession(t *testing.T) {
 
 	// The projector dashboard while the session runs (its own browser,
 	// so the pages' Long Tasks are not affected by its rendering).
-	waitRound(14, 120*time.Second)
+	waitRound(14, 4*time.Minute)
 	dash := launch(t, t.TempDir())
 	dash.must(30*time.Second, "dashboard", chromedp.Navigate(srv.URL+"/dashboard?code="+code),
 		chromedp.Poll(`document.body.innerText.includes("%")`, nil, chromedp.WithPollingTimeout(20*time.Second)))
@@ -340,7 +344,7 @@ func TestBrowserSession(t *testing.T) {
 	}
 	dash.close()
 
-	waitRound(p.Rounds, 180*time.Second)
+	waitRound(p.Rounds, 6*time.Minute)
 	var tasks []taskReport
 	for _, b := range browsers {
 		tasks = append(tasks, readTasks(t, b))
