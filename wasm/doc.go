@@ -10,7 +10,9 @@
 //   - in the page's dedicated Web Worker (web/worker.js; worker.go,
 //     app.go and the rest) it holds the view state, keeps the samples and
 //     the device's state in IndexedDB (wasm/idb), and runs the
-//     platform-independent device runtime over github.com/coder/websocket.
+//     platform-independent device runtime over github.com/coder/websocket
+//     (its socket is opened by the page on the worker's behalf, so the
+//     page can say goodbye for the device when it closes: web/app.js).
 //
 // The two halves talk through wasm/bridge's messages: the worker sends
 // patches of the state, the page sends actions (docs/browser.md lists
