@@ -48,7 +48,7 @@ import (
 
 // Algorithms lists the algorithms the audit knows how to attack (their
 // releases' structure fixes the statistic's weights).
-var Algorithms = []string{"nc", "noisysgd"}
+var Algorithms = []string{"nc", "noisysgd", "local"}
 
 // Config is one audit cell.
 type Config struct {
@@ -105,6 +105,10 @@ type Result struct {
 	// whose privacy loss were exactly MuHat-GDP. Both are diagnostics, not
 	// bounds.
 	MuHat, MuClaim, GDPEpsilon float64
+	// MuExpected is the separation this canary and statistic have against
+	// a device that draws exactly the claimed noise (ExpectedMu): MuClaim
+	// for nc and noisysgd, MuClaim/sqrt(K) for local.
+	MuExpected float64
 }
 
 // run holds what every trial shares.
@@ -147,6 +151,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	res.Tightness = res.Bound.Epsilon / claim.Epsilon
 	res.MuHat = separation(out)
 	res.MuClaim = math.Sqrt(2 * claim.WorstRho)
+	res.MuExpected = ExpectedMu(cfg.Params, res.MuClaim)
 	if res.MuHat > 0 {
 		if res.GDPEpsilon, err = privacy.GDPToEpsilon(res.MuHat, claim.Delta); err != nil {
 			return Result{}, fmt.Errorf("audit: %w", err)
@@ -228,6 +233,17 @@ func DeviceParams(p optim.Params, budget, noiseFactor float64) optim.Params {
 //     sum_N <P_N, e_1> / sigma_N^2, i.e. w_k = sum_{N>=k} 1/sigma_N^2.
 //   - "noisysgd": only the first release holds the canary (single pass,
 //     fresh noise): w_1 = 1, the others 0.
+//   - "local": only the first release holds the canary (it is in the first
+//     step batch of the first round; single pass). With the audit's linear
+//     loss the gradients do not depend on the iterate, and with no
+//     projection (Diameter 0) the first message is exactly
+//     m_1 = (x_1 - x_K)/eta = sum_j (r_j + Z_j), the sum of the K hidden
+//     steps' rounded estimates r_j and independent noises Z_j (each of
+//     standard deviation sigma, the per-step calibration). Only r_1
+//     depends on the coin, by the sensitivity along e_1, and every other
+//     coordinate and release is independent of it, so the log-likelihood
+//     ratio of the whole transcript is affine in <m_1, e_1>: w_1 = 1, the
+//     others 0. Its separation is Delta/(sigma sqrt(K)) (ExpectedMu).
 func Weights(p optim.Params) ([]float64, error) {
 	T := p.Rounds
 	w := make([]float64, T)
@@ -246,12 +262,27 @@ func Weights(p optim.Params) ([]float64, error) {
 		for i := range w {
 			w[i] /= acc
 		}
-	case "noisysgd":
+	case "noisysgd", "local":
 		w[0] = 1
 	default:
 		return nil, fmt.Errorf("audit: no statistic for %q", p.Algorithm)
 	}
 	return w, nil
+}
+
+// ExpectedMu is the separation of the audit's statistic against a device
+// that draws exactly the claimed noise, given muClaim = sqrt(2 rho) of the
+// claim: muClaim for nc and noisysgd, whose canary-carrying releases are
+// the charged releases, and muClaim/sqrt(K) for local, whose charge is one
+// hidden step (Delta^2/(2 sigma^2)) while its message adds up the noises
+// of all K hidden steps (Weights). The gap is the hidden steps' noise, not
+// a flaw of the canary: with a linear loss no statistic of the transcript
+// separates better (the likelihood ratio is a function of <m_1, e_1>).
+func ExpectedMu(p optim.Params, muClaim float64) float64 {
+	if p.Algorithm == "local" {
+		return muClaim / math.Sqrt(float64(p.Batch/p.StepBatch()))
+	}
+	return muClaim
 }
 
 // canaryScale is the canary's gradient norm in units of S: above 1, so
