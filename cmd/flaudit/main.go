@@ -5,7 +5,8 @@
 // product's own figure (plan.SessionFigures). See docs/audit.md.
 //
 //	flaudit                                   # nc, noisysgd and local at epsilon 1, 4, 8 (docs/audit.md)
-//	flaudit -alg local -b 4                   # local with K = 4 hidden steps of one sample
+//	flaudit -alg local -b 4                   # local with K = 4 hidden steps of one sample (latch canary)
+//	flaudit -alg local -b 4 -latch 0          # the same with the linear canary
 //	flaudit -alg nc -epsilon 8 -trials 200000
 //	flaudit -alg nc -epsilon 4 -noise-factor 0.5   # a deliberately broken mechanism
 package main
@@ -49,6 +50,7 @@ func run(ctx context.Context, args []string, out, progress io.Writer) error {
 	T := fs.Int("T", 10, "rounds T (the device takes part in all of them)")
 	b := fs.Int("b", 1, "samples per minibatch b")
 	localSteps := fs.Int("K", 0, "local: hidden steps per round K (0: b, one sample per step)")
+	latch := fs.Float64("latch", 3.5, "local with K >= 2: the latch canary, its threshold in per-step noise standard deviations below the canary's mean (0: the linear canary)")
 	clip := fs.Float64("clip", 1, "clipping bound S")
 	dim := fs.Int("dim", 2, "model dimension of the audit's linear loss")
 	trials := fs.Int("trials", 450000, "evaluation trials per cell")
@@ -79,16 +81,20 @@ func run(ctx context.Context, args []string, out, progress io.Writer) error {
 		alg = strings.TrimSpace(alg)
 		for _, e := range epss {
 			p := optim.Params{Algorithm: alg, Rounds: *T, Batch: *b, Clip: *clip, Eta: 0.1, Epsilon: e, Delta: *delta}
+			z := 0.0
 			if alg == "local" {
 				p.LocalSteps = *localSteps
+				if kOf(*b, *localSteps) >= 2 {
+					z = *latch
+				}
 			}
 			label := fmt.Sprintf("%s ε=%g", alg, e)
 			pr := sim.NewProgress(progress, label, *sel+*trials)
 			res, err := audit.Run(ctx, audit.Config{
 				Params: p, Dim: *dim, OwnerDelta: *ownerDelta,
 				Select: *sel, Trials: *trials, Alpha: *alpha, Seed: *seed, Workers: *workers,
-				NoiseFactor: *factor,
-				Progress:    func(done, _ int) { pr.Update(done, "") },
+				NoiseFactor: *factor, Latch: z,
+				Progress: func(done, _ int) { pr.Update(done, "") },
 			})
 			pr.Done()
 			if err != nil {
@@ -96,10 +102,17 @@ func run(ctx context.Context, args []string, out, progress io.Writer) error {
 			}
 			name := alg
 			if alg == "local" {
-				name = fmt.Sprintf("local (K = %d)", kOf(*b, *localSteps))
+				name = fmt.Sprintf("local (K = %d, linear)", kOf(*b, *localSteps))
+				if z > 0 {
+					name = fmt.Sprintf("local (K = %d, latch %g)", kOf(*b, *localSteps), z)
+				}
 			}
-			fmt.Fprintf(out, "| %s | %g | %s | %.3g | %.3g | %.3f | %.3f | %.3f | %.3f | %.3f | %.3f |\n",
-				name, e, res.Claim.EpsilonText(), res.Bound.FPRHi, res.Bound.FNRHi, res.Bound.Epsilon, res.Tightness, res.MuHat, res.MuExpected, res.MuClaim, res.GDPEpsilon)
+			muExp := "–"
+			if res.MuExpected > 0 {
+				muExp = fmt.Sprintf("%.3f", res.MuExpected)
+			}
+			fmt.Fprintf(out, "| %s | %g | %s | %.3g | %.3g | %.3f | %.3f | %.3f | %s | %.3f | %.3f |\n",
+				name, e, res.Claim.EpsilonText(), res.Bound.FPRHi, res.Bound.FNRHi, res.Bound.Epsilon, res.Tightness, res.MuHat, muExp, res.MuClaim, res.GDPEpsilon)
 		}
 	}
 	return nil

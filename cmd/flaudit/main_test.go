@@ -26,7 +26,7 @@ func TestRunPrintsOneRowPerCell(t *testing.T) {
 		t.Fatalf("want 3 rows, got %d:\n%s", len(rows), out.String())
 	}
 	// The claims of these sessions at delta 1e-5 (plan.SessionFigures).
-	for i, want := range []string{"| nc | 4 | 3.74 |", "| noisysgd | 4 | 4.00 |", "| local (K = 1) | 4 | 4.00 |"} {
+	for i, want := range []string{"| nc | 4 | 3.74 |", "| noisysgd | 4 | 4.00 |", "| local (K = 1, linear) | 4 | 4.00 |"} {
 		if !strings.HasPrefix(rows[i], want) {
 			t.Errorf("row %d = %q, want prefix %q", i, rows[i], want)
 		}
