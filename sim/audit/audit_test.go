@@ -5,6 +5,7 @@ import (
 	"math"
 	"testing"
 
+	"browserfl/shared/dataset"
 	"browserfl/shared/optim"
 )
 
@@ -239,6 +240,9 @@ func TestRunRejects(t *testing.T) {
 		{"alpha 1", func(c *Config) { c.Alpha = 1 }},
 		{"negative noise factor", func(c *Config) { c.NoiseFactor = -1 }},
 		{"infinite noise factor", func(c *Config) { c.NoiseFactor = math.Inf(1) }},
+		{"latch on nc", func(c *Config) { c.Latch = 3 }},
+		{"latch on local with K = 1", func(c *Config) { c.Params.Algorithm = "local"; c.Latch = 3 }},
+		{"negative latch", func(c *Config) { c.Params.Algorithm, c.Params.Batch, c.Latch = "local", 2, -1 }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := good
@@ -295,5 +299,75 @@ func TestWeights(t *testing.T) {
 		if want := float64(map[bool]int{true: 1}[k == 0]); x != want {
 			t.Errorf("noisysgd w_%d = %v, want %v", k+1, x, want)
 		}
+	}
+}
+
+// TestLatchLoss checks the latch's loss: a mode-1 sample's gradient is
+// +c e_1 below its threshold and -c e_1 at or above it (a step moves the
+// iterate away from the threshold), matching the loss's slope; a mode-0
+// sample is the linear loss.
+func TestLatchLoss(t *testing.T) {
+	m := latchLoss{d: 2}
+	latch := dataset.Sample{X: []float32{4, 0, 1, 0.5}}
+	lin := dataset.Sample{X: []float32{0, 1, 0, 0.5}}
+	g := make([]float64, 2)
+	for _, tc := range []struct {
+		name string
+		s    dataset.Sample
+		w    []float64
+		want []float64
+	}{
+		{"latch below", latch, []float64{0.2, 3}, []float64{4, 0}},
+		{"latch above", latch, []float64{0.9, -3}, []float64{-4, 0}},
+		{"linear", lin, []float64{0.2, 3}, []float64{0, 1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m.Grad(g, tc.w, tc.s)
+			for i := range g {
+				if g[i] != tc.want[i] {
+					t.Fatalf("gradient %v, want %v", g, tc.want)
+				}
+				// The loss's slope along coordinate i.
+				const h = 1e-6
+				w := append([]float64(nil), tc.w...)
+				w[i] += h
+				up := m.Loss(w, tc.s)
+				w[i] -= 2 * h
+				if d := (up - m.Loss(w, tc.s)) / (2 * h); math.Abs(d-g[i]) > 1e-6 {
+					t.Errorf("slope %v along %d, gradient %v", d, i, g[i])
+				}
+			}
+		})
+	}
+}
+
+// TestSelectThresholdLowerHalf: outcomes whose upper tail separates best
+// make SelectThreshold choose a high threshold; restricted to the lower
+// half it stays at or below the median.
+func TestSelectThresholdLowerHalf(t *testing.T) {
+	var out []Outcome
+	for i := range 1000 {
+		// Without the canary: 0..999; with it: half spread like them
+		// (no clean lower tail), half above every negative.
+		c := float64(2 * (i % 500))
+		if i >= 500 {
+			c = float64(1500 + i)
+		}
+		out = append(out, Outcome{Stat: float64(i)}, Outcome{Stat: c, Canary: true})
+	}
+	all, err := SelectThreshold(out, 1000, 1000, 1e-5, 0.05)
+	if err != nil {
+		t.Fatal(err)
+	}
+	low, err := selectThreshold(out, 1000, 1000, 1e-5, 0.05, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !(all >= 999) {
+		t.Errorf("unrestricted threshold %v, want the upper tail (>= 999)", all)
+	}
+	// The lower half of the 2,000 statistics ends below 700.
+	if !(low < 700) {
+		t.Errorf("lower-half threshold %v, want it in the lower half (< 700)", low)
 	}
 }

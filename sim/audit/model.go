@@ -87,14 +87,14 @@ func (latchLoss) Predict([]float64, []float32) int { return 0 }
 
 func (m latchLoss) Loss(w []float64, s dataset.Sample) float64 {
 	if s.X[m.d] == 0 {
-		return linear{d: m.d}.Loss(w, dataset.Sample{X: s.X[:m.d]})
+		return linear(m).Loss(w, dataset.Sample{X: s.X[:m.d]})
 	}
 	return -float64(s.X[0]) * math.Abs(w[0]-float64(s.X[m.d+1]))
 }
 
 func (m latchLoss) Grad(dst, w []float64, s dataset.Sample) float64 {
 	if s.X[m.d] == 0 {
-		return linear{d: m.d}.Grad(dst, w, dataset.Sample{X: s.X[:m.d]})
+		return linear(m).Grad(dst, w, dataset.Sample{X: s.X[:m.d]})
 	}
 	clear(dst)
 	c := float64(s.X[0])
