@@ -16,11 +16,18 @@
 // payload and computes a statistic, the weighted sum over releases of the
 // released vector's component along the canary's gradient, with the
 // weights of the likelihood-ratio test for the algorithm's noise (see
-// Statistic). The canary is a gradient canary (see linear): the device's
+// Weights). The canary is a gradient canary (see linear): the device's
 // loss is f(w; z) = <w, x(z)>, the canary's gradient is +c e_1 and the
 // replaced sample's is -c e_1 with c > S, so their clipped gradients are S
 // apart in opposite directions, exactly the sensitivity 2S/b the
 // accountant charges, and orthogonal to every other sample's.
+//
+// For "local" the first minibatch is the first round's b samples and the
+// canary is in its first step batch (sensitivity 2S/(b/K)); with more than
+// one hidden step the audit can also give the other step batches a
+// concave loss that turns the hidden steps into a latch (Config.Latch,
+// latchLoss), so that they carry the first step's outcome into the
+// message instead of only adding their noise.
 //
 // Trials are split: the first Config.Select choose the threshold
 // (SelectThreshold), the rest measure the false-positive and
