@@ -276,8 +276,8 @@ func TestRunCancelled(t *testing.T) {
 // TestWeights checks the likelihood-ratio weights: for nc, w_k is
 // proportional to sum_{N>=k} 1/sigma_N^2 (the partial sums P_N carry the
 // canary and independent noise of variance sigma_N^2, proportional to N),
-// so w_k / w_1 = (H_T - H_{k-1}) / H_T; for noisysgd only the first
-// release counts.
+// so w_k / w_1 = (H_T - H_{k-1}) / H_T; for noisysgd and local only the
+// first release counts.
 func TestWeights(t *testing.T) {
 	p := optim.Params{Algorithm: "nc", M: 1, Cohort: 1, Rounds: 5, Batch: 1, Clip: 1, Eta: 0.1, Rho: 2}
 	w, err := Weights(p)
@@ -297,14 +297,16 @@ func TestWeights(t *testing.T) {
 			t.Errorf("nc w_%d = %v, want %v", k, w[k-1], want)
 		}
 	}
-	p.Algorithm = "noisysgd"
-	w, err = Weights(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for k, x := range w {
-		if want := float64(map[bool]int{true: 1}[k == 0]); x != want {
-			t.Errorf("noisysgd w_%d = %v, want %v", k+1, x, want)
+	for _, alg := range []string{"noisysgd", "local"} {
+		p.Algorithm = alg
+		w, err = Weights(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k, x := range w {
+			if want := float64(map[bool]int{true: 1}[k == 0]); x != want {
+				t.Errorf("%s w_%d = %v, want %v", alg, k+1, x, want)
+			}
 		}
 	}
 }
