@@ -4,7 +4,7 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: all setup build test vet lint fmt-check run bench results clean wasm mutants
+.PHONY: all setup build test vet lint fmt-check run bench bench-wasm results clean wasm mutants
 
 all: build
 
@@ -63,8 +63,24 @@ run: setup wasm
 	$(GO) build -o bin/device ./cmd/device
 	./bin/coordinator -lobby $(if $(RESET),-reset) $(RUNFLAGS)
 
+# Interleaved benchmarks: every ratio is against a baseline timed in the
+# same iterations, in per-thread CPU time (docs/performance.md): the device
+# step against a plain pass and against the pre-issue-12 code, the noise
+# samplers and generators, the model kernels. About 1-2 minutes on the
+# shared 2-core machine.
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem ./shared/...
+	$(GO) test -run '^$$' -bench 'DeviceStep|ServerApply' -benchtime 100x ./shared/optim
+	$(GO) test -run '^$$' -bench 'SamplersCPU|Generators' -benchtime 100x ./shared/mechanism
+	$(GO) test -run '^$$' -bench 'KernelsVsGonum|SparseKernels' -benchtime 200x ./shared/model
+
+# The wasm/native device-step throughput: interleaved in one run in
+# headless Chromium (wall time; builds the page first, docs/browser.md), and
+# in CPU time, natively and under node (docs/performance.md).
+bench-wasm:
+	$(GO) test -run '^$$' -bench DeviceStepRatio -benchtime 10x ./e2e
+	@n=$$($(GO) test -run '^$$' -bench StepCPU -benchtime 200x ./wasm/devstep | awk '/cpu-ms/{print $$5}'); \
+	w=$$(GOOS=js GOARCH=wasm $(GO) test -exec="$$($(GO) env GOROOT)/lib/wasm/go_js_wasm_exec" -run '^$$' -bench StepCPU -benchtime 200x ./wasm/devstep | awk '/cpu-ms/{print $$5}'); \
+	echo "device step (b = 64) CPU time: native $$n ms, wasm under node $$w ms" | awk -v n=$$n -v w=$$w '{print; printf "wasm/native throughput (CPU time): %.2f\n", n/w}'; uptime
 
 clean:
 	rm -rf bin

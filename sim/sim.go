@@ -7,9 +7,13 @@
 // seeds from its own ChaCha20 stream derived from the run seed, the server
 // from another; cohorts come from optim.SampleCohort with the run seed and
 // minibatches from optim.Minibatch, the same rules the coordinator and the
-// device runtime use; device steps run in parallel but each device only
-// touches its own state, and updates are handed to the server in cohort
-// order.
+// device runtime use; each round's query points reach the devices through
+// the wire's round frame (float32), as in the product; device steps run
+// in parallel but each device only touches its own state, and updates are
+// handed to the server sorted by device, as the coordinator does. With
+// the same seeds, a simulated session and a live one (coordinator and
+// native devices over websockets) end with the same model, bit for bit
+// (TestSimulatorIsTheProduct).
 package sim
 
 import (
@@ -21,6 +25,7 @@ import (
 	"io"
 	"math"
 	"runtime"
+	"slices"
 	"sync"
 	"time"
 
@@ -30,6 +35,7 @@ import (
 	"browserfl/shared/optim"
 	"browserfl/shared/privacy"
 	"browserfl/shared/privacy/plan"
+	"browserfl/shared/wire"
 )
 
 // Config describes one simulated run.
@@ -203,7 +209,11 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		}
 		m := min(p.Cohort, len(eligible))
 		cohort := optim.SampleCohort(eligible, m, cfg.Seed, t) // the coordinator's rule
-		r := srv.Next()
+		slices.Sort(cohort)                                    // and its order: updates reach the server sorted by device
+		r, err := downlink(srv.Next())
+		if err != nil {
+			return res, fmt.Errorf("sim: round %d: %w", t, err)
+		}
 		if r.T != t {
 			return res, fmt.Errorf("sim: server is at round %d, expected %d", r.T, t)
 		}
@@ -274,6 +284,22 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	res.Model = append([]float64(nil), srv.Model()...)
 	res.Elapsed = time.Since(start)
 	return res, nil
+}
+
+// downlink returns r as a device receives it: encoded in the
+// coordinator's round frame and decoded (the query points travel as
+// float32), so that simulated devices compute at the same points as the
+// product's.
+func downlink(r optim.Round) (optim.Round, error) {
+	frame, err := wire.EncodeRound(wire.RoundFrame{T: r.T, X: r.X, XPrev: r.XPrev})
+	if err != nil {
+		return optim.Round{}, err
+	}
+	got, err := wire.DecodeRound(frame, wire.Limits{Dim: len(r.X), MaxBytes: len(frame)})
+	if err != nil {
+		return optim.Round{}, err
+	}
+	return optim.Round{T: got.T, X: got.X, XPrev: got.XPrev}, nil
 }
 
 // step runs one device's reply to r with its next minibatch.

@@ -4,6 +4,7 @@
 // use (browserfl/shared/privacy/plan).
 //
 //	flplan -alg nc -T 200 -M 30 -m 10 -b 32 -rho 1.5    # the demo session
+//	flplan -alg nc -T 1200 -M 100 -m 50 -b 1 -epsilon 8 -samples 600   # Table 1, one pass
 //	flplan -alg trusted -T 200 -M 30 -m 10 -b 16 -clip 1 -sigma 0.05 -delta 1e-5
 //	flplan -proactive-tables     # recompute Tables 9-11 of the proactive-DP paper
 package main
@@ -39,6 +40,8 @@ func run(args []string, out io.Writer) error {
 	fs.Float64Var(&p.Clip, "clip", 1, "per-sample clipping bound S")
 	fs.IntVar(&p.LocalSize, "local", 0, "samples per device (SVRG/SAGA; enables the amplified estimate)")
 	fs.IntVar(&p.LocalSteps, "local-steps", 0, "local: hidden local steps K per round (0 = b)")
+	fs.IntVar(&p.MaxReleases, "max-releases", 0, "the most releases one device makes (0 = T); the noise is calibrated to it and devices refuse beyond it")
+	samples := fs.Int("samples", 0, "samples on the largest device: for a single-pass algorithm, sets -max-releases to floor(samples / b) (at most T)")
 	fs.Float64Var(&p.Eta, "eta", 0.1, "step size (validated only)")
 	rho := fs.Float64("rho", 0, "target as the papers' rho_p (device is rho_p^2/2-zCDP)")
 	eps := fs.Float64("epsilon", 0, "target epsilon per device (with -delta)")
@@ -51,6 +54,17 @@ func run(args []string, out io.Writer) error {
 	}
 	if *tables {
 		return printProactiveTables(out)
+	}
+	if *samples > 0 {
+		if p.MaxReleases != 0 {
+			return errors.New("give -samples or -max-releases, not both")
+		}
+		if !p.SinglePass() {
+			return fmt.Errorf("-samples: %s is not single-pass (it reuses samples); set -max-releases instead", p.Algorithm)
+		}
+		if p.MaxReleases = p.SinglePassReleases(*samples); p.MaxReleases < 1 {
+			return fmt.Errorf("-samples %d: fewer than one minibatch of b = %d", *samples, p.Batch)
+		}
 	}
 	set := 0
 	for _, v := range []float64{*rho, *eps, *sigma} {
@@ -87,6 +101,9 @@ func run(args []string, out io.Writer) error {
 
 func printReport(w io.Writer, p optim.Params, r plan.Report, f plan.Figures) {
 	fmt.Fprintf(w, "algorithm %s: T=%d M=%d m=%d b=%d S=%g\n", p.Algorithm, p.Rounds, p.M, p.Cohort, p.Batch, p.S())
+	if p.MaxReleases > 0 {
+		fmt.Fprintf(w, "at most %d releases per device (devices refuse beyond; the noise is calibrated to it)\n", p.ReleaseCap())
+	}
 	if !r.Private {
 		fmt.Fprintln(w, "not private: no noise, no guarantee")
 		return

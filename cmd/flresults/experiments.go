@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"browserfl/shared/optim"
+	"browserfl/sim"
 )
 
 // constants is one choice of the model constants behind the sensitivity.
@@ -12,41 +13,24 @@ type constants struct {
 	name string
 	// clip sets Params.Clip, G, L, Diameter.
 	clip, g, l, d float64
-	// eta per algorithm family. etaMu2 = 0 means the noise-cancellation
-	// paper's Theorem 5.2 step size (optim.NCTheoremEta), which is what the
-	// papers' constants come with; otherwise etaMu2 is the step size at the
-	// reference setting, scaled as Theorem 5.2's (see apply). The values
-	// were chosen by the sweep recorded in docs/results-notes.md.
-	etaMu2, etaSGD float64
+	// steps are the step sizes, chosen on the validation split at the
+	// reference setting (tuneGroups checks them against the sweep before
+	// any reported run starts; sim.StepSizes.Eta scales them).
+	steps sim.StepSizes
 }
 
 // The papers' constants: G = sqrt(2*785), L = 785/2, D = 0.1, so
-// S = G + 2LD = 118.1 (noise-cancellation paper sec. 5.3).
-var paperConsts = constants{name: "paper", g: math.Sqrt(2 * 785), l: 785.0 / 2, d: 0.1, etaMu2: 0, etaSGD: 1e-3}
+// S = G + 2LD = 118.1 (noise-cancellation paper sec. 5.3), with Theorem
+// 5.2's step size for the mu^2 family.
+var paperConsts = constants{name: "paper", g: math.Sqrt(2 * 785), l: 785.0 / 2, d: 0.1, steps: sim.TunedPaper}
 
 // Our clipping: S = 1 per-sample correction (resp. gradient), no
-// projection (D = 0); etas from the sweep.
-var ourConsts = constants{name: "clip1", clip: 1, etaMu2: 1e-3, etaSGD: 0.1}
+// projection (D = 0).
+var ourConsts = constants{name: "clip1", clip: 1, steps: sim.Tuned}
 
 func (c constants) apply(p *optim.Params) {
 	p.Clip, p.G, p.L, p.Diameter = c.clip, c.g, c.l, c.d
-	switch {
-	case p.Algorithm == "noisysgd" || p.Algorithm == "sgd":
-		p.Eta = c.etaSGD
-	case c.etaMu2 == 0:
-		p.Eta = optim.NCTheoremEta(*p, logRegDim)
-	default:
-		// Tuned once at the reference setting (Table 1, rho_p = 8, m =
-		// 50), then scaled with rho_p, m, M and T as Theorem 5.2's step
-		// size scales, so that runs with other T are not handicapped by
-		// a step size tuned for T = 1,200.
-		// D cancels in the ratio; a nominal D = 1 keeps it defined
-		// when the runs are unconstrained (D = 0).
-		ref := optim.Params{Algorithm: "nc", M: 100, Cohort: 50, Rounds: nTrain / 50, Batch: 1, Rho: 8, Clip: c.clip, Diameter: 1}
-		q := *p
-		q.Diameter = 1
-		p.Eta = c.etaMu2 * optim.NCTheoremEta(q, logRegDim) / optim.NCTheoremEta(ref, logRegDim)
-	}
+	p.Eta = c.steps.Eta(*p, logRegDim)
 }
 
 // exp is one simulated run.

@@ -6,6 +6,14 @@
 //
 //	go run ./cmd/flresults                 # everything (about an hour on 2 cores)
 //	go run ./cmd/flresults -only nc-table1 # one group
+//	go run ./cmd/flresults -only tune      # only the step-size sweeps
+//
+// Step sizes are chosen on a validation split carved from the training
+// set (dataset.ValidationSplit), never on the test set: the sweeps run
+// first and the command stops if their choice is not the one the
+// reported runs use (sim.Tuned, sim.TunedPaper). Each reported cell is
+// trained on the whole training set and its figure is one evaluation of
+// the final model on the test set.
 //
 // Every run's per-round CSV is kept under docs/results/ and reused on the
 // next invocation unless -fresh is given, so an interrupted run resumes.
@@ -25,6 +33,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"syscall"
 
 	"browserfl/shared/dataset"
@@ -80,39 +89,45 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("create %s: %w", dir, err)
 	}
+	// Step sizes first: chosen on the validation split, and checked
+	// against the ones the reported runs use before any of them starts.
+	if only == nil || only.MatchString("tune") {
+		var table strings.Builder
+		err := tune(ctx, o, train, dir, &table, stderr)
+		fmt.Fprint(stdout, table.String())
+		if werr := os.WriteFile(filepath.Join(dir, "tuning.md"), []byte(table.String()), 0o644); werr != nil {
+			return errors.Join(err, fmt.Errorf("write tuning table: %w", werr))
+		}
+		if err != nil {
+			return err
+		}
+	}
 	groups := experiments()
 	results := map[string]outcome{}
 	for _, g := range groups {
+		selected := only == nil || only.MatchString(g.name)
 		for _, e := range g.runs {
-			path := filepath.Join(dir, e.id+".csv.gz")
-			selected := only == nil || only.MatchString(g.name)
-			if !o.fresh || !selected {
-				if oc, err := readOutcome(path); err == nil {
+			if !selected {
+				if oc, err := readOutcome(filepath.Join(dir, e.id+".csv.gz")); err == nil {
 					results[e.id] = oc
-					continue
 				} else if !errors.Is(err, os.ErrNotExist) {
 					return err
 				}
-			}
-			if !selected {
 				continue
 			}
-			cfg := sim.Config{Params: e.p, Train: train, Test: test, Partition: dataset.Scheme{Kind: dataset.SchemeIID},
-				Seed: o.seed, EvalEvery: e.evalEvery(), Delta: e.delta}
 			if !o.quiet {
-				cfg.Progress = stderr
-				fmt.Fprintf(stderr, "%s: %s\n", g.name, e.id)
+				fmt.Fprintf(stderr, "%s: ", g.name)
 			}
-			res, err := sim.Run(ctx, cfg)
+			// The reported cell: trained on the whole training set, its
+			// figure is the last evaluation on the test set (the curves'
+			// intermediate points are for the plots; nothing is chosen
+			// on them).
+			oc, err := runOrRead(ctx, o, e, train, test, dir, stderr)
 			if err != nil {
-				return fmt.Errorf("%s: %w", e.id, err)
-			}
-			if err := writeRun(path, res.Records); err != nil {
 				return err
 			}
-			oc := summarize(res.Records)
 			results[e.id] = oc
-			fmt.Fprintf(stdout, "%-40s acc %.4f loss %.4f uplink %d B  %.1fs\n", e.id, oc.acc, oc.loss, oc.uplink, res.Elapsed.Seconds())
+			fmt.Fprintf(stdout, "%-40s acc %.4f loss %.4f uplink %d B\n", e.id, oc.acc, oc.loss, oc.uplink)
 		}
 	}
 	if err := writePlots(dir, groups); err != nil {

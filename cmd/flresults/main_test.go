@@ -59,3 +59,28 @@ func TestReport(t *testing.T) {
 		}
 	}
 }
+
+// TestTuningsCoverTheirChoice: every step size the reported runs use is
+// one of the values its validation sweep tries (otherwise the sweep could
+// never confirm it), and the sweeps run at the reference setting on
+// distinct files.
+func TestTuningsCoverTheirChoice(t *testing.T) {
+	ids := map[string]bool{}
+	for _, tu := range tunings() {
+		found := false
+		for _, eta := range tu.grid {
+			found = found || eta == tu.chosen()
+			e := tu.run(eta)
+			if ids[e.id] {
+				t.Errorf("duplicate tuning run %s", e.id)
+			}
+			ids[e.id] = true
+			if e.p.Rounds != sim.ReferenceRounds || e.p.Eta != eta || e.p.Rho != 8 {
+				t.Errorf("%s: params %+v", e.id, e.p)
+			}
+		}
+		if !found {
+			t.Errorf("%s/%s: chosen eta %g is not in the sweep %v", tu.c.name, tu.family, tu.chosen(), tu.grid)
+		}
+	}
+}

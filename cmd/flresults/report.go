@@ -5,6 +5,8 @@ import (
 	"io"
 	"math"
 	"strings"
+
+	"browserfl/sim"
 )
 
 // writeReport writes docs/results.md from the runs on disk. Cells whose
@@ -128,10 +130,10 @@ func constTitle(c constants) string {
 }
 
 func constNote(c constants) string {
-	if c.etaMu2 == 0 {
-		return fmt.Sprintf("Step sizes: the noise-cancellation paper's Theorem 5.2 step size for the mu^2 algorithms (optim.NCTheoremEta; e.g. %.3g for Table 1 at rho_p = 8), %g for noisy SGD.",
-			ncRun(c, "nc", 8, 50).p.Eta, c.etaSGD)
+	if c.steps.Mu2 == 0 {
+		return fmt.Sprintf("Step sizes: the noise-cancellation paper's Theorem 5.2 step size for the mu^2 algorithms (optim.NCTheoremEta; e.g. %.3g for Table 1 at rho_p = 8), %g for noisy SGD (chosen on the validation split, see results-notes.md).",
+			ncRun(c, "nc", 8, 50).p.Eta, c.steps.SGD)
 	}
-	return fmt.Sprintf("Step sizes: eta = %g for the mu^2 algorithms at rho_p = 8, m = 50, T = 1,200 (chosen by a sweep, see results-notes.md) and scaled with rho_p, m, M and T as Theorem 5.2's step size scales (e.g. %.3g at m = 20, %.3g at m = 80); %g for noisy SGD.",
-		c.etaMu2, ncRun(c, "nc", 8, 20).p.Eta, ncRun(c, "nc", 8, 80).p.Eta, c.etaSGD)
+	return fmt.Sprintf("Step sizes: eta = %g for the mu^2 algorithms at the reference setting (rho_p = 8, m = 50, T = %d on the 50,000 training images left after the validation split; chosen on the validation split, see results-notes.md) and scaled with rho_p, m, M and T as Theorem 5.2's step size scales (e.g. %.3g at m = 50, T = 1,200, %.3g at m = 20, %.3g at m = 80); %g for noisy SGD.",
+		c.steps.Mu2, sim.ReferenceRounds, ncRun(c, "nc", 8, 50).p.Eta, ncRun(c, "nc", 8, 20).p.Eta, ncRun(c, "nc", 8, 80).p.Eta, c.steps.SGD)
 }

@@ -1,10 +1,22 @@
 // Command flsim runs one of the product's federated-learning algorithms
 // offline, in one process, through the same server and device halves the
 // coordinator and the browser run. It prints a progress bar, writes a
-// per-round CSV (test accuracy, loss, uplink and downlink bytes, privacy
-// spent per device) and a plot.
+// per-round CSV (accuracy, loss, uplink and downlink bytes, privacy spent
+// per device) and a plot.
 //
+//	flsim                                     # nc, Table 1 setting, epsilon 8 at delta 1e-5
 //	flsim -algorithm nc -M 100 -m 50 -rho 8 -out out/nc
+//	flsim -validate -eta 0.003                # try a step size on the validation split
+//	flsim -eta theorem -paper-constants       # the paper's Theorem 5.2 step size
+//
+// Defaults: the step size is the one chosen on the validation split for
+// the algorithm (sim.Tuned; with -paper-constants sim.TunedPaper), the
+// privacy target is the page's default budget (epsilon 8 at delta 1e-5),
+// and a single-pass session's release cap is what the largest device's
+// shard holds (sim.SinglePassCap). The test set is evaluated once, at the
+// end, unless -eval-every asks for a curve; with -validate the run trains
+// on the training part of dataset.ValidationSplit and evaluates on its
+// validation part only (for choosing hyperparameters).
 //
 // Run `flsim -h` for every flag.
 package main
@@ -19,10 +31,12 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 
 	"browserfl/shared/dataset"
+	"browserfl/shared/model"
 	"browserfl/shared/optim"
 	"browserfl/shared/privacy/plan"
 	"browserfl/sim"
@@ -50,6 +64,8 @@ type options struct {
 	out                    string
 	plotExt                string
 	quiet, paperConstants  bool
+	validate               bool
+	eta                    string
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
@@ -70,20 +86,22 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.p.Cohort, "m", 50, "devices per round (cohort size)")
 	fs.IntVar(&o.p.Rounds, "T", 0, "rounds (0 = one pass: n / (m b))")
 	fs.IntVar(&o.p.Batch, "b", 1, "samples per device per round")
+	fs.IntVar(&o.p.MaxReleases, "max-releases", -1, "the most releases one device makes (0 = T; -1 = for single-pass algorithms, what the largest device's shard holds)")
 	fs.Float64Var(&o.p.Rho, "rho", 0, "privacy target: the papers' rho_p (each device rho_p^2/2-zCDP)")
-	fs.Float64Var(&o.p.Epsilon, "epsilon", 0, "privacy target: epsilon per device (with -delta)")
+	fs.Float64Var(&o.p.Epsilon, "epsilon", 0, fmt.Sprintf("privacy target: epsilon per device (with -delta; default for private algorithms without -rho: %g at delta %s, the page's default budget)", plan.DefaultBudgetEpsilon, plan.FormatDelta(plan.DefaultDelta)))
 	fs.Float64Var(&o.p.Delta, "delta", 0, "privacy target: delta per device (with -epsilon)")
 	fs.Float64Var(&o.p.Clip, "clip", 1, "per-sample L2 clipping bound S (0 = G + 2LD)")
 	fs.Float64Var(&o.p.G, "G", 0, "Lipschitz constant G (used when -clip 0)")
 	fs.Float64Var(&o.p.L, "L", 0, "smoothness constant L (used when -clip 0)")
 	fs.Float64Var(&o.p.Diameter, "D", 0, "diameter of the feasible ball (0 = unconstrained)")
 	fs.BoolVar(&o.paperConstants, "paper-constants", false, "use the papers' G = sqrt(2*785), L = 785/2, D = 0.1 (S = 118.1); overrides -clip, -G, -L, -D")
-	fs.Float64Var(&o.p.Eta, "eta", 0.5, "step size eta")
+	fs.StringVar(&o.eta, "eta", "auto", "step size: auto (chosen on the validation split, sim.Tuned), theorem (Theorem 5.2's, optim.NCTheoremEta; needs -D or -paper-constants), or a number")
+	fs.BoolVar(&o.validate, "validate", false, "train on the training part of the validation split and evaluate on its validation part (the test set is not read)")
 	fs.StringVar(&o.p.Compressor, "compressor", "", "uplink compressor: none, randk:FRAC, topk:FRAC, quant:BITSbit, ef+..., (default dense float32)")
 	fs.IntVar(&o.p.LocalSize, "local-size", 0, "SVRG/SAGA local dataset size (0 = n / M)")
 	fs.IntVar(&o.p.LocalSteps, "local-steps", 0, "local: hidden local steps K per round, each on b/K of the round's b samples (0 = b)")
 	fs.Uint64Var(&o.seed, "seed", 1, "run seed (partition, cohorts, noise streams)")
-	fs.IntVar(&o.evalEvery, "eval-every", 10, "evaluate on the test set every K rounds")
+	fs.IntVar(&o.evalEvery, "eval-every", 0, "evaluate every K rounds for the CSV curve (0 = once, at the end); on the validation part with -validate, else on the test set")
 	fs.IntVar(&o.evalSamples, "eval-samples", 0, "evaluate on the first n test samples (0 = all)")
 	fs.Float64Var(&o.reportDelta, "report-delta", plan.DefaultDelta, "the owner's delta, at which each device's epsilon is reported (as on the page; -delta only describes the target)")
 	fs.StringVar(&o.out, "out", "", "output prefix: writes PREFIX.csv and PREFIX.svg (default: no files)")
@@ -108,13 +126,49 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	default:
 		return o, fmt.Errorf("-dataset %q: want fashion-mnist or mnist", o.datasetName)
 	}
-	if o.trainSamples < 0 || o.evalSamples < 0 || o.evalEvery < 1 {
-		return o, errors.New("-train-samples and -eval-samples must be >= 0, -eval-every >= 1")
+	if o.trainSamples < 0 || o.evalSamples < 0 || o.evalEvery < 0 {
+		return o, errors.New("-train-samples, -eval-samples and -eval-every must be >= 0")
+	}
+	if o.p.MaxReleases < -1 {
+		return o, fmt.Errorf("-max-releases %d: want -1 (from the data), 0 (= T) or a count", o.p.MaxReleases)
 	}
 	if _, err := optim.Lookup(o.p.Algorithm); err != nil {
 		return o, err
 	}
+	switch o.eta {
+	case "auto", "theorem":
+	default:
+		v, err := strconv.ParseFloat(o.eta, 64)
+		if err != nil || !(v > 0) || math.IsInf(v, 0) {
+			return o, fmt.Errorf("-eta %q: want auto, theorem or a finite number > 0", o.eta)
+		}
+		o.p.Eta = v
+	}
+	if o.p.Private() && o.p.Rho == 0 && o.p.Epsilon == 0 {
+		o.p.Epsilon = plan.DefaultBudgetEpsilon
+		if o.p.Delta == 0 {
+			o.p.Delta = plan.DefaultDelta
+		}
+	}
 	return o, nil
+}
+
+// stepSize fills p.Eta for -eta auto or theorem (model dimension d).
+func stepSize(o options, p *optim.Params, d int) error {
+	switch o.eta {
+	case "auto":
+		steps := sim.Tuned
+		if o.paperConstants {
+			steps = sim.TunedPaper
+		}
+		p.Eta = steps.Eta(*p, d)
+	case "theorem":
+		if !p.Private() || !(p.Diameter > 0) {
+			return errors.New("-eta theorem: Theorem 5.2's step size needs a private algorithm and a diameter (-D or -paper-constants)")
+		}
+		p.Eta = optim.NCTheoremEta(*p, d)
+	}
+	return nil
 }
 
 // loadData loads the named dataset from dir (or its default directory).
@@ -149,6 +203,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
+	evalName := "test"
+	if o.validate {
+		// Choose on the validation split; the test set is not read.
+		if train, test, err = dataset.ValidationSplit(train); err != nil {
+			return err
+		}
+		evalName = "validation"
+	}
 	if o.p.Rounds == 0 && o.p.Cohort > 0 && o.p.Batch > 0 {
 		o.p.Rounds = len(train.Samples) / (o.p.Cohort * o.p.Batch)
 	}
@@ -156,8 +218,25 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if o.evalEvery == 0 {
+		o.evalEvery = max(o.p.Rounds, 1) // once, after the last round
+	}
 	cfg := sim.Config{Params: o.p, Train: train, Test: test, Partition: scheme, Seed: o.seed,
 		EvalEvery: o.evalEvery, EvalSamples: o.evalSamples, Delta: o.reportDelta}
+	if cfg.Params.MaxReleases == -1 {
+		cfg.Params.MaxReleases = 0
+		if cfg.Params.MaxReleases, err = sim.SinglePassCap(cfg); err != nil {
+			return err
+		}
+	}
+	m, err := model.New(o.p.Model, train.Features, train.Classes)
+	if err != nil {
+		return err
+	}
+	if err := stepSize(o, &cfg.Params, m.Dim()); err != nil {
+		return err
+	}
+	o.p = cfg.Params
 	if !o.quiet {
 		cfg.Progress = stderr
 	}
@@ -174,10 +253,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("stopped after round %d (partial results written): %w", res.Rounds, err)
 	}
 	last := res.Records[len(res.Records)-1]
-	fmt.Fprintf(stdout, "algorithm=%s model=%s M=%d m=%d T=%d b=%d S=%.4g eta=%g compressor=%q\n",
-		o.p.Algorithm, o.p.Model, o.p.M, o.p.Cohort, o.p.Rounds, o.p.Batch, o.p.S(), o.p.Eta, o.p.Compressor)
-	fmt.Fprintf(stdout, "rounds run %d, test accuracy %.4f, test loss %.4f, uplink %d bytes, downlink %d bytes, declined %d, %.1fs\n",
-		res.Rounds, res.FinalAccuracy, res.FinalLoss, last.CumUplinkBytes, last.CumDownlinkBytes, res.Declined, res.Elapsed.Seconds())
+	fmt.Fprintf(stdout, "algorithm=%s model=%s M=%d m=%d T=%d b=%d S=%.4g eta=%.4g (%s) max releases=%d compressor=%q\n",
+		o.p.Algorithm, o.p.Model, o.p.M, o.p.Cohort, o.p.Rounds, o.p.Batch, o.p.S(), o.p.Eta, o.eta, o.p.ReleaseCap(), o.p.Compressor)
+	fmt.Fprintf(stdout, "rounds run %d, %s accuracy %.4f, %s loss %.4f, uplink %d bytes, downlink %d bytes, declined %d, %.1fs\n",
+		res.Rounds, evalName, res.FinalAccuracy, evalName, res.FinalLoss, last.CumUplinkBytes, last.CumDownlinkBytes, res.Declined, res.Elapsed.Seconds())
 	if f, err := plan.SessionFigures(o.p, reportDelta(o)); err == nil && f.Private {
 		fmt.Fprintf(stdout, "session figures per device (worst case): %s\n", f.Text())
 	}

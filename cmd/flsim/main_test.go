@@ -19,11 +19,15 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"-dataset", "cifar"}, "-dataset"},
 		{[]string{"-plot", "gif"}, "-plot"},
 		{[]string{"-M", "abc"}, "invalid value"},
-		{[]string{"-eval-every", "0"}, "-eval-every"},
+		{[]string{"-eval-every", "-1"}, "-eval-every"},
+		{[]string{"-eta", "fast"}, "-eta"},
+		{[]string{"-eta", "-0.1"}, "-eta"},
+		{[]string{"-max-releases", "-2"}, "-max-releases"},
+		{[]string{"-algorithm", "nc", "-train-samples", "1000", "-M", "10", "-m", "5", "-eta", "theorem"}, "diameter"},
 		{[]string{"extra"}, "unexpected arguments"},
 		{[]string{"-partition", "dirichlet"}, "dirichlet needs alpha"},
 		{[]string{"-algorithm", "nc", "-train-samples", "1000", "-M", "10", "-m", "20", "-rho", "1"}, "cohort m = 20"},
-		{[]string{"-algorithm", "nc", "-train-samples", "1000", "-M", "10", "-m", "5"}, "needs a privacy target"},
+		{[]string{"-algorithm", "mu2", "-train-samples", "1000", "-M", "10", "-m", "5", "-rho", "1"}, "not private"},
 	}
 	for _, c := range cases {
 		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
@@ -47,7 +51,11 @@ func TestSmallRun(t *testing.T) {
 		t.Fatalf("run: %v\n%s", err, errb.String())
 	}
 	s := out.String()
-	for _, want := range []string{"rounds run 100", "zCDP rho", "delta = 1e-5", "session figures per device (worst case): ε = 64.81 at δ = 1e-5"} {
+	// A single pass over 200 samples per device with b = 4 allows 50
+	// releases: the session's cap, calibrated to use the whole budget
+	// (rho_p = 8: zCDP 32).
+	for _, want := range []string{"rounds run 100", "max releases=50", "test accuracy", "zCDP rho", "delta = 1e-5",
+		"session figures per device (worst case): ε = 68.62 at δ = 1e-5 (zCDP ρ = 32, 50 releases at most)"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("summary lacks %q:\n%s", want, s)
 		}
@@ -61,5 +69,26 @@ func TestSmallRun(t *testing.T) {
 	}
 	if fi, err := os.Stat(dir + "/run.svg"); err != nil || fi.Size() == 0 {
 		t.Errorf("plot: %v", err)
+	}
+}
+
+// TestDefaultsOnValidation runs flsim with its defaults (step size chosen
+// on the validation split, the page's default budget) on the validation
+// split: it must report validation accuracy, never test accuracy, and the
+// default target epsilon 8.
+func TestDefaultsOnValidation(t *testing.T) {
+	var out, errb bytes.Buffer
+	args := []string{"-train-samples", "2000", "-M", "10", "-m", "5", "-b", "4", "-validate", "-q"}
+	if err := run(context.Background(), args, &out, &errb); err != nil {
+		t.Fatalf("run: %v\n%s", err, errb.String())
+	}
+	s := out.String()
+	for _, want := range []string{"algorithm=nc", "(auto)", "validation accuracy", "ε = 8.00 at δ = 1e-5"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("summary lacks %q:\n%s", want, s)
+		}
+	}
+	if strings.Contains(s, "test accuracy") {
+		t.Errorf("a -validate run reports test accuracy:\n%s", s)
 	}
 }

@@ -29,6 +29,11 @@
 //     noise, so it comes from a seeded math/rand/v2 PCG, not crypto/rand.
 //     ParseScheme turns a flag value ("iid", "shards:2", "dirichlet:0.1")
 //     into a Scheme that calls the matching partitioner.
+//   - ValidationSplit is the project's one validation split: it holds out
+//     a sixth of a training set by a fixed seeded permutation (the same
+//     samples on every call and platform), disjoint from the rest, which
+//     keeps its order. Hyperparameters are chosen on it, never on the
+//     test set.
 //   - A ShardStream hands out label-skewed shards one at a time, of any
 //     size up to n: no shard holds a sample twice, the shards do not
 //     overlap while the set lasts, and after H samples every sample has

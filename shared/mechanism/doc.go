@@ -10,15 +10,17 @@
 //     NaN and ±Inf naming the first bad index. Sensitivity therefore holds
 //     by construction, whatever the model computes, as long as the caller
 //     checks finiteness before clipping (Clip of a NaN vector is NaN).
-//   - Noise comes from a [Stream]: the ChaCha20 keystream (RFC 8439,
-//     golang.org/x/crypto/chacha20) under a 32-byte key. In the product the
+//   - Noise comes from a [Stream]: math/rand/v2's ChaCha8 generator (the
+//     C2SP chacha8rand construction) keyed by HMAC-SHA256 of a 32-byte
+//     seed and the stream's purpose. In the product the
 //     key is read from crypto/rand (crypto.getRandomValues in the browser)
 //     for every release, so the noise is as unpredictable as the CSPRNG; the
 //     simulator passes a deterministic seed stream instead. Because the
 //     keystream is a deterministic function of the key, a device can store
 //     a 32-byte seed in place of a d-dimensional noise vector and regenerate
-//     the vector bit for bit on the same platform. Nothing here uses
-//     math/rand.
+//     the vector bit for bit, on every platform (the generator and the sampler
+//     use integers only). Nothing here uses
+//     math/rand's non-cryptographic generators.
 //   - What a device of a private session releases is computed in integers
 //     (discrete.go): its clipped estimate rounded onto a power-of-two grid
 //     fixed by public parameters ([GridStep], [ToGrid]) plus an exact

@@ -110,12 +110,12 @@ func TestStreamReadAndUint64Interleave(t *testing.T) {
 	// Reading odd byte counts must not break alignment of later Uint64s:
 	// the stream is the same byte sequence whatever the read sizes.
 	s1 := NewStream(seedOf(3), PurposeSeeds)
-	all := make([]byte, 3*streamBuf)
+	all := make([]byte, 3*4096)
 	s1.Read(all)
 	s2 := NewStream(seedOf(3), PurposeSeeds)
 	var got bytes.Buffer
 	p := make([]byte, 13)
-	for got.Len() < 3*streamBuf-64 {
+	for got.Len() < 3*4096-64 {
 		s2.Read(p)
 		got.Write(p)
 		var b [8]byte

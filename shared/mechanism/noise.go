@@ -1,12 +1,13 @@
 package mechanism
 
 import (
+	"crypto/hmac"
+	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
 	"io"
 	"math/bits"
-
-	"golang.org/x/crypto/chacha20"
+	"math/rand/v2"
 )
 
 // Normal is a source of continuous standard normal draws (the ziggurat);
@@ -25,7 +26,8 @@ var _ Normal = (*Stream)(nil)
 // SeedSize is the size of a Stream key in bytes.
 const SeedSize = 32
 
-// Seed is the 32-byte key of a ChaCha20 stream.
+// Seed is the 32-byte secret from which a Stream is derived (one
+// independent stream per purpose).
 type Seed [SeedSize]byte
 
 // NewSeed reads a fresh seed from r: crypto/rand.Reader in the product, a
@@ -62,86 +64,128 @@ const (
 	PurposeSeeds    uint32 = 3
 )
 
-const streamBuf = 4096
+// streamDomain separates this package's stream keys from any other use
+// of the same seed.
+const streamDomain = "browserfl/mechanism.Stream v2 purpose "
 
-// Stream is a deterministic pseudo-random stream: the ChaCha20 keystream
-// (RFC 8439) under a 32-byte seed and a 96-bit nonce made of a purpose
-// number. It implements io.Reader, so a Stream can itself be the entropy
+// Stream is a deterministic pseudo-random stream: the ChaCha8 generator
+// of math/rand/v2 (the C2SP chacha8rand construction, a cryptographically
+// strong generator whose output Go pins with golden tests: the same on
+// every platform and Go release) keyed by HMAC-SHA256(seed, domain ||
+// purpose), so each purpose of one 32-byte seed gets an independent
+// stream. It implements io.Reader, so a Stream can itself be the entropy
 // source of another component (the simulator's seed stream).
+//
+// Why ChaCha8 (BenchmarkGenerators, docs/performance.md): the noise must
+// regenerate bit for bit from its seed on every platform (a device after a
+// restart, the simulator, the coordinator's tests), so there is one
+// generator for all of them, and ChaCha8 is the fastest cryptographic one
+// both natively (assembly on amd64 and arm64: about 2x golang.org/x/crypto's
+// ChaCha20, which was the stream before) and in WebAssembly (generic Go:
+// AES-256-CTR, AES-NI natively, is several times slower there). Its eight
+// rounds keep a margin over the best known attacks on reduced-round
+// ChaCha (seven rounds).
 //
 // A Stream is not safe for concurrent use. Its zero value is not usable;
 // create it with NewStream.
 type Stream struct {
-	c    *chacha20.Cipher
-	buf  [streamBuf]byte
-	pos  int
-	zero [streamBuf]byte
+	c rand.ChaCha8
 	// single random bits for the discrete sampler (see bit in
 	// discrete.go)
 	bits uint64
+	// lw holds ln (0 to 7) stream bytes not yet consumed, low byte first,
+	// left by a Read or a 32-bit draw that ended inside a word: every
+	// reader takes them first, so the stream is one byte sequence
+	// whatever the sizes of the reads.
+	lw uint64
+	ln uint
 }
 
-// NewStream returns the keystream of seed under the given purpose.
+// streamKey is the ChaCha8 key of seed's stream for purpose.
+func streamKey(seed Seed, purpose uint32) [32]byte {
+	mac := hmac.New(sha256.New, seed[:])
+	var msg [len(streamDomain) + 4]byte
+	copy(msg[:], streamDomain)
+	binary.LittleEndian.PutUint32(msg[len(streamDomain):], purpose)
+	mac.Write(msg[:])
+	var key [32]byte
+	mac.Sum(key[:0])
+	return key
+}
+
+// NewStream returns the stream of seed under the given purpose.
 func NewStream(seed Seed, purpose uint32) *Stream {
-	var nonce [chacha20.NonceSize]byte
-	binary.LittleEndian.PutUint32(nonce[:4], purpose)
-	c, err := chacha20.NewUnauthenticatedCipher(seed[:], nonce[:])
-	if err != nil {
-		// Key and nonce sizes are constants of this package.
-		panic("mechanism: chacha20: " + err.Error())
-	}
-	s := &Stream{c: c}
-	s.pos = streamBuf
+	s := &Stream{}
+	s.Reset(seed, purpose)
 	return s
 }
 
-// Reset rewinds s to the start of the keystream of seed and purpose,
-// reusing its buffers (no allocation beyond the cipher state).
+// Reset rewinds s to the start of the stream of seed and purpose, reusing
+// its buffers.
 func (s *Stream) Reset(seed Seed, purpose uint32) {
-	var nonce [chacha20.NonceSize]byte
-	binary.LittleEndian.PutUint32(nonce[:4], purpose)
-	c, err := chacha20.NewUnauthenticatedCipher(seed[:], nonce[:])
-	if err != nil {
-		panic("mechanism: chacha20: " + err.Error())
-	}
-	s.c = c
-	s.pos = streamBuf
+	s.c.Seed(streamKey(seed, purpose))
 	s.bits = 0
+	s.lw, s.ln = 0, 0
 }
 
-func (s *Stream) refill() {
-	s.c.XORKeyStream(s.buf[:], s.zero[:])
-	s.pos = 0
-}
-
-// Read fills p with keystream bytes; it never fails.
+// Read fills p with stream bytes; it never fails.
 func (s *Stream) Read(p []byte) (int, error) {
-	n := 0
-	for n < len(p) {
-		if s.pos == streamBuf {
-			s.refill()
+	n := len(p)
+	for len(p) > 0 && s.ln > 0 {
+		p[0] = byte(s.lw)
+		s.lw >>= 8
+		s.ln--
+		p = p[1:]
+	}
+	for len(p) >= 8 {
+		binary.LittleEndian.PutUint64(p, s.c.Uint64())
+		p = p[8:]
+	}
+	if len(p) > 0 {
+		w := s.c.Uint64()
+		for i := range p {
+			p[i] = byte(w)
+			w >>= 8
 		}
-		c := copy(p[n:], s.buf[s.pos:])
-		s.pos += c
-		n += c
+		s.lw, s.ln = w, uint(8-len(p))
 	}
 	return n, nil
 }
 
-// Uint64 returns the next 8 keystream bytes as a little-endian integer.
+// Uint64 returns the next 8 stream bytes as a little-endian integer.
 func (s *Stream) Uint64() uint64 {
-	if s.pos+8 > streamBuf {
-		if s.pos != streamBuf {
-			// streamBuf is a multiple of 8 and every read of the buffer
-			// except Read consumes 8 bytes; realign after a Read.
-			var b [8]byte
-			s.Read(b[:])
-			return binary.LittleEndian.Uint64(b[:])
-		}
-		s.refill()
+	if s.ln == 0 {
+		return s.c.Uint64()
 	}
-	v := binary.LittleEndian.Uint64(s.buf[s.pos:])
-	s.pos += 8
+	return s.uint64Split()
+}
+
+// uint64Split is Uint64 when ln bytes of a word are left over.
+func (s *Stream) uint64Split() uint64 {
+	w := s.c.Uint64()
+	sh := 8 * s.ln & 63 // 8 to 56
+	v := s.lw | w<<sh
+	s.lw = w >> (64 - sh)
+	return v
+}
+
+// uint32 returns the next 4 stream bytes as a little-endian integer.
+func (s *Stream) uint32() uint32 {
+	switch {
+	case s.ln >= 4:
+		v := uint32(s.lw)
+		s.lw >>= 32
+		s.ln -= 4
+		return v
+	case s.ln == 0:
+		w := s.c.Uint64()
+		s.lw, s.ln = w>>32, 4
+		return uint32(w)
+	}
+	w := s.c.Uint64()
+	sh := 8 * s.ln & 31 // 8 to 24
+	v := uint32(s.lw | w<<sh)
+	s.lw, s.ln = w>>(32-sh), s.ln+4
 	return v
 }
 

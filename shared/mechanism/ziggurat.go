@@ -47,21 +47,6 @@ func newZigTables() *zigTables {
 	return t
 }
 
-// uint32 returns the next 4 keystream bytes as a little-endian integer.
-func (s *Stream) uint32() uint32 {
-	if s.pos+4 > streamBuf {
-		if s.pos != streamBuf {
-			var b [4]byte
-			s.Read(b[:])
-			return uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24
-		}
-		s.refill()
-	}
-	b := s.buf[s.pos : s.pos+4]
-	s.pos += 4
-	return uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24
-}
-
 // zigNormal returns one standard normal.
 func (s *Stream) zigNormal() float64 {
 	t := zig

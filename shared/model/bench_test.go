@@ -2,9 +2,9 @@ package model
 
 import (
 	"fmt"
+	"runtime"
 	"slices"
 	"testing"
-	"time"
 
 	"browserfl/shared/dataset"
 )
@@ -30,24 +30,27 @@ func baseline(w []float64, x []float32) float64 {
 }
 
 // ratioTo returns the median over 15 rounds of time(f)/time(g), each round
-// timing n/15 calls (at least 8) of f and then of g back to back. It runs
-// after the timed loop: on a shared machine, load changes between two
-// separate benchmarks would swamp the ratio, and the median of
-// interleaved rounds resists them.
+// timing n/15 calls (at least 8) of f and then of g back to back, in the
+// thread's CPU time (clockNow, on a locked OS thread). It runs after the
+// timed loop: on a shared machine, load changes between two separate
+// benchmarks would swamp the ratio, and the median of interleaved rounds
+// resists them.
 func ratioTo(n int, f, g func()) float64 {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	const rounds = 15
 	per := max(n/rounds, 8)
 	r := make([]float64, rounds)
 	for k := range r {
-		t0 := time.Now()
+		t0 := clockNow()
 		for i := 0; i < per; i++ {
 			f()
 		}
-		t1 := time.Now()
+		t1 := clockNow()
 		for i := 0; i < per; i++ {
 			g()
 		}
-		r[k] = float64(t1.Sub(t0)) / float64(time.Since(t1))
+		r[k] = float64(t1-t0) / float64(clockNow()-t1)
 	}
 	slices.Sort(r)
 	return r[rounds/2]
@@ -155,4 +158,27 @@ func BenchmarkEvaluate(b *testing.B) {
 			}
 		})
 	}
+}
+
+// interleavedCPU runs each of fs once per iteration, in turn, for b.N
+// iterations on a locked OS thread and returns each one's mean time per
+// call in ns (thread CPU time on Linux, wall time elsewhere: clockNow).
+func interleavedCPU(b *testing.B, fs ...func()) []float64 {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	tot := make([]int64, len(fs))
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for k, f := range fs {
+			t0 := clockNow()
+			f()
+			tot[k] += clockNow() - t0
+		}
+	}
+	b.StopTimer()
+	out := make([]float64, len(fs))
+	for k, t := range tot {
+		out[k] = float64(t) / float64(b.N)
+	}
+	return out
 }

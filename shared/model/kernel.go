@@ -171,48 +171,218 @@ func (in *input) row(dst []float64, g float64, sparse bool) {
 }
 
 // rows writes out[r] = w[r*stride : r*stride+F] · x for r < len(out), with
-// F = len(in.x). Rows go four at a time so that each feature (or each
-// non-zero index and value) is loaded once per four rows and the four sums
-// are independent dependency chains.
+// F = len(in.x). Dense inputs, and sparse ones where the platform's dense
+// kernel is faster (denseKernels), go to gemvRows; otherwise rows go four
+// at a time over the non-zeros so that each index and value is loaded once
+// per four rows and the four sums are independent dependency chains.
 func (in *input) rows(out, w []float64, stride int, sparse bool) {
+	if !sparse || denseKernels(len(in.idx), len(in.x)) {
+		gemvRows(out, w, stride, in.x)
+		return
+	}
 	F := len(in.x)
 	r := 0
 	for ; r+4 <= len(out); r += 4 {
 		o := r * stride
-		out[r], out[r+1], out[r+2], out[r+3] = in.dot4(w[o:o+F], w[o+stride:o+stride+F], w[o+2*stride:o+2*stride+F], w[o+3*stride:o+3*stride+F], sparse)
+		out[r], out[r+1], out[r+2], out[r+3] = in.gather4(w[o:o+F], w[o+stride:o+stride+F], w[o+2*stride:o+2*stride+F], w[o+3*stride:o+3*stride+F])
 	}
 	for ; r < len(out); r++ {
 		o := r * stride
-		if sparse {
-			out[r] = gather(w[o:o+F], in.idx, in.val)
-		} else {
-			out[r] = dot(w[o:o+F], in.x)
-		}
+		out[r] = gather(w[o:o+F], in.idx, in.val)
 	}
 }
 
-// dot4 returns the dot products of the four rows (each of length
-// len(in.x)) with the loaded input.
-func (in *input) dot4(r0, r1, r2, r3 []float64, sparse bool) (s0, s1, s2, s3 float64) {
-	if sparse {
-		val := in.val
-		idx := in.idx[:len(val)]
-		for k, i := range idx {
-			v := val[k]
+// rowsPair is rows for two weight matrices of the same shape at once (the
+// two points of a gradient difference): the four-row blocks of each, then
+// their leftover rows four at a time across both matrices, so that with 10
+// classes no row goes through the one-row gather.
+func (in *input) rowsPair(za, wa, zb, wb []float64, stride int, sparse bool) {
+	if !sparse || denseKernels(len(in.idx), len(in.x)) {
+		gemvRows(za, wa, stride, in.x)
+		gemvRows(zb, wb, stride, in.x)
+		return
+	}
+	na, nb := len(za)&^3, len(zb)&^3
+	in.rows(za[:na], wa, stride, true)
+	in.rows(zb[:nb], wb, stride, true)
+	F := len(in.x)
+	var out [6]*float64
+	var rs [6][]float64
+	n := 0
+	for r := na; r < len(za); r++ {
+		out[n], rs[n] = &za[r], wa[r*stride:r*stride+F]
+		n++
+	}
+	for r := nb; r < len(zb); r++ {
+		out[n], rs[n] = &zb[r], wb[r*stride:r*stride+F]
+		n++
+	}
+	k := 0
+	for ; k+4 <= n; k += 4 {
+		*out[k], *out[k+1], *out[k+2], *out[k+3] = in.gather4(rs[k], rs[k+1], rs[k+2], rs[k+3])
+	}
+	for ; k < n; k++ {
+		*out[k] = gather(rs[k], in.idx, in.val)
+	}
+}
+
+// gather4 returns the dot products of the four rows (each of length
+// len(in.x)) with the loaded input's non-zeros.
+func (in *input) gather4(r0, r1, r2, r3 []float64) (s0, s1, s2, s3 float64) {
+	F := len(r0)
+	r1, r2, r3 = r1[:F], r2[:F], r3[:F]
+	val := in.val
+	idx := in.idx[:len(val)]
+	for k, i := range idx {
+		// One comparison covers the four rows' bounds checks (the
+		// compiler proves the rest), which matters in WebAssembly.
+		c := int(uint32(i))
+		if c >= F {
+			panic("model: feature index out of range")
+		}
+		v := val[k]
+		s0 += r0[c] * v
+		s1 += r1[c] * v
+		s2 += r2[c] * v
+		s3 += r3[c] * v
+	}
+	return
+}
+
+// gemvRowsHand writes out[r] = w[r*stride : r*stride+len(x)] · x, four
+// rows at a time (each x[i] loaded once per four rows, four independent
+// sums). It is gemvRows where gonum has no assembly (kernel_other.go) and
+// the reference the tests compare gonum's kernel with.
+func gemvRowsHand(out, w []float64, stride int, x []float64) {
+	F := len(x)
+	r := 0
+	for ; r+4 <= len(out); r += 4 {
+		o := r * stride
+		r0, r1, r2, r3 := w[o:o+F], w[o+stride:o+stride+F], w[o+2*stride:o+2*stride+F], w[o+3*stride:o+3*stride+F]
+		var s0, s1, s2, s3 float64
+		for i, v := range x {
 			s0 += r0[i] * v
 			s1 += r1[i] * v
 			s2 += r2[i] * v
 			s3 += r3[i] * v
 		}
+		out[r], out[r+1], out[r+2], out[r+3] = s0, s1, s2, s3
+	}
+	for ; r < len(out); r++ {
+		o := r * stride
+		out[r] = dot(w[o:o+F], x)
+	}
+}
+
+// gerRowsHand adds alpha g[r] x to dst[r*stride : r*stride+len(x)] for
+// r < len(g): the rank-one update, by hand (see gemvRowsHand).
+func gerRowsHand(dst []float64, stride int, alpha float64, g, x []float64) {
+	F := len(x)
+	for r, gr := range g {
+		axpy(dst[r*stride:r*stride+F], alpha*gr, x)
+	}
+}
+
+// sumSquares returns ||x||^2 of the loaded input (four partial sums; the
+// features are float32, so no square or sum of 2^31 of them overflows).
+func (in *input) sumSquares(sparse bool) float64 {
+	v := in.x
+	if sparse {
+		v = in.val
+	}
+	var s0, s1, s2, s3 float64
+	for len(v) >= 4 {
+		x := v[:4:4]
+		s0 += x[0] * x[0]
+		s1 += x[1] * x[1]
+		s2 += x[2] * x[2]
+		s3 += x[3] * x[3]
+		v = v[4:]
+	}
+	for _, x := range v {
+		s0 += x * x
+	}
+	return (s0 + s1) + (s2 + s3)
+}
+
+// addRows adds alpha g[r] x to dst[r*stride : r*stride+F] for r < len(g),
+// F = len(in.x): the rank-one update of a factored gradient, over the
+// non-zeros when the input is sparse and the platform's dense kernel is
+// not faster (denseKernels), with gerRows otherwise.
+func (in *input) addRows(dst []float64, stride int, alpha float64, g []float64, sparse bool) {
+	if !sparse || denseKernels(len(in.idx), len(in.x)) {
+		gerRows(dst, stride, alpha, g, in.x)
 		return
 	}
-	x := in.x
-	r0, r1, r2, r3 = r0[:len(x)], r1[:len(x)], r2[:len(x)], r3[:len(x)]
-	for i, v := range x {
-		s0 += r0[i] * v
-		s1 += r1[i] * v
-		s2 += r2[i] * v
-		s3 += r3[i] * v
+	F := len(in.x)
+	val := in.val
+	idx := in.idx[:len(val)]
+	r := 0
+	for ; r+4 <= len(g); r += 4 {
+		o := r * stride
+		d0 := dst[o : o+F]
+		d1 := dst[o+stride : o+stride+F][:F]
+		d2 := dst[o+2*stride : o+2*stride+F][:F]
+		d3 := dst[o+3*stride : o+3*stride+F][:F]
+		k0, k1, k2, k3 := alpha*g[r], alpha*g[r+1], alpha*g[r+2], alpha*g[r+3]
+		for j, i := range idx {
+			c := int(uint32(i)) // one comparison for the four rows, as in gather4
+			if c >= F {
+				panic("model: feature index out of range")
+			}
+			v := val[j]
+			d0[c] += k0 * v
+			d1[c] += k1 * v
+			d2[c] += k2 * v
+			d3[c] += k3 * v
+		}
 	}
-	return
+	for ; r < len(g); r++ {
+		d := dst[r*stride : r*stride+F]
+		k := alpha * g[r]
+		for j, i := range idx {
+			d[i] += k * val[j]
+		}
+	}
+}
+
+// axpy adds k*x[i] to dst[i] for i < len(x), four at a time.
+func axpy(dst []float64, k float64, x []float64) {
+	dst = dst[:len(x)]
+	for len(x) >= 4 {
+		d4, x4 := dst[:4:4], x[:4:4]
+		d4[0] += k * x4[0]
+		d4[1] += k * x4[1]
+		d4[2] += k * x4[2]
+		d4[3] += k * x4[3]
+		dst, x = dst[4:], x[4:]
+	}
+	for i, v := range x {
+		dst[i] += k * v
+	}
+}
+
+// norm2 returns the Euclidean norm of a short vector: the square root of
+// the plain sum of squares, or a scaled sum when that overflows or
+// underflows. NaN or ±Inf in v give NaN or +Inf.
+func norm2(v []float64) float64 {
+	s := 0.0
+	for _, x := range v {
+		s += x * x
+	}
+	if s < 1e300 && (s > 1e-300 || s == 0) {
+		return math.Sqrt(s)
+	}
+	scale := 0.0
+	for _, x := range v {
+		scale = max(scale, math.Abs(x))
+	}
+	if scale == 0 || math.IsInf(scale, 0) || math.IsNaN(scale) {
+		return s // 0, +Inf or NaN
+	}
+	s = 0
+	for _, x := range v {
+		s += (x / scale) * (x / scale)
+	}
+	return scale * math.Sqrt(s)
 }

@@ -2,6 +2,7 @@ package model
 
 import (
 	"fmt"
+	"math"
 
 	"browserfl/shared/dataset"
 )
@@ -20,6 +21,7 @@ type LogReg struct {
 	features, classes int
 	in                input
 	za, zb            []float64
+	fsparse           bool // the loaded input's form, for AddFactor
 }
 
 // NewLogReg returns a logistic regression over features inputs and classes
@@ -69,6 +71,17 @@ func (m *LogReg) logits(z, w []float64, sparse bool) {
 	}
 }
 
+// logitsPair writes the logits of the loaded input under wa into m.za and
+// under wb into m.zb.
+func (m *LogReg) logitsPair(wa, wb []float64, sparse bool) {
+	stride := m.features + 1
+	m.in.rowsPair(m.za, wa, m.zb, wb, stride, sparse)
+	for c := range m.za {
+		m.za[c] += wa[c*stride+m.features]
+		m.zb[c] += wb[c*stride+m.features]
+	}
+}
+
 // Loss returns the cross-entropy of w on s.
 func (m *LogReg) Loss(w []float64, s dataset.Sample) float64 {
 	l, _ := m.lossPredict(w, s)
@@ -111,8 +124,7 @@ func (m *LogReg) GradDiff(dst []float64, a float64, wa []float64, b float64, wb 
 	mustLen("GradDiff wb", wb, m.Dim())
 	mustLen("GradDiff dst", dst, m.Dim())
 	sparse := m.in.load(s.X)
-	m.logits(m.za, wa, sparse)
-	m.logits(m.zb, wb, sparse)
+	m.logitsPair(wa, wb, sparse)
 	lossA = softmaxCE(m.za, s.Label)
 	lossB = softmaxCE(m.zb, s.Label)
 	for c := range m.za {
@@ -120,6 +132,44 @@ func (m *LogReg) GradDiff(dst []float64, a float64, wa []float64, b float64, wb 
 	}
 	m.writeGrad(dst, m.za, sparse)
 	return lossA, lossB
+}
+
+// FactorGradDiff computes a*grad f(wa; s) - b*grad f(wb; s) as the outer
+// product g (x, 1) with g = a (p_a - e_y) - b (p_b - e_y) (kept for
+// AddFactor) and returns its norm ||g|| sqrt(||x||^2 + 1). See Factored.
+func (m *LogReg) FactorGradDiff(a float64, wa []float64, b float64, wb []float64, s dataset.Sample) float64 {
+	m.check(wa, s)
+	sparse := m.in.load(s.X)
+	m.fsparse = sparse
+	if b != 0 {
+		mustLen("FactorGradDiff wb", wb, m.Dim())
+		m.logitsPair(wa, wb, sparse)
+		softmaxCE(m.za, s.Label)
+		softmaxCE(m.zb, s.Label)
+		for c := range m.za {
+			m.za[c] = a*m.za[c] - b*m.zb[c]
+		}
+	} else {
+		m.logits(m.za, wa, sparse)
+		softmaxCE(m.za, s.Label)
+		if a != 1 {
+			for c := range m.za {
+				m.za[c] *= a
+			}
+		}
+	}
+	return norm2(m.za) * math.Sqrt(m.in.sumSquares(sparse)+1)
+}
+
+// AddFactor adds alpha times the last FactorGradDiff's gradient to dst:
+// row c gets (alpha g_c) (x, 1).
+func (m *LogReg) AddFactor(dst []float64, alpha float64) {
+	mustLen("AddFactor dst", dst, m.Dim())
+	stride := m.features + 1
+	m.in.addRows(dst, stride, alpha, m.za, m.fsparse)
+	for c, gc := range m.za {
+		dst[c*stride+m.features] += alpha * gc
+	}
 }
 
 // writeGrad writes row c of dst as g_c * (x, 1).

@@ -41,6 +41,31 @@ type DiffGrader interface {
 	GradDiff(dst []float64, a float64, wa []float64, b float64, wb []float64, s dataset.Sample) (lossA, lossB float64)
 }
 
+// Factored is implemented by models whose per-sample gradient, and the
+// weighted difference of two gradients on one sample, is an outer product
+// of a short coefficient vector and the sample's input: a rank-one matrix,
+// whose Euclidean norm is the product of two short norms and is known
+// without forming the d-vector. A device clips such gradients without
+// writing them ("ghost clipping"): it reads the norm, computes the clipping
+// factor, and adds the scaled gradient to its sum directly. LogReg
+// implements it (its gradient row c is (p_c - [c == y]) (x, 1), and a
+// difference of two gradients on one sample keeps the factor (x, 1)).
+//
+// The factored gradient lives in the model's scratch space: any other call
+// on the model replaces it.
+type Factored interface {
+	// FactorGradDiff computes G = a grad f(wa; s) - b grad f(wb; s) in
+	// factored form and returns ||G||_2, NaN or +Inf when G is not finite.
+	// With b == 0, wb is not read (it may be nil): G = a grad f(wa; s).
+	// Up to the float64 rounding of both sides (a relative difference of
+	// a few times (features + classes) 2^-53), the norm equals the norm of
+	// the vector GradDiff writes.
+	FactorGradDiff(a float64, wa []float64, b float64, wb []float64, s dataset.Sample) (norm float64)
+	// AddFactor adds alpha G, for the G of the last FactorGradDiff, to dst
+	// (len Dim()).
+	AddFactor(dst []float64, alpha float64)
+}
+
 // Initializer is implemented by models with their own deterministic
 // initialisation; Init uses it.
 type Initializer interface {

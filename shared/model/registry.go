@@ -142,6 +142,9 @@ func CheckSample(m Model, s dataset.Sample) error {
 			return fmt.Errorf("model: %s sample label %d outside [0, %d)", m.Name(), s.Label, sh.Classes())
 		}
 	}
+	if finite32(s.X) {
+		return nil
+	}
 	for i, v := range s.X {
 		f := float64(v)
 		if math.IsNaN(f) || math.IsInf(f, 0) {
@@ -149,6 +152,25 @@ func CheckSample(m Model, s dataset.Sample) error {
 		}
 	}
 	return nil
+}
+
+// finite32 reports whether every element of x is finite: x - x is 0 for
+// finite x and NaN for NaN and ±Inf, summed branch-free in four partial
+// sums (NaN propagates, so the total is 0 exactly when all are finite).
+func finite32(x []float32) bool {
+	var a0, a1, a2, a3 float32
+	for len(x) >= 4 {
+		v := x[:4:4]
+		a0 += v[0] - v[0]
+		a1 += v[1] - v[1]
+		a2 += v[2] - v[2]
+		a3 += v[3] - v[3]
+		x = x[4:]
+	}
+	for _, v := range x {
+		a0 += v - v
+	}
+	return (a0+a1)+(a2+a3) == 0
 }
 
 func mustLen(what string, v []float64, n int) {

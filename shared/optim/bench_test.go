@@ -2,8 +2,8 @@ package optim
 
 import (
 	"fmt"
+	"runtime"
 	"testing"
-	"time"
 
 	"browserfl/shared/dataset"
 	"browserfl/shared/mechanism"
@@ -31,56 +31,125 @@ func table1Params(alg string, b int) Params {
 		M: 100, Cohort: 50, Rounds: 1200, Batch: b, Clip: 118.1, Eta: 1e-4, Diameter: 0.1, Rho: 8}
 }
 
-// plainLoop is the baseline, measured in the same run: ns per
-// multiply-add pass over n float64s, the memory a step must at least touch
-// (averaged over passes for at least 20 ms).
-func plainLoop(n int) float64 {
-	v := make([]float64, n)
-	w := make([]float64, n)
-	passes := 0
-	start := time.Now()
-	for time.Since(start) < 20*time.Millisecond {
-		for k := 0; k < 64; k++ {
-			for j := range v {
-				v[j] += 0.5 * w[j]
-			}
-		}
-		passes += 64
+// plainPass is the baseline: one multiply-add pass over v and w, the
+// memory a step must at least touch.
+func plainPass(v, w []float64) {
+	for j := range v {
+		v[j] += 0.5 * w[j]
 	}
-	return float64(time.Since(start).Nanoseconds()) / float64(passes)
+}
+
+// interleaved runs each of fs once per iteration, in turn, for b.N
+// iterations on a locked OS thread, and returns each one's mean time per
+// call in ns: thread CPU time on Linux, wall time elsewhere (clockNow).
+// Every ratio the benchmarks report divides two such means from the same
+// iterations, so load that comes and goes hits both sides alike.
+func interleaved(b *testing.B, fs ...func()) []float64 {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	tot := make([]int64, len(fs))
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for k, f := range fs {
+			t0 := clockNow()
+			f()
+			tot[k] += clockNow() - t0
+		}
+	}
+	b.StopTimer()
+	out := make([]float64, len(fs))
+	for k, t := range tot {
+		out[k] = float64(t) / float64(b.N)
+	}
+	return out
+}
+
+// stepBench is an "nc"-shaped device at d = 7,850 on b MNIST-like
+// samples, stepping through rounds.
+type stepBench struct {
+	dv    *device
+	data  []dataset.Sample
+	x, xp []float64
+	t     int
+}
+
+func newStepBench(b *testing.B, alg string, bs int, comp string) *stepBench {
+	p := table1Params(alg, bs)
+	p.Rounds = 1 << 30
+	p.Compressor = comp
+	if alg == "mu2" || alg == "sgd" {
+		p.Rho = 0
+	}
+	m, _ := model.New("logreg", 784, 10)
+	dv, err := NewDevice(p, m, mechanism.NewStream(testSeed(1), 0))
+	if err != nil {
+		b.Fatal(err)
+	}
+	rng := mechanism.NewStream(testSeed(2), 0)
+	sb := &stepBench{dv: dv.(*device), data: mnistLike(rng, bs), x: make([]float64, m.Dim()), xp: make([]float64, m.Dim())}
+	rng.FillNormal(sb.x, 0.01)
+	rng.FillNormal(sb.xp, 0.01)
+	return sb
+}
+
+// step runs one Prepare and Commit.
+func (sb *stepBench) step(b *testing.B) {
+	sb.t++
+	if _, err := sb.dv.Prepare(Round{T: sb.t, X: sb.x, XPrev: sb.xp}, sb.data); err != nil {
+		b.Fatal(err)
+	}
+	if err := sb.dv.Commit(sb.t); err != nil {
+		b.Fatal(err)
+	}
 }
 
 // BenchmarkDeviceStep measures one "nc" device Prepare+Commit at d = 7,850
-// (b gradient corrections, clipping, ChaCha20 Gaussian noise, dense float32
-// encoding) and reports its ratio to a plain pass over b*d float64s.
+// (b clipped mu^2 corrections, grid rounding, discrete Gaussian noise,
+// encoding) and a plain pass over b*d float64s, interleaved (see
+// interleaved), and reports their ratio.
 func BenchmarkDeviceStep(b *testing.B) {
 	for _, bs := range []int{1, 32} {
 		for _, comp := range []string{"none", "ef+randk:0.05"} {
 			b.Run(fmt.Sprintf("b=%d/%s", bs, comp), func(b *testing.B) {
-				p := table1Params("nc", bs)
-				p.Rounds = 1 << 30
-				p.Compressor = comp
-				m, _ := model.New("logreg", 784, 10)
-				dv, err := NewDevice(p, m, mechanism.NewStream(testSeed(1), 0))
-				if err != nil {
-					b.Fatal(err)
+				sb := newStepBench(b, "nc", bs, comp)
+				v, w := make([]float64, bs*sb.dv.dim), make([]float64, bs*sb.dv.dim)
+				t := interleaved(b, func() { sb.step(b) }, func() { plainPass(v, w) })
+				b.ReportMetric(t[0], "step-"+clockName+"-ns")
+				b.ReportMetric(t[0]/t[1], "x-plain")
+			})
+		}
+	}
+}
+
+// BenchmarkDeviceStepVsOld times the product's device step against the
+// same device running the estimator code it replaced (refMean, the
+// pre-issue-12 loop: formed gradients, four passes per clip), interleaved.
+// For "nc" it also times a discrete noise vector of the same sigma, so
+// the step without its noise is new-ns minus noise-ns; "mu2" is the same
+// estimator, clipping and encoding without noise or grid.
+func BenchmarkDeviceStepVsOld(b *testing.B) {
+	for _, alg := range []string{"nc", "mu2"} {
+		for _, bs := range []int{1, 32} {
+			b.Run(fmt.Sprintf("%s/b=%d", alg, bs), func(b *testing.B) {
+				nw := newStepBench(b, alg, bs, "none")
+				old := newStepBench(b, alg, bs, "none")
+				old.dv.refMean = old.dv.refMeanFn()
+				fs := []func(){func() { old.step(b) }, func() { nw.step(b) }}
+				z := make([]int64, nw.dv.dim)
+				noise := mechanism.NewStream(testSeed(3), mechanism.PurposeNoise)
+				if alg == "nc" {
+					sigmaZ := nw.dv.freshOrNC(1)
+					fs = append(fs, func() { noise.FillDiscreteGaussian(z, sigmaZ) })
 				}
-				rng := mechanism.NewStream(testSeed(2), 0)
-				data := mnistLike(rng, bs)
-				x := make([]float64, m.Dim())
-				xp := make([]float64, m.Dim())
-				rng.FillNormal(x, 0.01)
-				rng.FillNormal(xp, 0.01)
-				base := plainLoop(bs * m.Dim())
-				b.ResetTimer()
-				for i := 0; i < b.N; i++ {
-					if _, err := dv.Prepare(Round{T: i + 1, X: x, XPrev: xp}, data); err != nil {
-						b.Fatal(err)
-					}
-					dv.Commit(i + 1)
+				t := interleaved(b, fs...)
+				b.ReportMetric(t[0], "old-"+clockName+"-ns")
+				b.ReportMetric(t[1], "new-"+clockName+"-ns")
+				b.ReportMetric(t[0]/t[1], "speedup")
+				if alg == "nc" {
+					b.ReportMetric(t[2], "noise-"+clockName+"-ns")
+					b.ReportMetric(t[1]-t[2], "new-minus-noise-ns")
+					b.ReportMetric(t[0]-t[2], "old-minus-noise-ns")
 				}
-				b.StopTimer()
-				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/base, "x-plain")
 			})
 		}
 	}
@@ -88,7 +157,7 @@ func BenchmarkDeviceStep(b *testing.B) {
 
 // BenchmarkServerApply measures server aggregation per message (decode
 // and sum of one dense float32 update at d = 7,850, plus 1/m of the step)
-// and its ratio to a plain pass over d float64s.
+// against a plain pass over d float64s, interleaved.
 func BenchmarkServerApply(b *testing.B) {
 	p := table1Params("nc", 1)
 	p.Rounds = 1 << 30
@@ -98,21 +167,19 @@ func BenchmarkServerApply(b *testing.B) {
 	mechanism.NewStream(testSeed(3), 0).FillNormal(v, 1)
 	payload, _ := mechanism.Dense32{}.Compress(nil, make([]float64, d), v, nil)
 	ups := make([]Update, p.Cohort)
-	base := plainLoop(d)
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		t := srv.Next().T
+	pv, pw := make([]float64, d), make([]float64, d)
+	t := interleaved(b, func() {
+		r := srv.Next().T
 		for j := range ups {
-			ups[j] = Update{T: t, Payload: payload}
+			ups[j] = Update{T: r, Payload: payload}
 		}
-		if err := srv.Apply(t, ups); err != nil {
+		if err := srv.Apply(r, ups); err != nil {
 			b.Fatal(err)
 		}
-	}
-	b.StopTimer()
-	perMsg := float64(b.Elapsed().Nanoseconds()) / float64(b.N) / float64(p.Cohort)
-	b.ReportMetric(perMsg, "ns/msg")
-	b.ReportMetric(perMsg/base, "x-plain")
+	}, func() { plainPass(pv, pw) })
+	perMsg := t[0] / float64(p.Cohort)
+	b.ReportMetric(perMsg, "ns/msg-"+clockName)
+	b.ReportMetric(perMsg/t[1], "x-plain")
 }
 
 // BenchmarkTable1Round runs one round of the NC paper's Table-1 setting
@@ -153,4 +220,14 @@ func BenchmarkTable1Round(b *testing.B) {
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)*1200/1e9, "s/1200rounds")
+}
+
+// freshOrNC is the discrete sigma of participation n (nc) or of every
+// release (fresh-noise algorithms).
+func (dv *device) freshOrNC(n int) int64 {
+	if dv.a.kind.noise == noiseNC {
+		z, _ := dv.ncSigmaZ(n)
+		return z
+	}
+	return dv.freshZ
 }

@@ -87,13 +87,3 @@ func BenchmarkSamplersInterleaved(b *testing.B) {
 		})
 	}
 }
-
-// freshOrNC is the discrete sigma of participation n (nc) or of every
-// release (fresh-noise algorithms).
-func (dv *device) freshOrNC(n int) int64 {
-	if dv.a.kind.noise == noiseNC {
-		z, _ := dv.ncSigmaZ(n)
-		return z
-	}
-	return dv.freshZ
-}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 
 	"browserfl/shared/dataset"
 	"browserfl/shared/mechanism"
@@ -78,6 +79,10 @@ type device struct {
 	noise, comp   *mechanism.Stream
 	coins         *mechanism.Stream
 	idx           []int
+
+	// refMean, when set (by tests only), replaces batchMean: the
+	// benchmarks run the code it replaced against it in one process.
+	refMean func(v []float64, r Round, batch []dataset.Sample, bound float64) error
 }
 
 type pending struct {
@@ -291,11 +296,57 @@ func (dv *device) clippedGrad(dst []float64, r Round, s dataset.Sample, at []flo
 	} else {
 		dv.m.Grad(dst, at, s)
 	}
-	if err := mechanism.CheckFinite(dst); err != nil {
+	if !(bound > 0) {
+		if err := mechanism.CheckFinite(dst); err != nil {
+			return fmt.Errorf("optim: gradient: %w", err)
+		}
+		return nil
+	}
+	if _, err := mechanism.ClipFinite(dst, bound); err != nil {
 		return fmt.Errorf("optim: gradient: %w", err)
 	}
-	if bound > 0 {
-		mechanism.Clip(dst, bound)
+	return nil
+}
+
+// batchMean adds to v the mean over batch of the clipped per-sample
+// quantities of the estSGD and estMu2 estimators: grad f(x; s), or the mu^2
+// correction t grad f(x_t; s) - (t-1) grad f(x_{t-1}; s), each checked
+// finite and clipped to bound. For a model whose per-sample quantity is
+// rank-one (model.Factored) it clips by the norm the model computes from
+// the factors and adds the scaled quantity without forming it (ghost
+// clipping; the per-sample quantity is what is clipped, exactly as on the
+// other path). Otherwise it forms each quantity, checks and clips it in two
+// passes (mechanism.ClipFinite) and adds it.
+func (dv *device) batchMean(v []float64, r Round, batch []dataset.Sample, bound float64) error {
+	b := float64(len(batch))
+	fm, ghost := dv.m.(model.Factored)
+	if !ghost {
+		for j, s := range batch {
+			if err := dv.clippedGrad(dv.g, r, s, r.X, bound); err != nil {
+				return fmt.Errorf("sample %d: %w", j, err)
+			}
+			for i, x := range dv.g {
+				v[i] += x / b
+			}
+		}
+		return nil
+	}
+	t := float64(r.T)
+	for j, s := range batch {
+		var n float64
+		if dv.a.kind.est == estMu2 {
+			n = fm.FactorGradDiff(t, r.X, t-1, r.XPrev, s)
+		} else {
+			n = fm.FactorGradDiff(1, r.X, 0, nil, s)
+		}
+		if !(n <= math.MaxFloat64) {
+			return fmt.Errorf("sample %d: optim: gradient: non-finite norm %v", j, n)
+		}
+		f := 1.0
+		if bound > 0 {
+			f = mechanism.ClipFactor(n, bound)
+		}
+		fm.AddFactor(v, f/b)
 	}
 	return nil
 }
@@ -310,13 +361,14 @@ func (dv *device) Prepare(r Round, batch []dataset.Sample) (Update, error) {
 	if r.T > dv.p.Rounds {
 		return Update{}, fmt.Errorf("optim: round %d beyond T = %d", r.T, dv.p.Rounds)
 	}
-	if dv.n >= dv.p.Rounds {
-		// Every stated worst case (plan.Compute) counts at most T
-		// releases per device. An aborted round may be asked again
-		// (Abort), and each answer is a release: the (T+1)-th is refused
-		// whatever the ledger says, so re-asks never add a release the
-		// worst case did not count.
-		return Update{}, fmt.Errorf("%w: %d releases made, the most a device makes in a session of T = %d rounds", ErrBudget, dv.n, dv.p.Rounds)
+	if dv.n >= dv.p.ReleaseCap() {
+		// Every calibration and stated worst case (plan.Compute) counts
+		// at most ReleaseCap releases per device (MaxReleases, or T). An
+		// aborted round may be asked again (Abort), and each answer is a
+		// release: the one after the cap is refused whatever the ledger
+		// says, so re-asks never add a release the worst case did not
+		// count.
+		return Update{}, fmt.Errorf("%w: %d releases made, the most a device makes in this session (max releases %d, T = %d)", ErrBudget, dv.n, dv.p.ReleaseCap(), dv.p.Rounds)
 	}
 	if len(r.X) != dv.dim {
 		return Update{}, fmt.Errorf("optim: x has dimension %d, want %d", len(r.X), dv.dim)
@@ -358,7 +410,6 @@ func (dv *device) Prepare(r Round, batch []dataset.Sample) (Update, error) {
 	}
 	dv.coins = streamFor(dv.coins, seed, mechanism.PurposeCoins)
 	S := dv.p.S()
-	b := float64(dv.p.Batch)
 	v := dv.v
 	clear(v)
 	var p pending
@@ -371,12 +422,13 @@ func (dv *device) Prepare(r Round, batch []dataset.Sample) (Update, error) {
 			if err := model.CheckSample(dv.m, s); err != nil {
 				return Update{}, fmt.Errorf("optim: sample %d: %w", j, err)
 			}
-			if err := dv.clippedGrad(dv.g, r, s, r.X, S); err != nil {
-				return Update{}, fmt.Errorf("sample %d: %w", j, err)
-			}
-			for i, x := range dv.g {
-				v[i] += x / b
-			}
+		}
+		mean := dv.batchMean
+		if dv.refMean != nil {
+			mean = dv.refMean
+		}
+		if err := mean(v, r, batch, S); err != nil {
+			return Update{}, err
 		}
 	case estSVRG:
 		if err := dv.svrg(r, &p); err != nil {

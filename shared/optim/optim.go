@@ -40,9 +40,10 @@
 // replaced sample moves the average by at most 2S/b. In "nc" a device's
 // released partial sum sum_k s_k + y_N therefore has sensitivity 2S/b and
 // the N-th participation costs (2S/b)^2 / (2 sigma_N^2) =
-// rho_p^2 / (2 (1 + ln T) N) zCDP (noise-cancellation paper, Theorem 5.1
-// and 5.2; Bun–Steinke Prop. 1.6 and Lemma 2.3): at most rho_p^2/2 over
-// N <= T participations. This analysis (and that of "trusted") needs each
+// rho_p^2 / (2 H_K N) zCDP (noise-cancellation paper, Theorem 5.1 and
+// 5.2, with the harmonic number H_K of the release cap K for its
+// 1 + ln T; Bun–Steinke Prop. 1.6 and Lemma 2.3): exactly rho_p^2/2 over
+// the N <= K participations a device may make (NCSigma). This analysis (and that of "trusted") needs each
 // sample to enter at most one round (single pass, as in the papers): a
 // reused sample would move several corrections inside one partial sum. The
 // runtime's data cursor enforces it; the device cannot tell samples apart.

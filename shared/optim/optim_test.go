@@ -462,12 +462,24 @@ func TestPrepareRejectsBadRounds(t *testing.T) {
 }
 
 // TestReleasesCappedAtT: re-asked rounds count as releases, and a device
-// makes at most T of them (the worst case plan.Compute states), even when
-// its ledger has room left. It fails if the cap is off by one either way.
+// makes at most ReleaseCap of them (MaxReleases, or T when it is 0: the
+// worst case plan.Compute states), even when its ledger has room left
+// ("trusted", "mu2" and "noisysgd" have room; "nc" is calibrated so that
+// the cap uses its budget). It fails if the cap is off by one either way
+// or if MaxReleases is ignored.
 func TestReleasesCappedAtT(t *testing.T) {
+	type capCase struct {
+		alg         string
+		rounds, max int // T and MaxReleases; the cap is max, or T when 0
+	}
+	var cases []capCase
 	for _, alg := range []string{"nc", "trusted", "noisysgd", "mu2"} {
+		cases = append(cases, capCase{alg, 4, 0}, capCase{alg, 9, 4})
+	}
+	for _, tc := range cases {
+		alg := tc.alg
 		p := baseParams(alg)
-		p.Rounds = 4
+		p.Rounds, p.MaxReleases = tc.rounds, tc.max
 		m, _ := model.New("logreg", 5, 3)
 		dv, err := NewDevice(p, m, mechanism.NewStream(testSeed(7), 0))
 		if err != nil {
@@ -497,21 +509,22 @@ func TestReleasesCappedAtT(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if answered != p.Rounds {
-			t.Errorf("%s: %d releases in a session of T = %d (last error %v)", alg, answered, p.Rounds, last)
+		const want = 4 // the cap in both cases, written out
+		if answered != want {
+			t.Errorf("%s (T %d, max %d): %d releases, want %d (last error %v)", alg, tc.rounds, tc.max, answered, want, last)
 		}
 		if !errors.Is(last, ErrBudget) {
-			t.Errorf("%s: release T+1: err = %v, want ErrBudget", alg, last)
+			t.Errorf("%s (T %d, max %d): release 5: err = %v, want ErrBudget", alg, tc.rounds, tc.max, last)
 		}
-		if n := dv.(Accountant).Participations(); n != p.Rounds {
-			t.Errorf("%s: participations %d, want %d", alg, n, p.Rounds)
+		if n := dv.(Accountant).Participations(); n != want {
+			t.Errorf("%s (T %d, max %d): participations %d, want %d", alg, tc.rounds, tc.max, n, want)
 		}
 	}
 }
 
 func TestBudgetNeverExceeded(t *testing.T) {
-	// nc: a device asked in every one of T rounds spends at most rho_p^2/2
-	// (harmonic sum <= 1 + ln T). soteria-sgd: after PlannedReleases
+	// nc: a device asked in every one of T rounds spends exactly rho_p^2/2
+	// (its noise is calibrated with the harmonic number H_T). soteria-sgd: after PlannedReleases
 	// releases it refuses with ErrBudget. noisysgd: releases on disjoint
 	// samples compose in parallel, so the ledger never passes one release.
 	for _, alg := range []string{"nc", "noisysgd", "soteria-sgd"} {
@@ -543,6 +556,12 @@ func TestBudgetNeverExceeded(t *testing.T) {
 		case "nc":
 			if sent != p.Rounds {
 				t.Errorf("nc sent %d of %d rounds", sent, p.Rounds)
+			}
+			// The noise is calibrated to the T releases the device may
+			// make: they use the whole budget (a calibration with the
+			// paper's 1 + ln T spends H_T / (1 + ln T) = 91% of it here).
+			if math.Abs(spent-budget) > 1e-9*budget {
+				t.Errorf("nc: spent %v of budget %v after %d releases", spent, budget, sent)
 			}
 		case "noisysgd":
 			// Parallel composition (single pass): every round can be
@@ -580,6 +599,7 @@ func TestNCNoiseHasTheScaleOfTheTheorem(t *testing.T) {
 	p := baseParams("nc")
 	p.Compressor = "f64"
 	p.Rounds = 900
+	p.MaxReleases = 850 // the noise is calibrated to the 850 releases the device may make
 	m, _ := model.New("logreg", 5, 3)
 	dv, _ := NewDevice(p, m, mechanism.NewStream(testSeed(8), 0))
 	data := synthData(mechanism.NewStream(testSeed(2), 0), 2)
@@ -609,10 +629,15 @@ func TestNCNoiseHasTheScaleOfTheTheorem(t *testing.T) {
 	if math.Abs(chi-n) > 5*math.Sqrt(2*n) {
 		t.Fatalf("chi^2 = %v, want %v ± %v", chi, n, 5*math.Sqrt(2*n))
 	}
-	// sigma formula: (2S/b)^2 (1 + ln T) N / rho^2.
-	want := math.Sqrt(4 * p.S() * p.S() / float64(p.Batch*p.Batch) * (1 + math.Log(float64(p.Rounds))) * 7 / (p.Rho * p.Rho))
+	// sigma formula: (2S/b)^2 H_K N / rho^2 with K = 850 and the literal
+	// H_850 = 7.32304013433977 (not computed by the package).
+	want := math.Sqrt(4 * p.S() * p.S() / float64(p.Batch*p.Batch) * 7.32304013433977 * 7 / (p.Rho * p.Rho))
 	if got := NCSigma(p, 7); math.Abs(got-want) > 1e-12*want {
 		t.Fatalf("NCSigma = %v, want %v", got, want)
+	}
+	// The device refuses the 851st release (the cap), though T = 900.
+	if _, err := dv.Prepare(Round{T: N + 1, X: x, XPrev: x}, data); !errors.Is(err, ErrBudget) {
+		t.Fatalf("release %d beyond the cap of %d: err = %v, want ErrBudget", N+1, p.MaxReleases, err)
 	}
 }
 

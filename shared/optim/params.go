@@ -26,6 +26,15 @@ type Params struct {
 	Rounds int `json:"rounds,omitempty"`  // T, rounds (>= 1)
 	Batch  int `json:"batch,omitempty"`   // b, samples per device per round (>= 1)
 
+	// MaxReleases is the most releases (messages) one device makes in
+	// the session, re-asked rounds included; 0 means T. The session's
+	// owner fixes it from what the devices can actually use (single pass:
+	// the number of minibatches of b the largest device's data holds),
+	// the noise is calibrated to it (ReleaseCap) and every device refuses
+	// the release after it, so it is a public parameter like T: no noise
+	// depends on what a device actually holds. 0 <= MaxReleases <= T.
+	MaxReleases int `json:"max_releases,omitempty"`
+
 	// Clip is the per-sample L2 clipping bound S (for the mu^2 algorithms,
 	// of each per-sample correction s; for the SGD family, of each
 	// per-sample gradient: SoteriaFL's G). If 0, S = G + 2 L D from the
@@ -102,17 +111,42 @@ func (p Params) ZCDPBudget() (float64, error) {
 	return r, nil
 }
 
+// ReleaseCap is the most releases one device makes in the session:
+// MaxReleases, or T when it is 0 (a device cannot answer more rounds than
+// there are, and a re-asked round is a new release that counts). Every
+// device refuses its (ReleaseCap+1)-th release whatever its ledger says,
+// and every calibration and worst case (plan.Compute) counts at most this
+// many releases.
+func (p Params) ReleaseCap() int {
+	if p.MaxReleases > 0 && p.MaxReleases < p.Rounds {
+		return p.MaxReleases
+	}
+	return p.Rounds
+}
+
+// SinglePassReleases is the most releases a device holding n samples can
+// make in a single-pass session with minibatches of b: floor(n / b),
+// capped at T. It is what an owner who knows the devices' data sizes (the
+// simulator, the planner, the coordinator's demo shards) sets
+// MaxReleases to, using the largest device's n.
+func (p Params) SinglePassReleases(n int) int {
+	if p.Batch <= 0 || n <= 0 {
+		return 0
+	}
+	return min(p.Rounds, n/p.Batch)
+}
+
 // PlannedReleases is the number of releases a device's per-release noise
 // is calibrated for in the fresh-noise algorithms ("noisysgd", "cdpsgd",
 // "soteria-*"): ceil(T m / M), the expected participations under uniform
-// cohorts. A device refuses to release beyond its budget, so a device
-// sampled more often than planned stops participating instead of
-// over-spending.
+// cohorts, and never more than ReleaseCap. A device refuses to release
+// beyond its budget, so a device sampled more often than planned stops
+// participating instead of over-spending.
 func (p Params) PlannedReleases() int {
 	if p.M <= 0 {
 		return 0
 	}
-	return (p.Rounds*p.Cohort + p.M - 1) / p.M
+	return min(p.ReleaseCap(), (p.Rounds*p.Cohort+p.M-1)/p.M)
 }
 
 // SinglePass reports whether the algorithm's privacy analysis needs each
@@ -152,7 +186,8 @@ func (p Params) ParallelComposition() bool {
 }
 
 // ComposedReleases is the number of releases whose costs add up in a
-// device's ledger: 1 under ParallelComposition, PlannedReleases otherwise.
+// device's ledger: 1 under ParallelComposition, PlannedReleases (at most
+// ReleaseCap) otherwise.
 func (p Params) ComposedReleases() int {
 	if p.ParallelComposition() {
 		return 1
@@ -182,6 +217,9 @@ func (p Params) Validate() error {
 	}
 	if p.Batch < 1 {
 		add("batch b = %d, want >= 1", p.Batch)
+	}
+	if p.MaxReleases < 0 || p.MaxReleases > p.Rounds {
+		add("max releases = %d, want 0 (= T) or 1 <= max releases <= T = %d", p.MaxReleases, p.Rounds)
 	}
 	if !positive(p.Eta) {
 		add("eta = %v, want a finite value > 0", p.Eta)
@@ -236,19 +274,50 @@ func (p Params) Validate() error {
 
 // NCSigma is the per-coordinate noise standard deviation of a device's
 // n-th participation (n >= 1) in "nc" (noise-cancellation paper, Theorem
-// 5.2, with the minibatch sensitivity 2S/b):
+// 5.2, with the minibatch sensitivity 2S/b and the paper's 1 + ln T
+// replaced by the harmonic number of the release cap K = ReleaseCap()):
 //
-//	sigma^2 = (2S/b)^2 (1 + ln T) n / rho_p^2.
+//	sigma^2 = (2S/b)^2 H_K n / rho_p^2,   H_K = 1 + 1/2 + ... + 1/K.
 //
 // The release at participation n (the device's partial sum of corrections
 // plus y) has replace-one sensitivity 2S/b, so it costs
-// rho_p^2 / (2 (1 + ln T) n) zCDP and N <= T participations cost at most
-// rho_p^2/2 (harmonic sum <= 1 + ln N).
+// rho_p^2 / (2 H_K n) zCDP, and the K releases a device may make cost
+// rho_p^2/2 exactly: the whole budget and no more. (The paper's 1 + ln T
+// is an upper bound of H_T; with it a device asked T times spends
+// H_T / (1 + ln T) of its budget, 86% at T = 1,200, and less when it can
+// make fewer than T releases.)
 func NCSigma(p Params, n int) float64 { return ncSigma(p, paperRho(p), n) }
 
 func ncSigma(p Params, rp float64, n int) float64 {
 	sens := 2 * p.S() / float64(p.Batch)
-	return sens * math.Sqrt((1+math.Log(float64(p.Rounds)))*float64(n)) / rp
+	return sens * math.Sqrt(Harmonic(p.ReleaseCap())*float64(n)) / rp
+}
+
+// harmonicExact is the largest K whose harmonic number is summed term by
+// term; beyond it Harmonic uses an upper bound.
+const harmonicExact = 1024
+
+// Harmonic returns H_K = 1 + 1/2 + ... + 1/K (0 for K < 1). Up to 1,024
+// terms it is the sum itself, smallest terms first (relative rounding
+// error below 1e-13, which the ledger's comparison slack of 1e-9 absorbs);
+// beyond that it is ln K + gamma + 1/(2K), an upper bound of H_K (the
+// classical 1/(2(K+1)) < H_K - ln K - gamma < 1/(2K)) that exceeds it by
+// less than 1/(12 K^2), 1.1e-8 relative, so the noise calibrated with it
+// is never smaller than the exact one. Devices call it at every
+// release, so it costs at most 1,024 additions.
+func Harmonic(K int) float64 {
+	if K < 1 {
+		return 0
+	}
+	if K > harmonicExact {
+		k := float64(K)
+		return math.Log(k) + 0.57721566490153286 + 1/(2*k)
+	}
+	h := 0.0
+	for n := K; n >= 1; n-- {
+		h += 1 / float64(n)
+	}
+	return h
 }
 
 // TrustedSigma is the per-coordinate standard deviation of the noise the

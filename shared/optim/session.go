@@ -8,7 +8,7 @@ import "browserfl/shared/wire"
 func FromSession(s wire.SessionParams) Params {
 	return Params{
 		Algorithm: s.Algorithm, Model: s.Model, Features: s.Features, Classes: s.Classes,
-		M: s.M, Cohort: s.Cohort, Rounds: s.Rounds, Batch: s.Batch,
+		M: s.M, Cohort: s.Cohort, Rounds: s.Rounds, Batch: s.Batch, MaxReleases: s.MaxReleases,
 		Clip: s.Clip, G: s.G, L: s.L, Eta: s.Eta, Diameter: s.Diameter,
 		Rho: s.RhoPaper, Epsilon: s.Epsilon, Delta: s.Delta,
 		Compressor: s.Compressor, LocalSize: s.LocalSize, SnapshotProb: s.SnapshotProb, ShiftStep: s.ShiftStep,

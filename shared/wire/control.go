@@ -146,6 +146,10 @@ type SessionParams struct {
 	Cohort int `json:"cohort"`
 	Rounds int `json:"rounds"`
 	Batch  int `json:"batch"`
+	// MaxReleases is the most releases one device makes (0 = Rounds);
+	// the device's noise is calibrated to it and it refuses the release
+	// after it (optim.Params.MaxReleases).
+	MaxReleases int `json:"max_releases,omitempty"`
 	// Clip is the clipping bound S; G, L derive it when 0 (S = G + 2LD).
 	Clip     float64 `json:"clip"`
 	G        float64 `json:"G,omitempty"`
@@ -188,6 +192,8 @@ func (p SessionParams) Validate() error {
 		return bad("session: dim %d outside [1, %d]", p.Dim, MaxDim)
 	case p.Cohort <= 0 || p.Rounds <= 0 || p.Batch <= 0 || p.M < p.Cohort:
 		return bad("session: M %d, cohort %d, rounds %d, batch %d: want positive with cohort <= M", p.M, p.Cohort, p.Rounds, p.Batch)
+	case p.MaxReleases < 0 || p.MaxReleases > p.Rounds:
+		return bad("session: max releases %d outside [0, rounds %d]", p.MaxReleases, p.Rounds)
 	case !(p.RhoPaper >= 0) || !(p.Clip >= 0) || !(p.Eta > 0):
 		return bad("session: rho_p %v, clip %v, eta %v out of range", p.RhoPaper, p.Clip, p.Eta)
 	case p.LocalSteps < 0 || p.LocalSteps > p.Batch:

@@ -136,7 +136,7 @@ func (f Figures) DeltaText() string { return FormatDelta(f.Delta) }
 func (f Figures) RhoText() string { return FormatRho(f.WorstRho) }
 
 // Text is the sentence every surface prints, e.g.
-// "ε = 7.29 at δ = 1e-5 (zCDP ρ = 1.05, 200 releases at most)".
+// "ε = 7.59 at δ = 1e-5 (zCDP ρ = 1.125, 200 releases at most)".
 func (f Figures) Text() string {
 	if !f.Private {
 		return "no privacy guarantee"

@@ -27,7 +27,7 @@ func TestSessionFiguresDemo(t *testing.T) {
 	if f.Delta != DefaultDelta || f.Epsilon != r.WorstEpsilon || f.WorstRho != r.WorstRho || f.WorstReleases != 200 || f.BudgetRho != 1.125 {
 		t.Errorf("figures %+v, report %+v", f, r)
 	}
-	if got, want := f.Text(), "ε = 7.29 at δ = 1e-5 (zCDP ρ = 1.05, 200 releases at most)"; got != want {
+	if got, want := f.Text(), "ε = 7.59 at δ = 1e-5 (zCDP ρ = 1.125, 200 releases at most)"; got != want {
 		t.Errorf("Text() = %q, want %q", got, want)
 	}
 }

@@ -10,10 +10,11 @@
 //     formulas); costs from privacy.GaussianZCDP; conversions from
 //     privacy.ZCDPToEpsilon. Nothing here re-derives a noise formula.
 //   - Worst case means: the device is chosen in every round it is allowed to
-//     take part in (every round for "nc" and "trusted"; until its ledger
-//     would exceed the budget for the fresh-noise algorithms, which is
-//     PlannedReleases releases), and never more than T releases: a
-//     re-asked round counts, and optim's device refuses the (T+1)-th.
+//     take part in (every round for "trusted"; for "nc" until it has made
+//     ReleaseCap releases; until its ledger would exceed the budget for
+//     the fresh-noise algorithms, which is PlannedReleases releases), and
+//     never more than ReleaseCap (MaxReleases, or T) releases: a re-asked
+//     round counts, and optim's device refuses the one after the cap.
 //     The neighbouring relation is replace-one
 //     sample of that device (see docs/privacy.md).
 //   - Every figure is finite or an error is returned.
@@ -133,10 +134,15 @@ func Compute(p optim.Params, delta float64) (Report, error) {
 			}
 			return privacy.GaussianZCDP(sens, s)
 		}
+		K := p.ReleaseCap()
 		s1, _ := optim.NoiseScale(p, 1)
-		sT, _ := optim.NoiseScale(p, T)
-		r.Noise = []Noise{{"device", "participation 1", s1}, {"device", fmt.Sprintf("participation %d (= T)", T), sT}}
-		r.WorstParticipations = T
+		sK, _ := optim.NoiseScale(p, K)
+		last := fmt.Sprintf("participation %d (= T)", K)
+		if K < T {
+			last = fmt.Sprintf("participation %d (= cap)", K)
+		}
+		r.Noise = []Noise{{"device", "participation 1", s1}, {"device", last, sK}}
+		r.WorstParticipations = K
 	case "trusted":
 		// The server adds N(0, sigma^2) to q_t, which holds the mean of m
 		// clipped minibatch means: replace-one sensitivity 2S/(b m) per
@@ -167,8 +173,9 @@ func Compute(p optim.Params, delta float64) (Report, error) {
 		}
 		r.Noise = []Noise{{"device", when, s}}
 		// The device refuses releases beyond its budget: at most
-		// PlannedReleases (each costs budget/PlannedReleases).
-		r.WorstParticipations = min(T, p.PlannedReleases())
+		// PlannedReleases (each costs budget/PlannedReleases), and
+		// beyond ReleaseCap.
+		r.WorstParticipations = min(p.ReleaseCap(), p.PlannedReleases())
 		if p.LocalSize >= p.Batch && p.LocalSize > 0 && !p.ParallelComposition() {
 			q := float64(p.Batch) / float64(p.LocalSize)
 			e, err := privacy.SubsampledGaussianEpsilon(q, s/sens, r.WorstParticipations, delta)

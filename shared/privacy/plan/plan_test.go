@@ -19,9 +19,9 @@ func TestComputeWorstCase(t *testing.T) {
 		alg   string
 		worst float64 // expected WorstRho, derived in the comment
 	}{
-		// nc: release n costs rho_p^2/(2(1+ln T) n); T releases cost
-		// rho_p^2/2 * H_T/(1+ln T).
-		{"nc", budget * harmonic(200) / (1 + math.Log(200))},
+		// nc: release n costs rho_p^2/(2 H_T n); T releases cost
+		// rho_p^2/2, the whole budget.
+		{"nc", budget},
 		// trusted: T rounds, each (2S/(bm))^2/(2 sigma^2) = rho_p^2/(2T).
 		{"trusted", budget},
 		// fresh noise: PlannedReleases = ceil(T m/M) = 67 releases of budget/67 each.
@@ -63,18 +63,34 @@ func TestComputeWorstCase(t *testing.T) {
 	if math.Abs(ns.WorstRho-ns.BudgetRho) > 1e-9*ns.BudgetRho || ns.AmplifiedEpsilon != 0 {
 		t.Errorf("noisysgd: worst rho %v, budget %v, amplified %v", ns.WorstRho, ns.BudgetRho, ns.AmplifiedEpsilon)
 	}
+	// A release cap below T: nc's worst case is the cap, its noise is
+	// calibrated with H_cap (first release: (2S/b) sqrt(H_50) / rho_p
+	// with the literal H_50 = 4.499205338329425), and the cap's releases
+	// use the whole budget; the fresh-noise algorithms plan at most cap
+	// releases (sigma = Delta sqrt(cap / (2 budget))).
+	capped := base("nc")
+	capped.MaxReleases = 50
+	rc, err := Compute(capped, delta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := 2.0 / 16 * math.Sqrt(4.499205338329425) / 2; rc.WorstParticipations != 50 || math.Abs(rc.Noise[0].Sigma-want) > 1e-12*want ||
+		math.Abs(rc.WorstRho-budget) > 1e-9*budget {
+		t.Errorf("nc capped at 50: worst %d releases, rho %v (budget %v), sigma_1 %v (want %v)", rc.WorstParticipations, rc.WorstRho, budget, rc.Noise[0].Sigma, want)
+	}
+	cs := base("soteria-sgd")
+	cs.MaxReleases = 40
+	rs, err := Compute(cs, delta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := 2.0 / 16 * math.Sqrt(40/(2*budget)); rs.WorstParticipations != 40 || math.Abs(rs.Noise[0].Sigma-want) > 1e-12*want {
+		t.Errorf("soteria-sgd capped at 40: worst %d releases, sigma %v (want 40, %v)", rs.WorstParticipations, rs.Noise[0].Sigma, want)
+	}
 	np, err := Compute(optim.Params{Algorithm: "mu2", M: 3, Cohort: 3, Rounds: 5, Batch: 2, Eta: 0.1}, delta)
 	if err != nil || np.Private || np.WorstEpsilon != 0 {
 		t.Errorf("non-private: %+v %v", np, err)
 	}
-}
-
-func harmonic(n int) float64 {
-	h := 0.0
-	for i := n; i >= 1; i-- {
-		h += 1 / float64(i)
-	}
-	return h
 }
 
 func TestForNoiseRoundTrip(t *testing.T) {

@@ -1,0 +1,206 @@
+package sim_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"math/rand/v2"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"browserfl/coordinator"
+	"browserfl/device"
+	"browserfl/shared/dataset"
+	"browserfl/shared/mechanism"
+	"browserfl/shared/model"
+	"browserfl/shared/optim"
+	"browserfl/shared/wire"
+	"browserfl/sim"
+)
+
+// blobSet returns n samples of two Gaussian blobs in 4 dimensions
+// (centres +-1 per coordinate, standard deviation 0.5; seeded).
+func blobSet(n int, seed uint64) dataset.Set {
+	rng := rand.New(rand.NewPCG(seed, 3))
+	s := dataset.Set{Name: "blobs", Features: 4, Classes: 2}
+	for range n {
+		label := rng.IntN(2)
+		x := make([]float32, 4)
+		for k := range x {
+			x[k] = float32(float64(2*label-1) + 0.5*rng.NormFloat64())
+		}
+		s.Samples = append(s.Samples, dataset.Sample{X: x, Label: label})
+	}
+	return s
+}
+
+// TestSimulatorIsTheProduct runs one session twice with the same seeds:
+// in the simulator (sim.Run) and live, through the coordinator and M
+// native device runtimes over real loopback websockets, each device
+// running the product's device half on the shard the simulator gives the
+// device of the same rank, with the simulator's entropy stream. Cohorts
+// (optim.SampleCohort over the sorted eligible devices), minibatches
+// (optim.Minibatch), the float32 downlink, the noise, the compression and
+// the order in which updates reach the server are the same, so the final
+// models must be equal bit for bit: no tolerance. A difference in any of
+// these (a cohort drawn by another rule, minibatches drawn with
+// replacement, devices computing at float64 points, updates summed in
+// another order) makes the test fail.
+//
+// The session is private ("nc", noise on every message) with m < M, so
+// cohort sampling, noise and noise cancellation are all exercised; the
+// deadline is long enough that no device misses a round, and every device
+// is connected before the first round, so every round's eligible set is
+// all M devices in both runs.
+func TestSimulatorIsTheProduct(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a live session over websockets")
+	}
+	for _, tc := range []struct {
+		algorithm, compressor string
+		rho                   float64
+	}{
+		{"nc", "", 50},
+		{"noisysgd", "ef+randk:0.5", 50},
+		// Without noise and with exact f64 payloads nothing rounds the
+		// devices' work onto a grid: this case fails if the simulated
+		// devices compute at the float64 query points instead of the
+		// float32 ones the round frame carries.
+		{"mu2", "f64", 0},
+	} {
+		t.Run(tc.algorithm, func(t *testing.T) { onePath(t, tc.algorithm, tc.compressor, tc.rho) })
+	}
+}
+
+func onePath(t *testing.T, algorithm, compressor string, rho float64) {
+	const seed = 11
+	sess := wire.SessionParams{Name: "onepath", Dim: 10, DeadlineMillis: 60000, Algorithm: algorithm, Model: "logreg",
+		Features: 4, Classes: 2, M: 6, Cohort: 3, Rounds: 24, Batch: 4, Clip: 1, Eta: 0.05, RhoPaper: rho,
+		Compressor: compressor}
+	p := optim.FromSession(sess)
+	train, test := blobSet(6*100, 1), blobSet(200, 2) // 25 minibatches per device: none runs out in 24 rounds
+	scheme := dataset.Scheme{Kind: dataset.SchemeIID}
+
+	// The simulator.
+	res, err := sim.Run(context.Background(), sim.Config{Params: p, Train: train, Test: test, Partition: scheme,
+		Seed: seed, EvalEvery: 1000, Workers: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Rounds != sess.Rounds || res.Declined != 0 {
+		t.Fatalf("simulator: %d rounds, %d declined; want %d, 0", res.Rounds, res.Declined, sess.Rounds)
+	}
+
+	// The product: coordinator, server half, native device runtimes.
+	proto, err := model.New(sess.Model, sess.Features, sess.Classes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x0 := make([]float64, proto.Dim())
+	model.Init(proto, x0, seed) // the simulator's initial model
+	server, err := optim.NewServer(p, x0, mechanism.NewStream(sim.ServerSeed(seed), 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := coordinator.OpenStore(filepath.Join(t.TempDir(), "c.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	// Device i gets an id that sorts at rank i, so the coordinator's
+	// sorted eligible ids line up with the simulator's device indices.
+	ids := make([]string, sess.M)
+	secrets := make([]string, sess.M)
+	for i := range ids {
+		ids[i], secrets[i] = fmt.Sprintf("%032x", i), fmt.Sprintf("%064x", i+1)
+		if err := st.AddDevice(ids[i], secrets[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, err := coordinator.New(coordinator.Config{Session: sess, JoinCode: "join-me", Server: server, Store: st,
+		MinDevices: sess.M, Seed: seed, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(c.Handler(coordinator.Assets{}, nil))
+	defer srv.Close()
+	url := "ws" + strings.TrimPrefix(srv.URL, "http") + "/ws"
+
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	parts, err := scheme.Partition(train.Labels(), sess.M, seed) // the simulator's partition
+	if err != nil {
+		t.Fatal(err)
+	}
+	var connected sync.WaitGroup
+	connected.Add(sess.M)
+	rts := make([]*device.Runtime, sess.M)
+	for i := range rts {
+		shard, err := train.Subset(parts[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		mdl, _ := model.New(sess.Model, sess.Features, sess.Classes)
+		dev, err := optim.NewDevice(p, mdl, mechanism.NewStream(sim.DeviceSeed(seed, i), 0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		state, _ := json.Marshal(device.State{DeviceID: ids[i], Secret: secrets[i]})
+		storage := &device.MemStorage{}
+		if err := storage.Save(ctx, state); err != nil {
+			t.Fatal(err)
+		}
+		var once sync.Once
+		rts[i], err = device.New(ctx, device.Config{URL: url, JoinCode: "join-me", Storage: storage,
+			Unlimited: true, AllowTrusted: !p.Private(), AllowNonPrivate: !p.Private(), // rho_p = 50: far above the default budget; mu2 gives no guarantee
+			Data: shard.Samples, MinBackoff: 5 * time.Millisecond, MaxBackoff: 50 * time.Millisecond,
+			NewDevice: func(optim.Params) (optim.Device, error) { return dev, nil },
+			OnEvent: func(e device.Event) {
+				switch e.Kind {
+				case device.EventConnected:
+					once.Do(connected.Done)
+				case device.EventError:
+					t.Errorf("device %d: %v", i, e.Err)
+				}
+			}})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	devErrs := make(chan error, sess.M)
+	for _, rt := range rts {
+		go func() { devErrs <- rt.Run(ctx) }()
+	}
+	connected.Wait() // every device is in before round 1
+	if err := c.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for range rts {
+		if err := <-devErrs; err != nil {
+			t.Errorf("device: %v", err)
+		}
+	}
+	if got := server.Next().T; got != sess.Rounds+1 {
+		t.Fatalf("live server at round %d, want %d", got, sess.Rounds+1)
+	}
+
+	live := server.Model()
+	diff := 0
+	for k := range live {
+		if math.Float64bits(live[k]) != math.Float64bits(res.Model[k]) {
+			diff++
+			t.Errorf("coordinate %d: live %v, simulated %v", k, live[k], res.Model[k])
+		}
+	}
+	if diff == 0 {
+		acc, _ := model.Evaluate(proto, live, test.Samples)
+		t.Logf("%s: %d rounds, the same model bit for bit (held-out accuracy %.3f)", algorithm, sess.Rounds, acc)
+	}
+}
