@@ -26,7 +26,6 @@ import (
 	"math"
 	"runtime"
 	"slices"
-	"sync"
 	"time"
 
 	"browserfl/shared/dataset"
@@ -186,6 +185,8 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	if alg.UsesXPrev() {
 		downPer *= 2
 	}
+	workers := pool{n: cfg.Workers}
+	eval := newEvaluator(workers, proto, test)
 	res := Result{FinalAccuracy: math.NaN(), FinalLoss: math.NaN()}
 	var cumUp, cumDown int64
 	eligible := make([]int, 0, p.M)
@@ -218,22 +219,9 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 			return res, fmt.Errorf("sim: server is at round %d, expected %d", r.T, t)
 		}
 		// Device steps in parallel; each touches only its own state.
-		var wg sync.WaitGroup
-		next := make(chan int)
-		for w := 0; w < min(cfg.Workers, m); w++ {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for k := range next {
-					updates[k], errs[k] = step(devs[cohort[k]], r, single)
-				}
-			}()
-		}
-		for k := range cohort {
-			next <- k
-		}
-		close(next)
-		wg.Wait()
+		workers.each(m, func(_, k int) {
+			updates[k], errs[k] = step(devs[cohort[k]], r, single)
+		})
 		included := updates[:0:0]
 		var incl []*simDevice
 		var up int64
@@ -267,7 +255,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		rec.MaxRho, rec.MaxEpsilon = maxSpent(devs, cfg.Delta)
 		res.Rounds = t
 		if t%cfg.EvalEvery == 0 || t == p.Rounds {
-			rec.Accuracy, rec.Loss = model.Evaluate(proto, srv.Model(), test)
+			rec.Accuracy, rec.Loss = eval.evaluate(srv.Model())
 			res.FinalAccuracy, res.FinalLoss = rec.Accuracy, rec.Loss
 			note = fmt.Sprintf("acc %.4f", rec.Accuracy)
 		}
@@ -276,7 +264,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	}
 	if n := len(res.Records); n > 0 && math.IsNaN(res.Records[n-1].Accuracy) {
 		last := &res.Records[n-1]
-		last.Accuracy, last.Loss = model.Evaluate(proto, srv.Model(), test)
+		last.Accuracy, last.Loss = eval.evaluate(srv.Model())
 		res.FinalAccuracy, res.FinalLoss = last.Accuracy, last.Loss
 	}
 	bar.Update(p.Rounds, note)
