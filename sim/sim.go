@@ -192,6 +192,8 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	eligible := make([]int, 0, p.M)
 	updates := make([]optim.Update, p.Cohort)
 	errs := make([]error, p.Cohort)
+	included := make([]optim.Update, 0, p.Cohort)
+	incl := make([]*simDevice, 0, p.Cohort)
 	note := ""
 	for t := 1; t <= p.Rounds; t++ {
 		if err := ctx.Err(); err != nil {
@@ -222,8 +224,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		workers.each(m, func(_, k int) {
 			updates[k], errs[k] = step(devs[cohort[k]], r, single)
 		})
-		included := updates[:0:0]
-		var incl []*simDevice
+		included, incl = included[:0], incl[:0]
 		var up int64
 		for k, id := range cohort {
 			dv := devs[id]
