@@ -89,7 +89,8 @@ func timed(lock bool, f func()) sample {
 // reports, per variant, wall time and CPU time as ratios to plain:
 // sim1-cpu-x is the thread CPU ratio (the simulator's overhead, immune to
 // other jobs on the machine), simN-wall-x the goal (at most 1), simN-cpu-x
-// the process CPU ratio (everything the parallel run burnt). A full
+// the process CPU ratio (everything the parallel run burnt); plain-cores
+// and simN-cores are the cores each got (process CPU / wall). A full
 // iteration takes about a minute of CPU per variant; -table1.rounds
 // shortens it (for profiles).
 //
@@ -148,6 +149,12 @@ func BenchmarkTable1(b *testing.B) {
 	b.ReportMetric(sim1.wall.Seconds()/plain.wall.Seconds(), "sim1-wall-x")
 	b.ReportMetric(simN.wall.Seconds()/plain.wall.Seconds(), "simN-wall-x")
 	b.ReportMetric(simN.proc.Seconds()/plain.proc.Seconds(), "simN-cpu-x")
+	// Cores each variant actually got (process CPU / wall): on a
+	// saturated machine the scheduler's per-session fairness (autogroup)
+	// gives two threads no more CPU than one, and simN-wall-x cannot drop
+	// below simN-cpu-x.
+	b.ReportMetric(plain.proc.Seconds()/plain.wall.Seconds(), "plain-cores")
+	b.ReportMetric(simN.proc.Seconds()/simN.wall.Seconds(), "simN-cores")
 	if l, err := os.ReadFile("/proc/loadavg"); err == nil {
 		b.Logf("GOMAXPROCS %d, load average %s", workers, string(l[:len(l)-1]))
 	}
