@@ -8,6 +8,8 @@ import (
 	"os"
 	"runtime"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -196,4 +198,41 @@ func (s *sample) add(o sample) {
 	s.wall += o.wall
 	s.thread += o.thread
 	s.proc += o.proc
+}
+
+// BenchmarkSessionCores measures how many cores this process gets with
+// one and with two busy goroutines (1 s each, alternating, process CPU /
+// wall): if two goroutines get no more than one, the machine is
+// saturated and the scheduler's per-session share caps any parallel
+// speed-up, so BenchmarkTable1's simN-wall-x can only show the CPU ratio.
+//
+//	go test -run '^$' -bench SessionCores -benchtime 3x ./sim
+func BenchmarkSessionCores(b *testing.B) {
+	burn := func(n int) float64 {
+		var sink atomic.Uint64
+		s := timed(false, func() {
+			var wg sync.WaitGroup
+			for range n {
+				wg.Go(func() {
+					t0 := time.Now()
+					x := uint64(0)
+					for time.Since(t0) < time.Second {
+						for j := range uint64(100000) {
+							x += j * j
+						}
+					}
+					sink.Add(x)
+				})
+			}
+			wg.Wait()
+		})
+		return s.proc.Seconds() / s.wall.Seconds()
+	}
+	var one, two []float64
+	for i := 0; i < b.N; i++ {
+		one = append(one, burn(1))
+		two = append(two, burn(2))
+	}
+	b.ReportMetric(median(one), "cores-1-goroutine")
+	b.ReportMetric(median(two), "cores-2-goroutines")
 }
