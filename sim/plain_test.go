@@ -18,7 +18,8 @@ import (
 // straight single-threaded loops, without the simulator's machinery
 // (no optim.Device or optim.Server, no encoding, no validation, no
 // ledger, no worker pool, no records). It uses the same model code
-// (model.GradDiff), the same clipping (mechanism.Clip), the same grid and
+// (model.Factored's ghost clipping for logistic regression, as the
+// device; model.GradDiff and mechanism.Clip otherwise), the same grid and
 // the same exact discrete Gaussian sampler (Stream.FillDiscreteGaussian)
 // with the same seeds as Run, so that Run and plainNC do the same
 // arithmetic and the comparison measures orchestration overhead, not a
@@ -44,6 +45,7 @@ func plainNC(cfg Config) ([]float64, error) {
 		return nil, err
 	}
 	d := mdl.Dim()
+	fm, ghost := mdl.(model.Factored)
 	b := p.Batch
 	S := p.S()
 	sens := optim.Sensitivity(p)
@@ -105,10 +107,19 @@ func plainNC(cfg Config) ([]float64, error) {
 			dv := &devs[id]
 			var seed mechanism.Seed
 			dv.seeds.Read(seed[:]) // the device's release seed
-			// Mean of the clipped per-sample corrections.
+			// Mean of the clipped per-sample corrections: for a
+			// rank-one model (logistic regression) clipped from the
+			// norm of the factors and added without forming the
+			// d-vector, as the device does ("ghost clipping").
 			clear(v)
 			for j := 0; j < b; j++ {
-				model.GradDiff(mdl, g, tf, x, tf-1, xprev, dv.shard[dv.cursor+j])
+				s := dv.shard[dv.cursor+j]
+				if ghost {
+					n := fm.FactorGradDiff(tf, x, tf-1, xprev, s)
+					fm.AddFactor(v, mechanism.ClipFactor(n, S)/float64(b))
+					continue
+				}
+				model.GradDiff(mdl, g, tf, x, tf-1, xprev, s)
 				mechanism.Clip(g, S)
 				for i, gi := range g {
 					v[i] += gi / float64(b)

@@ -193,6 +193,19 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	updates := make([]optim.Update, p.Cohort)
 	errs := make([]error, p.Cohort)
 	included := make([]optim.Update, 0, p.Cohort)
+	// With a server half that takes decoded sums (the coordinator's path),
+	// each update is decoded by the worker that prepared it, and only the
+	// sum, in cohort order, is left to the round's serial part.
+	summer, sums := srv.(optim.SumApplier)
+	var vecs [][]float64
+	var sum []float64
+	if sums {
+		vecs = make([][]float64, p.Cohort)
+		for k := range vecs {
+			vecs[k] = make([]float64, d)
+		}
+		sum = make([]float64, d)
+	}
 	incl := make([]*simDevice, 0, p.Cohort)
 	note := ""
 	for t := 1; t <= p.Rounds; t++ {
@@ -223,6 +236,11 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		// Device steps in parallel; each touches only its own state.
 		workers.each(m, func(_, k int) {
 			updates[k], errs[k] = step(devs[cohort[k]], r, single)
+			if sums && errs[k] == nil {
+				if err := mechanism.Decode(vecs[k], updates[k].Payload); err != nil {
+					errs[k] = fmt.Errorf("decode: %w", err)
+				}
+			}
 		})
 		included, incl = included[:0], incl[:0]
 		var up int64
@@ -240,7 +258,20 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 				return res, fmt.Errorf("sim: round %d device %d: %w", t, id, errs[k])
 			}
 		}
-		if err := srv.Apply(t, included); err != nil {
+		if sums {
+			clear(sum)
+			for k := range cohort {
+				if errs[k] == nil {
+					for i, v := range vecs[k] {
+						sum[i] += v
+					}
+				}
+			}
+			err = summer.ApplySum(t, sum, len(included))
+		} else {
+			err = srv.Apply(t, included)
+		}
+		if err != nil {
 			return res, fmt.Errorf("sim: round %d: %w", t, err)
 		}
 		for _, dv := range incl {
