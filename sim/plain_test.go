@@ -84,6 +84,7 @@ func plainNC(cfg Config) ([]float64, error) {
 			seeds: mechanism.NewStream(seedFor(cfg.Seed, "device", i), 0)}
 	}
 	g := make([]float64, d)
+	xr, xpr := make([]float64, d), make([]float64, d) // x and x_prev as the devices receive them
 	v := make([]float64, d)
 	vz := make([]int64, d)
 	noise := mechanism.NewStream(mechanism.Seed{}, mechanism.PurposeNoise)
@@ -101,8 +102,13 @@ func plainNC(cfg Config) ([]float64, error) {
 			break
 		}
 		cohort := optim.SampleCohort(eligible, p.Cohort, cfg.Seed, t)
+		slices.Sort(cohort) // updates are summed in device order
 		clear(sum)
 		tf := float64(t)
+		// The round frame carries x and x_prev as float32.
+		for i := range x {
+			xr[i], xpr[i] = float64(float32(x[i])), float64(float32(xprev[i]))
+		}
 		for _, id := range cohort {
 			dv := &devs[id]
 			var seed mechanism.Seed
@@ -115,11 +121,11 @@ func plainNC(cfg Config) ([]float64, error) {
 			for j := 0; j < b; j++ {
 				s := dv.shard[dv.cursor+j]
 				if ghost {
-					n := fm.FactorGradDiff(tf, x, tf-1, xprev, s)
+					n := fm.FactorGradDiff(tf, xr, tf-1, xpr, s)
 					fm.AddFactor(v, mechanism.ClipFactor(n, S)/float64(b))
 					continue
 				}
-				model.GradDiff(mdl, g, tf, x, tf-1, xprev, s)
+				model.GradDiff(mdl, g, tf, xr, tf-1, xpr, s)
 				mechanism.Clip(g, S)
 				for i, gi := range g {
 					v[i] += gi / float64(b)
