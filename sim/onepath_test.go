@@ -82,7 +82,7 @@ func TestSimulatorIsTheProduct(t *testing.T) {
 func onePath(t *testing.T, algorithm, compressor string, rho float64) {
 	const seed = 11
 	sess := wire.SessionParams{Name: "onepath", Dim: 10, DeadlineMillis: 60000, Algorithm: algorithm, Model: "logreg",
-		Features: 4, Classes: 2, M: 6, Cohort: 3, Rounds: 24, Batch: 4, Clip: 1, Eta: 0.05, RhoPaper: rho,
+		Features: 4, Classes: 2, M: 6, Cohort: 5, Rounds: 24, Batch: 4, Clip: 1, Eta: 0.05, RhoPaper: rho,
 		Compressor: compressor}
 	p := optim.FromSession(sess)
 	train, test := blobSet(6*100, 1), blobSet(200, 2) // 25 minibatches per device: none runs out in 24 rounds
