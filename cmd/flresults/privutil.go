@@ -30,7 +30,7 @@ const (
 // local steps, and the epsilons and seeds it was run at.
 type puRow struct {
 	alg, model string
-	batch, k   int
+	batch      int
 	// eta maps epsilon to the step size chosen on the validation split at
 	// that epsilon (0 or missing: sim.Tuned.Eta).
 	eta map[float64]float64
@@ -41,14 +41,6 @@ type puRow struct {
 	// sameAs names the row this one is identical to (not run).
 	sameAs string
 	note   string
-}
-
-func (r puRow) label() string {
-	s := fmt.Sprintf("`%s` (%s, b = %d", r.alg, r.model, r.batch)
-	if r.alg == "local" && r.batch > 1 {
-		s += ", K as tuned"
-	}
-	return s + ")"
 }
 
 // puRows are the Table-1 rows at b = 1 (the paper's batch size), with

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"path/filepath"
 	"regexp"
-	"strings"
 
 	"browserfl/shared/dataset"
 )
@@ -82,7 +82,7 @@ func puGrid(k puKey) []puConf {
 	return out
 }
 
-// puParams are the Table-1 setting's parameters for k at c on n training
+// puExp is the run of k at c in the Table-1 setting's parameters for k at c on n training
 // samples (one pass: T = n / (m b); the release cap of the IID partition,
 // n/M samples per device).
 func puExp(k puKey, c puConf, n int, seed uint64, prefix string) exp {
@@ -125,7 +125,7 @@ func puTune(ctx context.Context, o options, train dataset.Set, dir string, only 
 				}
 				oc, err = runOrRead(ctx, o, e, fit, val, dir, stderr)
 			} else {
-				oc, err = readOutcome(dir + "/" + e.id + ".csv.gz")
+				oc, err = readOutcome(filepath.Join(dir, e.id+".csv.gz"))
 			}
 			if err != nil {
 				if run {
@@ -185,5 +185,3 @@ func sweepSize() int {
 	}
 	return n
 }
-
-var _ = strings.Join
