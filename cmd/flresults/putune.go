@@ -64,8 +64,13 @@ func puSweepKeys() []puKey {
 // scripts/localtune chose at b = 100 (docs/results-notes.md).
 func puGrid(k puKey) []puConf {
 	bs, etas, ks := []int{50, 100, 200}, []float64{1, 3, 10}, []int{2, 5}
-	if k.model == "mlp" {
+	switch {
+	case k.model == "mlp":
 		bs, etas = []int{100}, []float64{0.3, 1, 3, 10}
+	case k.eps == 8:
+		// The goal: a wider grid (b = 50 and eta = 1 were at the
+		// edge of the first one).
+		bs, etas = []int{20, 50, 100, 200}, []float64{0.3, 1, 3, 10}
 	}
 	var out []puConf
 	for _, b := range bs {
