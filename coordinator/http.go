@@ -167,7 +167,14 @@ func (c *Coordinator) Handler(assets Assets, shards *Shards) http.Handler {
 		}
 	}
 	if assets.Web != nil {
-		mux.Handle("GET /web/", http.StripPrefix("/web/", newGzipAssets(assets.Web)))
+		web := http.StripPrefix("/web/", newGzipAssets(assets.Web))
+		mux.Handle("GET /web/", web)
+		// The page's worker runs under its own policy, delivered with
+		// its script.
+		mux.Handle("GET /web/worker.js", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Security-Policy", WorkerCSP(r))
+			web.ServeHTTP(w, r)
+		}))
 	}
 	if assets.Index != nil {
 		mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
@@ -284,16 +291,35 @@ const dashboardCSP = "default-src 'self'; script-src 'self'; style-src 'self'; i
 // handlers; WebAssembly may compile ('wasm-unsafe-eval'), and 'unsafe-eval'
 // is there because the vugu renderer installs its DOM helper with
 // window.eval of a constant string. Inline styles stay allowed: the UI
-// sets style attributes (progress bars). The websocket is the page's own
-// host (ws: or wss:; 'self' alone does not cover ws: in every browser).
+// sets style attributes (progress bars). The page starts one dedicated
+// worker from its own origin (worker-src 'self', /web/worker.js, which
+// has its own policy: WorkerCSP). The websocket is the page's own host
+// (ws: or wss:; 'self' alone does not cover ws: in every browser); the
+// page opens it for its worker.
 func PageCSP(r *http.Request) string {
+	return "default-src 'self'; script-src 'self' 'wasm-unsafe-eval' 'unsafe-eval'; worker-src 'self'; style-src 'self' 'unsafe-inline'; " +
+		"img-src 'self' data:; connect-src " + connectSrc(r) + "; object-src 'none'; base-uri 'none'; form-action 'none'; " +
+		"frame-ancestors 'none'"
+}
+
+// WorkerCSP is the policy of the page's dedicated worker (a worker runs
+// under the policy delivered with its script): it loads the Go runtime's
+// loader from the same origin (importScripts), compiles app.wasm
+// ('wasm-unsafe-eval'; no 'unsafe-eval': the worker renders nothing) and
+// fetches the session's API from its own origin; nothing else (the
+// device's websocket is opened by the page on the worker's behalf).
+func WorkerCSP(*http.Request) string {
+	return "default-src 'none'; script-src 'self' 'wasm-unsafe-eval'; connect-src 'self'; " +
+		"base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+}
+
+// connectSrc is the pages' connect-src: the origin and its websocket.
+func connectSrc(r *http.Request) string {
 	connect := "'self'"
 	if h := r.Host; h != "" && validHost(h) {
 		connect += " ws://" + h + " wss://" + h
 	}
-	return "default-src 'self'; script-src 'self' 'wasm-unsafe-eval' 'unsafe-eval'; style-src 'self' 'unsafe-inline'; " +
-		"img-src 'self' data:; connect-src " + connect + "; object-src 'none'; base-uri 'none'; form-action 'none'; " +
-		"frame-ancestors 'none'"
+	return connect
 }
 
 // validHost reports whether h is a plain host[:port] safe to put in a

@@ -268,7 +268,7 @@ type taskReport struct {
 	parts string  // the page's own measures: prepare, render, save
 }
 
-func readTasks(t *testing.T, b *browser) taskReport {
+func readTasks(t testing.TB, b *browser) taskReport {
 	t.Helper()
 	lt, err := b.longTasks()
 	if err != nil {

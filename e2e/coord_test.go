@@ -30,7 +30,7 @@ import (
 // idle; it waits for all their updates (or the deadline), applies them,
 // and only then sends the decisions.
 type scripted struct {
-	t      *testing.T
+	t      testing.TB
 	params wire.SessionParams
 	code   string
 	test   []dataset.Sample // evaluation samples of the global model
@@ -52,6 +52,17 @@ type scripted struct {
 	start    time.Time
 	assigned map[string]int // device -> round assignments sent
 	finished bool           // /api/status says the session is over
+	// ends records how each device connection ended, in order.
+	ends []connEnd
+}
+
+// connEnd is how one device connection ended: the leave message it sent
+// last, if any, and the close status (-1 when the connection ended
+// without a close frame).
+type connEnd struct {
+	Device string
+	Leave  *wire.Leave
+	Status websocket.StatusCode
 }
 
 // lies are the ways the scripted coordinator can misbehave.
@@ -88,7 +99,7 @@ type sconn struct {
 	ws *websocket.Conn
 }
 
-func newScripted(t *testing.T, p wire.SessionParams, code string, shards []dataset.Set, test []dataset.Sample, l lies) *scripted {
+func newScripted(t testing.TB, p wire.SessionParams, code string, shards []dataset.Set, test []dataset.Sample, l lies) *scripted {
 	t.Helper()
 	m, err := model.New(p.Model, p.Features, p.Classes)
 	if err != nil {
@@ -179,6 +190,13 @@ func (s *scripted) connected() int {
 	return len(s.conns)
 }
 
+// connEnds returns how the device connections have ended so far.
+func (s *scripted) connEnds() []connEnd {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]connEnd(nil), s.ends...)
+}
+
 // demoRequests returns how many demo shards were handed out.
 func (s *scripted) demoRequests() int {
 	s.mu.Lock()
@@ -232,21 +250,27 @@ func (s *scripted) serveWS(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.poke()
+	end := connEnd{Device: id, Status: -1}
 	defer func() {
 		s.mu.Lock()
 		if s.conns[id] == c {
 			delete(s.conns, id)
 		}
+		s.ends = append(s.ends, end)
 		s.mu.Unlock()
 		s.poke()
 	}()
 	for {
 		typ, b, err := ws.Read(ctx)
 		if err != nil {
+			end.Status = websocket.CloseStatus(err)
 			return
 		}
 		if typ == websocket.MessageText {
 			m, err := wire.DecodeControl(b)
+			if l, ok := m.(wire.Leave); err == nil && ok {
+				end.Leave = &l
+			}
 			if st, ok := m.(wire.Status); err == nil && ok {
 				s.mu.Lock()
 				d := wire.Decision{T: st.T, State: s.decisionLocked(st.T, id)}

@@ -75,10 +75,23 @@ func pageBuild(t testing.TB) string {
 			build.err = fmt.Errorf("go env GOROOT: %w", err)
 			return
 		}
+		// The Go runtime's loader, and every asset of web/ (its loaders
+		// app.js and worker.js, style.css), as the coordinator embeds
+		// them.
 		copies := map[string]string{
 			filepath.Join(strings.TrimSpace(string(goroot)), "lib", "wasm", "wasm_exec.js"): "wasm_exec.js",
-			filepath.Join(root, "web", "app.js"):                                            "app.js",
-			filepath.Join(root, "web", "style.css"):                                         "style.css",
+		}
+		for _, pat := range []string{"*.js", "*.css"} {
+			names, err := filepath.Glob(filepath.Join(root, "web", pat))
+			if err != nil {
+				build.err = err
+				return
+			}
+			for _, n := range names {
+				if b := filepath.Base(n); b != "wasm_exec.js" {
+					copies[n] = b
+				}
+			}
 		}
 		for src, dst := range copies {
 			b, err := os.ReadFile(src)
@@ -116,7 +129,13 @@ func pageHandler(webDir string, backend http.Handler) http.Handler {
 		w.Header().Set("Content-Security-Policy", coordinator.PageCSP(r))
 		w.Write(browserfl.IndexHTML)
 	})
-	mux.Handle("GET /web/", http.StripPrefix("/web/", http.FileServer(http.Dir(webDir))))
+	web := http.StripPrefix("/web/", http.FileServer(http.Dir(webDir)))
+	mux.Handle("GET /web/", web)
+	mux.Handle("GET /web/worker.js", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// The coordinator's worker policy, as for the page.
+		w.Header().Set("Content-Security-Policy", coordinator.WorkerCSP(r))
+		web.ServeHTTP(w, r)
+	}))
 	if backend != nil {
 		mux.Handle("/", backend)
 	}
@@ -175,28 +194,10 @@ func launch(t testing.TB, dataDir string) *browser {
 		cancel()
 		acancel()
 	}
-	chromedp.ListenTarget(ctx, func(ev any) {
-		switch e := ev.(type) {
-		case *network.EventWebSocketFrameSent:
-			f := frame{Opcode: int(e.Response.Opcode)}
-			if f.Opcode == 1 {
-				f.Data = []byte(e.Response.PayloadData)
-			} else {
-				d, err := base64.StdEncoding.DecodeString(e.Response.PayloadData)
-				if err != nil {
-					d = []byte(e.Response.PayloadData)
-				}
-				f.Data = d
-			}
-			b.mu.Lock()
-			b.frames = append(b.frames, f)
-			b.mu.Unlock()
-		case *network.EventWebSocketFrameReceived:
-			b.mu.Lock()
-			b.received++
-			b.mu.Unlock()
-		}
-	})
+	// The device's websocket is the page's own (its worker's runtime
+	// uses it through web/app.js's relay), so its frames are the page
+	// target's.
+	chromedp.ListenTarget(ctx, b.record)
 	// Long Tasks API observer installed before any page script runs.
 	const observer = `window.__longtasks = [];
 try {
@@ -214,6 +215,30 @@ try {
 		t.Fatalf("starting chromium: %v", err)
 	}
 	return b
+}
+
+// record keeps the websocket frames a page's target reports.
+func (b *browser) record(ev any) {
+	switch e := ev.(type) {
+	case *network.EventWebSocketFrameSent:
+		f := frame{Opcode: int(e.Response.Opcode)}
+		if f.Opcode == 1 {
+			f.Data = []byte(e.Response.PayloadData)
+		} else {
+			d, err := base64.StdEncoding.DecodeString(e.Response.PayloadData)
+			if err != nil {
+				d = []byte(e.Response.PayloadData)
+			}
+			f.Data = d
+		}
+		b.mu.Lock()
+		b.frames = append(b.frames, f)
+		b.mu.Unlock()
+	case *network.EventWebSocketFrameReceived:
+		b.mu.Lock()
+		b.received++
+		b.mu.Unlock()
+	}
 }
 
 // close stops the browser (its profile directory stays).

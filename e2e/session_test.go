@@ -27,7 +27,7 @@ import (
 const fashionDir = "/usr/share/datasets/fashion-mnist"
 
 // fashionTest loads the Fashion-MNIST test split (10,000 samples).
-func fashionTest(t *testing.T) dataset.Set {
+func fashionTest(t testing.TB) dataset.Set {
 	t.Helper()
 	im, err := dataset.LoadIDXFile(filepath.Join(fashionDir, dataset.TestImagesFile+".gz"))
 	if err != nil {
@@ -64,7 +64,7 @@ const budgetEpsilon = 12.0
 
 // openPage loads the page, consents with budgetEpsilon and stores the
 // demo shard; shots, if non-empty, is the directory for screenshots.
-func openPage(t *testing.T, b *browser, url, shots string) {
+func openPage(t testing.TB, b *browser, url, shots string) {
 	t.Helper()
 	b.must(60*time.Second, "consent screen",
 		chromedp.Navigate(url),

@@ -26,7 +26,6 @@ import (
 	"math"
 	"runtime"
 	"slices"
-	"sync"
 	"time"
 
 	"browserfl/shared/dataset"
@@ -186,11 +185,28 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	if alg.UsesXPrev() {
 		downPer *= 2
 	}
+	workers := pool{n: cfg.Workers}
+	eval := newEvaluator(workers, proto, test)
 	res := Result{FinalAccuracy: math.NaN(), FinalLoss: math.NaN()}
 	var cumUp, cumDown int64
 	eligible := make([]int, 0, p.M)
 	updates := make([]optim.Update, p.Cohort)
 	errs := make([]error, p.Cohort)
+	included := make([]optim.Update, 0, p.Cohort)
+	// With a server half that takes decoded sums (the coordinator's path),
+	// each update is decoded by the worker that prepared it, and only the
+	// sum, in cohort order, is left to the round's serial part.
+	summer, sums := srv.(optim.SumApplier)
+	var vecs [][]float64
+	var sum []float64
+	if sums {
+		vecs = make([][]float64, p.Cohort)
+		for k := range vecs {
+			vecs[k] = make([]float64, d)
+		}
+		sum = make([]float64, d)
+	}
+	incl := make([]*simDevice, 0, p.Cohort)
 	note := ""
 	for t := 1; t <= p.Rounds; t++ {
 		if err := ctx.Err(); err != nil {
@@ -218,24 +234,15 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 			return res, fmt.Errorf("sim: server is at round %d, expected %d", r.T, t)
 		}
 		// Device steps in parallel; each touches only its own state.
-		var wg sync.WaitGroup
-		next := make(chan int)
-		for w := 0; w < min(cfg.Workers, m); w++ {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for k := range next {
-					updates[k], errs[k] = step(devs[cohort[k]], r, single)
+		workers.each(m, func(_, k int) {
+			updates[k], errs[k] = step(devs[cohort[k]], r, single)
+			if sums && errs[k] == nil {
+				if err := mechanism.Decode(vecs[k], updates[k].Payload); err != nil {
+					errs[k] = fmt.Errorf("decode: %w", err)
 				}
-			}()
-		}
-		for k := range cohort {
-			next <- k
-		}
-		close(next)
-		wg.Wait()
-		included := updates[:0:0]
-		var incl []*simDevice
+			}
+		})
+		included, incl = included[:0], incl[:0]
 		var up int64
 		for k, id := range cohort {
 			dv := devs[id]
@@ -251,7 +258,20 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 				return res, fmt.Errorf("sim: round %d device %d: %w", t, id, errs[k])
 			}
 		}
-		if err := srv.Apply(t, included); err != nil {
+		if sums {
+			clear(sum)
+			for k := range cohort {
+				if errs[k] == nil {
+					for i, v := range vecs[k] {
+						sum[i] += v
+					}
+				}
+			}
+			err = summer.ApplySum(t, sum, len(included))
+		} else {
+			err = srv.Apply(t, included)
+		}
+		if err != nil {
 			return res, fmt.Errorf("sim: round %d: %w", t, err)
 		}
 		for _, dv := range incl {
@@ -267,7 +287,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		rec.MaxRho, rec.MaxEpsilon = maxSpent(devs, cfg.Delta)
 		res.Rounds = t
 		if t%cfg.EvalEvery == 0 || t == p.Rounds {
-			rec.Accuracy, rec.Loss = model.Evaluate(proto, srv.Model(), test)
+			rec.Accuracy, rec.Loss = eval.evaluate(srv.Model())
 			res.FinalAccuracy, res.FinalLoss = rec.Accuracy, rec.Loss
 			note = fmt.Sprintf("acc %.4f", rec.Accuracy)
 		}
@@ -276,7 +296,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	}
 	if n := len(res.Records); n > 0 && math.IsNaN(res.Records[n-1].Accuracy) {
 		last := &res.Records[n-1]
-		last.Accuracy, last.Loss = model.Evaluate(proto, srv.Model(), test)
+		last.Accuracy, last.Loss = eval.evaluate(srv.Model())
 		res.FinalAccuracy, res.FinalLoss = last.Accuracy, last.Loss
 	}
 	bar.Update(p.Rounds, note)

@@ -55,26 +55,28 @@ func TestDeterministic(t *testing.T) {
 		t.Run(alg, func(t *testing.T) {
 			c1 := config(alg, 42)
 			c1.Workers = 1
-			c2 := config(alg, 42)
-			c2.Workers = 4
 			r1, err := Run(context.Background(), c1)
 			if err != nil {
 				t.Fatal(err)
 			}
-			r2, err := Run(context.Background(), c2)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !slices.Equal(r1.Model, r2.Model) {
-				t.Fatal("same seed, different models")
-			}
-			if len(r1.Records) != len(r2.Records) {
-				t.Fatalf("records: %d vs %d", len(r1.Records), len(r2.Records))
-			}
-			for i := range r1.Records {
-				a, b := r1.Records[i], r2.Records[i]
-				if a.UplinkBytes != b.UplinkBytes || a.MaxRho != b.MaxRho || !(a.Accuracy == b.Accuracy || math.IsNaN(a.Accuracy) && math.IsNaN(b.Accuracy)) {
-					t.Fatalf("round %d differs: %+v vs %+v", a.Round, a, b)
+			for _, w := range []int{2, 4} {
+				c2 := config(alg, 42)
+				c2.Workers = w
+				r2, err := Run(context.Background(), c2)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !slices.Equal(r1.Model, r2.Model) {
+					t.Fatalf("workers=%d: same seed, different models", w)
+				}
+				if len(r1.Records) != len(r2.Records) {
+					t.Fatalf("workers=%d: records: %d vs %d", w, len(r1.Records), len(r2.Records))
+				}
+				for i := range r1.Records {
+					a, b := r1.Records[i], r2.Records[i]
+					if a.UplinkBytes != b.UplinkBytes || a.MaxRho != b.MaxRho || !same(a.Accuracy, b.Accuracy) || !same(a.Loss, b.Loss) {
+						t.Fatalf("workers=%d: round %d differs: %+v vs %+v", w, a.Round, a, b)
+					}
 				}
 			}
 			r3, err := Run(context.Background(), config(alg, 43))
@@ -87,6 +89,9 @@ func TestDeterministic(t *testing.T) {
 		})
 	}
 }
+
+// same reports whether a and b are the same figure (NaN equals NaN).
+func same(a, b float64) bool { return a == b || math.IsNaN(a) && math.IsNaN(b) }
 
 // TestLearnsAndStaysInBudget runs the private algorithms on separable
 // blobs: each must beat chance by a wide margin and no device may spend

@@ -14,13 +14,12 @@ import (
 	"syscall/js"
 	"time"
 
-	"github.com/vugu/vugu"
-
 	"browserfl/device"
 	"browserfl/shared/dataset"
 	"browserfl/shared/optim"
 	"browserfl/shared/privacy/plan"
 	"browserfl/shared/wire"
+	"browserfl/wasm/bridge"
 	"browserfl/wasm/idb"
 	"browserfl/wasm/jsw"
 	"browserfl/wasm/local"
@@ -54,14 +53,22 @@ type consent struct {
 	Nickname string `json:"nickname,omitempty"`
 }
 
-// app implements ui.Controller. Fields other than state are owned by
-// the goroutines started from its methods; state is written only under
-// the event lock.
+// app is the device half of the page, run in the page's Web Worker: it
+// holds the view state (ui.State), performs the student's actions as the
+// page forwards them (see worker.go) and sends every change of the state
+// to the page as a patch. Fields other than state are owned by the
+// goroutines started from its methods; state is read and written only
+// through update (under mu).
 type app struct {
-	ee    vugu.EventEnv
-	state *ui.State
-	ctx   context.Context
-	stop  context.CancelFunc
+	port *port // the page, at the other end of the worker
+
+	mu      sync.Mutex
+	state   *ui.State
+	sent    bridge.Snapshot // the state as last sent to the page
+	pending bool            // a publish is scheduled
+
+	ctx  context.Context
+	stop context.CancelFunc
 
 	code    string
 	base    string // coordinator origin, e.g. http://host:port
@@ -73,14 +80,13 @@ type app struct {
 	setsMu sync.Mutex
 	sets   map[string]dataset.Set // source -> samples; use source/setSource/all
 
-	draw, try canvas
-	trainer   *trainer
+	trainer *trainer
 }
 
-func newApp(ee vugu.EventEnv) *app {
+func newApp(p *port) *app {
 	ctx, stop := context.WithCancel(context.Background())
 	return &app{
-		ee:    ee,
+		port:  p,
 		delta: ownerDelta,
 		state: &ui.State{Screen: ui.ScreenLoading},
 		ctx:   ctx,
@@ -89,11 +95,46 @@ func newApp(ee vugu.EventEnv) *app {
 	}
 }
 
-// update runs f under the event lock and re-renders.
+// publishEvery is the longest a change of the state waits before it is
+// sent to the page: the changes within it go as one patch, so the page
+// renders at most about 20 times a second however fast rounds come.
+const publishEvery = 50 * time.Millisecond
+
+// update runs f on the state; what changed goes to the page within
+// publishEvery.
 func (a *app) update(f func(s *ui.State)) {
-	a.ee.Lock()
+	a.mu.Lock()
+	defer a.mu.Unlock()
 	f(a.state)
-	a.ee.UnlockRender()
+	if !a.pending {
+		a.pending = true
+		time.AfterFunc(publishEvery, func() {
+			a.mu.Lock()
+			defer a.mu.Unlock()
+			a.pending = false
+			a.publishLocked()
+		})
+	}
+}
+
+// publishLocked sends the page the fields changed since the last
+// message (mu held).
+func (a *app) publishLocked() {
+	snap, err := bridge.Take(a.state)
+	if err != nil {
+		js.Global().Get("console").Call("error", "browserfl worker: "+err.Error())
+		return
+	}
+	patch, err := bridge.Diff(a.sent, snap)
+	if err != nil {
+		js.Global().Get("console").Call("error", "browserfl worker: "+err.Error())
+		return
+	}
+	if patch == nil {
+		return
+	}
+	a.sent = snap
+	a.port.post(bridge.ToPage{Type: bridge.State, Patch: patch})
 }
 
 func (a *app) fail(what string, err error) {
@@ -105,16 +146,17 @@ func (a *app) fail(what string, err error) {
 // code in the URL it shows the box to type one; a session that cannot be
 // joined (finished, full) is said on the first screen, before consent
 // and before anything is stored or downloaded.
-func (a *app) start() {
-	a.code = strings.TrimSpace(jsw.Query("code"))
-	loc := js.Global().Get("location")
-	a.base = loc.Get("origin").String()
+//
+// code and origin come from the page's address (the start message).
+func (a *app) start(code, origin string) {
+	a.code = strings.TrimSpace(code)
+	a.base = origin
 	if a.code == "" {
 		a.update(func(s *ui.State) { s.Screen = ui.ScreenJoin })
-		jsw.Mark("fl-ready")
+		a.port.mark("fl-ready")
 		return
 	}
-	go warmUp(a.ctx)
+	go warmUp(a.ctx, a.port)
 	// The coordinator may be down (restarting) or unreachable: keep
 	// trying, with a growing pause, and say so meanwhile.
 	for wait := time.Second; ; wait = min(2*wait, 15*time.Second) {
@@ -131,7 +173,7 @@ func (a *app) start() {
 				s.Code = a.code
 				s.Error = fmt.Sprintf("The code “%s” is not valid. Check it with your teacher and try again.", a.code)
 			})
-			jsw.Mark("fl-ready")
+			a.port.mark("fl-ready")
 			return
 		}
 		a.update(func(s *ui.State) {
@@ -152,7 +194,7 @@ func (a *app) start() {
 		// before anything is stored.
 		if closed := a.closedReason(); closed != "" {
 			a.update(func(s *ui.State) { s.Screen = ui.ScreenClosed; s.Closed = closed })
-			jsw.Mark("fl-ready")
+			a.port.mark("fl-ready")
 			return
 		}
 	}
@@ -177,7 +219,7 @@ func (a *app) start() {
 		// A newcomer: a session that is over or full is said now.
 		if closed := a.closedReason(); closed != "" {
 			a.update(func(s *ui.State) { s.Screen = ui.ScreenClosed; s.Closed = closed })
-			jsw.Mark("fl-ready")
+			a.port.mark("fl-ready")
 			return
 		}
 	}
@@ -227,7 +269,7 @@ func (a *app) start() {
 			a.startTraining() // resume after a reload or a browser restart
 		}
 	}
-	jsw.Mark("fl-ready")
+	a.port.mark("fl-ready")
 }
 
 // dbExists reports whether this browser holds the database name; ok is
@@ -274,31 +316,17 @@ func (a *app) closedReason() string {
 	return ""
 }
 
-// EnterCode implements ui.Controller: open the page for that code (a
-// fresh start of the page, as if the student had followed a link).
-func (a *app) EnterCode(code string) {
-	loc := js.Global().Get("location")
-	loc.Call("assign", loc.Get("pathname").String()+"?code="+url.QueryEscape(code))
-}
-
-// watchPageHide makes the device leave when the page is hidden for good
-// (closed, reloaded, navigated away): the coordinator then stops asking
-// it. A page kept in the back/forward cache and shown again reloads and
-// resumes from its stored state.
-func (a *app) watchPageHide() {
-	w := js.Global().Get("window")
-	jsw.Listen(w, "pagehide", func(js.Value) {
-		if t := a.trainer; t != nil {
-			if rt := t.runtime(); rt != nil {
-				rt.Leave(wire.LeaveStopped) // does not block
-			}
+// pageHidden makes the device leave when the page is hidden for good
+// (closed, reloaded, navigated away: the page's pagehide event, see
+// page.go). The page has already sent the leave message and closed the
+// socket itself (web/app.js); this stops the runtime from reconnecting in
+// the moments before the browser ends the worker. It does not block.
+func (a *app) pageHidden() {
+	if t := a.trainer; t != nil {
+		if rt := t.runtime(); rt != nil {
+			rt.Leave(wire.LeaveStopped) // does not block
 		}
-	})
-	jsw.Listen(w, "pageshow", func(ev js.Value) {
-		if ev.Get("persisted").Truthy() {
-			js.Global().Get("location").Call("reload")
-		}
-	})
+	}
 }
 
 func (a *app) loadSession() error {
@@ -354,26 +382,37 @@ func (a *app) loadSession() error {
 	return nil
 }
 
-// Join implements ui.Controller.
+// Join records the owner's consent and budget (ui.Controller.Join; the
+// nickname is the one the page sent in its last "ui" message).
 func (a *app) Join(budget float64) {
-	owner := plan.Budget{Epsilon: budget, Delta: a.delta}
-	rho, err := owner.Rho()
-	if err != nil {
-		a.state.Error = "Your limit: " + err.Error()
-		return
+	if a.store == nil {
+		return // the consent screen is not shown before the store is open
 	}
-	if err := device.CheckSession(a.params, device.Policy{Budget: owner, AllowTrusted: true}); err != nil {
-		if !errors.Is(err, plan.ErrOverBudget) {
-			a.state.Error = "The page will not join this session: " + err.Error()
+	owner := plan.Budget{Epsilon: budget, Delta: a.delta}
+	ok := false
+	a.update(func(s *ui.State) {
+		rho, err := owner.Rho()
+		if err != nil {
+			s.Error = "Your limit: " + err.Error()
 			return
 		}
-		a.state.Error = fmt.Sprintf("This session could use up to ε = %s of your privacy, more than your limit of %g. "+
-			"The page will not join it. Raise your limit, or choose not to join.", a.state.Session.EpsilonText, budget)
+		if err := device.CheckSession(a.params, device.Policy{Budget: owner, AllowTrusted: true}); err != nil {
+			if !errors.Is(err, plan.ErrOverBudget) {
+				s.Error = "The page will not join this session: " + err.Error()
+				return
+			}
+			s.Error = fmt.Sprintf("This session could use up to ε = %s of your privacy, more than your limit of %g. "+
+				"The page will not join it. Raise your limit, or choose not to join.", s.Session.EpsilonText, budget)
+			return
+		}
+		a.consent = consent{Budget: budget, Delta: a.delta, Rho: rho, Trusted: s.Session.Mode == "trusted",
+			Nickname: s.Nickname}
+		s.Budget = budget
+		ok = true
+	})
+	if !ok {
 		return
 	}
-	a.consent = consent{Budget: budget, Delta: a.delta, Rho: rho, Trusted: a.state.Session.Mode == "trusted",
-		Nickname: a.state.Nickname}
-	a.state.Budget = budget
 	go func() {
 		b, _ := json.Marshal(a.consent)
 		if err := a.store.Put(a.ctx, map[string][]byte{keyConsent: b}); err != nil {
@@ -384,15 +423,15 @@ func (a *app) Join(budget float64) {
 	}()
 }
 
-// Decline implements ui.Controller.
+// Decline leaves without joining (ui.Controller.Decline).
 func (a *app) Decline() {
-	a.state.Screen = ui.ScreenLeft
+	a.update(func(s *ui.State) { s.Screen = ui.ScreenLeft })
 	go a.destroy()
 }
 
-// Forget implements ui.Controller: stop, delete everything, leave.
+// Forget stops, deletes everything and leaves (ui.Controller.Forget).
 func (a *app) Forget() {
-	a.state.Screen = ui.ScreenLeft
+	a.update(func(s *ui.State) { s.Screen = ui.ScreenLeft })
 	go func() {
 		if a.trainer != nil {
 			a.trainer.leave(wire.LeaveStopped)
@@ -401,12 +440,14 @@ func (a *app) Forget() {
 	}()
 }
 
-// Done implements ui.Controller: the device leaves (it tells the
+// Done (ui.Controller.Done): the device leaves (it tells the
 // coordinator, which stops asking it) and the page thanks the student.
 // The pictures stay; a reload shows the data screen, not training.
 func (a *app) Done() {
-	a.state.Screen = ui.ScreenDone
-	a.state.Error = ""
+	a.update(func(s *ui.State) {
+		s.Screen = ui.ScreenDone
+		s.Error = ""
+	})
 	t := a.trainer
 	go func() {
 		if t != nil {
@@ -420,13 +461,15 @@ func (a *app) Done() {
 	}()
 }
 
-// DrawMore implements ui.Controller: back to the data screen after the
+// DrawMore (ui.Controller.DrawMore): back to the data screen after the
 // data ran out (the device has already left); "Start helping" joins
 // again with the new pictures.
 func (a *app) DrawMore() {
-	a.state.Screen = ui.ScreenData
-	a.state.Error = ""
-	a.state.Data.DrawHint = ""
+	a.update(func(s *ui.State) {
+		s.Screen = ui.ScreenData
+		s.Error = ""
+		s.Data.DrawHint = ""
+	})
 }
 
 func (a *app) destroy() {
@@ -446,10 +489,15 @@ func (a *app) destroy() {
 	a.update(func(s *ui.State) { s.Data = ui.Data{} })
 }
 
-// Train implements ui.Controller.
+// Train starts (or resumes) training (ui.Controller.Train).
 func (a *app) Train() {
-	a.state.Error = ""
-	a.state.Data.DrawHint = ""
+	if a.store == nil {
+		return
+	}
+	a.update(func(s *ui.State) {
+		s.Error = ""
+		s.Data.DrawHint = ""
+	})
 	go func() {
 		if err := a.store.Put(a.ctx, map[string][]byte{keyTraining: {1}}); err != nil {
 			a.fail("Saving", err)

@@ -4,13 +4,10 @@ package main
 
 import (
 	"crypto/rand"
-	"errors"
 	"fmt"
 	"net/url"
 	"strings"
 	"syscall/js"
-
-	"github.com/vugu/vugu"
 
 	"browserfl/shared/dataset"
 	"browserfl/wasm/jsw"
@@ -75,17 +72,28 @@ func (a *app) save(src string, s dataset.Set) error {
 	return nil
 }
 
-// LoadDemo implements ui.Controller: fetch the demo shard once and keep it.
+// LoadDemo fetches the demo shard once and keeps it
+// (ui.Controller.LoadDemo).
 func (a *app) LoadDemo() {
-	if a.state.Data.Used > 0 {
-		a.state.Error = "Some pictures are already used: only drawings can be added now."
+	if a.store == nil {
 		return
 	}
-	if _, ok := a.source("demo"); ok {
-		a.state.Error = "The example pictures are already stored here."
+	ok := false
+	a.update(func(s *ui.State) {
+		if s.Data.Used > 0 {
+			s.Error = "Some pictures are already used: only drawings can be added now."
+			return
+		}
+		if _, have := a.source("demo"); have {
+			s.Error = "The example pictures are already stored here."
+			return
+		}
+		s.Data.Busy = "Getting the example pictures…"
+		ok = true
+	})
+	if !ok {
 		return
 	}
-	a.state.Data.Busy = "Getting the example pictures…"
 	go func() {
 		q := "?code=" + url.QueryEscape(a.code)
 		im, err := jsw.Fetch(a.ctx, a.base+"/api/demo/images"+q)
@@ -110,19 +118,17 @@ func (a *app) LoadDemo() {
 	}()
 }
 
-// AddDrawing implements ui.Controller.
-func (a *app) AddDrawing(label int) {
-	x, err := a.draw.features()
-	if err != nil {
-		a.state.Data.DrawHint = "Drawing: " + err.Error()
+// AddDrawing stores a drawing (features x, read from the page's canvas
+// by the page) as a sample with label (ui.Controller.AddDrawing; the
+// page has checked that the drawing is not blank).
+func (a *app) AddDrawing(x []float32, label int) {
+	if a.store == nil {
 		return
 	}
 	if local.Blank(x) {
-		a.state.Data.DrawHint = "Draw something first, then add it."
+		a.update(func(s *ui.State) { s.Data.DrawHint = "Draw something first, then add it." })
 		return
 	}
-	a.state.Data.DrawHint = ""
-	a.draw.clear()
 	go func() {
 		s, ok := a.source("drawn")
 		if !ok {
@@ -135,17 +141,10 @@ func (a *app) AddDrawing(label int) {
 	}()
 }
 
-// ClearDrawing implements ui.Controller.
-func (a *app) ClearDrawing() { a.draw.clear() }
-
-// FilesPicked implements ui.Controller.
-func (a *app) FilesPicked(ev vugu.DOMEvent) {
-	if a.state.Data.Used > 0 {
-		a.state.Error = "Some pictures are already used: only drawings can be added now."
-		return
-	}
-	list := js.Value(ev.JSEventTarget()).Get("files")
-	if list.IsUndefined() || list.IsNull() || list.Length() == 0 {
+// FilesPicked reads the files the student picked (File objects the page
+// sent beside the message; ui.Controller.FilesPicked).
+func (a *app) FilesPicked(list js.Value) {
+	if a.store == nil || list.Type() != js.TypeObject || list.Length() == 0 {
 		return
 	}
 	type pick struct {
@@ -155,9 +154,27 @@ func (a *app) FilesPicked(ev vugu.DOMEvent) {
 	var picks []pick
 	for i := 0; i < list.Length(); i++ {
 		f := list.Index(i)
+		if !f.InstanceOf(js.Global().Get("Blob")) || f.Get("name").Type() != js.TypeString {
+			js.Global().Get("console").Call("warn", "browserfl worker: a picked file that is not a File: ignored")
+			continue
+		}
 		picks = append(picks, pick{f.Get("name").String(), f})
 	}
-	a.state.Data.Busy = fmt.Sprintf("Reading %d file(s) in the page…", len(picks))
+	if len(picks) == 0 {
+		return
+	}
+	ok := false
+	a.update(func(s *ui.State) {
+		if s.Data.Used > 0 {
+			s.Error = "Some pictures are already used: only drawings can be added now."
+			return
+		}
+		s.Data.Busy = fmt.Sprintf("Reading %d file(s) in the page…", len(picks))
+		ok = true
+	})
+	if !ok {
+		return
+	}
 	go func() {
 		var files []local.File
 		for _, p := range picks {
@@ -189,112 +206,4 @@ func (a *app) FilesPicked(ev vugu.DOMEvent) {
 			a.fail("Saving files", err)
 		}
 	}()
-}
-
-// canvas is a 28x28 drawing surface, scaled up by CSS, drawn on with
-// pointer events handled directly in syscall/js.
-type canvas struct {
-	el      js.Value
-	release []func()
-	down    bool
-}
-
-// attach (re)binds c to the element with id if the page now shows a
-// different element (vugu re-creates elements when screens change).
-func (c *canvas) attach(id string) {
-	el, err := jsw.ByID(id)
-	if err != nil {
-		c.detach()
-		return
-	}
-	if c.el.Truthy() && c.el.Equal(el) {
-		return
-	}
-	c.detach()
-	c.el = el
-	c.clear()
-	// Coordinates are logical 28x28 pixels; clear() scales the context
-	// from them to the canvas bitmap.
-	pos := func(ev js.Value) (float64, float64) {
-		r := el.Call("getBoundingClientRect")
-		w, h := r.Get("width").Float(), r.Get("height").Float()
-		if w == 0 || h == 0 {
-			return 0, 0
-		}
-		return (ev.Get("clientX").Float() - r.Get("left").Float()) * local.Side / w,
-			(ev.Get("clientY").Float() - r.Get("top").Float()) * local.Side / h
-	}
-	ctx := el.Call("getContext", "2d")
-	c.release = append(c.release,
-		jsw.Listen(el, "pointerdown", func(ev js.Value) {
-			ev.Call("preventDefault")
-			c.down = true
-			x, y := pos(ev)
-			ctx.Call("beginPath")
-			ctx.Call("moveTo", x, y)
-			ctx.Call("lineTo", x+0.01, y)
-			ctx.Call("stroke")
-		}),
-		jsw.Listen(el, "pointermove", func(ev js.Value) {
-			if !c.down {
-				return
-			}
-			x, y := pos(ev)
-			ctx.Call("lineTo", x, y)
-			ctx.Call("stroke")
-		}),
-		jsw.Listen(el, "pointerup", func(js.Value) { c.down = false }),
-		jsw.Listen(el, "pointerleave", func(js.Value) { c.down = false }),
-	)
-}
-
-func (c *canvas) detach() {
-	for _, r := range c.release {
-		r()
-	}
-	c.release = nil
-	c.el = js.Undefined()
-}
-
-// clear paints the canvas black and sets a white round pen, drawing in
-// logical 28x28 coordinates scaled to the canvas bitmap. The canvas has
-// no width or height attribute: vugu re-sets the attributes it renders
-// on every render, and setting a canvas's size resets its bitmap and
-// pen, so the page keeps the default bitmap (300x150) and scales.
-func (c *canvas) clear() {
-	if !c.el.Truthy() {
-		return
-	}
-	ctx := c.el.Call("getContext", "2d")
-	w, h := c.el.Get("width").Float(), c.el.Get("height").Float()
-	ctx.Call("setTransform", w/local.Side, 0, 0, h/local.Side, 0, 0)
-	ctx.Set("fillStyle", "#000")
-	ctx.Call("fillRect", 0, 0, local.Side, local.Side)
-	ctx.Set("strokeStyle", "#fff")
-	ctx.Set("lineWidth", 2.2)
-	ctx.Set("lineCap", "round")
-	ctx.Set("lineJoin", "round")
-}
-
-// features reads the canvas pixels as a sample's features.
-func (c *canvas) features() ([]float32, error) {
-	if !c.el.Truthy() {
-		return nil, errors.New("no canvas on this screen")
-	}
-	w, h := c.el.Get("width").Int(), c.el.Get("height").Int()
-	img, err := jsw.Call(c.el.Call("getContext", "2d"), "getImageData", 0, 0, w, h)
-	if err != nil {
-		return nil, err
-	}
-	b, err := jsw.Bytes(img.Get("data"))
-	if err != nil {
-		return nil, err
-	}
-	return local.FromRGBA(b, w, h)
-}
-
-// afterRender binds the canvases of the current screen.
-func (a *app) afterRender() {
-	a.draw.attach("draw")
-	a.try.attach("try")
 }

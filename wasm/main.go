@@ -13,8 +13,17 @@ import (
 	"browserfl/wasm/ui"
 )
 
+// main runs the half of the program its context calls for: the page
+// (rendering and the student's input) where there is a document, the
+// device (worker.go) in the page's dedicated Web Worker.
 func main() {
-	if err := run(); err != nil {
+	if js.Global().Get("document").IsUndefined() {
+		if err := runWorker(); err != nil {
+			js.Global().Get("console").Call("error", "browserfl worker: "+err.Error())
+		}
+		return
+	}
+	if err := runPage(); err != nil {
 		// Nothing else can show it: put it on the page and the console.
 		js.Global().Get("console").Call("error", "browserfl: "+err.Error())
 		if el, e := jsw.ByID("vugu_mount_point"); e == nil {
@@ -23,7 +32,7 @@ func main() {
 	}
 }
 
-func run() error {
+func runPage() error {
 	renderer, err := domrender.New("#vugu_mount_point")
 	if err != nil {
 		return fmt.Errorf("renderer: %w", err)
@@ -33,18 +42,25 @@ func run() error {
 	if err != nil {
 		return fmt.Errorf("build env: %w", err)
 	}
-	a := newApp(renderer.EventEnv())
-	root := &ui.Root{State: a.state, Ctl: a}
-	a.watchPageHide()
-	go a.start()
+	p := newPage(renderer.EventEnv())
+	root := &ui.Root{State: p.state, Ctl: p}
+	p.watchPageHide()
+	if err := p.startWorker(); err != nil {
+		return err
+	}
 	first := true
 	for ok := true; ok; ok = renderer.EventWait() {
+		// What the student changed directly (the error line, the
+		// nickname, the label) goes to the worker, which owns the state.
+		p.ee.Lock()
+		p.flushUI()
+		p.ee.UnlockOnly()
 		t0 := jsw.Now()
 		if err := renderer.Render(env.RunBuild(root)); err != nil {
 			return fmt.Errorf("render: %w", err)
 		}
 		jsw.Measure("fl-render", t0)
-		a.afterRender()
+		p.afterRender()
 		if first {
 			jsw.Mark("fl-first-render")
 			first = false

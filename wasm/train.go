@@ -16,6 +16,7 @@ import (
 	"browserfl/shared/optim"
 	"browserfl/shared/privacy"
 	"browserfl/shared/privacy/plan"
+	"browserfl/wasm/bridge"
 	"browserfl/wasm/idb"
 	"browserfl/wasm/jsw"
 	"browserfl/wasm/local"
@@ -28,8 +29,12 @@ import (
 // transaction, so it is always the previous or the new blob.
 const keyDevice = "dev/state"
 
-// idbStorage is device.Storage on the page's IndexedDB store.
-type idbStorage struct{ st *idb.Store }
+// idbStorage is device.Storage on the page's IndexedDB store; each save
+// is measured ("fl-save", in the page's timeline).
+type idbStorage struct {
+	st   *idb.Store
+	port *port
+}
 
 // Load implements device.Storage.
 func (s idbStorage) Load(ctx context.Context) ([]byte, error) {
@@ -43,7 +48,7 @@ func (s idbStorage) Load(ctx context.Context) ([]byte, error) {
 // Save implements device.Storage: one durable transaction.
 func (s idbStorage) Save(ctx context.Context, b []byte) error {
 	t0 := jsw.Now()
-	defer jsw.Measure("fl-save", t0)
+	defer s.port.measure("fl-save", t0)
 	return s.st.Put(ctx, map[string][]byte{keyDevice: b})
 }
 
@@ -62,6 +67,9 @@ type trainer struct {
 	modelRound int       // the round x is from
 	stepMillis float64   // time of the latest Prepare
 	bytesSent  int64     // update frames prepared for sending, in bytes
+	events     []queued  // runtime events not yet published, in order
+
+	wake chan struct{} // an event was queued
 
 	// The owner's ledger (nil when the device trains on the demo shard
 	// only), this device's charge in it and what the owner's data spent
@@ -94,9 +102,9 @@ func (a *app) startTraining() {
 		s.Train.Done = false
 		s.Train.UsedUp = false
 	})
-	jsw.Mark("fl-train")
+	a.port.mark("fl-train")
 	ctx, cancel := context.WithCancel(a.ctx)
-	t := &trainer{a: a, ctx: ctx, cancel: cancel, done: make(chan struct{})}
+	t := &trainer{a: a, ctx: ctx, cancel: cancel, done: make(chan struct{}), wake: make(chan struct{}, 1)}
 	if old != nil {
 		old.mu.Lock()
 		t.x, t.modelRound = old.x, old.modelRound
@@ -104,6 +112,7 @@ func (a *app) startTraining() {
 	}
 	a.trainer = t
 	go t.run()
+	go t.publishEvents()
 	go t.pollProgress()
 }
 
@@ -133,7 +142,7 @@ func (t *trainer) run() {
 		URL:      wsURL(a.base),
 		JoinCode: a.code,
 		Nickname: a.consent.Nickname,
-		Storage:  idbStorage{a.store},
+		Storage:  idbStorage{a.store, a.port},
 		Data:     data,
 		// The owner's budget, read at the owner's delta, less what the
 		// owner's data spent in earlier sessions.
@@ -143,7 +152,7 @@ func (t *trainer) run() {
 		// session is joined only if that is what they agreed to.
 		AllowTrusted: a.consent.Trusted,
 		OnEvent:      t.onEvent,
-		NewDevice:    newYielding(t.ctx, len(data), t.prepared),
+		NewDevice:    newYielding(t.ctx, a.port, len(data), t.prepared),
 	})
 	if err != nil {
 		a.fail("Device", err)
@@ -214,13 +223,52 @@ func (t *trainer) prepared(millis float64, frameBytes int) {
 }
 
 // onEvent runs synchronously inside the runtime (its lock held): it must
-// not call back into the runtime. It records what it can and hands the
-// rest to a goroutine.
+// not call back into the runtime. It records what it can and queues the
+// event for publishEvents, which shows the events in the order they
+// happened (one goroutine per event let a later "included" be shown
+// before the "sent" it follows, leaving "Sent a noisy update" on screen).
 func (t *trainer) onEvent(e device.Event) {
 	t.mu.Lock()
-	step, sent := t.stepMillis, t.bytesSent
+	t.events = append(t.events, queued{e, t.stepMillis, t.bytesSent})
 	t.mu.Unlock()
-	go t.publish(e, step, sent)
+	select {
+	case t.wake <- struct{}{}:
+	default:
+	}
+}
+
+// queued is an event with the step time and bytes sent when it happened.
+type queued struct {
+	e          device.Event
+	stepMillis float64
+	bytesSent  int64
+}
+
+// publishEvents publishes the queued events in order until the runtime
+// has stopped and the queue is empty.
+func (t *trainer) publishEvents() {
+	for {
+		t.mu.Lock()
+		q := t.events
+		t.events = nil
+		t.mu.Unlock()
+		for _, ev := range q {
+			t.publish(ev.e, ev.stepMillis, ev.bytesSent)
+		}
+		if len(q) > 0 {
+			continue
+		}
+		select {
+		case <-t.wake:
+		case <-t.done:
+			t.mu.Lock()
+			empty := len(t.events) == 0
+			t.mu.Unlock()
+			if empty {
+				return
+			}
+		}
+	}
 }
 
 // publish updates the view after an event, reading the runtime's ledger
@@ -313,30 +361,38 @@ func (t *trainer) leave(reason string) {
 	t.cancel()
 }
 
-// TryModel implements ui.Controller.
-func (a *app) TryModel() {
-	x, err := a.try.features()
-	if err != nil || local.Blank(x) {
-		a.state.Train.Prediction = "Draw something first."
-		return
-	}
-	a.state.Error = ""
+// TryModel classifies a drawing (features x, read from the page's
+// "try the model" canvas by the page, which has checked that it is not
+// blank) with the current global model (ui.Controller.TryModel). The
+// page clears its canvas once the model has answered.
+func (a *app) TryModel(x []float32) {
 	var w []float64
 	if a.trainer != nil {
 		a.trainer.mu.Lock()
 		w = append(w, a.trainer.x...)
 		a.trainer.mu.Unlock()
 	}
-	m, err := model.New(a.params.Model, local.Features, local.Classes)
-	if err != nil || len(w) != m.Dim() {
-		a.state.Train.Prediction = "No model yet: wait for the first round."
-		return
+	answered := false
+	a.update(func(s *ui.State) {
+		if local.Blank(x) {
+			s.Train.Prediction = "Draw something first."
+			return
+		}
+		s.Error = ""
+		m, err := model.New(a.params.Model, local.Features, local.Classes)
+		if err != nil || len(w) != m.Dim() {
+			s.Train.Prediction = "No model yet: wait for the first round."
+			return
+		}
+		c := m.Predict(w, x)
+		if names := ui.LabelsOf(s.Session.Labels); c < len(names) {
+			s.Train.Prediction = "The model says: " + names[c]
+		} else {
+			s.Train.Prediction = fmt.Sprintf("The model says: class %d", c)
+		}
+		answered = true
+	})
+	if answered {
+		a.port.post(bridge.ToPage{Type: bridge.ClearTry})
 	}
-	c := m.Predict(w, x)
-	if names := ui.LabelsOf(a.state.Session.Labels); c < len(names) {
-		a.state.Train.Prediction = "The model says: " + names[c]
-	} else {
-		a.state.Train.Prediction = fmt.Sprintf("The model says: class %d", c)
-	}
-	a.try.clear()
 }

@@ -9,7 +9,7 @@ import (
 	"browserfl/wasm/jsw"
 )
 
-// warmSteps and warmBatch size the page's JIT warm-up: V8 first runs
+// warmSteps and warmBatch size the worker's JIT warm-up: V8 first runs
 // WebAssembly with its baseline compiler and replaces hot functions with
 // optimised code only after they have run for a while; measured in
 // headless Chromium, the first round of the default session then takes
@@ -24,7 +24,7 @@ const (
 )
 
 // warmUp runs the warm-up; it blocks (call it on its own goroutine).
-func warmUp(ctx context.Context) {
+func warmUp(ctx context.Context, p *port) {
 	d, err := devstep.NewSized(warmBatch)
 	if err != nil {
 		return
@@ -34,5 +34,5 @@ func warmUp(ctx context.Context) {
 			return
 		}
 	}
-	jsw.Mark("fl-warm")
+	p.mark("fl-warm")
 }

@@ -14,11 +14,11 @@ import (
 )
 
 // yielding wraps a device half so that a round's work is split into
-// separate browser tasks: the page gives the event loop a turn (paint,
-// input) right before and right after the local computation, so decoding
-// the round, computing the update, and saving and sending it are three
-// tasks instead of one. Go's WebAssembly port runs on the page's only
-// thread; without this a round would be one long task.
+// separate browser tasks: the worker gives its event loop a turn (the
+// page's messages: a Leave, a click) right before and right after the
+// local computation, so decoding the round, computing the update, and
+// saving and sending it are three tasks instead of one. The page's own
+// thread never runs any of it (the device runs in a Web Worker).
 //
 // It also enforces single-pass use of the page's samples: the runtime
 // takes batches in order from a cursor that starts at 0 and advances by b
@@ -28,8 +28,9 @@ import (
 type yielding struct {
 	optim.Device
 	ctx     context.Context
-	batch   int // b
-	samples int // samples stored in the page
+	port    *port // where the "fl-prepare" measure goes
+	batch   int   // b
+	samples int   // samples stored in the page
 	// onPrepared receives the time Prepare took and the size of the
 	// update frame about to be sent (payload + 12 bytes of frame header).
 	onPrepared func(millis float64, frameBytes int)
@@ -38,13 +39,13 @@ type yielding struct {
 // errDataUsed is returned by Prepare once every sample has been used.
 var errDataUsed = errors.New("every local sample has been used once (single pass): this page takes part in no more rounds")
 
-func newYielding(ctx context.Context, samples int, onPrepared func(float64, int)) func(optim.Params) (optim.Device, error) {
-	return func(p optim.Params) (optim.Device, error) {
-		d, err := device.DefaultNewDevice(p)
+func newYielding(ctx context.Context, p *port, samples int, onPrepared func(float64, int)) func(optim.Params) (optim.Device, error) {
+	return func(op optim.Params) (optim.Device, error) {
+		d, err := device.DefaultNewDevice(op)
 		if err != nil {
 			return nil, err
 		}
-		return yielding{Device: d, ctx: ctx, batch: p.Batch, samples: samples, onPrepared: onPrepared}, nil
+		return yielding{Device: d, ctx: ctx, port: p, batch: op.Batch, samples: samples, onPrepared: onPrepared}, nil
 	}
 }
 
@@ -56,7 +57,7 @@ func (y yielding) Prepare(r optim.Round, batch []dataset.Sample) (optim.Update, 
 	jsw.Yield(y.ctx)
 	t0 := jsw.Now()
 	u, err := y.Device.Prepare(r, batch)
-	jsw.Measure("fl-prepare", t0)
+	y.port.measure("fl-prepare", t0)
 	if err == nil && y.onPrepared != nil {
 		y.onPrepared(jsw.Now()-t0, len(u.Payload)+12)
 	}

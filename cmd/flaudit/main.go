@@ -4,7 +4,9 @@
 // epsilon asked for, and prints the lower bound on epsilon next to the
 // product's own figure (plan.SessionFigures). See docs/audit.md.
 //
-//	flaudit                                   # nc and noisysgd at epsilon 1, 4, 8 (docs/audit.md)
+//	flaudit                                   # nc, noisysgd and local at epsilon 1, 4, 8 (docs/audit.md)
+//	flaudit -alg local -b 4                   # local with K = 4 hidden steps of one sample (latch canary)
+//	flaudit -alg local -b 4 -latch 0          # the same with the linear canary
 //	flaudit -alg nc -epsilon 8 -trials 200000
 //	flaudit -alg nc -epsilon 4 -noise-factor 0.5   # a deliberately broken mechanism
 package main
@@ -47,6 +49,8 @@ func run(ctx context.Context, args []string, out, progress io.Writer) error {
 	ownerDelta := fs.Float64("owner-delta", plan.DefaultDelta, "the owner's delta: the claim (plan.SessionFigures) and the lower bound are stated at it")
 	T := fs.Int("T", 10, "rounds T (the device takes part in all of them)")
 	b := fs.Int("b", 1, "samples per minibatch b")
+	localSteps := fs.Int("K", 0, "local: hidden steps per round K (0: b, one sample per step)")
+	latch := fs.Float64("latch", 3.5, "local with K >= 2: the latch canary, its threshold in per-step noise standard deviations below the canary's mean (0: the linear canary)")
 	clip := fs.Float64("clip", 1, "clipping bound S")
 	dim := fs.Int("dim", 2, "model dimension of the audit's linear loss")
 	trials := fs.Int("trials", 450000, "evaluation trials per cell")
@@ -69,29 +73,55 @@ func run(ctx context.Context, args []string, out, progress io.Writer) error {
 		}
 		epss = append(epss, e)
 	}
-	fmt.Fprintf(out, "white-box canary audit: T = %d, b = %d, S = %g, d = %d, targets at delta %s, claims at the owner's delta %s, %d selection + %d evaluation trials per cell, seed %d, noise factor %g\n",
-		*T, *b, *clip, *dim, plan.FormatDelta(*delta), plan.FormatDelta(*ownerDelta), *sel, *trials, *seed, *factor)
-	fmt.Fprintf(out, "| algorithm | target ε | claimed ε (plan.SessionFigures) | FPR ≤ | FNR ≤ | ε lower bound (%g%%) | lower bound ÷ claim | μ observed | μ claimed | GDP ε of μ observed |\n", 100*(1-*alpha))
-	fmt.Fprintln(out, "|---|---|---|---|---|---|---|---|---|---|")
+	fmt.Fprintf(out, "white-box canary audit: T = %d, b = %d, K = %d (local), S = %g, d = %d, targets at delta %s, claims at the owner's delta %s, %d selection + %d evaluation trials per cell, seed %d, noise factor %g\n",
+		*T, *b, kOf(*b, *localSteps), *clip, *dim, plan.FormatDelta(*delta), plan.FormatDelta(*ownerDelta), *sel, *trials, *seed, *factor)
+	fmt.Fprintf(out, "| algorithm | target ε | claimed ε (plan.SessionFigures) | FPR ≤ | FNR ≤ | ε lower bound (%g%%) | lower bound ÷ claim | μ observed | μ expected | μ claimed | GDP ε of μ observed |\n", 100*(1-*alpha))
+	fmt.Fprintln(out, "|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, alg := range strings.Split(*algs, ",") {
 		alg = strings.TrimSpace(alg)
 		for _, e := range epss {
 			p := optim.Params{Algorithm: alg, Rounds: *T, Batch: *b, Clip: *clip, Eta: 0.1, Epsilon: e, Delta: *delta}
+			z := 0.0
+			if alg == "local" {
+				p.LocalSteps = *localSteps
+				if kOf(*b, *localSteps) >= 2 {
+					z = *latch
+				}
+			}
 			label := fmt.Sprintf("%s ε=%g", alg, e)
 			pr := sim.NewProgress(progress, label, *sel+*trials)
 			res, err := audit.Run(ctx, audit.Config{
 				Params: p, Dim: *dim, OwnerDelta: *ownerDelta,
 				Select: *sel, Trials: *trials, Alpha: *alpha, Seed: *seed, Workers: *workers,
-				NoiseFactor: *factor,
-				Progress:    func(done, _ int) { pr.Update(done, "") },
+				NoiseFactor: *factor, Latch: z,
+				Progress: func(done, _ int) { pr.Update(done, "") },
 			})
 			pr.Done()
 			if err != nil {
 				return fmt.Errorf("%s: %w", label, err)
 			}
-			fmt.Fprintf(out, "| %s | %g | %s | %.3g | %.3g | %.3f | %.3f | %.3f | %.3f | %.3f |\n",
-				alg, e, res.Claim.EpsilonText(), res.Bound.FPRHi, res.Bound.FNRHi, res.Bound.Epsilon, res.Tightness, res.MuHat, res.MuClaim, res.GDPEpsilon)
+			name := alg
+			if alg == "local" {
+				name = fmt.Sprintf("local (K = %d, linear)", kOf(*b, *localSteps))
+				if z > 0 {
+					name = fmt.Sprintf("local (K = %d, latch %g)", kOf(*b, *localSteps), z)
+				}
+			}
+			muExp := "–"
+			if res.MuExpected > 0 {
+				muExp = fmt.Sprintf("%.3f", res.MuExpected)
+			}
+			fmt.Fprintf(out, "| %s | %g | %s | %.3g | %.3g | %.3f | %.3f | %.3f | %s | %.3f | %.3f |\n",
+				name, e, res.Claim.EpsilonText(), res.Bound.FPRHi, res.Bound.FNRHi, res.Bound.Epsilon, res.Tightness, res.MuHat, muExp, res.MuClaim, res.GDPEpsilon)
 		}
 	}
 	return nil
+}
+
+// kOf is local's K for batch b and the -K flag (0: b).
+func kOf(b, k int) int {
+	if k == 0 {
+		return b
+	}
+	return k
 }

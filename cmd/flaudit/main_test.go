@@ -12,23 +12,23 @@ import (
 // states for that session.
 func TestRunPrintsOneRowPerCell(t *testing.T) {
 	var out, progress bytes.Buffer
-	err := run(context.Background(), []string{"-alg", "nc,noisysgd", "-epsilon", "4", "-T", "2", "-dim", "1", "-trials", "400", "-select", "100"}, &out, &progress)
+	err := run(context.Background(), []string{"-alg", "nc,noisysgd,local", "-epsilon", "4", "-T", "2", "-dim", "1", "-trials", "400", "-select", "100"}, &out, &progress)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var rows []string
 	for _, l := range strings.Split(out.String(), "\n") {
-		if strings.HasPrefix(l, "| nc |") || strings.HasPrefix(l, "| noisysgd |") {
+		if strings.HasPrefix(l, "| nc |") || strings.HasPrefix(l, "| noisysgd |") || strings.HasPrefix(l, "| local ") {
 			rows = append(rows, l)
 		}
 	}
-	if len(rows) != 2 {
-		t.Fatalf("want 2 rows, got %d:\n%s", len(rows), out.String())
+	if len(rows) != 3 {
+		t.Fatalf("want 3 rows, got %d:\n%s", len(rows), out.String())
 	}
 	// The claims of these sessions at delta 1e-5 (plan.SessionFigures):
-	// both spend the whole budget (nc's noise uses H_K for its release
+	// all spend the whole budget (nc's noise uses H_K for its release
 	// cap, docs/privacy.md section 2a).
-	for i, want := range []string{"| nc | 4 | 4.00 |", "| noisysgd | 4 | 4.00 |"} {
+	for i, want := range []string{"| nc | 4 | 4.00 |", "| noisysgd | 4 | 4.00 |", "| local (K = 1, linear) | 4 | 4.00 |"} {
 		if !strings.HasPrefix(rows[i], want) {
 			t.Errorf("row %d = %q, want prefix %q", i, rows[i], want)
 		}
@@ -40,6 +40,7 @@ func TestRunRejectsBadFlags(t *testing.T) {
 		{"-epsilon", "x"},
 		{"-alg", "cdpsgd", "-trials", "10", "-select", "10"},
 		{"extra"},
+		{"-alg", "local", "-b", "2", "-K", "3", "-trials", "10", "-select", "10"},
 		{"-nope"},
 	} {
 		var out, progress bytes.Buffer

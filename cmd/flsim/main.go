@@ -31,6 +31,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -60,6 +61,7 @@ type options struct {
 	trainSamples           int
 	seed                   uint64
 	evalEvery, evalSamples int
+	workers                int
 	reportDelta            float64
 	out                    string
 	plotExt                string
@@ -106,6 +108,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.Float64Var(&o.reportDelta, "report-delta", plan.DefaultDelta, "the owner's delta, at which each device's epsilon is reported (as on the page; -delta only describes the target)")
 	fs.StringVar(&o.out, "out", "", "output prefix: writes PREFIX.csv and PREFIX.svg (default: no files)")
 	fs.StringVar(&o.plotExt, "plot", "svg", "plot format: svg, png or pdf")
+	fs.IntVar(&o.workers, "workers", runtime.GOMAXPROCS(0), "device steps and evaluations run on this many goroutines (results do not depend on it)")
 	fs.BoolVar(&o.quiet, "q", false, "no progress bar")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -128,6 +131,9 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	}
 	if o.trainSamples < 0 || o.evalSamples < 0 || o.evalEvery < 0 {
 		return o, errors.New("-train-samples, -eval-samples and -eval-every must be >= 0")
+	}
+	if o.workers < 1 {
+		return o, fmt.Errorf("-workers %d: want >= 1", o.workers)
 	}
 	if o.p.MaxReleases < -1 {
 		return o, fmt.Errorf("-max-releases %d: want -1 (from the data), 0 (= T) or a count", o.p.MaxReleases)
@@ -222,7 +228,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		o.evalEvery = max(o.p.Rounds, 1) // once, after the last round
 	}
 	cfg := sim.Config{Params: o.p, Train: train, Test: test, Partition: scheme, Seed: o.seed,
-		EvalEvery: o.evalEvery, EvalSamples: o.evalSamples, Delta: o.reportDelta}
+		EvalEvery: o.evalEvery, EvalSamples: o.evalSamples, Delta: o.reportDelta, Workers: o.workers}
 	if cfg.Params.MaxReleases == -1 {
 		cfg.Params.MaxReleases = 0
 		if cfg.Params.MaxReleases, err = sim.SinglePassCap(cfg); err != nil {

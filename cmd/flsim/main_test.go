@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
 	"os"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -24,6 +26,7 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"-eta", "-0.1"}, "-eta"},
 		{[]string{"-max-releases", "-2"}, "-max-releases"},
 		{[]string{"-algorithm", "nc", "-train-samples", "1000", "-M", "10", "-m", "5", "-eta", "theorem"}, "diameter"},
+		{[]string{"-workers", "0"}, "-workers"},
 		{[]string{"extra"}, "unexpected arguments"},
 		{[]string{"-partition", "dirichlet"}, "dirichlet needs alpha"},
 		{[]string{"-algorithm", "nc", "-train-samples", "1000", "-M", "10", "-m", "20", "-rho", "1"}, "cohort m = 20"},
@@ -90,5 +93,22 @@ func TestDefaultsOnValidation(t *testing.T) {
 	}
 	if strings.Contains(s, "test accuracy") {
 		t.Errorf("a -validate run reports test accuracy:\n%s", s)
+	}
+}
+
+// TestWorkersFlag checks that -workers defaults to GOMAXPROCS and is
+// passed on as given.
+func TestWorkersFlag(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want int
+	}{{nil, runtime.GOMAXPROCS(0)}, {[]string{"-workers", "3"}, 3}} {
+		o, err := parseFlags(c.args, io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if o.workers != c.want {
+			t.Errorf("%v: workers = %d, want %d", c.args, o.workers, c.want)
+		}
 	}
 }

@@ -201,6 +201,13 @@ var mutations = []mutation{
 		pkgs: []string{"./shared/optim/", "-run", "Local"},
 	},
 	{
+		name: "local-noise-0.5-audit", why: "the noise of each hidden local step of \"local\" is half the calibrated scale (the empirical privacy audit must see it)",
+		file: "shared/optim/local.go",
+		old:  "if dv.sigmaZ, err = mechanism.DiscreteSigma(dv.sigma, dv.sens, dv.step, d); err != nil {",
+		new:  "if dv.sigmaZ, err = mechanism.DiscreteSigma(0.5*dv.sigma, dv.sens, dv.step, d); err != nil {",
+		pkgs: []string{"./sim/audit/", "-run", "TestAuditSound"},
+	},
+	{
 		name: "local-sensitivity-2S/b", why: "\"local\"'s per-step sensitivity ignores K (2S/b instead of 2S/(b/K)): noise and charge both K times too small",
 		file: "shared/optim/params.go",
 		old:  "return 2 * S / float64(p.StepBatch())",

@@ -16,11 +16,18 @@
 // payload and computes a statistic, the weighted sum over releases of the
 // released vector's component along the canary's gradient, with the
 // weights of the likelihood-ratio test for the algorithm's noise (see
-// Statistic). The canary is a gradient canary (see linear): the device's
+// Weights). The canary is a gradient canary (see linear): the device's
 // loss is f(w; z) = <w, x(z)>, the canary's gradient is +c e_1 and the
 // replaced sample's is -c e_1 with c > S, so their clipped gradients are S
 // apart in opposite directions, exactly the sensitivity 2S/b the
 // accountant charges, and orthogonal to every other sample's.
+//
+// For "local" the first minibatch is the first round's b samples and the
+// canary is in its first step batch (sensitivity 2S/(b/K)); with more than
+// one hidden step the audit can also give the other step batches a
+// concave loss that turns the hidden steps into a latch (Config.Latch,
+// latchLoss), so that they carry the first step's outcome into the
+// message instead of only adding their noise.
 //
 // Trials are split: the first Config.Select choose the threshold
 // (SelectThreshold), the rest measure the false-positive and
@@ -41,6 +48,7 @@ import (
 
 	"browserfl/shared/dataset"
 	"browserfl/shared/mechanism"
+	"browserfl/shared/model"
 	"browserfl/shared/optim"
 	"browserfl/shared/privacy"
 	"browserfl/shared/privacy/plan"
@@ -48,7 +56,7 @@ import (
 
 // Algorithms lists the algorithms the audit knows how to attack (their
 // releases' structure fixes the statistic's weights).
-var Algorithms = []string{"nc", "noisysgd"}
+var Algorithms = []string{"nc", "noisysgd", "local"}
 
 // Config is one audit cell.
 type Config struct {
@@ -80,6 +88,18 @@ type Config struct {
 	// noise is proportional to 1/rho_p, see plan.ForNoise) while the claim
 	// stays the figure of Params.
 	NoiseFactor float64
+	// Latch, if positive, audits "local" (K >= 2 hidden steps) with the
+	// latch canary instead of the linear one: the samples of the first
+	// round's step batches 2..K have the concave loss of latchLoss, whose
+	// steps push the iterate away from the point the first step reaches
+	// when its estimate is t = Delta/2 - Latch * sigma (the canary's mean
+	// along e_1 less Latch per-step noise standard deviations, at the
+	// claimed noise: the lower tail where the best threshold test of one
+	// step sits). The hidden steps then carry the side of t into the
+	// message instead of only adding noise; the test's threshold is
+	// searched in the lower half of the statistics only (that side is the
+	// informative one, fixed before the trials). 0: the linear canary.
+	Latch float64
 	// Progress, if set, is called with the number of trials done and the
 	// total, from one goroutine at a time.
 	Progress func(done, total int)
@@ -105,6 +125,11 @@ type Result struct {
 	// whose privacy loss were exactly MuHat-GDP. Both are diagnostics, not
 	// bounds.
 	MuHat, MuClaim, GDPEpsilon float64
+	// MuExpected is the separation this canary and statistic have against
+	// a device that draws exactly the claimed noise (ExpectedMu): MuClaim
+	// for nc and noisysgd, MuClaim/sqrt(K) for local; 0 with the latch
+	// canary (its statistic is not Gaussian).
+	MuExpected float64
 }
 
 // run holds what every trial shares.
@@ -112,6 +137,7 @@ type run struct {
 	cfg     Config
 	dev     optim.Params // the device's parameters (NoiseFactor applied)
 	rounds  []optim.Round
+	model   model.Model        // linear, or latchLoss with Config.Latch
 	batches [][]dataset.Sample // batches[0] is the no-canary first batch
 	first1  []dataset.Sample   // the first batch with the canary
 	weights []float64          // statistic weight of each release
@@ -138,7 +164,10 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		}
 	}
 	res := Result{Algorithm: cfg.Params.Algorithm, Claim: claim, NoiseFactor: cfg.NoiseFactor}
-	if res.Threshold, err = SelectThreshold(sel, evalNeg, evalPos, claim.Delta, cfg.Alpha); err != nil {
+	// The latch's informative side is the canary's lower tail (Latch):
+	// its threshold is searched there only, so the selection trials
+	// cannot pick the other tail by chance.
+	if res.Threshold, err = selectThreshold(sel, evalNeg, evalPos, claim.Delta, cfg.Alpha, cfg.Latch > 0); err != nil {
 		return Result{}, err
 	}
 	if res.Bound, err = EpsilonLowerBound(CountAt(eval, res.Threshold), claim.Delta, cfg.Alpha); err != nil {
@@ -147,6 +176,9 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	res.Tightness = res.Bound.Epsilon / claim.Epsilon
 	res.MuHat = separation(out)
 	res.MuClaim = math.Sqrt(2 * claim.WorstRho)
+	if cfg.Latch == 0 {
+		res.MuExpected = ExpectedMu(cfg.Params, res.MuClaim)
+	}
 	if res.MuHat > 0 {
 		if res.GDPEpsilon, err = privacy.GDPToEpsilon(res.MuHat, claim.Delta); err != nil {
 			return Result{}, fmt.Errorf("audit: %w", err)
@@ -184,7 +216,17 @@ func setup(cfg Config) (*run, plan.Figures, error) {
 		return nil, plan.Figures{}, fmt.Errorf("audit: algorithm %q is not audited (audited: %v)", p.Algorithm, Algorithms)
 	}
 	p.M, p.Cohort = 1, 1
-	p.Model, p.Features, p.Classes = linear{}.Name(), cfg.Dim, 1
+	var m model.Model = linear{d: cfg.Dim}
+	if cfg.Latch != 0 {
+		if !(cfg.Latch > 0) || math.IsInf(cfg.Latch, 0) {
+			return nil, plan.Figures{}, fmt.Errorf("audit: latch %v, want a finite value >= 0", cfg.Latch)
+		}
+		if p.Algorithm != "local" || p.Batch < 1 || p.StepBatch() >= p.Batch {
+			return nil, plan.Figures{}, fmt.Errorf("audit: the latch canary needs \"local\" with at least 2 hidden steps (%s, b = %d, b/K = %d)", p.Algorithm, p.Batch, p.StepBatch())
+		}
+		m = latchLoss{d: cfg.Dim}
+	}
+	p.Model, p.Features, p.Classes = m.Name(), m.(model.Shaped).Features(), 1
 	cfg.Params = p
 	claim, err := plan.SessionFigures(p, cfg.OwnerDelta)
 	if err != nil {
@@ -197,14 +239,16 @@ func setup(cfg Config) (*run, plan.Figures, error) {
 	if err != nil {
 		return nil, plan.Figures{}, fmt.Errorf("audit: %w", err)
 	}
-	r := &run{cfg: cfg, dev: DeviceParams(p, budget, cfg.NoiseFactor)}
+	r := &run{cfg: cfg, dev: DeviceParams(p, budget, cfg.NoiseFactor), model: m}
 	if err := r.dev.Validate(); err != nil {
 		return nil, plan.Figures{}, fmt.Errorf("audit: device parameters: %w", err)
 	}
 	if r.weights, err = Weights(p); err != nil {
 		return nil, plan.Figures{}, err
 	}
-	r.buildData()
+	if err := r.buildData(); err != nil {
+		return nil, plan.Figures{}, err
+	}
 	return r, claim, nil
 }
 
@@ -228,6 +272,17 @@ func DeviceParams(p optim.Params, budget, noiseFactor float64) optim.Params {
 //     sum_N <P_N, e_1> / sigma_N^2, i.e. w_k = sum_{N>=k} 1/sigma_N^2.
 //   - "noisysgd": only the first release holds the canary (single pass,
 //     fresh noise): w_1 = 1, the others 0.
+//   - "local": only the first release holds the canary (it is in the first
+//     step batch of the first round; single pass). With the audit's linear
+//     loss the gradients do not depend on the iterate, and with no
+//     projection (Diameter 0) the first message is exactly
+//     m_1 = (x_1 - x_K)/eta = sum_j (r_j + Z_j), the sum of the K hidden
+//     steps' rounded estimates r_j and independent noises Z_j (each of
+//     standard deviation sigma, the per-step calibration). Only r_1
+//     depends on the coin, by the sensitivity along e_1, and every other
+//     coordinate and release is independent of it, so the log-likelihood
+//     ratio of the whole transcript is affine in <m_1, e_1>: w_1 = 1, the
+//     others 0. Its separation is Delta/(sigma sqrt(K)) (ExpectedMu).
 func Weights(p optim.Params) ([]float64, error) {
 	T := p.Rounds
 	w := make([]float64, T)
@@ -246,12 +301,27 @@ func Weights(p optim.Params) ([]float64, error) {
 		for i := range w {
 			w[i] /= acc
 		}
-	case "noisysgd":
+	case "noisysgd", "local":
 		w[0] = 1
 	default:
 		return nil, fmt.Errorf("audit: no statistic for %q", p.Algorithm)
 	}
 	return w, nil
+}
+
+// ExpectedMu is the separation of the audit's statistic against a device
+// that draws exactly the claimed noise, given muClaim = sqrt(2 rho) of the
+// claim: muClaim for nc and noisysgd, whose canary-carrying releases are
+// the charged releases, and muClaim/sqrt(K) for local, whose charge is one
+// hidden step (Delta^2/(2 sigma^2)) while its message adds up the noises
+// of all K hidden steps (Weights). The gap is the hidden steps' noise, not
+// a flaw of the canary: with a linear loss no statistic of the transcript
+// separates better (the likelihood ratio is a function of <m_1, e_1>).
+func ExpectedMu(p optim.Params, muClaim float64) float64 {
+	if p.Algorithm == "local" {
+		return muClaim / math.Sqrt(float64(p.Batch/p.StepBatch()))
+	}
+	return muClaim
 }
 
 // canaryScale is the canary's gradient norm in units of S: above 1, so
@@ -260,12 +330,16 @@ const canaryScale = 4
 
 // buildData builds the device's single-pass data: T minibatches of b
 // samples. Sample 0 is the replaced sample (gradient -c e_1) or the
-// canary (+c e_1); every other sample has gradient S e_2 (0 when Dim = 1).
-func (r *run) buildData() {
+// canary (+c e_1); every other sample has gradient S e_2 (0 when Dim = 1),
+// except, with the latch canary, the samples of the first round's step
+// batches 2..K (latchLoss, threshold -eta t: the query point is 0 and
+// the first step moves the iterate to -eta times its estimate).
+func (r *run) buildData() error {
 	p, d := r.dev, r.cfg.Dim
 	S := p.S()
+	nf := r.model.(model.Shaped).Features()
 	vec := func(i int, v float64) []float32 {
-		x := make([]float32, d)
+		x := make([]float32, nf)
 		if i < d {
 			x[i] = float32(v)
 		}
@@ -280,6 +354,20 @@ func (r *run) buildData() {
 		}
 		r.batches[t] = b
 	}
+	if r.cfg.Latch > 0 {
+		// The threshold is the auditor's choice, made at the claimed
+		// noise (cfg.Params), before any trial.
+		sigma, err := optim.FreshSigma(r.cfg.Params)
+		if err != nil {
+			return fmt.Errorf("audit: %w", err)
+		}
+		t := optim.Sensitivity(r.cfg.Params)/2 - r.cfg.Latch*sigma
+		x := vec(0, canaryScale*S)
+		x[d], x[d+1] = 1, float32(-p.Eta*t)
+		for j := p.StepBatch(); j < p.Batch; j++ {
+			r.batches[0][j] = dataset.Sample{X: x}
+		}
+	}
 	r.first1 = append([]dataset.Sample(nil), r.batches[0]...)
 	r.batches[0][0] = dataset.Sample{X: vec(0, -canaryScale*S)}
 	r.first1[0] = dataset.Sample{X: vec(0, canaryScale*S)}
@@ -287,13 +375,14 @@ func (r *run) buildData() {
 	zero := make([]float64, d)
 	r.rounds = make([]optim.Round, p.Rounds)
 	for t := range r.rounds {
-		// The coordinator may send any query point; the loss is linear,
-		// so the gradients do not depend on it.
+		// The coordinator may send any query point; the linear loss's
+		// gradients do not depend on it (the latch's threshold assumes 0).
 		r.rounds[t] = optim.Round{T: t + 1, X: zero}
 		if a.UsesXPrev() {
 			r.rounds[t].XPrev = zero
 		}
 	}
+	return nil
 }
 
 // TrialSeed is the seed of trial i of a run seeded with seed: the coin
@@ -315,7 +404,7 @@ type scratch struct {
 func (r *run) trial(sc *scratch, i int) (Outcome, error) {
 	seed := TrialSeed(r.cfg.Seed, i)
 	canary := mechanism.NewStream(seed, mechanism.PurposeCoins).Uint64()&1 == 1
-	dv, err := optim.NewDevice(r.dev, linear{d: r.cfg.Dim}, mechanism.NewStream(seed, mechanism.PurposeSeeds))
+	dv, err := optim.NewDevice(r.dev, r.model, mechanism.NewStream(seed, mechanism.PurposeSeeds))
 	if err != nil {
 		return Outcome{}, fmt.Errorf("audit: trial %d: %w", i, err)
 	}

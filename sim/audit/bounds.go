@@ -139,6 +139,13 @@ const maxCandidates = 4000
 // The evaluation trials must not be among out: the bound on them is
 // valid because the threshold does not depend on them.
 func SelectThreshold(out []Outcome, evalNeg, evalPos int, delta, alpha float64) (float64, error) {
+	return selectThreshold(out, evalNeg, evalPos, delta, alpha, false)
+}
+
+// selectThreshold is SelectThreshold, restricted with lowerHalf to the
+// candidates in the lower half of the statistics (a test whose informative
+// side, "guess no canary when Stat is low", is fixed before the trials).
+func selectThreshold(out []Outcome, evalNeg, evalPos int, delta, alpha float64, lowerHalf bool) (float64, error) {
 	var neg, pos []float64
 	for _, o := range out {
 		if o.Canary {
@@ -155,8 +162,12 @@ func SelectThreshold(out []Outcome, evalNeg, evalPos int, delta, alpha float64) 
 	all := append(append([]float64(nil), neg...), pos...)
 	sort.Float64s(all)
 	stride := max(1, len(all)/maxCandidates)
+	end := len(all)
+	if lowerHalf {
+		end = (len(all) + 1) / 2
+	}
 	best, bestEps := all[0], -1.0
-	for i := 0; i < len(all); i += stride {
+	for i := 0; i < end; i += stride {
 		t := all[i]
 		fp := len(neg) - sort.Search(len(neg), func(j int) bool { return neg[j] > t })
 		fn := sort.Search(len(pos), func(j int) bool { return pos[j] > t })

@@ -1,0 +1,390 @@
+//go:build js && wasm
+
+package main
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"syscall/js"
+
+	"github.com/vugu/vugu"
+
+	"browserfl/wasm/bridge"
+	"browserfl/wasm/jsw"
+	"browserfl/wasm/local"
+	"browserfl/wasm/ui"
+)
+
+// workerURL is the page's dedicated worker (web/worker.js), which runs
+// this same program as the device half (runWorker).
+const workerURL = "/web/worker.js"
+
+// page is the half of the program on the page's main thread: it renders
+// the state the worker sends, draws on the canvases and forwards the
+// student's actions to the worker. It implements ui.Controller; its
+// methods are called with the vugu event lock held, which also guards
+// every field below.
+type page struct {
+	ee    vugu.EventEnv
+	state *ui.State // what the page renders
+	// known is the worker's state as this page knows it: every patch
+	// received applied, and the page-written fields it has sent.
+	known  ui.State
+	worker js.Value
+	ready  bool     // the worker listens
+	queue  []outMsg // messages waiting for ready
+	draw   canvas   // the drawing to add as a sample
+	try    canvas   // the drawing to ask the model about
+	in     *inbox   // the worker's messages, handled in order by receive
+	perfAt float64  // the page's performance.timeOrigin
+}
+
+// outMsg is one message to the worker: its JSON text and, for a file
+// pick, the File objects.
+type outMsg struct {
+	text  string
+	files js.Value
+}
+
+func newPage(ee vugu.EventEnv) *page {
+	return &page{
+		ee:     ee,
+		state:  &ui.State{Screen: ui.ScreenLoading},
+		known:  ui.State{Screen: ui.ScreenLoading},
+		in:     &inbox{wake: make(chan struct{}, 1)},
+		perfAt: js.Global().Get("performance").Get("timeOrigin").Float(),
+	}
+}
+
+// startWorker creates the worker and asks it to start with the page's
+// join code (sent once the worker says it listens).
+func (p *page) startWorker() error {
+	// web/app.js starts it, and relays its websocket (see there).
+	w, err := jsw.Try(func() js.Value { return js.Global().Call("flStartWorker", workerURL) })
+	if err != nil {
+		return fmt.Errorf("worker: %w", err)
+	}
+	p.worker = w
+	jsw.Listen(w, "message", func(ev js.Value) { p.in.push(ev.Get("data")) })
+	jsw.Listen(w, "messageerror", func(js.Value) {
+		js.Global().Get("console").Call("warn", "browserfl: a message from the worker could not be read")
+	})
+	jsw.Listen(w, "error", func(ev js.Value) {
+		ev.Call("preventDefault")
+		msg := "unknown error"
+		if m := ev.Get("message"); m.Type() == js.TypeString && m.String() != "" {
+			msg = m.String()
+		}
+		js.Global().Get("console").Call("error", "browserfl worker: "+msg)
+		go func() {
+			p.ee.Lock()
+			p.state.Error = "This page could not start its WebAssembly program: " + msg
+			p.ee.UnlockRender()
+		}()
+	})
+	go p.receive()
+	p.ee.Lock()
+	p.send(bridge.ToWorker{Type: bridge.Start, Code: jsw.Query("code"), Origin: js.Global().Get("location").Get("origin").String()}, js.Undefined())
+	p.ee.UnlockOnly()
+	return nil
+}
+
+// receive handles the worker's messages in order.
+func (p *page) receive() {
+	for range p.in.wake {
+		for _, data := range p.in.take() {
+			if err := p.handle(data); err != nil {
+				js.Global().Get("console").Call("warn", "browserfl: message from the worker ignored: "+err.Error())
+			}
+		}
+	}
+}
+
+func (p *page) handle(data js.Value) error {
+	if data.Type() != js.TypeObject || data.Get("msg").Type() != js.TypeString {
+		return errors.New("not a {msg: string} object")
+	}
+	m, err := bridge.DecodeToPage(data.Get("msg").String())
+	if err != nil {
+		return err
+	}
+	switch m.Type {
+	case bridge.Ready:
+		p.ee.Lock()
+		p.ready = true
+		q := p.queue
+		p.queue = nil
+		for _, o := range q {
+			p.post(o)
+		}
+		p.ee.UnlockOnly()
+	case bridge.State:
+		p.ee.Lock()
+		err := bridge.Apply(p.state, m.Patch)
+		if err == nil {
+			err = bridge.Apply(&p.known, m.Patch)
+		}
+		p.ee.UnlockRender()
+		return err
+	case bridge.Perf:
+		perf := js.Global().Get("performance")
+		opts := js.Global().Get("Object").New()
+		opts.Set("startTime", m.Epoch-p.perfAt)
+		if bridge.PerfNames[m.Name] == bridge.PerfMeasure {
+			opts.Delete("startTime")
+			opts.Set("start", m.Epoch-p.perfAt)
+			opts.Set("duration", m.Duration)
+			_, err = jsw.Call(perf, "measure", m.Name, opts)
+		} else {
+			_, err = jsw.Call(perf, "mark", m.Name, opts)
+		}
+		return err
+	case bridge.ClearTry:
+		p.ee.Lock()
+		p.try.clear()
+		p.ee.UnlockOnly()
+	}
+	return nil
+}
+
+// send sends m (with files for a file pick) to the worker, after the
+// page-written fields that changed (event lock held).
+func (p *page) send(m bridge.ToWorker, files js.Value) {
+	if m.Type != bridge.UI {
+		p.flushUI()
+	}
+	text, err := bridge.Encode(m)
+	if err != nil {
+		js.Global().Get("console").Call("error", "browserfl: "+err.Error())
+		return
+	}
+	o := outMsg{text: text, files: files}
+	if !p.ready {
+		p.queue = append(p.queue, o)
+		return
+	}
+	p.post(o)
+}
+
+func (p *page) post(o outMsg) {
+	msg := js.Global().Get("Object").New()
+	msg.Set("msg", o.text)
+	if !o.files.IsUndefined() {
+		msg.Set("files", o.files)
+	}
+	p.worker.Call("postMessage", msg)
+}
+
+// flushUI sends the worker the page-written fields the student changed
+// since the last message (event lock held).
+func (p *page) flushUI() {
+	if f := bridge.PageChanges(&p.known, p.state); f != nil {
+		bridge.ApplyPage(&p.known, f)
+		p.send(bridge.ToWorker{Type: bridge.UI, UI: f}, js.Undefined())
+	}
+}
+
+// watchPageHide makes the device leave when the page is hidden for good
+// (closed, reloaded, navigated away), and the coordinator stops asking
+// it: the page's websocket relay (web/app.js) sends the device's leave
+// message and closes the socket with 1000 on this thread, and the worker
+// is told too, so its runtime does not reconnect while it lasts. A page kept in the back/forward
+// cache and shown again reloads and resumes from its stored state.
+func (p *page) watchPageHide() {
+	w := js.Global().Get("window")
+	jsw.Listen(w, "pagehide", func(js.Value) {
+		if text, err := bridge.Encode(bridge.ToWorker{Type: bridge.Leave}); err == nil && p.worker.Truthy() {
+			p.post(outMsg{text: text, files: js.Undefined()})
+		}
+	})
+	jsw.Listen(w, "pageshow", func(ev js.Value) {
+		if ev.Get("persisted").Truthy() {
+			js.Global().Get("location").Call("reload")
+		}
+	})
+}
+
+// Join implements ui.Controller.
+func (p *page) Join(budget float64) {
+	p.send(bridge.ToWorker{Type: bridge.Join, Budget: budget}, js.Undefined())
+}
+
+// Decline implements ui.Controller.
+func (p *page) Decline() { p.send(bridge.ToWorker{Type: bridge.Decline}, js.Undefined()) }
+
+// LoadDemo implements ui.Controller.
+func (p *page) LoadDemo() { p.send(bridge.ToWorker{Type: bridge.Demo}, js.Undefined()) }
+
+// Train implements ui.Controller.
+func (p *page) Train() { p.send(bridge.ToWorker{Type: bridge.Train}, js.Undefined()) }
+
+// Forget implements ui.Controller.
+func (p *page) Forget() { p.send(bridge.ToWorker{Type: bridge.Forget}, js.Undefined()) }
+
+// DrawMore implements ui.Controller.
+func (p *page) DrawMore() { p.send(bridge.ToWorker{Type: bridge.DrawMore}, js.Undefined()) }
+
+// Done implements ui.Controller.
+func (p *page) Done() { p.send(bridge.ToWorker{Type: bridge.Done}, js.Undefined()) }
+
+// AddDrawing implements ui.Controller: the canvas's pixels go to the
+// worker, which stores them as a sample.
+func (p *page) AddDrawing(label int) {
+	x, err := p.draw.features()
+	if err != nil {
+		p.state.Data.DrawHint = "Drawing: " + err.Error()
+		return
+	}
+	if local.Blank(x) {
+		p.state.Data.DrawHint = "Draw something first, then add it."
+		return
+	}
+	p.state.Data.DrawHint = ""
+	p.draw.clear()
+	p.send(bridge.ToWorker{Type: bridge.Drawing, Label: label, Pixels: x}, js.Undefined())
+}
+
+// ClearDrawing implements ui.Controller.
+func (p *page) ClearDrawing() { p.draw.clear() }
+
+// FilesPicked implements ui.Controller: the picked File objects go to
+// the worker, which reads and parses them.
+func (p *page) FilesPicked(ev vugu.DOMEvent) {
+	if p.state.Data.Used > 0 {
+		p.state.Error = "Some pictures are already used: only drawings can be added now."
+		return
+	}
+	list := js.Value(ev.JSEventTarget()).Get("files")
+	if list.IsUndefined() || list.IsNull() || list.Length() == 0 {
+		return
+	}
+	files := js.Global().Get("Array").Call("from", list)
+	p.send(bridge.ToWorker{Type: bridge.Files, NFiles: files.Length()}, files)
+}
+
+// TryModel implements ui.Controller: the worker, which holds the global
+// model, classifies the drawing.
+func (p *page) TryModel() {
+	x, err := p.try.features()
+	if err != nil || local.Blank(x) {
+		p.state.Train.Prediction = "Draw something first."
+		return
+	}
+	p.send(bridge.ToWorker{Type: bridge.Try, Pixels: x}, js.Undefined())
+}
+
+// EnterCode implements ui.Controller: open the page for that code (a
+// fresh start of the page, as if the student had followed a link).
+func (p *page) EnterCode(code string) {
+	loc := js.Global().Get("location")
+	loc.Call("assign", loc.Get("pathname").String()+"?code="+url.QueryEscape(code))
+}
+
+// afterRender binds the canvases of the current screen.
+func (p *page) afterRender() {
+	p.draw.attach("draw")
+	p.try.attach("try")
+}
+
+// canvas is a 28x28 drawing surface, scaled up by CSS, drawn on with
+// pointer events handled directly in syscall/js.
+type canvas struct {
+	el      js.Value
+	release []func()
+	down    bool
+}
+
+// attach (re)binds c to the element with id if the page now shows a
+// different element (vugu re-creates elements when screens change).
+func (c *canvas) attach(id string) {
+	el, err := jsw.ByID(id)
+	if err != nil {
+		c.detach()
+		return
+	}
+	if c.el.Truthy() && c.el.Equal(el) {
+		return
+	}
+	c.detach()
+	c.el = el
+	c.clear()
+	// Coordinates are logical 28x28 pixels; clear() scales the context
+	// from them to the canvas bitmap.
+	pos := func(ev js.Value) (float64, float64) {
+		r := el.Call("getBoundingClientRect")
+		w, h := r.Get("width").Float(), r.Get("height").Float()
+		if w == 0 || h == 0 {
+			return 0, 0
+		}
+		return (ev.Get("clientX").Float() - r.Get("left").Float()) * local.Side / w,
+			(ev.Get("clientY").Float() - r.Get("top").Float()) * local.Side / h
+	}
+	ctx := el.Call("getContext", "2d")
+	c.release = append(c.release,
+		jsw.Listen(el, "pointerdown", func(ev js.Value) {
+			ev.Call("preventDefault")
+			c.down = true
+			x, y := pos(ev)
+			ctx.Call("beginPath")
+			ctx.Call("moveTo", x, y)
+			ctx.Call("lineTo", x+0.01, y)
+			ctx.Call("stroke")
+		}),
+		jsw.Listen(el, "pointermove", func(ev js.Value) {
+			if !c.down {
+				return
+			}
+			x, y := pos(ev)
+			ctx.Call("lineTo", x, y)
+			ctx.Call("stroke")
+		}),
+		jsw.Listen(el, "pointerup", func(js.Value) { c.down = false }),
+		jsw.Listen(el, "pointerleave", func(js.Value) { c.down = false }),
+	)
+}
+
+func (c *canvas) detach() {
+	for _, r := range c.release {
+		r()
+	}
+	c.release = nil
+	c.el = js.Undefined()
+}
+
+// clear paints the canvas black and sets a white round pen, drawing in
+// logical 28x28 coordinates scaled to the canvas bitmap. The canvas has
+// no width or height attribute: vugu re-sets the attributes it renders
+// on every render, and setting a canvas's size resets its bitmap and
+// pen, so the page keeps the default bitmap (300x150) and scales.
+func (c *canvas) clear() {
+	if !c.el.Truthy() {
+		return
+	}
+	ctx := c.el.Call("getContext", "2d")
+	w, h := c.el.Get("width").Float(), c.el.Get("height").Float()
+	ctx.Call("setTransform", w/local.Side, 0, 0, h/local.Side, 0, 0)
+	ctx.Set("fillStyle", "#000")
+	ctx.Call("fillRect", 0, 0, local.Side, local.Side)
+	ctx.Set("strokeStyle", "#fff")
+	ctx.Set("lineWidth", 2.2)
+	ctx.Set("lineCap", "round")
+	ctx.Set("lineJoin", "round")
+}
+
+// features reads the canvas pixels as a sample's features.
+func (c *canvas) features() ([]float32, error) {
+	if !c.el.Truthy() {
+		return nil, errors.New("no canvas on this screen")
+	}
+	w, h := c.el.Get("width").Int(), c.el.Get("height").Int()
+	img, err := jsw.Call(c.el.Call("getContext", "2d"), "getImageData", 0, 0, w, h)
+	if err != nil {
+		return nil, err
+	}
+	b, err := jsw.Bytes(img.Get("data"))
+	if err != nil {
+		return nil, err
+	}
+	return local.FromRGBA(b, w, h)
+}
