@@ -268,7 +268,7 @@ func writePrivacyUtility(b *strings.Builder, res map[string]outcome, pu puReport
 					continue
 				}
 				if !ok {
-					b.WriteString(" not tuned |")
+					b.WriteString(" no sweep (time) |")
 					continue
 				}
 				var es []exp
