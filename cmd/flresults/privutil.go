@@ -286,14 +286,14 @@ func writePrivacyUtility(b *strings.Builder, res map[string]outcome, pu puReport
 			fmt.Fprintf(b, " %s |\n", strings.Join(confs, "; "))
 		}
 	}
-	fmt.Fprintf(b, "\nThe sweeps (%d runs, `go run ./cmd/flresults -only pu-tune`; also in results/pu-tuning.md):\n\n%s", sweepSize(), pu.sweep)
+	fmt.Fprintf(b, "\nThe sweeps (a grid of %d runs, of which the rows marked not run were not run, for time; `go run ./cmd/flresults -only pu-tune`; also in results/pu-tuning.md):\n\n%s", sweepSize(), pu.sweep)
 	fmt.Fprintf(b, "\nReference for the b = 1 step sizes: sim.Tuned = {mu^2: %g, SGD: %g} at rho_p = 8, T = %d (validation split).\n",
 		sim.Tuned.Mu2, sim.Tuned.SGD, sim.ReferenceRounds)
 }
 
 func modelTitle(model string) string {
 	if model == "mlp" {
-		return "**Extra rows, MLP** (784-64-10, d = 50,890; epsilon 1 and 8 only, for time), one pass, b, K and eta chosen on the validation split"
+		return "**Extra rows, MLP** (784-64-10, d = 50,890; swept and run at epsilon 8 and non-private only, for time), one pass, b, K and eta chosen on the validation split"
 	}
 	return "**Extra rows, logistic regression**, one pass, b, K and eta chosen on the validation split (not the Table-1 b = 1)"
 }
