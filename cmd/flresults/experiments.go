@@ -38,6 +38,7 @@ type exp struct {
 	id, label string
 	p         optim.Params
 	delta     float64 // reporting delta (0 = sim default 1e-5)
+	seed      uint64  // run seed (0 = the -seed flag)
 	paper     string  // the paper's figure for this cell, if any
 	paperLoss string
 }
@@ -133,7 +134,9 @@ func compRun(comp string) exp {
 	return exp{id: "comp-nc-" + compName(comp), label: label, p: p}
 }
 
-func experiments() []group {
+// experiments are every group; choices are the privacy-utility sweeps'
+// choices (puTune).
+func experiments(choices map[puKey]puConf) []group {
 	var gs []group
 	for _, c := range []constants{paperConsts, ourConsts} {
 		t1 := group{name: "nc-table1-" + c.name, title: "NC paper Table 1 (" + c.name + ")", plot: "nc-table1-" + c.name}
@@ -173,5 +176,6 @@ func experiments() []group {
 		cg.runs = append(cg.runs, compRun(c))
 	}
 	gs = append(gs, cg)
+	gs = append(gs, privacyUtilityGroups(choices)...)
 	return gs
 }

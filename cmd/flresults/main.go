@@ -7,6 +7,7 @@
 //	go run ./cmd/flresults                 # everything (about an hour on 2 cores)
 //	go run ./cmd/flresults -only nc-table1 # one group
 //	go run ./cmd/flresults -only tune      # only the step-size sweeps
+//	go run ./cmd/flresults -only 'pu-tune|privacy-utility' # the privacy-utility table
 //
 // Step sizes are chosen on a validation split carved from the training
 // set (dataset.ValidationSplit), never on the test set: the sweeps run
@@ -102,7 +103,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
-	groups := experiments()
+	// The privacy-utility table's batch sizes and step sizes: chosen on
+	// the validation split too, before its reported runs.
+	var sweep strings.Builder
+	choices, err := puTune(ctx, o, train, dir, only, &sweep, stderr)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "pu-tuning.md"), []byte(sweep.String()), 0o644); err != nil {
+		return fmt.Errorf("write sweep table: %w", err)
+	}
+	groups := experiments(choices)
 	results := map[string]outcome{}
 	for _, g := range groups {
 		selected := only == nil || only.MatchString(g.name)
@@ -138,7 +149,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("create report: %w", err)
 	}
-	if err := writeReport(f, groups, results); err != nil {
+	if err := writeReport(f, groups, results, puReport{choices, sweep.String()}); err != nil {
 		f.Close()
 		return err
 	}

@@ -36,7 +36,7 @@ func TestRunFileRoundTrip(t *testing.T) {
 // TestReport checks that the report places each run's figure in its cell
 // beside the paper's and marks runs not yet done.
 func TestReport(t *testing.T) {
-	groups := experiments()
+	groups := experiments(nil)
 	res := map[string]outcome{
 		ncRun(ourConsts, "nc", 8, 50).id:       {acc: 0.797, loss: 0.62, uplink: 1878019000, maxRho: 27.6, maxEps: 61.5},
 		ncRun(ourConsts, "noisysgd", 8, 50).id: {acc: 0.741, loss: 0.76, uplink: 1878019000},
@@ -44,7 +44,7 @@ func TestReport(t *testing.T) {
 		compRun("ef+qinf:3bit").id:             {acc: 0.793, uplink: 94},
 	}
 	var b bytes.Buffer
-	if err := writeReport(&b, groups, res); err != nil {
+	if err := writeReport(&b, groups, res, puReport{}); err != nil {
 		t.Fatal(err)
 	}
 	s := b.String()

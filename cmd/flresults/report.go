@@ -11,7 +11,7 @@ import (
 
 // writeReport writes docs/results.md from the runs on disk. Cells whose
 // run has not been done yet say so.
-func writeReport(w io.Writer, groups []group, res map[string]outcome) error {
+func writeReport(w io.Writer, groups []group, res map[string]outcome, pu puReport) error {
 	var b strings.Builder
 	b.WriteString(reportHeader)
 	byName := map[string]group{}
@@ -98,6 +98,7 @@ func writeReport(w io.Writer, groups []group, res map[string]outcome) error {
 	if _, ok := res[dense.id]; ok {
 		b.WriteString("\n![accuracy vs uplink bytes](results/compress-bytes.svg)\n")
 	}
+	writePrivacyUtility(&b, res, pu)
 	b.WriteString(notesLink)
 	_, err := io.WriteString(w, b.String())
 	return err

@@ -23,6 +23,13 @@ standard (Bun–Steinke) zCDP. "Worst device epsilon" is the largest per-device 
 at the stated delta from the device ledgers (Canonne–Kamath–Steinke conversion of
 the zCDP each device actually spent), under the replace-one neighbouring relation on
 one device's samples.
+
+**Which runs are current.** The privacy-utility table at the end was run with the
+current code (release-cap calibration, step sizes chosen on the validation split, the
+simulator that shares the product's cohort and minibatch rules). The sections before
+it are read from runs cached before those changes (docs/results-notes.md says what
+changed); their step-size lines describe the current defaults, not necessarily the
+ones those runs used. ` + "`go run ./cmd/flresults -fresh`" + ` reruns them.
 `
 
 const soteriaHeader = `
@@ -58,4 +65,32 @@ so it is post-processing and costs no privacy. Setting: Table 1's (rho_p = 8,
 M = 100, m = 50, T = 1,200, b = 1, S = 1). Goal: at least 10x fewer uplink bytes than
 dense float32 within 1 percentage point of its accuracy.
 
+`
+
+const puHeader = `
+## Privacy-utility table (issue 11, point 5)
+
+The noise-cancellation paper's Table-1 setting on Fashion-MNIST: logistic regression
+(d = 7,850), M = 100 devices holding 600 images each (IID), m = 50 per round, one pass
+over the 60,000 training images, per-sample clipping S = 1, no projection, the release
+cap set to what a device's data holds (600 releases at b = 1, 6 at b = 100: docs/privacy.md
+section 2a). Each private cell targets the stated epsilon per device at delta = 1e-5; the
+epsilon under each figure is the session's worst-device epsilon at delta = 1e-5 as
+` + "`plan.SessionFigures`" + ` states it (the one home of the privacy figures). Each cell is
+the mean ± sample standard deviation of the final model's test accuracy over seeds 1-3
+(fewer when the cell says so); the test set is read once per run for that figure.
+Step sizes were chosen on the validation split only (docs/results-notes.md): at b = 1,
+` + "`sim.Tuned`" + ` (chosen at rho_p = 8) scaled to each epsilon as Theorem 5.2's step size
+scales for the mu^2 family (` + "`nc`, `trusted`, `mu2`" + `), unscaled for ` + "`noisysgd`, `sgd`" + `;
+at b = 100, the choices of scripts/localtune's validation sweeps at epsilon 8 and 2.
+
+`
+
+const puTunedHeader = `
+The rows below are not the Table-1 setting: the same data, devices, cohort, clipping
+and single pass, but the batch size b (the samples a device uses per participation),
+the local steps K of ` + "`local`" + ` and the step size eta are chosen per epsilon on the
+validation split (the sweep below, seed 1), then each cell is run on the whole
+training set with seeds 1-3 and tested once. A larger b means fewer rounds (T = 60,000 /
+(50 b)) and fewer releases per device (600 / b), each with less noise per sample.
 `

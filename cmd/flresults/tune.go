@@ -103,8 +103,12 @@ func runOrRead(ctx context.Context, o options, e exp, train, eval dataset.Set, d
 			return outcome{}, err
 		}
 	}
+	seed := o.seed
+	if e.seed != 0 {
+		seed = e.seed
+	}
 	cfg := sim.Config{Params: e.p, Train: train, Test: eval, Partition: dataset.Scheme{Kind: dataset.SchemeIID},
-		Seed: o.seed, EvalEvery: e.evalEvery(), Delta: e.delta}
+		Seed: seed, EvalEvery: e.evalEvery(), Delta: e.delta}
 	if err := capReleases(&cfg); err != nil {
 		return outcome{}, fmt.Errorf("%s: %w", e.id, err)
 	}
@@ -125,13 +129,20 @@ func runOrRead(ctx context.Context, o options, e exp, train, eval dataset.Set, d
 // capReleases sets the session's release cap for a single-pass algorithm
 // to what the largest device's data holds (sim.SinglePassCap), as the
 // owner of a real session would, so the noise uses the whole budget.
+//
+// A run whose cap is already set (the privacy-utility runs set it so the
+// report can state their figures without the data) must have the cap
+// the partition gives: a smaller one would state too small an epsilon.
 func capReleases(cfg *sim.Config) error {
-	if cfg.Params.MaxReleases != 0 {
-		return nil
-	}
 	k, err := sim.SinglePassCap(*cfg)
 	if err != nil {
 		return err
+	}
+	if cfg.Params.MaxReleases != 0 {
+		if cfg.Params.MaxReleases != k {
+			return fmt.Errorf("release cap %d, the partition's is %d", cfg.Params.MaxReleases, k)
+		}
+		return nil
 	}
 	cfg.Params.MaxReleases = k
 	return nil

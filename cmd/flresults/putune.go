@@ -1,0 +1,192 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"path/filepath"
+	"regexp"
+
+	"browserfl/shared/dataset"
+)
+
+// puKey names one cell family of the privacy-utility table whose batch
+// size, local steps and step size are chosen on the validation split:
+// a model, an algorithm and a per-device epsilon (0: non-private).
+type puKey struct {
+	model, alg string
+	eps        float64
+}
+
+// puConf is one point of a sweep: batch size b, local steps K ("local"
+// only) and step size eta.
+type puConf struct {
+	b, k int
+	eta  float64
+}
+
+func (c puConf) String() string {
+	s := fmt.Sprintf("b=%d", c.b)
+	if c.k > 0 {
+		s += fmt.Sprintf(" K=%d", c.k)
+	}
+	return s + fmt.Sprintf(" eta=%g", c.eta)
+}
+
+// puSweepKeys are the swept cells: logistic regression at every epsilon
+// and the MLP at epsilon 8 only (for time), for the private algorithms and the
+// non-private references.
+func puSweepKeys() []puKey {
+	var ks []puKey
+	// Epsilon 8 (the goal) first, so that an interrupted sweep
+	// has it.
+	for _, model := range []string{"logreg", "mlp"} {
+		eps := []float64{8, 0, 1, 4, 2}
+		if model == "mlp" {
+			eps = []float64{8, 0} // for time: no sweep at epsilon 1, 2, 4
+		}
+		for _, e := range eps {
+			if e == 0 {
+				ks = append(ks, puKey{model, "mu2", 0}, puKey{model, "sgd", 0})
+				continue
+			}
+			for _, alg := range []string{"nc", "trusted", "noisysgd", "local"} {
+				ks = append(ks, puKey{model, alg, e})
+			}
+		}
+	}
+	return ks
+}
+
+// puGrid is the sweep of k: batch sizes that leave several rounds of a
+// single pass, K that divide them, and step sizes around the ones
+// scripts/localtune chose at b = 100 (docs/results-notes.md).
+func puGrid(k puKey) []puConf {
+	bs, etas, ks := []int{50, 100, 200}, []float64{1, 3, 10}, []int{2, 5}
+	switch {
+	case k.model == "mlp":
+		bs, etas = []int{100}, []float64{0.3, 1, 3, 10}
+	case k.eps == 8:
+		// The goal: a wider grid (b = 50 and eta = 1 were at the
+		// edge of the first one).
+		bs, etas = []int{20, 50, 100, 200}, []float64{0.3, 1, 3, 10}
+	}
+	var out []puConf
+	for _, b := range bs {
+		for _, eta := range etas {
+			if k.alg != "local" {
+				out = append(out, puConf{b: b, eta: eta})
+				continue
+			}
+			for _, kk := range ks {
+				out = append(out, puConf{b: b, k: kk, eta: eta})
+			}
+		}
+	}
+	return out
+}
+
+// puExp is the run of k at c in the Table-1 setting's parameters for k at c on n training
+// samples (one pass: T = n / (m b); the release cap of the IID partition,
+// n/M samples per device).
+func puExp(k puKey, c puConf, n int, seed uint64, prefix string) exp {
+	r := puRow{alg: k.alg, model: k.model, batch: c.b, eta: map[float64]float64{k.eps: c.eta}, kAt: map[float64]int{k.eps: c.k}}
+	return r.runOn(n, k.eps, seed, prefix)
+}
+
+// puTest is the reported run of k at its chosen c, on the whole
+// training set.
+func puTest(k puKey, c puConf, seed uint64) exp { return puExp(k, c, nTrain, seed, "pu") }
+
+// puTune runs (when its group is selected) or reads back the sweeps on
+// the validation split, writes their table to w and returns each key's
+// choice (highest final validation accuracy; ties to the first). A key
+// whose sweep is not complete on disk has no choice.
+func puTune(ctx context.Context, o options, train dataset.Set, dir string, only *regexp.Regexp, w, stderr io.Writer) (map[puKey]puConf, error) {
+	fit, val, err := dataset.ValidationSplit(train)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(w, "Sweeps on the validation split (%d training images, %d held out, seed 1; the test set is not read): final validation accuracy, best first.\n\n", fit.Len(), val.Len())
+	fmt.Fprintln(w, "| model | algorithm | epsilon | chosen (validation accuracy) | runner-up | worst |\n|---|---|---|---|---|---|")
+	choices := map[puKey]puConf{}
+	for _, k := range puSweepKeys() {
+		name := fmt.Sprintf("pu-tune-%s-eps%g", k.model, k.eps)
+		run := only == nil || only.MatchString(name)
+		type scored struct {
+			c   puConf
+			acc float64
+		}
+		var got []scored
+		complete := true
+		for _, c := range puGrid(k) {
+			e := puExp(k, c, fit.Len(), 1, "put")
+			var oc outcome
+			var err error
+			if run {
+				if !o.quiet {
+					fmt.Fprintf(stderr, "%s: ", name)
+				}
+				oc, err = runOrRead(ctx, o, e, fit, val, dir, stderr)
+			} else {
+				oc, err = readOutcome(filepath.Join(dir, e.id+".csv.gz"))
+			}
+			if err != nil {
+				if run {
+					return nil, err
+				}
+				complete = false
+				continue
+			}
+			acc := oc.acc
+			if math.IsNaN(acc) {
+				acc = 0
+			}
+			got = append(got, scored{c, acc})
+		}
+		if !complete || len(got) == 0 {
+			fmt.Fprintf(w, "| %s | %s | %s | not run | | |\n", k.model, k.alg, epsName(k.eps))
+			continue
+		}
+		best, worst, second := 0, 0, -1
+		for i, s := range got {
+			if s.acc > got[best].acc {
+				best = i
+			}
+			if s.acc < got[worst].acc {
+				worst = i
+			}
+		}
+		for i, s := range got {
+			if i != best && (second < 0 || s.acc > got[second].acc) {
+				second = i
+			}
+		}
+		choices[k] = got[best].c
+		cell := func(i int) string {
+			if i < 0 {
+				return ""
+			}
+			return fmt.Sprintf("%s (%s)", got[i].c, pct(got[i].acc))
+		}
+		fmt.Fprintf(w, "| %s | %s | %s | **%s** | %s | %s |\n", k.model, k.alg, epsName(k.eps), cell(best), cell(second), cell(worst))
+	}
+	return choices, nil
+}
+
+func epsName(eps float64) string {
+	if eps == 0 {
+		return "non-private"
+	}
+	return fmt.Sprintf("%g", eps)
+}
+
+// sweepSize is the number of runs in all sweeps (for the docs).
+func sweepSize() int {
+	n := 0
+	for _, k := range puSweepKeys() {
+		n += len(puGrid(k))
+	}
+	return n
+}
