@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"testing"
 
+	"browserfl/internal/cputime"
 	"golang.org/x/crypto/blake2b"
 	"golang.org/x/crypto/chacha20"
 )
@@ -50,9 +51,9 @@ func BenchmarkGenerators(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		for k, f := range fs {
-			t0 := clockNow()
+			t0 := cputime.Now()
 			f()
-			tot[k] += clockNow() - t0
+			tot[k] += cputime.Now() - t0
 		}
 	}
 	b.StopTimer()

@@ -4,11 +4,13 @@ import (
 	"fmt"
 	"runtime"
 	"testing"
+
+	"browserfl/internal/cputime"
 )
 
 // BenchmarkSamplersCPU times one noise vector of d = 7,850, alternating
 // every iteration in one process, in the benchmark thread's CPU time
-// (clockNow; monotonic wall time off Linux): the exact discrete Gaussian as
+// (cputime.Now; monotonic wall time off Linux): the exact discrete Gaussian as
 // before issue 12 (refStream: ChaCha20 and the bit-at-a-time trials), the
 // product's exact discrete Gaussian, and the continuous ziggurat on the
 // product's stream (the trusted server's noise; not safe for device
@@ -24,13 +26,13 @@ func BenchmarkSamplersCPU(b *testing.B) {
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				seed := seedOf(byte(i))
-				t0 := clockNow()
+				t0 := cputime.Now()
 				newRefStream(seed, PurposeNoise).fill(z, sigma)
-				t1 := clockNow()
+				t1 := cputime.Now()
 				DiscreteNoiseVector(z, seed, sigma, nil)
-				t2 := clockNow()
+				t2 := cputime.Now()
 				NoiseVector(v, seed, float64(sigma), nil)
-				t3 := clockNow()
+				t3 := cputime.Now()
 				told += t1 - t0
 				tnew += t2 - t1
 				tzig += t3 - t2

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	"browserfl/internal/cputime"
 	"browserfl/shared/dataset"
 )
 
@@ -31,7 +32,7 @@ func baseline(w []float64, x []float32) float64 {
 
 // ratioTo returns the median over 15 rounds of time(f)/time(g), each round
 // timing n/15 calls (at least 8) of f and then of g back to back, in the
-// thread's CPU time (clockNow, on a locked OS thread). It runs after the
+// thread's CPU time (cputime.Now, on a locked OS thread). It runs after the
 // timed loop: on a shared machine, load changes between two separate
 // benchmarks would swamp the ratio, and the median of interleaved rounds
 // resists them.
@@ -42,15 +43,15 @@ func ratioTo(n int, f, g func()) float64 {
 	per := max(n/rounds, 8)
 	r := make([]float64, rounds)
 	for k := range r {
-		t0 := clockNow()
+		t0 := cputime.Now()
 		for i := 0; i < per; i++ {
 			f()
 		}
-		t1 := clockNow()
+		t1 := cputime.Now()
 		for i := 0; i < per; i++ {
 			g()
 		}
-		r[k] = float64(t1-t0) / float64(clockNow()-t1)
+		r[k] = float64(t1-t0) / float64(cputime.Now()-t1)
 	}
 	slices.Sort(r)
 	return r[rounds/2]
@@ -158,27 +159,4 @@ func BenchmarkEvaluate(b *testing.B) {
 			}
 		})
 	}
-}
-
-// interleavedCPU runs each of fs once per iteration, in turn, for b.N
-// iterations on a locked OS thread and returns each one's mean time per
-// call in ns (thread CPU time on Linux, wall time elsewhere: clockNow).
-func interleavedCPU(b *testing.B, fs ...func()) []float64 {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	tot := make([]int64, len(fs))
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		for k, f := range fs {
-			t0 := clockNow()
-			f()
-			tot[k] += clockNow() - t0
-		}
-	}
-	b.StopTimer()
-	out := make([]float64, len(fs))
-	for k, t := range tot {
-		out[k] = float64(t) / float64(b.N)
-	}
-	return out
 }

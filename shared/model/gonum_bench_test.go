@@ -5,6 +5,7 @@ import (
 	"math"
 	"testing"
 
+	"browserfl/internal/cputime"
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/blas64"
 )
@@ -57,7 +58,7 @@ func BenchmarkKernelsVsGonum(b *testing.B) {
 					blas64.Ger(1e-3, blas64.Vector{N: C, Inc: 1, Data: z}, x, D)
 				}
 			}
-			t := interleavedCPU(b, sparse, hand, gon)
+			t := cputime.Interleave(b, sparse, hand, gon)
 			b.ReportMetric(t[0], "sparse-ns")
 			b.ReportMetric(t[1], "hand-dense-ns")
 			b.ReportMetric(t[2], "gonum-dense-ns")
@@ -158,7 +159,7 @@ func BenchmarkSparseKernels(b *testing.B) {
 			in.addRows(dst, stride, 1e-3, z, true)
 		}
 	}
-	t := interleavedCPU(b, old, cur)
+	t := cputime.Interleave(b, old, cur)
 	b.ReportMetric(t[0], "old-ns")
 	b.ReportMetric(t[1], "new-ns")
 	b.ReportMetric(t[0]/t[1], "speedup")

@@ -2,9 +2,9 @@ package optim
 
 import (
 	"fmt"
-	"runtime"
 	"testing"
 
+	"browserfl/internal/cputime"
 	"browserfl/shared/dataset"
 	"browserfl/shared/mechanism"
 	"browserfl/shared/model"
@@ -37,31 +37,6 @@ func plainPass(v, w []float64) {
 	for j := range v {
 		v[j] += 0.5 * w[j]
 	}
-}
-
-// interleaved runs each of fs once per iteration, in turn, for b.N
-// iterations on a locked OS thread, and returns each one's mean time per
-// call in ns: thread CPU time on Linux, wall time elsewhere (clockNow).
-// Every ratio the benchmarks report divides two such means from the same
-// iterations, so load that comes and goes hits both sides alike.
-func interleaved(b *testing.B, fs ...func()) []float64 {
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	tot := make([]int64, len(fs))
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		for k, f := range fs {
-			t0 := clockNow()
-			f()
-			tot[k] += clockNow() - t0
-		}
-	}
-	b.StopTimer()
-	out := make([]float64, len(fs))
-	for k, t := range tot {
-		out[k] = float64(t) / float64(b.N)
-	}
-	return out
 }
 
 // stepBench is an "nc"-shaped device at d = 7,850 on b MNIST-like
@@ -113,8 +88,8 @@ func BenchmarkDeviceStep(b *testing.B) {
 			b.Run(fmt.Sprintf("b=%d/%s", bs, comp), func(b *testing.B) {
 				sb := newStepBench(b, "nc", bs, comp)
 				v, w := make([]float64, bs*sb.dv.dim), make([]float64, bs*sb.dv.dim)
-				t := interleaved(b, func() { sb.step(b) }, func() { plainPass(v, w) })
-				b.ReportMetric(t[0], "step-"+clockName+"-ns")
+				t := cputime.Interleave(b, func() { sb.step(b) }, func() { plainPass(v, w) })
+				b.ReportMetric(t[0], "step-"+cputime.Name+"-ns")
 				b.ReportMetric(t[0]/t[1], "x-plain")
 			})
 		}
@@ -141,12 +116,12 @@ func BenchmarkDeviceStepVsOld(b *testing.B) {
 					sigmaZ := nw.dv.freshOrNC(1)
 					fs = append(fs, func() { noise.FillDiscreteGaussian(z, sigmaZ) })
 				}
-				t := interleaved(b, fs...)
-				b.ReportMetric(t[0], "old-"+clockName+"-ns")
-				b.ReportMetric(t[1], "new-"+clockName+"-ns")
+				t := cputime.Interleave(b, fs...)
+				b.ReportMetric(t[0], "old-"+cputime.Name+"-ns")
+				b.ReportMetric(t[1], "new-"+cputime.Name+"-ns")
 				b.ReportMetric(t[0]/t[1], "speedup")
 				if alg == "nc" {
-					b.ReportMetric(t[2], "noise-"+clockName+"-ns")
+					b.ReportMetric(t[2], "noise-"+cputime.Name+"-ns")
 					b.ReportMetric(t[1]-t[2], "new-minus-noise-ns")
 					b.ReportMetric(t[0]-t[2], "old-minus-noise-ns")
 				}
@@ -168,7 +143,7 @@ func BenchmarkServerApply(b *testing.B) {
 	payload, _ := mechanism.Dense32{}.Compress(nil, make([]float64, d), v, nil)
 	ups := make([]Update, p.Cohort)
 	pv, pw := make([]float64, d), make([]float64, d)
-	t := interleaved(b, func() {
+	t := cputime.Interleave(b, func() {
 		r := srv.Next().T
 		for j := range ups {
 			ups[j] = Update{T: r, Payload: payload}
@@ -178,7 +153,7 @@ func BenchmarkServerApply(b *testing.B) {
 		}
 	}, func() { plainPass(pv, pw) })
 	perMsg := t[0] / float64(p.Cohort)
-	b.ReportMetric(perMsg, "ns/msg-"+clockName)
+	b.ReportMetric(perMsg, "ns/msg-"+cputime.Name)
 	b.ReportMetric(perMsg/t[1], "x-plain")
 }
 
