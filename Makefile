@@ -36,10 +36,12 @@ fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
-# Everything once, then the packages that touch concurrency again under the
-# race detector.
+# Everything once, the whole-lesson browser test (about 4.5 minutes, so plain
+# `go test ./...` skips it), then the packages that touch concurrency again
+# under the race detector.
 test: setup fmt-check vet lint
 	BFL_REQUIRE_MNIST=1 $(GO) test -count=1 $(PKGS)
+	BFL_LESSON=1 $(GO) test -count=1 -timeout 30m -run TestClassroomLesson ./e2e/
 	$(GO) test -count=1 -race ./coordinator/... ./device/... ./sim/...
 	$(MAKE) mutants
 

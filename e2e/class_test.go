@@ -400,7 +400,8 @@ func lateJoin(s *browser, base, code, nickname string) error {
 // demo session (cmd/coordinator -lobby with its default template: the
 // "one lesson" preset sizes it at Start to M = m = 10, T = 200, 8 s
 // deadline, 1 s between rounds) and train to the end. It takes minutes,
-// so it runs only with BFL_LESSON=1:
+// so plain `go test ./...` skips it; `make test` (and so CI) runs it with
+// BFL_LESSON=1:
 //
 //	BFL_LESSON=1 go test ./e2e -run TestClassroomLesson -count=1 -v -timeout 30m
 //
