@@ -52,7 +52,7 @@ type wsConn interface {
 // (its reader) and a timer for its pings.
 type conn struct {
 	ws wsConn
-	c  *Coordinator
+	f  *front
 	// ctx is the connection's lifetime (its writes and pings use it);
 	// stop cancels it when the reader returns.
 	ctx    context.Context
@@ -111,8 +111,8 @@ func (cn *conn) slow(kind int) {
 		return
 	default:
 	}
-	cn.c.met.slowConsumers.Add(1)
-	cn.c.met.reject(kind)
+	cn.f.met.slowConsumers.Add(1)
+	cn.f.met.reject(kind)
 	cn.shut()
 }
 
@@ -124,7 +124,7 @@ func (cn *conn) sendWait(m wire.Message) bool {
 	if err != nil {
 		return false
 	}
-	t := time.NewTimer(cn.c.lim.WriteTimeout)
+	t := time.NewTimer(cn.f.lim.WriteTimeout)
 	defer t.Stop()
 	select {
 	case cn.outbox <- outFrame{data: b}:
@@ -145,6 +145,9 @@ func (cn *conn) sendControl(m wire.Message) bool {
 	}
 	return cn.send(outFrame{data: b})
 }
+
+func (cn *conn) deviceID() string      { return cn.id }
+func (cn *conn) setDeviceID(id string) { cn.id = id }
 
 // closeWith sends an error message and closes the connection.
 func (cn *conn) closeWith(code, reason string) {
@@ -217,7 +220,7 @@ func (cn *conn) writer() {
 // write sends f; it reports false when the connection is to end (f was
 // the closing frame, or the write failed).
 func (cn *conn) write(f outFrame) bool {
-	wctx, cancel := context.WithTimeout(cn.ctx, cn.c.lim.WriteTimeout)
+	wctx, cancel := context.WithTimeout(cn.ctx, cn.f.lim.WriteTimeout)
 	defer cancel()
 	if f.close != nil {
 		if b, e := wire.EncodeControl(wire.Error{Code: f.close.code, Reason: f.close.reason}); e == nil {
@@ -236,7 +239,7 @@ func (cn *conn) write(f outFrame) bool {
 		}
 		return false
 	}
-	cn.c.met.framesOut.Add(1)
+	cn.f.met.framesOut.Add(1)
 	return true
 }
 
@@ -244,7 +247,7 @@ func (cn *conn) write(f outFrame) bool {
 // pong) a websocket ping; a client that stops reading never answers and
 // is dropped after PingTimeout instead of holding a place.
 func (cn *conn) startPings() {
-	if iv := cn.c.gate.cfg.PingInterval; iv > 0 {
+	if iv := cn.f.gate.cfg.PingInterval; iv > 0 {
 		cn.pingMu.Lock()
 		cn.ping = time.AfterFunc(iv, cn.heartbeat)
 		cn.pingMu.Unlock()
@@ -255,7 +258,7 @@ func (cn *conn) heartbeat() {
 	if cn.closed() {
 		return
 	}
-	pctx, cancel := context.WithTimeout(cn.ctx, cn.c.gate.cfg.PingTimeout)
+	pctx, cancel := context.WithTimeout(cn.ctx, cn.f.gate.cfg.PingTimeout)
 	err := cn.ws.Ping(pctx)
 	timedOut := errors.Is(pctx.Err(), context.DeadlineExceeded) && cn.ctx.Err() == nil
 	cancel()
@@ -267,7 +270,7 @@ func (cn *conn) heartbeat() {
 	}
 	cn.pingMu.Lock()
 	if !cn.closed() {
-		cn.ping.Reset(cn.c.gate.cfg.PingInterval)
+		cn.ping.Reset(cn.f.gate.cfg.PingInterval)
 	}
 	cn.pingMu.Unlock()
 }
@@ -295,7 +298,7 @@ func truncate(s string, n int) string {
 
 // allow is a token bucket: MsgRate tokens per second up to MsgBurst.
 func (cn *conn) allow(now time.Time) bool {
-	l := cn.c.lim
+	l := cn.f.lim
 	cn.tokens += now.Sub(cn.lastTok).Seconds() * l.MsgRate
 	if cn.tokens > float64(l.MsgBurst) {
 		cn.tokens = float64(l.MsgBurst)
@@ -317,7 +320,7 @@ func (cn *conn) allow(now time.Time) bool {
 // Every open connection, with or without its hello, counts against
 // Limits.MaxDevices; one address may hold Gate.PreHelloPerAddress
 // connections that have not said hello.
-func (c *Coordinator) ServeWS(w http.ResponseWriter, r *http.Request) {
+func (c *front) ServeWS(w http.ResponseWriter, r *http.Request) {
 	if n := c.met.connected.Add(1); n > int64(c.lim.MaxDevices) {
 		c.met.connected.Add(-1)
 		c.met.reject(rejFull)
@@ -333,10 +336,10 @@ func (c *Coordinator) ServeWS(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "too many connections without hello from this address", http.StatusTooManyRequests)
 		return
 	}
-	cn := &conn{c: c, outbox: make(chan outFrame, c.lim.Outbox), done: make(chan struct{}),
+	cn := &conn{f: c, outbox: make(chan outFrame, c.lim.Outbox), done: make(chan struct{}),
 		tokens: float64(c.lim.MsgBurst), lastTok: time.Now(), addr: addr, prehello: true}
 	ws, err := websocket.Accept(smallBuffers{w}, r, &websocket.AcceptOptions{
-		OriginPatterns:  c.cfg.AllowedOrigins,
+		OriginPatterns:  c.origins,
 		CompressionMode: websocket.CompressionDisabled,
 	})
 	if err != nil {
@@ -359,7 +362,7 @@ func (c *Coordinator) ServeWS(w http.ResponseWriter, r *http.Request) {
 }
 
 // end handles the error that ended cn's reader, then unbinds cn.
-func (c *Coordinator) end(cn *conn, err error) {
+func (c *front) end(cn *conn, err error) {
 	defer c.met.connected.Add(-1)
 	defer cn.helloDone()
 	defer cn.stop()
@@ -405,9 +408,9 @@ func (c *Coordinator) end(cn *conn, err error) {
 	}
 	cn.shut()
 	if cn.id != "" {
-		c.disconnected(cn)
+		c.h.disconnected(cn)
 		c.gate.markInactive(cn.id)
-		c.evictInactive()
+		c.h.evictInactive()
 	}
 }
 
@@ -457,7 +460,7 @@ func (s smallBuffers) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 func (cn *conn) helloDone() {
 	if cn.prehello {
 		cn.prehello = false
-		cn.c.gate.closePreHello(cn.addr)
+		cn.f.gate.closePreHello(cn.addr)
 	}
 }
 
@@ -501,7 +504,7 @@ func badFrame(err error) error {
 }
 
 // hello reads and checks cn's hello and admits the device.
-func (c *Coordinator) hello(cn *conn) error {
+func (c *front) hello(cn *conn) error {
 	ctx := cn.ctx
 	hctx, cancel := context.WithTimeout(ctx, c.lim.HelloTimeout)
 	typ, b, err := cn.ws.Read(hctx)
@@ -526,10 +529,10 @@ func (c *Coordinator) hello(cn *conn) error {
 	if !ok {
 		return &closeError{code: wire.CodeProtocol, reason: "first message must be hello"}
 	}
-	if err := c.checkHello(cn, h); err != nil {
+	if err := c.h.checkHello(cn, h); err != nil {
 		return err
 	}
-	if _, err := c.admit(cn, h); err != nil {
+	if err := c.h.admit(cn, h); err != nil {
 		return err
 	}
 	c.gate.markActive(cn.id)
@@ -537,7 +540,7 @@ func (c *Coordinator) hello(cn *conn) error {
 }
 
 // frames reads and handles cn's frames after its hello until an error.
-func (c *Coordinator) frames(cn *conn) error {
+func (c *front) frames(cn *conn) error {
 	lim := wire.Limits{MaxBytes: c.lim.MaxFrameBytes}
 	for {
 		typ, buf, err := readPooled(cn.ctx, cn.ws)
@@ -570,7 +573,7 @@ func readPooled(ctx context.Context, ws wsConn) (websocket.MessageType, *bytes.B
 	return typ, buf, nil
 }
 
-func (c *Coordinator) handleFrame(cn *conn, typ websocket.MessageType, b []byte, lim wire.Limits) error {
+func (c *front) handleFrame(cn *conn, typ websocket.MessageType, b []byte, lim wire.Limits) error {
 	{
 		c.met.bytesIn.Add(int64(len(b)))
 		c.met.framesIn.Add(1)
@@ -582,7 +585,7 @@ func (c *Coordinator) handleFrame(cn *conn, typ websocket.MessageType, b []byte,
 			if err != nil {
 				return badFrame(err)
 			}
-			if err := c.acceptUpdate(cn, u, len(b)); err != nil {
+			if err := c.h.acceptUpdate(cn, u, len(b)); err != nil {
 				if errors.Is(err, wire.ErrBadFrame) {
 					return badFrame(err)
 				}
@@ -596,14 +599,9 @@ func (c *Coordinator) handleFrame(cn *conn, typ websocket.MessageType, b []byte,
 		}
 		switch m := m.(type) {
 		case wire.Status:
-			dec, err := c.status(cn.id, m.T)
-			if err != nil {
-				return err
-			}
-			cn.sendWait(dec)
-			return nil
+			return c.h.status(cn, m.T)
 		case wire.Leave:
-			c.leave(cn, m)
+			c.h.leave(cn, m)
 			return nil
 		default:
 			return &closeError{code: wire.CodeProtocol, reason: fmt.Sprintf("unexpected %T after hello", m)}

@@ -140,13 +140,10 @@ func (l Limits) withDefaults(dim int) Limits {
 // the server half and commits each round before acknowledging inclusion.
 // It is safe for concurrent use.
 type Coordinator struct {
+	*front
 	cfg    Config
-	lim    Limits
-	log    *slog.Logger
 	server optim.Server
 	store  *Store
-	met    *metrics
-	gate   *gateState
 
 	startMu sync.Mutex // serializes Start
 	mu      sync.Mutex
@@ -199,7 +196,7 @@ type device struct {
 	id       string
 	nickname string    // Hello.Nickname of the latest hello (validated)
 	joined   time.Time // first hello in this process (the dashboard's order)
-	conn     *conn     // nil while disconnected
+	conn     link      // nil while disconnected
 	round    int       // round the device is assigned in and not yet decided; 0 when idle
 	// participations counts the rounds this device was included in
 	// since this process started (dashboard only).
@@ -270,13 +267,16 @@ func New(cfg Config) (*Coordinator, error) {
 		cfg.Seed = binary.LittleEndian.Uint64(b[:]) | 1
 	}
 	c := &Coordinator{
+		front: &front{
+			lim:     cfg.Limits.withDefaults(cfg.Session.Dim),
+			log:     cfg.Logger,
+			met:     newMetrics(),
+			gate:    newGate(cfg.Gate, time.Duration(cfg.Session.DeadlineMillis)*time.Millisecond, cfg.Logger),
+			origins: cfg.AllowedOrigins,
+		},
 		cfg:     cfg,
-		lim:     cfg.Limits.withDefaults(cfg.Session.Dim),
-		log:     cfg.Logger,
 		server:  cfg.Server,
 		store:   cfg.Store,
-		met:     newMetrics(),
-		gate:    newGate(cfg.Gate, time.Duration(cfg.Session.DeadlineMillis)*time.Millisecond, cfg.Logger),
 		devices: make(map[string]*device),
 		changed: make(chan struct{}, 1),
 		wake:    make(chan struct{}, 1),
@@ -285,6 +285,7 @@ func New(cfg Config) (*Coordinator, error) {
 		sess:    cfg.Session,
 		state:   StateRunning,
 	}
+	c.front.h = c
 	life, err := c.store.Lifecycle()
 	if err != nil {
 		return nil, fmt.Errorf("coordinator: %w", err)
@@ -695,7 +696,7 @@ func (c *Coordinator) finishRound(ctx context.Context, or *openRound) error {
 				c.log.Info("device no longer sampled: it did not answer its last rounds", "device", shortID(id), "misses", d.misses)
 			}
 		}
-		d.conn.sendControl(wire.Decision{T: t, State: state})
+		control(d.conn, wire.Decision{T: t, State: state})
 	}
 	if c.finished {
 		c.markEndedLocked()
@@ -766,7 +767,7 @@ func (c *Coordinator) discardRound(or *openRound, cause error) {
 			continue
 		}
 		d.round = 0
-		d.conn.sendControl(wire.Decision{T: or.t, State: wire.Excluded, Reason: "the round was discarded"})
+		control(d.conn, wire.Decision{T: or.t, State: wire.Excluded, Reason: "the round was discarded"})
 	}
 	c.round = nil
 	c.mu.Unlock()
@@ -852,19 +853,20 @@ func (c *Coordinator) acceptUpdate(cn *conn, u wire.UpdateFrame, frameLen int) e
 // for one to ignore (a superseded connection, a late update), err for
 // one the device had no business sending; otherwise it returns the
 // session's dimension.
-func (c *Coordinator) checkUpdateLocked(cn *conn, t int) (dim int, drop bool, err error) {
-	d := c.devices[cn.id]
+func (c *Coordinator) checkUpdateLocked(cn link, t int) (dim int, drop bool, err error) {
+	id := cn.deviceID()
+	d := c.devices[id]
 	if d == nil || d.conn != cn {
 		return 0, true, nil // superseded connection
 	}
 	or := c.round
 	switch {
-	case t <= c.committed || (or != nil && or.t == t && or.closed && or.cohort[cn.id]):
+	case t <= c.committed || (or != nil && or.t == t && or.closed && or.cohort[id]):
 		c.met.lateUpdates.Add(1)
 		return 0, true, nil
-	case or == nil || or.t != t || !or.cohort[cn.id] || d.round != t:
+	case or == nil || or.t != t || !or.cohort[id] || d.round != t:
 		return 0, false, fmt.Errorf("update for round %d that was not assigned to this device", t)
-	case or.updates[cn.id] != nil:
+	case or.updates[id] != nil:
 		return 0, false, fmt.Errorf("duplicate update for round %d", t)
 	}
 	return c.sess.Dim, false, nil
@@ -893,9 +895,15 @@ func newCredentials() (id, secret string, err error) {
 	return hex.EncodeToString(b[:16]), hex.EncodeToString(b[16:]), nil
 }
 
-// admit authenticates hello and binds device to cn, resolving the
-// device's pending round. It returns the welcome to send.
-func (c *Coordinator) admit(cn *conn, h wire.Hello) (wire.Welcome, error) {
+// admit implements handler.
+func (c *Coordinator) admit(cn *conn, h wire.Hello) error {
+	_, err := c.admitLink(cn, h)
+	return err
+}
+
+// admitLink authenticates hello and binds the device to cn, resolving
+// the device's pending round. It returns the welcome it queued.
+func (c *Coordinator) admitLink(cn link, h wire.Hello) (wire.Welcome, error) {
 	if h.Version != wire.Version {
 		return wire.Welcome{}, &closeError{code: wire.CodeVersion, reason: fmt.Sprintf("protocol version %d, want %d", h.Version, wire.Version)}
 	}
@@ -924,7 +932,7 @@ func (c *Coordinator) admit(cn *conn, h wire.Hello) (wire.Welcome, error) {
 		}
 		w.DeviceID = h.DeviceID
 	}
-	cn.id = w.DeviceID
+	cn.setDeviceID(w.DeviceID)
 
 	if c.cfg.BeforeAdmit != nil {
 		c.cfg.BeforeAdmit(w.DeviceID, h.Pending)
@@ -1011,8 +1019,20 @@ func (c *Coordinator) admit(cn *conn, h wire.Hello) (wire.Welcome, error) {
 
 func (c *Coordinator) connectedLocked() int { return c.nconn }
 
-// status answers a status query for round t from device id.
-func (c *Coordinator) status(id string, t int) (wire.Decision, error) {
+// status implements handler: it answers on cn, waiting for room in its
+// outbox (a device that floods status queries is slowed by its own
+// answers).
+func (c *Coordinator) status(cn *conn, t int) error {
+	dec, err := c.decision(cn.id, t)
+	if err != nil {
+		return err
+	}
+	cn.sendWait(dec)
+	return nil
+}
+
+// decision answers a status query for round t from device id.
+func (c *Coordinator) decision(id string, t int) (wire.Decision, error) {
 	// Under the lock for the same reason as in admit: the round must not
 	// commit between the store read and the look at the open round.
 	c.mu.Lock()
@@ -1041,10 +1061,12 @@ func (c *Coordinator) status(id string, t int) (wire.Decision, error) {
 // ended has already been accepted, and if it comes back it would be
 // excluded anyway (see admit). The round therefore never waits for a
 // device that has gone.
-func (c *Coordinator) disconnected(cn *conn) {
+func (c *Coordinator) disconnected(cn *conn) { c.disconnectedLink(cn) }
+
+func (c *Coordinator) disconnectedLink(cn link) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	d := c.devices[cn.id]
+	d := c.devices[cn.deviceID()]
 	if d == nil || d.conn != cn {
 		return
 	}
@@ -1070,10 +1092,12 @@ func (c *Coordinator) dropUnansweredLocked(d *device, why string) {
 
 // leave handles a Leave message: the device is not sampled again until
 // its next hello, and leaves the open round if it has not answered it.
-func (c *Coordinator) leave(cn *conn, l wire.Leave) {
+func (c *Coordinator) leave(cn *conn, l wire.Leave) { c.leaveLink(cn, l) }
+
+func (c *Coordinator) leaveLink(cn link, l wire.Leave) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	d := c.devices[cn.id]
+	d := c.devices[cn.deviceID()]
 	if d == nil || d.conn != cn {
 		return
 	}

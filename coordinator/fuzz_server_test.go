@@ -154,13 +154,13 @@ func (h *fuzzHarness) next() (byte, bool) {
 
 func (h *fuzzHarness) connect(d *fuzzDevice, hello wire.Hello) {
 	ws := &fakeWS{seq: &h.seq}
-	cn := &conn{c: h.c, ws: ws, outbox: make(chan outFrame, h.c.lim.Outbox), done: make(chan struct{}), manual: true,
+	cn := &conn{f: h.c.front, ws: ws, outbox: make(chan outFrame, h.c.lim.Outbox), done: make(chan struct{}), manual: true,
 		tokens: float64(h.c.lim.MsgBurst), lastTok: time.Now()}
 	// No writer goroutine: drain moves queued frames to ws after every
 	// step, so a frame's stamp is the step that queued it.
 	h.conns = append(h.conns, fakeConn{cn, ws})
 	d.all = append(d.all, ws)
-	w, err := h.c.admit(cn, hello)
+	w, err := h.c.admitLink(cn, hello)
 	h.drain()
 	h.tracef("  hello pending %d -> %v %v", hello.Pending, w.Pending, err)
 	if err != nil {
