@@ -31,6 +31,7 @@ func (e *closeError) Error() string { return e.code + ": " + e.reason }
 type outFrame struct {
 	binary bool
 	data   []byte
+	round  int         // the round of a round frame (what an edge needs to know of it)
 	close  *closeError // set on the last frame: send error message, then close
 }
 
@@ -58,6 +59,7 @@ type conn struct {
 	ctx    context.Context
 	stop   context.CancelFunc
 	id     string
+	seq    uint64 // the connection's number on an edge (edge.go)
 	outbox chan outFrame
 	// writing is set while a writer goroutine drains the outbox.
 	writing atomic.Bool

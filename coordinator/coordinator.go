@@ -183,6 +183,9 @@ type Coordinator struct {
 	// rounds; sum is the round loop's buffer for their sum.
 	vecs sync.Pool
 	sum  []float64
+	// node is set when edge processes hold devices for this session
+	// (cluster.go); nil in the one-process shape.
+	node *SessionNode
 }
 
 type evalPoint struct {
@@ -215,7 +218,8 @@ type device struct {
 
 // update is an accepted update: its vector, decoded and validated once
 // as it arrived, and (only when the server half has no ApplySum) its
-// payload.
+// payload. The members of an edge's aggregate share one vector, the sum,
+// carried by the first; the others have none.
 type update struct {
 	vec     *[]float64
 	payload []byte
@@ -585,9 +589,13 @@ func (c *Coordinator) beginRound(ctx context.Context, t int) (*openRound, error)
 		d := c.devices[id]
 		or.cohort[id] = true
 		d.round = t
-		if d.conn.send(outFrame{binary: true, data: frame}) {
+		if d.conn.send(outFrame{binary: true, data: frame, round: t}) {
 			or.bytesOut += int64(len(frame))
 		}
+	}
+	if c.node != nil {
+		// Edge-held members get the round in one message per edge.
+		c.node.sendRounds(t)
 	}
 	c.round = or
 	c.mu.Unlock()
@@ -730,6 +738,9 @@ func (c *Coordinator) apply(t int, included []*update) error {
 	}
 	clear(c.sum)
 	for _, u := range included {
+		if u.vec == nil {
+			continue // a member of an edge's aggregate that another member carries
+		}
 		for i, v := range *u.vec {
 			c.sum[i] += v
 		}
@@ -749,7 +760,9 @@ func (c *Coordinator) vec(dim int) *[]float64 {
 // recycle returns the vectors of a finished round's updates for reuse.
 func (c *Coordinator) recycle(us []*update) {
 	for _, u := range us {
-		c.vecs.Put(u.vec)
+		if u.vec != nil {
+			c.vecs.Put(u.vec)
+		}
 	}
 }
 
@@ -940,16 +953,28 @@ func (c *Coordinator) admitLink(cn link, h wire.Hello) (wire.Welcome, error) {
 
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.closing {
-		return wire.Welcome{}, &closeError{code: wire.CodeShutdown, reason: "coordinator is shutting down"}
+	if err := c.bindLocked(cn, h.Nickname, h.Pending, &w); err != nil {
+		return wire.Welcome{}, err
 	}
-	w.Session, w.Lobby = c.sess, c.state == StateLobby
-	d := c.devices[w.DeviceID]
+	return w, nil
+}
+
+// bindLocked binds the authenticated device cn.deviceID() to cn and
+// resolves its pending round. With w (a hello) it completes the welcome
+// and queues it as cn's first frame; without (an edge's roster after the
+// session process restarted: the device is connected already) it sends
+// the pending round's decision as a Decision.
+func (c *Coordinator) bindLocked(cn link, nickname string, pending int, w *wire.Welcome) error {
+	id := cn.deviceID()
+	if c.closing {
+		return &closeError{code: wire.CodeShutdown, reason: "coordinator is shutting down"}
+	}
+	d := c.devices[id]
 	if d == nil {
 		if c.connectedLocked() >= c.lim.MaxDevices {
-			return wire.Welcome{}, &closeError{code: wire.CodeFull, reason: "too many devices"}
+			return &closeError{code: wire.CodeFull, reason: "too many devices"}
 		}
-		d = &device{id: w.DeviceID, joined: time.Now()}
+		d = &device{id: id, joined: time.Now()}
 		c.devices[d.id] = d
 	}
 
@@ -962,17 +987,17 @@ func (c *Coordinator) admitLink(cn link, h wire.Hello) (wire.Welcome, error) {
 	or := c.round
 	holding := false // the open round holds this device's update
 	var pendingDec *wire.Decision
-	if h.Pending > 0 {
-		dec := wire.Decision{T: h.Pending, State: wire.Excluded}
+	if pending > 0 {
+		dec := wire.Decision{T: pending, State: wire.Excluded}
 		switch {
-		case or != nil && or.t == h.Pending && or.cohort[d.id] && or.updates[d.id] != nil &&
+		case or != nil && or.t == pending && or.cohort[d.id] && or.updates[d.id] != nil &&
 			(!or.closed || slices.Contains(or.included, d.id)):
 			dec.State = wire.Pending
 			holding = true
-		case h.Pending <= c.committed:
-			rec, ok, err := c.store.Round(h.Pending)
+		case pending <= c.committed:
+			rec, ok, err := c.store.Round(pending)
 			if err != nil {
-				return wire.Welcome{}, err
+				return err
 			}
 			if ok && rec.Includes(d.id) {
 				dec.State = wire.Included
@@ -988,9 +1013,7 @@ func (c *Coordinator) admitLink(cn link, h wire.Hello) (wire.Welcome, error) {
 	}
 	d.conn = cn
 	d.left, d.misses, d.leftWhy = false, 0, ""
-	d.nickname = h.Nickname
-	w.Committed = c.committed
-	w.Pending = pendingDec
+	d.nickname = nickname
 	if d.round != 0 && !holding {
 		// Assigned but the update never arrived on the old connection:
 		// it is excluded now and a late copy will not be accepted.
@@ -1005,16 +1028,23 @@ func (c *Coordinator) admitLink(cn link, h wire.Hello) (wire.Welcome, error) {
 		d.round = 0
 	}
 	c.met.connects.Add(1)
-	// Queue the welcome before the lock is released: from now on the
-	// device is eligible, and its first frame must be the welcome.
-	if !cn.sendControl(w) {
-		return wire.Welcome{}, errors.New("could not queue the welcome")
+	if w != nil {
+		w.Session, w.Lobby = c.sess, c.state == StateLobby
+		w.Committed = c.committed
+		w.Pending = pendingDec
+		// Queue the welcome before the lock is released: from now on the
+		// device is eligible, and its first frame must be the welcome.
+		if !cn.sendControl(*w) {
+			return errors.New("could not queue the welcome")
+		}
+	} else if pendingDec != nil && !holding {
+		cn.sendControl(*pendingDec)
 	}
 	if c.finished {
 		cn.sendControl(wire.End{Committed: c.committed})
 	}
 	c.signal()
-	return w, nil
+	return nil
 }
 
 func (c *Coordinator) connectedLocked() int { return c.nconn }

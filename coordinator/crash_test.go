@@ -34,6 +34,13 @@ import (
 // and SIGKILLs itself right after committing round BFL_KILL_AFTER (before
 // sending any decision) when that is set.
 func TestMain(m *testing.M) {
+	if role := os.Getenv("BFL_CLUSTER_CHILD"); role != "" {
+		if err := runClusterChild(role); err != nil {
+			fmt.Fprintln(os.Stderr, "cluster child:", err)
+			os.Exit(2)
+		}
+		os.Exit(0)
+	}
 	if os.Getenv("BFL_COORD_CHILD") != "" {
 		if err := runChild(); err != nil {
 			fmt.Fprintln(os.Stderr, "child:", err)

@@ -248,7 +248,10 @@ function renderTraining(s) {
     ["round latency p50 · p99", (s.latency_p50_ms / 1000).toFixed(2) + " s · " + (s.latency_p99_ms / 1000).toFixed(2) + " s"],
     ["compression", ss.compressor || "none (float32)"], ["model dimension d", ss.dim],
     ["rejected bad frames", s.bad_frames], ["session running for", fmtDuration(s.uptime_s)],
-  ]);
+  ].concat((s.edges || []).map(e => [
+    "edge " + e.id,
+    e.alive ? e.devices + (e.devices === 1 ? " device" : " devices") : "not heard from for " + fmtDuration(e.silent_ms / 1000),
+  ])));
   const pe = people(s);
   counts($("counts"), pe.counts);
   names($("names"), pe.list, true);

@@ -446,10 +446,15 @@ func (g *gateState) clientAddr(r *http.Request) string {
 // wrong one is a bad frame), the join code with its per-address backoff
 // and the registration rate for a hello without a device id.
 func (c *Coordinator) checkHello(cn *conn, h wire.Hello) error {
+	return c.front.gateHello(cn, h, c.cfg.JoinCode)
+}
+
+// gateHello is checkHello for a session whose join code is code.
+func (c *front) gateHello(cn *conn, h wire.Hello, code string) error {
 	if h.Version != wire.Version {
 		return &closeError{code: wire.CodeVersion, reason: fmt.Sprintf("protocol version %d, want %d", h.Version, wire.Version)}
 	}
-	switch v, retry := c.gate.checkCode(cn.addr, h.JoinCode, c.cfg.JoinCode); v {
+	switch v, retry := c.gate.checkCode(cn.addr, h.JoinCode, code); v {
 	case joinThrottled:
 		return &closeError{code: wire.CodeRate, kind: rejJoinThrottled, quiet: true,
 			reason: fmt.Sprintf("too many wrong join codes from this address; retry in %d s", int(retry.Seconds()+1))}

@@ -80,6 +80,10 @@ type HostConfig struct {
 	Assets Assets
 	Shards *Shards
 	Logger *slog.Logger
+	// Attach, if set, is called for each session's coordinator before its
+	// round loop starts, with the loop's context (cmd/coordinator: the
+	// cluster shape's SessionNode). An error ends the host's Run.
+	Attach func(ctx context.Context, c *Coordinator) error
 }
 
 type hostIndex struct {
@@ -388,7 +392,13 @@ func (h *Host) launchLocked(parent context.Context, s *hostSession) {
 	ctx, cancel := context.WithCancel(parent)
 	s.cancel = cancel
 	go func() {
-		err := s.c.Run(ctx)
+		var err error
+		if h.cfg.Attach != nil {
+			err = h.cfg.Attach(ctx, s.c)
+		}
+		if err == nil {
+			err = s.c.Run(ctx)
+		}
 		close(s.done)
 		if err != nil && !errors.Is(err, context.Canceled) {
 			select {

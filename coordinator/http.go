@@ -89,17 +89,8 @@ func (c *Coordinator) Handler(assets Assets, shards *Shards) http.Handler {
 		fmt.Fprintln(w, "ok")
 	})
 	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, r *http.Request) {
-		if tok := c.gate.cfg.MetricsToken; tok != "" {
-			got := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
-			if got == "" {
-				got = r.URL.Query().Get("token")
-			}
-			if subtle.ConstantTimeCompare([]byte(got), []byte(tok)) != 1 {
-				c.met.reject(rejMetricsToken)
-				w.Header().Set("WWW-Authenticate", `Bearer realm="metrics"`)
-				http.Error(w, "metrics token required", http.StatusUnauthorized)
-				return
-			}
+		if !metricsAllowed(c.front, w, r) {
+			return
 		}
 		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 		c.WriteMetrics(w)
@@ -166,6 +157,33 @@ func (c *Coordinator) Handler(assets Assets, shards *Shards) http.Handler {
 			}))
 		}
 	}
+	registerAssets(mux, assets)
+	return securityHeaders(mux)
+}
+
+// metricsAllowed checks the metrics token (Gate.MetricsToken) of a
+// /metrics request; it answers 401 itself when the token is missing.
+func metricsAllowed(f *front, w http.ResponseWriter, r *http.Request) bool {
+	tok := f.gate.cfg.MetricsToken
+	if tok == "" {
+		return true
+	}
+	got := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if got == "" {
+		got = r.URL.Query().Get("token")
+	}
+	if subtle.ConstantTimeCompare([]byte(got), []byte(tok)) != 1 {
+		f.met.reject(rejMetricsToken)
+		w.Header().Set("WWW-Authenticate", `Bearer realm="metrics"`)
+		http.Error(w, "metrics token required", http.StatusUnauthorized)
+		return false
+	}
+	return true
+}
+
+// registerAssets serves the device page: index.html at / and web/ under
+// /web/ (the worker script with its own policy).
+func registerAssets(mux *http.ServeMux, assets Assets) {
 	if assets.Web != nil {
 		web := http.StripPrefix("/web/", newGzipAssets(assets.Web))
 		mux.Handle("GET /web/", web)
@@ -183,7 +201,6 @@ func (c *Coordinator) Handler(assets Assets, shards *Shards) http.Handler {
 			w.Write(assets.Index)
 		})
 	}
-	return securityHeaders(mux)
 }
 
 // Assets are the page the coordinator serves: index.html at / and the
@@ -404,15 +421,18 @@ type Status struct {
 		Left  int `json:"left"`
 		Stuck int `json:"stuck"`
 	} `json:"devices"`
-	MinDevices   int         `json:"min_devices"`
-	Round        *RoundView  `json:"round,omitempty"`
-	LastEval     *EvalView   `json:"last_eval,omitempty"`
-	Privacy      PrivacyView `json:"privacy"`
-	BytesIn      int64       `json:"bytes_in"`
-	BytesOut     int64       `json:"bytes_out"`
-	LatencyP50Ms float64     `json:"latency_p50_ms"`
-	LatencyP99Ms float64     `json:"latency_p99_ms"`
-	BadFrames    int64       `json:"bad_frames"`
+	MinDevices int `json:"min_devices"`
+	// Edges lists the edge processes holding this session's devices
+	// (the cluster shape, docs/cluster.md); absent in one process.
+	Edges        []EdgeStatus `json:"edges,omitempty"`
+	Round        *RoundView   `json:"round,omitempty"`
+	LastEval     *EvalView    `json:"last_eval,omitempty"`
+	Privacy      PrivacyView  `json:"privacy"`
+	BytesIn      int64        `json:"bytes_in"`
+	BytesOut     int64        `json:"bytes_out"`
+	LatencyP50Ms float64      `json:"latency_p50_ms"`
+	LatencyP99Ms float64      `json:"latency_p99_ms"`
+	BadFrames    int64        `json:"bad_frames"`
 	// UptimeSec counts from the session's start kept in the store.
 	UptimeSec float64 `json:"uptime_s"`
 	// Warnings say why the class may not finish the planned rounds
@@ -492,6 +512,7 @@ func (c *Coordinator) Status() Status {
 	s.Session, s.MinDevices, s.State = c.sess, c.minDevices, c.state
 	s.People = c.peopleLocked()
 	s.Committed, s.Finished = c.committed, c.finished
+	node := c.node
 	for _, d := range c.devices {
 		if d.conn != nil {
 			s.Devices.Connected++
@@ -527,5 +548,8 @@ func (c *Coordinator) Status() Status {
 	s.LatencyP99Ms = float64(c.met.quantile(0.99).Microseconds()) / 1000
 	s.BadFrames = c.met.badFrames.Load()
 	s.UptimeSec = time.Since(c.started).Seconds()
+	if node != nil {
+		s.Edges = node.Edges()
+	}
 	return s
 }

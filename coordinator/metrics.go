@@ -107,15 +107,12 @@ func (c *Coordinator) WriteMetrics(w io.Writer) error {
 	c.mu.Lock()
 	committed, devices, eligible := c.committed, len(c.devices), len(c.eligibleLocked())
 	inactive := len(c.devices) - c.nconn
+	node := c.node
 	c.mu.Unlock()
 	m.mu.Lock()
 	rounds, included := m.rounds, m.included
 	m.mu.Unlock()
-	type kv struct {
-		name, help, typ string
-		v               float64
-	}
-	rows := []kv{
+	rows := []metricRow{
 		{"browserfl_devices_connected", "Device websocket connections open (with or without hello).", "gauge", float64(m.connected.Load())},
 		{"browserfl_devices_known", "Devices seen by this process.", "gauge", float64(devices)},
 		{"browserfl_devices_eligible", "Connected devices not in a round.", "gauge", float64(eligible)},
@@ -144,11 +141,34 @@ func (c *Coordinator) WriteMetrics(w io.Writer) error {
 		{"browserfl_round_latency_p50_seconds", "Median round latency (start to commit).", "gauge", m.quantile(0.5).Seconds()},
 		{"browserfl_round_latency_p99_seconds", "99th percentile round latency.", "gauge", m.quantile(0.99).Seconds()},
 	}
+	if err := writeRows(w, rows); err != nil {
+		return err
+	}
+	if n := node; n != nil {
+		if err := n.writeMetrics(w); err != nil {
+			return err
+		}
+	}
+	return m.writeRejections(w)
+}
+
+// metricRow is one metric of the Prometheus text exposition.
+type metricRow struct {
+	name, help, typ string
+	v               float64
+}
+
+func writeRows(w io.Writer, rows []metricRow) error {
 	for _, r := range rows {
 		if _, err := fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s %s\n%s %g\n", r.name, r.help, r.name, r.typ, r.name, r.v); err != nil {
 			return err
 		}
 	}
+	return nil
+}
+
+// writeRejections writes browserfl_rejections_total by kind.
+func (m *metrics) writeRejections(w io.Writer) error {
 	const rej = "browserfl_rejections_total"
 	if _, err := fmt.Fprintf(w, "# HELP %s Refused or dropped connections and requests by kind.\n# TYPE %s counter\n", rej, rej); err != nil {
 		return err

@@ -134,6 +134,14 @@ type entry struct {
 // arrive after late), recording each device's inclusions in hist.
 func realDevices(t *testing.T, ctx context.Context, url string, sess wire.SessionParams, p float64, late time.Duration, f *faults) ([]*device.Runtime, [][]entry) {
 	t.Helper()
+	return realDevicesWith(t, ctx, url, sess, p, late, f, nil)
+}
+
+// realDevicesWith is realDevices with a last say on each device's
+// configuration (the cluster test's dialer).
+func realDevicesWith(t *testing.T, ctx context.Context, url string, sess wire.SessionParams, p float64, late time.Duration, f *faults,
+	tweak func(i int, cfg *device.Config)) ([]*device.Runtime, [][]entry) {
+	t.Helper()
 	params := device.Params(sess)
 	// hist[i] records, after each inclusion of device i, round t and
 	// S_i + Y_i (S_i: the sum of its included clean estimates).
@@ -173,6 +181,9 @@ func realDevices(t *testing.T, ctx context.Context, url string, sess wire.Sessio
 			}}
 		if p > 0 {
 			cfg.Hooks = faultHooks(rand.New(rand.NewPCG(77, uint64(i))), p, late, f)
+		}
+		if tweak != nil {
+			tweak(i, &cfg)
 		}
 		rt, err := device.New(ctx, cfg)
 		if err != nil {

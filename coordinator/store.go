@@ -345,6 +345,19 @@ func (s *Store) AddDevice(id, secret string) error {
 	return nil
 }
 
+// Known reports whether id is a registered device.
+func (s *Store) Known(id string) (bool, error) {
+	found := false
+	err := s.db.View(func(tx *bolt.Tx) error {
+		found = tx.Bucket(bucketDevices).Get([]byte(id)) != nil
+		return nil
+	})
+	if err != nil {
+		return false, fmt.Errorf("look up device: %w", err)
+	}
+	return found, nil
+}
+
 // Authenticate checks secret against the stored hash for id in constant
 // time.
 func (s *Store) Authenticate(id, secret string) error {

@@ -84,6 +84,17 @@ type options struct {
 	RollbackTo         int     `json:"-"`
 	cpuProfile         string
 	LogLevel           string `json:"log_level"`
+	// The cluster shape (docs/cluster.md).
+	Role       string `json:"role"`
+	NATS       string `json:"nats"`
+	NATSListen string `json:"nats_listen"`
+	NATSPrefix string `json:"nats_prefix"`
+	NATSToken  string `json:"nats_token"`
+	NATSCA     string `json:"nats_ca"`
+	NATSCert   string `json:"nats_cert"`
+	NATSKey    string `json:"nats_key"`
+	EdgeID     string `json:"edge_id"`
+	SessionURL string `json:"session_url"`
 	// Session holds the algorithm parameters (the same names as
 	// optim.Params / wire.SessionParams).
 	Session wire.SessionParams `json:"session"`
@@ -93,7 +104,7 @@ func defaults() options {
 	return options{
 		Listen: "localhost:8080", DataDir: "data/coordinator", Task: "fashion",
 		MinDevices: 0, EvalEvery: 5, EvalSamples: 2000, DemoShards: 0, DemoAlpha: 0.5,
-		Deadline: "20s", RoundGap: "1s", LogLevel: "info",
+		Deadline: "20s", RoundGap: "1s", LogLevel: "info", Role: "single", NATSPrefix: "browserfl",
 		JoinCodeLength: 10, ReadHeaderTimeout: "10s", IdleTimeout: "60s",
 		// The demo's privacy target, rho_p = 1.5, keeps every device's
 		// worst case at epsilon = 7.59 (at the owner's delta 1e-5, as
@@ -146,6 +157,16 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.BoolVar(&o.Reset, "reset", false, "start a new session (the current one is kept, listed as finished)")
 	fs.IntVar(&o.RollbackTo, "rollback-to", -1, "make round N the last committed round first (recovery from a state that cannot be served; the store keeps the last 16 rounds)")
 	fs.StringVar(&o.LogLevel, "log-level", o.LogLevel, "log level: debug, info, warn, error")
+	fs.StringVar(&o.Role, "role", o.Role, "single: one process holds the devices and the session; session: the session process of the cluster shape (rounds, store, dashboard; devices reach it through edges); edge: holds device websockets for a session process (docs/cluster.md)")
+	fs.StringVar(&o.NATS, "nats", "", "NATS server URL(s), comma separated (session, edge); for -role session, empty = start an embedded NATS server on -nats-listen")
+	fs.StringVar(&o.NATSListen, "nats-listen", "127.0.0.1:4222", "-role session without -nats: the embedded NATS server's client address")
+	fs.StringVar(&o.NATSPrefix, "nats-prefix", o.NATSPrefix, "first token of the cluster's NATS subjects (one per session process)")
+	fs.StringVar(&o.NATSToken, "nats-token", "", "NATS auth token (the embedded server requires it of clients)")
+	fs.StringVar(&o.NATSCA, "nats-ca", "", "PEM CA for TLS between the cluster's components (with -nats-cert, -nats-key)")
+	fs.StringVar(&o.NATSCert, "nats-cert", "", "this component's PEM certificate for NATS TLS")
+	fs.StringVar(&o.NATSKey, "nats-key", "", "this component's PEM key for NATS TLS")
+	fs.StringVar(&o.EdgeID, "edge-id", "", "-role edge: this edge's name, unique in the cluster (default: the host name and listen port)")
+	fs.StringVar(&o.SessionURL, "session-url", "", "-role edge: the session process's HTTP URL; the page's /api/ calls and the dashboard are proxied to it (run the session with -trust-proxy)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile to this file until shutdown (measurements)")
 	p := &o.Session
 	fs.StringVar(&p.Name, "name", p.Name, "session name")
@@ -224,6 +245,14 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	if (o.TLSCert == "") != (o.TLSKey == "") {
 		return o, errors.New("-tls-cert and -tls-key go together")
 	}
+	switch o.Role {
+	case "single", "session", "edge":
+	default:
+		return o, fmt.Errorf("-role %q: single, session or edge", o.Role)
+	}
+	if o.Role == "edge" && o.NATS == "" {
+		return o, errors.New("-role edge needs -nats (the session process's NATS)")
+	}
 	if o.JoinCodeLength < 8 {
 		return o, fmt.Errorf("-join-code-length %d: want at least 8 (40 bits)", o.JoinCodeLength)
 	}
@@ -263,6 +292,9 @@ func run(args []string, stderr io.Writer) error {
 		return fmt.Errorf("-log-level: %w", err)
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	if o.Role == "edge" {
+		return runEdge(o, log, stderr)
+	}
 	deadline, err := time.ParseDuration(o.Deadline)
 	if err != nil || deadline <= 0 {
 		return fmt.Errorf("-deadline %q: want a positive duration", o.Deadline)
@@ -377,6 +409,14 @@ func run(args []string, stderr io.Writer) error {
 	hcfg := coordinator.HostConfig{Dir: o.DataDir, Template: template, JoinCode: o.JoinCode, Seed: o.Seed,
 		JoinCodeLength: o.JoinCodeLength, Fresh: o.Reset, Logger: log, Shards: shards,
 		Assets: coordinator.Assets{Index: index, Web: web.FS(), Join: join}}
+	if o.Role == "session" {
+		attach, closeNATS, err := sessionNode(o, log)
+		if err != nil {
+			return err
+		}
+		defer closeNATS()
+		hcfg.Attach = attach
+	}
 	if o.RollbackTo >= 0 {
 		hcfg.Prepare = func(st *coordinator.Store) error {
 			if err := st.RollBack(o.RollbackTo); err != nil {

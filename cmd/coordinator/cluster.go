@@ -1,0 +1,163 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/url"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"browserfl"
+	"browserfl/coordinator"
+	"browserfl/web"
+)
+
+func (o options) natsTLS() coordinator.NATSTLS {
+	return coordinator.NATSTLS{CA: o.NATSCA, Cert: o.NATSCert, Key: o.NATSKey}
+}
+
+// sessionNode connects the session process to NATS (starting an embedded
+// server without -nats) and returns the host's Attach: every session's
+// coordinator gets a SessionNode.
+func sessionNode(o options, log *slog.Logger) (attach func(context.Context, *coordinator.Coordinator) error, closeAll func(), err error) {
+	natsURL := o.NATS
+	var stop func()
+	if natsURL == "" {
+		srv, err := coordinator.StartNATS(coordinator.NATSServerConfig{Listen: o.NATSListen, Token: o.NATSToken, TLS: o.natsTLS()})
+		if err != nil {
+			return nil, nil, err
+		}
+		stop = func() { srv.Shutdown(); srv.WaitForShutdown() }
+		natsURL = srv.ClientURL()
+		if o.NATSCA != "" {
+			natsURL = strings.Replace(natsURL, "nats://", "tls://", 1)
+		}
+		log.Info("embedded NATS server: edges connect with -nats "+natsURL, "listen", o.NATSListen)
+	}
+	nc, err := coordinator.ConnectNATS(coordinator.NATSClientConfig{URL: natsURL, Name: "browserfl-session",
+		Token: o.NATSToken, TLS: o.natsTLS(), Log: log})
+	if err != nil {
+		if stop != nil {
+			stop()
+		}
+		return nil, nil, err
+	}
+	closeAll = func() {
+		nc.Drain()
+		if stop != nil {
+			stop()
+		}
+	}
+	attach = func(ctx context.Context, c *coordinator.Coordinator) error {
+		node, err := coordinator.NewSessionNode(c, coordinator.SessionNodeConfig{Conn: nc, Prefix: o.NATSPrefix})
+		if err != nil {
+			return err
+		}
+		go func() {
+			if err := node.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
+				log.Error("session node stopped", "err", err)
+			}
+		}()
+		return nil
+	}
+	return attach, closeAll, nil
+}
+
+// runEdge runs an edge process: device websockets and the page, with the
+// session's rounds decided by the session process over NATS.
+func runEdge(o options, log *slog.Logger, stderr io.Writer) error {
+	ln, err := net.Listen("tcp", o.Listen)
+	if err != nil {
+		return err
+	}
+	defer ln.Close()
+	id := o.EdgeID
+	if id == "" {
+		host, _ := os.Hostname()
+		_, port, _ := net.SplitHostPort(ln.Addr().String())
+		id = sanitize(host) + "-" + port
+	}
+	log = log.With("edge", id)
+	var sessionURL *url.URL
+	if o.SessionURL != "" {
+		if sessionURL, err = url.Parse(o.SessionURL); err != nil || sessionURL.Host == "" {
+			return fmt.Errorf("-session-url %q: want http(s)://host:port", o.SessionURL)
+		}
+	}
+	nc, err := coordinator.ConnectNATS(coordinator.NATSClientConfig{URL: o.NATS, Name: "browserfl-edge-" + id,
+		Token: o.NATSToken, TLS: o.natsTLS(), Log: log})
+	if err != nil {
+		return err
+	}
+	defer nc.Drain()
+	edge, err := coordinator.NewEdge(coordinator.EdgeConfig{ID: id, Conn: nc, Prefix: o.NATSPrefix,
+		Limits: coordinator.Limits{MaxDevices: o.MaxDevices, MsgRate: o.MsgRate}, AllowedOrigins: o.Origins, Logger: log,
+		Gate: coordinator.Gate{RegisterRate: o.RegisterRate, RegisterGlobalRate: o.RegisterGlobalRate,
+			PreHelloPerAddress: o.PreHelloPerAddress, TrustProxy: o.TrustProxy, MetricsToken: o.MetricsToken}})
+	if err != nil {
+		return err
+	}
+	index := browserfl.IndexHTML
+	if o.Index != "" {
+		if index, err = os.ReadFile(o.Index); err != nil {
+			return fmt.Errorf("-index: %w", err)
+		}
+	}
+	srv, err := newHTTPServer(edge.Handler(coordinator.Assets{Index: index, Web: web.FS()}, sessionURL), o, log)
+	if err != nil {
+		return err
+	}
+	scheme := "http"
+	if o.TLSCert != "" {
+		scheme = "https"
+	}
+	fmt.Fprintf(stderr, "browserfl edge %s: devices join at %s://%s/?code=<the session's join code>\n", id, scheme, ln.Addr())
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	srvErr := make(chan error, 1)
+	go func() {
+		if o.TLSCert != "" {
+			srvErr <- srv.ServeTLS(ln, o.TLSCert, o.TLSKey)
+		} else {
+			srvErr <- srv.Serve(ln)
+		}
+	}()
+	runErr := make(chan error, 1)
+	go func() { runErr <- edge.Run(ctx) }()
+	var result error
+	select {
+	case <-ctx.Done():
+		log.Info("shutting down")
+	case err := <-srvErr:
+		result = fmt.Errorf("http: %w", err)
+	case err := <-runErr:
+		result = err
+	}
+	stop()
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	srv.Shutdown(sctx)
+	return result
+}
+
+// sanitize keeps the letters, digits, '-' and '_' of s (an edge id is a
+// NATS subject token).
+func sanitize(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if r == '-' || r == '_' || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') || (r >= '0' && r <= '9') {
+			b.WriteRune(r)
+		}
+	}
+	if b.Len() == 0 {
+		return "edge"
+	}
+	return b.String()
+}

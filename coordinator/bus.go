@@ -1,0 +1,188 @@
+package coordinator
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"regexp"
+)
+
+// The cluster shape's messages (docs/cluster.md): an edge process and the
+// session process exchange envelopes over NATS on two subjects per edge,
+//
+//	<prefix>.up.<edge>    edge -> session: hellos, updates (pre-aggregated), events, beats
+//	<prefix>.down.<edge>  session -> edge: control messages for devices, round frames, beats
+//
+// Core NATS keeps the order of one publisher's messages on one subject,
+// and each side handles one edge's subject on one goroutine, so what
+// the session sends an edge arrives in the order it was sent (a welcome
+// before the device's first round, a round's decisions after its beat
+// says it committed). Nothing else is assumed of NATS: a lost message is
+// repaired by the beats (docs/cluster.md, "What can go wrong").
+//
+// An envelope is
+//
+//	byte 0      busVersion
+//	byte 1      kind
+//	bytes 2-5   H, the header's length (uint32, big endian)
+//	H bytes     header: JSON (busHeader)
+//	the rest    body: a device control message (JSON), a round frame, or
+//	            a float64 vector (little endian), depending on the kind
+const busVersion = 1
+
+// Envelope kinds.
+const (
+	// edge -> session
+	kindHello      = 1 // Seq, Addr; body: the device's Hello
+	kindAggregate  = 2 // Epoch, T, IDs, Seqs, Missing, MissingSeqs, Bytes; body: the sum of the IDs' decoded updates
+	kindReject     = 3 // Seq, ID, T, Norm: the edge rejected this update (norm bound); the device was told
+	kindStatus     = 4 // Seq, ID, T: a device's status query
+	kindLeave      = 5 // Seq, ID; body: the Leave
+	kindDisconnect = 6 // Seq, ID
+	kindRoster     = 7 // Roster: devices the edge holds (after a session restart or a resync)
+	kindEdgeBeat   = 8 // Devices
+	// session -> edge
+	kindControl     = 20 // Seq; body: a control message for the device
+	kindClose       = 21 // Seq, Code, Reason: close the device's connection
+	kindRound       = 22 // Epoch, T, Seqs, Dim, Bound, DeadlineMillis; body: the round frame
+	kindSessionBeat = 23 // Epoch, Beat
+)
+
+// busHeader is every envelope's header; each kind uses the fields its
+// comment names.
+type busHeader struct {
+	// Epoch is the session process's random epoch: set on everything it
+	// sends, and on an aggregate for the round of that epoch.
+	Epoch uint64 `json:"epoch,omitempty"`
+	// Instance is the edge process's random instance, on everything it
+	// sends (a restarted edge numbers its connections afresh).
+	Instance       uint64        `json:"instance,omitempty"`
+	Seq            uint64        `json:"seq,omitempty"`
+	Seqs           []uint64      `json:"seqs,omitempty"`
+	ID             string        `json:"id,omitempty"`
+	IDs            []string      `json:"ids,omitempty"`
+	Missing        []string      `json:"missing,omitempty"`
+	MissingSeqs    []uint64      `json:"missing_seqs,omitempty"`
+	T              int           `json:"t,omitempty"`
+	Bytes          int64         `json:"bytes,omitempty"`
+	Norm           float64       `json:"norm,omitempty"`
+	Addr           string        `json:"addr,omitempty"`
+	Code           string        `json:"code,omitempty"`
+	Reason         string        `json:"reason,omitempty"`
+	Dim            int           `json:"dim,omitempty"`
+	Bound          float64       `json:"bound,omitempty"` // 0: no norm bound (finiteness only)
+	DeadlineMillis int           `json:"deadline_ms,omitempty"`
+	Devices        int           `json:"devices,omitempty"`
+	Roster         []rosterEntry `json:"roster,omitempty"`
+	Beat           *sessionBeat  `json:"beat,omitempty"`
+}
+
+// rosterEntry is a device an edge holds: its connection number, id,
+// nickname and the round it was assigned and has no decision for yet.
+type rosterEntry struct {
+	Seq      uint64 `json:"seq"`
+	ID       string `json:"id"`
+	Nickname string `json:"nickname,omitempty"`
+	Pending  int    `json:"pending,omitempty"`
+}
+
+// sessionBeat is what the session tells every edge once a beat interval.
+type sessionBeat struct {
+	JoinCode  string `json:"join_code"`
+	Committed int    `json:"committed"`
+	Open      int    `json:"open,omitempty"` // the round being collected, 0 if none
+	// Resync asks the edge to send its roster: the session did not know
+	// it, or had given it up for dead.
+	Resync bool `json:"resync,omitempty"`
+}
+
+// busMaxIDs bounds the ids of one envelope (a round's cohort on one
+// edge, a roster chunk).
+const busMaxIDs = 1 << 16
+
+// rosterChunk is the most roster entries one envelope carries (about
+// 100 bytes each, well under NATS's default 1 MiB payload).
+const rosterChunk = 4096
+
+var edgeIDPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+// checkEdgeID reports whether id can name an edge (a NATS subject token).
+func checkEdgeID(id string) error {
+	if !edgeIDPattern.MatchString(id) {
+		return fmt.Errorf("edge id %q: 1 to 64 letters, digits, '-' or '_'", id)
+	}
+	return nil
+}
+
+// errBus wraps every envelope decoding error.
+var errBus = errors.New("cluster message")
+
+// encodeBus builds an envelope.
+func encodeBus(kind byte, h *busHeader, body []byte) ([]byte, error) {
+	hb, err := json.Marshal(h)
+	if err != nil {
+		return nil, fmt.Errorf("cluster message header: %w", err)
+	}
+	out := make([]byte, 6, 6+len(hb)+len(body))
+	out[0], out[1] = busVersion, kind
+	binary.BigEndian.PutUint32(out[2:], uint32(len(hb)))
+	out = append(out, hb...)
+	return append(out, body...), nil
+}
+
+// decodeBus parses an envelope and checks what every kind shares: the
+// version, a known kind, the header's JSON and its bounds. The body is a
+// subslice of b. What the fields mean is checked by the receiver against
+// its state.
+func decodeBus(b []byte) (kind byte, h busHeader, body []byte, err error) {
+	if len(b) < 6 {
+		return 0, h, nil, fmt.Errorf("%w: %d bytes, shorter than the envelope's 6", errBus, len(b))
+	}
+	if b[0] != busVersion {
+		return 0, h, nil, fmt.Errorf("%w: version %d, want %d", errBus, b[0], busVersion)
+	}
+	kind = b[1]
+	switch kind {
+	case kindHello, kindAggregate, kindReject, kindStatus, kindLeave, kindDisconnect, kindRoster, kindEdgeBeat,
+		kindControl, kindClose, kindRound, kindSessionBeat:
+	default:
+		return 0, h, nil, fmt.Errorf("%w: unknown kind %d", errBus, kind)
+	}
+	n := binary.BigEndian.Uint32(b[2:6])
+	if uint64(n) > uint64(len(b)-6) {
+		return 0, h, nil, fmt.Errorf("%w: header of %d bytes in %d", errBus, n, len(b)-6)
+	}
+	if err := json.Unmarshal(b[6:6+n], &h); err != nil {
+		return 0, h, nil, fmt.Errorf("%w: header: %v", errBus, err)
+	}
+	switch {
+	case len(h.IDs) > busMaxIDs || len(h.Seqs) > busMaxIDs || len(h.Missing) > busMaxIDs || len(h.Roster) > busMaxIDs:
+		return 0, h, nil, fmt.Errorf("%w: more than %d ids", errBus, busMaxIDs)
+	case h.T < 0 || h.Bytes < 0 || h.Dim < 0 || h.DeadlineMillis < 0 || h.Devices < 0:
+		return 0, h, nil, fmt.Errorf("%w: negative field", errBus)
+	case math.IsNaN(h.Norm) || math.IsNaN(h.Bound) || h.Bound < 0:
+		return 0, h, nil, fmt.Errorf("%w: bad norm or bound", errBus)
+	}
+	return kind, h, b[6+n:], nil
+}
+
+// encodeVector appends v as little-endian float64s.
+func encodeVector(dst []byte, v []float64) []byte {
+	for _, x := range v {
+		dst = binary.LittleEndian.AppendUint64(dst, math.Float64bits(x))
+	}
+	return dst
+}
+
+// decodeVector decodes a body of exactly len(dst) float64s into dst.
+func decodeVector(dst []float64, b []byte) error {
+	if len(b) != 8*len(dst) {
+		return fmt.Errorf("%w: vector of %d bytes, want %d (d = %d)", errBus, len(b), 8*len(dst), len(dst))
+	}
+	for i := range dst {
+		dst[i] = math.Float64frombits(binary.LittleEndian.Uint64(b[8*i:]))
+	}
+	return nil
+}

@@ -1,0 +1,406 @@
+package coordinator_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+
+	"browserfl/coordinator"
+	"browserfl/device"
+	"browserfl/shared/mechanism"
+	"browserfl/shared/model"
+	"browserfl/shared/optim"
+	"browserfl/shared/wire"
+)
+
+// startNATS starts an embedded NATS server on addr (":0"-style for any
+// port) for a test.
+func startNATS(t *testing.T, addr string) *server.Server {
+	t.Helper()
+	s, err := coordinator.StartNATS(coordinator.NATSServerConfig{Listen: addr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func connectNATS(t *testing.T, url, name string) *nats.Conn {
+	t.Helper()
+	nc, err := coordinator.ConnectNATS(coordinator.NATSClientConfig{URL: url, Name: name, Log: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	return nc
+}
+
+// edgeDialer returns an HTTP client whose connections for device i go
+// to the edges in addrs, its home edge (i mod len) first and the next
+// ones when that refuses: what a load balancer in front of the edges
+// does for a device whose edge died.
+func edgeDialer(i int, addrs []string) *http.Client {
+	d := &net.Dialer{Timeout: 2 * time.Second}
+	tr := &http.Transport{DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
+		var last error
+		for k := range addrs {
+			c, err := d.DialContext(ctx, network, addrs[(i+k)%len(addrs)])
+			if err == nil {
+				return c, nil
+			}
+			last = err
+		}
+		return nil, last
+	}}
+	return &http.Client{Transport: tr}
+}
+
+// clusterSession is the session of the cluster tests: the product's nc
+// halves with the exact f64 uplink, so that qtilde = q + (1/m) sum_i Y_i
+// can be checked after every round (checkRealInvariant).
+func clusterSession(m, cohort, rounds, deadlineMs int) wire.SessionParams {
+	return wire.SessionParams{Name: "cluster", Dim: 10, DeadlineMillis: deadlineMs, Algorithm: "nc", Model: "logreg",
+		Features: 4, Classes: 2, M: m, Cohort: cohort, Rounds: rounds, Batch: 8, Clip: 1, Eta: 0.05, RhoPaper: 50,
+		Compressor: "f64"}
+}
+
+// TestClusterInProcess runs the cluster shape in one process: an
+// embedded NATS server, the session's coordinator with its SessionNode
+// and three edges, 24 devices with faults (disconnects, late updates,
+// lost decisions) spread over the edges. Every round must keep the
+// noise-cancellation identity and the model must learn.
+func TestClusterInProcess(t *testing.T) {
+	ns := startNATS(t, "127.0.0.1:0")
+	defer ns.Shutdown()
+	sess := clusterSession(24, 8, 30, 600)
+	var seed mechanism.Seed
+	seed[0] = 9
+	srv, err := optim.NewServer(device.Params(sess), make([]float64, sess.Dim), mechanism.NewStream(seed, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := coordinator.OpenStore(filepath.Join(t.TempDir(), "c.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	var mu sync.Mutex
+	qs := map[int][]float64{}
+	c, err := coordinator.New(coordinator.Config{Session: sess, JoinCode: "join-me", Server: srv, Store: st,
+		MinDevices: 4, Seed: 5, Logger: quietLogger(),
+		OnCommit: func(round int) {
+			mu.Lock()
+			qs[round] = srv.(optim.Estimator).Estimate()
+			mu.Unlock()
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	node, err := coordinator.NewSessionNode(c, coordinator.SessionNodeConfig{Conn: connectNATS(t, ns.ClientURL(), "session"),
+		BeatInterval: 100 * time.Millisecond, EdgeTimeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	go node.Run(ctx)
+	var addrs []string
+	var edges []*coordinator.Edge
+	for k := range 3 {
+		e, err := coordinator.NewEdge(coordinator.EdgeConfig{ID: fmt.Sprintf("e%d", k), Conn: connectNATS(t, ns.ClientURL(), "edge"),
+			Logger: quietLogger(), BeatInterval: 100 * time.Millisecond, SessionTimeout: time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		go e.Run(ctx)
+		hs := httptest.NewServer(e.Handler(coordinator.Assets{}, nil))
+		defer hs.Close()
+		addrs = append(addrs, strings.TrimPrefix(hs.URL, "http://"))
+		edges = append(edges, e)
+	}
+	waitHealthy(t, edges)
+	runErr := make(chan error, 1)
+	go func() { runErr <- c.Run(ctx) }()
+	var f faults
+	rts, hist := realDevicesWith(t, ctx, "ws://edges/ws", sess, 0.1, 700*time.Millisecond, &f, func(i int, cfg *device.Config) {
+		cfg.HTTPClient = edgeDialer(i, addrs)
+	})
+	runDevices(t, ctx, rts)
+	if err := <-runErr; err != nil {
+		t.Fatal(err)
+	}
+	if f.disconnects.Load() == 0 || f.lates.Load() == 0 || f.drops.Load() == 0 {
+		t.Fatal("no fault of some kind was injected")
+	}
+	mu.Lock()
+	checkRealInvariant(t, qs, hist, sess.Cohort)
+	mu.Unlock()
+	es := c.Status().Edges
+	if len(es) != 3 {
+		t.Errorf("the session lists %d edges, want 3: %+v", len(es), es)
+	}
+	var held int
+	for _, e := range edges {
+		held += e.Devices()
+	}
+	mdl, _ := model.New("logreg", 4, 2)
+	acc, _ := model.Evaluate(mdl, srv.Model(), blobs(2000, 999))
+	t.Logf("accuracy %.3f; faults: %d disconnects, %d late, %d lost decisions; edges %+v", acc,
+		f.disconnects.Load(), f.lates.Load(), f.drops.Load(), es)
+	// The same band as TestRealAlgorithmOverWire: separable blobs.
+	if acc < 0.9 {
+		t.Errorf("accuracy %.3f, want at least 0.9", acc)
+	}
+}
+
+func waitHealthy(t *testing.T, edges []*coordinator.Edge) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for _, e := range edges {
+		for e.Healthy() != nil {
+			if time.Now().After(deadline) {
+				t.Fatalf("edge not healthy: %v", e.Healthy())
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+}
+
+// The scale-out test's processes: this test binary re-executed with
+// BFL_CLUSTER_CHILD set to "session" or "edge" (see TestMain).
+func runClusterChild(role string) error {
+	ctx := context.Background()
+	nc, err := coordinator.ConnectNATS(coordinator.NATSClientConfig{URL: os.Getenv("BFL_NATS"), Name: role, Log: quietLogger()})
+	if err != nil {
+		return err
+	}
+	switch role {
+	case "edge":
+		e, err := coordinator.NewEdge(coordinator.EdgeConfig{ID: os.Getenv("BFL_EDGE"), Conn: nc, Logger: quietLogger(),
+			BeatInterval: 200 * time.Millisecond, SessionTimeout: 2 * time.Second})
+		if err != nil {
+			return err
+		}
+		ln, err := net.Listen("tcp", os.Getenv("BFL_ADDR"))
+		if err != nil {
+			return err
+		}
+		go http.Serve(ln, e.Handler(coordinator.Assets{}, nil))
+		return e.Run(ctx)
+	case "session":
+		var sess wire.SessionParams
+		if err := json.Unmarshal([]byte(os.Getenv("BFL_SESSION")), &sess); err != nil {
+			return err
+		}
+		killAfter, _ := strconv.Atoi(os.Getenv("BFL_KILL_AFTER"))
+		st, err := coordinator.OpenStore(os.Getenv("BFL_STORE"))
+		if err != nil {
+			return err
+		}
+		snaps, err := os.OpenFile(os.Getenv("BFL_SNAPSHOTS"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+		if err != nil {
+			return err
+		}
+		var seed mechanism.Seed
+		srv, err := optim.NewServer(device.Params(sess), make([]float64, sess.Dim), mechanism.NewStream(seed, 0))
+		if err != nil {
+			return err
+		}
+		writeSnap := func(t int) {
+			b, _ := json.Marshal(snapshot{T: t, Q: srv.(optim.Estimator).Estimate(), X: srv.Model()})
+			snaps.Write(append(b, '\n'))
+			snaps.Sync()
+		}
+		c, err := coordinator.New(coordinator.Config{Session: sess, JoinCode: "join-me", Server: srv, Store: st,
+			MinDevices: sess.Cohort, FillWait: 2 * time.Second, Seed: 42, Logger: quietLogger(),
+			OnCommit: func(t int) {
+				writeSnap(t)
+				if t == killAfter {
+					syscall.Kill(os.Getpid(), syscall.SIGKILL)
+				}
+			}})
+		if err != nil {
+			return err
+		}
+		if n := c.Committed(); n > 0 {
+			writeSnap(n)
+		}
+		node, err := coordinator.NewSessionNode(c, coordinator.SessionNodeConfig{Conn: nc,
+			BeatInterval: 200 * time.Millisecond, EdgeTimeout: 2 * time.Second})
+		if err != nil {
+			return err
+		}
+		go node.Run(ctx)
+		if err := c.Run(ctx); err != nil {
+			return err
+		}
+		select {} // the parent kills us
+	}
+	return fmt.Errorf("unknown cluster role %q", role)
+}
+
+// TestScaleOut is the cluster shape across processes on loopback: an
+// embedded NATS server (in this process), one session process and three
+// edge processes (this test binary re-executed), and scaleOutDevices
+// native devices (the device runtime cmd/loadtest runs) spread over the
+// edges. Mid-session an edge is SIGKILLed (its devices reconnect to the
+// others), the session process SIGKILLs itself right after a commit and
+// before any decision (and is restarted from its store), and the NATS
+// server is shut down and restarted. After every committed round the
+// server's qtilde must equal (1/m) sum_i (S_i + Y_i) over the devices'
+// own record of their included rounds: no update counted twice, none
+// counted that its device aborted, none lost that its device committed.
+func TestScaleOut(t *testing.T) {
+	if testing.Short() {
+		t.Skip("scale-out across processes: not in -short")
+	}
+	natsAddr := freeAddr(t)
+	ns := startNATS(t, natsAddr)
+	var nsMu sync.Mutex
+	defer func() { nsMu.Lock(); ns.Shutdown(); nsMu.Unlock() }()
+	natsURL := "nats://" + natsAddr
+
+	n := scaleOutDevices
+	sess := clusterSession(n, n/10, 24, 3000)
+	dir := t.TempDir()
+	sj, _ := json.Marshal(sess)
+	snapPath := filepath.Join(dir, "snaps.jsonl")
+	senv := []string{"BFL_CLUSTER_CHILD=session", "BFL_NATS=" + natsURL, "BFL_SESSION=" + string(sj),
+		"BFL_STORE=" + filepath.Join(dir, "coord.db"), "BFL_SNAPSHOTS=" + snapPath}
+	const killAfter = 12
+	session := startChild(t, append(senv[:len(senv):len(senv)], "BFL_KILL_AFTER="+strconv.Itoa(killAfter)))
+	var smu sync.Mutex
+	defer func() { smu.Lock(); session.kill(); smu.Unlock() }()
+	var addrs []string
+	var edges []*child
+	for k := range 3 {
+		addr := freeAddr(t)
+		addrs = append(addrs, addr)
+		e := startChild(t, []string{"BFL_CLUSTER_CHILD=edge", "BFL_NATS=" + natsURL, "BFL_EDGE=e" + strconv.Itoa(k), "BFL_ADDR=" + addr})
+		edges = append(edges, e)
+		defer e.kill()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	rts, hist := realDevicesWith(t, ctx, "ws://edges/ws", sess, 0, 0, nil, func(i int, cfg *device.Config) {
+		cfg.HTTPClient = edgeDialer(i, addrs)
+		cfg.MinBackoff, cfg.MaxBackoff = 50*time.Millisecond, 500*time.Millisecond
+		cfg.OnEvent = nil
+	})
+	// Devices keep their own record (hist); the session's snapshots are
+	// read from its file.
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		runDevices(t, ctx, rts)
+	}()
+
+	committed := func() int {
+		best := 0
+		for r := range readSnapshotsQuiet(snapPath) {
+			best = max(best, r)
+		}
+		return best
+	}
+	rng := rand.New(rand.NewPCG(2026, 13))
+	edgeKilled, natsRestarted, sessionRestarts := false, false, 0
+	exited := make(chan struct{})
+	watch := func(c *child, ch chan struct{}) { go func() { c.cmd.Process.Wait(); close(ch) }() }
+	watch(session, exited)
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	edgeKillAt := 4
+	for {
+		select {
+		case <-done:
+			t.Logf("session finished: edge killed %v, session restarted %d times, NATS restarted %v", edgeKilled, sessionRestarts, natsRestarted)
+			goto check
+		case <-ctx.Done():
+			t.Fatalf("the session did not finish (committed %d)", committed())
+		case <-exited:
+			smu.Lock()
+			session.kill()
+			session = startChild(t, senv)
+			sessionRestarts++
+			exited = make(chan struct{})
+			watch(session, exited)
+			smu.Unlock()
+		case <-tick.C:
+			r := committed()
+			if !edgeKilled && r >= edgeKillAt {
+				// Mid-round: rounds follow each other without a gap,
+				// and the kill lands a random time into the next one.
+				time.Sleep(time.Duration(rng.IntN(300)) * time.Millisecond)
+				edges[0].kill()
+				edgeKilled = true
+				t.Logf("edge e0 SIGKILLed after round %d", r)
+			}
+			if !natsRestarted && r >= 17 {
+				nsMu.Lock()
+				ns.Shutdown()
+				ns.WaitForShutdown()
+				time.Sleep(500 * time.Millisecond)
+				ns = startNATS(t, natsAddr)
+				nsMu.Unlock()
+				natsRestarted = true
+				t.Logf("NATS restarted after round %d", r)
+			}
+		}
+	}
+check:
+	if !edgeKilled || !natsRestarted || sessionRestarts == 0 {
+		t.Fatalf("a fault was not injected: edge %v, NATS %v, session restarts %d", edgeKilled, natsRestarted, sessionRestarts)
+	}
+	snaps := readSnapshots(t, snapPath)
+	if _, ok := snaps[sess.Rounds]; !ok {
+		t.Fatalf("no snapshot of the final round %d", sess.Rounds)
+	}
+	qs := map[int][]float64{}
+	for r, s := range snaps {
+		qs[r] = s.Q
+	}
+	checkRealInvariant(t, qs, hist, sess.Cohort)
+	included := 0
+	for _, h := range hist {
+		included += len(h)
+	}
+	mdl, _ := model.New("logreg", 4, 2)
+	acc, _ := model.Evaluate(mdl, snaps[sess.Rounds].X, blobs(2000, 999))
+	t.Logf("%d devices, %d rounds, %d inclusions, accuracy %.3f", n, sess.Rounds, included, acc)
+	if acc < 0.9 {
+		t.Errorf("accuracy %.3f, want at least 0.9 (separable blobs)", acc)
+	}
+}
+
+// readSnapshotsQuiet returns the rounds with a snapshot so far (torn
+// lines skipped).
+func readSnapshotsQuiet(path string) map[int]bool {
+	b, err := os.ReadFile(path)
+	out := map[int]bool{}
+	if err != nil {
+		return out
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		var s struct {
+			T int `json:"t"`
+		}
+		if json.Unmarshal([]byte(line), &s) == nil && s.T > 0 {
+			out[s.T] = true
+		}
+	}
+	return out
+}

@@ -1,0 +1,737 @@
+package coordinator
+
+import (
+	"context"
+	crand "crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"browserfl/shared/mechanism"
+	"browserfl/shared/wire"
+)
+
+// EdgeConfig configures an edge process of the cluster shape
+// (docs/cluster.md).
+type EdgeConfig struct {
+	// ID names the edge (required; letters, digits, '-', '_'): its NATS
+	// subjects are <Prefix>.up.<ID> and <Prefix>.down.<ID>. Two live
+	// edges must not share an id.
+	ID string
+	// Conn is the NATS connection (required; unlimited reconnects).
+	Conn *nats.Conn
+	// Prefix is the subjects' first token (default "browserfl"), the
+	// session process's.
+	Prefix string
+	// Limits bound what a connection may do (defaults in Limits;
+	// MaxFrameBytes defaults to 1 MiB, as the edge does not know the
+	// model's dimension before the session tells it).
+	Limits Limits
+	// Gate throttles join codes and registrations per client address
+	// (gate.go); the registration rate over all addresses applies per
+	// edge.
+	Gate Gate
+	// AllowedOrigins are the websocket Origin host patterns accepted
+	// besides the request's own host.
+	AllowedOrigins []string
+	// Logger receives structured logs (default slog.Default()).
+	Logger *slog.Logger
+	// BeatInterval is how often the edge tells the session it is alive
+	// (default 1s); SessionTimeout is how long without a word from the
+	// session before the edge refuses new devices and reports itself
+	// unhealthy (default 5s). Devices already connected stay.
+	BeatInterval, SessionTimeout time.Duration
+}
+
+// Edge holds device websockets for a session run by a session process
+// elsewhere (SessionNode): it applies the gate and the limits, forwards
+// hellos, status queries and leaves, validates each update (decoded once,
+// finite, within the session's norm bound) and sends the session one sum
+// per round instead of every update.
+type Edge struct {
+	*front
+	cfg      EdgeConfig
+	nc       *nats.Conn
+	instance uint64
+	up       string // the subject the edge publishes on
+
+	mu        sync.Mutex
+	seq       uint64
+	conns     map[uint64]*edgeConn
+	epoch     uint64 // the session process's, as last heard
+	beat      sessionBeat
+	lastBeat  time.Time
+	round     *edgeRound
+	lastRound int // the newest round number assigned on this edge
+	vecs      sync.Pool
+
+	// counters (/metrics)
+	hellos      atomic.Int64
+	aggregates  atomic.Int64
+	aggMembers  atomic.Int64
+	busErrors   atomic.Int64
+	outBytes    atomic.Int64
+	inBytes     atomic.Int64
+	epochChange atomic.Int64
+}
+
+// edgeConn is one device connection the edge holds.
+type edgeConn struct {
+	cn       *conn
+	nickname string
+	welcome  chan error // set until the session answered the hello
+	// assigned is the round assigned to the device and not yet decided
+	// (0 if none); asked is when the edge last asked the session about it.
+	assigned int
+	asked    time.Time
+}
+
+// edgeRound is a round's collection on this edge.
+type edgeRound struct {
+	epoch   uint64
+	t       int
+	members map[uint64]bool // connection -> answered (or dropped)
+	waiting int
+	sum     []float64
+	ids     []string
+	seqs    []uint64
+	bytes   int64
+	flushed bool
+	timer   *time.Timer
+	dim     int
+	bound   float64
+}
+
+// NewEdge checks cfg and returns an edge ready to Run and to serve HTTP.
+func NewEdge(cfg EdgeConfig) (*Edge, error) {
+	if err := checkEdgeID(cfg.ID); err != nil {
+		return nil, fmt.Errorf("coordinator: %w", err)
+	}
+	if cfg.Conn == nil {
+		return nil, errors.New("coordinator: EdgeConfig.Conn is required")
+	}
+	if cfg.Prefix == "" {
+		cfg.Prefix = "browserfl"
+	}
+	if err := checkEdgeID(cfg.Prefix); err != nil {
+		return nil, fmt.Errorf("coordinator: subject prefix: %w", err)
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.BeatInterval <= 0 {
+		cfg.BeatInterval = time.Second
+	}
+	if cfg.SessionTimeout <= 0 {
+		cfg.SessionTimeout = 5 * time.Second
+	}
+	if cfg.Limits.MaxFrameBytes <= 0 {
+		cfg.Limits.MaxFrameBytes = 1 << 20
+	}
+	var b [8]byte
+	if _, err := crand.Read(b[:]); err != nil {
+		return nil, fmt.Errorf("coordinator: edge instance: %w", err)
+	}
+	lim := cfg.Limits.withDefaults(0)
+	e := &Edge{
+		front: &front{lim: lim, met: newMetrics(), log: cfg.Logger.With("edge", cfg.ID), origins: cfg.AllowedOrigins,
+			gate: newGate(cfg.Gate, 20*time.Second, cfg.Logger)},
+		cfg: cfg, nc: cfg.Conn, instance: binary.LittleEndian.Uint64(b[:]) | 1,
+		up: cfg.Prefix + ".up." + cfg.ID, conns: map[uint64]*edgeConn{},
+	}
+	e.front.h = e
+	return e, nil
+}
+
+// Run receives the session's envelopes and beats until ctx is done;
+// then every device connection is closed with CodeShutdown.
+func (e *Edge) Run(ctx context.Context) error {
+	sub, err := e.nc.Subscribe(e.cfg.Prefix+".down."+e.cfg.ID, func(m *nats.Msg) {
+		e.inBytes.Add(int64(len(m.Data)))
+		e.handleDown(m.Data)
+	})
+	if err != nil {
+		return fmt.Errorf("coordinator: edge %s: subscribe: %w", e.cfg.ID, err)
+	}
+	_ = sub.SetPendingLimits(-1, -1)
+	defer sub.Unsubscribe()
+	e.log.Info("edge ready", "prefix", e.cfg.Prefix, "instance", e.instance)
+	tick := time.NewTicker(e.cfg.BeatInterval)
+	defer tick.Stop()
+	e.sendBeat()
+	for {
+		select {
+		case <-ctx.Done():
+			e.shutdown()
+			return ctx.Err()
+		case <-tick.C:
+			e.sendBeat()
+		}
+	}
+}
+
+func (e *Edge) shutdown() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, ec := range e.conns {
+		ec.cn.closeWith(wire.CodeShutdown, "this server is shutting down; reconnect")
+	}
+}
+
+func (e *Edge) publish(kind byte, h *busHeader, body []byte) {
+	h.Instance = e.instance
+	b, err := encodeBus(kind, h, body)
+	if err == nil {
+		err = e.nc.Publish(e.up, b)
+	}
+	if err != nil {
+		e.busErrors.Add(1)
+		e.log.Debug("publish to the session", "err", err)
+		return
+	}
+	e.outBytes.Add(int64(len(b)))
+}
+
+// sendBeat tells the session the edge is alive and asks about devices
+// whose round the session has committed but whose decision did not come
+// (a message lost while NATS restarted, say).
+func (e *Edge) sendBeat() {
+	e.mu.Lock()
+	n := len(e.conns)
+	type ask struct {
+		seq uint64
+		id  string
+		t   int
+	}
+	var asks []ask
+	now := time.Now()
+	if !e.lastBeat.IsZero() {
+		for seq, ec := range e.conns {
+			t := ec.assigned
+			if t == 0 || t > e.beat.Committed || t == e.beat.Open || ec.cn.id == "" {
+				continue
+			}
+			if r := e.round; r != nil && r.t == t && !r.flushed {
+				continue
+			}
+			if now.Sub(ec.asked) < 2*e.cfg.BeatInterval {
+				continue
+			}
+			ec.asked = now
+			asks = append(asks, ask{seq, ec.cn.id, t})
+		}
+	}
+	e.mu.Unlock()
+	e.publish(kindEdgeBeat, &busHeader{Devices: n}, nil)
+	for _, a := range asks {
+		e.publish(kindStatus, &busHeader{Seq: a.seq, ID: a.id, T: a.t}, nil)
+	}
+}
+
+// sessionAlive reports whether the session was heard from within
+// SessionTimeout (call with e.mu held).
+func (e *Edge) sessionAliveLocked() bool {
+	return !e.lastBeat.IsZero() && time.Since(e.lastBeat) <= e.cfg.SessionTimeout
+}
+
+// Healthy reports whether the edge can admit devices: the session was
+// heard from recently and NATS is connected.
+func (e *Edge) Healthy() error {
+	if !e.nc.IsConnected() {
+		return errors.New("not connected to NATS")
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if !e.sessionAliveLocked() {
+		return errors.New("no word from the session process")
+	}
+	return nil
+}
+
+// handleDown acts on one envelope from the session, in order.
+func (e *Edge) handleDown(b []byte) {
+	kind, h, body, err := decodeBus(b)
+	if err != nil {
+		e.busErrors.Add(1)
+		e.log.Warn("bad envelope from the session", "err", err)
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if h.Epoch != 0 && h.Epoch != e.epoch {
+		if e.epoch != 0 {
+			// Another session process: the round being collected is
+			// gone (its devices learn "excluded" from the new one, which
+			// asks for the roster).
+			e.epochChange.Add(1)
+			e.log.Info("the session process changed", "round_dropped", e.round != nil && !e.round.flushed)
+		}
+		e.dropRoundLocked()
+		e.epoch = h.Epoch
+	}
+	switch kind {
+	case kindControl:
+		e.controlLocked(h.Seq, body)
+	case kindClose:
+		ec := e.conns[h.Seq]
+		if ec == nil {
+			return
+		}
+		ce := &closeError{code: h.Code, reason: h.Reason}
+		if ec.welcome != nil {
+			ec.welcome <- ce
+			ec.welcome = nil
+			return
+		}
+		ec.cn.closeWith(h.Code, h.Reason)
+	case kindRound:
+		e.roundLocked(h, body)
+	case kindSessionBeat:
+		if h.Beat == nil {
+			e.busErrors.Add(1)
+			return
+		}
+		e.beat, e.lastBeat = *h.Beat, time.Now()
+		if h.Beat.Resync {
+			e.rosterLocked()
+		}
+	default:
+		e.busErrors.Add(1)
+	}
+}
+
+// controlLocked forwards a control message to a device: the welcome
+// completes its hello; a decision clears its assigned round.
+func (e *Edge) controlLocked(seq uint64, body []byte) {
+	m, err := wire.DecodeControl(body)
+	if err != nil {
+		e.busErrors.Add(1)
+		return
+	}
+	ec := e.conns[seq]
+	if ec == nil {
+		if w, ok := m.(wire.Welcome); ok {
+			// The session admitted a connection the edge gave up on.
+			e.publishLocked(kindDisconnect, &busHeader{Seq: seq, ID: w.DeviceID})
+		}
+		return
+	}
+	switch m := m.(type) {
+	case wire.Welcome:
+		if ec.welcome == nil {
+			return // a second welcome: ignore
+		}
+		ec.cn.setDeviceID(m.DeviceID)
+		ec.cn.send(outFrame{data: body})
+		ec.welcome <- nil
+		ec.welcome = nil
+		return
+	case wire.Decision:
+		if m.T == ec.assigned && m.State != wire.Pending {
+			ec.assigned = 0
+		}
+	}
+	if ec.welcome == nil {
+		ec.cn.send(outFrame{data: body})
+	}
+}
+
+// publishLocked is publish for callers holding e.mu (publishing does not
+// take it).
+func (e *Edge) publishLocked(kind byte, h *busHeader) { e.publish(kind, h, nil) }
+
+// rosterLocked sends the session every admitted device, in chunks.
+func (e *Edge) rosterLocked() {
+	var entries []rosterEntry
+	now := time.Now()
+	for seq, ec := range e.conns {
+		if ec.welcome != nil || ec.cn.id == "" {
+			continue
+		}
+		entries = append(entries, rosterEntry{Seq: seq, ID: ec.cn.id, Nickname: ec.nickname, Pending: ec.assigned})
+		ec.asked = now // the roster asks about the pending round
+	}
+	for len(entries) > 0 {
+		k := min(len(entries), rosterChunk)
+		e.publish(kindRoster, &busHeader{Roster: entries[:k]}, nil)
+		entries = entries[k:]
+	}
+}
+
+// dropRoundLocked forgets the round being collected without sending it.
+func (e *Edge) dropRoundLocked() {
+	if r := e.round; r != nil && !r.flushed {
+		r.flushed = true
+		if r.timer != nil {
+			r.timer.Stop()
+		}
+	}
+	e.round = nil
+}
+
+// roundLocked starts round h.T for the members h.Seqs: each gets the
+// frame, and the edge sends the session their sum when all answered or
+// shortly before the deadline.
+func (e *Edge) roundLocked(h busHeader, frame []byte) {
+	if h.T <= 0 || h.Dim <= 0 || h.Dim > 1<<26 {
+		e.busErrors.Add(1)
+		return
+	}
+	if r := e.round; r != nil && r.t == h.T && r.epoch == h.Epoch {
+		e.busErrors.Add(1) // one round message per edge and round
+		return
+	}
+	e.dropRoundLocked()
+	bound := h.Bound
+	if bound == 0 {
+		bound = math.Inf(1)
+	}
+	r := &edgeRound{epoch: h.Epoch, t: h.T, members: make(map[uint64]bool, len(h.Seqs)), dim: h.Dim, bound: bound}
+	for _, seq := range h.Seqs {
+		ec := e.conns[seq]
+		if ec == nil || ec.welcome != nil || r.members[seq] || !ec.cn.send(outFrame{binary: true, data: frame}) {
+			continue // gone: the session hears of it from its disconnect
+		}
+		r.members[seq] = false
+		r.waiting++
+		ec.assigned, ec.asked = h.T, time.Now()
+	}
+	e.round, e.lastRound = r, max(e.lastRound, h.T)
+	if r.waiting == 0 {
+		r.flushed = true
+		return
+	}
+	// The sum must reach the session before its deadline: the edge
+	// closes its collection a tenth earlier (20 ms to 2 s).
+	deadline := time.Duration(h.DeadlineMillis) * time.Millisecond
+	margin := min(max(deadline/10, 20*time.Millisecond), 2*time.Second)
+	r.timer = time.AfterFunc(max(deadline-margin, 0), func() {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		e.flushLocked(r)
+	})
+}
+
+// flushLocked sends round r's sum (once): the members that answered, and
+// those that did not (the session excludes them at once).
+func (e *Edge) flushLocked(r *edgeRound) {
+	if r.flushed || e.round != r {
+		return
+	}
+	r.flushed = true
+	if r.timer != nil {
+		r.timer.Stop()
+	}
+	h := &busHeader{Epoch: r.epoch, T: r.t, IDs: r.ids, Seqs: r.seqs, Bytes: r.bytes}
+	for seq, answered := range r.members {
+		if ec := e.conns[seq]; !answered && ec != nil {
+			h.Missing = append(h.Missing, ec.cn.id)
+			h.MissingSeqs = append(h.MissingSeqs, seq)
+		}
+	}
+	var body []byte
+	if len(r.ids) > 0 {
+		body = encodeVector(make([]byte, 0, 8*len(r.sum)), r.sum)
+	}
+	e.publish(kindAggregate, h, body)
+	e.aggregates.Add(1)
+	e.aggMembers.Add(int64(len(r.ids)))
+	r.sum = nil
+}
+
+// checkHello implements handler: the gate, with the join code the
+// session announced.
+func (e *Edge) checkHello(cn *conn, h wire.Hello) error {
+	e.mu.Lock()
+	code, alive := e.beat.JoinCode, e.sessionAliveLocked()
+	e.mu.Unlock()
+	if !alive || code == "" {
+		return &closeError{code: wire.CodeShutdown, reason: "the session is not reachable; retry in a moment"}
+	}
+	return e.gateHello(cn, h, code)
+}
+
+// admit implements handler: the hello goes to the session, which
+// authenticates it and answers with the welcome (or why not).
+func (e *Edge) admit(cn *conn, h wire.Hello) error {
+	body, err := wire.EncodeControl(h)
+	if err != nil {
+		return badFrame(err)
+	}
+	e.mu.Lock()
+	e.seq++
+	seq := e.seq
+	cn.seq = seq
+	ch := make(chan error, 1)
+	e.conns[seq] = &edgeConn{cn: cn, nickname: h.Nickname, welcome: ch}
+	e.publish(kindHello, &busHeader{Seq: seq, Addr: cn.addr}, body)
+	e.mu.Unlock()
+	e.hellos.Add(1)
+	t := time.NewTimer(e.lim.HelloTimeout)
+	defer t.Stop()
+	select {
+	case err := <-ch:
+		if err == nil {
+			return nil
+		}
+		e.forget(seq)
+		return err
+	case <-t.C:
+		e.forget(seq)
+		e.publish(kindDisconnect, &busHeader{Seq: seq}, nil)
+		return &closeError{code: wire.CodeShutdown, reason: "the session did not answer in time; retry"}
+	case <-cn.done:
+		e.forget(seq)
+		e.publish(kindDisconnect, &busHeader{Seq: seq}, nil)
+		return errors.New("connection closed before the welcome")
+	}
+}
+
+// forget removes connection seq and its place in the round.
+func (e *Edge) forget(seq uint64) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	delete(e.conns, seq)
+	e.dropMemberLocked(seq)
+}
+
+// dropMemberLocked removes an unanswered member from the round being
+// collected (its update will not come through this edge).
+func (e *Edge) dropMemberLocked(seq uint64) {
+	r := e.round
+	if r == nil || r.flushed {
+		return
+	}
+	if answered, ok := r.members[seq]; ok && !answered {
+		delete(r.members, seq)
+		r.waiting--
+		if r.waiting == 0 {
+			e.flushLocked(r)
+		}
+	}
+}
+
+// acceptUpdate implements handler: decoded and validated once, outside
+// the edge's lock, and added to the round's sum.
+func (e *Edge) acceptUpdate(cn *conn, u wire.UpdateFrame, frameLen int) error {
+	e.mu.Lock()
+	r, ok, err := e.checkUpdateLocked(cn, u.T)
+	e.mu.Unlock()
+	if !ok || err != nil {
+		return err
+	}
+	vec := e.vec(r.dim)
+	if err := mechanism.Decode(*vec, u.Payload); err != nil {
+		e.vecs.Put(vec)
+		return fmt.Errorf("%w: update payload: %v", wire.ErrBadFrame, err)
+	}
+	norm := mechanism.Norm(*vec)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	defer e.vecs.Put(vec)
+	if r2, ok, err := e.checkUpdateLocked(cn, u.T); !ok || err != nil || r2 != r {
+		return err
+	}
+	r.members[cn.seq] = true
+	r.waiting--
+	if !(norm <= r.bound) {
+		e.met.rejectedUpdates.Add(1)
+		reason := fmt.Sprintf("rejected: the update's norm %.4g is above the session's bound %.4g", norm, r.bound)
+		e.log.Warn("update rejected", "device", shortID(cn.id), "round", u.T, "norm", norm, "bound", r.bound)
+		if ec := e.conns[cn.seq]; ec != nil {
+			ec.assigned = 0
+		}
+		cn.sendControl(wire.Decision{T: u.T, State: wire.Excluded, Reason: reason})
+		e.publish(kindReject, &busHeader{Seq: cn.seq, ID: cn.id, T: u.T, Norm: norm}, nil)
+	} else {
+		if r.sum == nil {
+			r.sum = make([]float64, r.dim)
+		}
+		for i, v := range *vec {
+			r.sum[i] += v
+		}
+		r.ids = append(r.ids, cn.id)
+		r.seqs = append(r.seqs, cn.seq)
+		r.bytes += int64(frameLen)
+		e.met.updates.Add(1)
+	}
+	if r.waiting == 0 {
+		e.flushLocked(r)
+	}
+	return nil
+}
+
+// checkUpdateLocked looks at an update for round t from cn: ok is set
+// for one to add to the open round, err for one the device had no
+// business sending; otherwise it is late and dropped.
+func (e *Edge) checkUpdateLocked(cn *conn, t int) (r *edgeRound, ok bool, err error) {
+	ec := e.conns[cn.seq]
+	if ec == nil || ec.cn != cn {
+		return nil, false, nil
+	}
+	r = e.round
+	if r != nil && r.t == t && !r.flushed {
+		answered, member := r.members[cn.seq]
+		switch {
+		case !member:
+			return nil, false, fmt.Errorf("update for round %d that was not assigned to this device", t)
+		case answered:
+			return nil, false, fmt.Errorf("duplicate update for round %d", t)
+		}
+		return r, true, nil
+	}
+	if t > e.lastRound {
+		return nil, false, fmt.Errorf("update for round %d that was not assigned to this device", t)
+	}
+	// A round this edge already sent on (or dropped when the session
+	// process changed): the device is excluded from it.
+	e.met.lateUpdates.Add(1)
+	return nil, false, nil
+}
+
+func (e *Edge) vec(dim int) *[]float64 {
+	if v, ok := e.vecs.Get().(*[]float64); ok && len(*v) == dim {
+		return v
+	}
+	v := make([]float64, dim)
+	return &v
+}
+
+// status implements handler: an update the edge still holds is pending;
+// anything else is the session's to answer (after whatever the edge sent
+// before, so after the sum that carries the update).
+func (e *Edge) status(cn *conn, t int) error {
+	e.mu.Lock()
+	r := e.round
+	holding := r != nil && r.t == t && !r.flushed && r.members[cn.seq]
+	if !holding {
+		e.publish(kindStatus, &busHeader{Seq: cn.seq, ID: cn.id, T: t}, nil)
+	}
+	e.mu.Unlock()
+	if holding {
+		cn.sendWait(wire.Decision{T: t, State: wire.Pending})
+	}
+	return nil
+}
+
+// leave implements handler.
+func (e *Edge) leave(cn *conn, l wire.Leave) {
+	body, err := wire.EncodeControl(l)
+	if err != nil {
+		return
+	}
+	e.met.leaves.Add(1)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	// Sent before the member is dropped (which may send the round's
+	// sum): the session drops it from the cohort first.
+	e.publish(kindLeave, &busHeader{Seq: cn.seq, ID: cn.id}, body)
+	e.dropMemberLocked(cn.seq)
+}
+
+// disconnected implements handler.
+func (e *Edge) disconnected(cn *conn) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	ec := e.conns[cn.seq]
+	if ec == nil || ec.cn != cn {
+		return
+	}
+	delete(e.conns, cn.seq)
+	e.publish(kindDisconnect, &busHeader{Seq: cn.seq, ID: cn.id}, nil)
+	e.dropMemberLocked(cn.seq)
+}
+
+// evictInactive implements handler: the session keeps the device table.
+func (e *Edge) evictInactive() {}
+
+// Devices is the number of device connections the edge holds.
+func (e *Edge) Devices() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return len(e.conns)
+}
+
+// Handler returns the edge's HTTP handler: /ws, /healthz, /metrics and
+// the page's assets itself, everything else (the page's /api/ calls, the
+// dashboard) proxied to the session process at sessionURL (nil: 404).
+func (e *Edge) Handler(assets Assets, sessionURL *url.URL) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /ws", e.ServeWS)
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		if err := e.Healthy(); err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		fmt.Fprintln(w, "ok")
+	})
+	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, r *http.Request) {
+		if !metricsAllowed(e.front, w, r) {
+			return
+		}
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+		e.WriteMetrics(w)
+	})
+	registerAssets(mux, assets)
+	local := securityHeaders(mux)
+	if sessionURL == nil {
+		return local
+	}
+	// The session's own answers carry its headers; the edge's are for
+	// what it serves itself.
+	top := http.NewServeMux()
+	for _, p := range []string{"GET /ws", "GET /healthz", "GET /metrics", "GET /{$}", "GET /web/"} {
+		top.Handle(p, local)
+	}
+	top.Handle("/", httputil.NewSingleHostReverseProxy(sessionURL))
+	return top
+}
+
+// WriteMetrics writes the edge's metrics in the Prometheus text format.
+func (e *Edge) WriteMetrics(w io.Writer) error {
+	m := e.met
+	e.mu.Lock()
+	devices := len(e.conns)
+	alive := 0.0
+	if e.sessionAliveLocked() {
+		alive = 1
+	}
+	e.mu.Unlock()
+	rows := []metricRow{
+		{"browserfl_devices_connected", "Device websocket connections open (with or without hello).", "gauge", float64(m.connected.Load())},
+		{"browserfl_edge_devices", "Admitted device connections this edge holds.", "gauge", float64(devices)},
+		{"browserfl_edge_session_alive", "1 if the session process was heard from within the session timeout.", "gauge", alive},
+		{"browserfl_edge_hellos_total", "Hellos forwarded to the session.", "counter", float64(e.hellos.Load())},
+		{"browserfl_edge_aggregates_total", "Round sums sent to the session.", "counter", float64(e.aggregates.Load())},
+		{"browserfl_edge_aggregated_updates_total", "Updates carried by those sums.", "counter", float64(e.aggMembers.Load())},
+		{"browserfl_edge_session_changes_total", "Times a new session process was seen.", "counter", float64(e.epochChange.Load())},
+		{"browserfl_cluster_bus_errors_total", "Cluster envelopes that failed to decode or publish.", "counter", float64(e.busErrors.Load())},
+		{"browserfl_cluster_bytes_in_total", "Envelope bytes received from the session.", "counter", float64(e.inBytes.Load())},
+		{"browserfl_cluster_bytes_out_total", "Envelope bytes published to the session.", "counter", float64(e.outBytes.Load())},
+		{"browserfl_auth_failures_total", "Hellos refused for the join code.", "counter", float64(m.authFailures.Load())},
+		{"browserfl_bad_frames_total", "Connections closed for a bad frame.", "counter", float64(m.badFrames.Load())},
+		{"browserfl_slow_consumers_total", "Connections dropped for a full outbox, a write timeout or a missing pong.", "counter", float64(m.slowConsumers.Load())},
+		{"browserfl_updates_total", "Updates added to a round's sum.", "counter", float64(m.updates.Load())},
+		{"browserfl_late_updates_total", "Updates dropped because their round's sum had been sent.", "counter", float64(m.lateUpdates.Load())},
+		{"browserfl_rejected_updates_total", "Updates rejected by validation (norm above the session's bound).", "counter", float64(m.rejectedUpdates.Load())},
+		{"browserfl_frames_in_total", "Frames read after hello.", "counter", float64(m.framesIn.Load())},
+		{"browserfl_frames_out_total", "Frames written.", "counter", float64(m.framesOut.Load())},
+		{"browserfl_bytes_in_total", "Websocket payload bytes read.", "counter", float64(m.bytesIn.Load())},
+	}
+	if err := writeRows(w, rows); err != nil {
+		return err
+	}
+	return m.writeRejections(w)
+}
