@@ -299,7 +299,6 @@ func TestScaleOut(t *testing.T) {
 	rts, hist := realDevicesWith(t, ctx, "ws://edges/ws", sess, 0, 0, nil, func(i int, cfg *device.Config) {
 		cfg.HTTPClient = edgeDialer(i, addrs)
 		cfg.MinBackoff, cfg.MaxBackoff = 50*time.Millisecond, 500*time.Millisecond
-		cfg.OnEvent = nil
 	})
 	// Devices keep their own record (hist); the session's snapshots are
 	// read from its file.
