@@ -1,0 +1,282 @@
+package coordinator
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"math"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"browserfl/shared/mechanism"
+	"browserfl/shared/optim"
+	"browserfl/shared/wire"
+)
+
+// fakeEdge speaks the cluster protocol by hand, so that a test can send
+// the session exactly the envelopes a buggy or compromised edge would.
+type fakeEdge struct {
+	t    *testing.T
+	nc   *nats.Conn
+	id   string
+	down chan []byte
+	inst uint64
+	held map[uint64][]wire.Message // control messages read while waiting for another connection's
+}
+
+func newFakeEdge(t *testing.T, url, id string) *fakeEdge {
+	t.Helper()
+	nc, err := ConnectNATS(NATSClientConfig{URL: url, Name: id, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	f := &fakeEdge{t: t, nc: nc, id: id, down: make(chan []byte, 1024), inst: 7, held: map[uint64][]wire.Message{}}
+	if _, err := nc.Subscribe("browserfl.down."+id, func(m *nats.Msg) { f.down <- m.Data }); err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+func (f *fakeEdge) send(kind byte, h *busHeader, body []byte) {
+	f.t.Helper()
+	h.Instance = f.inst
+	b, err := encodeBus(kind, h, body)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	if err := f.nc.Publish("browserfl.up."+f.id, b); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+// next returns the next envelope of one of the kinds, skipping beats.
+func (f *fakeEdge) next(kinds ...byte) (byte, busHeader, []byte) {
+	f.t.Helper()
+	timeout := time.After(20 * time.Second)
+	for {
+		select {
+		case b := <-f.down:
+			kind, h, body, err := decodeBus(b)
+			if err != nil {
+				f.t.Fatal(err)
+			}
+			for _, k := range kinds {
+				if kind == k {
+					return kind, h, body
+				}
+			}
+		case <-timeout:
+			f.t.Fatalf("no envelope of kinds %v from the session", kinds)
+		}
+	}
+}
+
+// control returns the next control message for the device on connection
+// seq (skipping other envelopes).
+func (f *fakeEdge) control(seq uint64) wire.Message {
+	f.t.Helper()
+	if q := f.held[seq]; len(q) > 0 {
+		f.held[seq] = q[1:]
+		return q[0]
+	}
+	for {
+		_, h, body := f.next(kindControl)
+		m, err := wire.DecodeControl(body)
+		if err != nil {
+			f.t.Fatal(err)
+		}
+		if h.Seq != seq {
+			f.held[h.Seq] = append(f.held[h.Seq], m)
+			continue
+		}
+		return m
+	}
+}
+
+// TestHostileAggregateRefused drives a session node from a fake edge
+// that holds two devices and sends, in turn: a sum whose norm is above
+// twice the update bound, a sum that names a device on a connection it
+// does not hold, a sum that lists a device twice, and finally an honest
+// one. Each bad sum must be refused whole (both members excluded with a
+// reason, nothing applied: the model does not move), and the honest one
+// applied exactly (the model moves by -eta/m times the sum, bit for bit
+// what the server half computes from it).
+func TestHostileAggregateRefused(t *testing.T) {
+	ns, err := StartNATS(NATSServerConfig{Listen: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ns.Shutdown()
+	sess := wire.SessionParams{Name: "hostile", Dim: 10, DeadlineMillis: 5000, Algorithm: "nc", Model: "logreg",
+		Features: 4, Classes: 2, M: 2, Cohort: 2, Rounds: 4, Batch: 8, Clip: 1, Eta: 0.05, RhoPaper: 50, Compressor: "f64"}
+	var seed mechanism.Seed
+	srv, err := optim.NewServer(optim.FromSession(sess), make([]float64, sess.Dim), mechanism.NewStream(seed, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := OpenStore(filepath.Join(t.TempDir(), "c.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	var mu sync.Mutex
+	states := map[int][]byte{} // the server half's state after each commit
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	c, err := New(Config{Session: sess, JoinCode: "join-me", Server: srv, Store: st, MinDevices: 2, Seed: 3, Logger: log,
+		OnCommit: func(r int) {
+			b, _ := srv.MarshalBinary()
+			mu.Lock()
+			states[r] = b
+			mu.Unlock()
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc, err := ConnectNATS(NATSClientConfig{URL: ns.ClientURL(), Name: "session", Log: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	node, err := NewSessionNode(c, SessionNodeConfig{Conn: nc, BeatInterval: 50 * time.Millisecond, EdgeTimeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	go node.Run(ctx)
+	runErr := make(chan error, 1)
+	go func() { runErr <- c.Run(ctx) }()
+
+	fe := newFakeEdge(t, ns.ClientURL(), "fx")
+	fe.send(kindEdgeBeat, &busHeader{}, nil)
+	ids := map[uint64]string{}
+	for _, seq := range []uint64{1, 2} {
+		hb, _ := wire.EncodeControl(wire.Hello{Version: wire.Version, JoinCode: "join-me"})
+		fe.send(kindHello, &busHeader{Seq: seq, Addr: "127.0.0.1"}, hb)
+		w, ok := fe.control(seq).(wire.Welcome)
+		if !ok {
+			t.Fatal("no welcome")
+		}
+		ids[seq] = w.DeviceID
+	}
+	bound := 0.0
+	round := func() (int, uint64) {
+		_, h, _ := fe.next(kindRound)
+		if len(h.Seqs) != 2 {
+			t.Fatalf("round %d for %d devices, want 2", h.T, len(h.Seqs))
+		}
+		bound = h.Bound
+		return h.T, h.Epoch
+	}
+	sum := make([]float64, sess.Dim)
+	for i := range sum {
+		sum[i] = 0.01 * float64(i+1)
+	}
+	excludedBoth := func(t0 int, what string, why [2]string) {
+		t.Helper()
+		for k, seq := range []uint64{1, 2} {
+			d, ok := fe.control(seq).(wire.Decision)
+			if !ok || d.T != t0 || d.State != wire.Excluded || !strings.Contains(d.Reason, why[k]) {
+				t.Fatalf("%s: device %d got %+v, want excluded, reason with %q", what, seq, d, why[k])
+			}
+		}
+	}
+	refused := [2]string{"refused", "refused"}
+	cases := []struct {
+		what    string
+		ids     []string
+		seqs    []uint64
+		missing bool // device 2 is reported as not having answered
+		why     [2]string
+		vec     func() []float64
+	}{
+		{"norm above 2 x bound", []string{ids[1], ids[2]}, []uint64{1, 2}, false, refused, func() []float64 {
+			v := make([]float64, sess.Dim)
+			v[0] = 2*bound*1.01 + 1
+			return v
+		}},
+		{"a device on a connection the edge does not hold", []string{ids[1], ids[2]}, []uint64{2, 1}, false, refused, func() []float64 { return sum }},
+		{"a device twice", []string{ids[1], ids[1]}, []uint64{1, 1}, true, [2]string{"refused", "no update"}, func() []float64 { return sum }},
+	}
+	// expect checks the committed state of round r against the server
+	// half's own step from the state before it with (sum, n).
+	expect := func(r int, sum []float64, n int, what string) {
+		t.Helper()
+		ref, err := optim.NewServer(optim.FromSession(sess), make([]float64, sess.Dim), mechanism.NewStream(seed, 0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		prev, got := states[r-1], states[r]
+		mu.Unlock()
+		if prev != nil {
+			if err := ref.UnmarshalBinary(prev); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ref.Next()
+		if err := ref.(optim.SumApplier).ApplySum(r, sum, n); err != nil {
+			t.Fatal(err)
+		}
+		want, _ := ref.MarshalBinary()
+		if string(want) != string(got) {
+			t.Fatalf("%s: round %d's committed state is not the server half's step with %d update(s)", what, r, n)
+		}
+	}
+	for _, tc := range cases {
+		r, epoch := round()
+		if bound <= 0 || math.IsInf(bound, 0) {
+			t.Fatalf("round %d announced bound %v", r, bound)
+		}
+		h := &busHeader{Epoch: epoch, T: r, IDs: tc.ids, Seqs: tc.seqs}
+		if tc.missing {
+			h.Missing, h.MissingSeqs = []string{ids[2]}, []uint64{2}
+		}
+		fe.send(kindAggregate, h, encodeVector(nil, tc.vec()))
+		excludedBoth(r, tc.what, tc.why)
+		// The round then commits with nothing included: x does not move
+		// (nc's x_{t+1} = x_t - eta qtilde_t uses last round's estimate,
+		// so compare the estimate: with nothing applied it is unchanged).
+		waitCommitted(t, c, r)
+		rec, ok, err := st.Round(r)
+		if err != nil || !ok || len(rec.Included) != 0 {
+			t.Fatalf("%s: round %d record %+v (%v), want nothing included", tc.what, r, rec, err)
+		}
+		expect(r, make([]float64, sess.Dim), 0, tc.what)
+	}
+	// The honest sum is applied: both included.
+	r, epoch := round()
+	fe.send(kindAggregate, &busHeader{Epoch: epoch, T: r, IDs: []string{ids[1], ids[2]}, Seqs: []uint64{1, 2}}, encodeVector(nil, sum))
+	for _, seq := range []uint64{1, 2} {
+		if d, ok := fe.control(seq).(wire.Decision); !ok || d.T != r || d.State != wire.Included {
+			t.Fatalf("honest sum: device %d got %+v, want included", seq, d)
+		}
+	}
+	rec, ok, err := st.Round(r)
+	if err != nil || !ok || len(rec.Included) != 2 {
+		t.Fatalf("honest round %d record %+v, want both included", r, rec)
+	}
+	expect(r, sum, 2, "honest sum")
+	cancel()
+	<-runErr
+}
+
+func waitCommitted(t *testing.T, c *Coordinator, r int) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for c.Committed() < r {
+		if time.Now().After(deadline) {
+			t.Fatalf("round %d not committed", r)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
