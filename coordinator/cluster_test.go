@@ -21,6 +21,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"browserfl/coordinator"
+	"browserfl/coordinator/internal/nctest"
 	"browserfl/device"
 	"browserfl/shared/mechanism"
 	"browserfl/shared/model"
@@ -402,4 +403,91 @@ func readSnapshotsQuiet(path string) map[int]bool {
 		}
 	}
 	return out
+}
+
+// TestEdgeRejectsHostileUpdates is TestHostileUpdatesRejected through an
+// edge: an attacker connected to the edge answers every round with an
+// update far above the norm bound (1e300 in f64, -1e8 and 1e4 in f32).
+// The edge must reject each one itself (the attacker is told "rejected",
+// counted in the edge's browserfl_rejected_updates_total), so that its
+// honest neighbours' sum still reaches the session: every round commits
+// with them and the identity holds.
+func TestEdgeRejectsHostileUpdates(t *testing.T) {
+	ns := startNATS(t, "127.0.0.1:0")
+	defer ns.Shutdown()
+	sess := testSession(8, 3, 3, 6, 20000)
+	h := newHarness(t, sess, 3)
+	node, err := coordinator.NewSessionNode(h.coord, coordinator.SessionNodeConfig{Conn: connectNATS(t, ns.ClientURL(), "session"),
+		BeatInterval: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	go node.Run(ctx)
+	e, err := coordinator.NewEdge(coordinator.EdgeConfig{ID: "e0", Conn: connectNATS(t, ns.ClientURL(), "edge"),
+		Logger: quietLogger(), BeatInterval: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go e.Run(ctx)
+	hs := httptest.NewServer(e.Handler(coordinator.Assets{}, nil))
+	defer hs.Close()
+	waitHealthy(t, []*coordinator.Edge{e})
+	wsURL := "ws" + strings.TrimPrefix(hs.URL, "http") + "/ws"
+	runErr := make(chan error, 1)
+	go func() { runErr <- h.coord.Run(ctx) }()
+	attacker := dialRaw(t, ctx, wsURL, true)
+	done := attack(ctx, attacker, sess.Dim, func(round, _ int) []byte {
+		x := make([]float64, sess.Dim)
+		dec := make([]float64, sess.Dim)
+		var payload []byte
+		switch round % 3 {
+		case 0:
+			for i := range x {
+				x[i] = 1e300
+			}
+			payload, _ = mechanism.Dense64{}.Compress(nil, dec, x, nil)
+		case 1:
+			for i := range x {
+				x[i] = -1e8
+			}
+			payload, _ = mechanism.Dense32{}.Compress(nil, dec, x, nil)
+		default:
+			x[0] = 1e4
+			payload, _ = mechanism.Dense32{}.Compress(nil, dec, x, nil)
+		}
+		return payload
+	})
+	var rts []*device.Runtime
+	var fakes []*nctest.Device
+	for i := range sess.M - 1 {
+		rt, f := newDevice(t, wsURL, sess, i, nil, 0)
+		rts, fakes = append(rts, rt), append(fakes, f)
+	}
+	runDevices(t, ctx, rts)
+	if err := <-runErr; err != nil {
+		t.Fatalf("session: %v", err)
+	}
+	res := <-done
+	if res.err != nil {
+		t.Fatalf("attacker: %v", res.err)
+	}
+	if got := h.coord.Committed(); got != sess.Rounds {
+		t.Fatalf("committed %d rounds, want %d", got, sess.Rounds)
+	}
+	if res.rejected != sess.Rounds {
+		t.Errorf("attacker told 'rejected' %d times, want %d (reasons %q)", res.rejected, sess.Rounds, res.reasons)
+	}
+	if got := metric(t, hs.URL, "browserfl_rejected_updates_total"); got != fmt.Sprint(sess.Rounds) {
+		t.Errorf("edge browserfl_rejected_updates_total = %s, want %d", got, sess.Rounds)
+	}
+	// Every honest update made it: 2 per round.
+	for r := 1; r <= sess.Rounds; r++ {
+		rec, ok, err := h.store.Round(r)
+		if err != nil || !ok || len(rec.Included) != 2 {
+			t.Errorf("round %d included %d updates, want the 2 honest ones", r, len(rec.Included))
+		}
+	}
+	checkInvariant(t, h.qs, sess.Cohort, fakes)
 }

@@ -182,8 +182,11 @@ var mutations = []mutation{
 		name: "admission-reads-before-lock", why: "admission reads the pending round's record before taking the lock (the round may commit in between)",
 		file: "coordinator/coordinator.go",
 		old:  "\tif c.cfg.BeforeAdmit != nil {\n\t\tc.cfg.BeforeAdmit(w.DeviceID, h.Pending)",
-		new:  "\tmrec, mok, _ := c.store.Round(h.Pending)\n\tif c.cfg.BeforeAdmit != nil {\n\t\tc.cfg.BeforeAdmit(w.DeviceID, h.Pending)",
-		more: []edit{{"\t\t\trec, ok, err := c.store.Round(h.Pending)\n", "\t\t\trec, ok, err := mrec, mok, error(nil)\n"}},
+		new:  "\tmrec, mok, _ := c.store.Round(h.Pending)\n\tc.mutRound = func(int) (RoundRecord, bool, error) { return mrec, mok, nil }\n\tif c.cfg.BeforeAdmit != nil {\n\t\tc.cfg.BeforeAdmit(w.DeviceID, h.Pending)",
+		more: []edit{
+			{"\t\t\trec, ok, err := c.store.Round(pending)\n", "\t\t\trec, ok, err := c.mutRound(pending)\n"},
+			{"\tnode *SessionNode\n}", "\tnode *SessionNode\n\tmutRound func(int) (RoundRecord, bool, error)\n}"},
+		},
 		pkgs: []string{"./coordinator/", "-run", "Admission"},
 	},
 	{
@@ -192,6 +195,28 @@ var mutations = []mutation{
 		old:  "if !(norm <= c.bound) {",
 		new:  "if false && !(norm <= c.bound) {",
 		pkgs: []string{"./coordinator/", "-run", "Hostile|Unservable"},
+	},
+	{
+		name: "aggregate-norm-skipped", why: "the session process accepts an edge's sum without its norm bound (n times the update bound)",
+		file: "coordinator/cluster.go",
+		old:  "case !(norm <= float64(len(ids))*c.bound):",
+		new:  "case false && !(norm <= float64(len(ids))*c.bound):",
+		pkgs: []string{"./coordinator/", "-run", "HostileAggregate"},
+	},
+	{
+		name: "aggregate-members-unchecked", why: "the session process counts an edge's sum without checking that each member is the device bound to the connection the edge names",
+		file: "coordinator/cluster.go",
+		old:  "case links[i] == nil || d == nil || d.conn != links[i]:",
+		new:  "case d == nil || links[i] == nil:",
+		more: []edit{{"if l := n.link(edge, s); l != nil && l.id == h.IDs[i] {", "if l := n.link(edge, s); l != nil {"}},
+		pkgs: []string{"./coordinator/", "-run", "HostileAggregate"},
+	},
+	{
+		name: "edge-validation-skipped", why: "an edge adds an update above the norm bound to its round's sum",
+		file: "coordinator/edge.go",
+		old:  "if !(norm <= r.bound) {",
+		new:  "if false && !(norm <= r.bound) {",
+		pkgs: []string{"./coordinator/", "-run", "EdgeRejectsHostile"},
 	},
 	{
 		name: "local-noise-0.9", why: "the noise of each hidden local step of \"local\" is 10% too small (its ledger charge unchanged)",
