@@ -87,13 +87,25 @@ type NATSClientConfig struct {
 
 // ConnectNATS connects with unlimited reconnects (a component outlives a
 // NATS restart; messages published meanwhile are buffered, up to 64 MiB).
+// It returns at once even if NATS cannot be reached yet: the connection
+// keeps trying.
 func ConnectNATS(cfg NATSClientConfig) (*nats.Conn, error) {
+	return connectNATS(cfg, true)
+}
+
+// ConnectNATSOnce is ConnectNATS that fails if the first connection
+// attempt fails (checks, and tests of TLS and authentication).
+func ConnectNATSOnce(cfg NATSClientConfig) (*nats.Conn, error) {
+	return connectNATS(cfg, false)
+}
+
+func connectNATS(cfg NATSClientConfig, retry bool) (*nats.Conn, error) {
 	log := cfg.Log
 	if log == nil {
 		log = slog.Default()
 	}
 	opts := []nats.Option{nats.Name(cfg.Name), nats.MaxReconnects(-1), nats.ReconnectWait(250 * time.Millisecond),
-		nats.ReconnectBufSize(64 << 20), nats.RetryOnFailedConnect(true),
+		nats.ReconnectBufSize(64 << 20), nats.RetryOnFailedConnect(retry),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
 			if err != nil {
 				log.Warn("NATS disconnected; reconnecting", "err", err)
