@@ -41,7 +41,7 @@ const (
 	kindStatus     = 4 // Seq, ID, T: a device's status query
 	kindLeave      = 5 // Seq, ID; body: the Leave
 	kindDisconnect = 6 // Seq, ID
-	kindRoster     = 7 // Roster: devices the edge holds (after a session restart or a resync)
+	kindRoster     = 7 // Roster, T (the roster's number), Last: devices the edge holds, in chunks (asked for by a beat's Resync)
 	kindEdgeBeat   = 8 // Devices
 	// session -> edge
 	kindControl     = 20 // Seq; body: a control message for the device
@@ -76,6 +76,7 @@ type busHeader struct {
 	DeadlineMillis int           `json:"deadline_ms,omitempty"`
 	Devices        int           `json:"devices,omitempty"`
 	Roster         []rosterEntry `json:"roster,omitempty"`
+	Last           bool          `json:"last,omitempty"` // the roster's last chunk
 	Beat           *sessionBeat  `json:"beat,omitempty"`
 }
 
@@ -93,8 +94,12 @@ type sessionBeat struct {
 	JoinCode  string `json:"join_code"`
 	Committed int    `json:"committed"`
 	Open      int    `json:"open,omitempty"` // the round being collected, 0 if none
+	// Finished: the session has run all its rounds (or was ended); an
+	// edge makes sure each of its devices got End.
+	Finished bool `json:"finished,omitempty"`
 	// Resync asks the edge to send its roster: the session did not know
-	// it, or had given it up for dead.
+	// it, had given it up for dead, or counts other devices on it than
+	// the edge does. Repeated every beat until a whole roster arrives.
 	Resync bool `json:"resync,omitempty"`
 }
 

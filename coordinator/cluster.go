@@ -79,8 +79,15 @@ type edgeState struct {
 	instance uint64 // the edge process's random instance (a restarted edge gets a new one)
 	lastSeen time.Time
 	alive    bool
-	resync   bool // the next beat asks for the edge's roster
-	devices  int  // as the edge last reported
+	resync   bool // beats ask for the edge's roster until a whole one arrives
+	devices  int  // admitted devices, as the edge last reported
+	// mismatch counts consecutive beats at which the edge reported
+	// another number of devices than it has links here.
+	mismatch int
+	// roster is the number of the roster being received and the
+	// connections it named so far.
+	roster     int
+	rosterSeqs map[uint64]bool
 	queue    chan []byte
 	// hellos being authenticated: a later envelope about the same
 	// connection waits for its hello to finish.
@@ -304,7 +311,7 @@ func (n *SessionNode) beat() {
 	c := n.c
 	var lost []*remoteLink
 	c.mu.Lock()
-	b := sessionBeat{JoinCode: c.cfg.JoinCode, Committed: c.committed}
+	b := sessionBeat{JoinCode: c.cfg.JoinCode, Committed: c.committed, Finished: c.finished}
 	if c.round != nil {
 		b.Open = c.round.t
 	}
@@ -315,7 +322,22 @@ func (n *SessionNode) beat() {
 	}
 	var targets []target
 	n.mu.Lock()
+	linksOn := map[string]int{}
+	for k := range n.links {
+		linksOn[k.edge]++
+	}
 	for id, es := range n.edges {
+		// A device count that disagrees for three beats in a row (hellos
+		// in flight disagree briefly) means a lost hello or disconnect:
+		// the roster repairs it.
+		if es.alive && es.devices != linksOn[id] {
+			es.mismatch++
+			if es.mismatch >= 3 {
+				es.resync, es.mismatch = true, 0
+			}
+		} else {
+			es.mismatch = 0
+		}
 		if es.alive && now.Sub(es.lastSeen) > n.cfg.EdgeTimeout {
 			es.alive = false
 			n.edgesLost.Add(1)
@@ -325,7 +347,6 @@ func (n *SessionNode) beat() {
 		}
 		if es.alive {
 			targets = append(targets, target{id, es.resync})
-			es.resync = false
 		}
 	}
 	n.mu.Unlock()
@@ -453,15 +474,17 @@ func (n *SessionNode) handle(ctx context.Context, es *edgeState, b []byte) {
 		es.waitHello(h.Seq)
 		n.mu.Lock()
 		l := n.links[linkKey{es.id, h.Seq}]
-		if l != nil && l.id == h.ID {
+		// An empty id: a hello the edge gave up waiting for.
+		match := l != nil && (h.ID == "" || l.id == h.ID)
+		if match {
 			delete(n.links, linkKey{es.id, h.Seq})
 		}
 		n.mu.Unlock()
-		if l != nil && l.id == h.ID {
+		if match {
 			c.disconnectedLink(l)
 		}
 	case kindRoster:
-		n.roster(es.id, h.Roster)
+		n.roster(es, h)
 	case kindEdgeBeat:
 		n.mu.Lock()
 		es.devices = h.Devices
@@ -508,10 +531,34 @@ func (n *SessionNode) hello(edge string, h busHeader, body []byte) {
 
 // roster adopts the devices an edge holds (after this process started,
 // or after the edge was given up): each is bound to a remoteLink as if
-// it had said hello, and its pending round is answered.
-func (n *SessionNode) roster(edge string, entries []rosterEntry) {
+// it had said hello, and its pending round is answered. At the roster's
+// last chunk, links to connections the edge no longer holds are
+// dropped (a disconnect that was lost) and the edge counts as in sync.
+func (n *SessionNode) roster(es *edgeState, h busHeader) {
+	edge := es.id
+	n.mu.Lock()
+	if h.T != es.roster || es.rosterSeqs == nil {
+		es.roster, es.rosterSeqs = h.T, map[uint64]bool{}
+	}
+	for _, e := range h.Roster {
+		es.rosterSeqs[e.Seq] = true
+	}
+	var stale []*remoteLink
+	if h.Last {
+		for k, l := range n.links {
+			if k.edge == edge && !es.rosterSeqs[k.seq] {
+				stale = append(stale, l)
+				delete(n.links, k)
+			}
+		}
+		es.resync, es.rosterSeqs = false, nil
+	}
+	n.mu.Unlock()
 	c := n.c
-	for _, e := range entries {
+	for _, l := range stale {
+		c.disconnectedLink(l)
+	}
+	for _, e := range h.Roster {
 		if e.ID == "" || e.Pending < 0 || wire.CheckNickname(e.Nickname) != nil {
 			n.busErrors.Add(1)
 			continue

@@ -74,6 +74,7 @@ type Edge struct {
 	lastBeat  time.Time
 	round     *edgeRound
 	lastRound int // the newest round number assigned on this edge
+	rosters   int // rosters sent (each is numbered)
 	vecs      sync.Pool
 
 	// counters (/metrics)
@@ -95,6 +96,7 @@ type edgeConn struct {
 	// (0 if none); asked is when the edge last asked the session about it.
 	assigned int
 	asked    time.Time
+	ended    bool // End was forwarded to the device
 }
 
 // edgeRound is a round's collection on this edge.
@@ -208,7 +210,12 @@ func (e *Edge) publish(kind byte, h *busHeader, body []byte) {
 // (a message lost while NATS restarted, say).
 func (e *Edge) sendBeat() {
 	e.mu.Lock()
-	n := len(e.conns)
+	n := 0
+	for _, ec := range e.conns {
+		if ec.welcome == nil && ec.cn.id != "" {
+			n++
+		}
+	}
 	type ask struct {
 		seq uint64
 		id  string
@@ -306,6 +313,16 @@ func (e *Edge) handleDown(b []byte) {
 		if h.Beat.Resync {
 			e.rosterLocked()
 		}
+		if h.Beat.Finished {
+			// End may have been lost on the way (or the device joined
+			// after it): every device hears it once from the edge.
+			for _, ec := range e.conns {
+				if !ec.ended && ec.welcome == nil {
+					ec.ended = true
+					ec.cn.sendControl(wire.End{Committed: h.Beat.Committed})
+				}
+			}
+		}
 	default:
 		e.busErrors.Add(1)
 	}
@@ -328,6 +345,11 @@ func (e *Edge) controlLocked(seq uint64, body []byte) {
 		return
 	}
 	switch m := m.(type) {
+	case wire.End:
+		if ec.ended {
+			return
+		}
+		ec.ended = true
 	case wire.Welcome:
 		if ec.welcome == nil {
 			return // a second welcome: ignore
@@ -351,7 +373,9 @@ func (e *Edge) controlLocked(seq uint64, body []byte) {
 // take it).
 func (e *Edge) publishLocked(kind byte, h *busHeader) { e.publish(kind, h, nil) }
 
-// rosterLocked sends the session every admitted device, in chunks.
+// rosterLocked sends the session every admitted device, in chunks
+// numbered by the roster (the last one marked, even if empty, so that
+// the session knows it has all of it).
 func (e *Edge) rosterLocked() {
 	var entries []rosterEntry
 	now := time.Now()
@@ -362,10 +386,14 @@ func (e *Edge) rosterLocked() {
 		entries = append(entries, rosterEntry{Seq: seq, ID: ec.cn.id, Nickname: ec.nickname, Pending: ec.assigned})
 		ec.asked = now // the roster asks about the pending round
 	}
-	for len(entries) > 0 {
+	e.rosters++
+	for {
 		k := min(len(entries), rosterChunk)
-		e.publish(kindRoster, &busHeader{Roster: entries[:k]}, nil)
+		e.publish(kindRoster, &busHeader{T: e.rosters, Roster: entries[:k], Last: k == len(entries)}, nil)
 		entries = entries[k:]
+		if len(entries) == 0 {
+			return
+		}
 	}
 }
 
