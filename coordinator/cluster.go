@@ -88,7 +88,7 @@ type edgeState struct {
 	// connections it named so far.
 	roster     int
 	rosterSeqs map[uint64]bool
-	queue    chan []byte
+	queue      chan []byte
 	// hellos being authenticated: a later envelope about the same
 	// connection waits for its hello to finish.
 	helloMu sync.Mutex
