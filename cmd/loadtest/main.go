@@ -28,7 +28,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -39,14 +38,12 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/coder/websocket"
 
 	"browserfl/device"
-	"browserfl/shared/dataset"
 	"browserfl/shared/wire"
 )
 
@@ -78,6 +75,8 @@ type options struct {
 	drop        int
 	timeout     time.Duration
 	idleWindow  time.Duration
+	edges       int
+	edgeArgs    []string
 }
 
 // teacherSecret is the teacher secret the load test writes into the
@@ -102,7 +101,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&o.baselineRep, "baseline-reps", 50, "repetitions of the loopback baseline")
 	fs.IntVar(&o.drop, "drop", 0, "devices that disconnect for good when they are first assigned a round (checks that rounds go on without them)")
 	fs.DurationVar(&o.timeout, "timeout", 30*time.Minute, "give up (and stop the coordinator) after this long")
+	fs.IntVar(&o.edges, "edges", 0, "if > 0: the cluster shape: the coordinator runs as -role session (embedded NATS) plus this many -role edge processes, the devices spread over the edges round robin")
 	policy := device.PolicyFlags(fs)
+	edgeArgs := fs.String("edge-args", "", "with -edges: extra edge flags, space separated")
 	extra := fs.String("coordinator-args", "", "extra coordinator flags, space separated (e.g. -cpuprofile /tmp/c.prof)")
 	bsrv := fs.String("baseline-server", "", "internal: run the baseline's server side on this address")
 	boutSize := fs.Int("baseline-out", 0, "internal: baseline frame size out")
@@ -128,6 +129,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	if o.drop >= n {
 		return fmt.Errorf("-drop %d leaves no device of %d", o.drop, n)
+	}
+	if o.edges < 0 || o.edges > 200 {
+		return fmt.Errorf("-edges %d: want 0 (one process) to 200", o.edges)
+	}
+	o.edgeArgs = strings.Fields(*edgeArgs)
+	// Every device is a socket here and one in the process that holds it.
+	if err := raiseNoFile(uint64(n) + 1024); err != nil {
+		fmt.Fprintf(stderr, "loadtest: %v (ulimit -n may be too low for %d devices)\n", err, n)
 	}
 	dir, err := os.MkdirTemp("", "bfl-loadtest-")
 	if err != nil {
@@ -159,6 +168,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		cargs = append(cargs, "-compressor", o.compressor)
 	}
 	cargs = append(cargs, strings.Fields(*extra)...)
+	if o.edges > 0 {
+		return runCluster(ctx, o, pol, n, addr, cargs, stdout, stderr)
+	}
 	coord, err := startChild(o.coordinator, cargs, io.Discard, stderr)
 	if err != nil {
 		return fmt.Errorf("start coordinator: %w", err)
@@ -194,71 +206,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	rssIdle, _ := procRSS(pid)
 
-	devCtx, cancelDevices := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	defer func() { cancelDevices(); wg.Wait() }()
-	var connected, failed, dropped atomic.Int64
-	var prepNanos atomic.Int64
-	errs := make(chan error, n)
-	start := time.Now()
-	for i := range n {
-		rng := rand.New(rand.NewPCG(uint64(i), 17))
-		data := make([]dataset.Sample, 8)
-		for j := range data {
-			x := make([]float32, sess.Features)
-			for k := range x {
-				x[k] = rng.Float32()
-			}
-			data[j] = dataset.Sample{X: x, Label: rng.IntN(sess.Classes)}
-		}
-		var roundStart time.Time
-		dctx, dropDevice := context.WithCancel(devCtx)
-		drop := i < o.drop
-		cfg := device.Config{
-			URL: "ws://" + addr + "/ws", JoinCode: "LOADTEST", Storage: &device.MemStorage{}, Data: data,
-			MinBackoff: 200 * time.Millisecond, MaxBackoff: 5 * time.Second,
-			OnEvent: func(e device.Event) {
-				switch e.Kind {
-				case device.EventConnected:
-					connected.Add(1)
-				case device.EventRound:
-					roundStart = time.Now()
-					if drop {
-						drop = false
-						dropped.Add(1)
-						dropDevice()
-					}
-				case device.EventSent:
-					prepNanos.Add(int64(time.Since(roundStart)))
-				}
-			},
-		}
-		cfg.SetPolicy(pol)
-		rt, err := device.New(devCtx, cfg)
-		if err != nil {
-			dropDevice()
-			return err
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer dropDevice()
-			if err := rt.Run(dctx); err != nil && !errors.Is(err, context.Canceled) {
-				failed.Add(1)
-				errs <- err
-			}
-		}()
-		if err := sleep(ctx, o.stagger); err != nil {
-			return fail(err)
-		}
+	fl, err := startFleet(ctx, o, pol, sess, n, func(int) string { return "ws://" + addr + "/ws" })
+	defer fl.stop()
+	if err != nil {
+		return fail(err)
 	}
-	for connected.Load() < int64(n) {
-		if failed.Load() > 0 {
-			return fmt.Errorf("a device failed: %w", <-errs)
-		}
-		if err := sleep(ctx, 100*time.Millisecond); err != nil {
-			return fail(fmt.Errorf("%d of %d devices connected: %w", connected.Load(), n, err))
-		}
+	start := fl.start
+	if err := fl.waitConnected(ctx, n); err != nil {
+		return fail(err)
 	}
 	fmt.Fprintf(stdout, "%d devices connected in %v\n", n, time.Since(start).Round(time.Millisecond))
 
@@ -300,22 +255,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := teacher(ctx, base, "resume"); err != nil {
 		return fail(err)
 	}
-	// Wait for the last round's record (/api/rounds after the last one
-	// seen: a cheap store read, where /api/status would cost the
-	// coordinator a sort of every device per poll).
-	for committed := 0; committed < o.T; {
-		if err := sleep(ctx, 250*time.Millisecond); err != nil {
-			return fail(fmt.Errorf("%d of %d rounds committed: %w", committed, o.T, err))
-		}
-		var recs []struct {
-			T int `json:"t"`
-		}
-		if err := getJSON(ctx, base+"/api/rounds?code=LOADTEST&after="+strconv.Itoa(committed), &recs); err != nil {
-			return fail(err)
-		}
-		for _, r := range recs {
-			committed = max(committed, r.T)
-		}
+	if err := waitRounds(ctx, base, o.T); err != nil {
+		return fail(err)
 	}
 	elapsed := time.Since(runStart)
 	cpu1, err := procCPU(pid)
@@ -323,31 +264,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	hwm, _ := procHWM(pid)
-	cancelDevices()
-	var recs []struct {
-		T         int   `json:"t"`
-		Cohort    int   `json:"cohort"`
-		Included  int   `json:"included"`
-		LatencyMs int64 `json:"latency_ms"`
-		BytesIn   int64 `json:"bytes_in"`
-		BytesOut  int64 `json:"bytes_out"`
-	}
-	if err := getJSON(ctx, base+"/api/rounds?code=LOADTEST", &recs); err != nil {
+	fl.stop()
+	rs, err := readRounds(ctx, base, o.T)
+	if err != nil {
 		return fail(err)
 	}
-	if len(recs) != o.T {
-		return fmt.Errorf("%d rounds recorded, want %d", len(recs), o.T)
-	}
-	lat := make([]float64, len(recs))
-	var bin, bout int64
-	included := 0
-	for i, r := range recs {
-		lat[i] = float64(r.LatencyMs)
-		bin += r.BytesIn
-		bout += r.BytesOut
-		included += r.Included
-	}
-	slices.Sort(lat)
+	lat, bin, bout, included := rs.lat, rs.bytesIn, rs.bytesOut, rs.included
 	p50, p99 := quantile(lat, 0.5), quantile(lat, 0.99)
 
 	fmt.Fprintf(stdout, "session: n = %d, m = %d, d = %d, T = %d, %s, b = %d; %d of %d updates included\n",
@@ -355,14 +277,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stdout, "round latency (start to commit): p50 %.0f ms, p99 %.0f ms; wall %.1f s for %d rounds\n",
 		p50, p99, elapsed.Seconds(), o.T)
 	fmt.Fprintf(stdout, "bytes per round: %.2f MB in (updates), %.2f MB out (assignments)\n",
-		float64(bin)/float64(len(recs))/1e6, float64(bout)/float64(len(recs))/1e6)
+		float64(bin)/float64(o.T)/1e6, float64(bout)/float64(o.T)/1e6)
 	cpuPerRound := (cpu1 - cpu0) / float64(o.T)
 	fmt.Fprintf(stdout, "coordinator: %.3f CPU s per round (%.0f%% of one core over the run), peak RSS %.1f MiB\n",
 		cpuPerRound, 100*(cpu1-cpu0)/elapsed.Seconds(), mib(hwm))
 	fmt.Fprintf(stdout, "device compute (assignment received to update sent, summed): %.0f ms per round over the cohort\n",
-		float64(prepNanos.Load())/1e6/float64(o.T))
+		float64(fl.prepNanos.Load())/1e6/float64(o.T))
 	if o.drop > 0 {
-		fmt.Fprintf(stdout, "%d of the %d devices of -drop disconnected for good in the middle of a round\n", dropped.Load(), o.drop)
+		fmt.Fprintf(stdout, "%d of the %d devices of -drop disconnected for good in the middle of a round\n", fl.dropped.Load(), o.drop)
 	}
 	if included == 0 {
 		return errors.New("no update was included")

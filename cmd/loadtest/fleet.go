@@ -1,0 +1,165 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"browserfl/device"
+	"browserfl/shared/dataset"
+	"browserfl/shared/wire"
+)
+
+// fleet is the load test's devices: one device runtime per goroutine,
+// each with its own small synthetic data set.
+type fleet struct {
+	start                      time.Time
+	connected, failed, dropped atomic.Int64
+	prepNanos                  atomic.Int64 // assignment received to update sent, summed
+	errs                       chan error
+	wg                         sync.WaitGroup
+	cancel                     context.CancelFunc
+}
+
+// startFleet starts n devices, device i dialling url(i), o.stagger apart;
+// the first o.drop of them disconnect for good when first assigned a
+// round. The returned fleet is never nil: stop it (also on error).
+func startFleet(ctx context.Context, o options, pol device.Policy, sess wire.SessionParams, n int, url func(i int) string) (*fleet, error) {
+	devCtx, cancel := context.WithCancel(ctx)
+	f := &fleet{start: time.Now(), errs: make(chan error, n), cancel: cancel}
+	for i := range n {
+		rng := rand.New(rand.NewPCG(uint64(i), 17))
+		data := make([]dataset.Sample, 8)
+		for j := range data {
+			x := make([]float32, sess.Features)
+			for k := range x {
+				x[k] = rng.Float32()
+			}
+			data[j] = dataset.Sample{X: x, Label: rng.IntN(sess.Classes)}
+		}
+		var roundStart time.Time
+		dctx, dropDevice := context.WithCancel(devCtx)
+		drop := i < o.drop
+		cfg := device.Config{
+			URL: url(i), JoinCode: "LOADTEST", Storage: &device.MemStorage{}, Data: data,
+			MinBackoff: 200 * time.Millisecond, MaxBackoff: 5 * time.Second,
+			OnEvent: func(e device.Event) {
+				switch e.Kind {
+				case device.EventConnected:
+					f.connected.Add(1)
+				case device.EventRound:
+					roundStart = time.Now()
+					if drop {
+						drop = false
+						f.dropped.Add(1)
+						dropDevice()
+					}
+				case device.EventSent:
+					f.prepNanos.Add(int64(time.Since(roundStart)))
+				}
+			},
+		}
+		cfg.SetPolicy(pol)
+		rt, err := device.New(devCtx, cfg)
+		if err != nil {
+			dropDevice()
+			return f, err
+		}
+		f.wg.Add(1)
+		go func() {
+			defer f.wg.Done()
+			defer dropDevice()
+			if err := rt.Run(dctx); err != nil && !errors.Is(err, context.Canceled) {
+				f.failed.Add(1)
+				f.errs <- err
+			}
+		}()
+		if err := sleep(ctx, o.stagger); err != nil {
+			return f, err
+		}
+	}
+	return f, nil
+}
+
+// waitConnected waits until n devices have connected (a device that
+// reconnects counts again), a device fails or ctx is done.
+func (f *fleet) waitConnected(ctx context.Context, n int) error {
+	for f.connected.Load() < int64(n) {
+		if f.failed.Load() > 0 {
+			return fmt.Errorf("a device failed: %w", <-f.errs)
+		}
+		if err := sleep(ctx, 100*time.Millisecond); err != nil {
+			return fmt.Errorf("%d of %d devices connected: %w", f.connected.Load(), n, err)
+		}
+	}
+	return nil
+}
+
+// stop cancels every device and waits for them (idempotent).
+func (f *fleet) stop() {
+	f.cancel()
+	f.wg.Wait()
+}
+
+// waitRounds waits until the coordinator at base has recorded round T.
+// It polls /api/rounds after the last round seen: a cheap store read,
+// where /api/status would cost the coordinator a sort of every device
+// per poll.
+func waitRounds(ctx context.Context, base string, T int) error {
+	for committed := 0; committed < T; {
+		if err := sleep(ctx, 250*time.Millisecond); err != nil {
+			return fmt.Errorf("%d of %d rounds committed: %w", committed, T, err)
+		}
+		var recs []struct {
+			T int `json:"t"`
+		}
+		if err := getJSON(ctx, base+"/api/rounds?code=LOADTEST&after="+strconv.Itoa(committed), &recs); err != nil {
+			return err
+		}
+		for _, r := range recs {
+			committed = max(committed, r.T)
+		}
+	}
+	return nil
+}
+
+// rounds sums the coordinator's round records.
+type rounds struct {
+	lat                []float64 // round latency (start to commit) in ms, sorted
+	bytesIn, bytesOut  int64     // update bytes in, assignment bytes out
+	included, recorded int
+}
+
+// readRounds reads the T round records of the coordinator at base.
+func readRounds(ctx context.Context, base string, T int) (rounds, error) {
+	var recs []struct {
+		T         int   `json:"t"`
+		Cohort    int   `json:"cohort"`
+		Included  int   `json:"included"`
+		LatencyMs int64 `json:"latency_ms"`
+		BytesIn   int64 `json:"bytes_in"`
+		BytesOut  int64 `json:"bytes_out"`
+	}
+	var r rounds
+	if err := getJSON(ctx, base+"/api/rounds?code=LOADTEST", &recs); err != nil {
+		return r, err
+	}
+	if len(recs) != T {
+		return r, fmt.Errorf("%d rounds recorded, want %d", len(recs), T)
+	}
+	r.recorded = len(recs)
+	for _, rec := range recs {
+		r.lat = append(r.lat, float64(rec.LatencyMs))
+		r.bytesIn += rec.BytesIn
+		r.bytesOut += rec.BytesOut
+		r.included += rec.Included
+	}
+	slices.Sort(r.lat)
+	return r, nil
+}
