@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -161,11 +162,7 @@ func TestDroppedDevicesDoNotStall(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs cmd/coordinator")
 	}
-	bin := filepath.Join(t.TempDir(), "coordinator")
-	build := exec.Command("go", "build", "-o", bin, "browserfl/cmd/coordinator")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build coordinator: %v\n%s", err, out)
-	}
+	bin := buildCoordinator(t)
 	t.Setenv("TMPDIR", t.TempDir())
 	t.Setenv("LOADTEST_BE", "main")
 	var out, errOut strings.Builder
@@ -178,4 +175,86 @@ func TestDroppedDevicesDoNotStall(t *testing.T) {
 		t.Errorf("no device dropped:\n%s", out.String())
 	}
 	t.Log(out.String())
+}
+
+// buildCoordinator builds cmd/coordinator into a temporary directory.
+func buildCoordinator(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "coordinator")
+	build := exec.Command("go", "build", "-o", bin, "browserfl/cmd/coordinator")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build coordinator: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// The cluster mode (-edges 2) runs a session over a session process and
+// two edge processes, with devices that drop, and the session process
+// receives fewer bytes per round than the updates its edges collected:
+// two sums (2 x 8d bytes) instead of about 10 update frames (10 x 4d
+// bytes). A session process that received every update, or an edge that
+// forwarded them one by one, fails the comparison. Afterwards no
+// component is left running and the temporary directory is gone.
+func TestClusterPreAggregates(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs cmd/coordinator in three processes")
+	}
+	bin := buildCoordinator(t)
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	var out, errOut strings.Builder
+	err := run(context.Background(), []string{"-coordinator", bin, "-edges", "2", "-n", "20", "-m", "10", "-T", "6", "-drop", "2",
+		"-stagger", "0", "-timeout", "2m"}, &out, &errOut)
+	if err != nil {
+		t.Fatalf("run: %v\nstdout:\n%s\nstderr:\n%s", err, out.String(), errOut.String())
+	}
+	t.Log(out.String())
+	figure := func(re string) float64 {
+		t.Helper()
+		m := regexp.MustCompile(re).FindStringSubmatch(out.String())
+		if m == nil {
+			t.Fatalf("no line matching %q in:\n%s", re, out.String())
+		}
+		v, err := strconv.ParseFloat(m[1], 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	with := figure(`inbound per round with edge pre-aggregation: (\d+) B`)
+	without := figure(`inbound per round without pre-aggregation: (\d+) B`)
+	if !(with > 0 && with < without) {
+		t.Errorf("session inbound per round: %.0f B with pre-aggregation, %.0f B without; want 0 < with < without", with, without)
+	}
+	if kib := figure(`edges: idle memory ([\d.]+) KiB per connected device`); kib <= 0 {
+		t.Errorf("edge idle memory per device %.1f KiB, want > 0", kib)
+	}
+	if !strings.Contains(out.String(), "20 devices connected over 2 edges") {
+		t.Errorf("devices not spread over the edges:\n%s", out.String())
+	}
+	if left, _ := filepath.Glob(filepath.Join(tmp, "bfl-loadtest-*")); len(left) != 0 {
+		t.Errorf("temporary directories left: %v", left)
+	}
+	if pids := running(bin); len(pids) != 0 {
+		for _, p := range pids {
+			syscall.Kill(p, syscall.SIGKILL)
+		}
+		t.Errorf("processes of %s still running after run returned: %v", bin, pids)
+	}
+}
+
+// running returns the live processes whose executable is bin.
+func running(bin string) []int {
+	var pids []int
+	dirs, _ := os.ReadDir("/proc")
+	for _, d := range dirs {
+		pid, err := strconv.Atoi(d.Name())
+		if err != nil {
+			continue
+		}
+		if exe, err := os.Readlink(filepath.Join("/proc", d.Name(), "exe")); err == nil && exe == bin && alive(pid) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
 }
