@@ -17,6 +17,10 @@ import (
 	"browserfl/shared/wire"
 )
 
+// clusterRoundGap is the session's pause between rounds in the cluster
+// mode (see runCluster).
+const clusterRoundGap = 500 * time.Millisecond
+
 // component is one process of the cluster shape the load test runs.
 type component struct {
 	name string
@@ -65,7 +69,12 @@ func runCluster(ctx context.Context, o options, pol device.Policy, n int, addr s
 		}()
 		return comp, nil
 	}
-	sargs := append(cargs[:len(cargs):len(cargs)], "-role", "session", "-nats-listen", natsAddr)
+	// The session has one round more than the load test measures, and a
+	// gap between rounds: the measurement ends in the gap after round T,
+	// before the session's end sends every device its last messages
+	// (which are per session, not per round).
+	sargs := append(cargs[:len(cargs):len(cargs)], "-role", "session", "-nats-listen", natsAddr,
+		"-T", strconv.Itoa(o.T+1), "-round-gap", clusterRoundGap.String())
 	sess, err := start("session process", addr, sargs)
 	if err != nil {
 		return err
@@ -150,44 +159,62 @@ func runCluster(ctx context.Context, o options, pol device.Policy, n int, addr s
 	self, _ := procRSS(os.Getpid())
 	fmt.Fprintf(stdout, "load tool RSS (the %d client connections): %.1f MiB\n", n, mib(self))
 
+	// Idle CPU (heartbeats, beats, timers): paid during the rounds too,
+	// and during the gaps between them.
 	cpu0, err := componentsCPU(comps)
 	if err != nil {
 		return fail(err)
 	}
+	if err := sleep(ctx, o.idleWindow); err != nil {
+		return fail(err)
+	}
+	cpu1, err := componentsCPU(comps)
+	if err != nil {
+		return fail(err)
+	}
+	idleRate := make([]float64, len(comps)) // CPU seconds per second
+	for i, c := range comps {
+		idleRate[i] = (cpu1[i] - cpu0[i]) / o.idleWindow.Seconds()
+		fmt.Fprintf(stdout, "%s CPU with idle devices: %.1f ms per second (over %v)\n", c.name, idleRate[i]*1000, o.idleWindow)
+	}
 	if o.idle > 0 {
-		if err := sleep(ctx, o.idleWindow); err != nil {
-			return fail(err)
-		}
-		cpu1, err := componentsCPU(comps)
-		if err != nil {
-			return fail(err)
-		}
-		for i, c := range comps {
-			fmt.Fprintf(stdout, "%s CPU with idle devices: %.1f ms per second (over %v)\n",
-				c.name, (cpu1[i]-cpu0[i])*1000/o.idleWindow.Seconds(), o.idleWindow)
-		}
 		return nil
 	}
 
+	var tap *natsTap
+	var tap0 map[tapKey]tapCount
+	if o.natsTap {
+		if tap, err = startTap("nats://"+natsAddr, "browserfl"); err != nil {
+			return fail(err)
+		}
+		defer tap.close()
+		tap0 = tap.snapshot()
+	}
 	s0, e0, err := scrapeCluster(ctx, sess, edges)
 	if err != nil {
+		return fail(err)
+	}
+	if cpu0, err = componentsCPU(comps); err != nil {
 		return fail(err)
 	}
 	runStart := time.Now()
 	if err := teacher(ctx, base, "resume"); err != nil {
 		return fail(err)
 	}
-	if err := waitRounds(ctx, base, o.T); err != nil {
+	if err := waitRounds(ctx, base, o.T, clusterRoundGap/10); err != nil {
 		return fail(err)
 	}
 	elapsed := time.Since(runStart)
-	cpu1, err := componentsCPU(comps)
-	if err != nil {
+	if cpu1, err = componentsCPU(comps); err != nil {
 		return fail(err)
 	}
 	s1, e1, err := scrapeCluster(ctx, sess, edges)
 	if err != nil {
 		return fail(err)
+	}
+	var tap1 map[tapKey]tapCount
+	if tap != nil {
+		tap1 = tap.snapshot()
 	}
 	hwm := make([]int64, len(comps))
 	for i, c := range comps {
@@ -203,15 +230,21 @@ func runCluster(ctx context.Context, o options, pol device.Policy, n int, addr s
 		n, len(edges), o.m, params.Dim, o.T, o.algorithm, o.batch, rs.included, o.T*o.m)
 	fmt.Fprintf(stdout, "round latency (start to commit): p50 %.0f ms, p99 %.0f ms; wall %.1f s for %d rounds\n",
 		quantile(rs.lat, 0.5), quantile(rs.lat, 0.99), elapsed.Seconds(), o.T)
-	fmt.Fprintf(stdout, "session process: %.3f CPU s per round (%.0f%% of one core over the run), peak RSS %.1f MiB\n",
-		(cpu1[0]-cpu0[0])/T, 100*(cpu1[0]-cpu0[0])/elapsed.Seconds(), mib(hwm[0]))
-	var ecpu float64
+	// The window holds T rounds, the T-1 gaps of clusterRoundGap between
+	// them and part of the gap after the last; the figure net of idle
+	// subtracts the idle CPU rate over T-1 gaps.
+	gaps := min(elapsed.Seconds(), (T-1)*clusterRoundGap.Seconds())
+	fmt.Fprintf(stdout, "session process: %.3f CPU s per round, %.3f net of its idle CPU over the %.1f s of gaps (%.0f%% of one core over the %.1f s run), peak RSS %.1f MiB\n",
+		(cpu1[0]-cpu0[0])/T, (cpu1[0]-cpu0[0]-idleRate[0]*gaps)/T, gaps, 100*(cpu1[0]-cpu0[0])/elapsed.Seconds(), elapsed.Seconds(), mib(hwm[0]))
+	var ecpu, eidle float64
 	var ehwm int64
 	for i := 1; i < len(comps); i++ {
 		ecpu += cpu1[i] - cpu0[i]
+		eidle += idleRate[i]
 		ehwm = max(ehwm, hwm[i])
 	}
-	fmt.Fprintf(stdout, "edges: %.3f CPU s per round summed over %d edges, largest peak RSS %.1f MiB\n", ecpu/T, len(edges), mib(ehwm))
+	fmt.Fprintf(stdout, "edges: %.3f CPU s per round summed over %d edges, %.3f net of idle, largest peak RSS %.1f MiB\n",
+		ecpu/T, len(edges), (ecpu-eidle*gaps)/T, mib(ehwm))
 	fmt.Fprintf(stdout, "edges <-> devices per round: %.2f MB in (updates), %.2f MB out (assignments)\n",
 		float64(rs.bytesIn)/T/1e6, float64(rs.bytesOut)/T/1e6)
 	var eUp, eDown, eIn, eUpd float64
@@ -244,6 +277,9 @@ func runCluster(ctx context.Context, o options, pol device.Policy, n int, addr s
 		without, float64(rs.included)/T, perUpdate, metricPer)
 	if with > 0 {
 		fmt.Fprintf(stdout, "ratio session inbound without / with pre-aggregation: %.2f\n", without/with)
+	}
+	if tap != nil {
+		printTap(stdout, tap0, tap1, o.T)
 	}
 	if o.drop > 0 {
 		fmt.Fprintf(stdout, "%d of the %d devices of -drop disconnected for good in the middle of a round\n", fl.dropped.Load(), o.drop)

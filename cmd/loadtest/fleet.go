@@ -107,13 +107,13 @@ func (f *fleet) stop() {
 	f.wg.Wait()
 }
 
-// waitRounds waits until the coordinator at base has recorded round T.
-// It polls /api/rounds after the last round seen: a cheap store read,
-// where /api/status would cost the coordinator a sort of every device
-// per poll.
-func waitRounds(ctx context.Context, base string, T int) error {
+// waitRounds waits until the coordinator at base has recorded round T,
+// looking every poll. It polls /api/rounds after the last round seen: a
+// cheap store read, where /api/status would cost the coordinator a sort
+// of every device per poll.
+func waitRounds(ctx context.Context, base string, T int, poll time.Duration) error {
 	for committed := 0; committed < T; {
-		if err := sleep(ctx, 250*time.Millisecond); err != nil {
+		if err := sleep(ctx, poll); err != nil {
 			return fmt.Errorf("%d of %d rounds committed: %w", committed, T, err)
 		}
 		var recs []struct {
@@ -136,20 +136,28 @@ type rounds struct {
 	included, recorded int
 }
 
-// readRounds reads the T round records of the coordinator at base.
+// roundRecord is what the load test reads of a round's record
+// (/api/rounds).
+type roundRecord struct {
+	T         int   `json:"t"`
+	Cohort    int   `json:"cohort"`
+	Included  int   `json:"included"`
+	LatencyMs int64 `json:"latency_ms"`
+	BytesIn   int64 `json:"bytes_in"`
+	BytesOut  int64 `json:"bytes_out"`
+}
+
+// readRounds reads the records of rounds 1 to T of the coordinator at
+// base (later rounds are ignored).
 func readRounds(ctx context.Context, base string, T int) (rounds, error) {
-	var recs []struct {
-		T         int   `json:"t"`
-		Cohort    int   `json:"cohort"`
-		Included  int   `json:"included"`
-		LatencyMs int64 `json:"latency_ms"`
-		BytesIn   int64 `json:"bytes_in"`
-		BytesOut  int64 `json:"bytes_out"`
-	}
+	var recs []roundRecord
 	var r rounds
 	if err := getJSON(ctx, base+"/api/rounds?code=LOADTEST", &recs); err != nil {
 		return r, err
 	}
+	recs = slices.DeleteFunc(recs, func(rec roundRecord) bool {
+		return rec.T > T
+	})
 	if len(recs) != T {
 		return r, fmt.Errorf("%d rounds recorded, want %d", len(recs), T)
 	}

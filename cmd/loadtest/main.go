@@ -77,6 +77,7 @@ type options struct {
 	idleWindow  time.Duration
 	edges       int
 	edgeArgs    []string
+	natsTap     bool
 }
 
 // teacherSecret is the teacher secret the load test writes into the
@@ -102,6 +103,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&o.drop, "drop", 0, "devices that disconnect for good when they are first assigned a round (checks that rounds go on without them)")
 	fs.DurationVar(&o.timeout, "timeout", 30*time.Minute, "give up (and stop the coordinator) after this long")
 	fs.IntVar(&o.edges, "edges", 0, "if > 0: the cluster shape: the coordinator runs as -role session (embedded NATS) plus this many -role edge processes, the devices spread over the edges round robin")
+	fs.BoolVar(&o.natsTap, "nats-tap", false, "with -edges: also subscribe to every cluster subject and count the envelopes by direction and kind (the NATS server, in the session process, then sends a copy of everything)")
 	policy := device.PolicyFlags(fs)
 	edgeArgs := fs.String("edge-args", "", "with -edges: extra edge flags, space separated")
 	extra := fs.String("coordinator-args", "", "extra coordinator flags, space separated (e.g. -cpuprofile /tmp/c.prof)")
@@ -255,7 +257,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := teacher(ctx, base, "resume"); err != nil {
 		return fail(err)
 	}
-	if err := waitRounds(ctx, base, o.T); err != nil {
+	if err := waitRounds(ctx, base, o.T, 250*time.Millisecond); err != nil {
 		return fail(err)
 	}
 	elapsed := time.Since(runStart)

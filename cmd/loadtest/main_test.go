@@ -204,7 +204,7 @@ func TestClusterPreAggregates(t *testing.T) {
 	t.Setenv("TMPDIR", tmp)
 	var out, errOut strings.Builder
 	err := run(context.Background(), []string{"-coordinator", bin, "-edges", "2", "-n", "20", "-m", "10", "-T", "6", "-drop", "2",
-		"-stagger", "0", "-timeout", "2m"}, &out, &errOut)
+		"-stagger", "0", "-idle-window", "1s", "-timeout", "2m"}, &out, &errOut)
 	if err != nil {
 		t.Fatalf("run: %v\nstdout:\n%s\nstderr:\n%s", err, out.String(), errOut.String())
 	}
