@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -117,15 +116,56 @@ func runCluster(ctx context.Context, o options, pol device.Policy, n int, addr s
 		c.rss0, _ = procRSS(c.c.cmd.Process.Pid)
 	}
 
-	fl, err := startFleet(ctx, o, pol, params, n, func(i int) string { return "ws://" + edges[i%len(edges)].addr + "/ws" })
-	defer fl.stop()
+	cpuC0, err := componentsCPU(comps)
 	if err != nil {
 		return fail(err)
+	}
+	// One process holds at most its open-files limit of connections:
+	// beyond, the devices run in device worker processes.
+	procs := o.deviceProcs
+	if procs <= 0 {
+		per := max(int(noFileLimit())-1024, 1000)
+		procs = (n + per - 1) / per
+	}
+	var fl devices
+	connectStart := time.Now()
+	if procs <= 1 {
+		f, err := startFleet(ctx, o, pol, params, 0, n, func(i int) string { return "ws://" + edges[i%len(edges)].addr + "/ws" })
+		fl = f
+		defer f.stop()
+		if err != nil {
+			return fail(err)
+		}
+	} else {
+		addrs := make([]string, len(edges))
+		for k, e := range edges {
+			addrs[k] = e.addr
+		}
+		ws, err := startWorkers(o, o.args, n, procs, addrs, base, stderr, func(err error) { cancelRun(err) })
+		if err != nil {
+			return fail(err)
+		}
+		fl = ws
+		defer ws.stop()
+		fmt.Fprintf(stdout, "devices run in %d device worker processes\n", procs)
 	}
 	if err := fl.waitConnected(ctx, n); err != nil {
 		return fail(err)
 	}
-	fmt.Fprintf(stdout, "%d devices connected over %d edges in %v\n", n, len(edges), time.Since(fl.start).Round(time.Millisecond))
+	connectTime := time.Since(connectStart)
+	cpuC1, err := componentsCPU(comps)
+	if err != nil {
+		return fail(err)
+	}
+	fmt.Fprintf(stdout, "%d devices connected over %d edges in %v\n", n, len(edges), connectTime.Round(time.Millisecond))
+	// The connection phase: every device new, so each hello registers an
+	// id (a store write in the session process).
+	var ecpuC float64
+	for i := 1; i < len(comps); i++ {
+		ecpuC += cpuC1[i] - cpuC0[i]
+	}
+	fmt.Fprintf(stdout, "connection phase (new devices): session process %.0f us CPU per hello, edges %.0f us per connection (upgrade, hello, welcome), over %.1f s\n",
+		(cpuC1[0]-cpuC0[0])*1e6/float64(n), ecpuC*1e6/float64(n), connectTime.Seconds())
 
 	// Idle memory: each edge's growth over the devices it holds, and the
 	// session's over all of them (its device table).
@@ -156,8 +196,7 @@ func runCluster(ctx context.Context, o options, pol device.Policy, n int, addr s
 	}
 	fmt.Fprintf(stdout, "session process: RSS %.1f MiB before devices, %.1f MiB with %d devices (%.1f KiB per device: its device table)\n",
 		mib(sess.rss0), mib(srss), n, perDeviceKiB(srss-sess.rss0, int64(n)))
-	self, _ := procRSS(os.Getpid())
-	fmt.Fprintf(stdout, "load tool RSS (the %d client connections): %.1f MiB\n", n, mib(self))
+	fmt.Fprintf(stdout, "load tool RSS (the %d client connections): %.1f MiB\n", n, mib(fl.rss()))
 
 	// Idle CPU (heartbeats, beats, timers): paid during the rounds too,
 	// and during the gaps between them.
@@ -282,7 +321,7 @@ func runCluster(ctx context.Context, o options, pol device.Policy, n int, addr s
 		printTap(stdout, tap0, tap1, o.T)
 	}
 	if o.drop > 0 {
-		fmt.Fprintf(stdout, "%d of the %d devices of -drop disconnected for good in the middle of a round\n", fl.dropped.Load(), o.drop)
+		fmt.Fprintf(stdout, "%d of the %d devices of -drop disconnected for good in the middle of a round\n", fl.droppedCount(), o.drop)
 	}
 	if rs.included == 0 {
 		return errors.New("no update was included")

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"slices"
 	"strconv"
 	"sync"
@@ -27,13 +28,14 @@ type fleet struct {
 	cancel                     context.CancelFunc
 }
 
-// startFleet starts n devices, device i dialling url(i), o.stagger apart;
-// the first o.drop of them disconnect for good when first assigned a
-// round. The returned fleet is never nil: stop it (also on error).
-func startFleet(ctx context.Context, o options, pol device.Policy, sess wire.SessionParams, n int, url func(i int) string) (*fleet, error) {
+// startFleet starts devices lo to hi-1, device i dialling url(i),
+// o.stagger apart; devices 0 to o.drop-1 disconnect for good when first
+// assigned a round. The returned fleet is never nil: stop it (also on
+// error).
+func startFleet(ctx context.Context, o options, pol device.Policy, sess wire.SessionParams, lo, hi int, url func(i int) string) (*fleet, error) {
 	devCtx, cancel := context.WithCancel(ctx)
-	f := &fleet{start: time.Now(), errs: make(chan error, n), cancel: cancel}
-	for i := range n {
+	f := &fleet{start: time.Now(), errs: make(chan error, hi-lo), cancel: cancel}
+	for i := lo; i < hi; i++ {
 		rng := rand.New(rand.NewPCG(uint64(i), 17))
 		data := make([]dataset.Sample, 8)
 		for j := range data {
@@ -105,6 +107,14 @@ func (f *fleet) waitConnected(ctx context.Context, n int) error {
 func (f *fleet) stop() {
 	f.cancel()
 	f.wg.Wait()
+}
+
+func (f *fleet) droppedCount() int64 { return f.dropped.Load() }
+
+// rss is the memory of the process that holds the devices.
+func (f *fleet) rss() int64 {
+	r, _ := procRSS(os.Getpid())
+	return r
 }
 
 // waitRounds waits until the coordinator at base has recorded round T,

@@ -78,6 +78,8 @@ type options struct {
 	edges       int
 	edgeArgs    []string
 	natsTap     bool
+	deviceProcs int
+	args        []string // the command line (device workers get it too)
 }
 
 // teacherSecret is the teacher secret the load test writes into the
@@ -104,6 +106,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.DurationVar(&o.timeout, "timeout", 30*time.Minute, "give up (and stop the coordinator) after this long")
 	fs.IntVar(&o.edges, "edges", 0, "if > 0: the cluster shape: the coordinator runs as -role session (embedded NATS) plus this many -role edge processes, the devices spread over the edges round robin")
 	fs.BoolVar(&o.natsTap, "nats-tap", false, "with -edges: also subscribe to every cluster subject and count the envelopes by direction and kind (the NATS server, in the session process, then sends a copy of everything)")
+	fs.IntVar(&o.deviceProcs, "device-procs", 0, "with -edges: processes that run the devices (0 = as many as the open-files limit needs: one process holds at most that many connections)")
+	workerRange := fs.String("worker-range", "", "internal: run devices lo:hi as a device worker")
+	workerEdges := fs.String("worker-edges", "", "internal: the device worker's edge addresses, comma separated")
+	workerSession := fs.String("worker-session", "", "internal: the device worker's session process URL")
 	policy := device.PolicyFlags(fs)
 	edgeArgs := fs.String("edge-args", "", "with -edges: extra edge flags, space separated")
 	extra := fs.String("coordinator-args", "", "extra coordinator flags, space separated (e.g. -cpuprofile /tmp/c.prof)")
@@ -125,6 +131,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if *bsrv != "" {
 		return baselineServer(ctx, *bsrv, o.m, *boutSize, *binSize, o.baselineRep, stdout)
 	}
+	if *workerRange != "" {
+		lo, hi, err := parseRange(*workerRange)
+		if err != nil {
+			return err
+		}
+		return runWorker(ctx, o, pol, lo, hi, strings.Split(*workerEdges, ","), *workerSession, stdout)
+	}
+	o.args = args
 	n := o.n
 	if o.idle > 0 {
 		n = o.idle
@@ -208,7 +222,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	rssIdle, _ := procRSS(pid)
 
-	fl, err := startFleet(ctx, o, pol, sess, n, func(int) string { return "ws://" + addr + "/ws" })
+	fl, err := startFleet(ctx, o, pol, sess, 0, n, func(int) string { return "ws://" + addr + "/ws" })
 	defer fl.stop()
 	if err != nil {
 		return fail(err)

@@ -189,7 +189,8 @@ func buildCoordinator(t *testing.T) string {
 }
 
 // The cluster mode (-edges 2) runs a session over a session process and
-// two edge processes, with devices that drop, and the session process
+// two edge processes, with devices that drop, run by two device worker
+// processes (as when one process may not hold them all), and the session process
 // receives fewer bytes per round than the updates its edges collected:
 // two sums (2 x 8d bytes) instead of about 10 update frames (10 x 4d
 // bytes). A session process that received every update, or an edge that
@@ -202,9 +203,10 @@ func TestClusterPreAggregates(t *testing.T) {
 	bin := buildCoordinator(t)
 	tmp := t.TempDir()
 	t.Setenv("TMPDIR", tmp)
+	t.Setenv("LOADTEST_BE", "main") // the device workers
 	var out, errOut strings.Builder
 	err := run(context.Background(), []string{"-coordinator", bin, "-edges", "2", "-n", "20", "-m", "10", "-T", "6", "-drop", "2",
-		"-stagger", "0", "-idle-window", "1s", "-timeout", "2m"}, &out, &errOut)
+		"-device-procs", "2", "-stagger", "0", "-idle-window", "1s", "-timeout", "2m"}, &out, &errOut)
 	if err != nil {
 		t.Fatalf("run: %v\nstdout:\n%s\nstderr:\n%s", err, out.String(), errOut.String())
 	}
@@ -229,17 +231,19 @@ func TestClusterPreAggregates(t *testing.T) {
 	if kib := figure(`edges: idle memory ([\d.]+) KiB per connected device`); kib <= 0 {
 		t.Errorf("edge idle memory per device %.1f KiB, want > 0", kib)
 	}
-	if !strings.Contains(out.String(), "20 devices connected over 2 edges") {
+	if !strings.Contains(out.String(), "devices run in 2 device worker processes") || !strings.Contains(out.String(), "20 devices connected over 2 edges") {
 		t.Errorf("devices not spread over the edges:\n%s", out.String())
 	}
 	if left, _ := filepath.Glob(filepath.Join(tmp, "bfl-loadtest-*")); len(left) != 0 {
 		t.Errorf("temporary directories left: %v", left)
 	}
-	if pids := running(bin); len(pids) != 0 {
-		for _, p := range pids {
-			syscall.Kill(p, syscall.SIGKILL)
+	for _, b := range []string{bin, os.Args[0]} {
+		if pids := running(b); len(pids) != 0 {
+			for _, p := range pids {
+				syscall.Kill(p, syscall.SIGKILL)
+			}
+			t.Errorf("processes of %s still running after run returned: %v", b, pids)
 		}
-		t.Errorf("processes of %s still running after run returned: %v", bin, pids)
 	}
 }
 
@@ -252,7 +256,7 @@ func running(bin string) []int {
 		if err != nil {
 			continue
 		}
-		if exe, err := os.Readlink(filepath.Join("/proc", d.Name(), "exe")); err == nil && exe == bin && alive(pid) {
+		if exe, err := os.Readlink(filepath.Join("/proc", d.Name(), "exe")); err == nil && exe == bin && alive(pid) && pid != os.Getpid() {
 			pids = append(pids, pid)
 		}
 	}

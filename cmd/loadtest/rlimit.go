@@ -33,3 +33,12 @@ func raiseNoFile(need uint64) error {
 	}
 	return fmt.Errorf("open files limited to %d, want %d", l.Max, need)
 }
+
+// noFileLimit returns this process's open-files limit (soft).
+func noFileLimit() uint64 {
+	var l syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &l); err != nil {
+		return 1024
+	}
+	return l.Cur
+}
