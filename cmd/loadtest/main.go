@@ -13,10 +13,20 @@
 //	    N connected idle devices (no round starts): coordinator RSS, and
 //	    its CPU while they stay connected.
 //
+//	loadtest -coordinator bin/coordinator -edges 3 -n 30000 -m 300 -T 10
+//	    the cluster shape (cluster.go): a session process with an embedded
+//	    NATS server and K edge processes, the devices spread over the
+//	    edges; per component memory per device, CPU per round and per
+//	    connection, round latency, and the session process's inbound
+//	    bytes per round with the edges' pre-aggregation and without. With
+//	    more devices than one process may hold open files for, the devices
+//	    run in device worker processes (workers.go). See docs/scaling.md.
+//
 // The session is paused while the devices connect and a round needs one
 // eligible device, so devices that drop (-drop k makes k of them leave
-// mid-round) never stall it. The coordinator runs in its own process
-// group and is stopped, with everything it started, when the run ends:
+// mid-round) never stall it. The coordinator (every process of the
+// cluster shape) runs in its own process group and is stopped, with
+// everything it started, when the run ends:
 // normally, on SIGINT or SIGTERM, or at -timeout; the temporary data
 // directory is removed. See docs/coordinator.md for results.
 package main
