@@ -20,6 +20,7 @@ import (
 // fleet is the load test's devices: one device runtime per goroutine,
 // each with its own small synthetic data set.
 type fleet struct {
+	ctx                        context.Context // the devices' (cancelled by stop)
 	start                      time.Time
 	connected, failed, dropped atomic.Int64
 	prepNanos                  atomic.Int64 // assignment received to update sent, summed
@@ -28,13 +29,25 @@ type fleet struct {
 	cancel                     context.CancelFunc
 }
 
-// startFleet starts devices lo to hi-1, device i dialling url(i),
-// o.stagger apart; devices 0 to o.drop-1 disconnect for good when first
-// assigned a round. The returned fleet is never nil: stop it (also on
-// error).
+// startFleet starts devices lo to hi-1 (newFleet, then launch). The
+// returned fleet is never nil: stop it (also on error).
 func startFleet(ctx context.Context, o options, pol device.Policy, sess wire.SessionParams, lo, hi int, url func(i int) string) (*fleet, error) {
+	f := newFleet(ctx, hi-lo)
+	return f, f.launch(o, pol, sess, lo, hi, url)
+}
+
+// newFleet returns an empty fleet for n devices whose lives end with ctx.
+func newFleet(ctx context.Context, n int) *fleet {
 	devCtx, cancel := context.WithCancel(ctx)
-	f := &fleet{start: time.Now(), errs: make(chan error, hi-lo), cancel: cancel}
+	return &fleet{ctx: devCtx, start: time.Now(), errs: make(chan error, n), cancel: cancel}
+}
+
+// launch starts devices lo to hi-1, device i dialling url(i), o.stagger
+// apart; devices 0 to o.drop-1 disconnect for good when first assigned a
+// round. It returns when all are started, or with the fleet's context's
+// error.
+func (f *fleet) launch(o options, pol device.Policy, sess wire.SessionParams, lo, hi int, url func(i int) string) error {
+	devCtx := f.ctx
 	for i := lo; i < hi; i++ {
 		rng := rand.New(rand.NewPCG(uint64(i), 17))
 		data := make([]dataset.Sample, 8)
@@ -71,7 +84,7 @@ func startFleet(ctx context.Context, o options, pol device.Policy, sess wire.Ses
 		rt, err := device.New(devCtx, cfg)
 		if err != nil {
 			dropDevice()
-			return f, err
+			return err
 		}
 		f.wg.Add(1)
 		go func() {
@@ -82,11 +95,11 @@ func startFleet(ctx context.Context, o options, pol device.Policy, sess wire.Ses
 				f.errs <- err
 			}
 		}()
-		if err := sleep(ctx, o.stagger); err != nil {
-			return f, err
+		if err := sleep(devCtx, o.stagger); err != nil {
+			return err
 		}
 	}
-	return f, nil
+	return nil
 }
 
 // waitConnected waits until n devices have connected (a device that

@@ -98,6 +98,11 @@ type options struct {
 const teacherSecret = "loadtest-teacher-secret"
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	// Children write to stderr at once (each through its own copying
+	// goroutine unless it is a file).
+	if _, ok := stderr.(*os.File); !ok {
+		stderr = &lockedWriter{w: stderr}
+	}
 	var o options
 	fs := flag.NewFlagSet("loadtest", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -332,6 +337,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stdout, "ratio coordinator CPU per round / baseline server CPU per round: %.2f\n", cpuPerRound*1000/bl.cpuMs)
 	fmt.Fprintf(stdout, "ratio coordinator round p50 / baseline wall: %.2f (the round includes the devices' compute)\n", p50/bl.wallMs)
 	return nil
+}
+
+// lockedWriter serializes writes to w.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
 
 // sleep waits d or until ctx is done (then it returns ctx's error).

@@ -43,7 +43,8 @@ func runWorker(ctx context.Context, o options, pol device.Policy, lo, hi int, ed
 	if err := getJSON(ctx, base+"/api/session?code=LOADTEST", &params); err != nil {
 		return err
 	}
-	var fl atomic.Pointer[fleet]
+	f := newFleet(ctx, hi-lo)
+	defer f.stop()
 	done := make(chan struct{})
 	reported := make(chan struct{})
 	go func() {
@@ -51,9 +52,7 @@ func runWorker(ctx context.Context, o options, pol device.Policy, lo, hi int, ed
 		t := time.NewTicker(reportEvery)
 		defer t.Stop()
 		for {
-			if f := fl.Load(); f != nil {
-				fmt.Fprintf(stdout, workerLine, f.connected.Load(), f.dropped.Load(), f.failed.Load())
-			}
+			fmt.Fprintf(stdout, workerLine, f.connected.Load(), f.dropped.Load(), f.failed.Load())
 			select {
 			case <-done:
 				return
@@ -62,10 +61,10 @@ func runWorker(ctx context.Context, o options, pol device.Policy, lo, hi int, ed
 		}
 	}()
 	defer func() { close(done); <-reported }()
-	f, err := startFleet(ctx, o, pol, params, lo, hi, func(i int) string { return "ws://" + edges[i%len(edges)] + "/ws" })
-	fl.Store(f)
-	defer f.stop()
-	if err != nil {
+	if err := f.launch(o, pol, params, lo, hi, func(i int) string { return "ws://" + edges[i%len(edges)] + "/ws" }); err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped while connecting
+		}
 		return err
 	}
 	select {
