@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"time"
 
 	"browserfl/device"
@@ -22,10 +24,11 @@ const clusterRoundGap = 500 * time.Millisecond
 
 // component is one process of the cluster shape the load test runs.
 type component struct {
-	name string
-	addr string // HTTP listen address
-	c    *child
-	rss0 int64 // RSS before any device connected
+	name   string
+	addr   string // HTTP listen address
+	c      *child
+	killed atomic.Bool // its exit is the load test's doing
+	rss0   int64       // RSS before any device connected
 }
 
 // runCluster is the load test against the cluster shape (-edges K): the
@@ -62,7 +65,9 @@ func runCluster(ctx context.Context, o options, pol device.Policy, n int, addr s
 		go func() {
 			select {
 			case <-c.done:
-				cancelRun(fmt.Errorf("%s exited: %v", name, c.err))
+				if !comp.killed.Load() {
+					cancelRun(fmt.Errorf("%s exited: %v", name, c.err))
+				}
 			case <-ctx.Done():
 			}
 		}()
@@ -72,8 +77,14 @@ func runCluster(ctx context.Context, o options, pol device.Policy, n int, addr s
 	// gap between rounds: the measurement ends in the gap after round T,
 	// before the session's end sends every device its last messages
 	// (which are per session, not per round).
+	// With -kill-edge the session must not end: it has many more rounds
+	// and is paused after round T.
+	sessionT := o.T + 1
+	if o.killEdge {
+		sessionT = o.T + 1000
+	}
 	sargs := append(cargs[:len(cargs):len(cargs)], "-role", "session", "-nats-listen", natsAddr,
-		"-T", strconv.Itoa(o.T+1), "-round-gap", clusterRoundGap.String())
+		"-T", strconv.Itoa(sessionT), "-round-gap", clusterRoundGap.String())
 	sess, err := start("session process", addr, sargs)
 	if err != nil {
 		return err
@@ -127,21 +138,21 @@ func runCluster(ctx context.Context, o options, pol device.Policy, n int, addr s
 		per := max(int(noFileLimit())-1024, 1000)
 		procs = (n + per - 1) / per
 	}
+	edgeAddrs := make([]string, len(edges))
+	for k, e := range edges {
+		edgeAddrs[k] = e.addr
+	}
 	var fl devices
 	connectStart := time.Now()
 	if procs <= 1 {
-		f, err := startFleet(ctx, o, pol, params, 0, n, func(i int) string { return "ws://" + edges[i%len(edges)].addr + "/ws" })
+		f, err := startFleet(ctx, o, pol, params, 0, n, edgeTargets(edgeAddrs))
 		fl = f
 		defer f.stop()
 		if err != nil {
 			return fail(err)
 		}
 	} else {
-		addrs := make([]string, len(edges))
-		for k, e := range edges {
-			addrs[k] = e.addr
-		}
-		ws, err := startWorkers(o, o.args, n, procs, addrs, base, stderr, func(err error) { cancelRun(err) })
+		ws, err := startWorkers(o, o.args, n, procs, edgeAddrs, base, stderr, func(err error) { cancelRun(err) })
 		if err != nil {
 			return fail(err)
 		}
@@ -247,6 +258,11 @@ func runCluster(ctx context.Context, o options, pol device.Policy, n int, addr s
 	if cpu1, err = componentsCPU(comps); err != nil {
 		return fail(err)
 	}
+	if o.killEdge {
+		if err := teacher(ctx, base, "pause"); err != nil {
+			return fail(err)
+		}
+	}
 	s1, e1, err := scrapeCluster(ctx, sess, edges)
 	if err != nil {
 		return fail(err)
@@ -259,7 +275,9 @@ func runCluster(ctx context.Context, o options, pol device.Policy, n int, addr s
 	for i, c := range comps {
 		hwm[i], _ = procHWM(c.c.cmd.Process.Pid)
 	}
-	fl.stop()
+	if !o.killEdge {
+		fl.stop() // (with -kill-edge they stay for that)
+	}
 	rs, err := readRounds(ctx, base, o.T)
 	if err != nil {
 		return fail(err)
@@ -325,6 +343,9 @@ func runCluster(ctx context.Context, o options, pol device.Policy, n int, addr s
 	}
 	if rs.included == 0 {
 		return errors.New("no update was included")
+	}
+	if o.killEdge {
+		return fail(killEdge(ctx, comps, idleRate, stdout))
 	}
 	return nil
 }
@@ -409,4 +430,67 @@ func scrapeMetrics(ctx context.Context, url string) (map[string]float64, error) 
 		return nil, fmt.Errorf("GET %s: %w", url, err)
 	}
 	return out, nil
+}
+
+// killEdge SIGKILLs the first edge (comps[1]) and waits until the other
+// edges hold every device it held: its devices reconnect, through the
+// next edge in turn (edgeTargets), and say hello again as known devices.
+// It reports the time that took and the CPU it cost, per device moved:
+// the session process (authenticating the hellos) and the other edges
+// (accepting the connections), both net of their idle CPU.
+func killEdge(ctx context.Context, comps []*component, idleRate []float64, stdout io.Writer) error {
+	victim, rest := comps[1], append([]*component{comps[0]}, comps[2:]...)
+	held := func(es []*component) (int64, error) {
+		var sum int64
+		for _, e := range es {
+			met, err := scrapeMetrics(ctx, "http://"+e.addr+"/metrics")
+			if err != nil {
+				return 0, fmt.Errorf("%s: %w", e.name, err)
+			}
+			sum += int64(met["browserfl_edge_devices"])
+		}
+		return sum, nil
+	}
+	total, err := held(comps[1:])
+	if err != nil {
+		return err
+	}
+	moved, err := held([]*component{victim})
+	if err != nil {
+		return err
+	}
+	before, err := componentsCPU(rest)
+	if err != nil {
+		return err
+	}
+	victim.killed.Store(true)
+	t0 := time.Now()
+	syscall.Kill(-victim.c.cmd.Process.Pid, syscall.SIGKILL)
+	<-victim.c.done
+	for {
+		n, err := held(comps[2:])
+		if err != nil {
+			return err
+		}
+		if n >= total {
+			break
+		}
+		if err := sleep(ctx, 100*time.Millisecond); err != nil {
+			return fmt.Errorf("after %s was killed, the other edges hold %d of its %d devices: %w", victim.name, n-(total-moved), moved, err)
+		}
+	}
+	took := time.Since(t0)
+	after, err := componentsCPU(rest)
+	if err != nil {
+		return err
+	}
+	net := func(i, rate int) float64 { return after[i] - before[i] - idleRate[rate]*took.Seconds() }
+	var edgesCPU float64
+	for i := 1; i < len(rest); i++ {
+		edgesCPU += net(i, i+1)
+	}
+	per := func(cpu float64) float64 { return cpu * 1e6 / float64(max(moved, 1)) }
+	fmt.Fprintf(stdout, "%s SIGKILLed holding %d devices: all on the other edges after %.1f s; session process %.0f us CPU per returning device (its hello, authenticated), the other edges %.0f us per reconnection (both net of idle)\n",
+		victim.name, moved, took.Seconds(), per(net(0, 0)), per(edgesCPU))
+	return nil
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net"
+	"net/http"
 	"os"
 	"slices"
 	"strconv"
@@ -31,9 +33,36 @@ type fleet struct {
 
 // startFleet starts devices lo to hi-1 (newFleet, then launch). The
 // returned fleet is never nil: stop it (also on error).
-func startFleet(ctx context.Context, o options, pol device.Policy, sess wire.SessionParams, lo, hi int, url func(i int) string) (*fleet, error) {
+func startFleet(ctx context.Context, o options, pol device.Policy, sess wire.SessionParams, lo, hi int, target func(i int) (string, *http.Client)) (*fleet, error) {
 	f := newFleet(ctx, hi-lo)
-	return f, f.launch(o, pol, sess, lo, hi, url)
+	return f, f.launch(o, pol, sess, lo, hi, target)
+}
+
+// direct is the target of every device: url, dialled directly.
+func direct(url string) func(int) (string, *http.Client) {
+	return func(int) (string, *http.Client) { return url, nil }
+}
+
+// edgeTargets spreads devices over edges: device i dials edge i mod
+// len(edges) and, when that one refuses the connection (it died), the
+// next ones in turn, as devices behind a load balancer would.
+func edgeTargets(edges []string) func(int) (string, *http.Client) {
+	clients := make([]*http.Client, len(edges))
+	for k := range clients {
+		d := &net.Dialer{Timeout: 5 * time.Second}
+		clients[k] = &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
+			var last error
+			for j := range edges {
+				c, err := d.DialContext(ctx, network, edges[(k+j)%len(edges)])
+				if err == nil {
+					return c, nil
+				}
+				last = err
+			}
+			return nil, last
+		}}}
+	}
+	return func(i int) (string, *http.Client) { return "ws://edges/ws", clients[i%len(clients)] }
 }
 
 // newFleet returns an empty fleet for n devices whose lives end with ctx.
@@ -42,11 +71,11 @@ func newFleet(ctx context.Context, n int) *fleet {
 	return &fleet{ctx: devCtx, start: time.Now(), errs: make(chan error, n), cancel: cancel}
 }
 
-// launch starts devices lo to hi-1, device i dialling url(i), o.stagger
+// launch starts devices lo to hi-1, device i dialling target(i), o.stagger
 // apart; devices 0 to o.drop-1 disconnect for good when first assigned a
 // round. It returns when all are started, or with the fleet's context's
 // error.
-func (f *fleet) launch(o options, pol device.Policy, sess wire.SessionParams, lo, hi int, url func(i int) string) error {
+func (f *fleet) launch(o options, pol device.Policy, sess wire.SessionParams, lo, hi int, target func(i int) (string, *http.Client)) error {
 	devCtx := f.ctx
 	for i := lo; i < hi; i++ {
 		rng := rand.New(rand.NewPCG(uint64(i), 17))
@@ -58,11 +87,12 @@ func (f *fleet) launch(o options, pol device.Policy, sess wire.SessionParams, lo
 			}
 			data[j] = dataset.Sample{X: x, Label: rng.IntN(sess.Classes)}
 		}
+		url, client := target(i)
 		var roundStart time.Time
 		dctx, dropDevice := context.WithCancel(devCtx)
 		drop := i < o.drop
 		cfg := device.Config{
-			URL: url(i), JoinCode: "LOADTEST", Storage: &device.MemStorage{}, Data: data,
+			URL: url, HTTPClient: client, JoinCode: "LOADTEST", Storage: &device.MemStorage{}, Data: data,
 			MinBackoff: 200 * time.Millisecond, MaxBackoff: 5 * time.Second,
 			OnEvent: func(e device.Event) {
 				switch e.Kind {

@@ -88,6 +88,7 @@ type options struct {
 	edges       int
 	edgeArgs    []string
 	natsTap     bool
+	killEdge    bool
 	deviceProcs int
 	args        []string // the command line (device workers get it too)
 }
@@ -121,6 +122,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.DurationVar(&o.timeout, "timeout", 30*time.Minute, "give up (and stop the coordinator) after this long")
 	fs.IntVar(&o.edges, "edges", 0, "if > 0: the cluster shape: the coordinator runs as -role session (embedded NATS) plus this many -role edge processes, the devices spread over the edges round robin")
 	fs.BoolVar(&o.natsTap, "nats-tap", false, "with -edges: also subscribe to every cluster subject and count the envelopes by direction and kind (the NATS server, in the session process, then sends a copy of everything)")
+	fs.BoolVar(&o.killEdge, "kill-edge", false, "with -edges: after the rounds, SIGKILL the first edge and measure its devices' move to the others (time, session and edge CPU per device)")
 	fs.IntVar(&o.deviceProcs, "device-procs", 0, "with -edges: processes that run the devices (0 = as many as the open-files limit needs: one process holds at most that many connections)")
 	workerRange := fs.String("worker-range", "", "internal: run devices lo:hi as a device worker")
 	workerEdges := fs.String("worker-edges", "", "internal: the device worker's edge addresses, comma separated")
@@ -237,7 +239,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	rssIdle, _ := procRSS(pid)
 
-	fl, err := startFleet(ctx, o, pol, sess, 0, n, func(int) string { return "ws://" + addr + "/ws" })
+	fl, err := startFleet(ctx, o, pol, sess, 0, n, direct("ws://"+addr+"/ws"))
 	defer fl.stop()
 	if err != nil {
 		return fail(err)

@@ -190,11 +190,12 @@ func buildCoordinator(t *testing.T) string {
 
 // The cluster mode (-edges 2) runs a session over a session process and
 // two edge processes, with devices that drop, run by two device worker
-// processes (as when one process may not hold them all), and the session process
+// processes (as when one process may not hold them all); the session process
 // receives fewer bytes per round than the updates its edges collected:
 // two sums (2 x 8d bytes) instead of about 10 update frames (10 x 4d
 // bytes). A session process that received every update, or an edge that
-// forwarded them one by one, fails the comparison. Afterwards no
+// forwarded them one by one, fails the comparison. Then the first edge
+// is SIGKILLed and its devices move to the other. Afterwards no
 // component is left running and the temporary directory is gone.
 func TestClusterPreAggregates(t *testing.T) {
 	if testing.Short() {
@@ -206,7 +207,7 @@ func TestClusterPreAggregates(t *testing.T) {
 	t.Setenv("LOADTEST_BE", "main") // the device workers
 	var out, errOut strings.Builder
 	err := run(context.Background(), []string{"-coordinator", bin, "-edges", "2", "-n", "20", "-m", "10", "-T", "6", "-drop", "2",
-		"-device-procs", "2", "-stagger", "0", "-idle-window", "1s", "-timeout", "2m"}, &out, &errOut)
+		"-device-procs", "2", "-stagger", "0", "-idle-window", "1s", "-kill-edge", "-timeout", "2m"}, &out, &errOut)
 	if err != nil {
 		t.Fatalf("run: %v\nstdout:\n%s\nstderr:\n%s", err, out.String(), errOut.String())
 	}
@@ -230,6 +231,11 @@ func TestClusterPreAggregates(t *testing.T) {
 	}
 	if kib := figure(`edges: idle memory ([\d.]+) KiB per connected device`); kib <= 0 {
 		t.Errorf("edge idle memory per device %.1f KiB, want > 0", kib)
+	}
+	// The first edge's devices (10, less any that dropped) moved to the
+	// other one, and its SIGKILL did not end the run.
+	if moved := figure(`edge e0 SIGKILLed holding (\d+) devices: all on the other edges`); moved < 8 {
+		t.Errorf("%.0f devices moved from the killed edge, want at least 8", moved)
 	}
 	if !strings.Contains(out.String(), "devices run in 2 device worker processes") || !strings.Contains(out.String(), "20 devices connected over 2 edges") {
 		t.Errorf("devices not spread over the edges:\n%s", out.String())

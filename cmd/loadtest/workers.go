@@ -32,7 +32,7 @@ const workerLine = "devices connected %d dropped %d failed %d\n"
 const reportEvery = 250 * time.Millisecond
 
 // runWorker is a device worker (-worker-range lo:hi): devices lo to hi-1
-// of the run, device i dialling edge i mod len(edges), until ctx is done;
+// of the run, spread over the edges (edgeTargets), until ctx is done;
 // it reports its counts on stdout. A worker exists because one process
 // can hold only as many connections as its open-files limit allows.
 func runWorker(ctx context.Context, o options, pol device.Policy, lo, hi int, edges []string, base string, stdout io.Writer) error {
@@ -61,7 +61,7 @@ func runWorker(ctx context.Context, o options, pol device.Policy, lo, hi int, ed
 		}
 	}()
 	defer func() { close(done); <-reported }()
-	if err := f.launch(o, pol, params, lo, hi, func(i int) string { return "ws://" + edges[i%len(edges)] + "/ws" }); err != nil {
+	if err := f.launch(o, pol, params, lo, hi, edgeTargets(edges)); err != nil {
 		if ctx.Err() != nil {
 			return nil // stopped while connecting
 		}
