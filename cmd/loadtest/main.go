@@ -166,9 +166,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if o.edges < 0 || o.edges > 200 {
 		return fmt.Errorf("-edges %d: want 0 (one process) to 200", o.edges)
 	}
+	if o.killEdge && o.edges < 2 {
+		return errors.New("-kill-edge needs -edges 2 or more")
+	}
 	o.edgeArgs = strings.Fields(*edgeArgs)
-	// Every device is a socket here and one in the process that holds it.
-	if err := raiseNoFile(uint64(n) + 1024); err != nil {
+	// Every device is a socket here and one in the process that holds it
+	// (the cluster mode runs devices in worker processes beyond the limit).
+	if err := raiseNoFile(uint64(n) + 1024); err != nil && o.edges == 0 {
 		fmt.Fprintf(stderr, "loadtest: %v (ulimit -n may be too low for %d devices)\n", err, n)
 	}
 	dir, err := os.MkdirTemp("", "bfl-loadtest-")
