@@ -83,7 +83,8 @@ type edgeState struct {
 	devices  int  // admitted devices, as the edge last reported
 	// mismatch counts consecutive beats at which the edge reported
 	// another number of devices than it has links here.
-	mismatch int
+	mismatch    int
+	lastDevices int // devices at the previous beat
 	// roster is the number of the roster being received and the
 	// connections it named so far.
 	roster     int
@@ -327,17 +328,19 @@ func (n *SessionNode) beat() {
 		linksOn[k.edge]++
 	}
 	for id, es := range n.edges {
-		// A device count that disagrees for three beats in a row (hellos
-		// in flight disagree briefly) means a lost hello or disconnect:
-		// the roster repairs it.
-		if es.alive && es.devices != linksOn[id] {
+		// A device count that disagrees for five beats in a row while the
+		// edge's own count stands still (hellos in flight disagree
+		// briefly, and a join wave keeps the count moving) means a lost
+		// hello or disconnect: the roster repairs it.
+		if es.alive && es.devices != linksOn[id] && es.devices == es.lastDevices {
 			es.mismatch++
-			if es.mismatch >= 3 {
+			if es.mismatch >= 5 {
 				es.resync, es.mismatch = true, 0
 			}
 		} else {
 			es.mismatch = 0
 		}
+		es.lastDevices = es.devices
 		if es.alive && now.Sub(es.lastSeen) > n.cfg.EdgeTimeout {
 			es.alive = false
 			n.edgesLost.Add(1)
