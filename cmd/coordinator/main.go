@@ -454,6 +454,10 @@ func run(args []string, stderr io.Writer) error {
 		sizing = "in its lobby: sized for the class at Start, \"one lesson\" preset"
 	}
 	printJoin(stderr, cur, sizing, coordinator.JoinURLs(ln.Addr().String(), scheme, joinCode, ifaces), joinCode, host.TeacherSecret())
+	if o.Role == "session" {
+		fmt.Fprintf(stderr, "  cluster:   devices join through an edge (coordinator -role edge -nats ... -session-url %s://%s): use the edge's address in the join URL, code %s\n",
+			scheme, ln.Addr(), joinCode)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	srvErr := make(chan error, 1)
