@@ -37,11 +37,11 @@ const (
 	// edge -> session
 	kindHello      = 1 // Seq, Addr; body: the device's Hello
 	kindAggregate  = 2 // Epoch, T, IDs, Seqs, Missing, MissingSeqs, Bytes; body: the sum of the IDs' decoded updates
-	kindReject     = 3 // Seq, ID, T, Norm: the edge rejected this update (norm bound); the device was told
+	kindReject     = 3 // Epoch, Seq, ID, T, Norm: the edge rejected this update (norm bound); the device was told
 	kindStatus     = 4 // Seq, ID, T: a device's status query
 	kindLeave      = 5 // Seq, ID; body: the Leave
 	kindDisconnect = 6 // Seq, ID
-	kindRoster     = 7 // Roster, T (the roster's number), Last: devices the edge holds, in chunks (asked for by a beat's Resync)
+	kindRoster     = 7 // Roster, T (the roster's number), Chunk, Chunks: devices the edge holds, in chunks (asked for by a beat's Resync)
 	kindEdgeBeat   = 8 // Devices
 	// session -> edge
 	kindControl     = 20 // Seq; body: a control message for the device
@@ -76,7 +76,8 @@ type busHeader struct {
 	DeadlineMillis int           `json:"deadline_ms,omitempty"`
 	Devices        int           `json:"devices,omitempty"`
 	Roster         []rosterEntry `json:"roster,omitempty"`
-	Last           bool          `json:"last,omitempty"` // the roster's last chunk
+	Chunk          int           `json:"chunk,omitempty"`  // a roster chunk's index
+	Chunks         int           `json:"chunks,omitempty"` // the roster's chunk count
 	Beat           *sessionBeat  `json:"beat,omitempty"`
 }
 
@@ -163,9 +164,11 @@ func decodeBus(b []byte) (kind byte, h busHeader, body []byte, err error) {
 		return 0, h, nil, fmt.Errorf("%w: header: %v", errBus, err)
 	}
 	switch {
-	case len(h.IDs) > busMaxIDs || len(h.Seqs) > busMaxIDs || len(h.Missing) > busMaxIDs || len(h.Roster) > busMaxIDs:
+	case len(h.IDs) > busMaxIDs || len(h.Seqs) > busMaxIDs || len(h.Missing) > busMaxIDs || len(h.MissingSeqs) > busMaxIDs ||
+		len(h.Roster) > busMaxIDs:
 		return 0, h, nil, fmt.Errorf("%w: more than %d ids", errBus, busMaxIDs)
-	case h.T < 0 || h.Bytes < 0 || h.Dim < 0 || h.DeadlineMillis < 0 || h.Devices < 0:
+	case h.T < 0 || h.T > 1<<40 || h.Bytes < 0 || h.Dim < 0 || h.DeadlineMillis < 0 || h.Devices < 0 ||
+		h.Chunk < 0 || h.Chunks < 0 || h.Chunk >= max(h.Chunks, 1):
 		return 0, h, nil, fmt.Errorf("%w: negative field", errBus)
 	case math.IsNaN(h.Norm) || math.IsNaN(h.Bound) || h.Bound < 0:
 		return 0, h, nil, fmt.Errorf("%w: bad norm or bound", errBus)

@@ -31,11 +31,11 @@ func busSeeds(t testing.TB) [][]byte {
 	add(kindHello, &busHeader{Seq: 1, Addr: "127.0.0.1"}, hello)
 	add(kindAggregate, &busHeader{Epoch: 5, T: 1, IDs: []string{"a"}, Seqs: []uint64{1}, Missing: []string{"b"}, MissingSeqs: []uint64{2}},
 		encodeVector(nil, make([]float64, 10)))
-	add(kindReject, &busHeader{Seq: 1, ID: "a", T: 1, Norm: 3}, nil)
+	add(kindReject, &busHeader{Epoch: 5, Seq: 1, ID: "a", T: 1, Norm: 3}, nil)
 	add(kindStatus, &busHeader{Seq: 1, ID: "a", T: 1}, nil)
 	add(kindLeave, &busHeader{Seq: 1, ID: "a"}, leave)
 	add(kindDisconnect, &busHeader{Seq: 1, ID: "a"}, nil)
-	add(kindRoster, &busHeader{Roster: []rosterEntry{{Seq: 1, ID: "a", Pending: 1}}}, nil)
+	add(kindRoster, &busHeader{T: 1, Roster: []rosterEntry{{Seq: 1, ID: "a", Pending: 1}}, Chunks: 1}, nil)
 	add(kindEdgeBeat, &busHeader{Devices: 3}, nil)
 	add(kindControl, &busHeader{Seq: 1, Epoch: 5}, dec)
 	add(kindClose, &busHeader{Seq: 1, Code: wire.CodeAuth, Reason: "x"}, nil)

@@ -87,9 +87,10 @@ type edgeState struct {
 	lastDevices int // devices at the previous beat
 	// roster is the number of the roster being received and the
 	// connections it named so far.
-	roster     int
-	rosterSeqs map[uint64]bool
-	queue      chan []byte
+	roster       int
+	rosterSeqs   map[uint64]bool
+	rosterChunks map[int]bool
+	queue        chan []byte
 	// hellos being authenticated: a later envelope about the same
 	// connection waits for its hello to finish.
 	helloMu sync.Mutex
@@ -211,7 +212,12 @@ func (n *SessionNode) Run(ctx context.Context) error {
 		select {
 		case es.queue <- m.Data:
 		default:
+			// Lost like a message NATS lost: the roster repairs what it
+			// changed.
 			n.busDropped.Add(1)
+			n.mu.Lock()
+			es.resync = true
+			n.mu.Unlock()
 		}
 	})
 	if err != nil {
@@ -404,13 +410,17 @@ func (n *SessionNode) handle(ctx context.Context, es *edgeState, b []byte) {
 		n.log.Warn("bad envelope from an edge", "edge", es.id, "err", err)
 		return
 	}
+	if h.Instance == 0 {
+		n.busErrors.Add(1)
+		return
+	}
 	var lost []*remoteLink
 	n.mu.Lock()
 	if es.instance != 0 && h.Instance != es.instance {
 		// A restarted edge process: the old one's connections are gone.
 		lost = n.dropLinksLocked(es.id)
 		es.resync = true
-		n.log.Info("edge restarted", "edge", es.id)
+		n.log.Warn("edge restarted (or two processes share its id)", "edge", es.id)
 	}
 	es.instance = h.Instance
 	if !es.alive {
@@ -428,6 +438,12 @@ func (n *SessionNode) handle(ctx context.Context, es *edgeState, b []byte) {
 		es.sem <- struct{}{}
 		done := make(chan struct{})
 		es.helloMu.Lock()
+		if es.hellos[h.Seq] != nil {
+			es.helloMu.Unlock()
+			<-es.sem
+			n.busErrors.Add(1) // the edge reused a connection number
+			return
+		}
 		es.hellos[h.Seq] = done
 		es.helloMu.Unlock()
 		go func() {
@@ -444,10 +460,13 @@ func (n *SessionNode) handle(ctx context.Context, es *edgeState, b []byte) {
 		for _, s := range h.Seqs {
 			es.waitHello(s)
 		}
+		for _, s := range h.MissingSeqs {
+			es.waitHello(s)
+		}
 		n.aggregate(es.id, h, body)
 	case kindReject:
 		es.waitHello(h.Seq)
-		if l := n.link(es.id, h.Seq); l != nil && l.id == h.ID {
+		if l := n.link(es.id, h.Seq); l != nil && l.id == h.ID && h.Epoch == n.epoch {
 			c.rejectedAtEdge(l, h.T, h.Norm)
 		}
 	case kindStatus:
@@ -515,6 +534,14 @@ func (n *SessionNode) hello(edge string, h busHeader, body []byte) {
 	n.mu.Unlock()
 	_, err = n.c.admitLink(l, hello)
 	if err == nil {
+		// The link may have been dropped while the hello was decided (the
+		// edge restarted, or was given up): then the device is not there.
+		n.mu.Lock()
+		kept := n.links[linkKey{edge, h.Seq}] == l
+		n.mu.Unlock()
+		if !kept {
+			n.c.disconnectedLink(l)
+		}
 		return
 	}
 	n.mu.Lock()
@@ -534,27 +561,34 @@ func (n *SessionNode) hello(edge string, h busHeader, body []byte) {
 
 // roster adopts the devices an edge holds (after this process started,
 // or after the edge was given up): each is bound to a remoteLink as if
-// it had said hello, and its pending round is answered. At the roster's
-// last chunk, links to connections the edge no longer holds are
-// dropped (a disconnect that was lost) and the edge counts as in sync.
+// it had said hello, and its pending round is answered. Once every chunk
+// of a roster has arrived, links to connections the edge no longer holds
+// are dropped (a disconnect that was lost) and the edge counts as in
+// sync; a roster with a lost chunk leaves the resync asked for.
 func (n *SessionNode) roster(es *edgeState, h busHeader) {
 	edge := es.id
 	n.mu.Lock()
 	if h.T != es.roster || es.rosterSeqs == nil {
-		es.roster, es.rosterSeqs = h.T, map[uint64]bool{}
+		es.roster, es.rosterSeqs, es.rosterChunks = h.T, map[uint64]bool{}, map[int]bool{}
 	}
 	for _, e := range h.Roster {
 		es.rosterSeqs[e.Seq] = true
 	}
+	es.rosterChunks[h.Chunk] = true
 	var stale []*remoteLink
-	if h.Last {
+	if len(es.rosterChunks) == max(h.Chunks, 1) {
+		// The whole roster: a link to a connection it does not name is
+		// stale (a disconnect was lost), unless its hello is still
+		// being decided (the edge leaves those out).
+		es.helloMu.Lock()
 		for k, l := range n.links {
-			if k.edge == edge && !es.rosterSeqs[k.seq] {
+			if k.edge == edge && !es.rosterSeqs[k.seq] && es.hellos[k.seq] == nil {
 				stale = append(stale, l)
 				delete(n.links, k)
 			}
 		}
-		es.resync, es.rosterSeqs = false, nil
+		es.helloMu.Unlock()
+		es.resync, es.rosterSeqs, es.rosterChunks = false, nil, nil
 	}
 	n.mu.Unlock()
 	c := n.c
@@ -607,7 +641,7 @@ func (n *SessionNode) roster(es *edgeState, h busHeader) {
 // aggregate hands an edge's pre-aggregated round to the coordinator.
 func (n *SessionNode) aggregate(edge string, h busHeader, body []byte) {
 	c := n.c
-	if h.Epoch != 0 && h.Epoch != n.epoch {
+	if h.Epoch != n.epoch {
 		// For another session process's round: its devices learn
 		// "excluded" from this one when they ask.
 		n.refusedAggs.Add(1)

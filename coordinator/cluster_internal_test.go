@@ -280,3 +280,87 @@ func waitCommitted(t *testing.T, c *Coordinator, r int) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestRosterKeepsHelloInFlight: an edge's roster leaves out a connection
+// whose hello the session is still deciding (the edge has no welcome for
+// it yet). The whole roster must not drop that connection's link as
+// stale: the device, admitted a moment later, must stay reachable (its
+// link is the one the round logic holds).
+func TestRosterKeepsHelloInFlight(t *testing.T) {
+	ns, err := StartNATS(NATSServerConfig{Listen: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ns.Shutdown()
+	sess := wire.SessionParams{Name: "roster", Dim: 10, DeadlineMillis: 5000, Algorithm: "nc", Model: "logreg",
+		Features: 4, Classes: 2, M: 2, Cohort: 2, Rounds: 4, Batch: 8, Clip: 1, Eta: 0.05, RhoPaper: 50, Compressor: "f64"}
+	var seed mechanism.Seed
+	srv, err := optim.NewServer(optim.FromSession(sess), make([]float64, sess.Dim), mechanism.NewStream(seed, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := OpenStore(filepath.Join(t.TempDir(), "c.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	release := make(chan struct{})
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	c, err := New(Config{Session: sess, JoinCode: "join-me", Server: srv, Store: st, Logger: log,
+		BeforeAdmit: func(string, int) { <-release }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc, err := ConnectNATS(NATSClientConfig{URL: ns.ClientURL(), Name: "session", Log: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	node, err := NewSessionNode(c, SessionNodeConfig{Conn: nc, BeatInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go node.Run(ctx)
+	fe := newFakeEdge(t, ns.ClientURL(), "fx")
+	hb, _ := wire.EncodeControl(wire.Hello{Version: wire.Version, JoinCode: "join-me"})
+	fe.send(kindHello, &busHeader{Seq: 9, Addr: "127.0.0.1"}, hb)
+	// The hello is being decided (held in BeforeAdmit) once its link exists.
+	for node.link("fx", 9) == nil {
+		time.Sleep(time.Millisecond)
+	}
+	fe.send(kindRoster, &busHeader{T: 1, Chunks: 1}, nil)
+	// Wait until the whole roster was taken (the hello is still held).
+	for {
+		node.mu.Lock()
+		es := node.edges["fx"]
+		done := es != nil && es.roster == 1 && es.rosterSeqs == nil
+		node.mu.Unlock()
+		if done {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	close(release)
+	w, ok := fe.control(9).(wire.Welcome)
+	if !ok {
+		t.Fatal("no welcome")
+	}
+	// The hello's goroutine finishes right after queueing the welcome.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		l := node.link("fx", 9)
+		c.mu.Lock()
+		d := c.devices[w.DeviceID]
+		bound := d != nil && l != nil && d.conn == link(l)
+		c.mu.Unlock()
+		if bound {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the admitted device's link is gone (link present: %v)", l != nil)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}

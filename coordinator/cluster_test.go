@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 
@@ -490,4 +491,113 @@ func TestEdgeRejectsHostileUpdates(t *testing.T) {
 		}
 	}
 	checkInvariant(t, h.qs, sess.Cohort, fakes)
+}
+
+// readRoundT reads frames on ws until a round frame arrives and returns
+// its round.
+func readRoundT(t *testing.T, ctx context.Context, ws *websocket.Conn) int {
+	t.Helper()
+	for {
+		typ, b, err := ws.Read(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if typ == websocket.MessageBinary {
+			r, err := wire.DecodeRound(b, wire.Limits{MaxBytes: 1 << 20})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return r.T
+		}
+	}
+}
+
+func sendUpdate(t *testing.T, ctx context.Context, ws *websocket.Conn, round, dim int) {
+	t.Helper()
+	x := make([]float64, dim)
+	x[0] = 0.1
+	payload, _ := mechanism.Dense32{}.Compress(nil, make([]float64, dim), x, nil)
+	b, err := wire.EncodeUpdate(wire.UpdateFrame{T: round, Payload: payload})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ws.Write(ctx, websocket.MessageBinary, b); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestEdgeDeviceGoneAfterAnswering: a device answers its round through
+// an edge and drops its connection at once, while the edge still waits
+// for another member. The edge must hand the session the update it
+// holds before it reports the device gone, so that the session counts
+// it (a device whose update is in the round stays in it); reporting the
+// disconnect first would drop the device from the round and then refuse
+// the edge's whole sum, excluding the other member too.
+func TestEdgeDeviceGoneAfterAnswering(t *testing.T) {
+	ns := startNATS(t, "127.0.0.1:0")
+	defer ns.Shutdown()
+	sess := testSession(8, 2, 2, 1, 30000)
+	h := newHarness(t, sess, 2)
+	node, err := coordinator.NewSessionNode(h.coord, coordinator.SessionNodeConfig{Conn: connectNATS(t, ns.ClientURL(), "session"),
+		BeatInterval: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	go node.Run(ctx)
+	e, err := coordinator.NewEdge(coordinator.EdgeConfig{ID: "e0", Conn: connectNATS(t, ns.ClientURL(), "edge"),
+		Logger: quietLogger(), BeatInterval: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go e.Run(ctx)
+	hs := httptest.NewServer(e.Handler(coordinator.Assets{}, nil))
+	defer hs.Close()
+	waitHealthy(t, []*coordinator.Edge{e})
+	wsURL := "ws" + strings.TrimPrefix(hs.URL, "http") + "/ws"
+	go h.coord.Run(ctx)
+	a := dialRaw(t, ctx, wsURL, true)
+	b := dialRaw(t, ctx, wsURL, true)
+	ra, rb := readRoundT(t, ctx, a), readRoundT(t, ctx, b)
+	sendUpdate(t, ctx, a, ra, sess.Dim)
+	// The update is read before the close (frames are read in order).
+	a.Close(websocket.StatusNormalClosure, "")
+	for h.coord.Status().Devices.Connected != 1 {
+		if ctx.Err() != nil {
+			t.Fatal("the session never heard that the device left")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	sendUpdate(t, ctx, b, rb, sess.Dim)
+	for {
+		m := readControl(t, ctx, b)
+		if d, ok := m.(wire.Decision); ok {
+			if d.State != wire.Included {
+				t.Fatalf("the member that stayed got %+v, want included", d)
+			}
+			break
+		}
+	}
+	rec, ok, err := h.store.Round(1)
+	if err != nil || !ok || len(rec.Included) != 2 {
+		t.Fatalf("round 1 included %v, want both devices", rec.Included)
+	}
+}
+
+func readControl(t *testing.T, ctx context.Context, ws *websocket.Conn) wire.Message {
+	t.Helper()
+	for {
+		typ, b, err := ws.Read(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if typ == websocket.MessageText {
+			m, err := wire.DecodeControl(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return m
+		}
+	}
 }

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -141,7 +142,7 @@ func NewEdge(cfg EdgeConfig) (*Edge, error) {
 	if cfg.Limits.MaxFrameBytes <= 0 {
 		cfg.Limits.MaxFrameBytes = 1 << 20
 	}
-	var b [8]byte
+	var b [16]byte
 	if _, err := crand.Read(b[:]); err != nil {
 		return nil, fmt.Errorf("coordinator: edge instance: %w", err)
 	}
@@ -151,6 +152,10 @@ func NewEdge(cfg EdgeConfig) (*Edge, error) {
 			gate: newGate(cfg.Gate, 20*time.Second, cfg.Logger)},
 		cfg: cfg, nc: cfg.Conn, instance: binary.LittleEndian.Uint64(b[:]) | 1,
 		up: cfg.Prefix + ".up." + cfg.ID, conns: map[uint64]*edgeConn{},
+		// Connection numbers start at random: a restarted edge never
+		// reuses a number the session may still hold for its
+		// predecessor (the session keys devices by edge and number).
+		seq: binary.LittleEndian.Uint64(b[8:]) >> 16,
 	}
 	e.front.h = e
 	return e, nil
@@ -373,9 +378,10 @@ func (e *Edge) controlLocked(seq uint64, body []byte) {
 // take it).
 func (e *Edge) publishLocked(kind byte, h *busHeader) { e.publish(kind, h, nil) }
 
-// rosterLocked sends the session every admitted device, in chunks
-// numbered by the roster (the last one marked, even if empty, so that
-// the session knows it has all of it).
+// rosterLocked sends the session every admitted device, in chunks that
+// carry the roster's number, their index and their count (one, empty,
+// if the edge holds no device), so that the session acts only on a
+// whole roster.
 func (e *Edge) rosterLocked() {
 	var entries []rosterEntry
 	now := time.Now()
@@ -387,13 +393,10 @@ func (e *Edge) rosterLocked() {
 		ec.asked = now // the roster asks about the pending round
 	}
 	e.rosters++
-	for {
-		k := min(len(entries), rosterChunk)
-		e.publish(kindRoster, &busHeader{T: e.rosters, Roster: entries[:k], Last: k == len(entries)}, nil)
-		entries = entries[k:]
-		if len(entries) == 0 {
-			return
-		}
+	chunks := max(1, (len(entries)+rosterChunk-1)/rosterChunk)
+	for i := range chunks {
+		part := entries[min(i*rosterChunk, len(entries)):min((i+1)*rosterChunk, len(entries))]
+		e.publish(kindRoster, &busHeader{T: e.rosters, Roster: part, Chunk: i, Chunks: chunks}, nil)
 	}
 }
 
@@ -441,9 +444,10 @@ func (e *Edge) roundLocked(h busHeader, frame []byte) {
 		return
 	}
 	// The sum must reach the session before its deadline: the edge
-	// closes its collection a tenth earlier (20 ms to 2 s).
+	// closes its collection a tenth earlier (50 ms to 2 s), counted
+	// from when the round reached it.
 	deadline := time.Duration(h.DeadlineMillis) * time.Millisecond
-	margin := min(max(deadline/10, 20*time.Millisecond), 2*time.Second)
+	margin := min(max(deadline/10, 50*time.Millisecond), 2*time.Second)
 	r.timer = time.AfterFunc(max(deadline-margin, 0), func() {
 		e.mu.Lock()
 		defer e.mu.Unlock()
@@ -461,13 +465,21 @@ func (e *Edge) flushLocked(r *edgeRound) {
 	if r.timer != nil {
 		r.timer.Stop()
 	}
-	h := &busHeader{Epoch: r.epoch, T: r.t, IDs: r.ids, Seqs: r.seqs, Bytes: r.bytes}
+	h := &busHeader{Epoch: r.epoch, T: r.t}
 	for seq, answered := range r.members {
 		if ec := e.conns[seq]; !answered && ec != nil {
 			h.Missing = append(h.Missing, ec.cn.id)
 			h.MissingSeqs = append(h.MissingSeqs, seq)
 		}
 	}
+	e.sendSumLocked(r, h)
+}
+
+// sendSumLocked sends the members summed so far (h carries the rest of
+// the header) and starts a new sum: the session takes several sums of
+// one round from an edge, each whole.
+func (e *Edge) sendSumLocked(r *edgeRound, h *busHeader) {
+	h.IDs, h.Seqs, h.Bytes = r.ids, r.seqs, r.bytes
 	var body []byte
 	if len(r.ids) > 0 {
 		body = encodeVector(make([]byte, 0, 8*len(r.sum)), r.sum)
@@ -475,7 +487,7 @@ func (e *Edge) flushLocked(r *edgeRound) {
 	e.publish(kindAggregate, h, body)
 	e.aggregates.Add(1)
 	e.aggMembers.Add(int64(len(r.ids)))
-	r.sum = nil
+	r.sum, r.ids, r.seqs, r.bytes = nil, nil, nil, 0
 }
 
 // checkHello implements handler: the gate, with the join code the
@@ -581,7 +593,7 @@ func (e *Edge) acceptUpdate(cn *conn, u wire.UpdateFrame, frameLen int) error {
 			ec.assigned = 0
 		}
 		cn.sendControl(wire.Decision{T: u.T, State: wire.Excluded, Reason: reason})
-		e.publish(kindReject, &busHeader{Seq: cn.seq, ID: cn.id, T: u.T, Norm: norm}, nil)
+		e.publish(kindReject, &busHeader{Epoch: r.epoch, Seq: cn.seq, ID: cn.id, T: u.T, Norm: norm}, nil)
 	} else {
 		if r.sum == nil {
 			r.sum = make([]float64, r.dim)
@@ -677,6 +689,13 @@ func (e *Edge) disconnected(cn *conn) {
 		return
 	}
 	delete(e.conns, cn.seq)
+	if r := e.round; r != nil && !r.flushed && r.members[cn.seq] && slices.Contains(r.seqs, cn.seq) {
+		// Its update is in the sum being collected: the sum goes first,
+		// so that the session counts it before it hears the device has
+		// gone (and does not drop it from the round, which would refuse
+		// the whole sum).
+		e.sendSumLocked(r, &busHeader{Epoch: r.epoch, T: r.t})
+	}
 	e.publish(kindDisconnect, &busHeader{Seq: cn.seq, ID: cn.id}, nil)
 	e.dropMemberLocked(cn.seq)
 }

@@ -219,6 +219,20 @@ var mutations = []mutation{
 		pkgs: []string{"./coordinator/", "-run", "EdgeRejectsHostile"},
 	},
 	{
+		name: "edge-disconnect-before-sum", why: "an edge reports a device gone before handing over the update it holds from it (the session drops the device and refuses the edge's whole sum)",
+		file: "coordinator/edge.go",
+		old:  "if r := e.round; r != nil && !r.flushed && r.members[cn.seq] && slices.Contains(r.seqs, cn.seq) {",
+		new:  "if r := e.round; false && r != nil && !r.flushed && r.members[cn.seq] && slices.Contains(r.seqs, cn.seq) {",
+		pkgs: []string{"./coordinator/", "-run", "EdgeDeviceGone"},
+	},
+	{
+		name: "roster-drops-hello-in-flight", why: "a whole roster drops the link of a connection whose hello the session is still deciding (the admitted device becomes unreachable)",
+		file: "coordinator/cluster.go",
+		old:  "if k.edge == edge && !es.rosterSeqs[k.seq] && es.hellos[k.seq] == nil {",
+		new:  "if k.edge == edge && !es.rosterSeqs[k.seq] {",
+		pkgs: []string{"./coordinator/", "-run", "RosterKeepsHello"},
+	},
+	{
 		name: "local-noise-0.9", why: "the noise of each hidden local step of \"local\" is 10% too small (its ledger charge unchanged)",
 		file: "shared/optim/local.go",
 		old:  "if dv.sigmaZ, err = mechanism.DiscreteSigma(dv.sigma, dv.sens, dv.step, d); err != nil {",
