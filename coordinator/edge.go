@@ -98,6 +98,10 @@ type edgeConn struct {
 	assigned int
 	asked    time.Time
 	ended    bool // End was forwarded to the device
+	// endHeld: End came while the device waited for a decision; it is
+	// sent after the decision (endAt: its committed round).
+	endHeld bool
+	endAt   int
 }
 
 // edgeRound is a round's collection on this edge.
@@ -321,11 +325,8 @@ func (e *Edge) handleDown(b []byte) {
 		if h.Beat.Finished {
 			// End may have been lost on the way (or the device joined
 			// after it): every device hears it once from the edge.
-			for _, ec := range e.conns {
-				if !ec.ended && ec.welcome == nil {
-					ec.ended = true
-					ec.cn.sendControl(wire.End{Committed: h.Beat.Committed})
-				}
+			for seq, ec := range e.conns {
+				e.endLocked(seq, ec, h.Beat.Committed)
 			}
 		}
 	default:
@@ -351,10 +352,8 @@ func (e *Edge) controlLocked(seq uint64, body []byte) {
 	}
 	switch m := m.(type) {
 	case wire.End:
-		if ec.ended {
-			return
-		}
-		ec.ended = true
+		e.endLocked(seq, ec, m.Committed)
+		return
 	case wire.Welcome:
 		if ec.welcome == nil {
 			return // a second welcome: ignore
@@ -367,11 +366,38 @@ func (e *Edge) controlLocked(seq uint64, body []byte) {
 	case wire.Decision:
 		if m.T == ec.assigned && m.State != wire.Pending {
 			ec.assigned = 0
+			if ec.welcome == nil {
+				ec.cn.send(outFrame{data: body})
+			}
+			if ec.endHeld {
+				e.endLocked(seq, ec, ec.endAt)
+			}
+			return
 		}
 	}
 	if ec.welcome == nil {
 		ec.cn.send(outFrame{data: body})
 	}
+}
+
+// endLocked sends End to a device once. A device still waiting for the
+// decision of a round gets that first: its decision may have been lost
+// on the way (a NATS restart), and a device that ends with an undecided
+// update keeps its noise state pending. The edge asks the session, and
+// sends End after the answer.
+func (e *Edge) endLocked(seq uint64, ec *edgeConn, committed int) {
+	if ec.ended || ec.welcome != nil {
+		return
+	}
+	if ec.assigned != 0 {
+		if !ec.endHeld {
+			ec.endHeld, ec.endAt, ec.asked = true, committed, time.Now()
+			e.publish(kindStatus, &busHeader{Seq: seq, ID: ec.cn.id, T: ec.assigned}, nil)
+		}
+		return
+	}
+	ec.ended, ec.endHeld = true, false
+	ec.cn.sendControl(wire.End{Committed: committed})
 }
 
 // publishLocked is publish for callers holding e.mu (publishing does not
