@@ -260,9 +260,10 @@ func runClusterChild(role string) error {
 // edge processes (this test binary re-executed), and scaleOutDevices
 // native devices (the device runtime cmd/loadtest runs) spread over the
 // edges. Mid-session an edge is SIGKILLed (its devices reconnect to the
-// others), the session process SIGKILLs itself right after a commit and
-// before any decision (and is restarted from its store), and the NATS
-// server is shut down and restarted. After every committed round the
+// others), the session process is SIGKILLed once at a random moment of a
+// round and once kills itself right after a commit and before any
+// decision (it is restarted from its store each time), and the NATS
+// server is shut down and restarted twice. After every committed round the
 // server's qtilde must equal (1/m) sum_i (S_i + Y_i) over the devices'
 // own record of their included rounds: no update counted twice, none
 // counted that its device aborted, none lost that its device committed.
@@ -284,7 +285,10 @@ func TestScaleOut(t *testing.T) {
 	senv := []string{"BFL_CLUSTER_CHILD=session", "BFL_NATS=" + natsURL, "BFL_SESSION=" + string(sj),
 		"BFL_STORE=" + filepath.Join(dir, "coord.db"), "BFL_SNAPSHOTS=" + snapPath}
 	const killAfter = 12
-	session := startChild(t, append(senv[:len(senv):len(senv)], "BFL_KILL_AFTER="+strconv.Itoa(killAfter)))
+	// Every session process kills itself right after committing round
+	// killAfter (which is committed once).
+	senv = append(senv, "BFL_KILL_AFTER="+strconv.Itoa(killAfter))
+	session := startChild(t, senv)
 	var smu sync.Mutex
 	defer func() { smu.Lock(); session.kill(); smu.Unlock() }()
 	var addrs []string
@@ -318,7 +322,7 @@ func TestScaleOut(t *testing.T) {
 		return best
 	}
 	rng := rand.New(rand.NewPCG(2026, 13))
-	edgeKilled, natsRestarts, sessionRestarts := false, 0, 0
+	edgeKilled, natsRestarts, sessionRestarts, sessionKilledMid := false, 0, 0, false
 	exited := make(chan struct{})
 	watch := func(c *child, ch chan struct{}) { go func() { c.cmd.Process.Wait(); close(ch) }() }
 	watch(session, exited)
@@ -342,6 +346,16 @@ func TestScaleOut(t *testing.T) {
 			smu.Unlock()
 		case <-tick.C:
 			r := committed()
+			if !sessionKilledMid && r >= 8 {
+				// The session process, SIGKILLed at a random moment of
+				// a round (restarted from its store when it exits).
+				time.Sleep(time.Duration(rng.IntN(300)) * time.Millisecond)
+				smu.Lock()
+				session.cmd.Process.Signal(syscall.SIGKILL)
+				smu.Unlock()
+				sessionKilledMid = true
+				t.Logf("session process SIGKILLed mid-round after round %d", r)
+			}
 			if !edgeKilled && r >= edgeKillAt {
 				// Mid-round: rounds follow each other without a gap,
 				// and the kill lands a random time into the next one.
@@ -366,7 +380,10 @@ func TestScaleOut(t *testing.T) {
 		}
 	}
 check:
-	if !edgeKilled || natsRestarts == 0 || sessionRestarts == 0 {
+	// Every session process kills itself after committing round
+	// killAfter, so that kill always happens; the mid-round one may
+	// coincide with it when rounds are fast (fewer devices under -race).
+	if !edgeKilled || natsRestarts == 0 || sessionRestarts == 0 || !sessionKilledMid {
 		t.Fatalf("a fault was not injected: edge %v, NATS restarts %d, session restarts %d", edgeKilled, natsRestarts, sessionRestarts)
 	}
 	snaps := readSnapshots(t, snapPath)
