@@ -121,14 +121,7 @@ func runEdge(o options, log *slog.Logger, stderr io.Writer) error {
 	fmt.Fprintf(stderr, "browserfl edge %s: devices join at %s://%s/?code=<the session's join code>\n", id, scheme, ln.Addr())
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	srvErr := make(chan error, 1)
-	go func() {
-		if o.TLSCert != "" {
-			srvErr <- srv.ServeTLS(ln, o.TLSCert, o.TLSKey)
-		} else {
-			srvErr <- srv.Serve(ln)
-		}
-	}()
+	srvErr := serve(srv, ln, o)
 	runErr := make(chan error, 1)
 	go func() { runErr <- edge.Run(ctx) }()
 	var result error

@@ -460,14 +460,7 @@ func run(args []string, stderr io.Writer) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	srvErr := make(chan error, 1)
-	go func() {
-		if o.TLSCert != "" {
-			srvErr <- srv.ServeTLS(ln, o.TLSCert, o.TLSKey)
-		} else {
-			srvErr <- srv.Serve(ln)
-		}
-	}()
+	srvErr := serve(srv, ln, o)
 	runErr := make(chan error, 1)
 	hostRun = true
 	go func() { runErr <- host.Run(ctx) }()
@@ -504,6 +497,20 @@ func run(args []string, stderr io.Writer) error {
 	srv.Shutdown(sctx)
 	log.Info("stopped")
 	return result
+}
+
+// serve serves srv on ln (with TLS when o has a certificate) and
+// delivers the server's end.
+func serve(srv *http.Server, ln net.Listener, o options) <-chan error {
+	done := make(chan error, 1)
+	go func() {
+		if o.TLSCert != "" {
+			done <- srv.ServeTLS(ln, o.TLSCert, o.TLSKey)
+		} else {
+			done <- srv.Serve(ln)
+		}
+	}()
+	return done
 }
 
 // loadTask loads the task's training and test sets from dir (the task's
