@@ -161,27 +161,7 @@ func TestHostileUpdatesRejected(t *testing.T) {
 	go func() { runErr <- h.coord.Run(ctx) }()
 
 	attacker := dialRaw(t, ctx, h.wsURL(), true)
-	done := attack(ctx, attacker, sess.Dim, func(round, _ int) []byte {
-		x := make([]float64, sess.Dim)
-		dec := make([]float64, sess.Dim)
-		var payload []byte
-		switch round % 3 {
-		case 0:
-			for i := range x {
-				x[i] = 1e300
-			}
-			payload, _ = mechanism.Dense64{}.Compress(nil, dec, x, nil)
-		case 1:
-			for i := range x {
-				x[i] = -1e8
-			}
-			payload, _ = mechanism.Dense32{}.Compress(nil, dec, x, nil)
-		default:
-			x[0] = 1e4
-			payload, _ = mechanism.Dense32{}.Compress(nil, dec, x, nil)
-		}
-		return payload
-	})
+	done := attack(ctx, attacker, sess.Dim, hostilePayload(sess.Dim))
 
 	var rts []*device.Runtime
 	var fakes []*nctest.Device
@@ -213,6 +193,32 @@ func TestHostileUpdatesRejected(t *testing.T) {
 		}
 	}
 	checkInvariant(t, h.qs, sess.Cohort, fakes)
+}
+
+// hostilePayload answers round t with an update far above any norm
+// bound: 1e300 in f64, -1e8 and 1e4 in f32, in turn.
+func hostilePayload(dim int) func(round, _ int) []byte {
+	return func(round, _ int) []byte {
+		x := make([]float64, dim)
+		dec := make([]float64, dim)
+		var payload []byte
+		switch round % 3 {
+		case 0:
+			for i := range x {
+				x[i] = 1e300
+			}
+			payload, _ = mechanism.Dense64{}.Compress(nil, dec, x, nil)
+		case 1:
+			for i := range x {
+				x[i] = -1e8
+			}
+			payload, _ = mechanism.Dense32{}.Compress(nil, dec, x, nil)
+		default:
+			x[0] = 1e4
+			payload, _ = mechanism.Dense32{}.Compress(nil, dec, x, nil)
+		}
+		return payload
+	}
 }
 
 type attackResult struct {

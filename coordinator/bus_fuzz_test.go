@@ -5,12 +5,9 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"path/filepath"
 	"testing"
 	"time"
 
-	"browserfl/shared/mechanism"
-	"browserfl/shared/optim"
 	"browserfl/shared/wire"
 )
 
@@ -71,18 +68,8 @@ func FuzzClusterEnvelope(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	sess := wire.SessionParams{Name: "fuzz", Dim: 10, DeadlineMillis: 200, Algorithm: "nc", Model: "logreg",
-		Features: 4, Classes: 2, M: 2, Cohort: 2, Rounds: 4, Batch: 8, Clip: 1, Eta: 0.05, RhoPaper: 50, Compressor: "f64"}
-	var seed mechanism.Seed
-	srv, err := optim.NewServer(optim.FromSession(sess), make([]float64, sess.Dim), mechanism.NewStream(seed, 0))
-	if err != nil {
-		f.Fatal(err)
-	}
-	st, err := OpenStore(filepath.Join(f.TempDir(), "c.db"))
-	if err != nil {
-		f.Fatal(err)
-	}
-	defer st.Close()
+	sess := twoDeviceSession("fuzz", 200)
+	srv, st := ncServerAndStore(f, sess)
 	c, err := New(Config{Session: sess, JoinCode: "join-me", Server: srv, Store: st, Logger: log})
 	if err != nil {
 		f.Fatal(err)

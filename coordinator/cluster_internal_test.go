@@ -119,18 +119,8 @@ func TestHostileAggregateRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ns.Shutdown()
-	sess := wire.SessionParams{Name: "hostile", Dim: 10, DeadlineMillis: 5000, Algorithm: "nc", Model: "logreg",
-		Features: 4, Classes: 2, M: 2, Cohort: 2, Rounds: 4, Batch: 8, Clip: 1, Eta: 0.05, RhoPaper: 50, Compressor: "f64"}
-	var seed mechanism.Seed
-	srv, err := optim.NewServer(optim.FromSession(sess), make([]float64, sess.Dim), mechanism.NewStream(seed, 0))
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := OpenStore(filepath.Join(t.TempDir(), "c.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	sess := twoDeviceSession("hostile", 5000)
+	srv, st := ncServerAndStore(t, sess)
 	var mu sync.Mutex
 	states := map[int][]byte{} // the server half's state after each commit
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -214,7 +204,7 @@ func TestHostileAggregateRefused(t *testing.T) {
 	// half's own step from the state before it with (sum, n).
 	expect := func(r int, sum []float64, n int, what string) {
 		t.Helper()
-		ref, err := optim.NewServer(optim.FromSession(sess), make([]float64, sess.Dim), mechanism.NewStream(seed, 0))
+		ref, err := optim.NewServer(optim.FromSession(sess), make([]float64, sess.Dim), mechanism.NewStream(mechanism.Seed{}, 0))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -273,6 +263,30 @@ func TestHostileAggregateRefused(t *testing.T) {
 	<-runErr
 }
 
+// twoDeviceSession is the internal cluster tests' session: nc with the
+// exact f64 uplink, two devices, both in every round.
+func twoDeviceSession(name string, deadlineMs int) wire.SessionParams {
+	return wire.SessionParams{Name: name, Dim: 10, DeadlineMillis: deadlineMs, Algorithm: "nc", Model: "logreg",
+		Features: 4, Classes: 2, M: 2, Cohort: 2, Rounds: 4, Batch: 8, Clip: 1, Eta: 0.05, RhoPaper: 50, Compressor: "f64"}
+}
+
+// ncServerAndStore returns sess's server half (zero seed) and a store in
+// a temporary directory, closed when the test ends.
+func ncServerAndStore(t testing.TB, sess wire.SessionParams) (optim.Server, *Store) {
+	t.Helper()
+	var seed mechanism.Seed
+	srv, err := optim.NewServer(optim.FromSession(sess), make([]float64, sess.Dim), mechanism.NewStream(seed, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := OpenStore(filepath.Join(t.TempDir(), "c.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return srv, st
+}
+
 func waitCommitted(t *testing.T, c *Coordinator, r int) {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
@@ -295,18 +309,8 @@ func TestRosterKeepsHelloInFlight(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ns.Shutdown()
-	sess := wire.SessionParams{Name: "roster", Dim: 10, DeadlineMillis: 5000, Algorithm: "nc", Model: "logreg",
-		Features: 4, Classes: 2, M: 2, Cohort: 2, Rounds: 4, Batch: 8, Clip: 1, Eta: 0.05, RhoPaper: 50, Compressor: "f64"}
-	var seed mechanism.Seed
-	srv, err := optim.NewServer(optim.FromSession(sess), make([]float64, sess.Dim), mechanism.NewStream(seed, 0))
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := OpenStore(filepath.Join(t.TempDir(), "c.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	sess := twoDeviceSession("roster", 5000)
+	srv, st := ncServerAndStore(t, sess)
 	release := make(chan struct{})
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	c, err := New(Config{Session: sess, JoinCode: "join-me", Server: srv, Store: st, Logger: log,

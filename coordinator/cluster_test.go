@@ -426,25 +426,18 @@ func readSnapshotsQuiet(path string) map[int]bool {
 	return out
 }
 
-// TestEdgeRejectsHostileUpdates is TestHostileUpdatesRejected through an
-// edge: an attacker connected to the edge answers every round with an
-// update far above the norm bound (1e300 in f64, -1e8 and 1e4 in f32).
-// The edge must reject each one itself (the attacker is told "rejected",
-// counted in the edge's browserfl_rejected_updates_total), so that its
-// honest neighbours' sum still reaches the session: every round commits
-// with them and the identity holds.
-func TestEdgeRejectsHostileUpdates(t *testing.T) {
+// oneEdge puts h's coordinator behind a session node and one edge over
+// an embedded NATS server until ctx ends; it returns the edge's HTTP
+// server and its websocket URL.
+func oneEdge(t *testing.T, ctx context.Context, h *harness) (*httptest.Server, string) {
+	t.Helper()
 	ns := startNATS(t, "127.0.0.1:0")
-	defer ns.Shutdown()
-	sess := testSession(8, 3, 3, 6, 20000)
-	h := newHarness(t, sess, 3)
+	t.Cleanup(ns.Shutdown)
 	node, err := coordinator.NewSessionNode(h.coord, coordinator.SessionNodeConfig{Conn: connectNATS(t, ns.ClientURL(), "session"),
 		BeatInterval: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
 	go node.Run(ctx)
 	e, err := coordinator.NewEdge(coordinator.EdgeConfig{ID: "e0", Conn: connectNATS(t, ns.ClientURL(), "edge"),
 		Logger: quietLogger(), BeatInterval: 100 * time.Millisecond})
@@ -453,33 +446,28 @@ func TestEdgeRejectsHostileUpdates(t *testing.T) {
 	}
 	go e.Run(ctx)
 	hs := httptest.NewServer(e.Handler(coordinator.Assets{}, nil))
-	defer hs.Close()
+	t.Cleanup(hs.Close)
 	waitHealthy(t, []*coordinator.Edge{e})
-	wsURL := "ws" + strings.TrimPrefix(hs.URL, "http") + "/ws"
+	return hs, "ws" + strings.TrimPrefix(hs.URL, "http") + "/ws"
+}
+
+// TestEdgeRejectsHostileUpdates is TestHostileUpdatesRejected through an
+// edge: an attacker connected to the edge answers every round with an
+// update far above the norm bound (1e300 in f64, -1e8 and 1e4 in f32).
+// The edge must reject each one itself (the attacker is told "rejected",
+// counted in the edge's browserfl_rejected_updates_total), so that its
+// honest neighbours' sum still reaches the session: every round commits
+// with them and the identity holds.
+func TestEdgeRejectsHostileUpdates(t *testing.T) {
+	sess := testSession(8, 3, 3, 6, 20000)
+	h := newHarness(t, sess, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	hs, wsURL := oneEdge(t, ctx, h)
 	runErr := make(chan error, 1)
 	go func() { runErr <- h.coord.Run(ctx) }()
 	attacker := dialRaw(t, ctx, wsURL, true)
-	done := attack(ctx, attacker, sess.Dim, func(round, _ int) []byte {
-		x := make([]float64, sess.Dim)
-		dec := make([]float64, sess.Dim)
-		var payload []byte
-		switch round % 3 {
-		case 0:
-			for i := range x {
-				x[i] = 1e300
-			}
-			payload, _ = mechanism.Dense64{}.Compress(nil, dec, x, nil)
-		case 1:
-			for i := range x {
-				x[i] = -1e8
-			}
-			payload, _ = mechanism.Dense32{}.Compress(nil, dec, x, nil)
-		default:
-			x[0] = 1e4
-			payload, _ = mechanism.Dense32{}.Compress(nil, dec, x, nil)
-		}
-		return payload
-	})
+	done := attack(ctx, attacker, sess.Dim, hostilePayload(sess.Dim))
 	var rts []*device.Runtime
 	var fakes []*nctest.Device
 	for i := range sess.M - 1 {
@@ -554,28 +542,11 @@ func sendUpdate(t *testing.T, ctx context.Context, ws *websocket.Conn, round, di
 // disconnect first would drop the device from the round and then refuse
 // the edge's whole sum, excluding the other member too.
 func TestEdgeDeviceGoneAfterAnswering(t *testing.T) {
-	ns := startNATS(t, "127.0.0.1:0")
-	defer ns.Shutdown()
 	sess := testSession(8, 2, 2, 1, 30000)
 	h := newHarness(t, sess, 2)
-	node, err := coordinator.NewSessionNode(h.coord, coordinator.SessionNodeConfig{Conn: connectNATS(t, ns.ClientURL(), "session"),
-		BeatInterval: 100 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	go node.Run(ctx)
-	e, err := coordinator.NewEdge(coordinator.EdgeConfig{ID: "e0", Conn: connectNATS(t, ns.ClientURL(), "edge"),
-		Logger: quietLogger(), BeatInterval: 100 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	go e.Run(ctx)
-	hs := httptest.NewServer(e.Handler(coordinator.Assets{}, nil))
-	defer hs.Close()
-	waitHealthy(t, []*coordinator.Edge{e})
-	wsURL := "ws" + strings.TrimPrefix(hs.URL, "http") + "/ws"
+	_, wsURL := oneEdge(t, ctx, h)
 	go h.coord.Run(ctx)
 	a := dialRaw(t, ctx, wsURL, true)
 	b := dialRaw(t, ctx, wsURL, true)
