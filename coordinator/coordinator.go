@@ -736,15 +736,14 @@ func (c *Coordinator) apply(t int, included []*update) error {
 	if len(c.sum) != c.sess.Dim {
 		c.sum = make([]float64, c.sess.Dim)
 	}
-	clear(c.sum)
+	vs := make([][]float64, 0, len(included))
 	for _, u := range included {
 		if u.vec == nil {
 			continue // a member of an edge's aggregate that another member carries
 		}
-		for i, v := range *u.vec {
-			c.sum[i] += v
-		}
+		vs = append(vs, *u.vec)
 	}
+	optim.SumVectors(c.sum, vs)
 	return sa.ApplySum(t, c.sum, len(included))
 }
 
@@ -820,11 +819,11 @@ func (c *Coordinator) acceptUpdate(cn *conn, u wire.UpdateFrame, frameLen int) e
 	// Validate the payload with the mechanism's decoder before it can
 	// reach the server half: a bad payload never touches the model.
 	vec := c.vec(dim)
-	if err := mechanism.Decode(*vec, u.Payload); err != nil {
+	norm, err := mechanism.DecodeNorm(*vec, u.Payload)
+	if err != nil {
 		c.vecs.Put(vec)
 		return fmt.Errorf("%w: update payload: %v", wire.ErrBadFrame, err)
 	}
-	norm := mechanism.Norm(*vec)
 
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -598,11 +598,11 @@ func (e *Edge) acceptUpdate(cn *conn, u wire.UpdateFrame, frameLen int) error {
 		return err
 	}
 	vec := e.vec(r.dim)
-	if err := mechanism.Decode(*vec, u.Payload); err != nil {
+	norm, err := mechanism.DecodeNorm(*vec, u.Payload)
+	if err != nil {
 		e.vecs.Put(vec)
 		return fmt.Errorf("%w: update payload: %v", wire.ErrBadFrame, err)
 	}
-	norm := mechanism.Norm(*vec)
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	defer e.vecs.Put(vec)

@@ -259,14 +259,13 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 			}
 		}
 		if sums {
-			clear(sum)
+			vs := make([][]float64, 0, len(included))
 			for k := range cohort {
 				if errs[k] == nil {
-					for i, v := range vecs[k] {
-						sum[i] += v
-					}
+					vs = append(vs, vecs[k])
 				}
 			}
+			optim.SumVectors(sum, vs)
 			err = summer.ApplySum(t, sum, len(included))
 		} else {
 			err = srv.Apply(t, included)

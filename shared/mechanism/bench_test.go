@@ -3,6 +3,8 @@ package mechanism
 import (
 	"fmt"
 	"testing"
+
+	"browserfl/internal/cputime"
 )
 
 const benchDim = 7850
@@ -57,6 +59,35 @@ func BenchmarkDecode(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkDecodeNorm compares DecodeNorm with the Decode and Norm it
+// replaces in the coordinator's update validation, interleaved in thread
+// CPU time (go test -run '^$' -bench DecodeNorm ./shared/mechanism).
+func BenchmarkDecodeNorm(b *testing.B) {
+	x := testVector(benchDim, 3)
+	dec := make([]float64, benchDim)
+	c, _ := ParseSpec("none")
+	p, _ := c.C.Compress(nil, dec, x, nil)
+	var sink float64
+	ns := cputime.Interleave(b,
+		func() {
+			if err := Decode(dec, p); err != nil {
+				b.Fatal(err)
+			}
+			sink += Norm(dec)
+		},
+		func() {
+			n, err := DecodeNorm(dec, p)
+			if err != nil {
+				b.Fatal(err)
+			}
+			sink += n
+		})
+	b.ReportMetric(ns[0]/1e3, "us-decode+norm")
+	b.ReportMetric(ns[1]/1e3, "us-decodenorm")
+	b.ReportMetric(ns[0]/ns[1], "x-faster")
+	_ = sink
 }
 
 // BenchmarkDiscreteNoise measures one discrete Gaussian vector at d =

@@ -60,7 +60,7 @@ func sumSquares(v []float64) (ssq float64, finite bool) {
 // root when the sum neither overflowed nor lost precision to underflow,
 // Norm(v) (scaled, another pass) otherwise.
 func normOf(v []float64, ssq float64) float64 {
-	if ssq > 1e300 || (ssq < 1e-300 && ssq != 0) || math.IsInf(ssq, 0) || math.IsNaN(ssq) {
+	if ssq > 1e300 || ssq < 1e-300 || math.IsNaN(ssq) {
 		return Norm(v)
 	}
 	return math.Sqrt(ssq)

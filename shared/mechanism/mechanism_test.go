@@ -2,6 +2,7 @@ package mechanism
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -540,7 +541,61 @@ func FuzzDecode(f *testing.F) {
 		if err := CheckFinite(dst); err != nil {
 			t.Fatalf("kind %d: decoded non-finite: %v", k, err)
 		}
+		got, err := DecodeNorm(dst, p)
+		if err != nil {
+			t.Fatalf("kind %d: DecodeNorm refused what Decode accepted: %v", k, err)
+		}
+		if want := Norm(dst); !(math.Abs(got-want) <= 1e-12*want) {
+			t.Fatalf("kind %d: DecodeNorm %v, Norm %v", k, got, want)
+		}
 	})
+}
+
+// TestDecodeNorm checks DecodeNorm against Decode and the scaled Norm on
+// moderate, huge (the plain sum of squares overflows), tiny (it
+// underflows) and zero vectors, and that a non-finite value anywhere in
+// a dense float32 payload (the four-way unrolled loop and its tail) is
+// refused with its index.
+func TestDecodeNorm(t *testing.T) {
+	dense32, _ := ParseSpec("none")
+	dense64, _ := ParseSpec("f64")
+	cases := []struct {
+		name string
+		spec Spec
+		x    []float64
+	}{
+		{"moderate f32", dense32, testVector(1003, 5)},
+		{"moderate f64", dense64, testVector(1003, 6)},
+		{"huge f64", dense64, []float64{1e300, -3e300, 2e300, 5}},
+		{"tiny f64", dense64, []float64{1e-310, -3e-311, 0, 2e-312, 4e-320}},
+		{"zero f32", dense32, make([]float64, 9)},
+	}
+	for _, tc := range cases {
+		p, err := tc.spec.C.Compress(nil, make([]float64, len(tc.x)), tc.x, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		dst := make([]float64, len(tc.x))
+		got, err := DecodeNorm(dst, p)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		want := Norm(dst)
+		if math.IsInf(got, 0) || math.Abs(got-want) > 1e-12*want {
+			t.Errorf("%s: DecodeNorm %v, Norm %v", tc.name, got, want)
+		}
+	}
+	x := testVector(11, 7)
+	for i := range x {
+		for _, bad := range []float32{float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1))} {
+			p, _ := dense32.C.Compress(nil, make([]float64, len(x)), x, nil)
+			binary.LittleEndian.PutUint32(p[headerSize+4*i:], math.Float32bits(bad))
+			_, err := DecodeNorm(make([]float64, len(x)), p)
+			if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("index %d", i)) {
+				t.Errorf("%v at %d: got %v", bad, i, err)
+			}
+		}
+	}
 }
 
 func TestNormalKolmogorovSmirnov(t *testing.T) {
