@@ -65,6 +65,10 @@ func edgeTargets(edges []string) func(int) (string, *http.Client) {
 	return func(i int) (string, *http.Client) { return "ws://edges/ws", clients[i%len(clients)] }
 }
 
+// samplesPerDevice is the number of synthetic samples each device holds:
+// one pass over them allows samplesPerDevice / b rounds per device.
+const samplesPerDevice = 8
+
 // newFleet returns an empty fleet for n devices whose lives end with ctx.
 func newFleet(ctx context.Context, n int) *fleet {
 	devCtx, cancel := context.WithCancel(ctx)
@@ -79,7 +83,7 @@ func (f *fleet) launch(o options, pol device.Policy, sess wire.SessionParams, lo
 	devCtx := f.ctx
 	for i := lo; i < hi; i++ {
 		rng := rand.New(rand.NewPCG(uint64(i), 17))
-		data := make([]dataset.Sample, 8)
+		data := make([]dataset.Sample, samplesPerDevice)
 		for j := range data {
 			x := make([]float32, sess.Features)
 			for k := range x {

@@ -82,6 +82,7 @@ type options struct {
 	compressor  string
 	stagger     time.Duration
 	baselineRep int
+	blocks      int
 	drop        int
 	timeout     time.Duration
 	idleWindow  time.Duration
@@ -118,6 +119,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&o.compressor, "compressor", "", "uplink compressor spec")
 	fs.DurationVar(&o.stagger, "stagger", 2*time.Millisecond, "delay between device connections")
 	fs.IntVar(&o.baselineRep, "baseline-reps", 50, "repetitions of the loopback baseline")
+	fs.IntVar(&o.blocks, "blocks", 4, "interleave the measurement: the rounds run in this many blocks, each followed by a block of the baseline (load that comes and goes then hits both alike)")
 	fs.IntVar(&o.drop, "drop", 0, "devices that disconnect for good when they are first assigned a round (checks that rounds go on without them)")
 	fs.DurationVar(&o.timeout, "timeout", 30*time.Minute, "give up (and stop the coordinator) after this long")
 	fs.IntVar(&o.edges, "edges", 0, "if > 0: the cluster shape: the coordinator runs as -role session (embedded NATS) plus this many -role edge processes, the devices spread over the edges round robin")
@@ -159,6 +161,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	n := o.n
 	if o.idle > 0 {
 		n = o.idle
+	}
+	if per := samplesPerDevice / max(o.batch, 1); o.idle == 0 && o.T*o.m > n*per {
+		// Beyond that the devices run out of data, leave, and the session
+		// cannot finish: say so now rather than wait for -timeout.
+		return fmt.Errorf("-T %d with -m %d needs %d updates, but %d devices of %d samples each (b = %d) can send at most %d: lower -T or -m, or raise -n",
+			o.T, o.m, o.T*o.m, n, samplesPerDevice, o.batch, n*per)
 	}
 	if o.drop >= n {
 		return fmt.Errorf("-drop %d leaves no device of %d", o.drop, n)
@@ -284,21 +292,57 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return nil
 	}
 
-	cpu0, err := procCPU(pid)
-	if err != nil {
-		return err
-	}
-	runStart := time.Now()
-	if err := teacher(ctx, base, "resume"); err != nil {
-		return fail(err)
-	}
-	if err := waitRounds(ctx, base, o.T, 250*time.Millisecond); err != nil {
-		return fail(err)
-	}
-	elapsed := time.Since(runStart)
-	cpu1, err := procCPU(pid)
-	if err != nil {
-		return err
+	// The rounds run in blocks, each followed by a block of the baseline
+	// (the same frames over plain websockets), so that load that comes
+	// and goes on a shared machine hits both alike. The coordinator is
+	// paused while the baseline runs; its CPU and committed rounds are
+	// read at the start and end of each block of rounds, so a round still
+	// open when a block ends counts in neither.
+	blocks := max(1, min(o.blocks, o.T))
+	var coordCPU, coordRounds, blCPU, blWall []float64
+	var elapsed time.Duration
+	committed := 0
+	for b := range blocks {
+		target := o.T * (b + 1) / blocks
+		if target <= committed {
+			continue
+		}
+		cpu0, err := procCPU(pid)
+		if err != nil {
+			return err
+		}
+		from := committed
+		runStart := time.Now()
+		if err := teacher(ctx, base, "resume"); err != nil {
+			return fail(err)
+		}
+		if err := waitRounds(ctx, base, target, 250*time.Millisecond); err != nil {
+			return fail(err)
+		}
+		if committed, err = lastCommitted(ctx, base, target-1); err != nil {
+			return fail(err)
+		}
+		cpu1, err := procCPU(pid)
+		if err != nil {
+			return err
+		}
+		elapsed += time.Since(runStart)
+		coordCPU = append(coordCPU, cpu1-cpu0)
+		coordRounds = append(coordRounds, float64(committed-from))
+		if committed >= o.T {
+			break
+		}
+		if err := teacher(ctx, base, "pause"); err != nil {
+			return fail(err)
+		}
+		if committed, err = settle(ctx, base, committed); err != nil {
+			return fail(err)
+		}
+		bl, err := baselineBlock(ctx, base, o, committed, blocks, stderr)
+		if err != nil {
+			return fail(err)
+		}
+		blCPU, blWall = append(blCPU, bl.cpuMs), append(blWall, bl.wallMs)
 	}
 	hwm, _ := procHWM(pid)
 	fl.stop()
@@ -311,13 +355,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 	fmt.Fprintf(stdout, "session: n = %d, m = %d, d = %d, T = %d, %s, b = %d; %d of %d updates included\n",
 		n, o.m, sess.Dim, o.T, o.algorithm, o.batch, included, o.T*o.m)
-	fmt.Fprintf(stdout, "round latency (start to commit): p50 %.0f ms, p99 %.0f ms; wall %.1f s for %d rounds\n",
-		p50, p99, elapsed.Seconds(), o.T)
+	fmt.Fprintf(stdout, "round latency (start to commit): p50 %.0f ms, p99 %.0f ms; wall %.1f s for the measured rounds\n",
+		p50, p99, elapsed.Seconds())
 	fmt.Fprintf(stdout, "bytes per round: %.2f MB in (updates), %.2f MB out (assignments)\n",
 		float64(bin)/float64(o.T)/1e6, float64(bout)/float64(o.T)/1e6)
-	cpuPerRound := (cpu1 - cpu0) / float64(o.T)
-	fmt.Fprintf(stdout, "coordinator: %.3f CPU s per round (%.0f%% of one core over the run), peak RSS %.1f MiB\n",
-		cpuPerRound, 100*(cpu1-cpu0)/elapsed.Seconds(), mib(hwm))
+	var cpuSum, roundSum float64
+	for i := range coordCPU {
+		cpuSum += coordCPU[i]
+		roundSum += coordRounds[i]
+	}
+	cpuPerRound := cpuSum / roundSum
+	fmt.Fprintf(stdout, "coordinator: %.3f CPU s per round over %.0f measured rounds (%.0f%% of one core while they ran), peak RSS %.1f MiB\n",
+		cpuPerRound, roundSum, 100*cpuSum/elapsed.Seconds(), mib(hwm))
 	fmt.Fprintf(stdout, "device compute (assignment received to update sent, summed): %.0f ms per round over the cohort\n",
 		float64(fl.prepNanos.Load())/1e6/float64(o.T))
 	if o.drop > 0 {
@@ -326,22 +375,31 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if included == 0 {
 		return errors.New("no update was included")
 	}
-
-	// Baseline: the same frames over loopback websockets with no
-	// coordinator logic. Its server side runs in its own process (this
-	// binary with -baseline-server) so that its CPU is measured the same
-	// way as the coordinator's: it writes an assignment-sized frame to m
-	// clients and waits for an update-sized reply from each, reps times.
-	inPer := int(float64(bin) / float64(included))
-	outPer := int(float64(bout) / float64(o.T*o.m))
-	bl, err := runBaseline(ctx, o.m, outPer, inPer, o.baselineRep, stderr)
-	if err != nil {
-		return fail(fmt.Errorf("baseline: %w", err))
+	if len(blCPU) == 0 {
+		// One block (or every round in the first): the baseline runs once,
+		// after the rounds.
+		bl, err := baselineBlock(ctx, base, o, o.T, 1, stderr)
+		if err != nil {
+			return fail(err)
+		}
+		blCPU, blWall = append(blCPU, bl.cpuMs), append(blWall, bl.wallMs)
 	}
-	fmt.Fprintf(stdout, "loopback baseline (%d x (%d B out + %d B in) websocket frames, no logic, server in its own process): wall median %.1f ms, server CPU %.1f ms per round\n",
-		o.m, outPer, inPer, bl.wallMs, bl.cpuMs)
-	fmt.Fprintf(stdout, "ratio coordinator CPU per round / baseline server CPU per round: %.2f\n", cpuPerRound*1000/bl.cpuMs)
-	fmt.Fprintf(stdout, "ratio coordinator round p50 / baseline wall: %.2f (the round includes the devices' compute)\n", p50/bl.wallMs)
+	inPer, outPer := frameSizes(rs, o)
+	var blSum, wallSum float64
+	for i := range blCPU {
+		blSum += blCPU[i]
+		wallSum += blWall[i]
+	}
+	blMs, blWallMs := blSum/float64(len(blCPU)), wallSum/float64(len(blWall))
+	fmt.Fprintf(stdout, "loopback baseline (%d x (%d B out + %d B in) websocket frames, no logic, server in its own process; %d blocks of %d rounds between the coordinator's): wall median %.1f ms, server CPU %.1f ms per round\n",
+		o.m, outPer, inPer, len(blCPU), max(1, o.baselineRep/blocks), blWallMs, blMs)
+	ratios := make([]string, 0, len(coordCPU))
+	for i := range min(len(coordCPU), len(blCPU)) {
+		ratios = append(ratios, fmt.Sprintf("%.2f", coordCPU[i]*1000/coordRounds[i]/blCPU[i]))
+	}
+	fmt.Fprintf(stdout, "ratio coordinator CPU per round / baseline server CPU per round: %.2f (per block: %s)\n",
+		cpuPerRound*1000/blMs, strings.Join(ratios, ", "))
+	fmt.Fprintf(stdout, "ratio coordinator round p50 / baseline wall: %.2f (the round includes the devices' compute)\n", p50/blWallMs)
 	return nil
 }
 
@@ -534,6 +592,65 @@ func procCPU(pid int) (float64, error) {
 }
 
 type baselineResult struct{ wallMs, cpuMs float64 }
+
+// frameSizes returns the mean update frame and round frame sizes of the
+// recorded rounds: the baseline moves frames of these sizes.
+func frameSizes(rs rounds, o options) (in, out int) {
+	return int(float64(rs.bytesIn) / float64(max(1, rs.included))), int(float64(rs.bytesOut) / float64(max(1, rs.recorded*o.m)))
+}
+
+// baselineBlock runs one block of the baseline (-baseline-reps / blocks
+// repetitions) with the frame sizes of the first committed rounds.
+func baselineBlock(ctx context.Context, base string, o options, committed, blocks int, stderr io.Writer) (baselineResult, error) {
+	rs, err := readRounds(ctx, base, committed)
+	if err != nil {
+		return baselineResult{}, err
+	}
+	if rs.included == 0 {
+		return baselineResult{}, errors.New("no update was included")
+	}
+	in, out := frameSizes(rs, o)
+	bl, err := runBaseline(ctx, o.m, out, in, max(1, o.baselineRep/blocks), stderr)
+	if err != nil {
+		return bl, fmt.Errorf("baseline: %w", err)
+	}
+	return bl, nil
+}
+
+// lastCommitted returns the last committed round, at least after (which
+// must be committed).
+func lastCommitted(ctx context.Context, base string, after int) (int, error) {
+	var recs []struct {
+		T int `json:"t"`
+	}
+	if err := getJSON(ctx, base+"/api/rounds?code=LOADTEST&after="+strconv.Itoa(after), &recs); err != nil {
+		return 0, err
+	}
+	last := after
+	for _, r := range recs {
+		last = max(last, r.T)
+	}
+	return last, nil
+}
+
+// settle waits, after a pause, until the round that was open (if any)
+// has committed: until the last committed round has not changed for a
+// second. It returns that round.
+func settle(ctx context.Context, base string, committed int) (int, error) {
+	for still := 0; still < 4; still++ {
+		if err := sleep(ctx, 250*time.Millisecond); err != nil {
+			return 0, err
+		}
+		last, err := lastCommitted(ctx, base, committed)
+		if err != nil {
+			return 0, err
+		}
+		if last != committed {
+			committed, still = last, -1
+		}
+	}
+	return committed, nil
+}
 
 // runBaseline starts the baseline server as a child process, connects m
 // echoing clients and reads the server's measurements.

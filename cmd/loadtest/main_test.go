@@ -268,3 +268,24 @@ func running(bin string) []int {
 	}
 	return pids
 }
+
+// A session the devices' data cannot finish is refused before anything
+// starts (it used to wait for -timeout: devices that had used their
+// samples left, and no round could start).
+func TestRefusesSessionsTheDataCannotFinish(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		ok   bool
+	}{
+		{[]string{"-n", "3000", "-m", "300", "-T", "200"}, false},
+		{[]string{"-n", "10", "-m", "5", "-T", "9", "-b", "2"}, false},
+		{[]string{"-n", "10", "-m", "5", "-T", "8", "-b", "1", "-coordinator", "/nonexistent"}, true},
+	} {
+		var out, errOut strings.Builder
+		err := run(context.Background(), tc.args, &out, &errOut)
+		refused := err != nil && strings.Contains(err.Error(), "can send at most")
+		if refused == tc.ok {
+			t.Errorf("%v: err = %v, want refused = %v", tc.args, err, !tc.ok)
+		}
+	}
+}
