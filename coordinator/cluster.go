@@ -113,6 +113,16 @@ type remoteLink struct {
 func (l *remoteLink) deviceID() string      { return l.id }
 func (l *remoteLink) setDeviceID(id string) { l.id = id }
 
+// sendRound queues the whole frame: the edge sends each of its devices
+// the frame or its short form (Edge.roundLocked).
+func (l *remoteLink) sendRound(f outFrame) int {
+	f.short = nil
+	if !l.send(f) {
+		return 0
+	}
+	return len(f.data)
+}
+
 func (l *remoteLink) send(f outFrame) bool {
 	if !f.binary {
 		l.n.publish(l.edge, kindControl, &busHeader{Seq: l.seq}, f.data)

@@ -32,6 +32,7 @@ type outFrame struct {
 	binary bool
 	data   []byte
 	round  int         // the round of a round frame (what an edge needs to know of it)
+	short  []byte      // a round frame without x_{t-1} (wire.ShortRound), for a device that holds it
 	close  *closeError // set on the last frame: send error message, then close
 }
 
@@ -76,6 +77,36 @@ type conn struct {
 	prehello bool
 	pingMu   sync.Mutex
 	ping     *time.Timer // the next heartbeat ping (guarded by pingMu)
+	// keepsX: the device said in its hello that it keeps the X of the
+	// last round frame it received (wire.Hello.KeepsX). lastRound is the
+	// round of the last round frame queued here (0: none, or one that
+	// could not be queued); round frames are queued by one goroutine at a
+	// time (under the coordinator's or the edge's lock).
+	keepsX    bool
+	lastRound atomic.Int64
+}
+
+// sendRound queues round f.round's frame: f.short, the frame without
+// x_{t-1}, when the device keeps the last round's X and round t-1's frame
+// was the last one queued here (the device then holds x_{t-1} as that
+// frame's X: frames arrive in order and a device that cannot use one
+// ends the connection), f.data otherwise. It returns the bytes queued,
+// 0 if the connection could not take the frame.
+func (cn *conn) sendRound(f outFrame) int {
+	if cn == nil {
+		return 0
+	}
+	t := int64(f.round)
+	if f.short != nil && cn.keepsX && t > 1 && cn.lastRound.Load() == t-1 {
+		f.data = f.short
+	}
+	f.short = nil
+	if !cn.send(f) {
+		cn.lastRound.Store(0)
+		return 0
+	}
+	cn.lastRound.Store(t)
+	return len(f.data)
 }
 
 // send queues f; it reports false if the connection is closing or its
@@ -557,6 +588,7 @@ func (c *front) hello(cn *conn) error {
 	if err := c.h.checkHello(cn, h); err != nil {
 		return err
 	}
+	cn.keepsX = h.KeepsX
 	if err := c.h.admit(cn, h); err != nil {
 		return err
 	}

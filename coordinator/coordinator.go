@@ -585,13 +585,14 @@ func (c *Coordinator) beginRound(ctx context.Context, t int) (*openRound, error)
 	now := time.Now()
 	or := &openRound{t: t, cohort: make(map[string]bool, k), updates: make(map[string]*update, k),
 		dropped: make(map[string]bool), allIn: make(chan struct{}), started: now, deadline: now.Add(deadline)}
+	// Devices that were sent round t-1's frame on the same connection
+	// already hold x_{t-1}: they get the frame without it.
+	short := wire.ShortRound(frame)
 	for _, id := range cohort {
 		d := c.devices[id]
 		or.cohort[id] = true
 		d.round = t
-		if d.conn.send(outFrame{binary: true, data: frame, round: t}) {
-			or.bytesOut += int64(len(frame))
-		}
+		or.bytesOut += int64(d.conn.sendRound(outFrame{binary: true, data: frame, short: short, round: t}))
 	}
 	if c.node != nil {
 		// Edge-held members get the round in one message per edge.

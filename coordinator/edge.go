@@ -455,9 +455,10 @@ func (e *Edge) roundLocked(h busHeader, frame []byte) {
 		bound = math.Inf(1)
 	}
 	r := &edgeRound{epoch: h.Epoch, t: h.T, members: make(map[uint64]bool, len(h.Seqs)), dim: h.Dim, bound: bound}
+	short := wire.ShortRound(frame) // for devices that hold x_{t-1} (conn.sendRound)
 	for _, seq := range h.Seqs {
 		ec := e.conns[seq]
-		if ec == nil || ec.welcome != nil || r.members[seq] || !ec.cn.send(outFrame{binary: true, data: frame}) {
+		if ec == nil || ec.welcome != nil || r.members[seq] || ec.cn.sendRound(outFrame{binary: true, data: frame, short: short, round: h.T}) == 0 {
 			continue // gone: the session hears of it from its disconnect
 		}
 		r.members[seq] = false

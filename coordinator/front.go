@@ -54,6 +54,9 @@ type link interface {
 	// send queues a frame (round frames are binary); it reports false if
 	// the connection is closing or cannot keep up.
 	send(f outFrame) bool
+	// sendRound queues round f.round's frame (f.data, or f.short where the
+	// device holds x_{t-1}) and returns the bytes queued, 0 if it could not.
+	sendRound(f outFrame) int
 	// sendControl queues a control message.
 	sendControl(m wire.Message) bool
 	// closeWith sends an error message and closes the connection.

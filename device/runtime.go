@@ -164,6 +164,11 @@ type Runtime struct {
 	st    State
 	algo  optim.Device
 	param optim.Params
+	// lastX and lastT are the X and round of the last round frame
+	// received on the current connection (reset with each connection):
+	// a frame with PrevIsLast takes its x_{t-1} from them.
+	lastX []float64
+	lastT int
 
 	// connMu guards the current connection and the leave state. It is
 	// never held across anything that waits for the browser's event loop
@@ -477,8 +482,9 @@ func (rt *Runtime) connection(ctx context.Context) error {
 	ws.SetReadLimit(int64(wire.MaxControlBytes))
 
 	rt.mu.Lock()
+	rt.lastX, rt.lastT = nil, 0 // a new connection: whole frames until one arrives
 	hello := wire.Hello{Version: wire.Version, JoinCode: rt.cfg.JoinCode, DeviceID: rt.st.DeviceID,
-		Secret: rt.st.Secret, Pending: rt.st.Pending, Nickname: rt.cfg.Nickname}
+		Secret: rt.st.Secret, Pending: rt.st.Pending, Nickname: rt.cfg.Nickname, KeepsX: true}
 	if !math.IsInf(rt.budget, 1) {
 		hello.Budget = rt.budget
 	}
@@ -748,6 +754,17 @@ func (rt *Runtime) onRound(ctx context.Context, ws *websocket.Conn, b []byte) er
 		rt.mu.Unlock()
 		return fmt.Errorf("device: %w", err)
 	}
+	if r.PrevIsLast {
+		// x_{t-1} is the X of round t-1's frame on this connection. A
+		// device that does not hold it says so by ending the connection
+		// (a bad frame): the next connection gets whole frames.
+		if rt.lastX == nil || rt.lastT != r.T-1 {
+			rt.mu.Unlock()
+			return fmt.Errorf("device: %w: round %d refers to round %d's model, which this connection did not receive", wire.ErrBadFrame, r.T, r.T-1)
+		}
+		r.XPrev = rt.lastX
+	}
+	rt.lastX, rt.lastT = r.X, r.T
 	if rt.st.Pending != 0 {
 		rt.mu.Unlock()
 		return fmt.Errorf("device: %w: round %d assigned while round %d is undecided", wire.ErrBadFrame, r.T, rt.st.Pending)

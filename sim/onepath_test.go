@@ -199,6 +199,43 @@ func onePath(t *testing.T, algorithm, compressor string, rho float64) {
 			t.Errorf("coordinate %d: live %v, simulated %v", k, live[k], res.Model[k])
 		}
 	}
+	// The frames down: a device that was sent round t-1's frame (on the
+	// same connection: none drops here) gets round t's without x_{t-1}
+	// (wire.ShortRound), and the model above is still the simulator's bit
+	// for bit, so it used the right x_{t-1}. The bytes say how many short
+	// frames went out: exactly one per member of two consecutive cohorts.
+	recs, err := st.Rounds(0, sess.Rounds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := proto.Dim()
+	alg, err := optim.Lookup(p.Algorithm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	full, short := int64(17+4*d), int64(17+4*d)
+	if alg.UsesXPrev() {
+		full += int64(4 * d)
+	}
+	var want, got, shorts int64
+	prev := map[string]bool{}
+	for _, rec := range recs {
+		cur := map[string]bool{}
+		for _, id := range rec.Cohort {
+			cur[id] = true
+			if alg.UsesXPrev() && prev[id] {
+				want += short
+				shorts++
+			} else {
+				want += full
+			}
+		}
+		got += rec.BytesOut
+		prev = cur
+	}
+	if got != want || (alg.UsesXPrev() && shorts == 0) {
+		t.Errorf("%d bytes of round frames sent, want %d (%d short frames of %d B, the rest whole frames of %d B)", got, want, shorts, short, full)
+	}
 	if diff == 0 {
 		acc, _ := model.Evaluate(proto, live, test.Samples)
 		t.Logf("%s: %d rounds, the same model bit for bit (held-out accuracy %.3f)", algorithm, sess.Rounds, acc)

@@ -240,6 +240,20 @@ var mutations = []mutation{
 		pkgs: []string{"./coordinator/", "-run", "EdgeHoldsEnd"},
 	},
 	{
+		name: "device-xprev-not-last", why: "a device given a round frame without x_{t-1} uses the wrong point in its place (the round's own X)",
+		file: "device/runtime.go",
+		old:  "\t\tr.XPrev = rt.lastX\n",
+		new:  "\t\tr.XPrev = r.X\n",
+		pkgs: []string{"./sim/", "-run", "SimulatorIsTheProduct"},
+	},
+	{
+		name: "short-frame-after-gap", why: "the coordinator sends a frame without x_{t-1} to a device that was last sent round t-2's frame, not t-1's",
+		file: "coordinator/conn.go",
+		old:  "cn.lastRound.Load() == t-1 {",
+		new:  "cn.lastRound.Load() >= t-2 {",
+		pkgs: []string{"./sim/", "-run", "SimulatorIsTheProduct"},
+	},
+	{
 		name: "local-noise-0.9", why: "the noise of each hidden local step of \"local\" is 10% too small (its ledger charge unchanged)",
 		file: "shared/optim/local.go",
 		old:  "if dv.sigmaZ, err = mechanism.DiscreteSigma(dv.sigma, dv.sens, dv.step, d); err != nil {",

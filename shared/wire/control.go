@@ -56,6 +56,11 @@ type Hello struct {
 	// letters, digits, space, '-' and '_' (CheckNickname); a hello with
 	// another nickname is refused as a bad frame.
 	Nickname string `json:"nickname,omitempty"`
+	// KeepsX says the device keeps the X of the last round frame it
+	// received on this connection, so it can be sent frames whose x_{t-1}
+	// is that X (RoundFrame.PrevIsLast). Devices that do not say so get
+	// whole frames.
+	KeepsX bool `json:"keeps_x,omitempty"`
 }
 
 // MaxNicknameLen bounds Hello.Nickname, in characters.

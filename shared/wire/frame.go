@@ -17,7 +17,9 @@ import (
 //
 //	8      4     deadline in milliseconds from receipt (uint32)
 //	12     4     dim d (uint32)
-//	16     1     flags (bit 0: XPrev present)
+//	16     1     flags (bit 0: XPrev present; bit 1: XPrev is the X of
+//	             round T-1's frame, sent before on this connection, and not
+//	             in this frame; never both)
 //	17     4d    X as float32
 //	17+4d  4d    XPrev as float32 (only if flag bit 0)
 //
@@ -39,6 +41,7 @@ const (
 	roundHeaderLen = headerLen + 9
 	updateHdrLen   = headerLen + 4
 	flagXPrev      = 1
+	flagPrevIsLast = 2
 )
 
 // MaxDim bounds the dimension of any vector on the wire (16M coordinates).
@@ -69,6 +72,13 @@ type RoundFrame struct {
 	DeadlineMillis int
 	X              []float64
 	XPrev          []float64 // nil when the algorithm does not use it
+	// PrevIsLast, on a frame without XPrev, says that x_{t-1} is the X of
+	// round T-1's frame, which the coordinator sent on this connection
+	// just before: a device that keeps the last round's X (Hello.KeepsX)
+	// uses it, and one that does not hold it reconnects (a new connection
+	// gets whole frames). It halves the bytes down for devices sampled in
+	// consecutive rounds (every round, when the cohort is the class).
+	PrevIsLast bool
 }
 
 // UpdateFrame is a device's update for round T.
@@ -96,6 +106,8 @@ func EncodeRound(r RoundFrame) ([]byte, error) {
 		return nil, bad("len(XPrev) = %d, len(X) = %d", len(r.XPrev), d)
 	case r.DeadlineMillis < 0 || r.DeadlineMillis > math.MaxUint32:
 		return nil, bad("deadline %d ms out of range", r.DeadlineMillis)
+	case r.PrevIsLast && r.XPrev != nil:
+		return nil, bad("a frame with XPrev cannot say XPrev is the last X")
 	}
 	n := roundHeaderLen + 4*d
 	if r.XPrev != nil {
@@ -108,6 +120,9 @@ func EncodeRound(r RoundFrame) ([]byte, error) {
 	if r.XPrev != nil {
 		b[16] = flagXPrev
 	}
+	if r.PrevIsLast {
+		b[16] = flagPrevIsLast
+	}
 	if err := putFloats(b[roundHeaderLen:], r.X); err != nil {
 		return nil, err
 	}
@@ -117,6 +132,24 @@ func EncodeRound(r RoundFrame) ([]byte, error) {
 		}
 	}
 	return b, nil
+}
+
+// ShortRound returns round frame full without its XPrev and with
+// PrevIsLast set (a new slice; full is not changed), or nil if full does
+// not have the layout of a round frame carrying XPrev (its values are not
+// checked: full comes from EncodeRound). The coordinator and the edges send it to
+// a connection that was sent round T-1's frame just before.
+func ShortRound(full []byte) []byte {
+	if len(full) < roundHeaderLen || full[0] != 'B' || full[1] != 'F' || full[2] != Version || full[3] != KindRound || full[16] != flagXPrev {
+		return nil
+	}
+	d := int(binary.LittleEndian.Uint32(full[12:]))
+	if d <= 0 || d > MaxDim || len(full) != roundHeaderLen+8*d {
+		return nil
+	}
+	short := append([]byte(nil), full[:roundHeaderLen+4*d]...)
+	short[16] = flagPrevIsLast
+	return short
 }
 
 func putFloats(dst []byte, x []float64) error {
@@ -192,7 +225,7 @@ func DecodeRound(b []byte, lim Limits) (RoundFrame, error) {
 	if lim.Dim > 0 && d != lim.Dim {
 		return RoundFrame{}, bad("dim %d, session dim is %d", d, lim.Dim)
 	}
-	if flags&^flagXPrev != 0 {
+	if flags&^(flagXPrev|flagPrevIsLast) != 0 || flags == flagXPrev|flagPrevIsLast {
 		return RoundFrame{}, bad("unknown flags %#x", flags)
 	}
 	vecs := 1
@@ -202,7 +235,7 @@ func DecodeRound(b []byte, lim Limits) (RoundFrame, error) {
 	if want := roundHeaderLen + 4*d*vecs; len(b) != want {
 		return RoundFrame{}, bad("round frame of %d bytes, want %d for dim %d", len(b), want, d)
 	}
-	r := RoundFrame{T: t, DeadlineMillis: int(deadline)}
+	r := RoundFrame{T: t, DeadlineMillis: int(deadline), PrevIsLast: flags&flagPrevIsLast != 0}
 	if r.X, err = getFloats(b[roundHeaderLen:], d); err != nil {
 		return RoundFrame{}, err
 	}

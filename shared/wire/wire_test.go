@@ -73,6 +73,7 @@ func TestRoundRoundTrip(t *testing.T) {
 	tests := []RoundFrame{
 		{T: 1, DeadlineMillis: 1000, X: []float64{1, -2.5, 0}},
 		{T: 12, DeadlineMillis: 0, X: []float64{0.25, 3}, XPrev: []float64{-1, 8}},
+		{T: 13, DeadlineMillis: 5, X: []float64{0.5, -3}, PrevIsLast: true},
 	}
 	for _, r := range tests {
 		b, err := EncodeRound(r)
@@ -111,6 +112,8 @@ func TestRoundRejects(t *testing.T) {
 		{"dim mismatch", good, Limits{Dim: 3}},
 		{"huge dim", mut(func(b []byte) []byte { binary.LittleEndian.PutUint32(b[12:], math.MaxUint32); return b }), Limits{}},
 		{"flags", mut(func(b []byte) []byte { b[16] = 6; return b }), Limits{}},
+		{"both xprev flags", mut(func(b []byte) []byte { b[16] = 3; return b }), Limits{}},
+		{"prev-is-last with xprev's bytes", mut(func(b []byte) []byte { b[16] = 2; return b }), Limits{}},
 		{"nan", mut(func(b []byte) []byte {
 			binary.LittleEndian.PutUint32(b[17:], math.Float32bits(float32(math.NaN())))
 			return b
@@ -137,10 +140,38 @@ func TestEncodeRoundRejects(t *testing.T) {
 		{T: 1, X: []float64{1}, XPrev: []float64{1, 2}},
 		{T: 1, X: []float64{math.Inf(1)}},
 		{T: 1, X: []float64{1e39}}, // overflows float32
+		{T: 1, X: []float64{1}, XPrev: []float64{2}, PrevIsLast: true},
 	}
 	for _, r := range tests {
 		if _, err := EncodeRound(r); !errors.Is(err, ErrBadFrame) {
 			t.Errorf("EncodeRound(%+v) error = %v, want ErrBadFrame", r, err)
+		}
+	}
+}
+
+// ShortRound drops XPrev and sets PrevIsLast, leaving the frame it was
+// given alone; it gives nil for frames without XPrev or that are not
+// round frames.
+func TestShortRound(t *testing.T) {
+	full, err := EncodeRound(RoundFrame{T: 4, DeadlineMillis: 9, X: []float64{1, -2, 0.5}, XPrev: []float64{3, 4, 5}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	keep := append([]byte(nil), full...)
+	short := ShortRound(full)
+	got, err := DecodeRound(short, Limits{Dim: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := RoundFrame{T: 4, DeadlineMillis: 9, X: []float64{1, -2, 0.5}, PrevIsLast: true}
+	if !reflect.DeepEqual(got, want) || string(full) != string(keep) {
+		t.Errorf("ShortRound: %+v, want %+v (full frame changed: %v)", got, want, string(full) != string(keep))
+	}
+	noPrev, _ := EncodeRound(RoundFrame{T: 4, X: []float64{1}})
+	upd, _ := EncodeUpdate(UpdateFrame{T: 4, Payload: []byte{1}})
+	for _, b := range [][]byte{noPrev, short, upd, full[:len(full)-1], nil} {
+		if ShortRound(b) != nil {
+			t.Errorf("ShortRound(%d bytes) is not nil", len(b))
 		}
 	}
 }
@@ -182,6 +213,16 @@ func FuzzDecode(f *testing.F) {
 			again, err := EncodeRound(rf)
 			if err != nil || string(again) != string(b) {
 				t.Fatalf("round frame does not re-encode: %v", err)
+			}
+			short := ShortRound(b)
+			if (short != nil) != (rf.XPrev != nil) {
+				t.Fatalf("ShortRound gave %d bytes for a frame with XPrev %v", len(short), rf.XPrev != nil)
+			}
+			if short != nil {
+				sr, err := DecodeRound(short, lim)
+				if err != nil || !sr.PrevIsLast || sr.T != rf.T || !reflect.DeepEqual(sr.X, rf.X) {
+					t.Fatalf("short frame %+v (%v) of %+v", sr, err, rf)
+				}
 			}
 		}
 		if uf, err := DecodeUpdate(b, lim); err == nil {
