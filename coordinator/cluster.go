@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"math"
 	"slices"
@@ -824,8 +823,8 @@ func (n *SessionNode) Edges() []EdgeStatus {
 	return out
 }
 
-// writeMetrics writes the node's rows of /metrics.
-func (n *SessionNode) writeMetrics(w io.Writer) error {
+// metricRows returns the node's rows of /metrics.
+func (n *SessionNode) metricRows() []metricRow {
 	alive := 0
 	for _, e := range n.Edges() {
 		if e.Alive {
@@ -842,5 +841,5 @@ func (n *SessionNode) writeMetrics(w io.Writer) error {
 		{"browserfl_cluster_bytes_in_total", "Envelope bytes received from edges.", "counter", float64(n.inboundBytes.Load())},
 		{"browserfl_cluster_bytes_out_total", "Envelope bytes published to edges.", "counter", float64(n.outboundBytes.Load())},
 	}
-	return writeRows(w, rows)
+	return rows
 }

@@ -1,12 +1,17 @@
 package coordinator_test
 
 import (
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"math/rand/v2"
+	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
@@ -221,6 +226,38 @@ func TestEndToEndUndisturbed(t *testing.T) {
 		t.Errorf("%d inclusions, want %d", total, want)
 	}
 	checkInvariant(t, h.qs, sess.Cohort, fakes)
+	checkExposition(t, h.srv.URL, sess.Rounds)
+}
+
+// checkExposition parses base's /metrics as the Prometheus text format
+// (the client library's own parser) and checks the round latency
+// histogram and the round counter against rounds committed rounds, and
+// that every rejection kind is there.
+func checkExposition(t *testing.T, base string, rounds int) {
+	t.Helper()
+	resp, err := http.Get(base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		t.Fatalf("/metrics is not valid Prometheus text: %v", err)
+	}
+	hist := fams["browserfl_round_latency_seconds"]
+	if hist == nil || hist.GetType() != dto.MetricType_HISTOGRAM || len(hist.Metric) != 1 {
+		t.Fatalf("round latency histogram: %v", hist)
+	}
+	if h := hist.Metric[0].GetHistogram(); h.GetSampleCount() != uint64(rounds) || !(h.GetSampleSum() > 0) || len(h.GetBucket()) == 0 {
+		t.Errorf("round latency histogram: %d samples (want %d), sum %v, %d buckets", h.GetSampleCount(), rounds, h.GetSampleSum(), len(h.GetBucket()))
+	}
+	if c := fams["browserfl_rounds_committed_total"]; c == nil || c.GetType() != dto.MetricType_COUNTER || c.Metric[0].GetCounter().GetValue() != float64(rounds) {
+		t.Errorf("browserfl_rounds_committed_total: %v, want %d", c, rounds)
+	}
+	if r := fams["browserfl_rejections_total"]; r == nil || len(r.Metric) != 17 {
+		t.Errorf("browserfl_rejections_total: %v, want 17 kinds", r)
+	}
 }
 
 // applyOnly hides the server half's ApplySum: the coordinator then keeps

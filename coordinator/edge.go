@@ -804,8 +804,5 @@ func (e *Edge) WriteMetrics(w io.Writer) error {
 		{"browserfl_frames_out_total", "Frames written.", "counter", float64(m.framesOut.Load())},
 		{"browserfl_bytes_in_total", "Websocket payload bytes read.", "counter", float64(m.bytesIn.Load())},
 	}
-	if err := writeRows(w, rows); err != nil {
-		return err
-	}
-	return m.writeRejections(w)
+	return writeMetrics(w, rows, m)
 }

@@ -7,10 +7,16 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/common/expfmt"
 )
 
 // metrics are the coordinator's counters, exported in the Prometheus text
-// format by WriteMetrics.
+// format by WriteMetrics through a prometheus registry
+// (github.com/prometheus/client_golang). The counters stay atomics that
+// the hot paths add to; each scrape reads them (rowCollector). Round
+// latency is a prometheus histogram.
 type metrics struct {
 	connected        atomic.Int64
 	connects         atomic.Int64
@@ -37,6 +43,10 @@ type metrics struct {
 	rounds    int64
 	included  int64
 	latencies []time.Duration // of committed rounds, most recent last (bounded)
+
+	// roundLatency is the histogram of committed rounds' latency (start
+	// to commit), in seconds.
+	roundLatency prometheus.Histogram
 }
 
 const keepLatencies = 4096
@@ -74,13 +84,21 @@ func (m *metrics) reject(kind int) {
 	}
 }
 
-func newMetrics() *metrics { return &metrics{} }
+func newMetrics() *metrics {
+	return &metrics{roundLatency: prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name: "browserfl_round_latency_seconds",
+		Help: "Round latency, from the round's start to its commit.",
+		// 10 ms to about 80 s, doubling.
+		Buckets: prometheus.ExponentialBuckets(0.01, 2, 14),
+	})}
+}
 
 func (m *metrics) roundCommitted(latency time.Duration, included, cohort int) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.rounds++
 	m.included += int64(included)
+	m.roundLatency.Observe(latency.Seconds())
 	m.latencies = append(m.latencies, latency)
 	if len(m.latencies) > keepLatencies {
 		m.latencies = slices.Delete(m.latencies, 0, len(m.latencies)-keepLatencies)
@@ -141,44 +159,79 @@ func (c *Coordinator) WriteMetrics(w io.Writer) error {
 		{"browserfl_round_latency_p50_seconds", "Median round latency (start to commit).", "gauge", m.quantile(0.5).Seconds()},
 		{"browserfl_round_latency_p99_seconds", "99th percentile round latency.", "gauge", m.quantile(0.99).Seconds()},
 	}
-	if err := writeRows(w, rows); err != nil {
-		return err
-	}
 	if n := node; n != nil {
-		if err := n.writeMetrics(w); err != nil {
-			return err
-		}
+		rows = append(rows, n.metricRows()...)
 	}
-	return m.writeRejections(w)
+	return writeMetrics(w, rows, m, m.roundLatency)
 }
 
-// metricRow is one metric of the Prometheus text exposition.
+// metricRow is one metric read at scrape time.
 type metricRow struct {
-	name, help, typ string
+	name, help, typ string // typ: "counter" or "gauge"
 	v               float64
 }
 
-func writeRows(w io.Writer, rows []metricRow) error {
-	for _, r := range rows {
-		if _, err := fmt.Fprintf(w, "# HELP %s %s\n# TYPE %s %s\n%s %g\n", r.name, r.help, r.name, r.typ, r.name, r.v); err != nil {
-			return err
-		}
+// rowCollector is a prometheus.Collector of rows read when the registry
+// is gathered: values kept elsewhere (atomics, the coordinator's state)
+// exported as constant metrics, the client library's way for values it
+// does not own. It is unchecked (Describe sends nothing); Gather still
+// refuses two metrics of one name.
+type rowCollector func() []prometheus.Metric
+
+func (rowCollector) Describe(chan<- *prometheus.Desc) {}
+
+func (f rowCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, m := range f() {
+		ch <- m
 	}
-	return nil
 }
 
-// writeRejections writes browserfl_rejections_total by kind.
-func (m *metrics) writeRejections(w io.Writer) error {
-	const rej = "browserfl_rejections_total"
-	if _, err := fmt.Fprintf(w, "# HELP %s Refused or dropped connections and requests by kind.\n# TYPE %s counter\n", rej, rej); err != nil {
-		return err
+// constMetrics turns rows into constant prometheus metrics.
+func constMetrics(rows []metricRow) []prometheus.Metric {
+	out := make([]prometheus.Metric, 0, len(rows))
+	for _, r := range rows {
+		t := prometheus.GaugeValue
+		if r.typ == "counter" {
+			t = prometheus.CounterValue
+		}
+		out = append(out, prometheus.MustNewConstMetric(prometheus.NewDesc(r.name, r.help, nil, nil), t, r.v))
 	}
+	return out
+}
+
+// rejectionMetrics returns browserfl_rejections_total by kind.
+func (m *metrics) rejectionMetrics() []prometheus.Metric {
+	desc := prometheus.NewDesc("browserfl_rejections_total", "Refused or dropped connections and requests by kind.", []string{"kind"}, nil)
+	out := make([]prometheus.Metric, 0, numRejections)
 	for k, name := range rejectionNames {
 		if k == rejNone {
 			continue
 		}
-		if _, err := fmt.Fprintf(w, "%s{kind=%q} %d\n", rej, name, m.rejections[k].Load()); err != nil {
-			return err
+		out = append(out, prometheus.MustNewConstMetric(desc, prometheus.CounterValue, float64(m.rejections[k].Load()), name))
+	}
+	return out
+}
+
+// writeMetrics gathers rows, m's rejections and the collectors extra
+// into a registry and writes its Prometheus text exposition to w.
+func writeMetrics(w io.Writer, rows []metricRow, m *metrics, extra ...prometheus.Collector) error {
+	reg := prometheus.NewRegistry()
+	cs := append([]prometheus.Collector{rowCollector(func() []prometheus.Metric {
+		return append(constMetrics(rows), m.rejectionMetrics()...)
+	})}, extra...)
+	for _, c := range cs {
+		if err := reg.Register(c); err != nil {
+			return fmt.Errorf("metrics: %w", err)
+		}
+	}
+	families, err := reg.Gather()
+	if err != nil {
+		return fmt.Errorf("metrics: %w", err)
+	}
+	enc := expfmt.NewEncoder(w, expfmt.NewFormat(expfmt.TypeTextPlain))
+	for _, f := range families {
+		if err := enc.Encode(f); err != nil {
+			return fmt.Errorf("metrics: %w", err)
 		}
 	}
 	return nil
