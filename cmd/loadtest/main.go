@@ -38,6 +38,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -83,6 +84,7 @@ type options struct {
 	stagger     time.Duration
 	baselineRep int
 	blocks      int
+	paced       bool
 	drop        int
 	timeout     time.Duration
 	idleWindow  time.Duration
@@ -119,6 +121,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&o.compressor, "compressor", "", "uplink compressor spec")
 	fs.DurationVar(&o.stagger, "stagger", 2*time.Millisecond, "delay between device connections")
 	fs.IntVar(&o.baselineRep, "baseline-reps", 50, "repetitions of the loopback baseline")
+	fs.BoolVar(&o.paced, "baseline-paced", false, "the baseline's clients answer after a random delay, uniform up to the coordinator's median round latency, as the devices do (they compute between), instead of at once: a diagnostic of how much of the CPU ratio is the rounds' pace")
 	fs.IntVar(&o.blocks, "blocks", 4, "interleave the measurement: the rounds run in this many blocks, each followed by a block of the baseline (load that comes and goes then hits both alike)")
 	fs.IntVar(&o.drop, "drop", 0, "devices that disconnect for good when they are first assigned a round (checks that rounds go on without them)")
 	fs.DurationVar(&o.timeout, "timeout", 30*time.Minute, "give up (and stop the coordinator) after this long")
@@ -391,8 +394,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		wallSum += blWall[i]
 	}
 	blMs, blWallMs := blSum/float64(len(blCPU)), wallSum/float64(len(blWall))
-	fmt.Fprintf(stdout, "loopback baseline (%d x (%d B out + %d B in) websocket frames, no logic, server in its own process; %d blocks of %d rounds between the coordinator's): wall median %.1f ms, server CPU %.1f ms per round\n",
-		o.m, outPer, inPer, len(blCPU), max(1, o.baselineRep/blocks), blWallMs, blMs)
+	paced := ""
+	if o.paced {
+		paced = "; clients answer after a random delay up to the coordinator's median round (-baseline-paced)"
+	}
+	fmt.Fprintf(stdout, "loopback baseline (%d x (%d B out + %d B in) websocket frames, no logic, server in its own process; %d blocks of %d rounds between the coordinator's%s): wall median %.1f ms, server CPU %.1f ms per round\n",
+		o.m, outPer, inPer, len(blCPU), max(1, o.baselineRep/blocks), paced, blWallMs, blMs)
 	ratios := make([]string, 0, len(coordCPU))
 	for i := range min(len(coordCPU), len(blCPU)) {
 		ratios = append(ratios, fmt.Sprintf("%.2f", coordCPU[i]*1000/coordRounds[i]/blCPU[i]))
@@ -610,7 +617,11 @@ func baselineBlock(ctx context.Context, base string, o options, committed, block
 		return baselineResult{}, errors.New("no update was included")
 	}
 	in, out := frameSizes(rs, o)
-	bl, err := runBaseline(ctx, o.m, out, in, max(1, o.baselineRep/blocks), stderr)
+	var pace time.Duration
+	if o.paced {
+		pace = time.Duration(quantile(rs.lat, 0.5) * float64(time.Millisecond))
+	}
+	bl, err := runBaseline(ctx, o.m, out, in, max(1, o.baselineRep/blocks), pace, stderr)
 	if err != nil {
 		return bl, fmt.Errorf("baseline: %w", err)
 	}
@@ -654,7 +665,7 @@ func settle(ctx context.Context, base string, committed int) (int, error) {
 
 // runBaseline starts the baseline server as a child process, connects m
 // echoing clients and reads the server's measurements.
-func runBaseline(ctx context.Context, m, outBytes, inBytes, reps int, stderr io.Writer) (baselineResult, error) {
+func runBaseline(ctx context.Context, m, outBytes, inBytes, reps int, pace time.Duration, stderr io.Writer) (baselineResult, error) {
 	addr, err := freeAddr()
 	if err != nil {
 		return baselineResult{}, err
@@ -695,6 +706,11 @@ func runBaseline(ctx context.Context, m, outBytes, inBytes, reps int, stderr io.
 			for {
 				if _, _, err := c.Read(ctx); err != nil {
 					return
+				}
+				if pace > 0 {
+					if err := sleep(ctx, rand.N(pace)); err != nil {
+						return
+					}
 				}
 				if err := c.Write(ctx, websocket.MessageBinary, in); err != nil {
 					return

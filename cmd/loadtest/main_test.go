@@ -157,7 +157,8 @@ func TestCancelStopsChildrenAndRemovesTempDir(t *testing.T) {
 // recorded) with the real coordinator. Three of twelve devices drop when
 // first assigned; with m = 4 and T = 8 the chance that none of the three
 // is ever sampled, so that nothing drops and the check below fails
-// falsely, is (C(9,4)/C(12,4))^8 < 2e-5.
+// falsely, is (C(9,4)/C(12,4))^8 < 2e-5. The baseline runs paced
+// (-baseline-paced), so that path runs too.
 func TestDroppedDevicesDoNotStall(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs cmd/coordinator")
@@ -167,7 +168,7 @@ func TestDroppedDevicesDoNotStall(t *testing.T) {
 	t.Setenv("LOADTEST_BE", "main")
 	var out, errOut strings.Builder
 	err := run(context.Background(), []string{"-coordinator", bin, "-n", "12", "-m", "4", "-T", "8", "-drop", "3",
-		"-stagger", "0", "-baseline-reps", "2", "-timeout", "5m"}, &out, &errOut)
+		"-stagger", "0", "-baseline-reps", "2", "-baseline-paced", "-timeout", "5m"}, &out, &errOut)
 	if err != nil {
 		t.Fatalf("run: %v\nstdout:\n%s\nstderr:\n%s", err, out.String(), errOut.String())
 	}
