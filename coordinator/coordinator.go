@@ -183,6 +183,10 @@ type Coordinator struct {
 	// rounds; sum is the round loop's buffer for their sum.
 	vecs sync.Pool
 	sum  []float64
+	// lastState is the server state the round loop last committed (nil
+	// before its first commit): the state to return to if a round's
+	// result cannot be served. Used by the round loop only.
+	lastState []byte
 	// node is set when edge processes hold devices for this session
 	// (cluster.go); nil in the one-process shape.
 	node *SessionNode
@@ -627,9 +631,12 @@ func (c *Coordinator) finishRound(ctx context.Context, or *openRound) error {
 	// The state before the round, to return to if the round's result
 	// cannot be served (validation should make that impossible; this is
 	// the second line of defence, and it never ends the process).
-	before, err := c.server.MarshalBinary()
-	if err != nil {
-		return fmt.Errorf("coordinator: marshal server state: %w", err)
+	before := c.lastState // the state the last commit wrote (the server half has not changed since)
+	if before == nil {
+		var err error
+		if before, err = c.server.MarshalBinary(); err != nil {
+			return fmt.Errorf("coordinator: marshal server state: %w", err)
+		}
 	}
 	applyErr := c.apply(t, included)
 	if applyErr == nil && t < c.sess.Rounds {
@@ -668,6 +675,7 @@ func (c *Coordinator) finishRound(ctx context.Context, or *openRound) error {
 	if err := c.store.CommitRound(rec, state); err != nil {
 		return fmt.Errorf("coordinator: %w", err)
 	}
+	c.lastState = state
 	if c.cfg.OnCommit != nil {
 		c.cfg.OnCommit(t)
 	}

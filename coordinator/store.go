@@ -132,8 +132,12 @@ func (s *Store) CommitRound(rec RoundRecord, serverState []byte) error {
 		if err := tx.Bucket(bucketRounds).Put(roundKey(rec.T), rb); err != nil {
 			return err
 		}
-		if err := meta.Put(keyServer, serverState); err != nil {
-			return err
+		// The committed state is states[committed] (State); keyServer,
+		// where an older store kept a second copy, goes.
+		if meta.Get(keyServer) != nil {
+			if err := meta.Delete(keyServer); err != nil {
+				return err
+			}
 		}
 		states := tx.Bucket(bucketStates)
 		if err := states.Put(roundKey(rec.T), serverState); err != nil {
@@ -195,18 +199,11 @@ func (s *Store) RollBack(to int) error {
 	}
 	err = s.db.Update(func(tx *bolt.Tx) error {
 		meta, states, rounds := tx.Bucket(bucketMeta), tx.Bucket(bucketStates), tx.Bucket(bucketRounds)
-		if to == 0 {
-			if err := meta.Delete(keyServer); err != nil {
-				return err
-			}
-		} else {
-			st := states.Get(roundKey(to))
-			if st == nil {
-				return fmt.Errorf("no state kept for round %d", to)
-			}
-			if err := meta.Put(keyServer, append([]byte(nil), st...)); err != nil {
-				return err
-			}
+		if err := meta.Delete(keyServer); err != nil {
+			return err
+		}
+		if to > 0 && states.Get(roundKey(to)) == nil {
+			return fmt.Errorf("no state kept for round %d", to)
 		}
 		for t := to + 1; t <= committed; t++ {
 			if err := rounds.Delete(roundKey(t)); err != nil {
@@ -253,6 +250,15 @@ func (s *Store) State() (committed int, serverState []byte, err error) {
 		meta := tx.Bucket(bucketMeta)
 		if v := meta.Get(keyCommitted); v != nil {
 			committed = int(binary.BigEndian.Uint64(v))
+		}
+		// The state of the committed round is kept among the last
+		// KeepStates; a store written before that kept it under keyServer
+		// as well.
+		if committed > 0 {
+			if v := tx.Bucket(bucketStates).Get(roundKey(committed)); v != nil {
+				serverState = append([]byte(nil), v...)
+				return nil
+			}
 		}
 		if v := meta.Get(keyServer); v != nil {
 			serverState = append([]byte(nil), v...)
