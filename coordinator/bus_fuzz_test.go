@@ -53,13 +53,9 @@ func FuzzClusterEnvelope(f *testing.F) {
 	for _, s := range busSeeds(f) {
 		f.Add(s)
 	}
-	ns, err := StartNATS(NATSServerConfig{Listen: "127.0.0.1:0"})
-	if err != nil {
-		f.Fatal(err)
-	}
-	defer ns.Shutdown()
+	natsURL := testNATS(f)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	nc, err := ConnectNATS(NATSClientConfig{URL: ns.ClientURL(), Name: "fuzz", Log: log})
+	nc, err := ConnectNATS(NATSClientConfig{URL: natsURL, Name: "fuzz", Log: log})
 	if err != nil {
 		f.Fatal(err)
 	}

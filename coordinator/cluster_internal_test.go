@@ -114,11 +114,7 @@ func (f *fakeEdge) control(seq uint64) wire.Message {
 // applied exactly (the model moves by -eta/m times the sum, bit for bit
 // what the server half computes from it).
 func TestHostileAggregateRefused(t *testing.T) {
-	ns, err := StartNATS(NATSServerConfig{Listen: "127.0.0.1:0"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ns.Shutdown()
+	natsURL := testNATS(t)
 	sess := twoDeviceSession("hostile", 5000)
 	srv, st := ncServerAndStore(t, sess)
 	var mu sync.Mutex
@@ -134,7 +130,7 @@ func TestHostileAggregateRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	nc, err := ConnectNATS(NATSClientConfig{URL: ns.ClientURL(), Name: "session", Log: log})
+	nc, err := ConnectNATS(NATSClientConfig{URL: natsURL, Name: "session", Log: log})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,7 +145,7 @@ func TestHostileAggregateRefused(t *testing.T) {
 	runErr := make(chan error, 1)
 	go func() { runErr <- c.Run(ctx) }()
 
-	fe := newFakeEdge(t, ns.ClientURL(), "fx")
+	fe := newFakeEdge(t, natsURL, "fx")
 	fe.send(kindEdgeBeat, &busHeader{}, nil)
 	ids := map[uint64]string{}
 	for _, seq := range []uint64{1, 2} {
@@ -304,11 +300,7 @@ func waitCommitted(t *testing.T, c *Coordinator, r int) {
 // stale: the device, admitted a moment later, must stay reachable (its
 // link is the one the round logic holds).
 func TestRosterKeepsHelloInFlight(t *testing.T) {
-	ns, err := StartNATS(NATSServerConfig{Listen: "127.0.0.1:0"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ns.Shutdown()
+	natsURL := testNATS(t)
 	sess := twoDeviceSession("roster", 5000)
 	srv, st := ncServerAndStore(t, sess)
 	release := make(chan struct{})
@@ -318,7 +310,7 @@ func TestRosterKeepsHelloInFlight(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	nc, err := ConnectNATS(NATSClientConfig{URL: ns.ClientURL(), Name: "session", Log: log})
+	nc, err := ConnectNATS(NATSClientConfig{URL: natsURL, Name: "session", Log: log})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -330,7 +322,7 @@ func TestRosterKeepsHelloInFlight(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go node.Run(ctx)
-	fe := newFakeEdge(t, ns.ClientURL(), "fx")
+	fe := newFakeEdge(t, natsURL, "fx")
 	hb, _ := wire.EncodeControl(wire.Hello{Version: wire.Version, JoinCode: "join-me"})
 	fe.send(kindHello, &busHeader{Seq: 9, Addr: "127.0.0.1"}, hb)
 	// The hello is being decided (held in BeforeAdmit) once its link exists.
@@ -378,13 +370,9 @@ func TestRosterKeepsHelloInFlight(t *testing.T) {
 // device with its update undecided: it asks the session, and the device
 // gets the decision first and End after it.
 func TestEdgeHoldsEndUntilDecision(t *testing.T) {
-	ns, err := StartNATS(NATSServerConfig{Listen: "127.0.0.1:0"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ns.Shutdown()
+	natsURL := testNATS(t)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	enc, err := ConnectNATS(NATSClientConfig{URL: ns.ClientURL(), Name: "edge", Log: log})
+	enc, err := ConnectNATS(NATSClientConfig{URL: natsURL, Name: "edge", Log: log})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -396,7 +384,7 @@ func TestEdgeHoldsEndUntilDecision(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	// The fake session: reads the edge's envelopes, writes its own.
-	snc, err := ConnectNATS(NATSClientConfig{URL: ns.ClientURL(), Name: "session", Log: log})
+	snc, err := ConnectNATS(NATSClientConfig{URL: natsURL, Name: "session", Log: log})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -496,4 +484,16 @@ func TestEdgeHoldsEndUntilDecision(t *testing.T) {
 	if got[0] != "wire.Decision" || got[1] != "wire.End" {
 		t.Fatalf("the device got %v, want the decision before End", got)
 	}
+}
+
+// testNATS starts an embedded NATS server on a free loopback port for
+// the test (shut down when it ends) and returns its client URL.
+func testNATS(tb testing.TB) string {
+	tb.Helper()
+	ns, err := StartNATS(NATSServerConfig{Listen: "127.0.0.1:0"})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(ns.Shutdown)
+	return ns.ClientURL()
 }

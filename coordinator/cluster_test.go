@@ -501,23 +501,30 @@ func TestEdgeRejectsHostileUpdates(t *testing.T) {
 	checkInvariant(t, h.qs, sess.Cohort, fakes)
 }
 
+// readOfType reads frames on ws until one of type typ arrives and
+// returns it (frames of the other type are skipped).
+func readOfType(t *testing.T, ctx context.Context, ws *websocket.Conn, typ websocket.MessageType) []byte {
+	t.Helper()
+	for {
+		got, b, err := ws.Read(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got == typ {
+			return b
+		}
+	}
+}
+
 // readRoundT reads frames on ws until a round frame arrives and returns
 // its round.
 func readRoundT(t *testing.T, ctx context.Context, ws *websocket.Conn) int {
 	t.Helper()
-	for {
-		typ, b, err := ws.Read(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if typ == websocket.MessageBinary {
-			r, err := wire.DecodeRound(b, wire.Limits{MaxBytes: 1 << 20})
-			if err != nil {
-				t.Fatal(err)
-			}
-			return r.T
-		}
+	r, err := wire.DecodeRound(readOfType(t, ctx, ws, websocket.MessageBinary), wire.Limits{MaxBytes: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
 	}
+	return r.T
 }
 
 func sendUpdate(t *testing.T, ctx context.Context, ws *websocket.Conn, round, dim int) {
@@ -576,19 +583,13 @@ func TestEdgeDeviceGoneAfterAnswering(t *testing.T) {
 	}
 }
 
+// readControl reads frames on ws until a control message arrives and
+// returns it.
 func readControl(t *testing.T, ctx context.Context, ws *websocket.Conn) wire.Message {
 	t.Helper()
-	for {
-		typ, b, err := ws.Read(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if typ == websocket.MessageText {
-			m, err := wire.DecodeControl(b)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return m
-		}
+	m, err := wire.DecodeControl(readOfType(t, ctx, ws, websocket.MessageText))
+	if err != nil {
+		t.Fatal(err)
 	}
+	return m
 }
