@@ -22,5 +22,5 @@ func ExampleCheckSession() {
 	// Output:
 	// <nil>
 	// true
-	// device: refused: plan: over the owner's budget: this session may spend up to epsilon 7.59 at delta 1e-5, over the budget of 4
+	// device: refused: plan: over the owner's budget: this session may spend up to epsilon 7.06 at delta 1e-5, over the budget of 4
 }

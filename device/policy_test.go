@@ -19,7 +19,7 @@ func demoSession() wire.SessionParams {
 }
 
 // TestCheckSessionPolicy: the attack (epsilon 8 announced at
-// delta 0.999, i.e. rho 14.9 instead of 1.23) is refused by the zero
+// delta 0.999, i.e. rho 14.9 instead of 1.388) is refused by the zero
 // policy, which is the page's default budget; it would pass if the
 // budget were read at the session's delta.
 func TestCheckSessionPolicy(t *testing.T) {
@@ -52,7 +52,7 @@ func TestCheckSessionPolicy(t *testing.T) {
 		{"budget one ulp below the worst case", demoSession(), Policy{Budget: below}, false},
 		{"spent before leaves too little", demoSession(), Policy{Budget: exact, Spent: 1e-6}, false},
 		{"spent before, default budget with room", demoSession(), Policy{Spent: 0.1}, true},
-		{"spent before, default budget without room", demoSession(), Policy{Spent: 0.2}, false},
+		{"spent before, default budget without room", demoSession(), Policy{Spent: 0.3}, false},
 		{"trusted refused", trusted, Policy{}, false},
 		{"trusted allowed", trusted, Policy{AllowTrusted: true}, true},
 		{"non-private refused", open, Policy{}, false},
@@ -71,14 +71,16 @@ func TestCheckSessionPolicy(t *testing.T) {
 }
 
 // TestPolicyAllows is the per-release guard of the runtime: a ledger
-// exactly at the budget passes, the next representable rho does not.
+// exactly at the budget passes, one 1e-9 (relative) above it does not.
+// (The exact-GDP conversion is flat at the scale of one ulp of rho: its
+// erfc arithmetic resolves rho to about 1e-12, not to the last bit.)
 func TestPolicyAllows(t *testing.T) {
 	b := plan.DefaultBudget()
 	rho, err := b.Rho()
 	if err != nil {
 		t.Fatal(err)
 	}
-	atBudget, _ := privacy.ZCDPToEpsilon(rho, b.Delta)
+	atBudget, _ := privacy.LedgerEpsilon(rho, b.Delta)
 	pol := Policy{Budget: plan.Budget{Epsilon: atBudget, Delta: b.Delta}}
 	tests := []struct {
 		name string
@@ -87,10 +89,10 @@ func TestPolicyAllows(t *testing.T) {
 		ok   bool
 	}{
 		{"at the budget", pol, rho, true},
-		{"just over", pol, math.Nextafter(rho, 2), false},
+		{"just over", pol, rho * (1 + 1e-9), false},
 		{"spent counts", Policy{Budget: pol.Budget, Spent: rho / 2}, rho/2 + 1e-9, false},
-		{"default budget, rho 1.2", Policy{}, 1.2, true},
-		{"default budget, rho 1.3", Policy{}, 1.3, false},
+		{"default budget, rho 1.387", Policy{}, 1.387, true},
+		{"default budget, rho 1.389", Policy{}, 1.389, false},
 		// Read at delta 0.999, epsilon 8 would allow rho 14.9.
 		{"default budget is read at 1e-5", Policy{}, 14, false},
 		{"unlimited", Policy{Unlimited: true}, 1e6, true},

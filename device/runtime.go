@@ -328,7 +328,7 @@ func (pol Policy) allows(rho float64) error {
 		return nil
 	}
 	b := pol.budget()
-	eps, err := privacy.ZCDPToEpsilon(pol.Spent+rho, b.Delta)
+	eps, err := privacy.LedgerEpsilon(pol.Spent+rho, b.Delta)
 	if err != nil {
 		return fmt.Errorf("ledger: %w", err)
 	}

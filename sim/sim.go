@@ -347,7 +347,7 @@ func maxSpent(devs []*simDevice, delta float64) (rho, eps float64) {
 	if rho == 0 {
 		return 0, 0
 	}
-	e, err := privacy.ZCDPToEpsilon(rho, delta)
+	e, err := privacy.LedgerEpsilon(rho, delta)
 	if err != nil {
 		return rho, math.NaN()
 	}

@@ -283,7 +283,7 @@ func (t *trainer) publish(e device.Event, stepMillis float64, bytesSent int64) {
 			// Spent: this session's ledger plus what the owner's data
 			// spent before, at the owner's delta.
 			l := acc.Ledger()
-			if v, err := privacy.ZCDPToEpsilon(t.spentBefore+l.Rho(), a.delta); err == nil {
+			if v, err := privacy.LedgerEpsilon(t.spentBefore+l.Rho(), a.delta); err == nil {
 				eps = v
 			}
 			joined = acc.Participations()

@@ -107,7 +107,7 @@ func defaults() options {
 		Deadline: "20s", RoundGap: "1s", LogLevel: "info", Role: "single", NATSPrefix: "browserfl",
 		JoinCodeLength: 10, ReadHeaderTimeout: "10s", IdleTimeout: "60s",
 		// The demo's privacy target, rho_p = 1.5, keeps every device's
-		// worst case at epsilon = 7.59 (at the owner's delta 1e-5, as
+		// worst case at epsilon = 7.06 (at the owner's delta 1e-5, as
 		// plan.SessionFigures prints it; go run ./cmd/flplan -alg nc
 		// -T 200 -M 30 -m 10 -b 32 -rho 1.5; TestDemoFiguresAgree), inside
 		// the page's default budget of 8, so a classroom joins without

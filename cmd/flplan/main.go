@@ -18,6 +18,7 @@ import (
 	"strings"
 
 	"browserfl/shared/optim"
+	"browserfl/shared/privacy"
 	"browserfl/shared/privacy/plan"
 )
 
@@ -118,8 +119,12 @@ func printReport(w io.Writer, p optim.Params, r plan.Report, f plan.Figures) {
 	for _, n := range r.Noise {
 		fmt.Fprintf(w, "  %-6s %-28s sigma = %.6g\n", n.Party, n.When, n.Sigma)
 	}
-	fmt.Fprintf(w, "per device, replace-one sample, zCDP ledger -> (epsilon, delta) by Canonne-Kamath-Steinke, at the owner's delta = %s:\n", f.DeltaText())
-	fmt.Fprintf(w, "  worst case (%d releases):      rho = %.6g  epsilon = %s\n", r.WorstParticipations, r.WorstRho, f.EpsilonText())
+	fmt.Fprintf(w, "per device, replace-one sample, ledger rho -> (epsilon, delta) by exact Gaussian DP (mu = sqrt(2 rho), discrete-noise coupling), at the owner's delta = %s:\n", f.DeltaText())
+	fmt.Fprintf(w, "  worst case (%d releases):      rho = %.6g  epsilon = %s", r.WorstParticipations, r.WorstRho, f.EpsilonText())
+	if z, err := privacy.ZCDPToEpsilon(r.WorstRho, f.Delta); err == nil && plan.FormatEpsilon(z) != f.EpsilonText() {
+		fmt.Fprintf(w, "  (zCDP with the Canonne-Kamath-Steinke conversion alone: %s)", plan.FormatEpsilon(z))
+	}
+	fmt.Fprintln(w)
 	fmt.Fprintf(w, "  expected (%.1f participations): rho = %.6g  epsilon = %s\n", r.ExpectedParticipations, r.ExpectedRho, plan.FormatEpsilon(r.ExpectedEpsilon))
 	if r.AmplifiedEpsilon > 0 {
 		fmt.Fprintf(w, "  subsampling-amplified estimate (RDP, Poisson rate b/local, add/remove; not enforced): epsilon = %s\n", plan.FormatEpsilon(r.AmplifiedEpsilon))

@@ -20,9 +20,10 @@ the ordering of methods and the effect of rho, m and M are. The npm package ` + 
 
 **Privacy figures.** rho_p is the papers' rho: each device is rho_p^2/2-zCDP in
 standard (Bun–Steinke) zCDP. "Worst device epsilon" is the largest per-device epsilon
-at the stated delta from the device ledgers (Canonne–Kamath–Steinke conversion of
-the zCDP each device actually spent), under the replace-one neighbouring relation on
-one device's samples.
+at the stated delta from the device ledgers (exact Gaussian DP of the zCDP rho each
+device actually spent, mu = sqrt(2 rho), with the discrete-noise coupling's term;
+docs/privacy.md section 2a), under the replace-one neighbouring relation on one
+device's samples.
 
 **Which runs are current.** The privacy-utility table at the end was run with the
 current code (release-cap calibration, step sizes chosen on the validation split, the

@@ -95,6 +95,41 @@ var mutations = []mutation{
 		pkgs: []string{"./shared/optim/", "./sim/"},
 	},
 	{
+		name: "gdp-no-discretisation-term", why: "the device's exact-GDP conversion drops the discrete-noise coupling's total-variation term (1 + e^eps) kappa rho",
+		file: "shared/privacy/discrete.go",
+		old:  "return d + (1+math.Exp(epsilon))*DiscretisationSlack*rho, nil",
+		new:  "return d, nil",
+		pkgs: []string{"./shared/privacy/"},
+	},
+	{
+		name: "gdp-mu-sqrt-rho", why: "the device's exact-GDP conversion reads the ledger's rho as mu = sqrt(rho) instead of sqrt(2 rho)",
+		file: "shared/privacy/discrete.go",
+		old:  "d, err := GDPToDelta(math.Sqrt(2*rho), epsilon)",
+		new:  "d, err := GDPToDelta(math.Sqrt(rho), epsilon)",
+		pkgs: []string{"./shared/privacy/", "./shared/privacy/plan/"},
+	},
+	{
+		name: "rounded-gaussian-tv-small", why: "the proven total-variation bound between the discrete and the rounded Gaussian is 6 times too small (below the true distance)",
+		file: "shared/privacy/discrete.go",
+		old:  "const roundedGaussianTVConst = 2.5e-3",
+		new:  "const roundedGaussianTVConst = 4e-4",
+		pkgs: []string{"./shared/privacy/"},
+	},
+	{
+		name: "discrete-sigma-no-twelfth", why: "DiscreteSigma rounds sigma up without the 1/12 the rounded-Gaussian coupling needs (mu can exceed the charge)",
+		file: "shared/mechanism/discrete.go",
+		old:  "for c*c-1.0/12 < x*x {",
+		new:  "for false && c*c-1.0/12 < x*x {",
+		pkgs: []string{"./shared/mechanism/"},
+	},
+	{
+		name: "discrete-sigma-no-floor", why: "DiscreteSigma lets sigma_Z fall below 64 grid units, where the total-variation bound is not proven",
+		file: "shared/mechanism/discrete.go",
+		old:  "c := math.Max(math.Ceil(x), privacy.MinDiscreteSigma)",
+		new:  "c := math.Max(math.Ceil(x), 1)",
+		pkgs: []string{"./shared/mechanism/"},
+	},
+	{
 		name: "ledger-half", why: "the ledger charges half of each release's cost",
 		file: "shared/optim/device.go",
 		old:  "if err := dv.ledger.ChargeRho(cost); err != nil {",
@@ -167,8 +202,8 @@ var mutations = []mutation{
 	{
 		name: "delta-from-session", why: "the owner's budget is read at the session's delta when that is larger",
 		file: "shared/privacy/plan/figures.go",
-		old:  "eps, err := privacy.ZCDPToEpsilon(spent+f.WorstRho, owner.Delta)",
-		new:  "eps, err := privacy.ZCDPToEpsilon(spent+f.WorstRho, max(owner.Delta, p.Delta))",
+		old:  "eps, err := privacy.LedgerEpsilon(spent+f.WorstRho, owner.Delta)",
+		new:  "eps, err := privacy.LedgerEpsilon(spent+f.WorstRho, max(owner.Delta, p.Delta))",
 		pkgs: []string{"./shared/privacy/plan/", "./device/"},
 	},
 	{

@@ -5,6 +5,8 @@ import (
 	"math"
 	"math/big"
 	"math/bits"
+
+	"browserfl/shared/privacy"
 )
 
 // Floating-point-safe noise: a discrete Gaussian on a power-of-two grid.
@@ -34,6 +36,9 @@ import (
 //     Delta_Z^2 / (2 sigma^2)-zCDP), V + Z costs at most
 //     GridSensitivity^2 / (2 sigma^2), which DiscreteSigma makes at most
 //     the continuous charge Delta^2 / (2 sigma_c^2) the ledger records.
+//     DiscreteSigma also makes the release's exact Gaussian-DP cost,
+//     through the coupling with a rounded continuous Gaussian
+//     (privacy.LedgerDelta), at most that charge.
 //  4. What leaves the device is g * (integer vector), and every byte of the
 //     payload is a deterministic function of that integer vector and of
 //     independent compressor randomness: post-processing.
@@ -102,24 +107,40 @@ func GridSensitivity(sens, step float64, d int) float64 {
 // DiscreteSigma returns the integer sigma (grid units) of the discrete
 // Gaussian that replaces a continuous Gaussian of standard deviation
 // sigma for a release of sensitivity sens on the grid step: the smallest
-// integer >= sigma/sens * GridSensitivity(sens, step, d). The zCDP of the
-// discrete release, GridSensitivity^2 / (2 result^2), is then at most
-// sens^2 / (2 sigma^2), the continuous charge. It is an error if the
-// result exceeds MaxDiscreteSigma.
+// integer sigma_Z >= privacy.MinDiscreteSigma with
+// sigma_Z^2 - 1/12 >= x^2, x = sigma/sens * GridSensitivity(sens, step, d).
+// With Delta_Z = GridSensitivity, the release then costs at most the
+// continuous charge rho_n = sens^2 / (2 sigma^2) in both accountants the
+// ledger is read with:
+//
+//   - zCDP (CKS 2020, Theorem 14): Delta_Z^2 / (2 sigma_Z^2) <= rho_n;
+//   - exact Gaussian DP through the rounded-Gaussian coupling
+//     (privacy.LedgerDelta): mu = Delta_Z / sqrt(sigma_Z^2 - 1/12) with
+//     mu^2 <= 2 rho_n, and a total-variation term
+//     d privacy.RoundedGaussianTV(sigma_Z) <= privacy.DiscretisationSlack rho_n,
+//     which is checked here (it holds for every grid GridStep returns).
+//
+// It is an error if the result exceeds MaxDiscreteSigma or the last
+// inequality fails.
 func DiscreteSigma(sigma, sens, step float64, d int) (int64, error) {
-	if !(sigma > 0) || !(sens > 0) || !(step > 0) || math.IsInf(sigma, 0) {
-		return 0, fmt.Errorf("mechanism: discrete sigma for sigma %v, sensitivity %v, step %v", sigma, sens, step)
+	if !(sigma > 0) || !(sens > 0) || !(step > 0) || math.IsInf(sigma, 0) || d < 1 {
+		return 0, fmt.Errorf("mechanism: discrete sigma for sigma %v, sensitivity %v, step %v, dimension %d", sigma, sens, step, d)
 	}
 	// The margin of GridSensitivity also absorbs the rounding of this
-	// product (a few ulps).
-	x := math.Ceil(sigma / sens * GridSensitivity(sens, step, d))
-	if !(x <= MaxDiscreteSigma) {
-		return 0, fmt.Errorf("mechanism: discrete noise sigma %g grid units exceeds %d (the exact sampler's range)", x, MaxDiscreteSigma)
+	// product and of the squares below (a few ulps; 1/12 is far larger).
+	x := sigma / sens * GridSensitivity(sens, step, d)
+	c := math.Max(math.Ceil(x), privacy.MinDiscreteSigma)
+	for c*c-1.0/12 < x*x {
+		c++
 	}
-	if x < 1 {
-		x = 1
+	if !(c <= MaxDiscreteSigma) {
+		return 0, fmt.Errorf("mechanism: discrete noise sigma %g grid units exceeds %d (the exact sampler's range)", c, MaxDiscreteSigma)
 	}
-	return int64(x), nil
+	rho := sens * sens / (2 * sigma * sigma)
+	if tv := float64(d) * privacy.RoundedGaussianTV(c); !(tv <= privacy.DiscretisationSlack*rho) {
+		return 0, fmt.Errorf("mechanism: discrete noise sigma %g grid units: discretisation term %g exceeds %g times the release's rho %g", c, tv, privacy.DiscretisationSlack, rho)
+	}
+	return int64(c), nil
 }
 
 // ToGrid writes round(v[i]/step) (nearest, ties to even) into dst. It

@@ -4,6 +4,8 @@ import (
 	"math"
 	"strings"
 	"testing"
+
+	"browserfl/shared/privacy"
 )
 
 // dgPMF returns P[Z = z] of N_Z(0, sigma^2) for |z| <= zmax (the
@@ -234,6 +236,58 @@ func TestDiscreteSigmaAccountsRounding(t *testing.T) {
 	}
 	if _, err := DiscreteSigma(1e6, 1, 1e-6, 1); err == nil {
 		t.Error("sigma beyond the sampler's range accepted")
+	}
+}
+
+// TestDiscreteSigmaGaussianDP checks the three conditions the device's
+// exact-GDP guarantee needs of each release (privacy.LedgerDelta):
+// sigma_Z >= privacy.MinDiscreteSigma, mu^2 = Delta_Z^2 / (sigma_Z^2 - 1/12)
+// at most twice the charge, and the discretisation term at most kappa
+// times the charge. The cases put x = sigma/sens * Delta_Z exactly on, or
+// one ulp below, an integer, where rounding up alone leaves no room for
+// the 1/12 (a calibration without it fails here for x = 100 and 150; above
+// about 200 GridSensitivity's 1e-6 margin would absorb it), and far below
+// 64 (tiny noise), where the floor must apply.
+func TestDiscreteSigmaGaussianDP(t *testing.T) {
+	type tc struct {
+		sigma, sens float64
+		d           int
+	}
+	cases := []tc{{4, 1, 4}, {10, 0.125, 7850}, {1e-6, 1, 10}, {1e-3, 2, 1}}
+	// sigma chosen so that x is an integer: x = sigma/sens * GridSensitivity.
+	for _, d := range []int{1, 18, 7850} {
+		sens := 1.0
+		step, _ := GridStep(sens, d)
+		gs := GridSensitivity(sens, step, d)
+		for _, x := range []float64{100, 150, 1000, 123457, 4e6} {
+			sigma := x * sens / gs
+			cases = append(cases, tc{sigma, sens, d}, tc{math.Nextafter(sigma, 0), sens, d})
+		}
+	}
+	for _, c := range cases {
+		step, err := GridStep(c.sens, c.d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		z, err := DiscreteSigma(c.sigma, c.sens, step, c.d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sz := float64(z)
+		charge := c.sens * c.sens / (2 * c.sigma * c.sigma)
+		dz := c.sens/step + math.Sqrt(float64(c.d))
+		if sz < privacy.MinDiscreteSigma {
+			t.Errorf("%+v: sigma_Z %v below the proven range", c, sz)
+		}
+		if mu2 := dz * dz / (sz*sz - 1.0/12); mu2 > 2*charge {
+			t.Errorf("%+v: sigma_Z %v: mu^2 %v exceeds 2 rho = %v", c, sz, mu2, 2*charge)
+		}
+		if tv := float64(c.d) * privacy.RoundedGaussianTV(sz); tv > privacy.DiscretisationSlack*charge {
+			t.Errorf("%+v: discretisation term %v exceeds kappa rho = %v", c, tv, privacy.DiscretisationSlack*charge)
+		}
+		if x := c.sigma / c.sens * GridSensitivity(c.sens, step, c.d); x < 63 && sz != privacy.MinDiscreteSigma {
+			t.Errorf("%+v: tiny noise gives sigma_Z %v, want the floor %d", c, sz, privacy.MinDiscreteSigma)
+		}
 	}
 }
 

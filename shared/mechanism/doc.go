@@ -29,7 +29,10 @@
 //     probability), whose integer sigma is calibrated to the grid
 //     sensitivity Delta/step + sqrt(d) ([DiscreteSigma]), so the zCDP
 //     Delta^2/(2 sigma^2) a ledger charges for the continuous calibration
-//     is an upper bound by construction (CKS 2020, Theorem 14). The payload
+//     is an upper bound by construction (CKS 2020, Theorem 14), and so is
+//     its Gaussian-DP mu^2/2 through the rounded-Gaussian coupling
+//     (privacy.LedgerDelta: sigma^2 - 1/12 in place of sigma^2, sigma >= 64
+//     grid units, a total-variation term of at most kappa rho). The payload
 //     is step times that integer vector: no floating-point structure of a
 //     sampler can reveal the estimate (Mironov 2012). Only the package's
 //     own compressors, which are post-processing, are accepted for such a

@@ -8,6 +8,7 @@ import (
 	"browserfl/shared/dataset"
 	"browserfl/shared/mechanism"
 	"browserfl/shared/model"
+	"browserfl/shared/privacy"
 )
 
 // localParams is a "local" session: b = 6 samples per round in K = 3 step
@@ -215,8 +216,10 @@ func TestLocalStepsUseEachSampleOnce(t *testing.T) {
 }
 
 func TestLocalRunsKSteps(t *testing.T) {
-	// With negligible noise the device's message is the sum of K clipped
-	// gradient steps taken from x_t: replay them here with the model.
+	// With little noise the device's message is the sum of K clipped
+	// gradient steps taken from x_t: replay them here with the model. The
+	// noise cannot be below privacy.MinDiscreteSigma grid units per step,
+	// so the tolerance is 6 of its standard deviations over K steps.
 	p := localParams()
 	p.Rho = 1e5
 	m, _ := model.New("logreg", 5, 3)
@@ -248,9 +251,17 @@ func TestLocalRunsKSteps(t *testing.T) {
 			x[i] -= p.Eta * v[i]
 		}
 	}
+	step, err := mechanism.GridStep(Sensitivity(p), dv.dim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tol := 6 * math.Sqrt(float64(p.LocalSteps)) * privacy.MinDiscreteSigma * step
+	if tol > 0.1 {
+		t.Fatalf("tolerance %v: the noise is not small against the gradients", tol)
+	}
 	for i := range msg {
 		want := (x0[i] - x[i]) / p.Eta
-		if math.Abs(msg[i]-want) > 1e-3 {
+		if math.Abs(msg[i]-want) > tol {
 			t.Fatalf("coordinate %d: message %v, replayed K steps give %v", i, msg[i], want)
 		}
 	}

@@ -51,7 +51,7 @@ type Params struct {
 	// Privacy target: either Rho, the papers' rho_p (each device is
 	// rho_p^2/2-zCDP in standard Bun–Steinke zCDP), or Epsilon and Delta
 	// ((epsilon, delta)-DP per device, turned into the largest zCDP rho
-	// whose conversion meets it, privacy.ZCDPFromEpsilon). Exactly one of
+	// whose conversion meets it, privacy.LedgerRho). Exactly one of
 	// the two for private algorithms; neither for "mu2" and "sgd".
 	Rho     float64 `json:"rho,omitempty"`
 	Epsilon float64 `json:"epsilon,omitempty"`
@@ -104,7 +104,7 @@ func (p Params) ZCDPBudget() (float64, error) {
 	if p.Rho > 0 {
 		return privacy.ZCDPFromPaperRho(p.Rho), nil
 	}
-	r, err := privacy.ZCDPFromEpsilon(p.Epsilon, p.Delta)
+	r, err := privacy.LedgerRho(p.Epsilon, p.Delta)
 	if err != nil {
 		return 0, fmt.Errorf("optim: privacy budget: %w", err)
 	}

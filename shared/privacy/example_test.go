@@ -18,7 +18,7 @@ func ExampleLedger() {
 	}
 	eps, _ := l.Epsilon(1e-5)
 	fmt.Printf("%d releases, rho = %.5f, epsilon = %.3f at delta 1e-5\n", l.Releases(), l.Rho(), eps)
-	// Output: 3 releases, rho = 0.14648, epsilon = 2.365 at delta 1e-5
+	// Output: 3 releases, rho = 0.14648, epsilon = 2.178 at delta 1e-5
 }
 
 // The papers' rho_p and standard zCDP rho.

@@ -132,6 +132,9 @@ func GDPToEpsilon(mu, delta float64) (float64, error) {
 	}
 	for hi-lo > 1e-10 {
 		mid := lo + (hi-lo)/2
+		if mid <= lo || mid >= hi {
+			break // adjacent floats (epsilon above about 1e6)
+		}
 		d, err := GDPToDelta(mu, mid)
 		if err != nil {
 			return 0, fmt.Errorf("gdp to epsilon: %w", err)

@@ -85,12 +85,11 @@ func (l *Ledger) Rho() float64 { return l.rho }
 // Releases returns the number of releases charged so far.
 func (l *Ledger) Releases() int { return l.releases }
 
-// Epsilon returns the epsilon for which the ledger's rho-zCDP implies
-// (epsilon, delta)-DP, using the tightest general conversion this package
-// has (Canonne–Kamath–Steinke 2020, Proposition 12; see ZCDPToEpsilon).
-// An empty ledger returns 0.
+// Epsilon returns the epsilon the device's transcript guarantees at delta
+// (LedgerEpsilon: exact Gaussian DP through the discrete-noise coupling,
+// or the zCDP conversion where that is smaller). An empty ledger returns 0.
 func (l *Ledger) Epsilon(delta float64) (float64, error) {
-	return ZCDPToEpsilon(l.rho, delta)
+	return LedgerEpsilon(l.rho, delta)
 }
 
 const ledgerVersion = 1

@@ -74,9 +74,9 @@ func TestLedger(t *testing.T) {
 		t.Errorf("round trip: got %+v, want %+v", m, l)
 	}
 	e1, err1 := l.Epsilon(1e-6)
-	e2, err2 := ZCDPToEpsilon(0.625, 1e-6)
+	e2, err2 := LedgerEpsilon(0.625, 1e-6)
 	if err1 != nil || err2 != nil || e1 != e2 {
-		t.Errorf("Epsilon = %v (%v), want ZCDPToEpsilon = %v (%v)", e1, err1, e2, err2)
+		t.Errorf("Epsilon = %v (%v), want LedgerEpsilon = %v (%v)", e1, err1, e2, err2)
 	}
 }
 

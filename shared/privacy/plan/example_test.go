@@ -17,6 +17,6 @@ func ExampleCompute() {
 	fmt.Printf("device sigma at participation 1: %.4f\n", r.Noise[0].Sigma)
 	fmt.Printf("worst case: %d releases, rho %.4f, epsilon %.3f at delta %g\n", r.WorstParticipations, r.WorstRho, r.WorstEpsilon, r.Delta)
 	// Output:
-	// device sigma at participation 1: 0.1648
-	// worst case: 100 releases, rho 0.3731, epsilon 4.000 at delta 1e-05
+	// device sigma at participation 1: 0.1539
+	// worst case: 100 releases, rho 0.4277, epsilon 4.000 at delta 1e-05
 }

@@ -45,13 +45,13 @@ func (b Budget) Validate() error {
 }
 
 // Rho is the budget as standard zCDP rho: the largest rho whose
-// Canonne-Kamath-Steinke conversion at the owner's delta is at most the
+// device conversion (privacy.LedgerEpsilon) at the owner's delta is at most the
 // owner's epsilon. Ledgers (which hold rho) are compared with this.
 func (b Budget) Rho() (float64, error) {
 	if err := b.Validate(); err != nil {
 		return 0, err
 	}
-	r, err := privacy.ZCDPFromEpsilon(b.Epsilon, b.Delta)
+	r, err := privacy.LedgerRho(b.Epsilon, b.Delta)
 	if err != nil {
 		return 0, fmt.Errorf("plan: owner's budget: %w", err)
 	}
@@ -136,7 +136,7 @@ func (f Figures) DeltaText() string { return FormatDelta(f.Delta) }
 func (f Figures) RhoText() string { return FormatRho(f.WorstRho) }
 
 // Text is the sentence every surface prints, e.g.
-// "ε = 7.59 at δ = 1e-5 (zCDP ρ = 1.125, 200 releases at most)".
+// "ε = 7.06 at δ = 1e-5 (zCDP ρ = 1.125, 200 releases at most)".
 func (f Figures) Text() string {
 	if !f.Private {
 		return "no privacy guarantee"
@@ -171,7 +171,7 @@ func Check(p optim.Params, owner Budget, spent float64) error {
 	if !f.Private {
 		return fmt.Errorf("plan: algorithm %q gives no privacy guarantee", p.Algorithm)
 	}
-	eps, err := privacy.ZCDPToEpsilon(spent+f.WorstRho, owner.Delta)
+	eps, err := privacy.LedgerEpsilon(spent+f.WorstRho, owner.Delta)
 	if err != nil {
 		return fmt.Errorf("plan: %w", err)
 	}

@@ -27,7 +27,7 @@ func TestSessionFiguresDemo(t *testing.T) {
 	if f.Delta != DefaultDelta || f.Epsilon != r.WorstEpsilon || f.WorstRho != r.WorstRho || f.WorstReleases != 200 || f.BudgetRho != 1.125 {
 		t.Errorf("figures %+v, report %+v", f, r)
 	}
-	if got, want := f.Text(), "ε = 7.59 at δ = 1e-5 (zCDP ρ = 1.125, 200 releases at most)"; got != want {
+	if got, want := f.Text(), "ε = 7.06 at δ = 1e-5 (zCDP ρ = 1.125, 200 releases at most)"; got != want {
 		t.Errorf("Text() = %q, want %q", got, want)
 	}
 }
@@ -59,12 +59,12 @@ func TestBudgetRho(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// epsilon 8 at delta 1e-5 is rho ~ 1.23 (the figure); at
-	// delta 0.999 the same epsilon would be rho ~ 14.9.
-	if math.Abs(rho-1.23) > 0.01 {
-		t.Errorf("default budget rho = %v, want about 1.23", rho)
+	// epsilon 8 at delta 1e-5 is rho ~ 1.388 with exact Gaussian DP
+	// (the figure; 1.2297 through zCDP and CKS).
+	if math.Abs(rho-1.388) > 0.001 {
+		t.Errorf("default budget rho = %v, want about 1.388", rho)
 	}
-	if e, _ := privacy.ZCDPToEpsilon(rho, DefaultDelta); e > DefaultBudgetEpsilon {
+	if e, _ := privacy.LedgerEpsilon(rho, DefaultDelta); e > DefaultBudgetEpsilon {
 		t.Errorf("default budget rho %v converts back to epsilon %v > %v", rho, e, DefaultBudgetEpsilon)
 	}
 	for _, b := range []Budget{{0, 1e-5}, {8, 0}, {8, 1}, {math.Inf(1), 1e-5}, {-1, 1e-5}} {
@@ -82,7 +82,7 @@ func TestCheck(t *testing.T) {
 	}
 	exact := f.Epsilon
 	below := math.Nextafter(exact, 0)
-	spentEps, _ := privacy.ZCDPToEpsilon(0.1+f.WorstRho, DefaultDelta)
+	spentEps, _ := privacy.LedgerEpsilon(0.1+f.WorstRho, DefaultDelta)
 	bad := p
 	bad.Cohort = 0
 	tests := []struct {

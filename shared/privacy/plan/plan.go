@@ -8,7 +8,7 @@
 // Invariants:
 //   - Noise scales come from optim.NoiseScale (the algorithms' own noise
 //     formulas); costs from privacy.GaussianZCDP; conversions from
-//     privacy.ZCDPToEpsilon. Nothing here re-derives a noise formula.
+//     privacy.LedgerEpsilon. Nothing here re-derives a noise formula.
 //   - Worst case means: the device is chosen in every round it is allowed to
 //     take part in (every round for "trusted"; for "nc" until it has made
 //     ReleaseCap releases; until its ledger would exceed the budget for
@@ -49,7 +49,7 @@ type Report struct {
 	BudgetRho, RhoPaper float64
 
 	// WorstParticipations is the largest number of releases a device can
-	// make; WorstRho its zCDP cost and WorstEpsilon the CKS conversion at
+	// make; WorstRho its zCDP cost and WorstEpsilon its conversion (privacy.LedgerEpsilon) at
 	// Delta.
 	WorstParticipations int
 	WorstRho            float64
@@ -209,7 +209,7 @@ func Compute(p optim.Params, delta float64) (Report, error) {
 	if r.WorstEpsilon, err = ledger.Epsilon(delta); err != nil {
 		return Report{}, fmt.Errorf("plan: %w", err)
 	}
-	if r.ExpectedEpsilon, err = privacy.ZCDPToEpsilon(r.ExpectedRho, delta); err != nil {
+	if r.ExpectedEpsilon, err = privacy.LedgerEpsilon(r.ExpectedRho, delta); err != nil {
 		return Report{}, fmt.Errorf("plan: %w", err)
 	}
 	return r, nil

@@ -39,7 +39,7 @@ func TestComputeWorstCase(t *testing.T) {
 		if r.WorstRho > r.BudgetRho*(1+1e-9) {
 			t.Errorf("%s: worst rho %v exceeds budget %v", tc.alg, r.WorstRho, r.BudgetRho)
 		}
-		want, _ := privacy.ZCDPToEpsilon(r.WorstRho, delta)
+		want, _ := privacy.LedgerEpsilon(r.WorstRho, delta)
 		if r.WorstEpsilon != want {
 			t.Errorf("%s: worst eps %v, want %v", tc.alg, r.WorstEpsilon, want)
 		}
