@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -157,10 +158,15 @@ type Coordinator struct {
 	// wake is signalled on Start, Resume and End (the round loop waits
 	// on it in the lobby and while paused); endCh is closed by End and
 	// cuts the open round short.
-	wake      chan struct{}
-	endCh     chan struct{}
-	ended     bool // End was called (endCh closed)
-	devices   map[string]*device
+	wake    chan struct{}
+	endCh   chan struct{}
+	ended   bool // End was called (endCh closed)
+	devices map[string]*device
+	// order holds the same devices sorted by id (the cohort rule samples
+	// from the sorted eligible ids): kept in step with devices by
+	// addDeviceLocked and removeDeviceLocked, so that a round scans it
+	// instead of sorting every id.
+	order     []*device
 	round     *openRound // the round being collected or committed; nil between rounds
 	committed int
 	finished  bool
@@ -467,13 +473,38 @@ func (c *Coordinator) Run(ctx context.Context) error {
 
 func (c *Coordinator) eligibleLocked() []string {
 	var ids []string
-	for id, d := range c.devices {
+	for _, d := range c.order {
 		if c.eligible(d) {
-			ids = append(ids, id)
+			ids = append(ids, d.id)
 		}
 	}
-	slices.Sort(ids)
 	return ids
+}
+
+// countEligibleLocked is len(c.eligibleLocked()) without building the list.
+func (c *Coordinator) countEligibleLocked() int {
+	n := 0
+	for _, d := range c.order {
+		if c.eligible(d) {
+			n++
+		}
+	}
+	return n
+}
+
+// addDeviceLocked adds a new device to the table and to the sorted order.
+func (c *Coordinator) addDeviceLocked(d *device) {
+	c.devices[d.id] = d
+	i, _ := slices.BinarySearchFunc(c.order, d.id, func(e *device, id string) int { return strings.Compare(e.id, id) })
+	c.order = slices.Insert(c.order, i, d)
+}
+
+// removeDeviceLocked drops the device id from the table and the order.
+func (c *Coordinator) removeDeviceLocked(id string) {
+	delete(c.devices, id)
+	if i, ok := slices.BinarySearchFunc(c.order, id, func(e *device, id string) int { return strings.Compare(e.id, id) }); ok {
+		c.order = slices.Delete(c.order, i, i+1)
+	}
 }
 
 // eligible reports whether d may be sampled: connected, not in a round,
@@ -489,7 +520,7 @@ func (c *Coordinator) waitEligible(ctx context.Context) error {
 	var since time.Time // when MinDevices or more first became eligible
 	for {
 		c.mu.Lock()
-		n := len(c.eligibleLocked())
+		n := c.countEligibleLocked()
 		stop := c.ended || c.state == StatePaused
 		// When every device that could take part is eligible, a round
 		// does not wait for the ones that are not there: a session
@@ -527,7 +558,7 @@ func (c *Coordinator) waitEligible(ctx context.Context) error {
 // connected, not left and answering their rounds (busy ones included).
 func (c *Coordinator) presentLocked() int {
 	n := 0
-	for _, d := range c.devices {
+	for _, d := range c.order {
 		if d.conn != nil && !d.left && d.misses < c.lim.MaxMisses {
 			n++
 		}
@@ -983,7 +1014,7 @@ func (c *Coordinator) bindLocked(cn link, nickname string, pending int, w *wire.
 			return &closeError{code: wire.CodeFull, reason: "too many devices"}
 		}
 		d = &device{id: id, joined: time.Now()}
-		c.devices[d.id] = d
+		c.addDeviceLocked(d)
 	}
 
 	// The pending round's decision. It is read under the lock: a round

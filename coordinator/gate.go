@@ -406,7 +406,7 @@ func (c *Coordinator) evictInactive() {
 		case d.round != 0:
 			continue
 		}
-		delete(c.devices, id)
+		c.removeDeviceLocked(id)
 		gone = append(gone, id)
 		c.met.evicted.Add(1)
 	}

@@ -123,7 +123,7 @@ func (m *metrics) quantile(q float64) time.Duration {
 func (c *Coordinator) WriteMetrics(w io.Writer) error {
 	m := c.met
 	c.mu.Lock()
-	committed, devices, eligible := c.committed, len(c.devices), len(c.eligibleLocked())
+	committed, devices, eligible := c.committed, len(c.devices), c.countEligibleLocked()
 	inactive := len(c.devices) - c.nconn
 	node := c.node
 	c.mu.Unlock()
