@@ -55,3 +55,22 @@ func BenchmarkLedgerCharge(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkLedgerEpsilon is the device's conversion (a page's meter, the
+// simulator's per-round worst device, the device's per-release check).
+func BenchmarkLedgerEpsilon(b *testing.B) {
+	for i := 0; i < b.N; i++ {
+		if _, err := LedgerEpsilon(1.3, 1e-5); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkLedgerRho is the inverse (once per session and device).
+func BenchmarkLedgerRho(b *testing.B) {
+	for i := 0; i < b.N; i++ {
+		if _, err := LedgerRho(8, 1e-5); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
