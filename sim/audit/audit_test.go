@@ -139,27 +139,23 @@ func TestAuditSound(t *testing.T) {
 // the lower bound exceeds the claim.
 //
 // Power: the statistic is Gaussian up to the noise's discreteness, with
-// separation 2 MuClaim. 30 replications of the same selection and
-// evaluation on Gaussian outcomes of that separation (nc, claim 2.754 at
-// delta 1e-3) gave a lower bound of 3.65 +- 0.17 (mean +- sd), all 30
-// above the claim: the claim is 5.3 standard deviations below the mean, a
-// miss probability of order 1e-7 per cell. With the real device, 20
-// seeds of `flaudit` on these cells caught it 20 times out of 20 for each
-// algorithm: bound 3.54 +- 0.13 against the claim 2.76 (nc), 3.76 +- 0.15
-// against 2.97 (noisysgd), 6.2 and 5.1 standard deviations above
-// (docs/audit.md). After the H_K calibration of nc (its claim in this cell
-// is now 2.97) 10 seeds gave 3.81 +- 0.20 (minimum 3.60), 4.2 standard
-// deviations above the claim (a miss probability of order 1e-5 if
-// Gaussian). "local" with K = 1 releases one charged step per round:
-// its trials are noisysgd's, draw for draw. "local" with K = 4 steps of 4
-// samples and the latch canary, its threshold at z = 1.5 claimed standard
-// deviations (3 of the halved noise), T = 1, 80,000 + 160,000 trials: 12
-// seeds of flaudit on this cell gave 3.89 +- 0.11 (minimum 3.61) against
-// the claim 2.96, 8.2 standard deviations above (a miss probability below
-// 1e-9 if Gaussian). With 12,000 + 108,000 trials the spread was
-// 3.70 +- 0.25 over 10 seeds (minimum 3.33) and with 24,000 + 216,000
-// 3.72 +- 0.35 (minimum 3.02): a small selection set sometimes picks a
-// threshold too deep in the tail, hence the large one.
+// separation 2 MuClaim. Measured with the ledger read as exact Gaussian
+// DP (claim 2.86 at delta 1e-3 in every cell, MuClaim 0.925; flaudit with
+// these cells' parameters, -noise-factor 0.5, docs/audit.md "Tests"):
+// 10 seeds gave 4.08 +- 0.17 (minimum 3.90) for nc and 4.15 +- 0.19
+// (minimum 3.91) for noisysgd, 7.3 and 6.6 standard deviations above the
+// claim (a miss probability below 1e-10 per cell if Gaussian); "local"
+// with K = 1 releases one charged step per round, its trials are
+// noisysgd's, draw for draw. "local" with K = 4 steps of 4 samples and
+// the latch canary, its threshold at z = 1.5 claimed standard deviations
+// (3 of the halved noise), T = 1, 80,000 + 160,000 trials: 12 seeds gave
+// 4.08 +- 0.11 (minimum 3.86), 11.6 standard deviations above. (Under
+// the earlier zCDP/CKS claims the same cells read 3.81 +- 0.20 against
+// 2.97 for nc and 3.89 +- 0.11 against 2.96 for the latch. With
+// 12,000 + 108,000 latch trials the spread was 3.70 +- 0.25 over 10
+// seeds (minimum 3.33) and with 24,000 + 216,000 3.72 +- 0.35 (minimum
+// 3.02): a small selection set sometimes picks a threshold too deep in
+// the tail, hence the large one.)
 func TestAuditCatchesHalfNoise(t *testing.T) {
 	for _, tc := range catchCases {
 		t.Run(tc.name, func(t *testing.T) {
