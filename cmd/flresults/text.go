@@ -26,7 +26,8 @@ docs/privacy.md section 2a), under the replace-one neighbouring relation on one
 device's samples.
 
 **Which runs are current.** The privacy-utility table at the end was run with the
-current code (release-cap calibration, step sizes chosen on the validation split, the
+current code (release-cap calibration, the ledger read with exact Gaussian DP (2026-11-24),
+step sizes chosen on the validation split, the
 simulator that shares the product's cohort and minibatch rules). The sections before
 it are read from runs cached before those changes (docs/results-notes.md says what
 changed); their step-size lines describe the current defaults, not necessarily the
