@@ -48,7 +48,8 @@ func fashionTest(t testing.TB) dataset.Set {
 // algorithm (nc: mu^2-SGD with noise cancellation, untrusted server) on
 // logistic regression. With 5 devices, T = 20 and b = 64 each device uses
 // 1,280 of its 1,300 samples once. rho_p = 2 is standard zCDP rho = 2,
-// epsilon = 10.6 at delta = 1e-5 (privacy.ZCDPToEpsilon).
+// epsilon = 10.0 at delta = 1e-5 (privacy.LedgerEpsilon; 10.73 through zCDP
+// and CKS alone).
 func e2eSession(devices int) wire.SessionParams {
 	return wire.SessionParams{
 		Name: "e2e", Dim: 7850, DeadlineMillis: 20000,
@@ -59,7 +60,7 @@ func e2eSession(devices int) wire.SessionParams {
 }
 
 // budgetEpsilon is what each page's owner types on the consent screen:
-// above the session's 10.6.
+// above the session's 10.0.
 const budgetEpsilon = 12.0
 
 // openPage loads the page, consents with budgetEpsilon and stores the

@@ -23,8 +23,8 @@ func TestOwnerLedger(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := f.WorstRho // about 1.05; the default budget is about 1.23
-	two, _ := privacy.ZCDPToEpsilon(2*w, plan.DefaultDelta)
+	w := f.WorstRho // 1.125; the default budget is about 1.388
+	two, _ := privacy.LedgerEpsilon(2*w, plan.DefaultDelta)
 	attack := demo
 	attack.Rho, attack.Epsilon, attack.Delta = 0, 8, 0.999
 	type step struct {
