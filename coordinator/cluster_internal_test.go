@@ -49,6 +49,25 @@ func newFakeEdge(t *testing.T, url, id string) *fakeEdge {
 	return f
 }
 
+// waitSubscribed returns once the session node running on nc has
+// subscribed to the edges' subject and the NATS server has the
+// subscription (Flush is a round trip after it): an envelope published
+// before that is lost, as the tests that sent right after starting the
+// node sometimes found under -race (a hello lost, a test waiting forever).
+func waitSubscribed(t *testing.T, nc *nats.Conn) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for nc.NumSubscriptions() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the session node never subscribed")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func (f *fakeEdge) send(kind byte, h *busHeader, body []byte) {
 	f.t.Helper()
 	h.Instance = f.inst
@@ -142,6 +161,7 @@ func TestHostileAggregateRefused(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	go node.Run(ctx)
+	waitSubscribed(t, nc)
 	runErr := make(chan error, 1)
 	go func() { runErr <- c.Run(ctx) }()
 
@@ -322,11 +342,16 @@ func TestRosterKeepsHelloInFlight(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go node.Run(ctx)
+	waitSubscribed(t, nc)
 	fe := newFakeEdge(t, natsURL, "fx")
 	hb, _ := wire.EncodeControl(wire.Hello{Version: wire.Version, JoinCode: "join-me"})
 	fe.send(kindHello, &busHeader{Seq: 9, Addr: "127.0.0.1"}, hb)
 	// The hello is being decided (held in BeforeAdmit) once its link exists.
+	linkBy := time.Now().Add(20 * time.Second)
 	for node.link("fx", 9) == nil {
+		if time.Now().After(linkBy) {
+			t.Fatal("the hello never reached the session node")
+		}
 		time.Sleep(time.Millisecond)
 	}
 	fe.send(kindRoster, &busHeader{T: 1, Chunks: 1}, nil)
