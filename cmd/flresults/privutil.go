@@ -293,7 +293,7 @@ func writePrivacyUtility(b *strings.Builder, res map[string]outcome, pu puReport
 
 func modelTitle(model string) string {
 	if model == "mlp" {
-		return "**Extra rows, MLP** (784-64-10, d = 50,890; swept and run at epsilon 8 and non-private only, for time), one pass, b, K and eta chosen on the validation split"
+		return "**Extra rows, MLP** (784-64-10, d = 50,890), one pass, b, K and eta chosen on the validation split"
 	}
 	return "**Extra rows, logistic regression**, one pass, b, K and eta chosen on the validation split (not the Table-1 b = 1)"
 }

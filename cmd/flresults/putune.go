@@ -34,19 +34,15 @@ func (c puConf) String() string {
 	return s + fmt.Sprintf(" eta=%g", c.eta)
 }
 
-// puSweepKeys are the swept cells: logistic regression at every epsilon
-// and the MLP at epsilon 8 only (for time), for the private algorithms and the
-// non-private references.
+// puSweepKeys are the swept cells: logistic regression and the MLP at
+// every epsilon, for the private algorithms and the non-private
+// references.
 func puSweepKeys() []puKey {
 	var ks []puKey
 	// Epsilon 8 (the goal) first, so that an interrupted sweep
 	// has it.
 	for _, model := range []string{"logreg", "mlp"} {
-		eps := []float64{8, 0, 1, 4, 2}
-		if model == "mlp" {
-			eps = []float64{8, 0} // for time: no sweep at epsilon 1, 2, 4
-		}
-		for _, e := range eps {
+		for _, e := range []float64{8, 0, 1, 4, 2} {
 			if e == 0 {
 				ks = append(ks, puKey{model, "mu2", 0}, puKey{model, "sgd", 0})
 				continue
