@@ -580,9 +580,9 @@ func ValidateModelJSON(m ModelJSON) error {
 		return fmt.Errorf("%d weights, the session's d is %d", len(m.Weights), m.Session.Dim)
 	}
 	switch m.Model {
-	case "logreg":
+	case "logreg", "logreg-unit":
 		if m.Session.Dim != m.Classes*(m.Features+1) {
-			return errors.New("logreg: d != classes*(features+1)")
+			return fmt.Errorf("%s: d != classes*(features+1)", m.Model)
 		}
 	case "mlp":
 		h := m.Hidden

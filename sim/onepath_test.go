@@ -66,25 +66,38 @@ func TestSimulatorIsTheProduct(t *testing.T) {
 	for _, tc := range []struct {
 		algorithm, compressor string
 		rho                   float64
+		mod                   func(*wire.SessionParams)
 	}{
-		{"nc", "", 50},
-		{"noisysgd", "ef+randk:0.5", 50},
+		{"nc", "", 50, nil},
+		{"noisysgd", "ef+randk:0.5", 50, nil},
 		// Without noise and with exact f64 payloads nothing rounds the
 		// devices' work onto a grid: this case fails if the simulated
 		// devices compute at the float64 query points instead of the
 		// float32 ones the round frame carries.
-		{"mu2", "f64", 0},
+		{"mu2", "f64", 0, nil},
+		// Several passes of hidden steps under the last-iterate charge.
+		{"local", "", 50, func(s *wire.SessionParams) {
+			s.Model, s.Clip, s.Eta, s.LocalSteps, s.LocalEpochs = "logreg-unit", 2, 1, 2, 3
+		}},
 	} {
-		t.Run(tc.algorithm, func(t *testing.T) { onePath(t, tc.algorithm, tc.compressor, tc.rho) })
+		t.Run(tc.algorithm, func(t *testing.T) { onePath(t, tc.algorithm, tc.compressor, tc.rho, tc.mod) })
 	}
 }
 
-func onePath(t *testing.T, algorithm, compressor string, rho float64) {
+func onePath(t *testing.T, algorithm, compressor string, rho float64, mod func(*wire.SessionParams)) {
 	const seed = 11
 	sess := wire.SessionParams{Name: "onepath", Dim: 10, DeadlineMillis: 60000, Algorithm: algorithm, Model: "logreg",
 		Features: 4, Classes: 2, M: 6, Cohort: 5, Rounds: 24, Batch: 4, Clip: 1, Eta: 0.05, RhoPaper: rho,
 		Compressor: compressor}
+	if mod != nil {
+		mod(&sess)
+	}
 	p := optim.FromSession(sess)
+	if algorithm == "local" {
+		if _, li, err := optim.LocalCharge(p); err != nil || !li {
+			t.Fatalf("the local case is not under the last-iterate charge: %v, %v", li, err)
+		}
+	}
 	train, test := blobSet(6*100, 1), blobSet(200, 2) // 25 minibatches per device: none runs out in 24 rounds
 	scheme := dataset.Scheme{Kind: dataset.SchemeIID}
 

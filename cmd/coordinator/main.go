@@ -171,7 +171,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	p := &o.Session
 	fs.StringVar(&p.Name, "name", p.Name, "session name")
 	fs.StringVar(&p.Algorithm, "algorithm", p.Algorithm, "algorithm: "+strings.Join(optim.Names(), ", "))
-	fs.StringVar(&p.Model, "model", p.Model, "model: logreg or mlp")
+	fs.StringVar(&p.Model, "model", p.Model, "model: logreg, mlp or logreg-unit (logreg on inputs scaled to norm 1: what -local-epochs needs for the last-iterate charge)")
 	fs.IntVar(&p.M, "M", p.M, "expected devices in the session")
 	fs.IntVar(&p.Cohort, "m", p.Cohort, "devices per round (cohort size)")
 	fs.IntVar(&p.Rounds, "T", p.Rounds, "rounds")
@@ -185,6 +185,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&p.Compressor, "compressor", "", "uplink compressor spec (shared/mechanism; default dense float32)")
 	fs.IntVar(&p.LocalSize, "local-size", 0, "SVRG/SAGA local dataset size")
 	fs.IntVar(&p.LocalSteps, "local-steps", 0, "local: hidden local steps K per round, each on b/K of the round's b samples (0 = b)")
+	fs.IntVar(&p.LocalEpochs, "local-epochs", 0, "local: passes E over the round's K step batches (E K hidden steps; 0 = 1); E > 1 is charged by the last-iterate bound when the model certifies it (logreg-unit, clip >= 2, eta <= 2, no -D), else E steps")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}

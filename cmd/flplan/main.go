@@ -10,6 +10,7 @@
 package main
 
 import (
+	"browserfl/shared/model"
 	"errors"
 	"flag"
 	"fmt"
@@ -34,6 +35,7 @@ func run(args []string, out io.Writer) error {
 	fs.SetOutput(out)
 	var p optim.Params
 	fs.StringVar(&p.Algorithm, "alg", "nc", "algorithm: "+strings.Join(optim.Names(), ", "))
+	fs.StringVar(&p.Model, "model", "logreg", "model: "+strings.Join(model.Names(), ", ")+" (local -local-epochs: logreg-unit certifies the last-iterate charge)")
 	fs.IntVar(&p.Rounds, "T", 100, "rounds T")
 	fs.IntVar(&p.M, "M", 30, "devices in the session M")
 	fs.IntVar(&p.Cohort, "m", 10, "devices per round m")
@@ -41,6 +43,7 @@ func run(args []string, out io.Writer) error {
 	fs.Float64Var(&p.Clip, "clip", 1, "per-sample clipping bound S")
 	fs.IntVar(&p.LocalSize, "local", 0, "samples per device (SVRG/SAGA; enables the amplified estimate)")
 	fs.IntVar(&p.LocalSteps, "local-steps", 0, "local: hidden local steps K per round (0 = b)")
+	fs.IntVar(&p.LocalEpochs, "local-epochs", 0, "local: passes E over the round's K step batches (E K hidden steps; 0 = 1); E > 1 is charged by the last-iterate bound when the model certifies it (logreg-unit, clip >= 2, eta <= 2, no -D), else E steps")
 	fs.IntVar(&p.MaxReleases, "max-releases", 0, "the most releases one device makes (0 = T); the noise is calibrated to it and devices refuse beyond it")
 	samples := fs.Int("samples", 0, "samples on the largest device: for a single-pass algorithm, sets -max-releases to floor(samples / b) (at most T)")
 	fs.Float64Var(&p.Eta, "eta", 0.1, "step size (validated only)")

@@ -77,5 +77,5 @@ func ExampleNew() {
 	// Output:
 	// logreg 7850
 	// mlp 50890
-	// model: unknown model "cnn" (valid: ["logreg" "mlp"])
+	// model: unknown model "cnn" (valid: ["logreg" "mlp" "logreg-unit"])
 }

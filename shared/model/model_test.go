@@ -400,7 +400,7 @@ func TestNew(t *testing.T) {
 		{"logreg", 784, 10, 7850, ""},
 		{"mlp", 784, 10, 64*784 + 64 + 10*64 + 10, ""},
 		{"logreg", 2, 2, 6, ""},
-		{"cnn", 784, 10, 0, `unknown model "cnn" (valid: ["logreg" "mlp"])`},
+		{"cnn", 784, 10, 0, `unknown model "cnn" (valid: ["logreg" "mlp" "logreg-unit"])`},
 		{"logreg", 0, 10, 0, "features >= 1"},
 		{"mlp", 784, 1, 0, "classes >= 2"},
 	}

@@ -14,13 +14,14 @@ const (
 )
 
 // Names lists the model names New accepts.
-func Names() []string { return []string{NameLogReg, NameMLP} }
+func Names() []string { return []string{NameLogReg, NameMLP, NameUnitLogReg} }
 
 // MLPHidden is the hidden width New uses for "mlp" (SoteriaFL sec. 6.2).
 const MLPHidden = 64
 
 // New returns the model called name for the given input shape: "logreg"
-// (NewLogReg) or "mlp" (NewMLP with MLPHidden hidden units). It returns an
+// (NewLogReg), "mlp" (NewMLP with MLPHidden hidden units) or
+// "logreg-unit" (NewUnitLogReg). It returns an
 // error for an unknown name or a shape with features < 1 or classes < 2.
 func New(name string, features, classes int) (Model, error) {
 	if features < 1 || classes < 2 {
@@ -31,6 +32,8 @@ func New(name string, features, classes int) (Model, error) {
 		return NewLogReg(features, classes), nil
 	case NameMLP:
 		return NewMLP(features, MLPHidden, classes), nil
+	case NameUnitLogReg:
+		return NewUnitLogReg(features, classes), nil
 	}
 	return nil, fmt.Errorf("model: unknown model %q (valid: %q)", name, Names())
 }

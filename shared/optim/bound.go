@@ -76,13 +76,13 @@ func UpdateBound(p Params, d int) (float64, string, error) {
 		}
 		sigma = f
 	}
-	// "local" sends (x_t - x_K)/eta, K hidden steps each moving the
-	// iterate by eta times one release of the form above (projection onto
-	// K only shortens the move, x_t being in K): at most K times the
-	// bound of one release, with u counting the K T draws.
+	// "local" sends (x_t - x_K)/eta, K E hidden steps (E passes) each
+	// moving the iterate by eta times one release of the form above
+	// (projection onto K only shortens the move, x_t being in K): at most
+	// K E times the bound of one release, with u counting the K E T draws.
 	steps := 1.0
 	if k.est == estLocal {
-		steps = float64(p.localSteps())
+		steps = float64(p.localSteps() * p.localEpochs())
 	}
 	fd := float64(d)
 	u := math.Log(steps * float64(p.Rounds) / UpdateRejectProb)

@@ -9,6 +9,7 @@ import (
 	"browserfl/shared/mechanism"
 	"browserfl/shared/model"
 	"browserfl/shared/privacy"
+	"browserfl/shared/wire"
 )
 
 // "local": private local training. A device chosen at round t starts from
@@ -50,6 +51,8 @@ type localDevice struct {
 	step    float64 // grid step
 	sigmaZ  int64   // per-step discrete sigma in grid units
 	k, bs   int     // K local steps, b/K samples per step
+	epochs  int     // E passes over the K step batches
+	charge  float64 // zCDP of one round (LocalCharge steps)
 	radius  float64
 
 	ledger privacy.Ledger
@@ -62,7 +65,7 @@ type localDevice struct {
 	cleanOK bool
 
 	x, v, g, msg, dec []float64
-	vz                []int64
+	vz, sum           []int64 // a step's release and their sum, in grid units
 	buf               []byte
 	noise, comp       *mechanism.Stream
 }
@@ -88,12 +91,72 @@ func (p Params) StepBatch() int {
 	return p.Batch / k
 }
 
+// localEpochs is E for "local" (LocalEpochs, or 1 when 0).
+func (p Params) localEpochs() int { return max(1, p.LocalEpochs) }
+
+// localGridRefine makes the grid of "local" finer than other releases'
+// (GridStep of Delta/localGridRefine): its steps' roundings then add
+// less to the last-iterate charge (localShiftSlack), about 0.5% at 2,000
+// hidden steps instead of 9%.
+const localGridRefine = 16
+
+// localShiftSlack bounds, in units of one step's shift Delta/s (grid
+// units), what a step of "local" can add to the distance between two runs
+// besides the record's own change: two roundings onto the grid, sqrt(d)
+// each (the step's estimate and the iterate), where the grid makes
+// Delta/s >= localGridRefine GridFactor sqrt(d); the factor 1.001 covers
+// the float64 rounding of the gradients, far below a grid step
+// (docs/privacy.md 4b).
+const localShiftSlack = 2 * 1.001 / (localGridRefine * mechanism.GridFactor)
+
+// LocalCharge is the zCDP one round of "local" costs, in units of one
+// hidden step's Delta^2/(2 sigma^2), and whether the last-iterate bound
+// gives it. With E = 1 every sample enters one step: 1. With E > 1 passes
+// every sample enters E steps, which composition charges E; when the
+// model certifies convexity (model.Convexity: the per-sample losses are
+// convex and beta-smooth with gradients of norm at most G), nothing is
+// clipped (S >= G), a step is nonexpansive (eta <= 2/beta) and nothing is
+// projected (D = 0), the released last iterate costs
+// privacy.ShiftedCyclicCost(K, E, 1, localShiftSlack) instead, about
+// 1 + (E-1)/K (privacy amplification by iteration; docs/privacy.md 4b).
+// The smaller of the two is charged. Rounds use disjoint samples, so a
+// device's whole session costs one round's charge.
+func LocalCharge(p Params) (factor float64, lastIterate bool, err error) {
+	e := p.localEpochs()
+	if e == 1 {
+		return 1, false, nil
+	}
+	if !certifiedLocal(p) {
+		return float64(e), false, nil
+	}
+	k := p.localSteps()
+	f, err := privacy.ShiftedCyclicCost(k, e, 1, localShiftSlack)
+	if err != nil {
+		return 0, false, fmt.Errorf("optim: local charge: %w", err)
+	}
+	if f >= float64(e) {
+		return float64(e), false, nil
+	}
+	return f, true, nil
+}
+
+// certifiedLocal reports whether every hidden step of "local" under p is
+// a nonexpansive map of the iterate plus the record's bounded change: a
+// certified model, no clipping, eta <= 2/beta, no projection.
+func certifiedLocal(p Params) bool {
+	G, beta, ok := model.Convexity(p.Model)
+	return ok && p.S() >= G && p.Eta > 0 && p.Eta*beta <= 2 && p.Diameter == 0
+}
+
 // validateLocal checks the fields only "local" uses.
 func validateLocal(p Params, k kind, spec mechanism.Spec) []error {
 	var errs []error
 	if k.est != estLocal {
 		if p.LocalSteps != 0 {
 			errs = append(errs, fmt.Errorf("local steps = %d: only \"local\" runs local steps", p.LocalSteps))
+		}
+		if p.LocalEpochs != 0 {
+			errs = append(errs, fmt.Errorf("local epochs = %d: only \"local\" runs local passes", p.LocalEpochs))
 		}
 		return errs
 	}
@@ -103,6 +166,12 @@ func validateLocal(p Params, k kind, spec mechanism.Spec) []error {
 		errs = append(errs, fmt.Errorf("local steps = %d, want >= 0 (0 = b)", p.LocalSteps))
 	case p.Batch >= 1 && (K > p.Batch || p.Batch%K != 0):
 		errs = append(errs, fmt.Errorf("local steps K = %d must divide the batch b = %d (b/K samples per step)", K, p.Batch))
+	}
+	switch E := p.localEpochs(); {
+	case p.LocalEpochs < 0 || p.LocalEpochs > wire.MaxLocalEpochs:
+		errs = append(errs, fmt.Errorf("local epochs = %d, want 0 to %d (0 = 1)", p.LocalEpochs, wire.MaxLocalEpochs))
+	case K >= 1 && K > privacy.MaxShiftedSteps/E:
+		errs = append(errs, fmt.Errorf("local steps K = %d and epochs E = %d: %d hidden steps a round, at most %d", K, E, K*E, privacy.MaxShiftedSteps))
 	}
 	if spec.EF {
 		errs = append(errs, fmt.Errorf("compressor %q: error feedback is not implemented for \"local\"", p.Compressor))
@@ -126,7 +195,7 @@ func newLocalDevice(p Params, a Algorithm, m model.Model, entropy io.Reader) (*l
 		return nil, fmt.Errorf("%w: %v", ErrUnsafe, err)
 	}
 	dv := &localDevice{p: p, a: a, spec: spec, m: m, dim: d, entropy: entropy,
-		k: p.localSteps(), bs: p.StepBatch(), radius: p.Diameter / 2}
+		k: p.localSteps(), bs: p.StepBatch(), epochs: p.localEpochs(), radius: p.Diameter / 2}
 	var err error
 	if dv.budget, err = p.ZCDPBudget(); err != nil {
 		return nil, err
@@ -135,16 +204,34 @@ func newLocalDevice(p Params, a Algorithm, m model.Model, entropy io.Reader) (*l
 	if dv.sigma, err = FreshSigma(p); err != nil {
 		return nil, err
 	}
-	if dv.step, err = mechanism.GridStep(dv.sens, d); err != nil {
+	if dv.step, err = mechanism.GridStep(dv.sens/localGridRefine, d); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrUnsafe, err)
 	}
 	if dv.sigmaZ, err = mechanism.DiscreteSigma(dv.sigma, dv.sens, dv.step, d); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrUnsafe, err)
 	}
+	factor, li, err := LocalCharge(p)
+	if err != nil {
+		return nil, err
+	}
+	dv.charge = factor * dv.sens * dv.sens / (2 * dv.sigma * dv.sigma)
+	if li {
+		// The last-iterate proof couples the noise of every step from
+		// the record's first use to the last (K E at most) with a
+		// rounded continuous Gaussian: their total variation must stay
+		// within the ledger's slack (DiscreteSigma checked one step's).
+		if m.Name() != p.Model {
+			return nil, fmt.Errorf("%w: the last-iterate charge is certified for model %q, the device runs %q", ErrUnsafe, p.Model, m.Name())
+		}
+		tv := float64(dv.k*dv.epochs) * float64(d) * privacy.RoundedGaussianTV(float64(dv.sigmaZ))
+		if !(tv <= privacy.DiscretisationSlack*dv.charge) {
+			return nil, fmt.Errorf("%w: %d steps of discrete noise sigma_Z = %d: total variation %.3g over the slack %.3g", ErrUnsafe, dv.k*dv.epochs, dv.sigmaZ, tv, privacy.DiscretisationSlack*dv.charge)
+		}
+	}
 	for _, v := range []*[]float64{&dv.clean, &dv.x, &dv.v, &dv.g, &dv.msg, &dv.dec} {
 		*v = make([]float64, d)
 	}
-	dv.vz = make([]int64, d)
+	dv.vz, dv.sum = make([]int64, d), make([]int64, d)
 	dv.buf = make([]byte, 0, spec.C.Size(d))
 	return dv, nil
 }
@@ -152,12 +239,12 @@ func newLocalDevice(p Params, a Algorithm, m model.Model, entropy io.Reader) (*l
 func (dv *localDevice) Ledger() privacy.Ledger { return dv.ledger }
 func (dv *localDevice) Participations() int    { return dv.n }
 
-// NextCost is one step's zCDP, Delta^2/(2 sigma^2), less what is already
-// charged: the transcript costs the largest single step (parallel
-// composition over disjoint step batches), so only the first release adds.
+// NextCost is one round's zCDP, LocalCharge steps of Delta^2/(2 sigma^2)
+// each, less what is already charged: rounds use disjoint samples, so the
+// transcript costs the largest round (parallel composition), and only the
+// first release adds.
 func (dv *localDevice) NextCost() float64 {
-	c := dv.sens * dv.sens / (2 * dv.sigma * dv.sigma)
-	return max(0, c-dv.ledger.Rho())
+	return max(0, dv.charge-dv.ledger.Rho())
 }
 
 func (dv *localDevice) PendingRound() int {
@@ -239,7 +326,10 @@ func (dv *localDevice) Prepare(r Round, batch []dataset.Sample) (Update, error) 
 	x := dv.x
 	copy(x, r.X)
 	clear(dv.clean)
-	for j := 0; j < dv.k; j++ {
+	clear(dv.sum)
+	// E passes over the K step batches, in order (cyclic).
+	for step := 0; step < dv.k*dv.epochs; step++ {
+		j := step % dv.k
 		v := dv.v
 		clear(v)
 		for _, s := range batch[j*dv.bs : (j+1)*dv.bs] {
@@ -263,16 +353,29 @@ func (dv *localDevice) Prepare(r Round, batch []dataset.Sample) (Update, error) 
 		}
 		for i := range dv.vz {
 			dv.vz[i] += dv.noise.DiscreteGaussian(dv.sigmaZ)
+			dv.sum[i] += dv.vz[i]
 		}
-		mechanism.FromGrid(v, dv.vz, dv.step)
-		// Post-processing of the step's release.
-		for i, vi := range v {
-			x[i] -= eta * vi
+		// Post-processing of the step's release. Without projection the
+		// iterate is x_t - eta step sum exactly, the sum kept in
+		// integers (the last-iterate proof follows that lattice chain).
+		if dv.radius > 0 {
+			mechanism.FromGrid(v, dv.vz, dv.step)
+			for i, vi := range v {
+				x[i] -= eta * vi
+			}
+			project(x, dv.radius)
+			continue
 		}
-		project(x, dv.radius)
+		for i, n := range dv.sum {
+			x[i] = r.X[i] - eta*(dv.step*float64(n))
+		}
 	}
-	for i := range dv.msg {
-		dv.msg[i] = (r.X[i] - x[i]) / eta
+	if dv.radius > 0 {
+		for i := range dv.msg {
+			dv.msg[i] = (r.X[i] - x[i]) / eta
+		}
+	} else {
+		mechanism.FromGrid(dv.msg, dv.sum, dv.step)
 	}
 	if err := mechanism.CheckFinite(dv.msg); err != nil {
 		return Update{}, fmt.Errorf("optim: local update: %w", err)

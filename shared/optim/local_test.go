@@ -108,21 +108,37 @@ func TestLocalSensitivityAndCharge(t *testing.T) {
 func TestLocalNoiseMatchesCharge(t *testing.T) {
 	// Ties the noise a device draws to what its ledger charges. Without
 	// projection the message is sum_j (clean_j + noise_j), so message -
-	// Clean is the sum of K independent per-step noises. From its sample
+	// Clean is the sum of K E independent per-step noises. From its sample
 	// variance we get the per-step sigma actually drawn and hence the cost
-	// of one step at the true sensitivity 2S/(b/K) (recomputed here); it
+	// of one step at the true sensitivity 2S/(b/K) (recomputed here),
+	// times the steps a round is worth (recomputed here too: 1 for one
+	// pass, E passes by composition, and 1 + (E-1)/K by the last-iterate
+	// bound without its rounding slack, which only raises the charge); it
 	// must not exceed the charge.
 	//
 	// N = 64 rounds x d = 1010 coordinates = 64,640 draws; the variance
 	// estimate has relative sd sqrt(2/N) = 0.56%. The check allows 4%
 	// (7 sd: false-failure rate < 1e-11); noise 10% too small gives a
 	// cost 23% above the charge (37 sd beyond the threshold: power ~1).
-	for _, K := range []int{1, 3} {
+	for _, tc := range []struct {
+		K, E   int
+		model  string
+		factor float64
+	}{
+		{1, 1, "logreg", 1}, {3, 1, "logreg", 1},
+		{3, 2, "logreg", 2},              // not certified: E steps
+		{3, 4, "logreg-unit", 1 + 3.0/3}, // certified: last iterate
+		{2, 3, "logreg-unit", 1 + 2.0/2},
+	} {
+		K := tc.K
 		p := localParams()
-		p.LocalSteps = K
+		p.LocalSteps, p.LocalEpochs, p.Model = K, tc.E, tc.model
+		if tc.model == "logreg-unit" {
+			p.Clip, p.Eta = 2, 2
+		}
 		p.Rounds = 64
 		p.Features, p.Classes = 100, 10
-		m, _ := model.New("logreg", 100, 10)
+		m, _ := model.New(tc.model, 100, 10)
 		dv := newLocal(t, p, m, 3)
 		rng := mechanism.NewStream(testSeed(4), 0)
 		data := make([]dataset.Sample, p.Batch)
@@ -151,7 +167,7 @@ func TestLocalNoiseMatchesCharge(t *testing.T) {
 			}
 			dv.Clean(clean)
 			for i := range msg {
-				z := (msg[i] - clean[i]) / math.Sqrt(float64(K))
+				z := (msg[i] - clean[i]) / math.Sqrt(float64(K*tc.E))
 				sum += z
 				sumSq += z * z
 				n++
@@ -161,17 +177,89 @@ func TestLocalNoiseMatchesCharge(t *testing.T) {
 		mean := sum / float64(n)
 		varStep := sumSq/float64(n) - mean*mean
 		sens := 2 * p.Clip / float64(p.Batch/K)
-		drawnCost := sens * sens / (2 * varStep)
+		drawnCost := tc.factor * sens * sens / (2 * varStep)
 		charged := dv.ledger.Rho()
 		if drawnCost > charged*1.04 {
-			t.Errorf("K=%d: noise drawn (sd %.4g per step) costs %.4g per step, the ledger charges %.4g", K, math.Sqrt(varStep), drawnCost, charged)
+			t.Errorf("K=%d E=%d %s: noise drawn (sd %.4g per step) costs %.4g a round, the ledger charges %.4g", K, tc.E, tc.model, math.Sqrt(varStep), drawnCost, charged)
 		}
 		// The noise is not wildly larger either (a calibration far above
 		// the charge wastes the budget): within 10% of the charge here,
 		// where the grid rounding slack is below 1%.
 		if drawnCost < charged*0.9 {
-			t.Errorf("K=%d: noise drawn costs %.4g, far below the charge %.4g", K, drawnCost, charged)
+			t.Errorf("K=%d E=%d %s: noise drawn costs %.4g, far below the charge %.4g", K, tc.E, tc.model, drawnCost, charged)
 		}
+	}
+}
+
+// TestLocalCharge checks when the last-iterate charge applies and what
+// it is: one pass costs one step; E passes cost E steps unless every
+// condition of the proof holds (a certified model, no clipping, eta <=
+// 2/beta, no projection), and then privacy.ShiftedCyclicCost, between
+// the slack-free 1 + (E-1)/K and 1% above it here. The device's ledger after its first release holds it, and it is the
+// whole budget (the calibration, FreshSigma, and the planner use it too).
+func TestLocalCharge(t *testing.T) {
+	cert := func() Params {
+		p := localParams()
+		p.Model, p.Clip, p.Eta = "logreg-unit", 2, 2
+		p.LocalSteps, p.LocalEpochs = 3, 5
+		return p
+	}
+	for _, tc := range []struct {
+		name   string
+		mod    func(*Params)
+		li     bool
+		factor float64 // the slack-free value
+	}{
+		{"certified", func(*Params) {}, true, 1 + 4.0/3},
+		{"one pass", func(p *Params) { p.LocalEpochs = 1 }, false, 1},
+		{"zero means one pass", func(p *Params) { p.LocalEpochs = 0 }, false, 1},
+		{"logreg has no certificate", func(p *Params) { p.Model = "logreg" }, false, 5},
+		{"mlp has no certificate", func(p *Params) { p.Model = "mlp" }, false, 5},
+		{"clipping binds", func(p *Params) { p.Clip = 1.99 }, false, 5},
+		{"step too long", func(p *Params) { p.Eta = 2.01 }, false, 5},
+		{"projection", func(p *Params) { p.Diameter = 10 }, false, 5},
+		{"K = 1: no gain", func(p *Params) { p.LocalSteps = 1 }, false, 5},
+	} {
+		p := cert()
+		tc.mod(&p)
+		f, li, err := LocalCharge(p)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if li != tc.li || f < tc.factor || f > tc.factor*1.01 {
+			t.Errorf("%s: charge %v steps (last iterate %v), want %v (%v)", tc.name, f, li, tc.factor, tc.li)
+		}
+		m, err := model.New(p.Model, 5, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dv := newLocal(t, p, m, 1)
+		data := synthData(mechanism.NewStream(testSeed(2), 0), p.Batch)
+		if _, err := dv.Prepare(Round{T: 1, X: make([]float64, dv.dim)}, data); err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		step := dv.sens * dv.sens / (2 * dv.sigma * dv.sigma)
+		budget, _ := p.ZCDPBudget()
+		if got := dv.ledger.Rho(); math.Abs(got-f*step) > 1e-9*got || math.Abs(got-budget) > 1e-9*budget {
+			t.Errorf("%s: ledger %v after the first release, want %v steps of %v = the budget %v", tc.name, got, f, step, budget)
+		}
+	}
+	// A device whose model is not the one the session certifies refuses.
+	p := cert()
+	m, _ := model.New("logreg", 5, 3)
+	if _, err := NewDevice(p, m, mechanism.NewStream(testSeed(1), mechanism.PurposeSeeds)); !errors.Is(err, ErrUnsafe) {
+		t.Errorf("certified session on a logreg device: %v, want ErrUnsafe", err)
+	}
+	// Epochs only for "local", and bounded.
+	q := baseParams("noisysgd")
+	q.LocalEpochs = 2
+	if q.Validate() == nil {
+		t.Error("noisysgd with local epochs validates")
+	}
+	p = cert()
+	p.LocalEpochs = -1
+	if p.Validate() == nil {
+		t.Error("negative local epochs validate")
 	}
 }
 
@@ -368,31 +456,33 @@ func FuzzLocalDeviceState(f *testing.F) {
 
 func TestLocalUpdateBound(t *testing.T) {
 	// Every per-sample gradient is clipped at exactly S in one fixed
-	// direction, so the K steps add up: the clean message has norm K S.
-	// Honest messages must stay within UpdateBound (it fails with
+	// direction, so the K E steps add up: the clean message has norm
+	// K E S. Honest messages must stay within UpdateBound (it fails with
 	// probability <= 1e-9 per message by construction), and a bound that
 	// counted one step would reject them (K S = 8 against S + sigma chi
-	// = 3.3 here).
-	p := localParams()
-	p.Batch, p.LocalSteps = 8, 8
-	base, _ := model.New("logreg", 5, 3)
-	B, why, err := UpdateBound(p, base.Dim())
-	if err != nil {
-		t.Fatal(err)
-	}
-	dv := newLocal(t, p, wild{Model: base, scale: 1e6}, 17)
-	data := synthData(mechanism.NewStream(testSeed(18), 0), p.Batch)
-	x := make([]float64, dv.dim)
-	dec := make([]float64, dv.dim)
-	for r := 1; r <= p.Rounds; r++ {
-		u, err := dv.Prepare(Round{T: r, X: x}, data)
+	// = 3.3 here with E = 1).
+	for _, E := range []int{1, 3} {
+		p := localParams()
+		p.Batch, p.LocalSteps, p.LocalEpochs = 8, 8, E
+		base, _ := model.New("logreg", 5, 3)
+		B, why, err := UpdateBound(p, base.Dim())
 		if err != nil {
 			t.Fatal(err)
 		}
-		mechanism.Decode(dec, u.Payload)
-		if n := mechanism.Norm(dec); n > B || n < float64(p.LocalSteps)*p.Clip*0.5 {
-			t.Fatalf("round %d: honest message of norm %.4g, bound %.4g (%s); want K S/2 <= norm <= bound", r, n, B, why)
+		dv := newLocal(t, p, wild{Model: base, scale: 1e6}, 17)
+		data := synthData(mechanism.NewStream(testSeed(18), 0), p.Batch)
+		x := make([]float64, dv.dim)
+		dec := make([]float64, dv.dim)
+		for r := 1; r <= p.Rounds; r++ {
+			u, err := dv.Prepare(Round{T: r, X: x}, data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			mechanism.Decode(dec, u.Payload)
+			if n := mechanism.Norm(dec); n > B || n < float64(p.LocalSteps*E)*p.Clip*0.5 {
+				t.Fatalf("E=%d round %d: honest message of norm %.4g, bound %.4g (%s); want K E S/2 <= norm <= bound", E, r, n, B, why)
+			}
+			dv.Commit(r)
 		}
-		dv.Commit(r)
 	}
 }

@@ -71,6 +71,11 @@ type Params struct {
 	// Batch/K (K must divide Batch); 0 = Batch (one sample per step). Only
 	// "local" uses it (see local.go).
 	LocalSteps int `json:"local_steps,omitempty"`
+	// LocalEpochs is E, the passes of "local" over the round's K step
+	// batches (E K hidden steps, cyclic); 0 = 1. Each pass reuses the
+	// round's samples, so E > 1 costs more: E steps by composition, or
+	// the last-iterate bound when the model certifies it (LocalCharge).
+	LocalEpochs int `json:"local_epochs,omitempty"`
 	// ShiftStep is SoteriaFL's shift step gamma; 0 = the paper's
 	// sqrt((1+2 omega) / (2 (1+omega)^3)) (Theorem 3).
 	ShiftStep float64 `json:"shift_step,omitempty"`
@@ -385,6 +390,14 @@ func FreshSigma(p Params) (float64, error) {
 		return 0, err
 	}
 	K := float64(p.ComposedReleases())
+	if p.Algorithm == "local" {
+		// One round of "local" costs LocalCharge steps (1 for E = 1).
+		f, _, err := LocalCharge(p)
+		if err != nil {
+			return 0, err
+		}
+		K = f
+	}
 	return Sensitivity(p) * math.Sqrt(K/(2*budget)), nil
 }
 

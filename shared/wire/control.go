@@ -172,10 +172,15 @@ type SessionParams struct {
 	SnapshotProb float64 `json:"snapshot_prob,omitempty"`
 	ShiftStep    float64 `json:"shift_step,omitempty"`
 	LocalSteps   int     `json:"local_steps,omitempty"`
+	LocalEpochs  int     `json:"local_epochs,omitempty"`
 	// Labels names the classes for display, comma-separated in class
 	// order ("" = show class numbers). It takes no part in training.
 	Labels string `json:"labels,omitempty"`
 }
+
+// MaxLocalEpochs bounds SessionParams.LocalEpochs (each epoch is a pass
+// of hidden local steps on a device).
+const MaxLocalEpochs = 1000
 
 // MaxLabelsLen bounds SessionParams.Labels.
 const MaxLabelsLen = 1024
@@ -203,6 +208,8 @@ func (p SessionParams) Validate() error {
 		return bad("session: rho_p %v, clip %v, eta %v out of range", p.RhoPaper, p.Clip, p.Eta)
 	case p.LocalSteps < 0 || p.LocalSteps > p.Batch:
 		return bad("session: local steps %d outside [0, batch %d]", p.LocalSteps, p.Batch)
+	case p.LocalEpochs < 0 || p.LocalEpochs > MaxLocalEpochs:
+		return bad("session: local epochs %d outside [0, %d]", p.LocalEpochs, MaxLocalEpochs)
 	case p.DeadlineMillis <= 0:
 		return bad("session: deadline %d ms must be positive", p.DeadlineMillis)
 	case len(p.Labels) > MaxLabelsLen:

@@ -161,15 +161,24 @@ func Compute(p optim.Params, delta float64) (Report, error) {
 			return Report{}, err
 		}
 		sens := optim.Sensitivity(p)
+		// A round of "local" costs LocalCharge hidden steps (its E passes
+		// reuse the round's samples); every other release one.
+		factor := 1.0
+		when := "each release"
+		if p.Algorithm == "local" {
+			f, _, err := optim.LocalCharge(p)
+			if err != nil {
+				return Report{}, err
+			}
+			factor = f
+			when = fmt.Sprintf("each of the %d hidden steps of a release", p.Batch/p.StepBatch()*max(1, p.LocalEpochs))
+		}
 		cost = func(n int) (float64, error) {
 			if n > 1 && p.ParallelComposition() {
 				return 0, nil // disjoint single-pass releases: see optim.Params.ParallelComposition
 			}
-			return privacy.GaussianZCDP(sens, s)
-		}
-		when := "each release"
-		if p.Algorithm == "local" {
-			when = fmt.Sprintf("each of the %d hidden steps of a release", p.Batch/p.StepBatch())
+			c, err := privacy.GaussianZCDP(sens, s)
+			return factor * c, err
 		}
 		r.Noise = []Noise{{"device", when, s}}
 		// The device refuses releases beyond its budget: at most
