@@ -21,6 +21,7 @@ var (
 
 const (
 	puDelta  = 1e-5
+	puShard  = -1    // puRow.batch: a device's whole shard (n/M) in one round
 	mlpDim   = 50890 // 784-64-10 (model.New("mlp", 784, 10))
 	puCohort = 50
 )
@@ -35,7 +36,9 @@ type puRow struct {
 	// that epsilon (0 or missing: sim.Tuned.Eta).
 	eta map[float64]float64
 	// kAt maps epsilon to local steps K (local only).
-	kAt   map[float64]int
+	kAt map[float64]int
+	// eAt maps epsilon to local passes E (local only; 0: one).
+	eAt   map[float64]int
 	eps   []float64 // nil: non-private
 	seeds []uint64
 	// sameAs names the row this one is identical to (not run).
@@ -67,8 +70,15 @@ func (r puRow) run(eps float64, seed uint64) exp { return r.runOn(nTrain, eps, s
 // runOn is r's run at eps and seed on n training samples, its id
 // starting with prefix.
 func (r puRow) runOn(n int, eps float64, seed uint64, prefix string) exp {
-	p := optim.Params{Algorithm: r.alg, Model: r.model, M: 100, Cohort: puCohort, Rounds: n / (puCohort * r.batch), Batch: r.batch}
+	b, bName := r.batch, fmt.Sprint(r.batch)
+	if b == puShard {
+		b, bName = n/100, "shard" // a device's whole shard in one round
+	}
+	p := optim.Params{Algorithm: r.alg, Model: r.model, M: 100, Cohort: puCohort, Rounds: n / (puCohort * b), Batch: b}
 	ourConsts.apply(&p)
+	if r.model == "logreg-unit" {
+		p.Clip = 2 // its gradient bound: nothing is clipped
+	}
 	if eps > 0 {
 		p.Epsilon, p.Delta = eps, puDelta
 	}
@@ -82,6 +92,7 @@ func (r puRow) runOn(n int, eps float64, seed uint64, prefix string) exp {
 	}
 	if r.alg == "local" {
 		p.LocalSteps = max(1, r.kAt[eps])
+		p.LocalEpochs = r.eAt[eps]
 	}
 	if p.Rounds*p.Cohort*p.Batch > n {
 		panic("privacy-utility run beyond one pass")
@@ -89,9 +100,12 @@ func (r puRow) runOn(n int, eps float64, seed uint64, prefix string) exp {
 	// The release cap of the IID partition: every device holds
 	// nTrain/M samples (runOrRead checks it against sim.SinglePassCap).
 	p.MaxReleases = p.SinglePassReleases(n / p.M)
-	id := fmt.Sprintf("%s-%s-%s-b%d", prefix, r.model, r.alg, r.batch)
+	id := fmt.Sprintf("%s-%s-%s-b%s", prefix, r.model, r.alg, bName)
 	if r.alg == "local" {
 		id += fmt.Sprintf("-K%d", p.LocalSteps)
+		if p.LocalEpochs > 1 {
+			id += fmt.Sprintf("-E%d", p.LocalEpochs)
+		}
 	}
 	id += fmt.Sprintf("-eta%g", p.Eta)
 	if eps > 0 {
@@ -142,7 +156,7 @@ func privacyUtilityGroups(choices map[puKey]puConf) []group {
 		}
 		gs = append(gs, g)
 	}
-	for _, model := range []string{"logreg", "mlp"} {
+	for _, model := range puModels {
 		g := group{name: "privacy-utility-" + model + "-tuned", title: "Privacy-utility table, " + model + ", chosen on validation"}
 		for _, s := range puSeeds {
 			for _, k := range puSweepKeys() {
@@ -250,10 +264,14 @@ func writePrivacyUtility(b *strings.Builder, res map[string]outcome, pu puReport
 		fmt.Fprintf(b, " %s |\n", strings.Join(etas, ", "))
 	}
 	b.WriteString(puTunedHeader)
-	for _, model := range []string{"logreg", "mlp"} {
+	for _, model := range puModels {
 		fmt.Fprintf(b, "\n%s:\n\n", modelTitle(model))
 		head("algorithm (b, K, eta chosen on validation per epsilon)")
-		for _, alg := range []string{"nc", "trusted", "noisysgd", "local", "mu2", "sgd"} {
+		algs := []string{"nc", "trusted", "noisysgd", "local", "mu2", "sgd"}
+		if model == "logreg-unit" {
+			algs = []string{"local"}
+		}
+		for _, alg := range algs {
 			fmt.Fprintf(b, "| `%s` |", alg)
 			private := alg != "mu2" && alg != "sgd"
 			var confs []string
@@ -292,6 +310,9 @@ func writePrivacyUtility(b *strings.Builder, res map[string]outcome, pu puReport
 }
 
 func modelTitle(model string) string {
+	if model == "logreg-unit" {
+		return "**Extra row, `local` with E passes under the last-iterate charge** (`logreg-unit`: logistic regression on inputs scaled to norm 1, so S = 2 clips nothing and a step of eta <= 2 is nonexpansive; charged privacy.ShiftedCyclicCost, about 1 + (E-1)/K steps, docs/privacy.md 4b), one pass, b (shard: a device's whole shard in one round), K, E and eta chosen on the validation split"
+	}
 	if model == "mlp" {
 		return "**Extra rows, MLP** (784-64-10, d = 50,890), one pass, b, K and eta chosen on the validation split"
 	}

@@ -22,14 +22,24 @@ type puKey struct {
 // puConf is one point of a sweep: batch size b, local steps K ("local"
 // only) and step size eta.
 type puConf struct {
-	b, k int
-	eta  float64
+	b, k, e int // e: local passes E (0: one)
+	eta     float64
 }
+
+// puModels are the models of the tuned rows: logreg-unit has only
+// "local" with several passes.
+var puModels = []string{"logreg", "mlp", "logreg-unit"}
 
 func (c puConf) String() string {
 	s := fmt.Sprintf("b=%d", c.b)
+	if c.b == puShard {
+		s = "b=shard"
+	}
 	if c.k > 0 {
 		s += fmt.Sprintf(" K=%d", c.k)
+	}
+	if c.e > 1 {
+		s += fmt.Sprintf(" E=%d", c.e)
 	}
 	return s + fmt.Sprintf(" eta=%g", c.eta)
 }
@@ -41,8 +51,14 @@ func puSweepKeys() []puKey {
 	var ks []puKey
 	// Epsilon 8 (the goal) first, so that an interrupted sweep
 	// has it.
-	for _, model := range []string{"logreg", "mlp"} {
+	for _, model := range puModels {
 		for _, e := range []float64{8, 0, 1, 4, 2} {
+			if model == "logreg-unit" {
+				if e > 0 {
+					ks = append(ks, puKey{model, "local", e})
+				}
+				continue
+			}
 			if e == 0 {
 				ks = append(ks, puKey{model, "mu2", 0}, puKey{model, "sgd", 0})
 				continue
@@ -69,6 +85,17 @@ func puGrid(k puKey) []puConf {
 		bs, etas = []int{20, 50, 100, 200}, []float64{0.3, 1, 3, 10}
 	}
 	var out []puConf
+	if k.model == "logreg-unit" {
+		// Several passes: a whole shard or b = 200 per round, K step
+		// batches that divide both, E passes, eta <= 2 (the certificate).
+		for _, c := range []puConf{{b: 200, k: 20, e: 16}, {b: puShard, k: 25, e: 25}} {
+			for _, eta := range []float64{1, 2} {
+				c.eta = eta
+				out = append(out, c)
+			}
+		}
+		return out
+	}
 	for _, b := range bs {
 		for _, eta := range etas {
 			if k.alg != "local" {
@@ -87,7 +114,7 @@ func puGrid(k puKey) []puConf {
 // samples (one pass: T = n / (m b); the release cap of the IID partition,
 // n/M samples per device).
 func puExp(k puKey, c puConf, n int, seed uint64, prefix string) exp {
-	r := puRow{alg: k.alg, model: k.model, batch: c.b, eta: map[float64]float64{k.eps: c.eta}, kAt: map[float64]int{k.eps: c.k}}
+	r := puRow{alg: k.alg, model: k.model, batch: c.b, eta: map[float64]float64{k.eps: c.eta}, kAt: map[float64]int{k.eps: c.k}, eAt: map[float64]int{k.eps: c.e}}
 	return r.runOn(n, k.eps, seed, prefix)
 }
 

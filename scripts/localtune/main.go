@@ -35,17 +35,34 @@ import (
 )
 
 type config struct {
-	alg  string
-	b, k int
-	eta  float64
+	alg     string
+	b, k, e int // e: local passes E (0: one)
+	eta     float64
+	model   string // "" = logreg; logreg-unit runs with S = 2 (nothing clipped)
 }
 
 func (c config) String() string {
 	s := fmt.Sprintf("%s:b=%d", c.alg, c.b)
 	if c.alg == "local" {
 		s += fmt.Sprintf(",K=%d", c.k)
+		if c.e > 1 {
+			s += fmt.Sprintf(",E=%d", c.e)
+		}
 	}
-	return s + fmt.Sprintf(",eta=%g", c.eta)
+	s += fmt.Sprintf(",eta=%g", c.eta)
+	if c.model != "" {
+		s += ",model=" + c.model
+	}
+	return s
+}
+
+// family groups the configurations compared in the tune phase: the
+// algorithm, and for "local" whether it takes several passes.
+func (c config) family() string {
+	if c.e > 1 {
+		return c.alg + "-passes"
+	}
+	return c.alg
 }
 
 func parseConfig(s string) (config, error) {
@@ -62,6 +79,10 @@ func parseConfig(s string) (config, error) {
 			c.b, err = strconv.Atoi(v)
 		case "K":
 			c.k, err = strconv.Atoi(v)
+		case "E":
+			c.e, err = strconv.Atoi(v)
+		case "model":
+			c.model = v
 		case "eta":
 			c.eta, err = strconv.ParseFloat(v, 64)
 		default:
@@ -97,8 +118,14 @@ func grid() []config {
 func run(c config, train, test dataset.Set, rounds int, eps float64, seed uint64, evalEvery int) (sim.Result, error) {
 	p := optim.Params{Algorithm: c.alg, Model: "logreg", M: 100, Cohort: 50, Rounds: rounds, Batch: c.b,
 		Clip: 1, Eta: c.eta, Epsilon: eps, Delta: 1e-5}
+	if c.model != "" {
+		p.Model = c.model
+	}
+	if p.Model == "logreg-unit" {
+		p.Clip = 2
+	}
 	if c.alg == "local" {
-		p.LocalSteps = c.k
+		p.LocalSteps, p.LocalEpochs = c.k, c.e
 	}
 	return sim.Run(context.Background(), sim.Config{Params: p, Train: train, Test: test,
 		Partition: dataset.Scheme{Kind: dataset.SchemeIID}, Seed: seed, EvalEvery: evalEvery})
@@ -146,8 +173,8 @@ func main() {
 				log.Fatalf("%v: %v", c, err)
 			}
 			fmt.Printf("tune %-28s validation accuracy %.4f after %d rounds\n", c, res.FinalAccuracy, res.Rounds)
-			if res.FinalAccuracy > bestAcc[c.alg] {
-				best[c.alg], bestAcc[c.alg] = c, res.FinalAccuracy
+			if f := c.family(); res.FinalAccuracy > bestAcc[f] {
+				best[f], bestAcc[f] = c, res.FinalAccuracy
 			}
 		}
 		algs := make([]string, 0, len(best))

@@ -328,13 +328,13 @@ var mutations = []mutation{
 		file: "shared/privacy/shifted.go",
 		old:  "if (j-i)%k == 0 {",
 		new:  "if j == i {",
-		pkgs: []string{"./shared/optim/", "./shared/privacy/", "-run", "Local|Shifted"},
+		pkgs: []string{"./shared/optim/", "-run", "Local"},
 	},
 	{
 		name: "local-li-eta-unchecked", why: "the last-iterate charge of \"local\" is used with steps longer than 2/beta, where a step can expand distances",
 		file: "shared/optim/local.go",
 		old:  "p.Eta > 0 && p.Eta*beta <= 2 &&",
-		new:  "p.Eta > 0 &&",
+		new:  "p.Eta > 0 && beta >= 0 &&",
 		pkgs: []string{"./shared/optim/", "-run", "LocalCharge"},
 	},
 	{
