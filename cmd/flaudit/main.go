@@ -50,6 +50,7 @@ func run(ctx context.Context, args []string, out, progress io.Writer) error {
 	T := fs.Int("T", 10, "rounds T (the device takes part in all of them)")
 	b := fs.Int("b", 1, "samples per minibatch b")
 	localSteps := fs.Int("K", 0, "local: hidden steps per round K (0: b, one sample per step)")
+	epochs := fs.Int("E", 0, "local: passes over the K step batches (0: one); with E >= 2 the canary is the certified linear loss (linear-unit) and the session is charged the last-iterate bound (docs/privacy.md 4b)")
 	latch := fs.Float64("latch", 3.5, "local with K >= 2: the latch canary, its threshold in per-step noise standard deviations below the canary's mean (0: the linear canary)")
 	clip := fs.Float64("clip", 1, "clipping bound S")
 	dim := fs.Int("dim", 2, "model dimension of the audit's linear loss")
@@ -83,8 +84,8 @@ func run(ctx context.Context, args []string, out, progress io.Writer) error {
 			p := optim.Params{Algorithm: alg, Rounds: *T, Batch: *b, Clip: *clip, Eta: 0.1, Epsilon: e, Delta: *delta}
 			z := 0.0
 			if alg == "local" {
-				p.LocalSteps = *localSteps
-				if kOf(*b, *localSteps) >= 2 {
+				p.LocalSteps, p.LocalEpochs = *localSteps, *epochs
+				if kOf(*b, *localSteps) >= 2 && *epochs < 2 {
 					z = *latch
 				}
 			}
@@ -103,6 +104,9 @@ func run(ctx context.Context, args []string, out, progress io.Writer) error {
 			name := alg
 			if alg == "local" {
 				name = fmt.Sprintf("local (K = %d, linear)", kOf(*b, *localSteps))
+				if *epochs >= 2 {
+					name = fmt.Sprintf("local (K = %d, E = %d, linear-unit)", kOf(*b, *localSteps), *epochs)
+				}
 				if z > 0 {
 					name = fmt.Sprintf("local (K = %d, latch %g)", kOf(*b, *localSteps), z)
 				}

@@ -58,8 +58,11 @@ func (m *UnitLogReg) Convex() (gradBound, smoothness float64) {
 // has only the name (a session's parameters): the ConvexBounds of the
 // model New returns, and ok = false for a model without one.
 func Convexity(name string) (gradBound, smoothness float64, ok bool) {
-	if name == NameUnitLogReg {
+	switch name {
+	case NameUnitLogReg:
 		return 2, 1, true
+	case NameUnitLinear:
+		return 1, 0, true
 	}
 	return 0, 0, false
 }
@@ -78,21 +81,28 @@ func (m *UnitLogReg) unit(s dataset.Sample) dataset.Sample {
 
 func (m *UnitLogReg) unitX(x []float32) []float32 {
 	mustLenX(x, m.features)
+	return unitScaled(m.x, x)
+}
+
+// unitScaled writes x scaled to norm unitScale into dst (len(x)) and
+// returns it; a zero or non-finite x is copied unchanged.
+func unitScaled(dst, x []float32) []float32 {
+	mustLenX(x, len(dst))
 	var ss float64
 	for _, v := range x {
 		ss += float64(v) * float64(v)
 	}
 	if ss == 0 || math.IsInf(ss, 0) || math.IsNaN(ss) {
 		// Zero stays zero; a non-finite sample is the caller's error
-		// (CheckSample), passed on unchanged for LogReg to reject.
-		copy(m.x, x)
-		return m.x
+		// (CheckSample), passed on unchanged for the model to reject.
+		copy(dst, x)
+		return dst
 	}
 	f := unitScale / math.Sqrt(ss)
 	for i, v := range x {
-		m.x[i] = float32(float64(v) * f)
+		dst[i] = float32(float64(v) * f)
 	}
-	return m.x
+	return dst
 }
 
 // Loss returns the cross-entropy of w on the scaled sample.
@@ -118,4 +128,71 @@ func (m *UnitLogReg) GradDiff(dst []float64, a float64, wa []float64, b float64,
 // FactorGradDiff is LogReg's FactorGradDiff on the scaled sample.
 func (m *UnitLogReg) FactorGradDiff(a float64, wa []float64, b float64, wb []float64, s dataset.Sample) float64 {
 	return m.LogReg.FactorGradDiff(a, wa, b, wb, m.unit(s))
+}
+
+// NameUnitLinear names UnitLinear (not in New: it learns nothing).
+const NameUnitLinear = "linear-unit"
+
+// UnitLinear is the linear loss f(w; x) = <w, x'> on x scaled like
+// UnitLogReg's inputs (x' = x unitScale / |x|), with one output. It is
+// the extreme case of Convex's certificate: convex, 0-smooth (every step
+// is a translation), gradients x' of norm below 1. It exists for the
+// empirical privacy audit (sim/audit): a canary whose exact gradient the
+// auditor chooses, in a model the last-iterate charge of "local" accepts.
+type UnitLinear struct {
+	features int
+	x        []float32
+}
+
+// NewUnitLinear returns a UnitLinear over features inputs (>= 1; it
+// panics otherwise).
+func NewUnitLinear(features int) *UnitLinear {
+	if features < 1 {
+		panic("model: NewUnitLinear: features < 1")
+	}
+	return &UnitLinear{features: features, x: make([]float32, features)}
+}
+
+// Name returns "linear-unit".
+func (m *UnitLinear) Name() string { return NameUnitLinear }
+
+// Dim returns the number of features.
+func (m *UnitLinear) Dim() int { return m.features }
+
+// Features returns the number of features.
+func (m *UnitLinear) Features() int { return m.features }
+
+// Classes returns 1: the model has one output and predicts nothing.
+func (m *UnitLinear) Classes() int { return 1 }
+
+// Clone returns an independent UnitLinear.
+func (m *UnitLinear) Clone() Model { return NewUnitLinear(m.features) }
+
+// Convex returns the gradient bound 1 and the smoothness 0.
+func (m *UnitLinear) Convex() (gradBound, smoothness float64) {
+	g, l, _ := Convexity(NameUnitLinear)
+	return g, l
+}
+
+// Predict returns 0.
+func (m *UnitLinear) Predict(w []float64, x []float32) int { return 0 }
+
+// Loss returns <w, x'>.
+func (m *UnitLinear) Loss(w []float64, s dataset.Sample) float64 {
+	mustLen("w", w, m.features)
+	l := 0.0
+	for i, v := range unitScaled(m.x, s.X) {
+		l += w[i] * float64(v)
+	}
+	return l
+}
+
+// Grad writes x' into dst and returns the loss.
+func (m *UnitLinear) Grad(dst, w []float64, s dataset.Sample) float64 {
+	mustLen("Grad dst", dst, m.features)
+	l := m.Loss(w, s)
+	for i, v := range m.x {
+		dst[i] = float64(v)
+	}
+	return l
 }

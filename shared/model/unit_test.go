@@ -182,3 +182,29 @@ func TestUnitLogRegSmoothnessIsTight(t *testing.T) {
 		t.Errorf("gradient moved %v times the step along the top direction, want within [0.99, 1] x %v", ratio, L)
 	}
 }
+
+// TestUnitLinear checks the audit's certified linear loss: its gradient
+// is the scaled input (norm below the bound 1, whatever the input's
+// scale), independent of w, and the loss is <w, x'>.
+func TestUnitLinear(t *testing.T) {
+	m := NewUnitLinear(3)
+	G, L := m.Convex()
+	if g, l, ok := Convexity(m.Name()); !ok || g != G || l != L || G != 1 || L != 0 {
+		t.Fatalf("certificate %v %v %v, Convex %v %v", g, l, ok, G, L)
+	}
+	g := make([]float64, 3)
+	for _, x := range [][]float32{{4, 0, 0}, {-1e-20, 0, 0}, {3, 4, 0}, {0, 0, 0}} {
+		w := []float64{1, 2, 3}
+		loss := m.Grad(g, w, dataset.Sample{X: x})
+		if n := norm2(g); n > G {
+			t.Errorf("x = %v: gradient norm %v above %v", x, n, G)
+		}
+		if loss != w[0]*g[0]+w[1]*g[1]+w[2]*g[2] {
+			t.Errorf("x = %v: loss %v, <w, grad> %v", x, loss, w[0]*g[0]+w[1]*g[1]+w[2]*g[2])
+		}
+	}
+	m.Grad(g, []float64{9, 9, 9}, dataset.Sample{X: []float32{3, 4, 0}})
+	if math.Abs(g[0]-0.6*unitScale) > 1e-7 || math.Abs(g[1]-0.8*unitScale) > 1e-7 || g[2] != 0 {
+		t.Errorf("gradient of (3, 4, 0): %v, want (0.6, 0.8, 0) x %v", g, unitScale)
+	}
+}

@@ -217,6 +217,12 @@ func setup(cfg Config) (*run, plan.Figures, error) {
 	}
 	p.M, p.Cohort = 1, 1
 	var m model.Model = linear{d: cfg.Dim}
+	if p.Algorithm == "local" && p.LocalEpochs > 1 && cfg.Latch == 0 {
+		// Several passes: the certified linear loss, so that the session
+		// is charged the last-iterate bound the audit is to check (a
+		// translation per step: the case where later steps blur least).
+		m = model.NewUnitLinear(cfg.Dim)
+	}
 	if cfg.Latch != 0 {
 		if !(cfg.Latch > 0) || math.IsInf(cfg.Latch, 0) {
 			return nil, plan.Figures{}, fmt.Errorf("audit: latch %v, want a finite value >= 0", cfg.Latch)
@@ -317,9 +323,20 @@ func Weights(p optim.Params) ([]float64, error) {
 // of all K hidden steps (Weights). The gap is the hidden steps' noise, not
 // a flaw of the canary: with a linear loss no statistic of the transcript
 // separates better (the likelihood ratio is a function of <m_1, e_1>).
+//
+// With E passes (p.LocalEpochs) the canary enters E of the K E steps:
+// separation E Delta / (sigma sqrt(K E)), while the claim is
+// sqrt(f) Delta / sigma for the round's charge of f steps
+// (optim.LocalCharge): mu claimed sqrt(E / (K f)).
 func ExpectedMu(p optim.Params, muClaim float64) float64 {
 	if p.Algorithm == "local" {
-		return muClaim / math.Sqrt(float64(p.Batch/p.StepBatch()))
+		k := float64(p.Batch / p.StepBatch())
+		e := float64(max(1, p.LocalEpochs))
+		f, _, err := optim.LocalCharge(p)
+		if err != nil {
+			return math.NaN()
+		}
+		return muClaim * math.Sqrt(e/(k*f))
 	}
 	return muClaim
 }
