@@ -13,31 +13,30 @@ import (
 )
 
 // "local": private local training. A device chosen at round t starts from
-// the query point x_t, runs K = Params.LocalSteps hidden noisy SGD steps
-// over the round's b samples taken in order (step batches of b/K, one
-// pass: Kong and Ribero's cyclic batches with T = l = K),
+// the query point x_t and runs E = Params.LocalEpochs passes (default 1)
+// over the round's b samples taken in order, in K = Params.LocalSteps step
+// batches of b/K (cyclic: K E hidden noisy SGD steps),
 //
 //	v_j     = step * (round_grid(mean of b/K clipped gradients at x_{j-1}) + Z_j),  Z_j discrete Gaussian
 //	x_j     = Pi_K(x_{j-1} - eta v_j)
 //
-// and releases only (x_t - x_K)/eta (the sum of the v_j when nothing is
-// projected). The server takes the SGD-family step x_{t+1} =
+// and releases only (x_t - x_{KE})/eta (the sum of the v_j when nothing is
+// projected; then the iterate is kept as x_t minus eta times an integer
+// sum on the grid). The server takes the SGD-family step x_{t+1} =
 // Pi_K(x_t - eta (1/m) sum msg), i.e. it averages the devices' last
 // iterates (FedAvg with server step 1; a missing device counts as no move).
 //
-// Privacy (docs/privacy.md, "Private local training"): every hidden v_j is
-// an exact discrete Gaussian release of a fresh step batch (replace-one
-// sensitivity 2S/(b/K), Sensitivity), calibrated exactly like a noisy-SGD
-// release (FreshSigma, DiscreteSigma). The message is a post-processing of
-// x_t and v_1..v_K, and every sample enters one step of one round (single
-// pass), so the device's whole transcript costs one step's zCDP
-// (ParallelComposition), which is what the ledger charges. This is the
-// bound Kong and Ribero's own Lemma A.3(a) gives for the worst-placed
-// sample of a one-pass run (a sample in the last step batch: theta_L(1) =
-// 1); their Theorems 4.4-4.5, which would charge less, do not hold for
-// this construction (clipped steps, lattice noise; see the limits in
-// privacy.LastIterate's doc and docs/privacy.md, section 4b), so they are
-// not used.
+// Privacy (docs/privacy.md, section 4b): every hidden v_j is an exact
+// discrete Gaussian release of its step batch (replace-one sensitivity
+// 2S/(b/K), Sensitivity), calibrated like a noisy-SGD release (FreshSigma,
+// DiscreteSigma). With one pass every sample enters one step of one round,
+// so the device's whole transcript costs one step's zCDP
+// (ParallelComposition). With E passes a round costs LocalCharge steps:
+// E by composition, or, when the model certifies convexity and nothing is
+// clipped or projected, the last-iterate bound privacy.ShiftedCyclicCost
+// (about 1 + (E-1)/K), proven in section 4b. Kong and Ribero's Theorems
+// 4.4-4.5 are not used: they do not hold for this construction (clipped
+// steps, the last batch, lattice noise; see privacy.LastIterate's doc).
 type localDevice struct {
 	p       Params
 	a       Algorithm
