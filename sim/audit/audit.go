@@ -415,13 +415,17 @@ func TrialSeed(seed uint64, i int) mechanism.Seed {
 // scratch is one worker's buffers.
 type scratch struct {
 	msg []float64
+	// model is the worker's own copy of the audit's model: models may
+	// keep scratch space (model.UnitLinear does), so workers must not
+	// share one.
+	model model.Model
 }
 
 // trial runs trial i: the coin, the device's whole session, the statistic.
 func (r *run) trial(sc *scratch, i int) (Outcome, error) {
 	seed := TrialSeed(r.cfg.Seed, i)
 	canary := mechanism.NewStream(seed, mechanism.PurposeCoins).Uint64()&1 == 1
-	dv, err := optim.NewDevice(r.dev, r.model, mechanism.NewStream(seed, mechanism.PurposeSeeds))
+	dv, err := optim.NewDevice(r.dev, sc.model, mechanism.NewStream(seed, mechanism.PurposeSeeds))
 	if err != nil {
 		return Outcome{}, fmt.Errorf("audit: trial %d: %w", i, err)
 	}
@@ -462,7 +466,7 @@ func (r *run) trials(ctx context.Context, out []Outcome) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			sc := &scratch{msg: make([]float64, r.cfg.Dim)}
+			sc := &scratch{msg: make([]float64, r.cfg.Dim), model: r.model.Clone()}
 			for ctx.Err() == nil {
 				lo := int(next.Add(chunk)) - chunk
 				if lo >= len(out) {
