@@ -5,6 +5,7 @@ import (
 	"math"
 	"strings"
 
+	"browserfl/shared/model"
 	"browserfl/shared/optim"
 	"browserfl/shared/privacy/plan"
 	"browserfl/sim"
@@ -76,8 +77,8 @@ func (r puRow) runOn(n int, eps float64, seed uint64, prefix string) exp {
 	}
 	p := optim.Params{Algorithm: r.alg, Model: r.model, M: 100, Cohort: puCohort, Rounds: n / (puCohort * b), Batch: b}
 	ourConsts.apply(&p)
-	if r.model == "logreg-unit" {
-		p.Clip = 2 // its gradient bound: nothing is clipped
+	if G, _, ok := model.Convexity(r.model); ok {
+		p.Clip = G // the certified gradient bound: nothing is clipped
 	}
 	if eps > 0 {
 		p.Epsilon, p.Delta = eps, puDelta

@@ -30,6 +30,7 @@ import (
 	"strings"
 
 	"browserfl/shared/dataset"
+	"browserfl/shared/model"
 	"browserfl/shared/optim"
 	"browserfl/sim"
 )
@@ -121,8 +122,8 @@ func run(c config, train, test dataset.Set, rounds int, eps float64, seed uint64
 	if c.model != "" {
 		p.Model = c.model
 	}
-	if p.Model == "logreg-unit" {
-		p.Clip = 2
+	if G, _, ok := model.Convexity(p.Model); ok {
+		p.Clip = G // the certified gradient bound: nothing is clipped
 	}
 	if c.alg == "local" {
 		p.LocalSteps, p.LocalEpochs = c.k, c.e

@@ -375,7 +375,7 @@ var mutations = []mutation{
 	{
 		name: "local-update-bound-one-step", why: "the coordinator's norm bound for \"local\" counts one step instead of K E (honest devices rejected)",
 		file: "shared/optim/bound.go",
-		old:  "steps = float64(p.localSteps() * p.localEpochs())",
+		old:  "steps = float64(p.HiddenSteps())",
 		new:  "steps = 1",
 		pkgs: []string{"./shared/optim/", "-run", "UpdateBound"},
 	},

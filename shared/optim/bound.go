@@ -82,7 +82,7 @@ func UpdateBound(p Params, d int) (float64, string, error) {
 	// K E times the bound of one release, with u counting the K E T draws.
 	steps := 1.0
 	if k.est == estLocal {
-		steps = float64(p.localSteps() * p.localEpochs())
+		steps = float64(p.HiddenSteps())
 	}
 	fd := float64(d)
 	u := math.Log(steps * float64(p.Rounds) / UpdateRejectProb)

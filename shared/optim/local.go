@@ -93,6 +93,16 @@ func (p Params) StepBatch() int {
 // localEpochs is E for "local" (LocalEpochs, or 1 when 0).
 func (p Params) localEpochs() int { return max(1, p.LocalEpochs) }
 
+// HiddenSteps is the number of hidden steps behind one release of
+// "local" (K E: E passes over K step batches); 1 for every other
+// algorithm.
+func (p Params) HiddenSteps() int {
+	if p.Algorithm != "local" {
+		return 1
+	}
+	return p.localSteps() * p.localEpochs()
+}
+
 // localGridRefine makes the grid of "local" finer than other releases'
 // (GridStep of Delta/localGridRefine): its steps' roundings then add
 // less to the last-iterate charge (localShiftSlack), about 0.5% at 2,000

@@ -171,7 +171,7 @@ func Compute(p optim.Params, delta float64) (Report, error) {
 				return Report{}, err
 			}
 			factor = f
-			when = fmt.Sprintf("each of the %d hidden steps of a release", p.Batch/p.StepBatch()*max(1, p.LocalEpochs))
+			when = fmt.Sprintf("each of the %d hidden steps of a release", p.HiddenSteps())
 		}
 		cost = func(n int) (float64, error) {
 			if n > 1 && p.ParallelComposition() {
