@@ -716,13 +716,13 @@ func (c *Coordinator) acceptAggregate(t int, links []link, ids []string, body []
 		or.checkAllIn()
 	}
 	if len(ids) == 0 {
-		c.vecs.Put(vec)
+		c.vecs.put(vec)
 		return true
 	}
 	if t <= c.committed || or == nil || or.t != t || or.closed {
 		// Late: whoever is still in round t is excluded at its commit.
 		c.met.lateUpdates.Add(int64(len(ids)))
-		c.vecs.Put(vec)
+		c.vecs.put(vec)
 		return false
 	}
 	why := ""
@@ -754,7 +754,7 @@ func (c *Coordinator) acceptAggregate(t int, links []link, ids []string, body []
 		}
 	}
 	if why != "" {
-		c.vecs.Put(vec)
+		c.vecs.put(vec)
 		c.log.Warn("edge aggregate refused; its members are excluded", "round", t, "members", len(ids), "why", why)
 		for _, id := range ids {
 			d := c.devices[id]

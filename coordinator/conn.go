@@ -84,6 +84,13 @@ type conn struct {
 	// time (under the coordinator's or the edge's lock).
 	keepsX    bool
 	lastRound atomic.Int64
+	// born is when the connection was accepted (its monotonic clock
+	// reading is what heard counts from); heard is 1 + the nanoseconds
+	// from born to the device's last update frame, 0 before the first.
+	// An update answers a round frame, so it shows the device reads:
+	// the heartbeat skips its ping for an interval after one (skipPing).
+	born  time.Time
+	heard atomic.Int64
 }
 
 // sendRound queues round f.round's frame: f.short, the frame without
@@ -291,6 +298,15 @@ func (cn *conn) heartbeat() {
 	if cn.closed() {
 		return
 	}
+	if wait := skipPing(time.Now(), cn.lastUpdate(), cn.f.gate.cfg.PingInterval); wait > 0 {
+		cn.pingMu.Lock()
+		if !cn.closed() {
+			cn.ping.Reset(wait)
+		}
+		cn.pingMu.Unlock()
+		return
+	}
+	cn.f.met.pings.Add(1)
 	pctx, cancel := context.WithTimeout(cn.ctx, cn.f.gate.cfg.PingTimeout)
 	err := cn.ws.Ping(pctx)
 	timedOut := errors.Is(pctx.Err(), context.DeadlineExceeded) && cn.ctx.Err() == nil
@@ -306,6 +322,31 @@ func (cn *conn) heartbeat() {
 		cn.ping.Reset(pingDelay(time.Now(), cn.f.gate.cfg.PingInterval))
 	}
 	cn.pingMu.Unlock()
+}
+
+// skipPing returns 0 when the heartbeat is to ping now, and otherwise how
+// long to wait before looking again: an update frame answers a round
+// frame, so a device whose last update (at last; zero: none) is less
+// than an interval iv old has shown it reads, and its next ping is due an
+// interval after that update (on the grid, as pingDelay places it). A
+// device that dies right after an update is noticed as soon as before,
+// counted from its last sign of life; one that sends other frames but
+// stops reading is still pinged. At n = 3,000, m = 300 every device sends
+// an update every few seconds, so the rounds run without pings.
+func skipPing(now, last time.Time, iv time.Duration) time.Duration {
+	if last.IsZero() || iv <= 0 || now.Sub(last) >= iv {
+		return 0
+	}
+	return pingDelay(last, iv) - now.Sub(last)
+}
+
+// lastUpdate is when cn's device last sent an update (zero: never).
+func (cn *conn) lastUpdate() time.Time {
+	h := cn.heard.Load()
+	if h == 0 {
+		return time.Time{}
+	}
+	return cn.born.Add(time.Duration(h - 1))
 }
 
 // pingGrid is the grid heartbeats are aligned to: every connection's
@@ -393,7 +434,9 @@ func (c *front) ServeWS(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	cn := &conn{f: c, outbox: make(chan outFrame, c.lim.Outbox), done: make(chan struct{}),
-		tokens: float64(c.lim.MsgBurst), lastTok: time.Now(), addr: addr, prehello: true}
+		tokens: float64(c.lim.MsgBurst), addr: addr, prehello: true}
+	cn.born = time.Now()
+	cn.lastTok = cn.born
 	ws, err := websocket.Accept(smallBuffers{w}, r, &websocket.AcceptOptions{
 		OriginPatterns:  c.origins,
 		CompressionMode: websocket.CompressionDisabled,
@@ -600,31 +643,33 @@ func (c *front) hello(cn *conn) error {
 func (c *front) frames(cn *conn) error {
 	lim := wire.Limits{MaxBytes: c.lim.MaxFrameBytes}
 	for {
-		typ, buf, err := readPooled(cn.ctx, cn.ws)
+		typ, buf, err := c.readFrame(cn.ctx, cn.ws)
 		if err != nil {
 			return err
 		}
 		err = c.handleFrame(cn, typ, buf.Bytes(), lim)
-		bufPool.Put(buf)
+		c.bufs.put(buf)
 		if err != nil {
 			return err
 		}
 	}
 }
 
-// bufPool holds read buffers: a frame is read into a pooled buffer, and
-// only an admitted update's payload is copied out of it.
-var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
-
-func readPooled(ctx context.Context, ws wsConn) (websocket.MessageType, *bytes.Buffer, error) {
+// readFrame reads cn's next frame into a buffer from the front's free
+// list (only an admitted update's payload is copied out of it); the
+// caller returns the buffer with c.bufs.put.
+func (c *front) readFrame(ctx context.Context, ws wsConn) (websocket.MessageType, *bytes.Buffer, error) {
 	typ, r, err := ws.Reader(ctx)
 	if err != nil {
 		return 0, nil, err
 	}
-	buf := bufPool.Get().(*bytes.Buffer)
+	buf, ok := c.bufs.get()
+	if !ok {
+		buf = new(bytes.Buffer)
+	}
 	buf.Reset()
 	if _, err := buf.ReadFrom(r); err != nil {
-		bufPool.Put(buf)
+		c.bufs.put(buf)
 		return 0, nil, err
 	}
 	return typ, buf, nil
@@ -634,7 +679,8 @@ func (c *front) handleFrame(cn *conn, typ websocket.MessageType, b []byte, lim w
 	{
 		c.met.bytesIn.Add(int64(len(b)))
 		c.met.framesIn.Add(1)
-		if !cn.allow(time.Now()) {
+		now := time.Now()
+		if !cn.allow(now) {
 			return &closeError{code: wire.CodeRate, reason: fmt.Sprintf("more than %g messages per second", c.lim.MsgRate)}
 		}
 		if typ == websocket.MessageBinary {
@@ -642,6 +688,7 @@ func (c *front) handleFrame(cn *conn, typ websocket.MessageType, b []byte, lim w
 			if err != nil {
 				return badFrame(err)
 			}
+			cn.heard.Store(int64(now.Sub(cn.born)) + 1)
 			if err := c.h.acceptUpdate(cn, u, len(b)); err != nil {
 				if errors.Is(err, wire.ErrBadFrame) {
 					return badFrame(err)

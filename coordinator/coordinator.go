@@ -185,9 +185,9 @@ type Coordinator struct {
 	// round is applied from the payloads (decoded a second time by
 	// Apply) and each accepted update keeps its payload too.
 	keepPayloads bool
-	// vecs recycles the decoded update vectors (*[]float64) between
-	// rounds; sum is the round loop's buffer for their sum.
-	vecs sync.Pool
+	// vecs recycles the decoded update vectors between rounds; sum is
+	// the round loop's buffer for their sum.
+	vecs *freeList[*[]float64]
 	sum  []float64
 	// lastState is the server state the round loop last committed (nil
 	// before its first commit): the state to return to if a round's
@@ -287,9 +287,11 @@ func New(cfg Config) (*Coordinator, error) {
 			met:     newMetrics(),
 			gate:    newGate(cfg.Gate, time.Duration(cfg.Session.DeadlineMillis)*time.Millisecond, cfg.Logger),
 			origins: cfg.AllowedOrigins,
+			bufs:    newReadBuffers(),
 		},
 		cfg:     cfg,
 		server:  cfg.Server,
+		vecs:    newVecList(cfg.Session.Dim),
 		store:   cfg.Store,
 		devices: make(map[string]*device),
 		changed: make(chan struct{}, 1),
@@ -703,6 +705,17 @@ func (c *Coordinator) finishRound(ctx context.Context, or *openRound) error {
 			rec.Evaluated, rec.Accuracy, rec.Loss, rec.EvalSamples = true, acc, loss, c.cfg.EvalSamples
 		}
 	}
+	// Every cohort member's decision is one of two frames: each is
+	// encoded once (before the commit, so nothing can fail after it) and
+	// the bytes are shared (writers only read them).
+	decisions := map[string][]byte{}
+	for _, st := range []string{wire.Included, wire.Excluded} {
+		b, err := wire.EncodeControl(wire.Decision{T: t, State: st})
+		if err != nil {
+			return fmt.Errorf("coordinator: round %d: encode the decision: %w", t, err)
+		}
+		decisions[st] = b
+	}
 	if err := c.store.CommitRound(rec, state); err != nil {
 		return fmt.Errorf("coordinator: %w", err)
 	}
@@ -744,7 +757,9 @@ func (c *Coordinator) finishRound(ctx context.Context, or *openRound) error {
 				c.log.Info("device no longer sampled: it did not answer its last rounds", "device", shortID(id), "misses", d.misses)
 			}
 		}
-		control(d.conn, wire.Decision{T: t, State: state})
+		if d.conn != nil {
+			d.conn.send(outFrame{data: decisions[state]})
+		}
 	}
 	if c.finished {
 		c.markEndedLocked()
@@ -789,7 +804,7 @@ func (c *Coordinator) apply(t int, included []*update) error {
 
 // vec returns a vector of length dim for decoding an update into.
 func (c *Coordinator) vec(dim int) *[]float64 {
-	if v, ok := c.vecs.Get().(*[]float64); ok && len(*v) == dim {
+	if v, ok := c.vecs.get(); ok && len(*v) == dim {
 		return v
 	}
 	v := make([]float64, dim)
@@ -800,7 +815,7 @@ func (c *Coordinator) vec(dim int) *[]float64 {
 func (c *Coordinator) recycle(us []*update) {
 	for _, u := range us {
 		if u.vec != nil {
-			c.vecs.Put(u.vec)
+			c.vecs.put(u.vec)
 		}
 	}
 }
@@ -861,14 +876,14 @@ func (c *Coordinator) acceptUpdate(cn *conn, u wire.UpdateFrame, frameLen int) e
 	vec := c.vec(dim)
 	norm, err := mechanism.DecodeNorm(*vec, u.Payload)
 	if err != nil {
-		c.vecs.Put(vec)
+		c.vecs.put(vec)
 		return fmt.Errorf("%w: update payload: %v", wire.ErrBadFrame, err)
 	}
 
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if _, drop, err := c.checkUpdateLocked(cn, u.T); drop || err != nil {
-		c.vecs.Put(vec)
+		c.vecs.put(vec)
 		return err
 	}
 	d, or := c.devices[cn.id], c.round
@@ -877,7 +892,7 @@ func (c *Coordinator) acceptUpdate(cn *conn, u wire.UpdateFrame, frameLen int) e
 	// A rejected update is excluded (the device aborts it, so its noise
 	// state stays consistent) and never reaches the aggregate.
 	if !(norm <= c.bound) {
-		c.vecs.Put(vec)
+		c.vecs.put(vec)
 		c.met.rejectedUpdates.Add(1)
 		reason := fmt.Sprintf("rejected: the update's norm %.4g is above the session's bound %.4g", norm, c.bound)
 		c.log.Warn("update rejected", "device", shortID(cn.id), "round", u.T, "norm", norm, "bound", c.bound)

@@ -76,7 +76,7 @@ type Edge struct {
 	round     *edgeRound
 	lastRound int // the newest round number assigned on this edge
 	rosters   int // rosters sent (each is numbered)
-	vecs      sync.Pool
+	vecs      *freeList[*[]float64]
 
 	// counters (/metrics)
 	hellos      atomic.Int64
@@ -153,8 +153,9 @@ func NewEdge(cfg EdgeConfig) (*Edge, error) {
 	lim := cfg.Limits.withDefaults(0)
 	e := &Edge{
 		front: &front{lim: lim, met: newMetrics(), log: cfg.Logger.With("edge", cfg.ID), origins: cfg.AllowedOrigins,
-			gate: newGate(cfg.Gate, 20*time.Second, cfg.Logger)},
-		cfg: cfg, nc: cfg.Conn, instance: binary.LittleEndian.Uint64(b[:]) | 1,
+			gate: newGate(cfg.Gate, 20*time.Second, cfg.Logger), bufs: newReadBuffers()},
+		vecs: newVecList(0),
+		cfg:  cfg, nc: cfg.Conn, instance: binary.LittleEndian.Uint64(b[:]) | 1,
 		up: cfg.Prefix + ".up." + cfg.ID, conns: map[uint64]*edgeConn{},
 		// Connection numbers start at random: a restarted edge never
 		// reuses a number the session may still hold for its
@@ -601,12 +602,12 @@ func (e *Edge) acceptUpdate(cn *conn, u wire.UpdateFrame, frameLen int) error {
 	vec := e.vec(r.dim)
 	norm, err := mechanism.DecodeNorm(*vec, u.Payload)
 	if err != nil {
-		e.vecs.Put(vec)
+		e.vecs.put(vec)
 		return fmt.Errorf("%w: update payload: %v", wire.ErrBadFrame, err)
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	defer e.vecs.Put(vec)
+	defer e.vecs.put(vec)
 	if r2, ok, err := e.checkUpdateLocked(cn, u.T); !ok || err != nil || r2 != r {
 		return err
 	}
@@ -668,7 +669,7 @@ func (e *Edge) checkUpdateLocked(cn *conn, t int) (r *edgeRound, ok bool, err er
 }
 
 func (e *Edge) vec(dim int) *[]float64 {
-	if v, ok := e.vecs.Get().(*[]float64); ok && len(*v) == dim {
+	if v, ok := e.vecs.get(); ok && len(*v) == dim {
 		return v
 	}
 	v := make([]float64, dim)

@@ -1,6 +1,7 @@
 package coordinator
 
 import (
+	"bytes"
 	"log/slog"
 
 	"browserfl/shared/wire"
@@ -20,6 +21,8 @@ type front struct {
 	log     *slog.Logger
 	origins []string // websocket Origin patterns besides the request's own host
 	h       handler
+	// bufs holds the read buffers of frames (readFrame).
+	bufs *freeList[*bytes.Buffer]
 }
 
 // handler is what a front calls for an admitted connection's traffic. The

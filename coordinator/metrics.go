@@ -34,6 +34,7 @@ type metrics struct {
 	updates          atomic.Int64
 	framesIn         atomic.Int64
 	framesOut        atomic.Int64
+	pings            atomic.Int64
 	bytesIn          atomic.Int64
 	bytesOut         atomic.Int64
 	evicted          atomic.Int64
@@ -151,6 +152,7 @@ func (c *Coordinator) WriteMetrics(w io.Writer) error {
 		{"browserfl_grace_drops_total", "Cohort members dropped from a round after disconnecting for longer than the grace.", "counter", float64(m.graceDrops.Load())},
 		{"browserfl_frames_in_total", "Frames read after hello.", "counter", float64(m.framesIn.Load())},
 		{"browserfl_frames_out_total", "Frames written.", "counter", float64(m.framesOut.Load())},
+		{"browserfl_pings_total", "Heartbeat pings sent (a device that sent an update less than an interval ago is not pinged).", "counter", float64(m.pings.Load())},
 		{"browserfl_bytes_in_total", "Websocket payload bytes read.", "counter", float64(m.bytesIn.Load())},
 		{"browserfl_bytes_out_total", "Round assignment bytes queued.", "counter", float64(m.bytesOut.Load())},
 		{"browserfl_rounds_committed_total", "Rounds committed by this process.", "counter", float64(rounds)},

@@ -140,11 +140,11 @@ func (s *Store) CommitRound(rec RoundRecord, serverState []byte) error {
 			}
 		}
 		states := tx.Bucket(bucketStates)
-		if err := states.Put(roundKey(rec.T), serverState); err != nil {
+		if err := putState(states, rec.T, serverState); err != nil {
 			return err
 		}
 		if rec.T > KeepStates {
-			if err := states.Delete(roundKey(rec.T - KeepStates)); err != nil {
+			if err := deleteState(states, rec.T-KeepStates); err != nil {
 				return err
 			}
 		}
@@ -154,6 +154,47 @@ func (s *Store) CommitRound(rec RoundRecord, serverState []byte) error {
 		return fmt.Errorf("commit round %d: %w", rec.T, err)
 	}
 	return nil
+}
+
+// keyState is the key of the state inside its round's bucket.
+var keyState = []byte("s")
+
+// Each kept state is a bucket of its own, under its round's key in
+// bucketStates, holding one value. With the states as plain values of
+// one bucket, every leaf of that bucket held at least two of them (bbolt
+// splits no page below two keys), so a commit, which adds one state and
+// deletes the oldest, rewrote about four (1.3 MB a round at d = 7,850,
+// most of the coordinator's allocation); now it writes the new state and
+// frees the oldest's pages. A store written before keeps its states as
+// plain values: getState reads and deleteState deletes either form.
+
+// getState returns the state kept for round t, nil if none.
+func getState(states *bolt.Bucket, t int) []byte {
+	if b := states.Bucket(roundKey(t)); b != nil {
+		return b.Get(keyState)
+	}
+	return states.Get(roundKey(t))
+}
+
+// putState keeps v as the state of round t, replacing any.
+func putState(states *bolt.Bucket, t int, v []byte) error {
+	if err := deleteState(states, t); err != nil {
+		return err
+	}
+	b, err := states.CreateBucket(roundKey(t))
+	if err != nil {
+		return err
+	}
+	return b.Put(keyState, v)
+}
+
+// deleteState deletes the state of round t, if any.
+func deleteState(states *bolt.Bucket, t int) error {
+	k := roundKey(t)
+	if states.Bucket(k) != nil {
+		return states.DeleteBucket(k)
+	}
+	return states.Delete(k)
 }
 
 // KeepStates is the number of most recent committed rounds whose server
@@ -202,14 +243,14 @@ func (s *Store) RollBack(to int) error {
 		if err := meta.Delete(keyServer); err != nil {
 			return err
 		}
-		if to > 0 && states.Get(roundKey(to)) == nil {
+		if to > 0 && getState(states, to) == nil {
 			return fmt.Errorf("no state kept for round %d", to)
 		}
 		for t := to + 1; t <= committed; t++ {
 			if err := rounds.Delete(roundKey(t)); err != nil {
 				return err
 			}
-			if err := states.Delete(roundKey(t)); err != nil {
+			if err := deleteState(states, t); err != nil {
 				return err
 			}
 		}
@@ -255,7 +296,7 @@ func (s *Store) State() (committed int, serverState []byte, err error) {
 		// KeepStates; a store written before that kept it under keyServer
 		// as well.
 		if committed > 0 {
-			if v := tx.Bucket(bucketStates).Get(roundKey(committed)); v != nil {
+			if v := getState(tx.Bucket(bucketStates), committed); v != nil {
 				serverState = append([]byte(nil), v...)
 				return nil
 			}

@@ -83,6 +83,7 @@ type options struct {
 	Reset              bool    `json:"-"`
 	RollbackTo         int     `json:"-"`
 	cpuProfile         string
+	memProfile         string
 	LogLevel           string `json:"log_level"`
 	// The cluster shape (docs/cluster.md).
 	Role       string `json:"role"`
@@ -168,6 +169,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.EdgeID, "edge-id", "", "-role edge: this edge's name, unique in the cluster (default: the host name and listen port)")
 	fs.StringVar(&o.SessionURL, "session-url", "", "-role edge: the session process's HTTP URL; the page's /api/ calls and the dashboard are proxied to it (run the session with -trust-proxy)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile to this file until shutdown (measurements)")
+	memProfile := fs.String("memprofile", "", "write a heap profile (with every allocation since start: go tool pprof -sample_index=alloc_space) to this file at shutdown (measurements)")
 	p := &o.Session
 	fs.StringVar(&p.Name, "name", p.Name, "session name")
 	fs.StringVar(&p.Algorithm, "algorithm", p.Algorithm, "algorithm: "+strings.Join(optim.Names(), ", "))
@@ -243,6 +245,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 		}
 	}
 	o.cpuProfile = *cpuProfile
+	o.memProfile = *memProfile
 	if (o.TLSCert == "") != (o.TLSKey == "") {
 		return o, errors.New("-tls-cert and -tls-key go together")
 	}
@@ -287,6 +290,19 @@ func run(args []string, stderr io.Writer) error {
 			return err
 		}
 		defer pprof.StopCPUProfile()
+	}
+	if o.memProfile != "" {
+		defer func() {
+			f, err := os.Create(o.memProfile)
+			if err != nil {
+				fmt.Fprintf(stderr, "coordinator: -memprofile: %v\n", err)
+				return
+			}
+			defer f.Close()
+			if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+				fmt.Fprintf(stderr, "coordinator: -memprofile: %v\n", err)
+			}
+		}()
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(o.LogLevel)); err != nil {

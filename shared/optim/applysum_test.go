@@ -59,6 +59,11 @@ func TestApplySumMatchesApply(t *testing.T) {
 				if !bytes.Equal(ma, mb) {
 					t.Fatalf("round %d: ApplySum's state differs from Apply's", r)
 				}
+				// MarshalBinary sizes its buffer exactly (one allocation
+				// a round in the coordinator).
+				if len(ma) != cap(ma) {
+					t.Errorf("round %d: state of %d bytes in a buffer of %d", r, len(ma), cap(ma))
+				}
 			}
 			before, _ := b.MarshalBinary()
 			next := 6

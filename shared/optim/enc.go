@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"slices"
 )
 
 // wbuf and rbuf are the little-endian codec of the marshalled states.
@@ -19,6 +20,7 @@ func (w *wbuf) bytes(v []byte) { w.u64(uint64(len(v))); w.b = append(w.b, v...) 
 func (w *wbuf) str(s string)   { w.bytes([]byte(s)) }
 func (w *wbuf) vec(v []float64) {
 	w.u64(uint64(len(v)))
+	w.b = slices.Grow(w.b, 8*len(v)) // one growth for the whole vector
 	for _, x := range v {
 		w.f64(x)
 	}

@@ -245,6 +245,9 @@ func streamFor(s *mechanism.Stream, seed mechanism.Seed, purpose uint32) *mechan
 
 func (s *server) MarshalBinary() ([]byte, error) {
 	var w wbuf
+	// The exact size: one allocation (the coordinator marshals the state
+	// every round).
+	w.b = make([]byte, 0, len(serverMagic)+1+8+len(s.a.Name)+2*8+8*(5+len(s.x)+len(s.w)+len(s.xprev)+len(s.q)+len(s.h)))
 	w.b = append(w.b, serverMagic...)
 	w.u8(serverVersion)
 	w.str(s.a.Name)
