@@ -803,13 +803,7 @@ func (c *Coordinator) apply(t int, included []*update) error {
 }
 
 // vec returns a vector of length dim for decoding an update into.
-func (c *Coordinator) vec(dim int) *[]float64 {
-	if v, ok := c.vecs.get(); ok && len(*v) == dim {
-		return v
-	}
-	v := make([]float64, dim)
-	return &v
-}
+func (c *Coordinator) vec(dim int) *[]float64 { return takeVec(c.vecs, dim) }
 
 // recycle returns the vectors of a finished round's updates for reuse.
 func (c *Coordinator) recycle(us []*update) {

@@ -668,13 +668,7 @@ func (e *Edge) checkUpdateLocked(cn *conn, t int) (r *edgeRound, ok bool, err er
 	return nil, false, nil
 }
 
-func (e *Edge) vec(dim int) *[]float64 {
-	if v, ok := e.vecs.get(); ok && len(*v) == dim {
-		return v
-	}
-	v := make([]float64, dim)
-	return &v
-}
+func (e *Edge) vec(dim int) *[]float64 { return takeVec(e.vecs, dim) }
 
 // status implements handler: an update the edge still holds is pending;
 // anything else is the session's to answer (after whatever the edge sent

@@ -73,6 +73,15 @@ func newVecList(dim int) *freeList[*[]float64] {
 	}
 }
 
+// takeVec returns a vector of length dim from f, or a new one.
+func takeVec(f *freeList[*[]float64], dim int) *[]float64 {
+	if v, ok := f.get(); ok && len(*v) == dim {
+		return v
+	}
+	v := make([]float64, dim)
+	return &v
+}
+
 // Read buffers: frames are read one at a time per connection, so a few
 // dozen cover the connections reading at once; a buffer grown past
 // maxKeptReadBuffer (a frame far larger than an update) is dropped.

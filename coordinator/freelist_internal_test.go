@@ -55,6 +55,14 @@ func TestVecAndBufferLists(t *testing.T) {
 	if _, ok := e.get(); ok {
 		t.Error("the edge's list kept an oversized vector")
 	}
+	kept := make([]float64, 10)
+	v.put(&kept)
+	if got := takeVec(v, 10); got != &kept {
+		t.Error("takeVec did not hand back the kept vector")
+	}
+	if got := takeVec(v, 10); got == &kept || len(*got) != 10 {
+		t.Errorf("takeVec on an empty list: %p of length %d, want a new vector of 10", got, len(*got))
+	}
 	b := newReadBuffers()
 	huge := bytes.NewBuffer(make([]byte, 0, maxKeptReadBuffer+1))
 	b.put(huge)
