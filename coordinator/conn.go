@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -54,6 +55,9 @@ type wsConn interface {
 // (its reader) and a timer for its pings.
 type conn struct {
 	ws wsConn
+	// nc is the network connection under ws (nil for a fake): writes
+	// set their timeout on it (write).
+	nc net.Conn
 	f  *front
 	// ctx is the connection's lifetime (its writes and pings use it);
 	// stop cancels it when the reader returns.
@@ -259,9 +263,25 @@ func (cn *conn) writer() {
 
 // write sends f; it reports false when the connection is to end (f was
 // the closing frame, or the write failed).
+//
+// The write timeout is a deadline on the network connection, set before
+// the frame and cleared after it, not a context with a timeout: such a
+// context allocates a timer for every frame and the websocket library
+// hangs a callback on it, about 3 µs of CPU a frame (docs/coordinator.md,
+// "CPU against a plain websocket server"). Without a network connection
+// (the server fuzz test's fake) the context carries the timeout.
 func (cn *conn) write(f outFrame) bool {
-	wctx, cancel := context.WithTimeout(cn.ctx, cn.f.lim.WriteTimeout)
-	defer cancel()
+	wctx := cn.ctx
+	if cn.nc != nil {
+		cn.nc.SetWriteDeadline(time.Now().Add(cn.f.lim.WriteTimeout))
+		// Cleared after the frame: the library's own control frames
+		// (pongs, close) must not inherit an expired deadline.
+		defer cn.nc.SetWriteDeadline(time.Time{})
+	} else {
+		var cancel context.CancelFunc
+		wctx, cancel = context.WithTimeout(cn.ctx, cn.f.lim.WriteTimeout)
+		defer cancel()
+	}
 	if f.close != nil {
 		if b, e := wire.EncodeControl(wire.Error{Code: f.close.code, Reason: f.close.reason}); e == nil {
 			cn.ws.Write(wctx, websocket.MessageText, b)
@@ -274,7 +294,8 @@ func (cn *conn) write(f outFrame) bool {
 		typ = websocket.MessageBinary
 	}
 	if err := cn.ws.Write(wctx, typ, f.data); err != nil {
-		if errors.Is(wctx.Err(), context.DeadlineExceeded) && cn.ctx.Err() == nil {
+		timedOut := errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(wctx.Err(), context.DeadlineExceeded)
+		if timedOut && cn.ctx.Err() == nil {
 			cn.slow(rejSlowConsumer)
 		}
 		return false
@@ -437,7 +458,8 @@ func (c *front) ServeWS(w http.ResponseWriter, r *http.Request) {
 		tokens: float64(c.lim.MsgBurst), addr: addr, prehello: true}
 	cn.born = time.Now()
 	cn.lastTok = cn.born
-	ws, err := websocket.Accept(smallBuffers{w}, r, &websocket.AcceptOptions{
+	sb := &smallBuffers{ResponseWriter: w}
+	ws, err := websocket.Accept(sb, r, &websocket.AcceptOptions{
 		OriginPatterns:  c.origins,
 		CompressionMode: websocket.CompressionDisabled,
 	})
@@ -450,7 +472,7 @@ func (c *front) ServeWS(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ws.SetReadLimit(int64(c.lim.MaxFrameBytes))
-	cn.ws = ws
+	cn.ws, cn.nc = ws, sb.nc
 	cn.ctx, cn.stop = context.WithCancel(context.Background())
 	cn.startPings()
 	if err := c.hello(cn); err != nil {
@@ -521,10 +543,14 @@ func (c *front) end(cn *conn, err error) {
 const wsBufferSize = 512
 
 // smallBuffers is the ResponseWriter handed to websocket.Accept: its
-// Hijack gives the websocket library buffers of wsBufferSize bytes.
-type smallBuffers struct{ http.ResponseWriter }
+// Hijack gives the websocket library buffers of wsBufferSize bytes and
+// keeps the network connection in nc.
+type smallBuffers struct {
+	http.ResponseWriter
+	nc net.Conn
+}
 
-func (s smallBuffers) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+func (s *smallBuffers) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	hj, ok := s.ResponseWriter.(http.Hijacker)
 	if !ok {
 		return nil, nil, errors.New("coordinator: the response writer cannot be hijacked")
@@ -551,6 +577,7 @@ func (s smallBuffers) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 			return nil, nil, fmt.Errorf("coordinator: carry over buffered bytes: %w", err)
 		}
 	}
+	s.nc = nc
 	return nc, bufio.NewReadWriter(br, bufio.NewWriterSize(nc, wsBufferSize)), nil
 }
 

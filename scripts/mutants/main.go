@@ -214,6 +214,13 @@ var mutations = []mutation{
 		pkgs: []string{"./coordinator/", "-run", "Crash|EndToEnd|Admission|Hostile"},
 	},
 	{
+		name: "write-no-deadline", why: "a frame is written without the write timeout (a client that stops reading holds its writer for good)",
+		file: "coordinator/conn.go",
+		old:  "cn.nc.SetWriteDeadline(time.Now().Add(cn.f.lim.WriteTimeout))",
+		new:  "_ = time.Now",
+		pkgs: []string{"./coordinator/", "-run", "WriteTimeout"},
+	},
+	{
 		name: "admission-reads-before-lock", why: "admission reads the pending round's record before taking the lock (the round may commit in between)",
 		file: "coordinator/coordinator.go",
 		old:  "\tif c.cfg.BeforeAdmit != nil {\n\t\tc.cfg.BeforeAdmit(w.DeviceID, h.Pending)",

@@ -1,0 +1,91 @@
+package coordinator
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+)
+
+// TestWriteTimeoutDropsSlowConsumer: a client that stops reading while
+// a frame is being written is dropped as a slow consumer once the write
+// timeout passes. The timeout is a deadline on the network connection
+// (write), so the test sends a frame far larger than both ends' socket
+// buffers (made small) to a client that never reads, and waits for the
+// connection to end. Without the deadline the write would block until
+// the guard below fails the test; without the deadline's error counted
+// as a timeout, the connection would end without a slow consumer.
+func TestWriteTimeoutDropsSlowConsumer(t *testing.T) {
+	type accepted struct {
+		ws *websocket.Conn
+		nc net.Conn
+	}
+	got := make(chan accepted, 1)
+	done := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sb := &smallBuffers{ResponseWriter: w}
+		ws, err := websocket.Accept(sb, r, &websocket.AcceptOptions{CompressionMode: websocket.CompressionDisabled})
+		if err != nil {
+			t.Errorf("accept: %v", err)
+			return
+		}
+		got <- accepted{ws, sb.nc}
+		<-done
+	}))
+	defer srv.Close()
+	defer close(done)
+
+	// The guard: 50 times the write timeout, so a loaded machine does not
+	// fail the test; a write without the deadline never ends.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	dialer := &net.Dialer{}
+	client := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := dialer.DialContext(ctx, network, addr)
+		if tc, ok := c.(*net.TCPConn); ok {
+			tc.SetReadBuffer(4096)
+		}
+		return c, err
+	}}}
+	cws, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(srv.URL, "http"), &websocket.DialOptions{HTTPClient: client})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cws.CloseNow() // never read from
+	var a accepted
+	select {
+	case a = <-got:
+	case <-ctx.Done():
+		t.Fatal("no connection accepted")
+	}
+	if a.nc == nil {
+		t.Fatal("Hijack did not keep the network connection")
+	}
+	if tc, ok := a.nc.(*net.TCPConn); ok {
+		tc.SetWriteBuffer(4096)
+	}
+
+	f := &front{lim: Limits{WriteTimeout: 200 * time.Millisecond}, met: newMetrics()}
+	cn := &conn{f: f, ws: a.ws, nc: a.nc, outbox: make(chan outFrame, 4), done: make(chan struct{})}
+	cn.ctx, cn.stop = context.WithCancel(context.Background())
+	defer cn.stop()
+	if !cn.send(outFrame{binary: true, data: make([]byte, 16<<20)}) {
+		t.Fatal("the frame was not queued")
+	}
+	select {
+	case <-cn.done:
+	case <-ctx.Done():
+		t.Fatal("a client that does not read was not dropped: the write never timed out")
+	}
+	if n := f.met.slowConsumers.Load(); n != 1 {
+		t.Errorf("slow consumers = %d, want 1", n)
+	}
+	if n := f.met.rejections[rejSlowConsumer].Load(); n != 1 {
+		t.Errorf("slow-consumer rejections = %d, want 1", n)
+	}
+}
