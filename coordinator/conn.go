@@ -55,9 +55,10 @@ type wsConn interface {
 // (its reader) and a timer for its pings.
 type conn struct {
 	ws wsConn
-	// nc is the network connection under ws (nil for a fake): writes
-	// set their timeout on it (write).
-	nc net.Conn
+	// fc is the network connection under ws (nil for a fake): writes
+	// set their timeout on it and send a long frame in one system call
+	// (write).
+	fc *frameConn
 	f  *front
 	// ctx is the connection's lifetime (its writes and pings use it);
 	// stop cancels it when the reader returns.
@@ -272,11 +273,11 @@ func (cn *conn) writer() {
 // (the server fuzz test's fake) the context carries the timeout.
 func (cn *conn) write(f outFrame) bool {
 	wctx := cn.ctx
-	if cn.nc != nil {
-		cn.nc.SetWriteDeadline(time.Now().Add(cn.f.lim.WriteTimeout))
+	if cn.fc != nil {
+		cn.fc.SetWriteDeadline(time.Now().Add(cn.f.lim.WriteTimeout))
 		// Cleared after the frame: the library's own control frames
 		// (pongs, close) must not inherit an expired deadline.
-		defer cn.nc.SetWriteDeadline(time.Time{})
+		defer cn.fc.SetWriteDeadline(time.Time{})
 	} else {
 		var cancel context.CancelFunc
 		wctx, cancel = context.WithTimeout(cn.ctx, cn.f.lim.WriteTimeout)
@@ -293,7 +294,17 @@ func (cn *conn) write(f outFrame) bool {
 	if f.binary {
 		typ = websocket.MessageBinary
 	}
-	if err := cn.ws.Write(wctx, typ, f.data); err != nil {
+	long := cn.fc != nil && len(f.data) > 2*wsBufferSize
+	if long {
+		cn.fc.arm()
+	}
+	err := cn.ws.Write(wctx, typ, f.data)
+	if long {
+		if e := cn.fc.disarm(); err == nil {
+			err = e
+		}
+	}
+	if err != nil {
 		timedOut := errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(wctx.Err(), context.DeadlineExceeded)
 		if timedOut && cn.ctx.Err() == nil {
 			cn.slow(rejSlowConsumer)
@@ -472,7 +483,7 @@ func (c *front) ServeWS(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ws.SetReadLimit(int64(c.lim.MaxFrameBytes))
-	cn.ws, cn.nc = ws, sb.nc
+	cn.ws, cn.fc = ws, sb.fc
 	cn.ctx, cn.stop = context.WithCancel(context.Background())
 	cn.startPings()
 	if err := c.hello(cn); err != nil {
@@ -544,10 +555,10 @@ const wsBufferSize = 512
 
 // smallBuffers is the ResponseWriter handed to websocket.Accept: its
 // Hijack gives the websocket library buffers of wsBufferSize bytes and
-// keeps the network connection in nc.
+// has it write through a frameConn, kept in fc.
 type smallBuffers struct {
 	http.ResponseWriter
-	nc net.Conn
+	fc *frameConn
 }
 
 func (s *smallBuffers) Hijack() (net.Conn, *bufio.ReadWriter, error) {
@@ -577,8 +588,8 @@ func (s *smallBuffers) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 			return nil, nil, fmt.Errorf("coordinator: carry over buffered bytes: %w", err)
 		}
 	}
-	s.nc = nc
-	return nc, bufio.NewReadWriter(br, bufio.NewWriterSize(nc, wsBufferSize)), nil
+	s.fc = newFrameConn(nc)
+	return nc, bufio.NewReadWriter(br, bufio.NewWriterSize(s.fc, wsBufferSize)), nil
 }
 
 // helloDone releases the connection's place among its address's

@@ -23,7 +23,7 @@ import (
 func TestWriteTimeoutDropsSlowConsumer(t *testing.T) {
 	type accepted struct {
 		ws *websocket.Conn
-		nc net.Conn
+		fc *frameConn
 	}
 	got := make(chan accepted, 1)
 	done := make(chan struct{})
@@ -34,7 +34,7 @@ func TestWriteTimeoutDropsSlowConsumer(t *testing.T) {
 			t.Errorf("accept: %v", err)
 			return
 		}
-		got <- accepted{ws, sb.nc}
+		got <- accepted{ws, sb.fc}
 		<-done
 	}))
 	defer srv.Close()
@@ -63,15 +63,15 @@ func TestWriteTimeoutDropsSlowConsumer(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("no connection accepted")
 	}
-	if a.nc == nil {
+	if a.fc == nil {
 		t.Fatal("Hijack did not keep the network connection")
 	}
-	if tc, ok := a.nc.(*net.TCPConn); ok {
+	if tc, ok := a.fc.Conn.(*net.TCPConn); ok {
 		tc.SetWriteBuffer(4096)
 	}
 
 	f := &front{lim: Limits{WriteTimeout: 200 * time.Millisecond}, met: newMetrics()}
-	cn := &conn{f: f, ws: a.ws, nc: a.nc, outbox: make(chan outFrame, 4), done: make(chan struct{})}
+	cn := &conn{f: f, ws: a.ws, fc: a.fc, outbox: make(chan outFrame, 4), done: make(chan struct{})}
 	cn.ctx, cn.stop = context.WithCancel(context.Background())
 	defer cn.stop()
 	if !cn.send(outFrame{binary: true, data: make([]byte, 16<<20)}) {

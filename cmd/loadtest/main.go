@@ -303,6 +303,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	// open when a block ends counts in neither.
 	blocks := max(1, min(o.blocks, o.T))
 	var coordCPU, coordRounds, blCPU, blWall []float64
+	var coordSys syscalls
+	var blSys []baselineResult
 	var elapsed time.Duration
 	committed := 0
 	for b := range blocks {
@@ -311,6 +313,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			continue
 		}
 		cpu0, err := procCPU(pid)
+		if err != nil {
+			return err
+		}
+		sys0, err := procSyscalls(pid)
 		if err != nil {
 			return err
 		}
@@ -329,6 +335,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
+		sys1, err := procSyscalls(pid)
+		if err != nil {
+			return err
+		}
+		coordSys.reads += sys1.reads - sys0.reads
+		coordSys.writes += sys1.writes - sys0.writes
 		elapsed += time.Since(runStart)
 		coordCPU = append(coordCPU, cpu1-cpu0)
 		coordRounds = append(coordRounds, float64(committed-from))
@@ -346,6 +358,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return fail(err)
 		}
 		blCPU, blWall = append(blCPU, bl.cpuMs), append(blWall, bl.wallMs)
+		blSys = append(blSys, bl)
 	}
 	hwm, _ := procHWM(pid)
 	fl.stop()
@@ -386,6 +399,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return fail(err)
 		}
 		blCPU, blWall = append(blCPU, bl.cpuMs), append(blWall, bl.wallMs)
+		blSys = append(blSys, bl)
 	}
 	inPer, outPer := frameSizes(rs, o)
 	var blSum, wallSum float64
@@ -406,6 +420,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "ratio coordinator CPU per round / baseline server CPU per round: %.2f (per block: %s)\n",
 		cpuPerRound*1000/blMs, strings.Join(ratios, ", "))
+	var blReads, blWrites float64
+	for _, b := range blSys {
+		blReads += b.reads / float64(len(blSys))
+		blWrites += b.writes / float64(len(blSys))
+	}
+	fmt.Fprintf(stdout, "system calls per round (/proc/PID/io): coordinator %.0f reads, %.0f writes; baseline server %.0f reads, %.0f writes\n",
+		float64(coordSys.reads)/roundSum, float64(coordSys.writes)/roundSum, blReads, blWrites)
 	fmt.Fprintf(stdout, "ratio coordinator round p50 / baseline wall: %.2f (the round includes the devices' compute)\n", p50/blWallMs)
 	return nil
 }
@@ -574,6 +595,43 @@ func procStatusKB(pid int, key string) (int64, error) {
 	return 0, fmt.Errorf("%s not in /proc/%d/status", key, pid)
 }
 
+// syscalls counts a process's read-like and write-like system calls
+// (/proc/PID/io's syscr and syscw: read, recvmsg, ... and write,
+// writev, pwrite, ...).
+type syscalls struct{ reads, writes int64 }
+
+// procSyscalls returns pid's system call counts so far.
+func procSyscalls(pid int) (syscalls, error) {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "io"))
+	if err != nil {
+		return syscalls{}, err
+	}
+	var sc syscalls
+	var seen int
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, ok := strings.Cut(line, ":")
+		if !ok {
+			continue
+		}
+		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		switch k {
+		case "syscr":
+			sc.reads, seen = n, seen+1
+		case "syscw":
+			sc.writes, seen = n, seen+1
+		default:
+			continue
+		}
+		if err != nil {
+			return syscalls{}, fmt.Errorf("/proc/%d/io: %w", pid, err)
+		}
+	}
+	if seen != 2 {
+		return syscalls{}, fmt.Errorf("/proc/%d/io has no syscr and syscw", pid)
+	}
+	return sc, nil
+}
+
 // procCPU returns user+system CPU seconds of pid (assumes USER_HZ = 100,
 // the Linux default).
 func procCPU(pid int) (float64, error) {
@@ -598,7 +656,7 @@ func procCPU(pid int) (float64, error) {
 	return (ut + st) / 100, nil
 }
 
-type baselineResult struct{ wallMs, cpuMs float64 }
+type baselineResult struct{ wallMs, cpuMs, reads, writes float64 }
 
 // frameSizes returns the mean update frame and round frame sizes of the
 // recorded rounds: the baseline moves frames of these sizes.
@@ -727,7 +785,7 @@ func runBaseline(ctx context.Context, m, outBytes, inBytes, reps int, pace time.
 		return baselineResult{}, srv.err
 	}
 	var r baselineResult
-	if _, err := fmt.Sscan(out.String(), &r.wallMs, &r.cpuMs); err != nil {
+	if _, err := fmt.Sscan(out.String(), &r.wallMs, &r.cpuMs, &r.reads, &r.writes); err != nil {
 		return baselineResult{}, fmt.Errorf("baseline server output %q: %w", out.String(), err)
 	}
 	return r, nil
@@ -781,6 +839,10 @@ func baselineServer(ctx context.Context, addr string, m, outBytes, inBytes, reps
 	if err != nil {
 		return err
 	}
+	sys0, err := procSyscalls(os.Getpid())
+	if err != nil {
+		return err
+	}
 	var times []float64
 	for range reps {
 		if ctx.Err() != nil {
@@ -794,7 +856,12 @@ func baselineServer(ctx context.Context, addr string, m, outBytes, inBytes, reps
 	if err != nil {
 		return err
 	}
+	sys1, err := procSyscalls(os.Getpid())
+	if err != nil {
+		return err
+	}
 	slices.Sort(times)
-	fmt.Fprintf(stdout, "%f %f\n", times[len(times)/2], (cpu1-cpu0)*1000/float64(reps))
+	fmt.Fprintf(stdout, "%f %f %f %f\n", times[len(times)/2], (cpu1-cpu0)*1000/float64(reps),
+		float64(sys1.reads-sys0.reads)/float64(reps), float64(sys1.writes-sys0.writes)/float64(reps))
 	return nil
 }

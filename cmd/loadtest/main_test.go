@@ -290,3 +290,40 @@ func TestRefusesSessionsTheDataCannotFinish(t *testing.T) {
 		}
 	}
 }
+
+// TestProcSyscalls: the counts the tool reports per round are this
+// process's own read and write system calls: writing a pipe n times adds
+// at least n writes (the runtime may make others meanwhile), reading it
+// back adds at least as many reads.
+func TestProcSyscalls(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	before, err := procSyscalls(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 200
+	var b [1]byte
+	for range n {
+		if _, err := w.Write(b[:]); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.Read(b[:]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	after, err := procSyscalls(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := after.writes - before.writes; d < n {
+		t.Errorf("%d writes counted for %d", d, n)
+	}
+	if d := after.reads - before.reads; d < n {
+		t.Errorf("%d reads counted for %d", d, n)
+	}
+}

@@ -216,9 +216,16 @@ var mutations = []mutation{
 	{
 		name: "write-no-deadline", why: "a frame is written without the write timeout (a client that stops reading holds its writer for good)",
 		file: "coordinator/conn.go",
-		old:  "cn.nc.SetWriteDeadline(time.Now().Add(cn.f.lim.WriteTimeout))",
+		old:  "cn.fc.SetWriteDeadline(time.Now().Add(cn.f.lim.WriteTimeout))",
 		new:  "_ = time.Now",
 		pkgs: []string{"./coordinator/", "-run", "WriteTimeout"},
+	},
+	{
+		name: "frame-held-dropped", why: "a long frame's first write, held back to go out with the rest in one writev, is dropped when the frame ends on the buffer's boundary",
+		file: "coordinator/frameconn.go",
+		old:  "_, err := fc.Conn.Write(b)",
+		new:  "_, err := len(b), error(nil)",
+		pkgs: []string{"./coordinator/", "-run", "FrameConn|LongFrame"},
 	},
 	{
 		name: "admission-reads-before-lock", why: "admission reads the pending round's record before taking the lock (the round may commit in between)",

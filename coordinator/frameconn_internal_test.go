@@ -1,0 +1,167 @@
+package coordinator
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+)
+
+// recConn records what reaches the network: each call, and whether it
+// was one writev.
+type recConn struct {
+	net.Conn
+	calls []string // "write N" or "writev N+M"
+	out   bytes.Buffer
+}
+
+func (r *recConn) Write(b []byte) (int, error) {
+	r.calls = append(r.calls, "write "+strconv.Itoa(len(b)))
+	return r.out.Write(b)
+}
+
+func newRecFrameConn() (*frameConn, *recConn) {
+	rc := &recConn{}
+	fc := newFrameConn(rc)
+	fc.writev = func(c net.Conn, bufs *net.Buffers) (int64, error) {
+		desc := "writev"
+		var n int64
+		for i, b := range *bufs {
+			if i > 0 {
+				desc += "+"
+			} else {
+				desc += " "
+			}
+			desc += strconv.Itoa(len(b))
+			rc.out.Write(b)
+			n += int64(len(b))
+		}
+		rc.calls = append(rc.calls, desc)
+		return n, nil
+	}
+	return fc, rc
+}
+
+// TestFrameConn: while armed, a write of the buffer's size is held and
+// goes out with the next write in one writev; unarmed, or of another
+// size, a write passes through; disarm sends a write still held. In
+// every case the bytes arrive in the order written.
+func TestFrameConn(t *testing.T) {
+	full := bytes.Repeat([]byte{'a'}, wsBufferSize)
+	rest := bytes.Repeat([]byte{'b'}, 3000)
+	small := []byte("pong")
+	cases := []struct {
+		name   string
+		armed  bool
+		writes [][]byte
+		want   []string // calls before disarm
+		after  []string // calls after disarm
+	}{
+		{"unarmed: two writes", false, [][]byte{full, rest}, []string{"write 512", "write 3000"}, nil},
+		{"armed: one writev", true, [][]byte{full, rest}, []string{"writev 512+3000"}, nil},
+		{"armed, small write first", true, [][]byte{small, full, rest}, []string{"write 4", "writev 512+3000"}, nil},
+		{"armed, frame ends on the boundary", true, [][]byte{full}, nil, []string{"write 512"}},
+		{"armed, a small write after the held one", true, [][]byte{full, small}, []string{"writev 512+4"}, nil},
+	}
+	for _, tc := range cases {
+		fc, rc := newRecFrameConn()
+		if tc.armed {
+			fc.arm()
+		}
+		var want bytes.Buffer
+		for _, w := range tc.writes {
+			n, err := fc.Write(w)
+			if err != nil || n != len(w) {
+				t.Fatalf("%s: Write = %d, %v; want %d, nil", tc.name, n, err, len(w))
+			}
+			want.Write(w)
+		}
+		if !slices.Equal(rc.calls, tc.want) {
+			t.Errorf("%s: calls %q, want %q", tc.name, rc.calls, tc.want)
+		}
+		rc.calls = nil
+		if err := fc.disarm(); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(rc.calls, tc.after) {
+			t.Errorf("%s: disarm sent %q, want %q", tc.name, rc.calls, tc.after)
+		}
+		if !bytes.Equal(rc.out.Bytes(), want.Bytes()) {
+			t.Errorf("%s: %d bytes arrived, not the %d written in order", tc.name, rc.out.Len(), want.Len())
+		}
+		// Disarmed: a full-buffer write passes through.
+		rc.calls = nil
+		fc.Write(full)
+		if !slices.Equal(rc.calls, []string{"write 512"}) {
+			t.Errorf("%s: after disarm, calls %q", tc.name, rc.calls)
+		}
+	}
+}
+
+// TestLongFrameOneWritev: through the real websocket library and a real
+// loopback connection, a round-sized frame written by conn.write leaves
+// in one writev and arrives intact, and so does a small frame after it
+// (which passes straight through).
+func TestLongFrameOneWritev(t *testing.T) {
+	got := make(chan *conn, 1)
+	done := make(chan struct{})
+	var calls []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sb := &smallBuffers{ResponseWriter: w}
+		ws, err := websocket.Accept(sb, r, &websocket.AcceptOptions{CompressionMode: websocket.CompressionDisabled})
+		if err != nil {
+			t.Errorf("accept: %v", err)
+			return
+		}
+		inner := sb.fc.writev
+		sb.fc.writev = func(c net.Conn, bufs *net.Buffers) (int64, error) {
+			calls = append(calls, "writev")
+			return inner(c, bufs)
+		}
+		f := &front{lim: Limits{WriteTimeout: 10 * time.Second}, met: newMetrics()}
+		cn := &conn{f: f, ws: ws, fc: sb.fc, outbox: make(chan outFrame, 4), done: make(chan struct{}), manual: true}
+		cn.ctx, cn.stop = context.WithCancel(context.Background())
+		got <- cn
+		<-done
+		cn.stop()
+	}))
+	defer srv.Close()
+	defer close(done)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cws, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(srv.URL, "http"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cws.CloseNow()
+	cws.SetReadLimit(1 << 20)
+	cn := <-got
+
+	long := make([]byte, 62817) // a round frame at d = 7,850
+	for i := range long {
+		long[i] = byte(i * 7)
+	}
+	for _, f := range []outFrame{{binary: true, data: long}, {data: []byte(`{"type":"decision"}`)}} {
+		if !cn.write(f) {
+			t.Fatal("write failed")
+		}
+		_, b, err := cws.Read(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(b, f.data) {
+			t.Fatalf("a frame of %d bytes arrived as %d different bytes", len(f.data), len(b))
+		}
+	}
+	if len(calls) != 1 {
+		t.Errorf("%d writev calls for one long and one short frame, want 1", len(calls))
+	}
+}
