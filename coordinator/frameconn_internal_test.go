@@ -4,15 +4,10 @@ import (
 	"bytes"
 	"context"
 	"net"
-	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
-
-	"github.com/coder/websocket"
 )
 
 // recConn records what reaches the network: each call, and whether it
@@ -111,39 +106,20 @@ func TestFrameConn(t *testing.T) {
 // in one writev and arrives intact, and so does a small frame after it
 // (which passes straight through).
 func TestLongFrameOneWritev(t *testing.T) {
-	got := make(chan *conn, 1)
-	done := make(chan struct{})
-	var calls []string
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		sb := &smallBuffers{ResponseWriter: w}
-		ws, err := websocket.Accept(sb, r, &websocket.AcceptOptions{CompressionMode: websocket.CompressionDisabled})
-		if err != nil {
-			t.Errorf("accept: %v", err)
-			return
-		}
-		inner := sb.fc.writev
-		sb.fc.writev = func(c net.Conn, bufs *net.Buffers) (int64, error) {
-			calls = append(calls, "writev")
-			return inner(c, bufs)
-		}
-		f := &front{lim: Limits{WriteTimeout: 10 * time.Second}, met: newMetrics()}
-		cn := &conn{f: f, ws: ws, fc: sb.fc, outbox: make(chan outFrame, 4), done: make(chan struct{}), manual: true}
-		cn.ctx, cn.stop = context.WithCancel(context.Background())
-		got <- cn
-		<-done
-		cn.stop()
-	}))
-	defer srv.Close()
-	defer close(done)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	cws, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(srv.URL, "http"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cws.CloseNow()
+	cws, ws, fc := loopbackWS(ctx, t, nil)
 	cws.SetReadLimit(1 << 20)
-	cn := <-got
+	var calls []string
+	inner := fc.writev
+	fc.writev = func(c net.Conn, bufs *net.Buffers) (int64, error) {
+		calls = append(calls, "writev")
+		return inner(c, bufs)
+	}
+	f := &front{lim: Limits{WriteTimeout: 10 * time.Second}, met: newMetrics()}
+	cn := &conn{f: f, ws: ws, fc: fc, outbox: make(chan outFrame, 4), done: make(chan struct{}), manual: true}
+	cn.ctx, cn.stop = context.WithCancel(context.Background())
+	defer cn.stop()
 
 	long := make([]byte, 62817) // a round frame at d = 7,850
 	for i := range long {

@@ -21,25 +21,6 @@ import (
 // the guard below fails the test; without the deadline's error counted
 // as a timeout, the connection would end without a slow consumer.
 func TestWriteTimeoutDropsSlowConsumer(t *testing.T) {
-	type accepted struct {
-		ws *websocket.Conn
-		fc *frameConn
-	}
-	got := make(chan accepted, 1)
-	done := make(chan struct{})
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		sb := &smallBuffers{ResponseWriter: w}
-		ws, err := websocket.Accept(sb, r, &websocket.AcceptOptions{CompressionMode: websocket.CompressionDisabled})
-		if err != nil {
-			t.Errorf("accept: %v", err)
-			return
-		}
-		got <- accepted{ws, sb.fc}
-		<-done
-	}))
-	defer srv.Close()
-	defer close(done)
-
 	// The guard: 50 times the write timeout, so a loaded machine does not
 	// fail the test; a write without the deadline never ends.
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -52,26 +33,13 @@ func TestWriteTimeoutDropsSlowConsumer(t *testing.T) {
 		}
 		return c, err
 	}}}
-	cws, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(srv.URL, "http"), &websocket.DialOptions{HTTPClient: client})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cws.CloseNow() // never read from
-	var a accepted
-	select {
-	case a = <-got:
-	case <-ctx.Done():
-		t.Fatal("no connection accepted")
-	}
-	if a.fc == nil {
-		t.Fatal("Hijack did not keep the network connection")
-	}
-	if tc, ok := a.fc.Conn.(*net.TCPConn); ok {
+	_, ws, fc := loopbackWS(ctx, t, &websocket.DialOptions{HTTPClient: client}) // the client never reads
+	if tc, ok := fc.Conn.(*net.TCPConn); ok {
 		tc.SetWriteBuffer(4096)
 	}
 
 	f := &front{lim: Limits{WriteTimeout: 200 * time.Millisecond}, met: newMetrics()}
-	cn := &conn{f: f, ws: a.ws, fc: a.fc, outbox: make(chan outFrame, 4), done: make(chan struct{})}
+	cn := &conn{f: f, ws: ws, fc: fc, outbox: make(chan outFrame, 4), done: make(chan struct{})}
 	cn.ctx, cn.stop = context.WithCancel(context.Background())
 	defer cn.stop()
 	if !cn.send(outFrame{binary: true, data: make([]byte, 16<<20)}) {
@@ -88,4 +56,45 @@ func TestWriteTimeoutDropsSlowConsumer(t *testing.T) {
 	if n := f.met.rejections[rejSlowConsumer].Load(); n != 1 {
 		t.Errorf("slow-consumer rejections = %d, want 1", n)
 	}
+}
+
+// loopbackWS starts a server that accepts a websocket as ServeWS does
+// (through smallBuffers) and holds it until the test ends, dials it with
+// opts, and returns the client's connection and the server's, with the
+// frameConn under the latter.
+func loopbackWS(ctx context.Context, t *testing.T, opts *websocket.DialOptions) (client, server *websocket.Conn, fc *frameConn) {
+	t.Helper()
+	type accepted struct {
+		ws *websocket.Conn
+		fc *frameConn
+	}
+	got := make(chan accepted, 1)
+	done := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sb := &smallBuffers{ResponseWriter: w}
+		ws, err := websocket.Accept(sb, r, &websocket.AcceptOptions{CompressionMode: websocket.CompressionDisabled})
+		if err != nil {
+			t.Errorf("accept: %v", err)
+			return
+		}
+		got <- accepted{ws, sb.fc}
+		<-done
+	}))
+	t.Cleanup(srv.Close)
+	t.Cleanup(func() { close(done) })
+	client, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(srv.URL, "http"), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { client.CloseNow() })
+	select {
+	case a := <-got:
+		if a.fc == nil {
+			t.Fatal("Hijack did not keep the network connection")
+		}
+		return client, a.ws, a.fc
+	case <-ctx.Done():
+		t.Fatal("no connection accepted")
+	}
+	return nil, nil, nil
 }
