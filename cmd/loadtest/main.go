@@ -304,6 +304,20 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	blocks := max(1, min(o.blocks, o.T))
 	var coordCPU, coordRounds, blCPU, blWall []float64
 	var coordSys syscalls
+	// Heartbeat pings the coordinator sent during the blocks of rounds
+	// (browserfl_pings_total; a diagnostic: pingsOK turns false if a
+	// scrape fails).
+	var pings float64
+	pingsOK := true
+	pingCount := func() float64 {
+		m, err := scrapeMetrics(ctx, base+"/metrics")
+		if err != nil {
+			pingsOK = false
+			fmt.Fprintf(stderr, "loadtest: reading the coordinator's pings: %v\n", err)
+			return 0
+		}
+		return m["browserfl_pings_total"]
+	}
 	var blSys []baselineResult
 	var elapsed time.Duration
 	committed := 0
@@ -320,6 +334,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
+		pings0 := pingCount()
 		from := committed
 		runStart := time.Now()
 		if err := teacher(ctx, base, "resume"); err != nil {
@@ -341,6 +356,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		coordSys.reads += sys1.reads - sys0.reads
 		coordSys.writes += sys1.writes - sys0.writes
+		pings += pingCount() - pings0
 		elapsed += time.Since(runStart)
 		coordCPU = append(coordCPU, cpu1-cpu0)
 		coordRounds = append(coordRounds, float64(committed-from))
@@ -425,8 +441,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		blReads += b.reads / float64(len(blSys))
 		blWrites += b.writes / float64(len(blSys))
 	}
-	fmt.Fprintf(stdout, "system calls per round (/proc/PID/io): coordinator %.0f reads, %.0f writes; baseline server %.0f reads, %.0f writes\n",
-		float64(coordSys.reads)/roundSum, float64(coordSys.writes)/roundSum, blReads, blWrites)
+	pingsPer := "n/a"
+	if pingsOK {
+		pingsPer = fmt.Sprintf("%.0f", pings/roundSum)
+	}
+	fmt.Fprintf(stdout, "system calls per round (/proc/PID/io): coordinator %.0f reads, %.0f writes (heartbeat pings per round: %s); baseline server %.0f reads, %.0f writes\n",
+		float64(coordSys.reads)/roundSum, float64(coordSys.writes)/roundSum, pingsPer, blReads, blWrites)
 	fmt.Fprintf(stdout, "ratio coordinator round p50 / baseline wall: %.2f (the round includes the devices' compute)\n", p50/blWallMs)
 	return nil
 }
