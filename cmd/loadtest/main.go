@@ -302,7 +302,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	// read at the start and end of each block of rounds, so a round still
 	// open when a block ends counts in neither.
 	blocks := max(1, min(o.blocks, o.T))
-	var coordCPU, coordRounds, blCPU, blWall []float64
+	var coordCPU, coordRounds []float64
+	var bls []baselineResult // one per block of the baseline
 	var coordSys syscalls
 	// Heartbeat pings the coordinator sent during the blocks of rounds
 	// (browserfl_pings_total; a diagnostic: pingsOK turns false if a
@@ -318,7 +319,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		return m["browserfl_pings_total"]
 	}
-	var blSys []baselineResult
 	var elapsed time.Duration
 	committed := 0
 	for b := range blocks {
@@ -373,8 +373,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return fail(err)
 		}
-		blCPU, blWall = append(blCPU, bl.cpuMs), append(blWall, bl.wallMs)
-		blSys = append(blSys, bl)
+		bls = append(bls, bl)
 	}
 	hwm, _ := procHWM(pid)
 	fl.stop()
@@ -407,46 +406,43 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if included == 0 {
 		return errors.New("no update was included")
 	}
-	if len(blCPU) == 0 {
+	if len(bls) == 0 {
 		// One block (or every round in the first): the baseline runs once,
 		// after the rounds.
 		bl, err := baselineBlock(ctx, base, o, o.T, 1, stderr)
 		if err != nil {
 			return fail(err)
 		}
-		blCPU, blWall = append(blCPU, bl.cpuMs), append(blWall, bl.wallMs)
-		blSys = append(blSys, bl)
+		bls = append(bls, bl)
 	}
 	inPer, outPer := frameSizes(rs, o)
-	var blSum, wallSum float64
-	for i := range blCPU {
-		blSum += blCPU[i]
-		wallSum += blWall[i]
+	var mean baselineResult
+	for _, b := range bls {
+		k := float64(len(bls))
+		mean.wallMs += b.wallMs / k
+		mean.cpuMs += b.cpuMs / k
+		mean.reads += b.reads / k
+		mean.writes += b.writes / k
 	}
-	blMs, blWallMs := blSum/float64(len(blCPU)), wallSum/float64(len(blWall))
+	blMs, blWallMs := mean.cpuMs, mean.wallMs
 	paced := ""
 	if o.paced {
 		paced = "; clients answer after a random delay up to the coordinator's median round (-baseline-paced)"
 	}
 	fmt.Fprintf(stdout, "loopback baseline (%d x (%d B out + %d B in) websocket frames, no logic, server in its own process; %d blocks of %d rounds between the coordinator's%s): wall median %.1f ms, server CPU %.1f ms per round\n",
-		o.m, outPer, inPer, len(blCPU), max(1, o.baselineRep/blocks), paced, blWallMs, blMs)
+		o.m, outPer, inPer, len(bls), max(1, o.baselineRep/blocks), paced, blWallMs, blMs)
 	ratios := make([]string, 0, len(coordCPU))
-	for i := range min(len(coordCPU), len(blCPU)) {
-		ratios = append(ratios, fmt.Sprintf("%.2f", coordCPU[i]*1000/coordRounds[i]/blCPU[i]))
+	for i := range min(len(coordCPU), len(bls)) {
+		ratios = append(ratios, fmt.Sprintf("%.2f", coordCPU[i]*1000/coordRounds[i]/bls[i].cpuMs))
 	}
 	fmt.Fprintf(stdout, "ratio coordinator CPU per round / baseline server CPU per round: %.2f (per block: %s)\n",
 		cpuPerRound*1000/blMs, strings.Join(ratios, ", "))
-	var blReads, blWrites float64
-	for _, b := range blSys {
-		blReads += b.reads / float64(len(blSys))
-		blWrites += b.writes / float64(len(blSys))
-	}
 	pingsPer := "n/a"
 	if pingsOK {
 		pingsPer = fmt.Sprintf("%.0f", pings/roundSum)
 	}
 	fmt.Fprintf(stdout, "system calls per round (/proc/PID/io): coordinator %.0f reads, %.0f writes (heartbeat pings per round: %s); baseline server %.0f reads, %.0f writes\n",
-		float64(coordSys.reads)/roundSum, float64(coordSys.writes)/roundSum, pingsPer, blReads, blWrites)
+		float64(coordSys.reads)/roundSum, float64(coordSys.writes)/roundSum, pingsPer, mean.reads, mean.writes)
 	fmt.Fprintf(stdout, "ratio coordinator round p50 / baseline wall: %.2f (the round includes the devices' compute)\n", p50/blWallMs)
 	return nil
 }
@@ -593,26 +589,48 @@ func (c *child) stop(grace time.Duration) {
 }
 
 // procRSS returns the resident set size of pid (Linux /proc).
-func procRSS(pid int) (int64, error) { return procStatusKB(pid, "VmRSS:") }
+func procRSS(pid int) (int64, error) { return procStatusKB(pid, "VmRSS") }
 
 // procHWM returns the peak resident set size of pid.
-func procHWM(pid int) (int64, error) { return procStatusKB(pid, "VmHWM:") }
+func procHWM(pid int) (int64, error) { return procStatusKB(pid, "VmHWM") }
 
 func procStatusKB(pid int, key string) (int64, error) {
-	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "status"))
+	v, err := procKeys(pid, "status", key)
 	if err != nil {
 		return 0, err
 	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(line, key) {
-			f := strings.Fields(line)
-			if len(f) >= 2 {
-				kb, err := strconv.ParseInt(f[1], 10, 64)
-				return kb * 1024, err
-			}
-		}
+	return v[0] * 1024, nil
+}
+
+// procKeys reads /proc/PID/file, made of "key: value [unit]" lines, and
+// returns the integer values of keys (keys without their colon), in
+// order; it is an error if one is missing.
+func procKeys(pid int, file string, keys ...string) ([]int64, error) {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), file))
+	if err != nil {
+		return nil, err
 	}
-	return 0, fmt.Errorf("%s not in /proc/%d/status", key, pid)
+	vals := make([]int64, len(keys))
+	found := 0
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, ok := strings.Cut(line, ":")
+		i := slices.Index(keys, k)
+		if !ok || i < 0 {
+			continue
+		}
+		f := strings.Fields(v)
+		if len(f) == 0 {
+			return nil, fmt.Errorf("/proc/%d/%s: no value for %s", pid, file, k)
+		}
+		if vals[i], err = strconv.ParseInt(f[0], 10, 64); err != nil {
+			return nil, fmt.Errorf("/proc/%d/%s: %w", pid, file, err)
+		}
+		found++
+	}
+	if found != len(keys) {
+		return nil, fmt.Errorf("/proc/%d/%s: not all of %v", pid, file, keys)
+	}
+	return vals, nil
 }
 
 // syscalls counts a process's read-like and write-like system calls
@@ -622,34 +640,11 @@ type syscalls struct{ reads, writes int64 }
 
 // procSyscalls returns pid's system call counts so far.
 func procSyscalls(pid int) (syscalls, error) {
-	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "io"))
+	v, err := procKeys(pid, "io", "syscr", "syscw")
 	if err != nil {
 		return syscalls{}, err
 	}
-	var sc syscalls
-	var seen int
-	for _, line := range strings.Split(string(b), "\n") {
-		k, v, ok := strings.Cut(line, ":")
-		if !ok {
-			continue
-		}
-		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
-		switch k {
-		case "syscr":
-			sc.reads, seen = n, seen+1
-		case "syscw":
-			sc.writes, seen = n, seen+1
-		default:
-			continue
-		}
-		if err != nil {
-			return syscalls{}, fmt.Errorf("/proc/%d/io: %w", pid, err)
-		}
-	}
-	if seen != 2 {
-		return syscalls{}, fmt.Errorf("/proc/%d/io has no syscr and syscw", pid)
-	}
-	return sc, nil
+	return syscalls{reads: v[0], writes: v[1]}, nil
 }
 
 // procCPU returns user+system CPU seconds of pid (assumes USER_HZ = 100,

@@ -326,4 +326,14 @@ func TestProcSyscalls(t *testing.T) {
 	if d := after.reads - before.reads; d < n {
 		t.Errorf("%d reads counted for %d", d, n)
 	}
+	// The same parser reads /proc/PID/status (kB values): a Go test
+	// binary's resident set is more than a megabyte and its peak at least
+	// that.
+	rss, err := procRSS(os.Getpid())
+	if err != nil || rss < 1<<20 {
+		t.Errorf("RSS = %d, %v", rss, err)
+	}
+	if hwm, err := procHWM(os.Getpid()); err != nil || hwm < rss {
+		t.Errorf("peak RSS = %d (RSS %d), %v", hwm, rss, err)
+	}
 }
