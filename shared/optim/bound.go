@@ -7,9 +7,10 @@ import (
 	"browserfl/shared/mechanism"
 )
 
-// UpdateRejectProb is the largest probability with which UpdateBound
-// rejects a message of an honest device (per message, for every algorithm
-// whose bound is finite).
+// UpdateRejectProb is the largest probability with which any message of
+// an honest device is rejected over the whole session, by UpdateBound and
+// the Checker's tests together (each of its rejectShare tests takes an
+// equal share), for every algorithm whose bound is finite.
 const UpdateRejectProb = 1e-9
 
 // UpdateBound returns B, the largest L2 norm the coordinator accepts for
@@ -56,10 +57,7 @@ func UpdateBound(p Params, d int) (float64, string, error) {
 	if k.shifted {
 		return math.Inf(1), "shifted compression: finiteness only", nil
 	}
-	E := S
-	if k.est == estSVRG || k.est == estSAGA {
-		E = 3 * S
-	}
+	E := signalBound(p)
 	var sigma float64
 	switch k.noise {
 	case noiseNC:
@@ -85,7 +83,7 @@ func UpdateBound(p Params, d int) (float64, string, error) {
 		steps = float64(p.HiddenSteps())
 	}
 	fd := float64(d)
-	u := math.Log(steps * float64(p.Rounds) / UpdateRejectProb)
+	u := math.Log(steps * float64(p.Rounds) * rejectShare / UpdateRejectProb)
 	chi := math.Sqrt(fd + 2*math.Sqrt(fd*u) + 2*u)
 	X := steps * (E + sigma*chi)
 	F := spec.NormFactor(d, p.Rounds)

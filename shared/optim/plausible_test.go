@@ -1,0 +1,324 @@
+package optim
+
+import (
+	"errors"
+	"math"
+	"testing"
+
+	"browserfl/shared/dataset"
+	"browserfl/shared/mechanism"
+	"browserfl/shared/model"
+)
+
+// spiky is the honest worst case for the coordinate and block tests: every
+// per-sample gradient lies on one coordinate, so after clipping the whole
+// estimate (norm S) sits there, round after round.
+type spiky struct {
+	model.Model
+	at int
+}
+
+func (m spiky) Grad(dst, x []float64, s dataset.Sample) float64 {
+	clear(dst)
+	dst[m.at] = 1e6
+	return 0
+}
+
+func (m spiky) Clone() model.Model { return m }
+
+// TestCheckerPassesHonestDevices runs honest devices through every round
+// of a session, each message included, for every algorithm and
+// compressor pair, with the worst-case models (the whole clipped estimate
+// on one coordinate, or in one fixed dense direction), and puts every
+// message and every running sum through the Checker as the coordinator
+// does. Each device-session is rejected with probability at most
+// UpdateRejectProb = 1e-9 by construction (the tests' tail bounds), so
+// the false-failure rate of this test is below 1e-7 over its cases; a
+// failure is a wrong derivation, not bad luck.
+func TestCheckerPassesHonestDevices(t *testing.T) {
+	base, _ := model.New("logreg", 5, 3)
+	data := synthData(mechanism.NewStream(testSeed(2), 0), 2)
+	cases := []struct {
+		alg, comp string
+		shape     bool // coordinate and block tests apply
+		history   bool
+	}{
+		{"nc", "", true, true}, {"nc", "f64", true, true}, {"nc", "randk:0.3", true, false},
+		{"nc", "topk:0.5", true, false}, {"nc", "ef+topk:0.2", false, false}, {"nc", "quant:4bit", false, false},
+		{"noisysgd", "", true, true}, {"cdpsgd", "", true, true}, {"cdpsgd", "randk:0.5", true, false},
+		{"soteria-svrg", "", false, false}, // shifted compression: finiteness only
+		{"trusted", "", false, false}, {"mu2", "", false, false}, {"local", "", false, false},
+	}
+	models := []struct {
+		name string
+		m    model.Model
+	}{
+		{"spike", spiky{Model: base, at: 4}},
+		{"dense", wild{Model: base, scale: 1e6}},
+	}
+	for _, tc := range cases {
+		p := baseParams(tc.alg)
+		p.Compressor = tc.comp
+		if tc.alg == "mu2" {
+			p.Clip = 1
+		}
+		c, err := NewChecker(p, base.Dim())
+		if err != nil {
+			t.Fatalf("%s %q: %v", tc.alg, tc.comp, err)
+		}
+		if c.Shape() != tc.shape || c.Tracks() != tc.history {
+			t.Errorf("%s %q: shape %v history %v, want %v %v (%s)", tc.alg, tc.comp, c.Shape(), c.Tracks(), tc.shape, tc.history, c.Describe())
+		}
+		for _, mc := range models {
+			dv, err := NewDevice(p, mc.m, mechanism.NewStream(testSeed(9), 0))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ls, ok := dv.(LocalDataSetter); ok && lookup(tc.alg).NeedsLocalData() {
+				if err := ls.SetLocalData(synthData(mechanism.NewStream(testSeed(3), 0), p.LocalSize)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			x := make([]float64, base.Dim())
+			dec := make([]float64, base.Dim())
+			var h History
+			sent := 0
+			for r := 1; r <= p.Rounds; r++ {
+				u, err := dv.Prepare(Round{T: r, X: x, XPrev: x}, data)
+				if err != nil {
+					break // budget of the fresh-noise algorithms
+				}
+				norm, err := mechanism.DecodeNorm(dec, u.Payload)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := c.Check(dec, norm, &h); err != nil {
+					t.Fatalf("%s %q %s round %d: honest message refused: %v", tc.alg, tc.comp, mc.name, r, err)
+				}
+				h.Add(dec)
+				sent++
+				if err := dv.Commit(r); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if sent < 2 {
+				t.Fatalf("%s %q: only %d messages", tc.alg, tc.comp, sent)
+			}
+		}
+	}
+}
+
+// lookup is Lookup without the error, for table tests.
+func lookup(alg string) Algorithm {
+	a, _ := Lookup(alg)
+	return a
+}
+
+// TestCheckerPassesHonestDevicesAtScale is the same at the product's
+// dimension (logistic regression on 28x28 images, d = 7850) for the
+// default "nc" with dense float32 and with the fewest rounds allowed to
+// run quickly: the union bounds grow with d, so a derivation wrong by a
+// constant shows here first.
+func TestCheckerPassesHonestDevicesAtScale(t *testing.T) {
+	base, _ := model.New("logreg", 784, 10)
+	p := Params{Algorithm: "nc", Model: "logreg", Features: 784, Classes: 10, M: 10, Cohort: 10, Rounds: 40,
+		Batch: 4, Clip: 1, Eta: 0.05, Rho: 2}
+	c, err := NewChecker(p, base.Dim())
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := make([]dataset.Sample, p.Batch)
+	for i := range data {
+		data[i] = dataset.Sample{X: make([]float32, 784), Label: i % 10}
+	}
+	for _, m := range []model.Model{spiky{Model: base, at: 7849}, wild{Model: base, scale: 1e6}} {
+		dv, err := NewDevice(p, m, mechanism.NewStream(testSeed(11), 0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		x := make([]float64, base.Dim())
+		dec := make([]float64, base.Dim())
+		var h History
+		for r := 1; r <= p.Rounds; r++ {
+			u, err := dv.Prepare(Round{T: r, X: x, XPrev: x}, data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			norm, err := mechanism.DecodeNorm(dec, u.Payload)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := c.Check(dec, norm, &h); err != nil {
+				t.Fatalf("round %d: honest message refused: %v", r, err)
+			}
+			h.Add(dec)
+			if err := dv.Commit(r); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// ncRef returns, computed here from the published formulas rather than by
+// the Checker, the per-coordinate noise proxy s of one "nc" message, the
+// grid step, and R for p at dimension d.
+func ncRef(t *testing.T, p Params, d int) (s, step float64) {
+	t.Helper()
+	sens := 2 * p.S() / float64(p.Batch)
+	step, err := mechanism.GridStep(sens, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	K := p.ReleaseCap()
+	hi, err := mechanism.DiscreteSigma(NCSigma(p, K), sens, step, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lo, err := mechanism.DiscreteSigma(NCSigma(p, K-1), sens, step, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return step * math.Hypot(float64(hi), float64(lo)), step
+}
+
+// TestCheckerLimitsAreTight guards the dangerous direction: limits above
+// the derivation's let a hostile device push harder. At the classroom's
+// dimension it recomputes each limit from the formulas of
+// docs/security.md (the union bound's quantile written out: 2 d R
+// coordinates, blocks of 8, 64 and 512, 1e-9 shared by five tests) and
+// requires the Checker's to be no larger (and no more than 0.1% smaller,
+// which would reject honest messages); then it checks that a message or a
+// running sum 1% over each limit is refused and one 1% under passes.
+func TestCheckerLimitsAreTight(t *testing.T) {
+	const d = 7850
+	p := Params{Algorithm: "nc", M: 30, Cohort: 10, Rounds: 200, Batch: 16, Clip: 1, Eta: 0.5, Rho: 1.5}
+	c, err := NewChecker(p, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, step := ncRef(t, p, d)
+	const f = 1 + 1.0/(1<<23)
+	R := 200.0
+	prob := 1e-9 / 5
+	zc := math.Sqrt(2 * math.Log(2*d*R/prob))
+	blocks := math.Ceil(d/8.) + math.Ceil(d/64.) + math.Ceil(d/512.)
+	u := math.Log(blocks * R / prob)
+	chi := func(k float64) float64 { return math.Sqrt(k + 2*math.Sqrt(k*u) + 2*u) }
+	E := 1.0
+	wantCoord := f * (E + step/2 + s*zc)
+	wantBlock := func(k float64) float64 { return f * (E + step/2*math.Sqrt(k) + s*chi(k)) }
+	wantHist := func(n float64) float64 { return n*(E+step/2) + s*zc + 2*n*(f-1)*wantCoord }
+	near := func(name string, got, want float64) {
+		if !(got <= want*(1+1e-12) && got >= want*0.999) {
+			t.Errorf("%s limit %.6g, derivation gives %.6g", name, got, want)
+		}
+	}
+	near("coordinate", c.CoordLimit(), wantCoord)
+	for _, k := range []float64{8, 64, 512} {
+		near("block", c.BlockLimit(int(k)), wantBlock(k))
+	}
+	near("history coordinate", c.HistCoordLimit(5), wantHist(5))
+	t.Logf("noise per coordinate %.4g; coordinate limit %.4g; blocks of 8, 64, 512: %.4g %.4g %.4g; L2 %.4g",
+		s, c.CoordLimit(), c.BlockLimit(8), c.BlockLimit(64), c.BlockLimit(512), c.NormBound())
+
+	x := make([]float64, d)
+	try := func(name string, h *History, wantErr bool) {
+		t.Helper()
+		err := c.Check(x, mechanism.Norm(x), h)
+		if wantErr && !errors.Is(err, ErrImplausible) {
+			t.Errorf("%s: accepted (%v)", name, err)
+		}
+		if !wantErr && err != nil {
+			t.Errorf("%s: refused: %v", name, err)
+		}
+	}
+	// A spike on one coordinate (the attack in the issue, scaled to the
+	// new limit).
+	x[7849] = 1.01 * wantCoord
+	try("spike 1.01 x coordinate limit", nil, true)
+	x[7849] = 0.99 * wantCoord
+	try("spike 0.99 x coordinate limit", nil, false)
+	// A shift spread evenly over 8 coordinates, each under the
+	// coordinate limit, over the block limit.
+	clear(x)
+	for i := 8; i < 16; i++ {
+		x[i] = 1.01 * wantBlock(8) / math.Sqrt(8)
+	}
+	try("block of 8 at 1.01 x its limit", nil, true)
+	for i := 8; i < 16; i++ {
+		x[i] = 0.99 * wantBlock(8) / math.Sqrt(8)
+	}
+	try("block of 8 at 0.99 x its limit", nil, false)
+	// A shift over 64 coordinates.
+	clear(x)
+	for i := 64; i < 128; i++ {
+		x[i] = 1.01 * wantBlock(64) / 8
+	}
+	try("block of 64 at 1.01 x its limit", nil, true)
+	// History: the same coordinate pushed every round, each message under
+	// the coordinate limit; the fifth running sum is 1% over its limit.
+	clear(x)
+	var h History
+	push := 1.01 * wantHist(5) / 5
+	if push > wantCoord {
+		t.Fatalf("test setting: per-round push %.4g is above the message limit %.4g", push, wantCoord)
+	}
+	x[3] = push
+	for n := 1; n <= 4; n++ {
+		try("history under its limit", &h, false)
+		h.Add(x)
+	}
+	try("history of 5 at 1.01 x its limit", &h, true)
+	var rej *Rejection
+	if err := c.Check(x, mechanism.Norm(x), &h); !errors.As(err, &rej) || !rej.History || rej.Rounds != 5 || rej.Lo != 3 {
+		t.Errorf("history rejection %+v (%v)", rej, err)
+	}
+	h.Reset()
+	x[3] = 0.99 * wantHist(5) / 5
+	for n := 1; n <= 4; n++ {
+		h.Add(x)
+	}
+	try("history of 5 at 0.99 x its limit", &h, false)
+}
+
+// TestCheckerRejectsWithReason checks the error's contract: errors.Is
+// matches ErrImplausible, the teacher's words carry no symbols, and the
+// norm test is the same as UpdateBound.
+func TestCheckerRejectsWithReason(t *testing.T) {
+	p := baseParams("nc")
+	c, err := NewChecker(p, 18)
+	if err != nil {
+		t.Fatal(err)
+	}
+	B, _, _ := UpdateBound(p, 18)
+	if c.NormBound() != B {
+		t.Errorf("norm bound %v, UpdateBound %v", c.NormBound(), B)
+	}
+	x := make([]float64, 18)
+	x[0] = 2 * B
+	err = c.Check(x, 2*B, nil)
+	var rej *Rejection
+	if !errors.Is(err, ErrImplausible) || !errors.As(err, &rej) || rej.Test != TestNorm {
+		t.Fatalf("norm: %v", err)
+	}
+	for _, r := range []Rejection{{Test: TestNorm}, {Test: TestCoordinate}, {Test: TestBlock}, {Test: TestBlock, History: true, Rounds: 4}} {
+		w := r.Words()
+		if w == "" || containsAny(w, "=<>^_|") {
+			t.Errorf("%+v: words %q", r, w)
+		}
+	}
+	if err := c.Check(x[:3], 1, nil); err == nil || errors.Is(err, ErrImplausible) {
+		t.Errorf("short message: %v", err)
+	}
+}
+
+func containsAny(s, chars string) bool {
+	for _, r := range s {
+		for _, c := range chars {
+			if r == c {
+				return true
+			}
+		}
+	}
+	return false
+}
