@@ -13,6 +13,7 @@ import (
 	"browserfl/coordinator/internal/nctest"
 	"browserfl/device"
 	"browserfl/shared/mechanism"
+	"browserfl/shared/optim"
 	"browserfl/shared/wire"
 
 	"github.com/coder/websocket"
@@ -339,4 +340,65 @@ func TestUnservableRoundDiscarded(t *testing.T) {
 			t.Errorf("round %d: committed state: %v", round, err)
 		}
 	}
+}
+
+// TestSpikeInsideNormBoundRejected is the attack of issue 23 live: a
+// device that answers every round with a spike on one coordinate at 0.9 of
+// the session's norm bound (so the norm test alone lets it through) is
+// refused by the coordinate test every round, told why, and counted; the
+// honest devices' rounds commit and the noise-cancellation invariant
+// holds.
+func TestSpikeInsideNormBoundRejected(t *testing.T) {
+	sess := testSession(256, 4, 4, 6, 20000)
+	chk, err := optim.NewChecker(optim.FromSession(sess), sess.Dim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spike := 0.9 * chk.NormBound()
+	if !(spike > 1.5*chk.CoordLimit(0)) {
+		t.Fatalf("test setting: spike %.4g is not above the coordinate limit %.4g", spike, chk.CoordLimit(0))
+	}
+	h := newHarness(t, sess, 4)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	runErr := make(chan error, 1)
+	go func() { runErr <- h.coord.Run(ctx) }()
+
+	attacker := dialRaw(t, ctx, h.wsURL(), true)
+	done := attack(ctx, attacker, sess.Dim, func(int, int) []byte {
+		x := make([]float64, sess.Dim)
+		x[5] = -spike
+		payload, _ := mechanism.Dense32{}.Compress(nil, make([]float64, sess.Dim), x, nil)
+		return payload
+	})
+	var rts []*device.Runtime
+	var fakes []*nctest.Device
+	for i := range sess.M - 1 {
+		rt, f := newDevice(t, h.wsURL(), sess, i, nil, 0)
+		rts, fakes = append(rts, rt), append(fakes, f)
+	}
+	runDevices(t, ctx, rts)
+	if err := <-runErr; err != nil {
+		t.Fatalf("coordinator: %v", err)
+	}
+	res := <-done
+	if res.err != nil {
+		t.Fatalf("attacker: %v", res.err)
+	}
+	if got := h.coord.Committed(); got != sess.Rounds {
+		t.Fatalf("committed %d rounds, want %d", got, sess.Rounds)
+	}
+	if res.rejected != sess.Rounds {
+		t.Errorf("attacker told 'rejected' %d times, want %d (reasons %q)", res.rejected, sess.Rounds, res.reasons)
+	}
+	for _, r := range res.reasons {
+		if !strings.Contains(r, "coordinate 5") {
+			t.Errorf("reason %q does not name the coordinate", r)
+		}
+	}
+	if got := metric(t, h.srv.URL, "browserfl_rejected_updates_total"); got != fmt.Sprint(sess.Rounds) {
+		t.Errorf("browserfl_rejected_updates_total = %s, want %d", got, sess.Rounds)
+	}
+	t.Logf("first reason: %q", res.reasons[0])
+	checkInvariant(t, h.qs, sess.Cohort, fakes)
 }

@@ -181,6 +181,8 @@ type Coordinator struct {
 	// bound is the largest L2 norm of an accepted update
 	// (optim.UpdateBound; +Inf: finiteness only).
 	bound float64
+	// chk tests each direct update (optim.Checker; its NormBound is bound).
+	chk *optim.Checker
 	// keepPayloads: the server half is not an optim.SumApplier, so the
 	// round is applied from the payloads (decoded a second time by
 	// Apply) and each accepted update keeps its payload too.
@@ -224,6 +226,12 @@ type device struct {
 	// leftWhy is the Leave's detail (for example why the final
 	// parameters were refused).
 	leftWhy string
+	// hist is the running sum of the device's included updates and the
+	// rounds it was asked, for the Checker's history tests (updates that
+	// arrive directly; an edge keeps its own devices'). FromStart is set
+	// for a device registered by this process: every ask and every
+	// inclusion of it is then seen here.
+	hist optim.History
 }
 
 // update is an accepted update: its vector, decoded and validated once
@@ -233,6 +241,7 @@ type device struct {
 type update struct {
 	vec     *[]float64
 	payload []byte
+	hist    *optim.History // the sender's history, to add vec to on inclusion (direct updates)
 }
 
 type openRound struct {
@@ -352,11 +361,12 @@ func (c *Coordinator) minDevicesFor(s wire.SessionParams) int {
 func (c *Coordinator) prepare() error {
 	cfg := c.cfg
 	cfg.Session = c.sess
-	bound, why, err := optim.UpdateBound(optim.FromSession(cfg.Session), cfg.Session.Dim)
+	chk, err := optim.NewChecker(optim.FromSession(cfg.Session), cfg.Session.Dim)
 	if err != nil {
-		return fmt.Errorf("coordinator: update bound: %w", err)
+		return fmt.Errorf("coordinator: update checks: %w", err)
 	}
-	c.bound = bound
+	c.chk, c.bound = chk, chk.NormBound()
+	bound := c.bound
 	_, sums := c.server.(optim.SumApplier)
 	c.keepPayloads = !sums
 	committed, state, err := c.store.State()
@@ -385,7 +395,7 @@ func (c *Coordinator) prepare() error {
 			}
 		}
 	}
-	c.log.Info("update validation", "max_norm", bound, "derivation", why)
+	c.log.Info("update validation", "max_norm", bound, "tests", chk.Describe())
 	c.log.Info("session ready", "session", cfg.Session.Name, "algorithm", cfg.Session.Algorithm,
 		"dim", cfg.Session.Dim, "cohort", cfg.Session.Cohort, "rounds", cfg.Session.Rounds,
 		"committed", committed, "cohort_seed", cfg.Seed, "min_devices", c.minDevices, "state", c.state)
@@ -629,6 +639,7 @@ func (c *Coordinator) beginRound(ctx context.Context, t int) (*openRound, error)
 		d := c.devices[id]
 		or.cohort[id] = true
 		d.round = t
+		d.hist.Ask()
 		or.bytesOut += int64(d.conn.sendRound(outFrame{binary: true, data: frame, short: short, round: t}))
 	}
 	if c.node != nil {
@@ -739,6 +750,14 @@ func (c *Coordinator) finishRound(ctx context.Context, or *openRound) error {
 	inc := make(map[string]bool, len(or.included))
 	for _, id := range or.included {
 		inc[id] = true
+	}
+	// Every included direct update joins its sender's history (whatever
+	// became of its connection): the history must hold every inclusion
+	// for its noise to telescope.
+	for _, id := range or.included {
+		if d, u := c.devices[id], or.updates[id]; d != nil && u != nil && u.hist == &d.hist && u.vec != nil {
+			d.hist.Add(*u.vec)
+		}
 	}
 	for id := range or.cohort {
 		d := c.devices[id]
@@ -881,15 +900,21 @@ func (c *Coordinator) acceptUpdate(cn *conn, u wire.UpdateFrame, frameLen int) e
 		return err
 	}
 	d, or := c.devices[cn.id], c.round
-	// The norm bound of the session's public parameters: an honest
-	// device exceeds it with probability at most optim.UpdateRejectProb.
-	// A rejected update is excluded (the device aborts it, so its noise
-	// state stays consistent) and never reaches the aggregate.
-	if !(norm <= c.bound) {
+	// The tests of the session's public parameters (optim.Checker: the
+	// norm bound, coordinates and blocks, and the device's running sum):
+	// an honest device fails them with probability at most
+	// optim.UpdateRejectProb over the whole session. A rejected update is
+	// excluded (the device aborts it, so its noise state stays
+	// consistent) and never reaches the aggregate.
+	var hist *optim.History
+	if c.chk.Tracks() {
+		hist = &d.hist
+	}
+	if err := c.chk.Check(*vec, norm, hist); err != nil {
 		c.vecs.put(vec)
 		c.met.rejectedUpdates.Add(1)
-		reason := fmt.Sprintf("rejected: the update's norm %.4g is above the session's bound %.4g", norm, c.bound)
-		c.log.Warn("update rejected", "device", shortID(cn.id), "round", u.T, "norm", norm, "bound", c.bound)
+		reason := err.Error()
+		c.log.Warn("update rejected", "device", shortID(cn.id), "round", u.T, "norm", norm, "why", reason)
 		delete(or.cohort, cn.id)
 		or.dropped[cn.id] = true
 		d.round = 0
@@ -898,7 +923,7 @@ func (c *Coordinator) acceptUpdate(cn *conn, u wire.UpdateFrame, frameLen int) e
 		c.signal()
 		return nil
 	}
-	up := &update{vec: vec}
+	up := &update{vec: vec, hist: hist}
 	if c.keepPayloads {
 		up.payload = slices.Clone(u.Payload)
 	}
@@ -1023,6 +1048,9 @@ func (c *Coordinator) bindLocked(cn link, nickname string, pending int, w *wire.
 			return &closeError{code: wire.CodeFull, reason: "too many devices"}
 		}
 		d = &device{id: id, joined: time.Now()}
+		// Registered just now (a welcome with a new secret): it has made
+		// no release in this session before.
+		d.hist.FromStart = w != nil && w.Secret != ""
 		c.addDeviceLocked(d)
 	}
 

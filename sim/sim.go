@@ -59,6 +59,21 @@ type Config struct {
 	Workers int
 	// Progress, if not nil, receives a progress bar.
 	Progress io.Writer
+
+	// Attack makes the first Attackers devices hostile: each sends a
+	// message of this kind (AttackKinds) instead of its update, scaled to
+	// pass the server's tests (attack.go).
+	Attack    string
+	Attackers int
+	// AttackCap, if positive, caps each hostile message's norm (a
+	// research knob: it separates the one-time push a hostile device can
+	// hide in its first messages from its steady push per round).
+	AttackCap float64
+	// NormOnly applies only the L2 norm bound to each message (the
+	// server before optim.Checker), to measure what the other tests buy.
+	// By default every message goes through optim.Checker, as in the
+	// coordinator.
+	NormOnly bool
 }
 
 // Result is the outcome of a run.
@@ -73,7 +88,29 @@ type Result struct {
 	Declined int
 	Elapsed  time.Duration
 	Model    []float64
+	// RejectedHonest and RejectedHostile count the messages the server's
+	// tests refused, from honest and from hostile devices.
+	RejectedHonest, RejectedHostile int
 }
+
+// gate is the server's test of one message: optim.Checker, or the norm
+// bound alone (Config.NormOnly).
+type gate interface {
+	Check(x []float64, norm float64, h *optim.History) error
+	NormBound() float64
+}
+
+// normGate is the norm bound alone.
+type normGate float64
+
+func (g normGate) Check(x []float64, norm float64, _ *optim.History) error {
+	if !(norm <= float64(g)) {
+		return fmt.Errorf("%w: norm %.4g above %.4g", optim.ErrImplausible, norm, float64(g))
+	}
+	return nil
+}
+
+func (g normGate) NormBound() float64 { return float64(g) }
 
 type simDevice struct {
 	id      int
@@ -82,6 +119,8 @@ type simDevice struct {
 	cursor  int
 	batch   []dataset.Sample
 	retired bool
+	hist    optim.History
+	hostile *attacker
 }
 
 // seedFor derives a 32-byte seed for a named stream of the run.
@@ -136,10 +175,22 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	if err := p.Validate(); err != nil {
 		return Result{}, err
 	}
+	if err := checkAttack(cfg, p); err != nil {
+		return Result{}, err
+	}
 	proto, err := model.New(p.Model, p.Features, p.Classes)
 	if err != nil {
 		return Result{}, fmt.Errorf("sim: %w", err)
 	}
+	chk, err := optim.NewChecker(p, proto.Dim())
+	if err != nil {
+		return Result{}, fmt.Errorf("sim: %w", err)
+	}
+	var srvGate gate = chk
+	if cfg.NormOnly {
+		srvGate = normGate(chk.NormBound())
+	}
+	spec, _ := mechanism.ParseSpec(p.Compressor)
 	x0 := make([]float64, proto.Dim())
 	model.Init(proto, x0, cfg.Seed)
 	srv, err := optim.NewServer(p, x0, mechanism.NewStream(seedFor(cfg.Seed, "server", 0), 0))
@@ -170,7 +221,12 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 				return Result{}, fmt.Errorf("sim: device %d: %w", i, err)
 			}
 		}
-		devs[i] = &simDevice{id: i, dev: d, shard: shard, batch: make([]dataset.Sample, p.Batch)}
+		// Every history starts at the device's first release.
+		devs[i] = &simDevice{id: i, dev: d, shard: shard, batch: make([]dataset.Sample, p.Batch), hist: optim.History{FromStart: true}}
+		if i < cfg.Attackers {
+			devs[i].hostile = newAttacker(cfg.Attack, spec, proto.Dim(), p.Classes, cfg.Seed, i)
+			devs[i].hostile.cap = cfg.AttackCap
+		}
 	}
 	test := cfg.Test.Samples
 	if cfg.EvalSamples > 0 && cfg.EvalSamples < len(test) {
@@ -193,19 +249,18 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	updates := make([]optim.Update, p.Cohort)
 	errs := make([]error, p.Cohort)
 	included := make([]optim.Update, 0, p.Cohort)
-	// With a server half that takes decoded sums (the coordinator's path),
-	// each update is decoded by the worker that prepared it, and only the
-	// sum, in cohort order, is left to the round's serial part.
+	// Each update is decoded by the worker that prepared it (the server's
+	// tests read it); with a server half that takes decoded sums (the
+	// coordinator's path), only the sum, in cohort order, is left to the
+	// round's serial part.
 	summer, sums := srv.(optim.SumApplier)
-	var vecs [][]float64
-	var sum []float64
-	if sums {
-		vecs = make([][]float64, p.Cohort)
-		for k := range vecs {
-			vecs[k] = make([]float64, d)
-		}
-		sum = make([]float64, d)
+	vecs := make([][]float64, p.Cohort)
+	norms := make([]float64, p.Cohort)
+	for k := range vecs {
+		vecs[k] = make([]float64, d)
 	}
+	sum := make([]float64, d)
+	var honest [][]float64
 	incl := make([]*simDevice, 0, p.Cohort)
 	note := ""
 	for t := 1; t <= p.Rounds; t++ {
@@ -226,6 +281,9 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		m := min(p.Cohort, len(eligible))
 		cohort := optim.SampleCohort(eligible, m, cfg.Seed, t) // the coordinator's rule
 		slices.Sort(cohort)                                    // and its order: updates reach the server sorted by device
+		for _, id := range cohort {
+			devs[id].hist.Ask() // the server's record of the rounds it asked
+		}
 		r, err := downlink(srv.Next())
 		if err != nil {
 			return res, fmt.Errorf("sim: round %d: %w", t, err)
@@ -236,20 +294,43 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		// Device steps in parallel; each touches only its own state.
 		workers.each(m, func(_, k int) {
 			updates[k], errs[k] = step(devs[cohort[k]], r, single)
-			if sums && errs[k] == nil {
-				if err := mechanism.Decode(vecs[k], updates[k].Payload); err != nil {
-					errs[k] = fmt.Errorf("decode: %w", err)
+			if errs[k] == nil {
+				if norms[k], errs[k] = mechanism.DecodeNorm(vecs[k], updates[k].Payload); errs[k] != nil {
+					errs[k] = fmt.Errorf("decode: %w", errs[k])
 				}
 			}
 		})
+		if cfg.Attackers > 0 {
+			if err := attackRound(devs, cohort, updates, errs, vecs, norms, srvGate, spec, &honest, cfg.Attackers); err != nil {
+				return res, fmt.Errorf("sim: round %d: %w", t, err)
+			}
+		}
 		included, incl = included[:0], incl[:0]
 		var up int64
 		for k, id := range cohort {
 			dv := devs[id]
+			if errs[k] == nil {
+				if err := srvGate.Check(vecs[k], norms[k], &dv.hist); err != nil {
+					// Refused: excluded like a late update; the device
+					// aborts, so its noise state stays consistent.
+					errs[k] = err
+					if dv.hostile != nil {
+						res.RejectedHostile++
+					} else {
+						res.RejectedHonest++
+					}
+					if err := dv.dev.Abort(t); err != nil {
+						return res, fmt.Errorf("sim: round %d device %d abort: %w", t, id, err)
+					}
+					up += int64(len(updates[k].Payload))
+					continue
+				}
+			}
 			switch {
 			case errs[k] == nil:
 				included = append(included, updates[k])
 				incl = append(incl, dv)
+				dv.hist.Add(vecs[k])
 				up += int64(len(updates[k].Payload))
 			case errors.Is(errs[k], optim.ErrBudget):
 				dv.retired = true // the device declines every later round

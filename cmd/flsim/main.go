@@ -68,6 +68,10 @@ type options struct {
 	quiet, paperConstants  bool
 	validate               bool
 	eta                    string
+	attack                 string
+	attackers              int
+	normOnly               bool
+	attackCap              float64
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
@@ -111,6 +115,10 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.plotExt, "plot", "svg", "plot format: svg, png or pdf")
 	fs.IntVar(&o.workers, "workers", runtime.GOMAXPROCS(0), "device steps and evaluations run on this many goroutines (results do not depend on it)")
 	fs.BoolVar(&o.quiet, "q", false, "no progress bar")
+	fs.StringVar(&o.attack, "attack", "", "hostile devices send this instead of their update, as strong as the server's tests allow: "+strings.Join(sim.AttackKinds, ", ")+" (docs/security.md)")
+	fs.IntVar(&o.attackers, "attackers", 1, "with -attack: how many devices are hostile")
+	fs.Float64Var(&o.attackCap, "attack-cap", 0, "with -attack: each hostile message's norm is at most this (0 = as large as the tests allow)")
+	fs.BoolVar(&o.normOnly, "norm-only", false, "the server applies only the L2 norm bound to each update (the tests before issue 23), to measure what the others buy")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -132,6 +140,14 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	}
 	if o.trainSamples < 0 || o.evalSamples < 0 || o.evalEvery < 0 {
 		return o, errors.New("-train-samples, -eval-samples and -eval-every must be >= 0")
+	}
+	if o.attack == "" {
+		o.attackers = 0
+	} else if o.attackers < 1 {
+		return o, fmt.Errorf("-attackers %d: want >= 1 with -attack", o.attackers)
+	}
+	if o.attackCap < 0 || math.IsNaN(o.attackCap) {
+		return o, fmt.Errorf("-attack-cap %v: want >= 0", o.attackCap)
 	}
 	if o.workers < 1 {
 		return o, fmt.Errorf("-workers %d: want >= 1", o.workers)
@@ -229,7 +245,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		o.evalEvery = max(o.p.Rounds, 1) // once, after the last round
 	}
 	cfg := sim.Config{Params: o.p, Train: train, Test: test, Partition: scheme, Seed: o.seed,
-		EvalEvery: o.evalEvery, EvalSamples: o.evalSamples, Delta: o.reportDelta, Workers: o.workers}
+		EvalEvery: o.evalEvery, EvalSamples: o.evalSamples, Delta: o.reportDelta, Workers: o.workers,
+		Attack: o.attack, Attackers: o.attackers, NormOnly: o.normOnly, AttackCap: o.attackCap}
 	if cfg.Params.MaxReleases == -1 {
 		cfg.Params.MaxReleases = 0
 		if cfg.Params.MaxReleases, err = sim.SinglePassCap(cfg); err != nil {
@@ -264,6 +281,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		o.p.Algorithm, o.p.Model, o.p.M, o.p.Cohort, o.p.Rounds, o.p.Batch, o.p.S(), o.p.Eta, o.eta, o.p.ReleaseCap(), o.p.Compressor)
 	fmt.Fprintf(stdout, "rounds run %d, %s accuracy %.4f, %s loss %.4f, uplink %d bytes, downlink %d bytes, declined %d, %.1fs\n",
 		res.Rounds, evalName, res.FinalAccuracy, evalName, res.FinalLoss, last.CumUplinkBytes, last.CumDownlinkBytes, res.Declined, res.Elapsed.Seconds())
+	if o.attack != "" || res.RejectedHonest > 0 || res.RejectedHostile > 0 {
+		fmt.Fprintf(stdout, "attack %q by %d of %d devices: updates refused: %d hostile, %d honest\n",
+			o.attack, o.attackers, o.p.M, res.RejectedHostile, res.RejectedHonest)
+	}
 	if f, err := plan.SessionFigures(o.p, reportDelta(o)); err == nil && f.Private {
 		fmt.Fprintf(stdout, "session figures per device (worst case): %s\n", f.Text())
 	}

@@ -18,19 +18,20 @@ const (
 	TestNorm       = "norm"       // L2 norm of the whole message (UpdateBound)
 	TestCoordinate = "coordinate" // one coordinate
 	TestBlock      = "block"      // L2 norm of a block of consecutive coordinates
+	TestPersist    = "persist"    // inner product of the running sum before and after the message ("nc")
 )
 
 // rejectShare is the number of tests UpdateRejectProb is shared between:
-// the norm, coordinate and block tests of each message, and the
-// coordinate and block tests of the running sum (docs/security.md,
-// "Plausibility of a message").
-const rejectShare = 5
+// the norm, coordinate and block tests of each message, the coordinate
+// and block tests of the running sum, and the persistence test
+// (docs/security.md, "Plausibility of a message").
+const rejectShare = 6
 
 // blockSizes are the block lengths of the block test, smallest first:
 // contiguous blocks [0, k), [k, 2k), ... of each size below d (the last
 // block of a level may be shorter). Small blocks catch a shift
 // concentrated on a few coordinates; the norm test covers the whole
-// vector.
+// vector (for the running sum, a block of length d does).
 var blockSizes = [...]int{8, 64, 512}
 
 // Rejection is the error of a Checker that refused a message: which test,
@@ -55,6 +56,8 @@ func (r *Rejection) Error() string {
 		return fmt.Sprintf("rejected: %s has %.4g at coordinate %d, above the largest an honest device reaches, %.4g", what, r.Value, r.Lo, r.Limit)
 	case TestBlock:
 		return fmt.Sprintf("rejected: %s has norm %.4g on coordinates %d-%d, above the largest an honest device reaches, %.4g", what, r.Value, r.Lo, r.Hi-1, r.Limit)
+	case TestPersist:
+		return fmt.Sprintf("rejected: %s keeps a part of the one before it (inner product %.4g), more than honest noise, which cancels, can (%.4g)", what, r.Value, r.Limit)
 	default:
 		return fmt.Sprintf("rejected: %s has norm %.4g, above the session's bound %.4g", what, r.Value, r.Limit)
 	}
@@ -81,7 +84,24 @@ func (r *Rejection) Words() string {
 type History struct {
 	sum []float64
 	n   int
+	// FromStart is set by the caller when the history holds every
+	// included message of the device since its first release in the
+	// session (its noise state Y was 0 when the history began), and Ask
+	// was called for every round the device was asked since then. Only
+	// then does the persistence test apply, and the noise allowed is that
+	// of the rounds asked rather than of the most releases a device
+	// makes; the zero value skips both.
+	FromStart bool
+	asks      int
 }
+
+// Ask records that the device was asked for a round (before its answer
+// is checked). An honest device releases only when asked, so the asks
+// bound its releases, and so its noise ("nc" draws grow with them).
+func (h *History) Ask() { h.asks++ }
+
+// Asks returns the rounds recorded by Ask.
+func (h *History) Asks() int { return h.asks }
 
 // Len returns the number of messages in the history.
 func (h *History) Len() int { return h.n }
@@ -130,11 +150,19 @@ type Checker struct {
 	f       float64 // compressor's coordinate factor: |m_j| <= f |x_j|
 	e       float64 // E, the bound on ||v||
 	half    float64 // h/2, the grid rounding per coordinate
-	s       float64 // subgaussian proxy (standard deviation) per coordinate of one message's noise
+	s       float64 // subgaussian proxy (standard deviation) per coordinate of one message's noise, at the release cap
+	cap     int     // the most releases a device makes
+	sigZ    []int64 // "nc": sigma_Z of the n-th release, n = 0..cap (sigZ[0] = 0)
+	step    float64 // grid step h
 	zc      float64 // coordinate quantile: sqrt(2 ln(2 d R / p))
 	u       float64 // block tail exponent: ln(blocks R / p)
 	levels  []int   // block sizes in use
 	why     string
+	// The persistence test ("nc" with a history from the start).
+	persist bool
+	s1      float64 // proxy per coordinate of one draw y_k at the cap (h sigma_Z(cap))
+	chiY    float64 // ||y_k|| <= s1 chiY for every draw
+	zp      float64 // quantile of the three subgaussian inner products
 }
 
 // NewChecker returns the checker of a session with parameters p and
@@ -185,17 +213,19 @@ func NewChecker(p Params, d int) (*Checker, error) {
 	var sz float64
 	switch k.noise {
 	case noiseNC:
-		hi, err := mechanism.DiscreteSigma(NCSigma(p, cap), sens, step, d)
-		if err != nil {
-			return nil, fmt.Errorf("optim: checker noise: %w", err)
-		}
-		lo := int64(0)
-		if cap > 1 {
-			if lo, err = mechanism.DiscreteSigma(NCSigma(p, cap-1), sens, step, d); err != nil {
-				return nil, fmt.Errorf("optim: checker noise: %w", err)
+		// The device's own rule (device.ncSigmaZ) for every release
+		// count, so that a device asked A times is allowed the noise of
+		// its A-th release, not of the cap.
+		c.sigZ = make([]int64, cap+1)
+		for n := 1; n <= cap; n++ {
+			if c.sigZ[n], err = mechanism.DiscreteSigma(NCSigma(p, n), sens, step, d); err != nil {
+				return nil, fmt.Errorf("optim: checker noise of release %d: %w", n, err)
 			}
 		}
-		sz = math.Sqrt(float64(hi)*float64(hi) + float64(lo)*float64(lo))
+		hi, lo := float64(c.sigZ[cap]), float64(c.sigZ[cap-1])
+		sz = math.Sqrt(hi*hi + lo*lo)
+		c.persist = true
+		c.s1 = step * hi
 	case noiseDevice:
 		fs, err := FreshSigma(p)
 		if err != nil {
@@ -209,6 +239,7 @@ func NewChecker(p Params, d int) (*Checker, error) {
 		c.fresh = true
 	}
 	c.shape = true
+	c.cap, c.step = cap, step
 	c.e = signalBound(p)
 	c.half = step / 2
 	c.s = step * sz
@@ -222,10 +253,20 @@ func NewChecker(p Params, d int) (*Checker, error) {
 			nb += (d + k - 1) / k
 		}
 	}
-	c.u = math.Log(float64(max(nb, 1)) * R / prob)
+	// The history also tests the whole running sum's norm (one block of
+	// length d), counted here too.
+	c.u = math.Log(float64(nb+1) * R / prob)
+	// Persistence: half the share for the R draws' norms, half for the
+	// 3 R two-sided inner products.
+	c.persist = c.persist && c.history
+	c.chiY = chiRoot(d, math.Log(2*R/prob))
+	c.zp = math.Sqrt(2 * math.Log(12*R/prob))
 	c.why = fmt.Sprintf("norm, coordinate and block tests (E %.4g, noise %.4g per coordinate, compressor factor %.6g)", c.e, c.s, c.f)
 	if c.history {
 		c.why += " and the same on each device's running sum"
+	}
+	if c.persist {
+		c.why += ", and the persistence test of the running sum"
 	}
 	return c, nil
 }
@@ -262,15 +303,29 @@ func (c *Checker) Shape() bool { return c.shape }
 // History argument).
 func (c *Checker) Tracks() bool { return c.history }
 
-// CoordLimit returns the largest |x_j| an honest message reaches.
-func (c *Checker) CoordLimit() float64 {
-	return c.f * (c.e + c.half + c.s*c.zc)
+// noise returns the subgaussian proxies per coordinate for a device asked
+// a times (0: unknown, the release cap): of one message's noise (the new
+// draw minus the cancelled one, in "nc") and of one draw.
+func (c *Checker) noise(a int) (msg, draw float64) {
+	if c.sigZ == nil || a <= 0 || a >= c.cap {
+		return c.s, c.s1
+	}
+	hi, lo := float64(c.sigZ[a]), float64(c.sigZ[a-1])
+	return c.step * math.Sqrt(hi*hi+lo*lo), c.step * hi
+}
+
+// CoordLimit returns the largest |x_j| an honest message reaches, for a
+// device asked a times (0: unknown).
+func (c *Checker) CoordLimit(a int) float64 {
+	s, _ := c.noise(a)
+	return c.f * (c.e + c.half + s*c.zc)
 }
 
 // BlockLimit returns the largest L2 norm of k consecutive coordinates an
-// honest message reaches.
-func (c *Checker) BlockLimit(k int) float64 {
-	return c.f * (c.e + c.half*math.Sqrt(float64(k)) + c.s*chiRoot(k, c.u))
+// honest message reaches, for a device asked a times (0: unknown).
+func (c *Checker) BlockLimit(k, a int) float64 {
+	s, _ := c.noise(a)
+	return c.f * (c.e + c.half*math.Sqrt(float64(k)) + s*chiRoot(k, c.u))
 }
 
 // chiRoot is sqrt(k + 2 sqrt(k u) + 2u): a subgaussian vector of k
@@ -282,28 +337,62 @@ func chiRoot(k int, u float64) float64 {
 }
 
 // histNoise is the subgaussian proxy per coordinate of the noise in the
-// sum of n included messages: in "nc" the noises telescope to Y_last -
-// Y_first (two draws, as one message); otherwise n independent draws.
-func (c *Checker) histNoise(n int) float64 {
+// sum of n included messages of a device asked a times: in "nc" the
+// noises telescope to Y_last - Y_first (two draws, as one message: the
+// last of release at most a, the first of an earlier one); otherwise n
+// independent draws.
+func (c *Checker) histNoise(n, a int) float64 {
+	s, _ := c.noise(a)
 	if c.fresh {
-		return c.s * math.Sqrt(float64(n))
+		return s * math.Sqrt(float64(n))
 	}
-	return c.s
+	return s
 }
 
 // HistCoordLimit returns the largest |sum_j| the running sum of n honest
-// messages reaches. Each message's compressor rounding (relative f - 1)
-// is added on top, at most twice the coordinate limit per message.
-func (c *Checker) HistCoordLimit(n int) float64 {
+// messages reaches (device asked a times; 0: unknown). Each message's
+// compressor rounding (relative f - 1) is added on top, at most twice
+// the coordinate limit per message.
+func (c *Checker) HistCoordLimit(n, a int) float64 {
 	fn := float64(n)
-	return fn*(c.e+c.half) + c.histNoise(n)*c.zc + 2*fn*(c.f-1)*c.CoordLimit()
+	return fn*(c.e+c.half) + c.histNoise(n, a)*c.zc + 2*fn*(c.f-1)*c.CoordLimit(a)
 }
 
 // HistBlockLimit returns the largest norm of k consecutive coordinates
-// of the running sum of n honest messages.
-func (c *Checker) HistBlockLimit(k, n int) float64 {
+// of the running sum of n honest messages (device asked a times).
+func (c *Checker) HistBlockLimit(k, n, a int) float64 {
 	fn := float64(n)
-	return fn*(c.e+c.half*math.Sqrt(float64(k))) + c.histNoise(n)*chiRoot(k, c.u) + 2*fn*(c.f-1)*c.BlockLimit(k)
+	return fn*(c.e+c.half*math.Sqrt(float64(k))) + c.histNoise(n, a)*chiRoot(k, c.u) + 2*fn*(c.f-1)*c.BlockLimit(k, a)
+}
+
+// PersistLimit returns the largest |<R_(n-1), R_n>| for an honest "nc"
+// device whose history holds its first n included messages (R_n their
+// sum), asked a times (0: unknown). With V_k the sum of the first k
+// rounded estimates (||V_k|| <= k E', E' = E + h sqrt(d)/2) and y_k the
+// k-th included message's draw (proxy s1 = h sigma_Z(a) or less),
+// R_k = V_k + y_k, and
+//
+//	<R_(n-1), R_n> = <V_(n-1), V_n> + <V_(n-1), y_n> + <y_(n-1), V_(n-1)>
+//	               + <y_(n-1), v_n> + <y_(n-1), y_n>,
+//
+// bounded in turn by (n-1) n E'^2; (n-1) E' s1 z and (n-1) E' s1 z (y_n,
+// and y_(n-1), are drawn after V_(n-1) is fixed, so each product is
+// subgaussian with proxy ||V_(n-1)||^2 s1^2); E' s1 chiY (Cauchy-Schwarz:
+// v_n may depend on y_(n-1) through the model); and s1^2 chiY z (y_n is
+// independent of y_(n-1)). A hostile device that keeps a push b in its
+// running sum makes the product about ||b||^2, so the push it can keep is
+// about the square root of this limit instead of a whole noise draw.
+// The compressor's rounding is added on top.
+func (c *Checker) PersistLimit(n, a int) float64 {
+	_, s1 := c.noise(a)
+	ep := c.e + c.half*math.Sqrt(float64(c.d))
+	fn := float64(n)
+	lim := (fn-1)*fn*ep*ep + 2*(fn-1)*ep*s1*c.zp + ep*s1*c.chiY + s1*s1*c.chiY*c.zp
+	// Rounding: each sum is off by at most n (f-1) B (B the norm bound),
+	// so the product by at most that times the two sums' norms plus its
+	// square; bounded with both sums at n B.
+	r := fn * (c.f - 1) * c.norm
+	return lim + r*(2*fn*c.norm+r)
 }
 
 // Check tests a decoded message x (already finite and of the session's
@@ -321,24 +410,43 @@ func (c *Checker) Check(x []float64, norm float64, h *History) error {
 	if !c.shape {
 		return nil
 	}
-	if r := c.scan(x, nil, 1, false); r != nil {
+	a := 0 // rounds asked: known only for a history from the start
+	if h != nil && h.FromStart {
+		a = h.asks
+	}
+	if r := c.scan(x, nil, 1, a, false); r != nil {
 		return r
 	}
-	if h == nil || !c.history || h.n == 0 {
+	if h == nil || !c.history {
 		return nil
 	}
-	if len(h.sum) != c.d {
-		return fmt.Errorf("optim: history of dimension %d, want %d", len(h.sum), c.d)
+	// The running sum with x, including a first message (n = 1: its
+	// limits are the message's without the norm bound's margin).
+	var base []float64
+	if h.n > 0 {
+		if len(h.sum) != c.d {
+			return fmt.Errorf("optim: history of dimension %d, want %d", len(h.sum), c.d)
+		}
+		base = h.sum
 	}
-	if r := c.scan(x, h.sum, h.n+1, true); r != nil {
+	if r := c.scan(x, base, h.n+1, a, true); r != nil {
 		return r
+	}
+	if c.persist && h.FromStart && h.n > 0 {
+		var dot float64
+		for i, v := range h.sum {
+			dot += v * (v + x[i])
+		}
+		if lim := c.PersistLimit(h.n+1, a); !(math.Abs(dot) <= lim) {
+			return &Rejection{Test: TestPersist, History: true, Rounds: h.n + 1, Hi: c.d, Value: dot, Limit: lim}
+		}
 	}
 	return nil
 }
 
 // scan runs the coordinate and block tests on x (plus base, when not
 // nil) against the limits of one message or of a running sum of n.
-func (c *Checker) scan(x, base []float64, n int, hist bool) *Rejection {
+func (c *Checker) scan(x, base []float64, n, a int, hist bool) *Rejection {
 	at := func(i int) float64 {
 		if base != nil {
 			return base[i] + x[i]
@@ -347,16 +455,23 @@ func (c *Checker) scan(x, base []float64, n int, hist bool) *Rejection {
 	}
 	var coord float64
 	if hist {
-		coord = c.HistCoordLimit(n)
+		coord = c.HistCoordLimit(n, a)
 	} else {
-		coord = c.CoordLimit()
+		coord = c.CoordLimit(a)
 	}
 	for i := range x {
 		if v := at(i); !(math.Abs(v) <= coord) {
 			return &Rejection{Test: TestCoordinate, History: hist, Rounds: n, Lo: i, Hi: i + 1, Value: v, Limit: coord}
 		}
 	}
-	for _, k := range c.levels {
+	levels := c.levels
+	if hist {
+		// The running sum's norm too: without it each block would get
+		// its own n E, and a dense drift could grow by several E a
+		// round.
+		levels = append(levels[:len(levels):len(levels)], c.d)
+	}
+	for _, k := range levels {
 		for lo := 0; lo < c.d; lo += k {
 			hi := min(lo+k, c.d)
 			var ss float64
@@ -366,9 +481,9 @@ func (c *Checker) scan(x, base []float64, n int, hist bool) *Rejection {
 			}
 			var lim float64
 			if hist {
-				lim = c.HistBlockLimit(hi-lo, n)
+				lim = c.HistBlockLimit(hi-lo, n, a)
 			} else {
-				lim = c.BlockLimit(hi - lo)
+				lim = c.BlockLimit(hi-lo, a)
 			}
 			if nb := math.Sqrt(ss); !(nb <= lim) {
 				return &Rejection{Test: TestBlock, History: hist, Rounds: n, Lo: lo, Hi: hi, Value: nb, Limit: lim}

@@ -81,7 +81,7 @@ func TestCheckerPassesHonestDevices(t *testing.T) {
 			}
 			x := make([]float64, base.Dim())
 			dec := make([]float64, base.Dim())
-			var h History
+			h := History{FromStart: true}
 			sent := 0
 			for r := 1; r <= p.Rounds; r++ {
 				u, err := dv.Prepare(Round{T: r, X: x, XPrev: x}, data)
@@ -92,6 +92,7 @@ func TestCheckerPassesHonestDevices(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
+				h.Ask()
 				if err := c.Check(dec, norm, &h); err != nil {
 					t.Fatalf("%s %q %s round %d: honest message refused: %v", tc.alg, tc.comp, mc.name, r, err)
 				}
@@ -138,7 +139,7 @@ func TestCheckerPassesHonestDevicesAtScale(t *testing.T) {
 		}
 		x := make([]float64, base.Dim())
 		dec := make([]float64, base.Dim())
-		var h History
+		h := History{FromStart: true}
 		for r := 1; r <= p.Rounds; r++ {
 			u, err := dv.Prepare(Round{T: r, X: x, XPrev: x}, data)
 			if err != nil {
@@ -148,6 +149,7 @@ func TestCheckerPassesHonestDevicesAtScale(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			h.Ask()
 			if err := c.Check(dec, norm, &h); err != nil {
 				t.Fatalf("round %d: honest message refused: %v", r, err)
 			}
@@ -185,7 +187,7 @@ func ncRef(t *testing.T, p Params, d int) (s, step float64) {
 // the derivation's let a hostile device push harder. At the classroom's
 // dimension it recomputes each limit from the formulas of
 // docs/security.md (the union bound's quantile written out: 2 d R
-// coordinates, blocks of 8, 64 and 512, 1e-9 shared by five tests) and
+// coordinates, blocks of 8, 64 and 512, 1e-9 shared by six tests) and
 // requires the Checker's to be no larger (and no more than 0.1% smaller,
 // which would reject honest messages); then it checks that a message or a
 // running sum 1% over each limit is refused and one 1% under passes.
@@ -199,9 +201,9 @@ func TestCheckerLimitsAreTight(t *testing.T) {
 	s, step := ncRef(t, p, d)
 	const f = 1 + 1.0/(1<<23)
 	R := 200.0
-	prob := 1e-9 / 5
+	prob := 1e-9 / 6
 	zc := math.Sqrt(2 * math.Log(2*d*R/prob))
-	blocks := math.Ceil(d/8.) + math.Ceil(d/64.) + math.Ceil(d/512.)
+	blocks := math.Ceil(d/8.) + math.Ceil(d/64.) + math.Ceil(d/512.) + 1 // and the running sum's norm
 	u := math.Log(blocks * R / prob)
 	chi := func(k float64) float64 { return math.Sqrt(k + 2*math.Sqrt(k*u) + 2*u) }
 	E := 1.0
@@ -213,13 +215,17 @@ func TestCheckerLimitsAreTight(t *testing.T) {
 			t.Errorf("%s limit %.6g, derivation gives %.6g", name, got, want)
 		}
 	}
-	near("coordinate", c.CoordLimit(), wantCoord)
+	near("coordinate", c.CoordLimit(0), wantCoord)
 	for _, k := range []float64{8, 64, 512} {
-		near("block", c.BlockLimit(int(k)), wantBlock(k))
+		near("block", c.BlockLimit(int(k), 0), wantBlock(k))
 	}
-	near("history coordinate", c.HistCoordLimit(5), wantHist(5))
+	near("history coordinate", c.HistCoordLimit(5, 0), wantHist(5))
+	wantHistNorm := func(n float64) float64 {
+		return n*(E+step/2*math.Sqrt(d)) + s*chi(d) + 2*n*(f-1)*wantBlock(d)
+	}
+	near("history norm", c.HistBlockLimit(d, 7, 0), wantHistNorm(7))
 	t.Logf("noise per coordinate %.4g; coordinate limit %.4g; blocks of 8, 64, 512: %.4g %.4g %.4g; L2 %.4g",
-		s, c.CoordLimit(), c.BlockLimit(8), c.BlockLimit(64), c.BlockLimit(512), c.NormBound())
+		s, c.CoordLimit(0), c.BlockLimit(8, 0), c.BlockLimit(64, 0), c.BlockLimit(512, 0), c.NormBound())
 
 	x := make([]float64, d)
 	try := func(name string, h *History, wantErr bool) {
@@ -279,6 +285,58 @@ func TestCheckerLimitsAreTight(t *testing.T) {
 		h.Add(x)
 	}
 	try("history of 5 at 0.99 x its limit", &h, false)
+	// A dense drift: the same direction every round, spread so thin that
+	// no coordinate or block test of the sum sees it; the sum's norm does.
+	h.Reset()
+	n := 12
+	a := 1.01 * wantHistNorm(float64(n)) / float64(n) / math.Sqrt(d)
+	for i := range x {
+		x[i] = a
+	}
+	if a*math.Sqrt(d) > c.NormBound() {
+		t.Fatalf("test setting: drift %.4g above the norm bound", a*math.Sqrt(d))
+	}
+	for range n - 1 {
+		try("drift under its limit", &h, false)
+		h.Add(x)
+	}
+	try("drift of 12 rounds at 1.01 x the running sum's norm limit", &h, true)
+
+	// Persistence: a push hidden in the first message, as large as a
+	// noise draw, then nothing; the running sum keeps it. The limit from
+	// the derivation (PersistLimit's doc) with its quantiles written out.
+	_, _ = ncRef(t, p, d)
+	sens := 2 * p.S() / float64(p.Batch)
+	hiZ, _ := mechanism.DiscreteSigma(NCSigma(p, 200), sens, step, d)
+	s1 := step * float64(hiZ)
+	chiY := math.Sqrt(d + 2*math.Sqrt(d*math.Log(2*R/prob)) + 2*math.Log(2*R/prob))
+	zp := math.Sqrt(2 * math.Log(12*R/prob))
+	ep := E + step/2*math.Sqrt(d)
+	wantPersist := func(n float64) float64 {
+		r := n * (f - 1) * c.NormBound()
+		return (n-1)*n*ep*ep + 2*(n-1)*ep*s1*zp + ep*s1*chiY + s1*s1*chiY*zp + r*(2*n*c.NormBound()+r)
+	}
+	near("persistence", c.PersistLimit(2, 0), wantPersist(2))
+	t.Logf("persistence limit at n = 2: %.4g (a kept push of norm %.4g); one draw's norm %.4g", c.PersistLimit(2, 0), math.Sqrt(c.PersistLimit(2, 0)), s1*chiY)
+	for _, tc := range []struct {
+		scale   float64
+		refused bool
+	}{{1.01, true}, {0.99, false}} {
+		h = History{FromStart: true}
+		beta := tc.scale * math.Sqrt(wantPersist(2))
+		for i := range x {
+			x[i] = beta / math.Sqrt(d)
+		}
+		try("first message", &h, false)
+		h.Add(x)
+		clear(x)
+		try("nothing after a kept push", &h, tc.refused)
+		if !tc.refused {
+			continue
+		}
+		h.FromStart = false
+		try("the same without the history's start", &h, false)
+	}
 }
 
 // TestCheckerRejectsWithReason checks the error's contract: errors.Is
@@ -321,4 +379,54 @@ func containsAny(s, chars string) bool {
 		}
 	}
 	return false
+}
+
+// TestCheckerFollowsAsks checks the noise allowed to a device asked a few
+// times: the limits of its a-th answer are those of the a-th release's
+// noise (sigma_Z(a) and sigma_Z(a-1) by the device's own rule), much
+// tighter than at the release cap early on; a device whose history is not
+// from the start, or that was never recorded as asked, gets the cap's.
+// An honest device answering every ask is covered by
+// TestCheckerPassesHonestDevices (it calls Ask before each Check); here a
+// spike 1% over the limit of the first answer is refused, and the same
+// spike passes where the asks are unknown.
+func TestCheckerFollowsAsks(t *testing.T) {
+	const d = 7850
+	p := Params{Algorithm: "nc", M: 30, Cohort: 10, Rounds: 200, Batch: 16, Clip: 1, Eta: 0.5, Rho: 1.5}
+	c, err := NewChecker(p, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sens := 2 * p.S() / float64(p.Batch)
+	step, _ := mechanism.GridStep(sens, d)
+	z1, err := mechanism.DiscreteSigma(NCSigma(p, 1), sens, step, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const f = 1 + 1.0/(1<<23)
+	zc := math.Sqrt(2 * math.Log(2*d*200/(1e-9/6)))
+	want := f * (p.S() + step/2 + step*float64(z1)*zc) // sigma_Z(0) = 0: nothing to cancel
+	if got := c.CoordLimit(1); !(got <= want*(1+1e-12) && got >= 0.999*want) {
+		t.Errorf("coordinate limit of a first answer %.6g, derivation %.6g", got, want)
+	}
+	if !(c.CoordLimit(1) < c.CoordLimit(50) && c.CoordLimit(50) < c.CoordLimit(0)) || c.CoordLimit(0) != c.CoordLimit(200) {
+		t.Errorf("limits by asks: 1 %.4g, 50 %.4g, cap %.4g, unknown %.4g", c.CoordLimit(1), c.CoordLimit(50), c.CoordLimit(200), c.CoordLimit(0))
+	}
+	t.Logf("coordinate limit: first answer %.4g, 50th %.4g, cap %.4g", c.CoordLimit(1), c.CoordLimit(50), c.CoordLimit(0))
+	x := make([]float64, d)
+	x[100] = 1.01 * want
+	h := History{FromStart: true}
+	h.Ask()
+	if err := c.Check(x, mechanism.Norm(x), &h); !errors.Is(err, ErrImplausible) {
+		t.Errorf("spike over the first answer's limit accepted: %v", err)
+	}
+	for _, other := range []History{{FromStart: false}, {FromStart: true}} {
+		if err := c.Check(x, mechanism.Norm(x), &other); err != nil {
+			t.Errorf("asks unknown (%+v): the cap's limits apply, but refused: %v", other, err)
+		}
+	}
+	x[100] = 0.99 * want
+	if err := c.Check(x, mechanism.Norm(x), &h); err != nil {
+		t.Errorf("spike under the first answer's limit refused: %v", err)
+	}
 }

@@ -1,0 +1,172 @@
+// Command flattack prints the attack table of docs/security.md: the final
+// test accuracy of a session when K of its M devices are hostile, for
+// each attack kind of the simulator (sim.AttackKinds), over several
+// seeds, with the server's full tests (optim.Checker) and with the norm
+// bound alone (the server before them).
+//
+//	go run ./cmd/flattack                  # the table (about 15 minutes on 2 cores)
+//	go run ./cmd/flattack -seeds 1 -K 0,1  # a quick look
+//
+// The session is the classroom's (nc, logistic regression, b = 32,
+// rho_p = 1.5, eta = 0.02) with M = m = 10 and T = 100.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"browserfl/shared/dataset"
+	"browserfl/shared/optim"
+	"browserfl/sim"
+)
+
+func main() {
+	if err := run(context.Background(), os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			os.Exit(0)
+		}
+		fmt.Fprintln(os.Stderr, "flattack:", err)
+		os.Exit(2)
+	}
+}
+
+type options struct {
+	seeds   int
+	ks      []int
+	kinds   []string
+	dataDir string
+	cap     float64
+}
+
+func parse(args []string, stderr io.Writer) (options, error) {
+	var o options
+	fs := flag.NewFlagSet("flattack", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.IntVar(&o.seeds, "seeds", 3, "seeds per cell (1, 2, ...)")
+	ks := fs.String("K", "0,1,2,3", "hostile devices per session, comma-separated")
+	kinds := fs.String("kinds", strings.Join(sim.AttackKinds, ","), "attack kinds, comma-separated")
+	fs.StringVar(&o.dataDir, "data-dir", dataset.DefaultFashionMNISTDir, "Fashion-MNIST directory")
+	fs.Float64Var(&o.cap, "attack-cap", 0, "cap each hostile message's norm (0 = as large as the tests allow)")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if o.seeds < 1 {
+		return o, fmt.Errorf("-seeds %d: want >= 1", o.seeds)
+	}
+	for _, s := range strings.Split(*ks, ",") {
+		k, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || k < 0 || k > 10 {
+			return o, fmt.Errorf("-K %q: want counts between 0 and 10", *ks)
+		}
+		o.ks = append(o.ks, k)
+	}
+	for _, s := range strings.Split(*kinds, ",") {
+		s = strings.TrimSpace(s)
+		if !contains(sim.AttackKinds, s) {
+			return o, fmt.Errorf("-kinds: %q is not one of %v", s, sim.AttackKinds)
+		}
+		o.kinds = append(o.kinds, s)
+	}
+	return o, nil
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// cell is the outcome of one kind and K over the seeds.
+type cell struct {
+	acc, accNorm          []float64
+	hostileRef, honestRef int
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	o, err := parse(args, stderr)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	train, test, err := dataset.LoadFashionMNIST(o.dataDir)
+	if err != nil {
+		return err
+	}
+	p := optim.Params{Algorithm: "nc", Model: "logreg", M: 10, Cohort: 10, Rounds: 100, Batch: 32, Clip: 1, Eta: 0.02, Rho: 1.5}
+	base := sim.Config{Params: p, Train: train, Test: test, Partition: dataset.Scheme{Kind: dataset.SchemeIID}, EvalEvery: p.Rounds}
+	one := func(kind string, k int, seed uint64, normOnly bool) (sim.Result, error) {
+		cfg := base
+		cfg.Seed = seed
+		cfg.NormOnly = normOnly
+		if k > 0 {
+			cfg.Attack, cfg.Attackers, cfg.AttackCap = kind, k, o.cap
+		}
+		return sim.Run(ctx, cfg)
+	}
+	fmt.Fprintf(stdout, "nc, logreg, Fashion-MNIST, M = m = %d, T = %d, b = %d, rho_p = %g, eta = %g; %d seeds; attack cap %g\n\n",
+		p.M, p.Rounds, p.Batch, p.Rho, p.Eta, o.seeds, o.cap)
+	fmt.Fprintln(stdout, "| attack | K | norm bound only | all tests | hostile refused | honest refused |")
+	fmt.Fprintln(stdout, "|---|---|---|---|---|---|")
+	var honest *cell
+	for _, kind := range o.kinds {
+		for _, k := range o.ks {
+			if k == 0 && honest != nil {
+				continue
+			}
+			var c cell
+			for s := 1; s <= o.seeds; s++ {
+				for _, normOnly := range []bool{false, true} {
+					res, err := one(kind, k, uint64(s), normOnly)
+					if err != nil {
+						return fmt.Errorf("%s K=%d seed %d: %w", kind, k, s, err)
+					}
+					if normOnly {
+						c.accNorm = append(c.accNorm, res.FinalAccuracy)
+						continue
+					}
+					c.acc = append(c.acc, res.FinalAccuracy)
+					c.hostileRef += res.RejectedHostile
+					c.honestRef += res.RejectedHonest
+				}
+				fmt.Fprintf(stderr, "\r%s K=%d seed %d done", kind, k, s)
+			}
+			name := kind
+			if k == 0 {
+				name, honest = "none", &c
+			}
+			fmt.Fprintf(stderr, "\r%40s\r", "")
+			fmt.Fprintf(stdout, "| %s | %d | %s | %s | %d | %d |\n", name, k, summary(c.accNorm), summary(c.acc), c.hostileRef, c.honestRef)
+		}
+	}
+	return nil
+}
+
+// summary is the mean accuracy in percent with the range over seeds.
+func summary(xs []float64) string {
+	if len(xs) == 0 {
+		return "-"
+	}
+	lo, hi, sum := xs[0], xs[0], 0.0
+	for _, x := range xs {
+		lo, hi, sum = min(lo, x), max(hi, x), sum+x
+	}
+	if len(xs) == 1 {
+		return fmt.Sprintf("%.1f%%", 100*sum)
+	}
+	return fmt.Sprintf("%.1f%% (%.1f-%.1f)", 100*sum/float64(len(xs)), 100*lo, 100*hi)
+}

@@ -1,0 +1,226 @@
+package sim
+
+import (
+	"fmt"
+	"math"
+	"slices"
+
+	"browserfl/shared/mechanism"
+	"browserfl/shared/optim"
+)
+
+// Attack kinds: what a hostile device sends in place of its update
+// (docs/security.md, "The attack table"). Every hostile device is
+// adaptive: it knows the session's public parameters and therefore the
+// server's tests (optim.Checker, or only the norm bound with NoChecks),
+// and scales its message to the largest multiple of its chosen direction
+// that passes them, given its own history. It adds no noise (noise would
+// only use up room under the tests). The omniscient kinds (alie, ipm)
+// also see the honest messages of the round.
+const (
+	AttackSpike    = "spike"    // one coordinate: the bias of class 0 of logistic regression
+	AttackBlock    = "block"    // a shift spread evenly over class 0's block of weights
+	AttackSignFlip = "signflip" // minus the device's own honest estimate
+	AttackALIE     = "alie"     // "a little is enough" (Baruch et al. 2019): mean - z std of the honest messages
+	AttackIPM      = "ipm"      // inner-product manipulation (Xie et al. 2020): minus the honest mean
+	AttackDrift    = "drift"    // a fixed random dense direction, the same every round (time-coupled)
+)
+
+// AttackKinds lists the kinds in the order of the attack table.
+var AttackKinds = []string{AttackSpike, AttackBlock, AttackSignFlip, AttackALIE, AttackIPM, AttackDrift}
+
+// attacker is the hostile part of a simulated device.
+type attacker struct {
+	kind  string
+	dir   []float64 // fixed direction (spike, block, drift); scratch otherwise
+	msg   []float64
+	clean []float64
+	dec   []float64
+	buf   []byte
+	spec  mechanism.Spec
+	cap   float64 // largest norm per message (Config.AttackCap); 0: none
+}
+
+// checkAttack validates cfg's attack settings.
+func checkAttack(cfg Config, p optim.Params) error {
+	if cfg.Attackers == 0 && cfg.Attack == "" {
+		return nil
+	}
+	if !slices.Contains(AttackKinds, cfg.Attack) {
+		return fmt.Errorf("sim: attack %q: want one of %v", cfg.Attack, AttackKinds)
+	}
+	if cfg.Attackers < 0 || cfg.Attackers > p.M {
+		return fmt.Errorf("sim: %d attackers of %d devices", cfg.Attackers, p.M)
+	}
+	spec, err := mechanism.ParseSpec(p.Compressor)
+	if err != nil {
+		return err
+	}
+	switch spec.C.(type) {
+	case mechanism.Dense32, mechanism.Dense64:
+	default:
+		return fmt.Errorf("sim: attacks are simulated with the dense compressors only, not %q", p.Compressor)
+	}
+	if spec.EF {
+		return fmt.Errorf("sim: attacks are simulated with the dense compressors only, not %q", p.Compressor)
+	}
+	return nil
+}
+
+// newAttacker returns the hostile part of device i for kind in
+// dimension d with classes classes.
+func newAttacker(kind string, spec mechanism.Spec, d, classes int, seed uint64, i int) *attacker {
+	a := &attacker{kind: kind, spec: spec, dir: make([]float64, d), msg: make([]float64, d), clean: make([]float64, d), dec: make([]float64, d)}
+	block := d / max(classes, 1) // logistic regression: W_0 then b_0, then class 1...
+	switch kind {
+	case AttackSpike:
+		a.dir[block-1] = -1 // the step moves against the sum: b_0 rises
+	case AttackBlock:
+		for j := range block {
+			a.dir[j] = -1
+		}
+	case AttackDrift:
+		rng := mechanism.NewStream(seedFor(seed, "attack-drift", i), 0)
+		for j := range a.dir {
+			a.dir[j] = rng.NormFloat64()
+		}
+	}
+	return a
+}
+
+// message writes the hostile message of round t into a.msg: the kind's
+// direction scaled to the largest multiple the server's tests accept.
+// honest holds the decoded honest messages of the round; clean is the
+// device's own un-noised estimate.
+func (a *attacker) message(chk gate, hist *optim.History, honest [][]float64, cohort, attackers int) []float64 {
+	d := len(a.msg)
+	dir := a.dir
+	switch a.kind {
+	case AttackSignFlip:
+		dir = scratch(a, func(j int) float64 { return -a.clean[j] })
+	case AttackIPM:
+		dir = scratch(a, func(j int) float64 { return -mean(honest, j) })
+	case AttackALIE:
+		z := alieZ(cohort, attackers)
+		dir = scratch(a, func(j int) float64 {
+			mu := mean(honest, j)
+			var v float64
+			for _, h := range honest {
+				v += (h[j] - mu) * (h[j] - mu)
+			}
+			if len(honest) > 1 {
+				v /= float64(len(honest) - 1)
+			}
+			return mu - z*math.Sqrt(v)
+		})
+	}
+	n := mechanism.Norm(dir)
+	if !(n > 0) {
+		clear(a.msg)
+		return a.msg
+	}
+	// The largest scale that passes, by bisection on [0, hi] with hi at
+	// the norm bound (or a large multiple when there is none).
+	hi := chk.NormBound() / n
+	if math.IsInf(hi, 0) {
+		hi = 1e6 / n
+	}
+	if a.kind == AttackALIE {
+		hi = 1 // ALIE's message is the point itself; only ever scaled down
+	}
+	// A candidate is tested as the server sees it: encoded, decoded.
+	passes := func(s float64) bool {
+		for j := range d {
+			a.msg[j] = s * dir[j]
+		}
+		var err error
+		if a.buf, err = a.spec.C.Compress(a.buf, a.dec, a.msg, nil); err != nil {
+			return false
+		}
+		return chk.Check(a.dec, mechanism.Norm(a.dec), hist) == nil
+	}
+	lo := 0.0
+	if passes(hi) {
+		lo = hi
+	} else {
+		for range 50 {
+			mid := (lo + hi) / 2
+			if passes(mid) {
+				lo = mid
+			} else {
+				hi = mid
+			}
+		}
+	}
+	if a.cap > 0 {
+		lo = min(lo, a.cap/n)
+	}
+	passes(lo)
+	return a.msg
+}
+
+// scratch fills a.dir's spare use: the kinds whose direction changes
+// every round write it into a buffer of their own.
+func scratch(a *attacker, f func(int) float64) []float64 {
+	for j := range a.dir {
+		a.dir[j] = f(j)
+	}
+	return a.dir
+}
+
+func mean(vs [][]float64, j int) float64 {
+	if len(vs) == 0 {
+		return 0
+	}
+	var s float64
+	for _, v := range vs {
+		s += v[j]
+	}
+	return s / float64(len(vs))
+}
+
+// alieZ is z_max of Baruch et al. (2019): with n devices and k hostile,
+// s = floor(n/2 + 1) - k honest devices must be won over, and z is the
+// standard normal quantile of (n - s) / n.
+func alieZ(n, k int) float64 {
+	s := n/2 + 1 - k
+	q := float64(n-s) / float64(n)
+	if q <= 0 || q >= 1 {
+		return 0
+	}
+	return math.Sqrt2 * math.Erfinv(2*q-1)
+}
+
+// attackRound replaces the messages of the round's hostile cohort members
+// (those whose honest step succeeded) with their attack: vecs, norms and
+// the payloads become the hostile message, encoded with the session's
+// dense compressor as a real device would send it.
+func attackRound(devs []*simDevice, cohort []int, updates []optim.Update, errs []error, vecs [][]float64, norms []float64,
+	g gate, spec mechanism.Spec, honest *[][]float64, attackers int) error {
+	*honest = (*honest)[:0]
+	for k, id := range cohort {
+		if errs[k] == nil && devs[id].hostile == nil {
+			*honest = append(*honest, vecs[k])
+		}
+	}
+	for k, id := range cohort {
+		dv := devs[id]
+		if errs[k] != nil || dv.hostile == nil {
+			continue
+		}
+		a := dv.hostile
+		if in, ok := dv.dev.(optim.Introspector); ok {
+			if err := in.Clean(a.clean); err != nil {
+				return fmt.Errorf("hostile device %d: %w", id, err)
+			}
+		}
+		msg := a.message(g, &dv.hist, *honest, len(cohort), attackers)
+		payload, err := spec.C.Compress(nil, vecs[k], msg, nil)
+		if err != nil {
+			return fmt.Errorf("hostile device %d: encode: %w", id, err)
+		}
+		updates[k].Payload = payload
+		norms[k] = mechanism.Norm(vecs[k])
+	}
+	return nil
+}
