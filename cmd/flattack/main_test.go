@@ -1,0 +1,37 @@
+package main
+
+import (
+	"io"
+	"slices"
+	"testing"
+
+	"browserfl/sim"
+)
+
+func TestParse(t *testing.T) {
+	o, err := parse(nil, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.seeds != 3 || !slices.Equal(o.ks, []int{0, 1, 2, 3}) || !slices.Equal(o.kinds, sim.AttackKinds) {
+		t.Errorf("defaults %+v", o)
+	}
+	o, err = parse([]string{"-seeds", "1", "-K", "0, 2", "-kinds", "spike,drift"}, io.Discard)
+	if err != nil || o.seeds != 1 || !slices.Equal(o.ks, []int{0, 2}) || !slices.Equal(o.kinds, []string{"spike", "drift"}) {
+		t.Errorf("parsed %+v, %v", o, err)
+	}
+	for _, bad := range [][]string{
+		{"-seeds", "0"}, {"-K", "1,x"}, {"-K", "11"}, {"-K", "-1"}, {"-kinds", "spike,nope"}, {"extra"}, {"-nope"},
+	} {
+		if _, err := parse(bad, io.Discard); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}
+
+// TestMissingData fails with the loader's error, not a panic.
+func TestMissingData(t *testing.T) {
+	if err := run(t.Context(), []string{"-data-dir", t.TempDir(), "-seeds", "1", "-K", "0"}, io.Discard, io.Discard); err == nil {
+		t.Error("a missing dataset was not reported")
+	}
+}
