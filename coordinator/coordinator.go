@@ -183,6 +183,12 @@ type Coordinator struct {
 	bound float64
 	// chk tests each direct update (optim.Checker; its NormBound is bound).
 	chk *optim.Checker
+	// seenAll is set when no round of the session was sent before this
+	// process (the store's RoundsStarted): every ask and inclusion of
+	// every device is then seen here, and each device's history is from
+	// its start. roundsMarked: this process has recorded that rounds
+	// started.
+	seenAll, roundsMarked bool
 	// keepPayloads: the server half is not an optim.SumApplier, so the
 	// round is applied from the payloads (decoded a second time by
 	// Apply) and each accepted update keeps its payload too.
@@ -367,6 +373,11 @@ func (c *Coordinator) prepare() error {
 	}
 	c.chk, c.bound = chk, chk.NormBound()
 	bound := c.bound
+	started, err := c.store.RoundsStarted()
+	if err != nil {
+		return fmt.Errorf("coordinator: %w", err)
+	}
+	c.seenAll, c.roundsMarked = !started, started
 	_, sums := c.server.(optim.SumApplier)
 	c.keepPayloads = !sums
 	committed, state, err := c.store.State()
@@ -599,6 +610,15 @@ func (c *Coordinator) runRound(ctx context.Context, t int) error {
 // beginRound samples round t's cohort and sends it the round; it returns
 // nil (and no error) when too few devices are eligible any more.
 func (c *Coordinator) beginRound(ctx context.Context, t int) (*openRound, error) {
+	if !c.roundsMarked {
+		// Before any device is asked: a later process must know that
+		// devices may have released (their histories are then not from
+		// the start).
+		if err := c.store.MarkRoundsStarted(); err != nil {
+			return nil, fmt.Errorf("coordinator: %w", err)
+		}
+		c.roundsMarked = true
+	}
 	deadline := time.Duration(c.sess.DeadlineMillis) * time.Millisecond
 	c.mu.Lock()
 	eligible := c.eligibleLocked()
@@ -1048,9 +1068,10 @@ func (c *Coordinator) bindLocked(cn link, nickname string, pending int, w *wire.
 			return &closeError{code: wire.CodeFull, reason: "too many devices"}
 		}
 		d = &device{id: id, joined: time.Now()}
-		// Registered just now (a welcome with a new secret): it has made
-		// no release in this session before.
-		d.hist.FromStart = w != nil && w.Secret != ""
+		// Registered just now (a welcome with a new secret), or no round
+		// was sent before this process: it has made no release in this
+		// session that this process did not see.
+		d.hist.FromStart = c.seenAll || (w != nil && w.Secret != "")
 		c.addDeviceLocked(d)
 	}
 

@@ -31,6 +31,7 @@ var (
 	keyServer    = []byte("server_state")
 	keyCommitted = []byte("committed")
 	keySession   = []byte("session")
+	keyStarted   = []byte("rounds_started")
 )
 
 // ErrStoreInUse is wrapped by OpenStore when another process holds the
@@ -359,6 +360,27 @@ func (s *Store) SessionParams() ([]byte, error) {
 		return nil
 	})
 	return out, err
+}
+
+// MarkRoundsStarted records, durably, that a round of the session has
+// been sent to devices (idempotent).
+func (s *Store) MarkRoundsStarted() error {
+	err := s.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketMeta).Put(keyStarted, []byte{1}) })
+	if err != nil {
+		return fmt.Errorf("mark rounds started: %w", err)
+	}
+	return nil
+}
+
+// RoundsStarted reports whether MarkRoundsStarted was ever called on the
+// store: if not, no device has been asked for a round of the session.
+func (s *Store) RoundsStarted() (bool, error) {
+	started := false
+	err := s.db.View(func(tx *bolt.Tx) error {
+		started = tx.Bucket(bucketMeta).Get(keyStarted) != nil
+		return nil
+	})
+	return started, err
 }
 
 // PutSessionParams stores the session definition.

@@ -536,7 +536,7 @@ func (rt *Runtime) connection(ctx context.Context) error {
 				continue // nothing to do until Start
 			}
 			// The read limit grows to a round frame of this session.
-			ws.SetReadLimit(int64(roundFrameMax(m.Session.Dim)))
+			ws.SetReadLimit(int64(readLimit(m.Session.Dim)))
 			// Resumed with its pending decision answered, a device that
 			// cannot take part in another round leaves now.
 			rt.mu.Lock()
@@ -582,7 +582,7 @@ func (rt *Runtime) connection(ctx context.Context) error {
 				}
 				return wrap(err)
 			}
-			ws.SetReadLimit(int64(roundFrameMax(m.Session.Dim)))
+			ws.SetReadLimit(int64(readLimit(m.Session.Dim)))
 		case wire.End:
 			rt.mu.Lock()
 			rt.st.Ended = true
@@ -603,6 +603,11 @@ func (rt *Runtime) connection(ctx context.Context) error {
 }
 
 func roundFrameMax(dim int) int { return 17 + 8*dim + 64 }
+
+// readLimit is the largest message a device reads once its session is
+// known: a round frame or a control message (a decision's reason may be
+// longer than a small model's round frame).
+func readLimit(dim int) int { return max(roundFrameMax(dim), wire.MaxControlBytes) }
 
 func writeControl(ctx context.Context, ws *websocket.Conn, m wire.Message) error {
 	b, err := wire.EncodeControl(m)

@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 
+	"browserfl/shared/dataset"
 	"browserfl/shared/mechanism"
 	"browserfl/shared/optim"
 )
@@ -88,10 +89,10 @@ func newAttacker(kind string, spec mechanism.Spec, d, classes int, seed uint64, 
 	return a
 }
 
-// message writes the hostile message of round t into a.msg: the kind's
-// direction scaled to the largest multiple the server's tests accept.
-// honest holds the decoded honest messages of the round; clean is the
-// device's own un-noised estimate.
+// message writes the hostile message of round t into a.msg (a.buf its
+// encoding, a.dec as decoded): the kind's direction scaled to the largest
+// multiple the server's tests accept. honest holds the decoded honest
+// messages of the round; a.clean is the device's own un-noised estimate.
 func (a *attacker) message(chk gate, hist *optim.History, honest [][]float64, cohort, attackers int) []float64 {
 	d := len(a.msg)
 	dir := a.dir
@@ -116,8 +117,8 @@ func (a *attacker) message(chk gate, hist *optim.History, honest [][]float64, co
 	}
 	n := mechanism.Norm(dir)
 	if !(n > 0) {
-		clear(a.msg)
-		return a.msg
+		dir, n = a.msg, 1 // nothing to push: send zeros
+		clear(dir)
 	}
 	// The largest scale that passes, by bisection on [0, hi] with hi at
 	// the norm bound (or a large multiple when there is none).
@@ -191,36 +192,77 @@ func alieZ(n, k int) float64 {
 	return math.Sqrt2 * math.Erfinv(2*q-1)
 }
 
-// attackRound replaces the messages of the round's hostile cohort members
-// (those whose honest step succeeded) with their attack: vecs, norms and
-// the payloads become the hostile message, encoded with the session's
-// dense compressor as a real device would send it.
-func attackRound(devs []*simDevice, cohort []int, updates []optim.Update, errs []error, vecs [][]float64, norms []float64,
-	g gate, spec mechanism.Spec, honest *[][]float64, attackers int) error {
-	*honest = (*honest)[:0]
-	for k, id := range cohort {
-		if errs[k] == nil && devs[id].hostile == nil {
-			*honest = append(*honest, vecs[k])
-		}
+// Hostile is the device half of a hostile device: it runs the honest
+// device half (so it spends budget and moves its state as an honest device
+// would, and knows its own un-noised estimate), then sends its attack in
+// place of the update. It keeps its own view of the server's history of it
+// (the rounds it was asked, its included messages), as a live device can,
+// so the same Hostile runs in the simulator and behind a native device
+// runtime against the coordinator (sim's TestHostileIsTheProduct).
+type Hostile struct {
+	optim.Device // the honest half
+	a            *attacker
+	g            gate
+	hist         optim.History
+	last         []float64
+	// Honest, when set before Prepare, holds the round's honest messages
+	// (the simulator's omniscient attacker); live it is nil and the alie
+	// and ipm kinds use the device's own estimate in their place.
+	Honest            [][]float64
+	cohort, attackers int
+}
+
+// NewHostile wraps the honest device half inner of device i of a session
+// with parameters p (model dimension d) in an attacker of kind. With
+// normOnly it assumes the server applies only the norm bound. cohort and
+// attackers are for the alie kind's z (Baruch et al.).
+func NewHostile(kind string, p optim.Params, d int, inner optim.Device, seed uint64, i int, normOnly bool, cohort, attackers int) (*Hostile, error) {
+	if !slices.Contains(AttackKinds, kind) {
+		return nil, fmt.Errorf("sim: attack %q: want one of %v", kind, AttackKinds)
 	}
-	for k, id := range cohort {
-		dv := devs[id]
-		if errs[k] != nil || dv.hostile == nil {
-			continue
-		}
-		a := dv.hostile
-		if in, ok := dv.dev.(optim.Introspector); ok {
-			if err := in.Clean(a.clean); err != nil {
-				return fmt.Errorf("hostile device %d: %w", id, err)
-			}
-		}
-		msg := a.message(g, &dv.hist, *honest, len(cohort), attackers)
-		payload, err := spec.C.Compress(nil, vecs[k], msg, nil)
-		if err != nil {
-			return fmt.Errorf("hostile device %d: encode: %w", id, err)
-		}
-		updates[k].Payload = payload
-		norms[k] = mechanism.Norm(vecs[k])
+	spec, err := mechanism.ParseSpec(p.Compressor)
+	if err != nil {
+		return nil, err
 	}
+	if _, ok := inner.(optim.Introspector); !ok {
+		return nil, fmt.Errorf("sim: the device half of %s does not expose its estimate", p.Algorithm)
+	}
+	chk, err := optim.NewChecker(p, d)
+	if err != nil {
+		return nil, err
+	}
+	var g gate = chk
+	if normOnly {
+		g = normGate(chk.NormBound())
+	}
+	return &Hostile{Device: inner, a: newAttacker(kind, spec, d, p.Classes, seed, i), g: g,
+		hist: optim.History{FromStart: true}, last: make([]float64, d), cohort: cohort, attackers: attackers}, nil
+}
+
+// Prepare runs the honest half, then returns the attack as the update.
+func (h *Hostile) Prepare(r optim.Round, batch []dataset.Sample) (optim.Update, error) {
+	up, err := h.Device.Prepare(r, batch)
+	if err != nil {
+		return up, err
+	}
+	h.hist.Ask()
+	if err := h.Device.(optim.Introspector).Clean(h.a.clean); err != nil {
+		return optim.Update{}, fmt.Errorf("sim: hostile device: %w", err)
+	}
+	honest := h.Honest
+	if honest == nil && (h.a.kind == AttackIPM || h.a.kind == AttackALIE) {
+		honest = [][]float64{h.a.clean}
+	}
+	h.a.message(h.g, &h.hist, honest, h.cohort, h.attackers)
+	copy(h.last, h.a.dec)
+	return optim.Update{T: up.T, Payload: slices.Clone(h.a.buf)}, nil
+}
+
+// Commit commits the honest half and adds the message to the history.
+func (h *Hostile) Commit(t int) error {
+	if err := h.Device.Commit(t); err != nil {
+		return err
+	}
+	h.hist.Add(h.last)
 	return nil
 }

@@ -69,6 +69,7 @@ func TestSimulatorIsTheProduct(t *testing.T) {
 		mod                   func(*wire.SessionParams)
 	}{
 		{"nc", "", 50, nil},
+		{"nc", "f64", 8, nil},
 		{"noisysgd", "ef+randk:0.5", 50, nil},
 		// Without noise and with exact f64 payloads nothing rounds the
 		// devices' work onto a grid: this case fails if the simulated
@@ -80,11 +81,30 @@ func TestSimulatorIsTheProduct(t *testing.T) {
 			s.Model, s.Clip, s.Eta, s.LocalSteps, s.LocalEpochs = "logreg-unit", 2, 1, 2, 3
 		}},
 	} {
-		t.Run(tc.algorithm, func(t *testing.T) { onePath(t, tc.algorithm, tc.compressor, tc.rho, tc.mod) })
+		t.Run(tc.algorithm+"/"+tc.compressor, func(t *testing.T) { onePath(t, tc.algorithm, tc.compressor, tc.rho, tc.mod, "") })
 	}
 }
 
-func onePath(t *testing.T, algorithm, compressor string, rho float64, mod func(*wire.SessionParams)) {
+// TestHostileIsTheProduct is TestSimulatorIsTheProduct with one hostile
+// device (sim.Hostile behind a native device runtime) for each attack
+// kind that needs no other device's message: the coordinator's tests
+// (optim.Checker with its histories, asks and persistence) and the
+// simulator's decide alike, round after round, so the attacked models are
+// equal bit for bit, and the simulator's attack table is the product's.
+// The omniscient kinds (alie, ipm) see the honest messages in the
+// simulator only.
+func TestHostileIsTheProduct(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a live session over websockets")
+	}
+	for _, kind := range []string{sim.AttackSpike, sim.AttackBlock, sim.AttackSignFlip, sim.AttackDrift} {
+		t.Run(kind, func(t *testing.T) { onePath(t, "nc", "", 8, nil, kind) })
+	}
+}
+
+// onePath runs the session in the simulator and live and compares the
+// models; with attack set, device 0 is hostile (sim.Hostile) in both.
+func onePath(t *testing.T, algorithm, compressor string, rho float64, mod func(*wire.SessionParams), attack string) {
 	const seed = 11
 	sess := wire.SessionParams{Name: "onepath", Dim: 10, DeadlineMillis: 60000, Algorithm: algorithm, Model: "logreg",
 		Features: 4, Classes: 2, M: 6, Cohort: 5, Rounds: 24, Batch: 4, Clip: 1, Eta: 0.05, RhoPaper: rho,
@@ -102,8 +122,12 @@ func onePath(t *testing.T, algorithm, compressor string, rho float64, mod func(*
 	scheme := dataset.Scheme{Kind: dataset.SchemeIID}
 
 	// The simulator.
+	attackers := 0
+	if attack != "" {
+		attackers = 1
+	}
 	res, err := sim.Run(context.Background(), sim.Config{Params: p, Train: train, Test: test, Partition: scheme,
-		Seed: seed, EvalEvery: 1000, Workers: 2})
+		Seed: seed, EvalEvery: 1000, Workers: 2, Attack: attack, Attackers: attackers})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,9 +185,15 @@ func onePath(t *testing.T, algorithm, compressor string, rho float64, mod func(*
 			t.Fatal(err)
 		}
 		mdl, _ := model.New(sess.Model, sess.Features, sess.Classes)
-		dev, err := optim.NewDevice(p, mdl, mechanism.NewStream(sim.DeviceSeed(seed, i), 0))
+		var dev optim.Device
+		dev, err = optim.NewDevice(p, mdl, mechanism.NewStream(sim.DeviceSeed(seed, i), 0))
 		if err != nil {
 			t.Fatal(err)
+		}
+		if i < attackers {
+			if dev, err = sim.NewHostile(attack, p, proto.Dim(), dev, seed, i, false, sess.Cohort, attackers); err != nil {
+				t.Fatal(err)
+			}
 		}
 		state, _ := json.Marshal(device.State{DeviceID: ids[i], Secret: secrets[i]})
 		storage := &device.MemStorage{}
@@ -251,6 +281,7 @@ func onePath(t *testing.T, algorithm, compressor string, rho float64, mod func(*
 	}
 	if diff == 0 {
 		acc, _ := model.Evaluate(proto, live, test.Samples)
-		t.Logf("%s: %d rounds, the same model bit for bit (held-out accuracy %.3f)", algorithm, sess.Rounds, acc)
+		t.Logf("%s %s: %d rounds, the same model bit for bit (held-out accuracy %.3f; simulated refusals: %d hostile, %d honest)",
+			algorithm, attack, sess.Rounds, acc, res.RejectedHostile, res.RejectedHonest)
 	}
 }

@@ -119,8 +119,8 @@ type simDevice struct {
 	cursor  int
 	batch   []dataset.Sample
 	retired bool
-	hist    optim.History
-	hostile *attacker
+	hist    optim.History // the server's history of the device
+	hostile *Hostile      // nil for an honest device
 }
 
 // seedFor derives a 32-byte seed for a named stream of the run.
@@ -190,7 +190,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	if cfg.NormOnly {
 		srvGate = normGate(chk.NormBound())
 	}
-	spec, _ := mechanism.ParseSpec(p.Compressor)
+
 	x0 := make([]float64, proto.Dim())
 	model.Init(proto, x0, cfg.Seed)
 	srv, err := optim.NewServer(p, x0, mechanism.NewStream(seedFor(cfg.Seed, "server", 0), 0))
@@ -224,8 +224,12 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		// Every history starts at the device's first release.
 		devs[i] = &simDevice{id: i, dev: d, shard: shard, batch: make([]dataset.Sample, p.Batch), hist: optim.History{FromStart: true}}
 		if i < cfg.Attackers {
-			devs[i].hostile = newAttacker(cfg.Attack, spec, proto.Dim(), p.Classes, cfg.Seed, i)
-			devs[i].hostile.cap = cfg.AttackCap
+			h, err := NewHostile(cfg.Attack, p, proto.Dim(), d, cfg.Seed, i, cfg.NormOnly, p.Cohort, cfg.Attackers)
+			if err != nil {
+				return Result{}, err
+			}
+			h.a.cap = cfg.AttackCap
+			devs[i].dev, devs[i].hostile = h, h
 		}
 	}
 	test := cfg.Test.Samples
@@ -291,18 +295,34 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		if r.T != t {
 			return res, fmt.Errorf("sim: server is at round %d, expected %d", r.T, t)
 		}
-		// Device steps in parallel; each touches only its own state.
-		workers.each(m, func(_, k int) {
+		// Device steps in parallel; each touches only its own state. The
+		// hostile devices answer after the honest ones, whose messages
+		// they see (an omniscient attacker).
+		stepAt := func(k int) {
 			updates[k], errs[k] = step(devs[cohort[k]], r, single)
 			if errs[k] == nil {
 				if norms[k], errs[k] = mechanism.DecodeNorm(vecs[k], updates[k].Payload); errs[k] != nil {
 					errs[k] = fmt.Errorf("decode: %w", errs[k])
 				}
 			}
+		}
+		workers.each(m, func(_, k int) {
+			if devs[cohort[k]].hostile == nil {
+				stepAt(k)
+			}
 		})
 		if cfg.Attackers > 0 {
-			if err := attackRound(devs, cohort, updates, errs, vecs, norms, srvGate, spec, &honest, cfg.Attackers); err != nil {
-				return res, fmt.Errorf("sim: round %d: %w", t, err)
+			honest = honest[:0]
+			for k, id := range cohort {
+				if devs[id].hostile == nil && errs[k] == nil {
+					honest = append(honest, vecs[k])
+				}
+			}
+			for k, id := range cohort {
+				if h := devs[id].hostile; h != nil {
+					h.Honest = honest
+					stepAt(k)
+				}
 			}
 		}
 		included, incl = included[:0], incl[:0]

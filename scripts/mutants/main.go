@@ -456,6 +456,20 @@ var mutations = []mutation{
 		new:  "var srvGate gate = normGate(chk.NormBound())",
 		pkgs: []string{"./sim/", "-run", "TestChecksBoundTheSpike"},
 	},
+	{
+		name: "coordinator-history-not-from-start", why: "the coordinator never treats a device's history as from its start (no persistence test, the release cap's noise for every answer)",
+		file: "coordinator/coordinator.go",
+		old:  "d.hist.FromStart = c.seenAll || (w != nil && w.Secret != \"\")",
+		new:  "d.hist.FromStart = false",
+		pkgs: []string{"./sim/", "-run", "TestHostileIsTheProduct"},
+	},
+	{
+		name: "coordinator-asks-not-counted", why: "the coordinator does not count the rounds it asks a device (its limits fall back to the release cap's)",
+		file: "coordinator/coordinator.go",
+		old:  "d.round = t\n\t\td.hist.Ask()",
+		new:  "d.round = t",
+		pkgs: []string{"./sim/", "-run", "TestHostileIsTheProduct"},
+	},
 }
 
 func main() {
