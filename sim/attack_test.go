@@ -42,7 +42,19 @@ func TestChecksBoundTheSpike(t *testing.T) {
 		}
 		shift[normOnly] = math.Abs(res.Model[bias0] - honest.Model[bias0])
 	}
-	t.Logf("bias shift: norm bound only %.4g, all tests %.4g", shift[true], shift[false])
+	// A naive attacker (it assumes the norm bound only) is refused every
+	// time by the server's other tests.
+	cfg := config("nc", 3)
+	cfg.Attack, cfg.Attackers, cfg.NaiveAttack = AttackSpike, 1, true
+	naive, err := Run(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if naive.RejectedHostile == 0 || naive.RejectedHonest != 0 || math.Abs(naive.Model[bias0]-honest.Model[bias0]) > shift[false] {
+		t.Errorf("naive spike: %d hostile and %d honest refused, shift %.4g", naive.RejectedHostile, naive.RejectedHonest, math.Abs(naive.Model[bias0]-honest.Model[bias0]))
+	}
+	t.Logf("bias shift: norm bound only %.4g, all tests %.4g (naive attacker: %d refused, shift %.4g)",
+		shift[true], shift[false], naive.RejectedHostile, math.Abs(naive.Model[bias0]-honest.Model[bias0]))
 	if !(shift[false]*3 < shift[true]) {
 		t.Errorf("the tests cut the hostile shift only from %.4g to %.4g", shift[true], shift[false])
 	}

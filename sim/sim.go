@@ -69,6 +69,10 @@ type Config struct {
 	// research knob: it separates the one-time push a hostile device can
 	// hide in its first messages from its steady push per round).
 	AttackCap float64
+	// NaiveAttack makes the hostile devices assume the server applies
+	// the norm bound only (they then send up to it, and the server's
+	// other tests refuse what they must).
+	NaiveAttack bool
 	// NormOnly applies only the L2 norm bound to each message (the
 	// server before optim.Checker), to measure what the other tests buy.
 	// By default every message goes through optim.Checker, as in the
@@ -224,7 +228,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		// Every history starts at the device's first release.
 		devs[i] = &simDevice{id: i, dev: d, shard: shard, batch: make([]dataset.Sample, p.Batch), hist: optim.History{FromStart: true}}
 		if i < cfg.Attackers {
-			h, err := NewHostile(cfg.Attack, p, proto.Dim(), d, cfg.Seed, i, cfg.NormOnly, p.Cohort, cfg.Attackers)
+			h, err := NewHostile(cfg.Attack, p, proto.Dim(), d, cfg.Seed, i, cfg.NormOnly || cfg.NaiveAttack, p.Cohort, cfg.Attackers)
 			if err != nil {
 				return Result{}, err
 			}

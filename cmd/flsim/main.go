@@ -72,6 +72,7 @@ type options struct {
 	attackers              int
 	normOnly               bool
 	attackCap              float64
+	naiveAttack            bool
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
@@ -118,6 +119,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.attack, "attack", "", "hostile devices send this instead of their update, as strong as the server's tests allow: "+strings.Join(sim.AttackKinds, ", ")+" (docs/security.md)")
 	fs.IntVar(&o.attackers, "attackers", 1, "with -attack: how many devices are hostile")
 	fs.Float64Var(&o.attackCap, "attack-cap", 0, "with -attack: each hostile message's norm is at most this (0 = as large as the tests allow)")
+	fs.BoolVar(&o.naiveAttack, "naive-attack", false, "with -attack: hostile devices assume the server applies only the norm bound (the other tests then refuse them)")
 	fs.BoolVar(&o.normOnly, "norm-only", false, "the server applies only the L2 norm bound to each update (the tests before issue 23), to measure what the others buy")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -246,7 +248,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	cfg := sim.Config{Params: o.p, Train: train, Test: test, Partition: scheme, Seed: o.seed,
 		EvalEvery: o.evalEvery, EvalSamples: o.evalSamples, Delta: o.reportDelta, Workers: o.workers,
-		Attack: o.attack, Attackers: o.attackers, NormOnly: o.normOnly, AttackCap: o.attackCap}
+		Attack: o.attack, Attackers: o.attackers, NormOnly: o.normOnly, AttackCap: o.attackCap, NaiveAttack: o.naiveAttack}
 	if cfg.Params.MaxReleases == -1 {
 		cfg.Params.MaxReleases = 0
 		if cfg.Params.MaxReleases, err = sim.SinglePassCap(cfg); err != nil {
