@@ -155,14 +155,29 @@ func TestAdmissionAfterCommitRace(t *testing.T) {
 // noise-cancellation identity holds after every round.
 func TestHostileUpdatesRejected(t *testing.T) {
 	sess := testSession(8, 3, 3, 6, 20000)
-	h := newHarness(t, sess, 3)
+	h, _ := runRejectedAttacker(t, sess, hostilePayload(sess.Dim))
+	for round, q := range h.qs {
+		if err := mechanism.CheckFinite(q); err != nil {
+			t.Errorf("round %d: committed state: %v", round, err)
+		}
+	}
+}
+
+// runRejectedAttacker runs sess with one raw attacker answering each
+// round with payload and M-1 honest device runtimes, and checks what
+// every such session must show: all rounds committed, the attacker told
+// "rejected" every round and counted, and the honest devices'
+// noise-cancellation identity after every round.
+func runRejectedAttacker(t *testing.T, sess wire.SessionParams, payload func(t, n int) []byte) (*harness, attackResult) {
+	t.Helper()
+	h := newHarness(t, sess, sess.M)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	runErr := make(chan error, 1)
 	go func() { runErr <- h.coord.Run(ctx) }()
 
 	attacker := dialRaw(t, ctx, h.wsURL(), true)
-	done := attack(ctx, attacker, sess.Dim, hostilePayload(sess.Dim))
+	done := attack(ctx, attacker, sess.Dim, payload)
 
 	var rts []*device.Runtime
 	var fakes []*nctest.Device
@@ -182,18 +197,16 @@ func TestHostileUpdatesRejected(t *testing.T) {
 		t.Fatalf("committed %d rounds, want %d", got, sess.Rounds)
 	}
 	if res.rejected != sess.Rounds {
-		t.Errorf("attacker told 'rejected' %d times, want %d", res.rejected, sess.Rounds)
+		t.Errorf("attacker told 'rejected' %d times, want %d (reasons %q)", res.rejected, sess.Rounds, res.reasons)
 	}
 	if got := metric(t, h.srv.URL, "browserfl_rejected_updates_total"); got != fmt.Sprint(sess.Rounds) {
 		t.Errorf("browserfl_rejected_updates_total = %s, want %d", got, sess.Rounds)
 	}
-	t.Logf("first reason: %q", res.reasons[0])
-	for round, q := range h.qs {
-		if err := mechanism.CheckFinite(q); err != nil {
-			t.Errorf("round %d: committed state: %v", round, err)
-		}
+	if len(res.reasons) > 0 {
+		t.Logf("first reason: %q", res.reasons[0])
 	}
 	checkInvariant(t, h.qs, sess.Cohort, fakes)
+	return h, res
 }
 
 // hostilePayload answers round t with an update far above any norm
@@ -358,47 +371,15 @@ func TestSpikeInsideNormBoundRejected(t *testing.T) {
 	if !(spike > 1.5*chk.CoordLimit(0)) {
 		t.Fatalf("test setting: spike %.4g is not above the coordinate limit %.4g", spike, chk.CoordLimit(0))
 	}
-	h := newHarness(t, sess, 4)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	runErr := make(chan error, 1)
-	go func() { runErr <- h.coord.Run(ctx) }()
-
-	attacker := dialRaw(t, ctx, h.wsURL(), true)
-	done := attack(ctx, attacker, sess.Dim, func(int, int) []byte {
+	_, res := runRejectedAttacker(t, sess, func(int, int) []byte {
 		x := make([]float64, sess.Dim)
 		x[5] = -spike
 		payload, _ := mechanism.Dense32{}.Compress(nil, make([]float64, sess.Dim), x, nil)
 		return payload
 	})
-	var rts []*device.Runtime
-	var fakes []*nctest.Device
-	for i := range sess.M - 1 {
-		rt, f := newDevice(t, h.wsURL(), sess, i, nil, 0)
-		rts, fakes = append(rts, rt), append(fakes, f)
-	}
-	runDevices(t, ctx, rts)
-	if err := <-runErr; err != nil {
-		t.Fatalf("coordinator: %v", err)
-	}
-	res := <-done
-	if res.err != nil {
-		t.Fatalf("attacker: %v", res.err)
-	}
-	if got := h.coord.Committed(); got != sess.Rounds {
-		t.Fatalf("committed %d rounds, want %d", got, sess.Rounds)
-	}
-	if res.rejected != sess.Rounds {
-		t.Errorf("attacker told 'rejected' %d times, want %d (reasons %q)", res.rejected, sess.Rounds, res.reasons)
-	}
 	for _, r := range res.reasons {
 		if !strings.Contains(r, "coordinate 5") {
 			t.Errorf("reason %q does not name the coordinate", r)
 		}
 	}
-	if got := metric(t, h.srv.URL, "browserfl_rejected_updates_total"); got != fmt.Sprint(sess.Rounds) {
-		t.Errorf("browserfl_rejected_updates_total = %s, want %d", got, sess.Rounds)
-	}
-	t.Logf("first reason: %q", res.reasons[0])
-	checkInvariant(t, h.qs, sess.Cohort, fakes)
 }
