@@ -8,8 +8,8 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"net/netip"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -72,10 +72,12 @@ type Gate struct {
 	// Negative PingInterval: no pings.
 	PingInterval time.Duration
 	PingTimeout  time.Duration
-	// TrustProxy takes the client address from the last X-Forwarded-For
-	// entry (set it only behind a reverse proxy that appends it);
-	// otherwise the connection's remote address is used.
-	TrustProxy bool
+	// TrustedProxies are the networks of the reverse proxies whose
+	// X-Forwarded-For is believed (ParseTrustedProxies): a request whose
+	// peer is in them is keyed on the right-most X-Forwarded-For entry
+	// not in them; every other request on its peer address (clientHost,
+	// proxy.go). Empty: no proxy is trusted.
+	TrustedProxies []netip.Prefix
 	// MetricsToken, if set, is required on /metrics as
 	// "Authorization: Bearer <token>" or ?token=.
 	MetricsToken string
@@ -419,16 +421,10 @@ func (c *Coordinator) evictInactive() {
 }
 
 // clientAddr is the address the gate keys on: the remote IP (an IPv6
-// address by its /64, which one host usually owns whole), or with
-// TrustProxy the last X-Forwarded-For entry.
+// address by its /64, which one host usually owns whole), or behind a
+// trusted proxy the client's address from X-Forwarded-For (clientHost).
 func (g *gateState) clientAddr(r *http.Request) string {
-	host := r.RemoteAddr
-	if g.cfg.TrustProxy {
-		if xff := r.Header.Values("X-Forwarded-For"); len(xff) > 0 {
-			parts := strings.Split(xff[len(xff)-1], ",")
-			host = strings.TrimSpace(parts[len(parts)-1])
-		}
-	}
+	host := clientHost(r, g.cfg.TrustedProxies)
 	if h, _, err := net.SplitHostPort(host); err == nil {
 		host = h
 	}

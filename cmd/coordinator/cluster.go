@@ -100,7 +100,7 @@ func runEdge(o options, log *slog.Logger, stderr io.Writer) error {
 	edge, err := coordinator.NewEdge(coordinator.EdgeConfig{ID: id, Conn: nc, Prefix: o.NATSPrefix,
 		Limits: coordinator.Limits{MaxDevices: o.MaxDevices, MsgRate: o.MsgRate}, AllowedOrigins: o.Origins, Logger: log,
 		Gate: coordinator.Gate{RegisterRate: o.RegisterRate, RegisterGlobalRate: o.RegisterGlobalRate,
-			PreHelloPerAddress: o.PreHelloPerAddress, TrustProxy: o.TrustProxy, MetricsToken: o.MetricsToken}})
+			PreHelloPerAddress: o.PreHelloPerAddress, TrustedProxies: o.TrustProxy, MetricsToken: o.MetricsToken}})
 	if err != nil {
 		return err
 	}

@@ -401,6 +401,27 @@ var mutations = []mutation{
 		new:  "if false && errors.Is(err, ErrNotFinite) {",
 		pkgs: []string{"./shared/privacy/", "-run", "LedgerEpsilon|FuzzLedger"},
 	},
+	{
+		name: "xff-from-any-peer", why: "X-Forwarded-For is believed from any peer, not only from a trusted proxy (a faked header picks a fresh address for every join-code guess)",
+		file: "coordinator/proxy.go",
+		old:  "if !ok || !inPrefixes(hop, trusted) {",
+		new:  "if !ok {",
+		pkgs: []string{"./coordinator/", "-run", "ClientAddr|TrustedProxy"},
+	},
+	{
+		name: "xff-left-of-client", why: "the walk over X-Forwarded-For does not stop at the first untrusted entry from the right (the client's own left-most, faked entry is used)",
+		file: "coordinator/proxy.go",
+		old:  "if !inPrefixes(a, trusted) {",
+		new:  "if false && !inPrefixes(a, trusted) {",
+		pkgs: []string{"./coordinator/", "-run", "ClientAddr|TrustedProxy"},
+	},
+	{
+		name: "trust-proxy-everyone", why: "-trust-proxy accepts 0.0.0.0/0 (every peer trusted: the old hole)",
+		file: "coordinator/proxy.go",
+		old:  "if p.Bits() == 0 {",
+		new:  "if false {",
+		pkgs: []string{"./coordinator/", "-run", "ParseTrustedProxies"},
+	},
 }
 
 func main() {
