@@ -422,6 +422,13 @@ var mutations = []mutation{
 		new:  "if false {",
 		pkgs: []string{"./coordinator/", "-run", "ParseTrustedProxies"},
 	},
+	{
+		name: "web-directory-listing", why: "the page's assets are served with directory listings (/web/ names every file)",
+		file: "coordinator/gzip.go",
+		old:  "plain: http.FileServerFS(FilesOnly(fsys))",
+		new:  "plain: http.FileServerFS(fsys)",
+		pkgs: []string{"./coordinator/", "-run", "NoDirectoryListing"},
+	},
 }
 
 func main() {
