@@ -78,6 +78,10 @@ func runEdge(o options, log *slog.Logger, stderr io.Writer) error {
 		return err
 	}
 	defer ln.Close()
+	metricsGenerated, err := o.metricsToken(ln.Addr())
+	if err != nil {
+		return err
+	}
 	id := o.EdgeID
 	if id == "" {
 		host, _ := os.Hostname()
@@ -119,6 +123,9 @@ func runEdge(o options, log *slog.Logger, stderr io.Writer) error {
 		scheme = "https"
 	}
 	fmt.Fprintf(stderr, "browserfl edge %s: devices join at %s://%s/?code=<the session's join code>\n", id, scheme, ln.Addr())
+	if metricsGenerated {
+		printMetricsToken(stderr, o.MetricsToken)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	srvErr := serve(srv, ln, o)

@@ -413,6 +413,10 @@ func run(args []string, stderr io.Writer) error {
 		return err
 	}
 	defer ln.Close()
+	metricsGenerated, err := o.metricsToken(ln.Addr())
+	if err != nil {
+		return err
+	}
 	scheme := "http"
 	if o.TLSCert != "" {
 		scheme = "https"
@@ -471,6 +475,9 @@ func run(args []string, stderr io.Writer) error {
 		sizing = "in its lobby: sized for the class at Start, \"one lesson\" preset"
 	}
 	printJoin(stderr, cur, sizing, coordinator.JoinURLs(ln.Addr().String(), scheme, joinCode, ifaces), joinCode, host.TeacherSecret())
+	if metricsGenerated {
+		printMetricsToken(stderr, o.MetricsToken)
+	}
 	if o.Role == "session" {
 		fmt.Fprintf(stderr, "  cluster:   devices join through an edge (coordinator -role edge -nats ... -session-url %s://%s): use the edge's address in the join URL, code %s\n",
 			scheme, ln.Addr(), joinCode)

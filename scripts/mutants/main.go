@@ -429,6 +429,13 @@ var mutations = []mutation{
 		new:  "plain: http.FileServerFS(fsys)",
 		pkgs: []string{"./coordinator/", "-run", "NoDirectoryListing"},
 	},
+	{
+		name: "metrics-open-off-loopback", why: "/metrics stays open without a token when the coordinator listens beyond loopback",
+		file: "coordinator/metricstoken.go",
+		old:  "if tcp, ok := listen.(*net.TCPAddr); ok && tcp.IP.IsLoopback() {",
+		new:  "if listen != nil {",
+		pkgs: []string{"./coordinator/", "-run", "MetricsToken"},
+	},
 }
 
 func main() {

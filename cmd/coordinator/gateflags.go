@@ -3,6 +3,8 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
+	"net"
 	"net/netip"
 	"strings"
 
@@ -44,4 +46,18 @@ func (p *proxies) UnmarshalJSON(b []byte) error {
 
 func (p proxies) MarshalJSON() ([]byte, error) {
 	return json.Marshal(coordinator.FormatTrustedProxies(p))
+}
+
+// metricsToken sets o.MetricsToken for a server listening at addr
+// (coordinator.MetricsTokenFor): off loopback without -metrics-token a
+// token is generated, and generated says so (printMetricsToken).
+func (o *options) metricsToken(addr net.Addr) (generated bool, err error) {
+	o.MetricsToken, generated, err = coordinator.MetricsTokenFor(addr, o.MetricsToken)
+	return generated, err
+}
+
+// printMetricsToken prints a generated /metrics token with the join
+// lines (stderr, like the teacher link; never logged).
+func printMetricsToken(w io.Writer, token string) {
+	fmt.Fprintf(w, "  metrics:   /metrics needs \"Authorization: Bearer %s\" (or ?token=): made up at start because the coordinator listens beyond this machine; -metrics-token sets a fixed one\n\n", token)
 }
