@@ -166,6 +166,7 @@ type addrState struct {
 	lastFail time.Time // time of the last wrong join code
 	until    time.Time // join attempts refused before this time
 	prehello int       // open connections that have not said hello
+	teacher  backoff   // wrong teacher secrets (teacher.go)
 }
 
 // gateState holds the gate's per-address tables and global buckets.
@@ -210,7 +211,7 @@ func (g *gateState) addrLocked(addr string, now time.Time) *addrState {
 // idle reports whether s holds nothing that changes an answer.
 func (g *gateState) idle(s *addrState, now time.Time) bool {
 	return s.prehello == 0 && !now.Before(s.until) && (s.failures == 0 || now.Sub(s.lastFail) > g.cfg.JoinForget) &&
-		s.reg.full(now, g.cfg.RegisterRate, g.cfg.RegisterBurst)
+		s.reg.full(now, g.cfg.RegisterRate, g.cfg.RegisterBurst) && s.teacher.idle(now, g.cfg.JoinForget)
 }
 
 // pruneLocked drops idle addresses, then the least recently seen ones,

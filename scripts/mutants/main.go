@@ -436,6 +436,27 @@ var mutations = []mutation{
 		new:  "if listen != nil {",
 		pkgs: []string{"./coordinator/", "-run", "MetricsToken"},
 	},
+	{
+		name: "teacher-backoff-off", why: "wrong teacher secrets get no backoff (every guess from one address is checked)",
+		file: "coordinator/teacher.go",
+		old:  "if now.Before(b.until) {",
+		new:  "if false {",
+		pkgs: []string{"./coordinator/", "-run", "TeacherSecretBackoff"},
+	},
+	{
+		name: "teacher-backoff-cleared-by-join-code", why: "the teacher-secret backoff shares the join-code record, so a right join code (every student has it) clears it",
+		file: "coordinator/gate.go",
+		old:  "s.failures, s.until = 0, time.Time{}",
+		new:  "s.failures, s.until, s.teacher = 0, time.Time{}, backoff{}",
+		pkgs: []string{"./coordinator/", "-run", "TeacherSecretBackoff"},
+	},
+	{
+		name: "sessions-list-with-join-code", why: "/api/sessions (every past session) is listed to anyone with today's join code, not only to the teacher",
+		file: "coordinator/host.go",
+		old:  "h.teacherOnly(cur, func(w http.ResponseWriter, r *http.Request) {",
+		new:  "h.authorized(cur, \"\", func(w http.ResponseWriter, r *http.Request) {",
+		pkgs: []string{"./coordinator/", "-run", "HostNewSession"},
+	},
 }
 
 func main() {
