@@ -2,6 +2,7 @@ package coordinator_test
 
 import (
 	"bytes"
+	"context"
 	"io"
 	"net"
 	"net/http"
@@ -9,9 +10,13 @@ import (
 	"path/filepath"
 	"testing"
 	"testing/fstest"
+	"time"
+
+	"github.com/coder/websocket"
 
 	"browserfl/coordinator"
 	"browserfl/coordinator/internal/nctest"
+	"browserfl/shared/wire"
 )
 
 // assetServer serves a coordinator with the given assets on loopback.
@@ -104,5 +109,63 @@ func TestMetricsTokenFor(t *testing.T) {
 			t.Errorf("%s: generated token %q: want 32 hex digits, fresh each time", tc.name, tok)
 		}
 		seen[tok] = true
+	}
+}
+
+// TestLookalikeNicknames: over real websockets, a hello whose nickname
+// looks like the nickname of a device present is refused with
+// wire.CodeNickname and a message a student understands, and counted;
+// other names join, stored in NFKC form; once the first device has gone,
+// its name is free again.
+func TestLookalikeNicknames(t *testing.T) {
+	c, srv := gateServer(t, coordinator.Limits{}, coordinator.Gate{})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	join := func(nick string) (wire.Message, *websocket.Conn) {
+		t.Helper()
+		return hello(ctx, t, srv, wire.Hello{Version: wire.Version, JoinCode: "join-me", Nickname: nick})
+	}
+	m, first := join("Teacher")
+	if _, ok := m.(wire.Welcome); !ok {
+		t.Fatalf("first Teacher: %#v", m)
+	}
+	refused := 0
+	for _, nick := range []string{"Тeacher", "ТЕАСНЕR", "Ｔｅａｃｈｅｒ", "teacher", "Tea cher"} {
+		m, ws := join(nick)
+		if ws != nil {
+			defer ws.CloseNow()
+		}
+		e, ok := m.(wire.Error)
+		if !ok || e.Code != wire.CodeNickname || e.Reason != "That name is too close to someone else's. Try another." {
+			t.Errorf("hello as %q beside Teacher: %#v, want the nickname refusal", nick, m)
+		}
+		refused++
+	}
+	m, mia := join("Ｍｉａ")
+	if _, ok := m.(wire.Welcome); !ok {
+		t.Fatalf("Mia: %#v", m)
+	}
+	defer mia.CloseNow()
+	people := func() map[string]string {
+		out := map[string]string{}
+		for _, p := range c.Status().People {
+			out[p.Nickname] = p.State
+		}
+		return out
+	}
+	if p := people(); len(p) != 2 || p["Mia"] == "" || p["Teacher"] == "" {
+		t.Errorf("people %v, want Teacher and Mia (NFKC)", p)
+	}
+	if got := metricInt(t, srv.URL, `browserfl_rejections_total{kind="nickname"}`); got != refused {
+		t.Errorf("%d nickname refusals counted, want %d", got, refused)
+	}
+	first.Close(websocket.StatusNormalClosure, "")
+	waitFor(t, "the first Teacher to be gone", func() bool { return people()["Teacher"] == "gone" })
+	m, again := join("Тeacher")
+	if _, ok := m.(wire.Welcome); !ok {
+		t.Errorf("Тeacher after Teacher left: %#v, want a welcome", m)
+	}
+	if again != nil {
+		again.CloseNow()
 	}
 }

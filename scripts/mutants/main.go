@@ -457,6 +457,27 @@ var mutations = []mutation{
 		new:  "h.authorized(cur, \"\", func(w http.ResponseWriter, r *http.Request) {",
 		pkgs: []string{"./coordinator/", "-run", "HostNewSession"},
 	},
+	{
+		name: "nickname-exact-only", why: "a nickname is refused only when it equals a present one (look-alikes such as a Cyrillic \"Тeacher\" join)",
+		file: "coordinator/nickname.go",
+		old:  "d.skeleton != \"\" && d.skeleton == sk {",
+		new:  "d.skeleton != sk+\"x\" && d.nickname == nickname {",
+		pkgs: []string{"./coordinator/", "-run", "Nickname"},
+	},
+	{
+		name: "nickname-homoglyphs-ignored", why: "the skeleton skips the Cyrillic and Greek homoglyph table",
+		file: "coordinator/nickname.go",
+		old:  "if l, ok := homoglyphs[r]; ok {",
+		new:  "if l, ok := homoglyphs[r]; ok && false {",
+		pkgs: []string{"./coordinator/", "-run", "Nickname"},
+	},
+	{
+		name: "nickname-not-nfkc", why: "the coordinator keeps a nickname as sent, not in NFKC form (full-width look-alikes on the projector)",
+		file: "coordinator/nickname.go",
+		old:  "n := norm.NFKC.String(s)",
+		new:  "n := s",
+		pkgs: []string{"./coordinator/", "-run", "Nickname"},
+	},
 }
 
 func main() {
