@@ -478,6 +478,27 @@ var mutations = []mutation{
 		new:  "n := s",
 		pkgs: []string{"./coordinator/", "-run", "Nickname"},
 	},
+	{
+		name: "device-fetch-no-retry", why: "the native device gives up at its first failed attempt to reach a coordinator that is not up yet",
+		file: "cmd/device/retry.go",
+		old:  "if err == nil || errors.Is(err, errPermanent) {",
+		new:  "if true {",
+		pkgs: []string{"./cmd/device/", "-run", "FetchShardRetries"},
+	},
+	{
+		name: "device-backoff-uncapped", why: "the native device's wait between attempts keeps doubling past its cap",
+		file: "cmd/device/retry.go",
+		old:  "d = min(2*d, r.Max)",
+		new:  "d = 2 * d",
+		pkgs: []string{"./cmd/device/", "-run", "FetchShardRetries"},
+	},
+	{
+		name: "device-wait-not-cancellable", why: "the native device's wait for the coordinator ignores Ctrl-C (its context)",
+		file: "cmd/device/retry.go",
+		old:  "case <-ctx.Done():\n\t\t\tt.Stop()",
+		new:  "case <-(chan struct{})(nil):\n\t\t\tt.Stop()",
+		pkgs: []string{"./cmd/device/", "-run", "FetchShardRetries"},
+	},
 }
 
 func main() {
