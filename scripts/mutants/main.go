@@ -499,6 +499,13 @@ var mutations = []mutation{
 		new:  "case <-(chan struct{})(nil):\n\t\t\tt.Stop()",
 		pkgs: []string{"./cmd/device/", "-run", "FetchShardRetries"},
 	},
+	{
+		name: "dashboard-keeps-wrong-teacher-secret", why: "the dashboard keeps sending a wrong teacher secret (every poll a guess; the link never works read-only)",
+		file: "coordinator/dashboard.js",
+		old:  "      teacherSecret = \"\";\n      sessionStorage.removeItem(\"bfl-teacher\");",
+		new:  "      sessionStorage.removeItem(\"bfl-teacher\");",
+		pkgs: []string{"./e2e/", "-run", "TestWrongTeacherLink"},
+	},
 }
 
 func main() {
