@@ -3,6 +3,7 @@ package coordinator_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -16,6 +17,7 @@ import (
 
 	"browserfl/coordinator"
 	"browserfl/coordinator/internal/nctest"
+	"browserfl/device"
 	"browserfl/shared/wire"
 )
 
@@ -166,6 +168,17 @@ func TestLookalikeNicknames(t *testing.T) {
 		t.Errorf("Тeacher after Teacher left: %#v, want a welcome", m)
 	}
 	if again != nil {
-		again.CloseNow()
+		defer again.CloseNow()
+	}
+	// The device runtime (the page's and cmd/device's) stops for good on
+	// the refusal, with ErrNicknameTaken: the page asks for another name.
+	cfg := deviceConfig(t, wsURL(srv), 9, nctest.NewDevice(target(9, 4), 1, 0.3, 9))
+	cfg.Nickname = "TEACHER"
+	rt, err := device.New(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.Run(ctx); !errors.Is(err, device.ErrNicknameTaken) || !errors.Is(err, device.ErrRefused) {
+		t.Errorf("runtime as TEACHER beside Тeacher: %v, want ErrNicknameTaken (and ErrRefused)", err)
 	}
 }

@@ -506,6 +506,13 @@ var mutations = []mutation{
 		new:  "      sessionStorage.removeItem(\"bfl-teacher\");",
 		pkgs: []string{"./e2e/", "-run", "TestWrongTeacherLink"},
 	},
+	{
+		name: "device-nickname-retried", why: "the device runtime treats a refused nickname as a lost connection and knocks again with it forever",
+		file: "device/runtime.go",
+		old:  "case wire.CodeNickname:",
+		new:  "case \"not-nickname\":",
+		pkgs: []string{"./coordinator/", "-run", "LookalikeNicknames"},
+	},
 }
 
 func main() {
