@@ -240,7 +240,7 @@ func TestParseTrustedProxies(t *testing.T) {
 		{"10.0.0.1/8", "did you mean 10.0.0.0/8", false},
 		{"10.0.0.0/33", "not a network", false},
 		{"proxy.local", "not a network", false},
-		{"-listen", "not a network", false},
+		{"-listen", "old on/off form", false},
 	}
 	for _, tc := range tests {
 		ps, err := ParseTrustedProxies(tc.in)

@@ -26,8 +26,9 @@ func ParseTrustedProxies(s string) ([]netip.Prefix, error) {
 		if part == "" {
 			continue
 		}
-		switch strings.ToLower(part) {
-		case "true", "false", "t", "f", "1", "0", "yes", "no":
+		switch low := strings.ToLower(part); {
+		case low == "true" || low == "false" || low == "t" || low == "f" || low == "1" || low == "0" || low == "yes" || low == "no",
+			strings.HasPrefix(part, "-"): // "-trust-proxy -listen :8080": the old form before another flag
 			return nil, fmt.Errorf("%w: %q is the old on/off form; -trust-proxy now takes the proxies' networks, comma-separated, "+
 				"e.g. -trust-proxy 127.0.0.1/32 for a proxy on this machine or 10.0.0.0/8,127.0.0.1/32 (leave it out to trust no proxy)",
 				ErrTrustedProxies, part)

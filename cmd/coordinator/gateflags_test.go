@@ -39,7 +39,7 @@ func TestParseTrustProxy(t *testing.T) {
 		{"old form on the command line", []string{"-trust-proxy=true"}, "", "old on/off form", false},
 		{"old form in the environment", nil, "true", "old on/off form", false},
 		{"old form in the config file", []string{"-config", config(t, `true`)}, "", "old on/off form", false},
-		{"old form followed by another flag", []string{"-trust-proxy", "-listen", ":8080"}, "", "not a network", false},
+		{"old form followed by another flag", []string{"-trust-proxy", "-listen", ":8080"}, "", "old on/off form", false},
 		{"everyone", []string{"-trust-proxy", "0.0.0.0/0"}, "", "every address", false},
 		{"bare flag", []string{"-trust-proxy"}, "", "needs an argument", false},
 	}
