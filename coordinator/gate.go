@@ -186,6 +186,7 @@ type gateState struct {
 	// failure log: one line per interval instead of one per attempt.
 	unlogged, unloggedThrottled int
 	lastLog                     time.Time
+	teacherLog                  secretLog // wrong teacher secrets (teacher.go)
 }
 
 func newGate(cfg Gate, deadline time.Duration, log *slog.Logger) *gateState {

@@ -253,6 +253,26 @@ func TestParseTrustedProxies(t *testing.T) {
 	}
 }
 
+// TestTeacherSecretLogSummary: 1000 wrong teacher secrets from three
+// addresses in 5 s make one log line; the next, after 10 s, the summary.
+func TestTeacherSecretLogSummary(t *testing.T) {
+	var buf strings.Builder
+	g, now := fakeGate(Gate{})
+	g.log = slog.New(slog.NewTextHandler(&buf, nil))
+	for i := range 1000 {
+		*now = now.Add(5 * time.Millisecond)
+		g.checkTeacher(fmt.Sprintf("192.0.2.%d", i%3), "guess", "secret")
+	}
+	if n := strings.Count(buf.String(), "\n"); n != 1 {
+		t.Errorf("%d log lines for 1000 refused teacher secrets in 5 s, want 1:\n%s", n, buf.String())
+	}
+	*now = now.Add(11 * time.Second)
+	g.checkTeacher("192.0.2.9", "guess", "secret")
+	if !strings.Contains(buf.String(), "refused_unchecked=") || strings.Count(buf.String(), "\n") != 2 || strings.Contains(buf.String(), "guess") {
+		t.Errorf("no summary after 10 s, or a guess logged:\n%s", buf.String())
+	}
+}
+
 func TestJoinFailuresLogSummary(t *testing.T) {
 	var buf strings.Builder
 	g, now := fakeGate(Gate{JoinGlobalRate: -1})

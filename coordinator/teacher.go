@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/subtle"
 	"errors"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"time"
@@ -70,6 +71,8 @@ func (g *gateState) checkTeacher(addr, got, secret string) (v joinVerdict, retry
 		b.failures = 0
 	}
 	if now.Before(b.until) {
+		g.teacherLog.throttled++
+		g.teacherLog.flush(g.log, now, addr)
 		return joinThrottled, b.until.Sub(now)
 	}
 	if secret != "" && subtle.ConstantTimeCompare([]byte(got), []byte(secret)) == 1 {
@@ -85,8 +88,25 @@ func (g *gateState) checkTeacher(addr, got, secret string) (v joinVerdict, retry
 		}
 		b.until = now.Add(d)
 	}
-	g.log.Warn("wrong teacher secret", "from", addr, "failures", b.failures, "paused_s", int(max(0, b.until.Sub(now).Seconds())))
+	g.teacherLog.wrong++
+	g.teacherLog.flush(g.log, now, addr)
 	return joinWrong, 0
+}
+
+// secretLog counts refused teacher secrets between log lines: one line
+// per 10 s at most, as for join codes, so that a flood of guesses from
+// many addresses cannot flood the log.
+type secretLog struct {
+	wrong, throttled int
+	last             time.Time
+}
+
+func (l *secretLog) flush(log *slog.Logger, now time.Time, addr string) {
+	if now.Sub(l.last) < 10*time.Second {
+		return
+	}
+	log.Warn("teacher secrets refused", "wrong", l.wrong, "refused_unchecked", l.throttled, "last_from", addr)
+	l.wrong, l.throttled, l.last = 0, 0, now
 }
 
 // teacherAuth checks the teacher secret r carries, if any, against
