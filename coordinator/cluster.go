@@ -638,7 +638,8 @@ func (n *SessionNode) roster(es *edgeState, h busHeader) {
 				}
 			}
 		} else {
-			err = c.bindLocked(l, e.Nickname, e.Pending, nil)
+			nick, _ := normalizeNickname(e.Nickname) // "" if NFKC made it invalid
+			err = c.bindLocked(l, nick, e.Pending, nil)
 			c.mu.Unlock()
 		}
 		if err != nil {

@@ -215,7 +215,8 @@ type evalPoint struct {
 
 type device struct {
 	id       string
-	nickname string    // Hello.Nickname of the latest hello (validated)
+	nickname string    // Hello.Nickname of the latest hello (validated, NFKC: nickname.go)
+	skeleton string    // nicknameSkeleton(nickname), for the look-alike check
 	joined   time.Time // first hello in this process (the dashboard's order)
 	conn     link      // nil while disconnected
 	round    int       // round the device is assigned in and not yet decided; 0 when idle
@@ -1017,6 +1018,20 @@ func (c *Coordinator) admitLink(cn link, h wire.Hello) (wire.Welcome, error) {
 		c.met.authFailures.Add(1)
 		return wire.Welcome{}, &closeError{code: wire.CodeJoinCode, reason: "wrong join code"}
 	}
+	// The nickname, normalised, must not look like a present one: checked
+	// here before the store is touched, and again under the lock that
+	// binds it (bindLocked).
+	nick, err := normalizeNickname(h.Nickname)
+	if err != nil {
+		return wire.Welcome{}, nicknameError(err)
+	}
+	h.Nickname = nick
+	c.mu.Lock()
+	err = c.checkNicknameLocked(h.DeviceID, nick)
+	c.mu.Unlock()
+	if err != nil {
+		return wire.Welcome{}, err
+	}
 	w := wire.Welcome{Version: wire.Version}
 	if h.DeviceID == "" {
 		id, secret, err := newCredentials()
@@ -1061,6 +1076,11 @@ func (c *Coordinator) bindLocked(cn link, nickname string, pending int, w *wire.
 	id := cn.deviceID()
 	if c.closing {
 		return &closeError{code: wire.CodeShutdown, reason: "coordinator is shutting down"}
+	}
+	if w != nil { // a hello (a roster's devices are bound already)
+		if err := c.checkNicknameLocked(id, nickname); err != nil {
+			return err
+		}
 	}
 	d := c.devices[id]
 	if d == nil {
@@ -1110,7 +1130,10 @@ func (c *Coordinator) bindLocked(cn link, nickname string, pending int, w *wire.
 	}
 	d.conn = cn
 	d.left, d.misses, d.leftWhy = false, 0, ""
-	d.nickname = nickname
+	d.nickname, d.skeleton = nickname, ""
+	if nickname != "" {
+		d.skeleton = nicknameSkeleton(nickname)
+	}
 	if d.round != 0 && !holding {
 		// Assigned but the update never arrived on the old connection:
 		// it is excluded now and a late copy will not be accepted.

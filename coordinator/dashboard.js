@@ -37,7 +37,11 @@ function headers(extra) {
 async function getJSON(path) {
   if (viewSession) path += (path.includes("?") ? "&" : "?") + "session=" + encodeURIComponent(viewSession);
   const r = await fetch(path, {cache: "no-store", headers: headers()});
-  if (!r.ok) { const e = new Error(path + ": " + r.status); e.status = r.status; throw e; }
+  if (!r.ok) {
+    const e = new Error(path + ": " + r.status); e.status = r.status;
+    e.teacher = (await r.text()).includes("teacher secret");
+    throw e;
+  }
   return r.json();
 }
 function fmtBytes(n) {
@@ -351,6 +355,18 @@ async function poll() {
     document.body.dataset.rendered = "1";
   } catch (e) {
     $("state").className = "badge err";
+    if (e.teacher && e.status === 403) {
+      // A wrong teacher link: forget its secret (no more wrong guesses
+      // from this page) and go on as the read-only dashboard.
+      teacherSecret = "";
+      sessionStorage.removeItem("bfl-teacher");
+      $("msg").hidden = false; $("msg").textContent = "This teacher link is not right: showing the dashboard without the teacher's buttons.";
+      return;
+    }
+    if (e.teacher) {
+      $("state").textContent = "too many wrong teacher links from this network; retrying";
+      return;
+    }
     if (e.status === 403) {
       // Do not keep guessing: repeated wrong codes slow down every page
       // behind this network address.

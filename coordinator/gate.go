@@ -8,8 +8,8 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"net/netip"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -72,10 +72,12 @@ type Gate struct {
 	// Negative PingInterval: no pings.
 	PingInterval time.Duration
 	PingTimeout  time.Duration
-	// TrustProxy takes the client address from the last X-Forwarded-For
-	// entry (set it only behind a reverse proxy that appends it);
-	// otherwise the connection's remote address is used.
-	TrustProxy bool
+	// TrustedProxies are the networks of the reverse proxies whose
+	// X-Forwarded-For is believed (ParseTrustedProxies): a request whose
+	// peer is in them is keyed on the right-most X-Forwarded-For entry
+	// not in them; every other request on its peer address (clientHost,
+	// proxy.go). Empty: no proxy is trusted.
+	TrustedProxies []netip.Prefix
 	// MetricsToken, if set, is required on /metrics as
 	// "Authorization: Bearer <token>" or ?token=.
 	MetricsToken string
@@ -164,6 +166,7 @@ type addrState struct {
 	lastFail time.Time // time of the last wrong join code
 	until    time.Time // join attempts refused before this time
 	prehello int       // open connections that have not said hello
+	teacher  backoff   // wrong teacher secrets (teacher.go)
 }
 
 // gateState holds the gate's per-address tables and global buckets.
@@ -183,6 +186,7 @@ type gateState struct {
 	// failure log: one line per interval instead of one per attempt.
 	unlogged, unloggedThrottled int
 	lastLog                     time.Time
+	teacherLog                  secretLog // wrong teacher secrets (teacher.go)
 }
 
 func newGate(cfg Gate, deadline time.Duration, log *slog.Logger) *gateState {
@@ -208,7 +212,7 @@ func (g *gateState) addrLocked(addr string, now time.Time) *addrState {
 // idle reports whether s holds nothing that changes an answer.
 func (g *gateState) idle(s *addrState, now time.Time) bool {
 	return s.prehello == 0 && !now.Before(s.until) && (s.failures == 0 || now.Sub(s.lastFail) > g.cfg.JoinForget) &&
-		s.reg.full(now, g.cfg.RegisterRate, g.cfg.RegisterBurst)
+		s.reg.full(now, g.cfg.RegisterRate, g.cfg.RegisterBurst) && s.teacher.idle(now, g.cfg.JoinForget)
 }
 
 // pruneLocked drops idle addresses, then the least recently seen ones,
@@ -419,16 +423,10 @@ func (c *Coordinator) evictInactive() {
 }
 
 // clientAddr is the address the gate keys on: the remote IP (an IPv6
-// address by its /64, which one host usually owns whole), or with
-// TrustProxy the last X-Forwarded-For entry.
+// address by its /64, which one host usually owns whole), or behind a
+// trusted proxy the client's address from X-Forwarded-For (clientHost).
 func (g *gateState) clientAddr(r *http.Request) string {
-	host := r.RemoteAddr
-	if g.cfg.TrustProxy {
-		if xff := r.Header.Values("X-Forwarded-For"); len(xff) > 0 {
-			parts := strings.Split(xff[len(xff)-1], ",")
-			host = strings.TrimSpace(parts[len(parts)-1])
-		}
-	}
+	host := clientHost(r, g.cfg.TrustedProxies)
 	if h, _, err := net.SplitHostPort(host); err == nil {
 		host = h
 	}

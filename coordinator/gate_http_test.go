@@ -413,3 +413,60 @@ func TestMetricsToken(t *testing.T) {
 		t.Errorf("metrics_token refusals not counted:\n%s", b)
 	}
 }
+
+// TestTrustedProxyHTTP: over real HTTP, a client that is not a trusted
+// proxy cannot escape the join-code backoff by faking X-Forwarded-For
+// (a new address in every request), and behind a trusted proxy (here
+// loopback) the backoff follows the client the proxy names, whatever the
+// client wrote left of it.
+func TestTrustedProxyHTTP(t *testing.T) {
+	get := func(t *testing.T, srv *httptest.Server, code string, xff ...string) int {
+		t.Helper()
+		req, _ := http.NewRequest("GET", srv.URL+"/api/session?code="+code, nil)
+		for _, v := range xff {
+			req.Header.Add("X-Forwarded-For", v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	gate := func(trusted string) coordinator.Gate {
+		ps, err := coordinator.ParseTrustedProxies(trusted)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return coordinator.Gate{JoinFreeFailures: 3, JoinBackoff: time.Minute, JoinBackoffMax: time.Minute, TrustedProxies: ps}
+	}
+	t.Run("untrusted peer", func(t *testing.T) {
+		_, srv := gateServer(t, coordinator.Limits{}, gate("10.0.0.0/8"))
+		codes := map[int]int{}
+		for i := range 20 {
+			codes[get(t, srv, "guess", fmt.Sprintf("203.0.113.%d", i))]++
+		}
+		if codes[http.StatusForbidden] != 4 || codes[http.StatusTooManyRequests] != 16 {
+			t.Errorf("20 wrong codes with a new faked X-Forwarded-For each: %v, want 4 checked (403), 16 refused (429)", codes)
+		}
+		if s := get(t, srv, "join-me", "198.51.100.1"); s != http.StatusTooManyRequests {
+			t.Errorf("right code with another faked address during the pause: %d, want 429", s)
+		}
+	})
+	t.Run("trusted proxy", func(t *testing.T) {
+		_, srv := gateServer(t, coordinator.Limits{}, gate("127.0.0.1/32,::1/128"))
+		for i := range 4 {
+			if s := get(t, srv, "guess", "203.0.113.1"); s != http.StatusForbidden {
+				t.Fatalf("wrong code %d: %d, want 403", i, s)
+			}
+		}
+		for i, xff := range [][]string{{"203.0.113.1"}, {fmt.Sprintf("198.51.100.%d, 203.0.113.1", 7)}, {"198.51.100.8", "203.0.113.1"}} {
+			if s := get(t, srv, "join-me", xff...); s != http.StatusTooManyRequests {
+				t.Errorf("case %d: the throttled client %q: %d, want 429", i, xff, s)
+			}
+		}
+		if s := get(t, srv, "join-me", "203.0.113.2"); s != http.StatusOK {
+			t.Errorf("another client behind the proxy: %d, want 200", s)
+		}
+	})
+}

@@ -1,10 +1,12 @@
 package coordinator
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
@@ -167,27 +169,107 @@ func TestAddressTableBounded(t *testing.T) {
 	}
 }
 
+// TestClientAddr: the gate keys on the peer address unless the peer is
+// a trusted proxy; then on the right-most X-Forwarded-For entry that is
+// not a trusted proxy. Whatever a client writes into the header itself
+// (the entries left of that one, or the whole header when it connects
+// directly) never becomes its address.
 func TestClientAddr(t *testing.T) {
+	trusted, err := ParseTrustedProxies("10.0.0.0/8,127.0.0.1/32,fd00::/8")
+	if err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
-		remote, xff string
-		trust       bool
-		want        string
+		name    string
+		remote  string
+		xff     []string // X-Forwarded-For header lines
+		trusted []netip.Prefix
+		want    string
 	}{
-		{"192.0.2.7:5555", "", false, "192.0.2.7"},
-		{"192.0.2.7:5555", "203.0.113.1", false, "192.0.2.7"},
-		{"192.0.2.7:5555", "10.9.9.9, 203.0.113.1", true, "203.0.113.1"},
-		{"[2001:db8:1:2:3:4:5:6]:443", "", false, "2001:db8:1:2::/64"},
-		{"[2001:db8:1:2:ffff::1]:443", "", false, "2001:db8:1:2::/64"},
+		{"no proxy", "192.0.2.7:5555", nil, nil, "192.0.2.7"},
+		{"no proxy trusted: header ignored", "192.0.2.7:5555", []string{"203.0.113.1"}, nil, "192.0.2.7"},
+		{"spoofed header from an untrusted peer", "192.0.2.7:5555", []string{"203.0.113.1"}, trusted, "192.0.2.7"},
+		{"spoofed trusted address from an untrusted peer", "192.0.2.7:5555", []string{"127.0.0.1"}, trusted, "192.0.2.7"},
+		{"peer just outside a trusted network", "11.0.0.1:5555", []string{"203.0.113.1"}, trusted, "11.0.0.1"},
+		{"trusted proxy", "10.1.2.3:5555", []string{"203.0.113.1"}, trusted, "203.0.113.1"},
+		{"trusted proxy, spoofed entries left of the client", "10.1.2.3:5555", []string{"1.1.1.1, 9.9.9.9, 203.0.113.1"}, trusted, "203.0.113.1"},
+		{"spoofed entries in an earlier header line", "10.1.2.3:5555", []string{"1.1.1.1", "203.0.113.1"}, trusted, "203.0.113.1"},
+		{"two trusted proxies", "127.0.0.1:5555", []string{"6.6.6.6, 203.0.113.1, 10.0.0.9"}, trusted, "203.0.113.1"},
+		{"trusted hops across header lines", "127.0.0.1:5555", []string{"6.6.6.6, 203.0.113.1", "10.0.0.9"}, trusted, "203.0.113.1"},
+		{"client writes a trusted address left of itself", "10.1.2.3:5555", []string{"10.0.0.1, 203.0.113.1"}, trusted, "203.0.113.1"},
+		{"entry with a port", "10.1.2.3:5555", []string{"203.0.113.1:4711"}, trusted, "203.0.113.1"},
+		{"IPv4-mapped peer", "[::ffff:10.1.2.3]:5555", []string{"203.0.113.1"}, trusted, "203.0.113.1"},
+		{"IPv6 client behind a trusted proxy", "[fd00::1]:443", []string{"2001:db8:1:2::99"}, trusted, "2001:db8:1:2::/64"},
+		{"IPv6 client with brackets and port", "10.1.2.3:5555", []string{"[2001:db8:1:2::99]:443"}, trusted, "2001:db8:1:2::/64"},
+		{"malformed entry: the last trusted hop", "10.1.2.3:5555", []string{"203.0.113.1, bogus"}, trusted, "10.1.2.3"},
+		{"empty entry: the last trusted hop", "10.1.2.3:5555", []string{"203.0.113.1,"}, trusted, "10.1.2.3"},
+		{"all entries trusted: the left-most", "10.1.2.3:5555", []string{"10.0.0.5, 10.0.0.6"}, trusted, "10.0.0.5"},
+		{"trusted proxy without a header", "10.1.2.3:5555", nil, trusted, "10.1.2.3"},
+		{"IPv6 peer", "[2001:db8:1:2:3:4:5:6]:443", nil, nil, "2001:db8:1:2::/64"},
+		{"IPv6 peer, same /64", "[2001:db8:1:2:ffff::1]:443", []string{"203.0.113.1"}, trusted, "2001:db8:1:2::/64"},
 	}
 	for _, tc := range tests {
-		g, _ := fakeGate(Gate{TrustProxy: tc.trust})
-		r := &http.Request{RemoteAddr: tc.remote, Header: http.Header{}}
-		if tc.xff != "" {
-			r.Header.Set("X-Forwarded-For", tc.xff)
+		t.Run(tc.name, func(t *testing.T) {
+			g, _ := fakeGate(Gate{TrustedProxies: tc.trusted})
+			r := &http.Request{RemoteAddr: tc.remote, Header: http.Header{}}
+			for _, v := range tc.xff {
+				r.Header.Add("X-Forwarded-For", v)
+			}
+			if got := g.clientAddr(r); got != tc.want {
+				t.Errorf("clientAddr(%s, xff %q) = %s, want %s", tc.remote, tc.xff, got, tc.want)
+			}
+		})
+	}
+}
+
+// TestParseTrustedProxies: the -trust-proxy list, and the clear errors
+// for the old boolean form and for lists that would trust everyone.
+func TestParseTrustedProxies(t *testing.T) {
+	tests := []struct {
+		in, want string // want: FormatTrustedProxies of the result, or a word of the error
+		ok       bool
+	}{
+		{"", "", true},
+		{"10.0.0.0/8,127.0.0.1/32", "10.0.0.0/8,127.0.0.1/32", true},
+		{" 10.0.0.0/8 , 127.0.0.1 ", "10.0.0.0/8,127.0.0.1/32", true},
+		{"fd00::/8,::1", "fd00::/8,::1/128", true},
+		{"true", "old on/off form", false},
+		{"false", "old on/off form", false},
+		{"0.0.0.0/0", "every address", false},
+		{"::/0", "every address", false},
+		{"10.0.0.1/8", "did you mean 10.0.0.0/8", false},
+		{"10.0.0.0/33", "not a network", false},
+		{"proxy.local", "not a network", false},
+		{"-listen", "old on/off form", false},
+	}
+	for _, tc := range tests {
+		ps, err := ParseTrustedProxies(tc.in)
+		switch {
+		case tc.ok && (err != nil || FormatTrustedProxies(ps) != tc.want):
+			t.Errorf("ParseTrustedProxies(%q) = %v, %v; want %s", tc.in, ps, err, tc.want)
+		case !tc.ok && (!errors.Is(err, ErrTrustedProxies) || !strings.Contains(err.Error(), tc.want) || ps != nil):
+			t.Errorf("ParseTrustedProxies(%q) = %v, %v; want an error saying %q", tc.in, ps, err, tc.want)
 		}
-		if got := g.clientAddr(r); got != tc.want {
-			t.Errorf("clientAddr(%s, xff %q, trust %v) = %s, want %s", tc.remote, tc.xff, tc.trust, got, tc.want)
-		}
+	}
+}
+
+// TestTeacherSecretLogSummary: 1000 wrong teacher secrets from three
+// addresses in 5 s make one log line; the next, after 10 s, the summary.
+func TestTeacherSecretLogSummary(t *testing.T) {
+	var buf strings.Builder
+	g, now := fakeGate(Gate{})
+	g.log = slog.New(slog.NewTextHandler(&buf, nil))
+	for i := range 1000 {
+		*now = now.Add(5 * time.Millisecond)
+		g.checkTeacher(fmt.Sprintf("192.0.2.%d", i%3), "guess", "secret")
+	}
+	if n := strings.Count(buf.String(), "\n"); n != 1 {
+		t.Errorf("%d log lines for 1000 refused teacher secrets in 5 s, want 1:\n%s", n, buf.String())
+	}
+	*now = now.Add(11 * time.Second)
+	g.checkTeacher("192.0.2.9", "guess", "secret")
+	if !strings.Contains(buf.String(), "refused_unchecked=") || strings.Count(buf.String(), "\n") != 2 || strings.Contains(buf.String(), "guess") {
+		t.Errorf("no summary after 10 s, or a guess logged:\n%s", buf.String())
 	}
 }
 

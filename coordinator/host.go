@@ -630,7 +630,7 @@ func (h *Host) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	cur := h.cur
 	h.mu.Unlock()
 	if r.URL.Path == "/api/sessions" && r.Method == http.MethodGet {
-		h.authorized(cur, "", func(w http.ResponseWriter, r *http.Request) {
+		h.teacherOnly(cur, func(w http.ResponseWriter, r *http.Request) {
 			list, err := h.Sessions()
 			if err != nil {
 				http.Error(w, "store error", http.StatusInternalServerError)
@@ -673,13 +673,34 @@ func (h *Host) archivedTarget(r *http.Request, cur *hostSession) string {
 	return ""
 }
 
+// teacherOnly lets a request through with the teacher secret only
+// (checked with the current session's gate and its backoff); anything
+// else is answered 403 and counted.
+func (h *Host) teacherOnly(cur *hostSession, next http.HandlerFunc) http.Handler {
+	return securityHeaders(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ok, answered := cur.c.teacherAuth(w, r, h.secret)
+		switch {
+		case ok:
+			next(w, withTeacher(r))
+		case !answered:
+			cur.c.met.reject(rejTeacherSecret)
+			http.Error(w, "teacher secret required", http.StatusForbidden)
+		}
+	}))
+}
+
 // authorized lets a request through with the teacher secret, the join
 // code of the finished session target ("" for none) or else the current
-// session's join code (checked by the current session's gate).
+// session's join code (checked by the current session's gate). A wrong
+// teacher secret is refused (teacherAuth) whatever code comes with it.
 func (h *Host) authorized(cur *hostSession, target string, next http.HandlerFunc) http.Handler {
 	return securityHeaders(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if checkTeacher(r, h.secret) {
-			next(w, r)
+		ok, answered := cur.c.teacherAuth(w, r, h.secret)
+		if answered {
+			return
+		}
+		if ok {
+			next(w, withTeacher(r))
 			return
 		}
 		code := r.Header.Get("X-Join-Code")
@@ -715,7 +736,7 @@ func (h *Host) serveArchived(w http.ResponseWriter, r *http.Request, id string) 
 			http.Error(w, "store error", http.StatusInternalServerError)
 			return
 		}
-		s.Teacher = checkTeacher(r, h.secret)
+		s.Teacher = teacherChecked(r)
 		writeJSON(w, s)
 	case "/api/session":
 		s, err := archivedStatus(st)

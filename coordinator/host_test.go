@@ -120,9 +120,13 @@ func TestHostNewSession(t *testing.T) {
 			t.Errorf("current session summary %+v", cur)
 		}
 	}
-	checkList(srv.URL + "/api/sessions?code=" + info.JoinCode)
-	if code, _ := getText(t, srv.URL+"/api/sessions?code=nope"); code != http.StatusForbidden {
-		t.Errorf("sessions with a wrong code: %d", code)
+	checkList(srv.URL + "/api/sessions?teacher=" + secret)
+	// The list of past sessions is the teacher's: today's join code, which
+	// every student has, does not open it, nor does an old session's.
+	for _, q := range []string{"code=" + info.JoinCode, "code=FIRSTCODE", "code=nope", "code=" + info.JoinCode + "&teacher=wrong", ""} {
+		if code, body := getText(t, srv.URL+"/api/sessions?"+q); code != http.StatusForbidden || strings.Contains(body, info.Ended) {
+			t.Errorf("sessions with %q: %d %.100s, want 403", q, code, body)
+		}
 	}
 
 	// Restart: the index names the new session as current.

@@ -99,7 +99,11 @@ func (c *Coordinator) Handler(assets Assets, shards *Shards) http.Handler {
 		st := c.Status()
 		st.Warnings = c.Warnings(shards)
 		join.fill(&st, r)
-		st.Teacher = c.teacherOK(r)
+		ok, answered := c.teacherAuth(w, r, c.cfg.TeacherSecret)
+		if answered {
+			return
+		}
+		st.Teacher = ok
 		writeJSON(w, st)
 	}))
 	c.teacherRoutes(mux)

@@ -3,6 +3,7 @@ package coordinator_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -38,8 +39,12 @@ type lobbyHarness struct {
 
 // newLobby returns a coordinator in its lobby (template tmpl, final
 // rounds as given) serving HTTP.
-func newLobby(t *testing.T, tmpl wire.SessionParams, rounds int) *lobbyHarness {
+func newLobby(t *testing.T, tmpl wire.SessionParams, rounds int, gate ...coordinator.Gate) *lobbyHarness {
 	t.Helper()
+	var g coordinator.Gate
+	if len(gate) > 0 {
+		g = gate[0]
+	}
 	st, err := coordinator.OpenStore(filepath.Join(t.TempDir(), "coord.db"))
 	if err != nil {
 		t.Fatal(err)
@@ -47,7 +52,7 @@ func newLobby(t *testing.T, tmpl wire.SessionParams, rounds int) *lobbyHarness {
 	t.Cleanup(func() { st.Close() })
 	c, err := coordinator.New(coordinator.Config{
 		Session: tmpl, JoinCode: "join-me", Store: st, Lobby: true, Seed: 42, Logger: quietLogger(),
-		TeacherSecret: teacherSecret, Size: lobbySize(rounds),
+		TeacherSecret: teacherSecret, Size: lobbySize(rounds), Gate: g,
 		NewServer: func(s wire.SessionParams) (optim.Server, error) {
 			return nctest.NewServer(s.Dim, s.Cohort, 0.5), nil
 		},
@@ -401,10 +406,12 @@ func getText(t *testing.T, url string) (int, string) {
 
 // TestTeacherEndpoints: without the secret, or with a wrong one, every
 // teacher endpoint answers 403 (and counts a rejection); with it they act;
-// the join code alone gives a read-only status (teacher: false).
+// the join code alone gives a read-only status (teacher: false). (The
+// backoff after wrong secrets is TestTeacherSecretBackoff's; here it is
+// set to allow the 15 wrong ones.)
 func TestTeacherEndpoints(t *testing.T) {
 	tmpl := testSession(8, 30, 10, 200, 10000)
-	h := newLobby(t, tmpl, 100000)
+	h := newLobby(t, tmpl, 100000, coordinator.Gate{JoinFreeFailures: 100})
 	base := h.srv.URL
 	refused := 0
 	for _, action := range []string{"start", "pause", "resume", "end", "new"} {
@@ -463,6 +470,76 @@ func TestTeacherEndpoints(t *testing.T) {
 	<-res.done
 	if err := <-runErr; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestTeacherSecretBackoff: wrong teacher secrets from one address get
+// the join codes' backoff: a few are checked, then every attempt from
+// that address carrying a secret, the right one included, is refused
+// unchecked (429 with Retry-After) on the teacher endpoints and the
+// status, and counted. The pause is per address (the teacher elsewhere
+// is not held up), requests without a secret are not touched (the
+// students' read-only dashboard), and a right join code, which every
+// student has, does not clear it.
+func TestTeacherSecretBackoff(t *testing.T) {
+	proxies, err := coordinator.ParseTrustedProxies("127.0.0.1/32,::1/128")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newLobby(t, testSession(8, 30, 10, 200, 10000), 100000, coordinator.Gate{JoinFreeFailures: 3,
+		JoinBackoff: time.Minute, JoinBackoffMax: time.Minute, TrustedProxies: proxies})
+	base := h.srv.URL
+	do := func(method, path, from, secret string) (int, http.Header, string) {
+		t.Helper()
+		req, _ := http.NewRequest(method, base+path, nil)
+		req.Header.Set("X-Forwarded-For", from)
+		if secret != "" {
+			req.Header.Set(coordinator.TeacherHeader, secret)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, resp.Header, string(b)
+	}
+	const guesser, teacher = "203.0.113.66", "198.51.100.1"
+	for i := range 4 {
+		method, path := "POST", "/api/teacher/pause"
+		if i%2 == 1 {
+			method, path = "GET", "/api/status?code=join-me"
+		}
+		if code, _, body := do(method, path, guesser, fmt.Sprintf("guess-%d", i)); code != http.StatusForbidden || !strings.Contains(body, "wrong teacher secret") {
+			t.Fatalf("wrong secret %d on %s: %d %q, want 403", i, path, code, body)
+		}
+	}
+	// The pause: the right secret from the guesser's address is refused unchecked.
+	for _, tc := range []struct{ method, path string }{{"POST", "/api/teacher/pause"}, {"GET", "/api/status?code=join-me"}} {
+		code, hdr, _ := do(tc.method, tc.path, guesser, teacherSecret)
+		if code != http.StatusTooManyRequests || hdr.Get("Retry-After") == "" {
+			t.Errorf("%s %s with the right secret during the pause: %d (Retry-After %q), want 429", tc.method, tc.path, code, hdr.Get("Retry-After"))
+		}
+	}
+	// A right join code from that address does not clear the teacher record.
+	if code, _, body := do("GET", "/api/status?code=join-me", guesser, ""); code != http.StatusOK || !strings.Contains(body, `"teacher":false`) {
+		t.Errorf("read-only status from the guesser's address: %d %.100s", code, body)
+	}
+	if code, _, _ := do("GET", "/api/status?code=join-me", guesser, teacherSecret); code != http.StatusTooManyRequests {
+		t.Errorf("right secret after a right join code, still in the pause: %d, want 429", code)
+	}
+	// The teacher at another address is not held up.
+	if code, _, body := do("GET", "/api/status?code=join-me", teacher, teacherSecret); code != http.StatusOK || !strings.Contains(body, `"teacher":true`) {
+		t.Errorf("teacher's status from another address: %d %.100s", code, body)
+	}
+	_, metrics := getText(t, base+"/metrics")
+	for _, want := range []string{`browserfl_rejections_total{kind="teacher_secret"} 4`, `browserfl_rejections_total{kind="teacher_throttled"} 3`} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("metrics lack %q", want)
+		}
+	}
+	if h.coord.State() != coordinator.StateLobby {
+		t.Errorf("state %q after refused calls", h.coord.State())
 	}
 }
 

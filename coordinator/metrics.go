@@ -71,13 +71,16 @@ const (
 	rejSlowConsumer             // outbox full or write timed out
 	rejPingTimeout              // no pong: the client does not read
 	rejMetricsToken             // /metrics without the token
-	rejTeacherSecret            // teacher endpoint without the teacher secret
+	rejTeacherSecret            // teacher endpoint without the teacher secret, or a wrong one
+	rejTeacherThrottled         // teacher secret refused by the backoff, unchecked
+	rejNickname                 // nickname too close to a present one (or invalid after NFKC)
 	numRejections
 )
 
 var rejectionNames = [numRejections]string{"", "join_code", "join_throttled", "register_throttled", "auth", "full",
 	"prehello_per_address", "hello_timeout", "origin", "bad_frame", "oversized", "version", "protocol", "rate",
-	"slow_consumer", "ping_timeout", "metrics_token", "teacher_secret"}
+	"slow_consumer", "ping_timeout", "metrics_token", "teacher_secret",
+	"teacher_throttled", "nickname"}
 
 func (m *metrics) reject(kind int) {
 	if kind != rejNone {

@@ -4,15 +4,20 @@ import (
 	"context"
 	"crypto/subtle"
 	"errors"
+	"log/slog"
 	"net/http"
+	"strconv"
 	"time"
 )
 
 // The teacher's endpoints. Each needs the teacher secret (Config.
 // TeacherSecret) in the X-Teacher-Secret header or the teacher query
-// parameter, compared in constant time; without it the answer is 403 and
-// browserfl_rejections_total{kind="teacher_secret"} counts it. The join
-// code alone never unlocks them.
+// parameter, compared in constant time; without it, or with a wrong one,
+// the answer is 403 and browserfl_rejections_total{kind="teacher_secret"}
+// counts it. Wrong secrets go through a per-address backoff like join
+// codes (teacherAuth): during its pause every attempt is refused
+// unchecked with 429 (kind="teacher_throttled"). The join code alone
+// never unlocks them.
 //
 //	POST /api/teacher/start   leave the lobby (Start)
 //	POST /api/teacher/pause   no new rounds (Pause)
@@ -28,28 +33,128 @@ import (
 // TeacherHeader carries the teacher secret.
 const TeacherHeader = "X-Teacher-Secret"
 
-// teacherOK reports whether r carries the teacher secret.
-func (c *Coordinator) teacherOK(r *http.Request) bool {
-	return checkTeacher(r, c.cfg.TeacherSecret)
-}
-
-func checkTeacher(r *http.Request, secret string) bool {
-	if secret == "" {
-		return false
-	}
+// teacherSecretOf returns the teacher secret r carries ("" for none).
+func teacherSecretOf(r *http.Request) string {
 	got := r.Header.Get(TeacherHeader)
 	if got == "" {
 		got = r.URL.Query().Get("teacher")
 	}
-	return subtle.ConstantTimeCompare([]byte(got), []byte(secret)) == 1
+	return got
+}
+
+// backoff is one address's record of wrong secrets of one kind: after
+// Gate.JoinFreeFailures of them each further one doubles a pause (from
+// Gate.JoinBackoff up to Gate.JoinBackoffMax) during which every attempt
+// is refused unchecked; a right one clears it, and it is forgotten after
+// Gate.JoinForget without a failure. (The same rule as join codes,
+// recorded apart: a right join code, which every student has, must not
+// clear the teacher-secret record.)
+type backoff struct {
+	failures int
+	lastFail time.Time
+	until    time.Time
+}
+
+func (b *backoff) idle(now time.Time, forget time.Duration) bool {
+	return !now.Before(b.until) && (b.failures == 0 || now.Sub(b.lastFail) > forget)
+}
+
+// checkTeacher checks a teacher secret attempt got (not "") from addr
+// against secret, with the per-address backoff. When it refuses, retry
+// says when the address may try again.
+func (g *gateState) checkTeacher(addr, got, secret string) (v joinVerdict, retry time.Duration) {
+	now := g.now()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	b := &g.addrLocked(addr, now).teacher
+	if b.failures > 0 && now.Sub(b.lastFail) > g.cfg.JoinForget {
+		b.failures = 0
+	}
+	if now.Before(b.until) {
+		g.teacherLog.throttled++
+		g.teacherLog.flush(g.log, now, addr)
+		return joinThrottled, b.until.Sub(now)
+	}
+	if secret != "" && subtle.ConstantTimeCompare([]byte(got), []byte(secret)) == 1 {
+		*b = backoff{}
+		return joinOK, 0
+	}
+	b.failures++
+	b.lastFail = now
+	if n := b.failures - g.cfg.JoinFreeFailures; n > 0 {
+		d := g.cfg.JoinBackoffMax
+		if n <= 30 {
+			d = min(d, g.cfg.JoinBackoff<<(n-1))
+		}
+		b.until = now.Add(d)
+	}
+	g.teacherLog.wrong++
+	g.teacherLog.flush(g.log, now, addr)
+	return joinWrong, 0
+}
+
+// secretLog counts refused teacher secrets between log lines: one line
+// per 10 s at most, as for join codes, so that a flood of guesses from
+// many addresses cannot flood the log.
+type secretLog struct {
+	wrong, throttled int
+	last             time.Time
+}
+
+func (l *secretLog) flush(log *slog.Logger, now time.Time, addr string) {
+	if now.Sub(l.last) < 10*time.Second {
+		return
+	}
+	log.Warn("teacher secrets refused", "wrong", l.wrong, "refused_unchecked", l.throttled, "last_from", addr)
+	l.wrong, l.throttled, l.last = 0, 0, now
+}
+
+// teacherAuth checks the teacher secret r carries, if any, against
+// secret through the gate's per-address backoff. ok reports a right
+// secret. A wrong one is answered 403, and an attempt during the pause
+// 429 with Retry-After, both counted; then answered is true and the
+// caller writes nothing more. Without a secret in r nothing is counted
+// (ok and answered false): the read-only dashboard sends none.
+func (c *Coordinator) teacherAuth(w http.ResponseWriter, r *http.Request, secret string) (ok, answered bool) {
+	got := teacherSecretOf(r)
+	if got == "" {
+		return false, false
+	}
+	switch v, retry := c.gate.checkTeacher(c.gate.clientAddr(r), got, secret); v {
+	case joinOK:
+		return true, false
+	case joinThrottled:
+		c.met.reject(rejTeacherThrottled)
+		w.Header().Set("Retry-After", strconv.Itoa(int(retry.Seconds())+1))
+		http.Error(w, "too many wrong teacher secrets from this address", http.StatusTooManyRequests)
+	default:
+		c.met.reject(rejTeacherSecret)
+		http.Error(w, "wrong teacher secret", http.StatusForbidden)
+	}
+	return false, true
+}
+
+// teacherKey marks a request whose teacher secret Host.authorized has
+// checked and found right, so that it is checked (and counted) once.
+type teacherKey struct{}
+
+func withTeacher(r *http.Request) *http.Request {
+	return r.WithContext(context.WithValue(r.Context(), teacherKey{}, true))
+}
+
+func teacherChecked(r *http.Request) bool {
+	ok, _ := r.Context().Value(teacherKey{}).(bool)
+	return ok
 }
 
 func (c *Coordinator) teacherRoutes(mux *http.ServeMux) {
 	do := func(name string, f func(ctx context.Context) (any, error)) {
 		mux.HandleFunc("POST /api/teacher/"+name, func(w http.ResponseWriter, r *http.Request) {
-			if !c.teacherOK(r) {
-				c.met.reject(rejTeacherSecret)
-				http.Error(w, "teacher secret required", http.StatusForbidden)
+			if ok, answered := c.teacherAuth(w, r, c.cfg.TeacherSecret); !ok {
+				if !answered {
+					c.met.reject(rejTeacherSecret)
+					http.Error(w, "teacher secret required", http.StatusForbidden)
+				}
 				return
 			}
 			ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)

@@ -152,6 +152,11 @@ var (
 // the final parameters a lobby session's Start brought.
 var ErrStartRefused = errors.New("the session's final parameters were refused at Start")
 
+// ErrNicknameTaken is wrapped, with ErrRefused, by the error Run returns
+// when the coordinator refused the nickname (wire.CodeNickname: it looks
+// like the name of someone present); the person picks another.
+var ErrNicknameTaken = errors.New("nickname refused")
+
 // ErrLeft is returned by Run after Leave was called.
 var ErrLeft = errors.New("device: left the session")
 
@@ -594,6 +599,8 @@ func (rt *Runtime) connection(ctx context.Context) error {
 			switch m.Code {
 			case wire.CodeAuth, wire.CodeJoinCode, wire.CodeVersion:
 				return fmt.Errorf("%w by coordinator: %s: %s", ErrRefused, m.Code, m.Reason)
+			case wire.CodeNickname:
+				return fmt.Errorf("%w by coordinator: %w: %s", ErrRefused, ErrNicknameTaken, m.Reason)
 			}
 			return wrap(fmt.Errorf("device: coordinator closed: %s: %s", m.Code, m.Reason))
 		default:

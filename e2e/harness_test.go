@@ -129,7 +129,7 @@ func pageHandler(webDir string, backend http.Handler) http.Handler {
 		w.Header().Set("Content-Security-Policy", coordinator.PageCSP(r))
 		w.Write(browserfl.IndexHTML)
 	})
-	web := http.StripPrefix("/web/", http.FileServer(http.Dir(webDir)))
+	web := http.StripPrefix("/web/", http.FileServerFS(coordinator.FilesOnly(os.DirFS(webDir)))) // no directory listings, as the coordinator
 	mux.Handle("GET /web/", web)
 	mux.Handle("GET /web/worker.js", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// The coordinator's worker policy, as for the page.

@@ -78,6 +78,10 @@ func runEdge(o options, log *slog.Logger, stderr io.Writer) error {
 		return err
 	}
 	defer ln.Close()
+	metricsGenerated, err := o.metricsToken(ln.Addr())
+	if err != nil {
+		return err
+	}
 	id := o.EdgeID
 	if id == "" {
 		host, _ := os.Hostname()
@@ -100,7 +104,7 @@ func runEdge(o options, log *slog.Logger, stderr io.Writer) error {
 	edge, err := coordinator.NewEdge(coordinator.EdgeConfig{ID: id, Conn: nc, Prefix: o.NATSPrefix,
 		Limits: coordinator.Limits{MaxDevices: o.MaxDevices, MsgRate: o.MsgRate}, AllowedOrigins: o.Origins, Logger: log,
 		Gate: coordinator.Gate{RegisterRate: o.RegisterRate, RegisterGlobalRate: o.RegisterGlobalRate,
-			PreHelloPerAddress: o.PreHelloPerAddress, TrustProxy: o.TrustProxy, MetricsToken: o.MetricsToken}})
+			PreHelloPerAddress: o.PreHelloPerAddress, TrustedProxies: o.TrustProxy, MetricsToken: o.MetricsToken}})
 	if err != nil {
 		return err
 	}
@@ -119,6 +123,9 @@ func runEdge(o options, log *slog.Logger, stderr io.Writer) error {
 		scheme = "https"
 	}
 	fmt.Fprintf(stderr, "browserfl edge %s: devices join at %s://%s/?code=<the session's join code>\n", id, scheme, ln.Addr())
+	if metricsGenerated {
+		printMetricsToken(stderr, o.MetricsToken)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	srvErr := serve(srv, ln, o)

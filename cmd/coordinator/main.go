@@ -75,7 +75,7 @@ type options struct {
 	RegisterGlobalRate float64 `json:"register_global_rate"`
 	MaxInactive        int     `json:"max_inactive"`
 	PreHelloPerAddress int     `json:"prehello_per_address"`
-	TrustProxy         bool    `json:"trust_proxy"`
+	TrustProxy         proxies `json:"trust_proxy"`
 	MetricsToken       string  `json:"metrics_token"`
 	ReadHeaderTimeout  string  `json:"read_header_timeout"`
 	IdleTimeout        string  `json:"idle_timeout"`
@@ -150,8 +150,8 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.Float64Var(&o.RegisterGlobalRate, "register-global-rate", 0, "new device ids per second over all addresses, burst 500 (0 = 20; negative = unlimited)")
 	fs.IntVar(&o.MaxInactive, "max-inactive", 0, "registered devices without a connection kept in memory; the longest inactive are forgotten beyond it (0 = 4096)")
 	fs.IntVar(&o.PreHelloPerAddress, "prehello-per-address", 0, "websockets from one client address that have not sent hello yet (0 = 128)")
-	fs.BoolVar(&o.TrustProxy, "trust-proxy", false, "take the client address from the last X-Forwarded-For entry (only behind a reverse proxy that sets it)")
-	fs.StringVar(&o.MetricsToken, "metrics-token", "", "require this token on /metrics (Authorization: Bearer, or ?token=)")
+	fs.Var(&o.TrustProxy, "trust-proxy", "networks of trusted reverse proxies, comma-separated CIDRs (e.g. 10.0.0.0/8,127.0.0.1/32): a request from one of them is keyed on the right-most X-Forwarded-For address not in the list; every other request on its own address (default: no proxy trusted)")
+	fs.StringVar(&o.MetricsToken, "metrics-token", "", "require this token on /metrics (Authorization: Bearer, or ?token=); listening beyond loopback without it, one is made up at start and printed")
 	fs.StringVar(&o.ReadHeaderTimeout, "read-header-timeout", o.ReadHeaderTimeout, "HTTP: time to read a request's headers")
 	fs.StringVar(&o.IdleTimeout, "idle-timeout", o.IdleTimeout, "HTTP: idle keep-alive connections are closed after this")
 	fs.BoolVar(&o.Lobby, "lobby", false, "start the session in a lobby: the teacher presses Start on the dashboard (teacher link), which sizes it for the class (\"one lesson\" preset)")
@@ -167,7 +167,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.NATSCert, "nats-cert", "", "this component's PEM certificate for NATS TLS")
 	fs.StringVar(&o.NATSKey, "nats-key", "", "this component's PEM key for NATS TLS")
 	fs.StringVar(&o.EdgeID, "edge-id", "", "-role edge: this edge's name, unique in the cluster (default: the host name and listen port)")
-	fs.StringVar(&o.SessionURL, "session-url", "", "-role edge: the session process's HTTP URL; the page's /api/ calls and the dashboard are proxied to it (run the session with -trust-proxy)")
+	fs.StringVar(&o.SessionURL, "session-url", "", "-role edge: the session process's HTTP URL; the page's /api/ calls and the dashboard are proxied to it (run the session with -trust-proxy naming the edges' addresses)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile to this file until shutdown (measurements)")
 	memProfile := fs.String("memprofile", "", "write a heap profile (with every allocation since start: go tool pprof -sample_index=alloc_space) to this file at shutdown (measurements)")
 	p := &o.Session
@@ -380,7 +380,7 @@ func run(args []string, stderr io.Writer) error {
 			RoundGap: gap, EvalEvery: o.EvalEvery, EvalSamples: len(evalSet), Logger: log, AllowedOrigins: o.Origins,
 			Limits: coordinator.Limits{MaxDevices: o.MaxDevices, MsgRate: o.MsgRate},
 			Gate: coordinator.Gate{RegisterRate: o.RegisterRate, RegisterGlobalRate: o.RegisterGlobalRate,
-				MaxInactive: o.MaxInactive, PreHelloPerAddress: o.PreHelloPerAddress, TrustProxy: o.TrustProxy,
+				MaxInactive: o.MaxInactive, PreHelloPerAddress: o.PreHelloPerAddress, TrustedProxies: o.TrustProxy,
 				MetricsToken: o.MetricsToken},
 			Evaluate: func(w []float64) (float64, float64, error) {
 				acc, loss := model.Evaluate(evalModel, w, evalSet)
@@ -413,6 +413,10 @@ func run(args []string, stderr io.Writer) error {
 		return err
 	}
 	defer ln.Close()
+	metricsGenerated, err := o.metricsToken(ln.Addr())
+	if err != nil {
+		return err
+	}
 	scheme := "http"
 	if o.TLSCert != "" {
 		scheme = "https"
@@ -471,6 +475,9 @@ func run(args []string, stderr io.Writer) error {
 		sizing = "in its lobby: sized for the class at Start, \"one lesson\" preset"
 	}
 	printJoin(stderr, cur, sizing, coordinator.JoinURLs(ln.Addr().String(), scheme, joinCode, ifaces), joinCode, host.TeacherSecret())
+	if metricsGenerated {
+		printMetricsToken(stderr, o.MetricsToken)
+	}
 	if o.Role == "session" {
 		fmt.Fprintf(stderr, "  cluster:   devices join through an edge (coordinator -role edge -nats ... -session-url %s://%s): use the edge's address in the join URL, code %s\n",
 			scheme, ln.Addr(), joinCode)

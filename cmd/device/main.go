@@ -11,8 +11,12 @@
 // -allow-nonprivate accept trusted-server and non-private sessions.
 //
 // The shard is read from DIR/shard.bin; if missing, the coordinator's
-// demo shard endpoint is asked once (demo only: a real device has its own
-// data) and the shard is kept there.
+// demo shard endpoint is asked (demo only: a real device has its own
+// data) and the shard is kept there. A coordinator that is not up yet is
+// asked again with jittered exponential backoff (0.5 s doubling up to
+// 30 s, each attempt logged) until it answers or the device is stopped
+// (Ctrl-C); a wrong join code or a coordinator without demo shards stops
+// it at once. Once it has its data, the runtime reconnects the same way.
 package main
 
 import (
@@ -30,6 +34,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"browserfl/device"
 	"browserfl/shared/wire"
@@ -74,7 +79,19 @@ func run(args []string, stderr io.Writer) error {
 	shardPath := filepath.Join(*dir, "shard.bin")
 	blob, err := os.ReadFile(shardPath)
 	if errors.Is(err, os.ErrNotExist) {
-		if blob, err = fetchShard(ctx, *wsURL, *code); err != nil {
+		// Ctrl-C stops the waiting for a coordinator that is not up.
+		fctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+		err = retry{Min: 500 * time.Millisecond, Max: 30 * time.Second, OnWait: logRetries(log, "demo shard")}.do(fctx,
+			func(ctx context.Context) (err error) {
+				blob, err = fetchShard(ctx, *wsURL, *code)
+				return err
+			})
+		stop()
+		if errors.Is(err, context.Canceled) {
+			log.Info("stopped by its owner before the coordinator answered", "err", err)
+			return nil
+		}
+		if err != nil {
 			return err
 		}
 		if err := os.WriteFile(shardPath, blob, 0o600); err != nil {
@@ -158,7 +175,7 @@ func logLeft(log *slog.Logger, rt *device.Runtime, err error) {
 func fetchShard(ctx context.Context, wsURL, code string) ([]byte, error) {
 	u, err := url.Parse(wsURL)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("-url: %w: %w", err, errPermanent)
 	}
 	u.Scheme = strings.Replace(strings.Replace(u.Scheme, "wss", "https", 1), "ws", "http", 1)
 	u.Path = "/api/demo/shard"
@@ -172,7 +189,12 @@ func fetchShard(ctx context.Context, wsURL, code string) ([]byte, error) {
 		return nil, fmt.Errorf("demo shard: %w", err)
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != 200 {
+	switch {
+	case resp.StatusCode == http.StatusForbidden || resp.StatusCode == http.StatusNotFound:
+		// A wrong join code, or no demo shards here: asking again will not help.
+		return nil, fmt.Errorf("demo shard: HTTP %d: %w", resp.StatusCode, errPermanent)
+	case resp.StatusCode != 200:
+		// 429 (the gate's backoff), 5xx, a proxy's 502 while the coordinator starts.
 		return nil, fmt.Errorf("demo shard: HTTP %d", resp.StatusCode)
 	}
 	b, err := io.ReadAll(io.LimitReader(resp.Body, device.MaxShardBytes+1))
@@ -180,7 +202,7 @@ func fetchShard(ctx context.Context, wsURL, code string) ([]byte, error) {
 		return nil, fmt.Errorf("demo shard: %w", err)
 	}
 	if n, _ := strconv.Atoi(resp.Header.Get("X-Shard-Classes")); n > 0 && n != 10 {
-		return nil, fmt.Errorf("demo shard has %d classes, this device expects 10", n)
+		return nil, fmt.Errorf("demo shard has %d classes, this device expects 10: %w", n, errPermanent)
 	}
 	return b, nil
 }

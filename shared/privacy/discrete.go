@@ -1,6 +1,7 @@
 package privacy
 
 import (
+	"errors"
 	"fmt"
 	"math"
 )
@@ -93,7 +94,10 @@ func ledgerDelta(rho, epsilon float64) (float64, error) {
 // and the zCDP one (ZCDPToEpsilon: Canonne, Kamath and Steinke 2020,
 // Theorem 14 and Proposition 12, which needs no coupling). Every epsilon
 // the product shows or checks for a device comes from here. rho = 0
-// gives 0.
+// gives 0. Above about rho = 5.9e11 (at delta 1e-5) the GDP epsilon is out
+// of GDPToEpsilon's range and the zCDP one is returned, finite up to
+// rho near math.MaxFloat64; beyond that the error wraps ErrNotFinite and
+// no number is shown (callers refuse the release or the session).
 func LedgerEpsilon(rho, delta float64) (float64, error) {
 	z, err := ZCDPToEpsilon(rho, delta)
 	if err != nil {
@@ -126,6 +130,12 @@ func ledgerGDPEpsilon(rho, delta, limit float64) (float64, bool, error) {
 	// The GDP part alone reaches delta at e0; the discretisation term can
 	// only move the left end up, so search [e0, limit].
 	e0, err := GDPToEpsilon(math.Sqrt(2*rho), delta)
+	if errors.Is(err, ErrNotFinite) {
+		// mu so large (rho above about 5.9e11 at delta 1e-5) that the
+		// GDP epsilon lies beyond GDPToEpsilon's search (1e12): no GDP
+		// bound below the finite zCDP one the caller holds.
+		return 0, false, nil
+	}
 	if err != nil {
 		return 0, false, err
 	}

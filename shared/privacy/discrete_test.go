@@ -1,6 +1,7 @@
 package privacy
 
 import (
+	"errors"
 	"math"
 	"testing"
 )
@@ -154,6 +155,38 @@ func TestLedgerConversion(t *testing.T) {
 	for _, bad := range [][2]float64{{0, 1e-5}, {1, 0}, {math.Inf(1), 1e-5}} {
 		if _, err := LedgerRho(bad[0], bad[1]); err == nil {
 			t.Errorf("LedgerRho(%v, %v) accepted", bad[0], bad[1])
+		}
+	}
+}
+
+// TestLedgerEpsilonHugeRho: a ledger too large for the GDP conversion
+// (FuzzLedgerUnmarshal found rho = 5.9e11, where GDPToEpsilon's search
+// ends) still gets a finite epsilon, the zCDP one, at every delta; only a
+// rho whose zCDP epsilon overflows float64 gets an error, wrapping
+// ErrNotFinite, and never a non-finite number.
+func TestLedgerEpsilonHugeRho(t *testing.T) {
+	for _, tc := range []struct {
+		rho, delta float64
+		finite     bool
+	}{
+		{5.9e11, 1e-5, true},
+		{1e12, 1e-5, true},
+		{1e12, 1e-9, true},
+		{3e15, 0.5, true},
+		{1e100, 1e-5, true},
+		{1e300, 1e-5, true},
+		{math.MaxFloat64, 1e-5, false},
+	} {
+		eps, err := LedgerEpsilon(tc.rho, tc.delta)
+		if !tc.finite {
+			if !errors.Is(err, ErrNotFinite) || eps != 0 {
+				t.Errorf("LedgerEpsilon(%g, %g) = %v, %v; want an error wrapping ErrNotFinite", tc.rho, tc.delta, eps, err)
+			}
+			continue
+		}
+		z, zerr := ZCDPToEpsilon(tc.rho, tc.delta)
+		if err != nil || zerr != nil || !finite(eps) || eps != z {
+			t.Errorf("LedgerEpsilon(%g, %g) = %v, %v; want the zCDP epsilon %v (%v)", tc.rho, tc.delta, eps, err, z, zerr)
 		}
 	}
 }

@@ -283,6 +283,7 @@ const (
 	CodeShutdown   = "shutdown"    // the coordinator is stopping
 	CodeDuplicate  = "duplicate"   // the device opened another connection
 	CodeSessionEnd = "session_end" // nothing left to do
+	CodeNickname   = "nickname"    // the nickname looks like one present; choose another
 )
 
 // Error explains why the coordinator closes a connection.

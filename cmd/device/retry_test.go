@@ -1,0 +1,136 @@
+package main
+
+import (
+	"context"
+	crand "crypto/rand"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"browserfl/coordinator"
+	"browserfl/device"
+	"browserfl/shared/dataset"
+	"browserfl/shared/optim"
+	"browserfl/shared/wire"
+)
+
+// startCoordinator serves a real coordinator with demo shards (join code
+// "join-me") on ln.
+func startCoordinator(t *testing.T, ln net.Listener) {
+	t.Helper()
+	sess := wire.SessionParams{Name: "test", Algorithm: "nc", Model: "logreg", Features: 1, Classes: 10, Dim: 20,
+		DeadlineMillis: 500, M: 4, Cohort: 2, Rounds: 3, Batch: 1, Clip: 1, Eta: 1, RhoPaper: 1, DemoShards: true}
+	srvHalf, err := optim.NewServer(device.Params(sess), make([]float64, sess.Dim), crand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := coordinator.OpenStore(filepath.Join(t.TempDir(), "coord.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	c, err := coordinator.New(coordinator.Config{Session: sess, JoinCode: "join-me", Server: srvHalf, Store: st, MinDevices: 100, Seed: 1,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Shutdown)
+	set := dataset.Set{Name: "ids", Features: 1, Classes: 10, Samples: make([]dataset.Sample, 100)}
+	for i := range set.Samples {
+		set.Samples[i] = dataset.Sample{X: []float32{float32(i) / 100}, Label: i % 10}
+	}
+	shards, err := coordinator.NewShards(set, coordinator.ShardConfig{Classes: 10, Rounds: sess.Rounds, Batch: sess.Batch, Alpha: 1, Seed: 1, Max: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: c.Handler(coordinator.Assets{}, shards), ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+}
+
+// TestFetchShardRetries: the native device started before its
+// coordinator asks for its demo shard again with growing, jittered,
+// capped waits, each reported (logged by the command), and gets it once
+// the real coordinator is up; a wrong join code stops it at once;
+// cancelling stops the waiting.
+func TestFetchShardRetries(t *testing.T) {
+	// An address with nothing listening: the coordinator is down.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	url := "ws://" + addr + "/ws"
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+
+	const upAfter = 4
+	var waits []time.Duration
+	var blob []byte
+	r := retry{Min: time.Millisecond, Max: 4 * time.Millisecond, OnWait: func(attempt int, wait time.Duration, err error) {
+		waits = append(waits, wait)
+		if attempt == upAfter { // the coordinator comes up now
+			ln, err := net.Listen("tcp", addr)
+			if err != nil {
+				t.Fatalf("listening again on %s: %v", addr, err)
+			}
+			startCoordinator(t, ln)
+		}
+	}}
+	err = r.do(ctx, func(ctx context.Context) (err error) {
+		blob, err = fetchShard(ctx, url, "join-me")
+		return err
+	})
+	if err != nil {
+		t.Fatalf("after the coordinator came up: %v", err)
+	}
+	if set, err := device.DecodeShard(blob, 10); err != nil || len(set.Samples) == 0 {
+		t.Errorf("the shard: %d samples, %v", len(set.Samples), err)
+	}
+	if len(waits) != upAfter {
+		t.Errorf("%d waits, want %d (one per failed attempt)", len(waits), upAfter)
+	}
+	for i, w := range waits {
+		d := min(r.Min<<i, r.Max) // the doubling, capped
+		if w < d/2 || w > d {
+			t.Errorf("wait %d: %v, want within [%v, %v]", i+1, w, d/2, d)
+		}
+	}
+
+	// A wrong join code is not worth a second attempt.
+	attempts := 0
+	err = r.do(ctx, func(ctx context.Context) error {
+		attempts++
+		_, err := fetchShard(ctx, url, "wrong-code")
+		return err
+	})
+	if !errors.Is(err, errPermanent) || attempts != 1 {
+		t.Errorf("wrong join code: %d attempts, %v; want 1 and a permanent error", attempts, err)
+	}
+
+	// Cancelling stops the waiting for a coordinator that never comes,
+	// in the middle of an hour-long wait.
+	cctx, ccancel := context.WithCancel(ctx)
+	down := retry{Min: time.Hour, Max: time.Hour, OnWait: func(int, time.Duration, error) { ccancel() }}
+	done := make(chan error, 1)
+	go func() {
+		done <- down.do(cctx, func(ctx context.Context) error {
+			_, err := fetchShard(ctx, "ws://127.0.0.1:1/ws", "join-me")
+			return err
+		})
+	}()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("cancelled: %v, want context.Canceled", err)
+		}
+	case <-ctx.Done(): // a guard against hanging, not a measurement
+		t.Fatal("cancelling did not stop the wait")
+	}
+}
