@@ -7,6 +7,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"math/big"
 	"net"
@@ -104,6 +105,46 @@ func TestNATSTLSBetweenComponents(t *testing.T) {
 	} {
 		if err := try(tc.tls, tc.seed); err == nil {
 			t.Errorf("%s: connected, want refused", name)
+		}
+	}
+}
+
+// TestStartNATSRefusesAnOpenBus: the embedded server does not start
+// without credentials, nor listening off loopback (every interface, a
+// LAN address) without TLS; on loopback with the keys it starts.
+func TestStartNATSRefusesAnOpenBus(t *testing.T) {
+	keys, err := coordinator.EnsureBusKeys(filepath.Join(t.TempDir(), "nats"), []string{"e0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		listen string
+		keys   *coordinator.BusKeys
+		ok     bool
+	}{
+		{"127.0.0.1:0", keys, true},
+		{"localhost:0", keys, true},
+		{"[::1]:0", keys, true},
+		{"127.0.0.1:0", nil, false},
+		{"127.0.0.1:0", &coordinator.BusKeys{}, false},
+		{"0.0.0.0:0", keys, false},
+		{":0", keys, false},
+		{"[::]:0", keys, false},
+		{"192.0.2.1:0", keys, false},
+	} {
+		ns, err := coordinator.StartNATS(coordinator.NATSServerConfig{Listen: tc.listen, Keys: tc.keys})
+		if ns != nil {
+			ns.Shutdown()
+		}
+		switch {
+		case tc.ok && err != nil:
+			// [::1] may be missing on the machine: only the refusal counts.
+			if !errors.Is(err, coordinator.ErrBusInsecure) && tc.listen == "[::1]:0" {
+				continue
+			}
+			t.Errorf("%s with keys %v: %v", tc.listen, tc.keys != nil, err)
+		case !tc.ok && !errors.Is(err, coordinator.ErrBusInsecure):
+			t.Errorf("%s with keys %v: %v, want ErrBusInsecure", tc.listen, tc.keys != nil, err)
 		}
 	}
 }
