@@ -99,6 +99,9 @@ type rosterEntry struct {
 	ID       string `json:"id"`
 	Nickname string `json:"nickname,omitempty"`
 	Pending  int    `json:"pending,omitempty"`
+	// SecretHash is the hex SHA-256 of the device's secret: an edge can
+	// claim only a device whose secret it was given.
+	SecretHash string `json:"secret_sha256"`
 }
 
 // sessionBeat is what the session tells every edge once a beat interval.

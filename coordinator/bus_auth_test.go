@@ -593,3 +593,75 @@ func TestEdgeSaysWhenRefused(t *testing.T) {
 		t.Fatalf("the log does not say the bus refused the edge:\n%s", logs.String())
 	}
 }
+
+// TestRosterNeedsTheSecret: an edge's roster adopts a device only with
+// the digest of its secret, so an edge that learned a device's id
+// cannot take the device over from the edge that holds it. Edge fy
+// claims fx's device without a digest and with a wrong one: both are
+// refused (closed for auth, counted) and the device stays bound to fx;
+// fx's own roster, with the right digest, keeps it.
+func TestRosterNeedsTheSecret(t *testing.T) {
+	bus := testNATS(t)
+	sess := twoDeviceSession("roster-claim", 5000)
+	srv, st := ncServerAndStore(t, sess)
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	c, err := New(Config{Session: sess, JoinCode: "join-me", Server: srv, Store: st, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc, err := ConnectNATS(NATSClientConfig{URL: bus.URL, Name: "session", NKey: bus.session(), Log: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	node, err := NewSessionNode(c, SessionNodeConfig{Conn: nc, BeatInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go node.Run(ctx)
+	waitSubscribed(t, nc)
+	fx, fy := newFakeEdge(t, bus, "fx"), newFakeEdge(t, bus, "fy")
+	fx.hello(1, "join-me")
+	w, ok := fx.control(1).(wire.Welcome)
+	if !ok {
+		t.Fatal("no welcome")
+	}
+	boundToFx := func() bool {
+		l := node.link("fx", 1)
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		d := c.devices[w.DeviceID]
+		return l != nil && d != nil && d.conn == link(l)
+	}
+	for _, tc := range []struct{ name, digest string }{
+		{"no digest", ""},
+		{"a wrong digest", digest("a guess")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := node.busErrors.Load()
+			fy.send(kindRoster, &busHeader{T: 1, Chunks: 1, Roster: []rosterEntry{{Seq: 5, ID: w.DeviceID, SecretHash: tc.digest}}}, nil)
+			_, h, _ := fy.next(kindClose)
+			if h.Seq != 5 || h.Code != wire.CodeAuth {
+				t.Fatalf("fy's claim answered %+v, want its connection closed for auth", h)
+			}
+			if node.busErrors.Load() != before+1 {
+				t.Error("the refused claim was not counted")
+			}
+			if !boundToFx() {
+				t.Fatal("the device was taken from fx")
+			}
+		})
+	}
+	fx.send(kindRoster, &busHeader{T: 1, Chunks: 1, Roster: []rosterEntry{{Seq: 1, ID: w.DeviceID, SecretHash: digest("secret1")}}}, nil)
+	// A status query after the roster: once the session answers it, the
+	// roster was handled (one goroutine per edge, in order).
+	fx.send(kindStatus, &busHeader{Seq: 1, ID: w.DeviceID, T: 1}, nil)
+	if d, ok := fx.control(1).(wire.Decision); !ok || d.T != 1 {
+		t.Fatalf("status after fx's roster: %+v", d)
+	}
+	if !boundToFx() {
+		t.Fatal("fx's own roster lost the device")
+	}
+}

@@ -32,7 +32,7 @@ func busSeeds(t testing.TB) [][]byte {
 	add(kindStatus, &busHeader{Seq: 1, ID: "a", T: 1}, nil)
 	add(kindLeave, &busHeader{Seq: 1, ID: "a"}, leave)
 	add(kindDisconnect, &busHeader{Seq: 1, ID: "a"}, nil)
-	add(kindRoster, &busHeader{T: 1, Roster: []rosterEntry{{Seq: 1, ID: "a", Pending: 1}}, Chunks: 1}, nil)
+	add(kindRoster, &busHeader{T: 1, Roster: []rosterEntry{{Seq: 1, ID: "a", Pending: 1, SecretHash: digest("s")}}, Chunks: 1}, nil)
 	add(kindEdgeBeat, &busHeader{Devices: 3}, nil)
 	add(kindControl, &busHeader{Seq: 1, Epoch: 5}, dec)
 	add(kindClose, &busHeader{Seq: 1, Code: wire.CodeAuth, Reason: "x"}, nil)

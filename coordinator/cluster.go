@@ -651,9 +651,16 @@ func (n *SessionNode) roster(es *edgeState, h busHeader) {
 			n.busErrors.Add(1)
 			continue
 		}
-		if ok, err := c.store.Known(e.ID); err != nil || !ok {
+		// The edge proves that the device connected through it with the
+		// digest of its secret: an edge cannot claim another edge's
+		// device by its id alone.
+		secretHash, err := parseDigest(e.SecretHash)
+		if err == nil {
+			err = c.store.AuthenticateHash(e.ID, secretHash)
+		}
+		if err != nil {
 			n.busErrors.Add(1)
-			n.publish(edge, kindClose, &busHeader{Seq: e.Seq, Code: wire.CodeAuth, Reason: "unknown device id"}, nil)
+			n.publish(edge, kindClose, &busHeader{Seq: e.Seq, Code: wire.CodeAuth, Reason: "unknown device id or wrong secret"}, nil)
 			continue
 		}
 		key := linkKey{edge, e.Seq}
@@ -666,7 +673,7 @@ func (n *SessionNode) roster(es *edgeState, h busHeader) {
 		n.mu.Unlock()
 		c.mu.Lock()
 		d := c.devices[e.ID]
-		var err error
+		err = nil
 		if d != nil && d.conn == link(l) {
 			// Bound already (a repeated roster). Its pending round is
 			// answered again unless it is still this process's open

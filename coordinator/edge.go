@@ -99,6 +99,9 @@ type edgeConn struct {
 	// secret is the secret the edge issued a new device (only its digest
 	// went to the session); the edge adds it to the welcome.
 	secret string
+	// secretHash is the digest of the device's secret (its roster entry
+	// proves with it that the device connected here).
+	secretHash string
 	// assigned is the round assigned to the device and not yet decided
 	// (0 if none); asked is when the edge last asked the session about it.
 	assigned int
@@ -438,7 +441,8 @@ func (e *Edge) rosterLocked() {
 		if ec.welcome != nil || ec.cn.id == "" {
 			continue
 		}
-		entries = append(entries, rosterEntry{Seq: seq, ID: ec.cn.id, Nickname: ec.nickname, Pending: ec.assigned})
+		entries = append(entries, rosterEntry{Seq: seq, ID: ec.cn.id, Nickname: ec.nickname, Pending: ec.assigned,
+			SecretHash: ec.secretHash})
 		ec.asked = now // the roster asks about the pending round
 	}
 	e.rosters++
@@ -580,7 +584,7 @@ func (e *Edge) admit(cn *conn, h wire.Hello) error {
 	cn.seq = seq
 	hdr.Seq = seq
 	ch := make(chan error, 1)
-	e.conns[seq] = &edgeConn{cn: cn, nickname: h.Nickname, welcome: ch, secret: issued}
+	e.conns[seq] = &edgeConn{cn: cn, nickname: h.Nickname, welcome: ch, secret: issued, secretHash: hdr.SecretHash}
 	e.publish(kindHello, hdr, body)
 	e.mu.Unlock()
 	e.hellos.Add(1)

@@ -345,6 +345,13 @@ var mutations = []mutation{
 		pkgs: []string{"./coordinator/", "-run", "BusCarriesNoCredentials"},
 	},
 	{
+		name: "roster-claims-without-secret", why: "an edge's roster adopts any known device id without the digest of its secret (an edge takes another edge's device over)",
+		file: "coordinator/cluster.go",
+		old:  "secretHash, err := parseDigest(e.SecretHash)\n\t\tif err == nil {\n\t\t\terr = c.store.AuthenticateHash(e.ID, secretHash)\n\t\t}",
+		new:  "var err error\n\t\tif ok, kerr := c.store.Known(e.ID); kerr != nil || !ok {\n\t\t\terr = ErrUnknownDevice\n\t\t}",
+		pkgs: []string{"./coordinator/", "-run", "RosterNeedsTheSecret"},
+	},
+	{
 		name: "edge-auth-error-silent", why: "an edge whose key NATS refuses does not say so (its log and /healthz show a bare disconnection)",
 		file: "coordinator/natsconn.go",
 		old:  "return fmt.Errorf(\"%w: %v\", ErrBusAuth, err)",
