@@ -345,6 +345,20 @@ var mutations = []mutation{
 		pkgs: []string{"./coordinator/", "-run", "BusCarriesNoCredentials"},
 	},
 	{
+		name: "key-file-readable", why: "the session process writes the components' NATS key files readable by every user of the machine",
+		file: "coordinator/buskeys.go",
+		old:  "os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600",
+		new:  "os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644",
+		pkgs: []string{"./coordinator/", "-run", "BusKeyFiles"},
+	},
+	{
+		name: "key-file-mode-unchecked", why: "a component loads a NATS key file that others can read",
+		file: "coordinator/buskeys.go",
+		old:  "if fi.Mode().Perm()&0o077 != 0 {",
+		new:  "if false && fi.Mode().Perm()&0o077 != 0 {",
+		pkgs: []string{"./coordinator/", "-run", "BusKeyFiles"},
+	},
+	{
 		name: "roster-claims-without-secret", why: "an edge's roster adopts any known device id without the digest of its secret (an edge takes another edge's device over)",
 		file: "coordinator/cluster.go",
 		old:  "secretHash, err := parseDigest(e.SecretHash)\n\t\tif err == nil {\n\t\t\terr = c.store.AuthenticateHash(e.ID, secretHash)\n\t\t}",
