@@ -548,49 +548,62 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-// TestEdgeSaysWhenRefused: an edge whose key the NATS server does not
-// know (one from another cluster's directory) must say so: an error in
-// its log, and /healthz 503 naming the refused credentials.
+// TestEdgeSaysWhenRefused: an edge the bus refuses must say so, in its
+// log at error level and in /healthz (503, with the reason): one whose
+// key the NATS server does not know (another cluster's), and one whose
+// key is another edge's (its subjects are refused).
 func TestEdgeSaysWhenRefused(t *testing.T) {
 	bus := testNATS(t)
 	stranger, err := EnsureBusKeys(filepath.Join(t.TempDir(), "elsewhere"), []string{"e0"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var logs syncBuffer
-	log := slog.New(slog.NewTextHandler(&logs, nil))
-	status := &NATSStatus{}
-	nc, err := ConnectNATS(NATSClientConfig{URL: bus.URL, Name: "edge", NKey: EdgeSeedFile(stranger.Dir, "e0"), Log: log, Status: status})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	e, err := NewEdge(EdgeConfig{ID: "e0", Conn: nc, Status: status, Logger: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	go e.Run(ctx)
-	for !errors.Is(e.Healthy(), ErrBusAuth) {
-		if ctx.Err() != nil {
-			t.Fatalf("Healthy() = %v, want the refused credentials", e.Healthy())
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	hs := httptest.NewServer(e.Handler(Assets{}, nil))
-	defer hs.Close()
-	resp, err := http.Get(hs.URL + "/healthz")
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(body), "refused this component's credentials") {
-		t.Fatalf("/healthz %d %q, want 503 naming the refused credentials", resp.StatusCode, body)
-	}
-	if !strings.Contains(logs.String(), "cannot join the cluster bus") {
-		t.Fatalf("the log does not say the bus refused the edge:\n%s", logs.String())
+	for _, tc := range []struct {
+		name, seed string
+		want       error
+		health     string
+		log        string
+	}{
+		{"a key from another cluster", EdgeSeedFile(stranger.Dir, "e0"), ErrBusAuth, "refused this component's credentials", "cannot join the cluster bus"},
+		{"another edge's key", bus.edge("e1"), nats.ErrPermissionViolation, "refused this edge an operation", "the cluster bus refused an operation"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var logs syncBuffer
+			log := slog.New(slog.NewTextHandler(&logs, nil))
+			status := &NATSStatus{}
+			nc, err := ConnectNATS(NATSClientConfig{URL: bus.URL, Name: "edge", NKey: tc.seed, Log: log, Status: status})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer nc.Close()
+			e, err := NewEdge(EdgeConfig{ID: "e0", Conn: nc, Status: status, Logger: log})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			go e.Run(ctx)
+			for !errors.Is(e.Healthy(), tc.want) {
+				if ctx.Err() != nil {
+					t.Fatalf("Healthy() = %v, want %v", e.Healthy(), tc.want)
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+			hs := httptest.NewServer(e.Handler(Assets{}, nil))
+			defer hs.Close()
+			resp, err := http.Get(hs.URL + "/healthz")
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(body), tc.health) {
+				t.Fatalf("/healthz %d %q, want 503 with %q", resp.StatusCode, body, tc.health)
+			}
+			if !strings.Contains(logs.String(), "level=ERROR msg=\""+tc.log) {
+				t.Fatalf("the log does not say %q at error level:\n%s", tc.log, logs.String())
+			}
+		})
 	}
 }
 

@@ -288,6 +288,9 @@ func (e *Edge) Healthy() error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if !e.sessionAliveLocked() {
+		if err := e.cfg.Status.Denied(); err != nil {
+			return fmt.Errorf("no word from the session process; the NATS server refused this edge an operation: %w", err)
+		}
 		return errors.New("no word from the session process")
 	}
 	return nil

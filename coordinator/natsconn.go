@@ -128,17 +128,44 @@ type NATSClientConfig struct {
 // NATSStatus is what a component's NATS connection last reported: an
 // edge shows it in /healthz.
 type NATSStatus struct {
-	mu  sync.Mutex
-	err error
+	mu     sync.Mutex
+	err    error
+	denied error // the last permission violation
 }
 
-func (s *NATSStatus) set(err error) {
+// set records the connection's state; it reports whether err differs
+// from the last one recorded (the handlers log a repeated error once).
+func (s *NATSStatus) set(err error) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	changed := (err == nil) != (s.err == nil) || (err != nil && err.Error() != s.err.Error())
+	s.err = err
+	if err == nil {
+		s.denied = nil
+	}
+	return changed
+}
+
+// deny records a permission violation; it reports whether it is a new
+// one.
+func (s *NATSStatus) deny(err error) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	changed := s.denied == nil || s.denied.Error() != err.Error()
+	s.denied = err
+	return changed
+}
+
+// Denied is the last operation the NATS server refused this component
+// (publishing or subscribing outside its subjects: its key is another
+// component's, or -nats-prefix differs), nil if none since connecting.
+func (s *NATSStatus) Denied() error {
 	if s == nil {
-		return
+		return nil
 	}
 	s.mu.Lock()
-	s.err = err
-	s.mu.Unlock()
+	defer s.mu.Unlock()
+	return s.denied
 }
 
 // Err is the error of the last failed connection attempt, nil once
@@ -195,8 +222,14 @@ func connectNATS(cfg NATSClientConfig, retry bool) (*nats.Conn, error) {
 		return nil, fmt.Errorf("nats connect %s: %w: %v", cfg.URL, ErrBusKeys, err)
 	}
 	st := cfg.Status
+	if st == nil {
+		st = &NATSStatus{}
+	}
 	opts := []nats.Option{nats.Name(cfg.Name), nats.MaxReconnects(-1), nats.ReconnectWait(250 * time.Millisecond),
 		nats.ReconnectBufSize(64 << 20), nats.RetryOnFailedConnect(retry), nkey,
+		// A refused key keeps being retried: the edge joins once the
+		// session process lists it (each failure is logged once).
+		nats.IgnoreAuthErrorAbort(),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
 			if err != nil {
 				st.set(err)
@@ -205,7 +238,9 @@ func connectNATS(cfg NATSClientConfig, retry bool) (*nats.Conn, error) {
 		}),
 		nats.ReconnectErrHandler(func(_ *nats.Conn, err error) {
 			err = describeNATSError(err)
-			st.set(err)
+			if !st.set(err) {
+				return
+			}
 			if errors.Is(err, ErrBusAuth) {
 				log.Error("cannot join the cluster bus", "err", err)
 			} else {
@@ -217,7 +252,13 @@ func connectNATS(cfg NATSClientConfig, retry bool) (*nats.Conn, error) {
 		// A permission violation: this component published or subscribed
 		// outside its own subjects (a wrong -nats-prefix or -edge-id).
 		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
-			log.Error("the cluster bus refused an operation", "err", describeNATSError(err))
+			if errors.Is(err, nats.ErrPermissionViolation) {
+				if st.deny(err) {
+					log.Error("the cluster bus refused an operation: is this component's key the one for its id and prefix?", "err", err)
+				}
+				return
+			}
+			log.Warn("NATS", "err", describeNATSError(err))
 		}),
 	}
 	if cfg.TLS.enabled() {

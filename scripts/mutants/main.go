@@ -373,6 +373,13 @@ var mutations = []mutation{
 		pkgs: []string{"./coordinator/", "-run", "EdgeSaysWhenRefused"},
 	},
 	{
+		name: "edge-permission-denial-silent", why: "an edge whose key is another edge's (its subjects refused) reports only that the session is silent",
+		file: "coordinator/edge.go",
+		old:  "if err := e.cfg.Status.Denied(); err != nil {",
+		new:  "if err := e.cfg.Status.Denied(); false && err != nil {",
+		pkgs: []string{"./coordinator/", "-run", "EdgeSaysWhenRefused"},
+	},
+	{
 		name: "device-xprev-not-last", why: "a device given a round frame without x_{t-1} uses the wrong point in its place (the round's own X)",
 		file: "device/runtime.go",
 		old:  "\t\tr.XPrev = rt.lastX\n",
