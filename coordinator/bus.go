@@ -1,7 +1,9 @@
 package coordinator
 
 import (
+	"crypto/sha256"
 	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -30,7 +32,11 @@ import (
 //	H bytes     header: JSON (busHeader)
 //	the rest    body: a device control message (JSON), a round frame, or
 //	            a float64 vector (little endian), depending on the kind
-const busVersion = 1
+//
+// Version 2: a hello carries digests of the join code and the device's
+// secret instead of the values (the session's beat, the join code's
+// digest), so no credential a reader could reuse crosses the bus.
+const busVersion = 2
 
 // Envelope kinds.
 const (
@@ -79,6 +85,11 @@ type busHeader struct {
 	Chunk          int           `json:"chunk,omitempty"`  // a roster chunk's index
 	Chunks         int           `json:"chunks,omitempty"` // the roster's chunk count
 	Beat           *sessionBeat  `json:"beat,omitempty"`
+	// CodeHash and SecretHash are a hello's credentials (the hello body
+	// carries neither): hex SHA-256 of the join code the device gave and
+	// of its secret (a new device's: the secret the edge issued it).
+	CodeHash   string `json:"code_sha256,omitempty"`
+	SecretHash string `json:"secret_sha256,omitempty"`
 }
 
 // rosterEntry is a device an edge holds: its connection number, id,
@@ -88,13 +99,18 @@ type rosterEntry struct {
 	ID       string `json:"id"`
 	Nickname string `json:"nickname,omitempty"`
 	Pending  int    `json:"pending,omitempty"`
+	// SecretHash is the hex SHA-256 of the device's secret: an edge can
+	// claim only a device whose secret it was given.
+	SecretHash string `json:"secret_sha256"`
 }
 
 // sessionBeat is what the session tells every edge once a beat interval.
 type sessionBeat struct {
-	JoinCode  string `json:"join_code"`
-	Committed int    `json:"committed"`
-	Open      int    `json:"open,omitempty"` // the round being collected, 0 if none
+	// JoinCodeHash is the hex SHA-256 of the join code: the edge checks
+	// a device's code against it (the code itself stays off the bus).
+	JoinCodeHash string `json:"join_code_sha256"`
+	Committed    int    `json:"committed"`
+	Open         int    `json:"open,omitempty"` // the round being collected, 0 if none
 	// Finished: the session has run all its rounds (or was ended); an
 	// edge makes sure each of its devices got End.
 	Finished bool `json:"finished,omitempty"`
@@ -120,6 +136,22 @@ func checkEdgeID(id string) error {
 		return fmt.Errorf("edge id %q: 1 to 64 letters, digits, '-' or '_'", id)
 	}
 	return nil
+}
+
+// digest is the hex SHA-256 of a credential: what crosses the bus in
+// its place (the store keeps the same hash of a device's secret).
+func digest(s string) string {
+	h := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(h[:])
+}
+
+// parseDigest decodes a digest from an envelope (64 hex digits).
+func parseDigest(s string) ([]byte, error) {
+	b, err := hex.DecodeString(s)
+	if err != nil || len(b) != sha256.Size {
+		return nil, fmt.Errorf("%w: a credential digest must be %d hex digits", errBus, 2*sha256.Size)
+	}
+	return b, nil
 }
 
 // errBus wraps every envelope decoding error.

@@ -13,7 +13,7 @@ import (
 
 // busSeeds are valid envelopes of every kind.
 func busSeeds(t testing.TB) [][]byte {
-	hello, _ := wire.EncodeControl(wire.Hello{Version: wire.Version, JoinCode: "join-me"})
+	hello, _ := wire.EncodeControl(wire.Hello{Version: wire.Version})
 	dec, _ := wire.EncodeControl(wire.Decision{T: 1, State: wire.Included})
 	leave, _ := wire.EncodeControl(wire.Leave{Reason: wire.LeaveDone})
 	frame, _ := wire.EncodeRound(wire.RoundFrame{T: 1, DeadlineMillis: 100, X: make([]float64, 10)})
@@ -25,19 +25,19 @@ func busSeeds(t testing.TB) [][]byte {
 		}
 		out = append(out, b)
 	}
-	add(kindHello, &busHeader{Seq: 1, Addr: "127.0.0.1"}, hello)
+	add(kindHello, &busHeader{Seq: 1, Addr: "127.0.0.1", CodeHash: digest("join-me"), SecretHash: digest("s")}, hello)
 	add(kindAggregate, &busHeader{Epoch: 5, T: 1, IDs: []string{"a"}, Seqs: []uint64{1}, Missing: []string{"b"}, MissingSeqs: []uint64{2}},
 		encodeVector(nil, make([]float64, 10)))
 	add(kindReject, &busHeader{Epoch: 5, Seq: 1, ID: "a", T: 1, Norm: 3}, nil)
 	add(kindStatus, &busHeader{Seq: 1, ID: "a", T: 1}, nil)
 	add(kindLeave, &busHeader{Seq: 1, ID: "a"}, leave)
 	add(kindDisconnect, &busHeader{Seq: 1, ID: "a"}, nil)
-	add(kindRoster, &busHeader{T: 1, Roster: []rosterEntry{{Seq: 1, ID: "a", Pending: 1}}, Chunks: 1}, nil)
+	add(kindRoster, &busHeader{T: 1, Roster: []rosterEntry{{Seq: 1, ID: "a", Pending: 1, SecretHash: digest("s")}}, Chunks: 1}, nil)
 	add(kindEdgeBeat, &busHeader{Devices: 3}, nil)
 	add(kindControl, &busHeader{Seq: 1, Epoch: 5}, dec)
 	add(kindClose, &busHeader{Seq: 1, Code: wire.CodeAuth, Reason: "x"}, nil)
 	add(kindRound, &busHeader{Epoch: 5, T: 1, Seqs: []uint64{1}, Dim: 10, Bound: 3, DeadlineMillis: 100}, frame)
-	add(kindSessionBeat, &busHeader{Epoch: 5, Beat: &sessionBeat{JoinCode: "join-me", Committed: 0, Resync: true}}, nil)
+	add(kindSessionBeat, &busHeader{Epoch: 5, Beat: &sessionBeat{JoinCodeHash: digest("join-me"), Committed: 0, Resync: true}}, nil)
 	return out
 }
 
@@ -53,9 +53,9 @@ func FuzzClusterEnvelope(f *testing.F) {
 	for _, s := range busSeeds(f) {
 		f.Add(s)
 	}
-	natsURL := testNATS(f)
+	bus := testNATS(f)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	nc, err := ConnectNATS(NATSClientConfig{URL: natsURL, Name: "fuzz", Log: log})
+	nc, err := ConnectNATS(NATSClientConfig{URL: bus.URL, Name: "fuzz", NKey: bus.session(), Log: log})
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -40,6 +40,12 @@ type SessionNodeConfig struct {
 	// (default 256): a new device's registration waits for a store
 	// commit, and concurrent ones share it.
 	HelloWorkers int
+	// Edges, if set, are the only edge ids the node listens to (those the
+	// cluster's credentials were made for): an envelope on another
+	// edge's subject is dropped and counted. The NATS permissions keep
+	// every edge on its own subject; this keeps the node to the edges
+	// the operator named even on a NATS cluster configured more loosely.
+	Edges []string
 }
 
 // SessionNode serves a Coordinator's session to edge processes over NATS:
@@ -62,6 +68,8 @@ type SessionNode struct {
 	busDropped    atomic.Int64 // envelopes dropped: an edge's queue was full
 	aggregates    atomic.Int64 // aggregates accepted
 	refusedAggs   atomic.Int64 // aggregates refused whole
+	unknownEdges  atomic.Int64 // envelopes on the subject of an edge not in cfg.Edges
+	badHellos     atomic.Int64 // hellos refused for their form (raw credentials, bad digests)
 	edgesLost     atomic.Int64 // edges given up after EdgeTimeout
 	inboundBytes  atomic.Int64 // envelope bytes received from edges
 	outboundBytes atomic.Int64 // envelope bytes published to edges
@@ -216,6 +224,11 @@ func (n *SessionNode) Run(ctx context.Context) error {
 			n.busErrors.Add(1)
 			return
 		}
+		if len(n.cfg.Edges) > 0 && !slices.Contains(n.cfg.Edges, edge) {
+			n.unknownEdges.Add(1)
+			n.log.Warn("envelope on the subject of an edge without credentials: dropped", "edge", edge)
+			return
+		}
 		n.inboundBytes.Add(int64(len(m.Data)))
 		es := n.edge(ctx, edge)
 		select {
@@ -327,7 +340,7 @@ func (n *SessionNode) beat() {
 	c := n.c
 	var lost []*remoteLink
 	c.mu.Lock()
-	b := sessionBeat{JoinCode: c.cfg.JoinCode, Committed: c.committed, Finished: c.finished}
+	b := sessionBeat{JoinCodeHash: digest(c.cfg.JoinCode), Committed: c.committed, Finished: c.finished}
 	if c.round != nil {
 		b.Open = c.round.t
 	}
@@ -537,11 +550,18 @@ func (n *SessionNode) hello(edge string, h busHeader, body []byte) {
 		n.publish(edge, kindClose, &busHeader{Seq: h.Seq, Code: wire.CodeBadFrame, Reason: "hello expected"}, nil)
 		return
 	}
+	cred, err := helloCred(h, hello)
+	if err != nil {
+		n.badHellos.Add(1)
+		n.log.Warn("hello from an edge refused", "edge", edge, "err", err)
+		n.publish(edge, kindClose, &busHeader{Seq: h.Seq, Code: wire.CodeBadFrame, Reason: "the server could not forward the hello"}, nil)
+		return
+	}
 	l := &remoteLink{n: n, edge: edge, seq: h.Seq}
 	n.mu.Lock()
 	n.links[linkKey{edge, h.Seq}] = l
 	n.mu.Unlock()
-	_, err = n.c.admitLink(l, hello)
+	_, err = n.c.admitCred(l, hello, cred)
 	if err == nil {
 		// The link may have been dropped while the hello was decided (the
 		// edge restarted, or was given up): then the device is not there.
@@ -566,6 +586,28 @@ func (n *SessionNode) hello(edge string, h busHeader, body []byte) {
 		n.log.Warn("admitting a device from an edge", "edge", edge, "err", err)
 	}
 	n.publish(edge, kindClose, &busHeader{Seq: h.Seq, Code: code, Reason: reason}, nil)
+}
+
+// errRawCredential: an edge forwarded a hello with the join code or the
+// secret in it; they must cross the bus as digests only.
+var errRawCredential = errors.New("cluster message: a hello with a raw join code or secret (an edge forwards digests only)")
+
+// helloCred checks a forwarded hello's form and returns its credentials:
+// the body carries neither the join code nor the secret, the header
+// both digests.
+func helloCred(h busHeader, hello wire.Hello) (*busCred, error) {
+	if hello.JoinCode != "" || hello.Secret != "" {
+		return nil, errRawCredential
+	}
+	code, err := parseDigest(h.CodeHash)
+	if err != nil {
+		return nil, fmt.Errorf("join code: %w", err)
+	}
+	secret, err := parseDigest(h.SecretHash)
+	if err != nil {
+		return nil, fmt.Errorf("secret: %w", err)
+	}
+	return &busCred{codeHash: code, secretHash: secret}, nil
 }
 
 // roster adopts the devices an edge holds (after this process started,
@@ -609,9 +651,16 @@ func (n *SessionNode) roster(es *edgeState, h busHeader) {
 			n.busErrors.Add(1)
 			continue
 		}
-		if ok, err := c.store.Known(e.ID); err != nil || !ok {
+		// The edge proves that the device connected through it with the
+		// digest of its secret: an edge cannot claim another edge's
+		// device by its id alone.
+		secretHash, err := parseDigest(e.SecretHash)
+		if err == nil {
+			err = c.store.AuthenticateHash(e.ID, secretHash)
+		}
+		if err != nil {
 			n.busErrors.Add(1)
-			n.publish(edge, kindClose, &busHeader{Seq: e.Seq, Code: wire.CodeAuth, Reason: "unknown device id"}, nil)
+			n.publish(edge, kindClose, &busHeader{Seq: e.Seq, Code: wire.CodeAuth, Reason: "unknown device id or wrong secret"}, nil)
 			continue
 		}
 		key := linkKey{edge, e.Seq}
@@ -624,7 +673,7 @@ func (n *SessionNode) roster(es *edgeState, h busHeader) {
 		n.mu.Unlock()
 		c.mu.Lock()
 		d := c.devices[e.ID]
-		var err error
+		err = nil
 		if d != nil && d.conn == link(l) {
 			// Bound already (a repeated roster). Its pending round is
 			// answered again unless it is still this process's open
@@ -839,6 +888,8 @@ func (n *SessionNode) metricRows() []metricRow {
 		{"browserfl_cluster_aggregates_refused_total", "Edge aggregates refused whole (their members excluded).", "counter", float64(n.refusedAggs.Load())},
 		{"browserfl_cluster_bus_errors_total", "Cluster envelopes that failed to decode or publish.", "counter", float64(n.busErrors.Load())},
 		{"browserfl_cluster_bus_dropped_total", "Cluster envelopes dropped on a full edge queue.", "counter", float64(n.busDropped.Load())},
+		{"browserfl_cluster_unknown_edge_total", "Cluster envelopes dropped: on the subject of an edge not named in -edges.", "counter", float64(n.unknownEdges.Load())},
+		{"browserfl_cluster_bad_hellos_total", "Forwarded hellos refused for their form (a raw join code or secret, a bad digest).", "counter", float64(n.badHellos.Load())},
 		{"browserfl_cluster_bytes_in_total", "Envelope bytes received from edges.", "counter", float64(n.inboundBytes.Load())},
 		{"browserfl_cluster_bytes_out_total", "Envelope bytes published to edges.", "counter", float64(n.outboundBytes.Load())},
 	}

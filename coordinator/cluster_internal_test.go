@@ -32,9 +32,9 @@ type fakeEdge struct {
 	held map[uint64][]wire.Message // control messages read while waiting for another connection's
 }
 
-func newFakeEdge(t *testing.T, url, id string) *fakeEdge {
+func newFakeEdge(t *testing.T, bus *testBus, id string) *fakeEdge {
 	t.Helper()
-	nc, err := ConnectNATS(NATSClientConfig{URL: url, Name: id, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	nc, err := ConnectNATS(NATSClientConfig{URL: bus.URL, Name: id, NKey: bus.edge(id), Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,6 +78,15 @@ func (f *fakeEdge) send(kind byte, h *busHeader, body []byte) {
 	if err := f.nc.Publish("browserfl.up."+f.id, b); err != nil {
 		f.t.Fatal(err)
 	}
+}
+
+// hello sends a new device's hello on connection seq as an edge
+// forwards it: the join code's and an issued secret's digests in the
+// header, neither in the body.
+func (f *fakeEdge) hello(seq uint64, code string) {
+	f.t.Helper()
+	hb, _ := wire.EncodeControl(wire.Hello{Version: wire.Version})
+	f.send(kindHello, &busHeader{Seq: seq, Addr: "127.0.0.1", CodeHash: digest(code), SecretHash: digest(fmt.Sprint("secret", seq))}, hb)
 }
 
 // next returns the next envelope of one of the kinds, skipping beats.
@@ -133,7 +142,7 @@ func (f *fakeEdge) control(seq uint64) wire.Message {
 // applied exactly (the model moves by -eta/m times the sum, bit for bit
 // what the server half computes from it).
 func TestHostileAggregateRefused(t *testing.T) {
-	natsURL := testNATS(t)
+	bus := testNATS(t)
 	sess := twoDeviceSession("hostile", 5000)
 	srv, st := ncServerAndStore(t, sess)
 	var mu sync.Mutex
@@ -149,7 +158,7 @@ func TestHostileAggregateRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	nc, err := ConnectNATS(NATSClientConfig{URL: natsURL, Name: "session", Log: log})
+	nc, err := ConnectNATS(NATSClientConfig{URL: bus.URL, Name: "session", NKey: bus.session(), Log: log})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,12 +174,11 @@ func TestHostileAggregateRefused(t *testing.T) {
 	runErr := make(chan error, 1)
 	go func() { runErr <- c.Run(ctx) }()
 
-	fe := newFakeEdge(t, natsURL, "fx")
+	fe := newFakeEdge(t, bus, "fx")
 	fe.send(kindEdgeBeat, &busHeader{}, nil)
 	ids := map[uint64]string{}
 	for _, seq := range []uint64{1, 2} {
-		hb, _ := wire.EncodeControl(wire.Hello{Version: wire.Version, JoinCode: "join-me"})
-		fe.send(kindHello, &busHeader{Seq: seq, Addr: "127.0.0.1"}, hb)
+		fe.hello(seq, "join-me")
 		w, ok := fe.control(seq).(wire.Welcome)
 		if !ok {
 			t.Fatal("no welcome")
@@ -320,7 +328,7 @@ func waitCommitted(t *testing.T, c *Coordinator, r int) {
 // stale: the device, admitted a moment later, must stay reachable (its
 // link is the one the round logic holds).
 func TestRosterKeepsHelloInFlight(t *testing.T) {
-	natsURL := testNATS(t)
+	bus := testNATS(t)
 	sess := twoDeviceSession("roster", 5000)
 	srv, st := ncServerAndStore(t, sess)
 	release := make(chan struct{})
@@ -330,7 +338,7 @@ func TestRosterKeepsHelloInFlight(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	nc, err := ConnectNATS(NATSClientConfig{URL: natsURL, Name: "session", Log: log})
+	nc, err := ConnectNATS(NATSClientConfig{URL: bus.URL, Name: "session", NKey: bus.session(), Log: log})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -343,9 +351,8 @@ func TestRosterKeepsHelloInFlight(t *testing.T) {
 	defer cancel()
 	go node.Run(ctx)
 	waitSubscribed(t, nc)
-	fe := newFakeEdge(t, natsURL, "fx")
-	hb, _ := wire.EncodeControl(wire.Hello{Version: wire.Version, JoinCode: "join-me"})
-	fe.send(kindHello, &busHeader{Seq: 9, Addr: "127.0.0.1"}, hb)
+	fe := newFakeEdge(t, bus, "fx")
+	fe.hello(9, "join-me")
 	// The hello is being decided (held in BeforeAdmit) once its link exists.
 	linkBy := time.Now().Add(20 * time.Second)
 	for node.link("fx", 9) == nil {
@@ -395,9 +402,9 @@ func TestRosterKeepsHelloInFlight(t *testing.T) {
 // device with its update undecided: it asks the session, and the device
 // gets the decision first and End after it.
 func TestEdgeHoldsEndUntilDecision(t *testing.T) {
-	natsURL := testNATS(t)
+	bus := testNATS(t)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	enc, err := ConnectNATS(NATSClientConfig{URL: natsURL, Name: "edge", Log: log})
+	enc, err := ConnectNATS(NATSClientConfig{URL: bus.URL, Name: "edge", NKey: bus.edge("e0"), Log: log})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -409,7 +416,7 @@ func TestEdgeHoldsEndUntilDecision(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	// The fake session: reads the edge's envelopes, writes its own.
-	snc, err := ConnectNATS(NATSClientConfig{URL: natsURL, Name: "session", Log: log})
+	snc, err := ConnectNATS(NATSClientConfig{URL: bus.URL, Name: "session", NKey: bus.session(), Log: log})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -452,7 +459,7 @@ func TestEdgeHoldsEndUntilDecision(t *testing.T) {
 		if ctx.Err() != nil {
 			t.Fatal("the edge never heard the session")
 		}
-		down(kindSessionBeat, &busHeader{Beat: &sessionBeat{JoinCode: "join-me"}}, nil)
+		down(kindSessionBeat, &busHeader{Beat: &sessionBeat{JoinCodeHash: digest("join-me")}}, nil)
 		time.Sleep(5 * time.Millisecond)
 	}
 	ws, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(hs.URL, "http")+"/ws", nil)
@@ -491,7 +498,7 @@ func TestEdgeHoldsEndUntilDecision(t *testing.T) {
 		t.Fatalf("aggregate %+v, want dev1's update", h)
 	}
 	// The round's decision is lost; the session says it has finished.
-	down(kindSessionBeat, &busHeader{Beat: &sessionBeat{JoinCode: "join-me", Committed: 1, Finished: true}}, nil)
+	down(kindSessionBeat, &busHeader{Beat: &sessionBeat{JoinCodeHash: digest("join-me"), Committed: 1, Finished: true}}, nil)
 	if h := next(kindStatus); h.Seq != seq || h.T != 1 {
 		t.Fatalf("status query %+v, want round 1 of the device", h)
 	}
@@ -511,14 +518,32 @@ func TestEdgeHoldsEndUntilDecision(t *testing.T) {
 	}
 }
 
+// testBus is an embedded NATS server with the cluster's credentials.
+type testBus struct {
+	URL  string
+	Keys *BusKeys
+}
+
+// session and edge are the seed files of the session and of edge id.
+func (b *testBus) session() string       { return SessionSeedFile(b.Keys.Dir) }
+func (b *testBus) edge(id string) string { return EdgeSeedFile(b.Keys.Dir, id) }
+
+// testEdges are the edges the test buses have credentials for.
+var testEdges = []string{"e0", "e1", "e2", "fx", "fy", "fz"}
+
 // testNATS starts an embedded NATS server on a free loopback port for
-// the test (shut down when it ends) and returns its client URL.
-func testNATS(tb testing.TB) string {
+// the test (shut down when it ends), with credentials generated for the
+// session and testEdges.
+func testNATS(tb testing.TB) *testBus {
 	tb.Helper()
-	ns, err := StartNATS(NATSServerConfig{Listen: "127.0.0.1:0"})
+	keys, err := EnsureBusKeys(filepath.Join(tb.TempDir(), "nats"), testEdges)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ns, err := StartNATS(NATSServerConfig{Listen: "127.0.0.1:0", Keys: keys})
 	if err != nil {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(ns.Shutdown)
-	return ns.ClientURL()
+	return &testBus{URL: ns.ClientURL(), Keys: keys}
 }

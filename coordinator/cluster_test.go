@@ -30,20 +30,32 @@ import (
 	"browserfl/shared/wire"
 )
 
-// startNATS starts an embedded NATS server on addr (":0"-style for any
-// port) for a test.
-func startNATS(t *testing.T, addr string) *server.Server {
+// busKeys generates the cluster's credentials for a test: the session's
+// and those of edges e0 to e3, in a temporary directory.
+func busKeys(t *testing.T) *coordinator.BusKeys {
 	t.Helper()
-	s, err := coordinator.StartNATS(coordinator.NATSServerConfig{Listen: addr})
+	keys, err := coordinator.EnsureBusKeys(filepath.Join(t.TempDir(), "nats"), []string{"e0", "e1", "e2", "e3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return keys
+}
+
+// startNATS starts an embedded NATS server on addr (":0"-style for any
+// port) for a test, admitting the components of keys.
+func startNATS(t *testing.T, addr string, keys *coordinator.BusKeys) *server.Server {
+	t.Helper()
+	s, err := coordinator.StartNATS(coordinator.NATSServerConfig{Listen: addr, Keys: keys})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return s
 }
 
-func connectNATS(t *testing.T, url, name string) *nats.Conn {
+// connectNATS connects as the component whose seed file is seed.
+func connectNATS(t *testing.T, url, seed, name string) *nats.Conn {
 	t.Helper()
-	nc, err := coordinator.ConnectNATS(coordinator.NATSClientConfig{URL: url, Name: name, Log: quietLogger()})
+	nc, err := coordinator.ConnectNATS(coordinator.NATSClientConfig{URL: url, Name: name, NKey: seed, Log: quietLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +98,8 @@ func clusterSession(m, cohort, rounds, deadlineMs int) wire.SessionParams {
 // lost decisions) spread over the edges. Every round must keep the
 // noise-cancellation identity and the model must learn.
 func TestClusterInProcess(t *testing.T) {
-	ns := startNATS(t, "127.0.0.1:0")
+	keys := busKeys(t)
+	ns := startNATS(t, "127.0.0.1:0", keys)
 	defer ns.Shutdown()
 	sess := clusterSession(24, 8, 30, 600)
 	var seed mechanism.Seed
@@ -112,7 +125,8 @@ func TestClusterInProcess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	node, err := coordinator.NewSessionNode(c, coordinator.SessionNodeConfig{Conn: connectNATS(t, ns.ClientURL(), "session"),
+	node, err := coordinator.NewSessionNode(c, coordinator.SessionNodeConfig{
+		Conn:         connectNATS(t, ns.ClientURL(), coordinator.SessionSeedFile(keys.Dir), "session"),
 		BeatInterval: 100 * time.Millisecond, EdgeTimeout: time.Second})
 	if err != nil {
 		t.Fatal(err)
@@ -123,7 +137,8 @@ func TestClusterInProcess(t *testing.T) {
 	var addrs []string
 	var edges []*coordinator.Edge
 	for k := range 3 {
-		e, err := coordinator.NewEdge(coordinator.EdgeConfig{ID: fmt.Sprintf("e%d", k), Conn: connectNATS(t, ns.ClientURL(), "edge"),
+		id := fmt.Sprintf("e%d", k)
+		e, err := coordinator.NewEdge(coordinator.EdgeConfig{ID: id, Conn: connectNATS(t, ns.ClientURL(), coordinator.EdgeSeedFile(keys.Dir, id), "edge"),
 			Logger: quietLogger(), BeatInterval: 100 * time.Millisecond, SessionTimeout: time.Second})
 		if err != nil {
 			t.Fatal(err)
@@ -186,7 +201,8 @@ func waitHealthy(t *testing.T, edges []*coordinator.Edge) {
 // BFL_CLUSTER_CHILD set to "session" or "edge" (see TestMain).
 func runClusterChild(role string) error {
 	ctx := context.Background()
-	nc, err := coordinator.ConnectNATS(coordinator.NATSClientConfig{URL: os.Getenv("BFL_NATS"), Name: role, Log: quietLogger()})
+	nc, err := coordinator.ConnectNATS(coordinator.NATSClientConfig{URL: os.Getenv("BFL_NATS"), Name: role,
+		NKey: os.Getenv("BFL_NKEY"), Log: quietLogger()})
 	if err != nil {
 		return err
 	}
@@ -272,7 +288,8 @@ func TestScaleOut(t *testing.T) {
 		t.Skip("scale-out across processes: not in -short")
 	}
 	natsAddr := freeAddr(t)
-	ns := startNATS(t, natsAddr)
+	keys := busKeys(t)
+	ns := startNATS(t, natsAddr, keys)
 	var nsMu sync.Mutex
 	defer func() { nsMu.Lock(); ns.Shutdown(); nsMu.Unlock() }()
 	natsURL := "nats://" + natsAddr
@@ -282,7 +299,7 @@ func TestScaleOut(t *testing.T) {
 	dir := t.TempDir()
 	sj, _ := json.Marshal(sess)
 	snapPath := filepath.Join(dir, "snaps.jsonl")
-	senv := []string{"BFL_CLUSTER_CHILD=session", "BFL_NATS=" + natsURL, "BFL_SESSION=" + string(sj),
+	senv := []string{"BFL_CLUSTER_CHILD=session", "BFL_NATS=" + natsURL, "BFL_NKEY=" + coordinator.SessionSeedFile(keys.Dir), "BFL_SESSION=" + string(sj),
 		"BFL_STORE=" + filepath.Join(dir, "coord.db"), "BFL_SNAPSHOTS=" + snapPath}
 	const killAfter = 12
 	// Every session process kills itself right after committing round
@@ -296,7 +313,9 @@ func TestScaleOut(t *testing.T) {
 	for k := range 3 {
 		addr := freeAddr(t)
 		addrs = append(addrs, addr)
-		e := startChild(t, []string{"BFL_CLUSTER_CHILD=edge", "BFL_NATS=" + natsURL, "BFL_EDGE=e" + strconv.Itoa(k), "BFL_ADDR=" + addr})
+		id := "e" + strconv.Itoa(k)
+		e := startChild(t, []string{"BFL_CLUSTER_CHILD=edge", "BFL_NATS=" + natsURL, "BFL_NKEY=" + coordinator.EdgeSeedFile(keys.Dir, id),
+			"BFL_EDGE=" + id, "BFL_ADDR=" + addr})
 		edges = append(edges, e)
 		defer e.kill()
 	}
@@ -372,7 +391,7 @@ func TestScaleOut(t *testing.T) {
 				ns.Shutdown()
 				ns.WaitForShutdown()
 				time.Sleep(500 * time.Millisecond)
-				ns = startNATS(t, natsAddr)
+				ns = startNATS(t, natsAddr, keys)
 				nsMu.Unlock()
 				natsRestarts++
 				t.Logf("NATS restarted after round %d", r)
@@ -431,15 +450,16 @@ func readSnapshotsQuiet(path string) map[int]bool {
 // server and its websocket URL.
 func oneEdge(t *testing.T, ctx context.Context, h *harness) (*httptest.Server, string) {
 	t.Helper()
-	ns := startNATS(t, "127.0.0.1:0")
+	keys := busKeys(t)
+	ns := startNATS(t, "127.0.0.1:0", keys)
 	t.Cleanup(ns.Shutdown)
-	node, err := coordinator.NewSessionNode(h.coord, coordinator.SessionNodeConfig{Conn: connectNATS(t, ns.ClientURL(), "session"),
+	node, err := coordinator.NewSessionNode(h.coord, coordinator.SessionNodeConfig{Conn: connectNATS(t, ns.ClientURL(), coordinator.SessionSeedFile(keys.Dir), "session"),
 		BeatInterval: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
 	go node.Run(ctx)
-	e, err := coordinator.NewEdge(coordinator.EdgeConfig{ID: "e0", Conn: connectNATS(t, ns.ClientURL(), "edge"),
+	e, err := coordinator.NewEdge(coordinator.EdgeConfig{ID: "e0", Conn: connectNATS(t, ns.ClientURL(), coordinator.EdgeSeedFile(keys.Dir, "e0"), "edge"),
 		Logger: quietLogger(), BeatInterval: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)

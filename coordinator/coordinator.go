@@ -3,6 +3,8 @@ package coordinator
 import (
 	"context"
 	crand "crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
@@ -1011,10 +1013,30 @@ func (c *Coordinator) admit(cn *conn, h wire.Hello) error {
 // admitLink authenticates hello and binds the device to cn, resolving
 // the device's pending round. It returns the welcome it queued.
 func (c *Coordinator) admitLink(cn link, h wire.Hello) (wire.Welcome, error) {
+	return c.admitCred(cn, h, nil)
+}
+
+// busCred are a hello's credentials as an edge forwards them (the
+// hello itself carries neither the join code nor the secret): the
+// SHA-256 of the join code the device gave, and of its secret (of a
+// returning device) or of the secret the edge issued it (a new device;
+// the edge adds the secret to the welcome itself).
+type busCred struct {
+	codeHash, secretHash []byte
+}
+
+// admitCred is admitLink for a hello whose credentials come as cred
+// (nil: in the hello, from a websocket).
+func (c *Coordinator) admitCred(cn link, h wire.Hello, cred *busCred) (wire.Welcome, error) {
 	if h.Version != wire.Version {
 		return wire.Welcome{}, &closeError{code: wire.CodeVersion, reason: fmt.Sprintf("protocol version %d, want %d", h.Version, wire.Version)}
 	}
-	if h.JoinCode != c.cfg.JoinCode {
+	codeOK := h.JoinCode == c.cfg.JoinCode
+	if cred != nil {
+		want := sha256.Sum256([]byte(c.cfg.JoinCode))
+		codeOK = subtle.ConstantTimeCompare(cred.codeHash, want[:]) == 1
+	}
+	if !codeOK {
 		c.met.authFailures.Add(1)
 		return wire.Welcome{}, &closeError{code: wire.CodeJoinCode, reason: "wrong join code"}
 	}
@@ -1038,13 +1060,22 @@ func (c *Coordinator) admitLink(cn link, h wire.Hello) (wire.Welcome, error) {
 		if err != nil {
 			return wire.Welcome{}, err
 		}
-		if err := c.store.AddDevice(id, secret); err != nil {
+		if cred != nil {
+			err, secret = c.store.AddDeviceHash(id, cred.secretHash), ""
+		} else {
+			err = c.store.AddDevice(id, secret)
+		}
+		if err != nil {
 			return wire.Welcome{}, err
 		}
 		w.DeviceID, w.Secret = id, secret
 		c.met.newDevices.Add(1)
 	} else {
-		if err := c.store.Authenticate(h.DeviceID, h.Secret); err != nil {
+		auth := func() error { return c.store.Authenticate(h.DeviceID, h.Secret) }
+		if cred != nil {
+			auth = func() error { return c.store.AuthenticateHash(h.DeviceID, cred.secretHash) }
+		}
+		if err := auth(); err != nil {
 			c.met.authFailures.Add(1)
 			if errors.Is(err, ErrUnknownDevice) || errors.Is(err, ErrBadSecret) {
 				return wire.Welcome{}, &closeError{code: wire.CodeAuth, reason: "unknown device id or wrong secret"}

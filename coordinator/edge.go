@@ -32,6 +32,9 @@ type EdgeConfig struct {
 	ID string
 	// Conn is the NATS connection (required; unlimited reconnects).
 	Conn *nats.Conn
+	// Status is the connection's status (ConnectNATS's Status): /healthz
+	// says why the edge is not connected (its credentials refused, say).
+	Status *NATSStatus
 	// Prefix is the subjects' first token (default "browserfl"), the
 	// session process's.
 	Prefix string
@@ -93,6 +96,12 @@ type edgeConn struct {
 	cn       *conn
 	nickname string
 	welcome  chan error // set until the session answered the hello
+	// secret is the secret the edge issued a new device (only its digest
+	// went to the session); the edge adds it to the welcome.
+	secret string
+	// secretHash is the digest of the device's secret (its roster entry
+	// proves with it that the device connected here).
+	secretHash string
 	// assigned is the round assigned to the device and not yet decided
 	// (0 if none); asked is when the edge last asked the session about it.
 	assigned int
@@ -178,7 +187,12 @@ func (e *Edge) Run(ctx context.Context) error {
 	}
 	_ = sub.SetPendingLimits(-1, -1)
 	defer sub.Unsubscribe()
-	e.log.Info("edge ready", "prefix", e.cfg.Prefix, "instance", e.instance)
+	if e.nc.IsConnected() {
+		e.log.Info("edge ready", "prefix", e.cfg.Prefix, "instance", e.instance)
+	} else {
+		e.log.Warn("edge started, not connected to NATS yet: it admits no device until it is", "prefix", e.cfg.Prefix,
+			"instance", e.instance, "err", e.cfg.Status.Err())
+	}
 	tick := time.NewTicker(e.cfg.BeatInterval)
 	defer tick.Stop()
 	e.sendBeat()
@@ -266,11 +280,17 @@ func (e *Edge) sessionAliveLocked() bool {
 // heard from recently and NATS is connected.
 func (e *Edge) Healthy() error {
 	if !e.nc.IsConnected() {
+		if err := e.cfg.Status.Err(); err != nil {
+			return fmt.Errorf("not connected to NATS: %w", err)
+		}
 		return errors.New("not connected to NATS")
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if !e.sessionAliveLocked() {
+		if err := e.cfg.Status.Denied(); err != nil {
+			return fmt.Errorf("no word from the session process; the NATS server refused this edge an operation: %w", err)
+		}
 		return errors.New("no word from the session process")
 	}
 	return nil
@@ -360,6 +380,14 @@ func (e *Edge) controlLocked(seq uint64, body []byte) {
 			return // a second welcome: ignore
 		}
 		ec.cn.setDeviceID(m.DeviceID)
+		if ec.secret != "" {
+			// A new device: its secret is the one the edge issued.
+			m.Secret, ec.secret = ec.secret, ""
+			if body, err = wire.EncodeControl(m); err != nil {
+				e.busErrors.Add(1)
+				return
+			}
+		}
 		ec.cn.send(outFrame{data: body})
 		ec.welcome <- nil
 		ec.welcome = nil
@@ -416,7 +444,8 @@ func (e *Edge) rosterLocked() {
 		if ec.welcome != nil || ec.cn.id == "" {
 			continue
 		}
-		entries = append(entries, rosterEntry{Seq: seq, ID: ec.cn.id, Nickname: ec.nickname, Pending: ec.assigned})
+		entries = append(entries, rosterEntry{Seq: seq, ID: ec.cn.id, Nickname: ec.nickname, Pending: ec.assigned,
+			SecretHash: ec.secretHash})
 		ec.asked = now // the roster asks about the pending round
 	}
 	e.rosters++
@@ -522,17 +551,32 @@ func (e *Edge) sendSumLocked(r *edgeRound, h *busHeader) {
 // session announced.
 func (e *Edge) checkHello(cn *conn, h wire.Hello) error {
 	e.mu.Lock()
-	code, alive := e.beat.JoinCode, e.sessionAliveLocked()
+	code, alive := e.beat.JoinCodeHash, e.sessionAliveLocked()
 	e.mu.Unlock()
 	if !alive || code == "" {
 		return &closeError{code: wire.CodeShutdown, reason: "the session is not reachable; retry in a moment"}
 	}
+	// The session sends the join code's digest only: compare digests.
+	h.JoinCode = digest(h.JoinCode)
 	return e.gateHello(cn, h, code)
 }
 
 // admit implements handler: the hello goes to the session, which
-// authenticates it and answers with the welcome (or why not).
+// authenticates it and answers with the welcome (or why not). The join
+// code and the secret cross the bus as digests only: a reader of the
+// bus learns nothing it could say hello with. A new device's secret is
+// issued here (the session registers its digest).
 func (e *Edge) admit(cn *conn, h wire.Hello) error {
+	hdr := &busHeader{Addr: cn.addr, CodeHash: digest(h.JoinCode), SecretHash: digest(h.Secret)}
+	var issued string
+	if h.DeviceID == "" {
+		_, secret, err := newCredentials()
+		if err != nil {
+			return err
+		}
+		issued, hdr.SecretHash = secret, digest(secret)
+	}
+	h.JoinCode, h.Secret = "", ""
 	body, err := wire.EncodeControl(h)
 	if err != nil {
 		return badFrame(err)
@@ -541,9 +585,10 @@ func (e *Edge) admit(cn *conn, h wire.Hello) error {
 	e.seq++
 	seq := e.seq
 	cn.seq = seq
+	hdr.Seq = seq
 	ch := make(chan error, 1)
-	e.conns[seq] = &edgeConn{cn: cn, nickname: h.Nickname, welcome: ch}
-	e.publish(kindHello, &busHeader{Seq: seq, Addr: cn.addr}, body)
+	e.conns[seq] = &edgeConn{cn: cn, nickname: h.Nickname, welcome: ch, secret: issued, secretHash: hdr.SecretHash}
+	e.publish(kindHello, hdr, body)
 	e.mu.Unlock()
 	e.hellos.Add(1)
 	t := time.NewTimer(e.lim.HelloTimeout)

@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"net"
 	"strconv"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -26,9 +28,13 @@ func (t NATSTLS) enabled() bool { return t.CA != "" || t.Cert != "" || t.Key != 
 // (the single-binary and test setups; production runs a NATS cluster).
 type NATSServerConfig struct {
 	// Listen is the client address, host:port (port 0: any free port).
+	// An address off loopback needs TLS.
 	Listen string
-	// Token, if set, is required of every client.
-	Token string
+	// Keys are the components' credentials (required): the server
+	// admits only their public keys, each on its own subjects.
+	Keys *BusKeys
+	// Prefix is the subjects' first token (default "browserfl").
+	Prefix string
 	// TLS, if set, serves TLS and requires client certificates signed by
 	// TLS.CA.
 	TLS NATSTLS
@@ -37,8 +43,14 @@ type NATSServerConfig struct {
 	MaxPayload int32
 }
 
+// ErrBusInsecure is returned by StartNATS for a server that would be
+// open: without credentials, or off loopback without TLS.
+var ErrBusInsecure = errors.New("coordinator: refusing an insecure cluster bus")
+
 // StartNATS starts an embedded NATS server and waits until it accepts
-// clients. Stop it with Shutdown (and WaitForShutdown).
+// clients. Only the components in cfg.Keys may connect, each with the
+// permissions of its role (buskeys.go). It refuses to listen off
+// loopback without TLS. Stop it with Shutdown (and WaitForShutdown).
 func StartNATS(cfg NATSServerConfig) (*server.Server, error) {
 	host, port, err := net.SplitHostPort(cfg.Listen)
 	if err != nil {
@@ -48,11 +60,24 @@ func StartNATS(cfg NATSServerConfig) (*server.Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("nats listen port %q: %w", port, err)
 	}
+	if cfg.Keys == nil || cfg.Keys.Session == "" {
+		return nil, fmt.Errorf("%w: no credentials (EnsureBusKeys)", ErrBusInsecure)
+	}
+	if !cfg.TLS.enabled() && !loopbackHost(host) {
+		return nil, fmt.Errorf("%w: %s is reachable from other machines: give the NATS server TLS (-nats-ca, -nats-cert, -nats-key) or listen on 127.0.0.1",
+			ErrBusInsecure, cfg.Listen)
+	}
+	if cfg.Prefix == "" {
+		cfg.Prefix = "browserfl"
+	}
+	if err := checkEdgeID(cfg.Prefix); err != nil {
+		return nil, fmt.Errorf("nats subject prefix: %w", err)
+	}
 	if cfg.MaxPayload <= 0 {
 		cfg.MaxPayload = 8 << 20
 	}
 	opts := &server.Options{Host: host, Port: p, NoSigs: true, NoLog: true, MaxPayload: cfg.MaxPayload,
-		MaxPending: 64 << 20, Authorization: cfg.Token, ServerName: "browserfl-embedded"}
+		MaxPending: 64 << 20, Nkeys: cfg.Keys.natsUsers(cfg.Prefix), ServerName: "browserfl-embedded"}
 	if p == 0 {
 		opts.Port = server.RANDOM_PORT
 	}
@@ -76,13 +101,95 @@ func StartNATS(cfg NATSServerConfig) (*server.Server, error) {
 	return s, nil
 }
 
+// loopbackHost reports whether host names this machine only (an empty
+// host or 0.0.0.0 listens on every interface).
+func loopbackHost(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
 // NATSClientConfig configures a component's NATS connection.
 type NATSClientConfig struct {
-	URL   string // one or more, comma separated
-	Name  string // shown by the NATS server's monitoring
-	Token string
-	TLS   NATSTLS
-	Log   *slog.Logger
+	URL  string // one or more, comma separated
+	Name string // shown by the NATS server's monitoring
+	// NKey is the component's seed file (required; EnsureBusKeys writes
+	// them): it must be readable by its owner only.
+	NKey string
+	TLS  NATSTLS
+	Log  *slog.Logger
+	// Status, if set, records why the connection is down (for a health
+	// check).
+	Status *NATSStatus
+}
+
+// NATSStatus is what a component's NATS connection last reported: an
+// edge shows it in /healthz.
+type NATSStatus struct {
+	mu     sync.Mutex
+	err    error
+	denied error // the last permission violation
+}
+
+// set records the connection's state; it reports whether err differs
+// from the last one recorded (the handlers log a repeated error once).
+func (s *NATSStatus) set(err error) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	changed := (err == nil) != (s.err == nil) || (err != nil && err.Error() != s.err.Error())
+	s.err = err
+	if err == nil {
+		s.denied = nil
+	}
+	return changed
+}
+
+// deny records a permission violation; it reports whether it is a new
+// one.
+func (s *NATSStatus) deny(err error) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	changed := s.denied == nil || s.denied.Error() != err.Error()
+	s.denied = err
+	return changed
+}
+
+// Denied is the last operation the NATS server refused this component
+// (publishing or subscribing outside its subjects: its key is another
+// component's, or -nats-prefix differs), nil if none since connecting.
+func (s *NATSStatus) Denied() error {
+	if s == nil {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.denied
+}
+
+// Err is the error of the last failed connection attempt, nil once
+// connected.
+func (s *NATSStatus) Err() error {
+	if s == nil {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.err
+}
+
+// ErrBusAuth wraps the NATS server's refusal of a component's
+// credentials.
+var ErrBusAuth = errors.New("the NATS server refused this component's credentials (check -nats-nkey and that the session process lists this edge in -edges)")
+
+// describeNATSError says what a connection error means for the operator.
+func describeNATSError(err error) error {
+	if errors.Is(err, nats.ErrAuthorization) || errors.Is(err, nats.ErrAuthExpired) || errors.Is(err, nats.ErrAuthRevoked) ||
+		strings.Contains(strings.ToLower(err.Error()), "authorization violation") {
+		return fmt.Errorf("%w: %v", ErrBusAuth, err)
+	}
+	return err
 }
 
 // ConnectNATS connects with unlimited reconnects (a component outlives a
@@ -104,17 +211,55 @@ func connectNATS(cfg NATSClientConfig, retry bool) (*nats.Conn, error) {
 	if log == nil {
 		log = slog.Default()
 	}
+	if cfg.NKey == "" {
+		return nil, fmt.Errorf("nats connect %s: %w: no seed file (-nats-nkey)", cfg.URL, ErrBusKeys)
+	}
+	if _, err := SeedPublicKey(cfg.NKey); err != nil {
+		return nil, fmt.Errorf("nats connect %s: %w", cfg.URL, err)
+	}
+	nkey, err := nats.NkeyOptionFromSeed(cfg.NKey)
+	if err != nil {
+		return nil, fmt.Errorf("nats connect %s: %w: %v", cfg.URL, ErrBusKeys, err)
+	}
+	st := cfg.Status
+	if st == nil {
+		st = &NATSStatus{}
+	}
 	opts := []nats.Option{nats.Name(cfg.Name), nats.MaxReconnects(-1), nats.ReconnectWait(250 * time.Millisecond),
-		nats.ReconnectBufSize(64 << 20), nats.RetryOnFailedConnect(retry),
+		nats.ReconnectBufSize(64 << 20), nats.RetryOnFailedConnect(retry), nkey,
+		// A refused key keeps being retried: the edge joins once the
+		// session process lists it (each failure is logged once).
+		nats.IgnoreAuthErrorAbort(),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
 			if err != nil {
+				st.set(err)
 				log.Warn("NATS disconnected; reconnecting", "err", err)
 			}
 		}),
-		nats.ReconnectHandler(func(c *nats.Conn) { log.Info("NATS reconnected", "url", c.ConnectedUrlRedacted()) }),
-	}
-	if cfg.Token != "" {
-		opts = append(opts, nats.Token(cfg.Token))
+		nats.ReconnectErrHandler(func(_ *nats.Conn, err error) {
+			err = describeNATSError(err)
+			if !st.set(err) {
+				return
+			}
+			if errors.Is(err, ErrBusAuth) {
+				log.Error("cannot join the cluster bus", "err", err)
+			} else {
+				log.Warn("NATS connection attempt failed; retrying", "err", err)
+			}
+		}),
+		nats.ConnectHandler(func(c *nats.Conn) { st.set(nil); log.Info("NATS connected", "url", c.ConnectedUrlRedacted()) }),
+		nats.ReconnectHandler(func(c *nats.Conn) { st.set(nil); log.Info("NATS reconnected", "url", c.ConnectedUrlRedacted()) }),
+		// A permission violation: this component published or subscribed
+		// outside its own subjects (a wrong -nats-prefix or -edge-id).
+		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+			if errors.Is(err, nats.ErrPermissionViolation) {
+				if st.deny(err) {
+					log.Error("the cluster bus refused an operation: is this component's key the one for its id and prefix?", "err", err)
+				}
+				return
+			}
+			log.Warn("NATS", "err", describeNATSError(err))
+		}),
 	}
 	if cfg.TLS.enabled() {
 		opts = append(opts, nats.Secure(&tls.Config{MinVersion: tls.VersionTLS12}))
@@ -127,6 +272,8 @@ func connectNATS(cfg NATSClientConfig, retry bool) (*nats.Conn, error) {
 	}
 	nc, err := nats.Connect(cfg.URL, opts...)
 	if err != nil {
+		err = describeNATSError(err)
+		st.set(err)
 		return nil, fmt.Errorf("nats connect %s: %w", cfg.URL, err)
 	}
 	return nc, nil

@@ -7,11 +7,12 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"errors"
+	"fmt"
 	"math/big"
 	"net"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -51,10 +52,11 @@ func writeCert(t *testing.T, dir, name string, ca *x509.Certificate, caKey *ecds
 }
 
 // TestNATSTLSBetweenComponents runs the embedded NATS server with TLS and
-// client certificates (what -nats-ca/-nats-cert/-nats-key configure):
-// a component with a certificate from the cluster's CA connects, one
-// without a certificate, or with one from another CA, is refused, and a
-// token is required when set.
+// client certificates (what -nats-ca/-nats-cert/-nats-key configure),
+// listening on every interface (allowed with TLS only): a component
+// with a certificate from the cluster's CA and its own key connects;
+// one without a certificate, with one from another CA, with a key the
+// server does not know, or in plaintext is refused.
 func TestNATSTLSBetweenComponents(t *testing.T) {
 	dir := t.TempDir()
 	caPath, _, ca, caKey := writeCert(t, dir, "ca", nil, nil)
@@ -62,40 +64,87 @@ func TestNATSTLSBetweenComponents(t *testing.T) {
 	cliCert, cliKey, _, _ := writeCert(t, dir, "edge", ca, caKey)
 	_, _, other, otherKey := writeCert(t, dir, "other-ca", nil, nil)
 	badCert, badKey, _, _ := writeCert(t, dir, "intruder", other, otherKey)
+	keys, err := coordinator.EnsureBusKeys(filepath.Join(dir, "nats"), []string{"e0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stranger, err := coordinator.EnsureBusKeys(filepath.Join(dir, "elsewhere"), []string{"e0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mine, theirs := coordinator.EdgeSeedFile(keys.Dir, "e0"), coordinator.EdgeSeedFile(stranger.Dir, "e0")
 
-	ns, err := coordinator.StartNATS(coordinator.NATSServerConfig{Listen: "127.0.0.1:0", Token: "s3cret",
+	ns, err := coordinator.StartNATS(coordinator.NATSServerConfig{Listen: "0.0.0.0:0", Keys: keys,
 		TLS: coordinator.NATSTLS{CA: caPath, Cert: srvCert, Key: srvKey}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ns.Shutdown()
-	url := strings.Replace(ns.ClientURL(), "nats://", "tls://", 1)
+	url := fmt.Sprintf("tls://127.0.0.1:%d", ns.Addr().(*net.TCPAddr).Port)
 	// Without reconnect-on-failure the refusals show at once.
-	try := func(tls coordinator.NATSTLS, token string) error {
-		nc, err := coordinator.ConnectNATSOnce(coordinator.NATSClientConfig{URL: url, Name: "t", Token: token, TLS: tls, Log: quietLogger()})
+	try := func(tls coordinator.NATSTLS, seed string) error {
+		nc, err := coordinator.ConnectNATSOnce(coordinator.NATSClientConfig{URL: url, Name: "t", NKey: seed, TLS: tls, Log: quietLogger()})
 		if err != nil {
 			return err
 		}
 		defer nc.Close()
-		// The server checks the token after the handshake: a round trip
-		// shows whether the connection was accepted.
+		// A round trip shows whether the connection was accepted.
 		return nc.Flush()
 	}
-	if err := try(coordinator.NATSTLS{CA: caPath, Cert: cliCert, Key: cliKey}, "s3cret"); err != nil {
-		t.Fatalf("a component with the cluster's certificate and token was refused: %v", err)
+	if err := try(coordinator.NATSTLS{CA: caPath, Cert: cliCert, Key: cliKey}, mine); err != nil {
+		t.Fatalf("a component with the cluster's certificate and key was refused: %v", err)
 	}
 	for name, tc := range map[string]struct {
-		tls   coordinator.NATSTLS
-		token string
+		tls  coordinator.NATSTLS
+		seed string
 	}{
-		"no client certificate":         {coordinator.NATSTLS{CA: caPath}, "s3cret"},
-		"certificate from another CA":   {coordinator.NATSTLS{CA: caPath, Cert: badCert, Key: badKey}, "s3cret"},
-		"right certificate, no token":   {coordinator.NATSTLS{CA: caPath, Cert: cliCert, Key: cliKey}, ""},
-		"right certificate, bad token":  {coordinator.NATSTLS{CA: caPath, Cert: cliCert, Key: cliKey}, "guess"},
-		"plaintext to the TLS listener": {coordinator.NATSTLS{}, "s3cret"},
+		"no client certificate":         {coordinator.NATSTLS{CA: caPath}, mine},
+		"certificate from another CA":   {coordinator.NATSTLS{CA: caPath, Cert: badCert, Key: badKey}, mine},
+		"right certificate, stray key":  {coordinator.NATSTLS{CA: caPath, Cert: cliCert, Key: cliKey}, theirs},
+		"plaintext to the TLS listener": {coordinator.NATSTLS{}, mine},
 	} {
-		if err := try(tc.tls, tc.token); err == nil {
+		if err := try(tc.tls, tc.seed); err == nil {
 			t.Errorf("%s: connected, want refused", name)
+		}
+	}
+}
+
+// TestStartNATSRefusesAnOpenBus: the embedded server does not start
+// without credentials, nor listening off loopback (every interface, a
+// LAN address) without TLS; on loopback with the keys it starts.
+func TestStartNATSRefusesAnOpenBus(t *testing.T) {
+	keys, err := coordinator.EnsureBusKeys(filepath.Join(t.TempDir(), "nats"), []string{"e0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		listen string
+		keys   *coordinator.BusKeys
+		ok     bool
+	}{
+		{"127.0.0.1:0", keys, true},
+		{"localhost:0", keys, true},
+		{"[::1]:0", keys, true},
+		{"127.0.0.1:0", nil, false},
+		{"127.0.0.1:0", &coordinator.BusKeys{}, false},
+		{"0.0.0.0:0", keys, false},
+		{":0", keys, false},
+		{"[::]:0", keys, false},
+		{"192.0.2.1:0", keys, false},
+	} {
+		ns, err := coordinator.StartNATS(coordinator.NATSServerConfig{Listen: tc.listen, Keys: tc.keys})
+		if ns != nil {
+			ns.Shutdown()
+		}
+		switch {
+		case tc.ok && err != nil:
+			// [::1] may be missing on the machine: only the refusal counts.
+			if !errors.Is(err, coordinator.ErrBusInsecure) && tc.listen == "[::1]:0" {
+				continue
+			}
+			t.Errorf("%s with keys %v: %v", tc.listen, tc.keys != nil, err)
+		case !tc.ok && !errors.Is(err, coordinator.ErrBusInsecure):
+			t.Errorf("%s with keys %v: %v, want ErrBusInsecure", tc.listen, tc.keys != nil, err)
 		}
 	}
 }

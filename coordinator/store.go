@@ -397,7 +397,16 @@ type deviceRecord struct {
 // (the secret itself is never stored). Registrations are batched.
 func (s *Store) AddDevice(id, secret string) error {
 	h := sha256.Sum256([]byte(secret))
-	b, err := json.Marshal(deviceRecord{SecretHash: h[:], Created: time.Now().UTC()})
+	return s.AddDeviceHash(id, h[:])
+}
+
+// AddDeviceHash is AddDevice with the secret's SHA-256 (what an edge
+// forwards: the secret itself never crosses the cluster bus).
+func (s *Store) AddDeviceHash(id string, secretHash []byte) error {
+	if len(secretHash) != sha256.Size {
+		return fmt.Errorf("register device: secret hash of %d bytes", len(secretHash))
+	}
+	b, err := json.Marshal(deviceRecord{SecretHash: secretHash, Created: time.Now().UTC()})
 	if err != nil {
 		return err
 	}
@@ -430,6 +439,12 @@ func (s *Store) Known(id string) (bool, error) {
 // Authenticate checks secret against the stored hash for id in constant
 // time.
 func (s *Store) Authenticate(id, secret string) error {
+	h := sha256.Sum256([]byte(secret))
+	return s.AuthenticateHash(id, h[:])
+}
+
+// AuthenticateHash is Authenticate with the secret's SHA-256.
+func (s *Store) AuthenticateHash(id string, secretHash []byte) error {
 	var rec deviceRecord
 	found := false
 	err := s.db.View(func(tx *bolt.Tx) error {
@@ -446,8 +461,7 @@ func (s *Store) Authenticate(id, secret string) error {
 	if !found {
 		return ErrUnknownDevice
 	}
-	h := sha256.Sum256([]byte(secret))
-	if subtle.ConstantTimeCompare(h[:], rec.SecretHash) != 1 {
+	if subtle.ConstantTimeCompare(secretHash, rec.SecretHash) != 1 {
 		return ErrBadSecret
 	}
 	return nil

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -27,12 +28,24 @@ func (o options) natsTLS() coordinator.NATSTLS {
 // server without -nats) and returns the host's Attach: every session's
 // coordinator gets a SessionNode.
 func sessionNode(o options, log *slog.Logger) (attach func(context.Context, *coordinator.Coordinator) error, closeAll func(), err error) {
-	natsURL := o.NATS
+	natsURL, seed := o.NATS, o.NATSNKey
 	var stop func()
 	if natsURL == "" {
-		srv, err := coordinator.StartNATS(coordinator.NATSServerConfig{Listen: o.NATSListen, Token: o.NATSToken, TLS: o.natsTLS()})
+		keys, err := coordinator.EnsureBusKeys(filepath.Join(o.DataDir, "nats"), o.Edges)
 		if err != nil {
 			return nil, nil, err
+		}
+		srv, err := coordinator.StartNATS(coordinator.NATSServerConfig{Listen: o.NATSListen, Keys: keys, Prefix: o.NATSPrefix,
+			TLS: o.natsTLS()})
+		if err != nil {
+			return nil, nil, err
+		}
+		if seed == "" {
+			seed = coordinator.SessionSeedFile(keys.Dir)
+		}
+		for _, id := range o.Edges {
+			log.Info("NATS key of an edge: copy it to the edge's machine (0600) and give it -nats-nkey", "edge", id,
+				"file", coordinator.EdgeSeedFile(keys.Dir, id), "public_key", keys.Edges[id])
 		}
 		stop = func() { srv.Shutdown(); srv.WaitForShutdown() }
 		natsURL = srv.ClientURL()
@@ -42,7 +55,7 @@ func sessionNode(o options, log *slog.Logger) (attach func(context.Context, *coo
 		log.Info("embedded NATS server: edges connect with -nats "+natsURL, "listen", o.NATSListen)
 	}
 	nc, err := coordinator.ConnectNATS(coordinator.NATSClientConfig{URL: natsURL, Name: "browserfl-session",
-		Token: o.NATSToken, TLS: o.natsTLS(), Log: log})
+		NKey: seed, TLS: o.natsTLS(), Log: log})
 	if err != nil {
 		if stop != nil {
 			stop()
@@ -56,7 +69,7 @@ func sessionNode(o options, log *slog.Logger) (attach func(context.Context, *coo
 		}
 	}
 	attach = func(ctx context.Context, c *coordinator.Coordinator) error {
-		node, err := coordinator.NewSessionNode(c, coordinator.SessionNodeConfig{Conn: nc, Prefix: o.NATSPrefix})
+		node, err := coordinator.NewSessionNode(c, coordinator.SessionNodeConfig{Conn: nc, Prefix: o.NATSPrefix, Edges: o.Edges})
 		if err != nil {
 			return err
 		}
@@ -84,9 +97,12 @@ func runEdge(o options, log *slog.Logger, stderr io.Writer) error {
 	}
 	id := o.EdgeID
 	if id == "" {
-		host, _ := os.Hostname()
-		_, port, _ := net.SplitHostPort(ln.Addr().String())
-		id = sanitize(host) + "-" + port
+		// The key's file name, as the session process wrote it.
+		base := filepath.Base(o.NATSNKey)
+		if !strings.HasPrefix(base, "edge-") || !strings.HasSuffix(base, ".nk") {
+			return fmt.Errorf("-edge-id: give the edge's id (its key file %s is not named edge-ID.nk)", o.NATSNKey)
+		}
+		id = strings.TrimSuffix(strings.TrimPrefix(base, "edge-"), ".nk")
 	}
 	log = log.With("edge", id)
 	var sessionURL *url.URL
@@ -95,13 +111,14 @@ func runEdge(o options, log *slog.Logger, stderr io.Writer) error {
 			return fmt.Errorf("-session-url %q: want http(s)://host:port", o.SessionURL)
 		}
 	}
+	status := &coordinator.NATSStatus{}
 	nc, err := coordinator.ConnectNATS(coordinator.NATSClientConfig{URL: o.NATS, Name: "browserfl-edge-" + id,
-		Token: o.NATSToken, TLS: o.natsTLS(), Log: log})
+		NKey: o.NATSNKey, TLS: o.natsTLS(), Log: log, Status: status})
 	if err != nil {
 		return err
 	}
 	defer nc.Drain()
-	edge, err := coordinator.NewEdge(coordinator.EdgeConfig{ID: id, Conn: nc, Prefix: o.NATSPrefix,
+	edge, err := coordinator.NewEdge(coordinator.EdgeConfig{ID: id, Conn: nc, Status: status, Prefix: o.NATSPrefix,
 		Limits: coordinator.Limits{MaxDevices: o.MaxDevices, MsgRate: o.MsgRate}, AllowedOrigins: o.Origins, Logger: log,
 		Gate: coordinator.Gate{RegisterRate: o.RegisterRate, RegisterGlobalRate: o.RegisterGlobalRate,
 			PreHelloPerAddress: o.PreHelloPerAddress, TrustedProxies: o.TrustProxy, MetricsToken: o.MetricsToken}})
@@ -145,19 +162,4 @@ func runEdge(o options, log *slog.Logger, stderr io.Writer) error {
 	defer cancel()
 	srv.Shutdown(sctx)
 	return result
-}
-
-// sanitize keeps the letters, digits, '-' and '_' of s (an edge id is a
-// NATS subject token).
-func sanitize(s string) string {
-	var b strings.Builder
-	for _, r := range s {
-		if r == '-' || r == '_' || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') || (r >= '0' && r <= '9') {
-			b.WriteRune(r)
-		}
-	}
-	if b.Len() == 0 {
-		return "edge"
-	}
-	return b.String()
 }

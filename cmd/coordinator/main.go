@@ -90,12 +90,17 @@ type options struct {
 	NATS       string `json:"nats"`
 	NATSListen string `json:"nats_listen"`
 	NATSPrefix string `json:"nats_prefix"`
-	NATSToken  string `json:"nats_token"`
+	NATSToken  string `json:"nats_token"` // removed: refused with a pointer to NATSNKey
+	NATSNKey   string `json:"nats_nkey"`
 	NATSCA     string `json:"nats_ca"`
 	NATSCert   string `json:"nats_cert"`
 	NATSKey    string `json:"nats_key"`
 	EdgeID     string `json:"edge_id"`
 	SessionURL string `json:"session_url"`
+
+	// Edges are the edges the session process makes credentials for
+	// (and the only ones it listens to).
+	Edges []string `json:"edges"`
 	// Session holds the algorithm parameters (the same names as
 	// optim.Params / wire.SessionParams).
 	Session wire.SessionParams `json:"session"`
@@ -162,7 +167,9 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.NATS, "nats", "", "NATS server URL(s), comma separated (session, edge); for -role session, empty = start an embedded NATS server on -nats-listen")
 	fs.StringVar(&o.NATSListen, "nats-listen", "127.0.0.1:4222", "-role session without -nats: the embedded NATS server's client address")
 	fs.StringVar(&o.NATSPrefix, "nats-prefix", o.NATSPrefix, "first token of the cluster's NATS subjects (one per session process)")
-	fs.StringVar(&o.NATSToken, "nats-token", "", "NATS auth token (the embedded server requires it of clients)")
+	fs.StringVar(&o.NATSToken, "nats-token", "", "removed: every component has its own NATS key now (-nats-nkey, -edges; docs/cluster.md)")
+	fs.StringVar(&o.NATSNKey, "nats-nkey", "", "this component's NATS nkey seed file (edge: the file the session process wrote for it, DATA/nats/edge-ID.nk; session: with -nats, its own)")
+	edges := fs.String("edges", "", "-role session: the edges' ids, comma separated: the session process generates each one's NATS key (DATA/nats/edge-ID.nk, 0600) and listens to these edges only")
 	fs.StringVar(&o.NATSCA, "nats-ca", "", "PEM CA for TLS between the cluster's components (with -nats-cert, -nats-key)")
 	fs.StringVar(&o.NATSCert, "nats-cert", "", "this component's PEM certificate for NATS TLS")
 	fs.StringVar(&o.NATSKey, "nats-key", "", "this component's PEM key for NATS TLS")
@@ -237,6 +244,14 @@ func parse(args []string, stderr io.Writer) (options, error) {
 		o.Session.RhoPaper == def.RhoPaper && o.Session.Epsilon == 0 && o.Session.Delta == 0 {
 		o.Session.RhoPaper = 0
 	}
+	if *edges != "" {
+		o.Edges = nil
+		for _, s := range strings.Split(*edges, ",") {
+			if s = strings.TrimSpace(s); s != "" {
+				o.Edges = append(o.Edges, s)
+			}
+		}
+	}
 	if *origins != "" {
 		for _, s := range strings.Split(*origins, ",") {
 			if s = strings.TrimSpace(s); s != "" {
@@ -254,8 +269,22 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	default:
 		return o, fmt.Errorf("-role %q: single, session or edge", o.Role)
 	}
+	if o.NATSToken != "" {
+		return o, errors.New("-nats-token was removed: a shared token let any edge speak as any other; every component now has " +
+			"its own NATS key: the session process generates one per edge named in -edges, and each edge takes its file " +
+			"with -nats-nkey (docs/cluster.md, \"Credentials\")")
+	}
 	if o.Role == "edge" && o.NATS == "" {
 		return o, errors.New("-role edge needs -nats (the session process's NATS)")
+	}
+	if o.Role == "edge" && o.NATSNKey == "" {
+		return o, errors.New("-role edge needs -nats-nkey FILE: the edge's NATS key, written by the session process as DATA/nats/edge-ID.nk for each edge in its -edges")
+	}
+	if o.Role == "session" && o.NATS == "" && len(o.Edges) == 0 {
+		return o, errors.New("-role session needs -edges ID,...: the edges it generates NATS keys for (DATA/nats/edge-ID.nk; docs/cluster.md)")
+	}
+	if o.Role == "session" && o.NATS != "" && o.NATSNKey == "" {
+		return o, errors.New("-role session with -nats needs -nats-nkey FILE: its own NATS key, known to the NATS cluster")
 	}
 	if o.JoinCodeLength < 8 {
 		return o, fmt.Errorf("-join-code-length %d: want at least 8 (40 bits)", o.JoinCodeLength)

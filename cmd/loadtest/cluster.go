@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -14,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"browserfl/coordinator"
 	"browserfl/device"
 	"browserfl/shared/wire"
 )
@@ -83,7 +85,14 @@ func runCluster(ctx context.Context, o options, pol device.Policy, n int, addr s
 	if o.killEdge {
 		sessionT = o.T + 1000
 	}
-	sargs := append(cargs[:len(cargs):len(cargs)], "-role", "session", "-nats-listen", natsAddr,
+	// The session process generates each edge's NATS key in its data
+	// directory (DATA/nats/edge-ID.nk); the edges read them there.
+	ids := make([]string, o.edges)
+	for k := range ids {
+		ids[k] = "e" + strconv.Itoa(k)
+	}
+	keysDir := filepath.Join(argValue(cargs, "-data"), "nats")
+	sargs := append(cargs[:len(cargs):len(cargs)], "-role", "session", "-nats-listen", natsAddr, "-edges", strings.Join(ids, ","),
 		"-T", strconv.Itoa(sessionT), "-round-gap", clusterRoundGap.String())
 	sess, err := start("session process", addr, sargs)
 	if err != nil {
@@ -107,7 +116,8 @@ func runCluster(ctx context.Context, o options, pol device.Policy, n int, addr s
 		if err != nil {
 			return err
 		}
-		args := []string{"-role", "edge", "-nats", "nats://" + natsAddr, "-edge-id", "e" + strconv.Itoa(k),
+		args := []string{"-role", "edge", "-nats", "nats://" + natsAddr, "-edge-id", ids[k],
+			"-nats-nkey", coordinator.EdgeSeedFile(keysDir, ids[k]),
 			"-listen", eaddr, "-session-url", base, "-max-devices", lim, "-log-level", "warn",
 			// All devices come from one loopback address: lift the per-address gate.
 			"-register-rate", "-1", "-register-global-rate", "-1", "-prehello-per-address", lim}
@@ -239,7 +249,7 @@ func runCluster(ctx context.Context, o options, pol device.Policy, n int, addr s
 	var tap *natsTap
 	var tap0 map[tapKey]tapCount
 	if o.natsTap {
-		if tap, err = startTap("nats://"+natsAddr, "browserfl"); err != nil {
+		if tap, err = startTap("nats://"+natsAddr, "browserfl", keysDir, ids); err != nil {
 			return fail(err)
 		}
 		defer tap.close()
@@ -501,4 +511,14 @@ func killEdge(ctx context.Context, comps []*component, idleRate []float64, stdou
 	fmt.Fprintf(stdout, "%s SIGKILLed holding %d devices: all on the other edges after %.1f s; session process %.0f us CPU per returning device (its hello, authenticated; %.0f net of idle), the other edges %.0f us per reconnection (%.0f net of idle)\n",
 		victim.name, moved, took.Seconds(), per(scpu), per(scpu-idleRate[0]*took.Seconds()), per(edgesCPU), per(edgesCPU-edgesIdle))
 	return nil
+}
+
+// argValue is the value of flag name in args ("" if absent).
+func argValue(args []string, name string) string {
+	for i := 0; i+1 < len(args); i++ {
+		if args[i] == name {
+			return args[i+1]
+		}
+	}
+	return ""
 }

@@ -8,6 +8,8 @@ import (
 	"sync"
 
 	"github.com/nats-io/nats.go"
+
+	"browserfl/coordinator"
 )
 
 // busKinds names the cluster envelopes' kinds (byte 1 of an envelope;
@@ -26,20 +28,43 @@ type tapKey struct {
 type tapCount struct{ msgs, bytes int64 }
 
 // natsTap counts the cluster's envelopes on NATS by direction and kind
-// (an extra subscriber: the NATS server sends it a copy of everything).
+// (extra subscribers: the NATS server sends them a copy of everything).
+// The bus admits only the cluster's own keys, each on its own subjects:
+// the tap reads the edges' side with the session's key and each edge's
+// down subject with that edge's key.
 type natsTap struct {
-	nc *nats.Conn
-	mu sync.Mutex
-	c  map[tapKey]tapCount
+	ncs []*nats.Conn
+	mu  sync.Mutex
+	c   map[tapKey]tapCount
 }
 
-func startTap(url, prefix string) (*natsTap, error) {
-	nc, err := nats.Connect(url, nats.Name("browserfl-loadtest-tap"))
-	if err != nil {
-		return nil, fmt.Errorf("nats tap: %w", err)
+func startTap(url, prefix, keysDir string, edges []string) (*natsTap, error) {
+	t := &natsTap{c: map[tapKey]tapCount{}}
+	if err := t.add(url, coordinator.SessionSeedFile(keysDir), prefix+".up.*"); err != nil {
+		t.close()
+		return nil, err
 	}
-	t := &natsTap{nc: nc, c: map[tapKey]tapCount{}}
-	sub, err := nc.Subscribe(prefix+".>", func(m *nats.Msg) {
+	for _, id := range edges {
+		if err := t.add(url, coordinator.EdgeSeedFile(keysDir, id), prefix+".down."+id); err != nil {
+			t.close()
+			return nil, err
+		}
+	}
+	return t, nil
+}
+
+// add subscribes to subject with the key in seed.
+func (t *natsTap) add(url, seed, subject string) error {
+	key, err := nats.NkeyOptionFromSeed(seed)
+	if err != nil {
+		return fmt.Errorf("nats tap: %w", err)
+	}
+	nc, err := nats.Connect(url, nats.Name("browserfl-loadtest-tap"), key)
+	if err != nil {
+		return fmt.Errorf("nats tap: %w", err)
+	}
+	t.ncs = append(t.ncs, nc)
+	sub, err := nc.Subscribe(subject, func(m *nats.Msg) {
 		f := strings.Split(m.Subject, ".")
 		if len(f) != 3 || len(m.Data) < 2 {
 			return
@@ -53,19 +78,19 @@ func startTap(url, prefix string) (*natsTap, error) {
 		t.mu.Unlock()
 	})
 	if err != nil {
-		nc.Close()
-		return nil, fmt.Errorf("nats tap: %w", err)
+		return fmt.Errorf("nats tap: %w", err)
 	}
 	_ = sub.SetPendingLimits(-1, -1)
 	if err := nc.Flush(); err != nil {
-		nc.Close()
-		return nil, fmt.Errorf("nats tap: %w", err)
+		return fmt.Errorf("nats tap: %w", err)
 	}
-	return t, nil
+	return nil
 }
 
 func (t *natsTap) snapshot() map[tapKey]tapCount {
-	t.nc.Flush()
+	for _, nc := range t.ncs {
+		nc.Flush()
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	out := make(map[tapKey]tapCount, len(t.c))
@@ -75,7 +100,11 @@ func (t *natsTap) snapshot() map[tapKey]tapCount {
 	return out
 }
 
-func (t *natsTap) close() { t.nc.Close() }
+func (t *natsTap) close() {
+	for _, nc := range t.ncs {
+		nc.Close()
+	}
+}
 
 // printTap prints what crossed NATS between two snapshots, per round.
 func printTap(w io.Writer, before, after map[tapKey]tapCount, rounds int) {
