@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"math"
 	"regexp"
+
+	"browserfl/shared/wire"
 )
 
 // The cluster shape's messages (docs/cluster.md): an edge process and the
@@ -79,6 +81,9 @@ type busHeader struct {
 	Reason         string        `json:"reason,omitempty"`
 	Dim            int           `json:"dim,omitempty"`
 	Bound          float64       `json:"bound,omitempty"` // 0: no norm bound (finiteness only)
+	// Session is the session's public parameters, on a round: an edge
+	// derives the same tests of each update from them (optim.Checker).
+	Session *wire.SessionParams `json:"session,omitempty"`
 	DeadlineMillis int           `json:"deadline_ms,omitempty"`
 	Devices        int           `json:"devices,omitempty"`
 	Roster         []rosterEntry `json:"roster,omitempty"`
@@ -204,6 +209,8 @@ func decodeBus(b []byte) (kind byte, h busHeader, body []byte, err error) {
 		return 0, h, nil, fmt.Errorf("%w: negative field", errBus)
 	case math.IsNaN(h.Norm) || math.IsNaN(h.Bound) || h.Bound < 0:
 		return 0, h, nil, fmt.Errorf("%w: bad norm or bound", errBus)
+	case h.Session != nil && h.Session.Dim != h.Dim:
+		return 0, h, nil, fmt.Errorf("%w: session parameters of dimension %d on a round of dimension %d", errBus, h.Session.Dim, h.Dim)
 	}
 	return kind, h, b[6+n:], nil
 }

@@ -326,9 +326,10 @@ func (n *SessionNode) sendRounds(t int) {
 	if math.IsInf(bound, 1) {
 		bound = 0
 	}
+	sess := c.sess
 	for _, o := range outs {
 		n.publish(o.edge, kindRound, &busHeader{T: t, Seqs: o.seqs, Dim: c.sess.Dim, Bound: bound,
-			DeadlineMillis: c.sess.DeadlineMillis}, o.frame)
+			DeadlineMillis: c.sess.DeadlineMillis, Session: &sess}, o.frame)
 	}
 }
 

@@ -479,15 +479,51 @@ func oneEdge(t *testing.T, ctx context.Context, h *harness) (*httptest.Server, s
 // honest neighbours' sum still reaches the session: every round commits
 // with them and the identity holds.
 func TestEdgeRejectsHostileUpdates(t *testing.T) {
-	sess := testSession(8, 3, 3, 6, 20000)
-	h := newHarness(t, sess, 3)
+	runEdgeRejectedAttacker(t, testSession(8, 3, 3, 6, 20000), hostilePayload(8))
+}
+
+// TestEdgeRejectsSpikeInsideNormBound: an edge applies the session's
+// tests of each update (optim.Checker, from the parameters that come with
+// each round), not only its norm bound: a spike at 0.9 of the norm bound
+// is refused at the edge every round, with the coordinate in the reason.
+func TestEdgeRejectsSpikeInsideNormBound(t *testing.T) {
+	sess := testSession(256, 3, 3, 6, 20000)
+	chk, err := optim.NewChecker(optim.FromSession(sess), sess.Dim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spike := 0.9 * chk.NormBound()
+	if !(spike > 1.5*chk.CoordLimit(0)) {
+		t.Fatalf("test setting: spike %.4g is not above the coordinate limit %.4g", spike, chk.CoordLimit(0))
+	}
+	res := runEdgeRejectedAttacker(t, sess, func(int, int) []byte {
+		x := make([]float64, sess.Dim)
+		x[7] = spike
+		payload, _ := mechanism.Dense32{}.Compress(nil, make([]float64, sess.Dim), x, nil)
+		return payload
+	})
+	for _, r := range res.reasons {
+		if !strings.Contains(r, "coordinate 7") {
+			t.Errorf("reason %q does not name the coordinate", r)
+		}
+	}
+}
+
+// runEdgeRejectedAttacker runs sess through one edge with a raw attacker
+// answering each round with payload and M-1 honest devices: every round
+// commits with the honest updates only, the attacker is told "rejected"
+// every round, the edge counts it, and the noise-cancellation identity
+// holds.
+func runEdgeRejectedAttacker(t *testing.T, sess wire.SessionParams, payload func(t, n int) []byte) attackResult {
+	t.Helper()
+	h := newHarness(t, sess, sess.M)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	hs, wsURL := oneEdge(t, ctx, h)
 	runErr := make(chan error, 1)
 	go func() { runErr <- h.coord.Run(ctx) }()
 	attacker := dialRaw(t, ctx, wsURL, true)
-	done := attack(ctx, attacker, sess.Dim, hostilePayload(sess.Dim))
+	done := attack(ctx, attacker, sess.Dim, payload)
 	var rts []*device.Runtime
 	var fakes []*nctest.Device
 	for i := range sess.M - 1 {
@@ -511,14 +547,15 @@ func TestEdgeRejectsHostileUpdates(t *testing.T) {
 	if got := metric(t, hs.URL, "browserfl_rejected_updates_total"); got != fmt.Sprint(sess.Rounds) {
 		t.Errorf("edge browserfl_rejected_updates_total = %s, want %d", got, sess.Rounds)
 	}
-	// Every honest update made it: 2 per round.
+	// Every honest update made it: M-1 per round.
 	for r := 1; r <= sess.Rounds; r++ {
 		rec, ok, err := h.store.Round(r)
-		if err != nil || !ok || len(rec.Included) != 2 {
-			t.Errorf("round %d included %d updates, want the 2 honest ones", r, len(rec.Included))
+		if err != nil || !ok || len(rec.Included) != sess.M-1 {
+			t.Errorf("round %d included %d updates, want the %d honest ones", r, len(rec.Included), sess.M-1)
 		}
 	}
 	checkInvariant(t, h.qs, sess.Cohort, fakes)
+	return res
 }
 
 // readOfType reads frames on ws until one of type typ arrives and

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"reflect"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -20,6 +21,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"browserfl/shared/mechanism"
+	"browserfl/shared/optim"
 	"browserfl/shared/wire"
 )
 
@@ -77,6 +79,10 @@ type Edge struct {
 	beat      sessionBeat
 	lastBeat  time.Time
 	round     *edgeRound
+	// chk and chkFor: the tests of the session parameters last received
+	// with a round (optim.Checker), built once per parameters.
+	chk    *optim.Checker
+	chkFor wire.SessionParams
 	lastRound int // the newest round number assigned on this edge
 	rosters   int // rosters sent (each is numbered)
 	vecs      *freeList[*[]float64]
@@ -127,6 +133,7 @@ type edgeRound struct {
 	timer   *time.Timer
 	dim     int
 	bound   float64
+	chk     *optim.Checker // the session's tests of each update; nil: the norm bound only
 }
 
 // NewEdge checks cfg and returns an edge ready to Run and to serve HTTP.
@@ -484,7 +491,8 @@ func (e *Edge) roundLocked(h busHeader, frame []byte) {
 	if bound == 0 {
 		bound = math.Inf(1)
 	}
-	r := &edgeRound{epoch: h.Epoch, t: h.T, members: make(map[uint64]bool, len(h.Seqs)), dim: h.Dim, bound: bound}
+	r := &edgeRound{epoch: h.Epoch, t: h.T, members: make(map[uint64]bool, len(h.Seqs)), dim: h.Dim, bound: bound,
+		chk: e.checkerLocked(h.Session)}
 	short := wire.ShortRound(frame) // for devices that hold x_{t-1} (conn.sendRound)
 	for _, seq := range h.Seqs {
 		ec := e.conns[seq]
@@ -658,10 +666,19 @@ func (e *Edge) acceptUpdate(cn *conn, u wire.UpdateFrame, frameLen int) error {
 	}
 	r.members[cn.seq] = true
 	r.waiting--
-	if !(norm <= r.bound) {
+	// The session's norm bound, then the tests of its public parameters
+	// (per message: an edge keeps no history of its devices).
+	var refused error
+	switch {
+	case !(norm <= r.bound):
+		refused = fmt.Errorf("rejected: the update's norm %.4g is above the session's bound %.4g", norm, r.bound)
+	case r.chk != nil:
+		refused = r.chk.Check(*vec, norm, nil)
+	}
+	if refused != nil {
 		e.met.rejectedUpdates.Add(1)
-		reason := fmt.Sprintf("rejected: the update's norm %.4g is above the session's bound %.4g", norm, r.bound)
-		e.log.Warn("update rejected", "device", shortID(cn.id), "round", u.T, "norm", norm, "bound", r.bound)
+		reason := refused.Error()
+		e.log.Warn("update rejected", "device", shortID(cn.id), "round", u.T, "norm", norm, "why", reason)
 		if ec := e.conns[cn.seq]; ec != nil {
 			ec.assigned = 0
 		}
@@ -683,6 +700,28 @@ func (e *Edge) acceptUpdate(cn *conn, u wire.UpdateFrame, frameLen int) error {
 		e.flushLocked(r)
 	}
 	return nil
+}
+
+// checkerLocked returns the tests of the session parameters sp (nil when
+// the session sent none or they do not make a checker: the norm bound
+// alone then, and the bus error is counted).
+func (e *Edge) checkerLocked(sp *wire.SessionParams) *optim.Checker {
+	if sp == nil {
+		return nil
+	}
+	if e.chk != nil && reflect.DeepEqual(e.chkFor, *sp) {
+		return e.chk
+	}
+	chk, err := optim.NewChecker(optim.FromSession(*sp), sp.Dim)
+	if err != nil {
+		e.busErrors.Add(1)
+		e.log.Warn("the session's parameters make no update tests; the norm bound alone applies", "err", err)
+		e.chk = nil
+		return nil
+	}
+	e.chk, e.chkFor = chk, *sp
+	e.log.Info("update validation", "max_norm", chk.NormBound(), "tests", chk.Describe())
+	return chk
 }
 
 // checkUpdateLocked looks at an update for round t from cn: ok is set

@@ -261,11 +261,25 @@ var mutations = []mutation{
 		pkgs: []string{"./coordinator/", "-run", "HostileAggregate"},
 	},
 	{
-		name: "edge-validation-skipped", why: "an edge adds an update above the norm bound to its round's sum",
+		name: "edge-validation-skipped", why: "an edge adds an update its tests refuse (norm bound included) to its round's sum",
 		file: "coordinator/edge.go",
-		old:  "if !(norm <= r.bound) {",
-		new:  "if false && !(norm <= r.bound) {",
+		old:  "if refused != nil {",
+		new:  "if false && refused != nil {",
 		pkgs: []string{"./coordinator/", "-run", "EdgeRejectsHostile"},
+	},
+	{
+		name: "edge-norm-only", why: "an edge applies only the norm bound (not the session's tests of each update)",
+		file: "coordinator/edge.go",
+		old:  "chk: e.checkerLocked(h.Session)}",
+		new:  "chk: nil}",
+		pkgs: []string{"./coordinator/", "-run", "EdgeRejectsSpike"},
+	},
+	{
+		name: "round-without-session", why: "the session sends rounds to edges without its parameters (edges fall back to the norm bound)",
+		file: "coordinator/cluster.go",
+		old:  "DeadlineMillis: c.sess.DeadlineMillis, Session: &sess}, o.frame)",
+		new:  "DeadlineMillis: c.sess.DeadlineMillis}, o.frame)",
+		pkgs: []string{"./coordinator/", "-run", "EdgeRejectsSpike"},
 	},
 	{
 		name: "edge-disconnect-before-sum", why: "an edge reports a device gone before handing over the update it holds from it (the session drops the device and refuses the edge's whole sum)",
