@@ -66,30 +66,30 @@ type busHeader struct {
 	Epoch uint64 `json:"epoch,omitempty"`
 	// Instance is the edge process's random instance, on everything it
 	// sends (a restarted edge numbers its connections afresh).
-	Instance       uint64        `json:"instance,omitempty"`
-	Seq            uint64        `json:"seq,omitempty"`
-	Seqs           []uint64      `json:"seqs,omitempty"`
-	ID             string        `json:"id,omitempty"`
-	IDs            []string      `json:"ids,omitempty"`
-	Missing        []string      `json:"missing,omitempty"`
-	MissingSeqs    []uint64      `json:"missing_seqs,omitempty"`
-	T              int           `json:"t,omitempty"`
-	Bytes          int64         `json:"bytes,omitempty"`
-	Norm           float64       `json:"norm,omitempty"`
-	Addr           string        `json:"addr,omitempty"`
-	Code           string        `json:"code,omitempty"`
-	Reason         string        `json:"reason,omitempty"`
-	Dim            int           `json:"dim,omitempty"`
-	Bound          float64       `json:"bound,omitempty"` // 0: no norm bound (finiteness only)
+	Instance    uint64   `json:"instance,omitempty"`
+	Seq         uint64   `json:"seq,omitempty"`
+	Seqs        []uint64 `json:"seqs,omitempty"`
+	ID          string   `json:"id,omitempty"`
+	IDs         []string `json:"ids,omitempty"`
+	Missing     []string `json:"missing,omitempty"`
+	MissingSeqs []uint64 `json:"missing_seqs,omitempty"`
+	T           int      `json:"t,omitempty"`
+	Bytes       int64    `json:"bytes,omitempty"`
+	Norm        float64  `json:"norm,omitempty"`
+	Addr        string   `json:"addr,omitempty"`
+	Code        string   `json:"code,omitempty"`
+	Reason      string   `json:"reason,omitempty"`
+	Dim         int      `json:"dim,omitempty"`
+	Bound       float64  `json:"bound,omitempty"` // 0: no norm bound (finiteness only)
 	// Session is the session's public parameters, on a round: an edge
 	// derives the same tests of each update from them (optim.Checker).
-	Session *wire.SessionParams `json:"session,omitempty"`
-	DeadlineMillis int           `json:"deadline_ms,omitempty"`
-	Devices        int           `json:"devices,omitempty"`
-	Roster         []rosterEntry `json:"roster,omitempty"`
-	Chunk          int           `json:"chunk,omitempty"`  // a roster chunk's index
-	Chunks         int           `json:"chunks,omitempty"` // the roster's chunk count
-	Beat           *sessionBeat  `json:"beat,omitempty"`
+	Session        *wire.SessionParams `json:"session,omitempty"`
+	DeadlineMillis int                 `json:"deadline_ms,omitempty"`
+	Devices        int                 `json:"devices,omitempty"`
+	Roster         []rosterEntry       `json:"roster,omitempty"`
+	Chunk          int                 `json:"chunk,omitempty"`  // a roster chunk's index
+	Chunks         int                 `json:"chunks,omitempty"` // the roster's chunk count
+	Beat           *sessionBeat        `json:"beat,omitempty"`
 	// CodeHash and SecretHash are a hello's credentials (the hello body
 	// carries neither): hex SHA-256 of the join code the device gave and
 	// of its secret (a new device's: the secret the edge issued it).

@@ -72,17 +72,17 @@ type Edge struct {
 	instance uint64
 	up       string // the subject the edge publishes on
 
-	mu        sync.Mutex
-	seq       uint64
-	conns     map[uint64]*edgeConn
-	epoch     uint64 // the session process's, as last heard
-	beat      sessionBeat
-	lastBeat  time.Time
-	round     *edgeRound
+	mu       sync.Mutex
+	seq      uint64
+	conns    map[uint64]*edgeConn
+	epoch    uint64 // the session process's, as last heard
+	beat     sessionBeat
+	lastBeat time.Time
+	round    *edgeRound
 	// chk and chkFor: the tests of the session parameters last received
 	// with a round (optim.Checker), built once per parameters.
-	chk    *optim.Checker
-	chkFor wire.SessionParams
+	chk       *optim.Checker
+	chkFor    wire.SessionParams
 	lastRound int // the newest round number assigned on this edge
 	rosters   int // rosters sent (each is numbered)
 	vecs      *freeList[*[]float64]
