@@ -775,7 +775,7 @@ func (c *Coordinator) acceptAggregate(t int, links []link, ids []string, body []
 			u.vec = vec
 		}
 		or.updates[id] = u
-		c.devices[id].misses = 0
+		c.devices[id].misses, c.devices[id].proven = 0, true
 	}
 	or.bytesIn += bytesIn
 	c.met.updates.Add(int64(len(ids)))
