@@ -2,10 +2,13 @@ package coordinator
 
 import (
 	"fmt"
+	"io"
+	"log/slog"
 	"slices"
 	"testing"
 
 	"browserfl/shared/optim"
+	"browserfl/shared/wire"
 )
 
 // TestPlanCohort: the cohort rule with over-selection (cohort.go). When
@@ -101,5 +104,70 @@ func TestPlanCohort(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// recLink is a link that records the control messages it is sent.
+type recLink struct {
+	id   string
+	msgs []wire.Message
+}
+
+func (l *recLink) deviceID() string                { return l.id }
+func (l *recLink) setDeviceID(id string)           { l.id = id }
+func (l *recLink) send(outFrame) bool              { return true }
+func (l *recLink) sendRound(f outFrame) int        { return len(f.data) }
+func (l *recLink) sendControl(m wire.Message) bool { l.msgs = append(l.msgs, m); return true }
+func (l *recLink) closeWith(code, reason string)   {}
+
+// TestAggregatePastCohort: a round over-selects (four members for a
+// cohort m = 2, cohort.go) and has one update; an edge's sum of two more
+// would take it past m, which the server half refuses (optim checks n <=
+// m). The sum is refused whole, its members are excluded at once and
+// told so, and the round keeps at most m updates; a sum of one is taken.
+func TestAggregatePastCohort(t *testing.T) {
+	sess := wire.SessionParams{Name: "past", Dim: 4, DeadlineMillis: 5000, Algorithm: "nc", Model: "logreg",
+		Features: 1, Classes: 2, M: 4, Cohort: 2, Rounds: 3, Batch: 1, Clip: 1, Eta: 1, RhoPaper: 1}
+	srv, st := ncServerAndStore(t, sess)
+	c, err := New(Config{Session: sess, JoinCode: "join-me", Server: srv, Store: st, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := []string{"a", "b", "c", "d"}
+	links := map[string]*recLink{}
+	or := &openRound{t: 1, cohort: map[string]bool{}, updates: map[string]*update{}, dropped: map[string]bool{},
+		allIn: make(chan struct{}), target: 2, unsure: map[string]bool{}}
+	c.mu.Lock()
+	for _, id := range ids {
+		links[id] = &recLink{id: id}
+		c.addDeviceLocked(&device{id: id, conn: links[id], round: 1})
+		or.cohort[id] = true
+	}
+	or.updates["a"] = &update{}
+	c.round = or
+	c.mu.Unlock()
+	body := encodeVector(nil, make([]float64, sess.Dim))
+	if c.acceptAggregate(1, []link{links["b"], links["c"]}, []string{"b", "c"}, body, 100, nil) {
+		t.Fatal("a sum of 2 was taken into a round of m = 2 that had 1 update")
+	}
+	c.mu.Lock()
+	n := len(or.updates)
+	c.mu.Unlock()
+	if n > sess.Cohort {
+		t.Fatalf("the round holds %d updates, more than m = %d", n, sess.Cohort)
+	}
+	for _, id := range []string{"b", "c"} {
+		if or.cohort[id] || len(links[id].msgs) != 1 {
+			t.Fatalf("member %s: in the cohort %v, told %v; want excluded at once", id, or.cohort[id], links[id].msgs)
+		}
+		if d, ok := links[id].msgs[0].(wire.Decision); !ok || d.State != wire.Excluded {
+			t.Fatalf("member %s told %+v, want excluded", id, links[id].msgs[0])
+		}
+	}
+	if !c.acceptAggregate(1, []link{links["d"]}, []string{"d"}, body, 100, nil) {
+		t.Fatal("a sum of 1 was refused from a round of m = 2 with 1 update")
+	}
+	if !or.closed || len(or.included) != 2 {
+		t.Fatalf("after its target: closed %v, included %v; want closed with 2", or.closed, or.included)
 	}
 }

@@ -1113,8 +1113,8 @@ func (c *Coordinator) bindLocked(cn link, nickname string, pending int, w *wire.
 			delete(or.cohort, d.id)
 			if !or.closed {
 				delete(or.updates, d.id)
-				d.misses++ // asked, and came back without its update
 			}
+			d.misses++ // asked, and came back without its update
 			or.dropped[d.id] = true
 			or.checkAllIn()
 		}

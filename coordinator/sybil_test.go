@@ -116,7 +116,7 @@ func (s *sybil) loop(ctx context.Context, ws *websocket.Conn) error {
 // its target of updates has arrived, none at its deadline, and the
 // honest devices' noise cancellation holds after every round.
 func TestIdleSybilsDoNotStallRounds(t *testing.T) {
-	sess := testSession(8, 12, 3, 12, 600000)
+	sess := testSession(8, 12, 3, 20, 600000)
 	first := make(chan struct{})
 	var once sync.Once
 	h := newHarnessWith(t, sess, func(cfg *coordinator.Config) {
@@ -165,13 +165,30 @@ func TestIdleSybilsDoNotStallRounds(t *testing.T) {
 	if err := <-runErr; err != nil {
 		t.Fatalf("coordinator: %v (a round waited for an idle Sybil)", err)
 	}
+	for _, s := range sybils { // each is connected again and has heard End
+		select {
+		case <-s.ended:
+		case <-ctx.Done():
+			t.Fatal("a Sybil never heard End")
+		}
+	}
+	st := h.coord.Status()
 	scancel()
 	wg.Wait()
 
-	asked, rehellos := 0, 0
+	asked, rehellos, twice := 0, 0, 0
 	for _, s := range sybils {
 		asked += int(s.assigned.Load())
 		rehellos += int(s.rehellos.Load())
+		if s.assigned.Load() >= 2 {
+			twice++
+		}
+	}
+	// Every round a Sybil was asked in is a miss, whether the round
+	// closed at its target or the Sybil said hello again meanwhile: one
+	// asked twice (MaxMisses) is no longer sampled, only probed.
+	if st.Devices.Stuck < twice {
+		t.Errorf("status: %d stuck devices, want at least the %d Sybils asked twice or more", st.Devices.Stuck, twice)
 	}
 	if asked == 0 || rehellos == 0 {
 		t.Fatalf("the Sybils were asked %d times and said hello again %d times: the test shows nothing", asked, rehellos)
@@ -194,7 +211,7 @@ func TestIdleSybilsDoNotStallRounds(t *testing.T) {
 	if n := metricInt(t, h.srv.URL, "browserfl_overselected_total"); n == 0 {
 		t.Error("browserfl_overselected_total = 0: no round asked a replacement for a Sybil")
 	}
-	t.Logf("Sybils asked %d times, %d hellos again; over-selected %s, closed at target %s", asked, rehellos,
+	t.Logf("Sybils asked %d times (%d of them twice or more; %d stuck), %d hellos again; over-selected %s, closed at target %s", asked, twice, st.Devices.Stuck, rehellos,
 		metric(t, h.srv.URL, "browserfl_overselected_total"), metric(t, h.srv.URL, "browserfl_rounds_closed_at_target_total"))
 	checkInvariant(t, h.qs, sess.Cohort, fakes)
 }
