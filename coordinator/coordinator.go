@@ -56,7 +56,8 @@ type Config struct {
 	FillWait time.Duration
 	// Seed seeds cohort sampling (default 0: drawn from crypto/rand and
 	// logged). The cohort of round t is a function of (Seed, t, the
-	// sorted eligible ids).
+	// sorted eligible ids, which of them are sure, and the devices that
+	// may be probed; cohort.go).
 	Seed uint64
 	// TrustNewDevices makes a device sure (a member the round counts on,
 	// cohort.go) from its first hello instead of from its first included
