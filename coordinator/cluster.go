@@ -735,8 +735,10 @@ func (n *SessionNode) aggregate(edge string, h busHeader, body []byte) {
 // nil for a connection the node does not know) for round t. The sum is
 // all or nothing: if any member is not an open cohort member of round t
 // bound to that edge connection (it reconnected elsewhere, was dropped,
-// answered twice), or the sum fails validation (dimension, finite, norm
-// at most len(ids) times the update bound), none is counted, and the
+// answered twice), it would take the round past the cohort m (rounds
+// over-select, cohort.go), or the sum fails validation (dimension,
+// finite, norm at most len(ids) times the update bound), none is
+// counted, and the
 // members still in the round are excluded at once with a reason. The
 // members in missing did not answer the edge by its deadline: they are
 // excluded now, so the round need not wait for them.
@@ -795,6 +797,11 @@ func (c *Coordinator) acceptAggregate(t int, links []link, ids []string, body []
 	}
 	if why == "" {
 		switch {
+		case len(or.updates)+len(ids) > c.sess.Cohort:
+			// Over-selection (cohort.go) asks more than m devices; a
+			// round never includes more than m (the server half refuses
+			// more), and an edge's sum is all or nothing.
+			why = fmt.Sprintf("the round has %d updates already; a sum of %d more would pass the cohort m = %d", len(or.updates), len(ids), c.sess.Cohort)
 		case decodeErr != nil:
 			why = decodeErr.Error()
 		case math.IsNaN(norm):
@@ -826,7 +833,7 @@ func (c *Coordinator) acceptAggregate(t int, links []link, ids []string, body []
 			u.vec = vec
 		}
 		or.updates[id] = u
-		c.devices[id].misses = 0
+		c.devices[id].misses, c.devices[id].proven = 0, true
 	}
 	or.bytesIn += bytesIn
 	c.met.updates.Add(int64(len(ids)))

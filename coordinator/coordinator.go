@@ -58,8 +58,16 @@ type Config struct {
 	FillWait time.Duration
 	// Seed seeds cohort sampling (default 0: drawn from crypto/rand and
 	// logged). The cohort of round t is a function of (Seed, t, the
-	// sorted eligible ids).
+	// sorted eligible ids, which of them are sure, and the devices that
+	// may be probed; cohort.go).
 	Seed uint64
+	// TrustNewDevices makes a device sure (a member the round counts on,
+	// cohort.go) from its first hello instead of from its first included
+	// update. Only for a closed set of devices that all answer, such as
+	// the test that compares the product with the simulator: with it, a
+	// new id that never answers holds each round it is asked in until
+	// the deadline, until it has missed Limits.MaxMisses of them.
+	TrustNewDevices bool
 	// RoundGap is a pause between rounds (default 0).
 	RoundGap time.Duration
 	// EvalEvery evaluates the global model every EvalEvery rounds with
@@ -105,7 +113,7 @@ type Limits struct {
 	MsgRate       float64       // messages per second per connection (default 20)
 	MsgBurst      int           // token bucket burst (default 40)
 	HelloTimeout  time.Duration // time to send hello (default 10s)
-	MaxMisses     int           // consecutive assigned rounds without an update before a device is no longer sampled (default 2)
+	MaxMisses     int           // consecutive assigned rounds without an update before a device is no longer sampled but only probed (default 2)
 	WriteTimeout  time.Duration // per-frame write timeout (default 30s)
 	Outbox        int           // queued frames per connection before it is dropped (default 16)
 }
@@ -229,9 +237,13 @@ type device struct {
 	// its next hello.
 	left bool
 	// misses counts consecutive assigned rounds the device did not
-	// answer; at Limits.MaxMisses it is no longer sampled until its
-	// next hello.
+	// answer; at Limits.MaxMisses it is no longer sampled, only asked
+	// now and then as a probe (cohort.go). Only an accepted update resets
+	// it: a reconnection or a new hello does not.
 	misses int
+	// proven: an update of this device was accepted since this process
+	// knew it. A device is a sure cohort member only once proven.
+	proven bool
 	// leftWhy is the Leave's detail (for example why the final
 	// parameters were refused).
 	leftWhy string
@@ -258,8 +270,18 @@ type openRound struct {
 	cohort   map[string]bool    // sampled devices still counted in the round
 	updates  map[string]*update // received valid updates
 	dropped  map[string]bool    // cohort members that reconnected without their update: excluded
-	closed   bool               // no more updates accepted (deadline passed or all in)
+	closed   bool               // no more updates accepted (deadline passed, target reached or all in)
 	included []string           // frozen at close
+	// target is the number of updates that closes the round (the
+	// session's cohort m, or fewer eligible devices); members asked
+	// beyond it are over-selected (cohort.go).
+	target int
+	// unsure are the members that were not sure when asked: their
+	// silence counts as a miss however the round closed.
+	unsure map[string]bool
+	// atTarget: the round closed because its target was reached while
+	// members were still out.
+	atTarget bool
 	// deadlineHit: the round closed because its deadline passed (some
 	// cohort member neither answered nor was dropped as gone).
 	deadlineHit bool
@@ -647,14 +669,19 @@ func (c *Coordinator) beginRound(ctx context.Context, t int) (*openRound, error)
 		<-ctx.Done()
 		return nil, ctx.Err()
 	}
-	k := min(c.sess.Cohort, len(eligible))
 	// The one cohort rule (optim.SampleCohort), over the sorted eligible
-	// ids: reproducible from the logged seed and the eligible set.
-	cohort := optim.SampleCohort(eligible, k, c.cfg.Seed, t)
-	slices.Sort(cohort)
+	// ids, with replacements for members that are not sure and probes
+	// (cohort.go): reproducible from the logged seed, the eligible set
+	// and which devices are sure.
+	plan := planCohort(eligible, func(id string) bool { return c.sure(c.devices[id]) }, c.probeableLocked(),
+		c.sess.Cohort, probesPerRound(c.sess.Cohort), c.cfg.Seed, t)
+	cohort := plan.members
+	k := len(cohort)
 	now := time.Now()
 	or := &openRound{t: t, cohort: make(map[string]bool, k), updates: make(map[string]*update, k),
-		dropped: make(map[string]bool), allIn: make(chan struct{}), started: now, deadline: now.Add(deadline)}
+		dropped: make(map[string]bool), allIn: make(chan struct{}), started: now, deadline: now.Add(deadline),
+		target: plan.target, unsure: plan.unsure}
+	c.met.overSelected.Add(int64(plan.extra))
 	// Devices that were sent round t-1's frame on the same connection
 	// already hold x_{t-1}: they get the frame without it.
 	short := wire.ShortRound(frame)
@@ -672,7 +699,8 @@ func (c *Coordinator) beginRound(ctx context.Context, t int) (*openRound, error)
 	c.round = or
 	c.mu.Unlock()
 	c.met.bytesOut.Add(or.bytesOut)
-	c.log.Info("round started", "round", t, "eligible", len(eligible), "cohort", k, "cohort_seed", c.cfg.Seed)
+	c.log.Info("round started", "round", t, "eligible", len(eligible), "cohort", k, "target", plan.target,
+		"unsure", len(plan.unsure)-plan.probes, "probes", plan.probes, "cohort_seed", c.cfg.Seed)
 	return or, nil
 }
 
@@ -759,6 +787,9 @@ func (c *Coordinator) finishRound(ctx context.Context, or *openRound) error {
 	}
 	latency := rec.Committed.Sub(rec.Started)
 	c.met.roundCommitted(latency, len(or.included), len(cohortIDs))
+	if or.atTarget {
+		c.met.closedAtTarget.Add(1)
+	}
 
 	mf, mfErr := wire.EncodeRound(wire.RoundFrame{T: t, X: c.server.Model()})
 	c.mu.Lock()
@@ -793,7 +824,10 @@ func (c *Coordinator) finishRound(ctx context.Context, or *openRound) error {
 			state = wire.Included
 			d.participations++
 		}
-		if or.updates[id] == nil {
+		// A sure member still out when the target was reached was only
+		// slower than the others: that is not a miss. Everyone else who
+		// did not deliver missed the round.
+		if or.updates[id] == nil && (!or.atTarget || or.unsure[id]) {
 			d.misses++
 			if d.misses == c.lim.MaxMisses {
 				c.log.Info("device no longer sampled: it did not answer its last rounds", "device", shortID(id), "misses", d.misses)
@@ -878,7 +912,11 @@ func (c *Coordinator) discardRound(or *openRound, cause error) {
 }
 
 // closeRoundLocked freezes the included set of or (sorted ids).
-func (c *Coordinator) closeRoundLocked(or *openRound) {
+func (c *Coordinator) closeRoundLocked(or *openRound) { or.close() }
+
+// close freezes the included set of or (sorted ids); the caller holds the
+// coordinator's lock.
+func (or *openRound) close() {
 	if or.closed {
 		return
 	}
@@ -951,7 +989,7 @@ func (c *Coordinator) acceptUpdate(cn *conn, u wire.UpdateFrame, frameLen int) e
 		up.payload = slices.Clone(u.Payload)
 	}
 	or.updates[cn.id] = up
-	d.misses = 0
+	d.misses, d.proven = 0, true
 	or.bytesIn += int64(frameLen)
 	c.met.updates.Add(1)
 	or.checkAllIn()
@@ -981,12 +1019,17 @@ func (c *Coordinator) checkUpdateLocked(cn link, t int) (dim int, drop bool, err
 	return c.sess.Dim, false, nil
 }
 
-// checkAllIn closes allIn once every device still in the cohort has
-// delivered its update.
+// checkAllIn closes the round and allIn once every device still in the
+// cohort has delivered its update, or as soon as the round's target of
+// updates has arrived (over-selection: the members still out are
+// excluded at the commit, and an update of theirs that comes later is
+// late). The caller holds the coordinator's lock.
 func (or *openRound) checkAllIn() {
-	if or.closed || len(or.updates) < len(or.cohort) {
+	if or.closed || (len(or.updates) < len(or.cohort) && len(or.updates) < or.target) {
 		return
 	}
+	or.atTarget = len(or.updates) < len(or.cohort)
+	or.close()
 	select {
 	case <-or.allIn:
 	default:
@@ -1160,7 +1203,9 @@ func (c *Coordinator) bindLocked(cn link, nickname string, pending int, w *wire.
 		c.nconn++
 	}
 	d.conn = cn
-	d.left, d.misses, d.leftWhy = false, 0, ""
+	// misses survive a reconnection and a new hello: only an accepted
+	// update shows that the device answers its rounds.
+	d.left, d.leftWhy = false, ""
 	d.nickname, d.skeleton = nickname, ""
 	if nickname != "" {
 		d.skeleton = nicknameSkeleton(nickname)
@@ -1173,6 +1218,7 @@ func (c *Coordinator) bindLocked(cn link, nickname string, pending int, w *wire.
 			if !or.closed {
 				delete(or.updates, d.id)
 			}
+			d.misses++ // asked, and came back without its update
 			or.dropped[d.id] = true
 			or.checkAllIn()
 		}
@@ -1253,15 +1299,18 @@ func (c *Coordinator) disconnectedLink(cn link) {
 	}
 	d.conn = nil
 	c.nconn--
-	c.dropUnansweredLocked(d, "disconnected")
+	if c.dropUnansweredLocked(d, "disconnected") {
+		d.misses++ // asked, and went without its update
+	}
 }
 
 // dropUnansweredLocked removes d from the open round if it is a cohort
-// member whose update has not arrived (it is then excluded).
-func (c *Coordinator) dropUnansweredLocked(d *device, why string) {
+// member whose update has not arrived (it is then excluded), and reports
+// whether it did.
+func (c *Coordinator) dropUnansweredLocked(d *device, why string) bool {
 	or := c.round
 	if or == nil || d.round != or.t || !or.cohort[d.id] || or.updates[d.id] != nil || or.closed {
-		return
+		return false
 	}
 	delete(or.cohort, d.id)
 	or.dropped[d.id] = true
@@ -1269,6 +1318,7 @@ func (c *Coordinator) dropUnansweredLocked(d *device, why string) {
 	c.met.graceDrops.Add(1)
 	c.log.Info("cohort member dropped from the round", "device", shortID(d.id), "round", or.t, "why", why)
 	or.checkAllIn()
+	return true
 }
 
 // leave handles a Leave message: the device is not sampled again until

@@ -31,6 +31,8 @@ type metrics struct {
 	discardedRounds  atomic.Int64 // results that could not be served
 	leaves           atomic.Int64 // devices that said they leave
 	graceDrops       atomic.Int64 // cohort members dropped after the disconnect grace
+	overSelected     atomic.Int64 // members asked beyond a round's target (replacements and probes)
+	closedAtTarget   atomic.Int64 // rounds closed when their target of updates arrived, members still out
 	updates          atomic.Int64
 	framesIn         atomic.Int64
 	framesOut        atomic.Int64
@@ -152,6 +154,8 @@ func (c *Coordinator) WriteMetrics(w io.Writer) error {
 		{"browserfl_rejected_updates_total", "Updates rejected by validation (norm above the session's bound); treated as excluded.", "counter", float64(m.rejectedUpdates.Load())},
 		{"browserfl_discarded_rounds_total", "Rounds discarded because their result could not be served (state before them kept).", "counter", float64(m.discardedRounds.Load())},
 		{"browserfl_leaves_total", "Leave messages received (the device stopped taking part).", "counter", float64(m.leaves.Load())},
+		{"browserfl_overselected_total", "Cohort members asked beyond a round's target: replacements for members not yet trusted, and probes of devices no longer sampled.", "counter", float64(m.overSelected.Load())},
+		{"browserfl_rounds_closed_at_target_total", "Rounds closed as soon as their target of updates arrived while members were still out (those are excluded).", "counter", float64(m.closedAtTarget.Load())},
 		{"browserfl_grace_drops_total", "Cohort members dropped from a round after disconnecting for longer than the grace.", "counter", float64(m.graceDrops.Load())},
 		{"browserfl_frames_in_total", "Frames read after hello.", "counter", float64(m.framesIn.Load())},
 		{"browserfl_frames_out_total", "Frames written.", "counter", float64(m.framesOut.Load())},

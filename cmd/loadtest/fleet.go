@@ -69,6 +69,15 @@ func edgeTargets(edges []string) func(int) (string, *http.Client) {
 // one pass over them allows samplesPerDevice / b rounds per device.
 const samplesPerDevice = 8
 
+// samplesPer is the synthetic samples each device holds: -samples, or
+// samplesPerDevice.
+func (o options) samplesPer() int {
+	if o.samples > 0 {
+		return o.samples
+	}
+	return samplesPerDevice
+}
+
 // newFleet returns an empty fleet for n devices whose lives end with ctx.
 func newFleet(ctx context.Context, n int) *fleet {
 	devCtx, cancel := context.WithCancel(ctx)
@@ -83,7 +92,7 @@ func (f *fleet) launch(o options, pol device.Policy, sess wire.SessionParams, lo
 	devCtx := f.ctx
 	for i := lo; i < hi; i++ {
 		rng := rand.New(rand.NewPCG(uint64(i), 17))
-		data := make([]dataset.Sample, samplesPerDevice)
+		data := make([]dataset.Sample, o.samplesPer())
 		for j := range data {
 			x := make([]float32, sess.Features)
 			for k := range x {

@@ -93,6 +93,7 @@ type options struct {
 	natsTap     bool
 	killEdge    bool
 	deviceProcs int
+	samples     int      // synthetic samples per device (0: samplesPerDevice)
 	args        []string // the command line (device workers get it too)
 }
 
@@ -132,6 +133,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	workerRange := fs.String("worker-range", "", "internal: run devices lo:hi as a device worker")
 	workerEdges := fs.String("worker-edges", "", "internal: the device worker's edge addresses, comma separated")
 	workerSession := fs.String("worker-session", "", "internal: the device worker's session process URL")
+	var so sybilOptions
+	fs.IntVar(&so.k, "sybils", 0, "if > 0: measure honest rounds per minute without and with this many idle ids from one address (they answer pings, never answer a round, say hello again every -sybil-rehello), in alternating windows")
+	fs.IntVar(&so.windows, "sybil-windows", 2, "with -sybils: pairs of windows (without, with)")
+	fs.DurationVar(&so.window, "sybil-window", time.Minute, "with -sybils: length of each window")
+	fs.DurationVar(&so.rehello, "sybil-rehello", 20*time.Second, "with -sybils: an idle id says hello again this often")
+	fs.DurationVar(&so.deadline, "sybil-deadline", 20*time.Second, "with -sybils: the session's round deadline (the coordinator's default)")
+	fs.DurationVar(&so.gap, "sybil-round-gap", 250*time.Millisecond, "with -sybils: the pause between rounds (the coordinator's default is 1s; with none, rounds of a few ms ask each device more often than its message rate limit allows)")
+	fs.IntVar(&o.samples, "samples", 0, "synthetic samples per device (0: 8; a single-pass device makes samples/b releases)")
 	policy := device.PolicyFlags(fs)
 	edgeArgs := fs.String("edge-args", "", "with -edges: extra edge flags, space separated")
 	extra := fs.String("coordinator-args", "", "extra coordinator flags, space separated (e.g. -cpuprofile /tmp/c.prof)")
@@ -161,15 +170,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runWorker(ctx, o, pol, lo, hi, strings.Split(*workerEdges, ","), *workerSession, stdout)
 	}
 	o.args = args
+	if so.k > 0 {
+		return runSybils(ctx, o, so, pol, stdout, stderr)
+	}
 	n := o.n
 	if o.idle > 0 {
 		n = o.idle
 	}
-	if per := samplesPerDevice / max(o.batch, 1); o.idle == 0 && o.T*o.m > n*per {
+	if per := o.samplesPer() / max(o.batch, 1); o.idle == 0 && o.T*o.m > n*per {
 		// Beyond that the devices run out of data, leave, and the session
 		// cannot finish: say so now rather than wait for -timeout.
 		return fmt.Errorf("-T %d with -m %d needs %d updates, but %d devices of %d samples each (b = %d) can send at most %d: lower -T or -m, or raise -n",
-			o.T, o.m, o.T*o.m, n, samplesPerDevice, o.batch, n*per)
+			o.T, o.m, o.T*o.m, n, o.samplesPer(), o.batch, n*per)
 	}
 	if o.drop >= n {
 		return fmt.Errorf("-drop %d leaves no device of %d", o.drop, n)

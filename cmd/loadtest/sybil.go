@@ -1,0 +1,253 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"browserfl/device"
+	"browserfl/shared/wire"
+)
+
+// sybilOptions configure the -sybils mode (issue 23, point 5): honest
+// devices train while, in every other window, K idle ids from one address
+// stay connected, answer pings, never answer a round and say hello again
+// every -sybil-rehello.
+type sybilOptions struct {
+	k        int           // idle ids
+	windows  int           // pairs of windows (without, with)
+	window   time.Duration // length of each window
+	rehello  time.Duration // an idle id says hello again this often
+	deadline time.Duration // the session's round deadline
+	gap      time.Duration // the session's pause between rounds
+}
+
+// runSybils measures honest rounds per minute without and with the idle
+// ids, the windows interleaved in one coordinator process and one
+// session. Each window with Sybils brings K new ids (the worst case: none
+// has missed a round yet).
+func runSybils(ctx context.Context, o options, so sybilOptions, pol device.Policy, stdout, stderr io.Writer) error {
+	n := o.n
+	if so.k <= 0 || so.windows <= 0 || so.window <= 0 {
+		return errors.New("-sybils, -sybil-windows and -sybil-window must be positive")
+	}
+	dir, err := os.MkdirTemp("", "bfl-loadtest-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	if err := os.WriteFile(filepath.Join(dir, "host.json"), []byte(`{"teacher_secret":"`+teacherSecret+`"}`), 0o600); err != nil {
+		return err
+	}
+	addr, err := freeAddr()
+	if err != nil {
+		return err
+	}
+	// The product's round settings (deadline, min-devices, fill wait);
+	// only the gate's per-address limits are lifted, because the honest
+	// devices share the Sybils' loopback address here.
+	total := n + so.k*so.windows + 10
+	cargs := []string{"-listen", addr, "-data", dir, "-join-code", "LOADTEST", "-M", strconv.Itoa(n),
+		"-m", strconv.Itoa(o.m), "-T", strconv.Itoa(o.T), "-b", strconv.Itoa(o.batch), "-algorithm", o.algorithm,
+		"-deadline", so.deadline.String(), "-round-gap", so.gap.String(),
+		"-dataset", "none", "-max-devices", strconv.Itoa(total), "-log-level", "warn",
+		"-register-rate", "-1", "-register-global-rate", "-1", "-prehello-per-address", strconv.Itoa(total),
+		"-max-inactive", strconv.Itoa(total), "-seed", "1"}
+	coord, err := startChild(o.coordinator, cargs, io.Discard, stderr)
+	if err != nil {
+		return fmt.Errorf("start coordinator: %w", err)
+	}
+	defer coord.stop(10 * time.Second)
+	ctx, cancelRun := context.WithCancelCause(ctx)
+	defer cancelRun(nil)
+	go func() {
+		select {
+		case <-coord.done:
+			cancelRun(fmt.Errorf("coordinator exited: %v", coord.err))
+		case <-ctx.Done():
+		}
+	}()
+	base := "http://" + addr
+	if err := waitHealthy(ctx, base); err != nil {
+		return err
+	}
+	if err := teacher(ctx, base, "pause"); err != nil {
+		return err
+	}
+	var sess wire.SessionParams
+	if err := getJSON(ctx, base+"/api/session?code=LOADTEST", &sess); err != nil {
+		return err
+	}
+	fl, err := startFleet(ctx, o, pol, sess, 0, n, direct("ws://"+addr+"/ws"))
+	defer fl.stop()
+	if err != nil {
+		return err
+	}
+	if err := fl.waitConnected(ctx, n); err != nil {
+		return err
+	}
+	if err := teacher(ctx, base, "resume"); err != nil {
+		return err
+	}
+	// Warm up: every honest device has had the chance to be included.
+	if err := waitRounds(ctx, base, 10, 100*time.Millisecond); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "%d honest devices, cohort m = %d, deadline %v, round gap %v; %d windows of %v, alternately without and with %d idle ids (hello again every %v)\n",
+		n, o.m, so.deadline, so.gap, 2*so.windows, so.window, so.k, so.rehello)
+	var rate [2][]float64
+	var incl [2][]float64
+	for w := range 2 * so.windows {
+		with := w%2 == 1
+		sctx, stopSybils := context.WithCancel(ctx)
+		var wg sync.WaitGroup
+		var asked, hellos atomic.Int64
+		if with {
+			for range so.k {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					idleID(sctx, "ws://"+addr+"/ws", so.rehello, &asked, &hellos)
+				}()
+			}
+		}
+		c0, err := committedNow(ctx, base)
+		if err != nil {
+			stopSybils()
+			return err
+		}
+		t0 := time.Now()
+		err = sleep(ctx, so.window)
+		c1, err2 := committedNow(ctx, base)
+		elapsed := time.Since(t0)
+		stopSybils()
+		wg.Wait()
+		if err = errors.Join(err, err2); err != nil {
+			return err
+		}
+		included, lat, err := includedAfter(ctx, base, c0, c1)
+		if err != nil {
+			return err
+		}
+		perMin := float64(c1-c0) / elapsed.Minutes()
+		perRound := 0.0
+		if c1 > c0 {
+			perRound = float64(included) / float64(c1-c0)
+		}
+		i := 0
+		label := "without idle ids"
+		if with {
+			i = 1
+			label = fmt.Sprintf("with %d idle ids (asked %d times, %d hellos)", so.k, asked.Load(), hellos.Load())
+		}
+		rate[i] = append(rate[i], perMin)
+		incl[i] = append(incl[i], perRound)
+		fmt.Fprintf(stdout, "window %d, %s: %d rounds in %.1f s = %.1f rounds per minute, %.2f updates included per round, round latency p50 %.0f ms, p99 %.0f ms\n",
+			w+1, label, c1-c0, elapsed.Seconds(), perMin, perRound, quantile(lat, 0.5), quantile(lat, 0.99))
+	}
+	mean := func(xs []float64) float64 {
+		s := 0.0
+		for _, x := range xs {
+			s += x
+		}
+		return s / float64(len(xs))
+	}
+	without, with := mean(rate[0]), mean(rate[1])
+	fmt.Fprintf(stdout, "honest rounds per minute: %.1f without, %.1f with %d idle ids (%+.1f%%); updates included per round %.2f and %.2f\n",
+		without, with, so.k, 100*(with-without)/without, mean(incl[0]), mean(incl[1]))
+	if m, err := scrapeMetrics(ctx, base+"/metrics"); err == nil {
+		var parts []string
+		for _, k := range []string{"browserfl_overselected_total", "browserfl_rounds_closed_at_target_total", "browserfl_late_updates_total", "browserfl_grace_drops_total"} {
+			parts = append(parts, fmt.Sprintf("%s %.0f", strings.TrimPrefix(k, "browserfl_"), m[k]))
+		}
+		fmt.Fprintf(stdout, "coordinator counters: %s\n", strings.Join(parts, ", "))
+	}
+	return nil
+}
+
+// committedNow is the last committed round (/api/status).
+func committedNow(ctx context.Context, base string) (int, error) {
+	var st struct {
+		Committed int `json:"committed"`
+	}
+	err := getJSON(ctx, base+"/api/status?code=LOADTEST", &st)
+	return st.Committed, err
+}
+
+// includedAfter sums the included updates of rounds after+1 to upto
+// (/api/rounds answers at most 1,000 records a request) and returns their
+// latencies in ms, sorted.
+func includedAfter(ctx context.Context, base string, after, upto int) (int, []float64, error) {
+	n := 0
+	var lat []float64
+	for after < upto {
+		var recs []roundRecord
+		if err := getJSON(ctx, base+"/api/rounds?code=LOADTEST&after="+strconv.Itoa(after), &recs); err != nil {
+			return 0, nil, err
+		}
+		if len(recs) == 0 {
+			return 0, nil, fmt.Errorf("no round records after %d (want up to %d)", after, upto)
+		}
+		for _, r := range recs {
+			if r.T <= upto {
+				n += r.Included
+				lat = append(lat, float64(r.LatencyMs))
+			}
+			after = max(after, r.T)
+		}
+	}
+	slices.Sort(lat)
+	return n, lat, nil
+}
+
+// idleID is one idle identity until ctx ends: it says hello (a new id the
+// first time), reads (the websocket library answers pings), never answers
+// a round, and every rehello closes its connection and says hello again
+// with its id and secret.
+func idleID(ctx context.Context, url string, rehello time.Duration, asked, hellos *atomic.Int64) {
+	var id, secret string
+	for ctx.Err() == nil {
+		ws, _, err := websocket.Dial(ctx, url, nil)
+		if err != nil {
+			sleep(ctx, time.Second)
+			continue
+		}
+		ws.SetReadLimit(1 << 24)
+		b, _ := wire.EncodeControl(wire.Hello{Version: wire.Version, JoinCode: "LOADTEST", DeviceID: id, Secret: secret})
+		if ws.Write(ctx, websocket.MessageText, b) == nil {
+			hellos.Add(1)
+			rctx, cancel := context.WithTimeout(ctx, rehello)
+			for {
+				typ, b, err := ws.Read(rctx)
+				if err != nil {
+					if os.Getenv("SYBIL_DEBUG") != "" {
+						fmt.Fprintln(os.Stderr, "idle id:", err)
+					}
+					break
+				}
+				if typ == websocket.MessageBinary {
+					asked.Add(1)
+					continue
+				}
+				if m, err := wire.DecodeControl(b); err == nil {
+					if w, ok := m.(wire.Welcome); ok && id == "" {
+						id, secret = w.DeviceID, w.Secret
+					}
+				}
+			}
+			cancel()
+		}
+		ws.CloseNow()
+	}
+}

@@ -1,0 +1,217 @@
+package coordinator_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"browserfl/coordinator"
+	"browserfl/coordinator/internal/nctest"
+	"browserfl/device"
+	"browserfl/shared/wire"
+)
+
+// sybil is an idle identity (issue 23's measurement): it says hello, keeps
+// its connection (the websocket library answers every ping while it
+// reads), never answers a round, and says hello again on a fresh
+// connection after every decision it gets, which used to reset its
+// missed rounds.
+type sybil struct {
+	url        string
+	id, secret string
+	assigned   atomic.Int64  // round frames received
+	ended      chan struct{} // closed once End arrived (the session is over)
+	rehellos   atomic.Int64
+	endOnce    sync.Once
+}
+
+// sybilHello opens a connection and says hello with the sybil's id (a
+// new one the first time) and returns the welcome.
+func (s *sybil) hello(ctx context.Context) (*websocket.Conn, error) {
+	ws, _, err := websocket.Dial(ctx, s.url, nil)
+	if err != nil {
+		return nil, err
+	}
+	ws.SetReadLimit(1 << 20)
+	b, _ := wire.EncodeControl(wire.Hello{Version: wire.Version, JoinCode: "join-me", DeviceID: s.id, Secret: s.secret})
+	if err := ws.Write(ctx, websocket.MessageText, b); err != nil {
+		ws.CloseNow()
+		return nil, err
+	}
+	_, b, err = ws.Read(ctx)
+	if err != nil {
+		ws.CloseNow()
+		return nil, err
+	}
+	m, err := wire.DecodeControl(b)
+	if err != nil {
+		ws.CloseNow()
+		return nil, err
+	}
+	w, ok := m.(wire.Welcome)
+	if !ok {
+		ws.CloseNow()
+		return nil, errors.New("no welcome")
+	}
+	if s.id == "" {
+		s.id, s.secret = w.DeviceID, w.Secret
+	}
+	return ws, nil
+}
+
+// run says hello and reads until ctx ends, saying hello again after
+// every decision.
+func (s *sybil) run(ctx context.Context) error {
+	ws, err := s.hello(ctx)
+	if err != nil {
+		return err
+	}
+	return s.loop(ctx, ws)
+}
+
+// loop reads ws until ctx ends, saying hello again after every decision.
+func (s *sybil) loop(ctx context.Context, ws *websocket.Conn) error {
+	for {
+		typ, b, err := ws.Read(ctx)
+		if err != nil {
+			ws.CloseNow()
+			return err
+		}
+		if typ == websocket.MessageBinary {
+			s.assigned.Add(1)
+			continue
+		}
+		m, err := wire.DecodeControl(b)
+		if err != nil {
+			return err
+		}
+		switch m.(type) {
+		case wire.End:
+			s.endOnce.Do(func() { close(s.ended) })
+		case wire.Decision:
+			select {
+			case <-s.ended:
+				continue
+			default:
+			}
+			ws.Close(websocket.StatusNormalClosure, "again")
+			if ws, err = s.hello(ctx); err != nil {
+				return err
+			}
+			s.rehellos.Add(1)
+		}
+	}
+}
+
+// TestIdleSybilsDoNotStallRounds: after a first round of honest devices,
+// eight idle Sybil ids join a session whose round deadline (10 minutes)
+// is far beyond the test's limit, so a round that waited for one of them
+// would fail the test. They are asked (they are new, so each asked one
+// brings a sure device more) and never answer; every round closes when
+// its target of updates has arrived, none at its deadline, and the
+// honest devices' noise cancellation holds after every round.
+func TestIdleSybilsDoNotStallRounds(t *testing.T) {
+	sess := testSession(8, 12, 3, 20, 600000)
+	first := make(chan struct{})
+	var once sync.Once
+	h := newHarnessWith(t, sess, func(cfg *coordinator.Config) {
+		cfg.MinDevices = 2
+		orig := cfg.OnCommit
+		cfg.OnCommit = func(r int) {
+			orig(r)
+			once.Do(func() { close(first) })
+		}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+
+	var rts []*device.Runtime
+	var fakes []*nctest.Device
+	for i := range 4 {
+		rt, f := newDevice(t, h.wsURL(), sess, i, nil, 0)
+		rts, fakes = append(rts, rt), append(fakes, f)
+	}
+	runErr := make(chan error, 1)
+	go func() { runErr <- h.coord.Run(ctx) }()
+	devErr := make(chan struct{})
+	go func() { runDevices(t, ctx, rts); close(devErr) }()
+
+	select {
+	case <-first:
+	case <-ctx.Done():
+		t.Fatal("round 1 was not committed")
+	}
+	sybils := make([]*sybil, 8)
+	var wg sync.WaitGroup
+	sctx, scancel := context.WithCancel(ctx)
+	defer scancel()
+	for i := range sybils {
+		s := &sybil{url: h.wsURL(), ended: make(chan struct{})}
+		sybils[i] = s
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := s.run(sctx); err != nil && sctx.Err() == nil {
+				t.Errorf("sybil: %v", err)
+			}
+		}()
+	}
+	<-devErr
+	if err := <-runErr; err != nil {
+		t.Fatalf("coordinator: %v (a round waited for an idle Sybil)", err)
+	}
+	for _, s := range sybils { // each is connected again and has heard End
+		select {
+		case <-s.ended:
+		case <-ctx.Done():
+			t.Fatal("a Sybil never heard End")
+		}
+	}
+	st := h.coord.Status()
+	scancel()
+	wg.Wait()
+
+	asked, rehellos, twice := 0, 0, 0
+	for _, s := range sybils {
+		asked += int(s.assigned.Load())
+		rehellos += int(s.rehellos.Load())
+		if s.assigned.Load() >= 2 {
+			twice++
+		}
+	}
+	// Every round a Sybil was asked in is a miss, whether the round
+	// closed at its target or the Sybil said hello again meanwhile: one
+	// asked twice (MaxMisses) is no longer sampled, only probed.
+	if st.Devices.Stuck < twice {
+		t.Errorf("status: %d stuck devices, want at least the %d Sybils asked twice or more", st.Devices.Stuck, twice)
+	}
+	if asked == 0 || rehellos == 0 {
+		t.Fatalf("the Sybils were asked %d times and said hello again %d times: the test shows nothing", asked, rehellos)
+	}
+	recs, err := h.store.Rounds(0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != sess.Rounds {
+		t.Fatalf("%d rounds committed, want %d", len(recs), sess.Rounds)
+	}
+	for _, r := range recs {
+		if r.DeadlineHit {
+			t.Errorf("round %d closed at its deadline: it waited for an idle Sybil", r.T)
+		}
+		if len(r.Included) > sess.Cohort {
+			t.Errorf("round %d included %d updates, more than the cohort m = %d", r.T, len(r.Included), sess.Cohort)
+		}
+	}
+	if n := metricInt(t, h.srv.URL, "browserfl_overselected_total"); n == 0 {
+		t.Error("browserfl_overselected_total = 0: no round asked a replacement for a Sybil")
+	}
+	t.Logf("Sybils asked %d times (%d of them twice or more; %d stuck), %d hellos again; over-selected %s, closed at target %s", asked, twice, st.Devices.Stuck, rehellos,
+		metric(t, h.srv.URL, "browserfl_overselected_total"), metric(t, h.srv.URL, "browserfl_rounds_closed_at_target_total"))
+	checkInvariant(t, h.qs, sess.Cohort, fakes)
+}
