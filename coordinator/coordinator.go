@@ -193,6 +193,10 @@ type Coordinator struct {
 	// before its first commit): the state to return to if a round's
 	// result cannot be served. Used by the round loop only.
 	lastState []byte
+	// removed holds the ids the teacher removed (Remove): their hellos
+	// are refused for the rest of the session. Loaded from the store by
+	// New, written there before it changes here.
+	removed map[string]bool
 	// node is set when edge processes hold devices for this session
 	// (cluster.go); nil in the one-process shape.
 	node *SessionNode
@@ -224,6 +228,15 @@ type device struct {
 	// leftWhy is the Leave's detail (for example why the final
 	// parameters were refused).
 	leftWhy string
+	// rejected counts this device's updates that validation rejected
+	// (rejectUpdateLocked), and rejectWhy says, in plain words, why the
+	// last one was: the teacher's view of the dashboard shows both.
+	rejected  int
+	rejectWhy string
+	// removed: the teacher removed the device (Remove). It is never
+	// sampled again; its connection is closed once any update of it
+	// that the open round already holds is decided.
+	removed bool
 }
 
 // update is an accepted update: its vector, decoded and validated once
@@ -233,6 +246,10 @@ type device struct {
 type update struct {
 	vec     *[]float64
 	payload []byte
+	// agg: the update came in an edge's aggregate (its vector is the
+	// edge's sum, shared with the other members): it cannot be taken out
+	// of the round on its own.
+	agg bool
 }
 
 type openRound struct {
@@ -302,6 +319,10 @@ func New(cfg Config) (*Coordinator, error) {
 		state:   StateRunning,
 	}
 	c.front.h = c
+	var err error
+	if c.removed, err = c.store.Removed(); err != nil {
+		return nil, fmt.Errorf("coordinator: %w", err)
+	}
 	life, err := c.store.Lifecycle()
 	if err != nil {
 		return nil, fmt.Errorf("coordinator: %w", err)
@@ -513,7 +534,7 @@ func (c *Coordinator) removeDeviceLocked(id string) {
 // not left, and answering its rounds (Rule 7 of the design: only live
 // devices are asked).
 func (c *Coordinator) eligible(d *device) bool {
-	return d.conn != nil && d.round == 0 && !d.left && d.misses < c.lim.MaxMisses
+	return d.conn != nil && d.round == 0 && !d.left && !d.removed && d.misses < c.lim.MaxMisses
 }
 
 func (c *Coordinator) waitEligible(ctx context.Context) error {
@@ -561,7 +582,7 @@ func (c *Coordinator) waitEligible(ctx context.Context) error {
 func (c *Coordinator) presentLocked() int {
 	n := 0
 	for _, d := range c.order {
-		if d.conn != nil && !d.left && d.misses < c.lim.MaxMisses {
+		if d.conn != nil && !d.left && !d.removed && d.misses < c.lim.MaxMisses {
 			n++
 		}
 	}
@@ -759,6 +780,11 @@ func (c *Coordinator) finishRound(ctx context.Context, or *openRound) error {
 		}
 		if d.conn != nil {
 			d.conn.send(outFrame{data: decisions[state]})
+			if d.removed {
+				// Removed while the round held its update: now that
+				// the device knows the decision, it goes.
+				d.conn.closeWith(wire.CodeRemoved, reasonRemoved)
+			}
 		}
 	}
 	if c.finished {
@@ -829,6 +855,9 @@ func (c *Coordinator) discardRound(or *openRound, cause error) {
 		}
 		d.round = 0
 		control(d.conn, wire.Decision{T: or.t, State: wire.Excluded, Reason: "the round was discarded"})
+		if d.removed && d.conn != nil {
+			d.conn.closeWith(wire.CodeRemoved, reasonRemoved)
+		}
 	}
 	c.round = nil
 	c.mu.Unlock()
@@ -887,15 +916,9 @@ func (c *Coordinator) acceptUpdate(cn *conn, u wire.UpdateFrame, frameLen int) e
 	// state stays consistent) and never reaches the aggregate.
 	if !(norm <= c.bound) {
 		c.vecs.put(vec)
-		c.met.rejectedUpdates.Add(1)
-		reason := fmt.Sprintf("rejected: the update's norm %.4g is above the session's bound %.4g", norm, c.bound)
-		c.log.Warn("update rejected", "device", shortID(cn.id), "round", u.T, "norm", norm, "bound", c.bound)
-		delete(or.cohort, cn.id)
-		or.dropped[cn.id] = true
-		d.round = 0
-		cn.sendControl(wire.Decision{T: u.T, State: wire.Excluded, Reason: reason})
-		or.checkAllIn()
-		c.signal()
+		why := normWhy(norm, c.bound)
+		c.rejectUpdateLocked(d, or, u.T, why)
+		cn.sendControl(wire.Decision{T: u.T, State: wire.Excluded, Reason: "rejected: " + why})
 		return nil
 	}
 	up := &update{vec: vec}
@@ -908,6 +931,33 @@ func (c *Coordinator) acceptUpdate(cn *conn, u wire.UpdateFrame, frameLen int) e
 	c.met.updates.Add(1)
 	or.checkAllIn()
 	return nil
+}
+
+// normWhy says in plain words why an update of the given norm was
+// rejected against bound (the device and the teacher read it).
+func normWhy(norm, bound float64) string {
+	return fmt.Sprintf("the update was bigger than the session allows (size %.3g, limit %.3g)", norm, bound)
+}
+
+// rejectUpdateLocked excludes device d's update for the open round or
+// (round t) because validation rejected it, and records why: every reason
+// an update is rejected for (the norm bound, at an edge or here, and any
+// later plausibility test) goes through here, so the teacher's view of the
+// dashboard shows each device's count and last reason. why is in plain
+// words (no jargon: the teacher reads it on the projector). The caller
+// tells the device (a Decision "excluded": the device aborts the update,
+// so its noise state stays consistent); the update never reaches the
+// aggregate.
+func (c *Coordinator) rejectUpdateLocked(d *device, or *openRound, t int, why string) {
+	c.met.rejectedUpdates.Add(1)
+	d.rejected++
+	d.rejectWhy = why
+	c.log.Warn("update rejected", "device", shortID(d.id), "round", t, "why", why)
+	delete(or.cohort, d.id)
+	or.dropped[d.id] = true
+	d.round = 0
+	or.checkAllIn()
+	c.signal()
 }
 
 // checkUpdateLocked looks at an update for round t from cn: drop is set
@@ -1016,6 +1066,9 @@ func (c *Coordinator) bindLocked(cn link, nickname string, pending int, w *wire.
 	id := cn.deviceID()
 	if c.closing {
 		return &closeError{code: wire.CodeShutdown, reason: "coordinator is shutting down"}
+	}
+	if c.removed[id] {
+		return &closeError{code: wire.CodeRemoved, reason: reasonRemoved}
 	}
 	d := c.devices[id]
 	if d == nil {

@@ -615,13 +615,13 @@ func (e *Edge) acceptUpdate(cn *conn, u wire.UpdateFrame, frameLen int) error {
 	r.waiting--
 	if !(norm <= r.bound) {
 		e.met.rejectedUpdates.Add(1)
-		reason := fmt.Sprintf("rejected: the update's norm %.4g is above the session's bound %.4g", norm, r.bound)
+		why := normWhy(norm, r.bound)
 		e.log.Warn("update rejected", "device", shortID(cn.id), "round", u.T, "norm", norm, "bound", r.bound)
 		if ec := e.conns[cn.seq]; ec != nil {
 			ec.assigned = 0
 		}
-		cn.sendControl(wire.Decision{T: u.T, State: wire.Excluded, Reason: reason})
-		e.publish(kindReject, &busHeader{Epoch: r.epoch, Seq: cn.seq, ID: cn.id, T: u.T, Norm: norm}, nil)
+		cn.sendControl(wire.Decision{T: u.T, State: wire.Excluded, Reason: "rejected: " + why})
+		e.publish(kindReject, &busHeader{Epoch: r.epoch, Seq: cn.seq, ID: cn.id, T: u.T, Norm: norm, Reason: why}, nil)
 	} else {
 		if r.sum == nil {
 			r.sum = make([]float64, r.dim)

@@ -72,12 +72,13 @@ const (
 	rejPingTimeout              // no pong: the client does not read
 	rejMetricsToken             // /metrics without the token
 	rejTeacherSecret            // teacher endpoint without the teacher secret
+	rejRemoved                  // hello of a device the teacher removed from the session
 	numRejections
 )
 
 var rejectionNames = [numRejections]string{"", "join_code", "join_throttled", "register_throttled", "auth", "full",
 	"prehello_per_address", "hello_timeout", "origin", "bad_frame", "oversized", "version", "protocol", "rate",
-	"slow_consumer", "ping_timeout", "metrics_token", "teacher_secret"}
+	"slow_consumer", "ping_timeout", "metrics_token", "teacher_secret", "removed"}
 
 func (m *metrics) reject(kind int) {
 	if kind != rejNone {

@@ -152,6 +152,11 @@ var (
 // the final parameters a lobby session's Start brought.
 var ErrStartRefused = errors.New("the session's final parameters were refused at Start")
 
+// ErrRemoved is wrapped, with ErrRefused, by the error Run returns when
+// the teacher removed the device from the session (wire.CodeRemoved): the
+// coordinator refuses it for the rest of the session.
+var ErrRemoved = errors.New("the teacher removed this device from the session")
+
 // ErrLeft is returned by Run after Leave was called.
 var ErrLeft = errors.New("device: left the session")
 
@@ -594,6 +599,8 @@ func (rt *Runtime) connection(ctx context.Context) error {
 			switch m.Code {
 			case wire.CodeAuth, wire.CodeJoinCode, wire.CodeVersion:
 				return fmt.Errorf("%w by coordinator: %s: %s", ErrRefused, m.Code, m.Reason)
+			case wire.CodeRemoved:
+				return fmt.Errorf("%w: %w", ErrRefused, ErrRemoved)
 			}
 			return wrap(fmt.Errorf("device: coordinator closed: %s: %s", m.Code, m.Reason))
 		default:

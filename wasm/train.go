@@ -186,6 +186,8 @@ func (t *trainer) run() {
 			s.Train.Lobby = false
 			s.Train.Status = "Your teacher started the session with settings that could use more of your privacy than your limit allows. " +
 				"So this page did not join, and nothing was learned from your pictures. You can tell your teacher, or raise your limit and reload the page."
+		case errors.Is(err, device.ErrRemoved):
+			s.Train.Status = "The teacher removed this device from the session."
 		case errors.Is(err, device.ErrLeft), errors.Is(err, context.Canceled):
 			s.Train.Status = "You stopped helping."
 		case errors.Is(err, device.ErrRefused):

@@ -393,6 +393,34 @@ var mutations = []mutation{
 		new:  "steps = 1",
 		pkgs: []string{"./shared/optim/", "-run", "UpdateBound"},
 	},
+	{
+		name: "removed-hello-accepted", why: "the hello of a device the teacher removed is accepted (it rejoins the session)",
+		file: "coordinator/coordinator.go",
+		old:  "if c.removed[id] {",
+		new:  "if false && c.removed[id] {",
+		pkgs: []string{"./coordinator/", "-run", "TeacherSeesRejectionsAndRemoves"},
+	},
+	{
+		name: "removal-not-persisted", why: "a removal is kept in memory only (a restart lets the removed device back in)",
+		file: "coordinator/teacher.go",
+		old:  "if err := c.store.MarkRemoved(id); err != nil {",
+		new:  "if err := error(nil); err != nil {",
+		pkgs: []string{"./coordinator/", "-run", "TeacherSeesRejectionsAndRemoves"},
+	},
+	{
+		name: "removal-half-included", why: "a device removed while the open round holds its update is told \"excluded\" but its update stays in the round's sum",
+		file: "coordinator/teacher.go",
+		old:  "\t\tif u != nil {\n\t\t\tdelete(or.updates, id)\n\t\t\tif u.vec != nil {\n\t\t\t\tc.vecs.put(u.vec)\n\t\t\t}\n\t\t}\n\t\tdelete(or.cohort, id)\n",
+		new:  "",
+		pkgs: []string{"./coordinator/", "-run", "RemoveMidRound"},
+	},
+	{
+		name: "rejection-unrecorded", why: "a rejected update is not recorded against its device (the teacher's view does not flag it)",
+		file: "coordinator/coordinator.go",
+		old:  "\td.rejected++\n\td.rejectWhy = why\n",
+		new:  "",
+		pkgs: []string{"./coordinator/", "-run", "TeacherSeesRejectionsAndRemoves"},
+	},
 }
 
 func main() {

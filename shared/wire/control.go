@@ -283,6 +283,7 @@ const (
 	CodeShutdown   = "shutdown"    // the coordinator is stopping
 	CodeDuplicate  = "duplicate"   // the device opened another connection
 	CodeSessionEnd = "session_end" // nothing left to do
+	CodeRemoved    = "removed"     // the teacher removed the device from the session (refused for the rest of it)
 )
 
 // Error explains why the coordinator closes a connection.
