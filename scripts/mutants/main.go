@@ -415,6 +415,15 @@ var mutations = []mutation{
 		pkgs: []string{"./coordinator/", "-run", "RemoveMidRound"},
 	},
 	{
+		name: "owner-ledger-unlocked", why: "the page reserves in the owner's ledger with a read and a write in two transactions and no lock (two tabs can both pass on the same old ledger)",
+		file: "wasm/owner.go",
+		old:  "\terr := idb.Exclusive(ctx, ownerLock, rmw)\n\tif errors.Is(err, idb.ErrNoLocks) {\n\t\terr = rmw()\n\t}\n",
+		new: "\t_ = rmw\n\tb, err := o.st.Get(ctx, keyOwnerLedger)\n\tif err == nil || errors.Is(err, idb.ErrNotFound) {\n\t\tvar l local.OwnerLedger\n" +
+			"\t\tif l, err = local.ParseOwnerLedger(b); err == nil {\n\t\t\tif err = f(&l); err != nil {\n\t\t\t\tferr = err\n" +
+			"\t\t\t} else if b, err = l.Marshal(); err == nil {\n\t\t\t\terr = o.st.Put(ctx, map[string][]byte{keyOwnerLedger: b})\n\t\t\t}\n\t\t}\n\t}\n",
+		pkgs: []string{"./e2e/", "-run", "TestBrowserOwnerLedgerTwoTabs"},
+	},
+	{
 		name: "rejection-unrecorded", why: "a rejected update is not recorded against its device (the teacher's view does not flag it)",
 		file: "coordinator/coordinator.go",
 		old:  "\td.rejected++\n\td.rejectWhy = why\n",
