@@ -421,7 +421,16 @@ var mutations = []mutation{
 		new: "\t_ = rmw\n\tb, err := o.st.Get(ctx, keyOwnerLedger)\n\tif err == nil || errors.Is(err, idb.ErrNotFound) {\n\t\tvar l local.OwnerLedger\n" +
 			"\t\tif l, err = local.ParseOwnerLedger(b); err == nil {\n\t\t\tif err = f(&l); err != nil {\n\t\t\t\tferr = err\n" +
 			"\t\t\t} else if b, err = l.Marshal(); err == nil {\n\t\t\t\terr = o.st.Put(ctx, map[string][]byte{keyOwnerLedger: b})\n\t\t\t}\n\t\t}\n\t}\n",
-		pkgs: []string{"./e2e/", "-run", "TestBrowserOwnerLedgerTwoTabs"},
+		pkgs: []string{"./e2e/", "-run", "TestBrowserOwnerLedgerTwoTabs/web_locks"},
+	},
+	{
+		name: "owner-ledger-fallback-unsafe", why: "without Web Locks the page reserves in the owner's ledger with a read and a write in two transactions (two tabs can both pass on the same old ledger)",
+		file: "wasm/owner.go",
+		old:  "\tif errors.Is(err, idb.ErrNoLocks) {\n\t\terr = rmw()\n\t}\n",
+		new: "\tif errors.Is(err, idb.ErrNoLocks) {\n\t\tvar b []byte\n\t\tb, err = o.st.Get(ctx, keyOwnerLedger)\n\t\tif err == nil || errors.Is(err, idb.ErrNotFound) {\n\t\t\tvar l local.OwnerLedger\n" +
+			"\t\t\tif l, err = local.ParseOwnerLedger(b); err == nil {\n\t\t\t\tif err = f(&l); err != nil {\n\t\t\t\t\tferr = err\n" +
+			"\t\t\t\t} else if b, err = l.Marshal(); err == nil {\n\t\t\t\t\terr = o.st.Put(ctx, map[string][]byte{keyOwnerLedger: b})\n\t\t\t\t}\n\t\t\t}\n\t\t}\n\t}\n",
+		pkgs: []string{"./e2e/", "-run", "TestBrowserOwnerLedgerTwoTabs/no_web_locks"},
 	},
 	{
 		name: "rejection-unrecorded", why: "a rejected update is not recorded against its device (the teacher's view does not flag it)",
