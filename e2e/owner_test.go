@@ -153,7 +153,17 @@ func noLocksWorker(webDir string, next http.Handler) http.Handler {
 	})
 }
 
-func ownerLedgerTwoTabs(t *testing.T, noLocks bool) {
+// ownerSetup starts the two coordinators behind one origin (the router)
+// and returns the origin, the two join codes and the owner's files (their
+// paths and bytes).
+type ownerSetup struct {
+	srv     *url.URL
+	codes   []string
+	files   []string
+	im, lab []byte
+}
+
+func newOwnerSetup(t *testing.T, noLocks bool) ownerSetup {
 	webDir := pageBuild(t)
 	bin := coordinatorBinary(t)
 	codes := []string{"OWNERA", "OWNERB"}
@@ -164,14 +174,14 @@ func ownerLedgerTwoTabs(t *testing.T, noLocks bool) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer logf.Close()
+		t.Cleanup(func() { logf.Close() })
 		coord := &process{t: t, bin: bin, addr: freeAddr(t), dataDir: t.TempDir(), log: logf, args: []string{
 			"-join-code", code, "-dataset", fashionDir, "-eval-every", "0", "-demo-shards", "2",
 			"-round-gap", "500ms", "-T", "20", "-b", "16", "-eta", "1", "-D", "10", "-clip", "1",
 			"-origins", routerAddr,
 		}}
 		coord.start()
-		defer coord.stop()
+		t.Cleanup(coord.stop)
 		byCode[code] = coord.addr
 	}
 	var h http.Handler = pageHandler(webDir, newCodeRouter(byCode, codes[0]))
@@ -194,7 +204,42 @@ func ownerLedgerTwoTabs(t *testing.T, noLocks bool) {
 	if os.WriteFile(files[0], im, 0o644) != nil || os.WriteFile(files[1], lab, 0o644) != nil {
 		t.Fatal("writing the owner's files")
 	}
+	return ownerSetup{srv: srv, codes: codes, files: files, im: im, lab: lab}
+}
 
+// checkOwnerLedger checks the outcome: exactly one tab passed, the
+// ledger holds exactly the reservations of the tabs that passed, and
+// their sum is within the page's default budget.
+func checkOwnerLedger(t *testing.T, codes []string, passed []bool, ledger local.OwnerLedger) {
+	t.Helper()
+	n := 0
+	for i, p := range passed {
+		if p {
+			n++
+			if !ledgerHas(ledger, codes[i]) {
+				t.Errorf("tab %d (%s) trains but its reservation is not in the owner's ledger: %+v", i, codes[i], ledger)
+			}
+		}
+	}
+	if n != 1 {
+		t.Errorf("%d tabs passed the owner's budget, want exactly 1", n)
+	}
+	if len(ledger.Charges) != n {
+		t.Errorf("the owner's ledger holds %d charges, %d tabs passed: %+v", len(ledger.Charges), n, ledger)
+	}
+	// The budget as the page reads it (epsilon 8 at delta 1e-5: a zCDP rho).
+	budget, err := plan.DefaultBudget().Rho()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rho := ledger.Spent(""); !(rho <= budget) {
+		t.Errorf("the owner's ledger reserves rho %v, above the budget's %v", rho, budget)
+	}
+}
+
+func ownerLedgerTwoTabs(t *testing.T, noLocks bool) {
+	o := newOwnerSetup(t, noLocks)
+	srv, codes, files, im, lab := o.srv, o.codes, o.files, o.im, o.lab
 	// Tab 0 is driven over DevTools; tab 1 is a second tab that tab 0
 	// opens (window.open, same origin) and drives through its document:
 	// a second tab driven over DevTools stops answering after its first
@@ -285,30 +330,7 @@ func ownerLedgerTwoTabs(t *testing.T, noLocks bool) {
 		t.Logf("tab %d (%s): %s", i, codes[i], out)
 	}
 	tabs := []*browser{b}
-	ledger := readOwnerLedger(t, tabs[0])
-	n := 0
-	for i, p := range passed {
-		if p {
-			n++
-			if !ledgerHas(ledger, codes[i]) {
-				t.Errorf("tab %d (%s) trains but its reservation is not in the owner's ledger: %+v", i, codes[i], ledger)
-			}
-		}
-	}
-	if n != 1 {
-		t.Errorf("%d tabs passed the owner's budget, want exactly 1", n)
-	}
-	if len(ledger.Charges) != n {
-		t.Errorf("the owner's ledger holds %d charges, %d tabs passed: %+v", len(ledger.Charges), n, ledger)
-	}
-	// The budget as the page reads it (epsilon 8 at delta 1e-5: a zCDP rho).
-	budget, err := plan.DefaultBudget().Rho()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if rho := ledger.Spent(""); !(rho <= budget) {
-		t.Errorf("the owner's ledger reserves rho %v, above the budget's %v", rho, budget)
-	}
+	checkOwnerLedger(t, codes, passed, readOwnerLedger(t, tabs[0]))
 }
 
 func ledgerHas(l local.OwnerLedger, code string) bool {
