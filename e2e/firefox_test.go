@@ -169,7 +169,7 @@ const [url1, imB64, labB64, done] = arguments;
     g.onsuccess = () => ok(g.result ? new TextDecoder().decode(g.result) : ""); g.onerror = () => fail(g.error);
   });
   return {atLock, outcomes, ledger, ua: navigator.userAgent};
-})().then(done, e => done({error: String(e && e.stack || e)}));
+})().then(done, e => done({error: String(e) + " at " + (e && e.stack)}));
 `
 
 // TestFirefoxOwnerLedgerTwoTabs is TestBrowserOwnerLedgerTwoTabs in
