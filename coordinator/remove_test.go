@@ -67,18 +67,33 @@ func person(st coordinator.Status, nickname string) (coordinator.Person, bool) {
 // teacher removes it (the teacher secret is required), its connection is
 // closed with "removed", its id is refused on hello for the rest of the
 // session and after a restart, and the others finish the session with
-// the noise-cancellation invariant intact.
+// the noise-cancellation invariant intact. In both shapes: devices on
+// the session process itself, and devices on an edge (the edge rejects
+// the update and tells the session why; the session closes the removed
+// device's connection and refuses its hello through the edge).
 func TestTeacherSeesRejectionsAndRemoves(t *testing.T) {
+	for _, shape := range []string{"one process", "edge"} {
+		t.Run(shape, func(t *testing.T) { teacherSeesRejectionsAndRemoves(t, shape == "edge") })
+	}
+}
+
+func teacherSeesRejectionsAndRemoves(t *testing.T, atEdge bool) {
 	sess := testSession(8, 4, 4, 6, 20000)
 	h := newHarnessWith(t, sess, func(cfg *coordinator.Config) {
 		cfg.MinDevices, cfg.TeacherSecret = 3, teacherSecret
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
+	wsURL, metricsURL := h.wsURL(), h.srv.URL
+	if atEdge {
+		var hs *httptest.Server
+		hs, wsURL = oneEdge(t, ctx, h)
+		metricsURL = hs.URL
+	}
 	runErr := make(chan error, 1)
 	go func() { runErr <- h.coord.Run(ctx) }()
 
-	attacker, m := helloAs(t, ctx, h.wsURL(), "", "", "Mallory")
+	attacker, m := helloAs(t, ctx, wsURL, "", "", "Mallory")
 	welcome, ok := m.(wire.Welcome)
 	if !ok {
 		t.Fatalf("got %T, want a welcome", m)
@@ -91,7 +106,7 @@ func TestTeacherSeesRejectionsAndRemoves(t *testing.T) {
 	release := make(chan struct{})
 	for i := range 3 {
 		fake := nctest.NewDevice(target(i, sess.Dim), 1, 0.3, uint64(1000+i))
-		cfg := deviceConfig(t, h.wsURL(), i, fake)
+		cfg := deviceConfig(t, wsURL, i, fake)
 		if i == 0 {
 			cfg.Hooks = &device.Hooks{BeforeSend: func(t int) (time.Duration, bool) {
 				if t == 2 {
@@ -165,7 +180,7 @@ func TestTeacherSeesRejectionsAndRemoves(t *testing.T) {
 		t.Errorf("Mallory is %q, want removed", p.State)
 	}
 	// Its id and secret are refused for the rest of the session.
-	ws, m := helloAs(t, ctx, h.wsURL(), welcome.DeviceID, welcome.Secret, "Mallory")
+	ws, m := helloAs(t, ctx, wsURL, welcome.DeviceID, welcome.Secret, "Mallory")
 	if e, ok := m.(wire.Error); !ok || e.Code != wire.CodeRemoved {
 		t.Errorf("hello of the removed id: %#v, want error %q", m, wire.CodeRemoved)
 	}
@@ -180,7 +195,7 @@ func TestTeacherSeesRejectionsAndRemoves(t *testing.T) {
 		t.Fatalf("committed %d rounds, want %d", got, sess.Rounds)
 	}
 	checkInvariant(t, h.qs, sess.Cohort, fakes)
-	if _, metrics := getText(t, base+"/metrics"); !strings.Contains(metrics, `browserfl_rejections_total{kind="removed"} 1`) {
+	if _, metrics := getText(t, metricsURL+"/metrics"); !strings.Contains(metrics, `browserfl_rejections_total{kind="removed"} 1`) {
 		t.Errorf("the refused hello is not counted")
 	}
 
