@@ -124,7 +124,7 @@ func (c *Coordinator) waitResumed(ctx context.Context) error {
 func (c *Coordinator) lobbyCountLocked() int {
 	n := 0
 	for _, d := range c.devices {
-		if d.conn != nil && !d.left {
+		if d.conn != nil && !d.left && !d.removed {
 			n++
 		}
 	}
@@ -182,7 +182,7 @@ func (c *Coordinator) Start(ctx context.Context) error {
 	c.state = StateRunning
 	sent := 0
 	for _, d := range c.devices {
-		if d.conn != nil && !d.left && d.conn.sendControl(wire.Start{Session: final}) {
+		if d.conn != nil && !d.left && !d.removed && d.conn.sendControl(wire.Start{Session: final}) {
 			sent++
 		}
 	}

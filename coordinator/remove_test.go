@@ -295,3 +295,45 @@ func TestRemoveMidRoundExcludesHeldUpdate(t *testing.T) {
 	}
 	checkInvariant(t, h.qs, sess.Cohort, fakes)
 }
+
+// TestRemoveInLobby: a device removed in the lobby stops (ErrRemoved),
+// is listed as removed, and is not counted when Start sizes the session.
+func TestRemoveInLobby(t *testing.T) {
+	tmpl := testSession(8, 30, 10, 200, 10000)
+	h := newLobby(t, tmpl, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	runErr := make(chan error, 1)
+	go func() { runErr <- h.coord.Run(ctx) }()
+	var rts []*device.Runtime
+	for i := range 2 {
+		rt, _ := lobbyDevice(t, h.wsURL(), "join-me", i, tmpl.Dim, device.Policy{Unlimited: true})
+		rts = append(rts, rt)
+	}
+	res := startDevices(ctx, rts)
+	waitFor(t, "two devices in the lobby", func() bool { return lobbyCount(h.coord) == 2 })
+	ada, _ := person(teacherStatus(t, h.srv.URL), "Ada")
+	if code, body := post(t, h.srv.URL+"/api/teacher/remove?device="+url.QueryEscape(ada.Device),
+		map[string]string{coordinator.TeacherHeader: teacherSecret}); code != http.StatusOK {
+		t.Fatalf("remove: %d %q", code, body)
+	}
+	if p, _ := person(h.coord.Status(), "Ada"); p.State != "removed" {
+		t.Errorf("Ada is %q, want removed", p.State)
+	}
+	if code, body := post(t, h.srv.URL+"/api/teacher/start", map[string]string{coordinator.TeacherHeader: teacherSecret}); code != http.StatusOK {
+		t.Fatalf("start: %d %q", code, body)
+	}
+	if m := h.coord.Session().M; m != 1 {
+		t.Errorf("Start sized the session for %d devices, want 1 (the removed one not counted)", m)
+	}
+	<-res.done
+	if err := <-runErr; err != nil {
+		t.Fatal(err)
+	}
+	if !errors.Is(res.errs[0], device.ErrRemoved) {
+		t.Errorf("the removed device stopped with %v, want ErrRemoved", res.errs[0])
+	}
+	if res.errs[1] != nil {
+		t.Errorf("the other device: %v", res.errs[1])
+	}
+}
