@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -66,10 +67,13 @@ func TestWebKitOwnerLedgerTwoTabs(t *testing.T) {
 	addr := freeAddr(t)
 	port := addr[strings.LastIndex(addr, ":")+1:]
 	cmd := exec.Command("xvfb-run", "-a", "WebKitWebDriver", "--port="+port)
+	// Its own process group: xvfb-run's children (Xvfb, the driver, the
+	// browser) end with it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("WebKitWebDriver: %v (apt-get install webkit2gtk-driver xvfb)", err)
 	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	t.Cleanup(func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); cmd.Wait() })
 	d := &webDriver{base: "http://" + addr}
 	var sess struct {
 		SessionID    string         `json:"sessionId"`
