@@ -238,6 +238,7 @@ func hostilePayload(dim int) func(round, _ int) []byte {
 type attackResult struct {
 	rejected, discarded int
 	reasons             []string
+	closeCode           string // the code of the last wire.Error, if any
 	err                 error
 }
 
@@ -272,6 +273,8 @@ func attack(ctx context.Context, ws *websocket.Conn, dim int, payload func(t, n 
 					if m.Reason != "" {
 						res.reasons = append(res.reasons, m.Reason)
 					}
+				case wire.Error:
+					res.closeCode = m.Code
 				case wire.End:
 					return
 				}

@@ -45,7 +45,7 @@ const (
 	// edge -> session
 	kindHello      = 1 // Seq, Addr; body: the device's Hello
 	kindAggregate  = 2 // Epoch, T, IDs, Seqs, Missing, MissingSeqs, Bytes; body: the sum of the IDs' decoded updates
-	kindReject     = 3 // Epoch, Seq, ID, T, Norm: the edge rejected this update (norm bound); the device was told
+	kindReject     = 3 // Epoch, Seq, ID, T, Norm, Reason: the edge rejected this update (Reason in plain words); the device was told
 	kindStatus     = 4 // Seq, ID, T: a device's status query
 	kindLeave      = 5 // Seq, ID; body: the Leave
 	kindDisconnect = 6 // Seq, ID

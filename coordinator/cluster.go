@@ -13,6 +13,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/nats-io/nats.go"
 
@@ -490,7 +492,7 @@ func (n *SessionNode) handle(ctx context.Context, es *edgeState, b []byte) {
 	case kindReject:
 		es.waitHello(h.Seq)
 		if l := n.link(es.id, h.Seq); l != nil && l.id == h.ID && h.Epoch == n.epoch {
-			c.rejectedAtEdge(l, h.T, h.Norm)
+			c.rejectedAtEdge(l, h.T, h.Norm, h.Reason)
 		}
 	case kindStatus:
 		es.waitHello(h.Seq)
@@ -692,7 +694,10 @@ func (n *SessionNode) roster(es *edgeState, h busHeader) {
 			err = c.bindLocked(l, nick, e.Pending, nil)
 			c.mu.Unlock()
 		}
-		if err != nil {
+		if ce := (*closeError)(nil); errors.As(err, &ce) && ce.code == wire.CodeRemoved {
+			// Removed by the teacher while the session process was away.
+			l.closeWith(ce.code, ce.reason)
+		} else if err != nil {
 			n.log.Warn("adopting a device from an edge's roster", "edge", edge, "err", err)
 		}
 	}
@@ -828,7 +833,7 @@ func (c *Coordinator) acceptAggregate(t int, links []link, ids []string, body []
 		return false
 	}
 	for i, id := range ids {
-		u := &update{}
+		u := &update{agg: true}
 		if i == 0 {
 			u.vec = vec
 		}
@@ -841,22 +846,38 @@ func (c *Coordinator) acceptAggregate(t int, links []link, ids []string, body []
 	return true
 }
 
-// rejectedAtEdge removes a device whose update its edge rejected (norm
-// bound; the edge told the device) from round t.
-func (c *Coordinator) rejectedAtEdge(l link, t int, norm float64) {
+// rejectedAtEdge removes a device whose update its edge rejected (the
+// edge told the device) from round t. why is the edge's reason in plain
+// words (cut to wire.MaxLeaveDetail bytes of valid UTF-8); without one,
+// the norm bound's.
+func (c *Coordinator) rejectedAtEdge(l link, t int, norm float64, why string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	d, or := c.devices[l.deviceID()], c.round
 	if d == nil || d.conn != l || or == nil || or.t != t || !or.cohort[d.id] || or.updates[d.id] != nil || or.closed {
 		return
 	}
-	c.met.rejectedUpdates.Add(1)
-	c.log.Warn("update rejected at its edge", "device", shortID(d.id), "round", t, "norm", norm, "bound", c.bound)
-	delete(or.cohort, d.id)
-	or.dropped[d.id] = true
-	d.round = 0
-	or.checkAllIn()
-	c.signal()
+	if why == "" {
+		why = normWhy(norm, c.bound)
+	}
+	c.rejectUpdateLocked(d, or, t, plainReason(why))
+}
+
+// plainReason makes a reason from another process fit for the dashboard:
+// valid UTF-8, no control characters, at most wire.MaxLeaveDetail bytes.
+func plainReason(s string) string {
+	s = strings.ToValidUTF8(s, "?")
+	s = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return ' '
+		}
+		return r
+	}, s)
+	for len(s) > wire.MaxLeaveDetail {
+		_, n := utf8.DecodeLastRuneInString(s)
+		s = s[:len(s)-n]
+	}
+	return s
 }
 
 // EdgeStatus is one edge as the session process sees it (/api/status).

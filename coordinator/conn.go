@@ -624,6 +624,8 @@ func codeRejection(code string) int {
 		return rejJoinCode
 	case wire.CodeFull:
 		return rejFull
+	case wire.CodeRemoved:
+		return rejRemoved
 	}
 	return rejNone
 }

@@ -211,6 +211,10 @@ type Coordinator struct {
 	// before its first commit): the state to return to if a round's
 	// result cannot be served. Used by the round loop only.
 	lastState []byte
+	// removed holds the ids the teacher removed (Remove): their hellos
+	// are refused for the rest of the session. Loaded from the store by
+	// New, written there before it changes here.
+	removed map[string]bool
 	// node is set when edge processes hold devices for this session
 	// (cluster.go); nil in the one-process shape.
 	node *SessionNode
@@ -253,6 +257,15 @@ type device struct {
 	// for a device registered by this process: every ask and every
 	// inclusion of it is then seen here.
 	hist optim.History
+	// rejected counts this device's updates that validation rejected
+	// (rejectUpdateLocked), and rejectWhy says, in plain words, why the
+	// last one was: the teacher's view of the dashboard shows both.
+	rejected  int
+	rejectWhy string
+	// removed: the teacher removed the device (Remove). It is never
+	// sampled again; its connection is closed once any update of it
+	// that the open round already holds is decided.
+	removed bool
 }
 
 // update is an accepted update: its vector, decoded and validated once
@@ -263,6 +276,10 @@ type update struct {
 	vec     *[]float64
 	payload []byte
 	hist    *optim.History // the sender's history, to add vec to on inclusion (direct updates)
+	// agg: the update came in an edge's aggregate (its vector is the
+	// edge's sum, shared with the other members): it cannot be taken out
+	// of the round on its own.
+	agg bool
 }
 
 type openRound struct {
@@ -342,6 +359,10 @@ func New(cfg Config) (*Coordinator, error) {
 		state:   StateRunning,
 	}
 	c.front.h = c
+	var err error
+	if c.removed, err = c.store.Removed(); err != nil {
+		return nil, fmt.Errorf("coordinator: %w", err)
+	}
 	life, err := c.store.Lifecycle()
 	if err != nil {
 		return nil, fmt.Errorf("coordinator: %w", err)
@@ -559,7 +580,7 @@ func (c *Coordinator) removeDeviceLocked(id string) {
 // not left, and answering its rounds (Rule 7 of the design: only live
 // devices are asked).
 func (c *Coordinator) eligible(d *device) bool {
-	return d.conn != nil && d.round == 0 && !d.left && d.misses < c.lim.MaxMisses
+	return d.conn != nil && d.round == 0 && !d.left && !d.removed && d.misses < c.lim.MaxMisses
 }
 
 func (c *Coordinator) waitEligible(ctx context.Context) error {
@@ -607,7 +628,7 @@ func (c *Coordinator) waitEligible(ctx context.Context) error {
 func (c *Coordinator) presentLocked() int {
 	n := 0
 	for _, d := range c.order {
-		if d.conn != nil && !d.left && d.misses < c.lim.MaxMisses {
+		if d.conn != nil && !d.left && !d.removed && d.misses < c.lim.MaxMisses {
 			n++
 		}
 	}
@@ -835,6 +856,11 @@ func (c *Coordinator) finishRound(ctx context.Context, or *openRound) error {
 		}
 		if d.conn != nil {
 			d.conn.send(outFrame{data: decisions[state]})
+			if d.removed {
+				// Removed while the round held its update: now that
+				// the device knows the decision, it goes.
+				d.conn.closeWith(wire.CodeRemoved, reasonRemoved)
+			}
 		}
 	}
 	if c.finished {
@@ -905,6 +931,9 @@ func (c *Coordinator) discardRound(or *openRound, cause error) {
 		}
 		d.round = 0
 		control(d.conn, wire.Decision{T: or.t, State: wire.Excluded, Reason: "the round was discarded"})
+		if d.removed && d.conn != nil {
+			d.conn.closeWith(wire.CodeRemoved, reasonRemoved)
+		}
 	}
 	c.round = nil
 	c.mu.Unlock()
@@ -973,15 +1002,8 @@ func (c *Coordinator) acceptUpdate(cn *conn, u wire.UpdateFrame, frameLen int) e
 	}
 	if err := c.chk.Check(*vec, norm, hist); err != nil {
 		c.vecs.put(vec)
-		c.met.rejectedUpdates.Add(1)
-		reason := err.Error()
-		c.log.Warn("update rejected", "device", shortID(cn.id), "round", u.T, "norm", norm, "why", reason)
-		delete(or.cohort, cn.id)
-		or.dropped[cn.id] = true
-		d.round = 0
-		cn.sendControl(wire.Decision{T: u.T, State: wire.Excluded, Reason: reason})
-		or.checkAllIn()
-		c.signal()
+		c.rejectUpdateLocked(d, or, u.T, teacherWords(err, norm, c.bound))
+		cn.sendControl(wire.Decision{T: u.T, State: wire.Excluded, Reason: err.Error()})
 		return nil
 	}
 	up := &update{vec: vec, hist: hist}
@@ -994,6 +1016,44 @@ func (c *Coordinator) acceptUpdate(cn *conn, u wire.UpdateFrame, frameLen int) e
 	c.met.updates.Add(1)
 	or.checkAllIn()
 	return nil
+}
+
+// teacherWords says why a direct update was refused, for the teacher's
+// view: the norm bound's numbers (normWhy), or the other tests' words
+// (optim.Rejection.Words).
+func teacherWords(err error, norm, bound float64) string {
+	var r *optim.Rejection
+	if errors.As(err, &r) && r.Test != optim.TestNorm {
+		return r.Words()
+	}
+	return normWhy(norm, bound)
+}
+
+// normWhy says in plain words why an update of the given norm was
+// rejected against bound (the device and the teacher read it).
+func normWhy(norm, bound float64) string {
+	return fmt.Sprintf("the update was bigger than the session allows (size %.3g, limit %.3g)", norm, bound)
+}
+
+// rejectUpdateLocked excludes device d's update for the open round or
+// (round t) because validation rejected it, and records why: every reason
+// an update is rejected for (the norm bound, at an edge or here, and any
+// later plausibility test) goes through here, so the teacher's view of the
+// dashboard shows each device's count and last reason. why is in plain
+// words (no jargon: the teacher reads it on the projector). The caller
+// tells the device (a Decision "excluded": the device aborts the update,
+// so its noise state stays consistent); the update never reaches the
+// aggregate.
+func (c *Coordinator) rejectUpdateLocked(d *device, or *openRound, t int, why string) {
+	c.met.rejectedUpdates.Add(1)
+	d.rejected++
+	d.rejectWhy = why
+	c.log.Warn("update rejected", "device", shortID(d.id), "round", t, "why", why)
+	delete(or.cohort, d.id)
+	or.dropped[d.id] = true
+	d.round = 0
+	or.checkAllIn()
+	c.signal()
 }
 
 // checkUpdateLocked looks at an update for round t from cn: drop is set
@@ -1150,6 +1210,9 @@ func (c *Coordinator) bindLocked(cn link, nickname string, pending int, w *wire.
 	id := cn.deviceID()
 	if c.closing {
 		return &closeError{code: wire.CodeShutdown, reason: "coordinator is shutting down"}
+	}
+	if c.removed[id] {
+		return &closeError{code: wire.CodeRemoved, reason: reasonRemoved}
 	}
 	if w != nil { // a hello (a roster's devices are bound already)
 		if err := c.checkNicknameLocked(id, nickname); err != nil {

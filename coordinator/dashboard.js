@@ -144,14 +144,50 @@ function people(s) {
   if (Array.isArray(s.people)) {
     const c = {lobby: 0, active: 0, stuck: 0, left: 0};
     for (const p of s.people) {
-      if (p.state === "gone") c.left++; else if (p.state in c) c[p.state]++;
+      if (p.state === "gone" || p.state === "removed") c.left++; else if (p.state in c) c[p.state]++;
     }
     return {counts: c, list: s.people};
   }
   const active = Math.max(0, (d.connected || 0) - (d.left || 0) - (d.stuck || 0));
   return {counts: {lobby: null, active, stuck: d.stuck || 0, left: d.left || 0}, list: null};
 }
-const stateOrder = {active: 0, lobby: 1, stuck: 2, left: 3, gone: 4};
+const stateOrder = {active: 0, lobby: 1, stuck: 2, left: 3, gone: 4, removed: 5};
+const nameOf = p => p.nickname || "(no name)";
+// removeButton asks the coordinator to remove p's device (teacher only).
+function removeButton(p) {
+  const b = document.createElement("button");
+  b.className = "remove danger"; b.textContent = "Remove"; b.dataset.device = p.device;
+  b.title = "Remove " + nameOf(p) + " from the session";
+  b.addEventListener("click", () => removeDevice(p));
+  return b;
+}
+async function removeDevice(p) {
+  if (!confirm("Remove " + nameOf(p) + " from the session? Their page stops and cannot join this session again.")) return;
+  try {
+    const r = await fetch("/api/teacher/remove?device=" + encodeURIComponent(p.device), {method: "POST", headers: headers()});
+    if (!r.ok) throw new Error((await r.text()).trim() || String(r.status));
+    $("msg").hidden = true;
+  } catch (e) {
+    $("msg").hidden = false; $("msg").textContent = "remove " + nameOf(p) + ": " + e.message;
+  }
+  poll();
+}
+// renderFlags lists, for the teacher, the devices whose updates were not
+// used (rejected), with the reason in words and a Remove button.
+function renderFlags(s) {
+  const flagged = s.teacher && Array.isArray(s.people) ? s.people.filter(p => p.rejected > 0) : [];
+  $("flags").hidden = flagged.length === 0;
+  $("flaglist").replaceChildren(...flagged.map(p => {
+    const li = document.createElement("li");
+    li.className = p.state || "";
+    const b = document.createElement("b"); b.textContent = nameOf(p);
+    const n = p.rejected === 1 ? "1 update was" : p.rejected + " updates were";
+    li.append(b, ": " + n + " not used. Last time: " + (p.rejection || "no reason given") + ". ");
+    if (p.state === "removed") li.append("Removed.");
+    else if (p.device) li.append(removeButton(p));
+    return li;
+  }));
+}
 function names(el, list, withRounds) {
   if (!list) {
     const li = document.createElement("li"); li.textContent = "nicknames appear here once devices join the lobby";
@@ -161,10 +197,11 @@ function names(el, list, withRounds) {
     String(a.nickname).localeCompare(String(b.nickname)));
   el.replaceChildren(...sorted.map(p => {
     const li = document.createElement("li");
-    li.className = p.state || "";
-    li.textContent = p.nickname || "(no name)";
+    li.className = (p.state || "") + (p.rejected > 0 ? " flagged" : "");
+    li.textContent = nameOf(p);
     li.title = p.state || "";
     if (withRounds && p.rounds) { const sm = document.createElement("small"); sm.textContent = p.rounds; li.append(sm); }
+    if (p.device && p.state !== "removed") li.append(removeButton(p));
     return li;
   }));
 }
@@ -345,6 +382,7 @@ async function poll() {
     $("state").className = "badge " + state;
     renderJoin(s);
     renderTeacher(s, state);
+    renderFlags(s);
     // The coordinator's plan warnings (the class may not finish the
     // planned rounds), shown while they hold.
     const w = (s.warnings || []).join(" · ");

@@ -671,19 +671,20 @@ func (e *Edge) acceptUpdate(cn *conn, u wire.UpdateFrame, frameLen int) error {
 	var refused error
 	switch {
 	case !(norm <= r.bound):
-		refused = fmt.Errorf("rejected: the update's norm %.4g is above the session's bound %.4g", norm, r.bound)
+		refused = errors.New("rejected: " + normWhy(norm, r.bound))
 	case r.chk != nil:
 		refused = r.chk.Check(*vec, norm, nil)
 	}
 	if refused != nil {
 		e.met.rejectedUpdates.Add(1)
-		reason := refused.Error()
-		e.log.Warn("update rejected", "device", shortID(cn.id), "round", u.T, "norm", norm, "why", reason)
+		// The device reads the test's reason; the teacher the plain words.
+		why := teacherWords(refused, norm, r.bound)
+		e.log.Warn("update rejected", "device", shortID(cn.id), "round", u.T, "norm", norm, "why", refused.Error())
 		if ec := e.conns[cn.seq]; ec != nil {
 			ec.assigned = 0
 		}
-		cn.sendControl(wire.Decision{T: u.T, State: wire.Excluded, Reason: reason})
-		e.publish(kindReject, &busHeader{Epoch: r.epoch, Seq: cn.seq, ID: cn.id, T: u.T, Norm: norm}, nil)
+		cn.sendControl(wire.Decision{T: u.T, State: wire.Excluded, Reason: refused.Error()})
+		e.publish(kindReject, &busHeader{Epoch: r.epoch, Seq: cn.seq, ID: cn.id, T: u.T, Norm: norm, Reason: why}, nil)
 	} else {
 		if r.sum == nil {
 			r.sum = make([]float64, r.dim)

@@ -103,7 +103,9 @@ func (c *Coordinator) Handler(assets Assets, shards *Shards) http.Handler {
 		if answered {
 			return
 		}
-		st.Teacher = ok
+		if ok {
+			st.ForTeacher()
+		}
 		writeJSON(w, st)
 	}))
 	c.teacherRoutes(mux)
@@ -507,6 +509,16 @@ func SessionPrivacy(sess wire.SessionParams) PrivacyView {
 	v.Epsilon, v.Delta, v.SessionDelta = f.Epsilon, f.Delta, f.SessionDelta
 	v.EpsilonText, v.DeltaText, v.RhoText = f.EpsilonText(), f.DeltaText(), f.RhoText()
 	return v
+}
+
+// ForTeacher marks s as the teacher's (Teacher: true) and fills what only
+// the teacher sees: each person's device id and rejected updates.
+func (s *Status) ForTeacher() {
+	s.Teacher = true
+	for i := range s.People {
+		p := &s.People[i]
+		p.Device, p.Rejected, p.Rejection = p.teacher.device, p.teacher.rejected, p.teacher.rejection
+	}
 }
 
 // Status returns a snapshot for the dashboard.

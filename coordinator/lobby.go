@@ -124,7 +124,7 @@ func (c *Coordinator) waitResumed(ctx context.Context) error {
 func (c *Coordinator) lobbyCountLocked() int {
 	n := 0
 	for _, d := range c.devices {
-		if d.conn != nil && !d.left {
+		if d.conn != nil && !d.left && !d.removed {
 			n++
 		}
 	}
@@ -182,7 +182,7 @@ func (c *Coordinator) Start(ctx context.Context) error {
 	c.state = StateRunning
 	sent := 0
 	for _, d := range c.devices {
-		if d.conn != nil && !d.left && d.conn.sendControl(wire.Start{Session: final}) {
+		if d.conn != nil && !d.left && !d.removed && d.conn.sendControl(wire.Start{Session: final}) {
 			sent++
 		}
 	}
@@ -299,12 +299,27 @@ type Person struct {
 	Nickname string `json:"nickname"`
 	// State is "lobby" (connected, waiting for Start), "active"
 	// (connected and taking part), "stuck" (connected but not answering
-	// its rounds), "left" (said it stopped; Why may say why) or "gone"
-	// (disconnected).
+	// its rounds), "left" (said it stopped; Why may say why), "gone"
+	// (disconnected) or "removed" (by the teacher).
 	State string `json:"state"`
 	// Rounds is the number of rounds the device was included in.
 	Rounds int    `json:"rounds"`
 	Why    string `json:"why,omitempty"`
+	// The teacher's view only (Status.ForTeacher; empty otherwise):
+	// Device is the device id, for POST /api/teacher/remove; Rejected
+	// counts the device's updates that validation rejected and Rejection
+	// says, in plain words, why the last one was.
+	Device    string `json:"device,omitempty"`
+	Rejected  int    `json:"rejected,omitempty"`
+	Rejection string `json:"rejection,omitempty"`
+	teacher   teacherView
+}
+
+// teacherView is what only the teacher sees of a Person.
+type teacherView struct {
+	device    string
+	rejected  int
+	rejection string
 }
 
 // peopleLocked lists the devices in the order they first joined.
@@ -321,8 +336,11 @@ func (c *Coordinator) peopleLocked() []Person {
 	})
 	out := make([]Person, 0, len(ds))
 	for _, d := range ds {
-		p := Person{Nickname: d.nickname, Rounds: d.participations}
+		p := Person{Nickname: d.nickname, Rounds: d.participations,
+			teacher: teacherView{device: d.id, rejected: d.rejected, rejection: d.rejectWhy}}
 		switch {
+		case d.removed:
+			p.State, p.Why = "removed", "removed by the teacher"
 		case d.left:
 			p.State, p.Why = "left", d.leftWhy
 		case d.conn == nil:

@@ -76,13 +76,14 @@ const (
 	rejTeacherSecret            // teacher endpoint without the teacher secret, or a wrong one
 	rejTeacherThrottled         // teacher secret refused by the backoff, unchecked
 	rejNickname                 // nickname too close to a present one (or invalid after NFKC)
+	rejRemoved                  // hello of a device the teacher removed from the session
 	numRejections
 )
 
 var rejectionNames = [numRejections]string{"", "join_code", "join_throttled", "register_throttled", "auth", "full",
 	"prehello_per_address", "hello_timeout", "origin", "bad_frame", "oversized", "version", "protocol", "rate",
 	"slow_consumer", "ping_timeout", "metrics_token", "teacher_secret",
-	"teacher_throttled", "nickname"}
+	"teacher_throttled", "nickname", "removed"}
 
 func (m *metrics) reject(kind int) {
 	if kind != rejNone {

@@ -27,6 +27,9 @@ var (
 	bucketRounds  = []byte("rounds")
 	bucketDevices = []byte("devices")
 	bucketStates  = []byte("states")
+	// bucketRemoved holds the ids the teacher removed from the session
+	// (Coordinator.Remove): id -> removedRecord.
+	bucketRemoved = []byte("removed")
 
 	keyServer    = []byte("server_state")
 	keyCommitted = []byte("committed")
@@ -55,7 +58,7 @@ func OpenStore(path string) (*Store, error) {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
 	err = db.Update(func(tx *bolt.Tx) error {
-		for _, b := range [][]byte{bucketMeta, bucketRounds, bucketDevices, bucketStates} {
+		for _, b := range [][]byte{bucketMeta, bucketRounds, bucketDevices, bucketStates, bucketRemoved} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}
@@ -475,4 +478,38 @@ func (s *Store) Devices() (int, error) {
 		return nil
 	})
 	return n, err
+}
+
+type removedRecord struct {
+	At time.Time `json:"at"`
+}
+
+// MarkRemoved records durably that the teacher removed device id from the
+// session: its hello is refused for the rest of the session, across
+// restarts. It returns after the write is on disk.
+func (s *Store) MarkRemoved(id string) error {
+	b, err := json.Marshal(removedRecord{At: time.Now().UTC()})
+	if err != nil {
+		return err
+	}
+	err = s.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketRemoved).Put([]byte(id), b) })
+	if err != nil {
+		return fmt.Errorf("mark device removed: %w", err)
+	}
+	return nil
+}
+
+// Removed returns the ids the teacher removed from the session.
+func (s *Store) Removed() (map[string]bool, error) {
+	out := map[string]bool{}
+	err := s.db.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketRemoved).ForEach(func(k, _ []byte) error {
+			out[string(k)] = true
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("removed devices: %w", err)
+	}
+	return out, nil
 }

@@ -4,10 +4,13 @@ import (
 	"context"
 	"crypto/subtle"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"strconv"
 	"time"
+
+	"browserfl/shared/wire"
 )
 
 // The teacher's endpoints. Each needs the teacher secret (Config.
@@ -24,6 +27,7 @@ import (
 //	POST /api/teacher/resume  rounds again (Resume)
 //	POST /api/teacher/end     finish now (End)
 //	POST /api/teacher/new     end this session, start a fresh one (Config.NewSession)
+//	POST /api/teacher/remove?device=ID  remove one device from the session (Remove)
 //
 // A call that does not fit the session's state answers 409 with the
 // reason; success answers 200 with the new Status (teacher: true), or
@@ -148,7 +152,7 @@ func teacherChecked(r *http.Request) bool {
 }
 
 func (c *Coordinator) teacherRoutes(mux *http.ServeMux) {
-	do := func(name string, f func(ctx context.Context) (any, error)) {
+	doReq := func(name string, f func(ctx context.Context, r *http.Request) (any, error)) {
 		mux.HandleFunc("POST /api/teacher/"+name, func(w http.ResponseWriter, r *http.Request) {
 			if ok, answered := c.teacherAuth(w, r, c.cfg.TeacherSecret); !ok {
 				if !answered {
@@ -159,11 +163,14 @@ func (c *Coordinator) teacherRoutes(mux *http.ServeMux) {
 			}
 			ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
 			defer cancel()
-			out, err := f(ctx)
+			out, err := f(ctx, r)
 			if err != nil {
 				code := http.StatusInternalServerError
-				if errors.Is(err, ErrState) || errors.Is(err, errNoNewSession) {
+				switch {
+				case errors.Is(err, ErrState) || errors.Is(err, errNoNewSession):
 					code = http.StatusConflict
+				case errors.Is(err, ErrNoSuchDevice):
+					code = http.StatusNotFound
 				}
 				c.log.Warn("teacher action failed", "action", name, "err", err)
 				http.Error(w, err.Error(), code)
@@ -172,11 +179,14 @@ func (c *Coordinator) teacherRoutes(mux *http.ServeMux) {
 			c.log.Info("teacher action", "action", name)
 			if out == nil {
 				s := c.Status()
-				s.Teacher = true
+				s.ForTeacher()
 				out = s
 			}
 			writeJSON(w, out)
 		})
+	}
+	do := func(name string, f func(ctx context.Context) (any, error)) {
+		doReq(name, func(ctx context.Context, _ *http.Request) (any, error) { return f(ctx) })
 	}
 	status := func(f func() error) func(context.Context) (any, error) {
 		return func(context.Context) (any, error) { return nil, f() }
@@ -191,6 +201,79 @@ func (c *Coordinator) teacherRoutes(mux *http.ServeMux) {
 		}
 		return c.cfg.NewSession(ctx)
 	})
+	doReq("remove", func(_ context.Context, r *http.Request) (any, error) {
+		return nil, c.Remove(r.URL.Query().Get("device"))
+	})
+}
+
+// reasonRemoved is what a removed device is told, on its page too.
+const reasonRemoved = "The teacher removed this device from the session."
+
+// ErrNoSuchDevice is wrapped by Remove for an id the session does not
+// hold.
+var ErrNoSuchDevice = errors.New("coordinator: no such device in this session")
+
+// Remove takes device id out of the session at the teacher's request. The
+// removal is written to the store first, so its hellos are refused
+// (wire.CodeRemoved) for the rest of the session, across restarts. In the
+// open round:
+//
+//   - a cohort member whose update has not arrived, or has arrived in a
+//     round still collecting, is excluded at once: its update (if any)
+//     is taken out of the round and never reaches the aggregate, and the
+//     device is told "excluded" before its connection is closed (it
+//     aborts the update, so its noise state stays consistent);
+//   - an update the round can no longer give back (the round is closed
+//     and being committed, or the update came, or will come, summed in an
+//     edge's aggregate: taking one member out would refuse the edge's
+//     whole sum) is decided with the round as usual: the device gets the
+//     decision, then its connection is closed.
+//
+// Either way the update is in the aggregate wholly or not at all. The
+// device is never sampled again; the dashboard lists it as "removed".
+func (c *Coordinator) Remove(id string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	d := c.devices[id]
+	switch {
+	case id == "" || d == nil:
+		return fmt.Errorf("%w: %q", ErrNoSuchDevice, shortID(id))
+	case d.removed:
+		return fmt.Errorf("%w: the device was removed already", ErrState)
+	}
+	// Durable first: a restart must keep refusing the device.
+	if err := c.store.MarkRemoved(id); err != nil {
+		return fmt.Errorf("coordinator: %w", err)
+	}
+	c.removed[id] = true
+	d.removed = true
+	c.log.Info("device removed by the teacher", "device", shortID(id))
+	if or := c.round; or != nil && d.round == or.t && or.cohort[id] {
+		u := or.updates[id]
+		_, atEdge := d.conn.(*remoteLink)
+		if or.closed || (u != nil && u.agg) || atEdge {
+			// Decided with the round; finishRound (or discardRound)
+			// closes the connection after the decision.
+			c.signal()
+			return nil
+		}
+		if u != nil {
+			delete(or.updates, id)
+			if u.vec != nil {
+				c.vecs.put(u.vec)
+			}
+		}
+		delete(or.cohort, id)
+		or.dropped[id] = true
+		d.round = 0
+		control(d.conn, wire.Decision{T: or.t, State: wire.Excluded, Reason: "removed by the teacher"})
+		or.checkAllIn()
+	}
+	if d.conn != nil {
+		d.conn.closeWith(wire.CodeRemoved, reasonRemoved)
+	}
+	c.signal()
+	return nil
 }
 
 var errNoNewSession = errors.New("coordinator: this coordinator cannot start a new session (no host)")

@@ -99,7 +99,7 @@ func (c *Coordinator) planInput(shards *Shards) PlanInput {
 	c.mu.Lock()
 	in.Committed, in.Finished = c.committed, c.finished
 	for _, d := range c.devices {
-		if d.conn != nil && !d.left && d.misses < c.lim.MaxMisses {
+		if d.conn != nil && !d.left && !d.removed && d.misses < c.lim.MaxMisses {
 			in.Active++
 		}
 	}

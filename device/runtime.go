@@ -157,6 +157,11 @@ var ErrStartRefused = errors.New("the session's final parameters were refused at
 // like the name of someone present); the person picks another.
 var ErrNicknameTaken = errors.New("nickname refused")
 
+// ErrRemoved is wrapped, with ErrRefused, by the error Run returns when
+// the teacher removed the device from the session (wire.CodeRemoved): the
+// coordinator refuses it for the rest of the session.
+var ErrRemoved = errors.New("the teacher removed this device from the session")
+
 // ErrLeft is returned by Run after Leave was called.
 var ErrLeft = errors.New("device: left the session")
 
@@ -601,6 +606,8 @@ func (rt *Runtime) connection(ctx context.Context) error {
 				return fmt.Errorf("%w by coordinator: %s: %s", ErrRefused, m.Code, m.Reason)
 			case wire.CodeNickname:
 				return fmt.Errorf("%w by coordinator: %w: %s", ErrRefused, ErrNicknameTaken, m.Reason)
+			case wire.CodeRemoved:
+				return fmt.Errorf("%w: %w", ErrRefused, ErrRemoved)
 			}
 			return wrap(fmt.Errorf("device: coordinator closed: %s: %s", m.Code, m.Reason))
 		default:

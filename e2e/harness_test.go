@@ -162,7 +162,7 @@ type frame struct {
 
 // launch starts Chromium with the profile dataDir (created by the caller
 // so a browser restart can reuse it) and attaches the frame recorder.
-func launch(t testing.TB, dataDir string) *browser {
+func launch(t testing.TB, dataDir string, extra ...chromedp.ExecAllocatorOption) *browser {
 	t.Helper()
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(chromiumPath),
@@ -184,6 +184,7 @@ func launch(t testing.TB, dataDir string) *browser {
 		chromedp.Flag("disable-backgrounding-occluded-windows", true),
 		chromedp.WindowSize(1000, 1100),
 	}
+	opts = append(opts, extra...)
 	actx, acancel := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancel := chromedp.NewContext(actx)
 	b := &browser{t: t, dataDir: dataDir, ctx: ctx}

@@ -36,28 +36,42 @@ func openOwnerLedger(ctx context.Context) (*ownerLedger, error) {
 	return &ownerLedger{st: st}, nil
 }
 
-// update reads the ledger, applies f and writes it back (two
-// transactions: two tabs joining at the same moment can race; see
-// docs/browser.md).
+// ownerLock is the Web Lock that the owner's ledger is read and written
+// under.
+const ownerLock = "browserfl-owner-ledger"
+
+// update reads the ledger, applies f and writes it back, with no other
+// tab or worker of the origin in between: under the Web Lock ownerLock
+// (navigator.locks, in pages and workers alike), and in one readwrite
+// IndexedDB transaction (idb.Store.Update), which IndexedDB runs one at a
+// time per store across the origin. Either alone serializes the reserve
+// step; where a browser has no Web Locks the transaction does it alone.
+// Two tabs that start at the same instant therefore never both pass on
+// the same old ledger (docs/browser.md). f runs inside the transaction:
+// it must not block.
 func (o *ownerLedger) update(ctx context.Context, f func(*local.OwnerLedger) error) error {
-	b, err := o.st.Get(ctx, keyOwnerLedger)
-	if err != nil && !errors.Is(err, idb.ErrNotFound) {
+	var ferr error // f's own error (a refusal), returned as is
+	rmw := func() error {
+		return o.st.Update(ctx, keyOwnerLedger, func(b []byte) ([]byte, error) {
+			l, err := local.ParseOwnerLedger(b)
+			if err == nil {
+				err = f(&l)
+			}
+			if err != nil {
+				ferr = err
+				return nil, err
+			}
+			return l.Marshal()
+		})
+	}
+	err := idb.Exclusive(ctx, ownerLock, rmw)
+	if errors.Is(err, idb.ErrNoLocks) {
+		err = rmw()
+	}
+	if err != nil && (ferr == nil || !errors.Is(err, ferr)) {
 		return fmt.Errorf("owner's ledger: %w", err)
 	}
-	l, err := local.ParseOwnerLedger(b)
-	if err != nil {
-		return err
-	}
-	if err := f(&l); err != nil {
-		return err
-	}
-	if b, err = l.Marshal(); err != nil {
-		return fmt.Errorf("owner's ledger: %w", err)
-	}
-	if err := o.st.Put(ctx, map[string][]byte{keyOwnerLedger: b}); err != nil {
-		return fmt.Errorf("owner's ledger: %w", err)
-	}
-	return nil
+	return err
 }
 
 // ownData reports whether the samples the device trains on include the

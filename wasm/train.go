@@ -188,6 +188,8 @@ func (t *trainer) run() {
 				"So this page did not join, and nothing was learned from your pictures. You can tell your teacher, or raise your limit and reload the page."
 		case errors.Is(err, device.ErrNicknameTaken):
 			s.Train.Status = "That name is too close to someone else's. Try another: reload the page and pick a new name."
+		case errors.Is(err, device.ErrRemoved):
+			s.Train.Status = "The teacher removed this device from the session."
 		case errors.Is(err, device.ErrLeft), errors.Is(err, context.Canceled):
 			s.Train.Status = "You stopped helping."
 		case errors.Is(err, device.ErrRefused):

@@ -737,6 +737,52 @@ var mutations = []mutation{
 		new:  "case \"not-nickname\":",
 		pkgs: []string{"./coordinator/", "-run", "LookalikeNicknames"},
 	},
+	{
+		name: "removed-hello-accepted", why: "the hello of a device the teacher removed is accepted (it rejoins the session)",
+		file: "coordinator/coordinator.go",
+		old:  "if c.removed[id] {",
+		new:  "if false && c.removed[id] {",
+		pkgs: []string{"./coordinator/", "-run", "TeacherSeesRejectionsAndRemoves"},
+	},
+	{
+		name: "removal-not-persisted", why: "a removal is kept in memory only (a restart lets the removed device back in)",
+		file: "coordinator/teacher.go",
+		old:  "if err := c.store.MarkRemoved(id); err != nil {",
+		new:  "if err := error(nil); err != nil {",
+		pkgs: []string{"./coordinator/", "-run", "TeacherSeesRejectionsAndRemoves"},
+	},
+	{
+		name: "removal-half-included", why: "a device removed while the open round holds its update is told \"excluded\" but its update stays in the round's sum",
+		file: "coordinator/teacher.go",
+		old:  "\t\tif u != nil {\n\t\t\tdelete(or.updates, id)\n\t\t\tif u.vec != nil {\n\t\t\t\tc.vecs.put(u.vec)\n\t\t\t}\n\t\t}\n\t\tdelete(or.cohort, id)\n",
+		new:  "",
+		pkgs: []string{"./coordinator/", "-run", "RemoveMidRound"},
+	},
+	{
+		name: "owner-ledger-unlocked", why: "the page reserves in the owner's ledger with a read and a write in two transactions and no lock (two tabs can both pass on the same old ledger)",
+		file: "wasm/owner.go",
+		old:  "\terr := idb.Exclusive(ctx, ownerLock, rmw)\n\tif errors.Is(err, idb.ErrNoLocks) {\n\t\terr = rmw()\n\t}\n",
+		new: "\t_ = rmw\n\tb, err := o.st.Get(ctx, keyOwnerLedger)\n\tif err == nil || errors.Is(err, idb.ErrNotFound) {\n\t\tvar l local.OwnerLedger\n" +
+			"\t\tif l, err = local.ParseOwnerLedger(b); err == nil {\n\t\t\tif err = f(&l); err != nil {\n\t\t\t\tferr = err\n" +
+			"\t\t\t} else if b, err = l.Marshal(); err == nil {\n\t\t\t\terr = o.st.Put(ctx, map[string][]byte{keyOwnerLedger: b})\n\t\t\t}\n\t\t}\n\t}\n",
+		pkgs: []string{"./e2e/", "-run", "TestBrowserOwnerLedgerTwoTabs/web_locks"},
+	},
+	{
+		name: "owner-ledger-fallback-unsafe", why: "without Web Locks the page reserves in the owner's ledger with a read and a write in two transactions (two tabs can both pass on the same old ledger)",
+		file: "wasm/owner.go",
+		old:  "\tif errors.Is(err, idb.ErrNoLocks) {\n\t\terr = rmw()\n\t}\n",
+		new: "\tif errors.Is(err, idb.ErrNoLocks) {\n\t\tvar b []byte\n\t\tb, err = o.st.Get(ctx, keyOwnerLedger)\n\t\tif err == nil || errors.Is(err, idb.ErrNotFound) {\n\t\t\tvar l local.OwnerLedger\n" +
+			"\t\t\tif l, err = local.ParseOwnerLedger(b); err == nil {\n\t\t\t\tif err = f(&l); err != nil {\n\t\t\t\t\tferr = err\n" +
+			"\t\t\t\t} else if b, err = l.Marshal(); err == nil {\n\t\t\t\t\terr = o.st.Put(ctx, map[string][]byte{keyOwnerLedger: b})\n\t\t\t\t}\n\t\t\t}\n\t\t}\n\t}\n",
+		pkgs: []string{"./e2e/", "-run", "TestBrowserOwnerLedgerTwoTabs/no_web_locks"},
+	},
+	{
+		name: "rejection-unrecorded", why: "a rejected update is not recorded against its device (the teacher's view does not flag it)",
+		file: "coordinator/coordinator.go",
+		old:  "\td.rejected++\n\td.rejectWhy = why\n",
+		new:  "",
+		pkgs: []string{"./coordinator/", "-run", "TeacherSeesRejectionsAndRemoves"},
+	},
 }
 
 func main() {

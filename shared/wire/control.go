@@ -284,6 +284,7 @@ const (
 	CodeDuplicate  = "duplicate"   // the device opened another connection
 	CodeSessionEnd = "session_end" // nothing left to do
 	CodeNickname   = "nickname"    // the nickname looks like one present; choose another
+	CodeRemoved    = "removed"     // the teacher removed the device from the session (refused for the rest of it)
 )
 
 // Error explains why the coordinator closes a connection.

@@ -242,3 +242,120 @@ func (s *Store) OnDeleted(f func()) {
 	jsw.Listen(s.db, "versionchange", fire)
 	jsw.Listen(s.db, "close", fire)
 }
+
+// Update reads key and writes f's result back in one readwrite
+// transaction. IndexedDB runs readwrite transactions over the same store
+// one at a time, across every tab and worker of the origin, so no other
+// writer can come between the read and the write (a Get and a Put are two
+// transactions, and two tabs can both read the old value). f gets the
+// stored value (nil when there is none) and returns the value to write
+// (nil: write nothing); an error from f aborts the transaction and is
+// returned as is. f runs inside the read's success event, the only moment
+// the transaction is still active: it must not block or call into
+// JavaScript asynchronously.
+func (s *Store) Update(ctx context.Context, key string, f func(old []byte) ([]byte, error)) error {
+	tx, st, err := s.tx("readwrite")
+	if err != nil {
+		return err
+	}
+	req, err := jsw.Call(st, "get", key)
+	if err != nil {
+		jsw.Call(tx, "abort")
+		return fmt.Errorf("idb: update %q: %w", key, err)
+	}
+	var ferr error
+	onGet := js.FuncOf(func(js.Value, []js.Value) any {
+		var old []byte
+		if v := req.Get("result"); !v.IsUndefined() && !v.IsNull() {
+			old, ferr = jsw.Bytes(v)
+		}
+		var b []byte
+		if ferr == nil {
+			b, ferr = f(old)
+		}
+		if ferr == nil && b != nil {
+			if _, err := jsw.Call(st, "put", jsw.Uint8Array(b), key); err != nil {
+				ferr = fmt.Errorf("idb: update %q: %w", key, err)
+			}
+		}
+		if ferr != nil {
+			jsw.Call(tx, "abort")
+		}
+		return nil
+	})
+	req.Set("onsuccess", onGet)
+	_, werr := wait(ctx, tx, "complete", "error", "abort")
+	if werr != nil && errors.Is(werr, ctx.Err()) {
+		// The transaction may still fire the read's event: onGet stays.
+		return werr
+	}
+	req.Set("onsuccess", js.Null())
+	onGet.Release()
+	switch {
+	case ferr != nil:
+		return ferr
+	case werr != nil:
+		return fmt.Errorf("idb: update %q: %w", key, werr)
+	}
+	return nil
+}
+
+// ErrNoLocks is returned by Exclusive when the browser has no Web Locks
+// (navigator.locks): the caller decides what is safe without them.
+var ErrNoLocks = errors.New("idb: this browser has no Web Locks (navigator.locks)")
+
+// Exclusive runs f while holding the Web Lock name (navigator.locks, in a
+// page or a worker), exclusive across every tab and worker of the origin:
+// a second caller waits until f has returned. Without Web Locks it runs
+// nothing and returns ErrNoLocks. If ctx ends before the lock is granted,
+// the request is given up and ctx.Err() returned.
+func Exclusive(ctx context.Context, name string, f func() error) error {
+	locks := js.Global().Get("navigator").Get("locks")
+	if locks.IsUndefined() || locks.IsNull() {
+		return ErrNoLocks
+	}
+	// held settles when f has returned: the lock callback returns it, so
+	// the browser keeps the lock until then.
+	var resolve js.Value
+	exec := js.FuncOf(func(_ js.Value, args []js.Value) any {
+		resolve = args[0]
+		return nil
+	})
+	held := js.Global().Get("Promise").New(exec)
+	exec.Release()
+	defer resolve.Invoke() // also releases a lock granted after ctx ended
+	granted := make(chan struct{})
+	cb := js.FuncOf(func(js.Value, []js.Value) any {
+		close(granted)
+		return held
+	})
+	abort := js.Global().Get("AbortController").New()
+	opts := js.Global().Get("Object").New()
+	opts.Set("mode", "exclusive")
+	opts.Set("signal", abort.Get("signal"))
+	req, err := jsw.Call(locks, "request", name, opts, cb)
+	if err != nil {
+		cb.Release()
+		return fmt.Errorf("idb: lock %q: %w", name, err)
+	}
+	// req settles once the lock is released (or the request failed);
+	// the callback is released then.
+	failed := make(chan error, 1)
+	go func() {
+		_, err := jsw.Await(context.Background(), req)
+		cb.Release()
+		failed <- err
+	}()
+	select {
+	case <-granted:
+	case err := <-failed:
+		if err == nil {
+			err = errors.New("the lock request ended without the lock")
+		}
+		return fmt.Errorf("idb: lock %q: %w", name, err)
+	case <-ctx.Done():
+		abort.Call("abort")
+		return ctx.Err()
+	}
+	return f()
+}
