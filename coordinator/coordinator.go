@@ -199,6 +199,9 @@ type Coordinator struct {
 	// its start. roundsMarked: this process has recorded that rounds
 	// started.
 	seenAll, roundsMarked bool
+	// histLost holds the devices whose record this process evicted: on
+	// their return their history is not from the start.
+	histLost map[string]bool
 	// keepPayloads: the server half is not an optim.SumApplier, so the
 	// round is applied from the payloads (decoded a second time by
 	// Apply) and each accepted update keeps its payload too.
@@ -419,17 +422,18 @@ func (c *Coordinator) prepare() error {
 	}
 	c.chk, c.bound = chk, chk.NormBound()
 	bound := c.bound
-	started, err := c.store.RoundsStarted()
-	if err != nil {
-		return fmt.Errorf("coordinator: %w", err)
-	}
-	c.seenAll, c.roundsMarked = !started, started
 	_, sums := c.server.(optim.SumApplier)
 	c.keepPayloads = !sums
 	committed, state, err := c.store.State()
 	if err != nil {
 		return fmt.Errorf("coordinator: %w", err)
 	}
+	started, err := c.store.RoundsStarted()
+	if err != nil {
+		return fmt.Errorf("coordinator: %w", err)
+	}
+	// committed > 0 without the marker: a store from before it.
+	c.seenAll, c.roundsMarked = !started && committed == 0, started
 	if state != nil {
 		if err := c.server.UnmarshalBinary(state); err != nil {
 			return c.unservable(committed, fmt.Errorf("restore server state of round %d: %w", committed, err))
@@ -829,11 +833,7 @@ func (c *Coordinator) finishRound(ctx context.Context, or *openRound) error {
 	// Every included direct update joins its sender's history (whatever
 	// became of its connection): the history must hold every inclusion
 	// for its noise to telescope.
-	for _, id := range or.included {
-		if d, u := c.devices[id], or.updates[id]; d != nil && u != nil && u.hist == &d.hist && u.vec != nil {
-			d.hist.Add(*u.vec)
-		}
-	}
+	c.addHistoriesLocked(or)
 	for id := range or.cohort {
 		d := c.devices[id]
 		if d == nil || d.round != t {
@@ -875,6 +875,25 @@ func (c *Coordinator) finishRound(ctx context.Context, or *openRound) error {
 		c.log.Info("evaluated", "round", t, "accuracy", rec.Accuracy, "loss", rec.Loss, "test_samples", rec.EvalSamples)
 	}
 	return nil
+}
+
+// addHistoriesLocked adds every included direct update of the closed
+// round or to its sender's history (whatever became of its connection:
+// the history must hold every inclusion for its noise to telescope). An
+// inclusion in an edge's aggregate is not seen one by one: the device's
+// history starts again after it, no longer from the start.
+func (c *Coordinator) addHistoriesLocked(or *openRound) {
+	for _, id := range or.included {
+		d, u := c.devices[id], or.updates[id]
+		switch {
+		case d == nil || u == nil:
+		case u.agg:
+			d.hist.Reset()
+			d.hist.FromStart = false
+		case u.hist == &d.hist && u.vec != nil:
+			d.hist.Add(*u.vec)
+		}
+	}
 }
 
 // apply applies round t's included updates: their vectors summed in
@@ -962,11 +981,12 @@ func (or *openRound) close() {
 // It returns a protocol error for an update the device had no business
 // sending; late updates are dropped without error.
 //
-// The payload is decoded and validated (finite, within the norm bound)
-// once, outside the coordinator's lock, between two looks at the round
-// under it: the first refuses an update that was not asked for before
-// any decoding, the second decides, so each update is counted at most
-// once whatever happened meanwhile.
+// The payload is decoded (finite, right dimension) once, outside the
+// coordinator's lock, between two looks at the round under it: the first
+// refuses an update that was not asked for before any decoding, the
+// second tests it (optim.Checker, which reads the device's history and
+// asks, so under the lock: about five passes over d) and decides, so each
+// update is counted at most once whatever happened meanwhile.
 func (c *Coordinator) acceptUpdate(cn *conn, u wire.UpdateFrame, frameLen int) error {
 	c.mu.Lock()
 	dim, drop, err := c.checkUpdateLocked(cn, u.T)
@@ -996,17 +1016,20 @@ func (c *Coordinator) acceptUpdate(cn *conn, u wire.UpdateFrame, frameLen int) e
 	// optim.UpdateRejectProb over the whole session. A rejected update is
 	// excluded (the device aborts it, so its noise state stays
 	// consistent) and never reaches the aggregate.
-	var hist *optim.History
-	if c.chk.Tracks() {
-		hist = &d.hist
-	}
+	// The history gives the rounds asked (limits by the noise of the
+	// device's releases so far) and, when the checker tracks sums, the
+	// running sum.
+	hist := &d.hist
 	if err := c.chk.Check(*vec, norm, hist); err != nil {
 		c.vecs.put(vec)
 		c.rejectUpdateLocked(d, or, u.T, teacherWords(err, norm, c.bound))
 		cn.sendControl(wire.Decision{T: u.T, State: wire.Excluded, Reason: err.Error()})
 		return nil
 	}
-	up := &update{vec: vec, hist: hist}
+	up := &update{vec: vec}
+	if c.chk.Tracks() {
+		up.hist = hist
+	}
 	if c.keepPayloads {
 		up.payload = slices.Clone(u.Payload)
 	}
@@ -1228,7 +1251,7 @@ func (c *Coordinator) bindLocked(cn link, nickname string, pending int, w *wire.
 		// Registered just now (a welcome with a new secret), or no round
 		// was sent before this process: it has made no release in this
 		// session that this process did not see.
-		d.hist.FromStart = c.seenAll || (w != nil && w.Secret != "")
+		d.hist.FromStart = (w != nil && w.Secret != "") || (c.seenAll && !c.histLost[id])
 		c.addDeviceLocked(d)
 	}
 

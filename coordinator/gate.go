@@ -411,6 +411,10 @@ func (c *Coordinator) evictInactive() {
 			continue
 		}
 		c.removeDeviceLocked(id)
+		if c.histLost == nil {
+			c.histLost = map[string]bool{}
+		}
+		c.histLost[id] = true // its asks and inclusions so far are forgotten
 		gone = append(gone, id)
 		c.met.evicted.Add(1)
 	}

@@ -550,8 +550,8 @@ var mutations = []mutation{
 	{
 		name: "check-coordinate-quantile-1.1", why: "the coordinate test's quantile is 10% too loose",
 		file: "shared/optim/plausible.go",
-		old:  "c.zc = math.Sqrt(2 * math.Log(2*float64(d)*R/prob))",
-		new:  "c.zc = 1.1 * math.Sqrt(2*math.Log(2*float64(d)*R/prob))",
+		old:  "c.zc = math.Sqrt(2 * math.Log(2*float64(d)*R2/prob))",
+		new:  "c.zc = 1.1 * math.Sqrt(2*math.Log(2*float64(d)*R2/prob))",
 		pkgs: []string{"./shared/optim/", "-run", "Checker"},
 	},
 	{
@@ -604,9 +604,23 @@ var mutations = []mutation{
 		pkgs: []string{"./sim/", "-run", "TestChecksBoundTheSpike"},
 	},
 	{
+		name: "history-kept-after-eviction", why: "a device the coordinator evicted comes back with a history from the start (its next honest answers are refused for good)",
+		file: "coordinator/gate.go",
+		old:  "c.histLost[id] = true // its asks and inclusions so far are forgotten",
+		new:  "c.histLost[id] = false",
+		pkgs: []string{"./coordinator/", "-run", "TestHistoryFromStart"},
+	},
+	{
+		name: "aggregate-keeps-history-from-start", why: "an inclusion through an edge's aggregate leaves the device's history from the start (a later direct answer is tested against a sum that misses it)",
+		file: "coordinator/coordinator.go",
+		old:  "\t\t\td.hist.Reset()\n\t\t\td.hist.FromStart = false\n",
+		new:  "",
+		pkgs: []string{"./coordinator/", "-run", "TestHistoryFromStart"},
+	},
+	{
 		name: "coordinator-history-not-from-start", why: "the coordinator never treats a device's history as from its start (no persistence test, the release cap's noise for every answer)",
 		file: "coordinator/coordinator.go",
-		old:  "d.hist.FromStart = c.seenAll || (w != nil && w.Secret != \"\")",
+		old:  "d.hist.FromStart = (w != nil && w.Secret != \"\") || (c.seenAll && !c.histLost[id])",
 		new:  "d.hist.FromStart = false",
 		pkgs: []string{"./sim/", "-run", "TestHostileIsTheProduct"},
 	},

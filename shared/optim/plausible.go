@@ -129,7 +129,7 @@ func (h *History) Reset() {
 // for concurrent use.
 //
 // Model. An honest message of "nc" and of the fresh-noise algorithms
-// (noisysgd, cdpsgd, soteria-sgd/svrg/saga without shift) is, before
+// (noisysgd, cdpsgd) is, before
 // compression, x = h (round(v/h) + z) where v is the device's estimate
 // with ||v|| <= E (clipping), h the public grid step, and z a vector of
 // independent integer noises per coordinate: in "nc" y_n - Y (two
@@ -154,8 +154,8 @@ type Checker struct {
 	cap     int     // the most releases a device makes
 	sigZ    []int64 // "nc": sigma_Z of the n-th release, n = 0..cap (sigZ[0] = 0)
 	step    float64 // grid step h
-	zc      float64 // coordinate quantile: sqrt(2 ln(2 d R / p))
-	u       float64 // block tail exponent: ln(blocks R / p)
+	zc      float64 // coordinate quantile: sqrt(2 ln(2 d R^2 / p))
+	u       float64 // block tail exponent: ln(blocks R^2 / p)
 	levels  []int   // block sizes in use
 	why     string
 	// The persistence test ("nc" with a history from the start).
@@ -245,7 +245,14 @@ func NewChecker(p Params, d int) (*Checker, error) {
 	c.s = step * sz
 	prob := UpdateRejectProb / rejectShare
 	R := float64(cap)
-	c.zc = math.Sqrt(2 * math.Log(2*float64(d)*R/prob))
+	// The message's noise is y_n - Y: the new draw minus the draw of the
+	// device's last included release, and which release that was may
+	// depend on its own noise (a late answer is excluded, and the exact
+	// sampler's running time depends on what it draws). So the tails are
+	// taken over every pair of releases (n, N), R^2 of them, not over the
+	// R messages; likewise for a running sum's Y_last - Y_first.
+	R2 := R * R
+	c.zc = math.Sqrt(2 * math.Log(2*float64(d)*R2/prob))
 	nb := 0
 	for _, k := range blockSizes {
 		if k < d {
@@ -255,7 +262,7 @@ func NewChecker(p Params, d int) (*Checker, error) {
 	}
 	// The history also tests the whole running sum's norm (one block of
 	// length d), counted here too.
-	c.u = math.Log(float64(nb+1) * R / prob)
+	c.u = math.Log(float64(nb+1) * R2 / prob)
 	// Persistence: half the share for the R draws' norms, half for the
 	// 3 R two-sided inner products.
 	c.persist = c.persist && c.history

@@ -202,9 +202,9 @@ func TestCheckerLimitsAreTight(t *testing.T) {
 	const f = 1 + 1.0/(1<<23)
 	R := 200.0
 	prob := 1e-9 / 6
-	zc := math.Sqrt(2 * math.Log(2*d*R/prob))
+	zc := math.Sqrt(2 * math.Log(2*d*R*R/prob)) // every pair of releases (the cancelled draw is selected)
 	blocks := math.Ceil(d/8.) + math.Ceil(d/64.) + math.Ceil(d/512.) + 1 // and the running sum's norm
-	u := math.Log(blocks * R / prob)
+	u := math.Log(blocks * R * R / prob)
 	chi := func(k float64) float64 { return math.Sqrt(k + 2*math.Sqrt(k*u) + 2*u) }
 	E := 1.0
 	wantCoord := f * (E + step/2 + s*zc)
@@ -404,7 +404,7 @@ func TestCheckerFollowsAsks(t *testing.T) {
 		t.Fatal(err)
 	}
 	const f = 1 + 1.0/(1<<23)
-	zc := math.Sqrt(2 * math.Log(2*d*200/(1e-9/6)))
+	zc := math.Sqrt(2 * math.Log(2*d*200*200/(1e-9/6)))
 	want := f * (p.S() + step/2 + step*float64(z1)*zc) // sigma_Z(0) = 0: nothing to cancel
 	if got := c.CoordLimit(1); !(got <= want*(1+1e-12) && got >= 0.999*want) {
 		t.Errorf("coordinate limit of a first answer %.6g, derivation %.6g", got, want)
