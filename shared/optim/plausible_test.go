@@ -202,7 +202,7 @@ func TestCheckerLimitsAreTight(t *testing.T) {
 	const f = 1 + 1.0/(1<<23)
 	R := 200.0
 	prob := 1e-9 / 6
-	zc := math.Sqrt(2 * math.Log(2*d*R*R/prob)) // every pair of releases (the cancelled draw is selected)
+	zc := math.Sqrt(2 * math.Log(2*d*R*R/prob))                          // every pair of releases (the cancelled draw is selected)
 	blocks := math.Ceil(d/8.) + math.Ceil(d/64.) + math.Ceil(d/512.) + 1 // and the running sum's norm
 	u := math.Log(blocks * R * R / prob)
 	chi := func(k float64) float64 { return math.Sqrt(k + 2*math.Sqrt(k*u) + 2*u) }
