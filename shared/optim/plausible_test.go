@@ -46,8 +46,11 @@ func TestCheckerPassesHonestDevices(t *testing.T) {
 		{"nc", "", true, true}, {"nc", "f64", true, true}, {"nc", "randk:0.3", true, false},
 		{"nc", "topk:0.5", true, false}, {"nc", "ef+topk:0.2", false, false}, {"nc", "quant:4bit", false, false},
 		{"noisysgd", "", true, true}, {"cdpsgd", "", true, true}, {"cdpsgd", "randk:0.5", true, false},
+		{"noisysgd", "f64", true, true}, {"noisysgd", "randk:0.5", true, false}, {"noisysgd", "topk:0.5", true, false},
+		{"nc", "randk:k=5", true, false}, {"nc", "ef+randk:0.3", false, false}, {"nc", "qinf:3bit", false, false},
 		{"soteria-svrg", "", false, false}, // shifted compression: finiteness only
-		{"trusted", "", false, false}, {"mu2", "", false, false}, {"local", "", false, false},
+		{"soteria-sgd", "randk:0.5", false, false},
+		{"trusted", "", false, false}, {"mu2", "", false, false}, {"sgd", "", false, false}, {"local", "", false, false},
 	}
 	models := []struct {
 		name string
@@ -59,7 +62,7 @@ func TestCheckerPassesHonestDevices(t *testing.T) {
 	for _, tc := range cases {
 		p := baseParams(tc.alg)
 		p.Compressor = tc.comp
-		if tc.alg == "mu2" {
+		if tc.alg == "mu2" || tc.alg == "sgd" {
 			p.Clip = 1
 		}
 		c, err := NewChecker(p, base.Dim())
