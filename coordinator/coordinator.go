@@ -1299,14 +1299,17 @@ func (c *Coordinator) bindLocked(cn link, nickname string, pending int, w *wire.
 	if d.round != 0 && !holding {
 		// Assigned but the update never arrived on the old connection:
 		// it is excluded now and a late copy will not be accepted.
+		// A closed round's maps are read without the lock by
+		// finishRound: it is left as it is (the device is not in its
+		// included list, and the welcome says "excluded").
 		if or != nil && or.t == d.round {
-			delete(or.cohort, d.id)
-			if !or.closed {
-				delete(or.updates, d.id)
-			}
 			d.misses++ // asked, and came back without its update
-			or.dropped[d.id] = true
-			or.checkAllIn()
+			if !or.closed {
+				delete(or.cohort, d.id)
+				delete(or.updates, d.id)
+				or.dropped[d.id] = true
+				or.checkAllIn()
+			}
 		}
 		d.round = 0
 	}
