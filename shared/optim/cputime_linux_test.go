@@ -87,3 +87,54 @@ func BenchmarkSamplersInterleaved(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkCheckerVsDecode prices the Checker against what the
+// coordinator did to every update before it (decode and norm), in
+// per-thread CPU time interleaved in the same iterations: the demo
+// session's "nc" (d = 7,850), a dense float32 message of an honest device,
+// its history from the start with 50 messages (all six tests run).
+func BenchmarkCheckerVsDecode(b *testing.B) {
+	const d = 7850
+	p := Params{Algorithm: "nc", M: 30, Cohort: 10, Rounds: 200, Batch: 32, Clip: 1, Eta: 0.02, Rho: 1.5}
+	c, err := NewChecker(p, d)
+	if err != nil {
+		b.Fatal(err)
+	}
+	rng := mechanism.NewStream(testSeed(5), 0)
+	x := make([]float64, d)
+	rng.FillNormal(x, 0.5)
+	dec := make([]float64, d)
+	payload, err := mechanism.Dense32{}.Compress(nil, dec, x, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	h := History{FromStart: true}
+	for range 50 {
+		h.Ask()
+		h.Add(make([]float64, d))
+	}
+	h.Ask()
+	runtime.LockOSThread() // per-thread CPU time: stay on one thread
+	defer runtime.UnlockOSThread()
+	var tDec, tChk int64
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		t0 := cputime.Thread()
+		norm, err := mechanism.DecodeNorm(dec, payload)
+		if err != nil {
+			b.Fatal(err)
+		}
+		t1 := cputime.Thread()
+		if err := c.Check(dec, norm, &h); err != nil {
+			b.Fatal(err)
+		}
+		t2 := cputime.Thread()
+		tDec += t1 - t0
+		tChk += t2 - t1
+	}
+	b.StopTimer()
+	n := float64(b.N)
+	b.ReportMetric(float64(tDec)/n, "decode-cpu-ns")
+	b.ReportMetric(float64(tChk)/n, "check-cpu-ns")
+	b.ReportMetric(float64(tChk)/float64(tDec), "check/decode")
+}

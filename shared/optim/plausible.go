@@ -454,22 +454,14 @@ func (c *Checker) Check(x []float64, norm float64, h *History) error {
 // scan runs the coordinate and block tests on x (plus base, when not
 // nil) against the limits of one message or of a running sum of n.
 func (c *Checker) scan(x, base []float64, n, a int, hist bool) *Rejection {
-	at := func(i int) float64 {
-		if base != nil {
-			return base[i] + x[i]
-		}
-		return x[i]
-	}
 	var coord float64
 	if hist {
 		coord = c.HistCoordLimit(n, a)
 	} else {
 		coord = c.CoordLimit(a)
 	}
-	for i := range x {
-		if v := at(i); !(math.Abs(v) <= coord) {
-			return &Rejection{Test: TestCoordinate, History: hist, Rounds: n, Lo: i, Hi: i + 1, Value: v, Limit: coord}
-		}
+	if base != nil {
+		base = base[:len(x)]
 	}
 	levels := c.levels
 	if hist {
@@ -478,23 +470,57 @@ func (c *Checker) scan(x, base []float64, n, a int, hist bool) *Rejection {
 		// round.
 		levels = append(levels[:len(levels):len(levels)], c.d)
 	}
-	for _, k := range levels {
-		for lo := 0; lo < c.d; lo += k {
-			hi := min(lo+k, c.d)
-			var ss float64
-			for i := lo; i < hi; i++ {
-				v := at(i)
-				ss += v * v
+	limit := func(k int) float64 {
+		if hist {
+			return c.HistBlockLimit(k, n, a)
+		}
+		return c.BlockLimit(k, a)
+	}
+	// One pass: each coordinate, then the blocks. The block sizes nest
+	// (8, 64, 512, and d last), so the smallest blocks are summed a chunk
+	// at a time and each larger block's sum of squares is its sub-blocks'
+	// added up as they close; the limits of whole blocks are computed
+	// once per call.
+	var sums, whole [5]float64
+	var count [5]int // elements in the open block of each size
+	for l, k := range levels {
+		whole[l] = limit(k)
+	}
+	k0 := c.d
+	if len(levels) > 0 {
+		k0 = levels[0]
+	}
+	for lo := 0; lo < c.d; lo += k0 {
+		hi := min(lo+k0, c.d)
+		var ss float64
+		for i, v := range x[lo:hi] {
+			if base != nil {
+				v += base[lo+i]
 			}
-			var lim float64
-			if hist {
-				lim = c.HistBlockLimit(hi-lo, n, a)
-			} else {
-				lim = c.BlockLimit(hi-lo, a)
+			if !(math.Abs(v) <= coord) {
+				return &Rejection{Test: TestCoordinate, History: hist, Rounds: n, Lo: lo + i, Hi: lo + i + 1, Value: v, Limit: coord}
 			}
-			if nb := math.Sqrt(ss); !(nb <= lim) {
-				return &Rejection{Test: TestBlock, History: hist, Rounds: n, Lo: lo, Hi: hi, Value: nb, Limit: lim}
+			ss += v * v
+		}
+		sums[0] += ss
+		count[0] += hi - lo
+		last := hi == c.d
+		for l, k := range levels {
+			if count[l] != k && !last {
+				break // the block of size k (and every larger one) is still open
 			}
+			size, lim := count[l], whole[l]
+			if size != k {
+				lim = limit(size) // the last block, shorter
+			}
+			if nb := math.Sqrt(sums[l]); !(nb <= lim) {
+				return &Rejection{Test: TestBlock, History: hist, Rounds: n, Lo: hi - size, Hi: hi, Value: nb, Limit: lim}
+			}
+			if l+1 < len(levels) {
+				sums[l+1] += sums[l]
+				count[l+1] += count[l]
+			}
+			sums[l], count[l] = 0, 0
 		}
 	}
 	return nil
