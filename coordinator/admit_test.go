@@ -366,6 +366,20 @@ func TestUnservableRoundDiscarded(t *testing.T) {
 // holds.
 func TestSpikeInsideNormBoundRejected(t *testing.T) {
 	sess := testSession(256, 4, 4, 6, 20000)
+	_, res := runRejectedAttacker(t, sess, spikeInsideNormBound(t, sess, 5))
+	for _, r := range res.reasons {
+		if !strings.Contains(r, "coordinate 5") {
+			t.Errorf("reason %q does not name the coordinate", r)
+		}
+	}
+}
+
+// spikeInsideNormBound answers every round with a spike on coordinate at
+// at 0.9 of sess's norm bound, which must be well above the coordinate
+// limit (the norm test alone lets it through; the coordinate test must
+// not).
+func spikeInsideNormBound(t *testing.T, sess wire.SessionParams, at int) func(int, int) []byte {
+	t.Helper()
 	chk, err := optim.NewChecker(optim.FromSession(sess), sess.Dim)
 	if err != nil {
 		t.Fatal(err)
@@ -374,15 +388,10 @@ func TestSpikeInsideNormBoundRejected(t *testing.T) {
 	if !(spike > 1.5*chk.CoordLimit(0)) {
 		t.Fatalf("test setting: spike %.4g is not above the coordinate limit %.4g", spike, chk.CoordLimit(0))
 	}
-	_, res := runRejectedAttacker(t, sess, func(int, int) []byte {
+	return func(int, int) []byte {
 		x := make([]float64, sess.Dim)
-		x[5] = -spike
+		x[at] = -spike
 		payload, _ := mechanism.Dense32{}.Compress(nil, make([]float64, sess.Dim), x, nil)
 		return payload
-	})
-	for _, r := range res.reasons {
-		if !strings.Contains(r, "coordinate 5") {
-			t.Errorf("reason %q does not name the coordinate", r)
-		}
 	}
 }

@@ -488,20 +488,7 @@ func TestEdgeRejectsHostileUpdates(t *testing.T) {
 // is refused at the edge every round, with the coordinate in the reason.
 func TestEdgeRejectsSpikeInsideNormBound(t *testing.T) {
 	sess := testSession(256, 3, 3, 6, 20000)
-	chk, err := optim.NewChecker(optim.FromSession(sess), sess.Dim)
-	if err != nil {
-		t.Fatal(err)
-	}
-	spike := 0.9 * chk.NormBound()
-	if !(spike > 1.5*chk.CoordLimit(0)) {
-		t.Fatalf("test setting: spike %.4g is not above the coordinate limit %.4g", spike, chk.CoordLimit(0))
-	}
-	res := runEdgeRejectedAttacker(t, sess, func(int, int) []byte {
-		x := make([]float64, sess.Dim)
-		x[7] = spike
-		payload, _ := mechanism.Dense32{}.Compress(nil, make([]float64, sess.Dim), x, nil)
-		return payload
-	})
+	res := runEdgeRejectedAttacker(t, sess, spikeInsideNormBound(t, sess, 7))
 	for _, r := range res.reasons {
 		if !strings.Contains(r, "coordinate 7") {
 			t.Errorf("reason %q does not name the coordinate", r)
