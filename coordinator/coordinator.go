@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"browserfl/engine"
 	"browserfl/shared/mechanism"
 	"browserfl/shared/optim"
 	"browserfl/shared/wire"
@@ -440,7 +441,7 @@ func (c *Coordinator) prepare() error {
 		}
 	}
 	if committed < cfg.Session.Rounds && !c.ended {
-		if err := servable(c.server, cfg.Session.DeadlineMillis); err != nil {
+		if err := engine.Servable(c.server, cfg.Session.DeadlineMillis); err != nil {
 			return c.unservable(committed, err)
 		}
 	}
@@ -476,24 +477,6 @@ func (c *Coordinator) unservable(committed int, cause error) error {
 	}
 	return fmt.Errorf("%w: after round %d: %v; roll back to an earlier round (the store keeps rounds %d to %d; "+
 		"cmd/coordinator: -rollback-to N) or start over with -reset", ErrUnservable, committed, cause, oldest, committed)
-}
-
-// servable reports whether the server half's next round can be sent: its
-// model and gradient estimate finite and the round frame encodable.
-func servable(s optim.Server, deadlineMillis int) error {
-	r := s.Next()
-	if err := mechanism.CheckFinite(s.Model()); err != nil {
-		return fmt.Errorf("model: %w", err)
-	}
-	if e, ok := s.(optim.Estimator); ok {
-		if err := mechanism.CheckFinite(e.Estimate()); err != nil {
-			return fmt.Errorf("gradient estimate: %w", err)
-		}
-	}
-	if _, err := wire.EncodeRound(wire.RoundFrame{T: r.T, DeadlineMillis: deadlineMillis, X: r.X, XPrev: r.XPrev}); err != nil {
-		return fmt.Errorf("round %d frame: %w", r.T, err)
-	}
-	return nil
 }
 
 func (c *Coordinator) signal() {
@@ -698,15 +681,15 @@ func (c *Coordinator) beginRound(ctx context.Context, t int) (*openRound, error)
 	// ids, with replacements for members that are not sure and probes
 	// (cohort.go): reproducible from the logged seed, the eligible set
 	// and which devices are sure.
-	plan := planCohort(eligible, func(id string) bool { return c.sure(c.devices[id]) }, c.probeableLocked(),
-		c.sess.Cohort, probesPerRound(c.sess.Cohort), c.cfg.Seed, t)
-	cohort := plan.members
+	plan := engine.PlanCohort(eligible, func(id string) bool { return c.sure(c.devices[id]) }, c.probeableLocked(),
+		c.sess.Cohort, engine.ProbesPerRound(c.sess.Cohort), c.cfg.Seed, t)
+	cohort := plan.Members
 	k := len(cohort)
 	now := time.Now()
 	or := &openRound{t: t, cohort: make(map[string]bool, k), updates: make(map[string]*update, k),
 		dropped: make(map[string]bool), allIn: make(chan struct{}), started: now, deadline: now.Add(deadline),
-		target: plan.target, unsure: plan.unsure}
-	c.met.overSelected.Add(int64(plan.extra))
+		target: plan.Target, unsure: plan.Unsure}
+	c.met.overSelected.Add(int64(plan.Extra))
 	// Devices that were sent round t-1's frame on the same connection
 	// already hold x_{t-1}: they get the frame without it.
 	short := wire.ShortRound(frame)
@@ -724,8 +707,8 @@ func (c *Coordinator) beginRound(ctx context.Context, t int) (*openRound, error)
 	c.round = or
 	c.mu.Unlock()
 	c.met.bytesOut.Add(or.bytesOut)
-	c.log.Info("round started", "round", t, "eligible", len(eligible), "cohort", k, "target", plan.target,
-		"unsure", len(plan.unsure)-plan.probes, "probes", plan.probes, "cohort_seed", c.cfg.Seed)
+	c.log.Info("round started", "round", t, "eligible", len(eligible), "cohort", k, "target", plan.Target,
+		"unsure", len(plan.Unsure)-plan.Probes, "probes", plan.Probes, "cohort_seed", c.cfg.Seed)
 	return or, nil
 }
 
@@ -760,7 +743,7 @@ func (c *Coordinator) finishRound(ctx context.Context, or *openRound) error {
 	}
 	applyErr := c.apply(t, included)
 	if applyErr == nil && t < c.sess.Rounds {
-		applyErr = servable(c.server, c.sess.DeadlineMillis)
+		applyErr = engine.Servable(c.server, c.sess.DeadlineMillis)
 	}
 	if applyErr != nil {
 		if err := c.server.UnmarshalBinary(before); err != nil {
@@ -845,10 +828,7 @@ func (c *Coordinator) finishRound(ctx context.Context, or *openRound) error {
 			state = wire.Included
 			d.participations++
 		}
-		// A sure member still out when the target was reached was only
-		// slower than the others: that is not a miss. Everyone else who
-		// did not deliver missed the round.
-		if or.updates[id] == nil && (!or.atTarget || or.unsure[id]) {
+		if engine.Missed(or.updates[id] != nil, or.atTarget, or.unsure[id]) {
 			d.misses++
 			if d.misses == c.lim.MaxMisses {
 				c.log.Info("device no longer sampled: it did not answer its last rounds", "device", shortID(id), "misses", d.misses)
@@ -896,31 +876,21 @@ func (c *Coordinator) addHistoriesLocked(or *openRound) {
 	}
 }
 
-// apply applies round t's included updates: their vectors summed in
-// the order of the sorted included ids (the order Apply would add them)
-// and handed to the server half's ApplySum, or, for a server half
-// without it, their payloads to Apply.
+// apply applies round t's included updates (engine.Apply): their
+// vectors summed in the order of the sorted included ids, or their
+// payloads for a server half without ApplySum.
 func (c *Coordinator) apply(t int, included []*update) error {
-	sa, ok := c.server.(optim.SumApplier)
-	if !ok {
-		updates := make([]optim.Update, len(included))
-		for i, u := range included {
-			updates[i] = optim.Update{T: t, Payload: u.payload}
-		}
-		return c.server.Apply(t, updates)
-	}
 	if len(c.sum) != c.sess.Dim {
 		c.sum = make([]float64, c.sess.Dim)
 	}
-	vs := make([][]float64, 0, len(included))
-	for _, u := range included {
-		if u.vec == nil {
-			continue // a member of an edge's aggregate that another member carries
+	cs := make([]engine.Contribution, len(included))
+	for i, u := range included {
+		if u.vec != nil {
+			cs[i].Vec = *u.vec
 		}
-		vs = append(vs, *u.vec)
+		cs[i].Payload = u.payload
 	}
-	optim.SumVectors(c.sum, vs)
-	return sa.ApplySum(t, c.sum, len(included))
+	return engine.Apply(c.server, t, c.sum, cs)
 }
 
 // vec returns a vector of length dim for decoding an update into.
@@ -969,12 +939,7 @@ func (or *openRound) close() {
 		return
 	}
 	or.closed = true
-	for id := range or.updates {
-		if or.cohort[id] {
-			or.included = append(or.included, id)
-		}
-	}
-	slices.Sort(or.included)
+	or.included = engine.Included(or.updates, or.cohort)
 }
 
 // acceptUpdate handles an update frame from device d on connection cn.

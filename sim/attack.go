@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 
+	"browserfl/engine"
 	"browserfl/shared/dataset"
 	"browserfl/shared/mechanism"
 	"browserfl/shared/optim"
@@ -93,7 +94,7 @@ func newAttacker(kind string, spec mechanism.Spec, d, classes int, seed uint64, 
 // encoding, a.dec as decoded): the kind's direction scaled to the largest
 // multiple the server's tests accept. honest holds the decoded honest
 // messages of the round; a.clean is the device's own un-noised estimate.
-func (a *attacker) message(chk gate, hist *optim.History, honest [][]float64, cohort, attackers int) []float64 {
+func (a *attacker) message(chk engine.Gate, hist *optim.History, honest [][]float64, cohort, attackers int) []float64 {
 	d := len(a.msg)
 	dir := a.dir
 	switch a.kind {
@@ -202,7 +203,7 @@ func alieZ(n, k int) float64 {
 type Hostile struct {
 	optim.Device // the honest half
 	a            *attacker
-	g            gate
+	g            engine.Gate
 	hist         optim.History
 	last         []float64
 	// Honest, when set before Prepare, holds the round's honest messages
@@ -231,9 +232,9 @@ func NewHostile(kind string, p optim.Params, d int, inner optim.Device, seed uin
 	if err != nil {
 		return nil, err
 	}
-	var g gate = chk
+	var g engine.Gate = chk
 	if normOnly {
-		g = normGate(chk.NormBound())
+		g = engine.NormOnly(chk.NormBound())
 	}
 	return &Hostile{Device: inner, a: newAttacker(kind, spec, d, p.Classes, seed, i), g: g,
 		hist: optim.History{FromStart: true}, last: make([]float64, d), cohort: cohort, attackers: attackers}, nil

@@ -25,9 +25,9 @@ import (
 	"io"
 	"math"
 	"runtime"
-	"slices"
 	"time"
 
+	"browserfl/engine"
 	"browserfl/shared/dataset"
 	"browserfl/shared/mechanism"
 	"browserfl/shared/model"
@@ -97,25 +97,6 @@ type Result struct {
 	RejectedHonest, RejectedHostile int
 }
 
-// gate is the server's test of one message: optim.Checker, or the norm
-// bound alone (Config.NormOnly).
-type gate interface {
-	Check(x []float64, norm float64, h *optim.History) error
-	NormBound() float64
-}
-
-// normGate is the norm bound alone.
-type normGate float64
-
-func (g normGate) Check(x []float64, norm float64, _ *optim.History) error {
-	if !(norm <= float64(g)) {
-		return fmt.Errorf("%w: norm %.4g above %.4g", optim.ErrImplausible, norm, float64(g))
-	}
-	return nil
-}
-
-func (g normGate) NormBound() float64 { return float64(g) }
-
 type simDevice struct {
 	id      int
 	dev     optim.Device
@@ -140,13 +121,70 @@ func seedFor(run uint64, what string, i int) mechanism.Seed {
 	return s
 }
 
+// run is one simulation in progress: the server half, the devices and
+// the round's buffers, reused from round to round.
+type run struct {
+	cfg     Config
+	p       optim.Params
+	single  bool
+	d       int
+	srv     optim.Server
+	gate    engine.Gate
+	devs    []*simDevice
+	workers pool
+	eval    *evaluator
+	bar     *Progress
+	res     Result
+	downPer int64 // bytes of one round frame
+	cumUp   int64
+	cumDown int64
+	note    string
+
+	// The round's buffers, indexed by position in the cohort.
+	updates []optim.Update
+	errs    []error
+	vecs    [][]float64
+	norms   []float64
+	honest  [][]float64
+	sum     []float64
+}
+
 // Run executes the simulation until T rounds are done, every device has
 // retired, or ctx is cancelled (then it returns what it has and ctx.Err()).
+// Each round goes through the engine's stages (package engine): the
+// cohort plan, the devices' steps (the simulator's "collect"), the
+// server's tests, the included set, the apply, and the devices' commits.
 func Run(ctx context.Context, cfg Config) (Result, error) {
 	start := time.Now()
+	r, err := newRun(cfg)
+	if err != nil {
+		return Result{}, err
+	}
+	for t := 1; t <= r.p.Rounds; t++ {
+		if err := ctx.Err(); err != nil {
+			r.bar.Done()
+			r.res.Elapsed = time.Since(start)
+			return r.res, err
+		}
+		more, err := r.round(t)
+		if err != nil {
+			return r.res, fmt.Errorf("sim: round %d: %w", t, err)
+		}
+		if !more {
+			break
+		}
+	}
+	r.finish()
+	r.res.Elapsed = time.Since(start)
+	return r.res, nil
+}
+
+// newRun checks cfg and builds the server half, the devices (hostile
+// ones first) and the round's buffers.
+func newRun(cfg Config) (*run, error) {
 	p := cfg.Params
 	if len(cfg.Train.Samples) == 0 || len(cfg.Test.Samples) == 0 {
-		return Result{}, errors.New("sim: empty train or test set")
+		return nil, errors.New("sim: empty train or test set")
 	}
 	p.Features, p.Classes = cfg.Train.Features, cfg.Train.Classes
 	if cfg.EvalEvery <= 0 {
@@ -156,50 +194,77 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		cfg.Delta = plan.DefaultDelta
 	}
 	if !(cfg.Delta > 0 && cfg.Delta < 1) {
-		return Result{}, fmt.Errorf("sim: reporting delta = %v, want 0 < delta < 1", cfg.Delta)
+		return nil, fmt.Errorf("sim: reporting delta = %v, want 0 < delta < 1", cfg.Delta)
 	}
 	if cfg.Workers <= 0 {
 		cfg.Workers = runtime.GOMAXPROCS(0)
 	}
 	if p.M > len(cfg.Train.Samples) {
-		return Result{}, fmt.Errorf("sim: M = %d devices but only %d training samples", p.M, len(cfg.Train.Samples))
+		return nil, fmt.Errorf("sim: M = %d devices but only %d training samples", p.M, len(cfg.Train.Samples))
 	}
 	alg, err := optim.Lookup(p.Algorithm)
 	if err != nil {
-		return Result{}, err
+		return nil, err
 	}
-	parts, err := cfg.Partition.Partition(cfg.Train.Labels(), p.M, cfg.Seed)
-	if err != nil {
-		return Result{}, fmt.Errorf("sim: partition: %w", err)
-	}
-	single := p.SinglePass()
 	if alg.NeedsLocalData() && p.LocalSize == 0 {
 		p.LocalSize = len(cfg.Train.Samples) / p.M
 	}
 	if err := p.Validate(); err != nil {
-		return Result{}, err
+		return nil, err
 	}
 	if err := checkAttack(cfg, p); err != nil {
-		return Result{}, err
+		return nil, err
 	}
 	proto, err := model.New(p.Model, p.Features, p.Classes)
 	if err != nil {
-		return Result{}, fmt.Errorf("sim: %w", err)
+		return nil, fmt.Errorf("sim: %w", err)
 	}
 	chk, err := optim.NewChecker(p, proto.Dim())
 	if err != nil {
-		return Result{}, fmt.Errorf("sim: %w", err)
+		return nil, fmt.Errorf("sim: %w", err)
 	}
-	var srvGate gate = chk
+	r := &run{cfg: cfg, p: p, single: p.SinglePass(), d: proto.Dim(), gate: chk, workers: pool{n: cfg.Workers},
+		res: Result{FinalAccuracy: math.NaN(), FinalLoss: math.NaN()}}
 	if cfg.NormOnly {
-		srvGate = normGate(chk.NormBound())
+		r.gate = engine.NormOnly(chk.NormBound())
 	}
-
-	x0 := make([]float64, proto.Dim())
+	x0 := make([]float64, r.d)
 	model.Init(proto, x0, cfg.Seed)
-	srv, err := optim.NewServer(p, x0, mechanism.NewStream(seedFor(cfg.Seed, "server", 0), 0))
+	if r.srv, err = optim.NewServer(p, x0, mechanism.NewStream(seedFor(cfg.Seed, "server", 0), 0)); err != nil {
+		return nil, err
+	}
+	if r.devs, err = newDevices(cfg, p, alg, proto); err != nil {
+		return nil, err
+	}
+	test := cfg.Test.Samples
+	if cfg.EvalSamples > 0 && cfg.EvalSamples < len(test) {
+		test = test[:cfg.EvalSamples]
+	}
+	if cfg.Progress != nil {
+		r.bar = NewProgress(cfg.Progress, p.Algorithm, p.Rounds)
+	}
+	r.downPer = int64(4 * r.d) // x_t as float32
+	if alg.UsesXPrev() {
+		r.downPer *= 2
+	}
+	r.eval = newEvaluator(r.workers, proto, test)
+	r.updates = make([]optim.Update, p.Cohort)
+	r.errs = make([]error, p.Cohort)
+	r.vecs = make([][]float64, p.Cohort)
+	r.norms = make([]float64, p.Cohort)
+	for k := range r.vecs {
+		r.vecs[k] = make([]float64, r.d)
+	}
+	r.sum = make([]float64, r.d)
+	return r, nil
+}
+
+// newDevices partitions the training set and builds each device half on
+// its shard (the first cfg.Attackers wrapped in a Hostile).
+func newDevices(cfg Config, p optim.Params, alg optim.Algorithm, proto model.Model) ([]*simDevice, error) {
+	parts, err := cfg.Partition.Partition(cfg.Train.Labels(), p.M, cfg.Seed)
 	if err != nil {
-		return Result{}, err
+		return nil, fmt.Errorf("sim: partition: %w", err)
 	}
 	devs := make([]*simDevice, p.M)
 	for i := range devs {
@@ -210,19 +275,19 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		}
 		d, err := optim.NewDevice(p, proto.Clone(), mechanism.NewStream(seedFor(cfg.Seed, "device", i), 0))
 		if err != nil {
-			return Result{}, fmt.Errorf("sim: device %d: %w", i, err)
+			return nil, fmt.Errorf("sim: device %d: %w", i, err)
 		}
 		if alg.NeedsLocalData() {
 			ls, ok := d.(optim.LocalDataSetter)
 			if !ok {
-				return Result{}, fmt.Errorf("sim: device half of %s cannot take local data", p.Algorithm)
+				return nil, fmt.Errorf("sim: device half of %s cannot take local data", p.Algorithm)
 			}
 			local := shard
 			if len(local) > p.LocalSize {
 				local = local[:p.LocalSize]
 			}
 			if err := ls.SetLocalData(local); err != nil {
-				return Result{}, fmt.Errorf("sim: device %d: %w", i, err)
+				return nil, fmt.Errorf("sim: device %d: %w", i, err)
 			}
 		}
 		// Every history starts at the device's first release.
@@ -230,184 +295,165 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		if i < cfg.Attackers {
 			h, err := NewHostile(cfg.Attack, p, proto.Dim(), d, cfg.Seed, i, cfg.NormOnly || cfg.NaiveAttack, p.Cohort, cfg.Attackers)
 			if err != nil {
-				return Result{}, err
+				return nil, err
 			}
 			h.a.cap = cfg.AttackCap
 			devs[i].dev, devs[i].hostile = h, h
 		}
 	}
-	test := cfg.Test.Samples
-	if cfg.EvalSamples > 0 && cfg.EvalSamples < len(test) {
-		test = test[:cfg.EvalSamples]
-	}
-	bar := (*Progress)(nil)
-	if cfg.Progress != nil {
-		bar = NewProgress(cfg.Progress, p.Algorithm, p.Rounds)
-	}
-	d := proto.Dim()
-	downPer := int64(4 * d) // x_t as float32
-	if alg.UsesXPrev() {
-		downPer *= 2
-	}
-	workers := pool{n: cfg.Workers}
-	eval := newEvaluator(workers, proto, test)
-	res := Result{FinalAccuracy: math.NaN(), FinalLoss: math.NaN()}
-	var cumUp, cumDown int64
-	eligible := make([]int, 0, p.M)
-	updates := make([]optim.Update, p.Cohort)
-	errs := make([]error, p.Cohort)
-	included := make([]optim.Update, 0, p.Cohort)
-	// Each update is decoded by the worker that prepared it (the server's
-	// tests read it); with a server half that takes decoded sums (the
-	// coordinator's path), only the sum, in cohort order, is left to the
-	// round's serial part.
-	summer, sums := srv.(optim.SumApplier)
-	vecs := make([][]float64, p.Cohort)
-	norms := make([]float64, p.Cohort)
-	for k := range vecs {
-		vecs[k] = make([]float64, d)
-	}
-	sum := make([]float64, d)
-	var honest [][]float64
-	incl := make([]*simDevice, 0, p.Cohort)
-	note := ""
-	for t := 1; t <= p.Rounds; t++ {
-		if err := ctx.Err(); err != nil {
-			bar.Done()
-			res.Elapsed = time.Since(start)
-			return res, err
+	return devs, nil
+}
+
+// round runs round t; it reports false (and runs nothing) when no device
+// is eligible any more.
+func (r *run) round(t int) (bool, error) {
+	// Plan: the coordinator's rule over the sorted eligible devices.
+	// Every simulated device answers every round it is asked, so every
+	// one is sure: the cohort is optim.SampleCohort's, sorted.
+	var eligible []int
+	for _, dv := range r.devs {
+		if !dv.retired && (!r.single || len(dv.shard)-dv.cursor >= r.p.Batch) {
+			eligible = append(eligible, dv.id)
 		}
-		eligible = eligible[:0]
-		for _, dv := range devs {
-			if !dv.retired && (!single || len(dv.shard)-dv.cursor >= p.Batch) {
-				eligible = append(eligible, dv.id)
+	}
+	if len(eligible) == 0 {
+		return false, nil
+	}
+	cohort := engine.PlanCohort(eligible, func(int) bool { return true }, nil, r.p.Cohort, 0, r.cfg.Seed, t).Members
+	for _, id := range cohort {
+		r.devs[id].hist.Ask() // the server's record of the rounds it asked
+	}
+	rd, err := downlink(r.srv.Next())
+	if err != nil {
+		return false, err
+	}
+	if rd.T != t {
+		return false, fmt.Errorf("server is at round %d, expected %d", rd.T, t)
+	}
+	r.collect(cohort, rd)
+	contribs, incl, up, err := r.check(t, cohort)
+	if err != nil {
+		return false, err
+	}
+	if err := engine.Apply(r.srv, t, r.sum, contribs); err != nil {
+		return false, err
+	}
+	for _, dv := range incl {
+		if err := dv.dev.Commit(t); err != nil {
+			return false, fmt.Errorf("device %d commit: %w", dv.id, err)
+		}
+	}
+	r.record(t, len(cohort), len(incl), up)
+	return true, nil
+}
+
+// collect runs the cohort's device steps in parallel (each touches only
+// its own state) and decodes each message on the worker that made it.
+// The hostile devices answer after the honest ones, whose messages they
+// see (an omniscient attacker).
+func (r *run) collect(cohort []int, rd optim.Round) {
+	stepAt := func(k int) {
+		r.updates[k], r.errs[k] = step(r.devs[cohort[k]], rd, r.single)
+		if r.errs[k] == nil {
+			if r.norms[k], r.errs[k] = mechanism.DecodeNorm(r.vecs[k], r.updates[k].Payload); r.errs[k] != nil {
+				r.errs[k] = fmt.Errorf("decode: %w", r.errs[k])
 			}
 		}
-		if len(eligible) == 0 {
-			break
+	}
+	r.workers.each(len(cohort), func(_, k int) {
+		if r.devs[cohort[k]].hostile == nil {
+			stepAt(k)
 		}
-		m := min(p.Cohort, len(eligible))
-		cohort := optim.SampleCohort(eligible, m, cfg.Seed, t) // the coordinator's rule
-		slices.Sort(cohort)                                    // and its order: updates reach the server sorted by device
-		for _, id := range cohort {
-			devs[id].hist.Ask() // the server's record of the rounds it asked
+	})
+	if r.cfg.Attackers == 0 {
+		return
+	}
+	r.honest = r.honest[:0]
+	for k, id := range cohort {
+		if r.devs[id].hostile == nil && r.errs[k] == nil {
+			r.honest = append(r.honest, r.vecs[k])
 		}
-		r, err := downlink(srv.Next())
-		if err != nil {
-			return res, fmt.Errorf("sim: round %d: %w", t, err)
+	}
+	for k, id := range cohort {
+		if h := r.devs[id].hostile; h != nil {
+			h.Honest = r.honest
+			stepAt(k)
 		}
-		if r.T != t {
-			return res, fmt.Errorf("sim: server is at round %d, expected %d", r.T, t)
-		}
-		// Device steps in parallel; each touches only its own state. The
-		// hostile devices answer after the honest ones, whose messages
-		// they see (an omniscient attacker).
-		stepAt := func(k int) {
-			updates[k], errs[k] = step(devs[cohort[k]], r, single)
-			if errs[k] == nil {
-				if norms[k], errs[k] = mechanism.DecodeNorm(vecs[k], updates[k].Payload); errs[k] != nil {
-					errs[k] = fmt.Errorf("decode: %w", errs[k])
+	}
+}
+
+// check puts each message of the cohort (in its sorted order) through the
+// server's tests and returns the included contributions, their devices
+// and the uplink bytes. A refused message is excluded like a late update
+// and its device aborts, so its noise state stays consistent; a device
+// out of budget retires.
+func (r *run) check(t int, cohort []int) ([]engine.Contribution, []*simDevice, int64, error) {
+	var contribs []engine.Contribution
+	var incl []*simDevice
+	var up int64
+	for k, id := range cohort {
+		dv := r.devs[id]
+		if r.errs[k] == nil {
+			if err := r.gate.Check(r.vecs[k], r.norms[k], &dv.hist); err != nil {
+				r.errs[k] = err
+				if dv.hostile != nil {
+					r.res.RejectedHostile++
+				} else {
+					r.res.RejectedHonest++
 				}
-			}
-		}
-		workers.each(m, func(_, k int) {
-			if devs[cohort[k]].hostile == nil {
-				stepAt(k)
-			}
-		})
-		if cfg.Attackers > 0 {
-			honest = honest[:0]
-			for k, id := range cohort {
-				if devs[id].hostile == nil && errs[k] == nil {
-					honest = append(honest, vecs[k])
+				if err := dv.dev.Abort(t); err != nil {
+					return nil, nil, 0, fmt.Errorf("device %d abort: %w", id, err)
 				}
-			}
-			for k, id := range cohort {
-				if h := devs[id].hostile; h != nil {
-					h.Honest = honest
-					stepAt(k)
-				}
+				up += int64(len(r.updates[k].Payload))
+				continue
 			}
 		}
-		included, incl = included[:0], incl[:0]
-		var up int64
-		for k, id := range cohort {
-			dv := devs[id]
-			if errs[k] == nil {
-				if err := srvGate.Check(vecs[k], norms[k], &dv.hist); err != nil {
-					// Refused: excluded like a late update; the device
-					// aborts, so its noise state stays consistent.
-					errs[k] = err
-					if dv.hostile != nil {
-						res.RejectedHostile++
-					} else {
-						res.RejectedHonest++
-					}
-					if err := dv.dev.Abort(t); err != nil {
-						return res, fmt.Errorf("sim: round %d device %d abort: %w", t, id, err)
-					}
-					up += int64(len(updates[k].Payload))
-					continue
-				}
-			}
-			switch {
-			case errs[k] == nil:
-				included = append(included, updates[k])
-				incl = append(incl, dv)
-				dv.hist.Add(vecs[k])
-				up += int64(len(updates[k].Payload))
-			case errors.Is(errs[k], optim.ErrBudget):
-				dv.retired = true // the device declines every later round
-				res.Declined++
-			default:
-				return res, fmt.Errorf("sim: round %d device %d: %w", t, id, errs[k])
-			}
+		switch {
+		case r.errs[k] == nil:
+			contribs = append(contribs, engine.Contribution{Vec: r.vecs[k], Payload: r.updates[k].Payload})
+			incl = append(incl, dv)
+			dv.hist.Add(r.vecs[k])
+			up += int64(len(r.updates[k].Payload))
+		case errors.Is(r.errs[k], optim.ErrBudget):
+			dv.retired = true // the device declines every later round
+			r.res.Declined++
+		default:
+			return nil, nil, 0, fmt.Errorf("device %d: %w", id, r.errs[k])
 		}
-		if sums {
-			vs := make([][]float64, 0, len(included))
-			for k := range cohort {
-				if errs[k] == nil {
-					vs = append(vs, vecs[k])
-				}
-			}
-			optim.SumVectors(sum, vs)
-			err = summer.ApplySum(t, sum, len(included))
-		} else {
-			err = srv.Apply(t, included)
-		}
-		if err != nil {
-			return res, fmt.Errorf("sim: round %d: %w", t, err)
-		}
-		for _, dv := range incl {
-			if err := dv.dev.Commit(t); err != nil {
-				return res, fmt.Errorf("sim: round %d device %d commit: %w", t, dv.id, err)
-			}
-		}
-		down := downPer * int64(m)
-		cumUp += up
-		cumDown += down
-		rec := Record{Round: t, Accuracy: math.NaN(), Loss: math.NaN(), UplinkBytes: up, DownlinkBytes: down,
-			CumUplinkBytes: cumUp, CumDownlinkBytes: cumDown, Participants: len(included)}
-		rec.MaxRho, rec.MaxEpsilon = maxSpent(devs, cfg.Delta)
-		res.Rounds = t
-		if t%cfg.EvalEvery == 0 || t == p.Rounds {
-			rec.Accuracy, rec.Loss = eval.evaluate(srv.Model())
-			res.FinalAccuracy, res.FinalLoss = rec.Accuracy, rec.Loss
-			note = fmt.Sprintf("acc %.4f", rec.Accuracy)
-		}
-		res.Records = append(res.Records, rec)
-		bar.Update(t, note)
 	}
-	if n := len(res.Records); n > 0 && math.IsNaN(res.Records[n-1].Accuracy) {
-		last := &res.Records[n-1]
-		last.Accuracy, last.Loss = eval.evaluate(srv.Model())
-		res.FinalAccuracy, res.FinalLoss = last.Accuracy, last.Loss
+	return contribs, incl, up, nil
+}
+
+// record adds round t's record (evaluating the model every EvalEvery
+// rounds and at the last) and moves the progress bar.
+func (r *run) record(t, asked, included int, up int64) {
+	down := r.downPer * int64(asked)
+	r.cumUp += up
+	r.cumDown += down
+	rec := Record{Round: t, Accuracy: math.NaN(), Loss: math.NaN(), UplinkBytes: up, DownlinkBytes: down,
+		CumUplinkBytes: r.cumUp, CumDownlinkBytes: r.cumDown, Participants: included}
+	rec.MaxRho, rec.MaxEpsilon = maxSpent(r.devs, r.cfg.Delta)
+	r.res.Rounds = t
+	if t%r.cfg.EvalEvery == 0 || t == r.p.Rounds {
+		rec.Accuracy, rec.Loss = r.eval.evaluate(r.srv.Model())
+		r.res.FinalAccuracy, r.res.FinalLoss = rec.Accuracy, rec.Loss
+		r.note = fmt.Sprintf("acc %.4f", rec.Accuracy)
 	}
-	bar.Update(p.Rounds, note)
-	bar.Done()
-	res.Model = append([]float64(nil), srv.Model()...)
-	res.Elapsed = time.Since(start)
-	return res, nil
+	r.res.Records = append(r.res.Records, rec)
+	r.bar.Update(t, r.note)
+}
+
+// finish evaluates the final model if the last round was not evaluated
+// (the run stopped early) and closes the progress bar.
+func (r *run) finish() {
+	if n := len(r.res.Records); n > 0 && math.IsNaN(r.res.Records[n-1].Accuracy) {
+		last := &r.res.Records[n-1]
+		last.Accuracy, last.Loss = r.eval.evaluate(r.srv.Model())
+		r.res.FinalAccuracy, r.res.FinalLoss = last.Accuracy, last.Loss
+	}
+	r.bar.Update(r.p.Rounds, r.note)
+	r.bar.Done()
+	r.res.Model = append([]float64(nil), r.srv.Model()...)
 }
 
 // downlink returns r as a device receives it: encoded in the

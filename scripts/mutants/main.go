@@ -188,16 +188,16 @@ var mutations = []mutation{
 	{
 		name: "sim-downlink-f64", why: "simulated devices compute at the server's float64 query points, not the float32 ones the round frame carries",
 		file: "sim/sim.go",
-		old:  "r, err := downlink(srv.Next())",
-		new:  "r, err := srv.Next(), error(nil)",
+		old:  "rd, err := downlink(r.srv.Next())",
+		new:  "rd, err := r.srv.Next(), error(nil)",
 		pkgs: []string{"./sim/", "-run", "SimulatorIsTheProduct"},
 	},
 	{
-		name: "sim-cohort-unsorted", why: "the simulator hands updates to the server in sampling order, not the coordinator's sorted order",
-		file: "sim/sim.go",
-		old:  "slices.Sort(cohort) ",
-		new:  "_ = slices.Sort[[]int]; // ",
-		pkgs: []string{"./sim/", "-run", "SimulatorIsTheProduct"},
+		name: "cohort-unsorted", why: "the cohort plan is not sorted (the simulator then hands updates to the server in sampling order, not the coordinator's sorted order)",
+		file: "engine/cohort.go",
+		old:  "\tslices.Sort(p.Members)\n",
+		new:  "\t_ = slices.Sort[[]int]\n",
+		pkgs: []string{"./engine/", "./sim/", "-run", "PlanCohort|SimulatorIsTheProduct"},
 	},
 	{
 		name: "delta-from-session", why: "the owner's budget is read at the session's delta when that is larger",
@@ -254,10 +254,10 @@ var mutations = []mutation{
 	},
 	{
 		name: "no-overselection", why: "a cohort member that is not sure brings no sure device more (rounds wait for idle new ids)",
-		file: "coordinator/cohort.go",
-		old:  "\t\tif sure(id) {\n\t\t\tp.members = append(p.members, id)",
-		new:  "\t\tif false && sure(id) {\n\t\t\tp.members = append(p.members, id)",
-		pkgs: []string{"./coordinator/", "-run", "PlanCohort|IdleSybils"},
+		file: "engine/cohort.go",
+		old:  "\t\tif sure(id) {\n\t\t\tp.Members = append(p.Members, id)",
+		new:  "\t\tif false && sure(id) {\n\t\t\tp.Members = append(p.Members, id)",
+		pkgs: []string{"./engine/", "./coordinator/", "-run", "PlanCohort|IdleSybils"},
 	},
 	{
 		name: "no-close-at-target", why: "a round waits for every member instead of closing when its target of updates has arrived",
@@ -275,10 +275,24 @@ var mutations = []mutation{
 	},
 	{
 		name: "unsure-silence-not-missed", why: "a member that was not sure and did not answer a round that closed at its target is not counted as missing it (it is never demoted)",
-		file: "coordinator/coordinator.go",
-		old:  "if or.updates[id] == nil && (!or.atTarget || or.unsure[id]) {",
-		new:  "if or.updates[id] == nil && !or.atTarget {",
-		pkgs: []string{"./coordinator/", "-run", "IdleSybils"},
+		file: "engine/cohort.go",
+		old:  "return !delivered && (!atTarget || unsure)",
+		new:  "return !delivered && !atTarget",
+		pkgs: []string{"./engine/", "./coordinator/", "-run", "Missed|IdleSybils"},
+	},
+	{
+		name: "included-past-cohort", why: "a round's included set takes the update of a device no longer in its cohort (dropped or removed meanwhile)",
+		file: "engine/apply.go",
+		old:  "\t\tif cohort[id] {\n",
+		new:  "\t\tif true || cohort[id] {\n",
+		pkgs: []string{"./engine/", "-run", "Included"},
+	},
+	{
+		name: "carried-members-not-counted", why: "members of an edge's aggregate carried by another member's vector are not counted in the round's n (a round past the cohort m is not refused)",
+		file: "engine/apply.go",
+		old:  "return sa.ApplySum(t, sum, len(included))",
+		new:  "return sa.ApplySum(t, sum, len(vs))",
+		pkgs: []string{"./engine/", "-run", "Apply"},
 	},
 	{
 		name: "aggregate-past-cohort", why: "the session process counts an edge's sum that takes the round past the cohort m (the server half refuses the round)",
@@ -599,8 +613,8 @@ var mutations = []mutation{
 	{
 		name: "sim-norm-only", why: "the simulator's server applies only the norm bound (its results would not be the product's)",
 		file: "sim/sim.go",
-		old:  "var srvGate gate = chk",
-		new:  "var srvGate gate = normGate(chk.NormBound())",
+		old:  "d: proto.Dim(), gate: chk,",
+		new:  "d: proto.Dim(), gate: engine.NormOnly(chk.NormBound()),",
 		pkgs: []string{"./sim/", "-run", "TestChecksBoundTheSpike"},
 	},
 	{

@@ -1,0 +1,93 @@
+package engine
+
+import (
+	"cmp"
+	"slices"
+
+	"browserfl/shared/optim"
+)
+
+// Who a round asks, and when it closes (issue 23, point 5: idle Sybils
+// cannot stall rounds).
+//
+// A device is *sure* when it has delivered an accepted update since its
+// shell knew it and has not missed an assigned round since (the shell
+// decides; the simulator's devices are all sure). A round of target m (the
+// session's cohort, or fewer eligible devices) asks the old cohort,
+// optim.SampleCohort over the sorted eligible ids, and for every member of
+// it that is not sure one more sure device from further along the same
+// permutation (over-selection); it also asks a few devices that are no
+// longer sampled (they missed too many rounds) as probes, beyond the
+// target. The round closes as soon as m updates have arrived (or every
+// member still in it has delivered, or its deadline passed); members still
+// out are excluded like late updates.
+//
+// So a new id, or one that has stopped answering, never holds a round:
+// the sure members alone can reach the target. It earns a sure place by
+// delivering an update that is included. When every eligible device is
+// sure the cohort is exactly the old one (optim.SampleCohort(eligible, m)),
+// so an honest session is sampled as before and as the simulator samples
+// it.
+
+// Plan is the devices a round asks and the number of updates that
+// closes it.
+type Plan[ID cmp.Ordered] struct {
+	Members []ID        // sorted
+	Target  int         // the round closes when this many updates arrived
+	Unsure  map[ID]bool // members that were not sure when asked
+	Extra   int         // members asked beyond the target (replacements and probes)
+	Probes  int         // of which devices no longer sampled
+}
+
+// probeSalt separates the probes' draw from the cohort's.
+const probeSalt = 0x9e3779b97f4a7c15
+
+// PlanCohort plans round t. eligible are the sampleable ids sorted,
+// sure(id) says whether one of them is sure, probeable are the sorted ids
+// of devices that are connected and idle but no longer sampled, of which
+// at most probes are asked. m is the session's cohort size.
+func PlanCohort[ID cmp.Ordered](eligible []ID, sure func(ID) bool, probeable []ID, m, probes int, seed uint64, t int) Plan[ID] {
+	k := min(m, len(eligible))
+	perm := optim.SampleCohort(eligible, len(eligible), seed, t) // its first k are SampleCohort(eligible, k)
+	p := Plan[ID]{Target: k, Unsure: map[ID]bool{}}
+	p.Members = append(p.Members, perm[:k]...)
+	need := 0 // unsure members without a sure replacement yet
+	for _, id := range perm[:k] {
+		if !sure(id) {
+			p.Unsure[id] = true
+			need++
+		}
+	}
+	for _, id := range perm[k:] {
+		if need == 0 {
+			break
+		}
+		if sure(id) {
+			p.Members = append(p.Members, id)
+			p.Extra++
+			need--
+		}
+	}
+	if k > 0 && probes > 0 && len(probeable) > 0 {
+		for _, id := range optim.SampleCohort(probeable, min(probes, len(probeable)), seed^probeSalt, t) {
+			p.Members = append(p.Members, id)
+			p.Unsure[id] = true
+			p.Extra++
+			p.Probes++
+		}
+	}
+	slices.Sort(p.Members)
+	return p
+}
+
+// ProbesPerRound is how many devices that are no longer sampled a round
+// of cohort m asks as probes: one for every 10 members, at least one.
+func ProbesPerRound(m int) int { return max(1, (m+9)/10) }
+
+// Missed reports whether a cohort member missed the round: it did not
+// deliver, and the round did not close at its target, or the member was
+// not sure when asked. A sure member still out when the target was
+// reached was only slower than the others: that is not a miss.
+func Missed(delivered, atTarget, unsure bool) bool {
+	return !delivered && (!atTarget || unsure)
+}
