@@ -207,14 +207,11 @@ type Coordinator struct {
 	// round is applied from the payloads (decoded a second time by
 	// Apply) and each accepted update keeps its payload too.
 	keepPayloads bool
-	// vecs recycles the decoded update vectors between rounds; sum is
-	// the round loop's buffer for their sum.
+	// vecs recycles the decoded update vectors between rounds.
 	vecs *freeList[*[]float64]
-	sum  []float64
-	// lastState is the server state the round loop last committed (nil
-	// before its first commit): the state to return to if a round's
-	// result cannot be served. Used by the round loop only.
-	lastState []byte
+	// eng is the round engine (package engine) the round loop drives
+	// through a roundShell; used by the round loop only.
+	eng *engine.Engine[string]
 	// removed holds the ids the teacher removed (Remove): their hellos
 	// are refused for the rest of the session. Loaded from the store by
 	// New, written there before it changes here.
@@ -445,6 +442,7 @@ func (c *Coordinator) prepare() error {
 			return c.unservable(committed, err)
 		}
 	}
+	c.eng = engine.New[string](c.server, cfg.Session.Cohort, cfg.Session.Rounds, cfg.Seed, cfg.Session.DeadlineMillis)
 	c.committed = committed
 	c.finished = committed >= cfg.Session.Rounds || c.ended
 	if committed > 0 {
@@ -622,33 +620,109 @@ func (c *Coordinator) presentLocked() int {
 	return n
 }
 
+// roundShell is the coordinator's side of one round (engine.Shell): it
+// asks over websockets and edges, collects on the connections, commits to
+// the store and tells the members. The engine owns the round's rules.
+type roundShell struct {
+	c         *Coordinator
+	ctx       context.Context
+	or        *openRound        // the round asked (nil until Ask starts one)
+	included  []*update         // frozen at close; their vectors are recycled after the round
+	rec       RoundRecord       // written by Commit, read by Tell
+	decisions map[string][]byte // the two decision frames, encoded before the commit
+}
+
+var _ engine.Shell[string] = (*roundShell)(nil)
+
+// runRound runs round t through the engine.
 func (c *Coordinator) runRound(ctx context.Context, t int) error {
-	or, err := c.beginRound(ctx, t)
-	if or == nil || err != nil {
+	sh := &roundShell{c: c, ctx: ctx}
+	defer sh.recycle()
+	_, err := c.eng.Round(ctx, t, sh)
+	return err
+}
+
+// beginRound samples round t's cohort and sends it the round (the engine's
+// Begin); it returns nil (and no error) when too few devices are eligible
+// any more.
+func (c *Coordinator) beginRound(ctx context.Context, t int) (*openRound, error) {
+	sh := &roundShell{c: c, ctx: ctx}
+	_, err := c.eng.Begin(t, sh)
+	return sh.or, err
+}
+
+// finishRound closes round or and has the engine decide it (apply,
+// commit, tell, or discard).
+func (c *Coordinator) finishRound(ctx context.Context, or *openRound) error {
+	sh := &roundShell{c: c, ctx: ctx, or: or}
+	defer sh.recycle()
+	col, err := sh.closed()
+	if err != nil {
 		return err
 	}
-	deadline := time.Duration(c.sess.DeadlineMillis) * time.Millisecond
-	timer := time.NewTimer(deadline)
+	_, err = c.eng.Finish(or.t, col, sh)
+	return err
+}
+
+// Collect waits for the round to close: every member in (or its target
+// reached), its deadline, the session's end, or ctx.
+func (sh *roundShell) Collect(ctx context.Context, t int) (engine.Collected[string], error) {
+	c, or := sh.c, sh.or
+	timer := time.NewTimer(time.Duration(c.sess.DeadlineMillis) * time.Millisecond)
 	select {
 	case <-or.allIn:
 	case <-timer.C:
-		or.deadlineHit = true // read by finishRound on this goroutine
+		or.deadlineHit = true // read by Commit on this goroutine
 	case <-c.endCh: // ended early: the round closes with what arrived
 	case <-ctx.Done():
 	}
 	timer.Stop()
-	return c.finishRound(ctx, or)
+	return sh.closed()
 }
 
-// beginRound samples round t's cohort and sends it the round; it returns
-// nil (and no error) when too few devices are eligible any more.
-func (c *Coordinator) beginRound(ctx context.Context, t int) (*openRound, error) {
+// closed closes the round and returns it as the engine reads it; when
+// ctx has ended (shutting down) the round is not decided: its devices
+// learn "excluded" on resume.
+func (sh *roundShell) closed() (engine.Collected[string], error) {
+	c, or := sh.c, sh.or
+	c.mu.Lock()
+	or.close()
+	// The included updates no longer change once the round is closed.
+	col := engine.Collected[string]{Cohort: or.cohort, Unsure: or.unsure, AtTarget: or.atTarget,
+		Delivered: make(map[string]engine.Contribution, len(or.updates))}
+	for id, u := range or.updates {
+		var v []float64
+		if u.vec != nil {
+			v = *u.vec
+		}
+		col.Delivered[id] = engine.Contribution{Vec: v, Payload: u.payload}
+	}
+	sh.included = make([]*update, 0, len(or.included))
+	for _, id := range or.included {
+		sh.included = append(sh.included, or.updates[id])
+	}
+	c.mu.Unlock()
+	if err := sh.ctx.Err(); err != nil {
+		return col, err
+	}
+	return col, nil
+}
+
+// recycle returns the vectors of the round's included updates for reuse.
+func (sh *roundShell) recycle() { sh.c.recycle(sh.included) }
+
+// Ask starts round t if enough devices are eligible and the session runs:
+// it plans the cohort (engine.PlanCohort through start: reproducible from
+// the logged seed, the eligible set and which devices are sure) and sends
+// every member the round frame.
+func (sh *roundShell) Ask(t int, start func(eligible []string, sure func(string) bool, probeable []string) (engine.Plan[string], optim.Round, error)) (bool, error) {
+	c := sh.c
 	if !c.roundsMarked {
 		// Before any device is asked: a later process must know that
 		// devices may have released (their histories are then not from
 		// the start).
 		if err := c.store.MarkRoundsStarted(); err != nil {
-			return nil, fmt.Errorf("coordinator: %w", err)
+			return false, fmt.Errorf("coordinator: %w", err)
 		}
 		c.roundsMarked = true
 	}
@@ -657,14 +731,14 @@ func (c *Coordinator) beginRound(ctx context.Context, t int) (*openRound, error)
 	eligible := c.eligibleLocked()
 	if len(eligible) < c.minDevices || c.ended || c.state == StatePaused {
 		c.mu.Unlock()
-		return nil, nil // someone left meanwhile; wait again
+		return false, nil // someone left meanwhile; wait again
 	}
 	// The server half is used only by this goroutine; Next is called once
 	// per round that actually starts.
-	r := c.server.Next()
-	if r.T != t {
+	plan, r, err := start(eligible, func(id string) bool { return c.sure(c.devices[id]) }, c.probeableLocked())
+	if err != nil {
 		c.mu.Unlock()
-		return nil, fmt.Errorf("coordinator: server half is at round %d, store committed %d", r.T, t-1)
+		return false, fmt.Errorf("coordinator: %w", err)
 	}
 	frame, err := wire.EncodeRound(wire.RoundFrame{T: t, DeadlineMillis: c.sess.DeadlineMillis, X: r.X, XPrev: r.XPrev})
 	if err != nil {
@@ -674,15 +748,9 @@ func (c *Coordinator) beginRound(ctx context.Context, t int) (*openRound, error)
 		// (dashboard, status answers) and says what to do.
 		c.log.Error("the next round cannot be served; the session is stopped", "round", t,
 			"err", c.unservable(t-1, err))
-		<-ctx.Done()
-		return nil, ctx.Err()
+		<-sh.ctx.Done()
+		return false, sh.ctx.Err()
 	}
-	// The one cohort rule (optim.SampleCohort), over the sorted eligible
-	// ids, with replacements for members that are not sure and probes
-	// (cohort.go): reproducible from the logged seed, the eligible set
-	// and which devices are sure.
-	plan := engine.PlanCohort(eligible, func(id string) bool { return c.sure(c.devices[id]) }, c.probeableLocked(),
-		c.sess.Cohort, engine.ProbesPerRound(c.sess.Cohort), c.cfg.Seed, t)
 	cohort := plan.Members
 	k := len(cohort)
 	now := time.Now()
@@ -705,58 +773,23 @@ func (c *Coordinator) beginRound(ctx context.Context, t int) (*openRound, error)
 		c.node.sendRounds(t)
 	}
 	c.round = or
+	sh.or = or
 	c.mu.Unlock()
 	c.met.bytesOut.Add(or.bytesOut)
 	c.log.Info("round started", "round", t, "eligible", len(eligible), "cohort", k, "target", plan.Target,
 		"unsure", len(plan.Unsure)-plan.Probes, "probes", plan.Probes, "cohort_seed", c.cfg.Seed)
-	return or, nil
+	return true, nil
 }
 
-// finishRound closes round or, applies it, commits it durably and then
-// sends its decisions (or discards it if its result cannot be served).
-func (c *Coordinator) finishRound(ctx context.Context, or *openRound) error {
-	t := or.t
-	c.mu.Lock()
-	c.closeRoundLocked(or)
-	// The included updates no longer change once the round is closed.
-	included := make([]*update, 0, len(or.included))
-	for _, id := range or.included {
-		included = append(included, or.updates[id])
-	}
-	c.mu.Unlock()
-	defer c.recycle(included)
-	if ctx.Err() != nil {
-		// Shutting down: the round is not committed; its devices learn
-		// "excluded" on resume.
-		return ctx.Err()
-	}
+// Discard abandons the round (discardRound).
+func (sh *roundShell) Discard(_ int, cause error) { sh.c.discardRound(sh.or, cause) }
 
-	// The state before the round, to return to if the round's result
-	// cannot be served (validation should make that impossible; this is
-	// the second line of defence, and it never ends the process).
-	before := c.lastState // the state the last commit wrote (the server half has not changed since)
-	if before == nil {
-		var err error
-		if before, err = c.server.MarshalBinary(); err != nil {
-			return fmt.Errorf("coordinator: marshal server state: %w", err)
-		}
-	}
-	applyErr := c.apply(t, included)
-	if applyErr == nil && t < c.sess.Rounds {
-		applyErr = engine.Servable(c.server, c.sess.DeadlineMillis)
-	}
-	if applyErr != nil {
-		if err := c.server.UnmarshalBinary(before); err != nil {
-			return fmt.Errorf("coordinator: restore the state before round %d: %w", t, err)
-		}
-		c.discardRound(or, applyErr)
-		return nil
-	}
-	state, err := c.server.MarshalBinary()
-	if err != nil {
-		return fmt.Errorf("coordinator: marshal server state: %w", err)
-	}
-	cohortIDs := make([]string, 0, len(or.cohort))
+// Commit writes round t's record and the server state to the store, with
+// the evaluation when one is due; the decision frames are encoded first,
+// so nothing can fail after the commit.
+func (sh *roundShell) Commit(t int, o engine.Outcome[string]) error {
+	c, or := sh.c, sh.or
+	cohortIDs := make([]string, 0, len(or.cohort)+len(or.dropped))
 	for id := range or.cohort {
 		cohortIDs = append(cohortIDs, id)
 	}
@@ -764,7 +797,7 @@ func (c *Coordinator) finishRound(ctx context.Context, or *openRound) error {
 		cohortIDs = append(cohortIDs, id)
 	}
 	slices.Sort(cohortIDs)
-	rec := RoundRecord{T: t, Cohort: cohortIDs, Included: or.included, Started: or.started, DeadlineHit: or.deadlineHit,
+	rec := RoundRecord{T: t, Cohort: cohortIDs, Included: o.Included, Started: or.started, DeadlineHit: or.deadlineHit,
 		Committed: time.Now(), BytesIn: or.bytesIn, BytesOut: or.bytesOut}
 	evaluate := c.cfg.EvalEvery > 0 && c.cfg.Evaluate != nil && (t%c.cfg.EvalEvery == 0 || t == c.sess.Rounds || c.ended)
 	if evaluate {
@@ -778,27 +811,34 @@ func (c *Coordinator) finishRound(ctx context.Context, or *openRound) error {
 	// Every cohort member's decision is one of two frames: each is
 	// encoded once (before the commit, so nothing can fail after it) and
 	// the bytes are shared (writers only read them).
-	decisions := map[string][]byte{}
+	sh.decisions = map[string][]byte{}
 	for _, st := range []string{wire.Included, wire.Excluded} {
 		b, err := wire.EncodeControl(wire.Decision{T: t, State: st})
 		if err != nil {
 			return fmt.Errorf("coordinator: round %d: encode the decision: %w", t, err)
 		}
-		decisions[st] = b
+		sh.decisions[st] = b
 	}
+	state := o.State
 	if err := c.store.CommitRound(rec, state); err != nil {
 		return fmt.Errorf("coordinator: %w", err)
 	}
-	c.lastState = state
 	if c.cfg.OnCommit != nil {
 		c.cfg.OnCommit(t)
 	}
-	latency := rec.Committed.Sub(rec.Started)
-	c.met.roundCommitted(latency, len(or.included), len(cohortIDs))
+	c.met.roundCommitted(rec.Committed.Sub(rec.Started), len(or.included), len(cohortIDs))
 	if or.atTarget {
 		c.met.closedAtTarget.Add(1)
 	}
+	sh.rec = rec
+	return nil
+}
 
+// Tell publishes the committed round (model frame, status, histories)
+// and sends each member still in it its decision; members that missed it
+// (o.Missed) count a miss.
+func (sh *roundShell) Tell(t int, o engine.Outcome[string]) {
+	c, or, rec := sh.c, sh.or, sh.rec
 	mf, mfErr := wire.EncodeRound(wire.RoundFrame{T: t, X: c.server.Model()})
 	c.mu.Lock()
 	if mfErr == nil {
@@ -809,8 +849,8 @@ func (c *Coordinator) finishRound(ctx context.Context, or *openRound) error {
 	if rec.Evaluated {
 		c.lastEval = evalPoint{T: t, Accuracy: rec.Accuracy, Loss: rec.Loss, Samples: rec.EvalSamples, Valid: true}
 	}
-	inc := make(map[string]bool, len(or.included))
-	for _, id := range or.included {
+	inc := make(map[string]bool, len(o.Included))
+	for _, id := range o.Included {
 		inc[id] = true
 	}
 	// Every included direct update joins its sender's history (whatever
@@ -828,14 +868,14 @@ func (c *Coordinator) finishRound(ctx context.Context, or *openRound) error {
 			state = wire.Included
 			d.participations++
 		}
-		if engine.Missed(or.updates[id] != nil, or.atTarget, or.unsure[id]) {
+		if o.Missed[id] {
 			d.misses++
 			if d.misses == c.lim.MaxMisses {
 				c.log.Info("device no longer sampled: it did not answer its last rounds", "device", shortID(id), "misses", d.misses)
 			}
 		}
 		if d.conn != nil {
-			d.conn.send(outFrame{data: decisions[state]})
+			d.conn.send(outFrame{data: sh.decisions[state]})
 			if d.removed {
 				// Removed while the round held its update: now that
 				// the device knows the decision, it goes.
@@ -849,12 +889,11 @@ func (c *Coordinator) finishRound(ctx context.Context, or *openRound) error {
 	c.round = nil
 	c.mu.Unlock()
 	c.signal()
-	c.log.Info("round committed", "round", t, "included", len(or.included), "cohort", len(cohortIDs),
-		"latency_ms", latency.Milliseconds(), "bytes_in", or.bytesIn, "bytes_out", or.bytesOut)
+	c.log.Info("round committed", "round", t, "included", len(o.Included), "cohort", len(rec.Cohort),
+		"latency_ms", rec.Committed.Sub(rec.Started).Milliseconds(), "bytes_in", or.bytesIn, "bytes_out", or.bytesOut)
 	if rec.Evaluated {
 		c.log.Info("evaluated", "round", t, "accuracy", rec.Accuracy, "loss", rec.Loss, "test_samples", rec.EvalSamples)
 	}
-	return nil
 }
 
 // addHistoriesLocked adds every included direct update of the closed
@@ -874,23 +913,6 @@ func (c *Coordinator) addHistoriesLocked(or *openRound) {
 			d.hist.Add(*u.vec)
 		}
 	}
-}
-
-// apply applies round t's included updates (engine.Apply): their
-// vectors summed in the order of the sorted included ids, or their
-// payloads for a server half without ApplySum.
-func (c *Coordinator) apply(t int, included []*update) error {
-	if len(c.sum) != c.sess.Dim {
-		c.sum = make([]float64, c.sess.Dim)
-	}
-	cs := make([]engine.Contribution, len(included))
-	for i, u := range included {
-		if u.vec != nil {
-			cs[i].Vec = *u.vec
-		}
-		cs[i].Payload = u.payload
-	}
-	return engine.Apply(c.server, t, c.sum, cs)
 }
 
 // vec returns a vector of length dim for decoding an update into.
@@ -928,9 +950,6 @@ func (c *Coordinator) discardRound(or *openRound, cause error) {
 	c.mu.Unlock()
 	c.signal()
 }
-
-// closeRoundLocked freezes the included set of or (sorted ids).
-func (c *Coordinator) closeRoundLocked(or *openRound) { or.close() }
 
 // close freezes the included set of or (sorted ids); the caller holds the
 // coordinator's lock.

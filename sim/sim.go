@@ -25,6 +25,7 @@ import (
 	"io"
 	"math"
 	"runtime"
+	"slices"
 	"time"
 
 	"browserfl/engine"
@@ -140,6 +141,17 @@ type run struct {
 	cumDown int64
 	note    string
 
+	eng *engine.Engine[int]
+	// The open round: its cohort (sorted), the query points as the
+	// devices got them, the uplink bytes, and why the run must stop
+	// (an error from a device, every device retired).
+	cohort    []int
+	delivered map[int]engine.Contribution
+	rd        optim.Round
+	up        int64
+	err       error
+	exhausted bool
+
 	// The round's buffers, indexed by position in the cohort.
 	updates []optim.Update
 	errs    []error
@@ -166,11 +178,13 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 			r.res.Elapsed = time.Since(start)
 			return r.res, err
 		}
-		more, err := r.round(t)
-		if err != nil {
+		if _, err := r.eng.Round(ctx, t, r); err != nil {
 			return r.res, fmt.Errorf("sim: round %d: %w", t, err)
 		}
-		if !more {
+		if r.err != nil {
+			return r.res, fmt.Errorf("sim: round %d: %w", t, r.err)
+		}
+		if r.exhausted {
 			break
 		}
 	}
@@ -256,6 +270,7 @@ func newRun(cfg Config) (*run, error) {
 		r.vecs[k] = make([]float64, r.d)
 	}
 	r.sum = make([]float64, r.d)
+	r.eng = engine.New[int](r.srv, p.Cohort, p.Rounds, cfg.Seed, 0)
 	return r, nil
 }
 
@@ -304,12 +319,17 @@ func newDevices(cfg Config, p optim.Params, alg optim.Algorithm, proto model.Mod
 	return devs, nil
 }
 
-// round runs round t; it reports false (and runs nothing) when no device
-// is eligible any more.
-func (r *run) round(t int) (bool, error) {
-	// Plan: the coordinator's rule over the sorted eligible devices.
-	// Every simulated device answers every round it is asked, so every
-	// one is sure: the cohort is optim.SampleCohort's, sorted.
+// The simulator is the engine's shell (engine.Shell) for a run: it asks
+// by handing each member the round frame's points, collects by stepping
+// the members' device halves and testing their messages, keeps no store,
+// and tells by committing the included devices.
+var _ engine.Shell[int] = (*run)(nil)
+
+// Ask starts round t unless no device is eligible any more (every one
+// retired, or out of fresh samples). Every simulated device answers every
+// round it is asked, so every one is sure: the cohort is
+// optim.SampleCohort's, sorted.
+func (r *run) Ask(t int, start func(eligible []int, sure func(int) bool, probeable []int) (engine.Plan[int], optim.Round, error)) (bool, error) {
 	var eligible []int
 	for _, dv := range r.devs {
 		if !dv.retired && (!r.single || len(dv.shard)-dv.cursor >= r.p.Batch) {
@@ -317,34 +337,67 @@ func (r *run) round(t int) (bool, error) {
 		}
 	}
 	if len(eligible) == 0 {
+		r.exhausted = true
 		return false, nil
 	}
-	cohort := engine.PlanCohort(eligible, func(int) bool { return true }, nil, r.p.Cohort, 0, r.cfg.Seed, t).Members
-	for _, id := range cohort {
+	plan, rd, err := start(eligible, func(int) bool { return true }, nil)
+	if err != nil {
+		return false, err
+	}
+	r.cohort = plan.Members
+	for _, id := range r.cohort {
 		r.devs[id].hist.Ask() // the server's record of the rounds it asked
 	}
-	rd, err := downlink(r.srv.Next())
-	if err != nil {
-		return false, err
+	r.rd, err = downlink(rd)
+	return err == nil, err
+}
+
+// Collect steps the cohort's devices and puts each message through the
+// server's tests (check).
+func (r *run) Collect(_ context.Context, t int) (engine.Collected[int], error) {
+	r.collect(r.cohort, r.rd)
+	c := engine.Collected[int]{Cohort: make(map[int]bool, len(r.cohort)), Delivered: map[int]engine.Contribution{}}
+	for _, id := range r.cohort {
+		c.Cohort[id] = true
 	}
-	if rd.T != t {
-		return false, fmt.Errorf("server is at round %d, expected %d", rd.T, t)
-	}
-	r.collect(cohort, rd)
-	contribs, incl, up, err := r.check(t, cohort)
-	if err != nil {
-		return false, err
-	}
-	if err := engine.Apply(r.srv, t, r.sum, contribs); err != nil {
-		return false, err
-	}
-	for _, dv := range incl {
-		if err := dv.dev.Commit(t); err != nil {
-			return false, fmt.Errorf("device %d commit: %w", dv.id, err)
+	var err error
+	r.up, err = r.check(t, r.cohort, c.Delivered)
+	r.delivered = c.Delivered
+	return c, err
+}
+
+// Discard stops the run: the round's result could not be served (the
+// product would discard the round and run it again; a simulation that
+// gets there is broken). The members that delivered abort.
+func (r *run) Discard(t int, cause error) {
+	for _, id := range r.cohort {
+		if _, ok := r.delivered[id]; !ok {
+			continue
+		}
+		if err := r.devs[id].dev.Abort(t); err != nil && r.err == nil {
+			r.err = fmt.Errorf("device %d abort: %w", id, err)
 		}
 	}
-	r.record(t, len(cohort), len(incl), up)
-	return true, nil
+	if r.err == nil {
+		r.err = fmt.Errorf("the round's result cannot be served: %w", cause)
+	}
+}
+
+// Commit has nothing to store: the run's records are written by Tell.
+func (r *run) Commit(int, engine.Outcome[int]) error { return nil }
+
+// Tell adds each included message to its sender's history and commits
+// the included devices (in sorted order), then writes the round's record.
+func (r *run) Tell(t int, o engine.Outcome[int]) {
+	for _, id := range o.Included {
+		dv := r.devs[id]
+		dv.hist.Add(r.vecs[slices.Index(r.cohort, id)])
+		if err := dv.dev.Commit(t); err != nil {
+			r.err = fmt.Errorf("device %d commit: %w", dv.id, err)
+			return
+		}
+	}
+	r.record(t, len(r.cohort), len(o.Included), r.up)
 }
 
 // collect runs the cohort's device steps in parallel (each touches only
@@ -383,13 +436,11 @@ func (r *run) collect(cohort []int, rd optim.Round) {
 }
 
 // check puts each message of the cohort (in its sorted order) through the
-// server's tests and returns the included contributions, their devices
-// and the uplink bytes. A refused message is excluded like a late update
-// and its device aborts, so its noise state stays consistent; a device
-// out of budget retires.
-func (r *run) check(t int, cohort []int) ([]engine.Contribution, []*simDevice, int64, error) {
-	var contribs []engine.Contribution
-	var incl []*simDevice
+// server's tests, adds the accepted ones to delivered and returns the
+// uplink bytes. A refused message is excluded like a late update and its
+// device aborts, so its noise state stays consistent; a device out of
+// budget retires.
+func (r *run) check(t int, cohort []int, delivered map[int]engine.Contribution) (int64, error) {
 	var up int64
 	for k, id := range cohort {
 		dv := r.devs[id]
@@ -402,7 +453,7 @@ func (r *run) check(t int, cohort []int) ([]engine.Contribution, []*simDevice, i
 					r.res.RejectedHonest++
 				}
 				if err := dv.dev.Abort(t); err != nil {
-					return nil, nil, 0, fmt.Errorf("device %d abort: %w", id, err)
+					return 0, fmt.Errorf("device %d abort: %w", id, err)
 				}
 				up += int64(len(r.updates[k].Payload))
 				continue
@@ -410,18 +461,16 @@ func (r *run) check(t int, cohort []int) ([]engine.Contribution, []*simDevice, i
 		}
 		switch {
 		case r.errs[k] == nil:
-			contribs = append(contribs, engine.Contribution{Vec: r.vecs[k], Payload: r.updates[k].Payload})
-			incl = append(incl, dv)
-			dv.hist.Add(r.vecs[k])
+			delivered[id] = engine.Contribution{Vec: r.vecs[k], Payload: r.updates[k].Payload}
 			up += int64(len(r.updates[k].Payload))
 		case errors.Is(r.errs[k], optim.ErrBudget):
 			dv.retired = true // the device declines every later round
 			r.res.Declined++
 		default:
-			return nil, nil, 0, fmt.Errorf("device %d: %w", id, r.errs[k])
+			return 0, fmt.Errorf("device %d: %w", id, r.errs[k])
 		}
 	}
-	return contribs, incl, up, nil
+	return up, nil
 }
 
 // record adds round t's record (evaluating the model every EvalEvery

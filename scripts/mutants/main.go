@@ -188,8 +188,8 @@ var mutations = []mutation{
 	{
 		name: "sim-downlink-f64", why: "simulated devices compute at the server's float64 query points, not the float32 ones the round frame carries",
 		file: "sim/sim.go",
-		old:  "rd, err := downlink(r.srv.Next())",
-		new:  "rd, err := r.srv.Next(), error(nil)",
+		old:  "r.rd, err = downlink(rd)",
+		new:  "r.rd, err = rd, nil",
 		pkgs: []string{"./sim/", "-run", "SimulatorIsTheProduct"},
 	},
 	{
@@ -279,6 +279,27 @@ var mutations = []mutation{
 		old:  "return !delivered && (!atTarget || unsure)",
 		new:  "return !delivered && !atTarget",
 		pkgs: []string{"./engine/", "./coordinator/", "-run", "Missed|IdleSybils"},
+	},
+	{
+		name: "tell-before-commit", why: "the engine tells the members their decisions before the round is committed",
+		file: "engine/loop.go",
+		old:  "\tif err := sh.Commit(t, o); err != nil {\n\t\treturn false, err\n\t}\n\te.last = o.State\n\tsh.Tell(t, o)\n",
+		new:  "\tsh.Tell(t, o)\n\tif err := sh.Commit(t, o); err != nil {\n\t\treturn false, err\n\t}\n\te.last = o.State\n",
+		pkgs: []string{"./engine/", "-run", "RoundStages"},
+	},
+	{
+		name: "discard-without-restore", why: "a discarded round leaves the server half in the state its apply left (the next round starts from a result that could not be served)",
+		file: "engine/loop.go",
+		old:  "if err := e.srv.UnmarshalBinary(before); err != nil {",
+		new:  "if err := error(nil); err != nil {",
+		pkgs: []string{"./engine/", "-run", "RoundDiscards"},
+	},
+	{
+		name: "servable-unchecked", why: "the engine commits a round whose result cannot be served (a model that is not finite reaches every device)",
+		file: "engine/loop.go",
+		old:  "if applyErr == nil && t < e.rounds {",
+		new:  "if false {",
+		pkgs: []string{"./engine/", "-run", "RoundDiscards"},
 	},
 	{
 		name: "included-past-cohort", why: "a round's included set takes the update of a device no longer in its cohort (dropped or removed meanwhile)",
