@@ -1,6 +1,7 @@
 package sim_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"math/rand/v2"
 	"net/http/httptest"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -81,7 +83,7 @@ func TestSimulatorIsTheProduct(t *testing.T) {
 			s.Model, s.Clip, s.Eta, s.LocalSteps, s.LocalEpochs = "logreg-unit", 2, 1, 2, 3
 		}},
 	} {
-		t.Run(tc.algorithm+"/"+tc.compressor, func(t *testing.T) { onePath(t, tc.algorithm, tc.compressor, tc.rho, tc.mod, "") })
+		t.Run(tc.algorithm+"/"+tc.compressor, func(t *testing.T) { onePath(t, tc.algorithm, tc.compressor, tc.rho, tc.mod, "", nil) })
 	}
 }
 
@@ -98,13 +100,48 @@ func TestHostileIsTheProduct(t *testing.T) {
 		t.Skip("runs a live session over websockets")
 	}
 	for _, kind := range []string{sim.AttackSpike, sim.AttackBlock, sim.AttackSignFlip, sim.AttackDrift} {
-		t.Run(kind, func(t *testing.T) { onePath(t, "nc", "", 8, nil, kind) })
+		t.Run(kind, func(t *testing.T) { onePath(t, "nc", "", 8, nil, kind, nil) })
+	}
+}
+
+// TestOneRoundEngine runs sessions with dropouts through both shells of
+// the round engine (package engine): the simulator's, and the
+// coordinator's over loopback websockets with native device runtimes. A
+// device whose message is lost prepares it (its samples and noise are
+// spent) and goes away before sending (the device runtime's BeforeSend
+// hook; sim.Config.Dropout); it comes back, learns "excluded" and aborts.
+// Each device misses a round now and then, never two in a row. The
+// cohort is the whole session (m = M), so no round over-selects and
+// which updates are included never depends on which arrive first.
+// Models, each round's included devices and every device's ledger must
+// be the same, bit for bit, for several algorithms and compressors.
+func TestOneRoundEngine(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a live session over websockets")
+	}
+	dropout := func(t, i int) bool { return t > 1 && (t+2*i)%7 == 0 }
+	whole := func(s *wire.SessionParams) { s.M, s.Cohort = 5, 5 }
+	for _, tc := range []struct {
+		algorithm, compressor string
+		rho                   float64
+	}{
+		{"nc", "", 8},
+		{"nc", "randk:0.5", 8},
+		{"nc", "qinf:8bit", 8},
+		{"noisysgd", "", 50},
+		{"mu2", "f64", 0},
+	} {
+		t.Run(tc.algorithm+"/"+tc.compressor, func(t *testing.T) {
+			onePath(t, tc.algorithm, tc.compressor, tc.rho, whole, "", dropout)
+		})
 	}
 }
 
 // onePath runs the session in the simulator and live and compares the
-// models; with attack set, device 0 is hostile (sim.Hostile) in both.
-func onePath(t *testing.T, algorithm, compressor string, rho float64, mod func(*wire.SessionParams), attack string) {
+// models, each round's included devices and every device's ledger; with
+// attack set, device 0 is hostile (sim.Hostile) in both; with dropout
+// set, device i's message of round t is lost when dropout(t, i).
+func onePath(t *testing.T, algorithm, compressor string, rho float64, mod func(*wire.SessionParams), attack string, dropout func(t, i int) bool) {
 	const seed = 11
 	sess := wire.SessionParams{Name: "onepath", Dim: 10, DeadlineMillis: 60000, Algorithm: algorithm, Model: "logreg",
 		Features: 4, Classes: 2, M: 6, Cohort: 5, Rounds: 24, Batch: 4, Clip: 1, Eta: 0.05, RhoPaper: rho,
@@ -127,7 +164,7 @@ func onePath(t *testing.T, algorithm, compressor string, rho float64, mod func(*
 		attackers = 1
 	}
 	res, err := sim.Run(context.Background(), sim.Config{Params: p, Train: train, Test: test, Partition: scheme,
-		Seed: seed, EvalEvery: 1000, Workers: 2, Attack: attack, Attackers: attackers})
+		Seed: seed, EvalEvery: 1000, Workers: 2, Attack: attack, Attackers: attackers, Dropout: dropout})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,6 +221,7 @@ func onePath(t *testing.T, algorithm, compressor string, rho float64, mod func(*
 	var connected sync.WaitGroup
 	connected.Add(sess.M)
 	rts := make([]*device.Runtime, sess.M)
+	halves := make([]optim.Device, sess.M)
 	for i := range rts {
 		shard, err := train.Subset(parts[i])
 		if err != nil {
@@ -200,6 +238,11 @@ func onePath(t *testing.T, algorithm, compressor string, rho float64, mod func(*
 				t.Fatal(err)
 			}
 		}
+		halves[i] = dev
+		var hooks *device.Hooks
+		if dropout != nil {
+			hooks = &device.Hooks{BeforeSend: func(t int) (time.Duration, bool) { return 0, dropout(t, i) }}
+		}
 		state, _ := json.Marshal(device.State{DeviceID: ids[i], Secret: secrets[i]})
 		storage := &device.MemStorage{}
 		if err := storage.Save(ctx, state); err != nil {
@@ -208,14 +251,16 @@ func onePath(t *testing.T, algorithm, compressor string, rho float64, mod func(*
 		var once sync.Once
 		rts[i], err = device.New(ctx, device.Config{URL: url, JoinCode: "join-me", Storage: storage,
 			Unlimited: true, AllowTrusted: !p.Private(), AllowNonPrivate: !p.Private(), // rho_p = 50: far above the default budget; mu2 gives no guarantee
-			Data: shard.Samples, MinBackoff: 5 * time.Millisecond, MaxBackoff: 50 * time.Millisecond,
+			Data: shard.Samples, MinBackoff: 5 * time.Millisecond, MaxBackoff: 50 * time.Millisecond, Hooks: hooks,
 			NewDevice: func(optim.Params) (optim.Device, error) { return dev, nil },
 			OnEvent: func(e device.Event) {
 				switch e.Kind {
 				case device.EventConnected:
 					once.Do(connected.Done)
 				case device.EventError:
-					t.Errorf("device %d: %v", i, e.Err)
+					if dropout == nil || !strings.Contains(e.Err.Error(), "test hook") {
+						t.Errorf("device %d: %v", i, e.Err)
+					}
 				}
 			}})
 		if err != nil {
@@ -256,6 +301,37 @@ func onePath(t *testing.T, algorithm, compressor string, rho float64, mod func(*
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The decisions: each round's included devices (ids rank as indices).
+	if len(recs) != len(res.Included) {
+		t.Fatalf("%d rounds live, %d simulated", len(recs), len(res.Included))
+	}
+	dropped := 0
+	for k, rec := range recs {
+		var inc []int
+		for _, id := range rec.Included {
+			inc = append(inc, slices.Index(ids, id))
+		}
+		dropped += len(rec.Cohort) - len(rec.Included)
+		if !slices.Equal(inc, res.Included[k]) {
+			t.Errorf("round %d: included %v live, %v simulated", rec.T, inc, res.Included[k])
+		}
+	}
+	if dropout != nil && (res.Dropped == 0 || dropped < res.Dropped) {
+		t.Errorf("%d messages dropped in the simulator, %d members not included live: the test shows nothing", res.Dropped, dropped)
+	}
+	// The ledgers: every device's charges, bit for bit.
+	for i, dev := range halves {
+		acc, ok := dev.(optim.Accountant)
+		if !ok {
+			continue
+		}
+		ll := acc.Ledger()
+		live, _ := ll.MarshalBinary()
+		simd, _ := res.Ledgers[i].MarshalBinary()
+		if len(live) == 0 || !bytes.Equal(live, simd) {
+			t.Errorf("device %d: ledger %s live, %s simulated", i, live, simd)
+		}
+	}
 	d := proto.Dim()
 	alg, err := optim.Lookup(p.Algorithm)
 	if err != nil {
@@ -265,12 +341,14 @@ func onePath(t *testing.T, algorithm, compressor string, rho float64, mod func(*
 	if alg.UsesXPrev() {
 		full += int64(4 * d)
 	}
+	// A member whose message was lost went away and came back on a new
+	// connection: its next frame is whole.
 	var want, got, shorts int64
 	prev := map[string]bool{}
 	for _, rec := range recs {
 		cur := map[string]bool{}
 		for _, id := range rec.Cohort {
-			cur[id] = true
+			cur[id] = dropout == nil || slices.Contains(rec.Included, id)
 			if alg.UsesXPrev() && prev[id] {
 				want += short
 				shorts++
@@ -286,7 +364,7 @@ func onePath(t *testing.T, algorithm, compressor string, rho float64, mod func(*
 	}
 	if diff == 0 {
 		acc, _ := model.Evaluate(proto, live, test.Samples)
-		t.Logf("%s %s: %d rounds, the same model bit for bit (held-out accuracy %.3f; simulated refusals: %d hostile, %d honest)",
-			algorithm, attack, sess.Rounds, acc, res.RejectedHostile, res.RejectedHonest)
+		t.Logf("%s %s: %d rounds, the same model, decisions and ledgers bit for bit (held-out accuracy %.3f; simulated refusals: %d hostile, %d honest; %d messages lost)",
+			algorithm, attack, sess.Rounds, acc, res.RejectedHostile, res.RejectedHonest, res.Dropped)
 	}
 }

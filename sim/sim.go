@@ -79,6 +79,11 @@ type Config struct {
 	// By default every message goes through optim.Checker, as in the
 	// coordinator.
 	NormOnly bool
+	// Dropout, if not nil, says whether device i's message of round t is
+	// lost: the device prepares it (its samples and noise are spent, as
+	// on a page that goes away after computing) and the server never
+	// sees it; the device half then learns "excluded" and aborts.
+	Dropout func(t, i int) bool
 }
 
 // Result is the outcome of a run.
@@ -96,6 +101,13 @@ type Result struct {
 	// RejectedHonest and RejectedHostile count the messages the server's
 	// tests refused, from honest and from hostile devices.
 	RejectedHonest, RejectedHostile int
+	// Included lists each round's included devices (sorted), Dropped
+	// the messages lost to Config.Dropout.
+	Included [][]int
+	Dropped  int
+	// Ledgers are the devices' privacy ledgers at the end (zero for a
+	// device half that keeps none).
+	Ledgers []privacy.Ledger
 }
 
 type simDevice struct {
@@ -397,6 +409,7 @@ func (r *run) Tell(t int, o engine.Outcome[int]) {
 			return
 		}
 	}
+	r.res.Included = append(r.res.Included, o.Included)
 	r.record(t, len(r.cohort), len(o.Included), r.up)
 }
 
@@ -444,6 +457,14 @@ func (r *run) check(t int, cohort []int, delivered map[int]engine.Contribution) 
 	var up int64
 	for k, id := range cohort {
 		dv := r.devs[id]
+		if r.errs[k] == nil && r.cfg.Dropout != nil && r.cfg.Dropout(t, id) {
+			// Lost on the way: the server neither sees nor counts it.
+			r.res.Dropped++
+			if err := dv.dev.Abort(t); err != nil {
+				return 0, fmt.Errorf("device %d abort: %w", id, err)
+			}
+			continue
+		}
 		if r.errs[k] == nil {
 			if err := r.gate.Check(r.vecs[k], r.norms[k], &dv.hist); err != nil {
 				r.errs[k] = err
@@ -503,6 +524,12 @@ func (r *run) finish() {
 	r.bar.Update(r.p.Rounds, r.note)
 	r.bar.Done()
 	r.res.Model = append([]float64(nil), r.srv.Model()...)
+	r.res.Ledgers = make([]privacy.Ledger, len(r.devs))
+	for i, dv := range r.devs {
+		if a, ok := dv.dev.(optim.Accountant); ok {
+			r.res.Ledgers[i] = a.Ledger()
+		}
+	}
 }
 
 // downlink returns r as a device receives it: encoded in the

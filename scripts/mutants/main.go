@@ -281,6 +281,20 @@ var mutations = []mutation{
 		pkgs: []string{"./engine/", "./coordinator/", "-run", "Missed|IdleSybils"},
 	},
 	{
+		name: "sim-dropout-delivered", why: "the simulator delivers the messages its devices lose (a simulated dropout is not the product's)",
+		file: "sim/sim.go",
+		old:  "if r.errs[k] == nil && r.cfg.Dropout != nil && r.cfg.Dropout(t, id) {",
+		new:  "if false {",
+		pkgs: []string{"./sim/", "-run", "OneRoundEngine"},
+	},
+	{
+		name: "sim-dropout-not-aborted", why: "a simulated device whose message was lost does not abort (its noise state is not the product's device's)",
+		file: "sim/sim.go",
+		old:  "\t\t\tr.res.Dropped++\n\t\t\tif err := dv.dev.Abort(t); err != nil {",
+		new:  "\t\t\tr.res.Dropped++\n\t\t\tif err := error(nil); err != nil {",
+		pkgs: []string{"./sim/", "-run", "OneRoundEngine"},
+	},
+	{
 		name: "tell-before-commit", why: "the engine tells the members their decisions before the round is committed",
 		file: "engine/loop.go",
 		old:  "\tif err := sh.Commit(t, o); err != nil {\n\t\treturn false, err\n\t}\n\te.last = o.State\n\tsh.Tell(t, o)\n",
