@@ -150,6 +150,11 @@ func digest(s string) string {
 	return hex.EncodeToString(h[:])
 }
 
+// codeDigest is the digest of a join code as it crosses the bus: of its
+// normalised form (wire.NormalizeJoinCode), so that an edge and the
+// session compare codes as the one-process coordinator does.
+func codeDigest(code string) string { return digest(wire.NormalizeJoinCode(code)) }
+
 // parseDigest decodes a digest from an envelope (64 hex digits).
 func parseDigest(s string) ([]byte, error) {
 	b, err := hex.DecodeString(s)

@@ -348,7 +348,7 @@ func TestSessionRefusesMalformedHellos(t *testing.T) {
 	go node.Run(ctx)
 	waitSubscribed(t, nc)
 	fe := newFakeEdge(t, bus, "fx")
-	code, secret := digest("join-me"), digest("a secret")
+	code, secret := codeDigest("join-me"), digest("a secret")
 	bad := 0
 	for i, tc := range []struct {
 		name         string

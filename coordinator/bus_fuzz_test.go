@@ -25,7 +25,7 @@ func busSeeds(t testing.TB) [][]byte {
 		}
 		out = append(out, b)
 	}
-	add(kindHello, &busHeader{Seq: 1, Addr: "127.0.0.1", CodeHash: digest("join-me"), SecretHash: digest("s")}, hello)
+	add(kindHello, &busHeader{Seq: 1, Addr: "127.0.0.1", CodeHash: codeDigest("join-me"), SecretHash: digest("s")}, hello)
 	add(kindAggregate, &busHeader{Epoch: 5, T: 1, IDs: []string{"a"}, Seqs: []uint64{1}, Missing: []string{"b"}, MissingSeqs: []uint64{2}},
 		encodeVector(nil, make([]float64, 10)))
 	add(kindReject, &busHeader{Epoch: 5, Seq: 1, ID: "a", T: 1, Norm: 3}, nil)
@@ -37,7 +37,7 @@ func busSeeds(t testing.TB) [][]byte {
 	add(kindControl, &busHeader{Seq: 1, Epoch: 5}, dec)
 	add(kindClose, &busHeader{Seq: 1, Code: wire.CodeAuth, Reason: "x"}, nil)
 	add(kindRound, &busHeader{Epoch: 5, T: 1, Seqs: []uint64{1}, Dim: 10, Bound: 3, DeadlineMillis: 100}, frame)
-	add(kindSessionBeat, &busHeader{Epoch: 5, Beat: &sessionBeat{JoinCodeHash: digest("join-me"), Committed: 0, Resync: true}}, nil)
+	add(kindSessionBeat, &busHeader{Epoch: 5, Beat: &sessionBeat{JoinCodeHash: codeDigest("join-me"), Committed: 0, Resync: true}}, nil)
 	return out
 }
 

@@ -343,7 +343,7 @@ func (n *SessionNode) beat() {
 	c := n.c
 	var lost []*remoteLink
 	c.mu.Lock()
-	b := sessionBeat{JoinCodeHash: digest(c.cfg.JoinCode), Committed: c.committed, Finished: c.finished}
+	b := sessionBeat{JoinCodeHash: codeDigest(c.cfg.JoinCode), Committed: c.committed, Finished: c.finished}
 	if c.round != nil {
 		b.Open = c.round.t
 	}

@@ -86,7 +86,7 @@ func (f *fakeEdge) send(kind byte, h *busHeader, body []byte) {
 func (f *fakeEdge) hello(seq uint64, code string) {
 	f.t.Helper()
 	hb, _ := wire.EncodeControl(wire.Hello{Version: wire.Version})
-	f.send(kindHello, &busHeader{Seq: seq, Addr: "127.0.0.1", CodeHash: digest(code), SecretHash: digest(fmt.Sprint("secret", seq))}, hb)
+	f.send(kindHello, &busHeader{Seq: seq, Addr: "127.0.0.1", CodeHash: codeDigest(code), SecretHash: digest(fmt.Sprint("secret", seq))}, hb)
 }
 
 // next returns the next envelope of one of the kinds, skipping beats.
@@ -459,7 +459,7 @@ func TestEdgeHoldsEndUntilDecision(t *testing.T) {
 		if ctx.Err() != nil {
 			t.Fatal("the edge never heard the session")
 		}
-		down(kindSessionBeat, &busHeader{Beat: &sessionBeat{JoinCodeHash: digest("join-me")}}, nil)
+		down(kindSessionBeat, &busHeader{Beat: &sessionBeat{JoinCodeHash: codeDigest("join-me")}}, nil)
 		time.Sleep(5 * time.Millisecond)
 	}
 	ws, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(hs.URL, "http")+"/ws", nil)
@@ -498,7 +498,7 @@ func TestEdgeHoldsEndUntilDecision(t *testing.T) {
 		t.Fatalf("aggregate %+v, want dev1's update", h)
 	}
 	// The round's decision is lost; the session says it has finished.
-	down(kindSessionBeat, &busHeader{Beat: &sessionBeat{JoinCodeHash: digest("join-me"), Committed: 1, Finished: true}}, nil)
+	down(kindSessionBeat, &busHeader{Beat: &sessionBeat{JoinCodeHash: codeDigest("join-me"), Committed: 1, Finished: true}}, nil)
 	if h := next(kindStatus); h.Seq != seq || h.T != 1 {
 		t.Fatalf("status query %+v, want round 1 of the device", h)
 	}

@@ -1141,9 +1141,9 @@ func (c *Coordinator) admitCred(cn link, h wire.Hello, cred *busCred) (wire.Welc
 	if h.Version != wire.Version {
 		return wire.Welcome{}, &closeError{code: wire.CodeVersion, reason: fmt.Sprintf("protocol version %d, want %d", h.Version, wire.Version)}
 	}
-	codeOK := h.JoinCode == c.cfg.JoinCode
+	codeOK := joinCodeEqual(h.JoinCode, c.cfg.JoinCode)
 	if cred != nil {
-		want := sha256.Sum256([]byte(c.cfg.JoinCode))
+		want := sha256.Sum256([]byte(wire.NormalizeJoinCode(c.cfg.JoinCode)))
 		codeOK = subtle.ConstantTimeCompare(cred.codeHash, want[:]) == 1
 	}
 	if !codeOK {

@@ -565,7 +565,7 @@ func (e *Edge) checkHello(cn *conn, h wire.Hello) error {
 		return &closeError{code: wire.CodeShutdown, reason: "the session is not reachable; retry in a moment"}
 	}
 	// The session sends the join code's digest only: compare digests.
-	h.JoinCode = digest(h.JoinCode)
+	h.JoinCode = codeDigest(h.JoinCode)
 	return e.gateHello(cn, h, code)
 }
 
@@ -575,7 +575,7 @@ func (e *Edge) checkHello(cn *conn, h wire.Hello) error {
 // bus learns nothing it could say hello with. A new device's secret is
 // issued here (the session registers its digest).
 func (e *Edge) admit(cn *conn, h wire.Hello) error {
-	hdr := &busHeader{Addr: cn.addr, CodeHash: digest(h.JoinCode), SecretHash: digest(h.Secret)}
+	hdr := &busHeader{Addr: cn.addr, CodeHash: codeDigest(h.JoinCode), SecretHash: digest(h.Secret)}
 	var issued string
 	if h.DeviceID == "" {
 		_, secret, err := newCredentials()

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"net/http/httptest"
 	"path/filepath"
 	"strconv"
@@ -469,4 +470,81 @@ func TestTrustedProxyHTTP(t *testing.T) {
 			t.Errorf("another client behind the proxy: %d, want 200", s)
 		}
 	})
+}
+
+// TestJoinCodeAnyCase: the session's code "join-me" typed in another case,
+// with spaces or without its dash, is the right code, over the websocket
+// hello and over HTTP; a code that differs in a letter is still wrong;
+// none of these count as failures.
+func TestJoinCodeAnyCase(t *testing.T) {
+	_, srv := gateServer(t, coordinator.Limits{}, coordinator.Gate{JoinFreeFailures: 3, JoinBackoff: time.Second, JoinBackoffMax: time.Minute})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, tc := range []struct {
+		code string
+		ok   bool
+	}{{"JOIN-ME", true}, {"Join Me", true}, {" joinme ", true}, {"JOIN-MF", false}} {
+		m, ws := hello(ctx, t, srv, wire.Hello{Version: wire.Version, JoinCode: tc.code})
+		if ws != nil {
+			ws.CloseNow()
+		}
+		if _, welcome := m.(wire.Welcome); welcome != tc.ok {
+			t.Errorf("hello with %q: %#v, want welcome %v", tc.code, m, tc.ok)
+		}
+		resp, err := http.Get(srv.URL + "/api/session?code=" + url.QueryEscape(tc.code))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if (resp.StatusCode == http.StatusOK) != tc.ok {
+			t.Errorf("/api/session?code=%q: %d, want ok %v", tc.code, resp.StatusCode, tc.ok)
+		}
+	}
+	if got := metricInt(t, srv.URL, rejJoinCode); got != 2 {
+		t.Errorf("join_code rejections = %d, want 2 (the one wrong code, twice)", got)
+	}
+}
+
+// TestClassBehindOneAddress: 40 students behind one school address join
+// with the default gate; every fourth types the code wrong once first
+// (10 typos in all), one types it wrong four times running. Each right
+// code clears the address's record, so no student is held off, while
+// guessing from that address still stops after 5 wrong codes in a row
+// (TestJoinCodeGuessing, TestJoinBackoff).
+func TestClassBehindOneAddress(t *testing.T) {
+	_, srv := gateServer(t, coordinator.Limits{}, coordinator.Gate{})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	try := func(code string) wire.Message {
+		m, ws := hello(ctx, t, srv, wire.Hello{Version: wire.Version, JoinCode: code})
+		if ws != nil {
+			ws.CloseNow()
+		}
+		return m
+	}
+	welcomed := 0
+	for i := range 40 {
+		wrong := 0
+		switch {
+		case i == 17:
+			wrong = 4
+		case i%4 == 0:
+			wrong = 1
+		}
+		for range wrong {
+			if e, ok := try("join-mf").(wire.Error); !ok || e.Code != wire.CodeJoinCode {
+				t.Fatalf("student %d: a typo was not answered as a wrong code: %#v", i, e)
+			}
+		}
+		if _, ok := try("Join-Me").(wire.Welcome); !ok {
+			t.Fatalf("student %d was held off after %d typos", i, wrong)
+		}
+		welcomed++
+	}
+	if welcomed != 40 {
+		t.Fatalf("%d of 40 students joined", welcomed)
+	}
+	if got := metricInt(t, srv.URL, rejThrottled); got != 0 {
+		t.Errorf("join_throttled rejections = %d, want 0", got)
+	}
 }

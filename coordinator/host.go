@@ -660,13 +660,13 @@ func (h *Host) archivedTarget(r *http.Request, cur *hostSession) string {
 	if code == "" {
 		code = r.URL.Query().Get("code")
 	}
-	if code == "" || code == cur.code {
+	if code == "" || joinCodeEqual(code, cur.code) {
 		return ""
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for _, e := range h.index.Sessions {
-		if e.ID != cur.id && subtle.ConstantTimeCompare([]byte(code), []byte(e.JoinCode)) == 1 {
+		if e.ID != cur.id && joinCodeEqual(code, e.JoinCode) {
 			return e.ID
 		}
 	}
@@ -710,7 +710,7 @@ func (h *Host) authorized(cur *hostSession, target string, next http.HandlerFunc
 		h.mu.Lock()
 		own := false
 		for _, e := range h.index.Sessions {
-			if e.ID == target && target != cur.id && code != "" && subtle.ConstantTimeCompare([]byte(code), []byte(e.JoinCode)) == 1 {
+			if e.ID == target && target != cur.id && code != "" && joinCodeEqual(code, e.JoinCode) {
 				own = true
 			}
 		}
@@ -762,21 +762,35 @@ func (h *Host) serveArchived(w http.ResponseWriter, r *http.Request, id string) 
 }
 
 // RandomJoinCode returns an n-character join code (5n bits) from
-// JoinCodeAlphabet, drawn from crypto/rand.
+// JoinCodeAlphabet (log2 31 = 4.95 bits a character), drawn from
+// crypto/rand: each character from a byte below 248 = 8 x 31 (others are
+// drawn again), so every character is equally likely.
 func RandomJoinCode(n int) (string, error) {
-	b := make([]byte, n)
-	if _, err := crand.Read(b); err != nil {
-		return "", fmt.Errorf("join code: %w", err)
+	out := make([]byte, 0, n)
+	buf := make([]byte, n+8)
+	for len(out) < n {
+		if _, err := crand.Read(buf); err != nil {
+			return "", fmt.Errorf("join code: %w", err)
+		}
+		for _, b := range buf {
+			if b < 248 && len(out) < n {
+				out = append(out, JoinCodeAlphabet[int(b)%len(JoinCodeAlphabet)])
+			}
+		}
 	}
-	for i := range b {
-		b[i] = JoinCodeAlphabet[int(b[i])%len(JoinCodeAlphabet)] // 256 is a multiple of 32: uniform
-	}
-	return string(b), nil
+	return string(out), nil
 }
 
-// JoinCodeAlphabet has 32 characters without look-alikes (no 0/O, no
-// 1/I): 5 bits per character, upper case, easy on a phone.
-const JoinCodeAlphabet = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
+// JoinCodeAlphabet has 31 characters without look-alikes (no 0/O, no
+// 1/I/L), upper case, easy on a phone. Codes are compared normalised
+// (wire.NormalizeJoinCode), so a student may type them in lower case.
+const JoinCodeAlphabet = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"
+
+// joinCodeEqual compares two join codes in constant time, normalised
+// (wire.NormalizeJoinCode): case, spaces and dashes do not matter.
+func joinCodeEqual(got, want string) bool {
+	return subtle.ConstantTimeCompare([]byte(wire.NormalizeJoinCode(got)), []byte(wire.NormalizeJoinCode(want))) == 1
+}
 
 // Close closes the stores of a host whose Run was never called (Run
 // closes them itself when it returns).

@@ -295,6 +295,20 @@ var mutations = []mutation{
 		pkgs: []string{"./sim/", "-run", "OneRoundEngine"},
 	},
 	{
+		name: "join-code-case-sensitive", why: "join codes are compared as typed (a class typing the code in lower case is refused and held off)",
+		file: "shared/wire/joincode.go",
+		old:  "return unicode.ToUpper(r)",
+		new:  "return r",
+		pkgs: []string{"./shared/wire/", "./coordinator/", "-run", "NormalizeJoinCode|JoinCodeAnyCase"},
+	},
+	{
+		name: "join-code-modulo-bias", why: "a join code's characters are drawn with a plain modulo (the first 8 of the alphabet more often)",
+		file: "coordinator/host.go",
+		old:  "if b < 248 && len(out) < n {",
+		new:  "if len(out) < n {",
+		pkgs: []string{"./coordinator/", "-run", "RandomJoinCode"},
+	},
+	{
 		name: "tell-before-commit", why: "the engine tells the members their decisions before the round is committed",
 		file: "engine/loop.go",
 		old:  "\tif err := sh.Commit(t, o); err != nil {\n\t\treturn false, err\n\t}\n\te.last = o.State\n\tsh.Tell(t, o)\n",
@@ -445,7 +459,7 @@ var mutations = []mutation{
 	{
 		name: "beat-plain-join-code", why: "the session's beat carries the join code itself, readable on the bus",
 		file: "coordinator/cluster.go",
-		old:  "JoinCodeHash: digest(c.cfg.JoinCode)",
+		old:  "JoinCodeHash: codeDigest(c.cfg.JoinCode)",
 		new:  "JoinCodeHash: c.cfg.JoinCode",
 		pkgs: []string{"./coordinator/", "-run", "BusCarriesNoCredentials"},
 	},

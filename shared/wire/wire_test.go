@@ -307,3 +307,23 @@ func TestLeaveDetailCut(t *testing.T) {
 		t.Errorf("leave decoded as %q with %d detail bytes", l.Reason, len(l.Detail))
 	}
 }
+
+// TestNormalizeJoinCode: case, spaces and dashes do not matter; anything
+// else does.
+func TestNormalizeJoinCode(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"QPHXV8WL6Z", "QPHXV8WL6Z"},
+		{"qphxv8wl6z", "QPHXV8WL6Z"},
+		{" qphx-v8wl 6z\t", "QPHXV8WL6Z"},
+		{"join-me", "JOINME"},
+		{"", ""},
+		{"ab_c", "AB_C"},
+	} {
+		if got := NormalizeJoinCode(tc.in); got != tc.want {
+			t.Errorf("NormalizeJoinCode(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+	if NormalizeJoinCode("ABC") == NormalizeJoinCode("ABD") {
+		t.Fatal("different codes normalise alike")
+	}
+}
