@@ -38,10 +38,10 @@ func TestBucket(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			var b bucket
+			b := newBucket(tc.rate, tc.burst)
 			got := ""
 			for _, d := range tc.at {
-				if b.take(t0.Add(d), tc.rate, tc.burst) {
+				if take(b, t0.Add(d)) {
 					got += "y"
 				} else {
 					got += "n"
