@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"golang.org/x/time/rate"
 
 	"browserfl/shared/wire"
 )
@@ -71,12 +72,13 @@ type conn struct {
 	writing atomic.Bool
 	// manual: no writer goroutine is started; the caller drains the
 	// outbox itself (the server fuzz test).
-	manual  bool
-	once    sync.Once
-	done    chan struct{}
-	tokens  float64
-	lastTok time.Time
-	addr    string // client address the gate keys on
+	manual bool
+	once   sync.Once
+	done   chan struct{}
+	// msgs is the message rate limit: MsgRate per second up to
+	// MsgBurst (golang.org/x/time/rate; only the reader takes from it).
+	msgs *rate.Limiter
+	addr string // client address the gate keys on
 	// prehello is set while the connection counts against its
 	// address's pre-hello limit (guarded by the serving goroutine).
 	prehello bool
@@ -425,20 +427,12 @@ func truncate(s string, n int) string {
 	return s
 }
 
-// allow is a token bucket: MsgRate tokens per second up to MsgBurst.
-func (cn *conn) allow(now time.Time) bool {
-	l := cn.f.lim
-	cn.tokens += now.Sub(cn.lastTok).Seconds() * l.MsgRate
-	if cn.tokens > float64(l.MsgBurst) {
-		cn.tokens = float64(l.MsgBurst)
-	}
-	cn.lastTok = now
-	if cn.tokens < 1 {
-		return false
-	}
-	cn.tokens--
-	return true
-}
+// allow takes a message token at now: MsgRate tokens per second up to
+// MsgBurst.
+func (cn *conn) allow(now time.Time) bool { return cn.msgs.AllowN(now, 1) }
+
+// msgLimiter returns a connection's message rate limit, full.
+func (l Limits) msgLimiter() *rate.Limiter { return rate.NewLimiter(rate.Limit(l.MsgRate), l.MsgBurst) }
 
 // ServeWS upgrades a device connection and reads its hello; once the
 // device is admitted, a fresh goroutine reads its frames until the
@@ -466,9 +460,8 @@ func (c *front) ServeWS(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	cn := &conn{f: c, outbox: make(chan outFrame, c.lim.Outbox), done: make(chan struct{}),
-		tokens: float64(c.lim.MsgBurst), addr: addr, prehello: true}
+		msgs: c.lim.msgLimiter(), addr: addr, prehello: true}
 	cn.born = time.Now()
-	cn.lastTok = cn.born
 	sb := &smallBuffers{ResponseWriter: w}
 	ws, err := websocket.Accept(sb, r, &websocket.AcceptOptions{
 		OriginPatterns:  c.origins,

@@ -854,7 +854,10 @@ func (e *Edge) Handler(assets Assets, sessionURL *url.URL) http.Handler {
 }
 
 // WriteMetrics writes the edge's metrics in the Prometheus text format.
-func (e *Edge) WriteMetrics(w io.Writer) error {
+func (e *Edge) WriteMetrics(w io.Writer) error { return e.met.write(w, e.metricRows) }
+
+// metricRows reads the edge's rows of /metrics.
+func (e *Edge) metricRows() []metricRow {
 	m := e.met
 	e.mu.Lock()
 	devices := len(e.conns)
@@ -884,5 +887,5 @@ func (e *Edge) WriteMetrics(w io.Writer) error {
 		{"browserfl_frames_out_total", "Frames written.", "counter", float64(m.framesOut.Load())},
 		{"browserfl_bytes_in_total", "Websocket payload bytes read.", "counter", float64(m.bytesIn.Load())},
 	}
-	return writeMetrics(w, rows, m)
+	return rows
 }

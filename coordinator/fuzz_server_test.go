@@ -155,7 +155,7 @@ func (h *fuzzHarness) next() (byte, bool) {
 func (h *fuzzHarness) connect(d *fuzzDevice, hello wire.Hello) {
 	ws := &fakeWS{seq: &h.seq}
 	cn := &conn{f: h.c.front, ws: ws, outbox: make(chan outFrame, h.c.lim.Outbox), done: make(chan struct{}), manual: true,
-		tokens: float64(h.c.lim.MsgBurst), lastTok: time.Now()}
+		msgs: h.c.lim.msgLimiter()}
 	// No writer goroutine: drain moves queued frames to ws after every
 	// step, so a frame's stamp is the step that queued it.
 	h.conns = append(h.conns, fakeConn{cn, ws})

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"browserfl/shared/wire"
+
+	"golang.org/x/time/rate"
 )
 
 // Gate configures who may knock on the coordinator and how often: join
@@ -116,56 +118,43 @@ func (g Gate) withDefaults(deadline time.Duration) Gate {
 	return g
 }
 
-// bucket is a token bucket: rate tokens per second up to burst. A
-// negative rate never refuses.
-type bucket struct {
-	tokens float64
-	last   time.Time
+// newBucket returns a token bucket (golang.org/x/time/rate) of rate
+// tokens per second up to burst, full at its first use. A negative rate
+// never refuses. The gate's buckets are read and taken under the gate's
+// lock at the gate's clock (Limiter.AllowN and TokensAt at g.now()).
+func newBucket(r float64, burst int) *rate.Limiter {
+	if r < 0 {
+		return rate.NewLimiter(rate.Inf, burst)
+	}
+	return rate.NewLimiter(rate.Limit(r), burst)
 }
 
-func (b *bucket) take(now time.Time, rate float64, burst int) bool {
-	if rate < 0 {
-		return true
-	}
-	if b.last.IsZero() {
-		b.tokens = float64(burst)
-	} else if now.After(b.last) {
-		b.tokens = min(float64(burst), b.tokens+now.Sub(b.last).Seconds()*rate)
-	}
-	b.last = now
-	if b.tokens < 1 {
-		return false
-	}
-	b.tokens--
-	return true
-}
+// take takes a token from b at now, if it has one.
+func take(b *rate.Limiter, now time.Time) bool { return b.AllowN(now, 1) }
 
-// avail returns the tokens the bucket holds at now.
-func (b *bucket) avail(now time.Time, rate float64, burst int) float64 {
-	switch {
-	case rate < 0:
+// avail returns the tokens b holds at now (+Inf for an unlimited one).
+func avail(b *rate.Limiter, now time.Time) float64 {
+	if b.Limit() == rate.Inf {
 		return math.Inf(1)
-	case b.last.IsZero():
-		return float64(burst)
 	}
-	return min(float64(burst), b.tokens+max(0, now.Sub(b.last).Seconds())*rate)
+	return b.TokensAt(now)
 }
 
-// full reports whether the bucket would be full at now (it can be
-// forgotten without changing any answer).
-func (b *bucket) full(now time.Time, rate float64, burst int) bool {
-	return b.avail(now, rate, burst) >= float64(burst)
+// full reports whether b would be full at now (it can be forgotten
+// without changing any answer).
+func full(b *rate.Limiter, now time.Time) bool {
+	return avail(b, now) >= float64(b.Burst())
 }
 
 // addrState is what the gate remembers about one client address.
 type addrState struct {
 	seen     time.Time
-	reg      bucket    // new registrations
-	failures int       // wrong join codes since the last success (or forget)
-	lastFail time.Time // time of the last wrong join code
-	until    time.Time // join attempts refused before this time
-	prehello int       // open connections that have not said hello
-	teacher  backoff   // wrong teacher secrets (teacher.go)
+	reg      *rate.Limiter // new registrations (newBucket)
+	failures int           // wrong join codes since the last success (or forget)
+	lastFail time.Time     // time of the last wrong join code
+	until    time.Time     // join attempts refused before this time
+	prehello int           // open connections that have not said hello
+	teacher  backoff       // wrong teacher secrets (teacher.go)
 }
 
 // gateState holds the gate's per-address tables and global buckets.
@@ -176,8 +165,8 @@ type gateState struct {
 
 	mu        sync.Mutex
 	addrs     map[string]*addrState
-	joinFails bucket // global wrong join codes
-	regs      bucket // global registrations
+	joinFails *rate.Limiter // global wrong join codes
+	regs      *rate.Limiter // global registrations
 	// inactive maps each device id without a connection to the order in
 	// which it lost it (eviction takes the smallest first).
 	inactive map[string]uint64
@@ -189,8 +178,10 @@ type gateState struct {
 }
 
 func newGate(cfg Gate, deadline time.Duration, log *slog.Logger) *gateState {
-	return &gateState{cfg: cfg.withDefaults(deadline), log: log, now: time.Now,
-		addrs: make(map[string]*addrState), inactive: make(map[string]uint64)}
+	cfg = cfg.withDefaults(deadline)
+	return &gateState{cfg: cfg, log: log, now: time.Now,
+		addrs: make(map[string]*addrState), inactive: make(map[string]uint64),
+		joinFails: newBucket(cfg.JoinGlobalRate, cfg.JoinGlobalBurst), regs: newBucket(cfg.RegisterGlobalRate, cfg.RegisterGlobalBurst)}
 }
 
 // addrLocked returns the state of addr, creating it (and making room)
@@ -201,7 +192,7 @@ func (g *gateState) addrLocked(addr string, now time.Time) *addrState {
 		if len(g.addrs) >= g.cfg.MaxAddresses {
 			g.pruneLocked(now)
 		}
-		s = &addrState{}
+		s = &addrState{reg: newBucket(g.cfg.RegisterRate, g.cfg.RegisterBurst)}
 		g.addrs[addr] = s
 	}
 	s.seen = now
@@ -211,7 +202,7 @@ func (g *gateState) addrLocked(addr string, now time.Time) *addrState {
 // idle reports whether s holds nothing that changes an answer.
 func (g *gateState) idle(s *addrState, now time.Time) bool {
 	return s.prehello == 0 && !now.Before(s.until) && (s.failures == 0 || now.Sub(s.lastFail) > g.cfg.JoinForget) &&
-		s.reg.full(now, g.cfg.RegisterRate, g.cfg.RegisterBurst) && s.teacher.idle(now, g.cfg.JoinForget)
+		full(s.reg, now) && s.teacher.idle(now, g.cfg.JoinForget)
 }
 
 // pruneLocked drops idle addresses, then the least recently seen ones,
@@ -266,7 +257,7 @@ func (g *gateState) checkCode(addr, got, code string) (v joinVerdict, retry time
 		g.logLocked(now, addr)
 		return joinThrottled, s.until.Sub(now)
 	}
-	if s.failures > 0 && g.joinFails.avail(now, g.cfg.JoinGlobalRate, g.cfg.JoinGlobalBurst) < 1 {
+	if s.failures > 0 && avail(g.joinFails, now) < 1 {
 		// The global budget of wrong codes is spent: only addresses
 		// with a clean record are checked.
 		g.unloggedThrottled++
@@ -284,7 +275,7 @@ func (g *gateState) checkCode(addr, got, code string) (v joinVerdict, retry time
 // failLocked records a failed attempt from addr: a wrong join code, or a
 // hello with a right code but an unknown device id or wrong secret.
 func (g *gateState) failLocked(s *addrState, now time.Time, addr string) {
-	g.joinFails.take(now, g.cfg.JoinGlobalRate, g.cfg.JoinGlobalBurst)
+	take(g.joinFails, now)
 	s.failures++
 	s.lastFail = now
 	if n := s.failures - g.cfg.JoinFreeFailures; n > 0 {
@@ -324,13 +315,13 @@ func (g *gateState) register(addr string) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	s := g.addrLocked(addr, now)
-	if s.reg.avail(now, g.cfg.RegisterRate, g.cfg.RegisterBurst) < 1 {
+	if avail(s.reg, now) < 1 {
 		return false // do not spend a global token on a refused address
 	}
-	if !g.regs.take(now, g.cfg.RegisterGlobalRate, g.cfg.RegisterGlobalBurst) {
+	if !take(g.regs, now) {
 		return false
 	}
-	return s.reg.take(now, g.cfg.RegisterRate, g.cfg.RegisterBurst)
+	return take(s.reg, now)
 }
 
 // openPreHello counts a connection from addr that has not said hello; it

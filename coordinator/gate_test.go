@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net/http"
 	"net/netip"
 	"strings"
@@ -38,10 +39,10 @@ func TestBucket(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			var b bucket
+			b := newBucket(tc.rate, tc.burst)
 			got := ""
 			for _, d := range tc.at {
-				if b.take(t0.Add(d), tc.rate, tc.burst) {
+				if take(b, t0.Add(d)) {
 					got += "y"
 				} else {
 					got += "n"
@@ -49,6 +50,44 @@ func TestBucket(t *testing.T) {
 			}
 			if got != tc.want {
 				t.Errorf("got %s, want %s", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestBucketAvail: what the gate reads from a bucket without taking
+// from it (the join budget, the registration check, the pruning).
+func TestBucketAvail(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name     string
+		rate     float64
+		burst    int
+		takes    int           // tokens taken at t0
+		at       time.Duration // read this long after t0
+		want     float64
+		wantFull bool
+	}{
+		{"new bucket is full", 1, 3, 0, 0, 3, true},
+		{"after two takes", 1, 3, 2, 0, 1, false},
+		{"refilled half", 2, 3, 3, 500 * time.Millisecond, 1, false},
+		{"refilled to the burst", 1, 3, 3, time.Hour, 3, true},
+		{"unlimited", -1, 0, 5, 0, math.Inf(1), true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			b := newBucket(tc.rate, tc.burst)
+			for range tc.takes {
+				if !take(b, t0) {
+					t.Fatal("a take within the burst was refused")
+				}
+			}
+			now := t0.Add(tc.at)
+			if got := avail(b, now); got != tc.want {
+				t.Errorf("avail = %v, want %v", got, tc.want)
+			}
+			if got := full(b, now); got != tc.wantFull {
+				t.Errorf("full = %v, want %v", got, tc.wantFull)
 			}
 		})
 	}

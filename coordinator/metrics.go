@@ -50,6 +50,12 @@ type metrics struct {
 	// roundLatency is the histogram of committed rounds' latency (start
 	// to commit), in seconds.
 	roundLatency prometheus.Histogram
+
+	// The registry /metrics is gathered from, with its collectors
+	// registered once, at the first scrape (metrics.write).
+	regOnce sync.Once
+	reg     *prometheus.Registry
+	regErr  error
 }
 
 const keepLatencies = 4096
@@ -128,6 +134,11 @@ func (m *metrics) quantile(q float64) time.Duration {
 
 // WriteMetrics writes the Prometheus text exposition of c's metrics.
 func (c *Coordinator) WriteMetrics(w io.Writer) error {
+	return c.met.write(w, c.metricRows, c.met.roundLatency)
+}
+
+// metricRows reads c's rows of /metrics.
+func (c *Coordinator) metricRows() []metricRow {
 	m := c.met
 	c.mu.Lock()
 	committed, devices, eligible := c.committed, len(c.devices), c.countEligibleLocked()
@@ -172,7 +183,7 @@ func (c *Coordinator) WriteMetrics(w io.Writer) error {
 	if n := node; n != nil {
 		rows = append(rows, n.metricRows()...)
 	}
-	return writeMetrics(w, rows, m, m.roundLatency)
+	return rows
 }
 
 // metricRow is one metric read at scrape time.
@@ -184,57 +195,72 @@ type metricRow struct {
 // rowCollector is a prometheus.Collector of rows read when the registry
 // is gathered: values kept elsewhere (atomics, the coordinator's state)
 // exported as constant metrics, the client library's way for values it
-// does not own. It is unchecked (Describe sends nothing); Gather still
-// refuses two metrics of one name.
-type rowCollector func() []prometheus.Metric
+// does not own, and m's rejections by kind. It is unchecked (Describe
+// sends nothing); Gather still refuses two metrics of one name. Each
+// row's description is made once, at its first scrape.
+type rowCollector struct {
+	rows func() []metricRow
+	m    *metrics
 
-func (rowCollector) Describe(chan<- *prometheus.Desc) {}
-
-func (f rowCollector) Collect(ch chan<- prometheus.Metric) {
-	for _, m := range f() {
-		ch <- m
-	}
+	mu       sync.Mutex
+	descs    map[string]*prometheus.Desc
+	rejected *prometheus.Desc
 }
 
-// constMetrics turns rows into constant prometheus metrics.
-func constMetrics(rows []metricRow) []prometheus.Metric {
-	out := make([]prometheus.Metric, 0, len(rows))
-	for _, r := range rows {
+func newRowCollector(rows func() []metricRow, m *metrics) *rowCollector {
+	return &rowCollector{rows: rows, m: m, descs: map[string]*prometheus.Desc{},
+		rejected: prometheus.NewDesc("browserfl_rejections_total", "Refused or dropped connections and requests by kind.", []string{"kind"}, nil)}
+}
+
+func (*rowCollector) Describe(chan<- *prometheus.Desc) {}
+
+func (rc *rowCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, r := range rc.rows() {
 		t := prometheus.GaugeValue
 		if r.typ == "counter" {
 			t = prometheus.CounterValue
 		}
-		out = append(out, prometheus.MustNewConstMetric(prometheus.NewDesc(r.name, r.help, nil, nil), t, r.v))
+		ch <- prometheus.MustNewConstMetric(rc.desc(r), t, r.v)
 	}
-	return out
-}
-
-// rejectionMetrics returns browserfl_rejections_total by kind.
-func (m *metrics) rejectionMetrics() []prometheus.Metric {
-	desc := prometheus.NewDesc("browserfl_rejections_total", "Refused or dropped connections and requests by kind.", []string{"kind"}, nil)
-	out := make([]prometheus.Metric, 0, numRejections)
 	for k, name := range rejectionNames {
 		if k == rejNone {
 			continue
 		}
-		out = append(out, prometheus.MustNewConstMetric(desc, prometheus.CounterValue, float64(m.rejections[k].Load()), name))
+		ch <- prometheus.MustNewConstMetric(rc.rejected, prometheus.CounterValue, float64(rc.m.rejections[k].Load()), name)
 	}
-	return out
 }
 
-// writeMetrics gathers rows, m's rejections and the collectors extra
-// into a registry and writes its Prometheus text exposition to w.
-func writeMetrics(w io.Writer, rows []metricRow, m *metrics, extra ...prometheus.Collector) error {
-	reg := prometheus.NewRegistry()
-	cs := append([]prometheus.Collector{rowCollector(func() []prometheus.Metric {
-		return append(constMetrics(rows), m.rejectionMetrics()...)
-	})}, extra...)
-	for _, c := range cs {
-		if err := reg.Register(c); err != nil {
-			return fmt.Errorf("metrics: %w", err)
-		}
+// desc returns r's description, made at its first use.
+func (rc *rowCollector) desc(r metricRow) *prometheus.Desc {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	d := rc.descs[r.name]
+	if d == nil {
+		d = prometheus.NewDesc(r.name, r.help, nil, nil)
+		rc.descs[r.name] = d
 	}
-	families, err := reg.Gather()
+	return d
+}
+
+// write gathers m's registry and writes its Prometheus text exposition
+// to w. The registry is made at the first call, with the rows (read at
+// every gather), m's rejections and the collectors extra registered
+// once; later calls gather the same registry.
+func (m *metrics) write(w io.Writer, rows func() []metricRow, extra ...prometheus.Collector) error {
+	m.regOnce.Do(func() {
+		reg := prometheus.NewRegistry()
+		for _, c := range append([]prometheus.Collector{newRowCollector(rows, m)}, extra...) {
+			if err := reg.Register(c); err != nil {
+				m.regErr = fmt.Errorf("metrics: %w", err)
+				return
+			}
+		}
+		m.reg = reg
+	})
+	if m.regErr != nil {
+		return m.regErr
+	}
+	families, err := m.reg.Gather()
 	if err != nil {
 		return fmt.Errorf("metrics: %w", err)
 	}

@@ -157,35 +157,8 @@ func (a *app) start(code, origin string) {
 		return
 	}
 	go warmUp(a.ctx, a.port)
-	// The coordinator may be down (restarting) or unreachable: keep
-	// trying, with a growing pause, and say so meanwhile.
-	for wait := time.Second; ; wait = min(2*wait, 15*time.Second) {
-		err := a.loadSession()
-		if err == nil {
-			break
-		}
-		var he *jsw.HTTPError
-		if errors.As(err, &he) && (he.Status == http.StatusForbidden || he.Status == http.StatusNotFound) {
-			// A wrong join code is final: no retry, nothing stored; the
-			// box again.
-			a.update(func(s *ui.State) {
-				s.Screen = ui.ScreenJoin
-				s.Code = a.code
-				s.Error = fmt.Sprintf("The code “%s” is not valid. Check it with your teacher and try again.", a.code)
-			})
-			a.port.mark("fl-ready")
-			return
-		}
-		a.update(func(s *ui.State) {
-			s.Error = "Can't reach the class server (retrying)…"
-			s.Train.Detail = err.Error()
-		})
-		js.Global().Get("console").Call("debug", "session: "+err.Error())
-		select {
-		case <-a.ctx.Done():
-			return
-		case <-time.After(wait):
-		}
+	if !a.awaitSession() {
+		return
 	}
 	a.update(func(s *ui.State) { s.Error = "" })
 	dbName := "browserfl:" + a.code
@@ -243,33 +216,79 @@ func (a *app) start(code, origin string) {
 	case err != nil:
 		a.fail("Stored consent", err)
 	default:
-		if err := json.Unmarshal(b, &a.consent); err != nil {
-			a.fail("Stored consent", err)
+		if !a.restoreConsent(st, b) {
 			return
-		}
-		// The page has always offered one delta to its owner; a consent
-		// stored with another (older pages used the session's) is read
-		// at the owner's delta.
-		a.consent.Delta = a.delta
-		if wire.CheckNickname(a.consent.Nickname) != nil {
-			a.consent.Nickname = "" // never send a stored name the coordinator would refuse
-		}
-		nick := a.consent.Nickname
-		a.update(func(s *ui.State) { s.Nickname = nick })
-		if a.consent.Rho, err = (plan.Budget{Epsilon: a.consent.Budget, Delta: a.delta}).Rho(); err != nil {
-			a.fail("Stored consent", err)
-			return
-		}
-		tb, terr := st.Get(a.ctx, keyTraining)
-		a.update(func(s *ui.State) {
-			s.Budget = a.consent.Budget
-			s.Screen = ui.ScreenData
-		})
-		if terr == nil && len(tb) > 0 && tb[0] == 1 {
-			a.startTraining() // resume after a reload or a browser restart
 		}
 	}
 	a.port.mark("fl-ready")
+}
+
+// awaitSession loads the session's public parameters, retrying while
+// the coordinator is down (restarting) or unreachable, with a growing
+// pause, and saying so meanwhile. It reports false when the join code is
+// wrong (the box is shown again) or the page is closing.
+func (a *app) awaitSession() bool {
+	for wait := time.Second; ; wait = min(2*wait, 15*time.Second) {
+		err := a.loadSession()
+		if err == nil {
+			return true
+		}
+		var he *jsw.HTTPError
+		if errors.As(err, &he) && (he.Status == http.StatusForbidden || he.Status == http.StatusNotFound) {
+			// A wrong join code is final: no retry, nothing stored; the
+			// box again.
+			a.update(func(s *ui.State) {
+				s.Screen = ui.ScreenJoin
+				s.Code = a.code
+				s.Error = fmt.Sprintf("The code “%s” is not valid. Check it with your teacher and try again.", a.code)
+			})
+			a.port.mark("fl-ready")
+			return false
+		}
+		a.update(func(s *ui.State) {
+			s.Error = "Can't reach the class server (retrying)…"
+			s.Train.Detail = err.Error()
+		})
+		js.Global().Get("console").Call("debug", "session: "+err.Error())
+		select {
+		case <-a.ctx.Done():
+			return false
+		case <-time.After(wait):
+		}
+	}
+}
+
+// restoreConsent restores the consent stored as b and shows the data
+// screen, resuming training if it was on. It reports false when the
+// stored consent cannot be read (said on the page).
+func (a *app) restoreConsent(st *idb.Store, b []byte) bool {
+	if err := json.Unmarshal(b, &a.consent); err != nil {
+		a.fail("Stored consent", err)
+		return false
+	}
+	// The page has always offered one delta to its owner; a consent
+	// stored with another (older pages used the session's) is read
+	// at the owner's delta.
+	a.consent.Delta = a.delta
+	if wire.CheckNickname(a.consent.Nickname) != nil {
+		a.consent.Nickname = "" // never send a stored name the coordinator would refuse
+	}
+	nick := a.consent.Nickname
+	a.update(func(s *ui.State) { s.Nickname = nick })
+	var err error
+	if a.consent.Rho, err = (plan.Budget{Epsilon: a.consent.Budget, Delta: a.delta}).Rho(); err != nil {
+		a.fail("Stored consent", err)
+		return false
+	}
+	tb, terr := st.Get(a.ctx, keyTraining)
+	a.update(func(s *ui.State) {
+		s.Budget = a.consent.Budget
+		s.Screen = ui.ScreenData
+	})
+	if terr == nil && len(tb) > 0 && tb[0] == 1 {
+		a.startTraining() // resume after a reload or a browser restart
+	}
+	return true
 }
 
 // dbExists reports whether this browser holds the database name; ok is

@@ -15,7 +15,6 @@ import (
 	"syscall"
 	"time"
 
-	"browserfl"
 	"browserfl/coordinator"
 	"browserfl/web"
 )
@@ -125,21 +124,15 @@ func runEdge(o options, log *slog.Logger, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	index := browserfl.IndexHTML
-	if o.Index != "" {
-		if index, err = os.ReadFile(o.Index); err != nil {
-			return fmt.Errorf("-index: %w", err)
-		}
+	index, err := o.index()
+	if err != nil {
+		return err
 	}
 	srv, err := newHTTPServer(edge.Handler(coordinator.Assets{Index: index, Web: web.FS()}, sessionURL), o, log)
 	if err != nil {
 		return err
 	}
-	scheme := "http"
-	if o.TLSCert != "" {
-		scheme = "https"
-	}
-	fmt.Fprintf(stderr, "browserfl edge %s: devices join at %s://%s/?code=<the session's join code>\n", id, scheme, ln.Addr())
+	fmt.Fprintf(stderr, "browserfl edge %s: devices join at %s://%s/?code=<the session's join code>\n", id, o.scheme(), ln.Addr())
 	if metricsGenerated {
 		printMetricsToken(stderr, o.MetricsToken)
 	}

@@ -26,15 +26,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/http"
-	"net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"syscall"
-	"time"
 
 	"browserfl/device"
 	"browserfl/shared/wire"
@@ -76,28 +71,12 @@ func run(args []string, stderr io.Writer) error {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 
-	shardPath := filepath.Join(*dir, "shard.bin")
-	blob, err := os.ReadFile(shardPath)
-	if errors.Is(err, os.ErrNotExist) {
-		// Ctrl-C stops the waiting for a coordinator that is not up.
-		fctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
-		err = retry{Min: 500 * time.Millisecond, Max: 30 * time.Second, OnWait: logRetries(log, "demo shard")}.do(fctx,
-			func(ctx context.Context) (err error) {
-				blob, err = fetchShard(ctx, *wsURL, *code)
-				return err
-			})
-		stop()
-		if errors.Is(err, context.Canceled) {
-			log.Info("stopped by its owner before the coordinator answered", "err", err)
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		if err := os.WriteFile(shardPath, blob, 0o600); err != nil {
-			return err
-		}
-	} else if err != nil {
+	blob, err := readShard(ctx, *dir, *wsURL, *code, log)
+	if errors.Is(err, context.Canceled) {
+		log.Info("stopped by its owner before the coordinator answered", "err", err)
+		return nil
+	}
+	if err != nil {
 		return err
 	}
 	set, err := device.DecodeShard(blob, 10)
@@ -128,20 +107,7 @@ func run(args []string, stderr io.Writer) error {
 	sig := make(chan os.Signal, 2)
 	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sig)
-	go func() {
-		select {
-		case <-sig:
-		case <-ctx.Done():
-			return
-		}
-		log.Info("stopping: leaving the session")
-		rt.Leave(wire.LeaveStopped)
-		select {
-		case <-sig:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
+	go leaveOnSignal(ctx, sig, rt, cancel, log)
 	err = rt.Run(ctx)
 	logLeft(log, rt, err)
 	if errors.Is(err, context.Canceled) || errors.Is(err, device.ErrLeft) ||
@@ -171,38 +137,19 @@ func logLeft(log *slog.Logger, rt *device.Runtime, err error) {
 	}
 }
 
-// fetchShard asks the coordinator for a demo shard (demo only).
-func fetchShard(ctx context.Context, wsURL, code string) ([]byte, error) {
-	u, err := url.Parse(wsURL)
-	if err != nil {
-		return nil, fmt.Errorf("-url: %w: %w", err, errPermanent)
+// leaveOnSignal makes the device leave at the first signal on sig and
+// stops it (cancel) at the second.
+func leaveOnSignal(ctx context.Context, sig <-chan os.Signal, rt *device.Runtime, cancel context.CancelFunc, log *slog.Logger) {
+	select {
+	case <-sig:
+	case <-ctx.Done():
+		return
 	}
-	u.Scheme = strings.Replace(strings.Replace(u.Scheme, "wss", "https", 1), "ws", "http", 1)
-	u.Path = "/api/demo/shard"
-	u.RawQuery = "code=" + url.QueryEscape(code)
-	req, err := http.NewRequestWithContext(ctx, "GET", u.String(), nil)
-	if err != nil {
-		return nil, err
+	log.Info("stopping: leaving the session")
+	rt.Leave(wire.LeaveStopped)
+	select {
+	case <-sig:
+		cancel()
+	case <-ctx.Done():
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("demo shard: %w", err)
-	}
-	defer resp.Body.Close()
-	switch {
-	case resp.StatusCode == http.StatusForbidden || resp.StatusCode == http.StatusNotFound:
-		// A wrong join code, or no demo shards here: asking again will not help.
-		return nil, fmt.Errorf("demo shard: HTTP %d: %w", resp.StatusCode, errPermanent)
-	case resp.StatusCode != 200:
-		// 429 (the gate's backoff), 5xx, a proxy's 502 while the coordinator starts.
-		return nil, fmt.Errorf("demo shard: HTTP %d", resp.StatusCode)
-	}
-	b, err := io.ReadAll(io.LimitReader(resp.Body, device.MaxShardBytes+1))
-	if err != nil {
-		return nil, fmt.Errorf("demo shard: %w", err)
-	}
-	if n, _ := strconv.Atoi(resp.Header.Get("X-Shard-Classes")); n > 0 && n != 10 {
-		return nil, fmt.Errorf("demo shard has %d classes, this device expects 10: %w", n, errPermanent)
-	}
-	return b, nil
 }

@@ -101,16 +101,7 @@ func run(ctx context.Context, args []string, out, progress io.Writer) error {
 			if err != nil {
 				return fmt.Errorf("%s: %w", label, err)
 			}
-			name := alg
-			if alg == "local" {
-				name = fmt.Sprintf("local (K = %d, linear)", kOf(*b, *localSteps))
-				if *epochs >= 2 {
-					name = fmt.Sprintf("local (K = %d, E = %d, linear-unit)", kOf(*b, *localSteps), *epochs)
-				}
-				if z > 0 {
-					name = fmt.Sprintf("local (K = %d, latch %g)", kOf(*b, *localSteps), z)
-				}
-			}
+			name := rowName(alg, kOf(*b, *localSteps), *epochs, z)
 			muExp := "–"
 			if res.MuExpected > 0 {
 				muExp = fmt.Sprintf("%.3f", res.MuExpected)
@@ -120,6 +111,22 @@ func run(ctx context.Context, args []string, out, progress io.Writer) error {
 		}
 	}
 	return nil
+}
+
+// rowName names an algorithm's row: local's with its K, E and canary
+// (the latch's threshold z, or 0 for the linear one).
+func rowName(alg string, k, epochs int, z float64) string {
+	if alg != "local" {
+		return alg
+	}
+	name := fmt.Sprintf("local (K = %d, linear)", k)
+	if epochs >= 2 {
+		name = fmt.Sprintf("local (K = %d, E = %d, linear-unit)", k, epochs)
+	}
+	if z > 0 {
+		name = fmt.Sprintf("local (K = %d, latch %g)", k, z)
+	}
+	return name
 }
 
 // kOf is local's K for batch b and the -K flag (0: b).

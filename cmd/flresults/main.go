@@ -21,24 +21,19 @@
 package main
 
 import (
-	"compress/gzip"
 	"context"
-	"encoding/csv"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
 	"syscall"
 
 	"browserfl/shared/dataset"
-	"browserfl/sim"
 )
 
 func main() {
@@ -57,8 +52,8 @@ type options struct {
 	seed               uint64
 }
 
-func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	var o options
+// parseFlags parses args; only is -only's regexp (nil: every group).
+func parseFlags(args []string, stderr io.Writer) (o options, only *regexp.Regexp, err error) {
 	fs := flag.NewFlagSet("flresults", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&o.out, "out", "docs", "directory of results.md (runs go to OUT/results/)")
@@ -68,17 +63,23 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.BoolVar(&o.quiet, "q", false, "no progress bars")
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of every run")
 	if err := fs.Parse(args); err != nil {
-		return err
+		return o, nil, err
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q", fs.Args())
+		return o, nil, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
-	var only *regexp.Regexp
 	if o.only != "" {
-		var err error
 		if only, err = regexp.Compile(o.only); err != nil {
-			return fmt.Errorf("-only: %w", err)
+			return o, nil, fmt.Errorf("-only: %w", err)
 		}
+	}
+	return o, only, nil
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	o, only, err := parseFlags(args, stderr)
+	if err != nil {
+		return err
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -93,13 +94,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	// Step sizes first: chosen on the validation split, and checked
 	// against the ones the reported runs use before any of them starts.
 	if only == nil || only.MatchString("tune") {
-		var table strings.Builder
-		err := tune(ctx, o, train, dir, &table, stderr)
-		fmt.Fprint(stdout, table.String())
-		if werr := os.WriteFile(filepath.Join(dir, "tuning.md"), []byte(table.String()), 0o644); werr != nil {
-			return errors.Join(err, fmt.Errorf("write tuning table: %w", werr))
-		}
-		if err != nil {
+		if err := tuneTable(ctx, o, train, dir, stdout, stderr); err != nil {
 			return err
 		}
 	}
@@ -114,32 +109,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("write sweep table: %w", err)
 	}
 	groups := experiments(choices)
-	results := map[string]outcome{}
-	for _, g := range groups {
-		selected := only == nil || only.MatchString(g.name)
-		for _, e := range g.runs {
-			if !selected {
-				if oc, err := readOutcome(filepath.Join(dir, e.id+".csv.gz")); err == nil {
-					results[e.id] = oc
-				} else if !errors.Is(err, os.ErrNotExist) {
-					return err
-				}
-				continue
-			}
-			if !o.quiet {
-				fmt.Fprintf(stderr, "%s: ", g.name)
-			}
-			// The reported cell: trained on the whole training set, its
-			// figure is the last evaluation on the test set (the curves'
-			// intermediate points are for the plots; nothing is chosen
-			// on them).
-			oc, err := runOrRead(ctx, o, e, train, test, dir, stderr)
-			if err != nil {
-				return err
-			}
-			results[e.id] = oc
-			fmt.Fprintf(stdout, "%-40s acc %.4f loss %.4f uplink %d B\n", e.id, oc.acc, oc.loss, oc.uplink)
-		}
+	results, err := runGroups(ctx, o, groups, only, train, test, dir, stdout, stderr)
+	if err != nil {
+		return err
 	}
 	if err := writePlots(dir, groups); err != nil {
 		return err
@@ -160,131 +132,47 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-// outcome is what the report needs from one run.
-type outcome struct {
-	acc, loss      float64
-	uplink         int64
-	maxRho, maxEps float64
-	rounds         int
-	recs           []sim.Record
+// tuneTable runs the step-size sweeps and writes their table to stdout
+// and dir/tuning.md (also when a sweep's choice disagrees).
+func tuneTable(ctx context.Context, o options, train dataset.Set, dir string, stdout, stderr io.Writer) error {
+	var table strings.Builder
+	err := tune(ctx, o, train, dir, &table, stderr)
+	fmt.Fprint(stdout, table.String())
+	if werr := os.WriteFile(filepath.Join(dir, "tuning.md"), []byte(table.String()), 0o644); werr != nil {
+		return errors.Join(err, fmt.Errorf("write tuning table: %w", werr))
+	}
+	return err
 }
 
-func summarize(recs []sim.Record) outcome {
-	oc := outcome{acc: math.NaN(), loss: math.NaN(), recs: recs}
-	for _, r := range recs {
-		if !math.IsNaN(r.Accuracy) {
-			oc.acc, oc.loss = r.Accuracy, r.Loss
-		}
-	}
-	if n := len(recs); n > 0 {
-		last := recs[n-1]
-		oc.uplink, oc.maxRho, oc.maxEps, oc.rounds = last.CumUplinkBytes, last.MaxRho, last.MaxEpsilon, last.Round
-	}
-	return oc
-}
-
-// writeRun writes a run's per-round CSV, gzipped (the M = 1 runs have
-// 60,000 rounds). It writes a temporary file and renames it, so a file on
-// disk is always a finished run.
-func writeRun(path string, recs []sim.Record) error {
-	tmp := path + ".tmp"
-	f, err := os.Create(tmp)
-	if err != nil {
-		return fmt.Errorf("create %s: %w", tmp, err)
-	}
-	zw := gzip.NewWriter(f)
-	if err := sim.WriteCSV(zw, recs); err != nil {
-		f.Close()
-		return err
-	}
-	if err := zw.Close(); err != nil {
-		f.Close()
-		return fmt.Errorf("compress %s: %w", tmp, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("close %s: %w", tmp, err)
-	}
-	return os.Rename(tmp, path)
-}
-
-// readOutcome reads a run's CSV back.
-func readOutcome(path string) (outcome, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return outcome{}, err
-	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		return outcome{}, fmt.Errorf("read %s: %w", path, err)
-	}
-	rows, err := csv.NewReader(zr).ReadAll()
-	if err != nil {
-		return outcome{}, fmt.Errorf("read %s: %w", path, err)
-	}
-	if len(rows) < 2 {
-		return outcome{}, fmt.Errorf("read %s: no rounds", path)
-	}
-	var recs []sim.Record
-	for i, row := range rows[1:] {
-		if len(row) != 10 {
-			return outcome{}, fmt.Errorf("read %s: row %d has %d fields, want 10", path, i+2, len(row))
-		}
-		var r sim.Record
-		var errs []error
-		num := func(s string) float64 {
-			v, err := strconv.ParseFloat(s, 64)
-			errs = append(errs, err)
-			return v
-		}
-		r.Round = int(num(row[0]))
-		r.Accuracy, r.Loss = num(row[1]), num(row[2])
-		r.UplinkBytes, r.DownlinkBytes = int64(num(row[3])), int64(num(row[4]))
-		r.CumUplinkBytes, r.CumDownlinkBytes = int64(num(row[5])), int64(num(row[6]))
-		r.Participants = int(num(row[7]))
-		r.MaxRho, r.MaxEpsilon = num(row[8]), num(row[9])
-		if err := errors.Join(errs...); err != nil {
-			return outcome{}, fmt.Errorf("read %s: row %d: %w", path, i+2, err)
-		}
-		recs = append(recs, r)
-	}
-	return summarize(recs), nil
-}
-
-func writePlots(dir string, groups []group) error {
+// runGroups runs (or reads from dir) every experiment of the groups only
+// selects, and reads the others' results that are on disk.
+func runGroups(ctx context.Context, o options, groups []group, only *regexp.Regexp, train, test dataset.Set, dir string, stdout, stderr io.Writer) (map[string]outcome, error) {
+	results := map[string]outcome{}
 	for _, g := range groups {
-		if g.plot == "" {
-			continue
-		}
-		runs := map[string][]sim.Record{}
-		var order []string
+		selected := only == nil || only.MatchString(g.name)
 		for _, e := range g.runs {
-			oc, err := readOutcome(filepath.Join(dir, e.id+".csv.gz"))
-			if err != nil {
+			if !selected {
+				if oc, err := readOutcome(filepath.Join(dir, e.id+".csv.gz")); err == nil {
+					results[e.id] = oc
+				} else if !errors.Is(err, os.ErrNotExist) {
+					return nil, err
+				}
 				continue
 			}
-			runs[e.label] = oc.recs
-			order = append(order, e.label)
-		}
-		if len(order) == 0 {
-			continue
-		}
-		byRound, byBytes := sim.AccuracyCharts(g.title, runs, order)
-		if err := byRound.Save(filepath.Join(dir, g.plot+"-rounds.svg")); err != nil {
-			return err
-		}
-		if err := byBytes.Save(filepath.Join(dir, g.plot+"-bytes.svg")); err != nil {
-			return err
+			if !o.quiet {
+				fmt.Fprintf(stderr, "%s: ", g.name)
+			}
+			// The reported cell: trained on the whole training set, its
+			// figure is the last evaluation on the test set (the curves'
+			// intermediate points are for the plots; nothing is chosen
+			// on them).
+			oc, err := runOrRead(ctx, o, e, train, test, dir, stderr)
+			if err != nil {
+				return nil, err
+			}
+			results[e.id] = oc
+			fmt.Fprintf(stdout, "%-40s acc %.4f loss %.4f uplink %d B\n", e.id, oc.acc, oc.loss, oc.uplink)
 		}
 	}
-	return nil
+	return results, nil
 }
-
-func pct(x float64) string {
-	if math.IsNaN(x) {
-		return "n/a"
-	}
-	return fmt.Sprintf("%.1f%%", 100*x)
-}
-
-func mb(b int64) string { return fmt.Sprintf("%.1f MB", float64(b)/1e6) }

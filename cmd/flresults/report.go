@@ -138,3 +138,14 @@ func constNote(c constants) string {
 	return fmt.Sprintf("Step sizes: eta = %g for the mu^2 algorithms at the reference setting (rho_p = 8, m = 50, T = %d on the 50,000 training images left after the validation split; chosen on the validation split, see results-notes.md) and scaled with rho_p, m, M and T as Theorem 5.2's step size scales (e.g. %.3g at m = 50, T = 1,200, %.3g at m = 20, %.3g at m = 80); %g for noisy SGD.",
 		c.steps.Mu2, sim.ReferenceRounds, ncRun(c, "nc", 8, 50).p.Eta, ncRun(c, "nc", 8, 20).p.Eta, ncRun(c, "nc", 8, 80).p.Eta, c.steps.SGD)
 }
+
+// pct formats a fraction as a percentage (n/a for NaN).
+func pct(x float64) string {
+	if math.IsNaN(x) {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.1f%%", 100*x)
+}
+
+// mb formats bytes in MB.
+func mb(b int64) string { return fmt.Sprintf("%.1f MB", float64(b)/1e6) }

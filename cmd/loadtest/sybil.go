@@ -54,16 +54,7 @@ func runSybils(ctx context.Context, o options, so sybilOptions, pol device.Polic
 	if err != nil {
 		return err
 	}
-	// The product's round settings (deadline, min-devices, fill wait);
-	// only the gate's per-address limits are lifted, because the honest
-	// devices share the Sybils' loopback address here.
-	total := n + so.k*so.windows + 10
-	cargs := []string{"-listen", addr, "-data", dir, "-join-code", "LOADTEST", "-M", strconv.Itoa(n),
-		"-m", strconv.Itoa(o.m), "-T", strconv.Itoa(o.T), "-b", strconv.Itoa(o.batch), "-algorithm", o.algorithm,
-		"-deadline", so.deadline.String(), "-round-gap", so.gap.String(),
-		"-dataset", "none", "-max-devices", strconv.Itoa(total), "-log-level", "warn",
-		"-register-rate", "-1", "-register-global-rate", "-1", "-prehello-per-address", strconv.Itoa(total),
-		"-max-inactive", strconv.Itoa(total), "-seed", "1"}
+	cargs := sybilArgs(o, so, n, addr, dir)
 	coord, err := startChild(o.coordinator, cargs, io.Discard, stderr)
 	if err != nil {
 		return fmt.Errorf("start coordinator: %w", err)
@@ -110,52 +101,25 @@ func runSybils(ctx context.Context, o options, so sybilOptions, pol device.Polic
 	var incl [2][]float64
 	for w := range 2 * so.windows {
 		with := w%2 == 1
-		sctx, stopSybils := context.WithCancel(ctx)
-		var wg sync.WaitGroup
-		var asked, hellos atomic.Int64
-		if with {
-			for range so.k {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					idleID(sctx, "ws://"+addr+"/ws", so.rehello, &asked, &hellos)
-				}()
-			}
-		}
-		c0, err := committedNow(ctx, base)
-		if err != nil {
-			stopSybils()
-			return err
-		}
-		t0 := time.Now()
-		err = sleep(ctx, so.window)
-		c1, err2 := committedNow(ctx, base)
-		elapsed := time.Since(t0)
-		stopSybils()
-		wg.Wait()
-		if err = errors.Join(err, err2); err != nil {
-			return err
-		}
-		included, lat, err := includedAfter(ctx, base, c0, c1)
+		perMin, perRound, err := sybilWindow(ctx, so, w, with, addr, stdout)
 		if err != nil {
 			return err
-		}
-		perMin := float64(c1-c0) / elapsed.Minutes()
-		perRound := 0.0
-		if c1 > c0 {
-			perRound = float64(included) / float64(c1-c0)
 		}
 		i := 0
-		label := "without idle ids"
 		if with {
 			i = 1
-			label = fmt.Sprintf("with %d idle ids (asked %d times, %d hellos)", so.k, asked.Load(), hellos.Load())
 		}
 		rate[i] = append(rate[i], perMin)
 		incl[i] = append(incl[i], perRound)
-		fmt.Fprintf(stdout, "window %d, %s: %d rounds in %.1f s = %.1f rounds per minute, %.2f updates included per round, round latency p50 %.0f ms, p99 %.0f ms\n",
-			w+1, label, c1-c0, elapsed.Seconds(), perMin, perRound, quantile(lat, 0.5), quantile(lat, 0.99))
 	}
+	reportSybils(ctx, so, base, rate, incl, stdout)
+	return nil
+}
+
+// reportSybils prints the rounds per minute and the updates included
+// per round without (index 0) and with (1) the idle ids, and the
+// coordinator's counters of the rounds' fill.
+func reportSybils(ctx context.Context, so sybilOptions, base string, rate, incl [2][]float64, stdout io.Writer) {
 	mean := func(xs []float64) float64 {
 		s := 0.0
 		for _, x := range xs {
@@ -173,7 +137,69 @@ func runSybils(ctx context.Context, o options, so sybilOptions, pol device.Polic
 		}
 		fmt.Fprintf(stdout, "coordinator counters: %s\n", strings.Join(parts, ", "))
 	}
-	return nil
+}
+
+// sybilArgs returns the coordinator's command line for the -sybils
+// mode at addr with its data in dir: the product's round settings
+// (deadline, min-devices, fill wait); only the gate's per-address limits
+// are lifted, because the honest devices share the Sybils' loopback
+// address here.
+func sybilArgs(o options, so sybilOptions, n int, addr, dir string) []string {
+	total := n + so.k*so.windows + 10
+	return []string{"-listen", addr, "-data", dir, "-join-code", "LOADTEST", "-M", strconv.Itoa(n),
+		"-m", strconv.Itoa(o.m), "-T", strconv.Itoa(o.T), "-b", strconv.Itoa(o.batch), "-algorithm", o.algorithm,
+		"-deadline", so.deadline.String(), "-round-gap", so.gap.String(),
+		"-dataset", "none", "-max-devices", strconv.Itoa(total), "-log-level", "warn",
+		"-register-rate", "-1", "-register-global-rate", "-1", "-prehello-per-address", strconv.Itoa(total),
+		"-max-inactive", strconv.Itoa(total), "-seed", "1"}
+}
+
+// sybilWindow runs window w (with the idle ids if with) against the
+// coordinator at addr and reports it: it returns the honest rounds per
+// minute and the updates included per round.
+func sybilWindow(ctx context.Context, so sybilOptions, w int, with bool, addr string, stdout io.Writer) (perMin, perRound float64, err error) {
+	base := "http://" + addr
+	sctx, stopSybils := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	var asked, hellos atomic.Int64
+	if with {
+		for range so.k {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				idleID(sctx, "ws://"+addr+"/ws", so.rehello, &asked, &hellos)
+			}()
+		}
+	}
+	c0, err := committedNow(ctx, base)
+	if err != nil {
+		stopSybils()
+		return 0, 0, err
+	}
+	t0 := time.Now()
+	err = sleep(ctx, so.window)
+	c1, err2 := committedNow(ctx, base)
+	elapsed := time.Since(t0)
+	stopSybils()
+	wg.Wait()
+	if err = errors.Join(err, err2); err != nil {
+		return 0, 0, err
+	}
+	included, lat, err := includedAfter(ctx, base, c0, c1)
+	if err != nil {
+		return 0, 0, err
+	}
+	perMin = float64(c1-c0) / elapsed.Minutes()
+	if c1 > c0 {
+		perRound = float64(included) / float64(c1-c0)
+	}
+	label := "without idle ids"
+	if with {
+		label = fmt.Sprintf("with %d idle ids (asked %d times, %d hellos)", so.k, asked.Load(), hellos.Load())
+	}
+	fmt.Fprintf(stdout, "window %d, %s: %d rounds in %.1f s = %.1f rounds per minute, %.2f updates included per round, round latency p50 %.0f ms, p99 %.0f ms\n",
+		w+1, label, c1-c0, elapsed.Seconds(), perMin, perRound, quantile(lat, 0.5), quantile(lat, 0.99))
+	return perMin, perRound, nil
 }
 
 // committedNow is the last committed round (/api/status).

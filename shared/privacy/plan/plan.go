@@ -156,42 +156,8 @@ func Compute(p optim.Params, delta float64) (Report, error) {
 		r.Noise = []Noise{{"server", "each round, on q_t", s}}
 		r.WorstParticipations = T
 	default: // fresh device noise per release
-		s, err := optim.NoiseScale(p, 1)
-		if err != nil {
+		if cost, err = freshNoise(p, delta, &r); err != nil {
 			return Report{}, err
-		}
-		sens := optim.Sensitivity(p)
-		// A round of "local" costs LocalCharge hidden steps (its E passes
-		// reuse the round's samples); every other release one.
-		factor := 1.0
-		when := "each release"
-		if p.Algorithm == "local" {
-			f, _, err := optim.LocalCharge(p)
-			if err != nil {
-				return Report{}, err
-			}
-			factor = f
-			when = fmt.Sprintf("each of the %d hidden steps of a release", p.HiddenSteps())
-		}
-		cost = func(n int) (float64, error) {
-			if n > 1 && p.ParallelComposition() {
-				return 0, nil // disjoint single-pass releases: see optim.Params.ParallelComposition
-			}
-			c, err := privacy.GaussianZCDP(sens, s)
-			return factor * c, err
-		}
-		r.Noise = []Noise{{"device", when, s}}
-		// The device refuses releases beyond its budget: at most
-		// PlannedReleases (each costs budget/PlannedReleases), and
-		// beyond ReleaseCap.
-		r.WorstParticipations = min(p.ReleaseCap(), p.PlannedReleases())
-		if p.LocalSize >= p.Batch && p.LocalSize > 0 && !p.ParallelComposition() {
-			q := float64(p.Batch) / float64(p.LocalSize)
-			e, err := privacy.SubsampledGaussianEpsilon(q, s/sens, r.WorstParticipations, delta)
-			if err != nil {
-				return Report{}, fmt.Errorf("plan: amplified epsilon: %w", err)
-			}
-			r.AmplifiedEpsilon = e
 		}
 	}
 	expectedN = min(expectedN, r.WorstParticipations)
@@ -222,4 +188,49 @@ func Compute(p optim.Params, delta float64) (Report, error) {
 		return Report{}, fmt.Errorf("plan: %w", err)
 	}
 	return r, nil
+}
+
+// freshNoise returns the zCDP cost of a device's n-th release for an
+// algorithm that draws fresh device noise per release, and fills r's
+// noise, worst-case participations and (with a local dataset to sample
+// from) amplified epsilon.
+func freshNoise(p optim.Params, delta float64, r *Report) (cost func(n int) (float64, error), err error) {
+	s, err := optim.NoiseScale(p, 1)
+	if err != nil {
+		return nil, err
+	}
+	sens := optim.Sensitivity(p)
+	// A round of "local" costs LocalCharge hidden steps (its E passes
+	// reuse the round's samples); every other release one.
+	factor := 1.0
+	when := "each release"
+	if p.Algorithm == "local" {
+		f, _, err := optim.LocalCharge(p)
+		if err != nil {
+			return nil, err
+		}
+		factor = f
+		when = fmt.Sprintf("each of the %d hidden steps of a release", p.HiddenSteps())
+	}
+	cost = func(n int) (float64, error) {
+		if n > 1 && p.ParallelComposition() {
+			return 0, nil // disjoint single-pass releases: see optim.Params.ParallelComposition
+		}
+		c, err := privacy.GaussianZCDP(sens, s)
+		return factor * c, err
+	}
+	r.Noise = []Noise{{"device", when, s}}
+	// The device refuses releases beyond its budget: at most
+	// PlannedReleases (each costs budget/PlannedReleases), and
+	// beyond ReleaseCap.
+	r.WorstParticipations = min(p.ReleaseCap(), p.PlannedReleases())
+	if p.LocalSize >= p.Batch && p.LocalSize > 0 && !p.ParallelComposition() {
+		q := float64(p.Batch) / float64(p.LocalSize)
+		e, err := privacy.SubsampledGaussianEpsilon(q, s/sens, r.WorstParticipations, delta)
+		if err != nil {
+			return nil, fmt.Errorf("plan: amplified epsilon: %w", err)
+		}
+		r.AmplifiedEpsilon = e
+	}
+	return cost, nil
 }

@@ -1,0 +1,335 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"browserfl/shared/dataset"
+	"browserfl/shared/optim"
+	"browserfl/shared/wire"
+)
+
+// options are the command's settings; the JSON names are those of the
+// config file.
+type options struct {
+	Listen      string   `json:"listen"`
+	TLSCert     string   `json:"tls_cert"`
+	TLSKey      string   `json:"tls_key"`
+	DataDir     string   `json:"data_dir"`
+	Task        string   `json:"task"`
+	DatasetDir  string   `json:"dataset_dir"`
+	Index       string   `json:"index"`
+	JoinCode    string   `json:"join_code"`
+	Origins     []string `json:"origins"`
+	MinDevices  int      `json:"min_devices"`
+	EvalEvery   int      `json:"eval_every"`
+	EvalSamples int      `json:"eval_samples"`
+	Seed        uint64   `json:"seed"`
+	DemoShards  int      `json:"demo_shards"`
+	DemoAlpha   float64  `json:"demo_alpha"`
+	RoundGap    string   `json:"round_gap"`
+	Deadline    string   `json:"deadline"`
+	MaxDevices  int      `json:"max_devices"`
+	MsgRate     float64  `json:"msg_rate"`
+	// The gate (docs/coordinator.md, "The gate").
+	JoinCodeLength     int     `json:"join_code_length"`
+	RegisterRate       float64 `json:"register_rate"`
+	RegisterGlobalRate float64 `json:"register_global_rate"`
+	MaxInactive        int     `json:"max_inactive"`
+	PreHelloPerAddress int     `json:"prehello_per_address"`
+	TrustProxy         proxies `json:"trust_proxy"`
+	MetricsToken       string  `json:"metrics_token"`
+	ReadHeaderTimeout  string  `json:"read_header_timeout"`
+	IdleTimeout        string  `json:"idle_timeout"`
+	Lobby              bool    `json:"lobby"`
+	Reset              bool    `json:"-"`
+	RollbackTo         int     `json:"-"`
+	cpuProfile         string
+	memProfile         string
+	LogLevel           string `json:"log_level"`
+	// The cluster shape (docs/cluster.md).
+	Role       string `json:"role"`
+	NATS       string `json:"nats"`
+	NATSListen string `json:"nats_listen"`
+	NATSPrefix string `json:"nats_prefix"`
+	NATSToken  string `json:"nats_token"` // removed: refused with a pointer to NATSNKey
+	NATSNKey   string `json:"nats_nkey"`
+	NATSCA     string `json:"nats_ca"`
+	NATSCert   string `json:"nats_cert"`
+	NATSKey    string `json:"nats_key"`
+	EdgeID     string `json:"edge_id"`
+	SessionURL string `json:"session_url"`
+
+	// Edges are the edges the session process makes credentials for
+	// (and the only ones it listens to).
+	Edges []string `json:"edges"`
+	// Session holds the algorithm parameters (the same names as
+	// optim.Params / wire.SessionParams).
+	Session wire.SessionParams `json:"session"`
+}
+
+func defaults() options {
+	return options{
+		Listen: "localhost:8080", DataDir: "data/coordinator", Task: "fashion",
+		MinDevices: 0, EvalEvery: 5, EvalSamples: 2000, DemoShards: 0, DemoAlpha: 0.5,
+		Deadline: "20s", RoundGap: "1s", LogLevel: "info", Role: "single", NATSPrefix: "browserfl",
+		JoinCodeLength: 10, ReadHeaderTimeout: "10s", IdleTimeout: "60s",
+		// The demo's privacy target, rho_p = 1.5, keeps every device's
+		// worst case at epsilon = 7.06 (at the owner's delta 1e-5, as
+		// plan.SessionFigures prints it; go run ./cmd/flplan -alg nc
+		// -T 200 -M 30 -m 10 -b 32 -rho 1.5; TestDemoFiguresAgree), inside
+		// the page's default budget of 8, so a classroom joins without
+		// touching it;
+		// the simulator reaches 57% test accuracy with these parameters
+		// (flsim -M 30 -m 10 -T 200 -b 32 -rho 1.5 -eta 0.02
+		// -partition dirichlet:0.5).
+		Session: wire.SessionParams{Name: "demo", Algorithm: "nc", Model: "logreg", M: 30, Cohort: 10,
+			Rounds: 200, Batch: 32, Clip: 1, Eta: 0.02, RhoPaper: 1.5},
+	}
+}
+
+// lineFlags are the flags that are not options' fields (no config file
+// key): read after parsing into options.
+type lineFlags struct {
+	config, origins, edges, cpuProfile, memProfile *string
+}
+
+// parse reads the options from args, the environment (BFL_<FLAG>) and
+// the -config file, in that precedence over the defaults, and checks
+// them.
+func parse(args []string, stderr io.Writer) (options, error) {
+	o := defaults()
+	fs := flag.NewFlagSet("coordinator", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	x := lineFlags{config: fs.String("config", "", "JSON config file (see docs/coordinator.md)")}
+	serverFlags(fs, &o, &x)
+	clusterFlags(fs, &o, &x)
+	sessionFlags(fs, &o.Session)
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	// Precedence: command line > environment > config file > default.
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if *x.config != "" {
+		if err := readConfig(fs, &o, *x.config); err != nil {
+			return o, err
+		}
+	}
+	if err := applyEnv(fs, set); err != nil {
+		return o, err
+	}
+	o.fromLine(x)
+	err := o.check()
+	return o, err
+}
+
+// serverFlags defines the HTTP server's, the gate's and the store's
+// flags.
+func serverFlags(fs *flag.FlagSet, o *options, x *lineFlags) {
+	fs.StringVar(&o.Listen, "listen", o.Listen, "listen address")
+	fs.StringVar(&o.TLSCert, "tls-cert", "", "TLS certificate file (with -tls-key: serve https and wss)")
+	fs.StringVar(&o.TLSKey, "tls-key", "", "TLS key file")
+	fs.StringVar(&o.DataDir, "data", o.DataDir, "data directory for the embedded store")
+	fs.StringVar(&o.Task, "task", o.Task, "what the class learns: "+strings.Join(dataset.TaskNames(), " or ")+" (fashion: Fashion-MNIST clothing; digits: MNIST digits from data/mnist, made by make setup)")
+	fs.StringVar(&o.DatasetDir, "dataset", "", "the task's IDX directory (demo shards and server-side evaluation; default: the task's, "+dataset.DefaultFashionMNISTDir+" or "+dataset.DefaultMNISTDir+"); \"mnist\" or \"fashion-mnist\": that task in its own directory; \"none\": no data (load tests)")
+	fs.StringVar(&o.Index, "index", "", "index.html to serve at / instead of the embedded one (development)")
+	fs.StringVar(&o.JoinCode, "join-code", "", "session join code (default: random, kept in the store)")
+	x.origins = fs.String("origins", "", "comma-separated extra Origin host patterns allowed to open the websocket (same host is always allowed)")
+	fs.IntVar(&o.MinDevices, "min-devices", o.MinDevices, "devices a round waits for (0 = the cohort size m)")
+	fs.IntVar(&o.EvalEvery, "eval-every", o.EvalEvery, "evaluate the global model on the test set every K rounds (0 = never)")
+	fs.IntVar(&o.EvalSamples, "eval-samples", o.EvalSamples, "evaluate on the first n test samples (0 = all; the count is shown beside every accuracy)")
+	fs.Uint64Var(&o.Seed, "seed", 0, "cohort sampling seed (0 = random at first start, kept in the store and logged)")
+	fs.IntVar(&o.DemoShards, "demo-shards", 0, "distinct demo shards handed out before earlier ones are reused (0 = 4 M; -1 = no demo shards)")
+	fs.Float64Var(&o.DemoAlpha, "demo-alpha", o.DemoAlpha, "Dirichlet alpha of the demo shards' label skew (small = more non-IID)")
+	fs.StringVar(&o.Deadline, "deadline", o.Deadline, "round deadline")
+	fs.StringVar(&o.RoundGap, "round-gap", o.RoundGap, "pause between rounds")
+	fs.IntVar(&o.MaxDevices, "max-devices", 0, "connected device limit (0 = 20000)")
+	fs.Float64Var(&o.MsgRate, "msg-rate", 0, "messages per second per connection (0 = 20)")
+	fs.IntVar(&o.JoinCodeLength, "join-code-length", o.JoinCodeLength, "length of a random join code (at least 8; 5 bits per character)")
+	fs.Float64Var(&o.RegisterRate, "register-rate", 0, "new device ids per second per client address, burst 60 (0 = 1; negative = unlimited)")
+	fs.Float64Var(&o.RegisterGlobalRate, "register-global-rate", 0, "new device ids per second over all addresses, burst 500 (0 = 20; negative = unlimited)")
+	fs.IntVar(&o.MaxInactive, "max-inactive", 0, "registered devices without a connection kept in memory; the longest inactive are forgotten beyond it (0 = 4096)")
+	fs.IntVar(&o.PreHelloPerAddress, "prehello-per-address", 0, "websockets from one client address that have not sent hello yet (0 = 128)")
+	fs.Var(&o.TrustProxy, "trust-proxy", "networks of trusted reverse proxies, comma-separated CIDRs (e.g. 10.0.0.0/8,127.0.0.1/32): a request from one of them is keyed on the right-most X-Forwarded-For address not in the list; every other request on its own address (default: no proxy trusted)")
+	fs.StringVar(&o.MetricsToken, "metrics-token", "", "require this token on /metrics (Authorization: Bearer, or ?token=); listening beyond loopback without it, one is made up at start and printed")
+	fs.StringVar(&o.ReadHeaderTimeout, "read-header-timeout", o.ReadHeaderTimeout, "HTTP: time to read a request's headers")
+	fs.StringVar(&o.IdleTimeout, "idle-timeout", o.IdleTimeout, "HTTP: idle keep-alive connections are closed after this")
+	fs.BoolVar(&o.Lobby, "lobby", false, "start the session in a lobby: the teacher presses Start on the dashboard (teacher link), which sizes it for the class (\"one lesson\" preset)")
+	fs.BoolVar(&o.Reset, "reset", false, "start a new session (the current one is kept, listed as finished)")
+	fs.IntVar(&o.RollbackTo, "rollback-to", -1, "make round N the last committed round first (recovery from a state that cannot be served; the store keeps the last 16 rounds)")
+	fs.StringVar(&o.LogLevel, "log-level", o.LogLevel, "log level: debug, info, warn, error")
+	x.cpuProfile = fs.String("cpuprofile", "", "write a CPU profile to this file until shutdown (measurements)")
+	x.memProfile = fs.String("memprofile", "", "write a heap profile (with every allocation since start: go tool pprof -sample_index=alloc_space) to this file at shutdown (measurements)")
+}
+
+// clusterFlags defines the cluster shape's flags (docs/cluster.md).
+func clusterFlags(fs *flag.FlagSet, o *options, x *lineFlags) {
+	fs.StringVar(&o.Role, "role", o.Role, "single: one process holds the devices and the session; session: the session process of the cluster shape (rounds, store, dashboard; devices reach it through edges); edge: holds device websockets for a session process (docs/cluster.md)")
+	fs.StringVar(&o.NATS, "nats", "", "NATS server URL(s), comma separated (session, edge); for -role session, empty = start an embedded NATS server on -nats-listen")
+	fs.StringVar(&o.NATSListen, "nats-listen", "127.0.0.1:4222", "-role session without -nats: the embedded NATS server's client address")
+	fs.StringVar(&o.NATSPrefix, "nats-prefix", o.NATSPrefix, "first token of the cluster's NATS subjects (one per session process)")
+	fs.StringVar(&o.NATSToken, "nats-token", "", "removed: every component has its own NATS key now (-nats-nkey, -edges; docs/cluster.md)")
+	fs.StringVar(&o.NATSNKey, "nats-nkey", "", "this component's NATS nkey seed file (edge: the file the session process wrote for it, DATA/nats/edge-ID.nk; session: with -nats, its own)")
+	x.edges = fs.String("edges", "", "-role session: the edges' ids, comma separated: the session process generates each one's NATS key (DATA/nats/edge-ID.nk, 0600) and listens to these edges only")
+	fs.StringVar(&o.NATSCA, "nats-ca", "", "PEM CA for TLS between the cluster's components (with -nats-cert, -nats-key)")
+	fs.StringVar(&o.NATSCert, "nats-cert", "", "this component's PEM certificate for NATS TLS")
+	fs.StringVar(&o.NATSKey, "nats-key", "", "this component's PEM key for NATS TLS")
+	fs.StringVar(&o.EdgeID, "edge-id", "", "-role edge: this edge's name, unique in the cluster (default: the host name and listen port)")
+	fs.StringVar(&o.SessionURL, "session-url", "", "-role edge: the session process's HTTP URL; the page's /api/ calls and the dashboard are proxied to it (run the session with -trust-proxy naming the edges' addresses)")
+}
+
+// sessionFlags defines the algorithm parameters' flags (the same names
+// as optim.Params / wire.SessionParams).
+func sessionFlags(fs *flag.FlagSet, p *wire.SessionParams) {
+	fs.StringVar(&p.Name, "name", p.Name, "session name")
+	fs.StringVar(&p.Algorithm, "algorithm", p.Algorithm, "algorithm: "+strings.Join(optim.Names(), ", "))
+	fs.StringVar(&p.Model, "model", p.Model, "model: logreg, mlp or logreg-unit (logreg on inputs scaled to norm 1: what -local-epochs needs for the last-iterate charge)")
+	fs.IntVar(&p.M, "M", p.M, "expected devices in the session")
+	fs.IntVar(&p.Cohort, "m", p.Cohort, "devices per round (cohort size)")
+	fs.IntVar(&p.Rounds, "T", p.Rounds, "rounds")
+	fs.IntVar(&p.Batch, "b", p.Batch, "samples per device per round")
+	fs.Float64Var(&p.RhoPaper, "rho", p.RhoPaper, "privacy target: the papers' rho_p (each device rho_p^2/2-zCDP)")
+	fs.Float64Var(&p.Epsilon, "epsilon", 0, "privacy target: epsilon per device (with -delta, instead of -rho)")
+	fs.Float64Var(&p.Delta, "delta", 0, "privacy target: delta per device")
+	fs.Float64Var(&p.Clip, "clip", p.Clip, "per-sample L2 clipping bound S")
+	fs.Float64Var(&p.Eta, "eta", p.Eta, "step size eta")
+	fs.Float64Var(&p.Diameter, "D", 0, "diameter of the feasible ball (0 = unconstrained)")
+	fs.StringVar(&p.Compressor, "compressor", "", "uplink compressor spec (shared/mechanism; default dense float32)")
+	fs.IntVar(&p.LocalSize, "local-size", 0, "SVRG/SAGA local dataset size")
+	fs.IntVar(&p.LocalSteps, "local-steps", 0, "local: hidden local steps K per round, each on b/K of the round's b samples (0 = b)")
+	fs.IntVar(&p.LocalEpochs, "local-epochs", 0, "local: passes E over the round's K step batches (E K hidden steps; 0 = 1); E > 1 is charged by the last-iterate bound when the model certifies it (logreg-unit, clip >= 2, eta <= 2, no -D), else E steps")
+}
+
+// readConfig reads the JSON config file path into *o under the command
+// line's flags.
+func readConfig(fs *flag.FlagSet, o *options, path string) error {
+	fileOpts := defaults()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+	dec := json.NewDecoder(strings.NewReader(string(b)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&fileOpts); err != nil {
+		return fmt.Errorf("config %s: %w", path, err)
+	}
+	// The flag variables point into o: copy the file's values in,
+	// then re-apply the command line on top.
+	cmdline := map[string]string{}
+	fs.Visit(func(f *flag.Flag) { cmdline[f.Name] = f.Value.String() })
+	*o = fileOpts
+	for name, v := range cmdline {
+		fs.Set(name, v)
+	}
+	return nil
+}
+
+// applyEnv sets every flag not on the command line (set) from its
+// BFL_<FLAG> environment variable, if there is one.
+func applyEnv(fs *flag.FlagSet, set map[string]bool) error {
+	var envErr error
+	fs.VisitAll(func(f *flag.Flag) {
+		if set[f.Name] || f.Name == "config" {
+			return
+		}
+		if v, ok := os.LookupEnv("BFL_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))); ok {
+			if err := fs.Set(f.Name, v); err != nil && envErr == nil {
+				envErr = fmt.Errorf("environment BFL_%s: %w", strings.ToUpper(f.Name), err)
+			}
+		}
+	})
+	return envErr
+}
+
+// commaList returns the non-empty, trimmed items of a comma-separated
+// list.
+func commaList(s string) []string {
+	var out []string
+	for _, s := range strings.Split(s, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// fromLine completes o from the command line's own flags, and drops the
+// demo's privacy target for a non-private reference.
+func (o *options) fromLine(x lineFlags) {
+	// A non-private reference (mu2, sgd) takes no privacy target: the
+	// demo's default rho_p is dropped unless another target was given.
+	if def := defaults().Session; !optim.FromSession(o.Session).Private() &&
+		o.Session.RhoPaper == def.RhoPaper && o.Session.Epsilon == 0 && o.Session.Delta == 0 {
+		o.Session.RhoPaper = 0
+	}
+	if *x.edges != "" {
+		o.Edges = commaList(*x.edges)
+	}
+	if *x.origins != "" {
+		o.Origins = append(o.Origins, commaList(*x.origins)...)
+	}
+	o.cpuProfile = *x.cpuProfile
+	o.memProfile = *x.memProfile
+}
+
+// check checks o and reads -dataset's task names.
+func (o *options) check() error {
+	if (o.TLSCert == "") != (o.TLSKey == "") {
+		return errors.New("-tls-cert and -tls-key go together")
+	}
+	switch o.Role {
+	case "single", "session", "edge":
+	default:
+		return fmt.Errorf("-role %q: single, session or edge", o.Role)
+	}
+	if err := o.checkCluster(); err != nil {
+		return err
+	}
+	if o.JoinCodeLength < 8 {
+		return fmt.Errorf("-join-code-length %d: want at least 8 (40 bits)", o.JoinCodeLength)
+	}
+	task, err := dataset.LookupTask(o.Task)
+	if err != nil {
+		return fmt.Errorf("-task: %w", err)
+	}
+	// -dataset mnist (or fashion-mnist, flsim's names) picks a task and
+	// its own directory; a directory needs a slash (./mnist).
+	if named, err := dataset.LookupTask(o.DatasetDir); err == nil && !strings.Contains(o.DatasetDir, "/") {
+		if o.Task != defaults().Task && named.Name != task.Name {
+			return fmt.Errorf("-dataset %s is the %s task, but -task is %s", o.DatasetDir, named.Name, task.Name)
+		}
+		o.Task, o.DatasetDir = named.Name, ""
+	}
+	return nil
+}
+
+// checkCluster checks the cluster shape's flags: each role's credentials.
+func (o *options) checkCluster() error {
+	if o.NATSToken != "" {
+		return errors.New("-nats-token was removed: a shared token let any edge speak as any other; every component now has " +
+			"its own NATS key: the session process generates one per edge named in -edges, and each edge takes its file " +
+			"with -nats-nkey (docs/cluster.md, \"Credentials\")")
+	}
+	if o.Role == "edge" && o.NATS == "" {
+		return errors.New("-role edge needs -nats (the session process's NATS)")
+	}
+	if o.Role == "edge" && o.NATSNKey == "" {
+		return errors.New("-role edge needs -nats-nkey FILE: the edge's NATS key, written by the session process as DATA/nats/edge-ID.nk for each edge in its -edges")
+	}
+	if o.Role == "session" && o.NATS == "" && len(o.Edges) == 0 {
+		return errors.New("-role session needs -edges ID,...: the edges it generates NATS keys for (DATA/nats/edge-ID.nk; docs/cluster.md)")
+	}
+	if o.Role == "session" && o.NATS != "" && o.NATSNKey == "" {
+		return errors.New("-role session with -nats needs -nats-nkey FILE: its own NATS key, known to the NATS cluster")
+	}
+	return nil
+}

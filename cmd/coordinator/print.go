@@ -1,0 +1,48 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"browserfl/coordinator"
+	"browserfl/shared/wire"
+)
+
+// codeAlphabet has 32 characters without look-alikes (no 0/O, 1/I/L is
+// kept as L only): 5 bits per character, upper case, easy on a phone.
+const codeAlphabet = coordinator.JoinCodeAlphabet
+
+// randomCode returns an n-character join code (5n bits) from
+// codeAlphabet, drawn from crypto/rand.
+func randomCode(n int) (string, error) { return coordinator.RandomJoinCode(n) }
+
+// printJoin prints the join URLs (every LAN address), a QR code of the
+// first, the join code and the dashboard URL.
+func printJoin(w io.Writer, sess wire.SessionParams, sizing string, join coordinator.JoinInfo, code, teacher string) {
+	fmt.Fprintf(w, "\nbrowserfl coordinator: session %q (%s, %s, d = %d, %s)\n",
+		sess.Name, sess.Algorithm, sess.Model, sess.Dim, sizing)
+	for i, u := range join.URLs {
+		label := "join:     "
+		if i > 0 {
+			label = "or:       "
+		}
+		fmt.Fprintf(w, "  %s %s\n", label, u)
+	}
+	fmt.Fprintf(w, "  join code: %s\n", code)
+	if len(join.URLs) > 0 {
+		base := strings.SplitN(join.URLs[0], "/?", 2)[0]
+		fmt.Fprintf(w, "  dashboard: %s/dashboard?code=%s (read-only)\n", base, code)
+		if teacher != "" {
+			fmt.Fprintf(w, "  teacher:   %s/dashboard?code=%s&teacher=%s (keep it to yourself: it starts, pauses and ends sessions)\n", base, code, teacher)
+		}
+	}
+	if join.LoopbackOnly {
+		fmt.Fprintf(w, "  note:      %s\n", coordinator.LoopbackHint)
+	} else if len(join.URLs) > 0 {
+		if q, err := coordinator.TerminalQR(join.URLs[0]); err == nil {
+			fmt.Fprintf(w, "\n%s", q)
+		}
+	}
+	fmt.Fprintln(w)
+}

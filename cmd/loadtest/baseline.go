@@ -1,0 +1,194 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/coder/websocket"
+)
+
+type baselineResult struct{ wallMs, cpuMs, reads, writes float64 }
+
+// frameSizes returns the mean update frame and round frame sizes of the
+// recorded rounds: the baseline moves frames of these sizes.
+func frameSizes(rs rounds, o options) (in, out int) {
+	return int(float64(rs.bytesIn) / float64(max(1, rs.included))), int(float64(rs.bytesOut) / float64(max(1, rs.recorded*o.m)))
+}
+
+// baselineBlock runs one block of the baseline (-baseline-reps / blocks
+// repetitions) with the frame sizes of the first committed rounds.
+func baselineBlock(ctx context.Context, base string, o options, committed, blocks int, stderr io.Writer) (baselineResult, error) {
+	rs, err := readRounds(ctx, base, committed)
+	if err != nil {
+		return baselineResult{}, err
+	}
+	if rs.included == 0 {
+		return baselineResult{}, errors.New("no update was included")
+	}
+	in, out := frameSizes(rs, o)
+	var pace time.Duration
+	if o.paced {
+		pace = time.Duration(quantile(rs.lat, 0.5) * float64(time.Millisecond))
+	}
+	bl, err := runBaseline(ctx, o.m, out, in, max(1, o.baselineRep/blocks), pace, stderr)
+	if err != nil {
+		return bl, fmt.Errorf("baseline: %w", err)
+	}
+	return bl, nil
+}
+
+// runBaseline starts the baseline server as a child process, connects m
+// echoing clients and reads the server's measurements.
+func runBaseline(ctx context.Context, m, outBytes, inBytes, reps int, pace time.Duration, stderr io.Writer) (baselineResult, error) {
+	addr, err := freeAddr()
+	if err != nil {
+		return baselineResult{}, err
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return baselineResult{}, err
+	}
+	var out strings.Builder
+	srv, err := startChild(self, []string{"-baseline-server", addr, "-m", strconv.Itoa(m), "-baseline-out", strconv.Itoa(outBytes),
+		"-baseline-in", strconv.Itoa(inBytes), "-baseline-reps", strconv.Itoa(reps)}, &out, stderr)
+	if err != nil {
+		return baselineResult{}, err
+	}
+	defer srv.stop(5 * time.Second)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	in := make([]byte, inBytes)
+	for range m {
+		var c *websocket.Conn
+		for {
+			c, _, err = websocket.Dial(ctx, "ws://"+addr, nil)
+			if err == nil {
+				break
+			}
+			select {
+			case <-srv.done:
+				return baselineResult{}, fmt.Errorf("baseline server exited: %v", srv.err)
+			default:
+			}
+			if err := sleep(ctx, 50*time.Millisecond); err != nil {
+				return baselineResult{}, err
+			}
+		}
+		defer c.CloseNow()
+		c.SetReadLimit(int64(outBytes + 1024))
+		go func() {
+			for {
+				if _, _, err := c.Read(ctx); err != nil {
+					return
+				}
+				if pace > 0 {
+					if err := sleep(ctx, rand.N(pace)); err != nil {
+						return
+					}
+				}
+				if err := c.Write(ctx, websocket.MessageBinary, in); err != nil {
+					return
+				}
+			}
+		}()
+	}
+	select {
+	case <-ctx.Done():
+		return baselineResult{}, ctx.Err()
+	case <-srv.done:
+	}
+	if srv.err != nil {
+		return baselineResult{}, srv.err
+	}
+	var r baselineResult
+	if _, err := fmt.Sscan(out.String(), &r.wallMs, &r.cpuMs, &r.reads, &r.writes); err != nil {
+		return baselineResult{}, fmt.Errorf("baseline server output %q: %w", out.String(), err)
+	}
+	return r, nil
+}
+
+// baselineServer accepts m websocket clients on addr, then reps times
+// writes an outBytes frame to each and waits for an inBytes reply from
+// each; it prints the median wall time per round and its own CPU per
+// round, both in ms.
+func baselineServer(ctx context.Context, addr string, m, outBytes, inBytes, reps int, stdout io.Writer) error {
+	out := make([]byte, outBytes)
+	conns := make(chan *websocket.Conn, m)
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ws, err := websocket.Accept(w, r, nil)
+		if err != nil {
+			return
+		}
+		ws.SetReadLimit(int64(inBytes + 1024))
+		conns <- ws
+		<-r.Context().Done()
+	})}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	go srv.Serve(ln)
+	defer srv.Close()
+	server := make([]*websocket.Conn, m)
+	for i := range server {
+		select {
+		case server[i] = <-conns:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	// One warm-up round, then the measured ones.
+	round := func() {
+		var wg sync.WaitGroup
+		for _, ws := range server {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				ws.Write(ctx, websocket.MessageBinary, out)
+				ws.Read(ctx)
+			}()
+		}
+		wg.Wait()
+	}
+	round()
+	cpu0, err := procCPU(os.Getpid())
+	if err != nil {
+		return err
+	}
+	sys0, err := procSyscalls(os.Getpid())
+	if err != nil {
+		return err
+	}
+	var times []float64
+	for range reps {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		t0 := time.Now()
+		round()
+		times = append(times, float64(time.Since(t0).Microseconds())/1000)
+	}
+	cpu1, err := procCPU(os.Getpid())
+	if err != nil {
+		return err
+	}
+	sys1, err := procSyscalls(os.Getpid())
+	if err != nil {
+		return err
+	}
+	slices.Sort(times)
+	fmt.Fprintf(stdout, "%f %f %f %f\n", times[len(times)/2], (cpu1-cpu0)*1000/float64(reps),
+		float64(sys1.reads-sys0.reads)/float64(reps), float64(sys1.writes-sys0.writes)/float64(reps))
+	return nil
+}

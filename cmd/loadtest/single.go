@@ -1,0 +1,301 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"browserfl/device"
+	"browserfl/shared/wire"
+)
+
+// runSingle runs the load test against one coordinator process at addr,
+// started with cargs: the idle measurement (-idle) or the session's
+// rounds interleaved with the loopback baseline, and their report.
+func runSingle(ctx context.Context, o options, pol device.Policy, n int, addr string, cargs []string, stdout, stderr io.Writer) error {
+	coord, err := startChild(o.coordinator, cargs, io.Discard, stderr)
+	if err != nil {
+		return fmt.Errorf("start coordinator: %w", err)
+	}
+	defer coord.stop(10 * time.Second)
+	// A coordinator that exits early ends the run.
+	ctx, cancelRun := context.WithCancelCause(ctx)
+	defer cancelRun(nil)
+	go func() {
+		select {
+		case <-coord.done:
+			cancelRun(fmt.Errorf("coordinator exited: %v", coord.err))
+		case <-ctx.Done():
+		}
+	}()
+	fail := func(err error) error {
+		if c := context.Cause(ctx); c != nil && c != ctx.Err() {
+			return fmt.Errorf("%w (%v)", err, c)
+		}
+		return err
+	}
+	pid := coord.cmd.Process.Pid
+	base := "http://" + addr
+	if err := waitHealthy(ctx, base); err != nil {
+		return fail(err)
+	}
+	if err := teacher(ctx, base, "pause"); err != nil {
+		return fail(err)
+	}
+	var sess wire.SessionParams
+	if err := getJSON(ctx, base+"/api/session?code=LOADTEST", &sess); err != nil {
+		return fail(err)
+	}
+	rssIdle, _ := procRSS(pid)
+
+	fl, err := startFleet(ctx, o, pol, sess, 0, n, direct("ws://"+addr+"/ws"))
+	defer fl.stop()
+	if err != nil {
+		return fail(err)
+	}
+	start := fl.start
+	if err := fl.waitConnected(ctx, n); err != nil {
+		return fail(err)
+	}
+	fmt.Fprintf(stdout, "%d devices connected in %v\n", n, time.Since(start).Round(time.Millisecond))
+
+	if o.idle > 0 {
+		return measureIdle(ctx, o, pid, n, rssIdle, fail, stdout)
+	}
+	ms, err := measureRounds(ctx, o, pid, base, fail, stderr)
+	if err != nil {
+		return err
+	}
+	hwm, _ := procHWM(pid)
+	fl.stop()
+	rs, err := readRounds(ctx, base, o.T)
+	if err != nil {
+		return fail(err)
+	}
+	return report(ctx, o, n, sess, rs, ms, hwm, fl, base, fail, stdout, stderr)
+}
+
+// measureIdle reports the coordinator's RSS and CPU with its n devices
+// connected and idle (no round starts); rssIdle is its RSS before them.
+func measureIdle(ctx context.Context, o options, pid, n int, rssIdle int64, fail func(error) error, stdout io.Writer) error {
+	if err := sleep(ctx, 2*time.Second); err != nil {
+		return fail(err)
+	}
+	rss, err := procRSS(pid)
+	if err != nil {
+		return err
+	}
+	// The coordinator's CPU while its devices only stay connected
+	// (heartbeats, timers): it is paid during every round too.
+	cpu0, err := procCPU(pid)
+	if err != nil {
+		return err
+	}
+	if err := sleep(ctx, o.idleWindow); err != nil {
+		return fail(err)
+	}
+	cpu1, err := procCPU(pid)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "coordinator CPU with %d idle devices: %.1f ms per second (over %v)\n",
+		n, (cpu1-cpu0)*1000/o.idleWindow.Seconds(), o.idleWindow)
+	fmt.Fprintf(stdout, "coordinator RSS: %.1f MiB before devices, %.1f MiB with %d idle devices (%.1f KiB per device)\n",
+		mib(rssIdle), mib(rss), n, float64(rss-rssIdle)/1024/float64(n))
+	self, _ := procRSS(os.Getpid())
+	fmt.Fprintf(stdout, "load tool RSS (the %d client connections): %.1f MiB\n", n, mib(self))
+	return nil
+}
+
+// measured is what measureRounds read over the blocks of rounds.
+type measured struct {
+	coordCPU, coordRounds []float64        // per block of rounds
+	bls                   []baselineResult // one per block of the baseline
+	coordSys              syscalls
+	// Heartbeat pings the coordinator sent during the blocks of rounds
+	// (browserfl_pings_total; a diagnostic: pingsOK turns false if a
+	// scrape fails).
+	pings   float64
+	pingsOK bool
+	elapsed time.Duration
+}
+
+// measureRounds runs the rounds in blocks, each followed by a block of
+// the baseline (the same frames over plain websockets), so that load
+// that comes and goes on a shared machine hits both alike. The
+// coordinator is paused while the baseline runs; its CPU and committed
+// rounds are read at the start and end of each block of rounds, so a
+// round still open when a block ends counts in neither.
+func measureRounds(ctx context.Context, o options, pid int, base string, fail func(error) error, stderr io.Writer) (measured, error) {
+	blocks := max(1, min(o.blocks, o.T))
+	ms := measured{pingsOK: true}
+	pingCount := func() float64 {
+		m, err := scrapeMetrics(ctx, base+"/metrics")
+		if err != nil {
+			ms.pingsOK = false
+			fmt.Fprintf(stderr, "loadtest: reading the coordinator's pings: %v\n", err)
+			return 0
+		}
+		return m["browserfl_pings_total"]
+	}
+	committed := 0
+	for b := range blocks {
+		target := o.T * (b + 1) / blocks
+		if target <= committed {
+			continue
+		}
+		cpu0, err := procCPU(pid)
+		if err != nil {
+			return ms, err
+		}
+		sys0, err := procSyscalls(pid)
+		if err != nil {
+			return ms, err
+		}
+		pings0 := pingCount()
+		from := committed
+		runStart := time.Now()
+		if committed, err = roundsBlock(ctx, base, target, fail); err != nil {
+			return ms, err
+		}
+		cpu1, err := procCPU(pid)
+		if err != nil {
+			return ms, err
+		}
+		sys1, err := procSyscalls(pid)
+		if err != nil {
+			return ms, err
+		}
+		ms.coordSys.reads += sys1.reads - sys0.reads
+		ms.coordSys.writes += sys1.writes - sys0.writes
+		ms.pings += pingCount() - pings0
+		ms.elapsed += time.Since(runStart)
+		ms.coordCPU = append(ms.coordCPU, cpu1-cpu0)
+		ms.coordRounds = append(ms.coordRounds, float64(committed-from))
+		if committed >= o.T {
+			break
+		}
+		bl, c, err := baselineBetween(ctx, base, o, committed, blocks, fail, stderr)
+		if err != nil {
+			return ms, err
+		}
+		committed = c
+		ms.bls = append(ms.bls, bl)
+	}
+	return ms, nil
+}
+
+// roundsBlock resumes the session and waits until round target has
+// committed; it returns the last committed round.
+func roundsBlock(ctx context.Context, base string, target int, fail func(error) error) (int, error) {
+	if err := teacher(ctx, base, "resume"); err != nil {
+		return 0, fail(err)
+	}
+	if err := waitRounds(ctx, base, target, 250*time.Millisecond); err != nil {
+		return 0, fail(err)
+	}
+	committed, err := lastCommitted(ctx, base, target-1)
+	if err != nil {
+		return 0, fail(err)
+	}
+	return committed, nil
+}
+
+// baselineBetween pauses the session, waits for its open round and runs
+// a block of the baseline; it returns the block's result and the last
+// committed round.
+func baselineBetween(ctx context.Context, base string, o options, committed, blocks int, fail func(error) error, stderr io.Writer) (baselineResult, int, error) {
+	if err := teacher(ctx, base, "pause"); err != nil {
+		return baselineResult{}, 0, fail(err)
+	}
+	committed, err := settle(ctx, base, committed)
+	if err != nil {
+		return baselineResult{}, 0, fail(err)
+	}
+	bl, err := baselineBlock(ctx, base, o, committed, blocks, stderr)
+	if err != nil {
+		return baselineResult{}, 0, fail(err)
+	}
+	return bl, committed, nil
+}
+
+// report prints the session's rounds (rs), the coordinator's measured
+// cost (ms) and its ratio to the loopback baseline.
+func report(ctx context.Context, o options, n int, sess wire.SessionParams, rs rounds, ms measured, hwm int64, fl *fleet, base string,
+	fail func(error) error, stdout, stderr io.Writer) error {
+	lat, bin, bout, included := rs.lat, rs.bytesIn, rs.bytesOut, rs.included
+	p50, p99 := quantile(lat, 0.5), quantile(lat, 0.99)
+
+	fmt.Fprintf(stdout, "session: n = %d, m = %d, d = %d, T = %d, %s, b = %d; %d of %d updates included\n",
+		n, o.m, sess.Dim, o.T, o.algorithm, o.batch, included, o.T*o.m)
+	fmt.Fprintf(stdout, "round latency (start to commit): p50 %.0f ms, p99 %.0f ms; wall %.1f s for the measured rounds\n",
+		p50, p99, ms.elapsed.Seconds())
+	fmt.Fprintf(stdout, "bytes per round: %.2f MB in (updates), %.2f MB out (assignments)\n",
+		float64(bin)/float64(o.T)/1e6, float64(bout)/float64(o.T)/1e6)
+	var cpuSum, roundSum float64
+	for i := range ms.coordCPU {
+		cpuSum += ms.coordCPU[i]
+		roundSum += ms.coordRounds[i]
+	}
+	cpuPerRound := cpuSum / roundSum
+	fmt.Fprintf(stdout, "coordinator: %.3f CPU s per round over %.0f measured rounds (%.0f%% of one core while they ran), peak RSS %.1f MiB\n",
+		cpuPerRound, roundSum, 100*cpuSum/ms.elapsed.Seconds(), mib(hwm))
+	fmt.Fprintf(stdout, "device compute (assignment received to update sent, summed): %.0f ms per round over the cohort\n",
+		float64(fl.prepNanos.Load())/1e6/float64(o.T))
+	if o.drop > 0 {
+		fmt.Fprintf(stdout, "%d of the %d devices of -drop disconnected for good in the middle of a round\n", fl.dropped.Load(), o.drop)
+	}
+	if included == 0 {
+		return errors.New("no update was included")
+	}
+	if len(ms.bls) == 0 {
+		// One block (or every round in the first): the baseline runs once,
+		// after the rounds.
+		bl, err := baselineBlock(ctx, base, o, o.T, 1, stderr)
+		if err != nil {
+			return fail(err)
+		}
+		ms.bls = append(ms.bls, bl)
+	}
+	reportBaseline(o, rs, ms, cpuPerRound, roundSum, p50, stdout)
+	return nil
+}
+
+// reportBaseline prints the loopback baseline's mean over its blocks and
+// the coordinator's ratios to it.
+func reportBaseline(o options, rs rounds, ms measured, cpuPerRound, roundSum, p50 float64, stdout io.Writer) {
+	blocks := max(1, min(o.blocks, o.T))
+	inPer, outPer := frameSizes(rs, o)
+	var mean baselineResult
+	for _, b := range ms.bls {
+		k := float64(len(ms.bls))
+		mean.wallMs += b.wallMs / k
+		mean.cpuMs += b.cpuMs / k
+		mean.reads += b.reads / k
+		mean.writes += b.writes / k
+	}
+	blMs, blWallMs := mean.cpuMs, mean.wallMs
+	paced := ""
+	if o.paced {
+		paced = "; clients answer after a random delay up to the coordinator's median round (-baseline-paced)"
+	}
+	fmt.Fprintf(stdout, "loopback baseline (%d x (%d B out + %d B in) websocket frames, no logic, server in its own process; %d blocks of %d rounds between the coordinator's%s): wall median %.1f ms, server CPU %.1f ms per round\n",
+		o.m, outPer, inPer, len(ms.bls), max(1, o.baselineRep/blocks), paced, blWallMs, blMs)
+	ratios := make([]string, 0, len(ms.coordCPU))
+	for i := range min(len(ms.coordCPU), len(ms.bls)) {
+		ratios = append(ratios, fmt.Sprintf("%.2f", ms.coordCPU[i]*1000/ms.coordRounds[i]/ms.bls[i].cpuMs))
+	}
+	fmt.Fprintf(stdout, "ratio coordinator CPU per round / baseline server CPU per round: %.2f (per block: %s)\n",
+		cpuPerRound*1000/blMs, strings.Join(ratios, ", "))
+	pingsPer := "n/a"
+	if ms.pingsOK {
+		pingsPer = fmt.Sprintf("%.0f", ms.pings/roundSum)
+	}
+	fmt.Fprintf(stdout, "system calls per round (/proc/PID/io): coordinator %.0f reads, %.0f writes (heartbeat pings per round: %s); baseline server %.0f reads, %.0f writes\n",
+		float64(ms.coordSys.reads)/roundSum, float64(ms.coordSys.writes)/roundSum, pingsPer, mean.reads, mean.writes)
+	fmt.Fprintf(stdout, "ratio coordinator round p50 / baseline wall: %.2f (the round includes the devices' compute)\n", p50/blWallMs)
+}
