@@ -9,11 +9,11 @@ import (
 	"browserfl/shared/wire"
 )
 
-// codeAlphabet has 32 characters without look-alikes (no 0/O, 1/I/L is
-// kept as L only): 5 bits per character, upper case, easy on a phone.
+// codeAlphabet has 31 characters without look-alikes (no 0/O, no 1/I/L):
+// 4.95 bits per character, upper case, easy on a phone.
 const codeAlphabet = coordinator.JoinCodeAlphabet
 
-// randomCode returns an n-character join code (5n bits) from
+// randomCode returns an n-character join code (4.95n bits) from
 // codeAlphabet, drawn from crypto/rand.
 func randomCode(n int) (string, error) { return coordinator.RandomJoinCode(n) }
 
