@@ -781,6 +781,17 @@ func (sh *roundShell) Ask(t int, start func(eligible []string, sure func(string)
 	return true, nil
 }
 
+// evalDue reports whether round t is evaluated when the schedule is
+// every rounds (0: never): after rounds 1, 2, 3 and 5, so a class sees an
+// accuracy from the first round on, then every rounds, and at the last
+// round (or the round the session ended at).
+func evalDue(t, every, rounds int, ended bool) bool {
+	if every <= 0 {
+		return false
+	}
+	return t <= 3 || t == 5 || t%every == 0 || t == rounds || ended
+}
+
 // Discard abandons the round (discardRound).
 func (sh *roundShell) Discard(_ int, cause error) { sh.c.discardRound(sh.or, cause) }
 
@@ -799,8 +810,7 @@ func (sh *roundShell) Commit(t int, o engine.Outcome[string]) error {
 	slices.Sort(cohortIDs)
 	rec := RoundRecord{T: t, Cohort: cohortIDs, Included: o.Included, Started: or.started, DeadlineHit: or.deadlineHit,
 		Committed: time.Now(), BytesIn: or.bytesIn, BytesOut: or.bytesOut}
-	evaluate := c.cfg.EvalEvery > 0 && c.cfg.Evaluate != nil && (t%c.cfg.EvalEvery == 0 || t == c.sess.Rounds || c.ended)
-	if evaluate {
+	if c.cfg.Evaluate != nil && evalDue(t, c.cfg.EvalEvery, c.sess.Rounds, c.ended) {
 		acc, loss, err := c.cfg.Evaluate(c.server.Model())
 		if err != nil {
 			c.log.Warn("evaluation failed", "round", t, "err", err)
