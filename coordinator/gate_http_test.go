@@ -2,6 +2,7 @@ package coordinator_test
 
 import (
 	"context"
+	"encoding/xml"
 	"fmt"
 	"io"
 	"net/http"
@@ -546,5 +547,33 @@ func TestClassBehindOneAddress(t *testing.T) {
 	}
 	if got := metricInt(t, srv.URL, rejThrottled); got != 0 {
 		t.Errorf("join_throttled rejections = %d, want 0", got)
+	}
+}
+
+// TestFavicon: /favicon.ico is an SVG icon (no 404 in a browser's log),
+// and both pages point to it.
+func TestFavicon(t *testing.T) {
+	_, srv := gateServer(t, coordinator.Limits{}, coordinator.Gate{})
+	resp, err := http.Get(srv.URL + "/favicon.ico")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "image/svg+xml" {
+		t.Fatalf("/favicon.ico: %d %q", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	if err := xml.Unmarshal(b, new(struct {
+		XMLName xml.Name `xml:"svg"`
+	})); err != nil {
+		t.Fatalf("/favicon.ico is not an SVG document: %v", err)
+	}
+	dash, err := http.Get(srv.URL + "/dashboard")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dash.Body.Close()
+	if b, _ := io.ReadAll(dash.Body); !strings.Contains(string(b), `rel="icon" href="/favicon.ico"`) {
+		t.Error("the dashboard does not point to the icon")
 	}
 }

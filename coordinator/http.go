@@ -187,9 +187,21 @@ func metricsAllowed(f *front, w http.ResponseWriter, r *http.Request) bool {
 	return true
 }
 
+// favicon is the pages' icon (devices joined to a centre: the sum of a
+// class's updates), served at /favicon.ico as SVG, which every engine
+// we support takes for an icon.
+//
+//go:embed favicon.svg
+var favicon []byte
+
 // registerAssets serves the device page: index.html at / and web/ under
-// /web/ (the worker script with its own policy).
+// /web/ (the worker script with its own policy), and the icon.
 func registerAssets(mux *http.ServeMux, assets Assets) {
+	mux.HandleFunc("GET /favicon.ico", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "image/svg+xml")
+		w.Header().Set("Cache-Control", "public, max-age=86400")
+		w.Write(favicon)
+	})
 	if assets.Web != nil {
 		web := http.StripPrefix("/web/", newGzipAssets(assets.Web))
 		mux.Handle("GET /web/", web)

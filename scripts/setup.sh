@@ -18,6 +18,23 @@ if [ ${#need[@]} -gt 0 ]; then
   echo "setup: installing ${need[*]}" >&2
   SUDO=""
   [ "$(id -u)" -eq 0 ] || SUDO="sudo"
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need[@]}" >/dev/null
+  # Another install (unattended upgrades, a second terminal) may hold the
+  # package manager's lock: wait for it, up to 10 minutes, instead of
+  # failing at once.
+  # (apt-get install honours DPkg::Lock::Timeout; apt-get update does not
+  # for its lists lock, so it is retried.)
+  wait_lock=(-o DPkg::Lock::Timeout=600)
+  for try in $(seq 1 120); do
+    if out=$($SUDO apt-get "${wait_lock[@]}" update -qq 2>&1); then
+      break
+    fi
+    case "$out" in
+      *"Could not get lock"* | *"Unable to lock"*)
+        [ "$try" -gt 1 ] || echo "setup: another package install is running; waiting for it (up to 10 minutes)" >&2
+        [ "$try" -lt 120 ] || { echo "$out" >&2; exit 1; }
+        sleep 5 ;;
+      *) echo "$out" >&2; exit 1 ;;
+    esac
+  done
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get "${wait_lock[@]}" install -y -qq "${need[@]}" >/dev/null
 fi
