@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"math"
 	"regexp"
+	"slices"
 
 	"browserfl/shared/wire"
 )
@@ -66,9 +67,13 @@ type busHeader struct {
 	Epoch uint64 `json:"epoch,omitempty"`
 	// Instance is the edge process's random instance, on everything it
 	// sends (a restarted edge numbers its connections afresh).
-	Instance    uint64   `json:"instance,omitempty"`
-	Seq         uint64   `json:"seq,omitempty"`
-	Seqs        []uint64 `json:"seqs,omitempty"`
+	Instance uint64   `json:"instance,omitempty"`
+	Seq      uint64   `json:"seq,omitempty"`
+	Seqs     []uint64 `json:"seqs,omitempty"`
+	// Incl, on a round, is each member's number of included updates so
+	// far (beside Seqs): an edge keeps a history of its devices' included
+	// updates and starts it again when the count says it missed one.
+	Incl        []int    `json:"incl,omitempty"`
 	ID          string   `json:"id,omitempty"`
 	IDs         []string `json:"ids,omitempty"`
 	Missing     []string `json:"missing,omitempty"`
@@ -216,6 +221,10 @@ func decodeBus(b []byte) (kind byte, h busHeader, body []byte, err error) {
 		return 0, h, nil, fmt.Errorf("%w: bad norm or bound", errBus)
 	case h.Session != nil && h.Session.Dim != h.Dim:
 		return 0, h, nil, fmt.Errorf("%w: session parameters of dimension %d on a round of dimension %d", errBus, h.Session.Dim, h.Dim)
+	case len(h.Incl) > 0 && len(h.Incl) != len(h.Seqs):
+		return 0, h, nil, fmt.Errorf("%w: %d inclusion counts for %d members", errBus, len(h.Incl), len(h.Seqs))
+	case slices.ContainsFunc(h.Incl, func(n int) bool { return n < 0 }):
+		return 0, h, nil, fmt.Errorf("%w: negative inclusion count", errBus)
 	}
 	return kind, h, b[6+n:], nil
 }

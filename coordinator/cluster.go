@@ -109,6 +109,7 @@ type edgeState struct {
 	roundT     int
 	roundFrame []byte
 	roundSeqs  []uint64
+	roundIncl  []int // each member's inclusions so far, beside roundSeqs
 }
 
 // remoteLink is a device held by an edge, as the round logic sees it.
@@ -143,6 +144,7 @@ func (l *remoteLink) send(f outFrame) bool {
 	if es := l.n.edges[l.edge]; es != nil {
 		es.roundT, es.roundFrame = f.round, f.data
 		es.roundSeqs = append(es.roundSeqs, l.seq)
+		es.roundIncl = append(es.roundIncl, f.incl)
 	}
 	l.n.mu.Unlock()
 	return true
@@ -313,14 +315,15 @@ func (n *SessionNode) sendRounds(t int) {
 		edge  string
 		frame []byte
 		seqs  []uint64
+		incl  []int
 	}
 	var outs []out
 	n.mu.Lock()
 	for id, es := range n.edges {
 		if len(es.roundSeqs) > 0 && es.roundT == t {
-			outs = append(outs, out{id, es.roundFrame, es.roundSeqs})
+			outs = append(outs, out{id, es.roundFrame, es.roundSeqs, es.roundIncl})
 		}
-		es.roundSeqs, es.roundFrame = nil, nil
+		es.roundSeqs, es.roundIncl, es.roundFrame = nil, nil, nil
 	}
 	n.mu.Unlock()
 	c := n.c
@@ -330,7 +333,7 @@ func (n *SessionNode) sendRounds(t int) {
 	}
 	sess := c.sess
 	for _, o := range outs {
-		n.publish(o.edge, kindRound, &busHeader{T: t, Seqs: o.seqs, Dim: c.sess.Dim, Bound: bound,
+		n.publish(o.edge, kindRound, &busHeader{T: t, Seqs: o.seqs, Incl: o.incl, Dim: c.sess.Dim, Bound: bound,
 			DeadlineMillis: c.sess.DeadlineMillis, Session: &sess}, o.frame)
 	}
 }

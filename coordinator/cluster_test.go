@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -636,4 +637,81 @@ func readControl(t *testing.T, ctx context.Context, ws *websocket.Conn) wire.Mes
 		t.Fatal(err)
 	}
 	return m
+}
+
+// TestEdgeKeepsHistories: an edge tests each device's running sum too
+// (edgehist.go), not only each message. A raw attacker registered at the
+// edge pushes the same coordinate every round at 0.9 of the coordinate
+// limit for its rounds asked, which every per-message test lets through;
+// the running sum of its included updates grows past the history's limit
+// within a few rounds and the edge refuses it, naming the sum, in every
+// round from the one the checker alone (offline, same history) refuses it
+// in. Every round commits.
+func TestEdgeKeepsHistories(t *testing.T) {
+	sess := testSession(256, 3, 3, 8, 20000)
+	chk, err := optim.NewChecker(optim.FromSession(sess), sess.Dim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !chk.Tracks() {
+		t.Fatal("test setting: the session's checker keeps no history")
+	}
+	// Asked every round (m = M), so its a-th answer is round a's.
+	push := func(a int) float64 { return 0.9 * chk.CoordLimit(a) }
+	caught := 0
+	var h optim.History
+	h.FromStart = true
+	for a := 1; a <= sess.Rounds && caught == 0; a++ {
+		x := make([]float64, sess.Dim)
+		x[3] = push(a)
+		h.Ask()
+		if err := chk.Check(x, math.Abs(x[3]), &h); err != nil {
+			caught = a
+		}
+		h.Add(x)
+	}
+	if caught < 2 {
+		t.Fatalf("test setting: the drift is refused at round %d by the tests alone (want the history to catch it, from round 2)", caught)
+	}
+	h2 := newHarness(t, sess, sess.M)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	hs, wsURL := oneEdge(t, ctx, h2)
+	runErr := make(chan error, 1)
+	go func() { runErr <- h2.coord.Run(ctx) }()
+	attacker := dialRaw(t, ctx, wsURL, true)
+	done := attack(ctx, attacker, sess.Dim, func(r, _ int) []byte {
+		x := make([]float64, sess.Dim)
+		x[3] = push(r)
+		p, _ := mechanism.Dense64{}.Compress(nil, make([]float64, sess.Dim), x, nil)
+		return p
+	})
+	var rts []*device.Runtime
+	for i := range sess.M - 1 {
+		rt, _ := newDevice(t, wsURL, sess, i, nil, 0)
+		rts = append(rts, rt)
+	}
+	runDevices(t, ctx, rts)
+	if err := <-runErr; err != nil {
+		t.Fatalf("session: %v", err)
+	}
+	res := <-done
+	if res.rejected == 0 {
+		t.Fatalf("the edge never refused the drift (reasons %q): it tests messages only", res.reasons)
+	}
+	for _, r := range res.reasons {
+		if !strings.Contains(r, "sum of this device's last") {
+			t.Errorf("reason %q is not the history's", r)
+		}
+	}
+	if got := metric(t, hs.URL, "browserfl_rejected_updates_total"); got != fmt.Sprint(res.rejected) {
+		t.Errorf("edge browserfl_rejected_updates_total = %s, want %d", got, res.rejected)
+	}
+	if want := sess.Rounds - caught + 1; res.rejected != want {
+		t.Errorf("the edge refused the drift %d times, want %d (every round from %d on, as the checker alone does)", res.rejected, want, caught)
+	}
+	if got := h2.coord.Committed(); got != sess.Rounds {
+		t.Fatalf("committed %d rounds, want %d", got, sess.Rounds)
+	}
+	t.Logf("the drift passes each message test and is refused by the edge from round %d on (%d refusals)", caught, res.rejected)
 }

@@ -766,7 +766,7 @@ func (sh *roundShell) Ask(t int, start func(eligible []string, sure func(string)
 		or.cohort[id] = true
 		d.round = t
 		d.hist.Ask()
-		or.bytesOut += int64(d.conn.sendRound(outFrame{binary: true, data: frame, short: short, round: t}))
+		or.bytesOut += int64(d.conn.sendRound(outFrame{binary: true, data: frame, short: short, round: t, incl: d.participations}))
 	}
 	if c.node != nil {
 		// Edge-held members get the round in one message per edge.

@@ -86,6 +86,10 @@ type Edge struct {
 	lastRound int // the newest round number assigned on this edge
 	rosters   int // rosters sent (each is numbered)
 	vecs      *freeList[*[]float64]
+	// hists are the histories of the devices this edge has asked, by
+	// device id (edgehist.go), at most maxEdgeHistories.
+	hists    map[string]*edgeHist
+	histTick uint64
 
 	// counters (/metrics)
 	hellos      atomic.Int64
@@ -117,6 +121,13 @@ type edgeConn struct {
 	// sent after the decision (endAt: its committed round).
 	endHeld bool
 	endAt   int
+	// hist is the device's history for the round it was asked (nil: none
+	// known, per-message tests only); pending is its accepted update of
+	// round pendingT, kept until the session decides it (then added to
+	// hist if included).
+	hist     *edgeHist
+	pending  *[]float64
+	pendingT int
 }
 
 // edgeRound is a round's collection on this edge.
@@ -172,7 +183,7 @@ func NewEdge(cfg EdgeConfig) (*Edge, error) {
 			gate: newGate(cfg.Gate, 20*time.Second, cfg.Logger), bufs: newReadBuffers()},
 		vecs: newVecList(0),
 		cfg:  cfg, nc: cfg.Conn, instance: binary.LittleEndian.Uint64(b[:]) | 1,
-		up: cfg.Prefix + ".up." + cfg.ID, conns: map[uint64]*edgeConn{},
+		up: cfg.Prefix + ".up." + cfg.ID, conns: map[uint64]*edgeConn{}, hists: map[string]*edgeHist{},
 		// Connection numbers start at random: a restarted edge never
 		// reuses a number the session may still hold for its
 		// predecessor (the session keys devices by edge and number).
@@ -388,6 +399,9 @@ func (e *Edge) controlLocked(seq uint64, body []byte) {
 		}
 		ec.cn.setDeviceID(m.DeviceID)
 		if ec.secret != "" {
+			// A new device, registered here: its history is from its
+			// start.
+			e.newHistLocked(m.DeviceID)
 			// A new device: its secret is the one the edge issued.
 			m.Secret, ec.secret = ec.secret, ""
 			if body, err = wire.EncodeControl(m); err != nil {
@@ -402,6 +416,7 @@ func (e *Edge) controlLocked(seq uint64, body []byte) {
 	case wire.Decision:
 		if m.T == ec.assigned && m.State != wire.Pending {
 			ec.assigned = 0
+			e.decidedLocked(ec, m.T, m.State == wire.Included)
 			if ec.welcome == nil {
 				ec.cn.send(outFrame{data: body})
 			}
@@ -494,7 +509,7 @@ func (e *Edge) roundLocked(h busHeader, frame []byte) {
 	r := &edgeRound{epoch: h.Epoch, t: h.T, members: make(map[uint64]bool, len(h.Seqs)), dim: h.Dim, bound: bound,
 		chk: e.checkerLocked(h.Session)}
 	short := wire.ShortRound(frame) // for devices that hold x_{t-1} (conn.sendRound)
-	for _, seq := range h.Seqs {
+	for k, seq := range h.Seqs {
 		ec := e.conns[seq]
 		if ec == nil || ec.welcome != nil || r.members[seq] || ec.cn.sendRound(outFrame{binary: true, data: frame, short: short, round: h.T}) == 0 {
 			continue // gone: the session hears of it from its disconnect
@@ -502,6 +517,10 @@ func (e *Edge) roundLocked(h busHeader, frame []byte) {
 		r.members[seq] = false
 		r.waiting++
 		ec.assigned, ec.asked = h.T, time.Now()
+		ec.hist = nil
+		if len(h.Incl) == len(h.Seqs) {
+			ec.hist = e.askHistLocked(ec, h.Incl[k])
+		}
 	}
 	e.round, e.lastRound = r, max(e.lastRound, h.T)
 	if r.waiting == 0 {
@@ -623,6 +642,9 @@ func (e *Edge) admit(cn *conn, h wire.Hello) error {
 func (e *Edge) forget(seq uint64) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if ec := e.conns[seq]; ec != nil {
+		e.dropPendingLocked(ec)
+	}
 	delete(e.conns, seq)
 	e.dropMemberLocked(seq)
 }
@@ -660,20 +682,30 @@ func (e *Edge) acceptUpdate(cn *conn, u wire.UpdateFrame, frameLen int) error {
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	defer e.vecs.put(vec)
+	keep := false // the vector waits for its decision (the device's history)
+	defer func() {
+		if !keep {
+			e.vecs.put(vec)
+		}
+	}()
 	if r2, ok, err := e.checkUpdateLocked(cn, u.T); !ok || err != nil || r2 != r {
 		return err
 	}
 	r.members[cn.seq] = true
 	r.waiting--
-	// The session's norm bound, then the tests of its public parameters
-	// (per message: an edge keeps no history of its devices).
+	ec := e.conns[cn.seq]
+	var hist *optim.History
+	if ec != nil && ec.hist != nil {
+		hist = &ec.hist.h
+	}
+	// The session's norm bound, then the tests of its public parameters,
+	// on the message and on the device's history here (edgehist.go).
 	var refused error
 	switch {
 	case !(norm <= r.bound):
 		refused = errors.New("rejected: " + normWhy(norm, r.bound))
 	case r.chk != nil:
-		refused = r.chk.Check(*vec, norm, nil)
+		refused = r.chk.Check(*vec, norm, hist)
 	}
 	if refused != nil {
 		e.met.rejectedUpdates.Add(1)
@@ -696,6 +728,10 @@ func (e *Edge) acceptUpdate(cn *conn, u wire.UpdateFrame, frameLen int) error {
 		r.seqs = append(r.seqs, cn.seq)
 		r.bytes += int64(frameLen)
 		e.met.updates.Add(1)
+		if ec != nil && hist != nil {
+			e.dropPendingLocked(ec)
+			ec.pending, ec.pendingT, keep = vec, u.T, true
+		}
 	}
 	if r.waiting == 0 {
 		e.flushLocked(r)
@@ -795,6 +831,10 @@ func (e *Edge) disconnected(cn *conn) {
 	if ec == nil || ec.cn != cn {
 		return
 	}
+	// An update waiting for its decision is given up: if it is included,
+	// the session's count says so at the device's next round here, and
+	// its history starts again.
+	e.dropPendingLocked(ec)
 	delete(e.conns, cn.seq)
 	if r := e.round; r != nil && !r.flushed && r.members[cn.seq] && slices.Contains(r.seqs, cn.seq) {
 		// Its update is in the sum being collected: the sum goes first,

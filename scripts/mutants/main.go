@@ -309,6 +309,27 @@ var mutations = []mutation{
 		pkgs: []string{"./coordinator/", "-run", "RandomJoinCode"},
 	},
 	{
+		name: "edge-history-unused", why: "an edge tests each message only, not its device's running sum (a drift just under every message test passes)",
+		file: "coordinator/edge.go",
+		old:  "\t\thist = &ec.hist.h\n",
+		new:  "\t\thist = nil\n",
+		pkgs: []string{"./coordinator/", "-run", "EdgeKeepsHistories"},
+	},
+	{
+		name: "edge-history-count-ignored", why: "an edge keeps a device's history when the session counts an inclusion it did not see (an honest device's sum no longer telescopes)",
+		file: "coordinator/edgehist.go",
+		old:  "\tcase eh.incl != incl:\n",
+		new:  "\tcase false:\n",
+		pkgs: []string{"./coordinator/", "-run", "EdgeHistoryCounts"},
+	},
+	{
+		name: "edge-history-adds-excluded", why: "an edge adds an excluded update to its device's history",
+		file: "coordinator/edgehist.go",
+		old:  "if included && ec.hist != nil {",
+		new:  "if ec.hist != nil {",
+		pkgs: []string{"./coordinator/", "-run", "EdgeHistoryCounts"},
+	},
+	{
 		name: "tell-before-commit", why: "the engine tells the members their decisions before the round is committed",
 		file: "engine/loop.go",
 		old:  "\tif err := sh.Commit(t, o); err != nil {\n\t\treturn false, err\n\t}\n\te.last = o.State\n\tsh.Tell(t, o)\n",
