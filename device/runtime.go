@@ -23,7 +23,7 @@ import (
 // Config configures a Runtime.
 type Config struct {
 	// URL is the coordinator's websocket URL, e.g. ws://localhost:8080/ws
-	// (required).
+	// (required unless Transport is set).
 	URL string
 	// JoinCode is the session's join code (required).
 	JoinCode string
@@ -65,6 +65,9 @@ type Config struct {
 	// HTTPClient is used to dial (default http.DefaultClient; ignored in
 	// the browser).
 	HTTPClient *http.Client
+	// Transport connects to the coordinator (default WebSocket{URL,
+	// Origin, HTTPClient}; URL, Origin and HTTPClient are then unused).
+	Transport Transport
 	// OnEvent, if set, is called (synchronously) on every state change.
 	OnEvent func(Event)
 	// Hooks inject faults (tests only; nil in production).
@@ -185,16 +188,19 @@ type Runtime struct {
 	// (storage, a close handshake): Leave may be called from a page's
 	// event handler, which must not block.
 	connMu  sync.Mutex
-	ws      *websocket.Conn // the open connection, nil between connections
-	leaving string          // the Leave reason once the device leaves
-	detail  string          // the Leave detail (why, in words), if any
-	left    chan struct{}   // closed when the device leaves
+	ws      Conn          // the open connection, nil between connections
+	leaving string        // the Leave reason once the device leaves
+	detail  string        // the Leave detail (why, in words), if any
+	left    chan struct{} // closed when the device leaves
 }
 
 // New checks cfg and loads the saved state.
 func New(ctx context.Context, cfg Config) (*Runtime, error) {
-	if cfg.URL == "" || cfg.JoinCode == "" || cfg.Storage == nil || len(cfg.Data) == 0 {
-		return nil, errors.New("device: URL, JoinCode, Storage and Data are required")
+	if (cfg.URL == "" && cfg.Transport == nil) || cfg.JoinCode == "" || cfg.Storage == nil || len(cfg.Data) == 0 {
+		return nil, errors.New("device: URL (or Transport), JoinCode, Storage and Data are required")
+	}
+	if cfg.Transport == nil {
+		cfg.Transport = WebSocket{URL: cfg.URL, Origin: cfg.Origin, HTTPClient: cfg.HTTPClient}
 	}
 	if err := wire.CheckNickname(cfg.Nickname); err != nil {
 		return nil, fmt.Errorf("device: %w", err)
@@ -477,7 +483,7 @@ func (e lostError) Unwrap() []error {
 func (rt *Runtime) connection(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	ws, _, err := websocket.Dial(ctx, rt.cfg.URL, dialOptions(rt.cfg))
+	ws, err := rt.cfg.Transport.Dial(ctx)
 	if err != nil {
 		return fmt.Errorf("device: dial: %w", err)
 	}
@@ -623,7 +629,7 @@ func roundFrameMax(dim int) int { return 17 + 8*dim + 64 }
 // longer than a small model's round frame).
 func readLimit(dim int) int { return max(roundFrameMax(dim), wire.MaxControlBytes) }
 
-func writeControl(ctx context.Context, ws *websocket.Conn, m wire.Message) error {
+func writeControl(ctx context.Context, ws Conn, m wire.Message) error {
 	b, err := wire.EncodeControl(m)
 	if err != nil {
 		return err
@@ -761,7 +767,7 @@ func (rt *Runtime) applyLocked(ctx context.Context, d wire.Decision) error {
 	return nil
 }
 
-func (rt *Runtime) onRound(ctx context.Context, ws *websocket.Conn, b []byte) error {
+func (rt *Runtime) onRound(ctx context.Context, ws Conn, b []byte) error {
 	rt.mu.Lock()
 	if rt.algo == nil || rt.st.Session == nil {
 		rt.mu.Unlock()
@@ -913,10 +919,10 @@ func (rt *Runtime) Leaving() string {
 
 // leaveOn records that the device leaves for reason and tells the
 // coordinator on ws (the caller closes ws).
-func (rt *Runtime) leaveOn(ws *websocket.Conn, reason string) { rt.leaveOnDetail(ws, reason, "") }
+func (rt *Runtime) leaveOn(ws Conn, reason string) { rt.leaveOnDetail(ws, reason, "") }
 
 // leaveOnDetail is leaveOn with a detail for wire.Leave.
-func (rt *Runtime) leaveOnDetail(ws *websocket.Conn, reason, detail string) {
+func (rt *Runtime) leaveOnDetail(ws Conn, reason, detail string) {
 	rt.connMu.Lock()
 	defer rt.connMu.Unlock()
 	if rt.setLeavingLocked(reason) {
@@ -939,14 +945,14 @@ func (rt *Runtime) setLeavingLocked(reason string) bool {
 
 // sendLeaveLocked writes the Leave message (best effort: the close that
 // follows ends the connection either way). Call with connMu held.
-func (rt *Runtime) sendLeaveLocked(ws *websocket.Conn) {
+func (rt *Runtime) sendLeaveLocked(ws Conn) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	_ = writeControl(ctx, ws, wire.Leave{Reason: rt.leaving, Detail: rt.detail})
 }
 
 // attach makes ws the current connection unless the device has left.
-func (rt *Runtime) attach(ws *websocket.Conn) bool {
+func (rt *Runtime) attach(ws Conn) bool {
 	rt.connMu.Lock()
 	defer rt.connMu.Unlock()
 	if rt.leaving != "" {
@@ -957,7 +963,7 @@ func (rt *Runtime) attach(ws *websocket.Conn) bool {
 }
 
 // detach forgets ws and closes it.
-func (rt *Runtime) detach(ws *websocket.Conn) {
+func (rt *Runtime) detach(ws Conn) {
 	rt.connMu.Lock()
 	if rt.ws == ws {
 		rt.ws = nil
