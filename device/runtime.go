@@ -861,40 +861,60 @@ func (rt *Runtime) applyLocked(ctx context.Context, d wire.Decision) error {
 	return nil
 }
 
+// onRound answers a round frame: it takes the round, prepares and saves
+// the update, and sends it.
 func (rt *Runtime) onRound(ctx context.Context, ws Conn, b []byte) error {
+	r, err := rt.takeRound(b)
+	if err != nil {
+		return err
+	}
+	up, err := rt.prepare(ctx, ws, r)
+	if err != nil {
+		return err
+	}
+	return rt.sendUpdate(ctx, ws, r.T, up)
+}
+
+// takeRound decodes a round frame (its x_{t-1} from the last frame when
+// it says PrevIsLast), refuses one while an update is undecided, and
+// announces the round (EventRound) before its work.
+func (rt *Runtime) takeRound(b []byte) (wire.RoundFrame, error) {
 	rt.mu.Lock()
+	defer rt.unlock()
 	if rt.algo == nil || rt.st.Session == nil {
-		rt.unlock()
-		return fmt.Errorf("device: %w: round before a session was set up", wire.ErrBadFrame)
+		return wire.RoundFrame{}, fmt.Errorf("device: %w: round before a session was set up", wire.ErrBadFrame)
 	}
 	dim := rt.st.Session.Dim
 	r, err := wire.DecodeRound(b, wire.Limits{Dim: dim, MaxBytes: roundFrameMax(dim)})
 	if err != nil {
-		rt.unlock()
-		return fmt.Errorf("device: %w", err)
+		return wire.RoundFrame{}, fmt.Errorf("device: %w", err)
 	}
 	if r.PrevIsLast {
 		// x_{t-1} is the X of round t-1's frame on this connection. A
 		// device that does not hold it says so by ending the connection
 		// (a bad frame): the next connection gets whole frames.
 		if rt.lastX == nil || rt.lastT != r.T-1 {
-			rt.unlock()
-			return fmt.Errorf("device: %w: round %d refers to round %d's model, which this connection did not receive", wire.ErrBadFrame, r.T, r.T-1)
+			return wire.RoundFrame{}, fmt.Errorf("device: %w: round %d refers to round %d's model, which this connection did not receive", wire.ErrBadFrame, r.T, r.T-1)
 		}
 		r.XPrev = rt.lastX
 	}
 	rt.lastX, rt.lastT = r.X, r.T
 	if rt.st.Pending != 0 {
-		rt.unlock()
-		return fmt.Errorf("device: %w: round %d assigned while round %d is undecided", wire.ErrBadFrame, r.T, rt.st.Pending)
+		return wire.RoundFrame{}, fmt.Errorf("device: %w: round %d assigned while round %d is undecided", wire.ErrBadFrame, r.T, rt.st.Pending)
 	}
 	rt.emit(Event{Kind: EventRound, T: r.T})
-	rt.unlock() // the round is announced before its work
+	return r, nil
+}
+
+// prepare computes round r's update on the next batch and saves the state
+// with it pending, before anything is sent. A device that cannot answer
+// (data used up, budget spent, the device half refuses) leaves instead.
+func (rt *Runtime) prepare(ctx context.Context, ws Conn, r wire.RoundFrame) (optim.Update, error) {
 	rt.mu.Lock()
 	if err := rt.exhaustedLocked(r.T); err != nil {
 		rt.unlock()
 		rt.leaveOn(ws, wire.LeaveDone)
-		return err
+		return optim.Update{}, err
 	}
 	batch := make([]dataset.Sample, rt.st.Session.Batch)
 	single := Params(*rt.st.Session).SinglePass()
@@ -905,21 +925,23 @@ func (rt *Runtime) onRound(ctx context.Context, ws Conn, b []byte) error {
 		// The device half refused (its ledger would exceed the session's
 		// budget, a round id that is not new): leave rather than answer.
 		rt.leaveOn(ws, wire.LeaveStopped)
-		return fmt.Errorf("%w: round %d: %v", ErrRefused, r.T, err)
+		return optim.Update{}, fmt.Errorf("%w: round %d: %v", ErrRefused, r.T, err)
 	}
 	// Samples that left in a message are spent, whatever the coordinator
 	// decides about the round: the cursor never moves back.
 	rt.st.Cursor = optim.NextCursor(rt.st.Cursor, len(batch), len(rt.cfg.Data), single)
 	rt.st.Pending = r.T
 	// Saved before sending: a crash from here on resumes with pending.
-	if err := rt.save(ctx); err != nil {
-		rt.unlock()
-		return err
-	}
+	err = rt.save(ctx)
 	rt.unlock()
+	return up, err
+}
 
+// sendUpdate sends round t's saved update, unless the device left
+// meanwhile (ErrLeft; the round stays pending), and reports it sent.
+func (rt *Runtime) sendUpdate(ctx context.Context, ws Conn, t int, up optim.Update) error {
 	if h := rt.cfg.Hooks; h != nil && h.BeforeSend != nil {
-		delay, disconnect := h.BeforeSend(r.T)
+		delay, disconnect := h.BeforeSend(t)
 		if delay > 0 {
 			select {
 			case <-ctx.Done():
@@ -931,7 +953,7 @@ func (rt *Runtime) onRound(ctx context.Context, ws Conn, b []byte) error {
 			return errors.New("device: disconnect before send by test hook")
 		}
 	}
-	frame, err := wire.EncodeUpdate(wire.UpdateFrame{T: r.T, Payload: up.Payload})
+	frame, err := wire.EncodeUpdate(wire.UpdateFrame{T: t, Payload: up.Payload})
 	if err != nil {
 		return err
 	}
@@ -946,12 +968,12 @@ func (rt *Runtime) onRound(ctx context.Context, ws Conn, b []byte) error {
 	err = ws.Write(ctx, websocket.MessageBinary, frame)
 	rt.connMu.Unlock()
 	if err != nil {
-		return fmt.Errorf("device: send update %d: %w", r.T, err)
+		return fmt.Errorf("device: send update %d: %w", t, err)
 	}
 	rt.mu.Lock()
-	rt.emit(Event{Kind: EventSent, T: r.T})
+	rt.emit(Event{Kind: EventSent, T: t})
 	rt.unlock()
-	if h := rt.cfg.Hooks; h != nil && h.AfterSend != nil && h.AfterSend(r.T) {
+	if h := rt.cfg.Hooks; h != nil && h.AfterSend != nil && h.AfterSend(t) {
 		return errors.New("device: disconnect right after send by test hook")
 	}
 	return nil
