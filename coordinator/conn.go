@@ -10,7 +10,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -595,10 +594,10 @@ func (cn *conn) helloDone() {
 	}
 }
 
-// isReadLimit reports whether err is the websocket library's "read limited at N bytes"
-// (the library has no error value for it).
+// isReadLimit reports whether err is a read over the websocket's read
+// limit (websocket.ErrMessageTooBig).
 func isReadLimit(err error) bool {
-	return err != nil && strings.Contains(err.Error(), "read limited at")
+	return errors.Is(err, websocket.ErrMessageTooBig)
 }
 
 // codeRejection is the rejection kind of a close code.

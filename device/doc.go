@@ -1,7 +1,6 @@
 // Package device is the platform-independent device runtime: the loop that
-// connects to a coordinator over a websocket (github.com/coder/websocket, which
-// runs natively and in the browser), says hello or resumes with its device
-// id and secret, checks the session against its owner's privacy budget,
+// connects to a coordinator, says hello or resumes with its device id and
+// secret, checks the session against its owner's privacy budget,
 // answers round assignments through an optim.Device (the same device half
 // the simulator runs), and persists everything through a small Storage
 // interface. The native headless device (cmd/device), the load tool
@@ -24,6 +23,19 @@
 //     the owner's delta, default epsilon 8 at 1e-5; never read at the
 //     session's delta), whatever the coordinator says. No budget at all
 //     takes Config.Unlimited.
+//
+// The runtime reaches the coordinator through a Transport, whose Dial
+// returns a Conn (Read, Write, SetReadLimit, Close, with a websocket
+// connection's semantics; *websocket.Conn satisfies it). The default is
+// WebSocket (github.com/coder/websocket, which runs natively and in the
+// browser), built from Config.URL; the package device/memtransport
+// connects a runtime to a peer in the same process (tests, the
+// simulator), with the same read limit, close codes and context
+// behaviour.
+//
+// Events (Config.OnEvent) are delivered on Run's goroutine, in the order
+// they happen, after the runtime has released its locks: a callback may
+// call back into the runtime (State, Leave).
 //
 // Nothing here uses the os package; FileStorage (native only, build tag
 // !js) is in its own file. The browser supplies an IndexedDB Storage.

@@ -23,7 +23,7 @@ import (
 // Config configures a Runtime.
 type Config struct {
 	// URL is the coordinator's websocket URL, e.g. ws://localhost:8080/ws
-	// (required).
+	// (required unless Transport is set).
 	URL string
 	// JoinCode is the session's join code (required).
 	JoinCode string
@@ -65,7 +65,12 @@ type Config struct {
 	// HTTPClient is used to dial (default http.DefaultClient; ignored in
 	// the browser).
 	HTTPClient *http.Client
-	// OnEvent, if set, is called (synchronously) on every state change.
+	// Transport connects to the coordinator (default WebSocket{URL,
+	// Origin, HTTPClient}; URL, Origin and HTTPClient are then unused).
+	Transport Transport
+	// OnEvent, if set, is called on every state change, in order, on
+	// Run's goroutine and outside the runtime's locks: it may call the
+	// runtime (State, Leave); Run waits while it runs.
 	OnEvent func(Event)
 	// Hooks inject faults (tests only; nil in production).
 	Hooks *Hooks
@@ -179,22 +184,27 @@ type Runtime struct {
 	// a frame with PrevIsLast takes its x_{t-1} from them.
 	lastX []float64
 	lastT int
+	// events are emitted under mu and delivered by unlock, after it.
+	events []Event
 
 	// connMu guards the current connection and the leave state. It is
 	// never held across anything that waits for the browser's event loop
 	// (storage, a close handshake): Leave may be called from a page's
 	// event handler, which must not block.
 	connMu  sync.Mutex
-	ws      *websocket.Conn // the open connection, nil between connections
-	leaving string          // the Leave reason once the device leaves
-	detail  string          // the Leave detail (why, in words), if any
-	left    chan struct{}   // closed when the device leaves
+	ws      Conn          // the open connection, nil between connections
+	leaving string        // the Leave reason once the device leaves
+	detail  string        // the Leave detail (why, in words), if any
+	left    chan struct{} // closed when the device leaves
 }
 
 // New checks cfg and loads the saved state.
 func New(ctx context.Context, cfg Config) (*Runtime, error) {
-	if cfg.URL == "" || cfg.JoinCode == "" || cfg.Storage == nil || len(cfg.Data) == 0 {
-		return nil, errors.New("device: URL, JoinCode, Storage and Data are required")
+	if (cfg.URL == "" && cfg.Transport == nil) || cfg.JoinCode == "" || cfg.Storage == nil || len(cfg.Data) == 0 {
+		return nil, errors.New("device: URL (or Transport), JoinCode, Storage and Data are required")
+	}
+	if cfg.Transport == nil {
+		cfg.Transport = WebSocket{URL: cfg.URL, Origin: cfg.Origin, HTTPClient: cfg.HTTPClient}
 	}
 	if err := wire.CheckNickname(cfg.Nickname); err != nil {
 		return nil, fmt.Errorf("device: %w", err)
@@ -402,13 +412,29 @@ func (rt *Runtime) save(ctx context.Context) error {
 	return nil
 }
 
+// emit queues event e for Config.OnEvent, with the device id and the
+// participations as they are now. Call with rt.mu held, on Run's
+// goroutine; unlock delivers it.
 func (rt *Runtime) emit(e Event) {
 	if rt.cfg.OnEvent == nil {
 		return
 	}
 	e.DeviceID = rt.st.DeviceID
 	e.Participations = rt.st.Included
-	rt.cfg.OnEvent(e)
+	rt.events = append(rt.events, e)
+}
+
+// unlock releases rt.mu and then delivers the events queued under it, in
+// order: OnEvent never runs under the runtime's locks, so a callback may
+// call back into the runtime (State, Leave). Only Run's goroutine emits
+// and unlocks this way, so events arrive in the order they happened.
+func (rt *Runtime) unlock() {
+	events := rt.events
+	rt.events = nil
+	rt.mu.Unlock()
+	for _, e := range events {
+		rt.cfg.OnEvent(e)
+	}
 }
 
 // Run connects and serves rounds until the session ends (nil), the
@@ -428,7 +454,7 @@ func (rt *Runtime) Run(ctx context.Context) error {
 		if rt.st.Pending == 0 {
 			exhausted = rt.exhaustedLocked(0)
 		}
-		rt.mu.Unlock()
+		rt.unlock()
 		if ended {
 			return nil
 		}
@@ -447,7 +473,7 @@ func (rt *Runtime) Run(ctx context.Context) error {
 		}
 		rt.mu.Lock()
 		rt.emit(Event{Kind: EventError, Err: err})
-		rt.mu.Unlock()
+		rt.unlock()
 		d := backoff/2 + rand.N(backoff/2+1)
 		select {
 		case <-ctx.Done():
@@ -474,146 +500,220 @@ func (e lostError) Unwrap() []error {
 	return []error{e.err, errConnected}
 }
 
+// connection serves one connection: it dials, says hello, and handles
+// messages until the connection ends. It returns nil when the session
+// ended, ErrLeft after Leave, and otherwise why the connection ended (an
+// error wrapping ErrRefused ends Run for good).
 func (rt *Runtime) connection(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	ws, _, err := websocket.Dial(ctx, rt.cfg.URL, dialOptions(rt.cfg))
+	ws, err := rt.dial(ctx)
 	if err != nil {
-		return fmt.Errorf("device: dial: %w", err)
-	}
-	if !rt.attach(ws) {
-		closeConn(ws, "device left")
-		return ErrLeft
+		return err
 	}
 	// Every way out closes the socket with a normal closure (1000): the
 	// browser refuses other codes from a script, and a refused close
 	// leaves the socket open.
 	defer rt.detach(ws)
 	ws.SetReadLimit(int64(wire.MaxControlBytes))
-
-	rt.mu.Lock()
-	rt.lastX, rt.lastT = nil, 0 // a new connection: whole frames until one arrives
-	hello := wire.Hello{Version: wire.Version, JoinCode: rt.cfg.JoinCode, DeviceID: rt.st.DeviceID,
-		Secret: rt.st.Secret, Pending: rt.st.Pending, Nickname: rt.cfg.Nickname, KeepsX: true}
-	if !math.IsInf(rt.budget, 1) {
-		hello.Budget = rt.budget
-	}
-	rt.mu.Unlock()
-	if err := writeControl(ctx, ws, hello); err != nil {
+	if err := writeControl(ctx, ws, rt.hello()); err != nil {
 		return err
 	}
-	welcomed := false
-	wrap := func(err error) error {
-		if welcomed && !errors.Is(err, ErrRefused) {
-			return lostError{err}
-		}
-		return err
-	}
+	c := &link{rt: rt, ws: ws}
 	for {
 		typ, b, err := ws.Read(ctx)
 		if err != nil {
 			if rt.Leaving() != "" {
 				return ErrLeft
 			}
-			return wrap(fmt.Errorf("device: read: %w", err))
+			return c.lost(fmt.Errorf("device: read: %w", err))
 		}
-		if typ == websocket.MessageBinary {
-			if !welcomed {
-				return fmt.Errorf("device: %w: binary frame before welcome", wire.ErrBadFrame)
-			}
-			if err := rt.onRound(ctx, ws, b); err != nil {
-				return wrap(err)
-			}
-			continue
-		}
-		m, err := wire.DecodeControl(b)
-		if err != nil {
-			return wrap(fmt.Errorf("device: %w", err))
-		}
-		switch m := m.(type) {
-		case wire.Welcome:
-			if welcomed {
-				return wrap(fmt.Errorf("device: %w: second welcome", wire.ErrBadFrame))
-			}
-			if err := rt.onWelcome(ctx, m); err != nil {
-				if errors.Is(err, ErrRefused) {
-					rt.leaveOn(ws, wire.LeaveStopped)
-				}
-				return err
-			}
-			welcomed = true
-			if m.Lobby {
-				continue // nothing to do until Start
-			}
-			// The read limit grows to a round frame of this session.
-			ws.SetReadLimit(int64(readLimit(m.Session.Dim)))
-			// Resumed with its pending decision answered, a device that
-			// cannot take part in another round leaves now.
-			rt.mu.Lock()
-			var exhausted error
-			if rt.st.Pending == 0 {
-				exhausted = rt.exhaustedLocked(0)
-			}
-			rt.mu.Unlock()
-			if exhausted != nil {
-				rt.leaveOn(ws, wire.LeaveDone)
-				return exhausted
-			}
-		case wire.Decision:
-			if !welcomed {
-				return fmt.Errorf("device: %w: decision before welcome", wire.ErrBadFrame)
-			}
-			if h := rt.cfg.Hooks; h != nil && h.DropDecision != nil && h.DropDecision(m.T) {
-				return wrap(errors.New("device: decision dropped by test hook"))
-			}
-			if err := rt.onDecision(ctx, m); err != nil {
-				return wrap(err)
-			}
-			// The last round this device can answer is decided: leave now
-			// rather than wait to be asked again (the session's last round
-			// is followed by End instead).
-			rt.mu.Lock()
-			var exhausted error
-			if rt.st.Pending == 0 && rt.st.Session != nil && m.T < rt.st.Session.Rounds {
-				exhausted = rt.exhaustedLocked(0)
-			}
-			rt.mu.Unlock()
-			if exhausted != nil {
-				rt.leaveOn(ws, wire.LeaveDone)
-				return exhausted
-			}
-		case wire.Start:
-			if !welcomed {
-				return fmt.Errorf("device: %w: start before welcome", wire.ErrBadFrame)
-			}
-			if err := rt.onStart(ctx, m); err != nil {
-				if errors.Is(err, ErrRefused) {
-					rt.leaveOnDetail(ws, wire.LeaveStopped, leaveDetail(err))
-				}
-				return wrap(err)
-			}
-			ws.SetReadLimit(int64(readLimit(m.Session.Dim)))
-		case wire.End:
-			rt.mu.Lock()
-			rt.st.Ended = true
-			err := rt.save(ctx)
-			rt.emit(Event{Kind: EventEnd, T: m.Committed})
-			rt.mu.Unlock()
+		if err := c.handle(ctx, typ, b); errors.Is(err, errEnded) {
+			return nil
+		} else if err != nil {
 			return err
-		case wire.Error:
-			switch m.Code {
-			case wire.CodeAuth, wire.CodeJoinCode, wire.CodeVersion:
-				return fmt.Errorf("%w by coordinator: %s: %s", ErrRefused, m.Code, m.Reason)
-			case wire.CodeNickname:
-				return fmt.Errorf("%w by coordinator: %w: %s", ErrRefused, ErrNicknameTaken, m.Reason)
-			case wire.CodeRemoved:
-				return fmt.Errorf("%w: %w", ErrRefused, ErrRemoved)
-			}
-			return wrap(fmt.Errorf("device: coordinator closed: %s: %s", m.Code, m.Reason))
-		default:
-			return wrap(fmt.Errorf("device: %w: unexpected %T", wire.ErrBadFrame, m))
 		}
 	}
+}
+
+// dial opens a connection through the transport and makes it the current
+// one; it returns ErrLeft (and closes it) if the device left meanwhile.
+func (rt *Runtime) dial(ctx context.Context) (Conn, error) {
+	ws, err := rt.cfg.Transport.Dial(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("device: dial: %w", err)
+	}
+	if !rt.attach(ws) {
+		closeConn(ws, "device left")
+		return nil, ErrLeft
+	}
+	return ws, nil
+}
+
+// hello is the first message of a new connection. A new connection also
+// forgets the last one's model: whole frames until one arrives.
+func (rt *Runtime) hello() wire.Hello {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	rt.lastX, rt.lastT = nil, 0
+	hello := wire.Hello{Version: wire.Version, JoinCode: rt.cfg.JoinCode, DeviceID: rt.st.DeviceID,
+		Secret: rt.st.Secret, Pending: rt.st.Pending, Nickname: rt.cfg.Nickname, KeepsX: true}
+	if !math.IsInf(rt.budget, 1) {
+		hello.Budget = rt.budget
+	}
+	return hello
+}
+
+// errEnded is returned by link.handle when the session ended (End).
+var errEnded = errors.New("device: the session ended")
+
+// link is the state of one connection's read loop.
+type link struct {
+	rt       *Runtime
+	ws       Conn
+	welcomed bool // a welcome arrived on this connection
+}
+
+// lost marks err, once a welcome arrived, as the loss of a connection
+// that got that far (errConnected: the backoff starts again), unless it
+// refuses for good.
+func (c *link) lost(err error) error {
+	if err != nil && c.welcomed && !errors.Is(err, ErrRefused) {
+		return lostError{err}
+	}
+	return err
+}
+
+// handle handles one message of type typ. A non-nil error ends the
+// connection: errEnded when the session ended.
+func (c *link) handle(ctx context.Context, typ websocket.MessageType, b []byte) error {
+	if typ == websocket.MessageBinary {
+		if !c.welcomed {
+			return fmt.Errorf("device: %w: binary frame before welcome", wire.ErrBadFrame)
+		}
+		return c.lost(c.rt.onRound(ctx, c.ws, b))
+	}
+	m, err := wire.DecodeControl(b)
+	if err != nil {
+		return c.lost(fmt.Errorf("device: %w", err))
+	}
+	switch m := m.(type) {
+	case wire.Welcome:
+		return c.welcome(ctx, m)
+	case wire.Decision:
+		return c.decision(ctx, m)
+	case wire.Start:
+		return c.start(ctx, m)
+	case wire.End:
+		return c.rt.onEnd(ctx, m)
+	case wire.Error:
+		return c.lost(refusal(m))
+	default:
+		return c.lost(fmt.Errorf("device: %w: unexpected %T", wire.ErrBadFrame, m))
+	}
+}
+
+// welcome takes the coordinator's welcome: the device's credentials, the
+// session and the decision of a pending round. The read limit then grows
+// to a round frame of the session.
+func (c *link) welcome(ctx context.Context, m wire.Welcome) error {
+	if c.welcomed {
+		return c.lost(fmt.Errorf("device: %w: second welcome", wire.ErrBadFrame))
+	}
+	if err := c.rt.onWelcome(ctx, m); err != nil {
+		if errors.Is(err, ErrRefused) {
+			c.rt.leaveOn(c.ws, wire.LeaveStopped)
+		}
+		return err
+	}
+	c.welcomed = true
+	if m.Lobby {
+		return nil // nothing to do until Start
+	}
+	c.ws.SetReadLimit(int64(readLimit(m.Session.Dim)))
+	// Resumed with its pending decision answered, a device that cannot
+	// take part in another round leaves now.
+	return c.leaveIfExhausted(func(st *State) bool { return st.Pending == 0 })
+}
+
+// decision applies the decision of the pending round.
+func (c *link) decision(ctx context.Context, m wire.Decision) error {
+	if !c.welcomed {
+		return fmt.Errorf("device: %w: decision before welcome", wire.ErrBadFrame)
+	}
+	if h := c.rt.cfg.Hooks; h != nil && h.DropDecision != nil && h.DropDecision(m.T) {
+		return c.lost(errors.New("device: decision dropped by test hook"))
+	}
+	if err := c.rt.onDecision(ctx, m); err != nil {
+		return c.lost(err)
+	}
+	// The last round this device can answer is decided: leave now rather
+	// than wait to be asked again (the session's last round is followed
+	// by End instead).
+	return c.leaveIfExhausted(func(st *State) bool {
+		return st.Pending == 0 && st.Session != nil && m.T < st.Session.Rounds
+	})
+}
+
+// start takes the final parameters of a lobby session; the device leaves
+// if it refuses them.
+func (c *link) start(ctx context.Context, m wire.Start) error {
+	if !c.welcomed {
+		return fmt.Errorf("device: %w: start before welcome", wire.ErrBadFrame)
+	}
+	if err := c.rt.onStart(ctx, m); err != nil {
+		if errors.Is(err, ErrRefused) {
+			c.rt.leaveOnDetail(c.ws, wire.LeaveStopped, leaveDetail(err))
+		}
+		return c.lost(err)
+	}
+	c.ws.SetReadLimit(int64(readLimit(m.Session.Dim)))
+	return nil
+}
+
+// leaveIfExhausted leaves (wire.LeaveDone) and returns why when check
+// holds for the state and the device cannot answer another round.
+func (c *link) leaveIfExhausted(check func(*State) bool) error {
+	rt := c.rt
+	rt.mu.Lock()
+	var exhausted error
+	if check(&rt.st) {
+		exhausted = rt.exhaustedLocked(0)
+	}
+	rt.unlock()
+	if exhausted != nil {
+		rt.leaveOn(c.ws, wire.LeaveDone)
+		return exhausted
+	}
+	return nil
+}
+
+// onEnd records that the session finished; it returns errEnded once that
+// is saved.
+func (rt *Runtime) onEnd(ctx context.Context, m wire.End) error {
+	rt.mu.Lock()
+	rt.st.Ended = true
+	err := rt.save(ctx)
+	rt.emit(Event{Kind: EventEnd, T: m.Committed})
+	rt.unlock()
+	if err != nil {
+		return err
+	}
+	return errEnded
+}
+
+// refusal is the error of the coordinator's wire.Error: it wraps
+// ErrRefused when the coordinator refuses the device for good.
+func refusal(m wire.Error) error {
+	switch m.Code {
+	case wire.CodeAuth, wire.CodeJoinCode, wire.CodeVersion:
+		return fmt.Errorf("%w by coordinator: %s: %s", ErrRefused, m.Code, m.Reason)
+	case wire.CodeNickname:
+		return fmt.Errorf("%w by coordinator: %w: %s", ErrRefused, ErrNicknameTaken, m.Reason)
+	case wire.CodeRemoved:
+		return fmt.Errorf("%w: %w", ErrRefused, ErrRemoved)
+	}
+	return fmt.Errorf("device: coordinator closed: %s: %s", m.Code, m.Reason)
 }
 
 func roundFrameMax(dim int) int { return 17 + 8*dim + 64 }
@@ -623,7 +723,7 @@ func roundFrameMax(dim int) int { return 17 + 8*dim + 64 }
 // longer than a small model's round frame).
 func readLimit(dim int) int { return max(roundFrameMax(dim), wire.MaxControlBytes) }
 
-func writeControl(ctx context.Context, ws *websocket.Conn, m wire.Message) error {
+func writeControl(ctx context.Context, ws Conn, m wire.Message) error {
 	b, err := wire.EncodeControl(m)
 	if err != nil {
 		return err
@@ -641,7 +741,7 @@ func (rt *Runtime) onWelcome(ctx context.Context, w wire.Welcome) error {
 		}
 	}
 	rt.mu.Lock()
-	defer rt.mu.Unlock()
+	defer rt.unlock()
 	if rt.st.DeviceID == "" {
 		if w.DeviceID == "" || w.Secret == "" {
 			return fmt.Errorf("device: %w: welcome without credentials at first contact", wire.ErrBadFrame)
@@ -692,7 +792,7 @@ func (rt *Runtime) onWelcome(ctx context.Context, w wire.Welcome) error {
 // plan.ErrOverBudget when the budget is the reason); the caller leaves.
 func (rt *Runtime) onStart(ctx context.Context, s wire.Start) error {
 	rt.mu.Lock()
-	defer rt.mu.Unlock()
+	defer rt.unlock()
 	if rt.st.Session != nil {
 		if *rt.st.Session == s.Session {
 			return nil // already set up with these (a welcome after Start)
@@ -728,7 +828,7 @@ func leaveDetail(err error) string {
 
 func (rt *Runtime) onDecision(ctx context.Context, d wire.Decision) error {
 	rt.mu.Lock()
-	defer rt.mu.Unlock()
+	defer rt.unlock()
 	return rt.applyLocked(ctx, d)
 }
 
@@ -761,63 +861,87 @@ func (rt *Runtime) applyLocked(ctx context.Context, d wire.Decision) error {
 	return nil
 }
 
-func (rt *Runtime) onRound(ctx context.Context, ws *websocket.Conn, b []byte) error {
+// onRound answers a round frame: it takes the round, prepares and saves
+// the update, and sends it.
+func (rt *Runtime) onRound(ctx context.Context, ws Conn, b []byte) error {
+	r, err := rt.takeRound(b)
+	if err != nil {
+		return err
+	}
+	up, err := rt.prepare(ctx, ws, r)
+	if err != nil {
+		return err
+	}
+	return rt.sendUpdate(ctx, ws, r.T, up)
+}
+
+// takeRound decodes a round frame (its x_{t-1} from the last frame when
+// it says PrevIsLast), refuses one while an update is undecided, and
+// announces the round (EventRound) before its work.
+func (rt *Runtime) takeRound(b []byte) (wire.RoundFrame, error) {
 	rt.mu.Lock()
+	defer rt.unlock()
 	if rt.algo == nil || rt.st.Session == nil {
-		rt.mu.Unlock()
-		return fmt.Errorf("device: %w: round before a session was set up", wire.ErrBadFrame)
+		return wire.RoundFrame{}, fmt.Errorf("device: %w: round before a session was set up", wire.ErrBadFrame)
 	}
 	dim := rt.st.Session.Dim
 	r, err := wire.DecodeRound(b, wire.Limits{Dim: dim, MaxBytes: roundFrameMax(dim)})
 	if err != nil {
-		rt.mu.Unlock()
-		return fmt.Errorf("device: %w", err)
+		return wire.RoundFrame{}, fmt.Errorf("device: %w", err)
 	}
 	if r.PrevIsLast {
 		// x_{t-1} is the X of round t-1's frame on this connection. A
 		// device that does not hold it says so by ending the connection
 		// (a bad frame): the next connection gets whole frames.
 		if rt.lastX == nil || rt.lastT != r.T-1 {
-			rt.mu.Unlock()
-			return fmt.Errorf("device: %w: round %d refers to round %d's model, which this connection did not receive", wire.ErrBadFrame, r.T, r.T-1)
+			return wire.RoundFrame{}, fmt.Errorf("device: %w: round %d refers to round %d's model, which this connection did not receive", wire.ErrBadFrame, r.T, r.T-1)
 		}
 		r.XPrev = rt.lastX
 	}
 	rt.lastX, rt.lastT = r.X, r.T
 	if rt.st.Pending != 0 {
-		rt.mu.Unlock()
-		return fmt.Errorf("device: %w: round %d assigned while round %d is undecided", wire.ErrBadFrame, r.T, rt.st.Pending)
+		return wire.RoundFrame{}, fmt.Errorf("device: %w: round %d assigned while round %d is undecided", wire.ErrBadFrame, r.T, rt.st.Pending)
 	}
 	rt.emit(Event{Kind: EventRound, T: r.T})
+	return r, nil
+}
+
+// prepare computes round r's update on the next batch and saves the state
+// with it pending, before anything is sent. A device that cannot answer
+// (data used up, budget spent, the device half refuses) leaves instead.
+func (rt *Runtime) prepare(ctx context.Context, ws Conn, r wire.RoundFrame) (optim.Update, error) {
+	rt.mu.Lock()
 	if err := rt.exhaustedLocked(r.T); err != nil {
-		rt.mu.Unlock()
+		rt.unlock()
 		rt.leaveOn(ws, wire.LeaveDone)
-		return err
+		return optim.Update{}, err
 	}
 	batch := make([]dataset.Sample, rt.st.Session.Batch)
 	single := Params(*rt.st.Session).SinglePass()
 	optim.Minibatch(batch, rt.cfg.Data, rt.st.Cursor)
 	up, err := rt.algo.Prepare(optim.Round{T: r.T, X: r.X, XPrev: r.XPrev}, batch)
 	if err != nil {
-		rt.mu.Unlock()
+		rt.unlock()
 		// The device half refused (its ledger would exceed the session's
 		// budget, a round id that is not new): leave rather than answer.
 		rt.leaveOn(ws, wire.LeaveStopped)
-		return fmt.Errorf("%w: round %d: %v", ErrRefused, r.T, err)
+		return optim.Update{}, fmt.Errorf("%w: round %d: %v", ErrRefused, r.T, err)
 	}
 	// Samples that left in a message are spent, whatever the coordinator
 	// decides about the round: the cursor never moves back.
 	rt.st.Cursor = optim.NextCursor(rt.st.Cursor, len(batch), len(rt.cfg.Data), single)
 	rt.st.Pending = r.T
 	// Saved before sending: a crash from here on resumes with pending.
-	if err := rt.save(ctx); err != nil {
-		rt.mu.Unlock()
-		return err
-	}
-	rt.mu.Unlock()
+	err = rt.save(ctx)
+	rt.unlock()
+	return up, err
+}
 
+// sendUpdate sends round t's saved update, unless the device left
+// meanwhile (ErrLeft; the round stays pending), and reports it sent.
+func (rt *Runtime) sendUpdate(ctx context.Context, ws Conn, t int, up optim.Update) error {
 	if h := rt.cfg.Hooks; h != nil && h.BeforeSend != nil {
-		delay, disconnect := h.BeforeSend(r.T)
+		delay, disconnect := h.BeforeSend(t)
 		if delay > 0 {
 			select {
 			case <-ctx.Done():
@@ -829,7 +953,7 @@ func (rt *Runtime) onRound(ctx context.Context, ws *websocket.Conn, b []byte) er
 			return errors.New("device: disconnect before send by test hook")
 		}
 	}
-	frame, err := wire.EncodeUpdate(wire.UpdateFrame{T: r.T, Payload: up.Payload})
+	frame, err := wire.EncodeUpdate(wire.UpdateFrame{T: t, Payload: up.Payload})
 	if err != nil {
 		return err
 	}
@@ -844,12 +968,12 @@ func (rt *Runtime) onRound(ctx context.Context, ws *websocket.Conn, b []byte) er
 	err = ws.Write(ctx, websocket.MessageBinary, frame)
 	rt.connMu.Unlock()
 	if err != nil {
-		return fmt.Errorf("device: send update %d: %w", r.T, err)
+		return fmt.Errorf("device: send update %d: %w", t, err)
 	}
 	rt.mu.Lock()
-	rt.emit(Event{Kind: EventSent, T: r.T})
-	rt.mu.Unlock()
-	if h := rt.cfg.Hooks; h != nil && h.AfterSend != nil && h.AfterSend(r.T) {
+	rt.emit(Event{Kind: EventSent, T: t})
+	rt.unlock()
+	if h := rt.cfg.Hooks; h != nil && h.AfterSend != nil && h.AfterSend(t) {
 		return errors.New("device: disconnect right after send by test hook")
 	}
 	return nil
@@ -913,10 +1037,10 @@ func (rt *Runtime) Leaving() string {
 
 // leaveOn records that the device leaves for reason and tells the
 // coordinator on ws (the caller closes ws).
-func (rt *Runtime) leaveOn(ws *websocket.Conn, reason string) { rt.leaveOnDetail(ws, reason, "") }
+func (rt *Runtime) leaveOn(ws Conn, reason string) { rt.leaveOnDetail(ws, reason, "") }
 
 // leaveOnDetail is leaveOn with a detail for wire.Leave.
-func (rt *Runtime) leaveOnDetail(ws *websocket.Conn, reason, detail string) {
+func (rt *Runtime) leaveOnDetail(ws Conn, reason, detail string) {
 	rt.connMu.Lock()
 	defer rt.connMu.Unlock()
 	if rt.setLeavingLocked(reason) {
@@ -939,14 +1063,14 @@ func (rt *Runtime) setLeavingLocked(reason string) bool {
 
 // sendLeaveLocked writes the Leave message (best effort: the close that
 // follows ends the connection either way). Call with connMu held.
-func (rt *Runtime) sendLeaveLocked(ws *websocket.Conn) {
+func (rt *Runtime) sendLeaveLocked(ws Conn) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	_ = writeControl(ctx, ws, wire.Leave{Reason: rt.leaving, Detail: rt.detail})
 }
 
 // attach makes ws the current connection unless the device has left.
-func (rt *Runtime) attach(ws *websocket.Conn) bool {
+func (rt *Runtime) attach(ws Conn) bool {
 	rt.connMu.Lock()
 	defer rt.connMu.Unlock()
 	if rt.leaving != "" {
@@ -957,7 +1081,7 @@ func (rt *Runtime) attach(ws *websocket.Conn) bool {
 }
 
 // detach forgets ws and closes it.
-func (rt *Runtime) detach(ws *websocket.Conn) {
+func (rt *Runtime) detach(ws Conn) {
 	rt.connMu.Lock()
 	if rt.ws == ws {
 		rt.ws = nil

@@ -351,15 +351,65 @@ func (dv *device) batchMean(v []float64, r Round, batch []dataset.Sample, bound 
 	return nil
 }
 
+// Prepare makes the release of round r from batch, in stages: check the
+// round, refuse a release the budget does not allow, draw the release's
+// seed, estimate, round onto the grid, privatise, compress, and charge.
+// Nothing is charged or kept pending unless every stage succeeds.
 func (dv *device) Prepare(r Round, batch []dataset.Sample) (Update, error) {
+	if err := dv.checkRound(r); err != nil {
+		return Update{}, err
+	}
+	// Privacy first: refuse before computing anything.
+	cost := dv.NextCost()
+	if err := dv.checkBudget(cost); err != nil {
+		return Update{}, err
+	}
+	sigmaZ, err := dv.releaseSigma()
+	if err != nil {
+		return Update{}, err
+	}
+	seed, err := mechanism.NewSeed(dv.entropy)
+	if err != nil {
+		return Update{}, fmt.Errorf("optim: release seed: %w", err)
+	}
+	dv.coins = streamFor(dv.coins, seed, mechanism.PurposeCoins)
+	var p pending
+	if err := dv.estimate(r, batch, &p); err != nil {
+		return Update{}, err
+	}
+	if err := dv.roundToGrid(); err != nil {
+		return Update{}, err
+	}
+	if err := dv.privatise(&p, seed, sigmaZ); err != nil {
+		return Update{}, err
+	}
+	payload, err := dv.compress(&p, seed)
+	if err != nil {
+		return Update{}, err
+	}
+	if err := dv.charge(cost); err != nil {
+		return Update{}, err
+	}
+	dv.lastT = r.T
+	p.ok, p.t, p.seed = true, r.T, seed
+	dv.pend = p
+	out := make([]byte, len(payload))
+	copy(out, payload)
+	return Update{T: r.T, Payload: out}, nil
+}
+
+// checkRound refuses a round the device must not answer: one while a
+// release is pending, one not after the last, one beyond T or the release
+// cap, or a model point of the wrong dimension or not finite.
+func (dv *device) checkRound(r Round) error {
 	if dv.pend.ok {
-		return Update{}, fmt.Errorf("%w: round %d (commit or abort it first)", ErrPending, dv.pend.t)
+		return fmt.Errorf("%w: round %d (commit or abort it first)", ErrPending, dv.pend.t)
 	}
 	if r.T <= dv.lastT {
-		return Update{}, fmt.Errorf("optim: round %d is not after the last prepared round %d", r.T, dv.lastT)
+		return fmt.Errorf("optim: round %d is not after the last prepared round %d", r.T, dv.lastT)
 	}
 	if r.T > dv.p.Rounds {
-		return Update{}, fmt.Errorf("optim: round %d beyond T = %d", r.T, dv.p.Rounds)
+		return fmt.Errorf("optim: round %d beyond T = %d", r.T, dv.p.Rounds)
 	}
 	if dv.n >= dv.p.ReleaseCap() {
 		// Every calibration and stated worst case (plan.Compute) counts
@@ -368,93 +418,106 @@ func (dv *device) Prepare(r Round, batch []dataset.Sample) (Update, error) {
 		// release: the one after the cap is refused whatever the ledger
 		// says, so re-asks never add a release the worst case did not
 		// count.
-		return Update{}, fmt.Errorf("%w: %d releases made, the most a device makes in this session (max releases %d, T = %d)", ErrBudget, dv.n, dv.p.ReleaseCap(), dv.p.Rounds)
+		return fmt.Errorf("%w: %d releases made, the most a device makes in this session (max releases %d, T = %d)", ErrBudget, dv.n, dv.p.ReleaseCap(), dv.p.Rounds)
 	}
 	if len(r.X) != dv.dim {
-		return Update{}, fmt.Errorf("optim: x has dimension %d, want %d", len(r.X), dv.dim)
+		return fmt.Errorf("optim: x has dimension %d, want %d", len(r.X), dv.dim)
 	}
 	if err := mechanism.CheckFinite(r.X); err != nil {
-		return Update{}, fmt.Errorf("optim: x: %w", err)
+		return fmt.Errorf("optim: x: %w", err)
 	}
 	if dv.a.kind.mu2 {
 		if len(r.XPrev) != dv.dim {
-			return Update{}, fmt.Errorf("optim: x_prev has dimension %d, want %d", len(r.XPrev), dv.dim)
+			return fmt.Errorf("optim: x_prev has dimension %d, want %d", len(r.XPrev), dv.dim)
 		}
 		if err := mechanism.CheckFinite(r.XPrev); err != nil {
-			return Update{}, fmt.Errorf("optim: x_prev: %w", err)
+			return fmt.Errorf("optim: x_prev: %w", err)
 		}
 	}
-	// Privacy first: refuse before computing anything.
-	cost := dv.NextCost()
+	return nil
+}
+
+// checkBudget refuses a release of this cost that would take the ledger
+// past the session's per-device budget.
+func (dv *device) checkBudget(cost float64) error {
 	if dv.budget > 0 && dv.ledger.Rho()+cost > dv.budget*budgetSlack {
-		return Update{}, fmt.Errorf("%w: spent %.6g of %.6g, next release costs %.6g", ErrBudget, dv.ledger.Rho(), dv.budget, cost)
+		return fmt.Errorf("%w: spent %.6g of %.6g, next release costs %.6g", ErrBudget, dv.ledger.Rho(), dv.budget, cost)
 	}
-	var sigmaZ int64 // discrete sigma of this release (grid units)
+	return nil
+}
+
+// releaseSigma returns the discrete sigma (grid units) of the next
+// release's noise (0 when the device adds none), after checking that the
+// compressor is post-processing of a private release.
+func (dv *device) releaseSigma() (int64, error) {
 	if dv.vz != nil {
 		if err := mechanism.PostProcessing(dv.spec.C); err != nil {
-			return Update{}, fmt.Errorf("%w: %v", ErrUnsafe, err)
+			return 0, fmt.Errorf("%w: %v", ErrUnsafe, err)
 		}
 	}
 	switch dv.a.kind.noise {
 	case noiseNC:
-		var err error
-		if sigmaZ, err = dv.ncSigmaZ(dv.n + 1); err != nil {
-			return Update{}, err
-		}
+		return dv.ncSigmaZ(dv.n + 1)
 	case noiseDevice:
-		sigmaZ = dv.freshZ
+		return dv.freshZ, nil
 	}
-	seed, err := mechanism.NewSeed(dv.entropy)
-	if err != nil {
-		return Update{}, fmt.Errorf("optim: release seed: %w", err)
-	}
-	dv.coins = streamFor(dv.coins, seed, mechanism.PurposeCoins)
-	S := dv.p.S()
+	return 0, nil
+}
+
+// estimate computes the round's clipped estimate into dv.v: the batch
+// mean (SGD, mu^2), or the SVRG or SAGA estimate, whose state changes go
+// to p.
+func (dv *device) estimate(r Round, batch []dataset.Sample, p *pending) error {
 	v := dv.v
 	clear(v)
-	var p pending
 	switch dv.a.kind.est {
 	case estSGD, estMu2:
 		if len(batch) != dv.p.Batch {
-			return Update{}, fmt.Errorf("optim: batch of %d samples, want b = %d (the sensitivity assumes exactly b)", len(batch), dv.p.Batch)
+			return fmt.Errorf("optim: batch of %d samples, want b = %d (the sensitivity assumes exactly b)", len(batch), dv.p.Batch)
 		}
 		for j, s := range batch {
 			if err := model.CheckSample(dv.m, s); err != nil {
-				return Update{}, fmt.Errorf("optim: sample %d: %w", j, err)
+				return fmt.Errorf("optim: sample %d: %w", j, err)
 			}
 		}
 		mean := dv.batchMean
 		if dv.refMean != nil {
 			mean = dv.refMean
 		}
-		if err := mean(v, r, batch, S); err != nil {
-			return Update{}, err
-		}
+		return mean(v, r, batch, dv.p.S())
 	case estSVRG:
-		if err := dv.svrg(r, &p); err != nil {
-			return Update{}, err
-		}
+		return dv.svrg(r, p)
 	case estSAGA:
-		if err := dv.saga(r, &p); err != nil {
-			return Update{}, err
-		}
+		return dv.saga(r, p)
 	}
+	return nil
+}
+
+// roundToGrid rounds a private release's estimate dv.v onto the grid
+// (dv.vz; see the package doc, "Floating point"): the rounded estimate is
+// what enters the release. dv.clean keeps the estimate.
+func (dv *device) roundToGrid() error {
+	v := dv.v
 	if dv.vz != nil {
-		// Private: round onto the grid (see the package doc, "Floating
-		// point"); the rounded estimate is what enters the release.
 		if err := mechanism.ToGrid(dv.vz, v, dv.step); err != nil {
-			return Update{}, fmt.Errorf("%w: %v", ErrUnsafe, err)
+			return fmt.Errorf("%w: %v", ErrUnsafe, err)
 		}
 		mechanism.FromGrid(v, dv.vz, dv.step)
 	}
 	copy(dv.clean, v)
 	dv.cleanOK = true
+	return nil
+}
 
-	// Privatise, in integers: the released vector is step * vz.
+// privatise adds the release's noise in integers (the released vector is
+// step * vz) and leaves the released vector in dv.v: "nc" draws Y with
+// sigmaZ and cancels the committed Y_i (the new Y goes to p), the other
+// private algorithms draw fresh noise.
+func (dv *device) privatise(p *pending, seed mechanism.Seed, sigmaZ int64) error {
 	switch dv.a.kind.noise {
 	case noiseNC:
 		if err := dv.ensureY(); err != nil {
-			return Update{}, err
+			return err
 		}
 		if dv.pend.yvec == nil {
 			dv.pend.yvec = make([]int64, dv.dim)
@@ -472,46 +535,51 @@ func (dv *device) Prepare(r Round, batch []dataset.Sample) (Update, error) {
 			}
 		}
 		p.sigma = sigmaZ
-		mechanism.FromGrid(v, dv.vz, dv.step)
+		mechanism.FromGrid(dv.v, dv.vz, dv.step)
 	case noiseDevice:
 		dv.noise = streamFor(dv.noise, seed, mechanism.PurposeNoise)
 		for i := range dv.vz {
 			dv.vz[i] += dv.noise.DiscreteGaussian(sigmaZ)
 		}
-		mechanism.FromGrid(v, dv.vz, dv.step)
+		mechanism.FromGrid(dv.v, dv.vz, dv.step)
 	}
+	return nil
+}
 
-	// Compress (post-processing).
+// compress encodes the released vector dv.v (post-processing): shifted
+// compression or error feedback keep their new state in p. The payload is
+// dv.buf, reused by the next release.
+func (dv *device) compress(p *pending, seed mechanism.Seed) ([]byte, error) {
 	dv.comp = streamFor(dv.comp, seed, mechanism.PurposeCompress)
 	var payload []byte
+	var err error
 	switch {
 	case dv.h != nil:
 		p.h = dv.pendVec(dv.pend.h)
-		payload, err = mechanism.Shifted(dv.spec.C, dv.buf, dv.dec, p.h, v, dv.h, dv.gamma, dv.comp)
+		payload, err = mechanism.Shifted(dv.spec.C, dv.buf, dv.dec, p.h, dv.v, dv.h, dv.gamma, dv.comp)
 	case dv.e != nil:
 		p.e = dv.pendVec(dv.pend.e)
-		payload, err = mechanism.ErrorFeedback(dv.spec.C, dv.buf, dv.dec, p.e, v, dv.e, dv.comp)
+		payload, err = mechanism.ErrorFeedback(dv.spec.C, dv.buf, dv.dec, p.e, dv.v, dv.e, dv.comp)
 	default:
-		payload, err = dv.spec.C.Compress(dv.buf, dv.dec, v, dv.comp)
+		payload, err = dv.spec.C.Compress(dv.buf, dv.dec, dv.v, dv.comp)
 	}
 	if err != nil {
-		return Update{}, fmt.Errorf("optim: compress: %w", err)
+		return nil, fmt.Errorf("optim: compress: %w", err)
 	}
 	dv.buf = payload
+	return payload, nil
+}
 
-	// The message leaves now: charge and advance N_i.
+// charge records the release as the message leaves: the ledger is charged
+// its cost and N_i advances.
+func (dv *device) charge(cost float64) error {
 	if cost > 0 || dv.p.ParallelComposition() { // a parallel release after the first is charged 0 but counted
 		if err := dv.ledger.ChargeRho(cost); err != nil {
-			return Update{}, fmt.Errorf("optim: ledger: %w", err)
+			return fmt.Errorf("optim: ledger: %w", err)
 		}
 	}
 	dv.n++
-	dv.lastT = r.T
-	p.ok, p.t, p.seed = true, r.T, seed
-	dv.pend = p
-	out := make([]byte, len(payload))
-	copy(out, payload)
-	return Update{T: r.T, Payload: out}, nil
+	return nil
 }
 
 // ncSigmaZ is the discrete sigma (grid units) of the n-th participation
