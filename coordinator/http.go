@@ -12,7 +12,7 @@ import (
 	"time"
 
 	devrt "browserfl/device"
-	"browserfl/shared/privacy/plan"
+	"browserfl/shared/plan"
 	"browserfl/shared/wire"
 )
 

@@ -15,8 +15,8 @@ import (
 
 	"browserfl/shared/dataset"
 	"browserfl/shared/optim"
+	"browserfl/shared/plan"
 	"browserfl/shared/privacy"
-	"browserfl/shared/privacy/plan"
 	"browserfl/shared/wire"
 )
 

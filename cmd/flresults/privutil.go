@@ -7,7 +7,7 @@ import (
 
 	"browserfl/shared/model"
 	"browserfl/shared/optim"
-	"browserfl/shared/privacy/plan"
+	"browserfl/shared/plan"
 	"browserfl/sim"
 )
 

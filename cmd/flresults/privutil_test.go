@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"browserfl/shared/privacy/plan"
+	"browserfl/shared/plan"
 )
 
 // TestPrivacyUtilityRuns: every run of the table (and of its sweeps) is

@@ -39,7 +39,7 @@ import (
 	"browserfl/shared/dataset"
 	"browserfl/shared/model"
 	"browserfl/shared/optim"
-	"browserfl/shared/privacy/plan"
+	"browserfl/shared/plan"
 	"browserfl/sim"
 )
 

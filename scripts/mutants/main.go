@@ -106,7 +106,7 @@ var mutations = []mutation{
 		file: "shared/privacy/discrete.go",
 		old:  "d, err := GDPToDelta(math.Sqrt(2*rho), epsilon)",
 		new:  "d, err := GDPToDelta(math.Sqrt(rho), epsilon)",
-		pkgs: []string{"./shared/privacy/", "./shared/privacy/plan/"},
+		pkgs: []string{"./shared/privacy/", "./shared/plan/"},
 	},
 	{
 		name: "rounded-gaussian-tv-small", why: "the proven total-variation bound between the discrete and the rounded Gaussian is 6 times too small (below the true distance)",
@@ -201,10 +201,10 @@ var mutations = []mutation{
 	},
 	{
 		name: "delta-from-session", why: "the owner's budget is read at the session's delta when that is larger",
-		file: "shared/privacy/plan/figures.go",
+		file: "shared/plan/figures.go",
 		old:  "eps, err := privacy.LedgerEpsilon(spent+f.WorstRho, owner.Delta)",
 		new:  "eps, err := privacy.LedgerEpsilon(spent+f.WorstRho, max(owner.Delta, p.Delta))",
-		pkgs: []string{"./shared/privacy/plan/", "./device/"},
+		pkgs: []string{"./shared/plan/", "./device/"},
 	},
 	{
 		name: "decision-before-commit", why: "the round is committed concurrently with sending its decisions, not before",

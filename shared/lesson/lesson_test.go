@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"browserfl/shared/optim"
-	"browserfl/shared/privacy/plan"
+	"browserfl/shared/plan"
 	"browserfl/shared/wire"
 )
 
