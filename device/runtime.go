@@ -278,8 +278,8 @@ func (rt *Runtime) setup(s wire.SessionParams) error {
 }
 
 // Params converts a session's public parameters to optim.Params
-// (optim.FromSession).
-func Params(s wire.SessionParams) optim.Params { return optim.FromSession(s) }
+// (plan.FromSession).
+func Params(s wire.SessionParams) optim.Params { return plan.FromSession(s) }
 
 // Policy is an owner's rules for joining a session.
 type Policy struct {

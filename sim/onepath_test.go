@@ -21,6 +21,7 @@ import (
 	"browserfl/shared/mechanism"
 	"browserfl/shared/model"
 	"browserfl/shared/optim"
+	"browserfl/shared/plan"
 	"browserfl/shared/wire"
 	"browserfl/sim"
 )
@@ -112,7 +113,7 @@ func onePath(t *testing.T, algorithm, compressor string, rho float64, mod func(*
 	if mod != nil {
 		mod(&sess)
 	}
-	p := optim.FromSession(sess)
+	p := plan.FromSession(sess)
 	if algorithm == "local" {
 		if _, li, err := optim.LocalCharge(p); err != nil || !li {
 			t.Fatalf("the local case is not under the last-iterate charge: %v, %v", li, err)
