@@ -37,6 +37,7 @@ import (
 	"time"
 
 	"browserfl/device"
+	"browserfl/shared/dataset"
 	"browserfl/shared/wire"
 )
 
@@ -100,7 +101,7 @@ func run(args []string, stderr io.Writer) error {
 	} else if err != nil {
 		return err
 	}
-	set, err := device.DecodeShard(blob, 10)
+	set, err := dataset.DecodeShard(blob, 10)
 	if err != nil {
 		return err
 	}
@@ -197,7 +198,7 @@ func fetchShard(ctx context.Context, wsURL, code string) ([]byte, error) {
 		// 429 (the gate's backoff), 5xx, a proxy's 502 while the coordinator starts.
 		return nil, fmt.Errorf("demo shard: HTTP %d", resp.StatusCode)
 	}
-	b, err := io.ReadAll(io.LimitReader(resp.Body, device.MaxShardBytes+1))
+	b, err := io.ReadAll(io.LimitReader(resp.Body, dataset.MaxShardBytes+1))
 	if err != nil {
 		return nil, fmt.Errorf("demo shard: %w", err)
 	}
