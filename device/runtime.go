@@ -616,7 +616,9 @@ func (rt *Runtime) connection(ctx context.Context) error {
 	}
 }
 
-func roundFrameMax(dim int) int { return 17 + 8*dim + 64 }
+// roundFrameMax is the largest round frame a device reads: a whole frame
+// of its session's dimension, with 64 bytes to spare.
+func roundFrameMax(dim int) int { return wire.RoundFrameLen(dim, true) + 64 }
 
 // readLimit is the largest message a device reads once its session is
 // known: a round frame or a control message (a decision's reason may be

@@ -262,10 +262,7 @@ func onePath(t *testing.T, algorithm, compressor string, rho float64, mod func(*
 	if err != nil {
 		t.Fatal(err)
 	}
-	full, short := int64(17+4*d), int64(17+4*d)
-	if alg.UsesXPrev() {
-		full += int64(4 * d)
-	}
+	full, short := int64(wire.RoundFrameLen(d, alg.UsesXPrev())), int64(wire.RoundFrameLen(d, false))
 	var want, got, shorts int64
 	prev := map[string]bool{}
 	for _, rec := range recs {
