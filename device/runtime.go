@@ -16,7 +16,6 @@ import (
 	"browserfl/shared/dataset"
 	"browserfl/shared/optim"
 	"browserfl/shared/plan"
-	"browserfl/shared/privacy"
 	"browserfl/shared/wire"
 )
 
@@ -331,18 +330,18 @@ func (pol Policy) rho() (float64, error) {
 }
 
 // allows returns nil if a session ledger of rho, with Spent, stays
-// within the owner's budget: the comparison is in epsilon at the owner's
-// delta, exactly as plan.Check makes it before joining.
+// within the owner's budget: the comparison is plan.Budget.Over, the one
+// plan.Check makes before joining.
 func (pol Policy) allows(rho float64) error {
 	if pol.Unlimited {
 		return nil
 	}
 	b := pol.budget()
-	eps, err := privacy.LedgerEpsilon(pol.Spent+rho, b.Delta)
+	eps, over, err := b.Over(pol.Spent + rho)
 	if err != nil {
 		return fmt.Errorf("ledger: %w", err)
 	}
-	if eps > b.Epsilon {
+	if over {
 		return fmt.Errorf("%w: the ledger would reach zCDP rho %s (with %s spent before), epsilon %s at delta %s, over the budget of %g",
 			plan.ErrOverBudget, plan.FormatRho(rho), plan.FormatRho(pol.Spent), plan.FormatEpsilon(eps), plan.FormatDelta(b.Delta), b.Epsilon)
 	}

@@ -202,8 +202,15 @@ var mutations = []mutation{
 	{
 		name: "delta-from-session", why: "the owner's budget is read at the session's delta when that is larger",
 		file: "shared/plan/figures.go",
-		old:  "eps, err := privacy.LedgerEpsilon(spent+f.WorstRho, owner.Delta)",
-		new:  "eps, err := privacy.LedgerEpsilon(spent+f.WorstRho, max(owner.Delta, p.Delta))",
+		old:  "eps, over, err := owner.Over(spent + f.WorstRho)",
+		new:  "eps, over, err := Budget{Epsilon: owner.Epsilon, Delta: max(owner.Delta, p.Delta)}.Over(spent + f.WorstRho)",
+		pkgs: []string{"./shared/plan/", "./device/"},
+	},
+	{
+		name: "owner-budget-doubled", why: "the owner's budget comparison (plan.Budget.Over, made before joining and before each release) lets a ledger reach twice the owner's epsilon",
+		file: "shared/plan/figures.go",
+		old:  "return eps, eps > b.Epsilon, nil",
+		new:  "return eps, eps > 2*b.Epsilon, nil",
 		pkgs: []string{"./shared/plan/", "./device/"},
 	},
 	{

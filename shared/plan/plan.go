@@ -6,7 +6,9 @@
 // the numbers agree everywhere.
 //
 // It also holds the one conversion of a session's wire form into the
-// algorithms' form (FromSession, wire.SessionParams to optim.Params). It sits
+// algorithms' form (FromSession, wire.SessionParams to optim.Params), and
+// the one owner's-budget comparison (Budget.Over) that both the pre-join
+// check (Check) and the device runtime's per-release check make. It sits
 // above shared/optim, shared/privacy and shared/wire, which import nothing
 // of it (the layering rules are in internal/archtest).
 //
