@@ -214,6 +214,20 @@ var mutations = []mutation{
 		pkgs: []string{"./shared/plan/", "./device/"},
 	},
 	{
+		name: "optim-imports-wire", why: "the algorithms import the protocol (a forbidden arrow: the layering rules of internal/archtest must see it; the mutated file must be visible to go list, on disk or through GOFLAGS=-overlay)",
+		file: "shared/optim/params.go",
+		old:  "\t\"browserfl/shared/privacy\"\n)",
+		new:  "\t\"browserfl/shared/privacy\"\n\t_ \"browserfl/shared/wire\"\n)",
+		pkgs: []string{"./internal/archtest/"},
+	},
+	{
+		name: "session-field-dropped", why: "the conversion of the session's wire form drops a field (SoteriaFL's shift step reaches no device)",
+		file: "shared/plan/session.go",
+		old:  "SnapshotProb: s.SnapshotProb, ShiftStep: s.ShiftStep,",
+		new:  "SnapshotProb: s.SnapshotProb,",
+		pkgs: []string{"./shared/plan/", "-run", "FromSession"},
+	},
+	{
 		name: "decision-before-commit", why: "the round is committed concurrently with sending its decisions, not before",
 		file: "coordinator/coordinator.go",
 		old:  "if err := c.store.CommitRound(rec, state); err != nil {",
