@@ -4,8 +4,8 @@
 // violation fails `go test ./internal/archtest/` with the import chain that
 // breaks the rule.
 //
-// The layers, bottom up (a package imports only from layers below it or
-// from its own layer's lower packages):
+// The layers, bottom up (a package imports only from the layers below it;
+// docs/design.md, "Arrows", draws the same picture):
 //
 //	shared/privacy, shared/dataset, shared/wire   leaves (wire: the protocol devices in the field speak)
 //	shared/mechanism (privacy), shared/model (dataset)
@@ -13,7 +13,7 @@
 //	shared/plan                                    the session: wire form -> optim.Params, figures, the owner's budget
 //	shared/lesson                                  the classroom preset
 //	device, sim, coordinator                       runtimes; the coordinator imports nothing of device
-//	wasm/, cmd/                                    shells; nothing imports cmd/
+//	wasm/, cmd/, web/, the root package            shells and the embedded page; nothing imports cmd/
 //
 // Only the code that ships counts: tests may drive the packages above
 // theirs (the coordinator's tests run real devices against it).
