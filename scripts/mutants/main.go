@@ -71,14 +71,14 @@ var mutations = []mutation{
 		file: "shared/optim/params.go",
 		old:  "sens := 2 * p.S() / float64(p.Batch)",
 		new:  "sens := p.S() / float64(p.Batch)",
-		pkgs: []string{"./shared/optim/", "./shared/privacy/..."},
+		pkgs: []string{"./shared/optim/", "./shared/privacy/", "./shared/plan/"},
 	},
 	{
 		name: "ledger-sensitivity-S/b", why: "the sensitivity the ledger charges (optim.Sensitivity for mu^2) becomes S/b: a quarter of the true cost",
 		file: "shared/optim/params.go",
 		old:  "case estMu2:\n\t\treturn 2 * S / b",
 		new:  "case estMu2:\n\t\treturn S / b",
-		pkgs: []string{"./shared/optim/", "./shared/privacy/..."},
+		pkgs: []string{"./shared/optim/", "./shared/privacy/", "./shared/plan/"},
 	},
 	{
 		name: "Y-not-committed", why: "Commit does not store the new noise Y_i",
@@ -176,7 +176,7 @@ var mutations = []mutation{
 		file: "shared/optim/params.go",
 		old:  "for n := K; n >= 1; n-- {",
 		new:  "for n := K; n >= 2; n-- {",
-		pkgs: []string{"./shared/optim/", "./shared/privacy/..."},
+		pkgs: []string{"./shared/optim/", "./shared/privacy/", "./shared/plan/"},
 	},
 	{
 		name: "harmonic-bound-low", why: "beyond 1,024 releases H_K is replaced by ln K + gamma, below H_K (noise too small)",
