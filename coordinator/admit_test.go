@@ -14,6 +14,7 @@ import (
 	"browserfl/device"
 	"browserfl/shared/mechanism"
 	"browserfl/shared/optim"
+	"browserfl/shared/plan"
 	"browserfl/shared/wire"
 
 	"github.com/coder/websocket"
@@ -380,7 +381,7 @@ func TestSpikeInsideNormBoundRejected(t *testing.T) {
 // not).
 func spikeInsideNormBound(t *testing.T, sess wire.SessionParams, at int) func(int, int) []byte {
 	t.Helper()
-	chk, err := optim.NewChecker(optim.FromSession(sess), sess.Dim)
+	chk, err := optim.NewChecker(plan.FromSession(sess), sess.Dim)
 	if err != nil {
 		t.Fatal(err)
 	}

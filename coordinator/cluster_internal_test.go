@@ -18,6 +18,7 @@ import (
 
 	"browserfl/shared/mechanism"
 	"browserfl/shared/optim"
+	"browserfl/shared/plan"
 	"browserfl/shared/wire"
 )
 
@@ -228,7 +229,7 @@ func TestHostileAggregateRefused(t *testing.T) {
 	// half's own step from the state before it with (sum, n).
 	expect := func(r int, sum []float64, n int, what string) {
 		t.Helper()
-		ref, err := optim.NewServer(optim.FromSession(sess), make([]float64, sess.Dim), mechanism.NewStream(mechanism.Seed{}, 0))
+		ref, err := optim.NewServer(plan.FromSession(sess), make([]float64, sess.Dim), mechanism.NewStream(mechanism.Seed{}, 0))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -299,7 +300,7 @@ func twoDeviceSession(name string, deadlineMs int) wire.SessionParams {
 func ncServerAndStore(t testing.TB, sess wire.SessionParams) (optim.Server, *Store) {
 	t.Helper()
 	var seed mechanism.Seed
-	srv, err := optim.NewServer(optim.FromSession(sess), make([]float64, sess.Dim), mechanism.NewStream(seed, 0))
+	srv, err := optim.NewServer(plan.FromSession(sess), make([]float64, sess.Dim), mechanism.NewStream(seed, 0))
 	if err != nil {
 		t.Fatal(err)
 	}

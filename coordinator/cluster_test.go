@@ -28,6 +28,7 @@ import (
 	"browserfl/shared/mechanism"
 	"browserfl/shared/model"
 	"browserfl/shared/optim"
+	"browserfl/shared/plan"
 	"browserfl/shared/wire"
 )
 
@@ -649,7 +650,7 @@ func readControl(t *testing.T, ctx context.Context, ws *websocket.Conn) wire.Mes
 // in. Every round commits.
 func TestEdgeKeepsHistories(t *testing.T) {
 	sess := testSession(256, 3, 3, 8, 20000)
-	chk, err := optim.NewChecker(optim.FromSession(sess), sess.Dim)
+	chk, err := optim.NewChecker(plan.FromSession(sess), sess.Dim)
 	if err != nil {
 		t.Fatal(err)
 	}

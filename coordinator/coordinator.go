@@ -18,6 +18,7 @@ import (
 	"browserfl/engine"
 	"browserfl/shared/mechanism"
 	"browserfl/shared/optim"
+	"browserfl/shared/plan"
 	"browserfl/shared/wire"
 )
 
@@ -414,7 +415,7 @@ func (c *Coordinator) minDevicesFor(s wire.SessionParams) int {
 func (c *Coordinator) prepare() error {
 	cfg := c.cfg
 	cfg.Session = c.sess
-	chk, err := optim.NewChecker(optim.FromSession(cfg.Session), cfg.Session.Dim)
+	chk, err := optim.NewChecker(plan.FromSession(cfg.Session), cfg.Session.Dim)
 	if err != nil {
 		return fmt.Errorf("coordinator: update checks: %w", err)
 	}

@@ -25,7 +25,7 @@ import (
 	"browserfl/device"
 	"browserfl/shared/dataset"
 	"browserfl/shared/optim"
-	"browserfl/shared/privacy/plan"
+	"browserfl/shared/plan"
 	"browserfl/shared/wire"
 )
 

@@ -22,6 +22,7 @@ import (
 
 	"browserfl/shared/mechanism"
 	"browserfl/shared/optim"
+	"browserfl/shared/plan"
 	"browserfl/shared/wire"
 )
 
@@ -749,7 +750,7 @@ func (e *Edge) checkerLocked(sp *wire.SessionParams) *optim.Checker {
 	if e.chk != nil && reflect.DeepEqual(e.chkFor, *sp) {
 		return e.chk
 	}
-	chk, err := optim.NewChecker(optim.FromSession(*sp), sp.Dim)
+	chk, err := optim.NewChecker(plan.FromSession(*sp), sp.Dim)
 	if err != nil {
 		e.busErrors.Add(1)
 		e.log.Warn("the session's parameters make no update tests; the norm bound alone applies", "err", err)

@@ -19,6 +19,7 @@ import (
 
 	"browserfl/shared/mechanism"
 	"browserfl/shared/optim"
+	"browserfl/shared/plan"
 	"browserfl/shared/wire"
 )
 
@@ -382,7 +383,7 @@ func runFuzzProgram(t *testing.T, prog []byte) {
 		defer st.Close()
 		st.db.NoSync = true                    // durability is not under test here; speed is
 		st.db.MaxBatchDelay = time.Microsecond // registrations are batched (10 ms by default)
-		srv, err := optim.NewServer(optim.FromSession(sess), make([]float64, sess.Dim), nil)
+		srv, err := optim.NewServer(plan.FromSession(sess), make([]float64, sess.Dim), nil)
 		if err != nil {
 			t.Fatal(err)
 		}

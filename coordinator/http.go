@@ -11,8 +11,7 @@ import (
 	"strings"
 	"time"
 
-	devrt "browserfl/device"
-	"browserfl/shared/privacy/plan"
+	"browserfl/shared/plan"
 	"browserfl/shared/wire"
 )
 
@@ -45,7 +44,7 @@ var dashboardCSS []byte
 //	              a demo shard as raw IDX files (?code=; the same shard for
 //	              both, paired by a cookie; demo only)
 //	/api/demo/shard
-//	              a demo shard as one blob (device.DecodeShard; ?code=)
+//	              a demo shard as one blob (dataset.DecodeShard; ?code=)
 //	/             assets.Index; /web/ assets.Web (page, app.wasm)
 //
 // Everything that describes the session needs the join code (the
@@ -509,7 +508,7 @@ type PrivacyView struct {
 // SessionPrivacy returns a session's privacy figures as the dashboard
 // shows them (plan.SessionFigures at plan.DefaultDelta).
 func SessionPrivacy(sess wire.SessionParams) PrivacyView {
-	f, err := devrt.SessionFigures(sess, plan.DefaultDelta)
+	f, err := plan.SessionFigures(plan.FromSession(sess), plan.DefaultDelta)
 	if err != nil {
 		return PrivacyView{Text: "figures unavailable: " + err.Error()}
 	}

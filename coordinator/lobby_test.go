@@ -17,7 +17,7 @@ import (
 	"browserfl/coordinator/internal/nctest"
 	"browserfl/device"
 	"browserfl/shared/optim"
-	"browserfl/shared/privacy/plan"
+	"browserfl/shared/plan"
 	"browserfl/shared/wire"
 )
 

@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"sync"
 
-	devrt "browserfl/device"
 	"browserfl/shared/dataset"
 )
 
@@ -165,7 +164,7 @@ func (s *Shards) files(idx int) (shardFiles, error) {
 	if err := dataset.WriteIDX(&b, lab); err != nil {
 		return shardFiles{}, err
 	}
-	blob, err := devrt.EncodeShard(sub)
+	blob, err := dataset.EncodeShard(sub)
 	if err != nil {
 		return shardFiles{}, err
 	}

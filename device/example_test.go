@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"browserfl/device"
-	"browserfl/shared/privacy/plan"
+	"browserfl/shared/plan"
 	"browserfl/shared/wire"
 )
 

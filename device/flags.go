@@ -4,7 +4,7 @@ import (
 	"errors"
 	"flag"
 
-	"browserfl/shared/privacy/plan"
+	"browserfl/shared/plan"
 )
 
 // PolicyFlags registers the owner's policy flags on fs (-budget,

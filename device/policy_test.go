@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"browserfl/shared/dataset"
+	"browserfl/shared/plan"
 	"browserfl/shared/privacy"
-	"browserfl/shared/privacy/plan"
 	"browserfl/shared/wire"
 )
 

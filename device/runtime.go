@@ -15,8 +15,7 @@ import (
 
 	"browserfl/shared/dataset"
 	"browserfl/shared/optim"
-	"browserfl/shared/privacy"
-	"browserfl/shared/privacy/plan"
+	"browserfl/shared/plan"
 	"browserfl/shared/wire"
 )
 
@@ -288,8 +287,8 @@ func (rt *Runtime) setup(s wire.SessionParams) error {
 }
 
 // Params converts a session's public parameters to optim.Params
-// (optim.FromSession).
-func Params(s wire.SessionParams) optim.Params { return optim.FromSession(s) }
+// (plan.FromSession).
+func Params(s wire.SessionParams) optim.Params { return plan.FromSession(s) }
 
 // Policy is an owner's rules for joining a session.
 type Policy struct {
@@ -341,18 +340,18 @@ func (pol Policy) rho() (float64, error) {
 }
 
 // allows returns nil if a session ledger of rho, with Spent, stays
-// within the owner's budget: the comparison is in epsilon at the owner's
-// delta, exactly as plan.Check makes it before joining.
+// within the owner's budget: the comparison is plan.Budget.Over, the one
+// plan.Check makes before joining.
 func (pol Policy) allows(rho float64) error {
 	if pol.Unlimited {
 		return nil
 	}
 	b := pol.budget()
-	eps, err := privacy.LedgerEpsilon(pol.Spent+rho, b.Delta)
+	eps, over, err := b.Over(pol.Spent + rho)
 	if err != nil {
 		return fmt.Errorf("ledger: %w", err)
 	}
-	if eps > b.Epsilon {
+	if over {
 		return fmt.Errorf("%w: the ledger would reach zCDP rho %s (with %s spent before), epsilon %s at delta %s, over the budget of %g",
 			plan.ErrOverBudget, plan.FormatRho(rho), plan.FormatRho(pol.Spent), plan.FormatEpsilon(eps), plan.FormatDelta(b.Delta), b.Epsilon)
 	}
@@ -716,7 +715,9 @@ func refusal(m wire.Error) error {
 	return fmt.Errorf("device: coordinator closed: %s: %s", m.Code, m.Reason)
 }
 
-func roundFrameMax(dim int) int { return 17 + 8*dim + 64 }
+// roundFrameMax is the largest round frame a device reads: a whole frame
+// of its session's dimension, with 64 bytes to spare.
+func roundFrameMax(dim int) int { return wire.RoundFrameLen(dim, true) + 64 }
 
 // readLimit is the largest message a device reads once its session is
 // known: a round frame or a control message (a decision's reason may be

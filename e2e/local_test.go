@@ -9,6 +9,7 @@ import (
 	"browserfl/shared/dataset"
 	"browserfl/shared/mechanism"
 	"browserfl/shared/optim"
+	"browserfl/shared/plan"
 	"browserfl/shared/wire"
 )
 
@@ -35,7 +36,7 @@ func TestBrowserLocal(t *testing.T) {
 	t.Run("passes", func(t *testing.T) {
 		browserLocal(t, func(p *wire.SessionParams) {
 			p.Model, p.Clip, p.Eta, p.Diameter, p.LocalEpochs, p.Rounds = "logreg-unit", 2, 2, 0, 4, 6
-			if _, li, err := optim.LocalCharge(optim.FromSession(*p)); err != nil || !li {
+			if _, li, err := optim.LocalCharge(plan.FromSession(*p)); err != nil || !li {
 				t.Fatalf("not under the last-iterate charge: %v %v", li, err)
 			}
 		}, 0.15)

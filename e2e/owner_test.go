@@ -18,7 +18,7 @@ import (
 	"github.com/coder/websocket"
 
 	"browserfl/coordinator"
-	"browserfl/shared/privacy/plan"
+	"browserfl/shared/plan"
 	"browserfl/shared/wire"
 	"browserfl/wasm/local"
 )

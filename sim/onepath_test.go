@@ -23,6 +23,7 @@ import (
 	"browserfl/shared/mechanism"
 	"browserfl/shared/model"
 	"browserfl/shared/optim"
+	"browserfl/shared/plan"
 	"browserfl/shared/wire"
 	"browserfl/sim"
 )
@@ -149,7 +150,7 @@ func onePath(t *testing.T, algorithm, compressor string, rho float64, mod func(*
 	if mod != nil {
 		mod(&sess)
 	}
-	p := optim.FromSession(sess)
+	p := plan.FromSession(sess)
 	if algorithm == "local" {
 		if _, li, err := optim.LocalCharge(p); err != nil || !li {
 			t.Fatalf("the local case is not under the last-iterate charge: %v, %v", li, err)
@@ -337,10 +338,7 @@ func onePath(t *testing.T, algorithm, compressor string, rho float64, mod func(*
 	if err != nil {
 		t.Fatal(err)
 	}
-	full, short := int64(17+4*d), int64(17+4*d)
-	if alg.UsesXPrev() {
-		full += int64(4 * d)
-	}
+	full, short := int64(wire.RoundFrameLen(d, alg.UsesXPrev())), int64(wire.RoundFrameLen(d, false))
 	// A member whose message was lost went away and came back on a new
 	// connection: its next frame is whole.
 	var want, got, shorts int64

@@ -33,8 +33,8 @@ import (
 	"browserfl/shared/mechanism"
 	"browserfl/shared/model"
 	"browserfl/shared/optim"
+	"browserfl/shared/plan"
 	"browserfl/shared/privacy"
-	"browserfl/shared/privacy/plan"
 	"browserfl/shared/wire"
 )
 

@@ -11,7 +11,7 @@ import (
 
 	"browserfl/device"
 	"browserfl/shared/optim"
-	"browserfl/shared/privacy/plan"
+	"browserfl/shared/plan"
 	"browserfl/wasm/idb"
 	"browserfl/wasm/local"
 )

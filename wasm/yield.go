@@ -10,6 +10,7 @@ import (
 	"browserfl/shared/dataset"
 	"browserfl/shared/optim"
 	"browserfl/shared/privacy"
+	"browserfl/shared/wire"
 	"browserfl/wasm/jsw"
 )
 
@@ -32,7 +33,7 @@ type yielding struct {
 	batch   int   // b
 	samples int   // samples stored in the page
 	// onPrepared receives the time Prepare took and the size of the
-	// update frame about to be sent (payload + 12 bytes of frame header).
+	// update frame about to be sent (wire.UpdateFrameLen of the payload).
 	onPrepared func(millis float64, frameBytes int)
 }
 
@@ -59,7 +60,7 @@ func (y yielding) Prepare(r optim.Round, batch []dataset.Sample) (optim.Update, 
 	u, err := y.Device.Prepare(r, batch)
 	y.port.measure("fl-prepare", t0)
 	if err == nil && y.onPrepared != nil {
-		y.onPrepared(jsw.Now()-t0, len(u.Payload)+12)
+		y.onPrepared(jsw.Now()-t0, wire.UpdateFrameLen(len(u.Payload)))
 	}
 	jsw.Yield(y.ctx)
 	return u, err

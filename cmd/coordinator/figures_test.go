@@ -11,7 +11,7 @@ import (
 
 	"browserfl/coordinator"
 	"browserfl/device"
-	"browserfl/shared/privacy/plan"
+	"browserfl/shared/plan"
 )
 
 // TestDemoFiguresAgree: for the demo session, the page's figures

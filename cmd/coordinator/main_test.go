@@ -1,7 +1,6 @@
 package main
 
 import (
-	"browserfl/shared/optim"
 	"io"
 	"log/slog"
 	"net/http"
@@ -10,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"browserfl/shared/plan"
 )
 
 // TestParsePrecedence: command line over environment over config file
@@ -109,7 +110,7 @@ func TestParseNonPrivateReference(t *testing.T) {
 	if o.Session.RhoPaper != 0 {
 		t.Errorf("mu2: rho_p = %v, want 0", o.Session.RhoPaper)
 	}
-	if err := optim.FromSession(o.Session).Validate(); err != nil {
+	if err := plan.FromSession(o.Session).Validate(); err != nil {
 		t.Errorf("mu2 session invalid: %v", err)
 	}
 	o, err = parse([]string{"-algorithm", "mu2", "-rho", "3"}, io.Discard)

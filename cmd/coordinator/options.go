@@ -11,6 +11,7 @@ import (
 
 	"browserfl/shared/dataset"
 	"browserfl/shared/optim"
+	"browserfl/shared/plan"
 	"browserfl/shared/wire"
 )
 
@@ -267,7 +268,7 @@ func commaList(s string) []string {
 func (o *options) fromLine(x lineFlags) {
 	// A non-private reference (mu2, sgd) takes no privacy target: the
 	// demo's default rho_p is dropped unless another target was given.
-	if def := defaults().Session; !optim.FromSession(o.Session).Private() &&
+	if def := defaults().Session; !plan.FromSession(o.Session).Private() &&
 		o.Session.RhoPaper == def.RhoPaper && o.Session.Epsilon == 0 && o.Session.Delta == 0 {
 		o.Session.RhoPaper = 0
 	}

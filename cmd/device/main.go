@@ -32,6 +32,7 @@ import (
 	"syscall"
 
 	"browserfl/device"
+	"browserfl/shared/dataset"
 	"browserfl/shared/wire"
 )
 
@@ -79,7 +80,7 @@ func run(args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	set, err := device.DecodeShard(blob, 10)
+	set, err := dataset.DecodeShard(blob, 10)
 	if err != nil {
 		return err
 	}

@@ -90,7 +90,7 @@ func TestFetchShardRetries(t *testing.T) {
 	if err != nil {
 		t.Fatalf("after the coordinator came up: %v", err)
 	}
-	if set, err := device.DecodeShard(blob, 10); err != nil || len(set.Samples) == 0 {
+	if set, err := dataset.DecodeShard(blob, 10); err != nil || len(set.Samples) == 0 {
 		t.Errorf("the shard: %d samples, %v", len(set.Samples), err)
 	}
 	if len(waits) != upAfter {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"browserfl/device"
 	"context"
 	"errors"
 	"fmt"
@@ -16,6 +15,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"browserfl/shared/dataset"
 )
 
 // readShard returns the device's data shard: DIR/shard.bin, or, if it is
@@ -71,7 +72,7 @@ func fetchShard(ctx context.Context, wsURL, code string) ([]byte, error) {
 		// 429 (the gate's backoff), 5xx, a proxy's 502 while the coordinator starts.
 		return nil, fmt.Errorf("demo shard: HTTP %d", resp.StatusCode)
 	}
-	b, err := io.ReadAll(io.LimitReader(resp.Body, device.MaxShardBytes+1))
+	b, err := io.ReadAll(io.LimitReader(resp.Body, dataset.MaxShardBytes+1))
 	if err != nil {
 		return nil, fmt.Errorf("demo shard: %w", err)
 	}

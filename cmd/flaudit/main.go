@@ -23,7 +23,7 @@ import (
 	"strings"
 
 	"browserfl/shared/optim"
-	"browserfl/shared/privacy/plan"
+	"browserfl/shared/plan"
 	"browserfl/sim"
 	"browserfl/sim/audit"
 )

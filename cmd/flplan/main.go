@@ -1,7 +1,7 @@
 // Command flplan prints the privacy plan of a training session: the noise
 // standard deviation each party uses and each device's worst-case epsilon
 // at delta, computed by the same functions the coordinator and the device
-// use (browserfl/shared/privacy/plan).
+// use (browserfl/shared/plan).
 //
 //	flplan -alg nc -T 200 -M 30 -m 10 -b 32 -rho 1.5    # the demo session
 //	flplan -alg nc -T 1200 -M 100 -m 50 -b 1 -epsilon 8 -samples 600   # Table 1, one pass
@@ -19,8 +19,8 @@ import (
 	"strings"
 
 	"browserfl/shared/optim"
+	"browserfl/shared/plan"
 	"browserfl/shared/privacy"
-	"browserfl/shared/privacy/plan"
 )
 
 func main() {

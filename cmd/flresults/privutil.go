@@ -7,21 +7,20 @@ import (
 
 	"browserfl/shared/model"
 	"browserfl/shared/optim"
-	"browserfl/shared/privacy/plan"
+	"browserfl/shared/plan"
 	"browserfl/sim"
 )
 
 // The privacy-utility table (issue 11, point 5): the noise-cancellation
 // paper's Table-1 setting (Fashion-MNIST, M = 100, m = 50, one pass, the
 // release cap of the IID partition) at a per-device epsilon in
-// puEpsilons at delta = puDelta, over puSeeds.
+// puEpsilons at delta = plan.DefaultDelta, over puSeeds.
 var (
 	puEpsilons = []float64{1, 2, 4, 8}
 	puSeeds    = []uint64{1, 2, 3}
 )
 
 const (
-	puDelta  = 1e-5
 	puShard  = -1    // puRow.batch: a device's whole shard (n/M) in one round
 	mlpDim   = 50890 // 784-64-10 (model.New("mlp", 784, 10))
 	puCohort = 50
@@ -81,7 +80,7 @@ func (r puRow) runOn(n int, eps float64, seed uint64, prefix string) exp {
 		p.Clip = G // the certified gradient bound: nothing is clipped
 	}
 	if eps > 0 {
-		p.Epsilon, p.Delta = eps, puDelta
+		p.Epsilon, p.Delta = eps, plan.DefaultDelta
 	}
 	d := logRegDim
 	if r.model == "mlp" {
@@ -113,7 +112,7 @@ func (r puRow) runOn(n int, eps float64, seed uint64, prefix string) exp {
 		id += fmt.Sprintf("-eps%g", eps)
 	}
 	id += fmt.Sprintf("-s%d", seed)
-	return exp{id: id, label: fmt.Sprintf("%s eps=%g seed=%d", r.alg, eps, seed), p: p, seed: seed, delta: puDelta}
+	return exp{id: id, label: fmt.Sprintf("%s eps=%g seed=%d", r.alg, eps, seed), p: p, seed: seed, delta: plan.DefaultDelta}
 }
 
 func (r puRow) cells() [][]exp {
@@ -206,10 +205,10 @@ func meanSD(es []exp, res map[string]outcome) string {
 	return s
 }
 
-// figuresEps is the session's per-device epsilon at puDelta as every
+// figuresEps is the session's per-device epsilon at plan.DefaultDelta as every
 // surface states it (plan.SessionFigures, the one home of the figures).
 func figuresEps(p optim.Params) string {
-	f, err := plan.SessionFigures(p, puDelta)
+	f, err := plan.SessionFigures(p, plan.DefaultDelta)
 	if err != nil {
 		return "error: " + err.Error()
 	}

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"browserfl/shared/privacy/plan"
+	"browserfl/shared/plan"
 )
 
 // TestPrivacyUtilityRuns: every run of the table (and of its sweeps) is
@@ -46,7 +46,7 @@ func TestPrivacyUtilityRuns(t *testing.T) {
 		if err := p.Validate(); err != nil {
 			t.Errorf("%s: %v", e.id, err)
 		}
-		f, err := plan.SessionFigures(p, puDelta)
+		f, err := plan.SessionFigures(p, plan.DefaultDelta)
 		if err != nil {
 			t.Fatalf("%s: %v", e.id, err)
 		}
@@ -57,7 +57,7 @@ func TestPrivacyUtilityRuns(t *testing.T) {
 			continue
 		}
 		if f.Epsilon > p.Epsilon*(1+1e-9) || f.Epsilon < 0.98*p.Epsilon {
-			t.Errorf("%s: stated epsilon %v for target %v at delta %v", e.id, f.Epsilon, p.Epsilon, puDelta)
+			t.Errorf("%s: stated epsilon %v for target %v at delta %v", e.id, f.Epsilon, p.Epsilon, plan.DefaultDelta)
 		}
 	}
 	if len(runs) < 3*3*4+2*3 {

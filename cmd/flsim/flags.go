@@ -2,7 +2,7 @@ package main
 
 import (
 	"browserfl/shared/optim"
-	"browserfl/shared/privacy/plan"
+	"browserfl/shared/plan"
 	"browserfl/sim"
 	"errors"
 	"flag"

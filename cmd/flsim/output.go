@@ -1,7 +1,7 @@
 package main
 
 import (
-	"browserfl/shared/privacy/plan"
+	"browserfl/shared/plan"
 	"browserfl/sim"
 	"fmt"
 	"io"

@@ -39,6 +39,9 @@
 //     overlap while the set lasts, and after H samples every sample has
 //     been handed out floor(H/n) or ceil(H/n) times (demo shards;
 //     PageShardSize sizes them for the rounds a device may be asked in).
+//     EncodeShard and DecodeShard are the demo shard's one-blob form (the
+//     coordinator serves it, the native device reads it); DecodeShard
+//     accepts nothing over MaxShardBytes.
 //
 // # Datasets
 //

@@ -9,7 +9,7 @@ import (
 	"fmt"
 	"time"
 
-	"browserfl/shared/optim"
+	"browserfl/shared/plan"
 	"browserfl/shared/wire"
 )
 
@@ -90,7 +90,7 @@ func OneLesson(tmpl wire.SessionParams, n int) (wire.SessionParams, Sizing, erro
 	if err := s.Validate(); err != nil {
 		return wire.SessionParams{}, Sizing{}, fmt.Errorf("lesson: %w", err)
 	}
-	if err := optim.FromSession(s).Validate(); err != nil {
+	if err := plan.FromSession(s).Validate(); err != nil {
 		return wire.SessionParams{}, Sizing{}, fmt.Errorf("lesson: %w", err)
 	}
 	z := Sizing{Preset: OneLessonName, Devices: n, M: s.M, Cohort: s.Cohort, Rounds: s.Rounds, Deadline: deadline,

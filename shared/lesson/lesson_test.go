@@ -5,8 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"browserfl/shared/optim"
-	"browserfl/shared/privacy/plan"
+	"browserfl/shared/plan"
 	"browserfl/shared/wire"
 )
 
@@ -19,7 +18,7 @@ func demo() wire.SessionParams {
 
 func TestOneLesson(t *testing.T) {
 	tmpl := demo()
-	announced, err := plan.SessionFigures(optim.FromSession(tmpl), plan.DefaultDelta)
+	announced, err := plan.SessionFigures(plan.FromSession(tmpl), plan.DefaultDelta)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +48,7 @@ func TestOneLesson(t *testing.T) {
 		if s.RhoPaper != tmpl.RhoPaper || s.Epsilon != tmpl.Epsilon || s.Delta != tmpl.Delta {
 			t.Errorf("n = %d: the privacy target changed", tc.n)
 		}
-		f, err := plan.SessionFigures(optim.FromSession(s), plan.DefaultDelta)
+		f, err := plan.SessionFigures(plan.FromSession(s), plan.DefaultDelta)
 		if err != nil {
 			t.Fatalf("n = %d: figures: %v", tc.n, err)
 		}
@@ -64,7 +63,7 @@ func TestOneLesson(t *testing.T) {
 		if f.Epsilon > plan.DefaultBudgetEpsilon {
 			t.Errorf("n = %d: epsilon %v over the page's default budget", tc.n, f.Epsilon)
 		}
-		if err := plan.Check(optim.FromSession(s), plan.DefaultBudget(), 0); err != nil {
+		if err := plan.Check(plan.FromSession(s), plan.DefaultBudget(), 0); err != nil {
 			t.Errorf("n = %d: a page with the default budget would refuse: %v", tc.n, err)
 		}
 	}

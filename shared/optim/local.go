@@ -9,7 +9,6 @@ import (
 	"browserfl/shared/mechanism"
 	"browserfl/shared/model"
 	"browserfl/shared/privacy"
-	"browserfl/shared/wire"
 )
 
 // "local": private local training. A device chosen at round t starts from
@@ -177,8 +176,8 @@ func validateLocal(p Params, k kind, spec mechanism.Spec) []error {
 		errs = append(errs, fmt.Errorf("local steps K = %d must divide the batch b = %d (b/K samples per step)", K, p.Batch))
 	}
 	switch E := p.localEpochs(); {
-	case p.LocalEpochs < 0 || p.LocalEpochs > wire.MaxLocalEpochs:
-		errs = append(errs, fmt.Errorf("local epochs = %d, want 0 to %d (0 = 1)", p.LocalEpochs, wire.MaxLocalEpochs))
+	case p.LocalEpochs < 0 || p.LocalEpochs > MaxLocalEpochs:
+		errs = append(errs, fmt.Errorf("local epochs = %d, want 0 to %d (0 = 1)", p.LocalEpochs, MaxLocalEpochs))
 	case K >= 1 && K > privacy.MaxShiftedSteps/E:
 		errs = append(errs, fmt.Errorf("local steps K = %d and epochs E = %d: %d hidden steps a round, at most %d", K, E, K*E, privacy.MaxShiftedSteps))
 	}

@@ -72,14 +72,22 @@ type Params struct {
 	// "local" uses it (see local.go).
 	LocalSteps int `json:"local_steps,omitempty"`
 	// LocalEpochs is E, the passes of "local" over the round's K step
-	// batches (E K hidden steps, cyclic); 0 = 1. Each pass reuses the
-	// round's samples, so E > 1 costs more: E steps by composition, or
-	// the last-iterate bound when the model certifies it (LocalCharge).
+	// batches (E K hidden steps, cyclic); 0 = 1, at most MaxLocalEpochs.
+	// Each pass reuses the round's samples, so E > 1 costs more: E steps
+	// by composition, or the last-iterate bound when the model certifies
+	// it (LocalCharge).
 	LocalEpochs int `json:"local_epochs,omitempty"`
 	// ShiftStep is SoteriaFL's shift step gamma; 0 = the paper's
 	// sqrt((1+2 omega) / (2 (1+omega)^3)) (Theorem 3).
 	ShiftStep float64 `json:"shift_step,omitempty"`
 }
+
+// MaxLocalEpochs bounds Params.LocalEpochs (each epoch is a pass of
+// hidden local steps on a device). The protocol's bound on the same field,
+// wire.MaxLocalEpochs, is the same number: optim and wire import nothing of
+// each other, and the package above both (shared/plan, which converts one
+// form into the other) checks in its tests that the two agree.
+const MaxLocalEpochs = 1000
 
 // S returns the clipping bound in force: Clip, or G + 2 L D when Clip is 0.
 func (p Params) S() float64 {

@@ -179,7 +179,9 @@ type SessionParams struct {
 }
 
 // MaxLocalEpochs bounds SessionParams.LocalEpochs (each epoch is a pass
-// of hidden local steps on a device).
+// of hidden local steps on a device). The algorithms' bound,
+// optim.MaxLocalEpochs, is the same number (wire imports nothing of optim;
+// shared/plan's tests check that the two agree).
 const MaxLocalEpochs = 1000
 
 // MaxLabelsLen bounds SessionParams.Labels.

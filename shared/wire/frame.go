@@ -87,6 +87,21 @@ type UpdateFrame struct {
 	Payload []byte
 }
 
+// RoundFrameLen is the length in bytes of a round frame of dimension d:
+// the header and X, and XPrev when withXPrev. It is the one statement of
+// the layout's size; whoever sizes a round frame (a read limit, a byte
+// count) calls it.
+func RoundFrameLen(d int, withXPrev bool) int {
+	if withXPrev {
+		return roundHeaderLen + 8*d
+	}
+	return roundHeaderLen + 4*d
+}
+
+// UpdateFrameLen is the length in bytes of an update frame carrying a
+// payload of n bytes.
+func UpdateFrameLen(n int) int { return updateHdrLen + n }
+
 func putHeader(b []byte, kind byte, t int) {
 	b[0], b[1], b[2], b[3] = 'B', 'F', Version, kind
 	binary.LittleEndian.PutUint32(b[4:], uint32(t))
@@ -109,11 +124,7 @@ func EncodeRound(r RoundFrame) ([]byte, error) {
 	case r.PrevIsLast && r.XPrev != nil:
 		return nil, bad("a frame with XPrev cannot say XPrev is the last X")
 	}
-	n := roundHeaderLen + 4*d
-	if r.XPrev != nil {
-		n += 4 * d
-	}
-	b := make([]byte, n)
+	b := make([]byte, RoundFrameLen(d, r.XPrev != nil))
 	putHeader(b, KindRound, r.T)
 	binary.LittleEndian.PutUint32(b[8:], uint32(r.DeadlineMillis))
 	binary.LittleEndian.PutUint32(b[12:], uint32(d))
@@ -144,10 +155,10 @@ func ShortRound(full []byte) []byte {
 		return nil
 	}
 	d := int(binary.LittleEndian.Uint32(full[12:]))
-	if d <= 0 || d > MaxDim || len(full) != roundHeaderLen+8*d {
+	if d <= 0 || d > MaxDim || len(full) != RoundFrameLen(d, true) {
 		return nil
 	}
-	short := append([]byte(nil), full[:roundHeaderLen+4*d]...)
+	short := append([]byte(nil), full[:RoundFrameLen(d, false)]...)
 	short[16] = flagPrevIsLast
 	return short
 }
@@ -171,7 +182,7 @@ func EncodeUpdate(u UpdateFrame) ([]byte, error) {
 	if len(u.Payload) > math.MaxUint32 {
 		return nil, bad("payload of %d bytes", len(u.Payload))
 	}
-	b := make([]byte, updateHdrLen+len(u.Payload))
+	b := make([]byte, UpdateFrameLen(len(u.Payload)))
 	putHeader(b, KindUpdate, u.T)
 	binary.LittleEndian.PutUint32(b[8:], uint32(len(u.Payload)))
 	copy(b[updateHdrLen:], u.Payload)
@@ -228,18 +239,15 @@ func DecodeRound(b []byte, lim Limits) (RoundFrame, error) {
 	if flags&^(flagXPrev|flagPrevIsLast) != 0 || flags == flagXPrev|flagPrevIsLast {
 		return RoundFrame{}, bad("unknown flags %#x", flags)
 	}
-	vecs := 1
-	if flags&flagXPrev != 0 {
-		vecs = 2
-	}
-	if want := roundHeaderLen + 4*d*vecs; len(b) != want {
+	withPrev := flags&flagXPrev != 0
+	if want := RoundFrameLen(d, withPrev); len(b) != want {
 		return RoundFrame{}, bad("round frame of %d bytes, want %d for dim %d", len(b), want, d)
 	}
 	r := RoundFrame{T: t, DeadlineMillis: int(deadline), PrevIsLast: flags&flagPrevIsLast != 0}
 	if r.X, err = getFloats(b[roundHeaderLen:], d); err != nil {
 		return RoundFrame{}, err
 	}
-	if vecs == 2 {
+	if withPrev {
 		if r.XPrev, err = getFloats(b[roundHeaderLen+4*d:], d); err != nil {
 			return RoundFrame{}, err
 		}

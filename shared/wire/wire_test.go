@@ -327,3 +327,33 @@ func TestNormalizeJoinCode(t *testing.T) {
 		t.Fatal("different codes normalise alike")
 	}
 }
+
+// TestFrameLen: RoundFrameLen and UpdateFrameLen are the lengths the
+// encoders produce.
+func TestFrameLen(t *testing.T) {
+	for _, tc := range []struct {
+		d        int
+		withPrev bool
+	}{{1, false}, {1, true}, {7, false}, {7, true}, {7850, true}} {
+		r := RoundFrame{T: 3, X: make([]float64, tc.d)}
+		if tc.withPrev {
+			r.XPrev = make([]float64, tc.d)
+		}
+		b, err := EncodeRound(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := RoundFrameLen(tc.d, tc.withPrev), len(b); got != want {
+			t.Errorf("RoundFrameLen(%d, %v) = %d, EncodeRound gives %d bytes", tc.d, tc.withPrev, got, want)
+		}
+	}
+	for _, n := range []int{1, 12, 4096} {
+		b, err := EncodeUpdate(UpdateFrame{T: 3, Payload: make([]byte, n)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := UpdateFrameLen(n), len(b); got != want {
+			t.Errorf("UpdateFrameLen(%d) = %d, EncodeUpdate gives %d bytes", n, got, want)
+		}
+	}
+}

@@ -8,7 +8,7 @@ import (
 	"sort"
 
 	"browserfl/shared/optim"
-	"browserfl/shared/privacy/plan"
+	"browserfl/shared/plan"
 )
 
 // OwnSources are the data sources that are the owner's own (drawings and

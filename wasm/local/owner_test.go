@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"browserfl/shared/optim"
+	"browserfl/shared/plan"
 	"browserfl/shared/privacy"
-	"browserfl/shared/privacy/plan"
 )
 
 func demoParams() optim.Params {

@@ -5,7 +5,7 @@ import (
 	"math"
 	"strings"
 
-	"browserfl/shared/privacy/plan"
+	"browserfl/shared/plan"
 )
 
 // Screen is one step of the page flow.

@@ -5,6 +5,13 @@
 // and the device (to check one before joining) call the same functions, so
 // the numbers agree everywhere.
 //
+// It also holds the one conversion of a session's wire form into the
+// algorithms' form (FromSession, wire.SessionParams to optim.Params), and
+// the one owner's-budget comparison (Budget.Over) that both the pre-join
+// check (Check) and the device runtime's per-release check make. It sits
+// above shared/optim, shared/privacy and shared/wire, which import nothing
+// of it (the layering rules are in internal/archtest).
+//
 // Invariants:
 //   - Noise scales come from optim.NoiseScale (the algorithms' own noise
 //     formulas); costs from privacy.GaussianZCDP; conversions from

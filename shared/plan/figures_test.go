@@ -146,3 +146,36 @@ func TestCheckOwnerDelta(t *testing.T) {
 		t.Errorf("epsilon 8 at 1e-5 against (8, 1e-5): %v", err)
 	}
 }
+
+// TestBudgetOver: the owner's budget comparison is at the owner's delta,
+// and its boundary is Budget.Rho.
+func TestBudgetOver(t *testing.T) {
+	b := DefaultBudget()
+	rho, err := b.Rho()
+	if err != nil {
+		t.Fatal(err)
+	}
+	loose := Budget{Epsilon: b.Epsilon, Delta: 0.5}
+	tests := []struct {
+		name   string
+		b      Budget
+		rho    float64
+		over   bool
+		errors bool
+	}{
+		{"nothing spent", b, 0, false, false},
+		{"at the budget", b, rho, false, false},
+		{"just over", b, rho * (1 + 1e-9), true, false},
+		{"a larger delta allows more", loose, rho * (1 + 1e-9), false, false},
+		{"a delta of 0 has no epsilon", Budget{Epsilon: 8}, rho, false, true},
+	}
+	for _, tc := range tests {
+		eps, over, err := tc.b.Over(tc.rho)
+		if (err != nil) != tc.errors || over != tc.over {
+			t.Errorf("%s: Over(%v) = %v, %v, %v; want over %v, error %v", tc.name, tc.rho, eps, over, err, tc.over, tc.errors)
+		}
+		if err == nil && (eps > tc.b.Epsilon) != over {
+			t.Errorf("%s: epsilon %v against %v, over %v", tc.name, eps, tc.b.Epsilon, over)
+		}
+	}
+}

@@ -4,7 +4,7 @@ import (
 	"fmt"
 
 	"browserfl/shared/optim"
-	"browserfl/shared/privacy/plan"
+	"browserfl/shared/plan"
 )
 
 func ExampleCompute() {

@@ -58,6 +58,20 @@ func (b Budget) Rho() (float64, error) {
 	return r, nil
 }
 
+// Over is the one owner's-budget comparison: it returns the epsilon, at
+// the owner's delta, of a ledger of zCDP rho (all the owner's data has
+// spent, before and in this session) and whether that is over the owner's
+// epsilon. Check makes it with a session's worst case before joining; the
+// device runtime makes it with its ledger before each release. The
+// session's own delta plays no part.
+func (b Budget) Over(rho float64) (eps float64, over bool, err error) {
+	eps, err = privacy.LedgerEpsilon(rho, b.Delta)
+	if err != nil {
+		return 0, false, err
+	}
+	return eps, eps > b.Epsilon, nil
+}
+
 // Figures are a session's privacy figures for one device, as every
 // surface shows them. Epsilon is stated at Delta, which is the owner's
 // delta (DefaultDelta unless the owner chose another), never the
@@ -171,11 +185,11 @@ func Check(p optim.Params, owner Budget, spent float64) error {
 	if !f.Private {
 		return fmt.Errorf("plan: algorithm %q gives no privacy guarantee", p.Algorithm)
 	}
-	eps, err := privacy.LedgerEpsilon(spent+f.WorstRho, owner.Delta)
+	eps, over, err := owner.Over(spent + f.WorstRho)
 	if err != nil {
 		return fmt.Errorf("plan: %w", err)
 	}
-	if eps > owner.Epsilon {
+	if over {
 		if spent > 0 {
 			return fmt.Errorf("%w: already spent zCDP rho %s, and this session may spend up to %s more: together epsilon %s at delta %s, over the budget of %s",
 				ErrOverBudget, FormatRho(spent), FormatRho(f.WorstRho), FormatEpsilon(eps), FormatDelta(owner.Delta), strconv.FormatFloat(owner.Epsilon, 'g', -1, 64))

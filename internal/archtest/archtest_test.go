@@ -1,0 +1,214 @@
+package archtest
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// rule: no package matching pkgs (and none of except) depends on a
+// package matching forbid, directly or through others. A pattern is an
+// import path, or a path ending in "/..." for it and everything under it.
+type rule struct {
+	pkgs, except, forbid []string
+	why                  string
+}
+
+// rules are the layering rules, all of them (doc.go draws the layers).
+var rules = []rule{
+	{
+		pkgs: []string{"browserfl/..."}, except: []string{"browserfl/cmd/..."},
+		forbid: []string{"browserfl/cmd/..."},
+		why:    "the commands are wiring: nothing imports them",
+	},
+	{
+		pkgs:   []string{"browserfl/shared/..."},
+		forbid: []string{"browserfl/coordinator/...", "browserfl/device/...", "browserfl/sim/...", "browserfl/wasm/...", "browserfl/e2e/..."},
+		why:    "shared/ is the pure core the runtimes and the page share; it knows none of them",
+	},
+	{
+		pkgs:   []string{"browserfl/shared/wire"},
+		forbid: []string{"browserfl/..."},
+		why:    "the protocol is a leaf: devices in the field speak it, whatever the algorithms become",
+	},
+	{
+		pkgs:   []string{"browserfl/shared/optim"},
+		forbid: []string{"browserfl/shared/wire", "browserfl/shared/plan/...", "browserfl/shared/lesson/..."},
+		why:    "the algorithms know nothing of the protocol or the planner; shared/plan converts the session's wire form",
+	},
+	{
+		pkgs:   []string{"browserfl/shared/privacy/...", "browserfl/shared/mechanism/...", "browserfl/shared/model/...", "browserfl/shared/dataset/..."},
+		forbid: []string{"browserfl/shared/optim/...", "browserfl/shared/plan/...", "browserfl/shared/lesson/...", "browserfl/shared/wire/..."},
+		why:    "accounting, noise, models and data sit below the algorithms and the protocol",
+	},
+	{
+		pkgs:   []string{"browserfl/shared/plan/..."},
+		forbid: []string{"browserfl/shared/lesson/..."},
+		why:    "the planner sits below the classroom preset that uses it",
+	},
+	{
+		pkgs:   []string{"browserfl/coordinator/..."},
+		forbid: []string{"browserfl/device/...", "browserfl/sim/...", "browserfl/wasm/..."},
+		why:    "the coordinator speaks to devices only through shared/ (the protocol, the planner, the algorithms)",
+	},
+	{
+		pkgs:   []string{"browserfl/engine/..."},
+		forbid: []string{"browserfl/coordinator/...", "browserfl/device/...", "browserfl/sim/...", "browserfl/wasm/..."},
+		why:    "the round engine is the rules both shells (the coordinator, the simulator) drive: it knows neither",
+	},
+	{
+		pkgs:   []string{"browserfl/shared/..."},
+		forbid: []string{"browserfl/engine/..."},
+		why:    "the engine sits above shared/",
+	},
+	{
+		pkgs:   []string{"browserfl/device/..."},
+		forbid: []string{"browserfl/coordinator/...", "browserfl/sim/...", "browserfl/wasm/..."},
+		why:    "the device runtime knows the coordinator only through the protocol",
+	},
+}
+
+// pkg is what go list says of one package.
+type pkg struct {
+	ImportPath string
+	Imports    []string
+	Error      *struct{ Err string }
+}
+
+// match reports whether path matches pattern.
+func match(pattern, path string) bool {
+	if base, ok := strings.CutSuffix(pattern, "/..."); ok {
+		return path == base || strings.HasPrefix(path, base+"/")
+	}
+	return path == pattern
+}
+
+func matchAny(patterns []string, path string) bool {
+	return slices.ContainsFunc(patterns, func(p string) bool { return match(p, path) })
+}
+
+// violations returns every broken rule in the graph of pkgs (a package's
+// imports outside pkgs, the standard library's, are leaves), one line
+// each with the shortest import chain that breaks it.
+func violations(pkgs []pkg, rules []rule) []string {
+	imports := map[string][]string{}
+	for _, p := range pkgs {
+		imports[p.ImportPath] = p.Imports
+	}
+	var out []string
+	for _, p := range pkgs {
+		for _, r := range rules {
+			if !matchAny(r.pkgs, p.ImportPath) || matchAny(r.except, p.ImportPath) {
+				continue
+			}
+			// Breadth first from p: the first forbidden package reached
+			// along each path, by the shortest chain.
+			prev := map[string]string{p.ImportPath: ""}
+			queue := []string{p.ImportPath}
+			for len(queue) > 0 {
+				cur := queue[0]
+				queue = queue[1:]
+				for _, next := range imports[cur] {
+					if _, seen := prev[next]; seen {
+						continue
+					}
+					prev[next] = cur
+					if matchAny(r.forbid, next) {
+						chain := []string{next}
+						for at := cur; at != ""; at = prev[at] {
+							chain = append(chain, at)
+						}
+						slices.Reverse(chain)
+						out = append(out, fmt.Sprintf("%s (%s)", strings.Join(chain, " -> "), r.why))
+						continue
+					}
+					queue = append(queue, next)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// list returns the module's packages as go list sees them under env.
+func list(t *testing.T, env ...string) []pkg {
+	t.Helper()
+	cmd := exec.Command("go", "list", "-e", "-json=ImportPath,Imports,Error", "browserfl/...")
+	cmd.Env = append(os.Environ(), env...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	b, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list %v: %v\n%s", env, err, stderr.Bytes())
+	}
+	var pkgs []pkg
+	for dec := json.NewDecoder(bytes.NewReader(b)); ; {
+		var p pkg
+		if err := dec.Decode(&p); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			t.Fatalf("go list %v: %v", env, err)
+		}
+		if p.Error != nil {
+			t.Errorf("go list %v: %s: %s", env, p.ImportPath, p.Error.Err)
+		}
+		pkgs = append(pkgs, p)
+	}
+	return pkgs
+}
+
+// TestLayers: the module's code, native and for the page (GOOS=js), keeps
+// every rule.
+func TestLayers(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		env  []string
+	}{{"native", nil}, {"js/wasm", []string{"GOOS=js", "GOARCH=wasm"}}} {
+		pkgs := list(t, tc.env...)
+		if len(pkgs) < 20 {
+			t.Fatalf("%s: go list found %d packages of the module, want them all", tc.name, len(pkgs))
+		}
+		for _, v := range violations(pkgs, rules) {
+			t.Errorf("%s: forbidden import: %s", tc.name, v)
+		}
+	}
+}
+
+// TestViolationsFound: the checker finds a forbidden import directly and
+// through another package, names the chain, and lets the allowed ones be
+// (the planner and the coordinator import wire; one command imports
+// another).
+func TestViolationsFound(t *testing.T) {
+	graph := []pkg{
+		{ImportPath: "browserfl/coordinator", Imports: []string{"fmt", "browserfl/shared/plan"}},
+		{ImportPath: "browserfl/coordinator/edge", Imports: []string{"browserfl/device"}},
+		{ImportPath: "browserfl/shared/plan", Imports: []string{"browserfl/shared/optim", "browserfl/shared/wire"}},
+		{ImportPath: "browserfl/shared/optim", Imports: []string{"browserfl/shared/wirefmt"}},
+		{ImportPath: "browserfl/shared/wirefmt", Imports: []string{"browserfl/shared/wire"}},
+		{ImportPath: "browserfl/shared/wire", Imports: []string{"strings"}},
+		{ImportPath: "browserfl/device", Imports: []string{"browserfl/shared/plan"}},
+		{ImportPath: "browserfl/cmd/device", Imports: []string{"browserfl/device"}},
+		{ImportPath: "browserfl/cmd/other", Imports: []string{"browserfl/cmd/device"}},
+		{ImportPath: "browserfl/sim", Imports: []string{"browserfl/cmd/device"}},
+	}
+	got := violations(graph, rules)
+	for i, v := range got {
+		got[i], _, _ = strings.Cut(v, " (")
+	}
+	slices.Sort(got)
+	want := []string{
+		"browserfl/coordinator/edge -> browserfl/device",
+		"browserfl/shared/optim -> browserfl/shared/wirefmt -> browserfl/shared/wire",
+		"browserfl/sim -> browserfl/cmd/device",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("violations:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}

@@ -1,0 +1,24 @@
+// Package archtest holds the repository's layering rules and the test that
+// enforces them (archtest_test.go): which packages may not depend on which,
+// directly or through another package, listed in one table, rules. A
+// violation fails `go test ./internal/archtest/` with the import chain that
+// breaks the rule.
+//
+// The layers, bottom up (a package imports only from the layers below it;
+// docs/design.md, "Arrows", draws the same picture):
+//
+//	shared/privacy, shared/dataset, shared/wire   leaves (wire: the protocol devices in the field speak)
+//	shared/mechanism (privacy), shared/model (dataset)
+//	shared/optim                                   the algorithms; nothing of wire
+//	shared/plan                                    the session: wire form -> optim.Params, figures, the owner's budget
+//	shared/lesson                                  the classroom preset
+//	device, sim, coordinator                       runtimes; the coordinator imports nothing of device
+//	wasm/, cmd/, web/, the root package            shells and the embedded page; nothing imports cmd/
+//
+// Only the code that ships counts: tests may drive the packages above
+// theirs (the coordinator's tests run real devices against it).
+//
+// The rules read the module's import graph with `go list`, natively and
+// for GOOS=js GOARCH=wasm (the page's packages), so the go command must be
+// on PATH and the source on disk.
+package archtest
