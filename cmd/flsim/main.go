@@ -58,6 +58,7 @@ type options struct {
 	p                      optim.Params
 	datasetName, dataDir   string
 	partition              string
+	scheme                 dataset.Scheme // -partition, parsed
 	trainSamples           int
 	seed                   uint64
 	evalEvery, evalSamples int
@@ -175,7 +176,50 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 			o.p.Delta = plan.DefaultDelta
 		}
 	}
+	// Every check that does not need the data, before it loads (tens of
+	// seconds for Fashion-MNIST); sim.Run checks the whole again.
+	var err error
+	if o.scheme, err = dataset.ParseScheme(o.partition); err != nil {
+		return o, err
+	}
+	if o.eta == "theorem" {
+		if err := theoremEtaUsable(o.p); err != nil {
+			return o, err
+		}
+	}
+	if err := withoutData(o).Validate(); err != nil {
+		return o, err
+	}
 	return o, nil
+}
+
+// withoutData is o's parameters with a stand-in that passes
+// optim.Params.Validate for each field the data decides (T = 0, -eta auto
+// or theorem, -max-releases -1, the SVRG/SAGA local size n / M), so the
+// flags are checked before the data loads.
+func withoutData(o options) optim.Params {
+	p := o.p
+	if p.Rounds == 0 {
+		p.Rounds = math.MaxInt32
+	}
+	if o.eta == "auto" || o.eta == "theorem" {
+		p.Eta = 1
+	}
+	if p.MaxReleases == -1 {
+		p.MaxReleases = 0
+	}
+	if p.LocalSize == 0 {
+		p.LocalSize = max(p.Batch, 1)
+	}
+	return p
+}
+
+// theoremEtaUsable says whether Theorem 5.2's step size applies to p.
+func theoremEtaUsable(p optim.Params) error {
+	if !p.Private() || !(p.Diameter > 0) {
+		return errors.New("-eta theorem: Theorem 5.2's step size needs a private algorithm and a diameter (-D or -paper-constants)")
+	}
+	return nil
 }
 
 // stepSize fills p.Eta for -eta auto or theorem (model dimension d).
@@ -188,8 +232,8 @@ func stepSize(o options, p *optim.Params, d int) error {
 		}
 		p.Eta = steps.Eta(*p, d)
 	case "theorem":
-		if !p.Private() || !(p.Diameter > 0) {
-			return errors.New("-eta theorem: Theorem 5.2's step size needs a private algorithm and a diameter (-D or -paper-constants)")
+		if err := theoremEtaUsable(*p); err != nil {
+			return err
 		}
 		p.Eta = optim.NCTheoremEta(*p, d)
 	}
@@ -239,14 +283,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if o.p.Rounds == 0 && o.p.Cohort > 0 && o.p.Batch > 0 {
 		o.p.Rounds = len(train.Samples) / (o.p.Cohort * o.p.Batch)
 	}
-	scheme, err := dataset.ParseScheme(o.partition)
-	if err != nil {
-		return err
-	}
 	if o.evalEvery == 0 {
 		o.evalEvery = max(o.p.Rounds, 1) // once, after the last round
 	}
-	cfg := sim.Config{Params: o.p, Train: train, Test: test, Partition: scheme, Seed: o.seed,
+	cfg := sim.Config{Params: o.p, Train: train, Test: test, Partition: o.scheme, Seed: o.seed,
 		EvalEvery: o.evalEvery, EvalSamples: o.evalSamples, Delta: o.reportDelta, Workers: o.workers,
 		Attack: o.attack, Attackers: o.attackers, NormOnly: o.normOnly, AttackCap: o.attackCap, NaiveAttack: o.naiveAttack}
 	if cfg.Params.MaxReleases == -1 {
