@@ -50,8 +50,11 @@ test: setup fmt-check vet lint
 mutants:
 	$(GO) run scripts/mutants/main.go
 
-# Rerun the reproduction report docs/results.md (about an hour on 2 cores;
-# finished runs are cached under docs/results/, -fresh reruns them).
+# Rerun the reproduction report docs/results.md and its plots in
+# docs/results/. Each finished run's per-round CSV is cached under
+# .cache/results/ (git-ignored) and reused; -fresh reruns them. From an
+# empty cache: about an hour before the discrete noise, several hours now
+# (docs/results-notes.md, "Where the runs are").
 results: setup
 	$(GO) run ./cmd/flresults
 

@@ -4,7 +4,7 @@
 // the full-participation paper's Tables 1-2, the SoteriaFL accuracy-vs-bits
 // comparison, and our study of compressing noise-cancelled messages.
 //
-//	go run ./cmd/flresults                 # everything (about an hour on 2 cores)
+//	go run ./cmd/flresults                 # everything (hours on 2 cores from an empty cache)
 //	go run ./cmd/flresults -only nc-table1 # one group
 //	go run ./cmd/flresults -only tune      # only the step-size sweeps
 //	go run ./cmd/flresults -only 'pu-tune|privacy-utility' # the privacy-utility table
@@ -16,8 +16,10 @@
 // trained on the whole training set and its figure is one evaluation of
 // the final model on the test set.
 //
-// Every run's per-round CSV is kept under docs/results/ and reused on the
-// next invocation unless -fresh is given, so an interrupted run resumes.
+// Every run's per-round CSV is cached under .cache/results/ (git-ignored;
+// -cache) and reused on the next invocation unless -fresh is given, so an
+// interrupted run resumes. docs/results/ keeps what the report shows: the
+// plots and the sweep tables.
 package main
 
 import (
@@ -52,16 +54,17 @@ func main() {
 }
 
 type options struct {
-	out, only, dataDir string
-	fresh, quiet       bool
-	seed               uint64
+	out, cache, only, dataDir string
+	fresh, quiet              bool
+	seed                      uint64
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var o options
 	fs := flag.NewFlagSet("flresults", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&o.out, "out", "docs", "directory of results.md (runs go to OUT/results/)")
+	fs.StringVar(&o.out, "out", "docs", "directory of results.md (its plots and tables go to OUT/results/)")
+	fs.StringVar(&o.cache, "cache", filepath.Join(".cache", "results"), "directory of the per-run CSV cache (git-ignored)")
 	fs.StringVar(&o.only, "only", "", "run only the groups whose name matches this regexp (the report still lists every group with results on disk)")
 	fs.StringVar(&o.dataDir, "data-dir", dataset.DefaultFashionMNISTDir, "Fashion-MNIST directory")
 	fs.BoolVar(&o.fresh, "fresh", false, "rerun experiments whose CSV already exists")
@@ -87,14 +90,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	dir := filepath.Join(o.out, "results")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("create %s: %w", dir, err)
+	for _, d := range []string{dir, o.cache} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return fmt.Errorf("create %s: %w", d, err)
+		}
 	}
 	// Step sizes first: chosen on the validation split, and checked
 	// against the ones the reported runs use before any of them starts.
 	if only == nil || only.MatchString("tune") {
 		var table strings.Builder
-		err := tune(ctx, o, train, dir, &table, stderr)
+		err := tune(ctx, o, train, o.cache, &table, stderr)
 		fmt.Fprint(stdout, table.String())
 		if werr := os.WriteFile(filepath.Join(dir, "tuning.md"), []byte(table.String()), 0o644); werr != nil {
 			return errors.Join(err, fmt.Errorf("write tuning table: %w", werr))
@@ -106,7 +111,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	// The privacy-utility table's batch sizes and step sizes: chosen on
 	// the validation split too, before its reported runs.
 	var sweep strings.Builder
-	choices, err := puTune(ctx, o, train, dir, only, &sweep, stderr)
+	choices, err := puTune(ctx, o, train, o.cache, only, &sweep, stderr)
 	if err != nil {
 		return err
 	}
@@ -119,7 +124,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		selected := only == nil || only.MatchString(g.name)
 		for _, e := range g.runs {
 			if !selected {
-				if oc, err := readOutcome(filepath.Join(dir, e.id+".csv.gz")); err == nil {
+				if oc, err := readOutcome(filepath.Join(o.cache, e.id+".csv.gz")); err == nil {
 					results[e.id] = oc
 				} else if !errors.Is(err, os.ErrNotExist) {
 					return err
@@ -133,7 +138,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			// figure is the last evaluation on the test set (the curves'
 			// intermediate points are for the plots; nothing is chosen
 			// on them).
-			oc, err := runOrRead(ctx, o, e, train, test, dir, stderr)
+			oc, err := runOrRead(ctx, o, e, train, test, o.cache, stderr)
 			if err != nil {
 				return err
 			}
@@ -141,7 +146,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			fmt.Fprintf(stdout, "%-40s acc %.4f loss %.4f uplink %d B\n", e.id, oc.acc, oc.loss, oc.uplink)
 		}
 	}
-	if err := writePlots(dir, groups); err != nil {
+	if err := writePlots(o.cache, dir, groups); err != nil {
 		return err
 	}
 	report := filepath.Join(o.out, "results.md")
@@ -251,7 +256,8 @@ func readOutcome(path string) (outcome, error) {
 	return summarize(recs), nil
 }
 
-func writePlots(dir string, groups []group) error {
+// writePlots draws each group's runs cached under cache into dir.
+func writePlots(cache, dir string, groups []group) error {
 	for _, g := range groups {
 		if g.plot == "" {
 			continue
@@ -259,7 +265,7 @@ func writePlots(dir string, groups []group) error {
 		runs := map[string][]sim.Record{}
 		var order []string
 		for _, e := range g.runs {
-			oc, err := readOutcome(filepath.Join(dir, e.id+".csv.gz"))
+			oc, err := readOutcome(filepath.Join(cache, e.id+".csv.gz"))
 			if err != nil {
 				continue
 			}
