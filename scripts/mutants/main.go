@@ -9,6 +9,7 @@
 //
 //	go run scripts/mutants/main.go            # all mutations
 //	go run scripts/mutants/main.go -only ledger-half
+//	go run scripts/mutants/main.go -only ledger-half,clip-1.1
 //	go run scripts/mutants/main.go -j 1       # one at a time
 //
 // Each mutation names the one place it changes by an exact snippet that
@@ -21,12 +22,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -807,7 +810,7 @@ var mutations = []mutation{
 }
 
 func main() {
-	only := flag.String("only", "", "run only the mutation with this name")
+	only := flag.String("only", "", "run only the mutations with these names (comma-separated)")
 	timeout := flag.Duration("timeout", 10*time.Minute, "per-mutation test timeout (a hang counts as killed)")
 	jobs := flag.Int("j", 2, "mutations tested at the same time")
 	flag.Parse()
@@ -827,6 +830,10 @@ type outcome struct {
 func run(only string, timeout time.Duration, jobs int) error {
 	// Check the whole list first: a stale snippet is an error, before
 	// any test runs.
+	var names []string
+	if only != "" {
+		names = strings.Split(only, ",")
+	}
 	var todo []mutation
 	for _, m := range mutations {
 		b, err := os.ReadFile(m.file)
@@ -838,12 +845,15 @@ func run(only string, timeout time.Duration, jobs int) error {
 				return fmt.Errorf("%s: the snippet %q occurs %d times in %s, want exactly once (update scripts/mutants/main.go)", m.name, e.old, n, m.file)
 			}
 		}
-		if only == "" || m.name == only {
+		if only == "" || slices.Contains(names, m.name) {
 			todo = append(todo, m)
 		}
 	}
+	if len(todo) < len(names) {
+		return fmt.Errorf("-only %q: %d of its names are mutations", only, len(todo))
+	}
 	if len(todo) == 0 {
-		return fmt.Errorf("no mutation named %q", only)
+		return errors.New("no mutations")
 	}
 	tmp, err := os.MkdirTemp("", "browserfl-mutants-")
 	if err != nil {
