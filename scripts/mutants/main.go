@@ -969,7 +969,8 @@ func try(ctx context.Context, m mutation, dir string, timeout time.Duration) (ki
 	if tctx.Err() != nil {
 		return true, "tests did not finish within " + timeout.String(), nil
 	}
-	return true, firstFailure(string(out)), nil
+	// A build error names the mutated copy: name the source instead.
+	return true, firstFailure(strings.ReplaceAll(string(out), dst, m.file)), nil
 }
 
 // firstFailure returns the name of the first failing test (or the build
