@@ -38,20 +38,34 @@ fmt-check:
 
 # Everything once, the whole-lesson browser test (about 4.5 minutes, so plain
 # `go test ./...` skips it), then the packages that touch concurrency again
-# under the race detector.
-test: setup fmt-check vet lint
-	BFL_REQUIRE_MNIST=1 $(GO) test -count=1 $(PKGS)
-	BFL_LESSON=1 $(GO) test -count=1 -timeout 30m -run TestClassroomLesson ./e2e/
-	$(GO) test -count=1 -race ./coordinator/... ./device/... ./sim/...
-	$(MAKE) mutants
+# under the race detector, then the mutation tests. Each stage prints its
+# wall time (scripts/stage.sh) and the list is printed at the end.
+STAGE_LOG := .cache/make-test-stages
+STAGE := STAGE_LOG=$(STAGE_LOG) bash scripts/stage.sh
+SUBMAKE := $(MAKE) --no-print-directory
+test:
+	@mkdir -p .cache && rm -f $(STAGE_LOG)
+	@$(STAGE) setup     $(SUBMAKE) setup
+	@$(STAGE) fmt-check $(SUBMAKE) fmt-check
+	@$(STAGE) vet       $(SUBMAKE) vet
+	@$(STAGE) lint      $(SUBMAKE) lint
+	@$(STAGE) test      env BFL_REQUIRE_MNIST=1 $(GO) test -count=1 $(PKGS)
+	@$(STAGE) lesson    env BFL_LESSON=1 $(GO) test -count=1 -timeout 30m -run TestClassroomLesson ./e2e/
+	@$(STAGE) race      $(GO) test -count=1 -race ./coordinator/... ./device/... ./sim/...
+	@$(STAGE) mutants   $(SUBMAKE) mutants
+	@echo "make test passed; wall time by stage:" && cat $(STAGE_LOG)
 
-# Apply each privacy- and correctness-critical mutation in turn; fail if one
-# survives its tests (docs/mutants.md).
+# Apply each privacy- and correctness-critical mutation (through a build
+# overlay, two at a time; the tree is not modified); fail if one survives
+# its tests (docs/mutants.md).
 mutants:
 	$(GO) run scripts/mutants/main.go
 
-# Rerun the reproduction report docs/results.md (about an hour on 2 cores;
-# finished runs are cached under docs/results/, -fresh reruns them).
+# Rerun the reproduction report docs/results.md and its plots in
+# docs/results/. Each finished run's per-round CSV is cached under
+# .cache/results/ (git-ignored) and reused; -fresh reruns them. From an
+# empty cache: about an hour before the discrete noise, several hours now
+# (docs/results-notes.md, "Where the runs are").
 results: setup
 	$(GO) run ./cmd/flresults
 

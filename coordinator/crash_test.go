@@ -25,6 +25,8 @@ import (
 	"browserfl/shared/model"
 	"browserfl/shared/optim"
 	"browserfl/shared/wire"
+
+	"go.uber.org/goleak"
 )
 
 // The crash test runs the coordinator as a child process: this test
@@ -48,7 +50,8 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	// No goroutine a test started may outlive the tests (go.uber.org/goleak).
+	goleak.VerifyTestMain(m)
 }
 
 type snapshot struct {

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -116,6 +117,44 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Fatalf("timed out waiting for %s", what)
 }
 
+// parkedIn reports whether a goroutine is blocked (on a channel or a
+// select) with fn at the top of its stack; fn is a function as a stack
+// trace names it, e.g. "browserfl/coordinator.(*Coordinator).waitStarted".
+func parkedIn(fn string) bool {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			buf = buf[:n]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		head, rest, _ := strings.Cut(g, "\n")
+		if !strings.Contains(head, "[select") && !strings.Contains(head, "[chan receive") {
+			continue
+		}
+		if strings.HasPrefix(rest, fn+"(") {
+			return true
+		}
+	}
+	return false
+}
+
+// waitParked waits until the round loop (Coordinator.Run) is blocked in
+// its method named wait, the one place it waits for a signal (Start,
+// Resume or End) no test sends here: from then on no round can start, and
+// any round started before has run and is visible. It stops waiting
+// early if wrong() is true, so a round loop that does not wait there
+// fails at once instead of at the timeout.
+func waitParked(t *testing.T, wait string, wrong func() bool) {
+	t.Helper()
+	waitFor(t, "the round loop to wait in "+wait, func() bool {
+		return wrong() || parkedIn("browserfl/coordinator.(*Coordinator)."+wait)
+	})
+}
+
 func lobbyCount(c *coordinator.Coordinator) int {
 	n := 0
 	for _, p := range c.Status().People {
@@ -163,8 +202,11 @@ func TestLobbyHoldsRoundsUntilStart(t *testing.T) {
 	}
 	res := startDevices(ctx, rts)
 	waitFor(t, "three devices in the lobby", func() bool { return lobbyCount(h.coord) == 3 })
-	// Give a wrongly started round every chance to show up.
-	time.Sleep(300 * time.Millisecond)
+	roundSeen := func() bool {
+		st := h.coord.Status()
+		return st.State != coordinator.StateLobby || st.Committed != 0 || st.Round != nil
+	}
+	waitParked(t, "waitStarted", roundSeen)
 	st := h.coord.Status()
 	if st.State != coordinator.StateLobby || st.Committed != 0 || st.Round != nil {
 		t.Fatalf("in the lobby: state %q, committed %d, round %v", st.State, st.Committed, st.Round)
@@ -316,7 +358,10 @@ func TestPauseResume(t *testing.T) {
 	}
 	waitFor(t, "the open round to finish", func() bool { return h.coord.Status().Round == nil })
 	k := h.coord.Committed()
-	time.Sleep(500 * time.Millisecond) // ample time for a wrongly started round
+	waitParked(t, "waitResumed", func() bool {
+		st := h.coord.Status()
+		return st.Committed != k || st.Round != nil
+	})
 	if st := h.coord.Status(); st.Committed != k || st.Round != nil || st.State != coordinator.StatePaused {
 		t.Fatalf("paused at %d: now committed %d, round %v, state %q", k, st.Committed, st.Round, st.State)
 	}

@@ -65,16 +65,6 @@ func (s *sybil) hello(ctx context.Context) (*websocket.Conn, error) {
 	return ws, nil
 }
 
-// run says hello and reads until ctx ends, saying hello again after
-// every decision.
-func (s *sybil) run(ctx context.Context) error {
-	ws, err := s.hello(ctx)
-	if err != nil {
-		return err
-	}
-	return s.loop(ctx, ws)
-}
-
 // loop reads ws until ctx ends, saying hello again after every decision.
 func (s *sybil) loop(ctx context.Context, ws *websocket.Conn) error {
 	for {

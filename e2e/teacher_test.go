@@ -182,8 +182,13 @@ func TestBrowserTeacherRemoves(t *testing.T) {
 			nil, chromedp.WithPollingTimeout(50*time.Second)))
 	req, _ := http.NewRequest(http.MethodPost, srv.URL+"/api/teacher/end", nil)
 	req.Header.Set(coordinator.TeacherHeader, index.TeacherSecret)
-	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("end: %v %v", resp, err)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("end: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("end: %s", resp.Status)
 	}
 	fmt.Fprintln(logf, "test done")
 }

@@ -4,7 +4,7 @@
 // the full-participation paper's Tables 1-2, the SoteriaFL accuracy-vs-bits
 // comparison, and our study of compressing noise-cancelled messages.
 //
-//	go run ./cmd/flresults                 # everything (about an hour on 2 cores)
+//	go run ./cmd/flresults                 # everything (hours on 2 cores from an empty cache)
 //	go run ./cmd/flresults -only nc-table1 # one group
 //	go run ./cmd/flresults -only tune      # only the step-size sweeps
 //	go run ./cmd/flresults -only 'pu-tune|privacy-utility' # the privacy-utility table
@@ -16,8 +16,10 @@
 // trained on the whole training set and its figure is one evaluation of
 // the final model on the test set.
 //
-// Every run's per-round CSV is kept under docs/results/ and reused on the
-// next invocation unless -fresh is given, so an interrupted run resumes.
+// Every run's per-round CSV is cached under .cache/results/ (git-ignored;
+// -cache) and reused on the next invocation unless -fresh is given, so an
+// interrupted run resumes. docs/results/ keeps what the report shows: the
+// plots and the sweep tables.
 package main
 
 import (
@@ -47,16 +49,17 @@ func main() {
 }
 
 type options struct {
-	out, only, dataDir string
-	fresh, quiet       bool
-	seed               uint64
+	out, cache, only, dataDir string
+	fresh, quiet              bool
+	seed                      uint64
 }
 
 // parseFlags parses args; only is -only's regexp (nil: every group).
 func parseFlags(args []string, stderr io.Writer) (o options, only *regexp.Regexp, err error) {
 	fs := flag.NewFlagSet("flresults", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&o.out, "out", "docs", "directory of results.md (runs go to OUT/results/)")
+	fs.StringVar(&o.out, "out", "docs", "directory of results.md (its plots and tables go to OUT/results/)")
+	fs.StringVar(&o.cache, "cache", filepath.Join(".cache", "results"), "directory of the per-run CSV cache (git-ignored)")
 	fs.StringVar(&o.only, "only", "", "run only the groups whose name matches this regexp (the report still lists every group with results on disk)")
 	fs.StringVar(&o.dataDir, "data-dir", dataset.DefaultFashionMNISTDir, "Fashion-MNIST directory")
 	fs.BoolVar(&o.fresh, "fresh", false, "rerun experiments whose CSV already exists")
@@ -88,8 +91,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	dir := filepath.Join(o.out, "results")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("create %s: %w", dir, err)
+	for _, d := range []string{dir, o.cache} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return fmt.Errorf("create %s: %w", d, err)
+		}
 	}
 	// Step sizes first: chosen on the validation split, and checked
 	// against the ones the reported runs use before any of them starts.
@@ -101,7 +106,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	// The privacy-utility table's batch sizes and step sizes: chosen on
 	// the validation split too, before its reported runs.
 	var sweep strings.Builder
-	choices, err := puTune(ctx, o, train, dir, only, &sweep, stderr)
+	choices, err := puTune(ctx, o, train, o.cache, only, &sweep, stderr)
 	if err != nil {
 		return err
 	}
@@ -109,11 +114,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("write sweep table: %w", err)
 	}
 	groups := experiments(choices)
-	results, err := runGroups(ctx, o, groups, only, train, test, dir, stdout, stderr)
+	results, err := runGroups(ctx, o, groups, only, train, test, o.cache, stdout, stderr)
 	if err != nil {
 		return err
 	}
-	if err := writePlots(dir, groups); err != nil {
+	if err := writePlots(o.cache, dir, groups); err != nil {
 		return err
 	}
 	report := filepath.Join(o.out, "results.md")
@@ -132,11 +137,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-// tuneTable runs the step-size sweeps and writes their table to stdout
-// and dir/tuning.md (also when a sweep's choice disagrees).
+// tuneTable runs the step-size sweeps (their runs cached under o.cache)
+// and writes their table to stdout and dir/tuning.md (also when a sweep's
+// choice disagrees).
 func tuneTable(ctx context.Context, o options, train dataset.Set, dir string, stdout, stderr io.Writer) error {
 	var table strings.Builder
-	err := tune(ctx, o, train, dir, &table, stderr)
+	err := tune(ctx, o, train, o.cache, &table, stderr)
 	fmt.Fprint(stdout, table.String())
 	if werr := os.WriteFile(filepath.Join(dir, "tuning.md"), []byte(table.String()), 0o644); werr != nil {
 		return errors.Join(err, fmt.Errorf("write tuning table: %w", werr))
@@ -144,8 +150,8 @@ func tuneTable(ctx context.Context, o options, train dataset.Set, dir string, st
 	return err
 }
 
-// runGroups runs (or reads from dir) every experiment of the groups only
-// selects, and reads the others' results that are on disk.
+// runGroups runs (or reads from the cache dir) every experiment of the
+// groups only selects, and reads the others' results that are cached.
 func runGroups(ctx context.Context, o options, groups []group, only *regexp.Regexp, train, test dataset.Set, dir string, stdout, stderr io.Writer) (map[string]outcome, error) {
 	results := map[string]outcome{}
 	for _, g := range groups {

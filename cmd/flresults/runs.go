@@ -105,9 +105,9 @@ func readOutcome(path string) (outcome, error) {
 	return summarize(recs), nil
 }
 
-// writePlots draws each group's accuracy curves from its runs on disk
-// (by round and by uplink bytes).
-func writePlots(dir string, groups []group) error {
+// writePlots draws each group's accuracy curves from its runs cached
+// under cache (by round and by uplink bytes) into dir.
+func writePlots(cache, dir string, groups []group) error {
 	for _, g := range groups {
 		if g.plot == "" {
 			continue
@@ -115,7 +115,7 @@ func writePlots(dir string, groups []group) error {
 		runs := map[string][]sim.Record{}
 		var order []string
 		for _, e := range g.runs {
-			oc, err := readOutcome(filepath.Join(dir, e.id+".csv.gz"))
+			oc, err := readOutcome(filepath.Join(cache, e.id+".csv.gz"))
 			if err != nil {
 				continue
 			}

@@ -1,9 +1,6 @@
 package main
 
 import (
-	"browserfl/shared/optim"
-	"browserfl/shared/plan"
-	"browserfl/sim"
 	"errors"
 	"flag"
 	"fmt"
@@ -12,6 +9,11 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+
+	"browserfl/shared/dataset"
+	"browserfl/shared/optim"
+	"browserfl/shared/plan"
+	"browserfl/sim"
 )
 
 // options are the parsed flags.
@@ -19,6 +21,7 @@ type options struct {
 	p                      optim.Params
 	datasetName, dataDir   string
 	partition              string
+	scheme                 dataset.Scheme // -partition, parsed
 	trainSamples           int
 	seed                   uint64
 	evalEvery, evalSamples int
@@ -148,6 +151,46 @@ func (o *options) check() error {
 		if o.p.Delta == 0 {
 			o.p.Delta = plan.DefaultDelta
 		}
+	}
+	// Every check that does not need the data, before it loads (tens of
+	// seconds for Fashion-MNIST); sim.Run checks the whole again.
+	var err error
+	if o.scheme, err = dataset.ParseScheme(o.partition); err != nil {
+		return err
+	}
+	if o.eta == "theorem" {
+		if err := theoremEtaUsable(o.p); err != nil {
+			return err
+		}
+	}
+	return withoutData(*o).Validate()
+}
+
+// withoutData is o's parameters with a stand-in that passes
+// optim.Params.Validate for each field the data decides (T = 0, -eta auto
+// or theorem, -max-releases -1, the SVRG/SAGA local size n / M), so the
+// flags are checked before the data loads.
+func withoutData(o options) optim.Params {
+	p := o.p
+	if p.Rounds == 0 {
+		p.Rounds = math.MaxInt32
+	}
+	if o.eta == "auto" || o.eta == "theorem" {
+		p.Eta = 1
+	}
+	if p.MaxReleases == -1 {
+		p.MaxReleases = 0
+	}
+	if p.LocalSize == 0 {
+		p.LocalSize = max(p.Batch, 1)
+	}
+	return p
+}
+
+// theoremEtaUsable says whether Theorem 5.2's step size applies to p.
+func theoremEtaUsable(p optim.Params) error {
+	if !p.Private() || !(p.Diameter > 0) {
+		return errors.New("-eta theorem: Theorem 5.2's step size needs a private algorithm and a diameter (-D or -paper-constants)")
 	}
 	return nil
 }

@@ -57,8 +57,8 @@ func stepSize(o options, p *optim.Params, d int) error {
 		}
 		p.Eta = steps.Eta(*p, d)
 	case "theorem":
-		if !p.Private() || !(p.Diameter > 0) {
-			return errors.New("-eta theorem: Theorem 5.2's step size needs a private algorithm and a diameter (-D or -paper-constants)")
+		if err := theoremEtaUsable(*p); err != nil {
+			return err
 		}
 		p.Eta = optim.NCTheoremEta(*p, d)
 	}
@@ -108,14 +108,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if o.p.Rounds == 0 && o.p.Cohort > 0 && o.p.Batch > 0 {
 		o.p.Rounds = len(train.Samples) / (o.p.Cohort * o.p.Batch)
 	}
-	scheme, err := dataset.ParseScheme(o.partition)
-	if err != nil {
-		return err
-	}
 	if o.evalEvery == 0 {
 		o.evalEvery = max(o.p.Rounds, 1) // once, after the last round
 	}
-	cfg := sim.Config{Params: o.p, Train: train, Test: test, Partition: scheme, Seed: o.seed,
+	cfg := sim.Config{Params: o.p, Train: train, Test: test, Partition: o.scheme, Seed: o.seed,
 		EvalEvery: o.evalEvery, EvalSamples: o.evalSamples, Delta: o.reportDelta, Workers: o.workers,
 		Attack: o.attack, Attackers: o.attackers, NormOnly: o.normOnly, AttackCap: o.attackCap, NaiveAttack: o.naiveAttack}
 	if cfg.Params.MaxReleases == -1 {

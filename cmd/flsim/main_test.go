@@ -5,13 +5,14 @@ import (
 	"context"
 	"io"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
 )
 
 // TestBadFlags checks that every bad flag gets a clear error, never a
-// panic, and that nothing runs.
+// panic, and that nothing runs: not even the dataset loads.
 func TestBadFlags(t *testing.T) {
 	cases := []struct {
 		args []string
@@ -34,8 +35,11 @@ func TestBadFlags(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
+			// No dataset there: the flags must be refused before it
+			// would load.
+			args := append([]string{"-data-dir", filepath.Join(t.TempDir(), "none")}, c.args...)
 			var out, errb bytes.Buffer
-			err := run(context.Background(), c.args, &out, &errb)
+			err := run(context.Background(), args, &out, &errb)
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("err = %v, want it to mention %q", err, c.want)
 			}

@@ -1,12 +1,16 @@
 //go:build ignore
 
 // Command mutants applies a fixed list of privacy- and correctness-
-// critical mutations to the source tree, one at a time, runs the tests
-// that must catch each, restores the file, and fails if any mutation
-// survives (its tests pass). Run it from the module root:
+// critical mutations, each on its own, runs the tests that must catch
+// each, and fails if any mutation survives (its tests pass). A mutation
+// is applied through a build overlay (go help build: -overlay), never by
+// rewriting the source, so the tree is not modified and two mutations
+// are tested at a time (-j). Run it from the module root:
 //
 //	go run scripts/mutants/main.go            # all mutations
 //	go run scripts/mutants/main.go -only ledger-half
+//	go run scripts/mutants/main.go -only ledger-half,clip-1.1
+//	go run scripts/mutants/main.go -j 1       # one at a time
 //
 // Each mutation names the one place it changes by an exact snippet that
 // must occur exactly once in its file, so a refactoring that moves the
@@ -17,12 +21,18 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -71,28 +81,28 @@ var mutations = []mutation{
 		file: "shared/optim/params.go",
 		old:  "sens := 2 * p.S() / float64(p.Batch)",
 		new:  "sens := p.S() / float64(p.Batch)",
-		pkgs: []string{"./shared/optim/", "./shared/privacy/", "./shared/plan/"},
+		pkgs: []string{"./shared/optim/"},
 	},
 	{
 		name: "ledger-sensitivity-S/b", why: "the sensitivity the ledger charges (optim.Sensitivity for mu^2) becomes S/b: a quarter of the true cost",
 		file: "shared/optim/params.go",
 		old:  "case estMu2:\n\t\treturn 2 * S / b",
 		new:  "case estMu2:\n\t\treturn S / b",
-		pkgs: []string{"./shared/optim/", "./shared/privacy/", "./shared/plan/"},
+		pkgs: []string{"./shared/optim/"},
 	},
 	{
 		name: "Y-not-committed", why: "Commit does not store the new noise Y_i",
 		file: "shared/optim/device.go",
 		old:  "dv.y = mechanism.NCState{N: dv.n, Has: true, Seed: p.seed, Sigma: p.sigma, Dim: dv.dim}",
 		new:  "_ = mechanism.NCState{N: dv.n, Has: true, Seed: p.seed, Sigma: p.sigma, Dim: dv.dim}",
-		pkgs: []string{"./shared/optim/", "./sim/"},
+		pkgs: []string{"./shared/optim/"},
 	},
 	{
 		name: "Y-half-cancelled", why: "the previous noise Y_i is cancelled at half weight",
 		file: "shared/optim/device.go",
 		old:  "dv.vz[i] += p.yvec[i] - dv.yvec[i]",
 		new:  "dv.vz[i] += p.yvec[i] - dv.yvec[i]/2",
-		pkgs: []string{"./shared/optim/", "./sim/"},
+		pkgs: []string{"./shared/optim/"},
 	},
 	{
 		name: "gdp-no-discretisation-term", why: "the device's exact-GDP conversion drops the discrete-noise coupling's total-variation term (1 + e^eps) kappa rho",
@@ -106,7 +116,7 @@ var mutations = []mutation{
 		file: "shared/privacy/discrete.go",
 		old:  "d, err := GDPToDelta(math.Sqrt(2*rho), epsilon)",
 		new:  "d, err := GDPToDelta(math.Sqrt(rho), epsilon)",
-		pkgs: []string{"./shared/privacy/", "./shared/plan/"},
+		pkgs: []string{"./shared/privacy/"},
 	},
 	{
 		name: "rounded-gaussian-tv-small", why: "the proven total-variation bound between the discrete and the rounded Gaussian is 6 times too small (below the true distance)",
@@ -134,7 +144,7 @@ var mutations = []mutation{
 		file: "shared/optim/device.go",
 		old:  "if err := dv.ledger.ChargeRho(cost); err != nil {",
 		new:  "if err := dv.ledger.ChargeRho(cost * 0.5); err != nil {",
-		pkgs: []string{"./shared/optim/", "./device/"},
+		pkgs: []string{"./shared/optim/"},
 	},
 	{
 		name: "clip-1.1", why: "per-sample clipping at 1.1 S instead of S (ghost clipping: logistic regression's factored gradients)",
@@ -176,7 +186,7 @@ var mutations = []mutation{
 		file: "shared/optim/params.go",
 		old:  "for n := K; n >= 1; n-- {",
 		new:  "for n := K; n >= 2; n-- {",
-		pkgs: []string{"./shared/optim/", "./shared/privacy/", "./shared/plan/"},
+		pkgs: []string{"./shared/optim/"},
 	},
 	{
 		name: "harmonic-bound-low", why: "beyond 1,024 releases H_K is replaced by ln K + gamma, below H_K (noise too small)",
@@ -204,14 +214,14 @@ var mutations = []mutation{
 		file: "shared/plan/figures.go",
 		old:  "eps, over, err := owner.Over(spent + f.WorstRho)",
 		new:  "eps, over, err := Budget{Epsilon: owner.Epsilon, Delta: max(owner.Delta, p.Delta)}.Over(spent + f.WorstRho)",
-		pkgs: []string{"./shared/plan/", "./device/"},
+		pkgs: []string{"./shared/plan/"},
 	},
 	{
 		name: "owner-budget-doubled", why: "the owner's budget comparison (plan.Budget.Over, made before joining and before each release) lets a ledger reach twice the owner's epsilon",
 		file: "shared/plan/figures.go",
 		old:  "return eps, eps > b.Epsilon, nil",
 		new:  "return eps, eps > 2*b.Epsilon, nil",
-		pkgs: []string{"./shared/plan/", "./device/"},
+		pkgs: []string{"./shared/plan/"},
 	},
 	{
 		name: "optim-imports-wire", why: "the algorithms import the protocol (a forbidden arrow: the layering rules of internal/archtest must see it; the mutated file must be visible to go list, on disk or through GOFLAGS=-overlay)",
@@ -905,18 +915,31 @@ var mutations = []mutation{
 }
 
 func main() {
-	only := flag.String("only", "", "run only the mutation with this name")
+	only := flag.String("only", "", "run only the mutations with these names (comma-separated)")
 	timeout := flag.Duration("timeout", 10*time.Minute, "per-mutation test timeout (a hang counts as killed)")
+	jobs := flag.Int("j", 2, "mutations tested at the same time")
 	flag.Parse()
-	if err := run(*only, *timeout); err != nil {
+	if err := run(*only, *timeout, *jobs); err != nil {
 		fmt.Fprintln(os.Stderr, "mutants:", err)
 		os.Exit(1)
 	}
 }
 
-func run(only string, timeout time.Duration) error {
+// outcome is what testing one mutation found.
+type outcome struct {
+	killed bool
+	detail string
+	err    error
+}
+
+func run(only string, timeout time.Duration, jobs int) error {
 	// Check the whole list first: a stale snippet is an error, before
-	// anything is changed.
+	// any test runs.
+	var names []string
+	if only != "" {
+		names = strings.Split(only, ",")
+	}
+	var todo []mutation
 	for _, m := range mutations {
 		b, err := os.ReadFile(m.file)
 		if err != nil {
@@ -927,41 +950,88 @@ func run(only string, timeout time.Duration) error {
 				return fmt.Errorf("%s: the snippet %q occurs %d times in %s, want exactly once (update scripts/mutants/main.go)", m.name, e.old, n, m.file)
 			}
 		}
+		if only == "" || slices.Contains(names, m.name) {
+			todo = append(todo, m)
+		}
 	}
+	if len(todo) < len(names) {
+		return fmt.Errorf("-only %q: %d of its names are mutations", only, len(todo))
+	}
+	if len(todo) == 0 {
+		return errors.New("no mutations")
+	}
+	tmp, err := os.MkdirTemp("", "browserfl-mutants-")
+	if err != nil {
+		return fmt.Errorf("overlay directory: %w", err)
+	}
+	defer os.RemoveAll(tmp)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// On an early return, stop the tests still running and wait for them.
+	ctx, cancel := context.WithCancel(ctx)
+	var workers sync.WaitGroup
+	defer workers.Wait()
+	defer cancel()
+
+	// Up to jobs mutations at a time; each result is printed in list
+	// order as soon as it and those before it are known.
+	done := make([]chan outcome, len(todo))
+	for i := range done {
+		done[i] = make(chan outcome, 1)
+	}
+	next := make(chan int)
+	go func() {
+		defer close(next)
+		for i := range todo {
+			select {
+			case next <- i:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	for range max(jobs, 1) {
+		workers.Go(func() {
+			for i := range next {
+				killed, detail, err := try(ctx, todo[i], filepath.Join(tmp, strconv.Itoa(i)), timeout)
+				done[i] <- outcome{killed, detail, err}
+			}
+		})
+	}
 	fmt.Println("| mutation | what it breaks | tests run | result |")
 	fmt.Println("|---|---|---|---|")
 	var survived []string
-	ran := 0
-	for _, m := range mutations {
-		if only != "" && m.name != only {
-			continue
+	for i, m := range todo {
+		var o outcome
+		select {
+		case o = <-done[i]:
+		case <-ctx.Done():
+			return ctx.Err()
 		}
-		ran++
-		killed, detail, err := try(ctx, m, timeout)
-		if err != nil {
-			return err
+		if o.err != nil {
+			return fmt.Errorf("%s: %w", m.name, o.err)
 		}
-		res := "killed: " + detail
-		if !killed {
+		res := "killed: " + o.detail
+		if !o.killed {
 			res = "**SURVIVED**"
 			survived = append(survived, m.name)
 		}
 		fmt.Printf("| `%s` | %s | `go test %s` | %s |\n", m.name, m.why, strings.Join(m.pkgs, " "), res)
 	}
-	if ran == 0 {
-		return fmt.Errorf("no mutation named %q", only)
-	}
 	if len(survived) > 0 {
 		return fmt.Errorf("%d mutation(s) survived: %s", len(survived), strings.Join(survived, ", "))
 	}
-	fmt.Printf("all %d mutations killed\n", ran)
+	fmt.Printf("all %d mutations killed\n", len(todo))
 	return nil
 }
 
-// try applies m, runs its tests and restores the file whatever happens.
-func try(ctx context.Context, m mutation, timeout time.Duration) (killed bool, detail string, err error) {
+// try writes the mutated file into dir and runs m's tests with a build
+// overlay (go help build) that puts it in place of the source: the tree
+// is never modified, so mutations can be tested side by side. The
+// overlay is passed in GOFLAGS, so the builds a test runs itself (the
+// e2e tests build the wasm page and cmd/coordinator with go build) see
+// the mutation too. -failfast: the first failing test kills it.
+func try(ctx context.Context, m mutation, dir string, timeout time.Duration) (killed bool, detail string, err error) {
 	orig, err := os.ReadFile(m.file)
 	if err != nil {
 		return false, "", err
@@ -970,18 +1040,30 @@ func try(ctx context.Context, m mutation, timeout time.Duration) (killed bool, d
 	for _, e := range m.more {
 		mutated = bytes.Replace(mutated, []byte(e.old), []byte(e.new), 1)
 	}
-	if err := os.WriteFile(m.file, mutated, 0o644); err != nil {
+	src, err := filepath.Abs(m.file)
+	if err != nil {
 		return false, "", err
 	}
-	defer func() {
-		if werr := os.WriteFile(m.file, orig, 0o644); werr != nil && err == nil {
-			err = fmt.Errorf("restore %s: %w", m.file, werr)
-		}
-	}()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return false, "", err
+	}
+	dst := filepath.Join(dir, filepath.Base(m.file))
+	if err := os.WriteFile(dst, mutated, 0o644); err != nil {
+		return false, "", err
+	}
+	overlay, err := json.Marshal(map[string]map[string]string{"Replace": {src: dst}})
+	if err != nil {
+		return false, "", err
+	}
+	ovl := filepath.Join(dir, "overlay.json")
+	if err := os.WriteFile(ovl, overlay, 0o644); err != nil {
+		return false, "", err
+	}
 	tctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	args := append([]string{"test", "-count=1"}, m.pkgs...)
+	args := append([]string{"test", "-count=1", "-failfast"}, m.pkgs...)
 	cmd := exec.CommandContext(tctx, "go", args...)
+	cmd.Env = append(os.Environ(), "GOFLAGS="+strings.TrimSpace(os.Getenv("GOFLAGS")+" -overlay="+ovl))
 	out, runErr := cmd.CombinedOutput()
 	if ctx.Err() != nil {
 		return false, "", ctx.Err()
@@ -992,7 +1074,8 @@ func try(ctx context.Context, m mutation, timeout time.Duration) (killed bool, d
 	if tctx.Err() != nil {
 		return true, "tests did not finish within " + timeout.String(), nil
 	}
-	return true, firstFailure(string(out)), nil
+	// A build error names the mutated copy: name the source instead.
+	return true, firstFailure(strings.ReplaceAll(string(out), dst, m.file)), nil
 }
 
 // firstFailure returns the name of the first failing test (or the build
