@@ -379,7 +379,11 @@ func TestMinDevicesAboveCohort(t *testing.T) {
 // TestDeviceCrashes kills devices (their Run is cancelled at seeded random
 // moments, whatever they are doing) and restarts each from its Storage
 // alone, with a fresh algorithm object: a process crash without torn
-// writes. The invariant must hold after every round.
+// writes. The invariant must hold after every round. Each life lasts 5-65
+// ms counted from its welcome, so that a slow machine (the race detector
+// under load) still lets every life reach the session: counted from its
+// start, a life could end before its hello is answered, every time, and
+// the session would never end.
 func TestDeviceCrashes(t *testing.T) {
 	sess := testSession(8, 6, 3, 80, 300)
 	h := newHarness(t, sess, 2)
@@ -408,15 +412,37 @@ func TestDeviceCrashes(t *testing.T) {
 						mu.Unlock()
 						return d, nil
 					}}
+				welcomed := make(chan struct{})
+				var once sync.Once
+				cfg.OnEvent = func(e device.Event) {
+					if e.Kind == device.EventConnected {
+						once.Do(func() { close(welcomed) })
+					}
+				}
 				rt, err := device.New(ctx, cfg)
 				if err != nil {
 					t.Error(err)
 					return
 				}
 				life := time.Duration(5+rng.IntN(60)) * time.Millisecond
-				rctx, rcancel := context.WithTimeout(ctx, life)
+				rctx, rcancel := context.WithCancelCause(ctx)
+				go func() {
+					select {
+					case <-welcomed:
+					case <-rctx.Done():
+						return
+					}
+					select {
+					case <-time.After(life):
+						rcancel(context.DeadlineExceeded)
+					case <-rctx.Done():
+					}
+				}()
 				err = rt.Run(rctx)
-				rcancel()
+				if errors.Is(context.Cause(rctx), context.DeadlineExceeded) && ctx.Err() == nil {
+					err = context.DeadlineExceeded // the crash, whatever Run made of it
+				}
+				rcancel(nil)
 				switch {
 				case err == nil:
 					return // the session ended
