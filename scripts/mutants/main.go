@@ -435,7 +435,7 @@ var mutations = []mutation{
 		name: "round-without-session", why: "the session sends rounds to edges without its parameters (edges fall back to the norm bound)",
 		file: "coordinator/cluster.go",
 		old:  "DeadlineMillis: c.sess.DeadlineMillis, Session: &sess}, o.frame)",
-		new:  "DeadlineMillis: c.sess.DeadlineMillis}, o.frame)",
+		new:  "DeadlineMillis: c.sess.DeadlineMillis}, o.frame)\n\t\t_ = sess",
 		pkgs: []string{"./coordinator/", "-run", "EdgeRejectsSpike"},
 	},
 	{
@@ -1075,7 +1075,22 @@ func try(ctx context.Context, m mutation, dir string, timeout time.Duration) (ki
 		return true, "tests did not finish within " + timeout.String(), nil
 	}
 	// A build error names the mutated copy: name the source instead.
-	return true, firstFailure(strings.ReplaceAll(string(out), dst, m.file)), nil
+	text := strings.ReplaceAll(string(out), dst, m.file)
+	if notBuilt(text) {
+		// A mutation that does not compile (or fails vet) tests nothing.
+		return false, "", fmt.Errorf("mutation %s does not build, so no test can kill it: %s", m.name, firstFailure(text))
+	}
+	return true, firstFailure(text), nil
+}
+
+// notBuilt reports whether go test output failed before any test ran: a
+// package that did not build or did not pass vet, and no failing test.
+func notBuilt(out string) bool {
+	if strings.Contains(out, "--- FAIL: ") {
+		return false
+	}
+	return strings.Contains(out, "[build failed]") || strings.Contains(out, "[setup failed]") ||
+		strings.Contains(out, "\n# ") && strings.Contains(out, "vet: ")
 }
 
 // firstFailure returns the name of the first failing test (or the build
