@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -335,5 +336,27 @@ func TestProcSyscalls(t *testing.T) {
 	}
 	if hwm, err := procHWM(os.Getpid()); err != nil || hwm < rss {
 		t.Errorf("peak RSS = %d (RSS %d), %v", hwm, rss, err)
+	}
+}
+
+// TestQuantile: the nearest-rank quantile, and NaN (not a panic) for a
+// window without rounds.
+func TestQuantile(t *testing.T) {
+	for _, tc := range []struct {
+		xs   []float64
+		q    float64
+		want float64
+	}{
+		{[]float64{1, 2, 3, 4}, 0.5, 2},
+		{[]float64{1, 2, 3, 4}, 0.99, 4},
+		{[]float64{7}, 0.5, 7},
+		{[]float64{1, 2, 3, 4}, 0, 1},
+	} {
+		if got := quantile(tc.xs, tc.q); got != tc.want {
+			t.Errorf("quantile(%v, %v) = %v, want %v", tc.xs, tc.q, got, tc.want)
+		}
+	}
+	if got := quantile(nil, 0.5); !math.IsNaN(got) {
+		t.Errorf("quantile of nothing = %v, want NaN", got)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"strconv"
@@ -57,6 +58,9 @@ func teacher(ctx context.Context, base, action string) error {
 }
 
 func quantile(sorted []float64, q float64) float64 {
+	if len(sorted) == 0 {
+		return math.NaN() // no round in the window (printed as NaN, not a panic)
+	}
 	i := int(q*float64(len(sorted))+0.5) - 1
 	return sorted[min(max(i, 0), len(sorted)-1)]
 }
