@@ -178,6 +178,7 @@ func runRejectedAttacker(t *testing.T, sess wire.SessionParams, payload func(t, 
 	go func() { runErr <- h.coord.Run(ctx) }()
 
 	attacker := dialRaw(t, ctx, h.wsURL(), true)
+	defer attacker.CloseNow()
 	done := attack(ctx, attacker, sess.Dim, payload)
 
 	var rts []*device.Runtime
@@ -315,6 +316,7 @@ func TestUnservableRoundDiscarded(t *testing.T) {
 	runErr := make(chan error, 1)
 	go func() { runErr <- h.coord.Run(ctx) }()
 	attacker := dialRaw(t, ctx, h.wsURL(), true)
+	defer attacker.CloseNow()
 	done := attack(ctx, attacker, sess.Dim, func(round, n int) []byte {
 		x := make([]float64, sess.Dim)
 		if round == 2 && n == 1 {

@@ -70,22 +70,23 @@ type busHeader struct {
 	Instance uint64   `json:"instance,omitempty"`
 	Seq      uint64   `json:"seq,omitempty"`
 	Seqs     []uint64 `json:"seqs,omitempty"`
-	// Incl, on a round, is each member's number of included updates so
-	// far (beside Seqs): an edge keeps a history of its devices' included
-	// updates and starts it again when the count says it missed one.
-	Incl        []int    `json:"incl,omitempty"`
-	ID          string   `json:"id,omitempty"`
-	IDs         []string `json:"ids,omitempty"`
-	Missing     []string `json:"missing,omitempty"`
-	MissingSeqs []uint64 `json:"missing_seqs,omitempty"`
-	T           int      `json:"t,omitempty"`
-	Bytes       int64    `json:"bytes,omitempty"`
-	Norm        float64  `json:"norm,omitempty"`
-	Addr        string   `json:"addr,omitempty"`
-	Code        string   `json:"code,omitempty"`
-	Reason      string   `json:"reason,omitempty"`
-	Dim         int      `json:"dim,omitempty"`
-	Bound       float64  `json:"bound,omitempty"` // 0: no norm bound (finiteness only)
+	// Marks, on a round, say where each member's history stands at the
+	// session (beside Seqs): an edge keeps a history of its devices'
+	// included updates and starts it again when a mark says it missed
+	// something (edgehist.go).
+	Marks       []histMark `json:"marks,omitempty"`
+	ID          string     `json:"id,omitempty"`
+	IDs         []string   `json:"ids,omitempty"`
+	Missing     []string   `json:"missing,omitempty"`
+	MissingSeqs []uint64   `json:"missing_seqs,omitempty"`
+	T           int        `json:"t,omitempty"`
+	Bytes       int64      `json:"bytes,omitempty"`
+	Norm        float64    `json:"norm,omitempty"`
+	Addr        string     `json:"addr,omitempty"`
+	Code        string     `json:"code,omitempty"`
+	Reason      string     `json:"reason,omitempty"`
+	Dim         int        `json:"dim,omitempty"`
+	Bound       float64    `json:"bound,omitempty"` // 0: no norm bound (finiteness only)
 	// Session is the session's public parameters, on a round: an edge
 	// derives the same tests of each update from them (optim.Checker).
 	Session        *wire.SessionParams `json:"session,omitempty"`
@@ -221,10 +222,10 @@ func decodeBus(b []byte) (kind byte, h busHeader, body []byte, err error) {
 		return 0, h, nil, fmt.Errorf("%w: bad norm or bound", errBus)
 	case h.Session != nil && h.Session.Dim != h.Dim:
 		return 0, h, nil, fmt.Errorf("%w: session parameters of dimension %d on a round of dimension %d", errBus, h.Session.Dim, h.Dim)
-	case len(h.Incl) > 0 && len(h.Incl) != len(h.Seqs):
-		return 0, h, nil, fmt.Errorf("%w: %d inclusion counts for %d members", errBus, len(h.Incl), len(h.Seqs))
-	case slices.ContainsFunc(h.Incl, func(n int) bool { return n < 0 }):
-		return 0, h, nil, fmt.Errorf("%w: negative inclusion count", errBus)
+	case len(h.Marks) > 0 && len(h.Marks) != len(h.Seqs):
+		return 0, h, nil, fmt.Errorf("%w: %d history marks for %d members", errBus, len(h.Marks), len(h.Seqs))
+	case slices.ContainsFunc(h.Marks, func(m histMark) bool { return m.Incl < 0 || m.Asks < 1 }):
+		return 0, h, nil, fmt.Errorf("%w: a history mark with a negative count or no ask", errBus)
 	}
 	return kind, h, b[6+n:], nil
 }

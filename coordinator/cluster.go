@@ -109,7 +109,7 @@ type edgeState struct {
 	roundT     int
 	roundFrame []byte
 	roundSeqs  []uint64
-	roundIncl  []int // each member's inclusions so far, beside roundSeqs
+	roundMarks []histMark // each member's history mark, beside roundSeqs
 }
 
 // remoteLink is a device held by an edge, as the round logic sees it.
@@ -144,7 +144,7 @@ func (l *remoteLink) send(f outFrame) bool {
 	if es := l.n.edges[l.edge]; es != nil {
 		es.roundT, es.roundFrame = f.round, f.data
 		es.roundSeqs = append(es.roundSeqs, l.seq)
-		es.roundIncl = append(es.roundIncl, f.incl)
+		es.roundMarks = append(es.roundMarks, f.mark)
 	}
 	l.n.mu.Unlock()
 	return true
@@ -315,15 +315,15 @@ func (n *SessionNode) sendRounds(t int) {
 		edge  string
 		frame []byte
 		seqs  []uint64
-		incl  []int
+		marks []histMark
 	}
 	var outs []out
 	n.mu.Lock()
 	for id, es := range n.edges {
 		if len(es.roundSeqs) > 0 && es.roundT == t {
-			outs = append(outs, out{id, es.roundFrame, es.roundSeqs, es.roundIncl})
+			outs = append(outs, out{id, es.roundFrame, es.roundSeqs, es.roundMarks})
 		}
-		es.roundSeqs, es.roundIncl, es.roundFrame = nil, nil, nil
+		es.roundSeqs, es.roundMarks, es.roundFrame = nil, nil, nil
 	}
 	n.mu.Unlock()
 	c := n.c
@@ -333,7 +333,7 @@ func (n *SessionNode) sendRounds(t int) {
 	}
 	sess := c.sess
 	for _, o := range outs {
-		n.publish(o.edge, kindRound, &busHeader{T: t, Seqs: o.seqs, Incl: o.incl, Dim: c.sess.Dim, Bound: bound,
+		n.publish(o.edge, kindRound, &busHeader{T: t, Seqs: o.seqs, Marks: o.marks, Dim: c.sess.Dim, Bound: bound,
 			DeadlineMillis: c.sess.DeadlineMillis, Session: &sess}, o.frame)
 	}
 }

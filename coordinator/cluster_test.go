@@ -512,6 +512,7 @@ func runEdgeRejectedAttacker(t *testing.T, sess wire.SessionParams, payload func
 	runErr := make(chan error, 1)
 	go func() { runErr <- h.coord.Run(ctx) }()
 	attacker := dialRaw(t, ctx, wsURL, true)
+	defer attacker.CloseNow()
 	done := attack(ctx, attacker, sess.Dim, payload)
 	var rts []*device.Runtime
 	var fakes []*nctest.Device
@@ -603,6 +604,7 @@ func TestEdgeDeviceGoneAfterAnswering(t *testing.T) {
 	go h.coord.Run(ctx)
 	a := dialRaw(t, ctx, wsURL, true)
 	b := dialRaw(t, ctx, wsURL, true)
+	defer b.CloseNow()
 	ra, rb := readRoundT(t, ctx, a), readRoundT(t, ctx, b)
 	sendUpdate(t, ctx, a, ra, sess.Dim)
 	// The update is read before the close (frames are read in order).
@@ -681,6 +683,7 @@ func TestEdgeKeepsHistories(t *testing.T) {
 	runErr := make(chan error, 1)
 	go func() { runErr <- h2.coord.Run(ctx) }()
 	attacker := dialRaw(t, ctx, wsURL, true)
+	defer attacker.CloseNow()
 	done := attack(ctx, attacker, sess.Dim, func(r, _ int) []byte {
 		x := make([]float64, sess.Dim)
 		x[3] = push(r)

@@ -239,6 +239,10 @@ type device struct {
 	// participations counts the rounds this device was included in
 	// since this process started (dashboard only).
 	participations int
+	// gen is drawn at random when this process creates the device's
+	// record: an edge's history of the device (edgehist.go) is valid
+	// only while the record it counted against lives.
+	gen uint64
 	// left is set by a Leave message: the device is not sampled until
 	// its next hello.
 	left bool
@@ -317,7 +321,7 @@ func New(cfg Config) (*Coordinator, error) {
 	if err := cfg.Session.Validate(); err != nil {
 		return nil, fmt.Errorf("coordinator: %w", err)
 	}
-	if cfg.JoinCode == "" {
+	if wire.NormalizeJoinCode(cfg.JoinCode) == "" { // " " or "-" would admit any code
 		return nil, errors.New("coordinator: empty join code")
 	}
 	if cfg.Store == nil || (cfg.Server == nil && cfg.NewServer == nil) || (cfg.Lobby && cfg.NewServer == nil) {
@@ -767,7 +771,8 @@ func (sh *roundShell) Ask(t int, start func(eligible []string, sure func(string)
 		or.cohort[id] = true
 		d.round = t
 		d.hist.Ask()
-		or.bytesOut += int64(d.conn.sendRound(outFrame{binary: true, data: frame, short: short, round: t, incl: d.participations}))
+		mark := histMark{Gen: d.gen, Incl: d.participations, Asks: d.hist.Asks()}
+		or.bytesOut += int64(d.conn.sendRound(outFrame{binary: true, data: frame, short: short, round: t, mark: mark}))
 	}
 	if c.node != nil {
 		// Edge-held members get the round in one message per edge.
@@ -1242,7 +1247,7 @@ func (c *Coordinator) bindLocked(cn link, nickname string, pending int, w *wire.
 		if c.connectedLocked() >= c.lim.MaxDevices {
 			return &closeError{code: wire.CodeFull, reason: "too many devices"}
 		}
-		d = &device{id: id, joined: time.Now()}
+		d = &device{id: id, joined: time.Now(), gen: randomGen()}
 		// Registered just now (a welcome with a new secret), or no round
 		// was sent before this process: it has made no release in this
 		// session that this process did not see.

@@ -519,8 +519,8 @@ func (e *Edge) roundLocked(h busHeader, frame []byte) {
 		r.waiting++
 		ec.assigned, ec.asked = h.T, time.Now()
 		ec.hist = nil
-		if len(h.Incl) == len(h.Seqs) {
-			ec.hist = e.askHistLocked(ec, h.Incl[k])
+		if len(h.Marks) == len(h.Seqs) {
+			ec.hist = e.askHistLocked(ec, h.Marks[k])
 		}
 	}
 	e.round, e.lastRound = r, max(e.lastRound, h.T)
@@ -644,7 +644,7 @@ func (e *Edge) forget(seq uint64) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if ec := e.conns[seq]; ec != nil {
-		e.dropPendingLocked(ec)
+		e.losePendingLocked(ec)
 	}
 	delete(e.conns, seq)
 	e.dropMemberLocked(seq)
@@ -730,7 +730,7 @@ func (e *Edge) acceptUpdate(cn *conn, u wire.UpdateFrame, frameLen int) error {
 		r.bytes += int64(frameLen)
 		e.met.updates.Add(1)
 		if ec != nil && hist != nil {
-			e.dropPendingLocked(ec)
+			e.losePendingLocked(ec)
 			ec.pending, ec.pendingT, keep = vec, u.T, true
 		}
 	}
@@ -832,10 +832,10 @@ func (e *Edge) disconnected(cn *conn) {
 	if ec == nil || ec.cn != cn {
 		return
 	}
-	// An update waiting for its decision is given up: if it is included,
-	// the session's count says so at the device's next round here, and
-	// its history starts again.
-	e.dropPendingLocked(ec)
+	// An update waiting for its decision is given up: its history no
+	// longer knows whether it holds every inclusion, and starts again at
+	// the device's next round here.
+	e.losePendingLocked(ec)
 	delete(e.conns, cn.seq)
 	if r := e.round; r != nil && !r.flushed && r.members[cn.seq] && slices.Contains(r.seqs, cn.seq) {
 		// Its update is in the sum being collected: the sum goes first,

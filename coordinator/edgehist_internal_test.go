@@ -5,65 +5,109 @@ import (
 	"testing"
 )
 
-// TestEdgeHistoryCounts: an edge's history of a device follows the
-// session's count of its inclusions. A device registered here starts from
-// its start; an inclusion the edge added keeps the counts equal; an
-// inclusion the edge did not see (elsewhere, or a decision it never got)
-// starts the history again, no longer from the start; an exclusion adds
-// nothing; an undecided update is given up when the device is asked again.
-func TestEdgeHistoryCounts(t *testing.T) {
+// TestEdgeHistoryMarks: an edge's history of a device follows the
+// session's marks. A device registered here starts from its start and
+// takes the generation of its first mark; an inclusion the edge added
+// keeps the marks equal; an inclusion it did not see, a new generation (a
+// session restart, an evicted record), or an update given up before its
+// decision starts the history again, no longer from the start; asks the
+// edge did not see end "from the start"; an exclusion adds nothing.
+func TestEdgeHistoryMarks(t *testing.T) {
 	e := &Edge{hists: map[string]*edgeHist{}, vecs: newVecList(0)}
 	ec := &edgeConn{cn: &conn{id: "dev"}}
 	vec := func(v float64) *[]float64 { x := []float64{v, 0}; return &x }
+	const gen = 77
 
 	e.newHistLocked("dev")
-	h := e.askHistLocked(ec, 0)
-	if !h.h.FromStart || h.h.Asks() != 1 || h.h.Len() != 0 {
-		t.Fatalf("a device registered here: from start %v, asks %d, len %d", h.h.FromStart, h.h.Asks(), h.h.Len())
+	h := e.askHistLocked(ec, histMark{Gen: gen, Incl: 0, Asks: 1})
+	if !h.h.FromStart || h.h.Asks() != 1 || h.h.Len() != 0 || h.gen != gen {
+		t.Fatalf("a device registered here: from start %v, asks %d, len %d, gen %d", h.h.FromStart, h.h.Asks(), h.h.Len(), h.gen)
 	}
 	ec.hist, ec.pending, ec.pendingT = h, vec(1), 1
 	e.decidedLocked(ec, 1, true)
 	if h.h.Len() != 1 || h.incl != 1 || ec.pending != nil {
 		t.Fatalf("after an inclusion: len %d, incl %d, pending %v", h.h.Len(), h.incl, ec.pending)
 	}
-	// Round 2: the counts agree, the history goes on from the start.
-	if h2 := e.askHistLocked(ec, 1); h2 != h || !h.h.FromStart || h.h.Len() != 1 || h.h.Asks() != 2 {
-		t.Fatalf("counts agree: from start %v, len %d, asks %d", h.h.FromStart, h.h.Len(), h.h.Asks())
+	// Round 2: the marks agree, the history goes on from the start.
+	if h2 := e.askHistLocked(ec, histMark{Gen: gen, Incl: 1, Asks: 2}); h2 != h || !h.h.FromStart || h.h.Len() != 1 || h.h.Asks() != 2 {
+		t.Fatalf("marks agree: from start %v, len %d, asks %d", h.h.FromStart, h.h.Len(), h.h.Asks())
 	}
 	// Excluded: nothing added.
 	ec.pending, ec.pendingT = vec(2), 2
 	e.decidedLocked(ec, 2, false)
-	if h.h.Len() != 1 || h.incl != 1 {
-		t.Fatalf("after an exclusion: len %d, incl %d", h.h.Len(), h.incl)
+	if h.h.Len() != 1 || h.incl != 1 || !h.h.FromStart {
+		t.Fatalf("after an exclusion: len %d, incl %d, from start %v", h.h.Len(), h.incl, h.h.FromStart)
 	}
-	// Round 3 with an undecided update of round 2 left: given up.
-	ec.pending, ec.pendingT = vec(2), 2
-	e.askHistLocked(ec, 1)
-	if ec.pending != nil {
-		t.Fatal("an undecided update of an earlier round was kept")
+	// Asked once elsewhere meanwhile: the same sum, no longer from the start.
+	e.askHistLocked(ec, histMark{Gen: gen, Incl: 1, Asks: 4})
+	if h.h.FromStart || h.h.Len() != 1 {
+		t.Fatalf("asked elsewhere: from start %v, len %d", h.h.FromStart, h.h.Len())
 	}
-	// The session counts an inclusion the edge never saw: start again.
-	if h4 := e.askHistLocked(ec, 3); h4 != h || h.h.FromStart || h.h.Len() != 0 || h.incl != 3 {
-		t.Fatalf("an inclusion elsewhere: from start %v, len %d, incl %d", h.h.FromStart, h.h.Len(), h.incl)
+
+	for _, tc := range []struct {
+		name   string
+		before func(*Edge, *edgeConn)
+		mark   histMark
+	}{
+		{"an inclusion elsewhere", nil, histMark{Gen: gen, Incl: 2, Asks: 5}},
+		{"a new record (session restart)", nil, histMark{Gen: gen + 2, Incl: 1, Asks: 5}},
+		{"an update given up before its decision", func(e *Edge, ec *edgeConn) {
+			ec.pending, ec.pendingT = vec(3), 5
+			e.losePendingLocked(ec)
+		}, histMark{Gen: gen, Incl: 1, Asks: 5}},
+		{"an undecided update when the next round comes", func(e *Edge, ec *edgeConn) {
+			ec.pending, ec.pendingT = vec(3), 5
+		}, histMark{Gen: gen, Incl: 1, Asks: 6}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := &Edge{hists: map[string]*edgeHist{}, vecs: newVecList(0)}
+			ec := &edgeConn{cn: &conn{id: "dev"}}
+			h := e.askHistLocked(ec, histMark{Gen: gen, Incl: 1, Asks: 4})
+			ec.hist, ec.pending, ec.pendingT = h, vec(1), 4
+			e.decidedLocked(ec, 4, true) // the edge's count: 2
+			h.incl = 1                   // as if the session counted 1 before: the marks below agree but for the case
+			if tc.before != nil {
+				tc.before(e, ec)
+			}
+			got := e.askHistLocked(ec, tc.mark)
+			if got.h.Len() != 0 || got.h.FromStart || got.incl != tc.mark.Incl || got.gen != tc.mark.Gen || ec.pending != nil {
+				t.Fatalf("len %d, from start %v, incl %d, gen %d, pending %v: want a history started again", got.h.Len(), got.h.FromStart, got.incl, got.gen, ec.pending)
+			}
+		})
 	}
+
 	// A device first asked here (registered elsewhere): not from the start.
 	other := &edgeConn{cn: &conn{id: "moved"}}
-	if ho := e.askHistLocked(other, 5); ho.h.FromStart || ho.incl != 5 {
+	if ho := e.askHistLocked(other, histMark{Gen: 9, Incl: 5, Asks: 8}); ho.h.FromStart || ho.incl != 5 {
 		t.Fatalf("a device from elsewhere: from start %v, incl %d", ho.h.FromStart, ho.incl)
+	}
+	// Registered here but included elsewhere before its first round here.
+	e.newHistLocked("early")
+	if he := e.askHistLocked(&edgeConn{cn: &conn{id: "early"}}, histMark{Gen: 5, Incl: 1, Asks: 2}); he.h.FromStart {
+		t.Fatal("a device included elsewhere before its first round here is from the start")
 	}
 }
 
 // TestEdgeHistoriesBounded: beyond maxEdgeHistories the least recently
-// asked history is dropped.
+// asked history is dropped, and a decision for a dropped history adds
+// nothing to it (it would hold a vector the bound does not count).
 func TestEdgeHistoriesBounded(t *testing.T) {
 	e := &Edge{hists: map[string]*edgeHist{}, vecs: newVecList(0)}
-	for i := range maxEdgeHistories + 10 {
-		e.askHistLocked(&edgeConn{cn: &conn{id: "d" + strconv.Itoa(i)}}, 0)
+	first := &edgeConn{cn: &conn{id: "d0"}}
+	first.hist = e.askHistLocked(first, histMark{Gen: 1, Asks: 1})
+	for i := 1; i < maxEdgeHistories+10; i++ {
+		e.askHistLocked(&edgeConn{cn: &conn{id: "d" + strconv.Itoa(i)}}, histMark{Gen: 1, Asks: 1})
 	}
 	if len(e.hists) != maxEdgeHistories {
 		t.Fatalf("%d histories, want %d", len(e.hists), maxEdgeHistories)
 	}
 	if _, ok := e.hists["d0"]; ok {
 		t.Fatal("the least recently asked history was kept")
+	}
+	x := []float64{1, 2}
+	first.pending, first.pendingT = &x, 1
+	e.decidedLocked(first, 1, true)
+	if first.hist.h.Len() != 0 {
+		t.Fatal("an evicted history still takes inclusions")
 	}
 }

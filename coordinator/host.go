@@ -316,7 +316,7 @@ func (h *Host) openSession(id, code string, seed uint64) error {
 	case ident.Session != tmpl.Session:
 		st.Close()
 		return fmt.Errorf("coordinator: %w than these settings: start a new session (cmd/coordinator: -reset keeps it listed) or use another data directory", ErrTemplateChanged)
-	case code != "" && code != ident.JoinCode:
+	case code != "" && !joinCodeEqual(code, ident.JoinCode):
 		st.Close()
 		return fmt.Errorf("coordinator: %w: another join code", ErrTemplateChanged)
 	case seed != 0 && seed != ident.Seed:

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"strings"
 	"sync"
 	"syscall/js"
 	"time"
@@ -149,7 +148,7 @@ func (a *app) fail(what string, err error) {
 //
 // code and origin come from the page's address (the start message).
 func (a *app) start(code, origin string) {
-	a.code = strings.TrimSpace(code)
+	a.code = wire.NormalizeJoinCode(code) // one device per session whatever the case typed
 	a.base = origin
 	if a.code == "" {
 		a.update(func(s *ui.State) { s.Screen = ui.ScreenJoin })

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"net/url"
 	"strings"
 
 	"browserfl/coordinator"
@@ -32,9 +33,10 @@ func printJoin(w io.Writer, sess wire.SessionParams, sizing string, join coordin
 	fmt.Fprintf(w, "  join code: %s\n", code)
 	if len(join.URLs) > 0 {
 		base := strings.SplitN(join.URLs[0], "/?", 2)[0]
-		fmt.Fprintf(w, "  dashboard: %s/dashboard?code=%s (read-only)\n", base, code)
+		q := url.QueryEscape(code)
+		fmt.Fprintf(w, "  dashboard: %s/dashboard?code=%s (read-only)\n", base, q)
 		if teacher != "" {
-			fmt.Fprintf(w, "  teacher:   %s/dashboard?code=%s&teacher=%s (keep it to yourself: it starts, pauses and ends sessions)\n", base, code, teacher)
+			fmt.Fprintf(w, "  teacher:   %s/dashboard?code=%s&teacher=%s (keep it to yourself: it starts, pauses and ends sessions)\n", base, q, url.QueryEscape(teacher))
 		}
 	}
 	if join.LoopbackOnly {

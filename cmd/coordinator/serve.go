@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"browserfl/coordinator"
+	"browserfl/shared/wire"
 	"browserfl/web"
 )
 
@@ -31,7 +32,7 @@ func (o options) scheme() string {
 // process, how devices reach it.
 func printStart(stderr io.Writer, host *coordinator.Host, addr net.Addr, o options, ifaces []net.Addr, metricsGenerated bool, log *slog.Logger) {
 	joinCode := host.JoinCode()
-	if len(joinCode) < 8 {
+	if len(wire.NormalizeJoinCode(joinCode)) < 8 {
 		log.Warn("the join code is short: with the per-address backoff it resists guessing from a few addresses, not from many; prefer the default random code", "length", len(joinCode))
 	}
 	if !web.HasWasm() {
