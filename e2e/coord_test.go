@@ -128,7 +128,7 @@ func (s *scripted) poke() {
 func (s *scripted) handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /api/session", func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Query().Get("code") != s.code {
+		if wire.NormalizeJoinCode(r.URL.Query().Get("code")) != wire.NormalizeJoinCode(s.code) { // as the coordinator compares
 			http.Error(w, "unknown join code", http.StatusNotFound)
 			return
 		}
@@ -218,7 +218,7 @@ func (s *scripted) serveWS(w http.ResponseWriter, r *http.Request) {
 	}
 	m, err := wire.DecodeControl(b)
 	hello, ok := m.(wire.Hello)
-	if err != nil || !ok || hello.JoinCode != s.code {
+	if err != nil || !ok || wire.NormalizeJoinCode(hello.JoinCode) != wire.NormalizeJoinCode(s.code) {
 		s.send(ctx, ws, wire.Error{Code: wire.CodeJoinCode, Reason: "bad hello"})
 		return
 	}

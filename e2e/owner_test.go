@@ -36,6 +36,11 @@ type codeRouter struct {
 }
 
 func newCodeRouter(byCode map[string]string, first string) *codeRouter {
+	norm := make(map[string]string, len(byCode)) // codes compared as the coordinator compares them
+	for code, addr := range byCode {
+		norm[wire.NormalizeJoinCode(code)] = addr
+	}
+	byCode, first = norm, wire.NormalizeJoinCode(first)
 	r := &codeRouter{byCode: byCode, first: first, proxies: map[string]http.Handler{}}
 	for _, addr := range byCode {
 		r.proxies[addr] = proxyTo(addr)
@@ -52,7 +57,7 @@ func (cr *codeRouter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if code == "" {
 		code = r.Header.Get("X-Join-Code")
 	}
-	addr, ok := cr.byCode[code]
+	addr, ok := cr.byCode[wire.NormalizeJoinCode(code)]
 	if !ok {
 		addr = cr.byCode[cr.first]
 	}
@@ -77,7 +82,7 @@ func (cr *codeRouter) serveWS(w http.ResponseWriter, r *http.Request) {
 		in.Close(websocket.StatusPolicyViolation, "hello expected")
 		return
 	}
-	addr, ok := cr.byCode[h.JoinCode]
+	addr, ok := cr.byCode[wire.NormalizeJoinCode(h.JoinCode)]
 	if !ok {
 		addr = cr.byCode[cr.first]
 	}

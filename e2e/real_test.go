@@ -20,6 +20,7 @@ import (
 
 	"browserfl/coordinator"
 	"browserfl/shared/dataset"
+	"browserfl/shared/wire"
 	"browserfl/wasm/local"
 )
 
@@ -147,7 +148,7 @@ func pageData(t *testing.T, b *browser, code, src string) dataset.Set {
     g.onsuccess = () => { const v = g.result; r.result.close(); ok(v ? Array.from(v) : []); };
     g.onerror = () => fail(String(g.error));
   };
-})`, "browserfl:"+code, key)
+})`, "browserfl:"+wire.NormalizeJoinCode(code), key)
 		if err := b.run(60*time.Second, chromedp.Evaluate(expr, &raw, awaitPromise)); err != nil {
 			t.Fatalf("reading %s: %v", key, err)
 		}
@@ -299,7 +300,7 @@ func TestBrowserSession(t *testing.T) {
 })`
 		for deadline := time.Now().Add(90 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 			var ok bool
-			if err := b.run(20*time.Second, chromedp.Evaluate(fmt.Sprintf(expr, "browserfl:"+code), &ok, awaitPromise)); err == nil && ok {
+			if err := b.run(20*time.Second, chromedp.Evaluate(fmt.Sprintf(expr, "browserfl:"+wire.NormalizeJoinCode(code)), &ok, awaitPromise)); err == nil && ok {
 				return
 			}
 		}

@@ -163,7 +163,7 @@ func storedDevice(t *testing.T, b *browser, code string, p wire.SessionParams) (
     g.onsuccess = () => { const v = g.result; r.result.close(); ok(v ? Array.from(v) : []); };
     g.onerror = () => fail(String(g.error));
   };
-})`, "browserfl:"+code)
+})`, "browserfl:"+wire.NormalizeJoinCode(code))
 	if err := b.run(20*time.Second, chromedp.Evaluate(expr, &raw, awaitPromise)); err != nil {
 		t.Fatalf("reading the page's IndexedDB: %v", err)
 	}
