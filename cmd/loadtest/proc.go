@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -142,4 +143,23 @@ func procCPU(pid int) (float64, error) {
 		return 0, errors.New("bad /proc stat")
 	}
 	return (ut + st) / 100, nil
+}
+
+// startCoordinator starts the coordinator binary bin with args and
+// returns it with a context that ends when ctx does or the coordinator
+// exits early (its cause says so); stop ends both.
+func startCoordinator(ctx context.Context, bin string, args []string, stderr io.Writer) (*child, context.Context, func(), error) {
+	coord, err := startChild(bin, args, io.Discard, stderr)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("start coordinator: %w", err)
+	}
+	ctx, cancelRun := context.WithCancelCause(ctx)
+	go func() {
+		select {
+		case <-coord.done:
+			cancelRun(fmt.Errorf("coordinator exited: %v", coord.err))
+		case <-ctx.Done():
+		}
+	}()
+	return coord, ctx, func() { cancelRun(nil); coord.stop(10 * time.Second) }, nil
 }

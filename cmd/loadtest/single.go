@@ -17,21 +17,11 @@ import (
 // started with cargs: the idle measurement (-idle) or the session's
 // rounds interleaved with the loopback baseline, and their report.
 func runSingle(ctx context.Context, o options, pol device.Policy, n int, addr string, cargs []string, stdout, stderr io.Writer) error {
-	coord, err := startChild(o.coordinator, cargs, io.Discard, stderr)
+	coord, ctx, stop, err := startCoordinator(ctx, o.coordinator, cargs, stderr)
 	if err != nil {
-		return fmt.Errorf("start coordinator: %w", err)
+		return err
 	}
-	defer coord.stop(10 * time.Second)
-	// A coordinator that exits early ends the run.
-	ctx, cancelRun := context.WithCancelCause(ctx)
-	defer cancelRun(nil)
-	go func() {
-		select {
-		case <-coord.done:
-			cancelRun(fmt.Errorf("coordinator exited: %v", coord.err))
-		case <-ctx.Done():
-		}
-	}()
+	defer stop()
 	fail := func(err error) error {
 		if c := context.Cause(ctx); c != nil && c != ctx.Err() {
 			return fmt.Errorf("%w (%v)", err, c)

@@ -55,20 +55,11 @@ func runSybils(ctx context.Context, o options, so sybilOptions, pol device.Polic
 		return err
 	}
 	cargs := sybilArgs(o, so, n, addr, dir)
-	coord, err := startChild(o.coordinator, cargs, io.Discard, stderr)
+	_, ctx, stop, err := startCoordinator(ctx, o.coordinator, cargs, stderr)
 	if err != nil {
-		return fmt.Errorf("start coordinator: %w", err)
+		return err
 	}
-	defer coord.stop(10 * time.Second)
-	ctx, cancelRun := context.WithCancelCause(ctx)
-	defer cancelRun(nil)
-	go func() {
-		select {
-		case <-coord.done:
-			cancelRun(fmt.Errorf("coordinator exited: %v", coord.err))
-		case <-ctx.Done():
-		}
-	}()
+	defer stop()
 	base := "http://" + addr
 	if err := waitHealthy(ctx, base); err != nil {
 		return err
