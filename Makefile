@@ -49,7 +49,7 @@ test:
 	@$(STAGE) fmt-check $(SUBMAKE) fmt-check
 	@$(STAGE) vet       $(SUBMAKE) vet
 	@$(STAGE) lint      $(SUBMAKE) lint
-	@$(STAGE) test      env BFL_REQUIRE_MNIST=1 $(GO) test -count=1 $(PKGS)
+	@$(STAGE) test      env BFL_REQUIRE_MNIST=1 BFL_REQUIRE_DATA=1 $(GO) test -count=1 $(PKGS)
 	@$(STAGE) lesson    env BFL_LESSON=1 $(GO) test -count=1 -timeout 30m -run TestClassroomLesson ./e2e/
 	@$(STAGE) race      $(GO) test -count=1 -race ./coordinator/... ./device/... ./sim/...
 	@$(STAGE) mutants   $(SUBMAKE) mutants

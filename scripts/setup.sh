@@ -2,12 +2,18 @@
 # setup.sh installs what the project needs on a fresh Debian machine:
 # the Fashion-MNIST dataset package (the default real dataset) and, when
 # asked with --browser, Debian's Chromium and ChromeDriver for browser tests
-# and zbar-tools (zbarimg decodes the dashboard's QR code in a test).
+# and zbar-tools (zbarimg decodes the dashboard's QR code in a test); the
+# word lists of the text task; then scripts/tasks.sh fetches the tabular
+# task's data (data/diamonds).
 # It is idempotent: anything already present is left alone.
 set -euo pipefail
 
 need=()
 [ -f /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ] || need+=(dataset-fashion-mnist)
+# The text task's word lists (shared/task: -task text).
+for pair in wamerican:american-english wngerman:ngerman wfrench:french wspanish:spanish witalian:italian; do
+  [ -f "/usr/share/dict/${pair#*:}" ] || need+=("${pair%%:*}")
+done
 if [ "${1:-}" = "--browser" ]; then
   command -v chromium >/dev/null 2>&1 || need+=(chromium)
   command -v chromedriver >/dev/null 2>&1 || need+=(chromium-driver)
@@ -38,3 +44,5 @@ if [ ${#need[@]} -gt 0 ]; then
   done
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get "${wait_lock[@]}" install -y -qq "${need[@]}" >/dev/null
 fi
+
+bash "$(dirname "$0")/tasks.sh"

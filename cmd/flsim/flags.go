@@ -13,6 +13,7 @@ import (
 	"browserfl/shared/dataset"
 	"browserfl/shared/optim"
 	"browserfl/shared/plan"
+	"browserfl/shared/task"
 	"browserfl/sim"
 )
 
@@ -20,6 +21,7 @@ import (
 type options struct {
 	p                      optim.Params
 	datasetName, dataDir   string
+	taskName               string
 	partition              string
 	scheme                 dataset.Scheme // -partition, parsed
 	trainSamples           int
@@ -63,7 +65,8 @@ func defineFlags(fs *flag.FlagSet, o *options) {
 	fs.StringVar(&o.p.Algorithm, "algorithm", "nc", "algorithm: "+strings.Join(optim.Names(), ", "))
 	fs.StringVar(&o.p.Model, "model", "logreg", "model: logreg (d = 7,850) or mlp (784-64-10)")
 	fs.StringVar(&o.datasetName, "dataset", "fashion-mnist", "dataset: fashion-mnist or mnist")
-	fs.StringVar(&o.dataDir, "data-dir", "", "dataset directory (default: /usr/share/datasets/fashion-mnist, or data/mnist)")
+	fs.StringVar(&o.dataDir, "data-dir", "", "dataset directory (default: /usr/share/datasets/fashion-mnist, or data/mnist, or the task's)")
+	fs.StringVar(&o.taskName, "task", "", "a built-in task instead of -dataset: "+strings.Join(task.BuiltinNames(), " or ")+" (docs/tasks.md)")
 	fs.StringVar(&o.partition, "partition", "iid", "partition over devices: iid, shards[:K], dirichlet:ALPHA")
 	fs.IntVar(&o.trainSamples, "train-samples", 0, "use only the first n training samples (0 = all)")
 	fs.IntVar(&o.p.M, "M", 100, "number of devices")
@@ -116,6 +119,11 @@ func (o *options) check() error {
 	case "fashion-mnist", "mnist":
 	default:
 		return fmt.Errorf("-dataset %q: want fashion-mnist or mnist", o.datasetName)
+	}
+	if o.taskName != "" {
+		if _, err := task.LookupBuiltin(o.taskName); err != nil {
+			return fmt.Errorf("-task: %w", err)
+		}
 	}
 	if o.trainSamples < 0 || o.evalSamples < 0 || o.evalEvery < 0 {
 		return errors.New("-train-samples, -eval-samples and -eval-every must be >= 0")

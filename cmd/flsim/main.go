@@ -34,6 +34,7 @@ import (
 	"browserfl/shared/dataset"
 	"browserfl/shared/model"
 	"browserfl/shared/optim"
+	"browserfl/shared/task"
 	"browserfl/sim"
 )
 
@@ -65,8 +66,16 @@ func stepSize(o options, p *optim.Params, d int) error {
 	return nil
 }
 
-// loadData loads the named dataset from dir (or its default directory).
-func loadData(name, dir string) (train, test dataset.Set, err error) {
+// loadData loads the built-in task's data (taskName set) or the named
+// dataset from dir (or its default directory).
+func loadData(taskName, name, dir string) (train, test dataset.Set, err error) {
+	if taskName != "" {
+		b, err := task.LookupBuiltin(taskName)
+		if err != nil {
+			return train, test, err
+		}
+		return b.Load(dir)
+	}
 	switch name {
 	case "mnist":
 		if dir == "" {
@@ -88,7 +97,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	train, test, err := loadData(o.datasetName, o.dataDir)
+	train, test, err := loadData(o.taskName, o.datasetName, o.dataDir)
 	if err != nil {
 		return err
 	}

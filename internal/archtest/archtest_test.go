@@ -45,8 +45,13 @@ var rules = []rule{
 	},
 	{
 		pkgs:   []string{"browserfl/shared/privacy/...", "browserfl/shared/mechanism/...", "browserfl/shared/model/...", "browserfl/shared/dataset/..."},
+		forbid: []string{"browserfl/shared/optim/...", "browserfl/shared/plan/...", "browserfl/shared/lesson/...", "browserfl/shared/wire/...", "browserfl/shared/task/..."},
+		why:    "accounting, noise, models and data sit below the algorithms, the protocol and the task definitions",
+	},
+	{
+		pkgs:   []string{"browserfl/shared/task/..."},
 		forbid: []string{"browserfl/shared/optim/...", "browserfl/shared/plan/...", "browserfl/shared/lesson/...", "browserfl/shared/wire/..."},
-		why:    "accounting, noise, models and data sit below the algorithms and the protocol",
+		why:    "a task says what a row is and how it encodes (over shared/dataset); the algorithms and the protocol carry its dimensions, not the reverse",
 	},
 	{
 		pkgs:   []string{"browserfl/shared/plan/..."},

@@ -1,0 +1,270 @@
+package task
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"browserfl/shared/dataset"
+	"browserfl/shared/dataset/rdata"
+)
+
+// Builtin is a task the product ships: its definition and the loader of
+// its real public data set.
+type Builtin struct {
+	Def *Definition
+	// DefaultDir is where `make setup` puts the data.
+	DefaultDir string
+	// Source names the data's origin and licence.
+	Source string
+	load   func(d *Definition, dir string) (train, test dataset.Set, err error)
+}
+
+// Load reads the task's training and test sets from dir (DefaultDir if
+// empty). Missing files wrap os.ErrNotExist and say how to get them.
+func (b Builtin) Load(dir string) (train, test dataset.Set, err error) {
+	if dir == "" {
+		dir = b.DefaultDir
+	}
+	train, test, err = b.load(b.Def, dir)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			err = fmt.Errorf("%w (run `make setup` from the repository root; it fetches the data of the %s task)", err, b.Def.Name)
+		}
+		return dataset.Set{}, dataset.Set{}, fmt.Errorf("task %s: %w", b.Def.Name, err)
+	}
+	return train, test, nil
+}
+
+func f64(x float64) *float64 { return &x }
+
+// DefaultDiamondsDir is where scripts/tasks.sh puts the lazy-load
+// database of Debian's r-cran-ggplot2 (relative to the repository root).
+const DefaultDiamondsDir = "data/diamonds"
+
+// DefaultWordsDir holds the word lists of Debian's wamerican, wngerman,
+// wfrench, wspanish and witalian.
+const DefaultWordsDir = "/usr/share/dict"
+
+// diamondBands are the upper price limits (US dollars) of the label's
+// first three values.
+var diamondBands = [...]float64{1000, 2500, 5000}
+
+var builtins = map[string]Builtin{
+	"tabular": {
+		Def: &Definition{
+			Format: Format, Name: "tabular", Title: "Guess a diamond's price",
+			About: "The class teaches a model to guess how much a diamond costs from its weight, cut, colour and clarity.",
+			Features: []Feature{
+				{Name: "carat", Ask: "How heavy is it, in carats?", Kind: Number, Min: f64(0.2), Max: f64(3)},
+				{Name: "cut", Ask: "How well is it cut?", Kind: Category, Values: []string{"Fair", "Good", "Very Good", "Premium", "Ideal"}},
+				{Name: "color", Ask: "What colour grade is it (D is the best)?", Kind: Category, Values: []string{"D", "E", "F", "G", "H", "I", "J"}},
+				{Name: "clarity", Ask: "How clear is it (IF is the best)?", Kind: Category, Values: []string{"I1", "SI2", "SI1", "VS2", "VS1", "VVS2", "VVS1", "IF"}},
+				{Name: "depth", Ask: "Its depth, in percent of its width?", Kind: Number, Min: f64(43), Max: f64(79)},
+				{Name: "table", Ask: "Its top's width, in percent of its width?", Kind: Number, Min: f64(43), Max: f64(95)},
+			},
+			Label: Label{Name: "price", Ask: "What does it cost?",
+				Values: []string{"under $1,000", "$1,000 to $2,500", "$2,500 to $5,000", "over $5,000"}},
+			Model: "logreg",
+		},
+		DefaultDir: DefaultDiamondsDir,
+		Source:     "the diamonds table of R's ggplot2 (53,940 diamonds; Debian package r-cran-ggplot2, GPL-2)",
+		load:       loadDiamonds,
+	},
+	"text": {
+		Def: &Definition{
+			Format: Format, Name: "text", Title: "Guess a word's language",
+			About: "The class teaches a model to tell which language a word is from: English, German, French, Spanish or Italian.",
+			Features: []Feature{
+				{Name: "word", Ask: "Type a word", Kind: Text, MaxLength: 40, CharGrams: []int{1, 2, 3}, Buckets: 1024},
+			},
+			Label: Label{Name: "language", Ask: "Which language is it?",
+				Values: []string{"English", "German", "French", "Spanish", "Italian"}},
+			Model: "logreg",
+		},
+		DefaultDir: DefaultWordsDir,
+		Source:     "Debian's word lists wamerican, wngerman, wfrench, wspanish and witalian (/usr/share/dict; free licences, see each package's copyright file)",
+		load:       loadWords,
+	},
+}
+
+// BuiltinNames returns the built-in tasks' names, sorted.
+func BuiltinNames() []string {
+	var out []string
+	for n := range builtins {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// LookupBuiltin returns the built-in task of that name.
+func LookupBuiltin(name string) (Builtin, error) {
+	b, ok := builtins[strings.ToLower(strings.TrimSpace(name))]
+	if !ok {
+		return Builtin{}, fmt.Errorf("task: unknown built-in task %q (want one of %s)", name, strings.Join(BuiltinNames(), ", "))
+	}
+	return b, nil
+}
+
+// splitSeed fixes the built-in tasks' train/test split (the same on every
+// platform: math/rand/v2's PCG).
+const splitSeed = 0x7461736b73706c // "tasksplt"
+
+// split orders samples by a seeded permutation and holds out the first
+// nTest as the test set.
+func split(name string, d *Definition, samples []dataset.Sample, nTest int) (train, test dataset.Set, err error) {
+	if nTest <= 0 || nTest >= len(samples) {
+		return train, test, fmt.Errorf("%d samples, cannot hold out %d", len(samples), nTest)
+	}
+	perm := rand.New(rand.NewPCG(splitSeed, uint64(len(samples)))).Perm(len(samples))
+	mk := func(idx []int, part string) dataset.Set {
+		s := dataset.Set{Name: name + "-" + part, Features: d.Dim(), Classes: d.Classes(), Samples: make([]dataset.Sample, len(idx))}
+		for i, j := range idx {
+			s.Samples[i] = samples[j]
+		}
+		return s
+	}
+	train, test = mk(perm[nTest:], "train"), mk(perm[:nTest], "test")
+	if err := train.Validate(); err != nil {
+		return train, test, err
+	}
+	return train, test, test.Validate()
+}
+
+// loadDiamonds reads ggplot2's diamonds table and encodes each diamond as
+// a row of the task; diamonds outside the task's public bounds (32 heavier
+// than 3 carats among them) are left out.
+func loadDiamonds(d *Definition, dir string) (train, test dataset.Set, err error) {
+	obj, err := rdata.LazyLoad(dir, "Rdata", "diamonds")
+	if err != nil {
+		return train, test, err
+	}
+	fr, err := rdata.DataFrame(obj)
+	if err != nil {
+		return train, test, err
+	}
+	cols := make([]rdata.Column, 0, len(d.Features)+1)
+	for _, name := range []string{"carat", "cut", "color", "clarity", "depth", "table", "price"} {
+		c, ok := fr.Column(name)
+		if !ok {
+			return train, test, fmt.Errorf("diamonds has no column %q", name)
+		}
+		cols = append(cols, c)
+	}
+	var samples []dataset.Sample
+	row := make([]string, len(d.Features))
+	for r := 0; r < fr.Rows; r++ {
+		for i, c := range cols[:len(d.Features)] {
+			if c.Factor() {
+				if c.Codes[r] < 0 {
+					row[i] = ""
+				} else {
+					row[i] = c.Levels[c.Codes[r]]
+				}
+			} else {
+				row[i] = num(c.Reals[r])
+			}
+		}
+		x, err := d.Encode(row)
+		if err != nil {
+			continue // outside the public bounds
+		}
+		price := cols[len(cols)-1].Reals[r]
+		label := len(diamondBands)
+		for b, hi := range diamondBands {
+			if price < hi {
+				label = b
+				break
+			}
+		}
+		samples = append(samples, dataset.Sample{X: x, Label: label})
+	}
+	if len(samples) < fr.Rows*99/100 {
+		return train, test, fmt.Errorf("only %d of %d diamonds fit the task's bounds", len(samples), fr.Rows)
+	}
+	return split("diamonds", d, samples, 10000)
+}
+
+// wordFiles are the word lists of the text task's languages, in label
+// order.
+var wordFiles = []string{"american-english", "ngerman", "french", "spanish", "italian"}
+
+// WordsPerLanguage is how many words of each language the text task
+// uses (the lists hold 86,016 to 356,010).
+const WordsPerLanguage = 12000
+
+// loadWords reads the five word lists, keeps the words of 3 to 20
+// lower-case letters that appear in exactly one list, and takes
+// WordsPerLanguage of each by a seeded draw; 2,000 of each are the test
+// set.
+func loadWords(d *Definition, dir string) (train, test dataset.Set, err error) {
+	lists := make([][]string, len(wordFiles))
+	count := map[string]int{}
+	for i, f := range wordFiles {
+		if lists[i], err = readWords(filepath.Join(dir, f)); err != nil {
+			return train, test, err
+		}
+		for _, w := range lists[i] {
+			count[w]++
+		}
+	}
+	var samples []dataset.Sample
+	for label, ws := range lists {
+		var own []string
+		for _, w := range ws {
+			if count[w] == 1 {
+				own = append(own, w)
+			}
+		}
+		if len(own) < WordsPerLanguage {
+			return train, test, fmt.Errorf("%s: %d usable words, want %d", wordFiles[label], len(own), WordsPerLanguage)
+		}
+		rng := rand.New(rand.NewPCG(splitSeed, uint64(label)))
+		rng.Shuffle(len(own), func(i, j int) { own[i], own[j] = own[j], own[i] })
+		for _, w := range own[:WordsPerLanguage] {
+			x, err := d.Encode([]string{w})
+			if err != nil {
+				return train, test, fmt.Errorf("%s: word %q: %w", wordFiles[label], w, err)
+			}
+			samples = append(samples, dataset.Sample{X: x, Label: label})
+		}
+	}
+	return split("words", d, samples, 2000*len(wordFiles))
+}
+
+// readWords returns the distinct words of a list that are 3 to 20
+// lower-case letters (no capitals, so no names; no apostrophes).
+func readWords(path string) ([]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	seen := map[string]bool{}
+	var out []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		w := strings.TrimSpace(sc.Text())
+		n := utf8.RuneCountInString(w)
+		if n < 3 || n > 20 || !utf8.ValidString(w) || seen[w] {
+			continue
+		}
+		if strings.IndexFunc(w, func(r rune) bool { return !unicode.IsLower(r) }) >= 0 {
+			continue
+		}
+		seen[w] = true
+		out = append(out, w)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return out, nil
+}
