@@ -24,23 +24,41 @@ type Builtin struct {
 	DefaultDir string
 	// Source names the data's origin and licence.
 	Source string
-	load   func(d *Definition, dir string) (train, test dataset.Set, err error)
+	// load returns every row and how many to hold out for the test set.
+	load func(d *Definition, dir string) (rows Rows, nTest int, err error)
 }
 
-// Load reads the task's training and test sets from dir (DefaultDir if
-// empty). Missing files wrap os.ErrNotExist and say how to get them.
-func (b Builtin) Load(dir string) (train, test dataset.Set, err error) {
+// LoadRows reads the task's rows from dir (DefaultDir if empty), split
+// into training and test rows. Missing files wrap os.ErrNotExist and say
+// how to get them.
+func (b Builtin) LoadRows(dir string) (train, test Rows, err error) {
 	if dir == "" {
 		dir = b.DefaultDir
 	}
-	train, test, err = b.load(b.Def, dir)
+	all, nTest, err := b.load(b.Def, dir)
+	if err == nil {
+		train, test, err = split(all, nTest)
+	}
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			err = fmt.Errorf("%w (run `make setup` from the repository root; it fetches the data of the %s task)", err, b.Def.Name)
 		}
-		return dataset.Set{}, dataset.Set{}, fmt.Errorf("task %s: %w", b.Def.Name, err)
+		return Rows{}, Rows{}, fmt.Errorf("task %s: %w", b.Def.Name, err)
 	}
 	return train, test, nil
+}
+
+// Load reads the task's training and test sets, encoded.
+func (b Builtin) Load(dir string) (train, test dataset.Set, err error) {
+	tr, te, err := b.LoadRows(dir)
+	if err != nil {
+		return train, test, err
+	}
+	if train, err = b.Def.Set(b.Def.Name+"-train", tr); err != nil {
+		return train, test, err
+	}
+	test, err = b.Def.Set(b.Def.Name+"-test", te)
+	return train, test, err
 }
 
 func f64(x float64) *float64 { return &x }
@@ -118,50 +136,47 @@ func LookupBuiltin(name string) (Builtin, error) {
 // platform: math/rand/v2's PCG).
 const splitSeed = 0x7461736b73706c // "tasksplt"
 
-// split orders samples by a seeded permutation and holds out the first
-// nTest as the test set.
-func split(name string, d *Definition, samples []dataset.Sample, nTest int) (train, test dataset.Set, err error) {
-	if nTest <= 0 || nTest >= len(samples) {
-		return train, test, fmt.Errorf("%d samples, cannot hold out %d", len(samples), nTest)
+// split orders rows by a seeded permutation and holds out the first
+// nTest as the test rows.
+func split(all Rows, nTest int) (train, test Rows, err error) {
+	n := all.Len()
+	if nTest <= 0 || nTest >= n {
+		return train, test, fmt.Errorf("%d rows, cannot hold out %d", n, nTest)
 	}
-	perm := rand.New(rand.NewPCG(splitSeed, uint64(len(samples)))).Perm(len(samples))
-	mk := func(idx []int, part string) dataset.Set {
-		s := dataset.Set{Name: name + "-" + part, Features: d.Dim(), Classes: d.Classes(), Samples: make([]dataset.Sample, len(idx))}
+	perm := rand.New(rand.NewPCG(splitSeed, uint64(n))).Perm(n)
+	pick := func(idx []int) Rows {
+		r := Rows{Values: make([][]string, len(idx)), Labels: make([]int, len(idx))}
 		for i, j := range idx {
-			s.Samples[i] = samples[j]
+			r.Values[i], r.Labels[i] = all.Values[j], all.Labels[j]
 		}
-		return s
+		return r
 	}
-	train, test = mk(perm[nTest:], "train"), mk(perm[:nTest], "test")
-	if err := train.Validate(); err != nil {
-		return train, test, err
-	}
-	return train, test, test.Validate()
+	return pick(perm[nTest:]), pick(perm[:nTest]), nil
 }
 
-// loadDiamonds reads ggplot2's diamonds table and encodes each diamond as
-// a row of the task; diamonds outside the task's public bounds (32 heavier
-// than 3 carats among them) are left out.
-func loadDiamonds(d *Definition, dir string) (train, test dataset.Set, err error) {
+// loadDiamonds reads ggplot2's diamonds table as rows of the task (the
+// strings a student would type); diamonds outside the task's public
+// bounds (32 heavier than 3 carats among them) are left out, and 10,000
+// are held out for the test set.
+func loadDiamonds(d *Definition, dir string) (rows Rows, nTest int, err error) {
 	obj, err := rdata.LazyLoad(dir, "Rdata", "diamonds")
 	if err != nil {
-		return train, test, err
+		return rows, 0, err
 	}
 	fr, err := rdata.DataFrame(obj)
 	if err != nil {
-		return train, test, err
+		return rows, 0, err
 	}
 	cols := make([]rdata.Column, 0, len(d.Features)+1)
 	for _, name := range []string{"carat", "cut", "color", "clarity", "depth", "table", "price"} {
 		c, ok := fr.Column(name)
 		if !ok {
-			return train, test, fmt.Errorf("diamonds has no column %q", name)
+			return rows, 0, fmt.Errorf("diamonds has no column %q", name)
 		}
 		cols = append(cols, c)
 	}
-	var samples []dataset.Sample
-	row := make([]string, len(d.Features))
 	for r := 0; r < fr.Rows; r++ {
+		row := make([]string, len(d.Features))
 		for i, c := range cols[:len(d.Features)] {
 			if c.Factor() {
 				if c.Codes[r] < 0 {
@@ -173,8 +188,7 @@ func loadDiamonds(d *Definition, dir string) (train, test dataset.Set, err error
 				row[i] = num(c.Reals[r])
 			}
 		}
-		x, err := d.Encode(row)
-		if err != nil {
+		if _, err := d.Encode(row); err != nil {
 			continue // outside the public bounds
 		}
 		price := cols[len(cols)-1].Reals[r]
@@ -185,12 +199,13 @@ func loadDiamonds(d *Definition, dir string) (train, test dataset.Set, err error
 				break
 			}
 		}
-		samples = append(samples, dataset.Sample{X: x, Label: label})
+		rows.Values = append(rows.Values, row)
+		rows.Labels = append(rows.Labels, label)
 	}
-	if len(samples) < fr.Rows*99/100 {
-		return train, test, fmt.Errorf("only %d of %d diamonds fit the task's bounds", len(samples), fr.Rows)
+	if rows.Len() < fr.Rows*99/100 {
+		return rows, 0, fmt.Errorf("only %d of %d diamonds fit the task's bounds", rows.Len(), fr.Rows)
 	}
-	return split("diamonds", d, samples, 10000)
+	return rows, 10000, nil
 }
 
 // wordFiles are the word lists of the text task's languages, in label
@@ -205,18 +220,17 @@ const WordsPerLanguage = 12000
 // lower-case letters that appear in exactly one list, and takes
 // WordsPerLanguage of each by a seeded draw; 2,000 of each are the test
 // set.
-func loadWords(d *Definition, dir string) (train, test dataset.Set, err error) {
+func loadWords(d *Definition, dir string) (rows Rows, nTest int, err error) {
 	lists := make([][]string, len(wordFiles))
 	count := map[string]int{}
 	for i, f := range wordFiles {
 		if lists[i], err = readWords(filepath.Join(dir, f)); err != nil {
-			return train, test, err
+			return rows, 0, err
 		}
 		for _, w := range lists[i] {
 			count[w]++
 		}
 	}
-	var samples []dataset.Sample
 	for label, ws := range lists {
 		var own []string
 		for _, w := range ws {
@@ -225,19 +239,19 @@ func loadWords(d *Definition, dir string) (train, test dataset.Set, err error) {
 			}
 		}
 		if len(own) < WordsPerLanguage {
-			return train, test, fmt.Errorf("%s: %d usable words, want %d", wordFiles[label], len(own), WordsPerLanguage)
+			return rows, 0, fmt.Errorf("%s: %d usable words, want %d", wordFiles[label], len(own), WordsPerLanguage)
 		}
 		rng := rand.New(rand.NewPCG(splitSeed, uint64(label)))
 		rng.Shuffle(len(own), func(i, j int) { own[i], own[j] = own[j], own[i] })
 		for _, w := range own[:WordsPerLanguage] {
-			x, err := d.Encode([]string{w})
-			if err != nil {
-				return train, test, fmt.Errorf("%s: word %q: %w", wordFiles[label], w, err)
+			if _, err := d.Encode([]string{w}); err != nil {
+				return rows, 0, fmt.Errorf("%s: word %q: %w", wordFiles[label], w, err)
 			}
-			samples = append(samples, dataset.Sample{X: x, Label: label})
+			rows.Values = append(rows.Values, []string{w})
+			rows.Labels = append(rows.Labels, label)
 		}
 	}
-	return split("words", d, samples, 2000*len(wordFiles))
+	return rows, 2000 * len(wordFiles), nil
 }
 
 // readWords returns the distinct words of a list that are 3 to 20
