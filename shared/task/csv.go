@@ -65,13 +65,16 @@ func (d *Definition) ReadCSV(r io.Reader) (rows Rows, refused []LineError, err e
 		if err == io.EOF {
 			break
 		}
-		line, _ := cr.FieldPos(0)
 		if err != nil {
 			var pe *csv.ParseError
-			if errors.As(err, &pe) && pe.Err != csv.ErrFieldCount {
+			if !errors.As(err, &pe) || pe.Err != csv.ErrFieldCount {
 				return rows, refused, fmt.Errorf("%w: %v", ErrCSV, err)
 			}
 		}
+		if len(rec) == 0 {
+			continue
+		}
+		line, _ := cr.FieldPos(0)
 		if len(rec) != len(head) {
 			refused = append(refused, LineError{line, &RowError{Reason: fmt.Sprintf("%d values, the first line names %d columns", len(rec), len(head))}})
 			continue
