@@ -89,7 +89,7 @@ var builtins = map[string]Builtin{
 				{Name: "table", Ask: "Its top's width, in percent of its width?", Kind: Number, Min: f64(43), Max: f64(95)},
 			},
 			Label: Label{Name: "price", Ask: "What does it cost?",
-				Values: []string{"under $1,000", "$1,000 to $2,500", "$2,500 to $5,000", "over $5,000"}},
+				Values: []string{"under $1000", "$1000 to $2500", "$2500 to $5000", "over $5000"}},
 			Model: "logreg",
 		},
 		DefaultDir: DefaultDiamondsDir,

@@ -227,6 +227,13 @@ func (d *Definition) Validate() error {
 	if err := valueList("label.values", d.Label.Values); err != nil {
 		return err
 	}
+	for _, v := range d.Label.Values {
+		if strings.Contains(v, ",") {
+			// The protocol lists the class names comma-separated
+			// (wire.SessionParams.Labels).
+			return invalid("label.values", "%q: a label may not contain a comma", v)
+		}
+	}
 	switch d.Model {
 	case "logreg", "mlp":
 	default:

@@ -80,6 +80,7 @@ func TestParseRefuses(t *testing.T) {
 		{"kind", edit(func(m map[string]any) { feat(m, 0)["kind"] = "image" }), "features[0].kind"},
 		{"name twice", edit(func(m map[string]any) { feat(m, 1)["name"] = "Weight" }), "features[1].name"},
 		{"feature named like the label", edit(func(m map[string]any) { feat(m, 1)["name"] = "pet" }), "features[1].name"},
+		{"comma in a label", edit(func(m map[string]any) { m["label"].(map[string]any)["values"] = []any{"a,b", "c"} }), "label.values"},
 		{"model", edit(func(m map[string]any) { m["model"] = "cnn" }), "model"},
 		{"epsilon", edit(func(m map[string]any) { m["privacy"] = map[string]any{"epsilon": -1} }), "privacy.epsilon"},
 		{"delta", edit(func(m map[string]any) { m["privacy"] = map[string]any{"delta": 0.5} }), "privacy.delta"},
