@@ -933,6 +933,20 @@ var mutations = []mutation{
 		new:  "",
 		pkgs: []string{"./coordinator/", "-run", "TeacherSeesRejectionsAndRemoves"},
 	},
+	{
+		name: "trusted-noise-0.9", why: "the trusted server's discrete noise is calibrated to 0.9 of TrustedSigma",
+		file: "shared/optim/server.go",
+		old:  "if s.sigmaZ, err = mechanism.DiscreteSigma(TrustedSigma(p), sens, s.gstep, d); err != nil {",
+		new:  "if s.sigmaZ, err = mechanism.DiscreteSigma(0.9*TrustedSigma(p), sens, s.gstep, d); err != nil {",
+		pkgs: []string{"./shared/optim/", "-run", "TestTrustedNoiseIsDiscrete"},
+	},
+	{
+		name: "trusted-noise-continuous", why: "the trusted server adds continuous float64 Gaussian noise to q_t instead of discrete noise on the grid",
+		file: "shared/optim/server.go",
+		old:  "mechanism.FromGrid(s.noise, s.qgrid, s.gstep)",
+		new:  "s.stream.FillNormal(s.noise, s.gstep*float64(s.sigmaZ)); for i := range s.noise { s.noise[i] += s.q[i] }",
+		pkgs: []string{"./shared/optim/", "-run", "TestTrustedNoiseIsDiscrete"},
+	},
 }
 
 func main() {

@@ -71,8 +71,9 @@
 // compressor stream: post-processing. A device refuses (ErrUnsafe) a
 // compressor not known to be post-processing, a grid outside the exact
 // float64 range, and a noise scale beyond the exact sampler's. The
-// trusted server's noise stays continuous (the server is trusted; see
-// docs/privacy.md for what that leaves open). The other algorithms' scales are NCSigma,
+// trusted server draws its noise the same way: it releases
+// step (round(q_t / step) + Z_t) with Z_t of DiscreteSigma(TrustedSigma,
+// TrustedSensitivity) grid units. The other algorithms' scales are NCSigma,
 // TrustedSigma and FreshSigma; Sensitivity lists the per-release bounds.
 //
 // # Exactly-once state and the noise-cancellation identity

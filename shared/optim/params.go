@@ -333,10 +333,19 @@ func Harmonic(K int) float64 {
 	return h
 }
 
+// TrustedSensitivity is the replace-one L2 sensitivity of the trusted
+// server's q_t: one sample changes one device's clipped minibatch mean by
+// at most 2S/b, and q_t holds the mean over the m devices: 2S/(b m).
+func TrustedSensitivity(p Params) float64 {
+	return 2 * p.S() / (float64(p.Batch) * float64(p.Cohort))
+}
+
 // TrustedSigma is the per-coordinate standard deviation of the noise the
 // trusted server adds to q_t each round (full-participation paper,
 // Algorithm 2; noise-cancellation paper, Appendix F, with minibatch
-// sensitivity): sigma_t^2 = (2S/b)^2 T / (rho_p^2 m^2).
+// sensitivity): sigma_t^2 = (2S/b)^2 T / (rho_p^2 m^2). The server draws
+// it as an exact discrete Gaussian on a grid (mechanism.DiscreteSigma of
+// this sigma for TrustedSensitivity), like a device's release.
 func TrustedSigma(p Params) float64 {
 	rp := paperRho(p)
 	return 2 * p.S() / float64(p.Batch) * math.Sqrt(float64(p.Rounds)) / (rp * float64(p.Cohort))

@@ -37,8 +37,15 @@ type server struct {
 	m       float64
 	radius  float64 // D/2, 0 = none
 	gamma   float64
-	sigma   float64 // trusted server noise
 	entropy io.Reader
+	// The trusted server's noise: q_t rounded onto a grid of step gstep
+	// plus an exact discrete Gaussian of sigmaZ grid units (the device's
+	// mechanism, so the ledger's reading holds for it too).
+	gstep  float64
+	sigmaZ int64
+	qnext  []float64
+	qgrid  []int64
+	zs     []int64
 
 	t              int
 	w, x, xprev, q []float64 // q: qtilde (nc, mu2) or the exact q (trusted)
@@ -63,7 +70,14 @@ func newServer(p Params, a Algorithm, x0 []float64, entropy io.Reader) (*server,
 	s := &server{p: p, a: a, dim: d, m: float64(p.Cohort), radius: p.Diameter / 2, entropy: entropy, t: 1}
 	s.gamma = shiftStep(p, spec, d)
 	if a.kind.noise == noiseServer {
-		s.sigma = TrustedSigma(p)
+		sens := TrustedSensitivity(p)
+		var err error
+		if s.gstep, err = mechanism.GridStep(sens, d); err != nil {
+			return nil, fmt.Errorf("optim: trusted server noise: %w", err)
+		}
+		if s.sigmaZ, err = mechanism.DiscreteSigma(TrustedSigma(p), sens, s.gstep, d); err != nil {
+			return nil, fmt.Errorf("optim: trusted server noise: %w", err)
+		}
 	}
 	s.x = append([]float64(nil), x0...)
 	project(s.x, s.radius)
@@ -179,32 +193,59 @@ func (s *server) checkApply(t, n int) error {
 	return nil
 }
 
+// trustedNoise prepares the trusted server's release of round t without
+// moving any state: q_t = q_{t-1} + inv sum into qnext, its grid
+// integers into qgrid and a fresh discrete Gaussian vector into zs. It
+// fails (and nothing changes) if the entropy source fails or q_t leaves
+// the grid's exact range.
+func (s *server) trustedNoise(inv float64) error {
+	seed, err := mechanism.NewSeed(s.entropy)
+	if err != nil {
+		return fmt.Errorf("optim: server noise: %w", err)
+	}
+	if s.qnext == nil {
+		s.qnext = make([]float64, s.dim)
+		s.qgrid = make([]int64, s.dim)
+		s.zs = make([]int64, s.dim)
+		s.noise = make([]float64, s.dim)
+	}
+	for i, v := range s.sum {
+		s.qnext[i] = s.q[i] + v*inv
+	}
+	if err := mechanism.ToGrid(s.qgrid, s.qnext, s.gstep); err != nil {
+		return fmt.Errorf("optim: trusted server estimate: %w", err)
+	}
+	s.stream = streamFor(s.stream, seed, mechanism.PurposeNoise)
+	s.stream.FillDiscreteGaussian(s.zs, s.sigmaZ)
+	// |round(q/step)| < 2^52 (ToGrid) and |Z| is far below 2^52 (the
+	// sampler's range), so their sums are exact in float64.
+	return nil
+}
+
 // step takes round t's step from s.sum, the sum of its decoded updates.
 func (s *server) step(t int) error {
-	var seed mechanism.Seed
+	inv := 1 / s.m
 	if s.a.kind.noise == noiseServer {
-		var err error
-		if seed, err = mechanism.NewSeed(s.entropy); err != nil {
-			return fmt.Errorf("optim: server noise: %w", err)
+		if err := s.trustedNoise(inv); err != nil {
+			return err
 		}
 	}
 	// From here on nothing fails: the state moves as a whole.
-	inv := 1 / s.m
 	if s.a.kind.mu2 {
-		for i, v := range s.sum {
-			s.q[i] += v * inv
-		}
 		step := s.q
 		if s.a.kind.noise == noiseServer {
-			if s.noise == nil {
-				s.noise = make([]float64, s.dim)
+			// The release: step (round(q_t / step) + Z_t), exact integers
+			// (trustedNoise checked they stay below 2^53).
+			copy(s.q, s.qnext)
+			for i, z := range s.zs {
+				s.qgrid[i] += z
 			}
-			s.stream = streamFor(s.stream, seed, mechanism.PurposeNoise)
-			s.stream.FillNormal(s.noise, s.sigma)
-			for i := range s.noise {
-				s.noise[i] += s.q[i]
-			}
+			mechanism.FromGrid(s.noise, s.qgrid, s.gstep)
 			step = s.noise
+		} else {
+			for i, v := range s.sum {
+				s.q[i] += v * inv
+			}
 		}
 		for i := range s.w {
 			s.w[i] -= s.p.Eta * step[i]

@@ -154,7 +154,7 @@ func Compute(p optim.Params, delta float64) (Report, error) {
 		// The server adds N(0, sigma^2) to q_t, which holds the mean of m
 		// clipped minibatch means: replace-one sensitivity 2S/(b m) per
 		// round the device's contribution is in (at most T).
-		sens := 2 * p.S() / (float64(p.Batch) * float64(p.Cohort))
+		sens := optim.TrustedSensitivity(p)
 		s, err := optim.NoiseScale(p, 1)
 		if err != nil {
 			return Report{}, err
