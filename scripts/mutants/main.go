@@ -212,8 +212,8 @@ var mutations = []mutation{
 	{
 		name: "delta-from-session", why: "the owner's budget is read at the session's delta when that is larger",
 		file: "shared/plan/figures.go",
-		old:  "eps, over, err := owner.Over(spent + f.WorstRho)",
-		new:  "eps, over, err := Budget{Epsilon: owner.Epsilon, Delta: max(owner.Delta, p.Delta)}.Over(spent + f.WorstRho)",
+		old:  "most, _, err := b.Over(before + f.WorstRho)",
+		new:  "most, _, err := Budget{Epsilon: b.Epsilon, Delta: max(b.Delta, p.Delta)}.Over(before + f.WorstRho)",
 		pkgs: []string{"./shared/plan/"},
 	},
 	{

@@ -167,3 +167,38 @@ func (c *Root) privacyLine() string {
 type Meter struct {
 	M Reading `vugu:"data"`
 }
+
+// storedWords follows the count of stored pictures: " picture stored"
+// or " pictures stored".
+func (c *Root) storedWords() string {
+	if c.State.Data.Count == 1 {
+		return " picture stored"
+	}
+	return " pictures stored"
+}
+
+func (c *Root) trusted() bool { return c.State.Session.Mode == "trusted" }
+
+// noisyCaption names the picture of what was sent.
+func (c *Root) noisyCaption() string {
+	if c.trusted() {
+		return "What it sent"
+	}
+	return "What it sent, with noise"
+}
+
+// sentWords explains the two pictures of "what your phone sent".
+func (c *Root) sentWords() string {
+	s := c.State.Train.Sent
+	about := "a small part of it"
+	if s.Label != "" {
+		about = "about “" + s.Label + "”"
+	}
+	if c.trusted() {
+		return "Left: what your pictures taught this page in round " + strconv.Itoa(s.Round) + ", " + about +
+			". Right: what your phone sent. In this session your phone sends it without noise and the teacher's server adds the noise, so the two look the same."
+	}
+	return "Left: what your pictures taught this page in round " + strconv.Itoa(s.Round) + ", " + about +
+		". Right: what your phone really sent, with random noise added. Only the right one left your phone. " +
+		"The noise hides your own pictures; when the server adds up the whole class, the noise partly cancels out, so the class model still learns."
+}
