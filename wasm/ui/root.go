@@ -154,7 +154,7 @@ func (c *Root) modeText() string {
 			"The teacher's server adds the noise, so your privacy depends on trusting that server."
 	}
 	return "only what the page learned from your pictures, with random noise added. " +
-		"This page adds the noise itself before anything is sent, so the server never sees your pictures " +
+		"This page adds the noise itself, so the server never sees your pictures " +
 		"or the exact numbers learned from them."
 }
 
