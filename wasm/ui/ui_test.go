@@ -162,8 +162,12 @@ func TestRenderScreens(t *testing.T) {
 		{"consent offers a nickname box", State{Screen: ScreenConsent, Session: session(), Budget: 12, Nickname: "Ada"},
 			[]string{`id="nickname"`, `maxlength="24"`, `value="Ada"`, "not your real name"}, nil},
 		{"lobby", State{Screen: ScreenTrain, Session: session(), Nickname: "Ada",
-			Train: Training{Conn: "connected", Lobby: true, Status: "Waiting for your teacher to start…"}},
+			Train: Training{Conn: "connected", Lobby: true}},
 			[]string{`id="lobby"`, "Waiting for your teacher to start…", "as Ada", "privacy limit", `id="stop-btn"`}, []string{`id="status"`}},
+		// A status in the lobby (a lost connection) still shows.
+		{"lobby, connection lost", State{Screen: ScreenTrain, Session: session(),
+			Train: Training{Conn: "reconnecting", Lobby: true, Status: "Lost the connection. Trying again…"}},
+			[]string{`id="lobby"`, `id="status"`, "Lost the connection"}, nil},
 		{"training has no lobby notice", State{Screen: ScreenTrain, Session: session(), Train: Training{Conn: "connected", Round: 2}},
 			nil, []string{`id="lobby"`}},
 		{"done", State{Screen: ScreenDone, Session: session()},
