@@ -183,9 +183,10 @@ func (t *trainer) run() {
 }
 
 // stoppedWith shows why the runtime stopped (err nil: the session
-// finished).
+// finished). It leaves the screen as it is: the training screen showed
+// when the runtime loaded, and the student may have moved on since ("I'm
+// done", "Leave and delete my pictures").
 func stoppedWith(s *ui.State, err error) {
-	shown(s)
 	s.Train.Lobby = false // no longer waiting for the teacher
 	s.Train.Done = true
 	s.Train.Conn = "stopped"
