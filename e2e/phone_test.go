@@ -382,7 +382,7 @@ func checkMeter(t *testing.T, m meterView, most float64) {
 // update has norm at most S over 7,850 coordinates), so the sent picture
 // is mostly noise scaled to its own maximum: about 25 grey levels from
 // 128 per cell, whatever the clean picture is; the mean difference of the
-// two pictures was 38-47 in the runs, far from the 5 asserted. A noised
+// two pictures was 38-49 in the runs, far from the 5 asserted. A noised
 // frame matches the clean picture's exact grey level in a cell with
 // probability of the order of 1/50, so matching more than half of the 784
 // cells by chance has a probability far below 1e-100; the clean update
