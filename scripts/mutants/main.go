@@ -944,6 +944,13 @@ var mutations = []mutation{
 		pkgs: []string{"./e2e/", "-run", "TestPhoneScreens"},
 	},
 	{
+		name: "stopped-shows-training", why: "the runtime's last word moves the student back to the training screen (after \"I'm done\" or \"Leave and delete my pictures\")",
+		file: "wasm/ui/stopped.go",
+		old:  "\ts.Train.Lobby = false // no longer waiting for the teacher\n",
+		new:  "\ts.Train.Lobby = false // no longer waiting for the teacher\n\ts.Screen = ScreenTrain\n",
+		pkgs: []string{"./wasm/ui/", "-run", "Stopped"},
+	},
+	{
 		name: "owner-ledger-unlocked", why: "the page reserves in the owner's ledger with a read and a write in two transactions and no lock (two tabs can both pass on the same old ledger)",
 		file: "wasm/owner.go",
 		old:  "\terr := idb.Exclusive(ctx, ownerLock, rmw)\n\tif errors.Is(err, idb.ErrNoLocks) {\n\t\terr = rmw()\n\t}\n",
