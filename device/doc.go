@@ -37,6 +37,11 @@
 // they happen, after the runtime has released its locks: a callback may
 // call back into the runtime (State, Leave).
 //
+// WatchPrepared wraps a device-half constructor so that a user interface
+// on the same device sees each release before and after its noise (the
+// page's "what your phone sent"): in memory only, with the update sent and
+// the state saved unchanged, bit for bit.
+//
 // Nothing here uses the os package; FileStorage (native only, build tag
 // !js) is in its own file. The browser supplies an IndexedDB Storage.
 package device

@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -221,6 +222,7 @@ func onePath(t *testing.T, algorithm, compressor string, rho float64, mod func(*
 	}
 	var connected sync.WaitGroup
 	connected.Add(sess.M)
+	var watched atomic.Int64 // releases the watch saw
 	rts := make([]*device.Runtime, sess.M)
 	halves := make([]optim.Device, sess.M)
 	for i := range rts {
@@ -253,7 +255,10 @@ func onePath(t *testing.T, algorithm, compressor string, rho float64, mod func(*
 		rts[i], err = device.New(ctx, device.Config{URL: url, JoinCode: "join-me", Storage: storage,
 			Unlimited: true, AllowTrusted: !p.Private(), AllowNonPrivate: !p.Private(), // rho_p = 50: far above the default budget; mu2 gives no guarantee
 			Data: shard.Samples, MinBackoff: 5 * time.Millisecond, MaxBackoff: 50 * time.Millisecond, Hooks: hooks,
-			NewDevice: func(optim.Params) (optim.Device, error) { return dev, nil },
+			// The page's watch (device.WatchPrepared, "what your phone
+			// sent") on every device half: it must change nothing.
+			NewDevice: device.WatchPrepared(func(optim.Params) (optim.Device, error) { return dev, nil },
+				func(device.Prepared) { watched.Add(1) }),
 			OnEvent: func(e device.Event) {
 				switch e.Kind {
 				case device.EventConnected:
@@ -283,6 +288,9 @@ func onePath(t *testing.T, algorithm, compressor string, rho float64, mod func(*
 	}
 	if got := server.Next().T; got != sess.Rounds+1 {
 		t.Fatalf("live server at round %d, want %d", got, sess.Rounds+1)
+	}
+	if watched.Load() == 0 {
+		t.Error("the page's watch saw no release: the test shows nothing about it")
 	}
 
 	live := server.Model()

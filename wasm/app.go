@@ -280,12 +280,17 @@ func (a *app) restoreConsent(st *idb.Store, b []byte) bool {
 		return false
 	}
 	tb, terr := st.Get(a.ctx, keyTraining)
+	resume := terr == nil && len(tb) > 0 && tb[0] == 1
 	a.update(func(s *ui.State) {
 		s.Budget = a.consent.Budget
-		s.Screen = ui.ScreenData
+		if !resume {
+			s.Screen = ui.ScreenData
+		}
 	})
-	if terr == nil && len(tb) > 0 && tb[0] == 1 {
-		a.startTraining() // resume after a reload or a browser restart
+	if resume {
+		// After a reload or a browser restart: straight to training,
+		// which shows once the saved state is loaded.
+		a.startTraining()
 	}
 	return true
 }

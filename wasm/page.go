@@ -38,6 +38,10 @@ type page struct {
 	try    canvas   // the drawing to ask the model about
 	in     *inbox   // the worker's messages, handled in order by receive
 	perfAt float64  // the page's performance.timeOrigin
+	// screen is the screen last rendered: a new one opens at its top.
+	screen ui.Screen
+	// pics are the two pictures of "what your phone sent" as last drawn.
+	pics sentPictures
 }
 
 // outMsg is one message to the worker: its JSON text and, for a file
@@ -141,8 +145,10 @@ func (p *page) handle(data js.Value) error {
 		}
 		return err
 	case bridge.ClearTry:
+		// The model has answered: the drawing stays beside its answer,
+		// and the next stroke starts a new one.
 		p.ee.Lock()
-		p.try.clear()
+		p.try.fresh = true
 		p.ee.UnlockOnly()
 	}
 	return nil
@@ -281,10 +287,55 @@ func (p *page) EnterCode(code string) {
 	loc.Call("assign", loc.Get("pathname").String()+"?code="+url.QueryEscape(code))
 }
 
-// afterRender binds the canvases of the current screen.
+// afterRender binds the canvases of the current screen, draws "what
+// your phone sent", and opens a new screen at its top (the browser keeps
+// the old scroll position otherwise, and the new screen's top is cut
+// off).
 func (p *page) afterRender() {
 	p.draw.attach("draw")
 	p.try.attach("try")
+	p.pics.draw(p.state.Train.Sent)
+	if p.state.Screen != p.screen {
+		p.screen = p.state.Screen
+		js.Global().Get("window").Call("scrollTo", 0, 0)
+	}
+}
+
+// sentPictures draws the two pictures of "what your phone sent" when
+// they change or their canvases are new.
+type sentPictures struct {
+	clean, noisy js.Value
+	round        int
+}
+
+func (sp *sentPictures) draw(s ui.Sent) {
+	c, _ := jsw.ByID("sent-clean")
+	n, _ := jsw.ByID("sent-noisy")
+	if !c.Truthy() || !n.Truthy() {
+		sp.clean, sp.noisy = js.Undefined(), js.Undefined()
+		return
+	}
+	if s.Round == sp.round && sp.clean.Truthy() && sp.clean.Equal(c) && sp.noisy.Equal(n) {
+		return
+	}
+	sp.clean, sp.noisy, sp.round = c, n, s.Round
+	paint(c, s.Clean)
+	paint(n, s.Noisy)
+}
+
+// paint draws Side x Side grey levels on a canvas's default bitmap (see
+// canvas.clear for why the canvases keep it), one rectangle per value.
+func paint(el js.Value, grey []byte) {
+	if len(grey) != local.Features {
+		return
+	}
+	ctx := el.Call("getContext", "2d")
+	w, h := el.Get("width").Float(), el.Get("height").Float()
+	ctx.Call("setTransform", w/local.Side, 0, 0, h/local.Side, 0, 0)
+	for i, g := range grey {
+		ctx.Set("fillStyle", fmt.Sprintf("rgb(%d,%d,%d)", g, g, g))
+		ctx.Call("fillRect", i%local.Side, i/local.Side, 1, 1)
+	}
 }
 
 // canvas is a 28x28 drawing surface, scaled up by CSS, drawn on with
@@ -293,6 +344,7 @@ type canvas struct {
 	el      js.Value
 	release []func()
 	down    bool
+	fresh   bool // the next stroke starts a new drawing (the model answered the last)
 }
 
 // attach (re)binds c to the element with id if the page now shows a
@@ -324,6 +376,10 @@ func (c *canvas) attach(id string) {
 	c.release = append(c.release,
 		jsw.Listen(el, "pointerdown", func(ev js.Value) {
 			ev.Call("preventDefault")
+			if c.fresh {
+				c.fresh = false
+				c.clear()
+			}
 			c.down = true
 			x, y := pos(ev)
 			ctx.Call("beginPath")

@@ -15,7 +15,6 @@ import (
 	"browserfl/shared/model"
 	"browserfl/shared/optim"
 	"browserfl/shared/plan"
-	"browserfl/shared/privacy"
 	"browserfl/wasm/bridge"
 	"browserfl/wasm/idb"
 	"browserfl/wasm/jsw"
@@ -68,6 +67,7 @@ type trainer struct {
 	stepMillis float64   // time of the latest Prepare
 	bytesSent  int64     // update frames prepared for sending, in bytes
 	events     []queued  // runtime events not yet published, in order
+	sent       ui.Sent   // the pictures of the latest release prepared
 
 	wake chan struct{} // an event was queued
 
@@ -90,10 +90,15 @@ func (a *app) startTraining() {
 	if old != nil {
 		old.cancel() // its progress poll
 	}
+	// The screen changes to training once the runtime has loaded its
+	// saved state (run, shown): the meter then shows the saved figure at
+	// once, never a 0 that is not true.
 	a.update(func(s *ui.State) {
-		s.Screen = ui.ScreenTrain
 		s.Error = ""
 		s.Data.DrawHint = ""
+		if s.Screen == ui.ScreenData {
+			s.Data.Busy = "Starting…"
+		}
 		s.Train.EpsBudget = a.consent.Budget
 		s.Train.Delta = a.delta
 		s.Train.Conn = "connecting"
@@ -133,6 +138,7 @@ func (t *trainer) run() {
 	spent, err := t.charge(t.ctx)
 	if err != nil {
 		a.update(func(s *ui.State) {
+			shown(s)
 			s.Train.Done, s.Train.Conn = true, "stopped"
 			s.Train.Status = "This page will not train on your data in this session: " + err.Error()
 		})
@@ -152,52 +158,35 @@ func (t *trainer) run() {
 		// session is joined only if that is what they agreed to.
 		AllowTrusted: a.consent.Trusted,
 		OnEvent:      t.onEvent,
-		NewDevice:    newYielding(t.ctx, a.port, len(data), t.prepared),
+		NewDevice:    newYielding(t.ctx, a.port, len(data), device.WatchPrepared(device.DefaultNewDevice, t.watch), t.prepared),
 	})
 	if err != nil {
+		a.update(shown)
 		a.fail("Device", err)
 		return
 	}
 	t.mu.Lock()
 	t.rt = rt
 	t.mu.Unlock()
+	// The saved figures, before anything is sent or received.
+	eps, most, joined, st := t.figures()
+	a.update(func(s *ui.State) {
+		shown(s)
+		s.Train.EpsSpent, s.Train.EpsMost, s.Train.Joined = eps, most, joined
+		s.Data.Used = min(st.Cursor, s.Data.Count)
+	})
 	err = rt.Run(t.ctx)
 	if err == nil {
 		t.settle(a.ctx) // the session ended: no more releases
 	}
-	a.update(func(s *ui.State) {
-		s.Train.Done = true
-		s.Train.Conn = "stopped"
-		if err != nil {
-			s.Train.Detail = err.Error()
-		}
-		switch {
-		case err == nil:
-			s.Train.Conn = "finished"
-			s.Train.Status = "The session has finished. Thank you for helping!"
-		case errors.Is(err, device.ErrDataUsedUp):
-			s.Train.UsedUp = true
-			s.Train.Status = "" // the notice at the top says it
-		case errors.Is(err, device.ErrBudgetSpent):
-			s.Train.Status = "You have reached your privacy limit, so this page has stopped helping. Thank you!"
-		case errors.Is(err, device.ErrStartRefused) && errors.Is(err, plan.ErrOverBudget):
-			// The teacher's Start brought final settings this page's
-			// owner did not allow.
-			s.Train.Lobby = false
-			s.Train.Status = "Your teacher started the session with settings that could use more of your privacy than your limit allows. " +
-				"So this page did not join, and nothing was learned from your pictures. You can tell your teacher, or raise your limit and reload the page."
-		case errors.Is(err, device.ErrNicknameTaken):
-			s.Train.Status = "That name is too close to someone else's. Try another: reload the page and pick a new name."
-		case errors.Is(err, device.ErrRemoved):
-			s.Train.Status = "The teacher removed this device from the session."
-		case errors.Is(err, device.ErrLeft), errors.Is(err, context.Canceled):
-			s.Train.Status = "You stopped helping."
-		case errors.Is(err, device.ErrRefused):
-			s.Train.Status = "This page refused to go on, to protect your privacy. See Details."
-		default:
-			s.Train.Status = "Stopped because of an error. See Details."
-		}
-	})
+	a.update(func(s *ui.State) { s.Stopped(err) })
+}
+
+// shown moves the page to the training screen (from the data screen,
+// or from loading after a reload).
+func shown(s *ui.State) {
+	s.Screen = ui.ScreenTrain
+	s.Data.Busy = ""
 }
 
 // runtime returns the device runtime once it is built (nil before).
@@ -223,6 +212,26 @@ func (t *trainer) prepared(millis float64, frameBytes int) {
 	t.mu.Lock()
 	t.stepMillis = millis
 	t.bytesSent += int64(frameBytes)
+	t.mu.Unlock()
+}
+
+// watch receives each release the device half prepares
+// (device.WatchPrepared), inside the runtime's lock: it draws the
+// pictures of "what your phone sent" and keeps them until the update is
+// sent (publish shows them with EventSent of that round). The clean
+// estimate stays in this worker's memory and the page's.
+func (t *trainer) watch(pr device.Prepared) {
+	p := t.a.params
+	row, perClass, clean, noisy, err := local.UpdatePictures(p.Model, p.Classes, pr.Clean, pr.Sent)
+	if err != nil {
+		return // a model without pictures: nothing to show
+	}
+	label := ""
+	if names := ui.LabelsOf(p.LabelNames()); perClass && row < len(names) {
+		label = names[row]
+	}
+	t.mu.Lock()
+	t.sent = ui.Sent{Round: pr.T, Label: label, Clean: clean, Noisy: noisy}
 	t.mu.Unlock()
 }
 
@@ -275,31 +284,53 @@ func (t *trainer) publishEvents() {
 	}
 }
 
-// publish updates the view after an event, reading the runtime's ledger
-// once the runtime has released its lock.
+// figures reads the runtime's ledger (once the runtime has released
+// its lock): what this page has spent and the most this session can take
+// it to, as the owner sees them (plan.Budget.Progress: epsilon at the
+// owner's delta, with what the owner's data spent before), the releases
+// made, and the runtime's state.
+func (t *trainer) figures() (eps, most float64, joined int, st device.State) {
+	a := t.a
+	rt := t.runtime()
+	if rt == nil {
+		return 0, 0, 0, st
+	}
+	st = rt.State()
+	sess := a.params
+	if st.Session != nil {
+		sess = *st.Session // the final parameters, from the teacher's Start on
+	}
+	var ledger float64
+	if acc, ok := rt.Algorithm().(optim.Accountant); ok {
+		l := acc.Ledger()
+		ledger = l.Rho()
+		joined = acc.Participations()
+	}
+	owner := plan.Budget{Epsilon: a.consent.Budget, Delta: a.delta}
+	if pr, err := owner.Progress(device.Params(sess), t.spentBefore, ledger); err == nil {
+		eps, most = pr.Spent, pr.Most
+	}
+	return eps, most, joined, st
+}
+
+// publish updates the view after an event.
 func (t *trainer) publish(e device.Event, stepMillis float64, bytesSent int64) {
 	a := t.a
-	var eps float64
-	var joined int
-	rt := t.runtime()
-	if rt != nil {
-		if acc, ok := rt.Algorithm().(optim.Accountant); ok {
-			// Spent: this session's ledger plus what the owner's data
-			// spent before, at the owner's delta.
-			l := acc.Ledger()
-			if v, err := privacy.LedgerEpsilon(t.spentBefore+l.Rho(), a.delta); err == nil {
-				eps = v
-			}
-			joined = acc.Participations()
+	eps, most, joined, st := t.figures()
+	var sent ui.Sent
+	if e.Kind == device.EventSent {
+		t.mu.Lock()
+		if t.sent.Round == e.T {
+			sent = t.sent
 		}
-	}
-	st := device.State{}
-	if rt != nil {
-		st = rt.State()
+		t.mu.Unlock()
 	}
 	a.update(func(s *ui.State) {
-		s.Train.EpsSpent = eps
+		s.Train.EpsSpent, s.Train.EpsMost = eps, most
 		s.Train.Joined = joined
+		if sent.Round > 0 {
+			s.Train.Sent = sent
+		}
 		s.Train.StepMillis = stepMillis
 		s.Train.BytesSent = bytesSent
 		s.Data.Used = min(st.Cursor, s.Data.Count)
@@ -313,7 +344,7 @@ func (t *trainer) publish(e device.Event, stepMillis float64, bytesSent int64) {
 		case device.EventLobby:
 			s.Train.Conn = "connected"
 			s.Train.Lobby = true
-			s.Train.Status = "Waiting for your teacher to start…"
+			s.Train.Status = "" // the lobby notice says it
 		case device.EventStarted:
 			s.Train.Lobby = false
 			s.Train.Status = "Your teacher started the session. Your privacy limit allows it: waiting for our turn…"

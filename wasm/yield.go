@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 
-	"browserfl/device"
 	"browserfl/shared/dataset"
 	"browserfl/shared/optim"
 	"browserfl/shared/privacy"
@@ -40,9 +39,9 @@ type yielding struct {
 // errDataUsed is returned by Prepare once every sample has been used.
 var errDataUsed = errors.New("every local sample has been used once (single pass): this page takes part in no more rounds")
 
-func newYielding(ctx context.Context, p *port, samples int, onPrepared func(float64, int)) func(optim.Params) (optim.Device, error) {
+func newYielding(ctx context.Context, p *port, samples int, next func(optim.Params) (optim.Device, error), onPrepared func(float64, int)) func(optim.Params) (optim.Device, error) {
 	return func(op optim.Params) (optim.Device, error) {
-		d, err := device.DefaultNewDevice(op)
+		d, err := next(op)
 		if err != nil {
 			return nil, err
 		}

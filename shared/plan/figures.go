@@ -158,6 +158,44 @@ func (f Figures) Text() string {
 	return fmt.Sprintf("ε = %s at δ = %s (zCDP ρ = %s, %d releases at most)", f.EpsilonText(), f.DeltaText(), f.RhoText(), f.WorstReleases)
 }
 
+// Progress is a device's privacy in one session as its owner sees it,
+// both figures as epsilon at the owner's delta (Budget.Over), counting
+// what the owner's data spent before this session: Spent is what it has
+// spent so far, Most the most this session can take it to (the
+// session's worst case on top of what was spent before). Spent <= Most
+// holds for a device whose ledger stays within the session's worst case,
+// which optim's device enforces; Most <= the owner's epsilon for a
+// session Check let the device join.
+type Progress struct {
+	Spent, Most float64
+}
+
+// Progress returns the owner's figures for a session p: before is the
+// zCDP rho the owner's data spent elsewhere, ledger what the device has
+// spent in this session. The page's privacy meter shows exactly these
+// numbers; Check compares Most with the owner's epsilon.
+func (b Budget) Progress(p optim.Params, before, ledger float64) (Progress, error) {
+	if !(before >= 0) || math.IsInf(before, 0) || !(ledger >= 0) || math.IsInf(ledger, 0) {
+		return Progress{}, fmt.Errorf("plan: spent rho %v and %v, want finite values >= 0", before, ledger)
+	}
+	f, err := SessionFigures(p, b.Delta)
+	if err != nil {
+		return Progress{}, err
+	}
+	if !f.Private {
+		return Progress{}, fmt.Errorf("plan: algorithm %q gives no privacy guarantee", p.Algorithm)
+	}
+	most, _, err := b.Over(before + f.WorstRho)
+	if err != nil {
+		return Progress{}, fmt.Errorf("plan: %w", err)
+	}
+	spent, _, err := b.Over(before + ledger)
+	if err != nil {
+		return Progress{}, fmt.Errorf("plan: %w", err)
+	}
+	return Progress{Spent: spent, Most: most}, nil
+}
+
 // ErrOverBudget is wrapped by Check when a session would take the owner
 // past their budget.
 var ErrOverBudget = errors.New("plan: over the owner's budget")
@@ -185,11 +223,11 @@ func Check(p optim.Params, owner Budget, spent float64) error {
 	if !f.Private {
 		return fmt.Errorf("plan: algorithm %q gives no privacy guarantee", p.Algorithm)
 	}
-	eps, over, err := owner.Over(spent + f.WorstRho)
+	pr, err := owner.Progress(p, spent, 0)
 	if err != nil {
-		return fmt.Errorf("plan: %w", err)
+		return err
 	}
-	if over {
+	if eps := pr.Most; eps > owner.Epsilon {
 		if spent > 0 {
 			return fmt.Errorf("%w: already spent zCDP rho %s, and this session may spend up to %s more: together epsilon %s at delta %s, over the budget of %s",
 				ErrOverBudget, FormatRho(spent), FormatRho(f.WorstRho), FormatEpsilon(eps), FormatDelta(owner.Delta), strconv.FormatFloat(owner.Epsilon, 'g', -1, 64))

@@ -179,3 +179,47 @@ func TestBudgetOver(t *testing.T) {
 		}
 	}
 }
+
+// Progress is what the page's privacy meter shows: Most is the session's
+// worst case on top of what the owner's data spent before (the figure
+// Check compares with the owner's epsilon), Spent the ledger so far.
+func TestBudgetProgress(t *testing.T) {
+	p := demo()
+	f, err := SessionFigures(p, DefaultDelta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := DefaultBudget()
+	for _, tc := range []struct{ before, ledger float64 }{{0, 0}, {0, 0.3}, {0, f.WorstRho}, {0.1, 0.5}} {
+		pr, err := b.Progress(p, tc.before, tc.ledger)
+		if err != nil {
+			t.Fatal(err)
+		}
+		most, _ := privacy.LedgerEpsilon(tc.before+f.WorstRho, DefaultDelta)
+		spent, _ := privacy.LedgerEpsilon(tc.before+tc.ledger, DefaultDelta)
+		if pr.Most != most || pr.Spent != spent {
+			t.Errorf("before %v, ledger %v: %+v, want most %v spent %v", tc.before, tc.ledger, pr, most, spent)
+		}
+		if pr.Spent > pr.Most {
+			t.Errorf("before %v, ledger %v: spent %v > most %v", tc.before, tc.ledger, pr.Spent, pr.Most)
+		}
+	}
+	// The demo session with fresh data: the consent screen's 7.06.
+	pr, _ := b.Progress(p, 0, 0)
+	if FormatEpsilon(pr.Most) != f.EpsilonText() || pr.Spent != 0 {
+		t.Errorf("fresh demo: %+v, want most %s and nothing spent", pr, f.EpsilonText())
+	}
+	// Check refuses exactly when Most passes the owner's epsilon.
+	for _, before := range []float64{0, 0.05, 0.1, 0.2} {
+		pr, _ := b.Progress(p, before, 0)
+		err := Check(p, b, before)
+		if (pr.Most > b.Epsilon) != errors.Is(err, ErrOverBudget) {
+			t.Errorf("before %v: most %v, Check %v", before, pr.Most, err)
+		}
+	}
+	for _, bad := range [][2]float64{{-1, 0}, {0, math.NaN()}, {math.Inf(1), 0}} {
+		if _, err := b.Progress(p, bad[0], bad[1]); err == nil {
+			t.Errorf("spent %v accepted", bad)
+		}
+	}
+}

@@ -79,7 +79,9 @@ const (
 	// the worker's performance.timeOrigin and now()); the page records it
 	// in its own timeline, where the end-to-end tests read it.
 	Perf = "perf"
-	// ClearTry: blank the "try the model" canvas (after an answer).
+	// ClearTry: the model has answered the "try the model" drawing; the
+	// page keeps the drawing beside its answer and starts a new one at
+	// the next stroke.
 	ClearTry = "cleartry"
 )
 

@@ -154,7 +154,7 @@ func (c *Root) modeText() string {
 			"The teacher's server adds the noise, so your privacy depends on trusting that server."
 	}
 	return "only what the page learned from your pictures, with random noise added. " +
-		"This page adds the noise itself before anything is sent, so the server never sees your pictures " +
+		"This page adds the noise itself, so the server never sees your pictures " +
 		"or the exact numbers learned from them."
 }
 
@@ -166,4 +166,39 @@ func (c *Root) privacyLine() string {
 // Meter is the privacy meter component.
 type Meter struct {
 	M Reading `vugu:"data"`
+}
+
+// storedWords follows the count of stored pictures: " picture stored"
+// or " pictures stored".
+func (c *Root) storedWords() string {
+	if c.State.Data.Count == 1 {
+		return " picture stored"
+	}
+	return " pictures stored"
+}
+
+func (c *Root) trusted() bool { return c.State.Session.Mode == "trusted" }
+
+// noisyCaption names the picture of what was sent.
+func (c *Root) noisyCaption() string {
+	if c.trusted() {
+		return "What it sent"
+	}
+	return "What it sent, with noise"
+}
+
+// sentWords explains the two pictures of "what your phone sent".
+func (c *Root) sentWords() string {
+	s := c.State.Train.Sent
+	about := "a small part of it"
+	if s.Label != "" {
+		about = "about “" + s.Label + "”"
+	}
+	if c.trusted() {
+		return "Left: what your pictures taught this page in round " + strconv.Itoa(s.Round) + ", " + about +
+			". Right: what your phone sent. In this session your phone sends it without noise and the teacher's server adds the noise, so the two look the same."
+	}
+	return "Left: what your pictures taught this page in round " + strconv.Itoa(s.Round) + ", " + about +
+		". Right: what your phone really sent, with random noise added. Only the right one left your phone. " +
+		"The noise hides your own pictures; when the server adds up the whole class, the noise partly cancels out, so the class model still learns."
 }

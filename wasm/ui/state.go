@@ -94,6 +94,7 @@ type Training struct {
 	StepMillis float64
 	BytesSent  int64
 	EpsSpent   float64 // epsilon at Delta: the device's own ledger plus what the owner's data spent before
+	EpsMost    float64 // epsilon at Delta: the most this session can take it to (plan.Budget.Progress)
 	EpsBudget  float64 // the owner's budget
 	Delta      float64
 	Accuracy   []Point
@@ -103,6 +104,22 @@ type Training struct {
 	Lobby      bool   // connected; the session waits for the teacher's Start
 	Done       bool   // session finished or device stopped
 	UsedUp     bool   // the device stopped because every sample is used
+	// Sent is "what your phone sent" for the latest update this page
+	// prepared (empty before the first): computed in the page, shown
+	// only here.
+	Sent Sent
+}
+
+// Sent is one update shown before and after the noise: the same Side x
+// Side slice of both (local.UpdatePicture), as grey levels (128 is zero).
+// Clean is the update as this page computed it, which never leaves the
+// page; Noisy is what it sent.
+type Sent struct {
+	Round int
+	// Label is what the slice is about: a class name for a model with a
+	// row of weights per class, empty for another model.
+	Label        string
+	Clean, Noisy []byte
 }
 
 // State is everything the page renders. The controller mutates it under
@@ -122,33 +139,53 @@ type State struct {
 	Nickname string
 }
 
-// Reading is the privacy meter's reading: the fraction of the budget spent
-// and a sentence that says what the number means.
+// Reading is the privacy meter's reading, against the plan: the most this
+// session can use (plan.Budget.Progress), never against alarm.
 type Reading struct {
-	Fraction float64 // spent / budget, clamped to [0, 1]
-	Label    string
-	Meaning  string
+	Fraction float64 // spent / the session's most, clamped to [0, 1]
+	// Class colours the meter: "meter-calm" while within the plan (always,
+	// for a device whose ledger keeps its cap), "meter-over" past it.
+	Class   string
+	Plan    string // the session's most, against the owner's limit
+	Label   string // what is used so far
+	Meaning string // what the number means, in words a student reads
+	Exact   string // the precise meaning (behind Details)
 }
 
-// PrivacyMeter explains epsilon spent against budget in plain words.
-// An (epsilon, delta) guarantee bounds how much more likely any outcome
-// of everything this device sent becomes because one sample was or was not
-// in its data: by a factor of at most e^epsilon, except with probability
-// delta. The sentence says that, in words a student reads, and no more.
-func PrivacyMeter(spent, budget, delta float64) Reading {
-	m := Reading{}
-	if budget > 0 {
-		m.Fraction = math.Min(1, math.Max(0, spent/budget))
+// PrivacyMeter explains epsilon spent against the most the session can
+// use (most) and the owner's limit (budget), in plain words. An (epsilon,
+// delta) guarantee bounds how much more likely any outcome of everything
+// this device sent becomes because one sample was or was not in its
+// data: by a factor of at most e^epsilon, except with probability delta.
+// Exact says that; the other sentences say no more than it.
+func PrivacyMeter(spent, most, budget, delta float64) Reading {
+	m := Reading{Class: "meter-calm"}
+	if most > 0 {
+		m.Fraction = math.Min(1, math.Max(0, spent/most))
+		m.Plan = fmt.Sprintf("By the end of this lesson, at most ε = %s of your limit of %g is used.", plan.FormatEpsilon(most), budget)
 	}
-	m.Label = fmt.Sprintf("Privacy used: ε = %s of your limit %g (%.0f%%)", plan.FormatEpsilon(spent), budget, 100*m.Fraction)
+	if spent > most*(1+1e-9) {
+		m.Class = "meter-over"
+	}
 	if spent <= 0 {
-		m.Meaning = "Nothing sent yet, so no privacy used. ε (epsilon) counts privacy used: smaller is more private."
-		return m
+		m.Label = "Used so far: ε = 0. Nothing sent yet."
+	} else {
+		m.Label = fmt.Sprintf("Used so far: ε = %s", plan.FormatEpsilon(spent))
+		if most > 0 {
+			m.Label += fmt.Sprintf(" (%.0f%% of this lesson's most)", 100*spent/most)
+		}
 	}
-	m.Meaning = fmt.Sprintf("Smaller is more private. ε = %s means: someone who sees everything this page sent "+
-		"can become at most %s times more sure whether any one of your pictures was used (apart from %s). "+
-		"Under 1 is very strong protection, 1 to 10 is common in real apps, over 10 is weak. %s",
-		plan.FormatEpsilon(spent), factor(spent), chance(delta), level(spent, budget))
+	m.Meaning = "ε grows fastest in the first rounds and more slowly after that. " + level(spent, most, budget) +
+		" Smaller is more private: under 1 is very strong protection, 1 to 10 is common in real apps."
+	if spent > 0 {
+		m.Exact = fmt.Sprintf("ε = %s means: someone who sees everything this page sent "+
+			"can become at most %s times more sure whether any one of your pictures was used (apart from %s), "+
+			"even if they know all your other pictures.", plan.FormatEpsilon(spent), factor(spent), chance(delta))
+	} else {
+		m.Exact = fmt.Sprintf("ε = 0 means nothing about your pictures has been sent. "+
+			"At this lesson's most, someone who sees everything this page sent could become at most %s times more sure "+
+			"whether any one of your pictures was used (apart from %s), even if they know all your other pictures.", factor(most), chance(delta))
+	}
 	return m
 }
 
@@ -192,11 +229,24 @@ func factor(eps float64) string {
 	return "more than a billion"
 }
 
-func level(spent, budget float64) string {
-	if spent >= budget*0.999 {
+func level(spent, most, budget float64) string {
+	switch {
+	case budget > 0 && spent >= budget*0.999:
 		return "Your limit is reached: the page helps in no more rounds."
+	case spent > most*(1+1e-9):
+		return "This is more than this lesson's most."
+	case most > 0 && spent >= most*0.999:
+		return "All of this lesson's privacy is used, as planned."
 	}
-	return "The page stops before it would go over your limit."
+	return "The page never lets it pass this lesson's most."
+}
+
+// Plural returns "1 picture" or "n pictures".
+func Plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }
 
 // Sparkline returns SVG polyline points for the accuracy chart in a

@@ -9,6 +9,8 @@ import (
 
 	"github.com/vugu/vugu"
 	"github.com/vugu/vugu/staticrender"
+
+	"browserfl/shared/plan"
 )
 
 // nopCtl is a Controller that records nothing: the render tests only
@@ -47,6 +49,15 @@ func session() Session {
 		EpsilonText: "10.60", DeltaText: "1e-5", Figures: "ε = 10.60 at δ = 1e-5 (zCDP ρ = 2, 20 releases at most)"}
 }
 
+// sent is a "what your phone sent" of round 12 about class "Coat".
+func sent() Sent {
+	s := Sent{Round: 12, Label: "Coat", Clean: make([]byte, 784), Noisy: make([]byte, 784)}
+	for i := range s.Clean {
+		s.Clean[i], s.Noisy[i] = byte(i), byte(3*i)
+	}
+	return s
+}
+
 func fashion() Session {
 	s := session()
 	s.Labels = []string{"T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot"}
@@ -67,7 +78,9 @@ func TestUsedUpNoticeFirst(t *testing.T) {
 func TestPlainWordsOutsideDetails(t *testing.T) {
 	for _, st := range []State{
 		{Screen: ScreenConsent, Session: session(), Budget: 12},
-		{Screen: ScreenTrain, Session: session(), Train: Training{EpsSpent: 3, EpsBudget: 12, Delta: 1e-5}},
+		{Screen: ScreenTrain, Session: session(), Train: Training{EpsSpent: 3, EpsMost: 10.6, EpsBudget: 12, Delta: 1e-5, Sent: sent()}},
+		{Screen: ScreenTrain, Session: fashion(), Train: Training{EpsSpent: 0, EpsMost: 10.6, EpsBudget: 12, Delta: 1e-5, Lobby: true}},
+		{Screen: ScreenData, Session: session(), Data: Data{Count: 1}},
 	} {
 		html := render(t, &st)
 		for strings.Contains(html, "<details") {
@@ -78,7 +91,8 @@ func TestPlainWordsOutsideDetails(t *testing.T) {
 			}
 			html = html[:i] + html[i+j+len("</details>"):]
 		}
-		for _, term := range []string{"IndexedDB", "δ", "zCDP", "clip", "Clip", "mu^2", "Gaussian", "delta"} {
+		for _, term := range []string{"IndexedDB", "δ", "zCDP", "clip", "Clip", "mu^2", "Gaussian", "delta",
+			"times more sure", "gradient", "weights", "vector", "likelihood", "ledger"} {
 			if strings.Contains(html, term) {
 				t.Errorf("screen %d shows %q outside Details", st.Screen, term)
 			}
@@ -128,11 +142,19 @@ func TestRenderScreens(t *testing.T) {
 			[]string{">T-shirt/top</option>", ">Coat</option>", ">Ankle boot</option>", "Add as Coat"},
 			[]string{">7</option>"}},
 		{"training", State{Screen: ScreenTrain, Session: session(),
-			Train: Training{Conn: "connected", Round: 7, Joined: 6, EpsSpent: 3, EpsBudget: 12, Delta: 1e-5,
+			Train: Training{Conn: "connected", Round: 7, Joined: 6, EpsSpent: 3, EpsMost: 10.6, EpsBudget: 12, Delta: 1e-5,
 				Accuracy: []Point{{1, 0.3}, {7, 0.61}}}},
-			[]string{`id="train"`, `id="meter"`, "ε = 3.00 of your limit 12", "61.0% right after round 7", `id="acc-line"`, `id="try"`,
+			[]string{`id="train"`, `class="meter meter-calm"`, "at most ε = 10.60 of your limit of 12", "Used so far: ε = 3.00 (28% of this lesson",
+				`style="width:28.3%"`, "61.0% right after round 7", `id="acc-line"`, `id="try"`,
 				`id="stop-btn"`, `<details id="train-details">`},
-			[]string{`id="consent"`, `id="used-up"`}},
+			[]string{`id="consent"`, `id="used-up"`, `id="phone-sent"`}},
+		{"what your phone sent", State{Screen: ScreenTrain, Session: fashion(), Train: Training{Conn: "connected", Round: 12, Sent: sent()}},
+			[]string{`id="phone-sent"`, `data-round="12"`, `id="sent-clean"`, `id="sent-noisy"`, "What your phone sent", "round 12, about “Coat”",
+				"with random noise added", "Only the right one left your phone"}, nil},
+		{"what your phone sent, trusted", State{Screen: ScreenTrain, Session: Session{Mode: "trusted", Delta: 1e-5}, Train: Training{Sent: sent()}},
+			[]string{`id="phone-sent"`, "server adds the noise"}, []string{"with random noise added"}},
+		{"one picture", State{Screen: ScreenData, Session: session(), Data: Data{Count: 1, Sources: []string{"drawn (1)"}}},
+			[]string{`>1</b><span id="data-words"> picture stored</span>`}, []string{"pictures stored"}},
 		{"data used up", State{Screen: ScreenTrain, Session: session(),
 			Train: Training{Conn: "stopped", Done: true, UsedUp: true, Status: "All your pictures have been used."}},
 			[]string{`id="used-up"`, "All your pictures have been used", `id="more-btn"`, `id="done-btn"`, "Draw more pictures", "I&#39;m done"},
@@ -140,8 +162,12 @@ func TestRenderScreens(t *testing.T) {
 		{"consent offers a nickname box", State{Screen: ScreenConsent, Session: session(), Budget: 12, Nickname: "Ada"},
 			[]string{`id="nickname"`, `maxlength="24"`, `value="Ada"`, "not your real name"}, nil},
 		{"lobby", State{Screen: ScreenTrain, Session: session(), Nickname: "Ada",
-			Train: Training{Conn: "connected", Lobby: true, Status: "Waiting for your teacher to start…"}},
-			[]string{`id="lobby"`, "Waiting for your teacher to start…", "as Ada", "privacy limit", `id="stop-btn"`}, nil},
+			Train: Training{Conn: "connected", Lobby: true}},
+			[]string{`id="lobby"`, "Waiting for your teacher to start…", "as Ada", "privacy limit", `id="stop-btn"`}, []string{`id="status"`}},
+		// A status in the lobby (a lost connection) still shows.
+		{"lobby, connection lost", State{Screen: ScreenTrain, Session: session(),
+			Train: Training{Conn: "reconnecting", Lobby: true, Status: "Lost the connection. Trying again…"}},
+			[]string{`id="lobby"`, `id="status"`, "Lost the connection"}, nil},
 		{"training has no lobby notice", State{Screen: ScreenTrain, Session: session(), Train: Training{Conn: "connected", Round: 2}},
 			nil, []string{`id="lobby"`}},
 		{"done", State{Screen: ScreenDone, Session: session()},
@@ -165,28 +191,53 @@ func TestRenderScreens(t *testing.T) {
 	}
 }
 
+// The meter reads against the plan (the session's most), calmly: its
+// fill is spent over the most, its colour stays calm within the plan,
+// and the alarming-sounding exact meaning sits behind Details.
 func TestPrivacyMeter(t *testing.T) {
 	tests := []struct {
-		spent, budget float64
-		frac          float64
-		want          string
+		spent, most, budget float64
+		frac                float64
+		class               string
+		want, exact         string
 	}{
-		{0, 4, 0, "Nothing sent yet"},
-		{1, 4, 0.25, "at most 2.72 times more sure"},
-		{1, 4, 0.25, "apart from a 1 in 100,000 chance"},
-		{2, 4, 0.5, "stops before"},
-		{4, 4, 1, "limit is reached"},
-		{10, 4, 1, "22,026 times"}, // e^10; a fraction above 1 is clamped
-		{7, 8, 0.875, "1,097 times"},
-		{15, 4, 1, "about 3 million times"},
+		{0, 7.06, 8, 0, "meter-calm", "Nothing sent yet", "at most 1,164 times"},
+		{4.6, 7.06, 8, 4.6 / 7.06, "meter-calm", "(65% of this lesson's most)", "at most 99 times more sure"},
+		{1, 4, 8, 0.25, "meter-calm", "never lets it pass this lesson's most", "apart from a 1 in 100,000 chance"},
+		{7.06, 7.06, 8, 1, "meter-calm", "as planned", "1,164 times"},
+		{8, 8, 8, 1, "meter-calm", "limit is reached", "2,981 times"},
+		{5, 4, 8, 1, "meter-over", "more than this lesson's most", "148 times"},
+		{15, 15, 20, 1, "meter-calm", "as planned", "about 3 million times"},
 	}
 	for _, tc := range tests {
-		m := PrivacyMeter(tc.spent, tc.budget, 1e-5)
+		m := PrivacyMeter(tc.spent, tc.most, tc.budget, 1e-5)
 		if math.Abs(m.Fraction-tc.frac) > 1e-12 {
-			t.Errorf("spent %v of %v: fraction %v, want %v", tc.spent, tc.budget, m.Fraction, tc.frac)
+			t.Errorf("spent %v of %v: fraction %v, want %v", tc.spent, tc.most, m.Fraction, tc.frac)
 		}
-		if !strings.Contains(m.Meaning, tc.want) {
-			t.Errorf("spent %v of %v: meaning %q lacks %q", tc.spent, tc.budget, m.Meaning, tc.want)
+		if m.Class != tc.class {
+			t.Errorf("spent %v of %v: class %q, want %q", tc.spent, tc.most, m.Class, tc.class)
+		}
+		if all := m.Plan + " " + m.Label + " " + m.Meaning; !strings.Contains(all, tc.want) {
+			t.Errorf("spent %v of %v: %q lacks %q", tc.spent, tc.most, all, tc.want)
+		}
+		if !strings.Contains(m.Exact, tc.exact) {
+			t.Errorf("spent %v of %v: exact meaning %q lacks %q", tc.spent, tc.most, m.Exact, tc.exact)
+		}
+		if !strings.Contains(m.Plan, "at most ε = "+plan.FormatEpsilon(tc.most)+" of your limit of") {
+			t.Errorf("plan line %q", m.Plan)
+		}
+		for _, alarm := range []string{"times more sure", "weak"} {
+			if strings.Contains(m.Plan+m.Label+m.Meaning, alarm) {
+				t.Errorf("spent %v: %q outside the exact meaning", tc.spent, alarm)
+			}
+		}
+	}
+}
+
+func TestPlural(t *testing.T) {
+	for n, want := range map[int]string{0: "0 pictures", 1: "1 picture", 2: "2 pictures"} {
+		if got := Plural(n, "picture", "pictures"); got != want {
+			t.Errorf("Plural(%d) = %q, want %q", n, got, want)
 		}
 	}
 }
@@ -202,10 +253,12 @@ func TestSparkline(t *testing.T) {
 }
 
 func ExamplePrivacyMeter() {
-	m := PrivacyMeter(1.5, 8, 1e-5)
+	m := PrivacyMeter(4.64, 7.06, 8, 1e-5)
+	fmt.Println(m.Plan)
 	fmt.Println(m.Label)
-	fmt.Printf("%.4f\n", m.Fraction)
+	fmt.Println(m.Class)
 	// Output:
-	// Privacy used: ε = 1.50 of your limit 8 (19%)
-	// 0.1875
+	// By the end of this lesson, at most ε = 7.06 of your limit of 8 is used.
+	// Used so far: ε = 4.64 (66% of this lesson's most)
+	// meter-calm
 }
