@@ -163,6 +163,17 @@ func (p *pageNet) take() (float64, map[string]float64) {
 	return t, m
 }
 
+// programFetches counts the requests for app.wasm (under any name).
+func programFetches(count map[string]int) int {
+	n := 0
+	for p, c := range count {
+		if strings.HasSuffix(p, ".wasm") {
+			n += c
+		}
+	}
+	return n
+}
+
 func report(t *testing.T, what string, count map[string]int, sent map[string]int64, enc map[string]string) {
 	paths := make([]string, 0, len(count))
 	for p := range count {
@@ -267,14 +278,8 @@ func TestJoinWeight(t *testing.T) {
 	if !strings.Contains(addr, "code="+code) {
 		t.Errorf("the address %q does not carry the code (a reload would lose it)", addr)
 	}
-	wasms := 0
-	for p, n := range count {
-		if strings.HasSuffix(p, ".wasm") {
-			wasms += n
-		}
-	}
-	if wasms != 1 {
-		t.Errorf("the program was fetched %d times for one page (page and worker), want 1", wasms)
+	if n := programFetches(count); n != 1 {
+		t.Errorf("the program was fetched %d times for one page (page and worker), want 1", n)
 	}
 	if down > joinBudget {
 		t.Errorf("join: %d bytes to the browser, budget %d", down, joinBudget)
@@ -310,6 +315,9 @@ func TestJoinWeight(t *testing.T) {
 	count, sent, enc = reqs.take()
 	t.Logf("join with the example pictures (bare address -> lobby): %d bytes to the browser, %d from it", down, up)
 	report(t, "join with the example pictures", count, sent, enc)
+	if n := programFetches(count); n != 1 {
+		t.Errorf("the program was fetched %d times for the second page, want 1", n)
+	}
 	for _, p := range []string{"/api/demo/images", "/api/demo/labels"} {
 		if count[p] != 1 || enc[p] == "" {
 			t.Errorf("%s: %d request(s), encoding %q: want one, compressed", p, count[p], enc[p])
