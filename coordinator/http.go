@@ -221,6 +221,8 @@ type Assets struct {
 	// Join is where devices join (JoinURLs); empty: the address the
 	// dashboard was opened at.
 	Join JoinInfo
+
+	site *staticSite // Index and Web read, hashed and compressed (prepared)
 }
 
 // withCode requires the session's join code in ?code= or X-Join-Code,

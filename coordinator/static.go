@@ -248,13 +248,26 @@ func (a *staticAsset) serve(w http.ResponseWriter, r *http.Request, immutable bo
 	http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(body))
 }
 
+// prepared returns a with its page and assets read, hashed and (in the
+// background) compressed, once: every handler made with the result shares
+// them (a Host makes one per session).
+func (a Assets) prepared() (Assets, error) {
+	if a.site != nil {
+		return a, nil
+	}
+	site, err := newStaticSite(a.Web, a.Index)
+	a.site = site
+	return a, err
+}
+
 // registerWeb serves the page at / and its assets under /web/ (plain and
 // hashed names; the worker script with its own policy).
 func registerWeb(mux *http.ServeMux, assets Assets) error {
-	site, err := newStaticSite(assets.Web, assets.Index)
+	assets, err := assets.prepared()
 	if err != nil {
 		return err
 	}
+	site := assets.site
 	if assets.Web != nil {
 		mux.HandleFunc("GET /web/{name...}", func(w http.ResponseWriter, r *http.Request) {
 			name := r.PathValue("name")

@@ -157,3 +157,20 @@ func TestEncodedBodies(t *testing.T) {
 		}
 	}
 }
+
+// TestAssetsPreparedOnce: assets prepared once are not read and
+// compressed again by each handler made with them (a Host makes one per
+// session).
+func TestAssetsPreparedOnce(t *testing.T) {
+	a, err := Assets{Index: []byte(`<script src="/web/app.js"></script>`), Web: fstest.MapFS{"app.js": {Data: []byte("x")}}}.prepared()
+	if err != nil || a.site == nil {
+		t.Fatalf("prepared: %v", err)
+	}
+	b, err := a.prepared()
+	if err != nil || b.site != a.site {
+		t.Fatalf("prepared again: %v; same site %v", err, b.site == a.site)
+	}
+	if !strings.Contains(string(a.site.index.raw), `"/web/`+a.site.byName["app.js"].hashed+`"`) {
+		t.Errorf("page %s", a.site.index.raw)
+	}
+}
