@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"crypto/sha256"
 	"fmt"
 	"io"
@@ -8,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"sync"
@@ -16,6 +18,7 @@ import (
 	"time"
 
 	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
 	"browserfl/wasm/local"
@@ -163,6 +166,32 @@ func (p *pageNet) take() (float64, map[string]float64) {
 	return t, m
 }
 
+// bootWords records, from before the page's scripts run, each text the
+// page shows while its program loads (the .boot line).
+const bootWords = `window.__boot = [];
+new MutationObserver(() => {
+  const el = document.querySelector("#vugu_mount_point .boot");
+  if (el && window.__boot[window.__boot.length - 1] !== el.textContent) window.__boot.push(el.textContent);
+}).observe(document, {subtree: true, childList: true, characterData: true});`
+
+// checkBootWords checks that the page said, in words, how far the
+// program's download was (a percentage) and then that it was starting.
+func checkBootWords(t *testing.T, b *browser, what string) {
+	t.Helper()
+	var words []string
+	b.must(10*time.Second, "boot words", chromedp.Evaluate(`window.__boot`, &words))
+	t.Logf("%s: the page said %q", what, words)
+	pct := regexp.MustCompile(`^Downloading the program: \d{1,2}%$`)
+	var sawPct, sawStart bool
+	for _, w := range words {
+		sawPct = sawPct || pct.MatchString(w)
+		sawStart = sawStart || (sawPct && w == "Starting the program…")
+	}
+	if !sawPct || !sawStart {
+		t.Errorf("%s: the page did not say the download's progress, then that it starts: %q", what, words)
+	}
+}
+
 // programFetches counts the requests for app.wasm (under any name).
 func programFetches(count map[string]int) int {
 	n := 0
@@ -250,7 +279,11 @@ func TestJoinWeight(t *testing.T) {
 	defer b.close()
 	pn := &pageNet{urls: map[network.RequestID]string{}, byURL: map[string]float64{}}
 	chromedp.ListenTarget(b.ctx, pn.listen)
-	b.must(10*time.Second, "phone screen", chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile))
+	b.must(10*time.Second, "phone screen", chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile),
+		chromedp.ActionFunc(func(ctx context.Context) error {
+			_, err := page.AddScriptToEvaluateOnNewDocument(bootWords).Do(ctx)
+			return err
+		}))
 
 	// Typing the code does not reload the page: a mark set on the window
 	// survives.
@@ -275,6 +308,7 @@ func TestJoinWeight(t *testing.T) {
 	if !same {
 		t.Error("typing the code reloaded the page")
 	}
+	checkBootWords(t, b, "join")
 	if !strings.Contains(addr, "code="+code) {
 		t.Errorf("the address %q does not carry the code (a reload would lose it)", addr)
 	}
@@ -294,6 +328,7 @@ func TestJoinWeight(t *testing.T) {
 	down, up = wire.down.Swap(0), wire.up.Swap(0)
 	count, sent, enc = reqs.take()
 	pageBytes, byURL = pn.take()
+	checkBootWords(t, b, "reload")
 	t.Logf("reload (-> lobby): %d bytes to the browser, %d from it; page target's loadingFinished: %.0f bytes", down, up, pageBytes)
 	report(t, "reload", count, sent, enc)
 	t.Logf("page target, by URL: %v", byURL)

@@ -111,36 +111,32 @@
   };
 
   // say puts the loading words in the page (until the program renders).
+  let downloading = true; // until the program is compiled
   const say = (text) => {
     const el = document.querySelector("#vugu_mount_point .boot");
     if (el) el.textContent = text;
   };
-  // progress passes resp's body through, saying how much has arrived:
-  // a percentage of the file's size (X-Decoded-Length, set by the
-  // coordinator; Content-Length counts compressed bytes) or megabytes.
+  // progress says how much of resp's body has arrived, reading a copy of
+  // it (the response itself goes to the compiler as it is, so the browser
+  // can reuse its compiled code on a reload): a percentage of the file's
+  // size (X-Decoded-Length, set by the coordinator; Content-Length counts
+  // compressed bytes) or megabytes.
   const progress = (resp) => {
     if (!resp.ok) throw new Error("HTTP " + resp.status + " for " + resp.url);
-    if (!resp.body || typeof ReadableStream === "undefined") return resp;
+    if (!resp.body) return resp;
     const total = Number(resp.headers.get("X-Decoded-Length")) ||
       (resp.headers.get("Content-Encoding") ? 0 : Number(resp.headers.get("Content-Length"))) || 0;
-    const reader = resp.body.getReader();
+    const reader = resp.clone().body.getReader();
     let got = 0;
-    const body = new ReadableStream({
-      async pull(ctl) {
-        const {done, value} = await reader.read();
-        if (done) {
-          say("Starting the program…");
-          ctl.close();
-          return;
-        }
-        got += value.byteLength;
-        say(total > 0 ? "Downloading the program: " + Math.min(99, Math.floor(100 * got / total)) + "%"
-          : "Downloading the program: " + (got / 1e6).toFixed(1) + " MB");
-        ctl.enqueue(value);
-      },
-      cancel(why) { return reader.cancel(why); },
+    const count = () => reader.read().then(({done, value}) => {
+      if (done) return;
+      got += value.byteLength;
+      if (downloading) say(total > 0 ? "Downloading the program: " + Math.min(99, Math.floor(100 * got / total)) + "%"
+        : "Downloading the program: " + (got / 1e6).toFixed(1) + " MB");
+      return count();
     });
-    return new Response(body, {headers: {"Content-Type": "application/wasm"}});
+    count().catch(() => {}); // the compiler reports a failed download
+    return resp;
   };
   const go = new Go();
   const fail = (err) => {
@@ -154,6 +150,7 @@
     : fetched.then((r) => r.arrayBuffer()).then((b) => WebAssembly.compile(b));
   compiled.then((mod) => {
     wasmModule = mod;
+    downloading = false;
     say("Starting the program…");
     return WebAssembly.instantiate(mod, go.importObject);
   }).then((instance) => {
