@@ -42,10 +42,11 @@ var dashboardCSS []byte
 //	              POST, the teacher's controls (teacher secret; teacher.go)
 //	/api/demo/images, /api/demo/labels
 //	              a demo shard as raw IDX files (?code=; the same shard for
-//	              both, paired by a cookie; demo only)
+//	              both, paired by a cookie; demo only; compressed on the wire)
 //	/api/demo/shard
 //	              a demo shard as one blob (dataset.DecodeShard; ?code=)
-//	/             assets.Index; /web/ assets.Web (page, app.wasm)
+//	/             assets.Index; /web/ assets.Web (page, app.wasm), also
+//	              under content-hashed names, compressed (static.go)
 //
 // Everything that describes the session needs the join code (the
 // dashboard passes the one in its own URL); only /healthz, the page and
