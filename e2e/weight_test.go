@@ -2,12 +2,13 @@ package e2e
 
 import (
 	"context"
-	"crypto/sha256"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -192,6 +193,33 @@ func checkBootWords(t *testing.T, b *browser, what string) {
 	}
 }
 
+// coordinatorWithPage builds cmd/coordinator with the page build of
+// webDir (app.wasm, wasm_exec.js) embedded in its web/ as `make wasm`
+// would put them there, through a build overlay: the tree is not
+// touched, and a clean checkout without `make wasm` works.
+func coordinatorWithPage(t *testing.T, webDir string) string {
+	t.Helper()
+	dir := t.TempDir()
+	replace := map[string]string{}
+	for _, f := range []string{"app.wasm", "wasm_exec.js"} {
+		replace[filepath.Join(repoRoot(), "web", f)] = filepath.Join(webDir, f)
+	}
+	ov, err := json.Marshal(map[string]any{"Replace": replace})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "overlay.json"), ov, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "coordinator")
+	cmd := exec.Command("go", "build", "-overlay", filepath.Join(dir, "overlay.json"), "-o", bin, "./cmd/coordinator")
+	cmd.Dir = repoRoot()
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("building cmd/coordinator with the page: %v\n%s", err, out)
+	}
+	return bin
+}
+
 // programFetches counts the requests for app.wasm (under any name).
 func programFetches(count map[string]int) int {
 	n := 0
@@ -217,8 +245,8 @@ func report(t *testing.T, what string, count map[string]int, sent map[string]int
 }
 
 // TestJoinWeight measures what one student's phone downloads, with the
-// real coordinator serving the page (its embedded web/, so the test
-// first checks that web/app.wasm is the current build: `make wasm`).
+// real coordinator serving the page (built with the test's page build
+// embedded: coordinatorWithPage).
 // Between the browser and the coordinator a TCP relay counts every byte
 // (both ways, all of the page's threads and its websocket) and a request
 // log counts requests by path; the page target's own network events
@@ -235,15 +263,7 @@ func report(t *testing.T, what string, count map[string]int, sent map[string]int
 // instead: those travel compressed; their weight is printed
 // (docs/coordinator.md).
 func TestJoinWeight(t *testing.T) {
-	webDir := pageBuild(t)
-	for _, f := range []string{"app.wasm", "wasm_exec.js"} {
-		built, err1 := os.ReadFile(filepath.Join(webDir, f))
-		embedded, err2 := os.ReadFile(filepath.Join(repoRoot(), "web", f))
-		if err1 != nil || err2 != nil || sha256.Sum256(built) != sha256.Sum256(embedded) {
-			t.Fatalf("web/%s is missing or not the current build (the coordinator embeds it): run make wasm (%v, %v)", f, err1, err2)
-		}
-	}
-	bin := coordinatorBinary(t)
+	bin := coordinatorWithPage(t, pageBuild(t))
 	const code = "WEIGHT7"
 	logf, err := os.CreateTemp("", "browserfl-e2e-weight-*.log")
 	if err != nil {
