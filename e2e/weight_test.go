@@ -175,6 +175,14 @@ new MutationObserver(() => {
   if (el && window.__boot[window.__boot.length - 1] !== el.textContent) window.__boot.push(el.textContent);
 }).observe(document, {subtree: true, childList: true, characterData: true});`
 
+// addBootWords installs bootWords in the tab.
+func addBootWords() chromedp.Action {
+	return chromedp.ActionFunc(func(ctx context.Context) error {
+		_, err := page.AddScriptToEvaluateOnNewDocument(bootWords).Do(ctx)
+		return err
+	})
+}
+
 // checkBootWords checks that the page said, in words, how far the
 // program's download was (a percentage) and then that it was starting.
 func checkBootWords(t *testing.T, b *browser, what string) {
@@ -197,7 +205,7 @@ func checkBootWords(t *testing.T, b *browser, what string) {
 // webDir (app.wasm, wasm_exec.js) embedded in its web/ as `make wasm`
 // would put them there, through a build overlay: the tree is not
 // touched, and a clean checkout without `make wasm` works.
-func coordinatorWithPage(t *testing.T, webDir string) string {
+func coordinatorWithPage(t testing.TB, webDir string) string {
 	t.Helper()
 	dir := t.TempDir()
 	replace := map[string]string{}
@@ -299,11 +307,7 @@ func TestJoinWeight(t *testing.T) {
 	defer b.close()
 	pn := &pageNet{urls: map[network.RequestID]string{}, byURL: map[string]float64{}}
 	chromedp.ListenTarget(b.ctx, pn.listen)
-	b.must(10*time.Second, "phone screen", chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile),
-		chromedp.ActionFunc(func(ctx context.Context) error {
-			_, err := page.AddScriptToEvaluateOnNewDocument(bootWords).Do(ctx)
-			return err
-		}))
+	b.must(10*time.Second, "phone screen", chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile), addBootWords())
 
 	// Typing the code does not reload the page: a mark set on the window
 	// survives.
