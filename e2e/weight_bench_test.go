@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -63,16 +64,24 @@ func BenchmarkJoinThrottled(b *testing.B) {
 		render, _ := br.mark("fl-first-render")
 		var words []string
 		br.must(10*time.Second, "words", chromedp.Evaluate(`window.__boot`, &words))
-		b.Logf("first visit: first screen %.1f s after navigation, lobby after %.1f s (with typing); the page said %q",
-			render/1000, first.Seconds(), words)
+		b.Logf("first visit: first screen %.1f s after navigation, lobby after %.1f s (with typing); the page said %s",
+			render/1000, first.Seconds(), brief(words))
 		start = time.Now()
 		br.must(10*time.Minute, "reload to the lobby", chromedp.Reload(), chromedp.WaitVisible("#lobby", chromedp.ByID))
 		reload := time.Since(start)
 		render, _ = br.mark("fl-first-render")
 		br.must(10*time.Second, "words", chromedp.Evaluate(`window.__boot`, &words))
-		b.Logf("reload: first screen %.1f s after navigation, lobby after %.1f s; the page said %q",
-			render/1000, reload.Seconds(), words)
+		b.Logf("reload: first screen %.1f s after navigation, lobby after %.1f s; the page said %s",
+			render/1000, reload.Seconds(), brief(words))
 		br.close()
 		coord.stop()
 	}
+}
+
+// brief shows a long list of words by its first three and last two.
+func brief(words []string) string {
+	if len(words) <= 6 {
+		return fmt.Sprintf("%q", words)
+	}
+	return fmt.Sprintf("%q ... (%d more) ... %q", words[:3], len(words)-5, words[len(words)-2:])
 }
