@@ -137,6 +137,13 @@ func OpenHost(cfg HostConfig) (*Host, error) {
 	if err := os.MkdirAll(filepath.Join(cfg.Dir, "sessions"), 0o700); err != nil {
 		return nil, fmt.Errorf("coordinator: host: %w", err)
 	}
+	// The page's assets are hashed and compressed once for every
+	// session's handler (static.go).
+	assets, err := cfg.Assets.prepared()
+	if err != nil {
+		return nil, fmt.Errorf("coordinator: host: %w", err)
+	}
+	cfg.Assets = assets
 	h := &Host{cfg: cfg, log: cfg.Logger, old: map[string]*Store{}, fatal: make(chan error, 1)}
 	b, err := os.ReadFile(filepath.Join(cfg.Dir, hostIndexFile))
 	switch {

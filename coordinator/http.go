@@ -42,10 +42,11 @@ var dashboardCSS []byte
 //	              POST, the teacher's controls (teacher secret; teacher.go)
 //	/api/demo/images, /api/demo/labels
 //	              a demo shard as raw IDX files (?code=; the same shard for
-//	              both, paired by a cookie; demo only)
+//	              both, paired by a cookie; demo only; compressed on the wire)
 //	/api/demo/shard
 //	              a demo shard as one blob (dataset.DecodeShard; ?code=)
-//	/             assets.Index; /web/ assets.Web (page, app.wasm)
+//	/             assets.Index; /web/ assets.Web (page, app.wasm), also
+//	              under content-hashed names, compressed (static.go)
 //
 // Everything that describes the session needs the join code (the
 // dashboard passes the one in its own URL); only /healthz, the page and
@@ -128,6 +129,8 @@ func (c *Coordinator) Handler(assets Assets, shards *Shards) http.Handler {
 		w.Write(dashboardCSS)
 	})
 	if shards != nil {
+		// The demo pictures travel compressed (static.go).
+		enc := &encodedBodies{}
 		mux.HandleFunc("GET /api/demo/shard", c.withCode(func(w http.ResponseWriter, r *http.Request) {
 			idx := shards.pick(r)
 			blob, err := shards.blob(idx)
@@ -139,7 +142,7 @@ func (c *Coordinator) Handler(assets Assets, shards *Shards) http.Handler {
 			w.Header().Set("Content-Type", "application/octet-stream")
 			w.Header().Set("X-Shard-Index", strconv.Itoa(idx))
 			w.Header().Set("X-Shard-Classes", strconv.Itoa(shards.classes))
-			w.Write(blob)
+			enc.serve(w, r, "blob/"+strconv.Itoa(idx), blob)
 		}))
 		for _, part := range []string{"images", "labels"} {
 			mux.HandleFunc("GET /api/demo/"+part, c.withCode(func(w http.ResponseWriter, r *http.Request) {
@@ -154,11 +157,11 @@ func (c *Coordinator) Handler(assets Assets, shards *Shards) http.Handler {
 					HttpOnly: true, SameSite: http.SameSiteStrictMode, MaxAge: 7 * 24 * 3600})
 				w.Header().Set("Content-Type", "application/octet-stream")
 				w.Header().Set("X-Shard-Index", strconv.Itoa(idx))
+				body := lab
 				if part == "images" {
-					w.Write(im)
-				} else {
-					w.Write(lab)
+					body = im
 				}
+				enc.serve(w, r, part+"/"+strconv.Itoa(idx), body)
 			}))
 		}
 	}
@@ -194,28 +197,19 @@ func metricsAllowed(f *front, w http.ResponseWriter, r *http.Request) bool {
 var favicon []byte
 
 // registerAssets serves the device page: index.html at / and web/ under
-// /web/ (the worker script with its own policy), and the icon.
+// /web/ (registerWeb, static.go: content-hashed names, compressed once,
+// cached), and the icon.
 func registerAssets(mux *http.ServeMux, assets Assets) {
 	mux.HandleFunc("GET /favicon.ico", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "image/svg+xml")
 		w.Header().Set("Cache-Control", "public, max-age=86400")
 		w.Write(favicon)
 	})
-	if assets.Web != nil {
-		web := http.StripPrefix("/web/", newGzipAssets(assets.Web))
-		mux.Handle("GET /web/", web)
-		// The page's worker runs under its own policy, delivered with
-		// its script.
-		mux.Handle("GET /web/worker.js", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			w.Header().Set("Content-Security-Policy", WorkerCSP(r))
-			web.ServeHTTP(w, r)
-		}))
-	}
-	if assets.Index != nil {
-		mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
-			w.Header().Set("Content-Type", "text/html; charset=utf-8")
-			w.Header().Set("Content-Security-Policy", PageCSP(r))
-			w.Write(assets.Index)
+	if err := registerWeb(mux, assets); err != nil {
+		// The embedded files could not be read: say so rather than
+		// serve a broken page.
+		mux.HandleFunc("GET /", func(w http.ResponseWriter, r *http.Request) {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
 		})
 	}
 }
@@ -228,6 +222,8 @@ type Assets struct {
 	// Join is where devices join (JoinURLs); empty: the address the
 	// dashboard was opened at.
 	Join JoinInfo
+
+	site *staticSite // Index and Web read, hashed and compressed (prepared)
 }
 
 // withCode requires the session's join code in ?code= or X-Join-Code,

@@ -56,7 +56,7 @@ func coordinatorBinary(t *testing.T) string {
 // test can kill it (SIGKILL: no shutdown path runs) and start it again on
 // the same address and data directory.
 type process struct {
-	t       *testing.T
+	t       testing.TB
 	bin     string
 	addr    string
 	dataDir string
@@ -108,7 +108,7 @@ func (p *process) stop() {
 	}
 }
 
-func freeAddr(t *testing.T) string {
+func freeAddr(t testing.TB) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

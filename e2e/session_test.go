@@ -325,7 +325,8 @@ func awaitPromise(p *cdpruntime.EvaluateParams) *cdpruntime.EvaluateParams {
 // TestBrowserWrongJoinCode: the bare URL shows a box for the join code;
 // a code the coordinator does not know is final (no retry loop, nothing
 // stored, no websocket) and shows the box again with a clear message; the
-// right code then opens the consent screen.
+// right code then opens the consent screen. Neither reloads the page (the
+// program is not fetched again); the address carries the code typed.
 func TestBrowserWrongJoinCode(t *testing.T) {
 	webDir := pageBuild(t)
 	all := fashionTest(t)
@@ -337,8 +338,7 @@ func TestBrowserWrongJoinCode(t *testing.T) {
 	srv := serve(t, pageHandler(webDir, sc.handler()))
 	b := launch(t, t.TempDir())
 	defer b.close()
-	// Entering a code loads the page again (location.assign): wait for the
-	// new document, marked by the absence of the old one's flag.
+	// Entering a code keeps the document: a flag set on it stays.
 	enter := func(what, code, cond string) {
 		t.Helper()
 		b.must(20*time.Second, what,
@@ -349,7 +349,7 @@ func TestBrowserWrongJoinCode(t *testing.T) {
 		deadline := time.Now().Add(60 * time.Second)
 		for {
 			var ok bool
-			if b.eval(`window.__before === undefined && (`+cond+`)`, &ok) == nil && ok {
+			if b.eval(`window.__before === true && location.search === "?code=`+code+`" && (`+cond+`)`, &ok) == nil && ok {
 				return
 			}
 			if time.Now().After(deadline) {

@@ -80,6 +80,20 @@ type app struct {
 	sets   map[string]dataset.Set // source -> samples; use source/setSource/all
 
 	trainer *trainer
+	warm    sync.Once // the JIT warm-up, once however many codes are typed
+}
+
+// leaveJoin reports whether the join screen is shown and, if so, leaves
+// it for the loading screen: a code typed there is being opened (start
+// again, without reloading the page).
+func (a *app) leaveJoin() bool {
+	ok := false
+	a.update(func(s *ui.State) {
+		if s.Screen == ui.ScreenJoin {
+			s.Screen, s.Error, ok = ui.ScreenLoading, "", true
+		}
+	})
+	return ok
 }
 
 func newApp(p *port) *app {
@@ -155,7 +169,7 @@ func (a *app) start(code, origin string) {
 		a.port.mark("fl-ready")
 		return
 	}
-	go warmUp(a.ctx, a.port)
+	a.warm.Do(func() { go warmUp(a.ctx, a.port) })
 	if !a.awaitSession() {
 		return
 	}

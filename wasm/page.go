@@ -280,11 +280,23 @@ func (p *page) TryModel() {
 	p.send(bridge.ToWorker{Type: bridge.Try, Pixels: x}, js.Undefined())
 }
 
-// EnterCode implements ui.Controller: open the page for that code (a
-// fresh start of the page, as if the student had followed a link).
+// EnterCode implements ui.Controller. On the join screen the code goes
+// to the worker, which opens the session without reloading the page (the
+// program is not downloaded or compiled again); the address gets the code
+// (history.replaceState), so a reload or a shared link opens the same
+// session. Elsewhere ("Try again" on a full session) the page opens anew
+// for that code, as if the student had followed a link.
 func (p *page) EnterCode(code string) {
 	loc := js.Global().Get("location")
-	loc.Call("assign", loc.Get("pathname").String()+"?code="+url.QueryEscape(code))
+	target := loc.Get("pathname").String() + "?code=" + url.QueryEscape(code)
+	if p.state.Screen != ui.ScreenJoin {
+		loc.Call("assign", target)
+		return
+	}
+	if _, err := jsw.Call(js.Global().Get("history"), "replaceState", js.Null(), "", target); err != nil {
+		js.Global().Get("console").Call("warn", "browserfl: address not updated: "+err.Error())
+	}
+	p.send(bridge.ToWorker{Type: bridge.Start, Code: code, Origin: loc.Get("origin").String()}, js.Undefined())
 }
 
 // afterRender binds the canvases of the current screen, draws "what

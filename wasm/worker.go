@@ -118,7 +118,10 @@ func (a *app) handle(data js.Value, started *bool) error {
 		return err
 	}
 	if m.Type == bridge.Start {
-		if *started {
+		// Another start only from the join screen: a code typed there
+		// (or typed again after a wrong one) opens the session without
+		// reloading the page.
+		if *started && !a.leaveJoin() {
 			return errors.New("a second start")
 		}
 		*started = true

@@ -3,9 +3,20 @@
 // starts the device half in a dedicated worker (web/worker.js) through
 // flStartWorker, which also opens the device's websocket on the worker's
 // behalf (see web/worker.js and docs/browser.md).
+//
+// The program is downloaded and compiled once per page: the worker gets
+// the compiled module from here (flStartWorker), not from the network.
+// The addresses come from this script's data- attributes, which the
+// coordinator rewrites to content-hashed names cached for good
+// (docs/coordinator.md, "The page's assets"). While it downloads, the
+// page says how far it is, in words.
 (function () {
   "use strict";
   performance.mark("fl-boot");
+  const boot = (document.currentScript && document.currentScript.dataset) || {};
+  const wasmURL = boot.wasm || "/web/app.wasm";
+  const execURL = boot.exec || "/web/wasm_exec.js";
+  let wasmModule = null; // set before the program runs, so before flStartWorker
 
   // flStartWorker(url) starts the worker and relays its websockets: the
   // worker asks for a socket, sends and closes through a MessageChannel,
@@ -15,7 +26,7 @@
   // closed with 1000, here on the page's thread, before the browser ends
   // the worker.
   window.flStartWorker = function (url) {
-    const worker = new Worker(url);
+    const worker = new Worker(boot.worker || url);
     const ch = new MessageChannel();
     const port = ch.port1;
     const sockets = new Map(); // id -> {ws, heard, closing}
@@ -93,25 +104,57 @@
         s.ws.close(1000, "page closed");
       }
     });
-    worker.postMessage({relay: ch.port2}, [ch.port2]);
+    // The first message: the relay's port, the compiled program and the
+    // Go runtime's loader (web/worker.js).
+    worker.postMessage({relay: ch.port2, module: wasmModule, exec: new URL(execURL, location.href).href}, [ch.port2]);
     return worker;
   };
 
-  const go = new Go();
-  const url = "/web/app.wasm";
-  const start = (result) => {
-    performance.mark("fl-wasm-instantiated");
-    return go.run(result.instance);
+  // say puts the loading words in the page (until the program renders).
+  let downloading = true; // until the program is compiled
+  const say = (text) => {
+    const el = document.querySelector("#vugu_mount_point .boot");
+    if (el) el.textContent = text;
   };
+  // progress says how much of resp's body has arrived, reading a copy of
+  // it (the response itself goes to the compiler as it is, so the browser
+  // can reuse its compiled code on a reload): a percentage of the file's
+  // size (X-Decoded-Length, set by the coordinator; Content-Length counts
+  // compressed bytes) or megabytes.
+  const progress = (resp) => {
+    if (!resp.ok) throw new Error("HTTP " + resp.status + " for " + resp.url);
+    if (!resp.body) return resp;
+    const total = Number(resp.headers.get("X-Decoded-Length")) ||
+      (resp.headers.get("Content-Encoding") ? 0 : Number(resp.headers.get("Content-Length"))) || 0;
+    const reader = resp.clone().body.getReader();
+    let got = 0;
+    const count = () => reader.read().then(({done, value}) => {
+      if (done) return;
+      got += value.byteLength;
+      if (downloading) say(total > 0 ? "Downloading the program: " + Math.min(99, Math.floor(100 * got / total)) + "%"
+        : "Downloading the program: " + (got / 1e6).toFixed(1) + " MB");
+      return count();
+    });
+    count().catch(() => {}); // the compiler reports a failed download
+    return resp;
+  };
+  const go = new Go();
   const fail = (err) => {
     console.error("browserfl: could not start", err);
     const el = document.getElementById("vugu_mount_point");
     if (el) el.textContent = "This page could not start its WebAssembly program: " + err;
   };
-  if (WebAssembly.instantiateStreaming) {
-    WebAssembly.instantiateStreaming(fetch(url), go.importObject).then(start).catch(fail);
-  } else {
-    fetch(url).then((r) => r.arrayBuffer())
-      .then((b) => WebAssembly.instantiate(b, go.importObject)).then(start).catch(fail);
-  }
+  say("Downloading the program…");
+  const fetched = fetch(wasmURL).then(progress);
+  const compiled = WebAssembly.compileStreaming ? WebAssembly.compileStreaming(fetched)
+    : fetched.then((r) => r.arrayBuffer()).then((b) => WebAssembly.compile(b));
+  compiled.then((mod) => {
+    wasmModule = mod;
+    downloading = false;
+    say("Starting the program…");
+    return WebAssembly.instantiate(mod, go.importObject);
+  }).then((instance) => {
+    performance.mark("fl-wasm-instantiated");
+    return go.run(instance);
+  }).catch(fail);
 })();

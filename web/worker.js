@@ -1,5 +1,7 @@
 // The page's dedicated worker: boots the same Go program as the page
-// (web/app.wasm) with the Go runtime's wasm_exec.js. Seeing no document,
+// (web/app.wasm) with the Go runtime's wasm_exec.js, both as the page's
+// first message gives them: the module the page compiled (the program is
+// downloaded once per page) and the loader's address. Seeing no document,
 // the program runs the device half: training, the device runtime and its
 // IndexedDB storage (wasm/worker.go). Messages with the page are described
 // in docs/browser.md.
@@ -101,13 +103,15 @@
     }
   };
 
-  // The page's first message carries the relay's port; nothing else sees it.
+  // The page's first message carries the relay's port, the compiled
+  // program and the loader's address; nothing else sees it.
   self.addEventListener("message", (e) => {
     if (port === null && e.data && e.data.relay instanceof MessagePort) {
       e.stopImmediatePropagation();
       port = e.data.relay;
       port.onmessage = onRelay;
       for (const [m, t] of early.splice(0)) port.postMessage(m, t);
+      start(e.data.module, e.data.exec);
     }
   });
   self.WebSocket = RelaySocket;
@@ -117,18 +121,20 @@
   self.flFarewell = (text) => post({op: "farewell", data: String(text)});
 })();
 
-importScripts("wasm_exec.js");
-(function () {
-  const go = new Go();
-  const url = "app.wasm";
-  const start = (result) => go.run(result.instance);
-  // A failure is rethrown outside the promise, so the page's Worker
-  // object gets an "error" event and says so.
+// start runs the program: mod is the WebAssembly.Module the page
+// compiled, exec the address of the Go runtime's loader (same origin).
+// A failure is rethrown outside the promise, so the page's Worker object
+// gets an "error" event and says so.
+function start(mod, exec) {
   const fail = (err) => { setTimeout(() => { throw new Error("could not start the device: " + err); }); };
-  if (WebAssembly.instantiateStreaming) {
-    WebAssembly.instantiateStreaming(fetch(url), go.importObject).then(start).catch(fail);
-  } else {
-    fetch(url).then((r) => r.arrayBuffer())
-      .then((b) => WebAssembly.instantiate(b, go.importObject)).then(start).catch(fail);
+  try {
+    if (!(mod instanceof WebAssembly.Module)) throw new Error("the page sent no compiled program");
+    if (typeof exec !== "string" || new URL(exec).origin !== self.location.origin) throw new Error("loader address " + exec);
+    importScripts(exec);
+  } catch (err) {
+    fail(err);
+    return;
   }
-})();
+  const go = new Go();
+  WebAssembly.instantiate(mod, go.importObject).then((instance) => go.run(instance)).catch(fail);
+}

@@ -252,6 +252,20 @@ var mutations = []mutation{
 		pkgs: []string{"./coordinator/", "-run", "WriteTimeout"},
 	},
 	{
+		name: "asset-plain-immutable", why: "a page asset's plain name (/web/app.wasm) is cached for a year like a content-hashed one: a new build would never reach a phone that has the old",
+		file: "coordinator/static.go",
+		old:  "a.serve(w, r, name == a.hashed && name != a.name)",
+		new:  "a.serve(w, r, true)",
+		pkgs: []string{"./coordinator/", "-run", "StaticSite"},
+	},
+	{
+		name: "encoding-q0-accepted", why: "an encoding the browser refuses (q=0) is sent anyway",
+		file: "coordinator/static.go",
+		old:  "return err != nil || q <= 0",
+		new:  "return err != nil && q <= 0",
+		pkgs: []string{"./coordinator/", "-run", "StaticSite|EncodedBodies"},
+	},
+	{
 		name: "frame-held-dropped", why: "a long frame's first write, held back to go out with the rest in one writev, is dropped when the frame ends on the buffer's boundary",
 		file: "coordinator/frameconn.go",
 		old:  "_, err := fc.Conn.Write(b)",
@@ -797,11 +811,11 @@ var mutations = []mutation{
 		pkgs: []string{"./coordinator/", "-run", "ParseTrustedProxies"},
 	},
 	{
-		name: "web-directory-listing", why: "the page's assets are served with directory listings (/web/ names every file)",
-		file: "coordinator/gzip.go",
-		old:  "plain: http.FileServerFS(FilesOnly(fsys))",
-		new:  "plain: http.FileServerFS(fsys)",
-		pkgs: []string{"./coordinator/", "-run", "NoDirectoryListing"},
+		name: "web-sources-served", why: "the Go sources beside the page's assets (web/*.go) are served under /web/",
+		file: "coordinator/static.go",
+		old:  `if err != nil || d.IsDir() || strings.HasSuffix(p, ".go") {`,
+		new:  `if err != nil || d.IsDir() {`,
+		pkgs: []string{"./coordinator/", "-run", "NoDirectoryListing|StaticSite"},
 	},
 	{
 		name: "metrics-open-off-loopback", why: "/metrics stays open without a token when the coordinator listens beyond loopback",

@@ -1,0 +1,176 @@
+package coordinator
+
+import (
+	"bytes"
+	"compress/gzip"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"strings"
+	"testing"
+	"testing/fstest"
+
+	"github.com/andybalholm/brotli"
+)
+
+func decodeBody(t *testing.T, enc string, body []byte) []byte {
+	t.Helper()
+	var r io.Reader
+	switch enc {
+	case "":
+		return body
+	case "gzip":
+		zr, err := gzip.NewReader(bytes.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r = zr
+	case "br":
+		r = brotli.NewReader(bytes.NewReader(body))
+	default:
+		t.Fatalf("unknown encoding %q", enc)
+	}
+	b, err := io.ReadAll(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestStaticSite: the page refers to its assets by content-hashed names;
+// those are immutable, the page and plain names are revalidated (304);
+// compressible files come in the encoding asked for (brotli first), and
+// decode to the file; a refused or absent encoding gets the file as is.
+func TestStaticSite(t *testing.T) {
+	wasm := bytes.Repeat([]byte("\x00asm fake module body "), 5000)
+	index := []byte(`<script src="/web/wasm_exec.js"></script><script src="/web/app.js"></script>`)
+	mux := http.NewServeMux()
+	if err := registerWeb(mux, Assets{Index: index, Web: fstest.MapFS{
+		"app.wasm":     {Data: wasm},
+		"app.js":       {Data: []byte("boot()")},
+		"wasm_exec.js": {Data: []byte("go()")},
+		"worker.js":    {Data: []byte("work()")},
+		"pic.png":      {Data: []byte("png bytes")},
+		"web.go":       {Data: []byte("package web")},
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	get := func(path, accept, etag string) (*http.Response, []byte) {
+		r := httptest.NewRequest("GET", path, nil)
+		if accept != "" {
+			r.Header.Set("Accept-Encoding", accept)
+		}
+		if etag != "" {
+			r.Header.Set("If-None-Match", etag)
+		}
+		w := httptest.NewRecorder()
+		mux.ServeHTTP(w, r)
+		return w.Result(), w.Body.Bytes()
+	}
+
+	// The page names its scripts by content.
+	resp, body := get("/", "", "")
+	page := string(body)
+	if resp.StatusCode != 200 || resp.Header.Get("Cache-Control") != "no-cache" || resp.Header.Get("ETag") == "" {
+		t.Fatalf("page: status %d, headers %v", resp.StatusCode, resp.Header)
+	}
+	names := regexp.MustCompile(`/web/[a-z_]+\.[0-9a-f]{12}\.js`).FindAllString(page, -1)
+	if len(names) != 2 || strings.Contains(page, `"/web/app.js"`) {
+		t.Fatalf("page does not use hashed names: %s", page)
+	}
+	if resp, _ = get("/", "", resp.Header.Get("ETag")); resp.StatusCode != http.StatusNotModified {
+		t.Errorf("page revalidation: status %d, want 304", resp.StatusCode)
+	}
+
+	// The hashed wasm name: immutable, brotli or gzip as accepted.
+	wasmName := "/web/" + newStaticAsset("app.wasm", wasm).hashed
+	for _, c := range []struct{ accept, enc string }{
+		{"gzip, deflate, br", "br"}, {"gzip, deflate", "gzip"}, {"br;q=0, gzip", "gzip"},
+		{"", ""}, {"gzip;q=0", ""}, {"identity", ""}, {"BR", "br"},
+	} {
+		resp, body = get(wasmName, c.accept, "")
+		h := resp.Header
+		if resp.StatusCode != 200 || h.Get("Content-Encoding") != c.enc || h.Get("Content-Type") != "application/wasm" ||
+			h.Get("Cache-Control") != "public, max-age=31536000, immutable" || h.Get("Vary") != "Accept-Encoding" {
+			t.Errorf("accept %q: status %d, headers %v", c.accept, resp.StatusCode, h)
+			continue
+		}
+		if c.enc != "" && len(body) >= len(wasm)/10 {
+			t.Errorf("accept %q: %d bytes of %d", c.accept, len(body), len(wasm))
+		}
+		if !bytes.Equal(decodeBody(t, c.enc, body), wasm) {
+			t.Errorf("accept %q: body does not decode to the file", c.accept)
+		}
+		if h.Get("X-Decoded-Length") != "110000" {
+			t.Errorf("X-Decoded-Length %q", h.Get("X-Decoded-Length"))
+		}
+	}
+	// The plain name is revalidated, per encoding.
+	resp, _ = get("/web/app.wasm", "gzip", "")
+	if resp.Header.Get("Cache-Control") != "no-cache" {
+		t.Errorf("plain name: Cache-Control %q", resp.Header.Get("Cache-Control"))
+	}
+	if r2, _ := get("/web/app.wasm", "gzip", resp.Header.Get("ETag")); r2.StatusCode != http.StatusNotModified {
+		t.Errorf("plain name revalidation: status %d", r2.StatusCode)
+	}
+	if r2, _ := get("/web/app.wasm", "br", resp.Header.Get("ETag")); r2.StatusCode != 200 {
+		t.Errorf("a gzip ETag validated a brotli request: status %d", r2.StatusCode)
+	}
+
+	// The worker keeps its policy under either name.
+	for _, n := range []string{"/web/worker.js", "/web/" + newStaticAsset("worker.js", []byte("work()")).hashed} {
+		if resp, _ = get(n, "gzip", ""); !strings.Contains(resp.Header.Get("Content-Security-Policy"), "default-src 'none'") {
+			t.Errorf("%s: CSP %q", n, resp.Header.Get("Content-Security-Policy"))
+		}
+	}
+	// Images are not recompressed; sources, wrong hashes and missing
+	// files are 404s.
+	if resp, _ = get("/web/pic.png", "gzip", ""); resp.Header.Get("Content-Encoding") != "" {
+		t.Error("png was compressed")
+	}
+	for _, n := range []string{"/web/web.go", "/web/app.0123456789ab.wasm", "/web/missing.js", "/web/", "/web/a/app.js"} {
+		if resp, _ = get(n, "gzip", ""); resp.StatusCode != http.StatusNotFound {
+			t.Errorf("%s: status %d, want 404", n, resp.StatusCode)
+		}
+	}
+}
+
+// TestEncodedBodies: a generated body (a demo shard) travels in the
+// encoding asked for and decodes to itself.
+func TestEncodedBodies(t *testing.T) {
+	body := bytes.Repeat([]byte{0, 0, 7, 200, 0, 3}, 20000)
+	var e encodedBodies
+	for _, c := range []struct{ accept, enc string }{{"gzip, br", "br"}, {"gzip", "gzip"}, {"", ""}, {"br;q=0", ""}} {
+		r := httptest.NewRequest("GET", "/api/demo/images", nil)
+		r.Header.Set("Accept-Encoding", c.accept)
+		w := httptest.NewRecorder()
+		e.serve(w, r, "images/0", body)
+		if got := w.Result().Header.Get("Content-Encoding"); got != c.enc {
+			t.Errorf("accept %q: encoding %q, want %q", c.accept, got, c.enc)
+		}
+		if c.enc != "" && w.Body.Len() > len(body)/4 {
+			t.Errorf("accept %q: %d bytes of %d", c.accept, w.Body.Len(), len(body))
+		}
+		if !bytes.Equal(decodeBody(t, c.enc, w.Body.Bytes()), body) {
+			t.Errorf("accept %q: body does not decode to itself", c.accept)
+		}
+	}
+}
+
+// TestAssetsPreparedOnce: assets prepared once are not read and
+// compressed again by each handler made with them (a Host makes one per
+// session).
+func TestAssetsPreparedOnce(t *testing.T) {
+	a, err := Assets{Index: []byte(`<script src="/web/app.js"></script>`), Web: fstest.MapFS{"app.js": {Data: []byte("x")}}}.prepared()
+	if err != nil || a.site == nil {
+		t.Fatalf("prepared: %v", err)
+	}
+	b, err := a.prepared()
+	if err != nil || b.site != a.site {
+		t.Fatalf("prepared again: %v; same site %v", err, b.site == a.site)
+	}
+	if !strings.Contains(string(a.site.index.raw), `"/web/`+a.site.byName["app.js"].hashed+`"`) {
+		t.Errorf("page %s", a.site.index.raw)
+	}
+}
