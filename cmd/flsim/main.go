@@ -34,6 +34,7 @@ import (
 	"browserfl/shared/dataset"
 	"browserfl/shared/model"
 	"browserfl/shared/optim"
+	"browserfl/shared/scatter"
 	"browserfl/shared/task"
 	"browserfl/sim"
 )
@@ -64,6 +65,17 @@ func stepSize(o options, p *optim.Params, d int) error {
 		p.Eta = optim.NCTheoremEta(*p, d)
 	}
 	return nil
+}
+
+// scatterBoth replaces each image of train and test by its scattering
+// features (shared/scatter).
+func scatterBoth(train, test dataset.Set, workers int) (dataset.Set, dataset.Set, error) {
+	tr, err := scatter.Set(train, scatter.DefaultConfig, workers)
+	if err != nil {
+		return train, test, err
+	}
+	te, err := scatter.Set(test, scatter.DefaultConfig, workers)
+	return tr, te, err
 }
 
 // loadData loads the built-in task's data (taskName set) or the named
@@ -103,6 +115,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	if o.trainSamples > 0 {
 		if train, err = train.Take(o.trainSamples); err != nil {
+			return err
+		}
+	}
+	if o.features == "scatter" {
+		if train, test, err = scatterBoth(train, test, o.workers); err != nil {
 			return err
 		}
 	}

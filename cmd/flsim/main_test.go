@@ -21,6 +21,7 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"-algorithm", "fedavg"}, "unknown algorithm"},
 		{[]string{"-dataset", "cifar"}, "-dataset"},
 		{[]string{"-task", "images"}, "-task"},
+		{[]string{"-features", "hog"}, "-features"},
 		{[]string{"-plot", "gif"}, "-plot"},
 		{[]string{"-M", "abc"}, "invalid value"},
 		{[]string{"-eval-every", "-1"}, "-eval-every"},

@@ -45,13 +45,18 @@ var rules = []rule{
 	},
 	{
 		pkgs:   []string{"browserfl/shared/privacy/...", "browserfl/shared/mechanism/...", "browserfl/shared/model/...", "browserfl/shared/dataset/..."},
-		forbid: []string{"browserfl/shared/optim/...", "browserfl/shared/plan/...", "browserfl/shared/lesson/...", "browserfl/shared/wire/...", "browserfl/shared/task/..."},
-		why:    "accounting, noise, models and data sit below the algorithms, the protocol and the task definitions",
+		forbid: []string{"browserfl/shared/optim/...", "browserfl/shared/plan/...", "browserfl/shared/lesson/...", "browserfl/shared/wire/...", "browserfl/shared/task/...", "browserfl/shared/scatter/..."},
+		why:    "accounting, noise, models and data sit below the algorithms, the protocol, the task definitions and the features",
 	},
 	{
 		pkgs:   []string{"browserfl/shared/task/..."},
 		forbid: []string{"browserfl/shared/optim/...", "browserfl/shared/plan/...", "browserfl/shared/lesson/...", "browserfl/shared/wire/..."},
 		why:    "a task says what a row is and how it encodes (over shared/dataset); the algorithms and the protocol carry its dimensions, not the reverse",
+	},
+	{
+		pkgs:   []string{"browserfl/shared/scatter/..."},
+		forbid: []string{"browserfl/shared/optim/...", "browserfl/shared/plan/...", "browserfl/shared/lesson/...", "browserfl/shared/wire/...", "browserfl/shared/task/..."},
+		why:    "features are a function of one image (over shared/dataset): the algorithms train on them, they know nothing of training",
 	},
 	{
 		pkgs:   []string{"browserfl/shared/plan/..."},
