@@ -1003,6 +1003,14 @@ var mutations = []mutation{
 		new:  "s.stream.FillNormal(s.noise, s.gstep*float64(s.sigmaZ)); for i := range s.noise { s.noise[i] += s.q[i] }",
 		pkgs: []string{"./shared/optim/", "-run", "TestTrustedNoiseIsDiscrete"},
 	},
+	{
+		name: "scatter-normalisation-reads-others", why: "the features' normalisation carries a running mean over the pictures transformed before (it reads other pictures' data, which would have to be charged)",
+		file: "shared/scatter/scatter.go",
+		old:  "mean /= float64(per)",
+		new:  "mean /= float64(per); t.carry[g] += mean; mean = t.carry[g] / 2",
+		more: []edit{{"x, u1, y, u2 []complex128\n}", "x, u1, y, u2 []complex128\n\tcarry [64]float64\n}"}},
+		pkgs: []string{"./shared/scatter/", "-run", "TestOnlyItsOwnImage"},
+	},
 }
 
 func main() {

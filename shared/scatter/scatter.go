@@ -48,7 +48,6 @@ type Transform struct {
 	fft []*fft2 // by resolution
 	// scratch
 	x, u1, y, u2 []complex128
-	out          []float64
 }
 
 // Config names a transform. Zero fields take the defaults of Tramer and
