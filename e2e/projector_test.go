@@ -320,6 +320,8 @@ func TestDashboardLesson(t *testing.T) {
 			t.Errorf("%s still shows its empty sentence %q with data", id, later.Notes[id])
 		}
 	}
+	checkTilesDrawModel(t, b, base, code, secret)
+	checkNiceTicks(t, b)
 	checkLayout(t, "lesson 1920x1080", b.layout(t), "training")
 	checkWords(t, b, "training")
 	shot("training")
@@ -390,4 +392,92 @@ func fmtDuration(sec float64) string {
 		return fmt.Sprintf("%d min %02d s", m, s)
 	}
 	return fmt.Sprintf("%d s", s)
+}
+
+// checkTilesDrawModel pauses the lesson, waits until the dashboard drew
+// the last committed model, and compares each class picture with that
+// model's weights from /api/model.json: where a weight is among the
+// largest fifth of its class (in size), the pixel is orange when it is
+// positive and blue when negative. A picture drawn from the wrong slice
+// of the weights or with the colours swapped matches about half.
+func checkTilesDrawModel(t *testing.T, b *browser, base, code, secret string) {
+	t.Helper()
+	post := func(action string) {
+		req, _ := http.NewRequest(http.MethodPost, base+"/api/teacher/"+action, nil)
+		req.Header.Set("X-Teacher-Secret", secret)
+		if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("%s: %v %v", action, err, resp)
+		} else {
+			resp.Body.Close()
+		}
+	}
+	post("pause")
+	defer post("resume")
+	var m coordinator.ModelJSON
+	for range 50 {
+		var st coordinator.Status
+		if err := getJSON(base+"/api/status?code="+code, &st); err != nil {
+			t.Fatal(err)
+		}
+		if st.Round == nil { // the open round closed: the model stays
+			b.must(20*time.Second, "the paused model drawn", chromedp.Poll(fmt.Sprintf(`window.dashModel.round === %d`, st.Committed), nil,
+				chromedp.WithPollingTimeout(15*time.Second)))
+			if err := getJSON(base+"/api/model.json?code="+code, &m); err != nil {
+				t.Fatal(err)
+			}
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if m.Round == 0 {
+		t.Fatal("the lesson did not pause between rounds")
+	}
+	var signs []string // per tile, per pixel: + orange, - blue
+	if err := b.eval(`[...document.querySelectorAll("#tiles canvas")].map(c => {
+	  const d = c.getContext("2d").getImageData(0, 0, c.width, c.height).data; let s = "";
+	  for (let i = 0; i < d.length; i += 4) s += d[i] > d[i + 2] ? "+" : "-";
+	  return s; })`, &signs); err != nil {
+		t.Fatal(err)
+	}
+	F := m.Features
+	if len(signs) != m.Classes {
+		t.Fatalf("%d pictures for %d classes", len(signs), m.Classes)
+	}
+	for c, sg := range signs {
+		w := m.Weights[c*(F+1) : c*(F+1)+F]
+		mags := make([]float64, F)
+		for i, v := range w {
+			mags[i] = max(v, -v)
+		}
+		slices.Sort(mags)
+		cut := mags[F*4/5]
+		agree, n := 0, 0
+		for i, v := range w {
+			if max(v, -v) <= cut || i >= len(sg) {
+				continue
+			}
+			n++
+			if (v > 0) == (sg[i] == '+') {
+				agree++
+			}
+		}
+		if n < F/10 || float64(agree) < 0.99*float64(n) {
+			t.Errorf("class %d picture: %d of %d strong weights drawn with their sign", c, agree, n)
+		}
+	}
+}
+
+// checkNiceTicks: the charts' y ticks print differently however close
+// the values (the loss once read "2.27" five times).
+func checkNiceTicks(t *testing.T, b *browser) {
+	t.Helper()
+	for _, r := range [][2]float64{{2.2712, 2.2739}, {0.5, 0.5}, {0.0011, 0.00113}, {1, 250}, {2.05, 2.41}} {
+		var labels []string
+		if err := b.eval(fmt.Sprintf(`(() => { const {ticks, decimals} = niceTicks(%v, %v, 4); return ticks.map(y => y.toFixed(decimals)); })()`, r[0], r[1]), &labels); err != nil {
+			t.Fatal(err)
+		}
+		if len(labels) < 2 || len(slices.Compact(slices.Clone(labels))) != len(labels) {
+			t.Errorf("ticks for [%v, %v]: %q, want at least 2, all different", r[0], r[1], labels)
+		}
+	}
 }
