@@ -177,7 +177,7 @@ function timeline(canvas, recs) {
 // The class model's pictures: the public model (/api/model.json, what
 // every device receives) drawn as one 28x28 tile per class (logistic
 // models: the class's weights) or per strongest first-layer unit (MLP).
-let model = null, modelRound = -1, modelBusy = false, modelAt = 0;
+let model = null, modelRound = -1, modelBusy = false, modelAt = 0, modelMissing = false;
 // What was drawn, for the tests: the round and one tile summary each.
 window.dashModel = {round: 0, tiles: []};
 
@@ -190,7 +190,9 @@ async function pollModel(s) {
     modelRound = model.round;
     drawModel();
   } catch (e) {
-    // 404 before the first commit: the note stays.
+    // 404 before the first commit: the note stays; a coordinator
+    // without the model says so.
+    modelMissing = s.committed > 0;
   } finally { modelBusy = false; }
 }
 
@@ -222,10 +224,15 @@ function modelTiles(m) {
 // drawModel draws the model's tiles, colours on one scale for all tiles
 // (the 99th percentile of |w|): orange positive, blue negative.
 function drawModel() {
-  const box = $("tiles");
   if (!model) return;
+  drawModelIn($("sum-tiles"), $("sum-pics-note"));
+  drawModelIn($("tiles"), $("pics-note"));
+}
+
+// drawModelIn draws the model's tiles into box, its sentence into noteEl.
+function drawModelIn(box, noteEl) {
   const {tiles, note} = modelTiles(model);
-  $("pics-note").textContent = note;
+  noteEl.textContent = note;
   if (!tiles) { box.replaceChildren(); window.dashModel = {round: model.round, tiles: []}; return; }
   const side = Math.round(Math.sqrt(model.features));
   const all = tiles.flatMap(t => t.w.map(Math.abs)).sort((a, b) => a - b);
@@ -258,13 +265,14 @@ function drawModel() {
     drawn.push({name: t.name, sum});
   });
   window.dashModel = {round: model.round, tiles: drawn};
-  fitTiles();
+  fitTiles(box);
 }
 
 // fitTiles sizes the tiles to fill their box: the column count that
 // gives the largest tiles.
-function fitTiles() {
-  const box = $("tiles"), n = box.children.length;
+function fitTiles(box) {
+  if (!box) { fitTiles($("tiles")); fitTiles($("sum-tiles")); return; }
+  const n = box.children.length;
   if (!n || box.clientWidth === 0) return;
   const W = box.clientWidth, H = box.clientHeight, gap = 8;
   const word = box.firstChild.lastChild.offsetHeight || 18;
@@ -281,7 +289,8 @@ function fitTiles() {
 // modelNote says why no picture is shown yet.
 function modelNote(s) {
   if (viewSession) return "The pictures are drawn during the lesson only.";
-  return s.committed > 0 ? "Loading the class model…" : "The class model's pictures appear after round 1.";
+  if (s.committed > 0) return modelMissing ? "The class model cannot be read from the coordinator just now." : "Loading the class model…";
+  return "The class model's pictures appear after round 1.";
 }
 
 // people returns the counts and the nickname list: from status.people
@@ -533,6 +542,9 @@ function renderSummary(s) {
     "The class model was not tested in this session, so there is no accuracy to draw.");
   $("download").href = "/api/model.json?code=" + encodeURIComponent(code);
   $("sum-model-note").textContent = "The class model after round " + s.committed + ", as a file other programs can read (see Details).";
+  if (!model || modelRound <= 0) { $("sum-pics-note").textContent = modelNote(s); $("sum-tiles").replaceChildren(); }
+  else fitTiles();
+  pollModel(s);
   $("sum-priv-words").textContent = !p.private ? "This session added no noise: it made no privacy promise."
     : p.trusted ? "The coordinator added noise to the sum of the updates."
     : "Each device added noise to its own update before sending it.";

@@ -39,7 +39,7 @@ func projectorCoordinator(t *testing.T, addr, code string) (*process, string) {
 	coord := &process{t: t, bin: coordinatorBinary(t), addr: addr, dataDir: dataDir, log: logf, args: []string{
 		"-lobby", "-join-code", code, "-dataset", fashionDir, "-eval-every", "1", "-eval-samples", "500",
 		"-demo-shards", "4", "-deadline", "60s", "-round-gap", "600ms", "-seed", "7",
-		"-m", "10", "-T", "40", "-b", "16", "-eta", "1", "-D", "10", "-clip", "1",
+		"-m", "10", "-T", "60", "-b", "16", "-eta", "1", "-D", "10", "-clip", "1",
 	}}
 	coord.start()
 	var index struct {
@@ -324,6 +324,10 @@ func TestDashboardLesson(t *testing.T) {
 	checkNiceTicks(t, b)
 	checkLayout(t, "lesson 1920x1080", b.layout(t), "training")
 	checkWords(t, b, "training")
+	if *updateShots {
+		// The docs show the pictures later in the lesson.
+		wait("round 36 drawn", `window.dashModel.round >= 36`, 120*time.Second)
+	}
 	shot("training")
 	b.must(10*time.Second, "1280x720", chromedp.EmulateViewport(1280, 720), chromedp.Sleep(1500*time.Millisecond))
 	checkLayout(t, "lesson 1280x720", b.layout(t), "training")
