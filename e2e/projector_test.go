@@ -28,7 +28,7 @@ var jargon = []string{"zCDP", "ρ", "δ", "clipping", "Clipping", "minibatch", "
 // projectorCoordinator starts the real coordinator (cmd/coordinator
 // -lobby, the demo template's m = 10) listening at addr and returns it
 // with its teacher secret.
-func projectorCoordinator(t *testing.T, addr, code string) (*process, string) {
+func projectorCoordinator(t *testing.T, addr, code string, extra ...string) (*process, string) {
 	t.Helper()
 	logf, err := os.CreateTemp("", "browserfl-e2e-projector-*.log")
 	if err != nil {
@@ -41,6 +41,7 @@ func projectorCoordinator(t *testing.T, addr, code string) (*process, string) {
 		"-demo-shards", "4", "-deadline", "60s", "-round-gap", "600ms", "-seed", "7",
 		"-m", "10", "-T", "60", "-b", "16", "-eta", "1", "-D", "10", "-clip", "1",
 	}}
+	coord.args = append(coord.args, extra...)
 	coord.start()
 	var index struct {
 		TeacherSecret string `json:"teacher_secret"`
@@ -400,11 +401,29 @@ func fmtDuration(sec float64) string {
 
 // checkTilesDrawModel pauses the lesson, waits until the dashboard drew
 // the last committed model, and compares each class picture with that
-// model's weights from /api/model.json: where a weight is among the
-// largest fifth of its class (in size), the pixel is orange when it is
-// positive and blue when negative. A picture drawn from the wrong slice
-// of the weights or with the colours swapped matches about half.
+// model's weights from /api/model.json (signAgree).
 func checkTilesDrawModel(t *testing.T, b *browser, base, code, secret string) {
+	t.Helper()
+	m, resume := pausedModel(t, b, base, code, secret)
+	defer resume()
+	words, signs := tileSigns(t, b)
+	F := m.Features
+	if len(signs) != m.Classes {
+		t.Fatalf("%d pictures for %d classes", len(signs), m.Classes)
+	}
+	for c, sg := range signs {
+		if words[c] != m.Labels[c] {
+			t.Errorf("picture %d is called %q, want %q", c, words[c], m.Labels[c])
+		}
+		if agree, n := signAgree(m.Weights[c*(F+1):c*(F+1)+F], sg); n < F/10 || float64(agree) < 0.99*float64(n) {
+			t.Errorf("class %d picture: %d of %d strong weights drawn with their sign", c, agree, n)
+		}
+	}
+}
+
+// pausedModel pauses the lesson, waits until the dashboard drew the last
+// committed model and returns that model and what resumes the lesson.
+func pausedModel(t *testing.T, b *browser, base, code, secret string) (coordinator.ModelJSON, func()) {
 	t.Helper()
 	post := func(action string) {
 		req, _ := http.NewRequest(http.MethodPost, base+"/api/teacher/"+action, nil)
@@ -416,14 +435,13 @@ func checkTilesDrawModel(t *testing.T, b *browser, base, code, secret string) {
 		}
 	}
 	post("pause")
-	defer post("resume")
 	var m coordinator.ModelJSON
-	for range 50 {
+	for range 100 {
 		var st coordinator.Status
 		if err := getJSON(base+"/api/status?code="+code, &st); err != nil {
 			t.Fatal(err)
 		}
-		if st.Round == nil { // the open round closed: the model stays
+		if st.Round == nil && st.Committed > 0 { // the open round closed: the model stays
 			b.must(20*time.Second, "the paused model drawn", chromedp.Poll(fmt.Sprintf(`window.dashModel.round === %d`, st.Committed), nil,
 				chromedp.WithPollingTimeout(15*time.Second)))
 			if err := getJSON(base+"/api/model.json?code="+code, &m); err != nil {
@@ -436,39 +454,120 @@ func checkTilesDrawModel(t *testing.T, b *browser, base, code, secret string) {
 	if m.Round == 0 {
 		t.Fatal("the lesson did not pause between rounds")
 	}
-	var signs []string // per tile, per pixel: + orange, - blue
-	if err := b.eval(`[...document.querySelectorAll("#tiles canvas")].map(c => {
-	  const d = c.getContext("2d").getImageData(0, 0, c.width, c.height).data; let s = "";
+	return m, func() { post("resume") }
+}
+
+// tileSigns returns each picture's word and, per pixel, + where it is
+// orange (red above blue) and - where it is blue.
+func tileSigns(t *testing.T, b *browser) (words, signs []string) {
+	t.Helper()
+	var tiles []struct{ Word, Signs string }
+	if err := b.eval(`[...document.querySelectorAll("#tiles .tile")].map(tl => {
+	  const c = tl.querySelector("canvas"), d = c.getContext("2d").getImageData(0, 0, c.width, c.height).data; let s = "";
 	  for (let i = 0; i < d.length; i += 4) s += d[i] > d[i + 2] ? "+" : "-";
-	  return s; })`, &signs); err != nil {
+	  return {Word: tl.querySelector(".word").textContent, Signs: s}; })`, &tiles); err != nil {
 		t.Fatal(err)
 	}
-	F := m.Features
-	if len(signs) != m.Classes {
-		t.Fatalf("%d pictures for %d classes", len(signs), m.Classes)
+	for _, tl := range tiles {
+		words, signs = append(words, tl.Word), append(signs, tl.Signs)
 	}
-	for c, sg := range signs {
-		w := m.Weights[c*(F+1) : c*(F+1)+F]
-		mags := make([]float64, F)
-		for i, v := range w {
-			mags[i] = max(v, -v)
+	return words, signs
+}
+
+// signAgree counts, among the weights of w in the largest fifth by size
+// (n of them), those whose pixel in sg has their sign (orange positive,
+// blue negative). A picture drawn from the wrong slice of the weights or
+// with the colours swapped agrees on about half.
+func signAgree(w []float64, sg string) (agree, n int) {
+	mags := make([]float64, len(w))
+	for i, v := range w {
+		mags[i] = max(v, -v)
+	}
+	slices.Sort(mags)
+	cut := mags[len(w)*4/5]
+	for i, v := range w {
+		if max(v, -v) <= cut || i >= len(sg) {
+			continue
 		}
-		slices.Sort(mags)
-		cut := mags[F*4/5]
-		agree, n := 0, 0
-		for i, v := range w {
-			if max(v, -v) <= cut || i >= len(sg) {
-				continue
-			}
-			n++
-			if (v > 0) == (sg[i] == '+') {
-				agree++
-			}
-		}
-		if n < F/10 || float64(agree) < 0.99*float64(n) {
-			t.Errorf("class %d picture: %d of %d strong weights drawn with their sign", c, agree, n)
+		n++
+		if (v > 0) == (sg[i] == '+') {
+			agree++
 		}
 	}
+	return agree, n
+}
+
+// TestDashboardMLP: for the MLP the projector draws the first layer's
+// ten strongest units (largest weight norm), each from its own weights,
+// and says what they are.
+func TestDashboardMLP(t *testing.T) {
+	const code = "MLPPIC"
+	addr := freeAddr(t)
+	coord, secret := projectorCoordinator(t, addr, code, "-model", "mlp")
+	defer coord.stop()
+	base := "http://" + addr
+	b := launch(t, t.TempDir())
+	defer b.close()
+	b.must(30*time.Second, "dashboard", chromedp.EmulateViewport(1920, 1080),
+		chromedp.Navigate(base+"/dashboard?code="+code+"&teacher="+secret))
+	test := fashionTest(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	var wg sync.WaitGroup
+	defer func() { cancel(); wg.Wait() }()
+	for i := range 2 {
+		rt, err := device.New(ctx, device.Config{URL: "ws://" + addr + "/ws", JoinCode: code, Nickname: nicknames[i],
+			Storage: &device.MemStorage{}, Data: test.Samples[i*1000 : (i+1)*1000]})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Add(1)
+		go func() { defer wg.Done(); rt.Run(ctx) }()
+	}
+	b.must(40*time.Second, "two in the lobby", chromedp.Poll(`document.querySelectorAll("#names-big li").length === 2`, nil,
+		chromedp.WithPollingTimeout(30*time.Second)))
+	req, _ := http.NewRequest(http.MethodPost, base+"/api/teacher/start", nil)
+	req.Header.Set("X-Teacher-Secret", secret)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("start: %d", resp.StatusCode)
+	}
+	b.must(100*time.Second, "unit pictures", chromedp.Poll(`window.dashModel.round >= 2 && document.querySelectorAll("#tiles canvas").length === 10`,
+		nil, chromedp.WithPollingTimeout(90*time.Second)))
+	m, resume := pausedModel(t, b, base, code, secret)
+	defer resume()
+	F, H := m.Features, m.Hidden
+	norms := make([]float64, H)
+	for j := range H {
+		for _, v := range m.Weights[j*F : (j+1)*F] {
+			norms[j] += v * v
+		}
+	}
+	ranked := slices.Clone(norms)
+	slices.Sort(ranked)
+	tenth := ranked[H-10]
+	words, signs := tileSigns(t, b)
+	for i, word := range words {
+		var j int
+		if _, err := fmt.Sscanf(word, "detector %d", &j); err != nil || j < 1 || j > H {
+			t.Fatalf("picture %d is called %q", i, word)
+		}
+		if norms[j-1] < tenth {
+			t.Errorf("%s is not among the 10 strongest units", word)
+		}
+		if agree, n := signAgree(m.Weights[(j-1)*F:j*F], signs[i]); n < F/10 || float64(agree) < 0.99*float64(n) {
+			t.Errorf("%s: %d of %d strong weights drawn with their sign", word, agree, n)
+		}
+	}
+	var note string
+	b.eval(`document.getElementById("pics-note").textContent`, &note)
+	if !strings.Contains(note, fmt.Sprintf("%d pattern detectors", H)) {
+		t.Errorf("MLP note %q", note)
+	}
+	checkWords(t, b, "MLP training")
 }
 
 // checkNiceTicks: the charts' y ticks print differently however close

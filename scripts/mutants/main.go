@@ -930,6 +930,13 @@ var mutations = []mutation{
 		pkgs: []string{"./e2e/", "-run", "TestDashboardLesson"},
 	},
 	{
+		name: "dashboard-mlp-weakest-units", why: "for the MLP the projector draws the first layer's weakest units, not the strongest",
+		file: "coordinator/dashboard.js",
+		old:  "units.sort((a, b) => b.n - a.n);",
+		new:  "units.sort((a, b) => a.n - b.n);",
+		pkgs: []string{"./e2e/", "-run", "TestDashboardMLP"},
+	},
+	{
 		name: "dashboard-jargon-outside-details", why: "the plan's symbols (clipping S, minibatch b) show on the projector outside Details",
 		file: "coordinator/dashboard.js",
 		old:  "    [\"devices that helped\", sum.participants ?? \"–\"],\n",
