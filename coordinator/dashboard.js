@@ -562,6 +562,7 @@ async function teacher(action) {
       const n = await r.json();
       if (n.join_code) {
         code = n.join_code; rounds = [];
+        model = null; modelRound = -1; modelMissing = false;
         const u = new URL(location.href);
         u.searchParams.set("code", code); u.searchParams.delete("teacher");
         history.replaceState(null, "", u.pathname + u.search);
