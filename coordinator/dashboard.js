@@ -253,9 +253,10 @@ function drawModelIn(box, noteEl) {
     let sum = 0;
     t.w.forEach((v, k) => {
       const a = Math.max(-1, Math.min(1, v / scale));
-      // Dark panel at 0, orange (255,138,80) at +1, blue (79,195,247) at -1.
+      // Dark grey (24,24,24) at 0, orange (255,138,80) at +1, blue
+      // (79,195,247) at -1: red above blue exactly when w > 0.
       const [r, gr, b] = a >= 0 ? [255, 138, 80] : [79, 195, 247], f = Math.abs(a);
-      img.data[4 * k] = 20 + f * (r - 20); img.data[4 * k + 1] = 26 + f * (gr - 26); img.data[4 * k + 2] = 34 + f * (b - 34);
+      img.data[4 * k] = 24 + f * (r - 24); img.data[4 * k + 1] = 24 + f * (gr - 24); img.data[4 * k + 2] = 24 + f * (b - 24);
       img.data[4 * k + 3] = 255;
       sum += v * (k + 1);
     });
@@ -498,7 +499,7 @@ function renderDetails(s) {
   table($("traffic"), [
     ["bytes in · out", fmtBytes(s.bytes_in) + " · " + fmtBytes(s.bytes_out)],
     ["round latency p50 · p99", (s.latency_p50_ms / 1000).toFixed(2) + " s · " + (s.latency_p99_ms / 1000).toFixed(2) + " s"],
-    ["compression", ss.compressor || "none (float32)"], ["model dimension d", ss.dim],
+    ["compression", ss.compressor || "none (float32)"],
     ["rejected bad frames", s.bad_frames], ["since the session's store was first used (lobby included)", fmtDuration(s.uptime_s)],
   ].concat((s.edges || []).map(e => [
     "edge " + e.id,

@@ -358,6 +358,17 @@ func TestDashboardLesson(t *testing.T) {
 	checkWords(t, b, "summary")
 	checkLayout(t, "summary 1920x1080", b.layout(t), "summary")
 	shot("summary")
+	// Details opens over the page: the layout does not move, the panel
+	// lies inside the screen.
+	b.must(5*time.Second, "open Details", chromedp.Click("#details summary", chromedp.ByQuery), chromedp.Sleep(300*time.Millisecond))
+	checkLayout(t, "summary with Details open", b.layout(t), "summary")
+	var inside bool
+	b.eval(`(() => { const r = document.querySelector(".detailpanel").getBoundingClientRect();
+	  return document.getElementById("details").open && r.width > 0 && r.left >= 0 && r.top >= 0 && r.right <= innerWidth && r.bottom <= innerHeight; })()`, &inside)
+	if !inside {
+		t.Error("the Details panel is not open inside the screen")
+	}
+	shot("details")
 }
 
 // TestDashboardJoinQR: a coordinator listening on every address shows
@@ -477,7 +488,11 @@ func tileSigns(t *testing.T, b *browser) (words, signs []string) {
 // signAgree counts, among the weights of w in the largest fifth by size
 // (n of them), those whose pixel in sg has their sign (orange positive,
 // blue negative). A picture drawn from the wrong slice of the weights or
-// with the colours swapped agrees on about half.
+// with the colours swapped agrees on about half. The drawing maps w > 0
+// to red above blue and w < 0 to blue above red, so a right picture
+// disagrees only where a strong weight is below 1/200 of the colour
+// scale (its bytes round to grey): the 99% bar leaves room for that and
+// a wrong picture (about 50%) cannot pass it.
 func signAgree(w []float64, sg string) (agree, n int) {
 	mags := make([]float64, len(w))
 	for i, v := range w {
