@@ -395,7 +395,6 @@ function renderJoin(s) {
     const li = document.createElement("li"); li.textContent = "or " + u.replace(/^https?:\/\//, ""); return li;
   }));
   for (const id of ["code", "code-big", "code-small"]) $(id).textContent = code;
-  $("hint-big").hidden = true;
   renderLocalOnly(j, urls);
   if (j.loopback_only) return;
   if (qrFor !== urls[0]) {
