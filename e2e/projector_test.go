@@ -332,6 +332,7 @@ func TestDashboardLesson(t *testing.T) {
 	shot("training")
 	b.must(10*time.Second, "1280x720", chromedp.EmulateViewport(1280, 720), chromedp.Sleep(1500*time.Millisecond))
 	checkLayout(t, "lesson 1280x720", b.layout(t), "training")
+	shot("training-1280")
 	b.must(10*time.Second, "1920x1080", chromedp.EmulateViewport(1920, 1080))
 
 	// One device leaves: 2 of the 3 the lesson asks each round. The
