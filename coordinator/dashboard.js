@@ -81,32 +81,69 @@ function canvasCtx(canvas) {
   const boxes = window.dashTextBoxes[canvas.id] = [];
   // text draws s with its left edge at x, baseline y, moved inside the
   // canvas if it would stick out.
-  const text = (s, x, y) => {
+  const text = (s, x, y, kind) => {
+    const fpx = parseFloat(g.font) || px;
     const tw = g.measureText(s).width;
     x = Math.max(0, Math.min(x, w - tw));
-    y = Math.max(px, Math.min(y, h - 2));
+    y = Math.max(fpx, Math.min(y, h - 2));
     g.fillText(s, x, y);
-    boxes.push({text: s, x, y: y - px, w: tw, h: px + 2});
+    boxes.push({text: s, x, y: y - fpx, w: tw, h: fpx + 2, kind: kind || ""});
   };
   return {g, w, h, px, text};
 }
 
-function line(canvas, pts, color, yfmt, ymin, ymax) {
+// niceTicks returns about n tick values covering [lo, hi] at a round
+// step (1, 2 or 5 times a power of ten) and the decimals that print
+// every tick differently.
+function niceTicks(lo, hi, n) {
+  if (!(hi - lo > 1e-12)) { const pad = Math.abs(lo) * 0.05 || 0.5; lo -= pad; hi += pad; }
+  const raw = (hi - lo) / n, p = Math.pow(10, Math.floor(Math.log10(raw)));
+  const step = [1, 2, 5, 10].map(k => k * p).find(k => k >= raw * 0.999);
+  const a = Math.floor(lo / step + 1e-9) * step, b = Math.ceil(hi / step - 1e-9) * step;
+  const ticks = [];
+  for (let i = 0; a + i * step <= b + step / 2; i++) ticks.push(a + i * step);
+  return {ticks, decimals: Math.max(0, -Math.floor(Math.log10(step) + 1e-9))};
+}
+
+// emptyNote draws a sentence in the middle of an empty chart: no chart is
+// an empty box.
+function emptyNote(canvas, sentence) {
+  const {g, w, h, px, text} = canvasCtx(canvas);
+  const fpx = Math.round(Math.min(26, Math.max(13, px * 1.25)));
+  g.font = fpx + "px system-ui, sans-serif";
+  g.fillStyle = "#8a97a6";
+  const lines = [];
+  let cur = "";
+  for (const word of sentence.split(" ")) {
+    const t = cur ? cur + " " + word : word;
+    if (cur && g.measureText(t).width > w - 24) { lines.push(cur); cur = word; } else cur = t;
+  }
+  if (cur) lines.push(cur);
+  const lh = fpx * 1.3, top = Math.max(fpx, (h - lines.length * lh) / 2 + fpx);
+  lines.forEach((l, i) => text(l, (w - g.measureText(l).width) / 2, top + i * lh, "note"));
+}
+
+// line draws pts ([x, y]) with y ticks at distinct round values: fixed
+// ticks when ymin and ymax are given, else niceTicks of the data.
+function line(canvas, pts, color, yfmt, ymin, ymax, empty) {
+  if (pts.length === 0) { emptyNote(canvas, empty || "Nothing to draw yet."); return; }
   const {g, w, h, px, text} = canvasCtx(canvas);
   g.fillStyle = "#8a97a6";
-  if (pts.length === 0) { text("no evaluation yet", 10, px + 6); return; }
   const xs = pts.map(p => p[0]), ys = pts.map(p => p[1]);
   const x0 = Math.min(...xs), x1 = Math.max(...xs, x0 + 1);
-  const y0 = ymin ?? Math.min(...ys), y1 = ymax ?? Math.max(...ys, y0 + 1e-9);
-  const L = g.measureText(yfmt(y1)).width + 8, R = 8, T = px / 2 + 2, B = px + 8;
+  let ticks, decimals = 0;
+  if (ymin != null && ymax != null) ticks = [0, 1, 2, 3, 4].map(i => ymin + (ymax - ymin) * i / 4);
+  else ({ticks, decimals} = niceTicks(Math.min(...ys), Math.max(...ys), 4));
+  const y0 = ticks[0], y1 = ticks[ticks.length - 1];
+  const labels = ticks.map(y => yfmt(y, decimals));
+  const L = Math.max(...labels.map(l => g.measureText(l).width)) + 8, R = 8, T = px / 2 + 2, B = px + 8;
   const X = x => L + (x - x0) / (x1 - x0) * (w - L - R);
   const Y = y => T + (1 - (y - y0) / (y1 - y0)) * (h - T - B);
   g.strokeStyle = "#263040"; g.lineWidth = 1;
-  for (let i = 0; i <= 4; i++) {
-    const y = y0 + (y1 - y0) * i / 4;
+  ticks.forEach((y, i) => {
     g.beginPath(); g.moveTo(L, Y(y)); g.lineTo(w - R, Y(y)); g.stroke();
-    text(yfmt(y), 2, Y(y) + px / 3);
-  }
+    text(labels[i], 2, Y(y) + px / 3, "y");
+  });
   text("round " + x0, L, h - 3);
   const last = String(x1);
   text(last, w - R - g.measureText(last).width, h - 3);
@@ -117,10 +154,10 @@ function line(canvas, pts, color, yfmt, ymin, ymax) {
 }
 
 function timeline(canvas, recs) {
+  const last = recs.slice(-60);
+  if (!last.length) { emptyNote(canvas, "Each round appears here as a bar once it is done: the first after round 1."); return; }
   const {g, w, h, px, text} = canvasCtx(canvas);
   g.fillStyle = "#8a97a6";
-  const last = recs.slice(-60);
-  if (!last.length) { text("no rounds yet", 10, px + 6); return; }
   const maxLat = Math.max(...last.map(r => r.latency_ms), 1);
   const top = px + 6, bottom = px + 8;
   const bw = (w - 10) / last.length;
@@ -135,6 +172,126 @@ function timeline(canvas, recs) {
   text("round " + last[0].t, 5, h - 3);
   const lt = "round " + last[last.length - 1].t;
   text(lt, w - 5 - g.measureText(lt).width, h - 3);
+}
+
+// The class model's pictures: the public model (/api/model.json, what
+// every device receives) drawn as one 28x28 tile per class (logistic
+// models: the class's weights) or per strongest first-layer unit (MLP).
+let model = null, modelRound = -1, modelBusy = false, modelAt = 0, modelMissing = false;
+// What was drawn, for the tests: the round and one tile summary each.
+window.dashModel = {round: 0, tiles: []};
+
+async function pollModel(s) {
+  if (viewSession || modelBusy || s.committed <= 0 || s.committed === modelRound) return;
+  if (Date.now() - modelAt < 2000 && modelRound > 0) return;
+  modelBusy = true; modelAt = Date.now();
+  try {
+    model = await getJSON("/api/model.json");
+    modelRound = model.round;
+    drawModel();
+  } catch (e) {
+    // 404 before the first commit: the note stays; a coordinator
+    // without the model says so.
+    modelMissing = s.committed > 0;
+  } finally { modelBusy = false; }
+}
+
+// modelTiles returns the pictures to draw ({name, w: weights of the
+// side x side pixels}) and the sentence under the title, or a sentence
+// alone when the model is not drawn.
+function modelTiles(m) {
+  const F = m.features, side = Math.round(Math.sqrt(F));
+  if (side * side !== F) return {note: "This model's inputs are not a square picture, so its weights are not drawn."};
+  const W = m.weights;
+  if (m.model === "logreg" || m.model === "logreg-unit") {
+    return {tiles: m.labels.map((name, c) => ({name, w: W.slice(c * (F + 1), c * (F + 1) + F)})),
+      note: "Orange: a bright pixel here points to this answer. Blue: it points away."};
+  }
+  if (m.model === "mlp" && m.hidden > 0) {
+    const H = m.hidden, units = [];
+    for (let j = 0; j < H; j++) {
+      const w = W.slice(j * F, (j + 1) * F);
+      units.push({j, w, n: w.reduce((a, v) => a + v * v, 0)});
+    }
+    units.sort((a, b) => b.n - a.n);
+    return {tiles: units.slice(0, Math.min(10, H)).map(u => ({name: "detector " + (u.j + 1), w: u.w})),
+      note: "The model's first step has " + H + " pattern detectors; these are the " + Math.min(10, H) +
+        " strongest. Each looks for a pattern; none stands for one answer alone."};
+  }
+  return {note: "This model's weights are not drawn."};
+}
+
+// drawModel draws the model's tiles, colours on one scale for all tiles
+// (the 99th percentile of |w|): orange positive, blue negative.
+function drawModel() {
+  if (!model) return;
+  drawModelIn($("sum-tiles"), $("sum-pics-note"));
+  drawModelIn($("tiles"), $("pics-note"));
+}
+
+// drawModelIn draws the model's tiles into box, its sentence into noteEl.
+function drawModelIn(box, noteEl) {
+  const {tiles, note} = modelTiles(model);
+  noteEl.textContent = note;
+  if (!tiles) { box.replaceChildren(); window.dashModel = {round: model.round, tiles: []}; return; }
+  const side = Math.round(Math.sqrt(model.features));
+  const all = tiles.flatMap(t => t.w.map(Math.abs)).sort((a, b) => a - b);
+  const scale = all[Math.floor(0.99 * (all.length - 1))] || 1e-12;
+  if (box.children.length !== tiles.length) {
+    box.replaceChildren(...tiles.map(() => {
+      const d = document.createElement("div"); d.className = "tile";
+      const c = document.createElement("canvas"); c.width = side; c.height = side;
+      const l = document.createElement("div"); l.className = "word";
+      d.append(c, l); return d;
+    }));
+  }
+  const drawn = [];
+  tiles.forEach((t, i) => {
+    const d = box.children[i], c = d.firstChild, g = c.getContext("2d");
+    if (c.width !== side) { c.width = side; c.height = side; }
+    const img = g.createImageData(side, side);
+    let sum = 0;
+    t.w.forEach((v, k) => {
+      const a = Math.max(-1, Math.min(1, v / scale));
+      // Dark grey (24,24,24) at 0, orange (255,138,80) at +1, blue
+      // (79,195,247) at -1: red above blue exactly when w > 0.
+      const [r, gr, b] = a >= 0 ? [255, 138, 80] : [79, 195, 247], f = Math.abs(a);
+      img.data[4 * k] = 24 + f * (r - 24); img.data[4 * k + 1] = 24 + f * (gr - 24); img.data[4 * k + 2] = 24 + f * (b - 24);
+      img.data[4 * k + 3] = 255;
+      sum += v * (k + 1);
+    });
+    g.putImageData(img, 0, 0);
+    d.lastChild.textContent = t.name;
+    d.title = t.name;
+    drawn.push({name: t.name, sum});
+  });
+  window.dashModel = {round: model.round, tiles: drawn};
+  fitTiles(box);
+}
+
+// fitTiles sizes the tiles to fill their box: the column count that
+// gives the largest tiles.
+function fitTiles(box) {
+  if (!box) { fitTiles($("tiles")); fitTiles($("sum-tiles")); return; }
+  const n = box.children.length;
+  if (!n || box.clientWidth === 0) return;
+  const W = box.clientWidth, H = box.clientHeight, gap = 8;
+  const word = box.firstChild.lastChild.offsetHeight || 18;
+  let best = 0, cols = 1;
+  for (let c = 1; c <= n; c++) {
+    const rows = Math.ceil(n / c);
+    const size = Math.floor(Math.min((W - gap * (c - 1)) / c, (H - gap * (rows - 1)) / rows - word - 2));
+    if (size > best) { best = size; cols = c; }
+  }
+  box.style.setProperty("--tile", Math.max(8, best) + "px");
+  box.style.setProperty("--cols", cols);
+}
+
+// modelNote says why no picture is shown yet.
+function modelNote(s) {
+  if (viewSession) return "The pictures are drawn during the lesson only.";
+  if (s.committed > 0) return modelMissing ? "The class model cannot be read from the coordinator just now." : "Loading the class model…";
+  return "The class model's pictures appear after round 1.";
 }
 
 // people returns the counts and the nickname list: from status.people
@@ -238,11 +395,33 @@ function renderJoin(s) {
     const li = document.createElement("li"); li.textContent = "or " + u.replace(/^https?:\/\//, ""); return li;
   }));
   for (const id of ["code", "code-big", "code-small"]) $(id).textContent = code;
-  $("hint-big").hidden = !j.loopback_hint; $("hint-big").textContent = j.loopback_hint || "";
+  renderLocalOnly(j, urls);
+  if (j.loopback_only) return;
   if (qrFor !== urls[0]) {
     qrFor = urls[0];
     const src = "/api/join-qr.png?code=" + encodeURIComponent(code) + "&u=" + encodeURIComponent(urls[0]);
     $("qr-big").src = src; $("qr-small").src = src;
+  }
+}
+
+// renderLocalOnly replaces the QR code, which no phone could use, by
+// what to do when the coordinator listens on this computer only.
+function renderLocalOnly(j, urls) {
+  const local = !!j.loopback_only;
+  $("localonly").hidden = !local; $("localonly-small").hidden = !local;
+  $("qr-big").hidden = local; $("qr-small").hidden = local;
+  $("join-head").textContent = local ? "Only this computer can join now" : "Join on your phone or laptop";
+  if (!local) return;
+  let port = "8080";
+  try { port = new URL(urls[0]).port || port; } catch (e) { /* keep 8080 */ }
+  const cmd = 'make run RUNFLAGS="-listen :' + port + '"';
+  $("lo-cmd").textContent = cmd; $("lo-cmd-small").textContent = "-listen :" + port;
+  const lan = j.lan_urls || [];
+  if (lan.length) {
+    $("lo-open").replaceChildren("Phones then open ", Object.assign(document.createElement("b"), {textContent: lan[0].replace(/^https?:\/\//, "")}),
+      " (or scan the QR code shown then).");
+  } else {
+    $("lo-open").textContent = "This computer has no network address yet: connect it to the class's Wi-Fi, then start it again; the address for phones appears here.";
   }
 }
 
@@ -260,7 +439,8 @@ function renderTraining(s) {
   const ss = s.session, p = s.privacy || {}, sum = (s.join && s.join.summary) || {};
   const cur = s.round ? s.round.t : s.committed;
   $("round").textContent = cur;
-  $("roundof").textContent = "of " + ss.rounds + " rounds · m = " + ss.cohort + " per round";
+  $("roundof").textContent = "of " + ss.rounds + " rounds · " + ss.cohort + (ss.cohort === 1 ? " device" : " devices") + " asked each round";
+  $("running").textContent = s.running_s != null ? "running for " + fmtDuration(s.running_s) : "";
   if (s.round) {
     $("cohortbar").style.width = (100 * s.round.received / Math.max(1, s.round.cohort)) + "%";
     $("cohorttxt").textContent = s.round.received + " / " + s.round.cohort + " updates · " + (s.round.deadline_left_ms / 1000).toFixed(1) + " s left";
@@ -272,30 +452,58 @@ function renderTraining(s) {
   $("sesstxt").textContent = s.committed + " / " + ss.rounds + " rounds committed";
   $("acc").textContent = s.last_eval ? pct(s.last_eval.accuracy) : "–";
   const ev = rounds.filter(r => r.evaluated);
-  line($("accchart"), ev.map(r => [r.t, r.accuracy]), "#4fc3f7", y => (100 * y).toFixed(0) + "%", 0, 1);
-  line($("losschart"), ev.map(r => [r.t, r.loss]), "#ffb74d", y => y.toFixed(2));
+  const first = "The first accuracy appears here once the class model is first tested, after its first rounds.";
+  line($("accchart"), ev.map(r => [r.t, r.accuracy]), "#4fc3f7", y => (100 * y).toFixed(0) + "%", 0, 1, first);
+  line($("losschart"), ev.map(r => [r.t, r.loss]), "#ffb74d", (y, dec) => y.toFixed(dec), null, null,
+    "This line appears with the first accuracy: it shows how wrong the model still is.");
   timeline($("timeline"), rounds);
   const most = Math.max(p.max_participations || 0, sum.most_included || 0);
+  $("priv-words").textContent = !p.private ? "This session adds no noise: it makes no privacy promise."
+    : p.trusted ? "The coordinator adds noise to the sum of the updates: devices trust it with their own."
+    : "Each device adds noise to its own update before sending it: nobody sees a clean update.";
   table($("privacy"), [
-    ["mode", !p.private ? "not private" : p.trusted ? "trusted server adds the noise" : "each device noises its own update"],
-    ["worst case per device, whole session", p.private ? p.text : "no privacy guarantee"],
-    ["most rounds one device was included in", most + " of " + ss.rounds],
-    ["that device's worst case", p.private ? "ε ≤ " + p.epsilon_text + " (the bound above)" : "–"],
-    ["devices that took part", sum.participants ?? "–"],
-    ["clipping S · minibatch b", ss.clip + " · " + ss.batch],
+    ["worst case for one device, whole lesson", p.private ? "ε at most " + p.epsilon_text + " (smaller is more private)" : "no promise"],
+    ["most rounds one device helped in", most + " of " + ss.rounds],
+    ["devices that helped", sum.participants ?? "–"],
   ]);
+  if (!model || modelRound <= 0) { $("pics-note").textContent = modelNote(s); $("tiles").replaceChildren(); }
+  else fitTiles();
+  pollModel(s);
+  const pe = people(s);
+  counts($("counts"), pe.counts);
+  names($("names"), pe.list, true);
+}
+
+// renderDetails fills the Details panel: the precise figures behind the
+// plain words of the screen.
+function renderDetails(s) {
+  const ss = s.session, p = s.privacy || {};
+  table($("d-session"), [
+    ["name", ss.name || "–"], ["algorithm · model", ss.algorithm + " · " + ss.model], ["model dimension d", ss.dim],
+    ["devices M · cohort m · rounds T", ss.M + " · " + ss.cohort + " · " + ss.rounds],
+    ["clipping S · minibatch b · step η", ss.clip + " · " + ss.batch + " · " + ss.eta],
+    ["round deadline", (ss.deadline_ms / 1000).toFixed(0) + " s"], ["min devices a round needs", s.min_devices],
+    ["lesson started", s.started_at ? new Date(s.started_at).toLocaleTimeString() : "not yet"],
+  ]);
+  table($("d-privacy"), [
+    ["worst case per device, whole session", p.private ? p.text : "no privacy guarantee"],
+    ["mode", !p.private ? "not private" : p.trusted ? "trusted server adds the noise" : "each device noises its own update"],
+    ["papers' ρ_p · zCDP ρ budget", p.private ? (ss.rho_p ?? "–") + " · " + (p.zcdp_rho ?? "–") : "–"],
+  ]);
+  const texts = (s.notices || []).map(n => n.text).concat(s.notices ? [] : (s.warnings || []));
+  $("d-warnings").replaceChildren(...(texts.length ? texts : ["none now"]).map(t => Object.assign(document.createElement("li"), {textContent: t})));
+  $("d-model").textContent = "The download (Final model, JSON) is schema " + "browserfl.model/v1: " + ss.model + ", " + ss.dim +
+    " weights, class names and the last accuracy. It is the public model every device receives.";
+  if (s.bytes_in == null) return;
   table($("traffic"), [
     ["bytes in · out", fmtBytes(s.bytes_in) + " · " + fmtBytes(s.bytes_out)],
     ["round latency p50 · p99", (s.latency_p50_ms / 1000).toFixed(2) + " s · " + (s.latency_p99_ms / 1000).toFixed(2) + " s"],
-    ["compression", ss.compressor || "none (float32)"], ["model dimension d", ss.dim],
-    ["rejected bad frames", s.bad_frames], ["session running for", fmtDuration(s.uptime_s)],
+    ["compression", ss.compressor || "none (float32)"],
+    ["rejected bad frames", s.bad_frames], ["since the session's store was first used (lobby included)", fmtDuration(s.uptime_s)],
   ].concat((s.edges || []).map(e => [
     "edge " + e.id,
     e.alive ? e.devices + (e.devices === 1 ? " device" : " devices") : "not heard from for " + fmtDuration(e.silent_ms / 1000),
   ])));
-  const pe = people(s);
-  counts($("counts"), pe.counts);
-  names($("names"), pe.list, true);
 }
 
 function renderLobby(s) {
@@ -314,9 +522,11 @@ function renderSummary(s) {
   $("sum-rounds").textContent = s.committed;
   // The session's length: from its start to the last commit (the
   // uptime goes on counting after the end).
-  let took = s.uptime_s;
+  // From the teacher's Start (running_s; older coordinators: from the
+  // store's first use) to the end.
+  let took = s.running_s ?? s.uptime_s;
   const lastRec = rounds[rounds.length - 1], t0 = Date.parse(sum.session_start || "");
-  if (lastRec && lastRec.started && !isNaN(t0)) {
+  if (s.running_s == null && lastRec && lastRec.started && !isNaN(t0)) {
     const t1 = Date.parse(lastRec.started) + (lastRec.latency_ms || 0);
     if (t1 > t0) took = (t1 - t0) / 1000;
   }
@@ -324,16 +534,20 @@ function renderSummary(s) {
   $("sum-people").textContent = sum.participants ?? "–";
   $("sum-people-note").textContent = "devices took part" + (sum.registered ? " (" + sum.registered + " joined)" : "");
   $("sum-eps").textContent = p.private ? p.epsilon_text : "–";
-  $("sum-eps-note").textContent = p.private ? "ε of the worst device at most, at δ = " + p.delta_text + " (included in " +
-    Math.max(p.max_participations || 0, sum.most_included || 0) + " rounds)" : "no privacy guarantee";
+  const most = Math.max(p.max_participations || 0, sum.most_included || 0);
+  $("sum-eps-note").textContent = p.private ? "ε at most, for any one device (the busiest helped in " + most +
+    (most === 1 ? " round)" : " rounds)") : "no privacy promise";
   const ev = rounds.filter(r => r.evaluated);
-  line($("sumchart"), ev.map(r => [r.t, r.accuracy]), "#4fc3f7", y => (100 * y).toFixed(0) + "%", 0, 1);
+  line($("sumchart"), ev.map(r => [r.t, r.accuracy]), "#4fc3f7", y => (100 * y).toFixed(0) + "%", 0, 1,
+    "The class model was not tested in this session, so there is no accuracy to draw.");
   $("download").href = "/api/model.json?code=" + encodeURIComponent(code);
-  $("sum-model-note").textContent = ss.model + ", " + ss.dim + " weights after round " + s.committed + " (schema browserfl.model/v1)";
-  table($("sum-privacy"), [
-    ["per device, whole session", p.private ? p.text : "no privacy guarantee"],
-    ["mode", !p.private ? "not private" : p.trusted ? "trusted server" : "each device noises its own update"],
-  ]);
+  $("sum-model-note").textContent = "The class model after round " + s.committed + ", as a file other programs can read (see Details).";
+  if (!model || modelRound <= 0) { $("sum-pics-note").textContent = modelNote(s); $("sum-tiles").replaceChildren(); }
+  else fitTiles();
+  pollModel(s);
+  $("sum-priv-words").textContent = !p.private ? "This session added no noise: it made no privacy promise."
+    : p.trusted ? "The coordinator added noise to the sum of the updates."
+    : "Each device added noise to its own update before sending it.";
 }
 
 async function teacher(action) {
@@ -348,6 +562,7 @@ async function teacher(action) {
       const n = await r.json();
       if (n.join_code) {
         code = n.join_code; rounds = [];
+        model = null; modelRound = -1; modelMissing = false;
         const u = new URL(location.href);
         u.searchParams.set("code", code); u.searchParams.delete("teacher");
         history.replaceState(null, "", u.pathname + u.search);
@@ -372,7 +587,8 @@ async function poll() {
     if (s.committed < after) rounds = [];
     if (s.committed > after || rounds.length === 0) rounds = rounds.concat(await getJSON("/api/rounds?after=" + (rounds.length ? after : 0)));
     const ss = s.session;
-    $("title").textContent = (ss.name || "session") + " · " + ss.algorithm + " · " + ss.model;
+    $("title").textContent = s.title || (ss.name || "session") + " · " + ss.algorithm + " · " + ss.model;
+    document.title = $("title").textContent;
     const view = viewOf(s);
     const state = s.state || (view === "summary" ? "ended" : view === "lobby" ? "lobby" : "running");
     document.body.dataset.view = view;
@@ -383,9 +599,10 @@ async function poll() {
     renderJoin(s);
     renderTeacher(s, state);
     renderFlags(s);
+    renderDetails(s);
     // The coordinator's plan warnings (the class may not finish the
     // planned rounds), shown while they hold.
-    const w = (s.warnings || []).join(" · ");
+    const w = (s.notices ? s.notices.map(n => n.words) : (s.warnings || [])).join(" · ");
     $("warnings").hidden = !w; $("warnings").textContent = w ? "⚠ " + w : "";
     if (view === "lobby") renderLobby(s);
     else if (view === "summary") renderSummary(s);
@@ -417,4 +634,4 @@ async function poll() {
 }
 timer = setInterval(poll, 1000);
 poll();
-window.addEventListener("resize", poll);
+window.addEventListener("resize", () => { poll(); fitTiles(); });

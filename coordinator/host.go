@@ -625,7 +625,7 @@ func archivedStatus(st *Store) (Status, error) {
 		}
 	}
 	s.Privacy = SessionPrivacy(s.Session)
-	return s, nil
+	return s, fillArchivedProjector(&s, st)
 }
 
 // ServeHTTP routes a request: GET /api/sessions lists the sessions; a

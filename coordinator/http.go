@@ -99,6 +99,7 @@ func (c *Coordinator) Handler(assets Assets, shards *Shards) http.Handler {
 		st := c.Status()
 		st.Warnings = c.Warnings(shards)
 		join.fill(&st, r)
+		c.fillProjector(&st, shards)
 		ok, answered := c.teacherAuth(w, r, c.cfg.TeacherSecret)
 		if answered {
 			return
@@ -453,6 +454,14 @@ type Status struct {
 	Warnings []string `json:"warnings"`
 	// Join: the join URLs and the store-backed summary (join.go).
 	Join JoinView `json:"join"`
+	// Title names the task in words (TaskTitle); Notices are Warnings
+	// with plain words for the projector; StartedAt is the lesson's
+	// start (the teacher's Start; zero before it) and RunningSec how
+	// long it has run since, up to its end (projector.go).
+	Title      string    `json:"title"`
+	Notices    []Notice  `json:"notices"`
+	StartedAt  time.Time `json:"started_at,omitzero"`
+	RunningSec float64   `json:"running_s"`
 }
 
 // EvalView is one server-side evaluation of the global model: after

@@ -38,6 +38,10 @@ type JoinInfo struct {
 	// LoopbackOnly is true when the coordinator listens on a loopback
 	// address only: no other machine can join.
 	LoopbackOnly bool `json:"loopback_only,omitempty"`
+	// LANURLs, with LoopbackOnly, are the join URLs phones could use
+	// once the coordinator listens on every address at the same port
+	// (-listen :PORT): what the dashboard tells the teacher to do.
+	LANURLs []string `json:"lan_urls,omitempty"`
 }
 
 // LoopbackHint is what to do when the coordinator listens on loopback
@@ -156,7 +160,13 @@ func JoinURLs(bound, scheme, code string, ifaces []net.Addr) JoinInfo {
 	ip := net.ParseIP(host)
 	switch {
 	case ip == nil || ip.IsLoopback():
-		return JoinInfo{URLs: []string{join("localhost")}, LoopbackOnly: ip != nil || host == "localhost"}
+		info := JoinInfo{URLs: []string{join("localhost")}, LoopbackOnly: ip != nil || host == "localhost"}
+		if info.LoopbackOnly {
+			for _, h := range LANHosts(ifaces) {
+				info.LANURLs = append(info.LANURLs, join(h))
+			}
+		}
+		return info
 	case ip.IsUnspecified():
 		var info JoinInfo
 		for _, h := range LANHosts(ifaces) {
@@ -390,6 +400,7 @@ func (c *Coordinator) newJoin(info JoinInfo) *joinState {
 		urls[i] = withCode(u, c.cfg.JoinCode)
 	}
 	info.URLs = urls
+	info.LANURLs = withCodes(info.LANURLs, c.cfg.JoinCode)
 	j := &joinState{c: c, info: info}
 	start, err := c.store.SessionStart(c.started)
 	if err != nil {

@@ -65,26 +65,30 @@ func TestLANHosts(t *testing.T) {
 }
 
 // TestJoinURLs: a listener on every address gets one URL per LAN host
-// (IPv4 only for 0.0.0.0); loopback says so; a specific address is used
-// as is.
+// (IPv4 only for 0.0.0.0); loopback says so and lists the URLs phones
+// would use with -listen :PORT; a specific address is used as is.
 func TestJoinURLs(t *testing.T) {
 	ifaces := []net.Addr{ipnet("127.0.0.1/8"), ipnet("192.168.1.23/24"), ipnet("fe80::1/64"), ipnet("2001:db8::42/64")}
 	tests := []struct {
 		bound    string
 		want     []string
 		loopback bool
+		lan      []string
 	}{
-		{"[::]:8080", []string{"http://192.168.1.23:8080/?code=K7", "http://[2001:db8::42]:8080/?code=K7"}, false},
-		{"0.0.0.0:8080", []string{"http://192.168.1.23:8080/?code=K7"}, false},
-		{"127.0.0.1:8080", []string{"http://localhost:8080/?code=K7"}, true},
-		{"[::1]:9000", []string{"http://localhost:9000/?code=K7"}, true},
-		{"192.168.1.23:8080", []string{"http://192.168.1.23:8080/?code=K7"}, false},
-		{"[2001:db8::42]:8080", []string{"http://[2001:db8::42]:8080/?code=K7"}, false},
+		{"[::]:8080", []string{"http://192.168.1.23:8080/?code=K7", "http://[2001:db8::42]:8080/?code=K7"}, false, nil},
+		{"0.0.0.0:8080", []string{"http://192.168.1.23:8080/?code=K7"}, false, nil},
+		{"127.0.0.1:8080", []string{"http://localhost:8080/?code=K7"}, true,
+			[]string{"http://192.168.1.23:8080/?code=K7", "http://[2001:db8::42]:8080/?code=K7"}},
+		{"[::1]:9000", []string{"http://localhost:9000/?code=K7"}, true,
+			[]string{"http://192.168.1.23:9000/?code=K7", "http://[2001:db8::42]:9000/?code=K7"}},
+		{"192.168.1.23:8080", []string{"http://192.168.1.23:8080/?code=K7"}, false, nil},
+		{"[2001:db8::42]:8080", []string{"http://[2001:db8::42]:8080/?code=K7"}, false, nil},
 	}
 	for _, tc := range tests {
 		got := coordinator.JoinURLs(tc.bound, "http", "K7", ifaces)
-		if !reflect.DeepEqual(got.URLs, tc.want) || got.LoopbackOnly != tc.loopback {
-			t.Errorf("JoinURLs(%s) = %q loopback %v, want %q loopback %v", tc.bound, got.URLs, got.LoopbackOnly, tc.want, tc.loopback)
+		if !reflect.DeepEqual(got.URLs, tc.want) || got.LoopbackOnly != tc.loopback || !reflect.DeepEqual(got.LANURLs, tc.lan) {
+			t.Errorf("JoinURLs(%s) = %q loopback %v LAN %q, want %q loopback %v LAN %q", tc.bound, got.URLs, got.LoopbackOnly, got.LANURLs,
+				tc.want, tc.loopback, tc.lan)
 		}
 	}
 	// No network at all: only this machine can join, via localhost.

@@ -23,13 +23,20 @@ type PlanInput struct {
 	// SamplesUsed is b times the updates included so far (each took b
 	// fresh samples of its device).
 	SamplesUsed int64
+	// Lobby is true while the session waits for the teacher's Start:
+	// Start sizes the plan to the class then, so nothing can be said of
+	// it before.
+	Lobby bool
 }
 
 // A Warning says why the class may not finish the planned rounds. Kind
-// is stable ("devices", "shard", "data"); Text is for people.
+// is stable ("devices", "shard", "data"); Text is for the teacher and
+// the log (with the plan's symbols), Words the same in plain words for
+// the projector.
 type Warning struct {
-	Kind string
-	Text string
+	Kind  string
+	Text  string
+	Words string
 }
 
 // PlanWarnings returns why the class may not finish its planned rounds,
@@ -48,22 +55,26 @@ type Warning struct {
 //     are still counted, so this is an optimistic bound: when it fires,
 //     the class surely lacks data unless pages bring their own.
 //
-// A finished session has no warnings. The function is pure.
+// A finished session, and one in its lobby (Start sizes the plan to
+// the class), have no warnings. The function is pure.
 func PlanWarnings(in PlanInput) []Warning {
 	var out []Warning
 	left := in.Rounds - in.Committed
-	if in.Finished || left <= 0 {
+	if in.Finished || in.Lobby || left <= 0 {
 		return out
 	}
 	switch {
 	case in.Active < in.MinDevices:
 		out = append(out, Warning{"devices", fmt.Sprintf(
 			"%d devices connected: a round needs at least %d (min-devices), so the session waits for more",
-			in.Active, in.MinDevices)})
+			in.Active, in.MinDevices), fmt.Sprintf(
+			"Waiting for more devices: a round needs at least %d, and %s connected.", in.MinDevices, devicesAre(in.Active))})
 	case in.Active < in.Cohort:
 		out = append(out, Warning{"devices", fmt.Sprintf(
 			"%d devices connected, fewer than the cohort m = %d: rounds run with %d, and every device is asked in every round",
-			in.Active, in.Cohort, in.Active)})
+			in.Active, in.Cohort, in.Active), fmt.Sprintf(
+			"Only %s connected, fewer than the %d the lesson asks each round: every device now helps in every round.",
+			devicesAre(in.Active), in.Cohort)})
 	}
 	if in.Batch <= 0 {
 		return out
@@ -76,7 +87,8 @@ func PlanWarnings(in PlanInput) []Warning {
 		if int64(n) < int64(asked)*int64(in.Batch) {
 			out = append(out, Warning{"shard", fmt.Sprintf(
 				"a demo shard holds at most the %d training samples, %d rounds of b = %d, but a page may be asked in about %d of the %d rounds left: pages run out before the end (fewer rounds -T, a smaller batch -b, or more pages)",
-				n, n/in.Batch, in.Batch, asked, left)})
+				n, n/in.Batch, in.Batch, asked, left),
+				"A device's example pictures may run out before the end of the lesson: more devices joining would help."})
 		}
 	}
 	if in.Shards.HandedOut > 0 && in.Active > 0 {
@@ -86,18 +98,28 @@ func PlanWarnings(in PlanInput) []Warning {
 			covers := have / per
 			out = append(out, Warning{"data", fmt.Sprintf(
 				"the demo data handed out (%d shards; at most %d samples left) covers about %d of the %d rounds left at %d samples a round: pages run out around round %d, so more pages must join",
-				in.Shards.HandedOut, have, covers, left, per, int64(in.Committed)+covers)})
+				in.Shards.HandedOut, have, covers, left, per, int64(in.Committed)+covers), fmt.Sprintf(
+				"The example pictures handed out last about %d more of the %d rounds left: more devices must join to finish.", covers, left)})
 		}
 	}
 	return out
 }
 
-// planInput gathers PlanWarnings' input (shards may be nil).
+// devicesAre is "1 device is" or "n devices are".
+func devicesAre(n int) string {
+	if n == 1 {
+		return "1 device is"
+	}
+	return fmt.Sprintf("%d devices are", n)
+}
+
+// planInput gathers PlanWarnings' input (shards may be nil): the plan is
+// the session's current one (sized at Start), not the template.
 func (c *Coordinator) planInput(shards *Shards) PlanInput {
-	sess := c.cfg.Session
-	in := PlanInput{Rounds: sess.Rounds, Batch: sess.Batch, Cohort: sess.Cohort, MinDevices: c.cfg.MinDevices}
 	c.mu.Lock()
-	in.Committed, in.Finished = c.committed, c.finished
+	sess := c.sess
+	in := PlanInput{Rounds: sess.Rounds, Batch: sess.Batch, Cohort: sess.Cohort, MinDevices: c.minDevices}
+	in.Committed, in.Finished, in.Lobby = c.committed, c.finished, c.state == StateLobby
 	for _, d := range c.devices {
 		if d.conn != nil && !d.left && !d.removed && d.misses < c.lim.MaxMisses {
 			in.Active++

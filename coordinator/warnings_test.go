@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"browserfl/coordinator"
+	"browserfl/shared/wire"
 )
 
 // TestPlanWarnings: the demo session's plan (T = 200, b = 32, m = 10,
@@ -62,6 +63,15 @@ func TestPlanWarnings(t *testing.T) {
 		{"devices with their own data: no data warning", demo(func(in *coordinator.PlanInput) {
 			in.Active, in.SamplesUsed = 10, 1e6
 		}), nil, nil},
+		{"an empty lobby: Start sizes the plan, nothing to warn about", demo(func(in *coordinator.PlanInput) {
+			in.Lobby = true
+		}), nil, nil},
+		{"a lobby of 3 with the template's m = 10: nothing yet", demo(func(in *coordinator.PlanInput) {
+			in.Lobby, in.Active = true, 3
+		}), nil, nil},
+		{"one device, fewer than the cohort: words in the singular", demo(func(in *coordinator.PlanInput) {
+			in.Active, in.MinDevices = 1, 1
+		}), []string{"devices"}, []string{"fewer than the cohort m = 10"}},
 		{"finished: nothing to warn about", demo(func(in *coordinator.PlanInput) {
 			in.Committed, in.Finished = 200, true
 		}), nil, nil},
@@ -80,6 +90,28 @@ func TestPlanWarnings(t *testing.T) {
 			if !strings.Contains(got[i].Text, sub) {
 				t.Errorf("%s: warning %d = %q, want it to contain %q", tc.name, i, got[i].Text, sub)
 			}
+		}
+		// The projector's words: there, without the plan's symbols.
+		for _, w := range got {
+			if w.Words == "" || strings.ContainsAny(w.Words, "=") || strings.Contains(w.Words, " m ") ||
+				strings.Contains(w.Words, "-T") || strings.Contains(w.Words, "min-devices") || strings.Contains(w.Words, "1 devices") {
+				t.Errorf("%s: %s warning in words %q", tc.name, w.Kind, w.Words)
+			}
+		}
+	}
+}
+
+// TestTaskTitle: the projector's title names the task in words.
+func TestTaskTitle(t *testing.T) {
+	for _, tc := range []struct{ labels, want string }{
+		{"T-shirt/top,Trouser,Pullover,Dress,Coat,Sandal,Shirt,Sneaker,Bag,Ankle boot", "Learning to recognise clothing"},
+		{"0,1,2,3,4,5,6,7,8,9", "Learning to recognise handwritten digits"},
+		{"", "Learning to recognise pictures"},
+		{"cat,dog", "Learning to tell apart cat, dog"},
+		{"a,b,c,d,e,f", "Learning to tell apart a, b, c, d and 2 more"},
+	} {
+		if got := coordinator.TaskTitle(wire.SessionParams{Labels: tc.labels}); got != tc.want {
+			t.Errorf("TaskTitle(%q) = %q, want %q", tc.labels, got, tc.want)
 		}
 	}
 }

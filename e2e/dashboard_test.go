@@ -182,6 +182,12 @@ func fakeStatus(state string, extended bool) map[string]any {
 		return s
 	}
 	s["state"] = state
+	// What the coordinator says in words (projector.go): the task, the
+	// plan warnings (none) and the time since Start.
+	s["title"], s["notices"] = coordinator.TaskTitle(sess), []coordinator.Notice{}
+	if state != "lobby" {
+		s["started_at"], s["running_s"] = time.Now().Add(-83*time.Minute), 83*60.0+20
+	}
 	var people []map[string]any
 	for i, n := range nicknames {
 		st := "active"

