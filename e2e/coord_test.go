@@ -175,6 +175,12 @@ func (s *scripted) handler() http.Handler {
 		w.Write(b)
 	})
 	mux.HandleFunc("GET /api/status", func(w http.ResponseWriter, r *http.Request) {
+		// As strict as the coordinator (withCode): no code or a wrong one
+		// is refused, so a page that forgets the code fails here too.
+		if wire.NormalizeJoinCode(r.URL.Query().Get("code")) != wire.NormalizeJoinCode(s.code) {
+			http.Error(w, "wrong join code", http.StatusForbidden)
+			return
+		}
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		json.NewEncoder(w).Encode(map[string]any{"committed": len(s.acc), "finished": s.finished})

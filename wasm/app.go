@@ -333,7 +333,9 @@ func dbExists(ctx context.Context, name string) (exists, ok bool) {
 // when it can be joined or the status is not available (the device then
 // learns it on connecting).
 func (a *app) closedReason() string {
-	body, err := jsw.Fetch(a.ctx, a.base+"/api/status")
+	// The status needs the join code, as every session endpoint does
+	// (without it the coordinator answers 403 and counts a wrong guess).
+	body, err := jsw.Fetch(a.ctx, a.base+"/api/status?code="+url.QueryEscape(a.code))
 	if err != nil {
 		return ""
 	}
