@@ -16,6 +16,7 @@ import (
 	"github.com/coder/websocket"
 	"github.com/nats-io/nats.go"
 
+	"browserfl/coordinator/store"
 	"browserfl/shared/mechanism"
 	"browserfl/shared/optim"
 	"browserfl/shared/plan"
@@ -297,14 +298,14 @@ func twoDeviceSession(name string, deadlineMs int) wire.SessionParams {
 
 // ncServerAndStore returns sess's server half (zero seed) and a store in
 // a temporary directory, closed when the test ends.
-func ncServerAndStore(t testing.TB, sess wire.SessionParams) (optim.Server, *Store) {
+func ncServerAndStore(t testing.TB, sess wire.SessionParams) (optim.Server, *store.Store) {
 	t.Helper()
 	var seed mechanism.Seed
 	srv, err := optim.NewServer(plan.FromSession(sess), make([]float64, sess.Dim), mechanism.NewStream(seed, 0))
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := OpenStore(filepath.Join(t.TempDir(), "c.db"))
+	st, err := store.Open(filepath.Join(t.TempDir(), "c.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

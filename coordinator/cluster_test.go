@@ -24,6 +24,7 @@ import (
 
 	"browserfl/coordinator"
 	"browserfl/coordinator/internal/nctest"
+	"browserfl/coordinator/store"
 	"browserfl/device"
 	"browserfl/shared/mechanism"
 	"browserfl/shared/model"
@@ -110,7 +111,7 @@ func TestClusterInProcess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := coordinator.OpenStore(filepath.Join(t.TempDir(), "c.db"))
+	st, err := store.Open(filepath.Join(t.TempDir(), "c.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -227,7 +228,7 @@ func runClusterChild(role string) error {
 			return err
 		}
 		killAfter, _ := strconv.Atoi(os.Getenv("BFL_KILL_AFTER"))
-		st, err := coordinator.OpenStore(os.Getenv("BFL_STORE"))
+		st, err := store.Open(os.Getenv("BFL_STORE"))
 		if err != nil {
 			return err
 		}

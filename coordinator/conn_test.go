@@ -16,6 +16,7 @@ import (
 	"github.com/coder/websocket"
 
 	"browserfl/coordinator"
+	"browserfl/coordinator/store"
 	"browserfl/shared/wire"
 )
 
@@ -235,7 +236,7 @@ func TestStore(t *testing.T) {
 	if err := st.Authenticate("dev", "secret"); err != nil {
 		t.Errorf("right secret refused: %v", err)
 	}
-	if err := st.Authenticate("dev", "secreT"); !errors.Is(err, coordinator.ErrBadSecret) {
+	if err := st.Authenticate("dev", "secreT"); !errors.Is(err, store.ErrBadSecret) {
 		t.Errorf("wrong secret: %v", err)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"browserfl/coordinator/store"
 	"browserfl/engine"
 	"browserfl/shared/mechanism"
 	"browserfl/shared/optim"
@@ -47,7 +48,7 @@ type Config struct {
 	// restored into it.
 	Server optim.Server
 	// Store is the durable state (required).
-	Store *Store
+	Store *store.Store
 	// MinDevices is the number of eligible devices a round needs. A round
 	// starts as soon as a whole cohort (Session.Cohort) is eligible, or,
 	// with fewer, once at least MinDevices have been eligible for
@@ -156,7 +157,7 @@ type Coordinator struct {
 	*front
 	cfg    Config
 	server optim.Server
-	store  *Store
+	store  *store.Store
 
 	startMu sync.Mutex // serializes Start
 	mu      sync.Mutex
@@ -369,7 +370,7 @@ func New(cfg Config) (*Coordinator, error) {
 	if c.removed, err = c.store.Removed(); err != nil {
 		return nil, fmt.Errorf("coordinator: %w", err)
 	}
-	life, err := c.store.Lifecycle()
+	life, err := readLifecycle(c.store)
 	if err != nil {
 		return nil, fmt.Errorf("coordinator: %w", err)
 	}
@@ -633,7 +634,7 @@ type roundShell struct {
 	ctx       context.Context
 	or        *openRound        // the round asked (nil until Ask starts one)
 	included  []*update         // frozen at close; their vectors are recycled after the round
-	rec       RoundRecord       // written by Commit, read by Tell
+	rec       store.RoundRecord // written by Commit, read by Tell
 	decisions map[string][]byte // the two decision frames, encoded before the commit
 }
 
@@ -814,7 +815,7 @@ func (sh *roundShell) Commit(t int, o engine.Outcome[string]) error {
 		cohortIDs = append(cohortIDs, id)
 	}
 	slices.Sort(cohortIDs)
-	rec := RoundRecord{T: t, Cohort: cohortIDs, Included: o.Included, Started: or.started, DeadlineHit: or.deadlineHit,
+	rec := store.RoundRecord{T: t, Cohort: cohortIDs, Included: o.Included, Started: or.started, DeadlineHit: or.deadlineHit,
 		Committed: time.Now(), BytesIn: or.bytesIn, BytesOut: or.bytesOut}
 	if c.cfg.Evaluate != nil && evalDue(t, c.cfg.EvalEvery, c.sess.Rounds, c.ended) {
 		acc, loss, err := c.cfg.Evaluate(c.server.Model())
@@ -1203,7 +1204,7 @@ func (c *Coordinator) admitCred(cn link, h wire.Hello, cred *busCred) (wire.Welc
 		}
 		if err := auth(); err != nil {
 			c.met.authFailures.Add(1)
-			if errors.Is(err, ErrUnknownDevice) || errors.Is(err, ErrBadSecret) {
+			if errors.Is(err, store.ErrUnknownDevice) || errors.Is(err, store.ErrBadSecret) {
 				return wire.Welcome{}, &closeError{code: wire.CodeAuth, reason: "unknown device id or wrong secret"}
 			}
 			return wire.Welcome{}, err

@@ -22,6 +22,7 @@ import (
 
 	"browserfl/coordinator"
 	"browserfl/coordinator/internal/nctest"
+	"browserfl/coordinator/store"
 	"browserfl/device"
 	"browserfl/shared/dataset"
 	"browserfl/shared/optim"
@@ -46,7 +47,7 @@ type harness struct {
 	srv     *httptest.Server
 	mu      sync.Mutex
 	qs      map[int][]float64 // server qtilde after each committed round
-	store   *coordinator.Store
+	store   *store.Store
 	session wire.SessionParams
 }
 
@@ -67,7 +68,7 @@ func newHarnessLimits(t *testing.T, sess wire.SessionParams, minDevices int, lim
 // before the coordinator is created.
 func newHarnessWith(t *testing.T, sess wire.SessionParams, edit func(*coordinator.Config)) *harness {
 	t.Helper()
-	st, err := coordinator.OpenStore(filepath.Join(t.TempDir(), "coord.db"))
+	st, err := store.Open(filepath.Join(t.TempDir(), "coord.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

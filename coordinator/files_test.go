@@ -17,6 +17,7 @@ import (
 
 	"browserfl/coordinator"
 	"browserfl/coordinator/internal/nctest"
+	"browserfl/coordinator/store"
 	"browserfl/device"
 	"browserfl/shared/wire"
 )
@@ -25,7 +26,7 @@ import (
 func assetServer(t *testing.T, assets coordinator.Assets) *httptest.Server {
 	t.Helper()
 	sess := testSession(4, 4, 2, 3, 500)
-	st, err := coordinator.OpenStore(filepath.Join(t.TempDir(), "coord.db"))
+	st, err := store.Open(filepath.Join(t.TempDir(), "coord.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,10 +13,10 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/coder/websocket"
 
+	"browserfl/coordinator/store"
 	"browserfl/shared/mechanism"
 	"browserfl/shared/optim"
 	"browserfl/shared/plan"
@@ -376,13 +376,12 @@ func runFuzzProgram(t *testing.T, prog []byte) {
 			dir = shm // memory-backed: a store per execution costs no disk sync
 			defer os.RemoveAll(shm)
 		}
-		st, err := OpenStore(filepath.Join(dir, "fuzz.db"))
+		st, err := store.Open(filepath.Join(dir, "fuzz.db"))
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer st.Close()
-		st.db.NoSync = true                    // durability is not under test here; speed is
-		st.db.MaxBatchDelay = time.Microsecond // registrations are batched (10 ms by default)
+		st.NoSync() // durability is not under test here; speed is
 		srv, err := optim.NewServer(plan.FromSession(sess), make([]float64, sess.Dim), nil)
 		if err != nil {
 			t.Fatal(err)

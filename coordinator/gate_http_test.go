@@ -18,6 +18,7 @@ import (
 
 	"browserfl/coordinator"
 	"browserfl/coordinator/internal/nctest"
+	"browserfl/coordinator/store"
 	"browserfl/shared/wire"
 )
 
@@ -27,7 +28,7 @@ import (
 func gateServer(t *testing.T, lim coordinator.Limits, gate coordinator.Gate) (*coordinator.Coordinator, *httptest.Server) {
 	t.Helper()
 	sess := testSession(4, 4, 2, 3, 500)
-	st, err := coordinator.OpenStore(filepath.Join(t.TempDir(), "coord.db"))
+	st, err := store.Open(filepath.Join(t.TempDir(), "coord.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

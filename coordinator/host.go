@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"browserfl/coordinator/store"
 	"browserfl/shared/wire"
 )
 
@@ -46,7 +47,7 @@ type Host struct {
 	cur   *hostSession
 	// old holds the stores of finished sessions opened for reading, by
 	// id.
-	old map[string]*Store
+	old map[string]*store.Store
 	// runCtx is Run's context (nil before Run): new sessions run under
 	// it.
 	runCtx context.Context
@@ -75,7 +76,7 @@ type HostConfig struct {
 	Fresh bool
 	// Prepare, if set, is called with the current session's store before
 	// its coordinator is built (cmd/coordinator: -rollback-to).
-	Prepare func(*Store) error
+	Prepare func(*store.Store) error
 	// Assets and Shards are served by every session (Coordinator.Handler).
 	Assets Assets
 	Shards *Shards
@@ -102,7 +103,7 @@ type hostSession struct {
 	id      string
 	code    string
 	c       *Coordinator
-	store   *Store
+	store   *store.Store
 	handler http.Handler
 	cancel  context.CancelFunc
 	done    chan struct{} // closed when its Run returned
@@ -137,7 +138,7 @@ func OpenHost(cfg HostConfig) (*Host, error) {
 	if err := os.MkdirAll(filepath.Join(cfg.Dir, "sessions"), 0o700); err != nil {
 		return nil, fmt.Errorf("coordinator: host: %w", err)
 	}
-	h := &Host{cfg: cfg, log: cfg.Logger, old: map[string]*Store{}, fatal: make(chan error, 1)}
+	h := &Host{cfg: cfg, log: cfg.Logger, old: map[string]*store.Store{}, fatal: make(chan error, 1)}
 	b, err := os.ReadFile(filepath.Join(cfg.Dir, hostIndexFile))
 	switch {
 	case errors.Is(err, os.ErrNotExist):
@@ -250,7 +251,7 @@ func (h *Host) startSession(code string, seed uint64, first bool) error {
 		}
 		seed = binary.LittleEndian.Uint64(r[:])
 	}
-	st, err := OpenStore(sessionPath(h.cfg.Dir, id))
+	st, err := store.Open(sessionPath(h.cfg.Dir, id))
 	if err != nil {
 		return err
 	}
@@ -293,7 +294,7 @@ func (h *Host) startSession(code string, seed uint64, first bool) error {
 
 // openSession reopens the current session of the index.
 func (h *Host) openSession(id, code string, seed uint64) error {
-	st, err := OpenStore(sessionPath(h.cfg.Dir, id))
+	st, err := store.Open(sessionPath(h.cfg.Dir, id))
 	if err != nil {
 		return err
 	}
@@ -340,7 +341,7 @@ func (h *Host) openSession(id, code string, seed uint64) error {
 	return nil
 }
 
-func (h *Host) build(id string, st *Store, cfg Config, code string, seed uint64) (*hostSession, error) {
+func (h *Host) build(id string, st *store.Store, cfg Config, code string, seed uint64) (*hostSession, error) {
 	if cfg.Server != nil || cfg.NewServer == nil {
 		return nil, errors.New("coordinator: host: the template must set NewServer and not Server")
 	}
@@ -523,7 +524,7 @@ func (h *Host) Sessions() ([]SessionSummary, error) {
 
 // storeOf returns the store of session id (the current one's, or a
 // finished one's opened for reading and kept open).
-func (h *Host) storeOf(id string) (*Store, error) {
+func (h *Host) storeOf(id string) (*store.Store, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.cur.id == id {
@@ -535,7 +536,7 @@ func (h *Host) storeOf(id string) (*Store, error) {
 	if !slices.ContainsFunc(h.index.Sessions, func(e indexEntry) bool { return e.ID == id }) {
 		return nil, fmt.Errorf("no session %q", id)
 	}
-	st, err := OpenStore(sessionPath(h.cfg.Dir, id))
+	st, err := store.Open(sessionPath(h.cfg.Dir, id))
 	if err != nil {
 		return nil, err
 	}
@@ -544,9 +545,9 @@ func (h *Host) storeOf(id string) (*Store, error) {
 }
 
 // summarize reads a session's summary from its store.
-func summarize(st *Store) (SessionSummary, error) {
+func summarize(st *store.Store) (SessionSummary, error) {
 	var s SessionSummary
-	life, err := st.Lifecycle()
+	life, err := readLifecycle(st)
 	if err != nil {
 		return s, err
 	}
@@ -593,9 +594,9 @@ func summarize(st *Store) (SessionSummary, error) {
 }
 
 // archivedStatus is the Status of a finished session, from its store.
-func archivedStatus(st *Store) (Status, error) {
+func archivedStatus(st *store.Store) (Status, error) {
 	var s Status
-	life, err := st.Lifecycle()
+	life, err := readLifecycle(st)
 	if err != nil {
 		return s, err
 	}

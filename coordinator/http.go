@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"browserfl/coordinator/store"
 	"browserfl/shared/plan"
 	"browserfl/shared/wire"
 )
@@ -272,7 +273,7 @@ type AccuracyPoint struct {
 }
 
 // serveRounds answers /api/rounds from st.
-func serveRounds(w http.ResponseWriter, r *http.Request, st *Store) {
+func serveRounds(w http.ResponseWriter, r *http.Request, st *store.Store) {
 	after, _ := strconv.Atoi(r.URL.Query().Get("after"))
 	recs, err := st.Rounds(max(after, 0), 1000)
 	if err != nil {
@@ -296,7 +297,7 @@ func (c *Coordinator) progress() (Progress, error) {
 }
 
 // storeProgress reads the accuracy series of st.
-func storeProgress(st *Store, committed, rounds int) (Progress, error) {
+func storeProgress(st *store.Store, committed, rounds int) (Progress, error) {
 	p := Progress{Committed: committed, Rounds: rounds, Accuracy: []AccuracyPoint{}}
 	after := 0
 	for {

@@ -16,6 +16,7 @@ import (
 
 	"browserfl/coordinator"
 	"browserfl/coordinator/internal/nctest"
+	"browserfl/coordinator/store"
 	"browserfl/device"
 	"browserfl/shared/optim"
 	"browserfl/shared/plan"
@@ -34,7 +35,7 @@ func lobbySize(rounds int) func(wire.SessionParams, int) (wire.SessionParams, er
 
 type lobbyHarness struct {
 	coord *coordinator.Coordinator
-	store *coordinator.Store
+	store *store.Store
 	srv   *httptest.Server
 }
 
@@ -46,7 +47,7 @@ func newLobby(t *testing.T, tmpl wire.SessionParams, rounds int, gate ...coordin
 	if len(gate) > 0 {
 		g = gate[0]
 	}
-	st, err := coordinator.OpenStore(filepath.Join(t.TempDir(), "coord.db"))
+	st, err := store.Open(filepath.Join(t.TempDir(), "coord.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -257,7 +258,7 @@ func TestLobbyHoldsRoundsUntilStart(t *testing.T) {
 	if st := h.coord.Status(); st.State != coordinator.StateEnded {
 		t.Errorf("state %q after the last round", st.State)
 	}
-	life, err := h.store.Lifecycle()
+	life, err := coordinator.ReadLifecycle(h.store)
 	if err != nil || life.State != coordinator.StateEnded || life.EndedEarly || life.Session != final || len(life.People) != 3 {
 		t.Errorf("stored lifecycle %+v, %v", life, err)
 	}
@@ -404,7 +405,7 @@ func TestEndEarly(t *testing.T) {
 	if st.State != coordinator.StateEnded || !st.Finished {
 		t.Errorf("state %q, finished %v", st.State, st.Finished)
 	}
-	life, err := h.store.Lifecycle()
+	life, err := coordinator.ReadLifecycle(h.store)
 	if err != nil || life.State != coordinator.StateEnded || !life.EndedEarly || life.Ended.IsZero() {
 		t.Errorf("stored lifecycle %+v, %v", life, err)
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"browserfl/coordinator"
+	"browserfl/coordinator/store"
 	"browserfl/device"
 	"browserfl/shared/dataset"
 	"browserfl/shared/optim"
@@ -29,7 +30,7 @@ func startCoordinator(t *testing.T, ln net.Listener) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := coordinator.OpenStore(filepath.Join(t.TempDir(), "coord.db"))
+	st, err := store.Open(filepath.Join(t.TempDir(), "coord.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

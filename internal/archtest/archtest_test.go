@@ -59,6 +59,11 @@ var rules = []rule{
 		why:    "the coordinator speaks to devices only through shared/ (the protocol, the planner, the algorithms)",
 	},
 	{
+		pkgs:   []string{"browserfl/coordinator/store"},
+		forbid: []string{"browserfl/..."},
+		why:    "the store is a leaf (bbolt and the standard library): it knows no session, connection or protocol",
+	},
+	{
 		pkgs:   []string{"browserfl/engine/..."},
 		forbid: []string{"browserfl/coordinator/...", "browserfl/device/...", "browserfl/sim/...", "browserfl/wasm/..."},
 		why:    "the round engine is the rules both shells (the coordinator, the simulator) drive: it knows neither",

@@ -1,4 +1,4 @@
-package coordinator_test
+package store_test
 
 import (
 	"encoding/binary"
@@ -9,7 +9,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"browserfl/coordinator"
+	"browserfl/coordinator/store"
 )
 
 // The store keeps each committed round's server state once, among the
@@ -17,14 +17,14 @@ import (
 // to any kept round (0: no state), and a reopened store reads the same.
 func TestStoreStateAndRollBack(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "c.db")
-	st, err := coordinator.OpenStore(path)
+	st, err := store.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	stateOf := func(r int) string { return fmt.Sprintf("state after round %d", r) }
-	const rounds = coordinator.KeepStates + 4
+	const rounds = store.KeepStates + 4
 	for r := 1; r <= rounds; r++ {
-		if err := st.CommitRound(coordinator.RoundRecord{T: r}, []byte(stateOf(r))); err != nil {
+		if err := st.CommitRound(store.RoundRecord{T: r}, []byte(stateOf(r))); err != nil {
 			t.Fatal(err)
 		}
 		n, s, err := st.State()
@@ -33,8 +33,8 @@ func TestStoreStateAndRollBack(t *testing.T) {
 		}
 	}
 	oldest, committed, err := st.RollBackRange()
-	if err != nil || oldest != rounds-coordinator.KeepStates+1 || committed != rounds {
-		t.Fatalf("RollBackRange = %d, %d, %v; want %d, %d", oldest, committed, err, rounds-coordinator.KeepStates+1, rounds)
+	if err != nil || oldest != rounds-store.KeepStates+1 || committed != rounds {
+		t.Fatalf("RollBackRange = %d, %d, %v; want %d, %d", oldest, committed, err, rounds-store.KeepStates+1, rounds)
 	}
 	if err := st.RollBack(oldest - 1); err == nil {
 		t.Errorf("RollBack(%d) below the kept rounds succeeded", oldest-1)
@@ -46,7 +46,7 @@ func TestStoreStateAndRollBack(t *testing.T) {
 	if err := st.Close(); err != nil {
 		t.Fatal(err)
 	}
-	st, err = coordinator.OpenStore(path)
+	st, err = store.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +55,7 @@ func TestStoreStateAndRollBack(t *testing.T) {
 		t.Fatalf("after RollBack(%d) and reopening: State = %d, %q, %v", to, n, s, err)
 	}
 	// The next commit follows the round rolled back to.
-	if err := st.CommitRound(coordinator.RoundRecord{T: to + 1}, []byte("again")); err != nil {
+	if err := st.CommitRound(store.RoundRecord{T: to + 1}, []byte("again")); err != nil {
 		t.Fatal(err)
 	}
 	if n, s, _ := st.State(); n != to+1 || string(s) != "again" {
@@ -68,7 +68,7 @@ func TestStoreStateAndRollBack(t *testing.T) {
 // back to and deleted as rounds go on, next to states in the new form.
 func TestStoreReadsPlainStates(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "c.db")
-	st, err := coordinator.OpenStore(path)
+	st, err := store.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +84,7 @@ func TestStoreReadsPlainStates(t *testing.T) {
 			if err := tx.Bucket([]byte("states")).Put(key(r), []byte(fmt.Sprintf("plain %d", r))); err != nil {
 				return err
 			}
-			rb, _ := json.Marshal(coordinator.RoundRecord{T: r})
+			rb, _ := json.Marshal(store.RoundRecord{T: r})
 			if err := tx.Bucket([]byte("rounds")).Put(key(r), rb); err != nil {
 				return err
 			}
@@ -96,7 +96,7 @@ func TestStoreReadsPlainStates(t *testing.T) {
 	}
 	db.Close()
 
-	st, err = coordinator.OpenStore(path)
+	st, err = store.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,16 +104,16 @@ func TestStoreReadsPlainStates(t *testing.T) {
 	if n, s, err := st.State(); err != nil || n != 3 || string(s) != "plain 3" {
 		t.Fatalf("State = %d, %q, %v; want 3, the plain state", n, s, err)
 	}
-	for r := 4; r <= coordinator.KeepStates+2; r++ {
-		if err := st.CommitRound(coordinator.RoundRecord{T: r}, []byte(fmt.Sprintf("new %d", r))); err != nil {
+	for r := 4; r <= store.KeepStates+2; r++ {
+		if err := st.CommitRound(store.RoundRecord{T: r}, []byte(fmt.Sprintf("new %d", r))); err != nil {
 			t.Fatal(err)
 		}
 	}
 	// Rounds 1 and 2 are no longer kept (their plain values are deleted),
 	// round 3's plain state still is.
 	oldest, committed, err := st.RollBackRange()
-	if err != nil || oldest != 3 || committed != coordinator.KeepStates+2 {
-		t.Fatalf("RollBackRange = %d, %d, %v; want 3, %d", oldest, committed, err, coordinator.KeepStates+2)
+	if err != nil || oldest != 3 || committed != store.KeepStates+2 {
+		t.Fatalf("RollBackRange = %d, %d, %v; want 3, %d", oldest, committed, err, store.KeepStates+2)
 	}
 	if err := st.RollBack(3); err != nil {
 		t.Fatal(err)
@@ -121,7 +121,7 @@ func TestStoreReadsPlainStates(t *testing.T) {
 	if n, s, err := st.State(); err != nil || n != 3 || string(s) != "plain 3" {
 		t.Fatalf("after RollBack(3): State = %d, %q, %v", n, s, err)
 	}
-	if err := st.CommitRound(coordinator.RoundRecord{T: 4}, []byte("again")); err != nil {
+	if err := st.CommitRound(store.RoundRecord{T: 4}, []byte("again")); err != nil {
 		t.Fatal(err)
 	}
 	if n, s, _ := st.State(); n != 4 || string(s) != "again" {

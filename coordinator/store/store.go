@@ -1,4 +1,4 @@
-package coordinator
+package store
 
 import (
 	"crypto/sha256"
@@ -39,7 +39,7 @@ var (
 
 // ErrStoreInUse is wrapped by OpenStore when another process holds the
 // store file (bbolt's file lock).
-var ErrStoreInUse = errors.New("the store is in use")
+var ErrInUse = errors.New("the store is in use")
 
 // ErrUnknownDevice is returned by Authenticate for a device id the store
 // has never issued.
@@ -49,10 +49,10 @@ var ErrUnknownDevice = errors.New("coordinator: unknown device")
 var ErrBadSecret = errors.New("coordinator: wrong device secret")
 
 // OpenStore opens (creating if needed) the store at path.
-func OpenStore(path string) (*Store, error) {
+func Open(path string) (*Store, error) {
 	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 2 * time.Second})
 	if errors.Is(err, bolterrors.ErrTimeout) {
-		return nil, fmt.Errorf("open store %s: %w: another coordinator holds it; stop that one or give this one another data folder (-data)", path, ErrStoreInUse)
+		return nil, fmt.Errorf("open store %s: %w: another coordinator holds it; stop that one or give this one another data folder (-data)", path, ErrInUse)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
