@@ -18,6 +18,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"browserfl/coordinator/bus"
 	"browserfl/shared/mechanism"
 	"browserfl/shared/optim"
 	"browserfl/shared/wire"
@@ -109,7 +110,7 @@ type edgeState struct {
 	roundT     int
 	roundFrame []byte
 	roundSeqs  []uint64
-	roundMarks []histMark // each member's history mark, beside roundSeqs
+	roundMarks []bus.Mark // each member's history mark, beside roundSeqs
 }
 
 // remoteLink is a device held by an edge, as the round logic sees it.
@@ -135,7 +136,7 @@ func (l *remoteLink) sendRound(f outFrame) int {
 
 func (l *remoteLink) send(f outFrame) bool {
 	if !f.binary {
-		l.n.publish(l.edge, kindControl, &busHeader{Seq: l.seq}, f.data)
+		l.n.publish(l.edge, bus.KindControl, &bus.Header{Seq: l.seq}, f.data)
 		return true
 	}
 	// A round frame: queued per edge, published once for all the
@@ -155,7 +156,7 @@ func (l *remoteLink) sendControl(m wire.Message) bool {
 	if err != nil {
 		return false
 	}
-	return l.n.publish(l.edge, kindControl, &busHeader{Seq: l.seq}, b)
+	return l.n.publish(l.edge, bus.KindControl, &bus.Header{Seq: l.seq}, b)
 }
 
 func (l *remoteLink) closeWith(code, reason string) {
@@ -164,7 +165,7 @@ func (l *remoteLink) closeWith(code, reason string) {
 		// its edge keeps it connected for the next session process.
 		return
 	}
-	l.n.publish(l.edge, kindClose, &busHeader{Seq: l.seq, Code: code, Reason: reason}, nil)
+	l.n.publish(l.edge, bus.KindClose, &bus.Header{Seq: l.seq, Code: code, Reason: reason}, nil)
 	l.n.mu.Lock()
 	if l.n.links[linkKey{l.edge, l.seq}] == l {
 		delete(l.n.links, linkKey{l.edge, l.seq})
@@ -184,7 +185,7 @@ func NewSessionNode(c *Coordinator, cfg SessionNodeConfig) (*SessionNode, error)
 	if cfg.Prefix == "" {
 		cfg.Prefix = "browserfl"
 	}
-	if err := checkEdgeID(cfg.Prefix); err != nil {
+	if err := bus.CheckEdgeID(cfg.Prefix); err != nil {
 		return nil, fmt.Errorf("coordinator: subject prefix: %w", err)
 	}
 	if cfg.BeatInterval <= 0 {
@@ -224,7 +225,7 @@ func NewSessionNode(c *Coordinator, cfg SessionNodeConfig) (*SessionNode, error)
 func (n *SessionNode) Run(ctx context.Context) error {
 	sub, err := n.nc.Subscribe(n.cfg.Prefix+".up.*", func(m *nats.Msg) {
 		edge := m.Subject[strings.LastIndexByte(m.Subject, '.')+1:]
-		if checkEdgeID(edge) != nil {
+		if bus.CheckEdgeID(edge) != nil {
 			n.busErrors.Add(1)
 			return
 		}
@@ -293,9 +294,9 @@ func (n *SessionNode) serveEdge(ctx context.Context, es *edgeState) {
 
 // publish sends an envelope to an edge; it reports whether it was handed
 // to NATS (a lost one is repaired by the beats).
-func (n *SessionNode) publish(edge string, kind byte, h *busHeader, body []byte) bool {
+func (n *SessionNode) publish(edge string, kind byte, h *bus.Header, body []byte) bool {
 	h.Epoch = n.epoch
-	b, err := encodeBus(kind, h, body)
+	b, err := bus.Encode(kind, h, body)
 	if err == nil {
 		err = n.nc.Publish(n.cfg.Prefix+".down."+edge, b)
 	}
@@ -315,7 +316,7 @@ func (n *SessionNode) sendRounds(t int) {
 		edge  string
 		frame []byte
 		seqs  []uint64
-		marks []histMark
+		marks []bus.Mark
 	}
 	var outs []out
 	n.mu.Lock()
@@ -333,7 +334,7 @@ func (n *SessionNode) sendRounds(t int) {
 	}
 	sess := c.sess
 	for _, o := range outs {
-		n.publish(o.edge, kindRound, &busHeader{T: t, Seqs: o.seqs, Marks: o.marks, Dim: c.sess.Dim, Bound: bound,
+		n.publish(o.edge, bus.KindRound, &bus.Header{T: t, Seqs: o.seqs, Marks: o.marks, Dim: c.sess.Dim, Bound: bound,
 			DeadlineMillis: c.sess.DeadlineMillis, Session: &sess}, o.frame)
 	}
 }
@@ -346,7 +347,7 @@ func (n *SessionNode) beat() {
 	c := n.c
 	var lost []*remoteLink
 	c.mu.Lock()
-	b := sessionBeat{JoinCodeHash: codeDigest(c.cfg.JoinCode), Committed: c.committed, Finished: c.finished}
+	b := bus.SessionBeat{JoinCodeHash: bus.CodeDigest(c.cfg.JoinCode), Committed: c.committed, Finished: c.finished}
 	if c.round != nil {
 		b.Open = c.round.t
 	}
@@ -390,7 +391,7 @@ func (n *SessionNode) beat() {
 	for _, t := range targets {
 		bb := b
 		bb.Resync = t.resync
-		n.publish(t.id, kindSessionBeat, &busHeader{Beat: &bb}, nil)
+		n.publish(t.id, bus.KindSessionBeat, &bus.Header{Beat: &bb}, nil)
 	}
 	c.mu.Unlock()
 	for _, l := range lost {
@@ -432,7 +433,7 @@ func (es *edgeState) waitHello(seq uint64) {
 // them (hellos are authenticated concurrently, and whatever follows
 // about the same connection waits for its hello).
 func (n *SessionNode) handle(ctx context.Context, es *edgeState, b []byte) {
-	kind, h, body, err := decodeBus(b)
+	kind, h, body, err := bus.Decode(b)
 	if err != nil {
 		n.busErrors.Add(1)
 		n.log.Warn("bad envelope from an edge", "edge", es.id, "err", err)
@@ -462,7 +463,7 @@ func (n *SessionNode) handle(ctx context.Context, es *edgeState, b []byte) {
 	}
 	c := n.c
 	switch kind {
-	case kindHello:
+	case bus.KindHello:
 		es.sem <- struct{}{}
 		done := make(chan struct{})
 		es.helloMu.Lock()
@@ -484,7 +485,7 @@ func (n *SessionNode) handle(ctx context.Context, es *edgeState, b []byte) {
 			}()
 			n.hello(es.id, h, body)
 		}()
-	case kindAggregate:
+	case bus.KindAggregate:
 		for _, s := range h.Seqs {
 			es.waitHello(s)
 		}
@@ -492,12 +493,12 @@ func (n *SessionNode) handle(ctx context.Context, es *edgeState, b []byte) {
 			es.waitHello(s)
 		}
 		n.aggregate(es.id, h, body)
-	case kindReject:
+	case bus.KindReject:
 		es.waitHello(h.Seq)
 		if l := n.link(es.id, h.Seq); l != nil && l.id == h.ID && h.Epoch == n.epoch {
 			c.rejectedAtEdge(l, h.T, h.Norm, h.Reason)
 		}
-	case kindStatus:
+	case bus.KindStatus:
 		es.waitHello(h.Seq)
 		l := n.link(es.id, h.Seq)
 		if l == nil || l.id != h.ID {
@@ -509,7 +510,7 @@ func (n *SessionNode) handle(ctx context.Context, es *edgeState, b []byte) {
 			return
 		}
 		l.sendControl(dec)
-	case kindLeave:
+	case bus.KindLeave:
 		es.waitHello(h.Seq)
 		m, err := wire.DecodeControl(body)
 		lv, ok := m.(wire.Leave)
@@ -520,7 +521,7 @@ func (n *SessionNode) handle(ctx context.Context, es *edgeState, b []byte) {
 		if l := n.link(es.id, h.Seq); l != nil && l.id == h.ID {
 			c.leaveLink(l, lv)
 		}
-	case kindDisconnect:
+	case bus.KindDisconnect:
 		es.waitHello(h.Seq)
 		n.mu.Lock()
 		l := n.links[linkKey{es.id, h.Seq}]
@@ -533,9 +534,9 @@ func (n *SessionNode) handle(ctx context.Context, es *edgeState, b []byte) {
 		if match {
 			c.disconnectedLink(l)
 		}
-	case kindRoster:
+	case bus.KindRoster:
 		n.roster(es, h)
-	case kindEdgeBeat:
+	case bus.KindEdgeBeat:
 		n.mu.Lock()
 		es.devices = h.Devices
 		n.mu.Unlock()
@@ -548,19 +549,19 @@ func (n *SessionNode) handle(ctx context.Context, es *edgeState, b []byte) {
 // hello authenticates a device's hello forwarded by an edge and binds it
 // to a remoteLink; the welcome (or the reason to close) goes back on the
 // edge's subject.
-func (n *SessionNode) hello(edge string, h busHeader, body []byte) {
+func (n *SessionNode) hello(edge string, h bus.Header, body []byte) {
 	m, err := wire.DecodeControl(body)
 	hello, ok := m.(wire.Hello)
 	if err != nil || !ok {
 		n.busErrors.Add(1)
-		n.publish(edge, kindClose, &busHeader{Seq: h.Seq, Code: wire.CodeBadFrame, Reason: "hello expected"}, nil)
+		n.publish(edge, bus.KindClose, &bus.Header{Seq: h.Seq, Code: wire.CodeBadFrame, Reason: "hello expected"}, nil)
 		return
 	}
 	cred, err := helloCred(h, hello)
 	if err != nil {
 		n.badHellos.Add(1)
 		n.log.Warn("hello from an edge refused", "edge", edge, "err", err)
-		n.publish(edge, kindClose, &busHeader{Seq: h.Seq, Code: wire.CodeBadFrame, Reason: "the server could not forward the hello"}, nil)
+		n.publish(edge, bus.KindClose, &bus.Header{Seq: h.Seq, Code: wire.CodeBadFrame, Reason: "the server could not forward the hello"}, nil)
 		return
 	}
 	l := &remoteLink{n: n, edge: edge, seq: h.Seq}
@@ -591,7 +592,7 @@ func (n *SessionNode) hello(edge string, h busHeader, body []byte) {
 	} else {
 		n.log.Warn("admitting a device from an edge", "edge", edge, "err", err)
 	}
-	n.publish(edge, kindClose, &busHeader{Seq: h.Seq, Code: code, Reason: reason}, nil)
+	n.publish(edge, bus.KindClose, &bus.Header{Seq: h.Seq, Code: code, Reason: reason}, nil)
 }
 
 // errRawCredential: an edge forwarded a hello with the join code or the
@@ -601,15 +602,15 @@ var errRawCredential = errors.New("cluster message: a hello with a raw join code
 // helloCred checks a forwarded hello's form and returns its credentials:
 // the body carries neither the join code nor the secret, the header
 // both digests.
-func helloCred(h busHeader, hello wire.Hello) (*busCred, error) {
+func helloCred(h bus.Header, hello wire.Hello) (*busCred, error) {
 	if hello.JoinCode != "" || hello.Secret != "" {
 		return nil, errRawCredential
 	}
-	code, err := parseDigest(h.CodeHash)
+	code, err := bus.ParseDigest(h.CodeHash)
 	if err != nil {
 		return nil, fmt.Errorf("join code: %w", err)
 	}
-	secret, err := parseDigest(h.SecretHash)
+	secret, err := bus.ParseDigest(h.SecretHash)
 	if err != nil {
 		return nil, fmt.Errorf("secret: %w", err)
 	}
@@ -622,7 +623,7 @@ func helloCred(h busHeader, hello wire.Hello) (*busCred, error) {
 // of a roster has arrived, links to connections the edge no longer holds
 // are dropped (a disconnect that was lost) and the edge counts as in
 // sync; a roster with a lost chunk leaves the resync asked for.
-func (n *SessionNode) roster(es *edgeState, h busHeader) {
+func (n *SessionNode) roster(es *edgeState, h bus.Header) {
 	edge := es.id
 	n.mu.Lock()
 	if h.T != es.roster || es.rosterSeqs == nil {
@@ -660,13 +661,13 @@ func (n *SessionNode) roster(es *edgeState, h busHeader) {
 		// The edge proves that the device connected through it with the
 		// digest of its secret: an edge cannot claim another edge's
 		// device by its id alone.
-		secretHash, err := parseDigest(e.SecretHash)
+		secretHash, err := bus.ParseDigest(e.SecretHash)
 		if err == nil {
 			err = c.store.AuthenticateHash(e.ID, secretHash)
 		}
 		if err != nil {
 			n.busErrors.Add(1)
-			n.publish(edge, kindClose, &busHeader{Seq: e.Seq, Code: wire.CodeAuth, Reason: "unknown device id or wrong secret"}, nil)
+			n.publish(edge, bus.KindClose, &bus.Header{Seq: e.Seq, Code: wire.CodeAuth, Reason: "unknown device id or wrong secret"}, nil)
 			continue
 		}
 		key := linkKey{edge, e.Seq}
@@ -707,7 +708,7 @@ func (n *SessionNode) roster(es *edgeState, h busHeader) {
 }
 
 // aggregate hands an edge's pre-aggregated round to the coordinator.
-func (n *SessionNode) aggregate(edge string, h busHeader, body []byte) {
+func (n *SessionNode) aggregate(edge string, h bus.Header, body []byte) {
 	c := n.c
 	if h.Epoch != n.epoch {
 		// For another session process's round: its devices learn
@@ -752,7 +753,7 @@ func (n *SessionNode) aggregate(edge string, h busHeader, body []byte) {
 // excluded now, so the round need not wait for them.
 func (c *Coordinator) acceptAggregate(t int, links []link, ids []string, body []byte, bytesIn int64, missing []link) bool {
 	vec := c.vec(c.sess.Dim)
-	decodeErr := decodeVector(*vec, body)
+	decodeErr := bus.DecodeVector(*vec, body)
 	norm := math.NaN()
 	if decodeErr == nil {
 		if err := mechanism.CheckFinite(*vec); err == nil {

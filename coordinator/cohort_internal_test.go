@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"testing"
 
+	"browserfl/coordinator/bus"
 	"browserfl/shared/wire"
 )
 
@@ -47,7 +48,7 @@ func TestAggregatePastCohort(t *testing.T) {
 	or.updates["a"] = &update{}
 	c.round = or
 	c.mu.Unlock()
-	body := encodeVector(nil, make([]float64, sess.Dim))
+	body := bus.EncodeVector(nil, make([]float64, sess.Dim))
 	if c.acceptAggregate(1, []link{links["b"], links["c"]}, []string{"b", "c"}, body, 100, nil) {
 		t.Fatal("a sum of 2 was taken into a round of m = 2 that had 1 update")
 	}

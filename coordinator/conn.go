@@ -17,6 +17,7 @@ import (
 	"github.com/coder/websocket"
 	"golang.org/x/time/rate"
 
+	"browserfl/coordinator/bus"
 	"browserfl/shared/wire"
 )
 
@@ -33,7 +34,7 @@ type outFrame struct {
 	binary bool
 	data   []byte
 	round  int         // the round of a round frame (what an edge needs to know of it)
-	mark   histMark    // on a round frame: where the device's history stands (an edge checks its own with it)
+	mark   bus.Mark    // on a round frame: where the device's history stands (an edge checks its own with it)
 	short  []byte      // a round frame without x_{t-1} (wire.ShortRound), for a device that holds it
 	close  *closeError // set on the last frame: send error message, then close
 }

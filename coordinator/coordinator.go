@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"browserfl/coordinator/bus"
 	"browserfl/coordinator/store"
 	"browserfl/engine"
 	"browserfl/shared/mechanism"
@@ -772,7 +773,7 @@ func (sh *roundShell) Ask(t int, start func(eligible []string, sure func(string)
 		or.cohort[id] = true
 		d.round = t
 		d.hist.Ask()
-		mark := histMark{Gen: d.gen, Incl: d.participations, Asks: d.hist.Asks()}
+		mark := bus.Mark{Gen: d.gen, Incl: d.participations, Asks: d.hist.Asks()}
 		or.bytesOut += int64(d.conn.sendRound(outFrame{binary: true, data: frame, short: short, round: t, mark: mark}))
 	}
 	if c.node != nil {
@@ -1248,7 +1249,7 @@ func (c *Coordinator) bindLocked(cn link, nickname string, pending int, w *wire.
 		if c.connectedLocked() >= c.lim.MaxDevices {
 			return &closeError{code: wire.CodeFull, reason: "too many devices"}
 		}
-		d = &device{id: id, joined: time.Now(), gen: randomGen()}
+		d = &device{id: id, joined: time.Now(), gen: bus.RandomGen()}
 		// Registered just now (a welcome with a new secret), or no round
 		// was sent before this process: it has made no release in this
 		// session that this process did not see.

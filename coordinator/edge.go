@@ -20,6 +20,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"browserfl/coordinator/bus"
 	"browserfl/shared/mechanism"
 	"browserfl/shared/optim"
 	"browserfl/shared/plan"
@@ -37,7 +38,7 @@ type EdgeConfig struct {
 	Conn *nats.Conn
 	// Status is the connection's status (ConnectNATS's Status): /healthz
 	// says why the edge is not connected (its credentials refused, say).
-	Status *NATSStatus
+	Status *bus.NATSStatus
 	// Prefix is the subjects' first token (default "browserfl"), the
 	// session process's.
 	Prefix string
@@ -77,7 +78,7 @@ type Edge struct {
 	seq      uint64
 	conns    map[uint64]*edgeConn
 	epoch    uint64 // the session process's, as last heard
-	beat     sessionBeat
+	beat     bus.SessionBeat
 	lastBeat time.Time
 	round    *edgeRound
 	// chk and chkFor: the tests of the session parameters last received
@@ -150,7 +151,7 @@ type edgeRound struct {
 
 // NewEdge checks cfg and returns an edge ready to Run and to serve HTTP.
 func NewEdge(cfg EdgeConfig) (*Edge, error) {
-	if err := checkEdgeID(cfg.ID); err != nil {
+	if err := bus.CheckEdgeID(cfg.ID); err != nil {
 		return nil, fmt.Errorf("coordinator: %w", err)
 	}
 	if cfg.Conn == nil {
@@ -159,7 +160,7 @@ func NewEdge(cfg EdgeConfig) (*Edge, error) {
 	if cfg.Prefix == "" {
 		cfg.Prefix = "browserfl"
 	}
-	if err := checkEdgeID(cfg.Prefix); err != nil {
+	if err := bus.CheckEdgeID(cfg.Prefix); err != nil {
 		return nil, fmt.Errorf("coordinator: subject prefix: %w", err)
 	}
 	if cfg.Logger == nil {
@@ -234,9 +235,9 @@ func (e *Edge) shutdown() {
 	}
 }
 
-func (e *Edge) publish(kind byte, h *busHeader, body []byte) {
+func (e *Edge) publish(kind byte, h *bus.Header, body []byte) {
 	h.Instance = e.instance
-	b, err := encodeBus(kind, h, body)
+	b, err := bus.Encode(kind, h, body)
 	if err == nil {
 		err = e.nc.Publish(e.up, b)
 	}
@@ -283,9 +284,9 @@ func (e *Edge) sendBeat() {
 		}
 	}
 	e.mu.Unlock()
-	e.publish(kindEdgeBeat, &busHeader{Devices: n}, nil)
+	e.publish(bus.KindEdgeBeat, &bus.Header{Devices: n}, nil)
 	for _, a := range asks {
-		e.publish(kindStatus, &busHeader{Seq: a.seq, ID: a.id, T: a.t}, nil)
+		e.publish(bus.KindStatus, &bus.Header{Seq: a.seq, ID: a.id, T: a.t}, nil)
 	}
 }
 
@@ -317,7 +318,7 @@ func (e *Edge) Healthy() error {
 
 // handleDown acts on one envelope from the session, in order.
 func (e *Edge) handleDown(b []byte) {
-	kind, h, body, err := decodeBus(b)
+	kind, h, body, err := bus.Decode(b)
 	if err != nil {
 		e.busErrors.Add(1)
 		e.log.Warn("bad envelope from the session", "err", err)
@@ -337,9 +338,9 @@ func (e *Edge) handleDown(b []byte) {
 		e.epoch = h.Epoch
 	}
 	switch kind {
-	case kindControl:
+	case bus.KindControl:
 		e.controlLocked(h.Seq, body)
-	case kindClose:
+	case bus.KindClose:
 		ec := e.conns[h.Seq]
 		if ec == nil {
 			return
@@ -351,9 +352,9 @@ func (e *Edge) handleDown(b []byte) {
 			return
 		}
 		ec.cn.closeWith(h.Code, h.Reason)
-	case kindRound:
+	case bus.KindRound:
 		e.roundLocked(h, body)
-	case kindSessionBeat:
+	case bus.KindSessionBeat:
 		if h.Beat == nil {
 			e.busErrors.Add(1)
 			return
@@ -386,7 +387,7 @@ func (e *Edge) controlLocked(seq uint64, body []byte) {
 	if ec == nil {
 		if w, ok := m.(wire.Welcome); ok {
 			// The session admitted a connection the edge gave up on.
-			e.publishLocked(kindDisconnect, &busHeader{Seq: seq, ID: w.DeviceID})
+			e.publishLocked(bus.KindDisconnect, &bus.Header{Seq: seq, ID: w.DeviceID})
 		}
 		return
 	}
@@ -444,7 +445,7 @@ func (e *Edge) endLocked(seq uint64, ec *edgeConn, committed int) {
 	if ec.assigned != 0 {
 		if !ec.endHeld {
 			ec.endHeld, ec.endAt, ec.asked = true, committed, time.Now()
-			e.publish(kindStatus, &busHeader{Seq: seq, ID: ec.cn.id, T: ec.assigned}, nil)
+			e.publish(bus.KindStatus, &bus.Header{Seq: seq, ID: ec.cn.id, T: ec.assigned}, nil)
 		}
 		return
 	}
@@ -454,28 +455,28 @@ func (e *Edge) endLocked(seq uint64, ec *edgeConn, committed int) {
 
 // publishLocked is publish for callers holding e.mu (publishing does not
 // take it).
-func (e *Edge) publishLocked(kind byte, h *busHeader) { e.publish(kind, h, nil) }
+func (e *Edge) publishLocked(kind byte, h *bus.Header) { e.publish(kind, h, nil) }
 
 // rosterLocked sends the session every admitted device, in chunks that
 // carry the roster's number, their index and their count (one, empty,
 // if the edge holds no device), so that the session acts only on a
 // whole roster.
 func (e *Edge) rosterLocked() {
-	var entries []rosterEntry
+	var entries []bus.RosterEntry
 	now := time.Now()
 	for seq, ec := range e.conns {
 		if ec.welcome != nil || ec.cn.id == "" {
 			continue
 		}
-		entries = append(entries, rosterEntry{Seq: seq, ID: ec.cn.id, Nickname: ec.nickname, Pending: ec.assigned,
+		entries = append(entries, bus.RosterEntry{Seq: seq, ID: ec.cn.id, Nickname: ec.nickname, Pending: ec.assigned,
 			SecretHash: ec.secretHash})
 		ec.asked = now // the roster asks about the pending round
 	}
 	e.rosters++
-	chunks := max(1, (len(entries)+rosterChunk-1)/rosterChunk)
+	chunks := max(1, (len(entries)+bus.RosterChunk-1)/bus.RosterChunk)
 	for i := range chunks {
-		part := entries[min(i*rosterChunk, len(entries)):min((i+1)*rosterChunk, len(entries))]
-		e.publish(kindRoster, &busHeader{T: e.rosters, Roster: part, Chunk: i, Chunks: chunks}, nil)
+		part := entries[min(i*bus.RosterChunk, len(entries)):min((i+1)*bus.RosterChunk, len(entries))]
+		e.publish(bus.KindRoster, &bus.Header{T: e.rosters, Roster: part, Chunk: i, Chunks: chunks}, nil)
 	}
 }
 
@@ -493,7 +494,7 @@ func (e *Edge) dropRoundLocked() {
 // roundLocked starts round h.T for the members h.Seqs: each gets the
 // frame, and the edge sends the session their sum when all answered or
 // shortly before the deadline.
-func (e *Edge) roundLocked(h busHeader, frame []byte) {
+func (e *Edge) roundLocked(h bus.Header, frame []byte) {
 	if h.T <= 0 || h.Dim <= 0 || h.Dim > 1<<26 {
 		e.busErrors.Add(1)
 		return
@@ -550,7 +551,7 @@ func (e *Edge) flushLocked(r *edgeRound) {
 	if r.timer != nil {
 		r.timer.Stop()
 	}
-	h := &busHeader{Epoch: r.epoch, T: r.t}
+	h := &bus.Header{Epoch: r.epoch, T: r.t}
 	for seq, answered := range r.members {
 		if ec := e.conns[seq]; !answered && ec != nil {
 			h.Missing = append(h.Missing, ec.cn.id)
@@ -563,13 +564,13 @@ func (e *Edge) flushLocked(r *edgeRound) {
 // sendSumLocked sends the members summed so far (h carries the rest of
 // the header) and starts a new sum: the session takes several sums of
 // one round from an edge, each whole.
-func (e *Edge) sendSumLocked(r *edgeRound, h *busHeader) {
+func (e *Edge) sendSumLocked(r *edgeRound, h *bus.Header) {
 	h.IDs, h.Seqs, h.Bytes = r.ids, r.seqs, r.bytes
 	var body []byte
 	if len(r.ids) > 0 {
-		body = encodeVector(make([]byte, 0, 8*len(r.sum)), r.sum)
+		body = bus.EncodeVector(make([]byte, 0, 8*len(r.sum)), r.sum)
 	}
-	e.publish(kindAggregate, h, body)
+	e.publish(bus.KindAggregate, h, body)
 	e.aggregates.Add(1)
 	e.aggMembers.Add(int64(len(r.ids)))
 	r.sum, r.ids, r.seqs, r.bytes = nil, nil, nil, 0
@@ -585,7 +586,7 @@ func (e *Edge) checkHello(cn *conn, h wire.Hello) error {
 		return &closeError{code: wire.CodeShutdown, reason: "the session is not reachable; retry in a moment"}
 	}
 	// The session sends the join code's digest only: compare digests.
-	h.JoinCode = codeDigest(h.JoinCode)
+	h.JoinCode = bus.CodeDigest(h.JoinCode)
 	return e.gateHello(cn, h, code)
 }
 
@@ -595,14 +596,14 @@ func (e *Edge) checkHello(cn *conn, h wire.Hello) error {
 // bus learns nothing it could say hello with. A new device's secret is
 // issued here (the session registers its digest).
 func (e *Edge) admit(cn *conn, h wire.Hello) error {
-	hdr := &busHeader{Addr: cn.addr, CodeHash: codeDigest(h.JoinCode), SecretHash: digest(h.Secret)}
+	hdr := &bus.Header{Addr: cn.addr, CodeHash: bus.CodeDigest(h.JoinCode), SecretHash: bus.Digest(h.Secret)}
 	var issued string
 	if h.DeviceID == "" {
 		_, secret, err := newCredentials()
 		if err != nil {
 			return err
 		}
-		issued, hdr.SecretHash = secret, digest(secret)
+		issued, hdr.SecretHash = secret, bus.Digest(secret)
 	}
 	h.JoinCode, h.Secret = "", ""
 	body, err := wire.EncodeControl(h)
@@ -616,7 +617,7 @@ func (e *Edge) admit(cn *conn, h wire.Hello) error {
 	hdr.Seq = seq
 	ch := make(chan error, 1)
 	e.conns[seq] = &edgeConn{cn: cn, nickname: h.Nickname, welcome: ch, secret: issued, secretHash: hdr.SecretHash}
-	e.publish(kindHello, hdr, body)
+	e.publish(bus.KindHello, hdr, body)
 	e.mu.Unlock()
 	e.hellos.Add(1)
 	t := time.NewTimer(e.lim.HelloTimeout)
@@ -630,11 +631,11 @@ func (e *Edge) admit(cn *conn, h wire.Hello) error {
 		return err
 	case <-t.C:
 		e.forget(seq)
-		e.publish(kindDisconnect, &busHeader{Seq: seq}, nil)
+		e.publish(bus.KindDisconnect, &bus.Header{Seq: seq}, nil)
 		return &closeError{code: wire.CodeShutdown, reason: "the session did not answer in time; retry"}
 	case <-cn.done:
 		e.forget(seq)
-		e.publish(kindDisconnect, &busHeader{Seq: seq}, nil)
+		e.publish(bus.KindDisconnect, &bus.Header{Seq: seq}, nil)
 		return errors.New("connection closed before the welcome")
 	}
 }
@@ -717,7 +718,7 @@ func (e *Edge) acceptUpdate(cn *conn, u wire.UpdateFrame, frameLen int) error {
 			ec.assigned = 0
 		}
 		cn.sendControl(wire.Decision{T: u.T, State: wire.Excluded, Reason: refused.Error()})
-		e.publish(kindReject, &busHeader{Epoch: r.epoch, Seq: cn.seq, ID: cn.id, T: u.T, Norm: norm, Reason: why}, nil)
+		e.publish(bus.KindReject, &bus.Header{Epoch: r.epoch, Seq: cn.seq, ID: cn.id, T: u.T, Norm: norm, Reason: why}, nil)
 	} else {
 		if r.sum == nil {
 			r.sum = make([]float64, r.dim)
@@ -800,7 +801,7 @@ func (e *Edge) status(cn *conn, t int) error {
 	r := e.round
 	holding := r != nil && r.t == t && !r.flushed && r.members[cn.seq]
 	if !holding {
-		e.publish(kindStatus, &busHeader{Seq: cn.seq, ID: cn.id, T: t}, nil)
+		e.publish(bus.KindStatus, &bus.Header{Seq: cn.seq, ID: cn.id, T: t}, nil)
 	}
 	e.mu.Unlock()
 	if holding {
@@ -820,7 +821,7 @@ func (e *Edge) leave(cn *conn, l wire.Leave) {
 	defer e.mu.Unlock()
 	// Sent before the member is dropped (which may send the round's
 	// sum): the session drops it from the cohort first.
-	e.publish(kindLeave, &busHeader{Seq: cn.seq, ID: cn.id}, body)
+	e.publish(bus.KindLeave, &bus.Header{Seq: cn.seq, ID: cn.id}, body)
 	e.dropMemberLocked(cn.seq)
 }
 
@@ -842,9 +843,9 @@ func (e *Edge) disconnected(cn *conn) {
 		// so that the session counts it before it hears the device has
 		// gone (and does not drop it from the round, which would refuse
 		// the whole sum).
-		e.sendSumLocked(r, &busHeader{Epoch: r.epoch, T: r.t})
+		e.sendSumLocked(r, &bus.Header{Epoch: r.epoch, T: r.t})
 	}
-	e.publish(kindDisconnect, &busHeader{Seq: cn.seq, ID: cn.id}, nil)
+	e.publish(bus.KindDisconnect, &bus.Header{Seq: cn.seq, ID: cn.id}, nil)
 	e.dropMemberLocked(cn.seq)
 }
 

@@ -1,9 +1,7 @@
 package coordinator
 
 import (
-	crand "crypto/rand"
-	"encoding/binary"
-
+	"browserfl/coordinator/bus"
 	"browserfl/shared/optim"
 )
 
@@ -35,21 +33,6 @@ import (
 // never refused for a history the edge lost; a hostile one that moves
 // between edges is tested per message and over its stay on each edge.
 
-// histMark is where the session's record of a device stands when it asks
-// the device for a round.
-type histMark struct {
-	Gen  uint64 `json:"g"` // the record's generation (random, per record)
-	Incl int    `json:"i"` // included updates so far
-	Asks int    `json:"a"` // rounds asked so far, this one included
-}
-
-// randomGen draws a record generation (never 0, which marks none yet).
-func randomGen() uint64 {
-	var b [8]byte
-	crand.Read(b[:]) // never fails (crypto/rand panics rather)
-	return binary.LittleEndian.Uint64(b[:]) | 1
-}
-
 // maxEdgeHistories bounds the histories an edge keeps (each holds a
 // vector of the model's dimension: 2,048 of 7,850 coordinates take
 // 129 MB); beyond it the least recently asked is dropped.
@@ -80,7 +63,7 @@ func (e *Edge) newHistLocked(id string) {
 // askHistLocked returns the history of ec's device asked for a round with
 // the session's mark m: the edge's own if it agrees with m, else one
 // started again (not from the start). The round is recorded as asked.
-func (e *Edge) askHistLocked(ec *edgeConn, m histMark) *edgeHist {
+func (e *Edge) askHistLocked(ec *edgeConn, m bus.Mark) *edgeHist {
 	id := ec.cn.id
 	eh := e.hists[id]
 	if ec.pending != nil {

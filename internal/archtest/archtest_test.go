@@ -64,6 +64,11 @@ var rules = []rule{
 		why:    "the store is a leaf (bbolt and the standard library): it knows no session, connection or protocol",
 	},
 	{
+		pkgs:   []string{"browserfl/coordinator/bus"},
+		forbid: []string{"browserfl/coordinator", "browserfl/coordinator/store", "browserfl/engine/...", "browserfl/shared/optim/...", "browserfl/shared/plan/..."},
+		why:    "the cluster bus carries envelopes and keys; the session node and the edge give them their meaning",
+	},
+	{
 		pkgs:   []string{"browserfl/engine/..."},
 		forbid: []string{"browserfl/coordinator/...", "browserfl/device/...", "browserfl/sim/...", "browserfl/wasm/..."},
 		why:    "the round engine is the rules both shells (the coordinator, the simulator) drive: it knows neither",

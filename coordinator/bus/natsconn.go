@@ -1,4 +1,4 @@
-package coordinator
+package bus
 
 import (
 	"crypto/tls"
@@ -32,7 +32,7 @@ type NATSServerConfig struct {
 	Listen string
 	// Keys are the components' credentials (required): the server
 	// admits only their public keys, each on its own subjects.
-	Keys *BusKeys
+	Keys *Keys
 	// Prefix is the subjects' first token (default "browserfl").
 	Prefix string
 	// TLS, if set, serves TLS and requires client certificates signed by
@@ -45,7 +45,7 @@ type NATSServerConfig struct {
 
 // ErrBusInsecure is returned by StartNATS for a server that would be
 // open: without credentials, or off loopback without TLS.
-var ErrBusInsecure = errors.New("coordinator: refusing an insecure cluster bus")
+var ErrInsecure = errors.New("coordinator: refusing an insecure cluster bus")
 
 // StartNATS starts an embedded NATS server and waits until it accepts
 // clients. Only the components in cfg.Keys may connect, each with the
@@ -61,23 +61,23 @@ func StartNATS(cfg NATSServerConfig) (*server.Server, error) {
 		return nil, fmt.Errorf("nats listen port %q: %w", port, err)
 	}
 	if cfg.Keys == nil || cfg.Keys.Session == "" {
-		return nil, fmt.Errorf("%w: no credentials (EnsureBusKeys)", ErrBusInsecure)
+		return nil, fmt.Errorf("%w: no credentials (EnsureBusKeys)", ErrInsecure)
 	}
 	if !cfg.TLS.enabled() && !loopbackHost(host) {
 		return nil, fmt.Errorf("%w: %s is reachable from other machines: give the NATS server TLS (-nats-ca, -nats-cert, -nats-key) or listen on 127.0.0.1",
-			ErrBusInsecure, cfg.Listen)
+			ErrInsecure, cfg.Listen)
 	}
 	if cfg.Prefix == "" {
 		cfg.Prefix = "browserfl"
 	}
-	if err := checkEdgeID(cfg.Prefix); err != nil {
+	if err := CheckEdgeID(cfg.Prefix); err != nil {
 		return nil, fmt.Errorf("nats subject prefix: %w", err)
 	}
 	if cfg.MaxPayload <= 0 {
 		cfg.MaxPayload = 8 << 20
 	}
 	opts := &server.Options{Host: host, Port: p, NoSigs: true, NoLog: true, MaxPayload: cfg.MaxPayload,
-		MaxPending: 64 << 20, Nkeys: cfg.Keys.natsUsers(cfg.Prefix), ServerName: "browserfl-embedded"}
+		MaxPending: 64 << 20, Nkeys: cfg.Keys.NATSUsers(cfg.Prefix), ServerName: "browserfl-embedded"}
 	if p == 0 {
 		opts.Port = server.RANDOM_PORT
 	}
@@ -135,7 +135,7 @@ type NATSStatus struct {
 
 // set records the connection's state; it reports whether err differs
 // from the last one recorded (the handlers log a repeated error once).
-func (s *NATSStatus) set(err error) bool {
+func (s *NATSStatus) Set(err error) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	changed := (err == nil) != (s.err == nil) || (err != nil && err.Error() != s.err.Error())
@@ -148,7 +148,7 @@ func (s *NATSStatus) set(err error) bool {
 
 // deny records a permission violation; it reports whether it is a new
 // one.
-func (s *NATSStatus) deny(err error) bool {
+func (s *NATSStatus) Deny(err error) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	changed := s.denied == nil || s.denied.Error() != err.Error()
@@ -181,13 +181,13 @@ func (s *NATSStatus) Err() error {
 
 // ErrBusAuth wraps the NATS server's refusal of a component's
 // credentials.
-var ErrBusAuth = errors.New("the NATS server refused this component's credentials (check -nats-nkey and that the session process lists this edge in -edges)")
+var ErrAuth = errors.New("the NATS server refused this component's credentials (check -nats-nkey and that the session process lists this edge in -edges)")
 
 // describeNATSError says what a connection error means for the operator.
 func describeNATSError(err error) error {
 	if errors.Is(err, nats.ErrAuthorization) || errors.Is(err, nats.ErrAuthExpired) || errors.Is(err, nats.ErrAuthRevoked) ||
 		strings.Contains(strings.ToLower(err.Error()), "authorization violation") {
-		return fmt.Errorf("%w: %v", ErrBusAuth, err)
+		return fmt.Errorf("%w: %v", ErrAuth, err)
 	}
 	return err
 }
@@ -212,14 +212,14 @@ func connectNATS(cfg NATSClientConfig, retry bool) (*nats.Conn, error) {
 		log = slog.Default()
 	}
 	if cfg.NKey == "" {
-		return nil, fmt.Errorf("nats connect %s: %w: no seed file (-nats-nkey)", cfg.URL, ErrBusKeys)
+		return nil, fmt.Errorf("nats connect %s: %w: no seed file (-nats-nkey)", cfg.URL, ErrKeys)
 	}
 	if _, err := SeedPublicKey(cfg.NKey); err != nil {
 		return nil, fmt.Errorf("nats connect %s: %w", cfg.URL, err)
 	}
 	nkey, err := nats.NkeyOptionFromSeed(cfg.NKey)
 	if err != nil {
-		return nil, fmt.Errorf("nats connect %s: %w: %v", cfg.URL, ErrBusKeys, err)
+		return nil, fmt.Errorf("nats connect %s: %w: %v", cfg.URL, ErrKeys, err)
 	}
 	st := cfg.Status
 	if st == nil {
@@ -232,28 +232,28 @@ func connectNATS(cfg NATSClientConfig, retry bool) (*nats.Conn, error) {
 		nats.IgnoreAuthErrorAbort(),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
 			if err != nil {
-				st.set(err)
+				st.Set(err)
 				log.Warn("NATS disconnected; reconnecting", "err", err)
 			}
 		}),
 		nats.ReconnectErrHandler(func(_ *nats.Conn, err error) {
 			err = describeNATSError(err)
-			if !st.set(err) {
+			if !st.Set(err) {
 				return
 			}
-			if errors.Is(err, ErrBusAuth) {
+			if errors.Is(err, ErrAuth) {
 				log.Error("cannot join the cluster bus", "err", err)
 			} else {
 				log.Warn("NATS connection attempt failed; retrying", "err", err)
 			}
 		}),
-		nats.ConnectHandler(func(c *nats.Conn) { st.set(nil); log.Info("NATS connected", "url", c.ConnectedUrlRedacted()) }),
-		nats.ReconnectHandler(func(c *nats.Conn) { st.set(nil); log.Info("NATS reconnected", "url", c.ConnectedUrlRedacted()) }),
+		nats.ConnectHandler(func(c *nats.Conn) { st.Set(nil); log.Info("NATS connected", "url", c.ConnectedUrlRedacted()) }),
+		nats.ReconnectHandler(func(c *nats.Conn) { st.Set(nil); log.Info("NATS reconnected", "url", c.ConnectedUrlRedacted()) }),
 		// A permission violation: this component published or subscribed
 		// outside its own subjects (a wrong -nats-prefix or -edge-id).
 		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
 			if errors.Is(err, nats.ErrPermissionViolation) {
-				if st.deny(err) {
+				if st.Deny(err) {
 					log.Error("the cluster bus refused an operation: is this component's key the one for its id and prefix?", "err", err)
 				}
 				return
@@ -273,7 +273,7 @@ func connectNATS(cfg NATSClientConfig, retry bool) (*nats.Conn, error) {
 	nc, err := nats.Connect(cfg.URL, opts...)
 	if err != nil {
 		err = describeNATSError(err)
-		st.set(err)
+		st.Set(err)
 		return nil, fmt.Errorf("nats connect %s: %w", cfg.URL, err)
 	}
 	return nc, nil

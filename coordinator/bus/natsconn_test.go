@@ -1,4 +1,4 @@
-package coordinator_test
+package bus_test
 
 import (
 	"crypto/ecdsa"
@@ -9,6 +9,8 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"math/big"
 	"net"
 	"os"
@@ -16,7 +18,7 @@ import (
 	"testing"
 	"time"
 
-	"browserfl/coordinator"
+	"browserfl/coordinator/bus"
 )
 
 // writeCert writes a PEM certificate and key for 127.0.0.1 signed by ca
@@ -64,26 +66,26 @@ func TestNATSTLSBetweenComponents(t *testing.T) {
 	cliCert, cliKey, _, _ := writeCert(t, dir, "edge", ca, caKey)
 	_, _, other, otherKey := writeCert(t, dir, "other-ca", nil, nil)
 	badCert, badKey, _, _ := writeCert(t, dir, "intruder", other, otherKey)
-	keys, err := coordinator.EnsureBusKeys(filepath.Join(dir, "nats"), []string{"e0"})
+	keys, err := bus.EnsureKeys(filepath.Join(dir, "nats"), []string{"e0"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	stranger, err := coordinator.EnsureBusKeys(filepath.Join(dir, "elsewhere"), []string{"e0"})
+	stranger, err := bus.EnsureKeys(filepath.Join(dir, "elsewhere"), []string{"e0"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	mine, theirs := coordinator.EdgeSeedFile(keys.Dir, "e0"), coordinator.EdgeSeedFile(stranger.Dir, "e0")
+	mine, theirs := bus.EdgeSeedFile(keys.Dir, "e0"), bus.EdgeSeedFile(stranger.Dir, "e0")
 
-	ns, err := coordinator.StartNATS(coordinator.NATSServerConfig{Listen: "0.0.0.0:0", Keys: keys,
-		TLS: coordinator.NATSTLS{CA: caPath, Cert: srvCert, Key: srvKey}})
+	ns, err := bus.StartNATS(bus.NATSServerConfig{Listen: "0.0.0.0:0", Keys: keys,
+		TLS: bus.NATSTLS{CA: caPath, Cert: srvCert, Key: srvKey}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ns.Shutdown()
 	url := fmt.Sprintf("tls://127.0.0.1:%d", ns.Addr().(*net.TCPAddr).Port)
 	// Without reconnect-on-failure the refusals show at once.
-	try := func(tls coordinator.NATSTLS, seed string) error {
-		nc, err := coordinator.ConnectNATSOnce(coordinator.NATSClientConfig{URL: url, Name: "t", NKey: seed, TLS: tls, Log: quietLogger()})
+	try := func(tls bus.NATSTLS, seed string) error {
+		nc, err := bus.ConnectNATSOnce(bus.NATSClientConfig{URL: url, Name: "t", NKey: seed, TLS: tls, Log: quietLogger()})
 		if err != nil {
 			return err
 		}
@@ -91,17 +93,17 @@ func TestNATSTLSBetweenComponents(t *testing.T) {
 		// A round trip shows whether the connection was accepted.
 		return nc.Flush()
 	}
-	if err := try(coordinator.NATSTLS{CA: caPath, Cert: cliCert, Key: cliKey}, mine); err != nil {
+	if err := try(bus.NATSTLS{CA: caPath, Cert: cliCert, Key: cliKey}, mine); err != nil {
 		t.Fatalf("a component with the cluster's certificate and key was refused: %v", err)
 	}
 	for name, tc := range map[string]struct {
-		tls  coordinator.NATSTLS
+		tls  bus.NATSTLS
 		seed string
 	}{
-		"no client certificate":         {coordinator.NATSTLS{CA: caPath}, mine},
-		"certificate from another CA":   {coordinator.NATSTLS{CA: caPath, Cert: badCert, Key: badKey}, mine},
-		"right certificate, stray key":  {coordinator.NATSTLS{CA: caPath, Cert: cliCert, Key: cliKey}, theirs},
-		"plaintext to the TLS listener": {coordinator.NATSTLS{}, mine},
+		"no client certificate":         {bus.NATSTLS{CA: caPath}, mine},
+		"certificate from another CA":   {bus.NATSTLS{CA: caPath, Cert: badCert, Key: badKey}, mine},
+		"right certificate, stray key":  {bus.NATSTLS{CA: caPath, Cert: cliCert, Key: cliKey}, theirs},
+		"plaintext to the TLS listener": {bus.NATSTLS{}, mine},
 	} {
 		if err := try(tc.tls, tc.seed); err == nil {
 			t.Errorf("%s: connected, want refused", name)
@@ -113,38 +115,40 @@ func TestNATSTLSBetweenComponents(t *testing.T) {
 // without credentials, nor listening off loopback (every interface, a
 // LAN address) without TLS; on loopback with the keys it starts.
 func TestStartNATSRefusesAnOpenBus(t *testing.T) {
-	keys, err := coordinator.EnsureBusKeys(filepath.Join(t.TempDir(), "nats"), []string{"e0"})
+	keys, err := bus.EnsureKeys(filepath.Join(t.TempDir(), "nats"), []string{"e0"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
 		listen string
-		keys   *coordinator.BusKeys
+		keys   *bus.Keys
 		ok     bool
 	}{
 		{"127.0.0.1:0", keys, true},
 		{"localhost:0", keys, true},
 		{"[::1]:0", keys, true},
 		{"127.0.0.1:0", nil, false},
-		{"127.0.0.1:0", &coordinator.BusKeys{}, false},
+		{"127.0.0.1:0", &bus.Keys{}, false},
 		{"0.0.0.0:0", keys, false},
 		{":0", keys, false},
 		{"[::]:0", keys, false},
 		{"192.0.2.1:0", keys, false},
 	} {
-		ns, err := coordinator.StartNATS(coordinator.NATSServerConfig{Listen: tc.listen, Keys: tc.keys})
+		ns, err := bus.StartNATS(bus.NATSServerConfig{Listen: tc.listen, Keys: tc.keys})
 		if ns != nil {
 			ns.Shutdown()
 		}
 		switch {
 		case tc.ok && err != nil:
 			// [::1] may be missing on the machine: only the refusal counts.
-			if !errors.Is(err, coordinator.ErrBusInsecure) && tc.listen == "[::1]:0" {
+			if !errors.Is(err, bus.ErrInsecure) && tc.listen == "[::1]:0" {
 				continue
 			}
 			t.Errorf("%s with keys %v: %v", tc.listen, tc.keys != nil, err)
-		case !tc.ok && !errors.Is(err, coordinator.ErrBusInsecure):
+		case !tc.ok && !errors.Is(err, bus.ErrInsecure):
 			t.Errorf("%s with keys %v: %v, want ErrBusInsecure", tc.listen, tc.keys != nil, err)
 		}
 	}
 }
+
+func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }

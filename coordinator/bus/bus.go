@@ -1,4 +1,4 @@
-package coordinator
+package bus
 
 import (
 	"crypto/sha256"
@@ -39,29 +39,29 @@ import (
 // Version 2: a hello carries digests of the join code and the device's
 // secret instead of the values (the session's beat, the join code's
 // digest), so no credential a reader could reuse crosses the bus.
-const busVersion = 2
+const Version = 2
 
 // Envelope kinds.
 const (
 	// edge -> session
-	kindHello      = 1 // Seq, Addr; body: the device's Hello
-	kindAggregate  = 2 // Epoch, T, IDs, Seqs, Missing, MissingSeqs, Bytes; body: the sum of the IDs' decoded updates
-	kindReject     = 3 // Epoch, Seq, ID, T, Norm, Reason: the edge rejected this update (Reason in plain words); the device was told
-	kindStatus     = 4 // Seq, ID, T: a device's status query
-	kindLeave      = 5 // Seq, ID; body: the Leave
-	kindDisconnect = 6 // Seq, ID
-	kindRoster     = 7 // Roster, T (the roster's number), Chunk, Chunks: devices the edge holds, in chunks (asked for by a beat's Resync)
-	kindEdgeBeat   = 8 // Devices
+	KindHello      = 1 // Seq, Addr; body: the device's Hello
+	KindAggregate  = 2 // Epoch, T, IDs, Seqs, Missing, MissingSeqs, Bytes; body: the sum of the IDs' decoded updates
+	KindReject     = 3 // Epoch, Seq, ID, T, Norm, Reason: the edge rejected this update (Reason in plain words); the device was told
+	KindStatus     = 4 // Seq, ID, T: a device's status query
+	KindLeave      = 5 // Seq, ID; body: the Leave
+	KindDisconnect = 6 // Seq, ID
+	KindRoster     = 7 // Roster, T (the roster's number), Chunk, Chunks: devices the edge holds, in chunks (asked for by a beat's Resync)
+	KindEdgeBeat   = 8 // Devices
 	// session -> edge
-	kindControl     = 20 // Seq; body: a control message for the device
-	kindClose       = 21 // Seq, Code, Reason: close the device's connection
-	kindRound       = 22 // Epoch, T, Seqs, Dim, Bound, DeadlineMillis; body: the round frame
-	kindSessionBeat = 23 // Epoch, Beat
+	KindControl     = 20 // Seq; body: a control message for the device
+	KindClose       = 21 // Seq, Code, Reason: close the device's connection
+	KindRound       = 22 // Epoch, T, Seqs, Dim, Bound, DeadlineMillis; body: the round frame
+	KindSessionBeat = 23 // Epoch, Beat
 )
 
 // busHeader is every envelope's header; each kind uses the fields its
 // comment names.
-type busHeader struct {
+type Header struct {
 	// Epoch is the session process's random epoch: set on everything it
 	// sends, and on an aggregate for the round of that epoch.
 	Epoch uint64 `json:"epoch,omitempty"`
@@ -74,28 +74,28 @@ type busHeader struct {
 	// session (beside Seqs): an edge keeps a history of its devices'
 	// included updates and starts it again when a mark says it missed
 	// something (edgehist.go).
-	Marks       []histMark `json:"marks,omitempty"`
-	ID          string     `json:"id,omitempty"`
-	IDs         []string   `json:"ids,omitempty"`
-	Missing     []string   `json:"missing,omitempty"`
-	MissingSeqs []uint64   `json:"missing_seqs,omitempty"`
-	T           int        `json:"t,omitempty"`
-	Bytes       int64      `json:"bytes,omitempty"`
-	Norm        float64    `json:"norm,omitempty"`
-	Addr        string     `json:"addr,omitempty"`
-	Code        string     `json:"code,omitempty"`
-	Reason      string     `json:"reason,omitempty"`
-	Dim         int        `json:"dim,omitempty"`
-	Bound       float64    `json:"bound,omitempty"` // 0: no norm bound (finiteness only)
+	Marks       []Mark   `json:"marks,omitempty"`
+	ID          string   `json:"id,omitempty"`
+	IDs         []string `json:"ids,omitempty"`
+	Missing     []string `json:"missing,omitempty"`
+	MissingSeqs []uint64 `json:"missing_seqs,omitempty"`
+	T           int      `json:"t,omitempty"`
+	Bytes       int64    `json:"bytes,omitempty"`
+	Norm        float64  `json:"norm,omitempty"`
+	Addr        string   `json:"addr,omitempty"`
+	Code        string   `json:"code,omitempty"`
+	Reason      string   `json:"reason,omitempty"`
+	Dim         int      `json:"dim,omitempty"`
+	Bound       float64  `json:"bound,omitempty"` // 0: no norm bound (finiteness only)
 	// Session is the session's public parameters, on a round: an edge
 	// derives the same tests of each update from them (optim.Checker).
 	Session        *wire.SessionParams `json:"session,omitempty"`
 	DeadlineMillis int                 `json:"deadline_ms,omitempty"`
 	Devices        int                 `json:"devices,omitempty"`
-	Roster         []rosterEntry       `json:"roster,omitempty"`
+	Roster         []RosterEntry       `json:"roster,omitempty"`
 	Chunk          int                 `json:"chunk,omitempty"`  // a roster chunk's index
 	Chunks         int                 `json:"chunks,omitempty"` // the roster's chunk count
-	Beat           *sessionBeat        `json:"beat,omitempty"`
+	Beat           *SessionBeat        `json:"beat,omitempty"`
 	// CodeHash and SecretHash are a hello's credentials (the hello body
 	// carries neither): hex SHA-256 of the join code the device gave and
 	// of its secret (a new device's: the secret the edge issued it).
@@ -105,7 +105,7 @@ type busHeader struct {
 
 // rosterEntry is a device an edge holds: its connection number, id,
 // nickname and the round it was assigned and has no decision for yet.
-type rosterEntry struct {
+type RosterEntry struct {
 	Seq      uint64 `json:"seq"`
 	ID       string `json:"id"`
 	Nickname string `json:"nickname,omitempty"`
@@ -116,7 +116,7 @@ type rosterEntry struct {
 }
 
 // sessionBeat is what the session tells every edge once a beat interval.
-type sessionBeat struct {
+type SessionBeat struct {
 	// JoinCodeHash is the hex SHA-256 of the join code: the edge checks
 	// a device's code against it (the code itself stays off the bus).
 	JoinCodeHash string `json:"join_code_sha256"`
@@ -133,16 +133,16 @@ type sessionBeat struct {
 
 // busMaxIDs bounds the ids of one envelope (a round's cohort on one
 // edge, a roster chunk).
-const busMaxIDs = 1 << 16
+const MaxIDs = 1 << 16
 
 // rosterChunk is the most roster entries one envelope carries (about
 // 100 bytes each, well under NATS's default 1 MiB payload).
-const rosterChunk = 4096
+const RosterChunk = 4096
 
 var edgeIDPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 
 // checkEdgeID reports whether id can name an edge (a NATS subject token).
-func checkEdgeID(id string) error {
+func CheckEdgeID(id string) error {
 	if !edgeIDPattern.MatchString(id) {
 		return fmt.Errorf("edge id %q: 1 to 64 letters, digits, '-' or '_'", id)
 	}
@@ -151,7 +151,7 @@ func checkEdgeID(id string) error {
 
 // digest is the hex SHA-256 of a credential: what crosses the bus in
 // its place (the store keeps the same hash of a device's secret).
-func digest(s string) string {
+func Digest(s string) string {
 	h := sha256.Sum256([]byte(s))
 	return hex.EncodeToString(h[:])
 }
@@ -159,10 +159,10 @@ func digest(s string) string {
 // codeDigest is the digest of a join code as it crosses the bus: of its
 // normalised form (wire.NormalizeJoinCode), so that an edge and the
 // session compare codes as the one-process coordinator does.
-func codeDigest(code string) string { return digest(wire.NormalizeJoinCode(code)) }
+func CodeDigest(code string) string { return Digest(wire.NormalizeJoinCode(code)) }
 
 // parseDigest decodes a digest from an envelope (64 hex digits).
-func parseDigest(s string) ([]byte, error) {
+func ParseDigest(s string) ([]byte, error) {
 	b, err := hex.DecodeString(s)
 	if err != nil || len(b) != sha256.Size {
 		return nil, fmt.Errorf("%w: a credential digest must be %d hex digits", errBus, 2*sha256.Size)
@@ -174,13 +174,13 @@ func parseDigest(s string) ([]byte, error) {
 var errBus = errors.New("cluster message")
 
 // encodeBus builds an envelope.
-func encodeBus(kind byte, h *busHeader, body []byte) ([]byte, error) {
+func Encode(kind byte, h *Header, body []byte) ([]byte, error) {
 	hb, err := json.Marshal(h)
 	if err != nil {
 		return nil, fmt.Errorf("cluster message header: %w", err)
 	}
 	out := make([]byte, 6, 6+len(hb)+len(body))
-	out[0], out[1] = busVersion, kind
+	out[0], out[1] = Version, kind
 	binary.BigEndian.PutUint32(out[2:], uint32(len(hb)))
 	out = append(out, hb...)
 	return append(out, body...), nil
@@ -190,17 +190,17 @@ func encodeBus(kind byte, h *busHeader, body []byte) ([]byte, error) {
 // version, a known kind, the header's JSON and its bounds. The body is a
 // subslice of b. What the fields mean is checked by the receiver against
 // its state.
-func decodeBus(b []byte) (kind byte, h busHeader, body []byte, err error) {
+func Decode(b []byte) (kind byte, h Header, body []byte, err error) {
 	if len(b) < 6 {
 		return 0, h, nil, fmt.Errorf("%w: %d bytes, shorter than the envelope's 6", errBus, len(b))
 	}
-	if b[0] != busVersion {
-		return 0, h, nil, fmt.Errorf("%w: version %d, want %d", errBus, b[0], busVersion)
+	if b[0] != Version {
+		return 0, h, nil, fmt.Errorf("%w: version %d, want %d", errBus, b[0], Version)
 	}
 	kind = b[1]
 	switch kind {
-	case kindHello, kindAggregate, kindReject, kindStatus, kindLeave, kindDisconnect, kindRoster, kindEdgeBeat,
-		kindControl, kindClose, kindRound, kindSessionBeat:
+	case KindHello, KindAggregate, KindReject, KindStatus, KindLeave, KindDisconnect, KindRoster, KindEdgeBeat,
+		KindControl, KindClose, KindRound, KindSessionBeat:
 	default:
 		return 0, h, nil, fmt.Errorf("%w: unknown kind %d", errBus, kind)
 	}
@@ -212,9 +212,9 @@ func decodeBus(b []byte) (kind byte, h busHeader, body []byte, err error) {
 		return 0, h, nil, fmt.Errorf("%w: header: %v", errBus, err)
 	}
 	switch {
-	case len(h.IDs) > busMaxIDs || len(h.Seqs) > busMaxIDs || len(h.Missing) > busMaxIDs || len(h.MissingSeqs) > busMaxIDs ||
-		len(h.Roster) > busMaxIDs:
-		return 0, h, nil, fmt.Errorf("%w: more than %d ids", errBus, busMaxIDs)
+	case len(h.IDs) > MaxIDs || len(h.Seqs) > MaxIDs || len(h.Missing) > MaxIDs || len(h.MissingSeqs) > MaxIDs ||
+		len(h.Roster) > MaxIDs:
+		return 0, h, nil, fmt.Errorf("%w: more than %d ids", errBus, MaxIDs)
 	case h.T < 0 || h.T > 1<<40 || h.Bytes < 0 || h.Dim < 0 || h.DeadlineMillis < 0 || h.Devices < 0 ||
 		h.Chunk < 0 || h.Chunks < 0 || h.Chunk >= max(h.Chunks, 1):
 		return 0, h, nil, fmt.Errorf("%w: negative field", errBus)
@@ -224,14 +224,14 @@ func decodeBus(b []byte) (kind byte, h busHeader, body []byte, err error) {
 		return 0, h, nil, fmt.Errorf("%w: session parameters of dimension %d on a round of dimension %d", errBus, h.Session.Dim, h.Dim)
 	case len(h.Marks) > 0 && len(h.Marks) != len(h.Seqs):
 		return 0, h, nil, fmt.Errorf("%w: %d history marks for %d members", errBus, len(h.Marks), len(h.Seqs))
-	case slices.ContainsFunc(h.Marks, func(m histMark) bool { return m.Incl < 0 || m.Asks < 1 }):
+	case slices.ContainsFunc(h.Marks, func(m Mark) bool { return m.Incl < 0 || m.Asks < 1 }):
 		return 0, h, nil, fmt.Errorf("%w: a history mark with a negative count or no ask", errBus)
 	}
 	return kind, h, b[6+n:], nil
 }
 
 // encodeVector appends v as little-endian float64s.
-func encodeVector(dst []byte, v []float64) []byte {
+func EncodeVector(dst []byte, v []float64) []byte {
 	for _, x := range v {
 		dst = binary.LittleEndian.AppendUint64(dst, math.Float64bits(x))
 	}
@@ -239,7 +239,7 @@ func encodeVector(dst []byte, v []float64) []byte {
 }
 
 // decodeVector decodes a body of exactly len(dst) float64s into dst.
-func decodeVector(dst []float64, b []byte) error {
+func DecodeVector(dst []float64, b []byte) error {
 	if len(b) != 8*len(dst) {
 		return fmt.Errorf("%w: vector of %d bytes, want %d (d = %d)", errBus, len(b), 8*len(dst), len(dst))
 	}

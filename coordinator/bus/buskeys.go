@@ -1,4 +1,4 @@
-package coordinator
+package bus
 
 import (
 	"errors"
@@ -27,11 +27,11 @@ import (
 // Nothing uses request/reply, so no key may touch _INBOX.> either.
 
 // ErrBusKeys wraps every error about the bus's credential files.
-var ErrBusKeys = errors.New("cluster credentials")
+var ErrKeys = errors.New("cluster credentials")
 
 // BusKeys are the cluster's NATS credentials as the session process
 // knows them: its seed file and every edge's public key.
-type BusKeys struct {
+type Keys struct {
 	// Dir holds the seed files (0700; each file 0600).
 	Dir string
 	// Session is the session process's public key.
@@ -53,24 +53,24 @@ func EdgeSeedFile(dir, id string) string { return filepath.Join(dir, "edge-"+id+
 // there are kept, so an edge's file stays valid across restarts; an edge
 // left out of edges gets no NATS user (its key is revoked). A seed file
 // that others may read is refused.
-func EnsureBusKeys(dir string, edges []string) (*BusKeys, error) {
+func EnsureKeys(dir string, edges []string) (*Keys, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrBusKeys, err)
+		return nil, fmt.Errorf("%w: %v", ErrKeys, err)
 	}
 	if err := os.Chmod(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrBusKeys, err)
+		return nil, fmt.Errorf("%w: %v", ErrKeys, err)
 	}
-	k := &BusKeys{Dir: dir, Edges: map[string]string{}}
+	k := &Keys{Dir: dir, Edges: map[string]string{}}
 	var err error
 	if k.Session, err = ensureSeed(SessionSeedFile(dir), "the session process"); err != nil {
 		return nil, err
 	}
 	for _, id := range edges {
-		if err := checkEdgeID(id); err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrBusKeys, err)
+		if err := CheckEdgeID(id); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrKeys, err)
 		}
 		if _, dup := k.Edges[id]; dup {
-			return nil, fmt.Errorf("%w: edge %q named twice", ErrBusKeys, id)
+			return nil, fmt.Errorf("%w: edge %q named twice", ErrKeys, id)
 		}
 		if k.Edges[id], err = ensureSeed(EdgeSeedFile(dir, id), fmt.Sprintf("edge %q", id)); err != nil {
 			return nil, err
@@ -88,12 +88,12 @@ func ensureSeed(path, who string) (string, error) {
 	}
 	kp, err := nkeys.CreateUser()
 	if err != nil {
-		return "", fmt.Errorf("%w: %v", ErrBusKeys, err)
+		return "", fmt.Errorf("%w: %v", ErrKeys, err)
 	}
 	defer kp.Wipe()
 	seed, err := kp.Seed()
 	if err != nil {
-		return "", fmt.Errorf("%w: %v", ErrBusKeys, err)
+		return "", fmt.Errorf("%w: %v", ErrKeys, err)
 	}
 	body := fmt.Sprintf("# browserfl NATS credentials of %s: whoever holds this file can speak on the cluster bus as %s.\n"+
 		"# Keep it 0600 on that component's machine only (docs/cluster.md).\n%s\n", who, who, seed)
@@ -101,12 +101,12 @@ func ensureSeed(path, who string) (string, error) {
 	// other's seed.
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
-		return "", fmt.Errorf("%w: %v", ErrBusKeys, err)
+		return "", fmt.Errorf("%w: %v", ErrKeys, err)
 	}
 	_, werr := f.WriteString(body)
 	if err := errors.Join(werr, f.Sync(), f.Close()); err != nil {
 		os.Remove(path)
-		return "", fmt.Errorf("%w: write %s: %v", ErrBusKeys, path, err)
+		return "", fmt.Errorf("%w: write %s: %v", ErrKeys, path, err)
 	}
 	return kp.PublicKey()
 }
@@ -116,19 +116,19 @@ func ensureSeed(path, who string) (string, error) {
 func SeedPublicKey(path string) (string, error) {
 	fi, err := os.Stat(path)
 	if err != nil {
-		return "", fmt.Errorf("%w: %w", ErrBusKeys, err)
+		return "", fmt.Errorf("%w: %w", ErrKeys, err)
 	}
 	if fi.Mode().Perm()&0o077 != 0 {
-		return "", fmt.Errorf("%w: %s is readable by others (mode %v): chmod 600 it", ErrBusKeys, path, fi.Mode().Perm())
+		return "", fmt.Errorf("%w: %s is readable by others (mode %v): chmod 600 it", ErrKeys, path, fi.Mode().Perm())
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return "", fmt.Errorf("%w: %w", ErrBusKeys, err)
+		return "", fmt.Errorf("%w: %w", ErrKeys, err)
 	}
 	kp, err := nkeys.ParseDecoratedUserNKey(b)
 	clear(b)
 	if err != nil {
-		return "", fmt.Errorf("%w: %s: %v", ErrBusKeys, path, err)
+		return "", fmt.Errorf("%w: %s: %v", ErrKeys, path, err)
 	}
 	defer kp.Wipe()
 	return kp.PublicKey()
@@ -136,7 +136,7 @@ func SeedPublicKey(path string) (string, error) {
 
 // natsUsers are the embedded server's users: the session and each edge,
 // each allowed its own subjects only (under prefix).
-func (k *BusKeys) natsUsers(prefix string) []*server.NkeyUser {
+func (k *Keys) NATSUsers(prefix string) []*server.NkeyUser {
 	perm := func(pub, sub string) *server.Permissions {
 		return &server.Permissions{Publish: &server.SubjectPermission{Allow: []string{pub}},
 			Subscribe: &server.SubjectPermission{Allow: []string{sub}}}
