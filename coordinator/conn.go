@@ -322,7 +322,7 @@ func (cn *conn) write(f outFrame) bool {
 // pong) a websocket ping; a client that stops reading never answers and
 // is dropped after PingTimeout instead of holding a place.
 func (cn *conn) startPings() {
-	if iv := cn.f.gate.cfg.PingInterval; iv > 0 {
+	if iv := cn.f.gate.Config().PingInterval; iv > 0 {
 		cn.pingMu.Lock()
 		cn.ping = time.AfterFunc(pingDelay(time.Now(), iv), cn.heartbeat)
 		cn.pingMu.Unlock()
@@ -333,7 +333,7 @@ func (cn *conn) heartbeat() {
 	if cn.closed() {
 		return
 	}
-	if wait := skipPing(time.Now(), cn.lastUpdate(), cn.f.gate.cfg.PingInterval); wait > 0 {
+	if wait := skipPing(time.Now(), cn.lastUpdate(), cn.f.gate.Config().PingInterval); wait > 0 {
 		cn.pingMu.Lock()
 		if !cn.closed() {
 			cn.ping.Reset(wait)
@@ -342,7 +342,7 @@ func (cn *conn) heartbeat() {
 		return
 	}
 	cn.f.met.pings.Add(1)
-	pctx, cancel := context.WithTimeout(cn.ctx, cn.f.gate.cfg.PingTimeout)
+	pctx, cancel := context.WithTimeout(cn.ctx, cn.f.gate.Config().PingTimeout)
 	err := cn.ws.Ping(pctx)
 	timedOut := errors.Is(pctx.Err(), context.DeadlineExceeded) && cn.ctx.Err() == nil
 	cancel()
@@ -354,7 +354,7 @@ func (cn *conn) heartbeat() {
 	}
 	cn.pingMu.Lock()
 	if !cn.closed() {
-		cn.ping.Reset(pingDelay(time.Now(), cn.f.gate.cfg.PingInterval))
+		cn.ping.Reset(pingDelay(time.Now(), cn.f.gate.Config().PingInterval))
 	}
 	cn.pingMu.Unlock()
 }
@@ -452,8 +452,8 @@ func (c *front) ServeWS(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "too many devices", http.StatusServiceUnavailable)
 		return
 	}
-	addr := c.gate.clientAddr(r)
-	if !c.gate.openPreHello(addr) {
+	addr := c.gate.ClientAddr(r)
+	if !c.gate.OpenPreHello(addr) {
 		c.met.connected.Add(-1)
 		c.met.reject(rejPreHello)
 		w.Header().Set("Retry-After", "10")
@@ -510,7 +510,7 @@ func (c *front) end(cn *conn, err error) {
 		if ce.code == wire.CodeAuth {
 			// Secrets are not guessable, but each try costs a store
 			// read: the same backoff as a wrong join code.
-			c.gate.authFailed(cn.addr)
+			c.gate.AuthFailed(cn.addr)
 			ce.quiet = true
 		}
 		c.met.reject(kind)
@@ -535,7 +535,7 @@ func (c *front) end(cn *conn, err error) {
 	cn.shut()
 	if cn.id != "" {
 		c.h.disconnected(cn)
-		c.gate.markInactive(cn.id)
+		c.gate.MarkInactive(cn.id)
 		c.h.evictInactive()
 	}
 }
@@ -591,7 +591,7 @@ func (s *smallBuffers) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 func (cn *conn) helloDone() {
 	if cn.prehello {
 		cn.prehello = false
-		cn.f.gate.closePreHello(cn.addr)
+		cn.f.gate.ClosePreHello(cn.addr)
 	}
 }
 
@@ -669,7 +669,7 @@ func (c *front) hello(cn *conn) error {
 	if err := c.h.admit(cn, h); err != nil {
 		return err
 	}
-	c.gate.markActive(cn.id)
+	c.gate.MarkActive(cn.id)
 	return nil
 }
 

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"browserfl/coordinator/bus"
+	"browserfl/coordinator/gate"
 	"browserfl/coordinator/store"
 	"browserfl/engine"
 	"browserfl/shared/mechanism"
@@ -93,7 +94,7 @@ type Config struct {
 	Limits Limits
 	// Gate throttles join codes and registrations, caps inactive devices
 	// and checks liveness (defaults in Gate, gate.go).
-	Gate Gate
+	Gate gate.Config
 	// AllowedOrigins are the websocket Origin host patterns accepted
 	// besides the request's own host (default none).
 	AllowedOrigins []string
@@ -350,7 +351,7 @@ func New(cfg Config) (*Coordinator, error) {
 			lim:     cfg.Limits.withDefaults(cfg.Session.Dim),
 			log:     cfg.Logger,
 			met:     newMetrics(),
-			gate:    newGate(cfg.Gate, time.Duration(cfg.Session.DeadlineMillis)*time.Millisecond, cfg.Logger),
+			gate:    gate.New(cfg.Gate, time.Duration(cfg.Session.DeadlineMillis)*time.Millisecond, cfg.Logger),
 			origins: cfg.AllowedOrigins,
 			bufs:    newReadBuffers(),
 		},
@@ -1159,7 +1160,7 @@ func (c *Coordinator) admitCred(cn link, h wire.Hello, cred *busCred) (wire.Welc
 	if h.Version != wire.Version {
 		return wire.Welcome{}, &closeError{code: wire.CodeVersion, reason: fmt.Sprintf("protocol version %d, want %d", h.Version, wire.Version)}
 	}
-	codeOK := joinCodeEqual(h.JoinCode, c.cfg.JoinCode)
+	codeOK := gate.JoinCodeEqual(h.JoinCode, c.cfg.JoinCode)
 	if cred != nil {
 		want := sha256.Sum256([]byte(wire.NormalizeJoinCode(c.cfg.JoinCode)))
 		codeOK = subtle.ConstantTimeCompare(cred.codeHash, want[:]) == 1

@@ -21,6 +21,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"browserfl/coordinator/bus"
+	"browserfl/coordinator/gate"
 	"browserfl/shared/mechanism"
 	"browserfl/shared/optim"
 	"browserfl/shared/plan"
@@ -49,7 +50,7 @@ type EdgeConfig struct {
 	// Gate throttles join codes and registrations per client address
 	// (gate.go); the registration rate over all addresses applies per
 	// edge.
-	Gate Gate
+	Gate gate.Config
 	// AllowedOrigins are the websocket Origin host patterns accepted
 	// besides the request's own host.
 	AllowedOrigins []string
@@ -182,7 +183,7 @@ func NewEdge(cfg EdgeConfig) (*Edge, error) {
 	lim := cfg.Limits.withDefaults(0)
 	e := &Edge{
 		front: &front{lim: lim, met: newMetrics(), log: cfg.Logger.With("edge", cfg.ID), origins: cfg.AllowedOrigins,
-			gate: newGate(cfg.Gate, 20*time.Second, cfg.Logger), bufs: newReadBuffers()},
+			gate: gate.New(cfg.Gate, 20*time.Second, cfg.Logger), bufs: newReadBuffers()},
 		vecs: newVecList(0),
 		cfg:  cfg, nc: cfg.Conn, instance: binary.LittleEndian.Uint64(b[:]) | 1,
 		up: cfg.Prefix + ".up." + cfg.ID, conns: map[uint64]*edgeConn{}, hists: map[string]*edgeHist{},

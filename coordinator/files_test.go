@@ -16,6 +16,7 @@ import (
 	"github.com/coder/websocket"
 
 	"browserfl/coordinator"
+	"browserfl/coordinator/gate"
 	"browserfl/coordinator/internal/nctest"
 	"browserfl/coordinator/store"
 	"browserfl/device"
@@ -121,7 +122,7 @@ func TestMetricsTokenFor(t *testing.T) {
 // other names join, stored in NFKC form; once the first device has gone,
 // its name is free again.
 func TestLookalikeNicknames(t *testing.T) {
-	c, srv := gateServer(t, coordinator.Limits{}, coordinator.Gate{})
+	c, srv := gateServer(t, coordinator.Limits{}, gate.Config{})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	join := func(nick string) (wire.Message, *websocket.Conn) {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"log/slog"
 
+	"browserfl/coordinator/gate"
 	"browserfl/shared/wire"
 )
 
@@ -17,7 +18,7 @@ import (
 type front struct {
 	lim     Limits
 	met     *metrics
-	gate    *gateState
+	gate    *gate.State
 	log     *slog.Logger
 	origins []string // websocket Origin patterns besides the request's own host
 	h       handler

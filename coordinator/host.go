@@ -3,7 +3,6 @@ package coordinator
 import (
 	"context"
 	crand "crypto/rand"
-	"crypto/subtle"
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
@@ -17,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"browserfl/coordinator/gate"
 	"browserfl/coordinator/store"
 	"browserfl/shared/wire"
 )
@@ -317,7 +317,7 @@ func (h *Host) openSession(id, code string, seed uint64) error {
 	case ident.Session != tmpl.Session:
 		st.Close()
 		return fmt.Errorf("coordinator: %w than these settings: start a new session (cmd/coordinator: -reset keeps it listed) or use another data directory", ErrTemplateChanged)
-	case code != "" && !joinCodeEqual(code, ident.JoinCode):
+	case code != "" && !gate.JoinCodeEqual(code, ident.JoinCode):
 		st.Close()
 		return fmt.Errorf("coordinator: %w: another join code", ErrTemplateChanged)
 	case seed != 0 && seed != ident.Seed:
@@ -661,13 +661,13 @@ func (h *Host) archivedTarget(r *http.Request, cur *hostSession) string {
 	if code == "" {
 		code = r.URL.Query().Get("code")
 	}
-	if code == "" || joinCodeEqual(code, cur.code) {
+	if code == "" || gate.JoinCodeEqual(code, cur.code) {
 		return ""
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for _, e := range h.index.Sessions {
-		if e.ID != cur.id && joinCodeEqual(code, e.JoinCode) {
+		if e.ID != cur.id && gate.JoinCodeEqual(code, e.JoinCode) {
 			return e.ID
 		}
 	}
@@ -711,7 +711,7 @@ func (h *Host) authorized(cur *hostSession, target string, next http.HandlerFunc
 		h.mu.Lock()
 		own := false
 		for _, e := range h.index.Sessions {
-			if e.ID == target && target != cur.id && code != "" && joinCodeEqual(code, e.JoinCode) {
+			if e.ID == target && target != cur.id && code != "" && gate.JoinCodeEqual(code, e.JoinCode) {
 				own = true
 			}
 		}
@@ -786,12 +786,6 @@ func RandomJoinCode(n int) (string, error) {
 // 1/I/L), upper case, easy on a phone. Codes are compared normalised
 // (wire.NormalizeJoinCode), so a student may type them in lower case.
 const JoinCodeAlphabet = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"
-
-// joinCodeEqual compares two join codes in constant time, normalised
-// (wire.NormalizeJoinCode): case, spaces and dashes do not matter.
-func joinCodeEqual(got, want string) bool {
-	return subtle.ConstantTimeCompare([]byte(wire.NormalizeJoinCode(got)), []byte(wire.NormalizeJoinCode(want))) == 1
-}
 
 // Close closes the stores of a host whose Run was never called (Run
 // closes them itself when it returns).

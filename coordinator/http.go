@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"browserfl/coordinator/gate"
 	"browserfl/coordinator/store"
 	"browserfl/shared/plan"
 	"browserfl/shared/wire"
@@ -170,7 +171,7 @@ func (c *Coordinator) Handler(assets Assets, shards *Shards) http.Handler {
 // metricsAllowed checks the metrics token (Gate.MetricsToken) of a
 // /metrics request; it answers 401 itself when the token is missing.
 func metricsAllowed(f *front, w http.ResponseWriter, r *http.Request) bool {
-	tok := f.gate.cfg.MetricsToken
+	tok := f.gate.Config().MetricsToken
 	if tok == "" {
 		return true
 	}
@@ -240,13 +241,13 @@ func (c *Coordinator) withCode(h http.HandlerFunc) http.HandlerFunc {
 		if code == "" {
 			code = r.URL.Query().Get("code")
 		}
-		switch v, retry := c.gate.checkCode(c.gate.clientAddr(r), code, c.cfg.JoinCode); v {
-		case joinThrottled:
+		switch v, retry := c.gate.CheckCode(c.gate.ClientAddr(r), code, c.cfg.JoinCode); v {
+		case gate.Throttled:
 			c.met.reject(rejJoinThrottled)
 			w.Header().Set("Retry-After", strconv.Itoa(int(retry.Seconds())+1))
 			http.Error(w, "too many wrong join codes from this address", http.StatusTooManyRequests)
 			return
-		case joinWrong:
+		case gate.Wrong:
 			c.met.authFailures.Add(1)
 			c.met.reject(rejJoinCode)
 			http.Error(w, "wrong join code", http.StatusForbidden)

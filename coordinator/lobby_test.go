@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"browserfl/coordinator"
+	"browserfl/coordinator/gate"
 	"browserfl/coordinator/internal/nctest"
 	"browserfl/coordinator/store"
 	"browserfl/device"
@@ -41,11 +42,11 @@ type lobbyHarness struct {
 
 // newLobby returns a coordinator in its lobby (template tmpl, final
 // rounds as given) serving HTTP.
-func newLobby(t *testing.T, tmpl wire.SessionParams, rounds int, gate ...coordinator.Gate) *lobbyHarness {
+func newLobby(t *testing.T, tmpl wire.SessionParams, rounds int, gates ...gate.Config) *lobbyHarness {
 	t.Helper()
-	var g coordinator.Gate
-	if len(gate) > 0 {
-		g = gate[0]
+	var g gate.Config
+	if len(gates) > 0 {
+		g = gates[0]
 	}
 	st, err := store.Open(filepath.Join(t.TempDir(), "coord.db"))
 	if err != nil {
@@ -457,7 +458,7 @@ func getText(t *testing.T, url string) (int, string) {
 // set to allow the 15 wrong ones.)
 func TestTeacherEndpoints(t *testing.T) {
 	tmpl := testSession(8, 30, 10, 200, 10000)
-	h := newLobby(t, tmpl, 100000, coordinator.Gate{JoinFreeFailures: 100})
+	h := newLobby(t, tmpl, 100000, gate.Config{JoinFreeFailures: 100})
 	base := h.srv.URL
 	refused := 0
 	for _, action := range []string{"start", "pause", "resume", "end", "new"} {
@@ -528,11 +529,11 @@ func TestTeacherEndpoints(t *testing.T) {
 // students' read-only dashboard), and a right join code, which every
 // student has, does not clear it.
 func TestTeacherSecretBackoff(t *testing.T) {
-	proxies, err := coordinator.ParseTrustedProxies("127.0.0.1/32,::1/128")
+	proxies, err := gate.ParseTrustedProxies("127.0.0.1/32,::1/128")
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := newLobby(t, testSession(8, 30, 10, 200, 10000), 100000, coordinator.Gate{JoinFreeFailures: 3,
+	h := newLobby(t, testSession(8, 30, 10, 200, 10000), 100000, gate.Config{JoinFreeFailures: 3,
 		JoinBackoff: time.Minute, JoinBackoffMax: time.Minute, TrustedProxies: proxies})
 	base := h.srv.URL
 	do := func(method, path, from, secret string) (int, http.Header, string) {

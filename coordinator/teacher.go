@@ -2,14 +2,13 @@ package coordinator
 
 import (
 	"context"
-	"crypto/subtle"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"strconv"
 	"time"
 
+	"browserfl/coordinator/gate"
 	"browserfl/shared/wire"
 )
 
@@ -46,73 +45,6 @@ func teacherSecretOf(r *http.Request) string {
 	return got
 }
 
-// backoff is one address's record of wrong secrets of one kind: after
-// Gate.JoinFreeFailures of them each further one doubles a pause (from
-// Gate.JoinBackoff up to Gate.JoinBackoffMax) during which every attempt
-// is refused unchecked; a right one clears it, and it is forgotten after
-// Gate.JoinForget without a failure. (The same rule as join codes,
-// recorded apart: a right join code, which every student has, must not
-// clear the teacher-secret record.)
-type backoff struct {
-	failures int
-	lastFail time.Time
-	until    time.Time
-}
-
-func (b *backoff) idle(now time.Time, forget time.Duration) bool {
-	return !now.Before(b.until) && (b.failures == 0 || now.Sub(b.lastFail) > forget)
-}
-
-// checkTeacher checks a teacher secret attempt got (not "") from addr
-// against secret, with the per-address backoff. When it refuses, retry
-// says when the address may try again.
-func (g *gateState) checkTeacher(addr, got, secret string) (v joinVerdict, retry time.Duration) {
-	now := g.now()
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	b := &g.addrLocked(addr, now).teacher
-	if b.failures > 0 && now.Sub(b.lastFail) > g.cfg.JoinForget {
-		b.failures = 0
-	}
-	if now.Before(b.until) {
-		g.teacherLog.throttled++
-		g.teacherLog.flush(g.log, now, addr)
-		return joinThrottled, b.until.Sub(now)
-	}
-	if secret != "" && subtle.ConstantTimeCompare([]byte(got), []byte(secret)) == 1 {
-		*b = backoff{}
-		return joinOK, 0
-	}
-	b.failures++
-	b.lastFail = now
-	if n := b.failures - g.cfg.JoinFreeFailures; n > 0 {
-		d := g.cfg.JoinBackoffMax
-		if n <= 30 {
-			d = min(d, g.cfg.JoinBackoff<<(n-1))
-		}
-		b.until = now.Add(d)
-	}
-	g.teacherLog.wrong++
-	g.teacherLog.flush(g.log, now, addr)
-	return joinWrong, 0
-}
-
-// secretLog counts refused teacher secrets between log lines: one line
-// per 10 s at most, as for join codes, so that a flood of guesses from
-// many addresses cannot flood the log.
-type secretLog struct {
-	wrong, throttled int
-	last             time.Time
-}
-
-func (l *secretLog) flush(log *slog.Logger, now time.Time, addr string) {
-	if now.Sub(l.last) < 10*time.Second {
-		return
-	}
-	log.Warn("teacher secrets refused", "wrong", l.wrong, "refused_unchecked", l.throttled, "last_from", addr)
-	l.wrong, l.throttled, l.last = 0, 0, now
-}
-
 // teacherAuth checks the teacher secret r carries, if any, against
 // secret through the gate's per-address backoff. ok reports a right
 // secret. A wrong one is answered 403, and an attempt during the pause
@@ -124,10 +56,10 @@ func (c *Coordinator) teacherAuth(w http.ResponseWriter, r *http.Request, secret
 	if got == "" {
 		return false, false
 	}
-	switch v, retry := c.gate.checkTeacher(c.gate.clientAddr(r), got, secret); v {
-	case joinOK:
+	switch v, retry := c.gate.CheckTeacher(c.gate.ClientAddr(r), got, secret); v {
+	case gate.OK:
 		return true, false
-	case joinThrottled:
+	case gate.Throttled:
 		c.met.reject(rejTeacherThrottled)
 		w.Header().Set("Retry-After", strconv.Itoa(int(retry.Seconds())+1))
 		http.Error(w, "too many wrong teacher secrets from this address", http.StatusTooManyRequests)

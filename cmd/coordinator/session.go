@@ -10,6 +10,7 @@ import (
 
 	"browserfl"
 	"browserfl/coordinator"
+	"browserfl/coordinator/gate"
 	devrt "browserfl/device"
 	"browserfl/shared/dataset"
 	"browserfl/shared/model"
@@ -121,7 +122,7 @@ func template(o options, a assembled, gap time.Duration, evalSet []dataset.Sampl
 			},
 			RoundGap: gap, EvalEvery: o.EvalEvery, EvalSamples: len(evalSet), Logger: log, AllowedOrigins: o.Origins,
 			Limits: coordinator.Limits{MaxDevices: o.MaxDevices, MsgRate: o.MsgRate},
-			Gate: coordinator.Gate{RegisterRate: o.RegisterRate, RegisterGlobalRate: o.RegisterGlobalRate,
+			Gate: gate.Config{RegisterRate: o.RegisterRate, RegisterGlobalRate: o.RegisterGlobalRate,
 				MaxInactive: o.MaxInactive, PreHelloPerAddress: o.PreHelloPerAddress, TrustedProxies: o.TrustProxy,
 				MetricsToken: o.MetricsToken},
 			Evaluate: func(w []float64) (float64, float64, error) {

@@ -59,7 +59,7 @@ const (
 	KindSessionBeat = 23 // Epoch, Beat
 )
 
-// busHeader is every envelope's header; each kind uses the fields its
+// Header is every envelope's header; each kind uses the fields its
 // comment names.
 type Header struct {
 	// Epoch is the session process's random epoch: set on everything it
@@ -103,7 +103,7 @@ type Header struct {
 	SecretHash string `json:"secret_sha256,omitempty"`
 }
 
-// rosterEntry is a device an edge holds: its connection number, id,
+// RosterEntry is a device an edge holds: its connection number, id,
 // nickname and the round it was assigned and has no decision for yet.
 type RosterEntry struct {
 	Seq      uint64 `json:"seq"`
@@ -115,7 +115,7 @@ type RosterEntry struct {
 	SecretHash string `json:"secret_sha256"`
 }
 
-// sessionBeat is what the session tells every edge once a beat interval.
+// SessionBeat is what the session tells every edge once a beat interval.
 type SessionBeat struct {
 	// JoinCodeHash is the hex SHA-256 of the join code: the edge checks
 	// a device's code against it (the code itself stays off the bus).
@@ -131,17 +131,17 @@ type SessionBeat struct {
 	Resync bool `json:"resync,omitempty"`
 }
 
-// busMaxIDs bounds the ids of one envelope (a round's cohort on one
+// MaxIDs bounds the ids of one envelope (a round's cohort on one
 // edge, a roster chunk).
 const MaxIDs = 1 << 16
 
-// rosterChunk is the most roster entries one envelope carries (about
+// RosterChunk is the most roster entries one envelope carries (about
 // 100 bytes each, well under NATS's default 1 MiB payload).
 const RosterChunk = 4096
 
 var edgeIDPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 
-// checkEdgeID reports whether id can name an edge (a NATS subject token).
+// CheckEdgeID reports whether id can name an edge (a NATS subject token).
 func CheckEdgeID(id string) error {
 	if !edgeIDPattern.MatchString(id) {
 		return fmt.Errorf("edge id %q: 1 to 64 letters, digits, '-' or '_'", id)
@@ -149,19 +149,19 @@ func CheckEdgeID(id string) error {
 	return nil
 }
 
-// digest is the hex SHA-256 of a credential: what crosses the bus in
+// Digest is the hex SHA-256 of a credential: what crosses the bus in
 // its place (the store keeps the same hash of a device's secret).
 func Digest(s string) string {
 	h := sha256.Sum256([]byte(s))
 	return hex.EncodeToString(h[:])
 }
 
-// codeDigest is the digest of a join code as it crosses the bus: of its
+// CodeDigest is the digest of a join code as it crosses the bus: of its
 // normalised form (wire.NormalizeJoinCode), so that an edge and the
 // session compare codes as the one-process coordinator does.
 func CodeDigest(code string) string { return Digest(wire.NormalizeJoinCode(code)) }
 
-// parseDigest decodes a digest from an envelope (64 hex digits).
+// ParseDigest decodes a digest from an envelope (64 hex digits).
 func ParseDigest(s string) ([]byte, error) {
 	b, err := hex.DecodeString(s)
 	if err != nil || len(b) != sha256.Size {
@@ -173,7 +173,7 @@ func ParseDigest(s string) ([]byte, error) {
 // errBus wraps every envelope decoding error.
 var errBus = errors.New("cluster message")
 
-// encodeBus builds an envelope.
+// Encode builds an envelope.
 func Encode(kind byte, h *Header, body []byte) ([]byte, error) {
 	hb, err := json.Marshal(h)
 	if err != nil {
@@ -186,7 +186,7 @@ func Encode(kind byte, h *Header, body []byte) ([]byte, error) {
 	return append(out, body...), nil
 }
 
-// decodeBus parses an envelope and checks what every kind shares: the
+// Decode parses an envelope and checks what every kind shares: the
 // version, a known kind, the header's JSON and its bounds. The body is a
 // subslice of b. What the fields mean is checked by the receiver against
 // its state.
@@ -230,7 +230,7 @@ func Decode(b []byte) (kind byte, h Header, body []byte, err error) {
 	return kind, h, b[6+n:], nil
 }
 
-// encodeVector appends v as little-endian float64s.
+// EncodeVector appends v as little-endian float64s.
 func EncodeVector(dst []byte, v []float64) []byte {
 	for _, x := range v {
 		dst = binary.LittleEndian.AppendUint64(dst, math.Float64bits(x))
@@ -238,7 +238,7 @@ func EncodeVector(dst []byte, v []float64) []byte {
 	return dst
 }
 
-// decodeVector decodes a body of exactly len(dst) float64s into dst.
+// DecodeVector decodes a body of exactly len(dst) float64s into dst.
 func DecodeVector(dst []float64, b []byte) error {
 	if len(b) != 8*len(dst) {
 		return fmt.Errorf("%w: vector of %d bytes, want %d (d = %d)", errBus, len(b), 8*len(dst), len(dst))

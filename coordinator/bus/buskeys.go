@@ -26,10 +26,10 @@ import (
 // another edge, and nobody but the session reads what edges send.
 // Nothing uses request/reply, so no key may touch _INBOX.> either.
 
-// ErrBusKeys wraps every error about the bus's credential files.
+// ErrKeys wraps every error about the bus's credential files.
 var ErrKeys = errors.New("cluster credentials")
 
-// BusKeys are the cluster's NATS credentials as the session process
+// Keys are the cluster's NATS credentials as the session process
 // knows them: its seed file and every edge's public key.
 type Keys struct {
 	// Dir holds the seed files (0700; each file 0600).
@@ -47,7 +47,7 @@ func SessionSeedFile(dir string) string { return filepath.Join(dir, "session.nk"
 // copies to the edge's machine and gives it as -nats-nkey.
 func EdgeSeedFile(dir, id string) string { return filepath.Join(dir, "edge-"+id+".nk") }
 
-// EnsureBusKeys loads the session's and each named edge's seed from dir,
+// EnsureKeys loads the session's and each named edge's seed from dir,
 // generating (from crypto/rand, through nkeys) and writing those
 // missing with mode 0600 in a directory of mode 0700. Seeds already
 // there are kept, so an edge's file stays valid across restarts; an edge
@@ -134,7 +134,7 @@ func SeedPublicKey(path string) (string, error) {
 	return kp.PublicKey()
 }
 
-// natsUsers are the embedded server's users: the session and each edge,
+// NATSUsers are the embedded server's users: the session and each edge,
 // each allowed its own subjects only (under prefix).
 func (k *Keys) NATSUsers(prefix string) []*server.NkeyUser {
 	perm := func(pub, sub string) *server.Permissions {

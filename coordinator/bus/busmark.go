@@ -5,7 +5,7 @@ import (
 	"encoding/binary"
 )
 
-// histMark is where the session's record of a device stands when it asks
+// Mark is where the session's record of a device stands when it asks
 // the device for a round.
 type Mark struct {
 	Gen  uint64 `json:"g"` // the record's generation (random, per record)
@@ -13,7 +13,7 @@ type Mark struct {
 	Asks int    `json:"a"` // rounds asked so far, this one included
 }
 
-// randomGen draws a record generation (never 0, which marks none yet).
+// RandomGen draws a record generation (never 0, which marks none yet).
 func RandomGen() uint64 {
 	var b [8]byte
 	crand.Read(b[:]) // never fails (crypto/rand panics rather)

@@ -43,7 +43,7 @@ type NATSServerConfig struct {
 	MaxPayload int32
 }
 
-// ErrBusInsecure is returned by StartNATS for a server that would be
+// ErrInsecure is returned by StartNATS for a server that would be
 // open: without credentials, or off loopback without TLS.
 var ErrInsecure = errors.New("coordinator: refusing an insecure cluster bus")
 
@@ -133,7 +133,7 @@ type NATSStatus struct {
 	denied error // the last permission violation
 }
 
-// set records the connection's state; it reports whether err differs
+// Set records the connection's state; it reports whether err differs
 // from the last one recorded (the handlers log a repeated error once).
 func (s *NATSStatus) Set(err error) bool {
 	s.mu.Lock()
@@ -146,7 +146,7 @@ func (s *NATSStatus) Set(err error) bool {
 	return changed
 }
 
-// deny records a permission violation; it reports whether it is a new
+// Deny records a permission violation; it reports whether it is a new
 // one.
 func (s *NATSStatus) Deny(err error) bool {
 	s.mu.Lock()
@@ -179,7 +179,7 @@ func (s *NATSStatus) Err() error {
 	return s.err
 }
 
-// ErrBusAuth wraps the NATS server's refusal of a component's
+// ErrAuth wraps the NATS server's refusal of a component's
 // credentials.
 var ErrAuth = errors.New("the NATS server refused this component's credentials (check -nats-nkey and that the session process lists this edge in -edges)")
 

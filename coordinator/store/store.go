@@ -37,7 +37,7 @@ var (
 	keyStarted   = []byte("rounds_started")
 )
 
-// ErrStoreInUse is wrapped by OpenStore when another process holds the
+// ErrInUse is wrapped by Open when another process holds the
 // store file (bbolt's file lock).
 var ErrInUse = errors.New("the store is in use")
 
@@ -48,7 +48,7 @@ var ErrUnknownDevice = errors.New("coordinator: unknown device")
 // ErrBadSecret is returned by Authenticate for a wrong secret.
 var ErrBadSecret = errors.New("coordinator: wrong device secret")
 
-// OpenStore opens (creating if needed) the store at path.
+// Open opens (creating if needed) the store at path.
 func Open(path string) (*Store, error) {
 	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 2 * time.Second})
 	if errors.Is(err, bolterrors.ErrTimeout) {

@@ -69,6 +69,11 @@ var rules = []rule{
 		why:    "the cluster bus carries envelopes and keys; the session node and the edge give them their meaning",
 	},
 	{
+		pkgs:   []string{"browserfl/coordinator/gate"},
+		forbid: []string{"browserfl/coordinator", "browserfl/coordinator/store", "browserfl/coordinator/bus", "browserfl/engine/...", "browserfl/shared/optim/...", "browserfl/shared/plan/..."},
+		why:    "the admission gate answers who may knock and how often; it knows no session, store or bus",
+	},
+	{
 		pkgs:   []string{"browserfl/engine/..."},
 		forbid: []string{"browserfl/coordinator/...", "browserfl/device/...", "browserfl/sim/...", "browserfl/wasm/..."},
 		why:    "the round engine is the rules both shells (the coordinator, the simulator) drive: it knows neither",

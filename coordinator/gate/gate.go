@@ -1,8 +1,7 @@
-package coordinator
+package gate
 
 import (
 	"cmp"
-	"fmt"
 	"log/slog"
 	"math"
 	"net"
@@ -12,16 +11,14 @@ import (
 	"sync"
 	"time"
 
-	"browserfl/shared/wire"
-
 	"golang.org/x/time/rate"
 )
 
-// Gate configures who may knock on the coordinator and how often: join
+// Config configures who may knock on the coordinator and how often: join
 // code guessing, new registrations, inactive device records, connection
 // liveness and the optional token on /metrics. Zero values get the
 // defaults written beside each field; a negative rate means unlimited.
-type Gate struct {
+type Config struct {
 	// JoinFreeFailures wrong join codes per client address are answered
 	// at once (typos); after that each further failure doubles a pause,
 	// from JoinBackoff up to JoinBackoffMax, during which every attempt
@@ -84,7 +81,7 @@ type Gate struct {
 	MetricsToken string
 }
 
-func (g Gate) withDefaults(deadline time.Duration) Gate {
+func (g Config) WithDefaults(deadline time.Duration) Config {
 	def := func(v *int, d int) {
 		if *v == 0 {
 			*v = d
@@ -157,9 +154,9 @@ type addrState struct {
 	teacher  backoff       // wrong teacher secrets (teacher.go)
 }
 
-// gateState holds the gate's per-address tables and global buckets.
-type gateState struct {
-	cfg Gate
+// State holds the gate's per-address tables and global buckets.
+type State struct {
+	cfg Config
 	log *slog.Logger
 	now func() time.Time
 
@@ -177,16 +174,16 @@ type gateState struct {
 	teacherLog                  secretLog // wrong teacher secrets (teacher.go)
 }
 
-func newGate(cfg Gate, deadline time.Duration, log *slog.Logger) *gateState {
-	cfg = cfg.withDefaults(deadline)
-	return &gateState{cfg: cfg, log: log, now: time.Now,
+func New(cfg Config, deadline time.Duration, log *slog.Logger) *State {
+	cfg = cfg.WithDefaults(deadline)
+	return &State{cfg: cfg, log: log, now: time.Now,
 		addrs: make(map[string]*addrState), inactive: make(map[string]uint64),
 		joinFails: newBucket(cfg.JoinGlobalRate, cfg.JoinGlobalBurst), regs: newBucket(cfg.RegisterGlobalRate, cfg.RegisterGlobalBurst)}
 }
 
 // addrLocked returns the state of addr, creating it (and making room)
 // if needed.
-func (g *gateState) addrLocked(addr string, now time.Time) *addrState {
+func (g *State) addrLocked(addr string, now time.Time) *addrState {
 	s := g.addrs[addr]
 	if s == nil {
 		if len(g.addrs) >= g.cfg.MaxAddresses {
@@ -200,14 +197,14 @@ func (g *gateState) addrLocked(addr string, now time.Time) *addrState {
 }
 
 // idle reports whether s holds nothing that changes an answer.
-func (g *gateState) idle(s *addrState, now time.Time) bool {
+func (g *State) idle(s *addrState, now time.Time) bool {
 	return s.prehello == 0 && !now.Before(s.until) && (s.failures == 0 || now.Sub(s.lastFail) > g.cfg.JoinForget) &&
 		full(s.reg, now) && s.teacher.idle(now, g.cfg.JoinForget)
 }
 
 // pruneLocked drops idle addresses, then the least recently seen ones,
 // down to three quarters of MaxAddresses.
-func (g *gateState) pruneLocked(now time.Time) {
+func (g *State) pruneLocked(now time.Time) {
 	for a, s := range g.addrs {
 		if g.idle(s, now) {
 			delete(g.addrs, a)
@@ -233,18 +230,18 @@ func (g *gateState) pruneLocked(now time.Time) {
 	}
 }
 
-// joinVerdict is the answer to a join code attempt.
-type joinVerdict int
+// Verdict is the answer to a join code attempt.
+type Verdict int
 
 const (
-	joinOK        joinVerdict = iota
-	joinWrong                 // wrong code (counted as a failure)
-	joinThrottled             // refused without checking the code
+	OK        Verdict = iota
+	Wrong             // wrong code (counted as a failure)
+	Throttled         // refused without checking the code
 )
 
-// checkCode checks a join code attempt from addr against code. When it
+// CheckCode checks a join code attempt from addr against code. When it
 // refuses, retry says when the address may try again.
-func (g *gateState) checkCode(addr, got, code string) (v joinVerdict, retry time.Duration) {
+func (g *State) CheckCode(addr, got, code string) (v Verdict, retry time.Duration) {
 	now := g.now()
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -255,26 +252,26 @@ func (g *gateState) checkCode(addr, got, code string) (v joinVerdict, retry time
 	if now.Before(s.until) {
 		g.unloggedThrottled++
 		g.logLocked(now, addr)
-		return joinThrottled, s.until.Sub(now)
+		return Throttled, s.until.Sub(now)
 	}
 	if s.failures > 0 && avail(g.joinFails, now) < 1 {
 		// The global budget of wrong codes is spent: only addresses
 		// with a clean record are checked.
 		g.unloggedThrottled++
 		g.logLocked(now, addr)
-		return joinThrottled, g.cfg.JoinBackoff
+		return Throttled, g.cfg.JoinBackoff
 	}
-	if joinCodeEqual(got, code) {
+	if JoinCodeEqual(got, code) {
 		s.failures, s.until = 0, time.Time{}
-		return joinOK, 0
+		return OK, 0
 	}
 	g.failLocked(s, now, addr)
-	return joinWrong, 0
+	return Wrong, 0
 }
 
 // failLocked records a failed attempt from addr: a wrong join code, or a
 // hello with a right code but an unknown device id or wrong secret.
-func (g *gateState) failLocked(s *addrState, now time.Time, addr string) {
+func (g *State) failLocked(s *addrState, now time.Time, addr string) {
 	take(g.joinFails, now)
 	s.failures++
 	s.lastFail = now
@@ -289,9 +286,9 @@ func (g *gateState) failLocked(s *addrState, now time.Time, addr string) {
 	g.logLocked(now, addr)
 }
 
-// authFailed records that a hello from addr named an unknown device id
+// AuthFailed records that a hello from addr named an unknown device id
 // or a wrong secret: it counts like a wrong join code.
-func (g *gateState) authFailed(addr string) {
+func (g *State) AuthFailed(addr string) {
 	now := g.now()
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -300,7 +297,7 @@ func (g *gateState) authFailed(addr string) {
 
 // logLocked logs wrong and throttled join codes at most once per 10 s
 // (the counts since the previous line).
-func (g *gateState) logLocked(now time.Time, addr string) {
+func (g *State) logLocked(now time.Time, addr string) {
 	if now.Sub(g.lastLog) < 10*time.Second {
 		return
 	}
@@ -308,9 +305,9 @@ func (g *gateState) logLocked(now time.Time, addr string) {
 	g.unlogged, g.unloggedThrottled, g.lastLog = 0, 0, now
 }
 
-// register takes a token for a new device id from addr: per address and
+// Register takes a token for a new device id from addr: per address and
 // global.
-func (g *gateState) register(addr string) bool {
+func (g *State) Register(addr string) bool {
 	now := g.now()
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -324,9 +321,9 @@ func (g *gateState) register(addr string) bool {
 	return take(s.reg, now)
 }
 
-// openPreHello counts a connection from addr that has not said hello; it
+// OpenPreHello counts a connection from addr that has not said hello; it
 // reports false if addr already has PreHelloPerAddress of them.
-func (g *gateState) openPreHello(addr string) bool {
+func (g *State) OpenPreHello(addr string) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	s := g.addrLocked(addr, g.now())
@@ -337,7 +334,7 @@ func (g *gateState) openPreHello(addr string) bool {
 	return true
 }
 
-func (g *gateState) closePreHello(addr string) {
+func (g *State) ClosePreHello(addr string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if s := g.addrs[addr]; s != nil && s.prehello > 0 {
@@ -345,23 +342,23 @@ func (g *gateState) closePreHello(addr string) {
 	}
 }
 
-// markInactive records that device id lost its connection.
-func (g *gateState) markInactive(id string) {
+// MarkInactive records that device id lost its connection.
+func (g *State) MarkInactive(id string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.seq++
 	g.inactive[id] = g.seq
 }
 
-// markActive records that device id has a connection again.
-func (g *gateState) markActive(id string) {
+// MarkActive records that device id has a connection again.
+func (g *State) MarkActive(id string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	delete(g.inactive, id)
 }
 
-// oldestInactive returns the inactive ids, longest inactive first.
-func (g *gateState) oldestInactive() []string {
+// OldestInactive returns the inactive ids, longest inactive first.
+func (g *State) OldestInactive() []string {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	ids := make([]string, 0, len(g.inactive))
@@ -372,54 +369,10 @@ func (g *gateState) oldestInactive() []string {
 	return ids
 }
 
-// evictInactive forgets the longest-inactive devices while more than
-// MaxInactive registered devices have no connection; a device assigned
-// to an undecided round is kept. It evicts down to 7/8 of the cap so
-// that the sort is amortised.
-func (c *Coordinator) evictInactive() {
-	g := c.gate
-	c.mu.Lock()
-	over := len(c.devices) - c.nconn - g.cfg.MaxInactive
-	c.mu.Unlock()
-	if over <= 0 {
-		return
-	}
-	want := over + g.cfg.MaxInactive/8
-	ids := g.oldestInactive()
-	var gone []string
-	c.mu.Lock()
-	for _, id := range ids {
-		if len(gone) >= want {
-			break
-		}
-		d := c.devices[id]
-		switch {
-		case d == nil || d.conn != nil:
-			gone = append(gone, id) // stale entry: drop it from the table
-			continue
-		case d.round != 0:
-			continue
-		}
-		c.removeDeviceLocked(id)
-		if c.histLost == nil {
-			c.histLost = map[string]bool{}
-		}
-		c.histLost[id] = true // its asks and inclusions so far are forgotten
-		gone = append(gone, id)
-		c.met.evicted.Add(1)
-	}
-	c.mu.Unlock()
-	g.mu.Lock()
-	for _, id := range gone {
-		delete(g.inactive, id)
-	}
-	g.mu.Unlock()
-}
-
-// clientAddr is the address the gate keys on: the remote IP (an IPv6
+// ClientAddr is the address the gate keys on: the remote IP (an IPv6
 // address by its /64, which one host usually owns whole), or behind a
 // trusted proxy the client's address from X-Forwarded-For (clientHost).
-func (g *gateState) clientAddr(r *http.Request) string {
+func (g *State) ClientAddr(r *http.Request) string {
 	host := clientHost(r, g.cfg.TrustedProxies)
 	if h, _, err := net.SplitHostPort(host); err == nil {
 		host = h
@@ -434,29 +387,14 @@ func (g *gateState) clientAddr(r *http.Request) string {
 	return ip.String()
 }
 
-// checkHello applies the gate to a hello before admit: the version (a
-// wrong one is a bad frame), the join code with its per-address backoff
-// and the registration rate for a hello without a device id.
-func (c *Coordinator) checkHello(cn *conn, h wire.Hello) error {
-	return c.front.gateHello(cn, h, c.cfg.JoinCode)
+// Forget drops ids from the inactive table (evicted, or stale entries).
+func (g *State) Forget(ids []string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, id := range ids {
+		delete(g.inactive, id)
+	}
 }
 
-// gateHello is checkHello for a session whose join code is code.
-func (c *front) gateHello(cn *conn, h wire.Hello, code string) error {
-	if h.Version != wire.Version {
-		return &closeError{code: wire.CodeVersion, reason: fmt.Sprintf("protocol version %d, want %d", h.Version, wire.Version)}
-	}
-	switch v, retry := c.gate.checkCode(cn.addr, h.JoinCode, code); v {
-	case joinThrottled:
-		return &closeError{code: wire.CodeRate, kind: rejJoinThrottled, quiet: true,
-			reason: fmt.Sprintf("too many wrong join codes from this address; retry in %d s", int(retry.Seconds()+1))}
-	case joinWrong:
-		c.met.authFailures.Add(1)
-		return &closeError{code: wire.CodeJoinCode, kind: rejJoinCode, quiet: true, reason: "wrong join code"}
-	}
-	if h.DeviceID == "" && !c.gate.register(cn.addr) {
-		return &closeError{code: wire.CodeRate, kind: rejRegisterThrottled, quiet: true,
-			reason: "too many new devices; retry later"}
-	}
-	return nil
-}
+// Config returns the gate's configuration, defaults filled in.
+func (g *State) Config() Config { return g.cfg }

@@ -1,4 +1,4 @@
-package coordinator
+package gate
 
 import (
 	"errors"
@@ -14,9 +14,9 @@ import (
 )
 
 // fakeGate is a gate on a clock the test moves.
-func fakeGate(cfg Gate) (*gateState, *time.Time) {
+func fakeGate(cfg Config) (*State, *time.Time) {
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	g := newGate(cfg, 0, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	g := New(cfg, 0, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	g.now = func() time.Time { return now }
 	return g, &now
 }
@@ -97,10 +97,10 @@ func TestJoinBackoff(t *testing.T) {
 	type step struct {
 		after time.Duration // clock advance before the attempt
 		code  string
-		want  joinVerdict
+		want  Verdict
 	}
-	wrong := func(after time.Duration) step { return step{after, "guess", joinWrong} }
-	throttled := func(after time.Duration) step { return step{after, "guess", joinThrottled} }
+	wrong := func(after time.Duration) step { return step{after, "guess", Wrong} }
+	throttled := func(after time.Duration) step { return step{after, "guess", Throttled} }
 	tests := []struct {
 		name  string
 		steps []step
@@ -109,12 +109,12 @@ func TestJoinBackoff(t *testing.T) {
 			wrong(0), wrong(0), wrong(0), // 3 free failures
 			wrong(0),     // 4th: 1 s pause
 			throttled(0), // refused unchecked
-			{500 * time.Millisecond, "secret", joinThrottled}, // even the right code
-			wrong(600 * time.Millisecond),                     // pause over: 5th failure, 2 s pause
+			{500 * time.Millisecond, "secret", Throttled}, // even the right code
+			wrong(600 * time.Millisecond),                 // pause over: 5th failure, 2 s pause
 			throttled(1900 * time.Millisecond),
 			wrong(200 * time.Millisecond), // 6th: 4 s
 			throttled(3 * time.Second),
-			{1100 * time.Millisecond, "secret", joinOK},
+			{1100 * time.Millisecond, "secret", OK},
 			// A success clears the record.
 			wrong(0), wrong(0), wrong(0),
 		}},
@@ -130,16 +130,16 @@ func TestJoinBackoff(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			g, now := fakeGate(Gate{JoinFreeFailures: 3, JoinBackoff: time.Second, JoinBackoffMax: 10 * time.Second,
+			g, now := fakeGate(Config{JoinFreeFailures: 3, JoinBackoff: time.Second, JoinBackoffMax: 10 * time.Second,
 				JoinForget: time.Minute, JoinGlobalRate: -1})
 			for i, s := range tc.steps {
 				*now = now.Add(s.after)
-				if got, _ := g.checkCode("192.0.2.1", s.code, "secret"); got != s.want {
+				if got, _ := g.CheckCode("192.0.2.1", s.code, "secret"); got != s.want {
 					t.Fatalf("step %d (%+v): got %v, want %v", i, s, got, s.want)
 				}
 			}
 			// Another address is not affected.
-			if got, _ := g.checkCode("192.0.2.2", "secret", "secret"); got != joinOK {
+			if got, _ := g.CheckCode("192.0.2.2", "secret", "secret"); got != OK {
 				t.Errorf("another address: %v", got)
 			}
 		})
@@ -147,32 +147,32 @@ func TestJoinBackoff(t *testing.T) {
 }
 
 func TestJoinGlobalBudget(t *testing.T) {
-	g, now := fakeGate(Gate{JoinFreeFailures: 100, JoinGlobalRate: 1, JoinGlobalBurst: 5})
+	g, now := fakeGate(Config{JoinFreeFailures: 100, JoinGlobalRate: 1, JoinGlobalBurst: 5})
 	// Five addresses spend the global budget of wrong codes.
 	for i := range 5 {
-		if v, _ := g.checkCode(fmt.Sprintf("198.51.100.%d", i), "guess", "secret"); v != joinWrong {
+		if v, _ := g.CheckCode(fmt.Sprintf("198.51.100.%d", i), "guess", "secret"); v != Wrong {
 			t.Fatalf("address %d: %v", i, v)
 		}
 	}
 	// An address with a failure is now refused unchecked; a clean one is
 	// still checked (and may join).
-	if v, _ := g.checkCode("198.51.100.0", "secret", "secret"); v != joinThrottled {
+	if v, _ := g.CheckCode("198.51.100.0", "secret", "secret"); v != Throttled {
 		t.Errorf("address with a failure while the budget is spent: %v", v)
 	}
-	if v, _ := g.checkCode("203.0.113.9", "secret", "secret"); v != joinOK {
+	if v, _ := g.CheckCode("203.0.113.9", "secret", "secret"); v != OK {
 		t.Errorf("clean address while the budget is spent: %v", v)
 	}
 	*now = now.Add(2 * time.Second)
-	if v, _ := g.checkCode("198.51.100.0", "secret", "secret"); v != joinOK {
+	if v, _ := g.CheckCode("198.51.100.0", "secret", "secret"); v != OK {
 		t.Errorf("after the budget refilled: %v", v)
 	}
 }
 
 func TestRegisterRate(t *testing.T) {
-	g, now := fakeGate(Gate{RegisterRate: 1, RegisterBurst: 3, RegisterGlobalRate: 2, RegisterGlobalBurst: 5})
+	g, now := fakeGate(Config{RegisterRate: 1, RegisterBurst: 3, RegisterGlobalRate: 2, RegisterGlobalBurst: 5})
 	got := ""
 	try := func(addr string) {
-		if g.register(addr) {
+		if g.Register(addr) {
 			got += "y"
 		} else {
 			got += "n"
@@ -194,10 +194,10 @@ func TestRegisterRate(t *testing.T) {
 }
 
 func TestAddressTableBounded(t *testing.T) {
-	g, now := fakeGate(Gate{MaxAddresses: 100, JoinGlobalRate: -1})
+	g, now := fakeGate(Config{MaxAddresses: 100, JoinGlobalRate: -1})
 	for i := range 1000 {
 		*now = now.Add(time.Millisecond)
-		g.checkCode(fmt.Sprintf("10.0.%d.%d", i/256, i%256), "guess", "secret")
+		g.CheckCode(fmt.Sprintf("10.0.%d.%d", i/256, i%256), "guess", "secret")
 		if len(g.addrs) > 100 {
 			t.Fatalf("%d addresses kept after %d", len(g.addrs), i+1)
 		}
@@ -249,12 +249,12 @@ func TestClientAddr(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			g, _ := fakeGate(Gate{TrustedProxies: tc.trusted})
+			g, _ := fakeGate(Config{TrustedProxies: tc.trusted})
 			r := &http.Request{RemoteAddr: tc.remote, Header: http.Header{}}
 			for _, v := range tc.xff {
 				r.Header.Add("X-Forwarded-For", v)
 			}
-			if got := g.clientAddr(r); got != tc.want {
+			if got := g.ClientAddr(r); got != tc.want {
 				t.Errorf("clientAddr(%s, xff %q) = %s, want %s", tc.remote, tc.xff, got, tc.want)
 			}
 		})
@@ -296,17 +296,17 @@ func TestParseTrustedProxies(t *testing.T) {
 // addresses in 5 s make one log line; the next, after 10 s, the summary.
 func TestTeacherSecretLogSummary(t *testing.T) {
 	var buf strings.Builder
-	g, now := fakeGate(Gate{})
+	g, now := fakeGate(Config{})
 	g.log = slog.New(slog.NewTextHandler(&buf, nil))
 	for i := range 1000 {
 		*now = now.Add(5 * time.Millisecond)
-		g.checkTeacher(fmt.Sprintf("192.0.2.%d", i%3), "guess", "secret")
+		g.CheckTeacher(fmt.Sprintf("192.0.2.%d", i%3), "guess", "secret")
 	}
 	if n := strings.Count(buf.String(), "\n"); n != 1 {
 		t.Errorf("%d log lines for 1000 refused teacher secrets in 5 s, want 1:\n%s", n, buf.String())
 	}
 	*now = now.Add(11 * time.Second)
-	g.checkTeacher("192.0.2.9", "guess", "secret")
+	g.CheckTeacher("192.0.2.9", "guess", "secret")
 	if !strings.Contains(buf.String(), "refused_unchecked=") || strings.Count(buf.String(), "\n") != 2 || strings.Contains(buf.String(), "guess") {
 		t.Errorf("no summary after 10 s, or a guess logged:\n%s", buf.String())
 	}
@@ -314,17 +314,17 @@ func TestTeacherSecretLogSummary(t *testing.T) {
 
 func TestJoinFailuresLogSummary(t *testing.T) {
 	var buf strings.Builder
-	g, now := fakeGate(Gate{JoinGlobalRate: -1})
+	g, now := fakeGate(Config{JoinGlobalRate: -1})
 	g.log = slog.New(slog.NewTextHandler(&buf, nil))
 	for i := range 1000 {
 		*now = now.Add(5 * time.Millisecond) // 1000 attempts in 5 s
-		g.checkCode(fmt.Sprintf("192.0.2.%d", i%3), "guess", "secret")
+		g.CheckCode(fmt.Sprintf("192.0.2.%d", i%3), "guess", "secret")
 	}
 	if n := strings.Count(buf.String(), "\n"); n != 1 {
 		t.Errorf("%d log lines for 1000 refused join codes in 5 s, want 1:\n%s", n, buf.String())
 	}
 	*now = now.Add(11 * time.Second)
-	g.checkCode("192.0.2.9", "guess", "secret")
+	g.CheckCode("192.0.2.9", "guess", "secret")
 	if !strings.Contains(buf.String(), "refused_unchecked=") || strings.Count(buf.String(), "\n") != 2 {
 		t.Errorf("no summary after 10 s:\n%s", buf.String())
 	}

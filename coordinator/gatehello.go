@@ -1,0 +1,75 @@
+package coordinator
+
+import (
+	"fmt"
+
+	"browserfl/coordinator/gate"
+	"browserfl/shared/wire"
+)
+
+// evictInactive forgets the longest-inactive devices while more than
+// MaxInactive registered devices have no connection; a device assigned
+// to an undecided round is kept. It evicts down to 7/8 of the cap so
+// that the sort is amortised.
+func (c *Coordinator) evictInactive() {
+	g := c.gate
+	c.mu.Lock()
+	over := len(c.devices) - c.nconn - g.Config().MaxInactive
+	c.mu.Unlock()
+	if over <= 0 {
+		return
+	}
+	want := over + g.Config().MaxInactive/8
+	ids := g.OldestInactive()
+	var gone []string
+	c.mu.Lock()
+	for _, id := range ids {
+		if len(gone) >= want {
+			break
+		}
+		d := c.devices[id]
+		switch {
+		case d == nil || d.conn != nil:
+			gone = append(gone, id) // stale entry: drop it from the table
+			continue
+		case d.round != 0:
+			continue
+		}
+		c.removeDeviceLocked(id)
+		if c.histLost == nil {
+			c.histLost = map[string]bool{}
+		}
+		c.histLost[id] = true // its asks and inclusions so far are forgotten
+		gone = append(gone, id)
+		c.met.evicted.Add(1)
+	}
+	c.mu.Unlock()
+	g.Forget(gone)
+}
+
+// checkHello applies the gate to a hello before admit: the version (a
+// wrong one is a bad frame), the join code with its per-address backoff
+// and the registration rate for a hello without a device id.
+func (c *Coordinator) checkHello(cn *conn, h wire.Hello) error {
+	return c.front.gateHello(cn, h, c.cfg.JoinCode)
+}
+
+// gateHello is checkHello for a session whose join code is code.
+func (c *front) gateHello(cn *conn, h wire.Hello, code string) error {
+	if h.Version != wire.Version {
+		return &closeError{code: wire.CodeVersion, reason: fmt.Sprintf("protocol version %d, want %d", h.Version, wire.Version)}
+	}
+	switch v, retry := c.gate.CheckCode(cn.addr, h.JoinCode, code); v {
+	case gate.Throttled:
+		return &closeError{code: wire.CodeRate, kind: rejJoinThrottled, quiet: true,
+			reason: fmt.Sprintf("too many wrong join codes from this address; retry in %d s", int(retry.Seconds()+1))}
+	case gate.Wrong:
+		c.met.authFailures.Add(1)
+		return &closeError{code: wire.CodeJoinCode, kind: rejJoinCode, quiet: true, reason: "wrong join code"}
+	}
+	if h.DeviceID == "" && !c.gate.Register(cn.addr) {
+		return &closeError{code: wire.CodeRate, kind: rejRegisterThrottled, quiet: true,
+			reason: "too many new devices; retry later"}
+	}
+	return nil
+}
