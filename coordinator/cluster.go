@@ -783,7 +783,7 @@ func (c *Coordinator) acceptAggregate(t int, links []link, ids []string, body []
 	}
 	if t <= c.committed || or == nil || or.t != t || or.closed {
 		// Late: whoever is still in round t is excluded at its commit.
-		c.met.lateUpdates.Add(int64(len(ids)))
+		c.met.LateUpdates.Add(int64(len(ids)))
 		c.vecs.put(vec)
 		return false
 	}
@@ -817,7 +817,7 @@ func (c *Coordinator) acceptAggregate(t int, links []link, ids []string, body []
 			why = "the sum is not finite"
 		case !(norm <= float64(len(ids))*c.bound):
 			why = fmt.Sprintf("the sum's norm %.4g is above %d times the session's bound %.4g", norm, len(ids), c.bound)
-			c.met.rejectedUpdates.Add(int64(len(ids)))
+			c.met.RejectedUpdates.Add(int64(len(ids)))
 		}
 	}
 	if why != "" {
@@ -845,7 +845,7 @@ func (c *Coordinator) acceptAggregate(t int, links []link, ids []string, body []
 		c.devices[id].misses, c.devices[id].proven = 0, true
 	}
 	or.bytesIn += bytesIn
-	c.met.updates.Add(int64(len(ids)))
+	c.met.Updates.Add(int64(len(ids)))
 	or.checkAllIn()
 	return true
 }

@@ -18,6 +18,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"browserfl/coordinator/bus"
+	"browserfl/coordinator/metrics"
 	"browserfl/shared/wire"
 )
 
@@ -140,7 +141,7 @@ func (cn *conn) send(f outFrame) bool {
 		cn.kick()
 		return true
 	default:
-		cn.slow(rejSlowConsumer)
+		cn.slow(metrics.RejSlowConsumer)
 		return false
 	}
 }
@@ -159,8 +160,8 @@ func (cn *conn) slow(kind int) {
 		return
 	default:
 	}
-	cn.f.met.slowConsumers.Add(1)
-	cn.f.met.reject(kind)
+	cn.f.met.SlowConsumers.Add(1)
+	cn.f.met.Reject(kind)
 	cn.shut()
 }
 
@@ -181,7 +182,7 @@ func (cn *conn) sendWait(m wire.Message) bool {
 	case <-cn.done:
 		return false
 	case <-t.C:
-		cn.slow(rejSlowConsumer)
+		cn.slow(metrics.RejSlowConsumer)
 		return false
 	}
 }
@@ -310,11 +311,11 @@ func (cn *conn) write(f outFrame) bool {
 	if err != nil {
 		timedOut := errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(wctx.Err(), context.DeadlineExceeded)
 		if timedOut && cn.ctx.Err() == nil {
-			cn.slow(rejSlowConsumer)
+			cn.slow(metrics.RejSlowConsumer)
 		}
 		return false
 	}
-	cn.f.met.framesOut.Add(1)
+	cn.f.met.FramesOut.Add(1)
 	return true
 }
 
@@ -341,14 +342,14 @@ func (cn *conn) heartbeat() {
 		cn.pingMu.Unlock()
 		return
 	}
-	cn.f.met.pings.Add(1)
+	cn.f.met.Pings.Add(1)
 	pctx, cancel := context.WithTimeout(cn.ctx, cn.f.gate.Config().PingTimeout)
 	err := cn.ws.Ping(pctx)
 	timedOut := errors.Is(pctx.Err(), context.DeadlineExceeded) && cn.ctx.Err() == nil
 	cancel()
 	if err != nil {
 		if timedOut {
-			cn.slow(rejPingTimeout)
+			cn.slow(metrics.RejPingTimeout)
 		}
 		return
 	}
@@ -445,17 +446,17 @@ func (l Limits) msgLimiter() *rate.Limiter { return rate.NewLimiter(rate.Limit(l
 // Limits.MaxDevices; one address may hold Gate.PreHelloPerAddress
 // connections that have not said hello.
 func (c *front) ServeWS(w http.ResponseWriter, r *http.Request) {
-	if n := c.met.connected.Add(1); n > int64(c.lim.MaxDevices) {
-		c.met.connected.Add(-1)
-		c.met.reject(rejFull)
+	if n := c.met.Connected.Add(1); n > int64(c.lim.MaxDevices) {
+		c.met.Connected.Add(-1)
+		c.met.Reject(metrics.RejFull)
 		w.Header().Set("Retry-After", "30")
 		http.Error(w, "too many devices", http.StatusServiceUnavailable)
 		return
 	}
 	addr := c.gate.ClientAddr(r)
 	if !c.gate.OpenPreHello(addr) {
-		c.met.connected.Add(-1)
-		c.met.reject(rejPreHello)
+		c.met.Connected.Add(-1)
+		c.met.Reject(metrics.RejPreHello)
 		w.Header().Set("Retry-After", "10")
 		http.Error(w, "too many connections without hello from this address", http.StatusTooManyRequests)
 		return
@@ -470,9 +471,9 @@ func (c *front) ServeWS(w http.ResponseWriter, r *http.Request) {
 	})
 	if err != nil {
 		cn.helloDone()
-		c.met.connected.Add(-1)
-		c.met.rejectedUpgrades.Add(1)
-		c.met.reject(rejOrigin)
+		c.met.Connected.Add(-1)
+		c.met.RejectedUpgrades.Add(1)
+		c.met.Reject(metrics.RejOrigin)
 		c.log.Debug("websocket upgrade refused", "remote", r.RemoteAddr, "err", err)
 		return
 	}
@@ -489,7 +490,7 @@ func (c *front) ServeWS(w http.ResponseWriter, r *http.Request) {
 
 // end handles the error that ended cn's reader, then unbinds cn.
 func (c *front) end(cn *conn, err error) {
-	defer c.met.connected.Add(-1)
+	defer c.met.Connected.Add(-1)
 	defer cn.helloDone()
 	defer cn.stop()
 	var ce *closeError
@@ -498,13 +499,13 @@ func (c *front) end(cn *conn, err error) {
 		kind := ce.kind
 		switch ce.code {
 		case wire.CodeBadFrame, wire.CodeVersion:
-			c.met.badFrames.Add(1)
+			c.met.BadFrames.Add(1)
 		case wire.CodeRate:
-			if kind == rejNone {
-				c.met.rateLimited.Add(1)
+			if kind == metrics.RejNone {
+				c.met.RateLimited.Add(1)
 			}
 		}
-		if kind == rejNone {
+		if kind == metrics.RejNone {
 			kind = codeRejection(ce.code)
 		}
 		if ce.code == wire.CodeAuth {
@@ -513,7 +514,7 @@ func (c *front) end(cn *conn, err error) {
 			c.gate.AuthFailed(cn.addr)
 			ce.quiet = true
 		}
-		c.met.reject(kind)
+		c.met.Reject(kind)
 		if !ce.quiet {
 			c.log.Info("closing device connection", "device", shortID(cn.id), "code", ce.code, "reason", ce.reason)
 		}
@@ -527,8 +528,8 @@ func (c *front) end(cn *conn, err error) {
 	default: // hello and frames only return with an error
 		if isReadLimit(err) {
 			// The websocket library closes with 1009 (message too big) itself.
-			c.met.badFrames.Add(1)
-			c.met.reject(rejOversized)
+			c.met.BadFrames.Add(1)
+			c.met.Reject(metrics.RejOversized)
 		}
 		c.log.Debug("device connection ended", "device", shortID(cn.id), "err", err)
 	}
@@ -605,23 +606,23 @@ func isReadLimit(err error) bool {
 func codeRejection(code string) int {
 	switch code {
 	case wire.CodeBadFrame:
-		return rejBadFrame
+		return metrics.RejBadFrame
 	case wire.CodeVersion:
-		return rejVersion
+		return metrics.RejVersion
 	case wire.CodeProtocol:
-		return rejProtocol
+		return metrics.RejProtocol
 	case wire.CodeRate:
-		return rejRate
+		return metrics.RejRate
 	case wire.CodeAuth:
-		return rejAuth
+		return metrics.RejAuth
 	case wire.CodeJoinCode:
-		return rejJoinCode
+		return metrics.RejJoinCode
 	case wire.CodeFull:
-		return rejFull
+		return metrics.RejFull
 	case wire.CodeRemoved:
-		return rejRemoved
+		return metrics.RejRemoved
 	}
-	return rejNone
+	return metrics.RejNone
 }
 
 // shortID is a device id prefix for logs.
@@ -646,11 +647,11 @@ func (c *front) hello(cn *conn) error {
 	cn.helloDone()
 	if err != nil {
 		if timedOut {
-			c.met.reject(rejHelloTimeout)
+			c.met.Reject(metrics.RejHelloTimeout)
 		}
 		return err
 	}
-	c.met.bytesIn.Add(int64(len(b)))
+	c.met.BytesIn.Add(int64(len(b)))
 	if typ != websocket.MessageText {
 		return badFrame(errors.New("first frame must be a hello text frame"))
 	}
@@ -711,8 +712,8 @@ func (c *front) readFrame(ctx context.Context, ws wsConn) (websocket.MessageType
 
 func (c *front) handleFrame(cn *conn, typ websocket.MessageType, b []byte, lim wire.Limits) error {
 	{
-		c.met.bytesIn.Add(int64(len(b)))
-		c.met.framesIn.Add(1)
+		c.met.BytesIn.Add(int64(len(b)))
+		c.met.FramesIn.Add(1)
 		now := time.Now()
 		if !cn.allow(now) {
 			return &closeError{code: wire.CodeRate, reason: fmt.Sprintf("more than %g messages per second", c.lim.MsgRate)}

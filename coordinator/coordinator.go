@@ -17,6 +17,7 @@ import (
 
 	"browserfl/coordinator/bus"
 	"browserfl/coordinator/gate"
+	"browserfl/coordinator/metrics"
 	"browserfl/coordinator/store"
 	"browserfl/engine"
 	"browserfl/shared/mechanism"
@@ -350,7 +351,7 @@ func New(cfg Config) (*Coordinator, error) {
 		front: &front{
 			lim:     cfg.Limits.withDefaults(cfg.Session.Dim),
 			log:     cfg.Logger,
-			met:     newMetrics(),
+			met:     metrics.New(),
 			gate:    gate.New(cfg.Gate, time.Duration(cfg.Session.DeadlineMillis)*time.Millisecond, cfg.Logger),
 			origins: cfg.AllowedOrigins,
 			bufs:    newReadBuffers(),
@@ -765,7 +766,7 @@ func (sh *roundShell) Ask(t int, start func(eligible []string, sure func(string)
 	or := &openRound{t: t, cohort: make(map[string]bool, k), updates: make(map[string]*update, k),
 		dropped: make(map[string]bool), allIn: make(chan struct{}), started: now, deadline: now.Add(deadline),
 		target: plan.Target, unsure: plan.Unsure}
-	c.met.overSelected.Add(int64(plan.Extra))
+	c.met.OverSelected.Add(int64(plan.Extra))
 	// Devices that were sent round t-1's frame on the same connection
 	// already hold x_{t-1}: they get the frame without it.
 	short := wire.ShortRound(frame)
@@ -784,7 +785,7 @@ func (sh *roundShell) Ask(t int, start func(eligible []string, sure func(string)
 	c.round = or
 	sh.or = or
 	c.mu.Unlock()
-	c.met.bytesOut.Add(or.bytesOut)
+	c.met.BytesOut.Add(or.bytesOut)
 	c.log.Info("round started", "round", t, "eligible", len(eligible), "cohort", k, "target", plan.Target,
 		"unsure", len(plan.Unsure)-plan.Probes, "probes", plan.Probes, "cohort_seed", c.cfg.Seed)
 	return true, nil
@@ -845,9 +846,9 @@ func (sh *roundShell) Commit(t int, o engine.Outcome[string]) error {
 	if c.cfg.OnCommit != nil {
 		c.cfg.OnCommit(t)
 	}
-	c.met.roundCommitted(rec.Committed.Sub(rec.Started), len(or.included), len(cohortIDs))
+	c.met.RoundCommitted(rec.Committed.Sub(rec.Started), len(or.included), len(cohortIDs))
 	if or.atTarget {
-		c.met.closedAtTarget.Add(1)
+		c.met.ClosedAtTarget.Add(1)
 	}
 	sh.rec = rec
 	return nil
@@ -950,7 +951,7 @@ func (c *Coordinator) recycle(us []*update) {
 // member is told "excluded" (its device aborts, so the noise state stays
 // consistent) and the same round number runs again.
 func (c *Coordinator) discardRound(or *openRound, cause error) {
-	c.met.discardedRounds.Add(1)
+	c.met.DiscardedRounds.Add(1)
 	c.log.Error("round discarded: its result could not be served; the state before it is kept",
 		"round", or.t, "err", cause)
 	c.mu.Lock()
@@ -1039,7 +1040,7 @@ func (c *Coordinator) acceptUpdate(cn *conn, u wire.UpdateFrame, frameLen int) e
 	or.updates[cn.id] = up
 	d.misses, d.proven = 0, true
 	or.bytesIn += int64(frameLen)
-	c.met.updates.Add(1)
+	c.met.Updates.Add(1)
 	or.checkAllIn()
 	return nil
 }
@@ -1071,7 +1072,7 @@ func normWhy(norm, bound float64) string {
 // so its noise state stays consistent); the update never reaches the
 // aggregate.
 func (c *Coordinator) rejectUpdateLocked(d *device, or *openRound, t int, why string) {
-	c.met.rejectedUpdates.Add(1)
+	c.met.RejectedUpdates.Add(1)
 	d.rejected++
 	d.rejectWhy = why
 	c.log.Warn("update rejected", "device", shortID(d.id), "round", t, "why", why)
@@ -1095,7 +1096,7 @@ func (c *Coordinator) checkUpdateLocked(cn link, t int) (dim int, drop bool, err
 	or := c.round
 	switch {
 	case t <= c.committed || (or != nil && or.t == t && or.closed && or.cohort[id]):
-		c.met.lateUpdates.Add(1)
+		c.met.LateUpdates.Add(1)
 		return 0, true, nil
 	case or == nil || or.t != t || !or.cohort[id] || d.round != t:
 		return 0, false, fmt.Errorf("update for round %d that was not assigned to this device", t)
@@ -1166,7 +1167,7 @@ func (c *Coordinator) admitCred(cn link, h wire.Hello, cred *busCred) (wire.Welc
 		codeOK = subtle.ConstantTimeCompare(cred.codeHash, want[:]) == 1
 	}
 	if !codeOK {
-		c.met.authFailures.Add(1)
+		c.met.AuthFailures.Add(1)
 		return wire.Welcome{}, &closeError{code: wire.CodeJoinCode, reason: "wrong join code"}
 	}
 	// The nickname, normalised, must not look like a present one: checked
@@ -1198,14 +1199,14 @@ func (c *Coordinator) admitCred(cn link, h wire.Hello, cred *busCred) (wire.Welc
 			return wire.Welcome{}, err
 		}
 		w.DeviceID, w.Secret = id, secret
-		c.met.newDevices.Add(1)
+		c.met.NewDevices.Add(1)
 	} else {
 		auth := func() error { return c.store.Authenticate(h.DeviceID, h.Secret) }
 		if cred != nil {
 			auth = func() error { return c.store.AuthenticateHash(h.DeviceID, cred.secretHash) }
 		}
 		if err := auth(); err != nil {
-			c.met.authFailures.Add(1)
+			c.met.AuthFailures.Add(1)
 			if errors.Is(err, store.ErrUnknownDevice) || errors.Is(err, store.ErrBadSecret) {
 				return wire.Welcome{}, &closeError{code: wire.CodeAuth, reason: "unknown device id or wrong secret"}
 			}
@@ -1316,7 +1317,7 @@ func (c *Coordinator) bindLocked(cn link, nickname string, pending int, w *wire.
 		}
 		d.round = 0
 	}
-	c.met.connects.Add(1)
+	c.met.Connects.Add(1)
 	if w != nil {
 		w.Session, w.Lobby = c.sess, c.state == StateLobby
 		w.Committed = c.committed
@@ -1407,7 +1408,7 @@ func (c *Coordinator) dropUnansweredLocked(d *device, why string) bool {
 	delete(or.cohort, d.id)
 	or.dropped[d.id] = true
 	d.round = 0
-	c.met.graceDrops.Add(1)
+	c.met.GraceDrops.Add(1)
 	c.log.Info("cohort member dropped from the round", "device", shortID(d.id), "round", or.t, "why", why)
 	or.checkAllIn()
 	return true
@@ -1424,7 +1425,7 @@ func (c *Coordinator) leaveLink(cn link, l wire.Leave) {
 	if d == nil || d.conn != cn {
 		return
 	}
-	c.met.leaves.Add(1)
+	c.met.Leaves.Add(1)
 	if !d.left {
 		c.log.Info("device left", "device", shortID(d.id), "reason", l.Reason, "detail", l.Detail)
 	}

@@ -22,6 +22,7 @@ import (
 
 	"browserfl/coordinator/bus"
 	"browserfl/coordinator/gate"
+	"browserfl/coordinator/metrics"
 	"browserfl/shared/mechanism"
 	"browserfl/shared/optim"
 	"browserfl/shared/plan"
@@ -182,7 +183,7 @@ func NewEdge(cfg EdgeConfig) (*Edge, error) {
 	}
 	lim := cfg.Limits.withDefaults(0)
 	e := &Edge{
-		front: &front{lim: lim, met: newMetrics(), log: cfg.Logger.With("edge", cfg.ID), origins: cfg.AllowedOrigins,
+		front: &front{lim: lim, met: metrics.New(), log: cfg.Logger.With("edge", cfg.ID), origins: cfg.AllowedOrigins,
 			gate: gate.New(cfg.Gate, 20*time.Second, cfg.Logger), bufs: newReadBuffers()},
 		vecs: newVecList(0),
 		cfg:  cfg, nc: cfg.Conn, instance: binary.LittleEndian.Uint64(b[:]) | 1,
@@ -711,7 +712,7 @@ func (e *Edge) acceptUpdate(cn *conn, u wire.UpdateFrame, frameLen int) error {
 		refused = r.chk.Check(*vec, norm, hist)
 	}
 	if refused != nil {
-		e.met.rejectedUpdates.Add(1)
+		e.met.RejectedUpdates.Add(1)
 		// The device reads the test's reason; the teacher the plain words.
 		why := teacherWords(refused, norm, r.bound)
 		e.log.Warn("update rejected", "device", shortID(cn.id), "round", u.T, "norm", norm, "why", refused.Error())
@@ -730,7 +731,7 @@ func (e *Edge) acceptUpdate(cn *conn, u wire.UpdateFrame, frameLen int) error {
 		r.ids = append(r.ids, cn.id)
 		r.seqs = append(r.seqs, cn.seq)
 		r.bytes += int64(frameLen)
-		e.met.updates.Add(1)
+		e.met.Updates.Add(1)
 		if ec != nil && hist != nil {
 			e.losePendingLocked(ec)
 			ec.pending, ec.pendingT, keep = vec, u.T, true
@@ -788,7 +789,7 @@ func (e *Edge) checkUpdateLocked(cn *conn, t int) (r *edgeRound, ok bool, err er
 	}
 	// A round this edge already sent on (or dropped when the session
 	// process changed): the device is excluded from it.
-	e.met.lateUpdates.Add(1)
+	e.met.LateUpdates.Add(1)
 	return nil, false, nil
 }
 
@@ -817,7 +818,7 @@ func (e *Edge) leave(cn *conn, l wire.Leave) {
 	if err != nil {
 		return
 	}
-	e.met.leaves.Add(1)
+	e.met.Leaves.Add(1)
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	// Sent before the member is dropped (which may send the round's
@@ -897,7 +898,7 @@ func (e *Edge) Handler(assets Assets, sessionURL *url.URL) http.Handler {
 }
 
 // WriteMetrics writes the edge's metrics in the Prometheus text format.
-func (e *Edge) WriteMetrics(w io.Writer) error { return e.met.write(w, e.metricRows) }
+func (e *Edge) WriteMetrics(w io.Writer) error { return e.met.Write(w, exported(e.metricRows)) }
 
 // metricRows reads the edge's rows of /metrics.
 func (e *Edge) metricRows() []metricRow {
@@ -910,7 +911,7 @@ func (e *Edge) metricRows() []metricRow {
 	}
 	e.mu.Unlock()
 	rows := []metricRow{
-		{"browserfl_devices_connected", "Device websocket connections open (with or without hello).", "gauge", float64(m.connected.Load())},
+		{"browserfl_devices_connected", "Device websocket connections open (with or without hello).", "gauge", float64(m.Connected.Load())},
 		{"browserfl_edge_devices", "Admitted device connections this edge holds.", "gauge", float64(devices)},
 		{"browserfl_edge_session_alive", "1 if the session process was heard from within the session timeout.", "gauge", alive},
 		{"browserfl_edge_hellos_total", "Hellos forwarded to the session.", "counter", float64(e.hellos.Load())},
@@ -920,15 +921,15 @@ func (e *Edge) metricRows() []metricRow {
 		{"browserfl_cluster_bus_errors_total", "Cluster envelopes that failed to decode or publish.", "counter", float64(e.busErrors.Load())},
 		{"browserfl_cluster_bytes_in_total", "Envelope bytes received from the session.", "counter", float64(e.inBytes.Load())},
 		{"browserfl_cluster_bytes_out_total", "Envelope bytes published to the session.", "counter", float64(e.outBytes.Load())},
-		{"browserfl_auth_failures_total", "Hellos refused for the join code.", "counter", float64(m.authFailures.Load())},
-		{"browserfl_bad_frames_total", "Connections closed for a bad frame.", "counter", float64(m.badFrames.Load())},
-		{"browserfl_slow_consumers_total", "Connections dropped for a full outbox, a write timeout or a missing pong.", "counter", float64(m.slowConsumers.Load())},
-		{"browserfl_updates_total", "Updates added to a round's sum.", "counter", float64(m.updates.Load())},
-		{"browserfl_late_updates_total", "Updates dropped because their round's sum had been sent.", "counter", float64(m.lateUpdates.Load())},
-		{"browserfl_rejected_updates_total", "Updates rejected by validation (norm above the session's bound).", "counter", float64(m.rejectedUpdates.Load())},
-		{"browserfl_frames_in_total", "Frames read after hello.", "counter", float64(m.framesIn.Load())},
-		{"browserfl_frames_out_total", "Frames written.", "counter", float64(m.framesOut.Load())},
-		{"browserfl_bytes_in_total", "Websocket payload bytes read.", "counter", float64(m.bytesIn.Load())},
+		{"browserfl_auth_failures_total", "Hellos refused for the join code.", "counter", float64(m.AuthFailures.Load())},
+		{"browserfl_bad_frames_total", "Connections closed for a bad frame.", "counter", float64(m.BadFrames.Load())},
+		{"browserfl_slow_consumers_total", "Connections dropped for a full outbox, a write timeout or a missing pong.", "counter", float64(m.SlowConsumers.Load())},
+		{"browserfl_updates_total", "Updates added to a round's sum.", "counter", float64(m.Updates.Load())},
+		{"browserfl_late_updates_total", "Updates dropped because their round's sum had been sent.", "counter", float64(m.LateUpdates.Load())},
+		{"browserfl_rejected_updates_total", "Updates rejected by validation (norm above the session's bound).", "counter", float64(m.RejectedUpdates.Load())},
+		{"browserfl_frames_in_total", "Frames read after hello.", "counter", float64(m.FramesIn.Load())},
+		{"browserfl_frames_out_total", "Frames written.", "counter", float64(m.FramesOut.Load())},
+		{"browserfl_bytes_in_total", "Websocket payload bytes read.", "counter", float64(m.BytesIn.Load())},
 	}
 	return rows
 }

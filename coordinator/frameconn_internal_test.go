@@ -1,6 +1,7 @@
 package coordinator
 
 import (
+	"browserfl/coordinator/metrics"
 	"bytes"
 	"context"
 	"net"
@@ -116,7 +117,7 @@ func TestLongFrameOneWritev(t *testing.T) {
 		calls = append(calls, "writev")
 		return inner(c, bufs)
 	}
-	f := &front{lim: Limits{WriteTimeout: 10 * time.Second}, met: newMetrics()}
+	f := &front{lim: Limits{WriteTimeout: 10 * time.Second}, met: metrics.New()}
 	cn := &conn{f: f, ws: ws, fc: fc, outbox: make(chan outFrame, 4), done: make(chan struct{}), manual: true}
 	cn.ctx, cn.stop = context.WithCancel(context.Background())
 	defer cn.stop()

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 
 	"browserfl/coordinator/gate"
+	"browserfl/coordinator/metrics"
 	"browserfl/shared/wire"
 )
 
@@ -17,7 +18,7 @@ import (
 // pre-aggregates updates.
 type front struct {
 	lim     Limits
-	met     *metrics
+	met     *metrics.Metrics
 	gate    *gate.State
 	log     *slog.Logger
 	origins []string // websocket Origin patterns besides the request's own host

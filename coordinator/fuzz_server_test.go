@@ -500,7 +500,7 @@ func runFuzzProgram(t *testing.T, prog []byte) {
 			for _, r := range recs {
 				n += len(r.Included)
 			}
-			t.Logf("%d rounds committed, %d updates included, %d rejected", c.Committed(), n, c.met.rejectedUpdates.Load())
+			t.Logf("%d rounds committed, %d updates included, %d rejected", c.Committed(), n, c.met.RejectedUpdates.Load())
 		}
 		for _, d := range h.devs {
 			h.disconnect(d)

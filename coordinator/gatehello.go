@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"browserfl/coordinator/gate"
+	"browserfl/coordinator/metrics"
 	"browserfl/shared/wire"
 )
 
@@ -41,7 +42,7 @@ func (c *Coordinator) evictInactive() {
 		}
 		c.histLost[id] = true // its asks and inclusions so far are forgotten
 		gone = append(gone, id)
-		c.met.evicted.Add(1)
+		c.met.Evicted.Add(1)
 	}
 	c.mu.Unlock()
 	g.Forget(gone)
@@ -61,14 +62,14 @@ func (c *front) gateHello(cn *conn, h wire.Hello, code string) error {
 	}
 	switch v, retry := c.gate.CheckCode(cn.addr, h.JoinCode, code); v {
 	case gate.Throttled:
-		return &closeError{code: wire.CodeRate, kind: rejJoinThrottled, quiet: true,
+		return &closeError{code: wire.CodeRate, kind: metrics.RejJoinThrottled, quiet: true,
 			reason: fmt.Sprintf("too many wrong join codes from this address; retry in %d s", int(retry.Seconds()+1))}
 	case gate.Wrong:
-		c.met.authFailures.Add(1)
-		return &closeError{code: wire.CodeJoinCode, kind: rejJoinCode, quiet: true, reason: "wrong join code"}
+		c.met.AuthFailures.Add(1)
+		return &closeError{code: wire.CodeJoinCode, kind: metrics.RejJoinCode, quiet: true, reason: "wrong join code"}
 	}
 	if h.DeviceID == "" && !c.gate.Register(cn.addr) {
-		return &closeError{code: wire.CodeRate, kind: rejRegisterThrottled, quiet: true,
+		return &closeError{code: wire.CodeRate, kind: metrics.RejRegisterThrottled, quiet: true,
 			reason: "too many new devices; retry later"}
 	}
 	return nil

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"browserfl/coordinator/gate"
+	"browserfl/coordinator/metrics"
 	"browserfl/coordinator/store"
 	"browserfl/shared/wire"
 )
@@ -684,7 +685,7 @@ func (h *Host) teacherOnly(cur *hostSession, next http.HandlerFunc) http.Handler
 		case ok:
 			next(w, withTeacher(r))
 		case !answered:
-			cur.c.met.reject(rejTeacherSecret)
+			cur.c.met.Reject(metrics.RejTeacherSecret)
 			http.Error(w, "teacher secret required", http.StatusForbidden)
 		}
 	}))

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"browserfl/coordinator/gate"
+	"browserfl/coordinator/metrics"
 	"browserfl/coordinator/store"
 	"browserfl/shared/plan"
 	"browserfl/shared/wire"
@@ -180,7 +181,7 @@ func metricsAllowed(f *front, w http.ResponseWriter, r *http.Request) bool {
 		got = r.URL.Query().Get("token")
 	}
 	if subtle.ConstantTimeCompare([]byte(got), []byte(tok)) != 1 {
-		f.met.reject(rejMetricsToken)
+		f.met.Reject(metrics.RejMetricsToken)
 		w.Header().Set("WWW-Authenticate", `Bearer realm="metrics"`)
 		http.Error(w, "metrics token required", http.StatusUnauthorized)
 		return false
@@ -243,13 +244,13 @@ func (c *Coordinator) withCode(h http.HandlerFunc) http.HandlerFunc {
 		}
 		switch v, retry := c.gate.CheckCode(c.gate.ClientAddr(r), code, c.cfg.JoinCode); v {
 		case gate.Throttled:
-			c.met.reject(rejJoinThrottled)
+			c.met.Reject(metrics.RejJoinThrottled)
 			w.Header().Set("Retry-After", strconv.Itoa(int(retry.Seconds())+1))
 			http.Error(w, "too many wrong join codes from this address", http.StatusTooManyRequests)
 			return
 		case gate.Wrong:
-			c.met.authFailures.Add(1)
-			c.met.reject(rejJoinCode)
+			c.met.AuthFailures.Add(1)
+			c.met.Reject(metrics.RejJoinCode)
 			http.Error(w, "wrong join code", http.StatusForbidden)
 			return
 		}
@@ -572,10 +573,10 @@ func (c *Coordinator) Status() Status {
 	most := s.Privacy.MaxParticipations
 	s.Privacy = SessionPrivacy(s.Session)
 	s.Privacy.MaxParticipations = most
-	s.BytesIn, s.BytesOut = c.met.bytesIn.Load(), c.met.bytesOut.Load()
-	s.LatencyP50Ms = float64(c.met.quantile(0.5).Microseconds()) / 1000
-	s.LatencyP99Ms = float64(c.met.quantile(0.99).Microseconds()) / 1000
-	s.BadFrames = c.met.badFrames.Load()
+	s.BytesIn, s.BytesOut = c.met.BytesIn.Load(), c.met.BytesOut.Load()
+	s.LatencyP50Ms = float64(c.met.Quantile(0.5).Microseconds()) / 1000
+	s.LatencyP99Ms = float64(c.met.Quantile(0.99).Microseconds()) / 1000
+	s.BadFrames = c.met.BadFrames.Load()
 	s.UptimeSec = time.Since(c.started).Seconds()
 	if node != nil {
 		s.Edges = node.Edges()

@@ -8,6 +8,7 @@ import (
 	"golang.org/x/text/cases"
 	"golang.org/x/text/unicode/norm"
 
+	"browserfl/coordinator/metrics"
 	"browserfl/shared/wire"
 )
 
@@ -96,7 +97,7 @@ func nicknameSkeleton(s string) string {
 
 // errNicknameTaken is the refusal of a nickname too close to a present
 // one; its reason is what the student reads.
-var errNicknameTaken = &closeError{code: wire.CodeNickname, kind: rejNickname,
+var errNicknameTaken = &closeError{code: wire.CodeNickname, kind: metrics.RejNickname,
 	reason: "That name is too close to someone else's. Try another."}
 
 // checkNicknameLocked refuses nickname for device id if it looks like the
@@ -117,5 +118,5 @@ func (c *Coordinator) checkNicknameLocked(id, nickname string) error {
 
 // nicknameError is the refusal of a nickname that NFKC made invalid.
 func nicknameError(err error) error {
-	return &closeError{code: wire.CodeNickname, kind: rejNickname, reason: fmt.Sprintf("That name cannot be used: %v. Try another.", err)}
+	return &closeError{code: wire.CodeNickname, kind: metrics.RejNickname, reason: fmt.Sprintf("That name cannot be used: %v. Try another.", err)}
 }

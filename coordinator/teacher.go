@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"browserfl/coordinator/gate"
+	"browserfl/coordinator/metrics"
 	"browserfl/shared/wire"
 )
 
@@ -60,11 +61,11 @@ func (c *Coordinator) teacherAuth(w http.ResponseWriter, r *http.Request, secret
 	case gate.OK:
 		return true, false
 	case gate.Throttled:
-		c.met.reject(rejTeacherThrottled)
+		c.met.Reject(metrics.RejTeacherThrottled)
 		w.Header().Set("Retry-After", strconv.Itoa(int(retry.Seconds())+1))
 		http.Error(w, "too many wrong teacher secrets from this address", http.StatusTooManyRequests)
 	default:
-		c.met.reject(rejTeacherSecret)
+		c.met.Reject(metrics.RejTeacherSecret)
 		http.Error(w, "wrong teacher secret", http.StatusForbidden)
 	}
 	return false, true
@@ -88,7 +89,7 @@ func (c *Coordinator) teacherRoutes(mux *http.ServeMux) {
 		mux.HandleFunc("POST /api/teacher/"+name, func(w http.ResponseWriter, r *http.Request) {
 			if ok, answered := c.teacherAuth(w, r, c.cfg.TeacherSecret); !ok {
 				if !answered {
-					c.met.reject(rejTeacherSecret)
+					c.met.Reject(metrics.RejTeacherSecret)
 					http.Error(w, "teacher secret required", http.StatusForbidden)
 				}
 				return

@@ -104,9 +104,8 @@ func (c *Coordinator) planInput(shards *Shards) PlanInput {
 		}
 	}
 	c.mu.Unlock()
-	c.met.mu.Lock()
-	in.SamplesUsed = c.met.included * int64(sess.Batch)
-	c.met.mu.Unlock()
+	_, included := c.met.Totals()
+	in.SamplesUsed = included * int64(sess.Batch)
 	if shards != nil {
 		in.Shards = shards.Stats()
 	}

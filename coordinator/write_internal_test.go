@@ -1,6 +1,7 @@
 package coordinator
 
 import (
+	"browserfl/coordinator/metrics"
 	"context"
 	"net"
 	"net/http"
@@ -38,7 +39,7 @@ func TestWriteTimeoutDropsSlowConsumer(t *testing.T) {
 		tc.SetWriteBuffer(4096)
 	}
 
-	f := &front{lim: Limits{WriteTimeout: 200 * time.Millisecond}, met: newMetrics()}
+	f := &front{lim: Limits{WriteTimeout: 200 * time.Millisecond}, met: metrics.New()}
 	cn := &conn{f: f, ws: ws, fc: fc, outbox: make(chan outFrame, 4), done: make(chan struct{})}
 	cn.ctx, cn.stop = context.WithCancel(context.Background())
 	defer cn.stop()
@@ -50,10 +51,10 @@ func TestWriteTimeoutDropsSlowConsumer(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("a client that does not read was not dropped: the write never timed out")
 	}
-	if n := f.met.slowConsumers.Load(); n != 1 {
+	if n := f.met.SlowConsumers.Load(); n != 1 {
 		t.Errorf("slow consumers = %d, want 1", n)
 	}
-	if n := f.met.rejections[rejSlowConsumer].Load(); n != 1 {
+	if n := f.met.Rejections[metrics.RejSlowConsumer].Load(); n != 1 {
 		t.Errorf("slow-consumer rejections = %d, want 1", n)
 	}
 }

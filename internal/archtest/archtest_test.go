@@ -74,6 +74,11 @@ var rules = []rule{
 		why:    "the admission gate answers who may knock and how often; it knows no session, store or bus",
 	},
 	{
+		pkgs:   []string{"browserfl/coordinator/metrics"},
+		forbid: []string{"browserfl/..."},
+		why:    "the counters and their exposition are a leaf: they know no session, connection or protocol",
+	},
+	{
 		pkgs:   []string{"browserfl/engine/..."},
 		forbid: []string{"browserfl/coordinator/...", "browserfl/device/...", "browserfl/sim/...", "browserfl/wasm/..."},
 		why:    "the round engine is the rules both shells (the coordinator, the simulator) drive: it knows neither",

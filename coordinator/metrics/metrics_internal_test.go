@@ -1,4 +1,4 @@
-package coordinator
+package metrics
 
 import (
 	"strings"
@@ -12,28 +12,28 @@ import (
 func TestMetricsRegisteredOnce(t *testing.T) {
 	tests := []struct {
 		name  string
-		rows  func(v float64) []metricRow
+		rows  func(v float64) []Row
 		want  []string // in the second scrape's text, after the values changed
 		fails bool
 	}{
-		{"values read at each scrape", func(v float64) []metricRow {
-			return []metricRow{{"browserfl_test_total", "A counter.", "counter", v}, {"browserfl_test_gauge", "A gauge.", "gauge", 2 * v}}
+		{"values read at each scrape", func(v float64) []Row {
+			return []Row{{"browserfl_test_total", "A counter.", "counter", v}, {"browserfl_test_gauge", "A gauge.", "gauge", 2 * v}}
 		}, []string{"browserfl_test_total 2\n", "browserfl_test_gauge 4\n", `browserfl_rejections_total{kind="full"} 1`, "# TYPE browserfl_test_total counter"}, false},
-		{"two rows of one name", func(v float64) []metricRow {
-			return []metricRow{{"browserfl_test_total", "A counter.", "counter", v}, {"browserfl_test_total", "A counter.", "counter", v}}
+		{"two rows of one name", func(v float64) []Row {
+			return []Row{{"browserfl_test_total", "A counter.", "counter", v}, {"browserfl_test_total", "A counter.", "counter", v}}
 		}, nil, true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			m := newMetrics()
+			m := New()
 			v := 1.0
-			rows := func() []metricRow { return tc.rows(v) }
+			rows := func() []Row { return tc.rows(v) }
 			var first, second strings.Builder
-			err1 := m.write(&first, rows, m.roundLatency)
+			err1 := m.Write(&first, rows, m.RoundLatency)
 			reg := m.reg
 			v = 2
-			m.reject(rejFull)
-			err2 := m.write(&second, rows, m.roundLatency)
+			m.Reject(RejFull)
+			err2 := m.Write(&second, rows, m.RoundLatency)
 			if tc.fails {
 				if err1 == nil || err2 == nil {
 					t.Fatalf("duplicate rows accepted: %v, %v", err1, err2)
