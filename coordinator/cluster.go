@@ -19,6 +19,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"browserfl/coordinator/bus"
+	"browserfl/coordinator/wsconn"
 	"browserfl/shared/mechanism"
 	"browserfl/shared/optim"
 	"browserfl/shared/wire"
@@ -121,37 +122,37 @@ type remoteLink struct {
 	id   string
 }
 
-func (l *remoteLink) deviceID() string      { return l.id }
-func (l *remoteLink) setDeviceID(id string) { l.id = id }
+func (l *remoteLink) DeviceID() string      { return l.id }
+func (l *remoteLink) SetDeviceID(id string) { l.id = id }
 
 // sendRound queues the whole frame: the edge sends each of its devices
 // the frame or its short form (Edge.roundLocked).
-func (l *remoteLink) sendRound(f outFrame) int {
-	f.short = nil
-	if !l.send(f) {
+func (l *remoteLink) SendRound(f wsconn.OutFrame) int {
+	f.Short = nil
+	if !l.Send(f) {
 		return 0
 	}
-	return len(f.data)
+	return len(f.Data)
 }
 
-func (l *remoteLink) send(f outFrame) bool {
-	if !f.binary {
-		l.n.publish(l.edge, bus.KindControl, &bus.Header{Seq: l.seq}, f.data)
+func (l *remoteLink) Send(f wsconn.OutFrame) bool {
+	if !f.Binary {
+		l.n.publish(l.edge, bus.KindControl, &bus.Header{Seq: l.seq}, f.Data)
 		return true
 	}
 	// A round frame: queued per edge, published once for all the
 	// edge's cohort members by sendRounds.
 	l.n.mu.Lock()
 	if es := l.n.edges[l.edge]; es != nil {
-		es.roundT, es.roundFrame = f.round, f.data
+		es.roundT, es.roundFrame = f.Round, f.Data
 		es.roundSeqs = append(es.roundSeqs, l.seq)
-		es.roundMarks = append(es.roundMarks, f.mark)
+		es.roundMarks = append(es.roundMarks, f.Mark)
 	}
 	l.n.mu.Unlock()
 	return true
 }
 
-func (l *remoteLink) sendControl(m wire.Message) bool {
+func (l *remoteLink) SendControl(m wire.Message) bool {
 	b, err := wire.EncodeControl(m)
 	if err != nil {
 		return false
@@ -159,7 +160,7 @@ func (l *remoteLink) sendControl(m wire.Message) bool {
 	return l.n.publish(l.edge, bus.KindControl, &bus.Header{Seq: l.seq}, b)
 }
 
-func (l *remoteLink) closeWith(code, reason string) {
+func (l *remoteLink) CloseWith(code, reason string) {
 	if code == wire.CodeShutdown {
 		// The session process stopping is not the device's business:
 		// its edge keeps it connected for the next session process.
@@ -213,7 +214,7 @@ func NewSessionNode(c *Coordinator, cfg SessionNodeConfig) (*SessionNode, error)
 	if _, err := crand.Read(b[:]); err != nil {
 		return nil, fmt.Errorf("coordinator: epoch: %w", err)
 	}
-	n := &SessionNode{c: c, cfg: cfg, nc: cfg.Conn, epoch: binary.LittleEndian.Uint64(b[:]) | 1, log: c.log,
+	n := &SessionNode{c: c, cfg: cfg, nc: cfg.Conn, epoch: binary.LittleEndian.Uint64(b[:]) | 1, log: c.front.Log,
 		edges: map[string]*edgeState{}, links: map[linkKey]*remoteLink{}}
 	c.mu.Lock()
 	c.node = n
@@ -509,7 +510,7 @@ func (n *SessionNode) handle(ctx context.Context, es *edgeState, b []byte) {
 			n.log.Warn("status query", "err", err)
 			return
 		}
-		l.sendControl(dec)
+		l.SendControl(dec)
 	case bus.KindLeave:
 		es.waitHello(h.Seq)
 		m, err := wire.DecodeControl(body)
@@ -586,9 +587,9 @@ func (n *SessionNode) hello(edge string, h bus.Header, body []byte) {
 	}
 	n.mu.Unlock()
 	code, reason := wire.CodeShutdown, "the session could not admit the device; retry"
-	var ce *closeError
+	var ce *wsconn.CloseError
 	if errors.As(err, &ce) {
-		code, reason = ce.code, ce.reason
+		code, reason = ce.Code, ce.Reason
 	} else {
 		n.log.Warn("admitting a device from an edge", "edge", edge, "err", err)
 	}
@@ -690,7 +691,7 @@ func (n *SessionNode) roster(es *edgeState, h bus.Header) {
 			if again {
 				var dec wire.Decision
 				if dec, err = c.decision(e.ID, e.Pending); err == nil && dec.State != wire.Pending {
-					l.sendControl(dec)
+					l.SendControl(dec)
 				}
 			}
 		} else {
@@ -698,9 +699,9 @@ func (n *SessionNode) roster(es *edgeState, h bus.Header) {
 			err = c.bindLocked(l, nick, e.Pending, nil)
 			c.mu.Unlock()
 		}
-		if ce := (*closeError)(nil); errors.As(err, &ce) && ce.code == wire.CodeRemoved {
+		if ce := (*wsconn.CloseError)(nil); errors.As(err, &ce) && ce.Code == wire.CodeRemoved {
 			// Removed by the teacher while the session process was away.
-			l.closeWith(ce.code, ce.reason)
+			l.CloseWith(ce.Code, ce.Reason)
 		} else if err != nil {
 			n.log.Warn("adopting a device from an edge's roster", "edge", edge, "err", err)
 		}
@@ -765,26 +766,26 @@ func (c *Coordinator) acceptAggregate(t int, links []link, ids []string, body []
 	defer c.signal()
 	or := c.round
 	for _, l := range missing {
-		if d := c.devices[l.deviceID()]; d != nil && d.conn == l && or != nil && or.t == t && d.round == t &&
+		if d := c.devices[l.DeviceID()]; d != nil && d.conn == l && or != nil && or.t == t && d.round == t &&
 			or.cohort[d.id] && or.updates[d.id] == nil && !or.closed {
 			delete(or.cohort, d.id)
 			or.dropped[d.id] = true
 			d.round = 0
 			d.misses++
-			d.conn.sendControl(wire.Decision{T: t, State: wire.Excluded, Reason: "no update before the deadline"})
+			d.conn.SendControl(wire.Decision{T: t, State: wire.Excluded, Reason: "no update before the deadline"})
 		}
 	}
 	if or != nil {
 		or.checkAllIn()
 	}
 	if len(ids) == 0 {
-		c.vecs.put(vec)
+		c.vecs.Put(vec)
 		return true
 	}
 	if t <= c.committed || or == nil || or.t != t || or.closed {
 		// Late: whoever is still in round t is excluded at its commit.
-		c.met.LateUpdates.Add(int64(len(ids)))
-		c.vecs.put(vec)
+		c.front.Met.LateUpdates.Add(int64(len(ids)))
+		c.vecs.Put(vec)
 		return false
 	}
 	why := ""
@@ -817,12 +818,12 @@ func (c *Coordinator) acceptAggregate(t int, links []link, ids []string, body []
 			why = "the sum is not finite"
 		case !(norm <= float64(len(ids))*c.bound):
 			why = fmt.Sprintf("the sum's norm %.4g is above %d times the session's bound %.4g", norm, len(ids), c.bound)
-			c.met.RejectedUpdates.Add(int64(len(ids)))
+			c.front.Met.RejectedUpdates.Add(int64(len(ids)))
 		}
 	}
 	if why != "" {
-		c.vecs.put(vec)
-		c.log.Warn("edge aggregate refused; its members are excluded", "round", t, "members", len(ids), "why", why)
+		c.vecs.Put(vec)
+		c.front.Log.Warn("edge aggregate refused; its members are excluded", "round", t, "members", len(ids), "why", why)
 		for _, id := range ids {
 			d := c.devices[id]
 			if d == nil || d.round != t || !or.cohort[id] || or.updates[id] != nil {
@@ -845,7 +846,7 @@ func (c *Coordinator) acceptAggregate(t int, links []link, ids []string, body []
 		c.devices[id].misses, c.devices[id].proven = 0, true
 	}
 	or.bytesIn += bytesIn
-	c.met.Updates.Add(int64(len(ids)))
+	c.front.Met.Updates.Add(int64(len(ids)))
 	or.checkAllIn()
 	return true
 }
@@ -857,7 +858,7 @@ func (c *Coordinator) acceptAggregate(t int, links []link, ids []string, body []
 func (c *Coordinator) rejectedAtEdge(l link, t int, norm float64, why string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	d, or := c.devices[l.deviceID()], c.round
+	d, or := c.devices[l.DeviceID()], c.round
 	if d == nil || d.conn != l || or == nil || or.t != t || !or.cohort[d.id] || or.updates[d.id] != nil || or.closed {
 		return
 	}

@@ -17,6 +17,7 @@ import (
 
 	"browserfl/coordinator"
 	"browserfl/coordinator/store"
+	"browserfl/coordinator/wsconn"
 	"browserfl/shared/wire"
 )
 
@@ -137,7 +138,7 @@ func TestBadInputClosesConnection(t *testing.T) {
 }
 
 func TestRateLimit(t *testing.T) {
-	h := newHarnessLimits(t, testSession(4, 4, 2, 3, 500), 5, coordinator.Limits{MsgRate: 1, MsgBurst: 4})
+	h := newHarnessLimits(t, testSession(4, 4, 2, 3, 500), 5, wsconn.Limits{MsgRate: 1, MsgBurst: 4})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	ws := dialRaw(t, ctx, h.wsURL(), true)

@@ -23,6 +23,7 @@ import (
 	"browserfl/coordinator"
 	"browserfl/coordinator/internal/nctest"
 	"browserfl/coordinator/store"
+	"browserfl/coordinator/wsconn"
 	"browserfl/device"
 	"browserfl/shared/dataset"
 	"browserfl/shared/optim"
@@ -53,10 +54,10 @@ type harness struct {
 
 func newHarness(t *testing.T, sess wire.SessionParams, minDevices int) *harness {
 	t.Helper()
-	return newHarnessLimits(t, sess, minDevices, coordinator.Limits{})
+	return newHarnessLimits(t, sess, minDevices, wsconn.Limits{})
 }
 
-func newHarnessLimits(t *testing.T, sess wire.SessionParams, minDevices int, lim coordinator.Limits) *harness {
+func newHarnessLimits(t *testing.T, sess wire.SessionParams, minDevices int, lim wsconn.Limits) *harness {
 	t.Helper()
 	return newHarnessWith(t, sess, func(cfg *coordinator.Config) {
 		cfg.MinDevices, cfg.Limits = minDevices, lim

@@ -64,7 +64,7 @@ func (e *Edge) newHistLocked(id string) {
 // the session's mark m: the edge's own if it agrees with m, else one
 // started again (not from the start). The round is recorded as asked.
 func (e *Edge) askHistLocked(ec *edgeConn, m bus.Mark) *edgeHist {
-	id := ec.cn.id
+	id := ec.cn.ID
 	eh := e.hists[id]
 	if ec.pending != nil {
 		// An undecided update of an earlier round: its decision will
@@ -101,7 +101,7 @@ func (e *Edge) decidedLocked(ec *edgeConn, t int, included bool) {
 	if ec.pending == nil || ec.pendingT != t {
 		return
 	}
-	if included && ec.hist != nil && e.hists[ec.cn.id] == ec.hist {
+	if included && ec.hist != nil && e.hists[ec.cn.ID] == ec.hist {
 		ec.hist.h.Add(*ec.pending)
 		ec.hist.incl++
 	}
@@ -112,7 +112,7 @@ func (e *Edge) decidedLocked(ec *edgeConn, t int, included bool) {
 // may now miss an inclusion.
 func (e *Edge) losePendingLocked(ec *edgeConn) {
 	if ec.pending != nil {
-		if eh := e.hists[ec.cn.id]; eh != nil {
+		if eh := e.hists[ec.cn.ID]; eh != nil {
 			eh.lost = true
 		}
 	}
@@ -122,7 +122,7 @@ func (e *Edge) losePendingLocked(ec *edgeConn) {
 // dropPendingLocked recycles ec's undecided update, if any.
 func (e *Edge) dropPendingLocked(ec *edgeConn) {
 	if ec.pending != nil {
-		e.vecs.put(ec.pending)
+		e.vecs.Put(ec.pending)
 		ec.pending, ec.pendingT = nil, 0
 	}
 }

@@ -2,6 +2,7 @@ package coordinator
 
 import (
 	"browserfl/coordinator/bus"
+	"browserfl/coordinator/wsconn"
 	"strconv"
 	"testing"
 )
@@ -14,8 +15,8 @@ import (
 // decision starts the history again, no longer from the start; asks the
 // edge did not see end "from the start"; an exclusion adds nothing.
 func TestEdgeHistoryMarks(t *testing.T) {
-	e := &Edge{hists: map[string]*edgeHist{}, vecs: newVecList(0)}
-	ec := &edgeConn{cn: &conn{id: "dev"}}
+	e := &Edge{hists: map[string]*edgeHist{}, vecs: wsconn.NewVecList(0)}
+	ec := &edgeConn{cn: &wsconn.Conn{ID: "dev"}}
 	vec := func(v float64) *[]float64 { x := []float64{v, 0}; return &x }
 	const gen = 77
 
@@ -61,8 +62,8 @@ func TestEdgeHistoryMarks(t *testing.T) {
 		}, bus.Mark{Gen: gen, Incl: 1, Asks: 6}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e := &Edge{hists: map[string]*edgeHist{}, vecs: newVecList(0)}
-			ec := &edgeConn{cn: &conn{id: "dev"}}
+			e := &Edge{hists: map[string]*edgeHist{}, vecs: wsconn.NewVecList(0)}
+			ec := &edgeConn{cn: &wsconn.Conn{ID: "dev"}}
 			h := e.askHistLocked(ec, bus.Mark{Gen: gen, Incl: 1, Asks: 4})
 			ec.hist, ec.pending, ec.pendingT = h, vec(1), 4
 			e.decidedLocked(ec, 4, true) // the edge's count: 2
@@ -78,13 +79,13 @@ func TestEdgeHistoryMarks(t *testing.T) {
 	}
 
 	// A device first asked here (registered elsewhere): not from the start.
-	other := &edgeConn{cn: &conn{id: "moved"}}
+	other := &edgeConn{cn: &wsconn.Conn{ID: "moved"}}
 	if ho := e.askHistLocked(other, bus.Mark{Gen: 9, Incl: 5, Asks: 8}); ho.h.FromStart || ho.incl != 5 {
 		t.Fatalf("a device from elsewhere: from start %v, incl %d", ho.h.FromStart, ho.incl)
 	}
 	// Registered here but included elsewhere before its first round here.
 	e.newHistLocked("early")
-	if he := e.askHistLocked(&edgeConn{cn: &conn{id: "early"}}, bus.Mark{Gen: 5, Incl: 1, Asks: 2}); he.h.FromStart {
+	if he := e.askHistLocked(&edgeConn{cn: &wsconn.Conn{ID: "early"}}, bus.Mark{Gen: 5, Incl: 1, Asks: 2}); he.h.FromStart {
 		t.Fatal("a device included elsewhere before its first round here is from the start")
 	}
 }
@@ -93,11 +94,11 @@ func TestEdgeHistoryMarks(t *testing.T) {
 // asked history is dropped, and a decision for a dropped history adds
 // nothing to it (it would hold a vector the bound does not count).
 func TestEdgeHistoriesBounded(t *testing.T) {
-	e := &Edge{hists: map[string]*edgeHist{}, vecs: newVecList(0)}
-	first := &edgeConn{cn: &conn{id: "d0"}}
+	e := &Edge{hists: map[string]*edgeHist{}, vecs: wsconn.NewVecList(0)}
+	first := &edgeConn{cn: &wsconn.Conn{ID: "d0"}}
 	first.hist = e.askHistLocked(first, bus.Mark{Gen: 1, Asks: 1})
 	for i := 1; i < maxEdgeHistories+10; i++ {
-		e.askHistLocked(&edgeConn{cn: &conn{id: "d" + strconv.Itoa(i)}}, bus.Mark{Gen: 1, Asks: 1})
+		e.askHistLocked(&edgeConn{cn: &wsconn.Conn{ID: "d" + strconv.Itoa(i)}}, bus.Mark{Gen: 1, Asks: 1})
 	}
 	if len(e.hists) != maxEdgeHistories {
 		t.Fatalf("%d histories, want %d", len(e.hists), maxEdgeHistories)

@@ -19,6 +19,7 @@ import (
 	"browserfl/coordinator/gate"
 	"browserfl/coordinator/internal/nctest"
 	"browserfl/coordinator/store"
+	"browserfl/coordinator/wsconn"
 	"browserfl/device"
 	"browserfl/shared/wire"
 )
@@ -122,7 +123,7 @@ func TestMetricsTokenFor(t *testing.T) {
 // other names join, stored in NFKC form; once the first device has gone,
 // its name is free again.
 func TestLookalikeNicknames(t *testing.T) {
-	c, srv := gateServer(t, coordinator.Limits{}, gate.Config{})
+	c, srv := gateServer(t, wsconn.Limits{}, gate.Config{})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	join := func(nick string) (wire.Message, *websocket.Conn) {

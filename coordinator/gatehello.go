@@ -1,10 +1,7 @@
 package coordinator
 
 import (
-	"fmt"
-
-	"browserfl/coordinator/gate"
-	"browserfl/coordinator/metrics"
+	"browserfl/coordinator/wsconn"
 	"browserfl/shared/wire"
 )
 
@@ -13,7 +10,7 @@ import (
 // to an undecided round is kept. It evicts down to 7/8 of the cap so
 // that the sort is amortised.
 func (c *Coordinator) evictInactive() {
-	g := c.gate
+	g := c.front.Gate
 	c.mu.Lock()
 	over := len(c.devices) - c.nconn - g.Config().MaxInactive
 	c.mu.Unlock()
@@ -42,7 +39,7 @@ func (c *Coordinator) evictInactive() {
 		}
 		c.histLost[id] = true // its asks and inclusions so far are forgotten
 		gone = append(gone, id)
-		c.met.Evicted.Add(1)
+		c.front.Met.Evicted.Add(1)
 	}
 	c.mu.Unlock()
 	g.Forget(gone)
@@ -51,26 +48,6 @@ func (c *Coordinator) evictInactive() {
 // checkHello applies the gate to a hello before admit: the version (a
 // wrong one is a bad frame), the join code with its per-address backoff
 // and the registration rate for a hello without a device id.
-func (c *Coordinator) checkHello(cn *conn, h wire.Hello) error {
-	return c.front.gateHello(cn, h, c.cfg.JoinCode)
-}
-
-// gateHello is checkHello for a session whose join code is code.
-func (c *front) gateHello(cn *conn, h wire.Hello, code string) error {
-	if h.Version != wire.Version {
-		return &closeError{code: wire.CodeVersion, reason: fmt.Sprintf("protocol version %d, want %d", h.Version, wire.Version)}
-	}
-	switch v, retry := c.gate.CheckCode(cn.addr, h.JoinCode, code); v {
-	case gate.Throttled:
-		return &closeError{code: wire.CodeRate, kind: metrics.RejJoinThrottled, quiet: true,
-			reason: fmt.Sprintf("too many wrong join codes from this address; retry in %d s", int(retry.Seconds()+1))}
-	case gate.Wrong:
-		c.met.AuthFailures.Add(1)
-		return &closeError{code: wire.CodeJoinCode, kind: metrics.RejJoinCode, quiet: true, reason: "wrong join code"}
-	}
-	if h.DeviceID == "" && !c.gate.Register(cn.addr) {
-		return &closeError{code: wire.CodeRate, kind: metrics.RejRegisterThrottled, quiet: true,
-			reason: "too many new devices; retry later"}
-	}
-	return nil
+func (c *Coordinator) checkHello(cn *wsconn.Conn, h wire.Hello) error {
+	return c.front.GateHello(cn, h, c.cfg.JoinCode)
 }

@@ -37,7 +37,7 @@ func TestHistoryFromStart(t *testing.T) {
 	}
 	leave := func(id string) {
 		c.disconnectedLink(c.devices[id].conn)
-		c.gate.MarkInactive(id)
+		c.front.Gate.MarkInactive(id)
 	}
 	for _, id := range []string{"a", "b", "c"} {
 		if d := bind(id); !d.hist.FromStart {

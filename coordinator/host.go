@@ -685,7 +685,7 @@ func (h *Host) teacherOnly(cur *hostSession, next http.HandlerFunc) http.Handler
 		case ok:
 			next(w, withTeacher(r))
 		case !answered:
-			cur.c.met.Reject(metrics.RejTeacherSecret)
+			cur.c.front.Met.Reject(metrics.RejTeacherSecret)
 			http.Error(w, "teacher secret required", http.StatusForbidden)
 		}
 	}))

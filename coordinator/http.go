@@ -14,6 +14,7 @@ import (
 	"browserfl/coordinator/gate"
 	"browserfl/coordinator/metrics"
 	"browserfl/coordinator/store"
+	"browserfl/coordinator/wsconn"
 	"browserfl/shared/plan"
 	"browserfl/shared/wire"
 )
@@ -81,7 +82,7 @@ func (c *Coordinator) Handler(assets Assets, shards *Shards) http.Handler {
 		w.Header().Set("Cache-Control", "no-store")
 		w.Write(frame)
 	}))
-	mux.HandleFunc("GET /ws", c.ServeWS)
+	mux.HandleFunc("GET /ws", c.front.ServeWS)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		if _, _, err := c.store.State(); err != nil {
 			http.Error(w, "store unavailable", http.StatusServiceUnavailable)
@@ -135,7 +136,7 @@ func (c *Coordinator) Handler(assets Assets, shards *Shards) http.Handler {
 			idx := shards.pick(r)
 			blob, err := shards.blob(idx)
 			if err != nil {
-				c.log.Error("demo shard", "err", err)
+				c.front.Log.Error("demo shard", "err", err)
 				http.Error(w, "shard unavailable", http.StatusInternalServerError)
 				return
 			}
@@ -149,7 +150,7 @@ func (c *Coordinator) Handler(assets Assets, shards *Shards) http.Handler {
 				idx := shards.pick(r)
 				im, lab, err := shards.idx(idx)
 				if err != nil {
-					c.log.Error("demo shard", "err", err)
+					c.front.Log.Error("demo shard", "err", err)
 					http.Error(w, "shard unavailable", http.StatusInternalServerError)
 					return
 				}
@@ -171,8 +172,8 @@ func (c *Coordinator) Handler(assets Assets, shards *Shards) http.Handler {
 
 // metricsAllowed checks the metrics token (Gate.MetricsToken) of a
 // /metrics request; it answers 401 itself when the token is missing.
-func metricsAllowed(f *front, w http.ResponseWriter, r *http.Request) bool {
-	tok := f.gate.Config().MetricsToken
+func metricsAllowed(f *wsconn.Front, w http.ResponseWriter, r *http.Request) bool {
+	tok := f.Gate.Config().MetricsToken
 	if tok == "" {
 		return true
 	}
@@ -181,7 +182,7 @@ func metricsAllowed(f *front, w http.ResponseWriter, r *http.Request) bool {
 		got = r.URL.Query().Get("token")
 	}
 	if subtle.ConstantTimeCompare([]byte(got), []byte(tok)) != 1 {
-		f.met.Reject(metrics.RejMetricsToken)
+		f.Met.Reject(metrics.RejMetricsToken)
 		w.Header().Set("WWW-Authenticate", `Bearer realm="metrics"`)
 		http.Error(w, "metrics token required", http.StatusUnauthorized)
 		return false
@@ -242,15 +243,15 @@ func (c *Coordinator) withCode(h http.HandlerFunc) http.HandlerFunc {
 		if code == "" {
 			code = r.URL.Query().Get("code")
 		}
-		switch v, retry := c.gate.CheckCode(c.gate.ClientAddr(r), code, c.cfg.JoinCode); v {
+		switch v, retry := c.front.Gate.CheckCode(c.front.Gate.ClientAddr(r), code, c.cfg.JoinCode); v {
 		case gate.Throttled:
-			c.met.Reject(metrics.RejJoinThrottled)
+			c.front.Met.Reject(metrics.RejJoinThrottled)
 			w.Header().Set("Retry-After", strconv.Itoa(int(retry.Seconds())+1))
 			http.Error(w, "too many wrong join codes from this address", http.StatusTooManyRequests)
 			return
 		case gate.Wrong:
-			c.met.AuthFailures.Add(1)
-			c.met.Reject(metrics.RejJoinCode)
+			c.front.Met.AuthFailures.Add(1)
+			c.front.Met.Reject(metrics.RejJoinCode)
 			http.Error(w, "wrong join code", http.StatusForbidden)
 			return
 		}
@@ -551,7 +552,7 @@ func (c *Coordinator) Status() Status {
 				s.Devices.Eligible++
 			case d.left:
 				s.Devices.Left++
-			case d.misses >= c.lim.MaxMisses:
+			case d.misses >= c.front.Lim.MaxMisses:
 				s.Devices.Stuck++
 			}
 		}
@@ -561,7 +562,7 @@ func (c *Coordinator) Status() Status {
 		s.Privacy.MaxParticipations = max(s.Privacy.MaxParticipations, d.participations)
 	}
 	s.Devices.Known = len(c.devices)
-	s.Full = c.connectedLocked() >= c.lim.MaxDevices
+	s.Full = c.connectedLocked() >= c.front.Lim.MaxDevices
 	if or := c.round; or != nil {
 		s.Round = &RoundView{T: or.t, Cohort: len(or.cohort), Received: len(or.updates), Closed: or.closed,
 			DeadlineLeftMs: max(0, time.Until(or.deadline).Milliseconds())}
@@ -573,10 +574,10 @@ func (c *Coordinator) Status() Status {
 	most := s.Privacy.MaxParticipations
 	s.Privacy = SessionPrivacy(s.Session)
 	s.Privacy.MaxParticipations = most
-	s.BytesIn, s.BytesOut = c.met.BytesIn.Load(), c.met.BytesOut.Load()
-	s.LatencyP50Ms = float64(c.met.Quantile(0.5).Microseconds()) / 1000
-	s.LatencyP99Ms = float64(c.met.Quantile(0.99).Microseconds()) / 1000
-	s.BadFrames = c.met.BadFrames.Load()
+	s.BytesIn, s.BytesOut = c.front.Met.BytesIn.Load(), c.front.Met.BytesOut.Load()
+	s.LatencyP50Ms = float64(c.front.Met.Quantile(0.5).Microseconds()) / 1000
+	s.LatencyP99Ms = float64(c.front.Met.Quantile(0.99).Microseconds()) / 1000
+	s.BadFrames = c.front.Met.BadFrames.Load()
 	s.UptimeSec = time.Since(c.started).Seconds()
 	if node != nil {
 		s.Edges = node.Edges()

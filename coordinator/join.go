@@ -353,7 +353,7 @@ func (c *Coordinator) newJoin(info JoinInfo) *joinState {
 	j := &joinState{c: c, info: info}
 	start, err := c.store.SessionStart(c.started)
 	if err != nil {
-		c.log.Warn("session start unavailable; uptime counts from this process's start", "err", err)
+		c.front.Log.Warn("session start unavailable; uptime counts from this process's start", "err", err)
 		start = c.started
 	}
 	j.start = start
@@ -408,7 +408,7 @@ func (j *joinState) fill(s *Status, r *http.Request) {
 	s.UptimeSec = time.Since(j.start).Seconds()
 	sum, err := j.Summary()
 	if err != nil {
-		j.c.log.Warn("dashboard summary", "err", err)
+		j.c.front.Log.Warn("dashboard summary", "err", err)
 		return
 	}
 	s.Join.Summary = &sum

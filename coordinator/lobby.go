@@ -179,11 +179,11 @@ func (c *Coordinator) Start(ctx context.Context) error {
 	c.state = StateRunning
 	sent := 0
 	for _, d := range c.devices {
-		if d.conn != nil && !d.left && !d.removed && d.conn.sendControl(wire.Start{Session: final}) {
+		if d.conn != nil && !d.left && !d.removed && d.conn.SendControl(wire.Start{Session: final}) {
 			sent++
 		}
 	}
-	c.log.Info("session started", "devices", n, "sent", sent, "M", final.M, "cohort", final.Cohort,
+	c.front.Log.Info("session started", "devices", n, "sent", sent, "M", final.M, "cohort", final.Cohort,
 		"rounds", final.Rounds, "deadline_ms", final.DeadlineMillis)
 	c.poke()
 	c.signal()
@@ -208,7 +208,7 @@ func (c *Coordinator) move(from, to string) error {
 		return err
 	}
 	c.state = to
-	c.log.Info("session "+to, "committed", c.committed)
+	c.front.Log.Info("session "+to, "committed", c.committed)
 	c.poke()
 	c.signal()
 	return nil
@@ -256,11 +256,11 @@ func (c *Coordinator) End() error {
 		// be in the lobby or paused; it returns after it sends End too).
 		for _, d := range c.devices {
 			if d.conn != nil {
-				d.conn.sendControl(wire.End{Committed: c.committed})
+				d.conn.SendControl(wire.End{Committed: c.committed})
 			}
 		}
 	}
-	c.log.Info("session ended by the teacher", "committed", c.committed, "rounds", c.sess.Rounds)
+	c.front.Log.Info("session ended by the teacher", "committed", c.committed, "rounds", c.sess.Rounds)
 	c.poke()
 	c.signal()
 	return nil
@@ -270,7 +270,7 @@ func (c *Coordinator) End() error {
 // (all its rounds, or the one End cut short), with who took part.
 func (c *Coordinator) markEndedLocked() {
 	if err := c.putStateLocked(StateEnded); err != nil {
-		c.log.Warn("could not store that the session ended", "err", err)
+		c.front.Log.Warn("could not store that the session ended", "err", err)
 	}
 	c.state = StateEnded
 }
@@ -342,7 +342,7 @@ func (c *Coordinator) peopleLocked() []Person {
 			p.State, p.Why = "left", d.leftWhy
 		case d.conn == nil:
 			p.State = "gone"
-		case d.misses >= c.lim.MaxMisses:
+		case d.misses >= c.front.Lim.MaxMisses:
 			p.State = "stuck"
 		case c.state == StateLobby:
 			p.State = "lobby"

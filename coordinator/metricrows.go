@@ -7,12 +7,12 @@ import (
 
 // WriteMetrics writes the Prometheus text exposition of c's metrics.
 func (c *Coordinator) WriteMetrics(w io.Writer) error {
-	return c.met.Write(w, exported(c.metricRows), c.met.RoundLatency)
+	return c.front.Met.Write(w, exported(c.metricRows), c.front.Met.RoundLatency)
 }
 
 // metricRows reads c's rows of /metrics.
 func (c *Coordinator) metricRows() []metricRow {
-	m := c.met
+	m := c.front.Met
 	c.mu.Lock()
 	committed, devices, eligible := c.committed, len(c.devices), c.countEligibleLocked()
 	inactive := len(c.devices) - c.nconn

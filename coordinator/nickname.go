@@ -9,6 +9,7 @@ import (
 	"golang.org/x/text/unicode/norm"
 
 	"browserfl/coordinator/metrics"
+	"browserfl/coordinator/wsconn"
 	"browserfl/shared/wire"
 )
 
@@ -97,8 +98,8 @@ func nicknameSkeleton(s string) string {
 
 // errNicknameTaken is the refusal of a nickname too close to a present
 // one; its reason is what the student reads.
-var errNicknameTaken = &closeError{code: wire.CodeNickname, kind: metrics.RejNickname,
-	reason: "That name is too close to someone else's. Try another."}
+var errNicknameTaken = &wsconn.CloseError{Code: wire.CodeNickname, Kind: metrics.RejNickname,
+	Reason: "That name is too close to someone else's. Try another."}
 
 // checkNicknameLocked refuses nickname for device id if it looks like the
 // nickname of another device present in the session (connected, not
@@ -118,5 +119,5 @@ func (c *Coordinator) checkNicknameLocked(id, nickname string) error {
 
 // nicknameError is the refusal of a nickname that NFKC made invalid.
 func nicknameError(err error) error {
-	return &closeError{code: wire.CodeNickname, kind: metrics.RejNickname, reason: fmt.Sprintf("That name cannot be used: %v. Try another.", err)}
+	return &wsconn.CloseError{Code: wire.CodeNickname, Kind: metrics.RejNickname, Reason: fmt.Sprintf("That name cannot be used: %v. Try another.", err)}
 }

@@ -10,6 +10,7 @@ import (
 
 	"browserfl/coordinator/gate"
 	"browserfl/coordinator/metrics"
+	"browserfl/coordinator/wsconn"
 	"browserfl/shared/wire"
 )
 
@@ -57,15 +58,15 @@ func (c *Coordinator) teacherAuth(w http.ResponseWriter, r *http.Request, secret
 	if got == "" {
 		return false, false
 	}
-	switch v, retry := c.gate.CheckTeacher(c.gate.ClientAddr(r), got, secret); v {
+	switch v, retry := c.front.Gate.CheckTeacher(c.front.Gate.ClientAddr(r), got, secret); v {
 	case gate.OK:
 		return true, false
 	case gate.Throttled:
-		c.met.Reject(metrics.RejTeacherThrottled)
+		c.front.Met.Reject(metrics.RejTeacherThrottled)
 		w.Header().Set("Retry-After", strconv.Itoa(int(retry.Seconds())+1))
 		http.Error(w, "too many wrong teacher secrets from this address", http.StatusTooManyRequests)
 	default:
-		c.met.Reject(metrics.RejTeacherSecret)
+		c.front.Met.Reject(metrics.RejTeacherSecret)
 		http.Error(w, "wrong teacher secret", http.StatusForbidden)
 	}
 	return false, true
@@ -89,7 +90,7 @@ func (c *Coordinator) teacherRoutes(mux *http.ServeMux) {
 		mux.HandleFunc("POST /api/teacher/"+name, func(w http.ResponseWriter, r *http.Request) {
 			if ok, answered := c.teacherAuth(w, r, c.cfg.TeacherSecret); !ok {
 				if !answered {
-					c.met.Reject(metrics.RejTeacherSecret)
+					c.front.Met.Reject(metrics.RejTeacherSecret)
 					http.Error(w, "teacher secret required", http.StatusForbidden)
 				}
 				return
@@ -105,11 +106,11 @@ func (c *Coordinator) teacherRoutes(mux *http.ServeMux) {
 				case errors.Is(err, ErrNoSuchDevice):
 					code = http.StatusNotFound
 				}
-				c.log.Warn("teacher action failed", "action", name, "err", err)
+				c.front.Log.Warn("teacher action failed", "action", name, "err", err)
 				http.Error(w, err.Error(), code)
 				return
 			}
-			c.log.Info("teacher action", "action", name)
+			c.front.Log.Info("teacher action", "action", name)
 			if out == nil {
 				s := c.Status()
 				s.ForTeacher()
@@ -170,7 +171,7 @@ func (c *Coordinator) Remove(id string) error {
 	d := c.devices[id]
 	switch {
 	case id == "" || d == nil:
-		return fmt.Errorf("%w: %q", ErrNoSuchDevice, shortID(id))
+		return fmt.Errorf("%w: %q", ErrNoSuchDevice, wsconn.ShortID(id))
 	case d.removed:
 		return fmt.Errorf("%w: the device was removed already", ErrState)
 	}
@@ -180,7 +181,7 @@ func (c *Coordinator) Remove(id string) error {
 	}
 	c.removed[id] = true
 	d.removed = true
-	c.log.Info("device removed by the teacher", "device", shortID(id))
+	c.front.Log.Info("device removed by the teacher", "device", wsconn.ShortID(id))
 	if or := c.round; or != nil && d.round == or.t && or.cohort[id] {
 		u := or.updates[id]
 		_, atEdge := d.conn.(*remoteLink)
@@ -193,7 +194,7 @@ func (c *Coordinator) Remove(id string) error {
 		if u != nil {
 			delete(or.updates, id)
 			if u.vec != nil {
-				c.vecs.put(u.vec)
+				c.vecs.Put(u.vec)
 			}
 		}
 		delete(or.cohort, id)
@@ -203,7 +204,7 @@ func (c *Coordinator) Remove(id string) error {
 		or.checkAllIn()
 	}
 	if d.conn != nil {
-		d.conn.closeWith(wire.CodeRemoved, reasonRemoved)
+		d.conn.CloseWith(wire.CodeRemoved, reasonRemoved)
 	}
 	c.signal()
 	return nil

@@ -99,12 +99,12 @@ func (c *Coordinator) planInput(shards *Shards) PlanInput {
 	c.mu.Lock()
 	in.Committed, in.Finished = c.committed, c.finished
 	for _, d := range c.devices {
-		if d.conn != nil && !d.left && !d.removed && d.misses < c.lim.MaxMisses {
+		if d.conn != nil && !d.left && !d.removed && d.misses < c.front.Lim.MaxMisses {
 			in.Active++
 		}
 	}
 	c.mu.Unlock()
-	_, included := c.met.Totals()
+	_, included := c.front.Met.Totals()
 	in.SamplesUsed = included * int64(sess.Batch)
 	if shards != nil {
 		in.Shards = shards.Stats()
@@ -148,12 +148,12 @@ func logWarnings(ctx context.Context, current func() *Coordinator, shards *Shard
 		for _, w := range PlanWarnings(c.planInput(shards)) {
 			now[w.Kind] = true
 			if !active[w.Kind] {
-				c.log.Warn("the class may not finish the planned rounds", "kind", w.Kind, "warning", w.Text)
+				c.front.Log.Warn("the class may not finish the planned rounds", "kind", w.Kind, "warning", w.Text)
 			}
 		}
 		for k := range active {
 			if !now[k] {
-				c.log.Info("plan warning cleared", "kind", k)
+				c.front.Log.Info("plan warning cleared", "kind", k)
 			}
 		}
 		active = now

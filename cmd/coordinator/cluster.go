@@ -18,6 +18,7 @@ import (
 	"browserfl/coordinator"
 	"browserfl/coordinator/bus"
 	"browserfl/coordinator/gate"
+	"browserfl/coordinator/wsconn"
 	"browserfl/web"
 )
 
@@ -120,7 +121,7 @@ func runEdge(o options, log *slog.Logger, stderr io.Writer) error {
 	}
 	defer nc.Drain()
 	edge, err := coordinator.NewEdge(coordinator.EdgeConfig{ID: id, Conn: nc, Status: status, Prefix: o.NATSPrefix,
-		Limits: coordinator.Limits{MaxDevices: o.MaxDevices, MsgRate: o.MsgRate}, AllowedOrigins: o.Origins, Logger: log,
+		Limits: wsconn.Limits{MaxDevices: o.MaxDevices, MsgRate: o.MsgRate}, AllowedOrigins: o.Origins, Logger: log,
 		Gate: gate.Config{RegisterRate: o.RegisterRate, RegisterGlobalRate: o.RegisterGlobalRate,
 			PreHelloPerAddress: o.PreHelloPerAddress, TrustedProxies: o.TrustProxy, MetricsToken: o.MetricsToken}})
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"browserfl"
 	"browserfl/coordinator"
 	"browserfl/coordinator/gate"
+	"browserfl/coordinator/wsconn"
 	devrt "browserfl/device"
 	"browserfl/shared/dataset"
 	"browserfl/shared/model"
@@ -121,7 +122,7 @@ func template(o options, a assembled, gap time.Duration, evalSet []dataset.Sampl
 				return optim.NewServer(devrt.Params(final), x0, crand.Reader)
 			},
 			RoundGap: gap, EvalEvery: o.EvalEvery, EvalSamples: len(evalSet), Logger: log, AllowedOrigins: o.Origins,
-			Limits: coordinator.Limits{MaxDevices: o.MaxDevices, MsgRate: o.MsgRate},
+			Limits: wsconn.Limits{MaxDevices: o.MaxDevices, MsgRate: o.MsgRate},
 			Gate: gate.Config{RegisterRate: o.RegisterRate, RegisterGlobalRate: o.RegisterGlobalRate,
 				MaxInactive: o.MaxInactive, PreHelloPerAddress: o.PreHelloPerAddress, TrustedProxies: o.TrustProxy,
 				MetricsToken: o.MetricsToken},

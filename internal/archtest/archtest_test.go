@@ -79,6 +79,11 @@ var rules = []rule{
 		why:    "the counters and their exposition are a leaf: they know no session, connection or protocol",
 	},
 	{
+		pkgs:   []string{"browserfl/coordinator/wsconn"},
+		forbid: []string{"browserfl/coordinator", "browserfl/coordinator/store", "browserfl/engine/...", "browserfl/shared/optim/...", "browserfl/shared/plan/..."},
+		why:    "the device-facing connections read, limit and queue frames; what a frame means is the session's or the edge's (a Handler)",
+	},
+	{
 		pkgs:   []string{"browserfl/engine/..."},
 		forbid: []string{"browserfl/coordinator/...", "browserfl/device/...", "browserfl/sim/...", "browserfl/wasm/..."},
 		why:    "the round engine is the rules both shells (the coordinator, the simulator) drive: it knows neither",

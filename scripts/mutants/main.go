@@ -246,17 +246,17 @@ var mutations = []mutation{
 	},
 	{
 		name: "write-no-deadline", why: "a frame is written without the write timeout (a client that stops reading holds its writer for good)",
-		file: "coordinator/conn.go",
-		old:  "cn.fc.SetWriteDeadline(time.Now().Add(cn.f.lim.WriteTimeout))",
+		file: "coordinator/wsconn/conn.go",
+		old:  "cn.fc.SetWriteDeadline(time.Now().Add(cn.F.Lim.WriteTimeout))",
 		new:  "_ = time.Now",
-		pkgs: []string{"./coordinator/", "-run", "WriteTimeout"},
+		pkgs: []string{"./coordinator/wsconn/", "-run", "WriteTimeout"},
 	},
 	{
 		name: "frame-held-dropped", why: "a long frame's first write, held back to go out with the rest in one writev, is dropped when the frame ends on the buffer's boundary",
-		file: "coordinator/frameconn.go",
+		file: "coordinator/wsconn/frameconn.go",
 		old:  "_, err := fc.Conn.Write(b)",
 		new:  "_, err := len(b), error(nil)",
-		pkgs: []string{"./coordinator/", "-run", "FrameConn|LongFrame"},
+		pkgs: []string{"./coordinator/wsconn/", "-run", "FrameConn|LongFrame"},
 	},
 	{
 		name: "admission-reads-before-lock", why: "admission reads the pending round's record before taking the lock (the round may commit in between)",
@@ -377,8 +377,8 @@ var mutations = []mutation{
 	{
 		name: "edge-history-adds-excluded", why: "an edge adds an excluded update to its device's history",
 		file: "coordinator/edgehist.go",
-		old:  "if included && ec.hist != nil && e.hists[ec.cn.id] == ec.hist {",
-		new:  "if ec.hist != nil && e.hists[ec.cn.id] == ec.hist {",
+		old:  "if included && ec.hist != nil && e.hists[ec.cn.ID] == ec.hist {",
+		new:  "if ec.hist != nil && e.hists[ec.cn.ID] == ec.hist {",
 		pkgs: []string{"./coordinator/", "-run", "EdgeHistoryMarks"},
 	},
 	{
@@ -462,8 +462,8 @@ var mutations = []mutation{
 	{
 		name: "edge-disconnect-before-sum", why: "an edge reports a device gone before handing over the update it holds from it (the session drops the device and refuses the edge's whole sum)",
 		file: "coordinator/edge.go",
-		old:  "if r := e.round; r != nil && !r.flushed && r.members[cn.seq] && slices.Contains(r.seqs, cn.seq) {",
-		new:  "if r := e.round; false && r != nil && !r.flushed && r.members[cn.seq] && slices.Contains(r.seqs, cn.seq) {",
+		old:  "if r := e.round; r != nil && !r.flushed && r.members[cn.Seq] && slices.Contains(r.seqs, cn.Seq) {",
+		new:  "if r := e.round; false && r != nil && !r.flushed && r.members[cn.Seq] && slices.Contains(r.seqs, cn.Seq) {",
 		pkgs: []string{"./coordinator/", "-run", "EdgeDeviceGone"},
 	},
 	{
@@ -580,7 +580,7 @@ var mutations = []mutation{
 	},
 	{
 		name: "short-frame-after-gap", why: "the coordinator sends a frame without x_{t-1} to a device that was last sent round t-2's frame, not t-1's",
-		file: "coordinator/conn.go",
+		file: "coordinator/wsconn/conn.go",
 		old:  "cn.lastRound.Load() == t-1 {",
 		new:  "cn.lastRound.Load() >= t-2 {",
 		pkgs: []string{"./sim/", "-run", "SimulatorIsTheProduct"},
@@ -904,7 +904,7 @@ var mutations = []mutation{
 	{
 		name: "removal-half-included", why: "a device removed while the open round holds its update is told \"excluded\" but its update stays in the round's sum",
 		file: "coordinator/teacher.go",
-		old:  "\t\tif u != nil {\n\t\t\tdelete(or.updates, id)\n\t\t\tif u.vec != nil {\n\t\t\t\tc.vecs.put(u.vec)\n\t\t\t}\n\t\t}\n\t\tdelete(or.cohort, id)\n",
+		old:  "\t\tif u != nil {\n\t\t\tdelete(or.updates, id)\n\t\t\tif u.vec != nil {\n\t\t\t\tc.vecs.Put(u.vec)\n\t\t\t}\n\t\t}\n\t\tdelete(or.cohort, id)\n",
 		new:  "",
 		pkgs: []string{"./coordinator/", "-run", "RemoveMidRound"},
 	},

@@ -1,4 +1,4 @@
-package coordinator
+package wsconn
 
 import (
 	"bytes"
@@ -9,64 +9,64 @@ import (
 // keeps at most max items, drops what keep refuses, and a nil list keeps
 // nothing.
 func TestFreeList(t *testing.T) {
-	f := &freeList[int]{max: 2, keep: func(x int) bool { return x >= 0 }}
-	if _, ok := f.get(); ok {
+	f := &FreeList[int]{max: 2, keep: func(x int) bool { return x >= 0 }}
+	if _, ok := f.Get(); ok {
 		t.Fatal("empty list returned an item")
 	}
-	f.put(1)
-	f.put(-1) // refused
-	f.put(2)
-	f.put(3) // beyond max
+	f.Put(1)
+	f.Put(-1) // refused
+	f.Put(2)
+	f.Put(3) // beyond max
 	for _, want := range []int{2, 1} {
-		if x, ok := f.get(); !ok || x != want {
+		if x, ok := f.Get(); !ok || x != want {
 			t.Fatalf("get = %d, %v; want %d", x, ok, want)
 		}
 	}
-	if x, ok := f.get(); ok {
+	if x, ok := f.Get(); ok {
 		t.Fatalf("get = %d after the kept items", x)
 	}
-	var nilList *freeList[int]
-	nilList.put(1)
-	if _, ok := nilList.get(); ok {
+	var nilList *FreeList[int]
+	nilList.Put(1)
+	if _, ok := nilList.Get(); ok {
 		t.Fatal("a nil list returned an item")
 	}
 }
 
 func TestVecAndBufferLists(t *testing.T) {
-	v := newVecList(10)
+	v := NewVecList(10)
 	if v.max != keptVectorBytes/80 {
 		t.Errorf("max = %d, want %d", v.max, keptVectorBytes/80)
 	}
 	other := make([]float64, 11)
-	v.put(&other)
-	if _, ok := v.get(); ok {
+	v.Put(&other)
+	if _, ok := v.Get(); ok {
 		t.Error("a vector of another dimension was kept")
 	}
-	if big := newVecList(1 << 30); big.max != 16 {
+	if big := NewVecList(1 << 30); big.max != 16 {
 		t.Errorf("max for a huge dimension = %d, want the floor 16", big.max)
 	}
-	e := newVecList(0)
+	e := NewVecList(0)
 	small, large := make([]float64, 7850), make([]float64, keptVectorBytes/256/8+1)
-	e.put(&large)
-	e.put(&small)
-	if got, ok := e.get(); !ok || len(*got) != 7850 {
+	e.Put(&large)
+	e.Put(&small)
+	if got, ok := e.Get(); !ok || len(*got) != 7850 {
 		t.Error("the edge's list did not keep an update-sized vector")
 	}
-	if _, ok := e.get(); ok {
+	if _, ok := e.Get(); ok {
 		t.Error("the edge's list kept an oversized vector")
 	}
 	kept := make([]float64, 10)
-	v.put(&kept)
-	if got := takeVec(v, 10); got != &kept {
+	v.Put(&kept)
+	if got := TakeVec(v, 10); got != &kept {
 		t.Error("takeVec did not hand back the kept vector")
 	}
-	if got := takeVec(v, 10); got == &kept || len(*got) != 10 {
+	if got := TakeVec(v, 10); got == &kept || len(*got) != 10 {
 		t.Errorf("takeVec on an empty list: %p of length %d, want a new vector of 10", got, len(*got))
 	}
-	b := newReadBuffers()
+	b := NewReadBuffers()
 	huge := bytes.NewBuffer(make([]byte, 0, maxKeptReadBuffer+1))
-	b.put(huge)
-	if _, ok := b.get(); ok {
+	b.Put(huge)
+	if _, ok := b.Get(); ok {
 		t.Error("an oversized read buffer was kept")
 	}
 }

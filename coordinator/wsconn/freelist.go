@@ -1,11 +1,11 @@
-package coordinator
+package wsconn
 
 import (
 	"bytes"
 	"sync"
 )
 
-// freeList keeps released buffers for reuse across garbage collections.
+// FreeList keeps released buffers for reuse across garbage collections.
 // A sync.Pool is emptied by every collection, and with 300 updates a
 // round the coordinator then allocated a round's worth of update vectors
 // and read buffers afresh after each one: those refills were most of what
@@ -15,15 +15,15 @@ import (
 //
 // keep reports whether a released item is worth keeping (it is dropped
 // otherwise); at most max items are kept.
-type freeList[T any] struct {
+type FreeList[T any] struct {
 	mu    sync.Mutex
 	items []T
 	max   int
 	keep  func(T) bool
 }
 
-// get returns a kept item, if there is one (never on a nil list).
-func (f *freeList[T]) get() (x T, ok bool) {
+// Get returns a kept item, if there is one (never on a nil list).
+func (f *FreeList[T]) Get() (x T, ok bool) {
 	if f == nil {
 		return x, false
 	}
@@ -38,9 +38,9 @@ func (f *freeList[T]) get() (x T, ok bool) {
 	return x, ok
 }
 
-// put keeps x for a later get, unless max items are kept or keep refuses
+// Put keeps x for a later get, unless max items are kept or keep refuses
 // it (a nil list keeps nothing).
-func (f *freeList[T]) put(x T) {
+func (f *FreeList[T]) Put(x T) {
 	if f == nil || f.keep != nil && !f.keep(x) {
 		return
 	}
@@ -56,26 +56,26 @@ func (f *freeList[T]) put(x T) {
 // worth at m = 1,000), 80 at d = 100,000.
 const keptVectorBytes = 64 << 20
 
-// newVecList returns the free list of decoded update vectors for
+// NewVecList returns the free list of decoded update vectors for
 // dimension dim; for dim <= 0 (an edge, which learns the dimension from
 // the session's messages) it keeps vectors of any length up to
 // keptVectorBytes/256 bytes, 256 of them.
-func newVecList(dim int) *freeList[*[]float64] {
+func NewVecList(dim int) *FreeList[*[]float64] {
 	if dim <= 0 {
-		return &freeList[*[]float64]{
+		return &FreeList[*[]float64]{
 			max:  256,
 			keep: func(v *[]float64) bool { return 8*len(*v) <= keptVectorBytes/256 },
 		}
 	}
-	return &freeList[*[]float64]{
+	return &FreeList[*[]float64]{
 		max:  max(16, keptVectorBytes/(8*dim)),
 		keep: func(v *[]float64) bool { return len(*v) == dim },
 	}
 }
 
-// takeVec returns a vector of length dim from f, or a new one.
-func takeVec(f *freeList[*[]float64], dim int) *[]float64 {
-	if v, ok := f.get(); ok && len(*v) == dim {
+// TakeVec returns a vector of length dim from f, or a new one.
+func TakeVec(f *FreeList[*[]float64], dim int) *[]float64 {
+	if v, ok := f.Get(); ok && len(*v) == dim {
 		return v
 	}
 	v := make([]float64, dim)
@@ -90,8 +90,8 @@ const (
 	maxKeptReadBuffer = 256 << 10
 )
 
-func newReadBuffers() *freeList[*bytes.Buffer] {
-	return &freeList[*bytes.Buffer]{
+func NewReadBuffers() *FreeList[*bytes.Buffer] {
+	return &FreeList[*bytes.Buffer]{
 		max:  keptReadBuffers,
 		keep: func(b *bytes.Buffer) bool { return b.Cap() <= maxKeptReadBuffer },
 	}

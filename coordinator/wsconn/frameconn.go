@@ -1,4 +1,4 @@
-package coordinator
+package wsconn
 
 import (
 	"net"
@@ -6,7 +6,7 @@ import (
 	"sync/atomic"
 )
 
-// frameConn is the network connection the websocket library writes a
+// FrameConn is the network connection the websocket library writes a
 // device's frames to. The library writes a frame's header into its
 // buffer (wsBufferSize bytes) and then the payload through the same
 // buffer, so a frame longer than the buffer reaches the connection as
@@ -14,7 +14,7 @@ import (
 // bytes) and the rest of the payload. Each write is a system call, and
 // on loopback each also runs the receiving side's TCP processing on the
 // sender's CPU. While armed (conn.write arms it around a long frame),
-// frameConn holds a write of exactly the buffer's size and sends it
+// FrameConn holds a write of exactly the buffer's size and sends it
 // together with the next write in one writev: one system call per round
 // frame instead of two (docs/coordinator.md, "CPU against a plain
 // websocket server").
@@ -23,7 +23,7 @@ import (
 // time (the library writes whole frames under its own lock); mu orders
 // them with disarm, which sends whatever is still held, so the bytes
 // always go out in the order they were written.
-type frameConn struct {
+type FrameConn struct {
 	net.Conn
 	armed atomic.Bool
 	mu    sync.Mutex
@@ -35,12 +35,12 @@ type frameConn struct {
 	writev func(c net.Conn, bufs *net.Buffers) (int64, error)
 }
 
-func newFrameConn(c net.Conn) *frameConn {
-	return &frameConn{Conn: c, writev: func(c net.Conn, bufs *net.Buffers) (int64, error) { return bufs.WriteTo(c) }}
+func newFrameConn(c net.Conn) *FrameConn {
+	return &FrameConn{Conn: c, writev: func(c net.Conn, bufs *net.Buffers) (int64, error) { return bufs.WriteTo(c) }}
 }
 
 // Write implements io.Writer for the library's buffer.
-func (fc *frameConn) Write(b []byte) (int, error) {
+func (fc *FrameConn) Write(b []byte) (int, error) {
 	fc.mu.Lock()
 	defer fc.mu.Unlock()
 	if fc.held != nil {
@@ -59,11 +59,11 @@ func (fc *frameConn) Write(b []byte) (int, error) {
 
 // arm makes the next write of the buffer's size wait for the one after
 // it.
-func (fc *frameConn) arm() { fc.armed.Store(true) }
+func (fc *FrameConn) arm() { fc.armed.Store(true) }
 
 // disarm ends what arm started and sends a write still held (a frame
 // that ended on the buffer's boundary).
-func (fc *frameConn) disarm() error {
+func (fc *FrameConn) disarm() error {
 	fc.mu.Lock()
 	defer fc.mu.Unlock()
 	fc.armed.Store(false)

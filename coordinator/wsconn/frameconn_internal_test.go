@@ -1,4 +1,4 @@
-package coordinator
+package wsconn
 
 import (
 	"browserfl/coordinator/metrics"
@@ -24,7 +24,7 @@ func (r *recConn) Write(b []byte) (int, error) {
 	return r.out.Write(b)
 }
 
-func newRecFrameConn() (*frameConn, *recConn) {
+func newRecFrameConn() (*FrameConn, *recConn) {
 	rc := &recConn{}
 	fc := newFrameConn(rc)
 	fc.writev = func(c net.Conn, bufs *net.Buffers) (int64, error) {
@@ -117,8 +117,8 @@ func TestLongFrameOneWritev(t *testing.T) {
 		calls = append(calls, "writev")
 		return inner(c, bufs)
 	}
-	f := &front{lim: Limits{WriteTimeout: 10 * time.Second}, met: metrics.New()}
-	cn := &conn{f: f, ws: ws, fc: fc, outbox: make(chan outFrame, 4), done: make(chan struct{}), manual: true}
+	f := &Front{Lim: Limits{WriteTimeout: 10 * time.Second}, Met: metrics.New()}
+	cn := &Conn{F: f, WS: ws, fc: fc, Outbox: make(chan OutFrame, 4), Done: make(chan struct{}), Manual: true}
 	cn.ctx, cn.stop = context.WithCancel(context.Background())
 	defer cn.stop()
 
@@ -126,7 +126,7 @@ func TestLongFrameOneWritev(t *testing.T) {
 	for i := range long {
 		long[i] = byte(i * 7)
 	}
-	for _, f := range []outFrame{{binary: true, data: long}, {data: []byte(`{"type":"decision"}`)}} {
+	for _, f := range []OutFrame{{Binary: true, Data: long}, {Data: []byte(`{"type":"decision"}`)}} {
 		if !cn.write(f) {
 			t.Fatal("write failed")
 		}
@@ -134,8 +134,8 @@ func TestLongFrameOneWritev(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !bytes.Equal(b, f.data) {
-			t.Fatalf("a frame of %d bytes arrived as %d different bytes", len(f.data), len(b))
+		if !bytes.Equal(b, f.Data) {
+			t.Fatalf("a frame of %d bytes arrived as %d different bytes", len(f.Data), len(b))
 		}
 	}
 	if len(calls) != 1 {

@@ -1,4 +1,4 @@
-package coordinator
+package wsconn
 
 import (
 	"browserfl/coordinator/metrics"
@@ -39,22 +39,22 @@ func TestWriteTimeoutDropsSlowConsumer(t *testing.T) {
 		tc.SetWriteBuffer(4096)
 	}
 
-	f := &front{lim: Limits{WriteTimeout: 200 * time.Millisecond}, met: metrics.New()}
-	cn := &conn{f: f, ws: ws, fc: fc, outbox: make(chan outFrame, 4), done: make(chan struct{})}
+	f := &Front{Lim: Limits{WriteTimeout: 200 * time.Millisecond}, Met: metrics.New()}
+	cn := &Conn{F: f, WS: ws, fc: fc, Outbox: make(chan OutFrame, 4), Done: make(chan struct{})}
 	cn.ctx, cn.stop = context.WithCancel(context.Background())
 	defer cn.stop()
-	if !cn.send(outFrame{binary: true, data: make([]byte, 16<<20)}) {
+	if !cn.Send(OutFrame{Binary: true, Data: make([]byte, 16<<20)}) {
 		t.Fatal("the frame was not queued")
 	}
 	select {
-	case <-cn.done:
+	case <-cn.Done:
 	case <-ctx.Done():
 		t.Fatal("a client that does not read was not dropped: the write never timed out")
 	}
-	if n := f.met.SlowConsumers.Load(); n != 1 {
+	if n := f.Met.SlowConsumers.Load(); n != 1 {
 		t.Errorf("slow consumers = %d, want 1", n)
 	}
-	if n := f.met.Rejections[metrics.RejSlowConsumer].Load(); n != 1 {
+	if n := f.Met.Rejections[metrics.RejSlowConsumer].Load(); n != 1 {
 		t.Errorf("slow-consumer rejections = %d, want 1", n)
 	}
 }
@@ -62,12 +62,12 @@ func TestWriteTimeoutDropsSlowConsumer(t *testing.T) {
 // loopbackWS starts a server that accepts a websocket as ServeWS does
 // (through smallBuffers) and holds it until the test ends, dials it with
 // opts, and returns the client's connection and the server's, with the
-// frameConn under the latter.
-func loopbackWS(ctx context.Context, t *testing.T, opts *websocket.DialOptions) (client, server *websocket.Conn, fc *frameConn) {
+// FrameConn under the latter.
+func loopbackWS(ctx context.Context, t *testing.T, opts *websocket.DialOptions) (client, server *websocket.Conn, fc *FrameConn) {
 	t.Helper()
 	type accepted struct {
 		ws *websocket.Conn
-		fc *frameConn
+		fc *FrameConn
 	}
 	got := make(chan accepted, 1)
 	done := make(chan struct{})

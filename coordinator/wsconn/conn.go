@@ -1,4 +1,4 @@
-package coordinator
+package wsconn
 
 import (
 	"bufio"
@@ -22,22 +22,22 @@ import (
 	"browserfl/shared/wire"
 )
 
-// closeError closes a connection with an error code sent to the device.
-type closeError struct {
-	code, reason string
-	kind         int  // rejection kind for /metrics (rejNone: by code)
-	quiet        bool // not logged one by one (the gate logs a summary)
+// CloseError closes a connection with an error code sent to the device.
+type CloseError struct {
+	Code, Reason string
+	Kind         int  // rejection kind for /metrics (rejNone: by code)
+	Quiet        bool // not logged one by one (the gate logs a summary)
 }
 
-func (e *closeError) Error() string { return e.code + ": " + e.reason }
+func (e *CloseError) Error() string { return e.Code + ": " + e.Reason }
 
-type outFrame struct {
-	binary bool
-	data   []byte
-	round  int         // the round of a round frame (what an edge needs to know of it)
-	mark   bus.Mark    // on a round frame: where the device's history stands (an edge checks its own with it)
-	short  []byte      // a round frame without x_{t-1} (wire.ShortRound), for a device that holds it
-	close  *closeError // set on the last frame: send error message, then close
+type OutFrame struct {
+	Binary bool
+	Data   []byte
+	Round  int         // the round of a round frame (what an edge needs to know of it)
+	Mark   bus.Mark    // on a round frame: where the device's history stands (an edge checks its own with it)
+	Short  []byte      // a round frame without x_{t-1} (wire.ShortRound), for a device that holds it
+	Close  *CloseError // set on the last frame: send error message, then close
 }
 
 // wsConn is what a connection needs of its websocket: *websocket.Conn in
@@ -51,36 +51,36 @@ type wsConn interface {
 	Ping(ctx context.Context) error
 }
 
-// conn is one device connection. Frames go out in order through a bounded
+// Conn is one device connection. Frames go out in order through a bounded
 // outbox, drained by a writer goroutine that runs only while there is
 // something to write; a device that does not drain it is dropped rather
 // than allowed to stall a round. An idle connection holds one goroutine
 // (its reader) and a timer for its pings.
-type conn struct {
-	ws wsConn
+type Conn struct {
+	WS wsConn
 	// fc is the network connection under ws (nil for a fake): writes
 	// set their timeout on it and send a long frame in one system call
 	// (write).
-	fc *frameConn
-	f  *front
+	fc *FrameConn
+	F  *Front
 	// ctx is the connection's lifetime (its writes and pings use it);
 	// stop cancels it when the reader returns.
 	ctx    context.Context
 	stop   context.CancelFunc
-	id     string
-	seq    uint64 // the connection's number on an edge (edge.go)
-	outbox chan outFrame
+	ID     string
+	Seq    uint64 // the connection's number on an edge (edge.go)
+	Outbox chan OutFrame
 	// writing is set while a writer goroutine drains the outbox.
 	writing atomic.Bool
-	// manual: no writer goroutine is started; the caller drains the
+	// Manual: no writer goroutine is started; the caller drains the
 	// outbox itself (the server fuzz test).
-	manual bool
+	Manual bool
 	once   sync.Once
-	done   chan struct{}
-	// msgs is the message rate limit: MsgRate per second up to
+	Done   chan struct{}
+	// Msgs is the message rate limit: MsgRate per second up to
 	// MsgBurst (golang.org/x/time/rate; only the reader takes from it).
-	msgs *rate.Limiter
-	addr string // client address the gate keys on
+	Msgs *rate.Limiter
+	Addr string // client address the gate keys on
 	// prehello is set while the connection counts against its
 	// address's pre-hello limit (guarded by the serving goroutine).
 	prehello bool
@@ -102,42 +102,42 @@ type conn struct {
 	heard atomic.Int64
 }
 
-// sendRound queues round f.round's frame: f.short, the frame without
+// SendRound queues round f.round's frame: f.short, the frame without
 // x_{t-1}, when the device keeps the last round's X and round t-1's frame
 // was the last one queued here (the device then holds x_{t-1} as that
 // frame's X: frames arrive in order and a device that cannot use one
 // ends the connection), f.data otherwise. It returns the bytes queued,
 // 0 if the connection could not take the frame.
-func (cn *conn) sendRound(f outFrame) int {
+func (cn *Conn) SendRound(f OutFrame) int {
 	if cn == nil {
 		return 0
 	}
-	t := int64(f.round)
-	if f.short != nil && cn.keepsX && t > 1 && cn.lastRound.Load() == t-1 {
-		f.data = f.short
+	t := int64(f.Round)
+	if f.Short != nil && cn.keepsX && t > 1 && cn.lastRound.Load() == t-1 {
+		f.Data = f.Short
 	}
-	f.short = nil
-	if !cn.send(f) {
+	f.Short = nil
+	if !cn.Send(f) {
 		cn.lastRound.Store(0)
 		return 0
 	}
 	cn.lastRound.Store(t)
-	return len(f.data)
+	return len(f.Data)
 }
 
-// send queues f; it reports false if the connection is closing or its
+// Send queues f; it reports false if the connection is closing or its
 // outbox is full (the connection is then closed). Safe on a nil conn.
-func (cn *conn) send(f outFrame) bool {
+func (cn *Conn) Send(f OutFrame) bool {
 	if cn == nil {
 		return false
 	}
 	select {
-	case <-cn.done:
+	case <-cn.Done:
 		return false
 	default:
 	}
 	select {
-	case cn.outbox <- f:
+	case cn.Outbox <- f:
 		cn.kick()
 		return true
 	default:
@@ -147,39 +147,39 @@ func (cn *conn) send(f outFrame) bool {
 }
 
 // kick starts a writer goroutine unless one is running.
-func (cn *conn) kick() {
-	if !cn.manual && cn.writing.CompareAndSwap(false, true) {
+func (cn *Conn) kick() {
+	if !cn.Manual && cn.writing.CompareAndSwap(false, true) {
 		go cn.writer()
 	}
 }
 
 // slow drops a connection whose client does not keep up.
-func (cn *conn) slow(kind int) {
+func (cn *Conn) slow(kind int) {
 	select {
-	case <-cn.done:
+	case <-cn.Done:
 		return
 	default:
 	}
-	cn.f.met.SlowConsumers.Add(1)
-	cn.f.met.Reject(kind)
-	cn.shut()
+	cn.F.Met.SlowConsumers.Add(1)
+	cn.F.Met.Reject(kind)
+	cn.Shut()
 }
 
-// sendWait queues f, waiting up to the write timeout for room: the
+// SendWait queues f, waiting up to the write timeout for room: the
 // connection's own reader uses it, so a client that floods requests is
 // slowed down by its own replies instead of being dropped.
-func (cn *conn) sendWait(m wire.Message) bool {
+func (cn *Conn) SendWait(m wire.Message) bool {
 	b, err := wire.EncodeControl(m)
 	if err != nil {
 		return false
 	}
-	t := time.NewTimer(cn.f.lim.WriteTimeout)
+	t := time.NewTimer(cn.F.Lim.WriteTimeout)
 	defer t.Stop()
 	select {
-	case cn.outbox <- outFrame{data: b}:
+	case cn.Outbox <- OutFrame{Data: b}:
 		cn.kick()
 		return true
-	case <-cn.done:
+	case <-cn.Done:
 		return false
 	case <-t.C:
 		cn.slow(metrics.RejSlowConsumer)
@@ -187,24 +187,24 @@ func (cn *conn) sendWait(m wire.Message) bool {
 	}
 }
 
-func (cn *conn) sendControl(m wire.Message) bool {
+func (cn *Conn) SendControl(m wire.Message) bool {
 	b, err := wire.EncodeControl(m)
 	if err != nil {
 		return false
 	}
-	return cn.send(outFrame{data: b})
+	return cn.Send(OutFrame{Data: b})
 }
 
-func (cn *conn) deviceID() string      { return cn.id }
-func (cn *conn) setDeviceID(id string) { cn.id = id }
+func (cn *Conn) DeviceID() string      { return cn.ID }
+func (cn *Conn) SetDeviceID(id string) { cn.ID = id }
 
-// closeWith sends an error message and closes the connection.
-func (cn *conn) closeWith(code, reason string) {
+// CloseWith sends an error message and closes the connection.
+func (cn *Conn) CloseWith(code, reason string) {
 	if cn == nil {
 		return
 	}
 	select {
-	case cn.outbox <- outFrame{close: &closeError{code: code, reason: reason}}:
+	case cn.Outbox <- OutFrame{Close: &CloseError{Code: code, Reason: reason}}:
 		cn.kick()
 	default:
 		// The outbox is full: say why directly (writes are safe
@@ -213,18 +213,18 @@ func (cn *conn) closeWith(code, reason string) {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 			defer cancel()
 			if b, err := wire.EncodeControl(wire.Error{Code: code, Reason: reason}); err == nil {
-				cn.ws.Write(ctx, websocket.MessageText, b)
+				cn.WS.Write(ctx, websocket.MessageText, b)
 			}
-			cn.ws.Close(closeStatus(code), truncate(code+": "+reason, 120))
-			cn.shut()
+			cn.WS.Close(closeStatus(code), truncate(code+": "+reason, 120))
+			cn.Shut()
 		}()
 	}
 }
 
-func (cn *conn) shut() {
+func (cn *Conn) Shut() {
 	cn.once.Do(func() {
-		close(cn.done)
-		cn.ws.CloseNow()
+		close(cn.Done)
+		cn.WS.CloseNow()
 		cn.pingMu.Lock()
 		if cn.ping != nil {
 			cn.ping.Stop()
@@ -233,9 +233,9 @@ func (cn *conn) shut() {
 	})
 }
 
-func (cn *conn) closed() bool {
+func (cn *Conn) closed() bool {
 	select {
-	case <-cn.done:
+	case <-cn.Done:
 		return true
 	default:
 		return false
@@ -244,14 +244,14 @@ func (cn *conn) closed() bool {
 
 // writer writes the queued frames in order and returns when the outbox
 // is empty (kick starts it again) or the connection ends.
-func (cn *conn) writer() {
+func (cn *Conn) writer() {
 	for {
 		select {
-		case <-cn.done:
+		case <-cn.Done:
 			return
-		case f := <-cn.outbox:
+		case f := <-cn.Outbox:
 			if !cn.write(f) {
-				cn.shut()
+				cn.Shut()
 				return
 			}
 			continue
@@ -260,7 +260,7 @@ func (cn *conn) writer() {
 		// Empty: stop, unless a frame was queued after the look above
 		// and its kick found this writer still running.
 		cn.writing.Store(false)
-		if len(cn.outbox) == 0 || !cn.writing.CompareAndSwap(false, true) {
+		if len(cn.Outbox) == 0 || !cn.writing.CompareAndSwap(false, true) {
 			return
 		}
 	}
@@ -275,34 +275,34 @@ func (cn *conn) writer() {
 // hangs a callback on it, about 3 µs of CPU a frame (docs/coordinator.md,
 // "CPU against a plain websocket server"). Without a network connection
 // (the server fuzz test's fake) the context carries the timeout.
-func (cn *conn) write(f outFrame) bool {
+func (cn *Conn) write(f OutFrame) bool {
 	wctx := cn.ctx
 	if cn.fc != nil {
-		cn.fc.SetWriteDeadline(time.Now().Add(cn.f.lim.WriteTimeout))
+		cn.fc.SetWriteDeadline(time.Now().Add(cn.F.Lim.WriteTimeout))
 		// Cleared after the frame: the library's own control frames
 		// (pongs, close) must not inherit an expired deadline.
 		defer cn.fc.SetWriteDeadline(time.Time{})
 	} else {
 		var cancel context.CancelFunc
-		wctx, cancel = context.WithTimeout(cn.ctx, cn.f.lim.WriteTimeout)
+		wctx, cancel = context.WithTimeout(cn.ctx, cn.F.Lim.WriteTimeout)
 		defer cancel()
 	}
-	if f.close != nil {
-		if b, e := wire.EncodeControl(wire.Error{Code: f.close.code, Reason: f.close.reason}); e == nil {
-			cn.ws.Write(wctx, websocket.MessageText, b)
+	if f.Close != nil {
+		if b, e := wire.EncodeControl(wire.Error{Code: f.Close.Code, Reason: f.Close.Reason}); e == nil {
+			cn.WS.Write(wctx, websocket.MessageText, b)
 		}
-		cn.ws.Close(closeStatus(f.close.code), truncate(f.close.code+": "+f.close.reason, 120))
+		cn.WS.Close(closeStatus(f.Close.Code), truncate(f.Close.Code+": "+f.Close.Reason, 120))
 		return false
 	}
 	typ := websocket.MessageText
-	if f.binary {
+	if f.Binary {
 		typ = websocket.MessageBinary
 	}
-	long := cn.fc != nil && len(f.data) > 2*wsBufferSize
+	long := cn.fc != nil && len(f.Data) > 2*wsBufferSize
 	if long {
 		cn.fc.arm()
 	}
-	err := cn.ws.Write(wctx, typ, f.data)
+	err := cn.WS.Write(wctx, typ, f.Data)
 	if long {
 		if e := cn.fc.disarm(); err == nil {
 			err = e
@@ -315,26 +315,26 @@ func (cn *conn) write(f outFrame) bool {
 		}
 		return false
 	}
-	cn.f.met.FramesOut.Add(1)
+	cn.F.Met.FramesOut.Add(1)
 	return true
 }
 
 // startPings arms the heartbeat: every PingInterval (after the last
 // pong) a websocket ping; a client that stops reading never answers and
 // is dropped after PingTimeout instead of holding a place.
-func (cn *conn) startPings() {
-	if iv := cn.f.gate.Config().PingInterval; iv > 0 {
+func (cn *Conn) startPings() {
+	if iv := cn.F.Gate.Config().PingInterval; iv > 0 {
 		cn.pingMu.Lock()
 		cn.ping = time.AfterFunc(pingDelay(time.Now(), iv), cn.heartbeat)
 		cn.pingMu.Unlock()
 	}
 }
 
-func (cn *conn) heartbeat() {
+func (cn *Conn) heartbeat() {
 	if cn.closed() {
 		return
 	}
-	if wait := skipPing(time.Now(), cn.lastUpdate(), cn.f.gate.Config().PingInterval); wait > 0 {
+	if wait := skipPing(time.Now(), cn.lastUpdate(), cn.F.Gate.Config().PingInterval); wait > 0 {
 		cn.pingMu.Lock()
 		if !cn.closed() {
 			cn.ping.Reset(wait)
@@ -342,9 +342,9 @@ func (cn *conn) heartbeat() {
 		cn.pingMu.Unlock()
 		return
 	}
-	cn.f.met.Pings.Add(1)
-	pctx, cancel := context.WithTimeout(cn.ctx, cn.f.gate.Config().PingTimeout)
-	err := cn.ws.Ping(pctx)
+	cn.F.Met.Pings.Add(1)
+	pctx, cancel := context.WithTimeout(cn.ctx, cn.F.Gate.Config().PingTimeout)
+	err := cn.WS.Ping(pctx)
 	timedOut := errors.Is(pctx.Err(), context.DeadlineExceeded) && cn.ctx.Err() == nil
 	cancel()
 	if err != nil {
@@ -355,7 +355,7 @@ func (cn *conn) heartbeat() {
 	}
 	cn.pingMu.Lock()
 	if !cn.closed() {
-		cn.ping.Reset(pingDelay(time.Now(), cn.f.gate.Config().PingInterval))
+		cn.ping.Reset(pingDelay(time.Now(), cn.F.Gate.Config().PingInterval))
 	}
 	cn.pingMu.Unlock()
 }
@@ -377,7 +377,7 @@ func skipPing(now, last time.Time, iv time.Duration) time.Duration {
 }
 
 // lastUpdate is when cn's device last sent an update (zero: never).
-func (cn *conn) lastUpdate() time.Time {
+func (cn *Conn) lastUpdate() time.Time {
 	h := cn.heard.Load()
 	if h == 0 {
 		return time.Time{}
@@ -431,10 +431,10 @@ func truncate(s string, n int) string {
 
 // allow takes a message token at now: MsgRate tokens per second up to
 // MsgBurst.
-func (cn *conn) allow(now time.Time) bool { return cn.msgs.AllowN(now, 1) }
+func (cn *Conn) allow(now time.Time) bool { return cn.Msgs.AllowN(now, 1) }
 
-// msgLimiter returns a connection's message rate limit, full.
-func (l Limits) msgLimiter() *rate.Limiter { return rate.NewLimiter(rate.Limit(l.MsgRate), l.MsgBurst) }
+// MsgLimiter returns a connection's message rate limit, full.
+func (l Limits) MsgLimiter() *rate.Limiter { return rate.NewLimiter(rate.Limit(l.MsgRate), l.MsgBurst) }
 
 // ServeWS upgrades a device connection and reads its hello; once the
 // device is admitted, a fresh goroutine reads its frames until the
@@ -445,40 +445,40 @@ func (l Limits) msgLimiter() *rate.Limiter { return rate.NewLimiter(rate.Limit(l
 // Every open connection, with or without its hello, counts against
 // Limits.MaxDevices; one address may hold Gate.PreHelloPerAddress
 // connections that have not said hello.
-func (c *front) ServeWS(w http.ResponseWriter, r *http.Request) {
-	if n := c.met.Connected.Add(1); n > int64(c.lim.MaxDevices) {
-		c.met.Connected.Add(-1)
-		c.met.Reject(metrics.RejFull)
+func (c *Front) ServeWS(w http.ResponseWriter, r *http.Request) {
+	if n := c.Met.Connected.Add(1); n > int64(c.Lim.MaxDevices) {
+		c.Met.Connected.Add(-1)
+		c.Met.Reject(metrics.RejFull)
 		w.Header().Set("Retry-After", "30")
 		http.Error(w, "too many devices", http.StatusServiceUnavailable)
 		return
 	}
-	addr := c.gate.ClientAddr(r)
-	if !c.gate.OpenPreHello(addr) {
-		c.met.Connected.Add(-1)
-		c.met.Reject(metrics.RejPreHello)
+	addr := c.Gate.ClientAddr(r)
+	if !c.Gate.OpenPreHello(addr) {
+		c.Met.Connected.Add(-1)
+		c.Met.Reject(metrics.RejPreHello)
 		w.Header().Set("Retry-After", "10")
 		http.Error(w, "too many connections without hello from this address", http.StatusTooManyRequests)
 		return
 	}
-	cn := &conn{f: c, outbox: make(chan outFrame, c.lim.Outbox), done: make(chan struct{}),
-		msgs: c.lim.msgLimiter(), addr: addr, prehello: true}
+	cn := &Conn{F: c, Outbox: make(chan OutFrame, c.Lim.Outbox), Done: make(chan struct{}),
+		Msgs: c.Lim.MsgLimiter(), Addr: addr, prehello: true}
 	cn.born = time.Now()
 	sb := &smallBuffers{ResponseWriter: w}
 	ws, err := websocket.Accept(sb, r, &websocket.AcceptOptions{
-		OriginPatterns:  c.origins,
+		OriginPatterns:  c.Origins,
 		CompressionMode: websocket.CompressionDisabled,
 	})
 	if err != nil {
 		cn.helloDone()
-		c.met.Connected.Add(-1)
-		c.met.RejectedUpgrades.Add(1)
-		c.met.Reject(metrics.RejOrigin)
-		c.log.Debug("websocket upgrade refused", "remote", r.RemoteAddr, "err", err)
+		c.Met.Connected.Add(-1)
+		c.Met.RejectedUpgrades.Add(1)
+		c.Met.Reject(metrics.RejOrigin)
+		c.Log.Debug("websocket upgrade refused", "remote", r.RemoteAddr, "err", err)
 		return
 	}
-	ws.SetReadLimit(int64(c.lim.MaxFrameBytes))
-	cn.ws, cn.fc = ws, sb.fc
+	ws.SetReadLimit(int64(c.Lim.MaxFrameBytes))
+	cn.WS, cn.fc = ws, sb.fc
 	cn.ctx, cn.stop = context.WithCancel(context.Background())
 	cn.startPings()
 	if err := c.hello(cn); err != nil {
@@ -489,55 +489,55 @@ func (c *front) ServeWS(w http.ResponseWriter, r *http.Request) {
 }
 
 // end handles the error that ended cn's reader, then unbinds cn.
-func (c *front) end(cn *conn, err error) {
-	defer c.met.Connected.Add(-1)
+func (c *Front) end(cn *Conn, err error) {
+	defer c.Met.Connected.Add(-1)
 	defer cn.helloDone()
 	defer cn.stop()
-	var ce *closeError
+	var ce *CloseError
 	switch {
 	case errors.As(err, &ce):
-		kind := ce.kind
-		switch ce.code {
+		kind := ce.Kind
+		switch ce.Code {
 		case wire.CodeBadFrame, wire.CodeVersion:
-			c.met.BadFrames.Add(1)
+			c.Met.BadFrames.Add(1)
 		case wire.CodeRate:
 			if kind == metrics.RejNone {
-				c.met.RateLimited.Add(1)
+				c.Met.RateLimited.Add(1)
 			}
 		}
 		if kind == metrics.RejNone {
-			kind = codeRejection(ce.code)
+			kind = codeRejection(ce.Code)
 		}
-		if ce.code == wire.CodeAuth {
+		if ce.Code == wire.CodeAuth {
 			// Secrets are not guessable, but each try costs a store
 			// read: the same backoff as a wrong join code.
-			c.gate.AuthFailed(cn.addr)
-			ce.quiet = true
+			c.Gate.AuthFailed(cn.Addr)
+			ce.Quiet = true
 		}
-		c.met.Reject(kind)
-		if !ce.quiet {
-			c.log.Info("closing device connection", "device", shortID(cn.id), "code", ce.code, "reason", ce.reason)
+		c.Met.Reject(kind)
+		if !ce.Quiet {
+			c.Log.Info("closing device connection", "device", ShortID(cn.ID), "code", ce.Code, "reason", ce.Reason)
 		}
-		cn.closeWith(ce.code, ce.reason)
+		cn.CloseWith(ce.Code, ce.Reason)
 		t := time.NewTimer(2 * time.Second)
 		select {
-		case <-cn.done:
+		case <-cn.Done:
 		case <-t.C:
 		}
 		t.Stop()
 	default: // hello and frames only return with an error
 		if isReadLimit(err) {
 			// The websocket library closes with 1009 (message too big) itself.
-			c.met.BadFrames.Add(1)
-			c.met.Reject(metrics.RejOversized)
+			c.Met.BadFrames.Add(1)
+			c.Met.Reject(metrics.RejOversized)
 		}
-		c.log.Debug("device connection ended", "device", shortID(cn.id), "err", err)
+		c.Log.Debug("device connection ended", "device", ShortID(cn.ID), "err", err)
 	}
-	cn.shut()
-	if cn.id != "" {
-		c.h.disconnected(cn)
-		c.gate.MarkInactive(cn.id)
-		c.h.evictInactive()
+	cn.Shut()
+	if cn.ID != "" {
+		c.H.Disconnected(cn)
+		c.Gate.MarkInactive(cn.ID)
+		c.H.EvictInactive()
 	}
 }
 
@@ -553,7 +553,7 @@ const wsBufferSize = 512
 // has it write through a frameConn, kept in fc.
 type smallBuffers struct {
 	http.ResponseWriter
-	fc *frameConn
+	fc *FrameConn
 }
 
 func (s *smallBuffers) Hijack() (net.Conn, *bufio.ReadWriter, error) {
@@ -589,10 +589,10 @@ func (s *smallBuffers) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 
 // helloDone releases the connection's place among its address's
 // connections without hello (once).
-func (cn *conn) helloDone() {
+func (cn *Conn) helloDone() {
 	if cn.prehello {
 		cn.prehello = false
-		cn.f.gate.ClosePreHello(cn.addr)
+		cn.F.Gate.ClosePreHello(cn.Addr)
 	}
 }
 
@@ -625,65 +625,65 @@ func codeRejection(code string) int {
 	return metrics.RejNone
 }
 
-// shortID is a device id prefix for logs.
-func shortID(id string) string {
+// ShortID is a device id prefix for logs.
+func ShortID(id string) string {
 	if len(id) > 8 {
 		return id[:8]
 	}
 	return id
 }
 
-func badFrame(err error) error {
-	return &closeError{code: wire.CodeBadFrame, reason: err.Error()}
+func BadFrame(err error) error {
+	return &CloseError{Code: wire.CodeBadFrame, Reason: err.Error()}
 }
 
 // hello reads and checks cn's hello and admits the device.
-func (c *front) hello(cn *conn) error {
+func (c *Front) hello(cn *Conn) error {
 	ctx := cn.ctx
-	hctx, cancel := context.WithTimeout(ctx, c.lim.HelloTimeout)
-	typ, b, err := cn.ws.Read(hctx)
+	hctx, cancel := context.WithTimeout(ctx, c.Lim.HelloTimeout)
+	typ, b, err := cn.WS.Read(hctx)
 	timedOut := errors.Is(hctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
 	cancel()
 	cn.helloDone()
 	if err != nil {
 		if timedOut {
-			c.met.Reject(metrics.RejHelloTimeout)
+			c.Met.Reject(metrics.RejHelloTimeout)
 		}
 		return err
 	}
-	c.met.BytesIn.Add(int64(len(b)))
+	c.Met.BytesIn.Add(int64(len(b)))
 	if typ != websocket.MessageText {
-		return badFrame(errors.New("first frame must be a hello text frame"))
+		return BadFrame(errors.New("first frame must be a hello text frame"))
 	}
 	m, err := wire.DecodeControl(b)
 	if err != nil {
-		return badFrame(err)
+		return BadFrame(err)
 	}
 	h, ok := m.(wire.Hello)
 	if !ok {
-		return &closeError{code: wire.CodeProtocol, reason: "first message must be hello"}
+		return &CloseError{Code: wire.CodeProtocol, Reason: "first message must be hello"}
 	}
-	if err := c.h.checkHello(cn, h); err != nil {
+	if err := c.H.CheckHello(cn, h); err != nil {
 		return err
 	}
 	cn.keepsX = h.KeepsX
-	if err := c.h.admit(cn, h); err != nil {
+	if err := c.H.Admit(cn, h); err != nil {
 		return err
 	}
-	c.gate.MarkActive(cn.id)
+	c.Gate.MarkActive(cn.ID)
 	return nil
 }
 
 // frames reads and handles cn's frames after its hello until an error.
-func (c *front) frames(cn *conn) error {
-	lim := wire.Limits{MaxBytes: c.lim.MaxFrameBytes}
+func (c *Front) frames(cn *Conn) error {
+	lim := wire.Limits{MaxBytes: c.Lim.MaxFrameBytes}
 	for {
-		typ, buf, err := c.readFrame(cn.ctx, cn.ws)
+		typ, buf, err := c.readFrame(cn.ctx, cn.WS)
 		if err != nil {
 			return err
 		}
-		err = c.handleFrame(cn, typ, buf.Bytes(), lim)
-		c.bufs.put(buf)
+		err = c.HandleFrame(cn, typ, buf.Bytes(), lim)
+		c.Bufs.Put(buf)
 		if err != nil {
 			return err
 		}
@@ -693,57 +693,57 @@ func (c *front) frames(cn *conn) error {
 // readFrame reads cn's next frame into a buffer from the front's free
 // list (only an admitted update's payload is copied out of it); the
 // caller returns the buffer with c.bufs.put.
-func (c *front) readFrame(ctx context.Context, ws wsConn) (websocket.MessageType, *bytes.Buffer, error) {
+func (c *Front) readFrame(ctx context.Context, ws wsConn) (websocket.MessageType, *bytes.Buffer, error) {
 	typ, r, err := ws.Reader(ctx)
 	if err != nil {
 		return 0, nil, err
 	}
-	buf, ok := c.bufs.get()
+	buf, ok := c.Bufs.Get()
 	if !ok {
 		buf = new(bytes.Buffer)
 	}
 	buf.Reset()
 	if _, err := buf.ReadFrom(r); err != nil {
-		c.bufs.put(buf)
+		c.Bufs.Put(buf)
 		return 0, nil, err
 	}
 	return typ, buf, nil
 }
 
-func (c *front) handleFrame(cn *conn, typ websocket.MessageType, b []byte, lim wire.Limits) error {
+func (c *Front) HandleFrame(cn *Conn, typ websocket.MessageType, b []byte, lim wire.Limits) error {
 	{
-		c.met.BytesIn.Add(int64(len(b)))
-		c.met.FramesIn.Add(1)
+		c.Met.BytesIn.Add(int64(len(b)))
+		c.Met.FramesIn.Add(1)
 		now := time.Now()
 		if !cn.allow(now) {
-			return &closeError{code: wire.CodeRate, reason: fmt.Sprintf("more than %g messages per second", c.lim.MsgRate)}
+			return &CloseError{Code: wire.CodeRate, Reason: fmt.Sprintf("more than %g messages per second", c.Lim.MsgRate)}
 		}
 		if typ == websocket.MessageBinary {
 			u, err := wire.DecodeUpdate(b, lim)
 			if err != nil {
-				return badFrame(err)
+				return BadFrame(err)
 			}
 			cn.heard.Store(int64(now.Sub(cn.born)) + 1)
-			if err := c.h.acceptUpdate(cn, u, len(b)); err != nil {
+			if err := c.H.AcceptUpdate(cn, u, len(b)); err != nil {
 				if errors.Is(err, wire.ErrBadFrame) {
-					return badFrame(err)
+					return BadFrame(err)
 				}
-				return &closeError{code: wire.CodeProtocol, reason: err.Error()}
+				return &CloseError{Code: wire.CodeProtocol, Reason: err.Error()}
 			}
 			return nil
 		}
 		m, err := wire.DecodeControl(b)
 		if err != nil {
-			return badFrame(err)
+			return BadFrame(err)
 		}
 		switch m := m.(type) {
 		case wire.Status:
-			return c.h.status(cn, m.T)
+			return c.H.Status(cn, m.T)
 		case wire.Leave:
-			c.h.leave(cn, m)
+			c.H.Leave(cn, m)
 			return nil
 		default:
-			return &closeError{code: wire.CodeProtocol, reason: fmt.Sprintf("unexpected %T after hello", m)}
+			return &CloseError{Code: wire.CodeProtocol, Reason: fmt.Sprintf("unexpected %T after hello", m)}
 		}
 	}
 }
