@@ -18,6 +18,7 @@ import (
 
 	"browserfl/coordinator/gate"
 	"browserfl/coordinator/metrics"
+	"browserfl/coordinator/shards"
 	"browserfl/coordinator/store"
 	"browserfl/shared/wire"
 )
@@ -80,7 +81,7 @@ type HostConfig struct {
 	Prepare func(*store.Store) error
 	// Assets and Shards are served by every session (Coordinator.Handler).
 	Assets Assets
-	Shards *Shards
+	Shards *shards.Set
 	Logger *slog.Logger
 	// Attach, if set, is called for each session's coordinator before its
 	// round loop starts, with the loop's context (cmd/coordinator: the

@@ -13,6 +13,7 @@ import (
 
 	"browserfl/coordinator/gate"
 	"browserfl/coordinator/metrics"
+	"browserfl/coordinator/shards"
 	"browserfl/coordinator/store"
 	"browserfl/coordinator/wsconn"
 	"browserfl/shared/plan"
@@ -55,7 +56,7 @@ var dashboardCSS []byte
 // dashboard passes the one in its own URL); only /healthz, the page and
 // its assets do not. Wrong codes go through the gate's per-address
 // backoff. Every response carries the headers of securityHeaders.
-func (c *Coordinator) Handler(assets Assets, shards *Shards) http.Handler {
+func (c *Coordinator) Handler(assets Assets, shards *shards.Set) http.Handler {
 	mux := http.NewServeMux()
 	join := c.newJoin(assets.Join) // join.go: join URLs, QR code, model JSON, store-backed figures
 	join.register(mux)
@@ -133,8 +134,8 @@ func (c *Coordinator) Handler(assets Assets, shards *Shards) http.Handler {
 	})
 	if shards != nil {
 		mux.HandleFunc("GET /api/demo/shard", c.withCode(func(w http.ResponseWriter, r *http.Request) {
-			idx := shards.pick(r)
-			blob, err := shards.blob(idx)
+			idx := shards.Pick(r)
+			blob, err := shards.Blob(idx)
 			if err != nil {
 				c.front.Log.Error("demo shard", "err", err)
 				http.Error(w, "shard unavailable", http.StatusInternalServerError)
@@ -142,13 +143,13 @@ func (c *Coordinator) Handler(assets Assets, shards *Shards) http.Handler {
 			}
 			w.Header().Set("Content-Type", "application/octet-stream")
 			w.Header().Set("X-Shard-Index", strconv.Itoa(idx))
-			w.Header().Set("X-Shard-Classes", strconv.Itoa(shards.classes))
+			w.Header().Set("X-Shard-Classes", strconv.Itoa(shards.Classes))
 			w.Write(blob)
 		}))
 		for _, part := range []string{"images", "labels"} {
 			mux.HandleFunc("GET /api/demo/"+part, c.withCode(func(w http.ResponseWriter, r *http.Request) {
-				idx := shards.pick(r)
-				im, lab, err := shards.idx(idx)
+				idx := shards.Pick(r)
+				im, lab, err := shards.IDX(idx)
 				if err != nil {
 					c.front.Log.Error("demo shard", "err", err)
 					http.Error(w, "shard unavailable", http.StatusInternalServerError)

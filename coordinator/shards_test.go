@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"browserfl/coordinator"
+	"browserfl/coordinator/shards"
 	"browserfl/shared/dataset"
 )
 
@@ -48,7 +49,7 @@ func TestShardsSizing(t *testing.T) {
 	}
 	for _, tc := range tests {
 		committed := 0
-		sh, err := coordinator.NewShards(idSet(tc.n), coordinator.ShardConfig{Classes: 10, Rounds: tc.rounds, Batch: tc.batch,
+		sh, err := shards.New(idSet(tc.n), shards.Config{Classes: 10, Rounds: tc.rounds, Batch: tc.batch,
 			Alpha: 0.5, Seed: 3, Max: tc.max, Committed: func() int { return committed }})
 		if err != nil {
 			t.Fatal(err)
@@ -86,7 +87,7 @@ func TestShardsSizing(t *testing.T) {
 			t.Errorf("%s: stats %+v, want %d distinct, %d handed out, %d samples", tc.name, st, tc.wantDistinct, len(tc.joinedAt), samples)
 		}
 	}
-	if _, err := coordinator.NewShards(idSet(10), coordinator.ShardConfig{Classes: 10, Rounds: 1, Batch: 1, Alpha: 0.5}); err == nil {
+	if _, err := shards.New(idSet(10), shards.Config{Classes: 10, Rounds: 1, Batch: 1, Alpha: 0.5}); err == nil {
 		t.Error("Max 0 accepted")
 	}
 }
@@ -98,7 +99,7 @@ func TestDemoShardHTTP(t *testing.T) {
 	sess := testSession(4, 4, 2, 3, 500)
 	h := newHarness(t, sess, 2)
 	committed := 0
-	sh, err := coordinator.NewShards(idSet(100), coordinator.ShardConfig{Classes: 10, Rounds: sess.Rounds, Batch: 5, Alpha: 0.5, Seed: 1,
+	sh, err := shards.New(idSet(100), shards.Config{Classes: 10, Rounds: sess.Rounds, Batch: 5, Alpha: 0.5, Seed: 1,
 		Max: 8, Committed: func() int { return committed }})
 	if err != nil {
 		t.Fatal(err)

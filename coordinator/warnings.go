@@ -1,6 +1,7 @@
 package coordinator
 
 import (
+	"browserfl/coordinator/shards"
 	"context"
 	"fmt"
 	"time"
@@ -19,7 +20,7 @@ type PlanInput struct {
 	Active int
 	// Shards is what the demo shard endpoint handed out (zero without
 	// demo shards, or when the devices bring their own data).
-	Shards ShardStats
+	Shards shards.Stats
 	// SamplesUsed is b times the updates included so far (each took b
 	// fresh samples of its device).
 	SamplesUsed int64
@@ -93,7 +94,7 @@ func PlanWarnings(in PlanInput) []Warning {
 }
 
 // planInput gathers PlanWarnings' input (shards may be nil).
-func (c *Coordinator) planInput(shards *Shards) PlanInput {
+func (c *Coordinator) planInput(shards *shards.Set) PlanInput {
 	sess := c.cfg.Session
 	in := PlanInput{Rounds: sess.Rounds, Batch: sess.Batch, Cohort: sess.Cohort, MinDevices: c.cfg.MinDevices}
 	c.mu.Lock()
@@ -114,7 +115,7 @@ func (c *Coordinator) planInput(shards *Shards) PlanInput {
 
 // Warnings returns the texts of PlanWarnings for the session now (the
 // "warnings" of /api/status; never nil).
-func (c *Coordinator) Warnings(shards *Shards) []string {
+func (c *Coordinator) Warnings(shards *shards.Set) []string {
 	out := []string{}
 	for _, w := range PlanWarnings(c.planInput(shards)) {
 		out = append(out, w.Text)
@@ -124,17 +125,17 @@ func (c *Coordinator) Warnings(shards *Shards) []string {
 
 // LogWarnings checks PlanWarnings every interval until ctx ends and logs
 // a warning when one of a kind appears, and when it clears.
-func (c *Coordinator) LogWarnings(ctx context.Context, shards *Shards, every time.Duration) {
+func (c *Coordinator) LogWarnings(ctx context.Context, shards *shards.Set, every time.Duration) {
 	logWarnings(ctx, func() *Coordinator { return c }, shards, every)
 }
 
 // LogWarnings is Coordinator.LogWarnings for whichever session is the
 // host's current one (a new session starts with no warning logged).
-func (h *Host) LogWarnings(ctx context.Context, shards *Shards, every time.Duration) {
+func (h *Host) LogWarnings(ctx context.Context, shards *shards.Set, every time.Duration) {
 	logWarnings(ctx, h.Current, shards, every)
 }
 
-func logWarnings(ctx context.Context, current func() *Coordinator, shards *Shards, every time.Duration) {
+func logWarnings(ctx context.Context, current func() *Coordinator, shards *shards.Set, every time.Duration) {
 	tick := time.NewTicker(every)
 	defer tick.Stop()
 	active := map[string]bool{}

@@ -84,6 +84,11 @@ var rules = []rule{
 		why:    "the device-facing connections read, limit and queue frames; what a frame means is the session's or the edge's (a Handler)",
 	},
 	{
+		pkgs:   []string{"browserfl/coordinator/shards"},
+		forbid: []string{"browserfl/coordinator", "browserfl/coordinator/store", "browserfl/coordinator/bus", "browserfl/coordinator/wsconn", "browserfl/engine/..."},
+		why:    "the demo's data shards are served from a training set; they know no session or connection",
+	},
+	{
 		pkgs:   []string{"browserfl/engine/..."},
 		forbid: []string{"browserfl/coordinator/...", "browserfl/device/...", "browserfl/sim/...", "browserfl/wasm/..."},
 		why:    "the round engine is the rules both shells (the coordinator, the simulator) drive: it knows neither",

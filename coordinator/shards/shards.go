@@ -1,4 +1,4 @@
-package coordinator
+package shards
 
 import (
 	"bytes"
@@ -11,19 +11,19 @@ import (
 	"browserfl/shared/dataset"
 )
 
-// Shards hands out non-IID demo shards of a training set (Dirichlet label
+// Set hands out non-IID demo shards of a training set (Dirichlet label
 // skew), one per page, sized for the rounds the page can still be asked
 // in: dataset.PageShardSize, min((T - t) b, n) for a page that arrives
 // after t committed rounds. Shards come from a dataset.ShardStream: they
 // do not overlap while the training set lasts; after that the set is
 // reused in a fresh shuffle (demo only: a real deployment has the data on
 // the device). A page that comes back with its cookie gets the same shard
-// again. At most ShardConfig.Max distinct shards are made; later pages
+// again. At most Config.Max distinct shards are made; later pages
 // get the earlier ones again, round robin.
-type Shards struct {
-	set       ShardSource
-	classes   int
-	cfg       ShardConfig
+type Set struct {
+	set       Source
+	Classes   int
+	cfg       Config
 	stream    *dataset.ShardStream
 	committed func() int
 
@@ -36,18 +36,18 @@ type Shards struct {
 	order    []int // cached shard indices, oldest first
 }
 
-// ShardSource is the training set the demo shards are drawn from: a
+// Source is the training set the demo shards are drawn from: a
 // *dataset.Compact (one byte per pixel, what cmd/coordinator keeps: a
 // shard's float32 features exist only while it is encoded) or a
 // dataset.Set.
-type ShardSource interface {
+type Source interface {
 	Len() int
 	Labels() []int
 	Subset(idx []int) (dataset.Set, error)
 }
 
-// ShardConfig sizes and draws the demo shards.
-type ShardConfig struct {
+// Config sizes and draws the demo shards.
+type Config struct {
 	// Classes is the training set's number of classes.
 	Classes int
 	// Rounds and Batch are the session's T and b.
@@ -67,8 +67,8 @@ type ShardConfig struct {
 // for images and labels one after the other).
 const cachedShards = 8
 
-// NewShards returns the demo shard source over train.
-func NewShards(train ShardSource, cfg ShardConfig) (*Shards, error) {
+// New returns the demo shard source over train.
+func New(train Source, cfg Config) (*Set, error) {
 	if cfg.Rounds <= 0 || cfg.Batch <= 0 || cfg.Max <= 0 || cfg.Classes <= 0 {
 		return nil, fmt.Errorf("demo shards: rounds %d, batch %d, max %d, classes %d: want all positive", cfg.Rounds, cfg.Batch, cfg.Max, cfg.Classes)
 	}
@@ -80,17 +80,17 @@ func NewShards(train ShardSource, cfg ShardConfig) (*Shards, error) {
 	if committed == nil {
 		committed = func() int { return 0 }
 	}
-	return &Shards{set: train, classes: cfg.Classes, cfg: cfg, stream: st, committed: committed,
+	return &Set{set: train, Classes: cfg.Classes, cfg: cfg, stream: st, committed: committed,
 		cache: make(map[int]shardFiles)}, nil
 }
 
-const shardCookie = "bfl_demo_shard"
+const Cookie = "bfl_demo_shard"
 
-// pick returns the shard index for a request: the one in its cookie if
+// Pick returns the shard index for a request: the one in its cookie if
 // valid, else a new shard sized for the rounds left (or, once Max shards
 // exist, an earlier one, round robin).
-func (s *Shards) pick(r *http.Request) int {
-	if ck, err := r.Cookie(shardCookie); err == nil {
+func (s *Set) Pick(r *http.Request) int {
+	if ck, err := r.Cookie(Cookie); err == nil {
 		if i, err := strconv.Atoi(ck.Value); err == nil {
 			s.mu.Lock()
 			ok := i >= 0 && i < len(s.parts)
@@ -111,7 +111,7 @@ func (s *Shards) pick(r *http.Request) int {
 }
 
 // newLocked hands out a shard to a new page after t committed rounds.
-func (s *Shards) newLocked(t int) (int, error) {
+func (s *Set) newLocked(t int) (int, error) {
 	var i int
 	if len(s.parts) < s.cfg.Max {
 		part, err := s.stream.Next(dataset.PageShardSize(s.cfg.Rounds, s.cfg.Batch, t, s.set.Len()))
@@ -131,7 +131,7 @@ func (s *Shards) newLocked(t int) (int, error) {
 
 // New hands out a shard as pick does for a request without a cookie and
 // returns its index (native devices and tests).
-func (s *Shards) New() (int, error) {
+func (s *Set) New() (int, error) {
 	t := s.committed()
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -140,7 +140,7 @@ func (s *Shards) New() (int, error) {
 
 type shardFiles struct{ blob, images, labels []byte }
 
-func (s *Shards) files(idx int) (shardFiles, error) {
+func (s *Set) files(idx int) (shardFiles, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if f, ok := s.cache[idx]; ok {
@@ -178,25 +178,25 @@ func (s *Shards) files(idx int) (shardFiles, error) {
 	return f, nil
 }
 
-func (s *Shards) blob(idx int) ([]byte, error) {
+func (s *Set) Blob(idx int) ([]byte, error) {
 	f, err := s.files(idx)
 	return f.blob, err
 }
 
-func (s *Shards) idx(idx int) (images, labels []byte, err error) {
+func (s *Set) IDX(idx int) (images, labels []byte, err error) {
 	f, err := s.files(idx)
 	return f.images, f.labels, err
 }
 
 // Len returns the number of distinct shards made so far.
-func (s *Shards) Len() int {
+func (s *Set) Len() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return len(s.parts)
 }
 
-// ShardStats sums up the demo data handed out.
-type ShardStats struct {
+// Stats sums up the demo data handed out.
+type Stats struct {
 	// HandedOut counts shards given to pages (a page that comes back
 	// with its cookie is not counted again); Samples is the samples in
 	// them; Distinct the shards made; TrainSamples the training set.
@@ -210,15 +210,15 @@ type ShardStats struct {
 }
 
 // Stats returns what was handed out so far.
-func (s *Shards) Stats() ShardStats {
+func (s *Set) Stats() Stats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return ShardStats{HandedOut: s.handouts, Samples: s.samples, Distinct: len(s.parts),
+	return Stats{HandedOut: s.handouts, Samples: s.samples, Distinct: len(s.parts),
 		TrainSamples: s.set.Len(), Epoch: s.stream.Epoch()}
 }
 
 // Shard returns shard idx as a Set (native devices and tests).
-func (s *Shards) Shard(idx int) (dataset.Set, error) {
+func (s *Set) Shard(idx int) (dataset.Set, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if idx < 0 || idx >= len(s.parts) {
