@@ -13,7 +13,7 @@ import (
 )
 
 // busKinds names the cluster envelopes' kinds (byte 1 of an envelope;
-// the list is coordinator/bus.go's).
+// the list is coordinator/bus/bus.go's).
 var busKinds = map[byte]string{
 	1: "hello", 2: "aggregate", 3: "reject", 4: "status", 5: "leave", 6: "disconnect", 7: "roster", 8: "edge-beat",
 	20: "control", 21: "close", 22: "round", 23: "session-beat",
