@@ -72,6 +72,6 @@ func TestStoreInUse(t *testing.T) {
 	defer st.Close()
 	_, err = store.Open(path)
 	if !errors.Is(err, store.ErrInUse) || !strings.Contains(err.Error(), "another coordinator") {
-		t.Fatalf("second open: %v, want ErrStoreInUse", err)
+		t.Fatalf("second open: %v, want store.ErrInUse", err)
 	}
 }

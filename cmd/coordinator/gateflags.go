@@ -13,7 +13,7 @@ import (
 )
 
 // proxies is -trust-proxy: the networks of trusted reverse proxies
-// (coordinator.ParseTrustedProxies), from the command line, BFL_TRUST_PROXY
+// (gate.ParseTrustedProxies), from the command line, BFL_TRUST_PROXY
 // or the config file's "trust_proxy" (a string like the flag's, or a list
 // of strings).
 type proxies []netip.Prefix

@@ -54,7 +54,7 @@ func TestBusKeyFiles(t *testing.T) {
 		"an edge named twice":                 {"e3", "e3"},
 	} {
 		if _, err := bus.EnsureKeys(dir, edges); !errors.Is(err, bus.ErrKeys) {
-			t.Errorf("%s: %v, want ErrBusKeys", name, err)
+			t.Errorf("%s: %v, want ErrKeys", name, err)
 		}
 	}
 	if _, err := bus.SeedPublicKey(bus.EdgeSeedFile(dir, "e1")); !errors.Is(err, bus.ErrKeys) {

@@ -61,7 +61,7 @@ func StartNATS(cfg NATSServerConfig) (*server.Server, error) {
 		return nil, fmt.Errorf("nats listen port %q: %w", port, err)
 	}
 	if cfg.Keys == nil || cfg.Keys.Session == "" {
-		return nil, fmt.Errorf("%w: no credentials (EnsureBusKeys)", ErrInsecure)
+		return nil, fmt.Errorf("%w: no credentials (EnsureKeys)", ErrInsecure)
 	}
 	if !cfg.TLS.enabled() && !loopbackHost(host) {
 		return nil, fmt.Errorf("%w: %s is reachable from other machines: give the NATS server TLS (-nats-ca, -nats-cert, -nats-key) or listen on 127.0.0.1",
@@ -115,7 +115,7 @@ func loopbackHost(host string) bool {
 type NATSClientConfig struct {
 	URL  string // one or more, comma separated
 	Name string // shown by the NATS server's monitoring
-	// NKey is the component's seed file (required; EnsureBusKeys writes
+	// NKey is the component's seed file (required; EnsureKeys writes
 	// them): it must be readable by its owner only.
 	NKey string
 	TLS  NATSTLS

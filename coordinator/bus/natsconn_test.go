@@ -146,7 +146,7 @@ func TestStartNATSRefusesAnOpenBus(t *testing.T) {
 			}
 			t.Errorf("%s with keys %v: %v", tc.listen, tc.keys != nil, err)
 		case !tc.ok && !errors.Is(err, bus.ErrInsecure):
-			t.Errorf("%s with keys %v: %v, want ErrBusInsecure", tc.listen, tc.keys != nil, err)
+			t.Errorf("%s with keys %v: %v, want ErrInsecure", tc.listen, tc.keys != nil, err)
 		}
 	}
 }

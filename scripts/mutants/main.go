@@ -554,7 +554,7 @@ var mutations = []mutation{
 		name: "roster-claims-without-secret", why: "an edge's roster adopts any known device id without the digest of its secret (an edge takes another edge's device over)",
 		file: "coordinator/cluster.go",
 		old:  "secretHash, err := bus.ParseDigest(e.SecretHash)\n\t\tif err == nil {\n\t\t\terr = c.store.AuthenticateHash(e.ID, secretHash)\n\t\t}",
-		new:  "var err error\n\t\tif ok, kerr := c.store.Known(e.ID); kerr != nil || !ok {\n\t\t\terr = store.ErrUnknownDevice\n\t\t}",
+		new:  "var err error\n\t\tif ok, kerr := c.store.Known(e.ID); kerr != nil || !ok {\n\t\t\terr = errors.New(\"unknown device\")\n\t\t}",
 		pkgs: []string{"./coordinator/", "-run", "RosterNeedsTheSecret"},
 	},
 	{
