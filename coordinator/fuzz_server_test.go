@@ -133,7 +133,7 @@ func (h *fuzzHarness) drain() {
 	for _, fc := range h.conns {
 		for {
 			select {
-			case f := <-fc.cn.Outbox:
+			case f := <-fc.cn.Queued():
 				if f.Close == nil {
 					fc.ws.Write(h.ctx, websocket.MessageText, f.Data)
 				}
@@ -156,8 +156,7 @@ func (h *fuzzHarness) next() (byte, bool) {
 
 func (h *fuzzHarness) connect(d *fuzzDevice, hello wire.Hello) {
 	ws := &fakeWS{seq: &h.seq}
-	cn := &wsconn.Conn{F: h.c.front, WS: ws, Outbox: make(chan wsconn.OutFrame, h.c.front.Lim.Outbox), Done: make(chan struct{}), Manual: true,
-		Msgs: h.c.front.Lim.MsgLimiter()}
+	cn := wsconn.NewManual(h.c.front, ws)
 	// No writer goroutine: drain moves queued frames to ws after every
 	// step, so a frame's stamp is the step that queued it.
 	h.conns = append(h.conns, fakeConn{cn, ws})

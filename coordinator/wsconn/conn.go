@@ -57,7 +57,7 @@ type wsConn interface {
 // than allowed to stall a round. An idle connection holds one goroutine
 // (its reader) and a timer for its pings.
 type Conn struct {
-	WS wsConn
+	ws wsConn
 	// fc is the network connection under ws (nil for a fake): writes
 	// set their timeout on it and send a long frame in one system call
 	// (write).
@@ -69,17 +69,17 @@ type Conn struct {
 	stop   context.CancelFunc
 	ID     string
 	Seq    uint64 // the connection's number on an edge (edge.go)
-	Outbox chan OutFrame
+	outbox chan OutFrame
 	// writing is set while a writer goroutine drains the outbox.
 	writing atomic.Bool
-	// Manual: no writer goroutine is started; the caller drains the
+	// manual: no writer goroutine is started; the caller drains the
 	// outbox itself (the server fuzz test).
-	Manual bool
+	manual bool
 	once   sync.Once
 	Done   chan struct{}
-	// Msgs is the message rate limit: MsgRate per second up to
+	// msgs is the message rate limit: MsgRate per second up to
 	// MsgBurst (golang.org/x/time/rate; only the reader takes from it).
-	Msgs *rate.Limiter
+	msgs *rate.Limiter
 	Addr string // client address the gate keys on
 	// prehello is set while the connection counts against its
 	// address's pre-hello limit (guarded by the serving goroutine).
@@ -137,7 +137,7 @@ func (cn *Conn) Send(f OutFrame) bool {
 	default:
 	}
 	select {
-	case cn.Outbox <- f:
+	case cn.outbox <- f:
 		cn.kick()
 		return true
 	default:
@@ -148,7 +148,7 @@ func (cn *Conn) Send(f OutFrame) bool {
 
 // kick starts a writer goroutine unless one is running.
 func (cn *Conn) kick() {
-	if !cn.Manual && cn.writing.CompareAndSwap(false, true) {
+	if !cn.manual && cn.writing.CompareAndSwap(false, true) {
 		go cn.writer()
 	}
 }
@@ -176,7 +176,7 @@ func (cn *Conn) SendWait(m wire.Message) bool {
 	t := time.NewTimer(cn.F.Lim.WriteTimeout)
 	defer t.Stop()
 	select {
-	case cn.Outbox <- OutFrame{Data: b}:
+	case cn.outbox <- OutFrame{Data: b}:
 		cn.kick()
 		return true
 	case <-cn.Done:
@@ -204,7 +204,7 @@ func (cn *Conn) CloseWith(code, reason string) {
 		return
 	}
 	select {
-	case cn.Outbox <- OutFrame{Close: &CloseError{Code: code, Reason: reason}}:
+	case cn.outbox <- OutFrame{Close: &CloseError{Code: code, Reason: reason}}:
 		cn.kick()
 	default:
 		// The outbox is full: say why directly (writes are safe
@@ -213,9 +213,9 @@ func (cn *Conn) CloseWith(code, reason string) {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 			defer cancel()
 			if b, err := wire.EncodeControl(wire.Error{Code: code, Reason: reason}); err == nil {
-				cn.WS.Write(ctx, websocket.MessageText, b)
+				cn.ws.Write(ctx, websocket.MessageText, b)
 			}
-			cn.WS.Close(closeStatus(code), truncate(code+": "+reason, 120))
+			cn.ws.Close(closeStatus(code), truncate(code+": "+reason, 120))
 			cn.Shut()
 		}()
 	}
@@ -224,7 +224,7 @@ func (cn *Conn) CloseWith(code, reason string) {
 func (cn *Conn) Shut() {
 	cn.once.Do(func() {
 		close(cn.Done)
-		cn.WS.CloseNow()
+		cn.ws.CloseNow()
 		cn.pingMu.Lock()
 		if cn.ping != nil {
 			cn.ping.Stop()
@@ -249,7 +249,7 @@ func (cn *Conn) writer() {
 		select {
 		case <-cn.Done:
 			return
-		case f := <-cn.Outbox:
+		case f := <-cn.outbox:
 			if !cn.write(f) {
 				cn.Shut()
 				return
@@ -260,7 +260,7 @@ func (cn *Conn) writer() {
 		// Empty: stop, unless a frame was queued after the look above
 		// and its kick found this writer still running.
 		cn.writing.Store(false)
-		if len(cn.Outbox) == 0 || !cn.writing.CompareAndSwap(false, true) {
+		if len(cn.outbox) == 0 || !cn.writing.CompareAndSwap(false, true) {
 			return
 		}
 	}
@@ -289,9 +289,9 @@ func (cn *Conn) write(f OutFrame) bool {
 	}
 	if f.Close != nil {
 		if b, e := wire.EncodeControl(wire.Error{Code: f.Close.Code, Reason: f.Close.Reason}); e == nil {
-			cn.WS.Write(wctx, websocket.MessageText, b)
+			cn.ws.Write(wctx, websocket.MessageText, b)
 		}
-		cn.WS.Close(closeStatus(f.Close.Code), truncate(f.Close.Code+": "+f.Close.Reason, 120))
+		cn.ws.Close(closeStatus(f.Close.Code), truncate(f.Close.Code+": "+f.Close.Reason, 120))
 		return false
 	}
 	typ := websocket.MessageText
@@ -302,7 +302,7 @@ func (cn *Conn) write(f OutFrame) bool {
 	if long {
 		cn.fc.arm()
 	}
-	err := cn.WS.Write(wctx, typ, f.Data)
+	err := cn.ws.Write(wctx, typ, f.Data)
 	if long {
 		if e := cn.fc.disarm(); err == nil {
 			err = e
@@ -344,7 +344,7 @@ func (cn *Conn) heartbeat() {
 	}
 	cn.F.Met.Pings.Add(1)
 	pctx, cancel := context.WithTimeout(cn.ctx, cn.F.Gate.Config().PingTimeout)
-	err := cn.WS.Ping(pctx)
+	err := cn.ws.Ping(pctx)
 	timedOut := errors.Is(pctx.Err(), context.DeadlineExceeded) && cn.ctx.Err() == nil
 	cancel()
 	if err != nil {
@@ -431,7 +431,7 @@ func truncate(s string, n int) string {
 
 // allow takes a message token at now: MsgRate tokens per second up to
 // MsgBurst.
-func (cn *Conn) allow(now time.Time) bool { return cn.Msgs.AllowN(now, 1) }
+func (cn *Conn) allow(now time.Time) bool { return cn.msgs.AllowN(now, 1) }
 
 // MsgLimiter returns a connection's message rate limit, full.
 func (l Limits) MsgLimiter() *rate.Limiter { return rate.NewLimiter(rate.Limit(l.MsgRate), l.MsgBurst) }
@@ -461,8 +461,8 @@ func (c *Front) ServeWS(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "too many connections without hello from this address", http.StatusTooManyRequests)
 		return
 	}
-	cn := &Conn{F: c, Outbox: make(chan OutFrame, c.Lim.Outbox), Done: make(chan struct{}),
-		Msgs: c.Lim.MsgLimiter(), Addr: addr, prehello: true}
+	cn := &Conn{F: c, outbox: make(chan OutFrame, c.Lim.Outbox), Done: make(chan struct{}),
+		msgs: c.Lim.MsgLimiter(), Addr: addr, prehello: true}
 	cn.born = time.Now()
 	sb := &smallBuffers{ResponseWriter: w}
 	ws, err := websocket.Accept(sb, r, &websocket.AcceptOptions{
@@ -478,7 +478,7 @@ func (c *Front) ServeWS(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ws.SetReadLimit(int64(c.Lim.MaxFrameBytes))
-	cn.WS, cn.fc = ws, sb.fc
+	cn.ws, cn.fc = ws, sb.fc
 	cn.ctx, cn.stop = context.WithCancel(context.Background())
 	cn.startPings()
 	if err := c.hello(cn); err != nil {
@@ -641,7 +641,7 @@ func BadFrame(err error) error {
 func (c *Front) hello(cn *Conn) error {
 	ctx := cn.ctx
 	hctx, cancel := context.WithTimeout(ctx, c.Lim.HelloTimeout)
-	typ, b, err := cn.WS.Read(hctx)
+	typ, b, err := cn.ws.Read(hctx)
 	timedOut := errors.Is(hctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
 	cancel()
 	cn.helloDone()
@@ -678,7 +678,7 @@ func (c *Front) hello(cn *Conn) error {
 func (c *Front) frames(cn *Conn) error {
 	lim := wire.Limits{MaxBytes: c.Lim.MaxFrameBytes}
 	for {
-		typ, buf, err := c.readFrame(cn.ctx, cn.WS)
+		typ, buf, err := c.readFrame(cn.ctx, cn.ws)
 		if err != nil {
 			return err
 		}

@@ -118,7 +118,7 @@ func TestLongFrameOneWritev(t *testing.T) {
 		return inner(c, bufs)
 	}
 	f := &Front{Lim: Limits{WriteTimeout: 10 * time.Second}, Met: metrics.New()}
-	cn := &Conn{F: f, WS: ws, fc: fc, Outbox: make(chan OutFrame, 4), Done: make(chan struct{}), Manual: true}
+	cn := &Conn{F: f, ws: ws, fc: fc, outbox: make(chan OutFrame, 4), Done: make(chan struct{}), manual: true}
 	cn.ctx, cn.stop = context.WithCancel(context.Background())
 	defer cn.stop()
 

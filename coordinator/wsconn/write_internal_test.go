@@ -40,7 +40,7 @@ func TestWriteTimeoutDropsSlowConsumer(t *testing.T) {
 	}
 
 	f := &Front{Lim: Limits{WriteTimeout: 200 * time.Millisecond}, Met: metrics.New()}
-	cn := &Conn{F: f, WS: ws, fc: fc, Outbox: make(chan OutFrame, 4), Done: make(chan struct{})}
+	cn := &Conn{F: f, ws: ws, fc: fc, outbox: make(chan OutFrame, 4), Done: make(chan struct{})}
 	cn.ctx, cn.stop = context.WithCancel(context.Background())
 	defer cn.stop()
 	if !cn.Send(OutFrame{Binary: true, Data: make([]byte, 16<<20)}) {
