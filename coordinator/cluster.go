@@ -19,6 +19,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"browserfl/coordinator/bus"
+	"browserfl/coordinator/gate"
 	"browserfl/coordinator/wsconn"
 	"browserfl/shared/mechanism"
 	"browserfl/shared/optim"
@@ -695,7 +696,7 @@ func (n *SessionNode) roster(es *edgeState, h bus.Header) {
 				}
 			}
 		} else {
-			nick, _ := normalizeNickname(e.Nickname) // "" if NFKC made it invalid
+			nick, _ := gate.NormalizeNickname(e.Nickname) // "" if NFKC made it invalid
 			err = c.bindLocked(l, nick, e.Pending, nil)
 			c.mu.Unlock()
 		}

@@ -1134,7 +1134,7 @@ func (c *Coordinator) admitCred(cn link, h wire.Hello, cred *busCred) (wire.Welc
 	// The nickname, normalised, must not look like a present one: checked
 	// here before the store is touched, and again under the lock that
 	// binds it (bindLocked).
-	nick, err := normalizeNickname(h.Nickname)
+	nick, err := gate.NormalizeNickname(h.Nickname)
 	if err != nil {
 		return wire.Welcome{}, nicknameError(err)
 	}
@@ -1259,7 +1259,7 @@ func (c *Coordinator) bindLocked(cn link, nickname string, pending int, w *wire.
 	d.left, d.leftWhy = false, ""
 	d.nickname, d.skeleton = nickname, ""
 	if nickname != "" {
-		d.skeleton = nicknameSkeleton(nickname)
+		d.skeleton = gate.NicknameSkeleton(nickname)
 	}
 	if d.round != 0 && !holding {
 		// Assigned but the update never arrived on the old connection:

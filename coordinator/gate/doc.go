@@ -5,7 +5,9 @@
 // recorded apart), new registrations (per-address and global token
 // buckets), connections that have not said hello yet, the table of
 // devices without a connection, and the client address all of these
-// are keyed on (behind trusted reverse proxies: ParseTrustedProxies).
+// are keyed on (behind trusted reverse proxies: ParseTrustedProxies), and
+// the nicknames shown on the projector (NormalizeNickname keeps them in
+// NFKC form; NicknameSkeleton is what two names that look alike share).
 //
 // State is safe for concurrent use; its per-address tables are bounded
 // (Config.MaxAddresses) so that a flood of addresses cannot grow them.

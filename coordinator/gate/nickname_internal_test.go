@@ -1,4 +1,4 @@
-package coordinator
+package gate
 
 import (
 	"strings"
@@ -28,13 +28,13 @@ func TestNicknameSkeleton(t *testing.T) {
 		{"Strasse", "Straße"},    // full case folding
 	}
 	for _, p := range same {
-		if a, b := nicknameSkeleton(p[0]), nicknameSkeleton(p[1]); a != b {
+		if a, b := NicknameSkeleton(p[0]), NicknameSkeleton(p[1]); a != b {
 			t.Errorf("%q and %q look alike but have skeletons %q and %q", p[0], p[1], a, b)
 		}
 	}
 	differ := [][2]string{{"Anna", "Ann"}, {"Ben", "Ken"}, {"Tom", "Tim"}, {"Mia", "Lia"}, {"Teacher", "Teachers"}, {"Max", "Mac"}}
 	for _, p := range differ {
-		if a, b := nicknameSkeleton(p[0]), nicknameSkeleton(p[1]); a == b {
+		if a, b := NicknameSkeleton(p[0]), NicknameSkeleton(p[1]); a == b {
 			t.Errorf("%q and %q differ but share the skeleton %q", p[0], p[1], a)
 		}
 	}
@@ -54,7 +54,7 @@ func TestNormalizeNickname(t *testing.T) {
 		{strings.Repeat("ﷺ", 2), "", false}, // one character, 18 after NFKC
 	}
 	for _, tc := range tests {
-		got, err := normalizeNickname(tc.in)
+		got, err := NormalizeNickname(tc.in)
 		if (err == nil) != tc.ok || got != tc.want {
 			t.Errorf("normalizeNickname(%q) = %q, %v; want %q (ok %v)", tc.in, got, err, tc.want, tc.ok)
 		}

@@ -1,15 +1,12 @@
-package coordinator
+package gate
 
 import (
-	"fmt"
 	"strings"
 	"unicode"
 
 	"golang.org/x/text/cases"
 	"golang.org/x/text/unicode/norm"
 
-	"browserfl/coordinator/metrics"
-	"browserfl/coordinator/wsconn"
 	"browserfl/shared/wire"
 )
 
@@ -58,10 +55,10 @@ var homoglyphs = map[rune]rune{
 // (step 4 of the skeleton).
 var lowerLookalikes = map[rune]rune{'l': 'i', '1': 'i', '0': 'o'}
 
-// normalizeNickname returns the nickname the coordinator keeps for s (a
+// NormalizeNickname returns the nickname the coordinator keeps for s (a
 // nickname wire.CheckNickname accepted): its NFKC form, which must
 // itself be a valid nickname (NFKC can lengthen a name).
-func normalizeNickname(s string) (string, error) {
+func NormalizeNickname(s string) (string, error) {
 	n := norm.NFKC.String(s)
 	if err := wire.CheckNickname(n); err != nil {
 		return "", err
@@ -69,9 +66,9 @@ func normalizeNickname(s string) (string, error) {
 	return n, nil
 }
 
-// nicknameSkeleton is the form two nicknames that look alike share (see
+// NicknameSkeleton is the form two nicknames that look alike share (see
 // the comment of homoglyphs).
-func nicknameSkeleton(s string) string {
+func NicknameSkeleton(s string) string {
 	var b strings.Builder
 	for _, r := range norm.NFKD.String(s) {
 		if unicode.Is(unicode.Mn, r) {
@@ -94,30 +91,4 @@ func nicknameSkeleton(s string) string {
 		b.WriteRune(r)
 	}
 	return b.String()
-}
-
-// errNicknameTaken is the refusal of a nickname too close to a present
-// one; its reason is what the student reads.
-var errNicknameTaken = &wsconn.CloseError{Code: wire.CodeNickname, Kind: metrics.RejNickname,
-	Reason: "That name is too close to someone else's. Try another."}
-
-// checkNicknameLocked refuses nickname for device id if it looks like the
-// nickname of another device present in the session (connected, not
-// left). The caller holds c.mu.
-func (c *Coordinator) checkNicknameLocked(id, nickname string) error {
-	if nickname == "" {
-		return nil
-	}
-	sk := nicknameSkeleton(nickname)
-	for _, d := range c.devices { // a string compare per device (about 5 ns)
-		if d.id != id && d.conn != nil && !d.left && d.skeleton != "" && d.skeleton == sk {
-			return errNicknameTaken
-		}
-	}
-	return nil
-}
-
-// nicknameError is the refusal of a nickname that NFKC made invalid.
-func nicknameError(err error) error {
-	return &wsconn.CloseError{Code: wire.CodeNickname, Kind: metrics.RejNickname, Reason: fmt.Sprintf("That name cannot be used: %v. Try another.", err)}
 }
