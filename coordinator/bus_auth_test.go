@@ -17,6 +17,7 @@ import (
 	"github.com/coder/websocket"
 	"github.com/nats-io/nats.go"
 
+	cbus "browserfl/coordinator/bus"
 	"browserfl/shared/wire"
 )
 
@@ -55,7 +56,7 @@ func rawConn(t *testing.T, url, seed string, errs chan<- error, extra ...nats.Op
 // know is refused; the session's and an edge's keys are admitted.
 func TestBusRefusesOutsiders(t *testing.T) {
 	bus := testNATS(t)
-	stranger, err := EnsureBusKeys(filepath.Join(t.TempDir(), "elsewhere"), []string{"e0"})
+	stranger, err := cbus.EnsureKeys(filepath.Join(t.TempDir(), "elsewhere"), []string{"e0"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,8 +71,8 @@ func TestBusRefusesOutsiders(t *testing.T) {
 		{"no credentials", "", nil, false},
 		{"a token", "", []nats.Option{nats.Token("s3cret")}, false},
 		{"a user and password", "", []nats.Option{nats.UserInfo("session", "s3cret")}, false},
-		{"a key from another cluster", EdgeSeedFile(stranger.Dir, "e0"), nil, false},
-		{"another cluster's session key", SessionSeedFile(stranger.Dir), nil, false},
+		{"a key from another cluster", cbus.EdgeSeedFile(stranger.Dir, "e0"), nil, false},
+		{"another cluster's session key", cbus.SessionSeedFile(stranger.Dir), nil, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := rawConn(t, bus.URL, tc.seed, nil, tc.extra...)
@@ -203,7 +204,7 @@ func TestForgedAggregatesRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	nc, err := ConnectNATS(NATSClientConfig{URL: bus.URL, Name: "session", NKey: bus.session(), Log: log})
+	nc, err := cbus.ConnectNATS(cbus.NATSClientConfig{URL: bus.URL, Name: "session", NKey: bus.session(), Log: log})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -221,7 +222,7 @@ func TestForgedAggregatesRefused(t *testing.T) {
 	go func() { runErr <- c.Run(ctx) }()
 
 	fx := newFakeEdge(t, bus, "fx")
-	fx.send(kindEdgeBeat, &busHeader{}, nil)
+	fx.send(cbus.KindEdgeBeat, &cbus.Header{}, nil)
 	ids := map[uint64]string{}
 	for _, seq := range []uint64{1, 2} {
 		fx.hello(seq, "join-me")
@@ -238,10 +239,10 @@ func TestForgedAggregatesRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	forge := func(subject string, h busHeader, body []byte) {
+	forge := func(subject string, h cbus.Header, body []byte) {
 		t.Helper()
 		h.Instance = 99
-		b, err := encodeBus(kindAggregate, &h, body)
+		b, err := cbus.Encode(cbus.KindAggregate, &h, body)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -258,9 +259,9 @@ func TestForgedAggregatesRefused(t *testing.T) {
 	members := []string{ids[1], ids[2]}
 
 	// Round 1.
-	_, h, _ := fx.next(kindRound)
+	_, h, _ := fx.next(cbus.KindRound)
 	r1 := h.T
-	forge("browserfl.up.fx", busHeader{Epoch: h.Epoch, T: r1, IDs: members, Seqs: []uint64{1, 2}}, encodeVector(nil, forged))
+	forge("browserfl.up.fx", cbus.Header{Epoch: h.Epoch, T: r1, IDs: members, Seqs: []uint64{1, 2}}, cbus.EncodeVector(nil, forged))
 	select {
 	case err := <-fyErrs:
 		if !errors.Is(err, nats.ErrPermissionViolation) {
@@ -269,7 +270,7 @@ func TestForgedAggregatesRefused(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("the bus let fy publish on fx's subject")
 	}
-	fx.send(kindAggregate, &busHeader{Epoch: h.Epoch, T: r1, IDs: members, Seqs: []uint64{1, 2}}, encodeVector(nil, sum))
+	fx.send(cbus.KindAggregate, &cbus.Header{Epoch: h.Epoch, T: r1, IDs: members, Seqs: []uint64{1, 2}}, cbus.EncodeVector(nil, sum))
 	for _, seq := range []uint64{1, 2} {
 		if d, ok := fx.control(seq).(wire.Decision); !ok || d.T != r1 || d.State != wire.Included {
 			t.Fatalf("round %d: device %d got %+v, want included", r1, seq, d)
@@ -284,9 +285,9 @@ func TestForgedAggregatesRefused(t *testing.T) {
 	}
 
 	// Round 2: the forgery on fy's own subject.
-	_, h, _ = fx.next(kindRound)
+	_, h, _ = fx.next(cbus.KindRound)
 	r2 := h.T
-	forge("browserfl.up.fy", busHeader{Epoch: h.Epoch, T: r2, IDs: members, Seqs: []uint64{1, 2}}, encodeVector(nil, forged))
+	forge("browserfl.up.fy", cbus.Header{Epoch: h.Epoch, T: r2, IDs: members, Seqs: []uint64{1, 2}}, cbus.EncodeVector(nil, forged))
 	for _, seq := range []uint64{1, 2} {
 		d, ok := fx.control(seq).(wire.Decision)
 		if !ok || d.T != r2 || d.State != wire.Excluded || !strings.Contains(d.Reason, "refused") {
@@ -334,7 +335,7 @@ func TestSessionRefusesMalformedHellos(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	nc, err := ConnectNATS(NATSClientConfig{URL: bus.URL, Name: "session", NKey: bus.session(), Log: log})
+	nc, err := cbus.ConnectNATS(cbus.NATSClientConfig{URL: bus.URL, Name: "session", NKey: bus.session(), Log: log})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -348,7 +349,7 @@ func TestSessionRefusesMalformedHellos(t *testing.T) {
 	go node.Run(ctx)
 	waitSubscribed(t, nc)
 	fe := newFakeEdge(t, bus, "fx")
-	code, secret := codeDigest("join-me"), digest("a secret")
+	code, secret := cbus.CodeDigest("join-me"), cbus.Digest("a secret")
 	bad := 0
 	for i, tc := range []struct {
 		name         string
@@ -362,14 +363,14 @@ func TestSessionRefusesMalformedHellos(t *testing.T) {
 		{"raw secret", wire.Hello{DeviceID: "00", Secret: "a secret"}, code, secret, wire.CodeBadFrame, true, false},
 		{"no code digest", wire.Hello{}, "", secret, wire.CodeBadFrame, true, false},
 		{"short secret digest", wire.Hello{}, code, secret[:20], wire.CodeBadFrame, true, false},
-		{"wrong code digest", wire.Hello{}, digest("join-you"), secret, wire.CodeJoinCode, false, false},
+		{"wrong code digest", wire.Hello{}, cbus.Digest("join-you"), secret, wire.CodeJoinCode, false, false},
 		{"well formed", wire.Hello{}, code, secret, "", false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			seq := uint64(100 + i)
 			tc.hello.Version = wire.Version
 			hb, _ := wire.EncodeControl(tc.hello)
-			fe.send(kindHello, &busHeader{Seq: seq, CodeHash: tc.codeH, SecretHash: tc.secH}, hb)
+			fe.send(cbus.KindHello, &cbus.Header{Seq: seq, CodeHash: tc.codeH, SecretHash: tc.secH}, hb)
 			if tc.wantWelcomed {
 				if _, ok := fe.control(seq).(wire.Welcome); !ok {
 					t.Fatal("no welcome")
@@ -377,7 +378,7 @@ func TestSessionRefusesMalformedHellos(t *testing.T) {
 				return
 			}
 			for {
-				_, h, _ := fe.next(kindClose, kindControl)
+				_, h, _ := fe.next(cbus.KindClose, cbus.KindControl)
 				if h.Seq != seq {
 					continue
 				}
@@ -427,7 +428,7 @@ func TestBusCarriesNoCredentials(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	snc, err := ConnectNATS(NATSClientConfig{URL: bus.URL, Name: "session", NKey: bus.session(), Log: log})
+	snc, err := cbus.ConnectNATS(cbus.NATSClientConfig{URL: bus.URL, Name: "session", NKey: bus.session(), Log: log})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -449,7 +450,7 @@ func TestBusCarriesNoCredentials(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	enc, err := ConnectNATS(NATSClientConfig{URL: bus.URL, Name: "edge", NKey: bus.edge("e0"), Log: log})
+	enc, err := cbus.ConnectNATS(cbus.NATSClientConfig{URL: bus.URL, Name: "edge", NKey: bus.edge("e0"), Log: log})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -511,7 +512,7 @@ func TestBusCarriesNoCredentials(t *testing.T) {
 	for hellos < 3 {
 		select {
 		case b := <-tap.ch:
-			if kind, _, _, err := decodeBus(b); err == nil && kind == kindHello {
+			if kind, _, _, err := cbus.Decode(b); err == nil && kind == cbus.KindHello {
 				hellos++
 			}
 		case <-ctx.Done():
@@ -554,7 +555,7 @@ func (s *syncBuffer) String() string {
 // key is another edge's (its subjects are refused).
 func TestEdgeSaysWhenRefused(t *testing.T) {
 	bus := testNATS(t)
-	stranger, err := EnsureBusKeys(filepath.Join(t.TempDir(), "elsewhere"), []string{"e0"})
+	stranger, err := cbus.EnsureKeys(filepath.Join(t.TempDir(), "elsewhere"), []string{"e0"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -564,14 +565,14 @@ func TestEdgeSaysWhenRefused(t *testing.T) {
 		health     string
 		log        string
 	}{
-		{"a key from another cluster", EdgeSeedFile(stranger.Dir, "e0"), ErrBusAuth, "refused this component's credentials", "cannot join the cluster bus"},
+		{"a key from another cluster", cbus.EdgeSeedFile(stranger.Dir, "e0"), cbus.ErrAuth, "refused this component's credentials", "cannot join the cluster bus"},
 		{"another edge's key", bus.edge("e1"), nats.ErrPermissionViolation, "refused this edge an operation", "the cluster bus refused an operation"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var logs syncBuffer
 			log := slog.New(slog.NewTextHandler(&logs, nil))
-			status := &NATSStatus{}
-			nc, err := ConnectNATS(NATSClientConfig{URL: bus.URL, Name: "edge", NKey: tc.seed, Log: log, Status: status})
+			status := &cbus.NATSStatus{}
+			nc, err := cbus.ConnectNATS(cbus.NATSClientConfig{URL: bus.URL, Name: "edge", NKey: tc.seed, Log: log, Status: status})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -622,7 +623,7 @@ func TestRosterNeedsTheSecret(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	nc, err := ConnectNATS(NATSClientConfig{URL: bus.URL, Name: "session", NKey: bus.session(), Log: log})
+	nc, err := cbus.ConnectNATS(cbus.NATSClientConfig{URL: bus.URL, Name: "session", NKey: bus.session(), Log: log})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -650,12 +651,12 @@ func TestRosterNeedsTheSecret(t *testing.T) {
 	}
 	for _, tc := range []struct{ name, digest string }{
 		{"no digest", ""},
-		{"a wrong digest", digest("a guess")},
+		{"a wrong digest", cbus.Digest("a guess")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			before := node.busErrors.Load()
-			fy.send(kindRoster, &busHeader{T: 1, Chunks: 1, Roster: []rosterEntry{{Seq: 5, ID: w.DeviceID, SecretHash: tc.digest}}}, nil)
-			_, h, _ := fy.next(kindClose)
+			fy.send(cbus.KindRoster, &cbus.Header{T: 1, Chunks: 1, Roster: []cbus.RosterEntry{{Seq: 5, ID: w.DeviceID, SecretHash: tc.digest}}}, nil)
+			_, h, _ := fy.next(cbus.KindClose)
 			if h.Seq != 5 || h.Code != wire.CodeAuth {
 				t.Fatalf("fy's claim answered %+v, want its connection closed for auth", h)
 			}
@@ -667,10 +668,10 @@ func TestRosterNeedsTheSecret(t *testing.T) {
 			}
 		})
 	}
-	fx.send(kindRoster, &busHeader{T: 1, Chunks: 1, Roster: []rosterEntry{{Seq: 1, ID: w.DeviceID, SecretHash: digest("secret1")}}}, nil)
+	fx.send(cbus.KindRoster, &cbus.Header{T: 1, Chunks: 1, Roster: []cbus.RosterEntry{{Seq: 1, ID: w.DeviceID, SecretHash: cbus.Digest("secret1")}}}, nil)
 	// A status query after the roster: once the session answers it, the
 	// roster was handled (one goroutine per edge, in order).
-	fx.send(kindStatus, &busHeader{Seq: 1, ID: w.DeviceID, T: 1}, nil)
+	fx.send(cbus.KindStatus, &cbus.Header{Seq: 1, ID: w.DeviceID, T: 1}, nil)
 	if d, ok := fx.control(1).(wire.Decision); !ok || d.T != 1 {
 		t.Fatalf("status after fx's roster: %+v", d)
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	cbus "browserfl/coordinator/bus"
 	"browserfl/shared/wire"
 )
 
@@ -18,26 +19,26 @@ func busSeeds(t testing.TB) [][]byte {
 	leave, _ := wire.EncodeControl(wire.Leave{Reason: wire.LeaveDone})
 	frame, _ := wire.EncodeRound(wire.RoundFrame{T: 1, DeadlineMillis: 100, X: make([]float64, 10)})
 	var out [][]byte
-	add := func(kind byte, h *busHeader, body []byte) {
-		b, err := encodeBus(kind, h, body)
+	add := func(kind byte, h *cbus.Header, body []byte) {
+		b, err := cbus.Encode(kind, h, body)
 		if err != nil {
 			t.Fatal(err)
 		}
 		out = append(out, b)
 	}
-	add(kindHello, &busHeader{Seq: 1, Addr: "127.0.0.1", CodeHash: codeDigest("join-me"), SecretHash: digest("s")}, hello)
-	add(kindAggregate, &busHeader{Epoch: 5, T: 1, IDs: []string{"a"}, Seqs: []uint64{1}, Missing: []string{"b"}, MissingSeqs: []uint64{2}},
-		encodeVector(nil, make([]float64, 10)))
-	add(kindReject, &busHeader{Epoch: 5, Seq: 1, ID: "a", T: 1, Norm: 3}, nil)
-	add(kindStatus, &busHeader{Seq: 1, ID: "a", T: 1}, nil)
-	add(kindLeave, &busHeader{Seq: 1, ID: "a"}, leave)
-	add(kindDisconnect, &busHeader{Seq: 1, ID: "a"}, nil)
-	add(kindRoster, &busHeader{T: 1, Roster: []rosterEntry{{Seq: 1, ID: "a", Pending: 1, SecretHash: digest("s")}}, Chunks: 1}, nil)
-	add(kindEdgeBeat, &busHeader{Devices: 3}, nil)
-	add(kindControl, &busHeader{Seq: 1, Epoch: 5}, dec)
-	add(kindClose, &busHeader{Seq: 1, Code: wire.CodeAuth, Reason: "x"}, nil)
-	add(kindRound, &busHeader{Epoch: 5, T: 1, Seqs: []uint64{1}, Dim: 10, Bound: 3, DeadlineMillis: 100}, frame)
-	add(kindSessionBeat, &busHeader{Epoch: 5, Beat: &sessionBeat{JoinCodeHash: codeDigest("join-me"), Committed: 0, Resync: true}}, nil)
+	add(cbus.KindHello, &cbus.Header{Seq: 1, Addr: "127.0.0.1", CodeHash: cbus.CodeDigest("join-me"), SecretHash: cbus.Digest("s")}, hello)
+	add(cbus.KindAggregate, &cbus.Header{Epoch: 5, T: 1, IDs: []string{"a"}, Seqs: []uint64{1}, Missing: []string{"b"}, MissingSeqs: []uint64{2}},
+		cbus.EncodeVector(nil, make([]float64, 10)))
+	add(cbus.KindReject, &cbus.Header{Epoch: 5, Seq: 1, ID: "a", T: 1, Norm: 3}, nil)
+	add(cbus.KindStatus, &cbus.Header{Seq: 1, ID: "a", T: 1}, nil)
+	add(cbus.KindLeave, &cbus.Header{Seq: 1, ID: "a"}, leave)
+	add(cbus.KindDisconnect, &cbus.Header{Seq: 1, ID: "a"}, nil)
+	add(cbus.KindRoster, &cbus.Header{T: 1, Roster: []cbus.RosterEntry{{Seq: 1, ID: "a", Pending: 1, SecretHash: cbus.Digest("s")}}, Chunks: 1}, nil)
+	add(cbus.KindEdgeBeat, &cbus.Header{Devices: 3}, nil)
+	add(cbus.KindControl, &cbus.Header{Seq: 1, Epoch: 5}, dec)
+	add(cbus.KindClose, &cbus.Header{Seq: 1, Code: wire.CodeAuth, Reason: "x"}, nil)
+	add(cbus.KindRound, &cbus.Header{Epoch: 5, T: 1, Seqs: []uint64{1}, Dim: 10, Bound: 3, DeadlineMillis: 100}, frame)
+	add(cbus.KindSessionBeat, &cbus.Header{Epoch: 5, Beat: &cbus.SessionBeat{JoinCodeHash: cbus.CodeDigest("join-me"), Committed: 0, Resync: true}}, nil)
 	return out
 }
 
@@ -55,7 +56,7 @@ func FuzzClusterEnvelope(f *testing.F) {
 	}
 	bus := testNATS(f)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	nc, err := ConnectNATS(NATSClientConfig{URL: bus.URL, Name: "fuzz", NKey: bus.session(), Log: log})
+	nc, err := cbus.ConnectNATS(cbus.NATSClientConfig{URL: bus.URL, Name: "fuzz", NKey: bus.session(), Log: log})
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -79,13 +80,13 @@ func FuzzClusterEnvelope(f *testing.F) {
 	es := &edgeState{id: "fz", queue: make(chan []byte, 1), hellos: map[uint64]chan struct{}{}, sem: make(chan struct{}, 4)}
 	node.edges["fz"] = es
 	f.Fuzz(func(t *testing.T, b []byte) {
-		kind, h, body, err := decodeBus(b)
+		kind, h, body, err := cbus.Decode(b)
 		if err == nil {
-			again, err := encodeBus(kind, &h, body)
+			again, err := cbus.Encode(kind, &h, body)
 			if err != nil {
 				t.Fatalf("re-encode: %v", err)
 			}
-			k2, _, body2, err := decodeBus(again)
+			k2, _, body2, err := cbus.Decode(again)
 			if err != nil || k2 != kind || !bytes.Equal(body, body2) {
 				t.Fatalf("re-encoded envelope decodes differently: %v", err)
 			}

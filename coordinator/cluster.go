@@ -18,6 +18,9 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"browserfl/coordinator/bus"
+	"browserfl/coordinator/gate"
+	"browserfl/coordinator/wsconn"
 	"browserfl/shared/mechanism"
 	"browserfl/shared/optim"
 	"browserfl/shared/wire"
@@ -109,7 +112,7 @@ type edgeState struct {
 	roundT     int
 	roundFrame []byte
 	roundSeqs  []uint64
-	roundMarks []histMark // each member's history mark, beside roundSeqs
+	roundMarks []bus.Mark // each member's history mark, beside roundSeqs
 }
 
 // remoteLink is a device held by an edge, as the round logic sees it.
@@ -120,51 +123,51 @@ type remoteLink struct {
 	id   string
 }
 
-func (l *remoteLink) deviceID() string      { return l.id }
-func (l *remoteLink) setDeviceID(id string) { l.id = id }
+func (l *remoteLink) DeviceID() string      { return l.id }
+func (l *remoteLink) SetDeviceID(id string) { l.id = id }
 
 // sendRound queues the whole frame: the edge sends each of its devices
 // the frame or its short form (Edge.roundLocked).
-func (l *remoteLink) sendRound(f outFrame) int {
-	f.short = nil
-	if !l.send(f) {
+func (l *remoteLink) SendRound(f wsconn.OutFrame) int {
+	f.Short = nil
+	if !l.Send(f) {
 		return 0
 	}
-	return len(f.data)
+	return len(f.Data)
 }
 
-func (l *remoteLink) send(f outFrame) bool {
-	if !f.binary {
-		l.n.publish(l.edge, kindControl, &busHeader{Seq: l.seq}, f.data)
+func (l *remoteLink) Send(f wsconn.OutFrame) bool {
+	if !f.Binary {
+		l.n.publish(l.edge, bus.KindControl, &bus.Header{Seq: l.seq}, f.Data)
 		return true
 	}
 	// A round frame: queued per edge, published once for all the
 	// edge's cohort members by sendRounds.
 	l.n.mu.Lock()
 	if es := l.n.edges[l.edge]; es != nil {
-		es.roundT, es.roundFrame = f.round, f.data
+		es.roundT, es.roundFrame = f.Round, f.Data
 		es.roundSeqs = append(es.roundSeqs, l.seq)
-		es.roundMarks = append(es.roundMarks, f.mark)
+		es.roundMarks = append(es.roundMarks, f.Mark)
 	}
 	l.n.mu.Unlock()
 	return true
 }
 
-func (l *remoteLink) sendControl(m wire.Message) bool {
+func (l *remoteLink) SendControl(m wire.Message) bool {
 	b, err := wire.EncodeControl(m)
 	if err != nil {
 		return false
 	}
-	return l.n.publish(l.edge, kindControl, &busHeader{Seq: l.seq}, b)
+	return l.n.publish(l.edge, bus.KindControl, &bus.Header{Seq: l.seq}, b)
 }
 
-func (l *remoteLink) closeWith(code, reason string) {
+func (l *remoteLink) CloseWith(code, reason string) {
 	if code == wire.CodeShutdown {
 		// The session process stopping is not the device's business:
 		// its edge keeps it connected for the next session process.
 		return
 	}
-	l.n.publish(l.edge, kindClose, &busHeader{Seq: l.seq, Code: code, Reason: reason}, nil)
+	l.n.publish(l.edge, bus.KindClose, &bus.Header{Seq: l.seq, Code: code, Reason: reason}, nil)
 	l.n.mu.Lock()
 	if l.n.links[linkKey{l.edge, l.seq}] == l {
 		delete(l.n.links, linkKey{l.edge, l.seq})
@@ -184,7 +187,7 @@ func NewSessionNode(c *Coordinator, cfg SessionNodeConfig) (*SessionNode, error)
 	if cfg.Prefix == "" {
 		cfg.Prefix = "browserfl"
 	}
-	if err := checkEdgeID(cfg.Prefix); err != nil {
+	if err := bus.CheckEdgeID(cfg.Prefix); err != nil {
 		return nil, fmt.Errorf("coordinator: subject prefix: %w", err)
 	}
 	if cfg.BeatInterval <= 0 {
@@ -212,7 +215,7 @@ func NewSessionNode(c *Coordinator, cfg SessionNodeConfig) (*SessionNode, error)
 	if _, err := crand.Read(b[:]); err != nil {
 		return nil, fmt.Errorf("coordinator: epoch: %w", err)
 	}
-	n := &SessionNode{c: c, cfg: cfg, nc: cfg.Conn, epoch: binary.LittleEndian.Uint64(b[:]) | 1, log: c.log,
+	n := &SessionNode{c: c, cfg: cfg, nc: cfg.Conn, epoch: binary.LittleEndian.Uint64(b[:]) | 1, log: c.front.Log,
 		edges: map[string]*edgeState{}, links: map[linkKey]*remoteLink{}}
 	c.mu.Lock()
 	c.node = n
@@ -224,7 +227,7 @@ func NewSessionNode(c *Coordinator, cfg SessionNodeConfig) (*SessionNode, error)
 func (n *SessionNode) Run(ctx context.Context) error {
 	sub, err := n.nc.Subscribe(n.cfg.Prefix+".up.*", func(m *nats.Msg) {
 		edge := m.Subject[strings.LastIndexByte(m.Subject, '.')+1:]
-		if checkEdgeID(edge) != nil {
+		if bus.CheckEdgeID(edge) != nil {
 			n.busErrors.Add(1)
 			return
 		}
@@ -293,9 +296,9 @@ func (n *SessionNode) serveEdge(ctx context.Context, es *edgeState) {
 
 // publish sends an envelope to an edge; it reports whether it was handed
 // to NATS (a lost one is repaired by the beats).
-func (n *SessionNode) publish(edge string, kind byte, h *busHeader, body []byte) bool {
+func (n *SessionNode) publish(edge string, kind byte, h *bus.Header, body []byte) bool {
 	h.Epoch = n.epoch
-	b, err := encodeBus(kind, h, body)
+	b, err := bus.Encode(kind, h, body)
 	if err == nil {
 		err = n.nc.Publish(n.cfg.Prefix+".down."+edge, b)
 	}
@@ -315,7 +318,7 @@ func (n *SessionNode) sendRounds(t int) {
 		edge  string
 		frame []byte
 		seqs  []uint64
-		marks []histMark
+		marks []bus.Mark
 	}
 	var outs []out
 	n.mu.Lock()
@@ -333,7 +336,7 @@ func (n *SessionNode) sendRounds(t int) {
 	}
 	sess := c.sess
 	for _, o := range outs {
-		n.publish(o.edge, kindRound, &busHeader{T: t, Seqs: o.seqs, Marks: o.marks, Dim: c.sess.Dim, Bound: bound,
+		n.publish(o.edge, bus.KindRound, &bus.Header{T: t, Seqs: o.seqs, Marks: o.marks, Dim: c.sess.Dim, Bound: bound,
 			DeadlineMillis: c.sess.DeadlineMillis, Session: &sess}, o.frame)
 	}
 }
@@ -346,7 +349,7 @@ func (n *SessionNode) beat() {
 	c := n.c
 	var lost []*remoteLink
 	c.mu.Lock()
-	b := sessionBeat{JoinCodeHash: codeDigest(c.cfg.JoinCode), Committed: c.committed, Finished: c.finished}
+	b := bus.SessionBeat{JoinCodeHash: bus.CodeDigest(c.cfg.JoinCode), Committed: c.committed, Finished: c.finished}
 	if c.round != nil {
 		b.Open = c.round.t
 	}
@@ -390,7 +393,7 @@ func (n *SessionNode) beat() {
 	for _, t := range targets {
 		bb := b
 		bb.Resync = t.resync
-		n.publish(t.id, kindSessionBeat, &busHeader{Beat: &bb}, nil)
+		n.publish(t.id, bus.KindSessionBeat, &bus.Header{Beat: &bb}, nil)
 	}
 	c.mu.Unlock()
 	for _, l := range lost {
@@ -432,7 +435,7 @@ func (es *edgeState) waitHello(seq uint64) {
 // them (hellos are authenticated concurrently, and whatever follows
 // about the same connection waits for its hello).
 func (n *SessionNode) handle(ctx context.Context, es *edgeState, b []byte) {
-	kind, h, body, err := decodeBus(b)
+	kind, h, body, err := bus.Decode(b)
 	if err != nil {
 		n.busErrors.Add(1)
 		n.log.Warn("bad envelope from an edge", "edge", es.id, "err", err)
@@ -462,7 +465,7 @@ func (n *SessionNode) handle(ctx context.Context, es *edgeState, b []byte) {
 	}
 	c := n.c
 	switch kind {
-	case kindHello:
+	case bus.KindHello:
 		es.sem <- struct{}{}
 		done := make(chan struct{})
 		es.helloMu.Lock()
@@ -484,7 +487,7 @@ func (n *SessionNode) handle(ctx context.Context, es *edgeState, b []byte) {
 			}()
 			n.hello(es.id, h, body)
 		}()
-	case kindAggregate:
+	case bus.KindAggregate:
 		for _, s := range h.Seqs {
 			es.waitHello(s)
 		}
@@ -492,12 +495,12 @@ func (n *SessionNode) handle(ctx context.Context, es *edgeState, b []byte) {
 			es.waitHello(s)
 		}
 		n.aggregate(es.id, h, body)
-	case kindReject:
+	case bus.KindReject:
 		es.waitHello(h.Seq)
 		if l := n.link(es.id, h.Seq); l != nil && l.id == h.ID && h.Epoch == n.epoch {
 			c.rejectedAtEdge(l, h.T, h.Norm, h.Reason)
 		}
-	case kindStatus:
+	case bus.KindStatus:
 		es.waitHello(h.Seq)
 		l := n.link(es.id, h.Seq)
 		if l == nil || l.id != h.ID {
@@ -508,8 +511,8 @@ func (n *SessionNode) handle(ctx context.Context, es *edgeState, b []byte) {
 			n.log.Warn("status query", "err", err)
 			return
 		}
-		l.sendControl(dec)
-	case kindLeave:
+		l.SendControl(dec)
+	case bus.KindLeave:
 		es.waitHello(h.Seq)
 		m, err := wire.DecodeControl(body)
 		lv, ok := m.(wire.Leave)
@@ -520,7 +523,7 @@ func (n *SessionNode) handle(ctx context.Context, es *edgeState, b []byte) {
 		if l := n.link(es.id, h.Seq); l != nil && l.id == h.ID {
 			c.leaveLink(l, lv)
 		}
-	case kindDisconnect:
+	case bus.KindDisconnect:
 		es.waitHello(h.Seq)
 		n.mu.Lock()
 		l := n.links[linkKey{es.id, h.Seq}]
@@ -533,9 +536,9 @@ func (n *SessionNode) handle(ctx context.Context, es *edgeState, b []byte) {
 		if match {
 			c.disconnectedLink(l)
 		}
-	case kindRoster:
+	case bus.KindRoster:
 		n.roster(es, h)
-	case kindEdgeBeat:
+	case bus.KindEdgeBeat:
 		n.mu.Lock()
 		es.devices = h.Devices
 		n.mu.Unlock()
@@ -548,19 +551,19 @@ func (n *SessionNode) handle(ctx context.Context, es *edgeState, b []byte) {
 // hello authenticates a device's hello forwarded by an edge and binds it
 // to a remoteLink; the welcome (or the reason to close) goes back on the
 // edge's subject.
-func (n *SessionNode) hello(edge string, h busHeader, body []byte) {
+func (n *SessionNode) hello(edge string, h bus.Header, body []byte) {
 	m, err := wire.DecodeControl(body)
 	hello, ok := m.(wire.Hello)
 	if err != nil || !ok {
 		n.busErrors.Add(1)
-		n.publish(edge, kindClose, &busHeader{Seq: h.Seq, Code: wire.CodeBadFrame, Reason: "hello expected"}, nil)
+		n.publish(edge, bus.KindClose, &bus.Header{Seq: h.Seq, Code: wire.CodeBadFrame, Reason: "hello expected"}, nil)
 		return
 	}
 	cred, err := helloCred(h, hello)
 	if err != nil {
 		n.badHellos.Add(1)
 		n.log.Warn("hello from an edge refused", "edge", edge, "err", err)
-		n.publish(edge, kindClose, &busHeader{Seq: h.Seq, Code: wire.CodeBadFrame, Reason: "the server could not forward the hello"}, nil)
+		n.publish(edge, bus.KindClose, &bus.Header{Seq: h.Seq, Code: wire.CodeBadFrame, Reason: "the server could not forward the hello"}, nil)
 		return
 	}
 	l := &remoteLink{n: n, edge: edge, seq: h.Seq}
@@ -585,13 +588,13 @@ func (n *SessionNode) hello(edge string, h busHeader, body []byte) {
 	}
 	n.mu.Unlock()
 	code, reason := wire.CodeShutdown, "the session could not admit the device; retry"
-	var ce *closeError
+	var ce *wsconn.CloseError
 	if errors.As(err, &ce) {
-		code, reason = ce.code, ce.reason
+		code, reason = ce.Code, ce.Reason
 	} else {
 		n.log.Warn("admitting a device from an edge", "edge", edge, "err", err)
 	}
-	n.publish(edge, kindClose, &busHeader{Seq: h.Seq, Code: code, Reason: reason}, nil)
+	n.publish(edge, bus.KindClose, &bus.Header{Seq: h.Seq, Code: code, Reason: reason}, nil)
 }
 
 // errRawCredential: an edge forwarded a hello with the join code or the
@@ -601,15 +604,15 @@ var errRawCredential = errors.New("cluster message: a hello with a raw join code
 // helloCred checks a forwarded hello's form and returns its credentials:
 // the body carries neither the join code nor the secret, the header
 // both digests.
-func helloCred(h busHeader, hello wire.Hello) (*busCred, error) {
+func helloCred(h bus.Header, hello wire.Hello) (*busCred, error) {
 	if hello.JoinCode != "" || hello.Secret != "" {
 		return nil, errRawCredential
 	}
-	code, err := parseDigest(h.CodeHash)
+	code, err := bus.ParseDigest(h.CodeHash)
 	if err != nil {
 		return nil, fmt.Errorf("join code: %w", err)
 	}
-	secret, err := parseDigest(h.SecretHash)
+	secret, err := bus.ParseDigest(h.SecretHash)
 	if err != nil {
 		return nil, fmt.Errorf("secret: %w", err)
 	}
@@ -622,7 +625,7 @@ func helloCred(h busHeader, hello wire.Hello) (*busCred, error) {
 // of a roster has arrived, links to connections the edge no longer holds
 // are dropped (a disconnect that was lost) and the edge counts as in
 // sync; a roster with a lost chunk leaves the resync asked for.
-func (n *SessionNode) roster(es *edgeState, h busHeader) {
+func (n *SessionNode) roster(es *edgeState, h bus.Header) {
 	edge := es.id
 	n.mu.Lock()
 	if h.T != es.roster || es.rosterSeqs == nil {
@@ -660,13 +663,13 @@ func (n *SessionNode) roster(es *edgeState, h busHeader) {
 		// The edge proves that the device connected through it with the
 		// digest of its secret: an edge cannot claim another edge's
 		// device by its id alone.
-		secretHash, err := parseDigest(e.SecretHash)
+		secretHash, err := bus.ParseDigest(e.SecretHash)
 		if err == nil {
 			err = c.store.AuthenticateHash(e.ID, secretHash)
 		}
 		if err != nil {
 			n.busErrors.Add(1)
-			n.publish(edge, kindClose, &busHeader{Seq: e.Seq, Code: wire.CodeAuth, Reason: "unknown device id or wrong secret"}, nil)
+			n.publish(edge, bus.KindClose, &bus.Header{Seq: e.Seq, Code: wire.CodeAuth, Reason: "unknown device id or wrong secret"}, nil)
 			continue
 		}
 		key := linkKey{edge, e.Seq}
@@ -689,17 +692,17 @@ func (n *SessionNode) roster(es *edgeState, h busHeader) {
 			if again {
 				var dec wire.Decision
 				if dec, err = c.decision(e.ID, e.Pending); err == nil && dec.State != wire.Pending {
-					l.sendControl(dec)
+					l.SendControl(dec)
 				}
 			}
 		} else {
-			nick, _ := normalizeNickname(e.Nickname) // "" if NFKC made it invalid
+			nick, _ := gate.NormalizeNickname(e.Nickname) // "" if NFKC made it invalid
 			err = c.bindLocked(l, nick, e.Pending, nil)
 			c.mu.Unlock()
 		}
-		if ce := (*closeError)(nil); errors.As(err, &ce) && ce.code == wire.CodeRemoved {
+		if ce := (*wsconn.CloseError)(nil); errors.As(err, &ce) && ce.Code == wire.CodeRemoved {
 			// Removed by the teacher while the session process was away.
-			l.closeWith(ce.code, ce.reason)
+			l.CloseWith(ce.Code, ce.Reason)
 		} else if err != nil {
 			n.log.Warn("adopting a device from an edge's roster", "edge", edge, "err", err)
 		}
@@ -707,7 +710,7 @@ func (n *SessionNode) roster(es *edgeState, h busHeader) {
 }
 
 // aggregate hands an edge's pre-aggregated round to the coordinator.
-func (n *SessionNode) aggregate(edge string, h busHeader, body []byte) {
+func (n *SessionNode) aggregate(edge string, h bus.Header, body []byte) {
 	c := n.c
 	if h.Epoch != n.epoch {
 		// For another session process's round: its devices learn
@@ -752,7 +755,7 @@ func (n *SessionNode) aggregate(edge string, h busHeader, body []byte) {
 // excluded now, so the round need not wait for them.
 func (c *Coordinator) acceptAggregate(t int, links []link, ids []string, body []byte, bytesIn int64, missing []link) bool {
 	vec := c.vec(c.sess.Dim)
-	decodeErr := decodeVector(*vec, body)
+	decodeErr := bus.DecodeVector(*vec, body)
 	norm := math.NaN()
 	if decodeErr == nil {
 		if err := mechanism.CheckFinite(*vec); err == nil {
@@ -764,26 +767,26 @@ func (c *Coordinator) acceptAggregate(t int, links []link, ids []string, body []
 	defer c.signal()
 	or := c.round
 	for _, l := range missing {
-		if d := c.devices[l.deviceID()]; d != nil && d.conn == l && or != nil && or.t == t && d.round == t &&
+		if d := c.devices[l.DeviceID()]; d != nil && d.conn == l && or != nil && or.t == t && d.round == t &&
 			or.cohort[d.id] && or.updates[d.id] == nil && !or.closed {
 			delete(or.cohort, d.id)
 			or.dropped[d.id] = true
 			d.round = 0
 			d.misses++
-			d.conn.sendControl(wire.Decision{T: t, State: wire.Excluded, Reason: "no update before the deadline"})
+			d.conn.SendControl(wire.Decision{T: t, State: wire.Excluded, Reason: "no update before the deadline"})
 		}
 	}
 	if or != nil {
 		or.checkAllIn()
 	}
 	if len(ids) == 0 {
-		c.vecs.put(vec)
+		c.vecs.Put(vec)
 		return true
 	}
 	if t <= c.committed || or == nil || or.t != t || or.closed {
 		// Late: whoever is still in round t is excluded at its commit.
-		c.met.lateUpdates.Add(int64(len(ids)))
-		c.vecs.put(vec)
+		c.front.Met.LateUpdates.Add(int64(len(ids)))
+		c.vecs.Put(vec)
 		return false
 	}
 	why := ""
@@ -816,12 +819,12 @@ func (c *Coordinator) acceptAggregate(t int, links []link, ids []string, body []
 			why = "the sum is not finite"
 		case !(norm <= float64(len(ids))*c.bound):
 			why = fmt.Sprintf("the sum's norm %.4g is above %d times the session's bound %.4g", norm, len(ids), c.bound)
-			c.met.rejectedUpdates.Add(int64(len(ids)))
+			c.front.Met.RejectedUpdates.Add(int64(len(ids)))
 		}
 	}
 	if why != "" {
-		c.vecs.put(vec)
-		c.log.Warn("edge aggregate refused; its members are excluded", "round", t, "members", len(ids), "why", why)
+		c.vecs.Put(vec)
+		c.front.Log.Warn("edge aggregate refused; its members are excluded", "round", t, "members", len(ids), "why", why)
 		for _, id := range ids {
 			d := c.devices[id]
 			if d == nil || d.round != t || !or.cohort[id] || or.updates[id] != nil {
@@ -844,7 +847,7 @@ func (c *Coordinator) acceptAggregate(t int, links []link, ids []string, body []
 		c.devices[id].misses, c.devices[id].proven = 0, true
 	}
 	or.bytesIn += bytesIn
-	c.met.updates.Add(int64(len(ids)))
+	c.front.Met.Updates.Add(int64(len(ids)))
 	or.checkAllIn()
 	return true
 }
@@ -856,7 +859,7 @@ func (c *Coordinator) acceptAggregate(t int, links []link, ids []string, body []
 func (c *Coordinator) rejectedAtEdge(l link, t int, norm float64, why string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	d, or := c.devices[l.deviceID()], c.round
+	d, or := c.devices[l.DeviceID()], c.round
 	if d == nil || d.conn != l || or == nil || or.t != t || !or.cohort[d.id] || or.updates[d.id] != nil || or.closed {
 		return
 	}

@@ -16,6 +16,8 @@ import (
 	"github.com/coder/websocket"
 	"github.com/nats-io/nats.go"
 
+	cbus "browserfl/coordinator/bus"
+	"browserfl/coordinator/store"
 	"browserfl/shared/mechanism"
 	"browserfl/shared/optim"
 	"browserfl/shared/plan"
@@ -35,7 +37,7 @@ type fakeEdge struct {
 
 func newFakeEdge(t *testing.T, bus *testBus, id string) *fakeEdge {
 	t.Helper()
-	nc, err := ConnectNATS(NATSClientConfig{URL: bus.URL, Name: id, NKey: bus.edge(id), Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	nc, err := cbus.ConnectNATS(cbus.NATSClientConfig{URL: bus.URL, Name: id, NKey: bus.edge(id), Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,10 +71,10 @@ func waitSubscribed(t *testing.T, nc *nats.Conn) {
 	}
 }
 
-func (f *fakeEdge) send(kind byte, h *busHeader, body []byte) {
+func (f *fakeEdge) send(kind byte, h *cbus.Header, body []byte) {
 	f.t.Helper()
 	h.Instance = f.inst
-	b, err := encodeBus(kind, h, body)
+	b, err := cbus.Encode(kind, h, body)
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -87,17 +89,17 @@ func (f *fakeEdge) send(kind byte, h *busHeader, body []byte) {
 func (f *fakeEdge) hello(seq uint64, code string) {
 	f.t.Helper()
 	hb, _ := wire.EncodeControl(wire.Hello{Version: wire.Version})
-	f.send(kindHello, &busHeader{Seq: seq, Addr: "127.0.0.1", CodeHash: codeDigest(code), SecretHash: digest(fmt.Sprint("secret", seq))}, hb)
+	f.send(cbus.KindHello, &cbus.Header{Seq: seq, Addr: "127.0.0.1", CodeHash: cbus.CodeDigest(code), SecretHash: cbus.Digest(fmt.Sprint("secret", seq))}, hb)
 }
 
 // next returns the next envelope of one of the kinds, skipping beats.
-func (f *fakeEdge) next(kinds ...byte) (byte, busHeader, []byte) {
+func (f *fakeEdge) next(kinds ...byte) (byte, cbus.Header, []byte) {
 	f.t.Helper()
 	timeout := time.After(20 * time.Second)
 	for {
 		select {
 		case b := <-f.down:
-			kind, h, body, err := decodeBus(b)
+			kind, h, body, err := cbus.Decode(b)
 			if err != nil {
 				f.t.Fatal(err)
 			}
@@ -121,7 +123,7 @@ func (f *fakeEdge) control(seq uint64) wire.Message {
 		return q[0]
 	}
 	for {
-		_, h, body := f.next(kindControl)
+		_, h, body := f.next(cbus.KindControl)
 		m, err := wire.DecodeControl(body)
 		if err != nil {
 			f.t.Fatal(err)
@@ -159,7 +161,7 @@ func TestHostileAggregateRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	nc, err := ConnectNATS(NATSClientConfig{URL: bus.URL, Name: "session", NKey: bus.session(), Log: log})
+	nc, err := cbus.ConnectNATS(cbus.NATSClientConfig{URL: bus.URL, Name: "session", NKey: bus.session(), Log: log})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,7 +178,7 @@ func TestHostileAggregateRefused(t *testing.T) {
 	go func() { runErr <- c.Run(ctx) }()
 
 	fe := newFakeEdge(t, bus, "fx")
-	fe.send(kindEdgeBeat, &busHeader{}, nil)
+	fe.send(cbus.KindEdgeBeat, &cbus.Header{}, nil)
 	ids := map[uint64]string{}
 	for _, seq := range []uint64{1, 2} {
 		fe.hello(seq, "join-me")
@@ -188,7 +190,7 @@ func TestHostileAggregateRefused(t *testing.T) {
 	}
 	bound := 0.0
 	round := func() (int, uint64) {
-		_, h, _ := fe.next(kindRound)
+		_, h, _ := fe.next(cbus.KindRound)
 		if len(h.Seqs) != 2 {
 			t.Fatalf("round %d for %d devices, want 2", h.T, len(h.Seqs))
 		}
@@ -255,11 +257,11 @@ func TestHostileAggregateRefused(t *testing.T) {
 		if bound <= 0 || math.IsInf(bound, 0) {
 			t.Fatalf("round %d announced bound %v", r, bound)
 		}
-		h := &busHeader{Epoch: epoch, T: r, IDs: tc.ids, Seqs: tc.seqs}
+		h := &cbus.Header{Epoch: epoch, T: r, IDs: tc.ids, Seqs: tc.seqs}
 		if tc.missing {
 			h.Missing, h.MissingSeqs = []string{ids[2]}, []uint64{2}
 		}
-		fe.send(kindAggregate, h, encodeVector(nil, tc.vec()))
+		fe.send(cbus.KindAggregate, h, cbus.EncodeVector(nil, tc.vec()))
 		excludedBoth(r, tc.what, tc.why)
 		// The round then commits with nothing included: x does not move
 		// (nc's x_{t+1} = x_t - eta qtilde_t uses last round's estimate,
@@ -273,7 +275,7 @@ func TestHostileAggregateRefused(t *testing.T) {
 	}
 	// The honest sum is applied: both included.
 	r, epoch := round()
-	fe.send(kindAggregate, &busHeader{Epoch: epoch, T: r, IDs: []string{ids[1], ids[2]}, Seqs: []uint64{1, 2}}, encodeVector(nil, sum))
+	fe.send(cbus.KindAggregate, &cbus.Header{Epoch: epoch, T: r, IDs: []string{ids[1], ids[2]}, Seqs: []uint64{1, 2}}, cbus.EncodeVector(nil, sum))
 	for _, seq := range []uint64{1, 2} {
 		if d, ok := fe.control(seq).(wire.Decision); !ok || d.T != r || d.State != wire.Included {
 			t.Fatalf("honest sum: device %d got %+v, want included", seq, d)
@@ -297,14 +299,14 @@ func twoDeviceSession(name string, deadlineMs int) wire.SessionParams {
 
 // ncServerAndStore returns sess's server half (zero seed) and a store in
 // a temporary directory, closed when the test ends.
-func ncServerAndStore(t testing.TB, sess wire.SessionParams) (optim.Server, *Store) {
+func ncServerAndStore(t testing.TB, sess wire.SessionParams) (optim.Server, *store.Store) {
 	t.Helper()
 	var seed mechanism.Seed
 	srv, err := optim.NewServer(plan.FromSession(sess), make([]float64, sess.Dim), mechanism.NewStream(seed, 0))
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := OpenStore(filepath.Join(t.TempDir(), "c.db"))
+	st, err := store.Open(filepath.Join(t.TempDir(), "c.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -339,7 +341,7 @@ func TestRosterKeepsHelloInFlight(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	nc, err := ConnectNATS(NATSClientConfig{URL: bus.URL, Name: "session", NKey: bus.session(), Log: log})
+	nc, err := cbus.ConnectNATS(cbus.NATSClientConfig{URL: bus.URL, Name: "session", NKey: bus.session(), Log: log})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -362,7 +364,7 @@ func TestRosterKeepsHelloInFlight(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond)
 	}
-	fe.send(kindRoster, &busHeader{T: 1, Chunks: 1}, nil)
+	fe.send(cbus.KindRoster, &cbus.Header{T: 1, Chunks: 1}, nil)
 	// Wait until the whole roster was taken (the hello is still held).
 	for {
 		node.mu.Lock()
@@ -405,7 +407,7 @@ func TestRosterKeepsHelloInFlight(t *testing.T) {
 func TestEdgeHoldsEndUntilDecision(t *testing.T) {
 	bus := testNATS(t)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	enc, err := ConnectNATS(NATSClientConfig{URL: bus.URL, Name: "edge", NKey: bus.edge("e0"), Log: log})
+	enc, err := cbus.ConnectNATS(cbus.NATSClientConfig{URL: bus.URL, Name: "edge", NKey: bus.edge("e0"), Log: log})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -417,7 +419,7 @@ func TestEdgeHoldsEndUntilDecision(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	// The fake session: reads the edge's envelopes, writes its own.
-	snc, err := ConnectNATS(NATSClientConfig{URL: bus.URL, Name: "session", NKey: bus.session(), Log: log})
+	snc, err := cbus.ConnectNATS(cbus.NATSClientConfig{URL: bus.URL, Name: "session", NKey: bus.session(), Log: log})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -428,19 +430,19 @@ func TestEdgeHoldsEndUntilDecision(t *testing.T) {
 	}
 	snc.Flush()
 	const epoch = 77
-	down := func(kind byte, h *busHeader, body []byte) {
+	down := func(kind byte, h *cbus.Header, body []byte) {
 		h.Epoch = epoch
-		b, err := encodeBus(kind, h, body)
+		b, err := cbus.Encode(kind, h, body)
 		if err != nil {
 			t.Fatal(err)
 		}
 		snc.Publish("browserfl.down.e0", b)
 	}
-	next := func(kind byte) busHeader {
+	next := func(kind byte) cbus.Header {
 		for {
 			select {
 			case b := <-up:
-				k, h, _, err := decodeBus(b)
+				k, h, _, err := cbus.Decode(b)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -460,7 +462,7 @@ func TestEdgeHoldsEndUntilDecision(t *testing.T) {
 		if ctx.Err() != nil {
 			t.Fatal("the edge never heard the session")
 		}
-		down(kindSessionBeat, &busHeader{Beat: &sessionBeat{JoinCodeHash: codeDigest("join-me")}}, nil)
+		down(cbus.KindSessionBeat, &cbus.Header{Beat: &cbus.SessionBeat{JoinCodeHash: cbus.CodeDigest("join-me")}}, nil)
 		time.Sleep(5 * time.Millisecond)
 	}
 	ws, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(hs.URL, "http")+"/ws", nil)
@@ -471,13 +473,13 @@ func TestEdgeHoldsEndUntilDecision(t *testing.T) {
 	ws.SetReadLimit(1 << 20)
 	hb, _ := wire.EncodeControl(wire.Hello{Version: wire.Version, JoinCode: "join-me"})
 	ws.Write(ctx, websocket.MessageText, hb)
-	seq := next(kindHello).Seq
+	seq := next(cbus.KindHello).Seq
 	wb, _ := wire.EncodeControl(wire.Welcome{Version: wire.Version, DeviceID: "dev1", Session: wire.SessionParams{Name: "t", Dim: 4,
 		DeadlineMillis: 10000, Algorithm: "nc", Model: "logreg", Features: 1, Classes: 2, M: 1, Cohort: 1, Rounds: 1, Batch: 1,
 		Clip: 1, Eta: 1, RhoPaper: 1}})
-	down(kindControl, &busHeader{Seq: seq}, wb)
+	down(cbus.KindControl, &cbus.Header{Seq: seq}, wb)
 	frame, _ := wire.EncodeRound(wire.RoundFrame{T: 1, DeadlineMillis: 10000, X: make([]float64, 4)})
-	down(kindRound, &busHeader{T: 1, Seqs: []uint64{seq}, Dim: 4, Bound: 10, DeadlineMillis: 10000}, frame)
+	down(cbus.KindRound, &cbus.Header{T: 1, Seqs: []uint64{seq}, Dim: 4, Bound: 10, DeadlineMillis: 10000}, frame)
 	read := func() (websocket.MessageType, []byte) {
 		typ, b, err := ws.Read(ctx)
 		if err != nil {
@@ -495,16 +497,16 @@ func TestEdgeHoldsEndUntilDecision(t *testing.T) {
 	payload, _ := mechanism.Dense32{}.Compress(nil, make([]float64, 4), x, nil)
 	ub, _ := wire.EncodeUpdate(wire.UpdateFrame{T: 1, Payload: payload})
 	ws.Write(ctx, websocket.MessageBinary, ub)
-	if h := next(kindAggregate); len(h.IDs) != 1 || h.IDs[0] != "dev1" {
+	if h := next(cbus.KindAggregate); len(h.IDs) != 1 || h.IDs[0] != "dev1" {
 		t.Fatalf("aggregate %+v, want dev1's update", h)
 	}
 	// The round's decision is lost; the session says it has finished.
-	down(kindSessionBeat, &busHeader{Beat: &sessionBeat{JoinCodeHash: codeDigest("join-me"), Committed: 1, Finished: true}}, nil)
-	if h := next(kindStatus); h.Seq != seq || h.T != 1 {
+	down(cbus.KindSessionBeat, &cbus.Header{Beat: &cbus.SessionBeat{JoinCodeHash: cbus.CodeDigest("join-me"), Committed: 1, Finished: true}}, nil)
+	if h := next(cbus.KindStatus); h.Seq != seq || h.T != 1 {
 		t.Fatalf("status query %+v, want round 1 of the device", h)
 	}
 	db, _ := wire.EncodeControl(wire.Decision{T: 1, State: wire.Included})
-	down(kindControl, &busHeader{Seq: seq}, db)
+	down(cbus.KindControl, &cbus.Header{Seq: seq}, db)
 	var got []string
 	for len(got) < 2 {
 		_, b := read()
@@ -522,12 +524,12 @@ func TestEdgeHoldsEndUntilDecision(t *testing.T) {
 // testBus is an embedded NATS server with the cluster's credentials.
 type testBus struct {
 	URL  string
-	Keys *BusKeys
+	Keys *cbus.Keys
 }
 
 // session and edge are the seed files of the session and of edge id.
-func (b *testBus) session() string       { return SessionSeedFile(b.Keys.Dir) }
-func (b *testBus) edge(id string) string { return EdgeSeedFile(b.Keys.Dir, id) }
+func (b *testBus) session() string       { return cbus.SessionSeedFile(b.Keys.Dir) }
+func (b *testBus) edge(id string) string { return cbus.EdgeSeedFile(b.Keys.Dir, id) }
 
 // testEdges are the edges the test buses have credentials for.
 var testEdges = []string{"e0", "e1", "e2", "fx", "fy", "fz"}
@@ -537,11 +539,11 @@ var testEdges = []string{"e0", "e1", "e2", "fx", "fy", "fz"}
 // session and testEdges.
 func testNATS(tb testing.TB) *testBus {
 	tb.Helper()
-	keys, err := EnsureBusKeys(filepath.Join(tb.TempDir(), "nats"), testEdges)
+	keys, err := cbus.EnsureKeys(filepath.Join(tb.TempDir(), "nats"), testEdges)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	ns, err := StartNATS(NATSServerConfig{Listen: "127.0.0.1:0", Keys: keys})
+	ns, err := cbus.StartNATS(cbus.NATSServerConfig{Listen: "127.0.0.1:0", Keys: keys})
 	if err != nil {
 		tb.Fatal(err)
 	}

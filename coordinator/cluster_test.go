@@ -23,7 +23,9 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"browserfl/coordinator"
+	"browserfl/coordinator/bus"
 	"browserfl/coordinator/internal/nctest"
+	"browserfl/coordinator/store"
 	"browserfl/device"
 	"browserfl/shared/mechanism"
 	"browserfl/shared/model"
@@ -34,9 +36,9 @@ import (
 
 // busKeys generates the cluster's credentials for a test: the session's
 // and those of edges e0 to e3, in a temporary directory.
-func busKeys(t *testing.T) *coordinator.BusKeys {
+func busKeys(t *testing.T) *bus.Keys {
 	t.Helper()
-	keys, err := coordinator.EnsureBusKeys(filepath.Join(t.TempDir(), "nats"), []string{"e0", "e1", "e2", "e3"})
+	keys, err := bus.EnsureKeys(filepath.Join(t.TempDir(), "nats"), []string{"e0", "e1", "e2", "e3"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,9 +47,9 @@ func busKeys(t *testing.T) *coordinator.BusKeys {
 
 // startNATS starts an embedded NATS server on addr (":0"-style for any
 // port) for a test, admitting the components of keys.
-func startNATS(t *testing.T, addr string, keys *coordinator.BusKeys) *server.Server {
+func startNATS(t *testing.T, addr string, keys *bus.Keys) *server.Server {
 	t.Helper()
-	s, err := coordinator.StartNATS(coordinator.NATSServerConfig{Listen: addr, Keys: keys})
+	s, err := bus.StartNATS(bus.NATSServerConfig{Listen: addr, Keys: keys})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +59,7 @@ func startNATS(t *testing.T, addr string, keys *coordinator.BusKeys) *server.Ser
 // connectNATS connects as the component whose seed file is seed.
 func connectNATS(t *testing.T, url, seed, name string) *nats.Conn {
 	t.Helper()
-	nc, err := coordinator.ConnectNATS(coordinator.NATSClientConfig{URL: url, Name: name, NKey: seed, Log: quietLogger()})
+	nc, err := bus.ConnectNATS(bus.NATSClientConfig{URL: url, Name: name, NKey: seed, Log: quietLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +112,7 @@ func TestClusterInProcess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := coordinator.OpenStore(filepath.Join(t.TempDir(), "c.db"))
+	st, err := store.Open(filepath.Join(t.TempDir(), "c.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +130,7 @@ func TestClusterInProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	node, err := coordinator.NewSessionNode(c, coordinator.SessionNodeConfig{
-		Conn:         connectNATS(t, ns.ClientURL(), coordinator.SessionSeedFile(keys.Dir), "session"),
+		Conn:         connectNATS(t, ns.ClientURL(), bus.SessionSeedFile(keys.Dir), "session"),
 		BeatInterval: 100 * time.Millisecond, EdgeTimeout: time.Second})
 	if err != nil {
 		t.Fatal(err)
@@ -140,7 +142,7 @@ func TestClusterInProcess(t *testing.T) {
 	var edges []*coordinator.Edge
 	for k := range 3 {
 		id := fmt.Sprintf("e%d", k)
-		e, err := coordinator.NewEdge(coordinator.EdgeConfig{ID: id, Conn: connectNATS(t, ns.ClientURL(), coordinator.EdgeSeedFile(keys.Dir, id), "edge"),
+		e, err := coordinator.NewEdge(coordinator.EdgeConfig{ID: id, Conn: connectNATS(t, ns.ClientURL(), bus.EdgeSeedFile(keys.Dir, id), "edge"),
 			Logger: quietLogger(), BeatInterval: 100 * time.Millisecond, SessionTimeout: time.Second})
 		if err != nil {
 			t.Fatal(err)
@@ -203,7 +205,7 @@ func waitHealthy(t *testing.T, edges []*coordinator.Edge) {
 // BFL_CLUSTER_CHILD set to "session" or "edge" (see TestMain).
 func runClusterChild(role string) error {
 	ctx := context.Background()
-	nc, err := coordinator.ConnectNATS(coordinator.NATSClientConfig{URL: os.Getenv("BFL_NATS"), Name: role,
+	nc, err := bus.ConnectNATS(bus.NATSClientConfig{URL: os.Getenv("BFL_NATS"), Name: role,
 		NKey: os.Getenv("BFL_NKEY"), Log: quietLogger()})
 	if err != nil {
 		return err
@@ -227,7 +229,7 @@ func runClusterChild(role string) error {
 			return err
 		}
 		killAfter, _ := strconv.Atoi(os.Getenv("BFL_KILL_AFTER"))
-		st, err := coordinator.OpenStore(os.Getenv("BFL_STORE"))
+		st, err := store.Open(os.Getenv("BFL_STORE"))
 		if err != nil {
 			return err
 		}
@@ -301,7 +303,7 @@ func TestScaleOut(t *testing.T) {
 	dir := t.TempDir()
 	sj, _ := json.Marshal(sess)
 	snapPath := filepath.Join(dir, "snaps.jsonl")
-	senv := []string{"BFL_CLUSTER_CHILD=session", "BFL_NATS=" + natsURL, "BFL_NKEY=" + coordinator.SessionSeedFile(keys.Dir), "BFL_SESSION=" + string(sj),
+	senv := []string{"BFL_CLUSTER_CHILD=session", "BFL_NATS=" + natsURL, "BFL_NKEY=" + bus.SessionSeedFile(keys.Dir), "BFL_SESSION=" + string(sj),
 		"BFL_STORE=" + filepath.Join(dir, "coord.db"), "BFL_SNAPSHOTS=" + snapPath}
 	const killAfter = 12
 	// Every session process kills itself right after committing round
@@ -316,7 +318,7 @@ func TestScaleOut(t *testing.T) {
 		addr := freeAddr(t)
 		addrs = append(addrs, addr)
 		id := "e" + strconv.Itoa(k)
-		e := startChild(t, []string{"BFL_CLUSTER_CHILD=edge", "BFL_NATS=" + natsURL, "BFL_NKEY=" + coordinator.EdgeSeedFile(keys.Dir, id),
+		e := startChild(t, []string{"BFL_CLUSTER_CHILD=edge", "BFL_NATS=" + natsURL, "BFL_NKEY=" + bus.EdgeSeedFile(keys.Dir, id),
 			"BFL_EDGE=" + id, "BFL_ADDR=" + addr})
 		edges = append(edges, e)
 		defer e.kill()
@@ -455,13 +457,13 @@ func oneEdge(t *testing.T, ctx context.Context, h *harness) (*httptest.Server, s
 	keys := busKeys(t)
 	ns := startNATS(t, "127.0.0.1:0", keys)
 	t.Cleanup(ns.Shutdown)
-	node, err := coordinator.NewSessionNode(h.coord, coordinator.SessionNodeConfig{Conn: connectNATS(t, ns.ClientURL(), coordinator.SessionSeedFile(keys.Dir), "session"),
+	node, err := coordinator.NewSessionNode(h.coord, coordinator.SessionNodeConfig{Conn: connectNATS(t, ns.ClientURL(), bus.SessionSeedFile(keys.Dir), "session"),
 		BeatInterval: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
 	go node.Run(ctx)
-	e, err := coordinator.NewEdge(coordinator.EdgeConfig{ID: "e0", Conn: connectNATS(t, ns.ClientURL(), coordinator.EdgeSeedFile(keys.Dir, "e0"), "edge"),
+	e, err := coordinator.NewEdge(coordinator.EdgeConfig{ID: "e0", Conn: connectNATS(t, ns.ClientURL(), bus.EdgeSeedFile(keys.Dir, "e0"), "edge"),
 		Logger: quietLogger(), BeatInterval: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)

@@ -14,7 +14,7 @@ func (c *Coordinator) sure(d *device) bool {
 // probeable reports whether d may be asked as a probe: connected, idle,
 // not left, but no longer sampled for its misses.
 func (c *Coordinator) probeable(d *device) bool {
-	return d.conn != nil && d.round == 0 && !d.left && d.misses >= c.lim.MaxMisses
+	return d.conn != nil && d.round == 0 && !d.left && d.misses >= c.front.Lim.MaxMisses
 }
 
 // probeableLocked lists the probeable devices, sorted by id.

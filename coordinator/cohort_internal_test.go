@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"testing"
 
+	"browserfl/coordinator/bus"
+	"browserfl/coordinator/wsconn"
 	"browserfl/shared/wire"
 )
 
@@ -14,12 +16,12 @@ type recLink struct {
 	msgs []wire.Message
 }
 
-func (l *recLink) deviceID() string                { return l.id }
-func (l *recLink) setDeviceID(id string)           { l.id = id }
-func (l *recLink) send(outFrame) bool              { return true }
-func (l *recLink) sendRound(f outFrame) int        { return len(f.data) }
-func (l *recLink) sendControl(m wire.Message) bool { l.msgs = append(l.msgs, m); return true }
-func (l *recLink) closeWith(code, reason string)   {}
+func (l *recLink) DeviceID() string                { return l.id }
+func (l *recLink) SetDeviceID(id string)           { l.id = id }
+func (l *recLink) Send(wsconn.OutFrame) bool       { return true }
+func (l *recLink) SendRound(f wsconn.OutFrame) int { return len(f.Data) }
+func (l *recLink) SendControl(m wire.Message) bool { l.msgs = append(l.msgs, m); return true }
+func (l *recLink) CloseWith(code, reason string)   {}
 
 // TestAggregatePastCohort: a round over-selects (four members for a
 // cohort m = 2, cohort.go) and has one update; an edge's sum of two more
@@ -47,7 +49,7 @@ func TestAggregatePastCohort(t *testing.T) {
 	or.updates["a"] = &update{}
 	c.round = or
 	c.mu.Unlock()
-	body := encodeVector(nil, make([]float64, sess.Dim))
+	body := bus.EncodeVector(nil, make([]float64, sess.Dim))
 	if c.acceptAggregate(1, []link{links["b"], links["c"]}, []string{"b", "c"}, body, 100, nil) {
 		t.Fatal("a sum of 2 was taken into a round of m = 2 that had 1 update")
 	}

@@ -16,6 +16,8 @@ import (
 	"github.com/coder/websocket"
 
 	"browserfl/coordinator"
+	"browserfl/coordinator/store"
+	"browserfl/coordinator/wsconn"
 	"browserfl/shared/wire"
 )
 
@@ -136,7 +138,7 @@ func TestBadInputClosesConnection(t *testing.T) {
 }
 
 func TestRateLimit(t *testing.T) {
-	h := newHarnessLimits(t, testSession(4, 4, 2, 3, 500), 5, coordinator.Limits{MsgRate: 1, MsgBurst: 4})
+	h := newHarnessLimits(t, testSession(4, 4, 2, 3, 500), 5, wsconn.Limits{MsgRate: 1, MsgBurst: 4})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	ws := dialRaw(t, ctx, h.wsURL(), true)
@@ -235,7 +237,7 @@ func TestStore(t *testing.T) {
 	if err := st.Authenticate("dev", "secret"); err != nil {
 		t.Errorf("right secret refused: %v", err)
 	}
-	if err := st.Authenticate("dev", "secreT"); !errors.Is(err, coordinator.ErrBadSecret) {
+	if err := st.Authenticate("dev", "secreT"); !errors.Is(err, store.ErrBadSecret) {
 		t.Errorf("wrong secret: %v", err)
 	}
 }

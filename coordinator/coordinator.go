@@ -15,6 +15,11 @@ import (
 	"sync"
 	"time"
 
+	"browserfl/coordinator/bus"
+	"browserfl/coordinator/gate"
+	"browserfl/coordinator/metrics"
+	"browserfl/coordinator/store"
+	"browserfl/coordinator/wsconn"
 	"browserfl/engine"
 	"browserfl/shared/mechanism"
 	"browserfl/shared/optim"
@@ -47,7 +52,7 @@ type Config struct {
 	// restored into it.
 	Server optim.Server
 	// Store is the durable state (required).
-	Store *Store
+	Store *store.Store
 	// MinDevices is the number of eligible devices a round needs. A round
 	// starts as soon as a whole cohort (Session.Cohort) is eligible, or,
 	// with fewer, once at least MinDevices have been eligible for
@@ -88,10 +93,10 @@ type Config struct {
 	// the endpoint's JSON answer.
 	NewSession func(ctx context.Context) (any, error)
 	// Limits bound what a connection may do (defaults in Limits).
-	Limits Limits
+	Limits wsconn.Limits
 	// Gate throttles join codes and registrations, caps inactive devices
 	// and checks liveness (defaults in Gate, gate.go).
-	Gate Gate
+	Gate gate.Config
 	// AllowedOrigins are the websocket Origin host patterns accepted
 	// besides the request's own host (default none).
 	AllowedOrigins []string
@@ -108,55 +113,15 @@ type Config struct {
 	BeforeAdmit func(id string, pending int)
 }
 
-// Limits are per-connection and global limits.
-type Limits struct {
-	MaxDevices    int           // connected devices (default 20000)
-	MaxFrameBytes int           // largest frame read (default: 2 x dense float64 payload of d + 1 KiB)
-	MsgRate       float64       // messages per second per connection (default 20)
-	MsgBurst      int           // token bucket burst (default 40)
-	HelloTimeout  time.Duration // time to send hello (default 10s)
-	MaxMisses     int           // consecutive assigned rounds without an update before a device is no longer sampled but only probed (default 2)
-	WriteTimeout  time.Duration // per-frame write timeout (default 30s)
-	Outbox        int           // queued frames per connection before it is dropped (default 16)
-}
-
-func (l Limits) withDefaults(dim int) Limits {
-	if l.MaxDevices <= 0 {
-		l.MaxDevices = 20000
-	}
-	if l.MaxFrameBytes <= 0 {
-		l.MaxFrameBytes = 16*dim + 1024
-	}
-	if l.MsgRate <= 0 {
-		l.MsgRate = 20
-	}
-	if l.MsgBurst <= 0 {
-		l.MsgBurst = 40
-	}
-	if l.HelloTimeout <= 0 {
-		l.HelloTimeout = 10 * time.Second
-	}
-	if l.MaxMisses <= 0 {
-		l.MaxMisses = 2
-	}
-	if l.WriteTimeout <= 0 {
-		l.WriteTimeout = 30 * time.Second
-	}
-	if l.Outbox <= 0 {
-		l.Outbox = 16
-	}
-	return l
-}
-
 // Coordinator runs one session: it admits devices over websockets,
 // samples a cohort each round, collects updates until the deadline, calls
 // the server half and commits each round before acknowledging inclusion.
 // It is safe for concurrent use.
 type Coordinator struct {
-	*front
+	front  *wsconn.Front
 	cfg    Config
 	server optim.Server
-	store  *Store
+	store  *store.Store
 
 	startMu sync.Mutex // serializes Start
 	mu      sync.Mutex
@@ -209,7 +174,7 @@ type Coordinator struct {
 	// Apply) and each accepted update keeps its payload too.
 	keepPayloads bool
 	// vecs recycles the decoded update vectors between rounds.
-	vecs *freeList[*[]float64]
+	vecs *wsconn.FreeList[*[]float64]
 	// eng is the round engine (package engine) the round loop drives
 	// through a roundShell; used by the round loop only.
 	eng *engine.Engine[string]
@@ -344,17 +309,17 @@ func New(cfg Config) (*Coordinator, error) {
 		cfg.Seed = binary.LittleEndian.Uint64(b[:]) | 1
 	}
 	c := &Coordinator{
-		front: &front{
-			lim:     cfg.Limits.withDefaults(cfg.Session.Dim),
-			log:     cfg.Logger,
-			met:     newMetrics(),
-			gate:    newGate(cfg.Gate, time.Duration(cfg.Session.DeadlineMillis)*time.Millisecond, cfg.Logger),
-			origins: cfg.AllowedOrigins,
-			bufs:    newReadBuffers(),
+		front: &wsconn.Front{
+			Lim:     cfg.Limits.WithDefaults(cfg.Session.Dim),
+			Log:     cfg.Logger,
+			Met:     metrics.New(),
+			Gate:    gate.New(cfg.Gate, time.Duration(cfg.Session.DeadlineMillis)*time.Millisecond, cfg.Logger),
+			Origins: cfg.AllowedOrigins,
+			Bufs:    wsconn.NewReadBuffers(),
 		},
 		cfg:     cfg,
 		server:  cfg.Server,
-		vecs:    newVecList(cfg.Session.Dim),
+		vecs:    wsconn.NewVecList(cfg.Session.Dim),
 		store:   cfg.Store,
 		devices: make(map[string]*device),
 		changed: make(chan struct{}, 1),
@@ -364,12 +329,12 @@ func New(cfg Config) (*Coordinator, error) {
 		sess:    cfg.Session,
 		state:   StateRunning,
 	}
-	c.front.h = c
+	c.front.H = sessionHandler{c}
 	var err error
 	if c.removed, err = c.store.Removed(); err != nil {
 		return nil, fmt.Errorf("coordinator: %w", err)
 	}
-	life, err := c.store.Lifecycle()
+	life, err := readLifecycle(c.store)
 	if err != nil {
 		return nil, fmt.Errorf("coordinator: %w", err)
 	}
@@ -392,7 +357,7 @@ func New(cfg Config) (*Coordinator, error) {
 	}
 	c.minDevices = c.minDevicesFor(c.sess)
 	if c.state == StateLobby {
-		c.log.Info("session in its lobby: waiting for the teacher's Start", "session", cfg.Session.Name)
+		c.front.Log.Info("session in its lobby: waiting for the teacher's Start", "session", cfg.Session.Name)
 		return c, nil
 	}
 	if c.server == nil {
@@ -460,8 +425,8 @@ func (c *Coordinator) prepare() error {
 			}
 		}
 	}
-	c.log.Info("update validation", "max_norm", bound, "tests", chk.Describe())
-	c.log.Info("session ready", "session", cfg.Session.Name, "algorithm", cfg.Session.Algorithm,
+	c.front.Log.Info("update validation", "max_norm", bound, "tests", chk.Describe())
+	c.front.Log.Info("session ready", "session", cfg.Session.Name, "algorithm", cfg.Session.Algorithm,
 		"dim", cfg.Session.Dim, "cohort", cfg.Session.Cohort, "rounds", cfg.Session.Rounds,
 		"committed", committed, "cohort_seed", cfg.Seed, "min_devices", c.minDevices, "state", c.state)
 	return nil
@@ -570,7 +535,7 @@ func (c *Coordinator) removeDeviceLocked(id string) {
 // not left, and answering its rounds (Rule 7 of the design: only live
 // devices are asked).
 func (c *Coordinator) eligible(d *device) bool {
-	return d.conn != nil && d.round == 0 && !d.left && !d.removed && d.misses < c.lim.MaxMisses
+	return d.conn != nil && d.round == 0 && !d.left && !d.removed && d.misses < c.front.Lim.MaxMisses
 }
 
 func (c *Coordinator) waitEligible(ctx context.Context) error {
@@ -618,7 +583,7 @@ func (c *Coordinator) waitEligible(ctx context.Context) error {
 func (c *Coordinator) presentLocked() int {
 	n := 0
 	for _, d := range c.order {
-		if d.conn != nil && !d.left && !d.removed && d.misses < c.lim.MaxMisses {
+		if d.conn != nil && !d.left && !d.removed && d.misses < c.front.Lim.MaxMisses {
 			n++
 		}
 	}
@@ -633,7 +598,7 @@ type roundShell struct {
 	ctx       context.Context
 	or        *openRound        // the round asked (nil until Ask starts one)
 	included  []*update         // frozen at close; their vectors are recycled after the round
-	rec       RoundRecord       // written by Commit, read by Tell
+	rec       store.RoundRecord // written by Commit, read by Tell
 	decisions map[string][]byte // the two decision frames, encoded before the commit
 }
 
@@ -751,7 +716,7 @@ func (sh *roundShell) Ask(t int, start func(eligible []string, sure func(string)
 		// Validation and the check after every round make this
 		// unreachable; if it happens anyway, the process stays up
 		// (dashboard, status answers) and says what to do.
-		c.log.Error("the next round cannot be served; the session is stopped", "round", t,
+		c.front.Log.Error("the next round cannot be served; the session is stopped", "round", t,
 			"err", c.unservable(t-1, err))
 		<-sh.ctx.Done()
 		return false, sh.ctx.Err()
@@ -762,7 +727,7 @@ func (sh *roundShell) Ask(t int, start func(eligible []string, sure func(string)
 	or := &openRound{t: t, cohort: make(map[string]bool, k), updates: make(map[string]*update, k),
 		dropped: make(map[string]bool), allIn: make(chan struct{}), started: now, deadline: now.Add(deadline),
 		target: plan.Target, unsure: plan.Unsure}
-	c.met.overSelected.Add(int64(plan.Extra))
+	c.front.Met.OverSelected.Add(int64(plan.Extra))
 	// Devices that were sent round t-1's frame on the same connection
 	// already hold x_{t-1}: they get the frame without it.
 	short := wire.ShortRound(frame)
@@ -771,8 +736,8 @@ func (sh *roundShell) Ask(t int, start func(eligible []string, sure func(string)
 		or.cohort[id] = true
 		d.round = t
 		d.hist.Ask()
-		mark := histMark{Gen: d.gen, Incl: d.participations, Asks: d.hist.Asks()}
-		or.bytesOut += int64(d.conn.sendRound(outFrame{binary: true, data: frame, short: short, round: t, mark: mark}))
+		mark := bus.Mark{Gen: d.gen, Incl: d.participations, Asks: d.hist.Asks()}
+		or.bytesOut += int64(d.conn.SendRound(wsconn.OutFrame{Binary: true, Data: frame, Short: short, Round: t, Mark: mark}))
 	}
 	if c.node != nil {
 		// Edge-held members get the round in one message per edge.
@@ -781,8 +746,8 @@ func (sh *roundShell) Ask(t int, start func(eligible []string, sure func(string)
 	c.round = or
 	sh.or = or
 	c.mu.Unlock()
-	c.met.bytesOut.Add(or.bytesOut)
-	c.log.Info("round started", "round", t, "eligible", len(eligible), "cohort", k, "target", plan.Target,
+	c.front.Met.BytesOut.Add(or.bytesOut)
+	c.front.Log.Info("round started", "round", t, "eligible", len(eligible), "cohort", k, "target", plan.Target,
 		"unsure", len(plan.Unsure)-plan.Probes, "probes", plan.Probes, "cohort_seed", c.cfg.Seed)
 	return true, nil
 }
@@ -814,12 +779,12 @@ func (sh *roundShell) Commit(t int, o engine.Outcome[string]) error {
 		cohortIDs = append(cohortIDs, id)
 	}
 	slices.Sort(cohortIDs)
-	rec := RoundRecord{T: t, Cohort: cohortIDs, Included: o.Included, Started: or.started, DeadlineHit: or.deadlineHit,
+	rec := store.RoundRecord{T: t, Cohort: cohortIDs, Included: o.Included, Started: or.started, DeadlineHit: or.deadlineHit,
 		Committed: time.Now(), BytesIn: or.bytesIn, BytesOut: or.bytesOut}
 	if c.cfg.Evaluate != nil && evalDue(t, c.cfg.EvalEvery, c.sess.Rounds, c.ended) {
 		acc, loss, err := c.cfg.Evaluate(c.server.Model())
 		if err != nil {
-			c.log.Warn("evaluation failed", "round", t, "err", err)
+			c.front.Log.Warn("evaluation failed", "round", t, "err", err)
 		} else {
 			rec.Evaluated, rec.Accuracy, rec.Loss, rec.EvalSamples = true, acc, loss, c.cfg.EvalSamples
 		}
@@ -842,9 +807,9 @@ func (sh *roundShell) Commit(t int, o engine.Outcome[string]) error {
 	if c.cfg.OnCommit != nil {
 		c.cfg.OnCommit(t)
 	}
-	c.met.roundCommitted(rec.Committed.Sub(rec.Started), len(or.included), len(cohortIDs))
+	c.front.Met.RoundCommitted(rec.Committed.Sub(rec.Started), len(or.included), len(cohortIDs))
 	if or.atTarget {
-		c.met.closedAtTarget.Add(1)
+		c.front.Met.ClosedAtTarget.Add(1)
 	}
 	sh.rec = rec
 	return nil
@@ -886,16 +851,16 @@ func (sh *roundShell) Tell(t int, o engine.Outcome[string]) {
 		}
 		if o.Missed[id] {
 			d.misses++
-			if d.misses == c.lim.MaxMisses {
-				c.log.Info("device no longer sampled: it did not answer its last rounds", "device", shortID(id), "misses", d.misses)
+			if d.misses == c.front.Lim.MaxMisses {
+				c.front.Log.Info("device no longer sampled: it did not answer its last rounds", "device", wsconn.ShortID(id), "misses", d.misses)
 			}
 		}
 		if d.conn != nil {
-			d.conn.send(outFrame{data: sh.decisions[state]})
+			d.conn.Send(wsconn.OutFrame{Data: sh.decisions[state]})
 			if d.removed {
 				// Removed while the round held its update: now that
 				// the device knows the decision, it goes.
-				d.conn.closeWith(wire.CodeRemoved, reasonRemoved)
+				d.conn.CloseWith(wire.CodeRemoved, reasonRemoved)
 			}
 		}
 	}
@@ -905,10 +870,10 @@ func (sh *roundShell) Tell(t int, o engine.Outcome[string]) {
 	c.round = nil
 	c.mu.Unlock()
 	c.signal()
-	c.log.Info("round committed", "round", t, "included", len(o.Included), "cohort", len(rec.Cohort),
+	c.front.Log.Info("round committed", "round", t, "included", len(o.Included), "cohort", len(rec.Cohort),
 		"latency_ms", rec.Committed.Sub(rec.Started).Milliseconds(), "bytes_in", or.bytesIn, "bytes_out", or.bytesOut)
 	if rec.Evaluated {
-		c.log.Info("evaluated", "round", t, "accuracy", rec.Accuracy, "loss", rec.Loss, "test_samples", rec.EvalSamples)
+		c.front.Log.Info("evaluated", "round", t, "accuracy", rec.Accuracy, "loss", rec.Loss, "test_samples", rec.EvalSamples)
 	}
 }
 
@@ -932,13 +897,13 @@ func (c *Coordinator) addHistoriesLocked(or *openRound) {
 }
 
 // vec returns a vector of length dim for decoding an update into.
-func (c *Coordinator) vec(dim int) *[]float64 { return takeVec(c.vecs, dim) }
+func (c *Coordinator) vec(dim int) *[]float64 { return wsconn.TakeVec(c.vecs, dim) }
 
 // recycle returns the vectors of a finished round's updates for reuse.
 func (c *Coordinator) recycle(us []*update) {
 	for _, u := range us {
 		if u.vec != nil {
-			c.vecs.put(u.vec)
+			c.vecs.Put(u.vec)
 		}
 	}
 }
@@ -947,8 +912,8 @@ func (c *Coordinator) recycle(us []*update) {
 // member is told "excluded" (its device aborts, so the noise state stays
 // consistent) and the same round number runs again.
 func (c *Coordinator) discardRound(or *openRound, cause error) {
-	c.met.discardedRounds.Add(1)
-	c.log.Error("round discarded: its result could not be served; the state before it is kept",
+	c.front.Met.DiscardedRounds.Add(1)
+	c.front.Log.Error("round discarded: its result could not be served; the state before it is kept",
 		"round", or.t, "err", cause)
 	c.mu.Lock()
 	for id := range or.cohort {
@@ -959,7 +924,7 @@ func (c *Coordinator) discardRound(or *openRound, cause error) {
 		d.round = 0
 		control(d.conn, wire.Decision{T: or.t, State: wire.Excluded, Reason: "the round was discarded"})
 		if d.removed && d.conn != nil {
-			d.conn.closeWith(wire.CodeRemoved, reasonRemoved)
+			d.conn.CloseWith(wire.CodeRemoved, reasonRemoved)
 		}
 	}
 	c.round = nil
@@ -987,7 +952,7 @@ func (or *openRound) close() {
 // second tests it (optim.Checker, which reads the device's history and
 // asks, so under the lock: about five passes over d) and decides, so each
 // update is counted at most once whatever happened meanwhile.
-func (c *Coordinator) acceptUpdate(cn *conn, u wire.UpdateFrame, frameLen int) error {
+func (c *Coordinator) acceptUpdate(cn *wsconn.Conn, u wire.UpdateFrame, frameLen int) error {
 	c.mu.Lock()
 	dim, drop, err := c.checkUpdateLocked(cn, u.T)
 	c.mu.Unlock()
@@ -999,17 +964,17 @@ func (c *Coordinator) acceptUpdate(cn *conn, u wire.UpdateFrame, frameLen int) e
 	vec := c.vec(dim)
 	norm, err := mechanism.DecodeNorm(*vec, u.Payload)
 	if err != nil {
-		c.vecs.put(vec)
+		c.vecs.Put(vec)
 		return fmt.Errorf("%w: update payload: %v", wire.ErrBadFrame, err)
 	}
 
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if _, drop, err := c.checkUpdateLocked(cn, u.T); drop || err != nil {
-		c.vecs.put(vec)
+		c.vecs.Put(vec)
 		return err
 	}
-	d, or := c.devices[cn.id], c.round
+	d, or := c.devices[cn.ID], c.round
 	// The tests of the session's public parameters (optim.Checker: the
 	// norm bound, coordinates and blocks, and the device's running sum):
 	// an honest device fails them with probability at most
@@ -1021,9 +986,9 @@ func (c *Coordinator) acceptUpdate(cn *conn, u wire.UpdateFrame, frameLen int) e
 	// running sum.
 	hist := &d.hist
 	if err := c.chk.Check(*vec, norm, hist); err != nil {
-		c.vecs.put(vec)
+		c.vecs.Put(vec)
 		c.rejectUpdateLocked(d, or, u.T, teacherWords(err, norm, c.bound))
-		cn.sendControl(wire.Decision{T: u.T, State: wire.Excluded, Reason: err.Error()})
+		cn.SendControl(wire.Decision{T: u.T, State: wire.Excluded, Reason: err.Error()})
 		return nil
 	}
 	up := &update{vec: vec}
@@ -1033,10 +998,10 @@ func (c *Coordinator) acceptUpdate(cn *conn, u wire.UpdateFrame, frameLen int) e
 	if c.keepPayloads {
 		up.payload = slices.Clone(u.Payload)
 	}
-	or.updates[cn.id] = up
+	or.updates[cn.ID] = up
 	d.misses, d.proven = 0, true
 	or.bytesIn += int64(frameLen)
-	c.met.updates.Add(1)
+	c.front.Met.Updates.Add(1)
 	or.checkAllIn()
 	return nil
 }
@@ -1068,10 +1033,10 @@ func normWhy(norm, bound float64) string {
 // so its noise state stays consistent); the update never reaches the
 // aggregate.
 func (c *Coordinator) rejectUpdateLocked(d *device, or *openRound, t int, why string) {
-	c.met.rejectedUpdates.Add(1)
+	c.front.Met.RejectedUpdates.Add(1)
 	d.rejected++
 	d.rejectWhy = why
-	c.log.Warn("update rejected", "device", shortID(d.id), "round", t, "why", why)
+	c.front.Log.Warn("update rejected", "device", wsconn.ShortID(d.id), "round", t, "why", why)
 	delete(or.cohort, d.id)
 	or.dropped[d.id] = true
 	d.round = 0
@@ -1084,7 +1049,7 @@ func (c *Coordinator) rejectUpdateLocked(d *device, or *openRound, t int, why st
 // one the device had no business sending; otherwise it returns the
 // session's dimension.
 func (c *Coordinator) checkUpdateLocked(cn link, t int) (dim int, drop bool, err error) {
-	id := cn.deviceID()
+	id := cn.DeviceID()
 	d := c.devices[id]
 	if d == nil || d.conn != cn {
 		return 0, true, nil // superseded connection
@@ -1092,7 +1057,7 @@ func (c *Coordinator) checkUpdateLocked(cn link, t int) (dim int, drop bool, err
 	or := c.round
 	switch {
 	case t <= c.committed || (or != nil && or.t == t && or.closed && or.cohort[id]):
-		c.met.lateUpdates.Add(1)
+		c.front.Met.LateUpdates.Add(1)
 		return 0, true, nil
 	case or == nil || or.t != t || !or.cohort[id] || d.round != t:
 		return 0, false, fmt.Errorf("update for round %d that was not assigned to this device", t)
@@ -1131,7 +1096,7 @@ func newCredentials() (id, secret string, err error) {
 }
 
 // admit implements handler.
-func (c *Coordinator) admit(cn *conn, h wire.Hello) error {
+func (c *Coordinator) admit(cn *wsconn.Conn, h wire.Hello) error {
 	_, err := c.admitLink(cn, h)
 	return err
 }
@@ -1155,21 +1120,21 @@ type busCred struct {
 // (nil: in the hello, from a websocket).
 func (c *Coordinator) admitCred(cn link, h wire.Hello, cred *busCred) (wire.Welcome, error) {
 	if h.Version != wire.Version {
-		return wire.Welcome{}, &closeError{code: wire.CodeVersion, reason: fmt.Sprintf("protocol version %d, want %d", h.Version, wire.Version)}
+		return wire.Welcome{}, &wsconn.CloseError{Code: wire.CodeVersion, Reason: fmt.Sprintf("protocol version %d, want %d", h.Version, wire.Version)}
 	}
-	codeOK := joinCodeEqual(h.JoinCode, c.cfg.JoinCode)
+	codeOK := gate.JoinCodeEqual(h.JoinCode, c.cfg.JoinCode)
 	if cred != nil {
 		want := sha256.Sum256([]byte(wire.NormalizeJoinCode(c.cfg.JoinCode)))
 		codeOK = subtle.ConstantTimeCompare(cred.codeHash, want[:]) == 1
 	}
 	if !codeOK {
-		c.met.authFailures.Add(1)
-		return wire.Welcome{}, &closeError{code: wire.CodeJoinCode, reason: "wrong join code"}
+		c.front.Met.AuthFailures.Add(1)
+		return wire.Welcome{}, &wsconn.CloseError{Code: wire.CodeJoinCode, Reason: "wrong join code"}
 	}
 	// The nickname, normalised, must not look like a present one: checked
 	// here before the store is touched, and again under the lock that
 	// binds it (bindLocked).
-	nick, err := normalizeNickname(h.Nickname)
+	nick, err := gate.NormalizeNickname(h.Nickname)
 	if err != nil {
 		return wire.Welcome{}, nicknameError(err)
 	}
@@ -1195,22 +1160,22 @@ func (c *Coordinator) admitCred(cn link, h wire.Hello, cred *busCred) (wire.Welc
 			return wire.Welcome{}, err
 		}
 		w.DeviceID, w.Secret = id, secret
-		c.met.newDevices.Add(1)
+		c.front.Met.NewDevices.Add(1)
 	} else {
 		auth := func() error { return c.store.Authenticate(h.DeviceID, h.Secret) }
 		if cred != nil {
 			auth = func() error { return c.store.AuthenticateHash(h.DeviceID, cred.secretHash) }
 		}
 		if err := auth(); err != nil {
-			c.met.authFailures.Add(1)
-			if errors.Is(err, ErrUnknownDevice) || errors.Is(err, ErrBadSecret) {
-				return wire.Welcome{}, &closeError{code: wire.CodeAuth, reason: "unknown device id or wrong secret"}
+			c.front.Met.AuthFailures.Add(1)
+			if errors.Is(err, store.ErrUnknownDevice) || errors.Is(err, store.ErrBadSecret) {
+				return wire.Welcome{}, &wsconn.CloseError{Code: wire.CodeAuth, Reason: "unknown device id or wrong secret"}
 			}
 			return wire.Welcome{}, err
 		}
 		w.DeviceID = h.DeviceID
 	}
-	cn.setDeviceID(w.DeviceID)
+	cn.SetDeviceID(w.DeviceID)
 
 	if c.cfg.BeforeAdmit != nil {
 		c.cfg.BeforeAdmit(w.DeviceID, h.Pending)
@@ -1230,12 +1195,12 @@ func (c *Coordinator) admitCred(cn link, h wire.Hello, cred *busCred) (wire.Welc
 // session process restarted: the device is connected already) it sends
 // the pending round's decision as a Decision.
 func (c *Coordinator) bindLocked(cn link, nickname string, pending int, w *wire.Welcome) error {
-	id := cn.deviceID()
+	id := cn.DeviceID()
 	if c.closing {
-		return &closeError{code: wire.CodeShutdown, reason: "coordinator is shutting down"}
+		return &wsconn.CloseError{Code: wire.CodeShutdown, Reason: "coordinator is shutting down"}
 	}
 	if c.removed[id] {
-		return &closeError{code: wire.CodeRemoved, reason: reasonRemoved}
+		return &wsconn.CloseError{Code: wire.CodeRemoved, Reason: reasonRemoved}
 	}
 	if w != nil { // a hello (a roster's devices are bound already)
 		if err := c.checkNicknameLocked(id, nickname); err != nil {
@@ -1244,10 +1209,10 @@ func (c *Coordinator) bindLocked(cn link, nickname string, pending int, w *wire.
 	}
 	d := c.devices[id]
 	if d == nil {
-		if c.connectedLocked() >= c.lim.MaxDevices {
-			return &closeError{code: wire.CodeFull, reason: "too many devices"}
+		if c.connectedLocked() >= c.front.Lim.MaxDevices {
+			return &wsconn.CloseError{Code: wire.CodeFull, Reason: "too many devices"}
 		}
-		d = &device{id: id, joined: time.Now(), gen: randomGen()}
+		d = &device{id: id, joined: time.Now(), gen: bus.RandomGen()}
 		// Registered just now (a welcome with a new secret), or no round
 		// was sent before this process: it has made no release in this
 		// session that this process did not see.
@@ -1284,7 +1249,7 @@ func (c *Coordinator) bindLocked(cn link, nickname string, pending int, w *wire.
 	}
 	if d.conn != nil {
 		old := d.conn
-		old.closeWith(wire.CodeDuplicate, "the device opened another connection")
+		old.CloseWith(wire.CodeDuplicate, "the device opened another connection")
 	} else {
 		c.nconn++
 	}
@@ -1294,7 +1259,7 @@ func (c *Coordinator) bindLocked(cn link, nickname string, pending int, w *wire.
 	d.left, d.leftWhy = false, ""
 	d.nickname, d.skeleton = nickname, ""
 	if nickname != "" {
-		d.skeleton = nicknameSkeleton(nickname)
+		d.skeleton = gate.NicknameSkeleton(nickname)
 	}
 	if d.round != 0 && !holding {
 		// Assigned but the update never arrived on the old connection:
@@ -1313,21 +1278,21 @@ func (c *Coordinator) bindLocked(cn link, nickname string, pending int, w *wire.
 		}
 		d.round = 0
 	}
-	c.met.connects.Add(1)
+	c.front.Met.Connects.Add(1)
 	if w != nil {
 		w.Session, w.Lobby = c.sess, c.state == StateLobby
 		w.Committed = c.committed
 		w.Pending = pendingDec
 		// Queue the welcome before the lock is released: from now on the
 		// device is eligible, and its first frame must be the welcome.
-		if !cn.sendControl(*w) {
+		if !cn.SendControl(*w) {
 			return errors.New("could not queue the welcome")
 		}
 	} else if pendingDec != nil && !holding {
-		cn.sendControl(*pendingDec)
+		cn.SendControl(*pendingDec)
 	}
 	if c.finished {
-		cn.sendControl(wire.End{Committed: c.committed})
+		cn.SendControl(wire.End{Committed: c.committed})
 	}
 	c.signal()
 	return nil
@@ -1338,12 +1303,12 @@ func (c *Coordinator) connectedLocked() int { return c.nconn }
 // status implements handler: it answers on cn, waiting for room in its
 // outbox (a device that floods status queries is slowed by its own
 // answers).
-func (c *Coordinator) status(cn *conn, t int) error {
-	dec, err := c.decision(cn.id, t)
+func (c *Coordinator) status(cn *wsconn.Conn, t int) error {
+	dec, err := c.decision(cn.ID, t)
 	if err != nil {
 		return err
 	}
-	cn.sendWait(dec)
+	cn.SendWait(dec)
 	return nil
 }
 
@@ -1377,12 +1342,12 @@ func (c *Coordinator) decision(id string, t int) (wire.Decision, error) {
 // ended has already been accepted, and if it comes back it would be
 // excluded anyway (see admit). The round therefore never waits for a
 // device that has gone.
-func (c *Coordinator) disconnected(cn *conn) { c.disconnectedLink(cn) }
+func (c *Coordinator) disconnected(cn *wsconn.Conn) { c.disconnectedLink(cn) }
 
 func (c *Coordinator) disconnectedLink(cn link) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	d := c.devices[cn.deviceID()]
+	d := c.devices[cn.DeviceID()]
 	if d == nil || d.conn != cn {
 		return
 	}
@@ -1404,26 +1369,26 @@ func (c *Coordinator) dropUnansweredLocked(d *device, why string) bool {
 	delete(or.cohort, d.id)
 	or.dropped[d.id] = true
 	d.round = 0
-	c.met.graceDrops.Add(1)
-	c.log.Info("cohort member dropped from the round", "device", shortID(d.id), "round", or.t, "why", why)
+	c.front.Met.GraceDrops.Add(1)
+	c.front.Log.Info("cohort member dropped from the round", "device", wsconn.ShortID(d.id), "round", or.t, "why", why)
 	or.checkAllIn()
 	return true
 }
 
 // leave handles a Leave message: the device is not sampled again until
 // its next hello, and leaves the open round if it has not answered it.
-func (c *Coordinator) leave(cn *conn, l wire.Leave) { c.leaveLink(cn, l) }
+func (c *Coordinator) leave(cn *wsconn.Conn, l wire.Leave) { c.leaveLink(cn, l) }
 
 func (c *Coordinator) leaveLink(cn link, l wire.Leave) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	d := c.devices[cn.deviceID()]
+	d := c.devices[cn.DeviceID()]
 	if d == nil || d.conn != cn {
 		return
 	}
-	c.met.leaves.Add(1)
+	c.front.Met.Leaves.Add(1)
 	if !d.left {
-		c.log.Info("device left", "device", shortID(d.id), "reason", l.Reason, "detail", l.Detail)
+		c.front.Log.Info("device left", "device", wsconn.ShortID(d.id), "reason", l.Reason, "detail", l.Detail)
 	}
 	d.left = true
 	d.leftWhy = l.Detail
@@ -1436,7 +1401,7 @@ func (c *Coordinator) endSession() {
 	defer c.mu.Unlock()
 	for _, d := range c.devices {
 		if d.conn != nil {
-			d.conn.sendControl(wire.End{Committed: c.committed})
+			d.conn.SendControl(wire.End{Committed: c.committed})
 		}
 	}
 }
@@ -1457,7 +1422,7 @@ func (c *Coordinator) Shutdown() {
 	c.closing = true
 	for _, d := range c.devices {
 		if d.conn != nil {
-			d.conn.closeWith(wire.CodeShutdown, "coordinator is shutting down")
+			d.conn.CloseWith(wire.CodeShutdown, "coordinator is shutting down")
 		}
 	}
 }

@@ -20,6 +20,7 @@ import (
 
 	"browserfl/coordinator"
 	"browserfl/coordinator/internal/nctest"
+	"browserfl/coordinator/store"
 	"browserfl/device"
 	"browserfl/shared/mechanism"
 	"browserfl/shared/model"
@@ -66,7 +67,7 @@ func runChild() error {
 		return err
 	}
 	killAfter, _ := strconv.Atoi(os.Getenv("BFL_KILL_AFTER"))
-	st, err := coordinator.OpenStore(os.Getenv("BFL_STORE"))
+	st, err := store.Open(os.Getenv("BFL_STORE"))
 	if err != nil {
 		return err
 	}

@@ -8,6 +8,12 @@
 // included. It also serves the projector dashboard, a JSON API, demo data
 // shards, Prometheus metrics and a health check.
 //
+// This package is the session core; its parts live in sub-packages that
+// import nothing of it (docs/design.md, "Layout"): store (the bbolt
+// store), gate (admission), wsconn (the device websockets every process
+// shares, plugged in through wsconn.Handler), bus (the cluster bus),
+// metrics (counters and their exposition) and shards (demo data).
+//
 // Invariants:
 //   - Commit before acknowledge (DESIGN principle 3): the decision
 //     "included" for round t is sent only after one bbolt transaction has
@@ -35,7 +41,7 @@
 //     No secret or vector is logged.
 //
 // Concurrency: one goroutine (Run) drives rounds; each connection has a
-// reader goroutine (started by ServeWS once the device is admitted) and a
+// reader goroutine (started by wsconn.Front.ServeWS once the device is admitted) and a
 // bounded outbox drained by a writer goroutine that runs only while
 // frames are queued; heartbeats run on a timer. Shared state is guarded
 // by one mutex, which update payloads are decoded and validated outside

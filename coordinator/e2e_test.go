@@ -22,6 +22,8 @@ import (
 
 	"browserfl/coordinator"
 	"browserfl/coordinator/internal/nctest"
+	"browserfl/coordinator/store"
+	"browserfl/coordinator/wsconn"
 	"browserfl/device"
 	"browserfl/shared/dataset"
 	"browserfl/shared/optim"
@@ -46,16 +48,16 @@ type harness struct {
 	srv     *httptest.Server
 	mu      sync.Mutex
 	qs      map[int][]float64 // server qtilde after each committed round
-	store   *coordinator.Store
+	store   *store.Store
 	session wire.SessionParams
 }
 
 func newHarness(t *testing.T, sess wire.SessionParams, minDevices int) *harness {
 	t.Helper()
-	return newHarnessLimits(t, sess, minDevices, coordinator.Limits{})
+	return newHarnessLimits(t, sess, minDevices, wsconn.Limits{})
 }
 
-func newHarnessLimits(t *testing.T, sess wire.SessionParams, minDevices int, lim coordinator.Limits) *harness {
+func newHarnessLimits(t *testing.T, sess wire.SessionParams, minDevices int, lim wsconn.Limits) *harness {
 	t.Helper()
 	return newHarnessWith(t, sess, func(cfg *coordinator.Config) {
 		cfg.MinDevices, cfg.Limits = minDevices, lim
@@ -67,7 +69,7 @@ func newHarnessLimits(t *testing.T, sess wire.SessionParams, minDevices int, lim
 // before the coordinator is created.
 func newHarnessWith(t *testing.T, sess wire.SessionParams, edit func(*coordinator.Config)) *harness {
 	t.Helper()
-	st, err := coordinator.OpenStore(filepath.Join(t.TempDir(), "coord.db"))
+	st, err := store.Open(filepath.Join(t.TempDir(), "coord.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,6 +20,10 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"browserfl/coordinator/bus"
+	"browserfl/coordinator/gate"
+	"browserfl/coordinator/metrics"
+	"browserfl/coordinator/wsconn"
 	"browserfl/shared/mechanism"
 	"browserfl/shared/optim"
 	"browserfl/shared/plan"
@@ -37,18 +41,18 @@ type EdgeConfig struct {
 	Conn *nats.Conn
 	// Status is the connection's status (ConnectNATS's Status): /healthz
 	// says why the edge is not connected (its credentials refused, say).
-	Status *NATSStatus
+	Status *bus.NATSStatus
 	// Prefix is the subjects' first token (default "browserfl"), the
 	// session process's.
 	Prefix string
 	// Limits bound what a connection may do (defaults in Limits;
 	// MaxFrameBytes defaults to 1 MiB, as the edge does not know the
 	// model's dimension before the session tells it).
-	Limits Limits
+	Limits wsconn.Limits
 	// Gate throttles join codes and registrations per client address
 	// (gate.go); the registration rate over all addresses applies per
 	// edge.
-	Gate Gate
+	Gate gate.Config
 	// AllowedOrigins are the websocket Origin host patterns accepted
 	// besides the request's own host.
 	AllowedOrigins []string
@@ -67,7 +71,7 @@ type EdgeConfig struct {
 // finite, within the session's norm bound) and sends the session one sum
 // per round instead of every update.
 type Edge struct {
-	*front
+	front    *wsconn.Front
 	cfg      EdgeConfig
 	nc       *nats.Conn
 	instance uint64
@@ -77,7 +81,7 @@ type Edge struct {
 	seq      uint64
 	conns    map[uint64]*edgeConn
 	epoch    uint64 // the session process's, as last heard
-	beat     sessionBeat
+	beat     bus.SessionBeat
 	lastBeat time.Time
 	round    *edgeRound
 	// chk and chkFor: the tests of the session parameters last received
@@ -86,7 +90,7 @@ type Edge struct {
 	chkFor    wire.SessionParams
 	lastRound int // the newest round number assigned on this edge
 	rosters   int // rosters sent (each is numbered)
-	vecs      *freeList[*[]float64]
+	vecs      *wsconn.FreeList[*[]float64]
 	// hists are the histories of the devices this edge has asked, by
 	// device id (edgehist.go), at most maxEdgeHistories.
 	hists    map[string]*edgeHist
@@ -104,7 +108,7 @@ type Edge struct {
 
 // edgeConn is one device connection the edge holds.
 type edgeConn struct {
-	cn       *conn
+	cn       *wsconn.Conn
 	nickname string
 	welcome  chan error // set until the session answered the hello
 	// secret is the secret the edge issued a new device (only its digest
@@ -150,7 +154,7 @@ type edgeRound struct {
 
 // NewEdge checks cfg and returns an edge ready to Run and to serve HTTP.
 func NewEdge(cfg EdgeConfig) (*Edge, error) {
-	if err := checkEdgeID(cfg.ID); err != nil {
+	if err := bus.CheckEdgeID(cfg.ID); err != nil {
 		return nil, fmt.Errorf("coordinator: %w", err)
 	}
 	if cfg.Conn == nil {
@@ -159,7 +163,7 @@ func NewEdge(cfg EdgeConfig) (*Edge, error) {
 	if cfg.Prefix == "" {
 		cfg.Prefix = "browserfl"
 	}
-	if err := checkEdgeID(cfg.Prefix); err != nil {
+	if err := bus.CheckEdgeID(cfg.Prefix); err != nil {
 		return nil, fmt.Errorf("coordinator: subject prefix: %w", err)
 	}
 	if cfg.Logger == nil {
@@ -178,11 +182,11 @@ func NewEdge(cfg EdgeConfig) (*Edge, error) {
 	if _, err := crand.Read(b[:]); err != nil {
 		return nil, fmt.Errorf("coordinator: edge instance: %w", err)
 	}
-	lim := cfg.Limits.withDefaults(0)
+	lim := cfg.Limits.WithDefaults(0)
 	e := &Edge{
-		front: &front{lim: lim, met: newMetrics(), log: cfg.Logger.With("edge", cfg.ID), origins: cfg.AllowedOrigins,
-			gate: newGate(cfg.Gate, 20*time.Second, cfg.Logger), bufs: newReadBuffers()},
-		vecs: newVecList(0),
+		front: &wsconn.Front{Lim: lim, Met: metrics.New(), Log: cfg.Logger.With("edge", cfg.ID), Origins: cfg.AllowedOrigins,
+			Gate: gate.New(cfg.Gate, 20*time.Second, cfg.Logger), Bufs: wsconn.NewReadBuffers()},
+		vecs: wsconn.NewVecList(0),
 		cfg:  cfg, nc: cfg.Conn, instance: binary.LittleEndian.Uint64(b[:]) | 1,
 		up: cfg.Prefix + ".up." + cfg.ID, conns: map[uint64]*edgeConn{}, hists: map[string]*edgeHist{},
 		// Connection numbers start at random: a restarted edge never
@@ -190,7 +194,7 @@ func NewEdge(cfg EdgeConfig) (*Edge, error) {
 		// predecessor (the session keys devices by edge and number).
 		seq: binary.LittleEndian.Uint64(b[8:]) >> 16,
 	}
-	e.front.h = e
+	e.front.H = edgeHandler{e}
 	return e, nil
 }
 
@@ -207,9 +211,9 @@ func (e *Edge) Run(ctx context.Context) error {
 	_ = sub.SetPendingLimits(-1, -1)
 	defer sub.Unsubscribe()
 	if e.nc.IsConnected() {
-		e.log.Info("edge ready", "prefix", e.cfg.Prefix, "instance", e.instance)
+		e.front.Log.Info("edge ready", "prefix", e.cfg.Prefix, "instance", e.instance)
 	} else {
-		e.log.Warn("edge started, not connected to NATS yet: it admits no device until it is", "prefix", e.cfg.Prefix,
+		e.front.Log.Warn("edge started, not connected to NATS yet: it admits no device until it is", "prefix", e.cfg.Prefix,
 			"instance", e.instance, "err", e.cfg.Status.Err())
 	}
 	tick := time.NewTicker(e.cfg.BeatInterval)
@@ -230,19 +234,19 @@ func (e *Edge) shutdown() {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	for _, ec := range e.conns {
-		ec.cn.closeWith(wire.CodeShutdown, "this server is shutting down; reconnect")
+		ec.cn.CloseWith(wire.CodeShutdown, "this server is shutting down; reconnect")
 	}
 }
 
-func (e *Edge) publish(kind byte, h *busHeader, body []byte) {
+func (e *Edge) publish(kind byte, h *bus.Header, body []byte) {
 	h.Instance = e.instance
-	b, err := encodeBus(kind, h, body)
+	b, err := bus.Encode(kind, h, body)
 	if err == nil {
 		err = e.nc.Publish(e.up, b)
 	}
 	if err != nil {
 		e.busErrors.Add(1)
-		e.log.Debug("publish to the session", "err", err)
+		e.front.Log.Debug("publish to the session", "err", err)
 		return
 	}
 	e.outBytes.Add(int64(len(b)))
@@ -255,7 +259,7 @@ func (e *Edge) sendBeat() {
 	e.mu.Lock()
 	n := 0
 	for _, ec := range e.conns {
-		if ec.welcome == nil && ec.cn.id != "" {
+		if ec.welcome == nil && ec.cn.ID != "" {
 			n++
 		}
 	}
@@ -269,7 +273,7 @@ func (e *Edge) sendBeat() {
 	if !e.lastBeat.IsZero() {
 		for seq, ec := range e.conns {
 			t := ec.assigned
-			if t == 0 || t > e.beat.Committed || t == e.beat.Open || ec.cn.id == "" {
+			if t == 0 || t > e.beat.Committed || t == e.beat.Open || ec.cn.ID == "" {
 				continue
 			}
 			if r := e.round; r != nil && r.t == t && !r.flushed {
@@ -279,13 +283,13 @@ func (e *Edge) sendBeat() {
 				continue
 			}
 			ec.asked = now
-			asks = append(asks, ask{seq, ec.cn.id, t})
+			asks = append(asks, ask{seq, ec.cn.ID, t})
 		}
 	}
 	e.mu.Unlock()
-	e.publish(kindEdgeBeat, &busHeader{Devices: n}, nil)
+	e.publish(bus.KindEdgeBeat, &bus.Header{Devices: n}, nil)
 	for _, a := range asks {
-		e.publish(kindStatus, &busHeader{Seq: a.seq, ID: a.id, T: a.t}, nil)
+		e.publish(bus.KindStatus, &bus.Header{Seq: a.seq, ID: a.id, T: a.t}, nil)
 	}
 }
 
@@ -317,10 +321,10 @@ func (e *Edge) Healthy() error {
 
 // handleDown acts on one envelope from the session, in order.
 func (e *Edge) handleDown(b []byte) {
-	kind, h, body, err := decodeBus(b)
+	kind, h, body, err := bus.Decode(b)
 	if err != nil {
 		e.busErrors.Add(1)
-		e.log.Warn("bad envelope from the session", "err", err)
+		e.front.Log.Warn("bad envelope from the session", "err", err)
 		return
 	}
 	e.mu.Lock()
@@ -331,29 +335,29 @@ func (e *Edge) handleDown(b []byte) {
 			// gone (its devices learn "excluded" from the new one, which
 			// asks for the roster).
 			e.epochChange.Add(1)
-			e.log.Info("the session process changed", "round_dropped", e.round != nil && !e.round.flushed)
+			e.front.Log.Info("the session process changed", "round_dropped", e.round != nil && !e.round.flushed)
 		}
 		e.dropRoundLocked()
 		e.epoch = h.Epoch
 	}
 	switch kind {
-	case kindControl:
+	case bus.KindControl:
 		e.controlLocked(h.Seq, body)
-	case kindClose:
+	case bus.KindClose:
 		ec := e.conns[h.Seq]
 		if ec == nil {
 			return
 		}
-		ce := &closeError{code: h.Code, reason: h.Reason}
+		ce := &wsconn.CloseError{Code: h.Code, Reason: h.Reason}
 		if ec.welcome != nil {
 			ec.welcome <- ce
 			ec.welcome = nil
 			return
 		}
-		ec.cn.closeWith(h.Code, h.Reason)
-	case kindRound:
+		ec.cn.CloseWith(h.Code, h.Reason)
+	case bus.KindRound:
 		e.roundLocked(h, body)
-	case kindSessionBeat:
+	case bus.KindSessionBeat:
 		if h.Beat == nil {
 			e.busErrors.Add(1)
 			return
@@ -386,7 +390,7 @@ func (e *Edge) controlLocked(seq uint64, body []byte) {
 	if ec == nil {
 		if w, ok := m.(wire.Welcome); ok {
 			// The session admitted a connection the edge gave up on.
-			e.publishLocked(kindDisconnect, &busHeader{Seq: seq, ID: w.DeviceID})
+			e.publishLocked(bus.KindDisconnect, &bus.Header{Seq: seq, ID: w.DeviceID})
 		}
 		return
 	}
@@ -398,7 +402,7 @@ func (e *Edge) controlLocked(seq uint64, body []byte) {
 		if ec.welcome == nil {
 			return // a second welcome: ignore
 		}
-		ec.cn.setDeviceID(m.DeviceID)
+		ec.cn.SetDeviceID(m.DeviceID)
 		if ec.secret != "" {
 			// A new device, registered here: its history is from its
 			// start.
@@ -410,7 +414,7 @@ func (e *Edge) controlLocked(seq uint64, body []byte) {
 				return
 			}
 		}
-		ec.cn.send(outFrame{data: body})
+		ec.cn.Send(wsconn.OutFrame{Data: body})
 		ec.welcome <- nil
 		ec.welcome = nil
 		return
@@ -419,7 +423,7 @@ func (e *Edge) controlLocked(seq uint64, body []byte) {
 			ec.assigned = 0
 			e.decidedLocked(ec, m.T, m.State == wire.Included)
 			if ec.welcome == nil {
-				ec.cn.send(outFrame{data: body})
+				ec.cn.Send(wsconn.OutFrame{Data: body})
 			}
 			if ec.endHeld {
 				e.endLocked(seq, ec, ec.endAt)
@@ -428,7 +432,7 @@ func (e *Edge) controlLocked(seq uint64, body []byte) {
 		}
 	}
 	if ec.welcome == nil {
-		ec.cn.send(outFrame{data: body})
+		ec.cn.Send(wsconn.OutFrame{Data: body})
 	}
 }
 
@@ -444,38 +448,38 @@ func (e *Edge) endLocked(seq uint64, ec *edgeConn, committed int) {
 	if ec.assigned != 0 {
 		if !ec.endHeld {
 			ec.endHeld, ec.endAt, ec.asked = true, committed, time.Now()
-			e.publish(kindStatus, &busHeader{Seq: seq, ID: ec.cn.id, T: ec.assigned}, nil)
+			e.publish(bus.KindStatus, &bus.Header{Seq: seq, ID: ec.cn.ID, T: ec.assigned}, nil)
 		}
 		return
 	}
 	ec.ended, ec.endHeld = true, false
-	ec.cn.sendControl(wire.End{Committed: committed})
+	ec.cn.SendControl(wire.End{Committed: committed})
 }
 
 // publishLocked is publish for callers holding e.mu (publishing does not
 // take it).
-func (e *Edge) publishLocked(kind byte, h *busHeader) { e.publish(kind, h, nil) }
+func (e *Edge) publishLocked(kind byte, h *bus.Header) { e.publish(kind, h, nil) }
 
 // rosterLocked sends the session every admitted device, in chunks that
 // carry the roster's number, their index and their count (one, empty,
 // if the edge holds no device), so that the session acts only on a
 // whole roster.
 func (e *Edge) rosterLocked() {
-	var entries []rosterEntry
+	var entries []bus.RosterEntry
 	now := time.Now()
 	for seq, ec := range e.conns {
-		if ec.welcome != nil || ec.cn.id == "" {
+		if ec.welcome != nil || ec.cn.ID == "" {
 			continue
 		}
-		entries = append(entries, rosterEntry{Seq: seq, ID: ec.cn.id, Nickname: ec.nickname, Pending: ec.assigned,
+		entries = append(entries, bus.RosterEntry{Seq: seq, ID: ec.cn.ID, Nickname: ec.nickname, Pending: ec.assigned,
 			SecretHash: ec.secretHash})
 		ec.asked = now // the roster asks about the pending round
 	}
 	e.rosters++
-	chunks := max(1, (len(entries)+rosterChunk-1)/rosterChunk)
+	chunks := max(1, (len(entries)+bus.RosterChunk-1)/bus.RosterChunk)
 	for i := range chunks {
-		part := entries[min(i*rosterChunk, len(entries)):min((i+1)*rosterChunk, len(entries))]
-		e.publish(kindRoster, &busHeader{T: e.rosters, Roster: part, Chunk: i, Chunks: chunks}, nil)
+		part := entries[min(i*bus.RosterChunk, len(entries)):min((i+1)*bus.RosterChunk, len(entries))]
+		e.publish(bus.KindRoster, &bus.Header{T: e.rosters, Roster: part, Chunk: i, Chunks: chunks}, nil)
 	}
 }
 
@@ -493,7 +497,7 @@ func (e *Edge) dropRoundLocked() {
 // roundLocked starts round h.T for the members h.Seqs: each gets the
 // frame, and the edge sends the session their sum when all answered or
 // shortly before the deadline.
-func (e *Edge) roundLocked(h busHeader, frame []byte) {
+func (e *Edge) roundLocked(h bus.Header, frame []byte) {
 	if h.T <= 0 || h.Dim <= 0 || h.Dim > 1<<26 {
 		e.busErrors.Add(1)
 		return
@@ -512,7 +516,7 @@ func (e *Edge) roundLocked(h busHeader, frame []byte) {
 	short := wire.ShortRound(frame) // for devices that hold x_{t-1} (conn.sendRound)
 	for k, seq := range h.Seqs {
 		ec := e.conns[seq]
-		if ec == nil || ec.welcome != nil || r.members[seq] || ec.cn.sendRound(outFrame{binary: true, data: frame, short: short, round: h.T}) == 0 {
+		if ec == nil || ec.welcome != nil || r.members[seq] || ec.cn.SendRound(wsconn.OutFrame{Binary: true, Data: frame, Short: short, Round: h.T}) == 0 {
 			continue // gone: the session hears of it from its disconnect
 		}
 		r.members[seq] = false
@@ -550,10 +554,10 @@ func (e *Edge) flushLocked(r *edgeRound) {
 	if r.timer != nil {
 		r.timer.Stop()
 	}
-	h := &busHeader{Epoch: r.epoch, T: r.t}
+	h := &bus.Header{Epoch: r.epoch, T: r.t}
 	for seq, answered := range r.members {
 		if ec := e.conns[seq]; !answered && ec != nil {
-			h.Missing = append(h.Missing, ec.cn.id)
+			h.Missing = append(h.Missing, ec.cn.ID)
 			h.MissingSeqs = append(h.MissingSeqs, seq)
 		}
 	}
@@ -563,13 +567,13 @@ func (e *Edge) flushLocked(r *edgeRound) {
 // sendSumLocked sends the members summed so far (h carries the rest of
 // the header) and starts a new sum: the session takes several sums of
 // one round from an edge, each whole.
-func (e *Edge) sendSumLocked(r *edgeRound, h *busHeader) {
+func (e *Edge) sendSumLocked(r *edgeRound, h *bus.Header) {
 	h.IDs, h.Seqs, h.Bytes = r.ids, r.seqs, r.bytes
 	var body []byte
 	if len(r.ids) > 0 {
-		body = encodeVector(make([]byte, 0, 8*len(r.sum)), r.sum)
+		body = bus.EncodeVector(make([]byte, 0, 8*len(r.sum)), r.sum)
 	}
-	e.publish(kindAggregate, h, body)
+	e.publish(bus.KindAggregate, h, body)
 	e.aggregates.Add(1)
 	e.aggMembers.Add(int64(len(r.ids)))
 	r.sum, r.ids, r.seqs, r.bytes = nil, nil, nil, 0
@@ -577,16 +581,16 @@ func (e *Edge) sendSumLocked(r *edgeRound, h *busHeader) {
 
 // checkHello implements handler: the gate, with the join code the
 // session announced.
-func (e *Edge) checkHello(cn *conn, h wire.Hello) error {
+func (e *Edge) checkHello(cn *wsconn.Conn, h wire.Hello) error {
 	e.mu.Lock()
 	code, alive := e.beat.JoinCodeHash, e.sessionAliveLocked()
 	e.mu.Unlock()
 	if !alive || code == "" {
-		return &closeError{code: wire.CodeShutdown, reason: "the session is not reachable; retry in a moment"}
+		return &wsconn.CloseError{Code: wire.CodeShutdown, Reason: "the session is not reachable; retry in a moment"}
 	}
 	// The session sends the join code's digest only: compare digests.
-	h.JoinCode = codeDigest(h.JoinCode)
-	return e.gateHello(cn, h, code)
+	h.JoinCode = bus.CodeDigest(h.JoinCode)
+	return e.front.GateHello(cn, h, code)
 }
 
 // admit implements handler: the hello goes to the session, which
@@ -594,32 +598,32 @@ func (e *Edge) checkHello(cn *conn, h wire.Hello) error {
 // code and the secret cross the bus as digests only: a reader of the
 // bus learns nothing it could say hello with. A new device's secret is
 // issued here (the session registers its digest).
-func (e *Edge) admit(cn *conn, h wire.Hello) error {
-	hdr := &busHeader{Addr: cn.addr, CodeHash: codeDigest(h.JoinCode), SecretHash: digest(h.Secret)}
+func (e *Edge) admit(cn *wsconn.Conn, h wire.Hello) error {
+	hdr := &bus.Header{Addr: cn.Addr, CodeHash: bus.CodeDigest(h.JoinCode), SecretHash: bus.Digest(h.Secret)}
 	var issued string
 	if h.DeviceID == "" {
 		_, secret, err := newCredentials()
 		if err != nil {
 			return err
 		}
-		issued, hdr.SecretHash = secret, digest(secret)
+		issued, hdr.SecretHash = secret, bus.Digest(secret)
 	}
 	h.JoinCode, h.Secret = "", ""
 	body, err := wire.EncodeControl(h)
 	if err != nil {
-		return badFrame(err)
+		return wsconn.BadFrame(err)
 	}
 	e.mu.Lock()
 	e.seq++
 	seq := e.seq
-	cn.seq = seq
+	cn.Seq = seq
 	hdr.Seq = seq
 	ch := make(chan error, 1)
 	e.conns[seq] = &edgeConn{cn: cn, nickname: h.Nickname, welcome: ch, secret: issued, secretHash: hdr.SecretHash}
-	e.publish(kindHello, hdr, body)
+	e.publish(bus.KindHello, hdr, body)
 	e.mu.Unlock()
 	e.hellos.Add(1)
-	t := time.NewTimer(e.lim.HelloTimeout)
+	t := time.NewTimer(e.front.Lim.HelloTimeout)
 	defer t.Stop()
 	select {
 	case err := <-ch:
@@ -630,11 +634,11 @@ func (e *Edge) admit(cn *conn, h wire.Hello) error {
 		return err
 	case <-t.C:
 		e.forget(seq)
-		e.publish(kindDisconnect, &busHeader{Seq: seq}, nil)
-		return &closeError{code: wire.CodeShutdown, reason: "the session did not answer in time; retry"}
-	case <-cn.done:
+		e.publish(bus.KindDisconnect, &bus.Header{Seq: seq}, nil)
+		return &wsconn.CloseError{Code: wire.CodeShutdown, Reason: "the session did not answer in time; retry"}
+	case <-cn.Done:
 		e.forget(seq)
-		e.publish(kindDisconnect, &busHeader{Seq: seq}, nil)
+		e.publish(bus.KindDisconnect, &bus.Header{Seq: seq}, nil)
 		return errors.New("connection closed before the welcome")
 	}
 }
@@ -668,7 +672,7 @@ func (e *Edge) dropMemberLocked(seq uint64) {
 
 // acceptUpdate implements handler: decoded and validated once, outside
 // the edge's lock, and added to the round's sum.
-func (e *Edge) acceptUpdate(cn *conn, u wire.UpdateFrame, frameLen int) error {
+func (e *Edge) acceptUpdate(cn *wsconn.Conn, u wire.UpdateFrame, frameLen int) error {
 	e.mu.Lock()
 	r, ok, err := e.checkUpdateLocked(cn, u.T)
 	e.mu.Unlock()
@@ -678,7 +682,7 @@ func (e *Edge) acceptUpdate(cn *conn, u wire.UpdateFrame, frameLen int) error {
 	vec := e.vec(r.dim)
 	norm, err := mechanism.DecodeNorm(*vec, u.Payload)
 	if err != nil {
-		e.vecs.put(vec)
+		e.vecs.Put(vec)
 		return fmt.Errorf("%w: update payload: %v", wire.ErrBadFrame, err)
 	}
 	e.mu.Lock()
@@ -686,15 +690,15 @@ func (e *Edge) acceptUpdate(cn *conn, u wire.UpdateFrame, frameLen int) error {
 	keep := false // the vector waits for its decision (the device's history)
 	defer func() {
 		if !keep {
-			e.vecs.put(vec)
+			e.vecs.Put(vec)
 		}
 	}()
 	if r2, ok, err := e.checkUpdateLocked(cn, u.T); !ok || err != nil || r2 != r {
 		return err
 	}
-	r.members[cn.seq] = true
+	r.members[cn.Seq] = true
 	r.waiting--
-	ec := e.conns[cn.seq]
+	ec := e.conns[cn.Seq]
 	var hist *optim.History
 	if ec != nil && ec.hist != nil {
 		hist = &ec.hist.h
@@ -709,15 +713,15 @@ func (e *Edge) acceptUpdate(cn *conn, u wire.UpdateFrame, frameLen int) error {
 		refused = r.chk.Check(*vec, norm, hist)
 	}
 	if refused != nil {
-		e.met.rejectedUpdates.Add(1)
+		e.front.Met.RejectedUpdates.Add(1)
 		// The device reads the test's reason; the teacher the plain words.
 		why := teacherWords(refused, norm, r.bound)
-		e.log.Warn("update rejected", "device", shortID(cn.id), "round", u.T, "norm", norm, "why", refused.Error())
-		if ec := e.conns[cn.seq]; ec != nil {
+		e.front.Log.Warn("update rejected", "device", wsconn.ShortID(cn.ID), "round", u.T, "norm", norm, "why", refused.Error())
+		if ec := e.conns[cn.Seq]; ec != nil {
 			ec.assigned = 0
 		}
-		cn.sendControl(wire.Decision{T: u.T, State: wire.Excluded, Reason: refused.Error()})
-		e.publish(kindReject, &busHeader{Epoch: r.epoch, Seq: cn.seq, ID: cn.id, T: u.T, Norm: norm, Reason: why}, nil)
+		cn.SendControl(wire.Decision{T: u.T, State: wire.Excluded, Reason: refused.Error()})
+		e.publish(bus.KindReject, &bus.Header{Epoch: r.epoch, Seq: cn.Seq, ID: cn.ID, T: u.T, Norm: norm, Reason: why}, nil)
 	} else {
 		if r.sum == nil {
 			r.sum = make([]float64, r.dim)
@@ -725,10 +729,10 @@ func (e *Edge) acceptUpdate(cn *conn, u wire.UpdateFrame, frameLen int) error {
 		for i, v := range *vec {
 			r.sum[i] += v
 		}
-		r.ids = append(r.ids, cn.id)
-		r.seqs = append(r.seqs, cn.seq)
+		r.ids = append(r.ids, cn.ID)
+		r.seqs = append(r.seqs, cn.Seq)
 		r.bytes += int64(frameLen)
-		e.met.updates.Add(1)
+		e.front.Met.Updates.Add(1)
 		if ec != nil && hist != nil {
 			e.losePendingLocked(ec)
 			ec.pending, ec.pendingT, keep = vec, u.T, true
@@ -753,26 +757,26 @@ func (e *Edge) checkerLocked(sp *wire.SessionParams) *optim.Checker {
 	chk, err := optim.NewChecker(plan.FromSession(*sp), sp.Dim)
 	if err != nil {
 		e.busErrors.Add(1)
-		e.log.Warn("the session's parameters make no update tests; the norm bound alone applies", "err", err)
+		e.front.Log.Warn("the session's parameters make no update tests; the norm bound alone applies", "err", err)
 		e.chk = nil
 		return nil
 	}
 	e.chk, e.chkFor = chk, *sp
-	e.log.Info("update validation", "max_norm", chk.NormBound(), "tests", chk.Describe())
+	e.front.Log.Info("update validation", "max_norm", chk.NormBound(), "tests", chk.Describe())
 	return chk
 }
 
 // checkUpdateLocked looks at an update for round t from cn: ok is set
 // for one to add to the open round, err for one the device had no
 // business sending; otherwise it is late and dropped.
-func (e *Edge) checkUpdateLocked(cn *conn, t int) (r *edgeRound, ok bool, err error) {
-	ec := e.conns[cn.seq]
+func (e *Edge) checkUpdateLocked(cn *wsconn.Conn, t int) (r *edgeRound, ok bool, err error) {
+	ec := e.conns[cn.Seq]
 	if ec == nil || ec.cn != cn {
 		return nil, false, nil
 	}
 	r = e.round
 	if r != nil && r.t == t && !r.flushed {
-		answered, member := r.members[cn.seq]
+		answered, member := r.members[cn.Seq]
 		switch {
 		case !member:
 			return nil, false, fmt.Errorf("update for round %d that was not assigned to this device", t)
@@ -786,49 +790,49 @@ func (e *Edge) checkUpdateLocked(cn *conn, t int) (r *edgeRound, ok bool, err er
 	}
 	// A round this edge already sent on (or dropped when the session
 	// process changed): the device is excluded from it.
-	e.met.lateUpdates.Add(1)
+	e.front.Met.LateUpdates.Add(1)
 	return nil, false, nil
 }
 
-func (e *Edge) vec(dim int) *[]float64 { return takeVec(e.vecs, dim) }
+func (e *Edge) vec(dim int) *[]float64 { return wsconn.TakeVec(e.vecs, dim) }
 
 // status implements handler: an update the edge still holds is pending;
 // anything else is the session's to answer (after whatever the edge sent
 // before, so after the sum that carries the update).
-func (e *Edge) status(cn *conn, t int) error {
+func (e *Edge) status(cn *wsconn.Conn, t int) error {
 	e.mu.Lock()
 	r := e.round
-	holding := r != nil && r.t == t && !r.flushed && r.members[cn.seq]
+	holding := r != nil && r.t == t && !r.flushed && r.members[cn.Seq]
 	if !holding {
-		e.publish(kindStatus, &busHeader{Seq: cn.seq, ID: cn.id, T: t}, nil)
+		e.publish(bus.KindStatus, &bus.Header{Seq: cn.Seq, ID: cn.ID, T: t}, nil)
 	}
 	e.mu.Unlock()
 	if holding {
-		cn.sendWait(wire.Decision{T: t, State: wire.Pending})
+		cn.SendWait(wire.Decision{T: t, State: wire.Pending})
 	}
 	return nil
 }
 
 // leave implements handler.
-func (e *Edge) leave(cn *conn, l wire.Leave) {
+func (e *Edge) leave(cn *wsconn.Conn, l wire.Leave) {
 	body, err := wire.EncodeControl(l)
 	if err != nil {
 		return
 	}
-	e.met.leaves.Add(1)
+	e.front.Met.Leaves.Add(1)
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	// Sent before the member is dropped (which may send the round's
 	// sum): the session drops it from the cohort first.
-	e.publish(kindLeave, &busHeader{Seq: cn.seq, ID: cn.id}, body)
-	e.dropMemberLocked(cn.seq)
+	e.publish(bus.KindLeave, &bus.Header{Seq: cn.Seq, ID: cn.ID}, body)
+	e.dropMemberLocked(cn.Seq)
 }
 
 // disconnected implements handler.
-func (e *Edge) disconnected(cn *conn) {
+func (e *Edge) disconnected(cn *wsconn.Conn) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	ec := e.conns[cn.seq]
+	ec := e.conns[cn.Seq]
 	if ec == nil || ec.cn != cn {
 		return
 	}
@@ -836,16 +840,16 @@ func (e *Edge) disconnected(cn *conn) {
 	// longer knows whether it holds every inclusion, and starts again at
 	// the device's next round here.
 	e.losePendingLocked(ec)
-	delete(e.conns, cn.seq)
-	if r := e.round; r != nil && !r.flushed && r.members[cn.seq] && slices.Contains(r.seqs, cn.seq) {
+	delete(e.conns, cn.Seq)
+	if r := e.round; r != nil && !r.flushed && r.members[cn.Seq] && slices.Contains(r.seqs, cn.Seq) {
 		// Its update is in the sum being collected: the sum goes first,
 		// so that the session counts it before it hears the device has
 		// gone (and does not drop it from the round, which would refuse
 		// the whole sum).
-		e.sendSumLocked(r, &busHeader{Epoch: r.epoch, T: r.t})
+		e.sendSumLocked(r, &bus.Header{Epoch: r.epoch, T: r.t})
 	}
-	e.publish(kindDisconnect, &busHeader{Seq: cn.seq, ID: cn.id}, nil)
-	e.dropMemberLocked(cn.seq)
+	e.publish(bus.KindDisconnect, &bus.Header{Seq: cn.Seq, ID: cn.ID}, nil)
+	e.dropMemberLocked(cn.Seq)
 }
 
 // evictInactive implements handler: the session keeps the device table.
@@ -863,7 +867,7 @@ func (e *Edge) Devices() int {
 // dashboard) proxied to the session process at sessionURL (nil: 404).
 func (e *Edge) Handler(assets Assets, sessionURL *url.URL) http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /ws", e.ServeWS)
+	mux.HandleFunc("GET /ws", e.front.ServeWS)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		if err := e.Healthy(); err != nil {
 			http.Error(w, err.Error(), http.StatusServiceUnavailable)
@@ -895,11 +899,11 @@ func (e *Edge) Handler(assets Assets, sessionURL *url.URL) http.Handler {
 }
 
 // WriteMetrics writes the edge's metrics in the Prometheus text format.
-func (e *Edge) WriteMetrics(w io.Writer) error { return e.met.write(w, e.metricRows) }
+func (e *Edge) WriteMetrics(w io.Writer) error { return e.front.Met.Write(w, exported(e.metricRows)) }
 
 // metricRows reads the edge's rows of /metrics.
 func (e *Edge) metricRows() []metricRow {
-	m := e.met
+	m := e.front.Met
 	e.mu.Lock()
 	devices := len(e.conns)
 	alive := 0.0
@@ -908,7 +912,7 @@ func (e *Edge) metricRows() []metricRow {
 	}
 	e.mu.Unlock()
 	rows := []metricRow{
-		{"browserfl_devices_connected", "Device websocket connections open (with or without hello).", "gauge", float64(m.connected.Load())},
+		{"browserfl_devices_connected", "Device websocket connections open (with or without hello).", "gauge", float64(m.Connected.Load())},
 		{"browserfl_edge_devices", "Admitted device connections this edge holds.", "gauge", float64(devices)},
 		{"browserfl_edge_session_alive", "1 if the session process was heard from within the session timeout.", "gauge", alive},
 		{"browserfl_edge_hellos_total", "Hellos forwarded to the session.", "counter", float64(e.hellos.Load())},
@@ -918,15 +922,15 @@ func (e *Edge) metricRows() []metricRow {
 		{"browserfl_cluster_bus_errors_total", "Cluster envelopes that failed to decode or publish.", "counter", float64(e.busErrors.Load())},
 		{"browserfl_cluster_bytes_in_total", "Envelope bytes received from the session.", "counter", float64(e.inBytes.Load())},
 		{"browserfl_cluster_bytes_out_total", "Envelope bytes published to the session.", "counter", float64(e.outBytes.Load())},
-		{"browserfl_auth_failures_total", "Hellos refused for the join code.", "counter", float64(m.authFailures.Load())},
-		{"browserfl_bad_frames_total", "Connections closed for a bad frame.", "counter", float64(m.badFrames.Load())},
-		{"browserfl_slow_consumers_total", "Connections dropped for a full outbox, a write timeout or a missing pong.", "counter", float64(m.slowConsumers.Load())},
-		{"browserfl_updates_total", "Updates added to a round's sum.", "counter", float64(m.updates.Load())},
-		{"browserfl_late_updates_total", "Updates dropped because their round's sum had been sent.", "counter", float64(m.lateUpdates.Load())},
-		{"browserfl_rejected_updates_total", "Updates rejected by validation (norm above the session's bound).", "counter", float64(m.rejectedUpdates.Load())},
-		{"browserfl_frames_in_total", "Frames read after hello.", "counter", float64(m.framesIn.Load())},
-		{"browserfl_frames_out_total", "Frames written.", "counter", float64(m.framesOut.Load())},
-		{"browserfl_bytes_in_total", "Websocket payload bytes read.", "counter", float64(m.bytesIn.Load())},
+		{"browserfl_auth_failures_total", "Hellos refused for the join code.", "counter", float64(m.AuthFailures.Load())},
+		{"browserfl_bad_frames_total", "Connections closed for a bad frame.", "counter", float64(m.BadFrames.Load())},
+		{"browserfl_slow_consumers_total", "Connections dropped for a full outbox, a write timeout or a missing pong.", "counter", float64(m.SlowConsumers.Load())},
+		{"browserfl_updates_total", "Updates added to a round's sum.", "counter", float64(m.Updates.Load())},
+		{"browserfl_late_updates_total", "Updates dropped because their round's sum had been sent.", "counter", float64(m.LateUpdates.Load())},
+		{"browserfl_rejected_updates_total", "Updates rejected by validation (norm above the session's bound).", "counter", float64(m.RejectedUpdates.Load())},
+		{"browserfl_frames_in_total", "Frames read after hello.", "counter", float64(m.FramesIn.Load())},
+		{"browserfl_frames_out_total", "Frames written.", "counter", float64(m.FramesOut.Load())},
+		{"browserfl_bytes_in_total", "Websocket payload bytes read.", "counter", float64(m.BytesIn.Load())},
 	}
 	return rows
 }

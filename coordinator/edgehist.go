@@ -1,9 +1,7 @@
 package coordinator
 
 import (
-	crand "crypto/rand"
-	"encoding/binary"
-
+	"browserfl/coordinator/bus"
 	"browserfl/shared/optim"
 )
 
@@ -35,21 +33,6 @@ import (
 // never refused for a history the edge lost; a hostile one that moves
 // between edges is tested per message and over its stay on each edge.
 
-// histMark is where the session's record of a device stands when it asks
-// the device for a round.
-type histMark struct {
-	Gen  uint64 `json:"g"` // the record's generation (random, per record)
-	Incl int    `json:"i"` // included updates so far
-	Asks int    `json:"a"` // rounds asked so far, this one included
-}
-
-// randomGen draws a record generation (never 0, which marks none yet).
-func randomGen() uint64 {
-	var b [8]byte
-	crand.Read(b[:]) // never fails (crypto/rand panics rather)
-	return binary.LittleEndian.Uint64(b[:]) | 1
-}
-
 // maxEdgeHistories bounds the histories an edge keeps (each holds a
 // vector of the model's dimension: 2,048 of 7,850 coordinates take
 // 129 MB); beyond it the least recently asked is dropped.
@@ -80,8 +63,8 @@ func (e *Edge) newHistLocked(id string) {
 // askHistLocked returns the history of ec's device asked for a round with
 // the session's mark m: the edge's own if it agrees with m, else one
 // started again (not from the start). The round is recorded as asked.
-func (e *Edge) askHistLocked(ec *edgeConn, m histMark) *edgeHist {
-	id := ec.cn.id
+func (e *Edge) askHistLocked(ec *edgeConn, m bus.Mark) *edgeHist {
+	id := ec.cn.ID
 	eh := e.hists[id]
 	if ec.pending != nil {
 		// An undecided update of an earlier round: its decision will
@@ -118,7 +101,7 @@ func (e *Edge) decidedLocked(ec *edgeConn, t int, included bool) {
 	if ec.pending == nil || ec.pendingT != t {
 		return
 	}
-	if included && ec.hist != nil && e.hists[ec.cn.id] == ec.hist {
+	if included && ec.hist != nil && e.hists[ec.cn.ID] == ec.hist {
 		ec.hist.h.Add(*ec.pending)
 		ec.hist.incl++
 	}
@@ -129,7 +112,7 @@ func (e *Edge) decidedLocked(ec *edgeConn, t int, included bool) {
 // may now miss an inclusion.
 func (e *Edge) losePendingLocked(ec *edgeConn) {
 	if ec.pending != nil {
-		if eh := e.hists[ec.cn.id]; eh != nil {
+		if eh := e.hists[ec.cn.ID]; eh != nil {
 			eh.lost = true
 		}
 	}
@@ -139,7 +122,7 @@ func (e *Edge) losePendingLocked(ec *edgeConn) {
 // dropPendingLocked recycles ec's undecided update, if any.
 func (e *Edge) dropPendingLocked(ec *edgeConn) {
 	if ec.pending != nil {
-		e.vecs.put(ec.pending)
+		e.vecs.Put(ec.pending)
 		ec.pending, ec.pendingT = nil, 0
 	}
 }

@@ -5,7 +5,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"browserfl/coordinator"
+	"browserfl/coordinator/store"
 )
 
 // The store answers a resuming device's question "was my update of round
@@ -13,7 +13,7 @@ import (
 func ExampleStore() {
 	dir, _ := os.MkdirTemp("", "store-example")
 	defer os.RemoveAll(dir)
-	st, err := coordinator.OpenStore(filepath.Join(dir, "coord.db"))
+	st, err := store.Open(filepath.Join(dir, "coord.db"))
 	if err != nil {
 		panic(err)
 	}
@@ -21,7 +21,7 @@ func ExampleStore() {
 
 	// Round 1: devices a and b were sampled, only a's update arrived in
 	// time. One transaction stores the record and the server state.
-	rec := coordinator.RoundRecord{T: 1, Cohort: []string{"a", "b"}, Included: []string{"a"}}
+	rec := store.RoundRecord{T: 1, Cohort: []string{"a", "b"}, Included: []string{"a"}}
 	if err := st.CommitRound(rec, []byte("server state after round 1")); err != nil {
 		panic(err)
 	}

@@ -1,8 +1,13 @@
 package coordinator
 
+import "browserfl/coordinator/store"
+
 // Test helpers for the external test package.
 
 // CoordinatorRecord builds a round record.
-func CoordinatorRecord(t int, included ...string) RoundRecord {
-	return RoundRecord{T: t, Cohort: included, Included: included}
+func CoordinatorRecord(t int, included ...string) store.RoundRecord {
+	return store.RoundRecord{T: t, Cohort: included, Included: included}
 }
+
+// ReadLifecycle returns the lifecycle stored in s.
+func ReadLifecycle(s *store.Store) (Lifecycle, error) { return readLifecycle(s) }

@@ -16,7 +16,10 @@ import (
 	"github.com/coder/websocket"
 
 	"browserfl/coordinator"
+	"browserfl/coordinator/gate"
 	"browserfl/coordinator/internal/nctest"
+	"browserfl/coordinator/store"
+	"browserfl/coordinator/wsconn"
 	"browserfl/device"
 	"browserfl/shared/wire"
 )
@@ -25,7 +28,7 @@ import (
 func assetServer(t *testing.T, assets coordinator.Assets) *httptest.Server {
 	t.Helper()
 	sess := testSession(4, 4, 2, 3, 500)
-	st, err := coordinator.OpenStore(filepath.Join(t.TempDir(), "coord.db"))
+	st, err := store.Open(filepath.Join(t.TempDir(), "coord.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +123,7 @@ func TestMetricsTokenFor(t *testing.T) {
 // other names join, stored in NFKC form; once the first device has gone,
 // its name is free again.
 func TestLookalikeNicknames(t *testing.T) {
-	c, srv := gateServer(t, coordinator.Limits{}, coordinator.Gate{})
+	c, srv := gateServer(t, wsconn.Limits{}, gate.Config{})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	join := func(nick string) (wire.Message, *websocket.Conn) {

@@ -13,10 +13,11 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/coder/websocket"
 
+	"browserfl/coordinator/store"
+	"browserfl/coordinator/wsconn"
 	"browserfl/shared/mechanism"
 	"browserfl/shared/optim"
 	"browserfl/shared/plan"
@@ -102,7 +103,7 @@ type fuzzDevice struct {
 	id, secret string
 	sent       map[int]int64    // rounds it sent an update for (accepted or not): seq at the last send
 	payloads   map[int][][]byte // the payloads it sent, by round
-	cn         *conn
+	cn         *wsconn.Conn
 	ws         *fakeWS
 	all        []*fakeWS // every connection it had
 }
@@ -122,7 +123,7 @@ type fuzzHarness struct {
 }
 
 type fakeConn struct {
-	cn *conn
+	cn *wsconn.Conn
 	ws *fakeWS
 }
 
@@ -132,9 +133,9 @@ func (h *fuzzHarness) drain() {
 	for _, fc := range h.conns {
 		for {
 			select {
-			case f := <-fc.cn.outbox:
-				if f.close == nil {
-					fc.ws.Write(h.ctx, websocket.MessageText, f.data)
+			case f := <-fc.cn.Queued():
+				if f.Close == nil {
+					fc.ws.Write(h.ctx, websocket.MessageText, f.Data)
 				}
 				continue
 			default:
@@ -155,8 +156,7 @@ func (h *fuzzHarness) next() (byte, bool) {
 
 func (h *fuzzHarness) connect(d *fuzzDevice, hello wire.Hello) {
 	ws := &fakeWS{seq: &h.seq}
-	cn := &conn{f: h.c.front, ws: ws, outbox: make(chan outFrame, h.c.lim.Outbox), done: make(chan struct{}), manual: true,
-		msgs: h.c.lim.msgLimiter()}
+	cn := wsconn.NewManual(h.c.front, ws)
 	// No writer goroutine: drain moves queued frames to ws after every
 	// step, so a frame's stamp is the step that queued it.
 	h.conns = append(h.conns, fakeConn{cn, ws})
@@ -165,7 +165,7 @@ func (h *fuzzHarness) connect(d *fuzzDevice, hello wire.Hello) {
 	h.drain()
 	h.tracef("  hello pending %d -> %v %v", hello.Pending, w.Pending, err)
 	if err != nil {
-		cn.shut()
+		cn.Shut()
 		return
 	}
 	if d.id == "" {
@@ -178,7 +178,7 @@ func (h *fuzzHarness) disconnect(d *fuzzDevice) {
 	if d.cn == nil {
 		return
 	}
-	d.cn.shut()
+	d.cn.Shut()
 	h.c.disconnected(d.cn)
 	d.cn = nil
 }
@@ -189,7 +189,7 @@ func (h *fuzzHarness) frame(d *fuzzDevice, typ websocket.MessageType, b []byte) 
 	if d.cn == nil {
 		return
 	}
-	if err := h.c.handleFrame(d.cn, typ, b, wire.Limits{MaxBytes: h.c.lim.MaxFrameBytes}); err != nil {
+	if err := h.c.front.HandleFrame(d.cn, typ, b, wire.Limits{MaxBytes: h.c.front.Lim.MaxFrameBytes}); err != nil {
 		h.tracef("  frame error: %v", err)
 		h.disconnect(d)
 	}
@@ -376,13 +376,12 @@ func runFuzzProgram(t *testing.T, prog []byte) {
 			dir = shm // memory-backed: a store per execution costs no disk sync
 			defer os.RemoveAll(shm)
 		}
-		st, err := OpenStore(filepath.Join(dir, "fuzz.db"))
+		st, err := store.Open(filepath.Join(dir, "fuzz.db"))
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer st.Close()
-		st.db.NoSync = true                    // durability is not under test here; speed is
-		st.db.MaxBatchDelay = time.Microsecond // registrations are batched (10 ms by default)
+		st.NoSync() // durability is not under test here; speed is
 		srv, err := optim.NewServer(plan.FromSession(sess), make([]float64, sess.Dim), nil)
 		if err != nil {
 			t.Fatal(err)
@@ -501,7 +500,7 @@ func runFuzzProgram(t *testing.T, prog []byte) {
 			for _, r := range recs {
 				n += len(r.Included)
 			}
-			t.Logf("%d rounds committed, %d updates included, %d rejected", c.Committed(), n, c.met.rejectedUpdates.Load())
+			t.Logf("%d rounds committed, %d updates included, %d rejected", c.Committed(), n, c.front.Met.RejectedUpdates.Load())
 		}
 		for _, d := range h.devs {
 			h.disconnect(d)

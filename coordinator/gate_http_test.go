@@ -17,17 +17,20 @@ import (
 	"github.com/coder/websocket"
 
 	"browserfl/coordinator"
+	"browserfl/coordinator/gate"
 	"browserfl/coordinator/internal/nctest"
+	"browserfl/coordinator/store"
+	"browserfl/coordinator/wsconn"
 	"browserfl/shared/wire"
 )
 
 // gateServer serves a coordinator with the given limits and gate on
 // loopback (no round ever starts: min devices is above what the tests
 // connect).
-func gateServer(t *testing.T, lim coordinator.Limits, gate coordinator.Gate) (*coordinator.Coordinator, *httptest.Server) {
+func gateServer(t *testing.T, lim wsconn.Limits, gate gate.Config) (*coordinator.Coordinator, *httptest.Server) {
 	t.Helper()
 	sess := testSession(4, 4, 2, 3, 500)
-	st, err := coordinator.OpenStore(filepath.Join(t.TempDir(), "coord.db"))
+	st, err := store.Open(filepath.Join(t.TempDir(), "coord.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +104,7 @@ const (
 // are refused unchecked (even a right code while the pause lasts), and
 // both kinds are counted.
 func TestJoinCodeGuessing(t *testing.T) {
-	_, srv := gateServer(t, coordinator.Limits{}, coordinator.Gate{JoinFreeFailures: 3, JoinBackoff: time.Second, JoinBackoffMax: time.Minute})
+	_, srv := gateServer(t, wsconn.Limits{}, gate.Config{JoinFreeFailures: 3, JoinBackoff: time.Second, JoinBackoffMax: time.Minute})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	codes := map[string]int{}
@@ -161,7 +164,7 @@ func TestJoinCodeGuessing(t *testing.T) {
 // per-address burst are refused and counted; inactive devices beyond the
 // cap are forgotten in memory but can resume with their secret.
 func TestRegistrationFlood(t *testing.T) {
-	_, srv := gateServer(t, coordinator.Limits{}, coordinator.Gate{RegisterRate: 0.001, RegisterBurst: 10, MaxInactive: 3})
+	_, srv := gateServer(t, wsconn.Limits{}, gate.Config{RegisterRate: 0.001, RegisterBurst: 10, MaxInactive: 3})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	var welcomes []wire.Welcome
@@ -215,13 +218,13 @@ func TestPreHelloCounts(t *testing.T) {
 	defer cancel()
 	for _, tc := range []struct {
 		name   string
-		lim    coordinator.Limits
-		gate   coordinator.Gate
+		lim    wsconn.Limits
+		gate   gate.Config
 		status int
 		kind   string
 	}{
-		{"max devices", coordinator.Limits{MaxDevices: 3}, coordinator.Gate{}, http.StatusServiceUnavailable, "full"},
-		{"per address", coordinator.Limits{MaxDevices: 100}, coordinator.Gate{PreHelloPerAddress: 3}, http.StatusTooManyRequests, "prehello_per_address"},
+		{"max devices", wsconn.Limits{MaxDevices: 3}, gate.Config{}, http.StatusServiceUnavailable, "full"},
+		{"per address", wsconn.Limits{MaxDevices: 100}, gate.Config{PreHelloPerAddress: 3}, http.StatusTooManyRequests, "prehello_per_address"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, srv := gateServer(t, tc.lim, tc.gate)
@@ -258,7 +261,7 @@ func TestPreHelloCounts(t *testing.T) {
 // TestHelloTimeoutCounted: a connection that never says hello is closed
 // after the hello timeout and counted.
 func TestHelloTimeoutCounted(t *testing.T) {
-	_, srv := gateServer(t, coordinator.Limits{HelloTimeout: 100 * time.Millisecond}, coordinator.Gate{})
+	_, srv := gateServer(t, wsconn.Limits{HelloTimeout: 100 * time.Millisecond}, gate.Config{})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	ws, _, err := websocket.Dial(ctx, wsURL(srv), nil)
@@ -277,7 +280,7 @@ func TestHelloTimeoutCounted(t *testing.T) {
 // TestNeverReadingClientDropped: a client that says hello and then never
 // reads does not answer pings and is dropped.
 func TestNeverReadingClientDropped(t *testing.T) {
-	_, srv := gateServer(t, coordinator.Limits{}, coordinator.Gate{PingInterval: 50 * time.Millisecond, PingTimeout: 2 * time.Second})
+	_, srv := gateServer(t, wsconn.Limits{}, gate.Config{PingInterval: 50 * time.Millisecond, PingTimeout: 2 * time.Second})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	// A reading client stays.
@@ -321,7 +324,7 @@ func TestNeverReadingClientDropped(t *testing.T) {
 // and framing; every response has nosniff and no referrer; HSTS only
 // under TLS.
 func TestSecurityHeaders(t *testing.T) {
-	c, srv := gateServer(t, coordinator.Limits{}, coordinator.Gate{})
+	c, srv := gateServer(t, wsconn.Limits{}, gate.Config{})
 	tlsSrv := httptest.NewTLSServer(c.Handler(coordinator.Assets{Index: []byte("<!doctype html>")}, nil))
 	defer tlsSrv.Close()
 	get := func(client *http.Client, url string) *http.Response {
@@ -383,7 +386,7 @@ func TestSecurityHeaders(t *testing.T) {
 // TestMetricsToken: with a token, /metrics needs it (header or query)
 // and counts refusals.
 func TestMetricsToken(t *testing.T) {
-	_, srv := gateServer(t, coordinator.Limits{}, coordinator.Gate{MetricsToken: "s3cret"})
+	_, srv := gateServer(t, wsconn.Limits{}, gate.Config{MetricsToken: "s3cret"})
 	status := func(path string, hdr string) int {
 		req, _ := http.NewRequest("GET", srv.URL+path, nil)
 		if hdr != "" {
@@ -435,15 +438,15 @@ func TestTrustedProxyHTTP(t *testing.T) {
 		resp.Body.Close()
 		return resp.StatusCode
 	}
-	gate := func(trusted string) coordinator.Gate {
-		ps, err := coordinator.ParseTrustedProxies(trusted)
+	gate := func(trusted string) gate.Config {
+		ps, err := gate.ParseTrustedProxies(trusted)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return coordinator.Gate{JoinFreeFailures: 3, JoinBackoff: time.Minute, JoinBackoffMax: time.Minute, TrustedProxies: ps}
+		return gate.Config{JoinFreeFailures: 3, JoinBackoff: time.Minute, JoinBackoffMax: time.Minute, TrustedProxies: ps}
 	}
 	t.Run("untrusted peer", func(t *testing.T) {
-		_, srv := gateServer(t, coordinator.Limits{}, gate("10.0.0.0/8"))
+		_, srv := gateServer(t, wsconn.Limits{}, gate("10.0.0.0/8"))
 		codes := map[int]int{}
 		for i := range 20 {
 			codes[get(t, srv, "guess", fmt.Sprintf("203.0.113.%d", i))]++
@@ -456,7 +459,7 @@ func TestTrustedProxyHTTP(t *testing.T) {
 		}
 	})
 	t.Run("trusted proxy", func(t *testing.T) {
-		_, srv := gateServer(t, coordinator.Limits{}, gate("127.0.0.1/32,::1/128"))
+		_, srv := gateServer(t, wsconn.Limits{}, gate("127.0.0.1/32,::1/128"))
 		for i := range 4 {
 			if s := get(t, srv, "guess", "203.0.113.1"); s != http.StatusForbidden {
 				t.Fatalf("wrong code %d: %d, want 403", i, s)
@@ -478,7 +481,7 @@ func TestTrustedProxyHTTP(t *testing.T) {
 // hello and over HTTP; a code that differs in a letter is still wrong;
 // none of these count as failures.
 func TestJoinCodeAnyCase(t *testing.T) {
-	_, srv := gateServer(t, coordinator.Limits{}, coordinator.Gate{JoinFreeFailures: 3, JoinBackoff: time.Second, JoinBackoffMax: time.Minute})
+	_, srv := gateServer(t, wsconn.Limits{}, gate.Config{JoinFreeFailures: 3, JoinBackoff: time.Second, JoinBackoffMax: time.Minute})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	for _, tc := range []struct {
@@ -513,7 +516,7 @@ func TestJoinCodeAnyCase(t *testing.T) {
 // guessing from that address still stops after 5 wrong codes in a row
 // (TestJoinCodeGuessing, TestJoinBackoff).
 func TestClassBehindOneAddress(t *testing.T) {
-	_, srv := gateServer(t, coordinator.Limits{}, coordinator.Gate{})
+	_, srv := gateServer(t, wsconn.Limits{}, gate.Config{})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	try := func(code string) wire.Message {
@@ -553,7 +556,7 @@ func TestClassBehindOneAddress(t *testing.T) {
 // TestFavicon: /favicon.ico is an SVG icon (no 404 in a browser's log),
 // and both pages point to it.
 func TestFavicon(t *testing.T) {
-	_, srv := gateServer(t, coordinator.Limits{}, coordinator.Gate{})
+	_, srv := gateServer(t, wsconn.Limits{}, gate.Config{})
 	resp, err := http.Get(srv.URL + "/favicon.ico")
 	if err != nil {
 		t.Fatal(err)

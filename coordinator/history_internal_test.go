@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"testing"
 
+	"browserfl/coordinator/gate"
 	"browserfl/shared/wire"
 )
 
@@ -20,7 +21,7 @@ func TestHistoryFromStart(t *testing.T) {
 	sess := wire.SessionParams{Name: "hist", Dim: 4, DeadlineMillis: 5000, Algorithm: "nc", Model: "logreg",
 		Features: 1, Classes: 2, M: 4, Cohort: 2, Rounds: 3, Batch: 1, Clip: 1, Eta: 1, RhoPaper: 1}
 	srv, st := ncServerAndStore(t, sess)
-	c, err := New(Config{Session: sess, JoinCode: "join-me", Server: srv, Store: st, Gate: Gate{MaxInactive: 1},
+	c, err := New(Config{Session: sess, JoinCode: "join-me", Server: srv, Store: st, Gate: gate.Config{MaxInactive: 1},
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
@@ -36,7 +37,7 @@ func TestHistoryFromStart(t *testing.T) {
 	}
 	leave := func(id string) {
 		c.disconnectedLink(c.devices[id].conn)
-		c.gate.markInactive(id)
+		c.front.Gate.MarkInactive(id)
 	}
 	for _, id := range []string{"a", "b", "c"} {
 		if d := bind(id); !d.hist.FromStart {

@@ -3,7 +3,6 @@ package coordinator
 import (
 	"context"
 	crand "crypto/rand"
-	"crypto/subtle"
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
@@ -17,6 +16,10 @@ import (
 	"sync"
 	"time"
 
+	"browserfl/coordinator/gate"
+	"browserfl/coordinator/metrics"
+	"browserfl/coordinator/shards"
+	"browserfl/coordinator/store"
 	"browserfl/shared/wire"
 )
 
@@ -46,7 +49,7 @@ type Host struct {
 	cur   *hostSession
 	// old holds the stores of finished sessions opened for reading, by
 	// id.
-	old map[string]*Store
+	old map[string]*store.Store
 	// runCtx is Run's context (nil before Run): new sessions run under
 	// it.
 	runCtx context.Context
@@ -75,10 +78,10 @@ type HostConfig struct {
 	Fresh bool
 	// Prepare, if set, is called with the current session's store before
 	// its coordinator is built (cmd/coordinator: -rollback-to).
-	Prepare func(*Store) error
+	Prepare func(*store.Store) error
 	// Assets and Shards are served by every session (Coordinator.Handler).
 	Assets Assets
-	Shards *Shards
+	Shards *shards.Set
 	Logger *slog.Logger
 	// Attach, if set, is called for each session's coordinator before its
 	// round loop starts, with the loop's context (cmd/coordinator: the
@@ -102,7 +105,7 @@ type hostSession struct {
 	id      string
 	code    string
 	c       *Coordinator
-	store   *Store
+	store   *store.Store
 	handler http.Handler
 	cancel  context.CancelFunc
 	done    chan struct{} // closed when its Run returned
@@ -144,7 +147,7 @@ func OpenHost(cfg HostConfig) (*Host, error) {
 		return nil, fmt.Errorf("coordinator: host: %w", err)
 	}
 	cfg.Assets = assets
-	h := &Host{cfg: cfg, log: cfg.Logger, old: map[string]*Store{}, fatal: make(chan error, 1)}
+	h := &Host{cfg: cfg, log: cfg.Logger, old: map[string]*store.Store{}, fatal: make(chan error, 1)}
 	b, err := os.ReadFile(filepath.Join(cfg.Dir, hostIndexFile))
 	switch {
 	case errors.Is(err, os.ErrNotExist):
@@ -257,7 +260,7 @@ func (h *Host) startSession(code string, seed uint64, first bool) error {
 		}
 		seed = binary.LittleEndian.Uint64(r[:])
 	}
-	st, err := OpenStore(sessionPath(h.cfg.Dir, id))
+	st, err := store.Open(sessionPath(h.cfg.Dir, id))
 	if err != nil {
 		return err
 	}
@@ -300,7 +303,7 @@ func (h *Host) startSession(code string, seed uint64, first bool) error {
 
 // openSession reopens the current session of the index.
 func (h *Host) openSession(id, code string, seed uint64) error {
-	st, err := OpenStore(sessionPath(h.cfg.Dir, id))
+	st, err := store.Open(sessionPath(h.cfg.Dir, id))
 	if err != nil {
 		return err
 	}
@@ -323,7 +326,7 @@ func (h *Host) openSession(id, code string, seed uint64) error {
 	case ident.Session != tmpl.Session:
 		st.Close()
 		return fmt.Errorf("coordinator: %w than these settings: start a new session (cmd/coordinator: -reset keeps it listed) or use another data directory", ErrTemplateChanged)
-	case code != "" && !joinCodeEqual(code, ident.JoinCode):
+	case code != "" && !gate.JoinCodeEqual(code, ident.JoinCode):
 		st.Close()
 		return fmt.Errorf("coordinator: %w: another join code", ErrTemplateChanged)
 	case seed != 0 && seed != ident.Seed:
@@ -347,7 +350,7 @@ func (h *Host) openSession(id, code string, seed uint64) error {
 	return nil
 }
 
-func (h *Host) build(id string, st *Store, cfg Config, code string, seed uint64) (*hostSession, error) {
+func (h *Host) build(id string, st *store.Store, cfg Config, code string, seed uint64) (*hostSession, error) {
 	if cfg.Server != nil || cfg.NewServer == nil {
 		return nil, errors.New("coordinator: host: the template must set NewServer and not Server")
 	}
@@ -530,7 +533,7 @@ func (h *Host) Sessions() ([]SessionSummary, error) {
 
 // storeOf returns the store of session id (the current one's, or a
 // finished one's opened for reading and kept open).
-func (h *Host) storeOf(id string) (*Store, error) {
+func (h *Host) storeOf(id string) (*store.Store, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.cur.id == id {
@@ -542,7 +545,7 @@ func (h *Host) storeOf(id string) (*Store, error) {
 	if !slices.ContainsFunc(h.index.Sessions, func(e indexEntry) bool { return e.ID == id }) {
 		return nil, fmt.Errorf("no session %q", id)
 	}
-	st, err := OpenStore(sessionPath(h.cfg.Dir, id))
+	st, err := store.Open(sessionPath(h.cfg.Dir, id))
 	if err != nil {
 		return nil, err
 	}
@@ -551,9 +554,9 @@ func (h *Host) storeOf(id string) (*Store, error) {
 }
 
 // summarize reads a session's summary from its store.
-func summarize(st *Store) (SessionSummary, error) {
+func summarize(st *store.Store) (SessionSummary, error) {
 	var s SessionSummary
-	life, err := st.Lifecycle()
+	life, err := readLifecycle(st)
 	if err != nil {
 		return s, err
 	}
@@ -600,9 +603,9 @@ func summarize(st *Store) (SessionSummary, error) {
 }
 
 // archivedStatus is the Status of a finished session, from its store.
-func archivedStatus(st *Store) (Status, error) {
+func archivedStatus(st *store.Store) (Status, error) {
 	var s Status
-	life, err := st.Lifecycle()
+	life, err := readLifecycle(st)
 	if err != nil {
 		return s, err
 	}
@@ -667,13 +670,13 @@ func (h *Host) archivedTarget(r *http.Request, cur *hostSession) string {
 	if code == "" {
 		code = r.URL.Query().Get("code")
 	}
-	if code == "" || joinCodeEqual(code, cur.code) {
+	if code == "" || gate.JoinCodeEqual(code, cur.code) {
 		return ""
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for _, e := range h.index.Sessions {
-		if e.ID != cur.id && joinCodeEqual(code, e.JoinCode) {
+		if e.ID != cur.id && gate.JoinCodeEqual(code, e.JoinCode) {
 			return e.ID
 		}
 	}
@@ -690,7 +693,7 @@ func (h *Host) teacherOnly(cur *hostSession, next http.HandlerFunc) http.Handler
 		case ok:
 			next(w, withTeacher(r))
 		case !answered:
-			cur.c.met.reject(rejTeacherSecret)
+			cur.c.front.Met.Reject(metrics.RejTeacherSecret)
 			http.Error(w, "teacher secret required", http.StatusForbidden)
 		}
 	}))
@@ -717,7 +720,7 @@ func (h *Host) authorized(cur *hostSession, target string, next http.HandlerFunc
 		h.mu.Lock()
 		own := false
 		for _, e := range h.index.Sessions {
-			if e.ID == target && target != cur.id && code != "" && joinCodeEqual(code, e.JoinCode) {
+			if e.ID == target && target != cur.id && code != "" && gate.JoinCodeEqual(code, e.JoinCode) {
 				own = true
 			}
 		}
@@ -792,12 +795,6 @@ func RandomJoinCode(n int) (string, error) {
 // 1/I/L), upper case, easy on a phone. Codes are compared normalised
 // (wire.NormalizeJoinCode), so a student may type them in lower case.
 const JoinCodeAlphabet = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"
-
-// joinCodeEqual compares two join codes in constant time, normalised
-// (wire.NormalizeJoinCode): case, spaces and dashes do not matter.
-func joinCodeEqual(got, want string) bool {
-	return subtle.ConstantTimeCompare([]byte(wire.NormalizeJoinCode(got)), []byte(wire.NormalizeJoinCode(want))) == 1
-}
 
 // Close closes the stores of a host whose Run was never called (Run
 // closes them itself when it returns).

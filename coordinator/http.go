@@ -11,6 +11,11 @@ import (
 	"strings"
 	"time"
 
+	"browserfl/coordinator/gate"
+	"browserfl/coordinator/metrics"
+	"browserfl/coordinator/shards"
+	"browserfl/coordinator/store"
+	"browserfl/coordinator/wsconn"
 	"browserfl/shared/plan"
 	"browserfl/shared/wire"
 )
@@ -52,7 +57,7 @@ var dashboardCSS []byte
 // dashboard passes the one in its own URL); only /healthz, the page and
 // its assets do not. Wrong codes go through the gate's per-address
 // backoff. Every response carries the headers of securityHeaders.
-func (c *Coordinator) Handler(assets Assets, shards *Shards) http.Handler {
+func (c *Coordinator) Handler(assets Assets, shards *shards.Set) http.Handler {
 	mux := http.NewServeMux()
 	join := c.newJoin(assets.Join) // join.go: join URLs, QR code, model JSON, store-backed figures
 	join.register(mux)
@@ -79,7 +84,7 @@ func (c *Coordinator) Handler(assets Assets, shards *Shards) http.Handler {
 		w.Header().Set("Cache-Control", "no-store")
 		w.Write(frame)
 	}))
-	mux.HandleFunc("GET /ws", c.ServeWS)
+	mux.HandleFunc("GET /ws", c.front.ServeWS)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		if _, _, err := c.store.State(); err != nil {
 			http.Error(w, "store unavailable", http.StatusServiceUnavailable)
@@ -133,24 +138,24 @@ func (c *Coordinator) Handler(assets Assets, shards *Shards) http.Handler {
 		// The demo pictures travel compressed (static.go).
 		enc := &encodedBodies{}
 		mux.HandleFunc("GET /api/demo/shard", c.withCode(func(w http.ResponseWriter, r *http.Request) {
-			idx := shards.pick(r)
-			blob, err := shards.blob(idx)
+			idx := shards.Pick(r)
+			blob, err := shards.Blob(idx)
 			if err != nil {
-				c.log.Error("demo shard", "err", err)
+				c.front.Log.Error("demo shard", "err", err)
 				http.Error(w, "shard unavailable", http.StatusInternalServerError)
 				return
 			}
 			w.Header().Set("Content-Type", "application/octet-stream")
 			w.Header().Set("X-Shard-Index", strconv.Itoa(idx))
-			w.Header().Set("X-Shard-Classes", strconv.Itoa(shards.classes))
+			w.Header().Set("X-Shard-Classes", strconv.Itoa(shards.Classes))
 			enc.serve(w, r, "blob/"+strconv.Itoa(idx), blob)
 		}))
 		for _, part := range []string{"images", "labels"} {
 			mux.HandleFunc("GET /api/demo/"+part, c.withCode(func(w http.ResponseWriter, r *http.Request) {
-				idx := shards.pick(r)
-				im, lab, err := shards.idx(idx)
+				idx := shards.Pick(r)
+				im, lab, err := shards.IDX(idx)
 				if err != nil {
-					c.log.Error("demo shard", "err", err)
+					c.front.Log.Error("demo shard", "err", err)
 					http.Error(w, "shard unavailable", http.StatusInternalServerError)
 					return
 				}
@@ -172,8 +177,8 @@ func (c *Coordinator) Handler(assets Assets, shards *Shards) http.Handler {
 
 // metricsAllowed checks the metrics token (Gate.MetricsToken) of a
 // /metrics request; it answers 401 itself when the token is missing.
-func metricsAllowed(f *front, w http.ResponseWriter, r *http.Request) bool {
-	tok := f.gate.cfg.MetricsToken
+func metricsAllowed(f *wsconn.Front, w http.ResponseWriter, r *http.Request) bool {
+	tok := f.Gate.Config().MetricsToken
 	if tok == "" {
 		return true
 	}
@@ -182,7 +187,7 @@ func metricsAllowed(f *front, w http.ResponseWriter, r *http.Request) bool {
 		got = r.URL.Query().Get("token")
 	}
 	if subtle.ConstantTimeCompare([]byte(got), []byte(tok)) != 1 {
-		f.met.reject(rejMetricsToken)
+		f.Met.Reject(metrics.RejMetricsToken)
 		w.Header().Set("WWW-Authenticate", `Bearer realm="metrics"`)
 		http.Error(w, "metrics token required", http.StatusUnauthorized)
 		return false
@@ -236,15 +241,15 @@ func (c *Coordinator) withCode(h http.HandlerFunc) http.HandlerFunc {
 		if code == "" {
 			code = r.URL.Query().Get("code")
 		}
-		switch v, retry := c.gate.checkCode(c.gate.clientAddr(r), code, c.cfg.JoinCode); v {
-		case joinThrottled:
-			c.met.reject(rejJoinThrottled)
+		switch v, retry := c.front.Gate.CheckCode(c.front.Gate.ClientAddr(r), code, c.cfg.JoinCode); v {
+		case gate.Throttled:
+			c.front.Met.Reject(metrics.RejJoinThrottled)
 			w.Header().Set("Retry-After", strconv.Itoa(int(retry.Seconds())+1))
 			http.Error(w, "too many wrong join codes from this address", http.StatusTooManyRequests)
 			return
-		case joinWrong:
-			c.met.authFailures.Add(1)
-			c.met.reject(rejJoinCode)
+		case gate.Wrong:
+			c.front.Met.AuthFailures.Add(1)
+			c.front.Met.Reject(metrics.RejJoinCode)
 			http.Error(w, "wrong join code", http.StatusForbidden)
 			return
 		}
@@ -269,7 +274,7 @@ type AccuracyPoint struct {
 }
 
 // serveRounds answers /api/rounds from st.
-func serveRounds(w http.ResponseWriter, r *http.Request, st *Store) {
+func serveRounds(w http.ResponseWriter, r *http.Request, st *store.Store) {
 	after, _ := strconv.Atoi(r.URL.Query().Get("after"))
 	recs, err := st.Rounds(max(after, 0), 1000)
 	if err != nil {
@@ -293,7 +298,7 @@ func (c *Coordinator) progress() (Progress, error) {
 }
 
 // storeProgress reads the accuracy series of st.
-func storeProgress(st *Store, committed, rounds int) (Progress, error) {
+func storeProgress(st *store.Store, committed, rounds int) (Progress, error) {
 	p := Progress{Committed: committed, Rounds: rounds, Accuracy: []AccuracyPoint{}}
 	after := 0
 	for {
@@ -553,7 +558,7 @@ func (c *Coordinator) Status() Status {
 				s.Devices.Eligible++
 			case d.left:
 				s.Devices.Left++
-			case d.misses >= c.lim.MaxMisses:
+			case d.misses >= c.front.Lim.MaxMisses:
 				s.Devices.Stuck++
 			}
 		}
@@ -563,7 +568,7 @@ func (c *Coordinator) Status() Status {
 		s.Privacy.MaxParticipations = max(s.Privacy.MaxParticipations, d.participations)
 	}
 	s.Devices.Known = len(c.devices)
-	s.Full = c.connectedLocked() >= c.lim.MaxDevices
+	s.Full = c.connectedLocked() >= c.front.Lim.MaxDevices
 	if or := c.round; or != nil {
 		s.Round = &RoundView{T: or.t, Cohort: len(or.cohort), Received: len(or.updates), Closed: or.closed,
 			DeadlineLeftMs: max(0, time.Until(or.deadline).Milliseconds())}
@@ -575,10 +580,10 @@ func (c *Coordinator) Status() Status {
 	most := s.Privacy.MaxParticipations
 	s.Privacy = SessionPrivacy(s.Session)
 	s.Privacy.MaxParticipations = most
-	s.BytesIn, s.BytesOut = c.met.bytesIn.Load(), c.met.bytesOut.Load()
-	s.LatencyP50Ms = float64(c.met.quantile(0.5).Microseconds()) / 1000
-	s.LatencyP99Ms = float64(c.met.quantile(0.99).Microseconds()) / 1000
-	s.BadFrames = c.met.badFrames.Load()
+	s.BytesIn, s.BytesOut = c.front.Met.BytesIn.Load(), c.front.Met.BytesOut.Load()
+	s.LatencyP50Ms = float64(c.front.Met.Quantile(0.5).Microseconds()) / 1000
+	s.LatencyP99Ms = float64(c.front.Met.Quantile(0.99).Microseconds()) / 1000
+	s.BadFrames = c.front.Met.BadFrames.Load()
 	s.UptimeSec = time.Since(c.started).Seconds()
 	if node != nil {
 		s.Edges = node.Edges()

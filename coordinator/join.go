@@ -1,8 +1,6 @@
 package coordinator
 
 import (
-	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -14,9 +12,9 @@ import (
 	"sync"
 	"time"
 
+	"browserfl/coordinator/store"
 	"browserfl/shared/wire"
 
-	bolt "go.etcd.io/bbolt"
 	"rsc.io/qr"
 )
 
@@ -286,44 +284,6 @@ type Summary struct {
 	AccuracySamples int `json:"accuracy_samples,omitempty"`
 }
 
-var keySessionStart = []byte("session_start")
-
-// SessionStart returns when this store's session started: the time kept
-// in the store, or, the first time it is asked, the earliest of now, the
-// first committed round and the first registered device, which it then
-// keeps.
-func (s *Store) SessionStart(now time.Time) (time.Time, error) {
-	var start time.Time
-	err := s.db.Update(func(tx *bolt.Tx) error {
-		meta := tx.Bucket(bucketMeta)
-		if v := meta.Get(keySessionStart); len(v) == 8 {
-			start = time.Unix(0, int64(binary.BigEndian.Uint64(v))).UTC()
-			return nil
-		}
-		start = now.UTC()
-		if _, v := tx.Bucket(bucketRounds).Cursor().First(); v != nil {
-			var rec RoundRecord
-			if json.Unmarshal(v, &rec) == nil && !rec.Started.IsZero() && rec.Started.Before(start) {
-				start = rec.Started.UTC()
-			}
-		}
-		tx.Bucket(bucketDevices).ForEach(func(_, v []byte) error {
-			var d deviceRecord
-			if json.Unmarshal(v, &d) == nil && !d.Created.IsZero() && d.Created.Before(start) {
-				start = d.Created.UTC()
-			}
-			return nil
-		})
-		var b [8]byte
-		binary.BigEndian.PutUint64(b[:], uint64(start.UnixNano()))
-		return meta.Put(keySessionStart, b[:])
-	})
-	if err != nil {
-		return time.Time{}, fmt.Errorf("session start: %w", err)
-	}
-	return start, nil
-}
-
 // tally counts, over the committed round records, the rounds each device
 // was included in and asked in, and keeps the best and the last
 // evaluation. It reads only what changed since its last call: the rounds
@@ -338,7 +298,7 @@ type tally struct {
 	haveEval    bool
 }
 
-func (tl *tally) update(s *Store, evalLag int) error {
+func (tl *tally) update(s *store.Store, evalLag int) error {
 	tl.mu.Lock()
 	defer tl.mu.Unlock()
 	committed, _, err := s.State()
@@ -404,7 +364,7 @@ func (c *Coordinator) newJoin(info JoinInfo) *joinState {
 	j := &joinState{c: c, info: info}
 	start, err := c.store.SessionStart(c.started)
 	if err != nil {
-		c.log.Warn("session start unavailable; uptime counts from this process's start", "err", err)
+		c.front.Log.Warn("session start unavailable; uptime counts from this process's start", "err", err)
 		start = c.started
 	}
 	j.start = start
@@ -459,7 +419,7 @@ func (j *joinState) fill(s *Status, r *http.Request) {
 	s.UptimeSec = time.Since(j.start).Seconds()
 	sum, err := j.Summary()
 	if err != nil {
-		j.c.log.Warn("dashboard summary", "err", err)
+		j.c.front.Log.Warn("dashboard summary", "err", err)
 		return
 	}
 	s.Join.Summary = &sum

@@ -23,6 +23,7 @@ import (
 
 	"browserfl/coordinator"
 	"browserfl/coordinator/internal/nctest"
+	"browserfl/coordinator/store"
 	"browserfl/shared/wire"
 )
 
@@ -128,7 +129,7 @@ func newJoinFixture(t *testing.T) *joinFixture {
 	f := &joinFixture{dir: t.TempDir(),
 		sess: wire.SessionParams{Name: "quiz", Dim: 2 * (3 + 1), DeadlineMillis: 1000, Algorithm: "nc", Model: "logreg",
 			Features: 3, Classes: 2, M: 4, Cohort: 2, Rounds: 10, Batch: 1, Clip: 1, Eta: 1, RhoPaper: 1, Labels: "cat,dog"}}
-	st, err := coordinator.OpenStore(filepath.Join(f.dir, "coord.db"))
+	st, err := store.Open(filepath.Join(f.dir, "coord.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +173,7 @@ func newJoinFixture(t *testing.T) *joinFixture {
 // start opens the store and a coordinator on it, served with join URLs.
 func (f *joinFixture) start(t *testing.T, join coordinator.JoinInfo) (*httptest.Server, func()) {
 	t.Helper()
-	st, err := coordinator.OpenStore(filepath.Join(f.dir, "coord.db"))
+	st, err := store.Open(filepath.Join(f.dir, "coord.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

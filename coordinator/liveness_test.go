@@ -10,7 +10,9 @@ import (
 	"github.com/coder/websocket"
 
 	"browserfl/coordinator"
+	"browserfl/coordinator/gate"
 	"browserfl/coordinator/internal/nctest"
+	"browserfl/coordinator/wsconn"
 	"browserfl/device"
 	"browserfl/shared/wire"
 )
@@ -18,7 +20,7 @@ import (
 // liveHarness is newHarness with liveness settings: rounds wait up to 2 s
 // for a whole cohort (so the first round takes every device the test
 // connects), then go on with 2 or more.
-func liveHarness(t *testing.T, sess wire.SessionParams, lim coordinator.Limits, gate coordinator.Gate) *harness {
+func liveHarness(t *testing.T, sess wire.SessionParams, lim wsconn.Limits, gate gate.Config) *harness {
 	t.Helper()
 	return newHarnessWith(t, sess, func(cfg *coordinator.Config) {
 		cfg.MinDevices, cfg.FillWait, cfg.Limits, cfg.Gate = 2, 2*time.Second, lim, gate
@@ -50,7 +52,7 @@ func readRound(ctx context.Context, ws *websocket.Conn, dim int) (int, error) {
 // say why.
 func TestGoneDevicesNeverStallARound(t *testing.T) {
 	sess := testSession(8, 5, 5, 6, 600000)
-	h := liveHarness(t, sess, coordinator.Limits{}, coordinator.Gate{PingInterval: 200 * time.Millisecond, PingTimeout: 3 * time.Second})
+	h := liveHarness(t, sess, wsconn.Limits{}, gate.Config{PingInterval: 200 * time.Millisecond, PingTimeout: 3 * time.Second})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 
@@ -125,7 +127,7 @@ func TestGoneDevicesNeverStallARound(t *testing.T) {
 // round waits for it; the dashboard counts it as stuck.
 func TestUnansweringDeviceNoLongerSampled(t *testing.T) {
 	sess := testSession(8, 3, 3, 8, 300)
-	h := liveHarness(t, sess, coordinator.Limits{MaxMisses: 2}, coordinator.Gate{})
+	h := liveHarness(t, sess, wsconn.Limits{MaxMisses: 2}, gate.Config{})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	mute := &sybil{url: h.wsURL(), ended: make(chan struct{})}

@@ -8,8 +8,7 @@ import (
 	"slices"
 	"time"
 
-	bolt "go.etcd.io/bbolt"
-
+	"browserfl/coordinator/store"
 	"browserfl/shared/lesson"
 	"browserfl/shared/wire"
 )
@@ -48,31 +47,29 @@ type Lifecycle struct {
 	People []Person `json:"people,omitempty"`
 }
 
-var keyLifecycle = []byte("lifecycle")
+const keyLifecycle = "lifecycle"
 
-// Lifecycle returns the stored lifecycle (State "" if none was stored:
+// readLifecycle returns the stored lifecycle (State "" if none was stored:
 // a session without a lobby that has not ended).
-func (s *Store) Lifecycle() (Lifecycle, error) {
+func readLifecycle(s *store.Store) (Lifecycle, error) {
 	var l Lifecycle
-	err := s.db.View(func(tx *bolt.Tx) error {
-		if v := tx.Bucket(bucketMeta).Get(keyLifecycle); v != nil {
-			return json.Unmarshal(v, &l)
-		}
-		return nil
-	})
+	v, err := s.Meta(keyLifecycle)
+	if err == nil && v != nil {
+		err = json.Unmarshal(v, &l)
+	}
 	if err != nil {
 		return Lifecycle{}, fmt.Errorf("read lifecycle: %w", err)
 	}
 	return l, nil
 }
 
-// PutLifecycle stores l.
-func (s *Store) PutLifecycle(l Lifecycle) error {
+// putLifecycle stores l.
+func putLifecycle(s *store.Store, l Lifecycle) error {
 	b, err := json.Marshal(l)
 	if err != nil {
 		return fmt.Errorf("store lifecycle: %w", err)
 	}
-	if err := s.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketMeta).Put(keyLifecycle, b) }); err != nil {
+	if err := s.PutMeta(keyLifecycle, b); err != nil {
 		return fmt.Errorf("store lifecycle: %w", err)
 	}
 	return nil
@@ -176,17 +173,17 @@ func (c *Coordinator) Start(ctx context.Context) error {
 		c.sess, c.server, c.minDevices = prevSess, prevServer, c.minDevicesFor(prevSess)
 		return fmt.Errorf("coordinator: start: %w", err)
 	}
-	if err := c.store.PutLifecycle(Lifecycle{State: StateRunning, Session: final, Started: time.Now().UTC()}); err != nil {
+	if err := putLifecycle(c.store, Lifecycle{State: StateRunning, Session: final, Started: time.Now().UTC()}); err != nil {
 		return fmt.Errorf("coordinator: start: %w", err)
 	}
 	c.state = StateRunning
 	sent := 0
 	for _, d := range c.devices {
-		if d.conn != nil && !d.left && !d.removed && d.conn.sendControl(wire.Start{Session: final}) {
+		if d.conn != nil && !d.left && !d.removed && d.conn.SendControl(wire.Start{Session: final}) {
 			sent++
 		}
 	}
-	c.log.Info("session started", "devices", n, "sent", sent, "M", final.M, "cohort", final.Cohort,
+	c.front.Log.Info("session started", "devices", n, "sent", sent, "M", final.M, "cohort", final.Cohort,
 		"rounds", final.Rounds, "deadline_ms", final.DeadlineMillis)
 	c.poke()
 	c.signal()
@@ -211,7 +208,7 @@ func (c *Coordinator) move(from, to string) error {
 		return err
 	}
 	c.state = to
-	c.log.Info("session "+to, "committed", c.committed)
+	c.front.Log.Info("session "+to, "committed", c.committed)
 	c.poke()
 	c.signal()
 	return nil
@@ -222,7 +219,7 @@ func (c *Coordinator) putStateLocked(state string) error {
 		return nil
 	}
 	l := Lifecycle{State: state, Session: c.sess}
-	old, err := c.store.Lifecycle()
+	old, err := readLifecycle(c.store)
 	if err != nil {
 		return err
 	}
@@ -236,7 +233,7 @@ func (c *Coordinator) putStateLocked(state string) error {
 			l.EndedEarly = c.committed < c.sess.Rounds
 		}
 	}
-	return c.store.PutLifecycle(l)
+	return putLifecycle(c.store, l)
 }
 
 // End finishes the session early (in any state but ended): an open round
@@ -259,11 +256,11 @@ func (c *Coordinator) End() error {
 		// be in the lobby or paused; it returns after it sends End too).
 		for _, d := range c.devices {
 			if d.conn != nil {
-				d.conn.sendControl(wire.End{Committed: c.committed})
+				d.conn.SendControl(wire.End{Committed: c.committed})
 			}
 		}
 	}
-	c.log.Info("session ended by the teacher", "committed", c.committed, "rounds", c.sess.Rounds)
+	c.front.Log.Info("session ended by the teacher", "committed", c.committed, "rounds", c.sess.Rounds)
 	c.poke()
 	c.signal()
 	return nil
@@ -273,7 +270,7 @@ func (c *Coordinator) End() error {
 // (all its rounds, or the one End cut short), with who took part.
 func (c *Coordinator) markEndedLocked() {
 	if err := c.putStateLocked(StateEnded); err != nil {
-		c.log.Warn("could not store that the session ended", "err", err)
+		c.front.Log.Warn("could not store that the session ended", "err", err)
 	}
 	c.state = StateEnded
 }
@@ -345,7 +342,7 @@ func (c *Coordinator) peopleLocked() []Person {
 			p.State, p.Why = "left", d.leftWhy
 		case d.conn == nil:
 			p.State = "gone"
-		case d.misses >= c.lim.MaxMisses:
+		case d.misses >= c.front.Lim.MaxMisses:
 			p.State = "stuck"
 		case c.state == StateLobby:
 			p.State = "lobby"

@@ -15,7 +15,9 @@ import (
 	"time"
 
 	"browserfl/coordinator"
+	"browserfl/coordinator/gate"
 	"browserfl/coordinator/internal/nctest"
+	"browserfl/coordinator/store"
 	"browserfl/device"
 	"browserfl/shared/optim"
 	"browserfl/shared/plan"
@@ -34,19 +36,19 @@ func lobbySize(rounds int) func(wire.SessionParams, int) (wire.SessionParams, er
 
 type lobbyHarness struct {
 	coord *coordinator.Coordinator
-	store *coordinator.Store
+	store *store.Store
 	srv   *httptest.Server
 }
 
 // newLobby returns a coordinator in its lobby (template tmpl, final
 // rounds as given) serving HTTP.
-func newLobby(t *testing.T, tmpl wire.SessionParams, rounds int, gate ...coordinator.Gate) *lobbyHarness {
+func newLobby(t *testing.T, tmpl wire.SessionParams, rounds int, gates ...gate.Config) *lobbyHarness {
 	t.Helper()
-	var g coordinator.Gate
-	if len(gate) > 0 {
-		g = gate[0]
+	var g gate.Config
+	if len(gates) > 0 {
+		g = gates[0]
 	}
-	st, err := coordinator.OpenStore(filepath.Join(t.TempDir(), "coord.db"))
+	st, err := store.Open(filepath.Join(t.TempDir(), "coord.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -257,7 +259,7 @@ func TestLobbyHoldsRoundsUntilStart(t *testing.T) {
 	if st := h.coord.Status(); st.State != coordinator.StateEnded {
 		t.Errorf("state %q after the last round", st.State)
 	}
-	life, err := h.store.Lifecycle()
+	life, err := coordinator.ReadLifecycle(h.store)
 	if err != nil || life.State != coordinator.StateEnded || life.EndedEarly || life.Session != final || len(life.People) != 3 {
 		t.Errorf("stored lifecycle %+v, %v", life, err)
 	}
@@ -404,7 +406,7 @@ func TestEndEarly(t *testing.T) {
 	if st.State != coordinator.StateEnded || !st.Finished {
 		t.Errorf("state %q, finished %v", st.State, st.Finished)
 	}
-	life, err := h.store.Lifecycle()
+	life, err := coordinator.ReadLifecycle(h.store)
 	if err != nil || life.State != coordinator.StateEnded || !life.EndedEarly || life.Ended.IsZero() {
 		t.Errorf("stored lifecycle %+v, %v", life, err)
 	}
@@ -456,7 +458,7 @@ func getText(t *testing.T, url string) (int, string) {
 // set to allow the 15 wrong ones.)
 func TestTeacherEndpoints(t *testing.T) {
 	tmpl := testSession(8, 30, 10, 200, 10000)
-	h := newLobby(t, tmpl, 100000, coordinator.Gate{JoinFreeFailures: 100})
+	h := newLobby(t, tmpl, 100000, gate.Config{JoinFreeFailures: 100})
 	base := h.srv.URL
 	refused := 0
 	for _, action := range []string{"start", "pause", "resume", "end", "new"} {
@@ -527,11 +529,11 @@ func TestTeacherEndpoints(t *testing.T) {
 // students' read-only dashboard), and a right join code, which every
 // student has, does not clear it.
 func TestTeacherSecretBackoff(t *testing.T) {
-	proxies, err := coordinator.ParseTrustedProxies("127.0.0.1/32,::1/128")
+	proxies, err := gate.ParseTrustedProxies("127.0.0.1/32,::1/128")
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := newLobby(t, testSession(8, 30, 10, 200, 10000), 100000, coordinator.Gate{JoinFreeFailures: 3,
+	h := newLobby(t, testSession(8, 30, 10, 200, 10000), 100000, gate.Config{JoinFreeFailures: 3,
 		JoinBackoff: time.Minute, JoinBackoffMax: time.Minute, TrustedProxies: proxies})
 	base := h.srv.URL
 	do := func(method, path, from, secret string) (int, http.Header, string) {

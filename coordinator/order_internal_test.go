@@ -1,6 +1,7 @@
 package coordinator
 
 import (
+	"browserfl/coordinator/wsconn"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -14,13 +15,13 @@ import (
 func TestDeviceOrder(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 
-	c := &Coordinator{front: &front{lim: Limits{MaxMisses: 2}}, devices: map[string]*device{}}
+	c := &Coordinator{front: &wsconn.Front{Lim: wsconn.Limits{MaxMisses: 2}}, devices: map[string]*device{}}
 	for step := 0; step < 2000; step++ {
 		id := fmt.Sprintf("dev-%03d", rng.IntN(300))
 		if d := c.devices[id]; d == nil {
 			d = &device{id: id, misses: rng.IntN(3)}
 			if rng.IntN(4) > 0 {
-				d.conn = &conn{}
+				d.conn = &wsconn.Conn{}
 			}
 			c.addDeviceLocked(d)
 		} else if rng.IntN(2) == 0 {

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"time"
 
+	"browserfl/coordinator/shards"
+	"browserfl/coordinator/store"
 	"browserfl/shared/dataset"
 	"browserfl/shared/wire"
 )
@@ -22,7 +24,7 @@ type Notice struct {
 }
 
 // Notices returns PlanWarnings for the session now (never nil).
-func (c *Coordinator) Notices(shards *Shards) []Notice {
+func (c *Coordinator) Notices(shards *shards.Set) []Notice {
 	out := []Notice{}
 	for _, w := range PlanWarnings(c.planInput(shards)) {
 		out = append(out, Notice{Kind: w.Kind, Words: w.Words, Text: w.Text})
@@ -55,8 +57,8 @@ func TaskTitle(sess wire.SessionParams) string {
 // round's start) and how long it has run: until now, or until it ended
 // (the lifecycle's end; a finished session without one, its last
 // commit). Before the start it returns the zero time and 0.
-func lessonTimes(st *Store, finished bool, now time.Time) (time.Time, float64, error) {
-	life, err := st.Lifecycle()
+func lessonTimes(st *store.Store, finished bool, now time.Time) (time.Time, float64, error) {
+	life, err := readLifecycle(st)
 	if err != nil {
 		return time.Time{}, 0, err
 	}
@@ -89,12 +91,12 @@ func lessonTimes(st *Store, finished bool, now time.Time) (time.Time, float64, e
 
 // fillProjector adds the title, the notices and the lesson's times to
 // s, a status of the current session.
-func (c *Coordinator) fillProjector(s *Status, shards *Shards) {
+func (c *Coordinator) fillProjector(s *Status, shards *shards.Set) {
 	s.Title = TaskTitle(s.Session)
 	s.Notices = c.Notices(shards)
 	start, running, err := lessonTimes(c.store, s.Finished, time.Now())
 	if err != nil {
-		c.log.Warn("dashboard lesson times", "err", err)
+		c.front.Log.Warn("dashboard lesson times", "err", err)
 		return
 	}
 	s.StartedAt, s.RunningSec = start, running
@@ -102,7 +104,7 @@ func (c *Coordinator) fillProjector(s *Status, shards *Shards) {
 
 // fillArchivedProjector is fillProjector for a finished session read
 // from its store (no notices: it has ended).
-func fillArchivedProjector(s *Status, st *Store) error {
+func fillArchivedProjector(s *Status, st *store.Store) error {
 	s.Title = TaskTitle(s.Session)
 	s.Notices = []Notice{}
 	start, running, err := lessonTimes(st, true, time.Now())

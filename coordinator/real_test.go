@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"browserfl/coordinator"
+	"browserfl/coordinator/store"
 	"browserfl/device"
 	"browserfl/shared/dataset"
 	"browserfl/shared/mechanism"
@@ -53,7 +54,7 @@ func realRun(t *testing.T, algorithm, compressor string, p float64) float64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := coordinator.OpenStore(filepath.Join(t.TempDir(), "c.db"))
+	st, err := store.Open(filepath.Join(t.TempDir(), "c.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"browserfl/coordinator"
 	"browserfl/coordinator/internal/nctest"
+	"browserfl/coordinator/store"
 )
 
 // TestUnservableStoreAndRollBack: a store whose committed state cannot be
@@ -17,7 +18,7 @@ import (
 // earlier round restores that round's state and forgets the later records.
 func TestUnservableStoreAndRollBack(t *testing.T) {
 	sess := testSession(4, 2, 2, 30, 1000)
-	st, err := coordinator.OpenStore(filepath.Join(t.TempDir(), "coord.db"))
+	st, err := store.Open(filepath.Join(t.TempDir(), "coord.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,13 +65,13 @@ func TestUnservableStoreAndRollBack(t *testing.T) {
 // folder is in use, not "timeout".
 func TestStoreInUse(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "coord.db")
-	st, err := coordinator.OpenStore(path)
+	st, err := store.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	_, err = coordinator.OpenStore(path)
-	if !errors.Is(err, coordinator.ErrStoreInUse) || !strings.Contains(err.Error(), "another coordinator") {
-		t.Fatalf("second open: %v, want ErrStoreInUse", err)
+	_, err = store.Open(path)
+	if !errors.Is(err, store.ErrInUse) || !strings.Contains(err.Error(), "another coordinator") {
+		t.Fatalf("second open: %v, want store.ErrInUse", err)
 	}
 }

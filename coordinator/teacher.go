@@ -2,14 +2,15 @@ package coordinator
 
 import (
 	"context"
-	"crypto/subtle"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"strconv"
 	"time"
 
+	"browserfl/coordinator/gate"
+	"browserfl/coordinator/metrics"
+	"browserfl/coordinator/wsconn"
 	"browserfl/shared/wire"
 )
 
@@ -46,73 +47,6 @@ func teacherSecretOf(r *http.Request) string {
 	return got
 }
 
-// backoff is one address's record of wrong secrets of one kind: after
-// Gate.JoinFreeFailures of them each further one doubles a pause (from
-// Gate.JoinBackoff up to Gate.JoinBackoffMax) during which every attempt
-// is refused unchecked; a right one clears it, and it is forgotten after
-// Gate.JoinForget without a failure. (The same rule as join codes,
-// recorded apart: a right join code, which every student has, must not
-// clear the teacher-secret record.)
-type backoff struct {
-	failures int
-	lastFail time.Time
-	until    time.Time
-}
-
-func (b *backoff) idle(now time.Time, forget time.Duration) bool {
-	return !now.Before(b.until) && (b.failures == 0 || now.Sub(b.lastFail) > forget)
-}
-
-// checkTeacher checks a teacher secret attempt got (not "") from addr
-// against secret, with the per-address backoff. When it refuses, retry
-// says when the address may try again.
-func (g *gateState) checkTeacher(addr, got, secret string) (v joinVerdict, retry time.Duration) {
-	now := g.now()
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	b := &g.addrLocked(addr, now).teacher
-	if b.failures > 0 && now.Sub(b.lastFail) > g.cfg.JoinForget {
-		b.failures = 0
-	}
-	if now.Before(b.until) {
-		g.teacherLog.throttled++
-		g.teacherLog.flush(g.log, now, addr)
-		return joinThrottled, b.until.Sub(now)
-	}
-	if secret != "" && subtle.ConstantTimeCompare([]byte(got), []byte(secret)) == 1 {
-		*b = backoff{}
-		return joinOK, 0
-	}
-	b.failures++
-	b.lastFail = now
-	if n := b.failures - g.cfg.JoinFreeFailures; n > 0 {
-		d := g.cfg.JoinBackoffMax
-		if n <= 30 {
-			d = min(d, g.cfg.JoinBackoff<<(n-1))
-		}
-		b.until = now.Add(d)
-	}
-	g.teacherLog.wrong++
-	g.teacherLog.flush(g.log, now, addr)
-	return joinWrong, 0
-}
-
-// secretLog counts refused teacher secrets between log lines: one line
-// per 10 s at most, as for join codes, so that a flood of guesses from
-// many addresses cannot flood the log.
-type secretLog struct {
-	wrong, throttled int
-	last             time.Time
-}
-
-func (l *secretLog) flush(log *slog.Logger, now time.Time, addr string) {
-	if now.Sub(l.last) < 10*time.Second {
-		return
-	}
-	log.Warn("teacher secrets refused", "wrong", l.wrong, "refused_unchecked", l.throttled, "last_from", addr)
-	l.wrong, l.throttled, l.last = 0, 0, now
-}
-
 // teacherAuth checks the teacher secret r carries, if any, against
 // secret through the gate's per-address backoff. ok reports a right
 // secret. A wrong one is answered 403, and an attempt during the pause
@@ -124,15 +58,15 @@ func (c *Coordinator) teacherAuth(w http.ResponseWriter, r *http.Request, secret
 	if got == "" {
 		return false, false
 	}
-	switch v, retry := c.gate.checkTeacher(c.gate.clientAddr(r), got, secret); v {
-	case joinOK:
+	switch v, retry := c.front.Gate.CheckTeacher(c.front.Gate.ClientAddr(r), got, secret); v {
+	case gate.OK:
 		return true, false
-	case joinThrottled:
-		c.met.reject(rejTeacherThrottled)
+	case gate.Throttled:
+		c.front.Met.Reject(metrics.RejTeacherThrottled)
 		w.Header().Set("Retry-After", strconv.Itoa(int(retry.Seconds())+1))
 		http.Error(w, "too many wrong teacher secrets from this address", http.StatusTooManyRequests)
 	default:
-		c.met.reject(rejTeacherSecret)
+		c.front.Met.Reject(metrics.RejTeacherSecret)
 		http.Error(w, "wrong teacher secret", http.StatusForbidden)
 	}
 	return false, true
@@ -156,7 +90,7 @@ func (c *Coordinator) teacherRoutes(mux *http.ServeMux) {
 		mux.HandleFunc("POST /api/teacher/"+name, func(w http.ResponseWriter, r *http.Request) {
 			if ok, answered := c.teacherAuth(w, r, c.cfg.TeacherSecret); !ok {
 				if !answered {
-					c.met.reject(rejTeacherSecret)
+					c.front.Met.Reject(metrics.RejTeacherSecret)
 					http.Error(w, "teacher secret required", http.StatusForbidden)
 				}
 				return
@@ -172,11 +106,11 @@ func (c *Coordinator) teacherRoutes(mux *http.ServeMux) {
 				case errors.Is(err, ErrNoSuchDevice):
 					code = http.StatusNotFound
 				}
-				c.log.Warn("teacher action failed", "action", name, "err", err)
+				c.front.Log.Warn("teacher action failed", "action", name, "err", err)
 				http.Error(w, err.Error(), code)
 				return
 			}
-			c.log.Info("teacher action", "action", name)
+			c.front.Log.Info("teacher action", "action", name)
 			if out == nil {
 				s := c.Status()
 				s.ForTeacher()
@@ -237,7 +171,7 @@ func (c *Coordinator) Remove(id string) error {
 	d := c.devices[id]
 	switch {
 	case id == "" || d == nil:
-		return fmt.Errorf("%w: %q", ErrNoSuchDevice, shortID(id))
+		return fmt.Errorf("%w: %q", ErrNoSuchDevice, wsconn.ShortID(id))
 	case d.removed:
 		return fmt.Errorf("%w: the device was removed already", ErrState)
 	}
@@ -247,7 +181,7 @@ func (c *Coordinator) Remove(id string) error {
 	}
 	c.removed[id] = true
 	d.removed = true
-	c.log.Info("device removed by the teacher", "device", shortID(id))
+	c.front.Log.Info("device removed by the teacher", "device", wsconn.ShortID(id))
 	if or := c.round; or != nil && d.round == or.t && or.cohort[id] {
 		u := or.updates[id]
 		_, atEdge := d.conn.(*remoteLink)
@@ -260,7 +194,7 @@ func (c *Coordinator) Remove(id string) error {
 		if u != nil {
 			delete(or.updates, id)
 			if u.vec != nil {
-				c.vecs.put(u.vec)
+				c.vecs.Put(u.vec)
 			}
 		}
 		delete(or.cohort, id)
@@ -270,7 +204,7 @@ func (c *Coordinator) Remove(id string) error {
 		or.checkAllIn()
 	}
 	if d.conn != nil {
-		d.conn.closeWith(wire.CodeRemoved, reasonRemoved)
+		d.conn.CloseWith(wire.CodeRemoved, reasonRemoved)
 	}
 	c.signal()
 	return nil

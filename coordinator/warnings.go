@@ -1,6 +1,7 @@
 package coordinator
 
 import (
+	"browserfl/coordinator/shards"
 	"context"
 	"fmt"
 	"time"
@@ -19,7 +20,7 @@ type PlanInput struct {
 	Active int
 	// Shards is what the demo shard endpoint handed out (zero without
 	// demo shards, or when the devices bring their own data).
-	Shards ShardStats
+	Shards shards.Stats
 	// SamplesUsed is b times the updates included so far (each took b
 	// fresh samples of its device).
 	SamplesUsed int64
@@ -115,20 +116,19 @@ func devicesAre(n int) string {
 
 // planInput gathers PlanWarnings' input (shards may be nil): the plan is
 // the session's current one (sized at Start), not the template.
-func (c *Coordinator) planInput(shards *Shards) PlanInput {
+func (c *Coordinator) planInput(shards *shards.Set) PlanInput {
 	c.mu.Lock()
 	sess := c.sess
 	in := PlanInput{Rounds: sess.Rounds, Batch: sess.Batch, Cohort: sess.Cohort, MinDevices: c.minDevices}
 	in.Committed, in.Finished, in.Lobby = c.committed, c.finished, c.state == StateLobby
 	for _, d := range c.devices {
-		if d.conn != nil && !d.left && !d.removed && d.misses < c.lim.MaxMisses {
+		if d.conn != nil && !d.left && !d.removed && d.misses < c.front.Lim.MaxMisses {
 			in.Active++
 		}
 	}
 	c.mu.Unlock()
-	c.met.mu.Lock()
-	in.SamplesUsed = c.met.included * int64(sess.Batch)
-	c.met.mu.Unlock()
+	_, included := c.front.Met.Totals()
+	in.SamplesUsed = included * int64(sess.Batch)
 	if shards != nil {
 		in.Shards = shards.Stats()
 	}
@@ -137,7 +137,7 @@ func (c *Coordinator) planInput(shards *Shards) PlanInput {
 
 // Warnings returns the texts of PlanWarnings for the session now (the
 // "warnings" of /api/status; never nil).
-func (c *Coordinator) Warnings(shards *Shards) []string {
+func (c *Coordinator) Warnings(shards *shards.Set) []string {
 	out := []string{}
 	for _, w := range PlanWarnings(c.planInput(shards)) {
 		out = append(out, w.Text)
@@ -147,17 +147,17 @@ func (c *Coordinator) Warnings(shards *Shards) []string {
 
 // LogWarnings checks PlanWarnings every interval until ctx ends and logs
 // a warning when one of a kind appears, and when it clears.
-func (c *Coordinator) LogWarnings(ctx context.Context, shards *Shards, every time.Duration) {
+func (c *Coordinator) LogWarnings(ctx context.Context, shards *shards.Set, every time.Duration) {
 	logWarnings(ctx, func() *Coordinator { return c }, shards, every)
 }
 
 // LogWarnings is Coordinator.LogWarnings for whichever session is the
 // host's current one (a new session starts with no warning logged).
-func (h *Host) LogWarnings(ctx context.Context, shards *Shards, every time.Duration) {
+func (h *Host) LogWarnings(ctx context.Context, shards *shards.Set, every time.Duration) {
 	logWarnings(ctx, h.Current, shards, every)
 }
 
-func logWarnings(ctx context.Context, current func() *Coordinator, shards *Shards, every time.Duration) {
+func logWarnings(ctx context.Context, current func() *Coordinator, shards *shards.Set, every time.Duration) {
 	tick := time.NewTicker(every)
 	defer tick.Stop()
 	active := map[string]bool{}
@@ -171,12 +171,12 @@ func logWarnings(ctx context.Context, current func() *Coordinator, shards *Shard
 		for _, w := range PlanWarnings(c.planInput(shards)) {
 			now[w.Kind] = true
 			if !active[w.Kind] {
-				c.log.Warn("the class may not finish the planned rounds", "kind", w.Kind, "warning", w.Text)
+				c.front.Log.Warn("the class may not finish the planned rounds", "kind", w.Kind, "warning", w.Text)
 			}
 		}
 		for k := range active {
 			if !now[k] {
-				c.log.Info("plan warning cleared", "kind", k)
+				c.front.Log.Info("plan warning cleared", "kind", k)
 			}
 		}
 		active = now

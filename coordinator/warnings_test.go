@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"browserfl/coordinator"
+	"browserfl/coordinator/shards"
 	"browserfl/shared/wire"
 )
 
@@ -17,9 +18,9 @@ func TestPlanWarnings(t *testing.T) {
 		mod(&in)
 		return in
 	}
-	fashion := func(handed, committed int) coordinator.ShardStats {
+	fashion := func(handed, committed int) shards.Stats {
 		// Shards sized as now: each covers the rounds left when handed out.
-		return coordinator.ShardStats{HandedOut: handed, Samples: int64(handed) * int64(200-committed) * 32,
+		return shards.Stats{HandedOut: handed, Samples: int64(handed) * int64(200-committed) * 32,
 			Distinct: handed, TrainSamples: 60000, Epoch: 1}
 	}
 	tests := []struct {
@@ -41,24 +42,24 @@ func TestPlanWarnings(t *testing.T) {
 		}), []string{"devices"}, []string{"6 devices connected, fewer than the cohort m = 10"}},
 		{"the old Dirichlet shards: 30 shards of 60,000 samples in all cannot cover 200 x 10 x 32", demo(func(in *coordinator.PlanInput) {
 			in.Active = 30
-			in.Shards = coordinator.ShardStats{HandedOut: 30, Samples: 60000, Distinct: 30, TrainSamples: 60000, Epoch: 1}
+			in.Shards = shards.Stats{HandedOut: 30, Samples: 60000, Distinct: 30, TrainSamples: 60000, Epoch: 1}
 		}), []string{"data"}, []string{"covers about 187 of the 200 rounds left at 320 samples a round: pages run out around round 187"}},
 		{"late joiners sized for the rounds left, first pages gone: finishes", demo(func(in *coordinator.PlanInput) {
 			// 10 pages at round 0 (6,400 samples each), 10 more at round
 			// 180 (20 rounds x 32 = 640 each), 180 rounds of 10 x 32 used.
 			in.Active, in.Committed, in.SamplesUsed = 10, 180, 180*10*32
-			in.Shards = coordinator.ShardStats{HandedOut: 20, Samples: 10*6400 + 10*640, Distinct: 20, TrainSamples: 60000, Epoch: 2}
+			in.Shards = shards.Stats{HandedOut: 20, Samples: 10*6400 + 10*640, Distinct: 20, TrainSamples: 60000, Epoch: 2}
 		}), nil, nil},
 		{"data used faster than planned", demo(func(in *coordinator.PlanInput) {
 			in.Active, in.Committed, in.Shards, in.SamplesUsed = 10, 100, fashion(10, 0), 40000
 		}), []string{"data"}, []string{"at most 24000 samples left) covers about 75 of the 100 rounds left at 320 samples a round: pages run out around round 175"}},
 		{"digits with T = 300 and a small class: a shard cannot hold 300 batches", coordinator.PlanInput{
 			Rounds: 300, Batch: 32, Cohort: 10, MinDevices: 2, Active: 8,
-			Shards: coordinator.ShardStats{HandedOut: 8, Samples: 8 * 8000, Distinct: 8, TrainSamples: 8000, Epoch: 8}},
+			Shards: shards.Stats{HandedOut: 8, Samples: 8 * 8000, Distinct: 8, TrainSamples: 8000, Epoch: 8}},
 			[]string{"devices", "shard", "data"}, []string{"fewer than the cohort", "250 rounds of b = 32, but a page may be asked in about 300 of the 300", "covers about 250 of the 300"}},
 		{"digits with T = 300 and 30 pages: each is asked in about 100 rounds", coordinator.PlanInput{
 			Rounds: 300, Batch: 32, Cohort: 10, MinDevices: 2, Active: 30,
-			Shards: coordinator.ShardStats{HandedOut: 30, Samples: 30 * 8000, Distinct: 30, TrainSamples: 8000, Epoch: 30}},
+			Shards: shards.Stats{HandedOut: 30, Samples: 30 * 8000, Distinct: 30, TrainSamples: 8000, Epoch: 30}},
 			nil, nil},
 		{"devices with their own data: no data warning", demo(func(in *coordinator.PlanInput) {
 			in.Active, in.SamplesUsed = 10, 1e6

@@ -9,6 +9,8 @@ import (
 	"testing/fstest"
 
 	"browserfl/coordinator"
+	"browserfl/coordinator/gate"
+	"browserfl/coordinator/wsconn"
 )
 
 // TestWorkerPolicy: the page may start a worker of its own origin, and
@@ -17,7 +19,7 @@ import (
 // nothing more (no eval, no websocket: the page opens it for the worker,
 // no other origin); other assets keep the default.
 func TestWorkerPolicy(t *testing.T) {
-	c, _ := gateServer(t, coordinator.Limits{}, coordinator.Gate{})
+	c, _ := gateServer(t, wsconn.Limits{}, gate.Config{})
 	web := fstest.MapFS{
 		"worker.js": {Data: []byte(`importScripts("wasm_exec.js");`)},
 		"app.js":    {Data: []byte(`new Worker("/web/worker.js");`)},

@@ -19,6 +19,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"browserfl/coordinator"
+	"browserfl/coordinator/store"
 	"browserfl/shared/dataset"
 	"browserfl/shared/wire"
 	"browserfl/wasm/local"
@@ -402,7 +403,7 @@ func TestBrowserSession(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := coordinator.OpenStore(storePath)
+	st, err := store.Open(storePath)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"browserfl/coordinator"
+	"browserfl/coordinator/store"
 	"browserfl/device"
 	"browserfl/shared/dataset"
 	"browserfl/shared/mechanism"
@@ -185,7 +186,7 @@ func onePath(t *testing.T, algorithm, compressor string, rho float64, mod func(*
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := coordinator.OpenStore(filepath.Join(t.TempDir(), "c.db"))
+	st, err := store.Open(filepath.Join(t.TempDir(), "c.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,11 +16,14 @@ import (
 	"time"
 
 	"browserfl/coordinator"
+	"browserfl/coordinator/bus"
+	"browserfl/coordinator/gate"
+	"browserfl/coordinator/wsconn"
 	"browserfl/web"
 )
 
-func (o options) natsTLS() coordinator.NATSTLS {
-	return coordinator.NATSTLS{CA: o.NATSCA, Cert: o.NATSCert, Key: o.NATSKey}
+func (o options) natsTLS() bus.NATSTLS {
+	return bus.NATSTLS{CA: o.NATSCA, Cert: o.NATSCert, Key: o.NATSKey}
 }
 
 // sessionNode connects the session process to NATS (starting an embedded
@@ -30,21 +33,21 @@ func sessionNode(o options, log *slog.Logger) (attach func(context.Context, *coo
 	natsURL, seed := o.NATS, o.NATSNKey
 	var stop func()
 	if natsURL == "" {
-		keys, err := coordinator.EnsureBusKeys(filepath.Join(o.DataDir, "nats"), o.Edges)
+		keys, err := bus.EnsureKeys(filepath.Join(o.DataDir, "nats"), o.Edges)
 		if err != nil {
 			return nil, nil, err
 		}
-		srv, err := coordinator.StartNATS(coordinator.NATSServerConfig{Listen: o.NATSListen, Keys: keys, Prefix: o.NATSPrefix,
+		srv, err := bus.StartNATS(bus.NATSServerConfig{Listen: o.NATSListen, Keys: keys, Prefix: o.NATSPrefix,
 			TLS: o.natsTLS()})
 		if err != nil {
 			return nil, nil, err
 		}
 		if seed == "" {
-			seed = coordinator.SessionSeedFile(keys.Dir)
+			seed = bus.SessionSeedFile(keys.Dir)
 		}
 		for _, id := range o.Edges {
 			log.Info("NATS key of an edge: copy it to the edge's machine (0600) and give it -nats-nkey", "edge", id,
-				"file", coordinator.EdgeSeedFile(keys.Dir, id), "public_key", keys.Edges[id])
+				"file", bus.EdgeSeedFile(keys.Dir, id), "public_key", keys.Edges[id])
 		}
 		stop = func() { srv.Shutdown(); srv.WaitForShutdown() }
 		natsURL = srv.ClientURL()
@@ -53,7 +56,7 @@ func sessionNode(o options, log *slog.Logger) (attach func(context.Context, *coo
 		}
 		log.Info("embedded NATS server: edges connect with -nats "+natsURL, "listen", o.NATSListen)
 	}
-	nc, err := coordinator.ConnectNATS(coordinator.NATSClientConfig{URL: natsURL, Name: "browserfl-session",
+	nc, err := bus.ConnectNATS(bus.NATSClientConfig{URL: natsURL, Name: "browserfl-session",
 		NKey: seed, TLS: o.natsTLS(), Log: log})
 	if err != nil {
 		if stop != nil {
@@ -110,16 +113,16 @@ func runEdge(o options, log *slog.Logger, stderr io.Writer) error {
 			return fmt.Errorf("-session-url %q: want http(s)://host:port", o.SessionURL)
 		}
 	}
-	status := &coordinator.NATSStatus{}
-	nc, err := coordinator.ConnectNATS(coordinator.NATSClientConfig{URL: o.NATS, Name: "browserfl-edge-" + id,
+	status := &bus.NATSStatus{}
+	nc, err := bus.ConnectNATS(bus.NATSClientConfig{URL: o.NATS, Name: "browserfl-edge-" + id,
 		NKey: o.NATSNKey, TLS: o.natsTLS(), Log: log, Status: status})
 	if err != nil {
 		return err
 	}
 	defer nc.Drain()
 	edge, err := coordinator.NewEdge(coordinator.EdgeConfig{ID: id, Conn: nc, Status: status, Prefix: o.NATSPrefix,
-		Limits: coordinator.Limits{MaxDevices: o.MaxDevices, MsgRate: o.MsgRate}, AllowedOrigins: o.Origins, Logger: log,
-		Gate: coordinator.Gate{RegisterRate: o.RegisterRate, RegisterGlobalRate: o.RegisterGlobalRate,
+		Limits: wsconn.Limits{MaxDevices: o.MaxDevices, MsgRate: o.MsgRate}, AllowedOrigins: o.Origins, Logger: log,
+		Gate: gate.Config{RegisterRate: o.RegisterRate, RegisterGlobalRate: o.RegisterGlobalRate,
 			PreHelloPerAddress: o.PreHelloPerAddress, TrustedProxies: o.TrustProxy, MetricsToken: o.MetricsToken}})
 	if err != nil {
 		return err

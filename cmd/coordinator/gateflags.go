@@ -9,18 +9,19 @@ import (
 	"strings"
 
 	"browserfl/coordinator"
+	"browserfl/coordinator/gate"
 )
 
 // proxies is -trust-proxy: the networks of trusted reverse proxies
-// (coordinator.ParseTrustedProxies), from the command line, BFL_TRUST_PROXY
+// (gate.ParseTrustedProxies), from the command line, BFL_TRUST_PROXY
 // or the config file's "trust_proxy" (a string like the flag's, or a list
 // of strings).
 type proxies []netip.Prefix
 
-func (p *proxies) String() string { return coordinator.FormatTrustedProxies(*p) }
+func (p *proxies) String() string { return gate.FormatTrustedProxies(*p) }
 
 func (p *proxies) Set(s string) error {
-	ps, err := coordinator.ParseTrustedProxies(s)
+	ps, err := gate.ParseTrustedProxies(s)
 	if err != nil {
 		return err
 	}
@@ -41,11 +42,11 @@ func (p *proxies) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &old); err == nil {
 		return p.Set(fmt.Sprint(old)) // the old boolean form: its clear error
 	}
-	return fmt.Errorf("%w: want a string like \"10.0.0.0/8,127.0.0.1/32\" or a list of networks, got %s", coordinator.ErrTrustedProxies, b)
+	return fmt.Errorf("%w: want a string like \"10.0.0.0/8,127.0.0.1/32\" or a list of networks, got %s", gate.ErrTrustedProxies, b)
 }
 
 func (p proxies) MarshalJSON() ([]byte, error) {
-	return json.Marshal(coordinator.FormatTrustedProxies(p))
+	return json.Marshal(gate.FormatTrustedProxies(p))
 }
 
 // metricsToken sets o.MetricsToken for a server listening at addr

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"browserfl/coordinator"
+	"browserfl/coordinator/gate"
 )
 
 // TestParseTrustProxy: -trust-proxy from the command line, the
@@ -55,7 +55,7 @@ func TestParseTrustProxy(t *testing.T) {
 				}
 				// The flag package prints its Value's error without wrapping it.
 				if !slices.ContainsFunc(tc.args, func(a string) bool { return strings.HasPrefix(a, "-trust-proxy") }) &&
-					!errors.Is(err, coordinator.ErrTrustedProxies) {
+					!errors.Is(err, gate.ErrTrustedProxies) {
 					t.Errorf("error %v does not wrap ErrTrustedProxies", err)
 				}
 				return

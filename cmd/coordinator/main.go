@@ -26,6 +26,7 @@ import (
 	"runtime/pprof"
 
 	"browserfl/coordinator"
+	"browserfl/coordinator/store"
 	"browserfl/web"
 )
 
@@ -135,8 +136,8 @@ func runSession(o options, log *slog.Logger, stderr io.Writer) error {
 }
 
 // rollBack returns the host's Prepare for -rollback-to.
-func (o options) rollBack(log *slog.Logger) func(*coordinator.Store) error {
-	return func(st *coordinator.Store) error {
+func (o options) rollBack(log *slog.Logger) func(*store.Store) error {
+	return func(st *store.Store) error {
 		if err := st.RollBack(o.RollbackTo); err != nil {
 			return fmt.Errorf("-rollback-to: %w", err)
 		}

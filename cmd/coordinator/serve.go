@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"browserfl/coordinator"
+	"browserfl/coordinator/shards"
 	"browserfl/shared/wire"
 	"browserfl/web"
 )
@@ -55,7 +56,7 @@ func printStart(stderr io.Writer, host *coordinator.Host, addr net.Addr, o optio
 
 // serveHost serves srv on ln and runs the host until a signal, the HTTP
 // server's end or the host's, then shuts both down.
-func serveHost(host *coordinator.Host, srv *http.Server, ln net.Listener, o options, shards *coordinator.Shards, log *slog.Logger) error {
+func serveHost(host *coordinator.Host, srv *http.Server, ln net.Listener, o options, shards *shards.Set, log *slog.Logger) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	srvErr := serve(srv, ln, o)

@@ -10,6 +10,9 @@ import (
 
 	"browserfl"
 	"browserfl/coordinator"
+	"browserfl/coordinator/gate"
+	"browserfl/coordinator/shards"
+	"browserfl/coordinator/wsconn"
 	devrt "browserfl/device"
 	"browserfl/shared/dataset"
 	"browserfl/shared/model"
@@ -120,8 +123,8 @@ func template(o options, a assembled, gap time.Duration, evalSet []dataset.Sampl
 				return optim.NewServer(devrt.Params(final), x0, crand.Reader)
 			},
 			RoundGap: gap, EvalEvery: o.EvalEvery, EvalSamples: len(evalSet), Logger: log, AllowedOrigins: o.Origins,
-			Limits: coordinator.Limits{MaxDevices: o.MaxDevices, MsgRate: o.MsgRate},
-			Gate: coordinator.Gate{RegisterRate: o.RegisterRate, RegisterGlobalRate: o.RegisterGlobalRate,
+			Limits: wsconn.Limits{MaxDevices: o.MaxDevices, MsgRate: o.MsgRate},
+			Gate: gate.Config{RegisterRate: o.RegisterRate, RegisterGlobalRate: o.RegisterGlobalRate,
 				MaxInactive: o.MaxInactive, PreHelloPerAddress: o.PreHelloPerAddress, TrustedProxies: o.TrustProxy,
 				MetricsToken: o.MetricsToken},
 			Evaluate: func(w []float64) (float64, float64, error) {
@@ -135,11 +138,11 @@ func template(o options, a assembled, gap time.Duration, evalSet []dataset.Sampl
 // demoShards returns the demo shards (nil without any). They size
 // themselves by the rounds the current session has left: committed
 // reads it from the host.
-func demoShards(o options, a assembled, train *dataset.Compact, committed func() int, log *slog.Logger) (*coordinator.Shards, error) {
+func demoShards(o options, a assembled, train *dataset.Compact, committed func() int, log *slog.Logger) (*shards.Set, error) {
 	if a.shards <= 0 {
 		return nil, nil
 	}
-	shards, err := coordinator.NewShards(train, coordinator.ShardConfig{Classes: train.Classes, Rounds: a.sess.Rounds, Batch: a.sess.Batch,
+	shards, err := shards.New(train, shards.Config{Classes: train.Classes, Rounds: a.sess.Rounds, Batch: a.sess.Batch,
 		Alpha: o.DemoAlpha, Seed: 1, Max: a.shards, Committed: committed})
 	if err != nil {
 		return nil, err

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"browserfl/coordinator"
+	"browserfl/coordinator/shards"
+	"browserfl/coordinator/store"
 	"browserfl/device"
 	"browserfl/shared/dataset"
 	"browserfl/shared/optim"
@@ -29,7 +31,7 @@ func startCoordinator(t *testing.T, ln net.Listener) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := coordinator.OpenStore(filepath.Join(t.TempDir(), "coord.db"))
+	st, err := store.Open(filepath.Join(t.TempDir(), "coord.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +46,7 @@ func startCoordinator(t *testing.T, ln net.Listener) {
 	for i := range set.Samples {
 		set.Samples[i] = dataset.Sample{X: []float32{float32(i) / 100}, Label: i % 10}
 	}
-	shards, err := coordinator.NewShards(set, coordinator.ShardConfig{Classes: 10, Rounds: sess.Rounds, Batch: sess.Batch, Alpha: 1, Seed: 1, Max: 4})
+	shards, err := shards.New(set, shards.Config{Classes: 10, Rounds: sess.Rounds, Batch: sess.Batch, Alpha: 1, Seed: 1, Max: 4})
 	if err != nil {
 		t.Fatal(err)
 	}

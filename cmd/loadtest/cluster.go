@@ -15,7 +15,7 @@ import (
 	"syscall"
 	"time"
 
-	"browserfl/coordinator"
+	"browserfl/coordinator/bus"
 	"browserfl/device"
 	"browserfl/shared/wire"
 )
@@ -185,7 +185,7 @@ func (r *clusterRun) startEdges() error {
 			return err
 		}
 		args := []string{"-role", "edge", "-nats", "nats://" + r.natsAddr, "-edge-id", r.ids[k],
-			"-nats-nkey", coordinator.EdgeSeedFile(r.keysDir, r.ids[k]),
+			"-nats-nkey", bus.EdgeSeedFile(r.keysDir, r.ids[k]),
 			"-listen", eaddr, "-session-url", r.base, "-max-devices", lim, "-log-level", "warn",
 			// All devices come from one loopback address: lift the per-address gate.
 			"-register-rate", "-1", "-register-global-rate", "-1", "-prehello-per-address", lim}

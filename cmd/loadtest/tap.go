@@ -9,11 +9,11 @@ import (
 
 	"github.com/nats-io/nats.go"
 
-	"browserfl/coordinator"
+	"browserfl/coordinator/bus"
 )
 
 // busKinds names the cluster envelopes' kinds (byte 1 of an envelope;
-// the list is coordinator/bus.go's).
+// the list is coordinator/bus/bus.go's).
 var busKinds = map[byte]string{
 	1: "hello", 2: "aggregate", 3: "reject", 4: "status", 5: "leave", 6: "disconnect", 7: "roster", 8: "edge-beat",
 	20: "control", 21: "close", 22: "round", 23: "session-beat",
@@ -40,12 +40,12 @@ type natsTap struct {
 
 func startTap(url, prefix, keysDir string, edges []string) (*natsTap, error) {
 	t := &natsTap{c: map[tapKey]tapCount{}}
-	if err := t.add(url, coordinator.SessionSeedFile(keysDir), prefix+".up.*"); err != nil {
+	if err := t.add(url, bus.SessionSeedFile(keysDir), prefix+".up.*"); err != nil {
 		t.close()
 		return nil, err
 	}
 	for _, id := range edges {
-		if err := t.add(url, coordinator.EdgeSeedFile(keysDir, id), prefix+".down."+id); err != nil {
+		if err := t.add(url, bus.EdgeSeedFile(keysDir, id), prefix+".down."+id); err != nil {
 			t.close()
 			return nil, err
 		}

@@ -69,6 +69,36 @@ var rules = []rule{
 		why:    "the coordinator speaks to devices only through shared/ (the protocol, the planner, the algorithms)",
 	},
 	{
+		pkgs:   []string{"browserfl/coordinator/store"},
+		forbid: []string{"browserfl/..."},
+		why:    "the store is a leaf (bbolt and the standard library): it knows no session, connection or protocol",
+	},
+	{
+		pkgs:   []string{"browserfl/coordinator/bus"},
+		forbid: []string{"browserfl/coordinator", "browserfl/coordinator/store", "browserfl/engine/...", "browserfl/shared/optim/...", "browserfl/shared/plan/..."},
+		why:    "the cluster bus carries envelopes and keys; the session node and the edge give them their meaning",
+	},
+	{
+		pkgs:   []string{"browserfl/coordinator/gate"},
+		forbid: []string{"browserfl/coordinator", "browserfl/coordinator/store", "browserfl/coordinator/bus", "browserfl/engine/...", "browserfl/shared/optim/...", "browserfl/shared/plan/..."},
+		why:    "the admission gate answers who may knock and how often; it knows no session, store or bus",
+	},
+	{
+		pkgs:   []string{"browserfl/coordinator/metrics"},
+		forbid: []string{"browserfl/..."},
+		why:    "the counters and their exposition are a leaf: they know no session, connection or protocol",
+	},
+	{
+		pkgs:   []string{"browserfl/coordinator/wsconn"},
+		forbid: []string{"browserfl/coordinator", "browserfl/coordinator/store", "browserfl/engine/...", "browserfl/shared/optim/...", "browserfl/shared/plan/..."},
+		why:    "the device-facing connections read, limit and queue frames; what a frame means is the session's or the edge's (a Handler)",
+	},
+	{
+		pkgs:   []string{"browserfl/coordinator/shards"},
+		forbid: []string{"browserfl/coordinator", "browserfl/coordinator/store", "browserfl/coordinator/bus", "browserfl/coordinator/wsconn", "browserfl/engine/..."},
+		why:    "the demo's data shards are served from a training set; they know no session or connection",
+	},
+	{
 		pkgs:   []string{"browserfl/engine/..."},
 		forbid: []string{"browserfl/coordinator/...", "browserfl/device/...", "browserfl/sim/...", "browserfl/wasm/..."},
 		why:    "the round engine is the rules both shells (the coordinator, the simulator) drive: it knows neither",

@@ -1,0 +1,94 @@
+package coordinator_test
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"browserfl/coordinator"
+	"browserfl/coordinator/shards"
+	"browserfl/shared/dataset"
+)
+
+// idSet is a training set of n one-feature samples whose feature names the
+// sample (i/n), with unequal classes, so that shards can be checked for
+// overlap by value.
+func idSet(n int) dataset.Set {
+	s := dataset.Set{Name: "ids", Features: 1, Classes: 10, Samples: make([]dataset.Sample, n)}
+	for i := range s.Samples {
+		s.Samples[i] = dataset.Sample{X: []float32{float32(i) / float32(n)}, Label: (i * 7 / 3) % 10}
+	}
+	return s
+}
+
+// TestDemoShardHTTP: a page gets one shard for its images and labels
+// (paired by the cookie) sized T x b, a second page another one, and
+// /api/status carries the plan warnings.
+func TestDemoShardHTTP(t *testing.T) {
+	sess := testSession(4, 4, 2, 3, 500)
+	h := newHarness(t, sess, 2)
+	committed := 0
+	sh, err := shards.New(idSet(100), shards.Config{Classes: 10, Rounds: sess.Rounds, Batch: 5, Alpha: 0.5, Seed: 1,
+		Max: 8, Committed: func() int { return committed }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h.coord.Handler(coordinator.Assets{}, sh))
+	t.Cleanup(srv.Close)
+	get := func(path string, cookies []*http.Cookie) *http.Response {
+		t.Helper()
+		req, _ := http.NewRequest("GET", srv.URL+path, nil)
+		for _, c := range cookies {
+			req.AddCookie(c)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.StatusCode != 200 {
+			t.Fatalf("%s: HTTP %d", path, resp.StatusCode)
+		}
+		return resp
+	}
+	read := func(resp *http.Response) []byte {
+		b, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	im := get("/api/demo/images?code=join-me", nil)
+	images := read(im)
+	lab := get("/api/demo/labels?code=join-me", im.Cookies())
+	labels := read(lab)
+	if a, b := im.Header.Get("X-Shard-Index"), lab.Header.Get("X-Shard-Index"); a != "0" || b != "0" {
+		t.Errorf("images from shard %s, labels from shard %s; want both 0", a, b)
+	}
+	// 3 rounds x 5 = 15 samples: IDX headers of 12 (images, [n 1]) and 8
+	// (labels, [n]) bytes, one byte each.
+	if len(images) != 12+15 || len(labels) != 8+15 {
+		t.Errorf("shard files of %d and %d bytes, want %d and %d (15 samples)", len(images), len(labels), 12+15, 8+15)
+	}
+	committed = 2
+	blob := get("/api/demo/shard?code=join-me", nil)
+	if got := blob.Header.Get("X-Shard-Index"); got != "1" {
+		t.Errorf("second page got shard %s, want 1", got)
+	}
+	if s, err := sh.Shard(1); err != nil || s.Len() != 5 {
+		t.Errorf("a page after 2 of 3 rounds: %d samples (%v), want 5", s.Len(), err)
+	}
+	read(blob)
+	var st struct {
+		Warnings []string `json:"warnings"`
+	}
+	if err := json.Unmarshal(read(get("/api/status?code=join-me", nil)), &st); err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Warnings) != 1 || st.Warnings[0] != coordinator.PlanWarnings(coordinator.PlanInput{
+		Rounds: 3, Batch: sess.Batch, Cohort: 2, MinDevices: 2, Shards: sh.Stats()})[0].Text {
+		t.Errorf("status warnings %q, want the one about no device connected", st.Warnings)
+	}
+}

@@ -1,0 +1,53 @@
+package coordinator
+
+import (
+	"browserfl/coordinator/wsconn"
+	"browserfl/shared/wire"
+)
+
+// evictInactive forgets the longest-inactive devices while more than
+// MaxInactive registered devices have no connection; a device assigned
+// to an undecided round is kept. It evicts down to 7/8 of the cap so
+// that the sort is amortised.
+func (c *Coordinator) evictInactive() {
+	g := c.front.Gate
+	c.mu.Lock()
+	over := len(c.devices) - c.nconn - g.Config().MaxInactive
+	c.mu.Unlock()
+	if over <= 0 {
+		return
+	}
+	want := over + g.Config().MaxInactive/8
+	ids := g.OldestInactive()
+	var gone []string
+	c.mu.Lock()
+	for _, id := range ids {
+		if len(gone) >= want {
+			break
+		}
+		d := c.devices[id]
+		switch {
+		case d == nil || d.conn != nil:
+			gone = append(gone, id) // stale entry: drop it from the table
+			continue
+		case d.round != 0:
+			continue
+		}
+		c.removeDeviceLocked(id)
+		if c.histLost == nil {
+			c.histLost = map[string]bool{}
+		}
+		c.histLost[id] = true // its asks and inclusions so far are forgotten
+		gone = append(gone, id)
+		c.front.Met.Evicted.Add(1)
+	}
+	c.mu.Unlock()
+	g.Forget(gone)
+}
+
+// checkHello applies the gate to a hello before admit: the version (a
+// wrong one is a bad frame), the join code with its per-address backoff
+// and the registration rate for a hello without a device id.
+func (c *Coordinator) checkHello(cn *wsconn.Conn, h wire.Hello) error {
+	return c.front.GateHello(cn, h, c.cfg.JoinCode)
+}

@@ -1,0 +1,228 @@
+package shards
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"sync"
+
+	"browserfl/shared/dataset"
+)
+
+// Set hands out non-IID demo shards of a training set (Dirichlet label
+// skew), one per page, sized for the rounds the page can still be asked
+// in: dataset.PageShardSize, min((T - t) b, n) for a page that arrives
+// after t committed rounds. Shards come from a dataset.ShardStream: they
+// do not overlap while the training set lasts; after that the set is
+// reused in a fresh shuffle (demo only: a real deployment has the data on
+// the device). A page that comes back with its cookie gets the same shard
+// again. At most Config.Max distinct shards are made; later pages
+// get the earlier ones again, round robin.
+type Set struct {
+	set       Source
+	Classes   int
+	cfg       Config
+	stream    *dataset.ShardStream
+	committed func() int
+
+	mu       sync.Mutex
+	parts    [][]int // the shards made, in order
+	next     int     // round robin position once Max shards exist
+	handouts int     // shards handed out (not counting repeats by cookie)
+	samples  int64   // samples in those shards
+	cache    map[int]shardFiles
+	order    []int // cached shard indices, oldest first
+}
+
+// Source is the training set the demo shards are drawn from: a
+// *dataset.Compact (one byte per pixel, what cmd/coordinator keeps: a
+// shard's float32 features exist only while it is encoded) or a
+// dataset.Set.
+type Source interface {
+	Len() int
+	Labels() []int
+	Subset(idx []int) (dataset.Set, error)
+}
+
+// Config sizes and draws the demo shards.
+type Config struct {
+	// Classes is the training set's number of classes.
+	Classes int
+	// Rounds and Batch are the session's T and b.
+	Rounds, Batch int
+	// Alpha is the Dirichlet label skew (small = more non-IID).
+	Alpha float64
+	Seed  uint64
+	// Max bounds the distinct shards made (and the memory they hold);
+	// pages beyond it get earlier shards again.
+	Max int
+	// Committed returns the rounds committed so far, so that a late
+	// joiner's shard covers only the rounds left; nil means 0.
+	Committed func() int
+}
+
+// cachedShards is how many encoded shards stay in memory (a page asks
+// for images and labels one after the other).
+const cachedShards = 8
+
+// New returns the demo shard source over train.
+func New(train Source, cfg Config) (*Set, error) {
+	if cfg.Rounds <= 0 || cfg.Batch <= 0 || cfg.Max <= 0 || cfg.Classes <= 0 {
+		return nil, fmt.Errorf("demo shards: rounds %d, batch %d, max %d, classes %d: want all positive", cfg.Rounds, cfg.Batch, cfg.Max, cfg.Classes)
+	}
+	st, err := dataset.NewShardStream(train.Labels(), cfg.Alpha, cfg.Seed)
+	if err != nil {
+		return nil, fmt.Errorf("demo shards: %w", err)
+	}
+	committed := cfg.Committed
+	if committed == nil {
+		committed = func() int { return 0 }
+	}
+	return &Set{set: train, Classes: cfg.Classes, cfg: cfg, stream: st, committed: committed,
+		cache: make(map[int]shardFiles)}, nil
+}
+
+const Cookie = "bfl_demo_shard"
+
+// Pick returns the shard index for a request: the one in its cookie if
+// valid, else a new shard sized for the rounds left (or, once Max shards
+// exist, an earlier one, round robin).
+func (s *Set) Pick(r *http.Request) int {
+	if ck, err := r.Cookie(Cookie); err == nil {
+		if i, err := strconv.Atoi(ck.Value); err == nil {
+			s.mu.Lock()
+			ok := i >= 0 && i < len(s.parts)
+			s.mu.Unlock()
+			if ok {
+				return i
+			}
+		}
+	}
+	t := s.committed()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	i, err := s.newLocked(t)
+	if err != nil {
+		return -1 // files(-1) reports "no such shard"
+	}
+	return i
+}
+
+// newLocked hands out a shard to a new page after t committed rounds.
+func (s *Set) newLocked(t int) (int, error) {
+	var i int
+	if len(s.parts) < s.cfg.Max {
+		part, err := s.stream.Next(dataset.PageShardSize(s.cfg.Rounds, s.cfg.Batch, t, s.set.Len()))
+		if err != nil {
+			return 0, err
+		}
+		s.parts = append(s.parts, part)
+		i = len(s.parts) - 1
+	} else {
+		i = s.next % len(s.parts)
+		s.next++
+	}
+	s.handouts++
+	s.samples += int64(len(s.parts[i]))
+	return i, nil
+}
+
+// New hands out a shard as pick does for a request without a cookie and
+// returns its index (native devices and tests).
+func (s *Set) New() (int, error) {
+	t := s.committed()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.newLocked(t)
+}
+
+type shardFiles struct{ blob, images, labels []byte }
+
+func (s *Set) files(idx int) (shardFiles, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if f, ok := s.cache[idx]; ok {
+		return f, nil
+	}
+	if idx < 0 || idx >= len(s.parts) {
+		return shardFiles{}, errors.New("no such shard")
+	}
+	sub, err := s.set.Subset(s.parts[idx])
+	if err != nil {
+		return shardFiles{}, err
+	}
+	im, lab, err := sub.EncodeIDX()
+	if err != nil {
+		return shardFiles{}, err
+	}
+	var a, b bytes.Buffer
+	if err := dataset.WriteIDX(&a, im); err != nil {
+		return shardFiles{}, err
+	}
+	if err := dataset.WriteIDX(&b, lab); err != nil {
+		return shardFiles{}, err
+	}
+	blob, err := dataset.EncodeShard(sub)
+	if err != nil {
+		return shardFiles{}, err
+	}
+	f := shardFiles{blob: blob, images: a.Bytes(), labels: b.Bytes()}
+	if len(s.order) >= cachedShards {
+		delete(s.cache, s.order[0])
+		s.order = s.order[1:]
+	}
+	s.cache[idx] = f
+	s.order = append(s.order, idx)
+	return f, nil
+}
+
+func (s *Set) Blob(idx int) ([]byte, error) {
+	f, err := s.files(idx)
+	return f.blob, err
+}
+
+func (s *Set) IDX(idx int) (images, labels []byte, err error) {
+	f, err := s.files(idx)
+	return f.images, f.labels, err
+}
+
+// Len returns the number of distinct shards made so far.
+func (s *Set) Len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.parts)
+}
+
+// Stats sums up the demo data handed out.
+type Stats struct {
+	// HandedOut counts shards given to pages (a page that comes back
+	// with its cookie is not counted again); Samples is the samples in
+	// them; Distinct the shards made; TrainSamples the training set.
+	HandedOut    int   `json:"handed_out"`
+	Samples      int64 `json:"samples"`
+	Distinct     int   `json:"distinct"`
+	TrainSamples int   `json:"train_samples"`
+	// Epoch is the pass over the training set the shards are drawn
+	// from: above 1, shards reuse samples of earlier ones.
+	Epoch int `json:"epoch"`
+}
+
+// Stats returns what was handed out so far.
+func (s *Set) Stats() Stats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return Stats{HandedOut: s.handouts, Samples: s.samples, Distinct: len(s.parts),
+		TrainSamples: s.set.Len(), Epoch: s.stream.Epoch()}
+}
+
+// Shard returns shard idx as a Set (native devices and tests).
+func (s *Set) Shard(idx int) (dataset.Set, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if idx < 0 || idx >= len(s.parts) {
+		return dataset.Set{}, fmt.Errorf("shard %d of %d", idx, len(s.parts))
+	}
+	return s.set.Subset(s.parts[idx])
+}

@@ -1,0 +1,50 @@
+package wsconn
+
+import (
+	"bytes"
+	"log/slog"
+
+	"browserfl/coordinator/gate"
+	"browserfl/coordinator/metrics"
+	"browserfl/shared/wire"
+)
+
+// Front is the device-facing half every process that holds device
+// websockets shares: the limits, the gate (join-code backoff,
+// registration rates, pre-hello caps, pings), the counters and the
+// websocket machinery of conn.go. What happens to a device's hello,
+// updates and questions is its handler's business: the Coordinator
+// decides them itself, an Edge forwards them to the session process and
+// pre-aggregates updates.
+type Front struct {
+	Lim     Limits
+	Met     *metrics.Metrics
+	Gate    *gate.State
+	Log     *slog.Logger
+	Origins []string // websocket Origin patterns besides the request's own host
+	H       Handler
+	// Bufs holds the read buffers of frames (readFrame).
+	Bufs *FreeList[*bytes.Buffer]
+}
+
+// Handler is what a front calls for an admitted connection's traffic. The
+// front has already applied the per-connection rate, the frame limits and
+// decoding; the handler validates what the frames mean.
+type Handler interface {
+	// CheckHello applies the gate to a hello (join code with its
+	// per-address backoff, registration rate) before admit.
+	CheckHello(cn *Conn, h wire.Hello) error
+	// Admit authenticates the hello, binds the device to cn and queues
+	// the welcome as cn's first frame.
+	Admit(cn *Conn, h wire.Hello) error
+	// AcceptUpdate takes an update frame of cn's device.
+	AcceptUpdate(cn *Conn, u wire.UpdateFrame, frameLen int) error
+	// Status answers cn's status query for round t.
+	Status(cn *Conn, t int) error
+	// Leave handles cn's Leave message.
+	Leave(cn *Conn, l wire.Leave)
+	// Disconnected unbinds cn after its reader ended.
+	Disconnected(cn *Conn)
+	// EvictInactive bounds the devices kept without a connection.
+	EvictInactive()
+}
