@@ -939,8 +939,9 @@ func main() {
 	only := flag.String("only", "", "run only the mutations with these names (comma-separated)")
 	timeout := flag.Duration("timeout", 10*time.Minute, "per-mutation test timeout (a hang counts as killed)")
 	jobs := flag.Int("j", 2, "mutations tested at the same time")
+	times := flag.String("times", "", "write each mutation's wall, CPU and test-run seconds to this file (tab-separated)")
 	flag.Parse()
-	if err := run(*only, *timeout, *jobs); err != nil {
+	if err := run(*only, *timeout, *jobs, *times); err != nil {
 		fmt.Fprintln(os.Stderr, "mutants:", err)
 		os.Exit(1)
 	}
@@ -951,9 +952,19 @@ type outcome struct {
 	killed bool
 	detail string
 	err    error
+	cost   cost
 }
 
-func run(only string, timeout time.Duration, jobs int) error {
+// cost is what testing one mutation took: wall time, the CPU time of go
+// test and everything it waited for (compiler, linker, vet, the test
+// binaries: the machine is shared, so CPU time is the steadier figure),
+// and the part of the wall time the test binaries ran (the "ok"/"FAIL"
+// lines' durations; the rest is building: compile, link, vet).
+type cost struct {
+	wall, cpu, tests time.Duration
+}
+
+func run(only string, timeout time.Duration, jobs int, times string) error {
 	// Check the whole list first: a stale snippet is an error, before
 	// any test runs.
 	var names []string
@@ -1014,14 +1025,15 @@ func run(only string, timeout time.Duration, jobs int) error {
 	for range max(jobs, 1) {
 		workers.Go(func() {
 			for i := range next {
-				killed, detail, err := try(ctx, todo[i], filepath.Join(tmp, strconv.Itoa(i)), timeout)
-				done[i] <- outcome{killed, detail, err}
+				killed, detail, c, err := try(ctx, todo[i], filepath.Join(tmp, strconv.Itoa(i)), timeout)
+				done[i] <- outcome{killed, detail, err, c}
 			}
 		})
 	}
 	fmt.Println("| mutation | what it breaks | tests run | result |")
 	fmt.Println("|---|---|---|---|")
 	var survived []string
+	costs := make([]cost, len(todo))
 	for i, m := range todo {
 		var o outcome
 		select {
@@ -1032,12 +1044,16 @@ func run(only string, timeout time.Duration, jobs int) error {
 		if o.err != nil {
 			return fmt.Errorf("%s: %w", m.name, o.err)
 		}
+		costs[i] = o.cost
 		res := "killed: " + o.detail
 		if !o.killed {
 			res = "**SURVIVED**"
 			survived = append(survived, m.name)
 		}
 		fmt.Printf("| `%s` | %s | `go test %s` | %s |\n", m.name, m.why, strings.Join(m.pkgs, " "), res)
+	}
+	if err := reportCosts(todo, costs, times); err != nil {
+		return err
 	}
 	if len(survived) > 0 {
 		return fmt.Errorf("%d mutation(s) survived: %s", len(survived), strings.Join(survived, ", "))
@@ -1046,16 +1062,62 @@ func run(only string, timeout time.Duration, jobs int) error {
 	return nil
 }
 
+// reportCosts prints where the time went (to stderr: the table on
+// stdout is docs/mutants.md's) and writes every mutation's cost to
+// the file times if it is set.
+func reportCosts(todo []mutation, costs []cost, times string) error {
+	var sum cost
+	order := make([]int, len(todo))
+	for i, c := range costs {
+		sum.wall += c.wall
+		sum.cpu += c.cpu
+		sum.tests += c.tests
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int { return int(costs[b].cpu - costs[a].cpu) })
+	fmt.Fprintf(os.Stderr, "mutants: %d mutations: wall %.0f s in all (%.0f s in test binaries, %.0f s building), CPU %.0f s\n",
+		len(todo), sum.wall.Seconds(), sum.tests.Seconds(), (sum.wall - sum.tests).Seconds(), sum.cpu.Seconds())
+	for _, i := range order[:min(10, len(order))] {
+		c := costs[i]
+		fmt.Fprintf(os.Stderr, "mutants:   %-36s CPU %5.1f s, wall %5.1f s (tests %5.1f s)\n", todo[i].name, c.cpu.Seconds(), c.wall.Seconds(), c.tests.Seconds())
+	}
+	if times == "" {
+		return nil
+	}
+	var b strings.Builder
+	b.WriteString("mutation\tcpu_s\twall_s\ttests_s\tpkgs\n")
+	for i, c := range costs {
+		fmt.Fprintf(&b, "%s\t%.2f\t%.2f\t%.2f\t%s\n", todo[i].name, c.cpu.Seconds(), c.wall.Seconds(), c.tests.Seconds(), strings.Join(todo[i].pkgs, " "))
+	}
+	return os.WriteFile(times, []byte(b.String()), 0o644)
+}
+
+// testsRan sums the durations go test prints for each package it ran
+// ("ok  \tpkg\t1.23s", "FAIL\tpkg\t1.23s"): the time in test binaries.
+func testsRan(out string) time.Duration {
+	var d time.Duration
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.Split(line, "\t")
+		if len(f) < 3 || (strings.TrimSpace(f[0]) != "ok" && f[0] != "FAIL") {
+			continue
+		}
+		if x, err := time.ParseDuration(strings.TrimSpace(f[2])); err == nil {
+			d += x
+		}
+	}
+	return d
+}
+
 // try writes the mutated file into dir and runs m's tests with a build
 // overlay (go help build) that puts it in place of the source: the tree
 // is never modified, so mutations can be tested side by side. The
 // overlay is passed in GOFLAGS, so the builds a test runs itself (the
 // e2e tests build the wasm page and cmd/coordinator with go build) see
 // the mutation too. -failfast: the first failing test kills it.
-func try(ctx context.Context, m mutation, dir string, timeout time.Duration) (killed bool, detail string, err error) {
+func try(ctx context.Context, m mutation, dir string, timeout time.Duration) (killed bool, detail string, c cost, err error) {
 	orig, err := os.ReadFile(m.file)
 	if err != nil {
-		return false, "", err
+		return false, "", c, err
 	}
 	mutated := bytes.Replace(orig, []byte(m.old), []byte(m.new), 1)
 	for _, e := range m.more {
@@ -1063,45 +1125,52 @@ func try(ctx context.Context, m mutation, dir string, timeout time.Duration) (ki
 	}
 	src, err := filepath.Abs(m.file)
 	if err != nil {
-		return false, "", err
+		return false, "", c, err
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return false, "", err
+		return false, "", c, err
 	}
 	dst := filepath.Join(dir, filepath.Base(m.file))
 	if err := os.WriteFile(dst, mutated, 0o644); err != nil {
-		return false, "", err
+		return false, "", c, err
 	}
 	overlay, err := json.Marshal(map[string]map[string]string{"Replace": {src: dst}})
 	if err != nil {
-		return false, "", err
+		return false, "", c, err
 	}
 	ovl := filepath.Join(dir, "overlay.json")
 	if err := os.WriteFile(ovl, overlay, 0o644); err != nil {
-		return false, "", err
+		return false, "", c, err
 	}
 	tctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	args := append([]string{"test", "-count=1", "-failfast"}, m.pkgs...)
 	cmd := exec.CommandContext(tctx, "go", args...)
 	cmd.Env = append(os.Environ(), "GOFLAGS="+strings.TrimSpace(os.Getenv("GOFLAGS")+" -overlay="+ovl))
+	start := time.Now()
 	out, runErr := cmd.CombinedOutput()
+	c.wall = time.Since(start)
+	c.tests = testsRan(string(out))
+	if ps := cmd.ProcessState; ps != nil {
+		// The rusage of go test includes every process it waited for.
+		c.cpu = ps.UserTime() + ps.SystemTime()
+	}
 	if ctx.Err() != nil {
-		return false, "", ctx.Err()
+		return false, "", c, ctx.Err()
 	}
 	if runErr == nil {
-		return false, "", nil
+		return false, "", c, nil
 	}
 	if tctx.Err() != nil {
-		return true, "tests did not finish within " + timeout.String(), nil
+		return true, "tests did not finish within " + timeout.String(), c, nil
 	}
 	// A build error names the mutated copy: name the source instead.
 	text := strings.ReplaceAll(string(out), dst, m.file)
 	if notBuilt(text) {
 		// A mutation that does not compile (or fails vet) tests nothing.
-		return false, "", fmt.Errorf("mutation %s does not build, so no test can kill it: %s", m.name, firstFailure(text))
+		return false, "", c, fmt.Errorf("mutation %s does not build, so no test can kill it: %s", m.name, firstFailure(text))
 	}
-	return true, firstFailure(text), nil
+	return true, firstFailure(text), c, nil
 }
 
 // notBuilt reports whether go test output failed before any test ran: a
