@@ -13,25 +13,22 @@ import (
 // goBuild builds pkg (go build ARGS -o dst pkg, from the module root,
 // with env added to the environment) and leaves the binary at dst.
 //
-// Without a build overlay in GOFLAGS the binary is linked into a shared
-// directory, .cache/e2e-build/ under the module root (git-ignored), and
-// copied to dst: go build relinks a target there only when its build ID
-// changed (its sources, flags or toolchain), so the e2e tests of make
-// test's test stage, its lesson stage and any rerun link the wasm page
-// and cmd/coordinator once between them instead of once per test binary.
+// The binary is linked into a shared directory, .cache/e2e-build/ under
+// the module root (git-ignored), and copied to dst: go build relinks a
+// target there only when its build ID changed, and the build ID hashes
+// everything the binary is made of (its sources and those of its
+// dependencies, build flags, toolchain, and the files a build overlay
+// puts in place). So the e2e tests of make test's test stage, its lesson
+// stage and any rerun link the wasm page and cmd/coordinator once
+// between them instead of once per test binary, and a mutation
+// (scripts/mutants/main.go applies each through an overlay in GOFLAGS)
+// is always built in: the page is relinked with a mutated wasm/ file,
+// while cmd/coordinator, which does not contain that file, is reused.
 // An exclusive flock on .cache/e2e-build/lock keeps two test binaries
-// from linking the same target at once, and each test serves or runs
-// its own copy, so a later rebuild never changes a file in use.
-//
-// With an overlay (scripts/mutants/main.go applies each mutation
-// through one in GOFLAGS) the binary is linked straight to dst, as
-// before: a mutated build never reads or writes a shared file, so the
-// mutation is always built in.
+// from building at once, and each test serves or runs its own copy, so
+// a later rebuild never changes a file in use.
 func goBuild(env []string, args []string, pkg, dst string) error {
 	root := repoRoot()
-	if strings.Contains(os.Getenv("GOFLAGS"), "-overlay") {
-		return run(root, env, append(append([]string{"build"}, args...), "-o", dst, pkg)...)
-	}
 	dir := filepath.Join(root, ".cache", "e2e-build")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
