@@ -70,7 +70,7 @@ test:
 	 secs=$$(( $$(date +%s) - $$(cat .cache/make-test-start) )) && printf 'make test in all: %d s (%dm%02ds)\n' $$secs $$((secs / 60)) $$((secs % 60))
 
 # Apply each privacy- and correctness-critical mutation (through a build
-# overlay, two at a time; the tree is not modified); fail if one survives
+# overlay, several at a time, two building; the tree is not modified); fail if one survives
 # its tests (docs/mutants.md).
 mutants:
 	$(GO) run scripts/mutants/main.go

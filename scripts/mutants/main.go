@@ -4,13 +4,15 @@
 // critical mutations, each on its own, runs the tests that must catch
 // each, and fails if any mutation survives (its tests pass). A mutation
 // is applied through a build overlay (go help build: -overlay), never by
-// rewriting the source, so the tree is not modified and two mutations
-// are tested at a time (-j). Run it from the module root:
+// rewriting the source, so the tree is not modified and several
+// mutations are tested at a time: up to -j (8), of which up to -builds
+// (the number of CPUs) are building. Run it from the module root:
 //
 //	go run scripts/mutants/main.go            # all mutations
 //	go run scripts/mutants/main.go -only ledger-half
 //	go run scripts/mutants/main.go -only ledger-half,clip-1.1
 //	go run scripts/mutants/main.go -j 1       # one at a time
+//	go run scripts/mutants/main.go -times t.tsv  # each one's wall, CPU and test time
 //
 // Each mutation names the one place it changes by an exact snippet that
 // must occur exactly once in its file, so a refactoring that moves the
@@ -19,6 +21,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -29,6 +32,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -938,10 +942,11 @@ var mutations = []mutation{
 func main() {
 	only := flag.String("only", "", "run only the mutations with these names (comma-separated)")
 	timeout := flag.Duration("timeout", 10*time.Minute, "per-mutation test timeout (a hang counts as killed)")
-	jobs := flag.Int("j", 2, "mutations tested at the same time")
+	jobs := flag.Int("j", 8, "mutations tested at the same time")
+	builds := flag.Int("builds", runtime.NumCPU(), "mutations building (compiling, linking) at the same time")
 	times := flag.String("times", "", "write each mutation's wall, CPU and test-run seconds to this file (tab-separated)")
 	flag.Parse()
-	if err := run(*only, *timeout, *jobs, *times); err != nil {
+	if err := run(*only, *timeout, *jobs, *builds, *times); err != nil {
 		fmt.Fprintln(os.Stderr, "mutants:", err)
 		os.Exit(1)
 	}
@@ -964,7 +969,7 @@ type cost struct {
 	wall, cpu, tests time.Duration
 }
 
-func run(only string, timeout time.Duration, jobs int, times string) error {
+func run(only string, timeout time.Duration, jobs, builds int, times string) error {
 	// Check the whole list first: a stale snippet is an error, before
 	// any test runs.
 	var names []string
@@ -1022,10 +1027,17 @@ func run(only string, timeout time.Duration, jobs int, times string) error {
 			}
 		}
 	}()
+	// Up to jobs mutations at a time, but only builds of them building:
+	// a mutation holds a build slot from the start of its go test to the
+	// start of its first test binary. Building is CPU work; many tests
+	// that kill a mutation mostly wait (a bound of 10 to 60 s on
+	// something the mutation stops from happening), and those waits
+	// overlap the next mutations' builds instead of holding a core.
+	slots := make(chan struct{}, max(builds, 1))
 	for range max(jobs, 1) {
 		workers.Go(func() {
 			for i := range next {
-				killed, detail, c, err := try(ctx, todo[i], filepath.Join(tmp, strconv.Itoa(i)), timeout)
+				killed, detail, c, err := try(ctx, todo[i], filepath.Join(tmp, strconv.Itoa(i)), timeout, slots)
 				done[i] <- outcome{killed, detail, err, c}
 			}
 		})
@@ -1114,7 +1126,7 @@ func testsRan(out string) time.Duration {
 // overlay is passed in GOFLAGS, so the builds a test runs itself (the
 // e2e tests build the wasm page and cmd/coordinator with go build) see
 // the mutation too. -failfast: the first failing test kills it.
-func try(ctx context.Context, m mutation, dir string, timeout time.Duration) (killed bool, detail string, c cost, err error) {
+func try(ctx context.Context, m mutation, dir string, timeout time.Duration, slots chan struct{}) (killed bool, detail string, c cost, err error) {
 	orig, err := os.ReadFile(m.file)
 	if err != nil {
 		return false, "", c, err
@@ -1142,19 +1154,56 @@ func try(ctx context.Context, m mutation, dir string, timeout time.Duration) (ki
 	if err := os.WriteFile(ovl, overlay, 0o644); err != nil {
 		return false, "", c, err
 	}
+	select {
+	case slots <- struct{}{}:
+	case <-ctx.Done():
+		return false, "", c, ctx.Err()
+	}
+	var freed sync.Once
+	free := func() { freed.Do(func() { <-slots }) }
+	defer free()
 	tctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	// -vet=off: vet is not a test (the vet stage of make test vets the
 	// tree), and on a large package it is a tenth of the build. -w: the
 	// test binary is linked without DWARF (nothing here reads it; stack
 	// traces do not need it), a third less linking.
-	args := append([]string{"test", "-count=1", "-failfast", "-vet=off", "-ldflags=-w"}, m.pkgs...)
+	// -json: the "start" event of the first test binary ends the build
+	// (free); the text is the events' output, as go test prints it.
+	args := append([]string{"test", "-json", "-count=1", "-failfast", "-vet=off", "-ldflags=-w"}, m.pkgs...)
 	cmd := exec.CommandContext(tctx, "go", args...)
 	cmd.Env = append(os.Environ(), "GOFLAGS="+strings.TrimSpace(os.Getenv("GOFLAGS")+" -overlay="+ovl))
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return false, "", c, err
+	}
 	start := time.Now()
-	out, runErr := cmd.CombinedOutput()
+	if err := cmd.Start(); err != nil {
+		return false, "", c, err
+	}
+	var text strings.Builder
+	for r := bufio.NewReader(stdout); ; {
+		line, rerr := r.ReadBytes('\n')
+		var ev struct{ Action, Output string }
+		if json.Unmarshal(line, &ev) == nil {
+			if ev.Action == "start" {
+				free()
+			}
+			text.WriteString(ev.Output)
+		} else {
+			text.Write(line)
+		}
+		if rerr != nil {
+			break
+		}
+	}
+	runErr := cmd.Wait()
+	free()
 	c.wall = time.Since(start)
-	c.tests = testsRan(string(out))
+	out := text.String() + stderr.String()
+	c.tests = testsRan(out)
 	if ps := cmd.ProcessState; ps != nil {
 		// The rusage of go test includes every process it waited for.
 		c.cpu = ps.UserTime() + ps.SystemTime()
@@ -1169,12 +1218,12 @@ func try(ctx context.Context, m mutation, dir string, timeout time.Duration) (ki
 		return true, "tests did not finish within " + timeout.String(), c, nil
 	}
 	// A build error names the mutated copy: name the source instead.
-	text := strings.ReplaceAll(string(out), dst, m.file)
-	if notBuilt(text) {
-		// A mutation that does not compile (or fails vet) tests nothing.
-		return false, "", c, fmt.Errorf("mutation %s does not build, so no test can kill it: %s", m.name, firstFailure(text))
+	out = strings.ReplaceAll(out, dst, m.file)
+	if notBuilt(out) {
+		// A mutation that does not compile tests nothing.
+		return false, "", c, fmt.Errorf("mutation %s does not build, so no test can kill it: %s", m.name, firstFailure(out))
 	}
-	return true, firstFailure(text), c, nil
+	return true, firstFailure(out), c, nil
 }
 
 // startOrder is the order in which the mutations are started: those
