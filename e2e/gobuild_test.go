@@ -53,7 +53,7 @@ func goBuild(env []string, args []string, pkg, dst string) error {
 			goarch = v
 		}
 	}
-	shared := filepath.Join(dir, strings.NewReplacer("/", "_", ".", "_").Replace(pkg)+"-"+goos+goarch)
+	shared := filepath.Join(dir, strings.ReplaceAll(strings.TrimPrefix(pkg, "./"), "/", "_")+"-"+goos+goarch)
 	if err := run(root, env, append(append([]string{"build"}, args...), "-o", shared, pkg)...); err != nil {
 		return err
 	}
