@@ -36,27 +36,46 @@ fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
-# Everything once, the whole-lesson browser test (about 4.5 minutes, so plain
-# `go test ./...` skips it), then the packages that touch concurrency again
-# under the race detector, then the mutation tests. Each stage prints its
-# wall time (scripts/stage.sh) and the list is printed at the end.
+# Every test once: the packages that touch concurrency (RACE_PKGS) under the
+# race detector only, the others without it; the whole-lesson browser test
+# (plain `go test ./...` skips it; here with a 100 ms pause between its 200
+# rounds instead of the product's 1 s, e2e/class_test.go); then the
+# mutation tests. TestScaleOut runs 60 devices under the race detector and
+# 300 without it (coordinator/race_off_test.go), so it also runs once
+# without it. The stages race and scaleout run beside the stage test (their
+# output in BESIDE_LOG, printed when they end): most of the test stage's wall
+# time is the e2e package waiting on its browsers, one test at a time, which
+# leaves a core idle. Likewise the lesson runs beside the mutation tests (its
+# output in LESSON_LOG): 200 rounds of ten pages are about 60 s of CPU in
+# 2-3 minutes. Each stage prints its wall time (scripts/stage.sh) and the
+# list is printed at the end.
+RACE_PKGS := ./coordinator/... ./device/... ./sim/...
+RACE_RE := ^browserfl/(coordinator|device|sim)(/|$$)
 STAGE_LOG := .cache/make-test-stages
+BESIDE_LOG := .cache/make-test-beside.log
+LESSON_LOG := .cache/make-test-lesson.log
 STAGE := STAGE_LOG=$(STAGE_LOG) bash scripts/stage.sh
 SUBMAKE := $(MAKE) --no-print-directory
 test:
-	@mkdir -p .cache && rm -f $(STAGE_LOG)
+	@mkdir -p .cache && rm -f $(STAGE_LOG) && date +%s >.cache/make-test-start
 	@$(STAGE) setup     $(SUBMAKE) setup
 	@$(STAGE) fmt-check $(SUBMAKE) fmt-check
 	@$(STAGE) vet       $(SUBMAKE) vet
 	@$(STAGE) lint      $(SUBMAKE) lint
-	@$(STAGE) test      env BFL_REQUIRE_MNIST=1 BFL_REQUIRE_DATA=1 $(GO) test -count=1 $(PKGS)
-	@$(STAGE) lesson    env BFL_LESSON=1 $(GO) test -count=1 -timeout 30m -run TestClassroomLesson ./e2e/
-	@$(STAGE) race      $(GO) test -count=1 -race ./coordinator/... ./device/... ./sim/...
-	@$(STAGE) mutants   $(SUBMAKE) mutants
-	@echo "make test passed; wall time by stage:" && cat $(STAGE_LOG)
+	@{ $(STAGE) race env BFL_REQUIRE_MNIST=1 BFL_REQUIRE_DATA=1 $(GO) test -count=1 -race $(RACE_PKGS) && \
+	   $(STAGE) scaleout $(GO) test -count=1 -run '^TestScaleOut$$' ./coordinator/; } >$(BESIDE_LOG) 2>&1 & bg=$$!; \
+	 $(STAGE) test env BFL_REQUIRE_MNIST=1 BFL_REQUIRE_DATA=1 $(GO) test -count=1 $$($(GO) list $(PKGS) | grep -Ev '$(RACE_RE)'); fg=$$?; \
+	 wait $$bg; rc=$$?; echo "== the stages race and scaleout, run beside test:"; cat $(BESIDE_LOG); \
+	 [ $$fg -eq 0 ] && [ $$rc -eq 0 ]
+	@$(STAGE) lesson env BFL_LESSON=1 BFL_LESSON_GAP=100ms $(GO) test -count=1 -timeout 30m -run TestClassroomLesson ./e2e/ >$(LESSON_LOG) 2>&1 & bg=$$!; \
+	 $(STAGE) mutants $(SUBMAKE) mutants; fg=$$?; \
+	 wait $$bg; rc=$$?; echo "== the stage lesson, run beside mutants:"; cat $(LESSON_LOG); \
+	 [ $$fg -eq 0 ] && [ $$rc -eq 0 ]
+	@echo "make test passed; wall time by stage (race and scaleout beside test, lesson beside mutants):" && cat $(STAGE_LOG) && \
+	 secs=$$(( $$(date +%s) - $$(cat .cache/make-test-start) )) && printf 'make test in all: %d s (%dm%02ds)\n' $$secs $$((secs / 60)) $$((secs % 60))
 
 # Apply each privacy- and correctness-critical mutation (through a build
-# overlay, two at a time; the tree is not modified); fail if one survives
+# overlay, several at a time, two building; the tree is not modified); fail if one survives
 # its tests (docs/mutants.md).
 mutants:
 	$(GO) run scripts/mutants/main.go

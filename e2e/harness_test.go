@@ -41,8 +41,9 @@ func repoRoot() string {
 }
 
 // pageBuild builds the wasm page once (about 20 s on two cores when the
-// build cache is cold) into a temporary directory together with the
-// static assets of web/.
+// build cache is cold; relinked only when its build ID changed:
+// goBuild) into a temporary directory together with the static assets
+// of web/.
 func pageBuild(t testing.TB) string {
 	t.Helper()
 	if _, err := os.Stat(chromiumPath); err != nil {
@@ -58,11 +59,8 @@ func pageBuild(t testing.TB) string {
 		build.dir = dir
 		root := repoRoot()
 		for out, pkg := range map[string]string{"app.wasm": "./wasm", "bench.wasm": "./wasm/bench"} {
-			cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", filepath.Join(dir, out), pkg)
-			cmd.Dir = root
-			cmd.Env = append(os.Environ(), "GOOS=js", "GOARCH=wasm")
-			if b, err := cmd.CombinedOutput(); err != nil {
-				build.err = fmt.Errorf("building %s: %v\n%s", pkg, err, b)
+			if err := goBuild([]string{"GOOS=js", "GOARCH=wasm"}, []string{"-trimpath", "-ldflags=-s -w"}, pkg, filepath.Join(dir, out)); err != nil {
+				build.err = fmt.Errorf("building %s: %w", pkg, err)
 				return
 			}
 		}

@@ -25,7 +25,8 @@ import (
 	"browserfl/wasm/local"
 )
 
-// coordBin builds cmd/coordinator once per test binary.
+// coordBin builds cmd/coordinator once per test binary (relinked only
+// when its build ID changed: goBuild).
 var coordBin struct {
 	once sync.Once
 	path string
@@ -41,10 +42,8 @@ func coordinatorBinary(t *testing.T) string {
 			return
 		}
 		coordBin.path = filepath.Join(dir, "coordinator")
-		cmd := exec.Command("go", "build", "-o", coordBin.path, "./cmd/coordinator")
-		cmd.Dir = repoRoot()
-		if out, err := cmd.CombinedOutput(); err != nil {
-			coordBin.err = fmt.Errorf("building cmd/coordinator: %v\n%s", err, out)
+		if err := goBuild(nil, nil, "./cmd/coordinator", coordBin.path); err != nil {
+			coordBin.err = fmt.Errorf("building cmd/coordinator: %w", err)
 		}
 	})
 	if coordBin.err != nil {

@@ -4,13 +4,15 @@
 // critical mutations, each on its own, runs the tests that must catch
 // each, and fails if any mutation survives (its tests pass). A mutation
 // is applied through a build overlay (go help build: -overlay), never by
-// rewriting the source, so the tree is not modified and two mutations
-// are tested at a time (-j). Run it from the module root:
+// rewriting the source, so the tree is not modified and several
+// mutations are tested at a time: up to -j (8), of which up to -builds
+// (the number of CPUs) are building. Run it from the module root:
 //
 //	go run scripts/mutants/main.go            # all mutations
 //	go run scripts/mutants/main.go -only ledger-half
 //	go run scripts/mutants/main.go -only ledger-half,clip-1.1
 //	go run scripts/mutants/main.go -j 1       # one at a time
+//	go run scripts/mutants/main.go -times t.tsv  # each one's wall, CPU and test time
 //
 // Each mutation names the one place it changes by an exact snippet that
 // must occur exactly once in its file, so a refactoring that moves the
@@ -19,6 +21,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -29,6 +32,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -130,14 +134,14 @@ var mutations = []mutation{
 		file: "shared/mechanism/discrete.go",
 		old:  "for c*c-1.0/12 < x*x {",
 		new:  "for false && c*c-1.0/12 < x*x {",
-		pkgs: []string{"./shared/mechanism/"},
+		pkgs: []string{"./shared/mechanism/", "-run", "DiscreteSigmaGaussianDP"},
 	},
 	{
 		name: "discrete-sigma-no-floor", why: "DiscreteSigma lets sigma_Z fall below 64 grid units, where the total-variation bound is not proven",
 		file: "shared/mechanism/discrete.go",
 		old:  "c := math.Max(math.Ceil(x), privacy.MinDiscreteSigma)",
 		new:  "c := math.Max(math.Ceil(x), 1)",
-		pkgs: []string{"./shared/mechanism/"},
+		pkgs: []string{"./shared/mechanism/", "-run", "DiscreteSigmaGaussianDP"},
 	},
 	{
 		name: "ledger-half", why: "the ledger charges half of each release's cost",
@@ -151,7 +155,7 @@ var mutations = []mutation{
 		file: "shared/optim/device.go",
 		old:  "f = mechanism.ClipFactor(n, bound)",
 		new:  "f = mechanism.ClipFactor(n, 1.1*bound)",
-		pkgs: []string{"./shared/optim/"},
+		pkgs: []string{"./shared/optim/", "-run", "BatchMeanMatchesReference"},
 	},
 	{
 		name: "clip-1.1-formed", why: "per-sample clipping at 1.1 S instead of S (formed gradients: other models, SVRG and SAGA)",
@@ -165,21 +169,21 @@ var mutations = []mutation{
 		file: "shared/optim/device.go",
 		old:  "if dv.budget > 0 && dv.ledger.Rho()+cost > dv.budget*budgetSlack {",
 		new:  "if dv.budget > 0 && dv.ledger.Rho() > dv.budget*budgetSlack {",
-		pkgs: []string{"./shared/optim/"},
+		pkgs: []string{"./shared/optim/", "-run", "BudgetNeverExceeded"},
 	},
 	{
 		name: "release-cap-off-by-one", why: "a device may make one release more than its cap (MaxReleases, or T)",
 		file: "shared/optim/device.go",
 		old:  "if dv.n >= dv.p.ReleaseCap() {",
 		new:  "if dv.n > dv.p.ReleaseCap() {",
-		pkgs: []string{"./shared/optim/"},
+		pkgs: []string{"./shared/optim/", "-run", "ReleasesCappedAtT"},
 	},
 	{
 		name: "release-cap-ignored", why: "the device refuses only after T releases although the noise is calibrated to MaxReleases < T",
 		file: "shared/optim/device.go",
 		old:  "if dv.n >= dv.p.ReleaseCap() {",
 		new:  "if dv.n >= dv.p.Rounds {",
-		pkgs: []string{"./shared/optim/"},
+		pkgs: []string{"./shared/optim/", "-run", "ReleasesCappedAtT"},
 	},
 	{
 		name: "harmonic-one-term-short", why: "the nc calibration factor H_K misses its first term: noise too small for the K releases",
@@ -1079,9 +1083,11 @@ var mutations = []mutation{
 func main() {
 	only := flag.String("only", "", "run only the mutations with these names (comma-separated)")
 	timeout := flag.Duration("timeout", 10*time.Minute, "per-mutation test timeout (a hang counts as killed)")
-	jobs := flag.Int("j", 2, "mutations tested at the same time")
+	jobs := flag.Int("j", 8, "mutations tested at the same time")
+	builds := flag.Int("builds", runtime.NumCPU(), "mutations building (compiling, linking) at the same time")
+	times := flag.String("times", "", "write each mutation's wall, CPU and test-run seconds to this file (tab-separated)")
 	flag.Parse()
-	if err := run(*only, *timeout, *jobs); err != nil {
+	if err := run(*only, *timeout, *jobs, *builds, *times); err != nil {
 		fmt.Fprintln(os.Stderr, "mutants:", err)
 		os.Exit(1)
 	}
@@ -1092,9 +1098,19 @@ type outcome struct {
 	killed bool
 	detail string
 	err    error
+	cost   cost
 }
 
-func run(only string, timeout time.Duration, jobs int) error {
+// cost is what testing one mutation took: wall time, the CPU time of go
+// test and everything it waited for (compiler, linker, vet, the test
+// binaries: the machine is shared, so CPU time is the steadier figure),
+// and the part of the wall time the test binaries ran (the "ok"/"FAIL"
+// lines' durations; the rest is building: compile, link, vet).
+type cost struct {
+	wall, cpu, tests time.Duration
+}
+
+func run(only string, timeout time.Duration, jobs, builds int, times string) error {
 	// Check the whole list first: a stale snippet is an error, before
 	// any test runs.
 	var names []string
@@ -1144,7 +1160,7 @@ func run(only string, timeout time.Duration, jobs int) error {
 	next := make(chan int)
 	go func() {
 		defer close(next)
-		for i := range todo {
+		for _, i := range startOrder(todo) {
 			select {
 			case next <- i:
 			case <-ctx.Done():
@@ -1152,17 +1168,25 @@ func run(only string, timeout time.Duration, jobs int) error {
 			}
 		}
 	}()
+	// Up to jobs mutations at a time, but only builds of them building:
+	// a mutation holds a build slot from the start of its go test to the
+	// start of its first test binary. Building is CPU work; many tests
+	// that kill a mutation mostly wait (a bound of 10 to 60 s on
+	// something the mutation stops from happening), and those waits
+	// overlap the next mutations' builds instead of holding a core.
+	slots := make(chan struct{}, max(builds, 1))
 	for range max(jobs, 1) {
 		workers.Go(func() {
 			for i := range next {
-				killed, detail, err := try(ctx, todo[i], filepath.Join(tmp, strconv.Itoa(i)), timeout)
-				done[i] <- outcome{killed, detail, err}
+				killed, detail, c, err := try(ctx, todo[i], filepath.Join(tmp, strconv.Itoa(i)), timeout, slots)
+				done[i] <- outcome{killed, detail, err, c}
 			}
 		})
 	}
 	fmt.Println("| mutation | what it breaks | tests run | result |")
 	fmt.Println("|---|---|---|---|")
 	var survived []string
+	costs := make([]cost, len(todo))
 	for i, m := range todo {
 		var o outcome
 		select {
@@ -1173,12 +1197,16 @@ func run(only string, timeout time.Duration, jobs int) error {
 		if o.err != nil {
 			return fmt.Errorf("%s: %w", m.name, o.err)
 		}
+		costs[i] = o.cost
 		res := "killed: " + o.detail
 		if !o.killed {
 			res = "**SURVIVED**"
 			survived = append(survived, m.name)
 		}
 		fmt.Printf("| `%s` | %s | `go test %s` | %s |\n", m.name, m.why, strings.Join(m.pkgs, " "), res)
+	}
+	if err := reportCosts(todo, costs, times); err != nil {
+		return err
 	}
 	if len(survived) > 0 {
 		return fmt.Errorf("%d mutation(s) survived: %s", len(survived), strings.Join(survived, ", "))
@@ -1187,16 +1215,62 @@ func run(only string, timeout time.Duration, jobs int) error {
 	return nil
 }
 
+// reportCosts prints where the time went (to stderr: the table on
+// stdout is docs/mutants.md's) and writes every mutation's cost to
+// the file times if it is set.
+func reportCosts(todo []mutation, costs []cost, times string) error {
+	var sum cost
+	order := make([]int, len(todo))
+	for i, c := range costs {
+		sum.wall += c.wall
+		sum.cpu += c.cpu
+		sum.tests += c.tests
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int { return int(costs[b].cpu - costs[a].cpu) })
+	fmt.Fprintf(os.Stderr, "mutants: %d mutations: wall %.0f s in all (%.0f s in test binaries, %.0f s building), CPU %.0f s\n",
+		len(todo), sum.wall.Seconds(), sum.tests.Seconds(), (sum.wall - sum.tests).Seconds(), sum.cpu.Seconds())
+	for _, i := range order[:min(10, len(order))] {
+		c := costs[i]
+		fmt.Fprintf(os.Stderr, "mutants:   %-36s CPU %5.1f s, wall %5.1f s (tests %5.1f s)\n", todo[i].name, c.cpu.Seconds(), c.wall.Seconds(), c.tests.Seconds())
+	}
+	if times == "" {
+		return nil
+	}
+	var b strings.Builder
+	b.WriteString("mutation\tcpu_s\twall_s\ttests_s\tpkgs\n")
+	for i, c := range costs {
+		fmt.Fprintf(&b, "%s\t%.2f\t%.2f\t%.2f\t%s\n", todo[i].name, c.cpu.Seconds(), c.wall.Seconds(), c.tests.Seconds(), strings.Join(todo[i].pkgs, " "))
+	}
+	return os.WriteFile(times, []byte(b.String()), 0o644)
+}
+
+// testsRan sums the durations go test prints for each package it ran
+// ("ok  \tpkg\t1.23s", "FAIL\tpkg\t1.23s"): the time in test binaries.
+func testsRan(out string) time.Duration {
+	var d time.Duration
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.Split(line, "\t")
+		if len(f) < 3 || (strings.TrimSpace(f[0]) != "ok" && f[0] != "FAIL") {
+			continue
+		}
+		if x, err := time.ParseDuration(strings.TrimSpace(f[2])); err == nil {
+			d += x
+		}
+	}
+	return d
+}
+
 // try writes the mutated file into dir and runs m's tests with a build
 // overlay (go help build) that puts it in place of the source: the tree
 // is never modified, so mutations can be tested side by side. The
 // overlay is passed in GOFLAGS, so the builds a test runs itself (the
 // e2e tests build the wasm page and cmd/coordinator with go build) see
 // the mutation too. -failfast: the first failing test kills it.
-func try(ctx context.Context, m mutation, dir string, timeout time.Duration) (killed bool, detail string, err error) {
+func try(ctx context.Context, m mutation, dir string, timeout time.Duration, slots chan struct{}) (killed bool, detail string, c cost, err error) {
 	orig, err := os.ReadFile(m.file)
 	if err != nil {
-		return false, "", err
+		return false, "", c, err
 	}
 	mutated := bytes.Replace(orig, []byte(m.old), []byte(m.new), 1)
 	for _, e := range m.more {
@@ -1204,45 +1278,110 @@ func try(ctx context.Context, m mutation, dir string, timeout time.Duration) (ki
 	}
 	src, err := filepath.Abs(m.file)
 	if err != nil {
-		return false, "", err
+		return false, "", c, err
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return false, "", err
+		return false, "", c, err
 	}
 	dst := filepath.Join(dir, filepath.Base(m.file))
 	if err := os.WriteFile(dst, mutated, 0o644); err != nil {
-		return false, "", err
+		return false, "", c, err
 	}
 	overlay, err := json.Marshal(map[string]map[string]string{"Replace": {src: dst}})
 	if err != nil {
-		return false, "", err
+		return false, "", c, err
 	}
 	ovl := filepath.Join(dir, "overlay.json")
 	if err := os.WriteFile(ovl, overlay, 0o644); err != nil {
-		return false, "", err
+		return false, "", c, err
 	}
+	select {
+	case slots <- struct{}{}:
+	case <-ctx.Done():
+		return false, "", c, ctx.Err()
+	}
+	var freed sync.Once
+	free := func() { freed.Do(func() { <-slots }) }
+	defer free()
 	tctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	args := append([]string{"test", "-count=1", "-failfast"}, m.pkgs...)
+	// -vet=off: vet is not a test (the vet stage of make test vets the
+	// tree), and on a large package it is a tenth of the build. -w: the
+	// test binary is linked without DWARF (nothing here reads it; stack
+	// traces do not need it), a third less linking.
+	// -json: the "start" event of the first test binary ends the build
+	// (free); the text is the events' output, as go test prints it.
+	args := append([]string{"test", "-json", "-count=1", "-failfast", "-vet=off", "-ldflags=-w"}, m.pkgs...)
 	cmd := exec.CommandContext(tctx, "go", args...)
 	cmd.Env = append(os.Environ(), "GOFLAGS="+strings.TrimSpace(os.Getenv("GOFLAGS")+" -overlay="+ovl))
-	out, runErr := cmd.CombinedOutput()
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return false, "", c, err
+	}
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		return false, "", c, err
+	}
+	var text strings.Builder
+	for r := bufio.NewReader(stdout); ; {
+		line, rerr := r.ReadBytes('\n')
+		var ev struct{ Action, Output string }
+		if json.Unmarshal(line, &ev) == nil {
+			if ev.Action == "start" {
+				free()
+			}
+			text.WriteString(ev.Output)
+		} else {
+			text.Write(line)
+		}
+		if rerr != nil {
+			break
+		}
+	}
+	runErr := cmd.Wait()
+	free()
+	c.wall = time.Since(start)
+	out := text.String() + stderr.String()
+	c.tests = testsRan(out)
+	if ps := cmd.ProcessState; ps != nil {
+		// The rusage of go test includes every process it waited for.
+		c.cpu = ps.UserTime() + ps.SystemTime()
+	}
 	if ctx.Err() != nil {
-		return false, "", ctx.Err()
+		return false, "", c, ctx.Err()
 	}
 	if runErr == nil {
-		return false, "", nil
+		return false, "", c, nil
 	}
 	if tctx.Err() != nil {
-		return true, "tests did not finish within " + timeout.String(), nil
+		return true, "tests did not finish within " + timeout.String(), c, nil
 	}
 	// A build error names the mutated copy: name the source instead.
-	text := strings.ReplaceAll(string(out), dst, m.file)
-	if notBuilt(text) {
-		// A mutation that does not compile (or fails vet) tests nothing.
-		return false, "", fmt.Errorf("mutation %s does not build, so no test can kill it: %s", m.name, firstFailure(text))
+	out = strings.ReplaceAll(out, dst, m.file)
+	if notBuilt(out) {
+		// A mutation that does not compile tests nothing.
+		return false, "", c, fmt.Errorf("mutation %s does not build, so no test can kill it: %s", m.name, firstFailure(out))
 	}
-	return true, firstFailure(text), nil
+	return true, firstFailure(out), c, nil
+}
+
+// startOrder is the order in which the mutations are started: those
+// whose tests drive browsers (./e2e/: half a minute, mostly waiting on
+// Chromium) first, so they overlap the many short ones instead of
+// running alone at the end; the others in list order. Results are still
+// printed in list order.
+func startOrder(todo []mutation) []int {
+	var first, rest []int
+	for i, m := range todo {
+		if slices.Contains(m.pkgs, "./e2e/") {
+			first = append(first, i)
+		} else {
+			rest = append(rest, i)
+		}
+	}
+	return append(first, rest...)
 }
 
 // notBuilt reports whether go test output failed before any test ran: a
