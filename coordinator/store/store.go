@@ -232,8 +232,13 @@ func (s *Store) RollBackRange() (oldest, committed int, err error) {
 // the records and states of every later round. Devices keep what they
 // committed: a device included in a discarded round keeps its newer
 // noise, which the restored aggregate does not contain, so that noise is
-// never cancelled (it stays in the model as extra noise; no privacy is
-// lost). Use it only to recover from a state that cannot be served.
+// never cancelled (it stays in the model as extra noise; no device's
+// privacy is lost in the untrusted modes, whose charges are the devices'
+// own). In the trusted mode it is not free: the rounds after to were
+// published, and rerunning them releases q_t, which holds every sample of
+// the rounds up to to, again with fresh server noise, beyond the T
+// releases the plan charges (docs/privacy.md, section 3). Use it only to
+// recover from a state that cannot be served.
 func (s *Store) RollBack(to int) error {
 	oldest, committed, err := s.RollBackRange()
 	if err != nil {

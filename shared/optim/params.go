@@ -265,6 +265,14 @@ func (p Params) Validate() error {
 		add("%v", err)
 	} else if k.shifted && spec.EF {
 		add("compressor %q: error feedback is not combined with SoteriaFL shifted compression", p.Compressor)
+	} else if k.noise == noiseServer && !denseSpec(spec) {
+		// A trusted session's devices send clean updates: a sparsifying
+		// or scaling compressor (or error feedback) is applied before any
+		// noise, so one sample could move the message far more than
+		// 2S/b (top-k is discontinuous, rand-k scales by d/k, error
+		// feedback carries it into later rounds), beyond what
+		// TrustedSensitivity charges.
+		add("compressor %q: a trusted session sends clean updates, so only dense f32 or f64 is allowed (the server's noise is calibrated to the clipped update's sensitivity)", p.Compressor)
 	}
 	if k.est == estSVRG || k.est == estSAGA {
 		if p.LocalSize < p.Batch || p.LocalSize < 1 {
@@ -335,20 +343,36 @@ func Harmonic(K int) float64 {
 
 // TrustedSensitivity is the replace-one L2 sensitivity of the trusted
 // server's q_t: one sample changes one device's clipped minibatch mean by
-// at most 2S/b, and q_t holds the mean over the m devices: 2S/(b m).
+// at most 2S/b; the device sends it as float32 (the default dense
+// compressor), whose rounding moves each message by at most 2^-24 S (the
+// mean has norm at most S), so two neighbouring messages differ by at
+// most 2S/b + 2^-23 S; q_t holds the mean over the m devices.
 func TrustedSensitivity(p Params) float64 {
-	return 2 * p.S() / (float64(p.Batch) * float64(p.Cohort))
+	return (2*p.S()/float64(p.Batch) + 0x1p-23*p.S()) / float64(p.Cohort)
+}
+
+// denseSpec reports whether spec sends the whole vector as it is
+// (float32 or float64, no error feedback).
+func denseSpec(spec mechanism.Spec) bool {
+	if spec.EF {
+		return false
+	}
+	switch spec.C.(type) {
+	case nil, mechanism.Dense32, mechanism.Dense64:
+		return true
+	}
+	return false
 }
 
 // TrustedSigma is the per-coordinate standard deviation of the noise the
 // trusted server adds to q_t each round (full-participation paper,
 // Algorithm 2; noise-cancellation paper, Appendix F, with minibatch
-// sensitivity): sigma_t^2 = (2S/b)^2 T / (rho_p^2 m^2). The server draws
+// sensitivity): sigma_t^2 = Delta^2 T / rho_p^2 with Delta =
+// TrustedSensitivity, about 2S/(b m). The server draws
 // it as an exact discrete Gaussian on a grid (mechanism.DiscreteSigma of
 // this sigma for TrustedSensitivity), like a device's release.
 func TrustedSigma(p Params) float64 {
-	rp := paperRho(p)
-	return 2 * p.S() / float64(p.Batch) * math.Sqrt(float64(p.Rounds)) / (rp * float64(p.Cohort))
+	return TrustedSensitivity(p) * math.Sqrt(float64(p.Rounds)) / paperRho(p)
 }
 
 // paperRho is rho_p from Rho, or sqrt(2 rho) for the zCDP rho of

@@ -164,6 +164,11 @@ func (t *Transform) Apply(dst []float32, img []float32) error {
 			}
 		}
 	}
+	for i, v := range dst {
+		if math.IsInf(float64(v), 0) || math.IsNaN(float64(v)) {
+			return fmt.Errorf("%w: feature %d overflows float32 (pixels too large)", ErrSize, i)
+		}
+	}
 	t.normalise(dst)
 	return nil
 }
@@ -205,12 +210,14 @@ func (t *Transform) lowpass(dst []float32, ch int, spec []complex128, res int) {
 	periodise(out, y, m, k)
 	t.fft[t.j].inverse(out)
 	side := t.Side()
-	off := t.pad >> t.j
+	// The first output sample on the image: the padded row 2^J k with
+	// 2^J k >= pad, i.e. k = ceil(pad / 2^J).
+	off := (t.pad + 1<<t.j - 1) >> t.j
 	scale := 1 / float64(mo*mo)
 	base := ch * side * side
 	for r := 0; r < side; r++ {
 		for c := 0; c < side; c++ {
-			dst[base+r*side+c] = float32(real(out[(r+off+1)*mo+c+off+1]) * scale)
+			dst[base+r*side+c] = float32(real(out[(r+off)*mo+c+off]) * scale)
 		}
 	}
 }

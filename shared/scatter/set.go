@@ -19,7 +19,7 @@ func Set(s dataset.Set, c Config, workers int) (dataset.Set, error) {
 	if s.Features != c.Size*c.Size {
 		return dataset.Set{}, fmt.Errorf("scatter: %s has %d features, want %d x %d images", s.Name, s.Features, c.Size, c.Size)
 	}
-	workers = max(workers, 1)
+	workers = max(1, min(workers, len(s.Samples)))
 	out := dataset.Set{Name: s.Name + "-scatter", Features: proto.Dim(), Classes: s.Classes,
 		Samples: make([]dataset.Sample, len(s.Samples)), Shape: []int{proto.Channels(), proto.Side(), proto.Side()}}
 	errs := make([]error, workers)

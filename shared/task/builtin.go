@@ -168,10 +168,16 @@ func loadDiamonds(d *Definition, dir string) (rows Rows, nTest int, err error) {
 		return rows, 0, err
 	}
 	cols := make([]rdata.Column, 0, len(d.Features)+1)
-	for _, name := range []string{"carat", "cut", "color", "clarity", "depth", "table", "price"} {
+	for i, name := range []string{"carat", "cut", "color", "clarity", "depth", "table", "price"} {
 		c, ok := fr.Column(name)
 		if !ok {
 			return rows, 0, fmt.Errorf("diamonds has no column %q", name)
+		}
+		// Each column must be of the kind the task reads (a replaced
+		// database with a text or factor price must not panic).
+		wantFactor := i < len(d.Features) && d.Features[i].Kind == Category
+		if c.Factor() != wantFactor || (!wantFactor && len(c.Reals) != fr.Rows) {
+			return rows, 0, fmt.Errorf("diamonds column %q is not the kind the task reads (factor %v, want %v)", name, c.Factor(), wantFactor)
 		}
 		cols = append(cols, c)
 	}

@@ -22,7 +22,8 @@ type Rows struct {
 	Labels []int
 }
 
-// Len is the number of rows.
+// Len is the number of rows (of labels; Set and WriteCSV refuse rows
+// whose values and labels differ in number).
 func (r Rows) Len() int { return len(r.Labels) }
 
 // LineError is a CSV row that was refused: its line and why.
@@ -48,7 +49,7 @@ func (d *Definition) ReadCSV(r io.Reader) (rows Rows, refused []LineError, err e
 	lr := &io.LimitedReader{R: r, N: MaxCSVBytes + 1}
 	cr := csv.NewReader(lr)
 	cr.FieldsPerRecord = -1
-	cr.ReuseRecord = false
+	cr.LazyQuotes = true // a stray quote (5"11) is part of the value
 	head, err := cr.Read()
 	if err != nil {
 		return rows, nil, fmt.Errorf("%w: reading the first line (the column names): %v", ErrCSV, err)
@@ -66,17 +67,21 @@ func (d *Definition) ReadCSV(r io.Reader) (rows Rows, refused []LineError, err e
 			break
 		}
 		if err != nil {
+			// A line the CSV reader cannot parse is refused on its own;
+			// the reader goes on after it.
 			var pe *csv.ParseError
-			if !errors.As(err, &pe) || pe.Err != csv.ErrFieldCount {
+			if !errors.As(err, &pe) {
 				return rows, refused, fmt.Errorf("%w: %v", ErrCSV, err)
 			}
+			refused = refuse(refused, LineError{pe.StartLine, &RowError{Reason: "this line cannot be read as CSV: " + pe.Err.Error()}})
+			continue
 		}
 		if len(rec) == 0 {
 			continue
 		}
 		line, _ := cr.FieldPos(0)
 		if len(rec) != len(head) {
-			refused = append(refused, LineError{line, &RowError{Reason: fmt.Sprintf("%d values, the first line names %d columns", len(rec), len(head))}})
+			refused = refuse(refused, LineError{line, &RowError{Reason: fmt.Sprintf("%d values, the first line names %d columns", len(rec), len(head))}})
 			continue
 		}
 		vals := make([]string, len(d.Features))
@@ -84,18 +89,40 @@ func (d *Definition) ReadCSV(r io.Reader) (rows Rows, refused []LineError, err e
 			vals[i] = rec[col[i]]
 		}
 		if _, err := d.Encode(vals); err != nil {
-			refused = append(refused, LineError{line, err})
+			refused = refuse(refused, LineError{line, err})
 			continue
 		}
 		lab, err := d.LabelIndex(rec[col[len(d.Features)]])
 		if err != nil {
-			refused = append(refused, LineError{line, err})
+			refused = refuse(refused, LineError{line, err})
 			continue
 		}
 		rows.Values = append(rows.Values, vals)
 		rows.Labels = append(rows.Labels, lab)
 	}
 	return rows, refused, nil
+}
+
+// MaxRefused is how many refused lines ReadCSV reports one by one; the
+// rest are counted in one last LineError (Line 0).
+const MaxRefused = 100
+
+// errMore is the last LineError's reason when more lines were refused.
+type errMore struct{ n int }
+
+func (e *errMore) Error() string { return fmt.Sprintf("and %d more lines refused", e.n) }
+
+// refuse adds e to refused, keeping at most MaxRefused of them and a
+// count of the rest.
+func refuse(refused []LineError, e LineError) []LineError {
+	if len(refused) < MaxRefused {
+		return append(refused, e)
+	}
+	if len(refused) == MaxRefused {
+		return append(refused, LineError{0, &errMore{1}})
+	}
+	refused[MaxRefused].Err.(*errMore).n++
+	return refused
 }
 
 // columns maps each feature (then the label) to its column in head.
@@ -131,6 +158,9 @@ func (d *Definition) columns(head []string) ([]int, error) {
 // WriteCSV writes rows with a first line of column names (the features,
 // then the label): the form ReadCSV reads.
 func (d *Definition) WriteCSV(w io.Writer, rows Rows) error {
+	if len(rows.Values) != len(rows.Labels) {
+		return fmt.Errorf("task: %d rows of values and %d labels", len(rows.Values), len(rows.Labels))
+	}
 	cw := csv.NewWriter(w)
 	head := make([]string, 0, len(d.Features)+1)
 	for _, f := range d.Features {
@@ -157,6 +187,9 @@ func (d *Definition) WriteCSV(w io.Writer, rows Rows) error {
 
 // Set encodes rows into a data set of the task's dimensions.
 func (d *Definition) Set(name string, rows Rows) (dataset.Set, error) {
+	if len(rows.Values) != len(rows.Labels) {
+		return dataset.Set{}, fmt.Errorf("task: %d rows of values and %d labels", len(rows.Values), len(rows.Labels))
+	}
 	s := dataset.Set{Name: name, Features: d.Dim(), Classes: d.Classes(), Samples: make([]dataset.Sample, rows.Len())}
 	for i, v := range rows.Values {
 		x, err := d.Encode(v)

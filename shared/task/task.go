@@ -36,6 +36,7 @@ import (
 	"math"
 	"regexp"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -166,7 +167,11 @@ func words(field, s string, max int) error {
 		return invalid(field, "empty")
 	case n > max:
 		return invalid(field, "%d characters, at most %d", n, max)
-	case strings.IndexFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f }) >= 0:
+	case strings.IndexFunc(s, func(r rune) bool {
+		// C0 and C1 controls, and the bidirectional controls that could
+		// reorder what a student reads before consent.
+		return unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r) || r == '\ufeff'
+	}) >= 0:
 		return invalid(field, "contains a control character")
 	}
 	return nil

@@ -15,8 +15,8 @@
 //
 //   - Unserialize never panics and allocates in proportion to its input:
 //     every length is checked against the bytes left before anything is
-//     allocated (a compact sequence such as 1:n, stored as three numbers,
-//     against 64 times the input), and nesting deeper than MaxDepth is an
+//     allocated (compact sequences such as 1:n, stored as three numbers
+//     each, together against 64 times the input), and nesting deeper than MaxDepth is an
 //     error. Every error wraps ErrFormat or ErrUnsupported (errors.Is).
 //   - A lazy-load value is decompressed with a limit (MaxValueBytes).
 package rdata
@@ -188,6 +188,9 @@ type reader struct {
 	buf  []byte
 	off  int
 	refs []*Object
+	// expanded counts the elements of compact sequences expanded so far:
+	// all of them together stay within 64 times the input.
+	expanded int
 }
 
 func (r *reader) fail(format string, args ...any) error {
@@ -573,9 +576,10 @@ func (r *reader) altrep(depth int) (*Object, error) {
 			return nil, r.fail("%s state", class)
 		}
 		n, start, step := state.Reals[0], state.Reals[1], state.Reals[2]
-		if !(n >= 0 && n <= float64(len(r.buf))*64) || math.IsNaN(start) || math.IsNaN(step) {
-			return nil, r.fail("%s of length %g", class, n)
+		if !(n >= 0 && n <= float64(len(r.buf)*64-r.expanded)) || math.IsNaN(start) || math.IsNaN(step) {
+			return nil, r.fail("%s of length %g (with the sequences before it, over 64 times the input)", class, n)
 		}
+		r.expanded += int(n)
 		if class == "compact_intseq" {
 			o = &Object{Type: typeInt, Ints: make([]int32, int(n))}
 			for i := range o.Ints {

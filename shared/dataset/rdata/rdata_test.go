@@ -195,3 +195,51 @@ func TestDiamondsRealData(t *testing.T) {
 		t.Errorf("a missing variable: err = %v, want os.ErrNotExist", err)
 	}
 }
+
+// TestCompactSequencesBudget: many compact sequences, each small in the
+// input, cannot together expand beyond 64 times the input (each one alone
+// fits, all of them do not).
+func TestCompactSequencesBudget(t *testing.T) {
+	build := func(k int, n float64) []byte {
+		var e enc
+		e.header()
+		e.i(typeVector)
+		e.i(int32(k))
+		for j := 0; j < k; j++ {
+			e.i(codeAltrep)
+			e.i(typeList)
+			if j == 0 {
+				e.sym("compact_realseq")
+			} else {
+				e.i(codeRef | 1<<8)
+			}
+			e.i(typeList)
+			if j == 0 {
+				e.sym("base")
+			} else {
+				e.i(codeRef | 2<<8)
+			}
+			e.i(typeList)
+			e.i(typeInt)
+			e.i(1)
+			e.i(14)
+			e.i(codeNilValue)
+			e.i(typeReal)
+			e.i(3)
+			for _, x := range []float64{n, 1, 1} {
+				binary.Write(&e.Buffer, binary.BigEndian, math.Float64bits(x))
+			}
+			e.i(codeNilValue)
+		}
+		return e.Bytes()
+	}
+	one := build(1, 1000)
+	if o, err := Unserialize(one); err != nil || len(o.Items[0].Reals) != 1000 {
+		t.Fatalf("one sequence of 1000: %v", err)
+	}
+	many := build(40, 0)
+	n := float64(len(many) * 64 / 20) // each fits alone; 40 of them are twice the budget
+	if _, err := Unserialize(build(40, n)); !errors.Is(err, ErrFormat) {
+		t.Fatalf("40 sequences of %g elements from %d bytes: err = %v, want ErrFormat", n, len(many), err)
+	}
+}
