@@ -1,7 +1,12 @@
 package plan
 
 import (
+	"errors"
+	"fmt"
+	"strings"
+
 	"browserfl/shared/optim"
+	"browserfl/shared/task"
 	"browserfl/shared/wire"
 )
 
@@ -22,4 +27,36 @@ func FromSession(s wire.SessionParams) optim.Params {
 		Compressor: s.Compressor, LocalSize: s.LocalSize, SnapshotProb: s.SnapshotProb, ShiftStep: s.ShiftStep,
 		LocalSteps: s.LocalSteps, LocalEpochs: s.LocalEpochs,
 	}
+}
+
+// ErrTaskMismatch is wrapped when a session's task definition disagrees
+// with the dimensions or class names it announces.
+var ErrTaskMismatch = errors.New("session: task does not match the session")
+
+// SessionTask returns the task definition a session carries (nil for a
+// picture session, whose Task is empty). It is the one reading of
+// wire.SessionParams.Task: the definition is parsed strictly
+// (task.Parse), and the session's Features, Classes, Model and Labels must
+// be exactly what the task gives, so that a coordinator cannot announce
+// one shape and ship rows of another.
+func SessionTask(s wire.SessionParams) (*task.Definition, error) {
+	if len(s.Task) == 0 {
+		return nil, nil
+	}
+	d, err := task.Parse([]byte(s.Task))
+	if err != nil {
+		return nil, fmt.Errorf("session task: %w", err)
+	}
+	labels := strings.Join(d.Label.Values, ",")
+	switch {
+	case s.Features != d.Dim():
+		return nil, fmt.Errorf("%w: %d features announced, the task encodes %d", ErrTaskMismatch, s.Features, d.Dim())
+	case s.Classes != d.Classes():
+		return nil, fmt.Errorf("%w: %d classes announced, the task has %d", ErrTaskMismatch, s.Classes, d.Classes())
+	case s.Model != d.Model:
+		return nil, fmt.Errorf("%w: model %q announced, the task names %q", ErrTaskMismatch, s.Model, d.Model)
+	case s.Labels != labels:
+		return nil, fmt.Errorf("%w: labels %q announced, the task's are %q", ErrTaskMismatch, s.Labels, labels)
+	}
+	return d, nil
 }

@@ -21,6 +21,7 @@ var wireOnly = map[string]string{
 	"Trusted":        "informational; devices derive it from Algorithm (optim.Params.Trusted)",
 	"DemoShards":     "whether the coordinator serves demo data shards",
 	"Labels":         "the classes' display names",
+	"Task":           "the task definition (shared/task): how rows become the Features inputs; devices parse it, the algorithms never read it",
 }
 
 // optimOnly are the optim.Params fields with no wire counterpart (none:

@@ -176,6 +176,14 @@ type SessionParams struct {
 	// Labels names the classes for display, comma-separated in class
 	// order ("" = show class numbers). It takes no part in training.
 	Labels string `json:"labels,omitempty"`
+	// Task is the session's task definition, the text of a
+	// browserfl.task/v1 JSON document (see shared/task), when the data are
+	// rows a person types or picks rather than the built-in pictures;
+	// empty for picture sessions. It is a string, not raw JSON, so that
+	// SessionParams stays comparable (devices detect a changed session
+	// with ==). wire only bounds its length: plan.SessionTask parses it
+	// and checks it matches Features, Classes, Model and Labels.
+	Task string `json:"task,omitempty"`
 }
 
 // MaxLocalEpochs bounds SessionParams.LocalEpochs (each epoch is a pass
@@ -186,6 +194,10 @@ const MaxLocalEpochs = 1000
 
 // MaxLabelsLen bounds SessionParams.Labels.
 const MaxLabelsLen = 1024
+
+// MaxTaskLen bounds SessionParams.Task; it is task.MaxDefinitionBytes
+// (wire imports nothing of task; shared/plan's tests check they agree).
+const MaxTaskLen = 64 << 10
 
 // LabelNames returns the class names of Labels, or nil when there are none.
 func (p SessionParams) LabelNames() []string {
@@ -218,6 +230,8 @@ func (p SessionParams) Validate() error {
 		return bad("session: labels of %d bytes, at most %d", len(p.Labels), MaxLabelsLen)
 	case p.Labels != "" && len(p.LabelNames()) != p.Classes:
 		return bad("session: %d labels for %d classes", len(p.LabelNames()), p.Classes)
+	case len(p.Task) > MaxTaskLen:
+		return bad("session: task definition of %d bytes, at most %d", len(p.Task), MaxTaskLen)
 	}
 	return nil
 }
