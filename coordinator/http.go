@@ -48,6 +48,7 @@ var dashboardCSS []byte
 //	/api/demo/images, /api/demo/labels
 //	              a demo shard as raw IDX files (?code=; the same shard for
 //	              both, paired by a cookie; demo only; compressed on the wire)
+//	/api/demo/rows  a row task's demo shard as CSV (demo only; ?code=)
 //	/api/demo/shard
 //	              a demo shard as one blob (dataset.DecodeShard; ?code=)
 //	/             assets.Index; /web/ assets.Web (page, app.wasm), also
@@ -134,7 +135,25 @@ func (c *Coordinator) Handler(assets Assets, shards *shards.Set) http.Handler {
 		w.Header().Set("Cache-Control", "no-cache")
 		w.Write(dashboardCSS)
 	})
-	if shards != nil {
+	if shards != nil && shards.Rows() {
+		// A row task's demo shard: CSV rows, compressed like the
+		// pictures (static.go).
+		enc := &encodedBodies{}
+		mux.HandleFunc("GET /api/demo/rows", c.withCode(func(w http.ResponseWriter, r *http.Request) {
+			idx := shards.Pick(r)
+			body, err := shards.CSV(idx)
+			if err != nil {
+				c.front.Log.Error("demo rows", "err", err)
+				http.Error(w, "demo rows unavailable", http.StatusInternalServerError)
+				return
+			}
+			http.SetCookie(w, &http.Cookie{Name: shardCookie, Value: strconv.Itoa(idx), Path: "/api/demo/",
+				HttpOnly: true, SameSite: http.SameSiteStrictMode, MaxAge: 7 * 24 * 3600})
+			w.Header().Set("Content-Type", "text/csv; charset=utf-8")
+			w.Header().Set("X-Shard-Index", strconv.Itoa(idx))
+			enc.serve(w, r, "rows/"+strconv.Itoa(idx), body)
+		}))
+	} else if shards != nil {
 		// The demo pictures travel compressed (static.go).
 		enc := &encodedBodies{}
 		mux.HandleFunc("GET /api/demo/shard", c.withCode(func(w http.ResponseWriter, r *http.Request) {

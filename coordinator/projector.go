@@ -8,6 +8,7 @@ import (
 	"browserfl/coordinator/shards"
 	"browserfl/coordinator/store"
 	"browserfl/shared/dataset"
+	"browserfl/shared/plan"
 	"browserfl/shared/wire"
 )
 
@@ -35,8 +36,12 @@ func (c *Coordinator) Notices(shards *shards.Set) []Notice {
 // TaskTitle names what the class learns, in words: "Learning to
 // recognise clothing" for the Fashion-MNIST labels, "... handwritten
 // digits" for the digits; other labels are listed (the first few), and
-// without labels it says pictures.
+// without labels it says pictures. A row task's title is its own
+// ("Guess a diamond's price").
 func TaskTitle(sess wire.SessionParams) string {
+	if d, err := plan.SessionTask(sess); err == nil && d != nil {
+		return d.Title
+	}
 	labels := sess.LabelNames()
 	if t, ok := dataset.TaskOfLabels(labels); ok && t.Title != "" {
 		return "Learning to recognise " + t.Title

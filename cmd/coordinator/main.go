@@ -68,25 +68,25 @@ func runSession(o options, log *slog.Logger, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	train, test, labels, err := loadTask(o.Task, o.DatasetDir)
+	td, err := loadTask(o)
 	if err != nil {
 		return err
 	}
 	if o.DatasetDir == "none" {
 		o.DemoShards, o.EvalEvery = -1, 0
 	}
-	a, err := assembleSession(o, train, labels, deadline)
+	a, err := assembleSession(o, td, deadline)
 	if err != nil {
 		return err
 	}
-	evalSet, err := evalSet(o, test, log)
+	evalSet, err := evalSet(o, td, log)
 	if err != nil {
 		return err
 	}
 	// The shards size themselves by the rounds the current session has
 	// left; the host exists only below.
 	var host *coordinator.Host
-	shards, err := demoShards(o, a, train, func() int { return host.Current().Committed() }, log)
+	shards, err := demoShards(o, a, td, func() int { return host.Current().Committed() }, log)
 	if err != nil {
 		return err
 	}

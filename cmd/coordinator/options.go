@@ -12,6 +12,7 @@ import (
 	"browserfl/shared/dataset"
 	"browserfl/shared/optim"
 	"browserfl/shared/plan"
+	"browserfl/shared/task"
 	"browserfl/shared/wire"
 )
 
@@ -23,6 +24,7 @@ type options struct {
 	TLSKey      string   `json:"tls_key"`
 	DataDir     string   `json:"data_dir"`
 	Task        string   `json:"task"`
+	TaskFile    string   `json:"task_file"`
 	DatasetDir  string   `json:"dataset_dir"`
 	Index       string   `json:"index"`
 	JoinCode    string   `json:"join_code"`
@@ -140,8 +142,9 @@ func serverFlags(fs *flag.FlagSet, o *options, x *lineFlags) {
 	fs.StringVar(&o.TLSCert, "tls-cert", "", "TLS certificate file (with -tls-key: serve https and wss)")
 	fs.StringVar(&o.TLSKey, "tls-key", "", "TLS key file")
 	fs.StringVar(&o.DataDir, "data", o.DataDir, "data directory for the embedded store")
-	fs.StringVar(&o.Task, "task", o.Task, "what the class learns: "+strings.Join(dataset.TaskNames(), " or ")+" (fashion: Fashion-MNIST clothing; digits: MNIST digits from data/mnist, made by make setup)")
-	fs.StringVar(&o.DatasetDir, "dataset", "", "the task's IDX directory (demo shards and server-side evaluation; default: the task's, "+dataset.DefaultFashionMNISTDir+" or "+dataset.DefaultMNISTDir+"); \"mnist\" or \"fashion-mnist\": that task in its own directory; \"none\": no data (load tests)")
+	fs.StringVar(&o.Task, "task", o.Task, "what the class learns: "+strings.Join(task.Names(), ", ")+" (fashion: Fashion-MNIST clothing; digits: MNIST digits from data/mnist; tabular: a diamond's price band from ggplot2's diamonds; text: a word's language from Debian's word lists; all made by make setup)")
+	fs.StringVar(&o.TaskFile, "task-file", "", "a task definition (browserfl.task/v1 JSON, docs/tasks.md) instead of -task: students type or pick every row; no demo data, no server-side evaluation")
+	fs.StringVar(&o.DatasetDir, "dataset", "", "the task's data directory (demo shards and server-side evaluation; default: the task's, "+dataset.DefaultFashionMNISTDir+", "+dataset.DefaultMNISTDir+", "+task.DefaultDiamondsDir+" or "+task.DefaultWordsDir+"); \"mnist\" or \"fashion-mnist\": that task in its own directory; \"none\": no data (load tests)")
 	fs.StringVar(&o.Index, "index", "", "index.html to serve at / instead of the embedded one (development)")
 	fs.StringVar(&o.JoinCode, "join-code", "", "session join code (default: random, kept in the store)")
 	x.origins = fs.String("origins", "", "comma-separated extra Origin host patterns allowed to open the websocket (same host is always allowed)")
@@ -298,17 +301,23 @@ func (o *options) check() error {
 	if o.JoinCodeLength < 8 {
 		return fmt.Errorf("-join-code-length %d: want at least 8 (40 bits)", o.JoinCodeLength)
 	}
-	task, err := dataset.LookupTask(o.Task)
+	if o.TaskFile != "" {
+		if o.Task != defaults().Task || o.DatasetDir != "" {
+			return errors.New("-task-file defines the task and brings no data: drop -task and -dataset")
+		}
+		return nil
+	}
+	named, err := task.Lookup(o.Task)
 	if err != nil {
 		return fmt.Errorf("-task: %w", err)
 	}
 	// -dataset mnist (or fashion-mnist, flsim's names) picks a task and
 	// its own directory; a directory needs a slash (./mnist).
-	if named, err := dataset.LookupTask(o.DatasetDir); err == nil && !strings.Contains(o.DatasetDir, "/") {
-		if o.Task != defaults().Task && named.Name != task.Name {
-			return fmt.Errorf("-dataset %s is the %s task, but -task is %s", o.DatasetDir, named.Name, task.Name)
+	if pic, err := dataset.LookupTask(o.DatasetDir); err == nil && !strings.Contains(o.DatasetDir, "/") {
+		if o.Task != defaults().Task && pic.Name != named.Name() {
+			return fmt.Errorf("-dataset %s is the %s task, but -task is %s", o.DatasetDir, pic.Name, named.Name())
 		}
-		o.Task, o.DatasetDir = named.Name, ""
+		o.Task, o.DatasetDir = pic.Name, ""
 	}
 	return nil
 }

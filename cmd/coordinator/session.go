@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	crand "crypto/rand"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"os"
@@ -17,6 +19,8 @@ import (
 	"browserfl/shared/dataset"
 	"browserfl/shared/model"
 	"browserfl/shared/optim"
+	"browserfl/shared/plan"
+	"browserfl/shared/task"
 	"browserfl/shared/wire"
 )
 
@@ -41,18 +45,31 @@ type assembled struct {
 	shards int // distinct demo shards (0: none)
 }
 
-// assembleSession completes o's session for the task's training set
-// (its shape and the model's dimension), its labels (unless the session
-// names its own) and the round deadline, and checks it as a device will.
-func assembleSession(o options, train *dataset.Compact, labels string, deadline time.Duration) (assembled, error) {
+// assembleSession completes o's session for the task (its shape and
+// the model's dimension; a row task also names the model, the labels and
+// travels in the session as its definition), the labels (unless the
+// session names its own) and the round deadline, and checks it as a
+// device will.
+func assembleSession(o options, td taskData, deadline time.Duration) (assembled, error) {
 	sess := o.Session
-	mdl, err := model.New(sess.Model, train.Features, train.Classes)
+	if td.def != nil {
+		labels := strings.Join(td.def.Label.Values, ",")
+		if sess.Labels != "" && sess.Labels != labels {
+			return assembled{}, fmt.Errorf("-labels %q: the task %s names its labels (%s)", sess.Labels, td.def.Name, labels)
+		}
+		raw, err := json.Marshal(td.def)
+		if err != nil {
+			return assembled{}, fmt.Errorf("task %s: %w", td.def.Name, err)
+		}
+		sess.Model, sess.Task, sess.Labels = td.def.Model, string(raw), labels
+	}
+	mdl, err := model.New(sess.Model, td.features, td.classes)
 	if err != nil {
 		return assembled{}, err
 	}
-	sess.Features, sess.Classes, sess.Dim = train.Features, train.Classes, mdl.Dim()
+	sess.Features, sess.Classes, sess.Dim = td.features, td.classes, mdl.Dim()
 	if sess.Labels == "" {
-		sess.Labels = labels
+		sess.Labels = td.labels
 	}
 	sess.DeadlineMillis = int(deadline.Milliseconds())
 	p := devrt.Params(sess)
@@ -64,47 +81,113 @@ func assembleSession(o options, train *dataset.Compact, labels string, deadline 
 	if shardsN == 0 {
 		shardsN = 4 * sess.M
 	}
+	if td.train == nil {
+		shardsN = 0 // a task without data (-task-file) has no demo shards
+	}
 	sess.DemoShards = shardsN > 0
 	if err := sess.Validate(); err != nil {
+		return assembled{}, err
+	}
+	if _, err := plan.SessionTask(sess); err != nil {
 		return assembled{}, err
 	}
 	return assembled{sess: sess, mdl: mdl, shards: max(shardsN, 0)}, nil
 }
 
-// loadTask loads the task's training and test sets from dir (the task's
-// own directory if empty) and returns its class names for the session's
-// Labels. dir "none" loads nothing: a 28x28, 10-class model without data
-// (load tests: no demo shards, no evaluation, no labels).
-func loadTask(name, dir string) (train, test *dataset.Compact, labels string, err error) {
-	if dir == "none" {
-		return &dataset.Compact{Features: 784, Classes: 10}, &dataset.Compact{Features: 784, Classes: 10}, "", nil
+// taskData is what a session learns from: its shape and labels, the
+// training set the demo shards come from and the test set it is
+// evaluated on (both nil for a task without data), and, for a row task,
+// its definition and training rows (the demo rows pages and native
+// devices fetch as CSV).
+type taskData struct {
+	name              string
+	features, classes int
+	labels            string
+	train             shards.Source
+	test              func(n int) (dataset.Set, error) // the first n test samples
+	testLen           int
+	def               *task.Definition
+	rows              task.Rows
+}
+
+// loadTask loads o's task: -task-file's definition (no data: pages
+// bring every row), a built-in row task's rows, or a picture task's
+// training and test sets, from -dataset's directory (the task's own
+// if empty). -dataset none loads nothing: a 28x28, 10-class model
+// without data (load tests: no demo shards, no evaluation, no labels).
+func loadTask(o options) (taskData, error) {
+	if o.TaskFile != "" {
+		b, err := os.ReadFile(o.TaskFile)
+		if err != nil {
+			return taskData{}, fmt.Errorf("-task-file: %w", err)
+		}
+		def, err := task.Parse(b)
+		if err != nil {
+			return taskData{}, fmt.Errorf("-task-file %s: %w", o.TaskFile, err)
+		}
+		return taskData{name: def.Name, features: def.Dim(), classes: def.Classes(), def: def}, nil
 	}
-	task, err := dataset.LookupTask(name)
+	if o.DatasetDir == "none" {
+		none := &dataset.Compact{Features: 784, Classes: 10}
+		return taskData{name: o.Task, features: 784, classes: 10, train: none, test: none.Head}, nil
+	}
+	named, err := task.Lookup(o.Task)
 	if err != nil {
-		return nil, nil, "", err
+		return taskData{}, err
 	}
-	if train, test, err = task.LoadCompact(dir); err != nil {
-		return nil, nil, "", err
+	if b := named.Rows; b != nil {
+		return loadRows(*b, o.DatasetDir)
 	}
-	return train, test, strings.Join(task.Labels, ","), nil
+	train, test, err := named.Picture.LoadCompact(o.DatasetDir)
+	if err != nil {
+		return taskData{}, err
+	}
+	return taskData{name: named.Picture.Name, features: train.Features, classes: train.Classes,
+		labels: strings.Join(named.Picture.Labels, ","), train: train, test: test.Head, testLen: test.Len()}, nil
+}
+
+// loadRows loads a built-in row task's rows from dir and encodes them.
+func loadRows(b task.Builtin, dir string) (taskData, error) {
+	trainRows, testRows, err := b.LoadRows(dir)
+	if err != nil {
+		return taskData{}, err
+	}
+	train, err := b.Def.Set(b.Def.Name, trainRows)
+	if err != nil {
+		return taskData{}, err
+	}
+	test, err := b.Def.Set(b.Def.Name+"-test", testRows)
+	if err != nil {
+		return taskData{}, err
+	}
+	return taskData{name: b.Def.Name, features: b.Def.Dim(), classes: b.Def.Classes(),
+		labels: strings.Join(b.Def.Label.Values, ","), train: train, test: test.Take, testLen: test.Len(),
+		def: b.Def, rows: trainRows}, nil
 }
 
 // evalSet returns the evaluation set: a fixed subset of the test set
-// (its first -eval-samples samples), the only part of the data held as
-// float32; the training set stays compact (one byte per pixel) and the
-// demo shards are expanded from it one at a time.
-func evalSet(o options, test *dataset.Compact, log *slog.Logger) ([]dataset.Sample, error) {
-	evalN := test.Len()
+// (its first -eval-samples samples), the only part of a picture task's
+// data held as float32; its training set stays compact (one byte per
+// pixel) and the demo shards are expanded from it one at a time. A task
+// without data has none (no evaluation).
+func evalSet(o options, td taskData, log *slog.Logger) ([]dataset.Sample, error) {
+	if td.test == nil {
+		if o.EvalEvery > 0 {
+			log.Info("no server-side evaluation: the task has no test set", "task", td.name)
+		}
+		return nil, nil
+	}
+	evalN := td.testLen
 	if o.EvalSamples > 0 {
 		evalN = min(o.EvalSamples, evalN)
 	}
-	evalData, err := test.Head(evalN)
+	evalData, err := td.test(evalN)
 	if err != nil {
 		return nil, err
 	}
 	set := evalData.Samples
 	if o.EvalEvery > 0 && len(set) > 0 {
-		log.Info("server-side evaluation", "every_rounds", o.EvalEvery, "test_samples", len(set), "test_set", test.Len())
+		log.Info("server-side evaluation", "every_rounds", o.EvalEvery, "test_samples", len(set), "test_set", td.testLen)
 	}
 	return set, nil
 }
@@ -137,19 +220,33 @@ func template(o options, a assembled, gap time.Duration, evalSet []dataset.Sampl
 
 // demoShards returns the demo shards (nil without any). They size
 // themselves by the rounds the current session has left: committed
-// reads it from the host.
-func demoShards(o options, a assembled, train *dataset.Compact, committed func() int, log *slog.Logger) (*shards.Set, error) {
-	if a.shards <= 0 {
+// reads it from the host. A row task's shards are served as CSV rows
+// (the task's WriteCSV), a picture task's as pictures.
+func demoShards(o options, a assembled, td taskData, committed func() int, log *slog.Logger) (*shards.Set, error) {
+	if a.shards <= 0 || td.train == nil {
 		return nil, nil
 	}
-	shards, err := shards.New(train, shards.Config{Classes: train.Classes, Rounds: a.sess.Rounds, Batch: a.sess.Batch,
-		Alpha: o.DemoAlpha, Seed: 1, Max: a.shards, Committed: committed})
+	cfg := shards.Config{Classes: td.classes, Rounds: a.sess.Rounds, Batch: a.sess.Batch,
+		Alpha: o.DemoAlpha, Seed: 1, Max: a.shards, Committed: committed}
+	if td.def != nil {
+		def, rows := td.def, td.rows
+		cfg.CSV = func(part []int) ([]byte, error) {
+			sub := task.Rows{Values: make([][]string, len(part)), Labels: make([]int, len(part))}
+			for i, j := range part {
+				sub.Values[i], sub.Labels[i] = rows.Values[j], rows.Labels[j]
+			}
+			var b bytes.Buffer
+			err := def.WriteCSV(&b, sub)
+			return b.Bytes(), err
+		}
+	}
+	shards, err := shards.New(td.train, cfg)
 	if err != nil {
 		return nil, err
 	}
-	size := dataset.PageShardSize(a.sess.Rounds, a.sess.Batch, 0, train.Len())
-	log.Info("demo shards (demo only)", "task", o.Task, "train", train.Len(), "shard_samples", size,
-		"disjoint_shards", train.Len()/max(size, 1), "max_shards", a.shards)
+	size := dataset.PageShardSize(a.sess.Rounds, a.sess.Batch, 0, td.train.Len())
+	log.Info("demo shards (demo only)", "task", td.name, "train", td.train.Len(), "shard_samples", size,
+		"disjoint_shards", td.train.Len()/max(size, 1), "max_shards", a.shards)
 	return shards, nil
 }
 

@@ -44,7 +44,8 @@ func TestAssembleSession(t *testing.T) {
 				t.Fatal(err)
 			}
 			o.Session.Labels = tc.own
-			a, err := assembleSession(o, train, tc.labels, tc.deadline)
+			td := taskData{features: train.Features, classes: train.Classes, labels: tc.labels, train: train}
+			a, err := assembleSession(o, td, tc.deadline)
 			if tc.wantErr {
 				if err == nil {
 					t.Fatalf("assembled %+v, want an error", a.sess)

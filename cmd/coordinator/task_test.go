@@ -60,13 +60,13 @@ func TestParseTask(t *testing.T) {
 func TestLoadTaskDigits(t *testing.T) {
 	// The default directory is relative to the repository root: from
 	// this package's directory it is missing, and the error says so.
-	_, _, _, err := loadTask("digits", "")
+	_, err := loadTask(options{Task: "digits"})
 	if err == nil || !strings.Contains(err.Error(), "make setup") || !strings.Contains(err.Error(), "scripts/mnist.sh") {
 		t.Errorf("missing data/mnist: err = %v, want one naming make setup and scripts/mnist.sh", err)
 	}
-	train, _, labels, err := loadTask("fashion", "none")
-	if err != nil || labels != "" || train.Features != 784 || train.Classes != 10 || train.Len() != 0 {
-		t.Errorf("-dataset none: %d features, %d classes, %d samples, labels %q, %v", train.Features, train.Classes, train.Len(), labels, err)
+	td, err := loadTask(options{Task: "fashion", DatasetDir: "none"})
+	if err != nil || td.labels != "" || td.features != 784 || td.classes != 10 || td.train.Len() != 0 {
+		t.Errorf("-dataset none: %d features, %d classes, labels %q, %v", td.features, td.classes, td.labels, err)
 	}
 
 	dir := filepath.Join("..", "..", dataset.DefaultMNISTDir)
@@ -76,11 +76,11 @@ func TestLoadTaskDigits(t *testing.T) {
 		}
 		t.Skipf("skipped: data/mnist is absent (%v); run `make setup` or bash scripts/mnist.sh (make test requires it)", err)
 	}
-	train, test, labels, err := loadTask("digits", dir)
+	td, err = loadTask(options{Task: "digits", DatasetDir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if labels != "0,1,2,3,4,5,6,7,8,9" || train.Len() != 8000 || test.Len() != 2000 || train.Features != 784 {
-		t.Errorf("digits: labels %q, %d training and %d test samples of %d features", labels, train.Len(), test.Len(), train.Features)
+	if td.labels != "0,1,2,3,4,5,6,7,8,9" || td.train.Len() != 8000 || td.testLen != 2000 || td.features != 784 || td.def != nil {
+		t.Errorf("digits: labels %q, %d training and %d test samples of %d features", td.labels, td.train.Len(), td.testLen, td.features)
 	}
 }

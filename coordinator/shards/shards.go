@@ -61,6 +61,10 @@ type Config struct {
 	// Committed returns the rounds committed so far, so that a late
 	// joiner's shard covers only the rounds left; nil means 0.
 	Committed func() int
+	// CSV, when set, makes these shards rows of a task (shared/task)
+	// rather than pictures: it writes the rows at the training set's
+	// indices part as the task's CSV, which CSV(idx) serves.
+	CSV func(part []int) ([]byte, error)
 }
 
 // cachedShards is how many encoded shards stay in memory (a page asks
@@ -186,6 +190,26 @@ func (s *Set) Blob(idx int) ([]byte, error) {
 func (s *Set) IDX(idx int) (images, labels []byte, err error) {
 	f, err := s.files(idx)
 	return f.images, f.labels, err
+}
+
+// Rows reports whether the shards are a task's rows (served by CSV)
+// rather than pictures (Blob, IDX).
+func (s *Set) Rows() bool { return s.cfg.CSV != nil }
+
+// CSV returns shard idx as the task's CSV rows; an error for picture
+// shards.
+func (s *Set) CSV(idx int) ([]byte, error) {
+	if s.cfg.CSV == nil {
+		return nil, errors.New("demo shards: pictures, not rows")
+	}
+	s.mu.Lock()
+	if idx < 0 || idx >= len(s.parts) {
+		s.mu.Unlock()
+		return nil, errors.New("no such shard")
+	}
+	part := s.parts[idx]
+	s.mu.Unlock()
+	return s.cfg.CSV(part)
 }
 
 // Len returns the number of distinct shards made so far.
