@@ -68,7 +68,7 @@ func defineFlags(fs *flag.FlagSet, o *options) {
 	fs.StringVar(&o.datasetName, "dataset", "fashion-mnist", "dataset: fashion-mnist or mnist")
 	fs.StringVar(&o.dataDir, "data-dir", "", "dataset directory (default: /usr/share/datasets/fashion-mnist, or data/mnist, or the task's)")
 	fs.StringVar(&o.features, "features", "", "compute features of each image before training: scatter (the scattering transform, J = 2, L = 8, per-image normalisation; docs/features.md)")
-	fs.StringVar(&o.taskName, "task", "", "a built-in task instead of -dataset: "+strings.Join(task.BuiltinNames(), " or ")+" (docs/tasks.md)")
+	fs.StringVar(&o.taskName, "task", "", "the task instead of -dataset: "+strings.Join(task.Names(), ", ")+" (docs/tasks.md)")
 	fs.StringVar(&o.partition, "partition", "iid", "partition over devices: iid, shards[:K], dirichlet:ALPHA")
 	fs.IntVar(&o.trainSamples, "train-samples", 0, "use only the first n training samples (0 = all)")
 	fs.IntVar(&o.p.M, "M", 100, "number of devices")
@@ -122,17 +122,20 @@ func (o *options) check() error {
 	default:
 		return fmt.Errorf("-dataset %q: want fashion-mnist or mnist", o.datasetName)
 	}
+	rowTask := false
 	if o.taskName != "" {
-		if _, err := task.LookupBuiltin(o.taskName); err != nil {
+		named, err := task.Lookup(o.taskName)
+		if err != nil {
 			return fmt.Errorf("-task: %w", err)
 		}
+		rowTask = named.Rows != nil
 	}
 	switch {
 	case o.features == "":
 	case o.features != "scatter":
 		return fmt.Errorf("-features %q: want scatter or nothing", o.features)
-	case o.taskName != "":
-		return errors.New("-features scatter works on the image datasets, not with -task")
+	case rowTask:
+		return errors.New("-features scatter works on the picture tasks, not on rows")
 	}
 	if o.trainSamples < 0 || o.evalSamples < 0 || o.evalEvery < 0 {
 		return errors.New("-train-samples, -eval-samples and -eval-every must be >= 0")

@@ -78,15 +78,18 @@ func scatterBoth(train, test dataset.Set, workers int) (dataset.Set, dataset.Set
 	return tr, te, err
 }
 
-// loadData loads the built-in task's data (taskName set) or the named
-// dataset from dir (or its default directory).
+// loadData loads the task's data (taskName set: any name task.Lookup
+// takes) or the named dataset from dir (or its default directory).
 func loadData(taskName, name, dir string) (train, test dataset.Set, err error) {
 	if taskName != "" {
-		b, err := task.LookupBuiltin(taskName)
+		named, err := task.Lookup(taskName)
 		if err != nil {
 			return train, test, err
 		}
-		return b.Load(dir)
+		if named.Rows != nil {
+			return named.Rows.Load(dir)
+		}
+		return named.Picture.Load(dir)
 	}
 	switch name {
 	case "mnist":

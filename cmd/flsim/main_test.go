@@ -22,6 +22,7 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"-dataset", "cifar"}, "-dataset"},
 		{[]string{"-task", "images"}, "-task"},
 		{[]string{"-features", "hog"}, "-features"},
+		{[]string{"-features", "scatter", "-task", "text"}, "not on rows"},
 		{[]string{"-plot", "gif"}, "-plot"},
 		{[]string{"-M", "abc"}, "invalid value"},
 		{[]string{"-eval-every", "-1"}, "-eval-every"},
