@@ -3,6 +3,7 @@ package coordinator_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -65,8 +66,15 @@ func TestHostTeacherTask(t *testing.T) {
 	go func() { hostErr <- host.Run(hostCtx) }()
 	secret := host.TeacherSecret()
 
+	// The last one is a valid definition that cannot make a session: its
+	// 30 answers of 40 letters do not fit the protocol's label list.
+	var long []string
+	for i := range 30 {
+		long = append(long, fmt.Sprintf("%q", strings.Repeat(string(rune('a'+i%26)), 39)+fmt.Sprint(i%10)))
+	}
+	tooLong := strings.Replace(teacherTaskJSON, `["dog", "bird", "fish"]`, "["+strings.Join(long, ", ")+"]", 1)
 	for _, bad := range []string{`{"format": "browserfl.task/v1"`, strings.Replace(teacherTaskJSON, `"max": 8`, `"max": -1`, 1),
-		strings.Replace(teacherTaskJSON, `"model": "logreg"`, `"model": "logreg", "extra": 1`, 1)} {
+		strings.Replace(teacherTaskJSON, `"model": "logreg"`, `"model": "logreg", "extra": 1`, 1), tooLong} {
 		if code, body := postBody(t, srv.URL+"/api/teacher/new", secret, bad); code != http.StatusBadRequest || !strings.Contains(body, "task") {
 			t.Errorf("bad task: %d %q, want 400 naming the task", code, body)
 		}
@@ -74,8 +82,8 @@ func TestHostTeacherTask(t *testing.T) {
 	if host.JoinCode() != "FIRSTCODE" || host.Current().State() != coordinator.StateLobby {
 		t.Fatalf("a refused task changed the session: code %q, state %q", host.JoinCode(), host.Current().State())
 	}
-	if code, body := getText(t, srv.URL+"/metrics"); code != http.StatusOK || !strings.Contains(body, `browserfl_rejections_total{kind="task"} 3`) {
-		t.Errorf("metrics (%d) do not count 3 refused tasks", code)
+	if code, body := getText(t, srv.URL+"/metrics"); code != http.StatusOK || !strings.Contains(body, `browserfl_rejections_total{kind="task"} 4`) {
+		t.Errorf("metrics (%d) do not count 4 refused tasks", code)
 	}
 
 	code, body := postBody(t, srv.URL+"/api/teacher/new", secret, teacherTaskJSON)
