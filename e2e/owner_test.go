@@ -237,8 +237,8 @@ func checkOwnerLedger(t *testing.T, codes []string, passed []bool, ledger local.
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rho := ledger.Spent(""); !(rho <= budget) {
-		t.Errorf("the owner's ledger reserves rho %v, above the budget's %v", rho, budget)
+	if s, err := ledger.Spent(""); err != nil || !(s.Rho <= budget) {
+		t.Errorf("the owner's ledger reserves %+v (%v), above the budget's rho %v", s, err, budget)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"browserfl/shared/plan"
+	"browserfl/shared/privacy"
 	"browserfl/shared/wire"
 )
 
@@ -63,7 +64,7 @@ func TestOneLesson(t *testing.T) {
 		if f.Epsilon > plan.DefaultBudgetEpsilon {
 			t.Errorf("n = %d: epsilon %v over the page's default budget", tc.n, f.Epsilon)
 		}
-		if err := plan.Check(plan.FromSession(s), plan.DefaultBudget(), 0); err != nil {
+		if err := plan.Check(plan.FromSession(s), plan.DefaultBudget(), privacy.Spent{}); err != nil {
 			t.Errorf("n = %d: a page with the default budget would refuse: %v", tc.n, err)
 		}
 	}

@@ -43,6 +43,18 @@ func LastIterateCharged(rho, tv float64) Spent {
 	return Spent{Rho: rho, LastIterate: true, TV: tv}
 }
 
+// AnyCharged is the Spent of charges of unknown kind totalling rho (a
+// ledger stored before ledgers recorded last-iterate charges): it is read
+// as a last-iterate ledger with the slack bound DiscretisationSlack rho as
+// its TV term, which every charge any device makes satisfies, so the
+// reading is valid whatever the charges were, and never the zCDP one.
+func AnyCharged(rho float64) Spent {
+	if rho == 0 {
+		return Spent{}
+	}
+	return LastIterateCharged(rho, slackOf(rho))
+}
+
 // slackOf is DiscretisationSlack rho, rounded up.
 func slackOf(rho float64) float64 { return up(DiscretisationSlack * rho) }
 
@@ -73,7 +85,11 @@ func (s Spent) Add(t Spent) (Spent, error) {
 	if err := t.Validate(); err != nil {
 		return Spent{}, err
 	}
-	r := Spent{Rho: s.Rho + t.Rho, LastIterate: s.LastIterate || t.LastIterate, TV: up(s.TV + t.TV)}
+	tv := s.TV + t.TV
+	if s.TV != 0 && t.TV != 0 {
+		tv = up(tv) // a sum of two terms may round down
+	}
+	r := Spent{Rho: s.Rho + t.Rho, LastIterate: s.LastIterate || t.LastIterate, TV: tv}
 	if !finite(r.Rho) || !finite(r.TV) {
 		return Spent{}, fmt.Errorf("%w: total rho %v, total variation %v", ErrNotFinite, r.Rho, r.TV)
 	}

@@ -172,7 +172,8 @@ func (l *Ledger) UnmarshalBinary(b []byte) error {
 	if n == 0 && rho != 0 {
 		return fmt.Errorf("privacy: ledger: rho = %v with no releases", rho)
 	}
-	li, tv := rho > 0, slackOf(rho) // version 1: read as last-iterate
+	v1 := AnyCharged(rho) // version 1: kinds unknown
+	li, tv := v1.LastIterate, v1.TV
 	if b[0] == ledgerVersion {
 		if b[17] > 1 {
 			return fmt.Errorf("privacy: ledger: flags %#x", b[17])
