@@ -15,7 +15,7 @@ import (
 
 func demoSession() wire.SessionParams {
 	return wire.SessionParams{Name: "demo", Dim: 7850, DeadlineMillis: 20000, Algorithm: "nc", Model: "logreg",
-		Features: 784, Classes: 10, M: 30, Cohort: 10, Rounds: 200, Batch: 32, Clip: 1, Eta: 0.02, RhoPaper: 1.5}
+		Features: 784, Classes: 10, M: 30, Cohort: 10, Rounds: 200, Batch: 32, Clip: 1, Eta: 0.02, Epsilon: 7.92, Delta: 1e-5}
 }
 
 // TestCheckSessionPolicy: the attack (epsilon 8 announced at
@@ -30,7 +30,7 @@ func TestCheckSessionPolicy(t *testing.T) {
 	trusted := demoSession()
 	trusted.Algorithm = "trusted"
 	open := demoSession()
-	open.Algorithm, open.RhoPaper = "mu2", 0
+	open.Algorithm, open.Epsilon, open.Delta = "mu2", 0, 0
 	f, err := SessionFigures(demoSession(), 0)
 	if err != nil {
 		t.Fatal(err)
@@ -51,8 +51,8 @@ func TestCheckSessionPolicy(t *testing.T) {
 		{"budget equal to the worst case", demoSession(), Policy{Budget: exact}, true},
 		{"budget one ulp below the worst case", demoSession(), Policy{Budget: below}, false},
 		{"spent before leaves too little", demoSession(), Policy{Budget: exact, Spent: privacy.Charged(1e-6)}, false},
-		{"spent before, default budget with room", demoSession(), Policy{Spent: privacy.Charged(0.1)}, true},
-		{"spent before, default budget without room", demoSession(), Policy{Spent: privacy.Charged(0.3)}, false},
+		{"spent before, default budget with room", demoSession(), Policy{Spent: privacy.Charged(0.02)}, true},
+		{"spent before, default budget without room", demoSession(), Policy{Spent: privacy.Charged(0.03)}, false},
 		{"trusted refused", trusted, Policy{}, false},
 		{"trusted allowed", trusted, Policy{AllowTrusted: true}, true},
 		{"non-private refused", open, Policy{}, false},

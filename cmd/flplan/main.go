@@ -3,7 +3,7 @@
 // at delta, computed by the same functions the coordinator and the device
 // use (browserfl/shared/plan).
 //
-//	flplan -alg nc -T 200 -M 30 -m 10 -b 32 -rho 1.5    # the demo session
+//	flplan -alg nc -T 200 -M 30 -m 10 -b 32 -epsilon 7.92 -delta 1e-5    # the demo session
 //	flplan -alg nc -T 1200 -M 100 -m 50 -b 1 -epsilon 8 -samples 600   # Table 1, one pass
 //	flplan -alg trusted -T 200 -M 30 -m 10 -b 16 -clip 1 -sigma 0.05 -delta 1e-5
 //	flplan -proactive-tables     # recompute Tables 9-11 of the proactive-DP paper

@@ -828,6 +828,21 @@ var mutations = []mutation{
 		new:  "if false {",
 		pkgs: []string{"./wasm/local/"},
 	},
+	// Issue 26, point 6: the default lesson spends the owner's budget.
+	{
+		name: "lesson-target-over-budget", why: "the default lesson's target is sized 2% over the owner's default budget (its worst-case device would pass the budget, and the page refuse the lesson)",
+		file: "shared/plan/figures.go",
+		old:  "return DefaultLessonShare * b.Epsilon, b.Delta",
+		new:  "return 1.02 * b.Epsilon, b.Delta",
+		pkgs: []string{"./shared/lesson/"},
+	},
+	{
+		name: "lesson-target-under-budget", why: "the default lesson's target uses 90% of the owner's default budget (under the 95% asked)",
+		file: "shared/plan/figures.go",
+		old:  "return DefaultLessonShare * b.Epsilon, b.Delta",
+		new:  "return 0.9 * b.Epsilon, b.Delta",
+		pkgs: []string{"./shared/lesson/"},
+	},
 	// Issue 23, points 7 and 9.
 	{
 		name: "ledger-epsilon-gdp-overflow", why: "LedgerEpsilon gives up (an error, no epsilon) when the GDP conversion overflows instead of using the finite zCDP bound",

@@ -22,6 +22,28 @@ const DefaultDelta = 1e-5
 // start from it.
 const DefaultBudgetEpsilon = 8.0
 
+// DefaultLessonShare is the share of an owner's budget (epsilon, at the
+// owner's delta) that one lesson's worst-case device spends: the most a
+// device can spend in the default lesson is this share of the default
+// budget. Not 1: the sum of a session's release costs is computed in
+// floating point, and a worst case a rounding error above the budget
+// would be refused by the device it was meant for; 1% of epsilon is far
+// above any rounding and leaves at least 95% used.
+const DefaultLessonShare = 0.99
+
+// LessonTarget is the one sizing of a lesson's privacy from an owner's
+// budget: the target (epsilon, delta) whose worst-case device spends
+// DefaultLessonShare of b's epsilon at b's delta (optim's calibration
+// spends the whole target on the most releases a device can make).
+func LessonTarget(b Budget) (epsilon, delta float64) {
+	return DefaultLessonShare * b.Epsilon, b.Delta
+}
+
+// DefaultLessonTarget is LessonTarget(DefaultBudget()): the default
+// lesson's target (cmd/coordinator's default session), epsilon 7.92 at
+// delta 1e-5.
+func DefaultLessonTarget() (epsilon, delta float64) { return LessonTarget(DefaultBudget()) }
+
 // Budget is a data owner's privacy budget: the most a device may spend,
 // as epsilon at the owner's own delta. The owner fixes both numbers; a
 // session's parameters never change the delta a budget is read at.
@@ -151,7 +173,7 @@ func (f Figures) DeltaText() string { return FormatDelta(f.Delta) }
 func (f Figures) RhoText() string { return FormatRho(f.WorstRho) }
 
 // Text is the sentence every surface prints, e.g.
-// "ε = 7.06 at δ = 1e-5 (zCDP ρ = 1.125, 200 releases at most)".
+// "ε = 7.92 at δ = 1e-5 (zCDP ρ = 1.365, 200 releases at most)".
 func (f Figures) Text() string {
 	if !f.Private {
 		return "no privacy guarantee"

@@ -10,9 +10,11 @@ import (
 	"browserfl/shared/privacy"
 )
 
-// demo is the coordinator's demo session (cmd/coordinator defaults).
+// demo is the coordinator's demo session (cmd/coordinator defaults: the
+// default lesson's target, DefaultLessonTarget).
 func demo() optim.Params {
-	return optim.Params{Algorithm: "nc", Model: "logreg", M: 30, Cohort: 10, Rounds: 200, Batch: 32, Clip: 1, Eta: 0.02, Rho: 1.5}
+	eps, delta := DefaultLessonTarget()
+	return optim.Params{Algorithm: "nc", Model: "logreg", M: 30, Cohort: 10, Rounds: 200, Batch: 32, Clip: 1, Eta: 0.02, Epsilon: eps, Delta: delta}
 }
 
 func TestSessionFiguresDemo(t *testing.T) {
@@ -24,10 +26,10 @@ func TestSessionFiguresDemo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f.Delta != DefaultDelta || f.Epsilon != r.WorstEpsilon || f.WorstRho != r.WorstRho || f.WorstReleases != 200 || f.BudgetRho != 1.125 {
+	if f.Delta != DefaultDelta || f.Epsilon != r.WorstEpsilon || f.WorstRho != r.WorstRho || f.WorstReleases != 200 || math.Abs(f.BudgetRho-1.36487) > 1e-5 {
 		t.Errorf("figures %+v, report %+v", f, r)
 	}
-	if got, want := f.Text(), "ε = 7.06 at δ = 1e-5 (zCDP ρ = 1.125, 200 releases at most)"; got != want {
+	if got, want := f.Text(), "ε = 7.92 at δ = 1e-5 (zCDP ρ = 1.365, 200 releases at most)"; got != want {
 		t.Errorf("Text() = %q, want %q", got, want)
 	}
 }
@@ -204,7 +206,7 @@ func TestBudgetProgress(t *testing.T) {
 			t.Errorf("before %v, ledger %v: spent %v > most %v", tc.before, tc.ledger, pr.Spent, pr.Most)
 		}
 	}
-	// The demo session with fresh data: the consent screen's 7.06.
+	// The demo session with fresh data: the consent screen's 7.92.
 	pr, _ := b.Progress(p, privacy.Spent{}, privacy.Spent{})
 	if FormatEpsilon(pr.Most) != f.EpsilonText() || pr.Spent != 0 {
 		t.Errorf("fresh demo: %+v, want most %s and nothing spent", pr, f.EpsilonText())

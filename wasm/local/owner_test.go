@@ -11,7 +11,8 @@ import (
 )
 
 func demoParams() optim.Params {
-	return optim.Params{Algorithm: "nc", Model: "logreg", M: 30, Cohort: 10, Rounds: 200, Batch: 32, Clip: 1, Eta: 0.02, Rho: 1.5}
+	eps, delta := plan.DefaultLessonTarget() // the default lesson
+	return optim.Params{Algorithm: "nc", Model: "logreg", M: 30, Cohort: 10, Rounds: 200, Batch: 32, Clip: 1, Eta: 0.02, Epsilon: eps, Delta: delta}
 }
 
 // TestOwnerLedger runs sequences of sessions on the owner's data: each
@@ -23,7 +24,7 @@ func TestOwnerLedger(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := f.WorstRho // 1.125; the default budget is about 1.388
+	w := f.WorstRho // 1.365; the default budget is about 1.388
 	two, _ := privacy.LedgerEpsilon(2*w, plan.DefaultDelta)
 	attack := demo
 	attack.Rho, attack.Epsilon, attack.Delta = 0, 8, 0.999
@@ -49,8 +50,8 @@ func TestOwnerLedger(t *testing.T) {
 		{"a reload resumes its own charge", plan.DefaultBudget(),
 			[]step{{op: "reserve", id: "a", p: demo, ok: true}, {op: "reserve", id: "a", p: demo, ok: true}}, w},
 		{"a settled session leaves room", plan.DefaultBudget(),
-			[]step{{op: "reserve", id: "a", p: demo, ok: true}, {op: "settle", id: "a", rho: 0.1, ok: true},
-				{op: "reserve", id: "b", p: demo, ok: true, before: 0.1}, {op: "reserve", id: "b", p: demo, ok: true, before: 0.1}}, 0.1 + w},
+			[]step{{op: "reserve", id: "a", p: demo, ok: true}, {op: "settle", id: "a", rho: 0.02, ok: true},
+				{op: "reserve", id: "b", p: demo, ok: true, before: 0.02}, {op: "reserve", id: "b", p: demo, ok: true, before: 0.02}}, 0.02 + w},
 		{"a settled charge is not resumed", plan.DefaultBudget(),
 			[]step{{op: "reserve", id: "a", p: demo, ok: true}, {op: "settle", id: "a", rho: 0.1, ok: true},
 				{op: "reserve", id: "a", p: demo, ok: false}}, 0.1},
