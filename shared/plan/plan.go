@@ -210,9 +210,10 @@ func Compute(p optim.Params, delta float64) (Report, error) {
 // ledger, as the device's ledger records it: an ordinary zCDP charge, or
 // for "local" with the last-iterate charge (optim.LocalCharge) a
 // last-iterate charge with the round's coupling term (optim.LocalTV, for
-// the session's model; when the session does not name its model's shape,
-// the most a device accepts, privacy.DiscretisationSlack times the
-// charge, which bounds what any device's ledger will hold).
+// the session's model; when the session's model cannot be built from
+// its name and shape, e.g. no shape given, the most a device accepts,
+// privacy.DiscretisationSlack times the charge, which bounds what any
+// device's ledger will hold).
 func ledgerCharge(p optim.Params) (func(l *privacy.Ledger, c float64) error, error) {
 	ordinary := func(l *privacy.Ledger, c float64) error { return l.ChargeRho(c) }
 	if p.Algorithm != "local" {
@@ -223,11 +224,7 @@ func ledgerCharge(p optim.Params) (func(l *privacy.Ledger, c float64) error, err
 		return ordinary, err
 	}
 	tv := -1.0 // the slack bound of each charge
-	if p.Features > 0 && p.Classes > 0 {
-		m, err := model.New(p.Model, p.Features, p.Classes)
-		if err != nil {
-			return nil, fmt.Errorf("plan: %w", err)
-		}
+	if m, err := model.New(p.Model, p.Features, p.Classes); err == nil {
 		if tv, err = optim.LocalTV(p, m.Dim()); err != nil {
 			return nil, fmt.Errorf("plan: %w", err)
 		}
