@@ -147,7 +147,7 @@ var nicknames = []string{"Ada", "Grace", "Alan", "Edsger", "Barbara", "Donald", 
 // of the lobby contract (state, people, teacher).
 func fakeStatus(state string, extended bool) map[string]any {
 	sess := wire.SessionParams{Name: "physics-3b", Dim: 7850, DeadlineMillis: 20000, Algorithm: "nc", Model: "logreg",
-		Features: 784, Classes: 10, M: 30, Cohort: 10, Rounds: 200, Batch: 32, Clip: 1, Eta: 0.02, RhoPaper: 1.5,
+		Features: 784, Classes: 10, M: 30, Cohort: 10, Rounds: 200, Batch: 32, Clip: 1, Eta: 0.02, Epsilon: 7.92, Delta: 1e-5,
 		Labels: "T-shirt/top,Trouser,Pullover,Dress,Coat,Sandal,Shirt,Sneaker,Bag,Ankle boot"}
 	committed, finished := 142, false
 	switch state {

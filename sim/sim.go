@@ -560,23 +560,26 @@ func step(dv *simDevice, r optim.Round, single bool) (optim.Update, error) {
 	return u, err
 }
 
-// maxSpent returns the largest zCDP rho any device has spent and its
-// epsilon at delta (0, 0 for non-private algorithms).
+// maxSpent returns the largest zCDP rho any device has spent and the
+// epsilon at delta of that device's ledger (privacy.SpentEpsilon, which
+// reads a last-iterate ledger by Gaussian DP and its TV term); 0, 0 for
+// non-private algorithms.
 func maxSpent(devs []*simDevice, delta float64) (rho, eps float64) {
+	var most privacy.Spent
 	for _, dv := range devs {
 		if a, ok := dv.dev.(optim.Accountant); ok {
 			l := a.Ledger()
-			if r := l.Rho(); r > rho {
-				rho = r
+			if s := l.Spent(); s.Rho > most.Rho {
+				most = s
 			}
 		}
 	}
-	if rho == 0 {
+	if most.Rho == 0 {
 		return 0, 0
 	}
-	e, err := privacy.LedgerEpsilon(rho, delta)
+	e, err := privacy.SpentEpsilon(most, delta)
 	if err != nil {
-		return rho, math.NaN()
+		return most.Rho, math.NaN()
 	}
-	return rho, e
+	return most.Rho, e
 }

@@ -111,7 +111,7 @@ var mutations = []mutation{
 	{
 		name: "gdp-no-discretisation-term", why: "the device's exact-GDP conversion drops the discrete-noise coupling's total-variation term (1 + e^eps) kappa rho",
 		file: "shared/privacy/discrete.go",
-		old:  "return d + (1+math.Exp(epsilon))*DiscretisationSlack*rho, nil",
+		old:  "return d + (1+math.Exp(epsilon))*eta, nil",
 		new:  "return d, nil",
 		pkgs: []string{"./shared/privacy/"},
 	},
@@ -216,8 +216,8 @@ var mutations = []mutation{
 	{
 		name: "delta-from-session", why: "the owner's budget is read at the session's delta when that is larger",
 		file: "shared/plan/figures.go",
-		old:  "most, _, err := b.Over(before + f.WorstRho)",
-		new:  "most, _, err := Budget{Epsilon: b.Epsilon, Delta: max(b.Delta, p.Delta)}.Over(before + f.WorstRho)",
+		old:  "most, _, err := b.Over(worst)",
+		new:  "most, _, err := Budget{Epsilon: b.Epsilon, Delta: max(b.Delta, p.Delta)}.Over(worst)",
 		pkgs: []string{"./shared/plan/"},
 	},
 	{
@@ -627,8 +627,8 @@ var mutations = []mutation{
 	{
 		name: "local-ledger-half", why: "\"local\" charges half of a step's cost",
 		file: "shared/optim/local.go",
-		old:  "if err := dv.ledger.ChargeRho(cost); err != nil {",
-		new:  "if err := dv.ledger.ChargeRho(cost * 0.5); err != nil {",
+		old:  "if err := dv.chargeTo(&dv.ledger, cost); err != nil {",
+		new:  "if err := dv.chargeTo(&dv.ledger, cost*0.5); err != nil {",
 		pkgs: []string{"./shared/optim/", "-run", "Local"},
 	},
 	{
@@ -784,6 +784,64 @@ var mutations = []mutation{
 		old:  "d.round = t\n\t\td.hist.Ask()",
 		new:  "d.round = t",
 		pkgs: []string{"./sim/", "-run", "TestHostileIsTheProduct"},
+	},
+	// Issue 26, point 5: every charge read by a proven route.
+	{
+		name: "last-iterate-read-by-cks", why: "a ledger holding a last-iterate charge is read like an ordinary one (the smaller of GDP with the slack bound and the zCDP/CKS conversion), a route no proof covers for it",
+		file: "shared/privacy/spent.go",
+		old:  "if !s.LastIterate {\n\t\treturn ledgerEpsilon(s.Rho, delta)",
+		new:  "if true {\n\t\treturn ledgerEpsilon(s.Rho, delta)",
+		pkgs: []string{"./shared/privacy/", "./shared/plan/", "-run", "LastIterate"},
+	},
+	{
+		name: "spent-add-drops-last-iterate", why: "composing ledgers forgets a last-iterate charge unless both hold one",
+		file: "shared/privacy/spent.go",
+		old:  "LastIterate: s.LastIterate || t.LastIterate",
+		new:  "LastIterate: s.LastIterate && t.LastIterate",
+		pkgs: []string{"./shared/privacy/", "-run", "LastIterate|Spent"},
+	},
+	{
+		name: "ledger-v1-read-ordinary", why: "a ledger stored in the old encoding, which did not record last-iterate charges, is read as ordinary charges (so possibly by the zCDP conversion)",
+		file: "shared/privacy/zcdp.go",
+		old:  "v1 := AnyCharged(rho)",
+		new:  "v1 := Charged(rho)",
+		pkgs: []string{"./shared/privacy/", "-run", "LedgerVersions|FuzzLedger"},
+	},
+	{
+		name: "local-charge-not-last-iterate", why: "the device records its last-iterate charge as an ordinary zCDP charge",
+		file: "shared/optim/local.go",
+		old:  "if dv.li && cost > 0 {",
+		new:  "if false && dv.li && cost > 0 {",
+		pkgs: []string{"./shared/optim/", "-run", "Local"},
+	},
+	{
+		name: "plan-last-iterate-ordinary", why: "the planner's worst-case ledger for a last-iterate session holds ordinary charges (its figure read by the zCDP conversion)",
+		file: "shared/plan/plan.go",
+		old:  "if err != nil || !li {\n\t\treturn ordinary, err",
+		new:  "if err != nil || !li || true {\n\t\treturn ordinary, err",
+		pkgs: []string{"./shared/plan/"},
+	},
+	{
+		name: "owner-ledger-legacy-ordinary", why: "the page reads an owner's ledger stored before charges recorded their kind as ordinary charges",
+		file: "wasm/local/owner.go",
+		old:  "if l.Version == 0 {",
+		new:  "if false {",
+		pkgs: []string{"./wasm/local/"},
+	},
+	// Issue 26, point 6: the default lesson spends the owner's budget.
+	{
+		name: "lesson-target-over-budget", why: "the default lesson's target is sized 2% over the owner's default budget (its worst-case device would pass the budget, and the page refuse the lesson)",
+		file: "shared/plan/figures.go",
+		old:  "return DefaultLessonShare * b.Epsilon, b.Delta",
+		new:  "return 1.02 * b.Epsilon, b.Delta",
+		pkgs: []string{"./shared/lesson/"},
+	},
+	{
+		name: "lesson-target-under-budget", why: "the default lesson's target uses 90% of the owner's default budget (under the 95% asked)",
+		file: "shared/plan/figures.go",
+		old:  "return DefaultLessonShare * b.Epsilon, b.Delta",
+		new:  "return 0.9 * b.Epsilon, b.Delta",
+		pkgs: []string{"./shared/lesson/"},
 	},
 	// Issue 23, points 7 and 9.
 	{
@@ -999,8 +1057,8 @@ var mutations = []mutation{
 	{
 		name: "progress-ignores-before", why: "the meter's (and the pre-join check's) most for a session leaves out what the owner's data spent before",
 		file: "shared/plan/figures.go",
-		old:  "most, _, err := b.Over(before + f.WorstRho)",
-		new:  "most, _, err := b.Over(f.WorstRho)",
+		old:  "worst, err := before.Add(f.WorstSpent)",
+		new:  "worst, err := privacy.Spent{}.Add(f.WorstSpent)",
 		pkgs: []string{"./shared/plan/"},
 	},
 	{
