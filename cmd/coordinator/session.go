@@ -65,11 +65,22 @@ func assembleSession(o options, train *dataset.Compact, labels string, deadline 
 		shardsN = 4 * sess.M
 	}
 	sess.DemoShards = shardsN > 0
+	if sess.SignalBound > 0 && (shardsN <= 0 || !(o.DemoAlpha >= signalBoundAlpha)) {
+		return assembled{}, fmt.Errorf("-signal-bound %v assumes every device trains on a shard of one dataset dealt "+
+			"nearly iid: it needs the demo shards (-demo-shards >= 0) with -demo-alpha >= %v, not %v "+
+			"(docs/security.md, \"An assumed signal bound\")", sess.SignalBound, signalBoundAlpha, o.DemoAlpha)
+	}
 	if err := sess.Validate(); err != nil {
 		return assembled{}, err
 	}
 	return assembled{sess: sess, mdl: mdl, shards: max(shardsN, 0)}, nil
 }
+
+// signalBoundAlpha is the smallest demo-shard Dirichlet alpha with which
+// the coordinator accepts -signal-bound: shards that skewed are iid for
+// the assumption's purpose (docs/security.md, "An assumed signal bound",
+// has the honest devices' figures at this alpha and at the default 0.5).
+const signalBoundAlpha = 100
 
 // loadTask loads the task's training and test sets from dir (the task's
 // own directory if empty) and returns its class names for the session's

@@ -744,6 +744,20 @@ var mutations = []mutation{
 		pkgs: []string{"./shared/optim/", "-run", "Checker"},
 	},
 	{
+		name: "signal-bound-ignored", why: "the Checker ignores an assumed signal bound D (a running sum of n keeps n E)",
+		file: "shared/optim/plausible.go",
+		old:  "if c.dsum > 0 {",
+		new:  "if false && c.dsum > 0 {",
+		pkgs: []string{"./shared/optim/", "-run", "Checker"},
+	},
+	{
+		name: "signal-bound-1.1", why: "the running-sum tests use 1.1 D in place of an assumed signal bound D",
+		file: "shared/optim/plausible.go",
+		old:  "return min(fn*c.e, c.e+(fn-1)*c.dsum)",
+		new:  "return min(fn*c.e, c.e+(fn-1)*1.1*c.dsum)",
+		pkgs: []string{"./shared/optim/", "-run", "Checker"},
+	},
+	{
 		name: "coordinator-norm-only", why: "the coordinator applies only the norm bound to a direct update",
 		file: "coordinator/coordinator.go",
 		old:  "if err := c.chk.Check(*vec, norm, hist); err != nil {",

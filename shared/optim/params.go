@@ -80,6 +80,20 @@ type Params struct {
 	// ShiftStep is SoteriaFL's shift step gamma; 0 = the paper's
 	// sqrt((1+2 omega) / (2 (1+omega)^3)) (Theorem 3).
 	ShiftStep float64 `json:"shift_step,omitempty"`
+
+	// SignalBound is an assumed bound D on the L2 norm of an honest
+	// device's estimate before rounding and noise, every round (0: none;
+	// the clipping bound E is the only bound). It is an assumption about
+	// the devices' data, not something a device enforces: a session's
+	// owner may state it only when every device holds an iid shard of one
+	// dataset (a classroom whose shards the coordinator deals), where a
+	// minibatch's clipped gradients point many ways and their mean is far
+	// shorter than S. optim.Checker then holds every message and running
+	// sum to D in place of E, so a hostile device pushes at most about D
+	// a round instead of S; an honest device whose estimate exceeds D is
+	// refused like a hostile one (docs/security.md, "An assumed signal
+	// bound"). It takes no part in the noise or the privacy accounting.
+	SignalBound float64 `json:"signal_bound,omitempty"`
 }
 
 // MaxLocalEpochs bounds Params.LocalEpochs (each epoch is a pass of
@@ -240,7 +254,7 @@ func (p Params) Validate() error {
 	for _, f := range []struct {
 		name string
 		v    float64
-	}{{"clip S", p.Clip}, {"G", p.G}, {"L", p.L}, {"diameter D", p.Diameter}, {"rho", p.Rho}, {"epsilon", p.Epsilon}, {"delta", p.Delta}, {"shift step", p.ShiftStep}, {"snapshot probability", p.SnapshotProb}} {
+	}{{"clip S", p.Clip}, {"G", p.G}, {"L", p.L}, {"diameter D", p.Diameter}, {"rho", p.Rho}, {"epsilon", p.Epsilon}, {"delta", p.Delta}, {"shift step", p.ShiftStep}, {"snapshot probability", p.SnapshotProb}, {"signal bound", p.SignalBound}} {
 		if !(f.v >= 0) || math.IsInf(f.v, 0) {
 			add("%s = %v, want a finite value >= 0", f.name, f.v)
 		}
