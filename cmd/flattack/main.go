@@ -6,6 +6,14 @@
 //
 //	go run ./cmd/flattack                  # the table (about 15 minutes on 2 cores)
 //	go run ./cmd/flattack -seeds 1 -K 0,1  # a quick look
+//	go run ./cmd/flattack -compare=false -signal-bound 0.25  # with an assumed signal bound
+//	go run ./cmd/flattack -K 0 -compare=false -partition shards  # honest devices on skewed shards
+//
+// The last column is measured on the honest devices of each cell (largest
+// over devices, rounds and seeds): the norm of an estimate, its distance
+// from the round's mean honest estimate, and the sum rate an assumed
+// signal bound must exceed (sim.Result's HonestSignal, HonestDrift,
+// HonestSumRate; docs/security.md, "An assumed signal bound").
 //
 // The session is the classroom's (nc, logistic regression, b = 32,
 // rho_p = 1.5, eta = 0.02) with M = m = 10 and T = 100.
