@@ -758,6 +758,20 @@ var mutations = []mutation{
 		pkgs: []string{"./shared/optim/", "-run", "Checker"},
 	},
 	{
+		name: "signal-bound-not-on-wire", why: "the session's signal bound does not reach the checkers (plan.FromSession drops it)",
+		file: "shared/plan/session.go",
+		old:  "LocalEpochs: s.LocalEpochs, SignalBound: s.SignalBound,",
+		new:  "LocalEpochs: s.LocalEpochs,",
+		pkgs: []string{"./cmd/coordinator/", "-run", "TestAssembleSession"},
+	},
+	{
+		name: "signal-bound-any-shards", why: "the coordinator accepts -signal-bound with label-skewed demo shards (honest devices refused)",
+		file: "cmd/coordinator/session.go",
+		old:  "if sess.SignalBound > 0 && (shardsN <= 0 || !(o.DemoAlpha >= signalBoundAlpha)) {",
+		new:  "if false && sess.SignalBound > 0 && (shardsN <= 0 || !(o.DemoAlpha >= signalBoundAlpha)) {",
+		pkgs: []string{"./cmd/coordinator/", "-run", "TestAssembleSession"},
+	},
+	{
 		name: "coordinator-norm-only", why: "the coordinator applies only the norm bound to a direct update",
 		file: "coordinator/coordinator.go",
 		old:  "if err := c.chk.Check(*vec, norm, hist); err != nil {",
