@@ -81,18 +81,20 @@ type Params struct {
 	// sqrt((1+2 omega) / (2 (1+omega)^3)) (Theorem 3).
 	ShiftStep float64 `json:"shift_step,omitempty"`
 
-	// SignalBound is an assumed bound D on the L2 norm of an honest
-	// device's estimate before rounding and noise, every round (0: none;
-	// the clipping bound E is the only bound). It is an assumption about
-	// the devices' data, not something a device enforces: a session's
-	// owner may state it only when every device holds an iid shard of one
-	// dataset (a classroom whose shards the coordinator deals), where a
-	// minibatch's clipped gradients point many ways and their mean is far
-	// shorter than S. optim.Checker then holds every message and running
-	// sum to D in place of E, so a hostile device pushes at most about D
-	// a round instead of S; an honest device whose estimate exceeds D is
-	// refused like a hostile one (docs/security.md, "An assumed signal
-	// bound"). It takes no part in the noise or the privacy accounting.
+	// SignalBound is an assumed signal bound D (0: none): for every
+	// honest device, any n of its estimates (clipped, before rounding and
+	// noise) that the server sums in one history have a sum of norm at
+	// most E + (n - 1) D, E the clipping bound. It is an assumption about
+	// the devices' data that no device enforces and no test can check; a
+	// session's owner states it only when every device trains on an iid
+	// shard of one dataset (the coordinator's demo shards dealt nearly
+	// iid), where the minibatch noise that makes single estimates long
+	// cancels over rounds. optim.Checker's running-sum and persistence
+	// tests then use it in place of n E, so a device that pushes one way
+	// round after round is held to about D a round (plus what its noise
+	// hides); an honest device whose sums grow faster may be refused like
+	// a hostile one (docs/security.md, "An assumed signal bound"). It
+	// takes no part in the noise or the privacy accounting.
 	SignalBound float64 `json:"signal_bound,omitempty"`
 }
 

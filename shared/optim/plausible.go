@@ -277,6 +277,9 @@ func NewChecker(p Params, d int) (*Checker, error) {
 	if c.persist {
 		c.why += ", and the persistence test of the running sum"
 	}
+	if c.history && c.dsum > 0 && c.dsum < c.e {
+		c.why += fmt.Sprintf("; running sums held to E + (n-1) D, D = %.4g (an assumed signal bound)", c.dsum)
+	}
 	return c, nil
 }
 
@@ -395,7 +398,9 @@ func (c *Checker) HistBlockLimit(k, n, a int) float64 {
 //	<R_(n-1), R_n> = <V_(n-1), V_n> + <V_(n-1), y_n> + <y_(n-1), V_(n-1)>
 //	               + <y_(n-1), v_n> + <y_(n-1), y_n>,
 //
-// bounded in turn by (n-1) n E'^2; (n-1) E' s1 z and (n-1) E' s1 z (y_n,
+// bounded in turn by (n-1) n E'^2 (with an assumed signal bound D,
+// ||V_k|| <= E + (k-1) D + k h sqrt(d)/2 in place of k E' here and in
+// the next two terms); (n-1) E' s1 z and (n-1) E' s1 z (y_n,
 // and y_(n-1), are drawn after V_(n-1) is fixed, so each product is
 // subgaussian with proxy ||V_(n-1)||^2 s1^2); E' s1 chiY (Cauchy-Schwarz:
 // v_n may depend on y_(n-1) through the model); and s1^2 chiY z (y_n is
