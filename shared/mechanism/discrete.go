@@ -467,7 +467,7 @@ const (
 	// conditioned on |z| < about 2^24 sigma (the outputs must fit an int64).
 	blkMaxM = 1 << 30
 	blkAmb  = 1 << 15 // the guide entry's "bucket holds a boundary" flag
-	blkV    = 19      // bits of U drawn with the proposal
+	blkV    = 12      // bits of U drawn with the proposal
 )
 
 // blkGuide[p] is the least m with T_m > p 2^52, with blkAmb set when some
@@ -505,40 +505,48 @@ var blkDelta = func() (d [blkM + 1]uint64) {
 // dgParams are the sampler's constants for one sigma.
 type dgParams struct {
 	sg    uint64 // sigma
-	invSg uint64 // floor(2^64 / sigma) (2^64 - 1 for sigma = 1)
+	iv    uint64 // ceil(2^51 / sigma)
 	wd    uint64 // W = ceil(sigma / c) <= 2^24
-	thr   uint64 // 2^32 mod W: Lemire's rejection threshold for t
+	tl    uint   // bits drawn for t: min(bits.Len64(W) + 8, 32)
+	thr   uint64 // 2^tl mod W: Lemire's rejection threshold for t
+	need  uint   // bits per proposal: 12 + tl + 1 + blkV <= 57
 }
 
 func newDGParams(sigma int64) dgParams {
 	sg := uint64(sigma)
-	p := dgParams{sg: sg, invSg: ^uint64(0), wd: (sg + blkC - 1) >> blkShift}
-	if sg >= 2 {
-		p.invSg, _ = bits.Div64(1, 0, sg)
-	}
-	p.thr = (1 << 32) % p.wd
+	p := dgParams{sg: sg, iv: (1<<51 + sg - 1) / sg, wd: (sg + blkC - 1) >> blkShift}
+	p.tl = min(uint(bits.Len64(p.wd))+8, 32)
+	p.thr = (1 << p.tl) % p.wd
+	p.need = blkGuideBits + p.tl + 1 + blkV
 	return p
 }
 
 // blkSearch returns m = min{m : u < T_m} (blkM + 1 when u >= T_M, the
 // tail) for the uniform u whose top 12 bits are pre, drawing its other 52
-// bits; the guide says m >= lo.
+// bits lazily: 8 first, compared with the thresholds' bits 44 to 63 from
+// the guide's lo on (usually one comparison decides), and the last 44 only
+// on a tie.
 //
 //go:noinline
 func (s *Stream) blkSearch(pre, lo uint64) uint64 {
-	return blkSearchU(pre<<(64-blkGuideBits)|s.take(26)<<26|s.take(26), lo)
+	u20 := pre<<8 | s.take8()
+	for m := lo; m <= blkM; m++ {
+		t20 := blkCum[m] >> 44
+		if u20 < t20 {
+			return m // u < (u20 + 1) 2^44 <= T_m
+		}
+		if u20 == t20 {
+			return blkSearchU(u20<<44|s.take(22)<<22|s.take(22), m)
+		}
+		// u >= u20 2^44 > T_m
+	}
+	return blkM + 1
 }
 
 // blkSearchU returns min{m >= lo : u < T_m}, or blkM + 1.
 func blkSearchU(u, lo uint64) uint64 {
-	hi := uint64(blkM + 1)
-	for lo < hi {
-		mid := (lo + hi) / 2
-		if u < blkCum[mid] {
-			hi = mid
-		} else {
-			lo = mid + 1
-		}
+	for lo <= blkM && u >= blkCum[lo] {
+		lo++
 	}
 	return lo
 }
@@ -553,33 +561,48 @@ func (s *Stream) blkTail() uint64 {
 	return m
 }
 
-// lemireT returns t uniform in [0, W) from 32-bit draws r (the first is
-// r0): t = floor(r W / 2^32), rejected while (r W mod 2^32) < 2^32 mod W
-// (Lemire 2019), which leaves exactly floor(2^32 / W) values of r per t.
+// lemireT returns t uniform in [0, W) from tl-bit draws r (the first is
+// r0): t = floor(r W / 2^tl), rejected while (r W mod 2^tl) < 2^tl mod W
+// (Lemire 2019), which leaves exactly floor(2^tl / W) values of r per t
+// (a rejection has probability below W / 2^tl <= 2^-7).
 //
 //go:noinline
 func (s *Stream) lemireT(r0 uint64, p *dgParams) uint64 {
 	prod := r0 * p.wd
-	for prod&(1<<32-1) < p.thr {
-		prod = s.take(32) * p.wd
+	for prod&(1<<p.tl-1) < p.thr {
+		prod = s.take(p.tl) * p.wd
 	}
-	return prod >> 32
+	return prod >> p.tl
 }
 
 // fillDG fills dst with independent draws of N_Z(0, sigma^2) (the block
 // sampler above; a rejected proposal continues the loop without advancing
-// i). Each proposal reads one keystream word: 12 bits for the guide, 32
-// for t, a sign and the first 19 bits of the acceptance uniform.
+// i). Each proposal reads need bits of the keystream (45 at the demo's
+// sigma), through a reservoir local to the call (bits left at its end are
+// dropped): 12 for the guide, tl for t, a sign and the first blkV bits of
+// the acceptance uniform.
 func (s *Stream) fillDG(dst []int64, p *dgParams) {
-	sg := p.sg
+	sg, need, tl := p.sg, p.need&63, p.tl&63
+	var buf uint64 // the reservoir: nb unused keystream bits, the rest 0
+	var nb uint
 	for i := 0; i < len(dst); {
 		var r uint64
-		if s.ln == 0 {
-			r = s.c.Uint64() // Uint64's common case, one call fewer
+		if nb >= need {
+			r = buf & (1<<need - 1)
+			buf >>= need
+			nb -= need
 		} else {
-			r = s.uint64Split()
+			var w uint64
+			if s.ln == 0 {
+				w = s.c.Uint64() // Uint64's common case, one call fewer
+			} else {
+				w = s.uint64Split()
+			}
+			r = (buf | w<<nb) & (1<<need - 1)
+			buf = w >> ((need - nb) & 63)
+			nb = 64 - (need - nb)
 		}
-		pre := r >> (64 - blkGuideBits)
+		pre := r >> ((need - blkGuideBits) & 63)
 		g := uint64(blkGuide[pre])
 		m := g &^ blkAmb
 		if g&blkAmb != 0 {
@@ -593,10 +616,10 @@ func (s *Stream) fillDG(dst []int64, p *dgParams) {
 		// x = b + t, b = ceil(m sigma / c); y = c x - m sigma = c t + rho.
 		ms := m * sg
 		b := (ms + blkC - 1) >> blkShift
-		tr := r >> blkV & (1<<32 - 1)
+		tr := r >> (blkV + 1) & (1<<tl - 1)
 		prod := tr * p.wd
-		t := prod >> 32
-		if prod&(1<<32-1) < p.thr {
+		t := prod >> tl
+		if prod&(1<<tl-1) < p.thr {
 			t = s.lemireT(tr, p)
 		}
 		y := t<<blkShift + (b<<blkShift - ms)
@@ -604,34 +627,30 @@ func (s *Stream) fillDG(dst []int64, p *dgParams) {
 			continue // x is beyond block m
 		}
 		x := b + t
-		neg := r>>(64-blkGuideBits-1)&1 == 1
-		if neg && x == 0 {
-			continue
+		sb := r >> blkV & 1 // the sign: negative when 1
+		if x == 0 && sb == 1 {
+			continue // -0
 		}
-		v := r & (1<<blkV - 1) // U's first 19 bits
+		v := r & (1<<blkV - 1) // U's first blkV bits
 		if m > blkM {
 			if !s.blkExact(s.blkU(v), x, m, sg) {
 				continue
 			}
 		} else {
 			// The acceptance probability is at least 1 - blkLoss / 2^32,
-			// and U < (v + 1) 2^-19.
+			// and U < (v + 1) 2^-blkV.
 			if (v+1)<<(32-blkV)+blkLoss(y, m, p) > 1<<32 && !s.blkAcceptMid(v, x, y, m, sg) {
 				continue
 			}
 		}
-		z := int64(x)
-		if neg {
-			z = -z
-		}
-		dst[i] = z
+		dst[i] = int64(x^-sb + sb) // -x when sb = 1, without a branch
 		i++
 	}
 }
 
 // blkAcceptMid decides the acceptance of x in block m <= blkM when U's
-// first 19 bits v did not: it brackets exp(-E) alpha_m within a few units
-// of 2^-64 and draws U's next 45 bits, and only when U falls inside the
+// first blkV bits v did not: it brackets exp(-E) alpha_m within a few
+// units of 2^-64 and draws U's next bits, and only when U falls inside the
 // bracket compares exact bits (blkExact). E = y (y + 2 m sigma) / (2 c^2
 // sigma^2) is split exactly, in 128-bit integer arithmetic, into w = 0 (E <
 // (2M + 1) / (2 c^2) < 1) and t <= frac(E) 2^64 < t + 2.
@@ -651,17 +670,13 @@ func (s *Stream) blkAcceptMid(v, x, y, m, sg uint64) bool {
 
 // blkLoss returns an integer L with alpha_m exp(-E) >= 1 - L / 2^32 for x
 // in block m <= blkM, y = c x - m sigma: E = x^2/(2 sigma^2) - m^2/(2 c^2)
-// = a (a + 2m) / (2 c^2) with a = y / sigma in [0, 1); ah >= a 2^32 (the
-// reciprocal invSg > 2^64/sigma - 1 loses less than 1, the floor 1),
-// eh >= E 2^32, and alpha_m >= 1 - blkDelta[m] / 2^32, so alpha_m exp(-E)
-// >= (1 - blkDelta[m]/2^32)(1 - E) >= 1 - (eh + blkDelta[m]) / 2^32.
+// = a (a + 2m) / (2 c^2) <= a (2m + 1) / 2^13 with a = y / sigma in [0,
+// 1), and y iv >= a 2^51 (iv = ceil(2^51 / sigma)), so E 2^32 <= y iv (2m
+// + 1) / 2^32 (below 2^62: y iv < 2^51 + sigma, 2m + 1 < 2^11); with
+// alpha_m >= 1 - blkDelta[m] / 2^32, alpha_m exp(-E) >= (1 -
+// blkDelta[m]/2^32)(1 - E) >= 1 - L / 2^32.
 func blkLoss(y, m uint64, p *dgParams) uint64 {
-	var ah uint64
-	if y != 0 {
-		ah = mulHi(y<<32, p.invSg) + 2
-	}
-	hi, lo := bits.Mul64(ah, ah+m<<33) // < 2^77: m < 2^10
-	return (hi<<19 | lo>>45) + 1 + blkDelta[m]
+	return y*p.iv*(2*m+1)>>32 + 1 + blkDelta[m]
 }
 
 // blkBracket returns lo and hi with lo <= alpha_m exp(-E) 2^64 < hi (hi
@@ -690,9 +705,9 @@ func blkBracket(y, m, sg uint64) (lo, hi uint64, hiOK bool) {
 }
 
 // blkU returns the first 64 bits of the acceptance uniform whose first
-// 19 bits are v, drawing the other 45.
+// blkV = 12 bits are v, drawing the other 52.
 func (s *Stream) blkU(v uint64) uint64 {
-	return v<<(64-blkV) | s.take(23)<<22 | s.take(22)
+	return v<<(64-blkV) | s.take(26)<<26 | s.take(26)
 }
 
 // expSlack bounds expQ64's error (16) plus the error of t (2) in

@@ -58,6 +58,29 @@ func TestBlockGuideAndSearch(t *testing.T) {
 	t.Logf("%d of %d buckets hold a boundary", n, len(blkGuide))
 }
 
+// TestBlockSearchLazy: blkSearch, which reads u's bits 8 then 44 at a
+// time, returns the index of any u that begins with the bits it read: a
+// copy of the stream replays them, and the brute-force index of that u
+// (its further bits taken from the copy too) must agree, in every
+// ambiguous bucket.
+func TestBlockSearchLazy(t *testing.T) {
+	s := NewStream(seedOf(12), PurposeNoise)
+	for pre := uint64(0); pre < 1<<blkGuideBits; pre++ {
+		g := uint64(blkGuide[pre])
+		if g&blkAmb == 0 {
+			continue
+		}
+		for k := 0; k < 50; k++ {
+			c := *s
+			got := s.blkSearch(pre, g&^blkAmb)
+			u := pre<<(64-blkGuideBits) | c.take8()<<44 | c.take(22)<<22 | c.take(22)
+			if want := blkIndexBrute(u); got != want {
+				t.Fatalf("bucket %d: blkSearch %d, the index of u = %#x is %d", pre, got, u, want)
+			}
+		}
+	}
+}
+
 // blkValue returns floor(V 2^64), V = exp(-x^2 / (2 sigma^2)) R_m, the
 // probability blkExact compares with.
 func blkValue(x, m, sg uint64) *big.Int {
