@@ -43,18 +43,19 @@ import (
 //     payload is a deterministic function of that integer vector and of
 //     independent compressor randomness: post-processing.
 //
-// The sampler is Karney's exact algorithm for the discrete normal
-// (Karney 2016, "Sampling exactly from the normal distribution", ACM TOMS
-// 42(1)), specialised to an integer sigma, with every Bernoulli(exp(-x))
-// drawn by comparing random bits with exact bounds on, or the exactly
-// computed binary expansion of, exp(-x) (or, in rare branches, by CKS 2020
-// Algorithm 1 from exact integer ratios): no floating-point number enters
-// any probability. A second exact sampler, CKS 2020
-// Algorithm 3, is kept in the tests as a reference. All arithmetic is in
-// 64-bit integers; MaxDiscreteSigma keeps every intermediate value in
-// range. Randomness comes from a Stream, so a vector is a deterministic
-// function of its 32-byte seed and regenerates bit for bit on every
-// platform.
+// The sampler (fillDG, issue 27) is rejection from a proposal that does
+// not depend on sigma: a block index m from a constant dyadic table over 64
+// blocks per sigma, a uniform position in the block and a sign, accepted
+// with probability exp(-x^2 / (2 sigma^2)) times a constant ratio per
+// block, drawn by comparing random bits with exact bounds on, or the
+// exactly computed binary expansion of, that probability: no
+// floating-point number enters any probability, and the output is exactly
+// the discrete Gaussian (privacy.md 4a has the proof). CKS 2020 Algorithm
+// 3, a second exact sampler, is kept in the tests as an independent
+// reference. The hot path is 64-bit integer arithmetic; MaxDiscreteSigma
+// keeps every intermediate value in range. Randomness comes from a
+// Stream, so a vector is a deterministic function of its 32-byte seed and
+// regenerates bit for bit on every platform.
 
 // GridFactor is c in the grid step g = 2^floor(log2(Delta / (c sqrt d))):
 // the rounding slack sqrt(d) is then between Delta/(2 c g) and Delta/(c g)
@@ -65,8 +66,10 @@ import (
 const GridFactor = 1000
 
 // MaxDiscreteSigma is the largest sigma (in grid units) DiscreteGaussian
-// accepts: with sigma <= 2^30, the acceptance ratio's denominator
-// 2 sigma^2 <= 2^61 and the outputs k sigma + j (k <= 2^30) stay below 2^61.
+// accepts: with sigma <= 2^30, the block width W = ceil(sigma/64) <= 2^24
+// leaves Lemire's 32-bit draw a rejection rate below 2^-8, the products
+// of blkLoss and blkBracket stay below 2^64 (or 2^128 with a high word
+// below sigma), and the outputs (m <= 2^30) stay below 2^55.
 const MaxDiscreteSigma = 1 << 30
 
 // maxGridValue bounds |v/g| for ToGrid: below 2^52 every integer and
@@ -504,12 +507,12 @@ var blkDelta = func() (d [blkM + 1]uint64) {
 
 // dgParams are the sampler's constants for one sigma.
 type dgParams struct {
-	sg    uint64 // sigma
-	iv    uint64 // ceil(2^51 / sigma)
-	wd    uint64 // W = ceil(sigma / c) <= 2^24
-	tl    uint   // bits drawn for t: min(bits.Len64(W) + 8, 32)
-	thr   uint64 // 2^tl mod W: Lemire's rejection threshold for t
-	need  uint   // bits per proposal: 12 + tl + 1 + blkV <= 57
+	sg   uint64 // sigma
+	iv   uint64 // ceil(2^51 / sigma)
+	wd   uint64 // W = ceil(sigma / c) <= 2^24
+	tl   uint   // bits drawn for t: min(bits.Len64(W) + 8, 32)
+	thr  uint64 // 2^tl mod W: Lemire's rejection threshold for t
+	need uint   // bits per proposal: 12 + tl + 1 + blkV <= 57
 }
 
 func newDGParams(sigma int64) dgParams {
@@ -643,7 +646,7 @@ func (s *Stream) fillDG(dst []int64, p *dgParams) {
 				continue
 			}
 		}
-		dst[i] = int64(x^-sb + sb) // -x when sb = 1, without a branch
+		dst[i] = int64(x ^ -sb + sb) // -x when sb = 1, without a branch
 		i++
 	}
 }
