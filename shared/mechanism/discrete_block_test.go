@@ -267,3 +267,29 @@ func TestBlockSeam(t *testing.T) {
 	}
 	t.Logf("chi^2 = %.1f with 10 df (limit %.1f)", chi, chiSquareQuantile(10, 4.75))
 }
+
+// TestLemireExact: the position t is exactly uniform on [0, W): over all
+// 2^tl draws r, the accepted ones (r W mod 2^tl >= thr) give every t the
+// same count, floor(2^tl / W), for block widths from 1 to the demo's
+// (sigma = 211,997: W = 3,313, tl = 20).
+func TestLemireExact(t *testing.T) {
+	for _, sigma := range []int64{1, 64, 65, 1000, 60000, demoSigma, 1 << 18} {
+		p := newDGParams(sigma)
+		if p.wd != (uint64(sigma)+blkC-1)/blkC || p.need > 64 {
+			t.Fatalf("sigma %d: W = %d, need = %d", sigma, p.wd, p.need)
+		}
+		counts := make([]uint64, p.wd)
+		for r := uint64(0); r < 1<<p.tl; r++ {
+			prod := r * p.wd
+			if prod&(1<<p.tl-1) >= p.thr {
+				counts[prod>>p.tl]++
+			}
+		}
+		want := (uint64(1) << p.tl) / p.wd
+		for tt, c := range counts {
+			if c != want {
+				t.Fatalf("sigma %d (W = %d, tl = %d): t = %d accepted %d times, want %d", sigma, p.wd, p.tl, tt, c, want)
+			}
+		}
+	}
+}
