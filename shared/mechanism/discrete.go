@@ -448,9 +448,9 @@ func mulHi(a, b uint64) uint64 {
 //     R_m exp(-x^2/(2 sigma^2)) <= alpha_m = w_m R_m <= 1 because x >= m
 //     sigma / c (TestBlockTables checks the inequalities this needs).
 //
-// The acceptance is one uniform U compared with exact bounds: U's first 19
-// bits decide unless U falls within about E + 2^-19 of the acceptance
-// probability's lower bound 1 - E - (1 - alpha_m), with E = exp's exponent
+// The acceptance is one uniform U compared with exact bounds: U's first 12
+// bits decide unless U lies above about 1 - E - (1 - alpha_m) - 2^-12, a
+// lower bound on the acceptance probability, with E = exp's exponent
 // beyond the block's, below 0.14 and about 0.006 on average; then 64 bits
 // against a bracket from expQ64 (blkAcceptMid); then exact bits
 // (blkExact). Nothing is rounded: the output is exactly the discrete
@@ -475,7 +475,7 @@ const (
 
 // blkGuide[p] is the least m with T_m > p 2^52, with blkAmb set when some
 // T_m lies inside the bucket [p 2^52, (p+1) 2^52): for a u whose top 12
-// bits are p, m is then found from all 64 bits of u (blkSearch).
+// bits are p, m is then found from further bits of u (blkSearch).
 var blkGuide = func() (g [1 << blkGuideBits]uint16) {
 	m := 0
 	for p := range g {
@@ -720,7 +720,8 @@ const expSlack = 64
 // blkExact reports whether the uniform U whose first 64 bits are u is
 // below exp(-x^2 / (2 sigma^2)) R_m, drawing U's further bits as needed and
 // comparing them with exactly computed bits of that number (big integers;
-// it runs with probability about 2^-55 per proposal, or in the tail).
+// the bracket it follows is at most about 130 units of 2^-64 wide, so it
+// runs with probability below 2^-56 per proposal, or in the tail).
 func (s *Stream) blkExact(u, x, m, sg uint64) bool {
 	if x == 0 {
 		return true // m = 0 and R_0 exp(0) = kappa / q_0 = 1
