@@ -144,6 +144,27 @@ var mutations = []mutation{
 		pkgs: []string{"./shared/mechanism/", "-run", "DiscreteSigmaGaussianDP"},
 	},
 	{
+		name: "block-acceptance-skipped", why: "the exact sampler skips its acceptance step in the table's blocks (flat blocks: not the discrete Gaussian)",
+		file: "shared/mechanism/discrete.go",
+		old:  "if (v+1)<<(32-blkV)+blkLoss(y, m, p) > 1<<32 && !s.blkAcceptMid(v, x, y, m, sg) {",
+		new:  "if false && (v+1)<<(32-blkV)+blkLoss(y, m, p) > 1<<32 && !s.blkAcceptMid(v, x, y, m, sg) {",
+		pkgs: []string{"./shared/mechanism/", "-run", "TestBlockSeam"},
+	},
+	{
+		name: "block-sigma-0.9", why: "the exact sampler draws with 0.9 of the sigma it is given",
+		file: "shared/mechanism/discrete.go",
+		old:  "sg := uint64(sigma)\n\tp := dgParams{",
+		new:  "sg := uint64(sigma * 9 / 10)\n\tp := dgParams{",
+		pkgs: []string{"./shared/mechanism/", "-run", "TestDiscreteGaussianMoments"},
+	},
+	{
+		name: "block-fast-bound-no-alpha", why: "the sampler's fast acceptance bound ignores the table's correction alpha_m (accepts where it must not)",
+		file: "shared/mechanism/discrete.go",
+		old:  "return y*p.iv*(2*m+1)>>32 + 1 + blkDelta[m]",
+		new:  "return y*p.iv*(2*m+1)>>32 + 1",
+		pkgs: []string{"./shared/mechanism/", "-run", "TestBlockBounds"},
+	},
+	{
 		name: "ledger-half", why: "the ledger charges half of each release's cost",
 		file: "shared/optim/device.go",
 		old:  "if err := dv.ledger.ChargeRho(cost); err != nil {",
