@@ -19,6 +19,7 @@ import (
 	"browserfl/coordinator/gate"
 	"browserfl/coordinator/metrics"
 	"browserfl/coordinator/shards"
+	"browserfl/coordinator/site"
 	"browserfl/coordinator/store"
 	"browserfl/shared/plan"
 	"browserfl/shared/task"
@@ -82,7 +83,7 @@ type HostConfig struct {
 	// its coordinator is built (cmd/coordinator: -rollback-to).
 	Prepare func(*store.Store) error
 	// Assets and Shards are served by every session (Coordinator.Handler).
-	Assets Assets
+	Assets site.Assets
 	Shards *shards.Set
 	Logger *slog.Logger
 	// Attach, if set, is called for each session's coordinator before its
@@ -144,7 +145,7 @@ func OpenHost(cfg HostConfig) (*Host, error) {
 	}
 	// The page's assets are hashed and compressed once for every
 	// session's handler (static.go).
-	assets, err := cfg.Assets.prepared()
+	assets, err := cfg.Assets.Prepared()
 	if err != nil {
 		return nil, fmt.Errorf("coordinator: host: %w", err)
 	}
@@ -727,7 +728,7 @@ func (h *Host) archivedTarget(r *http.Request, cur *hostSession) string {
 // (checked with the current session's gate and its backoff); anything
 // else is answered 403 and counted.
 func (h *Host) teacherOnly(cur *hostSession, next http.HandlerFunc) http.Handler {
-	return securityHeaders(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return site.SecurityHeaders(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ok, answered := cur.c.teacherAuth(w, r, h.secret)
 		switch {
 		case ok:
@@ -744,7 +745,7 @@ func (h *Host) teacherOnly(cur *hostSession, next http.HandlerFunc) http.Handler
 // session's join code (checked by the current session's gate). A wrong
 // teacher secret is refused (teacherAuth) whatever code comes with it.
 func (h *Host) authorized(cur *hostSession, target string, next http.HandlerFunc) http.Handler {
-	return securityHeaders(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return site.SecurityHeaders(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ok, answered := cur.c.teacherAuth(w, r, h.secret)
 		if answered {
 			return

@@ -26,6 +26,7 @@ import (
 	"runtime/pprof"
 
 	"browserfl/coordinator"
+	"browserfl/coordinator/site"
 	"browserfl/coordinator/store"
 	"browserfl/web"
 )
@@ -103,15 +104,15 @@ func runSession(o options, log *slog.Logger, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	ifaces, err := coordinator.MachineAddrs()
+	ifaces, err := site.MachineAddrs()
 	if err != nil {
 		log.Warn("cannot list this machine's addresses", "err", err)
 	}
 	// Each session puts its own join code into these URLs.
-	join := coordinator.JoinURLs(ln.Addr().String(), o.scheme(), "CODE", ifaces)
+	join := site.JoinURLs(ln.Addr().String(), o.scheme(), "CODE", ifaces)
 	hcfg := coordinator.HostConfig{Dir: o.DataDir, Template: template(o, a, gap, evalSet, log), JoinCode: o.JoinCode, Seed: o.Seed,
 		JoinCodeLength: o.JoinCodeLength, Fresh: o.Reset, Logger: log, Shards: shards,
-		Assets: coordinator.Assets{Index: index, Web: web.FS(), Join: join}}
+		Assets: site.Assets{Index: index, Web: web.FS(), Join: join}}
 	if o.Role == "session" {
 		attach, closeNATS, err := sessionNode(o, log)
 		if err != nil {

@@ -15,6 +15,7 @@ import (
 
 	"browserfl/coordinator"
 	"browserfl/coordinator/shards"
+	"browserfl/coordinator/site"
 	"browserfl/shared/wire"
 	"browserfl/web"
 )
@@ -44,7 +45,7 @@ func printStart(stderr io.Writer, host *coordinator.Host, addr net.Addr, o optio
 	if host.Current().State() == coordinator.StateLobby {
 		sizing = "in its lobby: sized for the class at Start, \"one lesson\" preset"
 	}
-	printJoin(stderr, cur, sizing, coordinator.JoinURLs(addr.String(), o.scheme(), joinCode, ifaces), joinCode, host.TeacherSecret())
+	printJoin(stderr, cur, sizing, site.JoinURLs(addr.String(), o.scheme(), joinCode, ifaces), joinCode, host.TeacherSecret())
 	if metricsGenerated {
 		printMetricsToken(stderr, o.MetricsToken)
 	}
