@@ -3,7 +3,6 @@ package coordinator
 import (
 	"crypto/subtle"
 	_ "embed"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -48,23 +47,23 @@ import (
 // Everything that describes the session needs the join code (the
 // dashboard passes the one in its own URL); only /healthz, the page and
 // its assets do not. Wrong codes go through the gate's per-address
-// backoff. Every response carries the headers of securityHeaders.
+// backoff. Every response carries the headers of site.SecurityHeaders.
 func (c *Coordinator) Handler(assets site.Assets, shards *shards.Set) http.Handler {
 	mux := http.NewServeMux()
 	join := c.newJoin(assets.Join) // join.go: join URLs, QR code, model JSON, store-backed figures
 	join.register(mux)
-	mux.HandleFunc("GET /api/session", c.withCode(func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, c.Session())
+	mux.HandleFunc("GET /api/session", c.WithCode(func(w http.ResponseWriter, r *http.Request) {
+		site.WriteJSON(w, c.Session())
 	}))
-	mux.HandleFunc("GET /api/progress", c.withCode(func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("GET /api/progress", c.WithCode(func(w http.ResponseWriter, r *http.Request) {
 		p, err := c.progress()
 		if err != nil {
 			http.Error(w, "store error", http.StatusInternalServerError)
 			return
 		}
-		writeJSON(w, p)
+		site.WriteJSON(w, p)
 	}))
-	mux.HandleFunc("GET /api/model", c.withCode(func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("GET /api/model", c.WithCode(func(w http.ResponseWriter, r *http.Request) {
 		c.mu.Lock()
 		frame := c.modelFrame
 		c.mu.Unlock()
@@ -92,22 +91,22 @@ func (c *Coordinator) Handler(assets site.Assets, shards *shards.Set) http.Handl
 		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 		c.WriteMetrics(w)
 	})
-	mux.HandleFunc("GET /api/status", c.withCode(func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("GET /api/status", c.WithCode(func(w http.ResponseWriter, r *http.Request) {
 		st := c.Status()
 		st.Warnings = c.Warnings(shards)
 		join.fill(&st, r)
 		c.fillProjector(&st, shards)
-		ok, answered := c.teacherAuth(w, r, c.cfg.TeacherSecret)
+		ok, answered := c.TeacherAuth(w, r, c.cfg.TeacherSecret)
 		if answered {
 			return
 		}
 		if ok {
 			st.ForTeacher()
 		}
-		writeJSON(w, st)
+		site.WriteJSON(w, st)
 	}))
 	c.teacherRoutes(mux)
-	mux.HandleFunc("GET /api/rounds", c.withCode(func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("GET /api/rounds", c.WithCode(func(w http.ResponseWriter, r *http.Request) {
 		serveRounds(w, r, c.store)
 	}))
 	site.RegisterDashboard(mux)
@@ -115,7 +114,7 @@ func (c *Coordinator) Handler(assets site.Assets, shards *shards.Set) http.Handl
 		// A row task's demo shard: CSV rows, compressed like the
 		// pictures (static.go).
 		enc := &site.EncodedBodies{}
-		mux.HandleFunc("GET /api/demo/rows", c.withCode(func(w http.ResponseWriter, r *http.Request) {
+		mux.HandleFunc("GET /api/demo/rows", c.WithCode(func(w http.ResponseWriter, r *http.Request) {
 			idx := shards.Pick(r)
 			body, err := shards.CSV(idx)
 			if err != nil {
@@ -132,7 +131,7 @@ func (c *Coordinator) Handler(assets site.Assets, shards *shards.Set) http.Handl
 	} else if shards != nil {
 		// The demo pictures travel compressed (static.go).
 		enc := &site.EncodedBodies{}
-		mux.HandleFunc("GET /api/demo/shard", c.withCode(func(w http.ResponseWriter, r *http.Request) {
+		mux.HandleFunc("GET /api/demo/shard", c.WithCode(func(w http.ResponseWriter, r *http.Request) {
 			idx := shards.Pick(r)
 			blob, err := shards.Blob(idx)
 			if err != nil {
@@ -146,7 +145,7 @@ func (c *Coordinator) Handler(assets site.Assets, shards *shards.Set) http.Handl
 			enc.Serve(w, r, "blob/"+strconv.Itoa(idx), blob)
 		}))
 		for _, part := range []string{"images", "labels"} {
-			mux.HandleFunc("GET /api/demo/"+part, c.withCode(func(w http.ResponseWriter, r *http.Request) {
+			mux.HandleFunc("GET /api/demo/"+part, c.WithCode(func(w http.ResponseWriter, r *http.Request) {
 				idx := shards.Pick(r)
 				im, lab, err := shards.IDX(idx)
 				if err != nil {
@@ -190,10 +189,10 @@ func metricsAllowed(f *wsconn.Front, w http.ResponseWriter, r *http.Request) boo
 	return true
 }
 
-// withCode requires the session's join code in ?code= or X-Join-Code,
+// WithCode requires the session's join code in ?code= or X-Join-Code,
 // checked by the gate (per-address backoff after repeated failures: 429
 // with Retry-After).
-func (c *Coordinator) withCode(h http.HandlerFunc) http.HandlerFunc {
+func (c *Coordinator) WithCode(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		code := r.Header.Get("X-Join-Code")
 		if code == "" {
@@ -248,7 +247,7 @@ func serveRounds(w http.ResponseWriter, r *http.Request, st *store.Store) {
 			BytesIn: rec.BytesIn, BytesOut: rec.BytesOut, Evaluated: rec.Evaluated,
 			Accuracy: rec.Accuracy, Loss: rec.Loss, EvalSamples: rec.EvalSamples, DeadlineHit: rec.DeadlineHit}
 	}
-	writeJSON(w, out)
+	site.WriteJSON(w, out)
 }
 
 func (c *Coordinator) progress() (Progress, error) {
@@ -274,13 +273,6 @@ func storeProgress(st *store.Store, committed, rounds int) (Progress, error) {
 			return p, nil
 		}
 	}
-}
-
-func writeJSON(w http.ResponseWriter, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	enc := json.NewEncoder(w)
-	enc.Encode(v)
 }
 
 type roundView struct {

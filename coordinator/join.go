@@ -209,8 +209,8 @@ func (j *joinState) joinInfo(r *http.Request) site.JoinInfo {
 
 // register adds the handlers of this file to mux.
 func (j *joinState) register(mux *http.ServeMux) {
-	mux.HandleFunc("GET /api/join-qr.png", j.c.withCode(j.serveQR))
-	mux.HandleFunc("GET /api/model.json", j.c.withCode(j.serveModelJSON))
+	mux.HandleFunc("GET /api/join-qr.png", j.c.WithCode(j.serveQR))
+	mux.HandleFunc("GET /api/model.json", j.c.WithCode(j.serveModelJSON))
 }
 
 // serveQR draws join URL ?i= (default 0) as a PNG.
@@ -287,5 +287,5 @@ func (j *joinState) serveModelJSON(w http.ResponseWriter, r *http.Request) {
 		name = "session"
 	}
 	w.Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="%s-round%d.model.json"`, name, m.Round))
-	writeJSON(w, m)
+	site.WriteJSON(w, m)
 }

@@ -25,7 +25,7 @@ import (
 	"os"
 	"runtime/pprof"
 
-	"browserfl/coordinator"
+	"browserfl/coordinator/sessions"
 	"browserfl/coordinator/site"
 	"browserfl/coordinator/store"
 	"browserfl/web"
@@ -86,7 +86,7 @@ func runSession(o options, log *slog.Logger, stderr io.Writer) error {
 	}
 	// The shards size themselves by the rounds the current session has
 	// left; the host exists only below.
-	var host *coordinator.Host
+	var host *sessions.Host
 	shards, err := demoShards(o, a, td, func() int { return host.Current().Committed() }, log)
 	if err != nil {
 		return err
@@ -110,7 +110,7 @@ func runSession(o options, log *slog.Logger, stderr io.Writer) error {
 	}
 	// Each session puts its own join code into these URLs.
 	join := site.JoinURLs(ln.Addr().String(), o.scheme(), "CODE", ifaces)
-	hcfg := coordinator.HostConfig{Dir: o.DataDir, Template: template(o, a, gap, evalSet, log), JoinCode: o.JoinCode, Seed: o.Seed,
+	hcfg := sessions.Config{Dir: o.DataDir, Template: template(o, a, gap, evalSet, log), JoinCode: o.JoinCode, Seed: o.Seed,
 		JoinCodeLength: o.JoinCodeLength, Fresh: o.Reset, Logger: log, Shards: shards,
 		Assets: site.Assets{Index: index, Web: web.FS(), Join: join}}
 	if o.Role == "session" {
@@ -124,7 +124,7 @@ func runSession(o options, log *slog.Logger, stderr io.Writer) error {
 	if o.RollbackTo >= 0 {
 		hcfg.Prepare = o.rollBack(log)
 	}
-	if host, err = coordinator.OpenHost(hcfg); err != nil {
+	if host, err = sessions.Open(hcfg); err != nil {
 		return err
 	}
 	srv, err := newHTTPServer(host, o, log)

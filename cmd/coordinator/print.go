@@ -6,18 +6,18 @@ import (
 	"net/url"
 	"strings"
 
-	"browserfl/coordinator"
+	"browserfl/coordinator/sessions"
 	"browserfl/coordinator/site"
 	"browserfl/shared/wire"
 )
 
 // codeAlphabet has 31 characters without look-alikes (no 0/O, no 1/I/L):
 // 4.95 bits per character, upper case, easy on a phone.
-const codeAlphabet = coordinator.JoinCodeAlphabet
+const codeAlphabet = sessions.JoinCodeAlphabet
 
 // randomCode returns an n-character join code (4.95n bits) from
 // codeAlphabet, drawn from crypto/rand.
-func randomCode(n int) (string, error) { return coordinator.RandomJoinCode(n) }
+func randomCode(n int) (string, error) { return sessions.RandomJoinCode(n) }
 
 // printJoin prints the join URLs (every LAN address), a QR code of the
 // first, the join code and the dashboard URL.

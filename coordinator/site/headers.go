@@ -1,6 +1,9 @@
 package site
 
-import "net/http"
+import (
+	"encoding/json"
+	"net/http"
+)
 
 // dashboardCSP allows nothing inline: the dashboard's script and style are
 // files of the same origin.
@@ -76,3 +79,12 @@ func SecurityHeaders(h http.Handler) http.Handler {
 // DashboardCSP is the dashboard's Content-Security-Policy (no inline
 // script or style), for tests that serve its files themselves.
 func DashboardCSP() string { return dashboardCSP }
+
+// WriteJSON answers v as JSON, never cached (the API's answers change
+// with every round).
+func WriteJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	enc := json.NewEncoder(w)
+	enc.Encode(v)
+}

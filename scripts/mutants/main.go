@@ -352,10 +352,10 @@ var mutations = []mutation{
 	},
 	{
 		name: "join-code-modulo-bias", why: "a join code's characters are drawn with a plain modulo (the first 8 of the alphabet more often)",
-		file: "coordinator/host.go",
+		file: "coordinator/sessions/host.go",
 		old:  "if b < 248 && len(out) < n {",
 		new:  "if len(out) < n {",
-		pkgs: []string{"./coordinator/", "-run", "RandomJoinCode"},
+		pkgs: []string{"./coordinator/sessions/", "-run", "RandomJoinCode"},
 	},
 	{
 		name: "edge-history-unused", why: "an edge tests each message only, not its device's running sum (a drift just under every message test passes)",
@@ -844,7 +844,7 @@ var mutations = []mutation{
 	},
 	{
 		name: "sessions-list-with-join-code", why: "/api/sessions (every past session) is listed to anyone with today's join code, not only to the teacher",
-		file: "coordinator/host.go",
+		file: "coordinator/sessions/host.go",
 		old:  "h.teacherOnly(cur, func(w http.ResponseWriter, r *http.Request) {",
 		new:  "h.authorized(cur, \"\", func(w http.ResponseWriter, r *http.Request) {",
 		pkgs: []string{"./coordinator/", "-run", "HostNewSession"},
@@ -1094,7 +1094,7 @@ var mutations = []mutation{
 	},
 	{
 		name: "teacher-task-unchecked", why: "a teacher's task definition is not checked before the current lobby is ended (a definition that cannot make a session would end the class's lobby)",
-		file: "coordinator/host.go",
+		file: "coordinator/sessions/host.go",
 		old:  "\tif _, err := h.sessionConfig(def); err != nil {\n\t\treturn NewSessionInfo{}, err\n\t}\n\th.newMu.Lock()",
 		new:  "\th.newMu.Lock()",
 		pkgs: []string{"./coordinator/", "-run", "TestHostTeacherTask"},
