@@ -42,7 +42,7 @@ import (
 //	/api/demo/shard
 //	              a demo shard as one blob (dataset.DecodeShard; ?code=)
 //	/             assets.Index; /web/ assets.Web (page, app.wasm), also
-//	              under content-hashed names, compressed (static.go)
+//	              under content-hashed names, compressed (coordinator/site)
 //
 // Everything that describes the session needs the join code (the
 // dashboard passes the one in its own URL); only /healthz, the page and
@@ -112,7 +112,7 @@ func (c *Coordinator) Handler(assets site.Assets, shards *shards.Set) http.Handl
 	site.RegisterDashboard(mux)
 	if shards != nil && shards.Rows() {
 		// A row task's demo shard: CSV rows, compressed like the
-		// pictures (static.go).
+		// pictures (site.EncodedBodies).
 		enc := &site.EncodedBodies{}
 		mux.HandleFunc("GET /api/demo/rows", c.WithCode(func(w http.ResponseWriter, r *http.Request) {
 			idx := shards.Pick(r)
@@ -129,7 +129,7 @@ func (c *Coordinator) Handler(assets site.Assets, shards *shards.Set) http.Handl
 			enc.Serve(w, r, "rows/"+strconv.Itoa(idx), body)
 		}))
 	} else if shards != nil {
-		// The demo pictures travel compressed (static.go).
+		// The demo pictures travel compressed (site.EncodedBodies).
 		enc := &site.EncodedBodies{}
 		mux.HandleFunc("GET /api/demo/shard", c.WithCode(func(w http.ResponseWriter, r *http.Request) {
 			idx := shards.Pick(r)

@@ -144,7 +144,7 @@ func Open(cfg Config) (*Host, error) {
 		return nil, fmt.Errorf("coordinator: host: %w", err)
 	}
 	// The page's assets are hashed and compressed once for every
-	// session's handler (static.go).
+	// session's handler (site.Assets.Prepared).
 	assets, err := cfg.Assets.Prepared()
 	if err != nil {
 		return nil, fmt.Errorf("coordinator: host: %w", err)
