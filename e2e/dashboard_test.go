@@ -15,6 +15,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"browserfl/coordinator"
+	"browserfl/coordinator/site"
 	"browserfl/shared/wire"
 )
 
@@ -41,13 +42,13 @@ func (f *fakeDashboard) handler(t *testing.T) http.Handler {
 	mux := http.NewServeMux()
 	file := func(name, ctype string) http.HandlerFunc {
 		return func(w http.ResponseWriter, r *http.Request) {
-			b, err := os.ReadFile(filepath.Join(repoRoot(), "coordinator", name))
+			b, err := os.ReadFile(filepath.Join(repoRoot(), "coordinator", "site", name))
 			if err != nil {
 				http.Error(w, err.Error(), 500)
 				return
 			}
 			w.Header().Set("Content-Type", ctype)
-			w.Header().Set("Content-Security-Policy", coordinator.DashboardCSP())
+			w.Header().Set("Content-Security-Policy", site.DashboardCSP())
 			w.Write(b)
 		}
 	}
@@ -99,7 +100,7 @@ func (f *fakeDashboard) handler(t *testing.T) http.Handler {
 		json.NewEncoder(w).Encode(out)
 	}))
 	mux.HandleFunc("GET /api/join-qr.png", code(func(w http.ResponseWriter, r *http.Request) {
-		png, err := coordinator.QRPNG("http://192.168.1.23:8080/?code=" + fakeCode)
+		png, err := site.QRPNG("http://192.168.1.23:8080/?code=" + fakeCode)
 		if err != nil {
 			http.Error(w, err.Error(), 500)
 			return

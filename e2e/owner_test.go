@@ -17,7 +17,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/coder/websocket"
 
-	"browserfl/coordinator"
+	"browserfl/coordinator/site"
 	"browserfl/shared/plan"
 	"browserfl/shared/wire"
 	"browserfl/wasm/local"
@@ -153,7 +153,7 @@ func noLocksWorker(webDir string, next http.Handler) http.Handler {
 			return
 		}
 		w.Header().Set("Content-Type", "text/javascript; charset=utf-8")
-		w.Header().Set("Content-Security-Policy", coordinator.WorkerCSP(r))
+		w.Header().Set("Content-Security-Policy", site.WorkerCSP(r))
 		w.Write(append([]byte(`Object.defineProperty(WorkerNavigator.prototype, "locks", {get: () => undefined});`+"\n"), b...))
 	})
 }
