@@ -1193,13 +1193,6 @@ var mutations = []mutation{
 		pkgs: []string{"./shared/optim/", "-run", "TestTrustedRefusesCompressors"},
 	},
 	{
-		name: "web-directory-listing", why: "a folder of the page's assets is opened like a file, so the file server lists it (or serves its index.html in its place)",
-		file: "coordinator/site/files.go",
-		old:  "if st, err := file.Stat(); err != nil || st.IsDir() {",
-		new:  "if st, err := file.Stat(); err != nil || false && st.IsDir() {",
-		pkgs: []string{"./coordinator/", "-run", "TestNoDirectoryListing"},
-	},
-	{
 		name: "session-task-shape-unchecked", why: "a session whose task encodes rows to another dimension than it announces is read anyway (a device would encode its rows to a shape the model and the update bound were not sized for)",
 		file: "shared/plan/session.go",
 		old:  "case s.Features != d.Dim():",
