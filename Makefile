@@ -110,7 +110,8 @@ run: setup wasm
 # same iterations, in per-thread CPU time (docs/performance.md): the device
 # step against a plain pass and against the pre-issue-12 code, the noise
 # samplers (noise: exact/ziggurat = R, the product's exact sampler against
-# the float ziggurat at the demo's first sigma) and generators, the model
+# the float ziggurat at the demo's first sigma) and generators, one round
+# of local training against one of nc (step: local/nc = Q), the model
 # kernels. About 1-2 minutes on the
 # shared 2-core machine.
 bench:
@@ -118,6 +119,9 @@ bench:
 	@out=$$($(GO) test -run '^$$' -bench 'SamplersCPU|Generators' -benchtime 1000x ./shared/mechanism) || { echo "$$out"; exit 1; }; \
 	echo "$$out"; echo "$$out" | awk '/SamplersCPU\/sigma=211997-/ {for (i = 2; i <= NF; i++) if ($$i == "exact/ziggurat") r = $$(i-1)} \
 	END {if (r == "") exit 1; printf "noise: exact/ziggurat = %s (7,850 draws at sigma = 211,997 grid units, thread CPU time, interleaved)\n", r}'; uptime
+	@out=$$($(GO) test -run '^$$' -bench 'LocalVsNC' -benchtime 100x ./shared/optim) || { echo "$$out"; exit 1; }; \
+	echo "$$out"; echo "$$out" | awk '/LocalVsNC/ {for (i = 2; i <= NF; i++) if ($$i == "local/nc") q = $$(i-1)} \
+	END {if (q == "") exit 1; printf "step: local/nc = %s (one device round of the lesson session, K = b = 32, thread CPU time, interleaved)\n", q}'
 	$(GO) test -run '^$$' -bench 'KernelsVsGonum|SparseKernels' -benchtime 200x ./shared/model
 
 # The wasm/native device-step throughput: interleaved in one run in

@@ -206,3 +206,54 @@ func (dv *device) freshOrNC(n int) int64 {
 	}
 	return dv.freshZ
 }
+
+// lessonDevice is a device of the default lesson's session (logistic
+// regression at d = 7,850, M = m = 10, b = 32, S = 1, eta 0.02, epsilon
+// 7.92 at delta 1e-5: plan.DefaultLessonTarget) running alg on 32
+// MNIST-like samples, stepping through rounds.
+type lessonDevice struct {
+	dv    Device
+	data  []dataset.Sample
+	x, xp []float64
+	t     int
+}
+
+func newLessonDevice(b *testing.B, alg string) *lessonDevice {
+	p := Params{Algorithm: alg, Model: "logreg", Features: 784, Classes: 10, M: 10, Cohort: 10, Rounds: 1 << 30,
+		Batch: 32, Clip: 1, Eta: 0.02, Epsilon: 7.92, Delta: 1e-5}
+	m, _ := model.New("logreg", 784, 10)
+	dv, err := NewDevice(p, m, mechanism.NewStream(testSeed(1), 0))
+	if err != nil {
+		b.Fatal(err)
+	}
+	rng := mechanism.NewStream(testSeed(2), 0)
+	ld := &lessonDevice{dv: dv, data: mnistLike(rng, 32), x: make([]float64, m.Dim()), xp: make([]float64, m.Dim())}
+	rng.FillNormal(ld.x, 0.01)
+	rng.FillNormal(ld.xp, 0.01)
+	return ld
+}
+
+// step runs one Prepare and Commit.
+func (ld *lessonDevice) step(b *testing.B) {
+	ld.t++
+	if _, err := ld.dv.Prepare(Round{T: ld.t, X: ld.x, XPrev: ld.xp}, ld.data); err != nil {
+		b.Fatal(err)
+	}
+	if err := ld.dv.Commit(ld.t); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// BenchmarkLocalVsNC times one device round (Prepare and Commit) of
+// "local" (private local training at its defaults: K = b = 32 hidden
+// steps of one sample, one pass, each step with its own noise vector)
+// against one of "nc", the lesson's algorithm, in the same session,
+// interleaved in per-thread CPU time: make bench prints the ratio as
+// "step: local/nc = Q" (issue 27, point 2).
+func BenchmarkLocalVsNC(b *testing.B) {
+	local, nc := newLessonDevice(b, "local"), newLessonDevice(b, "nc")
+	t := cputime.Interleave(b, func() { local.step(b) }, func() { nc.step(b) })
+	b.ReportMetric(t[0], "local-"+cputime.Name+"-ns")
+	b.ReportMetric(t[1], "nc-"+cputime.Name+"-ns")
+	b.ReportMetric(t[0]/t[1], "local/nc")
+}
