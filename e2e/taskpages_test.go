@@ -250,6 +250,13 @@ func TestTaskPages(t *testing.T) {
 			set("row-0", train.Values[k][0], "input"), set("row-label", def.Label.Values[train.Labels[k]], "change"),
 			chromedp.Click("#row-add", chromedp.ByID),
 			chromedp.Poll(fmt.Sprintf(`Number((document.getElementById("data-count")||{}).textContent) == %d`, k+1), nil, chromedp.WithPollingTimeout(8*time.Second)))
+		if k == 0 {
+			var left string
+			typer.eval(`document.getElementById("row-0").value + document.getElementById("row-label").value`, &left)
+			if left != "" {
+				t.Errorf("after Add the form still holds %q, want it empty for the next row", left)
+			}
+		}
 	}
 	noWider(typer, "data")
 	if err := typer.viewShot(filepath.Join(shots, "task-rows.png")); err != nil {

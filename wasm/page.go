@@ -273,6 +273,13 @@ func (p *page) FilesPicked(ev vugu.DOMEvent) {
 // to the worker, which checks it again and stores it.
 func (p *page) AddRow(values []string, label int) {
 	p.send(bridge.ToWorker{Type: bridge.Row, Values: values, Label: label}, js.Undefined())
+	// The form starts empty for the next row: vugu renders the value
+	// attribute, which a field the student has typed in no longer
+	// follows, so the fields' values are cleared here.
+	fields := js.Global().Get("document").Call("querySelectorAll", "#row-card input, #row-card select")
+	for i := 0; i < fields.Length(); i++ {
+		fields.Index(i).Set("value", "")
+	}
 }
 
 // TryRow implements ui.Controller: the worker, which holds the global
