@@ -1085,6 +1085,48 @@ var mutations = []mutation{
 		new:  "} else if false && k.noise == noiseServer && !denseSpec(spec) {",
 		pkgs: []string{"./shared/optim/", "-run", "TestTrustedRefusesCompressors"},
 	},
+	{
+		name: "device-data-unchecked", why: "the device sets a session up without checking that its data fits it (rows of another task, pictures in a row session)",
+		file: "device/runtime.go",
+		old:  "\tif err := checkData(s, rt.cfg.Task, rt.cfg.Data); err != nil {\n",
+		new:  "\tif err := checkData(s, rt.cfg.Task, rt.cfg.Data); false && err != nil {\n",
+		pkgs: []string{"./device/", "-run", "TestRuntimeRefusesOtherTask"},
+	},
+	{
+		name: "device-other-task-accepted", why: "a device holding rows of one task trains in a session of another task of the same shape",
+		file: "device/runtime.go",
+		old:  "case st != nil && !reflect.DeepEqual(st, d):",
+		new:  "case false && st != nil && !reflect.DeepEqual(st, d):",
+		pkgs: []string{"./device/", "-run", "TestCheckDataTask"},
+	},
+	{
+		name: "device-session-task-unchecked", why: "the owner's check accepts a session whose task does not match the shape it announces",
+		file: "device/runtime.go",
+		old:  "\tif _, err := plan.SessionTask(s); err != nil {\n\t\treturn fmt.Errorf(\"%w: %w\", ErrRefused, err)",
+		new:  "\tif _, err := plan.SessionTask(s); false && err != nil {\n\t\treturn fmt.Errorf(\"%w: %w\", ErrRefused, err)",
+		pkgs: []string{"./device/", "-run", "TestCheckDataTask"},
+	},
+	{
+		name: "page-row-unchecked", why: "the page hands on a typed row without checking it against the task (a value out of range, an unknown choice)",
+		file: "wasm/ui/root.go",
+		old:  "if _, err := d.Encode(vals); err != nil {",
+		new:  "if _, err := d.Encode(vals); false && err != nil {",
+		pkgs: []string{"./wasm/ui/", "-run", "TestAddRowChecks"},
+	},
+	{
+		name: "bridge-row-unbounded", why: "the worker accepts a row message with any number of values",
+		file: "wasm/bridge/bridge.go",
+		old:  "if len(v) < 1 || len(v) > task.MaxFeatures {",
+		new:  "if len(v) < 1 {",
+		pkgs: []string{"./wasm/bridge/", "-run", "TestDecodeToWorker"},
+	},
+	{
+		name: "native-refused-rows-silent", why: "a native device leaves out the lines of its -rows file that do not fit the task without saying which",
+		file: "cmd/device/rows.go",
+		old:  "for _, e := range refused {",
+		new:  "for _, e := range refused[:0] {",
+		pkgs: []string{"./e2e/", "-run", "TestNativeRowsDevice"},
+	},
 }
 
 func main() {
