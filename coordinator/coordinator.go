@@ -24,6 +24,7 @@ import (
 	"browserfl/shared/mechanism"
 	"browserfl/shared/optim"
 	"browserfl/shared/plan"
+	"browserfl/shared/task"
 	"browserfl/shared/wire"
 )
 
@@ -89,9 +90,10 @@ type Config struct {
 	// teacher's.
 	TeacherSecret string
 	// NewSession, if set, is what POST /api/teacher/new calls (the Host
-	// sets it): end this session and start a fresh one. Its result is
-	// the endpoint's JSON answer.
-	NewSession func(ctx context.Context) (any, error)
+	// sets it): end this session and start a fresh one, of the teacher's
+	// task when def is not nil (plan.WithTask). Its result is the
+	// endpoint's JSON answer.
+	NewSession func(ctx context.Context, def *task.Definition) (any, error)
 	// Limits bound what a connection may do (defaults in Limits).
 	Limits wsconn.Limits
 	// Gate throttles join codes and registrations, caps inactive devices

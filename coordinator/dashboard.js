@@ -433,7 +433,62 @@ function renderTeacher(s, state) {
   $("btn-resume").hidden = state !== "paused";
   $("btn-end").hidden = !(state === "running" || state === "paused" || state === "lobby");
   $("btn-new").hidden = state !== "ended";
+  $("taskform").hidden = state !== "lobby";
 }
+
+// The teacher's own task (docs/tasks.md): the form becomes a
+// browserfl.task/v1 definition, which POST /api/teacher/new checks
+// (shared/task) and makes the next session's task.
+function taskColumn() {
+  const row = document.createElement("div");
+  row.className = "tfcol";
+  row.innerHTML = '<label>Name <input class="c-name" maxlength="40" required></label>' +
+    '<label>Question <input class="c-ask" maxlength="80" required></label>' +
+    '<label>Kind <select class="c-kind"><option value="number">number</option><option value="category">one of a list</option><option value="text">text</option></select></label>' +
+    '<label class="c-more">From, to <input class="c-range" placeholder="0, 10"></label>' +
+    '<button type="button" class="c-del" title="Remove this column">✕</button>';
+  const kind = row.querySelector(".c-kind"), more = row.querySelector(".c-more");
+  kind.addEventListener("change", () => {
+    more.firstChild.textContent = kind.value === "number" ? "From, to " : kind.value === "category" ? "Choices, separated by commas " : "Longest, in letters ";
+    row.querySelector(".c-range").placeholder = kind.value === "number" ? "0, 10" : kind.value === "category" ? "small, big" : "40";
+  });
+  row.querySelector(".c-del").addEventListener("click", () => row.remove());
+  $("tf-cols").append(row);
+}
+const list = v => v.split(",").map(x => x.trim()).filter(x => x);
+
+function taskDefinition() {
+  const title = $("tf-title").value.trim();
+  const name = title.toLowerCase().normalize("NFKD").replace(/[^a-z0-9]+/g, "-").replace(/^-+|-+$/g, "").slice(0, 40) || "class-task";
+  const features = [...document.querySelectorAll("#tf-cols .tfcol")].map(row => {
+    const f = {name: row.querySelector(".c-name").value.trim(), ask: row.querySelector(".c-ask").value.trim(), kind: row.querySelector(".c-kind").value};
+    const more = row.querySelector(".c-range").value;
+    if (f.kind === "number") { const [lo, hi] = list(more).map(Number); f.min = lo; f.max = hi; }
+    else if (f.kind === "category") f.values = list(more);
+    else Object.assign(f, {max_length: parseInt(more, 10) || 40, char_grams: [1, 2, 3], word_grams: true, buckets: 1024});
+    return f;
+  });
+  return {format: "browserfl.task/v1", name, title, about: $("tf-about").value.trim(), features,
+    label: {name: $("tf-label").value.trim(), ask: $("tf-label-ask").value.trim(), values: list($("tf-label-values").value)},
+    model: "logreg", privacy: {}};
+}
+
+$("tf-add").addEventListener("click", taskColumn);
+taskColumn();
+$("tf").addEventListener("submit", async ev => {
+  ev.preventDefault();
+  $("tf-msg").hidden = true;
+  try {
+    const r = await fetch("/api/teacher/new", {method: "POST", headers: Object.assign({"Content-Type": "application/json"}, headers()),
+      body: JSON.stringify(taskDefinition())});
+    if (!r.ok) throw new Error((await r.text()).trim() || String(r.status));
+    followNew(await r.json());
+    $("taskform").open = false;
+  } catch (e) {
+    $("tf-msg").hidden = false; $("tf-msg").textContent = "This task cannot be used: " + e.message;
+  }
+  poll();
+});
 
 function renderTraining(s) {
   const ss = s.session, p = s.privacy || {}, sum = (s.join && s.join.summary) || {};
@@ -452,7 +507,11 @@ function renderTraining(s) {
   $("sesstxt").textContent = s.committed + " / " + ss.rounds + " rounds committed";
   $("acc").textContent = s.last_eval ? pct(s.last_eval.accuracy) : "–";
   const ev = rounds.filter(r => r.evaluated);
-  const first = "The first accuracy appears here once the class model is first tested, after its first rounds.";
+  // A task the class defines (a teacher's task) has no test rows.
+  const first = ss.task && !ss.demo_shards
+    ? "A task the class defines has no test rows, so there is no accuracy to draw: students can try the model on their phones."
+    : "The first accuracy appears here once the class model is first tested, after its first rounds.";
+  $("acc-title").textContent = ss.task ? "Right answers on test rows" : "Right answers on test pictures";
   line($("accchart"), ev.map(r => [r.t, r.accuracy]), "#4fc3f7", y => (100 * y).toFixed(0) + "%", 0, 1, first);
   line($("losschart"), ev.map(r => [r.t, r.loss]), "#ffb74d", (y, dec) => y.toFixed(dec), null, null,
     "This line appears with the first accuracy: it shows how wrong the model still is.");
@@ -507,6 +566,8 @@ function renderDetails(s) {
 }
 
 function renderLobby(s) {
+  $("collects").hidden = !s.collects;
+  $("collects").textContent = s.collects ? "What each student will type: " + s.collects : "";
   const pe = people(s);
   const n = pe.list ? pe.list.filter(p => p.state === "lobby" || p.state === "active").length : s.devices.connected;
   $("lobby-count").textContent = n + (n === 1 ? " device joined" : " devices joined");
@@ -550,6 +611,17 @@ function renderSummary(s) {
     : "Each device added noise to its own update before sending it.";
 }
 
+// followNew follows a new session (POST /api/teacher/new's answer): it
+// has its own join code.
+function followNew(n) {
+  if (!n.join_code) return;
+  code = n.join_code; rounds = [];
+  model = null; modelRound = -1; modelMissing = false;
+  const u = new URL(location.href);
+  u.searchParams.set("code", code); u.searchParams.delete("teacher");
+  history.replaceState(null, "", u.pathname + u.search);
+}
+
 async function teacher(action) {
   if ((action === "end" || action === "new") &&
       !confirm(action === "end" ? "End the session for everyone?" : "Start a new session? The current one stays in the store until you reset it.")) return;
@@ -557,17 +629,7 @@ async function teacher(action) {
     const r = await fetch("/api/teacher/" + action, {method: "POST", headers: headers()});
     if (!r.ok) throw new Error((await r.text()).trim() || String(r.status));
     $("msg").hidden = true;
-    if (action === "new") {
-      // The new session has its own join code: follow it.
-      const n = await r.json();
-      if (n.join_code) {
-        code = n.join_code; rounds = [];
-        model = null; modelRound = -1; modelMissing = false;
-        const u = new URL(location.href);
-        u.searchParams.set("code", code); u.searchParams.delete("teacher");
-        history.replaceState(null, "", u.pathname + u.search);
-      }
-    }
+    if (action === "new") followNew(await r.json());
   } catch (e) {
     $("msg").hidden = false; $("msg").textContent = action + ": " + e.message;
   }

@@ -20,6 +20,8 @@ import (
 	"browserfl/coordinator/metrics"
 	"browserfl/coordinator/shards"
 	"browserfl/coordinator/store"
+	"browserfl/shared/plan"
+	"browserfl/shared/task"
 	"browserfl/shared/wire"
 )
 
@@ -167,7 +169,7 @@ func OpenHost(cfg HostConfig) (*Host, error) {
 	}
 	h.secret = h.index.TeacherSecret
 	if h.index.Current == "" || cfg.Fresh {
-		err = h.startSession(cfg.JoinCode, cfg.Seed, true)
+		err = h.startSession(cfg.JoinCode, cfg.Seed, true, nil)
 	} else {
 		err = h.openSession(h.index.Current, cfg.JoinCode, cfg.Seed)
 	}
@@ -240,7 +242,7 @@ func newSessionID() (string, error) {
 
 // startSession creates a session directory and store and makes it
 // current (first: at open, before Run).
-func (h *Host) startSession(code string, seed uint64, first bool) error {
+func (h *Host) startSession(code string, seed uint64, first bool, def *task.Definition) error {
 	id, err := newSessionID()
 	if err != nil {
 		return err
@@ -264,7 +266,7 @@ func (h *Host) startSession(code string, seed uint64, first bool) error {
 	if err != nil {
 		return err
 	}
-	tmpl, err := h.cfg.Template()
+	tmpl, err := h.sessionConfig(def)
 	if err != nil {
 		st.Close()
 		return fmt.Errorf("coordinator: new session: %w", err)
@@ -318,6 +320,14 @@ func (h *Host) openSession(id, code string, seed uint64) error {
 		return fmt.Errorf("coordinator: session %s: %w", id, err)
 	}
 	tmpl, err := h.cfg.Template()
+	if err == nil && ident.Session.Task != "" && ident.Session.Task != tmpl.Session.Task {
+		// A teacher's task (NewSessionWith): rebuilt from the
+		// definition the session stored.
+		var def *task.Definition
+		if def, err = plan.SessionTask(ident.Session); err == nil {
+			tmpl, err = h.sessionConfig(def)
+		}
+	}
 	if err != nil {
 		st.Close()
 		return err
@@ -364,8 +374,27 @@ func (h *Host) build(id string, st *store.Store, cfg Config, code string, seed u
 	if err != nil {
 		return nil, err
 	}
-	return &hostSession{id: id, code: code, c: c, store: st, handler: c.Handler(h.cfg.Assets, h.cfg.Shards),
+	shards := h.cfg.Shards
+	if !cfg.Session.DemoShards {
+		shards = nil // a teacher's task: the host's demo data are another task's
+	}
+	return &hostSession{id: id, code: code, c: c, store: st, handler: c.Handler(h.cfg.Assets, shards),
 		done: make(chan struct{})}, nil
+}
+
+// sessionConfig returns the template's Config, made a session of task
+// def when def is not nil: its session from plan.WithTask, no demo data
+// and no evaluation (the host's test set is another task's).
+func (h *Host) sessionConfig(def *task.Definition) (Config, error) {
+	cfg, err := h.cfg.Template()
+	if err != nil || def == nil {
+		return cfg, err
+	}
+	if cfg.Session, err = plan.WithTask(cfg.Session, def); err != nil {
+		return cfg, fmt.Errorf("%w: %w", errBadTask, err)
+	}
+	cfg.Evaluate, cfg.EvalEvery, cfg.EvalSamples = nil, 0, 0
+	return cfg, nil
 }
 
 // Run drives the current session, and each new one, until ctx is done
@@ -442,8 +471,8 @@ type NewSessionInfo struct {
 	Ended string `json:"ended"`
 }
 
-func (h *Host) newSessionEndpoint(ctx context.Context) (any, error) {
-	return h.NewSession(ctx)
+func (h *Host) newSessionEndpoint(ctx context.Context, def *task.Definition) (any, error) {
+	return h.NewSessionWith(ctx, def)
 }
 
 // NewSession ends the current session (if it has not ended), waits for
@@ -452,6 +481,17 @@ func (h *Host) newSessionEndpoint(ctx context.Context) (any, error) {
 // half) current. The ended session stays readable (Sessions, and the
 // API with ?session=ID or its own join code). Run must be running.
 func (h *Host) NewSession(ctx context.Context) (NewSessionInfo, error) {
+	return h.NewSessionWith(ctx, nil)
+}
+
+// NewSessionWith is NewSession making the fresh session one of task def
+// (a teacher's task: plan.WithTask; nil: the template's own). def is
+// checked before the current session is ended: a definition that
+// cannot make a session leaves it running (the error wraps errBadTask).
+func (h *Host) NewSessionWith(ctx context.Context, def *task.Definition) (NewSessionInfo, error) {
+	if _, err := h.sessionConfig(def); err != nil {
+		return NewSessionInfo{}, err
+	}
 	h.newMu.Lock()
 	defer h.newMu.Unlock()
 	h.mu.Lock()
@@ -470,7 +510,7 @@ func (h *Host) NewSession(ctx context.Context) (NewSessionInfo, error) {
 	}
 	old.cancel()
 	old.c.Shutdown()
-	if err := h.startSession("", 0, false); err != nil {
+	if err := h.startSession("", 0, false, def); err != nil {
 		return NewSessionInfo{}, err
 	}
 	h.mu.Lock()

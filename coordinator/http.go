@@ -482,7 +482,10 @@ type Status struct {
 	// with plain words for the projector; StartedAt is the lesson's
 	// start (the teacher's Start; zero before it) and RunningSec how
 	// long it has run since, up to its end (projector.go).
-	Title      string    `json:"title"`
+	Title string `json:"title"`
+	// Collects says in words what each student's rows hold, for a row
+	// task's lobby (TaskCollects); empty for pictures.
+	Collects   string    `json:"collects,omitempty"`
 	Notices    []Notice  `json:"notices"`
 	StartedAt  time.Time `json:"started_at,omitzero"`
 	RunningSec float64   `json:"running_s"`

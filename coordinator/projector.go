@@ -33,6 +33,16 @@ func (c *Coordinator) Notices(shards *shards.Set) []Notice {
 	return out
 }
 
+// TaskCollects says in words what a row task's students will type
+// (task.Definition.Describe, what the page shows before consent); empty
+// for a picture session.
+func TaskCollects(sess wire.SessionParams) string {
+	if d, err := plan.SessionTask(sess); err == nil && d != nil {
+		return d.Describe()
+	}
+	return ""
+}
+
 // TaskTitle names what the class learns, in words: "Learning to
 // recognise clothing" for the Fashion-MNIST labels, "... handwritten
 // digits" for the digits; other labels are listed (the first few), and
@@ -97,7 +107,7 @@ func lessonTimes(st *store.Store, finished bool, now time.Time) (time.Time, floa
 // fillProjector adds the title, the notices and the lesson's times to
 // s, a status of the current session.
 func (c *Coordinator) fillProjector(s *Status, shards *shards.Set) {
-	s.Title = TaskTitle(s.Session)
+	s.Title, s.Collects = TaskTitle(s.Session), TaskCollects(s.Session)
 	s.Notices = c.Notices(shards)
 	start, running, err := lessonTimes(c.store, s.Finished, time.Now())
 	if err != nil {
@@ -110,7 +120,7 @@ func (c *Coordinator) fillProjector(s *Status, shards *shards.Set) {
 // fillArchivedProjector is fillProjector for a finished session read
 // from its store (no notices: it has ended).
 func fillArchivedProjector(s *Status, st *store.Store) error {
-	s.Title = TaskTitle(s.Session)
+	s.Title, s.Collects = TaskTitle(s.Session), TaskCollects(s.Session)
 	s.Notices = []Notice{}
 	start, running, err := lessonTimes(st, true, time.Now())
 	if err != nil {

@@ -1,9 +1,11 @@
 package coordinator
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"time"
@@ -11,6 +13,7 @@ import (
 	"browserfl/coordinator/gate"
 	"browserfl/coordinator/metrics"
 	"browserfl/coordinator/wsconn"
+	"browserfl/shared/task"
 	"browserfl/shared/wire"
 )
 
@@ -27,7 +30,9 @@ import (
 //	POST /api/teacher/pause   no new rounds (Pause)
 //	POST /api/teacher/resume  rounds again (Resume)
 //	POST /api/teacher/end     finish now (End)
-//	POST /api/teacher/new     end this session, start a fresh one (Config.NewSession)
+//	POST /api/teacher/new     end this session, start a fresh one (Config.NewSession);
+//	                          a body of browserfl.task/v1 JSON makes it a session of
+//	                          that task (400 and kind="task" if it cannot be one)
 //	POST /api/teacher/remove?device=ID  remove one device from the session (Remove)
 //
 // A call that does not fit the session's state answers 409 with the
@@ -105,6 +110,9 @@ func (c *Coordinator) teacherRoutes(mux *http.ServeMux) {
 					code = http.StatusConflict
 				case errors.Is(err, ErrNoSuchDevice):
 					code = http.StatusNotFound
+				case errors.Is(err, errBadTask):
+					code = http.StatusBadRequest
+					c.front.Met.Reject(metrics.RejTask)
 				}
 				c.front.Log.Warn("teacher action failed", "action", name, "err", err)
 				http.Error(w, err.Error(), code)
@@ -129,11 +137,15 @@ func (c *Coordinator) teacherRoutes(mux *http.ServeMux) {
 	do("pause", status(c.Pause))
 	do("resume", status(c.Resume))
 	do("end", status(c.End))
-	do("new", func(ctx context.Context) (any, error) {
+	doReq("new", func(ctx context.Context, r *http.Request) (any, error) {
 		if c.cfg.NewSession == nil {
 			return nil, errNoNewSession
 		}
-		return c.cfg.NewSession(ctx)
+		def, err := teacherTask(r)
+		if err != nil {
+			return nil, err
+		}
+		return c.cfg.NewSession(ctx, def)
 	})
 	doReq("remove", func(_ context.Context, r *http.Request) (any, error) {
 		return nil, c.Remove(r.URL.Query().Get("device"))
@@ -208,6 +220,28 @@ func (c *Coordinator) Remove(id string) error {
 	}
 	c.signal()
 	return nil
+}
+
+// errBadTask is wrapped by a teacher's task definition that cannot make
+// a session (answered 400 and counted as a "task" rejection).
+var errBadTask = errors.New("the task cannot be used")
+
+// teacherTask reads the task definition a POST /api/teacher/new may
+// carry (browserfl.task/v1 JSON; an empty body: none, the coordinator's
+// own task).
+func teacherTask(r *http.Request) (*task.Definition, error) {
+	b, err := io.ReadAll(io.LimitReader(r.Body, task.MaxDefinitionBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", errBadTask, err)
+	}
+	if len(bytes.TrimSpace(b)) == 0 {
+		return nil, nil
+	}
+	def, err := task.Parse(b)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", errBadTask, err)
+	}
+	return def, nil
 }
 
 var errNoNewSession = errors.New("coordinator: this coordinator cannot start a new session (no host)")

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	crand "crypto/rand"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"os"
@@ -52,16 +51,15 @@ type assembled struct {
 // device will.
 func assembleSession(o options, td taskData, deadline time.Duration) (assembled, error) {
 	sess := o.Session
+	sess.DeadlineMillis = int(deadline.Milliseconds())
 	if td.def != nil {
-		labels := strings.Join(td.def.Label.Values, ",")
-		if sess.Labels != "" && sess.Labels != labels {
-			return assembled{}, fmt.Errorf("-labels %q: the task %s names its labels (%s)", sess.Labels, td.def.Name, labels)
+		if sess.Labels != "" && sess.Labels != strings.Join(td.def.Label.Values, ",") {
+			return assembled{}, fmt.Errorf("-labels %q: the task %s names its own labels", sess.Labels, td.def.Name)
 		}
-		raw, err := json.Marshal(td.def)
-		if err != nil {
-			return assembled{}, fmt.Errorf("task %s: %w", td.def.Name, err)
+		var err error
+		if sess, err = plan.WithTask(sess, td.def); err != nil {
+			return assembled{}, err
 		}
-		sess.Model, sess.Task, sess.Labels = td.def.Model, string(raw), labels
 	}
 	mdl, err := model.New(sess.Model, td.features, td.classes)
 	if err != nil {
@@ -71,7 +69,6 @@ func assembleSession(o options, td taskData, deadline time.Duration) (assembled,
 	if sess.Labels == "" {
 		sess.Labels = td.labels
 	}
-	sess.DeadlineMillis = int(deadline.Milliseconds())
 	p := devrt.Params(sess)
 	if err := p.Validate(); err != nil {
 		return assembled{}, err
@@ -201,8 +198,14 @@ func template(o options, a assembled, gap time.Duration, evalSet []dataset.Sampl
 		return coordinator.Config{
 			Session: a.sess, Lobby: o.Lobby, MinDevices: o.MinDevices,
 			NewServer: func(final wire.SessionParams) (optim.Server, error) {
-				x0 := make([]float64, a.mdl.Dim())
-				model.Init(a.mdl, x0, 1)
+				// The model of the final session: a teacher's task
+				// (plan.WithTask) has its own shape.
+				mdl, err := model.New(final.Model, final.Features, final.Classes)
+				if err != nil {
+					return nil, err
+				}
+				x0 := make([]float64, mdl.Dim())
+				model.Init(mdl, x0, 1)
 				return optim.NewServer(devrt.Params(final), x0, crand.Reader)
 			},
 			RoundGap: gap, EvalEvery: o.EvalEvery, EvalSamples: len(evalSet), Logger: log, AllowedOrigins: o.Origins,

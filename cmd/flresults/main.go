@@ -126,7 +126,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("create report: %w", err)
 	}
-	if err := writeReport(f, groups, results, puReport{choices, sweep.String()}); err != nil {
+	tasks, err := os.ReadFile(TasksTable)
+	if err != nil {
+		f.Close()
+		return fmt.Errorf("the row tasks' table (bash scripts/tasktable.sh writes it): %w", err)
+	}
+	if err := writeReport(f, groups, results, puReport{choices, sweep.String(), string(tasks)}); err != nil {
 		f.Close()
 		return err
 	}

@@ -223,6 +223,8 @@ func figuresEps(p optim.Params) string {
 type puReport struct {
 	choices map[puKey]puConf
 	sweep   string
+	// tasks is the row tasks' table (TasksTable), "" to leave it out.
+	tasks string
 }
 
 func writePrivacyUtility(b *strings.Builder, res map[string]outcome, pu puReport) {

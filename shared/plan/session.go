@@ -1,10 +1,12 @@
 package plan
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 
+	"browserfl/shared/model"
 	"browserfl/shared/optim"
 	"browserfl/shared/task"
 	"browserfl/shared/wire"
@@ -59,4 +61,43 @@ func SessionTask(s wire.SessionParams) (*task.Definition, error) {
 		return nil, fmt.Errorf("%w: labels %q announced, the task's are %q", ErrTaskMismatch, s.Labels, labels)
 	}
 	return d, nil
+}
+
+// WithTask returns s made into a session of task d: its model, shape,
+// labels and definition (Task) come from d, the demo data and its
+// evaluation go (the host's data are another task's), and the task's
+// privacy defaults, when it states them, replace s's target (epsilon
+// at the task's delta, or DefaultDelta). The result is checked as a
+// device checks it (SessionTask, Validate, and the algorithm's own
+// check).
+func WithTask(s wire.SessionParams, d *task.Definition) (wire.SessionParams, error) {
+	if err := d.Validate(); err != nil {
+		return s, err
+	}
+	raw, err := json.Marshal(d)
+	if err != nil {
+		return s, fmt.Errorf("task %s: %w", d.Name, err)
+	}
+	mdl, err := model.New(d.Model, d.Dim(), d.Classes())
+	if err != nil {
+		return s, fmt.Errorf("task %s: %w", d.Name, err)
+	}
+	s.Model, s.Features, s.Classes, s.Dim = d.Model, d.Dim(), d.Classes(), mdl.Dim()
+	s.Labels, s.Task, s.DemoShards = strings.Join(d.Label.Values, ","), string(raw), false
+	if e := d.Privacy.Epsilon; e > 0 {
+		s.RhoPaper, s.Epsilon, s.Delta = 0, e, d.Privacy.Delta
+		if s.Delta == 0 {
+			s.Delta = DefaultDelta
+		}
+	}
+	if err := s.Validate(); err != nil {
+		return s, err
+	}
+	if err := FromSession(s).Validate(); err != nil {
+		return s, fmt.Errorf("task %s: %w", d.Name, err)
+	}
+	if _, err := SessionTask(s); err != nil {
+		return s, err
+	}
+	return s, nil
 }
