@@ -270,6 +270,8 @@ func FuzzDecode(f *testing.F) {
 	f.Add(`{"type":"state","patch":{"Train":{"Round":1}}}`)
 	f.Add(`{"type":"perf","name":"fl-save","epoch":1,"duration":2}`)
 	f.Add(`{"type":"ui","ui":{"error":"","draw_label":2}}`)
+	f.Add(`{"type":"row","values":["1.5","Ideal"],"label":3}`)
+	f.Add(`{"type":"tryrow","values":["Haus"]}`)
 	f.Fuzz(func(t *testing.T, text string) {
 		if m, err := DecodeToWorker(text); err == nil {
 			if _, err := DecodeToWorker(enc(t, m)); err != nil {
