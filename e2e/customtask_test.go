@@ -108,7 +108,7 @@ func TestCustomTask(t *testing.T) {
 	if !strings.Contains(st.Collects, "sound (text, up to 20 characters)") {
 		t.Errorf("lobby words %q", st.Collects)
 	}
-	studentsTrainCustomTask(t, srv.URL, next, dash, sess, coord)
+	studentsTrainCustomTask(t, srv.URL, next, shots, dash, sess, coord)
 	fmt.Fprintln(logf, "test done")
 }
 
@@ -117,7 +117,7 @@ func TestCustomTask(t *testing.T) {
 // (legs, sound, pet) and picks a CSV file with the rest of its rows; they
 // wait in the lobby until the teacher presses Start; the session trains
 // to its last round; "try the model" answers a typed row with a pet.
-func studentsTrainCustomTask(t *testing.T, base, code string, dash *browser, sess wire.SessionParams, coord *process) {
+func studentsTrainCustomTask(t *testing.T, base, code, shots string, dash *browser, sess wire.SessionParams, coord *process) {
 	t.Helper()
 	const students = 3
 	need := sess.Rounds * sess.Batch
@@ -160,6 +160,11 @@ func studentsTrainCustomTask(t *testing.T, base, code string, dash *browser, ses
 				chromedp.Click("#row-add", chromedp.ByID), count(k+1))
 		}
 		b.must(30*time.Second, "pick the CSV file", chromedp.SetUploadFiles("#files", []string{path}, chromedp.ByID), count(2+need))
+		if i == 0 {
+			if err := b.screenshot(filepath.Join(shots, "customtask-rows.png")); err != nil {
+				t.Fatal(err)
+			}
+		}
 		b.must(20*time.Second, "wait in the lobby", chromedp.Click("#train-btn", chromedp.ByID), chromedp.WaitVisible("#lobby", chromedp.ByID))
 	}
 	dash.must(60*time.Second, "Start",
