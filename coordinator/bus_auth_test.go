@@ -18,6 +18,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	cbus "browserfl/coordinator/bus"
+	"browserfl/coordinator/site"
 	"browserfl/shared/wire"
 )
 
@@ -464,7 +465,7 @@ func TestBusCarriesNoCredentials(t *testing.T) {
 	go node.Run(ctx)
 	go c.Run(ctx)
 	go e.Run(ctx)
-	hs := httptest.NewServer(e.Handler(Assets{}, nil))
+	hs := httptest.NewServer(e.Handler(site.Assets{}, nil))
 	defer hs.Close()
 	for e.Healthy() != nil {
 		if ctx.Err() != nil {
@@ -590,7 +591,7 @@ func TestEdgeSaysWhenRefused(t *testing.T) {
 				}
 				time.Sleep(5 * time.Millisecond)
 			}
-			hs := httptest.NewServer(e.Handler(Assets{}, nil))
+			hs := httptest.NewServer(e.Handler(site.Assets{}, nil))
 			defer hs.Close()
 			resp, err := http.Get(hs.URL + "/healthz")
 			if err != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	cbus "browserfl/coordinator/bus"
+	"browserfl/coordinator/site"
 	"browserfl/coordinator/store"
 	"browserfl/shared/mechanism"
 	"browserfl/shared/optim"
@@ -455,7 +456,7 @@ func TestEdgeHoldsEndUntilDecision(t *testing.T) {
 		}
 	}
 	go e.Run(ctx)
-	hs := httptest.NewServer(e.Handler(Assets{}, nil))
+	hs := httptest.NewServer(e.Handler(site.Assets{}, nil))
 	defer hs.Close()
 	// Beats until the edge has subscribed and heard one.
 	for e.Healthy() != nil {

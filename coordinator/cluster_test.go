@@ -25,6 +25,7 @@ import (
 	"browserfl/coordinator"
 	"browserfl/coordinator/bus"
 	"browserfl/coordinator/internal/nctest"
+	"browserfl/coordinator/site"
 	"browserfl/coordinator/store"
 	"browserfl/device"
 	"browserfl/shared/mechanism"
@@ -148,7 +149,7 @@ func TestClusterInProcess(t *testing.T) {
 			t.Fatal(err)
 		}
 		go e.Run(ctx)
-		hs := httptest.NewServer(e.Handler(coordinator.Assets{}, nil))
+		hs := httptest.NewServer(e.Handler(site.Assets{}, nil))
 		defer hs.Close()
 		addrs = append(addrs, strings.TrimPrefix(hs.URL, "http://"))
 		edges = append(edges, e)
@@ -221,7 +222,7 @@ func runClusterChild(role string) error {
 		if err != nil {
 			return err
 		}
-		go http.Serve(ln, e.Handler(coordinator.Assets{}, nil))
+		go http.Serve(ln, e.Handler(site.Assets{}, nil))
 		return e.Run(ctx)
 	case "session":
 		var sess wire.SessionParams
@@ -469,7 +470,7 @@ func oneEdge(t *testing.T, ctx context.Context, h *harness) (*httptest.Server, s
 		t.Fatal(err)
 	}
 	go e.Run(ctx)
-	hs := httptest.NewServer(e.Handler(coordinator.Assets{}, nil))
+	hs := httptest.NewServer(e.Handler(site.Assets{}, nil))
 	t.Cleanup(hs.Close)
 	waitHealthy(t, []*coordinator.Edge{e})
 	return hs, "ws" + strings.TrimPrefix(hs.URL, "http") + "/ws"

@@ -20,6 +20,7 @@ import (
 
 	"browserfl/coordinator"
 	"browserfl/coordinator/internal/nctest"
+	"browserfl/coordinator/site"
 	"browserfl/coordinator/store"
 	"browserfl/device"
 	"browserfl/shared/mechanism"
@@ -118,7 +119,7 @@ func runChild() error {
 	if err != nil {
 		return err
 	}
-	go http.Serve(ln, c.Handler(coordinator.Assets{}, nil))
+	go http.Serve(ln, c.Handler(site.Assets{}, nil))
 	if err := c.Run(context.Background()); err != nil {
 		return err
 	}

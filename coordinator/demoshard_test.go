@@ -9,6 +9,7 @@ import (
 
 	"browserfl/coordinator"
 	"browserfl/coordinator/shards"
+	"browserfl/coordinator/site"
 	"browserfl/shared/dataset"
 )
 
@@ -35,7 +36,7 @@ func TestDemoShardHTTP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(h.coord.Handler(coordinator.Assets{}, sh))
+	srv := httptest.NewServer(h.coord.Handler(site.Assets{}, sh))
 	t.Cleanup(srv.Close)
 	get := func(path string, cookies []*http.Cookie) *http.Response {
 		t.Helper()

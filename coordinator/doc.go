@@ -5,14 +5,19 @@
 // until all arrived or the deadline passed, calls the algorithm's server
 // half (shared/optim; the coordinator never aggregates by itself) and
 // commits the round durably before it tells any device its update was
-// included. It also serves the projector dashboard, a JSON API, demo data
-// shards, Prometheus metrics and a health check.
+// included. It also serves the session's JSON API and teacher endpoints,
+// the projector dashboard, demo data shards, Prometheus metrics and a
+// health check.
 //
 // This package is the session core; its parts live in sub-packages that
 // import nothing of it (docs/design.md, "Layout"): store (the bbolt
 // store), gate (admission), wsconn (the device websockets every process
 // shares, plugged in through wsconn.Handler), bus (the cluster bus),
-// metrics (counters and their exposition) and shards (demo data).
+// metrics (counters and their exposition), shards (demo data) and site
+// (what the HTTP side serves that knows no session: the page's assets,
+// the dashboard's files, headers, join URLs and QR codes). Above it,
+// sessions holds the Host, which runs one data directory's sessions
+// through this package's exported methods.
 //
 // Invariants:
 //   - Commit before acknowledge (DESIGN principle 3): the decision

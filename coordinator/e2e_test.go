@@ -22,6 +22,7 @@ import (
 
 	"browserfl/coordinator"
 	"browserfl/coordinator/internal/nctest"
+	"browserfl/coordinator/site"
 	"browserfl/coordinator/store"
 	"browserfl/coordinator/wsconn"
 	"browserfl/device"
@@ -96,7 +97,7 @@ func newHarnessWith(t *testing.T, sess wire.SessionParams, edit func(*coordinato
 }
 
 func newTestServer(t *testing.T, c *coordinator.Coordinator) *httptest.Server {
-	srv := httptest.NewServer(c.Handler(coordinator.Assets{}, nil))
+	srv := httptest.NewServer(c.Handler(site.Assets{}, nil))
 	t.Cleanup(srv.Close)
 	return srv
 }
@@ -474,7 +475,7 @@ func TestDeviceCrashes(t *testing.T) {
 func TestTLS(t *testing.T) {
 	sess := testSession(4, 3, 2, 3, 2000)
 	h := newHarness(t, sess, 2)
-	srv := httptest.NewTLSServer(h.coord.Handler(coordinator.Assets{}, nil))
+	srv := httptest.NewTLSServer(h.coord.Handler(site.Assets{}, nil))
 	defer srv.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

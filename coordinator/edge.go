@@ -23,6 +23,7 @@ import (
 	"browserfl/coordinator/bus"
 	"browserfl/coordinator/gate"
 	"browserfl/coordinator/metrics"
+	"browserfl/coordinator/site"
 	"browserfl/coordinator/wsconn"
 	"browserfl/shared/mechanism"
 	"browserfl/shared/optim"
@@ -865,7 +866,7 @@ func (e *Edge) Devices() int {
 // Handler returns the edge's HTTP handler: /ws, /healthz, /metrics and
 // the page's assets itself, everything else (the page's /api/ calls, the
 // dashboard) proxied to the session process at sessionURL (nil: 404).
-func (e *Edge) Handler(assets Assets, sessionURL *url.URL) http.Handler {
+func (e *Edge) Handler(assets site.Assets, sessionURL *url.URL) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /ws", e.front.ServeWS)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
@@ -883,8 +884,8 @@ func (e *Edge) Handler(assets Assets, sessionURL *url.URL) http.Handler {
 		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 		e.WriteMetrics(w)
 	})
-	registerAssets(mux, assets)
-	local := securityHeaders(mux)
+	site.RegisterAssets(mux, assets)
+	local := site.SecurityHeaders(mux)
 	if sessionURL == nil {
 		return local
 	}

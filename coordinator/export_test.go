@@ -8,6 +8,3 @@ import "browserfl/coordinator/store"
 func CoordinatorRecord(t int, included ...string) store.RoundRecord {
 	return store.RoundRecord{T: t, Cohort: included, Included: included}
 }
-
-// ReadLifecycle returns the lifecycle stored in s.
-func ReadLifecycle(s *store.Store) (Lifecycle, error) { return readLifecycle(s) }

@@ -19,6 +19,7 @@ import (
 	"browserfl/coordinator"
 	"browserfl/coordinator/gate"
 	"browserfl/coordinator/internal/nctest"
+	"browserfl/coordinator/site"
 	"browserfl/coordinator/store"
 	"browserfl/coordinator/wsconn"
 	"browserfl/shared/wire"
@@ -40,7 +41,7 @@ func gateServer(t *testing.T, lim wsconn.Limits, gate gate.Config) (*coordinator
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(c.Handler(coordinator.Assets{Index: []byte("<!doctype html><title>page</title>")}, nil))
+	srv := httptest.NewServer(c.Handler(site.Assets{Index: []byte("<!doctype html><title>page</title>")}, nil))
 	t.Cleanup(srv.Close)
 	t.Cleanup(c.Shutdown)
 	return c, srv
@@ -325,7 +326,7 @@ func TestNeverReadingClientDropped(t *testing.T) {
 // under TLS.
 func TestSecurityHeaders(t *testing.T) {
 	c, srv := gateServer(t, wsconn.Limits{}, gate.Config{})
-	tlsSrv := httptest.NewTLSServer(c.Handler(coordinator.Assets{Index: []byte("<!doctype html>")}, nil))
+	tlsSrv := httptest.NewTLSServer(c.Handler(site.Assets{Index: []byte("<!doctype html>")}, nil))
 	defer tlsSrv.Close()
 	get := func(client *http.Client, url string) *http.Response {
 		t.Helper()

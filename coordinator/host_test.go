@@ -11,6 +11,7 @@ import (
 
 	"browserfl/coordinator"
 	"browserfl/coordinator/internal/nctest"
+	"browserfl/coordinator/sessions"
 	"browserfl/device"
 	"browserfl/shared/optim"
 	"browserfl/shared/wire"
@@ -32,8 +33,8 @@ func hostTemplate(tmpl wire.SessionParams, rounds int) func() (coordinator.Confi
 func TestHostNewSession(t *testing.T) {
 	dir := t.TempDir()
 	tmpl := testSession(8, 30, 10, 200, 10000)
-	hcfg := coordinator.HostConfig{Dir: dir, Template: hostTemplate(tmpl, 3), JoinCode: "FIRSTCODE", Logger: quietLogger()}
-	host, err := coordinator.OpenHost(hcfg)
+	hcfg := sessions.Config{Dir: dir, Template: hostTemplate(tmpl, 3), JoinCode: "FIRSTCODE", Logger: quietLogger()}
+	host, err := sessions.Open(hcfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +77,7 @@ func TestHostNewSession(t *testing.T) {
 	if code != http.StatusOK {
 		t.Fatalf("new: %d %s", code, body)
 	}
-	var info coordinator.NewSessionInfo
+	var info sessions.NewSessionInfo
 	if err := json.Unmarshal([]byte(body), &info); err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +105,7 @@ func TestHostNewSession(t *testing.T) {
 	}
 	checkList := func(url string) {
 		t.Helper()
-		var list []coordinator.SessionSummary
+		var list []sessions.Summary
 		if err := getJSON(url, &list); err != nil {
 			t.Fatal(err)
 		}
@@ -134,7 +135,7 @@ func TestHostNewSession(t *testing.T) {
 	if err := <-hostErr; err != nil {
 		t.Fatal(err)
 	}
-	host2, err := coordinator.OpenHost(coordinator.HostConfig{Dir: dir, Template: hostTemplate(tmpl, 3), Logger: quietLogger()})
+	host2, err := sessions.Open(sessions.Config{Dir: dir, Template: hostTemplate(tmpl, 3), Logger: quietLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"browserfl/coordinator"
+	"browserfl/coordinator/sessions"
 	"browserfl/shared/plan"
 	"browserfl/shared/wire"
 )
@@ -53,7 +54,7 @@ func postBody(t *testing.T, url, secret, body string) (int, string) {
 func TestHostTeacherTask(t *testing.T) {
 	dir := t.TempDir()
 	tmpl := testSession(8, 30, 10, 200, 10000)
-	host, err := coordinator.OpenHost(coordinator.HostConfig{Dir: dir, Template: hostTemplate(tmpl, 3), JoinCode: "FIRSTCODE", Logger: quietLogger()})
+	host, err := sessions.Open(sessions.Config{Dir: dir, Template: hostTemplate(tmpl, 3), JoinCode: "FIRSTCODE", Logger: quietLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +91,7 @@ func TestHostTeacherTask(t *testing.T) {
 	if code != http.StatusOK {
 		t.Fatalf("new with a task: %d %s", code, body)
 	}
-	var info coordinator.NewSessionInfo
+	var info sessions.NewSessionInfo
 	if err := json.Unmarshal([]byte(body), &info); err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +126,7 @@ func TestHostTeacherTask(t *testing.T) {
 		t.Fatal(err)
 	}
 	host.Close()
-	host2, err := coordinator.OpenHost(coordinator.HostConfig{Dir: dir, Template: hostTemplate(tmpl, 3), Logger: quietLogger()})
+	host2, err := sessions.Open(sessions.Config{Dir: dir, Template: hostTemplate(tmpl, 3), Logger: quietLogger()})
 	if err != nil {
 		t.Fatalf("reopen the teacher's session: %v", err)
 	}

@@ -3,9 +3,7 @@ package coordinator
 import (
 	"crypto/subtle"
 	_ "embed"
-	"encoding/json"
 	"fmt"
-	"io/fs"
 	"net/http"
 	"strconv"
 	"strings"
@@ -14,20 +12,12 @@ import (
 	"browserfl/coordinator/gate"
 	"browserfl/coordinator/metrics"
 	"browserfl/coordinator/shards"
+	"browserfl/coordinator/site"
 	"browserfl/coordinator/store"
 	"browserfl/coordinator/wsconn"
 	"browserfl/shared/plan"
 	"browserfl/shared/wire"
 )
-
-//go:embed dashboard.html
-var dashboardHTML []byte
-
-//go:embed dashboard.js
-var dashboardJS []byte
-
-//go:embed dashboard.css
-var dashboardCSS []byte
 
 // Handler returns the coordinator's HTTP handler:
 //
@@ -52,28 +42,28 @@ var dashboardCSS []byte
 //	/api/demo/shard
 //	              a demo shard as one blob (dataset.DecodeShard; ?code=)
 //	/             assets.Index; /web/ assets.Web (page, app.wasm), also
-//	              under content-hashed names, compressed (static.go)
+//	              under content-hashed names, compressed (coordinator/site)
 //
 // Everything that describes the session needs the join code (the
 // dashboard passes the one in its own URL); only /healthz, the page and
 // its assets do not. Wrong codes go through the gate's per-address
-// backoff. Every response carries the headers of securityHeaders.
-func (c *Coordinator) Handler(assets Assets, shards *shards.Set) http.Handler {
+// backoff. Every response carries the headers of site.SecurityHeaders.
+func (c *Coordinator) Handler(assets site.Assets, shards *shards.Set) http.Handler {
 	mux := http.NewServeMux()
 	join := c.newJoin(assets.Join) // join.go: join URLs, QR code, model JSON, store-backed figures
 	join.register(mux)
-	mux.HandleFunc("GET /api/session", c.withCode(func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, c.Session())
+	mux.HandleFunc("GET /api/session", c.WithCode(func(w http.ResponseWriter, r *http.Request) {
+		site.WriteJSON(w, c.Session())
 	}))
-	mux.HandleFunc("GET /api/progress", c.withCode(func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("GET /api/progress", c.WithCode(func(w http.ResponseWriter, r *http.Request) {
 		p, err := c.progress()
 		if err != nil {
 			http.Error(w, "store error", http.StatusInternalServerError)
 			return
 		}
-		writeJSON(w, p)
+		site.WriteJSON(w, p)
 	}))
-	mux.HandleFunc("GET /api/model", c.withCode(func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("GET /api/model", c.WithCode(func(w http.ResponseWriter, r *http.Request) {
 		c.mu.Lock()
 		frame := c.modelFrame
 		c.mu.Unlock()
@@ -101,45 +91,30 @@ func (c *Coordinator) Handler(assets Assets, shards *shards.Set) http.Handler {
 		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 		c.WriteMetrics(w)
 	})
-	mux.HandleFunc("GET /api/status", c.withCode(func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("GET /api/status", c.WithCode(func(w http.ResponseWriter, r *http.Request) {
 		st := c.Status()
 		st.Warnings = c.Warnings(shards)
 		join.fill(&st, r)
 		c.fillProjector(&st, shards)
-		ok, answered := c.teacherAuth(w, r, c.cfg.TeacherSecret)
+		ok, answered := c.TeacherAuth(w, r, c.cfg.TeacherSecret)
 		if answered {
 			return
 		}
 		if ok {
 			st.ForTeacher()
 		}
-		writeJSON(w, st)
+		site.WriteJSON(w, st)
 	}))
 	c.teacherRoutes(mux)
-	mux.HandleFunc("GET /api/rounds", c.withCode(func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("GET /api/rounds", c.WithCode(func(w http.ResponseWriter, r *http.Request) {
 		serveRounds(w, r, c.store)
 	}))
-	mux.HandleFunc("GET /dashboard", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		w.Header().Set("Content-Security-Policy", dashboardCSP)
-		w.Header().Set("Cache-Control", "no-cache")
-		w.Write(dashboardHTML)
-	})
-	mux.HandleFunc("GET /dashboard.js", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/javascript; charset=utf-8")
-		w.Header().Set("Cache-Control", "no-cache")
-		w.Write(dashboardJS)
-	})
-	mux.HandleFunc("GET /dashboard.css", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/css; charset=utf-8")
-		w.Header().Set("Cache-Control", "no-cache")
-		w.Write(dashboardCSS)
-	})
+	site.RegisterDashboard(mux)
 	if shards != nil && shards.Rows() {
 		// A row task's demo shard: CSV rows, compressed like the
-		// pictures (static.go).
-		enc := &encodedBodies{}
-		mux.HandleFunc("GET /api/demo/rows", c.withCode(func(w http.ResponseWriter, r *http.Request) {
+		// pictures (site.EncodedBodies).
+		enc := &site.EncodedBodies{}
+		mux.HandleFunc("GET /api/demo/rows", c.WithCode(func(w http.ResponseWriter, r *http.Request) {
 			idx := shards.Pick(r)
 			body, err := shards.CSV(idx)
 			if err != nil {
@@ -151,12 +126,12 @@ func (c *Coordinator) Handler(assets Assets, shards *shards.Set) http.Handler {
 				HttpOnly: true, SameSite: http.SameSiteStrictMode, MaxAge: 7 * 24 * 3600})
 			w.Header().Set("Content-Type", "text/csv; charset=utf-8")
 			w.Header().Set("X-Shard-Index", strconv.Itoa(idx))
-			enc.serve(w, r, "rows/"+strconv.Itoa(idx), body)
+			enc.Serve(w, r, "rows/"+strconv.Itoa(idx), body)
 		}))
 	} else if shards != nil {
-		// The demo pictures travel compressed (static.go).
-		enc := &encodedBodies{}
-		mux.HandleFunc("GET /api/demo/shard", c.withCode(func(w http.ResponseWriter, r *http.Request) {
+		// The demo pictures travel compressed (site.EncodedBodies).
+		enc := &site.EncodedBodies{}
+		mux.HandleFunc("GET /api/demo/shard", c.WithCode(func(w http.ResponseWriter, r *http.Request) {
 			idx := shards.Pick(r)
 			blob, err := shards.Blob(idx)
 			if err != nil {
@@ -167,10 +142,10 @@ func (c *Coordinator) Handler(assets Assets, shards *shards.Set) http.Handler {
 			w.Header().Set("Content-Type", "application/octet-stream")
 			w.Header().Set("X-Shard-Index", strconv.Itoa(idx))
 			w.Header().Set("X-Shard-Classes", strconv.Itoa(shards.Classes))
-			enc.serve(w, r, "blob/"+strconv.Itoa(idx), blob)
+			enc.Serve(w, r, "blob/"+strconv.Itoa(idx), blob)
 		}))
 		for _, part := range []string{"images", "labels"} {
-			mux.HandleFunc("GET /api/demo/"+part, c.withCode(func(w http.ResponseWriter, r *http.Request) {
+			mux.HandleFunc("GET /api/demo/"+part, c.WithCode(func(w http.ResponseWriter, r *http.Request) {
 				idx := shards.Pick(r)
 				im, lab, err := shards.IDX(idx)
 				if err != nil {
@@ -186,12 +161,12 @@ func (c *Coordinator) Handler(assets Assets, shards *shards.Set) http.Handler {
 				if part == "images" {
 					body = im
 				}
-				enc.serve(w, r, part+"/"+strconv.Itoa(idx), body)
+				enc.Serve(w, r, part+"/"+strconv.Itoa(idx), body)
 			}))
 		}
 	}
-	registerAssets(mux, assets)
-	return securityHeaders(mux)
+	site.RegisterAssets(mux, assets)
+	return site.SecurityHeaders(mux)
 }
 
 // metricsAllowed checks the metrics token (Gate.MetricsToken) of a
@@ -214,47 +189,10 @@ func metricsAllowed(f *wsconn.Front, w http.ResponseWriter, r *http.Request) boo
 	return true
 }
 
-// favicon is the pages' icon (devices joined to a centre: the sum of a
-// class's updates), served at /favicon.ico as SVG, which every engine
-// we support takes for an icon.
-//
-//go:embed favicon.svg
-var favicon []byte
-
-// registerAssets serves the device page: index.html at / and web/ under
-// /web/ (registerWeb, static.go: content-hashed names, compressed once,
-// cached), and the icon.
-func registerAssets(mux *http.ServeMux, assets Assets) {
-	mux.HandleFunc("GET /favicon.ico", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "image/svg+xml")
-		w.Header().Set("Cache-Control", "public, max-age=86400")
-		w.Write(favicon)
-	})
-	if err := registerWeb(mux, assets); err != nil {
-		// The embedded files could not be read: say so rather than
-		// serve a broken page.
-		mux.HandleFunc("GET /", func(w http.ResponseWriter, r *http.Request) {
-			http.Error(w, err.Error(), http.StatusInternalServerError)
-		})
-	}
-}
-
-// Assets are the page the coordinator serves: index.html at / and the
-// web/ directory (style, loader, app.wasm) under /web/.
-type Assets struct {
-	Index []byte
-	Web   fs.FS
-	// Join is where devices join (JoinURLs); empty: the address the
-	// dashboard was opened at.
-	Join JoinInfo
-
-	site *staticSite // Index and Web read, hashed and compressed (prepared)
-}
-
-// withCode requires the session's join code in ?code= or X-Join-Code,
+// WithCode requires the session's join code in ?code= or X-Join-Code,
 // checked by the gate (per-address backoff after repeated failures: 429
 // with Retry-After).
-func (c *Coordinator) withCode(h http.HandlerFunc) http.HandlerFunc {
+func (c *Coordinator) WithCode(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		code := r.Header.Get("X-Join-Code")
 		if code == "" {
@@ -309,7 +247,7 @@ func serveRounds(w http.ResponseWriter, r *http.Request, st *store.Store) {
 			BytesIn: rec.BytesIn, BytesOut: rec.BytesOut, Evaluated: rec.Evaluated,
 			Accuracy: rec.Accuracy, Loss: rec.Loss, EvalSamples: rec.EvalSamples, DeadlineHit: rec.DeadlineHit}
 	}
-	writeJSON(w, out)
+	site.WriteJSON(w, out)
 }
 
 func (c *Coordinator) progress() (Progress, error) {
@@ -335,84 +273,6 @@ func storeProgress(st *store.Store, committed, rounds int) (Progress, error) {
 			return p, nil
 		}
 	}
-}
-
-// dashboardCSP allows nothing inline: the dashboard's script and style are
-// files of the same origin.
-const dashboardCSP = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; " +
-	"object-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
-
-// PageCSP is the device page's policy. No inline scripts or event
-// handlers; WebAssembly may compile ('wasm-unsafe-eval'), and 'unsafe-eval'
-// is there because the vugu renderer installs its DOM helper with
-// window.eval of a constant string. Inline styles stay allowed: the UI
-// sets style attributes (progress bars). The page starts one dedicated
-// worker from its own origin (worker-src 'self', /web/worker.js, which
-// has its own policy: WorkerCSP). The websocket is the page's own host
-// (ws: or wss:; 'self' alone does not cover ws: in every browser); the
-// page opens it for its worker.
-func PageCSP(r *http.Request) string {
-	return "default-src 'self'; script-src 'self' 'wasm-unsafe-eval' 'unsafe-eval'; worker-src 'self'; style-src 'self' 'unsafe-inline'; " +
-		"img-src 'self' data:; connect-src " + connectSrc(r) + "; object-src 'none'; base-uri 'none'; form-action 'none'; " +
-		"frame-ancestors 'none'"
-}
-
-// WorkerCSP is the policy of the page's dedicated worker (a worker runs
-// under the policy delivered with its script): it loads the Go runtime's
-// loader from the same origin (importScripts), compiles app.wasm
-// ('wasm-unsafe-eval'; no 'unsafe-eval': the worker renders nothing) and
-// fetches the session's API from its own origin; nothing else (the
-// device's websocket is opened by the page on the worker's behalf).
-func WorkerCSP(*http.Request) string {
-	return "default-src 'none'; script-src 'self' 'wasm-unsafe-eval'; connect-src 'self'; " +
-		"base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
-}
-
-// connectSrc is the pages' connect-src: the origin and its websocket.
-func connectSrc(r *http.Request) string {
-	connect := "'self'"
-	if h := r.Host; h != "" && validHost(h) {
-		connect += " ws://" + h + " wss://" + h
-	}
-	return connect
-}
-
-// validHost reports whether h is a plain host[:port] safe to put in a
-// header value.
-func validHost(h string) bool {
-	for _, r := range h {
-		switch {
-		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '.', r == '-', r == ':', r == '[', r == ']':
-		default:
-			return false
-		}
-	}
-	return len(h) <= 255
-}
-
-// securityHeaders sets the headers every response carries: no MIME
-// sniffing, no referrer, no framing (frame-ancestors in the pages' CSP,
-// X-Frame-Options for older browsers) and, under TLS, HSTS.
-func securityHeaders(h http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		hd := w.Header()
-		hd.Set("X-Content-Type-Options", "nosniff")
-		hd.Set("Referrer-Policy", "no-referrer")
-		hd.Set("X-Frame-Options", "DENY")
-		// Pages set their own policy; anything else may not be framed.
-		hd.Set("Content-Security-Policy", "frame-ancestors 'none'")
-		if r.TLS != nil {
-			hd.Set("Strict-Transport-Security", "max-age=31536000")
-		}
-		h.ServeHTTP(w, r)
-	})
-}
-
-func writeJSON(w http.ResponseWriter, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	enc := json.NewEncoder(w)
-	enc.Encode(v)
 }
 
 type roundView struct {

@@ -1,10 +1,8 @@
 package coordinator
 
 import (
-	"errors"
 	"fmt"
 	"math"
-	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -12,10 +10,9 @@ import (
 	"sync"
 	"time"
 
+	"browserfl/coordinator/site"
 	"browserfl/coordinator/store"
 	"browserfl/shared/wire"
-
-	"rsc.io/qr"
 )
 
 // This file holds what the classroom sees besides the training itself:
@@ -24,234 +21,6 @@ import (
 // the figures the dashboard reads from the store so that they survive a
 // restart (session start, most rounds any one device was included in,
 // how many devices took part).
-
-// JoinInfo says how devices reach this coordinator; cmd/coordinator fills
-// it from its listener (JoinURLs) and passes it in Assets.Join.
-type JoinInfo struct {
-	// URLs are the join URLs, the code included, one per address phones
-	// on the same network can use; the first is the one shown big and
-	// drawn as the QR code. Empty: the dashboard uses the address it was
-	// opened at.
-	URLs []string `json:"urls"`
-	// LoopbackOnly is true when the coordinator listens on a loopback
-	// address only: no other machine can join.
-	LoopbackOnly bool `json:"loopback_only,omitempty"`
-	// LANURLs, with LoopbackOnly, are the join URLs phones could use
-	// once the coordinator listens on every address at the same port
-	// (-listen :PORT): what the dashboard tells the teacher to do.
-	LANURLs []string `json:"lan_urls,omitempty"`
-}
-
-// LoopbackHint is what to do when the coordinator listens on loopback
-// only.
-const LoopbackHint = `listening on this machine only: phones cannot join; to listen on the LAN: make run RUNFLAGS="-listen :8080"`
-
-// LANHosts returns the hosts (IP literals, IPv6 in brackets) of addrs
-// that another machine on the network can reach: loopback, unspecified,
-// multicast and link-local addresses are left out (an IPv6 link-local
-// address needs a zone, which browsers do not accept in a URL, and an
-// IPv4 link-local one means the interface got no address from the
-// network). IPv4 comes first, then IPv6, each in the order given, without
-// duplicates.
-func LANHosts(addrs []net.Addr) []string {
-	var v4, v6 []string
-	seen := map[string]bool{}
-	for _, a := range addrs {
-		var ip net.IP
-		switch a := a.(type) {
-		case *net.IPNet:
-			ip = a.IP
-		case *net.IPAddr:
-			ip = a.IP
-		case *net.TCPAddr:
-			ip = a.IP
-		default:
-			ip = net.ParseIP(strings.SplitN(a.String(), "/", 2)[0])
-		}
-		if ip == nil || ip.IsLoopback() || ip.IsUnspecified() || ip.IsMulticast() ||
-			ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() {
-			continue
-		}
-		s := ip.String()
-		if seen[s] {
-			continue
-		}
-		seen[s] = true
-		if ip.To4() != nil {
-			v4 = append(v4, s)
-		} else {
-			v6 = append(v6, "["+s+"]")
-		}
-	}
-	return append(v4, v6...)
-}
-
-// Interface is one network interface as MachineAddrs sees it.
-type Interface struct {
-	Name  string
-	Up    bool
-	Addrs []net.Addr
-}
-
-// virtualPrefixes name interfaces that are usually not the classroom's
-// network (container bridges, virtual machines, VPN tunnels): their
-// addresses are listed after the others, so that the first join URL
-// (the one drawn as the QR code) is the Wi-Fi's or the Ethernet's.
-var virtualPrefixes = []string{"docker", "br-", "veth", "virbr", "vboxnet", "vmnet", "cni", "flannel", "podman",
-	"lxc", "lxd", "tun", "tap", "wg", "tailscale", "zt", "utun", "ppp"}
-
-// OrderAddrs returns the addresses of the interfaces that are up, those
-// of virtual interfaces (virtualPrefixes) last.
-func OrderAddrs(ifs []Interface) []net.Addr {
-	var first, last []net.Addr
-	for _, it := range ifs {
-		if !it.Up {
-			continue
-		}
-		virtual := false
-		for _, p := range virtualPrefixes {
-			if strings.HasPrefix(strings.ToLower(it.Name), p) {
-				virtual = true
-				break
-			}
-		}
-		if virtual {
-			last = append(last, it.Addrs...)
-		} else {
-			first = append(first, it.Addrs...)
-		}
-	}
-	return append(first, last...)
-}
-
-// MachineAddrs returns this machine's interface addresses in OrderAddrs
-// order.
-func MachineAddrs() ([]net.Addr, error) {
-	nifs, err := net.Interfaces()
-	if err != nil {
-		return nil, err
-	}
-	var ifs []Interface
-	for _, ni := range nifs {
-		addrs, err := ni.Addrs()
-		if err != nil {
-			continue
-		}
-		ifs = append(ifs, Interface{Name: ni.Name, Up: ni.Flags&net.FlagUp != 0, Addrs: addrs})
-	}
-	return OrderAddrs(ifs), nil
-}
-
-// JoinURLs returns the join URLs for a listener bound to bound (its
-// actual address, e.g. "[::]:8080" or "127.0.0.1:8080"): one per LAN host
-// of ifaces when the listener takes every address, the bound address
-// itself when it is a specific non-loopback one, and localhost with
-// LoopbackOnly when it is loopback.
-func JoinURLs(bound, scheme, code string, ifaces []net.Addr) JoinInfo {
-	host, port, err := net.SplitHostPort(bound)
-	if err != nil {
-		return JoinInfo{}
-	}
-	join := func(h string) string { // h: a LANHosts host (IPv6 bracketed)
-		return scheme + "://" + h + ":" + port + "/?code=" + url.QueryEscape(code)
-	}
-	ip := net.ParseIP(host)
-	switch {
-	case ip == nil || ip.IsLoopback():
-		info := JoinInfo{URLs: []string{join("localhost")}, LoopbackOnly: ip != nil || host == "localhost"}
-		if info.LoopbackOnly {
-			for _, h := range LANHosts(ifaces) {
-				info.LANURLs = append(info.LANURLs, join(h))
-			}
-		}
-		return info
-	case ip.IsUnspecified():
-		var info JoinInfo
-		for _, h := range LANHosts(ifaces) {
-			// A listener on 0.0.0.0 takes IPv4 only.
-			if ip.To4() != nil && strings.HasPrefix(h, "[") {
-				continue
-			}
-			info.URLs = append(info.URLs, join(h))
-		}
-		if len(info.URLs) == 0 {
-			// No network: only this machine can join.
-			info.URLs = []string{join("localhost")}
-		}
-		return info
-	}
-	h := ip.String()
-	if ip.To4() == nil {
-		h = "[" + h + "]"
-	}
-	return JoinInfo{URLs: []string{join(h)}}
-}
-
-// QRPNG returns text as a QR code PNG (error correction level M, 8 pixels
-// a module, a quiet zone of 4 modules).
-func QRPNG(text string) ([]byte, error) {
-	c, err := qr.Encode(text, qr.M)
-	if err != nil {
-		return nil, err
-	}
-	return c.PNG(), nil
-}
-
-// TerminalQR returns text as a QR code for a terminal: two modules a
-// line with half blocks, light modules drawn (a dark terminal shows dark
-// modules on a light ground), with a quiet zone of 2 modules.
-func TerminalQR(text string) (string, error) {
-	c, err := qr.Encode(text, qr.M)
-	if err != nil {
-		return "", err
-	}
-	const quiet = 2
-	light := func(x, y int) bool { return !c.Black(x, y) } // outside the code: light
-	var b strings.Builder
-	for y := -quiet; y < c.Size+quiet; y += 2 {
-		b.WriteString("  ")
-		for x := -quiet; x < c.Size+quiet; x++ {
-			top, bot := light(x, y), light(x, y+1) && y+1 < c.Size+quiet
-			switch {
-			case top && bot:
-				b.WriteString("█")
-			case top:
-				b.WriteString("▀")
-			case bot:
-				b.WriteString("▄")
-			default:
-				b.WriteString(" ")
-			}
-		}
-		b.WriteString("\n")
-	}
-	return b.String(), nil
-}
-
-// ModelSchema names the layout of /api/model.json.
-const ModelSchema = "browserfl.model/v1"
-
-// ModelJSON is the document of /api/model.json: the global model after
-// round Round with what is needed to use it (docs/coordinator.md, "The
-// model as JSON").
-type ModelJSON struct {
-	Schema   string             `json:"schema"`
-	Session  wire.SessionParams `json:"session"`
-	Round    int                `json:"round"`
-	Finished bool               `json:"finished"`
-	Model    string             `json:"model"`
-	Features int                `json:"features"`
-	Classes  int                `json:"classes"`
-	// Hidden is the MLP's hidden width (0 for logreg).
-	Hidden int      `json:"hidden,omitempty"`
-	Labels []string `json:"labels"`
-	// Accuracy is the last test-set evaluation (round AccuracyRound).
-	Accuracy      *float64 `json:"accuracy,omitempty"`
-	AccuracyRound int      `json:"accuracy_round,omitempty"`
-	// AccuracySamples is the number of test samples it was measured on.
-	AccuracySamples int       `json:"accuracy_samples,omitempty"`
-	Weights         []float64 `json:"weights"`
-}
 
 // Summary is the end-of-session figures (and, during the session, the
 // figures so far), read from the store: they survive a restart.
@@ -346,7 +115,7 @@ func (tl *tally) update(s *store.Store, evalLag int) error {
 // joinState is what Handler keeps for the handlers of this file.
 type joinState struct {
 	c     *Coordinator
-	info  JoinInfo
+	info  site.JoinInfo
 	start time.Time
 	tally tally
 }
@@ -354,13 +123,8 @@ type joinState struct {
 // newJoin reads (or sets) the session start in the store. The join URLs
 // get this session's own join code (a host makes a new code for every
 // session but builds the URLs once).
-func (c *Coordinator) newJoin(info JoinInfo) *joinState {
-	urls := make([]string, len(info.URLs))
-	for i, u := range info.URLs {
-		urls[i] = withCode(u, c.cfg.JoinCode)
-	}
-	info.URLs = urls
-	info.LANURLs = withCodes(info.LANURLs, c.cfg.JoinCode)
+func (c *Coordinator) newJoin(info site.JoinInfo) *joinState {
+	info = info.WithCode(c.cfg.JoinCode)
 	j := &joinState{c: c, info: info}
 	start, err := c.store.SessionStart(c.started)
 	if err != nil {
@@ -404,7 +168,7 @@ func (j *joinState) Summary() (Summary, error) {
 // JoinView is the "join" part of /api/status: where to join and the
 // figures read from the store.
 type JoinView struct {
-	JoinInfo
+	site.JoinInfo
 	LoopbackHint string   `json:"loopback_hint,omitempty"`
 	Summary      *Summary `json:"summary,omitempty"`
 }
@@ -414,7 +178,7 @@ type JoinView struct {
 func (j *joinState) fill(s *Status, r *http.Request) {
 	s.Join.JoinInfo = j.joinInfo(r)
 	if s.Join.LoopbackOnly {
-		s.Join.LoopbackHint = LoopbackHint
+		s.Join.LoopbackHint = site.LoopbackHint
 	}
 	s.UptimeSec = time.Since(j.start).Seconds()
 	sum, err := j.Summary()
@@ -429,7 +193,7 @@ func (j *joinState) fill(s *Status, r *http.Request) {
 
 // joinInfo is the configured join info, or the address the request came
 // to when none was configured.
-func (j *joinState) joinInfo(r *http.Request) JoinInfo {
+func (j *joinState) joinInfo(r *http.Request) site.JoinInfo {
 	if len(j.info.URLs) > 0 {
 		return j.info
 	}
@@ -437,28 +201,16 @@ func (j *joinState) joinInfo(r *http.Request) JoinInfo {
 	if r.TLS != nil {
 		scheme = "https"
 	}
-	if !validHost(r.Host) || r.Host == "" {
-		return JoinInfo{}
+	if !site.ValidHost(r.Host) || r.Host == "" {
+		return site.JoinInfo{}
 	}
-	return JoinInfo{URLs: []string{scheme + "://" + r.Host + "/?code=" + url.QueryEscape(j.c.cfg.JoinCode)}}
-}
-
-// withCode returns join URL u with its code query set to code.
-func withCode(u, code string) string {
-	p, err := url.Parse(u)
-	if err != nil {
-		return u
-	}
-	q := p.Query()
-	q.Set("code", code)
-	p.RawQuery = q.Encode()
-	return p.String()
+	return site.JoinInfo{URLs: []string{scheme + "://" + r.Host + "/?code=" + url.QueryEscape(j.c.cfg.JoinCode)}}
 }
 
 // register adds the handlers of this file to mux.
 func (j *joinState) register(mux *http.ServeMux) {
-	mux.HandleFunc("GET /api/join-qr.png", j.c.withCode(j.serveQR))
-	mux.HandleFunc("GET /api/model.json", j.c.withCode(j.serveModelJSON))
+	mux.HandleFunc("GET /api/join-qr.png", j.c.WithCode(j.serveQR))
+	mux.HandleFunc("GET /api/model.json", j.c.WithCode(j.serveModelJSON))
 }
 
 // serveQR draws join URL ?i= (default 0) as a PNG.
@@ -469,7 +221,7 @@ func (j *joinState) serveQR(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "no such join address", http.StatusNotFound)
 		return
 	}
-	png, err := QRPNG(info.URLs[i])
+	png, err := site.QRPNG(info.URLs[i])
 	if err != nil {
 		http.Error(w, "qr: "+err.Error(), http.StatusInternalServerError)
 		return
@@ -481,7 +233,7 @@ func (j *joinState) serveQR(w http.ResponseWriter, r *http.Request) {
 
 // Model returns the global model after the last committed round as the
 // /api/model.json document; ok is false before the first commit.
-func (j *joinState) Model() (m ModelJSON, ok bool, err error) {
+func (j *joinState) Model() (m site.ModelJSON, ok bool, err error) {
 	c := j.c
 	c.mu.Lock()
 	frame, committed, finished, ev := c.modelFrame, c.committed, c.finished, c.lastEval
@@ -499,7 +251,7 @@ func (j *joinState) Model() (m ModelJSON, ok bool, err error) {
 		}
 	}
 	sess := c.cfg.Session
-	m = ModelJSON{Schema: ModelSchema, Session: sess, Round: rf.T, Finished: finished && rf.T == committed,
+	m = site.ModelJSON{Schema: site.ModelSchema, Session: sess, Round: rf.T, Finished: finished && rf.T == committed,
 		Model: sess.Model, Features: sess.Features, Classes: sess.Classes, Labels: sess.LabelNames(), Weights: rf.X}
 	if m.Labels == nil {
 		m.Labels = make([]string, sess.Classes)
@@ -535,43 +287,5 @@ func (j *joinState) serveModelJSON(w http.ResponseWriter, r *http.Request) {
 		name = "session"
 	}
 	w.Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="%s-round%d.model.json"`, name, m.Round))
-	writeJSON(w, m)
+	site.WriteJSON(w, m)
 }
-
-// ValidateModelJSON checks a decoded /api/model.json document against its
-// own session: schema, model name, dimensions and finite weights.
-func ValidateModelJSON(m ModelJSON) error {
-	if m.Schema != ModelSchema {
-		return fmt.Errorf("schema %q, want %q", m.Schema, ModelSchema)
-	}
-	if m.Model != m.Session.Model || m.Features != m.Session.Features || m.Classes != m.Session.Classes {
-		return errors.New("model, features or classes differ from the session")
-	}
-	if len(m.Weights) != m.Session.Dim {
-		return fmt.Errorf("%d weights, the session's d is %d", len(m.Weights), m.Session.Dim)
-	}
-	switch m.Model {
-	case "logreg", "logreg-unit":
-		if m.Session.Dim != m.Classes*(m.Features+1) {
-			return fmt.Errorf("%s: d != classes*(features+1)", m.Model)
-		}
-	case "mlp":
-		h := m.Hidden
-		if h < 1 || m.Session.Dim != h*m.Features+h+m.Classes*h+m.Classes {
-			return errors.New("mlp: d != H*F + H + C*H + C")
-		}
-	}
-	if len(m.Labels) != m.Classes {
-		return fmt.Errorf("%d labels for %d classes", len(m.Labels), m.Classes)
-	}
-	for i, v := range m.Weights {
-		if math.IsNaN(v) || math.IsInf(v, 0) {
-			return fmt.Errorf("weight %d is %v", i, v)
-		}
-	}
-	return nil
-}
-
-// DashboardCSP is the dashboard's Content-Security-Policy (no inline
-// script or style), for tests that serve its files themselves.
-func DashboardCSP() string { return dashboardCSP }

@@ -9,7 +9,6 @@ import (
 	"image/png"
 	"io"
 	"math"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -23,98 +22,10 @@ import (
 
 	"browserfl/coordinator"
 	"browserfl/coordinator/internal/nctest"
+	"browserfl/coordinator/site"
 	"browserfl/coordinator/store"
 	"browserfl/shared/wire"
 )
-
-func ipnet(s string) net.Addr {
-	ip, n, err := net.ParseCIDR(s)
-	if err != nil {
-		panic(err)
-	}
-	n.IP = ip
-	return n
-}
-
-// TestLANHosts: loopback, link-local (IPv4 and IPv6), multicast and
-// unspecified addresses are left out; IPv4 comes first; duplicates go.
-func TestLANHosts(t *testing.T) {
-	tests := []struct {
-		name  string
-		addrs []net.Addr
-		want  []string
-	}{
-		{"none", nil, nil},
-		{"loopback only", []net.Addr{ipnet("127.0.0.1/8"), ipnet("::1/128")}, nil},
-		{"wifi and loopback", []net.Addr{ipnet("127.0.0.1/8"), ipnet("192.168.1.23/24"), ipnet("::1/128")}, []string{"192.168.1.23"}},
-		{"ipv6 link-local is left out, global kept after ipv4",
-			[]net.Addr{ipnet("fe80::1c2a:3bff:fe4d:5e6f/64"), ipnet("2001:db8::42/64"), ipnet("10.0.0.5/8")},
-			[]string{"10.0.0.5", "[2001:db8::42]"}},
-		{"ipv4 link-local (no DHCP) is left out", []net.Addr{ipnet("169.254.10.20/16"), ipnet("172.16.4.4/12")}, []string{"172.16.4.4"}},
-		{"unique local ipv6 kept", []net.Addr{ipnet("fd00::2/64")}, []string{"[fd00::2]"}},
-		{"duplicates and other address types", []net.Addr{ipnet("192.168.1.23/24"), &net.IPAddr{IP: net.ParseIP("192.168.1.23")},
-			&net.TCPAddr{IP: net.ParseIP("192.168.7.1"), Port: 80}, ipnet("0.0.0.0/0"), ipnet("224.0.0.251/32")},
-			[]string{"192.168.1.23", "192.168.7.1"}},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := coordinator.LANHosts(tc.addrs); !reflect.DeepEqual(got, tc.want) {
-				t.Errorf("LANHosts = %q, want %q", got, tc.want)
-			}
-		})
-	}
-}
-
-// TestJoinURLs: a listener on every address gets one URL per LAN host
-// (IPv4 only for 0.0.0.0); loopback says so and lists the URLs phones
-// would use with -listen :PORT; a specific address is used as is.
-func TestJoinURLs(t *testing.T) {
-	ifaces := []net.Addr{ipnet("127.0.0.1/8"), ipnet("192.168.1.23/24"), ipnet("fe80::1/64"), ipnet("2001:db8::42/64")}
-	tests := []struct {
-		bound    string
-		want     []string
-		loopback bool
-		lan      []string
-	}{
-		{"[::]:8080", []string{"http://192.168.1.23:8080/?code=K7", "http://[2001:db8::42]:8080/?code=K7"}, false, nil},
-		{"0.0.0.0:8080", []string{"http://192.168.1.23:8080/?code=K7"}, false, nil},
-		{"127.0.0.1:8080", []string{"http://localhost:8080/?code=K7"}, true,
-			[]string{"http://192.168.1.23:8080/?code=K7", "http://[2001:db8::42]:8080/?code=K7"}},
-		{"[::1]:9000", []string{"http://localhost:9000/?code=K7"}, true,
-			[]string{"http://192.168.1.23:9000/?code=K7", "http://[2001:db8::42]:9000/?code=K7"}},
-		{"192.168.1.23:8080", []string{"http://192.168.1.23:8080/?code=K7"}, false, nil},
-		{"[2001:db8::42]:8080", []string{"http://[2001:db8::42]:8080/?code=K7"}, false, nil},
-	}
-	for _, tc := range tests {
-		got := coordinator.JoinURLs(tc.bound, "http", "K7", ifaces)
-		if !reflect.DeepEqual(got.URLs, tc.want) || got.LoopbackOnly != tc.loopback || !reflect.DeepEqual(got.LANURLs, tc.lan) {
-			t.Errorf("JoinURLs(%s) = %q loopback %v LAN %q, want %q loopback %v LAN %q", tc.bound, got.URLs, got.LoopbackOnly, got.LANURLs,
-				tc.want, tc.loopback, tc.lan)
-		}
-	}
-	// No network at all: only this machine can join, via localhost.
-	if got := coordinator.JoinURLs("[::]:8080", "https", "a b", nil); !reflect.DeepEqual(got.URLs, []string{"https://localhost:8080/?code=a+b"}) {
-		t.Errorf("no interfaces: %q", got.URLs)
-	}
-}
-
-// TestOrderAddrs: interfaces that are down are skipped; container
-// bridges, virtual machines and tunnels come after the Wi-Fi, so the
-// first join URL (the QR code's) is the classroom network's.
-func TestOrderAddrs(t *testing.T) {
-	ifs := []coordinator.Interface{
-		{Name: "lo", Up: true, Addrs: []net.Addr{ipnet("127.0.0.1/8")}},
-		{Name: "docker0", Up: true, Addrs: []net.Addr{ipnet("172.17.0.1/16")}},
-		{Name: "enp3s0", Up: false, Addrs: []net.Addr{ipnet("10.1.2.3/24")}},
-		{Name: "wlp2s0", Up: true, Addrs: []net.Addr{ipnet("192.168.1.23/24"), ipnet("fe80::1/64")}},
-		{Name: "tailscale0", Up: true, Addrs: []net.Addr{ipnet("100.101.102.103/32")}},
-	}
-	got := coordinator.LANHosts(coordinator.OrderAddrs(ifs))
-	want := []string{"192.168.1.23", "172.17.0.1", "100.101.102.103"}
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("hosts %q, want %q", got, want)
-	}
-}
 
 // joinFixture is a coordinator whose store already holds committed
 // rounds (model X after the last), served over loopback.
@@ -171,7 +82,7 @@ func newJoinFixture(t *testing.T) *joinFixture {
 }
 
 // start opens the store and a coordinator on it, served with join URLs.
-func (f *joinFixture) start(t *testing.T, join coordinator.JoinInfo) (*httptest.Server, func()) {
+func (f *joinFixture) start(t *testing.T, join site.JoinInfo) (*httptest.Server, func()) {
 	t.Helper()
 	st, err := store.Open(filepath.Join(f.dir, "coord.db"))
 	if err != nil {
@@ -182,7 +93,7 @@ func (f *joinFixture) start(t *testing.T, join coordinator.JoinInfo) (*httptest.
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(c.Handler(coordinator.Assets{Join: join}, nil))
+	srv := httptest.NewServer(c.Handler(site.Assets{Join: join}, nil))
 	return srv, func() { srv.Close(); c.Shutdown(); st.Close() }
 }
 
@@ -235,7 +146,7 @@ func status(t *testing.T, base string) statusJoin {
 // new coordinator on the reopened store reports the same.
 func TestStoreFiguresSurviveRestart(t *testing.T) {
 	f := newJoinFixture(t)
-	srv, stop := f.start(t, coordinator.JoinInfo{})
+	srv, stop := f.start(t, site.JoinInfo{})
 	s1 := status(t, srv.URL)
 	// Asked again, the incremental count re-reads the last rounds for
 	// their evaluations and must not count their devices twice.
@@ -245,7 +156,7 @@ func TestStoreFiguresSurviveRestart(t *testing.T) {
 			again.Join.Summary.MostAsked, s1.Join.Summary.MostIncluded, s1.Join.Summary.MostAsked)
 	}
 	stop()
-	srv, stop = f.start(t, coordinator.JoinInfo{})
+	srv, stop = f.start(t, site.JoinInfo{})
 	defer stop()
 	s2 := status(t, srv.URL)
 	for i, s := range []statusJoin{s1, s2} {
@@ -283,7 +194,7 @@ func TestStoreFiguresSurviveRestart(t *testing.T) {
 // model (as the wire's float32).
 func TestModelJSON(t *testing.T) {
 	f := newJoinFixture(t)
-	srv, stop := f.start(t, coordinator.JoinInfo{})
+	srv, stop := f.start(t, site.JoinInfo{})
 	defer stop()
 	for _, code := range []string{"", "wrong"} {
 		if resp, _ := get(t, srv.URL+"/api/model.json", code); resp.StatusCode != http.StatusForbidden {
@@ -294,13 +205,13 @@ func TestModelJSON(t *testing.T) {
 	if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
 		t.Fatalf("status %d, content type %q", resp.StatusCode, resp.Header.Get("Content-Type"))
 	}
-	var m coordinator.ModelJSON
+	var m site.ModelJSON
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&m); err != nil {
 		t.Fatal(err)
 	}
-	if err := coordinator.ValidateModelJSON(m); err != nil {
+	if err := site.ValidateModelJSON(m); err != nil {
 		t.Fatal(err)
 	}
 	if m.Round != 4 || m.Session != f.sess || !reflect.DeepEqual(m.Labels, []string{"cat", "dog"}) {
@@ -316,7 +227,7 @@ func TestModelJSON(t *testing.T) {
 	}
 	// Round trip: encoding the decoded document again gives the same.
 	again, _ := json.Marshal(m)
-	var m2 coordinator.ModelJSON
+	var m2 site.ModelJSON
 	if err := json.Unmarshal(again, &m2); err != nil || !reflect.DeepEqual(m, m2) {
 		t.Errorf("round trip differs: %v", err)
 	}
@@ -324,11 +235,11 @@ func TestModelJSON(t *testing.T) {
 	bad := m
 	bad.Weights = append([]float64(nil), m.Weights...)
 	bad.Weights[3] = math.NaN()
-	if coordinator.ValidateModelJSON(bad) == nil {
+	if site.ValidateModelJSON(bad) == nil {
 		t.Error("a NaN weight passed")
 	}
 	bad.Weights = m.Weights[:5]
-	if coordinator.ValidateModelJSON(bad) == nil {
+	if site.ValidateModelJSON(bad) == nil {
 		t.Error("a short weight vector passed")
 	}
 }
@@ -339,7 +250,7 @@ func TestModelJSON(t *testing.T) {
 func TestJoinQR(t *testing.T) {
 	f := newJoinFixture(t)
 	url := "http://192.168.1.23:8080/?code=join-me"
-	srv, stop := f.start(t, coordinator.JoinInfo{URLs: []string{url, "http://[2001:db8::42]:8080/?code=join-me"}})
+	srv, stop := f.start(t, site.JoinInfo{URLs: []string{url, "http://[2001:db8::42]:8080/?code=join-me"}})
 	defer stop()
 	if resp, _ := get(t, srv.URL+"/api/join-qr.png", "nope"); resp.StatusCode != http.StatusForbidden {
 		t.Errorf("wrong code: status %d", resp.StatusCode)
@@ -373,7 +284,7 @@ func TestJoinQR(t *testing.T) {
 		}
 	}
 	// The terminal rendering holds the same modules (light drawn).
-	term, err := coordinator.TerminalQR(url)
+	term, err := site.TerminalQR(url)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -454,43 +365,4 @@ func decodeTerminal(t *testing.T, zbar, term string) string {
 		t.Fatalf("zbarimg on the terminal code: %v", err)
 	}
 	return strings.TrimSpace(string(out))
-}
-
-// TestRandomJoinCode: codes use the alphabet only, the alphabet has no
-// look-alikes, and every character is equally likely: over 62,000
-// characters each of the 31 is expected 2,000 times (sd 44); a count
-// more than 6 sd away fails (false failure about 1e-8 for the whole
-// test). A modulo without the rejection of bytes 248-255 would give the
-// first 8 characters 2,180 and the rest 1,938 on average, a chi-square
-// near 175; the limit below, 70 for 30 degrees of freedom, is passed by a
-// fair draw with probability 1 - 5e-5 and by the biased one with a
-// probability far below 1e-6.
-func TestRandomJoinCode(t *testing.T) {
-	if strings.ContainsAny(coordinator.JoinCodeAlphabet, "0O1IL") || len(coordinator.JoinCodeAlphabet) != 31 {
-		t.Fatalf("alphabet %q has look-alikes or is not 31 characters", coordinator.JoinCodeAlphabet)
-	}
-	counts := map[rune]int{}
-	for range 6200 {
-		c, err := coordinator.RandomJoinCode(10)
-		if err != nil || len(c) != 10 {
-			t.Fatalf("RandomJoinCode = %q, %v", c, err)
-		}
-		for _, r := range c {
-			if !strings.ContainsRune(coordinator.JoinCodeAlphabet, r) {
-				t.Fatalf("code %q has %q, not in the alphabet", c, r)
-			}
-			counts[r]++
-		}
-	}
-	chi := 0.0
-	for _, r := range coordinator.JoinCodeAlphabet {
-		d := float64(counts[r]) - 2000
-		if math.Abs(d) > 6*44.2 {
-			t.Errorf("%q drawn %d times, want about 2000", r, counts[r])
-		}
-		chi += d * d / 2000
-	}
-	if chi > 70 {
-		t.Errorf("chi-square %.1f over 30 degrees of freedom: the characters are not equally likely", chi)
-	}
 }

@@ -49,6 +49,10 @@ type Lifecycle struct {
 
 const keyLifecycle = "lifecycle"
 
+// ReadLifecycle returns the lifecycle stored in s (a finished
+// session's, for a Host's list of sessions).
+func ReadLifecycle(s *store.Store) (Lifecycle, error) { return readLifecycle(s) }
+
 // readLifecycle returns the stored lifecycle (State "" if none was stored:
 // a session without a lobby that has not ended).
 func readLifecycle(s *store.Store) (Lifecycle, error) {

@@ -129,15 +129,3 @@ func fillArchivedProjector(s *Status, st *store.Store) error {
 	s.StartedAt, s.RunningSec = start, running
 	return nil
 }
-
-// withCodes returns the join URLs us with their code set to code.
-func withCodes(us []string, code string) []string {
-	if us == nil {
-		return nil
-	}
-	out := make([]string, len(us))
-	for i, u := range us {
-		out[i] = withCode(u, code)
-	}
-	return out
-}

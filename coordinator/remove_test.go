@@ -12,6 +12,7 @@ import (
 
 	"browserfl/coordinator"
 	"browserfl/coordinator/internal/nctest"
+	"browserfl/coordinator/site"
 	"browserfl/device"
 	"browserfl/shared/wire"
 
@@ -205,7 +206,7 @@ func teacherSeesRejectionsAndRemoves(t *testing.T, atEdge bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv2 := httptest.NewServer(c2.Handler(coordinator.Assets{}, nil))
+	srv2 := httptest.NewServer(c2.Handler(site.Assets{}, nil))
 	defer srv2.Close()
 	ws, m = helloAs(t, ctx, "ws"+strings.TrimPrefix(srv2.URL, "http")+"/ws", welcome.DeviceID, welcome.Secret, "")
 	if e, ok := m.(wire.Error); !ok || e.Code != wire.CodeRemoved {

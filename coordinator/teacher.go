@@ -12,6 +12,7 @@ import (
 
 	"browserfl/coordinator/gate"
 	"browserfl/coordinator/metrics"
+	"browserfl/coordinator/site"
 	"browserfl/coordinator/wsconn"
 	"browserfl/shared/task"
 	"browserfl/shared/wire"
@@ -22,7 +23,7 @@ import (
 // parameter, compared in constant time; without it, or with a wrong one,
 // the answer is 403 and browserfl_rejections_total{kind="teacher_secret"}
 // counts it. Wrong secrets go through a per-address backoff like join
-// codes (teacherAuth): during its pause every attempt is refused
+// codes (TeacherAuth): during its pause every attempt is refused
 // unchecked with 429 (kind="teacher_throttled"). The join code alone
 // never unlocks them.
 //
@@ -37,7 +38,7 @@ import (
 //
 // A call that does not fit the session's state answers 409 with the
 // reason; success answers 200 with the new Status (teacher: true), or
-// for /new with the new session (NewSessionInfo: id, join_code,
+// for /new with the new session (sessions.NewSessionInfo: id, join_code,
 // dashboard).
 
 // TeacherHeader carries the teacher secret.
@@ -52,13 +53,13 @@ func teacherSecretOf(r *http.Request) string {
 	return got
 }
 
-// teacherAuth checks the teacher secret r carries, if any, against
+// TeacherAuth checks the teacher secret r carries, if any, against
 // secret through the gate's per-address backoff. ok reports a right
 // secret. A wrong one is answered 403, and an attempt during the pause
 // 429 with Retry-After, both counted; then answered is true and the
 // caller writes nothing more. Without a secret in r nothing is counted
 // (ok and answered false): the read-only dashboard sends none.
-func (c *Coordinator) teacherAuth(w http.ResponseWriter, r *http.Request, secret string) (ok, answered bool) {
+func (c *Coordinator) TeacherAuth(w http.ResponseWriter, r *http.Request, secret string) (ok, answered bool) {
 	got := teacherSecretOf(r)
 	if got == "" {
 		return false, false
@@ -77,27 +78,22 @@ func (c *Coordinator) teacherAuth(w http.ResponseWriter, r *http.Request, secret
 	return false, true
 }
 
-// teacherKey marks a request whose teacher secret Host.authorized has
-// checked and found right, so that it is checked (and counted) once.
-type teacherKey struct{}
-
-func withTeacher(r *http.Request) *http.Request {
-	return r.WithContext(context.WithValue(r.Context(), teacherKey{}, true))
-}
-
-func teacherChecked(r *http.Request) bool {
-	ok, _ := r.Context().Value(teacherKey{}).(bool)
+// RequireTeacher lets r through (true) with the right teacher secret
+// only: without one it answers 403 and counts it, with a wrong one as
+// TeacherAuth does.
+func (c *Coordinator) RequireTeacher(w http.ResponseWriter, r *http.Request, secret string) bool {
+	ok, answered := c.TeacherAuth(w, r, secret)
+	if !ok && !answered {
+		c.front.Met.Reject(metrics.RejTeacherSecret)
+		http.Error(w, "teacher secret required", http.StatusForbidden)
+	}
 	return ok
 }
 
 func (c *Coordinator) teacherRoutes(mux *http.ServeMux) {
 	doReq := func(name string, f func(ctx context.Context, r *http.Request) (any, error)) {
 		mux.HandleFunc("POST /api/teacher/"+name, func(w http.ResponseWriter, r *http.Request) {
-			if ok, answered := c.teacherAuth(w, r, c.cfg.TeacherSecret); !ok {
-				if !answered {
-					c.front.Met.Reject(metrics.RejTeacherSecret)
-					http.Error(w, "teacher secret required", http.StatusForbidden)
-				}
+			if !c.RequireTeacher(w, r, c.cfg.TeacherSecret) {
 				return
 			}
 			ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
@@ -110,7 +106,7 @@ func (c *Coordinator) teacherRoutes(mux *http.ServeMux) {
 					code = http.StatusConflict
 				case errors.Is(err, ErrNoSuchDevice):
 					code = http.StatusNotFound
-				case errors.Is(err, errBadTask):
+				case errors.Is(err, ErrBadTask):
 					code = http.StatusBadRequest
 					c.front.Met.Reject(metrics.RejTask)
 				}
@@ -124,7 +120,7 @@ func (c *Coordinator) teacherRoutes(mux *http.ServeMux) {
 				s.ForTeacher()
 				out = s
 			}
-			writeJSON(w, out)
+			site.WriteJSON(w, out)
 		})
 	}
 	do := func(name string, f func(ctx context.Context) (any, error)) {
@@ -222,9 +218,9 @@ func (c *Coordinator) Remove(id string) error {
 	return nil
 }
 
-// errBadTask is wrapped by a teacher's task definition that cannot make
+// ErrBadTask is wrapped by a teacher's task definition that cannot make
 // a session (answered 400 and counted as a "task" rejection).
-var errBadTask = errors.New("the task cannot be used")
+var ErrBadTask = errors.New("the task cannot be used")
 
 // teacherTask reads the task definition a POST /api/teacher/new may
 // carry (browserfl.task/v1 JSON; an empty body: none, the coordinator's
@@ -232,14 +228,14 @@ var errBadTask = errors.New("the task cannot be used")
 func teacherTask(r *http.Request) (*task.Definition, error) {
 	b, err := io.ReadAll(io.LimitReader(r.Body, task.MaxDefinitionBytes+1))
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", errBadTask, err)
+		return nil, fmt.Errorf("%w: %w", ErrBadTask, err)
 	}
 	if len(bytes.TrimSpace(b)) == 0 {
 		return nil, nil
 	}
 	def, err := task.Parse(b)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", errBadTask, err)
+		return nil, fmt.Errorf("%w: %w", ErrBadTask, err)
 	}
 	return def, nil
 }

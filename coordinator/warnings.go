@@ -148,16 +148,13 @@ func (c *Coordinator) Warnings(shards *shards.Set) []string {
 // LogWarnings checks PlanWarnings every interval until ctx ends and logs
 // a warning when one of a kind appears, and when it clears.
 func (c *Coordinator) LogWarnings(ctx context.Context, shards *shards.Set, every time.Duration) {
-	logWarnings(ctx, func() *Coordinator { return c }, shards, every)
+	LogPlanWarnings(ctx, func() *Coordinator { return c }, shards, every)
 }
 
-// LogWarnings is Coordinator.LogWarnings for whichever session is the
-// host's current one (a new session starts with no warning logged).
-func (h *Host) LogWarnings(ctx context.Context, shards *shards.Set, every time.Duration) {
-	logWarnings(ctx, h.Current, shards, every)
-}
-
-func logWarnings(ctx context.Context, current func() *Coordinator, shards *shards.Set, every time.Duration) {
+// LogPlanWarnings is Coordinator.LogWarnings for whichever session
+// current returns at each check (a Host's current one; a new session
+// starts with no warning logged).
+func LogPlanWarnings(ctx context.Context, current func() *Coordinator, shards *shards.Set, every time.Duration) {
 	tick := time.NewTicker(every)
 	defer tick.Stop()
 	active := map[string]bool{}

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"testing/fstest"
 
-	"browserfl/coordinator"
 	"browserfl/coordinator/gate"
+	"browserfl/coordinator/site"
 	"browserfl/coordinator/wsconn"
 )
 
@@ -24,7 +24,7 @@ func TestWorkerPolicy(t *testing.T) {
 		"worker.js": {Data: []byte(`importScripts("wasm_exec.js");`)},
 		"app.js":    {Data: []byte(`new Worker("/web/worker.js");`)},
 	}
-	srv := httptest.NewServer(c.Handler(coordinator.Assets{Index: []byte("<!doctype html>"), Web: web}, nil))
+	srv := httptest.NewServer(c.Handler(site.Assets{Index: []byte("<!doctype html>"), Web: web}, nil))
 	defer srv.Close()
 	get := func(path string) (string, string) {
 		t.Helper()

@@ -15,7 +15,7 @@ import (
 
 func demoSession() wire.SessionParams {
 	return wire.SessionParams{Name: "demo", Dim: 7850, DeadlineMillis: 20000, Algorithm: "nc", Model: "logreg",
-		Features: 784, Classes: 10, M: 30, Cohort: 10, Rounds: 200, Batch: 32, Clip: 1, Eta: 0.02, RhoPaper: 1.5}
+		Features: 784, Classes: 10, M: 30, Cohort: 10, Rounds: 200, Batch: 32, Clip: 1, Eta: 0.02, Epsilon: 7.92, Delta: 1e-5}
 }
 
 // TestCheckSessionPolicy: the attack (epsilon 8 announced at
@@ -30,7 +30,7 @@ func TestCheckSessionPolicy(t *testing.T) {
 	trusted := demoSession()
 	trusted.Algorithm = "trusted"
 	open := demoSession()
-	open.Algorithm, open.RhoPaper = "mu2", 0
+	open.Algorithm, open.Epsilon, open.Delta = "mu2", 0, 0
 	f, err := SessionFigures(demoSession(), 0)
 	if err != nil {
 		t.Fatal(err)
@@ -50,9 +50,9 @@ func TestCheckSessionPolicy(t *testing.T) {
 		{"epsilon 8 at delta 0.999, unlimited", attack, Policy{Unlimited: true}, true},
 		{"budget equal to the worst case", demoSession(), Policy{Budget: exact}, true},
 		{"budget one ulp below the worst case", demoSession(), Policy{Budget: below}, false},
-		{"spent before leaves too little", demoSession(), Policy{Budget: exact, Spent: 1e-6}, false},
-		{"spent before, default budget with room", demoSession(), Policy{Spent: 0.1}, true},
-		{"spent before, default budget without room", demoSession(), Policy{Spent: 0.3}, false},
+		{"spent before leaves too little", demoSession(), Policy{Budget: exact, Spent: privacy.Charged(1e-6)}, false},
+		{"spent before, default budget with room", demoSession(), Policy{Spent: privacy.Charged(0.02)}, true},
+		{"spent before, default budget without room", demoSession(), Policy{Spent: privacy.Charged(0.03)}, false},
 		{"trusted refused", trusted, Policy{}, false},
 		{"trusted allowed", trusted, Policy{AllowTrusted: true}, true},
 		{"non-private refused", open, Policy{}, false},
@@ -90,7 +90,7 @@ func TestPolicyAllows(t *testing.T) {
 	}{
 		{"at the budget", pol, rho, true},
 		{"just over", pol, rho * (1 + 1e-9), false},
-		{"spent counts", Policy{Budget: pol.Budget, Spent: rho / 2}, rho/2 + 1e-9, false},
+		{"spent counts", Policy{Budget: pol.Budget, Spent: privacy.Charged(rho / 2)}, rho/2 + 1e-9, false},
 		{"default budget, rho 1.387", Policy{}, 1.387, true},
 		{"default budget, rho 1.389", Policy{}, 1.389, false},
 		// Read at delta 0.999, epsilon 8 would allow rho 14.9.
@@ -98,7 +98,7 @@ func TestPolicyAllows(t *testing.T) {
 		{"unlimited", Policy{Unlimited: true}, 1e6, true},
 	}
 	for _, tc := range tests {
-		if err := tc.pol.allows(tc.rho); (err == nil) != tc.ok {
+		if err := tc.pol.allows(privacy.Charged(tc.rho)); (err == nil) != tc.ok {
 			t.Errorf("%s: allows(%v) = %v, want ok %v", tc.name, tc.rho, err, tc.ok)
 		}
 	}
@@ -113,11 +113,11 @@ func TestNewBudget(t *testing.T) {
 		want float64 // budget rho; NaN = New fails
 	}{
 		{"zero budget is the default, not unlimited", func(*Config) {}, def},
-		{"spent is subtracted", func(c *Config) { c.Spent = 0.2 }, def - 0.2},
+		{"spent is subtracted", func(c *Config) { c.Spent = privacy.Charged(0.2) }, def - 0.2},
 		{"unlimited is explicit", func(c *Config) { c.Unlimited = true }, math.Inf(1)},
 		{"unlimited with a budget", func(c *Config) { c.Unlimited, c.Budget = true, plan.DefaultBudget() }, math.NaN()},
 		{"budget without delta", func(c *Config) { c.Budget = plan.Budget{Epsilon: 8} }, math.NaN()},
-		{"negative spent", func(c *Config) { c.Spent = -1 }, math.NaN()},
+		{"negative spent", func(c *Config) { c.Spent = privacy.Charged(-1) }, math.NaN()},
 	}
 	for _, tc := range tests {
 		cfg := base

@@ -17,6 +17,7 @@ import (
 	"browserfl/shared/dataset"
 	"browserfl/shared/optim"
 	"browserfl/shared/plan"
+	"browserfl/shared/privacy"
 	"browserfl/shared/task"
 	"browserfl/shared/wire"
 )
@@ -51,10 +52,10 @@ type Config struct {
 	// Spent) exceeds it is refused, and so is any release that would take
 	// the ledger past it.
 	Budget plan.Budget
-	// Spent is the zCDP rho the owner's data has already spent in earlier
-	// sessions (the owner's own ledger; 0 for data used nowhere else). It
-	// is counted against Budget.
-	Spent float64
+	// Spent is what the owner's data has already spent in earlier
+	// sessions (the owner's own ledger; zero for data used nowhere else).
+	// It is counted against Budget.
+	Spent privacy.Spent
 	// Unlimited removes the owner's budget: only the session's own
 	// per-device budget limits the device. Budget must then be zero.
 	Unlimited bool
@@ -337,8 +338,8 @@ type Policy struct {
 	// Budget is epsilon at the owner's delta; the zero value is
 	// plan.DefaultBudget(). Ignored when Unlimited.
 	Budget plan.Budget
-	// Spent is zCDP rho the owner's data already spent elsewhere.
-	Spent float64
+	// Spent is what the owner's data already spent elsewhere.
+	Spent privacy.Spent
 	// Unlimited: no owner budget (explicit; a zero Budget is the default
 	// budget, never "no limit").
 	Unlimited bool
@@ -366,36 +367,40 @@ func (pol Policy) budget() plan.Budget {
 // Unlimited).
 func (pol Policy) rho() (float64, error) {
 	if pol.Unlimited {
-		if pol.Budget != (plan.Budget{}) || pol.Spent != 0 {
+		if pol.Budget != (plan.Budget{}) || pol.Spent != (privacy.Spent{}) {
 			return 0, errors.New("an unlimited policy takes no budget and nothing spent")
 		}
 		return math.Inf(1), nil
 	}
-	if !(pol.Spent >= 0) || math.IsInf(pol.Spent, 0) {
-		return 0, fmt.Errorf("spent rho = %v, want a finite value >= 0", pol.Spent)
+	if err := pol.Spent.Validate(); err != nil {
+		return 0, fmt.Errorf("spent: %w", err)
 	}
 	r, err := pol.budget().Rho()
 	if err != nil {
 		return 0, err
 	}
-	return r - pol.Spent, nil
+	return r - pol.Spent.Rho, nil
 }
 
-// allows returns nil if a session ledger of rho, with Spent, stays
+// allows returns nil if a session ledger holding s, with Spent, stays
 // within the owner's budget: the comparison is plan.Budget.Over, the one
 // plan.Check makes before joining.
-func (pol Policy) allows(rho float64) error {
+func (pol Policy) allows(s privacy.Spent) error {
 	if pol.Unlimited {
 		return nil
 	}
 	b := pol.budget()
-	eps, over, err := b.Over(pol.Spent + rho)
+	all, err := pol.Spent.Add(s)
+	if err != nil {
+		return fmt.Errorf("ledger: %w", err)
+	}
+	eps, over, err := b.Over(all)
 	if err != nil {
 		return fmt.Errorf("ledger: %w", err)
 	}
 	if over {
 		return fmt.Errorf("%w: the ledger would reach zCDP rho %s (with %s spent before), epsilon %s at delta %s, over the budget of %g",
-			plan.ErrOverBudget, plan.FormatRho(rho), plan.FormatRho(pol.Spent), plan.FormatEpsilon(eps), plan.FormatDelta(b.Delta), b.Epsilon)
+			plan.ErrOverBudget, plan.FormatRho(s.Rho), plan.FormatRho(pol.Spent.Rho), plan.FormatEpsilon(eps), plan.FormatDelta(b.Delta), b.Epsilon)
 	}
 	return nil
 }
@@ -1040,8 +1045,11 @@ func (rt *Runtime) exhaustedLocked(t int) error {
 	if acc, ok := rt.algo.(optim.Accountant); ok {
 		// DESIGN principle 2: the device checks its own ledger; a
 		// coordinator cannot make it spend more than its owner allows.
-		l := acc.Ledger()
-		if err := rt.cfg.policy().allows(l.Rho() + acc.NextCost()); err != nil {
+		next, err := acc.NextSpent()
+		if err == nil {
+			err = rt.cfg.policy().allows(next)
+		}
+		if err != nil {
 			return fmt.Errorf("%w: %w: %s: %v", ErrRefused, ErrBudgetSpent, at, err)
 		}
 	}

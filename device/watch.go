@@ -95,6 +95,14 @@ func (w *watched) NextCost() float64 {
 	return 0
 }
 
+// NextSpent implements optim.Accountant.
+func (w *watched) NextSpent() (privacy.Spent, error) {
+	if a, ok := w.Device.(optim.Accountant); ok {
+		return a.NextSpent()
+	}
+	return privacy.Spent{}, nil
+}
+
 // Participations implements optim.Accountant.
 func (w *watched) Participations() int {
 	if a, ok := w.Device.(optim.Accountant); ok {

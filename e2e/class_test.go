@@ -115,7 +115,7 @@ func TestClassroom(t *testing.T) {
 	defer logf.Close()
 	dataDir := t.TempDir()
 	// The default algorithm (nc), model (logreg) and privacy target
-	// (rho_p 1.5: epsilon 7.06, inside the page's default budget of 8);
+	// (plan.DefaultLessonTarget: epsilon 7.92, 99% of the page's default budget of 8);
 	// a larger step and a diameter for a short session. -deadline 60s is
 	// the template's; the "one lesson" preset caps it at 8 s at Start,
 	// still far above what a round takes here.

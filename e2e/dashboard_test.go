@@ -15,6 +15,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"browserfl/coordinator"
+	"browserfl/coordinator/site"
 	"browserfl/shared/wire"
 )
 
@@ -41,13 +42,13 @@ func (f *fakeDashboard) handler(t *testing.T) http.Handler {
 	mux := http.NewServeMux()
 	file := func(name, ctype string) http.HandlerFunc {
 		return func(w http.ResponseWriter, r *http.Request) {
-			b, err := os.ReadFile(filepath.Join(repoRoot(), "coordinator", name))
+			b, err := os.ReadFile(filepath.Join(repoRoot(), "coordinator", "site", name))
 			if err != nil {
 				http.Error(w, err.Error(), 500)
 				return
 			}
 			w.Header().Set("Content-Type", ctype)
-			w.Header().Set("Content-Security-Policy", coordinator.DashboardCSP())
+			w.Header().Set("Content-Security-Policy", site.DashboardCSP())
 			w.Write(b)
 		}
 	}
@@ -99,7 +100,7 @@ func (f *fakeDashboard) handler(t *testing.T) http.Handler {
 		json.NewEncoder(w).Encode(out)
 	}))
 	mux.HandleFunc("GET /api/join-qr.png", code(func(w http.ResponseWriter, r *http.Request) {
-		png, err := coordinator.QRPNG("http://192.168.1.23:8080/?code=" + fakeCode)
+		png, err := site.QRPNG("http://192.168.1.23:8080/?code=" + fakeCode)
 		if err != nil {
 			http.Error(w, err.Error(), 500)
 			return
@@ -147,7 +148,7 @@ var nicknames = []string{"Ada", "Grace", "Alan", "Edsger", "Barbara", "Donald", 
 // of the lobby contract (state, people, teacher).
 func fakeStatus(state string, extended bool) map[string]any {
 	sess := wire.SessionParams{Name: "physics-3b", Dim: 7850, DeadlineMillis: 20000, Algorithm: "nc", Model: "logreg",
-		Features: 784, Classes: 10, M: 30, Cohort: 10, Rounds: 200, Batch: 32, Clip: 1, Eta: 0.02, RhoPaper: 1.5,
+		Features: 784, Classes: 10, M: 30, Cohort: 10, Rounds: 200, Batch: 32, Clip: 1, Eta: 0.02, Epsilon: 7.92, Delta: 1e-5,
 		Labels: "T-shirt/top,Trouser,Pullover,Dress,Coat,Sandal,Shirt,Sneaker,Bag,Ankle boot"}
 	committed, finished := 142, false
 	switch state {

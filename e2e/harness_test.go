@@ -1,7 +1,7 @@
 package e2e
 
 import (
-	"browserfl/coordinator"
+	"browserfl/coordinator/site"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -124,14 +124,14 @@ func pageHandler(webDir string, backend http.Handler) http.Handler {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		// The coordinator's own policy, so every browser test runs the
 		// page under it.
-		w.Header().Set("Content-Security-Policy", coordinator.PageCSP(r))
+		w.Header().Set("Content-Security-Policy", site.PageCSP(r))
 		w.Write(browserfl.IndexHTML)
 	})
-	web := http.StripPrefix("/web/", http.FileServerFS(coordinator.FilesOnly(os.DirFS(webDir)))) // no directory listings, as the coordinator
+	web := http.StripPrefix("/web/", http.FileServerFS(site.FilesOnly(os.DirFS(webDir)))) // no directory listings, as the coordinator
 	mux.Handle("GET /web/", web)
 	mux.Handle("GET /web/worker.js", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// The coordinator's worker policy, as for the page.
-		w.Header().Set("Content-Security-Policy", coordinator.WorkerCSP(r))
+		w.Header().Set("Content-Security-Policy", site.WorkerCSP(r))
 		web.ServeHTTP(w, r)
 	}))
 	if backend != nil {

@@ -17,7 +17,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/coder/websocket"
 
-	"browserfl/coordinator"
+	"browserfl/coordinator/site"
 	"browserfl/shared/plan"
 	"browserfl/shared/wire"
 	"browserfl/wasm/local"
@@ -118,7 +118,7 @@ func (cr *codeRouter) serveWS(w http.ResponseWriter, r *http.Request) {
 // TestBrowserOwnerLedgerTwoTabs: one owner, one browser, two tabs of the
 // same origin in two different sessions (two coordinators behind one
 // origin), each trained on the owner's own files, with the page's default
-// budget (epsilon 8), where one session (epsilon 7.06) fits and two do
+// budget (epsilon 8), where one session (epsilon 7.92) fits and two do
 // not. Both tabs press "Start helping" at the same instant. Exactly one
 // may pass; the owner's ledger afterwards holds exactly the reservations
 // of the tabs that passed (none lost), and their sum is within the
@@ -153,7 +153,7 @@ func noLocksWorker(webDir string, next http.Handler) http.Handler {
 			return
 		}
 		w.Header().Set("Content-Type", "text/javascript; charset=utf-8")
-		w.Header().Set("Content-Security-Policy", coordinator.WorkerCSP(r))
+		w.Header().Set("Content-Security-Policy", site.WorkerCSP(r))
 		w.Write(append([]byte(`Object.defineProperty(WorkerNavigator.prototype, "locks", {get: () => undefined});`+"\n"), b...))
 	})
 }
@@ -237,8 +237,8 @@ func checkOwnerLedger(t *testing.T, codes []string, passed []bool, ledger local.
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rho := ledger.Spent(""); !(rho <= budget) {
-		t.Errorf("the owner's ledger reserves rho %v, above the budget's %v", rho, budget)
+	if s, err := ledger.Spent(""); err != nil || !(s.Rho <= budget) {
+		t.Errorf("the owner's ledger reserves %+v (%v), above the budget's rho %v", s, err, budget)
 	}
 }
 

@@ -23,6 +23,7 @@ import (
 	"browserfl/device"
 	"browserfl/shared/optim"
 	"browserfl/shared/plan"
+	"browserfl/shared/privacy"
 	"browserfl/shared/wire"
 	"browserfl/wasm/local"
 )
@@ -89,7 +90,7 @@ func TestPhoneScreens(t *testing.T) {
 		t.Fatal(err)
 	}
 	owner := plan.DefaultBudget()
-	planned, err := owner.Progress(device.Params(sess), 0, 0)
+	planned, err := owner.Progress(device.Params(sess), privacy.Spent{}, privacy.Spent{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,7 +209,7 @@ func TestPhoneScreens(t *testing.T) {
 		t.Fatal(err)
 	}
 	final := st.Session
-	most, err := owner.Progress(device.Params(final), 0, 0)
+	most, err := owner.Progress(device.Params(final), privacy.Spent{}, privacy.Spent{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -295,7 +296,7 @@ new MutationObserver(() => { const e = document.getElementById("eps");
 		t.Fatal("stored device is no accountant")
 	}
 	l := acc.Ledger()
-	end, err := owner.Progress(device.Params(final), 0, l.Rho())
+	end, err := owner.Progress(device.Params(final), privacy.Spent{}, l.Spent())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"browserfl/coordinator"
+	"browserfl/coordinator/site"
 	"browserfl/device"
 	"browserfl/shared/dataset"
 )
@@ -435,7 +436,7 @@ func checkTilesDrawModel(t *testing.T, b *browser, base, code, secret string) {
 
 // pausedModel pauses the lesson, waits until the dashboard drew the last
 // committed model and returns that model and what resumes the lesson.
-func pausedModel(t *testing.T, b *browser, base, code, secret string) (coordinator.ModelJSON, func()) {
+func pausedModel(t *testing.T, b *browser, base, code, secret string) (site.ModelJSON, func()) {
 	t.Helper()
 	post := func(action string) {
 		req, _ := http.NewRequest(http.MethodPost, base+"/api/teacher/"+action, nil)
@@ -447,7 +448,7 @@ func pausedModel(t *testing.T, b *browser, base, code, secret string) (coordinat
 		}
 	}
 	post("pause")
-	var m coordinator.ModelJSON
+	var m site.ModelJSON
 	for range 100 {
 		var st coordinator.Status
 		if err := getJSON(base+"/api/status?code="+code, &st); err != nil {

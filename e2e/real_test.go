@@ -19,6 +19,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"browserfl/coordinator"
+	"browserfl/coordinator/sessions"
 	"browserfl/coordinator/store"
 	"browserfl/shared/dataset"
 	"browserfl/shared/wire"
@@ -398,7 +399,7 @@ func TestBrowserSession(t *testing.T) {
 	// Inclusion as the coordinator committed it (read from its store
 	// after it stopped).
 	coord.stop()
-	storePath, err := coordinator.CurrentStorePath(coord.dataDir)
+	storePath, err := sessions.CurrentStorePath(coord.dataDir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -92,3 +92,38 @@ func TestBadAttackConfig(t *testing.T) {
 		}
 	}
 }
+
+// TestHonestMeasures checks the figures docs/security.md reads off the
+// honest devices ("An assumed signal bound"): the run's largest estimate
+// norm and distance from the round's mean are the largest of the rounds'
+// records, within what clipping allows (S = 1, plus the grid's rounding),
+// the distance at most twice the norm; the sum rate is positive (every
+// device's estimates point somewhat the same way) and below the largest
+// norm (a run of n estimates is at most n times it, and it is below S);
+// and without MeasureSums it is not measured.
+func TestHonestMeasures(t *testing.T) {
+	cfg := config("nc", 3)
+	cfg.MeasureSums = true
+	res, err := Run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var signal, drift float64
+	for _, r := range res.Records {
+		signal, drift = max(signal, r.HonestSignal), max(drift, r.HonestDrift)
+	}
+	if res.HonestSignal != signal || res.HonestDrift != drift {
+		t.Errorf("run's norm %v, distance %v; largest of the rounds' %v, %v", res.HonestSignal, res.HonestDrift, signal, drift)
+	}
+	if !(signal > 0 && signal <= 1+1e-3) || !(drift > 0 && drift <= 2*signal) {
+		t.Errorf("largest honest estimate %v (want in (0, S]), distance %v (want in (0, 2 x norm])", signal, drift)
+	}
+	if !(res.HonestSumRate > 0 && res.HonestSumRate <= signal) {
+		t.Errorf("sum rate %v, want in (0, %v]", res.HonestSumRate, signal)
+	}
+	t.Logf("largest honest estimate %.4g, distance %.4g, sum rate %.4g", signal, drift, res.HonestSumRate)
+	cfg.MeasureSums = false
+	if res, err = Run(context.Background(), cfg); err != nil || res.HonestSumRate != 0 || res.HonestSignal != signal {
+		t.Errorf("without MeasureSums: sum rate %v, norm %v (%v)", res.HonestSumRate, res.HonestSignal, err)
+	}
+}

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"browserfl/coordinator"
+	"browserfl/coordinator/site"
 	"browserfl/coordinator/store"
 	"browserfl/device"
 	"browserfl/shared/dataset"
@@ -105,6 +106,34 @@ func TestHostileIsTheProduct(t *testing.T) {
 	for _, kind := range []string{sim.AttackSpike, sim.AttackBlock, sim.AttackSignFlip, sim.AttackDrift} {
 		t.Run(kind, func(t *testing.T) { onePath(t, "nc", "", 8, nil, kind, nil) })
 	}
+}
+
+// TestSignalBoundIsTheProduct runs a drift attacker against a session
+// that states a signal bound D (wire signal_bound) live and in the
+// simulator: the coordinator's checker, built from the session's
+// parameters, must decide as the simulator's does, bit for bit. The bound
+// binds here: in the simulator the same session without it ends with
+// another model.
+func TestSignalBoundIsTheProduct(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a live session over websockets")
+	}
+	const D = 0.05
+	p := optim.Params{Algorithm: "nc", Model: "logreg", M: 6, Cohort: 5, Rounds: 24, Batch: 4, Clip: 1, Eta: 0.05, Rho: 8}
+	models := map[float64][]float64{}
+	for _, d := range []float64{0, D} {
+		p.SignalBound = d
+		res, err := sim.Run(context.Background(), sim.Config{Params: p, Train: blobSet(600, 1), Test: blobSet(200, 2),
+			Partition: dataset.Scheme{Kind: dataset.SchemeIID}, Seed: 11, EvalEvery: 1000, Attack: sim.AttackDrift, Attackers: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		models[d] = res.Model
+	}
+	if slices.Equal(models[0], models[D]) {
+		t.Fatal("the signal bound changes nothing in this session: the test would show nothing")
+	}
+	onePath(t, "nc", "", 8, func(s *wire.SessionParams) { s.SignalBound = D }, sim.AttackDrift, nil)
 }
 
 // TestOneRoundEngine runs sessions with dropouts through both shells of
@@ -211,7 +240,7 @@ func onePath(t *testing.T, algorithm, compressor string, rho float64, mod func(*
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(c.Handler(coordinator.Assets{}, nil))
+	srv := httptest.NewServer(c.Handler(site.Assets{}, nil))
 	defer srv.Close()
 	url := "ws" + strings.TrimPrefix(srv.URL, "http") + "/ws"
 

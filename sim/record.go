@@ -22,11 +22,16 @@ type Record struct {
 	// MaxRho is the largest zCDP rho (Bun–Steinke) spent by any device so
 	// far; MaxEpsilon is that device's epsilon at the run's Delta.
 	MaxRho, MaxEpsilon float64
+	// HonestSignal is the largest norm of an honest cohort member's
+	// un-noised estimate this round (Result.HonestSignal is the largest
+	// over the run). HonestDrift is the largest distance of one from
+	// the mean of the round's honest estimates.
+	HonestSignal, HonestDrift float64
 }
 
 // CSVHeader is the header row of the per-round CSV.
 var csvHeader = []string{"round", "test_accuracy", "test_loss", "uplink_bytes", "downlink_bytes",
-	"cum_uplink_bytes", "cum_downlink_bytes", "participants", "max_device_zcdp_rho", "max_device_epsilon"}
+	"cum_uplink_bytes", "cum_downlink_bytes", "participants", "max_device_zcdp_rho", "max_device_epsilon", "max_honest_estimate_norm", "max_honest_drift"}
 
 // WriteCSV writes records as CSV with a header row.
 func WriteCSV(w io.Writer, recs []Record) error {
@@ -39,7 +44,7 @@ func WriteCSV(w io.Writer, recs []Record) error {
 		row := []string{strconv.Itoa(r.Round), f(r.Accuracy), f(r.Loss),
 			strconv.FormatInt(r.UplinkBytes, 10), strconv.FormatInt(r.DownlinkBytes, 10),
 			strconv.FormatInt(r.CumUplinkBytes, 10), strconv.FormatInt(r.CumDownlinkBytes, 10),
-			strconv.Itoa(r.Participants), f(r.MaxRho), f(r.MaxEpsilon)}
+			strconv.Itoa(r.Participants), f(r.MaxRho), f(r.MaxEpsilon), f(r.HonestSignal), f(r.HonestDrift)}
 		if err := cw.Write(row); err != nil {
 			return fmt.Errorf("write csv round %d: %w", r.Round, err)
 		}

@@ -74,6 +74,9 @@ type Config struct {
 	// the norm bound only (they then send up to it, and the server's
 	// other tests refuse what they must).
 	NaiveAttack bool
+	// MeasureSums keeps every honest device's estimates (prefix sums, 8 d
+	// bytes a release) to measure Result.HonestSumRate.
+	MeasureSums bool
 	// NormOnly applies only the L2 norm bound to each message (the
 	// server before optim.Checker), to measure what the other tests buy.
 	// By default every message goes through optim.Checker, as in the
@@ -108,6 +111,19 @@ type Result struct {
 	// Ledgers are the devices' privacy ledgers at the end (zero for a
 	// device half that keeps none).
 	Ledgers []privacy.Ledger
+	// HonestSignal is the largest L2 norm of an honest device's
+	// un-noised estimate as it enters a release (clipped, rounded onto
+	// the grid: optim.Introspector's Clean) over every device and round:
+	// the figure an assumed signal bound (optim.Params.SignalBound) must
+	// hold (docs/security.md, "An assumed signal bound"). 0 when no
+	// honest device half exposes it. HonestDrift is the largest distance
+	// of an honest estimate from the mean of its round's honest estimates.
+	HonestSignal, HonestDrift float64
+	// HonestSumRate (with Config.MeasureSums) is the largest
+	// (||W|| - S) / (n - 1) over every honest device and every run W of
+	// n >= 2 of its consecutive included estimates (summed): the D that
+	// an assumed bound ||W|| <= S + (n - 1) D must exceed.
+	HonestSumRate float64
 }
 
 type simDevice struct {
@@ -119,6 +135,10 @@ type simDevice struct {
 	retired bool
 	hist    optim.History // the server's history of the device
 	hostile *Hostile      // nil for an honest device
+	clean   []float64     // scratch for the un-noised estimate (honest devices)
+	last    float64       // norm of its un-noised estimate at its last Prepare
+	signal  float64       // largest such norm so far
+	prefix  [][]float64   // Config.MeasureSums: sums of its first k included estimates, k = 0, 1, ...
 }
 
 // seedFor derives a 32-byte seed for a named stream of the run.
@@ -318,7 +338,7 @@ func newDevices(cfg Config, p optim.Params, alg optim.Algorithm, proto model.Mod
 			}
 		}
 		// Every history starts at the device's first release.
-		devs[i] = &simDevice{id: i, dev: d, shard: shard, batch: make([]dataset.Sample, p.Batch), hist: optim.History{FromStart: true}}
+		devs[i] = &simDevice{id: i, dev: d, shard: shard, batch: make([]dataset.Sample, p.Batch), hist: optim.History{FromStart: true}, clean: make([]float64, proto.Dim())}
 		if i < cfg.Attackers {
 			h, err := NewHostile(cfg.Attack, p, proto.Dim(), d, cfg.Seed, i, cfg.NormOnly || cfg.NaiveAttack, p.Cohort, cfg.Attackers)
 			if err != nil {
@@ -404,6 +424,9 @@ func (r *run) Tell(t int, o engine.Outcome[int]) {
 	for _, id := range o.Included {
 		dv := r.devs[id]
 		dv.hist.Add(r.vecs[slices.Index(r.cohort, id)])
+		if r.cfg.MeasureSums && dv.hostile == nil && dv.last > 0 {
+			r.addPrefix(dv)
+		}
 		if err := dv.dev.Commit(t); err != nil {
 			r.err = fmt.Errorf("device %d commit: %w", dv.id, err)
 			return
@@ -503,6 +526,8 @@ func (r *run) record(t, asked, included int, up int64) {
 	rec := Record{Round: t, Accuracy: math.NaN(), Loss: math.NaN(), UplinkBytes: up, DownlinkBytes: down,
 		CumUplinkBytes: r.cumUp, CumDownlinkBytes: r.cumDown, Participants: included}
 	rec.MaxRho, rec.MaxEpsilon = maxSpent(r.devs, r.cfg.Delta)
+	rec.HonestSignal, rec.HonestDrift = r.honestSpread()
+	r.res.HonestDrift = max(r.res.HonestDrift, rec.HonestDrift)
 	r.res.Rounds = t
 	if t%r.cfg.EvalEvery == 0 || t == r.p.Rounds {
 		rec.Accuracy, rec.Loss = r.eval.evaluate(r.srv.Model())
@@ -526,6 +551,9 @@ func (r *run) finish() {
 	r.res.Model = append([]float64(nil), r.srv.Model()...)
 	r.res.Ledgers = make([]privacy.Ledger, len(r.devs))
 	for i, dv := range r.devs {
+		if dv.hostile == nil {
+			r.res.HonestSignal = max(r.res.HonestSignal, dv.signal)
+		}
 		if a, ok := dv.dev.(optim.Accountant); ok {
 			r.res.Ledgers[i] = a.Ledger()
 		}
@@ -553,30 +581,103 @@ func step(dv *simDevice, r optim.Round, single bool) (optim.Update, error) {
 	// The device runtime's rule: in order from the cursor (wrapping for
 	// multi-pass algorithms); samples that left in a message are spent.
 	optim.Minibatch(dv.batch, dv.shard, dv.cursor)
+	dv.last = 0
 	u, err := dv.dev.Prepare(r, dv.batch)
 	if err == nil {
 		dv.cursor = optim.NextCursor(dv.cursor, len(dv.batch), len(dv.shard), single)
+		dv.measure()
 	}
 	return u, err
 }
 
-// maxSpent returns the largest zCDP rho any device has spent and its
-// epsilon at delta (0, 0 for non-private algorithms).
+// honestSpread returns the largest norm of the round's honest estimates
+// (the cohort members that prepared one) and the largest distance of one
+// from their mean.
+func (r *run) honestSpread() (signal, drift float64) {
+	clear(r.sum)
+	n := 0
+	for _, id := range r.cohort {
+		if dv := r.devs[id]; dv.hostile == nil && dv.last > 0 {
+			signal = max(signal, dv.last)
+			for j, v := range dv.clean {
+				r.sum[j] += v
+			}
+			n++
+		}
+	}
+	if n == 0 {
+		return signal, 0
+	}
+	for _, id := range r.cohort {
+		if dv := r.devs[id]; dv.hostile == nil && dv.last > 0 {
+			var ss float64
+			for j, v := range dv.clean {
+				e := v - r.sum[j]/float64(n)
+				ss += e * e
+			}
+			drift = max(drift, math.Sqrt(ss))
+		}
+	}
+	return signal, drift
+}
+
+// addPrefix adds dv's included estimate to its prefix sums and updates
+// Result.HonestSumRate with every run of estimates that ends with it.
+func (r *run) addPrefix(dv *simDevice) {
+	if dv.prefix == nil {
+		dv.prefix = [][]float64{make([]float64, r.d)}
+	}
+	last := dv.prefix[len(dv.prefix)-1]
+	next := make([]float64, r.d)
+	for j, v := range dv.clean {
+		next[j] = last[j] + v
+	}
+	dv.prefix = append(dv.prefix, next)
+	k := len(dv.prefix) - 1
+	for a := 0; a <= k-2; a++ {
+		var ss float64
+		for j, v := range next {
+			e := v - dv.prefix[a][j]
+			ss += e * e
+		}
+		r.res.HonestSumRate = max(r.res.HonestSumRate, (math.Sqrt(ss)-r.p.S())/float64(k-a-1))
+	}
+}
+
+// measure records the norm of an honest device's un-noised estimate of
+// its last Prepare (Result.HonestSignal).
+func (dv *simDevice) measure() {
+	in, ok := dv.dev.(optim.Introspector)
+	if dv.hostile != nil || !ok {
+		return
+	}
+	if in.Clean(dv.clean) != nil {
+		return
+	}
+	dv.last = mechanism.Norm(dv.clean)
+	dv.signal = max(dv.signal, dv.last)
+}
+
+// maxSpent returns the largest zCDP rho any device has spent and the
+// epsilon at delta of that device's ledger (privacy.SpentEpsilon, which
+// reads a last-iterate ledger by Gaussian DP and its TV term); 0, 0 for
+// non-private algorithms.
 func maxSpent(devs []*simDevice, delta float64) (rho, eps float64) {
+	var most privacy.Spent
 	for _, dv := range devs {
 		if a, ok := dv.dev.(optim.Accountant); ok {
 			l := a.Ledger()
-			if r := l.Rho(); r > rho {
-				rho = r
+			if s := l.Spent(); s.Rho > most.Rho {
+				most = s
 			}
 		}
 	}
-	if rho == 0 {
+	if most.Rho == 0 {
 		return 0, 0
 	}
-	e, err := privacy.LedgerEpsilon(rho, delta)
+	e, err := privacy.SpentEpsilon(most, delta)
 	if err != nil {
-		return rho, math.NaN()
+		return most.Rho, math.NaN()
 	}
-	return rho, e
+	return most.Rho, e
 }

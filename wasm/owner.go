@@ -12,6 +12,7 @@ import (
 	"browserfl/device"
 	"browserfl/shared/optim"
 	"browserfl/shared/plan"
+	"browserfl/shared/privacy"
 	"browserfl/wasm/idb"
 	"browserfl/wasm/local"
 )
@@ -86,34 +87,34 @@ func (a *app) ownData() bool {
 }
 
 // charge reserves this device's session in the owner's ledger before its
-// first release, when it trains on the owner's own data, and returns the
-// zCDP rho the owner's data already spent in other sessions (0 for the
-// demo shard alone). The charge id is kept in the session's store, so a
+// first release, when it trains on the owner's own data, and returns what
+// the owner's data already spent in other sessions (nothing for the demo
+// shard alone). The charge id is kept in the session's store, so a
 // reload resumes the same charge; a new device (after Forget, or another
 // join code) is a new charge.
-func (t *trainer) charge(ctx context.Context) (float64, error) {
+func (t *trainer) charge(ctx context.Context) (privacy.Spent, error) {
 	a := t.a
 	if !a.ownData() {
-		return 0, nil
+		return privacy.Spent{}, nil
 	}
 	id, err := a.store.Get(ctx, keyCharge)
 	if errors.Is(err, idb.ErrNotFound) {
 		var b [16]byte
 		if _, err := rand.Read(b[:]); err != nil {
-			return 0, fmt.Errorf("charge id: %w", err)
+			return privacy.Spent{}, fmt.Errorf("charge id: %w", err)
 		}
 		id = []byte(hex.EncodeToString(b[:]))
 		if err := a.store.Put(ctx, map[string][]byte{keyCharge: id}); err != nil {
-			return 0, fmt.Errorf("charge id: %w", err)
+			return privacy.Spent{}, fmt.Errorf("charge id: %w", err)
 		}
 	} else if err != nil {
-		return 0, fmt.Errorf("charge id: %w", err)
+		return privacy.Spent{}, fmt.Errorf("charge id: %w", err)
 	}
 	o, err := openOwnerLedger(ctx)
 	if err != nil {
-		return 0, err
+		return privacy.Spent{}, err
 	}
-	var spent float64
+	var spent privacy.Spent
 	settled := false
 	owner := plan.Budget{Epsilon: a.consent.Budget, Delta: a.delta}
 	name := a.code + " (" + a.params.Algorithm + ")"
@@ -122,15 +123,17 @@ func (t *trainer) charge(ctx context.Context) (float64, error) {
 			// Settled when the session ended: the runtime stops at once
 			// (its state says so). Its own ledger still counts what it
 			// spent, on top of the other charges.
-			spent, settled = l.Spent(string(id)), true
-			return nil
+			var err error
+			spent, err = l.Spent(string(id))
+			settled = true
+			return err
 		}
 		var err error
 		spent, err = l.Reserve(string(id), name, device.Params(a.params), owner)
 		return err
 	})
 	if err != nil {
-		return 0, err
+		return privacy.Spent{}, err
 	}
 	t.spentBefore = spent
 	if !settled {
@@ -157,8 +160,8 @@ func (t *trainer) settle(ctx context.Context) {
 		return
 	}
 	l := acc.Ledger()
-	rho := l.Rho()
-	err := t.owner.update(ctx, func(l *local.OwnerLedger) error { return l.Settle(t.chargeID, rho) })
+	spent := l.Spent()
+	err := t.owner.update(ctx, func(l *local.OwnerLedger) error { return l.Settle(t.chargeID, spent) })
 	if err != nil && !errors.Is(err, local.ErrNoCharge) {
 		t.a.fail("Owner's ledger", err)
 	}

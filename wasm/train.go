@@ -15,6 +15,7 @@ import (
 	"browserfl/shared/model"
 	"browserfl/shared/optim"
 	"browserfl/shared/plan"
+	"browserfl/shared/privacy"
 	"browserfl/wasm/bridge"
 	"browserfl/wasm/idb"
 	"browserfl/wasm/jsw"
@@ -76,7 +77,7 @@ type trainer struct {
 	// in other sessions (zCDP rho).
 	owner       *ownerLedger
 	chargeID    string
-	spentBefore float64
+	spentBefore privacy.Spent
 }
 
 // startTraining shows the training view and starts the device runtime
@@ -301,10 +302,10 @@ func (t *trainer) figures() (eps, most float64, joined int, st device.State) {
 	if st.Session != nil {
 		sess = *st.Session // the final parameters, from the teacher's Start on
 	}
-	var ledger float64
+	var ledger privacy.Spent
 	if acc, ok := rt.Algorithm().(optim.Accountant); ok {
 		l := acc.Ledger()
-		ledger = l.Rho()
+		ledger = l.Spent()
 		joined = acc.Participations()
 	}
 	owner := plan.Budget{Epsilon: a.consent.Budget, Delta: a.delta}

@@ -81,6 +81,14 @@ func (y yielding) NextCost() float64 {
 	return 0
 }
 
+// NextSpent implements optim.Accountant.
+func (y yielding) NextSpent() (privacy.Spent, error) {
+	if a, ok := y.Device.(optim.Accountant); ok {
+		return a.NextSpent()
+	}
+	return privacy.Spent{}, nil
+}
+
 // Participations implements optim.Accountant.
 func (y yielding) Participations() int {
 	if a, ok := y.Device.(optim.Accountant); ok {

@@ -18,6 +18,7 @@ import (
 	"browserfl/coordinator"
 	"browserfl/coordinator/bus"
 	"browserfl/coordinator/gate"
+	"browserfl/coordinator/site"
 	"browserfl/coordinator/wsconn"
 	"browserfl/web"
 )
@@ -131,7 +132,7 @@ func runEdge(o options, log *slog.Logger, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	srv, err := newHTTPServer(edge.Handler(coordinator.Assets{Index: index, Web: web.FS()}, sessionURL), o, log)
+	srv, err := newHTTPServer(edge.Handler(site.Assets{Index: index, Web: web.FS()}, sessionURL), o, log)
 	if err != nil {
 		return err
 	}

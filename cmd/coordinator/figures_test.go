@@ -53,10 +53,16 @@ func TestDemoFiguresAgree(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The demo is the default lesson: its target is sized from the
+	// owner's default budget (plan.DefaultLessonTarget), which
+	// shared/lesson's TestDefaultLessonUsesBudget checks uses 95-100% of it.
+	if eps, delta := plan.DefaultLessonTarget(); sess.RhoPaper != 0 || sess.Epsilon != eps || sess.Delta != delta {
+		t.Errorf("demo target rho_p %v, (%v, %v), want plan.DefaultLessonTarget (%v, %v)", sess.RhoPaper, sess.Epsilon, sess.Delta, eps, delta)
+	}
 	cmd := exec.Command(goBin, "run", "browserfl/cmd/flplan", "-alg", sess.Algorithm,
 		"-T", strconv.Itoa(sess.Rounds), "-M", strconv.Itoa(sess.M), "-m", strconv.Itoa(sess.Cohort),
 		"-b", strconv.Itoa(sess.Batch), "-clip", strconv.FormatFloat(sess.Clip, 'g', -1, 64),
-		"-rho", strconv.FormatFloat(sess.RhoPaper, 'g', -1, 64))
+		"-epsilon", strconv.FormatFloat(sess.Epsilon, 'g', -1, 64), "-delta", strconv.FormatFloat(sess.Delta, 'g', -1, 64))
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("flplan: %v\n%s", err, out)
@@ -78,11 +84,12 @@ func TestDemoFiguresAgree(t *testing.T) {
 			t.Errorf("%s does not state the demo's epsilon %s", doc, eps)
 		}
 		// 7.29 is the demo's figure under the former 1 + ln T calibration,
-		// 7.59 the same ledger read with zCDP and CKS (docs/privacy.md
-		// section 2a quotes both as "before", never as the figure the
-		// session states).
+		// 7.59 the same ledger read with zCDP and CKS, 7.06 its figure at
+		// rho_p = 1.5 before the target was sized from the owner's
+		// budget (docs/privacy.md sections 2 and 2a quote them as
+		// "before", never as the figure the session states).
 		for _, stale := range []string{"ε = 7.29 at", "epsilon 7.29", "epsilon = 7.29\n", "7.28", "epsilon 7.3 ", "epsilon = 7.3 ", "ε = 7.3 ", "epsilon 7.3,",
-			"ε = 7.59 at", "epsilon 7.59", "epsilon = 7.59\n"} {
+			"ε = 7.59 at", "epsilon 7.59", "epsilon = 7.59\n", "ε = 7.06 at", "epsilon 7.06", "epsilon = 7.06\n"} {
 			if strings.Contains(s, stale) {
 				t.Errorf("%s still states %q", doc, stale)
 			}

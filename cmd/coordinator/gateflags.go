@@ -8,8 +8,8 @@ import (
 	"net/netip"
 	"strings"
 
-	"browserfl/coordinator"
 	"browserfl/coordinator/gate"
+	"browserfl/coordinator/site"
 )
 
 // proxies is -trust-proxy: the networks of trusted reverse proxies
@@ -50,10 +50,10 @@ func (p proxies) MarshalJSON() ([]byte, error) {
 }
 
 // metricsToken sets o.MetricsToken for a server listening at addr
-// (coordinator.MetricsTokenFor): off loopback without -metrics-token a
+// (site.MetricsTokenFor): off loopback without -metrics-token a
 // token is generated, and generated says so (printMetricsToken).
 func (o *options) metricsToken(addr net.Addr) (generated bool, err error) {
-	o.MetricsToken, generated, err = coordinator.MetricsTokenFor(addr, o.MetricsToken)
+	o.MetricsToken, generated, err = site.MetricsTokenFor(addr, o.MetricsToken)
 	return generated, err
 }
 

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"browserfl/coordinator"
+	"browserfl/coordinator/site"
 	"browserfl/shared/wire"
 )
 
@@ -13,7 +13,7 @@ import (
 // instead.
 func TestPrintJoin(t *testing.T) {
 	sess := wire.SessionParams{Name: "demo", Algorithm: "nc", Model: "logreg", Dim: 7850, M: 30, Cohort: 10, Rounds: 200}
-	lan := coordinator.JoinInfo{URLs: []string{"http://192.168.1.23:8080/?code=K7", "http://[2001:db8::42]:8080/?code=K7"}}
+	lan := site.JoinInfo{URLs: []string{"http://192.168.1.23:8080/?code=K7", "http://[2001:db8::42]:8080/?code=K7"}}
 	var b strings.Builder
 	printJoin(&b, sess, "M = 30, m = 10, T = 200", lan, "K7", "SECRET")
 	out := b.String()
@@ -27,7 +27,7 @@ func TestPrintJoin(t *testing.T) {
 		t.Errorf("LAN output has the loopback note:\n%s", out)
 	}
 	b.Reset()
-	printJoin(&b, sess, "M = 30, m = 10, T = 200", coordinator.JoinInfo{URLs: []string{"http://localhost:8080/?code=K7"}, LoopbackOnly: true}, "K7", "SECRET")
+	printJoin(&b, sess, "M = 30, m = 10, T = 200", site.JoinInfo{URLs: []string{"http://localhost:8080/?code=K7"}, LoopbackOnly: true}, "K7", "SECRET")
 	out = b.String()
 	if !strings.Contains(out, `RUNFLAGS="-listen :8080"`) || !strings.Contains(out, "join:      http://localhost:8080/?code=K7") || strings.Contains(out, "█") {
 		t.Errorf("loopback output:\n%s", out)

@@ -25,7 +25,8 @@ import (
 	"os"
 	"runtime/pprof"
 
-	"browserfl/coordinator"
+	"browserfl/coordinator/sessions"
+	"browserfl/coordinator/site"
 	"browserfl/coordinator/store"
 	"browserfl/web"
 )
@@ -85,7 +86,7 @@ func runSession(o options, log *slog.Logger, stderr io.Writer) error {
 	}
 	// The shards size themselves by the rounds the current session has
 	// left; the host exists only below.
-	var host *coordinator.Host
+	var host *sessions.Host
 	shards, err := demoShards(o, a, td, func() int { return host.Current().Committed() }, log)
 	if err != nil {
 		return err
@@ -103,15 +104,15 @@ func runSession(o options, log *slog.Logger, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	ifaces, err := coordinator.MachineAddrs()
+	ifaces, err := site.MachineAddrs()
 	if err != nil {
 		log.Warn("cannot list this machine's addresses", "err", err)
 	}
 	// Each session puts its own join code into these URLs.
-	join := coordinator.JoinURLs(ln.Addr().String(), o.scheme(), "CODE", ifaces)
-	hcfg := coordinator.HostConfig{Dir: o.DataDir, Template: template(o, a, gap, evalSet, log), JoinCode: o.JoinCode, Seed: o.Seed,
+	join := site.JoinURLs(ln.Addr().String(), o.scheme(), "CODE", ifaces)
+	hcfg := sessions.Config{Dir: o.DataDir, Template: template(o, a, gap, evalSet, log), JoinCode: o.JoinCode, Seed: o.Seed,
 		JoinCodeLength: o.JoinCodeLength, Fresh: o.Reset, Logger: log, Shards: shards,
-		Assets: coordinator.Assets{Index: index, Web: web.FS(), Join: join}}
+		Assets: site.Assets{Index: index, Web: web.FS(), Join: join}}
 	if o.Role == "session" {
 		attach, closeNATS, err := sessionNode(o, log)
 		if err != nil {
@@ -123,7 +124,7 @@ func runSession(o options, log *slog.Logger, stderr io.Writer) error {
 	if o.RollbackTo >= 0 {
 		hcfg.Prepare = o.rollBack(log)
 	}
-	if host, err = coordinator.OpenHost(hcfg); err != nil {
+	if host, err = sessions.Open(hcfg); err != nil {
 		return err
 	}
 	srv, err := newHTTPServer(host, o, log)

@@ -107,8 +107,8 @@ func TestParseNonPrivateReference(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.Session.RhoPaper != 0 {
-		t.Errorf("mu2: rho_p = %v, want 0", o.Session.RhoPaper)
+	if o.Session.RhoPaper != 0 || o.Session.Epsilon != 0 || o.Session.Delta != 0 {
+		t.Errorf("mu2: target rho_p %v, (%v, %v), want none", o.Session.RhoPaper, o.Session.Epsilon, o.Session.Delta)
 	}
 	if err := plan.FromSession(o.Session).Validate(); err != nil {
 		t.Errorf("mu2 session invalid: %v", err)
@@ -121,8 +121,17 @@ func TestParseNonPrivateReference(t *testing.T) {
 		t.Errorf("explicit -rho 3 dropped")
 	}
 	o, _ = parse(nil, io.Discard)
-	if o.Session.RhoPaper == 0 {
-		t.Error("the default nc session lost its privacy target")
+	if eps, delta := plan.DefaultLessonTarget(); o.Session.Epsilon != eps || o.Session.Delta != delta || o.Session.RhoPaper != 0 {
+		t.Errorf("the default nc session's target is rho_p %v, (%v, %v), want plan.DefaultLessonTarget", o.Session.RhoPaper, o.Session.Epsilon, o.Session.Delta)
+	}
+	// A -rho target replaces the default one (the session stays valid).
+	o, err = parse([]string{"-rho", "1.5"}, io.Discard)
+	if err != nil || o.Session.RhoPaper != 1.5 || o.Session.Epsilon != 0 || o.Session.Delta != 0 {
+		t.Errorf("-rho 1.5: %+v (%v)", o.Session, err)
+	}
+	o, err = parse([]string{"-epsilon", "4"}, io.Discard)
+	if err != nil || o.Session.Epsilon != 4 || o.Session.Delta != plan.DefaultDelta || o.Session.RhoPaper != 0 {
+		t.Errorf("-epsilon 4: %+v (%v)", o.Session, err)
 	}
 }
 

@@ -82,18 +82,23 @@ func defaults() options {
 		MinDevices: 0, EvalEvery: 5, EvalSamples: 2000, DemoShards: 0, DemoAlpha: 0.5,
 		Deadline: "20s", RoundGap: "1s", LogLevel: "info", Role: "single", NATSPrefix: "browserfl",
 		JoinCodeLength: 10, ReadHeaderTimeout: "10s", IdleTimeout: "60s",
-		// The demo's privacy target, rho_p = 1.5, keeps every device's
-		// worst case at epsilon = 7.06 (at the owner's delta 1e-5, as
+		// The demo's (the default lesson's) privacy target is sized from
+		// the page's default budget by plan.DefaultLessonTarget: epsilon
+		// 7.92 at delta 1e-5, 99% of the budget of 8, so every device's
+		// worst case is ε = 7.92 at δ = 1e-5 (zCDP ρ = 1.365, as
 		// plan.SessionFigures prints it; go run ./cmd/flplan -alg nc
-		// -T 200 -M 30 -m 10 -b 32 -rho 1.5; TestDemoFiguresAgree), inside
-		// the page's default budget of 8, so a classroom joins without
-		// touching it;
-		// the simulator reaches 57% test accuracy with these parameters
-		// (flsim -M 30 -m 10 -T 200 -b 32 -rho 1.5 -eta 0.02
-		// -partition dirichlet:0.5).
-		Session: wire.SessionParams{Name: "demo", Algorithm: "nc", Model: "logreg", M: 30, Cohort: 10,
-			Rounds: 200, Batch: 32, Clip: 1, Eta: 0.02, RhoPaper: 1.5},
+		// -T 200 -M 30 -m 10 -b 32 -epsilon 7.92 -delta 1e-5;
+		// TestDemoFiguresAgree) and a classroom joins without touching
+		// the budget.
+		Session: demoSession(),
 	}
+}
+
+// demoSession is the default session template.
+func demoSession() wire.SessionParams {
+	eps, delta := plan.DefaultLessonTarget()
+	return wire.SessionParams{Name: "demo", Algorithm: "nc", Model: "logreg", M: 30, Cohort: 10,
+		Rounds: 200, Batch: 32, Clip: 1, Eta: 0.02, Epsilon: eps, Delta: delta}
 }
 
 // lineFlags are the flags that are not options' fields (no config file
@@ -202,12 +207,13 @@ func sessionFlags(fs *flag.FlagSet, p *wire.SessionParams) {
 	fs.IntVar(&p.Rounds, "T", p.Rounds, "rounds")
 	fs.IntVar(&p.Batch, "b", p.Batch, "samples per device per round")
 	fs.Float64Var(&p.RhoPaper, "rho", p.RhoPaper, "privacy target: the papers' rho_p (each device rho_p^2/2-zCDP)")
-	fs.Float64Var(&p.Epsilon, "epsilon", 0, "privacy target: epsilon per device (with -delta, instead of -rho)")
-	fs.Float64Var(&p.Delta, "delta", 0, "privacy target: delta per device")
+	fs.Float64Var(&p.Epsilon, "epsilon", p.Epsilon, "privacy target: epsilon per device (with -delta, instead of -rho; the default is plan.DefaultLessonTarget, 99% of the page's default budget)")
+	fs.Float64Var(&p.Delta, "delta", p.Delta, "privacy target: delta per device")
 	fs.Float64Var(&p.Clip, "clip", p.Clip, "per-sample L2 clipping bound S")
 	fs.Float64Var(&p.Eta, "eta", p.Eta, "step size eta")
 	fs.Float64Var(&p.Diameter, "D", 0, "diameter of the feasible ball (0 = unconstrained)")
 	fs.StringVar(&p.Compressor, "compressor", "", "uplink compressor spec (shared/mechanism; default dense float32)")
+	fs.Float64Var(&p.SignalBound, "signal-bound", 0, "assumed signal bound D (0 = none): the server holds any n included updates of a device to S + (n-1) D before noise, refusing a device that pushes one way round after round; only for demo shards dealt iid (-demo-alpha >= 100), where honest devices stay far below it (docs/security.md, \"An assumed signal bound\")")
 	fs.IntVar(&p.LocalSize, "local-size", 0, "SVRG/SAGA local dataset size")
 	fs.IntVar(&p.LocalSteps, "local-steps", 0, "local: hidden local steps K per round, each on b/K of the round's b samples (0 = b)")
 	fs.IntVar(&p.LocalEpochs, "local-epochs", 0, "local: passes E over the round's K step batches (E K hidden steps; 0 = 1); E > 1 is charged by the last-iterate bound when the model certifies it (logreg-unit, clip >= 2, eta <= 2, no -D), else E steps")
@@ -267,13 +273,16 @@ func commaList(s string) []string {
 }
 
 // fromLine completes o from the command line's own flags, and drops the
-// demo's privacy target for a non-private reference.
+// demo's privacy target where another one was given or none is wanted.
 func (o *options) fromLine(x lineFlags) {
-	// A non-private reference (mu2, sgd) takes no privacy target: the
-	// demo's default rho_p is dropped unless another target was given.
-	if def := defaults().Session; !plan.FromSession(o.Session).Private() &&
-		o.Session.RhoPaper == def.RhoPaper && o.Session.Epsilon == 0 && o.Session.Delta == 0 {
-		o.Session.RhoPaper = 0
+	def := defaults().Session
+	if o.Session.Epsilon == def.Epsilon && o.Session.Delta == def.Delta {
+		// A rho_p target (flag, environment or config file) replaces
+		// the default (epsilon, delta) one; a non-private reference
+		// (mu2, sgd) takes no target at all.
+		if o.Session.RhoPaper != 0 || !plan.FromSession(o.Session).Private() {
+			o.Session.Epsilon, o.Session.Delta = 0, 0
+		}
 	}
 	if *x.edges != "" {
 		o.Edges = commaList(*x.edges)

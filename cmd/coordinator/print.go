@@ -6,21 +6,22 @@ import (
 	"net/url"
 	"strings"
 
-	"browserfl/coordinator"
+	"browserfl/coordinator/sessions"
+	"browserfl/coordinator/site"
 	"browserfl/shared/wire"
 )
 
 // codeAlphabet has 31 characters without look-alikes (no 0/O, no 1/I/L):
 // 4.95 bits per character, upper case, easy on a phone.
-const codeAlphabet = coordinator.JoinCodeAlphabet
+const codeAlphabet = sessions.JoinCodeAlphabet
 
 // randomCode returns an n-character join code (4.95n bits) from
 // codeAlphabet, drawn from crypto/rand.
-func randomCode(n int) (string, error) { return coordinator.RandomJoinCode(n) }
+func randomCode(n int) (string, error) { return sessions.RandomJoinCode(n) }
 
 // printJoin prints the join URLs (every LAN address), a QR code of the
 // first, the join code and the dashboard URL.
-func printJoin(w io.Writer, sess wire.SessionParams, sizing string, join coordinator.JoinInfo, code, teacher string) {
+func printJoin(w io.Writer, sess wire.SessionParams, sizing string, join site.JoinInfo, code, teacher string) {
 	fmt.Fprintf(w, "\nbrowserfl coordinator: session %q (%s, %s, d = %d, %s)\n",
 		sess.Name, sess.Algorithm, sess.Model, sess.Dim, sizing)
 	for i, u := range join.URLs {
@@ -40,9 +41,9 @@ func printJoin(w io.Writer, sess wire.SessionParams, sizing string, join coordin
 		}
 	}
 	if join.LoopbackOnly {
-		fmt.Fprintf(w, "  note:      %s\n", coordinator.LoopbackHint)
+		fmt.Fprintf(w, "  note:      %s\n", site.LoopbackHint)
 	} else if len(join.URLs) > 0 {
-		if q, err := coordinator.TerminalQR(join.URLs[0]); err == nil {
+		if q, err := site.TerminalQR(join.URLs[0]); err == nil {
 			fmt.Fprintf(w, "\n%s", q)
 		}
 	}

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"browserfl/coordinator"
+	"browserfl/coordinator/sessions"
 	"browserfl/shared/plan"
 	"browserfl/shared/task"
 	"browserfl/shared/wire"
@@ -74,12 +74,12 @@ func TestRowTaskSession(t *testing.T) {
 			if err != nil || len(eval) != min(o.EvalSamples, td.testLen) || len(eval[0].X) != def.Dim() {
 				t.Fatalf("evaluation set: %d samples, %v", len(eval), err)
 			}
-			var host *coordinator.Host
+			var host *sessions.Host
 			sh, err := demoShards(o, a, td, func() int { return host.Current().Committed() }, log)
 			if err != nil || sh == nil || !sh.Rows() {
 				t.Fatalf("demo shards: %v, %v", sh, err)
 			}
-			host, err = coordinator.OpenHost(coordinator.HostConfig{Dir: t.TempDir(), Template: template(o, a, 0, eval, log),
+			host, err = sessions.Open(sessions.Config{Dir: t.TempDir(), Template: template(o, a, 0, eval, log),
 				JoinCode: o.JoinCode, Logger: log, Shards: sh})
 			if err != nil {
 				t.Fatal(err)

@@ -14,7 +14,9 @@ import (
 	"time"
 
 	"browserfl/coordinator"
+	"browserfl/coordinator/sessions"
 	"browserfl/coordinator/shards"
+	"browserfl/coordinator/site"
 	"browserfl/shared/wire"
 	"browserfl/web"
 )
@@ -31,7 +33,7 @@ func (o options) scheme() string {
 // WebAssembly, and prints the join lines of the host's current session
 // (printJoin) at addr, the generated /metrics token and, for the session
 // process, how devices reach it.
-func printStart(stderr io.Writer, host *coordinator.Host, addr net.Addr, o options, ifaces []net.Addr, metricsGenerated bool, log *slog.Logger) {
+func printStart(stderr io.Writer, host *sessions.Host, addr net.Addr, o options, ifaces []net.Addr, metricsGenerated bool, log *slog.Logger) {
 	joinCode := host.JoinCode()
 	if len(wire.NormalizeJoinCode(joinCode)) < 8 {
 		log.Warn("the join code is short: with the per-address backoff it resists guessing from a few addresses, not from many; prefer the default random code", "length", len(joinCode))
@@ -44,7 +46,7 @@ func printStart(stderr io.Writer, host *coordinator.Host, addr net.Addr, o optio
 	if host.Current().State() == coordinator.StateLobby {
 		sizing = "in its lobby: sized for the class at Start, \"one lesson\" preset"
 	}
-	printJoin(stderr, cur, sizing, coordinator.JoinURLs(addr.String(), o.scheme(), joinCode, ifaces), joinCode, host.TeacherSecret())
+	printJoin(stderr, cur, sizing, site.JoinURLs(addr.String(), o.scheme(), joinCode, ifaces), joinCode, host.TeacherSecret())
 	if metricsGenerated {
 		printMetricsToken(stderr, o.MetricsToken)
 	}
@@ -56,7 +58,7 @@ func printStart(stderr io.Writer, host *coordinator.Host, addr net.Addr, o optio
 
 // serveHost serves srv on ln and runs the host until a signal, the HTTP
 // server's end or the host's, then shuts both down.
-func serveHost(host *coordinator.Host, srv *http.Server, ln net.Listener, o options, shards *shards.Set, log *slog.Logger) error {
+func serveHost(host *sessions.Host, srv *http.Server, ln net.Listener, o options, shards *shards.Set, log *slog.Logger) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	srvErr := serve(srv, ln, o)

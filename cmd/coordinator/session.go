@@ -82,6 +82,11 @@ func assembleSession(o options, td taskData, deadline time.Duration) (assembled,
 		shardsN = 0 // a task without data (-task-file) has no demo shards
 	}
 	sess.DemoShards = shardsN > 0
+	if sess.SignalBound > 0 && (shardsN <= 0 || !(o.DemoAlpha >= signalBoundAlpha)) {
+		return assembled{}, fmt.Errorf("-signal-bound %v assumes every device trains on a shard of one dataset dealt "+
+			"nearly iid: it needs the demo shards (-demo-shards >= 0) with -demo-alpha >= %v, not %v "+
+			"(docs/security.md, \"An assumed signal bound\")", sess.SignalBound, signalBoundAlpha, o.DemoAlpha)
+	}
 	if err := sess.Validate(); err != nil {
 		return assembled{}, err
 	}
@@ -90,6 +95,12 @@ func assembleSession(o options, td taskData, deadline time.Duration) (assembled,
 	}
 	return assembled{sess: sess, mdl: mdl, shards: max(shardsN, 0)}, nil
 }
+
+// signalBoundAlpha is the smallest demo-shard Dirichlet alpha with which
+// the coordinator accepts -signal-bound: shards that skewed are iid for
+// the assumption's purpose (docs/security.md, "An assumed signal bound",
+// has the honest devices' figures at this alpha and at the default 0.5).
+const signalBoundAlpha = 100
 
 // taskData is what a session learns from: its shape and labels, the
 // training set the demo shards come from and the test set it is

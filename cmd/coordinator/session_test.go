@@ -2,10 +2,12 @@ package main
 
 import (
 	"io"
+	"slices"
 	"testing"
 	"time"
 
 	"browserfl/shared/dataset"
+	"browserfl/shared/plan"
 )
 
 // TestAssembleSession: the session run serves is the flags' session
@@ -36,6 +38,12 @@ func TestAssembleSession(t *testing.T) {
 		{"sized by M", []string{"-M", "50"}, "", "", time.Second, 7850, false, 200, "", false},
 		{"batch 0", []string{"-b", "0"}, "", "", time.Second, 0, false, 0, "", true},
 		{"unknown model", []string{"-model", "resnet"}, "", "", time.Second, 0, false, 0, "", true},
+		// An assumed signal bound only with demo shards dealt nearly iid.
+		{"signal bound, iid demo shards", []string{"-signal-bound", "0.25", "-demo-alpha", "100"}, "", "", time.Second, 7850, false, 120, "", false},
+		{"signal bound, skewed demo shards", []string{"-signal-bound", "0.25"}, "", "", time.Second, 0, false, 0, "", true},
+		{"signal bound, alpha just under", []string{"-signal-bound", "0.25", "-demo-alpha", "99"}, "", "", time.Second, 0, false, 0, "", true},
+		{"signal bound, no demo shards", []string{"-signal-bound", "0.25", "-demo-alpha", "100", "-demo-shards", "-1"}, "", "", time.Second, 0, false, 0, "", true},
+		{"negative signal bound", []string{"-signal-bound", "-1", "-demo-alpha", "100"}, "", "", time.Second, 0, false, 0, "", true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -67,6 +75,9 @@ func TestAssembleSession(t *testing.T) {
 			}
 			if a.shards != tc.shards || s.DemoShards != (tc.shards > 0) {
 				t.Errorf("demo shards %d (session says %v), want %d", a.shards, s.DemoShards, tc.shards)
+			}
+			if want := plan.FromSession(s).SignalBound; s.SignalBound != want || (want > 0) != slices.Contains(tc.args, "-signal-bound") {
+				t.Errorf("signal bound %v on the wire, %v for the checker; flags %q", s.SignalBound, want, tc.args)
 			}
 			if s.Labels != tc.wantLabel {
 				t.Errorf("labels %q, want %q", s.Labels, tc.wantLabel)

@@ -14,6 +14,7 @@ import (
 
 	"browserfl/coordinator"
 	"browserfl/coordinator/shards"
+	"browserfl/coordinator/site"
 	"browserfl/coordinator/store"
 	"browserfl/device"
 	"browserfl/shared/dataset"
@@ -50,7 +51,7 @@ func startCoordinator(t *testing.T, ln net.Listener) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: c.Handler(coordinator.Assets{}, shards), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: c.Handler(site.Assets{}, shards), ReadHeaderTimeout: 10 * time.Second}
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
 }

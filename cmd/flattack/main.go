@@ -6,6 +6,14 @@
 //
 //	go run ./cmd/flattack                  # the table (about 15 minutes on 2 cores)
 //	go run ./cmd/flattack -seeds 1 -K 0,1  # a quick look
+//	go run ./cmd/flattack -compare=false -signal-bound 0.25  # with an assumed signal bound
+//	go run ./cmd/flattack -K 0 -compare=false -partition shards  # honest devices on skewed shards
+//
+// The last column is measured on the honest devices of each cell (largest
+// over devices, rounds and seeds): the norm of an estimate, its distance
+// from the round's mean honest estimate, and the sum rate an assumed
+// signal bound must exceed (sim.Result's HonestSignal, HonestDrift,
+// HonestSumRate; docs/security.md, "An assumed signal bound").
 //
 // The session is the classroom's (nc, logistic regression, b = 32,
 // rho_p = 1.5, eta = 0.02) with M = m = 10 and T = 100.
@@ -17,6 +25,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/signal"
 	"strconv"
@@ -44,6 +53,12 @@ type options struct {
 	kinds   []string
 	dataDir string
 	cap     float64
+	// signal is the session's assumed signal bound D (0: none).
+	signal float64
+	// partition splits the training set over the devices.
+	partition dataset.Scheme
+	// compare also runs each cell with the norm bound only.
+	compare bool
 }
 
 func parse(args []string, stderr io.Writer) (options, error) {
@@ -55,8 +70,18 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	kinds := fs.String("kinds", strings.Join(sim.AttackKinds, ","), "attack kinds, comma-separated")
 	fs.StringVar(&o.dataDir, "data-dir", dataset.DefaultFashionMNISTDir, "Fashion-MNIST directory")
 	fs.Float64Var(&o.cap, "attack-cap", 0, "cap each hostile message's norm (0 = as large as the tests allow)")
+	fs.Float64Var(&o.signal, "signal-bound", 0, "the session's assumed signal bound D (optim.Params.SignalBound; 0 = none)")
+	part := fs.String("partition", dataset.SchemeIID, "how the training set is split: iid, shards[:k], dirichlet:alpha")
+	fs.BoolVar(&o.compare, "compare", true, "also run each cell with the norm bound only")
 	if err := fs.Parse(args); err != nil {
 		return o, err
+	}
+	var err error
+	if o.partition, err = dataset.ParseScheme(*part); err != nil {
+		return o, fmt.Errorf("-partition: %w", err)
+	}
+	if !(o.signal >= 0) || math.IsInf(o.signal, 0) {
+		return o, fmt.Errorf("-signal-bound %v: want a finite value >= 0", o.signal)
 	}
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("unexpected arguments %q", fs.Args())
@@ -94,6 +119,8 @@ func contains(list []string, s string) bool {
 type cell struct {
 	acc, accNorm          []float64
 	hostileRef, honestRef int
+	signal                float64 // largest honest estimate's norm (sim.Result.HonestSignal)
+	drift, rate           float64 // sim.Result.HonestDrift, HonestSumRate
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -107,8 +134,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	p := optim.Params{Algorithm: "nc", Model: "logreg", M: 10, Cohort: 10, Rounds: 100, Batch: 32, Clip: 1, Eta: 0.02, Rho: 1.5}
-	base := sim.Config{Params: p, Train: train, Test: test, Partition: dataset.Scheme{Kind: dataset.SchemeIID}, EvalEvery: p.Rounds}
+	p := optim.Params{Algorithm: "nc", Model: "logreg", M: 10, Cohort: 10, Rounds: 100, Batch: 32, Clip: 1, Eta: 0.02, Rho: 1.5, SignalBound: o.signal}
+	base := sim.Config{Params: p, Train: train, Test: test, Partition: o.partition, EvalEvery: p.Rounds, MeasureSums: true}
 	one := func(kind string, k int, seed uint64, normOnly bool) (sim.Result, error) {
 		cfg := base
 		cfg.Seed = seed
@@ -118,10 +145,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		return sim.Run(ctx, cfg)
 	}
-	fmt.Fprintf(stdout, "nc, logreg, Fashion-MNIST, M = m = %d, T = %d, b = %d, rho_p = %g, eta = %g; %d seeds; attack cap %g\n\n",
-		p.M, p.Rounds, p.Batch, p.Rho, p.Eta, o.seeds, o.cap)
-	fmt.Fprintln(stdout, "| attack | K | norm bound only | all tests | hostile refused | honest refused |")
-	fmt.Fprintln(stdout, "|---|---|---|---|---|---|")
+	fmt.Fprintf(stdout, "nc, logreg, Fashion-MNIST (%s), M = m = %d, T = %d, b = %d, rho_p = %g, eta = %g; %d seeds; attack cap %g; signal bound %g\n\n",
+		o.partition, p.M, p.Rounds, p.Batch, p.Rho, p.Eta, o.seeds, o.cap, o.signal)
+	fmt.Fprintln(stdout, "| attack | K | norm bound only | all tests | hostile refused | honest refused | honest estimates: norm, drift, sum rate |")
+	fmt.Fprintln(stdout, "|---|---|---|---|---|---|---|")
 	var honest *cell
 	for _, kind := range o.kinds {
 		for _, k := range o.ks {
@@ -131,6 +158,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			var c cell
 			for s := 1; s <= o.seeds; s++ {
 				for _, normOnly := range []bool{false, true} {
+					if normOnly && !o.compare {
+						continue
+					}
 					res, err := one(kind, k, uint64(s), normOnly)
 					if err != nil {
 						return fmt.Errorf("%s K=%d seed %d: %w", kind, k, s, err)
@@ -140,6 +170,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 						continue
 					}
 					c.acc = append(c.acc, res.FinalAccuracy)
+					c.signal = max(c.signal, res.HonestSignal)
+					c.drift, c.rate = max(c.drift, res.HonestDrift), max(c.rate, res.HonestSumRate)
 					c.hostileRef += res.RejectedHostile
 					c.honestRef += res.RejectedHonest
 				}
@@ -150,7 +182,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 				name, honest = "none", &c
 			}
 			fmt.Fprintf(stderr, "\r%40s\r", "")
-			fmt.Fprintf(stdout, "| %s | %d | %s | %s | %d | %d |\n", name, k, summary(c.accNorm), summary(c.acc), c.hostileRef, c.honestRef)
+			fmt.Fprintf(stdout, "| %s | %d | %s | %s | %d | %d | %.3f, %.3f, %.3f |\n", name, k, summary(c.accNorm), summary(c.acc), c.hostileRef, c.honestRef, c.signal, c.drift, c.rate)
 		}
 	}
 	return nil

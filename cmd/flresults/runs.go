@@ -81,8 +81,10 @@ func readOutcome(path string) (outcome, error) {
 	}
 	var recs []sim.Record
 	for i, row := range rows[1:] {
-		if len(row) != 10 {
-			return outcome{}, fmt.Errorf("read %s: row %d has %d fields, want 10", path, i+2, len(row))
+		// 12 fields since the honest devices' measures (sim.Record's
+		// HonestSignal, HonestDrift); caches written before have 10.
+		if len(row) != 10 && len(row) != 12 {
+			return outcome{}, fmt.Errorf("read %s: row %d has %d fields, want 12 (or 10 from an older cache)", path, i+2, len(row))
 		}
 		var r sim.Record
 		var errs []error
@@ -97,6 +99,9 @@ func readOutcome(path string) (outcome, error) {
 		r.CumUplinkBytes, r.CumDownlinkBytes = int64(num(row[5])), int64(num(row[6]))
 		r.Participants = int(num(row[7]))
 		r.MaxRho, r.MaxEpsilon = num(row[8]), num(row[9])
+		if len(row) == 12 {
+			r.HonestSignal, r.HonestDrift = num(row[10]), num(row[11])
+		}
 		if err := errors.Join(errs...); err != nil {
 			return outcome{}, fmt.Errorf("read %s: row %d: %w", path, i+2, err)
 		}

@@ -156,6 +156,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := stepSize(o, &cfg.Params, m.Dim()); err != nil {
 		return err
 	}
+	// The model's shape, as sim.Run sets it: the stated figures
+	// (plan.SessionFigures) then hold the devices' actual last-iterate
+	// coupling term, not its bound.
+	cfg.Params.Features, cfg.Params.Classes = train.Features, train.Classes
 	o.p = cfg.Params
 	if !o.quiet {
 		cfg.Progress = stderr

@@ -142,7 +142,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	defer os.RemoveAll(dir)
 	// The coordinator reads its teacher secret from host.json in its data
-	// directory (coordinator.Host) and keeps one written before it starts.
+	// directory (sessions.Host) and keeps one written before it starts.
 	if err := os.WriteFile(filepath.Join(dir, "host.json"), []byte(`{"teacher_secret":"`+teacherSecret+`"}`), 0o600); err != nil {
 		return err
 	}

@@ -99,6 +99,16 @@ var rules = []rule{
 		why:    "the demo's data shards are served from a training set; they know no session or connection",
 	},
 	{
+		pkgs: []string{"browserfl/coordinator/..."}, except: []string{"browserfl/coordinator/sessions"},
+		forbid: []string{"browserfl/coordinator/sessions"},
+		why:    "the Host of sessions is a shell over the session core (it opens stores, builds Coordinators, routes requests): the core and its parts never import it",
+	},
+	{
+		pkgs:   []string{"browserfl/coordinator/site"},
+		forbid: []string{"browserfl/coordinator", "browserfl/coordinator/store", "browserfl/coordinator/bus", "browserfl/coordinator/gate", "browserfl/coordinator/wsconn", "browserfl/coordinator/metrics", "browserfl/coordinator/shards", "browserfl/engine/...", "browserfl/shared/optim/...", "browserfl/shared/plan/..."},
+		why:    "the site (page assets, dashboard files, headers, join URLs, the model document) knows no session, store or connection: the core and the edge build their handlers over it",
+	},
+	{
 		pkgs:   []string{"browserfl/engine/..."},
 		forbid: []string{"browserfl/coordinator/...", "browserfl/device/...", "browserfl/sim/...", "browserfl/wasm/..."},
 		why:    "the round engine is the rules both shells (the coordinator, the simulator) drive: it knows neither",

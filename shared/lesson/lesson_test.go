@@ -6,14 +6,54 @@ import (
 	"time"
 
 	"browserfl/shared/plan"
+	"browserfl/shared/privacy"
 	"browserfl/shared/wire"
 )
 
 // demo is the demo template (cmd/coordinator's defaults, d of logreg on
-// Fashion-MNIST, 20 s deadline).
+// Fashion-MNIST, 20 s deadline; its target is plan.DefaultLessonTarget,
+// which TestDemoFiguresAgree checks the coordinator uses).
 func demo() wire.SessionParams {
+	eps, delta := plan.DefaultLessonTarget()
 	return wire.SessionParams{Name: "demo", Algorithm: "nc", Model: "logreg", Dim: 7850, Features: 784, Classes: 10,
-		DeadlineMillis: 20000, M: 30, Cohort: 10, Rounds: 200, Batch: 32, Clip: 1, Eta: 0.02, RhoPaper: 1.5}
+		DeadlineMillis: 20000, M: 30, Cohort: 10, Rounds: 200, Batch: 32, Clip: 1, Eta: 0.02, Epsilon: eps, Delta: delta}
+}
+
+// TestDefaultLessonUsesBudget: in the default lesson, for any class size,
+// the worst-case device spends at least 95% of the owner's default budget
+// (epsilon at delta 1e-5) and never more than it: the page's default
+// budget lets it join, and a device in a class of any size runs to the
+// end. It fails if the lesson's target is taken from anything but the
+// owner's budget (the former rho_p = 1.5 spent 88%) or sized over it.
+// Deterministic.
+func TestDefaultLessonUsesBudget(t *testing.T) {
+	b := plan.DefaultBudget()
+	for _, n := range []int{1, 5, 16, 17, 40, 200} {
+		s, _, err := OneLesson(demo(), n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := plan.FromSession(s)
+		f, err := plan.SessionFigures(p, b.Delta)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The worst case is the device asked in every round it may
+		// answer: the whole session budget (the calibration spends it
+		// on the release cap).
+		if f.WorstReleases != p.ReleaseCap() || f.WorstRho < f.BudgetRho*(1-1e-12) {
+			t.Errorf("n = %d: worst case %d releases, rho %v of the budget %v", n, f.WorstReleases, f.WorstRho, f.BudgetRho)
+		}
+		if share := f.Epsilon / b.Epsilon; share < 0.95 || share > 1 {
+			t.Errorf("n = %d: the worst-case device spends epsilon %v, %.1f%% of the owner's %v", n, f.Epsilon, 100*share, b.Epsilon)
+		}
+		if _, over, err := b.Over(f.WorstSpent); err != nil || over {
+			t.Errorf("n = %d: worst case over the owner's budget (%v)", n, err)
+		}
+		if err := plan.Check(p, b, privacy.Spent{}); err != nil {
+			t.Errorf("n = %d: a page with the default budget refuses: %v", n, err)
+		}
+	}
 }
 
 func TestOneLesson(t *testing.T) {
@@ -63,7 +103,7 @@ func TestOneLesson(t *testing.T) {
 		if f.Epsilon > plan.DefaultBudgetEpsilon {
 			t.Errorf("n = %d: epsilon %v over the page's default budget", tc.n, f.Epsilon)
 		}
-		if err := plan.Check(plan.FromSession(s), plan.DefaultBudget(), 0); err != nil {
+		if err := plan.Check(plan.FromSession(s), plan.DefaultBudget(), privacy.Spent{}); err != nil {
 			t.Errorf("n = %d: a page with the default budget would refuse: %v", tc.n, err)
 		}
 	}

@@ -43,18 +43,19 @@ import (
 //     payload is a deterministic function of that integer vector and of
 //     independent compressor randomness: post-processing.
 //
-// The sampler is Karney's exact algorithm for the discrete normal
-// (Karney 2016, "Sampling exactly from the normal distribution", ACM TOMS
-// 42(1)), specialised to an integer sigma, with every Bernoulli(exp(-x))
-// drawn by comparing random bits with exact bounds on, or the exactly
-// computed binary expansion of, exp(-x) (or, in rare branches, by CKS 2020
-// Algorithm 1 from exact integer ratios): no floating-point number enters
-// any probability. A second exact sampler, CKS 2020
-// Algorithm 3, is kept in the tests as a reference. All arithmetic is in
-// 64-bit integers; MaxDiscreteSigma keeps every intermediate value in
-// range. Randomness comes from a Stream, so a vector is a deterministic
-// function of its 32-byte seed and regenerates bit for bit on every
-// platform.
+// The sampler (fillDG, issue 27) is rejection from a proposal that does
+// not depend on sigma: a block index m from a constant dyadic table over 64
+// blocks per sigma, a uniform position in the block and a sign, accepted
+// with probability exp(-x^2 / (2 sigma^2)) times a constant ratio per
+// block, drawn by comparing random bits with exact bounds on, or the
+// exactly computed binary expansion of, that probability: no
+// floating-point number enters any probability, and the output is exactly
+// the discrete Gaussian (privacy.md 4a has the proof). CKS 2020 Algorithm
+// 3, a second exact sampler, is kept in the tests as an independent
+// reference. The hot path is 64-bit integer arithmetic; MaxDiscreteSigma
+// keeps every intermediate value in range. Randomness comes from a
+// Stream, so a vector is a deterministic function of its 32-byte seed and
+// regenerates bit for bit on every platform.
 
 // GridFactor is c in the grid step g = 2^floor(log2(Delta / (c sqrt d))):
 // the rounding slack sqrt(d) is then between Delta/(2 c g) and Delta/(c g)
@@ -65,8 +66,10 @@ import (
 const GridFactor = 1000
 
 // MaxDiscreteSigma is the largest sigma (in grid units) DiscreteGaussian
-// accepts: with sigma <= 2^30, the acceptance ratio's denominator
-// 2 sigma^2 <= 2^61 and the outputs k sigma + j (k <= 2^30) stay below 2^61.
+// accepts: with sigma <= 2^30, the block width W = ceil(sigma/64) <= 2^24
+// leaves Lemire's 32-bit draw a rejection rate below 2^-8, the products
+// of blkLoss and blkBracket stay below 2^64 (or 2^128 with a high word
+// below sigma), and the outputs (m <= 2^30) stay below 2^55.
 const MaxDiscreteSigma = 1 << 30
 
 // maxGridValue bounds |v/g| for ToGrid: below 2^52 every integer and
@@ -216,45 +219,6 @@ func (s *Stream) take8() uint64 {
 	return b & 0xff
 }
 
-// bernRatio returns true with probability num/den, for 0 <= num and
-// 0 < den < 2^63. It compares the bits of a uniform real U in [0, 1),
-// drawn one at a time, with the binary expansion of num/den computed by
-// long division, and stops at the first difference (U < num/den exactly
-// when that bit of num/den is 1): exact, and two random bits on average.
-func (s *Stream) bernRatio(num, den uint64) bool {
-	if num >= den {
-		return true
-	}
-	rem := num
-	for rem != 0 {
-		rem <<= 1
-		var p uint64
-		if rem >= den {
-			p, rem = 1, rem-den
-		}
-		if s.bit() != p {
-			return p == 1
-		}
-	}
-	// num/den's expansion ended and U's bits equal it so far: U >= num/den.
-	return false
-}
-
-// bernExpRatio returns true with probability exp(-num/den) for
-// 0 <= num <= den, 0 < den < 2^63 (CKS Algorithm 1 for gamma in [0, 1]:
-// the parity of the first K with Bernoulli(gamma/K) = 0, where
-// Bernoulli(gamma/K) = Bernoulli(num/den) AND Bernoulli(1/K), independent).
-func (s *Stream) bernExpRatio(num, den uint64) bool {
-	if num == 0 {
-		return true
-	}
-	k := uint64(1)
-	for s.bernRatio(num, den) && (k == 1 || s.bernRatio(1, k)) {
-		k++
-	}
-	return k%2 == 1
-}
-
 // expTable[m] is floor(exp(-m/2) 2^64) for 1 <= m <= expTableMax (the
 // tests recompute every entry exactly with expNegFloor).
 const expTableMax = 64
@@ -278,95 +242,82 @@ var expTable = [expTableMax + 1]uint64{0,
 	0x00000000000ff9c3, 0x000000000009b090, 0x000000000005e08a, 0x000000000003908c,
 }
 
-// kByPrefix[p] is the number of m >= 1 whose table entry's first 8 bits
-// exceed p: for a uniform U whose first 8 bits are p, U < exp(-m/2) for
-// exactly those m unless p ties with the next entry's first 8 bits.
-var kByPrefix = func() (t [256]uint8) {
-	for p := range t {
-		k := 0
-		for k < expTableMax && expTable[k+1]>>56 > uint64(p) {
-			k++
-		}
-		t[p] = uint8(k)
-	}
-	return t
-}()
-
-// lessExp reports whether the uniform real U in [0, 1) whose first 64
-// bits are u is below exp(-m/2), 1 <= m <= expTableMax. Only when u equals
-// the table entry (probability 2^-64) are U's further bits drawn and
-// compared with the exact bits of exp(-m/2).
-func (s *Stream) lessExp(u uint64, m int) bool {
-	c := expTable[m]
-	if u != c {
-		return u < c
-	}
-	for n := 65; ; n++ {
-		p := uint64(expNegFloor(int64(m), 2, n).Bit(0))
-		if s.bit() != p {
-			return p == 1
-		}
-	}
-}
-
-// bernExpHalves returns true with probability exp(-m/2) for m >= 0.
-func (s *Stream) bernExpHalves(m uint64) bool {
-	for m > expTableMax {
-		if !s.uniformLessExp(expTableMax) {
-			return false
-		}
-		m -= expTableMax
-	}
-	return m == 0 || s.uniformLessExp(int(m))
-}
-
-// uniformLessExp draws a uniform U and reports whether U < exp(-m/2),
-// reading U's bits lazily: 8 first, the next 56 only when they tie with
-// the table entry.
-func (s *Stream) uniformLessExp(m int) bool {
-	c := expTable[m]
-	u := s.take8()
-	if u != c>>56 {
-		return u < c>>56
-	}
-	return s.lessExp(u<<56|s.take(28)<<28|s.take(28), m)
-}
-
 // expNegFloor returns floor(exp(-a/b) 2^n) for a, b > 0, exactly (see
 // expNegFloorBig).
 func expNegFloor(a, b int64, n int) *big.Int {
 	return expNegFloorBig(big.NewInt(a), big.NewInt(b), n)
 }
 
-// expNegFloorBig returns floor(exp(-a/b) 2^n) for a, b > 0, exactly: the
-// partial sums of the alternating series sum_k (-a/b)^k / k! bracket the
-// limit once the terms decrease (k > a/b), and the result is returned when
-// two consecutive such partial sums agree on it (the limit is irrational,
-// so they eventually do).
+// expNegFloorBig returns floor(exp(-a/b) 2^n) for a, b > 0, exactly:
+// expNegBracket brackets exp(-a/b) 2^N for N = n + g guard bits, and the
+// result is returned when both ends of the bracket have the same floor at
+// 2^n (the limit is irrational, so they eventually do; g doubles until
+// then).
 func expNegFloorBig(a, b *big.Int, n int) *big.Int {
-	x := new(big.Rat).SetFrac(new(big.Int).Neg(a), b)
-	scale := new(big.Rat).SetInt(new(big.Int).Lsh(big.NewInt(1), uint(n)))
-	floor := func(r *big.Rat) *big.Int {
-		v := new(big.Rat).Mul(r, scale)
-		return new(big.Int).Div(v.Num(), v.Denom()) // Euclidean: floor, as Denom > 0
-	}
-	sum := big.NewRat(1, 1)
-	term := big.NewRat(1, 1)
-	kb := new(big.Int)
-	var prev *big.Int
-	for k := int64(1); ; k++ {
-		term.Mul(term, x)
-		term.Quo(term, big.NewRat(k, 1))
-		sum.Add(sum, term)
-		if kb.Mul(big.NewInt(k), b).Cmp(a) <= 0 { // terms not yet decreasing: no bracket
-			continue
+	for g := uint(64); ; g *= 2 {
+		lo, hi := expNegBracket(a, b, uint(n)+g)
+		lo.Rsh(lo, g)
+		if hi.Rsh(hi, g); lo.Cmp(hi) == 0 {
+			return lo
 		}
-		cur := floor(sum)
-		if prev != nil && cur.Cmp(prev) == 0 {
-			return cur
-		}
-		prev = cur
 	}
+}
+
+// expNegBracket returns lo <= exp(-a/b) 2^N <= hi for a >= 0, b > 0, in
+// integer arithmetic with every rounding directed: with r = a / (b 2^k) <=
+// 1, the alternating series sum_j (-r)^j / j! is summed with each term
+// bounded below (floor) and above (ceil) in units of 2^-N until a term's
+// upper bound is at most 1 (the remainder of an alternating series with
+// decreasing terms is at most its first term), and the bracket is then
+// squared k times (floor of lo^2, ceil of hi^2). Its width is about
+// 2^(k+6) units, which expNegFloorBig's guard bits cover.
+func expNegBracket(a, b *big.Int, N uint) (lo, hi *big.Int) {
+	k := uint(0)
+	if q := new(big.Int).Quo(a, b); q.Sign() > 0 {
+		k = uint(q.BitLen())
+	}
+	N += k
+	den := new(big.Int).Lsh(b, k)
+	one := new(big.Int).Lsh(big.NewInt(1), N)
+	lo, hi = new(big.Int).Set(one), new(big.Int).Set(one)
+	tl, th := new(big.Int).Set(one), new(big.Int).Set(one)
+	d, m := new(big.Int), new(big.Int)
+	for j := int64(1); ; j++ {
+		d.Mul(den, big.NewInt(j))
+		tl.Quo(tl.Mul(tl, a), d) // floor: tl, a, d >= 0
+		th.Mul(th, a)
+		th.QuoRem(th, d, m)
+		if m.Sign() != 0 {
+			th.Add(th, big.NewInt(1))
+		}
+		if th.Cmp(big.NewInt(1)) <= 0 {
+			lo.Sub(lo, big.NewInt(1))
+			hi.Add(hi, big.NewInt(1))
+			break
+		}
+		if j%2 == 1 {
+			lo.Sub(lo, th)
+			hi.Sub(hi, tl)
+		} else {
+			lo.Add(lo, tl)
+			hi.Add(hi, th)
+		}
+	}
+	for i := uint(0); i < k; i++ {
+		if lo.Sign() < 0 {
+			lo.SetInt64(0)
+		}
+		lo.Rsh(lo.Mul(lo, lo), N)
+		hi.Mul(hi, hi)
+		hi.QuoRem(hi, one, m)
+		if m.Sign() != 0 {
+			hi.Add(hi, big.NewInt(1))
+		}
+	}
+	if lo.Sign() < 0 {
+		lo.SetInt64(0)
+	}
+	return lo.Rsh(lo, k), hi.Rsh(hi.Add(hi, new(big.Int).Sub(new(big.Int).Lsh(big.NewInt(1), k), big.NewInt(1))), k)
 }
 
 // expFrac[i] is floor(exp(-i/256) 2^64) for 1 <= i <= 255 (the tests
@@ -438,62 +389,6 @@ var expFrac = [256]uint64{0,
 	0x5f498a58584f2e7f, 0x5eea7062e783975d, 0x5e8bb557ef03c6b4,
 }
 
-// dgParams are the sampler's constants for one sigma, computed once per
-// noise vector: the reciprocals replace the two divisions of every
-// proposal by multiplications.
-type dgParams struct {
-	sg, den uint64 // sigma and 2 sigma^2
-	l       uint   // bits.Len64(sigma - 1) (<= 30): j is drawn l bits at a time
-	mask    uint64 // 1<<l - 1
-	invSg   uint64 // floor(2^64 / sigma) for sigma >= 2
-	sh      uint   // den << sh has its top bit set
-	invDen  uint64 // floor(2^127 / (den << sh)), 0 when den << sh == 2^63
-}
-
-func newDGParams(sigma int64) dgParams {
-	sg := uint64(sigma)
-	p := dgParams{sg: sg, den: 2 * sg * sg}
-	p.l = uint(bits.Len64(sg-1)) & 63
-	p.mask = 1<<p.l - 1
-	if sg >= 2 {
-		p.invSg, _ = bits.Div64(1, 0, sg)
-	}
-	p.sh = uint(bits.LeadingZeros64(p.den))
-	if dn := p.den << p.sh; dn != 1<<63 {
-		p.invDen, _ = bits.Div64(1<<63, 0, dn)
-	}
-	return p
-}
-
-// divSg returns a / sigma and a % sigma exactly: q = floor(a invSg / 2^64)
-// is floor(a / sigma) or one less (invSg > 2^64/sigma - 1 and a < 2^64),
-// which the remainder corrects.
-func (p *dgParams) divSg(a uint64) (q, r uint64) {
-	if p.sg == 1 {
-		return a, 0
-	}
-	q, _ = bits.Mul64(a, p.invSg)
-	r = a - q*p.sg
-	if r >= p.sg {
-		q++
-		r -= p.sg
-	}
-	return q, r
-}
-
-// frac returns t with t <= f 2^64 / den < t + 4, for 0 <= f < den: with
-// dn = den << sh in [2^63, 2^64) and fn = f << sh < dn, invDen >
-// 2^127/dn - 1 gives floor(fn invDen / 2^64) > fn 2^63/dn - 2, and twice
-// it is within 4 below f 2^64 / den.
-func (p *dgParams) frac(f uint64) uint64 {
-	fn := f << p.sh
-	if p.invDen == 0 {
-		return fn << 1 // den is a power of two: exact
-	}
-	h, _ := bits.Mul64(fn, p.invDen)
-	return h << 1
-}
-
 // expQ64 returns E with |E - exp(-(w + t/2^64)) 2^64| <= 16, for
 // 0 <= w <= 32 (TestExpQ64Bound checks the bound against exact values; the
 // analysis: the two table entries are floors, each product below is a
@@ -531,163 +426,360 @@ func mulHi(a, b uint64) uint64 {
 	return h
 }
 
-// expSlack is the bound on expQ64's error that acceptExp relies on (four
-// times the bound expQ64 states, itself about twice the analysis), plus
-// the error of frac (at most 4 below, moving exp(-x) 2^64 by at most 4).
-const expSlack = 16*4 + 4
+// The block sampler (issue 27). For a target sigma, the half-line x >= 0
+// is cut into blocks [m sigma/c, (m+1) sigma/c), c = blkC = 64 blocks per
+// sigma, and the sampler is rejection from a proposal that is exactly
+// computable and does not depend on sigma:
+//
+//  1. m >= 0 with P[m] = q_m / 2^64 for m <= blkM, where q_m =
+//     ceil(kappa w_m), w_m = exp(-m^2 / (2 c^2)), and kappa is an integer
+//     constant (blkKappa); the cumulative sums T_m (blkCum) are compared
+//     with a uniform 64-bit u, read lazily through a 12-bit guide table.
+//     The rest of the mass, q_T = 2^64 - T_M, proposes the tail m = M + 1 +
+//     G with G geometric, P[G = g] = (7/8)^g / 8;
+//  2. x = ceil(m sigma / c) + t with t uniform in [0, W), W = ceil(sigma/c),
+//     rejected unless c x < (m + 1) sigma (x lies in block m): every x >= 0
+//     is proposed by exactly one (m, t), with probability P[m] / W;
+//  3. a sign, -0 rejected;
+//  4. acceptance with probability exp(-x^2 / (2 sigma^2)) R_m, where
+//     R_m = kappa / q_m in the body and kappa 8^j / (q_T 7^(j-1)), j = m - M,
+//     in the tail, so that P[m] R_m = kappa / 2^64 for every m and the
+//     accepted x has probability proportional to exp(-x^2 / (2 sigma^2)).
+//     R_m exp(-x^2/(2 sigma^2)) <= alpha_m = w_m R_m <= 1 because x >= m
+//     sigma / c (TestBlockTables checks the inequalities this needs).
+//
+// The acceptance is one uniform U compared with exact bounds: U's first 12
+// bits decide unless U lies above about 1 - E - (1 - alpha_m) - 2^-12, a
+// lower bound on the acceptance probability, with E = exp's exponent
+// beyond the block's, below 0.14 and about 0.006 on average; then 64 bits
+// against a bracket from expQ64 (blkAcceptMid); then exact bits
+// (blkExact). Nothing is rounded: the output is exactly the discrete
+// Gaussian (privacy.md 4a), and the cost does not depend on sigma: the
+// tables are constants (recomputed exactly by TestBlockTables), and a new
+// sigma costs two divisions (newDGParams).
 
-// fastW is the largest integer part of the exponent expQ64 takes; with
-// k <= fastW the acceptance exponent's integer part floor(k j / sigma) + 1
-// is at most fastW.
-const fastW = 32
+const (
+	blkShift = 6
+	blkC     = 1 << blkShift // blocks per sigma
+	// blkM is the last block of the table: kappa w_{M+1} < 1, and 2M + 3
+	// >= 2 c^2 ln(8/7), so the tail's acceptance decreases with m.
+	blkM         = 572
+	blkGuideBits = 12
+	// blkMaxM bounds m; a proposal beyond it (probability below
+	// (7/8)^(2^30)) is redrawn, so the output is the discrete Gaussian
+	// conditioned on |z| < about 2^24 sigma (the outputs must fit an int64).
+	blkMaxM = 1 << 30
+	blkAmb  = 1 << 15 // the guide entry's "bucket holds a boundary" flag
+	blkV    = 12      // bits of U drawn with the proposal
+)
 
-// coarseExp returns lo and hi with lo <= exp(-(w + t/2^64)) 2^64 <= hi,
-// for w <= fastW, from the tables alone: M = exp(-w) exp(-i/256) 2^64
-// (floors; i the top 8 bits of t) is below the exact product by less than
-// 3, and the rest of the exponent (below 2^-8, plus frac's error) moves
-// the value down by a factor in (1 - 2^-8 - 2^-62, 1], so lo = M - M/256 -
-// 8 and hi = M + 8 (see coarseM for x < 2^-8).
-// M >= exp(-33) 2^64 > 2^16 for w <= fastW, so lo does not underflow.
-// TestExpQ64Bound checks the bounds against exact values.
-func coarseExp(w, t uint64) (lo, hi uint64) {
-	m := coarseM(w, t>>56)
-	return m - m>>8 - 8, m + 8
-}
-
-// coarseM is M of coarseExp for i = t >> 56 (small enough to be inlined).
-// For w = i = 0 it is 2^64 - 9, so that M + 8 does not overflow: the
-// exponent is then positive (acceptExp handles 0) and at least 1/den >=
-// 2^-61, so exp(-x) 2^64 <= 2^64 - 8 and 2^64 - 1 is still an upper
-// bound; the lower bound loses 9 units, which only widens the window.
-func coarseM(w, i uint64) uint64 {
-	if w == 0 {
-		if i == 0 {
-			return 1<<64 - 9
+// blkGuide[p] is the least m with T_m > p 2^52, with blkAmb set when some
+// T_m lies inside the bucket [p 2^52, (p+1) 2^52): for a u whose top 12
+// bits are p, m is then found from further bits of u (blkSearch).
+var blkGuide = func() (g [1 << blkGuideBits]uint16) {
+	m := 0
+	for p := range g {
+		lo := uint64(p) << (64 - blkGuideBits)
+		hi := lo + (1<<(64-blkGuideBits) - 1)
+		for m < blkM && blkCum[m] <= lo {
+			m++
 		}
-		return expFrac[i&255]
+		g[p] = uint16(m)
+		if m == blkM || blkCum[m] <= hi {
+			g[p] |= blkAmb
+		}
 	}
-	if i == 0 {
-		return expTable[2*w]
+	return g
+}()
+
+// blkDelta[m] = ceil((2^64 - blkAlpha[m]) / 2^32): alpha_m >= 1 -
+// blkDelta[m] / 2^32.
+var blkDelta = func() (d [blkM + 1]uint64) {
+	for m, a := range blkAlpha {
+		r := -a // 2^64 - a, as a >= 1
+		d[m] = r >> 32
+		if r&(1<<32-1) != 0 {
+			d[m]++
+		}
 	}
-	return mulHi(expTable[2*w], expFrac[i&255])
+	return d
+}()
+
+// dgParams are the sampler's constants for one sigma.
+type dgParams struct {
+	sg   uint64 // sigma
+	iv   uint64 // ceil(2^51 / sigma)
+	wd   uint64 // W = ceil(sigma / c) <= 2^24
+	tl   uint   // bits drawn for t: min(bits.Len64(W) + 8, 32)
+	thr  uint64 // 2^tl mod W: Lemire's rejection threshold for t
+	need uint   // bits per proposal: 12 + tl + 1 + blkV <= 57
 }
 
-// acceptExp is the sampler's final acceptance step; fillDG
-// writes its first stage out (fewer calls, which WebAssembly pays for), so
-// this function is its reference form: TestAcceptExpRate checks it, and
-// TestNoiseKnownAnswer pins the bits of the written-out copy.
-//
-// acceptExp returns true with probability exp(-(w + f/den)), exactly, for
-// 0 <= f < den and w <= fastW, by comparing a uniform U, drawn lazily, with
-// bounds on exp(-x) that are exact (no probability is ever rounded):
-//
-//  1. Coarse: with t = frac(f) and i its top 8 bits, exp(-x) 2^64 lies
-//     within [M - M/256 - 8, M + 8], M = exp(-w) exp(-i/256) 2^64 from the
-//     two tables (the rest of the exponent, r < 2^-8 + 2^-62, moves it by
-//     a factor in (1 - 2^-8 - 2^-62, 1]; the tables' floors and frac's
-//     error add less than 8). U's first 8 bits settle it unless they fall
-//     in that window (1 or 2 values of 256).
-//  2. Fine: E = expQ64 is within expSlack of exp(-x) 2^64, and 56 more
-//     bits of U settle it unless U is within the slack (probability about
-//     2^-57).
-//  3. Exact: U's further bits against the exact expansion (exactLess).
-func (s *Stream) acceptExp(w, f uint64, p *dgParams) bool {
-	if w == 0 && f == 0 {
-		return true // exp(0)
-	}
-	t := p.frac(f)
-	clo, chi := coarseExp(w, t)
-	u8 := s.take8()
-	if u8 < clo>>56 { // U < (u8+1) 2^-8 <= clo 2^-64
-		return true
-	}
-	if u8 > chi>>56 { // U >= u8 2^-8 > chi 2^-64
-		return false
-	}
-	return s.acceptExpFine(u8, w, f, t, p)
+func newDGParams(sigma int64) dgParams {
+	sg := uint64(sigma)
+	p := dgParams{sg: sg, iv: (1<<51 + sg - 1) / sg, wd: (sg + blkC - 1) >> blkShift}
+	p.tl = min(uint(bits.Len64(p.wd))+8, 32)
+	p.thr = (1 << p.tl) % p.wd
+	p.need = blkGuideBits + p.tl + 1 + blkV
+	return p
 }
 
-// acceptExpFine is acceptExp's second and third stages, for a U whose
-// first 8 bits u8 did not settle the comparison (t = p.frac(f)).
+// blkSearch returns m = min{m : u < T_m} (blkM + 1 when u >= T_M, the
+// tail) for the uniform u whose top 12 bits are pre, drawing its other 52
+// bits lazily: 8 first, compared with the thresholds' bits 44 to 63 from
+// the guide's lo on (usually one comparison decides), and the last 44 only
+// on a tie.
 //
 //go:noinline
-func (s *Stream) acceptExpFine(u8, w, f, t uint64, p *dgParams) bool {
-	e := expQ64(w, t)
-	var lo, hi uint64 // U < lo/2^64 implies accept; U >= hi/2^64 implies reject
-	if e >= expSlack {
-		lo = e - expSlack
+func (s *Stream) blkSearch(pre, lo uint64) uint64 {
+	u20 := pre<<8 | s.take8()
+	for m := lo; m <= blkM; m++ {
+		t20 := blkCum[m] >> 44
+		if u20 < t20 {
+			return m // u < (u20 + 1) 2^44 <= T_m
+		}
+		if u20 == t20 {
+			return blkSearchU(u20<<44|s.take(22)<<22|s.take(22), m)
+		}
+		// u >= u20 2^44 > T_m
 	}
-	hiOK := e <= ^uint64(0)-expSlack
-	if hiOK {
-		hi = e + expSlack
-	}
-	u := u8<<56 | s.take(28)<<28 | s.take(28)
-	if u < lo { // U < (u+1) 2^-64 <= lo 2^-64
-		return true
-	}
-	if hiOK && u >= hi {
-		return false
-	}
-	return s.exactLess(u, w, f, p.den)
+	return blkM + 1
 }
 
-// exactLess reports whether the uniform U whose first 64 bits are u is
-// below exp(-(w + f/den)), drawing U's further bits as needed and
-// comparing them with exactly computed bits of exp(-x) (big rationals; it
-// runs with probability about 2^-57 per trial).
-func (s *Stream) exactLess(u, w, f, den uint64) bool {
-	a := new(big.Int).SetUint64(w)
-	b := new(big.Int).SetUint64(den)
-	a.Mul(a, b)
-	a.Add(a, new(big.Int).SetUint64(f))
-	c := expNegFloorBig(a, b, 64)
-	if cu := c.Uint64(); !c.IsUint64() || u != cu {
-		return !c.IsUint64() || u < cu
+// blkSearchU returns min{m >= lo : u < T_m}, or blkM + 1.
+func blkSearchU(u, lo uint64) uint64 {
+	for lo <= blkM && u >= blkCum[lo] {
+		lo++
+	}
+	return lo
+}
+
+// blkTail returns M + 1 + G, G geometric with P[G = g] = (7/8)^g / 8, or
+// blkMaxM + 1 once it exceeds blkMaxM.
+func (s *Stream) blkTail() uint64 {
+	m := uint64(blkM + 1)
+	for m <= blkMaxM && s.take(3) != 0 {
+		m++
+	}
+	return m
+}
+
+// lemireT returns t uniform in [0, W) from tl-bit draws r (the first is
+// r0): t = floor(r W / 2^tl), rejected while (r W mod 2^tl) < 2^tl mod W
+// (Lemire 2019), which leaves exactly floor(2^tl / W) values of r per t
+// (a rejection has probability below W / 2^tl <= 2^-7).
+//
+//go:noinline
+func (s *Stream) lemireT(r0 uint64, p *dgParams) uint64 {
+	prod := r0 * p.wd
+	for prod&(1<<p.tl-1) < p.thr {
+		prod = s.take(p.tl) * p.wd
+	}
+	return prod >> p.tl
+}
+
+// fillDG fills dst with independent draws of N_Z(0, sigma^2) (the block
+// sampler above; a rejected proposal continues the loop without advancing
+// i). Each proposal reads need bits of the keystream (45 at the demo's
+// sigma), through a reservoir local to the call (bits left at its end are
+// dropped): 12 for the guide, tl for t, a sign and the first blkV bits of
+// the acceptance uniform.
+func (s *Stream) fillDG(dst []int64, p *dgParams) {
+	sg, need, tl := p.sg, p.need&63, p.tl&63
+	var buf uint64 // the reservoir: nb unused keystream bits, the rest 0
+	var nb uint
+	for i := 0; i < len(dst); {
+		var r uint64
+		if nb >= need {
+			r = buf & (1<<need - 1)
+			buf >>= need
+			nb -= need
+		} else {
+			var w uint64
+			if s.ln == 0 {
+				w = s.c.Uint64() // Uint64's common case, one call fewer
+			} else {
+				w = s.uint64Split()
+			}
+			r = (buf | w<<nb) & (1<<need - 1)
+			buf = w >> ((need - nb) & 63)
+			nb = 64 - (need - nb)
+		}
+		pre := r >> ((need - blkGuideBits) & 63)
+		g := uint64(blkGuide[pre])
+		m := g &^ blkAmb
+		if g&blkAmb != 0 {
+			m = s.blkSearch(pre, m)
+			if m > blkM {
+				if m = s.blkTail(); m > blkMaxM {
+					continue
+				}
+			}
+		}
+		// x = b + t, b = ceil(m sigma / c); y = c x - m sigma = c t + rho.
+		ms := m * sg
+		b := (ms + blkC - 1) >> blkShift
+		tr := r >> (blkV + 1) & (1<<tl - 1)
+		prod := tr * p.wd
+		t := prod >> tl
+		if prod&(1<<tl-1) < p.thr {
+			t = s.lemireT(tr, p)
+		}
+		y := t<<blkShift + (b<<blkShift - ms)
+		if y >= sg {
+			continue // x is beyond block m
+		}
+		x := b + t
+		sb := r >> blkV & 1 // the sign: negative when 1
+		if x == 0 && sb == 1 {
+			continue // -0
+		}
+		v := r & (1<<blkV - 1) // U's first blkV bits
+		if m > blkM {
+			if !s.blkExact(s.blkU(v), x, m, sg) {
+				continue
+			}
+		} else {
+			// The acceptance probability is at least 1 - blkLoss / 2^32,
+			// and U < (v + 1) 2^-blkV.
+			if (v+1)<<(32-blkV)+blkLoss(y, m, p) > 1<<32 && !s.blkAcceptMid(v, x, y, m, sg) {
+				continue
+			}
+		}
+		dst[i] = int64(x ^ -sb + sb) // -x when sb = 1, without a branch
+		i++
+	}
+}
+
+// blkAcceptMid decides the acceptance of x in block m <= blkM when U's
+// first blkV bits v did not: it brackets exp(-E) alpha_m within a few
+// units of 2^-64 and draws U's next bits, and only when U falls inside the
+// bracket compares exact bits (blkExact). E = y (y + 2 m sigma) / (2 c^2
+// sigma^2) is split exactly, in 128-bit integer arithmetic, into w = 0 (E <
+// (2M + 1) / (2 c^2) < 1) and t <= frac(E) 2^64 < t + 2.
+//
+//go:noinline
+func (s *Stream) blkAcceptMid(v, x, y, m, sg uint64) bool {
+	lo, hi, hiOK := blkBracket(y, m, sg)
+	u := s.blkU(v)
+	if u < lo {
+		return true // U < (u + 1) 2^-64 <= lo 2^-64
+	}
+	if hiOK && u >= hi {
+		return false // U >= u 2^-64 >= hi 2^-64
+	}
+	return s.blkExact(u, x, m, sg)
+}
+
+// blkLoss returns an integer L with alpha_m exp(-E) >= 1 - L / 2^32 for x
+// in block m <= blkM, y = c x - m sigma: E = x^2/(2 sigma^2) - m^2/(2 c^2)
+// = a (a + 2m) / (2 c^2) <= a (2m + 1) / 2^13 with a = y / sigma in [0,
+// 1), and y iv >= a 2^51 (iv = ceil(2^51 / sigma)), so E 2^32 <= y iv (2m
+// + 1) / 2^32 (below 2^62: y iv < 2^51 + sigma, 2m + 1 < 2^11); with
+// alpha_m >= 1 - blkDelta[m] / 2^32, alpha_m exp(-E) >= (1 -
+// blkDelta[m]/2^32)(1 - E) >= 1 - L / 2^32.
+func blkLoss(y, m uint64, p *dgParams) uint64 {
+	return y*p.iv*(2*m+1)>>32 + 1 + blkDelta[m]
+}
+
+// blkBracket returns lo and hi with lo <= alpha_m exp(-E) 2^64 < hi (hi
+// only when hiOK) for x in block m <= blkM, y = c x - m sigma. E = y (y +
+// 2 m sigma) / (2 c^2 sigma^2) is split exactly, in 128-bit integer
+// arithmetic, into w = 0 (E < (2M + 1) / (2 c^2) < 1) and t <= frac(E)
+// 2^64 < t + 2; expQ64 is within 16 of exp(-t/2^64) 2^64, so exp(-E) 2^64
+// is within [e - 18, e + 16], and alpha_m is within [a, a + 1] / 2^64.
+func blkBracket(y, m, sg uint64) (lo, hi uint64, hiOK bool) {
+	ph, pl := bits.Mul64(y, y+2*m*sg) // P = y (y + 2 m sigma) < sigma^2 2^11
+	q1, r1 := bits.Div64(ph, pl, sg)  // P = q1 sigma + r1 (ph < sigma)
+	// E = (q1 + r1/sigma) / D, D = 2 c^2 sigma > q1; frac(E) 2^64 = (q1 +
+	// r1/sigma) 2^51 / sigma, computed as A = q1 2^51 + floor(r1 2^51 /
+	// sigma) < sigma 2^64 and t = floor(A / sigma).
+	f1, _ := bits.Div64(r1>>13, r1<<51, sg)
+	ah, al := q1>>13, q1<<51
+	al, c := bits.Add64(al, f1, 0)
+	t, _ := bits.Div64(ah+c, al, sg)
+	e := expQ64(0, t)
+	a := blkAlpha[m]
+	lo = mulHi(a, e-expSlack)
+	if e <= ^uint64(0)-expSlack {
+		hi, hiOK = mulHi(a, e+expSlack)+2, true
+	}
+	return lo, hi, hiOK
+}
+
+// blkU returns the first 64 bits of the acceptance uniform whose first
+// blkV = 12 bits are v, drawing the other 52.
+func (s *Stream) blkU(v uint64) uint64 {
+	return v<<(64-blkV) | s.take(26)<<26 | s.take(26)
+}
+
+// expSlack bounds expQ64's error (16) plus the error of t (2) in
+// blkAcceptMid, with a margin: the tests observe at most 1.
+const expSlack = 64
+
+// blkExact reports whether the uniform U whose first 64 bits are u is
+// below exp(-x^2 / (2 sigma^2)) R_m, drawing U's further bits as needed and
+// comparing them with exactly computed bits of that number (big integers;
+// the bracket it follows is at most about 130 units of 2^-64 wide, so it
+// runs with probability below 2^-56 per proposal, or in the tail).
+func (s *Stream) blkExact(u, x, m, sg uint64) bool {
+	if x == 0 {
+		return true // m = 0 and R_0 exp(0) = kappa / q_0 = 1
+	}
+	num := new(big.Int).SetUint64(blkKappa)
+	den := new(big.Int)
+	if m <= blkM {
+		q := blkCum[m]
+		if m > 0 {
+			q -= blkCum[m-1]
+		}
+		den.SetUint64(q)
+	} else {
+		j := int64(m - blkM)
+		num.Mul(num, new(big.Int).Exp(big.NewInt(8), big.NewInt(j), nil))
+		den.Exp(big.NewInt(7), big.NewInt(j-1), nil)
+		den.Mul(den, new(big.Int).SetUint64(-blkCum[blkM]))
+	}
+	xb := new(big.Int).SetUint64(x)
+	a := new(big.Int).Mul(xb, xb)
+	b := new(big.Int).SetUint64(sg)
+	b.Mul(b, b).Lsh(b, 1)
+	floorAt := func(n int) *big.Int {
+		return floorScaledExp(a, b, new(big.Int).Lsh(num, uint(n)), den)
+	}
+	c := floorAt(64)
+	if cu := c.Uint64(); u != cu {
+		return u < cu // the value is below 1, so c < 2^64
 	}
 	for n := 65; ; n++ {
-		bit := uint64(expNegFloorBig(a, b, n).Bit(0))
+		bit := uint64(floorAt(n).Bit(0))
 		if s.bit() != bit {
 			return bit == 1
 		}
 	}
 }
 
-// maxK bounds k in DiscreteGaussian; a proposal beyond it (probability
-// below exp(-2^29)) is redrawn.
-const maxK = 1 << 30
+// floorScaledExp returns floor(num exp(-a/b) / den) for a, b, num, den >
+// 0, exactly: with L = floor(exp(-a/b) 2^n), the value lies in [L num,
+// (L+1) num) / (den 2^n), and n grows until both ends have the same floor
+// (they do, the value being irrational).
+func floorScaledExp(a, b, num, den *big.Int) *big.Int {
+	lo, hi := new(big.Int), new(big.Int)
+	for n := 64; ; n += 32 {
+		l := expNegFloorBig(a, b, n)
+		d := new(big.Int).Lsh(den, uint(n))
+		lo.Quo(lo.Mul(l, num), d)
+		hi.Quo(hi.Mul(l.Add(l, big.NewInt(1)), num), d)
+		if lo.Cmp(hi) == 0 {
+			return lo
+		}
+	}
+}
 
 // DiscreteGaussian returns one draw of the discrete Gaussian N_Z(0,
 // sigma^2): P[Z = z] proportional to exp(-z^2 / (2 sigma^2)) over the
 // integers, for an integer 1 <= sigma <= MaxDiscreteSigma (it panics
-// otherwise).
-//
-// It is Karney's Algorithm D (C. F. F. Karney, "Sampling exactly from the
-// normal distribution", ACM TOMS 42(1), 2016, Section 6) for an integer
-// sigma and mean 0, with every Bernoulli exact:
-//
-//  1. k >= 0 with P[k] proportional to exp(-k^2/2): a proposal with
-//     P[k >= m] = exp(-m/2) (one uniform compared with exp(-m/2), m = 1,
-//     2, ...), accepted with probability exp(-k(k-1)/2);
-//  2. j uniform in [0, sigma) and a sign; -0 is rejected;
-//  3. accepted with probability exp(-(2 k sigma j + j^2) / (2 sigma^2)):
-//     one uniform compared, lazily, with exact lower and upper bounds on
-//     that probability computed in 64-bit fixed point (acceptExp: 8 bits
-//     decide about 99% of the time, and the exact binary expansion is
-//     computed only when the uniform falls within 2^-57 of it);
-//  4. the output is +-(k sigma + j).
-//
-// Each comparison with a constant exp(-m/2) reads the bits of a uniform
-// against a table of its first 64 bits (checked exactly by the tests),
-// and falls back to exact further bits on a tie (lessExp), so nothing is
-// approximated. (Until issue 12, step 3 was CKS 2020 Algorithm 1 from
-// exact integer ratios, a chain of Bernoulli trials drawn bit by bit; it
-// is still the path for k > 32, acceptKJ.)
-// The product of the three weights is exp(-(k sigma + j)^2 / (2 sigma^2)),
-// and every integer has exactly one representation +-(k sigma + j), so the
-// output has the discrete Gaussian pmf. The expected number of rounds is
-// about 1.4. Compared with CKS 2020 Algorithm 3 (discrete Laplace
-// proposals, kept in the tests as a reference), it needs fewer Bernoulli
-// trials per draw; both are exact.
+// otherwise). See the block sampler above.
 func (s *Stream) DiscreteGaussian(sigma int64) int64 {
 	if sigma < 1 || sigma > MaxDiscreteSigma {
 		panic(fmt.Sprintf("mechanism: discrete Gaussian sigma %d outside [1, %d]", sigma, MaxDiscreteSigma))
@@ -696,132 +788,6 @@ func (s *Stream) DiscreteGaussian(sigma int64) int64 {
 	var z [1]int64
 	s.fillDG(z[:], &p)
 	return z[0]
-}
-
-// fillDG fills dst with independent draws (the loop over outputs and the
-// loop over proposals are one loop: a rejected proposal continues it
-// without advancing i, an accepted one stores its output and advances).
-func (s *Stream) fillDG(dst []int64, p *dgParams) {
-	sg := p.sg
-	for i := 0; i < len(dst); {
-		// k = #{m >= 1 : U < exp(-m/2)} for one uniform U: P[k >= m] =
-		// exp(-m/2); beyond the table, independent Bernoulli(exp(-1/2)).
-		// U's bits are drawn lazily: the first 8 decide k through
-		// kByPrefix unless they tie with a table entry's first 8 bits;
-		// then the next 56 are drawn and the comparisons go on exactly.
-		u8 := s.take8()
-		k := uint64(kByPrefix[u8])
-		if k < expTableMax && u8 == expTable[k+1]>>56 {
-			u := u8<<56 | s.take(28)<<28 | s.take(28)
-			for k < expTableMax && s.lessExp(u, int(k)+1) {
-				k++
-			}
-		}
-		if k == expTableMax {
-			for k <= maxK && s.bernExpHalves(1) {
-				k++
-			}
-			if k > maxK {
-				continue
-			}
-		}
-		// Accept k with probability exp(-k(k-1)/2) before drawing j (a
-		// third of the proposals stop here, cheaply). The common case,
-		// k(k-1) <= 64, is uniformLessExp written out: in WebAssembly
-		// every call costs a trip through the goroutine stack in linear
-		// memory, so the hot path of this loop makes as few as it can.
-		if m := k * (k - 1); k >= 2 && m <= expTableMax {
-			c := expTable[m] >> 56
-			if u := s.take8(); u != c {
-				if u > c {
-					continue
-				}
-			} else if !s.lessExp(u<<56|s.take(28)<<28|s.take(28), int(m)) {
-				continue
-			}
-		} else if k >= 2 && !s.bernExpHalves(m) {
-			continue
-		}
-		// j uniform in [0, sigma): l = bits.Len64(sigma-1) bits at a
-		// time, rejected while >= sigma (exactly uniform; fewer than two
-		// tries on average).
-		var j uint64
-		for {
-			b := s.bits
-			if b>>p.l == 0 {
-				b = s.refillBits()
-			}
-			s.bits = b >> p.l
-			if j = b & p.mask; j < sg {
-				break
-			}
-		}
-		neg := s.bit() == 1
-		if neg && k == 0 && j == 0 {
-			continue
-		}
-		// Accept with probability exp(-(2 k sigma j + j^2) / (2 sigma^2)),
-		// exp(-(w + f/den)) with k j = q sigma + r, w = q (+1 when f >=
-		// den) and f = 2 sigma r + j^2 < 3 sigma^2: acceptExp, its first
-		// stage written out. For k > fastW (probability below exp(-16) per
-		// proposal) it is acceptKJ.
-		if k > fastW {
-			if !s.acceptKJ(k, j, sg, p.den) {
-				continue
-			}
-		} else {
-			var w, f uint64
-			if k == 0 {
-				f = j * j // < sigma^2 < den
-			} else {
-				q, r := p.divSg(k * j)
-				w, f = q, 2*sg*r+j*j
-				if f >= p.den {
-					w++
-					f -= p.den
-				}
-			}
-			if w != 0 || f != 0 { // exp(0) = 1 accepts without drawing
-				t := p.frac(f)
-				clo, chi := coarseExp(w, t)
-				u8 := s.take8()
-				if u8 >= clo>>56 && (u8 > chi>>56 || !s.acceptExpFine(u8, w, f, t, p)) {
-					continue
-				}
-			}
-		}
-		z := int64(k*sg + j)
-		if neg {
-			z = -z
-		}
-		dst[i] = z
-		i++
-	}
-}
-
-// acceptKJ returns true with probability exp(-(2 k sigma j + j^2) /
-// (2 sigma^2)) for j < sigma <= 2^30, den = 2 sigma^2. The exponent is
-// A + (2 sigma r + j^2) / (2 sigma^2) with k j = A sigma + r, 0 <= r <
-// sigma; the second term is below 3/2. Its integer part costs one
-// Bernoulli(exp(-1)) each (CKS Algorithm 1), the rest one Bernoulli(exp(-f))
-// with f in [0, 1). All products stay below 2^62.
-func (s *Stream) acceptKJ(k, j, sg, den uint64) bool {
-	if k == 0 { // the common case: exp(-j^2 / (2 sigma^2)), below 1/2
-		return s.bernExpRatio(j*j, den)
-	}
-	a := k * j // <= 2^60
-	whole, r := a/sg, a%sg
-	f := 2*sg*r + j*j // < 3 sigma^2 < 2^62
-	if f >= den {
-		whole++
-		f -= den
-	}
-	for ; whole > 0; whole-- {
-		if !s.uniformLessExp(2) { // exp(-1) = exp(-2/2)
-			return false
-		}
-	}
-	return s.bernExpRatio(f, den)
 }
 
 // FillDiscreteGaussian sets dst[i] to independent N_Z(0, sigma^2) draws.

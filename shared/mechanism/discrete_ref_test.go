@@ -243,13 +243,43 @@ func TestExpTable(t *testing.T) {
 			t.Errorf("m %d: bits beyond 64 inconsistent with the table", m)
 		}
 	}
-	// A tie with the table entry is resolved by the exact further bits:
-	// it returns (no hang), deterministically per stream.
-	for m := 1; m <= 3; m++ {
-		a := NewStream(seedOf(byte(m)), PurposeCoins).lessExp(expTable[m], m)
-		b := NewStream(seedOf(byte(m)), PurposeCoins).lessExp(expTable[m], m)
-		if a != b {
-			t.Errorf("m %d: tie resolution not deterministic", m)
+}
+
+// bernRatio returns true with probability num/den, for 0 <= num and
+// 0 < den < 2^63. It compares the bits of a uniform real U in [0, 1),
+// drawn one at a time, with the binary expansion of num/den computed by
+// long division, and stops at the first difference (U < num/den exactly
+// when that bit of num/den is 1): exact, and two random bits on average.
+func (s *Stream) bernRatio(num, den uint64) bool {
+	if num >= den {
+		return true
+	}
+	rem := num
+	for rem != 0 {
+		rem <<= 1
+		var p uint64
+		if rem >= den {
+			p, rem = 1, rem-den
+		}
+		if s.bit() != p {
+			return p == 1
 		}
 	}
+	// num/den's expansion ended and U's bits equal it so far: U >= num/den.
+	return false
+}
+
+// bernExpRatio returns true with probability exp(-num/den) for
+// 0 <= num <= den, 0 < den < 2^63 (CKS Algorithm 1 for gamma in [0, 1]:
+// the parity of the first K with Bernoulli(gamma/K) = 0, where
+// Bernoulli(gamma/K) = Bernoulli(num/den) AND Bernoulli(1/K), independent).
+func (s *Stream) bernExpRatio(num, den uint64) bool {
+	if num == 0 {
+		return true
+	}
+	k := uint64(1)
+	for s.bernRatio(num, den) && (k == 1 || s.bernRatio(1, k)) {
+		k++
+	}
+	return k%2 == 1
 }

@@ -24,9 +24,9 @@
 //   - What a device of a private session releases is computed in integers
 //     (discrete.go): its clipped estimate rounded onto a power-of-two grid
 //     fixed by public parameters ([GridStep], [ToGrid]) plus an exact
-//     discrete Gaussian ([Stream.DiscreteGaussian]; Canonne, Kamath and
-//     Steinke 2020, Algorithms 1-3, with no floating point in any
-//     probability), whose integer sigma is calibrated to the grid
+//     discrete Gaussian ([Stream.DiscreteGaussian]: an exact rejection
+//     sampler from a sigma-independent block table, with no floating
+//     point in any probability; privacy.md 4a), whose integer sigma is calibrated to the grid
 //     sensitivity Delta/step + sqrt(d) ([DiscreteSigma]), so the zCDP
 //     Delta^2/(2 sigma^2) a ledger charges for the continuous calibration
 //     is an upper bound by construction (CKS 2020, Theorem 14), and so is

@@ -171,6 +171,10 @@ type Accountant interface {
 	Ledger() privacy.Ledger
 	// NextCost is the zCDP rho the next Prepare will charge.
 	NextCost() float64
+	// NextSpent is what the ledger will hold after the next Prepare
+	// (Ledger().Spent() with the next charge, of its kind, added): the
+	// figure an owner's budget is compared with before a release.
+	NextSpent() (privacy.Spent, error)
 	// Participations is N_i, the number of releases prepared so far.
 	Participations() int
 }
@@ -199,6 +203,14 @@ type Introspector interface {
 
 func (dv *device) Ledger() privacy.Ledger { return dv.ledger }
 func (dv *device) Participations() int    { return dv.n }
+
+func (dv *device) NextSpent() (privacy.Spent, error) {
+	l := dv.ledger
+	if err := l.ChargeRho(dv.NextCost()); err != nil {
+		return privacy.Spent{}, fmt.Errorf("optim: next release: %w", err)
+	}
+	return l.Spent(), nil
+}
 
 func (dv *device) NextCost() float64 {
 	switch dv.a.kind.noise {

@@ -51,6 +51,8 @@ type localDevice struct {
 	k, bs   int     // K local steps, b/K samples per step
 	epochs  int     // E passes over the K step batches
 	charge  float64 // zCDP of one round (LocalCharge steps)
+	li      bool    // the charge is the last-iterate one (Gaussian DP plus tv)
+	tv      float64 // the round's coupling term, localTV (li only)
 	radius  float64
 
 	ledger privacy.Ledger
@@ -231,10 +233,11 @@ func newLocalDevice(p Params, a Algorithm, m model.Model, entropy io.Reader) (*l
 		if m.Name() != p.Model {
 			return nil, fmt.Errorf("%w: the last-iterate charge is certified for model %q, the device runs %q", ErrUnsafe, p.Model, m.Name())
 		}
-		tv := float64(dv.k*dv.epochs) * float64(d) * privacy.RoundedGaussianTV(float64(dv.sigmaZ))
+		tv := localTV(dv.k, dv.epochs, d, dv.sigmaZ)
 		if !(tv <= privacy.DiscretisationSlack*dv.charge) {
 			return nil, fmt.Errorf("%w: %d steps of discrete noise sigma_Z = %d: total variation %.3g over the slack %.3g", ErrUnsafe, dv.k*dv.epochs, dv.sigmaZ, tv, privacy.DiscretisationSlack*dv.charge)
 		}
+		dv.li, dv.tv = true, tv
 	}
 	for _, v := range []*[]float64{&dv.clean, &dv.x, &dv.v, &dv.g, &dv.msg, &dv.dec} {
 		*v = make([]float64, d)
@@ -242,6 +245,41 @@ func newLocalDevice(p Params, a Algorithm, m model.Model, entropy io.Reader) (*l
 	dv.vz, dv.sum = make([]int64, d), make([]int64, d)
 	dv.buf = make([]byte, 0, spec.C.Size(d))
 	return dv, nil
+}
+
+// localTV is the coupling term of one round of "local" with the
+// last-iterate charge: K E d RoundedGaussianTV(sigma_Z), the total
+// variation of replacing the discrete noise of its K E hidden steps by
+// rounded continuous Gaussians (docs/privacy.md 4b, step 1). It is what
+// the ledger records with the charge (privacy.Ledger.ChargeLastIterate).
+func localTV(k, e, d int, sigmaZ int64) float64 {
+	return float64(k*e) * float64(d) * privacy.RoundedGaussianTV(float64(sigmaZ))
+}
+
+// LocalTV is the coupling term one round of "local" records in the
+// ledger with a last-iterate charge, for a model of dimension d (0 when
+// LocalCharge is not the last-iterate one): the planner states the
+// figure a device's ledger will hold. It derives sigma_Z as the device
+// does (FreshSigma, GridStep, DiscreteSigma).
+func LocalTV(p Params, d int) (float64, error) {
+	_, li, err := LocalCharge(p)
+	if err != nil || !li {
+		return 0, err
+	}
+	sens := Sensitivity(p)
+	sigma, err := FreshSigma(p)
+	if err != nil {
+		return 0, err
+	}
+	step, err := mechanism.GridStep(sens/localGridRefine, d)
+	if err != nil {
+		return 0, fmt.Errorf("%w: %v", ErrUnsafe, err)
+	}
+	sz, err := mechanism.DiscreteSigma(sigma, sens, step, d)
+	if err != nil {
+		return 0, fmt.Errorf("%w: %v", ErrUnsafe, err)
+	}
+	return localTV(p.localSteps(), p.localEpochs(), d, sz), nil
 }
 
 func (dv *localDevice) Ledger() privacy.Ledger { return dv.ledger }
@@ -253,6 +291,26 @@ func (dv *localDevice) Participations() int    { return dv.n }
 // first release adds.
 func (dv *localDevice) NextCost() float64 {
 	return max(0, dv.charge-dv.ledger.Rho())
+}
+
+// chargeTo adds a release of zCDP cost to l as this device records it:
+// the round's last-iterate charge with its coupling term, or an ordinary
+// one (every release of a one-pass or composed session, and the later
+// rounds' zero).
+func (dv *localDevice) chargeTo(l *privacy.Ledger, cost float64) error {
+	if dv.li && cost > 0 {
+		return l.ChargeLastIterate(cost, dv.tv)
+	}
+	return l.ChargeRho(cost)
+}
+
+// NextSpent is the ledger after the next release.
+func (dv *localDevice) NextSpent() (privacy.Spent, error) {
+	l := dv.ledger
+	if err := dv.chargeTo(&l, dv.NextCost()); err != nil {
+		return privacy.Spent{}, fmt.Errorf("optim: next release: %w", err)
+	}
+	return l.Spent(), nil
 }
 
 func (dv *localDevice) PendingRound() int {
@@ -396,8 +454,10 @@ func (dv *localDevice) Prepare(r Round, batch []dataset.Sample) (Update, error) 
 	}
 	dv.buf = payload
 	// The message leaves now: charge (0 after the first release, which
-	// still counts) and advance.
-	if err := dv.ledger.ChargeRho(cost); err != nil {
+	// still counts) and advance. A last-iterate charge is recorded with
+	// its round's coupling term, once: rounds use disjoint samples, so a
+	// sample is coupled over its own round's steps only.
+	if err := dv.chargeTo(&dv.ledger, cost); err != nil {
 		return Update{}, fmt.Errorf("optim: ledger: %w", err)
 	}
 	dv.n++
@@ -481,6 +541,9 @@ func (dv *localDevice) UnmarshalBinary(b []byte) error {
 	}
 	if n > 0 && !(ledger.Rho() > 0) || math.IsNaN(ledger.Rho()) {
 		return fmt.Errorf("optim: local device state: %d releases but ledger %v", n, ledger.Rho())
+	}
+	if dv.li && ledger.Rho() > 0 && !ledger.Spent().LastIterate {
+		return fmt.Errorf("optim: local device state: a last-iterate session's ledger without its last-iterate charge")
 	}
 	dv.ledger, dv.n, dv.lastT, dv.pendOK, dv.pendT = ledger, n, lastT, ok, pt
 	dv.cleanOK = false

@@ -234,9 +234,28 @@ func TestLocalCharge(t *testing.T) {
 			t.Fatal(err)
 		}
 		dv := newLocal(t, p, m, 1)
+		next, err := dv.NextSpent()
+		if err != nil {
+			t.Fatal(err)
+		}
 		data := synthData(mechanism.NewStream(testSeed(2), 0), p.Batch)
 		if _, err := dv.Prepare(Round{T: 1, X: make([]float64, dv.dim)}, data); err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
+		}
+		// The ledger records the kind of its charge: a last-iterate one
+		// with the round's coupling term K E d RoundedGaussianTV(sigma_Z),
+		// so that it is never read by the zCDP conversion
+		// (privacy.SpentEpsilon); the planner states the same term.
+		spent := dv.ledger.Spent()
+		wantTV := 0.0
+		if li {
+			wantTV = float64(p.LocalSteps*p.LocalEpochs*dv.dim) * privacy.RoundedGaussianTV(float64(dv.sigmaZ))
+		}
+		if spent.LastIterate != li || li && spent.TV != wantTV || next != spent {
+			t.Errorf("%s: ledger %+v (announced %+v), want last iterate %v with TV %v", tc.name, spent, next, li, wantTV)
+		}
+		if planned, err := LocalTV(p, dv.dim); err != nil || planned != wantTV {
+			t.Errorf("%s: LocalTV = %v (%v), want %v", tc.name, planned, err, wantTV)
 		}
 		step := dv.sens * dv.sens / (2 * dv.sigma * dv.sigma)
 		budget, _ := p.ZCDPBudget()

@@ -80,6 +80,22 @@ type Params struct {
 	// ShiftStep is SoteriaFL's shift step gamma; 0 = the paper's
 	// sqrt((1+2 omega) / (2 (1+omega)^3)) (Theorem 3).
 	ShiftStep float64 `json:"shift_step,omitempty"`
+
+	// SignalBound is an assumed signal bound D (0: none): for every
+	// honest device, any n of its estimates (clipped, before rounding and
+	// noise) that the server sums in one history have a sum of norm at
+	// most E + (n - 1) D, E the clipping bound. It is an assumption about
+	// the devices' data that no device enforces and no test can check; a
+	// session's owner states it only when every device trains on an iid
+	// shard of one dataset (the coordinator's demo shards dealt nearly
+	// iid), where the minibatch noise that makes single estimates long
+	// cancels over rounds. optim.Checker's running-sum and persistence
+	// tests then use it in place of n E, so a device that pushes one way
+	// round after round is held to about D a round (plus what its noise
+	// hides); an honest device whose sums grow faster may be refused like
+	// a hostile one (docs/security.md, "An assumed signal bound"). It
+	// takes no part in the noise or the privacy accounting.
+	SignalBound float64 `json:"signal_bound,omitempty"`
 }
 
 // MaxLocalEpochs bounds Params.LocalEpochs (each epoch is a pass of
@@ -240,7 +256,7 @@ func (p Params) Validate() error {
 	for _, f := range []struct {
 		name string
 		v    float64
-	}{{"clip S", p.Clip}, {"G", p.G}, {"L", p.L}, {"diameter D", p.Diameter}, {"rho", p.Rho}, {"epsilon", p.Epsilon}, {"delta", p.Delta}, {"shift step", p.ShiftStep}, {"snapshot probability", p.SnapshotProb}} {
+	}{{"clip S", p.Clip}, {"G", p.G}, {"L", p.L}, {"diameter D", p.Diameter}, {"rho", p.Rho}, {"epsilon", p.Epsilon}, {"delta", p.Delta}, {"shift step", p.ShiftStep}, {"snapshot probability", p.SnapshotProb}, {"signal bound", p.SignalBound}} {
 		if !(f.v >= 0) || math.IsInf(f.v, 0) {
 			add("%s = %v, want a finite value >= 0", f.name, f.v)
 		}

@@ -149,6 +149,7 @@ type Checker struct {
 	fresh   bool    // history noise adds up over messages (no cancellation)
 	f       float64 // compressor's coordinate factor: |m_j| <= f |x_j|
 	e       float64 // E, the bound on ||v||
+	dsum    float64 // Params.SignalBound D: n estimates sum to at most E + (n-1) D (0: n E)
 	half    float64 // h/2, the grid rounding per coordinate
 	s       float64 // subgaussian proxy (standard deviation) per coordinate of one message's noise, at the release cap
 	cap     int     // the most releases a device makes
@@ -241,6 +242,7 @@ func NewChecker(p Params, d int) (*Checker, error) {
 	c.shape = true
 	c.cap, c.step = cap, step
 	c.e = signalBound(p)
+	c.dsum = p.SignalBound
 	c.half = step / 2
 	c.s = step * sz
 	prob := UpdateRejectProb / rejectShare
@@ -274,6 +276,9 @@ func NewChecker(p Params, d int) (*Checker, error) {
 	}
 	if c.persist {
 		c.why += ", and the persistence test of the running sum"
+	}
+	if c.history && c.dsum > 0 && c.dsum < c.e {
+		c.why += fmt.Sprintf("; running sums held to E + (n-1) D, D = %.4g (an assumed signal bound)", c.dsum)
 	}
 	return c, nil
 }
@@ -356,20 +361,31 @@ func (c *Checker) histNoise(n, a int) float64 {
 	return s
 }
 
+// sumSignal bounds the norm of the sum of n honest estimates (before
+// rounding and noise): n E, or, with an assumed signal bound D
+// (Params.SignalBound), E + (n - 1) D when that is smaller.
+func (c *Checker) sumSignal(n int) float64 {
+	fn := float64(n)
+	if c.dsum > 0 {
+		return min(fn*c.e, c.e+(fn-1)*c.dsum)
+	}
+	return fn * c.e
+}
+
 // HistCoordLimit returns the largest |sum_j| the running sum of n honest
 // messages reaches (device asked a times; 0: unknown). Each message's
 // compressor rounding (relative f - 1) is added on top, at most twice
 // the coordinate limit per message.
 func (c *Checker) HistCoordLimit(n, a int) float64 {
 	fn := float64(n)
-	return fn*(c.e+c.half) + c.histNoise(n, a)*c.zc + 2*fn*(c.f-1)*c.CoordLimit(a)
+	return c.sumSignal(n) + fn*c.half + c.histNoise(n, a)*c.zc + 2*fn*(c.f-1)*c.CoordLimit(a)
 }
 
 // HistBlockLimit returns the largest norm of k consecutive coordinates
 // of the running sum of n honest messages (device asked a times).
 func (c *Checker) HistBlockLimit(k, n, a int) float64 {
 	fn := float64(n)
-	return fn*(c.e+c.half*math.Sqrt(float64(k))) + c.histNoise(n, a)*chiRoot(k, c.u) + 2*fn*(c.f-1)*c.BlockLimit(k, a)
+	return c.sumSignal(n) + fn*c.half*math.Sqrt(float64(k)) + c.histNoise(n, a)*chiRoot(k, c.u) + 2*fn*(c.f-1)*c.BlockLimit(k, a)
 }
 
 // PersistLimit returns the largest |<R_(n-1), R_n>| for an honest "nc"
@@ -382,7 +398,9 @@ func (c *Checker) HistBlockLimit(k, n, a int) float64 {
 //	<R_(n-1), R_n> = <V_(n-1), V_n> + <V_(n-1), y_n> + <y_(n-1), V_(n-1)>
 //	               + <y_(n-1), v_n> + <y_(n-1), y_n>,
 //
-// bounded in turn by (n-1) n E'^2; (n-1) E' s1 z and (n-1) E' s1 z (y_n,
+// bounded in turn by (n-1) n E'^2 (with an assumed signal bound D,
+// ||V_k|| <= E + (k-1) D + k h sqrt(d)/2 in place of k E' here and in
+// the next two terms); (n-1) E' s1 z and (n-1) E' s1 z (y_n,
 // and y_(n-1), are drawn after V_(n-1) is fixed, so each product is
 // subgaussian with proxy ||V_(n-1)||^2 s1^2); E' s1 chiY (Cauchy-Schwarz:
 // v_n may depend on y_(n-1) through the model); and s1^2 chiY z (y_n is
@@ -392,14 +410,17 @@ func (c *Checker) HistBlockLimit(k, n, a int) float64 {
 // The compressor's rounding is added on top.
 func (c *Checker) PersistLimit(n, a int) float64 {
 	_, s1 := c.noise(a)
-	ep := c.e + c.half*math.Sqrt(float64(c.d))
+	r := c.half * math.Sqrt(float64(c.d)) // one estimate's rounding
+	ep := c.e + r
+	// ||V_k|| <= k E', or E + (k-1) D + k h sqrt(d)/2 with a signal bound.
+	vk := func(k int) float64 { return c.sumSignal(k) + float64(k)*r }
 	fn := float64(n)
-	lim := (fn-1)*fn*ep*ep + 2*(fn-1)*ep*s1*c.zp + ep*s1*c.chiY + s1*s1*c.chiY*c.zp
+	lim := vk(n-1)*vk(n) + 2*vk(n-1)*s1*c.zp + ep*s1*c.chiY + s1*s1*c.chiY*c.zp
 	// Rounding: each sum is off by at most n (f-1) B (B the norm bound),
 	// so the product by at most that times the two sums' norms plus its
 	// square; bounded with both sums at n B.
-	r := fn * (c.f - 1) * c.norm
-	return lim + r*(2*fn*c.norm+r)
+	rf := fn * (c.f - 1) * c.norm
+	return lim + rf*(2*fn*c.norm+rf)
 }
 
 // Check tests a decoded message x (already finite and of the session's

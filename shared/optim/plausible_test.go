@@ -2,6 +2,7 @@ package optim
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"testing"
 
@@ -431,5 +432,111 @@ func TestCheckerFollowsAsks(t *testing.T) {
 	x[100] = 0.99 * want
 	if err := c.Check(x, mechanism.Norm(x), &h); err != nil {
 		t.Errorf("spike under the first answer's limit refused: %v", err)
+	}
+}
+
+// TestCheckerSignalBound guards the assumed signal bound
+// (Params.SignalBound): with D stated, the running-sum limits are the
+// derivation's with the sum of n estimates bounded by E + (n - 1) D in
+// place of n E, no looser (a checker that ignores D, or uses 1.1 D,
+// fails); the per-message limits and the norm bound are unchanged; a
+// dense drift held at 0.99 x the running sum's limit passes for 12 rounds
+// and one at 1.01 x is refused, where the checker without D accepts it.
+func TestCheckerSignalBound(t *testing.T) {
+	const d = 7850
+	base := Params{Algorithm: "nc", M: 30, Cohort: 10, Rounds: 200, Batch: 16, Clip: 1, Eta: 0.5, Rho: 1.5}
+	const D, E = 0.2, 1.0
+	p := base
+	p.SignalBound = D
+	c, err := NewChecker(p, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, err := NewChecker(base, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	same := func(name string, got, want float64) {
+		t.Helper()
+		if !(math.Abs(got-want) <= 1e-12*want) {
+			t.Errorf("%s: %.10g, want %.10g", name, got, want)
+		}
+	}
+	// The per-message tests and the norm test keep E.
+	same("coordinate", c.CoordLimit(0), plain.CoordLimit(0))
+	same("block of 64", c.BlockLimit(64, 9), plain.BlockLimit(64, 9))
+	same("norm", c.NormBound(), plain.NormBound())
+	// A running sum of n: n E replaced by E + (n - 1) D, everything else
+	// (rounding, noise, compressor) the same.
+	for _, n := range []int{1, 2, 5, 40} {
+		fn := float64(n)
+		less := fn*E - min(fn*E, E+(fn-1)*D)
+		same(fmt.Sprintf("running sum's coordinate, n = %d", n), c.HistCoordLimit(n, 0), plain.HistCoordLimit(n, 0)-less)
+		same(fmt.Sprintf("running sum's block of 512, n = %d", n), c.HistBlockLimit(512, n, 7), plain.HistBlockLimit(512, n, 7)-less)
+		same(fmt.Sprintf("running sum's norm, n = %d", n), c.HistBlockLimit(d, n, 0), plain.HistBlockLimit(d, n, 0)-less)
+	}
+	// Persistence: ||V_k|| <= E + (k - 1) D + k h sqrt(d)/2 in place of
+	// k E' in the first two terms (PersistLimit's derivation).
+	_, step := ncRef(t, p, d)
+	sens := 2 * p.S() / float64(p.Batch)
+	hiZ, err := mechanism.DiscreteSigma(NCSigma(p, 200), sens, step, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s1 := step * float64(hiZ)
+	zp := math.Sqrt(2 * math.Log(12*200/(1e-9/6)))
+	r := step / 2 * math.Sqrt(d)
+	for _, n := range []float64{2, 3, 30} {
+		plainV := func(k float64) float64 { return k * (E + r) }
+		withD := func(k float64) float64 { return E + (k-1)*D + k*r }
+		want := plain.PersistLimit(int(n), 0) - plainV(n-1)*plainV(n) - 2*plainV(n-1)*s1*zp + withD(n-1)*withD(n) + 2*withD(n-1)*s1*zp
+		if !(math.Abs(c.PersistLimit(int(n), 0)-want) <= 1e-9*want) {
+			t.Errorf("persistence limit at n = %v: %.10g, want %.10g", n, c.PersistLimit(int(n), 0), want)
+		}
+	}
+
+	// A dense drift at the limit of D: refused at 1.01 x, accepted at
+	// 0.99 x, and accepted at 1.01 x by the checker without D.
+	x := make([]float64, d)
+	const rounds = 12
+	for _, tc := range []struct {
+		scale   float64
+		chk     *Checker
+		refused bool
+	}{{1.01, c, true}, {0.99, c, false}, {1.01, plain, false}} {
+		a := tc.scale * c.HistBlockLimit(d, rounds, 0) / rounds / math.Sqrt(d)
+		for i := range x {
+			x[i] = a
+		}
+		var h History
+		var err error
+		for r := 1; r <= rounds && err == nil; r++ {
+			if err = tc.chk.Check(x, mechanism.Norm(x), &h); err == nil {
+				h.Add(x)
+			}
+		}
+		if refused := errors.Is(err, ErrImplausible); refused != tc.refused {
+			t.Errorf("drift at %.2f x the running sum's limit with D (checker with D: %v): refused %v (%v), want %v", tc.scale, tc.chk == c, refused, err, tc.refused)
+		}
+	}
+
+	// D at or above E changes nothing; a bad D is refused.
+	for _, big := range []float64{1, 5} {
+		q := base
+		q.SignalBound = big
+		cq, err := NewChecker(q, d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cq.HistBlockLimit(d, 4, 0) != plain.HistBlockLimit(d, 4, 0) || cq.PersistLimit(4, 0) != plain.PersistLimit(4, 0) {
+			t.Errorf("D = %v >= E changed the limits", big)
+		}
+	}
+	q := base
+	for _, bad := range []float64{-1, math.Inf(1), math.NaN()} {
+		q.SignalBound = bad
+		if q.Validate() == nil {
+			t.Errorf("signal bound %v accepted", bad)
+		}
 	}
 }

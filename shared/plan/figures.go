@@ -22,6 +22,28 @@ const DefaultDelta = 1e-5
 // start from it.
 const DefaultBudgetEpsilon = 8.0
 
+// DefaultLessonShare is the share of an owner's budget (epsilon, at the
+// owner's delta) that one lesson's worst-case device spends: the most a
+// device can spend in the default lesson is this share of the default
+// budget. Not 1: the sum of a session's release costs is computed in
+// floating point, and a worst case a rounding error above the budget
+// would be refused by the device it was meant for; 1% of epsilon is far
+// above any rounding and leaves at least 95% used.
+const DefaultLessonShare = 0.99
+
+// LessonTarget is the one sizing of a lesson's privacy from an owner's
+// budget: the target (epsilon, delta) whose worst-case device spends
+// DefaultLessonShare of b's epsilon at b's delta (optim's calibration
+// spends the whole target on the most releases a device can make).
+func LessonTarget(b Budget) (epsilon, delta float64) {
+	return DefaultLessonShare * b.Epsilon, b.Delta
+}
+
+// DefaultLessonTarget is LessonTarget(DefaultBudget()): the default
+// lesson's target (cmd/coordinator's default session), epsilon 7.92 at
+// delta 1e-5.
+func DefaultLessonTarget() (epsilon, delta float64) { return LessonTarget(DefaultBudget()) }
+
 // Budget is a data owner's privacy budget: the most a device may spend,
 // as epsilon at the owner's own delta. The owner fixes both numbers; a
 // session's parameters never change the delta a budget is read at.
@@ -59,13 +81,13 @@ func (b Budget) Rho() (float64, error) {
 }
 
 // Over is the one owner's-budget comparison: it returns the epsilon, at
-// the owner's delta, of a ledger of zCDP rho (all the owner's data has
-// spent, before and in this session) and whether that is over the owner's
-// epsilon. Check makes it with a session's worst case before joining; the
-// device runtime makes it with its ledger before each release. The
-// session's own delta plays no part.
-func (b Budget) Over(rho float64) (eps float64, over bool, err error) {
-	eps, err = privacy.LedgerEpsilon(rho, b.Delta)
+// the owner's delta, of a ledger (all the owner's data has spent, before
+// and in this session; privacy.SpentEpsilon reads it) and whether that is
+// over the owner's epsilon. Check makes it with a session's worst case
+// before joining; the device runtime makes it with its ledger before each
+// release. The session's own delta plays no part.
+func (b Budget) Over(s privacy.Spent) (eps float64, over bool, err error) {
+	eps, err = privacy.SpentEpsilon(s, b.Delta)
 	if err != nil {
 		return 0, false, err
 	}
@@ -86,9 +108,10 @@ type Figures struct {
 	BudgetRho, RhoPaper float64
 	// WorstReleases is the most releases one device makes (every release,
 	// re-asked rounds included: optim caps them at T); WorstRho their
-	// zCDP cost.
+	// zCDP cost and WorstSpent the ledger holding them.
 	WorstReleases int
 	WorstRho      float64
+	WorstSpent    privacy.Spent
 	// Epsilon is WorstRho converted at Delta: the most one device can
 	// spend in this session.
 	Epsilon float64
@@ -117,7 +140,7 @@ func SessionFigures(p optim.Params, ownerDelta float64) (Figures, error) {
 		f.SessionDelta = p.Delta
 	}
 	f.BudgetRho, f.RhoPaper = r.BudgetRho, r.RhoPaper
-	f.WorstReleases, f.WorstRho, f.Epsilon = r.WorstParticipations, r.WorstRho, r.WorstEpsilon
+	f.WorstReleases, f.WorstRho, f.WorstSpent, f.Epsilon = r.WorstParticipations, r.WorstRho, r.WorstSpent, r.WorstEpsilon
 	return f, nil
 }
 
@@ -150,7 +173,7 @@ func (f Figures) DeltaText() string { return FormatDelta(f.Delta) }
 func (f Figures) RhoText() string { return FormatRho(f.WorstRho) }
 
 // Text is the sentence every surface prints, e.g.
-// "ε = 7.06 at δ = 1e-5 (zCDP ρ = 1.125, 200 releases at most)".
+// "ε = 7.92 at δ = 1e-5 (zCDP ρ = 1.365, 200 releases at most)".
 func (f Figures) Text() string {
 	if !f.Private {
 		return "no privacy guarantee"
@@ -170,13 +193,13 @@ type Progress struct {
 	Spent, Most float64
 }
 
-// Progress returns the owner's figures for a session p: before is the
-// zCDP rho the owner's data spent elsewhere, ledger what the device has
-// spent in this session. The page's privacy meter shows exactly these
-// numbers; Check compares Most with the owner's epsilon.
-func (b Budget) Progress(p optim.Params, before, ledger float64) (Progress, error) {
-	if !(before >= 0) || math.IsInf(before, 0) || !(ledger >= 0) || math.IsInf(ledger, 0) {
-		return Progress{}, fmt.Errorf("plan: spent rho %v and %v, want finite values >= 0", before, ledger)
+// Progress returns the owner's figures for a session p: before is what
+// the owner's data spent elsewhere, ledger what the device has spent in
+// this session. The page's privacy meter shows exactly these numbers;
+// Check compares Most with the owner's epsilon.
+func (b Budget) Progress(p optim.Params, before, ledger privacy.Spent) (Progress, error) {
+	if before.Validate() != nil || ledger.Validate() != nil {
+		return Progress{}, fmt.Errorf("plan: spent %+v and %+v, want finite values >= 0", before, ledger)
 	}
 	f, err := SessionFigures(p, b.Delta)
 	if err != nil {
@@ -185,11 +208,19 @@ func (b Budget) Progress(p optim.Params, before, ledger float64) (Progress, erro
 	if !f.Private {
 		return Progress{}, fmt.Errorf("plan: algorithm %q gives no privacy guarantee", p.Algorithm)
 	}
-	most, _, err := b.Over(before + f.WorstRho)
+	worst, err := before.Add(f.WorstSpent)
 	if err != nil {
 		return Progress{}, fmt.Errorf("plan: %w", err)
 	}
-	spent, _, err := b.Over(before + ledger)
+	most, _, err := b.Over(worst)
+	if err != nil {
+		return Progress{}, fmt.Errorf("plan: %w", err)
+	}
+	now, err := before.Add(ledger)
+	if err != nil {
+		return Progress{}, fmt.Errorf("plan: %w", err)
+	}
+	spent, _, err := b.Over(now)
 	if err != nil {
 		return Progress{}, fmt.Errorf("plan: %w", err)
 	}
@@ -201,20 +232,20 @@ func (b Budget) Progress(p optim.Params, before, ledger float64) (Progress, erro
 var ErrOverBudget = errors.New("plan: over the owner's budget")
 
 // Check is what a device runs before joining: it refuses (returns an
-// error) when the session gives no guarantee, or when spent (the zCDP rho
-// the owner's data has already spent elsewhere; 0 for fresh data) plus
+// error) when the session gives no guarantee, or when spent (what the
+// owner's data has already spent elsewhere; zero for fresh data) plus
 // the session's worst case exceeds the owner's budget. The comparison is
 // at the owner's delta; the session's own delta plays no part, so a
 // session that writes its target at a large delta is charged its real
 // cost (its rho), read at the owner's delta. A coordinator that lies
 // about the parameters cannot make the device spend more, because the
 // device derives its noise from the same parameters it checked here.
-func Check(p optim.Params, owner Budget, spent float64) error {
+func Check(p optim.Params, owner Budget, spent privacy.Spent) error {
 	if err := owner.Validate(); err != nil {
 		return err
 	}
-	if !(spent >= 0) || math.IsInf(spent, 0) {
-		return fmt.Errorf("plan: spent rho = %v, want a finite value >= 0", spent)
+	if err := spent.Validate(); err != nil {
+		return fmt.Errorf("plan: spent: %w", err)
 	}
 	f, err := SessionFigures(p, owner.Delta)
 	if err != nil {
@@ -223,14 +254,14 @@ func Check(p optim.Params, owner Budget, spent float64) error {
 	if !f.Private {
 		return fmt.Errorf("plan: algorithm %q gives no privacy guarantee", p.Algorithm)
 	}
-	pr, err := owner.Progress(p, spent, 0)
+	pr, err := owner.Progress(p, spent, privacy.Spent{})
 	if err != nil {
 		return err
 	}
 	if eps := pr.Most; eps > owner.Epsilon {
-		if spent > 0 {
+		if spent.Rho > 0 {
 			return fmt.Errorf("%w: already spent zCDP rho %s, and this session may spend up to %s more: together epsilon %s at delta %s, over the budget of %s",
-				ErrOverBudget, FormatRho(spent), FormatRho(f.WorstRho), FormatEpsilon(eps), FormatDelta(owner.Delta), strconv.FormatFloat(owner.Epsilon, 'g', -1, 64))
+				ErrOverBudget, FormatRho(spent.Rho), FormatRho(f.WorstRho), FormatEpsilon(eps), FormatDelta(owner.Delta), strconv.FormatFloat(owner.Epsilon, 'g', -1, 64))
 		}
 		return fmt.Errorf("%w: this session may spend up to epsilon %s at delta %s, over the budget of %s",
 			ErrOverBudget, FormatEpsilon(eps), FormatDelta(owner.Delta), strconv.FormatFloat(owner.Epsilon, 'g', -1, 64))

@@ -10,9 +10,11 @@ import (
 	"browserfl/shared/privacy"
 )
 
-// demo is the coordinator's demo session (cmd/coordinator defaults).
+// demo is the coordinator's demo session (cmd/coordinator defaults: the
+// default lesson's target, DefaultLessonTarget).
 func demo() optim.Params {
-	return optim.Params{Algorithm: "nc", Model: "logreg", M: 30, Cohort: 10, Rounds: 200, Batch: 32, Clip: 1, Eta: 0.02, Rho: 1.5}
+	eps, delta := DefaultLessonTarget()
+	return optim.Params{Algorithm: "nc", Model: "logreg", M: 30, Cohort: 10, Rounds: 200, Batch: 32, Clip: 1, Eta: 0.02, Epsilon: eps, Delta: delta}
 }
 
 func TestSessionFiguresDemo(t *testing.T) {
@@ -24,10 +26,10 @@ func TestSessionFiguresDemo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f.Delta != DefaultDelta || f.Epsilon != r.WorstEpsilon || f.WorstRho != r.WorstRho || f.WorstReleases != 200 || f.BudgetRho != 1.125 {
+	if f.Delta != DefaultDelta || f.Epsilon != r.WorstEpsilon || f.WorstRho != r.WorstRho || f.WorstReleases != 200 || math.Abs(f.BudgetRho-1.36487) > 1e-5 {
 		t.Errorf("figures %+v, report %+v", f, r)
 	}
-	if got, want := f.Text(), "ε = 7.06 at δ = 1e-5 (zCDP ρ = 1.125, 200 releases at most)"; got != want {
+	if got, want := f.Text(), "ε = 7.92 at δ = 1e-5 (zCDP ρ = 1.365, 200 releases at most)"; got != want {
 		t.Errorf("Text() = %q, want %q", got, want)
 	}
 }
@@ -107,7 +109,7 @@ func TestCheck(t *testing.T) {
 		{"negative spent", p, DefaultBudget(), -1, false},
 	}
 	for _, tc := range tests {
-		err := Check(tc.p, tc.owner, tc.spent)
+		err := Check(tc.p, tc.owner, privacy.Charged(tc.spent))
 		if (err == nil) != tc.ok {
 			t.Errorf("%s: Check = %v, want ok %v", tc.name, err, tc.ok)
 		}
@@ -121,7 +123,7 @@ func TestCheck(t *testing.T) {
 func TestCheckOwnerDelta(t *testing.T) {
 	p := demo()
 	p.Rho, p.Epsilon, p.Delta = 0, 8, 0.999
-	err := Check(p, DefaultBudget(), 0)
+	err := Check(p, DefaultBudget(), privacy.Spent{})
 	if !errors.Is(err, ErrOverBudget) {
 		t.Fatalf("epsilon 8 at delta 0.999 against (8, 1e-5): Check = %v, want ErrOverBudget", err)
 	}
@@ -130,7 +132,7 @@ func TestCheckOwnerDelta(t *testing.T) {
 	}
 	// Read at the session's delta the same session would pass: the test
 	// above can tell the two parties apart.
-	if err := Check(p, Budget{8, p.Delta}, 0); err != nil {
+	if err := Check(p, Budget{8, p.Delta}, privacy.Spent{}); err != nil {
 		t.Errorf("at the session's own delta the session fits its epsilon: %v", err)
 	}
 	f, err := SessionFigures(p, 0)
@@ -142,7 +144,7 @@ func TestCheckOwnerDelta(t *testing.T) {
 	}
 	// The same epsilon at the owner's delta is accepted.
 	p.Delta = DefaultDelta
-	if err := Check(p, DefaultBudget(), 0); err != nil {
+	if err := Check(p, DefaultBudget(), privacy.Spent{}); err != nil {
 		t.Errorf("epsilon 8 at 1e-5 against (8, 1e-5): %v", err)
 	}
 }
@@ -170,7 +172,7 @@ func TestBudgetOver(t *testing.T) {
 		{"a delta of 0 has no epsilon", Budget{Epsilon: 8}, rho, false, true},
 	}
 	for _, tc := range tests {
-		eps, over, err := tc.b.Over(tc.rho)
+		eps, over, err := tc.b.Over(privacy.Charged(tc.rho))
 		if (err != nil) != tc.errors || over != tc.over {
 			t.Errorf("%s: Over(%v) = %v, %v, %v; want over %v, error %v", tc.name, tc.rho, eps, over, err, tc.over, tc.errors)
 		}
@@ -191,7 +193,7 @@ func TestBudgetProgress(t *testing.T) {
 	}
 	b := DefaultBudget()
 	for _, tc := range []struct{ before, ledger float64 }{{0, 0}, {0, 0.3}, {0, f.WorstRho}, {0.1, 0.5}} {
-		pr, err := b.Progress(p, tc.before, tc.ledger)
+		pr, err := b.Progress(p, privacy.Charged(tc.before), privacy.Charged(tc.ledger))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -204,21 +206,21 @@ func TestBudgetProgress(t *testing.T) {
 			t.Errorf("before %v, ledger %v: spent %v > most %v", tc.before, tc.ledger, pr.Spent, pr.Most)
 		}
 	}
-	// The demo session with fresh data: the consent screen's 7.06.
-	pr, _ := b.Progress(p, 0, 0)
+	// The demo session with fresh data: the consent screen's 7.92.
+	pr, _ := b.Progress(p, privacy.Spent{}, privacy.Spent{})
 	if FormatEpsilon(pr.Most) != f.EpsilonText() || pr.Spent != 0 {
 		t.Errorf("fresh demo: %+v, want most %s and nothing spent", pr, f.EpsilonText())
 	}
 	// Check refuses exactly when Most passes the owner's epsilon.
 	for _, before := range []float64{0, 0.05, 0.1, 0.2} {
-		pr, _ := b.Progress(p, before, 0)
-		err := Check(p, b, before)
+		pr, _ := b.Progress(p, privacy.Charged(before), privacy.Spent{})
+		err := Check(p, b, privacy.Charged(before))
 		if (pr.Most > b.Epsilon) != errors.Is(err, ErrOverBudget) {
 			t.Errorf("before %v: most %v, Check %v", before, pr.Most, err)
 		}
 	}
 	for _, bad := range [][2]float64{{-1, 0}, {0, math.NaN()}, {math.Inf(1), 0}} {
-		if _, err := b.Progress(p, bad[0], bad[1]); err == nil {
+		if _, err := b.Progress(p, privacy.Spent{Rho: bad[0], TV: 0}, privacy.Spent{Rho: bad[1]}); err == nil {
 			t.Errorf("spent %v accepted", bad)
 		}
 	}

@@ -15,7 +15,7 @@
 // Invariants:
 //   - Noise scales come from optim.NoiseScale (the algorithms' own noise
 //     formulas); costs from privacy.GaussianZCDP; conversions from
-//     privacy.LedgerEpsilon. Nothing here re-derives a noise formula.
+//     privacy.SpentEpsilon. Nothing here re-derives a noise formula.
 //   - Worst case means: the device is chosen in every round it is allowed to
 //     take part in (every round for "trusted"; for "nc" until it has made
 //     ReleaseCap releases; until its ledger would exceed the budget for
@@ -31,6 +31,7 @@ import (
 	"fmt"
 	"math"
 
+	"browserfl/shared/model"
 	"browserfl/shared/optim"
 	"browserfl/shared/privacy"
 )
@@ -56,10 +57,12 @@ type Report struct {
 	BudgetRho, RhoPaper float64
 
 	// WorstParticipations is the largest number of releases a device can
-	// make; WorstRho its zCDP cost and WorstEpsilon its conversion (privacy.LedgerEpsilon) at
-	// Delta.
+	// make; WorstRho its zCDP cost, WorstSpent the ledger that holds it
+	// (a last-iterate one for "local" with the last-iterate charge) and
+	// WorstEpsilon its reading (privacy.SpentEpsilon) at Delta.
 	WorstParticipations int
 	WorstRho            float64
+	WorstSpent          privacy.Spent
 	WorstEpsilon        float64
 
 	// ExpectedParticipations is T m / M (uniform cohorts), with the
@@ -68,6 +71,7 @@ type Report struct {
 	// noisy q_t carries every earlier contribution, chosen or not.
 	ExpectedParticipations float64
 	ExpectedRho            float64
+	ExpectedSpent          privacy.Spent
 	ExpectedEpsilon        float64
 
 	// AmplifiedEpsilon is, for the fresh-noise algorithms with a known
@@ -168,33 +172,73 @@ func Compute(p optim.Params, delta float64) (Report, error) {
 		}
 	}
 	expectedN = min(expectedN, r.WorstParticipations)
+	charge, err := ledgerCharge(p)
+	if err != nil {
+		return Report{}, err
+	}
 	var ledger privacy.Ledger
 	for n := 1; n <= r.WorstParticipations; n++ {
 		c, err := cost(n)
 		if err != nil {
 			return Report{}, fmt.Errorf("plan: release %d: %w", n, err)
 		}
-		if err := ledger.ChargeRho(c); err != nil {
+		if err := charge(&ledger, c); err != nil {
 			return Report{}, fmt.Errorf("plan: %w", err)
 		}
 		if n == expectedN {
-			r.ExpectedRho = ledger.Rho()
+			r.ExpectedSpent = ledger.Spent()
 		}
 	}
-	r.WorstRho = ledger.Rho()
+	r.WorstSpent = ledger.Spent()
 	if p.Algorithm == "trusted" {
 		// q_t accumulates: a sample used in round tau is inside every
 		// noisy q_t with t >= tau whether or not its device is chosen
 		// again, so its exposure does not shrink with participation.
-		r.ExpectedRho = r.WorstRho
+		r.ExpectedSpent = r.WorstSpent
 	}
-	if r.WorstEpsilon, err = ledger.Epsilon(delta); err != nil {
+	r.WorstRho, r.ExpectedRho = r.WorstSpent.Rho, r.ExpectedSpent.Rho
+	if r.WorstEpsilon, err = privacy.SpentEpsilon(r.WorstSpent, delta); err != nil {
 		return Report{}, fmt.Errorf("plan: %w", err)
 	}
-	if r.ExpectedEpsilon, err = privacy.LedgerEpsilon(r.ExpectedRho, delta); err != nil {
+	if r.ExpectedEpsilon, err = privacy.SpentEpsilon(r.ExpectedSpent, delta); err != nil {
 		return Report{}, fmt.Errorf("plan: %w", err)
 	}
 	return r, nil
+}
+
+// ledgerCharge returns how a release of cost c enters the worst-case
+// ledger, as the device's ledger records it: an ordinary zCDP charge, or
+// for "local" with the last-iterate charge (optim.LocalCharge) a
+// last-iterate charge with the round's coupling term (optim.LocalTV, for
+// the session's model; when the session's model cannot be built from
+// its name and shape, e.g. no shape given, the most a device accepts,
+// privacy.DiscretisationSlack times the charge, which bounds what any
+// device's ledger will hold).
+func ledgerCharge(p optim.Params) (func(l *privacy.Ledger, c float64) error, error) {
+	ordinary := func(l *privacy.Ledger, c float64) error { return l.ChargeRho(c) }
+	if p.Algorithm != "local" {
+		return ordinary, nil
+	}
+	_, li, err := optim.LocalCharge(p)
+	if err != nil || !li {
+		return ordinary, err
+	}
+	tv := -1.0 // the slack bound of each charge
+	if m, err := model.New(p.Model, p.Features, p.Classes); err == nil {
+		if tv, err = optim.LocalTV(p, m.Dim()); err != nil {
+			return nil, fmt.Errorf("plan: %w", err)
+		}
+	}
+	return func(l *privacy.Ledger, c float64) error {
+		if c == 0 {
+			return l.ChargeRho(0) // later rounds: parallel composition
+		}
+		t := tv
+		if t < 0 {
+			t = math.Nextafter(privacy.DiscretisationSlack*c, math.Inf(1))
+		}
+		return l.ChargeLastIterate(c, t)
+	}, nil
 }
 
 // freshNoise returns the zCDP cost of a device's n-th release for an

@@ -27,7 +27,7 @@ func FromSession(s wire.SessionParams) optim.Params {
 		Clip: s.Clip, G: s.G, L: s.L, Eta: s.Eta, Diameter: s.Diameter,
 		Rho: s.RhoPaper, Epsilon: s.Epsilon, Delta: s.Delta,
 		Compressor: s.Compressor, LocalSize: s.LocalSize, SnapshotProb: s.SnapshotProb, ShiftStep: s.ShiftStep,
-		LocalSteps: s.LocalSteps, LocalEpochs: s.LocalEpochs,
+		LocalSteps: s.LocalSteps, LocalEpochs: s.LocalEpochs, SignalBound: s.SignalBound,
 	}
 }
 

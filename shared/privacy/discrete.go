@@ -81,24 +81,41 @@ func LedgerDelta(rho, epsilon float64) (float64, error) {
 // ledgerDelta is LedgerDelta without the finiteness check: +Inf when
 // e^epsilon overflows.
 func ledgerDelta(rho, epsilon float64) (float64, error) {
+	return gdpDelta(rho, DiscretisationSlack*rho, epsilon)
+}
+
+// gdpDelta is delta_GDP(sqrt(2 rho), epsilon) + (1 + e^epsilon) eta
+// without the finiteness check: +Inf when e^epsilon overflows and
+// eta > 0.
+func gdpDelta(rho, eta, epsilon float64) (float64, error) {
 	d, err := GDPToDelta(math.Sqrt(2*rho), epsilon)
 	if err != nil {
 		return 0, err
 	}
-	return d + (1+math.Exp(epsilon))*DiscretisationSlack*rho, nil
+	if eta == 0 {
+		return d, nil
+	}
+	return d + (1+math.Exp(epsilon))*eta, nil
 }
 
-// LedgerEpsilon is the epsilon a device ledger holding rho guarantees at
-// delta: the smaller of two valid bounds, the exact Gaussian-DP one
+// LedgerEpsilon is SpentEpsilon(Charged(rho), delta): the epsilon a
+// ledger of ordinary (not last-iterate) charges holding rho guarantees
+// at delta.
+func LedgerEpsilon(rho, delta float64) (float64, error) {
+	return SpentEpsilon(Charged(rho), delta)
+}
+
+// ledgerEpsilon is SpentEpsilon's reading of a ledger of ordinary
+// charges holding rho: the smaller of two valid bounds, the exact Gaussian-DP one
 // (LedgerDelta, the tighter one wherever its discretisation term is small)
 // and the zCDP one (ZCDPToEpsilon: Canonne, Kamath and Steinke 2020,
 // Theorem 14 and Proposition 12, which needs no coupling). Every epsilon
-// the product shows or checks for a device comes from here. rho = 0
+// the product shows or checks for such a ledger comes from here. rho = 0
 // gives 0. Above about rho = 5.9e11 (at delta 1e-5) the GDP epsilon is out
 // of GDPToEpsilon's range and the zCDP one is returned, finite up to
 // rho near math.MaxFloat64; beyond that the error wraps ErrNotFinite and
 // no number is shown (callers refuse the release or the session).
-func LedgerEpsilon(rho, delta float64) (float64, error) {
+func ledgerEpsilon(rho, delta float64) (float64, error) {
 	z, err := ZCDPToEpsilon(rho, delta)
 	if err != nil {
 		return 0, err
@@ -106,7 +123,7 @@ func LedgerEpsilon(rho, delta float64) (float64, error) {
 	if rho == 0 {
 		return 0, nil
 	}
-	g, ok, err := ledgerGDPEpsilon(rho, delta, z)
+	g, ok, err := gdpEpsilon(rho, DiscretisationSlack*rho, delta, z)
 	if err != nil {
 		return 0, fmt.Errorf("ledger epsilon: %w", err)
 	}
@@ -116,15 +133,15 @@ func LedgerEpsilon(rho, delta float64) (float64, error) {
 	return z, nil
 }
 
-// ledgerGDPEpsilon returns the smallest float64 epsilon in [0, limit] with
-// LedgerDelta(rho, epsilon) <= delta, or ok =
+// gdpEpsilon returns the smallest float64 epsilon in [0, limit] with
+// gdpDelta(rho, eta, epsilon) <= delta, or ok =
 // false when no epsilon below limit is feasible. Below the feasible
-// region LedgerDelta decreases in epsilon; its discretisation term grows,
+// region gdpDelta decreases in epsilon; its coupling term grows,
 // so the feasible set is an interval whose left end is found by bisection
 // from a feasible point.
-func ledgerGDPEpsilon(rho, delta, limit float64) (float64, bool, error) {
+func gdpEpsilon(rho, eta, delta, limit float64) (float64, bool, error) {
 	feasible := func(eps float64) (bool, error) {
-		d, err := ledgerDelta(rho, eps)
+		d, err := gdpDelta(rho, eta, eps)
 		return d <= delta, err
 	}
 	// The GDP part alone reaches delta at e0; the discretisation term can

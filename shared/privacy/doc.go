@@ -1,7 +1,9 @@
 // Package privacy is the product's privacy accounting: a per-device zCDP
-// ledger read with exact Gaussian DP (LedgerEpsilon, LedgerRho: the
-// device's discrete Gaussian releases reach the Gaussian-DP theorem
-// through a rounded-Gaussian coupling, discrete.go), conversions between
+// ledger read with exact Gaussian DP (SpentEpsilon, the one reading of a
+// ledger, and LedgerRho: the device's discrete Gaussian releases reach
+// the Gaussian-DP theorem through a rounded-Gaussian coupling,
+// discrete.go; a ledger holding a last-iterate charge is read by Gaussian
+// DP plus its actual total-variation term only, spent.go), conversions between
 // zCDP, Rényi DP, Gaussian DP and (epsilon, delta)-DP, an RDP accountant for the Poisson-subsampled Gaussian
 // mechanism, the last-iterate bound for cyclic DP-SGD and the a-priori
 // calibration of noise from a target budget.

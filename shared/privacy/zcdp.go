@@ -41,10 +41,14 @@ func GaussianZCDP(sensitivity, sigma float64) (float64, error) {
 // charged so far and is finite and >= 0; Releases() counts them. zCDP
 // composes additively (Bun–Steinke 2016, Lemma 2.3), so Rho() bounds the
 // device's whole transcript. The zero value is an empty ledger, ready to use.
+// A Ledger also records, for SpentEpsilon, whether a last-iterate charge
+// is in it and the sum of the charges' coupling terms (Spent).
 // A Ledger is not safe for concurrent use.
 type Ledger struct {
-	rho      float64
-	releases int
+	rho         float64
+	releases    int
+	lastIterate bool
+	tv          float64 // eta: DiscretisationSlack rho_n per ordinary charge, the actual TV per last-iterate charge
 }
 
 // Cost returns the zCDP cost Delta^2/(2 sigma^2) of one Gaussian release
@@ -70,13 +74,37 @@ func (l *Ledger) ChargeRho(rho float64) error {
 	if err := checkNonNegative("rho", rho); err != nil {
 		return fmt.Errorf("charge: %w", err)
 	}
-	total := l.rho + rho
-	if !finite(total) {
-		return fmt.Errorf("charge: %w: total rho overflows", ErrNotFinite)
+	return l.add(Charged(rho))
+}
+
+// ChargeLastIterate adds a last-iterate charge (local training with
+// several passes, proven as Gaussian DP plus a total-variation term):
+// rho and tv, the actual total variation of the coupled noise (see
+// LastIterateCharged). From then on the ledger is read with Gaussian DP
+// and its TV term only (SpentEpsilon). On error the ledger is unchanged.
+func (l *Ledger) ChargeLastIterate(rho, tv float64) error {
+	if err := checkNonNegative("rho", rho); err != nil {
+		return fmt.Errorf("charge: %w", err)
 	}
-	l.rho = total
+	if err := checkNonNegative("total variation", tv); err != nil {
+		return fmt.Errorf("charge: %w", err)
+	}
+	return l.add(LastIterateCharged(rho, tv))
+}
+
+func (l *Ledger) add(c Spent) error {
+	total, err := l.Spent().Add(c)
+	if err != nil {
+		return fmt.Errorf("charge: %w: total rho overflows", err)
+	}
+	l.rho, l.lastIterate, l.tv = total.Rho, total.LastIterate, total.TV
 	l.releases++
 	return nil
+}
+
+// Spent returns what the ledger holds, as SpentEpsilon reads it.
+func (l *Ledger) Spent() Spent {
+	return Spent{Rho: l.rho, LastIterate: l.lastIterate, TV: l.tv}
 }
 
 // Rho returns the total standard zCDP rho charged so far.
@@ -86,33 +114,52 @@ func (l *Ledger) Rho() float64 { return l.rho }
 func (l *Ledger) Releases() int { return l.releases }
 
 // Epsilon returns the epsilon the device's transcript guarantees at delta
-// (LedgerEpsilon: exact Gaussian DP through the discrete-noise coupling,
-// or the zCDP conversion where that is smaller). An empty ledger returns 0.
+// (SpentEpsilon of Spent). An empty ledger returns 0.
 func (l *Ledger) Epsilon(delta float64) (float64, error) {
-	return LedgerEpsilon(l.rho, delta)
+	return SpentEpsilon(l.Spent(), delta)
 }
 
-const ledgerVersion = 1
+// Ledger encodings: version 1 (17 bytes) holds the release count and
+// rho; version 2 (26 bytes) adds a flags byte (bit 0: a last-iterate
+// charge is in the ledger) and the coupling term tv.
+const (
+	ledgerVersion1 = 1
+	ledgerVersion  = 2
+)
 
-// MarshalBinary encodes the ledger as 17 bytes: a version byte, the release
-// count (uint64, big endian) and rho (IEEE 754 bits, big endian).
+// MarshalBinary encodes the ledger as 26 bytes: a version byte, the release
+// count (uint64, big endian), rho (IEEE 754 bits, big endian), a flags
+// byte (1: a last-iterate charge is in it) and tv (IEEE 754 bits).
 func (l *Ledger) MarshalBinary() ([]byte, error) {
-	b := make([]byte, 17)
+	b := make([]byte, 26)
 	b[0] = ledgerVersion
 	binary.BigEndian.PutUint64(b[1:9], uint64(l.releases))
 	binary.BigEndian.PutUint64(b[9:17], math.Float64bits(l.rho))
+	if l.lastIterate {
+		b[17] = 1
+	}
+	binary.BigEndian.PutUint64(b[18:26], math.Float64bits(l.tv))
 	return b, nil
 }
 
-// UnmarshalBinary decodes a ledger written by MarshalBinary. It rejects a
-// wrong length or version, a negative or non-finite rho and a release count
+// UnmarshalBinary decodes a ledger written by MarshalBinary, or by the
+// version-1 encoding, which did not record last-iterate charges: such a
+// ledger is read as one (Gaussian DP with the coupling bound
+// DiscretisationSlack rho, which every charge ever made satisfies), never
+// through the zCDP conversion. It rejects a wrong length or version, a
+// negative or non-finite rho or tv, unknown flags and a release count
 // that does not fit an int; on error the ledger is unchanged.
 func (l *Ledger) UnmarshalBinary(b []byte) error {
-	if len(b) != 17 {
-		return fmt.Errorf("privacy: ledger: %d bytes, want 17", len(b))
+	if len(b) == 0 {
+		return fmt.Errorf("privacy: ledger: empty")
 	}
-	if b[0] != ledgerVersion {
-		return fmt.Errorf("privacy: ledger: version %d, want %d", b[0], ledgerVersion)
+	switch {
+	case b[0] == ledgerVersion1 && len(b) != 17:
+		return fmt.Errorf("privacy: ledger: %d bytes, want 17 in version 1", len(b))
+	case b[0] == ledgerVersion && len(b) != 26:
+		return fmt.Errorf("privacy: ledger: %d bytes, want 26", len(b))
+	case b[0] != ledgerVersion1 && b[0] != ledgerVersion:
+		return fmt.Errorf("privacy: ledger: version %d, want %d or %d", b[0], ledgerVersion1, ledgerVersion)
 	}
 	n := binary.BigEndian.Uint64(b[1:9])
 	if n > math.MaxInt32 {
@@ -125,6 +172,17 @@ func (l *Ledger) UnmarshalBinary(b []byte) error {
 	if n == 0 && rho != 0 {
 		return fmt.Errorf("privacy: ledger: rho = %v with no releases", rho)
 	}
-	l.rho, l.releases = rho, int(n)
+	v1 := AnyCharged(rho) // version 1: kinds unknown
+	li, tv := v1.LastIterate, v1.TV
+	if b[0] == ledgerVersion {
+		if b[17] > 1 {
+			return fmt.Errorf("privacy: ledger: flags %#x", b[17])
+		}
+		li, tv = b[17] == 1, math.Float64frombits(binary.BigEndian.Uint64(b[18:26]))
+		if !(tv >= 0) || math.IsInf(tv, 0) {
+			return fmt.Errorf("privacy: ledger: total variation = %v, want finite >= 0", tv)
+		}
+	}
+	l.rho, l.releases, l.lastIterate, l.tv = rho, int(n), li, tv
 	return nil
 }

@@ -136,6 +136,11 @@ func TestLedgerUnmarshalRejects(t *testing.T) {
 		"neg rho":  mutate(func(c []byte) { putU64(c[9:], neg) }),
 		"huge n":   mutate(func(c []byte) { c[1] = 0xff }),
 		"rho no n": mutate(func(c []byte) { putU64(c[1:], 0) }),
+		"flags":    mutate(func(c []byte) { c[17] = 2 }),
+		"nan tv":   mutate(func(c []byte) { putU64(c[18:], nan) }),
+		"neg tv":   mutate(func(c []byte) { putU64(c[18:], neg) }),
+		"v1 long":  mutate(func(c []byte) { c[0] = 1 }),
+		"v2 short": append([]byte{2}, b[1:17]...),
 	}
 	for name, in := range tests {
 		var l Ledger

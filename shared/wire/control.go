@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -173,6 +174,11 @@ type SessionParams struct {
 	ShiftStep    float64 `json:"shift_step,omitempty"`
 	LocalSteps   int     `json:"local_steps,omitempty"`
 	LocalEpochs  int     `json:"local_epochs,omitempty"`
+	// SignalBound is the session's assumed signal bound D (0: none): the
+	// server's running-sum tests hold n of a device's estimates to
+	// E + (n-1) D (optim.Params.SignalBound). It takes no part in the
+	// noise or the privacy accounting.
+	SignalBound float64 `json:"signal_bound,omitempty"`
 	// Labels names the classes for display, comma-separated in class
 	// order ("" = show class numbers). It takes no part in training.
 	Labels string `json:"labels,omitempty"`
@@ -220,6 +226,8 @@ func (p SessionParams) Validate() error {
 		return bad("session: max releases %d outside [0, rounds %d]", p.MaxReleases, p.Rounds)
 	case !(p.RhoPaper >= 0) || !(p.Clip >= 0) || !(p.Eta > 0):
 		return bad("session: rho_p %v, clip %v, eta %v out of range", p.RhoPaper, p.Clip, p.Eta)
+	case !(p.SignalBound >= 0) || math.IsInf(p.SignalBound, 1):
+		return bad("session: signal bound %v: want a finite value >= 0", p.SignalBound)
 	case p.LocalSteps < 0 || p.LocalSteps > p.Batch:
 		return bad("session: local steps %d outside [0, batch %d]", p.LocalSteps, p.Batch)
 	case p.LocalEpochs < 0 || p.LocalEpochs > MaxLocalEpochs:

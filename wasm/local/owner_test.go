@@ -11,7 +11,8 @@ import (
 )
 
 func demoParams() optim.Params {
-	return optim.Params{Algorithm: "nc", Model: "logreg", M: 30, Cohort: 10, Rounds: 200, Batch: 32, Clip: 1, Eta: 0.02, Rho: 1.5}
+	eps, delta := plan.DefaultLessonTarget() // the default lesson
+	return optim.Params{Algorithm: "nc", Model: "logreg", M: 30, Cohort: 10, Rounds: 200, Batch: 32, Clip: 1, Eta: 0.02, Epsilon: eps, Delta: delta}
 }
 
 // TestOwnerLedger runs sequences of sessions on the owner's data: each
@@ -23,7 +24,7 @@ func TestOwnerLedger(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := f.WorstRho // 1.125; the default budget is about 1.388
+	w := f.WorstRho // 1.365; the default budget is about 1.388
 	two, _ := privacy.LedgerEpsilon(2*w, plan.DefaultDelta)
 	attack := demo
 	attack.Rho, attack.Epsilon, attack.Delta = 0, 8, 0.999
@@ -49,8 +50,8 @@ func TestOwnerLedger(t *testing.T) {
 		{"a reload resumes its own charge", plan.DefaultBudget(),
 			[]step{{op: "reserve", id: "a", p: demo, ok: true}, {op: "reserve", id: "a", p: demo, ok: true}}, w},
 		{"a settled session leaves room", plan.DefaultBudget(),
-			[]step{{op: "reserve", id: "a", p: demo, ok: true}, {op: "settle", id: "a", rho: 0.1, ok: true},
-				{op: "reserve", id: "b", p: demo, ok: true, before: 0.1}, {op: "reserve", id: "b", p: demo, ok: true, before: 0.1}}, 0.1 + w},
+			[]step{{op: "reserve", id: "a", p: demo, ok: true}, {op: "settle", id: "a", rho: 0.02, ok: true},
+				{op: "reserve", id: "b", p: demo, ok: true, before: 0.02}, {op: "reserve", id: "b", p: demo, ok: true, before: 0.02}}, 0.02 + w},
 		{"a settled charge is not resumed", plan.DefaultBudget(),
 			[]step{{op: "reserve", id: "a", p: demo, ok: true}, {op: "settle", id: "a", rho: 0.1, ok: true},
 				{op: "reserve", id: "a", p: demo, ok: false}}, 0.1},
@@ -73,23 +74,24 @@ func TestOwnerLedger(t *testing.T) {
 			var err error
 			switch s.op {
 			case "reserve":
-				var before float64
+				var before privacy.Spent
 				before, err = l.Reserve(s.id, "demo", s.p, tc.owner)
-				if err == nil && math.Abs(before-s.before) > 1e-12 {
+				if err == nil && math.Abs(before.Rho-s.before) > 1e-12 {
 					t.Errorf("%s: step %d: spent elsewhere %v, want %v", tc.name, i, before, s.before)
 				}
 				if s.over && !errors.Is(err, plan.ErrOverBudget) {
 					t.Errorf("%s: step %d: %v does not wrap plan.ErrOverBudget", tc.name, i, err)
 				}
 			case "settle":
-				err = l.Settle(s.id, s.rho)
+				err = l.Settle(s.id, privacy.Charged(s.rho))
 			}
 			if (err == nil) != s.ok {
 				t.Errorf("%s: step %d (%s %q): err = %v, want ok %v", tc.name, i, s.op, s.id, err, s.ok)
 			}
 		}
-		if got := l.Spent(""); math.Abs(got-tc.total) > 1e-12 {
-			t.Errorf("%s: total %v, want %v", tc.name, got, tc.total)
+		got, err := l.Spent("")
+		if err != nil || math.Abs(got.Rho-tc.total) > 1e-12 || got.LastIterate {
+			t.Errorf("%s: total %+v (%v), want rho %v", tc.name, got, err, tc.total)
 		}
 		// The ledger survives storage.
 		b, err := l.Marshal()
@@ -97,8 +99,11 @@ func TestOwnerLedger(t *testing.T) {
 			t.Fatal(err)
 		}
 		back, err := ParseOwnerLedger(b)
-		if err != nil || back.Spent("") != l.Spent("") {
-			t.Errorf("%s: round trip: %v, spent %v vs %v", tc.name, err, back.Spent(""), l.Spent(""))
+		if err != nil {
+			t.Fatalf("%s: round trip: %v", tc.name, err)
+		}
+		if again, err := back.Spent(""); err != nil || again != got {
+			t.Errorf("%s: round trip: spent %+v (%v) vs %+v", tc.name, again, err, got)
 		}
 	}
 }
@@ -111,11 +116,53 @@ func TestParseOwnerLedger(t *testing.T) {
 		{"", true},
 		{`{"charges":{"a":{"rho":0.5}}}`, true},
 		{`{"charges":{"a":{"rho":-0.5}}}`, false},
+		{`{"version":1,"charges":{"a":{"rho":0.5,"tv":-1}}}`, false},
+		{`{"version":2,"charges":{}}`, false},
 		{`{"charges":`, false},
 	}
 	for _, tc := range tests {
 		if _, err := ParseOwnerLedger([]byte(tc.in)); (err == nil) != tc.ok {
 			t.Errorf("%q: err = %v, want ok %v", tc.in, err, tc.ok)
 		}
+	}
+}
+
+// TestOwnerLedgerLastIterate: a session charged by the last-iterate bound
+// is recorded as one (its TV term with it), the sessions after it are
+// read with Gaussian DP and the TV terms, and a ledger stored before
+// charges recorded their kind (no version) is read conservatively as
+// last-iterate with the slack bound, never by the zCDP conversion.
+func TestOwnerLedgerLastIterate(t *testing.T) {
+	li := optim.Params{Algorithm: "local", Model: "logreg-unit", Features: 784, Classes: 10,
+		M: 100, Cohort: 10, Rounds: 100, Batch: 600, LocalSteps: 25, LocalEpochs: 25,
+		Clip: 2, Eta: 1, Epsilon: 4, Delta: 1e-5}
+	f, err := plan.SessionFigures(li, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var l OwnerLedger
+	if _, err := l.Reserve("a", "local", li, plan.DefaultBudget()); err != nil {
+		t.Fatal(err)
+	}
+	got, err := l.Spent("")
+	if err != nil || got != f.WorstSpent || !got.LastIterate {
+		t.Fatalf("reserved %+v (%v), want %+v", got, err, f.WorstSpent)
+	}
+	b, _ := l.Marshal()
+	back, err := ParseOwnerLedger(b)
+	if again, _ := back.Spent(""); err != nil || again != got {
+		t.Errorf("round trip: %+v (%v), want %+v", again, err, got)
+	}
+	old, err := ParseOwnerLedger([]byte(`{"charges":{"a":{"rho":1.2},"b":{"rho":0}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := old.Spent("")
+	if err != nil || s != privacy.AnyCharged(1.2) {
+		t.Errorf("old ledger read as %+v (%v), want %+v", s, err, privacy.AnyCharged(1.2))
+	}
+	cur, _ := ParseOwnerLedger([]byte(`{"version":1,"charges":{"a":{"rho":1.2}}}`))
+	if s, _ := cur.Spent(""); s.LastIterate {
+		t.Errorf("a version-1 ordinary charge read as last-iterate: %+v", s)
 	}
 }

@@ -1,4 +1,4 @@
-package coordinator
+package sessions
 
 import (
 	"context"
@@ -16,9 +16,10 @@ import (
 	"sync"
 	"time"
 
+	"browserfl/coordinator"
 	"browserfl/coordinator/gate"
-	"browserfl/coordinator/metrics"
 	"browserfl/coordinator/shards"
+	"browserfl/coordinator/site"
 	"browserfl/coordinator/store"
 	"browserfl/shared/plan"
 	"browserfl/shared/task"
@@ -30,7 +31,7 @@ import (
 // ones, which stay readable. POST /api/teacher/new ends the current
 // session and starts a fresh one without a restart.
 //
-// On disk (HostConfig.Dir):
+// On disk (Config.Dir):
 //
 //	host.json                 the index: teacher secret, current session, every session's id and join code
 //	sessions/<id>/session.db  one bbolt store per session (Store)
@@ -41,7 +42,7 @@ import (
 // secret belongs to the host: the teacher link stays valid across
 // sessions.
 type Host struct {
-	cfg    HostConfig
+	cfg    Config
 	log    *slog.Logger
 	secret string
 
@@ -60,15 +61,15 @@ type Host struct {
 	fatal chan error
 }
 
-// HostConfig configures a Host.
-type HostConfig struct {
+// Config configures a Host.
+type Config struct {
 	// Dir is the data directory (required; created if needed).
 	Dir string
 	// Template returns the Config of a fresh session: everything but
 	// Store, JoinCode, Seed, TeacherSecret and NewSession, which the host
 	// fills in. It must not set Server (the host needs a fresh server
 	// half for every session): set NewServer (required).
-	Template func() (Config, error)
+	Template func() (coordinator.Config, error)
 	// JoinCode and Seed are the first session's join code and cohort
 	// seed (default random); later sessions always get random ones.
 	JoinCode string
@@ -82,13 +83,13 @@ type HostConfig struct {
 	// its coordinator is built (cmd/coordinator: -rollback-to).
 	Prepare func(*store.Store) error
 	// Assets and Shards are served by every session (Coordinator.Handler).
-	Assets Assets
+	Assets site.Assets
 	Shards *shards.Set
 	Logger *slog.Logger
 	// Attach, if set, is called for each session's coordinator before its
 	// round loop starts, with the loop's context (cmd/coordinator: the
 	// cluster shape's SessionNode). An error ends the host's Run.
-	Attach func(ctx context.Context, c *Coordinator) error
+	Attach func(ctx context.Context, c *coordinator.Coordinator) error
 }
 
 type hostIndex struct {
@@ -106,7 +107,7 @@ type indexEntry struct {
 type hostSession struct {
 	id      string
 	code    string
-	c       *Coordinator
+	c       *coordinator.Coordinator
 	store   *store.Store
 	handler http.Handler
 	cancel  context.CancelFunc
@@ -123,13 +124,13 @@ type sessionIdent struct {
 
 const hostIndexFile = "host.json"
 
-// ErrTemplateChanged is wrapped by OpenHost when the current session was
+// ErrTemplateChanged is wrapped by Open when the current session was
 // created from other parameters than the template's.
 var ErrTemplateChanged = errors.New("the current session has other parameters")
 
-// OpenHost opens (or creates) the data directory and its current session
+// Open opens (or creates) the data directory and its current session
 // (creating one if there is none, or if Fresh). Call Run to drive it.
-func OpenHost(cfg HostConfig) (*Host, error) {
+func Open(cfg Config) (*Host, error) {
 	if cfg.Dir == "" || cfg.Template == nil {
 		return nil, errors.New("coordinator: host: Dir and Template are required")
 	}
@@ -143,8 +144,8 @@ func OpenHost(cfg HostConfig) (*Host, error) {
 		return nil, fmt.Errorf("coordinator: host: %w", err)
 	}
 	// The page's assets are hashed and compressed once for every
-	// session's handler (static.go).
-	assets, err := cfg.Assets.prepared()
+	// session's handler (site.Assets.Prepared).
+	assets, err := cfg.Assets.Prepared()
 	if err != nil {
 		return nil, fmt.Errorf("coordinator: host: %w", err)
 	}
@@ -185,7 +186,7 @@ func OpenHost(cfg HostConfig) (*Host, error) {
 func (h *Host) TeacherSecret() string { return h.secret }
 
 // Current returns the current session's coordinator.
-func (h *Host) Current() *Coordinator {
+func (h *Host) Current() *coordinator.Coordinator {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.cur.c
@@ -360,7 +361,7 @@ func (h *Host) openSession(id, code string, seed uint64) error {
 	return nil
 }
 
-func (h *Host) build(id string, st *store.Store, cfg Config, code string, seed uint64) (*hostSession, error) {
+func (h *Host) build(id string, st *store.Store, cfg coordinator.Config, code string, seed uint64) (*hostSession, error) {
 	if cfg.Server != nil || cfg.NewServer == nil {
 		return nil, errors.New("coordinator: host: the template must set NewServer and not Server")
 	}
@@ -370,7 +371,7 @@ func (h *Host) build(id string, st *store.Store, cfg Config, code string, seed u
 		cfg.Logger = h.log
 	}
 	cfg.Logger = cfg.Logger.With("session_id", id)
-	c, err := New(cfg)
+	c, err := coordinator.New(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -385,13 +386,13 @@ func (h *Host) build(id string, st *store.Store, cfg Config, code string, seed u
 // sessionConfig returns the template's Config, made a session of task
 // def when def is not nil: its session from plan.WithTask, no demo data
 // and no evaluation (the host's test set is another task's).
-func (h *Host) sessionConfig(def *task.Definition) (Config, error) {
+func (h *Host) sessionConfig(def *task.Definition) (coordinator.Config, error) {
 	cfg, err := h.cfg.Template()
 	if err != nil || def == nil {
 		return cfg, err
 	}
 	if cfg.Session, err = plan.WithTask(cfg.Session, def); err != nil {
-		return cfg, fmt.Errorf("%w: %w", errBadTask, err)
+		return cfg, fmt.Errorf("%w: %w", coordinator.ErrBadTask, err)
 	}
 	cfg.Evaluate, cfg.EvalEvery, cfg.EvalSamples = nil, 0, 0
 	return cfg, nil
@@ -487,7 +488,7 @@ func (h *Host) NewSession(ctx context.Context) (NewSessionInfo, error) {
 // NewSessionWith is NewSession making the fresh session one of task def
 // (a teacher's task: plan.WithTask; nil: the template's own). def is
 // checked before the current session is ended: a definition that
-// cannot make a session leaves it running (the error wraps errBadTask).
+// cannot make a session leaves it running (the error wraps coordinator.ErrBadTask).
 func (h *Host) NewSessionWith(ctx context.Context, def *task.Definition) (NewSessionInfo, error) {
 	if _, err := h.sessionConfig(def); err != nil {
 		return NewSessionInfo{}, err
@@ -520,8 +521,8 @@ func (h *Host) NewSessionWith(ctx context.Context, def *task.Definition) (NewSes
 	return NewSessionInfo{ID: cur.id, JoinCode: cur.code, Dashboard: "/dashboard?code=" + cur.code, Ended: old.id}, nil
 }
 
-// SessionSummary is one line of GET /api/sessions.
-type SessionSummary struct {
+// Summary is one line of GET /api/sessions.
+type Summary struct {
 	ID      string `json:"id"`
 	Name    string `json:"name"`
 	State   string `json:"state"`
@@ -542,18 +543,18 @@ type SessionSummary struct {
 }
 
 // Sessions lists every session of the data directory, oldest first.
-func (h *Host) Sessions() ([]SessionSummary, error) {
+func (h *Host) Sessions() ([]Summary, error) {
 	h.mu.Lock()
 	entries := slices.Clone(h.index.Sessions)
 	curID := h.cur.id
 	cur := h.cur.c
 	h.mu.Unlock()
-	out := make([]SessionSummary, 0, len(entries))
+	out := make([]Summary, 0, len(entries))
 	for _, e := range entries {
 		st, err := h.storeOf(e.ID)
 		if err != nil {
 			h.log.Warn("session unreadable", "id", e.ID, "err", err)
-			out = append(out, SessionSummary{ID: e.ID, State: "unreadable", Created: e.Created})
+			out = append(out, Summary{ID: e.ID, State: "unreadable", Created: e.Created})
 			continue
 		}
 		sum, err := summarize(st)
@@ -594,14 +595,14 @@ func (h *Host) storeOf(id string) (*store.Store, error) {
 }
 
 // summarize reads a session's summary from its store.
-func summarize(st *store.Store) (SessionSummary, error) {
-	var s SessionSummary
-	life, err := readLifecycle(st)
+func summarize(st *store.Store) (Summary, error) {
+	var s Summary
+	life, err := coordinator.ReadLifecycle(st)
 	if err != nil {
 		return s, err
 	}
 	sess := life.Session
-	if life.State == "" || life.State == StateLobby {
+	if life.State == "" || life.State == coordinator.StateLobby {
 		if raw, err := st.SessionParams(); err == nil && raw != nil {
 			var ident sessionIdent
 			if json.Unmarshal(raw, &ident) == nil {
@@ -611,7 +612,7 @@ func summarize(st *store.Store) (SessionSummary, error) {
 	}
 	s.Name, s.PlannedRounds, s.State = sess.Name, sess.Rounds, life.State
 	if s.State == "" {
-		s.State = StateRunning
+		s.State = coordinator.StateRunning
 	}
 	if !life.Ended.IsZero() {
 		t := life.Ended
@@ -642,35 +643,6 @@ func summarize(st *store.Store) (SessionSummary, error) {
 	return s, nil
 }
 
-// archivedStatus is the Status of a finished session, from its store.
-func archivedStatus(st *store.Store) (Status, error) {
-	var s Status
-	life, err := readLifecycle(st)
-	if err != nil {
-		return s, err
-	}
-	committed, _, err := st.State()
-	if err != nil {
-		return s, err
-	}
-	s.Session, s.State, s.People, s.Committed, s.Finished = life.Session, life.State, life.People, committed, true
-	if s.State == "" {
-		s.State = StateEnded
-	}
-	if s.People == nil {
-		s.People = []Person{}
-	}
-	if recs, err := st.Rounds(max(0, committed-1000), 1000); err == nil {
-		for _, r := range recs {
-			if r.Evaluated {
-				s.LastEval = &EvalView{r.T, r.Accuracy, r.Loss, r.EvalSamples}
-			}
-		}
-	}
-	s.Privacy = SessionPrivacy(s.Session)
-	return s, fillArchivedProjector(&s, st)
-}
-
 // ServeHTTP routes a request: GET /api/sessions lists the sessions; a
 // request for a finished session (?session=ID, or the finished session's
 // own join code) is answered from its store, read-only; everything else
@@ -686,7 +658,7 @@ func (h *Host) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				http.Error(w, "store error", http.StatusInternalServerError)
 				return
 			}
-			writeJSON(w, list)
+			site.WriteJSON(w, list)
 		}).ServeHTTP(w, r)
 		return
 	}
@@ -727,14 +699,9 @@ func (h *Host) archivedTarget(r *http.Request, cur *hostSession) string {
 // (checked with the current session's gate and its backoff); anything
 // else is answered 403 and counted.
 func (h *Host) teacherOnly(cur *hostSession, next http.HandlerFunc) http.Handler {
-	return securityHeaders(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ok, answered := cur.c.teacherAuth(w, r, h.secret)
-		switch {
-		case ok:
+	return site.SecurityHeaders(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if cur.c.RequireTeacher(w, r, h.secret) {
 			next(w, withTeacher(r))
-		case !answered:
-			cur.c.front.Met.Reject(metrics.RejTeacherSecret)
-			http.Error(w, "teacher secret required", http.StatusForbidden)
 		}
 	}))
 }
@@ -742,10 +709,10 @@ func (h *Host) teacherOnly(cur *hostSession, next http.HandlerFunc) http.Handler
 // authorized lets a request through with the teacher secret, the join
 // code of the finished session target ("" for none) or else the current
 // session's join code (checked by the current session's gate). A wrong
-// teacher secret is refused (teacherAuth) whatever code comes with it.
+// teacher secret is refused (Coordinator.TeacherAuth) whatever code comes with it.
 func (h *Host) authorized(cur *hostSession, target string, next http.HandlerFunc) http.Handler {
-	return securityHeaders(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ok, answered := cur.c.teacherAuth(w, r, h.secret)
+	return site.SecurityHeaders(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ok, answered := cur.c.TeacherAuth(w, r, h.secret)
 		if answered {
 			return
 		}
@@ -769,7 +736,7 @@ func (h *Host) authorized(cur *hostSession, target string, next http.HandlerFunc
 			next(w, r)
 			return
 		}
-		cur.c.withCode(next)(w, r)
+		cur.c.WithCode(next)(w, r)
 	}))
 }
 
@@ -779,36 +746,7 @@ func (h *Host) serveArchived(w http.ResponseWriter, r *http.Request, id string) 
 		http.Error(w, "no such session", http.StatusNotFound)
 		return
 	}
-	switch r.URL.Path {
-	case "/api/status":
-		s, err := archivedStatus(st)
-		if err != nil {
-			http.Error(w, "store error", http.StatusInternalServerError)
-			return
-		}
-		s.Teacher = teacherChecked(r)
-		writeJSON(w, s)
-	case "/api/session":
-		s, err := archivedStatus(st)
-		if err != nil {
-			http.Error(w, "store error", http.StatusInternalServerError)
-			return
-		}
-		writeJSON(w, s.Session)
-	case "/api/progress":
-		s, err := archivedStatus(st)
-		var p Progress
-		if err == nil {
-			p, err = storeProgress(st, s.Committed, s.Session.Rounds)
-		}
-		if err != nil {
-			http.Error(w, "store error", http.StatusInternalServerError)
-			return
-		}
-		writeJSON(w, p)
-	case "/api/rounds":
-		serveRounds(w, r, st)
-	}
+	coordinator.ServeArchived(w, r, st, teacherChecked(r))
 }
 
 // RandomJoinCode returns an n-character join code (5n bits) from
@@ -856,4 +794,23 @@ func CurrentStorePath(dir string) (string, error) {
 		return "", errors.New("host index: no current session")
 	}
 	return sessionPath(dir, idx.Current), nil
+}
+
+// teacherKey marks a request whose teacher secret Host.authorized has
+// checked and found right, so that it is checked (and counted) once.
+type teacherKey struct{}
+
+func withTeacher(r *http.Request) *http.Request {
+	return r.WithContext(context.WithValue(r.Context(), teacherKey{}, true))
+}
+
+func teacherChecked(r *http.Request) bool {
+	ok, _ := r.Context().Value(teacherKey{}).(bool)
+	return ok
+}
+
+// LogWarnings is Coordinator.LogWarnings for whichever session is the
+// host's current one (a new session starts with no warning logged).
+func (h *Host) LogWarnings(ctx context.Context, shards *shards.Set, every time.Duration) {
+	coordinator.LogPlanWarnings(ctx, h.Current, shards, every)
 }

@@ -1,4 +1,4 @@
-package coordinator
+package site
 
 import "io/fs"
 

@@ -1,4 +1,4 @@
-package coordinator
+package site
 
 import (
 	"bytes"
@@ -248,10 +248,10 @@ func (a *staticAsset) serve(w http.ResponseWriter, r *http.Request, immutable bo
 	http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(body))
 }
 
-// prepared returns a with its page and assets read, hashed and (in the
+// Prepared returns a with its page and assets read, hashed and (in the
 // background) compressed, once: every handler made with the result shares
 // them (a Host makes one per session).
-func (a Assets) prepared() (Assets, error) {
+func (a Assets) Prepared() (Assets, error) {
 	if a.site != nil {
 		return a, nil
 	}
@@ -263,7 +263,7 @@ func (a Assets) prepared() (Assets, error) {
 // registerWeb serves the page at / and its assets under /web/ (plain and
 // hashed names; the worker script with its own policy).
 func registerWeb(mux *http.ServeMux, assets Assets) error {
-	assets, err := assets.prepared()
+	assets, err := assets.Prepared()
 	if err != nil {
 		return err
 	}
@@ -293,9 +293,9 @@ func registerWeb(mux *http.ServeMux, assets Assets) error {
 	return nil
 }
 
-// encodedBodies keeps compressed forms of large generated bodies (the
+// EncodedBodies keeps compressed forms of large generated bodies (the
 // demo shards' IDX files), made on first request in the encoding asked.
-type encodedBodies struct {
+type EncodedBodies struct {
 	mu    sync.Mutex
 	cache map[encodedKey][]byte
 	order []encodedKey
@@ -309,11 +309,11 @@ type encodedKey struct {
 // maxEncodedBodies bounds the compressed bodies kept.
 const maxEncodedBodies = 16
 
-// serve answers r with body (identified by id: same id, same bytes),
+// Serve answers r with body (identified by id: same id, same bytes),
 // compressed if r accepts it: brotli at quality 5 or gzip at its default
 // level (fast enough to make for each new page: about 1 s for a 5 MB
 // shard of pictures).
-func (e *encodedBodies) serve(w http.ResponseWriter, r *http.Request, id string, body []byte) {
+func (e *EncodedBodies) Serve(w http.ResponseWriter, r *http.Request, id string, body []byte) {
 	w.Header().Add("Vary", "Accept-Encoding")
 	enc := acceptedEncoding(r, body, body)
 	if enc == "" {
@@ -330,7 +330,7 @@ func (e *encodedBodies) serve(w http.ResponseWriter, r *http.Request, id string,
 	w.Write(out)
 }
 
-func (e *encodedBodies) get(k encodedKey, body []byte) ([]byte, error) {
+func (e *EncodedBodies) get(k encodedKey, body []byte) ([]byte, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if b, ok := e.cache[k]; ok {

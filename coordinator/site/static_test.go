@@ -1,4 +1,4 @@
-package coordinator
+package site
 
 import (
 	"bytes"
@@ -140,12 +140,12 @@ func TestStaticSite(t *testing.T) {
 // encoding asked for and decodes to itself.
 func TestEncodedBodies(t *testing.T) {
 	body := bytes.Repeat([]byte{0, 0, 7, 200, 0, 3}, 20000)
-	var e encodedBodies
+	var e EncodedBodies
 	for _, c := range []struct{ accept, enc string }{{"gzip, br", "br"}, {"gzip", "gzip"}, {"", ""}, {"br;q=0", ""}} {
 		r := httptest.NewRequest("GET", "/api/demo/images", nil)
 		r.Header.Set("Accept-Encoding", c.accept)
 		w := httptest.NewRecorder()
-		e.serve(w, r, "images/0", body)
+		e.Serve(w, r, "images/0", body)
 		if got := w.Result().Header.Get("Content-Encoding"); got != c.enc {
 			t.Errorf("accept %q: encoding %q, want %q", c.accept, got, c.enc)
 		}
@@ -162,11 +162,11 @@ func TestEncodedBodies(t *testing.T) {
 // compressed again by each handler made with them (a Host makes one per
 // session).
 func TestAssetsPreparedOnce(t *testing.T) {
-	a, err := Assets{Index: []byte(`<script src="/web/app.js"></script>`), Web: fstest.MapFS{"app.js": {Data: []byte("x")}}}.prepared()
+	a, err := Assets{Index: []byte(`<script src="/web/app.js"></script>`), Web: fstest.MapFS{"app.js": {Data: []byte("x")}}}.Prepared()
 	if err != nil || a.site == nil {
 		t.Fatalf("prepared: %v", err)
 	}
-	b, err := a.prepared()
+	b, err := a.Prepared()
 	if err != nil || b.site != a.site {
 		t.Fatalf("prepared again: %v; same site %v", err, b.site == a.site)
 	}
