@@ -18,6 +18,11 @@
 //     round other than the pending one is ignored.
 //   - A device is in at most one round: it does not answer a new
 //     assignment while an update is undecided.
+//   - The device sets a session up only for data that fits it: the
+//     session's task (plan.SessionTask, which must be valid) is the task
+//     the data was encoded for (Config.Task; nil for pictures), and every
+//     sample has the session's features and a label below its classes
+//     (ErrWrongData otherwise).
 //   - The device refuses a session whose worst-case privacy cost (plus
 //     Config.Spent) exceeds its owner's budget (Config.Budget: epsilon at
 //     the owner's delta, default epsilon 8 at 1e-5; never read at the

@@ -8,6 +8,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"net/http"
+	"reflect"
 	"sync"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	"browserfl/shared/optim"
 	"browserfl/shared/plan"
 	"browserfl/shared/privacy"
+	"browserfl/shared/task"
 	"browserfl/shared/wire"
 )
 
@@ -37,6 +39,12 @@ type Config struct {
 	// (optim.Params.SinglePass) the device leaves when the data is used
 	// up; for the others the cursor wraps around.
 	Data []dataset.Sample
+	// Task is the row task Data was encoded for (task.Definition.Set),
+	// or nil for pictures. A session must carry the same task
+	// (plan.SessionTask; compared field by field), a picture session a
+	// nil Task: the device refuses any other, so rows of one task are
+	// never trained on in a session of another.
+	Task *task.Definition
 	// Budget is the owner's privacy budget: epsilon at the owner's delta.
 	// The zero value is plan.DefaultBudget() (the page's default, epsilon
 	// 8 at delta 1e-5). The device converts it to zCDP rho at the owner's
@@ -260,6 +268,9 @@ func (rt *Runtime) Algorithm() optim.Device {
 
 // setup builds the device half for session s and restores its state.
 func (rt *Runtime) setup(s wire.SessionParams) error {
+	if err := checkData(s, rt.cfg.Task, rt.cfg.Data); err != nil {
+		return err
+	}
 	p := Params(s)
 	a, err := rt.cfg.NewDevice(p)
 	if err != nil {
@@ -284,6 +295,37 @@ func (rt *Runtime) setup(s wire.SessionParams) error {
 		}
 	}
 	rt.algo, rt.param = a, p
+	return nil
+}
+
+// ErrWrongData is wrapped when the device's data does not fit a
+// session: another task (or rows for a picture session, pictures for a
+// row session), another number of features, a label out of range.
+var ErrWrongData = errors.New("device: the data does not fit the session")
+
+// checkData checks that data, encoded for task d (nil: pictures), fits
+// session s: the session's task must be valid (plan.SessionTask) and the
+// same as d, and every sample must have s.Features features and a label
+// below s.Classes, so the dimensions are the session's whatever the data.
+func checkData(s wire.SessionParams, d *task.Definition, data []dataset.Sample) error {
+	st, err := plan.SessionTask(s)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrWrongData, err)
+	}
+	switch {
+	case st == nil && d != nil:
+		return fmt.Errorf("%w: the session learns pictures, this device holds rows of the task %q", ErrWrongData, d.Name)
+	case st != nil && d == nil:
+		return fmt.Errorf("%w: the session learns the task %q, this device holds pictures", ErrWrongData, st.Name)
+	case st != nil && !reflect.DeepEqual(st, d):
+		return fmt.Errorf("%w: the session learns the task %q, this device holds rows of another task %q", ErrWrongData, st.Name, d.Name)
+	}
+	for i, x := range data {
+		if len(x.X) != s.Features || x.Label < 0 || x.Label >= s.Classes {
+			return fmt.Errorf("%w: sample %d has %d features and label %d; the session has %d features and %d classes",
+				ErrWrongData, i, len(x.X), x.Label, s.Features, s.Classes)
+		}
+	}
 	return nil
 }
 
@@ -373,6 +415,9 @@ func CheckSession(s wire.SessionParams, pol Policy) error {
 	p := Params(s)
 	if err := p.Validate(); err != nil {
 		return fmt.Errorf("%w: session parameters: %v", ErrRefused, err)
+	}
+	if _, err := plan.SessionTask(s); err != nil {
+		return fmt.Errorf("%w: %w", ErrRefused, err)
 	}
 	if !p.Private() {
 		if !pol.AllowNonPrivate {

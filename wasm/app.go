@@ -17,6 +17,7 @@ import (
 	"browserfl/shared/dataset"
 	"browserfl/shared/optim"
 	"browserfl/shared/plan"
+	"browserfl/shared/task"
 	"browserfl/shared/wire"
 	"browserfl/wasm/bridge"
 	"browserfl/wasm/idb"
@@ -78,6 +79,12 @@ type app struct {
 
 	setsMu sync.Mutex
 	sets   map[string]dataset.Set // source -> samples; use source/setSource/all
+	// A row task's session: its task (nil for pictures), each source's
+	// rows as typed (under setsMu; their encoding is in sets), and a
+	// lock held while a source's rows are read, grown and stored.
+	task   *task.Definition
+	rows   map[string]task.Rows
+	rowsMu sync.Mutex
 
 	trainer *trainer
 	warm    sync.Once // the JIT warm-up, once however many codes are typed
@@ -105,6 +112,7 @@ func newApp(p *port) *app {
 		ctx:   ctx,
 		stop:  stop,
 		sets:  map[string]dataset.Set{},
+		rows:  map[string]task.Rows{},
 	}
 }
 
@@ -246,6 +254,12 @@ func (a *app) awaitSession() bool {
 		if err == nil {
 			return true
 		}
+		if errors.Is(err, errSessionRefused) {
+			// Final: the task the session carries does not fit it.
+			a.update(func(s *ui.State) { s.Error = err.Error() })
+			a.port.mark("fl-ready")
+			return false
+		}
 		var he *jsw.HTTPError
 		if errors.As(err, &he) && (he.Status == http.StatusForbidden || he.Status == http.StatusNotFound) {
 			// A wrong join code is final: no retry, nothing stored; the
@@ -380,7 +394,11 @@ func (a *app) loadSession() error {
 	if err := p.Validate(); err != nil {
 		return err
 	}
-	a.params = p
+	d, err := plan.SessionTask(p)
+	if err != nil {
+		return fmt.Errorf("%w: %w", errSessionRefused, err)
+	}
+	a.params, a.task = p, d
 	f, err := device.SessionFigures(p, a.delta)
 	if err != nil {
 		return err
@@ -410,6 +428,7 @@ func (a *app) loadSession() error {
 			Delta: f.Delta, Epsilon: f.Epsilon, Batch: p.Batch,
 			EpsilonText: f.EpsilonText(), DeltaText: f.DeltaText(), Figures: f.Text(),
 			Labels: labels, SinglePass: device.Params(p).SinglePass(),
+			Task: p.Task, DemoRows: p.DemoShards,
 		}
 		if s.DrawLbl >= len(ui.LabelsOf(labels)) {
 			s.DrawLbl = 0
@@ -562,10 +581,10 @@ func (a *app) setSource(src string, s dataset.Set) {
 }
 
 // all returns every stored sample, sources in a fixed order (demo, files,
-// drawn) so the single-pass cursor means the same thing after a reload.
+// drawn, typed) so the single-pass cursor means the same thing after a reload.
 func (a *app) all() dataset.Set {
 	var parts []dataset.Set
-	for _, src := range []string{"demo", "files", "drawn"} {
+	for _, src := range []string{"demo", "files", "drawn", typedSource} {
 		if s, ok := a.source(src); ok {
 			parts = append(parts, s)
 		}

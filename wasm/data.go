@@ -22,6 +22,16 @@ func (a *app) loadData() error {
 		return err
 	}
 	for _, k := range keys {
+		if src, ok := strings.CutSuffix(strings.TrimPrefix(k, keyData), "/rows"); ok && a.task != nil {
+			b, err := a.store.Get(a.ctx, k)
+			if err == nil {
+				err = a.loadRows(src, b)
+			}
+			if err != nil {
+				return fmt.Errorf("%s rows: %w", src, err)
+			}
+			continue
+		}
 		if !strings.HasSuffix(k, "/images") {
 			continue
 		}
@@ -79,19 +89,27 @@ func (a *app) LoadDemo() {
 		return
 	}
 	ok := false
+	things := "pictures"
+	if a.task != nil {
+		things = "rows"
+	}
 	a.update(func(s *ui.State) {
 		if s.Data.Used > 0 {
-			s.Error = "Some pictures are already used: only drawings can be added now."
+			s.Error = s.Session.UsedNotice()
 			return
 		}
 		if _, have := a.source("demo"); have {
-			s.Error = "The example pictures are already stored here."
+			s.Error = "The example " + things + " are already stored here."
 			return
 		}
-		s.Data.Busy = "Getting the example pictures…"
+		s.Data.Busy = "Getting the example " + things + "…"
 		ok = true
 	})
 	if !ok {
+		return
+	}
+	if a.task != nil {
+		a.loadDemoRows()
 		return
 	}
 	go func() {
@@ -166,7 +184,7 @@ func (a *app) FilesPicked(list js.Value) {
 	ok := false
 	a.update(func(s *ui.State) {
 		if s.Data.Used > 0 {
-			s.Error = "Some pictures are already used: only drawings can be added now."
+			s.Error = s.Session.UsedNotice()
 			return
 		}
 		s.Data.Busy = fmt.Sprintf("Reading %d file(s) in the page…", len(picks))
@@ -189,6 +207,10 @@ func (a *app) FilesPicked(list js.Value) {
 				return
 			}
 			files = append(files, local.File{Name: p.name, Data: b})
+		}
+		if a.task != nil {
+			a.addCSV(files)
+			return
 		}
 		res, err := local.Parse(files)
 		if err != nil {

@@ -258,7 +258,7 @@ func (p *page) ClearDrawing() { p.draw.clear() }
 // the worker, which reads and parses them.
 func (p *page) FilesPicked(ev vugu.DOMEvent) {
 	if p.state.Data.Used > 0 {
-		p.state.Error = "Some pictures are already used: only drawings can be added now."
+		p.state.Error = p.state.Session.UsedNotice()
 		return
 	}
 	list := js.Value(ev.JSEventTarget()).Get("files")
@@ -267,6 +267,25 @@ func (p *page) FilesPicked(ev vugu.DOMEvent) {
 	}
 	files := js.Global().Get("Array").Call("from", list)
 	p.send(bridge.ToWorker{Type: bridge.Files, NFiles: files.Length()}, files)
+}
+
+// AddRow implements ui.Controller: the row (checked by the page) goes
+// to the worker, which checks it again and stores it.
+func (p *page) AddRow(values []string, label int) {
+	p.send(bridge.ToWorker{Type: bridge.Row, Values: values, Label: label}, js.Undefined())
+	// The form starts empty for the next row: vugu renders the value
+	// attribute, which a field the student has typed in no longer
+	// follows, so the fields' values are cleared here.
+	fields := js.Global().Get("document").Call("querySelectorAll", "#row-card input, #row-card select")
+	for i := 0; i < fields.Length(); i++ {
+		fields.Index(i).Set("value", "")
+	}
+}
+
+// TryRow implements ui.Controller: the worker, which holds the global
+// model, answers for the row.
+func (p *page) TryRow(values []string) {
+	p.send(bridge.ToWorker{Type: bridge.TryRow, Values: values}, js.Undefined())
 }
 
 // TryModel implements ui.Controller: the worker, which holds the global

@@ -151,6 +151,7 @@ func (t *trainer) run() {
 		Nickname: a.consent.Nickname,
 		Storage:  idbStorage{a.store, a.port},
 		Data:     data,
+		Task:     a.task,
 		// The owner's budget, read at the owner's delta, less what the
 		// owner's data spent in earlier sessions.
 		Budget: plan.Budget{Epsilon: a.consent.Budget, Delta: a.delta},

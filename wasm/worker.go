@@ -152,6 +152,10 @@ func (a *app) handle(data js.Value, started *bool) error {
 		a.Train()
 	case bridge.Try:
 		a.TryModel(m.Pixels)
+	case bridge.Row:
+		a.AddRow(m.Values, m.Label)
+	case bridge.TryRow:
+		a.TryRow(m.Values)
 	case bridge.Forget:
 		a.Forget()
 	case bridge.DrawMore:

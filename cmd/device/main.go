@@ -10,11 +10,21 @@
 // (-budget, -budget-delta); -unlimited removes it, and -allow-trusted and
 // -allow-nonprivate accept trusted-server and non-private sessions.
 //
-// The shard is read from DIR/shard.bin; if missing, the coordinator's
-// demo shard endpoint is asked (demo only: a real device has its own
-// data) and the shard is kept there. A coordinator that is not up yet is
-// asked again with jittered exponential backoff (0.5 s doubling up to
-// 30 s, each attempt logged) until it answers or the device is stopped
+// For a session that learns pictures, the shard is read from
+// DIR/shard.bin; if missing, the coordinator's demo shard endpoint is
+// asked (demo only: a real device has its own data) and the shard is kept
+// there. For a session that learns a row task (coordinator -task tabular,
+// text or -task-file; the task comes with the session's parameters from
+// /api/session), the rows are read from the CSV file -rows (the device's
+// own rows: the first line names the task's columns; lines that do not
+// fit the task are logged with their line numbers and left out), or else
+// from DIR/rows.csv, or else from the coordinator's demo rows
+// (/api/demo/rows), kept there:
+//
+//	device -url ws://localhost:8080/ws -code ABC123 -dir ./dev1 -rows my-diamonds.csv
+//
+// A coordinator that is not up yet is asked again with jittered
+// exponential backoff (0.5 s doubling up to 30 s, each attempt logged) until it answers or the device is stopped
 // (Ctrl-C); a wrong join code or a coordinator without demo shards stops
 // it at once. Once it has its data, the runtime reconnects the same way.
 package main
@@ -33,6 +43,7 @@ import (
 
 	"browserfl/device"
 	"browserfl/shared/dataset"
+	"browserfl/shared/task"
 	"browserfl/shared/wire"
 )
 
@@ -55,6 +66,7 @@ func run(args []string, stderr io.Writer) error {
 	policy := device.PolicyFlags(fs)
 	origin := fs.String("origin", "", "Origin header to send (if the coordinator requires one)")
 	nickname := fs.String("nickname", "", "optional nickname for the teacher's lobby list (letters, digits, space, - and _; at most 24)")
+	rowsFile := fs.String("rows", "", "a CSV file of this device's own rows, for a session that learns a row task (first line: the task's column names)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -72,7 +84,7 @@ func run(args []string, stderr io.Writer) error {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 
-	blob, err := readShard(ctx, *dir, *wsURL, *code, log)
+	set, def, err := localData(ctx, *dir, *rowsFile, *wsURL, *code, log)
 	if errors.Is(err, context.Canceled) {
 		log.Info("stopped by its owner before the coordinator answered", "err", err)
 		return nil
@@ -80,15 +92,11 @@ func run(args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	set, err := dataset.DecodeShard(blob, 10)
-	if err != nil {
-		return err
-	}
-	log.Info("local data", "samples", len(set.Samples))
+	log.Info("local data", "samples", len(set.Samples), "features", set.Features)
 
 	cfg := device.Config{
 		URL: *wsURL, JoinCode: *code, Storage: device.NewFileStorage(filepath.Join(*dir, "state.json")),
-		Data: set.Samples, Origin: *origin, Nickname: *nickname,
+		Data: set.Samples, Task: def, Origin: *origin, Nickname: *nickname,
 		OnEvent: func(e device.Event) {
 			if e.Err != nil {
 				log.Warn(string(e.Kind), "round", e.T, "err", e.Err)
@@ -116,6 +124,34 @@ func run(args []string, stderr io.Writer) error {
 		return nil
 	}
 	return err
+}
+
+// localData returns the device's data: for a session that learns a row
+// task, the rows of -rows (or the demo rows) encoded with the session's
+// task, which it also returns; for a picture session, the shard. The
+// session is asked for unless a picture shard is already kept in dir and
+// -rows is not set (so a picture device starts as before).
+func localData(ctx context.Context, dir, rowsFile, wsURL, code string, log *slog.Logger) (dataset.Set, *task.Definition, error) {
+	_, err := os.Stat(filepath.Join(dir, "shard.bin"))
+	var def *task.Definition
+	if rowsFile != "" || err != nil {
+		if def, err = sessionTask(ctx, wsURL, code, log); err != nil {
+			return dataset.Set{}, nil, err
+		}
+	}
+	if def != nil {
+		set, err := readRows(ctx, def, rowsFile, dir, wsURL, code, log)
+		return set, def, err
+	}
+	if rowsFile != "" {
+		return dataset.Set{}, nil, fmt.Errorf("-rows %s: the session learns pictures, not rows", rowsFile)
+	}
+	blob, err := readShard(ctx, dir, wsURL, code, log)
+	if err != nil {
+		return dataset.Set{}, nil, err
+	}
+	set, err := dataset.DecodeShard(blob, 10)
+	return set, nil, err
 }
 
 // logLeft says why the device stopped taking part.

@@ -35,6 +35,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"browserfl/shared/task"
 	"browserfl/shared/wire"
 	"browserfl/wasm/local"
 	"browserfl/wasm/ui"
@@ -61,6 +62,12 @@ const (
 	Forget   = "forget"   //
 	DrawMore = "drawmore" //
 	Done     = "done"     //
+	// Row and TryRow carry one row of the session's task: Values, its
+	// features' values as typed (Row also Label, the index of its
+	// label), which the worker checks again with task.Definition.Encode
+	// before it keeps or uses them.
+	Row    = "row"    // AddRow
+	TryRow = "tryrow" // TryRow
 	// Leave: the page is being hidden for good (pagehide): the device
 	// leaves the session (wire.Leave, then a websocket close with 1000)
 	// before the browser ends the worker.
@@ -118,6 +125,7 @@ type ToWorker struct {
 	Budget float64     `json:"budget,omitempty"`
 	Label  int         `json:"label,omitempty"`
 	Pixels []float32   `json:"pixels,omitempty"`
+	Values []string    `json:"values,omitempty"`
 	UI     *PageFields `json:"ui,omitempty"`
 	// NFiles is the number of File objects sent beside a Files message.
 	NFiles int `json:"nfiles,omitempty"`
@@ -221,6 +229,17 @@ func (m ToWorker) validate() error {
 			}
 			used = append(used, "label")
 		}
+	case Row, TryRow:
+		if err := checkValues(m.Values); err != nil {
+			return err
+		}
+		used = []string{"values"}
+		if m.Type == Row {
+			if m.Label < 0 || m.Label >= task.MaxValues {
+				return fmt.Errorf("label %d", m.Label)
+			}
+			used = append(used, "label")
+		}
 	case Files:
 		if m.NFiles < 1 || m.NFiles > maxFiles {
 			return fmt.Errorf("%d files", m.NFiles)
@@ -237,7 +256,7 @@ func (m ToWorker) validate() error {
 func onlyFields(m ToWorker, used []string) error {
 	set := map[string]bool{
 		"code": m.Code != "", "origin": m.Origin != "", "budget": m.Budget != 0, "label": m.Label != 0,
-		"pixels": m.Pixels != nil, "ui": m.UI != nil, "nfiles": m.NFiles != 0,
+		"pixels": m.Pixels != nil, "ui": m.UI != nil, "nfiles": m.NFiles != 0, "values": m.Values != nil,
 	}
 	for _, f := range used {
 		delete(set, f)
@@ -257,6 +276,21 @@ func checkPixels(p []float32) error {
 	for i, v := range p {
 		if !(v >= 0 && v <= 1) {
 			return fmt.Errorf("pixel %d = %v, want a value in [0, 1]", i, v)
+		}
+	}
+	return nil
+}
+
+// checkValues bounds a row: at most task.MaxFeatures values, each valid
+// UTF-8 of at most 4 bytes per character of the longest text a task may
+// allow.
+func checkValues(v []string) error {
+	if len(v) < 1 || len(v) > task.MaxFeatures {
+		return fmt.Errorf("%d values", len(v))
+	}
+	for i, s := range v {
+		if len(s) > 4*task.MaxTextLength || !utf8.ValidString(s) {
+			return fmt.Errorf("value %d: too long or not UTF-8", i)
 		}
 	}
 	return nil

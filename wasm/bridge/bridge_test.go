@@ -55,6 +55,16 @@ func TestDecodeToWorker(t *testing.T) {
 		{"drawing over 1", enc(t, ToWorker{Type: Drawing, Pixels: over}), false},
 		{"try", enc(t, ToWorker{Type: Try, Pixels: pixels(0)}), true},
 		{"try with a label", enc(t, ToWorker{Type: Try, Label: 2, Pixels: pixels(0)}), false},
+		{"row", enc(t, ToWorker{Type: Row, Values: []string{"1.5", "Ideal"}, Label: 3}), true},
+		{"row label 0", enc(t, ToWorker{Type: Row, Values: []string{"Haus"}}), true},
+		{"row label 64", enc(t, ToWorker{Type: Row, Values: []string{"Haus"}, Label: 64}), false},
+		{"row label -1", enc(t, ToWorker{Type: Row, Values: []string{"Haus"}, Label: -1}), false},
+		{"row without values", enc(t, ToWorker{Type: Row, Label: 1}), false},
+		{"row of 65 values", enc(t, ToWorker{Type: Row, Values: make([]string, 65)}), false},
+		{"row with a value too long", enc(t, ToWorker{Type: Row, Values: []string{strings.Repeat("a", 4001)}}), false},
+		{"row with pixels", enc(t, ToWorker{Type: Row, Values: []string{"a"}, Pixels: pixels(0)}), false},
+		{"tryrow", enc(t, ToWorker{Type: TryRow, Values: []string{"Haus"}}), true},
+		{"tryrow with a label", enc(t, ToWorker{Type: TryRow, Values: []string{"Haus"}, Label: 1}), false},
 		{"files", enc(t, ToWorker{Type: Files, NFiles: 2}), true},
 		{"files none", enc(t, ToWorker{Type: Files}), false},
 		{"files too many", enc(t, ToWorker{Type: Files, NFiles: maxFiles + 1}), false},
@@ -260,6 +270,8 @@ func FuzzDecode(f *testing.F) {
 	f.Add(`{"type":"state","patch":{"Train":{"Round":1}}}`)
 	f.Add(`{"type":"perf","name":"fl-save","epoch":1,"duration":2}`)
 	f.Add(`{"type":"ui","ui":{"error":"","draw_label":2}}`)
+	f.Add(`{"type":"row","values":["1.5","Ideal"],"label":3}`)
+	f.Add(`{"type":"tryrow","values":["Haus"]}`)
 	f.Fuzz(func(t *testing.T, text string) {
 		if m, err := DecodeToWorker(text); err == nil {
 			if _, err := DecodeToWorker(enc(t, m)); err != nil {

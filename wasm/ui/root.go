@@ -1,11 +1,13 @@
 package ui
 
 import (
+	"errors"
 	"strconv"
 	"strings"
 
 	"github.com/vugu/vugu"
 
+	"browserfl/shared/task"
 	"browserfl/shared/wire"
 )
 
@@ -46,6 +48,13 @@ type Controller interface {
 	DrawMore()
 	// Done makes the device leave the session (its data stays).
 	Done()
+	// AddRow stores one row of the session's task (its features' values
+	// as typed, and the index of its label), which the page has checked
+	// with task.Definition.Encode.
+	AddRow(values []string, label int)
+	// TryRow asks the current global model about one row's features
+	// (checked by the page like AddRow's).
+	TryRow(values []string)
 }
 
 // Root is the page's root component.
@@ -57,6 +66,163 @@ type Root struct {
 	codeText   string
 	nickText   string
 	nickTyped  bool
+
+	// The row task of the session, parsed once per definition text.
+	def     *task.Definition
+	defText string
+	// The row being typed (values by feature, the label's value or ""),
+	// what the page said about the last one added, and the row to try.
+	row      map[int]string
+	rowLabel string
+	rowMsg   string
+	try      map[int]string
+}
+
+// taskDef returns the session's row task (nil for a picture session;
+// the worker refuses a session whose task does not parse or match
+// before consent, so nil here means pictures).
+func (c *Root) taskDef() *task.Definition {
+	if c.State.Session.Task == "" {
+		return nil
+	}
+	if c.defText != c.State.Session.Task {
+		c.def, _ = task.Parse([]byte(c.State.Session.Task))
+		c.defText = c.State.Session.Task
+	}
+	return c.def
+}
+
+func (c *Root) isTask() bool { return c.taskDef() != nil }
+
+// features are the row task's columns (none for pictures).
+func (c *Root) features() []task.Feature {
+	if d := c.taskDef(); d != nil {
+		return d.Features
+	}
+	return nil
+}
+
+// answers are the label's values (none for pictures).
+func (c *Root) answers() []string {
+	if d := c.taskDef(); d != nil {
+		return d.Label.Values
+	}
+	return nil
+}
+
+func (c *Root) answerAsk() string {
+	if d := c.taskDef(); d != nil {
+		return d.Label.Ask
+	}
+	return ""
+}
+
+func (c *Root) answerName() string {
+	if d := c.taskDef(); d != nil {
+		return d.Label.Name
+	}
+	return ""
+}
+
+func kindIs(f task.Feature, k string) bool { return string(f.Kind) == k }
+
+func bound(x *float64) string {
+	if x == nil {
+		return ""
+	}
+	return strconv.FormatFloat(*x, 'g', -1, 64)
+}
+
+func (c *Root) rowValue(i int) string { return c.row[i] }
+
+func (c *Root) rowInput(i int, ev vugu.DOMEvent) {
+	if c.row == nil {
+		c.row = map[int]string{}
+	}
+	c.row[i] = ev.PropString("target", "value")
+}
+
+func (c *Root) rowLabelInput(ev vugu.DOMEvent) { c.rowLabel = ev.PropString("target", "value") }
+
+func (c *Root) tryValue(i int) string { return c.try[i] }
+
+func (c *Root) tryInput(i int, ev vugu.DOMEvent) {
+	if c.try == nil {
+		c.try = map[int]string{}
+	}
+	c.try[i] = ev.PropString("target", "value")
+}
+
+// values lists m's values in feature order.
+func values(m map[int]string, n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = m[i]
+	}
+	return out
+}
+
+// RowMessage says why a row was refused, in words a student can act on
+// (the task's *RowError names the column and what to type instead).
+func RowMessage(err error) string {
+	var re *task.RowError
+	if errors.As(err, &re) {
+		return "Check this row. " + re.Error() + "."
+	}
+	return "This row cannot be used: " + err.Error()
+}
+
+// checkRow returns what is wrong with a row of d, in words, or "".
+func checkRow(d *task.Definition, vals []string) string {
+	for i, f := range d.Features {
+		if strings.TrimSpace(vals[i]) == "" {
+			return "Fill in “" + f.Name + "” first."
+		}
+	}
+	if _, err := d.Encode(vals); err != nil {
+		return RowMessage(err)
+	}
+	return ""
+}
+
+// addRow checks the typed row and, if it fits the task, hands it to the
+// worker; a row that does not fit is said and never kept or sent.
+func (c *Root) addRow() {
+	d := c.taskDef()
+	if d == nil {
+		return
+	}
+	vals := values(c.row, len(d.Features))
+	if msg := checkRow(d, vals); msg != "" {
+		c.rowMsg = msg
+		return
+	}
+	if c.rowLabel == "" {
+		c.rowMsg = "Choose the answer (“" + d.Label.Name + "”) first."
+		return
+	}
+	lab, err := d.LabelIndex(c.rowLabel)
+	if err != nil {
+		c.rowMsg = RowMessage(err)
+		return
+	}
+	c.Ctl.AddRow(vals, lab)
+	c.row, c.rowLabel = nil, ""
+	c.rowMsg = "Added. It stays on this device."
+}
+
+// tryRow asks the model about the row typed in the try form.
+func (c *Root) tryRow() {
+	d := c.taskDef()
+	if d == nil {
+		return
+	}
+	vals := values(c.try, len(d.Features))
+	if msg := checkRow(d, vals); msg != "" {
+		c.State.Train.Prediction = msg
+		return
+	}
+	c.Ctl.TryRow(vals)
 }
 
 func (c *Root) nickValue() string {
@@ -150,11 +316,11 @@ func (c *Root) overBudget() bool {
 
 func (c *Root) modeText() string {
 	if c.State.Session.Mode == "trusted" {
-		return "what the page learned from your pictures, without noise (never the pictures themselves). " +
+		return "what the page learned from your " + c.things() + ", without noise (never the " + c.things() + " themselves). " +
 			"The teacher's server adds the noise, so your privacy depends on trusting that server."
 	}
-	return "only what the page learned from your pictures, with random noise added. " +
-		"This page adds the noise itself, so the server never sees your pictures " +
+	return "only what the page learned from your " + c.things() + ", with random noise added. " +
+		"This page adds the noise itself, so the server never sees your " + c.things() + " " +
 		"or the exact numbers learned from them."
 }
 
@@ -172,10 +338,43 @@ type Meter struct {
 // or " pictures stored".
 func (c *Root) storedWords() string {
 	if c.State.Data.Count == 1 {
-		return " picture stored"
+		return " " + strings.TrimSuffix(c.things(), "s") + " stored"
 	}
-	return " pictures stored"
+	return " " + c.things() + " stored"
 }
+
+// usedWords heads the count of samples used.
+func (c *Root) usedWords() string {
+	if c.isTask() {
+		return "Rows used"
+	}
+	return "Pictures used"
+}
+
+// moreWords is the button that goes back for more samples.
+func (c *Root) moreWords() string {
+	if c.isTask() {
+		return "Add more rows"
+	}
+	return "Draw more pictures"
+}
+
+// columns lists the CSV file's column names: the features, then the
+// label.
+func (c *Root) columns() string {
+	d := c.taskDef()
+	if d == nil {
+		return ""
+	}
+	names := make([]string, 0, len(d.Features)+1)
+	for _, f := range d.Features {
+		names = append(names, f.Name)
+	}
+	return strings.Join(append(names, d.Label.Name), ", ")
+}
+
+// things names the samples: "pictures" or "rows".
+func (c *Root) things() string { return c.State.Session.Things() }
 
 func (c *Root) trusted() bool { return c.State.Session.Mode == "trusted" }
 

@@ -56,6 +56,13 @@ type Session struct {
 	// names, or the digits "0".."9" when it has none): the drawing menu
 	// offers them.
 	Labels []string
+	// Task is the definition of the row task the session learns (its
+	// JSON text, wire.SessionParams.Task, read with plan.SessionTask),
+	// or "" for a session that learns pictures.
+	Task string
+	// DemoRows: the coordinator has example rows for this task
+	// (/api/demo/rows; a teacher's own task has none).
+	DemoRows bool
 }
 
 // DigitLabels are the class names of a session that states none.
@@ -77,6 +84,9 @@ type Data struct {
 	Sources  []string // human-readable list: "demo shard (600)", "drawn (3)", "t10k-images (1000)"
 	Busy     string   // non-empty while loading
 	DrawHint string   // a word about the drawing (e.g. "draw something first")
+	// Refused lists, in words, the lines of the last picked CSV files
+	// that did not fit the task (file, line number and why).
+	Refused []string
 }
 
 // Point is one (round, accuracy) measurement of the global model.
@@ -239,6 +249,24 @@ func level(spent, most, budget float64) string {
 		return "All of this lesson's privacy is used, as planned."
 	}
 	return "The page never lets it pass this lesson's most."
+}
+
+// Things names what a session's samples are, for the student: "rows"
+// for a row task, else "pictures".
+func (s Session) Things() string {
+	if s.Task != "" {
+		return "rows"
+	}
+	return "pictures"
+}
+
+// UsedNotice says why only the last source may grow once samples are
+// used.
+func (s Session) UsedNotice() string {
+	if s.Task != "" {
+		return "Some rows are already used: only rows you type can be added now."
+	}
+	return "Some pictures are already used: only drawings can be added now."
 }
 
 // Plural returns "1 picture" or "n pictures".

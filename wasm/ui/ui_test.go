@@ -29,6 +29,8 @@ func (nopCtl) Forget()                   {}
 func (nopCtl) EnterCode(string)          {}
 func (nopCtl) DrawMore()                 {}
 func (nopCtl) Done()                     {}
+func (nopCtl) AddRow([]string, int)      {}
+func (nopCtl) TryRow([]string)           {}
 
 func render(t *testing.T, st *State) string {
 	t.Helper()
