@@ -321,7 +321,21 @@ func TestBrowserSession(t *testing.T) {
 	resumed := map[int]string{1: id1.DeviceID, 2: id2.DeviceID}
 
 	waitRound(9, 4*time.Minute)
-	// The coordinator is killed and restarted on the same store.
+	// The coordinator is killed and restarted on the same store, between
+	// two rounds: each page's demo data holds exactly the session's rounds,
+	// and a round open at the kill is lost with the samples the pages
+	// spent on it (their updates were sent, so the samples stay used), so
+	// the pages would run out one round before the end. The 500 ms round
+	// gap is the window: the status says no round is open, then the kill.
+	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(20 * time.Millisecond) {
+		var st coordinator.Status
+		if err := getJSON(srv.URL+"/api/status?code="+code, &st); err == nil && st.Round == nil && st.Committed >= 9 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no moment between two rounds in 2 minutes")
+		}
+	}
 	before, _ := progress()
 	coord.kill()
 	// A page reloaded while the coordinator is down waits for it (it
