@@ -1,19 +1,16 @@
 package e2e
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/network"
-	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
 	"browserfl/coordinator"
@@ -33,12 +30,6 @@ func phone(t *testing.T) (*browser, error) {
 		return nil, err
 	}
 	return s, nil
-}
-
-// closeTab closes the page's tab (the browser stays, without a tab), as
-// a student closing the tab.
-func closeTab(s *browser) error {
-	return s.run(10*time.Second, page.Close())
 }
 
 // joinSteps open the bare URL, type the join code into the join box,
@@ -77,11 +68,14 @@ type classRound struct {
 	DeadlineHit *bool   `json:"deadline_hit"`
 }
 
-// TestClassroom is a lesson in a browser: the real coordinator
+// TestClassroom is a lesson in a browser, in each engine a class brings
+// (subtests chromium, firefox, webkit: engines): the real coordinator
 // (cmd/coordinator -lobby) as a child process, the teacher's dashboard
 // at projector size (1920x1080) and eleven students at phone size
-// (390x844, mobile emulation), each its own headless Chromium (see
-// phone). Ten students open the bare address, type the join code into
+// (390x844; Chromium with its mobile emulation; WebKit's MiniBrowser
+// window is at least 447 px wide), each with storage of its own: a
+// headless Chromium each (see phone), a Firefox window in a user context
+// each, a MiniBrowser each. Ten students open the bare address, type the join code into
 // the join box, give a nickname and wait in the lobby; the teacher
 // presses Start on the dashboard. During the session two students close
 // their tabs, one reloads, one runs out of data and one joins late. The
@@ -98,8 +92,15 @@ type classRound struct {
 // class), so it answers rounds 1 and 2 and then leaves with its data
 // used up.
 //
-// With -screenshots it writes docs/screenshots/classroom-*.png.
+// With -screenshots it writes docs/screenshots/classroom-*.png
+// (Chromium's; classroom-*-firefox.png and classroom-*-webkit.png).
 func TestClassroom(t *testing.T) {
+	for _, e := range engines {
+		t.Run(e.name, func(t *testing.T) { classroom(t, e) })
+	}
+}
+
+func classroom(t *testing.T, e engine) {
 	webDir := pageBuild(t)
 	bin := coordinatorBinary(t)
 	const (
@@ -143,10 +144,31 @@ func TestClassroom(t *testing.T) {
 		return st
 	}
 	shots := screenshotDir(t)
-	shot := func(b *browser, name string) {
+	shot := func(b tab, name string) {
 		t.Helper()
-		if err := b.screenshot(filepath.Join(shots, "classroom-"+name+".png")); err != nil {
+		if err := b.screenshot(filepath.Join(shots, shotName(e.name, "classroom-"+name))); err != nil {
 			t.Fatal(err)
+		}
+	}
+	newTab := e.start(t)
+	phone := func() (tab, error) {
+		p, err := newTab()
+		if err != nil {
+			return nil, err
+		}
+		size, err := p.viewport(390, 844, true)
+		if err != nil {
+			return nil, err
+		}
+		if size != [2]int{390, 844} {
+			t.Logf("%s's phone: %dx%d", e.name, size[0], size[1])
+		}
+		return p, nil
+	}
+	must := func(p tab, what string, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(pageFailure(p, what, err))
 		}
 	}
 
@@ -166,8 +188,10 @@ func TestClassroom(t *testing.T) {
 	}
 
 	// The projector.
-	dash := launch(t, t.TempDir())
-	defer dash.close()
+	dash, err := newTab()
+	if err != nil {
+		t.Fatal(err)
+	}
 	names := []string{"Ada", "Ben", "Chloe", "Dev", "Emma", "Finn", "Gia", "Hugo", "Iris", "Jon"}
 	const (
 		closer1, closer2 = 1, 2 // close their tabs
@@ -175,38 +199,31 @@ func TestClassroom(t *testing.T) {
 		runsOut          = 4    // little data
 		late             = "Kai"
 	)
-	tabs := make([]*browser, students)
-	defer func() {
-		for _, s := range tabs {
-			if s != nil {
-				s.close()
-			}
-		}
-	}()
+	tabs := make([]tab, students)
 	start := time.Now()
 	for i, name := range names {
-		if tabs[i], err = phone(t); err != nil {
+		if tabs[i], err = phone(); err != nil {
 			t.Fatal(err)
 		}
 		var f []string
 		if i == runsOut {
 			f = files
 		}
-		tabs[i].must(3*time.Minute, name+": join by code, wait in the lobby",
-			append(joinSteps(srv.URL, code, name, f), chromedp.WaitVisible("#lobby", chromedp.ByID))...)
+		must(tabs[i], name+": join by code, wait in the lobby", joinTab(tabs[i], srv.URL, code, name, f, "#lobby"))
 	}
 	t.Logf("%d students in the lobby after %v", students, time.Since(start).Round(time.Second))
 
-	dash.must(60*time.Second, "teacher's dashboard in the lobby",
-		chromedp.EmulateViewport(1920, 1080),
-		chromedp.Navigate(srv.URL+"/dashboard?code="+code+"&teacher="+index.TeacherSecret),
-		chromedp.Poll(fmt.Sprintf(`document.body.dataset.view === "lobby" && document.querySelectorAll("#names-big li.lobby").length === %d &&
-			!document.getElementById("btn-start").hidden`, students), nil, chromedp.WithPollingTimeout(50*time.Second)))
+	if size, err := dash.viewport(1920, 1080, false); err != nil || size != [2]int{1920, 1080} {
+		t.Fatalf("projector: %v, %v", size, err)
+	}
+	must(dash, "the teacher's dashboard", dash.navigate(srv.URL+"/dashboard?code="+code+"&teacher="+index.TeacherSecret))
+	must(dash, "the teacher's dashboard in the lobby", waitFor(dash, 90*time.Second, "lobby", fmt.Sprintf(`document.body.dataset.view === "lobby" && document.querySelectorAll("#names-big li.lobby").length === %d &&
+			!document.getElementById("btn-start").hidden`, students)))
 	shot(dash, "lobby-projector")
 	shot(tabs[0], "lobby-phone")
 
 	// Start on the dashboard.
-	dash.must(20*time.Second, "Start", chromedp.Click("#btn-start", chromedp.ByID))
+	must(dash, "Start", dash.click("#btn-start"))
 	started := time.Now()
 	// The first accuracy on the dashboard: logged, not asserted.
 	firstEval := make(chan time.Duration, 1)
@@ -235,32 +252,25 @@ func TestClassroom(t *testing.T) {
 
 	// A late student joins while the class trains (its own goroutine:
 	// loading a page takes a while on two cores).
-	var lateTab *browser
 	var wg sync.WaitGroup
 	wg.Add(1)
 	lateErr := make(chan string, 1)
 	go func() {
 		defer wg.Done()
-		lt, err := phone(t)
+		lt, err := phone()
 		if err != nil {
 			lateErr <- err.Error()
 			return
 		}
-		lateTab = lt
-		if err := lateJoin(lt, srv.URL, code, late); err != nil {
-			lateErr <- err.Error()
+		if err := joinTab(lt, srv.URL, code, late, nil, "#train"); err != nil {
+			lateErr <- pageFailure(lt, "late join", err)
 		}
 	}()
-	defer func() {
-		wg.Wait()
-		if lateTab != nil {
-			lateTab.close()
-		}
-	}()
+	defer wg.Wait()
 
 	waitCommitted := func(r int) {
 		t.Helper()
-		deadline := time.Now().Add(3 * time.Minute)
+		deadline := time.Now().Add(5 * time.Minute)
 		for time.Now().Before(deadline) {
 			if s := status(); s.Committed >= r || s.State == coordinator.StateEnded {
 				return
@@ -272,27 +282,24 @@ func TestClassroom(t *testing.T) {
 	// Two students close their tabs after round 3.
 	waitCommitted(3)
 	for _, i := range []int{closer1, closer2} {
-		if err := closeTab(tabs[i]); err != nil {
+		if err := tabs[i].closeTab(); err != nil {
 			t.Fatalf("closing %s's tab: %v", names[i], err)
 		}
 	}
 	// One reloads after round 6 and trains on.
 	waitCommitted(6)
-	tabs[reloader].must(90*time.Second, "reload",
-		chromedp.Reload(),
-		chromedp.WaitVisible("#train", chromedp.ByID))
+	must(tabs[reloader], "reload", tabs[reloader].reload())
+	must(tabs[reloader], "training after the reload", waitVisible(tabs[reloader], 120*time.Second, "#train"))
 
 	// The projector while the class trains: the departures are in its
 	// people list (gone: closed tabs; left: ran out of data).
-	dash.must(60*time.Second, "departures on the dashboard",
-		chromedp.Poll(fmt.Sprintf(`(() => {
+	must(dash, "departures on the dashboard", waitFor(dash, 90*time.Second, "departures", fmt.Sprintf(`(() => {
   const cls = (n) => ([...document.querySelectorAll("#names li")].find(li => li.firstChild && li.firstChild.textContent === n) || {}).className;
   const away = (n) => ["left", "gone"].includes(cls(n));
   return document.body.dataset.view === "training" && away(%q) && away(%q) && cls(%q) === "left";
-})()`, names[closer1], names[closer2], names[runsOut]), nil, chromedp.WithPollingTimeout(50*time.Second)))
+})()`, names[closer1], names[closer2], names[runsOut])))
 	shot(dash, "training-projector")
-	tabs[0].must(30*time.Second, "phone training",
-		chromedp.Poll(`document.getElementById("acc") !== null`, nil, chromedp.WithPollingTimeout(20*time.Second)))
+	must(tabs[0], "phone training", waitFor(tabs[0], 60*time.Second, "accuracy", `document.getElementById("acc") !== null`))
 	shot(tabs[0], "training-phone")
 	mid := status()
 	// A closed tab says goodbye on its way out (left); a tab that could
@@ -306,12 +313,10 @@ func TestClassroom(t *testing.T) {
 	}
 
 	// The session runs to its last round.
-	dash.must(4*time.Minute, "summary on the dashboard",
-		chromedp.Poll(`document.body.dataset.view === "summary" && document.getElementById("sum-acc").textContent.includes("%")`, nil,
-			chromedp.WithPollingTimeout(230*time.Second)))
+	must(dash, "summary on the dashboard", waitFor(dash, 6*time.Minute, "summary",
+		`document.body.dataset.view === "summary" && document.getElementById("sum-acc").textContent.includes("%")`))
 	took := time.Since(started)
-	tabs[0].must(60*time.Second, "phone: finished",
-		chromedp.Poll(`document.body.innerText.includes("The session has finished")`, nil, chromedp.WithPollingTimeout(50*time.Second)))
+	must(tabs[0], "phone: finished", waitFor(tabs[0], 90*time.Second, "finished", `document.body.innerText.includes("The session has finished")`))
 	shot(dash, "end-projector")
 	shot(tabs[0], "end-phone")
 	wg.Wait()
@@ -384,16 +389,36 @@ func person(st coordinator.Status, nickname string) coordinator.Person {
 	return coordinator.Person{}
 }
 
-// lateJoin joins like joinSteps and waits for training; for a
-// goroutine, so it returns an error instead of failing the test.
-func lateJoin(s *browser, base, code, nickname string) error {
-	steps := append(joinSteps(base, code, nickname, nil), chromedp.WaitVisible("#train", chromedp.ByID))
-	if err := s.run(3*time.Minute, steps...); err != nil {
-		ctx, cancel := context.WithTimeout(s.ctx, 3*time.Second)
-		defer cancel()
-		var text string
-		chromedp.Run(ctx, chromedp.Evaluate(`document.body ? document.body.innerText : ""`, &text))
-		return fmt.Errorf("%v\npage text: %s", err, strings.TrimSpace(text))
+// joinTab is joinSteps in any engine: the bare URL, the code typed into
+// the join box, consent with a nickname, data (the demo shard, or files
+// if given), "Start helping"; then it waits for the element until (the
+// lobby or the training screen).
+func joinTab(p tab, base, code, nickname string, files []string, until string) error {
+	steps := []func() error{
+		func() error { return p.navigate(base + "/") },
+		func() error { return waitVisible(p, 90*time.Second, "#code-input") },
+		func() error { return setValue(p, "#code-input", code) },
+		func() error { return p.click("#code-btn") },
+		func() error { return waitVisible(p, 90*time.Second, "#consent") },
+		func() error { return setValue(p, "#nickname", nickname) },
+		func() error { return p.click("#join-btn") },
+		func() error { return waitVisible(p, 90*time.Second, "#data") },
+		func() error {
+			if files != nil {
+				return p.setFiles("#files", files)
+			}
+			return p.click("#demo-btn")
+		},
+		func() error {
+			return waitFor(p, 2*time.Minute, "pictures stored", `Number((document.getElementById("data-count")||{}).textContent) > 0`)
+		},
+		func() error { return p.click("#train-btn") },
+		func() error { return waitVisible(p, 3*time.Minute, until) },
+	}
+	for i, step := range steps {
+		if err := step(); err != nil {
+			return fmt.Errorf("step %d: %w", i+1, err)
+		}
 	}
 	return nil
 }
