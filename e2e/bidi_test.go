@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -156,10 +157,14 @@ func launchFirefox(t *testing.T, extraPrefs []string) *bidi {
 	// The remote agent listens on localhost only.
 	cmd := exec.Command(bin, "--headless", "--no-remote", "--profile", profile, "--remote-debugging-port", port)
 	cmd.Env = append(os.Environ(), "MOZ_CRASHREPORTER_DISABLE=1")
+	// Its own process group, ended as one: Firefox may start itself
+	// again on a fresh profile (the first process exits), and its
+	// content processes are its children.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	t.Cleanup(func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); cmd.Wait() })
 	var b *bidi
 	for end := time.Now().Add(90 * time.Second); time.Now().Before(end); time.Sleep(300 * time.Millisecond) {
 		ctx, cancel := withTimeout(10 * time.Second)
@@ -294,11 +299,15 @@ func (f *firefoxTab) viewport(w, h int, mobile bool) ([2]int, error) {
 	return innerSize(f)
 }
 
-func (f *firefoxTab) screenshot(path string) error {
+func (f *firefoxTab) screenshot(path string, full bool) error {
+	origin := "viewport"
+	if full {
+		origin = "document"
+	}
 	var r struct {
 		Data string `json:"data"`
 	}
-	if err := f.b.call(60*time.Second, "browsingContext.captureScreenshot", map[string]any{"context": f.ctx, "origin": "document"}, &r); err != nil {
+	if err := f.b.call(60*time.Second, "browsingContext.captureScreenshot", map[string]any{"context": f.ctx, "origin": origin}, &r); err != nil {
 		return err
 	}
 	return writePNG(path, r.Data)

@@ -374,7 +374,7 @@ func dashboardLayout(t *testing.T, e engine) {
 			dir = t.TempDir()
 		}
 		path := filepath.Join(dir, shotName(e.name, name))
-		if err := b.screenshot(path); err != nil {
+		if err := b.screenshot(path, true); err != nil {
 			t.Fatal(err)
 		}
 		if !qr {

@@ -41,9 +41,9 @@ type tab interface {
 	// reports (innerWidth x innerHeight), which can differ where the
 	// engine cannot make a window that small.
 	viewport(w, h int, mobile bool) ([2]int, error)
-	// screenshot saves a PNG of the page (the whole page where the
-	// engine can, else the viewport).
-	screenshot(path string) error
+	// screenshot saves a PNG of the page: the whole page (full, where
+	// the engine can) or what the viewport shows.
+	screenshot(path string, full bool) error
 	// text is the page's visible text, for failure messages.
 	text() string
 }
@@ -159,7 +159,12 @@ func (c *chromiumTab) viewport(w, h int, mobile bool) ([2]int, error) {
 	return innerSize(c)
 }
 
-func (c *chromiumTab) screenshot(path string) error { return c.b.screenshot(path) }
+func (c *chromiumTab) screenshot(path string, full bool) error {
+	if full {
+		return c.b.screenshot(path)
+	}
+	return c.b.viewShot(path)
+}
 
 func (c *chromiumTab) text() string { return c.b.text() }
 

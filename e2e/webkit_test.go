@@ -229,7 +229,7 @@ func (w *webkitTab) viewport(width, height int, mobile bool) ([2]int, error) {
 }
 
 // screenshot saves the viewport (WebDriver has no whole-page shot).
-func (w *webkitTab) screenshot(path string) error {
+func (w *webkitTab) screenshot(path string, full bool) error {
 	var b64 string
 	if err := w.d.call(http.MethodGet, w.d.session+"/screenshot", nil, &b64); err != nil {
 		return err
