@@ -330,6 +330,72 @@ func decodeQR(t *testing.T, png string) []string {
 	return strings.Fields(string(out))
 }
 
+// dashRun loads the dashboard and checks its screenshots, for
+// dashboardLayout.
+type dashRun struct {
+	t                   *testing.T
+	b                   tab
+	fake                *fakeDashboard
+	base, engine, shots string
+}
+
+// load opens the dashboard at w x h and waits until view is rendered
+// with its QR code loaded.
+func (d *dashRun) load(w, h int, query string, view string) {
+	t, b := d.t, d.b
+	t.Helper()
+	d.fake.mu.Lock()
+	d.fake.secrets = nil
+	d.fake.mu.Unlock()
+	what := fmt.Sprintf("dashboard %dx%d", w, h)
+	got, err := b.viewport(w, h, false)
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	if got != [2]int{w, h} {
+		t.Fatalf("%s: the page is %dx%d", what, got[0], got[1])
+	}
+	if err := b.navigate(d.base + "/dashboard?" + query); err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	if err := waitFor(b, 60*time.Second, what, fmt.Sprintf(`document.body.dataset.view === %q && document.body.dataset.rendered === "1" &&
+			[...document.querySelectorAll("img.qr")].some(i => i.complete && i.naturalWidth > 0)`, view)); err != nil {
+		t.Fatal(pageFailure(b, what, err))
+	}
+	// Two frames drawn after the render.
+	if err := b.eval(`new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() => r(true))))`, nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// shoot saves a screenshot and, where the view shows the join QR code
+// (qr), checks that it scans to the join address.
+func (d *dashRun) shoot(name string, qr bool) {
+	t := d.t
+	t.Helper()
+	dir := d.shots
+	if name == "dashboard-lobby-1280" { // checked, not kept in docs/
+		dir = t.TempDir()
+	}
+	path := filepath.Join(dir, shotName(d.engine, name))
+	if err := d.b.screenshot(path, true); err != nil {
+		t.Fatal(err)
+	}
+	if !qr {
+		return
+	}
+	joinURL := "http://192.168.1.23:8080/?code=" + fakeCode // as fakeDashboard's QR
+	got := decodeQR(t, path)
+	if len(got) == 0 {
+		t.Errorf("%s: no QR code could be read from the screenshot %s", name, path)
+	}
+	for _, g := range got {
+		if g != joinURL {
+			t.Errorf("%s: the QR code reads %q, want %q", name, g, joinURL)
+		}
+	}
+}
+
 func dashboardLayout(t *testing.T, e engine) {
 	fake := &fakeDashboard{}
 	fake.set(fakeStatus("running", true))
@@ -339,57 +405,8 @@ func dashboardLayout(t *testing.T, e engine) {
 		t.Fatal(err)
 	}
 	shots := screenshotDir(t)
-	joinURL := "http://192.168.1.23:8080/?code=" + fakeCode
-	load := func(w, h int, query string, view string) {
-		t.Helper()
-		fake.mu.Lock()
-		fake.secrets = nil
-		fake.mu.Unlock()
-		what := fmt.Sprintf("dashboard %dx%d", w, h)
-		got, err := b.viewport(w, h, false)
-		if err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-		if got != [2]int{w, h} {
-			t.Fatalf("%s: the page is %dx%d", what, got[0], got[1])
-		}
-		if err := b.navigate(srv.URL + "/dashboard?" + query); err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-		if err := waitFor(b, 60*time.Second, what, fmt.Sprintf(`document.body.dataset.view === %q && document.body.dataset.rendered === "1" &&
-			[...document.querySelectorAll("img.qr")].some(i => i.complete && i.naturalWidth > 0)`, view)); err != nil {
-			t.Fatal(pageFailure(b, what, err))
-		}
-		// Two frames drawn after the render.
-		if err := b.eval(`new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() => r(true))))`, nil); err != nil {
-			t.Fatal(err)
-		}
-	}
-	// shoot saves a screenshot and, where the view shows the join QR
-	// code, checks that it scans to the join address.
-	shoot := func(name string, qr bool) {
-		t.Helper()
-		dir := shots
-		if name == "dashboard-lobby-1280" { // checked, not kept in docs/
-			dir = t.TempDir()
-		}
-		path := filepath.Join(dir, shotName(e.name, name))
-		if err := b.screenshot(path, true); err != nil {
-			t.Fatal(err)
-		}
-		if !qr {
-			return
-		}
-		got := decodeQR(t, path)
-		if len(got) == 0 {
-			t.Errorf("%s: no QR code could be read from the screenshot %s", name, path)
-		}
-		for _, g := range got {
-			if g != joinURL {
-				t.Errorf("%s: the QR code reads %q, want %q", name, g, joinURL)
-			}
-		}
-	}
+	d := &dashRun{t: t, b: b, fake: fake, base: srv.URL, engine: e.name, shots: shots}
+	load, shoot := d.load, d.shoot
 
 	for _, size := range [][2]int{{1920, 1080}, {1280, 720}} {
 		name := fmt.Sprintf("training %dx%d", size[0], size[1])

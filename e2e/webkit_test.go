@@ -228,8 +228,14 @@ func (w *webkitTab) viewport(width, height int, mobile bool) ([2]int, error) {
 	return innerSize(w)
 }
 
-// screenshot saves the viewport (WebDriver has no whole-page shot).
+// screenshot saves the viewport (WebDriver has no whole-page shot),
+// once the page has painted what its DOM holds: two animation frames
+// first (on a busy machine the driver's snapshot was an older frame:
+// the dashboard still "connecting..." while its DOM showed the lobby).
 func (w *webkitTab) screenshot(path string, full bool) error {
+	if err := w.eval(`new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() => r(true))))`, nil); err != nil {
+		return err
+	}
 	var b64 string
 	if err := w.d.call(http.MethodGet, w.d.session+"/screenshot", nil, &b64); err != nil {
 		return err
