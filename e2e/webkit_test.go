@@ -228,11 +228,17 @@ func (w *webkitTab) viewport(width, height int, mobile bool) ([2]int, error) {
 	return innerSize(w)
 }
 
-// screenshot saves the viewport (WebDriver has no whole-page shot),
+// screenshot saves the viewport (WebDriver has no whole-page shot: for
+// full, the top of the page),
 // once the page has painted what its DOM holds: two animation frames
 // first (on a busy machine the driver's snapshot was an older frame:
 // the dashboard still "connecting..." while its DOM showed the lobby).
 func (w *webkitTab) screenshot(path string, full bool) error {
+	if full { // no whole-page shot: the page's top instead
+		if err := w.eval(`window.scrollTo(0, 0)`, nil); err != nil {
+			return err
+		}
+	}
 	if err := w.eval(`new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() => r(true))))`, nil); err != nil {
 		return err
 	}
