@@ -47,13 +47,18 @@ fmt-check:
 # time is the e2e package waiting on its browsers, one test at a time, which
 # leaves a core idle. Likewise the lesson runs beside the mutation tests (its
 # output in LESSON_LOG): 200 rounds of ten pages are about 60 s of CPU in
-# 2-3 minutes. Each stage prints its wall time (scripts/stage.sh) and the
-# list is printed at the end.
+# 2-3 minutes. The browser tests that run in every engine (ENGINES_RE:
+# TestClassroom, TestDashboardLayout and the owner's two tabs) run their
+# Chromium subtests in the stage test and their Firefox and WebKit ones in
+# the stage engines, after the lesson and beside the mutation tests too,
+# whose stage is the longest (docs/browser.md, "Three engines"). Each stage
+# prints its wall time (scripts/stage.sh) and the list is printed at the end.
 RACE_PKGS := ./coordinator/... ./device/... ./sim/...
 RACE_RE := ^browserfl/(coordinator|device|sim)(/|$$)
 STAGE_LOG := .cache/make-test-stages
 BESIDE_LOG := .cache/make-test-beside.log
 LESSON_LOG := .cache/make-test-lesson.log
+ENGINES_RE := ^(TestClassroom|TestDashboardLayout|TestOwnerLedgerTwoTabsEngines)$$/^(firefox|webkit)$$
 STAGE := STAGE_LOG=$(STAGE_LOG) bash scripts/stage.sh
 SUBMAKE := $(MAKE) --no-print-directory
 test:
@@ -64,14 +69,15 @@ test:
 	@$(STAGE) lint      $(SUBMAKE) lint
 	@{ $(STAGE) race env BFL_REQUIRE_MNIST=1 BFL_REQUIRE_DATA=1 $(GO) test -count=1 -race $(RACE_PKGS) && \
 	   $(STAGE) scaleout $(GO) test -count=1 -run '^TestScaleOut$$' ./coordinator/; } >$(BESIDE_LOG) 2>&1 & bg=$$!; \
-	 $(STAGE) test env BFL_REQUIRE_MNIST=1 BFL_REQUIRE_DATA=1 $(GO) test -count=1 $$($(GO) list $(PKGS) | grep -Ev '$(RACE_RE)'); fg=$$?; \
+	 $(STAGE) test env BFL_REQUIRE_MNIST=1 BFL_REQUIRE_DATA=1 $(GO) test -count=1 -skip '$(ENGINES_RE)' $$($(GO) list $(PKGS) | grep -Ev '$(RACE_RE)'); fg=$$?; \
 	 wait $$bg; rc=$$?; echo "== the stages race and scaleout, run beside test:"; cat $(BESIDE_LOG); \
 	 [ $$fg -eq 0 ] && [ $$rc -eq 0 ]
-	@$(STAGE) lesson env BFL_LESSON=1 BFL_LESSON_GAP=100ms $(GO) test -count=1 -timeout 30m -run TestClassroomLesson ./e2e/ >$(LESSON_LOG) 2>&1 & bg=$$!; \
+	@{ $(STAGE) lesson env BFL_LESSON=1 BFL_LESSON_GAP=100ms $(GO) test -count=1 -timeout 30m -run TestClassroomLesson ./e2e/ && \
+	   $(STAGE) engines $(GO) test -count=1 -timeout 30m -run '$(ENGINES_RE)' -v ./e2e/; } >$(LESSON_LOG) 2>&1 & bg=$$!; \
 	 $(STAGE) mutants $(SUBMAKE) mutants; fg=$$?; \
-	 wait $$bg; rc=$$?; echo "== the stage lesson, run beside mutants:"; cat $(LESSON_LOG); \
+	 wait $$bg; rc=$$?; echo "== the stages lesson and engines, run beside mutants:"; cat $(LESSON_LOG); \
 	 [ $$fg -eq 0 ] && [ $$rc -eq 0 ]
-	@echo "make test passed; wall time by stage (race and scaleout beside test, lesson beside mutants):" && cat $(STAGE_LOG) && \
+	@echo "make test passed; wall time by stage (race and scaleout beside test, lesson and engines beside mutants):" && cat $(STAGE_LOG) && \
 	 secs=$$(( $$(date +%s) - $$(cat .cache/make-test-start) )) && printf 'make test in all: %d s (%dm%02ds)\n' $$secs $$((secs / 60)) $$((secs % 60))
 
 # Apply each privacy- and correctness-critical mutation (through a build

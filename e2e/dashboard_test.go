@@ -6,13 +6,12 @@ import (
 	"math"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/chromedp/chromedp"
 
 	"browserfl/coordinator"
 	"browserfl/coordinator/site"
@@ -256,8 +255,13 @@ const layoutJS = `(() => {
 
 func (b *browser) layout(t *testing.T) layout {
 	t.Helper()
+	return pageLayout(t, &chromiumTab{b})
+}
+
+func pageLayout(t *testing.T, p tab) layout {
+	t.Helper()
 	var l layout
-	if err := b.eval(layoutJS, &l); err != nil {
+	if err := p.eval(layoutJS, &l); err != nil {
 		t.Fatal(err)
 	}
 	return l
@@ -287,42 +291,130 @@ func checkLayout(t *testing.T, name string, l layout, view string) {
 	}
 }
 
-// TestDashboardLayout loads the projector dashboard in headless Chromium
-// at 1920x1080 and 1280x720 in each state, with a fake status: nothing
-// overflows, every chart label and legend lies inside the screen, the
-// sections fill it; the teacher's secret leaves the address bar and is
-// never shown, its buttons reach the endpoints; without the lobby fields
-// the dashboard still works. Screenshots: go test ./e2e -run
-// TestDashboardLayout -args -screenshots writes docs/screenshots.
+// TestDashboardLayout loads the projector dashboard in each engine
+// (subtests chromium, firefox, webkit) at 1920x1080 and 1280x720 in each
+// state, with a fake status: nothing overflows, every chart label and
+// legend lies inside the screen, the sections fill it; the join QR code
+// in each screenshot decodes (zbarimg) to the join address; the
+// teacher's secret leaves the address bar and is never shown, its
+// buttons reach the endpoints; without the lobby fields the dashboard
+// still works. Screenshots: go test ./e2e -run TestDashboardLayout -args
+// -screenshots writes docs/screenshots (Chromium's under their old
+// names, the others' with the engine's name).
 func TestDashboardLayout(t *testing.T) {
+	for _, e := range engines {
+		t.Run(e.name, func(t *testing.T) { dashboardLayout(t, e) })
+	}
+}
+
+// shotName is a screenshot's file name in docs/screenshots: Chromium's
+// keep their names, the other engines' carry theirs.
+func shotName(engine, name string) string {
+	if engine == "chromium" {
+		return name + ".png"
+	}
+	return name + "-" + engine + ".png"
+}
+
+// decodeQR returns what zbarimg reads from the QR codes in a PNG.
+func decodeQR(t *testing.T, png string) []string {
+	t.Helper()
+	zbar, err := exec.LookPath("zbarimg")
+	if err != nil {
+		t.Fatalf("zbarimg: %v (scripts/setup.sh --browser installs zbar-tools)", err)
+	}
+	out, err := exec.Command(zbar, "--raw", "-q", png).Output()
+	if err != nil {
+		// Exit status 4: no code found.
+		return nil
+	}
+	return strings.Fields(string(out))
+}
+
+// dashRun loads the dashboard and checks its screenshots, for
+// dashboardLayout.
+type dashRun struct {
+	t                   *testing.T
+	b                   tab
+	fake                *fakeDashboard
+	base, engine, shots string
+}
+
+// load opens the dashboard at w x h and waits until view is rendered
+// with its QR code loaded.
+func (d *dashRun) load(w, h int, query string, view string) {
+	t, b := d.t, d.b
+	t.Helper()
+	d.fake.mu.Lock()
+	d.fake.secrets = nil
+	d.fake.mu.Unlock()
+	what := fmt.Sprintf("dashboard %dx%d", w, h)
+	got, err := b.viewport(w, h, false)
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	if got != [2]int{w, h} {
+		t.Fatalf("%s: the page is %dx%d", what, got[0], got[1])
+	}
+	if err := b.navigate(d.base + "/dashboard?" + query); err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	if err := waitFor(b, 60*time.Second, what, fmt.Sprintf(`document.body.dataset.view === %q && document.body.dataset.rendered === "1" &&
+			[...document.querySelectorAll("img.qr")].some(i => i.complete && i.naturalWidth > 0)`, view)); err != nil {
+		t.Fatal(pageFailure(b, what, err))
+	}
+	// Two frames drawn after the render.
+	if err := b.eval(`new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() => r(true))))`, nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// shoot saves a screenshot and, where the view shows the join QR code
+// (qr), checks that it scans to the join address.
+func (d *dashRun) shoot(name string, qr bool) {
+	t := d.t
+	t.Helper()
+	dir := d.shots
+	if name == "dashboard-lobby-1280" { // checked, not kept in docs/
+		dir = t.TempDir()
+	}
+	path := filepath.Join(dir, shotName(d.engine, name))
+	if err := d.b.screenshot(path, true); err != nil {
+		t.Fatal(err)
+	}
+	if !qr {
+		return
+	}
+	joinURL := "http://192.168.1.23:8080/?code=" + fakeCode // as fakeDashboard's QR
+	got := decodeQR(t, path)
+	if len(got) == 0 {
+		t.Errorf("%s: no QR code could be read from the screenshot %s", name, path)
+	}
+	for _, g := range got {
+		if g != joinURL {
+			t.Errorf("%s: the QR code reads %q, want %q", name, g, joinURL)
+		}
+	}
+}
+
+func dashboardLayout(t *testing.T, e engine) {
 	fake := &fakeDashboard{}
 	fake.set(fakeStatus("running", true))
 	srv := serve(t, fake.handler(t))
-	b := launch(t, t.TempDir())
-	defer b.close()
+	b, err := e.start(t)()
+	if err != nil {
+		t.Fatal(err)
+	}
 	shots := screenshotDir(t)
-	rendered := func(view string) chromedp.Action {
-		return chromedp.Poll(fmt.Sprintf(`document.body.dataset.view === %q && document.body.dataset.rendered === "1" &&
-			[...document.querySelectorAll("img.qr")].some(i => i.complete && i.naturalWidth > 0)`, view), nil,
-			chromedp.WithPollingTimeout(15*time.Second))
-	}
-	load := func(w, h int64, query string, view string) {
-		t.Helper()
-		fake.mu.Lock()
-		fake.secrets = nil
-		fake.mu.Unlock()
-		b.must(30*time.Second, fmt.Sprintf("dashboard %dx%d", w, h), chromedp.EmulateViewport(w, h),
-			chromedp.Navigate(srv.URL+"/dashboard?"+query), rendered(view), chromedp.Sleep(300*time.Millisecond))
-	}
+	d := &dashRun{t: t, b: b, fake: fake, base: srv.URL, engine: e.name, shots: shots}
+	load, shoot := d.load, d.shoot
 
-	for _, size := range [][2]int64{{1920, 1080}, {1280, 720}} {
+	for _, size := range [][2]int{{1920, 1080}, {1280, 720}} {
 		name := fmt.Sprintf("training %dx%d", size[0], size[1])
 		fake.set(fakeStatus("running", true))
 		load(size[0], size[1], "code="+fakeCode+"&teacher="+fakeSecret, "training")
-		checkLayout(t, name, b.layout(t), "training")
-		if err := b.screenshot(filepath.Join(shots, fmt.Sprintf("dashboard-%d.png", size[0]))); err != nil {
-			t.Fatal(err)
-		}
+		checkLayout(t, name, pageLayout(t, b), "training")
+		shoot(fmt.Sprintf("dashboard-%d", size[0]), true)
 		// The secret left the address bar, is not on the screen, and
 		// goes with every status request.
 		var href, text string
@@ -345,8 +437,12 @@ func TestDashboardLayout(t *testing.T) {
 	}
 
 	// Pause reaches the endpoint with the secret; the view follows.
-	b.must(10*time.Second, "pause", chromedp.Click("#btn-pause", chromedp.ByID),
-		chromedp.Poll(`!document.getElementById("btn-resume").hidden`, nil, chromedp.WithPollingTimeout(5*time.Second)))
+	if err := b.click("#btn-pause"); err != nil {
+		t.Fatal(pageFailure(b, "pause", err))
+	}
+	if err := waitFor(b, 30*time.Second, "paused", `!document.getElementById("btn-resume").hidden`); err != nil {
+		t.Fatal(pageFailure(b, "pause", err))
+	}
 	fake.mu.Lock()
 	posts := append([]string(nil), fake.posts...)
 	fake.mu.Unlock()
@@ -356,11 +452,13 @@ func TestDashboardLayout(t *testing.T) {
 
 	// The lobby and the summary, at both sizes; screenshots at 1920.
 	// Without the secret: the tab kept it (sessionStorage), so forget it.
-	b.must(5*time.Second, "forget the secret", chromedp.Evaluate(`sessionStorage.clear()`, nil))
-	for _, size := range [][2]int64{{1920, 1080}, {1280, 720}} {
+	if err := b.eval(`sessionStorage.clear()`, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, size := range [][2]int{{1920, 1080}, {1280, 720}} {
 		fake.set(fakeStatus("lobby", true))
 		load(size[0], size[1], "code="+fakeCode, "lobby")
-		checkLayout(t, fmt.Sprintf("lobby %dx%d", size[0], size[1]), b.layout(t), "lobby")
+		checkLayout(t, fmt.Sprintf("lobby %dx%d", size[0], size[1]), pageLayout(t, b), "lobby")
 		var names int
 		b.eval(`document.querySelectorAll("#names-big li").length`, &names)
 		if names != len(nicknames) {
@@ -371,15 +469,11 @@ func TestDashboardLayout(t *testing.T) {
 		if controls {
 			t.Error("lobby without the secret shows the teacher's buttons")
 		}
-		if size[0] == 1920 {
-			if err := b.screenshot(filepath.Join(shots, "dashboard-lobby.png")); err != nil {
-				t.Fatal(err)
-			}
-		}
+		shoot(map[int]string{1920: "dashboard-lobby", 1280: "dashboard-lobby-1280"}[size[0]], true)
 
 		fake.set(fakeStatus("ended", true))
 		load(size[0], size[1], "code="+fakeCode, "summary")
-		checkLayout(t, fmt.Sprintf("summary %dx%d", size[0], size[1]), b.layout(t), "summary")
+		checkLayout(t, fmt.Sprintf("summary %dx%d", size[0], size[1]), pageLayout(t, b), "summary")
 		var dl, sum string
 		b.eval(`document.getElementById("download").getAttribute("href")`, &dl)
 		b.eval(`document.getElementById("summary").innerText`, &sum)
@@ -393,9 +487,7 @@ func TestDashboardLayout(t *testing.T) {
 			}
 		}
 		if size[0] == 1920 {
-			if err := b.screenshot(filepath.Join(shots, "dashboard-summary.png")); err != nil {
-				t.Fatal(err)
-			}
+			shoot("dashboard-summary", false)
 		}
 	}
 
@@ -403,7 +495,7 @@ func TestDashboardLayout(t *testing.T) {
 	// counts only, no buttons.
 	fake.set(fakeStatus("running", false))
 	load(1280, 720, "code="+fakeCode, "training")
-	checkLayout(t, "without lobby fields", b.layout(t), "training")
+	checkLayout(t, "without lobby fields", pageLayout(t, b), "training")
 	var counts string
 	b.eval(`document.getElementById("counts").innerText`, &counts)
 	if !strings.Contains(counts, "24") { // connected 27 - left 2 - stuck 1

@@ -131,37 +131,7 @@ func TestNativeRowsDevice(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	type dev struct {
-		cmd *exec.Cmd
-		out *bytes.Buffer
-	}
-	var devs []dev
-	for i := 0; i < devices; i++ {
-		args := []string{"-url", "ws://" + coord.addr + "/ws", "-code", code, "-dir", t.TempDir()}
-		if i < len(files) {
-			args = append(args, "-rows", files[i])
-		}
-		out := &bytes.Buffer{}
-		cmd := exec.Command(bin, args...)
-		cmd.Stdout, cmd.Stderr = out, out
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		devs = append(devs, dev{cmd, out})
-	}
-	defer func() {
-		for _, d := range devs {
-			d.cmd.Process.Kill()
-			d.cmd.Wait()
-		}
-	}()
-	logs := func() string {
-		var s []string
-		for i, d := range devs {
-			s = append(s, fmt.Sprintf("device %d:\n%s", i, d.out.String()))
-		}
-		return strings.Join(s, "\n") + "\ncoordinator log " + coord.log.Name()
-	}
+	devs, logs := startRowDevices(t, bin, coord, code, devices, files)
 	pr := waitCommitted(t, base, code, 6, 3*time.Minute, logs)
 	if len(pr.Accuracy) == 0 {
 		t.Errorf("no accuracy measured on the task's test rows")
@@ -188,4 +158,84 @@ func TestNativeRowsDevice(t *testing.T) {
 		t.Errorf("device 0 refused rows of a good file:\n%s", devs[0].out.String())
 	}
 	t.Logf("accuracy after round %d: %.3f", pr.Committed, pr.Accuracy[len(pr.Accuracy)-1].Accuracy)
+}
+
+// rowDevice is a native device process of a row-task session.
+type rowDevice struct {
+	cmd *exec.Cmd
+	out *bytes.Buffer
+}
+
+// startRowDevices starts n native devices against coord, the first
+// len(files) with -rows files[i], the others on the demo rows; they are
+// killed when the test ends. logs returns every device's output and the
+// coordinator log's name.
+func startRowDevices(t *testing.T, bin string, coord *process, code string, n int, files []string) (devs []rowDevice, logs func() string) {
+	t.Helper()
+	for i := 0; i < n; i++ {
+		args := []string{"-url", "ws://" + coord.addr + "/ws", "-code", code, "-dir", t.TempDir()}
+		if i < len(files) {
+			args = append(args, "-rows", files[i])
+		}
+		out := &bytes.Buffer{}
+		cmd := exec.Command(bin, args...)
+		cmd.Stdout, cmd.Stderr = out, out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		devs = append(devs, rowDevice{cmd, out})
+	}
+	t.Cleanup(func() {
+		for _, d := range devs {
+			d.cmd.Process.Kill()
+			d.cmd.Wait()
+		}
+	})
+	return devs, func() string {
+		var s []string
+		for i, d := range devs {
+			s = append(s, fmt.Sprintf("device %d:\n%s", i, d.out.String()))
+		}
+		return strings.Join(s, "\n") + "\ncoordinator log " + coord.log.Name()
+	}
+}
+
+// TestNativeTextDevices: the text task live with native devices: one
+// reads its words from a -rows file (a word over the task's length is
+// refused with its line number), one takes the demo rows; every round
+// commits and the class model is tested on the task's test words.
+func TestNativeTextDevices(t *testing.T) {
+	const code = "WORDS2"
+	coord := rowTaskCoordinator(t, "text", code, 2)
+	b, _ := task.LookupBuiltin("text")
+	train, _, err := b.LoadRows(b.DefaultDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := b.Def.WriteCSV(&buf, task.Rows{Values: train.Values[:200], Labels: train.Labels[:200]}); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(buf.String(), "\n")
+	lines[2] = strings.Repeat("x", 41) + "," + b.Def.Label.Values[0]
+	file := filepath.Join(t.TempDir(), "words.csv")
+	if err := os.WriteFile(file, []byte(strings.Join(lines, "\n")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	devs, logs := startRowDevices(t, deviceBinary(t), coord, code, 2, []string{file})
+	pr := waitCommitted(t, "http://"+coord.addr, code, 6, 3*time.Minute, logs)
+	if len(pr.Accuracy) == 0 {
+		t.Errorf("no accuracy measured on the task's test words")
+	}
+	for _, d := range devs {
+		d.cmd.Wait()
+	}
+	for i, d := range devs {
+		if out := d.out.String(); !strings.Contains(out, "included") {
+			t.Errorf("device %d was never included:\n%s", i, out)
+		}
+	}
+	if out := devs[0].out.String(); !strings.Contains(out, "row refused") || !strings.Contains(out, "line=3") {
+		t.Errorf("the word over 40 letters on line 3 was not reported:\n%s", out)
+	}
 }

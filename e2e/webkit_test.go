@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
@@ -8,12 +9,11 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
-
-	"browserfl/wasm/local"
 )
 
 // webDriver is a minimal W3C WebDriver client (WebKitGTK's
@@ -54,76 +54,203 @@ func (d *webDriver) call(method, path string, in, out any) error {
 	return nil
 }
 
-// TestWebKitOwnerLedgerTwoTabs is TestFirefoxOwnerLedgerTwoTabs in
-// WebKitGTK (MiniBrowser under WebKitWebDriver, in Xvfb). It needs
-// webkit2gtk-driver and xvfb and runs only with BFL_WEBKIT=1:
-//
-//	BFL_WEBKIT=1 go test ./e2e -run TestWebKitOwnerLedgerTwoTabs -count=1 -v
-func TestWebKitOwnerLedgerTwoTabs(t *testing.T) {
-	if os.Getenv("BFL_WEBKIT") != "1" {
-		t.Skip("set BFL_WEBKIT=1 (needs webkit2gtk-driver and xvfb)")
+// miniBrowser is WebKitGTK's browser for automation (webkit2gtk-driver).
+const miniBrowser = "/usr/lib/x86_64-linux-gnu/webkit2gtk-4.1/MiniBrowser"
+
+// startWebKit starts one Xvfb for test t (no TCP: local clients only)
+// and returns how to open a tab: each tab is a WebKitWebDriver of its
+// own on a loopback port with one session, so one MiniBrowser, whose
+// automation session keeps its data in memory (a fresh profile each;
+// WebKitWebDriver holds one session at a time).
+func startWebKit(t *testing.T) func() (tab, error) {
+	display := startXvfb(t)
+	return func() (tab, error) { return newWebKitTab(t, display, nil) }
+}
+
+// startXvfb runs Xvfb on a free display and returns it (":N").
+func startXvfb(t *testing.T) string {
+	t.Helper()
+	bin, err := exec.LookPath("Xvfb")
+	if err != nil {
+		t.Fatalf("Xvfb: %v (scripts/setup.sh --browser installs xvfb)", err)
 	}
-	o := newOwnerSetup(t, false)
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	// -displayfd 3: Xvfb picks a free display and writes its number.
+	cmd := exec.Command(bin, "-displayfd", "3", "-nolisten", "tcp", "-screen", "0", "2560x1600x24")
+	cmd.ExtraFiles = []*os.File{w}
+	if err := cmd.Start(); err != nil {
+		w.Close()
+		t.Fatal(err)
+	}
+	w.Close()
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	line, err := bufio.NewReader(r).ReadString('\n')
+	if err != nil {
+		t.Fatalf("Xvfb: no display number: %v", err)
+	}
+	return ":" + strings.TrimSpace(line)
+}
+
+// webkitTab is one WebKitWebDriver session (one MiniBrowser window).
+type webkitTab struct {
+	d *webDriver
+}
+
+// newWebKitTab starts a WebKitWebDriver on display with one session;
+// args are MiniBrowser's extra arguments.
+func newWebKitTab(t *testing.T, display string, args []string) (*webkitTab, error) {
 	addr := freeAddr(t)
 	port := addr[strings.LastIndex(addr, ":")+1:]
-	cmd := exec.Command("xvfb-run", "-a", "WebKitWebDriver", "--port="+port)
-	// Its own process group: xvfb-run's children (Xvfb, the driver, the
-	// browser) end with it.
+	cmd := exec.Command("WebKitWebDriver", "--port="+port, "--host=local")
+	cmd.Env = append(os.Environ(), "DISPLAY="+display)
+	// Its own process group: the driver's browser ends with it.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
-		t.Fatalf("WebKitWebDriver: %v (apt-get install webkit2gtk-driver xvfb)", err)
+		return nil, fmt.Errorf("WebKitWebDriver: %w (scripts/setup.sh --browser installs webkit2gtk-driver)", err)
 	}
 	t.Cleanup(func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); cmd.Wait() })
 	d := &webDriver{base: "http://" + addr}
 	var sess struct {
-		SessionID    string         `json:"sessionId"`
-		Capabilities map[string]any `json:"capabilities"`
+		SessionID string `json:"sessionId"`
 	}
 	var err error
-	for end := time.Now().Add(60 * time.Second); time.Now().Before(end); time.Sleep(300 * time.Millisecond) {
+	for end := time.Now().Add(90 * time.Second); time.Now().Before(end); time.Sleep(300 * time.Millisecond) {
 		if err = d.call(http.MethodPost, "/session", map[string]any{"capabilities": map[string]any{"alwaysMatch": map[string]any{
-			"webkitgtk:browserOptions": map[string]any{"binary": "/usr/lib/x86_64-linux-gnu/webkit2gtk-4.1/MiniBrowser", "args": []string{"--automation", "--javascript-can-open-windows-automatically=true"}},
+			"webkitgtk:browserOptions": map[string]any{"binary": miniBrowser, "args": append([]string{"--automation"}, args...)},
 		}}}, &sess); err == nil {
 			break
 		}
 	}
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	d.session = "/session/" + sess.SessionID
 	t.Cleanup(func() { d.call(http.MethodDelete, d.session, nil, nil) })
-	if err := d.call(http.MethodPost, d.session+"/timeouts", map[string]any{"script": 180000}, nil); err != nil {
-		t.Fatal(err)
+	if err := d.call(http.MethodPost, d.session+"/timeouts", map[string]any{"script": 180000, "pageLoad": 90000}, nil); err != nil {
+		return nil, err
 	}
-	if err := d.call(http.MethodPost, d.session+"/url", map[string]any{"url": o.srv.String() + "/?code=" + o.codes[0]}, nil); err != nil {
-		t.Fatal(err)
-	}
+	return &webkitTab{d: d}, nil
+}
+
+func (w *webkitTab) navigate(url string) error {
+	return w.d.call(http.MethodPost, w.d.session+"/url", map[string]any{"url": url}, nil)
+}
+
+func (w *webkitTab) eval(expr string, out any) error {
 	var v struct {
-		AtLock   bool     `json:"atLock"`
-		Outcomes []string `json:"outcomes"`
-		Ledger   string   `json:"ledger"`
-		UA       string   `json:"ua"`
-		Error    string   `json:"error"`
+		OK    string `json:"ok"`
+		Error string `json:"error"`
 	}
-	if err := d.call(http.MethodPost, d.session+"/execute/async", map[string]any{"script": ownerRaceJS,
-		"args": []any{o.srv.String() + "/?code=" + o.codes[1], base64.StdEncoding.EncodeToString(o.im), base64.StdEncoding.EncodeToString(o.lab)},
-	}, &v); err != nil {
-		t.Fatal(err)
+	script := "const done = arguments[0]; " + jsonExpr(expr) + ".then(v => done({ok: v}), e => done({error: String(e)}));"
+	if err := w.d.call(http.MethodPost, w.d.session+"/execute/async", map[string]any{"script": script, "args": []any{}}, &v); err != nil {
+		return err
 	}
 	if v.Error != "" {
-		t.Fatalf("in WebKitGTK: %s", v.Error)
+		return fmt.Errorf("in the page: %s", v.Error)
 	}
-	t.Logf("%s: both tabs at the owner's lock: %v, outcomes %v", v.UA, v.AtLock, v.Outcomes)
-	if !v.AtLock {
-		t.Error("WebKitGTK: the two tabs did not meet at the owner's Web Lock")
+	return unmarshalInto(v.OK, out)
+}
+
+func (w *webkitTab) element(sel string) (string, error) {
+	if err := waitVisible(w, 60*time.Second, sel); err != nil {
+		return "", err
 	}
-	l, err := local.ParseOwnerLedger([]byte(v.Ledger))
+	var el map[string]string
+	if err := w.d.call(http.MethodPost, w.d.session+"/element", map[string]any{"using": "css selector", "value": sel}, &el); err != nil {
+		return "", err
+	}
+	for _, id := range el { // the one key is the W3C element identifier
+		return id, nil
+	}
+	return "", fmt.Errorf("no element %s", sel)
+}
+
+func (w *webkitTab) click(sel string) error {
+	id, err := w.element(sel)
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
-	passed := make([]bool, len(v.Outcomes))
-	for i, out := range v.Outcomes {
-		passed[i] = out == "training"
+	return w.d.call(http.MethodPost, w.d.session+"/element/"+id+"/click", map[string]any{}, nil)
+}
+
+// setFiles sets the files through a DataTransfer (a script): the
+// driver's file upload needs the file chooser of a desktop session.
+func (w *webkitTab) setFiles(sel string, paths []string) error {
+	names := make([]string, len(paths))
+	data := make([]string, len(paths))
+	for i, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		names[i], data[i] = filepath.Base(p), base64.StdEncoding.EncodeToString(b)
 	}
-	checkOwnerLedger(t, o.codes, passed, l)
+	if err := waitVisible(w, 60*time.Second, sel); err != nil {
+		return err
+	}
+	return w.eval(dataTransferJS(sel, names, data), nil)
+}
+
+func (w *webkitTab) reload() error {
+	return w.d.call(http.MethodPost, w.d.session+"/refresh", map[string]any{}, nil)
+}
+
+func (w *webkitTab) closeTab() error {
+	return w.d.call(http.MethodDelete, w.d.session+"/window", nil, nil)
+}
+
+// viewport sizes the window so the page gets w x h (MiniBrowser's window
+// has a toolbar, and it is at least 447 px wide: a narrower request
+// gives a wider page; the size reached is returned). No mobile
+// emulation.
+func (w *webkitTab) viewport(width, height int, mobile bool) ([2]int, error) {
+	var in [2]int
+	var out [2]int
+	for try := 0; try < 3; try++ {
+		if err := w.eval(`[innerWidth, innerHeight]`, &in); err != nil {
+			return in, err
+		}
+		if err := w.eval(`[outerWidth, outerHeight]`, &out); err != nil {
+			return in, err
+		}
+		if in == [2]int{width, height} {
+			break
+		}
+		if err := w.d.call(http.MethodPost, w.d.session+"/window/rect", map[string]any{
+			"width": width + out[0] - in[0], "height": height + out[1] - in[1]}, nil); err != nil {
+			return in, err
+		}
+	}
+	return innerSize(w)
+}
+
+// screenshot saves the viewport (WebDriver has no whole-page shot: for
+// full, the top of the page),
+// once the page has painted what its DOM holds: two animation frames
+// first (on a busy machine the driver's snapshot was an older frame:
+// the dashboard still "connecting..." while its DOM showed the lobby).
+func (w *webkitTab) screenshot(path string, full bool) error {
+	if full { // no whole-page shot: the page's top instead
+		if err := w.eval(`window.scrollTo(0, 0)`, nil); err != nil {
+			return err
+		}
+	}
+	if err := w.eval(`new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() => r(true))))`, nil); err != nil {
+		return err
+	}
+	var b64 string
+	if err := w.d.call(http.MethodGet, w.d.session+"/screenshot", nil, &b64); err != nil {
+		return err
+	}
+	return writePNG(path, b64)
+}
+
+func (w *webkitTab) text() string {
+	var s string
+	w.eval(`document.body ? document.body.innerText : ""`, &s)
+	return s
 }

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # setup.sh installs what the project needs on a fresh Debian machine:
 # the Fashion-MNIST dataset package (the default real dataset) and, when
-# asked with --browser, Debian's Chromium and ChromeDriver for browser tests
-# and zbar-tools (zbarimg decodes the dashboard's QR code in a test); the
+# asked with --browser, the three browser engines the browser tests run in
+# (Debian's Chromium and ChromeDriver; Firefox ESR, driven over its own
+# WebDriver BiDi server; WebKitGTK's WebKitWebDriver and MiniBrowser, run
+# in Xvfb) and zbar-tools (zbarimg decodes the dashboard's QR code); the
 # word lists of the text task; then scripts/tasks.sh fetches the tabular
 # task's data (data/diamonds).
 # It is idempotent: anything already present is left alone.
@@ -18,6 +20,9 @@ if [ "${1:-}" = "--browser" ]; then
   command -v chromium >/dev/null 2>&1 || need+=(chromium)
   command -v chromedriver >/dev/null 2>&1 || need+=(chromium-driver)
   command -v zbarimg >/dev/null 2>&1 || need+=(zbar-tools)
+  command -v firefox-esr >/dev/null 2>&1 || need+=(firefox-esr)
+  command -v WebKitWebDriver >/dev/null 2>&1 || need+=(webkit2gtk-driver)
+  command -v Xvfb >/dev/null 2>&1 || need+=(xvfb)
 fi
 
 if [ ${#need[@]} -gt 0 ]; then
