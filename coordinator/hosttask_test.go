@@ -14,6 +14,7 @@ import (
 	"browserfl/coordinator"
 	"browserfl/coordinator/sessions"
 	"browserfl/shared/plan"
+	"browserfl/shared/task"
 	"browserfl/shared/wire"
 )
 
@@ -133,5 +134,50 @@ func TestHostTeacherTask(t *testing.T) {
 	defer host2.Close()
 	if host2.JoinCode() != info.JoinCode || host2.Current().Status().Session.Task != sess.Task {
 		t.Errorf("after restart: code %q, task kept %v", host2.JoinCode(), host2.Current().Status().Session.Task == sess.Task)
+	}
+}
+
+// TestHostTeacherPostsTemplateTask: a teacher who posts the very task the
+// coordinator runs (a row task with demo data) gets a session of it
+// without the demo data, and a restart reopens that session (it is told
+// apart from the template by its parameters, not by its task's text).
+func TestHostTeacherPostsTemplateTask(t *testing.T) {
+	b, err := task.LookupBuiltin("tabular")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl, err := plan.WithTask(testSession(8, 30, 10, 200, 10000), b.Def)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl.DemoShards = true // as cmd/coordinator -task tabular serves it
+	dir := t.TempDir()
+	host, err := sessions.Open(sessions.Config{Dir: dir, Template: hostTemplate(tmpl, 3), JoinCode: "FIRSTCODE", Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(host)
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	hostCtx, stopHost := context.WithCancel(ctx)
+	hostErr := make(chan error, 1)
+	go func() { hostErr <- host.Run(hostCtx) }()
+	if code, body := postBody(t, srv.URL+"/api/teacher/new", host.TeacherSecret(), tmpl.Task); code != http.StatusOK {
+		t.Fatalf("new with the template's task: %d %s", code, body)
+	}
+	code := host.JoinCode()
+	stopHost()
+	if err := <-hostErr; err != nil {
+		t.Fatal(err)
+	}
+	host.Close()
+	host2, err := sessions.Open(sessions.Config{Dir: dir, Template: hostTemplate(tmpl, 3), Logger: quietLogger()})
+	if err != nil {
+		t.Fatalf("reopen: %v", err)
+	}
+	defer host2.Close()
+	if s := host2.Current().Status().Session; host2.JoinCode() != code || s.DemoShards || s.Task != tmpl.Task {
+		t.Errorf("after restart: code %q (want %q), demo shards %v, same task %v", host2.JoinCode(), code, s.DemoShards, s.Task == tmpl.Task)
 	}
 }

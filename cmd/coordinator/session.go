@@ -56,6 +56,9 @@ func assembleSession(o options, td taskData, deadline time.Duration) (assembled,
 		if sess.Labels != "" && sess.Labels != strings.Join(td.def.Label.Values, ",") {
 			return assembled{}, fmt.Errorf("-labels %q: the task %s names its own labels", sess.Labels, td.def.Name)
 		}
+		if sess.SignalBound > 0 {
+			return assembled{}, fmt.Errorf("-signal-bound: the honest devices' figures behind it were measured on the picture tasks, not on %s's rows (docs/security.md, \"An assumed signal bound\")", td.def.Name)
+		}
 		var err error
 		if sess, err = plan.WithTask(sess, td.def); err != nil {
 			return assembled{}, err

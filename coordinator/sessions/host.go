@@ -321,7 +321,7 @@ func (h *Host) openSession(id, code string, seed uint64) error {
 		return fmt.Errorf("coordinator: session %s: %w", id, err)
 	}
 	tmpl, err := h.cfg.Template()
-	if err == nil && ident.Session.Task != "" && ident.Session.Task != tmpl.Session.Task {
+	if err == nil && ident.Session.Task != "" && ident.Session != tmpl.Session {
 		// A teacher's task (NewSessionWith): rebuilt from the
 		// definition the session stored.
 		var def *task.Definition

@@ -65,7 +65,8 @@ func SessionTask(s wire.SessionParams) (*task.Definition, error) {
 
 // WithTask returns s made into a session of task d: its model, shape,
 // labels and definition (Task) come from d, the demo data and its
-// evaluation go (the host's data are another task's), and the task's
+// evaluation go (the host's data are another task's), and so does the
+// signal bound (it assumes demo data); the task's
 // privacy defaults, when it states them, replace s's target (epsilon
 // at the task's delta, or DefaultDelta). The result is checked as a
 // device checks it (SessionTask, Validate, and the algorithm's own
@@ -84,6 +85,9 @@ func WithTask(s wire.SessionParams, d *task.Definition) (wire.SessionParams, err
 	}
 	s.Model, s.Features, s.Classes, s.Dim = d.Model, d.Dim(), d.Classes(), mdl.Dim()
 	s.Labels, s.Task, s.DemoShards = strings.Join(d.Label.Values, ","), string(raw), false
+	// The signal bound assumes every device trains on demo shards dealt
+	// nearly iid (docs/security.md); a task's rows are the students' own.
+	s.SignalBound = 0
 	if e := d.Privacy.Epsilon; e > 0 {
 		s.RhoPaper, s.Epsilon, s.Delta = 0, e, d.Privacy.Delta
 		if s.Delta == 0 {

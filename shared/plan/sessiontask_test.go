@@ -1,7 +1,9 @@
 package plan
 
 import (
+	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -62,5 +64,40 @@ func TestSessionTask(t *testing.T) {
 				t.Errorf("got %v, %v; want %v", d, err, c.want)
 			}
 		})
+	}
+}
+
+// TestWithTaskDropsSignalBound: a session made of a task has no demo
+// data, so it keeps no signal bound (the bound assumes every device
+// trains on demo shards dealt nearly iid), and it fits in a control
+// message or is refused.
+func TestWithTaskDropsSignalBound(t *testing.T) {
+	b, err := task.LookupBuiltin("tabular")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := wire.SessionParams{Name: "t", DeadlineMillis: 1000, Algorithm: "nc", Model: "logreg", Features: 784, Classes: 10,
+		M: 10, Cohort: 10, Rounds: 20, Batch: 4, Clip: 1, Eta: 1, RhoPaper: 1, DemoShards: true, SignalBound: 0.25}
+	got, err := WithTask(s, b.Def)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.SignalBound != 0 || got.DemoShards {
+		t.Errorf("signal bound %v, demo shards %v: want 0, false", got.SignalBound, got.DemoShards)
+	}
+	// A definition whose session would not fit in a Welcome (a control
+	// message) is refused, not sent to devices that cannot read it.
+	d := *b.Def
+	d.Features = nil
+	for i := range 40 {
+		vals := make([]string, 40)
+		for j := range vals {
+			vals[j] = strings.Repeat(string(rune('a'+j%26)), 30) + fmt.Sprint(j)
+		}
+		d.Features = append(d.Features, task.Feature{Name: fmt.Sprint("q", i), Ask: "Which one?", Kind: task.Category, Values: vals})
+	}
+	raw, _ := json.Marshal(&d)
+	if _, err := WithTask(s, &d); err == nil {
+		t.Errorf("a session of a %d-byte task was accepted (control messages hold %d bytes)", len(raw), wire.MaxControlBytes)
 	}
 }

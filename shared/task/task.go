@@ -46,7 +46,7 @@ const Format = "browserfl.task/v1"
 // Limits of a definition (a teacher's file or dashboard form is network
 // input).
 const (
-	MaxDefinitionBytes = 64 << 10
+	MaxDefinitionBytes = 12 << 10 // a session carries it in a control message (wire.MaxControlBytes)
 	MaxFeatures        = 64
 	MaxValues          = 64   // words of a category or of the label
 	MaxWordLength      = 40   // characters in one name or value

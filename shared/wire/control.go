@@ -203,7 +203,12 @@ const MaxLabelsLen = 1024
 
 // MaxTaskLen bounds SessionParams.Task; it is task.MaxDefinitionBytes
 // (wire imports nothing of task; shared/plan's tests check they agree).
-const MaxTaskLen = 64 << 10
+const MaxTaskLen = 12 << 10
+
+// MaxSessionBytes bounds a session's parameters as JSON: they travel in
+// a Welcome or a Start, control messages of at most MaxControlBytes,
+// and the Welcome's other fields take well under 1 KiB.
+const MaxSessionBytes = MaxControlBytes - 1<<10
 
 // LabelNames returns the class names of Labels, or nil when there are none.
 func (p SessionParams) LabelNames() []string {
@@ -240,6 +245,13 @@ func (p SessionParams) Validate() error {
 		return bad("session: %d labels for %d classes", len(p.LabelNames()), p.Classes)
 	case len(p.Task) > MaxTaskLen:
 		return bad("session: task definition of %d bytes, at most %d", len(p.Task), MaxTaskLen)
+	}
+	b, err := json.Marshal(p)
+	if err != nil {
+		return bad("session: %v", err)
+	}
+	if len(b) > MaxSessionBytes {
+		return bad("session: %d bytes as JSON, at most %d (a control message): shorten the task's words or lists", len(b), MaxSessionBytes)
 	}
 	return nil
 }
