@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -55,17 +56,7 @@ func postBody(t *testing.T, url, secret, body string) (int, string) {
 func TestHostTeacherTask(t *testing.T) {
 	dir := t.TempDir()
 	tmpl := testSession(8, 30, 10, 200, 10000)
-	host, err := sessions.Open(sessions.Config{Dir: dir, Template: hostTemplate(tmpl, 3), JoinCode: "FIRSTCODE", Logger: quietLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(host)
-	defer srv.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	hostCtx, stopHost := context.WithCancel(ctx)
-	hostErr := make(chan error, 1)
-	go func() { hostErr <- host.Run(hostCtx) }()
+	host, srv, stop := runningHost(t, dir, tmpl)
 	secret := host.TeacherSecret()
 
 	// The last one is a valid definition that cannot make a session: its
@@ -122,11 +113,7 @@ func TestHostTeacherTask(t *testing.T) {
 		}
 	}
 
-	stopHost()
-	if err := <-hostErr; err != nil {
-		t.Fatal(err)
-	}
-	host.Close()
+	stop()
 	host2, err := sessions.Open(sessions.Config{Dir: dir, Template: hostTemplate(tmpl, 3), Logger: quietLogger()})
 	if err != nil {
 		t.Fatalf("reopen the teacher's session: %v", err)
@@ -152,26 +139,12 @@ func TestHostTeacherPostsTemplateTask(t *testing.T) {
 	}
 	tmpl.DemoShards = true // as cmd/coordinator -task tabular serves it
 	dir := t.TempDir()
-	host, err := sessions.Open(sessions.Config{Dir: dir, Template: hostTemplate(tmpl, 3), JoinCode: "FIRSTCODE", Logger: quietLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(host)
-	defer srv.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	hostCtx, stopHost := context.WithCancel(ctx)
-	hostErr := make(chan error, 1)
-	go func() { hostErr <- host.Run(hostCtx) }()
+	host, srv, stop := runningHost(t, dir, tmpl)
 	if code, body := postBody(t, srv.URL+"/api/teacher/new", host.TeacherSecret(), tmpl.Task); code != http.StatusOK {
 		t.Fatalf("new with the template's task: %d %s", code, body)
 	}
 	code := host.JoinCode()
-	stopHost()
-	if err := <-hostErr; err != nil {
-		t.Fatal(err)
-	}
-	host.Close()
+	stop()
 	host2, err := sessions.Open(sessions.Config{Dir: dir, Template: hostTemplate(tmpl, 3), Logger: quietLogger()})
 	if err != nil {
 		t.Fatalf("reopen: %v", err)
@@ -180,4 +153,33 @@ func TestHostTeacherPostsTemplateTask(t *testing.T) {
 	if s := host2.Current().Status().Session; host2.JoinCode() != code || s.DemoShards || s.Task != tmpl.Task {
 		t.Errorf("after restart: code %q (want %q), demo shards %v, same task %v", host2.JoinCode(), code, s.DemoShards, s.Task == tmpl.Task)
 	}
+}
+
+// runningHost opens a host of tmpl in dir (join code FIRSTCODE), serves
+// it and runs it; stop ends its Run (reporting Run's error) and closes
+// it, so that the test can reopen dir (once; the test's cleanup calls it
+// too).
+func runningHost(t *testing.T, dir string, tmpl wire.SessionParams) (host *sessions.Host, srv *httptest.Server, stop func()) {
+	t.Helper()
+	host, err := sessions.Open(sessions.Config{Dir: dir, Template: hostTemplate(tmpl, 3), JoinCode: "FIRSTCODE", Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv = httptest.NewServer(host)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	hostErr := make(chan error, 1)
+	go func() { hostErr <- host.Run(ctx) }()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-hostErr; err != nil {
+				t.Error(err)
+			}
+			srv.Close()
+			host.Close()
+		})
+	}
+	t.Cleanup(stop) // also when the test fails first
+	return host, srv, stop
 }

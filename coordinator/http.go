@@ -114,20 +114,7 @@ func (c *Coordinator) Handler(assets site.Assets, shards *shards.Set) http.Handl
 		// A row task's demo shard: CSV rows, compressed like the
 		// pictures (site.EncodedBodies).
 		enc := &site.EncodedBodies{}
-		mux.HandleFunc("GET /api/demo/rows", c.WithCode(func(w http.ResponseWriter, r *http.Request) {
-			idx := shards.Pick(r)
-			body, err := shards.CSV(idx)
-			if err != nil {
-				c.front.Log.Error("demo rows", "err", err)
-				http.Error(w, "demo rows unavailable", http.StatusInternalServerError)
-				return
-			}
-			http.SetCookie(w, &http.Cookie{Name: shardCookie, Value: strconv.Itoa(idx), Path: "/api/demo/",
-				HttpOnly: true, SameSite: http.SameSiteStrictMode, MaxAge: 7 * 24 * 3600})
-			w.Header().Set("Content-Type", "text/csv; charset=utf-8")
-			w.Header().Set("X-Shard-Index", strconv.Itoa(idx))
-			enc.Serve(w, r, "rows/"+strconv.Itoa(idx), body)
-		}))
+		mux.HandleFunc("GET /api/demo/rows", c.demoFile(shards, enc, "rows", "text/csv; charset=utf-8", "demo rows unavailable", shards.CSV))
 	} else if shards != nil {
 		// The demo pictures travel compressed (site.EncodedBodies).
 		enc := &site.EncodedBodies{}
@@ -145,28 +132,39 @@ func (c *Coordinator) Handler(assets site.Assets, shards *shards.Set) http.Handl
 			enc.Serve(w, r, "blob/"+strconv.Itoa(idx), blob)
 		}))
 		for _, part := range []string{"images", "labels"} {
-			mux.HandleFunc("GET /api/demo/"+part, c.WithCode(func(w http.ResponseWriter, r *http.Request) {
-				idx := shards.Pick(r)
-				im, lab, err := shards.IDX(idx)
-				if err != nil {
-					c.front.Log.Error("demo shard", "err", err)
-					http.Error(w, "shard unavailable", http.StatusInternalServerError)
-					return
-				}
-				http.SetCookie(w, &http.Cookie{Name: shardCookie, Value: strconv.Itoa(idx), Path: "/api/demo/",
-					HttpOnly: true, SameSite: http.SameSiteStrictMode, MaxAge: 7 * 24 * 3600})
-				w.Header().Set("Content-Type", "application/octet-stream")
-				w.Header().Set("X-Shard-Index", strconv.Itoa(idx))
-				body := lab
-				if part == "images" {
-					body = im
-				}
-				enc.Serve(w, r, part+"/"+strconv.Itoa(idx), body)
-			}))
+			mux.HandleFunc("GET /api/demo/"+part, c.demoFile(shards, enc, part, "application/octet-stream", "shard unavailable",
+				func(idx int) ([]byte, error) {
+					im, lab, err := shards.IDX(idx)
+					if part == "images" {
+						return im, err
+					}
+					return lab, err
+				}))
 		}
 	}
 	site.RegisterAssets(mux, assets)
 	return site.SecurityHeaders(mux)
+}
+
+// demoFile serves one file of a page's demo shard: read reads it by shard
+// index, enc keeps it compressed under kind/index, and a cookie keeps the
+// page on its shard (the images and labels of one page, its rows after a
+// reload); unavailable is the 500's text.
+func (c *Coordinator) demoFile(sh *shards.Set, enc *site.EncodedBodies, kind, ctype, unavailable string, read func(idx int) ([]byte, error)) http.HandlerFunc {
+	return c.WithCode(func(w http.ResponseWriter, r *http.Request) {
+		idx := sh.Pick(r)
+		body, err := read(idx)
+		if err != nil {
+			c.front.Log.Error("demo "+kind, "err", err)
+			http.Error(w, unavailable, http.StatusInternalServerError)
+			return
+		}
+		http.SetCookie(w, &http.Cookie{Name: shardCookie, Value: strconv.Itoa(idx), Path: "/api/demo/",
+			HttpOnly: true, SameSite: http.SameSiteStrictMode, MaxAge: 7 * 24 * 3600})
+		w.Header().Set("Content-Type", ctype)
+		w.Header().Set("X-Shard-Index", strconv.Itoa(idx))
+		enc.Serve(w, r, kind+"/"+strconv.Itoa(idx), body)
+	})
 }
 
 // metricsAllowed checks the metrics token (Gate.MetricsToken) of a
