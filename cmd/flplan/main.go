@@ -20,6 +20,7 @@ import (
 
 	"browserfl/shared/optim"
 	"browserfl/shared/plan"
+	"browserfl/shared/task"
 	"browserfl/shared/privacy"
 )
 
@@ -55,7 +56,12 @@ func run(args []string, out io.Writer) error {
 	ownerDelta := fs.Float64("owner-delta", plan.DefaultDelta, "the owner's delta, at which every epsilon is reported (as on the page and the dashboard)")
 	sigma := fs.Float64("sigma", 0, "instead of a target: the noise std of the first release")
 	tables := fs.Bool("proactive-tables", false, "print the recomputed Tables 9-11 of the proactive-DP paper and exit")
+	taskName := fs.String("task", "", "the session's task, instead of -features, -classes and -model: "+strings.Join(task.Names(), ", "))
+	taskFile := fs.String("task-file", "", "a task definition (browserfl.task/v1 JSON, docs/tasks.md), instead of -features, -classes and -model")
 	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if err := applyTask(fs, &p, *taskName, *taskFile); err != nil {
 		return err
 	}
 	if *tables {
@@ -102,6 +108,48 @@ func run(args []string, out io.Writer) error {
 		return err
 	}
 	printReport(out, p, r, f)
+	return nil
+}
+
+// applyTask sets p's shape (and a row task's model) from -task or
+// -task-file, read through shared/task as the coordinator reads them.
+func applyTask(fs *flag.FlagSet, p *optim.Params, name, file string) error {
+	if name == "" && file == "" {
+		return nil
+	}
+	if name != "" && file != "" {
+		return errors.New("give -task or -task-file, not both")
+	}
+	var clash error
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "features" || f.Name == "classes" || f.Name == "model" {
+			clash = fmt.Errorf("-%s: the task sets the model's shape", f.Name)
+		}
+	})
+	if clash != nil {
+		return clash
+	}
+	var def *task.Definition
+	if file != "" {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return fmt.Errorf("-task-file: %w", err)
+		}
+		if def, err = task.Parse(b); err != nil {
+			return fmt.Errorf("-task-file %s: %w", file, err)
+		}
+	} else {
+		named, err := task.Lookup(name)
+		if err != nil {
+			return fmt.Errorf("-task: %w", err)
+		}
+		if named.Rows == nil {
+			p.Features, p.Classes = 784, len(named.Picture.Labels) // 28x28 pictures
+			return nil
+		}
+		def = named.Rows.Def
+	}
+	p.Features, p.Classes, p.Model = def.Dim(), def.Classes(), def.Model
 	return nil
 }
 

@@ -2,8 +2,14 @@ package main
 
 import (
 	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"browserfl/shared/optim"
+	"browserfl/shared/task"
 )
 
 func TestRun(t *testing.T) {
@@ -54,5 +60,49 @@ func TestProactiveTablesCommand(t *testing.T) {
 	}
 	if n := strings.Count(out.String(), "\n| Table "); n != 3 {
 		t.Errorf("%d table rows, want 3:\n%s", n, out.String())
+	}
+}
+
+// TestApplyTask: -task and -task-file set the model's shape (and a row
+// task's model) as shared/task gives it; a task beside -features,
+// -classes or -model, both task flags, or an unknown task are refused.
+func TestApplyTask(t *testing.T) {
+	text, err := task.LookupBuiltin("text")
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := text.Def.Marshal()
+	file := filepath.Join(t.TempDir(), "task.json")
+	if err := os.WriteFile(file, raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args              []string
+		features, classes int
+		model             string
+		err               bool
+	}{
+		{[]string{"-task", "text"}, text.Def.Dim(), 5, text.Def.Model, false},
+		{[]string{"-task-file", file}, text.Def.Dim(), 5, text.Def.Model, false},
+		{[]string{"-task", "tabular"}, 23, 4, "logreg", false},
+		{[]string{"-task", "digits", "-model", "mlp"}, 0, 0, "", true},
+		{[]string{"-task", "digits"}, 784, 10, "logreg", false},
+		{[]string{"-task", "text", "-features", "3"}, 0, 0, "", true},
+		{[]string{"-task", "text", "-task-file", file}, 0, 0, "", true},
+		{[]string{"-task", "cifar"}, 0, 0, "", true},
+	} {
+		fs := flag.NewFlagSet("t", flag.ContinueOnError)
+		p := optim.Params{Model: "logreg"}
+		fs.IntVar(&p.Features, "features", 784, "")
+		fs.IntVar(&p.Classes, "classes", 10, "")
+		fs.StringVar(&p.Model, "model", "logreg", "")
+		name, f := fs.String("task", "", ""), fs.String("task-file", "", "")
+		if err := fs.Parse(tc.args); err != nil {
+			t.Fatal(err)
+		}
+		err := applyTask(fs, &p, *name, *f)
+		if (err != nil) != tc.err || err == nil && (p.Features != tc.features || p.Classes != tc.classes || p.Model != tc.model) {
+			t.Errorf("%v: %d features, %d classes, model %q, err %v", tc.args, p.Features, p.Classes, p.Model, err)
+		}
 	}
 }
