@@ -20,8 +20,8 @@ import (
 
 	"browserfl/shared/optim"
 	"browserfl/shared/plan"
-	"browserfl/shared/task"
 	"browserfl/shared/privacy"
+	"browserfl/shared/task"
 )
 
 func main() {
