@@ -90,3 +90,85 @@ func TestTrustedRefusesCompressors(t *testing.T) {
 		}
 	}
 }
+
+// TestTrustedFloatingPointDistinguisher runs the floating-point attack of
+// issue 9 (Mironov 2012; the device's version is
+// mechanism.TestFloatingPointDistinguisher) against the trusted server's
+// release, the attacker's strongest view: one device's clean update moves
+// coordinate 0 of the round's sum from s (dataset D) to s' (D'), and the
+// attacker, who knows s, s', sigma and the grid, guesses "D" when the
+// release minus s lies on the ziggurat's output lattice or on the grid.
+// Against the continuous release the trusted server made before issue 26
+// (s + sigma * NormFloat64()) the advantage must be at least 0.9 (the
+// attack has power); against the product's release, step (round(q /
+// step) + Z), it must be at most 0.1 in absolute value, with s and with
+// s rounded to the grid as the attacker's candidate. n = 2,000 releases
+// under each dataset: for an attack whose guess has the same probability
+// under D and D', each frequency deviates from it by more than 0.05 with
+// probability at most 2 exp(-2 n 0.05^2) = 9.1e-5 (Hoeffding), so a
+// check fails wrongly with probability below 2e-4.
+func TestTrustedFloatingPointDistinguisher(t *testing.T) {
+	const d, n, tol = 4, 2000, 1e-6
+	p := Params{Algorithm: "trusted", Model: "logreg", M: 1, Cohort: 1, Rounds: 10, Batch: 32, Clip: 1, Eta: 0.1, Rho: 1.5}
+	sigma := TrustedSigma(p)
+	const s, s2 = 0.3, -0.2 // coordinate 0 of the round's sum under D and D'
+	release := func(trial int, which byte, v float64) (float64, float64) {
+		var sd mechanism.Seed
+		sd[0], sd[1], sd[2] = byte(trial), byte(trial>>8), which
+		srv, err := NewServer(p, make([]float64, d), mechanism.NewStream(sd, 0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum := make([]float64, d)
+		sum[0] = v
+		impl := srv.(*server)
+		if err := impl.ApplySum(1, sum, 1); err != nil {
+			t.Fatal(err)
+		}
+		return impl.noise[0], impl.gstep
+	}
+	old := func(trial int, which byte, v float64) float64 {
+		var sd mechanism.Seed
+		sd[0], sd[1], sd[2] = byte(trial), byte(trial>>8), which
+		return v + sigma*mechanism.NewStream(sd, mechanism.PurposeNoise).NormFloat64()
+	}
+	_, step := release(0, 0, s)
+	onGrid := func(r float64) bool { k := r / step; return math.Abs(k-math.Round(k)) <= tol }
+	attack := func(msg, c float64) bool { return mechanism.ZigLattice((msg-c)/sigma, tol) || onGrid(msg-c) }
+	sGrid := step * math.Round(s/step)
+	var oldD, oldD2, newD, newD2, gridD, gridD2 int
+	for i := 0; i < n; i++ {
+		if attack(old(i, 1, s), s) {
+			oldD++
+		}
+		if attack(old(i, 2, s2), s) {
+			oldD2++
+		}
+		rD, _ := release(i, 1, s)
+		rD2, _ := release(i, 2, s2)
+		if attack(rD, s) {
+			newD++
+		}
+		if attack(rD2, s) {
+			newD2++
+		}
+		if attack(rD, sGrid) {
+			gridD++
+		}
+		if attack(rD2, sGrid) {
+			gridD2++
+		}
+	}
+	adv := func(a, b int) float64 { return float64(a-b) / n }
+	t.Logf("continuous release: on the lattice %d of %d (D), %d (D'); product: %d, %d (candidate s), %d, %d (grid candidate)",
+		oldD, n, oldD2, newD, newD2, gridD, gridD2)
+	if a := adv(oldD, oldD2); a < 0.9 {
+		t.Errorf("the attack has no power against the continuous release: advantage %.3f", a)
+	}
+	if a := adv(newD, newD2); math.Abs(a) > 0.1 {
+		t.Errorf("trusted release: advantage %.3f with candidate s", a)
+	}
+	if a := adv(gridD, gridD2); math.Abs(a) > 0.1 {
+		t.Errorf("trusted release: advantage %.3f with the grid candidate", a)
+	}
+}
