@@ -170,6 +170,9 @@ func measureRounds(ctx context.Context, o options, pid int, base string, fail fu
 			break
 		}
 		bl, c, err := baselineBetween(ctx, base, o, committed, blocks, fail, stderr)
+		if errors.Is(err, errEnded) {
+			break // the last rounds ran before the pause could land
+		}
 		if err != nil {
 			return ms, err
 		}
@@ -195,11 +198,20 @@ func roundsBlock(ctx context.Context, base string, target int, fail func(error) 
 	return committed, nil
 }
 
+// errEnded is baselineBetween's answer when the session ended before
+// its pause: no block of the baseline is left to run.
+var errEnded = errors.New("loadtest: the session ended before the pause")
+
 // baselineBetween pauses the session, waits for its open round and runs
 // a block of the baseline; it returns the block's result and the last
 // committed round.
 func baselineBetween(ctx context.Context, base string, o options, committed, blocks int, fail func(error) error, stderr io.Writer) (baselineResult, int, error) {
 	if err := teacher(ctx, base, "pause"); err != nil {
+		// Rounds of a few milliseconds can finish the session between
+		// the read of the last committed round and this pause.
+		if last, lerr := lastCommitted(ctx, base, committed); lerr == nil && last >= o.T {
+			return baselineResult{}, last, errEnded
+		}
 		return baselineResult{}, 0, fail(err)
 	}
 	committed, err := settle(ctx, base, committed)
