@@ -67,9 +67,9 @@ test:
 	@$(STAGE) fmt-check $(SUBMAKE) fmt-check
 	@$(STAGE) vet       $(SUBMAKE) vet
 	@$(STAGE) lint      $(SUBMAKE) lint
-	@{ $(STAGE) race env BFL_REQUIRE_MNIST=1 BFL_REQUIRE_DATA=1 $(GO) test -count=1 -race $(RACE_PKGS) && \
-	   $(STAGE) scaleout $(GO) test -count=1 -run '^TestScaleOut$$' ./coordinator/; } >$(BESIDE_LOG) 2>&1 & bg=$$!; \
-	 $(STAGE) test env BFL_REQUIRE_MNIST=1 BFL_REQUIRE_DATA=1 $(GO) test -count=1 -skip '$(ENGINES_RE)' $$($(GO) list $(PKGS) | grep -Ev '$(RACE_RE)'); fg=$$?; \
+	@{ $(STAGE) race env BFL_REQUIRE_MNIST=1 BFL_REQUIRE_DATA=1 $(GO) test -count=1 -timeout 30m -race $(RACE_PKGS) && \
+	   $(STAGE) scaleout $(GO) test -count=1 -timeout 30m -run '^TestScaleOut$$' ./coordinator/; } >$(BESIDE_LOG) 2>&1 & bg=$$!; \
+	 $(STAGE) test env BFL_REQUIRE_MNIST=1 BFL_REQUIRE_DATA=1 $(GO) test -count=1 -timeout 30m -skip '$(ENGINES_RE)' $$($(GO) list $(PKGS) | grep -Ev '$(RACE_RE)'); fg=$$?; \
 	 wait $$bg; rc=$$?; echo "== the stages race and scaleout, run beside test:"; cat $(BESIDE_LOG); \
 	 [ $$fg -eq 0 ] && [ $$rc -eq 0 ]
 	@{ $(STAGE) lesson env BFL_LESSON=1 BFL_LESSON_GAP=100ms $(GO) test -count=1 -timeout 30m -run TestClassroomLesson ./e2e/ && \
