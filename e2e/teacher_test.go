@@ -154,7 +154,7 @@ func TestBrowserTeacherRemoves(t *testing.T) {
 	// Remove Ada with the button on her name (the confirmation accepted).
 	dash.must(20*time.Second, "remove Ada",
 		chromedp.Evaluate(`window.confirm = () => true`, nil),
-		chromedp.Click(`#names li.active button.remove`, chromedp.ByQuery))
+		clickNow(`#names li.active button.remove`))
 	ada.must(60*time.Second, "Ada's page says she was removed",
 		chromedp.Poll(`document.body.innerText.includes("The teacher removed this device from the session.")`,
 			nil, chromedp.WithPollingTimeout(50*time.Second)))
@@ -163,7 +163,7 @@ func TestBrowserTeacherRemoves(t *testing.T) {
 	// Then Mallory, from the list of devices to check.
 	dash.must(20*time.Second, "remove Mallory",
 		chromedp.Evaluate(`window.confirm = () => true`, nil),
-		chromedp.Click(`#flaglist button.remove`, chromedp.ByQuery),
+		clickNow(`#flaglist button.remove`),
 		chromedp.Poll(`[...document.querySelectorAll("#names li.removed")].length === 2 &&
 			document.getElementById("flaglist").textContent.includes("Removed.")`, nil, chromedp.WithPollingTimeout(15*time.Second)))
 	shot(dash, "removed")
@@ -191,4 +191,13 @@ func TestBrowserTeacherRemoves(t *testing.T) {
 		t.Fatalf("end: %s", resp.Status)
 	}
 	fmt.Fprintln(logf, "test done")
+}
+
+// clickNow clicks the first element matching sel in the same script turn
+// that finds it: the dashboard redraws its lists every second, so a node
+// found by one DevTools call can be gone by the next (chromedp.Click's
+// "Could not find node with given id").
+func clickNow(sel string) chromedp.Action {
+	return chromedp.Poll(fmt.Sprintf(`(() => { const b = document.querySelector(%q); if (!b) return false; b.click(); return true; })()`, sel),
+		nil, chromedp.WithPollingTimeout(15*time.Second))
 }
