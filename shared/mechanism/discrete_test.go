@@ -61,19 +61,27 @@ func TestDiscreteGaussianPMF(t *testing.T) {
 	// P[0] = 0.3829 instead of 0.3989, a chi^2 contribution near 130 at
 	// this n, far above the threshold (about 38 for 7 bins).
 	for _, sigma := range []int64{1, 2, 3, 7} {
-		s := NewStream(seedOf(byte(40+sigma)), PurposeNoise)
-		const n = 200000
-		counts := map[int]int{}
-		for i := 0; i < n; i++ {
-			counts[int(s.DiscreteGaussian(sigma))]++
-		}
-		zmax := int(3 * sigma)
-		p := dgPMF(float64(sigma), zmax)
-		chi, df := chiSquare(counts, n, p, zmax)
-		if lim := chiSquareQuantile(df, 4.75); chi > lim {
-			t.Errorf("sigma %d: chi^2 = %.1f with %d df, above %.1f", sigma, chi, df, lim)
-		}
+		pmfFits(t, sigma, 200000, seedOf(byte(40+sigma)))
 	}
+}
+
+// pmfFits draws n values of N_Z(0, sigma^2) from seed's noise stream and
+// fails t if their chi^2 against the exact pmf (bins |z| <= 3 sigma and
+// a tail bin) exceeds the quantile at upper probability 1e-6.
+func pmfFits(t *testing.T, sigma int64, n int, seed Seed) {
+	t.Helper()
+	s := NewStream(seed, PurposeNoise)
+	counts := map[int]int{}
+	for i := 0; i < n; i++ {
+		counts[int(s.DiscreteGaussian(sigma))]++
+	}
+	zmax := int(3 * sigma)
+	chi, df := chiSquare(counts, n, dgPMF(float64(sigma), zmax), zmax)
+	lim := chiSquareQuantile(df, 4.75)
+	if chi > lim {
+		t.Errorf("sigma %d: chi^2 = %.1f with %d df, above %.1f", sigma, chi, df, lim)
+	}
+	t.Logf("sigma %d: chi^2 = %.1f with %d df (limit %.1f)", sigma, chi, df, lim)
 }
 
 // momentsOK is the moment test of TestDiscreteGaussianMoments: it returns
@@ -385,19 +393,6 @@ func TestDiscreteGaussianLargeSigmaShape(t *testing.T) {
 // relative, a chi^2 contribution above 1,000 at this n.
 func TestDiscreteGaussianPMFBlocks(t *testing.T) {
 	for _, sigma := range []int64{65, 97, 130} {
-		s := NewStream(seedOf(byte(sigma)), PurposeNoise)
-		const n = 4000000
-		counts := map[int]int{}
-		for i := 0; i < n; i++ {
-			counts[int(s.DiscreteGaussian(sigma))]++
-		}
-		zmax := int(3 * sigma)
-		p := dgPMF(float64(sigma), zmax)
-		chi, df := chiSquare(counts, n, p, zmax)
-		if lim := chiSquareQuantile(df, 4.75); chi > lim {
-			t.Errorf("sigma %d: chi^2 = %.1f with %d df, above %.1f", sigma, chi, df, lim)
-		} else {
-			t.Logf("sigma %d: chi^2 = %.1f with %d df (limit %.1f)", sigma, chi, df, lim)
-		}
+		pmfFits(t, sigma, 4000000, seedOf(byte(sigma)))
 	}
 }
