@@ -137,13 +137,7 @@ func classroom(t *testing.T, e engine) {
 			coord.stop()
 		}
 	}()
-	var index struct {
-		TeacherSecret string `json:"teacher_secret"`
-	}
-	raw, err := os.ReadFile(filepath.Join(dataDir, "host.json"))
-	if err != nil || json.Unmarshal(raw, &index) != nil || index.TeacherSecret == "" {
-		t.Fatalf("host index: %v", err)
-	}
+	secret := teacherSecretIn(t, dataDir)
 	srv := serve(t, pageHandler(webDir, proxyTo(coord.addr)))
 	status := func() coordinator.Status {
 		t.Helper()
@@ -218,7 +212,7 @@ func classroom(t *testing.T, e engine) {
 	if size, err := dash.viewport(1920, 1080, false); err != nil || size != [2]int{1920, 1080} {
 		t.Fatalf("projector: %v, %v", size, err)
 	}
-	must(dash, "the teacher's dashboard", dash.navigate(srv.URL+"/dashboard?code="+code+"&teacher="+index.TeacherSecret))
+	must(dash, "the teacher's dashboard", dash.navigate(srv.URL+"/dashboard?code="+code+"&teacher="+secret))
 	must(dash, "the teacher's dashboard in the lobby", waitFor(dash, 90*time.Second, "lobby", fmt.Sprintf(`document.body.dataset.view === "lobby" && document.querySelectorAll("#names-big li.lobby").length === %d &&
 			!document.getElementById("btn-start").hidden`, students)))
 	shot(dash, "lobby-projector")
@@ -356,7 +350,7 @@ func classroom(t *testing.T, e engine) {
 		t.Fatal("no evaluation at the end")
 	}
 	// No round waited for a student who had left.
-	nickOf, there := teacherNames(t, srv.URL, code, index.TeacherSecret)
+	nickOf, there := teacherNames(t, srv.URL, code, secret)
 	coord.stop()
 	stopped = true
 	missed := checkNoWaitForDeparted(t, filepath.Join(dataDir, "sessions"), nickOf, there)
@@ -629,13 +623,7 @@ func TestClassroomLesson(t *testing.T) {
 	coord := &process{t: t, bin: bin, addr: freeAddr(t), dataDir: dataDir, log: logf, args: args}
 	coord.start()
 	defer coord.stop()
-	var index struct {
-		TeacherSecret string `json:"teacher_secret"`
-	}
-	raw, err := os.ReadFile(filepath.Join(dataDir, "host.json"))
-	if err != nil || json.Unmarshal(raw, &index) != nil || index.TeacherSecret == "" {
-		t.Fatalf("host index: %v", err)
-	}
+	secret := teacherSecretIn(t, dataDir)
 	srv := serve(t, pageHandler(webDir, proxyTo(coord.addr)))
 	tabs := make([]*browser, students)
 	defer func() {
@@ -668,7 +656,7 @@ func TestClassroomLesson(t *testing.T) {
 	dash := launch(t, t.TempDir())
 	defer dash.close()
 	dash.must(60*time.Second, "dashboard", chromedp.EmulateViewport(1920, 1080),
-		chromedp.Navigate(srv.URL+"/dashboard?code="+code+"&teacher="+index.TeacherSecret),
+		chromedp.Navigate(srv.URL+"/dashboard?code="+code+"&teacher="+secret),
 		chromedp.WaitVisible("#btn-start", chromedp.ByID),
 		chromedp.Click("#btn-start", chromedp.ByID))
 	started := time.Now()

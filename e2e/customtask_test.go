@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -77,19 +76,13 @@ func TestCustomTask(t *testing.T) {
 	}}
 	coord.start()
 	defer coord.stop()
-	var index struct {
-		TeacherSecret string `json:"teacher_secret"`
-	}
-	raw, err := os.ReadFile(filepath.Join(dataDir, "host.json"))
-	if err != nil || json.Unmarshal(raw, &index) != nil || index.TeacherSecret == "" {
-		t.Fatalf("host index: %v", err)
-	}
+	secret := teacherSecretIn(t, dataDir)
 	srv := serve(t, pageHandler(webDir, proxyTo(coord.addr)))
 	shots := screenshotDir(t)
 
 	dash := launch(t, t.TempDir())
 	defer dash.close()
-	next := teacherDefinesTask(t, dash, srv.URL, code, index.TeacherSecret)
+	next := teacherDefinesTask(t, dash, srv.URL, code, secret)
 	if err := dash.screenshot(filepath.Join(shots, "customtask-lobby.png")); err != nil {
 		t.Fatal(err)
 	}

@@ -342,3 +342,17 @@ func serve(t testing.TB, h http.Handler) *httptest.Server {
 	t.Cleanup(srv.Close)
 	return srv
 }
+
+// teacherSecretIn reads the teacher secret a coordinator started with
+// -data dataDir keeps in its host index (host.json).
+func teacherSecretIn(t testing.TB, dataDir string) string {
+	t.Helper()
+	var index struct {
+		TeacherSecret string `json:"teacher_secret"`
+	}
+	raw, err := os.ReadFile(filepath.Join(dataDir, "host.json"))
+	if err != nil || json.Unmarshal(raw, &index) != nil || index.TeacherSecret == "" {
+		t.Fatalf("host index: %v", err)
+	}
+	return index.TeacherSecret
+}

@@ -1,11 +1,9 @@
 package e2e
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -43,13 +41,7 @@ func TestBrowserLobby(t *testing.T) {
 	}}
 	coord.start()
 	defer coord.stop()
-	var index struct {
-		TeacherSecret string `json:"teacher_secret"`
-	}
-	raw, err := os.ReadFile(filepath.Join(dataDir, "host.json"))
-	if err != nil || json.Unmarshal(raw, &index) != nil || index.TeacherSecret == "" {
-		t.Fatalf("host index: %v", err)
-	}
+	secret := teacherSecretIn(t, dataDir)
 	srv := serve(t, pageHandler(webDir, proxyTo(coord.addr)))
 	status := func(extra string) coordinator.Status {
 		var st coordinator.Status
@@ -90,7 +82,7 @@ func TestBrowserLobby(t *testing.T) {
 		st.People[0].Nickname != "Ada L" || st.People[0].State != "lobby" {
 		t.Fatalf("lobby status: state %q, teacher %v, committed %d, people %+v", st.State, st.Teacher, st.Committed, st.People)
 	}
-	if !status("&teacher=" + index.TeacherSecret).Teacher {
+	if !status("&teacher=" + secret).Teacher {
 		t.Error("the status with the teacher secret does not say teacher")
 	}
 	teacher := func(action string, secret string) int {
@@ -106,7 +98,7 @@ func TestBrowserLobby(t *testing.T) {
 	if c := teacher("start", code); c != http.StatusForbidden {
 		t.Fatalf("start with the join code as secret: %d, want 403", c)
 	}
-	if c := teacher("start", index.TeacherSecret); c != http.StatusOK {
+	if c := teacher("start", secret); c != http.StatusOK {
 		t.Fatalf("start: %d", c)
 	}
 	b.must(120*time.Second, "training after Start",
@@ -116,7 +108,7 @@ func TestBrowserLobby(t *testing.T) {
 	if st.State != coordinator.StateRunning || st.Session.M != 1 || st.Session.Cohort != 1 {
 		t.Errorf("after Start: state %q, M %d, m %d", st.State, st.Session.M, st.Session.Cohort)
 	}
-	if c := teacher("end", index.TeacherSecret); c != http.StatusOK {
+	if c := teacher("end", secret); c != http.StatusOK {
 		t.Fatalf("end: %d", c)
 	}
 	b.must(60*time.Second, "finished",

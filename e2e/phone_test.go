@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"math"
 	"net/http"
@@ -77,13 +76,7 @@ func TestPhoneScreens(t *testing.T) {
 	}}
 	coord.start()
 	defer coord.stop()
-	var index struct {
-		TeacherSecret string `json:"teacher_secret"`
-	}
-	raw, err := os.ReadFile(filepath.Join(dataDir, "host.json"))
-	if err != nil || json.Unmarshal(raw, &index) != nil || index.TeacherSecret == "" {
-		t.Fatalf("host index: %v", err)
-	}
+	secret := teacherSecretIn(t, dataDir)
 	srv := serve(t, pageHandler(webDir, proxyTo(coord.addr)))
 	var sess wire.SessionParams
 	if err := getJSON(srv.URL+"/api/session?code="+code, &sess); err != nil {
@@ -195,7 +188,7 @@ func TestPhoneScreens(t *testing.T) {
 
 	// The teacher starts.
 	req, _ := http.NewRequest(http.MethodPost, srv.URL+"/api/teacher/start?code="+code, nil)
-	req.Header.Set(coordinator.TeacherHeader, index.TeacherSecret)
+	req.Header.Set(coordinator.TeacherHeader, secret)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)

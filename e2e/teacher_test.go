@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -96,13 +95,7 @@ func TestBrowserTeacherRemoves(t *testing.T) {
 	}}
 	coord.start()
 	defer coord.stop()
-	var index struct {
-		TeacherSecret string `json:"teacher_secret"`
-	}
-	raw, err := os.ReadFile(filepath.Join(dataDir, "host.json"))
-	if err != nil || json.Unmarshal(raw, &index) != nil || index.TeacherSecret == "" {
-		t.Fatalf("host index: %v", err)
-	}
+	secret := teacherSecretIn(t, dataDir)
 	srv := serve(t, pageHandler(webDir, proxyTo(coord.addr)))
 	shots := screenshotDir(t)
 	shot := func(b *browser, name string) {
@@ -127,7 +120,7 @@ func TestBrowserTeacherRemoves(t *testing.T) {
 	defer dash.close()
 	dash.must(60*time.Second, "teacher's dashboard: Start",
 		chromedp.EmulateViewport(1920, 1080),
-		chromedp.Navigate(srv.URL+"/dashboard?code="+code+"&teacher="+index.TeacherSecret),
+		chromedp.Navigate(srv.URL+"/dashboard?code="+code+"&teacher="+secret),
 		chromedp.Poll(`document.querySelectorAll("#names-big li.lobby").length === 2 && !document.getElementById("btn-start").hidden`,
 			nil, chromedp.WithPollingTimeout(50*time.Second)),
 		chromedp.Click("#btn-start", chromedp.ByID))
@@ -181,7 +174,7 @@ func TestBrowserTeacherRemoves(t *testing.T) {
 		chromedp.Poll(`document.body.innerText.includes("The teacher removed this device from the session.")`,
 			nil, chromedp.WithPollingTimeout(50*time.Second)))
 	req, _ := http.NewRequest(http.MethodPost, srv.URL+"/api/teacher/end", nil)
-	req.Header.Set(coordinator.TeacherHeader, index.TeacherSecret)
+	req.Header.Set(coordinator.TeacherHeader, secret)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatalf("end: %v", err)
