@@ -28,6 +28,7 @@ import (
 	"math"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -98,21 +99,12 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	}
 	for _, s := range strings.Split(*kinds, ",") {
 		s = strings.TrimSpace(s)
-		if !contains(sim.AttackKinds, s) {
+		if !slices.Contains(sim.AttackKinds, s) {
 			return o, fmt.Errorf("-kinds: %q is not one of %v", s, sim.AttackKinds)
 		}
 		o.kinds = append(o.kinds, s)
 	}
 	return o, nil
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // cell is the outcome of one kind and K over the seeds.
