@@ -126,8 +126,8 @@ bench:
 	echo "$$out"; echo "$$out" | awk '/SamplersCPU\/sigma=211997-/ {for (i = 2; i <= NF; i++) if ($$i == "exact/ziggurat") r = $$(i-1)} \
 	END {if (r == "") exit 1; printf "noise: exact/ziggurat = %s (7,850 draws at sigma = 211,997 grid units, thread CPU time, interleaved)\n", r}'; uptime
 	@out=$$($(GO) test -run '^$$' -bench 'LocalVsNC' -benchtime 100x ./shared/optim) || { echo "$$out"; exit 1; }; \
-	echo "$$out"; echo "$$out" | awk '/LocalVsNC/ {for (i = 2; i <= NF; i++) if ($$i == "local/nc") q = $$(i-1)} \
-	END {if (q == "") exit 1; printf "step: local/nc = %s (one device round of the lesson session, K = b = 32, thread CPU time, interleaved)\n", q}'
+	echo "$$out"; echo "$$out" | awk '/LocalVsNC/ {for (i = 2; i <= NF; i++) {if ($$i == "local/nc") q = $$(i-1); if ($$i == "noise-floor/nc") f = $$(i-1)}} \
+	END {if (q == "" || f == "") exit 1; printf "step: local/nc = %s (one device round of the lesson session, K = b = 32, thread CPU time, interleaved; its 32 noise vectors alone: %s)\n", q, f}'
 	$(GO) test -run '^$$' -bench 'KernelsVsGonum|SparseKernels' -benchtime 200x ./shared/model
 
 # The wasm/native device-step throughput: interleaved in one run in

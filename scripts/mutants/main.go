@@ -81,6 +81,13 @@ var mutations = []mutation{
 		pkgs: []string{"./sim/audit/", "-run", "TestAuditSound"},
 	},
 	{
+		name: "fresh-noise-half-added", why: "a fresh-noise release (noisysgd, cdpsgd, soteria-*) adds half of each drawn noise coordinate",
+		file: "shared/optim/device.go",
+		old:  "dv.vz[i] += n\n",
+		new:  "dv.vz[i] += n / 2\n",
+		pkgs: []string{"./sim/audit/", "-run", "TestAuditSound"},
+	},
+	{
 		name: "sensitivity-S/b", why: "the replace-one sensitivity 2S/b of the nc noise becomes S/b (noise and charge both too small)",
 		file: "shared/optim/params.go",
 		old:  "sens := 2 * p.S() / float64(p.Batch)",
@@ -655,8 +662,8 @@ var mutations = []mutation{
 	{
 		name: "local-noise-first-step-only", why: "\"local\" adds noise to its first hidden step only",
 		file: "shared/optim/local.go",
-		old:  "dv.vz[i] += dv.noise.DiscreteGaussian(dv.sigmaZ)",
-		new:  "if step == 0 {\n\t\t\t\tdv.vz[i] += dv.noise.DiscreteGaussian(dv.sigmaZ)\n\t\t\t}",
+		old:  "dv.noise.FillDiscreteGaussian(dv.nz, dv.sigmaZ)",
+		new:  "if step == 0 {\n\t\t\tdv.noise.FillDiscreteGaussian(dv.nz, dv.sigmaZ)\n\t\t} else {\n\t\t\tclear(dv.nz)\n\t\t}",
 		pkgs: []string{"./shared/optim/", "-run", "Local"},
 	},
 	{

@@ -250,10 +250,20 @@ func (ld *lessonDevice) step(b *testing.B) {
 // against one of "nc", the lesson's algorithm, in the same session,
 // interleaved in per-thread CPU time: make bench prints the ratio as
 // "step: local/nc = Q" (issue 27, point 2).
+//
+// It also times the noise alone that local's proof asks for: one vector of
+// d draws at its sigma, K E times a round ("noise-floor/nc": the ratio no
+// faster gradient code can go below while every hidden step draws its own
+// noise; docs/performance.md, "Local training").
 func BenchmarkLocalVsNC(b *testing.B) {
 	local, nc := newLessonDevice(b, "local"), newLessonDevice(b, "nc")
-	t := cputime.Interleave(b, func() { local.step(b) }, func() { nc.step(b) })
+	ld := local.dv.(*localDevice)
+	nz, s := make([]int64, ld.dim), mechanism.NewStream(testSeed(3), mechanism.PurposeNoise)
+	t := cputime.Interleave(b, func() { local.step(b) }, func() { nc.step(b) },
+		func() { s.FillDiscreteGaussian(nz, ld.sigmaZ) })
+	steps := float64(ld.k * ld.epochs)
 	b.ReportMetric(t[0], "local-"+cputime.Name+"-ns")
 	b.ReportMetric(t[1], "nc-"+cputime.Name+"-ns")
+	b.ReportMetric(steps*t[2]/t[1], "noise-floor/nc")
 	b.ReportMetric(t[0]/t[1], "local/nc")
 }

@@ -75,6 +75,7 @@ type device struct {
 	// scratch
 	v, g, g2, dec []float64
 	vz            []int64 // the estimate on the grid, then the released integers
+	nz            []int64 // fresh noise: the release's draws, in grid units
 	buf           []byte
 	noise, comp   *mechanism.Stream
 	coins         *mechanism.Stream
@@ -550,8 +551,12 @@ func (dv *device) privatise(p *pending, seed mechanism.Seed, sigmaZ int64) error
 		mechanism.FromGrid(dv.v, dv.vz, dv.step)
 	case noiseDevice:
 		dv.noise = streamFor(dv.noise, seed, mechanism.PurposeNoise)
-		for i := range dv.vz {
-			dv.vz[i] += dv.noise.DiscreteGaussian(sigmaZ)
+		if dv.nz == nil {
+			dv.nz = make([]int64, dv.dim)
+		}
+		dv.noise.FillDiscreteGaussian(dv.nz, sigmaZ)
+		for i, n := range dv.nz {
+			dv.vz[i] += n
 		}
 		mechanism.FromGrid(dv.v, dv.vz, dv.step)
 	}
