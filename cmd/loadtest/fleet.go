@@ -200,6 +200,15 @@ type rounds struct {
 	lat                []float64 // round latency (start to commit) in ms, sorted
 	bytesIn, bytesOut  int64     // update bytes in, assignment bytes out
 	included, recorded int
+	asked              int // devices asked, summed over the rounds (cohorts with over-selection)
+}
+
+// pointsPerAsk is the model points (d float32 values, 4d bytes) the
+// coordinator sent per device asked: assignment bytes over 4d per ask
+// (frame headers and the round's other fields count too, a few hundred
+// bytes against 4d).
+func (r rounds) pointsPerAsk(d int) float64 {
+	return float64(r.bytesOut) / float64(max(1, r.asked)) / float64(4*d)
 }
 
 // roundRecord is what the load test reads of a round's record
@@ -233,6 +242,7 @@ func readRounds(ctx context.Context, base string, T int) (rounds, error) {
 		r.bytesIn += rec.BytesIn
 		r.bytesOut += rec.BytesOut
 		r.included += rec.Included
+		r.asked += rec.Cohort
 	}
 	slices.Sort(r.lat)
 	return r, nil

@@ -238,6 +238,7 @@ func report(ctx context.Context, o options, n int, sess wire.SessionParams, rs r
 		p50, p99, ms.elapsed.Seconds())
 	fmt.Fprintf(stdout, "bytes per round: %.2f MB in (updates), %.2f MB out (assignments)\n",
 		float64(bin)/float64(o.T)/1e6, float64(bout)/float64(o.T)/1e6)
+	fmt.Fprintf(stdout, "model points per device-round: %.2f (assignment bytes / (devices asked x 4 d B))\n", rs.pointsPerAsk(sess.Dim))
 	var cpuSum, roundSum float64
 	for i := range ms.coordCPU {
 		cpuSum += ms.coordCPU[i]
