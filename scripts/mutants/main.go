@@ -256,6 +256,13 @@ var mutations = []mutation{
 		pkgs: []string{"./internal/archtest/"},
 	},
 	{
+		name: "core-part-imports-api", why: "a package under coordinator/ below the HTTP API imports it (a forbidden arrow: routes reaching into the session core's parts)",
+		file: "coordinator/internal/nctest/nctest.go",
+		old:  "\t\"browserfl/shared/optim\"\n)",
+		new:  "\t\"browserfl/shared/optim\"\n\t_ \"browserfl/coordinator/api\"\n)",
+		pkgs: []string{"./internal/archtest/"},
+	},
+	{
 		name: "session-field-dropped", why: "the conversion of the session's wire form drops a field (SoteriaFL's shift step reaches no device)",
 		file: "shared/plan/session.go",
 		old:  "SnapshotProb: s.SnapshotProb, ShiftStep: s.ShiftStep,",
