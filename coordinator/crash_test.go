@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"browserfl/coordinator"
+	"browserfl/coordinator/api"
 	"browserfl/coordinator/internal/nctest"
 	"browserfl/coordinator/site"
 	"browserfl/coordinator/store"
@@ -119,7 +120,7 @@ func runChild() error {
 	if err != nil {
 		return err
 	}
-	go http.Serve(ln, c.Handler(site.Assets{}, nil))
+	go http.Serve(ln, api.Handler(c, site.Assets{}, nil))
 	if err := c.Run(context.Background()); err != nil {
 		return err
 	}

@@ -7,7 +7,7 @@ import (
 	"net/http/httptest"
 	"testing"
 
-	"browserfl/coordinator"
+	"browserfl/coordinator/api"
 	"browserfl/coordinator/shards"
 	"browserfl/coordinator/site"
 	"browserfl/shared/dataset"
@@ -36,7 +36,7 @@ func TestDemoShardHTTP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(h.coord.Handler(site.Assets{}, sh))
+	srv := httptest.NewServer(api.Handler(h.coord, site.Assets{}, sh))
 	t.Cleanup(srv.Close)
 	get := func(path string, cookies []*http.Cookie) *http.Response {
 		t.Helper()
@@ -88,7 +88,7 @@ func TestDemoShardHTTP(t *testing.T) {
 	if err := json.Unmarshal(read(get("/api/status?code=join-me", nil)), &st); err != nil {
 		t.Fatal(err)
 	}
-	if len(st.Warnings) != 1 || st.Warnings[0] != coordinator.PlanWarnings(coordinator.PlanInput{
+	if len(st.Warnings) != 1 || st.Warnings[0] != api.PlanWarnings(api.PlanInput{
 		Rounds: 3, Batch: sess.Batch, Cohort: 2, MinDevices: 2, Shards: sh.Stats()})[0].Text {
 		t.Errorf("status warnings %q, want the one about no device connected", st.Warnings)
 	}

@@ -5,9 +5,11 @@
 // until all arrived or the deadline passed, calls the algorithm's server
 // half (shared/optim; the coordinator never aggregates by itself) and
 // commits the round durably before it tells any device its update was
-// included. It also serves the session's JSON API and teacher endpoints,
-// the projector dashboard, demo data shards, Prometheus metrics and a
-// health check.
+// included. The teacher's controls (Start, Pause, Resume, End, Remove)
+// and the Status snapshot are here; the HTTP API over a session (its JSON,
+// the teacher's endpoints, the projector dashboard, demo data shards,
+// Prometheus metrics and a health check) is coordinator/api, which sits
+// above this package and reads a session through api.Session.
 //
 // This package is the session core; its parts live in sub-packages that
 // import nothing of it (docs/design.md, "Layout"): store (the bbolt
@@ -16,8 +18,9 @@
 // metrics (counters and their exposition), shards (demo data) and site
 // (what the HTTP side serves that knows no session: the page's assets,
 // the dashboard's files, headers, join URLs and QR codes). Above it,
-// sessions holds the Host, which runs one data directory's sessions
-// through this package's exported methods.
+// api serves a session over HTTP and sessions holds the Host, which runs
+// one data directory's sessions; both use this package's exported
+// methods only.
 //
 // Invariants:
 //   - Commit before acknowledge (DESIGN principle 3): the decision

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"browserfl/coordinator"
+	"browserfl/coordinator/api"
 	"browserfl/coordinator/internal/nctest"
 	"browserfl/coordinator/site"
 	"browserfl/coordinator/store"
@@ -97,7 +98,7 @@ func newHarnessWith(t *testing.T, sess wire.SessionParams, edit func(*coordinato
 }
 
 func newTestServer(t *testing.T, c *coordinator.Coordinator) *httptest.Server {
-	srv := httptest.NewServer(c.Handler(site.Assets{}, nil))
+	srv := httptest.NewServer(api.Handler(c, site.Assets{}, nil))
 	t.Cleanup(srv.Close)
 	return srv
 }
@@ -475,7 +476,7 @@ func TestDeviceCrashes(t *testing.T) {
 func TestTLS(t *testing.T) {
 	sess := testSession(4, 3, 2, 3, 2000)
 	h := newHarness(t, sess, 2)
-	srv := httptest.NewTLSServer(h.coord.Handler(site.Assets{}, nil))
+	srv := httptest.NewTLSServer(api.Handler(h.coord, site.Assets{}, nil))
 	defer srv.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

@@ -878,7 +878,7 @@ func (e *Edge) Handler(assets site.Assets, sessionURL *url.URL) http.Handler {
 		fmt.Fprintln(w, "ok")
 	})
 	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, r *http.Request) {
-		if !metricsAllowed(e.front, w, r) {
+		if !e.front.MetricsAllowed(w, r) {
 			return
 		}
 		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")

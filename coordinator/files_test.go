@@ -15,6 +15,7 @@ import (
 	"github.com/coder/websocket"
 
 	"browserfl/coordinator"
+	"browserfl/coordinator/api"
 	"browserfl/coordinator/gate"
 	"browserfl/coordinator/internal/nctest"
 	"browserfl/coordinator/site"
@@ -38,7 +39,7 @@ func assetServer(t *testing.T, assets site.Assets) *httptest.Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(c.Handler(assets, nil))
+	srv := httptest.NewServer(api.Handler(c, assets, nil))
 	t.Cleanup(srv.Close)
 	t.Cleanup(c.Shutdown)
 	return srv

@@ -17,6 +17,7 @@ import (
 	"github.com/coder/websocket"
 
 	"browserfl/coordinator"
+	"browserfl/coordinator/api"
 	"browserfl/coordinator/gate"
 	"browserfl/coordinator/internal/nctest"
 	"browserfl/coordinator/site"
@@ -41,7 +42,7 @@ func gateServer(t *testing.T, lim wsconn.Limits, gate gate.Config) (*coordinator
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(c.Handler(site.Assets{Index: []byte("<!doctype html><title>page</title>")}, nil))
+	srv := httptest.NewServer(api.Handler(c, site.Assets{Index: []byte("<!doctype html><title>page</title>")}, nil))
 	t.Cleanup(srv.Close)
 	t.Cleanup(c.Shutdown)
 	return c, srv
@@ -326,7 +327,7 @@ func TestNeverReadingClientDropped(t *testing.T) {
 // under TLS.
 func TestSecurityHeaders(t *testing.T) {
 	c, srv := gateServer(t, wsconn.Limits{}, gate.Config{})
-	tlsSrv := httptest.NewTLSServer(c.Handler(site.Assets{Index: []byte("<!doctype html>")}, nil))
+	tlsSrv := httptest.NewTLSServer(api.Handler(c, site.Assets{Index: []byte("<!doctype html>")}, nil))
 	defer tlsSrv.Close()
 	get := func(client *http.Client, url string) *http.Response {
 		t.Helper()

@@ -21,6 +21,7 @@ import (
 	"rsc.io/qr"
 
 	"browserfl/coordinator"
+	"browserfl/coordinator/api"
 	"browserfl/coordinator/internal/nctest"
 	"browserfl/coordinator/site"
 	"browserfl/coordinator/store"
@@ -93,7 +94,7 @@ func (f *joinFixture) start(t *testing.T, join site.JoinInfo) (*httptest.Server,
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(c.Handler(site.Assets{Join: join}, nil))
+	srv := httptest.NewServer(api.Handler(c, site.Assets{Join: join}, nil))
 	return srv, func() { srv.Close(); c.Shutdown(); st.Close() }
 }
 

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"browserfl/coordinator"
+	"browserfl/coordinator/api"
 	"browserfl/coordinator/gate"
 	"browserfl/coordinator/internal/nctest"
 	"browserfl/coordinator/store"
@@ -541,7 +542,7 @@ func TestTeacherSecretBackoff(t *testing.T) {
 		req, _ := http.NewRequest(method, base+path, nil)
 		req.Header.Set("X-Forwarded-For", from)
 		if secret != "" {
-			req.Header.Set(coordinator.TeacherHeader, secret)
+			req.Header.Set(api.TeacherHeader, secret)
 		}
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {

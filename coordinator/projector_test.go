@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"browserfl/coordinator"
+	"browserfl/coordinator/api"
 	"browserfl/device"
 )
 
@@ -22,7 +23,7 @@ func TestNoticesFollowTheLesson(t *testing.T) {
 	defer cancel()
 	runErr := make(chan error, 1)
 	go func() { runErr <- h.coord.Run(ctx) }()
-	if n := h.coord.Notices(nil); len(n) != 0 {
+	if n := api.Notices(h.coord, nil); len(n) != 0 {
 		t.Errorf("empty lobby: notices %v", n)
 	}
 	var rts []*device.Runtime
@@ -32,7 +33,7 @@ func TestNoticesFollowTheLesson(t *testing.T) {
 	}
 	res := startDevices(ctx, rts)
 	waitFor(t, "three devices in the lobby", func() bool { return lobbyCount(h.coord) == 3 })
-	if n := h.coord.Notices(nil); len(n) != 0 {
+	if n := api.Notices(h.coord, nil); len(n) != 0 {
 		t.Errorf("a lobby of 3 (template m = 10): notices %v", n)
 	}
 	var st coordinator.Status
@@ -43,7 +44,7 @@ func TestNoticesFollowTheLesson(t *testing.T) {
 	if err := h.coord.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if n := h.coord.Notices(nil); len(n) != 0 {
+	if n := api.Notices(h.coord, nil); len(n) != 0 {
 		t.Errorf("after Start sized the lesson to 3: notices %v", n)
 	}
 	if code, body := getText(t, h.srv.URL+"/api/status?code=join-me"); code != 200 || json.Unmarshal([]byte(body), &st) != nil ||
@@ -52,7 +53,7 @@ func TestNoticesFollowTheLesson(t *testing.T) {
 	}
 	rts[2].Leave("stopped")
 	waitFor(t, "the devices warning", func() bool {
-		n := h.coord.Notices(nil)
+		n := api.Notices(h.coord, nil)
 		return len(n) == 1 && n[0].Kind == "devices"
 	})
 	cancel()

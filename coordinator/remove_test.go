@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"browserfl/coordinator"
+	"browserfl/coordinator/api"
 	"browserfl/coordinator/internal/nctest"
 	"browserfl/coordinator/site"
 	"browserfl/device"
@@ -156,9 +157,9 @@ func teacherSeesRejectionsAndRemoves(t *testing.T, atEdge bool) {
 	}{
 		{"no secret", removeURL, nil, http.StatusForbidden},
 		{"join code only", removeURL, map[string]string{"X-Join-Code": "join-me"}, http.StatusForbidden},
-		{"wrong secret", removeURL, map[string]string{coordinator.TeacherHeader: "wrong"}, http.StatusForbidden},
-		{"unknown device", base + "/api/teacher/remove?device=0123", map[string]string{coordinator.TeacherHeader: teacherSecret}, http.StatusNotFound},
-		{"no device", base + "/api/teacher/remove", map[string]string{coordinator.TeacherHeader: teacherSecret}, http.StatusNotFound},
+		{"wrong secret", removeURL, map[string]string{api.TeacherHeader: "wrong"}, http.StatusForbidden},
+		{"unknown device", base + "/api/teacher/remove?device=0123", map[string]string{api.TeacherHeader: teacherSecret}, http.StatusNotFound},
+		{"no device", base + "/api/teacher/remove", map[string]string{api.TeacherHeader: teacherSecret}, http.StatusNotFound},
 	} {
 		if code, body := post(t, tc.url, tc.hdr); code != tc.want {
 			t.Errorf("%s: %d %q, want %d", tc.name, code, body, tc.want)
@@ -167,10 +168,10 @@ func teacherSeesRejectionsAndRemoves(t *testing.T, atEdge bool) {
 	if p, _ := person(teacherStatus(t, base), "Mallory"); p.State == "removed" {
 		t.Fatal("a refused call removed the device")
 	}
-	if code, body := post(t, removeURL, map[string]string{coordinator.TeacherHeader: teacherSecret}); code != http.StatusOK {
+	if code, body := post(t, removeURL, map[string]string{api.TeacherHeader: teacherSecret}); code != http.StatusOK {
 		t.Fatalf("remove: %d %q", code, body)
 	}
-	if code, _ := post(t, removeURL, map[string]string{coordinator.TeacherHeader: teacherSecret}); code != http.StatusConflict {
+	if code, _ := post(t, removeURL, map[string]string{api.TeacherHeader: teacherSecret}); code != http.StatusConflict {
 		t.Errorf("removing twice: %d, want 409", code)
 	}
 	res := <-done
@@ -206,7 +207,7 @@ func teacherSeesRejectionsAndRemoves(t *testing.T, atEdge bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv2 := httptest.NewServer(c2.Handler(site.Assets{}, nil))
+	srv2 := httptest.NewServer(api.Handler(c2, site.Assets{}, nil))
 	defer srv2.Close()
 	ws, m = helloAs(t, ctx, "ws"+strings.TrimPrefix(srv2.URL, "http")+"/ws", welcome.DeviceID, welcome.Secret, "")
 	if e, ok := m.(wire.Error); !ok || e.Code != wire.CodeRemoved {
@@ -265,7 +266,7 @@ func TestRemoveMidRoundExcludesHeldUpdate(t *testing.T) {
 	})
 	ada, _ := person(teacherStatus(t, h.srv.URL), "Ada")
 	if code, body := post(t, h.srv.URL+"/api/teacher/remove?device="+url.QueryEscape(ada.Device),
-		map[string]string{coordinator.TeacherHeader: teacherSecret}); code != http.StatusOK {
+		map[string]string{api.TeacherHeader: teacherSecret}); code != http.StatusOK {
 		t.Fatalf("remove: %d %q", code, body)
 	}
 	close(release)
@@ -315,13 +316,13 @@ func TestRemoveInLobby(t *testing.T) {
 	waitFor(t, "two devices in the lobby", func() bool { return lobbyCount(h.coord) == 2 })
 	ada, _ := person(teacherStatus(t, h.srv.URL), "Ada")
 	if code, body := post(t, h.srv.URL+"/api/teacher/remove?device="+url.QueryEscape(ada.Device),
-		map[string]string{coordinator.TeacherHeader: teacherSecret}); code != http.StatusOK {
+		map[string]string{api.TeacherHeader: teacherSecret}); code != http.StatusOK {
 		t.Fatalf("remove: %d %q", code, body)
 	}
 	if p, _ := person(h.coord.Status(), "Ada"); p.State != "removed" {
 		t.Errorf("Ada is %q, want removed", p.State)
 	}
-	if code, body := post(t, h.srv.URL+"/api/teacher/start", map[string]string{coordinator.TeacherHeader: teacherSecret}); code != http.StatusOK {
+	if code, body := post(t, h.srv.URL+"/api/teacher/start", map[string]string{api.TeacherHeader: teacherSecret}); code != http.StatusOK {
 		t.Fatalf("start: %d %q", code, body)
 	}
 	if m := h.coord.Session().M; m != 1 {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"testing/fstest"
 
+	"browserfl/coordinator/api"
 	"browserfl/coordinator/gate"
 	"browserfl/coordinator/site"
 	"browserfl/coordinator/wsconn"
@@ -24,7 +25,7 @@ func TestWorkerPolicy(t *testing.T) {
 		"worker.js": {Data: []byte(`importScripts("wasm_exec.js");`)},
 		"app.js":    {Data: []byte(`new Worker("/web/worker.js");`)},
 	}
-	srv := httptest.NewServer(c.Handler(site.Assets{Index: []byte("<!doctype html>"), Web: web}, nil))
+	srv := httptest.NewServer(api.Handler(c, site.Assets{Index: []byte("<!doctype html>"), Web: web}, nil))
 	defer srv.Close()
 	get := func(path string) (string, string) {
 		t.Helper()

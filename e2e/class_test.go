@@ -17,6 +17,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"browserfl/coordinator"
+	"browserfl/coordinator/api"
 	"browserfl/coordinator/store"
 	"browserfl/wasm/local"
 )
@@ -452,7 +453,7 @@ func teacherNames(t *testing.T, base, code, secret string) (map[string]string, m
 	if err != nil {
 		t.Fatal(err)
 	}
-	req.Header.Set(coordinator.TeacherHeader, secret)
+	req.Header.Set(api.TeacherHeader, secret)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"browserfl/coordinator"
+	"browserfl/coordinator/api"
 	"browserfl/coordinator/site"
 	"browserfl/shared/wire"
 )
@@ -182,9 +183,9 @@ func fakeStatus(state string, extended bool) map[string]any {
 		return s
 	}
 	s["state"] = state
-	// What the coordinator says in words (projector.go): the task, the
+	// What the coordinator says in words (coordinator/api/projector.go): the task, the
 	// plan warnings (none) and the time since Start.
-	s["title"], s["notices"] = coordinator.TaskTitle(sess), []coordinator.Notice{}
+	s["title"], s["notices"] = api.TaskTitle(sess), []coordinator.Notice{}
 	if state != "lobby" {
 		s["started_at"], s["running_s"] = time.Now().Add(-83*time.Minute), 83*60.0+20
 	}

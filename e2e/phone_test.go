@@ -19,6 +19,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"browserfl/coordinator"
+	"browserfl/coordinator/api"
 	"browserfl/device"
 	"browserfl/shared/optim"
 	"browserfl/shared/plan"
@@ -188,7 +189,7 @@ func TestPhoneScreens(t *testing.T) {
 
 	// The teacher starts.
 	req, _ := http.NewRequest(http.MethodPost, srv.URL+"/api/teacher/start?code="+code, nil)
-	req.Header.Set(coordinator.TeacherHeader, secret)
+	req.Header.Set(api.TeacherHeader, secret)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)

@@ -19,6 +19,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"browserfl/coordinator"
+	"browserfl/coordinator/api"
 	"browserfl/coordinator/sessions"
 	"browserfl/coordinator/store"
 	"browserfl/shared/dataset"
@@ -236,7 +237,7 @@ func TestBrowserSession(t *testing.T) {
 	t.Logf("page ready %.0f ms after navigation (wasm build %v)", ready, build.dur)
 
 	progress := func() (committed int, acc float64) {
-		var pr coordinator.Progress
+		var pr api.Progress
 		if err := getJSON(srv.URL+"/api/progress?code="+code, &pr); err != nil {
 			return -1, 0
 		}

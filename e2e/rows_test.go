@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"browserfl/coordinator"
+	"browserfl/coordinator/api"
 	"browserfl/shared/task"
 )
 
@@ -76,10 +76,10 @@ func rowTaskCoordinator(t *testing.T, name, code string, devices int, extra ...s
 
 // waitCommitted waits until the coordinator at base has committed round
 // r (failing after within, with why()).
-func waitCommitted(t *testing.T, base, code string, r int, within time.Duration, why func() string) coordinator.Progress {
+func waitCommitted(t *testing.T, base, code string, r int, within time.Duration, why func() string) api.Progress {
 	t.Helper()
 	deadline := time.Now().Add(within)
-	var pr coordinator.Progress
+	var pr api.Progress
 	for time.Now().Before(deadline) {
 		if err := getJSON(base+"/api/progress?code="+code, &pr); err == nil && pr.Committed >= r {
 			return pr

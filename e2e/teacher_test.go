@@ -14,6 +14,7 @@ import (
 	"github.com/coder/websocket"
 
 	"browserfl/coordinator"
+	"browserfl/coordinator/api"
 	"browserfl/shared/mechanism"
 	"browserfl/shared/wire"
 )
@@ -174,7 +175,7 @@ func TestBrowserTeacherRemoves(t *testing.T) {
 		chromedp.Poll(`document.body.innerText.includes("The teacher removed this device from the session.")`,
 			nil, chromedp.WithPollingTimeout(50*time.Second)))
 	req, _ := http.NewRequest(http.MethodPost, srv.URL+"/api/teacher/end", nil)
-	req.Header.Set(coordinator.TeacherHeader, secret)
+	req.Header.Set(api.TeacherHeader, secret)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatalf("end: %v", err)

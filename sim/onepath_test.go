@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"browserfl/coordinator"
+	"browserfl/coordinator/api"
 	"browserfl/coordinator/site"
 	"browserfl/coordinator/store"
 	"browserfl/device"
@@ -240,7 +241,7 @@ func onePath(t *testing.T, algorithm, compressor string, rho float64, mod func(*
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(c.Handler(site.Assets{}, nil))
+	srv := httptest.NewServer(api.Handler(c, site.Assets{}, nil))
 	defer srv.Close()
 	url := "ws" + strings.TrimPrefix(srv.URL, "http") + "/ws"
 

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"browserfl/coordinator"
+	"browserfl/coordinator/api"
 	"browserfl/coordinator/shards"
 	"browserfl/coordinator/site"
 	"browserfl/coordinator/store"
@@ -51,7 +52,7 @@ func startCoordinator(t *testing.T, ln net.Listener) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: c.Handler(site.Assets{}, shards), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: api.Handler(c, site.Assets{}, shards), ReadHeaderTimeout: 10 * time.Second}
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
 }

@@ -151,7 +151,7 @@ type addrState struct {
 	lastFail time.Time     // time of the last wrong join code
 	until    time.Time     // join attempts refused before this time
 	prehello int           // open connections that have not said hello
-	teacher  backoff       // wrong teacher secrets (teacher.go)
+	teacher  backoff       // wrong teacher secrets (coordinator/api/teacher.go)
 }
 
 // State holds the gate's per-address tables and global buckets.
@@ -171,7 +171,7 @@ type State struct {
 	// failure log: one line per interval instead of one per attempt.
 	unlogged, unloggedThrottled int
 	lastLog                     time.Time
-	teacherLog                  secretLog // wrong teacher secrets (teacher.go)
+	teacherLog                  secretLog // wrong teacher secrets (coordinator/api/teacher.go)
 }
 
 func New(cfg Config, deadline time.Duration, log *slog.Logger) *State {

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"browserfl/coordinator"
+	"browserfl/coordinator/api"
 	"browserfl/coordinator/gate"
 	"browserfl/coordinator/shards"
 	"browserfl/coordinator/site"
@@ -82,7 +83,7 @@ type Config struct {
 	// Prepare, if set, is called with the current session's store before
 	// its coordinator is built (cmd/coordinator: -rollback-to).
 	Prepare func(*store.Store) error
-	// Assets and Shards are served by every session (Coordinator.Handler).
+	// Assets and Shards are served by every session (api.Handler).
 	Assets site.Assets
 	Shards *shards.Set
 	Logger *slog.Logger
@@ -379,7 +380,7 @@ func (h *Host) build(id string, st *store.Store, cfg coordinator.Config, code st
 	if !cfg.Session.DemoShards {
 		shards = nil // a teacher's task: the host's demo data are another task's
 	}
-	return &hostSession{id: id, code: code, c: c, store: st, handler: c.Handler(h.cfg.Assets, shards),
+	return &hostSession{id: id, code: code, c: c, store: st, handler: api.Handler(c, h.cfg.Assets, shards),
 		done: make(chan struct{})}, nil
 }
 
@@ -392,7 +393,7 @@ func (h *Host) sessionConfig(def *task.Definition) (coordinator.Config, error) {
 		return cfg, err
 	}
 	if cfg.Session, err = plan.WithTask(cfg.Session, def); err != nil {
-		return cfg, fmt.Errorf("%w: %w", coordinator.ErrBadTask, err)
+		return cfg, fmt.Errorf("%w: %w", api.ErrBadTask, err)
 	}
 	cfg.Evaluate, cfg.EvalEvery, cfg.EvalSamples = nil, 0, 0
 	return cfg, nil
@@ -488,7 +489,7 @@ func (h *Host) NewSession(ctx context.Context) (NewSessionInfo, error) {
 // NewSessionWith is NewSession making the fresh session one of task def
 // (a teacher's task: plan.WithTask; nil: the template's own). def is
 // checked before the current session is ended: a definition that
-// cannot make a session leaves it running (the error wraps coordinator.ErrBadTask).
+// cannot make a session leaves it running (the error wraps api.ErrBadTask).
 func (h *Host) NewSessionWith(ctx context.Context, def *task.Definition) (NewSessionInfo, error) {
 	if _, err := h.sessionConfig(def); err != nil {
 		return NewSessionInfo{}, err
@@ -700,7 +701,7 @@ func (h *Host) archivedTarget(r *http.Request, cur *hostSession) string {
 // else is answered 403 and counted.
 func (h *Host) teacherOnly(cur *hostSession, next http.HandlerFunc) http.Handler {
 	return site.SecurityHeaders(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if cur.c.RequireTeacher(w, r, h.secret) {
+		if api.RequireTeacher(cur.c, w, r, h.secret) {
 			next(w, withTeacher(r))
 		}
 	}))
@@ -709,10 +710,10 @@ func (h *Host) teacherOnly(cur *hostSession, next http.HandlerFunc) http.Handler
 // authorized lets a request through with the teacher secret, the join
 // code of the finished session target ("" for none) or else the current
 // session's join code (checked by the current session's gate). A wrong
-// teacher secret is refused (Coordinator.TeacherAuth) whatever code comes with it.
+// teacher secret is refused (api.TeacherAuth) whatever code comes with it.
 func (h *Host) authorized(cur *hostSession, target string, next http.HandlerFunc) http.Handler {
 	return site.SecurityHeaders(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ok, answered := cur.c.TeacherAuth(w, r, h.secret)
+		ok, answered := api.TeacherAuth(cur.c, w, r, h.secret)
 		if answered {
 			return
 		}
@@ -736,7 +737,7 @@ func (h *Host) authorized(cur *hostSession, target string, next http.HandlerFunc
 			next(w, r)
 			return
 		}
-		cur.c.WithCode(next)(w, r)
+		api.WithCode(cur.c, next)(w, r)
 	}))
 }
 
@@ -746,7 +747,7 @@ func (h *Host) serveArchived(w http.ResponseWriter, r *http.Request, id string) 
 		http.Error(w, "no such session", http.StatusNotFound)
 		return
 	}
-	coordinator.ServeArchived(w, r, st, teacherChecked(r))
+	api.ServeArchived(w, r, st, teacherChecked(r))
 }
 
 // RandomJoinCode returns an n-character join code (5n bits) from
@@ -809,8 +810,8 @@ func teacherChecked(r *http.Request) bool {
 	return ok
 }
 
-// LogWarnings is Coordinator.LogWarnings for whichever session is the
+// LogWarnings is api.LogWarnings for whichever session is the
 // host's current one (a new session starts with no warning logged).
 func (h *Host) LogWarnings(ctx context.Context, shards *shards.Set, every time.Duration) {
-	coordinator.LogPlanWarnings(ctx, h.Current, shards, every)
+	api.LogPlanWarnings(ctx, func() api.Session { return h.Current() }, shards, every)
 }

@@ -104,6 +104,11 @@ var rules = []rule{
 		why:    "the Host of sessions is a shell over the session core (it opens stores, builds Coordinators, routes requests): the core and its parts never import it",
 	},
 	{
+		pkgs: []string{"browserfl/coordinator/..."}, except: []string{"browserfl/coordinator/api", "browserfl/coordinator/sessions"},
+		forbid: []string{"browserfl/coordinator/api"},
+		why:    "the session's HTTP API sits above the session core and reads a session only through api.Session: the core and its parts never import it",
+	},
+	{
 		pkgs:   []string{"browserfl/coordinator/site"},
 		forbid: []string{"browserfl/coordinator", "browserfl/coordinator/store", "browserfl/coordinator/bus", "browserfl/coordinator/gate", "browserfl/coordinator/wsconn", "browserfl/coordinator/metrics", "browserfl/coordinator/shards", "browserfl/engine/...", "browserfl/shared/optim/...", "browserfl/shared/plan/..."},
 		why:    "the site (page assets, dashboard files, headers, join URLs, the model document) knows no session, store or connection: the core and the edge build their handlers over it",

@@ -1,4 +1,4 @@
-package coordinator
+package api
 
 import (
 	"bytes"
@@ -10,12 +10,11 @@ import (
 	"strconv"
 	"time"
 
+	"browserfl/coordinator"
 	"browserfl/coordinator/gate"
 	"browserfl/coordinator/metrics"
 	"browserfl/coordinator/site"
-	"browserfl/coordinator/wsconn"
 	"browserfl/shared/task"
-	"browserfl/shared/wire"
 )
 
 // The teacher's endpoints. Each needs the teacher secret (Config.
@@ -59,20 +58,20 @@ func teacherSecretOf(r *http.Request) string {
 // 429 with Retry-After, both counted; then answered is true and the
 // caller writes nothing more. Without a secret in r nothing is counted
 // (ok and answered false): the read-only dashboard sends none.
-func (c *Coordinator) TeacherAuth(w http.ResponseWriter, r *http.Request, secret string) (ok, answered bool) {
+func TeacherAuth(c Session, w http.ResponseWriter, r *http.Request, secret string) (ok, answered bool) {
 	got := teacherSecretOf(r)
 	if got == "" {
 		return false, false
 	}
-	switch v, retry := c.front.Gate.CheckTeacher(c.front.Gate.ClientAddr(r), got, secret); v {
+	switch v, retry := c.Front().Gate.CheckTeacher(c.Front().Gate.ClientAddr(r), got, secret); v {
 	case gate.OK:
 		return true, false
 	case gate.Throttled:
-		c.front.Met.Reject(metrics.RejTeacherThrottled)
+		c.Front().Met.Reject(metrics.RejTeacherThrottled)
 		w.Header().Set("Retry-After", strconv.Itoa(int(retry.Seconds())+1))
 		http.Error(w, "too many wrong teacher secrets from this address", http.StatusTooManyRequests)
 	default:
-		c.front.Met.Reject(metrics.RejTeacherSecret)
+		c.Front().Met.Reject(metrics.RejTeacherSecret)
 		http.Error(w, "wrong teacher secret", http.StatusForbidden)
 	}
 	return false, true
@@ -81,19 +80,19 @@ func (c *Coordinator) TeacherAuth(w http.ResponseWriter, r *http.Request, secret
 // RequireTeacher lets r through (true) with the right teacher secret
 // only: without one it answers 403 and counts it, with a wrong one as
 // TeacherAuth does.
-func (c *Coordinator) RequireTeacher(w http.ResponseWriter, r *http.Request, secret string) bool {
-	ok, answered := c.TeacherAuth(w, r, secret)
+func RequireTeacher(c Session, w http.ResponseWriter, r *http.Request, secret string) bool {
+	ok, answered := TeacherAuth(c, w, r, secret)
 	if !ok && !answered {
-		c.front.Met.Reject(metrics.RejTeacherSecret)
+		c.Front().Met.Reject(metrics.RejTeacherSecret)
 		http.Error(w, "teacher secret required", http.StatusForbidden)
 	}
 	return ok
 }
 
-func (c *Coordinator) teacherRoutes(mux *http.ServeMux) {
+func teacherRoutes(c Session, mux *http.ServeMux) {
 	doReq := func(name string, f func(ctx context.Context, r *http.Request) (any, error)) {
 		mux.HandleFunc("POST /api/teacher/"+name, func(w http.ResponseWriter, r *http.Request) {
-			if !c.RequireTeacher(w, r, c.cfg.TeacherSecret) {
+			if !RequireTeacher(c, w, r, c.Config().TeacherSecret) {
 				return
 			}
 			ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
@@ -102,19 +101,19 @@ func (c *Coordinator) teacherRoutes(mux *http.ServeMux) {
 			if err != nil {
 				code := http.StatusInternalServerError
 				switch {
-				case errors.Is(err, ErrState) || errors.Is(err, errNoNewSession):
+				case errors.Is(err, coordinator.ErrState) || errors.Is(err, errNoNewSession):
 					code = http.StatusConflict
-				case errors.Is(err, ErrNoSuchDevice):
+				case errors.Is(err, coordinator.ErrNoSuchDevice):
 					code = http.StatusNotFound
 				case errors.Is(err, ErrBadTask):
 					code = http.StatusBadRequest
-					c.front.Met.Reject(metrics.RejTask)
+					c.Front().Met.Reject(metrics.RejTask)
 				}
-				c.front.Log.Warn("teacher action failed", "action", name, "err", err)
+				c.Front().Log.Warn("teacher action failed", "action", name, "err", err)
 				http.Error(w, err.Error(), code)
 				return
 			}
-			c.front.Log.Info("teacher action", "action", name)
+			c.Front().Log.Info("teacher action", "action", name)
 			if out == nil {
 				s := c.Status()
 				s.ForTeacher()
@@ -134,88 +133,19 @@ func (c *Coordinator) teacherRoutes(mux *http.ServeMux) {
 	do("resume", status(c.Resume))
 	do("end", status(c.End))
 	doReq("new", func(ctx context.Context, r *http.Request) (any, error) {
-		if c.cfg.NewSession == nil {
+		newSession := c.Config().NewSession
+		if newSession == nil {
 			return nil, errNoNewSession
 		}
 		def, err := teacherTask(r)
 		if err != nil {
 			return nil, err
 		}
-		return c.cfg.NewSession(ctx, def)
+		return newSession(ctx, def)
 	})
 	doReq("remove", func(_ context.Context, r *http.Request) (any, error) {
 		return nil, c.Remove(r.URL.Query().Get("device"))
 	})
-}
-
-// reasonRemoved is what a removed device is told, on its page too.
-const reasonRemoved = "The teacher removed this device from the session."
-
-// ErrNoSuchDevice is wrapped by Remove for an id the session does not
-// hold.
-var ErrNoSuchDevice = errors.New("coordinator: no such device in this session")
-
-// Remove takes device id out of the session at the teacher's request. The
-// removal is written to the store first, so its hellos are refused
-// (wire.CodeRemoved) for the rest of the session, across restarts. In the
-// open round:
-//
-//   - a cohort member whose update has not arrived, or has arrived in a
-//     round still collecting, is excluded at once: its update (if any)
-//     is taken out of the round and never reaches the aggregate, and the
-//     device is told "excluded" before its connection is closed (it
-//     aborts the update, so its noise state stays consistent);
-//   - an update the round can no longer give back (the round is closed
-//     and being committed, or the update came, or will come, summed in an
-//     edge's aggregate: taking one member out would refuse the edge's
-//     whole sum) is decided with the round as usual: the device gets the
-//     decision, then its connection is closed.
-//
-// Either way the update is in the aggregate wholly or not at all. The
-// device is never sampled again; the dashboard lists it as "removed".
-func (c *Coordinator) Remove(id string) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	d := c.devices[id]
-	switch {
-	case id == "" || d == nil:
-		return fmt.Errorf("%w: %q", ErrNoSuchDevice, wsconn.ShortID(id))
-	case d.removed:
-		return fmt.Errorf("%w: the device was removed already", ErrState)
-	}
-	// Durable first: a restart must keep refusing the device.
-	if err := c.store.MarkRemoved(id); err != nil {
-		return fmt.Errorf("coordinator: %w", err)
-	}
-	c.removed[id] = true
-	d.removed = true
-	c.front.Log.Info("device removed by the teacher", "device", wsconn.ShortID(id))
-	if or := c.round; or != nil && d.round == or.t && or.cohort[id] {
-		u := or.updates[id]
-		_, atEdge := d.conn.(*remoteLink)
-		if or.closed || (u != nil && u.agg) || atEdge {
-			// Decided with the round; finishRound (or discardRound)
-			// closes the connection after the decision.
-			c.signal()
-			return nil
-		}
-		if u != nil {
-			delete(or.updates, id)
-			if u.vec != nil {
-				c.vecs.Put(u.vec)
-			}
-		}
-		delete(or.cohort, id)
-		or.dropped[id] = true
-		d.round = 0
-		control(d.conn, wire.Decision{T: or.t, State: wire.Excluded, Reason: "removed by the teacher"})
-		or.checkAllIn()
-	}
-	if d.conn != nil {
-		d.conn.CloseWith(wire.CodeRemoved, reasonRemoved)
-	}
-	c.signal()
-	return nil
 }
 
 // ErrBadTask is wrapped by a teacher's task definition that cannot make

@@ -1,11 +1,11 @@
-package coordinator_test
+package api_test
 
 import (
 	"slices"
 	"strings"
 	"testing"
 
-	"browserfl/coordinator"
+	"browserfl/coordinator/api"
 	"browserfl/coordinator/shards"
 	"browserfl/shared/wire"
 )
@@ -13,8 +13,8 @@ import (
 // TestPlanWarnings: the demo session's plan (T = 200, b = 32, m = 10,
 // min-devices 2) against classes that can and cannot finish it.
 func TestPlanWarnings(t *testing.T) {
-	demo := func(mod func(*coordinator.PlanInput)) coordinator.PlanInput {
-		in := coordinator.PlanInput{Rounds: 200, Batch: 32, Cohort: 10, MinDevices: 2}
+	demo := func(mod func(*api.PlanInput)) api.PlanInput {
+		in := api.PlanInput{Rounds: 200, Batch: 32, Cohort: 10, MinDevices: 2}
 		mod(&in)
 		return in
 	}
@@ -25,60 +25,60 @@ func TestPlanWarnings(t *testing.T) {
 	}
 	tests := []struct {
 		name      string
-		in        coordinator.PlanInput
+		in        api.PlanInput
 		wantKinds []string
 		wantText  []string // substrings of the texts, in order
 	}{
-		{"30 pages with new-style shards: finishes", demo(func(in *coordinator.PlanInput) {
+		{"30 pages with new-style shards: finishes", demo(func(in *api.PlanInput) {
 			in.Active, in.Shards = 30, fashion(30, 0)
 		}), nil, nil},
-		{"exactly the cohort, half way, data used as planned: finishes", demo(func(in *coordinator.PlanInput) {
+		{"exactly the cohort, half way, data used as planned: finishes", demo(func(in *api.PlanInput) {
 			in.Active, in.Committed, in.Shards, in.SamplesUsed = 10, 100, fashion(10, 0), 100*10*32
 		}), nil, nil},
-		{"nobody yet: the session waits", demo(func(in *coordinator.PlanInput) {}),
+		{"nobody yet: the session waits", demo(func(in *api.PlanInput) {}),
 			[]string{"devices"}, []string{"0 devices connected: a round needs at least 2"}},
-		{"fewer than the cohort", demo(func(in *coordinator.PlanInput) {
+		{"fewer than the cohort", demo(func(in *api.PlanInput) {
 			in.Active, in.Shards = 6, fashion(6, 0)
 		}), []string{"devices"}, []string{"6 devices connected, fewer than the cohort m = 10"}},
-		{"the old Dirichlet shards: 30 shards of 60,000 samples in all cannot cover 200 x 10 x 32", demo(func(in *coordinator.PlanInput) {
+		{"the old Dirichlet shards: 30 shards of 60,000 samples in all cannot cover 200 x 10 x 32", demo(func(in *api.PlanInput) {
 			in.Active = 30
 			in.Shards = shards.Stats{HandedOut: 30, Samples: 60000, Distinct: 30, TrainSamples: 60000, Epoch: 1}
 		}), []string{"data"}, []string{"covers about 187 of the 200 rounds left at 320 samples a round: pages run out around round 187"}},
-		{"late joiners sized for the rounds left, first pages gone: finishes", demo(func(in *coordinator.PlanInput) {
+		{"late joiners sized for the rounds left, first pages gone: finishes", demo(func(in *api.PlanInput) {
 			// 10 pages at round 0 (6,400 samples each), 10 more at round
 			// 180 (20 rounds x 32 = 640 each), 180 rounds of 10 x 32 used.
 			in.Active, in.Committed, in.SamplesUsed = 10, 180, 180*10*32
 			in.Shards = shards.Stats{HandedOut: 20, Samples: 10*6400 + 10*640, Distinct: 20, TrainSamples: 60000, Epoch: 2}
 		}), nil, nil},
-		{"data used faster than planned", demo(func(in *coordinator.PlanInput) {
+		{"data used faster than planned", demo(func(in *api.PlanInput) {
 			in.Active, in.Committed, in.Shards, in.SamplesUsed = 10, 100, fashion(10, 0), 40000
 		}), []string{"data"}, []string{"at most 24000 samples left) covers about 75 of the 100 rounds left at 320 samples a round: pages run out around round 175"}},
-		{"digits with T = 300 and a small class: a shard cannot hold 300 batches", coordinator.PlanInput{
+		{"digits with T = 300 and a small class: a shard cannot hold 300 batches", api.PlanInput{
 			Rounds: 300, Batch: 32, Cohort: 10, MinDevices: 2, Active: 8,
 			Shards: shards.Stats{HandedOut: 8, Samples: 8 * 8000, Distinct: 8, TrainSamples: 8000, Epoch: 8}},
 			[]string{"devices", "shard", "data"}, []string{"fewer than the cohort", "250 rounds of b = 32, but a page may be asked in about 300 of the 300", "covers about 250 of the 300"}},
-		{"digits with T = 300 and 30 pages: each is asked in about 100 rounds", coordinator.PlanInput{
+		{"digits with T = 300 and 30 pages: each is asked in about 100 rounds", api.PlanInput{
 			Rounds: 300, Batch: 32, Cohort: 10, MinDevices: 2, Active: 30,
 			Shards: shards.Stats{HandedOut: 30, Samples: 30 * 8000, Distinct: 30, TrainSamples: 8000, Epoch: 30}},
 			nil, nil},
-		{"devices with their own data: no data warning", demo(func(in *coordinator.PlanInput) {
+		{"devices with their own data: no data warning", demo(func(in *api.PlanInput) {
 			in.Active, in.SamplesUsed = 10, 1e6
 		}), nil, nil},
-		{"an empty lobby: Start sizes the plan, nothing to warn about", demo(func(in *coordinator.PlanInput) {
+		{"an empty lobby: Start sizes the plan, nothing to warn about", demo(func(in *api.PlanInput) {
 			in.Lobby = true
 		}), nil, nil},
-		{"a lobby of 3 with the template's m = 10: nothing yet", demo(func(in *coordinator.PlanInput) {
+		{"a lobby of 3 with the template's m = 10: nothing yet", demo(func(in *api.PlanInput) {
 			in.Lobby, in.Active = true, 3
 		}), nil, nil},
-		{"one device, fewer than the cohort: words in the singular", demo(func(in *coordinator.PlanInput) {
+		{"one device, fewer than the cohort: words in the singular", demo(func(in *api.PlanInput) {
 			in.Active, in.MinDevices = 1, 1
 		}), []string{"devices"}, []string{"fewer than the cohort m = 10"}},
-		{"finished: nothing to warn about", demo(func(in *coordinator.PlanInput) {
+		{"finished: nothing to warn about", demo(func(in *api.PlanInput) {
 			in.Committed, in.Finished = 200, true
 		}), nil, nil},
 	}
 	for _, tc := range tests {
-		got := coordinator.PlanWarnings(tc.in)
+		got := api.PlanWarnings(tc.in)
 		var kinds []string
 		for _, w := range got {
 			kinds = append(kinds, w.Kind)
@@ -111,7 +111,7 @@ func TestTaskTitle(t *testing.T) {
 		{"cat,dog", "Learning to tell apart cat, dog"},
 		{"a,b,c,d,e,f", "Learning to tell apart a, b, c, d and 2 more"},
 	} {
-		if got := coordinator.TaskTitle(wire.SessionParams{Labels: tc.labels}); got != tc.want {
+		if got := api.TaskTitle(wire.SessionParams{Labels: tc.labels}); got != tc.want {
 			t.Errorf("TaskTitle(%q) = %q, want %q", tc.labels, got, tc.want)
 		}
 	}

@@ -1,8 +1,9 @@
-package coordinator
+package api
 
 import (
 	"net/http"
 
+	"browserfl/coordinator"
 	"browserfl/coordinator/site"
 	"browserfl/coordinator/store"
 )
@@ -47,9 +48,9 @@ func ServeArchived(w http.ResponseWriter, r *http.Request, st *store.Store, teac
 }
 
 // archivedStatus is the Status of a finished session, from its store.
-func archivedStatus(st *store.Store) (Status, error) {
-	var s Status
-	life, err := readLifecycle(st)
+func archivedStatus(st *store.Store) (coordinator.Status, error) {
+	var s coordinator.Status
+	life, err := coordinator.ReadLifecycle(st)
 	if err != nil {
 		return s, err
 	}
@@ -59,18 +60,18 @@ func archivedStatus(st *store.Store) (Status, error) {
 	}
 	s.Session, s.State, s.People, s.Committed, s.Finished = life.Session, life.State, life.People, committed, true
 	if s.State == "" {
-		s.State = StateEnded
+		s.State = coordinator.StateEnded
 	}
 	if s.People == nil {
-		s.People = []Person{}
+		s.People = []coordinator.Person{}
 	}
 	if recs, err := st.Rounds(max(0, committed-1000), 1000); err == nil {
 		for _, r := range recs {
 			if r.Evaluated {
-				s.LastEval = &EvalView{r.T, r.Accuracy, r.Loss, r.EvalSamples}
+				s.LastEval = &coordinator.EvalView{T: r.T, Accuracy: r.Accuracy, Loss: r.Loss, Samples: r.EvalSamples}
 			}
 		}
 	}
-	s.Privacy = SessionPrivacy(s.Session)
+	s.Privacy = coordinator.SessionPrivacy(s.Session)
 	return s, fillArchivedProjector(&s, st)
 }

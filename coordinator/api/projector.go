@@ -1,10 +1,11 @@
-package coordinator
+package api
 
 import (
 	"fmt"
 	"strings"
 	"time"
 
+	"browserfl/coordinator"
 	"browserfl/coordinator/shards"
 	"browserfl/coordinator/store"
 	"browserfl/shared/dataset"
@@ -16,19 +17,11 @@ import (
 // the plan warnings in plain words and how long the lesson has run
 // (from the teacher's Start, not from the lobby).
 
-// Notice is a plan warning as /api/status gives it: Words for the
-// projector, Text (with the plan's symbols) for its Details.
-type Notice struct {
-	Kind  string `json:"kind"`
-	Words string `json:"words"`
-	Text  string `json:"text"`
-}
-
 // Notices returns PlanWarnings for the session now (never nil).
-func (c *Coordinator) Notices(shards *shards.Set) []Notice {
-	out := []Notice{}
-	for _, w := range PlanWarnings(c.planInput(shards)) {
-		out = append(out, Notice{Kind: w.Kind, Words: w.Words, Text: w.Text})
+func Notices(c Session, shards *shards.Set) []coordinator.Notice {
+	out := []coordinator.Notice{}
+	for _, w := range PlanWarnings(planInput(c, shards)) {
+		out = append(out, coordinator.Notice{Kind: w.Kind, Words: w.Words, Text: w.Text})
 	}
 	return out
 }
@@ -73,7 +66,7 @@ func TaskTitle(sess wire.SessionParams) string {
 // (the lifecycle's end; a finished session without one, its last
 // commit). Before the start it returns the zero time and 0.
 func lessonTimes(st *store.Store, finished bool, now time.Time) (time.Time, float64, error) {
-	life, err := readLifecycle(st)
+	life, err := coordinator.ReadLifecycle(st)
 	if err != nil {
 		return time.Time{}, 0, err
 	}
@@ -106,12 +99,12 @@ func lessonTimes(st *store.Store, finished bool, now time.Time) (time.Time, floa
 
 // fillProjector adds the title, the notices and the lesson's times to
 // s, a status of the current session.
-func (c *Coordinator) fillProjector(s *Status, shards *shards.Set) {
+func fillProjector(c Session, s *coordinator.Status, shards *shards.Set) {
 	s.Title, s.Collects = TaskTitle(s.Session), TaskCollects(s.Session)
-	s.Notices = c.Notices(shards)
-	start, running, err := lessonTimes(c.store, s.Finished, time.Now())
+	s.Notices = Notices(c, shards)
+	start, running, err := lessonTimes(c.Store(), s.Finished, time.Now())
 	if err != nil {
-		c.front.Log.Warn("dashboard lesson times", "err", err)
+		c.Front().Log.Warn("dashboard lesson times", "err", err)
 		return
 	}
 	s.StartedAt, s.RunningSec = start, running
@@ -119,9 +112,9 @@ func (c *Coordinator) fillProjector(s *Status, shards *shards.Set) {
 
 // fillArchivedProjector is fillProjector for a finished session read
 // from its store (no notices: it has ended).
-func fillArchivedProjector(s *Status, st *store.Store) error {
+func fillArchivedProjector(s *coordinator.Status, st *store.Store) error {
 	s.Title, s.Collects = TaskTitle(s.Session), TaskCollects(s.Session)
-	s.Notices = []Notice{}
+	s.Notices = []coordinator.Notice{}
 	start, running, err := lessonTimes(st, true, time.Now())
 	if err != nil {
 		return err

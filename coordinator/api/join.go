@@ -1,4 +1,4 @@
-package coordinator
+package api
 
 import (
 	"fmt"
@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"browserfl/coordinator"
 	"browserfl/coordinator/site"
 	"browserfl/coordinator/store"
 	"browserfl/shared/wire"
@@ -21,37 +22,6 @@ import (
 // the figures the dashboard reads from the store so that they survive a
 // restart (session start, most rounds any one device was included in,
 // how many devices took part).
-
-// Summary is the end-of-session figures (and, during the session, the
-// figures so far), read from the store: they survive a restart.
-type Summary struct {
-	// SessionStart is when this session's store was first used; Uptime
-	// is measured from it.
-	SessionStart time.Time `json:"session_start"`
-	// Participants is the number of distinct devices included in at
-	// least one committed round; Registered the devices the store knows.
-	Participants int `json:"participants"`
-	Registered   int `json:"registered"`
-	// MostIncluded is the most committed rounds any one device was
-	// included in; MostAsked the most rounds any one device was in the
-	// cohort of (asked, whether or not its update arrived).
-	MostIncluded int `json:"most_included"`
-	MostAsked    int `json:"most_asked"`
-	// WorstEpsilonText is that device's worst case through
-	// plan.SessionFigures (the session's per-device figure, which bounds
-	// every device whatever its count) and WorstText the whole sentence.
-	WorstEpsilonText string `json:"worst_epsilon_text,omitempty"`
-	WorstText        string `json:"worst_text"`
-	// BestAccuracy is the best test-set accuracy of any evaluation (round
-	// BestRound); FinalAccuracy the last one (round FinalRound).
-	BestAccuracy  *float64 `json:"best_accuracy,omitempty"`
-	BestRound     int      `json:"best_round,omitempty"`
-	FinalAccuracy *float64 `json:"final_accuracy,omitempty"`
-	FinalRound    int      `json:"final_round,omitempty"`
-	// AccuracySamples is the number of test samples of the final
-	// evaluation (Config.EvalSamples).
-	AccuracySamples int `json:"accuracy_samples,omitempty"`
-}
 
 // tally counts, over the committed round records, the rounds each device
 // was included in and asked in, and keeps the best and the last
@@ -114,7 +84,7 @@ func (tl *tally) update(s *store.Store, evalLag int) error {
 
 // joinState is what Handler keeps for the handlers of this file.
 type joinState struct {
-	c     *Coordinator
+	c     Session
 	info  site.JoinInfo
 	start time.Time
 	tally tally
@@ -123,24 +93,24 @@ type joinState struct {
 // newJoin reads (or sets) the session start in the store. The join URLs
 // get this session's own join code (a host makes a new code for every
 // session but builds the URLs once).
-func (c *Coordinator) newJoin(info site.JoinInfo) *joinState {
-	info = info.WithCode(c.cfg.JoinCode)
+func newJoin(c Session, info site.JoinInfo) *joinState {
+	info = info.WithCode(c.Config().JoinCode)
 	j := &joinState{c: c, info: info}
-	start, err := c.store.SessionStart(c.started)
+	start, err := c.Store().SessionStart(c.Started())
 	if err != nil {
-		c.front.Log.Warn("session start unavailable; uptime counts from this process's start", "err", err)
-		start = c.started
+		c.Front().Log.Warn("session start unavailable; uptime counts from this process's start", "err", err)
+		start = c.Started()
 	}
 	j.start = start
 	return j
 }
 
 // Summary returns the store-backed figures.
-func (j *joinState) Summary() (Summary, error) {
-	sum := Summary{SessionStart: j.start}
+func (j *joinState) Summary() (coordinator.Summary, error) {
+	sum := coordinator.Summary{SessionStart: j.start}
 	// Evaluations land in a record after its commit: re-read the last
 	// few rounds each time.
-	if err := j.tally.update(j.c.store, 2*j.c.cfg.EvalEvery+4); err != nil {
+	if err := j.tally.update(j.c.Store(), 2*j.c.Config().EvalEvery+4); err != nil {
 		return sum, err
 	}
 	j.tally.mu.Lock()
@@ -157,25 +127,17 @@ func (j *joinState) Summary() (Summary, error) {
 		sum.FinalAccuracy, sum.FinalRound, sum.AccuracySamples = &final.Accuracy, final.Round, final.Samples
 	}
 	j.tally.mu.Unlock()
-	if n, err := j.c.store.Devices(); err == nil {
+	if n, err := j.c.Store().Devices(); err == nil {
 		sum.Registered = n
 	}
-	pv := SessionPrivacy(j.c.cfg.Session)
+	pv := coordinator.SessionPrivacy(j.c.Config().Session)
 	sum.WorstEpsilonText, sum.WorstText = pv.EpsilonText, pv.Text
 	return sum, nil
 }
 
-// JoinView is the "join" part of /api/status: where to join and the
-// figures read from the store.
-type JoinView struct {
-	site.JoinInfo
-	LoopbackHint string   `json:"loopback_hint,omitempty"`
-	Summary      *Summary `json:"summary,omitempty"`
-}
-
 // fill adds the join addresses, the store-backed figures and the uptime
 // since the session start to s.
-func (j *joinState) fill(s *Status, r *http.Request) {
+func (j *joinState) fill(s *coordinator.Status, r *http.Request) {
 	s.Join.JoinInfo = j.joinInfo(r)
 	if s.Join.LoopbackOnly {
 		s.Join.LoopbackHint = site.LoopbackHint
@@ -183,7 +145,7 @@ func (j *joinState) fill(s *Status, r *http.Request) {
 	s.UptimeSec = time.Since(j.start).Seconds()
 	sum, err := j.Summary()
 	if err != nil {
-		j.c.front.Log.Warn("dashboard summary", "err", err)
+		j.c.Front().Log.Warn("dashboard summary", "err", err)
 		return
 	}
 	s.Join.Summary = &sum
@@ -204,13 +166,13 @@ func (j *joinState) joinInfo(r *http.Request) site.JoinInfo {
 	if !site.ValidHost(r.Host) || r.Host == "" {
 		return site.JoinInfo{}
 	}
-	return site.JoinInfo{URLs: []string{scheme + "://" + r.Host + "/?code=" + url.QueryEscape(j.c.cfg.JoinCode)}}
+	return site.JoinInfo{URLs: []string{scheme + "://" + r.Host + "/?code=" + url.QueryEscape(j.c.Config().JoinCode)}}
 }
 
 // register adds the handlers of this file to mux.
 func (j *joinState) register(mux *http.ServeMux) {
-	mux.HandleFunc("GET /api/join-qr.png", j.c.WithCode(j.serveQR))
-	mux.HandleFunc("GET /api/model.json", j.c.WithCode(j.serveModelJSON))
+	mux.HandleFunc("GET /api/join-qr.png", WithCode(j.c, j.serveQR))
+	mux.HandleFunc("GET /api/model.json", WithCode(j.c, j.serveModelJSON))
 }
 
 // serveQR draws join URL ?i= (default 0) as a PNG.
@@ -235,13 +197,12 @@ func (j *joinState) serveQR(w http.ResponseWriter, r *http.Request) {
 // /api/model.json document; ok is false before the first commit.
 func (j *joinState) Model() (m site.ModelJSON, ok bool, err error) {
 	c := j.c
-	c.mu.Lock()
-	frame, committed, finished, ev := c.modelFrame, c.committed, c.finished, c.lastEval
-	c.mu.Unlock()
+	snap := c.Model()
+	frame, committed, finished, ev := snap.Frame, snap.Committed, snap.Finished, snap.LastEval
 	if frame == nil {
 		return m, false, nil
 	}
-	rf, err := wire.DecodeRound(frame, wire.Limits{MaxBytes: len(frame), Dim: c.cfg.Session.Dim})
+	rf, err := wire.DecodeRound(frame, wire.Limits{MaxBytes: len(frame), Dim: c.Config().Session.Dim})
 	if err != nil {
 		return m, false, err
 	}
@@ -250,7 +211,7 @@ func (j *joinState) Model() (m site.ModelJSON, ok bool, err error) {
 			return m, false, fmt.Errorf("model coordinate %d is %v", i, v)
 		}
 	}
-	sess := c.cfg.Session
+	sess := c.Config().Session
 	m = site.ModelJSON{Schema: site.ModelSchema, Session: sess, Round: rf.T, Finished: finished && rf.T == committed,
 		Model: sess.Model, Features: sess.Features, Classes: sess.Classes, Labels: sess.LabelNames(), Weights: rf.X}
 	if m.Labels == nil {
@@ -263,7 +224,7 @@ func (j *joinState) Model() (m site.ModelJSON, ok bool, err error) {
 		// d = H*F + H + C*H + C.
 		m.Hidden = (sess.Dim - sess.Classes) / (sess.Features + 1 + sess.Classes)
 	}
-	if ev.Valid {
+	if ev != nil {
 		acc := ev.Accuracy
 		m.Accuracy, m.AccuracyRound, m.AccuracySamples = &acc, ev.T, ev.Samples
 	}

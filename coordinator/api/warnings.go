@@ -1,10 +1,11 @@
-package coordinator
+package api
 
 import (
-	"browserfl/coordinator/shards"
 	"context"
 	"fmt"
 	"time"
+
+	"browserfl/coordinator/shards"
 )
 
 // PlanInput is what PlanWarnings looks at: the session's plan, where it
@@ -116,18 +117,12 @@ func devicesAre(n int) string {
 
 // planInput gathers PlanWarnings' input (shards may be nil): the plan is
 // the session's current one (sized at Start), not the template.
-func (c *Coordinator) planInput(shards *shards.Set) PlanInput {
-	c.mu.Lock()
-	sess := c.sess
-	in := PlanInput{Rounds: sess.Rounds, Batch: sess.Batch, Cohort: sess.Cohort, MinDevices: c.minDevices}
-	in.Committed, in.Finished, in.Lobby = c.committed, c.finished, c.state == StateLobby
-	for _, d := range c.devices {
-		if d.conn != nil && !d.left && !d.removed && d.misses < c.front.Lim.MaxMisses {
-			in.Active++
-		}
-	}
-	c.mu.Unlock()
-	_, included := c.front.Met.Totals()
+func planInput(c Session, shards *shards.Set) PlanInput {
+	a := c.Activity()
+	sess := a.Session
+	in := PlanInput{Rounds: sess.Rounds, Batch: sess.Batch, Cohort: sess.Cohort, MinDevices: a.MinDevices}
+	in.Committed, in.Finished, in.Lobby, in.Active = a.Committed, a.Finished, a.Lobby, a.Active
+	_, included := c.Front().Met.Totals()
 	in.SamplesUsed = included * int64(sess.Batch)
 	if shards != nil {
 		in.Shards = shards.Stats()
@@ -137,9 +132,9 @@ func (c *Coordinator) planInput(shards *shards.Set) PlanInput {
 
 // Warnings returns the texts of PlanWarnings for the session now (the
 // "warnings" of /api/status; never nil).
-func (c *Coordinator) Warnings(shards *shards.Set) []string {
+func Warnings(c Session, shards *shards.Set) []string {
 	out := []string{}
-	for _, w := range PlanWarnings(c.planInput(shards)) {
+	for _, w := range PlanWarnings(planInput(c, shards)) {
 		out = append(out, w.Text)
 	}
 	return out
@@ -147,33 +142,33 @@ func (c *Coordinator) Warnings(shards *shards.Set) []string {
 
 // LogWarnings checks PlanWarnings every interval until ctx ends and logs
 // a warning when one of a kind appears, and when it clears.
-func (c *Coordinator) LogWarnings(ctx context.Context, shards *shards.Set, every time.Duration) {
-	LogPlanWarnings(ctx, func() *Coordinator { return c }, shards, every)
+func LogWarnings(ctx context.Context, c Session, shards *shards.Set, every time.Duration) {
+	LogPlanWarnings(ctx, func() Session { return c }, shards, every)
 }
 
-// LogPlanWarnings is Coordinator.LogWarnings for whichever session
+// LogPlanWarnings is LogWarnings for whichever session
 // current returns at each check (a Host's current one; a new session
 // starts with no warning logged).
-func LogPlanWarnings(ctx context.Context, current func() *Coordinator, shards *shards.Set, every time.Duration) {
+func LogPlanWarnings(ctx context.Context, current func() Session, shards *shards.Set, every time.Duration) {
 	tick := time.NewTicker(every)
 	defer tick.Stop()
 	active := map[string]bool{}
-	var last *Coordinator
+	var last Session
 	for {
 		c := current()
 		if c != last {
 			active, last = map[string]bool{}, c
 		}
 		now := map[string]bool{}
-		for _, w := range PlanWarnings(c.planInput(shards)) {
+		for _, w := range PlanWarnings(planInput(c, shards)) {
 			now[w.Kind] = true
 			if !active[w.Kind] {
-				c.front.Log.Warn("the class may not finish the planned rounds", "kind", w.Kind, "warning", w.Text)
+				c.Front().Log.Warn("the class may not finish the planned rounds", "kind", w.Kind, "warning", w.Text)
 			}
 		}
 		for k := range active {
 			if !now[k] {
-				c.front.Log.Info("plan warning cleared", "kind", k)
+				c.Front().Log.Info("plan warning cleared", "kind", k)
 			}
 		}
 		active = now
