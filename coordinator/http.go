@@ -1,12 +1,10 @@
 package coordinator
 
 import (
-	"crypto/subtle"
 	_ "embed"
 	"fmt"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
 	"browserfl/coordinator/gate"
@@ -14,7 +12,6 @@ import (
 	"browserfl/coordinator/shards"
 	"browserfl/coordinator/site"
 	"browserfl/coordinator/store"
-	"browserfl/coordinator/wsconn"
 	"browserfl/shared/plan"
 	"browserfl/shared/wire"
 )
@@ -85,7 +82,7 @@ func (c *Coordinator) Handler(assets site.Assets, shards *shards.Set) http.Handl
 		fmt.Fprintln(w, "ok")
 	})
 	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, r *http.Request) {
-		if !metricsAllowed(c.front, w, r) {
+		if !c.front.MetricsAllowed(w, r) {
 			return
 		}
 		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
@@ -165,26 +162,6 @@ func (c *Coordinator) demoFile(sh *shards.Set, enc *site.EncodedBodies, kind, ct
 		w.Header().Set("X-Shard-Index", strconv.Itoa(idx))
 		enc.Serve(w, r, kind+"/"+strconv.Itoa(idx), body)
 	})
-}
-
-// metricsAllowed checks the metrics token (Gate.MetricsToken) of a
-// /metrics request; it answers 401 itself when the token is missing.
-func metricsAllowed(f *wsconn.Front, w http.ResponseWriter, r *http.Request) bool {
-	tok := f.Gate.Config().MetricsToken
-	if tok == "" {
-		return true
-	}
-	got := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
-	if got == "" {
-		got = r.URL.Query().Get("token")
-	}
-	if subtle.ConstantTimeCompare([]byte(got), []byte(tok)) != 1 {
-		f.Met.Reject(metrics.RejMetricsToken)
-		w.Header().Set("WWW-Authenticate", `Bearer realm="metrics"`)
-		http.Error(w, "metrics token required", http.StatusUnauthorized)
-		return false
-	}
-	return true
 }
 
 // WithCode requires the session's join code in ?code= or X-Join-Code,
