@@ -517,7 +517,8 @@ func (e *Edge) roundLocked(h bus.Header, frame []byte) {
 	short := wire.ShortRound(frame) // for devices that hold x_{t-1} (conn.sendRound)
 	for k, seq := range h.Seqs {
 		ec := e.conns[seq]
-		if ec == nil || ec.welcome != nil || r.members[seq] || ec.cn.SendRound(wsconn.OutFrame{Binary: true, Data: frame, Short: short, Round: h.T}) == 0 {
+		_, dup := r.members[seq] // listed twice: asked and waited for once
+		if ec == nil || ec.welcome != nil || dup || ec.cn.SendRound(wsconn.OutFrame{Binary: true, Data: frame, Short: short, Round: h.T}) == 0 {
 			continue // gone: the session hears of it from its disconnect
 		}
 		r.members[seq] = false

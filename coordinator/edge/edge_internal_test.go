@@ -283,7 +283,7 @@ func FuzzEdgeEnvelope(f *testing.F) {
 		{cbus.KindClose, cbus.Header{Seq: 1, Code: wire.CodeAuth, Reason: "x"}, nil},
 		{cbus.KindRound, cbus.Header{Epoch: 5, T: 1, Seqs: []uint64{1, 2}, Marks: []cbus.Mark{{Gen: 1, Asks: 1}, {Gen: 2, Incl: 1, Asks: 3}},
 			Dim: 10, Bound: 3, DeadlineMillis: 100}, frame},
-		{cbus.KindRound, cbus.Header{Epoch: 6, T: 2, Seqs: []uint64{2, 1}, Dim: 10, DeadlineMillis: 60000}, frame},
+		{cbus.KindRound, cbus.Header{Epoch: 6, T: 2, Seqs: []uint64{2, 2, 1}, Dim: 10, DeadlineMillis: 60000}, frame},
 		{cbus.KindSessionBeat, cbus.Header{Epoch: 5, Beat: &cbus.SessionBeat{JoinCodeHash: cbus.CodeDigest("join-me"), Committed: 1, Resync: true, Finished: true}}, nil},
 		{cbus.KindHello, cbus.Header{Seq: 1, Addr: "127.0.0.1"}, hello}, // an edge's kind: refused
 	} {

@@ -513,6 +513,13 @@ var mutations = []mutation{
 		pkgs: []string{"./coordinator/", "-run", "RosterKeepsHello"},
 	},
 	{
+		name: "edge-round-member-twice", why: "an edge asks a device listed twice in a round message twice and waits for two answers (the round's sum waits for the deadline)",
+		file: "coordinator/edge/edge.go",
+		old:  "if ec == nil || ec.welcome != nil || dup || ec.cn.SendRound(",
+		new:  "if ec == nil || ec.welcome != nil || (dup && false) || ec.cn.SendRound(",
+		pkgs: []string{"./coordinator/edge/", "-run", "FuzzEdgeEnvelope"},
+	},
+	{
 		name: "edge-end-before-decision", why: "an edge ends a device whose update is still undecided (a lost decision leaves its noise state pending for good)",
 		file: "coordinator/edge/edge.go",
 		old:  "\tif ec.assigned != 0 {\n\t\tif !ec.endHeld {",
