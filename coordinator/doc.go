@@ -17,7 +17,9 @@
 // (what the HTTP side serves that knows no session: the page's assets,
 // the dashboard's files, headers, join URLs and QR codes). Above it,
 // sessions holds the Host, which runs one data directory's sessions
-// through this package's exported methods.
+// through this package's exported methods. Beside it, edge holds the
+// cluster shape's edge process, which meets the session core (its
+// SessionNode) only on the cluster bus.
 //
 // Invariants:
 //   - Commit before acknowledge (DESIGN principle 3): the decision
