@@ -6,7 +6,6 @@ import (
 	"errors"
 	"io"
 	"log/slog"
-	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
@@ -18,6 +17,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	cbus "browserfl/coordinator/bus"
+	"browserfl/coordinator/edge"
 	"browserfl/coordinator/site"
 	"browserfl/shared/wire"
 )
@@ -456,7 +456,7 @@ func TestBusCarriesNoCredentials(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer enc.Close()
-	e, err := NewEdge(EdgeConfig{ID: "e0", Conn: enc, Logger: log, BeatInterval: 20 * time.Millisecond})
+	e, err := edge.New(edge.Config{ID: "e0", Conn: enc, Logger: log, BeatInterval: 20 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -530,83 +530,6 @@ func TestBusCarriesNoCredentials(t *testing.T) {
 		}
 	}
 	t.Logf("%d envelopes read, none with the join code or a secret", len(tap.all))
-}
-
-// syncBuffer is a bytes.Buffer safe for a logger and a test.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-// TestEdgeSaysWhenRefused: an edge the bus refuses must say so, in its
-// log at error level and in /healthz (503, with the reason): one whose
-// key the NATS server does not know (another cluster's), and one whose
-// key is another edge's (its subjects are refused).
-func TestEdgeSaysWhenRefused(t *testing.T) {
-	bus := testNATS(t)
-	stranger, err := cbus.EnsureKeys(filepath.Join(t.TempDir(), "elsewhere"), []string{"e0"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, tc := range []struct {
-		name, seed string
-		want       error
-		health     string
-		log        string
-	}{
-		{"a key from another cluster", cbus.EdgeSeedFile(stranger.Dir, "e0"), cbus.ErrAuth, "refused this component's credentials", "cannot join the cluster bus"},
-		{"another edge's key", bus.edge("e1"), nats.ErrPermissionViolation, "refused this edge an operation", "the cluster bus refused an operation"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			var logs syncBuffer
-			log := slog.New(slog.NewTextHandler(&logs, nil))
-			status := &cbus.NATSStatus{}
-			nc, err := cbus.ConnectNATS(cbus.NATSClientConfig{URL: bus.URL, Name: "edge", NKey: tc.seed, Log: log, Status: status})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer nc.Close()
-			e, err := NewEdge(EdgeConfig{ID: "e0", Conn: nc, Status: status, Logger: log})
-			if err != nil {
-				t.Fatal(err)
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer cancel()
-			go e.Run(ctx)
-			for !errors.Is(e.Healthy(), tc.want) {
-				if ctx.Err() != nil {
-					t.Fatalf("Healthy() = %v, want %v", e.Healthy(), tc.want)
-				}
-				time.Sleep(5 * time.Millisecond)
-			}
-			hs := httptest.NewServer(e.Handler(site.Assets{}, nil))
-			defer hs.Close()
-			resp, err := http.Get(hs.URL + "/healthz")
-			if err != nil {
-				t.Fatal(err)
-			}
-			body, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(body), tc.health) {
-				t.Fatalf("/healthz %d %q, want 503 with %q", resp.StatusCode, body, tc.health)
-			}
-			if !strings.Contains(logs.String(), "level=ERROR msg=\""+tc.log) {
-				t.Fatalf("the log does not say %q at error level:\n%s", tc.log, logs.String())
-			}
-		})
-	}
 }
 
 // TestRosterNeedsTheSecret: an edge's roster adopts a device only with

@@ -42,12 +42,13 @@ func busSeeds(t testing.TB) [][]byte {
 	return out
 }
 
-// FuzzClusterEnvelope feeds arbitrary bytes to the envelope decoder, to
-// an edge's handler of the session's envelopes and to a session node's
-// handler of an edge's, as if they came over NATS: nothing may panic, a
-// decoded envelope re-encodes to one that decodes the same, and the
-// session's invariants hold afterwards (checked by the coordinator's
-// own code paths; a panic or a race fails the run).
+// FuzzClusterEnvelope feeds arbitrary bytes to the envelope decoder and
+// to a session node's handler of an edge's envelopes, as if they came
+// over NATS (an edge's handler of the session's is FuzzEdgeEnvelope, in
+// coordinator/edge): nothing may panic, a decoded envelope re-encodes to
+// one that decodes the same, and the session's invariants hold afterwards
+// (checked by the coordinator's own code paths; a panic or a race fails
+// the run).
 //
 //	go test -run '^$' -fuzz '^FuzzClusterEnvelope$' -fuzztime 2m ./coordinator
 func FuzzClusterEnvelope(f *testing.F) {
@@ -61,10 +62,6 @@ func FuzzClusterEnvelope(f *testing.F) {
 		f.Fatal(err)
 	}
 	defer nc.Close()
-	edge, err := NewEdge(EdgeConfig{ID: "fz", Conn: nc, Logger: log})
-	if err != nil {
-		f.Fatal(err)
-	}
 	sess := twoDeviceSession("fuzz", 200)
 	srv, st := ncServerAndStore(f, sess)
 	c, err := New(Config{Session: sess, JoinCode: "join-me", Server: srv, Store: st, Logger: log})
@@ -91,7 +88,6 @@ func FuzzClusterEnvelope(f *testing.F) {
 				t.Fatalf("re-encoded envelope decodes differently: %v", err)
 			}
 		}
-		edge.handleDown(b)
 		node.handle(ctx, es, b)
 		// Hellos run on their own goroutines: let them finish.
 		deadline := time.Now().Add(2 * time.Second)

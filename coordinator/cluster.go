@@ -864,7 +864,7 @@ func (c *Coordinator) rejectedAtEdge(l link, t int, norm float64, why string) {
 		return
 	}
 	if why == "" {
-		why = normWhy(norm, c.bound)
+		why = optim.NormWords(norm, c.bound)
 	}
 	c.rejectUpdateLocked(d, or, t, plainReason(why))
 }

@@ -6,18 +6,15 @@ import (
 	"io"
 	"log/slog"
 	"math"
-	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/coder/websocket"
 	"github.com/nats-io/nats.go"
 
 	cbus "browserfl/coordinator/bus"
-	"browserfl/coordinator/site"
 	"browserfl/coordinator/store"
 	"browserfl/shared/mechanism"
 	"browserfl/shared/optim"
@@ -397,128 +394,6 @@ func TestRosterKeepsHelloInFlight(t *testing.T) {
 			t.Fatalf("the admitted device's link is gone (link present: %v)", l != nil)
 		}
 		time.Sleep(time.Millisecond)
-	}
-}
-
-// TestEdgeHoldsEndUntilDecision: the session's last round committed, but
-// the decision for a device on this edge was lost (a NATS restart), and
-// the session's beat says it has finished. The edge must not end the
-// device with its update undecided: it asks the session, and the device
-// gets the decision first and End after it.
-func TestEdgeHoldsEndUntilDecision(t *testing.T) {
-	bus := testNATS(t)
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	enc, err := cbus.ConnectNATS(cbus.NATSClientConfig{URL: bus.URL, Name: "edge", NKey: bus.edge("e0"), Log: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer enc.Close()
-	e, err := NewEdge(EdgeConfig{ID: "e0", Conn: enc, Logger: log, BeatInterval: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	// The fake session: reads the edge's envelopes, writes its own.
-	snc, err := cbus.ConnectNATS(cbus.NATSClientConfig{URL: bus.URL, Name: "session", NKey: bus.session(), Log: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer snc.Close()
-	up := make(chan []byte, 256)
-	if _, err := snc.Subscribe("browserfl.up.e0", func(m *nats.Msg) { up <- m.Data }); err != nil {
-		t.Fatal(err)
-	}
-	snc.Flush()
-	const epoch = 77
-	down := func(kind byte, h *cbus.Header, body []byte) {
-		h.Epoch = epoch
-		b, err := cbus.Encode(kind, h, body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		snc.Publish("browserfl.down.e0", b)
-	}
-	next := func(kind byte) cbus.Header {
-		for {
-			select {
-			case b := <-up:
-				k, h, _, err := cbus.Decode(b)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if k == kind {
-					return h
-				}
-			case <-ctx.Done():
-				t.Fatalf("no envelope of kind %d from the edge", kind)
-			}
-		}
-	}
-	go e.Run(ctx)
-	hs := httptest.NewServer(e.Handler(site.Assets{}, nil))
-	defer hs.Close()
-	// Beats until the edge has subscribed and heard one.
-	for e.Healthy() != nil {
-		if ctx.Err() != nil {
-			t.Fatal("the edge never heard the session")
-		}
-		down(cbus.KindSessionBeat, &cbus.Header{Beat: &cbus.SessionBeat{JoinCodeHash: cbus.CodeDigest("join-me")}}, nil)
-		time.Sleep(5 * time.Millisecond)
-	}
-	ws, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(hs.URL, "http")+"/ws", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ws.CloseNow()
-	ws.SetReadLimit(1 << 20)
-	hb, _ := wire.EncodeControl(wire.Hello{Version: wire.Version, JoinCode: "join-me"})
-	ws.Write(ctx, websocket.MessageText, hb)
-	seq := next(cbus.KindHello).Seq
-	wb, _ := wire.EncodeControl(wire.Welcome{Version: wire.Version, DeviceID: "dev1", Session: wire.SessionParams{Name: "t", Dim: 4,
-		DeadlineMillis: 10000, Algorithm: "nc", Model: "logreg", Features: 1, Classes: 2, M: 1, Cohort: 1, Rounds: 1, Batch: 1,
-		Clip: 1, Eta: 1, RhoPaper: 1}})
-	down(cbus.KindControl, &cbus.Header{Seq: seq}, wb)
-	frame, _ := wire.EncodeRound(wire.RoundFrame{T: 1, DeadlineMillis: 10000, X: make([]float64, 4)})
-	down(cbus.KindRound, &cbus.Header{T: 1, Seqs: []uint64{seq}, Dim: 4, Bound: 10, DeadlineMillis: 10000}, frame)
-	read := func() (websocket.MessageType, []byte) {
-		typ, b, err := ws.Read(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return typ, b
-	}
-	if _, b := read(); !strings.Contains(string(b), "dev1") {
-		t.Fatalf("first frame %q, want the welcome", b)
-	}
-	if typ, _ := read(); typ != websocket.MessageBinary {
-		t.Fatal("second frame is not the round")
-	}
-	x := []float64{0.1, 0, 0, 0}
-	payload, _ := mechanism.Dense32{}.Compress(nil, make([]float64, 4), x, nil)
-	ub, _ := wire.EncodeUpdate(wire.UpdateFrame{T: 1, Payload: payload})
-	ws.Write(ctx, websocket.MessageBinary, ub)
-	if h := next(cbus.KindAggregate); len(h.IDs) != 1 || h.IDs[0] != "dev1" {
-		t.Fatalf("aggregate %+v, want dev1's update", h)
-	}
-	// The round's decision is lost; the session says it has finished.
-	down(cbus.KindSessionBeat, &cbus.Header{Beat: &cbus.SessionBeat{JoinCodeHash: cbus.CodeDigest("join-me"), Committed: 1, Finished: true}}, nil)
-	if h := next(cbus.KindStatus); h.Seq != seq || h.T != 1 {
-		t.Fatalf("status query %+v, want round 1 of the device", h)
-	}
-	db, _ := wire.EncodeControl(wire.Decision{T: 1, State: wire.Included})
-	down(cbus.KindControl, &cbus.Header{Seq: seq}, db)
-	var got []string
-	for len(got) < 2 {
-		_, b := read()
-		m, err := wire.DecodeControl(b)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got = append(got, fmt.Sprintf("%T", m))
-	}
-	if got[0] != "wire.Decision" || got[1] != "wire.End" {
-		t.Fatalf("the device got %v, want the decision before End", got)
 	}
 }
 

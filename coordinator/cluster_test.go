@@ -24,6 +24,7 @@ import (
 
 	"browserfl/coordinator"
 	"browserfl/coordinator/bus"
+	"browserfl/coordinator/edge"
 	"browserfl/coordinator/internal/nctest"
 	"browserfl/coordinator/site"
 	"browserfl/coordinator/store"
@@ -140,10 +141,10 @@ func TestClusterInProcess(t *testing.T) {
 	defer cancel()
 	go node.Run(ctx)
 	var addrs []string
-	var edges []*coordinator.Edge
+	var edges []*edge.Edge
 	for k := range 3 {
 		id := fmt.Sprintf("e%d", k)
-		e, err := coordinator.NewEdge(coordinator.EdgeConfig{ID: id, Conn: connectNATS(t, ns.ClientURL(), bus.EdgeSeedFile(keys.Dir, id), "edge"),
+		e, err := edge.New(edge.Config{ID: id, Conn: connectNATS(t, ns.ClientURL(), bus.EdgeSeedFile(keys.Dir, id), "edge"),
 			Logger: quietLogger(), BeatInterval: 100 * time.Millisecond, SessionTimeout: time.Second})
 		if err != nil {
 			t.Fatal(err)
@@ -189,7 +190,7 @@ func TestClusterInProcess(t *testing.T) {
 	}
 }
 
-func waitHealthy(t *testing.T, edges []*coordinator.Edge) {
+func waitHealthy(t *testing.T, edges []*edge.Edge) {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for _, e := range edges {
@@ -213,7 +214,7 @@ func runClusterChild(role string) error {
 	}
 	switch role {
 	case "edge":
-		e, err := coordinator.NewEdge(coordinator.EdgeConfig{ID: os.Getenv("BFL_EDGE"), Conn: nc, Logger: quietLogger(),
+		e, err := edge.New(edge.Config{ID: os.Getenv("BFL_EDGE"), Conn: nc, Logger: quietLogger(),
 			BeatInterval: 200 * time.Millisecond, SessionTimeout: 2 * time.Second})
 		if err != nil {
 			return err
@@ -464,7 +465,7 @@ func oneEdge(t *testing.T, ctx context.Context, h *harness) (*httptest.Server, s
 		t.Fatal(err)
 	}
 	go node.Run(ctx)
-	e, err := coordinator.NewEdge(coordinator.EdgeConfig{ID: "e0", Conn: connectNATS(t, ns.ClientURL(), bus.EdgeSeedFile(keys.Dir, "e0"), "edge"),
+	e, err := edge.New(edge.Config{ID: "e0", Conn: connectNATS(t, ns.ClientURL(), bus.EdgeSeedFile(keys.Dir, "e0"), "edge"),
 		Logger: quietLogger(), BeatInterval: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -472,7 +473,7 @@ func oneEdge(t *testing.T, ctx context.Context, h *harness) (*httptest.Server, s
 	go e.Run(ctx)
 	hs := httptest.NewServer(e.Handler(site.Assets{}, nil))
 	t.Cleanup(hs.Close)
-	waitHealthy(t, []*coordinator.Edge{e})
+	waitHealthy(t, []*edge.Edge{e})
 	return hs, "ws" + strings.TrimPrefix(hs.URL, "http") + "/ws"
 }
 
@@ -646,7 +647,7 @@ func readControl(t *testing.T, ctx context.Context, ws *websocket.Conn) wire.Mes
 }
 
 // TestEdgeKeepsHistories: an edge tests each device's running sum too
-// (edgehist.go), not only each message. A raw attacker registered at the
+// (coordinator/edge/edgehist.go), not only each message. A raw attacker registered at the
 // edge pushes the same coordinate every round at 0.9 of the coordinate
 // limit for its rounds asked, which every per-message test lets through;
 // the running sum of its included updates grows past the history's limit

@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/binary"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -207,7 +206,7 @@ type device struct {
 	// since this process started (dashboard only).
 	participations int
 	// gen is drawn at random when this process creates the device's
-	// record: an edge's history of the device (edgehist.go) is valid
+	// record: an edge's history of the device (coordinator/edge/edgehist.go) is valid
 	// only while the record it counted against lives.
 	gen uint64
 	// left is set by a Leave message: the device is not sampled until
@@ -989,7 +988,7 @@ func (c *Coordinator) acceptUpdate(cn *wsconn.Conn, u wire.UpdateFrame, frameLen
 	hist := &d.hist
 	if err := c.chk.Check(*vec, norm, hist); err != nil {
 		c.vecs.Put(vec)
-		c.rejectUpdateLocked(d, or, u.T, teacherWords(err, norm, c.bound))
+		c.rejectUpdateLocked(d, or, u.T, optim.TeacherWords(err, norm, c.bound))
 		cn.SendControl(wire.Decision{T: u.T, State: wire.Excluded, Reason: err.Error()})
 		return nil
 	}
@@ -1006,23 +1005,6 @@ func (c *Coordinator) acceptUpdate(cn *wsconn.Conn, u wire.UpdateFrame, frameLen
 	c.front.Met.Updates.Add(1)
 	or.checkAllIn()
 	return nil
-}
-
-// teacherWords says why a direct update was refused, for the teacher's
-// view: the norm bound's numbers (normWhy), or the other tests' words
-// (optim.Rejection.Words).
-func teacherWords(err error, norm, bound float64) string {
-	var r *optim.Rejection
-	if errors.As(err, &r) && r.Test != optim.TestNorm {
-		return r.Words()
-	}
-	return normWhy(norm, bound)
-}
-
-// normWhy says in plain words why an update of the given norm was
-// rejected against bound (the device and the teacher read it).
-func normWhy(norm, bound float64) string {
-	return fmt.Sprintf("the update was bigger than the session allows (size %.3g, limit %.3g)", norm, bound)
 }
 
 // rejectUpdateLocked excludes device d's update for the open round or
@@ -1087,16 +1069,6 @@ func (or *openRound) checkAllIn() {
 	}
 }
 
-// newCredentials returns a fresh device id (128 bits) and secret (256
-// bits) from crypto/rand.
-func newCredentials() (id, secret string, err error) {
-	var b [48]byte
-	if _, err := crand.Read(b[:]); err != nil {
-		return "", "", fmt.Errorf("device credentials: %w", err)
-	}
-	return hex.EncodeToString(b[:16]), hex.EncodeToString(b[16:]), nil
-}
-
 // admit implements handler.
 func (c *Coordinator) admit(cn *wsconn.Conn, h wire.Hello) error {
 	_, err := c.admitLink(cn, h)
@@ -1149,7 +1121,7 @@ func (c *Coordinator) admitCred(cn link, h wire.Hello, cred *busCred) (wire.Welc
 	}
 	w := wire.Welcome{Version: wire.Version}
 	if h.DeviceID == "" {
-		id, secret, err := newCredentials()
+		id, secret, err := gate.NewCredentials()
 		if err != nil {
 			return wire.Welcome{}, err
 		}

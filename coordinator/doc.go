@@ -20,7 +20,9 @@
 // the dashboard's files, headers, join URLs and QR codes). Above it,
 // api serves a session over HTTP and sessions holds the Host, which runs
 // one data directory's sessions; both use this package's exported
-// methods only.
+// methods only. Beside them, edge holds the cluster shape's edge
+// process, which meets the session core (its SessionNode) only on the
+// cluster bus.
 //
 // Invariants:
 //   - Commit before acknowledge (DESIGN principle 3): the decision

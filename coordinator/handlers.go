@@ -19,18 +19,3 @@ func (h sessionHandler) Status(cn *wsconn.Conn, t int) error { return h.c.status
 func (h sessionHandler) Leave(cn *wsconn.Conn, l wire.Leave) { h.c.leave(cn, l) }
 func (h sessionHandler) Disconnected(cn *wsconn.Conn)        { h.c.disconnected(cn) }
 func (h sessionHandler) EvictInactive()                      { h.c.evictInactive() }
-
-// edgeHandler is an edge as its connections see it: it forwards hellos,
-// events and questions to the session process and pre-aggregates
-// updates.
-type edgeHandler struct{ e *Edge }
-
-func (h edgeHandler) CheckHello(cn *wsconn.Conn, m wire.Hello) error { return h.e.checkHello(cn, m) }
-func (h edgeHandler) Admit(cn *wsconn.Conn, m wire.Hello) error      { return h.e.admit(cn, m) }
-func (h edgeHandler) AcceptUpdate(cn *wsconn.Conn, u wire.UpdateFrame, n int) error {
-	return h.e.acceptUpdate(cn, u, n)
-}
-func (h edgeHandler) Status(cn *wsconn.Conn, t int) error { return h.e.status(cn, t) }
-func (h edgeHandler) Leave(cn *wsconn.Conn, l wire.Leave) { h.e.leave(cn, l) }
-func (h edgeHandler) Disconnected(cn *wsconn.Conn)        { h.e.disconnected(cn) }
-func (h edgeHandler) EvictInactive()                      { h.e.evictInactive() }

@@ -17,6 +17,7 @@ import (
 
 	"browserfl/coordinator"
 	"browserfl/coordinator/bus"
+	"browserfl/coordinator/edge"
 	"browserfl/coordinator/gate"
 	"browserfl/coordinator/site"
 	"browserfl/coordinator/wsconn"
@@ -121,7 +122,7 @@ func runEdge(o options, log *slog.Logger, stderr io.Writer) error {
 		return err
 	}
 	defer nc.Drain()
-	edge, err := coordinator.NewEdge(coordinator.EdgeConfig{ID: id, Conn: nc, Status: status, Prefix: o.NATSPrefix,
+	e, err := edge.New(edge.Config{ID: id, Conn: nc, Status: status, Prefix: o.NATSPrefix,
 		Limits: wsconn.Limits{MaxDevices: o.MaxDevices, MsgRate: o.MsgRate}, AllowedOrigins: o.Origins, Logger: log,
 		Gate: gate.Config{RegisterRate: o.RegisterRate, RegisterGlobalRate: o.RegisterGlobalRate,
 			PreHelloPerAddress: o.PreHelloPerAddress, TrustedProxies: o.TrustProxy, MetricsToken: o.MetricsToken}})
@@ -132,7 +133,7 @@ func runEdge(o options, log *slog.Logger, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	srv, err := newHTTPServer(edge.Handler(site.Assets{Index: index, Web: web.FS()}, sessionURL), o, log)
+	srv, err := newHTTPServer(e.Handler(site.Assets{Index: index, Web: web.FS()}, sessionURL), o, log)
 	if err != nil {
 		return err
 	}
@@ -144,7 +145,7 @@ func runEdge(o options, log *slog.Logger, stderr io.Writer) error {
 	defer stop()
 	srvErr := serve(srv, ln, o)
 	runErr := make(chan error, 1)
-	go func() { runErr <- edge.Run(ctx) }()
+	go func() { runErr <- e.Run(ctx) }()
 	var result error
 	select {
 	case <-ctx.Done():

@@ -73,7 +73,7 @@ type Header struct {
 	// Marks, on a round, say where each member's history stands at the
 	// session (beside Seqs): an edge keeps a history of its devices'
 	// included updates and starts it again when a mark says it missed
-	// something (edgehist.go).
+	// something (coordinator/edge/edgehist.go).
 	Marks       []Mark   `json:"marks,omitempty"`
 	ID          string   `json:"id,omitempty"`
 	IDs         []string `json:"ids,omitempty"`

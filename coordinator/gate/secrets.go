@@ -1,7 +1,10 @@
 package gate
 
 import (
+	crand "crypto/rand"
 	"crypto/subtle"
+	"encoding/hex"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -12,6 +15,17 @@ import (
 // (wire.NormalizeJoinCode): case, spaces and dashes do not matter.
 func JoinCodeEqual(got, want string) bool {
 	return subtle.ConstantTimeCompare([]byte(wire.NormalizeJoinCode(got)), []byte(wire.NormalizeJoinCode(want))) == 1
+}
+
+// NewCredentials returns a fresh device id (128 bits) and secret (256
+// bits) from crypto/rand: the session issues both to a new device, an
+// edge the secret (the session registers its digest).
+func NewCredentials() (id, secret string, err error) {
+	var b [48]byte
+	if _, err := crand.Read(b[:]); err != nil {
+		return "", "", fmt.Errorf("device credentials: %w", err)
+	}
+	return hex.EncodeToString(b[:16]), hex.EncodeToString(b[16:]), nil
 }
 
 // backoff is one address's record of wrong secrets of one kind: after

@@ -68,7 +68,7 @@ type Conn struct {
 	ctx    context.Context
 	stop   context.CancelFunc
 	ID     string
-	Seq    uint64 // the connection's number on an edge (edge.go)
+	Seq    uint64 // the connection's number on an edge (coordinator/edge)
 	outbox chan OutFrame
 	// writing is set while a writer goroutine drains the outbox.
 	writing atomic.Bool

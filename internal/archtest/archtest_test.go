@@ -99,6 +99,16 @@ var rules = []rule{
 		why:    "the demo's data shards are served from a training set; they know no session or connection",
 	},
 	{
+		pkgs:   []string{"browserfl/coordinator/edge"},
+		forbid: []string{"browserfl/coordinator", "browserfl/coordinator/store", "browserfl/coordinator/shards", "browserfl/engine/..."},
+		why:    "an edge holds devices for a session run elsewhere: it knows the session only through the bus (envelopes, marks, the session's parameters), never its core, store or round engine",
+	},
+	{
+		pkgs: []string{"browserfl/coordinator/..."}, except: []string{"browserfl/coordinator/edge"},
+		forbid: []string{"browserfl/coordinator/edge"},
+		why:    "the edge is a process of its own (cmd/coordinator -role edge): the session core and its parts know it only through the bus",
+	},
+	{
 		pkgs: []string{"browserfl/coordinator/..."}, except: []string{"browserfl/coordinator/sessions"},
 		forbid: []string{"browserfl/coordinator/sessions"},
 		why:    "the Host of sessions is a shell over the session core (it opens stores, builds Coordinators, routes requests): the core and its parts never import it",

@@ -78,6 +78,23 @@ func (r *Rejection) Words() string {
 	}
 }
 
+// TeacherWords says why an update was refused (err, from Checker.Check or
+// the norm bound), for the teacher's view: the norm bound's numbers
+// (NormWords), or the other tests' words (Rejection.Words).
+func TeacherWords(err error, norm, bound float64) string {
+	var r *Rejection
+	if errors.As(err, &r) && r.Test != TestNorm {
+		return r.Words()
+	}
+	return NormWords(norm, bound)
+}
+
+// NormWords says in plain words why an update of the given norm was
+// rejected against bound (the device and the teacher read it).
+func NormWords(norm, bound float64) string {
+	return fmt.Sprintf("the update was bigger than the session allows (size %.3g, limit %.3g)", norm, bound)
+}
+
 // History is the running sum of one device's included messages, for the
 // history tests. The zero value is an empty history. It is not safe for
 // concurrent use; the coordinator keeps one per device under its lock.

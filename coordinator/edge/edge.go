@@ -1,4 +1,4 @@
-package coordinator
+package edge
 
 import (
 	"context"
@@ -31,9 +31,9 @@ import (
 	"browserfl/shared/wire"
 )
 
-// EdgeConfig configures an edge process of the cluster shape
+// Config configures an edge process of the cluster shape
 // (docs/cluster.md).
-type EdgeConfig struct {
+type Config struct {
 	// ID names the edge (required; letters, digits, '-', '_'): its NATS
 	// subjects are <Prefix>.up.<ID> and <Prefix>.down.<ID>. Two live
 	// edges must not share an id.
@@ -73,7 +73,7 @@ type EdgeConfig struct {
 // per round instead of every update.
 type Edge struct {
 	front    *wsconn.Front
-	cfg      EdgeConfig
+	cfg      Config
 	nc       *nats.Conn
 	instance uint64
 	up       string // the subject the edge publishes on
@@ -153,19 +153,19 @@ type edgeRound struct {
 	chk     *optim.Checker // the session's tests of each update; nil: the norm bound only
 }
 
-// NewEdge checks cfg and returns an edge ready to Run and to serve HTTP.
-func NewEdge(cfg EdgeConfig) (*Edge, error) {
+// New checks cfg and returns an edge ready to Run and to serve HTTP.
+func New(cfg Config) (*Edge, error) {
 	if err := bus.CheckEdgeID(cfg.ID); err != nil {
-		return nil, fmt.Errorf("coordinator: %w", err)
+		return nil, fmt.Errorf("edge: %w", err)
 	}
 	if cfg.Conn == nil {
-		return nil, errors.New("coordinator: EdgeConfig.Conn is required")
+		return nil, errors.New("edge: Config.Conn is required")
 	}
 	if cfg.Prefix == "" {
 		cfg.Prefix = "browserfl"
 	}
 	if err := bus.CheckEdgeID(cfg.Prefix); err != nil {
-		return nil, fmt.Errorf("coordinator: subject prefix: %w", err)
+		return nil, fmt.Errorf("edge: subject prefix: %w", err)
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -181,7 +181,7 @@ func NewEdge(cfg EdgeConfig) (*Edge, error) {
 	}
 	var b [16]byte
 	if _, err := crand.Read(b[:]); err != nil {
-		return nil, fmt.Errorf("coordinator: edge instance: %w", err)
+		return nil, fmt.Errorf("edge: instance: %w", err)
 	}
 	lim := cfg.Limits.WithDefaults(0)
 	e := &Edge{
@@ -207,7 +207,7 @@ func (e *Edge) Run(ctx context.Context) error {
 		e.handleDown(m.Data)
 	})
 	if err != nil {
-		return fmt.Errorf("coordinator: edge %s: subscribe: %w", e.cfg.ID, err)
+		return fmt.Errorf("edge %s: subscribe: %w", e.cfg.ID, err)
 	}
 	_ = sub.SetPendingLimits(-1, -1)
 	defer sub.Unsubscribe()
@@ -517,7 +517,8 @@ func (e *Edge) roundLocked(h bus.Header, frame []byte) {
 	short := wire.ShortRound(frame) // for devices that hold x_{t-1} (conn.sendRound)
 	for k, seq := range h.Seqs {
 		ec := e.conns[seq]
-		if ec == nil || ec.welcome != nil || r.members[seq] || ec.cn.SendRound(wsconn.OutFrame{Binary: true, Data: frame, Short: short, Round: h.T}) == 0 {
+		_, dup := r.members[seq] // listed twice: asked and waited for once
+		if ec == nil || ec.welcome != nil || dup || ec.cn.SendRound(wsconn.OutFrame{Binary: true, Data: frame, Short: short, Round: h.T}) == 0 {
 			continue // gone: the session hears of it from its disconnect
 		}
 		r.members[seq] = false
@@ -603,7 +604,7 @@ func (e *Edge) admit(cn *wsconn.Conn, h wire.Hello) error {
 	hdr := &bus.Header{Addr: cn.Addr, CodeHash: bus.CodeDigest(h.JoinCode), SecretHash: bus.Digest(h.Secret)}
 	var issued string
 	if h.DeviceID == "" {
-		_, secret, err := newCredentials()
+		_, secret, err := gate.NewCredentials()
 		if err != nil {
 			return err
 		}
@@ -709,14 +710,14 @@ func (e *Edge) acceptUpdate(cn *wsconn.Conn, u wire.UpdateFrame, frameLen int) e
 	var refused error
 	switch {
 	case !(norm <= r.bound):
-		refused = errors.New("rejected: " + normWhy(norm, r.bound))
+		refused = errors.New("rejected: " + optim.NormWords(norm, r.bound))
 	case r.chk != nil:
 		refused = r.chk.Check(*vec, norm, hist)
 	}
 	if refused != nil {
 		e.front.Met.RejectedUpdates.Add(1)
 		// The device reads the test's reason; the teacher the plain words.
-		why := teacherWords(refused, norm, r.bound)
+		why := optim.TeacherWords(refused, norm, r.bound)
 		e.front.Log.Warn("update rejected", "device", wsconn.ShortID(cn.ID), "round", u.T, "norm", norm, "why", refused.Error())
 		if ec := e.conns[cn.Seq]; ec != nil {
 			ec.assigned = 0
@@ -900,7 +901,20 @@ func (e *Edge) Handler(assets site.Assets, sessionURL *url.URL) http.Handler {
 }
 
 // WriteMetrics writes the edge's metrics in the Prometheus text format.
-func (e *Edge) WriteMetrics(w io.Writer) error { return e.front.Met.Write(w, exported(e.metricRows)) }
+func (e *Edge) WriteMetrics(w io.Writer) error {
+	return e.front.Met.Write(w, func() []metrics.Row {
+		rows := e.metricRows()
+		out := make([]metrics.Row, len(rows))
+		for i, r := range rows {
+			out[i] = metrics.Row(r)
+		}
+		return out
+	})
+}
+
+// metricRow is one metric read at scrape time: a metrics.Row, written
+// unkeyed in the table of rows.
+type metricRow metrics.Row
 
 // metricRows reads the edge's rows of /metrics.
 func (e *Edge) metricRows() []metricRow {

@@ -1,4 +1,4 @@
-package coordinator
+package edge
 
 import (
 	"browserfl/coordinator/bus"
