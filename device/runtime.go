@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"reflect"
+	"runtime"
 	"sync"
 	"time"
 
@@ -187,6 +188,14 @@ type Runtime struct {
 	st    State
 	algo  optim.Device
 	param optim.Params
+	// data are the samples the session trains on: cfg.Data, or their
+	// features when the session's model reads features
+	// (sessionData). featKind names the transform featData (cfg.Data's
+	// features) were computed with, so that a session set up again
+	// (restored, welcomed again) does not compute them again.
+	data     []dataset.Sample
+	featKind string
+	featData []dataset.Sample
 	// lastX and lastT are the X and round of the last round frame
 	// received on the current connection (reset with each connection):
 	// a frame with PrevIsLast takes its x_{t-1} from them.
@@ -268,7 +277,11 @@ func (rt *Runtime) Algorithm() optim.Device {
 
 // setup builds the device half for session s and restores its state.
 func (rt *Runtime) setup(s wire.SessionParams) error {
-	if err := checkData(s, rt.cfg.Task, rt.cfg.Data); err != nil {
+	data, err := rt.sessionData(s)
+	if err != nil {
+		return err
+	}
+	if err := checkData(s, rt.cfg.Task, data); err != nil {
 		return err
 	}
 	p := Params(s)
@@ -286,16 +299,42 @@ func (rt *Runtime) setup(s wire.SessionParams) error {
 		return fmt.Errorf("device: %w", err)
 	}
 	if lds, ok := a.(optim.LocalDataSetter); ok && alg.NeedsLocalData() {
-		data := rt.cfg.Data
-		if p.LocalSize > 0 && p.LocalSize < len(data) {
-			data = data[:p.LocalSize]
+		local := data
+		if p.LocalSize > 0 && p.LocalSize < len(local) {
+			local = local[:p.LocalSize]
 		}
-		if err := lds.SetLocalData(data); err != nil {
+		if err := lds.SetLocalData(local); err != nil {
 			return fmt.Errorf("device: local data: %w", err)
 		}
 	}
-	rt.algo, rt.param = a, p
+	rt.algo, rt.param, rt.data = a, p, data
 	return nil
+}
+
+// sessionData returns the samples session s trains on: the device's own
+// data, or, when the session's model reads features
+// (plan.SessionFeatures), their features, computed here from each of
+// the device's pictures alone (no budget is spent: no other picture
+// enters). A session naming a transform this build does not know is
+// refused (ErrWrongData wrapping plan.ErrUnknownFeatures).
+func (rt *Runtime) sessionData(s wire.SessionParams) ([]dataset.Sample, error) {
+	f, err := plan.SessionFeatures(s)
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("%w: %w", ErrWrongData, err)
+	case f == nil:
+		return rt.cfg.Data, nil
+	case rt.cfg.Task != nil:
+		return nil, fmt.Errorf("%w: the session learns %s features of pictures, this device holds rows of the task %q", ErrWrongData, f.Kind(), rt.cfg.Task.Name)
+	case rt.featKind == f.Kind():
+		return rt.featData, nil
+	}
+	data, err := f.Samples(rt.cfg.Data, runtime.GOMAXPROCS(0))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrWrongData, err)
+	}
+	rt.featKind, rt.featData = f.Kind(), data
+	return data, nil
 }
 
 // ErrWrongData is wrapped when the device's data does not fit a
@@ -417,6 +456,9 @@ func CheckSession(s wire.SessionParams, pol Policy) error {
 		return fmt.Errorf("%w: session parameters: %v", ErrRefused, err)
 	}
 	if _, err := plan.SessionTask(s); err != nil {
+		return fmt.Errorf("%w: %w", ErrRefused, err)
+	}
+	if _, err := plan.SessionFeatures(s); err != nil {
 		return fmt.Errorf("%w: %w", ErrRefused, err)
 	}
 	if !p.Private() {
@@ -969,7 +1011,7 @@ func (rt *Runtime) prepare(ctx context.Context, ws Conn, r wire.RoundFrame) (opt
 	}
 	batch := make([]dataset.Sample, rt.st.Session.Batch)
 	single := Params(*rt.st.Session).SinglePass()
-	optim.Minibatch(batch, rt.cfg.Data, rt.st.Cursor)
+	optim.Minibatch(batch, rt.data, rt.st.Cursor)
 	up, err := rt.algo.Prepare(optim.Round{T: r.T, X: r.X, XPrev: r.XPrev}, batch)
 	if err != nil {
 		rt.unlock()
@@ -980,7 +1022,7 @@ func (rt *Runtime) prepare(ctx context.Context, ws Conn, r wire.RoundFrame) (opt
 	}
 	// Samples that left in a message are spent, whatever the coordinator
 	// decides about the round: the cursor never moves back.
-	rt.st.Cursor = optim.NextCursor(rt.st.Cursor, len(batch), len(rt.cfg.Data), single)
+	rt.st.Cursor = optim.NextCursor(rt.st.Cursor, len(batch), len(rt.data), single)
 	rt.st.Pending = r.T
 	// Saved before sending: a crash from here on resumes with pending.
 	err = rt.save(ctx)
@@ -1053,11 +1095,11 @@ func (rt *Runtime) exhaustedLocked(t int) error {
 			return fmt.Errorf("%w: %w: %s: %v", ErrRefused, ErrBudgetSpent, at, err)
 		}
 	}
-	if Params(*rt.st.Session).SinglePass() && rt.st.Cursor+rt.st.Session.Batch > len(rt.cfg.Data) {
+	if Params(*rt.st.Session).SinglePass() && rt.st.Cursor+rt.st.Session.Batch > len(rt.data) {
 		// Each sample is used once (the privacy analysis of the session's
 		// algorithm needs it): with the data used up, leave.
 		return fmt.Errorf("%w: %w: %s: %d of the %d local samples are used and a round takes %d (single pass)",
-			ErrRefused, ErrDataUsedUp, at, rt.st.Cursor, len(rt.cfg.Data), rt.st.Session.Batch)
+			ErrRefused, ErrDataUsedUp, at, rt.st.Cursor, len(rt.data), rt.st.Session.Batch)
 	}
 	return nil
 }
