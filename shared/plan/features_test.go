@@ -1,9 +1,13 @@
 package plan
 
 import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -121,6 +125,76 @@ func TestFeaturesAreScatter(t *testing.T) {
 		}
 		if _, err := f.Samples([]dataset.Sample{{X: x}}, 1); err == nil {
 			t.Errorf("a sample with %s accepted", name)
+		}
+	}
+}
+
+// featuresDigest is the SHA-256 of the float32 bits of the scattering
+// features of goldenPictures, as computed natively on linux/amd64
+// (2026-11-29). TestFeaturesSameEverywhere checks every platform
+// against it: run natively and in WebAssembly under node (make
+// test-wasm-features), it shows the page computes the devices' features
+// bit for bit.
+const featuresDigest = "0a0eb19b6f31c18c6ee94f209388ec6c95d13193e23ee7efaaa54152d1370536"
+
+// goldenPictures are three pictures that any platform generates
+// alike: PCG noise, a soft diagonal stroke (like a drawing) and a
+// bright square on black.
+func goldenPictures() [][]float32 {
+	rng := rand.New(rand.NewPCG(26, 1))
+	noise, stroke, square := make([]float32, 784), make([]float32, 784), make([]float32, 784)
+	for r := range 28 {
+		for c := range 28 {
+			noise[r*28+c] = float32(rng.IntN(256)) / 255
+			d := float64(r - c)
+			stroke[r*28+c] = float32(math.Exp(-d * d / 8))
+			if r >= 8 && r < 20 && c >= 8 && c < 20 {
+				square[r*28+c] = 1
+			}
+		}
+	}
+	return [][]float32{noise, stroke, square}
+}
+
+// TestFeaturesSameEverywhere: the features of goldenPictures, one
+// picture at a time (the page's drawings) and as a set on one or two
+// workers (a device's pictures), hash to featuresDigest on every
+// platform this test runs on.
+func TestFeaturesSameEverywhere(t *testing.T) {
+	f, err := NewFeatures(FeaturesScatter)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pics := goldenPictures()
+	one := sha256.New()
+	var data []dataset.Sample
+	for i, x := range pics {
+		y, err := f.Picture(x)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range y {
+			one.Write(binary.LittleEndian.AppendUint32(nil, math.Float32bits(v)))
+		}
+		data = append(data, dataset.Sample{X: x, Label: i})
+	}
+	got := hex.EncodeToString(one.Sum(nil))
+	if got != featuresDigest {
+		t.Errorf("%s/%s: features of the golden pictures hash to %s, want %s (linux/amd64's)", runtime.GOOS, runtime.GOARCH, got, featuresDigest)
+	}
+	for _, workers := range []int{1, 2} {
+		set, err := f.Samples(data, workers)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := sha256.New()
+		for _, s := range set {
+			for _, v := range s.X {
+				h.Write(binary.LittleEndian.AppendUint32(nil, math.Float32bits(v)))
+			}
+		}
+		if s := hex.EncodeToString(h.Sum(nil)); s != got {
+			t.Errorf("%d workers: the set's features hash to %s, one at a time to %s", workers, s, got)
 		}
 	}
 }
