@@ -194,3 +194,73 @@ func runFeatureDevices(t *testing.T, ctx context.Context, url, code string, sess
 		}
 	}
 }
+
+// TestFeatureSessionEveryAlgorithm: `-features scatter` assembles a
+// session with the transform's 3,969 features and the model's dimension
+// over them for every algorithm the issue names (nc, trusted, noisysgd,
+// local with passes under its last-iterate certificate, mu2), each
+// checked as a device checks it; features of a row task, of pictures of
+// another size and an unknown transform are refused with errors that
+// say so.
+func TestFeatureSessionEveryAlgorithm(t *testing.T) {
+	pics := &dataset.Compact{Features: 784, Classes: 10}
+	tests := []struct {
+		args []string
+		dim  int
+	}{
+		{[]string{"-algorithm", "nc"}, 39700},
+		{[]string{"-algorithm", "trusted"}, 39700},
+		{[]string{"-algorithm", "noisysgd"}, 39700},
+		{[]string{"-algorithm", "local", "-model", "logreg-unit", "-local-epochs", "3", "-clip", "2", "-eta", "0.5"}, 39700},
+		{[]string{"-algorithm", "mu2"}, 39700},
+		{[]string{"-algorithm", "nc", "-model", "mlp"}, 3969*64 + 64 + 64*10 + 10},
+	}
+	for _, tc := range tests {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			o, err := parse(append([]string{"-features", "scatter"}, tc.args...), io.Discard)
+			if err != nil {
+				t.Fatal(err)
+			}
+			a, err := assembleSession(o, taskData{features: 784, classes: 10, train: pics}, time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f, err := plan.SessionFeatures(a.sess)
+			if err != nil || f == nil || a.sess.Features != 3969 || a.sess.Dim != tc.dim || a.mdl.Dim() != tc.dim {
+				t.Errorf("transform %v (%v), %d features, dim %d (model %d); want scatter, 3969, %d",
+					f, err, a.sess.Features, a.sess.Dim, a.mdl.Dim(), tc.dim)
+			}
+			pol := device.Policy{AllowTrusted: true, AllowNonPrivate: true, Unlimited: true}
+			if err := device.CheckSession(a.sess, pol); err != nil {
+				t.Errorf("a device refuses it: %v", err)
+			}
+		})
+	}
+	refused := []struct {
+		name, args, want string
+		td               taskData
+	}{
+		{"unknown transform", "wavelets", "unknown feature transform", taskData{name: "fashion", features: 784, classes: 10, train: pics}},
+		{"pictures of another size", "scatter", "reads pictures of 784 values", taskData{name: "big", features: 1024, classes: 10, train: pics}},
+	}
+	for _, tc := range refused {
+		o, err := parse([]string{"-features", tc.args}, io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := assembleSession(o, tc.td, time.Second); err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "-features") {
+			t.Errorf("%s: %v, want an error naming -features and %q", tc.name, err, tc.want)
+		}
+	}
+	o, err := parse([]string{"-features", "scatter", "-task", "tabular"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	td, err := loadTask(options{Task: "tabular", DatasetDir: rowDataDir(t, "tabular")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := assembleSession(o, td, time.Second); err == nil || !strings.Contains(err.Error(), "is rows") {
+		t.Errorf("features of a row task: %v, want refused", err)
+	}
+}

@@ -53,6 +53,10 @@ type assembled struct {
 func assembleSession(o options, td taskData, deadline time.Duration) (assembled, error) {
 	sess := o.Session
 	sess.DeadlineMillis = int(deadline.Milliseconds())
+	features, err := featureDim(sess.Transform, td) // before a task's session drops the transform
+	if err != nil {
+		return assembled{}, err
+	}
 	if td.def != nil {
 		if sess.Labels != "" && sess.Labels != strings.Join(td.def.Label.Values, ",") {
 			return assembled{}, fmt.Errorf("-labels %q: the task %s names its own labels", sess.Labels, td.def.Name)
@@ -60,14 +64,9 @@ func assembleSession(o options, td taskData, deadline time.Duration) (assembled,
 		if sess.SignalBound > 0 {
 			return assembled{}, fmt.Errorf("-signal-bound: the honest devices' figures behind it were measured on the picture tasks, not on %s's rows (docs/security.md, \"An assumed signal bound\")", td.def.Name)
 		}
-		var err error
 		if sess, err = plan.WithTask(sess, td.def); err != nil {
 			return assembled{}, err
 		}
-	}
-	features, err := featureDim(sess.Transform, td)
-	if err != nil {
-		return assembled{}, err
 	}
 	mdl, err := model.New(sess.Model, features, td.classes)
 	if err != nil {

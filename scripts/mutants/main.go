@@ -1186,6 +1186,34 @@ var mutations = []mutation{
 		pkgs: []string{"./shared/scatter/", "-run", "TestOnlyItsOwnImage"},
 	},
 	{
+		name: "features-read-other-pictures", why: "a device's features of one picture depend on another of its pictures (a set-level adjustment): replacing one sample then moves every sample of the batch, past the per-sample clipping the noise is calibrated to",
+		file: "shared/plan/features.go",
+		old:  "return out.Samples, nil",
+		new:  "for i := range out.Samples { out.Samples[i].X[0] -= out.Samples[len(out.Samples)-1].X[0] / 2 }; return out.Samples, nil",
+		pkgs: []string{"./shared/plan/", "-run", "TestFeaturesAreScatter"},
+	},
+	{
+		name: "device-features-skipped", why: "the device trains on its raw pictures while the session's model reads features (the session's shape no longer says what the device computes)",
+		file: "device/runtime.go",
+		old:  "case f == nil:\n\t\treturn rt.cfg.Data, nil",
+		new:  "case f == nil || rt.cfg.Data != nil:\n\t\treturn rt.cfg.Data, nil",
+		pkgs: []string{"./device/", "-run", "TestRuntimeTrainsOnFeatures"},
+	},
+	{
+		name: "session-features-unchecked", why: "a session's transform is not checked against its announced Features (a coordinator could announce one shape and have devices compute another)",
+		file: "shared/plan/features.go",
+		old:  "case s.Features != f.Dim():",
+		new:  "case false && s.Features != f.Dim():",
+		pkgs: []string{"./shared/plan/", "-run", "TestSessionFeatures"},
+	},
+	{
+		name: "wire-transform-unbounded", why: "a session's transform name from the network is not bounded (wire.MaxTransformLen)",
+		file: "shared/wire/control.go",
+		old:  "case len(p.Transform) > MaxTransformLen:",
+		new:  "case false && len(p.Transform) > MaxTransformLen:",
+		pkgs: []string{"./shared/plan/", "-run", "TestSessionFeatures"},
+	},
+	{
 		name: "trusted-compressor-allowed", why: "a trusted session accepts a sparsifying compressor on its clean updates (a sample then moves a message far more than the noise is calibrated to)",
 		file: "shared/optim/params.go",
 		old:  "} else if k.noise == noiseServer && !denseSpec(spec) {",
@@ -1195,8 +1223,8 @@ var mutations = []mutation{
 	{
 		name: "device-data-unchecked", why: "the device sets a session up without checking that its data fits it (rows of another task, pictures in a row session)",
 		file: "device/runtime.go",
-		old:  "\tif err := checkData(s, rt.cfg.Task, rt.cfg.Data); err != nil {\n",
-		new:  "\tif err := checkData(s, rt.cfg.Task, rt.cfg.Data); false && err != nil {\n",
+		old:  "\tif err := checkData(s, rt.cfg.Task, data); err != nil {\n",
+		new:  "\tif err := checkData(s, rt.cfg.Task, data); false && err != nil {\n",
 		pkgs: []string{"./device/", "-run", "TestRuntimeRefusesOtherTask"},
 	},
 	{
