@@ -148,7 +148,7 @@ func (t *trainer) run() {
 	}
 	if f, _ := plan.SessionFeatures(a.params); f != nil {
 		// The runtime computes them when it sets the session up (about
-		// 10 ms a picture in WebAssembly: docs/features.md).
+		// 12-15 ms of CPU a picture in WebAssembly: docs/features.md).
 		a.update(func(s *ui.State) {
 			s.Train.Status = fmt.Sprintf("Computing the %s features of your %d pictures (on this device; nothing is sent)…", f.Kind(), len(data))
 		})

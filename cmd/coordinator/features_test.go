@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http/httptest"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -229,6 +230,14 @@ func TestFeatureSessionEveryAlgorithm(t *testing.T) {
 			if err != nil || f == nil || a.sess.Features != 3969 || a.sess.Dim != tc.dim || a.mdl.Dim() != tc.dim {
 				t.Errorf("transform %v (%v), %d features, dim %d (model %d); want scatter, 3969, %d",
 					f, err, a.sess.Features, a.sess.Dim, a.mdl.Dim(), tc.dim)
+			}
+			if slices.Contains(tc.args, "-local-epochs") {
+				// The passes are charged by the last-iterate bound: the
+				// features change nothing of its certificate (logreg-unit
+				// scales every input to norm 1).
+				if _, last, err := optim.LocalCharge(plan.FromSession(a.sess)); err != nil || !last {
+					t.Errorf("local passes: last-iterate charge %v, %v; want the certificate to hold", last, err)
+				}
 			}
 			pol := device.Policy{AllowTrusted: true, AllowNonPrivate: true, Unlimited: true}
 			if err := device.CheckSession(a.sess, pol); err != nil {
