@@ -1207,6 +1207,13 @@ var mutations = []mutation{
 		pkgs: []string{"./shared/plan/", "-run", "TestSessionFeatures"},
 	},
 	{
+		name: "task-keeps-transform", why: "a teacher's task set at Start keeps the template's picture transform (its devices, holding rows, would be told to compute picture features)",
+		file: "shared/plan/session.go",
+		old:  "s.Transform = \"\" // the features of pictures",
+		new:  "_ = s.Transform // the features of pictures",
+		pkgs: []string{"./shared/plan/", "-run", "TestWithTaskDropsSignalBound"},
+	},
+	{
 		name: "wire-transform-unbounded", why: "a session's transform name from the network is not bounded (wire.MaxTransformLen)",
 		file: "shared/wire/control.go",
 		old:  "case len(p.Transform) > MaxTransformLen:",
