@@ -50,12 +50,15 @@ func restored(t *testing.T, s wire.SessionParams, cfg Config) (*Runtime, error) 
 	return New(context.Background(), cfg)
 }
 
-// TestRuntimeTrainsOnFeatures: in a feature session the device trains
-// on the features of its own pictures, equal bit for bit to
-// plan.Features' (the coordinator's and the page's function), labels and
-// order kept; in a pixel session on the pictures themselves.
+// TestRuntimeTrainsOnFeatures: in a feature session the device's
+// minibatches (from a cursor, wrapping around its data) hold the
+// features of its own pictures, equal bit for bit to plan.Features' (the
+// coordinator's and the page's function), labels and order kept, and its
+// pictures are left as they were; in a pixel session the minibatches
+// hold the pictures themselves.
 func TestRuntimeTrainsOnFeatures(t *testing.T) {
 	pics := pictures(4)
+	keep := append([]float32{}, pics[3].X...)
 	rt, err := restored(t, featureSession(), Config{Data: pics})
 	if err != nil {
 		t.Fatal(err)
@@ -64,15 +67,19 @@ func TestRuntimeTrainsOnFeatures(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rt.data) != len(pics) {
-		t.Fatalf("%d training samples, want %d", len(rt.data), len(pics))
+	rt.mu.Lock()
+	batch, err := rt.minibatchLocked(3, 3)
+	rt.mu.Unlock()
+	if err != nil {
+		t.Fatal(err)
 	}
-	for i, s := range pics {
+	for j, got := range batch {
+		i := (3 + j) % len(pics)
+		s := pics[i]
 		want, err := f.Picture(s.X)
 		if err != nil {
 			t.Fatal(err)
 		}
-		got := rt.data[i]
 		if got.Label != s.Label || len(got.X) != len(want) {
 			t.Fatalf("sample %d: label %d, %d values; want %d, %d", i, got.Label, len(got.X), s.Label, len(want))
 		}
@@ -82,12 +89,20 @@ func TestRuntimeTrainsOnFeatures(t *testing.T) {
 			}
 		}
 	}
+	for k, v := range keep {
+		if pics[3].X[k] != v {
+			t.Fatalf("the device's picture 3 changed at %d", k)
+		}
+	}
 	raw, err := restored(t, demoSession(), Config{Data: pics})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if &raw.data[0] != &pics[0] {
-		t.Error("a pixel session does not train on the pictures themselves")
+	raw.mu.Lock()
+	batch, err = raw.minibatchLocked(2, 1)
+	raw.mu.Unlock()
+	if err != nil || len(batch) != 2 || &batch[0].X[0] != &pics[1].X[0] || &batch[1].X[0] != &pics[2].X[0] {
+		t.Errorf("a pixel session's minibatch (%v) is not the pictures themselves", err)
 	}
 }
 
@@ -115,7 +130,7 @@ func TestRuntimeRefusesFeatures(t *testing.T) {
 		{"unknown transform", unknown, Config{Data: pictures(2)}, plan.ErrUnknownFeatures},
 		{"another dimension", wrongDim, Config{Data: pictures(2)}, plan.ErrFeaturesMismatch},
 		{"rows in a feature session", featureSession(), Config{Data: rowData(t, def), Task: def}, ErrWrongData},
-		{"pictures of 783 values", featureSession(), Config{Data: small}, plan.ErrFeaturesMismatch},
+		{"pictures of 783 values", featureSession(), Config{Data: small}, ErrWrongData},
 	}
 	for _, tc := range tests {
 		_, err := restored(t, tc.s, tc.cfg)

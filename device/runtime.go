@@ -188,14 +188,10 @@ type Runtime struct {
 	st    State
 	algo  optim.Device
 	param optim.Params
-	// data are the samples the session trains on: cfg.Data, or their
-	// features when the session's model reads features
-	// (sessionData). featKind names the transform featData (cfg.Data's
-	// features) were computed with, so that a session set up again
-	// (restored, welcomed again) does not compute them again.
-	data     []dataset.Sample
-	featKind string
-	featData []dataset.Sample
+	// feat computes the features the session's model reads from each
+	// picture of a minibatch (minibatchLocked); nil when it reads
+	// cfg.Data as they are.
+	feat *plan.Features
 	// lastX and lastT are the X and round of the last round frame
 	// received on the current connection (reset with each connection):
 	// a frame with PrevIsLast takes its x_{t-1} from them.
@@ -277,11 +273,8 @@ func (rt *Runtime) Algorithm() optim.Device {
 
 // setup builds the device half for session s and restores its state.
 func (rt *Runtime) setup(s wire.SessionParams) error {
-	data, err := rt.sessionData(s)
+	feat, err := checkData(s, rt.cfg.Task, rt.cfg.Data)
 	if err != nil {
-		return err
-	}
-	if err := checkData(s, rt.cfg.Task, data); err != nil {
 		return err
 	}
 	p := Params(s)
@@ -299,42 +292,22 @@ func (rt *Runtime) setup(s wire.SessionParams) error {
 		return fmt.Errorf("device: %w", err)
 	}
 	if lds, ok := a.(optim.LocalDataSetter); ok && alg.NeedsLocalData() {
-		local := data
+		local := rt.cfg.Data
 		if p.LocalSize > 0 && p.LocalSize < len(local) {
 			local = local[:p.LocalSize]
+		}
+		if feat != nil {
+			// The algorithm keeps its local set: its features, once.
+			if local, err = feat.Samples(local, runtime.GOMAXPROCS(0)); err != nil {
+				return fmt.Errorf("%w: %w", ErrWrongData, err)
+			}
 		}
 		if err := lds.SetLocalData(local); err != nil {
 			return fmt.Errorf("device: local data: %w", err)
 		}
 	}
-	rt.algo, rt.param, rt.data = a, p, data
+	rt.algo, rt.param, rt.feat = a, p, feat
 	return nil
-}
-
-// sessionData returns the samples session s trains on: the device's own
-// data, or, when the session's model reads features
-// (plan.SessionFeatures), their features, computed here from each of
-// the device's pictures alone (no budget is spent: no other picture
-// enters). A session naming a transform this build does not know is
-// refused (ErrWrongData wrapping plan.ErrUnknownFeatures).
-func (rt *Runtime) sessionData(s wire.SessionParams) ([]dataset.Sample, error) {
-	f, err := plan.SessionFeatures(s)
-	switch {
-	case err != nil:
-		return nil, fmt.Errorf("%w: %w", ErrWrongData, err)
-	case f == nil:
-		return rt.cfg.Data, nil
-	case rt.cfg.Task != nil:
-		return nil, fmt.Errorf("%w: the session learns %s features of pictures, this device holds rows of the task %q", ErrWrongData, f.Kind(), rt.cfg.Task.Name)
-	case rt.featKind == f.Kind():
-		return rt.featData, nil
-	}
-	data, err := f.Samples(rt.cfg.Data, runtime.GOMAXPROCS(0))
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrWrongData, err)
-	}
-	rt.featKind, rt.featData = f.Kind(), data
-	return data, nil
 }
 
 // ErrWrongData is wrapped when the device's data does not fit a
@@ -346,26 +319,62 @@ var ErrWrongData = errors.New("device: the data does not fit the session")
 // session s: the session's task must be valid (plan.SessionTask) and the
 // same as d, and every sample must have s.Features features and a label
 // below s.Classes, so the dimensions are the session's whatever the data.
-func checkData(s wire.SessionParams, d *task.Definition, data []dataset.Sample) error {
+// When the session's model reads features of pictures
+// (plan.SessionFeatures), it returns their transform, and every sample
+// must be a picture the transform reads (its features are computed
+// minibatch by minibatch, minibatchLocked); a transform this build does
+// not know is refused (plan.ErrUnknownFeatures).
+func checkData(s wire.SessionParams, d *task.Definition, data []dataset.Sample) (*plan.Features, error) {
 	st, err := plan.SessionTask(s)
 	if err != nil {
-		return fmt.Errorf("%w: %w", ErrWrongData, err)
+		return nil, fmt.Errorf("%w: %w", ErrWrongData, err)
+	}
+	feat, err := plan.SessionFeatures(s)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrWrongData, err)
+	}
+	inputs := s.Features
+	if feat != nil {
+		inputs = feat.Inputs()
 	}
 	switch {
+	case feat != nil && d != nil:
+		return nil, fmt.Errorf("%w: the session learns %s features of pictures, this device holds rows of the task %q", ErrWrongData, feat.Kind(), d.Name)
 	case st == nil && d != nil:
-		return fmt.Errorf("%w: the session learns pictures, this device holds rows of the task %q", ErrWrongData, d.Name)
+		return nil, fmt.Errorf("%w: the session learns pictures, this device holds rows of the task %q", ErrWrongData, d.Name)
 	case st != nil && d == nil:
-		return fmt.Errorf("%w: the session learns the task %q, this device holds pictures", ErrWrongData, st.Name)
+		return nil, fmt.Errorf("%w: the session learns the task %q, this device holds pictures", ErrWrongData, st.Name)
 	case st != nil && !reflect.DeepEqual(st, d):
-		return fmt.Errorf("%w: the session learns the task %q, this device holds rows of another task %q", ErrWrongData, st.Name, d.Name)
+		return nil, fmt.Errorf("%w: the session learns the task %q, this device holds rows of another task %q", ErrWrongData, st.Name, d.Name)
 	}
 	for i, x := range data {
-		if len(x.X) != s.Features || x.Label < 0 || x.Label >= s.Classes {
-			return fmt.Errorf("%w: sample %d has %d features and label %d; the session has %d features and %d classes",
-				ErrWrongData, i, len(x.X), x.Label, s.Features, s.Classes)
+		if len(x.X) != inputs || x.Label < 0 || x.Label >= s.Classes {
+			return nil, fmt.Errorf("%w: sample %d has %d values and label %d; the session reads %d and has %d classes",
+				ErrWrongData, i, len(x.X), x.Label, inputs, s.Classes)
 		}
 	}
-	return nil
+	return feat, nil
+}
+
+// minibatchLocked returns the n samples of the device's data from
+// cursor on (optim.Minibatch) as the session's model reads them: when it
+// reads features, each picture's own (plan.Features.Picture: computed
+// here from that picture alone, so no budget is spent; a picture's
+// features are computed when its minibatch is, not kept). Call with
+// rt.mu held.
+func (rt *Runtime) minibatchLocked(n, cursor int) ([]dataset.Sample, error) {
+	batch := make([]dataset.Sample, n)
+	optim.Minibatch(batch, rt.cfg.Data, cursor)
+	if rt.feat != nil {
+		for i := range batch {
+			x, err := rt.feat.Picture(batch[i].X)
+			if err != nil {
+				return nil, fmt.Errorf("sample %d from cursor %d: %w", i, cursor, err)
+			}
+			batch[i].X = x
+		}
+	}
+	return batch, nil
 }
 
 // Params converts a session's public parameters to optim.Params
@@ -1009,9 +1018,13 @@ func (rt *Runtime) prepare(ctx context.Context, ws Conn, r wire.RoundFrame) (opt
 		rt.leaveOn(ws, wire.LeaveDone)
 		return optim.Update{}, err
 	}
-	batch := make([]dataset.Sample, rt.st.Session.Batch)
 	single := Params(*rt.st.Session).SinglePass()
-	optim.Minibatch(batch, rt.data, rt.st.Cursor)
+	batch, err := rt.minibatchLocked(rt.st.Session.Batch, rt.st.Cursor)
+	if err != nil {
+		rt.unlock()
+		rt.leaveOn(ws, wire.LeaveStopped)
+		return optim.Update{}, fmt.Errorf("%w: %w: round %d: %v", ErrRefused, ErrWrongData, r.T, err)
+	}
 	up, err := rt.algo.Prepare(optim.Round{T: r.T, X: r.X, XPrev: r.XPrev}, batch)
 	if err != nil {
 		rt.unlock()
@@ -1022,7 +1035,7 @@ func (rt *Runtime) prepare(ctx context.Context, ws Conn, r wire.RoundFrame) (opt
 	}
 	// Samples that left in a message are spent, whatever the coordinator
 	// decides about the round: the cursor never moves back.
-	rt.st.Cursor = optim.NextCursor(rt.st.Cursor, len(batch), len(rt.data), single)
+	rt.st.Cursor = optim.NextCursor(rt.st.Cursor, len(batch), len(rt.cfg.Data), single)
 	rt.st.Pending = r.T
 	// Saved before sending: a crash from here on resumes with pending.
 	err = rt.save(ctx)
@@ -1095,11 +1108,11 @@ func (rt *Runtime) exhaustedLocked(t int) error {
 			return fmt.Errorf("%w: %w: %s: %v", ErrRefused, ErrBudgetSpent, at, err)
 		}
 	}
-	if Params(*rt.st.Session).SinglePass() && rt.st.Cursor+rt.st.Session.Batch > len(rt.data) {
+	if Params(*rt.st.Session).SinglePass() && rt.st.Cursor+rt.st.Session.Batch > len(rt.cfg.Data) {
 		// Each sample is used once (the privacy analysis of the session's
 		// algorithm needs it): with the data used up, leave.
 		return fmt.Errorf("%w: %w: %s: %d of the %d local samples are used and a round takes %d (single pass)",
-			ErrRefused, ErrDataUsedUp, at, rt.st.Cursor, len(rt.data), rt.st.Session.Batch)
+			ErrRefused, ErrDataUsedUp, at, rt.st.Cursor, len(rt.cfg.Data), rt.st.Session.Batch)
 	}
 	return nil
 }

@@ -146,13 +146,6 @@ func (t *trainer) run() {
 		})
 		return
 	}
-	if f, _ := plan.SessionFeatures(a.params); f != nil {
-		// The runtime computes them when it sets the session up (about
-		// 12-15 ms of CPU a picture in WebAssembly: docs/features.md).
-		a.update(func(s *ui.State) {
-			s.Train.Status = fmt.Sprintf("Computing the %s features of your %d pictures (on this device; nothing is sent)…", f.Kind(), len(data))
-		})
-	}
 	rt, err := device.New(t.ctx, device.Config{
 		URL:      wsURL(a.base),
 		JoinCode: a.code,
