@@ -4,7 +4,7 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: all setup build test vet lint fmt-check run bench bench-wasm results clean wasm mutants frontier
+.PHONY: all setup build test vet lint fmt-check run bench bench-wasm test-wasm-features results clean wasm mutants frontier
 
 all: build
 
@@ -67,6 +67,7 @@ test:
 	@$(STAGE) fmt-check $(SUBMAKE) fmt-check
 	@$(STAGE) vet       $(SUBMAKE) vet
 	@$(STAGE) lint      $(SUBMAKE) lint
+	@$(STAGE) wasm-features $(SUBMAKE) test-wasm-features
 	@{ $(STAGE) race env BFL_REQUIRE_MNIST=1 BFL_REQUIRE_DATA=1 $(GO) test -count=1 -timeout 30m -race $(RACE_PKGS) && \
 	   $(STAGE) scaleout $(GO) test -count=1 -timeout 30m -run '^TestScaleOut$$' ./coordinator/; } >$(BESIDE_LOG) 2>&1 & bg=$$!; \
 	 $(STAGE) test env BFL_REQUIRE_MNIST=1 BFL_REQUIRE_DATA=1 $(GO) test -count=1 -timeout 30m -skip '$(ENGINES_RE)' $$($(GO) list $(PKGS) | grep -Ev '$(RACE_RE)'); fg=$$?; \
@@ -138,6 +139,15 @@ bench-wasm:
 	@n=$$($(GO) test -run '^$$' -bench StepCPU -benchtime 200x ./wasm/devstep | awk '/cpu-ms/{print $$5}'); \
 	w=$$(GOOS=js GOARCH=wasm $(GO) test -exec="$$($(GO) env GOROOT)/lib/wasm/go_js_wasm_exec" -run '^$$' -bench StepCPU -benchtime 200x ./wasm/devstep | awk '/cpu-ms/{print $$5}'); \
 	echo "device step (b = 64) CPU time: native $$n ms, wasm under node $$w ms" | awk -v n=$$n -v w=$$w '{print; printf "wasm/native throughput (CPU time): %.2f\n", n/w}'; uptime
+	@n=$$($(GO) test -run '^$$' -bench FeaturesCPU -benchtime 200x ./wasm/devstep | awk '/cpu-ms/{print $$5, $$9}'); \
+	w=$$(GOOS=js GOARCH=wasm $(GO) test -exec="$$($(GO) env GOROOT)/lib/wasm/go_js_wasm_exec" -run '^$$' -bench FeaturesCPU -benchtime 200x ./wasm/devstep | awk '/cpu-ms/{print $$5, $$9}'); \
+	echo "$$n $$w" | awk '{printf "scattering features of one picture, CPU time: native %s ms (%s device steps), wasm under node %s ms (%s device steps); wasm/native throughput %.2f\n", $$1, $$2, $$3, $$4, $$1/$$3}'; uptime
+
+# The page computes the devices' features bit for bit: shared/plan's
+# feature tests under node (GOOS=js GOARCH=wasm) check the same digest as
+# natively (TestFeaturesSameEverywhere).
+test-wasm-features:
+	GOOS=js GOARCH=wasm $(GO) test -count=1 -exec="$$($(GO) env GOROOT)/lib/wasm/go_js_wasm_exec" -run 'Features' ./shared/plan/
 
 clean:
 	rm -rf bin

@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"reflect"
+	"runtime"
 	"sync"
 	"time"
 
@@ -187,6 +188,10 @@ type Runtime struct {
 	st    State
 	algo  optim.Device
 	param optim.Params
+	// feat computes the features the session's model reads from each
+	// picture of a minibatch (minibatchLocked); nil when it reads
+	// cfg.Data as they are.
+	feat *plan.Features
 	// lastX and lastT are the X and round of the last round frame
 	// received on the current connection (reset with each connection):
 	// a frame with PrevIsLast takes its x_{t-1} from them.
@@ -268,7 +273,8 @@ func (rt *Runtime) Algorithm() optim.Device {
 
 // setup builds the device half for session s and restores its state.
 func (rt *Runtime) setup(s wire.SessionParams) error {
-	if err := checkData(s, rt.cfg.Task, rt.cfg.Data); err != nil {
+	feat, err := checkData(s, rt.cfg.Task, rt.cfg.Data)
+	if err != nil {
 		return err
 	}
 	p := Params(s)
@@ -286,15 +292,21 @@ func (rt *Runtime) setup(s wire.SessionParams) error {
 		return fmt.Errorf("device: %w", err)
 	}
 	if lds, ok := a.(optim.LocalDataSetter); ok && alg.NeedsLocalData() {
-		data := rt.cfg.Data
-		if p.LocalSize > 0 && p.LocalSize < len(data) {
-			data = data[:p.LocalSize]
+		local := rt.cfg.Data
+		if p.LocalSize > 0 && p.LocalSize < len(local) {
+			local = local[:p.LocalSize]
 		}
-		if err := lds.SetLocalData(data); err != nil {
+		if feat != nil {
+			// The algorithm keeps its local set: its features, once.
+			if local, err = feat.Samples(local, runtime.GOMAXPROCS(0)); err != nil {
+				return fmt.Errorf("%w: %w", ErrWrongData, err)
+			}
+		}
+		if err := lds.SetLocalData(local); err != nil {
 			return fmt.Errorf("device: local data: %w", err)
 		}
 	}
-	rt.algo, rt.param = a, p
+	rt.algo, rt.param, rt.feat = a, p, feat
 	return nil
 }
 
@@ -307,26 +319,62 @@ var ErrWrongData = errors.New("device: the data does not fit the session")
 // session s: the session's task must be valid (plan.SessionTask) and the
 // same as d, and every sample must have s.Features features and a label
 // below s.Classes, so the dimensions are the session's whatever the data.
-func checkData(s wire.SessionParams, d *task.Definition, data []dataset.Sample) error {
+// When the session's model reads features of pictures
+// (plan.SessionFeatures), it returns their transform, and every sample
+// must be a picture the transform reads (its features are computed
+// minibatch by minibatch, minibatchLocked); a transform this build does
+// not know is refused (plan.ErrUnknownFeatures).
+func checkData(s wire.SessionParams, d *task.Definition, data []dataset.Sample) (*plan.Features, error) {
 	st, err := plan.SessionTask(s)
 	if err != nil {
-		return fmt.Errorf("%w: %w", ErrWrongData, err)
+		return nil, fmt.Errorf("%w: %w", ErrWrongData, err)
+	}
+	feat, err := plan.SessionFeatures(s)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrWrongData, err)
+	}
+	inputs := s.Features
+	if feat != nil {
+		inputs = feat.Inputs()
 	}
 	switch {
+	case feat != nil && d != nil:
+		return nil, fmt.Errorf("%w: the session learns %s features of pictures, this device holds rows of the task %q", ErrWrongData, feat.Kind(), d.Name)
 	case st == nil && d != nil:
-		return fmt.Errorf("%w: the session learns pictures, this device holds rows of the task %q", ErrWrongData, d.Name)
+		return nil, fmt.Errorf("%w: the session learns pictures, this device holds rows of the task %q", ErrWrongData, d.Name)
 	case st != nil && d == nil:
-		return fmt.Errorf("%w: the session learns the task %q, this device holds pictures", ErrWrongData, st.Name)
+		return nil, fmt.Errorf("%w: the session learns the task %q, this device holds pictures", ErrWrongData, st.Name)
 	case st != nil && !reflect.DeepEqual(st, d):
-		return fmt.Errorf("%w: the session learns the task %q, this device holds rows of another task %q", ErrWrongData, st.Name, d.Name)
+		return nil, fmt.Errorf("%w: the session learns the task %q, this device holds rows of another task %q", ErrWrongData, st.Name, d.Name)
 	}
 	for i, x := range data {
-		if len(x.X) != s.Features || x.Label < 0 || x.Label >= s.Classes {
-			return fmt.Errorf("%w: sample %d has %d features and label %d; the session has %d features and %d classes",
-				ErrWrongData, i, len(x.X), x.Label, s.Features, s.Classes)
+		if len(x.X) != inputs || x.Label < 0 || x.Label >= s.Classes {
+			return nil, fmt.Errorf("%w: sample %d has %d values and label %d; the session reads %d and has %d classes",
+				ErrWrongData, i, len(x.X), x.Label, inputs, s.Classes)
 		}
 	}
-	return nil
+	return feat, nil
+}
+
+// minibatchLocked returns the n samples of the device's data from
+// cursor on (optim.Minibatch) as the session's model reads them: when it
+// reads features, each picture's own (plan.Features.Picture: computed
+// here from that picture alone, so no budget is spent; a picture's
+// features are computed when its minibatch is, not kept). Call with
+// rt.mu held.
+func (rt *Runtime) minibatchLocked(n, cursor int) ([]dataset.Sample, error) {
+	batch := make([]dataset.Sample, n)
+	optim.Minibatch(batch, rt.cfg.Data, cursor)
+	if rt.feat != nil {
+		for i := range batch {
+			x, err := rt.feat.Picture(batch[i].X)
+			if err != nil {
+				return nil, fmt.Errorf("sample %d from cursor %d: %w", i, cursor, err)
+			}
+			batch[i].X = x
+		}
+	}
+	return batch, nil
 }
 
 // Params converts a session's public parameters to optim.Params
@@ -417,6 +465,9 @@ func CheckSession(s wire.SessionParams, pol Policy) error {
 		return fmt.Errorf("%w: session parameters: %v", ErrRefused, err)
 	}
 	if _, err := plan.SessionTask(s); err != nil {
+		return fmt.Errorf("%w: %w", ErrRefused, err)
+	}
+	if _, err := plan.SessionFeatures(s); err != nil {
 		return fmt.Errorf("%w: %w", ErrRefused, err)
 	}
 	if !p.Private() {
@@ -967,9 +1018,13 @@ func (rt *Runtime) prepare(ctx context.Context, ws Conn, r wire.RoundFrame) (opt
 		rt.leaveOn(ws, wire.LeaveDone)
 		return optim.Update{}, err
 	}
-	batch := make([]dataset.Sample, rt.st.Session.Batch)
 	single := Params(*rt.st.Session).SinglePass()
-	optim.Minibatch(batch, rt.cfg.Data, rt.st.Cursor)
+	batch, err := rt.minibatchLocked(rt.st.Session.Batch, rt.st.Cursor)
+	if err != nil {
+		rt.unlock()
+		rt.leaveOn(ws, wire.LeaveStopped)
+		return optim.Update{}, fmt.Errorf("%w: %w: round %d: %v", ErrRefused, ErrWrongData, r.T, err)
+	}
 	up, err := rt.algo.Prepare(optim.Round{T: r.T, X: r.X, XPrev: r.XPrev}, batch)
 	if err != nil {
 		rt.unlock()

@@ -84,7 +84,7 @@ func TestCheckDataTask(t *testing.T) {
 		{"a session whose labels disagree with its task", mismatch, def, rows, false},
 	}
 	for _, c := range cases {
-		err := checkData(c.s, c.d, c.data)
+		_, err := checkData(c.s, c.d, c.data)
 		if c.ok && err != nil {
 			t.Errorf("%s: %v, want accepted", c.name, err)
 		}

@@ -398,6 +398,11 @@ func (a *app) loadSession() error {
 	if err != nil {
 		return fmt.Errorf("%w: %w", errSessionRefused, err)
 	}
+	if _, err := plan.SessionFeatures(p); err != nil {
+		// A transform this page does not know: it cannot compute what
+		// the model reads.
+		return fmt.Errorf("%w: %w", errSessionRefused, err)
+	}
 	a.params, a.task = p, d
 	f, err := device.SessionFigures(p, a.delta)
 	if err != nil {

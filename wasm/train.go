@@ -16,6 +16,7 @@ import (
 	"browserfl/shared/optim"
 	"browserfl/shared/plan"
 	"browserfl/shared/privacy"
+	"browserfl/shared/wire"
 	"browserfl/wasm/bridge"
 	"browserfl/wasm/idb"
 	"browserfl/wasm/jsw"
@@ -416,12 +417,17 @@ func (a *app) TryModel(x []float32) {
 			return
 		}
 		s.Error = ""
-		m, err := model.New(a.params.Model, local.Features, local.Classes)
+		in, err := modelInputs(a.params, x)
+		if err != nil {
+			s.Train.Prediction = "The drawing could not be read: " + err.Error()
+			return
+		}
+		m, err := model.New(a.params.Model, len(in), local.Classes)
 		if err != nil || len(w) != m.Dim() {
 			s.Train.Prediction = "No model yet: wait for the first round."
 			return
 		}
-		c := m.Predict(w, x)
+		c := m.Predict(w, in)
 		if names := ui.LabelsOf(s.Session.Labels); c < len(names) {
 			s.Train.Prediction = "The model says: " + names[c]
 		} else {
@@ -432,4 +438,16 @@ func (a *app) TryModel(x []float32) {
 	if answered {
 		a.port.post(bridge.ToPage{Type: bridge.ClearTry})
 	}
+}
+
+// modelInputs returns what session s's model reads of a picture x
+// (local.Features pixels): the pixels themselves, or their features
+// when the model reads features (plan.SessionFeatures: the function the
+// device runtime calls on the training pictures, here on a drawing).
+func modelInputs(s wire.SessionParams, x []float32) ([]float32, error) {
+	f, err := plan.SessionFeatures(s)
+	if err != nil || f == nil {
+		return x, err
+	}
+	return f.Picture(x)
 }

@@ -80,7 +80,7 @@ func runSession(o options, log *slog.Logger, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	evalSet, err := evalSet(o, td, log)
+	evalSet, err := evalSet(o, a, td, log)
 	if err != nil {
 		return err
 	}

@@ -70,7 +70,7 @@ func TestRowTaskSession(t *testing.T) {
 				t.Errorf("shape: features %d (task %d), dim %d, model %q", a.sess.Features, def.Dim(), a.sess.Dim, a.sess.Model)
 			}
 			log := slog.New(slog.DiscardHandler)
-			eval, err := evalSet(o, td, log)
+			eval, err := evalSet(o, a, td, log)
 			if err != nil || len(eval) != min(o.EvalSamples, td.testLen) || len(eval[0].X) != def.Dim() {
 				t.Fatalf("evaluation set: %d samples, %v", len(eval), err)
 			}
@@ -159,7 +159,7 @@ func TestTaskFile(t *testing.T) {
 	if def, err := plan.SessionTask(a.sess); err != nil || def == nil || a.shards != 0 || a.sess.DemoShards {
 		t.Errorf("task file session: task %v (%v), %d demo shards", def, err, a.shards)
 	}
-	if eval, err := evalSet(o, td, slog.New(slog.DiscardHandler)); err != nil || eval != nil {
+	if eval, err := evalSet(o, a, td, slog.New(slog.DiscardHandler)); err != nil || eval != nil {
 		t.Errorf("task file: evaluation set of %d, %v; want none", len(eval), err)
 	}
 	if _, err := parse([]string{"-task-file", path, "-task", "text"}, io.Discard); err == nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"runtime"
 	"strings"
 	"time"
 
@@ -52,6 +53,10 @@ type assembled struct {
 func assembleSession(o options, td taskData, deadline time.Duration) (assembled, error) {
 	sess := o.Session
 	sess.DeadlineMillis = int(deadline.Milliseconds())
+	features, err := featureDim(sess.Transform, td) // before a task's session drops the transform
+	if err != nil {
+		return assembled{}, err
+	}
 	if td.def != nil {
 		if sess.Labels != "" && sess.Labels != strings.Join(td.def.Label.Values, ",") {
 			return assembled{}, fmt.Errorf("-labels %q: the task %s names its own labels", sess.Labels, td.def.Name)
@@ -59,16 +64,15 @@ func assembleSession(o options, td taskData, deadline time.Duration) (assembled,
 		if sess.SignalBound > 0 {
 			return assembled{}, fmt.Errorf("-signal-bound: the honest devices' figures behind it were measured on the picture tasks, not on %s's rows (docs/security.md, \"An assumed signal bound\")", td.def.Name)
 		}
-		var err error
 		if sess, err = plan.WithTask(sess, td.def); err != nil {
 			return assembled{}, err
 		}
 	}
-	mdl, err := model.New(sess.Model, td.features, td.classes)
+	mdl, err := model.New(sess.Model, features, td.classes)
 	if err != nil {
 		return assembled{}, err
 	}
-	sess.Features, sess.Classes, sess.Dim = td.features, td.classes, mdl.Dim()
+	sess.Features, sess.Classes, sess.Dim = features, td.classes, mdl.Dim()
 	if sess.Labels == "" {
 		sess.Labels = td.labels
 	}
@@ -96,7 +100,32 @@ func assembleSession(o options, td taskData, deadline time.Duration) (assembled,
 	if _, err := plan.SessionTask(sess); err != nil {
 		return assembled{}, err
 	}
+	if _, err := plan.SessionFeatures(sess); err != nil {
+		return assembled{}, err
+	}
 	return assembled{sess: sess, mdl: mdl, shards: max(shardsN, 0)}, nil
+}
+
+// featureDim is the number of inputs the model of a session with
+// transform kind (-features) reads: the task's own, or the transform's
+// output dimension when the devices compute features of their pictures
+// (plan.NewFeatures). Features are computed from pictures: not from a
+// task's rows, and only from pictures of the transform's size.
+func featureDim(kind string, td taskData) (int, error) {
+	if kind == "" {
+		return td.features, nil
+	}
+	f, err := plan.NewFeatures(kind)
+	if err != nil {
+		return 0, fmt.Errorf("-features: %w", err)
+	}
+	switch {
+	case td.def != nil:
+		return 0, fmt.Errorf("-features %s: features are computed from pictures, and the task %s is rows", kind, td.name)
+	case td.features != f.Inputs():
+		return 0, fmt.Errorf("-features %s: the transform reads pictures of %d values, the task %s has %d", kind, f.Inputs(), td.name, td.features)
+	}
+	return f.Dim(), nil
 }
 
 // signalBoundAlpha is the smallest demo-shard Dirichlet alpha with which
@@ -180,8 +209,10 @@ func loadRows(b task.Builtin, dir string) (taskData, error) {
 // (its first -eval-samples samples), the only part of a picture task's
 // data held as float32; its training set stays compact (one byte per
 // pixel) and the demo shards are expanded from it one at a time. A task
-// without data has none (no evaluation).
-func evalSet(o options, td taskData, log *slog.Logger) ([]dataset.Sample, error) {
+// without data has none (no evaluation). When the session's model reads
+// features (a.sess.Transform), the set holds the test pictures'
+// features, computed by the same function as the devices' (plan.Features).
+func evalSet(o options, a assembled, td taskData, log *slog.Logger) ([]dataset.Sample, error) {
 	if td.test == nil {
 		if o.EvalEvery > 0 {
 			log.Info("no server-side evaluation: the task has no test set", "task", td.name)
@@ -197,6 +228,15 @@ func evalSet(o options, td taskData, log *slog.Logger) ([]dataset.Sample, error)
 		return nil, err
 	}
 	set := evalData.Samples
+	if f, err := plan.SessionFeatures(a.sess); err != nil {
+		return nil, err
+	} else if f != nil && o.EvalEvery <= 0 {
+		return nil, nil // pictures the model cannot read, and no evaluation
+	} else if f != nil {
+		if set, err = f.Samples(set, runtime.GOMAXPROCS(0)); err != nil {
+			return nil, fmt.Errorf("evaluation set: %w", err)
+		}
+	}
 	if o.EvalEvery > 0 && len(set) > 0 {
 		log.Info("server-side evaluation", "every_rounds", o.EvalEvery, "test_samples", len(set), "test_set", td.testLen)
 	}

@@ -133,8 +133,8 @@ func (o *options) check() error {
 	}
 	switch {
 	case o.features == "":
-	case o.features != "scatter":
-		return fmt.Errorf("-features %q: want scatter or nothing", o.features)
+	case o.features != plan.FeaturesScatter:
+		return fmt.Errorf("-features %q: want %s or nothing", o.features, plan.FeaturesScatter)
 	case rowTask:
 		return errors.New("-features scatter works on the picture tasks, not on rows")
 	}

@@ -34,7 +34,7 @@ import (
 	"browserfl/shared/dataset"
 	"browserfl/shared/model"
 	"browserfl/shared/optim"
-	"browserfl/shared/scatter"
+	"browserfl/shared/plan"
 	"browserfl/shared/task"
 	"browserfl/sim"
 )
@@ -68,14 +68,22 @@ func stepSize(o options, p *optim.Params, d int) error {
 }
 
 // scatterBoth replaces each image of train and test by its scattering
-// features (shared/scatter).
+// features, with the function every device, the page and the
+// coordinator use (plan.Features).
 func scatterBoth(train, test dataset.Set, workers int) (dataset.Set, dataset.Set, error) {
-	tr, err := scatter.Set(train, scatter.DefaultConfig, workers)
+	f, err := plan.NewFeatures(plan.FeaturesScatter)
 	if err != nil {
 		return train, test, err
 	}
-	te, err := scatter.Set(test, scatter.DefaultConfig, workers)
-	return tr, te, err
+	out := [2]dataset.Set{train, test}
+	for i, s := range out {
+		x, err := f.Samples(s.Samples, workers)
+		if err != nil {
+			return train, test, fmt.Errorf("%s: %w", s.Name, err)
+		}
+		out[i] = dataset.Set{Name: s.Name + "-" + f.Kind(), Features: f.Dim(), Classes: s.Classes, Samples: x}
+	}
+	return out[0], out[1], nil
 }
 
 // loadData loads the task's data (taskName set: any name task.Lookup
@@ -121,7 +129,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
-	if o.features == "scatter" {
+	if o.features == plan.FeaturesScatter {
 		if train, test, err = scatterBoth(train, test, o.workers); err != nil {
 			return err
 		}

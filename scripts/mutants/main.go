@@ -1207,6 +1207,41 @@ var mutations = []mutation{
 		pkgs: []string{"./shared/scatter/", "-run", "TestOnlyItsOwnImage"},
 	},
 	{
+		name: "features-read-other-pictures", why: "a device's features of one picture depend on another of its pictures (a set-level adjustment): replacing one sample then moves every sample of the batch, past the per-sample clipping the noise is calibrated to",
+		file: "shared/plan/features.go",
+		old:  "return out.Samples, nil",
+		new:  "for i := range out.Samples { out.Samples[i].X[0] -= out.Samples[len(out.Samples)-1].X[0] / 2 }; return out.Samples, nil",
+		pkgs: []string{"./shared/plan/", "-run", "TestFeaturesAreScatter"},
+	},
+	{
+		name: "device-features-skipped", why: "the device trains on its raw pictures while the session's model reads features (the session's shape no longer says what the device computes)",
+		file: "device/runtime.go",
+		old:  "if rt.feat != nil {\n\t\tfor i := range batch {",
+		new:  "if false && rt.feat != nil {\n\t\tfor i := range batch {",
+		pkgs: []string{"./device/", "-run", "TestRuntimeTrainsOnFeatures"},
+	},
+	{
+		name: "session-features-unchecked", why: "a session's transform is not checked against its announced Features (a coordinator could announce one shape and have devices compute another)",
+		file: "shared/plan/features.go",
+		old:  "case s.Features != f.Dim():",
+		new:  "case false && s.Features != f.Dim():",
+		pkgs: []string{"./shared/plan/", "-run", "TestSessionFeatures"},
+	},
+	{
+		name: "task-keeps-transform", why: "a teacher's task set at Start keeps the template's picture transform (its devices, holding rows, would be told to compute picture features)",
+		file: "shared/plan/session.go",
+		old:  "s.Transform = \"\" // the features of pictures",
+		new:  "_ = s.Transform // the features of pictures",
+		pkgs: []string{"./shared/plan/", "-run", "TestWithTaskDropsSignalBound"},
+	},
+	{
+		name: "wire-transform-unbounded", why: "a session's transform name from the network is not bounded (wire.MaxTransformLen)",
+		file: "shared/wire/control.go",
+		old:  "case len(p.Transform) > MaxTransformLen:",
+		new:  "case false && len(p.Transform) > MaxTransformLen:",
+		pkgs: []string{"./shared/plan/", "-run", "TestSessionFeatures"},
+	},
+	{
 		name: "trusted-compressor-allowed", why: "a trusted session accepts a sparsifying compressor on its clean updates (a sample then moves a message far more than the noise is calibrated to)",
 		file: "shared/optim/params.go",
 		old:  "} else if k.noise == noiseServer && !denseSpec(spec) {",
@@ -1216,8 +1251,8 @@ var mutations = []mutation{
 	{
 		name: "device-data-unchecked", why: "the device sets a session up without checking that its data fits it (rows of another task, pictures in a row session)",
 		file: "device/runtime.go",
-		old:  "\tif err := checkData(s, rt.cfg.Task, rt.cfg.Data); err != nil {\n",
-		new:  "\tif err := checkData(s, rt.cfg.Task, rt.cfg.Data); false && err != nil {\n",
+		old:  "feat, err := checkData(s, rt.cfg.Task, rt.cfg.Data)\n\tif err != nil {\n",
+		new:  "feat, err := checkData(s, rt.cfg.Task, rt.cfg.Data)\n\tif false && err != nil {\n",
 		pkgs: []string{"./device/", "-run", "TestRuntimeRefusesOtherTask"},
 	},
 	{

@@ -64,7 +64,8 @@ func SessionTask(s wire.SessionParams) (*task.Definition, error) {
 }
 
 // WithTask returns s made into a session of task d: its model, shape,
-// labels and definition (Task) come from d, the demo data and its
+// labels and definition (Task) come from d, a picture transform goes
+// (Transform), the demo data and its
 // evaluation go (the host's data are another task's), and so does the
 // signal bound (it assumes demo data); the task's
 // privacy defaults, when it states them, replace s's target (epsilon
@@ -85,6 +86,7 @@ func WithTask(s wire.SessionParams, d *task.Definition) (wire.SessionParams, err
 	}
 	s.Model, s.Features, s.Classes, s.Dim = d.Model, d.Dim(), d.Classes(), mdl.Dim()
 	s.Labels, s.Task, s.DemoShards = strings.Join(d.Label.Values, ","), string(raw), false
+	s.Transform = "" // the features of pictures (SessionFeatures): a task's rows are not pictures
 	// The signal bound assumes every device trains on demo shards dealt
 	// nearly iid (docs/security.md); a task's rows are the students' own.
 	s.SignalBound = 0

@@ -22,6 +22,7 @@ var wireOnly = map[string]string{
 	"DemoShards":     "whether the coordinator serves demo data shards",
 	"Labels":         "the classes' display names",
 	"Task":           "the task definition (shared/task): how rows become the Features inputs; devices parse it, the algorithms never read it",
+	"Transform":      "the features the model reads (SessionFeatures): devices compute them from their pictures before training; the algorithms see only Features-long inputs",
 }
 
 // optimOnly are the optim.Params fields with no wire counterpart (none:

@@ -69,21 +69,26 @@ func TestSessionTask(t *testing.T) {
 
 // TestWithTaskDropsSignalBound: a session made of a task has no demo
 // data, so it keeps no signal bound (the bound assumes every device
-// trains on demo shards dealt nearly iid), and it fits in a control
-// message or is refused.
+// trains on demo shards dealt nearly iid), nor a picture transform
+// (its rows are not pictures: devices would refuse the session), and it
+// fits in a control message or is refused.
 func TestWithTaskDropsSignalBound(t *testing.T) {
 	b, err := task.LookupBuiltin("tabular")
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := wire.SessionParams{Name: "t", DeadlineMillis: 1000, Algorithm: "nc", Model: "logreg", Features: 784, Classes: 10,
-		M: 10, Cohort: 10, Rounds: 20, Batch: 4, Clip: 1, Eta: 1, RhoPaper: 1, DemoShards: true, SignalBound: 0.25}
+		M: 10, Cohort: 10, Rounds: 20, Batch: 4, Clip: 1, Eta: 1, RhoPaper: 1, DemoShards: true, SignalBound: 0.25,
+		Transform: FeaturesScatter}
 	got, err := WithTask(s, b.Def)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got.SignalBound != 0 || got.DemoShards {
 		t.Errorf("signal bound %v, demo shards %v: want 0, false", got.SignalBound, got.DemoShards)
+	}
+	if f, err := SessionFeatures(got); got.Transform != "" || f != nil || err != nil {
+		t.Errorf("transform %q (%v, %v): want none", got.Transform, f, err)
 	}
 	// A definition whose session would not fit in a Welcome (a control
 	// message) is refused, not sent to devices that cannot read it.

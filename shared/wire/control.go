@@ -190,6 +190,14 @@ type SessionParams struct {
 	// with ==). wire only bounds its length: plan.SessionTask parses it
 	// and checks it matches Features, Classes, Model and Labels.
 	Task string `json:"task,omitempty"`
+	// Transform names the features the model reads, computed by each
+	// device from each of its own pictures before training and before
+	// answering a drawing ("" = the raw inputs; "scatter" = the
+	// scattering transform, docs/features.md). Features is then the
+	// transform's output dimension, not the pictures'. wire only bounds
+	// its length: plan.SessionFeatures knows the kinds, and a device
+	// refuses a session whose kind it does not know.
+	Transform string `json:"transform,omitempty"`
 }
 
 // MaxLocalEpochs bounds SessionParams.LocalEpochs (each epoch is a pass
@@ -204,6 +212,9 @@ const MaxLabelsLen = 1024
 // MaxTaskLen bounds SessionParams.Task; it is task.MaxDefinitionBytes
 // (wire imports nothing of task; shared/plan's tests check they agree).
 const MaxTaskLen = 12 << 10
+
+// MaxTransformLen bounds SessionParams.Transform.
+const MaxTransformLen = 32
 
 // MaxSessionBytes bounds a session's parameters as JSON: they travel in
 // a Welcome or a Start, control messages of at most MaxControlBytes,
@@ -245,6 +256,8 @@ func (p SessionParams) Validate() error {
 		return bad("session: %d labels for %d classes", len(p.LabelNames()), p.Classes)
 	case len(p.Task) > MaxTaskLen:
 		return bad("session: task definition of %d bytes, at most %d", len(p.Task), MaxTaskLen)
+	case len(p.Transform) > MaxTransformLen:
+		return bad("session: transform name of %d bytes, at most %d", len(p.Transform), MaxTransformLen)
 	}
 	b, err := json.Marshal(p)
 	if err != nil {
