@@ -9,6 +9,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"browserfl/coordinator"
+	"browserfl/coordinator/api"
 	"browserfl/shared/plan"
 )
 
@@ -40,7 +41,7 @@ func TestBrowserFeatureSession(t *testing.T) {
 	defer b.close()
 	openPage(t, b, srv.URL+"/?code="+code, "")
 
-	var pr coordinator.Progress
+	var pr api.Progress
 	for deadline := time.Now().Add(4 * time.Minute); ; time.Sleep(300 * time.Millisecond) {
 		if err := getJSON(srv.URL+"/api/progress?code="+code, &pr); err == nil && pr.Committed >= rounds {
 			break
