@@ -496,16 +496,22 @@ func dashLobby(d *dashRun) {
 // device state on the screen), Pause, the devices warning, Resume.
 func dashTraining(d *dashRun) {
 	t, b, c := d.t, d.b, d.c
+	// By name: a device that answers can be counted stuck for a while
+	// too (a round closes once it has its target, so the extra devices
+	// it asked may miss it).
+	are := func(st coordinator.Status, state string, who ...int) bool {
+		return !slices.ContainsFunc(who, func(i int) bool { return person(st, nicknames[i]).State != state })
+	}
 	c.waitStatus("three devices stuck", 3*time.Minute, func(st coordinator.Status) bool {
-		return st.Committed >= 3 && peopleIn(st)["stuck"] == len(dashStuck)
+		return st.Committed >= 3 && are(st, "stuck", dashStuck...)
 	})
 	for _, i := range dashLeft {
 		c.rts[i].Leave("stopped")
 	}
 	c.stops[dashGone]()
 	c.waitStatus("every state in the class", time.Minute, func(st coordinator.Status) bool {
-		n := peopleIn(st)
-		return n["left"] == len(dashLeft) && n["gone"] == 1 && n["stuck"] == len(dashStuck) && person(st, nicknames[dashHostile]).Rejected > 0
+		return are(st, "left", dashLeft...) && are(st, "gone", dashGone) && are(st, "stuck", dashStuck...) &&
+			person(st, nicknames[dashHostile]).Rejected > 0
 	})
 	for _, size := range dashSizes {
 		name := fmt.Sprintf("training %dx%d", size[0], size[1])
