@@ -48,17 +48,18 @@ fmt-check:
 # leaves a core idle. Likewise the lesson runs beside the mutation tests (its
 # output in LESSON_LOG): 200 rounds of ten pages are about 60 s of CPU in
 # 2-3 minutes. The browser tests that run in every engine (ENGINES_RE:
-# TestClassroom, TestDashboardLayout and the owner's two tabs) run their
-# Chromium subtests in the stage test and their Firefox and WebKit ones in
-# the stage engines, after the lesson and beside the mutation tests too,
-# whose stage is the longest (docs/browser.md, "Three engines"). Each stage
-# prints its wall time (scripts/stage.sh) and the list is printed at the end.
+# TestClassroom, TestDashboardLayout, TestTaskFormEngines and the owner's two
+# tabs) run their Chromium subtests in the stage test and their Firefox and
+# WebKit ones in the stage engines, after the lesson and beside the mutation
+# tests too, whose stage is the longest (docs/browser.md, "Three engines").
+# Each stage prints its wall time (scripts/stage.sh) and the list is printed
+# at the end.
 RACE_PKGS := ./coordinator/... ./device/... ./sim/...
 RACE_RE := ^browserfl/(coordinator|device|sim)(/|$$)
 STAGE_LOG := .cache/make-test-stages
 BESIDE_LOG := .cache/make-test-beside.log
 LESSON_LOG := .cache/make-test-lesson.log
-ENGINES_RE := ^(TestClassroom|TestDashboardLayout|TestOwnerLedgerTwoTabsEngines)$$/^(firefox|webkit)$$
+ENGINES_RE := ^(TestClassroom|TestDashboardLayout|TestTaskFormEngines|TestOwnerLedgerTwoTabsEngines)$$/^(firefox|webkit)$$
 STAGE := STAGE_LOG=$(STAGE_LOG) bash scripts/stage.sh
 SUBMAKE := $(MAKE) --no-print-directory
 test:

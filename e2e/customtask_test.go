@@ -182,3 +182,132 @@ func studentsTrainCustomTask(t *testing.T, base, code, shots string, dash *brows
 	}
 	t.Logf("try the model: 2 legs, tweet -> %q", answer)
 }
+
+// TestTaskFormEngines: the teacher's "Choose what the class learns" form
+// on the dashboard is usable in each engine (subtests chromium, firefox,
+// webkit), at 1920x1080 and 1280x720, against the real coordinator
+// (cmd/coordinator -lobby): opened by a click on its summary (the
+// engine's pointer), it lies inside the screen and inside its section
+// without the page overflowing, every field is drawn and no wider than
+// the form, and its submit button, with the form scrolled to its end as
+// the teacher would, is inside the screen and not covered; the teacher fills it (a number
+// column, a text column added with "Add a column", three answers) and
+// presses the button; the coordinator starts a lobby of that task and
+// the dashboard follows it (the new code in its address, the words of
+// what each student types). With -screenshots it writes
+// docs/screenshots/dashboard-taskform.png (Chromium's; -firefox and
+// -webkit in the others' names), the form filled at 1280x720 (before
+// the test scrolls it).
+func TestTaskFormEngines(t *testing.T) {
+	for _, e := range engines {
+		t.Run(e.name, func(t *testing.T) { taskFormEngine(t, e) })
+	}
+}
+
+// taskFormJS reports the open form's geometry, then scrolls the form's
+// own scroller (not the card, which the teacher cannot scroll) to its
+// end and reports where the submit button lies.
+const taskFormJS = `(() => {
+  const W = innerWidth, H = innerHeight, f = document.getElementById("tf"), d = document.getElementById("taskform");
+  const sw = document.documentElement.scrollWidth, sh = document.documentElement.scrollHeight;
+  const inside = (q, o) => q.left >= o.left - 0.5 && q.top >= o.top - 0.5 && q.right <= o.right + 0.5 && q.bottom <= o.bottom + 0.5;
+  const go = document.getElementById("tf-go"), sec = d.closest("section"), bad = [];
+  // The box the teacher can scroll (overflow auto or scroll) between the
+  // button and its section, if any: what a wheel or a finger scrolls.
+  let scroller = null;
+  for (let a = go.parentElement; a && a !== sec && !scroller; a = a.parentElement)
+    if (["auto", "scroll"].includes(getComputedStyle(a).overflowY)) scroller = a;
+  const screen = {left: 0, top: 0, right: W, bottom: H}, box = (scroller || f).getBoundingClientRect();
+  if (!inside(box, screen)) bad.push("the form lies outside the screen");
+  if (!inside(box, sec.getBoundingClientRect())) bad.push("the form lies outside its section");
+  if (f.scrollWidth > f.clientWidth + 1) bad.push("the form's content is " + f.scrollWidth + " px wide in " + f.clientWidth);
+  const r = f.getBoundingClientRect();
+  for (const el of f.querySelectorAll("input, select, button")) {
+    const q = el.getBoundingClientRect(), name = el.id || el.className;
+    if (q.width === 0 || q.height === 0) bad.push(name + " is not drawn");
+    else if (q.left < r.left - 0.5 || q.right > r.right + 0.5) bad.push(name + " is wider than the form");
+  }
+  // Scrolled to its end, as the teacher would, the button is on the
+  // screen, in the form's box, and nothing covers it.
+  if (scroller) scroller.scrollTop = scroller.scrollHeight;
+  const g = go.getBoundingClientRect(), hit = document.elementFromPoint((g.left + g.right) / 2, (g.top + g.bottom) / 2);
+  if (!inside(g, screen) || !inside(g, (scroller || f).getBoundingClientRect()) || !inside(g, sec.getBoundingClientRect()))
+    bad.push("the submit button lies outside the screen or the form");
+  else if (!go.contains(hit)) bad.push("the submit button is covered by " + (hit ? hit.id || hit.className || hit.tagName : "nothing"));
+  return {Open: d.open, Bad: bad, ScrollW: sw, ScrollH: sh, W, H};
+})()`
+
+func taskFormEngine(t *testing.T, e engine) {
+	code := "TASKFORM7"
+	logf, err := os.CreateTemp("", "browserfl-e2e-taskform-*.log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logf.Close()
+	dataDir := t.TempDir()
+	coord := &process{t: t, bin: coordinatorBinary(t), addr: freeAddr(t), dataDir: dataDir, log: logf, args: []string{
+		"-lobby", "-join-code", code, "-dataset", fashionDir, "-eval-samples", "500",
+		"-deadline", "60s", "-T", "30", "-b", "4", "-M", "3", "-m", "3",
+	}}
+	coord.start()
+	defer coord.stop()
+	secret := teacherSecretIn(t, dataDir)
+	base := "http://" + coord.addr
+	b, err := e.start(t)()
+	if err != nil {
+		t.Fatal(err)
+	}
+	shots := screenshotDir(t)
+	must := func(what string, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(pageFailure(b, what, err))
+		}
+	}
+	for _, size := range [][2]int{{1920, 1080}, {1280, 720}} {
+		name := fmt.Sprintf("task form %dx%d", size[0], size[1])
+		got, err := b.viewport(size[0], size[1], false)
+		if err != nil || got != size {
+			t.Fatalf("%s: the page is %v (%v)", name, got, err)
+		}
+		must(name, b.navigate(base+"/dashboard?code="+code+"&teacher="+secret))
+		must(name, waitVisible(b, 60*time.Second, "#taskform > summary"))
+		must(name, b.click("#taskform > summary"))
+		must(name, waitFor(b, 10*time.Second, name+" open", `document.getElementById("taskform").open && document.querySelectorAll("#tf-cols .tfcol").length === 1`))
+		must(name, b.click("#tf-add"))
+		for _, f := range [][2]string{{"#tf-title", "Guess a pet"}, {"#tf-about", "We teach the model which pet a classmate describes."},
+			{"#tf-cols .tfcol:nth-child(1) .c-name", "legs"}, {"#tf-cols .tfcol:nth-child(1) .c-ask", "How many legs?"},
+			{"#tf-cols .tfcol:nth-child(1) .c-range", "0, 8"},
+			{"#tf-cols .tfcol:nth-child(2) .c-name", "sound"}, {"#tf-cols .tfcol:nth-child(2) .c-ask", "What sound does it make?"},
+			{"#tf-cols .tfcol:nth-child(2) .c-range", "20"},
+			{"#tf-label", "pet"}, {"#tf-label-ask", "Which pet is it?"}, {"#tf-label-values", "dog, bird, fish"}} {
+			must(name+": "+f[0], setValue(b, f[0], f[1]))
+		}
+		must(name+": text column", b.eval(`(s => { s.value = "text"; s.dispatchEvent(new Event("change", {bubbles: true})); return true; })(document.querySelector("#tf-cols .tfcol:nth-child(2) .c-kind"))`, nil))
+		dir := shots
+		if size[0] != 1280 {
+			dir = t.TempDir()
+		}
+		must(name, b.screenshot(filepath.Join(dir, shotName(e.name, "dashboard-taskform")), false))
+		var r struct {
+			Open                   bool
+			Bad                    []string
+			ScrollW, ScrollH, W, H float64
+		}
+		must(name, b.eval(taskFormJS, &r))
+		if !r.Open || len(r.Bad) > 0 || r.ScrollW > r.W || r.ScrollH > r.H {
+			t.Errorf("%s: open %v, page %vx%v in %vx%v: %q", name, r.Open, r.ScrollW, r.ScrollH, r.W, r.H, r.Bad)
+		}
+		must(name+": submit", b.click("#tf-go"))
+		must(name+": the new lobby", waitFor(b, 60*time.Second, name+": the dashboard follows the new session",
+			fmt.Sprintf(`new URLSearchParams(location.search).get("code") !== %q && document.getElementById("collects").textContent.includes("legs (a number from 0 to 8)")`, code)))
+		var next string
+		must(name, b.eval(`new URLSearchParams(location.search).get("code")`, &next))
+		var st coordinator.Status
+		if err := getJSON(base+"/api/status?code="+next, &st); err != nil || st.State != coordinator.StateLobby || st.Title != "Guess a pet" ||
+			!strings.Contains(st.Collects, "sound (text, up to 20 characters)") {
+			t.Fatalf("%s: the new session %q: state %q, title %q, collects %q (%v)", name, next, st.State, st.Title, st.Collects, err)
+		}
+		code = next
+	}
+}

@@ -1,13 +1,13 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
-	"math"
 	"net/http"
-	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -15,198 +15,14 @@ import (
 
 	"browserfl/coordinator"
 	"browserfl/coordinator/api"
-	"browserfl/coordinator/site"
-	"browserfl/shared/wire"
+	"browserfl/device"
 )
 
-// fakeDashboard serves the dashboard's own files (under the coordinator's
-// dashboard CSP) with a status the test sets: the layout can be checked
-// in every state without running a session. Like the coordinator it
-// wants the join code, and it reports teacher: true only to requests
-// carrying the teacher secret.
-type fakeDashboard struct {
-	mu      sync.Mutex
-	status  map[string]any
-	posts   []string // teacher actions received with the right secret
-	secrets []string // X-Teacher-Secret values seen
-}
-
-const (
-	fakeCode   = "K7QX2MH4PA"
-	fakeSecret = "s3cret-teacher-token"
-)
-
-func (f *fakeDashboard) set(s map[string]any) { f.mu.Lock(); f.status = s; f.mu.Unlock() }
-
-func (f *fakeDashboard) handler(t *testing.T) http.Handler {
-	mux := http.NewServeMux()
-	file := func(name, ctype string) http.HandlerFunc {
-		return func(w http.ResponseWriter, r *http.Request) {
-			b, err := os.ReadFile(filepath.Join(repoRoot(), "coordinator", "site", name))
-			if err != nil {
-				http.Error(w, err.Error(), 500)
-				return
-			}
-			w.Header().Set("Content-Type", ctype)
-			w.Header().Set("Content-Security-Policy", site.DashboardCSP())
-			w.Write(b)
-		}
-	}
-	mux.HandleFunc("GET /dashboard", file("dashboard.html", "text/html; charset=utf-8"))
-	mux.HandleFunc("GET /dashboard.js", file("dashboard.js", "text/javascript; charset=utf-8"))
-	mux.HandleFunc("GET /dashboard.css", file("dashboard.css", "text/css; charset=utf-8"))
-	code := func(h http.HandlerFunc) http.HandlerFunc {
-		return func(w http.ResponseWriter, r *http.Request) {
-			c := r.Header.Get("X-Join-Code")
-			if c == "" {
-				c = r.URL.Query().Get("code")
-			}
-			if wire.NormalizeJoinCode(c) != wire.NormalizeJoinCode(fakeCode) { // as the coordinator compares
-				http.Error(w, "wrong join code", http.StatusForbidden)
-				return
-			}
-			h(w, r)
-		}
-	}
-	mux.HandleFunc("GET /api/status", code(func(w http.ResponseWriter, r *http.Request) {
-		f.mu.Lock()
-		s := map[string]any{}
-		for k, v := range f.status {
-			s[k] = v
-		}
-		sec := r.Header.Get("X-Teacher-Secret")
-		if sec != "" {
-			f.secrets = append(f.secrets, sec)
-		}
-		f.mu.Unlock()
-		if _, ok := s["state"]; ok {
-			s["teacher"] = sec == fakeSecret
-		}
-		w.Header().Set("Content-Type", "application/json")
-		json.NewEncoder(w).Encode(s)
-	}))
-	mux.HandleFunc("GET /api/rounds", code(func(w http.ResponseWriter, r *http.Request) {
-		var out []map[string]any
-		if r.URL.Query().Get("after") == "0" {
-			f.mu.Lock()
-			n, _ := f.status["committed"].(int)
-			f.mu.Unlock()
-			out = fakeRounds(n)
-		}
-		if out == nil {
-			out = []map[string]any{}
-		}
-		w.Header().Set("Content-Type", "application/json")
-		json.NewEncoder(w).Encode(out)
-	}))
-	mux.HandleFunc("GET /api/join-qr.png", code(func(w http.ResponseWriter, r *http.Request) {
-		png, err := site.QRPNG("http://192.168.1.23:8080/?code=" + fakeCode)
-		if err != nil {
-			http.Error(w, err.Error(), 500)
-			return
-		}
-		w.Header().Set("Content-Type", "image/png")
-		w.Write(png)
-	}))
-	mux.HandleFunc("POST /api/teacher/{action}", code(func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get("X-Teacher-Secret") != fakeSecret {
-			http.Error(w, "teacher secret required", http.StatusForbidden)
-			return
-		}
-		f.mu.Lock()
-		f.posts = append(f.posts, r.PathValue("action"))
-		if r.PathValue("action") == "pause" {
-			f.status["state"] = "paused"
-		}
-		f.mu.Unlock()
-		w.WriteHeader(http.StatusNoContent)
-	}))
-	return mux
-}
-
-// fakeRounds are n committed round records with an evaluation every 5.
-func fakeRounds(n int) []map[string]any {
-	var out []map[string]any
-	for t := 1; t <= n; t++ {
-		r := map[string]any{"t": t, "cohort": 10, "included": 10 - t%7/3*3, "latency_ms": 800 + 400*math.Sin(float64(t)/5)*math.Sin(float64(t)/5) + float64(t%11*90),
-			"bytes_in": 314170, "bytes_out": 628170, "evaluated": t%5 == 0,
-			"started": time.Now().Add(-90*time.Minute + time.Duration(t)*25*time.Second).UTC().Format(time.RFC3339Nano)}
-		if t%5 == 0 {
-			r["accuracy"] = 0.72 - 0.62*math.Exp(-float64(t)/35)
-			r["loss"] = 0.8 + 1.5*math.Exp(-float64(t)/30)
-		}
-		out = append(out, r)
-	}
-	return out
-}
-
+// nicknames are the class of TestDashboardLayout (30 devices), and the
+// first names of the other projector tests' devices.
 var nicknames = []string{"Ada", "Grace", "Alan", "Edsger", "Barbara", "Donald", "Margaret", "Linus", "Radia", "Ken",
 	"Dennis", "Frances", "John", "Katherine", "Tim", "Sophie", "Guido", "Hedy", "Claude", "Annie", "Niklaus",
 	"Shafi", "Leslie", "Whitfield", "Martin", "Joan", "Fernando", "Yukihiro", "Bjarne", "Anita"}
-
-// fakeStatus is a status in the given state; extended adds the fields
-// of the lobby contract (state, people, teacher).
-func fakeStatus(state string, extended bool) map[string]any {
-	sess := wire.SessionParams{Name: "physics-3b", Dim: 7850, DeadlineMillis: 20000, Algorithm: "nc", Model: "logreg",
-		Features: 784, Classes: 10, M: 30, Cohort: 10, Rounds: 200, Batch: 32, Clip: 1, Eta: 0.02, Epsilon: 7.92, Delta: 1e-5,
-		Labels: "T-shirt/top,Trouser,Pullover,Dress,Coat,Sandal,Shirt,Sneaker,Bag,Ankle boot"}
-	committed, finished := 142, false
-	switch state {
-	case "lobby":
-		committed = 0
-	case "ended":
-		committed, finished = 200, true
-	}
-	acc := 0.72 - 0.62*math.Exp(-float64(committed)/35)
-	s := map[string]any{
-		"session": sess, "committed": committed, "finished": finished, "full": false,
-		"devices":     map[string]int{"connected": 27, "known": 31, "eligible": 14, "busy": 10, "left": 2, "stuck": 1},
-		"min_devices": 2,
-		"privacy":     coordinator.SessionPrivacy(sess),
-		"bytes_in":    44612140, "bytes_out": 89200140, "latency_p50_ms": 1180.5, "latency_p99_ms": 4210, "bad_frames": 3,
-		"uptime_s": 5412.0,
-		"join": map[string]any{
-			"urls": []string{"http://192.168.1.23:8080/?code=" + fakeCode, "http://[2001:db8::42]:8080/?code=" + fakeCode},
-			"summary": map[string]any{"session_start": time.Now().Add(-90 * time.Minute), "participants": 27, "registered": 31,
-				"most_included": 58, "most_asked": 61, "worst_epsilon_text": coordinator.SessionPrivacy(sess).EpsilonText,
-				"worst_text": coordinator.SessionPrivacy(sess).Text, "best_accuracy": acc + 0.004, "best_round": committed - 15,
-				"final_accuracy": acc, "final_round": committed},
-		},
-	}
-	if committed > 0 {
-		s["last_eval"] = map[string]any{"t": committed - committed%5, "accuracy": acc, "loss": 0.9}
-	}
-	if state == "running" {
-		s["round"] = map[string]any{"t": committed + 1, "cohort": 10, "received": 6, "closed": false, "deadline_left_ms": 12400}
-	}
-	if !extended {
-		return s
-	}
-	s["state"] = state
-	// What the coordinator says in words (coordinator/api/projector.go): the task, the
-	// plan warnings (none) and the time since Start.
-	s["title"], s["notices"] = api.TaskTitle(sess), []coordinator.Notice{}
-	if state != "lobby" {
-		s["started_at"], s["running_s"] = time.Now().Add(-83*time.Minute), 83*60.0+20
-	}
-	var people []map[string]any
-	for i, n := range nicknames {
-		st := "active"
-		switch {
-		case state == "lobby":
-			st = "lobby"
-		case i%11 == 4:
-			st = "stuck"
-		case i%13 == 7:
-			st = "left"
-		case i == 29:
-			st = "gone"
-		}
-		people = append(people, map[string]any{"nickname": n, "state": st, "rounds": (i*7 + 13) % 59})
-	}
-	s["people"] = people
-	return s
-}
 
 // layout is what the browser reports about the page's geometry.
 type layout struct {
@@ -238,16 +54,19 @@ const layoutJS = `(() => {
     if (el.offsetParent === null) continue;
     if (!inside(el.getBoundingClientRect(), W, H)) out.push(el.id || el.className || el.textContent);
   }
-  const secs = [...main.querySelectorAll(":scope > section")];
+  // The view's sections, and the bands shown between the header and
+  // the view (the message, the warnings, the teacher's flagged devices).
+  const bands = [...document.querySelectorAll("body > .msg, body > section.flags")].filter(e => !e.hidden && e.offsetParent !== null);
+  const secs = [...bands, ...main.querySelectorAll(":scope > section")];
   const top = document.querySelector("header").getBoundingClientRect().bottom;
   let area = 0, l = W, r = 0, t = H, b = 0;
   for (const s of secs) {
     const q = s.getBoundingClientRect();
     area += q.width * q.height; l = Math.min(l, q.left); r = Math.max(r, q.right); t = Math.min(t, q.top); b = Math.max(b, q.bottom);
-    if (!inside(q, W, H)) out.push("section " + s.className);
+    if (!inside(q, W, H)) out.push("section " + (s.id || s.className));
     // Content cut off: a section's own content wider or taller than it
     // (the nickname lists scroll on purpose and are not counted).
-    if (s.scrollWidth > s.clientWidth + 1 || s.scrollHeight > s.clientHeight + 1) clipped.push(s.className + " " + s.scrollWidth + "x" + s.scrollHeight + " in " + s.clientWidth + "x" + s.clientHeight);
+    if (s.scrollWidth > s.clientWidth + 1 || s.scrollHeight > s.clientHeight + 1) clipped.push((s.id || s.className) + " " + s.scrollWidth + "x" + s.scrollHeight + " in " + s.clientWidth + "x" + s.clientHeight);
   }
   const free = W * (H - top);
   return {ScrollW: document.documentElement.scrollWidth, ScrollH: document.documentElement.scrollHeight, InnerW: W, InnerH: H,
@@ -292,22 +111,6 @@ func checkLayout(t *testing.T, name string, l layout, view string) {
 	}
 }
 
-// TestDashboardLayout loads the projector dashboard in each engine
-// (subtests chromium, firefox, webkit) at 1920x1080 and 1280x720 in each
-// state, with a fake status: nothing overflows, every chart label and
-// legend lies inside the screen, the sections fill it; the join QR code
-// in each screenshot decodes (zbarimg) to the join address; the
-// teacher's secret leaves the address bar and is never shown, its
-// buttons reach the endpoints; without the lobby fields the dashboard
-// still works. Screenshots: go test ./e2e -run TestDashboardLayout -args
-// -screenshots writes docs/screenshots (Chromium's under their old
-// names, the others' with the engine's name).
-func TestDashboardLayout(t *testing.T) {
-	for _, e := range engines {
-		t.Run(e.name, func(t *testing.T) { dashboardLayout(t, e) })
-	}
-}
-
 // shotName is a screenshot's file name in docs/screenshots: Chromium's
 // keep their names, the other engines' carry theirs.
 func shotName(engine, name string) string {
@@ -332,13 +135,221 @@ func decodeQR(t *testing.T, png string) []string {
 	return strings.Fields(string(out))
 }
 
+// TestDashboardLayout loads the projector dashboard in each engine
+// (subtests chromium, firefox, webkit) at 1920x1080 and 1280x720 in
+// every view of a real lesson: the real coordinator (cmd/coordinator
+// -lobby, listening on every address so that the dashboard shows the
+// join QR code; newDashClass) with a class of 30 devices (29 native
+// device runtimes with nicknames and a hostile device whose updates the
+// coordinator rejects), every page request through a proxy that only
+// records what the page sent (teacherLog).
+//
+//   - lobby, without the teacher secret: the 30 nicknames, no teacher
+//     buttons;
+//   - the teacher's lobby: Start shown, pressed on the page, and the
+//     lesson starts;
+//   - training, with the secret, once the class shows every state a
+//     device can be in (active, stuck: three devices never answer,
+//     left: two say they stop, gone: one drops its connection, and the
+//     hostile device under "Check these devices"): the secret left the
+//     address bar, is never shown and goes with every status request;
+//     Pause and End shown, Start, Resume and New not; Pause pressed on
+//     the page pauses the lesson;
+//   - training with the devices warning (ten more devices leave: 14
+//     active, fewer than the cohort of 15); Resume pressed on the page;
+//   - the summary, without the secret, after the lesson ran its 40
+//     rounds: the figures of the coordinator's status, the model's
+//     download link.
+//
+// In each: nothing overflows, every chart label and legend lies inside
+// the screen, the sections fill it (checkLayout); where the view shows
+// the join QR code, it decodes (zbarimg) from the screenshot to the
+// coordinator's join address. Screenshots: go test ./e2e -run
+// TestDashboardLayout -args -screenshots writes docs/screenshots
+// (Chromium's under their old names, the others' with the engine's name).
+func TestDashboardLayout(t *testing.T) {
+	for _, e := range engines {
+		t.Run(e.name, func(t *testing.T) { dashboardLayout(t, e) })
+	}
+}
+
+// The class of TestDashboardLayout: indices into nicknames.
+const (
+	dashHostile = 10 // sends updates far above the norm bound (hostileDevice)
+	dashGone    = 29 // drops its connection without a word
+)
+
+var (
+	dashStuck = []int{4, 15, 26}                       // never answer a round
+	dashLeft  = []int{7, 20}                           // say they stop
+	dashLater = []int{1, 2, 3, 5, 6, 8, 9, 11, 12, 13} // leave while paused: 14 active, fewer than the cohort of 15
+)
+
+// teacherLog passes every request to the coordinator and records the
+// teacher secret each status request carried and the teacher actions
+// posted (with the secret they carried and the coordinator's answer).
+type teacherLog struct {
+	next    http.Handler
+	mu      sync.Mutex
+	secrets []string // X-Teacher-Secret of each GET /api/status
+	posts   []teacherPost
+}
+
+type teacherPost struct {
+	Action, Secret string
+	Code           int
+}
+
+// codeWriter keeps the status code of a response.
+type codeWriter struct {
+	http.ResponseWriter
+	code int
+}
+
+func (w *codeWriter) WriteHeader(code int) { w.code = code; w.ResponseWriter.WriteHeader(code) }
+
+func (l *teacherLog) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == "/api/status" {
+		l.mu.Lock()
+		l.secrets = append(l.secrets, r.Header.Get(api.TeacherHeader))
+		l.mu.Unlock()
+	}
+	action, ok := strings.CutPrefix(r.URL.Path, "/api/teacher/")
+	if !ok || r.Method != http.MethodPost {
+		l.next.ServeHTTP(w, r)
+		return
+	}
+	cw := &codeWriter{ResponseWriter: w, code: http.StatusOK}
+	l.next.ServeHTTP(cw, r)
+	l.mu.Lock()
+	l.posts = append(l.posts, teacherPost{action, r.Header.Get(api.TeacherHeader), cw.code})
+	l.mu.Unlock()
+}
+
+// sent returns the secrets of the status requests since the last call,
+// and the teacher actions so far.
+func (l *teacherLog) sent() ([]string, []teacherPost) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	s := l.secrets
+	l.secrets = nil
+	return s, append([]teacherPost(nil), l.posts...)
+}
+
+// dashClass is a lesson of the real coordinator with 30 devices.
+type dashClass struct {
+	t            *testing.T
+	code, secret string
+	addr         string // the coordinator's, 127.0.0.1:port
+	base         string // the recording proxy's URL, which the dashboard loads
+	log          *teacherLog
+	rts          []*device.Runtime    // by index into nicknames; nil for the hostile device
+	stops        []context.CancelFunc // each device's own context
+}
+
+// newDashClass starts the coordinator (the projector tests' template:
+// Start sizes it to M = 30 and a cohort of 15, with 40 rounds of b = 8
+// (each device holds 330 pictures, enough for them all), a 4 s
+// deadline and a second between rounds) and the 30 devices, and waits
+// until they are in the lobby.
+func newDashClass(t *testing.T) *dashClass {
+	t.Helper()
+	const code = "LAYOUT30"
+	port := strings.Split(freeAddr(t), ":")[1]
+	coord, secret := projectorCoordinator(t, "0.0.0.0:"+port, code, "-T", "40", "-b", "8", "-deadline", "4s", "-round-gap", "1s")
+	t.Cleanup(coord.stop)
+	c := &dashClass{t: t, code: code, secret: secret, addr: "127.0.0.1:" + port}
+	c.log = &teacherLog{next: proxyTo(c.addr)}
+	c.base = serve(t, c.log).URL
+
+	test := fashionTest(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	dim := c.status().Session.Dim
+	ws := "ws://" + c.addr + "/ws"
+	for i, name := range nicknames {
+		dctx, stop := context.WithCancel(ctx)
+		c.stops = append(c.stops, stop)
+		if i == dashHostile {
+			c.rts = append(c.rts, nil)
+			hostileDevice(dctx, ws, code, name, dim)
+			continue
+		}
+		var hooks *device.Hooks
+		if slices.Contains(dashStuck, i) {
+			hooks = &device.Hooks{BeforeSend: func(int) (time.Duration, bool) { <-dctx.Done(); return 0, true }}
+		}
+		rt, err := device.New(dctx, device.Config{URL: ws, JoinCode: code, Nickname: name, Storage: &device.MemStorage{},
+			Data: test.Samples[i*330 : (i+1)*330], Hooks: hooks})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.rts = append(c.rts, rt)
+		wg.Add(1)
+		go func() { defer wg.Done(); rt.Run(dctx) }()
+	}
+	c.waitStatus("30 devices in the lobby", time.Minute, func(st coordinator.Status) bool {
+		return len(st.People) == len(nicknames) && peopleIn(st)["lobby"] == len(nicknames)
+	})
+	return c
+}
+
+// status is the coordinator's status (asked directly, not through the
+// recording proxy), the teacher's.
+func (c *dashClass) status() coordinator.Status {
+	c.t.Helper()
+	req, err := http.NewRequest(http.MethodGet, "http://"+c.addr+"/api/status?code="+c.code, nil)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	req.Header.Set(api.TeacherHeader, c.secret)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		c.t.Fatalf("status: %v", err)
+	}
+	defer resp.Body.Close()
+	var st coordinator.Status
+	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
+		c.t.Fatalf("status: %v", err)
+	}
+	return st
+}
+
+// waitStatus polls the status until ok (a generous wait, not a limit
+// the test asserts).
+func (c *dashClass) waitStatus(what string, d time.Duration, ok func(coordinator.Status) bool) coordinator.Status {
+	c.t.Helper()
+	end := time.Now().Add(d)
+	for {
+		st := c.status()
+		if ok(st) {
+			return st
+		}
+		if time.Now().After(end) {
+			c.t.Fatalf("%s: not within %v (state %q, %d rounds, people %v)", what, d, st.State, st.Committed, peopleIn(st))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// peopleIn counts the status's people by state.
+func peopleIn(st coordinator.Status) map[string]int {
+	n := map[string]int{}
+	for _, p := range st.People {
+		n[p.State]++
+	}
+	return n
+}
+
 // dashRun loads the dashboard and checks its screenshots, for
 // dashboardLayout.
 type dashRun struct {
-	t                   *testing.T
-	b                   tab
-	fake                *fakeDashboard
-	base, engine, shots string
+	t             *testing.T
+	b             tab
+	c             *dashClass
+	engine, shots string
+	joinURL       string // what the QR code must read
 }
 
 // load opens the dashboard at w x h and waits until view is rendered
@@ -346,9 +357,7 @@ type dashRun struct {
 func (d *dashRun) load(w, h int, query string, view string) {
 	t, b := d.t, d.b
 	t.Helper()
-	d.fake.mu.Lock()
-	d.fake.secrets = nil
-	d.fake.mu.Unlock()
+	d.c.log.sent() // the status requests of this load only
 	what := fmt.Sprintf("dashboard %dx%d", w, h)
 	got, err := b.viewport(w, h, false)
 	if err != nil {
@@ -357,26 +366,34 @@ func (d *dashRun) load(w, h int, query string, view string) {
 	if got != [2]int{w, h} {
 		t.Fatalf("%s: the page is %dx%d", what, got[0], got[1])
 	}
-	if err := b.navigate(d.base + "/dashboard?" + query); err != nil {
+	if err := b.navigate(d.c.base + "/dashboard?" + query); err != nil {
 		t.Fatalf("%s: %v", what, err)
 	}
+	d.rendered(what, view)
+}
+
+// rendered waits until view is rendered with its QR code loaded, and
+// two frames drawn after.
+func (d *dashRun) rendered(what, view string) {
+	t, b := d.t, d.b
+	t.Helper()
 	if err := waitFor(b, 60*time.Second, what, fmt.Sprintf(`document.body.dataset.view === %q && document.body.dataset.rendered === "1" &&
 			[...document.querySelectorAll("img.qr")].some(i => i.complete && i.naturalWidth > 0)`, view)); err != nil {
 		t.Fatal(pageFailure(b, what, err))
 	}
-	// Two frames drawn after the render.
 	if err := b.eval(`new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() => r(true))))`, nil); err != nil {
 		t.Fatal(err)
 	}
 }
 
-// shoot saves a screenshot and, where the view shows the join QR code
-// (qr), checks that it scans to the join address.
-func (d *dashRun) shoot(name string, qr bool) {
+// shoot saves a screenshot (kept in docs/screenshots when keep) and,
+// where the view shows the join QR code (qr), checks that it scans to
+// the join address.
+func (d *dashRun) shoot(name string, keep, qr bool) {
 	t := d.t
 	t.Helper()
 	dir := d.shots
-	if name == "dashboard-lobby-1280" { // checked, not kept in docs/
+	if !keep {
 		dir = t.TempDir()
 	}
 	path := filepath.Join(dir, shotName(d.engine, name))
@@ -386,120 +403,207 @@ func (d *dashRun) shoot(name string, qr bool) {
 	if !qr {
 		return
 	}
-	joinURL := "http://192.168.1.23:8080/?code=" + fakeCode // as fakeDashboard's QR
 	got := decodeQR(t, path)
 	if len(got) == 0 {
 		t.Errorf("%s: no QR code could be read from the screenshot %s", name, path)
 	}
 	for _, g := range got {
-		if g != joinURL {
-			t.Errorf("%s: the QR code reads %q, want %q", name, g, joinURL)
+		if g != d.joinURL {
+			t.Errorf("%s: the QR code reads %q, want %q", name, g, d.joinURL)
 		}
 	}
 }
 
+// buttons says which teacher buttons are shown, by action.
+func (d *dashRun) buttons() map[string]bool {
+	var shown map[string]bool
+	if err := d.b.eval(`Object.fromEntries([...document.querySelectorAll("#controls button")].map(b => [b.dataset.action, !b.hidden && b.offsetParent !== null]))`, &shown); err != nil {
+		d.t.Fatal(err)
+	}
+	return shown
+}
+
+// press clicks the teacher's button for action and checks that the
+// page posted it with the secret and the coordinator accepted it.
+func (d *dashRun) press(action string) {
+	t := d.t
+	t.Helper()
+	if err := d.b.click("#btn-" + action); err != nil {
+		t.Fatal(pageFailure(d.b, action, err))
+	}
+	end := time.Now().Add(30 * time.Second)
+	for {
+		_, posts := d.c.log.sent()
+		if i := slices.IndexFunc(posts, func(p teacherPost) bool { return p.Action == action }); i >= 0 {
+			if p := posts[i]; p.Secret != d.c.secret || p.Code != http.StatusOK {
+				t.Errorf("%s: posted with secret %q, answered %d", action, p.Secret, p.Code)
+			}
+			return
+		}
+		if time.Now().After(end) {
+			t.Fatalf("%s: the page posted no %s (posts %v)", action, action, posts)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+var dashSizes = [][2]int{{1920, 1080}, {1280, 720}}
+
 func dashboardLayout(t *testing.T, e engine) {
-	fake := &fakeDashboard{}
-	fake.set(fakeStatus("running", true))
-	srv := serve(t, fake.handler(t))
+	c := newDashClass(t)
+	st := c.status()
+	if st.Join.LoopbackOnly || len(st.Join.URLs) == 0 || !strings.HasSuffix(st.Join.URLs[0], "/?code="+c.code) {
+		t.Fatalf("listening on every address: loopback only %v, join URLs %q", st.Join.LoopbackOnly, st.Join.URLs)
+	}
 	b, err := e.start(t)()
 	if err != nil {
 		t.Fatal(err)
 	}
-	shots := screenshotDir(t)
-	d := &dashRun{t: t, b: b, fake: fake, base: srv.URL, engine: e.name, shots: shots}
-	load, shoot := d.load, d.shoot
+	d := &dashRun{t: t, b: b, c: c, engine: e.name, shots: screenshotDir(t), joinURL: st.Join.URLs[0]}
+	dashLobby(d)
+	dashTraining(d)
+	dashSummary(d)
+}
 
-	for _, size := range [][2]int{{1920, 1080}, {1280, 720}} {
-		name := fmt.Sprintf("training %dx%d", size[0], size[1])
-		fake.set(fakeStatus("running", true))
-		load(size[0], size[1], "code="+fakeCode+"&teacher="+fakeSecret, "training")
-		checkLayout(t, name, pageLayout(t, b), "training")
-		shoot(fmt.Sprintf("dashboard-%d", size[0]), true)
-		// The secret left the address bar, is not on the screen, and
-		// goes with every status request.
-		var href, text string
-		b.eval(`location.href`, &href)
-		b.eval(`document.documentElement.outerHTML + document.body.innerText`, &text)
-		if strings.Contains(href, fakeSecret) || strings.Contains(text, fakeSecret) {
-			t.Errorf("%s: the teacher secret is visible (address %q)", name, href)
-		}
-		fake.mu.Lock()
-		seen := append([]string(nil), fake.secrets...)
-		fake.mu.Unlock()
-		if len(seen) == 0 || seen[0] != fakeSecret {
-			t.Errorf("%s: status requests carried secrets %q", name, seen)
-		}
-		var shown map[string]bool
-		b.eval(`Object.fromEntries([...document.querySelectorAll("#controls button")].map(b => [b.dataset.action, !b.hidden && b.offsetParent !== null]))`, &shown)
-		if !shown["pause"] || !shown["end"] || shown["start"] || shown["resume"] || shown["new"] {
-			t.Errorf("%s: teacher buttons shown while running: %v", name, shown)
-		}
-	}
-
-	// Pause reaches the endpoint with the secret; the view follows.
-	if err := b.click("#btn-pause"); err != nil {
-		t.Fatal(pageFailure(b, "pause", err))
-	}
-	if err := waitFor(b, 30*time.Second, "paused", `!document.getElementById("btn-resume").hidden`); err != nil {
-		t.Fatal(pageFailure(b, "pause", err))
-	}
-	fake.mu.Lock()
-	posts := append([]string(nil), fake.posts...)
-	fake.mu.Unlock()
-	if len(posts) != 1 || posts[0] != "pause" {
-		t.Errorf("teacher actions received: %q, want [pause]", posts)
-	}
-
-	// The lobby and the summary, at both sizes; screenshots at 1920.
-	// Without the secret: the tab kept it (sessionStorage), so forget it.
-	if err := b.eval(`sessionStorage.clear()`, nil); err != nil {
-		t.Fatal(err)
-	}
-	for _, size := range [][2]int{{1920, 1080}, {1280, 720}} {
-		fake.set(fakeStatus("lobby", true))
-		load(size[0], size[1], "code="+fakeCode, "lobby")
-		checkLayout(t, fmt.Sprintf("lobby %dx%d", size[0], size[1]), pageLayout(t, b), "lobby")
+// dashLobby checks the lobby without the secret, then Starts the lesson
+// from the teacher's lobby.
+func dashLobby(d *dashRun) {
+	t, b, c := d.t, d.b, d.c
+	for _, size := range dashSizes {
+		name := fmt.Sprintf("lobby %dx%d", size[0], size[1])
+		d.load(size[0], size[1], "code="+c.code, "lobby")
+		checkLayout(t, name, pageLayout(t, b), "lobby")
 		var names int
 		b.eval(`document.querySelectorAll("#names-big li").length`, &names)
 		if names != len(nicknames) {
-			t.Errorf("lobby: %d nicknames shown, want %d", names, len(nicknames))
+			t.Errorf("%s: %d nicknames shown, want %d", name, names, len(nicknames))
 		}
 		var controls bool
 		b.eval(`!document.getElementById("controls").hidden`, &controls)
 		if controls {
-			t.Error("lobby without the secret shows the teacher's buttons")
+			t.Errorf("%s: without the secret the teacher's buttons show", name)
 		}
-		shoot(map[int]string{1920: "dashboard-lobby", 1280: "dashboard-lobby-1280"}[size[0]], true)
+		d.shoot(map[int]string{1920: "dashboard-lobby", 1280: "dashboard-lobby-1280"}[size[0]], size[0] == 1920, true)
+	}
+	d.load(1920, 1080, "code="+c.code+"&teacher="+c.secret, "lobby")
+	if shown := d.buttons(); !shown["start"] || shown["pause"] || shown["resume"] || shown["new"] {
+		t.Errorf("teacher's lobby: buttons shown %v", shown)
+	}
+	d.press("start")
+	d.rendered("training after Start", "training")
+}
 
-		fake.set(fakeStatus("ended", true))
-		load(size[0], size[1], "code="+fakeCode, "summary")
-		checkLayout(t, fmt.Sprintf("summary %dx%d", size[0], size[1]), pageLayout(t, b), "summary")
-		var dl, sum string
-		b.eval(`document.getElementById("download").getAttribute("href")`, &dl)
-		b.eval(`document.getElementById("summary").innerText`, &sum)
-		if dl != "/api/model.json?code="+fakeCode {
-			t.Errorf("summary: download link %q", dl)
+// dashTraining checks the training view while the class trains (every
+// device state on the screen), Pause, the devices warning, Resume.
+func dashTraining(d *dashRun) {
+	t, b, c := d.t, d.b, d.c
+	// By name: a device that answers can be counted stuck for a while
+	// too (a round closes once it has its target, so the extra devices
+	// it asked may miss it).
+	are := func(st coordinator.Status, state string, who ...int) bool {
+		return !slices.ContainsFunc(who, func(i int) bool { return person(st, nicknames[i]).State != state })
+	}
+	c.waitStatus("three devices stuck", 3*time.Minute, func(st coordinator.Status) bool {
+		return st.Committed >= 3 && are(st, "stuck", dashStuck...)
+	})
+	for _, i := range dashLeft {
+		c.rts[i].Leave("stopped")
+	}
+	c.stops[dashGone]()
+	c.waitStatus("every state in the class", time.Minute, func(st coordinator.Status) bool {
+		return are(st, "left", dashLeft...) && are(st, "gone", dashGone) && are(st, "stuck", dashStuck...) &&
+			person(st, nicknames[dashHostile]).Rejected > 0
+	})
+	for _, size := range dashSizes {
+		name := fmt.Sprintf("training %dx%d", size[0], size[1])
+		d.load(size[0], size[1], "code="+c.code+"&teacher="+c.secret, "training")
+		if err := waitFor(b, 30*time.Second, name+": every state and the flagged device drawn", `(() => {
+  const cls = new Set([...document.querySelectorAll("#names li")].map(li => li.classList[0]));
+  return ["active", "stuck", "left", "gone"].every(s => cls.has(s)) && !document.getElementById("flags").hidden; })()`); err != nil {
+			t.Error(pageFailure(b, name, err))
 		}
-		eps := coordinator.SessionPrivacy(fakeStatus("ended", false)["session"].(wire.SessionParams)).EpsilonText
-		for _, want := range []string{"27", "200", eps, "%", "in 1 h 23 min"} {
-			if !strings.Contains(sum, want) {
-				t.Errorf("summary does not show %q:\n%s", want, sum)
-			}
+		checkLayout(t, name, pageLayout(t, b), "training")
+		d.shoot(fmt.Sprintf("dashboard-%d", size[0]), true, true)
+		// The secret left the address bar, is not on the screen, and
+		// went with every status request.
+		var href, text string
+		b.eval(`location.href`, &href)
+		b.eval(`document.documentElement.outerHTML + document.body.innerText`, &text)
+		if strings.Contains(href, c.secret) || strings.Contains(text, c.secret) {
+			t.Errorf("%s: the teacher secret is visible (address %q)", name, href)
 		}
-		if size[0] == 1920 {
-			shoot("dashboard-summary", false)
+		if seen, _ := c.log.sent(); len(seen) == 0 || slices.ContainsFunc(seen, func(s string) bool { return s != c.secret }) {
+			t.Errorf("%s: status requests carried secrets %q", name, seen)
+		}
+		if shown := d.buttons(); !shown["pause"] || !shown["end"] || shown["start"] || shown["resume"] || shown["new"] {
+			t.Errorf("%s: teacher buttons shown while running: %v", name, shown)
 		}
 	}
 
-	// A coordinator without the lobby fields: the training view, device
-	// counts only, no buttons.
-	fake.set(fakeStatus("running", false))
-	load(1280, 720, "code="+fakeCode, "training")
-	checkLayout(t, "without lobby fields", pageLayout(t, b), "training")
-	var counts string
-	b.eval(`document.getElementById("counts").innerText`, &counts)
-	if !strings.Contains(counts, "24") { // connected 27 - left 2 - stuck 1
-		t.Errorf("device counts without people: %q", counts)
+	// Pause on the page pauses the lesson; the view follows.
+	d.press("pause")
+	if err := waitFor(b, 30*time.Second, "paused", `!document.getElementById("btn-resume").hidden`); err != nil {
+		t.Fatal(pageFailure(b, "pause", err))
+	}
+	c.waitStatus("paused", 30*time.Second, func(st coordinator.Status) bool { return st.State == coordinator.StatePaused })
+
+	// Ten more leave: 14 active devices, fewer than the cohort.
+	for _, i := range dashLater {
+		c.rts[i].Leave("stopped")
+	}
+	st := c.waitStatus("the devices warning", time.Minute, func(st coordinator.Status) bool { return len(st.Notices) > 0 })
+	if st.Notices[0].Kind != "devices" || st.Session.Cohort != 15 {
+		t.Errorf("after %d left: cohort %d, notices %v", len(dashLeft)+len(dashLater), st.Session.Cohort, st.Notices)
+	}
+	for _, size := range dashSizes {
+		name := fmt.Sprintf("training with the warning %dx%d", size[0], size[1])
+		d.load(size[0], size[1], "code="+c.code, "training")
+		if err := waitFor(b, 30*time.Second, name, `!document.getElementById("warnings").hidden &&
+  document.getElementById("warnings").textContent.includes("fewer than the 15")`); err != nil {
+			t.Error(pageFailure(b, name, err))
+		}
+		checkLayout(t, name, pageLayout(t, b), "training")
+		d.shoot(fmt.Sprintf("dashboard-warning-%d", size[0]), false, true)
+	}
+	d.press("resume")
+	c.waitStatus("running again", 30*time.Second, func(st coordinator.Status) bool { return st.State != coordinator.StatePaused })
+}
+
+// dashSummary waits for the lesson's end and checks the summary without
+// the secret.
+func dashSummary(d *dashRun) {
+	t, b, c := d.t, d.b, d.c
+	st := c.waitStatus("the end of the lesson", 5*time.Minute, func(st coordinator.Status) bool { return st.State == coordinator.StateEnded })
+	if st.Committed != st.Session.Rounds || st.Join.Summary == nil || st.Join.Summary.Participants < 10 {
+		t.Fatalf("at the end: %d of %d rounds, summary %+v", st.Committed, st.Session.Rounds, st.Join.Summary)
+	}
+	// Without the secret: the tab kept it (sessionStorage), so forget it.
+	if err := b.eval(`sessionStorage.clear()`, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, size := range dashSizes {
+		name := fmt.Sprintf("summary %dx%d", size[0], size[1])
+		d.load(size[0], size[1], "code="+c.code, "summary")
+		checkLayout(t, name, pageLayout(t, b), "summary")
+		var dl, sum string
+		var controls bool
+		b.eval(`document.getElementById("download").getAttribute("href")`, &dl)
+		b.eval(`document.getElementById("summary").innerText`, &sum)
+		b.eval(`!document.getElementById("controls").hidden`, &controls)
+		if dl != "/api/model.json?code="+c.code {
+			t.Errorf("%s: download link %q", name, dl)
+		}
+		if controls {
+			t.Errorf("%s: without the secret the teacher's buttons show", name)
+		}
+		for _, want := range []string{fmt.Sprint(st.Join.Summary.Participants), fmt.Sprint(st.Session.Rounds), st.Privacy.EpsilonText, "%",
+			"in " + fmtDuration(st.RunningSec)} {
+			if !strings.Contains(sum, want) {
+				t.Errorf("%s does not show %q:\n%s", name, want, sum)
+			}
+		}
+		if size[0] == 1920 {
+			d.shoot("dashboard-summary", true, false)
+		}
 	}
 }

@@ -1069,6 +1069,20 @@ var mutations = []mutation{
 		pkgs: []string{"./e2e/", "-run", "TestDashboardLesson"},
 	},
 	{
+		name: "dashboard-taskform-below-screen", why: "the teacher's open task form does not scroll in the card's room: at 1280x720 it runs below the screen and its button cannot be reached",
+		file: "coordinator/site/dashboard.css",
+		old:  ".taskform[open] { flex:1 1 0; min-height:8rem; overflow:auto; }",
+		new:  ".taskform[open] { }",
+		pkgs: []string{"./e2e/", "-run", "TestTaskFormEngines/chromium"},
+	},
+	{
+		name: "dashboard-taskform-fields-overflow", why: "the task form's fields do not shrink: each column's Remove button is drawn outside the card",
+		file: "coordinator/site/dashboard.css",
+		old:  "grid-template-columns:minmax(0,1fr) minmax(0,2fr) auto minmax(0,2fr) auto;",
+		new:  "grid-template-columns:1fr 2fr auto 2fr auto;",
+		pkgs: []string{"./e2e/", "-run", "TestTaskFormEngines/chromium"},
+	},
+	{
 		name: "dashboard-class-picture-misaligned", why: "the class pictures are cut from the weights without the bias (class c's picture drawn from the wrong weights)",
 		file: "coordinator/site/dashboard.js",
 		old:  "w: W.slice(c * (F + 1), c * (F + 1) + F)",
