@@ -250,13 +250,15 @@ type dashClass struct {
 // newDashClass starts the coordinator (the projector tests' template:
 // Start sizes it to M = 30 and a cohort of 15, with 40 rounds of b = 8
 // (each device holds 330 pictures, enough for them all), a 4 s
-// deadline and a second between rounds) and the 30 devices, and waits
-// until they are in the lobby.
+// deadline and two seconds between rounds, so that the training views
+// are checked well before the last round on a busy machine: the test logs
+// the round it pauses at) and the 30 devices, and waits until they are in
+// the lobby.
 func newDashClass(t *testing.T) *dashClass {
 	t.Helper()
 	const code = "LAYOUT30"
 	port := strings.Split(freeAddr(t), ":")[1]
-	coord, secret := projectorCoordinator(t, "0.0.0.0:"+port, code, "-T", "40", "-b", "8", "-deadline", "4s", "-round-gap", "1s")
+	coord, secret := projectorCoordinator(t, "0.0.0.0:"+port, code, "-T", "40", "-b", "8", "-deadline", "4s", "-round-gap", "2s")
 	t.Cleanup(coord.stop)
 	c := &dashClass{t: t, code: code, secret: secret, addr: "127.0.0.1:" + port}
 	c.log = &teacherLog{next: proxyTo(c.addr)}
@@ -545,7 +547,8 @@ func dashTraining(d *dashRun) {
 	if err := waitFor(b, 30*time.Second, "paused", `!document.getElementById("btn-resume").hidden`); err != nil {
 		t.Fatal(pageFailure(b, "pause", err))
 	}
-	c.waitStatus("paused", 30*time.Second, func(st coordinator.Status) bool { return st.State == coordinator.StatePaused })
+	paused := c.waitStatus("paused", 30*time.Second, func(st coordinator.Status) bool { return st.State == coordinator.StatePaused })
+	t.Logf("paused after %d of %d rounds", paused.Committed, paused.Session.Rounds)
 
 	// Ten more leave: 14 active devices, fewer than the cohort.
 	for _, i := range dashLater {
