@@ -291,7 +291,13 @@ func (rt *Runtime) setup(s wire.SessionParams) error {
 	if err != nil {
 		return fmt.Errorf("device: %w", err)
 	}
-	if lds, ok := a.(optim.LocalDataSetter); ok && alg.NeedsLocalData() {
+	if alg.NeedsLocalData() {
+		lds, ok := a.(optim.LocalDataSetter)
+		if !ok {
+			// A wrapper that hides SetLocalData would leave the device
+			// without its local set: refuse here, not at its first round.
+			return fmt.Errorf("device: algorithm %q keeps a local data set, but %T takes none", s.Algorithm, a)
+		}
 		local := rt.cfg.Data
 		if p.LocalSize > 0 && p.LocalSize < len(local) {
 			local = local[:p.LocalSize]

@@ -5,6 +5,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"browserfl/shared/dataset"
 	"browserfl/shared/optim"
@@ -47,6 +48,20 @@ func newYielding(ctx context.Context, p *port, samples int, next func(optim.Para
 		}
 		return yielding{Device: d, ctx: ctx, port: p, batch: op.Batch, samples: samples, onPrepared: onPrepared}, nil
 	}
+}
+
+// The runtime hands an algorithm's local set through this interface
+// (device.Runtime's setup refuses a device half that hides it).
+var _ optim.LocalDataSetter = yielding{}
+
+// SetLocalData implements optim.LocalDataSetter for the algorithms that
+// keep a local set (soteria-svrg, soteria-saga): the runtime hands it to
+// the wrapped device.
+func (y yielding) SetLocalData(s []dataset.Sample) error {
+	if l, ok := y.Device.(optim.LocalDataSetter); ok {
+		return l.SetLocalData(s)
+	}
+	return fmt.Errorf("%T takes no local data", y.Device)
 }
 
 // Prepare implements optim.Device.

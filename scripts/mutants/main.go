@@ -88,6 +88,13 @@ var mutations = []mutation{
 		pkgs: []string{"./sim/audit/", "-run", "TestAuditSound"},
 	},
 	{
+		name: "device-local-data-setter-unchecked", why: "a device half that hides SetLocalData (a wrapper) is accepted for an algorithm that keeps a local set",
+		file: "device/runtime.go",
+		old:  "		if !ok {\n			// A wrapper that hides SetLocalData",
+		new:  "		if _ = ok; false {\n			// A wrapper that hides SetLocalData",
+		pkgs: []string{"./device/", "-run", "TestSetupNeedsLocalDataSetter"},
+	},
+	{
 		name: "sensitivity-S/b", why: "the replace-one sensitivity 2S/b of the nc noise becomes S/b (noise and charge both too small)",
 		file: "shared/optim/params.go",
 		old:  "sens := 2 * p.S() / float64(p.Batch)",
