@@ -18,7 +18,9 @@ import (
 // computes the scattering features of its pictures in WebAssembly,
 // trains every round of the session on them (its stored session names
 // the transform, its ledger counts every round), and "try the model"
-// answers a drawing (whose features the page computes too).
+// answers a drawing (whose features the page computes too); the
+// projector's summary says the model reads features instead of drawing
+// its weights as pictures.
 func TestBrowserFeatureSession(t *testing.T) {
 	webDir := pageBuild(t)
 	bin := coordinatorBinary(t)
@@ -69,4 +71,12 @@ func TestBrowserFeatureSession(t *testing.T) {
 		drawStroke("try", [][2]float64{{10, 4}, {10, 24}, {18, 24}, {18, 4}}),
 		chromedp.Click("#try-btn", chromedp.ByID),
 		chromedp.Poll(`document.getElementById("prediction").textContent.startsWith("The model says")`, nil, chromedp.WithPollingTimeout(30*time.Second)))
+
+	// The projector does not draw a feature model's weights as pictures
+	// (3,969 = 63 x 63 would pass for a square picture).
+	b.must(60*time.Second, "the projector's model note",
+		chromedp.Navigate(srv.URL+"/dashboard?code="+code),
+		chromedp.Poll(`(() => { const n = document.getElementById("sum-pics-note"), box = document.getElementById("sum-tiles");
+  return n && n.textContent.includes("features computed from each picture") && box && box.children.length === 0; })()`,
+			nil, chromedp.WithPollingTimeout(45*time.Second)))
 }

@@ -200,6 +200,9 @@ async function pollModel(s) {
 // side x side pixels}) and the sentence under the title, or a sentence
 // alone when the model is not drawn.
 function modelTiles(m) {
+  if (m.session && m.session.transform) {
+    return {note: "This model reads features computed from each picture (patterns at several sizes and angles), not its pixels, so its weights are not drawn as pictures."};
+  }
   const F = m.features, side = Math.round(Math.sqrt(F));
   if (side * side !== F) return {note: "This model's inputs are not a square picture, so its weights are not drawn."};
   const W = m.weights;

@@ -1104,6 +1104,13 @@ var mutations = []mutation{
 		pkgs: []string{"./e2e/", "-run", "TestDashboardMLP"},
 	},
 	{
+		name: "dashboard-feature-weights-as-pixels", why: "the projector draws a feature model's 3,969 weights per class as 63 x 63 pictures, captioned as pixels",
+		file: "coordinator/site/dashboard.js",
+		old:  "  if (m.session && m.session.transform) {\n",
+		new:  "  if (false) {\n",
+		pkgs: []string{"./e2e/", "-run", "TestBrowserFeatureSession"},
+	},
+	{
 		name: "dashboard-jargon-outside-details", why: "the plan's symbols (clipping S, minibatch b) show on the projector outside Details",
 		file: "coordinator/site/dashboard.js",
 		old:  "    [\"devices that helped\", sum.participants ?? \"–\"],\n",
