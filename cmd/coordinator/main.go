@@ -25,6 +25,7 @@ import (
 	"os"
 	"runtime/pprof"
 
+	"browserfl/coordinator/edge"
 	"browserfl/coordinator/sessions"
 	"browserfl/coordinator/site"
 	"browserfl/coordinator/store"
@@ -114,6 +115,9 @@ func runSession(o options, log *slog.Logger, stderr io.Writer) error {
 		JoinCodeLength: o.JoinCodeLength, Fresh: o.Reset, Logger: log, Shards: shards,
 		Assets: site.Assets{Index: index, Web: web.FS(), Join: join}}
 	if o.Role == "session" {
+		if err := edge.CheckSession(a.sess); err != nil {
+			return err
+		}
 		attach, closeNATS, err := sessionNode(o, log)
 		if err != nil {
 			return err

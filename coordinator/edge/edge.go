@@ -177,7 +177,7 @@ func New(cfg Config) (*Edge, error) {
 		cfg.SessionTimeout = 5 * time.Second
 	}
 	if cfg.Limits.MaxFrameBytes <= 0 {
-		cfg.Limits.MaxFrameBytes = 1 << 20
+		cfg.Limits.MaxFrameBytes = DefaultMaxFrameBytes
 	}
 	var b [16]byte
 	if _, err := crand.Read(b[:]); err != nil {
