@@ -298,6 +298,44 @@ func (rt *Runtime) setup(s wire.SessionParams) error {
 	return nil
 }
 
+// ErrDataFixed is wrapped by AddData when the session's algorithm keeps a
+// local data set of its own (optim.Algorithm.NeedsLocalData): it was
+// given the data at set-up, and data arriving later would not be in it.
+var ErrDataFixed = errors.New("device: this session's algorithm took its local data at set-up")
+
+// AddData appends samples at the end of the device's data (data that
+// arrives while the device runs: the rest of a demo shard fetched in the
+// background). Appending never moves a sample, so the single-pass cursor
+// means the same thing before and after; the ledger, the policy and the
+// cursor are not touched: more data only lets the device answer more
+// rounds, each charged as any other. Once a session is set up the samples
+// must fit it (ErrWrongData) and its algorithm must not keep local data
+// of its own (ErrDataFixed); on error nothing is added. Safe to call
+// while Run runs (not from OnEvent, which runs under the runtime's lock).
+func (rt *Runtime) AddData(samples []dataset.Sample) error {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	if s := rt.st.Session; s != nil && rt.algo != nil {
+		if err := checkData(*s, rt.cfg.Task, samples); err != nil {
+			return err
+		}
+		if alg, err := optim.Lookup(rt.param.Algorithm); err != nil || alg.NeedsLocalData() {
+			return fmt.Errorf("%w (%s)", ErrDataFixed, rt.param.Algorithm)
+		}
+	}
+	// A fresh array: a slice handed out earlier (setup's local data)
+	// never sees the new samples.
+	rt.cfg.Data = append(rt.cfg.Data[:len(rt.cfg.Data):len(rt.cfg.Data)], samples...)
+	return nil
+}
+
+// DataLen returns how many samples the device holds.
+func (rt *Runtime) DataLen() int {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	return len(rt.cfg.Data)
+}
+
 // ErrWrongData is wrapped when the device's data does not fit a
 // session: another task (or rows for a picture session, pictures for a
 // row session), another number of features, a label out of range.

@@ -1200,6 +1200,20 @@ var mutations = []mutation{
 		pkgs: []string{"./device/", "-run", "TestRuntimeRefusesOtherTask"},
 	},
 	{
+		name: "device-late-data-unchecked", why: "samples arriving while the device runs are added without checking that they fit the session",
+		file: "device/runtime.go",
+		old:  "\t\tif err := checkData(*s, rt.cfg.Task, samples); err != nil {\n",
+		new:  "\t\tif err := checkData(*s, rt.cfg.Task, samples); false && err != nil {\n",
+		pkgs: []string{"./device/", "-run", "TestAddDataWhileRunning"},
+	},
+	{
+		name: "device-late-data-dropped", why: "samples arriving while the device runs are not used: it leaves when its first data is used up",
+		file: "device/runtime.go",
+		old:  "\trt.cfg.Data = append(rt.cfg.Data[:len(rt.cfg.Data):len(rt.cfg.Data)], samples...)\n",
+		new:  "\t_ = append(rt.cfg.Data[:len(rt.cfg.Data):len(rt.cfg.Data)], samples...)\n",
+		pkgs: []string{"./device/", "-run", "TestAddDataWhileRunning"},
+	},
+	{
 		name: "device-other-task-accepted", why: "a device holding rows of one task trains in a session of another task of the same shape",
 		file: "device/runtime.go",
 		old:  "case st != nil && !reflect.DeepEqual(st, d):",
