@@ -1214,6 +1214,20 @@ var mutations = []mutation{
 		pkgs: []string{"./device/", "-run", "TestAddDataWhileRunning"},
 	},
 	{
+		name: "demo-range-sign-accepted", why: "a demo chunk's parameter is read without checking it is decimal digits only (+3, -1, 0x1 reach strconv)",
+		file: "coordinator/shards/chunk.go",
+		old:  "\t\tif c < '0' || c > '9' {\n",
+		new:  "\t\tif false && (c < '0' || c > '9') {\n",
+		pkgs: []string{"./coordinator/", "./coordinator/shards/", "-run", "TestParseRange|TestDemoShardChunksHTTP"},
+	},
+	{
+		name: "demo-range-end-served", why: "a demo chunk that starts at the shard's end is not refused as the end (416)",
+		file: "coordinator/shards/chunk.go",
+		old:  "\tif from >= n {\n",
+		new:  "\tif from > n {\n",
+		pkgs: []string{"./coordinator/", "./coordinator/shards/", "-run", "TestParseRange|TestDemoShardChunksHTTP"},
+	},
+	{
 		name: "device-other-task-accepted", why: "a device holding rows of one task trains in a session of another task of the same shape",
 		file: "device/runtime.go",
 		old:  "case st != nil && !reflect.DeepEqual(st, d):",
