@@ -6,14 +6,17 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/coder/websocket"
 
+	"browserfl/coordinator/shards"
 	"browserfl/shared/dataset"
 	"browserfl/shared/mechanism"
 	"browserfl/shared/model"
@@ -135,17 +138,34 @@ func (s *scripted) handler() http.Handler {
 		json.NewEncoder(w).Encode(s.params)
 	})
 	mux.HandleFunc("GET /api/demo/{part}", func(w http.ResponseWriter, r *http.Request) {
+		// As the coordinator: a cookie keeps the page on its shard (its
+		// images, labels and later chunks), ?from=&count= ask a chunk
+		// (shards.ParseRange), X-Shard-Samples says the shard's size.
 		s.mu.Lock()
-		// The images request takes the next shard; the labels request
-		// that follows returns the same one.
-		k := s.nextShrd
-		if r.PathValue("part") == "images" {
+		k := -1
+		if ck, err := r.Cookie(shards.Cookie); err == nil {
+			if i, err := strconv.Atoi(ck.Value); err == nil && i >= 0 && i < len(s.shards) {
+				k = i
+			}
+		}
+		if k < 0 {
+			k = s.nextShrd % len(s.shards)
 			s.nextShrd++
-		} else {
-			k--
 		}
 		s.mu.Unlock()
-		shard := s.shards[(k+len(s.shards))%len(s.shards)]
+		shard := s.shards[k]
+		if shards.Ranged(r.URL.Query()) {
+			from, to, err := shards.ParseRange(r.URL.Query(), shard.Len())
+			code := http.StatusBadRequest
+			if errors.Is(err, shards.ErrRangeEnd) {
+				code = http.StatusRequestedRangeNotSatisfiable
+			}
+			if err != nil {
+				http.Error(w, err.Error(), code)
+				return
+			}
+			shard = dataset.Set{Name: shard.Name, Features: shard.Features, Classes: shard.Classes, Samples: shard.Samples[from:to]}
+		}
 		im, lab, err := shard.EncodeIDX()
 		if err != nil {
 			http.Error(w, err.Error(), 500)
@@ -157,6 +177,8 @@ func (s *scripted) handler() http.Handler {
 		}
 		var b bytes.Buffer
 		dataset.WriteIDX(&b, x)
+		http.SetCookie(w, &http.Cookie{Name: shards.Cookie, Value: strconv.Itoa(k), Path: "/api/demo/"})
+		w.Header().Set("X-Shard-Samples", strconv.Itoa(s.shards[k].Len()))
 		w.Write(b.Bytes())
 	})
 	mux.HandleFunc("GET /api/progress", func(w http.ResponseWriter, r *http.Request) {
