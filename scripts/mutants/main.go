@@ -1228,6 +1228,13 @@ var mutations = []mutation{
 		pkgs: []string{"./coordinator/", "./coordinator/shards/", "-run", "TestParseRange|TestDemoShardChunksHTTP"},
 	},
 	{
+		name: "demo-chunk-gives-up", why: "the page stops fetching the rest of the example pictures after one failed fetch (the device runs out and leaves)",
+		file: "wasm/demo.go",
+		old:  "\t\tpause, retry = retry, min(2*retry, demoRetryMax)\n",
+		new:  "\t\treturn\n",
+		pkgs: []string{"./e2e/", "-run", "TestBrowserDemoChunks"},
+	},
+	{
 		name: "device-other-task-accepted", why: "a device holding rows of one task trains in a session of another task of the same shape",
 		file: "device/runtime.go",
 		old:  "case st != nil && !reflect.DeepEqual(st, d):",
