@@ -202,6 +202,15 @@ func (t *trainer) topUpDemo() {
 			}
 			continue
 		}
+		t.a.setsMu.Lock()
+		other := err == nil && total != t.a.demoTotal
+		t.a.setsMu.Unlock()
+		if other {
+			// Not the shard the page started on (a coordinator that lost
+			// its record of the shards): never mix two shards.
+			jsw.Global().Get("console").Call("warn", fmt.Sprintf("browserfl: the example pictures' shard changed (%d samples, was %d): keeping those stored", total, t.a.demoTotal))
+			return
+		}
 		if err == nil {
 			err = t.addDemo(s, total)
 			if err != nil {
