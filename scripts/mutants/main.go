@@ -1235,6 +1235,13 @@ var mutations = []mutation{
 		pkgs: []string{"./e2e/", "-run", "TestBrowserDemoChunks"},
 	},
 	{
+		name: "demo-shards-not-replayed", why: "a restarted coordinator makes new demo shards instead of the ones it handed out (a page's later chunks come from another shard)",
+		file: "coordinator/shards/shards.go",
+		old:  "\t\tset.parts = append(set.parts, part)\n",
+		new:  "\t\t_ = part\n",
+		pkgs: []string{"./coordinator/shards/", "-run", "TestReplay"},
+	},
+	{
 		name: "device-other-task-accepted", why: "a device holding rows of one task trains in a session of another task of the same shape",
 		file: "device/runtime.go",
 		old:  "case st != nil && !reflect.DeepEqual(st, d):",
