@@ -258,6 +258,8 @@ func TestAddDataWhileRunning(t *testing.T) {
 		bad[0].Label = p.Classes
 		if err := rt.AddData(bad); !errors.Is(err, device.ErrWrongData) {
 			hookErr = fmt.Errorf("AddData(label %d) = %v, want ErrWrongData", p.Classes, err)
+		} else if err := rt.InsertData(st.Cursor-1, samples(1)); !errors.Is(err, device.ErrInsertUsed) {
+			hookErr = fmt.Errorf("InsertData before the cursor (%d) = %v, want ErrInsertUsed", st.Cursor, err)
 		} else if err := rt.AddData(samples(2 * p.Batch)); err != nil {
 			hookErr = err
 		} else if after := acc.Ledger(); !reflect.DeepEqual(before, after) || rt.State().Cursor != st.Cursor {

@@ -25,12 +25,12 @@ import (
 // downloads about a tenth of a shard sized for a hundred; the first
 // chunk is what the join weight (e2e TestJoinWeight) counts.
 //
-// A chunk is appended at the end of the demo source and of the running
-// device's data (device.Runtime.AddData), only while the device holds
-// the demo source and nothing else: the samples the single-pass cursor
-// has used keep their places, before and after a reload (all() puts
-// the demo first, and drawings stored meanwhile were never given to
-// this device). The shard's samples are in random order (dataset.
+// A chunk goes at the end of the demo source, which all() puts first,
+// and at the same place in the running device's data
+// (device.Runtime.InsertData), before the owner's files and drawings,
+// only while the cursor has not passed the demo samples: the samples
+// used keep their places, before and after a reload (drawings stored
+// meanwhile were never given to this device and come after). The shard's samples are in random order (dataset.
 // ShardStream.Next), so any chunk is drawn from the shard's label
 // proportions: a signal-bound session's nearly iid shards stay so.
 const (
@@ -132,9 +132,9 @@ func (a *app) firstDemo() error {
 }
 
 // demoWanted returns the chunk of the demo shard the running device
-// wants now: ok when the device holds the demo source and nothing else,
-// the shard has more, and fewer than demoAheadRounds rounds of its
-// samples are unused.
+// wants now: ok when the device holds the whole demo source first in its
+// data (demoHeld), the shard has more, and fewer than demoAheadRounds
+// rounds of its samples are unused.
 func (t *trainer) demoWanted() (from, count int, ok bool) {
 	rt := t.runtime()
 	if rt == nil {
@@ -149,7 +149,7 @@ func (t *trainer) demoWanted() (from, count int, ok bool) {
 	if st.Session != nil {
 		b = st.Session.Batch
 	}
-	if have == 0 || have >= total || rt.DataLen() != have || have-st.Cursor >= demoSamples(demoAheadRounds, b) {
+	if have == 0 || have >= total || int(t.demoHeld.Load()) != have || st.Cursor > have || have-st.Cursor >= demoSamples(demoAheadRounds, b) {
 		return 0, 0, false
 	}
 	return have, min(demoSamples(demoChunkRounds, b), total-have), true
@@ -163,11 +163,12 @@ func (t *trainer) addDemo(s dataset.Set, total int) error {
 	rt := t.runtime()
 	// The wrapper's count first: it never refuses what the runtime has.
 	t.samples.Add(int64(s.Len()))
-	if err := rt.AddData(s.Samples); err != nil {
+	prev, _ := t.a.source("demo")
+	if err := rt.InsertData(prev.Len(), s.Samples); err != nil {
 		t.samples.Add(-int64(s.Len()))
 		return err
 	}
-	prev, _ := t.a.source("demo")
+	t.demoHeld.Add(int64(s.Len()))
 	return t.a.saveDemo(local.Join("demo", prev, s), total)
 }
 

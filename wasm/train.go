@@ -76,6 +76,9 @@ type trainer struct {
 	// samples is how many samples the device holds (the yielding
 	// wrapper's single-pass check; topUpDemo adds to it).
 	samples atomic.Int64
+	// demoHeld is how many demo samples lead the device's data (what
+	// the demo source held when it started, and the chunks added since).
+	demoHeld atomic.Int64
 
 	// The owner's ledger (nil when the device trains on the demo shard
 	// only), this device's charge in it and what the owner's data spent
@@ -143,6 +146,8 @@ func (t *trainer) run() {
 	a := t.a
 	data := a.all().Samples
 	t.samples.Store(int64(len(data)))
+	demo, _ := a.source("demo")
+	t.demoHeld.Store(int64(demo.Len()))
 	spent, err := t.charge(t.ctx)
 	if err != nil {
 		a.update(func(s *ui.State) {
