@@ -5,8 +5,10 @@ package device_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -16,6 +18,7 @@ import (
 
 	"browserfl/device"
 	"browserfl/shared/dataset"
+	"browserfl/shared/optim"
 	"browserfl/shared/wire"
 )
 
@@ -228,5 +231,58 @@ func TestLeaveKeepsPending(t *testing.T) {
 	rt.Leave(wire.LeaveDone) // a second call changes nothing
 	if rt.Leaving() != wire.LeaveStopped {
 		t.Errorf("Leaving() = %q after a second Leave, want %q", rt.Leaving(), wire.LeaveStopped)
+	}
+}
+
+// TestAddDataWhileRunning: a single-pass device holding data for two
+// rounds is given two rounds more while it runs (the rest of a demo
+// shard arriving in the background), right before its first update is
+// sent: it answers four rounds, then leaves because its data is used up.
+// Adding touches neither the ledger nor the cursor, and samples that do
+// not fit the session are refused without adding any. A device that could
+// not see the late samples would leave after two updates.
+func TestAddDataWhileRunning(t *testing.T) {
+	p := leaveSession()
+	fc, url := newFakeCoord(t, p, false)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var rt *device.Runtime
+	var hookErr error
+	hooks := &device.Hooks{BeforeSend: func(round int) (time.Duration, bool) {
+		if round != 1 {
+			return 0, false
+		}
+		acc := rt.Algorithm().(optim.Accountant)
+		before, st := acc.Ledger(), rt.State()
+		bad := samples(1)
+		bad[0].Label = p.Classes
+		if err := rt.AddData(bad); !errors.Is(err, device.ErrWrongData) {
+			hookErr = fmt.Errorf("AddData(label %d) = %v, want ErrWrongData", p.Classes, err)
+		} else if err := rt.InsertData(st.Cursor-1, samples(1)); !errors.Is(err, device.ErrInsertUsed) {
+			hookErr = fmt.Errorf("InsertData before the cursor (%d) = %v, want ErrInsertUsed", st.Cursor, err)
+		} else if err := rt.AddData(samples(2 * p.Batch)); err != nil {
+			hookErr = err
+		} else if after := acc.Ledger(); !reflect.DeepEqual(before, after) || rt.State().Cursor != st.Cursor {
+			hookErr = fmt.Errorf("adding data changed the ledger (%+v -> %+v) or the cursor", before, after)
+		}
+		return 0, false
+	}}
+	rt, err := device.New(ctx, device.Config{URL: url, JoinCode: "c", Storage: &device.MemStorage{}, Data: samples(2 * p.Batch),
+		Unlimited: true, Hooks: hooks})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.Run(ctx); !errors.Is(err, device.ErrDataUsedUp) {
+		t.Fatalf("Run = %v, want ErrDataUsedUp", err)
+	}
+	if hookErr != nil {
+		t.Fatal(hookErr)
+	}
+	got, _ := fc.result(t)
+	if want := "update,update,update,update,leave done"; strings.Join(got, ",") != want {
+		t.Errorf("coordinator received %q, want %q", got, want)
+	}
+	if n, s := rt.DataLen(), rt.State(); n != 4*p.Batch || s.Cursor != 4*p.Batch || s.Included != 4 {
+		t.Errorf("%d samples, state %+v: want %d samples, all used, 4 included", n, s, 4*p.Batch)
 	}
 }

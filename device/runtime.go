@@ -316,6 +316,65 @@ func (rt *Runtime) setup(s wire.SessionParams) error {
 	return nil
 }
 
+// ErrDataFixed is wrapped by AddData when the session's algorithm keeps a
+// local data set of its own (optim.Algorithm.NeedsLocalData): it was
+// given the data at set-up, and data arriving later would not be in it.
+var ErrDataFixed = errors.New("device: this session's algorithm took its local data at set-up")
+
+// ErrInsertUsed is wrapped by InsertData when the samples would go
+// before the cursor: among samples already used, which would move.
+var ErrInsertUsed = errors.New("device: samples would go among the used ones")
+
+// AddData appends samples at the end of the device's data
+// (InsertData at the end).
+func (rt *Runtime) AddData(samples []dataset.Sample) error {
+	rt.mu.Lock()
+	n := len(rt.cfg.Data)
+	rt.mu.Unlock()
+	return rt.InsertData(n, samples)
+}
+
+// InsertData puts samples into the device's data at position at (data
+// that arrives while the device runs: the rest of a demo shard fetched in
+// the background, which goes after the demo samples and before the
+// owner's files). Only at or after the cursor: the samples used keep
+// their places, so the single-pass cursor means the same thing before
+// and after (ErrInsertUsed otherwise); the ledger, the policy and the
+// cursor are not touched: more data only lets the device answer more
+// rounds, each charged as any other. Once a session is set up the
+// samples must fit it (ErrWrongData) and its algorithm must not keep
+// local data of its own (ErrDataFixed); on error nothing is added. Safe
+// to call while Run runs (not from OnEvent, which runs under the
+// runtime's lock).
+func (rt *Runtime) InsertData(at int, samples []dataset.Sample) error {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	if s := rt.st.Session; s != nil && rt.algo != nil {
+		if _, err := checkData(*s, rt.cfg.Task, samples); err != nil {
+			return err
+		}
+		if alg, err := optim.Lookup(rt.param.Algorithm); err != nil || alg.NeedsLocalData() {
+			return fmt.Errorf("%w (%s)", ErrDataFixed, rt.param.Algorithm)
+		}
+	}
+	if at < rt.st.Cursor || at > len(rt.cfg.Data) {
+		return fmt.Errorf("%w: at %d, the cursor at %d of %d samples", ErrInsertUsed, at, rt.st.Cursor, len(rt.cfg.Data))
+	}
+	// A fresh array: a slice handed out earlier (setup's local data,
+	// the caller's) never sees the change.
+	d := make([]dataset.Sample, 0, len(rt.cfg.Data)+len(samples))
+	d = append(append(append(d, rt.cfg.Data[:at]...), samples...), rt.cfg.Data[at:]...)
+	rt.cfg.Data = d
+	return nil
+}
+
+// DataLen returns how many samples the device holds.
+func (rt *Runtime) DataLen() int {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	return len(rt.cfg.Data)
+}
+
 // ErrWrongData is wrapped when the device's data does not fit a
 // session: another task (or rows for a picture session, pictures for a
 // row session), another number of features, a label out of range.

@@ -6,14 +6,17 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/coder/websocket"
 
+	"browserfl/coordinator/shards"
 	"browserfl/shared/dataset"
 	"browserfl/shared/mechanism"
 	"browserfl/shared/model"
@@ -54,6 +57,12 @@ type scripted struct {
 	finished bool           // /api/status says the session is over
 	// ends records how each device connection ended, in order.
 	ends []connEnd
+	// failChunks demo chunk requests after the first chunk (from > 0)
+	// fail with 503 before any succeeds; chunkFails and chunkOK count
+	// those requests (images and labels each). gap is the pause between
+	// rounds (0: none), set before run.
+	failChunks, chunkFails, chunkOK int
+	gap                             time.Duration
 }
 
 // connEnd is how one device connection ended: the leave message it sent
@@ -135,17 +144,48 @@ func (s *scripted) handler() http.Handler {
 		json.NewEncoder(w).Encode(s.params)
 	})
 	mux.HandleFunc("GET /api/demo/{part}", func(w http.ResponseWriter, r *http.Request) {
+		// As the coordinator: a cookie keeps the page on its shard (its
+		// images, labels and later chunks), ?from=&count= ask a chunk
+		// (shards.ParseRange), X-Shard-Samples says the shard's size.
 		s.mu.Lock()
-		// The images request takes the next shard; the labels request
-		// that follows returns the same one.
-		k := s.nextShrd
-		if r.PathValue("part") == "images" {
+		k := -1
+		if ck, err := r.Cookie(shards.Cookie); err == nil {
+			if i, err := strconv.Atoi(ck.Value); err == nil && i >= 0 && i < len(s.shards) {
+				k = i
+			}
+		}
+		if k < 0 {
+			k = s.nextShrd % len(s.shards)
 			s.nextShrd++
-		} else {
-			k--
 		}
 		s.mu.Unlock()
-		shard := s.shards[(k+len(s.shards))%len(s.shards)]
+		shard := s.shards[k]
+		if shards.Ranged(r.URL.Query()) {
+			from, to, err := shards.ParseRange(r.URL.Query(), shard.Len())
+			code := http.StatusBadRequest
+			if errors.Is(err, shards.ErrRangeEnd) {
+				code = http.StatusRequestedRangeNotSatisfiable
+			}
+			if err != nil {
+				http.Error(w, err.Error(), code)
+				return
+			}
+			if from > 0 {
+				s.mu.Lock()
+				fail := s.chunkFails < s.failChunks
+				if fail {
+					s.chunkFails++
+				} else {
+					s.chunkOK++
+				}
+				s.mu.Unlock()
+				if fail {
+					http.Error(w, "busy", http.StatusServiceUnavailable)
+					return
+				}
+			}
+			shard = dataset.Set{Name: shard.Name, Features: shard.Features, Classes: shard.Classes, Samples: shard.Samples[from:to]}
+		}
 		im, lab, err := shard.EncodeIDX()
 		if err != nil {
 			http.Error(w, err.Error(), 500)
@@ -157,6 +197,8 @@ func (s *scripted) handler() http.Handler {
 		}
 		var b bytes.Buffer
 		dataset.WriteIDX(&b, x)
+		http.SetCookie(w, &http.Cookie{Name: shards.Cookie, Value: strconv.Itoa(k), Path: "/api/demo/"})
+		w.Header().Set("X-Shard-Samples", strconv.Itoa(s.shards[k].Len()))
 		w.Write(b.Bytes())
 	})
 	mux.HandleFunc("GET /api/progress", func(w http.ResponseWriter, r *http.Request) {
@@ -342,6 +384,13 @@ func randHex(n int) string {
 func (s *scripted) run(ctx context.Context) error {
 	s.start = time.Now()
 	for t := 1; t <= s.params.Rounds; t++ {
+		if t > 1 && s.gap > 0 {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(s.gap):
+			}
+		}
 		cohort, err := s.waitCohort(ctx)
 		if err != nil {
 			return err

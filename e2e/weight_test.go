@@ -268,8 +268,9 @@ func report(t *testing.T, what string, count map[string]int, sent map[string]int
 // and its worker. A reload there (same profile, warm cache) shows the
 // lobby again for at most reloadBudget bytes, without fetching the
 // program. A second student (own profile) takes the example pictures
-// instead: those travel compressed; their weight is printed
-// (docs/coordinator.md).
+// instead: the first rounds' chunk of the demo shard, compressed, one
+// request for its images and one for its labels before the lobby (the
+// rest comes while the device trains), within joinBudget too.
 func TestJoinWeight(t *testing.T) {
 	bin := coordinatorWithPage(t, pageBuild(t))
 	const code = "WEIGHT7"
@@ -374,6 +375,9 @@ func TestJoinWeight(t *testing.T) {
 	count, sent, enc = reqs.take()
 	t.Logf("join with the example pictures (bare address -> lobby): %d bytes to the browser, %d from it", down, up)
 	report(t, "join with the example pictures", count, sent, enc)
+	if down > joinBudget {
+		t.Errorf("join with the example pictures: %d bytes to the browser, budget %d", down, joinBudget)
+	}
 	if n := programFetches(count); n != 1 {
 		t.Errorf("the program was fetched %d times for the second page, want 1", n)
 	}

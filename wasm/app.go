@@ -79,6 +79,9 @@ type app struct {
 
 	setsMu sync.Mutex
 	sets   map[string]dataset.Set // source -> samples; use source/setSource/all
+	// demoTotal is the size of the page's demo shard, of which the demo
+	// source holds the first chunks (under setsMu; demo.go).
+	demoTotal int
 	// A row task's session: its task (nil for pictures), each source's
 	// rows as typed (under setsMu; their encoding is in sets), and a
 	// lock held while a source's rows are read, grown and stored.

@@ -5,7 +5,6 @@ package main
 import (
 	"crypto/rand"
 	"fmt"
-	"net/url"
 	"strings"
 	"syscall/js"
 
@@ -50,6 +49,7 @@ func (a *app) loadData() error {
 		}
 		a.setSource(src, s)
 	}
+	a.loadDemoTotal()
 	a.publishData()
 	return nil
 }
@@ -82,8 +82,8 @@ func (a *app) save(src string, s dataset.Set) error {
 	return nil
 }
 
-// LoadDemo fetches the demo shard once and keeps it
-// (ui.Controller.LoadDemo).
+// LoadDemo fetches the first chunk of the demo shard and keeps it
+// (ui.Controller.LoadDemo; demo.go).
 func (a *app) LoadDemo() {
 	if a.store == nil {
 		return
@@ -113,23 +113,9 @@ func (a *app) LoadDemo() {
 		return
 	}
 	go func() {
-		q := "?code=" + url.QueryEscape(a.code)
-		im, err := jsw.Fetch(a.ctx, a.base+"/api/demo/images"+q)
-		if err == nil {
-			var lab []byte
-			lab, err = jsw.Fetch(a.ctx, a.base+"/api/demo/labels"+q)
-			if err == nil {
-				var s dataset.Set
-				s, err = local.Decode("demo", im, lab)
-				if err == nil {
-					err = shuffle(s)
-				}
-				if err == nil {
-					err = a.save("demo", s)
-				}
-			}
-		}
-		if err != nil {
+		// The first rounds' pictures; the rest comes while the device
+		// trains (topUpDemo).
+		if err := a.firstDemo(); err != nil {
 			a.update(func(s *ui.State) { s.Data.Busy = "" })
 			a.fail("Demo data", err)
 		}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall/js"
 	"time"
 
@@ -73,6 +74,13 @@ type trainer struct {
 
 	wake chan struct{} // an event was queued
 
+	// samples is how many samples the device holds (the yielding
+	// wrapper's single-pass check; topUpDemo adds to it).
+	samples atomic.Int64
+	// demoHeld is how many demo samples lead the device's data (what
+	// the demo source held when it started, and the chunks added since).
+	demoHeld atomic.Int64
+
 	// The owner's ledger (nil when the device trains on the demo shard
 	// only), this device's charge in it and what the owner's data spent
 	// in other sessions (zCDP rho).
@@ -121,6 +129,7 @@ func (a *app) startTraining() {
 	go t.run()
 	go t.publishEvents()
 	go t.pollProgress()
+	go t.topUpDemo()
 }
 
 func wsURL(base string) string {
@@ -137,6 +146,9 @@ func (t *trainer) run() {
 	defer close(t.done)
 	a := t.a
 	data := a.all().Samples
+	t.samples.Store(int64(len(data)))
+	demo, _ := a.source("demo")
+	t.demoHeld.Store(int64(demo.Len()))
 	spent, err := t.charge(t.ctx)
 	if err != nil {
 		a.update(func(s *ui.State) {
@@ -161,7 +173,7 @@ func (t *trainer) run() {
 		// session is joined only if that is what they agreed to.
 		AllowTrusted: a.consent.Trusted,
 		OnEvent:      t.onEvent,
-		NewDevice:    newYielding(t.ctx, a.port, len(data), device.WatchPrepared(device.DefaultNewDevice, t.watch), t.prepared),
+		NewDevice:    newYielding(t.ctx, a.port, t.samples.Load, device.WatchPrepared(device.DefaultNewDevice, t.watch), t.prepared),
 	})
 	if err != nil {
 		a.update(shown)

@@ -29,9 +29,9 @@ import (
 type yielding struct {
 	optim.Device
 	ctx     context.Context
-	port    *port // where the "fl-prepare" measure goes
-	batch   int   // b
-	samples int   // samples stored in the page
+	port    *port        // where the "fl-prepare" measure goes
+	batch   int          // b
+	samples func() int64 // samples the device holds (more arrive while it trains)
 	// onPrepared receives the time Prepare took and the size of the
 	// update frame about to be sent (wire.UpdateFrameLen of the payload).
 	onPrepared func(millis float64, frameBytes int)
@@ -40,7 +40,7 @@ type yielding struct {
 // errDataUsed is returned by Prepare once every sample has been used.
 var errDataUsed = errors.New("every local sample has been used once (single pass): this page takes part in no more rounds")
 
-func newYielding(ctx context.Context, p *port, samples int, next func(optim.Params) (optim.Device, error), onPrepared func(float64, int)) func(optim.Params) (optim.Device, error) {
+func newYielding(ctx context.Context, p *port, samples func() int64, next func(optim.Params) (optim.Device, error), onPrepared func(float64, int)) func(optim.Params) (optim.Device, error) {
 	return func(op optim.Params) (optim.Device, error) {
 		d, err := next(op)
 		if err != nil {
@@ -66,7 +66,7 @@ func (y yielding) SetLocalData(s []dataset.Sample) error {
 
 // Prepare implements optim.Device.
 func (y yielding) Prepare(r optim.Round, batch []dataset.Sample) (optim.Update, error) {
-	if (y.Participations()+1)*y.batch > y.samples {
+	if int64(y.Participations()+1)*int64(y.batch) > y.samples() {
 		return optim.Update{}, errDataUsed
 	}
 	jsw.Yield(y.ctx)

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"time"
 
@@ -297,14 +299,28 @@ func demoShards(o options, a assembled, td taskData, committed func() int, log *
 			return b.Bytes(), err
 		}
 	}
-	shards, err := shards.New(td.train, cfg)
+	replay, onNew, err := shardLog(o, td, cfg, log)
 	if err != nil {
 		return nil, err
+	}
+	cfg.Replay, cfg.OnNew = replay, onNew
+	set, err := shards.New(td.train, cfg)
+	if err != nil {
+		// A log that no longer fits (edited, another training set):
+		// start again without it.
+		log.Warn("demo shards: the record of earlier shards does not replay; starting afresh", "err", err)
+		if err := os.Remove(shardLogPath(o, td, cfg)); err != nil && !os.IsNotExist(err) {
+			return nil, err
+		}
+		cfg.Replay = nil
+		if set, err = shards.New(td.train, cfg); err != nil {
+			return nil, err
+		}
 	}
 	size := dataset.PageShardSize(a.sess.Rounds, a.sess.Batch, 0, td.train.Len())
 	log.Info("demo shards (demo only)", "task", td.name, "train", td.train.Len(), "shard_samples", size,
 		"disjoint_shards", td.train.Len()/max(size, 1), "max_shards", a.shards)
-	return shards, nil
+	return set, nil
 }
 
 // index returns the page served at /: -index's file, or the embedded one.
@@ -317,4 +333,64 @@ func (o options) index() ([]byte, error) {
 		return nil, fmt.Errorf("-index: %w", err)
 	}
 	return b, nil
+}
+
+// shardLogPath is the file in the data directory that records the sizes
+// of the demo shards handed out, for shards.Config.Replay; its name
+// carries what the shards depend on, so another training set or plan
+// starts a record of its own.
+func shardLogPath(o options, td taskData, cfg shards.Config) string {
+	name := fmt.Sprintf("demo-shards-%s-n%d-T%d-b%d-a%g-s%d", td.name, td.train.Len(), cfg.Rounds, cfg.Batch, cfg.Alpha, cfg.Seed)
+	return filepath.Join(o.DataDir, strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '.' {
+			return r
+		}
+		return '_'
+	}, name))
+}
+
+// shardLog reads the sizes of the demo shards an earlier run handed out
+// (one decimal a line; at most cfg.Max) and returns them with the
+// function that records each new one, so a page that fetches the rest of
+// its shard after a restart gets the rest of the same shard.
+func shardLog(o options, td taskData, cfg shards.Config, log *slog.Logger) ([]int, func(int) error, error) {
+	path := shardLogPath(o, td, cfg)
+	if err := os.MkdirAll(o.DataDir, 0o700); err != nil {
+		return nil, nil, err
+	}
+	if o.Reset {
+		// A new session: its pages start on new shards.
+		if err := os.Remove(path); err != nil && !os.IsNotExist(err) {
+			return nil, nil, err
+		}
+	}
+	var sizes []int
+	b, err := os.ReadFile(path)
+	if err != nil && !os.IsNotExist(err) {
+		return nil, nil, err
+	}
+	for _, line := range strings.Fields(string(b)) {
+		n, err := strconv.Atoi(line)
+		if err != nil || n < 1 || len(sizes) >= cfg.Max {
+			log.Warn("demo shards: the record of earlier shards is damaged; starting afresh", "file", path)
+			sizes = nil
+			if err := os.Remove(path); err != nil {
+				return nil, nil, err
+			}
+			break
+		}
+		sizes = append(sizes, n)
+	}
+	onNew := func(n int) error {
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+		if err != nil {
+			return err
+		}
+		if _, err := fmt.Fprintf(f, "%d\n", n); err != nil {
+			f.Close()
+			return err
+		}
+		return f.Close()
+	}
+	return sizes, onNew, nil
 }

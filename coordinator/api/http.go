@@ -124,14 +124,22 @@ func Handler(c Session, assets site.Assets, shards *shards.Set) http.Handler {
 			enc.Serve(w, r, "blob/"+strconv.Itoa(idx), blob)
 		}))
 		for _, part := range []string{"images", "labels"} {
-			mux.HandleFunc("GET /api/demo/"+part, demoFile(c, shards, enc, part, "application/octet-stream", "shard unavailable",
+			whole := demoFile(c, shards, enc, part, "application/octet-stream", "shard unavailable",
 				func(idx int) ([]byte, error) {
 					im, lab, err := shards.IDX(idx)
 					if part == "images" {
 						return im, err
 					}
 					return lab, err
-				}))
+				})
+			chunk := demoChunk(c, shards, enc, part)
+			mux.HandleFunc("GET /api/demo/"+part, func(w http.ResponseWriter, r *http.Request) {
+				if shardsRanged(r) {
+					chunk(w, r)
+					return
+				}
+				whole(w, r)
+			})
 		}
 	}
 	site.RegisterAssets(mux, assets)

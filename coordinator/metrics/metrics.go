@@ -84,13 +84,14 @@ const (
 	RejNickname                 // nickname too close to a present one (or invalid after NFKC)
 	RejRemoved                  // hello of a device the teacher removed from the session
 	RejTask                     // a teacher's task definition that is malformed or does not fit the session
+	RejDemoRange                // a demo shard chunk with malformed parameters, or past the shard's end
 	NumRejections
 )
 
 var rejectionNames = [NumRejections]string{"", "join_code", "join_throttled", "register_throttled", "auth", "full",
 	"prehello_per_address", "hello_timeout", "origin", "bad_frame", "oversized", "version", "protocol", "rate",
 	"slow_consumer", "ping_timeout", "metrics_token", "teacher_secret",
-	"teacher_throttled", "nickname", "removed", "task"}
+	"teacher_throttled", "nickname", "removed", "task", "demo_range"}
 
 func (m *Metrics) Reject(kind int) {
 	if kind != RejNone {

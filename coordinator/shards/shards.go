@@ -65,6 +65,15 @@ type Config struct {
 	// rather than pictures: it writes the rows at the training set's
 	// indices part as the task's CSV, which CSV(idx) serves.
 	CSV func(part []int) ([]byte, error)
+	// Replay lists the sizes of the shards made before (by an earlier
+	// run of this coordinator, in order, as OnNew reported them): New
+	// makes them again, the same samples under the same indices, so a
+	// page that fetches the rest of its shard after a restart gets the
+	// rest of the same shard (the stream is deterministic given Seed).
+	Replay []int
+	// OnNew, when set, is told the size of each new shard before it is
+	// handed out (to be kept for Replay); an error refuses the shard.
+	OnNew func(size int) error
 }
 
 // cachedShards is how many encoded shards stay in memory (a page asks
@@ -84,8 +93,19 @@ func New(train Source, cfg Config) (*Set, error) {
 	if committed == nil {
 		committed = func() int { return 0 }
 	}
-	return &Set{set: train, Classes: cfg.Classes, cfg: cfg, stream: st, committed: committed,
-		cache: make(map[int]shardFiles)}, nil
+	set := &Set{set: train, Classes: cfg.Classes, cfg: cfg, stream: st, committed: committed,
+		cache: make(map[int]shardFiles)}
+	for k, size := range cfg.Replay {
+		if k >= cfg.Max {
+			break
+		}
+		part, err := st.Next(size)
+		if err != nil {
+			return nil, fmt.Errorf("demo shards: replaying shard %d: %w", k, err)
+		}
+		set.parts = append(set.parts, part)
+	}
+	return set, nil
 }
 
 const Cookie = "bfl_demo_shard"
@@ -118,7 +138,16 @@ func (s *Set) Pick(r *http.Request) int {
 func (s *Set) newLocked(t int) (int, error) {
 	var i int
 	if len(s.parts) < s.cfg.Max {
-		part, err := s.stream.Next(dataset.PageShardSize(s.cfg.Rounds, s.cfg.Batch, t, s.set.Len()))
+		size := dataset.PageShardSize(s.cfg.Rounds, s.cfg.Batch, t, s.set.Len())
+		if size < 1 || size > s.set.Len() {
+			return 0, fmt.Errorf("demo shards: shard of %d samples from %d", size, s.set.Len())
+		}
+		if s.cfg.OnNew != nil {
+			if err := s.cfg.OnNew(size); err != nil {
+				return 0, fmt.Errorf("demo shards: %w", err)
+			}
+		}
+		part, err := s.stream.Next(size)
 		if err != nil {
 			return 0, err
 		}

@@ -148,18 +148,31 @@ func (e *HTTPError) Error() string { return fmt.Sprintf("fetch %s: HTTP %d", e.U
 
 // Fetch GETs url with the page's fetch and returns the body. It blocks.
 func Fetch(ctx context.Context, url string) ([]byte, error) {
+	b, _, err := FetchHeader(ctx, url, "")
+	return b, err
+}
+
+// FetchHeader is Fetch that also returns the response's header name
+// ("" when absent, or when name is "").
+func FetchHeader(ctx context.Context, url, name string) (body []byte, header string, err error) {
 	resp, err := Await(ctx, js.Global().Call("fetch", url))
 	if err != nil {
-		return nil, fmt.Errorf("fetch %s: %w", url, err)
+		return nil, "", fmt.Errorf("fetch %s: %w", url, err)
 	}
 	if !resp.Get("ok").Bool() {
-		return nil, &HTTPError{URL: url, Status: resp.Get("status").Int()}
+		return nil, "", &HTTPError{URL: url, Status: resp.Get("status").Int()}
+	}
+	if name != "" {
+		if h := resp.Get("headers").Call("get", name); h.Type() == js.TypeString {
+			header = h.String()
+		}
 	}
 	buf, err := Await(ctx, resp.Call("arrayBuffer"))
 	if err != nil {
-		return nil, fmt.Errorf("fetch %s: body: %w", url, err)
+		return nil, "", fmt.Errorf("fetch %s: body: %w", url, err)
 	}
-	return Bytes(buf)
+	body, err = Bytes(buf)
+	return body, header, err
 }
 
 // ByID returns the element with the given id, or an error if the page

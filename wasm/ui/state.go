@@ -114,6 +114,9 @@ type Training struct {
 	Lobby      bool   // connected; the session waits for the teacher's Start
 	Done       bool   // session finished or device stopped
 	UsedUp     bool   // the device stopped because every sample is used
+	// More says, in plain words, that more example pictures are being
+	// fetched or could not be yet ("" when nothing is to say).
+	More string
 	// Sent is "what your phone sent" for the latest update this page
 	// prepared (empty before the first): computed in the page, shown
 	// only here.
