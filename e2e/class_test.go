@@ -258,13 +258,25 @@ func classroom(t *testing.T, e engine) {
 	// Its page is open before Start: compiling the program is the slow
 	// part (tens of seconds in WebKit on two busy cores, where 30 rounds
 	// once ended before a page opened after Start was ready); typing the
-	// code, consent, data and training come after Start.
+	// code, consent, data and training come once round 1 is committed.
 	var wg sync.WaitGroup
 	wg.Add(1)
 	lateErr := make(chan string, 1)
 	lateAt := -1 // rounds committed when the late student was training
 	go func() {
 		defer wg.Done()
+		// Late: after round 1 has been committed.
+		for k := 0; ; k++ {
+			var s coordinator.Status
+			if getJSON(srv.URL+"/api/status?code="+code, &s) == nil && s.Committed >= 1 {
+				break
+			}
+			if k == 3000 {
+				lateErr <- "round 1 not committed within 5 minutes"
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
 		if err := joinOpened(lateTab, code, late, nil, "#train", nil); err != nil {
 			lateErr <- pageFailure(lateTab, "late join", err)
 			return

@@ -476,12 +476,16 @@ func dashLobby(d *dashRun) {
 		d.load(size[0], size[1], "code="+c.code, "lobby")
 		checkLayout(t, name, pageLayout(t, b), "lobby")
 		var names int
-		b.eval(`document.querySelectorAll("#names-big li").length`, &names)
+		if err := b.eval(`document.querySelectorAll("#names-big li").length`, &names); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
 		if names != len(nicknames) {
 			t.Errorf("%s: %d nicknames shown, want %d", name, names, len(nicknames))
 		}
 		var controls bool
-		b.eval(`!document.getElementById("controls").hidden`, &controls)
+		if err := b.eval(`!document.getElementById("controls").hidden`, &controls); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
 		if controls {
 			t.Errorf("%s: without the secret the teacher's buttons show", name)
 		}
@@ -529,8 +533,12 @@ func dashTraining(d *dashRun) {
 		// The secret left the address bar, is not on the screen, and
 		// went with every status request.
 		var href, text string
-		b.eval(`location.href`, &href)
-		b.eval(`document.documentElement.outerHTML + document.body.innerText`, &text)
+		if err := b.eval(`location.href`, &href); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if err := b.eval(`document.documentElement.outerHTML + document.body.innerText`, &text); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
 		if strings.Contains(href, c.secret) || strings.Contains(text, c.secret) {
 			t.Errorf("%s: the teacher secret is visible (address %q)", name, href)
 		}
@@ -590,9 +598,15 @@ func dashSummary(d *dashRun) {
 		checkLayout(t, name, pageLayout(t, b), "summary")
 		var dl, sum string
 		var controls bool
-		b.eval(`document.getElementById("download").getAttribute("href")`, &dl)
-		b.eval(`document.getElementById("summary").innerText`, &sum)
-		b.eval(`!document.getElementById("controls").hidden`, &controls)
+		if err := b.eval(`document.getElementById("download").getAttribute("href")`, &dl); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if err := b.eval(`document.getElementById("summary").innerText`, &sum); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if err := b.eval(`!document.getElementById("controls").hidden`, &controls); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
 		if dl != "/api/model.json?code="+c.code {
 			t.Errorf("%s: download link %q", name, dl)
 		}
