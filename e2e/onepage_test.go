@@ -150,6 +150,17 @@ func (o *onePage) log() string {
 	return string(b)
 }
 
+// sentUpdates counts the binary frames (updates) the page sent.
+func sentUpdates(br *browser) int {
+	n := 0
+	for _, f := range br.sent() {
+		if f.Opcode != 1 {
+			n++
+		}
+	}
+	return n
+}
+
 // idxFiles writes set as an IDX images/labels pair (raw, as a person
 // would pick from disk) and returns the two paths.
 func idxFiles(t *testing.T, set dataset.Set) []string {
