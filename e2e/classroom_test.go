@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -10,28 +11,45 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"browserfl/shared/dataset"
+	"browserfl/coordinator"
+	"browserfl/device"
 	"browserfl/shared/wire"
 )
 
 // TestBrowserFinishedSession: a newcomer to a session that has finished
 // is told so on the first screen, before consent: no shard is downloaded,
-// nothing is stored, no websocket is opened.
+// nothing is stored, no websocket is opened. The session is the real
+// coordinator's, run to its end by a native device first.
 func TestBrowserFinishedSession(t *testing.T) {
 	webDir := pageBuild(t)
 	all := fashionTest(t)
-	shard, err := all.Take(100)
+	const code = "OVER"
+	o := startOnePage(t, webDir, code, "-T", "2", "-b", "16", "-round-gap", "100ms")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	rt, err := device.New(ctx, device.Config{URL: "ws://" + o.coord.addr + "/ws", JoinCode: code, Nickname: "Early",
+		Storage: &device.MemStorage{}, Data: all.Samples[:100]})
 	if err != nil {
 		t.Fatal(err)
 	}
-	sc := newScripted(t, e2eSession(1), "OVER", []dataset.Set{shard}, all.Samples[:10], lies{})
-	sc.finished = true
-	srv := serve(t, pageHandler(webDir, sc.handler()))
+	ran := make(chan error, 1)
+	go func() { ran <- rt.Run(ctx) }()
+	select {
+	case err := <-ran:
+		if err != nil {
+			t.Fatalf("the native device: %v (coordinator log %s)", err, o.logf.Name())
+		}
+	case <-time.After(3 * time.Minute):
+		t.Fatalf("the session did not end within 3 minutes (coordinator log %s)", o.logf.Name())
+	}
+	if st := o.status(); !st.Finished || st.Committed != 2 {
+		t.Fatalf("after the native device's session: finished %v, %d rounds committed; want finished after 2", st.Finished, st.Committed)
+	}
 	b := launch(t, t.TempDir())
 	defer b.close()
 	var text string
 	b.must(60*time.Second, "finished screen",
-		chromedp.Navigate(srv.URL+"/?code=OVER"),
+		chromedp.Navigate(o.url+"/?code="+code),
 		chromedp.WaitVisible("#closed", chromedp.ByID),
 		chromedp.Text("#closed", &text, chromedp.ByID))
 	if !strings.Contains(text, "has finished") {
@@ -42,8 +60,8 @@ func TestBrowserFinishedSession(t *testing.T) {
 	if consent {
 		t.Error("the consent screen is shown for a finished session")
 	}
-	if n := sc.demoRequests(); n != 0 {
-		t.Errorf("%d demo shard(s) downloaded for a finished session", n)
+	if n := o.asked("/api/demo"); n != 0 {
+		t.Errorf("%d demo shard request(s) for a finished session", n)
 	}
 	var dbs []string
 	b.must(10*time.Second, "databases", chromedp.Evaluate(`indexedDB.databases().then(l => l.map(d => d.name))`, &dbs, awaitPromise))
@@ -53,40 +71,45 @@ func TestBrowserFinishedSession(t *testing.T) {
 	if n := len(b.sent()); n != 0 {
 		t.Errorf("the page sent %d websocket frames to a finished session", n)
 	}
+	if n := o.asked("/ws"); n != 0 {
+		t.Errorf("the page opened %d websocket(s) to a finished session", n)
+	}
+	if st := o.status(); len(st.People) != 1 {
+		t.Errorf("the finished session lists %d people, want the native device only: %+v", len(st.People), st.People)
+	}
 }
 
 // TestBrowserDataUsedUp runs one page on a phone-sized screen (390x844)
-// in a Fashion-MNIST session with data for two rounds only. When its
-// data is used up the page sends Leave{done}, really closes its
-// websocket (the coordinator sees the connection end), and says so at the
-// top of the screen with the next steps; "Draw more pictures" leads to
-// drawing, whose menu offers the session's class names; one more picture
-// makes one more round, which the page joins again to answer, and then
-// leaves again; "I'm done" thanks the student.
+// in a Fashion-MNIST session of the real coordinator (one device per
+// round, T = 8, b = 64) with local files holding data for two rounds
+// only. When its data is used up the page sends Leave{done}, really
+// closes its websocket (the coordinator counts no connected device and
+// lists it as left after two rounds), and says so at the top of the
+// screen with the next steps; "Draw more pictures" leads to drawing,
+// whose menu offers the session's class names; one more picture makes
+// one more round, which the page joins again to answer (the coordinator
+// includes it in a third round), and then leaves again; "I'm done"
+// thanks the student.
 func TestBrowserDataUsedUp(t *testing.T) {
 	webDir := pageBuild(t)
 	all := fashionTest(t)
-	p := e2eSession(1)
-	p.Rounds = 8
-	p.Labels = "T-shirt/top,Trouser,Pullover,Dress,Coat,Sandal,Shirt,Sneaker,Bag,Ankle boot"
+	const batch = 64
+	const labels = "T-shirt/top,Trouser,Pullover,Dress,Coat,Sandal,Shirt,Sneaker,Bag,Ankle boot"
 	// Two rounds, and one sample too few for a third: one drawing later
 	// makes the third.
-	shard, err := all.Take(3*p.Batch - 1)
+	few, err := all.Take(3*batch - 1)
 	if err != nil {
 		t.Fatal(err)
 	}
 	const code = "USEDUP"
-	sc := newScripted(t, p, code, []dataset.Set{shard}, all.Samples[9000:], lies{})
-	srv := serve(t, pageHandler(webDir, sc.handler()))
+	o := startOnePage(t, webDir, code, "-T", "8", "-b", fmt.Sprint(batch), "-eta", "1", "-D", "10")
+	if got := o.status().Session.Labels; got != labels {
+		t.Fatalf("the coordinator's session names the classes %q, want %q", got, labels)
+	}
 	b := launch(t, t.TempDir())
 	defer b.close()
 	b.must(10*time.Second, "phone screen", chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile))
-	openPage(t, b, srv.URL+"/?code="+code, "")
-
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- sc.run(ctx) }()
-	defer func() { cancel(); <-done }()
+	openPageFiles(t, b, o.url+"/?code="+code, idxFiles(t, few), len(few.Samples))
 
 	b.must(3*time.Minute, "used-up notice",
 		chromedp.WaitVisible("#used-up", chromedp.ByID))
@@ -116,16 +139,13 @@ func TestBrowserDataUsedUp(t *testing.T) {
 	if bins != 2 || leaveAt < 0 {
 		t.Errorf("sent %d updates and leave at frame %d; want 2 updates, then a leave message", bins, leaveAt)
 	}
-	// The socket really closed: the coordinator's side of it ended.
-	closed := false
-	for k := 0; k < 100 && !closed; k++ {
-		closed = sc.connected() == 0
-		if !closed {
-			time.Sleep(100 * time.Millisecond)
-		}
-	}
-	if !closed {
-		t.Error("the page's websocket is still open after it left")
+	// The socket really closed: the coordinator's side of it ended, and
+	// the coordinator lists the page as left after its two rounds.
+	st := o.waitStatus("the page's websocket closed", 60*time.Second, func(st coordinator.Status) bool {
+		return st.Devices.Connected == 0
+	})
+	if len(st.People) != 1 || st.People[0].State != "left" || st.People[0].Rounds != 2 {
+		t.Errorf("the coordinator's people after the page left: %+v, want one, left, included in 2 rounds", st.People)
 	}
 
 	// The notice and its buttons are on the first screen of a phone,
@@ -170,8 +190,8 @@ func TestBrowserDataUsedUp(t *testing.T) {
 		chromedp.WaitVisible("#draw", chromedp.ByID),
 		chromedp.Evaluate(`Array.from(document.getElementById("draw-label").options).map(o => o.text)`, &opts),
 		chromedp.Evaluate(`document.getElementById("demo-btn") !== null`, &demo))
-	if strings.Join(opts, ",") != p.Labels {
-		t.Errorf("drawing menu %q, want the session's classes %q", opts, p.Labels)
+	if strings.Join(opts, ",") != labels {
+		t.Errorf("drawing menu %q, want the session's classes %q", opts, labels)
 	}
 	if demo {
 		t.Error("after samples were used, the data screen still offers the demo data")
@@ -215,6 +235,12 @@ func TestBrowserDataUsedUp(t *testing.T) {
 	}
 	if bins != 3 || leaves != 2 {
 		t.Errorf("sent %d updates and %d leave messages in all, want 3 and 2", bins, leaves)
+	}
+	st = o.waitStatus("the page's second websocket closed", 60*time.Second, func(st coordinator.Status) bool {
+		return st.Devices.Connected == 0
+	})
+	if len(st.People) != 1 || st.People[0].State != "left" || st.People[0].Rounds != 3 || st.People[0].Rejected != 0 {
+		t.Errorf("the coordinator's people after the page left again: %+v, want one, left, included in 3 rounds, none rejected", st.People)
 	}
 	b.must(20*time.Second, "I'm done",
 		chromedp.Click("#done-btn", chromedp.ByID),

@@ -54,24 +54,12 @@ type scripted struct {
 	changed  chan struct{}
 	start    time.Time
 	assigned map[string]int // device -> round assignments sent
-	finished bool           // /api/status says the session is over
-	// ends records how each device connection ended, in order.
-	ends []connEnd
 	// failChunks demo chunk requests after the first chunk (from > 0)
 	// fail with 503 before any succeeds; chunkFails and chunkOK count
 	// those requests (images and labels each). gap is the pause between
 	// rounds (0: none), set before run.
 	failChunks, chunkFails, chunkOK int
 	gap                             time.Duration
-}
-
-// connEnd is how one device connection ended: the leave message it sent
-// last, if any, and the close status (-1 when the connection ended
-// without a close frame).
-type connEnd struct {
-	Device string
-	Leave  *wire.Leave
-	Status websocket.StatusCode
 }
 
 // lies are the ways the scripted coordinator can misbehave.
@@ -225,31 +213,10 @@ func (s *scripted) handler() http.Handler {
 		}
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		json.NewEncoder(w).Encode(map[string]any{"committed": len(s.acc), "finished": s.finished})
+		json.NewEncoder(w).Encode(map[string]any{"committed": len(s.acc), "finished": false})
 	})
 	mux.HandleFunc("GET /ws", s.serveWS)
 	return mux
-}
-
-// connected returns the number of open device connections.
-func (s *scripted) connected() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.conns)
-}
-
-// connEnds returns how the device connections have ended so far.
-func (s *scripted) connEnds() []connEnd {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]connEnd(nil), s.ends...)
-}
-
-// demoRequests returns how many demo shards were handed out.
-func (s *scripted) demoRequests() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.nextShrd
 }
 
 func (s *scripted) serveWS(w http.ResponseWriter, r *http.Request) {
@@ -298,27 +265,21 @@ func (s *scripted) serveWS(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.poke()
-	end := connEnd{Device: id, Status: -1}
 	defer func() {
 		s.mu.Lock()
 		if s.conns[id] == c {
 			delete(s.conns, id)
 		}
-		s.ends = append(s.ends, end)
 		s.mu.Unlock()
 		s.poke()
 	}()
 	for {
 		typ, b, err := ws.Read(ctx)
 		if err != nil {
-			end.Status = websocket.CloseStatus(err)
 			return
 		}
 		if typ == websocket.MessageText {
 			m, err := wire.DecodeControl(b)
-			if l, ok := m.(wire.Leave); err == nil && ok {
-				end.Leave = &l
-			}
 			if st, ok := m.(wire.Status); err == nil && ok {
 				s.mu.Lock()
 				d := wire.Decision{T: st.T, State: s.decisionLocked(st.T, id)}

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -13,14 +12,12 @@ import (
 
 	"github.com/chromedp/cdproto/tracing"
 	"github.com/chromedp/chromedp"
-
-	"browserfl/shared/dataset"
 )
 
 // BenchmarkPageLongTasks measures how long the page's main thread is
 // blocked while it trains, with the Long Tasks API (every task over
-// 50 ms): one headless page joins a session of the scripted coordinator
-// with the demo data and takes part in every round (50 rounds, 64
+// 50 ms): one headless page joins a session of the real coordinator
+// (paused until the trace starts) with its demo data and takes part in every round (50 rounds, 64
 // samples each, the default session's device step), then the benchmark
 // reports the longest main-thread task after "Start helping", the number
 // of long tasks, and the page's own measures (fl-prepare: the device
@@ -39,31 +36,23 @@ import (
 // on its main thread) for the comparison in docs/browser.md.
 func BenchmarkPageLongTasks(b *testing.B) {
 	webDir := pageBuild(b)
-	all := fashionTest(b)
-	shard, err := all.Take(50*64 + 20)
-	if err != nil {
-		b.Fatal(err)
-	}
-	p := e2eSession(1)
-	p.Rounds = 50
 	var longest, count, prepare, render, mainCPU, mainLongest, workerCPU []float64
 	for i := 0; i < b.N; i++ {
 		code := fmt.Sprintf("LONG-%d", i)
-		sc := newScripted(b, p, code, []dataset.Set{shard}, all.Samples[9000:9200], lies{})
-		srv := serve(b, pageHandler(webDir, sc.handler()))
+		// The real coordinator: e2eSession's logreg session of one device
+		// (b = 64, clip 1, eta 1, D = 10, rho_p = 2), 50 rounds; its demo
+		// shard holds T b = 3,200 samples.
+		o := startOnePage(b, webDir, code, "-T", "50", "-b", "64", "-clip", "1", "-eta", "1", "-D", "10", "-rho", "2",
+			"-round-gap", "10ms")
+		// Paused until the trace runs: the trace covers training.
+		o.teacher("pause")
 		br := launch(b, b.TempDir())
-		openPage(b, br, srv.URL+"/?code="+code, "")
-		// The coordinator starts its rounds only now: the trace covers
-		// training.
+		openPage(b, br, o.url+"/?code="+code, "")
 		tr := startTrace(b, br)
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error, 1)
-		go func() { done <- sc.run(ctx) }()
+		o.teacher("resume")
 		br.must(10*time.Minute, "session finished",
 			chromedp.Poll(`["finished", "stopped"].includes((document.getElementById("conn")||{}).textContent)`, nil,
 				chromedp.WithPollingTimeout(9*time.Minute)))
-		cancel()
-		<-done
 		threads := tr.stop(b)
 		r := readTasks(b, br)
 		var worst float64
@@ -78,14 +67,14 @@ func BenchmarkPageLongTasks(b *testing.B) {
 		br.eval(`Math.max(0, ...performance.getEntriesByName("fl-prepare").map(e => e.duration))`, &pm)
 		br.eval(`Math.max(0, ...performance.getEntriesByName("fl-render").filter(e => e.startTime >= `+fmt.Sprint(r.train)+`).map(e => e.duration))`, &rm)
 		b.Logf("run %d: %d updates; main thread during training: %d long tasks, longest %.0f ms; fl-prepare max %.0f ms, fl-render max %.0f ms (%s)",
-			i, len(sc.updatesSeen()), n, worst, pm, rm, r.parts)
+			i, sentUpdates(br), n, worst, pm, rm, r.parts)
 		longest, count, prepare, render = append(longest, worst), append(count, float64(n)), append(prepare, pm), append(render, rm)
 		main, worker := threads["CrRendererMain"], threads["DedicatedWorker thread"]
 		b.Logf("run %d: trace of the training: main thread %d tasks, CPU %.0f ms in all, longest task %.1f ms CPU (%.1f ms wall); worker thread CPU %.0f ms, longest task %.1f ms CPU",
 			i, main.tasks, main.cpu, main.longestCPU, main.longestWall, worker.cpu, worker.longestCPU)
 		mainCPU, mainLongest, workerCPU = append(mainCPU, main.cpu), append(mainLongest, main.longestCPU), append(workerCPU, worker.cpu)
 		br.close()
-		srv.Close()
+		o.stop()
 	}
 	b.ReportMetric(maxOf(longest), "longest-task-ms")
 	b.ReportMetric(mean(count), "long-tasks/run")

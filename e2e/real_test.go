@@ -35,7 +35,7 @@ var coordBin struct {
 	err  error
 }
 
-func coordinatorBinary(t *testing.T) string {
+func coordinatorBinary(t testing.TB) string {
 	t.Helper()
 	coordBin.once.Do(func() {
 		dir, err := os.MkdirTemp("", "browserfl-e2e-bin-")

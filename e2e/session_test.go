@@ -323,19 +323,14 @@ func awaitPromise(p *cdpruntime.EvaluateParams) *cdpruntime.EvaluateParams {
 }
 
 // TestBrowserWrongJoinCode: the bare URL shows a box for the join code;
-// a code the coordinator does not know is final (no retry loop, nothing
-// stored, no websocket) and shows the box again with a clear message; the
-// right code then opens the consent screen. Neither reloads the page (the
+// a code the coordinator (the real one, -join-code RIGHT) does not know
+// is final (no retry loop, nothing stored, no websocket, no demo data)
+// and shows the box again with a clear message; the right code then
+// opens the consent screen (and the coordinator knows no device yet). Neither reloads the page (the
 // program is not fetched again); the address carries the code typed.
 func TestBrowserWrongJoinCode(t *testing.T) {
 	webDir := pageBuild(t)
-	all := fashionTest(t)
-	shard, err := all.Take(100)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sc := newScripted(t, e2eSession(1), "RIGHT", []dataset.Set{shard}, all.Samples[:10], lies{})
-	srv := serve(t, pageHandler(webDir, sc.handler()))
+	o := startOnePage(t, webDir, "RIGHT", "-T", "4", "-b", "16")
 	b := launch(t, t.TempDir())
 	defer b.close()
 	// Entering a code keeps the document: a flag set on it stays.
@@ -359,7 +354,7 @@ func TestBrowserWrongJoinCode(t *testing.T) {
 		}
 	}
 	b.must(60*time.Second, "join box on the bare URL",
-		chromedp.Navigate(srv.URL+"/"),
+		chromedp.Navigate(o.url+"/"),
 		chromedp.WaitVisible("#code-input", chromedp.ByID))
 	enter("wrong code", "WRONG",
 		`(document.getElementById("error")||{textContent: ""}).textContent.includes("not valid") && document.getElementById("code-input") !== null`)
@@ -371,5 +366,14 @@ func TestBrowserWrongJoinCode(t *testing.T) {
 	if n := len(b.sent()); n != 0 {
 		t.Errorf("the page opened a websocket and sent %d frames with a wrong join code", n)
 	}
+	if n := o.asked("/ws"); n != 0 {
+		t.Errorf("the page opened %d websocket(s) with a wrong join code", n)
+	}
+	if n := o.asked("/api/demo"); n != 0 {
+		t.Errorf("the page asked for demo data %d time(s) with a wrong join code", n)
+	}
 	enter("right code", "RIGHT", `document.getElementById("consent") !== null`)
+	if st := o.status(); len(st.People) != 0 {
+		t.Errorf("the coordinator knows %d device(s) before anyone consented: %+v", len(st.People), st.People)
+	}
 }
