@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"browserfl/coordinator"
+	"browserfl/coordinator/metrics"
 	"browserfl/coordinator/api"
 	"browserfl/coordinator/internal/nctest"
 	"browserfl/coordinator/site"
@@ -259,8 +260,8 @@ func checkExposition(t *testing.T, base string, rounds int) {
 	if c := fams["browserfl_rounds_committed_total"]; c == nil || c.GetType() != dto.MetricType_COUNTER || c.Metric[0].GetCounter().GetValue() != float64(rounds) {
 		t.Errorf("browserfl_rounds_committed_total: %v, want %d", c, rounds)
 	}
-	if r := fams["browserfl_rejections_total"]; r == nil || len(r.Metric) != 21 {
-		t.Errorf("browserfl_rejections_total: %v, want 21 kinds", r)
+	if r := fams["browserfl_rejections_total"]; r == nil || len(r.Metric) != metrics.NumRejections-1 {
+		t.Errorf("browserfl_rejections_total: %v, want %d kinds", r, metrics.NumRejections-1)
 	}
 }
 
