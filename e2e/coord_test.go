@@ -54,12 +54,6 @@ type scripted struct {
 	changed  chan struct{}
 	start    time.Time
 	assigned map[string]int // device -> round assignments sent
-	// failChunks demo chunk requests after the first chunk (from > 0)
-	// fail with 503 before any succeeds; chunkFails and chunkOK count
-	// those requests (images and labels each). gap is the pause between
-	// rounds (0: none), set before run.
-	failChunks, chunkFails, chunkOK int
-	gap                             time.Duration
 }
 
 // lies are the ways the scripted coordinator can misbehave.
@@ -157,20 +151,6 @@ func (s *scripted) handler() http.Handler {
 			if err != nil {
 				http.Error(w, err.Error(), code)
 				return
-			}
-			if from > 0 {
-				s.mu.Lock()
-				fail := s.chunkFails < s.failChunks
-				if fail {
-					s.chunkFails++
-				} else {
-					s.chunkOK++
-				}
-				s.mu.Unlock()
-				if fail {
-					http.Error(w, "busy", http.StatusServiceUnavailable)
-					return
-				}
 			}
 			shard = dataset.Set{Name: shard.Name, Features: shard.Features, Classes: shard.Classes, Samples: shard.Samples[from:to]}
 		}
@@ -345,13 +325,6 @@ func randHex(n int) string {
 func (s *scripted) run(ctx context.Context) error {
 	s.start = time.Now()
 	for t := 1; t <= s.params.Rounds; t++ {
-		if t > 1 && s.gap > 0 {
-			select {
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-time.After(s.gap):
-			}
-		}
 		cohort, err := s.waitCohort(ctx)
 		if err != nil {
 			return err

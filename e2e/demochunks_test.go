@@ -2,15 +2,21 @@ package e2e
 
 import (
 	"context"
+	"io"
 	"math"
+	"net/http"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
+	"browserfl/coordinator"
 	"browserfl/shared/dataset"
+	"browserfl/wasm/local"
 )
 
 // moreWords records, from before the page's scripts run, each text of
@@ -23,51 +29,67 @@ new MutationObserver(() => {
 }).observe(document, {subtree: true, childList: true, characterData: true});`
 
 // TestBrowserDemoChunks: a page on the example pictures of a session of
-// 20 rounds of b = 64 stores the first 16 rounds' pictures before it
-// starts, and fetches the rest while it trains; the first fetch of the
-// rest fails (503), and the page says so in plain words, tries again,
-// and answers all 20 rounds with every picture of its shard, none twice.
-// A page that did not fetch the rest, or gave up after a failure, would
-// run out after round 16 and the session would not end.
+// the real coordinator, 20 rounds of b = 64, stores the first 16 rounds'
+// pictures before it starts and fetches the rest while it trains; the
+// first fetch of the rest fails (503, a fault between the page and the
+// coordinator: the page server answers it), and the page says so in
+// plain words, tries again, and answers all 20 rounds with every picture
+// of its shard, none twice. A page that did not fetch the rest, or gave
+// up after a failure, would run out after round 16 and the session would
+// not end.
 func TestBrowserDemoChunks(t *testing.T) {
 	webDir := pageBuild(t)
-	all := fashionTest(t)
-	p := e2eSession(1)
-	shard, err := all.Take(p.Rounds * p.Batch)
-	if err != nil {
-		t.Fatal(err)
-	}
-	const code = "CHUNKS"
-	sc := newScripted(t, p, code, []dataset.Set{shard}, all.Samples[9000:9200], lies{})
-	// One failed chunk (images), and a pause between rounds so the retry
-	// (2 s after the failure) comes within the 8 rounds the page keeps in
-	// hand, as a real session's round gap and deadlines give it.
-	sc.failChunks, sc.gap = 1, time.Second
-	srv := serve(t, pageHandler(webDir, sc.handler()))
+	const code, rounds, batch = "CHUNKS", 20, 64
+	// One demo shard (sized for the 20 rounds), a pause between rounds
+	// so the retry (2 s after the failure) comes within the 8 rounds the
+	// page keeps in hand, as a session's round gap and deadlines give it.
+	o := startOnePage(t, webDir, code, "-T", strconv.Itoa(rounds), "-b", strconv.Itoa(batch), "-demo-shards", "1",
+		"-round-gap", "1s", "-clip", "1", "-eta", "1", "-D", "10", "-rho", "2")
+	var mu sync.Mutex
+	fails, later := 0, 0 // chunk requests after the first: failed, served
+	o.setFault(func(w http.ResponseWriter, r *http.Request) bool {
+		if r.URL.Path != "/api/demo/images" && r.URL.Path != "/api/demo/labels" {
+			return false
+		}
+		if from, _ := strconv.Atoi(r.URL.Query().Get("from")); from == 0 {
+			return false
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if fails == 0 && r.URL.Path == "/api/demo/images" {
+			fails++
+			http.Error(w, "the network failed", http.StatusServiceUnavailable)
+			return true
+		}
+		later++
+		return false
+	})
 	b := launch(t, t.TempDir())
 	defer b.close()
 	b.must(10*time.Second, "observer", chromedp.ActionFunc(func(ctx context.Context) error {
 		_, err := page.AddScriptToEvaluateOnNewDocument(moreWords).Do(ctx)
 		return err
 	}))
-	openPage(t, b, srv.URL+"/?code="+code, "")
+	openPage(t, b, o.url+"/?code="+code, "")
 	stored := pageData(t, b, code, "demo").Len()
-	if want := 16 * p.Batch; stored != want {
+	if want := 16 * batch; stored != want {
 		t.Errorf("before training: %d example pictures stored, want the first 16 rounds' (%d)", stored, want)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	if err := sc.run(ctx); err != nil {
-		t.Fatalf("session: %v\npage text: %s", err, b.text())
+	st := o.waitStatus("the session's end", 5*time.Minute, func(st coordinator.Status) bool { return st.Finished })
+	if len(st.People) != 1 || st.People[0].Rounds != rounds || st.People[0].Rejected != 0 {
+		t.Errorf("the page in the coordinator's status: %+v; want included in all %d rounds, none rejected", st.People, rounds)
 	}
-	sc.mu.Lock()
-	fails, ok, updates := sc.chunkFails, sc.chunkOK, len(sc.sent)
-	sc.mu.Unlock()
-	if fails != 1 || ok < 2 {
-		t.Errorf("chunk requests after the first: %d failed, %d served; want 1 failed, then images and labels", fails, ok)
+	mu.Lock()
+	f, l := fails, later
+	mu.Unlock()
+	if f != 1 || l < 2 {
+		t.Errorf("chunk requests after the first: %d failed, %d served; want 1 failed, then images and labels", f, l)
 	}
-	if updates != p.Rounds {
-		t.Errorf("%d updates for %d rounds", updates, p.Rounds)
+	// The shard, as the coordinator serves it whole (one shard: every
+	// request gets it).
+	shard := wholeShard(t, o, code)
+	if shard.Len() != rounds*batch {
+		t.Fatalf("the coordinator's shard holds %d pictures, want %d", shard.Len(), rounds*batch)
 	}
 	demo := pageData(t, b, code, "demo")
 	if demo.Len() != shard.Len() {
@@ -97,6 +119,33 @@ func TestBrowserDemoChunks(t *testing.T) {
 	if !said {
 		t.Errorf("the page did not say that it could not get more pictures and would try again: %q", words)
 	}
+}
+
+// wholeShard reads the demo shard the coordinator of o serves whole
+// (images and labels, decoded as the page decodes them).
+func wholeShard(t *testing.T, o *onePage, code string) dataset.Set {
+	t.Helper()
+	get := func(part string) []byte {
+		req, err := http.NewRequest(http.MethodGet, "http://"+o.coord.addr+"/api/demo/"+part+"?code="+code, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("the shard's %s: %s %v", part, resp.Status, err)
+		}
+		return b
+	}
+	s, err := local.Decode("demo", get("images"), get("labels"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
 
 // sampleKey identifies a sample by its label and pixels.

@@ -34,6 +34,16 @@ type onePage struct {
 	stopOnce sync.Once
 	mu       sync.Mutex
 	reqs     []string // paths the page asked the coordinator for, in order
+	// fault, when set, sees each request first and may answer it itself
+	// (true): a network fault between the page and the coordinator.
+	fault func(w http.ResponseWriter, r *http.Request) bool
+}
+
+// setFault sets o.fault.
+func (o *onePage) setFault(f func(w http.ResponseWriter, r *http.Request) bool) {
+	o.mu.Lock()
+	o.fault = f
+	o.mu.Unlock()
 }
 
 // startOnePage starts the coordinator with join code code, one device
@@ -59,7 +69,11 @@ func startOnePage(t testing.TB, webDir, code string, args ...string) *onePage {
 	o.url = serve(t, pageHandler(webDir, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		o.mu.Lock()
 		o.reqs = append(o.reqs, r.URL.Path)
+		fault := o.fault
 		o.mu.Unlock()
+		if fault != nil && fault(w, r) {
+			return
+		}
 		fwd.ServeHTTP(w, r)
 	}))).URL
 	return o
