@@ -21,9 +21,9 @@ import (
 	"time"
 
 	"browserfl/coordinator"
-	"browserfl/coordinator/metrics"
 	"browserfl/coordinator/api"
 	"browserfl/coordinator/internal/nctest"
+	"browserfl/coordinator/metrics"
 	"browserfl/coordinator/site"
 	"browserfl/coordinator/store"
 	"browserfl/coordinator/wsconn"
