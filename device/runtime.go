@@ -94,6 +94,10 @@ type Hooks struct {
 	// before it is sent: a positive delay sleeps first (a late update);
 	// disconnect drops the connection instead of sending (a lost update).
 	BeforeSend func(t int) (delay time.Duration, disconnect bool)
+	// Withhold, if it returns true, keeps round t's saved update unsent
+	// while the connection stays up (pings answered, later rounds read):
+	// a device that is there but never answers.
+	Withhold func(t int) bool
 	// AfterSend runs right after the update of round t was written; true
 	// drops the connection before any decision can arrive.
 	AfterSend func(t int) (disconnect bool)
@@ -1123,6 +1127,9 @@ func (rt *Runtime) sendUpdate(ctx context.Context, ws Conn, t int, up optim.Upda
 		if disconnect {
 			return errors.New("device: disconnect before send by test hook")
 		}
+	}
+	if h := rt.cfg.Hooks; h != nil && h.Withhold != nil && h.Withhold(t) {
+		return nil
 	}
 	frame, err := wire.EncodeUpdate(wire.UpdateFrame{T: t, Payload: up.Payload})
 	if err != nil {
