@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	cbus "browserfl/coordinator/bus"
+	"browserfl/coordinator/internal/bustest"
 	"browserfl/coordinator/store"
 	"browserfl/shared/mechanism"
 	"browserfl/shared/optim"
@@ -415,14 +416,6 @@ var testEdges = []string{"e0", "e1", "e2", "fx", "fy", "fz"}
 // session and testEdges.
 func testNATS(tb testing.TB) *testBus {
 	tb.Helper()
-	keys, err := cbus.EnsureKeys(filepath.Join(tb.TempDir(), "nats"), testEdges)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	ns, err := cbus.StartNATS(cbus.NATSServerConfig{Listen: "127.0.0.1:0", Keys: keys})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(ns.Shutdown)
-	return &testBus{URL: ns.ClientURL(), Keys: keys}
+	url, keys := bustest.Start(tb, testEdges)
+	return &testBus{URL: url, Keys: keys}
 }

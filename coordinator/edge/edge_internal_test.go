@@ -19,6 +19,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	cbus "browserfl/coordinator/bus"
+	"browserfl/coordinator/internal/bustest"
 	"browserfl/coordinator/site"
 	"browserfl/coordinator/wsconn"
 	"browserfl/shared/mechanism"
@@ -45,16 +46,8 @@ func (b *testBus) edge(id string) string { return cbus.EdgeSeedFile(b.Keys.Dir, 
 // session and edges e0, e1 and fz.
 func testNATS(tb testing.TB) *testBus {
 	tb.Helper()
-	keys, err := cbus.EnsureKeys(filepath.Join(tb.TempDir(), "nats"), []string{"e0", "e1", "fz"})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	ns, err := cbus.StartNATS(cbus.NATSServerConfig{Listen: "127.0.0.1:0", Keys: keys})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(ns.Shutdown)
-	return &testBus{URL: ns.ClientURL(), Keys: keys}
+	url, keys := bustest.Start(tb, []string{"e0", "e1", "fz"})
+	return &testBus{URL: url, Keys: keys}
 }
 
 // TestEdgeHoldsEndUntilDecision: the session's last round committed, but
