@@ -81,6 +81,18 @@ type Config struct {
 	// Run's goroutine and outside the runtime's locks: it may call the
 	// runtime (State, Leave); Run waits while it runs.
 	OnEvent func(Event)
+	// MoreData, if set, reports whether more samples are on their way
+	// (InsertData, AddData): the rest of a demo shard that the page
+	// fetches while the device trains. A single-pass device whose
+	// samples are used up then stays: it waits up to DataWait in a round
+	// for them and lets the round pass unanswered if they have not come
+	// (EventWaitingData), instead of leaving as done. It is called under
+	// the runtime's lock: it must not call the runtime.
+	MoreData func() bool
+	// DataWait bounds that wait (default 2 s). The connection is not
+	// read meanwhile, so it stays well under the coordinator's ping
+	// timeout.
+	DataWait time.Duration
 	// Hooks inject faults (tests only; nil in production).
 	Hooks *Hooks
 	// MinBackoff and MaxBackoff bound the reconnect delay (defaults 100ms
@@ -119,6 +131,7 @@ const (
 	EventIncluded  EventKind = "included"  // round T's update included, noise state committed
 	EventExcluded  EventKind = "excluded"  // round T's update excluded, pending state discarded
 	EventEnd       EventKind = "end"       // the session finished
+	EventWaiting   EventKind = "waiting"   // round T came before more samples did (Config.MoreData): not answered
 	EventError     EventKind = "error"     // connection lost; Err says why
 )
 
@@ -203,6 +216,9 @@ type Runtime struct {
 	lastT int
 	// events are emitted under mu and delivered by unlock, after it.
 	events []Event
+	// dataAdded is closed (and replaced) under mu whenever InsertData
+	// adds samples: a round waiting for them wakes up.
+	dataAdded chan struct{}
 
 	// connMu guards the current connection and the leave state. It is
 	// never held across anything that waits for the browser's event loop
@@ -228,6 +244,9 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 	}
 	if cfg.NewDevice == nil {
 		cfg.NewDevice = DefaultNewDevice
+	}
+	if cfg.DataWait <= 0 {
+		cfg.DataWait = 2 * time.Second
 	}
 	if cfg.MinBackoff <= 0 {
 		cfg.MinBackoff = 100 * time.Millisecond
@@ -348,8 +367,8 @@ func (rt *Runtime) AddData(samples []dataset.Sample) error {
 // rounds, each charged as any other. Once a session is set up the
 // samples must fit it (ErrWrongData) and its algorithm must not keep
 // local data of its own (ErrDataFixed); on error nothing is added. Safe
-// to call while Run runs (not from OnEvent, which runs under the
-// runtime's lock).
+// to call while Run runs, also from OnEvent (which runs outside the
+// runtime's locks).
 func (rt *Runtime) InsertData(at int, samples []dataset.Sample) error {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
@@ -369,6 +388,10 @@ func (rt *Runtime) InsertData(at int, samples []dataset.Sample) error {
 	d := make([]dataset.Sample, 0, len(rt.cfg.Data)+len(samples))
 	d = append(append(append(d, rt.cfg.Data[:at]...), samples...), rt.cfg.Data[at:]...)
 	rt.cfg.Data = d
+	if rt.dataAdded != nil {
+		close(rt.dataAdded)
+		rt.dataAdded = nil
+	}
 	return nil
 }
 
@@ -622,6 +645,9 @@ func (rt *Runtime) Run(ctx context.Context) error {
 		var exhausted error
 		if rt.st.Pending == 0 {
 			exhausted = rt.exhaustedLocked(0)
+			if errors.Is(exhausted, errDataComing) {
+				exhausted = nil
+			}
 		}
 		rt.unlock()
 		if ended {
@@ -848,6 +874,9 @@ func (c *link) leaveIfExhausted(check func(*State) bool) error {
 	var exhausted error
 	if check(&rt.st) {
 		exhausted = rt.exhaustedLocked(0)
+		if errors.Is(exhausted, errDataComing) {
+			exhausted = nil // asked again, it waits for them (prepare)
+		}
 	}
 	rt.unlock()
 	if exhausted != nil {
@@ -1040,6 +1069,9 @@ func (rt *Runtime) onRound(ctx context.Context, ws Conn, b []byte) error {
 		return err
 	}
 	up, err := rt.prepare(ctx, ws, r)
+	if errors.Is(err, errDataComing) {
+		return nil // the round passes unanswered; the device stays
+	}
 	if err != nil {
 		return err
 	}
@@ -1082,7 +1114,15 @@ func (rt *Runtime) takeRound(b []byte) (wire.RoundFrame, error) {
 // (data used up, budget spent, the device half refuses) leaves instead.
 func (rt *Runtime) prepare(ctx context.Context, ws Conn, r wire.RoundFrame) (optim.Update, error) {
 	rt.mu.Lock()
-	if err := rt.exhaustedLocked(r.T); err != nil {
+	err := rt.exhaustedLocked(r.T)
+	if errors.Is(err, errDataComing) {
+		err = rt.awaitDataLocked(ctx, r.T)
+	}
+	if errors.Is(err, errDataComing) {
+		rt.unlock()
+		return optim.Update{}, err
+	}
+	if err != nil {
 		rt.unlock()
 		rt.leaveOn(ws, wire.LeaveDone)
 		return optim.Update{}, err
@@ -1182,11 +1222,51 @@ func (rt *Runtime) exhaustedLocked(t int) error {
 	}
 	if Params(*rt.st.Session).SinglePass() && rt.st.Cursor+rt.st.Session.Batch > len(rt.cfg.Data) {
 		// Each sample is used once (the privacy analysis of the session's
-		// algorithm needs it): with the data used up, leave.
+		// algorithm needs it): with the data used up, leave, unless
+		// more is on its way.
+		if rt.cfg.MoreData != nil && rt.cfg.MoreData() {
+			return fmt.Errorf("%w: %s: %d of the %d local samples are used and a round takes %d", errDataComing, at, rt.st.Cursor, len(rt.cfg.Data), rt.st.Session.Batch)
+		}
 		return fmt.Errorf("%w: %w: %s: %d of the %d local samples are used and a round takes %d (single pass)",
 			ErrRefused, ErrDataUsedUp, at, rt.st.Cursor, len(rt.cfg.Data), rt.st.Session.Batch)
 	}
 	return nil
+}
+
+// errDataComing is returned by exhaustedLocked when a single-pass
+// device's samples are used up but more are on their way
+// (Config.MoreData): the device stays, and a round it cannot answer
+// passes unanswered (prepare, onRound).
+var errDataComing = errors.New("device: waiting for more samples")
+
+// awaitDataLocked waits, with rt.mu held on entry and on return, up to
+// Config.DataWait for the samples round t needs (InsertData): nil once
+// they are there, errDataComing if the wait ended first (the round
+// passes unanswered, EventWaiting), the exhaustion error if they stopped
+// coming (MoreData false: the device leaves as done).
+func (rt *Runtime) awaitDataLocked(ctx context.Context, t int) error {
+	rt.emit(Event{Kind: EventWaiting, T: t})
+	timer := time.NewTimer(rt.cfg.DataWait)
+	defer timer.Stop()
+	for {
+		if rt.dataAdded == nil {
+			rt.dataAdded = make(chan struct{})
+		}
+		added := rt.dataAdded
+		rt.unlock()
+		expired := false
+		select {
+		case <-added:
+		case <-ctx.Done():
+		case <-timer.C:
+			expired = true
+		}
+		rt.mu.Lock()
+		err := rt.exhaustedLocked(t)
+		if !errors.Is(err, errDataComing) || expired || ctx.Err() != nil {
+			return err
+		}
+	}
 }
 
 // Leave makes the device stop taking part, for reason wire.LeaveDone or

@@ -620,6 +620,25 @@ func joinOpened(p tab, code, nickname string, files []string, until string, chec
 	return nil
 }
 
+// logTail logs the last n lines of the coordinator's log at path other
+// than its per-round lines: why a lesson stopped.
+func logTail(t *testing.T, path string, n int) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Logf("coordinator log: %v", err)
+		return
+	}
+	var keep []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if !strings.Contains(l, `msg="round started"`) && !strings.Contains(l, `msg="round committed"`) && !strings.Contains(l, "msg=evaluated") {
+			keep = append(keep, l)
+		}
+	}
+	keep = keep[max(0, len(keep)-n):]
+	t.Logf("the coordinator's log (%s), last %d lines but the rounds':\n%s", path, len(keep), strings.Join(keep, "\n"))
+}
+
 // TestClassroomLesson measures one lesson: ten pages join the default
 // demo session (cmd/coordinator -lobby with its default template: the
 // "one lesson" preset sizes it at Start to M = m = 10, T = 200, 8 s
@@ -704,7 +723,10 @@ func TestClassroomLesson(t *testing.T) {
 	started := time.Now()
 	var st coordinator.Status
 	var firstEval time.Duration
-	for time.Since(started) < 25*time.Minute {
+	// A lesson that stops moving for 3 minutes has failed: say so then,
+	// with what the coordinator logged, rather than at 25 minutes.
+	moved, last := time.Now(), -1
+	for time.Since(started) < 25*time.Minute && time.Since(moved) < 3*time.Minute {
 		if err := getJSON(srv.URL+"/api/status?code="+code, &st); err != nil {
 			t.Fatal(err)
 		}
@@ -714,10 +736,14 @@ func TestClassroomLesson(t *testing.T) {
 		if st.State == coordinator.StateEnded {
 			break
 		}
+		if st.Committed != last {
+			moved, last = time.Now(), st.Committed
+		}
 		time.Sleep(250 * time.Millisecond)
 	}
 	took := time.Since(started)
 	if st.State != coordinator.StateEnded || st.Committed != st.Session.Rounds {
+		logTail(t, logf.Name(), 30)
 		t.Fatalf("after %v: state %q, %d of %d rounds", took, st.State, st.Committed, st.Session.Rounds)
 	}
 	var recs []classRound

@@ -41,8 +41,9 @@ func TestBrowserDemoChunks(t *testing.T) {
 	webDir := pageBuild(t)
 	const code, rounds, batch = "CHUNKS", 20, 64
 	// One demo shard (sized for the 20 rounds), a pause between rounds
-	// so the retry (2 s after the failure) comes within the 8 rounds the
-	// page keeps in hand, as a session's round gap and deadlines give it.
+	// so the retry (2 s after the failure) comes within the 16 rounds'
+	// pictures the page has before it starts, as a session's round gap
+	// and deadlines give it.
 	o := startOnePage(t, webDir, code, "-T", strconv.Itoa(rounds), "-b", strconv.Itoa(batch), "-demo-shards", "1",
 		"-round-gap", "1s", "-clip", "1", "-eta", "1", "-D", "10", "-rho", "2")
 	var mu sync.Mutex

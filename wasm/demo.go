@@ -21,7 +21,12 @@ import (
 // (/api/demo/images?from=&count=, coordinator/shards.ParseRange): the
 // first demoFirstRounds rounds' worth before the lobby, then, while the
 // device trains, demoChunkRounds more whenever fewer than demoAheadRounds
-// rounds of unused samples are left. A student who helps for ten rounds
+// rounds of unused samples are left. The margin is wide: in a class
+// every page runs out at the same round, rounds can come every 0.6 s,
+// and a fetch on a loaded machine can take seconds (a margin of 8 rounds
+// ran every page of a CI lesson dry at round 33). Should the samples
+// still run out, the device waits for them (device.Config.MoreData,
+// moreDemo) and does not leave. A student who helps for ten rounds
 // downloads about a tenth of a shard sized for a hundred; the first
 // chunk is what the join weight (e2e TestJoinWeight) counts.
 //
@@ -35,8 +40,8 @@ import (
 // proportions: a signal-bound session's nearly iid shards stay so.
 const (
 	demoFirstRounds = 16
-	demoChunkRounds = 16
-	demoAheadRounds = 8
+	demoChunkRounds = 32
+	demoAheadRounds = 32
 	// demoBatch stands for the batch when the session does not say it.
 	demoBatch = 32
 	// keyDemoTotal holds the demo shard's size (decimal), so a reload
@@ -132,13 +137,13 @@ func (a *app) firstDemo() error {
 }
 
 // demoWanted returns the chunk of the demo shard the running device
-// wants now: ok when the device holds the whole demo source first in its
-// data (demoHeld), the shard has more, and fewer than demoAheadRounds
-// rounds of its samples are unused.
-func (t *trainer) demoWanted() (from, count int, ok bool) {
+// wants now: ok when more can come (coming: the device holds the whole
+// demo source first in its data, demoHeld, and the shard has more) and
+// fewer than demoAheadRounds rounds of its samples are unused.
+func (t *trainer) demoWanted() (from, count int, ok, coming bool) {
 	rt := t.runtime()
 	if rt == nil {
-		return 0, 0, false
+		return 0, 0, false, t.moreDemo.Load()
 	}
 	a := t.a
 	a.setsMu.Lock()
@@ -149,10 +154,11 @@ func (t *trainer) demoWanted() (from, count int, ok bool) {
 	if st.Session != nil {
 		b = st.Session.Batch
 	}
-	if have == 0 || have >= total || int(t.demoHeld.Load()) != have || st.Cursor > have || have-st.Cursor >= demoSamples(demoAheadRounds, b) {
-		return 0, 0, false
+	coming = have > 0 && have < total && int(t.demoHeld.Load()) == have && st.Cursor <= have
+	if !coming || have-st.Cursor >= demoSamples(demoAheadRounds, b) {
+		return 0, 0, false, coming
 	}
-	return have, min(demoSamples(demoChunkRounds, b), total-have), true
+	return have, min(demoSamples(demoChunkRounds, b), total-have), true, true
 }
 
 // addDemo gives chunk s to the running device, then stores it after the
@@ -177,6 +183,9 @@ func (t *trainer) addDemo(s dataset.Set, total int) error {
 // so in plain words; the device meanwhile trains on what it has, and
 // leaves as always if that runs out.
 func (t *trainer) topUpDemo() {
+	// Whatever ends the loop, no more samples come: a device waiting
+	// for them leaves as done at its next round.
+	defer t.moreDemo.Store(false)
 	const poll = 2 * time.Second
 	pause, retry := poll, poll
 	say := func(words string) { t.a.update(func(s *ui.State) { s.Train.More = words }) }
@@ -188,7 +197,8 @@ func (t *trainer) topUpDemo() {
 			return
 		case <-time.After(pause):
 		}
-		from, count, ok := t.demoWanted()
+		from, count, ok, coming := t.demoWanted()
+		t.moreDemo.Store(coming)
 		if !ok {
 			pause = poll
 			continue

@@ -80,6 +80,10 @@ type trainer struct {
 	// demoHeld is how many demo samples lead the device's data (what
 	// the demo source held when it started, and the chunks added since).
 	demoHeld atomic.Int64
+	// moreDemo says more of the demo shard is on its way (topUpDemo):
+	// a device whose samples are used up waits for them
+	// (device.Config.MoreData) instead of leaving.
+	moreDemo atomic.Bool
 
 	// The owner's ledger (nil when the device trains on the demo shard
 	// only), this device's charge in it and what the owner's data spent
@@ -149,6 +153,9 @@ func (t *trainer) run() {
 	t.samples.Store(int64(len(data)))
 	demo, _ := a.source("demo")
 	t.demoHeld.Store(int64(demo.Len()))
+	a.setsMu.Lock()
+	t.moreDemo.Store(demo.Len() > 0 && demo.Len() < a.demoTotal)
+	a.setsMu.Unlock()
 	spent, err := t.charge(t.ctx)
 	if err != nil {
 		a.update(func(s *ui.State) {
@@ -173,6 +180,7 @@ func (t *trainer) run() {
 		// session is joined only if that is what they agreed to.
 		AllowTrusted: a.consent.Trusted,
 		OnEvent:      t.onEvent,
+		MoreData:     t.moreDemo.Load,
 		NewDevice:    newYielding(t.ctx, a.port, t.samples.Load, device.WatchPrepared(device.DefaultNewDevice, t.watch), t.prepared),
 	})
 	if err != nil {
@@ -371,6 +379,8 @@ func (t *trainer) publish(e device.Event, stepMillis float64, bytesSent int64) {
 			s.Train.Status = fmt.Sprintf("Sent a noisy update for round %d.", e.T)
 		case device.EventIncluded:
 			s.Train.Status = fmt.Sprintf("Round %d included your update.", e.T)
+		case device.EventWaiting:
+			s.Train.Status = fmt.Sprintf("Round %d went on without you: your next example pictures are still on their way. You join in again as soon as they are here.", e.T)
 		case device.EventExcluded:
 			s.Train.Status = fmt.Sprintf("Round %d finished without your update. The privacy it used still counts.", e.T)
 		case device.EventError:

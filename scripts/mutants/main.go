@@ -88,6 +88,20 @@ var mutations = []mutation{
 		pkgs: []string{"./sim/audit/", "-run", "TestAuditSound"},
 	},
 	{
+		name: "device-leaves-while-data-coming", why: "a single-pass device whose samples are used up leaves as done although more are on their way (a class lesson's pages all left at round 33)",
+		file: "device/runtime.go",
+		old:  "		if rt.cfg.MoreData != nil && rt.cfg.MoreData() {",
+		new:  "		if false && rt.cfg.MoreData != nil && rt.cfg.MoreData() {",
+		pkgs: []string{"./coordinator/", "-run", "TestDeviceWaitsForMoreData"},
+	},
+	{
+		name: "device-data-wait-skipped", why: "a device out of samples lets the round pass at once instead of waiting for the ones on their way",
+		file: "device/runtime.go",
+		old:  "		err = rt.awaitDataLocked(ctx, r.T)\n",
+		new:  "		rt.emit(Event{Kind: EventWaiting, T: r.T})\n",
+		pkgs: []string{"./coordinator/", "-run", "TestDeviceWaitsForMoreData"},
+	},
+	{
 		name: "device-local-data-setter-unchecked", why: "a device half that hides SetLocalData (a wrapper) is accepted for an algorithm that keeps a local set",
 		file: "device/runtime.go",
 		old:  "		if !ok {\n			// A wrapper that hides SetLocalData",
