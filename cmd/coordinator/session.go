@@ -354,12 +354,20 @@ func shardLogPath(o options, td taskData, cfg shards.Config) string {
 // function that records each new one, so a page that fetches the rest of
 // its shard after a restart gets the rest of the same shard.
 func shardLog(o options, td taskData, cfg shards.Config, log *slog.Logger) ([]int, func(int) error, error) {
-	path := shardLogPath(o, td, cfg)
 	if err := os.MkdirAll(o.DataDir, 0o700); err != nil {
 		return nil, nil, err
 	}
-	if o.Reset {
-		// A new session: its pages start on new shards.
+	return openShardLog(shardLogPath(o, td, cfg), cfg.Max, o.Reset, log)
+}
+
+// openShardLog is shardLog on the file at path: reset removes it first (a
+// new session: its pages start on new shards). A last line without its
+// newline is a record cut short by a crash: the shard was never handed
+// out (onNew returns, synced, before any page sees it), so it is dropped
+// and the file cut back to its last whole line. Any other damage starts
+// the record afresh.
+func openShardLog(path string, max int, reset bool, log *slog.Logger) ([]int, func(int) error, error) {
+	if reset {
 		if err := os.Remove(path); err != nil && !os.IsNotExist(err) {
 			return nil, nil, err
 		}
@@ -369,9 +377,16 @@ func shardLog(o options, td taskData, cfg shards.Config, log *slog.Logger) ([]in
 	if err != nil && !os.IsNotExist(err) {
 		return nil, nil, err
 	}
+	if whole := bytes.LastIndexByte(b, '\n') + 1; whole < len(b) {
+		log.Warn("demo shards: the record's last line was cut short; dropping it", "file", path, "line", string(b[whole:]))
+		if err := os.Truncate(path, int64(whole)); err != nil {
+			return nil, nil, err
+		}
+		b = b[:whole]
+	}
 	for _, line := range strings.Fields(string(b)) {
 		n, err := strconv.Atoi(line)
-		if err != nil || n < 1 || len(sizes) >= cfg.Max {
+		if err != nil || n < 1 || len(sizes) >= max {
 			log.Warn("demo shards: the record of earlier shards is damaged; starting afresh", "file", path)
 			sizes = nil
 			if err := os.Remove(path); err != nil {
@@ -386,11 +401,19 @@ func shardLog(o options, td taskData, cfg shards.Config, log *slog.Logger) ([]in
 		if err != nil {
 			return err
 		}
-		if _, err := fmt.Fprintf(f, "%d\n", n); err != nil {
-			f.Close()
-			return err
+		_, err = fmt.Fprintf(f, "%d\n", n)
+		if err == nil {
+			// On disk before the page gets the shard: a restart
+			// replays every shard a page may hold.
+			err = f.Sync()
 		}
-		return f.Close()
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return fmt.Errorf("recording demo shard size %d in %s: %w", n, path, err)
+		}
+		return nil
 	}
 	return sizes, onNew, nil
 }
