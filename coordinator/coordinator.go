@@ -545,19 +545,22 @@ func (c *Coordinator) waitEligible(ctx context.Context) error {
 	var since time.Time // when MinDevices or more first became eligible
 	for {
 		c.mu.Lock()
-		n := c.countEligibleLocked()
+		e := c.countEligibleLocked()
+		// Devices out of sampling for their misses count as the probes
+		// a round would ask (engine.Askable).
+		n := engine.Askable(e, len(c.probeableLocked()), c.sess.Cohort)
 		stop := c.ended || c.state == StatePaused
 		// When every device that could take part is eligible, a round
 		// does not wait for the ones that are not there: a session
 		// started from a lobby had its class present at Start, and
 		// after the first round (which waited FillWait for a whole
 		// cohort) waiting longer only helps if someone new joins.
-		present := n >= c.minDevices && n == c.presentLocked() && (c.cfg.Lobby || c.committed > 0)
+		present := n >= c.minDevices && e == c.presentLocked() && (c.cfg.Lobby || c.committed > 0)
 		c.mu.Unlock()
 		switch {
 		case stop:
 			return nil // the round loop looks at the state again
-		case n >= c.sess.Cohort || present:
+		case e >= c.sess.Cohort || present:
 			return nil
 		case n >= c.minDevices:
 			if since.IsZero() {
@@ -700,13 +703,14 @@ func (sh *roundShell) Ask(t int, start func(eligible []string, sure func(string)
 	deadline := time.Duration(c.sess.DeadlineMillis) * time.Millisecond
 	c.mu.Lock()
 	eligible := c.eligibleLocked()
-	if len(eligible) < c.minDevices || c.ended || c.state == StatePaused {
+	probeable := c.probeableLocked()
+	if engine.Askable(len(eligible), len(probeable), c.sess.Cohort) < c.minDevices || c.ended || c.state == StatePaused {
 		c.mu.Unlock()
 		return false, nil // someone left meanwhile; wait again
 	}
 	// The server half is used only by this goroutine; Next is called once
 	// per round that actually starts.
-	plan, r, err := start(eligible, func(id string) bool { return c.sure(c.devices[id]) }, c.probeableLocked())
+	plan, r, err := start(eligible, func(id string) bool { return c.sure(c.devices[id]) }, probeable)
 	if err != nil {
 		c.mu.Unlock()
 		return false, fmt.Errorf("coordinator: %w", err)

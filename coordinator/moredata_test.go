@@ -28,19 +28,24 @@ func TestDeviceWaitsForMoreData(t *testing.T) {
 		arriveAt int           // the samples come with this EventWaiting
 		deadline int           // the rounds' deadline (ms)
 		all      bool          // every round includes the waiting device
+		min      int           // min-devices
 	}{
 		// A 10 s deadline nobody misses, even under -race on a loaded
 		// machine: the round waited for is answered, so the device is
 		// in all of them.
-		{"within the wait", 5 * time.Second, 1, 10000, true},
-		{"after unanswered rounds", 50 * time.Millisecond, 3, 400, false},
+		{"within the wait", 5 * time.Second, 1, 10000, true, 1},
+		// One device is enough for a round: the other is asked as a
+		// probe once it has missed rounds (engine.PlanCohort).
+		{"after unanswered rounds", 50 * time.Millisecond, 3, 400, false, 1},
+		// Two needed, and one of the two no longer sampled: the probe
+		// counts (engine.Askable), or no round would start again and the
+		// device would never be asked.
+		{"after unanswered rounds, two needed", 50 * time.Millisecond, 3, 400, false, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			sess := testSession(8, 2, 2, 10, tc.deadline)
-			// One device is enough for a round: the other is asked as a
-			// probe once it has missed rounds (engine.PlanCohort).
-			h := newHarness(t, sess, 1)
-			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+			h := newHarness(t, sess, tc.min)
+			ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
 			defer cancel()
 			go h.coord.Run(ctx)
 

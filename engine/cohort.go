@@ -84,6 +84,20 @@ func PlanCohort[ID cmp.Ordered](eligible []ID, sure func(ID) bool, probeable []I
 // of cohort m asks as probes: one for every 10 members, at least one.
 func ProbesPerRound(m int) int { return max(1, (m+9)/10) }
 
+// Askable is how many devices a round of cohort m can reach with
+// eligible devices sampled and probeable ones no longer sampled: the
+// eligible, plus the probes PlanCohort adds to a round that samples at
+// least one. A shell that needs a number of devices before it starts a
+// round (the coordinator's min-devices) counts these: counting only the
+// eligible, a small class whose devices missed rounds would start no
+// round, and those devices would never be asked again.
+func Askable(eligible, probeable, m int) int {
+	if eligible == 0 {
+		return 0
+	}
+	return eligible + min(probeable, ProbesPerRound(m))
+}
+
 // Missed reports whether a cohort member missed the round: it did not
 // deliver, and the round did not close at its target, or the member was
 // not sure when asked. A sure member still out when the target was

@@ -104,3 +104,40 @@ func TestPlanCohort(t *testing.T) {
 		})
 	}
 }
+
+// TestAskable: the devices a round can reach are the eligible plus the
+// probes PlanCohort would add (one for every 10 members, at least one),
+// and none without an eligible device, since PlanCohort adds probes only
+// to a round that samples someone.
+func TestAskable(t *testing.T) {
+	for _, tc := range []struct{ eligible, probeable, m, want int }{
+		{0, 0, 10, 0},
+		{0, 5, 10, 0},
+		{1, 0, 2, 1},
+		{1, 1, 2, 2},
+		{1, 3, 2, 2},
+		{9, 1, 10, 10},
+		{9, 4, 20, 11},
+		{30, 7, 30, 33},
+	} {
+		if got := engine.Askable(tc.eligible, tc.probeable, tc.m); got != tc.want {
+			t.Errorf("Askable(%d eligible, %d probeable, m %d) = %d, want %d", tc.eligible, tc.probeable, tc.m, got, tc.want)
+		}
+		// The same count as the plan: members sampled plus probes,
+		// with every eligible device sure (no replacements).
+		if tc.eligible <= tc.m {
+			el := make([]int, tc.eligible)
+			pr := make([]int, tc.probeable)
+			for i := range el {
+				el[i] = i
+			}
+			for i := range pr {
+				pr[i] = 1000 + i
+			}
+			p := engine.PlanCohort(el, func(int) bool { return true }, pr, tc.m, engine.ProbesPerRound(tc.m), 1, 1)
+			if len(p.Members) != tc.want {
+				t.Errorf("PlanCohort asks %d of %d eligible and %d probeable at m %d, Askable says %d", len(p.Members), tc.eligible, tc.probeable, tc.m, tc.want)
+			}
+		}
+	}
+}

@@ -102,6 +102,13 @@ var mutations = []mutation{
 		pkgs: []string{"./coordinator/", "-run", "TestDeviceWaitsForMoreData"},
 	},
 	{
+		name: "cohort-probes-not-counted", why: "devices out of sampling do not count toward min-devices: a class of two with one device that missed rounds starts no round again",
+		file: "engine/cohort.go",
+		old:  "\treturn eligible + min(probeable, ProbesPerRound(m))\n",
+		new:  "\treturn eligible\n",
+		pkgs: []string{"./engine/", "-run", "TestAskable"},
+	},
+	{
 		name: "device-local-data-setter-unchecked", why: "a device half that hides SetLocalData (a wrapper) is accepted for an algorithm that keeps a local set",
 		file: "device/runtime.go",
 		old:  "		if !ok {\n			// A wrapper that hides SetLocalData",
