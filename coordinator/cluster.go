@@ -20,6 +20,7 @@ import (
 
 	"browserfl/coordinator/bus"
 	"browserfl/coordinator/gate"
+	"browserfl/coordinator/view"
 	"browserfl/coordinator/wsconn"
 	"browserfl/shared/mechanism"
 	"browserfl/shared/optim"
@@ -886,25 +887,16 @@ func plainReason(s string) string {
 	return s
 }
 
-// EdgeStatus is one edge as the session process sees it (/api/status).
-type EdgeStatus struct {
-	ID      string `json:"id"`
-	Alive   bool   `json:"alive"`
-	Devices int    `json:"devices"`
-	// SilentMillis is the time since the edge's last message.
-	SilentMillis int64 `json:"silent_ms"`
-}
-
 // Edges lists the edges the node knows, sorted by id.
-func (n *SessionNode) Edges() []EdgeStatus {
+func (n *SessionNode) Edges() []view.EdgeStatus {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	out := make([]EdgeStatus, 0, len(n.edges))
+	out := make([]view.EdgeStatus, 0, len(n.edges))
 	for id, es := range n.edges {
-		out = append(out, EdgeStatus{ID: id, Alive: es.alive, Devices: es.devices,
+		out = append(out, view.EdgeStatus{ID: id, Alive: es.alive, Devices: es.devices,
 			SilentMillis: time.Since(es.lastSeen).Milliseconds()})
 	}
-	slices.SortFunc(out, func(a, b EdgeStatus) int { return strings.Compare(a.ID, b.ID) })
+	slices.SortFunc(out, func(a, b view.EdgeStatus) int { return strings.Compare(a.ID, b.ID) })
 	return out
 }
 

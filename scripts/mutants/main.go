@@ -1036,8 +1036,8 @@ var mutations = []mutation{
 	{
 		name: "plan-warnings-template", why: "the plan warnings read the template's plan, not the lesson Start sized (\"8 devices, fewer than the cohort m = 10\" after Start sized it to 8)",
 		file: "coordinator/status.go",
-		old:  "a := Activity{Session: c.sess, MinDevices: c.minDevices}",
-		new:  "a := Activity{Session: c.cfg.Session, MinDevices: c.minDevices}",
+		old:  "a := view.Activity{Session: c.sess, MinDevices: c.minDevices}",
+		new:  "a := view.Activity{Session: c.cfg.Session, MinDevices: c.minDevices}",
 		pkgs: []string{"./coordinator/", "-run", "NoticesFollowTheLesson"},
 	},
 	{
