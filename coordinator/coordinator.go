@@ -1318,6 +1318,7 @@ func (c *Coordinator) Decision(id string, t int) (wire.Decision, error) {
 // device that has gone.
 func (c *Coordinator) disconnected(cn *wsconn.Conn) { c.DisconnectedLink(cn) }
 
+// DisconnectedLink is disconnected for any link (an edge's too).
 func (c *Coordinator) DisconnectedLink(cn Link) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -1353,6 +1354,7 @@ func (c *Coordinator) dropUnansweredLocked(d *device, why string) bool {
 // its next hello, and leaves the open round if it has not answered it.
 func (c *Coordinator) leave(cn *wsconn.Conn, l wire.Leave) { c.LeaveLink(cn, l) }
 
+// LeaveLink is leave for any link (an edge's too).
 func (c *Coordinator) LeaveLink(cn Link, l wire.Leave) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
