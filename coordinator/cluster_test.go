@@ -26,6 +26,7 @@ import (
 	"browserfl/coordinator/bus"
 	"browserfl/coordinator/edge"
 	"browserfl/coordinator/internal/nctest"
+	"browserfl/coordinator/sessionnode"
 	"browserfl/coordinator/site"
 	"browserfl/coordinator/store"
 	"browserfl/device"
@@ -131,7 +132,7 @@ func TestClusterInProcess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	node, err := coordinator.NewSessionNode(c, coordinator.SessionNodeConfig{
+	node, err := sessionnode.New(c, sessionnode.Config{
 		Conn:         connectNATS(t, ns.ClientURL(), bus.SessionSeedFile(keys.Dir), "session"),
 		BeatInterval: 100 * time.Millisecond, EdgeTimeout: time.Second})
 	if err != nil {
@@ -263,7 +264,7 @@ func runClusterChild(role string) error {
 		if n := c.Committed(); n > 0 {
 			writeSnap(n)
 		}
-		node, err := coordinator.NewSessionNode(c, coordinator.SessionNodeConfig{Conn: nc,
+		node, err := sessionnode.New(c, sessionnode.Config{Conn: nc,
 			BeatInterval: 200 * time.Millisecond, EdgeTimeout: 2 * time.Second})
 		if err != nil {
 			return err
@@ -459,7 +460,7 @@ func oneEdge(t *testing.T, ctx context.Context, h *harness) (*httptest.Server, s
 	keys := busKeys(t)
 	ns := startNATS(t, "127.0.0.1:0", keys)
 	t.Cleanup(ns.Shutdown)
-	node, err := coordinator.NewSessionNode(h.coord, coordinator.SessionNodeConfig{Conn: connectNATS(t, ns.ClientURL(), bus.SessionSeedFile(keys.Dir), "session"),
+	node, err := sessionnode.New(h.coord, sessionnode.Config{Conn: connectNATS(t, ns.ClientURL(), bus.SessionSeedFile(keys.Dir), "session"),
 		BeatInterval: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)

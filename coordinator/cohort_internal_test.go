@@ -3,10 +3,15 @@ package coordinator
 import (
 	"io"
 	"log/slog"
+	"path/filepath"
 	"testing"
 
 	"browserfl/coordinator/bus"
+	"browserfl/coordinator/store"
 	"browserfl/coordinator/wsconn"
+	"browserfl/shared/mechanism"
+	"browserfl/shared/optim"
+	"browserfl/shared/plan"
 	"browserfl/shared/wire"
 )
 
@@ -50,7 +55,7 @@ func TestAggregatePastCohort(t *testing.T) {
 	c.round = or
 	c.mu.Unlock()
 	body := bus.EncodeVector(nil, make([]float64, sess.Dim))
-	if c.acceptAggregate(1, []link{links["b"], links["c"]}, []string{"b", "c"}, body, 100, nil) {
+	if c.AcceptAggregate(1, []Link{links["b"], links["c"]}, []string{"b", "c"}, body, 100, nil) {
 		t.Fatal("a sum of 2 was taken into a round of m = 2 that had 1 update")
 	}
 	c.mu.Lock()
@@ -67,10 +72,27 @@ func TestAggregatePastCohort(t *testing.T) {
 			t.Fatalf("member %s told %+v, want excluded", id, links[id].msgs[0])
 		}
 	}
-	if !c.acceptAggregate(1, []link{links["d"]}, []string{"d"}, body, 100, nil) {
+	if !c.AcceptAggregate(1, []Link{links["d"]}, []string{"d"}, body, 100, nil) {
 		t.Fatal("a sum of 1 was refused from a round of m = 2 with 1 update")
 	}
 	if !or.closed || len(or.included) != 2 {
 		t.Fatalf("after its target: closed %v, included %v; want closed with 2", or.closed, or.included)
 	}
+}
+
+// ncServerAndStore returns sess's server half (zero seed) and a store in
+// a temporary directory, closed when the test ends.
+func ncServerAndStore(t testing.TB, sess wire.SessionParams) (optim.Server, *store.Store) {
+	t.Helper()
+	var seed mechanism.Seed
+	srv, err := optim.NewServer(plan.FromSession(sess), make([]float64, sess.Dim), mechanism.NewStream(seed, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.Open(filepath.Join(t.TempDir(), "c.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return srv, st
 }

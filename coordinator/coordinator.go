@@ -184,8 +184,8 @@ type Coordinator struct {
 	// New, written there before it changes here.
 	removed map[string]bool
 	// node is set when edge processes hold devices for this session
-	// (cluster.go); nil in the one-process shape.
-	node *SessionNode
+	// (cluster.go, coordinator/sessionnode); nil in the one-process shape.
+	node Relay
 }
 
 type evalPoint struct {
@@ -200,7 +200,7 @@ type device struct {
 	nickname string    // Hello.Nickname of the latest hello (validated, NFKC: nickname.go)
 	skeleton string    // nicknameSkeleton(nickname), for the look-alike check
 	joined   time.Time // first hello in this process (the dashboard's order)
-	conn     link      // nil while disconnected
+	conn     Link      // nil while disconnected
 	round    int       // round the device is assigned in and not yet decided; 0 when idle
 	// participations counts the rounds this device was included in
 	// since this process started (dashboard only).
@@ -746,7 +746,7 @@ func (sh *roundShell) Ask(t int, start func(eligible []string, sure func(string)
 	}
 	if c.node != nil {
 		// Edge-held members get the round in one message per edge.
-		c.node.sendRounds(t)
+		c.node.SendRounds(t, c.sess, c.bound)
 	}
 	c.round = or
 	sh.or = or
@@ -1036,7 +1036,7 @@ func (c *Coordinator) rejectUpdateLocked(d *device, or *openRound, t int, why st
 // for one to ignore (a superseded connection, a late update), err for
 // one the device had no business sending; otherwise it returns the
 // session's dimension.
-func (c *Coordinator) checkUpdateLocked(cn link, t int) (dim int, drop bool, err error) {
+func (c *Coordinator) checkUpdateLocked(cn Link, t int) (dim int, drop bool, err error) {
 	id := cn.DeviceID()
 	d := c.devices[id]
 	if d == nil || d.conn != cn {
@@ -1081,7 +1081,7 @@ func (c *Coordinator) admit(cn *wsconn.Conn, h wire.Hello) error {
 
 // admitLink authenticates hello and binds the device to cn, resolving
 // the device's pending round. It returns the welcome it queued.
-func (c *Coordinator) admitLink(cn link, h wire.Hello) (wire.Welcome, error) {
+func (c *Coordinator) admitLink(cn Link, h wire.Hello) (wire.Welcome, error) {
 	return c.admitCred(cn, h, nil)
 }
 
@@ -1096,7 +1096,7 @@ type busCred struct {
 
 // admitCred is admitLink for a hello whose credentials come as cred
 // (nil: in the hello, from a websocket).
-func (c *Coordinator) admitCred(cn link, h wire.Hello, cred *busCred) (wire.Welcome, error) {
+func (c *Coordinator) admitCred(cn Link, h wire.Hello, cred *busCred) (wire.Welcome, error) {
 	if h.Version != wire.Version {
 		return wire.Welcome{}, &wsconn.CloseError{Code: wire.CodeVersion, Reason: fmt.Sprintf("protocol version %d, want %d", h.Version, wire.Version)}
 	}
@@ -1172,7 +1172,7 @@ func (c *Coordinator) admitCred(cn link, h wire.Hello, cred *busCred) (wire.Welc
 // and queues it as cn's first frame; without (an edge's roster after the
 // session process restarted: the device is connected already) it sends
 // the pending round's decision as a Decision.
-func (c *Coordinator) bindLocked(cn link, nickname string, pending int, w *wire.Welcome) error {
+func (c *Coordinator) bindLocked(cn Link, nickname string, pending int, w *wire.Welcome) error {
 	id := cn.DeviceID()
 	if c.closing {
 		return &wsconn.CloseError{Code: wire.CodeShutdown, Reason: "coordinator is shutting down"}
@@ -1282,7 +1282,7 @@ func (c *Coordinator) connectedLocked() int { return c.nconn }
 // outbox (a device that floods status queries is slowed by its own
 // answers).
 func (c *Coordinator) status(cn *wsconn.Conn, t int) error {
-	dec, err := c.decision(cn.ID, t)
+	dec, err := c.Decision(cn.ID, t)
 	if err != nil {
 		return err
 	}
@@ -1290,8 +1290,8 @@ func (c *Coordinator) status(cn *wsconn.Conn, t int) error {
 	return nil
 }
 
-// decision answers a status query for round t from device id.
-func (c *Coordinator) decision(id string, t int) (wire.Decision, error) {
+// Decision answers a status query for round t from device id.
+func (c *Coordinator) Decision(id string, t int) (wire.Decision, error) {
 	// Under the lock for the same reason as in admit: the round must not
 	// commit between the store read and the look at the open round.
 	c.mu.Lock()
@@ -1320,9 +1320,10 @@ func (c *Coordinator) decision(id string, t int) (wire.Decision, error) {
 // ended has already been accepted, and if it comes back it would be
 // excluded anyway (see admit). The round therefore never waits for a
 // device that has gone.
-func (c *Coordinator) disconnected(cn *wsconn.Conn) { c.disconnectedLink(cn) }
+func (c *Coordinator) disconnected(cn *wsconn.Conn) { c.DisconnectedLink(cn) }
 
-func (c *Coordinator) disconnectedLink(cn link) {
+// DisconnectedLink is disconnected for any link (an edge's too).
+func (c *Coordinator) DisconnectedLink(cn Link) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	d := c.devices[cn.DeviceID()]
@@ -1355,9 +1356,10 @@ func (c *Coordinator) dropUnansweredLocked(d *device, why string) bool {
 
 // leave handles a Leave message: the device is not sampled again until
 // its next hello, and leaves the open round if it has not answered it.
-func (c *Coordinator) leave(cn *wsconn.Conn, l wire.Leave) { c.leaveLink(cn, l) }
+func (c *Coordinator) leave(cn *wsconn.Conn, l wire.Leave) { c.LeaveLink(cn, l) }
 
-func (c *Coordinator) leaveLink(cn link, l wire.Leave) {
+// LeaveLink is leave for any link (an edge's too).
+func (c *Coordinator) LeaveLink(cn Link, l wire.Leave) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	d := c.devices[cn.DeviceID()]

@@ -6,23 +6,22 @@
 // half (shared/optim; the coordinator never aggregates by itself) and
 // commits the round durably before it tells any device its update was
 // included. The teacher's controls (Start, Pause, Resume, End, Remove)
-// and the Status snapshot are here; the HTTP API over a session (its JSON,
-// the teacher's endpoints, the projector dashboard, demo data shards,
-// Prometheus metrics and a health check) is coordinator/api, which sits
-// above this package and reads a session through api.Session.
+// and the Status snapshot (its types: coordinator/view) are here; the
+// HTTP API over a session is coordinator/api, above this package.
 //
 // This package is the session core; its parts live in sub-packages that
 // import nothing of it (docs/design.md, "Layout"): store (the bbolt
 // store), gate (admission), wsconn (the device websockets every process
 // shares, plugged in through wsconn.Handler), bus (the cluster bus),
-// metrics (counters and their exposition), shards (demo data) and site
-// (what the HTTP side serves that knows no session: the page's assets,
-// the dashboard's files, headers, join URLs and QR codes). Above it,
-// api serves a session over HTTP and sessions holds the Host, which runs
-// one data directory's sessions; both use this package's exported
-// methods only. Beside them, edge holds the cluster shape's edge
-// process, which meets the session core (its SessionNode) only on the
-// cluster bus.
+// metrics (counters and their exposition), shards (demo data), view
+// (what a session shows) and site (what the HTTP side serves that knows
+// no session: the page's assets, the dashboard's files, headers, join
+// URLs and QR codes). Above it, api serves a session over HTTP,
+// sessions holds the Host, which runs one data directory's sessions, and
+// sessionnode serves a session to the cluster shape's edges over NATS
+// (it calls back in through Relay); all use exported methods only.
+// Beside them, edge holds the cluster shape's edge process, which meets
+// the session core (through its session node) only on the cluster bus.
 //
 // Invariants:
 //   - Commit before acknowledge (DESIGN principle 3): the decision

@@ -36,7 +36,7 @@ func TestHistoryFromStart(t *testing.T) {
 		return c.devices[id]
 	}
 	leave := func(id string) {
-		c.disconnectedLink(c.devices[id].conn)
+		c.DisconnectedLink(c.devices[id].conn)
 		c.front.Gate.MarkInactive(id)
 	}
 	for _, id := range []string{"a", "b", "c"} {

@@ -12,6 +12,7 @@ import (
 	"browserfl/coordinator"
 	"browserfl/coordinator/internal/nctest"
 	"browserfl/coordinator/sessions"
+	"browserfl/coordinator/view"
 	"browserfl/device"
 	"browserfl/shared/optim"
 	"browserfl/shared/wire"
@@ -90,7 +91,7 @@ func TestHostNewSession(t *testing.T) {
 	}
 	// The new session's status with its code; the old code now reads the
 	// finished session.
-	var st coordinator.Status
+	var st view.Status
 	if err := getJSON(srv.URL+"/api/status?code="+info.JoinCode, &st); err != nil || st.State != coordinator.StateLobby {
 		t.Errorf("new status: %+v, %v", st.State, err)
 	}

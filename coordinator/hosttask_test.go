@@ -14,6 +14,7 @@ import (
 
 	"browserfl/coordinator"
 	"browserfl/coordinator/sessions"
+	"browserfl/coordinator/view"
 	"browserfl/shared/plan"
 	"browserfl/shared/task"
 	"browserfl/shared/wire"
@@ -100,7 +101,7 @@ func TestHostTeacherTask(t *testing.T) {
 		t.Errorf("the new session: features %d, classes %d, labels %q, demo %v, epsilon %v delta %v rho %v, dim %d",
 			sess.Features, sess.Classes, sess.Labels, sess.DemoShards, sess.Epsilon, sess.Delta, sess.RhoPaper, sess.Dim)
 	}
-	var st coordinator.Status
+	var st view.Status
 	if err := getJSON(srv.URL+"/api/status?code="+info.JoinCode, &st); err != nil {
 		t.Fatal(err)
 	}

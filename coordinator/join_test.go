@@ -25,6 +25,7 @@ import (
 	"browserfl/coordinator/internal/nctest"
 	"browserfl/coordinator/site"
 	"browserfl/coordinator/store"
+	"browserfl/coordinator/view"
 	"browserfl/shared/wire"
 )
 
@@ -121,11 +122,11 @@ type statusJoin struct {
 		MaxParticipations int    `json:"max_participations"`
 		EpsilonText       string `json:"epsilon_text"`
 	} `json:"privacy"`
-	UptimeSec float64               `json:"uptime_s"`
-	LastEval  *coordinator.EvalView `json:"last_eval"`
+	UptimeSec float64        `json:"uptime_s"`
+	LastEval  *view.EvalView `json:"last_eval"`
 	Join      struct {
-		URLs    []string            `json:"urls"`
-		Summary coordinator.Summary `json:"summary"`
+		URLs    []string     `json:"urls"`
+		Summary view.Summary `json:"summary"`
 	} `json:"join"`
 }
 

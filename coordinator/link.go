@@ -5,11 +5,11 @@ import (
 	"browserfl/shared/wire"
 )
 
-// link is a device's connection as the round logic sees it: a websocket
-// this process holds (*conn), or one an edge process holds for it
-// (*remoteLink, cluster.go). Every method is safe to call under the
-// coordinator's lock: none blocks on the device.
-type link interface {
+// Link is a device's connection as the round logic sees it: a websocket
+// this process holds (*wsconn.Conn), or one an edge process holds for it
+// (a session node's remote link, coordinator/sessionnode). Every method is
+// safe to call under the coordinator's lock: none blocks on the device.
+type Link interface {
 	DeviceID() string
 	SetDeviceID(id string)
 	// Send queues a frame (round frames are binary); it reports false if
@@ -25,7 +25,7 @@ type link interface {
 }
 
 // control sends m on l if the device has a connection.
-func control(l link, m wire.Message) {
+func control(l Link, m wire.Message) {
 	if l != nil {
 		l.SendControl(m)
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"browserfl/coordinator/store"
+	"browserfl/coordinator/view"
 	"browserfl/shared/lesson"
 	"browserfl/shared/wire"
 )
@@ -44,7 +45,7 @@ type Lifecycle struct {
 	EndedEarly bool               `json:"ended_early,omitempty"`
 	// People is the dashboard's list when the session ended (no device
 	// ids), so that a finished session can still be shown.
-	People []Person `json:"people,omitempty"`
+	People []view.Person `json:"people,omitempty"`
 }
 
 const keyLifecycle = "lifecycle"
@@ -295,36 +296,8 @@ func (c *Coordinator) Session() wire.SessionParams {
 	return c.sess
 }
 
-// Person is one device as the dashboard lists it: no device id.
-type Person struct {
-	Nickname string `json:"nickname"`
-	// State is "lobby" (connected, waiting for Start), "active"
-	// (connected and taking part), "stuck" (connected but not answering
-	// its rounds), "left" (said it stopped; Why may say why), "gone"
-	// (disconnected) or "removed" (by the teacher).
-	State string `json:"state"`
-	// Rounds is the number of rounds the device was included in.
-	Rounds int    `json:"rounds"`
-	Why    string `json:"why,omitempty"`
-	// The teacher's view only (Status.ForTeacher; empty otherwise):
-	// Device is the device id, for POST /api/teacher/remove; Rejected
-	// counts the device's updates that validation rejected and Rejection
-	// says, in plain words, why the last one was.
-	Device    string `json:"device,omitempty"`
-	Rejected  int    `json:"rejected,omitempty"`
-	Rejection string `json:"rejection,omitempty"`
-	teacher   teacherView
-}
-
-// teacherView is what only the teacher sees of a Person.
-type teacherView struct {
-	device    string
-	rejected  int
-	rejection string
-}
-
 // peopleLocked lists the devices in the order they first joined.
-func (c *Coordinator) peopleLocked() []Person {
+func (c *Coordinator) peopleLocked() []view.Person {
 	ds := make([]*device, 0, len(c.devices))
 	for _, d := range c.devices {
 		ds = append(ds, d)
@@ -335,10 +308,10 @@ func (c *Coordinator) peopleLocked() []Person {
 		}
 		return cmpString(a.id, b.id)
 	})
-	out := make([]Person, 0, len(ds))
+	out := make([]view.Person, 0, len(ds))
 	for _, d := range ds {
-		p := Person{Nickname: d.nickname, Rounds: d.participations,
-			teacher: teacherView{device: d.id, rejected: d.rejected, rejection: d.rejectWhy}}
+		p := view.Person{Nickname: d.nickname, Rounds: d.participations}
+		p.SetTeacherView(d.id, d.rejected, d.rejectWhy)
 		switch {
 		case d.removed:
 			p.State, p.Why = "removed", "removed by the teacher"

@@ -52,7 +52,9 @@ func (c *Coordinator) metricRows() []metricRow {
 		{"browserfl_round_latency_p99_seconds", "99th percentile round latency.", "gauge", m.Quantile(0.99).Seconds()},
 	}
 	if n := node; n != nil {
-		rows = append(rows, n.metricRows()...)
+		for _, r := range n.MetricRows() {
+			rows = append(rows, metricRow{r.Name, r.Help, r.Type, r.Value})
+		}
 	}
 	return rows
 }

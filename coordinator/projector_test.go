@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"browserfl/coordinator"
 	"browserfl/coordinator/api"
+	"browserfl/coordinator/view"
 	"browserfl/device"
 )
 
@@ -36,7 +36,7 @@ func TestNoticesFollowTheLesson(t *testing.T) {
 	if n := api.Notices(h.coord, nil); len(n) != 0 {
 		t.Errorf("a lobby of 3 (template m = 10): notices %v", n)
 	}
-	var st coordinator.Status
+	var st view.Status
 	if code, body := getText(t, h.srv.URL+"/api/status?code=join-me"); code != 200 || json.Unmarshal([]byte(body), &st) != nil || !st.StartedAt.IsZero() || st.RunningSec != 0 {
 		t.Errorf("lobby status %d: started %v, running %v s", code, st.StartedAt, st.RunningSec)
 	}

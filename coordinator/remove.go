@@ -52,7 +52,7 @@ func (c *Coordinator) Remove(id string) error {
 	c.front.Log.Info("device removed by the teacher", "device", wsconn.ShortID(id))
 	if or := c.round; or != nil && d.round == or.t && or.cohort[id] {
 		u := or.updates[id]
-		_, atEdge := d.conn.(*remoteLink)
+		atEdge := c.node != nil && c.node.Holds(d.conn)
 		if or.closed || (u != nil && u.agg) || atEdge {
 			// Decided with the round; finishRound (or discardRound)
 			// closes the connection after the decision.

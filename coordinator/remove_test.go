@@ -14,6 +14,7 @@ import (
 	"browserfl/coordinator/api"
 	"browserfl/coordinator/internal/nctest"
 	"browserfl/coordinator/site"
+	"browserfl/coordinator/view"
 	"browserfl/device"
 	"browserfl/shared/wire"
 
@@ -45,22 +46,22 @@ func helloAs(t *testing.T, ctx context.Context, url, id, secret, nickname string
 }
 
 // teacherStatus reads /api/status with the teacher secret.
-func teacherStatus(t *testing.T, base string) coordinator.Status {
+func teacherStatus(t *testing.T, base string) view.Status {
 	t.Helper()
-	var st coordinator.Status
+	var st view.Status
 	if err := getJSON(base+"/api/status?code=join-me&teacher="+teacherSecret, &st); err != nil {
 		t.Fatal(err)
 	}
 	return st
 }
 
-func person(st coordinator.Status, nickname string) (coordinator.Person, bool) {
+func person(st view.Status, nickname string) (view.Person, bool) {
 	for _, p := range st.People {
 		if p.Nickname == nickname {
 			return p, true
 		}
 	}
-	return coordinator.Person{}, false
+	return view.Person{}, false
 }
 
 // TestTeacherSeesRejectionsAndRemoves: a device that sends updates far

@@ -19,6 +19,7 @@ import (
 	"browserfl/coordinator"
 	"browserfl/coordinator/api"
 	"browserfl/coordinator/store"
+	"browserfl/coordinator/view"
 	"browserfl/wasm/local"
 )
 
@@ -140,9 +141,9 @@ func classroom(t *testing.T, e engine) {
 	}()
 	secret := teacherSecretIn(t, dataDir)
 	srv := serve(t, pageHandler(webDir, proxyTo(coord.addr)))
-	status := func() coordinator.Status {
+	status := func() view.Status {
 		t.Helper()
-		var st coordinator.Status
+		var st view.Status
 		if err := getJSON(srv.URL+"/api/status?code="+code, &st); err != nil {
 			t.Fatalf("status: %v (coordinator log %s)", err, logf.Name())
 		}
@@ -233,7 +234,7 @@ func classroom(t *testing.T, e engine) {
 	firstEval := make(chan time.Duration, 1)
 	go func() {
 		for k := 0; k < 1200; k++ {
-			var st coordinator.Status
+			var st view.Status
 			if getJSON(srv.URL+"/api/status?code="+code, &st) == nil && st.LastEval != nil {
 				firstEval <- time.Since(started)
 				return
@@ -267,7 +268,7 @@ func classroom(t *testing.T, e engine) {
 		defer wg.Done()
 		// Late: after round 1 has been committed.
 		for k := 0; ; k++ {
-			var s coordinator.Status
+			var s view.Status
 			if getJSON(srv.URL+"/api/status?code="+code, &s) == nil && s.Committed >= 1 {
 				break
 			}
@@ -281,7 +282,7 @@ func classroom(t *testing.T, e engine) {
 			lateErr <- pageFailure(lateTab, "late join", err)
 			return
 		}
-		var s coordinator.Status
+		var s view.Status
 		if getJSON(srv.URL+"/api/status?code="+code, &s) == nil {
 			lateAt = s.Committed
 		}
@@ -471,7 +472,7 @@ func teacherNames(t *testing.T, base, code, secret string) (map[string]string, m
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	var st coordinator.Status
+	var st view.Status
 	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
 		t.Fatal(err)
 	}
@@ -550,13 +551,13 @@ func checkNoWaitForDeparted(t *testing.T, dir string, names map[string]string, t
 const classroomMinAccuracy = 0.40
 
 // person returns the status entry of nickname.
-func person(st coordinator.Status, nickname string) coordinator.Person {
+func person(st view.Status, nickname string) view.Person {
 	for _, p := range st.People {
 		if p.Nickname == nickname {
 			return p
 		}
 	}
-	return coordinator.Person{}
+	return view.Person{}
 }
 
 // joinTab is joinSteps in any engine: the bare URL, the code typed into
@@ -721,7 +722,7 @@ func TestClassroomLesson(t *testing.T) {
 		chromedp.WaitVisible("#btn-start", chromedp.ByID),
 		chromedp.Click("#btn-start", chromedp.ByID))
 	started := time.Now()
-	var st coordinator.Status
+	var st view.Status
 	var firstEval time.Duration
 	// A lesson that stops moving for 3 minutes has failed: say so then,
 	// with what the coordinator logged, rather than at 25 minutes.

@@ -11,7 +11,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"browserfl/coordinator"
+	"browserfl/coordinator/view"
 	"browserfl/device"
 	"browserfl/shared/wire"
 )
@@ -141,7 +141,7 @@ func TestBrowserDataUsedUp(t *testing.T) {
 	}
 	// The socket really closed: the coordinator's side of it ended, and
 	// the coordinator lists the page as left after its two rounds.
-	st := o.waitStatus("the page's websocket closed", 60*time.Second, func(st coordinator.Status) bool {
+	st := o.waitStatus("the page's websocket closed", 60*time.Second, func(st view.Status) bool {
 		return st.Devices.Connected == 0
 	})
 	if len(st.People) != 1 || st.People[0].State != "left" || st.People[0].Rounds != 2 {
@@ -236,7 +236,7 @@ func TestBrowserDataUsedUp(t *testing.T) {
 	if bins != 3 || leaves != 2 {
 		t.Errorf("sent %d updates and %d leave messages in all, want 3 and 2", bins, leaves)
 	}
-	st = o.waitStatus("the page's second websocket closed", 60*time.Second, func(st coordinator.Status) bool {
+	st = o.waitStatus("the page's second websocket closed", 60*time.Second, func(st view.Status) bool {
 		return st.Devices.Connected == 0
 	})
 	if len(st.People) != 1 || st.People[0].State != "left" || st.People[0].Rounds != 3 || st.People[0].Rejected != 0 {

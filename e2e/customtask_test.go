@@ -11,6 +11,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"browserfl/coordinator"
+	"browserfl/coordinator/view"
 	"browserfl/shared/plan"
 	"browserfl/shared/wire"
 )
@@ -94,7 +95,7 @@ func TestCustomTask(t *testing.T) {
 	if err != nil || def == nil || def.Title != "Guess a pet" || len(def.Features) != 2 || sess.Labels != "dog,bird,fish" {
 		t.Fatalf("the new session's task: %+v, %v", def, err)
 	}
-	var st coordinator.Status
+	var st view.Status
 	if err := getJSON(srv.URL+"/api/status?code="+next, &st); err != nil || st.State != coordinator.StateLobby || st.Title != "Guess a pet" {
 		t.Fatalf("the new session: %+v, %v", st.State, err)
 	}
@@ -303,7 +304,7 @@ func taskFormEngine(t *testing.T, e engine) {
 			fmt.Sprintf(`new URLSearchParams(location.search).get("code") !== %q && document.getElementById("collects").textContent.includes("legs (a number from 0 to 8)")`, code)))
 		var next string
 		must(name, b.eval(`new URLSearchParams(location.search).get("code")`, &next))
-		var st coordinator.Status
+		var st view.Status
 		if err := getJSON(base+"/api/status?code="+next, &st); err != nil || st.State != coordinator.StateLobby || st.Title != "Guess a pet" ||
 			!strings.Contains(st.Collects, "sound (text, up to 20 characters)") {
 			t.Fatalf("%s: the new session %q: state %q, title %q, collects %q (%v)", name, next, st.State, st.Title, st.Collects, err)

@@ -15,6 +15,7 @@ import (
 
 	"browserfl/coordinator"
 	"browserfl/coordinator/api"
+	"browserfl/coordinator/view"
 	"browserfl/device"
 )
 
@@ -294,7 +295,7 @@ func newDashClass(t *testing.T) *dashClass {
 		wg.Add(1)
 		go func() { defer wg.Done(); rt.Run(dctx) }()
 	}
-	c.waitStatus("30 devices in the lobby", time.Minute, func(st coordinator.Status) bool {
+	c.waitStatus("30 devices in the lobby", time.Minute, func(st view.Status) bool {
 		return len(st.People) == len(nicknames) && peopleIn(st)["lobby"] == len(nicknames)
 	})
 	return c
@@ -302,7 +303,7 @@ func newDashClass(t *testing.T) *dashClass {
 
 // status is the coordinator's status (asked directly, not through the
 // recording proxy), the teacher's.
-func (c *dashClass) status() coordinator.Status {
+func (c *dashClass) status() view.Status {
 	c.t.Helper()
 	req, err := http.NewRequest(http.MethodGet, "http://"+c.addr+"/api/status?code="+c.code, nil)
 	if err != nil {
@@ -314,7 +315,7 @@ func (c *dashClass) status() coordinator.Status {
 		c.t.Fatalf("status: %v", err)
 	}
 	defer resp.Body.Close()
-	var st coordinator.Status
+	var st view.Status
 	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
 		c.t.Fatalf("status: %v", err)
 	}
@@ -323,7 +324,7 @@ func (c *dashClass) status() coordinator.Status {
 
 // waitStatus polls the status until ok (a generous wait, not a limit
 // the test asserts).
-func (c *dashClass) waitStatus(what string, d time.Duration, ok func(coordinator.Status) bool) coordinator.Status {
+func (c *dashClass) waitStatus(what string, d time.Duration, ok func(view.Status) bool) view.Status {
 	c.t.Helper()
 	end := time.Now().Add(d)
 	for {
@@ -339,7 +340,7 @@ func (c *dashClass) waitStatus(what string, d time.Duration, ok func(coordinator
 }
 
 // peopleIn counts the status's people by state.
-func peopleIn(st coordinator.Status) map[string]int {
+func peopleIn(st view.Status) map[string]int {
 	n := map[string]int{}
 	for _, p := range st.People {
 		n[p.State]++
@@ -509,17 +510,17 @@ func dashTraining(d *dashRun) {
 	// By name: a device that answers can be counted stuck for a while
 	// too (a round closes once it has its target, so the extra devices
 	// it asked may miss it).
-	are := func(st coordinator.Status, state string, who ...int) bool {
+	are := func(st view.Status, state string, who ...int) bool {
 		return !slices.ContainsFunc(who, func(i int) bool { return person(st, nicknames[i]).State != state })
 	}
-	c.waitStatus("three devices stuck", 3*time.Minute, func(st coordinator.Status) bool {
+	c.waitStatus("three devices stuck", 3*time.Minute, func(st view.Status) bool {
 		return st.Committed >= 3 && are(st, "stuck", dashStuck...)
 	})
 	for _, i := range dashLeft {
 		c.rts[i].Leave("stopped")
 	}
 	c.stops[dashGone]()
-	c.waitStatus("every state in the class", time.Minute, func(st coordinator.Status) bool {
+	c.waitStatus("every state in the class", time.Minute, func(st view.Status) bool {
 		return are(st, "left", dashLeft...) && are(st, "gone", dashGone) && are(st, "stuck", dashStuck...) &&
 			person(st, nicknames[dashHostile]).Rejected > 0
 	})
@@ -558,14 +559,14 @@ func dashTraining(d *dashRun) {
 	if err := waitFor(b, 30*time.Second, "paused", `!document.getElementById("btn-resume").hidden`); err != nil {
 		t.Fatal(pageFailure(b, "pause", err))
 	}
-	paused := c.waitStatus("paused", 30*time.Second, func(st coordinator.Status) bool { return st.State == coordinator.StatePaused })
+	paused := c.waitStatus("paused", 30*time.Second, func(st view.Status) bool { return st.State == coordinator.StatePaused })
 	t.Logf("paused after %d of %d rounds", paused.Committed, paused.Session.Rounds)
 
 	// Ten more leave: 14 active devices, fewer than the cohort.
 	for _, i := range dashLater {
 		c.rts[i].Leave("stopped")
 	}
-	st := c.waitStatus("the devices warning", time.Minute, func(st coordinator.Status) bool { return len(st.Notices) > 0 })
+	st := c.waitStatus("the devices warning", time.Minute, func(st view.Status) bool { return len(st.Notices) > 0 })
 	if st.Notices[0].Kind != "devices" || st.Session.Cohort != 15 {
 		t.Errorf("after %d left: cohort %d, notices %v", len(dashLeft)+len(dashLater), st.Session.Cohort, st.Notices)
 	}
@@ -580,14 +581,14 @@ func dashTraining(d *dashRun) {
 		d.shoot(fmt.Sprintf("dashboard-warning-%d", size[0]), false, true)
 	}
 	d.press("resume")
-	c.waitStatus("running again", 30*time.Second, func(st coordinator.Status) bool { return st.State != coordinator.StatePaused })
+	c.waitStatus("running again", 30*time.Second, func(st view.Status) bool { return st.State != coordinator.StatePaused })
 }
 
 // dashSummary waits for the lesson's end and checks the summary without
 // the secret.
 func dashSummary(d *dashRun) {
 	t, b, c := d.t, d.b, d.c
-	st := c.waitStatus("the end of the lesson", 5*time.Minute, func(st coordinator.Status) bool { return st.State == coordinator.StateEnded })
+	st := c.waitStatus("the end of the lesson", 5*time.Minute, func(st view.Status) bool { return st.State == coordinator.StateEnded })
 	if st.Committed != st.Session.Rounds || st.Join.Summary == nil || st.Join.Summary.Participants < 10 {
 		t.Fatalf("at the end: %d of %d rounds, summary %+v", st.Committed, st.Session.Rounds, st.Join.Summary)
 	}

@@ -14,7 +14,7 @@ import (
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
-	"browserfl/coordinator"
+	"browserfl/coordinator/view"
 	"browserfl/shared/dataset"
 	"browserfl/wasm/local"
 )
@@ -76,7 +76,7 @@ func TestBrowserDemoChunks(t *testing.T) {
 	if want := 16 * batch; stored != want {
 		t.Errorf("before training: %d example pictures stored, want the first 16 rounds' (%d)", stored, want)
 	}
-	st := o.waitStatus("the session's end", 5*time.Minute, func(st coordinator.Status) bool { return st.Finished })
+	st := o.waitStatus("the session's end", 5*time.Minute, func(st view.Status) bool { return st.Finished })
 	if len(st.People) != 1 || st.People[0].Rounds != rounds || st.People[0].Rejected != 0 {
 		t.Errorf("the page in the coordinator's status: %+v; want included in all %d rounds, none rejected", st.People, rounds)
 	}

@@ -8,8 +8,8 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"browserfl/coordinator"
 	"browserfl/coordinator/api"
+	"browserfl/coordinator/view"
 	"browserfl/shared/plan"
 )
 
@@ -52,7 +52,7 @@ func TestBrowserFeatureSession(t *testing.T) {
 			t.Fatalf("%d of %d rounds committed after 4 minutes; page: %s; coordinator log %s", pr.Committed, rounds, b.text(), logf.Name())
 		}
 	}
-	var st coordinator.Status
+	var st view.Status
 	if err := getJSON(srv.URL+"/api/status?code="+code, &st); err != nil {
 		t.Fatal(err)
 	}

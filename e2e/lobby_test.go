@@ -12,6 +12,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"browserfl/coordinator"
+	"browserfl/coordinator/view"
 )
 
 // TestBrowserLobby runs the teacher flow against the real coordinator
@@ -43,8 +44,8 @@ func TestBrowserLobby(t *testing.T) {
 	defer coord.stop()
 	secret := teacherSecretIn(t, dataDir)
 	srv := serve(t, pageHandler(webDir, proxyTo(coord.addr)))
-	status := func(extra string) coordinator.Status {
-		var st coordinator.Status
+	status := func(extra string) view.Status {
+		var st view.Status
 		if err := getJSON(srv.URL+"/api/status?code="+code+extra, &st); err != nil {
 			t.Fatalf("status: %v", err)
 		}

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"browserfl/coordinator"
 	"browserfl/coordinator/api"
+	"browserfl/coordinator/view"
 	"browserfl/shared/mechanism"
 	"browserfl/shared/optim"
 	"browserfl/shared/plan"
@@ -72,7 +72,7 @@ func browserLocal(t *testing.T, rounds int, extra []string, threshold float64) {
 	b := launch(t, t.TempDir())
 	defer b.close()
 	openPageFiles(t, b, o.url+"/?code="+code, idxFiles(t, mine), len(mine.Samples))
-	st := o.waitStatus("the session's end", 4*time.Minute, func(st coordinator.Status) bool { return st.Finished })
+	st := o.waitStatus("the session's end", 4*time.Minute, func(st view.Status) bool { return st.Finished })
 
 	// Every update the page sent: one per round, finite and not zero.
 	// DevTools reports a sent frame a little after the page sent it:

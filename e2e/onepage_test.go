@@ -13,8 +13,8 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"browserfl/coordinator"
 	"browserfl/coordinator/api"
+	"browserfl/coordinator/view"
 	"browserfl/shared/dataset"
 	"browserfl/wasm/local"
 )
@@ -98,7 +98,7 @@ func (o *onePage) asked(prefix string) int {
 
 // status is the coordinator's /api/status in the teacher's view (with
 // each device's rejected updates), asked directly.
-func (o *onePage) status() coordinator.Status {
+func (o *onePage) status() view.Status {
 	o.t.Helper()
 	req, err := http.NewRequest(http.MethodGet, "http://"+o.coord.addr+"/api/status?code="+o.code, nil)
 	if err != nil {
@@ -110,7 +110,7 @@ func (o *onePage) status() coordinator.Status {
 		o.t.Fatalf("status: %v (coordinator log %s)", err, o.logf.Name())
 	}
 	defer resp.Body.Close()
-	var st coordinator.Status
+	var st view.Status
 	if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&st) != nil {
 		o.t.Fatalf("status: %s (coordinator log %s)", resp.Status, o.logf.Name())
 	}
@@ -119,7 +119,7 @@ func (o *onePage) status() coordinator.Status {
 
 // waitStatus polls the status until ok (a generous wait for a loaded
 // machine, not a limit the test asserts).
-func (o *onePage) waitStatus(what string, d time.Duration, ok func(coordinator.Status) bool) coordinator.Status {
+func (o *onePage) waitStatus(what string, d time.Duration, ok func(view.Status) bool) view.Status {
 	o.t.Helper()
 	end := time.Now().Add(d)
 	for {

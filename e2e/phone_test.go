@@ -20,6 +20,7 @@ import (
 
 	"browserfl/coordinator"
 	"browserfl/coordinator/api"
+	cview "browserfl/coordinator/view"
 	"browserfl/device"
 	"browserfl/shared/optim"
 	"browserfl/shared/plan"
@@ -198,7 +199,7 @@ func TestPhoneScreens(t *testing.T) {
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("start: %s", resp.Status)
 	}
-	var st coordinator.Status
+	var st cview.Status
 	if err := getJSON(srv.URL+"/api/status?code="+code, &st); err != nil {
 		t.Fatal(err)
 	}
@@ -469,7 +470,7 @@ func watchLeft(base, code, nickname string, shown <-chan struct{}) leftReport {
 	start := time.Now()
 	last := start
 	for time.Since(start) < 90*time.Second {
-		var st coordinator.Status
+		var st cview.Status
 		if err := getJSON(base+"/api/status?code="+code, &st); err != nil {
 			r.err = err
 			return r

@@ -15,8 +15,8 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"browserfl/coordinator"
 	"browserfl/coordinator/site"
+	"browserfl/coordinator/view"
 	"browserfl/device"
 	"browserfl/shared/dataset"
 )
@@ -164,9 +164,9 @@ func TestDashboardLesson(t *testing.T) {
 	coord, secret := projectorCoordinator(t, addr, code)
 	defer coord.stop()
 	base := "http://" + addr
-	status := func() coordinator.Status {
+	status := func() view.Status {
 		t.Helper()
-		var st coordinator.Status
+		var st view.Status
 		if err := getJSON(base+"/api/status?code="+code, &st); err != nil {
 			t.Fatalf("status: %v", err)
 		}
@@ -387,7 +387,7 @@ func TestDashboardJoinQR(t *testing.T) {
 		chromedp.Navigate(base+"/dashboard?code="+code),
 		chromedp.Poll(`document.body.dataset.rendered === "1" && [...document.querySelectorAll("img.qr")].some(i => i.complete && i.naturalWidth > 0)`,
 			nil, chromedp.WithPollingTimeout(15*time.Second)))
-	var st coordinator.Status
+	var st view.Status
 	if err := getJSON(base+"/api/status?code="+code, &st); err != nil {
 		t.Fatal(err)
 	}
@@ -450,7 +450,7 @@ func pausedModel(t *testing.T, b *browser, base, code, secret string) (site.Mode
 	post("pause")
 	var m site.ModelJSON
 	for range 100 {
-		var st coordinator.Status
+		var st view.Status
 		if err := getJSON(base+"/api/status?code="+code, &st); err != nil {
 			t.Fatal(err)
 		}

@@ -18,10 +18,10 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"browserfl/coordinator"
 	"browserfl/coordinator/api"
 	"browserfl/coordinator/sessions"
 	"browserfl/coordinator/store"
+	"browserfl/coordinator/view"
 	"browserfl/shared/dataset"
 	"browserfl/shared/wire"
 	"browserfl/wasm/local"
@@ -329,7 +329,7 @@ func TestBrowserSession(t *testing.T) {
 	// the pages would run out one round before the end. The 500 ms round
 	// gap is the window: the status says no round is open, then the kill.
 	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(20 * time.Millisecond) {
-		var st coordinator.Status
+		var st view.Status
 		if err := getJSON(srv.URL+"/api/status?code="+code, &st); err == nil && st.Round == nil && st.Committed >= 9 {
 			break
 		}

@@ -13,8 +13,8 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/coder/websocket"
 
-	"browserfl/coordinator"
 	"browserfl/coordinator/api"
+	"browserfl/coordinator/view"
 	"browserfl/shared/mechanism"
 	"browserfl/shared/wire"
 )
@@ -135,7 +135,7 @@ func TestBrowserTeacherRemoves(t *testing.T) {
 	shot(dash, "flagged")
 
 	// The projector's read-only view shows no flags and no Remove buttons.
-	var st coordinator.Status
+	var st view.Status
 	if err := getJSON(srv.URL+"/api/status?code="+code, &st); err != nil {
 		t.Fatal(err)
 	}

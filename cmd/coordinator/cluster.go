@@ -19,6 +19,7 @@ import (
 	"browserfl/coordinator/bus"
 	"browserfl/coordinator/edge"
 	"browserfl/coordinator/gate"
+	"browserfl/coordinator/sessionnode"
 	"browserfl/coordinator/site"
 	"browserfl/coordinator/wsconn"
 	"browserfl/web"
@@ -30,7 +31,7 @@ func (o options) natsTLS() bus.NATSTLS {
 
 // sessionNode connects the session process to NATS (starting an embedded
 // server without -nats) and returns the host's Attach: every session's
-// coordinator gets a SessionNode.
+// coordinator gets a sessionnode.Node.
 func sessionNode(o options, log *slog.Logger) (attach func(context.Context, *coordinator.Coordinator) error, closeAll func(), err error) {
 	natsURL, seed := o.NATS, o.NATSNKey
 	var stop func()
@@ -73,7 +74,7 @@ func sessionNode(o options, log *slog.Logger) (attach func(context.Context, *coo
 		}
 	}
 	attach = func(ctx context.Context, c *coordinator.Coordinator) error {
-		node, err := coordinator.NewSessionNode(c, coordinator.SessionNodeConfig{Conn: nc, Prefix: o.NATSPrefix, Edges: o.Edges})
+		node, err := sessionnode.New(c, sessionnode.Config{Conn: nc, Prefix: o.NATSPrefix, Edges: o.Edges})
 		if err != nil {
 			return err
 		}

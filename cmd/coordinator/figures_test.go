@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"browserfl/coordinator"
+	"browserfl/coordinator/view"
 	"browserfl/device"
 	"browserfl/shared/plan"
 )
@@ -31,7 +31,7 @@ func TestDemoFiguresAgree(t *testing.T) {
 	t.Logf("demo session: %s", text)
 
 	// The dashboard reads the status JSON.
-	b, err := json.Marshal(coordinator.SessionPrivacy(sess))
+	b, err := json.Marshal(view.SessionPrivacy(sess))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"browserfl/coordinator"
 	"browserfl/coordinator/site"
 	"browserfl/coordinator/store"
+	"browserfl/coordinator/view"
 )
 
 // A finished session is read from its store alone: its Status, session,
@@ -48,8 +49,8 @@ func ServeArchived(w http.ResponseWriter, r *http.Request, st *store.Store, teac
 }
 
 // archivedStatus is the Status of a finished session, from its store.
-func archivedStatus(st *store.Store) (coordinator.Status, error) {
-	var s coordinator.Status
+func archivedStatus(st *store.Store) (view.Status, error) {
+	var s view.Status
 	life, err := coordinator.ReadLifecycle(st)
 	if err != nil {
 		return s, err
@@ -63,15 +64,15 @@ func archivedStatus(st *store.Store) (coordinator.Status, error) {
 		s.State = coordinator.StateEnded
 	}
 	if s.People == nil {
-		s.People = []coordinator.Person{}
+		s.People = []view.Person{}
 	}
 	if recs, err := st.Rounds(max(0, committed-1000), 1000); err == nil {
 		for _, r := range recs {
 			if r.Evaluated {
-				s.LastEval = &coordinator.EvalView{T: r.T, Accuracy: r.Accuracy, Loss: r.Loss, Samples: r.EvalSamples}
+				s.LastEval = &view.EvalView{T: r.T, Accuracy: r.Accuracy, Loss: r.Loss, Samples: r.EvalSamples}
 			}
 		}
 	}
-	s.Privacy = coordinator.SessionPrivacy(s.Session)
+	s.Privacy = view.SessionPrivacy(s.Session)
 	return s, fillArchivedProjector(&s, st)
 }

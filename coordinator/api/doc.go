@@ -22,6 +22,7 @@ import (
 
 	"browserfl/coordinator"
 	"browserfl/coordinator/store"
+	"browserfl/coordinator/view"
 	"browserfl/coordinator/wsconn"
 	"browserfl/shared/wire"
 )
@@ -31,13 +32,13 @@ import (
 type Session interface {
 	// Status is the session's snapshot for /api/status, before the
 	// API adds the warnings, join figures and projector words.
-	Status() coordinator.Status
+	Status() view.Status
 	// Session is the current plan: the template in the lobby, the final
 	// one from Start on.
 	Session() wire.SessionParams
 	Committed() int
-	Activity() coordinator.Activity
-	Model() coordinator.ModelSnapshot
+	Activity() view.Activity
+	Model() view.ModelSnapshot
 	// Config gives the join code, the teacher secret, the template, the
 	// evaluation period and NewSession.
 	Config() coordinator.Config

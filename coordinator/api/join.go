@@ -10,9 +10,9 @@ import (
 	"sync"
 	"time"
 
-	"browserfl/coordinator"
 	"browserfl/coordinator/site"
 	"browserfl/coordinator/store"
+	"browserfl/coordinator/view"
 	"browserfl/shared/wire"
 )
 
@@ -106,8 +106,8 @@ func newJoin(c Session, info site.JoinInfo) *joinState {
 }
 
 // Summary returns the store-backed figures.
-func (j *joinState) Summary() (coordinator.Summary, error) {
-	sum := coordinator.Summary{SessionStart: j.start}
+func (j *joinState) Summary() (view.Summary, error) {
+	sum := view.Summary{SessionStart: j.start}
 	// Evaluations land in a record after its commit: re-read the last
 	// few rounds each time.
 	if err := j.tally.update(j.c.Store(), 2*j.c.Config().EvalEvery+4); err != nil {
@@ -130,14 +130,14 @@ func (j *joinState) Summary() (coordinator.Summary, error) {
 	if n, err := j.c.Store().Devices(); err == nil {
 		sum.Registered = n
 	}
-	pv := coordinator.SessionPrivacy(j.c.Config().Session)
+	pv := view.SessionPrivacy(j.c.Config().Session)
 	sum.WorstEpsilonText, sum.WorstText = pv.EpsilonText, pv.Text
 	return sum, nil
 }
 
 // fill adds the join addresses, the store-backed figures and the uptime
 // since the session start to s.
-func (j *joinState) fill(s *coordinator.Status, r *http.Request) {
+func (j *joinState) fill(s *view.Status, r *http.Request) {
 	s.Join.JoinInfo = j.joinInfo(r)
 	if s.Join.LoopbackOnly {
 		s.Join.LoopbackHint = site.LoopbackHint

@@ -8,6 +8,7 @@ import (
 	"browserfl/coordinator"
 	"browserfl/coordinator/shards"
 	"browserfl/coordinator/store"
+	"browserfl/coordinator/view"
 	"browserfl/shared/dataset"
 	"browserfl/shared/plan"
 	"browserfl/shared/wire"
@@ -18,10 +19,10 @@ import (
 // (from the teacher's Start, not from the lobby).
 
 // Notices returns PlanWarnings for the session now (never nil).
-func Notices(c Session, shards *shards.Set) []coordinator.Notice {
-	out := []coordinator.Notice{}
+func Notices(c Session, shards *shards.Set) []view.Notice {
+	out := []view.Notice{}
 	for _, w := range PlanWarnings(planInput(c, shards)) {
-		out = append(out, coordinator.Notice{Kind: w.Kind, Words: w.Words, Text: w.Text})
+		out = append(out, view.Notice{Kind: w.Kind, Words: w.Words, Text: w.Text})
 	}
 	return out
 }
@@ -99,7 +100,7 @@ func lessonTimes(st *store.Store, finished bool, now time.Time) (time.Time, floa
 
 // fillProjector adds the title, the notices and the lesson's times to
 // s, a status of the current session.
-func fillProjector(c Session, s *coordinator.Status, shards *shards.Set) {
+func fillProjector(c Session, s *view.Status, shards *shards.Set) {
 	s.Title, s.Collects = TaskTitle(s.Session), TaskCollects(s.Session)
 	s.Notices = Notices(c, shards)
 	start, running, err := lessonTimes(c.Store(), s.Finished, time.Now())
@@ -112,9 +113,9 @@ func fillProjector(c Session, s *coordinator.Status, shards *shards.Set) {
 
 // fillArchivedProjector is fillProjector for a finished session read
 // from its store (no notices: it has ended).
-func fillArchivedProjector(s *coordinator.Status, st *store.Store) error {
+func fillArchivedProjector(s *view.Status, st *store.Store) error {
 	s.Title, s.Collects = TaskTitle(s.Session), TaskCollects(s.Session)
-	s.Notices = []coordinator.Notice{}
+	s.Notices = []view.Notice{}
 	start, running, err := lessonTimes(st, true, time.Now())
 	if err != nil {
 		return err

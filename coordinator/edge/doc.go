@@ -1,6 +1,6 @@
 // Package edge is the edge process of the cluster shape (docs/cluster.md):
 // it holds device websockets for a session run by a session process
-// elsewhere (coordinator.SessionNode), over the cluster bus. It applies
+// elsewhere (sessionnode.Node), over the cluster bus. It applies
 // the gate and the limits (wsconn.Front, shared with the one-process
 // coordinator), forwards hellos, status queries and leaves, validates
 // each update (decoded once, finite, within the session's norm bound,

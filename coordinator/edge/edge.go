@@ -67,7 +67,7 @@ type Config struct {
 }
 
 // Edge holds device websockets for a session run by a session process
-// elsewhere (SessionNode): it applies the gate and the limits, forwards
+// elsewhere (sessionnode.Node): it applies the gate and the limits, forwards
 // hellos, status queries and leaves, validates each update (decoded once,
 // finite, within the session's norm bound) and sends the session one sum
 // per round instead of every update.

@@ -89,7 +89,7 @@ type Config struct {
 	Logger *slog.Logger
 	// Attach, if set, is called for each session's coordinator before its
 	// round loop starts, with the loop's context (cmd/coordinator: the
-	// cluster shape's SessionNode). An error ends the host's Run.
+	// cluster shape's sessionnode.Node). An error ends the host's Run.
 	Attach func(ctx context.Context, c *coordinator.Coordinator) error
 }
 

@@ -124,6 +124,21 @@ var rules = []rule{
 		why:    "the site (page assets, dashboard files, headers, join URLs, the model document) knows no session, store or connection: the core and the edge build their handlers over it",
 	},
 	{
+		pkgs: []string{"browserfl/coordinator/..."}, except: []string{"browserfl/coordinator/sessionnode"},
+		forbid: []string{"browserfl/coordinator/sessionnode"},
+		why:    "the session node is the cluster's shell over the session core (it reads it through sessionnode.Session; the core calls it back through coordinator.Relay): only cmd/coordinator wires it",
+	},
+	{
+		pkgs:   []string{"browserfl/coordinator/sessionnode"},
+		forbid: []string{"browserfl/coordinator/api", "browserfl/coordinator/sessions", "browserfl/coordinator/shards"},
+		why:    "the session node carries a session's devices over the bus: it serves no HTTP and holds no other session",
+	},
+	{
+		pkgs:   []string{"browserfl/coordinator/view"},
+		forbid: []string{"browserfl/coordinator", "browserfl/coordinator/store", "browserfl/coordinator/bus", "browserfl/coordinator/gate", "browserfl/coordinator/wsconn", "browserfl/coordinator/metrics", "browserfl/coordinator/shards", "browserfl/engine/..."},
+		why:    "what a session shows is plain types the core fills and the API serves: they know no session, store or connection",
+	},
+	{
 		pkgs:   []string{"browserfl/engine/..."},
 		forbid: []string{"browserfl/coordinator/...", "browserfl/device/...", "browserfl/sim/...", "browserfl/wasm/..."},
 		why:    "the round engine is the rules both shells (the coordinator, the simulator) drive: it knows neither",

@@ -45,11 +45,17 @@ type mutation struct {
 	name, why string
 	file      string
 	old, new  string
-	more      []edit   // further edits in the same file, applied after old -> new
+	more      []edit // further edits in the same file, applied after old -> new
+	// elsewhere are edits in other files, for a mutation whose place
+	// spans two packages (each snippet, too, must occur exactly once).
+	elsewhere []fileEdit
 	pkgs      []string // go test arguments (packages, -run)
 }
 
 type edit struct{ old, new string }
+
+// fileEdit is an edit of another file than the mutation's.
+type fileEdit struct{ file, old, new string }
 
 var mutations = []mutation{
 	{
@@ -298,6 +304,20 @@ var mutations = []mutation{
 		pkgs: []string{"./internal/archtest/"},
 	},
 	{
+		name: "part-imports-sessionnode", why: "a package under coordinator/ imports the cluster's session node (a forbidden arrow: only cmd/coordinator wires it over the session core)",
+		file: "coordinator/internal/nctest/nctest.go",
+		old:  "\t\"browserfl/shared/optim\"\n)",
+		new:  "\t\"browserfl/shared/optim\"\n\t_ \"browserfl/coordinator/sessionnode\"\n)",
+		pkgs: []string{"./internal/archtest/"},
+	},
+	{
+		name: "view-imports-store", why: "the status types import the store (a forbidden arrow: what a session shows would reach into its state)",
+		file: "coordinator/view/view.go",
+		old:  "\t\"browserfl/coordinator/site\"\n",
+		new:  "\t\"browserfl/coordinator/site\"\n\t_ \"browserfl/coordinator/store\"\n",
+		pkgs: []string{"./internal/archtest/"},
+	},
+	{
 		name: "session-field-dropped", why: "the conversion of the session's wire form drops a field (SoteriaFL's shift step reaches no device)",
 		file: "shared/plan/session.go",
 		old:  "SnapshotProb: s.SnapshotProb, ShiftStep: s.ShiftStep,",
@@ -346,7 +366,7 @@ var mutations = []mutation{
 		new:  "\tmrec, mok, _ := c.store.Round(h.Pending)\n\tc.mutRound = func(int) (store.RoundRecord, bool, error) { return mrec, mok, nil }\n\tif c.cfg.BeforeAdmit != nil {\n\t\tc.cfg.BeforeAdmit(w.DeviceID, h.Pending)",
 		more: []edit{
 			{"\t\t\trec, ok, err := c.store.Round(pending)\n", "\t\t\trec, ok, err := c.mutRound(pending)\n"},
-			{"\tnode *SessionNode\n}", "\tnode *SessionNode\n\tmutRound func(int) (store.RoundRecord, bool, error)\n}"},
+			{"\tnode Relay\n}", "\tnode Relay\n\tmutRound func(int) (store.RoundRecord, bool, error)\n}"},
 		},
 		pkgs: []string{"./coordinator/", "-run", "Admission"},
 	},
@@ -509,15 +529,15 @@ var mutations = []mutation{
 		file: "coordinator/cluster.go",
 		old:  "case !(norm <= float64(len(ids))*c.bound):",
 		new:  "case false && !(norm <= float64(len(ids))*c.bound):",
-		pkgs: []string{"./coordinator/", "-run", "HostileAggregate"},
+		pkgs: []string{"./coordinator/sessionnode/", "-run", "HostileAggregate"},
 	},
 	{
 		name: "aggregate-members-unchecked", why: "the session process counts an edge's sum without checking that each member is the device bound to the connection the edge names",
-		file: "coordinator/cluster.go",
-		old:  "case links[i] == nil || d == nil || d.conn != links[i]:",
-		new:  "case d == nil || links[i] == nil:",
-		more: []edit{{"if l := n.link(edge, s); l != nil && l.id == h.IDs[i] {", "if l := n.link(edge, s); l != nil {"}},
-		pkgs: []string{"./coordinator/", "-run", "HostileAggregate"},
+		file:      "coordinator/cluster.go",
+		old:       "case links[i] == nil || d == nil || d.conn != links[i]:",
+		new:       "case d == nil || links[i] == nil:",
+		elsewhere: []fileEdit{{"coordinator/sessionnode/node.go", "if l := n.link(edge, s); l != nil && l.id == h.IDs[i] {", "if l := n.link(edge, s); l != nil {"}},
+		pkgs:      []string{"./coordinator/sessionnode/", "-run", "HostileAggregate"},
 	},
 	{
 		name: "edge-validation-skipped", why: "an edge adds an update its tests refuse (norm bound included) to its round's sum",
@@ -535,9 +555,9 @@ var mutations = []mutation{
 	},
 	{
 		name: "round-without-session", why: "the session sends rounds to edges without its parameters (edges fall back to the norm bound)",
-		file: "coordinator/cluster.go",
-		old:  "DeadlineMillis: c.sess.DeadlineMillis, Session: &sess}, o.frame)",
-		new:  "DeadlineMillis: c.sess.DeadlineMillis}, o.frame)\n\t\t_ = sess",
+		file: "coordinator/sessionnode/node.go",
+		old:  "DeadlineMillis: sess.DeadlineMillis, Session: &sess}, o.frame)",
+		new:  "DeadlineMillis: sess.DeadlineMillis}, o.frame)",
 		pkgs: []string{"./coordinator/", "-run", "EdgeRejectsSpike"},
 	},
 	{
@@ -549,10 +569,10 @@ var mutations = []mutation{
 	},
 	{
 		name: "roster-drops-hello-in-flight", why: "a whole roster drops the link of a connection whose hello the session is still deciding (the admitted device becomes unreachable)",
-		file: "coordinator/cluster.go",
+		file: "coordinator/sessionnode/node.go",
 		old:  "if k.edge == edge && !es.rosterSeqs[k.seq] && es.hellos[k.seq] == nil {",
 		new:  "if k.edge == edge && !es.rosterSeqs[k.seq] {",
-		pkgs: []string{"./coordinator/", "-run", "RosterKeepsHello"},
+		pkgs: []string{"./coordinator/sessionnode/", "-run", "RosterKeepsHello"},
 	},
 	{
 		name: "edge-round-member-twice", why: "an edge asks a device listed twice in a round message twice and waits for two answers (the round's sum waits for the deadline)",
@@ -573,14 +593,14 @@ var mutations = []mutation{
 		file: "coordinator/bus/natsconn.go",
 		old:  "Nkeys: cfg.Keys.NATSUsers(cfg.Prefix)",
 		new:  "Nkeys: nil",
-		pkgs: []string{"./coordinator/", "-run", "BusRefusesOutsiders"},
+		pkgs: []string{"./coordinator/sessionnode/", "-run", "BusRefusesOutsiders"},
 	},
 	{
 		name: "bus-permissions-off", why: "every key may publish and subscribe on every subject: an edge speaks as another edge or the session, and reads everyone's traffic",
 		file: "coordinator/bus/buskeys.go",
 		old:  "\tperm := func(pub, sub string) *server.Permissions {\n",
 		new:  "\tperm := func(pub, sub string) *server.Permissions {\n\t\tpub, sub = \">\", \">\"\n",
-		pkgs: []string{"./coordinator/", "-run", "BusConfinesEachComponent|ForgedAggregates"},
+		pkgs: []string{"./coordinator/sessionnode/", "-run", "BusConfinesEachComponent|ForgedAggregates"},
 	},
 	{
 		name: "nats-listen-anywhere-without-tls", why: "the embedded NATS server listens off loopback in plaintext",
@@ -591,38 +611,38 @@ var mutations = []mutation{
 	},
 	{
 		name: "session-aggregate-any-edge", why: "the session takes an aggregate's members from any edge's connections, not only those of the edge whose subject carried it",
-		file: "coordinator/cluster.go",
+		file: "coordinator/sessionnode/node.go",
 		old:  "if l := n.link(edge, s); l != nil && l.id == h.IDs[i] {",
 		new:  "if l := func() *remoteLink { n.mu.Lock(); defer n.mu.Unlock(); for k, l := range n.links { if k.seq == s { return l } }; return nil }(); l != nil && l.id == h.IDs[i] {",
-		pkgs: []string{"./coordinator/", "-run", "ForgedAggregates"},
+		pkgs: []string{"./coordinator/sessionnode/", "-run", "ForgedAggregates"},
 	},
 	{
 		name: "session-edge-allowlist-off", why: "the session listens to any edge id on the bus, not only those named in -edges",
-		file: "coordinator/cluster.go",
+		file: "coordinator/sessionnode/node.go",
 		old:  "if len(n.cfg.Edges) > 0 && !slices.Contains(n.cfg.Edges, edge) {",
 		new:  "if false && len(n.cfg.Edges) > 0 && !slices.Contains(n.cfg.Edges, edge) {",
-		pkgs: []string{"./coordinator/", "-run", "ForgedAggregates"},
+		pkgs: []string{"./coordinator/sessionnode/", "-run", "ForgedAggregates"},
 	},
 	{
 		name: "session-accepts-raw-credentials", why: "the session takes a forwarded hello that carries the join code or the device's secret itself",
-		file: "coordinator/cluster.go",
+		file: "coordinator/sessionnode/node.go",
 		old:  "if hello.JoinCode != \"\" || hello.Secret != \"\" {",
 		new:  "if false {",
-		pkgs: []string{"./coordinator/", "-run", "SessionRefusesMalformedHellos"},
+		pkgs: []string{"./coordinator/sessionnode/", "-run", "SessionRefusesMalformedHellos"},
 	},
 	{
 		name: "edge-forwards-raw-secret", why: "an edge forwards a device's secret in its hello over the bus",
 		file: "coordinator/edge/edge.go",
 		old:  "h.JoinCode, h.Secret = \"\", \"\"",
 		new:  "h.JoinCode = \"\"",
-		pkgs: []string{"./coordinator/", "-run", "BusCarriesNoCredentials"},
+		pkgs: []string{"./coordinator/sessionnode/", "-run", "BusCarriesNoCredentials"},
 	},
 	{
 		name: "beat-plain-join-code", why: "the session's beat carries the join code itself, readable on the bus",
 		file: "coordinator/cluster.go",
 		old:  "JoinCodeHash: bus.CodeDigest(c.cfg.JoinCode)",
 		new:  "JoinCodeHash: c.cfg.JoinCode",
-		pkgs: []string{"./coordinator/", "-run", "BusCarriesNoCredentials"},
+		pkgs: []string{"./coordinator/sessionnode/", "-run", "BusCarriesNoCredentials"},
 	},
 	{
 		name: "key-file-readable", why: "the session process writes the components' NATS key files readable by every user of the machine",
@@ -640,10 +660,10 @@ var mutations = []mutation{
 	},
 	{
 		name: "roster-claims-without-secret", why: "an edge's roster adopts any known device id without the digest of its secret (an edge takes another edge's device over)",
-		file: "coordinator/cluster.go",
-		old:  "secretHash, err := bus.ParseDigest(e.SecretHash)\n\t\tif err == nil {\n\t\t\terr = c.store.AuthenticateHash(e.ID, secretHash)\n\t\t}",
-		new:  "var err error\n\t\tif ok, kerr := c.store.Known(e.ID); kerr != nil || !ok {\n\t\t\terr = errors.New(\"unknown device\")\n\t\t}",
-		pkgs: []string{"./coordinator/", "-run", "RosterNeedsTheSecret"},
+		file: "coordinator/sessionnode/node.go",
+		old:  "secretHash, err := bus.ParseDigest(e.SecretHash)\n\t\tif err == nil {\n\t\t\terr = c.Store().AuthenticateHash(e.ID, secretHash)\n\t\t}",
+		new:  "var err error\n\t\tif ok, kerr := c.Store().Known(e.ID); kerr != nil || !ok {\n\t\t\terr = errors.New(\"unknown device\")\n\t\t}",
+		pkgs: []string{"./coordinator/sessionnode/", "-run", "RosterNeedsTheSecret"},
 	},
 	{
 		name: "edge-auth-error-silent", why: "an edge whose key NATS refuses does not say so (its log and /healthz show a bare disconnection)",
@@ -1057,8 +1077,8 @@ var mutations = []mutation{
 	{
 		name: "plan-warnings-template", why: "the plan warnings read the template's plan, not the lesson Start sized (\"8 devices, fewer than the cohort m = 10\" after Start sized it to 8)",
 		file: "coordinator/status.go",
-		old:  "a := Activity{Session: c.sess, MinDevices: c.minDevices}",
-		new:  "a := Activity{Session: c.cfg.Session, MinDevices: c.minDevices}",
+		old:  "a := view.Activity{Session: c.sess, MinDevices: c.minDevices}",
+		new:  "a := view.Activity{Session: c.cfg.Session, MinDevices: c.minDevices}",
 		pkgs: []string{"./coordinator/", "-run", "NoticesFollowTheLesson"},
 	},
 	{
@@ -1459,6 +1479,15 @@ func run(only string, timeout time.Duration, jobs, builds int, times string) err
 				return fmt.Errorf("%s: the snippet %q occurs %d times in %s, want exactly once (update scripts/mutants/main.go)", m.name, e.old, n, m.file)
 			}
 		}
+		for _, e := range m.elsewhere {
+			b, err := os.ReadFile(e.file)
+			if err != nil {
+				return err
+			}
+			if n := bytes.Count(b, []byte(e.old)); n != 1 {
+				return fmt.Errorf("%s: the snippet %q occurs %d times in %s, want exactly once (update scripts/mutants/main.go)", m.name, e.old, n, e.file)
+			}
+		}
 		if only == "" || slices.Contains(names, m.name) {
 			todo = append(todo, m)
 		}
@@ -1592,6 +1621,62 @@ func testsRan(out string) time.Duration {
 	return d
 }
 
+// writeOverlay writes m's mutated files into dir, each numbered (two may
+// share a base name) but the first, and an overlay (go help build) that
+// puts them in place of their sources; it returns the overlay's path and
+// each source with its mutated copy.
+func writeOverlay(m mutation, dir string) (ovl string, files, dsts []string, err error) {
+	orig, err := os.ReadFile(m.file)
+	if err != nil {
+		return "", nil, nil, err
+	}
+	mutated := bytes.Replace(orig, []byte(m.old), []byte(m.new), 1)
+	for _, e := range m.more {
+		mutated = bytes.Replace(mutated, []byte(e.old), []byte(e.new), 1)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", nil, nil, err
+	}
+	files = []string{m.file}
+	contents := [][]byte{mutated}
+	for _, e := range m.elsewhere {
+		i := slices.Index(files, e.file)
+		if i < 0 {
+			b, err := os.ReadFile(e.file)
+			if err != nil {
+				return "", nil, nil, err
+			}
+			files, contents, i = append(files, e.file), append(contents, b), len(files)
+		}
+		contents[i] = bytes.Replace(contents[i], []byte(e.old), []byte(e.new), 1)
+	}
+	replace := map[string]string{}
+	dsts = make([]string, len(files))
+	for i, f := range files {
+		src, err := filepath.Abs(f)
+		if err != nil {
+			return "", nil, nil, err
+		}
+		dsts[i] = filepath.Join(dir, fmt.Sprintf("%d-%s", i, filepath.Base(f)))
+		if i == 0 {
+			dsts[i] = filepath.Join(dir, filepath.Base(f))
+		}
+		if err := os.WriteFile(dsts[i], contents[i], 0o644); err != nil {
+			return "", nil, nil, err
+		}
+		replace[src] = dsts[i]
+	}
+	overlay, err := json.Marshal(map[string]map[string]string{"Replace": replace})
+	if err != nil {
+		return "", nil, nil, err
+	}
+	ovl = filepath.Join(dir, "overlay.json")
+	if err := os.WriteFile(ovl, overlay, 0o644); err != nil {
+		return "", nil, nil, err
+	}
+	return ovl, files, dsts, nil
+}
+
 // try writes the mutated file into dir and runs m's tests with a build
 // overlay (go help build) that puts it in place of the source: the tree
 // is never modified, so mutations can be tested side by side. The
@@ -1599,31 +1684,8 @@ func testsRan(out string) time.Duration {
 // e2e tests build the wasm page and cmd/coordinator with go build) see
 // the mutation too. -failfast: the first failing test kills it.
 func try(ctx context.Context, m mutation, dir string, timeout time.Duration, slots chan struct{}) (killed bool, detail string, c cost, err error) {
-	orig, err := os.ReadFile(m.file)
+	ovl, files, dsts, err := writeOverlay(m, dir)
 	if err != nil {
-		return false, "", c, err
-	}
-	mutated := bytes.Replace(orig, []byte(m.old), []byte(m.new), 1)
-	for _, e := range m.more {
-		mutated = bytes.Replace(mutated, []byte(e.old), []byte(e.new), 1)
-	}
-	src, err := filepath.Abs(m.file)
-	if err != nil {
-		return false, "", c, err
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return false, "", c, err
-	}
-	dst := filepath.Join(dir, filepath.Base(m.file))
-	if err := os.WriteFile(dst, mutated, 0o644); err != nil {
-		return false, "", c, err
-	}
-	overlay, err := json.Marshal(map[string]map[string]string{"Replace": {src: dst}})
-	if err != nil {
-		return false, "", c, err
-	}
-	ovl := filepath.Join(dir, "overlay.json")
-	if err := os.WriteFile(ovl, overlay, 0o644); err != nil {
 		return false, "", c, err
 	}
 	select {
@@ -1690,7 +1752,9 @@ func try(ctx context.Context, m mutation, dir string, timeout time.Duration, slo
 		return true, "tests did not finish within " + timeout.String(), c, nil
 	}
 	// A build error names the mutated copy: name the source instead.
-	out = strings.ReplaceAll(out, dst, m.file)
+	for i, f := range files {
+		out = strings.ReplaceAll(out, dsts[i], f)
+	}
 	if notBuilt(out) {
 		// A mutation that does not compile tests nothing.
 		return false, "", c, fmt.Errorf("mutation %s does not build, so no test can kill it: %s", m.name, firstFailure(out))

@@ -1,4 +1,4 @@
-package coordinator
+package sessionnode
 
 import (
 	"bytes"
@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"browserfl/coordinator"
 	cbus "browserfl/coordinator/bus"
 	"browserfl/shared/wire"
 )
@@ -64,11 +65,11 @@ func FuzzClusterEnvelope(f *testing.F) {
 	defer nc.Close()
 	sess := twoDeviceSession("fuzz", 200)
 	srv, st := ncServerAndStore(f, sess)
-	c, err := New(Config{Session: sess, JoinCode: "join-me", Server: srv, Store: st, Logger: log})
+	c, err := coordinator.New(coordinator.Config{Session: sess, JoinCode: "join-me", Server: srv, Store: st, Logger: log})
 	if err != nil {
 		f.Fatal(err)
 	}
-	node, err := NewSessionNode(c, SessionNodeConfig{Conn: nc})
+	node, err := New(c, Config{Conn: nc})
 	if err != nil {
 		f.Fatal(err)
 	}

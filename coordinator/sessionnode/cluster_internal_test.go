@@ -1,4 +1,4 @@
-package coordinator
+package sessionnode
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"browserfl/coordinator"
 	cbus "browserfl/coordinator/bus"
 	"browserfl/coordinator/internal/bustest"
 	"browserfl/coordinator/store"
@@ -150,7 +151,7 @@ func TestHostileAggregateRefused(t *testing.T) {
 	var mu sync.Mutex
 	states := map[int][]byte{} // the server half's state after each commit
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	c, err := New(Config{Session: sess, JoinCode: "join-me", Server: srv, Store: st, MinDevices: 2, Seed: 3, Logger: log,
+	c, err := coordinator.New(coordinator.Config{Session: sess, JoinCode: "join-me", Server: srv, Store: st, MinDevices: 2, Seed: 3, Logger: log,
 		OnCommit: func(r int) {
 			b, _ := srv.MarshalBinary()
 			mu.Lock()
@@ -165,7 +166,7 @@ func TestHostileAggregateRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer nc.Close()
-	node, err := NewSessionNode(c, SessionNodeConfig{Conn: nc, BeatInterval: 50 * time.Millisecond, EdgeTimeout: 10 * time.Second})
+	node, err := New(c, Config{Conn: nc, BeatInterval: 50 * time.Millisecond, EdgeTimeout: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -313,7 +314,7 @@ func ncServerAndStore(t testing.TB, sess wire.SessionParams) (optim.Server, *sto
 	return srv, st
 }
 
-func waitCommitted(t *testing.T, c *Coordinator, r int) {
+func waitCommitted(t *testing.T, c *coordinator.Coordinator, r int) {
 	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for c.Committed() < r {
@@ -335,7 +336,7 @@ func TestRosterKeepsHelloInFlight(t *testing.T) {
 	srv, st := ncServerAndStore(t, sess)
 	release := make(chan struct{})
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	c, err := New(Config{Session: sess, JoinCode: "join-me", Server: srv, Store: st, Logger: log,
+	c, err := coordinator.New(coordinator.Config{Session: sess, JoinCode: "join-me", Server: srv, Store: st, Logger: log,
 		BeforeAdmit: func(string, int) { <-release }})
 	if err != nil {
 		t.Fatal(err)
@@ -345,7 +346,7 @@ func TestRosterKeepsHelloInFlight(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer nc.Close()
-	node, err := NewSessionNode(c, SessionNodeConfig{Conn: nc, BeatInterval: time.Hour})
+	node, err := New(c, Config{Conn: nc, BeatInterval: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -383,11 +384,11 @@ func TestRosterKeepsHelloInFlight(t *testing.T) {
 	// The hello's goroutine finishes right after queueing the welcome.
 	deadline := time.Now().Add(10 * time.Second)
 	for {
+		// The node holds the device's link and the session the device on
+		// a connection: had the roster dropped the link, the hello's end
+		// would have disconnected the device (Node.hello).
 		l := node.link("fx", 9)
-		c.mu.Lock()
-		d := c.devices[w.DeviceID]
-		bound := d != nil && l != nil && d.conn == link(l)
-		c.mu.Unlock()
+		bound := l != nil && l.id == w.DeviceID && c.Status().Devices.Connected == 1
 		if bound {
 			return
 		}

@@ -1,4 +1,4 @@
-package coordinator
+package sessionnode
 
 import (
 	"bytes"
@@ -16,6 +16,7 @@ import (
 	"github.com/coder/websocket"
 	"github.com/nats-io/nats.go"
 
+	"browserfl/coordinator"
 	cbus "browserfl/coordinator/bus"
 	"browserfl/coordinator/edge"
 	"browserfl/coordinator/site"
@@ -201,7 +202,7 @@ func TestForgedAggregatesRefused(t *testing.T) {
 	sess := twoDeviceSession("forged", 5000)
 	srv, st := ncServerAndStore(t, sess)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	c, err := New(Config{Session: sess, JoinCode: "join-me", Server: srv, Store: st, MinDevices: 2, Seed: 3, Logger: log})
+	c, err := coordinator.New(coordinator.Config{Session: sess, JoinCode: "join-me", Server: srv, Store: st, MinDevices: 2, Seed: 3, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,7 +211,7 @@ func TestForgedAggregatesRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer nc.Close()
-	node, err := NewSessionNode(c, SessionNodeConfig{Conn: nc, BeatInterval: 50 * time.Millisecond, EdgeTimeout: 10 * time.Second,
+	node, err := New(c, Config{Conn: nc, BeatInterval: 50 * time.Millisecond, EdgeTimeout: 10 * time.Second,
 		Edges: []string{"fx", "fy"}})
 	if err != nil {
 		t.Fatal(err)
@@ -332,7 +333,7 @@ func TestSessionRefusesMalformedHellos(t *testing.T) {
 	sess := twoDeviceSession("hellos", 5000)
 	srv, st := ncServerAndStore(t, sess)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	c, err := New(Config{Session: sess, JoinCode: "join-me", Server: srv, Store: st, Logger: log})
+	c, err := coordinator.New(coordinator.Config{Session: sess, JoinCode: "join-me", Server: srv, Store: st, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -341,7 +342,7 @@ func TestSessionRefusesMalformedHellos(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer nc.Close()
-	node, err := NewSessionNode(c, SessionNodeConfig{Conn: nc, BeatInterval: time.Hour})
+	node, err := New(c, Config{Conn: nc, BeatInterval: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -425,7 +426,7 @@ func TestBusCarriesNoCredentials(t *testing.T) {
 	sess := twoDeviceSession("tap", 5000)
 	srv, st := ncServerAndStore(t, sess)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	c, err := New(Config{Session: sess, JoinCode: code, Server: srv, Store: st, Logger: log})
+	c, err := coordinator.New(coordinator.Config{Session: sess, JoinCode: code, Server: srv, Store: st, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -434,7 +435,7 @@ func TestBusCarriesNoCredentials(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer snc.Close()
-	node, err := NewSessionNode(c, SessionNodeConfig{Conn: snc, BeatInterval: 20 * time.Millisecond})
+	node, err := New(c, Config{Conn: snc, BeatInterval: 20 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -543,7 +544,7 @@ func TestRosterNeedsTheSecret(t *testing.T) {
 	sess := twoDeviceSession("roster-claim", 5000)
 	srv, st := ncServerAndStore(t, sess)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	c, err := New(Config{Session: sess, JoinCode: "join-me", Server: srv, Store: st, Logger: log})
+	c, err := coordinator.New(coordinator.Config{Session: sess, JoinCode: "join-me", Server: srv, Store: st, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -552,7 +553,7 @@ func TestRosterNeedsTheSecret(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer nc.Close()
-	node, err := NewSessionNode(c, SessionNodeConfig{Conn: nc, BeatInterval: time.Hour})
+	node, err := New(c, Config{Conn: nc, BeatInterval: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -566,12 +567,12 @@ func TestRosterNeedsTheSecret(t *testing.T) {
 	if !ok {
 		t.Fatal("no welcome")
 	}
+	// The session holds the device on one connection, and it is fx's
+	// link (a device taken by another roster has its old link closed,
+	// which drops it from the node).
+	l0 := node.link("fx", 1)
 	boundToFx := func() bool {
-		l := node.link("fx", 1)
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		d := c.devices[w.DeviceID]
-		return l != nil && d != nil && d.conn == link(l)
+		return l0 != nil && node.link("fx", 1) == l0 && c.Status().Devices.Connected == 1
 	}
 	for _, tc := range []struct{ name, digest string }{
 		{"no digest", ""},
