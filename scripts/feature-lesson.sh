@@ -16,7 +16,13 @@ port=${PORT:-18181}
 gap=${GAP:-1s}
 code=FEATLESSON
 work=$(mktemp -d)
-trap 'kill -- -$$ 2>/dev/null; rm -rf "$work"' EXIT
+stop() {
+  # shellcheck disable=SC2046
+  kill $(jobs -p) 2>/dev/null || true
+  wait 2>/dev/null || true
+  rm -rf "$work" # the coordinator's log and data hold the teacher secret
+}
+trap stop EXIT
 go build -o "$work/coordinator" ./cmd/coordinator
 go build -o "$work/device" ./cmd/device
 # shellcheck disable=SC2086
