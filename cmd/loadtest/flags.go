@@ -59,7 +59,7 @@ func parseFlags(args []string, stderr io.Writer) (cmdline, error) {
 	fs.DurationVar(&c.so.rehello, "sybil-rehello", 20*time.Second, "with -sybils: an idle id says hello again this often")
 	fs.DurationVar(&c.so.deadline, "sybil-deadline", 20*time.Second, "with -sybils: the session's round deadline (the coordinator's default)")
 	fs.DurationVar(&c.so.gap, "sybil-round-gap", 250*time.Millisecond, "with -sybils: the pause between rounds (the coordinator's default is 1s; with none, rounds of a few ms ask each device more often than its message rate limit allows)")
-	fs.IntVar(&c.o.samples, "samples", 0, "synthetic samples per device (0: 8; a single-pass device makes samples/b releases)")
+	fs.IntVar(&c.o.samples, "samples", 0, "synthetic samples per device (0: twice what an average device uses in the run, at least 8; a single-pass device makes samples/b releases)")
 	policy := device.PolicyFlags(fs)
 	c.edgeArgs = fs.String("edge-args", "", "with -edges: extra edge flags, space separated")
 	c.extra = fs.String("coordinator-args", "", "extra coordinator flags, space separated (e.g. -cpuprofile /tmp/c.prof)")

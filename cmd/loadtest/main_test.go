@@ -277,15 +277,18 @@ func running(bin string) []int {
 
 // A session the devices' data cannot finish is refused before anything
 // starts (it used to wait for -timeout: devices that had used their
-// samples left, and no round could start).
+// samples left, and no round could start). Without -samples the devices
+// hold twice what an average one uses, so the defaults always can.
 func TestRefusesSessionsTheDataCannotFinish(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
 		ok   bool
 	}{
-		{[]string{"-n", "3000", "-m", "300", "-T", "200"}, false},
-		{[]string{"-n", "10", "-m", "5", "-T", "9", "-b", "2"}, false},
-		{[]string{"-n", "10", "-m", "5", "-T", "8", "-b", "1", "-coordinator", "/nonexistent"}, true},
+		{[]string{"-n", "3000", "-m", "300", "-T", "200", "-samples", "8"}, false},
+		{[]string{"-n", "10", "-m", "5", "-T", "9", "-b", "2", "-samples", "8"}, false},
+		{[]string{"-n", "10", "-m", "5", "-T", "8", "-b", "1", "-samples", "8", "-coordinator", "/nonexistent"}, true},
+		{[]string{"-n", "3000", "-m", "300", "-T", "200", "-coordinator", "/nonexistent"}, true},
+		{[]string{"-n", "10", "-m", "5", "-T", "9", "-b", "2", "-coordinator", "/nonexistent"}, true},
 	} {
 		var out, errOut strings.Builder
 		err := run(context.Background(), tc.args, &out, &errOut)
