@@ -16,34 +16,43 @@ import (
 // while more are on their way (device.Config.MoreData, the page fetching
 // the rest of its demo shard) stays in the session instead of leaving as
 // done, and answers rounds again once they arrive, against the real
-// coordinator. The samples arrive either within the device's wait (the
-// round is answered late) or only after rounds went on without it (they
-// pass unanswered, EventWaiting). A device that left as done at its third
-// round (the check of MoreData skipped) would have answered 3 rounds,
-// and Run would return its error.
+// coordinator:
+//
+//   - the samples come while the round waits: it is answered, and no
+//     round passes without the device (no EventWaiting);
+//   - a chunk too small for a minibatch comes first: the round keeps
+//     waiting (no sample is used twice), then answers with the next;
+//   - they come only after rounds went on without it (EventWaiting):
+//     the coordinator asks it as a probe and it answers again, also when
+//     the session needs both devices (min-devices 2, engine.Askable).
+//
+// A device that left as done at its fourth round (the check of MoreData
+// skipped) would have answered 3 rounds and Run would return its error.
 func TestDeviceWaitsForMoreData(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
-		wait     time.Duration // the device's DataWait
-		arriveAt int           // the samples come with this EventWaiting
-		deadline int           // the rounds' deadline (ms)
-		all      bool          // every round includes the waiting device
-		min      int           // min-devices
+		batch    int
+		wait     time.Duration    // the device's DataWait
+		deadline int              // the rounds' deadline (ms)
+		min      int              // min-devices
+		on       device.EventKind // the chunks start coming at the n-th event of this kind
+		n        int
+		chunks   []int         // samples in each chunk
+		apart    time.Duration // before each chunk
+		inAll    bool          // every round includes the waiting device
 	}{
 		// A 10 s deadline nobody misses, even under -race on a loaded
-		// machine: the round waited for is answered, so the device is
-		// in all of them.
-		{"within the wait", 5 * time.Second, 1, 10000, true, 1},
-		// One device is enough for a round: the other is asked as a
-		// probe once it has missed rounds (engine.PlanCohort).
-		{"after unanswered rounds", 50 * time.Millisecond, 3, 400, false, 1},
-		// Two needed, and one of the two no longer sampled: the probe
-		// counts (engine.Askable), or no round would start again and the
-		// device would never be asked.
-		{"after unanswered rounds, two needed", 50 * time.Millisecond, 3, 400, false, 2},
+		// machine.
+		{"within the wait", 1, 5 * time.Second, 10000, 1, device.EventRound, 4, []int{20}, 200 * time.Millisecond, true},
+		{"a chunk too small first", 2, 5 * time.Second, 10000, 1, device.EventRound, 4, []int{1, 20}, 200 * time.Millisecond, true},
+		// Rounds without the device close as soon as the other one
+		// delivered: the samples come at once, before the session ends.
+		{"after unanswered rounds", 1, 50 * time.Millisecond, 400, 1, device.EventWaiting, 3, []int{20}, 0, false},
+		{"after unanswered rounds, two needed", 1, 50 * time.Millisecond, 400, 2, device.EventWaiting, 3, []int{20}, 0, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			sess := testSession(8, 2, 2, 10, tc.deadline)
+			sess.Batch = tc.batch
 			h := newHarness(t, sess, tc.min)
 			ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
 			defer cancel()
@@ -52,7 +61,7 @@ func TestDeviceWaitsForMoreData(t *testing.T) {
 			full, _ := newDevice(t, h.wsURL(), sess, 0, nil, 0)
 			fake := nctest.NewDevice(target(1, sess.Dim), 1, 0.3, 1001)
 			cfg := deviceConfig(t, h.wsURL(), 1, fake)
-			cfg.Data = zeros()[:3] // three rounds at b = 1
+			cfg.Data = zeros()[:3*tc.batch] // three rounds
 			var more atomic.Bool
 			more.Store(true)
 			cfg.MoreData = more.Load
@@ -60,26 +69,32 @@ func TestDeviceWaitsForMoreData(t *testing.T) {
 			var (
 				mu      sync.Mutex
 				waiting []int
+				seen    int
 				rt      *device.Runtime
 			)
 			ready := make(chan struct{})
 			cfg.OnEvent = func(e device.Event) {
-				if e.Kind != device.EventWaiting {
+				mu.Lock()
+				defer mu.Unlock()
+				if e.Kind == device.EventWaiting {
+					waiting = append(waiting, e.T)
+				}
+				if e.Kind != tc.on {
 					return
 				}
-				mu.Lock()
-				waiting = append(waiting, e.T)
-				n := len(waiting)
-				mu.Unlock()
-				if n == tc.arriveAt {
-					go func() {
-						<-ready
-						if err := rt.AddData(zeros()[:20]); err != nil {
+				if seen++; seen != tc.n {
+					return
+				}
+				go func() {
+					<-ready
+					for _, n := range tc.chunks {
+						time.Sleep(tc.apart)
+						if err := rt.AddData(zeros()[:n]); err != nil {
 							t.Errorf("AddData: %v", err)
 						}
-						more.Store(false)
-					}()
-				}
+					}
+					more.Store(false)
+				}()
 			}
 			var err error
 			rt, err = device.New(ctx, cfg)
@@ -104,26 +119,29 @@ func TestDeviceWaitsForMoreData(t *testing.T) {
 			}
 			mu.Lock()
 			defer mu.Unlock()
-			if len(waiting) < tc.arriveAt {
-				t.Errorf("EventWaiting at rounds %v, want at least %d", waiting, tc.arriveAt)
-			}
 			if l := rt.Leaving(); l != "" {
 				t.Errorf("the waiting device left (%q)", l)
 			}
 			st := rt.State()
-			// Answered rounds after its first three samples: a probe's
-			// update may be excluded (a round closes at its target as
-			// soon as its sure members delivered), but it was sent.
+			// Answered rounds after its first three: a probe's update
+			// may be excluded (a round closes at its target as soon as
+			// its sure members delivered), but it was sent.
 			if st.Included+st.Excluded <= 3 || !st.Ended {
 				t.Errorf("waiting device: %+v; want more than 3 rounds answered (it had samples for 3) and the session ended", st)
 			}
-			if tc.all && st.Included != sess.Rounds {
-				t.Errorf("waiting device included in %d of %d rounds, want all: the samples came within its wait", st.Included, sess.Rounds)
+			if n := rt.DataLen(); st.Cursor > n {
+				t.Errorf("cursor %d beyond the %d samples held: samples used twice", st.Cursor, n)
+			}
+			if tc.inAll && (st.Included != sess.Rounds || len(waiting) != 0) {
+				t.Errorf("waiting device included in %d of %d rounds, rounds passed without it %v; want all, none: the samples came within its wait", st.Included, sess.Rounds, waiting)
+			}
+			if !tc.inAll && len(waiting) < tc.n {
+				t.Errorf("rounds passed without the device: %v, want at least %d", waiting, tc.n)
 			}
 			if c := h.coord.Committed(); c != sess.Rounds {
 				t.Errorf("%d of %d rounds committed", c, sess.Rounds)
 			}
-			t.Logf("waited at rounds %v; included in %d of %d rounds, excluded from %d", waiting, st.Included, sess.Rounds, st.Excluded)
+			t.Logf("rounds passed without it %v; included in %d of %d rounds, excluded from %d", waiting, st.Included, sess.Rounds, st.Excluded)
 		})
 	}
 }

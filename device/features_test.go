@@ -68,13 +68,13 @@ func TestRuntimeTrainsOnFeatures(t *testing.T) {
 		t.Fatal(err)
 	}
 	rt.mu.Lock()
-	batch, err := rt.minibatchLocked(3, 3)
+	batch, err := rt.minibatchLocked(3, 1)
 	rt.mu.Unlock()
 	if err != nil {
 		t.Fatal(err)
 	}
 	for j, got := range batch {
-		i := (3 + j) % len(pics)
+		i := 1 + j
 		s := pics[i]
 		want, err := f.Picture(s.X)
 		if err != nil {
@@ -103,6 +103,15 @@ func TestRuntimeTrainsOnFeatures(t *testing.T) {
 	raw.mu.Unlock()
 	if err != nil || len(batch) != 2 || &batch[0].X[0] != &pics[1].X[0] || &batch[1].X[0] != &pics[2].X[0] {
 		t.Errorf("a pixel session's minibatch (%v) is not the pictures themselves", err)
+	}
+	// A single-pass session's minibatch never wraps around to samples
+	// used before (exhaustedLocked stops the round first; this is the
+	// second line).
+	raw.mu.Lock()
+	_, err = raw.minibatchLocked(2, 3)
+	raw.mu.Unlock()
+	if err == nil {
+		t.Error("a single-pass minibatch of 2 from cursor 3 of 4 samples was taken: it reuses sample 0")
 	}
 }
 

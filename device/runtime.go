@@ -84,14 +84,15 @@ type Config struct {
 	// MoreData, if set, reports whether more samples are on their way
 	// (InsertData, AddData): the rest of a demo shard that the page
 	// fetches while the device trains. A single-pass device whose
-	// samples are used up then stays: it waits up to DataWait in a round
-	// for them and lets the round pass unanswered if they have not come
-	// (EventWaitingData), instead of leaving as done. It is called under
+	// samples are used up then stays: it waits in a round for them and
+	// lets the round pass unanswered if they have not come
+	// (EventWaiting), instead of leaving as done. It is called under
 	// the runtime's lock: it must not call the runtime.
 	MoreData func() bool
-	// DataWait bounds that wait (default 2 s). The connection is not
-	// read meanwhile, so it stays well under the coordinator's ping
-	// timeout.
+	// DataWait bounds that wait (default 2 s, at most maxDataWait), and
+	// so does half the round's deadline: an update prepared after its
+	// round closed would spend samples and budget for nothing. The
+	// connection is not read meanwhile.
 	DataWait time.Duration
 	// Hooks inject faults (tests only; nil in production).
 	Hooks *Hooks
@@ -131,7 +132,7 @@ const (
 	EventIncluded  EventKind = "included"  // round T's update included, noise state committed
 	EventExcluded  EventKind = "excluded"  // round T's update excluded, pending state discarded
 	EventEnd       EventKind = "end"       // the session finished
-	EventWaiting   EventKind = "waiting"   // round T came before more samples did (Config.MoreData): not answered
+	EventWaiting   EventKind = "waiting"   // round T passed unanswered: more samples were on their way (Config.MoreData) but had not come
 	EventError     EventKind = "error"     // connection lost; Err says why
 )
 
@@ -248,6 +249,7 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 	if cfg.DataWait <= 0 {
 		cfg.DataWait = 2 * time.Second
 	}
+	cfg.DataWait = min(cfg.DataWait, maxDataWait)
 	if cfg.MinBackoff <= 0 {
 		cfg.MinBackoff = 100 * time.Millisecond
 	}
@@ -455,6 +457,11 @@ func checkData(s wire.SessionParams, d *task.Definition, data []dataset.Sample) 
 // features are computed when its minibatch is, not kept). Call with
 // rt.mu held.
 func (rt *Runtime) minibatchLocked(n, cursor int) ([]dataset.Sample, error) {
+	if rt.st.Session != nil && Params(*rt.st.Session).SinglePass() && cursor+n > len(rt.cfg.Data) {
+		// exhaustedLocked stops this first; a minibatch that would wrap
+		// around in a single-pass session is refused all the same.
+		return nil, fmt.Errorf("single pass: a minibatch of %d from cursor %d would reuse samples (%d held)", n, cursor, len(rt.cfg.Data))
+	}
 	batch := make([]dataset.Sample, n)
 	optim.Minibatch(batch, rt.cfg.Data, cursor)
 	if rt.feat != nil {
@@ -1116,9 +1123,10 @@ func (rt *Runtime) prepare(ctx context.Context, ws Conn, r wire.RoundFrame) (opt
 	rt.mu.Lock()
 	err := rt.exhaustedLocked(r.T)
 	if errors.Is(err, errDataComing) {
-		err = rt.awaitDataLocked(ctx, r.T)
+		err = rt.awaitDataLocked(ctx, r.T, dataWait(rt.cfg.DataWait, r.DeadlineMillis))
 	}
 	if errors.Is(err, errDataComing) {
+		rt.emit(Event{Kind: EventWaiting, T: r.T})
 		rt.unlock()
 		return optim.Update{}, err
 	}
@@ -1239,14 +1247,27 @@ func (rt *Runtime) exhaustedLocked(t int) error {
 // passes unanswered (prepare, onRound).
 var errDataComing = errors.New("device: waiting for more samples")
 
+// maxDataWait caps Config.DataWait well under the coordinator's ping
+// timeout (10 s): the connection is not read while a round waits.
+const maxDataWait = 5 * time.Second
+
+// dataWait is how long a round with a deadline of deadlineMillis waits
+// for samples on their way: wait, and at most half the deadline.
+func dataWait(wait time.Duration, deadlineMillis int) time.Duration {
+	if deadlineMillis > 0 {
+		wait = min(wait, time.Duration(deadlineMillis)*time.Millisecond/2)
+	}
+	return wait
+}
+
 // awaitDataLocked waits, with rt.mu held on entry and on return, up to
-// Config.DataWait for the samples round t needs (InsertData): nil once
-// they are there, errDataComing if the wait ended first (the round
-// passes unanswered, EventWaiting), the exhaustion error if they stopped
-// coming (MoreData false: the device leaves as done).
-func (rt *Runtime) awaitDataLocked(ctx context.Context, t int) error {
-	rt.emit(Event{Kind: EventWaiting, T: t})
-	timer := time.NewTimer(rt.cfg.DataWait)
+// wait for the samples round t needs (InsertData): nil once they are
+// there, errDataComing if the wait ended first (the round passes
+// unanswered), the exhaustion error if they stopped coming (MoreData
+// false: the device leaves as done). Every wake-up checks again: a
+// chunk too small for a minibatch leaves it waiting.
+func (rt *Runtime) awaitDataLocked(ctx context.Context, t int, wait time.Duration) error {
+	timer := time.NewTimer(wait)
 	defer timer.Stop()
 	for {
 		if rt.dataAdded == nil {

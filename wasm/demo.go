@@ -27,8 +27,9 @@ import (
 // ran every page of a CI lesson dry at round 33). Should the samples
 // still run out, the device waits for them (device.Config.MoreData,
 // moreDemo) and does not leave. A student who helps for ten rounds
-// downloads about a tenth of a shard sized for a hundred; the first
-// chunk is what the join weight (e2e TestJoinWeight) counts.
+// downloads 48 rounds' worth (the first chunk and one more), about a
+// quarter of the default lesson's shard; the first chunk is what the
+// join weight (e2e TestJoinWeight) counts.
 //
 // A chunk goes at the end of the demo source, which all() puts first,
 // and at the same place in the running device's data

@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	crand "crypto/rand"
+	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -399,13 +401,23 @@ func openShardLog(path string, max int, reset bool, log *slog.Logger) ([]int, fu
 	onNew := func(n int) error {
 		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 		if err != nil {
-			return err
+			return fmt.Errorf("recording demo shard size %d in %s: %w", n, path, err)
 		}
-		_, err = fmt.Fprintf(f, "%d\n", n)
+		before, err := f.Seek(0, io.SeekEnd)
+		if err == nil {
+			_, err = fmt.Fprintf(f, "%d\n", n)
+		}
 		if err == nil {
 			// On disk before the page gets the shard: a restart
 			// replays every shard a page may hold.
 			err = f.Sync()
+		}
+		if err != nil && before >= 0 {
+			// The shard is refused (the page asks again): no part of
+			// its line may stay for the next one to be glued onto.
+			if terr := f.Truncate(before); terr != nil {
+				err = errors.Join(err, terr)
+			}
 		}
 		if cerr := f.Close(); err == nil {
 			err = cerr

@@ -88,11 +88,11 @@ func (o options) devices() int {
 // check refuses a run that cannot finish with n devices or asks for an
 // impossible cluster.
 func (o options) check(n int) error {
-	if per := o.samplesPer() / max(o.batch, 1); o.idle == 0 && o.T*o.m > n*per {
+	if per := o.samplesPer() / max(o.batch, 1); o.idle == 0 && o.T*o.m > (n-o.drop)*per {
 		// Beyond that the devices run out of data, leave, and the session
 		// cannot finish: say so now rather than wait for -timeout.
 		return fmt.Errorf("-T %d with -m %d needs %d updates, but %d devices of %d samples each (b = %d) can send at most %d: lower -T or -m, or raise -n",
-			o.T, o.m, o.T*o.m, n, o.samplesPer(), o.batch, n*per)
+			o.T, o.m, o.T*o.m, n-o.drop, o.samplesPer(), o.batch, (n-o.drop)*per)
 	}
 	if o.drop >= n {
 		return fmt.Errorf("-drop %d leaves no device of %d", o.drop, n)

@@ -79,7 +79,8 @@ func (o options) samplesPer() int {
 	if o.samples > 0 {
 		return o.samples
 	}
-	avg := (o.T*o.m + max(o.n, 1) - 1) / max(o.n, 1)
+	n := max(o.n-o.drop, 1) // the devices of -drop send nothing
+	avg := (o.T*o.m + n - 1) / n
 	return max(samplesPerDevice, 2*avg*max(o.batch, 1))
 }
 

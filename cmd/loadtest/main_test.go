@@ -289,6 +289,9 @@ func TestRefusesSessionsTheDataCannotFinish(t *testing.T) {
 		{[]string{"-n", "10", "-m", "5", "-T", "8", "-b", "1", "-samples", "8", "-coordinator", "/nonexistent"}, true},
 		{[]string{"-n", "3000", "-m", "300", "-T", "200", "-coordinator", "/nonexistent"}, true},
 		{[]string{"-n", "10", "-m", "5", "-T", "9", "-b", "2", "-coordinator", "/nonexistent"}, true},
+		// The devices of -drop send nothing: the rest must carry the run.
+		{[]string{"-n", "10", "-m", "4", "-T", "100", "-drop", "6", "-samples", "80"}, false},
+		{[]string{"-n", "10", "-m", "4", "-T", "100", "-drop", "6", "-coordinator", "/nonexistent"}, true},
 	} {
 		var out, errOut strings.Builder
 		err := run(context.Background(), tc.args, &out, &errOut)

@@ -103,8 +103,8 @@ var mutations = []mutation{
 	{
 		name: "device-data-wait-skipped", why: "a device out of samples lets the round pass at once instead of waiting for the ones on their way",
 		file: "device/runtime.go",
-		old:  "		err = rt.awaitDataLocked(ctx, r.T)\n",
-		new:  "		rt.emit(Event{Kind: EventWaiting, T: r.T})\n",
+		old:  "		err = rt.awaitDataLocked(ctx, r.T, dataWait(rt.cfg.DataWait, r.DeadlineMillis))\n",
+		new:  "		_ = dataWait\n",
 		pkgs: []string{"./coordinator/", "-run", "TestDeviceWaitsForMoreData"},
 	},
 	{
@@ -113,6 +113,20 @@ var mutations = []mutation{
 		old:  "\treturn eligible + min(probeable, ProbesPerRound(m))\n",
 		new:  "\treturn eligible\n",
 		pkgs: []string{"./engine/", "-run", "TestAskable"},
+	},
+	{
+		name: "device-data-wake-unchecked", why: "a device woken by samples arriving answers without checking that they fill a minibatch (a short chunk: samples reused or the device stops)",
+		file: "device/runtime.go",
+		old:  "		err := rt.exhaustedLocked(t)\n		if !errors.Is(err, errDataComing) || expired",
+		new:  "		err := error(nil)\n		if !errors.Is(err, errDataComing) || expired",
+		pkgs: []string{"./coordinator/", "-run", "TestDeviceWaitsForMoreData"},
+	},
+	{
+		name: "device-minibatch-wraps", why: "a single-pass minibatch may wrap around to samples used before, should the exhaustion check above it fail",
+		file: "device/runtime.go",
+		old:  "Params(*rt.st.Session).SinglePass() && cursor+n > len(rt.cfg.Data) {",
+		new:  "Params(*rt.st.Session).SinglePass() && false {",
+		pkgs: []string{"./device/", "-run", "TestRuntimeTrainsOnFeatures"},
 	},
 	{
 		name: "device-local-data-setter-unchecked", why: "a device half that hides SetLocalData (a wrapper) is accepted for an algorithm that keeps a local set",
