@@ -300,12 +300,16 @@ func TestBrowserLyingCoordinator(t *testing.T) {
 			// Leaving deletes everything the page stored: with the page's
 			// button, or with the browser's "clear site data" (DevTools
 			// Storage.clearDataForOrigin), which the open page notices.
-			leave := chromedp.Action(chromedp.Click("#forget-btn", chromedp.ByID))
+			// The button is clicked by the page's own click(): a click at
+			// screen coordinates can land beside it when the training
+			// screen redraws under a loaded machine (one CI run).
+			leave := chromedp.Action(chromedp.Evaluate(`document.getElementById("forget-btn").click()`, nil))
 			if tc.lie.ReplayRounds {
 				leave = storage.ClearDataForOrigin(srv.URL, "indexeddb")
 			}
 			var dbs []string
-			b.must(30*time.Second, "leave",
+			b.must(60*time.Second, "leave",
+				chromedp.WaitVisible("#forget-btn", chromedp.ByID),
 				leave,
 				chromedp.WaitVisible("#left", chromedp.ByID),
 				chromedp.Poll(`indexedDB.databases().then(l => l.length === 0)`, nil, chromedp.WithPollingTimeout(10*time.Second)),
