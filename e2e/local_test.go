@@ -22,17 +22,21 @@ import (
 // model must learn (Fashion-MNIST, 5 rounds of 64 samples: the page's
 // local files, test samples 9000 on; the coordinator evaluates on the
 // first 1,000 test samples, where its untrained model scores 0.107).
-// Measured in the browser against the real coordinator (20 runs of this
-// subtest, 2026-11-29, load average 6-75 on the shared 2-core machine):
-// accuracy after 5 rounds 0.383 on average, sd 0.052, lowest 0.277. The
-// threshold 0.18 is 3.9 sd below the mean (false failure about 5e-5 if
-// Gaussian; the sd is from 20 runs), while a page that trained nothing
-// stays near 0.107. (Against the scripted coordinator it ran 3 rounds:
+// The statistic is the best of the last three evaluations: the accuracy
+// after one round swings (a CI run went 0.413, 0.352, 0.175 over rounds
+// 3-5, failing the earlier check of the last one against 0.18), while a
+// page that trained nothing stays near 0.107 in all three. Measured in
+// the browser against the real coordinator (16 runs of this subtest,
+// 2026-11-29, quiet machine): best of rounds 3-5 0.409 on average, sd
+// 0.055, lowest 0.298 (the last round alone: 0.366, sd 0.079, lowest
+// 0.277; earlier, 20 runs: 0.383, sd 0.052). The threshold 0.20 is 3.8
+// sd below the mean (false failure about 1e-4 if Gaussian; the sd is
+// from 16 runs). (Against the scripted coordinator it ran 3 rounds:
 // 0.374 on average, sd 0.045, over 40 runs; against the real one 3
 // rounds gave 0.314, sd 0.059, lowest 0.216, over 19 runs: too close to
 // a useful threshold, hence 5 rounds.)
 func TestBrowserLocal(t *testing.T) {
-	t.Run("K=2", func(t *testing.T) { browserLocal(t, 5, nil, 0.18) })
+	t.Run("K=2", func(t *testing.T) { browserLocal(t, 5, nil, 0.20) })
 	// E = 4 passes over K = 2 step batches under the last-iterate charge
 	// (logreg-unit, nothing clipped, eta 2, no projection), 6 rounds: the
 	// page computes, charges and sends it like any other algorithm.
@@ -40,8 +44,9 @@ func TestBrowserLocal(t *testing.T) {
 	// this subtest, 2026-11-29, same machine and load): accuracy after 6
 	// rounds 0.338 on average, sd 0.037, lowest 0.262 (against the
 	// scripted coordinator, 40 runs, 2026-11-27: 0.359, sd 0.049). The
-	// threshold 0.15 is 5.1 sd below the mean (false failure below 1e-6
-	// if Gaussian), while a page that trained nothing stays near 0.107.
+	// threshold 0.15 is 5.1 sd below that mean (false failure below 1e-6
+	// if Gaussian), and the best of the last three evaluations is never
+	// below the last one; a page that trained nothing stays near 0.107.
 	t.Run("passes", func(t *testing.T) {
 		browserLocal(t, 6, []string{"-model", "logreg-unit", "-clip", "2", "-eta", "2", "-D", "0", "-local-epochs", "4"}, 0.15)
 	})
@@ -49,8 +54,8 @@ func TestBrowserLocal(t *testing.T) {
 
 // browserLocal runs the local session of rounds rounds (e2eSession's
 // b = 64, clip 1, eta 1, D = 10, rho_p = 2, then the flags extra) and
-// checks the page's updates, the coordinator's inclusions and its last
-// accuracy against threshold.
+// checks the page's updates, the coordinator's inclusions and the best of
+// its last three accuracies against threshold.
 func browserLocal(t *testing.T, rounds int, extra []string, threshold float64) {
 	webDir := pageBuild(t)
 	all := fashionTest(t)
@@ -110,8 +115,12 @@ func browserLocal(t *testing.T, rounds int, extra []string, threshold float64) {
 		t.Fatal(err)
 	}
 	acc := pr.Accuracy
-	if n := len(acc); n == 0 || acc[n-1].Round != p.Rounds || !(acc[n-1].Accuracy > threshold) || math.IsNaN(acc[n-1].Accuracy) {
-		t.Errorf("accuracy after %d rounds: %+v, want > %v", p.Rounds, acc, threshold)
+	best := math.NaN()
+	if n := len(acc); n >= 3 && acc[n-1].Round == p.Rounds {
+		best = max(acc[n-3].Accuracy, acc[n-2].Accuracy, acc[n-1].Accuracy)
+	}
+	if !(best > threshold) {
+		t.Errorf("accuracy by round %+v: best of the last three %v, want > %v (evaluated after every round to round %d)", acc, best, threshold, p.Rounds)
 	}
 	t.Logf("accuracy by round: %+v", acc)
 }
