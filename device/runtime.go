@@ -651,10 +651,7 @@ func (rt *Runtime) Run(ctx context.Context) error {
 		// does not connect at all.
 		var exhausted error
 		if rt.st.Pending == 0 {
-			exhausted = rt.exhaustedLocked(0)
-			if errors.Is(exhausted, errDataComing) {
-				exhausted = nil
-			}
+			exhausted = rt.exhaustedAheadLocked()
 		}
 		rt.unlock()
 		if ended {
@@ -880,10 +877,7 @@ func (c *link) leaveIfExhausted(check func(*State) bool) error {
 	rt.mu.Lock()
 	var exhausted error
 	if check(&rt.st) {
-		exhausted = rt.exhaustedLocked(0)
-		if errors.Is(exhausted, errDataComing) {
-			exhausted = nil // asked again, it waits for them (prepare)
-		}
+		exhausted = rt.exhaustedAheadLocked()
 	}
 	rt.unlock()
 	if exhausted != nil {
@@ -1237,6 +1231,16 @@ func (rt *Runtime) exhaustedLocked(t int) error {
 		}
 		return fmt.Errorf("%w: %w: %s: %d of the %d local samples are used and a round takes %d (single pass)",
 			ErrRefused, ErrDataUsedUp, at, rt.st.Cursor, len(rt.cfg.Data), rt.st.Session.Batch)
+	}
+	return nil
+}
+
+// exhaustedAheadLocked is exhaustedLocked checking ahead of any round:
+// samples on their way do not exhaust the device (asked for a round, it
+// waits for them in prepare).
+func (rt *Runtime) exhaustedAheadLocked() error {
+	if err := rt.exhaustedLocked(0); !errors.Is(err, errDataComing) {
+		return err
 	}
 	return nil
 }
