@@ -11,10 +11,19 @@ func (c *Coordinator) sure(d *device) bool {
 	return d.misses == 0 && (d.proven || c.cfg.TrustNewDevices)
 }
 
-// probeable reports whether d may be asked as a probe: connected, idle,
-// not left, but no longer sampled for its misses.
+// askable reports whether a round may ask d at all: connected, not in a
+// round, not left and not removed by the teacher (a removed device's
+// connection stays set until its close is read, and must not be asked in
+// that window). eligible and probeable split the askable devices by
+// their misses.
+func askable(d *device) bool {
+	return d.conn != nil && d.round == 0 && !d.left && !d.removed
+}
+
+// probeable reports whether d may be asked as a probe: askable, but no
+// longer sampled for its misses.
 func (c *Coordinator) probeable(d *device) bool {
-	return d.conn != nil && d.round == 0 && !d.left && d.misses >= c.front.Lim.MaxMisses
+	return askable(d) && d.misses >= c.front.Lim.MaxMisses
 }
 
 // probeableLocked lists the probeable devices, sorted by id.

@@ -96,3 +96,47 @@ func ncServerAndStore(t testing.TB, sess wire.SessionParams) (optim.Server, *sto
 	t.Cleanup(func() { st.Close() })
 	return srv, st
 }
+
+// TestWhoMayBeAsked: a round asks a device (sampled or as a probe) only
+// when it is connected, idle, not left and not removed; its misses decide
+// which. A removed device keeps its connection until its close is read,
+// so removal alone must keep it out of both lists.
+func TestWhoMayBeAsked(t *testing.T) {
+	sess := wire.SessionParams{Name: "ask", Dim: 4, DeadlineMillis: 5000, Algorithm: "nc", Model: "logreg",
+		Features: 1, Classes: 2, M: 4, Cohort: 2, Rounds: 3, Batch: 1, Clip: 1, Eta: 1, RhoPaper: 1}
+	srv, st := ncServerAndStore(t, sess)
+	c, err := New(Config{Session: sess, JoinCode: "join-me", Server: srv, Store: st, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	max := c.front.Lim.MaxMisses
+	for _, tc := range []struct {
+		name                string
+		d                   device
+		eligible, probeable bool
+	}{
+		{"idle and answering", device{}, true, false},
+		{"idle, missed its last rounds", device{misses: max}, false, true},
+		{"not connected", device{misses: max, conn: nil}, false, false},
+		{"in a round", device{round: 1}, false, false},
+		{"in a round, missed", device{round: 1, misses: max}, false, false},
+		{"left", device{left: true}, false, false},
+		{"left, missed", device{left: true, misses: max}, false, false},
+		{"removed", device{removed: true}, false, false},
+		{"removed, missed", device{removed: true, misses: max}, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := tc.d
+			d.id = "x"
+			if tc.name != "not connected" {
+				d.conn = &recLink{id: d.id}
+			}
+			if got := c.eligible(&d); got != tc.eligible {
+				t.Errorf("eligible = %v, want %v", got, tc.eligible)
+			}
+			if got := c.probeable(&d); got != tc.probeable {
+				t.Errorf("probeable = %v, want %v", got, tc.probeable)
+			}
+		})
+	}
+}

@@ -532,11 +532,11 @@ func (c *Coordinator) removeDeviceLocked(id string) {
 	}
 }
 
-// eligible reports whether d may be sampled: connected, not in a round,
-// not left, and answering its rounds (Rule 7 of the design: only live
-// devices are asked).
+// eligible reports whether d may be sampled: it may be asked (askable)
+// and answers its rounds (Rule 7 of the design: only live devices are
+// asked).
 func (c *Coordinator) eligible(d *device) bool {
-	return d.conn != nil && d.round == 0 && !d.left && !d.removed && d.misses < c.front.Lim.MaxMisses
+	return askable(d) && d.misses < c.front.Lim.MaxMisses
 }
 
 func (c *Coordinator) waitEligible(ctx context.Context) error {

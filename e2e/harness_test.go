@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"browserfl/coordinator/api"
 	"browserfl/coordinator/site"
 	"context"
 	"encoding/base64"
@@ -355,4 +356,24 @@ func teacherSecretIn(t testing.TB, dataDir string) string {
 		t.Fatalf("host index: %v", err)
 	}
 	return index.TeacherSecret
+}
+
+// teacherAction sends the teacher's action (POST /api/teacher/action:
+// start, pause, resume, end...) to the coordinator at addr and returns
+// an error unless it succeeds.
+func teacherAction(addr, code, secret, action string) error {
+	req, err := http.NewRequest(http.MethodPost, "http://"+addr+"/api/teacher/"+action+"?code="+code, nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set(api.TeacherHeader, secret)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("teacher %s: %w", action, err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("teacher %s: %s", action, resp.Status)
+	}
+	return nil
 }

@@ -139,18 +139,8 @@ func (o *onePage) waitStatus(what string, d time.Duration, ok func(view.Status) 
 // pause, resume, end...) and fails the test unless it succeeds.
 func (o *onePage) teacher(action string) {
 	o.t.Helper()
-	req, err := http.NewRequest(http.MethodPost, "http://"+o.coord.addr+"/api/teacher/"+action+"?code="+o.code, nil)
-	if err != nil {
-		o.t.Fatal(err)
-	}
-	req.Header.Set(api.TeacherHeader, o.secret)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		o.t.Fatalf("teacher %s: %v", action, err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		o.t.Fatalf("teacher %s: %s (coordinator log %s)", action, resp.Status, o.logf.Name())
+	if err := teacherAction(o.coord.addr, o.code, o.secret, action); err != nil {
+		o.t.Fatalf("%v (coordinator log %s)", err, o.logf.Name())
 	}
 }
 

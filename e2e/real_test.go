@@ -308,6 +308,24 @@ func TestBrowserSession(t *testing.T) {
 		}
 		t.Fatalf("quiet moment: the page kept an update in flight for 90 s\npage text: %s", b.text())
 	}
+	// The teacher pauses the lesson for the reload and the browser
+	// restart: a round that starts while a document unloads can have its
+	// update reach the coordinator and not the DevTools capture (a CI run
+	// lost page 1's round 6 that way, after quiet said no round was in
+	// flight), so no round may start until both pages are back.
+	secret := teacherSecretIn(t, coord.dataDir)
+	if err := teacherAction(coord.addr, code, secret, "pause"); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(50 * time.Millisecond) {
+		var st view.Status
+		if err := getJSON(srv.URL+"/api/status?code="+code, &st); err == nil && st.State == "paused" && st.Round == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the paused lesson kept a round open for 2 minutes")
+		}
+	}
 	// A page is reloaded.
 	id1, _ := storedDevice(t, browsers[1], code, p)
 	quiet(browsers[1])
@@ -320,6 +338,9 @@ func TestBrowserSession(t *testing.T) {
 	browsers[2] = launch(t, profiles[2])
 	browsers[2].must(60*time.Second, "browser restart", chromedp.Navigate(pageURL), chromedp.WaitVisible("#train", chromedp.ByID))
 	resumed := map[int]string{1: id1.DeviceID, 2: id2.DeviceID}
+	if err := teacherAction(coord.addr, code, secret, "resume"); err != nil {
+		t.Fatal(err)
+	}
 
 	waitRound(9, 4*time.Minute)
 	// The coordinator is killed and restarted on the same store, between

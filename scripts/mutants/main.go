@@ -1187,6 +1187,13 @@ var mutations = []mutation{
 		pkgs: []string{"./coordinator/", "-run", "TeacherSeesRejectionsAndRemoves"},
 	},
 	{
+		name: "removed-device-probed", why: "a device the teacher removed can still be asked (as a probe once it missed rounds) while its connection closes",
+		file: "coordinator/cohort.go",
+		old:  "return d.conn != nil && d.round == 0 && !d.left && !d.removed\n",
+		new:  "return d.conn != nil && d.round == 0 && !d.left\n",
+		pkgs: []string{"./coordinator/", "-run", "TestWhoMayBeAsked"},
+	},
+	{
 		name: "removal-not-persisted", why: "a removal is kept in memory only (a restart lets the removed device back in)",
 		file: "coordinator/remove.go",
 		old:  "if err := c.store.MarkRemoved(id); err != nil {",
