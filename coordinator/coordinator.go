@@ -917,9 +917,17 @@ func (c *Coordinator) recycle(us []*update) {
 // member is told "excluded" (its device aborts, so the noise state stays
 // consistent) and the same round number runs again.
 func (c *Coordinator) discardRound(or *openRound, cause error) {
-	c.front.Met.DiscardedRounds.Add(1)
-	c.front.Log.Error("round discarded: its result could not be served; the state before it is kept",
-		"round", or.t, "err", cause)
+	reason := "the round was discarded"
+	if errors.Is(cause, engine.ErrNobodyAnswered) {
+		// A recovery round (engine.PlanRecovery) that nobody answered:
+		// expected while a class is away, not a fault.
+		reason = "nobody answered this round in time; it runs again"
+		c.front.Log.Info("round of probes discarded: nobody answered; it runs again", "round", or.t, "asked", len(or.cohort))
+	} else {
+		c.front.Met.DiscardedRounds.Add(1)
+		c.front.Log.Error("round discarded: its result could not be served; the state before it is kept",
+			"round", or.t, "err", cause)
+	}
 	c.mu.Lock()
 	for id := range or.cohort {
 		d := c.devices[id]
@@ -927,7 +935,7 @@ func (c *Coordinator) discardRound(or *openRound, cause error) {
 			continue
 		}
 		d.round = 0
-		control(d.conn, wire.Decision{T: or.t, State: wire.Excluded, Reason: "the round was discarded"})
+		control(d.conn, wire.Decision{T: or.t, State: wire.Excluded, Reason: reason})
 		if d.removed && d.conn != nil {
 			d.conn.CloseWith(wire.CodeRemoved, reasonRemoved)
 		}

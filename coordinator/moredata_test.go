@@ -145,3 +145,88 @@ func TestDeviceWaitsForMoreData(t *testing.T) {
 		})
 	}
 }
+
+// TestClassWaitsForMoreData: every device of a class runs out of samples
+// at the same round with more on their way (all the pages of a lesson
+// fetch their next pictures at once), so every device misses two rounds
+// and none is eligible any more. The coordinator then asks them in a
+// recovery round (engine.PlanRecovery, all probes), and the session
+// finishes once the samples came (the two rounds nobody answered were
+// ordinary rounds, committed empty with their misses counted). Before
+// recovery rounds, no round started again: the devices were never asked
+// again and the session waited for ever (here: until the 45 s limit).
+func TestClassWaitsForMoreData(t *testing.T) {
+	sess := testSession(8, 2, 2, 10, 400)
+	h := newHarness(t, sess, 2)
+	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
+	defer cancel()
+	go h.coord.Run(ctx)
+
+	var (
+		mu      sync.Mutex
+		waiting = map[int][]int{}
+	)
+	rts := make([]*device.Runtime, 2)
+	ready := make(chan struct{})
+	for i := range rts {
+		fake := nctest.NewDevice(target(i, sess.Dim), 1, 0.3, uint64(1001+i))
+		cfg := deviceConfig(t, h.wsURL(), i, fake)
+		cfg.Data = zeros()[:3] // three rounds at b = 1
+		var more atomic.Bool
+		more.Store(true)
+		cfg.MoreData = more.Load
+		cfg.DataWait = 50 * time.Millisecond
+		cfg.OnEvent = func(e device.Event) {
+			if e.Kind != device.EventWaiting {
+				return
+			}
+			mu.Lock()
+			waiting[i] = append(waiting[i], e.T)
+			n := len(waiting[i])
+			mu.Unlock()
+			if n != 2 { // after its second missed round: no longer sampled
+				return
+			}
+			go func() {
+				<-ready
+				if err := rts[i].AddData(zeros()[:20]); err != nil {
+					t.Errorf("AddData: %v", err)
+				}
+				more.Store(false)
+			}()
+		}
+		rt, err := device.New(ctx, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rts[i] = rt
+	}
+	close(ready)
+	errs := make(chan error, len(rts))
+	for _, r := range rts {
+		go func() {
+			err := r.Run(ctx)
+			if err != nil {
+				cancel()
+			}
+			errs <- err
+		}()
+	}
+	for range rts {
+		if err := <-errs; err != nil && !errors.Is(err, context.Canceled) {
+			t.Errorf("Run: %v", err)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if c := h.coord.Committed(); c != sess.Rounds {
+		t.Fatalf("%d of %d rounds committed; rounds passed without each device %v", c, sess.Rounds, waiting)
+	}
+	for i, rt := range rts {
+		st := rt.State()
+		if l := rt.Leaving(); l != "" || st.Included <= 3 || len(waiting[i]) < 2 {
+			t.Errorf("device %d: left %q, %+v, rounds passed without it %v; want more than 3 included after 2 passed", i, l, st, waiting[i])
+		}
+		t.Logf("device %d: rounds passed without it %v; included in %d of %d rounds", i, waiting[i], st.Included, sess.Rounds)
+	}
+}

@@ -37,6 +37,10 @@ type Plan[ID cmp.Ordered] struct {
 	Unsure  map[ID]bool // members that were not sure when asked
 	Extra   int         // members asked beyond the target (replacements and probes)
 	Probes  int         // of which devices no longer sampled
+	// Recovery: no device was eligible, so every member is a probe
+	// (PlanRecovery), and the round is discarded, not committed, when no
+	// update of it is included.
+	Recovery bool
 }
 
 // probeSalt separates the probes' draw from the cohort's.
@@ -80,6 +84,32 @@ func PlanCohort[ID cmp.Ordered](eligible []ID, sure func(ID) bool, probeable []I
 	return p
 }
 
+// recoverySalt separates a recovery round's retries (try 1, 2...).
+const recoverySalt = 0xbf58476d1ce4e5b9
+
+// PlanRecovery plans round t when no device is eligible but probeable
+// (the sorted ids of devices no longer sampled for their misses) are
+// connected: a class whose every device missed rounds (all waiting for
+// their next pictures, say) would otherwise start no round again, and so
+// never ask them again. Up to m of them are asked, all as probes; the
+// round closes when every one delivered or at its deadline, and it is
+// discarded if nobody's update is included (Engine.Finish), so it never
+// commits an empty round: idle fake devices asked this way cannot use up
+// a session's rounds. The round runs again under the same number, try
+// counting the attempts: each try draws its probes afresh, so probeable
+// devices that never answer cannot be asked every time.
+func PlanRecovery[ID cmp.Ordered](probeable []ID, m int, seed uint64, t, try int) Plan[ID] {
+	k := min(m, len(probeable))
+	p := Plan[ID]{Unsure: map[ID]bool{}, Recovery: true}
+	p.Members = append(p.Members, optim.SampleCohort(probeable, k, seed^probeSalt^(uint64(try)*recoverySalt), t)...)
+	for _, id := range p.Members {
+		p.Unsure[id] = true
+	}
+	p.Target, p.Probes = k, k
+	slices.Sort(p.Members)
+	return p
+}
+
 // ProbesPerRound is how many devices that are no longer sampled a round
 // of cohort m asks as probes: one for every 10 members, at least one.
 func ProbesPerRound(m int) int { return max(1, (m+9)/10) }
@@ -87,13 +117,14 @@ func ProbesPerRound(m int) int { return max(1, (m+9)/10) }
 // Askable is how many devices a round of cohort m can reach with
 // eligible devices sampled and probeable ones no longer sampled: the
 // eligible, plus the probes PlanCohort adds to a round that samples at
-// least one. A shell that needs a number of devices before it starts a
-// round (the coordinator's min-devices) counts these: counting only the
+// least one; with none eligible, the probes of a recovery round
+// (PlanRecovery). A shell that needs a number of devices before it starts
+// a round (the coordinator's min-devices) counts these: counting only the
 // eligible, a small class whose devices missed rounds would start no
 // round, and those devices would never be asked again.
 func Askable(eligible, probeable, m int) int {
 	if eligible == 0 {
-		return 0
+		return min(probeable, m)
 	}
 	return eligible + min(probeable, ProbesPerRound(m))
 }

@@ -107,12 +107,14 @@ func TestPlanCohort(t *testing.T) {
 
 // TestAskable: the devices a round can reach are the eligible plus the
 // probes PlanCohort would add (one for every 10 members, at least one),
-// and none without an eligible device, since PlanCohort adds probes only
-// to a round that samples someone.
+// and without an eligible device the probes of a recovery round (up to m,
+// PlanRecovery).
 func TestAskable(t *testing.T) {
 	for _, tc := range []struct{ eligible, probeable, m, want int }{
 		{0, 0, 10, 0},
-		{0, 5, 10, 0},
+		{0, 5, 10, 5},
+		{0, 15, 10, 10},
+		{0, 2, 2, 2},
 		{1, 0, 2, 1},
 		{1, 1, 2, 2},
 		{1, 3, 2, 2},
@@ -135,6 +137,9 @@ func TestAskable(t *testing.T) {
 				pr[i] = 1000 + i
 			}
 			p := engine.PlanCohort(el, func(int) bool { return true }, pr, tc.m, engine.ProbesPerRound(tc.m), 1, 1)
+			if tc.eligible == 0 {
+				p = engine.PlanRecovery(pr, tc.m, 1, 1, 0)
+			}
 			if len(p.Members) != tc.want {
 				t.Errorf("PlanCohort asks %d of %d eligible and %d probeable at m %d, Askable says %d", len(p.Members), tc.eligible, tc.probeable, tc.m, tc.want)
 			}

@@ -20,6 +20,7 @@ import (
 // delivers a fixed set of contributions.
 type recShell struct {
 	eligible  []string
+	probeable []string
 	sure      map[string]bool
 	start     bool // Ask starts the round
 	collected func(plan engine.Plan[string]) engine.Collected[string]
@@ -39,7 +40,7 @@ func (s *recShell) Ask(t int, start func([]string, func(string) bool, []string) 
 		return false, nil
 	}
 	var err error
-	s.plan, s.round, err = start(s.eligible, func(id string) bool { return s.sure[id] }, nil)
+	s.plan, s.round, err = start(s.eligible, func(id string) bool { return s.sure[id] }, s.probeable)
 	return err == nil, err
 }
 
@@ -290,4 +291,66 @@ func ExampleEngine_Round() {
 	ok, err := eng.Round(context.Background(), 1, sh)
 	fmt.Println(ok, err, strings.Join(sh.calls, " -> "), len(sh.outcome.Included))
 	// Output: true <nil> ask -> collect -> commit -> tell 2
+}
+
+// TestRecoveryRound: with no device eligible but some probeable (every
+// device of a class missed its last rounds), the engine plans a recovery
+// round that asks up to m of them, all as probes, with the round's target
+// at all of them. Nobody delivering: the round is discarded (cause
+// ErrNobodyAnswered), not committed, and the server half stays at the
+// same round, so idle devices cannot use up a session's rounds; each
+// retry draws its probes afresh (over ten tries every probeable device is
+// asked). One probe delivering: the round commits with it. A round with
+// eligible members that nobody answers still commits (its members'
+// misses are counted there).
+func TestRecoveryRound(t *testing.T) {
+	srv, d := ncServer(t)
+	eng := engine.New[string](srv, 3, 10, 42, 1000)
+	probeable := []string{"p1", "p2", "p3", "p4", "p5"}
+	sh := &recShell{probeable: probeable, start: true, collected: deliver(make([]float64, d), false)}
+	asked := map[string]bool{}
+	for try := range 10 {
+		sh.calls = nil
+		ok, err := eng.Round(context.Background(), 1, sh)
+		if err != nil || ok {
+			t.Fatalf("try %d: Round = %v, %v; want a discarded round", try, ok, err)
+		}
+		if got := strings.Join(sh.calls, ","); got != "ask,collect,discard" {
+			t.Fatalf("try %d: stages %s, want ask,collect,discard", try, got)
+		}
+		if !errors.Is(sh.cause, engine.ErrNobodyAnswered) {
+			t.Fatalf("try %d: discarded for %v", try, sh.cause)
+		}
+		p := sh.plan
+		if !p.Recovery || len(p.Members) != 3 || p.Target != 3 || p.Probes != 3 || len(p.Unsure) != 3 || !slices.IsSorted(p.Members) {
+			t.Fatalf("try %d: plan %+v; want a recovery round asking 3 probes (sorted), target 3", try, p)
+		}
+		for _, id := range p.Members {
+			asked[id] = true
+		}
+		if srv.Next().T != 1 {
+			t.Fatalf("try %d: the server half is at round %d after a discarded round 1", try, srv.Next().T)
+		}
+	}
+	if len(asked) != len(probeable) {
+		t.Errorf("ten tries asked only %v of %v: the retries draw the same probes", asked, probeable)
+	}
+	sh.calls = nil
+	sh.collected = func(p engine.Plan[string]) engine.Collected[string] {
+		return deliver(make([]float64, d), false, p.Members[0])(p)
+	}
+	ok, err := eng.Round(context.Background(), 1, sh)
+	if err != nil || !ok {
+		t.Fatalf("a recovery round with one delivery: Round = %v, %v", ok, err)
+	}
+	if got := strings.Join(sh.calls, ","); got != "ask,collect,commit,tell" || len(sh.outcome.Included) != 1 || srv.Next().T != 2 {
+		t.Fatalf("stages %s, included %v, server at round %d; want committed with one", got, sh.outcome.Included, srv.Next().T)
+	}
+	// An ordinary round nobody answers is committed (misses counted).
+	sh2 := &recShell{eligible: []string{"a", "b"}, probeable: probeable, start: true, collected: deliver(make([]float64, d), false)}
+	sh2.calls = nil
+	ok, err = eng.Round(context.Background(), 2, sh2)
+	if err != nil || !ok || sh2.plan.Recovery || len(sh2.outcome.Missed) == 0 {
+		t.Fatalf("an ordinary empty round: Round = %v, %v, plan %+v, missed %v; want committed with its misses", ok, err, sh2.plan, sh2.outcome.Missed)
+	}
 }

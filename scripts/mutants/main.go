@@ -115,6 +115,34 @@ var mutations = []mutation{
 		pkgs: []string{"./engine/", "-run", "TestAskable"},
 	},
 	{
+		name: "recovery-rounds-off", why: "with no device eligible (every device of a class missed its last rounds) no round starts, so none is asked again: the session waits for ever",
+		file: "engine/cohort.go",
+		old:  "\t\treturn min(probeable, m)\n",
+		new:  "\t\treturn 0\n",
+		pkgs: []string{"./coordinator/", "-run", "TestClassWaitsForMoreData"},
+	},
+	{
+		name: "recovery-empty-committed", why: "a round of probes only that nobody answers is committed: idle fake devices use up a session's rounds while the class is away",
+		file: "engine/loop.go",
+		old:  "\tif e.recovery && len(o.Included) == 0 {\n",
+		new:  "\tif false && e.recovery && len(o.Included) == 0 {\n",
+		pkgs: []string{"./engine/", "-run", "TestRecoveryRound"},
+	},
+	{
+		name: "recovery-same-probes", why: "every retry of a recovery round asks the same probes: devices that never answer are asked every time, the others never",
+		file: "engine/cohort.go",
+		old:  "seed^probeSalt^(uint64(try)*recoverySalt), t)",
+		new:  "seed^probeSalt, t)",
+		pkgs: []string{"./engine/", "-run", "TestRecoveryRound"},
+	},
+	{
+		name: "recovery-unsorted", why: "a recovery round's members are not sorted (updates reach the server half in sampling order, not the sorted order of every other round)",
+		file: "engine/cohort.go",
+		old:  "\tp.Target, p.Probes = k, k\n\tslices.Sort(p.Members)\n",
+		new:  "\tp.Target, p.Probes = k, k\n",
+		pkgs: []string{"./engine/", "-run", "TestRecoveryRound"},
+	},
+	{
 		name: "device-data-wake-unchecked", why: "a device woken by samples arriving answers without checking that they fill a minibatch (a short chunk: samples reused or the device stops)",
 		file: "device/runtime.go",
 		old:  "		err := rt.exhaustedLocked(t)\n		if !errors.Is(err, errDataComing) || expired",
@@ -285,8 +313,8 @@ var mutations = []mutation{
 	{
 		name: "cohort-unsorted", why: "the cohort plan is not sorted (the simulator then hands updates to the server in sampling order, not the coordinator's sorted order)",
 		file: "engine/cohort.go",
-		old:  "\tslices.Sort(p.Members)\n",
-		new:  "\t_ = slices.Sort[[]int]\n",
+		old:  "\t\t\tp.Probes++\n\t\t}\n\t}\n\tslices.Sort(p.Members)\n",
+		new:  "\t\t\tp.Probes++\n\t\t}\n\t}\n\t_ = slices.Sort[[]int]\n",
 		pkgs: []string{"./engine/", "./sim/", "-run", "PlanCohort|SimulatorIsTheProduct"},
 	},
 	{
