@@ -1,5 +1,10 @@
 package coordinator
 
+import (
+	"slices"
+	"time"
+)
+
 // Who a round asks and when it closes is engine.PlanCohort's rule; this
 // file says which of the coordinator's devices are sure and which may be
 // probed.
@@ -35,4 +40,52 @@ func (c *Coordinator) probeableLocked() []string {
 		}
 	}
 	return ids
+}
+
+// recoverable reports whether a recovery round (engine.PlanRecovery, when
+// no device is eligible) may ask d: an update of it was accepted since
+// this process knew it, and none was rejected. Ids that never delivered
+// (idle fake devices) cannot make such rounds run, nor can a device whose
+// updates fail validation (it could answer each one at once with a
+// rejected update, and rounds would follow one another).
+func recoverable(d *device) bool { return d.proven && d.rejected == 0 }
+
+// probesLocked lists the probeable devices a round may ask when eligible
+// devices are eligible: all of them as probes beside a sampled cohort;
+// with none eligible, the recoverable ones for a recovery round, and none
+// while the pause after an unanswered recovery round runs.
+func (c *Coordinator) probesLocked(eligible int, now time.Time) []string {
+	ids := c.probeableLocked()
+	if eligible > 0 {
+		return ids
+	}
+	if now.Before(c.recoveryAfter) {
+		return nil
+	}
+	return slices.DeleteFunc(ids, func(id string) bool { return !recoverable(c.devices[id]) })
+}
+
+// The pause before the next recovery round after one that nobody
+// answered: it doubles from minRecoveryPause to maxRecoveryPause, so
+// connected pages that do not answer (waiting for pictures, or a class
+// away without pausing the lesson) use up at most one round per deadline
+// plus a minute, while a class back at its pages waits at most a minute.
+const (
+	minRecoveryPause = 2 * time.Second
+	maxRecoveryPause = time.Minute
+)
+
+// nextRecoveryPause is the pause after a round, given the one before:
+// none once a round included an update; doubled (from minRecoveryPause,
+// at most maxRecoveryPause) after a recovery round that included none;
+// unchanged after an ordinary round that included none.
+func nextRecoveryPause(recovery, included bool, prev time.Duration) time.Duration {
+	switch {
+	case included:
+		return 0
+	case !recovery:
+		return prev
+	default:
+		return min(max(2*prev, minRecoveryPause), maxRecoveryPause)
+	}
 }

@@ -4,7 +4,9 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
+	"slices"
 	"testing"
+	"time"
 
 	"browserfl/coordinator/bus"
 	"browserfl/coordinator/store"
@@ -138,5 +140,68 @@ func TestWhoMayBeAsked(t *testing.T) {
 				t.Errorf("probeable = %v, want %v", got, tc.probeable)
 			}
 		})
+	}
+}
+
+// TestRecoveryAsks: with nobody eligible, a recovery round is offered
+// only the probeable devices that delivered before and were never
+// rejected (idle ids cannot make rounds run), and none while the pause
+// after an unanswered recovery round runs; beside an eligible device
+// every probeable device may be a probe.
+func TestRecoveryAsks(t *testing.T) {
+	sess := wire.SessionParams{Name: "recover", Dim: 4, DeadlineMillis: 5000, Algorithm: "nc", Model: "logreg",
+		Features: 1, Classes: 2, M: 4, Cohort: 2, Rounds: 3, Batch: 1, Clip: 1, Eta: 1, RhoPaper: 1}
+	srv, st := ncServerAndStore(t, sess)
+	c, err := New(Config{Session: sess, JoinCode: "join-me", Server: srv, Store: st, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	max := c.front.Lim.MaxMisses
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, d := range []*device{
+		{id: "idle", misses: max},                                // never delivered
+		{id: "proven", misses: max, proven: true},                // delivered, then missed
+		{id: "rejected", misses: max, proven: true, rejected: 1}, // one update failed validation
+	} {
+		d.conn = &recLink{id: d.id}
+		c.addDeviceLocked(d)
+	}
+	now := time.Now()
+	if got := c.probesLocked(0, now); !slices.Equal(got, []string{"proven"}) {
+		t.Errorf("recovery round offered %v, want [proven]", got)
+	}
+	if got := c.probesLocked(1, now); !slices.Equal(got, []string{"idle", "proven", "rejected"}) {
+		t.Errorf("probes beside an eligible device %v, want all three", got)
+	}
+	c.recoveryAfter = now.Add(time.Second)
+	if got := c.probesLocked(0, now); len(got) != 0 {
+		t.Errorf("recovery round offered %v during the pause, want none", got)
+	}
+	if got := c.probesLocked(0, now.Add(2*time.Second)); !slices.Equal(got, []string{"proven"}) {
+		t.Errorf("recovery round offered %v after the pause, want [proven]", got)
+	}
+}
+
+// TestNextRecoveryPause: the pause doubles after each recovery round
+// nobody answered, from 2 s to at most a minute; an ordinary empty round
+// keeps it; any round with an included update ends it.
+func TestNextRecoveryPause(t *testing.T) {
+	for _, tc := range []struct {
+		recovery, included bool
+		prev, want         time.Duration
+	}{
+		{true, false, 0, 2 * time.Second},
+		{true, false, 2 * time.Second, 4 * time.Second},
+		{true, false, 32 * time.Second, time.Minute},
+		{true, false, time.Minute, time.Minute},
+		{false, false, 8 * time.Second, 8 * time.Second},
+		{false, false, 0, 0},
+		{true, true, 16 * time.Second, 0},
+		{false, true, time.Minute, 0},
+	} {
+		if got := nextRecoveryPause(tc.recovery, tc.included, tc.prev); got != tc.want {
+			t.Errorf("nextRecoveryPause(recovery %v, included %v, %v) = %v, want %v", tc.recovery, tc.included, tc.prev, got, tc.want)
+		}
 	}
 }

@@ -170,6 +170,11 @@ type Coordinator struct {
 	// histLost holds the devices whose record this process evicted: on
 	// their return their history is not from the start.
 	histLost map[string]bool
+	// recoveryPause is the pause after a recovery round nobody answered
+	// (nextRecoveryPause), recoveryAfter the time before which no
+	// recovery round starts.
+	recoveryPause time.Duration
+	recoveryAfter time.Time
 	// keepPayloads: the server half is not an optim.SumApplier, so the
 	// round is applied from the payloads (decoded a second time by
 	// Apply) and each accepted update keeps its payload too.
@@ -271,6 +276,9 @@ type openRound struct {
 	// atTarget: the round closed because its target was reached while
 	// members were still out.
 	atTarget bool
+	// recovery: nobody was eligible; every member is a probe
+	// (engine.PlanRecovery).
+	recovery bool
 	// deadlineHit: the round closed because its deadline passed (some
 	// cohort member neither answered nor was dropped as gone).
 	deadlineHit bool
@@ -547,8 +555,8 @@ func (c *Coordinator) waitEligible(ctx context.Context) error {
 		c.mu.Lock()
 		e := c.countEligibleLocked()
 		// Devices out of sampling for their misses count as the probes
-		// a round would ask (engine.Askable).
-		n := engine.Askable(e, len(c.probeableLocked()), c.sess.Cohort)
+		// a round would ask (engine.Askable, probesLocked).
+		n := engine.Askable(e, len(c.probesLocked(e, time.Now())), c.sess.Cohort)
 		stop := c.ended || c.state == StatePaused
 		// When every device that could take part is eligible, a round
 		// does not wait for the ones that are not there: a session
@@ -703,7 +711,7 @@ func (sh *roundShell) Ask(t int, start func(eligible []string, sure func(string)
 	deadline := time.Duration(c.sess.DeadlineMillis) * time.Millisecond
 	c.mu.Lock()
 	eligible := c.eligibleLocked()
-	probeable := c.probeableLocked()
+	probeable := c.probesLocked(len(eligible), time.Now())
 	if engine.Askable(len(eligible), len(probeable), c.sess.Cohort) < c.minDevices || c.ended || c.state == StatePaused {
 		c.mu.Unlock()
 		return false, nil // someone left meanwhile; wait again
@@ -731,7 +739,7 @@ func (sh *roundShell) Ask(t int, start func(eligible []string, sure func(string)
 	now := time.Now()
 	or := &openRound{t: t, cohort: make(map[string]bool, k), updates: make(map[string]*update, k),
 		dropped: make(map[string]bool), allIn: make(chan struct{}), started: now, deadline: now.Add(deadline),
-		target: plan.Target, unsure: plan.Unsure}
+		target: plan.Target, unsure: plan.Unsure, recovery: plan.Recovery}
 	c.front.Met.OverSelected.Add(int64(plan.Extra))
 	// Devices that were sent round t-1's frame on the same connection
 	// already hold x_{t-1}: they get the frame without it.
@@ -753,7 +761,7 @@ func (sh *roundShell) Ask(t int, start func(eligible []string, sure func(string)
 	c.mu.Unlock()
 	c.front.Met.BytesOut.Add(or.bytesOut)
 	c.front.Log.Info("round started", "round", t, "eligible", len(eligible), "cohort", k, "target", plan.Target,
-		"unsure", len(plan.Unsure)-plan.Probes, "probes", plan.Probes, "cohort_seed", c.cfg.Seed)
+		"unsure", len(plan.Unsure)-plan.Probes, "probes", plan.Probes, "recovery", plan.Recovery, "cohort_seed", c.cfg.Seed)
 	return true, nil
 }
 
@@ -869,6 +877,8 @@ func (sh *roundShell) Tell(t int, o engine.Outcome[string]) {
 			}
 		}
 	}
+	c.recoveryPause = nextRecoveryPause(or.recovery, len(o.Included) > 0, c.recoveryPause)
+	c.recoveryAfter = time.Now().Add(c.recoveryPause)
 	if c.finished {
 		c.markEndedLocked()
 	}
@@ -917,17 +927,9 @@ func (c *Coordinator) recycle(us []*update) {
 // member is told "excluded" (its device aborts, so the noise state stays
 // consistent) and the same round number runs again.
 func (c *Coordinator) discardRound(or *openRound, cause error) {
-	reason := "the round was discarded"
-	if errors.Is(cause, engine.ErrNobodyAnswered) {
-		// A recovery round (engine.PlanRecovery) that nobody answered:
-		// expected while a class is away, not a fault.
-		reason = "nobody answered this round in time; it runs again"
-		c.front.Log.Info("round of probes discarded: nobody answered; it runs again", "round", or.t, "asked", len(or.cohort))
-	} else {
-		c.front.Met.DiscardedRounds.Add(1)
-		c.front.Log.Error("round discarded: its result could not be served; the state before it is kept",
-			"round", or.t, "err", cause)
-	}
+	c.front.Met.DiscardedRounds.Add(1)
+	c.front.Log.Error("round discarded: its result could not be served; the state before it is kept",
+		"round", or.t, "err", cause)
 	c.mu.Lock()
 	for id := range or.cohort {
 		d := c.devices[id]
@@ -935,7 +937,7 @@ func (c *Coordinator) discardRound(or *openRound, cause error) {
 			continue
 		}
 		d.round = 0
-		control(d.conn, wire.Decision{T: or.t, State: wire.Excluded, Reason: reason})
+		control(d.conn, wire.Decision{T: or.t, State: wire.Excluded, Reason: "the round was discarded"})
 		if d.removed && d.conn != nil {
 			d.conn.CloseWith(wire.CodeRemoved, reasonRemoved)
 		}

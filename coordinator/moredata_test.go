@@ -3,6 +3,7 @@ package coordinator_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -149,12 +150,13 @@ func TestDeviceWaitsForMoreData(t *testing.T) {
 // TestClassWaitsForMoreData: every device of a class runs out of samples
 // at the same round with more on their way (all the pages of a lesson
 // fetch their next pictures at once), so every device misses two rounds
-// and none is eligible any more. The coordinator then asks them in a
-// recovery round (engine.PlanRecovery, all probes), and the session
-// finishes once the samples came (the two rounds nobody answered were
-// ordinary rounds, committed empty with their misses counted). Before
-// recovery rounds, no round started again: the devices were never asked
-// again and the session waited for ever (here: until the 45 s limit).
+// (4 and 5, committed empty) and none is eligible any more. The
+// coordinator then asks them in recovery rounds (engine.PlanRecovery, all
+// probes): round 6 comes while they still wait, so it too is committed
+// empty, and after the recovery pause (2 s) round 7 asks them again, now
+// with their samples, and the session finishes. Before recovery rounds, no
+// round started after round 5: the devices were never asked again and the
+// session waited for ever (here: until the 45 s limit).
 func TestClassWaitsForMoreData(t *testing.T) {
 	sess := testSession(8, 2, 2, 10, 400)
 	h := newHarness(t, sess, 2)
@@ -184,7 +186,7 @@ func TestClassWaitsForMoreData(t *testing.T) {
 			waiting[i] = append(waiting[i], e.T)
 			n := len(waiting[i])
 			mu.Unlock()
-			if n != 2 { // after its second missed round: no longer sampled
+			if n != 3 { // after the first recovery round: no longer sampled since round 5
 				return
 			}
 			go func() {
@@ -224,8 +226,8 @@ func TestClassWaitsForMoreData(t *testing.T) {
 	}
 	for i, rt := range rts {
 		st := rt.State()
-		if l := rt.Leaving(); l != "" || st.Included <= 3 || len(waiting[i]) < 2 {
-			t.Errorf("device %d: left %q, %+v, rounds passed without it %v; want more than 3 included after 2 passed", i, l, st, waiting[i])
+		if l := rt.Leaving(); l != "" || st.Included <= 3 || !slices.Equal(waiting[i], []int{4, 5, 6}) {
+			t.Errorf("device %d: left %q, %+v, rounds passed without it %v; want more than 3 included after rounds 4, 5 and 6 passed", i, l, st, waiting[i])
 		}
 		t.Logf("device %d: rounds passed without it %v; included in %d of %d rounds", i, waiting[i], st.Included, sess.Rounds)
 	}

@@ -534,6 +534,20 @@ func dashTraining(d *dashRun) {
 		}
 		checkLayout(t, name, pageLayout(t, b), "training")
 		d.shoot(fmt.Sprintf("dashboard-%d", size[0]), true, true)
+		// The class is in view without scrolling: at 1920x1080 all 30
+		// names; at every size the stuck devices, listed first (the
+		// ones a teacher may have to walk over to).
+		var cut []string
+		if err := b.eval(`(() => {
+  const ul = document.getElementById("names"), box = ul.getBoundingClientRect();
+  return [...ul.querySelectorAll("li")].filter(li => { const r = li.getBoundingClientRect(); return r.top < box.top - 1 || r.bottom > box.bottom + 1; })
+    .map(li => li.classList[0] + ":" + li.firstChild.textContent); })()`, &cut); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if size[0] == 1920 && len(cut) > 0 || slices.ContainsFunc(cut, func(s string) bool { return strings.HasPrefix(s, "stuck:") }) {
+			t.Errorf("%s: names out of view in the class list: %v", name, cut)
+		}
+		t.Logf("%s: %d names out of view in the class list", name, len(cut))
 		// The secret left the address bar, is not on the screen, and
 		// went with every status request.
 		var href, text string

@@ -38,8 +38,7 @@ type Plan[ID cmp.Ordered] struct {
 	Extra   int         // members asked beyond the target (replacements and probes)
 	Probes  int         // of which devices no longer sampled
 	// Recovery: no device was eligible, so every member is a probe
-	// (PlanRecovery), and the round is discarded, not committed, when no
-	// update of it is included.
+	// (PlanRecovery).
 	Recovery bool
 }
 
@@ -84,24 +83,21 @@ func PlanCohort[ID cmp.Ordered](eligible []ID, sure func(ID) bool, probeable []I
 	return p
 }
 
-// recoverySalt separates a recovery round's retries (try 1, 2...).
-const recoverySalt = 0xbf58476d1ce4e5b9
-
 // PlanRecovery plans round t when no device is eligible but probeable
-// (the sorted ids of devices no longer sampled for their misses) are
-// connected: a class whose every device missed rounds (all waiting for
-// their next pictures, say) would otherwise start no round again, and so
-// never ask them again. Up to m of them are asked, all as probes; the
-// round closes when every one delivered or at its deadline, and it is
-// discarded if nobody's update is included (Engine.Finish), so it never
-// commits an empty round: idle fake devices asked this way cannot use up
-// a session's rounds. The round runs again under the same number, try
-// counting the attempts: each try draws its probes afresh, so probeable
-// devices that never answer cannot be asked every time.
-func PlanRecovery[ID cmp.Ordered](probeable []ID, m int, seed uint64, t, try int) Plan[ID] {
+// (sorted ids of devices no longer sampled for their misses, as the shell
+// offers them for such a round) are connected: a class whose every device
+// missed rounds (all waiting for their next pictures, say) would otherwise
+// start no round again, and so never ask them again. Up to m of them are
+// asked, all as probes, drawn with the cohort's seed; the round's target
+// is all of them. It is decided and committed like any other round (an
+// empty one too, with its members' misses), so a round number is never
+// asked twice; the shell decides which devices it offers and how often
+// (the coordinator: only devices that delivered before, with a pause
+// that grows while such rounds stay empty).
+func PlanRecovery[ID cmp.Ordered](probeable []ID, m int, seed uint64, t int) Plan[ID] {
 	k := min(m, len(probeable))
 	p := Plan[ID]{Unsure: map[ID]bool{}, Recovery: true}
-	p.Members = append(p.Members, optim.SampleCohort(probeable, k, seed^probeSalt^(uint64(try)*recoverySalt), t)...)
+	p.Members = append(p.Members, optim.SampleCohort(probeable, k, seed^probeSalt, t)...)
 	for _, id := range p.Members {
 		p.Unsure[id] = true
 	}

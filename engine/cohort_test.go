@@ -138,7 +138,7 @@ func TestAskable(t *testing.T) {
 			}
 			p := engine.PlanCohort(el, func(int) bool { return true }, pr, tc.m, engine.ProbesPerRound(tc.m), 1, 1)
 			if tc.eligible == 0 {
-				p = engine.PlanRecovery(pr, tc.m, 1, 1, 0)
+				p = engine.PlanRecovery(pr, tc.m, 1, 1)
 			}
 			if len(p.Members) != tc.want {
 				t.Errorf("PlanCohort asks %d of %d eligible and %d probeable at m %d, Askable says %d", len(p.Members), tc.eligible, tc.probeable, tc.m, tc.want)

@@ -3,7 +3,6 @@ package engine
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 
 	"browserfl/shared/optim"
@@ -63,16 +62,7 @@ type Engine[ID cmp.Ordered] struct {
 	deadlineMillis int
 	sum            []float64
 	last           []byte // the state the last commit wrote; nil before the first
-	// The round that started last: its number, how many times a round
-	// of that number has started (PlanRecovery's try), and whether it is
-	// a recovery round.
-	lastT, tries int
-	recovery     bool
 }
-
-// ErrNobodyAnswered is the cause given to Shell.Discard for a recovery
-// round (PlanRecovery) in which no update was included.
-var ErrNobodyAnswered = errors.New("engine: nobody answered the round of probes; it runs again")
 
 // New returns an engine for a session of cohort m and T rounds served by
 // srv; seed is the cohort seed and deadlineMillis the round frame's.
@@ -98,27 +88,17 @@ func (e *Engine[ID]) Round(ctx context.Context, t int, sh Shell[ID]) (committed 
 // Begin plans round t and has sh ask it (the plan and the ask stages). It
 // reports whether the round started.
 func (e *Engine[ID]) Begin(t int, sh Shell[ID]) (bool, error) {
-	if t != e.lastT {
-		e.lastT, e.tries = t, 0
-	}
-	started, err := sh.Ask(t, func(eligible []ID, sure func(ID) bool, probeable []ID) (Plan[ID], optim.Round, error) {
-		var p Plan[ID]
+	return sh.Ask(t, func(eligible []ID, sure func(ID) bool, probeable []ID) (Plan[ID], optim.Round, error) {
+		p := PlanCohort(eligible, sure, probeable, e.cohort, ProbesPerRound(e.cohort), e.seed, t)
 		if len(eligible) == 0 && len(probeable) > 0 {
-			p = PlanRecovery(probeable, e.cohort, e.seed, t, e.tries)
-		} else {
-			p = PlanCohort(eligible, sure, probeable, e.cohort, ProbesPerRound(e.cohort), e.seed, t)
+			p = PlanRecovery(probeable, e.cohort, e.seed, t)
 		}
-		e.recovery = p.Recovery
 		r := e.srv.Next()
 		if r.T != t {
 			return p, r, fmt.Errorf("engine: the server half is at round %d, want %d", r.T, t)
 		}
 		return p, r, nil
 	})
-	if started {
-		e.tries++
-	}
-	return started, err
 }
 
 // Finish decides the closed round t (the close, apply, commit and decide
@@ -128,11 +108,6 @@ func (e *Engine[ID]) Begin(t int, sh Shell[ID]) (bool, error) {
 // committed.
 func (e *Engine[ID]) Finish(t int, c Collected[ID], sh Shell[ID]) (committed bool, err error) {
 	o := Outcome[ID]{Included: Included(c.Delivered, c.Cohort), Missed: map[ID]bool{}}
-	if e.recovery && len(o.Included) == 0 {
-		// Nothing was applied: the server half is as before the round.
-		sh.Discard(t, ErrNobodyAnswered)
-		return false, nil
-	}
 	// The state before the round, to return to if its result cannot be
 	// served (validation should make that impossible; this is the second
 	// line of defence, and it never ends the loop).

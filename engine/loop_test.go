@@ -295,62 +295,51 @@ func ExampleEngine_Round() {
 
 // TestRecoveryRound: with no device eligible but some probeable (every
 // device of a class missed its last rounds), the engine plans a recovery
-// round that asks up to m of them, all as probes, with the round's target
-// at all of them. Nobody delivering: the round is discarded (cause
-// ErrNobodyAnswered), not committed, and the server half stays at the
-// same round, so idle devices cannot use up a session's rounds; each
-// retry draws its probes afresh (over ten tries every probeable device is
-// asked). One probe delivering: the round commits with it. A round with
-// eligible members that nobody answers still commits (its members'
-// misses are counted there).
+// round asking up to m of them (sorted), all as probes, the target at all
+// of them, drawn afresh each round (over eight rounds every probeable device
+// is asked). It is committed like any round: one that nobody answers
+// commits empty with every member's miss, and the next round has the next
+// number (a number is never asked twice); one probe delivering is
+// included.
 func TestRecoveryRound(t *testing.T) {
 	srv, d := ncServer(t)
 	eng := engine.New[string](srv, 3, 10, 42, 1000)
 	probeable := []string{"p1", "p2", "p3", "p4", "p5"}
 	sh := &recShell{probeable: probeable, start: true, collected: deliver(make([]float64, d), false)}
 	asked := map[string]bool{}
-	for try := range 10 {
+	for round := 1; round <= 8; round++ {
 		sh.calls = nil
-		ok, err := eng.Round(context.Background(), 1, sh)
-		if err != nil || ok {
-			t.Fatalf("try %d: Round = %v, %v; want a discarded round", try, ok, err)
+		ok, err := eng.Round(context.Background(), round, sh)
+		if err != nil || !ok {
+			t.Fatalf("round %d: Round = %v, %v; want committed", round, ok, err)
 		}
-		if got := strings.Join(sh.calls, ","); got != "ask,collect,discard" {
-			t.Fatalf("try %d: stages %s, want ask,collect,discard", try, got)
-		}
-		if !errors.Is(sh.cause, engine.ErrNobodyAnswered) {
-			t.Fatalf("try %d: discarded for %v", try, sh.cause)
+		if got := strings.Join(sh.calls, ","); got != "ask,collect,commit,tell" {
+			t.Fatalf("round %d: stages %s, want ask,collect,commit,tell", round, got)
 		}
 		p := sh.plan
 		if !p.Recovery || len(p.Members) != 3 || p.Target != 3 || p.Probes != 3 || len(p.Unsure) != 3 || !slices.IsSorted(p.Members) {
-			t.Fatalf("try %d: plan %+v; want a recovery round asking 3 probes (sorted), target 3", try, p)
+			t.Fatalf("round %d: plan %+v; want a recovery round asking 3 probes (sorted), target 3", round, p)
+		}
+		if len(sh.outcome.Included) != 0 || len(sh.outcome.Missed) != 3 || srv.Next().T != round+1 {
+			t.Fatalf("round %d: included %v, missed %v, next round %d; want an empty commit with 3 misses", round, sh.outcome.Included, sh.outcome.Missed, srv.Next().T)
 		}
 		for _, id := range p.Members {
 			asked[id] = true
 		}
-		if srv.Next().T != 1 {
-			t.Fatalf("try %d: the server half is at round %d after a discarded round 1", try, srv.Next().T)
-		}
 	}
 	if len(asked) != len(probeable) {
-		t.Errorf("ten tries asked only %v of %v: the retries draw the same probes", asked, probeable)
+		t.Errorf("eight rounds asked only %v of %v: every round draws the same probes", asked, probeable)
 	}
 	sh.calls = nil
 	sh.collected = func(p engine.Plan[string]) engine.Collected[string] {
 		return deliver(make([]float64, d), false, p.Members[0])(p)
 	}
-	ok, err := eng.Round(context.Background(), 1, sh)
-	if err != nil || !ok {
-		t.Fatalf("a recovery round with one delivery: Round = %v, %v", ok, err)
+	if ok, err := eng.Round(context.Background(), 9, sh); err != nil || !ok || len(sh.outcome.Included) != 1 {
+		t.Fatalf("a recovery round with one delivery: Round = %v, %v, included %v; want committed with one", ok, err, sh.outcome.Included)
 	}
-	if got := strings.Join(sh.calls, ","); got != "ask,collect,commit,tell" || len(sh.outcome.Included) != 1 || srv.Next().T != 2 {
-		t.Fatalf("stages %s, included %v, server at round %d; want committed with one", got, sh.outcome.Included, srv.Next().T)
-	}
-	// An ordinary round nobody answers is committed (misses counted).
-	sh2 := &recShell{eligible: []string{"a", "b"}, probeable: probeable, start: true, collected: deliver(make([]float64, d), false)}
-	sh2.calls = nil
-	ok, err = eng.Round(context.Background(), 2, sh2)
-	if err != nil || !ok || sh2.plan.Recovery || len(sh2.outcome.Missed) == 0 {
-		t.Fatalf("an ordinary empty round: Round = %v, %v, plan %+v, missed %v; want committed with its misses", ok, err, sh2.plan, sh2.outcome.Missed)
+	// With someone eligible the round is an ordinary one.
+	sh.eligible = []string{"a"}
+	if ok, err := eng.Round(context.Background(), 10, sh); err != nil || !ok || sh.plan.Recovery {
+		t.Fatalf("with a device eligible: Round = %v, %v, plan %+v; want an ordinary round", ok, err, sh.plan)
 	}
 }

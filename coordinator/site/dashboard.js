@@ -311,13 +311,18 @@ function people(s) {
   const active = Math.max(0, (d.connected || 0) - (d.left || 0) - (d.stuck || 0));
   return {counts: {lobby: null, active, stuck: d.stuck || 0, left: d.left || 0}, list: null};
 }
-const stateOrder = {active: 0, lobby: 1, stuck: 2, left: 3, gone: 4, removed: 5};
+// Stuck devices first: the ones a teacher may have to walk over to (a
+// class of 30 on a projector must not hide them below the fold).
+const stateOrder = {stuck: 0, active: 1, lobby: 2, left: 3, gone: 4, removed: 5};
 const nameOf = p => p.nickname || "(no name)";
-// removeButton asks the coordinator to remove p's device (teacher only).
-function removeButton(p) {
+// removeButton asks the coordinator to remove p's device (teacher only);
+// compact, it is a small ✕ (the class list keeps a whole class in view),
+// named for screen readers and on hover.
+function removeButton(p, compact) {
   const b = document.createElement("button");
-  b.className = "remove danger"; b.textContent = "Remove"; b.dataset.device = p.device;
+  b.className = "remove danger"; b.textContent = compact ? "✕" : "Remove"; b.dataset.device = p.device;
   b.title = "Remove " + nameOf(p) + " from the session";
+  b.setAttribute("aria-label", b.title);
   b.addEventListener("click", () => removeDevice(p));
   return b;
 }
@@ -361,7 +366,7 @@ function names(el, list, withRounds) {
     li.textContent = nameOf(p);
     li.title = p.state || "";
     if (withRounds && p.rounds) { const sm = document.createElement("small"); sm.textContent = p.rounds; li.append(sm); }
-    if (p.device && p.state !== "removed") li.append(removeButton(p));
+    if (p.device && p.state !== "removed") li.append(removeButton(p, true));
     return li;
   }));
 }
