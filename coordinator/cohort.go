@@ -43,12 +43,14 @@ func (c *Coordinator) probeableLocked() []string {
 }
 
 // recoverable reports whether a recovery round (engine.PlanRecovery, when
-// no device is eligible) may ask d: an update of it was accepted since
-// this process knew it, and none was rejected. Ids that never delivered
-// (idle fake devices) cannot make such rounds run, nor can a device whose
-// updates fail validation (it could answer each one at once with a
-// rejected update, and rounds would follow one another).
-func recoverable(d *device) bool { return d.proven && d.rejected == 0 }
+// no device is eligible) may ask d: none of its updates was rejected (a
+// device answering each round at once with a rejected update would
+// otherwise make such rounds follow one another). Devices that never
+// delivered are asked too: after a restart no device has delivered to
+// this process, and a class whose every device then missed two rounds
+// would start no round again. The pause after an unanswered recovery
+// round (nextRecoveryPause) bounds what idle ids can do with them.
+func recoverable(d *device) bool { return d.rejected == 0 }
 
 // probesLocked lists the probeable devices a round may ask when eligible
 // devices are eligible: all of them as probes beside a sampled cohort;
@@ -65,11 +67,13 @@ func (c *Coordinator) probesLocked(eligible int, now time.Time) []string {
 	return slices.DeleteFunc(ids, func(id string) bool { return !recoverable(c.devices[id]) })
 }
 
-// The pause before the next recovery round after one that nobody
-// answered: it doubles from minRecoveryPause to maxRecoveryPause, so
-// connected pages that do not answer (waiting for pictures, or a class
-// away without pausing the lesson) use up at most one round per deadline
-// plus a minute, while a class back at its pages waits at most a minute.
+// The pause before the next recovery round after one that included no
+// update: it doubles from minRecoveryPause to maxRecoveryPause, so
+// connected devices that do not answer (pages waiting for pictures, a
+// class away without pausing the lesson, idle fake ids) make at most six
+// such rounds in the first two minutes (pauses of 2, 4, 8, 16, 32 s and
+// the rounds' own time), then one a minute plus the round's deadline,
+// while a class back at its pages waits at most a minute.
 const (
 	minRecoveryPause = 2 * time.Second
 	maxRecoveryPause = time.Minute

@@ -143,11 +143,11 @@ func TestWhoMayBeAsked(t *testing.T) {
 	}
 }
 
-// TestRecoveryAsks: with nobody eligible, a recovery round is offered
-// only the probeable devices that delivered before and were never
-// rejected (idle ids cannot make rounds run), and none while the pause
-// after an unanswered recovery round runs; beside an eligible device
-// every probeable device may be a probe.
+// TestRecoveryAsks: with nobody eligible, a recovery round is offered the
+// probeable devices none of whose updates was rejected (also those that
+// never delivered: after a restart none has), and none while the pause
+// after an unanswered recovery round runs; beside an eligible device every
+// probeable device may be a probe.
 func TestRecoveryAsks(t *testing.T) {
 	sess := wire.SessionParams{Name: "recover", Dim: 4, DeadlineMillis: 5000, Algorithm: "nc", Model: "logreg",
 		Features: 1, Classes: 2, M: 4, Cohort: 2, Rounds: 3, Batch: 1, Clip: 1, Eta: 1, RhoPaper: 1}
@@ -168,8 +168,8 @@ func TestRecoveryAsks(t *testing.T) {
 		c.addDeviceLocked(d)
 	}
 	now := time.Now()
-	if got := c.probesLocked(0, now); !slices.Equal(got, []string{"proven"}) {
-		t.Errorf("recovery round offered %v, want [proven]", got)
+	if got := c.probesLocked(0, now); !slices.Equal(got, []string{"idle", "proven"}) {
+		t.Errorf("recovery round offered %v, want [idle proven]", got)
 	}
 	if got := c.probesLocked(1, now); !slices.Equal(got, []string{"idle", "proven", "rejected"}) {
 		t.Errorf("probes beside an eligible device %v, want all three", got)
@@ -178,8 +178,8 @@ func TestRecoveryAsks(t *testing.T) {
 	if got := c.probesLocked(0, now); len(got) != 0 {
 		t.Errorf("recovery round offered %v during the pause, want none", got)
 	}
-	if got := c.probesLocked(0, now.Add(2*time.Second)); !slices.Equal(got, []string{"proven"}) {
-		t.Errorf("recovery round offered %v after the pause, want [proven]", got)
+	if got := c.probesLocked(0, now.Add(2*time.Second)); !slices.Equal(got, []string{"idle", "proven"}) {
+		t.Errorf("recovery round offered %v after the pause, want [idle proven]", got)
 	}
 }
 

@@ -92,8 +92,8 @@ func PlanCohort[ID cmp.Ordered](eligible []ID, sure func(ID) bool, probeable []I
 // is all of them. It is decided and committed like any other round (an
 // empty one too, with its members' misses), so a round number is never
 // asked twice; the shell decides which devices it offers and how often
-// (the coordinator: only devices that delivered before, with a pause
-// that grows while such rounds stay empty).
+// (the coordinator: none with a rejected update, with a pause that grows
+// while such rounds stay empty).
 func PlanRecovery[ID cmp.Ordered](probeable []ID, m int, seed uint64, t int) Plan[ID] {
 	k := min(m, len(probeable))
 	p := Plan[ID]{Unsure: map[ID]bool{}, Recovery: true}
