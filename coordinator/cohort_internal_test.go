@@ -104,13 +104,7 @@ func ncServerAndStore(t testing.TB, sess wire.SessionParams) (optim.Server, *sto
 // which. A removed device keeps its connection until its close is read,
 // so removal alone must keep it out of both lists.
 func TestWhoMayBeAsked(t *testing.T) {
-	sess := wire.SessionParams{Name: "ask", Dim: 4, DeadlineMillis: 5000, Algorithm: "nc", Model: "logreg",
-		Features: 1, Classes: 2, M: 4, Cohort: 2, Rounds: 3, Batch: 1, Clip: 1, Eta: 1, RhoPaper: 1}
-	srv, st := ncServerAndStore(t, sess)
-	c, err := New(Config{Session: sess, JoinCode: "join-me", Server: srv, Store: st, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := smallCoordinator(t)
 	max := c.front.Lim.MaxMisses
 	for _, tc := range []struct {
 		name                string
@@ -149,13 +143,7 @@ func TestWhoMayBeAsked(t *testing.T) {
 // after an unanswered recovery round runs; beside an eligible device every
 // probeable device may be a probe.
 func TestRecoveryAsks(t *testing.T) {
-	sess := wire.SessionParams{Name: "recover", Dim: 4, DeadlineMillis: 5000, Algorithm: "nc", Model: "logreg",
-		Features: 1, Classes: 2, M: 4, Cohort: 2, Rounds: 3, Batch: 1, Clip: 1, Eta: 1, RhoPaper: 1}
-	srv, st := ncServerAndStore(t, sess)
-	c, err := New(Config{Session: sess, JoinCode: "join-me", Server: srv, Store: st, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := smallCoordinator(t)
 	max := c.front.Lim.MaxMisses
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -204,4 +192,18 @@ func TestNextRecoveryPause(t *testing.T) {
 			t.Errorf("nextRecoveryPause(recovery %v, included %v, %v) = %v, want %v", tc.recovery, tc.included, tc.prev, got, tc.want)
 		}
 	}
+}
+
+// smallCoordinator is a coordinator of a small nc session (m = 2), not
+// running, for tests of its rules.
+func smallCoordinator(t *testing.T) *Coordinator {
+	t.Helper()
+	sess := wire.SessionParams{Name: "small", Dim: 4, DeadlineMillis: 5000, Algorithm: "nc", Model: "logreg",
+		Features: 1, Classes: 2, M: 4, Cohort: 2, Rounds: 3, Batch: 1, Clip: 1, Eta: 1, RhoPaper: 1}
+	srv, st := ncServerAndStore(t, sess)
+	c, err := New(Config{Session: sess, JoinCode: "join-me", Server: srv, Store: st, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
