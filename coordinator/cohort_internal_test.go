@@ -207,17 +207,3 @@ func smallCoordinator(t *testing.T) *Coordinator {
 	}
 	return c
 }
-
-// TestMinDevicesAtMostTheCohort: min-devices defaults to min(2, m) and
-// never exceeds the cohort m (with more, a whole cohort was eligible but
-// no round could start, and the round loop spun).
-func TestMinDevicesAtMostTheCohort(t *testing.T) {
-	for _, tc := range []struct{ flag, m, want int }{
-		{0, 1, 1}, {0, 10, 2}, {5, 10, 5}, {5, 5, 5}, {5, 3, 3}, {40, 30, 30},
-	} {
-		c := &Coordinator{cfg: Config{MinDevices: tc.flag}}
-		if got := c.minDevicesFor(wire.SessionParams{Cohort: tc.m}); got != tc.want {
-			t.Errorf("min-devices %d, m %d: %d, want %d", tc.flag, tc.m, got, tc.want)
-		}
-	}
-}

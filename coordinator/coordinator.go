@@ -57,8 +57,7 @@ type Config struct {
 	// starts as soon as a whole cohort (Session.Cohort) is eligible, or,
 	// with fewer, once at least MinDevices have been eligible for
 	// FillWait, or (after the first round) at once when every live
-	// device is eligible (default: min(2, Session.Cohort); at most the
-	// cohort: a larger value counts as the cohort). The server still
+	// device is eligible (default: min(2, Session.Cohort)). The server still
 	// divides by the cohort size m: missing members count as zero.
 	MinDevices int
 	// FillWait is how long a round waits for a whole cohort before it
@@ -381,15 +380,12 @@ func New(cfg Config) (*Coordinator, error) {
 	return c, nil
 }
 
-// minDevicesFor returns the eligible devices a round of s needs: at most
-// the cohort, since a whole cohort eligible starts a round (with more, the
-// round loop found a cohort eligible while the round could not start, and
-// spun).
+// minDevicesFor returns the eligible devices a round of s needs.
 func (c *Coordinator) minDevicesFor(s wire.SessionParams) int {
 	if c.cfg.MinDevices <= 0 {
 		return min(2, s.Cohort)
 	}
-	return min(c.cfg.MinDevices, s.Cohort)
+	return c.cfg.MinDevices
 }
 
 // prepare derives the update bound from c.sess and restores the committed

@@ -122,13 +122,6 @@ var mutations = []mutation{
 		pkgs: []string{"./coordinator/", "-run", "TestClassWaitsForMoreData"},
 	},
 	{
-		name: "min-devices-above-cohort", why: "min-devices larger than the cohort: a whole cohort is eligible but no round can start, and the round loop spins",
-		file: "coordinator/coordinator.go",
-		old:  "\treturn min(c.cfg.MinDevices, s.Cohort)\n",
-		new:  "\treturn c.cfg.MinDevices\n",
-		pkgs: []string{"./coordinator/", "-run", "TestMinDevicesAtMostTheCohort"},
-	},
-	{
 		name: "recovery-same-probes", why: "every recovery round asks the same probes: devices that never answer are asked every time, the others never",
 		file: "engine/cohort.go",
 		old:  "optim.SampleCohort(probeable, k, seed^probeSalt, t)...)",
