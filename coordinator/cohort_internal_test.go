@@ -207,3 +207,30 @@ func smallCoordinator(t *testing.T) *Coordinator {
 	}
 	return c
 }
+
+// TestRoundReady: a round starts at once with a whole cohort eligible or
+// every live device eligible, after the fill wait with at least
+// min-devices askable, and never with fewer than min-devices askable, even
+// with a whole cohort eligible (min-devices above m: the round loop spun).
+func TestRoundReady(t *testing.T) {
+	for _, tc := range []struct {
+		e, n, min, m int
+		present      bool
+		start, fill  bool
+	}{
+		{10, 10, 2, 10, false, true, false},
+		{3, 3, 2, 10, true, true, false},
+		{3, 3, 2, 10, false, false, true},
+		{1, 1, 2, 10, false, false, false},
+		{0, 2, 2, 10, true, true, false},  // a recovery round
+		{5, 5, 8, 5, false, false, false}, // min-devices above m: wait
+		{5, 5, 8, 5, true, false, false},
+		{5, 8, 8, 5, false, true, false},
+	} {
+		start, fill := roundReady(tc.e, tc.n, tc.min, tc.m, tc.present)
+		if start != tc.start || fill != tc.fill {
+			t.Errorf("roundReady(e %d, n %d, min %d, m %d, present %v) = %v, %v; want %v, %v",
+				tc.e, tc.n, tc.min, tc.m, tc.present, start, fill, tc.start, tc.fill)
+		}
+	}
+}

@@ -565,12 +565,13 @@ func (c *Coordinator) waitEligible(ctx context.Context) error {
 		// cohort) waiting longer only helps if someone new joins.
 		present := n >= c.minDevices && e == c.presentLocked() && (c.cfg.Lobby || c.committed > 0)
 		c.mu.Unlock()
+		start, fill := roundReady(e, n, c.minDevices, c.sess.Cohort, present)
 		switch {
 		case stop:
 			return nil // the round loop looks at the state again
-		case e >= c.sess.Cohort || present:
+		case start:
 			return nil
-		case n >= c.minDevices:
+		case fill:
 			if since.IsZero() {
 				since = time.Now()
 			}
@@ -587,6 +588,23 @@ func (c *Coordinator) waitEligible(ctx context.Context) error {
 		case <-c.wake:
 		case <-tick.C:
 		}
+	}
+}
+
+// roundReady says whether a round starts now (start) or after the fill
+// wait (fill), with e devices eligible, n askable (engine.Askable),
+// minDevices needed, cohort m and present (every live device eligible).
+// No round starts with fewer than minDevices askable, even with a whole
+// cohort eligible: Ask refuses it, and the round loop, told "start", then
+// spun until more devices came (min-devices above m).
+func roundReady(e, n, minDevices, m int, present bool) (start, fill bool) {
+	switch {
+	case n < minDevices:
+		return false, false
+	case e >= m || present:
+		return true, false
+	default:
+		return false, true
 	}
 }
 

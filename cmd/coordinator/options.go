@@ -153,7 +153,7 @@ func serverFlags(fs *flag.FlagSet, o *options, x *lineFlags) {
 	fs.StringVar(&o.Index, "index", "", "index.html to serve at / instead of the embedded one (development)")
 	fs.StringVar(&o.JoinCode, "join-code", "", "session join code (default: random, kept in the store)")
 	x.origins = fs.String("origins", "", "comma-separated extra Origin host patterns allowed to open the websocket (same host is always allowed)")
-	fs.IntVar(&o.MinDevices, "min-devices", o.MinDevices, "devices a round waits for (0 = the cohort size m)")
+	fs.IntVar(&o.MinDevices, "min-devices", o.MinDevices, "devices a round waits for (0 = min(2, m))")
 	fs.IntVar(&o.EvalEvery, "eval-every", o.EvalEvery, "evaluate the global model on the test set after rounds 1, 2, 3 and 5, then every K rounds (0 = never)")
 	fs.IntVar(&o.EvalSamples, "eval-samples", o.EvalSamples, "evaluate on the first n test samples (0 = all; the count is shown beside every accuracy)")
 	fs.Uint64Var(&o.Seed, "seed", 0, "cohort sampling seed (0 = random at first start, kept in the store and logged)")

@@ -122,6 +122,13 @@ var mutations = []mutation{
 		pkgs: []string{"./coordinator/", "-run", "TestClassWaitsForMoreData"},
 	},
 	{
+		name: "round-ready-below-min-devices", why: "a whole cohort eligible starts a round with fewer than min-devices askable: Ask refuses it, and the round loop spins",
+		file: "coordinator/coordinator.go",
+		old:  "\tcase n < minDevices:\n\t\treturn false, false\n",
+		new:  "",
+		pkgs: []string{"./coordinator/", "-run", "TestRoundReady"},
+	},
+	{
 		name: "recovery-same-probes", why: "every recovery round asks the same probes: devices that never answer are asked every time, the others never",
 		file: "engine/cohort.go",
 		old:  "optim.SampleCohort(probeable, k, seed^probeSalt, t)...)",
