@@ -41,6 +41,9 @@ type exp struct {
 	seed      uint64  // run seed (0 = the -seed flag)
 	paper     string  // the paper's figure for this cell, if any
 	paperLoss string
+	// features names the transform every picture goes through before
+	// training and evaluation ("" for the pixels; plan.FeaturesScatter).
+	features string
 }
 
 func (e exp) evalEvery() int {

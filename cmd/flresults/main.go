@@ -52,6 +52,8 @@ type options struct {
 	out, cache, only, dataDir string
 	fresh, quiet              bool
 	seed                      uint64
+	// feats computes the features of the runs over features (exp.features).
+	feats *featureSets
 }
 
 // parseFlags parses args; only is -only's regexp (nil: every group).
@@ -86,6 +88,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	o.feats = newFeatureSets(stderr, o.quiet)
 	train, test, err := dataset.LoadFashionMNIST(o.dataDir)
 	if err != nil {
 		return err
@@ -104,14 +107,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	// The privacy-utility table's batch sizes and step sizes: chosen on
-	// the validation split too, before its reported runs.
-	var sweep strings.Builder
-	choices, err := puTune(ctx, o, train, o.cache, only, &sweep, stderr)
+	// the validation split too, before its reported runs. A family's
+	// sweep table is rewritten only when some of its runs are on disk.
+	choices, sweeps, err := puTune(ctx, o, train, o.cache, only, stderr)
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(dir, "pu-tuning.md"), []byte(sweep.String()), 0o644); err != nil {
-		return fmt.Errorf("write sweep table: %w", err)
+	for fam, file := range map[string]string{"pixels": "pu-tuning.md", puScatter: "pu-tuning-scatter.md"} {
+		if t := sweeps[fam]; t.hits > 0 {
+			if err := os.WriteFile(filepath.Join(dir, file), []byte(t.text), 0o644); err != nil {
+				return fmt.Errorf("write sweep table: %w", err)
+			}
+		}
 	}
 	groups := experiments(choices)
 	results, err := runGroups(ctx, o, groups, only, train, test, o.cache, stdout, stderr)
@@ -122,21 +129,27 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	report := filepath.Join(o.out, "results.md")
-	f, err := os.Create(report)
-	if err != nil {
-		return fmt.Errorf("create report: %w", err)
+	// The sections none of whose runs are on disk are kept from the
+	// report as it stands (writeReport).
+	old, err := os.ReadFile(report)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("read report: %w", err)
 	}
 	tasks, err := os.ReadFile(TasksTable)
 	if err != nil {
-		f.Close()
 		return fmt.Errorf("the row tasks' table (bash scripts/tasktable.sh writes it): %w", err)
 	}
-	if err := writeReport(f, groups, results, puReport{choices, sweep.String(), string(tasks)}); err != nil {
-		f.Close()
+	var out strings.Builder
+	if err := writeReport(&out, groups, results, puReport{choices, sweeps, string(tasks)}, string(old)); err != nil {
 		return err
 	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("close report: %w", err)
+	// Written whole or not at all: a temporary file renamed over it.
+	tmp := report + ".tmp"
+	if err := os.WriteFile(tmp, []byte(out.String()), 0o644); err != nil {
+		return fmt.Errorf("write report: %w", err)
+	}
+	if err := os.Rename(tmp, report); err != nil {
+		return fmt.Errorf("write report: %w", err)
 	}
 	fmt.Fprintf(stdout, "wrote %s\n", report)
 	return nil

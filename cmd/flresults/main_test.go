@@ -44,7 +44,7 @@ func TestReport(t *testing.T) {
 		compRun("ef+qinf:3bit").id:             {acc: 0.793, uplink: 94},
 	}
 	var b bytes.Buffer
-	if err := writeReport(&b, groups, res, puReport{}); err != nil {
+	if err := writeReport(&b, groups, res, puReport{}, ""); err != nil {
 		t.Fatal(err)
 	}
 	s := b.String()
@@ -82,5 +82,72 @@ func TestTuningsCoverTheirChoice(t *testing.T) {
 		if !found {
 			t.Errorf("%s/%s: chosen eta %g is not in the sweep %v", tu.c.name, tu.family, tu.chosen(), tu.grid)
 		}
+	}
+}
+
+// TestReportKeepsSectionsNotRun: rerunning one group (-only) rewrites the
+// sections whose runs are on disk and keeps the others' text from the
+// report on disk, markers and all; sections that read no runs are
+// written anew; a cell whose run is now on disk replaces its old text.
+func TestReportKeepsSectionsNotRun(t *testing.T) {
+	groups := experiments(nil)
+	first := map[string]outcome{
+		ncRun(ourConsts, "nc", 8, 50).id: {acc: 0.797, maxRho: 27.6, maxEps: 61.5},
+		compRun("").id:                   {acc: 0.797, uplink: 1000},
+	}
+	var b bytes.Buffer
+	if err := writeReport(&b, groups, first, puReport{}, ""); err != nil {
+		t.Fatal(err)
+	}
+	old := strings.Replace(b.String(), reportHeader, "an old header\n", 1)
+	// The second run has only the compression group on disk, with
+	// another figure.
+	second := map[string]outcome{compRun("").id: {acc: 0.5, uplink: 1000}}
+	b.Reset()
+	if err := writeReport(&b, groups, second, puReport{}, old); err != nil {
+		t.Fatal(err)
+	}
+	s := b.String()
+	secs, err := parseSections(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(secs["nc-tables-clip1"], "| 8 | 79.7% |") {
+		t.Errorf("the Table-1 section, not on disk now, was not kept:\n%s", secs["nc-tables-clip1"])
+	}
+	if !strings.Contains(secs["compress"], "| dense float32 | 0.0 MB | 1.0x | 50.0% | +0.0 |") || strings.Contains(secs["compress"], "79.7%") {
+		t.Errorf("the compression section, on disk now, was not rewritten:\n%s", secs["compress"])
+	}
+	if secs["header"] != reportHeader {
+		t.Errorf("the header, which reads no run, was kept from the old report")
+	}
+	for _, name := range []string{"header", "nc-tables-paper", "fp-tables-clip1", "soteria", "compress", "privacy-utility", "privacy-utility-scatter", "pu-sweeps", "tasks", "notes"} {
+		if _, ok := secs[name]; !ok {
+			t.Errorf("section %s missing", name)
+		}
+	}
+	// With nothing at all on disk and no old report, every cell says so.
+	b.Reset()
+	if err := writeReport(&b, groups, nil, puReport{}, ""); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(b.String(), "79.7%") {
+		t.Error("a figure without a run")
+	}
+}
+
+// TestParseSections refuses a report whose markers do not pair up.
+func TestParseSections(t *testing.T) {
+	for _, bad := range []string{
+		"<!-- flresults section a -->\nx<!-- flresults end b -->\n",
+		"<!-- flresults section a -->\nx<!-- flresults end a -->\n<!-- flresults section a -->\ny<!-- flresults end a -->\n",
+	} {
+		if _, err := parseSections(bad); err == nil {
+			t.Errorf("parseSections(%q) accepted it", bad)
+		}
+	}
+	got, err := parseSections("<!-- flresults section a-1 -->\nx\n<!-- flresults end a-1 -->\n")
+	if err != nil || got["a-1"] != "x\n" {
+		t.Errorf("parseSections = %v, %v", got, err)
 	}
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	"browserfl/shared/model"
@@ -21,9 +22,12 @@ var (
 )
 
 const (
-	puShard  = -1    // puRow.batch: a device's whole shard (n/M) in one round
-	mlpDim   = 50890 // 784-64-10 (model.New("mlp", 784, 10))
-	puCohort = 50
+	// puScatter is the model family of the feature rows: logistic
+	// regression over each picture's scattering features (issue 26).
+	puScatter = "scatter"
+	puShard   = -1    // puRow.batch: a device's whole shard (n/M) in one round
+	mlpDim    = 50890 // 784-64-10 (model.New("mlp", 784, 10))
+	puCohort  = 50
 )
 
 // puRow is one row of the table: an algorithm at a batch size, with its
@@ -74,17 +78,21 @@ func (r puRow) runOn(n int, eps float64, seed uint64, prefix string) exp {
 	if b == puShard {
 		b, bName = n/100, "shard" // a device's whole shard in one round
 	}
-	p := optim.Params{Algorithm: r.alg, Model: r.model, M: 100, Cohort: puCohort, Rounds: n / (puCohort * b), Batch: b}
+	mdl, features, d := r.model, "", logRegDim
+	switch r.model {
+	case "mlp":
+		d = mlpDim
+	case puScatter:
+		// Logistic regression over each picture's scattering features.
+		mdl, features, d = "logreg", plan.FeaturesScatter, scatterDim
+	}
+	p := optim.Params{Algorithm: r.alg, Model: mdl, M: 100, Cohort: puCohort, Rounds: n / (puCohort * b), Batch: b}
 	ourConsts.apply(&p)
 	if G, _, ok := model.Convexity(r.model); ok {
 		p.Clip = G // the certified gradient bound: nothing is clipped
 	}
 	if eps > 0 {
 		p.Epsilon, p.Delta = eps, plan.DefaultDelta
-	}
-	d := logRegDim
-	if r.model == "mlp" {
-		d = mlpDim
 	}
 	p.Eta = ourConsts.steps.Eta(p, d)
 	if e := r.eta[eps]; e > 0 {
@@ -112,7 +120,7 @@ func (r puRow) runOn(n int, eps float64, seed uint64, prefix string) exp {
 		id += fmt.Sprintf("-eps%g", eps)
 	}
 	id += fmt.Sprintf("-s%d", seed)
-	return exp{id: id, label: fmt.Sprintf("%s eps=%g seed=%d", r.alg, eps, seed), p: p, seed: seed, delta: plan.DefaultDelta}
+	return exp{id: id, label: fmt.Sprintf("%s eps=%g seed=%d", r.alg, eps, seed), p: p, seed: seed, delta: plan.DefaultDelta, features: features}
 }
 
 func (r puRow) cells() [][]exp {
@@ -173,11 +181,11 @@ func privacyUtilityGroups(choices map[puKey]puConf) []group {
 // meanSD formats the accuracies of the runs on disk as mean ± sd
 // (sample standard deviation), with the number of seeds when it is not
 // all of them.
-func meanSD(es []exp, res map[string]outcome) string {
+func meanSD(es []exp, res *results) string {
 	var accs []float64
 	var each []string
 	for _, e := range es {
-		if oc, ok := res[e.id]; ok && !math.IsNaN(oc.acc) {
+		if oc, ok := res.get(e.id); ok && !math.IsNaN(oc.acc) {
 			accs = append(accs, oc.acc)
 			each = append(each, fmt.Sprintf("%.1f", 100*oc.acc))
 		}
@@ -219,99 +227,137 @@ func figuresEps(p optim.Params) string {
 }
 
 // puReport is what the privacy-utility section needs besides the runs:
-// the sweeps' choices and their table.
+// the sweeps' choices and their tables.
 type puReport struct {
 	choices map[puKey]puConf
-	sweep   string
+	// sweeps are the sweep tables by family (puFamily), with how many of
+	// their runs were looked up and found on disk.
+	sweeps map[string]sweepTable
 	// tasks is the row tasks' table (TasksTable), "" to leave it out.
 	tasks string
 }
 
-func writePrivacyUtility(b *strings.Builder, res map[string]outcome, pu puReport) {
-	b.WriteString(puHeader)
-	head := func(first string) {
-		fmt.Fprintf(b, "| %s | ", first)
-		for _, eps := range puEpsilons {
-			fmt.Fprintf(b, "epsilon = %g | ", eps)
-		}
-		b.WriteString("step size (eta) |\n|---|")
-		for range puEpsilons {
-			b.WriteString("---|")
-		}
-		b.WriteString("---|\n")
+// sweepTable is one family's sweep table and its lookups.
+type sweepTable struct {
+	text        string
+	reads, hits int
+}
+
+// puFamily is the sweep table a model's sweeps are listed in: the
+// pixels' (results/pu-tuning.md) or the features' (results/pu-tuning-scatter.md).
+func puFamily(model string) string {
+	if model == puScatter {
+		return puScatter
 	}
-	b.WriteString("**Table-1 setting, b = 1** (logistic regression):\n\n")
-	head("algorithm")
-	for _, r := range puRows() {
-		fmt.Fprintf(b, "| `%s` |", r.alg)
-		if r.sameAs != "" {
-			for range puEpsilons {
-				fmt.Fprintf(b, " = `%s` |", r.sameAs)
+	return "pixels"
+}
+
+// writePrivacyUtility adds the privacy-utility sections: the pixel
+// models' table, the feature rows with their sweeps, and the pixel
+// models' sweeps.
+func writePrivacyUtility(sw *sectionWriter, pu puReport) {
+	sw.add("privacy-utility", func(b *strings.Builder) {
+		b.WriteString(puHeader)
+		b.WriteString("**Table-1 setting, b = 1** (logistic regression):\n\n")
+		puHead(b, "algorithm")
+		for _, r := range puRows() {
+			fmt.Fprintf(b, "| `%s` |", r.alg)
+			if r.sameAs != "" {
+				for range puEpsilons {
+					fmt.Fprintf(b, " = `%s` |", r.sameAs)
+				}
+				fmt.Fprintf(b, " %s |\n", r.note)
+				continue
 			}
-			fmt.Fprintf(b, " %s |\n", r.note)
-			continue
+			cells := r.cells()
+			var etas []string
+			if r.eps == nil {
+				es := cells[0]
+				fmt.Fprintf(b, " %s (%s) |%s", meanSD(es, sw.res), r.note, strings.Repeat(" |", len(puEpsilons)-1))
+				etas = append(etas, fmt.Sprintf("%.3g", es[0].p.Eta))
+			} else {
+				for i, es := range cells {
+					fmt.Fprintf(b, " %s<br>epsilon %s |", meanSD(es, sw.res), figuresEps(es[0].p))
+					etas = append(etas, fmt.Sprintf("%g: %.3g", r.eps[i], es[0].p.Eta))
+				}
+			}
+			fmt.Fprintf(b, " %s |\n", strings.Join(etas, ", "))
 		}
-		cells := r.cells()
-		var etas []string
-		if r.eps == nil {
-			es := cells[0]
-			fmt.Fprintf(b, " %s (%s) |%s", meanSD(es, res), r.note, strings.Repeat(" |", len(puEpsilons)-1))
-			etas = append(etas, fmt.Sprintf("%.3g", es[0].p.Eta))
-		} else {
-			for i, es := range cells {
+		b.WriteString(puTunedHeader)
+		for _, model := range puModels {
+			if model != puScatter {
+				puTunedTable(b, model, sw.res, pu)
+			}
+		}
+	})
+	sw.add("privacy-utility-scatter", func(b *strings.Builder) {
+		puTunedTable(b, puScatter, sw.res, pu)
+		b.WriteString(puScatterNote)
+		b.WriteString(pu.sweeps[puScatter].text)
+	})
+	px := pu.sweeps["pixels"]
+	sw.secs = append(sw.secs, section{name: "pu-sweeps", reads: px.reads, hits: px.hits,
+		text: fmt.Sprintf("\nThe sweeps (%d runs; `go run ./cmd/flresults -only pu-tune`; also in results/pu-tuning.md):\n\n%s", sweepSize("pixels"), px.text) +
+			fmt.Sprintf("\nReference for the b = 1 step sizes: sim.Tuned = {mu^2: %g, SGD: %g} at rho_p = 8, T = %d (validation split).\n",
+				sim.Tuned.Mu2, sim.Tuned.SGD, sim.ReferenceRounds)})
+}
+
+// puHead writes the header of a privacy-utility table.
+func puHead(b *strings.Builder, first string) {
+	fmt.Fprintf(b, "| %s | ", first)
+	for _, eps := range puEpsilons {
+		fmt.Fprintf(b, "epsilon = %g | ", eps)
+	}
+	b.WriteString("step size (eta) |\n|---|")
+	for range puEpsilons {
+		b.WriteString("---|")
+	}
+	b.WriteString("---|\n")
+}
+
+// puTunedTable writes the rows of model chosen on the validation split.
+func puTunedTable(b *strings.Builder, model string, res *results, pu puReport) {
+	fmt.Fprintf(b, "\n%s:\n\n", modelTitle(model))
+	puHead(b, "algorithm (b, K, eta chosen on validation per epsilon)")
+	private, nonPrivate := puAlgs(model)
+	for _, alg := range append(append([]string{}, private...), nonPrivate...) {
+		fmt.Fprintf(b, "| `%s` |", alg)
+		isPrivate := slices.Contains(private, alg)
+		var confs []string
+		for i, eps := range puEpsilons {
+			key := puKey{model, alg, eps}
+			if !isPrivate {
+				key.eps = 0
+			}
+			c, ok := pu.choices[key]
+			if !isPrivate && i > 0 {
+				b.WriteString(" |")
+				continue
+			}
+			if !ok {
+				b.WriteString(" no sweep (time) |")
+				continue
+			}
+			var es []exp
+			for _, s := range puSeeds {
+				es = append(es, puTest(key, c, s))
+			}
+			if isPrivate {
 				fmt.Fprintf(b, " %s<br>epsilon %s |", meanSD(es, res), figuresEps(es[0].p))
-				etas = append(etas, fmt.Sprintf("%g: %.3g", r.eps[i], es[0].p.Eta))
+				confs = append(confs, fmt.Sprintf("%g: %s", eps, c))
+			} else {
+				fmt.Fprintf(b, " %s (non-private) |", meanSD(es, res))
+				confs = append(confs, c.String())
 			}
 		}
-		fmt.Fprintf(b, " %s |\n", strings.Join(etas, ", "))
+		fmt.Fprintf(b, " %s |\n", strings.Join(confs, "; "))
 	}
-	b.WriteString(puTunedHeader)
-	for _, model := range puModels {
-		fmt.Fprintf(b, "\n%s:\n\n", modelTitle(model))
-		head("algorithm (b, K, eta chosen on validation per epsilon)")
-		algs := []string{"nc", "trusted", "noisysgd", "local", "mu2", "sgd"}
-		if model == "logreg-unit" {
-			algs = []string{"local"}
-		}
-		for _, alg := range algs {
-			fmt.Fprintf(b, "| `%s` |", alg)
-			private := alg != "mu2" && alg != "sgd"
-			var confs []string
-			for i, eps := range puEpsilons {
-				key := puKey{model, alg, eps}
-				if !private {
-					key.eps = 0
-				}
-				c, ok := pu.choices[key]
-				if !private && i > 0 {
-					b.WriteString(" |")
-					continue
-				}
-				if !ok {
-					b.WriteString(" no sweep (time) |")
-					continue
-				}
-				var es []exp
-				for _, s := range puSeeds {
-					es = append(es, puTest(key, c, s))
-				}
-				if private {
-					fmt.Fprintf(b, " %s<br>epsilon %s |", meanSD(es, res), figuresEps(es[0].p))
-					confs = append(confs, fmt.Sprintf("%g: %s", eps, c))
-				} else {
-					fmt.Fprintf(b, " %s (non-private) |", meanSD(es, res))
-					confs = append(confs, c.String())
-				}
-			}
-			fmt.Fprintf(b, " %s |\n", strings.Join(confs, "; "))
-		}
-	}
-	fmt.Fprintf(b, "\nThe sweeps (%d runs; `go run ./cmd/flresults -only pu-tune`; also in results/pu-tuning.md):\n\n%s", sweepSize(), pu.sweep)
-	fmt.Fprintf(b, "\nReference for the b = 1 step sizes: sim.Tuned = {mu^2: %g, SGD: %g} at rho_p = 8, T = %d (validation split).\n",
-		sim.Tuned.Mu2, sim.Tuned.SGD, sim.ReferenceRounds)
 }
 
 func modelTitle(model string) string {
+	if model == puScatter {
+		return "**Extra rows, logistic regression on scattering features** (issue 26: each picture's scattering transform, J = 2, L = 8, 3,969 features normalised per picture, computed on the device from its own pictures alone, so they cost no privacy; d = 39,700; docs/features.md), one pass, b and eta chosen on the validation split"
+	}
 	if model == "logreg-unit" {
 		return "**Extra row, `local` with E passes under the last-iterate charge** (`logreg-unit`: logistic regression on inputs scaled to norm 1, so S = 2 clips nothing and a step of eta <= 2 is nonexpansive; charged privacy.ShiftedCyclicCost, about 1 + (E-1)/K steps, docs/privacy.md 4b), one pass, b (shard: a device's whole shard in one round), K, E and eta chosen on the validation split"
 	}

@@ -80,7 +80,7 @@ func TestMeanSD(t *testing.T) {
 		{nil, "not run"},
 	}
 	for _, c := range cases {
-		if got := meanSD(es, c.res); got != c.want {
+		if got := meanSD(es, &results{m: c.res}); got != c.want {
 			t.Errorf("meanSD(%v) = %q, want %q", c.res, got, c.want)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"math"
 	"path/filepath"
 	"regexp"
+	"strings"
 
 	"browserfl/shared/dataset"
 )
@@ -27,8 +28,21 @@ type puConf struct {
 }
 
 // puModels are the models of the tuned rows: logreg-unit has only
-// "local" with several passes.
-var puModels = []string{"logreg", "mlp", "logreg-unit"}
+// "local" with several passes; puScatter (logistic regression over the
+// scattering features) has nc, trusted and the non-private mu2.
+var puModels = []string{"logreg", "mlp", "logreg-unit", puScatter}
+
+// puAlgs are the algorithms of model's tuned rows, the private ones
+// first.
+func puAlgs(model string) (private, nonPrivate []string) {
+	switch model {
+	case "logreg-unit":
+		return []string{"local"}, nil
+	case puScatter:
+		return []string{"nc", "trusted"}, []string{"mu2"}
+	}
+	return []string{"nc", "trusted", "noisysgd", "local"}, []string{"mu2", "sgd"}
+}
 
 func (c puConf) String() string {
 	s := fmt.Sprintf("b=%d", c.b)
@@ -52,18 +66,13 @@ func puSweepKeys() []puKey {
 	// Epsilon 8 (the goal) first, so that an interrupted sweep
 	// has it.
 	for _, model := range puModels {
+		private, nonPrivate := puAlgs(model)
 		for _, e := range []float64{8, 0, 1, 4, 2} {
-			if model == "logreg-unit" {
-				if e > 0 {
-					ks = append(ks, puKey{model, "local", e})
-				}
-				continue
-			}
+			algs := private
 			if e == 0 {
-				ks = append(ks, puKey{model, "mu2", 0}, puKey{model, "sgd", 0})
-				continue
+				algs = nonPrivate
 			}
-			for _, alg := range []string{"nc", "trusted", "noisysgd", "local"} {
+			for _, alg := range algs {
 				ks = append(ks, puKey{model, alg, e})
 			}
 		}
@@ -77,6 +86,12 @@ func puSweepKeys() []puKey {
 func puGrid(k puKey) []puConf {
 	bs, etas, ks := []int{50, 100, 200}, []float64{1, 3, 10}, []int{2, 5}
 	switch {
+	case k.model == puScatter:
+		// The features' norm is about 63 against about 10 for the
+		// pixels, so every per-sample correction is clipped harder and
+		// the step sizes are smaller (docs/features.md's first sweeps:
+		// b = 50, eta 0.05-0.3).
+		bs, etas = []int{50, 100}, []float64{0.05, 0.1, 0.2, 0.4, 0.8}
 	case k.model == "mlp":
 		bs, etas = []int{100}, []float64{0.3, 1, 3, 10}
 	case k.eps == 8:
@@ -123,18 +138,27 @@ func puExp(k puKey, c puConf, n int, seed uint64, prefix string) exp {
 func puTest(k puKey, c puConf, seed uint64) exp { return puExp(k, c, nTrain, seed, "pu") }
 
 // puTune runs (when its group is selected) or reads back the sweeps on
-// the validation split, writes their table to w and returns each key's
-// choice (highest final validation accuracy; ties to the first). A key
-// whose sweep is not complete on disk has no choice.
-func puTune(ctx context.Context, o options, train dataset.Set, dir string, only *regexp.Regexp, w, stderr io.Writer) (map[puKey]puConf, error) {
+// the validation split and returns each key's choice (highest final
+// validation accuracy; ties to the first) and the sweep tables by family
+// (puFamily). A key whose sweep is not complete on disk has no choice.
+func puTune(ctx context.Context, o options, train dataset.Set, dir string, only *regexp.Regexp, stderr io.Writer) (map[puKey]puConf, map[string]sweepTable, error) {
 	fit, val, err := dataset.ValidationSplit(train)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	fmt.Fprintf(w, "Sweeps on the validation split (%d training images, %d held out, seed 1; the test set is not read): final validation accuracy, best first.\n\n", fit.Len(), val.Len())
-	fmt.Fprintln(w, "| model | algorithm | epsilon | chosen (validation accuracy) | runner-up | worst |\n|---|---|---|---|---|---|")
+	builders := map[string]*strings.Builder{}
+	tables := map[string]sweepTable{}
 	choices := map[puKey]puConf{}
 	for _, k := range puSweepKeys() {
+		fam := puFamily(k.model)
+		w := builders[fam]
+		if w == nil {
+			w = &strings.Builder{}
+			builders[fam] = w
+			fmt.Fprintf(w, "Sweeps on the validation split (%d training images, %d held out, seed 1; the test set is not read): final validation accuracy, best first.\n\n", fit.Len(), val.Len())
+			fmt.Fprintln(w, "| model | algorithm | epsilon | chosen (validation accuracy) | runner-up | worst |\n|---|---|---|---|---|---|")
+		}
+		t := tables[fam]
 		name := fmt.Sprintf("pu-tune-%s-eps%g", k.model, k.eps)
 		run := only == nil || only.MatchString(name)
 		type scored struct {
@@ -147,6 +171,7 @@ func puTune(ctx context.Context, o options, train dataset.Set, dir string, only 
 			e := puExp(k, c, fit.Len(), 1, "put")
 			var oc outcome
 			var err error
+			t.reads++
 			if run {
 				if !o.quiet {
 					fmt.Fprintf(stderr, "%s: ", name)
@@ -157,17 +182,19 @@ func puTune(ctx context.Context, o options, train dataset.Set, dir string, only 
 			}
 			if err != nil {
 				if run {
-					return nil, err
+					return nil, nil, err
 				}
 				complete = false
 				continue
 			}
+			t.hits++
 			acc := oc.acc
 			if math.IsNaN(acc) {
 				acc = 0
 			}
 			got = append(got, scored{c, acc})
 		}
+		tables[fam] = t
 		if !complete || len(got) == 0 {
 			fmt.Fprintf(w, "| %s | %s | %s | not run | | |\n", k.model, k.alg, epsName(k.eps))
 			continue
@@ -195,7 +222,12 @@ func puTune(ctx context.Context, o options, train dataset.Set, dir string, only 
 		}
 		fmt.Fprintf(w, "| %s | %s | %s | **%s** | %s | %s |\n", k.model, k.alg, epsName(k.eps), cell(best), cell(second), cell(worst))
 	}
-	return choices, nil
+	for fam, w := range builders {
+		t := tables[fam]
+		t.text = w.String()
+		tables[fam] = t
+	}
+	return choices, tables, nil
 }
 
 func epsName(eps float64) string {
@@ -205,11 +237,14 @@ func epsName(eps float64) string {
 	return fmt.Sprintf("%g", eps)
 }
 
-// sweepSize is the number of runs in all sweeps (for the docs).
-func sweepSize() int {
+// sweepSize is the number of runs in the sweeps of a family (puFamily;
+// for the docs).
+func sweepSize(family string) int {
 	n := 0
 	for _, k := range puSweepKeys() {
-		n += len(puGrid(k))
+		if puFamily(k.model) == family {
+			n += len(puGrid(k))
+		}
 	}
 	return n
 }

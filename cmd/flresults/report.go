@@ -4,22 +4,107 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"regexp"
 	"strings"
 
 	"browserfl/sim"
 )
 
-// writeReport writes docs/results.md from the runs on disk. Cells whose
-// run has not been done yet say so.
-func writeReport(w io.Writer, groups []group, res map[string]outcome, pu puReport) error {
+// results are the runs on disk, by id, counting the lookups of the
+// section being written and how many found a run.
+type results struct {
+	m           map[string]outcome
+	reads, hits int
+}
+
+func (r *results) get(id string) (outcome, bool) {
+	r.reads++
+	oc, ok := r.m[id]
+	if ok {
+		r.hits++
+	}
+	return oc, ok
+}
+
+// section is one part of the report between its markers (sectionBegin,
+// sectionEnd). A section that reads runs (reads > 0) but found none on
+// disk (hits == 0) keeps its text from the report on disk, so that
+// rerunning one group (-only) rewrites its own sections and leaves the
+// others as they were last generated; sections that read no runs are
+// always written anew.
+type section struct {
+	name        string
+	text        string
+	reads, hits int
+}
+
+const (
+	sectionBegin = "<!-- flresults section %s -->\n"
+	sectionEnd   = "<!-- flresults end %s -->\n"
+)
+
+var sectionRE = regexp.MustCompile(`(?s)<!-- flresults section ([a-z0-9-]+) -->\n(.*?)<!-- flresults end ([a-z0-9-]+) -->\n`)
+
+// parseSections returns the sections of a report written by assemble, by
+// name. It is an error if a section's end marker names another section or
+// a name repeats.
+func parseSections(report string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, m := range sectionRE.FindAllStringSubmatch(report, -1) {
+		if m[1] != m[3] {
+			return nil, fmt.Errorf("report: section %q ends with the marker of %q", m[1], m[3])
+		}
+		if _, dup := out[m[1]]; dup {
+			return nil, fmt.Errorf("report: section %q appears twice", m[1])
+		}
+		out[m[1]] = m[2]
+	}
+	return out, nil
+}
+
+// assemble joins the sections with their markers, each kept from old (the
+// sections of the report on disk) when it read runs and found none.
+func assemble(secs []section, old map[string]string) string {
 	var b strings.Builder
-	b.WriteString(reportHeader)
+	for _, s := range secs {
+		text := s.text
+		if prev, ok := old[s.name]; ok && s.reads > 0 && s.hits == 0 {
+			text = prev
+		}
+		fmt.Fprintf(&b, sectionBegin, s.name)
+		b.WriteString(text)
+		fmt.Fprintf(&b, sectionEnd, s.name)
+	}
+	return b.String()
+}
+
+// sectionWriter collects the report's sections, counting each one's
+// lookups in res.
+type sectionWriter struct {
+	res  *results
+	secs []section
+}
+
+// add writes one section with f.
+func (sw *sectionWriter) add(name string, f func(b *strings.Builder)) {
+	r0, h0 := sw.res.reads, sw.res.hits
+	var b strings.Builder
+	f(&b)
+	sw.secs = append(sw.secs, section{name: name, text: b.String(), reads: sw.res.reads - r0, hits: sw.res.hits - h0})
+}
+
+// reportSections writes docs/results.md's sections from the runs on disk.
+// Cells whose run has not been done yet say so.
+func reportSections(groups []group, m map[string]outcome, pu puReport) []section {
+	res := &results{m: m}
+	sw := &sectionWriter{res: res}
+	sw.add("header", func(b *strings.Builder) { b.WriteString(reportHeader) })
 	byName := map[string]group{}
 	for _, g := range groups {
 		byName[g.name] = g
 	}
 	cell := func(id string, f func(outcome) string) string {
-		oc, ok := res[id]
+		oc, ok := res.get(id)
 		if !ok {
 			return "not run"
 		}
@@ -27,84 +112,104 @@ func writeReport(w io.Writer, groups []group, res map[string]outcome, pu puRepor
 	}
 	acc := func(oc outcome) string { return pct(oc.acc) }
 	for _, c := range []constants{paperConsts, ourConsts} {
-		fmt.Fprintf(&b, "\n## Noise-cancellation paper, Tables 1 and 2 — %s\n\n%s\n\n", constTitle(c), constNote(c))
-		b.WriteString("Table 1 (M = 100, m = 50, T = 1,200, b = 1: one pass over 60,000 samples).\n\n")
-		b.WriteString("| rho_p | ours: NC (Alg. 1) | paper: Our Work | ours: noisy SGD | paper: Noisy SGD | ours: worst device epsilon at 1e-5 (NC) |\n|---|---|---|---|---|---|\n")
-		for _, rho := range []float64{4, 8, 12} {
-			nc, ns := ncRun(c, "nc", rho, 50), ncRun(c, "noisysgd", rho, 50)
-			fmt.Fprintf(&b, "| %g | %s | %s | %s | %s | %s |\n", rho, cell(nc.id, acc), paperNCTable1[rho][0],
-				cell(ns.id, acc), paperNCTable1[rho][1], cell(nc.id, epsCell))
-		}
-		b.WriteString("\nTable 2 (rho_p = 8, M = 100, T = 60,000 / m).\n\n")
-		b.WriteString("| m | ours: NC | paper: Our Work | ours: noisy SGD | paper: Noisy SGD |\n|---|---|---|---|---|\n")
-		for _, m := range []int{20, 50, 80} {
-			nc, ns := ncRun(c, "nc", 8, m), ncRun(c, "noisysgd", 8, m)
-			fmt.Fprintf(&b, "| %d | %s | %s | %s | %s |\n", m, cell(nc.id, acc), paperNCTable2[m][0], cell(ns.id, acc), paperNCTable2[m][1])
-		}
-		if _, ok := res[ncRun(c, "nc", 4, 50).id]; ok {
-			fmt.Fprintf(&b, "\n![accuracy by round](results/nc-table1-%s-rounds.svg)\n", c.name)
-		}
-		fmt.Fprintf(&b, "\n## Full-participation paper, Tables 1 and 2 — %s\n\n", constTitle(c))
-		b.WriteString("M devices, all participating every round (m = M), T = 60,000 / M, b = 1. Each cell: test loss / accuracy, ours then the paper's.\n\n")
-		for _, trusted := range []bool{false, true} {
-			name := "Table 1, untrusted server (NC with m = M)"
-			if trusted {
-				name = "Table 2, trusted server"
+		sw.add("nc-tables-"+c.name, func(b *strings.Builder) {
+			fmt.Fprintf(b, "\n## Noise-cancellation paper, Tables 1 and 2 — %s\n\n%s\n\n", constTitle(c), constNote(c))
+			b.WriteString("Table 1 (M = 100, m = 50, T = 1,200, b = 1: one pass over 60,000 samples).\n\n")
+			b.WriteString("| rho_p | ours: NC (Alg. 1) | paper: Our Work | ours: noisy SGD | paper: Noisy SGD | ours: worst device epsilon at 1e-5 (NC) |\n|---|---|---|---|---|---|\n")
+			for _, rho := range []float64{4, 8, 12} {
+				nc, ns := ncRun(c, "nc", rho, 50), ncRun(c, "noisysgd", rho, 50)
+				fmt.Fprintf(b, "| %g | %s | %s | %s | %s | %s |\n", rho, cell(nc.id, acc), paperNCTable1[rho][0],
+					cell(ns.id, acc), paperNCTable1[rho][1], cell(nc.id, epsCell))
 			}
-			fmt.Fprintf(&b, "%s:\n\n| rho_p | M = 1 ours | M = 1 paper | M = 10 ours | M = 10 paper | M = 100 ours | M = 100 paper |\n|---|---|---|---|---|---|---|\n", name)
-			for _, rho := range []float64{4, 8, 16} {
-				fmt.Fprintf(&b, "| %g", rho)
-				for _, M := range []int{1, 10, 100} {
-					e := fpRun(c, trusted, rho, M)
-					fmt.Fprintf(&b, " | %s | %s / %s", cell(e.id, func(oc outcome) string { return fmt.Sprintf("%.3f / %s", oc.loss, pct(oc.acc)) }), e.paperLoss, e.paper)
-				}
-				b.WriteString(" |\n")
+			b.WriteString("\nTable 2 (rho_p = 8, M = 100, T = 60,000 / m).\n\n")
+			b.WriteString("| m | ours: NC | paper: Our Work | ours: noisy SGD | paper: Noisy SGD |\n|---|---|---|---|---|\n")
+			for _, m := range []int{20, 50, 80} {
+				nc, ns := ncRun(c, "nc", 8, m), ncRun(c, "noisysgd", 8, m)
+				fmt.Fprintf(b, "| %d | %s | %s | %s | %s |\n", m, cell(nc.id, acc), paperNCTable2[m][0], cell(ns.id, acc), paperNCTable2[m][1])
 			}
-			b.WriteString("\n")
-		}
-	}
-	b.WriteString(soteriaHeader)
-	for _, eps := range []float64{1, 4, 16} {
-		g := byName[fmt.Sprintf("soteria-eps%g", eps)]
-		fmt.Fprintf(&b, "\n(epsilon, delta) = (%g, 1e-3) per device:\n\n| algorithm | final accuracy | uplink bytes (all devices) | bytes to reach 50%% | worst device epsilon at 1e-3 (no amplification) |\n|---|---|---|---|---|\n", eps)
-		for _, e := range g.runs {
-			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", e.label, cell(e.id, acc), cell(e.id, func(oc outcome) string { return mb(oc.uplink) }),
-				cell(e.id, func(oc outcome) string { return bytesToReach(oc, 0.5) }), cell(e.id, epsCell))
-		}
-		if _, ok := res[g.runs[0].id]; ok {
-			fmt.Fprintf(&b, "\n![accuracy vs uplink bytes](results/%s-bytes.svg)\n", g.plot)
-		}
-	}
-	b.WriteString(compressHeader)
-	dense := compRun("")
-	b.WriteString("| compressor | uplink bytes | fewer bytes than dense | final accuracy | vs dense (points) |\n|---|---|---|---|---|\n")
-	for _, comp := range compressors {
-		e := compRun(comp)
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", e.label, cell(e.id, func(oc outcome) string { return mb(oc.uplink) }),
-			cell(e.id, func(oc outcome) string {
-				d, ok := res[dense.id]
-				if !ok || oc.uplink == 0 {
-					return "n/a"
+			if _, ok := res.get(ncRun(c, "nc", 4, 50).id); ok {
+				fmt.Fprintf(b, "\n![accuracy by round](results/nc-table1-%s-rounds.svg)\n", c.name)
+			}
+		})
+		sw.add("fp-tables-"+c.name, func(b *strings.Builder) {
+			fmt.Fprintf(b, "\n## Full-participation paper, Tables 1 and 2 — %s\n\n", constTitle(c))
+			b.WriteString("M devices, all participating every round (m = M), T = 60,000 / M, b = 1. Each cell: test loss / accuracy, ours then the paper's.\n\n")
+			for _, trusted := range []bool{false, true} {
+				name := "Table 1, untrusted server (NC with m = M)"
+				if trusted {
+					name = "Table 2, trusted server"
 				}
-				return fmt.Sprintf("%.1fx", float64(d.uplink)/float64(oc.uplink))
-			}), cell(e.id, acc), cell(e.id, func(oc outcome) string {
-				d, ok := res[dense.id]
-				if !ok {
-					return "n/a"
+				fmt.Fprintf(b, "%s:\n\n| rho_p | M = 1 ours | M = 1 paper | M = 10 ours | M = 10 paper | M = 100 ours | M = 100 paper |\n|---|---|---|---|---|---|---|\n", name)
+				for _, rho := range []float64{4, 8, 16} {
+					fmt.Fprintf(b, "| %g", rho)
+					for _, M := range []int{1, 10, 100} {
+						e := fpRun(c, trusted, rho, M)
+						fmt.Fprintf(b, " | %s | %s / %s", cell(e.id, func(oc outcome) string { return fmt.Sprintf("%.3f / %s", oc.loss, pct(oc.acc)) }), e.paperLoss, e.paper)
+					}
+					b.WriteString(" |\n")
 				}
-				return fmt.Sprintf("%+.1f", 100*(oc.acc-d.acc))
-			}))
+				b.WriteString("\n")
+			}
+		})
 	}
-	if _, ok := res[dense.id]; ok {
-		b.WriteString("\n![accuracy vs uplink bytes](results/compress-bytes.svg)\n")
+	sw.add("soteria", func(b *strings.Builder) {
+		b.WriteString(soteriaHeader)
+		for _, eps := range []float64{1, 4, 16} {
+			g := byName[fmt.Sprintf("soteria-eps%g", eps)]
+			fmt.Fprintf(b, "\n(epsilon, delta) = (%g, 1e-3) per device:\n\n| algorithm | final accuracy | uplink bytes (all devices) | bytes to reach 50%% | worst device epsilon at 1e-3 (no amplification) |\n|---|---|---|---|---|\n", eps)
+			for _, e := range g.runs {
+				fmt.Fprintf(b, "| %s | %s | %s | %s | %s |\n", e.label, cell(e.id, acc), cell(e.id, func(oc outcome) string { return mb(oc.uplink) }),
+					cell(e.id, func(oc outcome) string { return bytesToReach(oc, 0.5) }), cell(e.id, epsCell))
+			}
+			if _, ok := res.get(g.runs[0].id); ok {
+				fmt.Fprintf(b, "\n![accuracy vs uplink bytes](results/%s-bytes.svg)\n", g.plot)
+			}
+		}
+	})
+	sw.add("compress", func(b *strings.Builder) {
+		b.WriteString(compressHeader)
+		dense := compRun("")
+		d, denseOK := res.get(dense.id)
+		b.WriteString("| compressor | uplink bytes | fewer bytes than dense | final accuracy | vs dense (points) |\n|---|---|---|---|---|\n")
+		for _, comp := range compressors {
+			e := compRun(comp)
+			fmt.Fprintf(b, "| %s | %s | %s | %s | %s |\n", e.label, cell(e.id, func(oc outcome) string { return mb(oc.uplink) }),
+				cell(e.id, func(oc outcome) string {
+					if !denseOK || oc.uplink == 0 {
+						return "n/a"
+					}
+					return fmt.Sprintf("%.1fx", float64(d.uplink)/float64(oc.uplink))
+				}), cell(e.id, acc), cell(e.id, func(oc outcome) string {
+					if !denseOK {
+						return "n/a"
+					}
+					return fmt.Sprintf("%+.1f", 100*(oc.acc-d.acc))
+				}))
+		}
+		if denseOK {
+			b.WriteString("\n![accuracy vs uplink bytes](results/compress-bytes.svg)\n")
+		}
+	})
+	writePrivacyUtility(sw, pu)
+	sw.add("tasks", func(b *strings.Builder) {
+		if pu.tasks != "" {
+			b.WriteString(tasksHeader)
+			b.WriteString(pu.tasks)
+		}
+	})
+	sw.add("notes", func(b *strings.Builder) { b.WriteString(notesLink) })
+	return sw.secs
+}
+
+// writeReport writes docs/results.md from the runs on disk, keeping from
+// old (the report on disk, "" for none) the sections none of whose runs
+// are on disk.
+func writeReport(w io.Writer, groups []group, res map[string]outcome, pu puReport, old string) error {
+	prev, err := parseSections(old)
+	if err != nil {
+		return err
 	}
-	writePrivacyUtility(&b, res, pu)
-	if pu.tasks != "" {
-		b.WriteString(tasksHeader)
-		b.WriteString(pu.tasks)
-	}
-	b.WriteString(notesLink)
-	_, err := io.WriteString(w, b.String())
+	_, err = io.WriteString(w, assemble(reportSections(groups, res, pu), prev))
 	return err
 }
 

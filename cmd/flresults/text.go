@@ -97,3 +97,13 @@ validation split (the sweep below, seed 1), then each cell is run on the whole
 training set with seeds 1-3 and tested once. A larger b means fewer rounds (T = 60,000 /
 (50 b)) and fewer releases per device (600 / b), each with less noise per sample.
 `
+
+// puScatterNote follows the feature rows and introduces their sweeps.
+const puScatterNote = `
+The feature rows reread the same pictures through a fixed transform: same devices,
+cohort, clipping (S = 1) and single pass as the rows above, the model logistic
+regression over the features instead of the pixels. ` + "`go run ./cmd/flresults -only scatter`" + `
+reruns them with their sweeps (the features of the 70,000 pictures are computed once per
+process; docs/features.md has the measurements and goals).
+
+`

@@ -107,6 +107,15 @@ func runOrRead(ctx context.Context, o options, e exp, train, eval dataset.Set, d
 	if e.seed != 0 {
 		seed = e.seed
 	}
+	if e.features != "" {
+		var err error
+		if train, err = o.feats.of(e.features, train); err != nil {
+			return outcome{}, fmt.Errorf("%s: %w", e.id, err)
+		}
+		if eval, err = o.feats.of(e.features, eval); err != nil {
+			return outcome{}, fmt.Errorf("%s: %w", e.id, err)
+		}
+	}
 	cfg := sim.Config{Params: e.p, Train: train, Test: eval, Partition: dataset.Scheme{Kind: dataset.SchemeIID},
 		Seed: seed, EvalEvery: e.evalEvery(), Delta: e.delta}
 	if err := capReleases(&cfg); err != nil {
