@@ -71,7 +71,7 @@ func (fs *featureSets) of(kind string, s dataset.Set) (dataset.Set, error) {
 	}
 	out := dataset.Set{Name: s.Name + "-" + f.Kind(), Features: f.Dim(), Classes: s.Classes, Samples: make([]dataset.Sample, len(s.Samples))}
 	for i, x := range s.Samples {
-		out.Samples[i] = memo[&x.X[0]]
+		out.Samples[i] = dataset.Sample{X: memo[&x.X[0]].X, Label: x.Label}
 	}
 	return out, nil
 }

@@ -113,11 +113,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	for fam, file := range map[string]string{"pixels": "pu-tuning.md", puScatter: "pu-tuning-scatter.md"} {
-		if t := sweeps[fam]; t.hits > 0 {
-			if err := os.WriteFile(filepath.Join(dir, file), []byte(t.text), 0o644); err != nil {
-				return fmt.Errorf("write sweep table: %w", err)
-			}
+	for _, fam := range []string{"pixels", puScatter} {
+		if err := writeSweepTable(dir, fam, sweeps[fam], stderr); err != nil {
+			return err
 		}
 	}
 	groups := experiments(choices)
@@ -140,8 +138,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("the row tasks' table (bash scripts/tasktable.sh writes it): %w", err)
 	}
 	var out strings.Builder
-	if err := writeReport(&out, groups, results, puReport{choices, sweeps, string(tasks)}, string(old)); err != nil {
+	kept, err := writeReport(&out, groups, results, puReport{choices, sweeps, string(tasks)}, string(old))
+	if err != nil {
 		return err
+	}
+	for _, k := range kept {
+		fmt.Fprintf(stderr, "flresults: section %s kept as it was in %s: rerun every group it shows to rewrite it\n", k, report)
 	}
 	// Written whole or not at all: a temporary file renamed over it.
 	tmp := report + ".tmp"
@@ -152,6 +154,24 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("write report: %w", err)
 	}
 	fmt.Fprintf(stdout, "wrote %s\n", report)
+	return nil
+}
+
+// sweepFiles are the sweep tables' files under docs/results/, by family.
+var sweepFiles = map[string]string{"pixels": "pu-tuning.md", puScatter: "pu-tuning-scatter.md"}
+
+// writeSweepTable writes a family's sweep table to its file when every
+// run of it is on disk, and otherwise leaves the file as it is (as the
+// report keeps its section).
+func writeSweepTable(dir, family string, t sweepTable, stderr io.Writer) error {
+	path := filepath.Join(dir, sweepFiles[family])
+	if t.reads == 0 || t.hits != t.reads {
+		fmt.Fprintf(stderr, "flresults: %s kept as it was (%d of its %d sweep runs on disk)\n", path, t.hits, t.reads)
+		return nil
+	}
+	if err := os.WriteFile(path, []byte(t.text), 0o644); err != nil {
+		return fmt.Errorf("write sweep table: %w", err)
+	}
 	return nil
 }
 

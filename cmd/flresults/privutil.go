@@ -256,6 +256,7 @@ func puFamily(model string) string {
 // models' table, the feature rows with their sweeps, and the pixel
 // models' sweeps.
 func writePrivacyUtility(sw *sectionWriter, pu puReport) {
+	px := pu.sweeps["pixels"]
 	sw.add("privacy-utility", func(b *strings.Builder) {
 		b.WriteString(puHeader)
 		b.WriteString("**Table-1 setting, b = 1** (logistic regression):\n\n")
@@ -289,17 +290,17 @@ func writePrivacyUtility(sw *sectionWriter, pu puReport) {
 				puTunedTable(b, model, sw.res, pu)
 			}
 		}
-	})
+	}, px)
 	sw.add("privacy-utility-scatter", func(b *strings.Builder) {
 		puTunedTable(b, puScatter, sw.res, pu)
 		b.WriteString(puScatterNote)
 		b.WriteString(pu.sweeps[puScatter].text)
-	})
-	px := pu.sweeps["pixels"]
-	sw.secs = append(sw.secs, section{name: "pu-sweeps", reads: px.reads, hits: px.hits,
-		text: fmt.Sprintf("\nThe sweeps (%d runs; `go run ./cmd/flresults -only pu-tune`; also in results/pu-tuning.md):\n\n%s", sweepSize("pixels"), px.text) +
-			fmt.Sprintf("\nReference for the b = 1 step sizes: sim.Tuned = {mu^2: %g, SGD: %g} at rho_p = 8, T = %d (validation split).\n",
-				sim.Tuned.Mu2, sim.Tuned.SGD, sim.ReferenceRounds)})
+	}, pu.sweeps[puScatter])
+	sw.add("pu-sweeps", func(b *strings.Builder) {
+		fmt.Fprintf(b, "\nThe sweeps (%d runs; `go run ./cmd/flresults -only pu-tune`; also in results/pu-tuning.md):\n\n%s", sweepSize("pixels"), px.text)
+		fmt.Fprintf(b, "\nReference for the b = 1 step sizes: sim.Tuned = {mu^2: %g, SGD: %g} at rho_p = 8, T = %d (validation split).\n",
+			sim.Tuned.Mu2, sim.Tuned.SGD, sim.ReferenceRounds)
+	}, px)
 }
 
 // puHead writes the header of a privacy-utility table.

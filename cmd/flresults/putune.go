@@ -90,9 +90,9 @@ func puGrid(k puKey) []puConf {
 		// The features' norm is about 63 against about 10 for the
 		// pixels, so every per-sample correction is clipped harder and
 		// the step sizes are smaller (docs/features.md's first sweeps:
-		// b = 50, eta 0.05-0.3); b = 20 gives the non-private reference
-		// 2.5 times the steps.
-		bs, etas = []int{20, 50, 100}, []float64{0.05, 0.1, 0.2, 0.4, 0.8}
+		// b = 50, eta 0.05-0.3); b = 10 and 20 give the non-private
+		// reference and trusted 5 and 2.5 times the steps.
+		bs, etas = []int{10, 20, 50, 100}, []float64{0.05, 0.1, 0.2, 0.4, 0.8}
 	case k.model == "mlp":
 		bs, etas = []int{100}, []float64{0.3, 1, 3, 10}
 	case k.eps == 8:

@@ -10,87 +10,127 @@ import (
 	"browserfl/sim"
 )
 
-// results are the runs on disk, by id, counting the lookups of the
-// section being written and how many found a run.
+// results are the runs on disk, by id, recording which runs the section
+// being written looks up.
 type results struct {
-	m           map[string]outcome
-	reads, hits int
+	m      map[string]outcome
+	looked map[string]bool
 }
 
 func (r *results) get(id string) (outcome, bool) {
-	r.reads++
-	oc, ok := r.m[id]
-	if ok {
-		r.hits++
+	if r.looked != nil {
+		r.looked[id] = true
 	}
+	oc, ok := r.m[id]
 	return oc, ok
 }
 
 // section is one part of the report between its markers (sectionBegin,
-// sectionEnd). A section that reads runs (reads > 0) but found none on
-// disk (hits == 0) keeps its text from the report on disk, so that
-// rerunning one group (-only) rewrites its own sections and leaves the
-// others as they were last generated; sections that read no runs are
-// always written anew.
+// sectionEnd). A section is written anew only when every run it looks up
+// is on disk (hits == reads; a section that looks up none, such as the
+// header, always is); otherwise the report on disk's text of it is kept,
+// whole, so that rerunning one group (-only) on a clone without the
+// others' cache never replaces a finished section by a partial one. A
+// section the report on disk lacks is written as it is, its missing
+// cells saying so.
 type section struct {
 	name        string
 	text        string
 	reads, hits int
 }
 
+func (s section) complete() bool { return s.hits == s.reads }
+
 const (
 	sectionBegin = "<!-- flresults section %s -->\n"
 	sectionEnd   = "<!-- flresults end %s -->\n"
 )
 
-var sectionRE = regexp.MustCompile(`(?s)<!-- flresults section ([a-z0-9-]+) -->\n(.*?)<!-- flresults end ([a-z0-9-]+) -->\n`)
+var (
+	sectionRE = regexp.MustCompile(`(?s)<!-- flresults section ([a-z0-9-]+) -->\n(.*?)<!-- flresults end ([a-z0-9-]+) -->\n`)
+	markerRE  = regexp.MustCompile(`<!-- flresults `)
+)
 
 // parseSections returns the sections of a report written by assemble, by
-// name. It is an error if a section's end marker names another section or
-// a name repeats.
+// name; a report without any marker (written before the sections) has
+// none. It is an error if a section's end marker names another section, a
+// name repeats, a marker is left unpaired or text lies outside the
+// sections: the report was edited by hand, and keeping parts of it would
+// lose the rest.
 func parseSections(report string) (map[string]string, error) {
 	out := map[string]string{}
-	for _, m := range sectionRE.FindAllStringSubmatch(report, -1) {
-		if m[1] != m[3] {
-			return nil, fmt.Errorf("report: section %q ends with the marker of %q", m[1], m[3])
+	if !markerRE.MatchString(report) {
+		return out, nil
+	}
+	matches := sectionRE.FindAllStringSubmatchIndex(report, -1)
+	at := 0
+	for _, m := range matches {
+		if m[0] != at {
+			return nil, fmt.Errorf("report: text or an unpaired marker outside the sections at byte %d: %.40q", at, report[at:m[0]])
 		}
-		if _, dup := out[m[1]]; dup {
-			return nil, fmt.Errorf("report: section %q appears twice", m[1])
+		at = m[1]
+		name, body, end := report[m[2]:m[3]], report[m[4]:m[5]], report[m[6]:m[7]]
+		if name != end {
+			return nil, fmt.Errorf("report: section %q ends with the marker of %q", name, end)
 		}
-		out[m[1]] = m[2]
+		if markerRE.MatchString(body) {
+			return nil, fmt.Errorf("report: section %q holds another marker", name)
+		}
+		if _, dup := out[name]; dup {
+			return nil, fmt.Errorf("report: section %q appears twice", name)
+		}
+		out[name] = body
+	}
+	if at != len(report) {
+		return nil, fmt.Errorf("report: text or an unpaired marker after the last section: %.40q", report[at:])
 	}
 	return out, nil
 }
 
 // assemble joins the sections with their markers, each kept from old (the
-// sections of the report on disk) when it read runs and found none.
-func assemble(secs []section, old map[string]string) string {
+// sections of the report on disk) when it is not complete; it returns the
+// names of the sections kept, with their counts, for the log.
+func assemble(secs []section, old map[string]string) (string, []string) {
 	var b strings.Builder
+	var kept []string
 	for _, s := range secs {
 		text := s.text
-		if prev, ok := old[s.name]; ok && s.reads > 0 && s.hits == 0 {
+		if prev, ok := old[s.name]; ok && !s.complete() {
 			text = prev
+			kept = append(kept, fmt.Sprintf("%s (%d of its %d runs on disk)", s.name, s.hits, s.reads))
 		}
 		fmt.Fprintf(&b, sectionBegin, s.name)
 		b.WriteString(text)
 		fmt.Fprintf(&b, sectionEnd, s.name)
 	}
-	return b.String()
+	return b.String(), kept
 }
 
-// sectionWriter collects the report's sections, counting each one's
-// lookups in res.
+// sectionWriter collects the report's sections, counting the distinct
+// runs each one looks up in res and how many of them are on disk.
 type sectionWriter struct {
 	res  *results
 	secs []section
 }
 
-// add writes one section with f.
-func (sw *sectionWriter) add(name string, f func(b *strings.Builder)) {
-	r0, h0 := sw.res.reads, sw.res.hits
+// add writes one section with f; also are lookups made elsewhere that
+// the section depends on (the sweeps whose choices it shows).
+func (sw *sectionWriter) add(name string, f func(b *strings.Builder), also ...sweepTable) {
+	sw.res.looked = map[string]bool{}
 	var b strings.Builder
 	f(&b)
-	sw.secs = append(sw.secs, section{name: name, text: b.String(), reads: sw.res.reads - r0, hits: sw.res.hits - h0})
+	s := section{name: name, text: b.String(), reads: len(sw.res.looked)}
+	for id := range sw.res.looked {
+		if _, ok := sw.res.m[id]; ok {
+			s.hits++
+		}
+	}
+	sw.res.looked = nil
+	for _, t := range also {
+		s.reads += t.reads
+		s.hits += t.hits
+	}
+	sw.secs = append(sw.secs, s)
 }
 
 // reportSections writes docs/results.md's sections from the runs on disk.
@@ -202,15 +242,16 @@ func reportSections(groups []group, m map[string]outcome, pu puReport) []section
 }
 
 // writeReport writes docs/results.md from the runs on disk, keeping from
-// old (the report on disk, "" for none) the sections none of whose runs
-// are on disk.
-func writeReport(w io.Writer, groups []group, res map[string]outcome, pu puReport, old string) error {
+// old (the report on disk, "" for none) the sections not all of whose
+// runs are on disk; it returns those sections' names and counts.
+func writeReport(w io.Writer, groups []group, res map[string]outcome, pu puReport, old string) ([]string, error) {
 	prev, err := parseSections(old)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	_, err = io.WriteString(w, assemble(reportSections(groups, res, pu), prev))
-	return err
+	text, kept := assemble(reportSections(groups, res, pu), prev)
+	_, err = io.WriteString(w, text)
+	return kept, err
 }
 
 // TasksTable is the row tasks' table: scripts/tasktable.sh writes it,

@@ -29,7 +29,7 @@ func TestTaskTableShown(t *testing.T) {
 		}
 	}
 	var b strings.Builder
-	if err := writeReport(&b, experiments(nil), map[string]outcome{}, puReport{tasks: string(table)}, ""); err != nil {
+	if _, err := writeReport(&b, experiments(nil), map[string]outcome{}, puReport{tasks: string(table)}, ""); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(b.String(), tasksHeader+string(table)) {
