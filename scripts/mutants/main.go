@@ -1499,6 +1499,20 @@ var mutations = []mutation{
 		new:  "\th.newMu.Lock()",
 		pkgs: []string{"./coordinator/", "-run", "TestHostTeacherTask"},
 	},
+	{
+		name: "report-partial-section-written", why: "the reproduction report rewrites a section with some of its runs on disk: a partial rerun replaces finished figures by \"not run\" cells",
+		file: "cmd/flresults/report.go",
+		old:  "func (s section) complete() bool { return s.hits == s.reads }",
+		new:  "func (s section) complete() bool { return s.hits > 0 || s.reads == 0 }",
+		pkgs: []string{"./cmd/flresults/", "-run", "TestReport"},
+	},
+	{
+		name: "report-sweeps-not-counted", why: "a report section shows the choices of sweeps whose runs are not all on disk and is rewritten anyway: old choices beside a new sweep table, or a section emptied",
+		file: "cmd/flresults/report.go",
+		old:  "\t\ts.reads += t.reads\n\t\ts.hits += t.hits\n",
+		new:  "\t\t_ = t\n",
+		pkgs: []string{"./cmd/flresults/", "-run", "TestReport"},
+	},
 }
 
 func main() {
