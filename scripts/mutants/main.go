@@ -827,6 +827,20 @@ var mutations = []mutation{
 		pkgs: []string{"./shared/optim/", "-run", "Local"},
 	},
 	{
+		name: "local-release-noise-dropped", why: "a hidden step's release of \"local\" in its one pass adds no noise to the integer sum the iterate and the message follow",
+		file: "shared/optim/local.go",
+		old:  "\t\tk += nz[i]\n",
+		new:  "\t\tk += 0 * nz[i]\n",
+		pkgs: []string{"./shared/optim/", "-run", "Local"},
+	},
+	{
+		name: "local-release-grid-unchecked", why: "a hidden step's release of \"local\" rounds a value beyond the grid's exact range (or NaN) instead of refusing it",
+		file: "shared/optim/local.go",
+		old:  "\t\tif !ok {\n\t\t\treturn i, errNotOnGrid\n\t\t}\n",
+		new:  "\t\t_ = ok\n",
+		pkgs: []string{"./shared/optim/", "-run", "Local"},
+	},
+	{
 		name: "local-budget-unchecked", why: "\"local\" skips its budget check before a release",
 		file: "shared/optim/local.go",
 		old:  "if dv.ledger.Rho()+cost > dv.budget*budgetSlack {",

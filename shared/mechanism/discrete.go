@@ -153,13 +153,30 @@ func ToGrid(dst []int64, v []float64, step float64) error {
 		return fmt.Errorf("mechanism: grid buffer length %d, vector %d", len(dst), len(v))
 	}
 	for i, x := range v {
-		y := x / step
-		if !(math.Abs(y) < maxGridValue) {
-			return fmt.Errorf("mechanism: value %g at index %d is not representable on the grid of step %g", x, i, step)
+		k, ok := OnGrid(x, step)
+		if !ok {
+			return GridError(x, i, step)
 		}
-		dst[i] = int64(math.RoundToEven(y))
+		dst[i] = k
 	}
 	return nil
+}
+
+// OnGrid is ToGrid's rule for one value, for loops that round a vector
+// while doing other work in the same pass: round(x/step) (nearest, ties
+// to even), and false if x/step is not finite or |x/step| >= 2^52.
+func OnGrid(x, step float64) (int64, bool) {
+	y := x / step
+	if !(math.Abs(y) < maxGridValue) {
+		return 0, false
+	}
+	return int64(math.RoundToEven(y)), true
+}
+
+// GridError is ToGrid's error for the value x at index i that OnGrid
+// refused.
+func GridError(x float64, i int, step float64) error {
+	return fmt.Errorf("mechanism: value %g at index %d is not representable on the grid of step %g", x, i, step)
 }
 
 // FromGrid writes step * k[i] into dst (exact while |k[i]| < 2^53 and the

@@ -1,6 +1,7 @@
 package optim
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -65,7 +66,7 @@ type localDevice struct {
 	cleanOK bool
 
 	x, v, g, msg, dec []float64
-	vz, sum           []int64 // a step's release and their sum, in grid units
+	sum               []int64 // the sum of the steps' releases, in grid units
 	nz                []int64 // a step's noise vector, in grid units
 	buf               []byte
 	noise, comp       *mechanism.Stream
@@ -243,7 +244,7 @@ func newLocalDevice(p Params, a Algorithm, m model.Model, entropy io.Reader) (*l
 	for _, v := range []*[]float64{&dv.clean, &dv.x, &dv.v, &dv.g, &dv.msg, &dv.dec} {
 		*v = make([]float64, d)
 	}
-	dv.vz, dv.sum, dv.nz = make([]int64, d), make([]int64, d), make([]int64, d)
+	dv.sum, dv.nz = make([]int64, d), make([]int64, d)
 	dv.buf = make([]byte, 0, spec.C.Size(d))
 	return dv, nil
 }
@@ -409,35 +410,16 @@ func (dv *localDevice) Prepare(r Round, batch []dataset.Sample) (Update, error) 
 				v[i] += gi / float64(dv.bs)
 			}
 		}
-		// The step's release, in integers (package doc, "Floating
-		// point"): round onto the grid, add the exact discrete noise.
-		if err := mechanism.ToGrid(dv.vz, v, dv.step); err != nil {
-			return Update{}, fmt.Errorf("%w: local step %d: %v", ErrUnsafe, j+1, err)
-		}
-		mechanism.FromGrid(v, dv.vz, dv.step)
-		for i, c := range v {
-			dv.clean[i] += c
-		}
 		// One vector of draws a step (FillDiscreteGaussian: the same
-		// distribution as d single draws, at 0.4x their cost).
+		// distribution as d single draws, at 0.4x their cost), drawn
+		// before the pass below, which then does the rest of the step
+		// in one sweep over d (issue 27: it was six).
 		dv.noise.FillDiscreteGaussian(dv.nz, dv.sigmaZ)
-		for i, n := range dv.nz {
-			dv.vz[i] += n
-			dv.sum[i] += dv.vz[i]
+		if i, err := dv.release(x, r.X, v, eta); err != nil {
+			return Update{}, fmt.Errorf("%w: local step %d: %v", ErrUnsafe, j+1, mechanism.GridError(v[i], i, dv.step))
 		}
-		// Post-processing of the step's release. Without projection the
-		// iterate is x_t - eta step sum exactly, the sum kept in
-		// integers (the last-iterate proof follows that lattice chain).
 		if dv.radius > 0 {
-			mechanism.FromGrid(v, dv.vz, dv.step)
-			for i, vi := range v {
-				x[i] -= eta * vi
-			}
 			project(x, dv.radius)
-			continue
-		}
-		for i, n := range dv.sum {
-			x[i] = r.X[i] - eta*(dv.step*float64(n))
 		}
 	}
 	if dv.radius > 0 {
@@ -469,6 +451,42 @@ func (dv *localDevice) Prepare(r Round, batch []dataset.Sample) (Update, error) 
 	dv.pendOK, dv.pendT = true, r.T
 	return Update{T: r.T, Payload: append([]byte(nil), payload...)}, nil
 }
+
+// release makes one hidden step's release and its post-processing, in
+// one pass over the coordinates (package doc, "Floating point"): the
+// step's estimate v is rounded onto the grid (mechanism.OnGrid), its
+// rounded clean value added to dv.clean, the step's exact discrete noise
+// dv.nz added to it and the noisy step to the integer sum dv.sum, and the
+// iterate x moved: without projection x = x0 - eta step sum exactly, the
+// sum kept in integers (the last-iterate proof follows that lattice
+// chain); with projection x -= eta step (noisy step), projected by the
+// caller. Each coordinate's arithmetic is the one of the six passes it
+// replaced, so the outputs are the same bit for bit
+// (TestLocalReleaseSameAsPasses). On a value the grid cannot hold it
+// stops and returns its index.
+func (dv *localDevice) release(x, x0, v []float64, eta float64) (int, error) {
+	st := dv.step
+	clean, sum, nz := dv.clean[:len(v)], dv.sum[:len(v)], dv.nz[:len(v)]
+	x, x0 = x[:len(v)], x0[:len(v)]
+	proj := dv.radius > 0
+	for i, vi := range v {
+		k, ok := mechanism.OnGrid(vi, st)
+		if !ok {
+			return i, errNotOnGrid
+		}
+		clean[i] += st * float64(k)
+		k += nz[i]
+		sum[i] += k
+		if proj {
+			x[i] -= eta * (st * float64(k))
+		} else {
+			x[i] = x0[i] - eta*(st*float64(sum[i]))
+		}
+	}
+	return 0, nil
+}
+
+var errNotOnGrid = errors.New("optim: a value off the grid's range")
 
 func (dv *localDevice) Commit(t int) error {
 	if !dv.pendOK || dv.pendT != t {

@@ -3,6 +3,7 @@ package optim
 import (
 	"errors"
 	"math"
+	"slices"
 	"testing"
 
 	"browserfl/shared/dataset"
@@ -502,6 +503,73 @@ func TestLocalUpdateBound(t *testing.T) {
 				t.Fatalf("E=%d round %d: honest message of norm %.4g, bound %.4g (%s); want K E S/2 <= norm <= bound", E, r, n, B, why)
 			}
 			dv.Commit(r)
+		}
+	}
+}
+
+// TestLocalReleaseSameAsPasses: the one-pass hidden-step release of
+// "local" (localDevice.release) gives, bit for bit, what the six passes
+// it replaced gave (kept here: ToGrid, FromGrid, the clean sum, the noise
+// added, the integer sum, the iterate), with and without projection; a
+// value off the grid's range is refused at its index.
+func TestLocalReleaseSameAsPasses(t *testing.T) {
+	const d = 1000
+	rng := mechanism.NewStream(testSeed(41), 0)
+	for _, radius := range []float64{0, 0.5} {
+		dv := &localDevice{dim: d, radius: radius, step: 0x1p-20,
+			clean: make([]float64, d), sum: make([]int64, d), nz: make([]int64, d)}
+		x, x0, v := make([]float64, d), make([]float64, d), make([]float64, d)
+		rng.FillNormal(x0, 1)
+		copy(x, x0)
+		// The reference's state, updated by the old passes.
+		rclean, rsum, rx := make([]float64, d), make([]int64, d), slices.Clone(x)
+		vz := make([]int64, d)
+		for step := range 5 {
+			rng.FillNormal(v, 0.01)
+			v[step] = -0.0 // a negative zero rounds as before too
+			v[step+1] = 3 * dv.step / 2
+			rng.FillDiscreteGaussian(dv.nz, 5000)
+			// The six passes.
+			ref := slices.Clone(v)
+			if err := mechanism.ToGrid(vz, ref, dv.step); err != nil {
+				t.Fatal(err)
+			}
+			mechanism.FromGrid(ref, vz, dv.step)
+			for i, c := range ref {
+				rclean[i] += c
+			}
+			for i, n := range dv.nz {
+				vz[i] += n
+				rsum[i] += vz[i]
+			}
+			if radius > 0 {
+				mechanism.FromGrid(ref, vz, dv.step)
+				for i, vi := range ref {
+					rx[i] -= 0.3 * vi
+				}
+			} else {
+				for i, n := range rsum {
+					rx[i] = x0[i] - 0.3*(dv.step*float64(n))
+				}
+			}
+			if _, err := dv.release(x, x0, v, 0.3); err != nil {
+				t.Fatal(err)
+			}
+			for i := range d {
+				if math.Float64bits(x[i]) != math.Float64bits(rx[i]) || math.Float64bits(dv.clean[i]) != math.Float64bits(rclean[i]) || dv.sum[i] != rsum[i] {
+					t.Fatalf("radius %g, step %d, coordinate %d: x %v / %v, clean %v / %v, sum %d / %d", radius, step, i, x[i], rx[i], dv.clean[i], rclean[i], dv.sum[i], rsum[i])
+				}
+			}
+			if radius > 0 {
+				project(x, radius)
+				project(rx, radius)
+			}
+		}
+		for _, bad := range []float64{math.NaN(), math.Inf(-1), 0x1p53 * dv.step} {
+			v[7] = bad
+			if i, err := dv.release(x, x0, v, 0.3); err == nil || i != 7 {
+				t.Errorf("value %g: index %d, error %v", bad, i, err)
+			}
 		}
 	}
 }
