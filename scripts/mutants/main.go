@@ -822,8 +822,15 @@ var mutations = []mutation{
 	{
 		name: "local-step-batch-reused", why: "every hidden step of \"local\" uses the first step batch (a sample enters K steps; the one-step charge no longer covers it)",
 		file: "shared/optim/local.go",
-		old:  "for _, s := range batch[j*dv.bs : (j+1)*dv.bs] {",
-		new:  "for _, s := range batch[0:dv.bs] {",
+		old:  "dv.est.mean(v, r, x, batch[j*dv.bs:(j+1)*dv.bs], S)",
+		new:  "dv.est.mean(v, r, x, batch[0:dv.bs], S)",
+		pkgs: []string{"./shared/optim/", "-run", "Local"},
+	},
+	{
+		name: "local-clip-1.1", why: "each hidden step of \"local\" clips its gradients to 1.1 S while its noise is calibrated to S (the step's sensitivity is 10% over the charge)",
+		file: "shared/optim/local.go",
+		old:  "dv.est.mean(v, r, x, batch[j*dv.bs:(j+1)*dv.bs], S)",
+		new:  "dv.est.mean(v, r, x, batch[j*dv.bs:(j+1)*dv.bs], 1.1*S)",
 		pkgs: []string{"./shared/optim/", "-run", "Local"},
 	},
 	{

@@ -303,11 +303,39 @@ func (dv *device) ensureY() error {
 // clippedGrad writes into dst the per-sample quantity of the estimator,
 // checked finite and clipped to bound.
 func (dv *device) clippedGrad(dst []float64, r Round, s dataset.Sample, at []float64, bound float64) error {
-	if dv.a.kind.est == estMu2 {
+	return dv.estimator().grad(dst, r, s, at, bound)
+}
+
+// batchMean adds to v the mean over batch of the clipped per-sample
+// quantities of the device's estimator at the round's points
+// (estimator.mean).
+func (dv *device) batchMean(v []float64, r Round, batch []dataset.Sample, bound float64) error {
+	return dv.estimator().mean(v, r, r.X, batch, bound)
+}
+
+func (dv *device) estimator() estimator {
+	return estimator{m: dv.m, g: dv.g, mu2: dv.a.kind.est == estMu2}
+}
+
+// estimator computes the clipped per-sample quantities of the estSGD and
+// estMu2 estimators (mu2): grad f(at; s), or the mu^2 correction t grad
+// f(x_t; s) - (t-1) grad f(x_{t-1}; s) at the round's points; g is
+// scratch of the model's dimension. The one home of the per-sample
+// clipping of the one-step algorithms and of the hidden steps of "local".
+type estimator struct {
+	m   model.Model
+	g   []float64
+	mu2 bool
+}
+
+// grad writes into dst the per-sample quantity, checked finite and
+// clipped to bound (not clipped when bound <= 0).
+func (e estimator) grad(dst []float64, r Round, s dataset.Sample, at []float64, bound float64) error {
+	if e.mu2 {
 		t := float64(r.T)
-		model.GradDiff(dv.m, dst, t, r.X, t-1, r.XPrev, s)
+		model.GradDiff(e.m, dst, t, r.X, t-1, r.XPrev, s)
 	} else {
-		dv.m.Grad(dst, at, s)
+		e.m.Grad(dst, at, s)
 	}
 	if !(bound > 0) {
 		if err := mechanism.CheckFinite(dst); err != nil {
@@ -321,24 +349,23 @@ func (dv *device) clippedGrad(dst []float64, r Round, s dataset.Sample, at []flo
 	return nil
 }
 
-// batchMean adds to v the mean over batch of the clipped per-sample
-// quantities of the estSGD and estMu2 estimators: grad f(x; s), or the mu^2
-// correction t grad f(x_t; s) - (t-1) grad f(x_{t-1}; s), each checked
-// finite and clipped to bound. For a model whose per-sample quantity is
-// rank-one (model.Factored) it clips by the norm the model computes from
-// the factors and adds the scaled quantity without forming it (ghost
-// clipping; the per-sample quantity is what is clipped, exactly as on the
-// other path). Otherwise it forms each quantity, checks and clips it in two
-// passes (mechanism.ClipFinite) and adds it.
-func (dv *device) batchMean(v []float64, r Round, batch []dataset.Sample, bound float64) error {
+// mean adds to v the mean over batch of the per-sample quantities, each
+// checked finite and clipped to bound (the SGD estimator's at at). For a
+// model whose per-sample quantity is rank-one (model.Factored) it clips
+// by the norm the model computes from the factors and adds the scaled
+// quantity without forming it (ghost clipping; the per-sample quantity is
+// what is clipped, exactly as on the other path). Otherwise it forms each
+// quantity, checks and clips it in two passes (mechanism.ClipFinite) and
+// adds it.
+func (e estimator) mean(v []float64, r Round, at []float64, batch []dataset.Sample, bound float64) error {
 	b := float64(len(batch))
-	fm, ghost := dv.m.(model.Factored)
+	fm, ghost := e.m.(model.Factored)
 	if !ghost {
 		for j, s := range batch {
-			if err := dv.clippedGrad(dv.g, r, s, r.X, bound); err != nil {
+			if err := e.grad(e.g, r, s, at, bound); err != nil {
 				return fmt.Errorf("sample %d: %w", j, err)
 			}
-			for i, x := range dv.g {
+			for i, x := range e.g {
 				v[i] += x / b
 			}
 		}
@@ -347,10 +374,10 @@ func (dv *device) batchMean(v []float64, r Round, batch []dataset.Sample, bound 
 	t := float64(r.T)
 	for j, s := range batch {
 		var n float64
-		if dv.a.kind.est == estMu2 {
+		if e.mu2 {
 			n = fm.FactorGradDiff(t, r.X, t-1, r.XPrev, s)
 		} else {
-			n = fm.FactorGradDiff(1, r.X, 0, nil, s)
+			n = fm.FactorGradDiff(1, at, 0, nil, s)
 		}
 		if !(n <= math.MaxFloat64) {
 			return fmt.Errorf("sample %d: optim: gradient: non-finite norm %v", j, n)

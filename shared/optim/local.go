@@ -66,8 +66,9 @@ type localDevice struct {
 	cleanOK bool
 
 	x, v, g, msg, dec []float64
-	sum               []int64 // the sum of the steps' releases, in grid units
-	nz                []int64 // a step's noise vector, in grid units
+	est               estimator // the step estimate (SGD: gradients at the local iterate)
+	sum               []int64   // the sum of the steps' releases, in grid units
+	nz                []int64   // a step's noise vector, in grid units
 	buf               []byte
 	noise, comp       *mechanism.Stream
 }
@@ -244,6 +245,7 @@ func newLocalDevice(p Params, a Algorithm, m model.Model, entropy io.Reader) (*l
 	for _, v := range []*[]float64{&dv.clean, &dv.x, &dv.v, &dv.g, &dv.msg, &dv.dec} {
 		*v = make([]float64, d)
 	}
+	dv.est = estimator{m: m, g: dv.g}
 	dv.sum, dv.nz = make([]int64, d), make([]int64, d)
 	dv.buf = make([]byte, 0, spec.C.Size(d))
 	return dv, nil
@@ -400,15 +402,11 @@ func (dv *localDevice) Prepare(r Round, batch []dataset.Sample) (Update, error) 
 		j := step % dv.k
 		v := dv.v
 		clear(v)
-		for _, s := range batch[j*dv.bs : (j+1)*dv.bs] {
-			dv.m.Grad(dv.g, x, s)
-			if err := mechanism.CheckFinite(dv.g); err != nil {
-				return Update{}, fmt.Errorf("optim: local step %d: gradient: %w", j+1, err)
-			}
-			mechanism.Clip(dv.g, S)
-			for i, gi := range dv.g {
-				v[i] += gi / float64(dv.bs)
-			}
+		// The step's estimate: the mean of its step batch's gradients at
+		// the local iterate, each clipped to S (the one-step algorithms'
+		// estimator; ghost clipping for logistic regression).
+		if err := dv.est.mean(v, r, x, batch[j*dv.bs:(j+1)*dv.bs], S); err != nil {
+			return Update{}, fmt.Errorf("optim: local step %d: %w", j+1, err)
 		}
 		// One vector of draws a step (FillDiscreteGaussian: the same
 		// distribution as d single draws, at 0.4x their cost), drawn
