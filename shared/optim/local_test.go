@@ -526,7 +526,7 @@ func TestLocalReleaseSameAsPasses(t *testing.T) {
 		vz := make([]int64, d)
 		for step := range 5 {
 			rng.FillNormal(v, 0.01)
-			v[step] = -0.0 // a negative zero rounds as before too
+			v[step] = math.Copysign(0, -1) // a negative zero rounds as before too
 			v[step+1] = 3 * dv.step / 2
 			rng.FillDiscreteGaussian(dv.nz, 5000)
 			// The six passes.
