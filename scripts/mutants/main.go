@@ -834,6 +834,27 @@ var mutations = []mutation{
 		pkgs: []string{"./shared/optim/", "-run", "Local"},
 	},
 	{
+		name: "estimator-ghost-at-round-point", why: "the SGD estimator's ghost path takes each gradient at the round's x_t, not at the point it is given: the hidden steps of \"local\" all stand at x_t",
+		file: "shared/optim/device.go",
+		old:  "n = fm.FactorGradDiff(1, at, 0, nil, s)",
+		new:  "n = fm.FactorGradDiff(1, r.X, 0, nil, s)",
+		pkgs: []string{"./shared/optim/", "-run", "Estimator|Local"},
+	},
+	{
+		name: "estimator-formed-at-round-point", why: "the SGD estimator's formed path (the MLP) takes each gradient at the round's x_t, not at the point it is given",
+		file: "shared/optim/device.go",
+		old:  "if err := e.grad(e.g, r, s, at, bound); err != nil {",
+		new:  "if err := e.grad(e.g, r, s, r.X, bound); err != nil {",
+		pkgs: []string{"./shared/optim/", "-run", "Estimator|Local"},
+	},
+	{
+		name: "estimator-nonfinite-norm-unchecked", why: "the ghost path adds a sample whose gradient norm is not finite (a NaN or an infinite clip factor) instead of refusing it",
+		file: "shared/optim/device.go",
+		old:  "if !(n <= math.MaxFloat64) {",
+		new:  "if false && !(n <= math.MaxFloat64) {",
+		pkgs: []string{"./shared/optim/", "-run", "Estimator|Local"},
+	},
+	{
 		name: "local-release-noise-dropped", why: "a hidden step's release of \"local\" in its one pass adds no noise to the integer sum the iterate and the message follow",
 		file: "shared/optim/local.go",
 		old:  "\t\tk += nz[i]\n",

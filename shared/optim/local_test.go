@@ -573,3 +573,55 @@ func TestLocalReleaseSameAsPasses(t *testing.T) {
 		}
 	}
 }
+
+// TestEstimatorAtItsPoint: the SGD estimator's mean (the hidden steps of
+// "local" take it at the local iterate, not at the round's x_t) is the
+// mean of each sample's gradient at the point it is given, clipped, on
+// the ghost path (logistic regression) and on the formed one (the MLP),
+// within float64 rounding; a point where the gradient is not finite is
+// refused.
+func TestEstimatorAtItsPoint(t *testing.T) {
+	rng := mechanism.NewStream(testSeed(43), 0)
+	batch := mnistLike(rng, 6)
+	for _, name := range []string{"logreg", "logreg-unit", "mlp"} {
+		m, err := model.New(name, 784, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := m.Dim()
+		at, x := make([]float64, d), make([]float64, d)
+		rng.FillNormal(at, 0.3)
+		rng.FillNormal(x, 0.3)
+		r := Round{T: 3, X: x}
+		for _, S := range []float64{0.05, 1, 100} {
+			got := make([]float64, d)
+			e := estimator{m: m, g: make([]float64, d)}
+			if err := e.mean(got, r, at, batch, S); err != nil {
+				t.Fatal(err)
+			}
+			want, g := make([]float64, d), make([]float64, d)
+			for _, s := range batch {
+				m.Grad(g, at, s)
+				mechanism.Clip(g, S)
+				for i := range g {
+					want[i] += g[i] / float64(len(batch))
+				}
+			}
+			var diff, norm float64
+			for i := range want {
+				diff += (got[i] - want[i]) * (got[i] - want[i])
+				norm += want[i] * want[i]
+			}
+			if !(math.Sqrt(diff) <= 1e-12*S) || !(norm > 0) {
+				t.Errorf("%s, S = %g: |mean - reference| = %g (reference norm %g)", name, S, math.Sqrt(diff), math.Sqrt(norm))
+			}
+		}
+		huge := make([]float64, d)
+		for i := range huge {
+			huge[i] = 1e308
+		}
+		if err := (estimator{m: m, g: make([]float64, d)}).mean(make([]float64, d), r, huge, batch, 1); err == nil {
+			t.Errorf("%s: a point whose gradient is not finite was accepted", name)
+		}
+	}
+}
