@@ -108,7 +108,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	// The privacy-utility table's batch sizes and step sizes: chosen on
 	// the validation split too, before its reported runs. A family's
-	// sweep table is rewritten only when some of its runs are on disk.
+	// sweep table is rewritten only when all of its runs are on disk.
 	choices, sweeps, err := puTune(ctx, o, train, o.cache, only, stderr)
 	if err != nil {
 		return err
@@ -127,51 +127,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	report := filepath.Join(o.out, "results.md")
-	// The sections none of whose runs are on disk are kept from the
-	// report as it stands (writeReport).
-	old, err := os.ReadFile(report)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("read report: %w", err)
-	}
-	tasks, err := os.ReadFile(TasksTable)
-	if err != nil {
-		return fmt.Errorf("the row tasks' table (bash scripts/tasktable.sh writes it): %w", err)
-	}
-	var out strings.Builder
-	kept, err := writeReport(&out, groups, results, puReport{choices, sweeps, string(tasks)}, string(old))
-	if err != nil {
+	if err := writeReportFile(report, groups, results, puReport{choices, sweeps, ""}, stderr); err != nil {
 		return err
 	}
-	for _, k := range kept {
-		fmt.Fprintf(stderr, "flresults: section %s kept as it was in %s: rerun every group it shows to rewrite it\n", k, report)
-	}
-	// Written whole or not at all: a temporary file renamed over it.
-	tmp := report + ".tmp"
-	if err := os.WriteFile(tmp, []byte(out.String()), 0o644); err != nil {
-		return fmt.Errorf("write report: %w", err)
-	}
-	if err := os.Rename(tmp, report); err != nil {
-		return fmt.Errorf("write report: %w", err)
-	}
 	fmt.Fprintf(stdout, "wrote %s\n", report)
-	return nil
-}
-
-// sweepFiles are the sweep tables' files under docs/results/, by family.
-var sweepFiles = map[string]string{"pixels": "pu-tuning.md", puScatter: "pu-tuning-scatter.md"}
-
-// writeSweepTable writes a family's sweep table to its file when every
-// run of it is on disk, and otherwise leaves the file as it is (as the
-// report keeps its section).
-func writeSweepTable(dir, family string, t sweepTable, stderr io.Writer) error {
-	path := filepath.Join(dir, sweepFiles[family])
-	if t.reads == 0 || t.hits != t.reads {
-		fmt.Fprintf(stderr, "flresults: %s kept as it was (%d of its %d sweep runs on disk)\n", path, t.hits, t.reads)
-		return nil
-	}
-	if err := os.WriteFile(path, []byte(t.text), 0o644); err != nil {
-		return fmt.Errorf("write sweep table: %w", err)
-	}
 	return nil
 }
 

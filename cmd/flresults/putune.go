@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -248,4 +249,22 @@ func sweepSize(family string) int {
 		}
 	}
 	return n
+}
+
+// sweepFiles are the sweep tables' files under docs/results/, by family.
+var sweepFiles = map[string]string{"pixels": "pu-tuning.md", puScatter: "pu-tuning-scatter.md"}
+
+// writeSweepTable writes a family's sweep table to its file when every
+// run of it is on disk, and otherwise leaves the file as it is (as the
+// report keeps its section).
+func writeSweepTable(dir, family string, t sweepTable, stderr io.Writer) error {
+	path := filepath.Join(dir, sweepFiles[family])
+	if t.reads == 0 || t.hits != t.reads {
+		fmt.Fprintf(stderr, "flresults: %s kept as it was (%d of its %d sweep runs on disk)\n", path, t.hits, t.reads)
+		return nil
+	}
+	if err := os.WriteFile(path, []byte(t.text), 0o644); err != nil {
+		return fmt.Errorf("write sweep table: %w", err)
+	}
+	return nil
 }

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"regexp"
 	"strings"
 
@@ -252,6 +254,39 @@ func writeReport(w io.Writer, groups []group, res map[string]outcome, pu puRepor
 	text, kept := assemble(reportSections(groups, res, pu), prev)
 	_, err = io.WriteString(w, text)
 	return kept, err
+}
+
+// writeReportFile writes the report at path from the runs on disk and
+// the row tasks' table (TasksTable), keeping the sections of the report
+// there that are not complete (writeReport) and naming them on stderr.
+// The file is written whole or not at all: a temporary file renamed over
+// it.
+func writeReportFile(path string, groups []group, results map[string]outcome, pu puReport, stderr io.Writer) error {
+	old, err := os.ReadFile(path)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("read report: %w", err)
+	}
+	tasks, err := os.ReadFile(TasksTable)
+	if err != nil {
+		return fmt.Errorf("the row tasks' table (bash scripts/tasktable.sh writes it): %w", err)
+	}
+	pu.tasks = string(tasks)
+	var out strings.Builder
+	kept, err := writeReport(&out, groups, results, pu, string(old))
+	if err != nil {
+		return err
+	}
+	for _, k := range kept {
+		fmt.Fprintf(stderr, "flresults: section %s kept as it was in %s: rerun every group it shows to rewrite it\n", k, path)
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(out.String()), 0o644); err != nil {
+		return fmt.Errorf("write report: %w", err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("write report: %w", err)
+	}
+	return nil
 }
 
 // TasksTable is the row tasks' table: scripts/tasktable.sh writes it,
