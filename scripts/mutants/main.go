@@ -855,6 +855,13 @@ var mutations = []mutation{
 		pkgs: []string{"./shared/optim/", "-run", "Estimator|Local"},
 	},
 	{
+		name: "local-clean-kept-after-failure", why: "a release of \"local\" that fails half-way leaves its partial clean sum readable as the last release's (what the page shows as \"what your phone sent\" and the simulator's measures read)",
+		file: "shared/optim/local.go",
+		old:  "\tdv.cleanOK = false\n\tclear(dv.clean)\n",
+		new:  "\tclear(dv.clean)\n",
+		pkgs: []string{"./shared/optim/", "-run", "Local"},
+	},
+	{
 		name: "local-release-noise-dropped", why: "a hidden step's release of \"local\" in its one pass adds no noise to the integer sum the iterate and the message follow",
 		file: "shared/optim/local.go",
 		old:  "\t\tk += nz[i]\n",

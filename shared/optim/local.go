@@ -395,6 +395,10 @@ func (dv *localDevice) Prepare(r Round, batch []dataset.Sample) (Update, error) 
 	S, eta := dv.p.S(), dv.p.Eta
 	x := dv.x
 	copy(x, r.X)
+	// Clean describes this Prepare from here on, and only once it has
+	// succeeded: a release that fails half-way leaves no partial sum
+	// behind it.
+	dv.cleanOK = false
 	clear(dv.clean)
 	clear(dv.sum)
 	// E passes over the K step batches, in order (cyclic).

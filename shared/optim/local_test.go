@@ -625,3 +625,41 @@ func TestEstimatorAtItsPoint(t *testing.T) {
 		}
 	}
 }
+
+// TestLocalCleanAfterFailedRelease: a release of "local" that fails
+// half-way (a gradient that is not finite at its query point) leaves no
+// clean sum to read: Clean refuses until a release succeeds, instead of
+// returning the partial (or the cleared) sum as the last release's.
+func TestLocalCleanAfterFailedRelease(t *testing.T) {
+	p := localParams()
+	m, _ := model.New("logreg", 5, 3)
+	dv := newLocal(t, p, m, 11)
+	data := synthData(mechanism.NewStream(testSeed(12), 0), p.Batch)
+	x := make([]float64, dv.dim)
+	if _, err := dv.Prepare(Round{T: 1, X: x}, data); err != nil {
+		t.Fatal(err)
+	}
+	if err := dv.Commit(1); err != nil {
+		t.Fatal(err)
+	}
+	clean := make([]float64, dv.dim)
+	if err := dv.Clean(clean); err != nil {
+		t.Fatal(err)
+	}
+	huge := make([]float64, dv.dim)
+	for i := range huge {
+		huge[i] = 1e308
+	}
+	if _, err := dv.Prepare(Round{T: 2, X: huge}, data); err == nil {
+		t.Fatal("a release whose gradients are not finite succeeded")
+	}
+	if err := dv.Clean(clean); err == nil {
+		t.Error("Clean after a failed release returned a sum")
+	}
+	if _, err := dv.Prepare(Round{T: 2, X: x}, data); err != nil {
+		t.Fatal(err)
+	}
+	if err := dv.Clean(clean); err != nil {
+		t.Errorf("Clean after a successful release: %v", err)
+	}
+}
