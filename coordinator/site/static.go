@@ -7,9 +7,11 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io/fs"
+	"math/bits"
 	"mime"
 	"net/http"
 	"path"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -104,6 +106,12 @@ func newStaticSite(web fs.FS, index []byte) (*staticSite, error) {
 		for _, a := range all {
 			a.compress()
 		}
+		// Compressing app.wasm takes a brotli hash table of 32 MB, garbage
+		// once done: give it back to the system now, or the process keeps
+		// it (and shows it in its memory) until a later collection.
+		if len(all) > 0 {
+			debug.FreeOSMemory()
+		}
 	}()
 	return s, nil
 }
@@ -131,7 +139,7 @@ func (a *staticAsset) compress() {
 	if err != nil {
 		return // served uncompressed
 	}
-	br, err := brotliBytes(a.raw, brotli.WriterOptions{Quality: brotliQuality, LGWin: brotliWindow})
+	br, err := brotliBytes(a.raw, brotli.WriterOptions{Quality: brotliQuality, LGWin: brotliWindowFor(len(a.raw))})
 	if err != nil {
 		return
 	}
@@ -145,6 +153,15 @@ func compressible(name string) bool {
 		return true
 	}
 	return false
+}
+
+// brotliWindowFor returns the window (log2 of its bytes) for a file of n
+// bytes: brotliWindow, or the smallest window that holds the whole file
+// (2^w - 16 bytes, at least 2^16), which finds every match brotliWindow
+// would and, at 16, lets the encoder use a hash table of kilobytes
+// instead of 32 MB.
+func brotliWindowFor(n int) int {
+	return min(brotliWindow, max(16, bits.Len(uint(n+16))))
 }
 
 func gzipBest(raw []byte) ([]byte, error) {

@@ -174,3 +174,39 @@ func TestAssetsPreparedOnce(t *testing.T) {
 		t.Errorf("page %s", a.site.index.raw)
 	}
 }
+
+// TestBrotliWindowFor: the window holds the whole file (2^w - 16 bytes)
+// up to brotliWindow, never below 16; and a file compressed with its
+// window decodes to itself and is no larger than with the full window
+// (the smaller window loses no match, since none reaches past the file).
+func TestBrotliWindowFor(t *testing.T) {
+	for _, tc := range []struct{ n, want int }{
+		{0, 16}, {100, 16}, {1<<16 - 17, 16}, {1<<16 - 16, 17}, {1 << 20, 21}, {1<<24 - 16, 24}, {1 << 24, 24}, {1 << 30, 24},
+	} {
+		if got := brotliWindowFor(tc.n); got != tc.want {
+			t.Errorf("brotliWindowFor(%d) = %d, want %d", tc.n, got, tc.want)
+		}
+		if w := brotliWindowFor(tc.n); w < brotliWindow && tc.n > 1<<w-16 {
+			t.Errorf("window %d does not hold a file of %d bytes", w, tc.n)
+		}
+	}
+	for _, raw := range [][]byte{
+		[]byte(strings.Repeat("<div class=\"card\">hello, class</div>\n", 800)), // 30 KB of page
+		bytes.Repeat([]byte("\x00asm module body with some words "), 9000),     // 300 KB
+	} {
+		small, err := brotliBytes(raw, brotli.WriterOptions{Quality: brotliQuality, LGWin: brotliWindowFor(len(raw))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		full, err := brotliBytes(raw, brotli.WriterOptions{Quality: brotliQuality, LGWin: brotliWindow})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := decodeBody(t, "br", small); !bytes.Equal(got, raw) {
+			t.Errorf("%d bytes: the smaller window's output decodes to %d other bytes", len(raw), len(got))
+		}
+		if len(small) > len(full)+len(full)/100 {
+			t.Errorf("%d bytes: %d compressed with window %d against %d with %d", len(raw), len(small), brotliWindowFor(len(raw)), len(full), brotliWindow)
+		}
+	}
+}
