@@ -118,13 +118,75 @@ func runBaseline(ctx context.Context, m, outBytes, inBytes, reps int, pace time.
 	return r, nil
 }
 
+// idleBaseline measures a plain websocket server holding n idle
+// connections: the baseline server (its own process, reps 0) reads
+// frames on each in its handler, as a plain server does, and reports its
+// RSS before the clients and 2 s after the last has connected.
+func idleBaseline(ctx context.Context, n int, stderr io.Writer) (before, after int64, err error) {
+	addr, err := freeAddr()
+	if err != nil {
+		return 0, 0, err
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return 0, 0, err
+	}
+	var out strings.Builder
+	srv, err := startChild(self, []string{"-baseline-server", addr, "-m", strconv.Itoa(n), "-baseline-reps", "0"}, &out, stderr)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer srv.stop(5 * time.Second)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	for i := range n {
+		var c *websocket.Conn
+		// The server may still be starting: retry, but not for ever
+		// (out of descriptors, say, every dial fails).
+		for tries := 0; ; tries++ {
+			c, _, err = websocket.Dial(ctx, "ws://"+addr, nil)
+			if err == nil {
+				break
+			}
+			select {
+			case <-srv.done:
+				return 0, 0, fmt.Errorf("baseline server exited: %v", srv.err)
+			default:
+			}
+			if tries == 200 {
+				return 0, 0, fmt.Errorf("connection %d of %d to the plain server: %w", i+1, n, err)
+			}
+			if err := sleep(ctx, 50*time.Millisecond); err != nil {
+				return 0, 0, err
+			}
+		}
+		defer c.CloseNow()
+		c.CloseRead(ctx)
+	}
+	select {
+	case <-ctx.Done():
+		return 0, 0, ctx.Err()
+	case <-srv.done:
+	}
+	if srv.err != nil {
+		return 0, 0, srv.err
+	}
+	if _, err := fmt.Sscan(out.String(), &before, &after); err != nil {
+		return 0, 0, fmt.Errorf("baseline server output %q: %w", out.String(), err)
+	}
+	return before, after, nil
+}
+
 // baselineServer accepts m websocket clients on addr, then reps times
 // writes an outBytes frame to each and waits for an inBytes reply from
 // each; it prints the median wall time per round and its own CPU per
-// round, both in ms.
+// round, both in ms. With reps 0 it only holds the m connections, each
+// handler reading frames as a plain server's does, and prints its RSS
+// before them and 2 s after the last, in bytes (idleBaseline).
 func baselineServer(ctx context.Context, addr string, m, outBytes, inBytes, reps int, stdout io.Writer) error {
 	out := make([]byte, outBytes)
 	conns := make(chan *websocket.Conn, m)
+	idle := reps == 0
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ws, err := websocket.Accept(w, r, nil)
 		if err != nil {
@@ -132,6 +194,13 @@ func baselineServer(ctx context.Context, addr string, m, outBytes, inBytes, reps
 		}
 		ws.SetReadLimit(int64(inBytes + 1024))
 		conns <- ws
+		if idle {
+			for {
+				if _, _, err := ws.Read(r.Context()); err != nil {
+					return
+				}
+			}
+		}
 		<-r.Context().Done()
 	})}
 	ln, err := net.Listen("tcp", addr)
@@ -140,6 +209,10 @@ func baselineServer(ctx context.Context, addr string, m, outBytes, inBytes, reps
 	}
 	go srv.Serve(ln)
 	defer srv.Close()
+	rss0, err := procRSS(os.Getpid())
+	if err != nil {
+		return err
+	}
 	server := make([]*websocket.Conn, m)
 	for i := range server {
 		select {
@@ -147,6 +220,17 @@ func baselineServer(ctx context.Context, addr string, m, outBytes, inBytes, reps
 		case <-ctx.Done():
 			return ctx.Err()
 		}
+	}
+	if idle {
+		if err := sleep(ctx, 2*time.Second); err != nil {
+			return err
+		}
+		rss1, err := procRSS(os.Getpid())
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "%d %d\n", rss0, rss1)
+		return nil
 	}
 	// One warm-up round, then the measured ones.
 	round := func() {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"net"
 	"net/http"
@@ -368,5 +369,22 @@ func TestQuantile(t *testing.T) {
 	}
 	if got := quantile(nil, 0.5); !math.IsNaN(got) {
 		t.Errorf("quantile of nothing = %v, want NaN", got)
+	}
+}
+
+// TestIdleBaseline: the plain server child holds the idle connections and
+// reports its RSS before and after them; 200 connections cost it at least
+// their sockets' and goroutines' memory (8 KiB each: two goroutine stacks
+// and the read buffer net/http keeps), so a server that did not hold them
+// or an RSS read before they came would fail.
+func TestIdleBaseline(t *testing.T) {
+	t.Setenv("LOADTEST_BE", "main")
+	const n = 200
+	before, after, err := idleBaseline(t.Context(), n, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if before <= 0 || after-before < n*8<<10 {
+		t.Errorf("plain server RSS %d before, %d after %d idle connections (%.1f KiB each)", before, after, n, float64(after-before)/1024/n)
 	}
 }

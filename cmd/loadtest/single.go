@@ -54,7 +54,7 @@ func runSingle(ctx context.Context, o options, pol device.Policy, n int, addr st
 	fmt.Fprintf(stdout, "%d devices connected in %v\n", n, time.Since(start).Round(time.Millisecond))
 
 	if o.idle > 0 {
-		return measureIdle(ctx, o, pid, n, rssIdle, fail, stdout)
+		return measureIdle(ctx, o, pid, n, rssIdle, fl.stop, fail, stdout)
 	}
 	ms, err := measureRounds(ctx, o, pid, base, fail, stderr)
 	if err != nil {
@@ -71,7 +71,9 @@ func runSingle(ctx context.Context, o options, pol device.Policy, n int, addr st
 
 // measureIdle reports the coordinator's RSS and CPU with its n devices
 // connected and idle (no round starts); rssIdle is its RSS before them.
-func measureIdle(ctx context.Context, o options, pid, n int, rssIdle int64, fail func(error) error, stdout io.Writer) error {
+// Then it closes them (stopFleet) and measures a plain server holding as
+// many.
+func measureIdle(ctx context.Context, o options, pid, n int, rssIdle int64, stopFleet func(), fail func(error) error, stdout io.Writer) error {
 	if err := sleep(ctx, 2*time.Second); err != nil {
 		return fail(err)
 	}
@@ -98,6 +100,18 @@ func measureIdle(ctx context.Context, o options, pid, n int, rssIdle int64, fail
 		mib(rssIdle), mib(rss), n, float64(rss-rssIdle)/1024/float64(n))
 	self, _ := procRSS(os.Getpid())
 	fmt.Fprintf(stdout, "load tool RSS (the %d client connections): %.1f MiB\n", n, mib(self))
+	// The same connections held by a plain websocket server, once the
+	// devices' are closed (both sets at once would need twice the
+	// descriptors).
+	stopFleet()
+	b0, b1, err := idleBaseline(ctx, n, io.Discard)
+	if err != nil {
+		return fmt.Errorf("idle baseline: %w", err)
+	}
+	coordPer, plainPer := float64(rss-rssIdle)/1024/float64(n), float64(b1-b0)/1024/float64(n)
+	fmt.Fprintf(stdout, "plain websocket server RSS: %.1f MiB before, %.1f MiB with %d idle connections (%.1f KiB per connection)\n",
+		mib(b0), mib(b1), n, plainPer)
+	fmt.Fprintf(stdout, "idle memory per device, coordinator / plain server: %.2f\n", coordPer/plainPer)
 	return nil
 }
 
