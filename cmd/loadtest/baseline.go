@@ -69,21 +69,10 @@ func runBaseline(ctx context.Context, m, outBytes, inBytes, reps int, pace time.
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	in := make([]byte, inBytes)
-	for range m {
-		var c *websocket.Conn
-		for {
-			c, _, err = websocket.Dial(ctx, "ws://"+addr, nil)
-			if err == nil {
-				break
-			}
-			select {
-			case <-srv.done:
-				return baselineResult{}, fmt.Errorf("baseline server exited: %v", srv.err)
-			default:
-			}
-			if err := sleep(ctx, 50*time.Millisecond); err != nil {
-				return baselineResult{}, err
-			}
+	for i := range m {
+		c, err := dialPlain(ctx, addr, srv, i, m)
+		if err != nil {
+			return baselineResult{}, err
 		}
 		defer c.CloseNow()
 		c.SetReadLimit(int64(outBytes + 1024))
@@ -118,6 +107,29 @@ func runBaseline(ctx context.Context, m, outBytes, inBytes, reps int, pace time.
 	return r, nil
 }
 
+// dialPlain opens the i-th of n connections to the baseline server srv
+// at addr. The server may still be starting, so a failed dial is retried,
+// but not for ever (out of descriptors, say, every dial fails).
+func dialPlain(ctx context.Context, addr string, srv *child, i, n int) (*websocket.Conn, error) {
+	for tries := 0; ; tries++ {
+		c, _, err := websocket.Dial(ctx, "ws://"+addr, nil)
+		if err == nil {
+			return c, nil
+		}
+		select {
+		case <-srv.done:
+			return nil, fmt.Errorf("baseline server exited: %v", srv.err)
+		default:
+		}
+		if tries == 200 {
+			return nil, fmt.Errorf("connection %d of %d to the plain server: %w", i+1, n, err)
+		}
+		if err := sleep(ctx, 50*time.Millisecond); err != nil {
+			return nil, err
+		}
+	}
+}
+
 // idleBaseline measures a plain websocket server holding n idle
 // connections: the baseline server (its own process, reps 0) reads
 // frames on each in its handler, as a plain server does, and reports its
@@ -140,25 +152,9 @@ func idleBaseline(ctx context.Context, n int, stderr io.Writer) (before, after i
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	for i := range n {
-		var c *websocket.Conn
-		// The server may still be starting: retry, but not for ever
-		// (out of descriptors, say, every dial fails).
-		for tries := 0; ; tries++ {
-			c, _, err = websocket.Dial(ctx, "ws://"+addr, nil)
-			if err == nil {
-				break
-			}
-			select {
-			case <-srv.done:
-				return 0, 0, fmt.Errorf("baseline server exited: %v", srv.err)
-			default:
-			}
-			if tries == 200 {
-				return 0, 0, fmt.Errorf("connection %d of %d to the plain server: %w", i+1, n, err)
-			}
-			if err := sleep(ctx, 50*time.Millisecond); err != nil {
-				return 0, 0, err
-			}
+		c, err := dialPlain(ctx, addr, srv, i, n)
+		if err != nil {
+			return 0, 0, err
 		}
 		defer c.CloseNow()
 		c.CloseRead(ctx)
