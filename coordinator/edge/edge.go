@@ -702,7 +702,9 @@ func (e *Edge) acceptUpdate(cn *wsconn.Conn, u wire.UpdateFrame, frameLen int) e
 	r.waiting--
 	ec := e.conns[cn.Seq]
 	var hist *optim.History
-	if ec != nil && ec.hist != nil {
+	if ec != nil && ec.hist != nil && r.chk != nil && r.chk.Tracks() {
+		// Only a checked message joins a history: the stored sum's
+		// rounding bound (optim.History.Slack) assumes it.
 		hist = &ec.hist.h
 	}
 	// The session's norm bound, then the tests of its public parameters,

@@ -192,7 +192,7 @@ func TestBrotliWindowFor(t *testing.T) {
 	}
 	for _, raw := range [][]byte{
 		[]byte(strings.Repeat("<div class=\"card\">hello, class</div>\n", 800)), // 30 KB of page
-		bytes.Repeat([]byte("\x00asm module body with some words "), 9000),     // 300 KB
+		bytes.Repeat([]byte("\x00asm module body with some words "), 9000),      // 300 KB
 	} {
 		small, err := brotliBytes(raw, brotli.WriterOptions{Quality: brotliQuality, LGWin: brotliWindowFor(len(raw))})
 		if err != nil {

@@ -10,83 +10,123 @@ import (
 	"browserfl/shared/mechanism"
 )
 
-// TestHistorySlack checks the float32 running sum's bound in both
-// directions: the stored sum is within Slack of the exact sum (computed
-// in 256-bit arithmetic) in every coordinate and in L2 norm, after
-// messages chosen to make float32 rounding large (magnitudes over twelve
-// orders, sums that cancel); and Slack is no looser than twice the
-// rounding it bounds, 2^-24 sum ||w_k|| (a bound 1,000 times too loose
-// would lift every running-sum limit by that much more).
+// blocksOf returns the tests' blocks of k consecutive coordinates of a
+// vector of length d: [0, k), [k, 2k), ..., the last shorter.
+func blocksOf(k, d int) [][2]int {
+	var b [][2]int
+	for lo := 0; lo < d; lo += k {
+		b = append(b, [2]int{lo, min(lo+k, d)})
+	}
+	return b
+}
+
+// TestHistorySlack checks the float32 running sum's bounds in both
+// directions. The stored sum is within Slack(k) of the exact sum
+// (computed in 256-bit arithmetic) on every block of each size the tests
+// read (1, 8, 64, 512, d), after messages chosen to make float32 rounding
+// large: magnitudes over twelve orders, sums that cancel, values below
+// float32's normal range (where its error is absolute, not relative). And
+// each Slack(k) is no looser than twice the rounding it bounds,
+// sum over adds of 2^-24 max_block ||w_k|| + 2^-150 sqrt(k) (a bound 1,000
+// times too loose, or one level given another's, would lift that test's
+// limits).
 func TestHistorySlack(t *testing.T) {
-	const d = 64
+	const d = 1100 // two whole blocks of 512 and a shorter one
+	sizes := []int{1, 8, 64, 512, d}
 	rng := rand.New(rand.NewPCG(1, 2))
-	for trial := range 20 {
+	for trial := range 12 {
 		var h History
 		exact := make([]*big.Float, d)
 		for i := range exact {
 			exact[i] = new(big.Float).SetPrec(256)
 		}
-		var norms float64 // sum of ||w_k|| in float64, w_k = T_(k-1) + x_k
+		loose := make([]float64, len(sizes)) // twice the rounding, per size
 		x := make([]float64, d)
-		for k := range 50 {
+		w := make([]float64, d)
+		for k := range 40 {
 			scale := math.Pow(10, float64(rng.IntN(13)-6))
+			switch {
+			case trial%4 == 3:
+				scale = 1e-40 // float32 subnormals
+			case trial%4 == 2 && k%2 == 1:
+				scale = 1e-42
+			}
 			for i := range x {
 				x[i] = scale * rng.NormFloat64()
 				if k%7 == 6 {
-					x[i] = -float64(h.sum[i]) + 1e-9*rng.NormFloat64() // cancel the sum
+					x[i] = -float64(h.sum[i]) + scale*1e-9*rng.NormFloat64() // cancel the sum
 				}
-			}
-			var ss float64
-			for i, v := range x {
+				w[i] = x[i]
 				if h.sum != nil {
-					v += float64(h.sum[i])
+					w[i] += float64(h.sum[i])
 				}
-				ss += v * v
 			}
-			norms += math.Sqrt(ss)
+			for s, size := range sizes {
+				var most float64
+				for _, b := range blocksOf(size, d) {
+					var ss float64
+					for _, v := range w[b[0]:b[1]] {
+						ss += v * v
+					}
+					most = max(most, math.Sqrt(ss))
+				}
+				loose[s] += 2 * (most/(1<<24) + 0x1p-150*math.Sqrt(float64(size)))
+			}
 			h.Add(x)
+			off := make([]float64, d)
 			for i, v := range x {
 				exact[i].Add(exact[i], new(big.Float).SetPrec(256).SetFloat64(v))
-			}
-			var worst, l2 float64
-			for i := range x {
 				e := new(big.Float).SetPrec(256).SetFloat64(float64(h.sum[i]))
 				e.Sub(e, exact[i])
-				f, _ := e.Float64()
-				worst = max(worst, math.Abs(f))
-				l2 += f * f
+				off[i], _ = e.Float64()
 			}
-			l2 = math.Sqrt(l2)
-			if !(worst <= h.Slack() && l2 <= h.Slack()) {
-				t.Fatalf("trial %d, message %d: stored sum off by %.4g (coordinate), %.4g (norm), slack %.4g", trial, k, worst, l2, h.Slack())
-			}
-			if lim := 2 * norms / (1 << 24) * (1 + 1e-9); !(h.Slack() <= lim) {
-				t.Fatalf("trial %d, message %d: slack %.4g above twice the rounding bound %.4g", trial, k, h.Slack(), lim)
+			for s, size := range sizes {
+				for _, b := range blocksOf(size, d) {
+					var ss float64
+					for _, v := range off[b[0]:b[1]] {
+						ss += v * v
+					}
+					if !(math.Sqrt(ss) <= h.Slack(size)) {
+						t.Fatalf("trial %d, message %d: stored sum off by %.4g on coordinates %d-%d, slack %.4g", trial, k, math.Sqrt(ss), b[0], b[1]-1, h.Slack(size))
+					}
+				}
+				if !(h.Slack(size) <= loose[s]*(1+1e-9)) {
+					t.Fatalf("trial %d, message %d: slack of blocks of %d %.4g above twice the rounding bound %.4g", trial, k, size, h.Slack(size), loose[s])
+				}
 			}
 		}
 	}
 	var h History
 	h.Add([]float64{1, 2})
 	h.Reset()
-	if h.Slack() != 0 || h.Len() != 0 {
-		t.Errorf("after Reset: slack %v, %d messages", h.Slack(), h.Len())
+	for _, k := range []int{1, 8, 64, 512, 2} {
+		if h.Slack(k) != 0 || h.Len() != 0 {
+			t.Errorf("after Reset: slack %v for blocks of %d, %d messages", h.Slack(k), k, h.Len())
+		}
 	}
 }
 
 // TestHistoryRoundingIsAllowed guards both sides of the float32 sum. The
-// honest side:
-// a running sum whose exact value is under the coordinate limit, but
-// whose stored first message was rounded up past the remaining room, must
-// pass (without the slack in the limit the Checker refuses it). The
-// dangerous side: the limits each test uses (the Rejection's) are the
-// running sum's plus the slack terms and no more, for the coordinate
-// test, the running sum's norm and the persistence test.
+// honest side: a running sum whose exact value is under the coordinate
+// limit, but whose stored first message was rounded up past the remaining
+// room, must pass (without the slack in the limit the Checker refuses
+// it). The dangerous side: the limit each test uses (the Rejection's) is
+// the running sum's plus that test's slack terms, no more, for the
+// coordinate test, a block of 8, the running sum's norm and the
+// persistence test; and a history whose slack no checked history can
+// reach is refused.
 func TestHistoryRoundingIsAllowed(t *testing.T) {
 	const d = 7850
 	p := Params{Algorithm: "nc", M: 30, Cohort: 10, Rounds: 200, Batch: 16, Clip: 1, Eta: 0.5, Rho: 1.5}
 	c, err := NewChecker(p, d)
 	if err != nil {
 		t.Fatal(err)
+	}
+	exactly := func(what string, got, want float64) {
+		t.Helper()
+		if !(math.Abs(got-want) <= 1e-15*want) {
+			t.Errorf("%s: limit used %.17g, want %.17g", what, got, want)
+		}
 	}
 	L2 := c.HistCoordLimit(2, 0)
 	// A first message whose float32 is above it (rounded up).
@@ -109,52 +149,96 @@ func TestHistoryRoundingIsAllowed(t *testing.T) {
 	if err := c.Check(x, mechanism.Norm(x), &h); err != nil {
 		t.Errorf("an exact sum under its limit refused after float32 rounding: %v", err)
 	}
-	// A sum over the limit by more than the slack is still refused, and
-	// the limit used is the running sum's plus the slack, no more.
-	x[5] = L2 - float64(float32(x1)) + 2*h.Slack() + 1e-9*L2
+	// A sum over the limit by more than the slack is refused.
+	x[5] = L2 - float64(float32(x1)) + 2*h.Slack(1) + 1e-9*L2
 	var rej *Rejection
-	if err := c.Check(x, mechanism.Norm(x), &h); !errors.As(err, &rej) || rej.Test != TestCoordinate {
+	if err := c.Check(x, mechanism.Norm(x), &h); !errors.As(err, &rej) || rej.Test != TestCoordinate || !rej.History {
 		t.Fatalf("a sum over its limit by more than the slack: %v", err)
 	}
-	if want := L2 + h.Slack(); !(rej.Limit <= want*(1+1e-15) && rej.Limit > L2) {
-		t.Errorf("coordinate limit used %.17g, want %.17g (limit %.17g + slack %.4g)", rej.Limit, want, L2, h.Slack())
+	exactly("coordinate", rej.Limit, L2+h.Slack(1))
+
+	// A block of 8 pushed every round, each coordinate under its
+	// limits: the third running sum is over the block's limit. A thin
+	// dense background makes the whole vector's slack larger than the
+	// block's, so that a limit given the wrong one is seen.
+	n := 3
+	lim8 := c.HistBlockLimit(8, n, 0)
+	for i := range x {
+		x[i] = 0.1 * c.HistBlockLimit(d, n, 0) / float64(n) / math.Sqrt(d)
 	}
+	for i := 8; i < 16; i++ {
+		x[i] = 1.01 * lim8 / float64(n) / math.Sqrt(8)
+	}
+	h = History{}
+	for range n - 1 {
+		h.Add(x)
+	}
+	if err := c.Check(x, mechanism.Norm(x), &h); !errors.As(err, &rej) || rej.Test != TestBlock || rej.Lo != 8 || rej.Hi != 16 {
+		t.Fatalf("a block of 8 over its running-sum limit: %v", err)
+	}
+	exactly("block of 8", rej.Limit, lim8+h.Slack(8))
+	if !(h.Slack(d) > 1.2*h.Slack(8)) {
+		t.Fatalf("test setting: the whole vector's slack %.4g should be above the block's %.4g", h.Slack(d), h.Slack(8))
+	}
+
 	// The running sum's norm: a dense drift over its limit.
 	clear(x)
-	n := 3
-	h = History{}
 	lim := c.HistBlockLimit(d, n, 0)
 	for i := range x {
 		x[i] = 1.01 * lim / float64(n) / math.Sqrt(d)
 	}
+	h = History{}
 	for range n - 1 {
 		h.Add(x)
 	}
 	if err := c.Check(x, mechanism.Norm(x), &h); !errors.As(err, &rej) || rej.Test != TestBlock || rej.Hi-rej.Lo != d {
 		t.Fatalf("a drift over the running sum's norm limit: %v", err)
 	}
-	if want := lim + h.Slack(); !(rej.Limit <= want*(1+1e-15) && rej.Limit > lim) {
-		t.Errorf("norm limit used %.17g, want %.17g (limit %.17g + slack %.4g)", rej.Limit, want, lim, h.Slack())
-	}
-	// Persistence: a push kept in the running sum; the limit used is
-	// PersistLimit + e (||T|| + ||T + x||) + 3 e^2, e the slack.
+	exactly("norm", rej.Limit, lim+h.Slack(d))
+
+	// Persistence: a push kept in the running sum, then a small message
+	// that changes its norm; the limit used is PersistLimit +
+	// e (||T|| + ||T + x||) + 3 e^2, e the slack of the whole vector.
 	h = History{FromStart: true}
 	beta := 1.01 * math.Sqrt(c.PersistLimit(2, 0))
 	for i := range x {
 		x[i] = beta / math.Sqrt(d)
 	}
 	h.Add(x)
-	clear(x)
+	for i := range x {
+		x[i] = 0.2 * beta / math.Sqrt(d) * float64(1-2*(i%3%2))
+	}
 	if err := c.Check(x, mechanism.Norm(x), &h); !errors.As(err, &rej) || rej.Test != TestPersist {
 		t.Fatalf("a kept push: %v", err)
 	}
-	var tt float64
-	for _, v := range h.sum {
+	var tt, uu float64
+	for i, v := range h.sum {
 		tt += float64(v) * float64(v)
+		uu += (float64(v) + x[i]) * (float64(v) + x[i])
 	}
-	e := h.Slack()
-	want := c.PersistLimit(2, 0) + 2*e*math.Sqrt(tt) + 3*e*e // x = 0: T + x = T
-	if !(rej.Limit <= want*(1+1e-15) && rej.Limit > c.PersistLimit(2, 0)) {
-		t.Errorf("persistence limit used %.17g, want %.17g (limit %.17g, slack %.4g)", rej.Limit, want, c.PersistLimit(2, 0), e)
+	if math.Abs(math.Sqrt(uu)-math.Sqrt(tt)) < 0.01*math.Sqrt(tt) {
+		t.Fatalf("test setting: the second message should change the sum's norm (%.4g, %.4g)", math.Sqrt(tt), math.Sqrt(uu))
+	}
+	e := h.Slack(d)
+	exactly("persistence", rej.Limit, c.PersistLimit(2, 0)+e*(math.Sqrt(tt)+math.Sqrt(uu))+3*e*e)
+
+	// Histories no run of checked messages produces: one that cancelled
+	// a huge sum (T = 0, slack about 2^-23 sqrt(d) 3e38), and one whose
+	// float32 sum overflowed (infinite slack). Both refused.
+	for _, tc := range []struct {
+		name string
+		adds []float64
+	}{{"a cancelled huge sum", []float64{3e38, -3e38}}, {"an overflowed sum", []float64{1e200}}} {
+		h = History{FromStart: true}
+		for _, v := range tc.adds {
+			for i := range x {
+				x[i] = v
+			}
+			h.Add(x)
+		}
+		clear(x)
+		if err := c.Check(x, 0, &h); !errors.As(err, &rej) || !rej.History || rej.Test != TestNorm {
+			t.Errorf("%s (slack %.4g): %v", tc.name, h.Slack(d), err)
+		}
 	}
 }

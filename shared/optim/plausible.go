@@ -100,18 +100,20 @@ func NormWords(norm, bound float64) string {
 // concurrent use; the coordinator keeps one per device under its lock.
 //
 // The sum is kept in float32 (4 d bytes a device instead of 8 d: at
-// d = 7,850 and 3,000 devices, 94 MB instead of 188), with a bound on
-// what that rounding can have moved it: each Add stores the float64 sum
-// w = T + x rounded to float32, off by at most 2^-24 |w_j| per coordinate,
-// so after n adds the stored T is within Slack of the exact sum in every
-// coordinate and in L2 norm (Slack adds histRound ||w|| at each Add).
-// Check adds Slack to every running-sum limit: the honest side's
-// guarantee is unchanged, and a hostile device gains at most Slack, about
-// 2^-23 n times the sum's norm (docs/security.md, "Plausibility of a
-// message").
+// d = 7,850 and 3,000 devices, 94 MB instead of 188), with bounds on what
+// that rounding can have moved it: each Add stores the float64 sum
+// w = T + x rounded to float32, off by at most 2^-24 |w_j| (2^-150 below
+// float32's normal range) per coordinate, so after n adds the stored T is
+// within Slack(k) of the exact sum on every block of k coordinates that
+// the tests read (k = 1, 8, 64, 512, d). Check adds each to its test's
+// limit: the honest side's guarantee is unchanged, and a hostile device
+// gains at most about 2^-23 n times that test's own limit
+// (docs/security.md, "The stored running sum").
 type History struct {
-	sum   []float32
-	slack float64
+	sum []float32
+	// slack[l] bounds the stored sum's error on one block of the l-th
+	// size: coordinates, blockSizes, then the whole vector.
+	slack [len(blockSizes) + 2]float64
 	n     int
 	// FromStart is set by the caller when the history holds every
 	// included message of the device since its first release in the
@@ -124,12 +126,16 @@ type History struct {
 	asks      int
 }
 
-// histRound bounds, relative to ||w||, how far storing w = T + x in
-// float32 moves the sum: the float64 addition (2^-53) and the float32
-// rounding (2^-24) are each relative per coordinate, so the stored vector
-// is within (2^-24 + 2^-53 + 2^-77) ||w|| of w in L2 norm; 2^-23 also
-// covers the float64 rounding of ||w|| itself.
-const histRound = 1.0 / (1 << 23)
+// histRound bounds, relative to |w_j|, how far storing w = T + x in
+// float32 moves a coordinate: the float64 addition (2^-53) and the
+// float32 rounding (2^-24) are each relative, (2^-24 + 2^-53 + 2^-77) in
+// all; 2^-23 also covers the float64 rounding of the block norms. histTiny
+// is the absolute error of a coordinate below float32's normal range
+// (half its smallest step, 2^-150, plus float64's), per coordinate.
+const (
+	histRound = 1.0 / (1 << 23)
+	histTiny  = 0x1p-149
+)
 
 // Ask records that the device was asked for a round (before its answer
 // is checked). An honest device releases only when asked, so the asks
@@ -142,31 +148,83 @@ func (h *History) Asks() int { return h.asks }
 // Len returns the number of messages in the history.
 func (h *History) Len() int { return h.n }
 
-// Slack returns the bound on the distance, in every coordinate and in L2
-// norm, between the stored running sum and the exact sum of the messages
-// added.
-func (h *History) Slack() float64 { return h.slack }
+// Slack returns the bound on the distance (L2 norm) between the stored
+// running sum and the exact sum of the messages added, on any block of k
+// consecutive coordinates as the tests cut them: k = 1 (one coordinate),
+// one of blockSizes, or d (the whole vector; any other k too).
+func (h *History) Slack(k int) float64 {
+	return h.slack[slackLevel(k)]
+}
 
-// Add adds an included message x to the history.
+// slackLevel is the index in History.slack of blocks of k coordinates.
+func slackLevel(k int) int {
+	if k == 1 {
+		return 0
+	}
+	for i, b := range blockSizes {
+		if k == b {
+			return 1 + i
+		}
+	}
+	return len(blockSizes) + 1
+}
+
+// Add adds an included message x, one the Checker has passed, to the
+// history.
 func (h *History) Add(x []float64) {
 	if h.sum == nil {
 		h.sum = make([]float32, len(x))
 	}
 	sum := h.sum[:len(x)]
-	var ss float64
-	for i, v := range x {
-		w := float64(sum[i]) + v
-		sum[i] = float32(w)
-		ss += w * w
+	// One pass: each coordinate's new sum w, the largest |w_j|, and the
+	// largest sum of squares of w over the blocks of each size (the
+	// sizes nest: 8 divides 64 divides 512), closed as in Checker.scan.
+	const nb = len(blockSizes)
+	var top float64      // largest |w_j|
+	var open [nb]float64 // sums of squares of the open block of each size
+	var most [nb]float64 // largest closed block's
+	var all float64
+	var count [nb]int // coordinates in the open block of each size
+	k0 := blockSizes[0]
+	for lo := 0; lo < len(x); lo += k0 {
+		hi := min(lo+k0, len(x))
+		var ss float64
+		for i := lo; i < hi; i++ {
+			w := float64(sum[i]) + x[i]
+			sum[i] = float32(w)
+			ss += w * w
+			// Not the built-in max, whose NaN and signed-zero cases
+			// cost a third of the pass; w is never NaN for a finite x
+			// (and a NaN sum fails every test anyway).
+			if a := math.Abs(w); a > top {
+				top = a
+			}
+		}
+		all += ss
+		last := hi == len(x)
+		for l, k := range blockSizes {
+			open[l] += ss
+			count[l] += hi - lo
+			if count[l] == k || last {
+				if open[l] > most[l] {
+					most[l] = open[l]
+				}
+				open[l], count[l] = 0, 0
+			}
+		}
 	}
-	h.slack += histRound * math.Sqrt(ss)
+	h.slack[0] += histRound*top + histTiny
+	for l, k := range blockSizes {
+		h.slack[1+l] += histRound*math.Sqrt(most[l]) + histTiny*math.Sqrt(float64(k))
+	}
+	h.slack[nb+1] += histRound*math.Sqrt(all) + histTiny*math.Sqrt(float64(len(x)))
 	h.n++
 }
 
 // Reset empties the history (keeping its buffer).
 func (h *History) Reset() {
 	clear(h.sum)
-	h.slack = 0
+	h.slack = [len(h.slack)]float64{}
 	h.n = 0
 }
 
@@ -489,7 +547,7 @@ func (c *Checker) Check(x []float64, norm float64, h *History) error {
 	if h != nil && h.FromStart {
 		a = h.asks
 	}
-	if r := c.scan(x, nil, 0, 1, a, false); r != nil {
+	if r := c.scan(x, nil, nil, 1, a, false); r != nil {
 		return r
 	}
 	if h == nil || !c.history {
@@ -502,14 +560,16 @@ func (c *Checker) Check(x []float64, norm float64, h *History) error {
 		if len(h.sum) != c.d {
 			return fmt.Errorf("optim: history of dimension %d, want %d", len(h.sum), c.d)
 		}
-		if !(h.slack <= math.MaxFloat64) {
-			// Not reachable by messages under a finite norm bound;
-			// without this, an infinite slack would lift every limit.
-			return &Rejection{Test: TestNorm, History: true, Rounds: h.n + 1, Hi: c.d, Value: math.Inf(1), Limit: c.norm}
+		// A history of checked messages has a slack of at most about
+		// 2^-23 n times the running sum's norm limit; a larger one (or an
+		// infinite one, which would lift every limit) is refused.
+		e := h.slack[len(h.slack)-1]
+		if lim := 8 * histRound * float64(h.n) * c.HistBlockLimit(c.d, h.n, 0); !(e <= lim) {
+			return &Rejection{Test: TestNorm, History: true, Rounds: h.n + 1, Hi: c.d, Value: e, Limit: lim}
 		}
 		base = h.sum
 	}
-	if r := c.scan(x, base, h.slack, h.n+1, a, true); r != nil {
+	if r := c.scan(x, base, &h.slack, h.n+1, a, true); r != nil {
 		return r
 	}
 	if c.persist && h.FromStart && h.n > 0 {
@@ -524,7 +584,7 @@ func (c *Checker) Check(x []float64, norm float64, h *History) error {
 			tt += v * v
 			uu += w * w
 		}
-		e := h.slack
+		e := h.Slack(c.d)
 		lim := c.PersistLimit(h.n+1, a) + e*(math.Sqrt(tt)+math.Sqrt(uu)) + 3*e*e
 		if !(math.Abs(dot) <= lim) {
 			return &Rejection{Test: TestPersist, History: true, Rounds: h.n + 1, Hi: c.d, Value: dot, Limit: lim}
@@ -535,11 +595,12 @@ func (c *Checker) Check(x []float64, norm float64, h *History) error {
 
 // scan runs the coordinate and block tests on x (plus base, when not
 // nil) against the limits of one message or of a running sum of n, each
-// raised by slack, base's distance from the exact sum (History.Slack).
-func (c *Checker) scan(x []float64, base []float32, slack float64, n, a int, hist bool) *Rejection {
+// raised by its slack, base's distance from the exact sum on a block of
+// that size (History.slack; nil for one message).
+func (c *Checker) scan(x []float64, base []float32, slack *[len(blockSizes) + 2]float64, n, a int, hist bool) *Rejection {
 	var coord float64
 	if hist {
-		coord = c.HistCoordLimit(n, a) + slack
+		coord = c.HistCoordLimit(n, a) + slack[0]
 	} else {
 		coord = c.CoordLimit(a)
 	}
@@ -553,9 +614,12 @@ func (c *Checker) scan(x []float64, base []float32, slack float64, n, a int, his
 		// round.
 		levels = append(levels[:len(levels):len(levels)], c.d)
 	}
-	limit := func(k int) float64 {
+	// The limit of a block of k coordinates at level l (of size
+	// levels[l], or shorter at the end); a running sum's adds the
+	// slack of that level's blocks.
+	limit := func(k, l int) float64 {
 		if hist {
-			return c.HistBlockLimit(k, n, a) + slack
+			return c.HistBlockLimit(k, n, a) + slack[slackLevel(levels[l])]
 		}
 		return c.BlockLimit(k, a)
 	}
@@ -567,7 +631,7 @@ func (c *Checker) scan(x []float64, base []float32, slack float64, n, a int, his
 	var sums, whole [5]float64
 	var count [5]int // elements in the open block of each size
 	for l, k := range levels {
-		whole[l] = limit(k)
+		whole[l] = limit(k, l)
 	}
 	k0 := c.d
 	if len(levels) > 0 {
@@ -594,7 +658,7 @@ func (c *Checker) scan(x []float64, base []float32, slack float64, n, a int, his
 			}
 			size, lim := count[l], whole[l]
 			if size != k {
-				lim = limit(size) // the last block, shorter
+				lim = limit(size, l) // the last block, shorter
 			}
 			if nb := math.Sqrt(sums[l]); !(nb <= lim) {
 				return &Rejection{Test: TestBlock, History: hist, Rounds: n, Lo: hi - size, Hi: hi, Value: nb, Limit: lim}
