@@ -701,12 +701,7 @@ func (e *Edge) acceptUpdate(cn *wsconn.Conn, u wire.UpdateFrame, frameLen int) e
 	r.members[cn.Seq] = true
 	r.waiting--
 	ec := e.conns[cn.Seq]
-	var hist *optim.History
-	if ec != nil && ec.hist != nil && r.chk != nil && r.chk.Tracks() {
-		// Only a checked message joins a history: the stored sum's
-		// rounding bound (optim.History.Slack) assumes it.
-		hist = &ec.hist.h
-	}
+	hist := r.historyOf(ec)
 	// The session's norm bound, then the tests of its public parameters,
 	// on the message and on the device's history here (edgehist.go).
 	var refused error
@@ -751,6 +746,18 @@ func (e *Edge) acceptUpdate(cn *wsconn.Conn, u wire.UpdateFrame, frameLen int) e
 // checkerLocked returns the tests of the session parameters sp (nil when
 // the session sent none or they do not make a checker: the norm bound
 // alone then, and the bus error is counted).
+// historyOf returns the history an update of ec's device in round r is
+// checked against and, once included, joins: nil without one, and nil
+// when r's checker does not test running sums (or there is none), since
+// only a checked message may join a history (the stored sum's rounding
+// bound, optim.History.Slack, assumes it).
+func (r *edgeRound) historyOf(ec *edgeConn) *optim.History {
+	if ec == nil || ec.hist == nil || r.chk == nil || !r.chk.Tracks() {
+		return nil
+	}
+	return &ec.hist.h
+}
+
 func (e *Edge) checkerLocked(sp *wire.SessionParams) *optim.Checker {
 	if sp == nil {
 		return nil

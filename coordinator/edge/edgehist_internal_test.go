@@ -3,6 +3,7 @@ package edge
 import (
 	"browserfl/coordinator/bus"
 	"browserfl/coordinator/wsconn"
+	"browserfl/shared/optim"
 	"strconv"
 	"testing"
 )
@@ -111,5 +112,42 @@ func TestEdgeHistoriesBounded(t *testing.T) {
 	e.decidedLocked(first, 1, true)
 	if first.hist.h.Len() != 0 {
 		t.Fatal("an evicted history still takes inclusions")
+	}
+}
+
+// TestHistoryOnlyWhenChecked: an update joins (and is checked against) a
+// device's history only in a round whose checker tests running sums; with
+// no checker, or one that tests messages only, it does not, so no
+// unchecked message ever reaches a history.
+func TestHistoryOnlyWhenChecked(t *testing.T) {
+	mk := func(compressor string) *optim.Checker {
+		p := optim.Params{Algorithm: "nc", M: 30, Cohort: 10, Rounds: 20, Batch: 16, Clip: 1, Eta: 0.5, Rho: 1.5, Compressor: compressor}
+		c, err := optim.NewChecker(p, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	tracking, messagesOnly := mk(""), mk("randk:0.5")
+	if !tracking.Tracks() || messagesOnly.Tracks() {
+		t.Fatalf("test setting: checkers track %v and %v", tracking.Tracks(), messagesOnly.Tracks())
+	}
+	withHist := &edgeConn{hist: &edgeHist{}}
+	for _, tc := range []struct {
+		name string
+		chk  *optim.Checker
+		ec   *edgeConn
+		want bool
+	}{
+		{"a checker of running sums", tracking, withHist, true},
+		{"no checker", nil, withHist, false},
+		{"a checker of messages only", messagesOnly, withHist, false},
+		{"no history kept", tracking, &edgeConn{}, false},
+		{"no connection", tracking, nil, false},
+	} {
+		got := (&edgeRound{chk: tc.chk}).historyOf(tc.ec)
+		if (got != nil) != tc.want || (got != nil && got != &withHist.hist.h) {
+			t.Errorf("%s: history %p, want one: %v", tc.name, got, tc.want)
+		}
 	}
 }

@@ -506,8 +506,8 @@ var mutations = []mutation{
 	{
 		name: "edge-history-unused", why: "an edge tests each message only, not its device's running sum (a drift just under every message test passes)",
 		file: "coordinator/edge/edge.go",
-		old:  "\t\thist = &ec.hist.h\n",
-		new:  "\t\thist = nil\n",
+		old:  "hist := r.historyOf(ec)",
+		new:  "hist := (*optim.History)(nil)",
 		pkgs: []string{"./coordinator/", "-run", "EdgeKeepsHistories"},
 	},
 	{
@@ -993,6 +993,34 @@ var mutations = []mutation{
 		old:  "!(e <= lim) {",
 		new:  "false {",
 		pkgs: []string{"./shared/optim/", "-run", "History"},
+	},
+	{
+		name: "history-last-block-dropped", why: "the slack of each block size leaves out the vector's last, shorter block (its error can pass its slack)",
+		file: "shared/optim/plausible.go",
+		old:  "if count[l] == k || last {",
+		new:  "if count[l] == k && last == last {",
+		pkgs: []string{"./shared/optim/", "-run", "History"},
+	},
+	{
+		name: "history-short-block-whole-slack", why: "a shorter last block's limit adds the slack of its own length's level (the whole vector's) instead of its size's",
+		file: "shared/optim/plausible.go",
+		old:  "return c.HistBlockLimit(k, n, a) + slack[slackLevel(levels[l])]",
+		new:  "return c.HistBlockLimit(k, n, a) + slack[slackLevel(k)]",
+		pkgs: []string{"./shared/optim/", "-run", "History"},
+	},
+	{
+		name: "history-guard-loose", why: "the guard on a history's slack is a million times looser",
+		file: "shared/optim/plausible.go",
+		old:  "lim := 8 * histRound * float64(h.n)",
+		new:  "lim := 8e6 * histRound * float64(h.n)",
+		pkgs: []string{"./shared/optim/", "-run", "History"},
+	},
+	{
+		name: "edge-history-unchecked", why: "an edge adds an update to a device's history in a round whose checker does not test running sums (unchecked messages in the float32 sum)",
+		file: "coordinator/edge/edge.go",
+		old:  "if ec == nil || ec.hist == nil || r.chk == nil || !r.chk.Tracks() {",
+		new:  "if ec == nil || ec.hist == nil {",
+		pkgs: []string{"./coordinator/edge/", "-run", "TestHistoryOnlyWhenChecked"},
 	},
 	{
 		name: "check-asks-ignored", why: "the noise allowed is the release cap's whatever the rounds asked (early answers get the loosest limits)",

@@ -31,9 +31,15 @@ func blocksOf(k, d int) [][2]int {
 // times too loose, or one level given another's, would lift that test's
 // limits).
 func TestHistorySlack(t *testing.T) {
-	const d = 1100 // two whole blocks of 512 and a shorter one
+	for _, d := range []int{5, 100, 513, 1100} { // 1100: two whole blocks of 512 and a shorter one
+		historySlack(t, d)
+	}
+}
+
+func historySlack(t *testing.T, d int) {
+	t.Helper()
 	sizes := []int{1, 8, 64, 512, d}
-	rng := rand.New(rand.NewPCG(1, 2))
+	rng := rand.New(rand.NewPCG(1, uint64(d)))
 	for trial := range 12 {
 		var h History
 		exact := make([]*big.Float, d)
@@ -53,6 +59,9 @@ func TestHistorySlack(t *testing.T) {
 			}
 			for i := range x {
 				x[i] = scale * rng.NormFloat64()
+				if trial%3 == 1 && i < d-d%8 {
+					x[i] *= 1e-6 // the weight in the last, shorter blocks
+				}
 				if k%7 == 6 {
 					x[i] = -float64(h.sum[i]) + scale*1e-9*rng.NormFloat64() // cancel the sum
 				}
@@ -87,15 +96,20 @@ func TestHistorySlack(t *testing.T) {
 						ss += v * v
 					}
 					if !(math.Sqrt(ss) <= h.Slack(size)) {
-						t.Fatalf("trial %d, message %d: stored sum off by %.4g on coordinates %d-%d, slack %.4g", trial, k, math.Sqrt(ss), b[0], b[1]-1, h.Slack(size))
+						t.Fatalf("d = %d, trial %d, message %d: stored sum off by %.4g on coordinates %d-%d, slack %.4g", d, trial, k, math.Sqrt(ss), b[0], b[1]-1, h.Slack(size))
 					}
 				}
 				if !(h.Slack(size) <= loose[s]*(1+1e-9)) {
-					t.Fatalf("trial %d, message %d: slack of blocks of %d %.4g above twice the rounding bound %.4g", trial, k, size, h.Slack(size), loose[s])
+					t.Fatalf("d = %d, trial %d, message %d: slack of blocks of %d %.4g above twice the rounding bound %.4g", d, trial, k, size, h.Slack(size), loose[s])
 				}
 			}
 		}
 	}
+}
+
+// TestHistoryReset: Reset empties the sum and every slack, and a history
+// reset at one dimension takes another.
+func TestHistoryReset(t *testing.T) {
 	var h History
 	h.Add([]float64{1, 2})
 	h.Reset()
@@ -103,6 +117,10 @@ func TestHistorySlack(t *testing.T) {
 		if h.Slack(k) != 0 || h.Len() != 0 {
 			t.Errorf("after Reset: slack %v for blocks of %d, %d messages", h.Slack(k), k, h.Len())
 		}
+	}
+	h.Add([]float64{3, 4, 5})
+	if len(h.sum) != 3 || h.sum[0] != 3 || h.sum[2] != 5 || h.Len() != 1 {
+		t.Errorf("after Reset and an Add of dimension 3: sum %v, %d messages", h.sum, h.Len())
 	}
 }
 
@@ -221,6 +239,40 @@ func TestHistoryRoundingIsAllowed(t *testing.T) {
 	}
 	e := h.Slack(d)
 	exactly("persistence", rej.Limit, c.PersistLimit(2, 0)+e*(math.Sqrt(tt)+math.Sqrt(uu))+3*e*e)
+
+	// The last, shorter block of 8 (coordinates 7848-7849): its limit is
+	// a block of 2's plus the slack of the blocks of 8.
+	lim2 := c.HistBlockLimit(2, n, 0)
+	for i := range x { // the background, as above
+		x[i] = 0.1 * c.HistBlockLimit(d, n, 0) / float64(n) / math.Sqrt(d)
+	}
+	for i := d - 2; i < d; i++ {
+		x[i] = 1.01 * lim2 / float64(n) / math.Sqrt(2)
+	}
+	h = History{}
+	for range n - 1 {
+		h.Add(x)
+	}
+	if err := c.Check(x, mechanism.Norm(x), &h); !errors.As(err, &rej) || rej.Test != TestBlock || rej.Lo != d-2 || rej.Hi != d {
+		t.Fatalf("the last block over its running-sum limit: %v", err)
+	}
+	exactly("the last block of 8", rej.Limit, lim2+h.Slack(8))
+
+	// The guard: a whole-vector slack just under 8 x 2^-23 n times the
+	// running sum's norm limit at the cap passes it, just over is refused.
+	clear(x)
+	for _, tc := range []struct {
+		scale   float64
+		refused bool
+	}{{1 - 1e-9, false}, {1 + 1e-9, true}} {
+		h = History{}
+		h.Add(x)
+		h.slack[len(h.slack)-1] = tc.scale * 8 * histRound * c.HistBlockLimit(d, 1, 0)
+		err := c.Check(x, 0, &h)
+		if got := errors.As(err, &rej) && rej.Test == TestNorm && rej.History; got != tc.refused || (!tc.refused && err != nil) {
+			t.Errorf("a slack of %v x the guard's limit: %v", tc.scale, err)
+		}
+	}
 
 	// Histories no run of checked messages produces: one that cancelled
 	// a huge sum (T = 0, slack about 2^-23 sqrt(d) 3e38), and one whose

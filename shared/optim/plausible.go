@@ -172,10 +172,13 @@ func slackLevel(k int) int {
 // Add adds an included message x, one the Checker has passed, to the
 // history.
 func (h *History) Add(x []float64) {
-	if h.sum == nil {
-		h.sum = make([]float32, len(x))
+	if len(h.sum) != len(x) {
+		if h.n > 0 {
+			panic(fmt.Sprintf("optim: History.Add of dimension %d to a history of %d", len(x), len(h.sum)))
+		}
+		h.sum = make([]float32, len(x)) // first, or after a Reset at another dimension
 	}
-	sum := h.sum[:len(x)]
+	sum := h.sum
 	// One pass: each coordinate's new sum w, the largest |w_j|, and the
 	// largest sum of squares of w over the blocks of each size (the
 	// sizes nest: 8 divides 64 divides 512), closed as in Checker.scan.
