@@ -42,24 +42,24 @@ fmt-check:
 # rounds instead of the product's 1 s, e2e/class_test.go); then the
 # mutation tests. TestScaleOut runs 60 devices under the race detector and
 # 300 without it (coordinator/race_off_test.go), so it also runs once
-# without it. The stages race and scaleout run beside the stage test (their
-# output in BESIDE_LOG, printed when they end): most of the test stage's wall
+# without it. The lane beside the stage test (its
+# output in BESIDE_LOG, printed when it ends) is there because most of the test stage's wall
 # time is the e2e package waiting on its browsers, one test at a time, which
-# leaves a core idle; the lesson follows them there (200 rounds of ten pages
-# are about 60 s of CPU in 2-4 minutes; until 2026-12-02 it ran before the
-# engines beside the mutation tests, which made that second phase the
-# longer by about three minutes). The browser tests that run in every
-# engine (ENGINES_RE: TestClassroom, TestDashboardLayout, TestTaskFormEngines
-# and the owner's two tabs) run their Chromium subtests in the stage test
-# and their Firefox and WebKit ones in the stage engines, beside the
-# mutation tests (output in LESSON_LOG; docs/browser.md, "Three engines").
+# leaves a core idle. Two lanes, with no barrier between phases: test then
+# the mutation tests; beside them race, scaleout, the lesson (200 rounds of
+# ten pages are about 60 s of CPU in 2-4 minutes) and the browser tests
+# that run in every engine (ENGINES_RE: TestClassroom, TestDashboardLayout,
+# TestTaskFormEngines and the owner's two tabs), whose Chromium subtests run
+# in the stage test and whose Firefox and WebKit ones run in the stage
+# engines (docs/browser.md, "Three engines"). The lanes take about the same
+# time (2026-12-02: 1,269 s and 1,376 s), where two phases with a barrier
+# took the longer of each phase's pair, about 2.5 minutes more.
 # Each stage prints its wall time (scripts/stage.sh) and the list is printed
 # at the end.
 RACE_PKGS := ./coordinator/... ./device/... ./sim/...
 RACE_RE := ^browserfl/(coordinator|device|sim)(/|$$)
 STAGE_LOG := .cache/make-test-stages
 BESIDE_LOG := .cache/make-test-beside.log
-LESSON_LOG := .cache/make-test-lesson.log
 ENGINES_RE := ^(TestClassroom|TestDashboardLayout|TestTaskFormEngines|TestOwnerLedgerTwoTabsEngines)$$/^(firefox|webkit)$$
 STAGE := STAGE_LOG=$(STAGE_LOG) bash scripts/stage.sh
 SUBMAKE := $(MAKE) --no-print-directory
@@ -72,15 +72,13 @@ test:
 	@$(STAGE) wasm-features $(SUBMAKE) test-wasm-features
 	@{ $(STAGE) race env BFL_REQUIRE_MNIST=1 BFL_REQUIRE_DATA=1 $(GO) test -count=1 -timeout 30m -race $(RACE_PKGS) && \
 	   $(STAGE) scaleout $(GO) test -count=1 -timeout 30m -run '^TestScaleOut$$' ./coordinator/ && \
-	   $(STAGE) lesson env BFL_LESSON=1 BFL_LESSON_GAP=100ms $(GO) test -count=1 -timeout 30m -run TestClassroomLesson ./e2e/; } >$(BESIDE_LOG) 2>&1 & bg=$$!; \
+	   $(STAGE) lesson env BFL_LESSON=1 BFL_LESSON_GAP=100ms $(GO) test -count=1 -timeout 30m -run TestClassroomLesson ./e2e/ && \
+	   $(STAGE) engines $(GO) test -count=1 -timeout 30m -run '$(ENGINES_RE)' -v ./e2e/; } >$(BESIDE_LOG) 2>&1 & bg=$$!; \
 	 $(STAGE) test env BFL_REQUIRE_MNIST=1 BFL_REQUIRE_DATA=1 $(GO) test -count=1 -timeout 30m -skip '$(ENGINES_RE)' $$($(GO) list $(PKGS) | grep -Ev '$(RACE_RE)'); fg=$$?; \
-	 wait $$bg; rc=$$?; echo "== the stages race, scaleout and lesson, run beside test:"; cat $(BESIDE_LOG); \
+	 if [ $$fg -eq 0 ]; then $(STAGE) mutants $(SUBMAKE) mutants; fg=$$?; fi; \
+	 wait $$bg; rc=$$?; echo "== the stages race, scaleout, lesson and engines, run beside test and mutants:"; cat $(BESIDE_LOG); \
 	 [ $$fg -eq 0 ] && [ $$rc -eq 0 ]
-	@{ $(STAGE) engines $(GO) test -count=1 -timeout 30m -run '$(ENGINES_RE)' -v ./e2e/; } >$(LESSON_LOG) 2>&1 & bg=$$!; \
-	 $(STAGE) mutants $(SUBMAKE) mutants; fg=$$?; \
-	 wait $$bg; rc=$$?; echo "== the stage engines, run beside mutants:"; cat $(LESSON_LOG); \
-	 [ $$fg -eq 0 ] && [ $$rc -eq 0 ]
-	@echo "make test passed; wall time by stage (race, scaleout and lesson beside test, engines beside mutants):" && cat $(STAGE_LOG) && \
+	@echo "make test passed; wall time by stage (test then mutants, beside race, scaleout, lesson then engines):" && cat $(STAGE_LOG) && \
 	 secs=$$(( $$(date +%s) - $$(cat .cache/make-test-start) )) && printf 'make test in all: %d s (%dm%02ds)\n' $$secs $$((secs / 60)) $$((secs % 60))
 
 # Apply each privacy- and correctness-critical mutation (through a build
