@@ -44,16 +44,17 @@ fmt-check:
 # 300 without it (coordinator/race_off_test.go), so it also runs once
 # without it. The lane beside the stage test (its
 # output in BESIDE_LOG, printed when it ends) is there because most of the test stage's wall
-# time is the e2e package waiting on its browsers, one test at a time, which
-# leaves a core idle. Two lanes, with no barrier between phases: test then
-# the mutation tests; beside them race, scaleout, the lesson (200 rounds of
+# time is the e2e package waiting on its browsers (26% of a core when its
+# tests ran one at a time; the longest now run two at a time, docs/browser.md,
+# "Parallel browser tests"), which leaves a core idle. Two lanes, with no
+# barrier between phases: vet, lint, test then the mutation tests; beside
+# them race, scaleout, the lesson (200 rounds of
 # ten pages are about 60 s of CPU in 2-4 minutes) and the browser tests
 # that run in every engine (ENGINES_RE: TestClassroom, TestDashboardLayout,
 # TestTaskFormEngines and the owner's two tabs), whose Chromium subtests run
 # in the stage test and whose Firefox and WebKit ones run in the stage
-# engines (docs/browser.md, "Three engines"). The lanes take about the same
-# time (2026-12-02: 1,269 s and 1,376 s), where two phases with a barrier
-# took the longer of each phase's pair, about 2.5 minutes more.
+# engines (docs/browser.md, "Three engines"). Two phases with a barrier
+# took the longer of each phase's pair, about 2.5 minutes more (2026-12-02).
 # Each stage prints its wall time (scripts/stage.sh) and the list is printed
 # at the end.
 RACE_PKGS := ./coordinator/... ./device/... ./sim/...
@@ -67,18 +68,17 @@ test:
 	@mkdir -p .cache && rm -f $(STAGE_LOG) && date +%s >.cache/make-test-start
 	@$(STAGE) setup     $(SUBMAKE) setup
 	@$(STAGE) fmt-check $(SUBMAKE) fmt-check
-	@$(STAGE) vet       $(SUBMAKE) vet
-	@$(STAGE) lint      $(SUBMAKE) lint
 	@$(STAGE) wasm-features $(SUBMAKE) test-wasm-features
 	@{ $(STAGE) race env BFL_REQUIRE_MNIST=1 BFL_REQUIRE_DATA=1 $(GO) test -count=1 -timeout 30m -race $(RACE_PKGS) && \
 	   $(STAGE) scaleout $(GO) test -count=1 -timeout 30m -run '^TestScaleOut$$' ./coordinator/ && \
 	   $(STAGE) lesson env BFL_LESSON=1 BFL_LESSON_GAP=100ms $(GO) test -count=1 -timeout 30m -run TestClassroomLesson ./e2e/ && \
 	   $(STAGE) engines $(GO) test -count=1 -timeout 30m -run '$(ENGINES_RE)' -v ./e2e/; } >$(BESIDE_LOG) 2>&1 & bg=$$!; \
+	 $(STAGE) vet $(SUBMAKE) vet && $(STAGE) lint $(SUBMAKE) lint && \
 	 $(STAGE) test env BFL_REQUIRE_MNIST=1 BFL_REQUIRE_DATA=1 $(GO) test -count=1 -timeout 30m -skip '$(ENGINES_RE)' $$($(GO) list $(PKGS) | grep -Ev '$(RACE_RE)'); fg=$$?; \
 	 if [ $$fg -eq 0 ]; then $(STAGE) mutants $(SUBMAKE) mutants; fg=$$?; fi; \
 	 wait $$bg; rc=$$?; echo "== the stages race, scaleout, lesson and engines, run beside test and mutants:"; cat $(BESIDE_LOG); \
 	 [ $$fg -eq 0 ] && [ $$rc -eq 0 ]
-	@echo "make test passed; wall time by stage (test then mutants, beside race, scaleout, lesson then engines):" && cat $(STAGE_LOG) && \
+	@echo "make test passed; wall time by stage (vet, lint, test then mutants, beside race, scaleout, lesson then engines):" && cat $(STAGE_LOG) && \
 	 secs=$$(( $$(date +%s) - $$(cat .cache/make-test-start) )) && printf 'make test in all: %d s (%dm%02ds)\n' $$secs $$((secs / 60)) $$((secs % 60))
 
 # Apply each privacy- and correctness-critical mutation (through a build

@@ -102,8 +102,9 @@ type classRound struct {
 // With -screenshots it writes docs/screenshots/classroom-*.png
 // (Chromium's; classroom-*-firefox.png and classroom-*-webkit.png).
 func TestClassroom(t *testing.T) {
+	t.Parallel() // docs/browser.md, "Parallel browser tests"
 	for _, e := range engines {
-		t.Run(e.name, func(t *testing.T) { classroom(t, e) })
+		t.Run(e.name, func(t *testing.T) { t.Parallel(); classroom(t, e) })
 	}
 }
 

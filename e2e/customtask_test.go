@@ -62,6 +62,7 @@ func teacherDefinesTask(t *testing.T, dash *browser, base, code, secret string) 
 // pages read carries exactly that task; three students then enter rows
 // and the session trains (studentsTrainCustomTask).
 func TestCustomTask(t *testing.T) {
+	t.Parallel() // docs/browser.md, "Parallel browser tests"
 	webDir := pageBuild(t)
 	bin := coordinatorBinary(t)
 	const code = "CUSTOMTASK7"

@@ -38,6 +38,7 @@ new MutationObserver(() => {
 // up after a failure, would run out after round 16 and the session would
 // not end.
 func TestBrowserDemoChunks(t *testing.T) {
+	t.Parallel() // docs/browser.md, "Parallel browser tests"
 	webDir := pageBuild(t)
 	const code, rounds, batch = "CHUNKS", 20, 64
 	// One demo shard (sized for the 20 rounds), a pause between rounds

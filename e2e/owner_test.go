@@ -125,6 +125,7 @@ func (cr *codeRouter) serveWS(w http.ResponseWriter, r *http.Request) {
 // budget. Before the reserve step held a lock across its read and write,
 // both tabs could read the same old ledger and both pass.
 func TestBrowserOwnerLedgerTwoTabs(t *testing.T) {
+	t.Parallel() // docs/browser.md, "Parallel browser tests"
 	for _, tc := range []struct {
 		name    string
 		noLocks bool

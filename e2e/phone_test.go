@@ -58,6 +58,7 @@ import (
 // logged, not asserted (no timing asserts). With -screenshots it writes
 // docs/screenshots/phone-*.png.
 func TestPhoneScreens(t *testing.T) {
+	t.Parallel() // docs/browser.md, "Parallel browser tests"
 	webDir := pageBuild(t)
 	bin := coordinatorBinary(t)
 	const (

@@ -159,6 +159,7 @@ func (b *browser) dash(t *testing.T) dashState {
 //
 // With -screenshots it writes docs/screenshots/projector-*.png.
 func TestDashboardLesson(t *testing.T) {
+	t.Parallel() // docs/browser.md, "Parallel browser tests"
 	const code = "PROJ7K"
 	addr := freeAddr(t)
 	coord, secret := projectorCoordinator(t, addr, code)
