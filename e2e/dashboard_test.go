@@ -600,7 +600,7 @@ func dashTraining(d *dashRun) {
 }
 
 // dashSummary lets the resumed lesson commit a round, ends it with the
-// page's End (the teacher's early end: the 26 rounds left would take
+// page's End (the teacher's early end: the 30-odd rounds left would take
 // two to three minutes per engine, each waiting for its deadline with
 // fewer devices than the cohort; the natural end is checked in every
 // engine by TestClassroom) and checks the summary without the secret.
