@@ -257,6 +257,12 @@ func (a *app) awaitSession() bool {
 		if err == nil {
 			return true
 		}
+		if errors.Is(err, errNoProtection) {
+			// Final: the session adds no noise.
+			a.update(func(s *ui.State) { s.Error = ui.NoProtection })
+			a.port.mark("fl-ready")
+			return false
+		}
 		if errors.Is(err, errSessionRefused) {
 			// Final: the task the session carries does not fit it.
 			a.update(func(s *ui.State) { s.Error = err.Error() })
@@ -412,7 +418,7 @@ func (a *app) loadSession() error {
 		return err
 	}
 	if !f.Private {
-		return fmt.Errorf("session %q gives no privacy guarantee: this page does not join it", p.Name)
+		return errNoProtection
 	}
 	summary := ""
 	if alg, err := optim.Lookup(p.Algorithm); err == nil {
@@ -431,7 +437,7 @@ func (a *app) loadSession() error {
 	}
 	a.update(func(s *ui.State) {
 		s.Session = ui.Session{
-			JoinCode: a.code, Algorithm: p.Algorithm, Summary: summary, Mode: mode, Model: p.Model,
+			JoinCode: a.code, Algorithm: p.Algorithm, Summary: summary, Mode: mode, Protection: f.Protection(), Model: p.Model,
 			Rounds: p.Rounds, Cohort: p.Cohort, Clip: p.Clip, Rho: f.WorstRho,
 			Delta: f.Delta, Epsilon: f.Epsilon, Batch: p.Batch,
 			EpsilonText: f.EpsilonText(), DeltaText: f.DeltaText(), Figures: f.Text(),

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/url"
 
+	"browserfl/device"
 	"browserfl/shared/wire"
 	"browserfl/wasm/jsw"
 	"browserfl/wasm/ui"
@@ -56,9 +57,22 @@ func (t *trainer) fetchProgress() error {
 	for _, e := range p.Accuracy {
 		pts = append(pts, ui.Point{Round: e.Round, Accuracy: e.Accuracy})
 	}
+	// A trusted session's figure grows with the rounds published.
+	t.mu.Lock()
+	t.published = max(t.published, p.Committed)
+	t.mu.Unlock()
+	sp := device.Params(a.params)
+	trusted := sp.Private() && sp.Trusted() && t.runtime() != nil
+	var eps, most float64
+	if trusted {
+		eps, most, _, _ = t.figures()
+	}
 	a.update(func(s *ui.State) {
 		s.Train.Round = max(s.Train.Round, p.Committed)
 		s.Train.Accuracy = pts
+		if trusted {
+			s.Train.EpsSpent, s.Train.EpsMost = eps, most
+		}
 	})
 	return nil
 }

@@ -29,6 +29,11 @@ const typedSource = "typed"
 // page, not retried.
 var errSessionRefused = errors.New("this page will not join this session")
 
+// errNoProtection is returned for a session that adds no noise (a
+// non-private reference algorithm): the page says so (ui.NoProtection)
+// and does not join.
+var errNoProtection = errors.New("the session adds no noise")
+
 // shuffleRows permutes a new source's rows once, with a seed from
 // crypto/rand, before they are stored (see local.ShuffleRows).
 func shuffleRows(r task.Rows) error {

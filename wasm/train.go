@@ -71,6 +71,12 @@ type trainer struct {
 	bytesSent  int64     // update frames prepared for sending, in bytes
 	events     []queued  // runtime events not yet published, in order
 	sent       ui.Sent   // the pictures of the latest release prepared
+	// firstSent is the first round this page sent an update for in this
+	// visit (0: none, or sent before a reload), published the latest
+	// round the session has committed, as far as the page knows: in a
+	// trusted session everyone but the server sees this page's updates
+	// in the rounds published from firstSent on.
+	firstSent, published int
 
 	wake chan struct{} // an event was queued
 
@@ -265,6 +271,14 @@ func (t *trainer) watch(pr device.Prepared) {
 // before the "sent" it follows, leaving "Sent a noisy update" on screen).
 func (t *trainer) onEvent(e device.Event) {
 	t.mu.Lock()
+	switch e.Kind {
+	case device.EventSent:
+		if t.firstSent == 0 {
+			t.firstSent = e.T
+		}
+	case device.EventIncluded:
+		t.published = max(t.published, e.T)
+	}
 	t.events = append(t.events, queued{e, t.stepMillis, t.bytesSent})
 	t.mu.Unlock()
 	select {
@@ -311,7 +325,11 @@ func (t *trainer) publishEvents() {
 // its lock): what this page has spent and the most this session can take
 // it to, as the owner sees them (plan.Budget.Progress: epsilon at the
 // owner's delta, with what the owner's data spent before), the releases
-// made, and the runtime's state.
+// made, and the runtime's state. In a trusted session the device charges
+// nothing (the server adds the noise), and what it has spent against
+// everyone but the server is what the rounds published since its first
+// update carry (plan.Figures.Published); after a reload, when that round
+// is not known, every published round is counted (never less).
 func (t *trainer) figures() (eps, most float64, joined int, st device.State) {
 	a := t.a
 	rt := t.runtime()
@@ -328,6 +346,20 @@ func (t *trainer) figures() (eps, most float64, joined int, st device.State) {
 		l := acc.Ledger()
 		ledger = l.Spent()
 		joined = acc.Participations()
+	}
+	if f, err := device.SessionFigures(sess, a.delta); err == nil && f.Protection() == plan.ProtectionServer {
+		t.mu.Lock()
+		n := 0
+		switch {
+		case t.firstSent > 0:
+			n = t.published - t.firstSent + 1
+		case joined > 0:
+			n = t.published
+		}
+		t.mu.Unlock()
+		if ledger, err = f.Published(n); err != nil {
+			return 0, 0, joined, st
+		}
 	}
 	owner := plan.Budget{Epsilon: a.consent.Budget, Delta: a.delta}
 	if pr, err := owner.Progress(device.Params(sess), t.spentBefore, ledger); err == nil {
@@ -376,13 +408,13 @@ func (t *trainer) publish(e device.Event, stepMillis float64, bytesSent int64) {
 			s.Train.Round = max(s.Train.Round, e.T)
 			s.Train.Status = fmt.Sprintf("Learning from your pictures for round %d…", e.T)
 		case device.EventSent:
-			s.Train.Status = fmt.Sprintf("Sent a noisy update for round %d.", e.T)
+			s.Train.Status = ui.SentStatus(s.Session.Protection, e.T)
 		case device.EventIncluded:
 			s.Train.Status = fmt.Sprintf("Round %d included your update.", e.T)
 		case device.EventWaiting:
 			s.Train.Status = fmt.Sprintf("Round %d went on without you: your next example pictures are still on their way. You join in again as soon as they are here.", e.T)
 		case device.EventExcluded:
-			s.Train.Status = fmt.Sprintf("Round %d finished without your update. The privacy it used still counts.", e.T)
+			s.Train.Status = ui.ExcludedStatus(s.Session.Protection, e.T)
 		case device.EventError:
 			s.Train.Conn = "reconnecting"
 			s.Train.Status = "Lost the connection. Trying again…"

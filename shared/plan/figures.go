@@ -101,7 +101,13 @@ func (b Budget) Over(s privacy.Spent) (eps float64, over bool, err error) {
 // written down.
 type Figures struct {
 	Private bool
-	Trusted bool // the server sees clipped, un-noised updates
+	// Trusted: the server sees clipped, un-noised updates, so nothing
+	// bounds what it learns; Epsilon holds against everyone else (other
+	// devices, anyone who sees a published model).
+	Trusted bool
+	// LastIterate: the worst case holds a last-iterate charge ("local"),
+	// proven as Gaussian DP only: its rho is never called zCDP.
+	LastIterate bool
 
 	// BudgetRho is the session's per-device budget (standard zCDP), the
 	// cap of each device's ledger; RhoPaper is the papers' rho_p.
@@ -119,6 +125,10 @@ type Figures struct {
 	// SessionDelta is the delta the session wrote its own target at (0
 	// when its target is rho_p). It is shown, never used to read a budget.
 	SessionDelta float64
+	// RoundRho is, in a trusted session, the zCDP cost of one published
+	// round to a sample inside it (every round costs the same; 0 in the
+	// other modes): Published turns a count of rounds into a ledger.
+	RoundRho float64
 }
 
 // SessionFigures computes a session's figures at the owner's delta (0:
@@ -141,7 +151,43 @@ func SessionFigures(p optim.Params, ownerDelta float64) (Figures, error) {
 	}
 	f.BudgetRho, f.RhoPaper = r.BudgetRho, r.RhoPaper
 	f.WorstReleases, f.WorstRho, f.WorstSpent, f.Epsilon = r.WorstParticipations, r.WorstRho, r.WorstSpent, r.WorstEpsilon
+	f.LastIterate = r.WorstSpent.LastIterate
+	if f.Trusted {
+		// The server's release of round t: the discrete Gaussian of
+		// NoiseScale on the noisy sum, sensitivity TrustedSensitivity
+		// (the cost Compute charges per round).
+		q := p
+		q.Rho, q.Epsilon, q.Delta = r.RhoPaper, 0, 0
+		s, err := optim.NoiseScale(q, 1)
+		if err != nil {
+			return Figures{}, fmt.Errorf("session figures: %w", err)
+		}
+		if f.RoundRho, err = privacy.GaussianZCDP(optim.TrustedSensitivity(q), s); err != nil {
+			return Figures{}, fmt.Errorf("session figures: %w", err)
+		}
+	}
 	return f, nil
+}
+
+// Published is, in a trusted session, what everyone but the server can
+// learn about one sample after n published rounds hold it, as a ledger:
+// the noisy sum the server publishes in round t carries every update
+// included in rounds 1..t, so a sample first sent in round tau is inside
+// every published round from tau on (n = rounds published since then,
+// at most WorstReleases: Published(WorstReleases) is WorstSpent). In
+// the other modes the device's own ledger is the figure and Published
+// returns an error.
+func (f Figures) Published(n int) (privacy.Spent, error) {
+	if !f.Private || !f.Trusted {
+		return privacy.Spent{}, errors.New("plan: only a trusted session's figure grows with the rounds published")
+	}
+	var l privacy.Ledger
+	for range min(max(n, 0), f.WorstReleases) {
+		if err := l.ChargeRho(f.RoundRho); err != nil {
+			return privacy.Spent{}, fmt.Errorf("plan: %w", err)
+		}
+	}
+	return l.Spent(), nil
 }
 
 // FormatEpsilon is the one text form of an epsilon: two decimals, rounded
@@ -173,13 +219,44 @@ func (f Figures) DeltaText() string { return FormatDelta(f.Delta) }
 func (f Figures) RhoText() string { return FormatRho(f.WorstRho) }
 
 // Text is the sentence every surface prints, e.g.
-// "ε = 7.92 at δ = 1e-5 (zCDP ρ = 1.365, 200 releases at most)".
+// "ε = 7.92 at δ = 1e-5 (zCDP ρ = 1.365, 200 releases at most)". A
+// trusted session's says whom epsilon holds against (everyone but the
+// server); a last-iterate session's names its rho the ledger's and the
+// guarantee Gaussian DP, never zCDP.
 func (f Figures) Text() string {
-	if !f.Private {
+	switch {
+	case !f.Private:
 		return "no privacy guarantee"
+	case f.Trusted:
+		return fmt.Sprintf("ε = %s at δ = %s against everyone but the server, which sees un-noised updates and is not bounded (zCDP ρ = %s, %d noisy rounds at most)",
+			f.EpsilonText(), f.DeltaText(), f.RhoText(), f.WorstReleases)
+	case f.LastIterate:
+		return fmt.Sprintf("ε = %s at δ = %s (Gaussian DP of ledger ρ = %s, %d releases at most)", f.EpsilonText(), f.DeltaText(), f.RhoText(), f.WorstReleases)
 	}
 	return fmt.Sprintf("ε = %s at δ = %s (zCDP ρ = %s, %d releases at most)", f.EpsilonText(), f.DeltaText(), f.RhoText(), f.WorstReleases)
 }
+
+// Protection names what a session's figure holds against, in a word
+// every surface uses: "none" (no noise, no guarantee), "server" (the
+// server adds the noise: nothing bounds what it learns, Epsilon bounds
+// everyone else) or "device" (each device adds its own noise: Epsilon
+// bounds everyone, the server included).
+func (f Figures) Protection() string {
+	switch {
+	case !f.Private:
+		return ProtectionNone
+	case f.Trusted:
+		return ProtectionServer
+	}
+	return ProtectionDevice
+}
+
+// The values of Figures.Protection.
+const (
+	ProtectionNone   = "none"
+	ProtectionServer = "server"
+	ProtectionDevice = "device"
+)
 
 // Progress is a device's privacy in one session as its owner sees it,
 // both figures as epsilon at the owner's delta (Budget.Over), counting

@@ -7,6 +7,7 @@ import (
 
 	"github.com/vugu/vugu"
 
+	"browserfl/shared/plan"
 	"browserfl/shared/task"
 	"browserfl/shared/wire"
 )
@@ -315,7 +316,7 @@ func (c *Root) overBudget() bool {
 }
 
 func (c *Root) modeText() string {
-	if c.State.Session.Mode == "trusted" {
+	if c.trusted() {
 		return "what the page learned from your " + c.things() + ", without noise (never the " + c.things() + " themselves). " +
 			"The teacher's server adds the noise, so your privacy depends on trusting that server."
 	}
@@ -326,6 +327,10 @@ func (c *Root) modeText() string {
 
 // privacyLine states the session's promise on the consent screen.
 func (c *Root) privacyLine() string {
+	if c.trusted() {
+		return "For everyone but the teacher's server, this session uses at most ε = " + c.State.Session.EpsilonText +
+			" of your privacy. Nothing limits what the server itself can learn."
+	}
 	return "This session uses at most ε = " + c.State.Session.EpsilonText + " of your privacy."
 }
 
@@ -376,11 +381,29 @@ func (c *Root) columns() string {
 // things names the samples: "pictures" or "rows".
 func (c *Root) things() string { return c.State.Session.Things() }
 
-func (c *Root) trusted() bool { return c.State.Session.Mode == "trusted" }
+// protection is the session's plan.Figures.Protection (from its Mode
+// when it was not given).
+func (c *Root) protection() string {
+	if p := c.State.Session.Protection; p != "" {
+		return p
+	}
+	if c.State.Session.Mode == "trusted" {
+		return plan.ProtectionServer
+	}
+	return plan.ProtectionDevice
+}
+
+func (c *Root) trusted() bool { return c.protection() == plan.ProtectionServer }
+
+// meter is the privacy meter's reading for the training screen.
+func (c *Root) meter() Reading {
+	tr := c.State.Train
+	return PrivacyMeter(c.protection(), tr.Joined, tr.EpsSpent, tr.EpsMost, tr.EpsBudget, tr.Delta)
+}
 
 // noisyCaption names the picture of what was sent.
 func (c *Root) noisyCaption() string {
-	if c.trusted() {
+	if c.protection() != plan.ProtectionDevice {
 		return "What it sent"
 	}
 	return "What it sent, with noise"
@@ -393,9 +416,14 @@ func (c *Root) sentWords() string {
 	if s.Label != "" {
 		about = "about “" + s.Label + "”"
 	}
+	if c.protection() == plan.ProtectionNone {
+		return "Left: what your pictures taught this page in round " + strconv.Itoa(s.Round) + ", " + about +
+			". Right: what your phone sent. This session adds no noise, so the two are the same and nothing protects them."
+	}
 	if c.trusted() {
 		return "Left: what your pictures taught this page in round " + strconv.Itoa(s.Round) + ", " + about +
-			". Right: what your phone sent. In this session your phone sends it without noise and the teacher's server adds the noise, so the two look the same."
+			". Right: what your phone sent. In this session your phone sends it without noise and the teacher's server adds the noise, so the two look the same: " +
+			"the server sees it as it is, and everyone else sees only the class model with the server's noise."
 	}
 	return "Left: what your pictures taught this page in round " + strconv.Itoa(s.Round) + ", " + about +
 		". Right: what your phone really sent, with random noise added. Only the right one left your phone. " +

@@ -37,13 +37,18 @@ type Session struct {
 	Algorithm string // registry name, e.g. "nc"
 	Summary   string // what the algorithm is, in a sentence
 	Mode      string // "untrusted" (devices add noise) or "trusted" (server adds noise)
-	Model     string
-	Rounds    int     // T
-	Cohort    int     // devices asked per round (m)
-	Clip      float64 // S: bound on the norm of one device correction, enforced by clipping
-	Rho       float64 // per-device worst-case zCDP rho (Bun-Steinke) for the whole session
-	Delta     float64 // the owner's delta, at which Epsilon is stated and the budget read
-	Epsilon   float64 // Rho converted to epsilon at Delta: the most one device can spend
+	// Protection is whom the session's figures hold against
+	// (plan.Figures.Protection): plan.ProtectionDevice,
+	// ProtectionServer or ProtectionNone. Every privacy sentence of the
+	// page is chosen by it.
+	Protection string
+	Model      string
+	Rounds     int     // T
+	Cohort     int     // devices asked per round (m)
+	Clip       float64 // S: bound on the norm of one device correction, enforced by clipping
+	Rho        float64 // per-device worst-case zCDP rho (Bun-Steinke) for the whole session
+	Delta      float64 // the owner's delta, at which Epsilon is stated and the budget read
+	Epsilon    float64 // Rho converted to epsilon at Delta: the most one device can spend
 	// EpsilonText, DeltaText and Figures are plan.Figures' text forms,
 	// the same digits the dashboard, planner and docs print.
 	EpsilonText, DeltaText, Figures string
@@ -166,12 +171,32 @@ type Reading struct {
 }
 
 // PrivacyMeter explains epsilon spent against the most the session can
-// use (most) and the owner's limit (budget), in plain words. An (epsilon,
-// delta) guarantee bounds how much more likely any outcome of everything
-// this device sent becomes because one sample was or was not in its
-// data: by a factor of at most e^epsilon, except with probability delta.
-// Exact says that; the other sentences say no more than it.
-func PrivacyMeter(spent, most, budget, delta float64) Reading {
+// use (most) and the owner's limit (budget), in plain words, for a
+// session whose figures hold against whom protection says
+// (plan.Figures.Protection); joined is the number of updates this page
+// has sent. An (epsilon, delta) guarantee bounds how much more likely
+// any outcome of what the adversary sees becomes because one sample was
+// or was not in this device's data: by a factor of at most e^epsilon,
+// except with probability delta. Exact says that; the other sentences
+// say no more than it.
+//
+// With the device's own noise (plan.ProtectionDevice) the adversary is
+// anyone who sees what this page sent, the server included, and spent
+// is the page's own ledger. With the server's noise
+// (plan.ProtectionServer) the server sees every update without noise, so
+// nothing bounds what it learns, and spent bounds everyone else (what
+// the published models carry, plan.Figures.Published). Without noise
+// (plan.ProtectionNone) nothing is bounded and the meter says so.
+func PrivacyMeter(protection string, joined int, spent, most, budget, delta float64) Reading {
+	switch protection {
+	case plan.ProtectionNone:
+		return Reading{Class: "meter-over",
+			Label:   "No privacy protection: what this page sends is not protected at all.",
+			Meaning: "This session adds no noise, so nothing limits what can be learned about your pictures from what is sent.",
+			Exact:   "This session makes no privacy promise: anyone who sees what this page sends could learn about any one of your pictures."}
+	case plan.ProtectionServer:
+		return serverMeter(joined, spent, most, budget, delta)
+	}
 	m := Reading{Class: "meter-calm"}
 	if most > 0 {
 		m.Fraction = math.Min(1, math.Max(0, spent/most))
@@ -198,6 +223,47 @@ func PrivacyMeter(spent, most, budget, delta float64) Reading {
 		m.Exact = fmt.Sprintf("ε = 0 means nothing about your pictures has been sent. "+
 			"At this lesson's most, someone who sees everything this page sent could become at most %s times more sure "+
 			"whether any one of your pictures was used (apart from %s), even if they know all your other pictures.", factor(most), chance(delta))
+	}
+	return m
+}
+
+// serverMeter is PrivacyMeter when the server adds the noise: two
+// figures, the server's (no limit) and everyone else's (spent, most).
+func serverMeter(joined int, spent, most, budget, delta float64) Reading {
+	m := Reading{Class: "meter-calm"}
+	if most > 0 {
+		m.Fraction = math.Min(1, math.Max(0, spent/most))
+		m.Plan = fmt.Sprintf("By the end of this lesson, at most ε = %s of your limit of %g is used for everyone but the teacher's server. "+
+			"The server sees what your phone sends without noise: nothing limits what it can learn.", plan.FormatEpsilon(most), budget)
+	}
+	if spent > most*(1+1e-9) {
+		m.Class = "meter-over"
+	}
+	switch {
+	case joined == 0 && spent <= 0:
+		m.Label = "Nothing sent yet."
+	case spent <= 0:
+		m.Label = "Sent to the server, without noise. The class model with your update is not shared yet."
+	default:
+		m.Label = fmt.Sprintf("Used so far, for everyone but the server: ε = %s", plan.FormatEpsilon(spent))
+		if most > 0 {
+			m.Label += fmt.Sprintf(" (%.0f%% of this lesson's most)", 100*spent/most)
+		}
+	}
+	m.Meaning = "Your phone sends what it learned without noise, and the teacher's server adds the noise before the class model is shared. " +
+		"So the server could learn about your pictures, and nothing limits how much: you are trusting it. " +
+		"Everyone else (other students, anyone who sees the class model) sees only the noisy model: for them ε grows with each round the server shares, " +
+		"never past this lesson's most if the server adds the noise it promised. " +
+		"Smaller is more private: under 1 is very strong protection, 1 to 10 is common in real apps."
+	server := "Against the teacher's server: no limit, because it sees every update of this page without noise. "
+	if spent > 0 {
+		m.Exact = server + fmt.Sprintf("Against everyone else: ε = %s means someone who sees every class model the server has shared "+
+			"can become at most %s times more sure whether any one of your pictures was used (apart from %s), "+
+			"even if they know all your other pictures.", plan.FormatEpsilon(spent), factor(spent), chance(delta))
+	} else {
+		m.Exact = server + fmt.Sprintf("Against everyone else, at this lesson's most: someone who sees every class model the server shares "+
+			"could become at most %s times more sure whether any one of your pictures was used (apart from %s), "+
+			"even if they know all your other pictures.", factor(most), chance(delta))
 	}
 	return m
 }

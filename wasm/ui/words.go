@@ -1,0 +1,52 @@
+package ui
+
+import (
+	"fmt"
+
+	"browserfl/shared/plan"
+)
+
+// The privacy sentences of the training screen outside the meter, for
+// each protection a session can give (plan.Figures.Protection): each
+// says only what holds in that mode.
+
+// SentStatus is the status line once this page has sent its update for
+// round t.
+func SentStatus(protection string, t int) string {
+	switch protection {
+	case plan.ProtectionServer:
+		return fmt.Sprintf("Sent an update for round %d; the server adds the noise.", t)
+	case plan.ProtectionNone:
+		return fmt.Sprintf("Sent an update for round %d, with no privacy protection.", t)
+	}
+	return fmt.Sprintf("Sent a noisy update for round %d.", t)
+}
+
+// ExcludedStatus is the status line when round t finished without this
+// page's update.
+func ExcludedStatus(protection string, t int) string {
+	switch protection {
+	case plan.ProtectionServer:
+		return fmt.Sprintf("Round %d finished without your update. The server saw it, but the class model does not hold it.", t)
+	case plan.ProtectionNone:
+		return fmt.Sprintf("Round %d finished without your update.", t)
+	}
+	return fmt.Sprintf("Round %d finished without your update. The privacy it used still counts.", t)
+}
+
+// PrivacySource says, in the training screen's Details, where the
+// meter's figure comes from.
+func PrivacySource(protection string) string {
+	switch protection {
+	case plan.ProtectionServer:
+		return "For the teacher's server: no limit (it sees every update without noise). " +
+			"For everyone else: ε, counted from the class models the server has shared since this page first sent."
+	case plan.ProtectionNone:
+		return "None: this session adds no noise."
+	}
+	return "ε, counted by this page itself from every update it sent."
+}
+
+// NoProtection is what the page says of a session that adds no noise
+// (a non-private reference algorithm): it does not join it.
+const NoProtection = "This session has no privacy protection: what your phone would send is not protected at all. This page does not join it."
