@@ -212,7 +212,7 @@ func TestPrivacyMeter(t *testing.T) {
 		{15, 15, 20, 1, "meter-calm", "as planned", "about 3 million times"},
 	}
 	for _, tc := range tests {
-		m := PrivacyMeter(tc.spent, tc.most, tc.budget, 1e-5)
+		m := PrivacyMeter(plan.ProtectionDevice, 1, tc.spent, tc.most, tc.budget, 1e-5)
 		if math.Abs(m.Fraction-tc.frac) > 1e-12 {
 			t.Errorf("spent %v of %v: fraction %v, want %v", tc.spent, tc.most, m.Fraction, tc.frac)
 		}
@@ -255,7 +255,7 @@ func TestSparkline(t *testing.T) {
 }
 
 func ExamplePrivacyMeter() {
-	m := PrivacyMeter(4.64, 7.06, 8, 1e-5)
+	m := PrivacyMeter(plan.ProtectionDevice, 60, 4.64, 7.06, 8, 1e-5)
 	fmt.Println(m.Plan)
 	fmt.Println(m.Label)
 	fmt.Println(m.Class)
