@@ -75,7 +75,7 @@ func (s StepSizes) Eta(p optim.Params, d int) float64 {
 	switch p.Algorithm {
 	case "noisysgd", "sgd":
 		return s.SGD
-	case "nc", "trusted", "mu2":
+	case "nc", "shared", "trusted", "mu2":
 		if s.Mu2 == 0 {
 			return optim.NCTheoremEta(p, d)
 		}

@@ -171,8 +171,8 @@ func TestReportSweepsCount(t *testing.T) {
 	}
 	groups := experiments(choices)
 	tests := groupRuns(groups, outcome{acc: 0.8}, "privacy-utility-"+puScatter+"-tuned")
-	if len(tests) != 27 {
-		t.Fatalf("%d feature test runs, want 27 (9 cells, 3 seeds)", len(tests))
+	if len(tests) != 39 {
+		t.Fatalf("%d feature test runs, want 39 (13 cells: nc, trusted and shared at 4 epsilons, mu2; 3 seeds)", len(tests))
 	}
 	old := "<!-- flresults section privacy-utility-scatter -->\nthe old rows\n<!-- flresults end privacy-utility-scatter -->\n"
 	n := sweepSize(puScatter)

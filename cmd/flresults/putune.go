@@ -30,7 +30,7 @@ type puConf struct {
 
 // puModels are the models of the tuned rows: logreg-unit has only
 // "local" with several passes; puScatter (logistic regression over the
-// scattering features) has nc, trusted and the non-private mu2.
+// scattering features) has nc, trusted, shared and the non-private mu2.
 var puModels = []string{"logreg", "mlp", "logreg-unit", puScatter}
 
 // puAlgs are the algorithms of model's tuned rows, the private ones
@@ -40,7 +40,7 @@ func puAlgs(model string) (private, nonPrivate []string) {
 	case "logreg-unit":
 		return []string{"local"}, nil
 	case puScatter:
-		return []string{"nc", "trusted"}, []string{"mu2"}
+		return []string{"nc", "trusted", "shared"}, []string{"mu2"}
 	}
 	return []string{"nc", "trusted", "noisysgd", "local"}, []string{"mu2", "sgd"}
 }

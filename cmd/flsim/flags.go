@@ -88,6 +88,8 @@ func defineFlags(fs *flag.FlagSet, o *options) {
 	fs.BoolVar(&o.validate, "validate", false, "train on the training part of the validation split and evaluate on its validation part (the test set is not read)")
 	fs.StringVar(&o.p.Compressor, "compressor", "", "uplink compressor: none, randk:FRAC, topk:FRAC, quant:BITSbit, ef+..., (default dense float32)")
 	fs.Float64Var(&o.p.SignalBound, "signal-bound", 0, "assumed signal bound D (0 = none): the server's running-sum tests hold n updates of a device to S + (n-1) D (docs/security.md)")
+	fs.IntVar(&o.p.Threshold, "threshold", 0, "shared: the fewest updates a round's sum may hold, t (0 = ceil(0.7 m)); each device's noise is a share sized for t - c survivors (docs/privacy.md, \"Shared noise\")")
+	fs.IntVar(&o.p.Colluders, "colluders", 0, "shared: the most cohort members assumed to be on the server's side, c")
 	fs.IntVar(&o.p.LocalSize, "local-size", 0, "SVRG/SAGA local dataset size (0 = n / M)")
 	fs.IntVar(&o.p.LocalSteps, "local-steps", 0, "local: hidden local steps K per round, each on b/K of the round's b samples (0 = b)")
 	fs.IntVar(&o.p.LocalEpochs, "local-epochs", 0, "local: passes E over the round's K step batches (E K hidden steps; 0 = 1); E > 1 is charged by the last-iterate bound when the model certifies it (logreg-unit, clip >= 2, eta <= 2, no -D), else E steps")

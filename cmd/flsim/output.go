@@ -53,13 +53,35 @@ func printSummary(stdout io.Writer, o options, res sim.Result, evalName string) 
 		fmt.Fprintf(stdout, "attack %q by %d of %d devices: updates refused: %d hostile, %d honest\n",
 			o.attack, o.attackers, o.p.M, res.RejectedHostile, res.RejectedHonest)
 	}
-	if f, err := plan.SessionFigures(o.p, reportDelta(o)); err == nil && f.Private {
+	f, ferr := plan.SessionFigures(o.p, reportDelta(o))
+	if ferr == nil && f.Private {
 		fmt.Fprintf(stdout, "session figures per device (worst case): %s\n", f.Text())
 	}
-	if last.MaxRho > 0 {
-		fmt.Fprintf(stdout, "privacy spent per device (worst device): zCDP rho = %s, i.e. (epsilon = %s, delta = %s)-DP\n",
-			plan.FormatRho(last.MaxRho), plan.FormatEpsilon(last.MaxEpsilon), plan.FormatDelta(reportDelta(o)))
-	} else {
-		fmt.Fprintln(stdout, "privacy: none (non-private or trusted-server algorithm: no device-side guarantee spent)")
+	if sf, err := plan.Shared(o.p, reportDelta(o)); err == nil {
+		fmt.Fprintf(stdout, "shared noise, per device (worst case): %s\n", sf.Text())
 	}
+	fmt.Fprintln(stdout, spentLine(f, ferr, last, reportDelta(o)))
+}
+
+// spentLine says what the worst device spent, against whom: with the
+// devices' own noise, everyone; in the trusted mode, everyone but the
+// server (which sees un-noised updates, bounded by nothing); a
+// last-iterate ledger's rho is read by Gaussian DP and never called
+// zCDP.
+func spentLine(f plan.Figures, ferr error, last sim.Record, delta float64) string {
+	rho := "zCDP rho"
+	if f.LastIterate {
+		rho = "ledger rho (read as Gaussian DP)"
+	}
+	switch {
+	case ferr == nil && f.Protection() == plan.ProtectionServer:
+		return fmt.Sprintf("privacy against the server: none (it sees un-noised updates); against everyone else (other devices, anyone who sees a published model), worst device: rho = %s, i.e. (epsilon = %s, delta = %s)-DP",
+			plan.FormatRho(last.MaxRho), plan.FormatEpsilon(last.MaxEpsilon), plan.FormatDelta(delta))
+	case last.MaxRho > 0:
+		return fmt.Sprintf("privacy spent per device (worst device): %s = %s, i.e. (epsilon = %s, delta = %s)-DP",
+			rho, plan.FormatRho(last.MaxRho), plan.FormatEpsilon(last.MaxEpsilon), plan.FormatDelta(delta))
+	case ferr == nil && !f.Private:
+		return "privacy: none (a non-private reference: no noise, no guarantee)"
+	}
+	return "privacy spent per device (worst device): nothing yet"
 }

@@ -627,11 +627,12 @@ func (dv *device) charge(cost float64) error {
 }
 
 // ncSigmaZ is the discrete sigma (grid units) of the n-th participation
-// in "nc": NCSigma calibrated to the grid sensitivity. A value beyond the
+// in "nc" and "shared": NCSigma (for "shared" the share, ShareScale times
+// nc's) calibrated to the grid sensitivity. A value beyond the
 // exact sampler's range is refused (ErrUnsafe), before anything is drawn
 // or charged.
 func (dv *device) ncSigmaZ(n int) (int64, error) {
-	z, err := mechanism.DiscreteSigma(ncSigma(dv.p, dv.rhoP, n), dv.sens, dv.step, dv.dim)
+	z, err := mechanism.DiscreteSigma(ncSigma(dv.p, dv.rhoP, n)*ShareScale(dv.p), dv.sens, dv.step, dv.dim)
 	if err != nil {
 		return 0, fmt.Errorf("%w: participation %d: %v", ErrUnsafe, n, err)
 	}

@@ -9,7 +9,7 @@ import (
 	"browserfl/shared/model"
 )
 
-var privateAlgs = []string{"nc", "noisysgd", "cdpsgd", "soteria-sgd", "soteria-svrg", "soteria-saga"}
+var privateAlgs = []string{"nc", "shared", "noisysgd", "cdpsgd", "soteria-sgd", "soteria-svrg", "soteria-saga"}
 
 func newTestDevice(t *testing.T, p Params, seed byte) *device {
 	t.Helper()
@@ -90,7 +90,7 @@ func TestDiscreteChargeCoversRounding(t *testing.T) {
 				t.Errorf("%s participation %d: discrete release costs %v, the ledger charges %v", alg, n, got, charge)
 			}
 		}
-		if alg == "nc" {
+		if alg == "nc" || alg == "shared" {
 			for n := 1; n <= p.Rounds; n++ {
 				z, err := dv.ncSigmaZ(n)
 				if err != nil {

@@ -56,7 +56,7 @@ func TestValidate(t *testing.T) {
 }
 
 func TestRegistry(t *testing.T) {
-	want := []string{"cdpsgd", "local", "mu2", "nc", "noisysgd", "sgd", "soteria-saga", "soteria-sgd", "soteria-svrg", "trusted"}
+	want := []string{"cdpsgd", "local", "mu2", "nc", "noisysgd", "sgd", "shared", "soteria-saga", "soteria-sgd", "soteria-svrg", "trusted"}
 	got := Names()
 	if strings.Join(got, ",") != strings.Join(want, ",") {
 		t.Fatalf("Names() = %v, want %v", got, want)

@@ -96,6 +96,16 @@ type Params struct {
 	// a hostile one (docs/security.md, "An assumed signal bound"). It
 	// takes no part in the noise or the privacy accounting.
 	SignalBound float64 `json:"signal_bound,omitempty"`
+
+	// Threshold is t for "shared": the fewest updates a round's sum may
+	// hold (secure aggregation unmasks no smaller sum, and a round with
+	// fewer survivors is discarded); 0 = ceil(0.7 m). Colluders is c: the
+	// most cohort members assumed to give their secrets to the
+	// coordinator. The noise each device draws is a share sized for the
+	// h = t - c honest survivors (ShareScale, shared.go). Both are 0 for
+	// every other algorithm.
+	Threshold int `json:"threshold,omitempty"`
+	Colluders int `json:"colluders,omitempty"`
 }
 
 // MaxLocalEpochs bounds Params.LocalEpochs (each epoch is a pass of
@@ -299,6 +309,7 @@ func (p Params) Validate() error {
 		add("snapshot probability = %v, want <= 1", p.SnapshotProb)
 	}
 	errs = append(errs, validateLocal(p, k, spec)...)
+	errs = append(errs, validateShared(p)...)
 	if len(errs) == 0 {
 		return nil
 	}
@@ -323,7 +334,17 @@ func (p Params) Validate() error {
 // is an upper bound of H_T; with it a device asked T times spends
 // H_T / (1 + ln T) of its budget, 86% at T = 1,200, and less when it can
 // make fewer than T releases.)
-func NCSigma(p Params, n int) float64 { return ncSigma(p, paperRho(p), n) }
+//
+// For "shared" it is the share a device draws: nc's sigma times
+// ShareScale (shared.go). NCChargeSigma is nc's sigma, whose cost the
+// ledger charges in both.
+func NCSigma(p Params, n int) float64 { return ncSigma(p, paperRho(p), n) * ShareScale(p) }
+
+// NCChargeSigma is the sigma whose cost, (2S/b)^2 / (2 sigma^2), a
+// device's ledger charges at its n-th participation in "nc" and "shared":
+// nc's NCSigma. In "shared" it is the promise's cost of the release
+// (docs/privacy.md, "Shared noise"), ShareScale^2 times the floor's.
+func NCChargeSigma(p Params, n int) float64 { return ncSigma(p, paperRho(p), n) }
 
 func ncSigma(p Params, rp float64, n int) float64 {
 	sens := 2 * p.S() / float64(p.Batch)

@@ -44,6 +44,7 @@ type Algorithm struct {
 
 var registry = map[string]Algorithm{
 	"nc":           {"nc", "DP-mu^2-FL with partial participation and noise cancellation (untrusted server)", kind{mu2: true, noise: noiseNC, est: estMu2}},
+	"shared":       {"shared", "nc with shared noise: each device draws a share sized for a coordinator that sees only sums of at least t updates (secure aggregation)", kind{mu2: true, noise: noiseNC, est: estMu2}},
 	"trusted":      {"trusted", "DP-mu^2-FL with a trusted server that adds the noise", kind{mu2: true, noise: noiseServer, est: estMu2}},
 	"mu2":          {"mu2", "non-private mu^2-SGD (reference)", kind{mu2: true, noise: noiseNone, est: estMu2}},
 	"sgd":          {"sgd", "non-private minibatch SGD (reference)", kind{noise: noiseNone, est: estSGD}},

@@ -136,14 +136,12 @@ func Compute(p optim.Params, delta float64) (Report, error) {
 	// cost(n) is the zCDP cost of a device's n-th release.
 	var cost func(n int) (float64, error)
 	switch p.Algorithm {
-	case "nc":
+	case "nc", "shared":
+		// "shared" is charged its promise, nc's cost (optim.NCChargeSigma);
+		// its floor is FloorFactor times that (SharedFigures).
 		sens := 2 * p.S() / float64(p.Batch)
 		cost = func(n int) (float64, error) {
-			s, err := optim.NoiseScale(p, n)
-			if err != nil {
-				return 0, err
-			}
-			return privacy.GaussianZCDP(sens, s)
+			return privacy.GaussianZCDP(sens, optim.NCChargeSigma(p, n))
 		}
 		K := p.ReleaseCap()
 		s1, _ := optim.NoiseScale(p, 1)

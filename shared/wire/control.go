@@ -230,10 +230,20 @@ func (p SessionParams) LabelNames() []string {
 }
 
 // Validate checks p for values no session can have.
+// SharedNoiseAlgorithm is the algorithm whose devices add only a share of
+// the noise (optim's "shared"); SessionParams.Validate refuses it.
+const SharedNoiseAlgorithm = "shared"
+
 func (p SessionParams) Validate() error {
 	switch {
 	case p.Algorithm == "":
 		return bad("session: empty algorithm")
+	case p.Algorithm == SharedNoiseAlgorithm:
+		// Its devices draw only a share of the noise, which is private
+		// only if the coordinator sees nothing but sums: a session over
+		// this protocol, which carries each update on its own, would
+		// show each device's update with too little noise.
+		return bad("session: algorithm %q needs secure aggregation, which this protocol does not carry yet (the simulator runs it)", p.Algorithm)
 	case p.Dim <= 0 || p.Dim > MaxDim:
 		return bad("session: dim %d outside [1, %d]", p.Dim, MaxDim)
 	case p.Cohort <= 0 || p.Rounds <= 0 || p.Batch <= 0 || p.M < p.Cohort:
