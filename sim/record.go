@@ -19,8 +19,13 @@ type Record struct {
 	CumUplinkBytes, CumDownlinkBytes int64
 	// Participants is the number of included updates this round.
 	Participants int
-	// MaxRho is the largest zCDP rho (Bun–Steinke) spent by any device so
-	// far; MaxEpsilon is that device's epsilon at the run's Delta.
+	// MaxRho is the largest rho (Bun–Steinke; for a last-iterate ledger
+	// read by Gaussian DP, never as zCDP) spent by any device so far;
+	// MaxEpsilon is that device's epsilon at the run's Delta. In
+	// "trusted", where the devices charge nothing, both are what the
+	// published models carry about a sample of the device first included
+	// (plan.Figures.Published): the figure against everyone but the
+	// server, which sees un-noised updates and is bounded by nothing.
 	MaxRho, MaxEpsilon float64
 	// HonestSignal is the largest norm of an honest cohort member's
 	// un-noised estimate this round (Result.HonestSignal is the largest
@@ -31,7 +36,7 @@ type Record struct {
 
 // CSVHeader is the header row of the per-round CSV.
 var csvHeader = []string{"round", "test_accuracy", "test_loss", "uplink_bytes", "downlink_bytes",
-	"cum_uplink_bytes", "cum_downlink_bytes", "participants", "max_device_zcdp_rho", "max_device_epsilon", "max_honest_estimate_norm", "max_honest_drift"}
+	"cum_uplink_bytes", "cum_downlink_bytes", "participants", "max_device_rho", "max_device_epsilon", "max_honest_estimate_norm", "max_honest_drift"}
 
 // WriteCSV writes records as CSV with a header row.
 func WriteCSV(w io.Writer, recs []Record) error {

@@ -173,6 +173,12 @@ type run struct {
 	cumDown int64
 	note    string
 
+	// In a trusted session the devices charge nothing: the figure is
+	// what the published models carry (trusted.Published) over the
+	// rounds from the first that included an update (firstIncluded).
+	trusted       *plan.Figures
+	firstIncluded int
+
 	eng *engine.Engine[int]
 	// The open round: its cohort (sorted), the query points as the
 	// devices got them, the uplink bytes, and why the run must stop
@@ -273,6 +279,13 @@ func newRun(cfg Config) (*run, error) {
 		res: Result{FinalAccuracy: math.NaN(), FinalLoss: math.NaN()}}
 	if cfg.NormOnly {
 		r.gate = engine.NormOnly(chk.NormBound())
+	}
+	if p.Private() && p.Trusted() {
+		f, err := plan.SessionFigures(p, cfg.Delta)
+		if err != nil {
+			return nil, fmt.Errorf("sim: %w", err)
+		}
+		r.trusted = &f
 	}
 	x0 := make([]float64, r.d)
 	model.Init(proto, x0, cfg.Seed)
@@ -526,6 +539,12 @@ func (r *run) record(t, asked, included int, up int64) {
 	rec := Record{Round: t, Accuracy: math.NaN(), Loss: math.NaN(), UplinkBytes: up, DownlinkBytes: down,
 		CumUplinkBytes: r.cumUp, CumDownlinkBytes: r.cumDown, Participants: included}
 	rec.MaxRho, rec.MaxEpsilon = maxSpent(r.devs, r.cfg.Delta)
+	if included > 0 && r.firstIncluded == 0 {
+		r.firstIncluded = t
+	}
+	if r.trusted != nil && r.firstIncluded > 0 {
+		rec.MaxRho, rec.MaxEpsilon = publishedSpent(r.trusted, t-r.firstIncluded+1, r.cfg.Delta)
+	}
 	rec.HonestSignal, rec.HonestDrift = r.honestSpread()
 	r.res.HonestDrift = max(r.res.HonestDrift, rec.HonestDrift)
 	r.res.Rounds = t
@@ -656,6 +675,21 @@ func (dv *simDevice) measure() {
 	}
 	dv.last = mechanism.Norm(dv.clean)
 	dv.signal = max(dv.signal, dv.last)
+}
+
+// publishedSpent is a trusted session's figure against everyone but the
+// server after n published rounds hold a sample (plan.Figures.Published),
+// as rho and epsilon at delta; NaN when it cannot be computed.
+func publishedSpent(f *plan.Figures, n int, delta float64) (rho, eps float64) {
+	s, err := f.Published(n)
+	if err != nil {
+		return math.NaN(), math.NaN()
+	}
+	e, err := privacy.SpentEpsilon(s, delta)
+	if err != nil {
+		return s.Rho, math.NaN()
+	}
+	return s.Rho, e
 }
 
 // maxSpent returns the largest zCDP rho any device has spent and the
