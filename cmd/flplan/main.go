@@ -47,6 +47,8 @@ func run(args []string, out io.Writer) error {
 	fs.IntVar(&p.LocalSize, "local", 0, "samples per device (SVRG/SAGA; enables the amplified estimate)")
 	fs.IntVar(&p.LocalSteps, "local-steps", 0, "local: hidden local steps K per round (0 = b)")
 	fs.IntVar(&p.LocalEpochs, "local-epochs", 0, "local: passes E over the round's K step batches (E K hidden steps; 0 = 1); E > 1 is charged by the last-iterate bound when the model certifies it (logreg-unit, clip >= 2, eta <= 2, no -D), else E steps")
+	fs.IntVar(&p.Threshold, "threshold", 0, "shared: the fewest updates a round's sum may hold, t (0 = ceil(0.7 m))")
+	fs.IntVar(&p.Colluders, "colluders", 0, "shared: the most cohort members assumed to be on the server's side, c")
 	fs.IntVar(&p.MaxReleases, "max-releases", 0, "the most releases one device makes (0 = T); the noise is calibrated to it and devices refuse beyond it")
 	samples := fs.Int("samples", 0, "samples on the largest device: for a single-pass algorithm, sets -max-releases to floor(samples / b) (at most T)")
 	fs.Float64Var(&p.Eta, "eta", 0.1, "step size (validated only)")
@@ -108,6 +110,14 @@ func run(args []string, out io.Writer) error {
 		return err
 	}
 	printReport(out, p, r, f)
+	if p.Algorithm == "shared" {
+		sf, err := plan.Shared(p, *ownerDelta)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "shared noise: each device draws %.4g of nc's noise (h = %d honest survivors of t = %d, c = %d)\n", optim.ShareScale(p), sf.Honest, sf.Threshold, sf.Colluders)
+		fmt.Fprintf(out, "shared noise figures: %s\n", sf.Text())
+	}
 	return nil
 }
 
@@ -162,12 +172,17 @@ func printReport(w io.Writer, p optim.Params, r plan.Report, f plan.Figures) {
 		fmt.Fprintln(w, "not private: no noise, no guarantee")
 		return
 	}
-	trust := "untrusted coordinator: no un-noised update leaves a device"
-	if r.Trusted {
-		trust = "trusted coordinator: it sees clipped, un-noised updates; the guarantee holds against everyone else"
+	trust := "untrusted coordinator: no un-noised update leaves a device; the figures hold against everyone, the coordinator included"
+	if f.Protection() == plan.ProtectionServer {
+		trust = "trusted coordinator: it sees clipped, un-noised updates and nothing bounds what it learns; the figures below hold against everyone else (other devices, anyone who sees a published model)"
 	}
 	fmt.Fprintln(w, trust)
-	fmt.Fprintf(w, "budget per device: rho = %.6g (standard zCDP) = rho_p^2/2 with rho_p = %.6g\n", r.BudgetRho, r.RhoPaper)
+	kind := "standard zCDP"
+	if f.LastIterate {
+		// Proven as Gaussian DP only (docs/privacy.md 4b).
+		kind = "the ledger's rho, read as Gaussian DP with mu = sqrt(2 rho), not a zCDP figure"
+	}
+	fmt.Fprintf(w, "budget per device: rho = %.6g (%s) = rho_p^2/2 with rho_p = %.6g\n", r.BudgetRho, kind, r.RhoPaper)
 	fmt.Fprintln(w, "noise (per-coordinate standard deviation):")
 	for _, n := range r.Noise {
 		fmt.Fprintf(w, "  %-6s %-28s sigma = %.6g\n", n.Party, n.When, n.Sigma)

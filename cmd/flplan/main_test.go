@@ -22,10 +22,15 @@ func TestRun(t *testing.T) {
 		{"nc epsilon", []string{"-alg", "nc", "-T", "100", "-epsilon", "4", "-delta", "1e-5"},
 			[]string{"untrusted coordinator", "participation 1", "worst case (100 releases)"}, false},
 		{"trusted sigma", []string{"-alg", "trusted", "-sigma", "0.05"},
-			[]string{"trusted coordinator", "server", "sigma = 0.05"}, false},
+			[]string{"trusted coordinator", "server", "sigma = 0.05", "nothing bounds what it learns", "against everyone but the server"}, false},
+		{"trusted demo", []string{"-alg", "trusted", "-T", "200", "-M", "30", "-m", "10", "-b", "32", "-clip", "1", "-epsilon", "7.92", "-delta", "1e-5"},
+			[]string{"hold against everyone else", "ε = 7.92 at δ = 1e-5 against everyone but the server"}, false},
 		{"soteria amplified", []string{"-alg", "soteria-sgd", "-rho", "2", "-local", "600"},
 			[]string{"each release", "amplified", "NOT A GUARANTEE"}, false}, // labelled so it cannot be read as a bound (issue 26)
 		{"non-private", []string{"-alg", "mu2"}, []string{"not private"}, false},
+		{"shared", []string{"-alg", "shared", "-T", "24", "-M", "100", "-m", "50", "-b", "50", "-epsilon", "8", "-samples", "600", "-colluders", "5"},
+			[]string{"0.1881 of nc's noise (h = 30 honest survivors of t = 35, c = 5)", "ε = 8.00 at δ = 1e-5 if the server sees only sums of at least 35 updates, at most 5 of them its own; ε = 79.91 from this device"}, false},
+		{"shared threshold above m", []string{"-alg", "shared", "-m", "10", "-epsilon", "8", "-threshold", "11"}, nil, true},
 		{"one pass capped", []string{"-alg", "nc", "-T", "1200", "-M", "100", "-m", "50", "-b", "1", "-epsilon", "8", "-samples", "600"},
 			[]string{"at most 600 releases", "participation 600 (= cap)", "worst case (600 releases)", "ε = 8.00"}, false},
 		{"cap", []string{"-alg", "nc", "-T", "100", "-rho", "1", "-max-releases", "40"}, []string{"worst case (40 releases)"}, false},
@@ -104,5 +109,25 @@ func TestApplyTask(t *testing.T) {
 		if (err != nil) != tc.err || err == nil && (p.Features != tc.features || p.Classes != tc.classes || p.Model != tc.model) {
 			t.Errorf("%v: %d features, %d classes, model %q, err %v", tc.args, p.Features, p.Classes, p.Model, err)
 		}
+	}
+}
+
+// TestLastIterateNeverZCDP: a session charged by the last-iterate bound
+// (proven as Gaussian DP only) never has its figure called zCDP.
+func TestLastIterateNeverZCDP(t *testing.T) {
+	var out bytes.Buffer
+	args := []string{"-alg", "local", "-model", "logreg-unit", "-M", "100", "-m", "10", "-T", "100", "-b", "600",
+		"-local-steps", "25", "-local-epochs", "25", "-clip", "2", "-eta", "1", "-epsilon", "8", "-delta", "1e-5"}
+	if err := run(args, &out); err != nil {
+		t.Fatal(err)
+	}
+	s := out.String()
+	for _, bad := range []string{"standard zCDP", "zCDP ρ", "zCDP rho"} {
+		if strings.Contains(s, bad) {
+			t.Errorf("output says %q:\n%s", bad, s)
+		}
+	}
+	if !strings.Contains(s, "Gaussian DP of ledger ρ") {
+		t.Errorf("output lacks the Gaussian DP figure:\n%s", s)
 	}
 }
