@@ -96,3 +96,67 @@ func TestDemoFiguresAgree(t *testing.T) {
 		}
 	}
 }
+
+// TestFiguresAgreeEveryMode: for the demo session run by each algorithm
+// a page can be offered, the page's figures, the status JSON the
+// dashboard reads and the planner give the same sentence and say whom it
+// holds against: everyone (the devices' noise), everyone but the server
+// (the trusted mode: the status JSON's protection "server", the planner's
+// "nothing bounds what it learns"), or nobody (the non-private
+// references).
+func TestFiguresAgreeEveryMode(t *testing.T) {
+	flplan := filepath.Join(t.TempDir(), "flplan")
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(goBin, "build", "-o", flplan, "browserfl/cmd/flplan").CombinedOutput(); err != nil {
+		t.Fatalf("build flplan: %v\n%s", err, out)
+	}
+	for _, c := range []struct {
+		alg, protection, words string
+	}{
+		{"nc", plan.ProtectionDevice, "no un-noised update leaves a device"},
+		{"trusted", plan.ProtectionServer, "nothing bounds what it learns"},
+		{"noisysgd", plan.ProtectionDevice, "no un-noised update leaves a device"},
+		{"cdpsgd", plan.ProtectionDevice, "no un-noised update leaves a device"},
+		{"soteria-sgd", plan.ProtectionDevice, "no un-noised update leaves a device"},
+		{"local", plan.ProtectionDevice, "no un-noised update leaves a device"},
+		{"mu2", plan.ProtectionNone, "not private"},
+		{"sgd", plan.ProtectionNone, "not private"},
+	} {
+		t.Run(c.alg, func(t *testing.T) {
+			sess := defaults().Session
+			sess.Algorithm = c.alg
+			args := []string{"-alg", c.alg, "-T", strconv.Itoa(sess.Rounds), "-M", strconv.Itoa(sess.M), "-m", strconv.Itoa(sess.Cohort),
+				"-b", strconv.Itoa(sess.Batch), "-clip", strconv.FormatFloat(sess.Clip, 'g', -1, 64)}
+			if c.protection == plan.ProtectionNone {
+				sess.Epsilon, sess.Delta = 0, 0
+			} else {
+				args = append(args, "-epsilon", strconv.FormatFloat(sess.Epsilon, 'g', -1, 64), "-delta", strconv.FormatFloat(sess.Delta, 'g', -1, 64))
+			}
+			page, err := device.SessionFigures(sess, plan.DefaultDelta)
+			if err != nil {
+				t.Fatal(err)
+			}
+			status := view.SessionPrivacy(sess)
+			if page.Protection() != c.protection || status.Protection != c.protection || status.Text != page.Text() ||
+				status.EpsilonText != map[bool]string{true: page.EpsilonText(), false: ""}[page.Private] {
+				t.Errorf("page %q (%s), status JSON %+v, want protection %q", page.Text(), page.Protection(), status, c.protection)
+			}
+			out, err := exec.Command(flplan, args...).CombinedOutput()
+			if err != nil {
+				t.Fatalf("flplan %v: %v\n%s", args, err, out)
+			}
+			if !strings.Contains(string(out), c.words) {
+				t.Errorf("flplan lacks %q:\n%s", c.words, out)
+			}
+			if page.Private && !strings.Contains(string(out), "figures (page, dashboard, docs): "+page.Text()+"\n") {
+				t.Errorf("flplan does not state %q:\n%s", page.Text(), out)
+			}
+			if c.protection == plan.ProtectionServer && (page.EpsilonText() != "7.92" || !strings.Contains(page.Text(), "against everyone but the server")) {
+				t.Errorf("trusted demo: %q, want 7.92 against everyone but the server", page.Text())
+			}
+		})
+	}
+}

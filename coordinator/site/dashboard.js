@@ -525,11 +525,11 @@ function renderTraining(s) {
     "This line appears with the first accuracy: it shows how wrong the model still is.");
   timeline($("timeline"), rounds);
   const most = Math.max(p.max_participations || 0, sum.most_included || 0);
-  $("priv-words").textContent = !p.private ? "This session adds no noise: it makes no privacy promise."
-    : p.trusted ? "The coordinator adds noise to the sum of the updates: devices trust it with their own."
-    : "Each device adds noise to its own update before sending it: nobody sees a clean update.";
+  $("priv-words").textContent = privWords(p, false);
   table($("privacy"), [
-    ["worst case for one device, whole lesson", p.private ? "ε at most " + p.epsilon_text + " (smaller is more private)" : "no promise"],
+    ["worst case for one device, whole lesson", !p.private ? "no promise"
+      : p.trusted ? "ε at most " + p.epsilon_text + " against everyone but this server; this server itself: no limit"
+      : "ε at most " + p.epsilon_text + " (smaller is more private)"],
     ["most rounds one device helped in", most + " of " + ss.rounds],
     ["devices that helped", sum.participants ?? "–"],
   ]);
@@ -555,7 +555,7 @@ function renderDetails(s) {
   table($("d-privacy"), [
     ["worst case per device, whole session", p.private ? p.text : "no privacy guarantee"],
     ["mode", !p.private ? "not private" : p.trusted ? "trusted server adds the noise" : "each device noises its own update"],
-    ["papers' ρ_p · zCDP ρ budget", p.private ? (ss.rho_p ?? "–") + " · " + (p.zcdp_rho ?? "–") : "–"],
+    [p.last_iterate ? "papers' ρ_p · ledger ρ budget (read as Gaussian DP)" : "papers' ρ_p · zCDP ρ budget", p.private ? (ss.rho_p ?? "–") + " · " + (p.zcdp_rho ?? "–") : "–"],
   ]);
   const texts = (s.notices || []).map(n => n.text).concat(s.notices ? [] : (s.warnings || []));
   $("d-warnings").replaceChildren(...(texts.length ? texts : ["none now"]).map(t => Object.assign(document.createElement("li"), {textContent: t})));
@@ -604,8 +604,8 @@ function renderSummary(s) {
   $("sum-people-note").textContent = "devices took part" + (sum.registered ? " (" + sum.registered + " joined)" : "");
   $("sum-eps").textContent = p.private ? p.epsilon_text : "–";
   const most = Math.max(p.max_participations || 0, sum.most_included || 0);
-  $("sum-eps-note").textContent = p.private ? "ε at most, for any one device (the busiest helped in " + most +
-    (most === 1 ? " round)" : " rounds)") : "no privacy promise";
+  $("sum-eps-note").textContent = p.private ? "ε at most, for any one device" + (p.trusted ? ", against everyone but this server" : "") +
+    " (the busiest helped in " + most + (most === 1 ? " round)" : " rounds)") : "no privacy promise";
   const ev = rounds.filter(r => r.evaluated);
   line($("sumchart"), ev.map(r => [r.t, r.accuracy]), "#4fc3f7", y => (100 * y).toFixed(0) + "%", 0, 1,
     "The class model was not tested in this session, so there is no accuracy to draw.");
@@ -614,9 +614,19 @@ function renderSummary(s) {
   if (!model || modelRound <= 0) { $("sum-pics-note").textContent = modelNote(s); $("sum-tiles").replaceChildren(); }
   else fitTiles();
   pollModel(s);
-  $("sum-priv-words").textContent = !p.private ? "This session added no noise: it made no privacy promise."
-    : p.trusted ? "The coordinator added noise to the sum of the updates."
-    : "Each device added noise to its own update before sending it.";
+  $("sum-priv-words").textContent = privWords(p, true);
+}
+
+// privWords says whom the session's privacy protects against, in the
+// present or (the summary) the past: with the devices' noise everyone;
+// with the coordinator's noise everyone but the coordinator, which sees
+// each update without noise and is bounded by nothing.
+function privWords(p, past) {
+  if (!p.private) return past ? "This session added no noise: it made no privacy promise." : "This session adds no noise: it makes no privacy promise.";
+  if (p.trusted) return past
+    ? "Each device sent its update without noise; this server added noise to the sum before sharing the class model. Nothing limited what this server could learn; everyone else saw only the noisy model (ε at most " + p.epsilon_text + ")."
+    : "Each device sends its update without noise; this server adds noise to the sum before sharing the class model. Nothing limits what this server can learn; everyone else sees only the noisy model (ε at most " + p.epsilon_text + ").";
+  return past ? "Each device added noise to its own update before sending it." : "Each device adds noise to its own update before sending it: nobody sees a clean update.";
 }
 
 // followNew follows a new session (POST /api/teacher/new's answer): it

@@ -100,9 +100,17 @@ type RoundView struct {
 // of plan.SessionFigures at the page's owner delta (plan.DefaultDelta),
 // with the text forms every surface prints.
 type PrivacyView struct {
-	Private  bool    `json:"private"`
-	Trusted  bool    `json:"trusted"`
-	RhoPaper float64 `json:"rho_p,omitempty"`
+	Private bool `json:"private"`
+	Trusted bool `json:"trusted"`
+	// Protection is whom the figures hold against
+	// (plan.Figures.Protection): "device" (everyone, this server
+	// included), "server" (everyone but this server, which sees
+	// un-noised updates and is bounded by nothing) or "none".
+	Protection string `json:"protection"`
+	// LastIterate: the figure is a last-iterate charge, proven as
+	// Gaussian DP only (its rho is never called zCDP).
+	LastIterate bool    `json:"last_iterate,omitempty"`
+	RhoPaper    float64 `json:"rho_p,omitempty"`
 	// ZCDPRho is the session's per-device budget (the cap of each
 	// device's ledger); WorstRho what one device spends at most, in at
 	// most WorstReleases releases.
@@ -130,7 +138,7 @@ func SessionPrivacy(sess wire.SessionParams) PrivacyView {
 	if err != nil {
 		return PrivacyView{Text: "figures unavailable: " + err.Error()}
 	}
-	v := PrivacyView{Private: f.Private, Trusted: f.Trusted, Text: f.Text()}
+	v := PrivacyView{Private: f.Private, Trusted: f.Trusted, Protection: f.Protection(), LastIterate: f.LastIterate, Text: f.Text()}
 	if !f.Private {
 		return v
 	}
