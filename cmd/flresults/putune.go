@@ -41,8 +41,10 @@ func puAlgs(model string) (private, nonPrivate []string) {
 		return []string{"local"}, nil
 	case puScatter:
 		return []string{"nc", "trusted", "shared"}, []string{"mu2"}
+	case "mlp":
+		return []string{"nc", "trusted", "noisysgd", "local"}, []string{"mu2", "sgd"}
 	}
-	return []string{"nc", "trusted", "noisysgd", "local"}, []string{"mu2", "sgd"}
+	return []string{"nc", "trusted", "shared", "noisysgd", "local"}, []string{"mu2", "sgd"}
 }
 
 func (c puConf) String() string {
@@ -162,7 +164,9 @@ func puTune(ctx context.Context, o options, train dataset.Set, dir string, only 
 		}
 		t := tables[fam]
 		name := fmt.Sprintf("pu-tune-%s-eps%g", k.model, k.eps)
-		run := only == nil || only.MatchString(name)
+		// -only matches the sweep's name, or its name and algorithm
+		// ("pu-tune-logreg-eps8/shared") to run one algorithm's sweeps.
+		run := only == nil || only.MatchString(name) || only.MatchString(name+"/"+k.alg)
 		type scored struct {
 			c   puConf
 			acc float64
