@@ -1,0 +1,176 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"browserfl/shared/wire"
+)
+
+// TestPrivacyWordsEveryMode opens the page against the real coordinator
+// running each algorithm a page can be offered, in each engine (subtests
+// chromium, firefox and webkit), and reads the privacy words a student
+// sees: the status line once the update is sent, the meter (its plan
+// line, label, meaning and the exact meaning behind Details), the
+// training screen's Details row and "what your phone sent". Each must
+// say what holds in its mode: with the devices' noise (nc, noisysgd,
+// local, soteria-sgd) a noisy update and an epsilon against everyone;
+// with the server's noise (trusted) an update sent without noise,
+// nothing bounding the server, and the lesson's epsilon (7.92) against
+// everyone else, counted from the rounds published (never "ε = 0,
+// nothing sent" after a send); without noise (mu2, sgd) plainly no
+// protection, and the page does not join. None of them uses the words a
+// student is not expected to know.
+//
+// A second device that joins and never answers holds each round open
+// until its deadline, so the status line after the send stays on the
+// screen long enough to be read.
+func TestPrivacyWordsEveryMode(t *testing.T) {
+	t.Parallel() // docs/browser.md, "Parallel browser tests"
+	for _, e := range engines {
+		t.Run(e.name, func(t *testing.T) { t.Parallel(); privacyWords(t, e) })
+	}
+}
+
+// privacyWordsCase is one algorithm and what its page must (and must
+// not) say.
+type privacyWordsCase struct {
+	alg  string
+	args []string
+	// status is the start of the status line after the update of some
+	// round is sent ("" for a session the page refuses).
+	status string
+	// label must appear in the meter's label once a round that holds
+	// the update is published.
+	label     string
+	want, not []string
+}
+
+func privacyWordsCases() []privacyWordsCase {
+	device := []string{"with random noise added", "counted by this page itself", "someone who sees everything this page sent",
+		"at most ε = 7.92 of your limit of 8 is used."}
+	deviceNot := []string{"server adds the noise", "everyone but", "no limit"}
+	dev := func(alg string, args ...string) privacyWordsCase {
+		return privacyWordsCase{alg: alg, args: args, status: "Sent a noisy update for round ", label: "Used so far: ε = ",
+			want: device, not: deviceNot}
+	}
+	none := func(alg string) privacyWordsCase {
+		return privacyWordsCase{alg: alg, args: []string{"-epsilon", "0", "-delta", "0"},
+			want: []string{"This session has no privacy protection", "This page does not join it."}}
+	}
+	return []privacyWordsCase{
+		dev("nc"),
+		{alg: "trusted", status: "Sent an update for round ", label: "Used so far, for everyone but the server: ε = ",
+			want: []string{"; the server adds the noise.", "at most ε = 7.92 of your limit of 8 is used for everyone but the teacher's server",
+				"nothing limits what it can learn", "Against the teacher's server: no limit", "Against everyone else: ε = ",
+				"For the teacher's server: no limit", "your phone sends it without noise and the teacher's server adds the noise"},
+			not: []string{"Nothing sent yet", "ε = 0", "noisy update", "with random noise added", "someone who sees everything this page sent",
+				"counted by this page itself"}},
+		dev("noisysgd"),
+		dev("local", "-local-steps", "2"),
+		dev("soteria-sgd"),
+		none("mu2"),
+		none("sgd"),
+	}
+}
+
+// studentWords are words the training screen's privacy sentences never
+// use.
+var studentWords = []string{"zCDP", "ρ", "rho", "δ", "delta", "σ", "sigma", "clipping", "Clipping", "ledger", "Gaussian"}
+
+func privacyWords(t *testing.T, e engine) {
+	webDir := pageBuild(t)
+	newTab := e.start(t)
+	for _, c := range privacyWordsCases() {
+		t.Run(c.alg, func(t *testing.T) {
+			code := strings.ToUpper(strings.ReplaceAll(c.alg, "-", "")) + "W"
+			args := append([]string{"-algorithm", c.alg, "-M", "2", "-m", "2", "-min-devices", "1", "-deadline", "3s",
+				"-T", "3", "-b", "32", "-demo-shards", "4"}, c.args...)
+			o := startOnePage(t, webDir, code, args...)
+			p, err := newTab()
+			if err != nil {
+				t.Fatal(err)
+			}
+			must := func(what string, err error) {
+				t.Helper()
+				if err != nil {
+					t.Fatal(pageFailure(p, what, err))
+				}
+			}
+			if c.status == "" {
+				// The page refuses the session before consent.
+				must("the page", openTab(p, o.url))
+				must("the code", setValue(p, "#code-input", code))
+				must("Join", p.click("#code-btn"))
+				must("the refusal", waitFor(p, 90*time.Second, "the refusal", `(document.getElementById("error")||{}).textContent.includes("no privacy protection")`))
+				var text string
+				must("the page's words", p.eval(`document.body.innerText`, &text))
+				for _, w := range c.want {
+					if !strings.Contains(text, w) {
+						t.Errorf("%s: the page lacks %q:\n%s", c.alg, w, text)
+					}
+				}
+				if strings.Contains(text, "retrying") {
+					t.Errorf("%s: the page says it is retrying:\n%s", c.alg, text)
+				}
+				return
+			}
+			// The device that never answers, connected first.
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			silentDevice(ctx, t, "ws://"+o.coord.addr+"/ws", code)
+
+			must("join", joinTab(p, o.url, code, "Ada", nil, "#train", nil))
+			var status string
+			must("the status after a send", waitFor(p, 2*time.Minute, "the status after a send",
+				fmt.Sprintf(`(document.getElementById("status")||{}).textContent.startsWith(%q)`, c.status)))
+			must("the status", p.eval(`document.getElementById("status").textContent`, &status))
+			must("the meter after a published round", waitFor(p, 2*time.Minute, "the meter after a published round",
+				fmt.Sprintf(`(document.getElementById("eps")||{}).textContent.includes(%q) && !!document.getElementById("sent-words")`, c.label)))
+			var words struct{ Plan, Label, Meaning, Exact, Source, Sent string }
+			must("the words", p.eval(`(id => ({plan: id("eps-plan"), label: id("eps"), meaning: id("eps-meaning"), exact: id("eps-exact"),
+  source: id("privacy-source"), sent: id("sent-words")}))(i => (document.getElementById(i)||{textContent: ""}).textContent)`, &words))
+			all := strings.Join([]string{status, words.Plan, words.Label, words.Meaning, words.Exact, words.Source, words.Sent}, "\n")
+			for _, w := range c.want {
+				if !strings.Contains(all, w) {
+					t.Errorf("%s: the page lacks %q:\n%s", c.alg, w, all)
+				}
+			}
+			for _, w := range append(c.not, studentWords...) {
+				if strings.Contains(all, w) {
+					t.Errorf("%s: the page says %q:\n%s", c.alg, w, all)
+				}
+			}
+			t.Logf("%s: %q; %q", c.alg, status, words.Label)
+		})
+	}
+}
+
+// silentDevice joins code on the websocket at wsURL and never answers a
+// round (it reads, so the coordinator's pings are answered), until ctx
+// ends; it fails the test if it cannot join.
+func silentDevice(ctx context.Context, t *testing.T, wsURL, code string) {
+	t.Helper()
+	ws, _, err := websocket.Dial(ctx, wsURL, nil)
+	if err != nil {
+		t.Fatalf("silent device: %v", err)
+	}
+	ws.SetReadLimit(1 << 22)
+	b, _ := wire.EncodeControl(wire.Hello{Version: wire.Version, JoinCode: code, Nickname: "Silent"})
+	if err := ws.Write(ctx, websocket.MessageText, b); err != nil {
+		t.Fatalf("silent device: hello: %v", err)
+	}
+	go func() {
+		defer ws.CloseNow()
+		for {
+			if _, _, err := ws.Read(ctx); err != nil {
+				return
+			}
+		}
+	}()
+}
