@@ -9,6 +9,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"browserfl/coordinator/view"
 	"browserfl/shared/wire"
 )
 
@@ -130,7 +131,10 @@ func privacyWords(t *testing.T, e engine) {
 			must("the status after a send", waitFor(p, 2*time.Minute, "the status after a send",
 				fmt.Sprintf(`(document.getElementById("status")||{}).textContent.startsWith(%q)`, c.status)))
 			must("the status", p.eval(`document.getElementById("status").textContent`, &status))
-			must("the meter after a published round", waitFor(p, 2*time.Minute, "the meter after a published round",
+			// Once the session has ended every round holding the update is
+			// published.
+			o.waitStatus("the session's end", 3*time.Minute, func(st view.Status) bool { return st.Finished })
+			must("the meter after the published rounds", waitFor(p, 30*time.Second, "the meter after the published rounds",
 				fmt.Sprintf(`(document.getElementById("eps")||{}).textContent.includes(%q) && !!document.getElementById("sent-words")`, c.label)))
 			var words struct{ Plan, Label, Meaning, Exact, Source, Sent string }
 			must("the words", p.eval(`(id => ({plan: id("eps-plan"), label: id("eps"), meaning: id("eps-meaning"), exact: id("eps-exact"),

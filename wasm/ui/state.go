@@ -197,13 +197,9 @@ func PrivacyMeter(protection string, joined int, spent, most, budget, delta floa
 	case plan.ProtectionServer:
 		return serverMeter(joined, spent, most, budget, delta)
 	}
-	m := Reading{Class: "meter-calm"}
+	m := fill(spent, most)
 	if most > 0 {
-		m.Fraction = math.Min(1, math.Max(0, spent/most))
 		m.Plan = fmt.Sprintf("By the end of this lesson, at most ε = %s of your limit of %g is used.", plan.FormatEpsilon(most), budget)
-	}
-	if spent > most*(1+1e-9) {
-		m.Class = "meter-over"
 	}
 	if spent <= 0 {
 		m.Label = "Used so far: ε = 0. Nothing sent yet."
@@ -227,17 +223,26 @@ func PrivacyMeter(protection string, joined int, spent, most, budget, delta floa
 	return m
 }
 
-// serverMeter is PrivacyMeter when the server adds the noise: two
-// figures, the server's (no limit) and everyone else's (spent, most).
-func serverMeter(joined int, spent, most, budget, delta float64) Reading {
+// fill is the meter's fill and colour: what is spent against the
+// lesson's most, calm within it.
+func fill(spent, most float64) Reading {
 	m := Reading{Class: "meter-calm"}
 	if most > 0 {
 		m.Fraction = math.Min(1, math.Max(0, spent/most))
-		m.Plan = fmt.Sprintf("By the end of this lesson, at most ε = %s of your limit of %g is used for everyone but the teacher's server. "+
-			"The server sees what your phone sends without noise: nothing limits what it can learn.", plan.FormatEpsilon(most), budget)
 	}
 	if spent > most*(1+1e-9) {
 		m.Class = "meter-over"
+	}
+	return m
+}
+
+// serverMeter is PrivacyMeter when the server adds the noise: two
+// figures, the server's (no limit) and everyone else's (spent, most).
+func serverMeter(joined int, spent, most, budget, delta float64) Reading {
+	m := fill(spent, most)
+	if most > 0 {
+		m.Plan = fmt.Sprintf("By the end of this lesson, at most ε = %s of your limit of %g is used for everyone but the teacher's server. "+
+			"The server sees what your phone sends without noise: nothing limits what it can learn.", plan.FormatEpsilon(most), budget)
 	}
 	switch {
 	case joined == 0 && spent <= 0:
