@@ -248,7 +248,7 @@ func serverMeter(joined int, spent, most, budget, delta float64) Reading {
 	case joined == 0 && spent <= 0:
 		m.Label = "Nothing sent yet."
 	case spent <= 0:
-		m.Label = "Sent to the server, without noise. The class model with your update is not shared yet."
+		m.Label = "Sent to the server, without noise. Everyone else sees your updates only inside the class model, with the server's noise."
 	default:
 		m.Label = fmt.Sprintf("Used so far, for everyone but the server: ε = %s", plan.FormatEpsilon(spent))
 		if most > 0 {
