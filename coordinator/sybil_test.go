@@ -243,3 +243,92 @@ func idleSybils(t *testing.T, quiet bool) {
 		metric(t, h.srv.URL, "browserfl_overselected_total"), metric(t, h.srv.URL, "browserfl_rounds_closed_at_target_total"))
 	checkInvariant(t, h.qs, sess.Cohort, fakes)
 }
+
+// TestIdleSybilsAtStart: 60 quiet idle ids (they never answer and never
+// say hello again) are connected before the first round, beside 10
+// honest devices, as when a class opens its lobby with a script running
+// in one tab. No device has delivered yet, so none is sure and the
+// over-selection of TestIdleSybilsDoNotStallRounds has nobody to bring:
+// the first round asks every eligible device (engine.AskAllCap) and
+// closes with the first m updates. The round deadline (10 minutes) is far
+// beyond the test's limit, so a round that waited for a Sybil fails the
+// test; every round must close at its target.
+func TestIdleSybilsAtStart(t *testing.T) {
+	const nSybils, nHonest, rounds = 60, 10, 12
+	sess := testSession(8, nSybils+nHonest, 5, rounds, 600000)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	h := newHarnessWith(t, sess, func(cfg *coordinator.Config) {
+		// All 70 ids come from loopback: the default burst of new ids
+		// per address (60) would refuse the honest ones.
+		cfg.Gate.RegisterBurst = 100
+	})
+	sctx, scancel := context.WithCancel(ctx)
+	defer scancel()
+	var wg sync.WaitGroup
+	sybils := make([]*sybil, nSybils)
+	for i := range sybils {
+		s := &sybil{url: h.wsURL(), ended: make(chan struct{}), quiet: true}
+		sybils[i] = s
+		ws, err := s.hello(sctx)
+		if err != nil {
+			t.Fatalf("sybil %d: %v", i, err)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := s.loop(sctx, ws); err != nil && sctx.Err() == nil {
+				t.Errorf("sybil: %v", err)
+			}
+		}()
+	}
+	var rts []*device.Runtime
+	var fakes []*nctest.Device
+	for i := range nHonest {
+		rt, f := newDevice(t, h.wsURL(), sess, i, nil, 0)
+		rts, fakes = append(rts, rt), append(fakes, f)
+	}
+	// The honest devices connect, then the session starts with all 70
+	// present, as at a lobby's Start.
+	devDone := make(chan struct{})
+	go func() { runDevices(t, ctx, rts); close(devDone) }()
+	for h.coord.Status().Devices.Connected < nSybils+nHonest {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("only %d of %d devices connected", h.coord.Status().Devices.Connected, nSybils+nHonest)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	runErr := make(chan error, 1)
+	go func() { runErr <- h.coord.Run(ctx) }()
+	<-devDone
+	if err := <-runErr; err != nil {
+		t.Fatalf("coordinator: %v (a round waited for an idle Sybil)", err)
+	}
+	scancel()
+	wg.Wait()
+	recs, err := h.store.Rounds(0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != rounds {
+		t.Fatalf("%d rounds committed, want %d", len(recs), rounds)
+	}
+	asked := 0
+	for _, s := range sybils {
+		asked += int(s.assigned.Load())
+	}
+	for _, r := range recs {
+		if r.DeadlineHit {
+			t.Errorf("round %d closed at its deadline: it waited for an idle Sybil", r.T)
+		}
+		if len(r.Included) != sess.Cohort {
+			t.Errorf("round %d included %d updates, want the cohort m = %d", r.T, len(r.Included), sess.Cohort)
+		}
+	}
+	if asked < nSybils {
+		t.Fatalf("the Sybils were asked %d times, fewer than once each: the first round did not ask them all, the test shows nothing", asked)
+	}
+	t.Logf("Sybils asked %d times; closed at target %s", asked, metric(t, h.srv.URL, "browserfl_rounds_closed_at_target_total"))
+	checkInvariant(t, h.qs, sess.Cohort, fakes)
+}

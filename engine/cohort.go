@@ -18,7 +18,8 @@ import (
 // it that is not sure one more sure device from further along the same
 // permutation (over-selection); it also asks a few devices that are no
 // longer sampled (they missed too many rounds) as probes, beyond the
-// target. The round closes as soon as m updates have arrived (or every
+// target. When no eligible device is sure (a new session, or after a
+// restart), it asks the other eligible devices too, up to AskAllCap. The round closes as soon as m updates have arrived (or every
 // member still in it has delivered, or its deadline passed); members still
 // out are excluded like late updates.
 //
@@ -71,6 +72,27 @@ func PlanCohort[ID cmp.Ordered](eligible []ID, sure func(ID) bool, probeable []I
 			need--
 		}
 	}
+	if need == k && len(p.Members) == k {
+		// Nobody eligible is sure (a new session, or a restart: no
+		// device has delivered yet), so there is nobody to replace the
+		// unsure members with: ask the other eligible devices too, up to
+		// AskAllCap(m) members, so that the first updates to arrive close
+		// the round however many of the eligible ids never answer. Each
+		// is charged a release if it answers after the target (excluded,
+		// like any late update); the next rounds have the first round's
+		// m sure devices to over-select with. The loop above went
+		// through all of perm[k:] and found no sure device in it.
+		for _, id := range perm[k:] {
+			if len(p.Members) >= AskAllCap(m) {
+				break
+			}
+			if !sure(id) {
+				p.Members = append(p.Members, id)
+				p.Unsure[id] = true
+				p.Extra++
+			}
+		}
+	}
 	if k > 0 && probes > 0 && len(probeable) > 0 {
 		for _, id := range optim.SampleCohort(probeable, min(probes, len(probeable)), seed^probeSalt, t) {
 			p.Members = append(p.Members, id)
@@ -105,6 +127,12 @@ func PlanRecovery[ID cmp.Ordered](probeable []ID, m int, seed uint64, t int) Pla
 	slices.Sort(p.Members)
 	return p
 }
+
+// AskAllCap is the most members a round of cohort m asks when no
+// eligible device is sure: 8 m, and at
+// least 256, so that a class that opens with many idle ids (60 of them
+// beside 10 pages) still has every page asked in its first round.
+func AskAllCap(m int) int { return max(8*m, 256) }
 
 // ProbesPerRound is how many devices that are no longer sampled a round
 // of cohort m asks as probes: one for every 10 members, at least one.

@@ -37,10 +37,14 @@ func TestPlanCohort(t *testing.T) {
 		wantOld bool
 		// wantSure: the sure members number min(m, sure eligible).
 		wantSure bool
+		// wantAll: every eligible device is asked (nobody is sure);
+		// wantCap: AskAllCap(m) of them.
+		wantAll, wantCap bool
 	}{
 		{name: "all sure", eligible: honest, sure: isHonest, m: 4, wantOld: true, wantSure: true},
 		{name: "all sure, fewer than m", eligible: honest[:3], sure: isHonest, m: 4, wantOld: true, wantSure: true},
-		{name: "nobody sure (a new session)", eligible: all, sure: func(string) bool { return false }, m: 4, wantOld: true},
+		{name: "nobody sure (a new session): every eligible device asked", eligible: all, sure: func(string) bool { return false }, m: 4, wantAll: true},
+		{name: "nobody sure, beyond the cap", eligible: ids("n", 300), sure: func(string) bool { return false }, m: 4, wantCap: true},
 		{name: "sybils among sure devices", eligible: all, sure: isHonest, m: 4, wantSure: true},
 		{name: "sybils, fewer sure than m", eligible: append(slices.Clone(honest[:2]), sybils...), sure: isHonest, m: 4, wantSure: true},
 		{name: "sybils and probes", eligible: all, sure: isHonest, probeable: ids("p", 5), m: 4, probes: 2, wantSure: true},
@@ -62,6 +66,12 @@ func TestPlanCohort(t *testing.T) {
 					if !slices.Contains(p.Members, id) {
 						t.Fatalf("round %d: old cohort member %s not asked", round, id)
 					}
+				}
+				if tc.wantAll && !slices.Equal(p.Members, tc.eligible) {
+					t.Fatalf("round %d: members %v, want every eligible device", round, p.Members)
+				}
+				if tc.wantCap && len(p.Members) != engine.AskAllCap(tc.m) {
+					t.Fatalf("round %d: %d members, want AskAllCap = %d", round, len(p.Members), engine.AskAllCap(tc.m))
 				}
 				if tc.wantOld && !slices.Equal(p.Members, old) {
 					t.Fatalf("round %d: members %v, want the old cohort %v", round, p.Members, old)

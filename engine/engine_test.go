@@ -62,7 +62,7 @@ func TestApplyBothPaths(t *testing.T) {
 			p := optim.Params{Algorithm: alg, Model: "logreg", Features: 5, Classes: 3,
 				M: 8, Cohort: 4, Rounds: 60, Batch: 2, Clip: 1, Eta: 0.05, Diameter: 20}
 			switch alg {
-			case "nc", "trusted", "noisysgd", "local":
+			case "nc", "shared", "trusted", "noisysgd", "local":
 				p.Rho = 8
 			case "cdpsgd", "soteria-sgd", "soteria-svrg", "soteria-saga":
 				p.Epsilon, p.Delta, p.LocalSize = 8, 1e-5, 20

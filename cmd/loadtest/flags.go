@@ -54,6 +54,7 @@ func parseFlags(args []string, stderr io.Writer) (cmdline, error) {
 	c.workerEdges = fs.String("worker-edges", "", "internal: the device worker's edge addresses, comma separated")
 	c.workerSession = fs.String("worker-session", "", "internal: the device worker's session process URL")
 	fs.IntVar(&c.so.k, "sybils", 0, "if > 0: measure honest rounds per minute without and with this many idle ids from one address (they answer pings, never answer a round, say hello again every -sybil-rehello), in alternating windows")
+	fs.BoolVar(&c.so.atStart, "sybils-at-start", false, "with -sybils: the idle ids (quiet: they never say hello again) are connected before Start of a fresh session; counts the rounds committed in the first -sybil-window of sessions alternately without and with them")
 	fs.IntVar(&c.so.windows, "sybil-windows", 2, "with -sybils: pairs of windows (without, with)")
 	fs.DurationVar(&c.so.window, "sybil-window", time.Minute, "with -sybils: length of each window")
 	fs.DurationVar(&c.so.rehello, "sybil-rehello", 20*time.Second, "with -sybils: an idle id says hello again this often")

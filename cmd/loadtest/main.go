@@ -123,6 +123,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runWorker(ctx, o, pol, lo, hi, strings.Split(*c.workerEdges, ","), *c.workerSession, stdout)
 	}
 	o.args = args
+	if c.so.k > 0 && c.so.atStart {
+		return runSybilsAtStart(ctx, o, c.so, pol, stdout, stderr)
+	}
 	if c.so.k > 0 {
 		return runSybils(ctx, o, c.so, pol, stdout, stderr)
 	}

@@ -31,6 +31,7 @@ type sybilOptions struct {
 	rehello  time.Duration // an idle id says hello again this often
 	deadline time.Duration // the session's round deadline
 	gap      time.Duration // the session's pause between rounds
+	atStart  bool          // the idle ids are connected before the session's first round
 }
 
 // runSybils measures honest rounds per minute without and with the idle
@@ -267,4 +268,113 @@ func idleID(ctx context.Context, url string, rehello time.Duration, asked, hello
 		}
 		ws.CloseNow()
 	}
+}
+
+// runSybilsAtStart measures the committed rounds in the first window
+// after Start of fresh sessions, alternately without and with the idle
+// ids connected before it (a class whose lobby holds so.k idle ids from
+// one address when the teacher presses Start): each window starts its
+// own coordinator, connects the idle ids (when with) and the n honest
+// devices while it is paused, resumes it and counts the rounds committed
+// within so.window.
+func runSybilsAtStart(ctx context.Context, o options, so sybilOptions, pol device.Policy, stdout, stderr io.Writer) error {
+	if so.k <= 0 || so.windows <= 0 || so.window <= 0 {
+		return errors.New("-sybils, -sybil-windows and -sybil-window must be positive")
+	}
+	fmt.Fprintf(stdout, "%d honest devices, cohort m = %d, deadline %v, round gap %v; %d fresh sessions, alternately without and with %d idle ids present at Start; rounds committed in the first %v\n",
+		o.n, o.m, so.deadline, so.gap, 2*so.windows, so.k, so.window)
+	var rounds [2][]float64
+	for w := range 2 * so.windows {
+		with := w%2 == 1
+		c, asked, err := sybilStartWindow(ctx, o, so, pol, with, stderr)
+		if err != nil {
+			return err
+		}
+		i, label := 0, "without idle ids"
+		if with {
+			i, label = 1, fmt.Sprintf("with %d idle ids present at Start (asked %d times)", so.k, asked)
+		}
+		rounds[i] = append(rounds[i], float64(c))
+		fmt.Fprintf(stdout, "session %d, %s: %d rounds committed in the first %v after Start\n", w+1, label, c, so.window)
+	}
+	mean := func(xs []float64) float64 {
+		s := 0.0
+		for _, x := range xs {
+			s += x
+		}
+		return s / float64(len(xs))
+	}
+	without, with := mean(rounds[0]), mean(rounds[1])
+	fmt.Fprintf(stdout, "rounds in the first %v after Start: %.1f without, %.1f with %d idle ids present: ratio %.2f\n", so.window, without, with, so.k, with/without)
+	return nil
+}
+
+// sybilStartWindow runs one fresh session of runSybilsAtStart and
+// returns the rounds it committed in so.window after Start and how often
+// the idle ids were asked.
+func sybilStartWindow(ctx context.Context, o options, so sybilOptions, pol device.Policy, with bool, stderr io.Writer) (int, int64, error) {
+	dir, err := os.MkdirTemp("", "bfl-loadtest-")
+	if err != nil {
+		return 0, 0, err
+	}
+	defer os.RemoveAll(dir)
+	if err := os.WriteFile(filepath.Join(dir, "host.json"), []byte(`{"teacher_secret":"`+teacherSecret+`"}`), 0o600); err != nil {
+		return 0, 0, err
+	}
+	addr, err := freeAddr()
+	if err != nil {
+		return 0, 0, err
+	}
+	_, ctx, stop, err := startCoordinator(ctx, o.coordinator, sybilArgs(o, so, o.n, addr, dir), stderr)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer stop()
+	base := "http://" + addr
+	if err := waitHealthy(ctx, base); err != nil {
+		return 0, 0, err
+	}
+	if err := teacher(ctx, base, "pause"); err != nil {
+		return 0, 0, err
+	}
+	var sess wire.SessionParams
+	if err := getJSON(ctx, base+"/api/session?code=LOADTEST", &sess); err != nil {
+		return 0, 0, err
+	}
+	sctx, stopSybils := context.WithCancel(ctx)
+	defer stopSybils()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	var asked, hellos atomic.Int64
+	if with {
+		for range so.k {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				idleID(sctx, "ws://"+addr+"/ws", so.window+time.Hour, &asked, &hellos)
+			}()
+		}
+		for hellos.Load() < int64(so.k) {
+			if err := sleep(ctx, 50*time.Millisecond); err != nil {
+				return 0, 0, err
+			}
+		}
+	}
+	fl, err := startFleet(ctx, o, pol, sess, 0, o.n, direct("ws://"+addr+"/ws"))
+	defer fl.stop()
+	if err != nil {
+		return 0, 0, err
+	}
+	if err := fl.waitConnected(ctx, o.n); err != nil {
+		return 0, 0, err
+	}
+	if err := teacher(ctx, base, "resume"); err != nil {
+		return 0, 0, err
+	}
+	if err := sleep(ctx, so.window); err != nil {
+		return 0, 0, err
+	}
+	c, err := committedNow(ctx, base)
+	stopSybils()
+	return c, asked.Load(), err
 }
