@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -84,6 +85,10 @@ type Config struct {
 	// EvalSamples is the number of test samples Evaluate uses; it is
 	// stored and published beside every accuracy.
 	EvalSamples int
+	// EvalNote says in words why the session shows no accuracy (for
+	// example NoTestRows); empty when it evaluates. The status JSON
+	// carries it (view.Status.AccuracyNote) and the dashboard shows it.
+	EvalNote string
 	// TeacherSecret unlocks the teacher's endpoints (/api/teacher/...,
 	// teacher.go) and the dashboard's controls; empty: no request is a
 	// teacher's.
@@ -113,6 +118,11 @@ type Config struct {
 	// delay admission until the device's pending round has committed).
 	BeforeAdmit func(id string, pending int)
 }
+
+// NoTestRows is Config.EvalNote for a row task without test rows (a
+// teacher's task, unless its test rows were given): nothing to measure
+// the class model on.
+const NoTestRows = "this task has no test rows, so no accuracy is shown"
 
 // Coordinator runs one session: it admits devices over websockets,
 // samples a cohort each round, collects updates until the deadline, calls
@@ -814,6 +824,11 @@ func (sh *roundShell) Commit(t int, o engine.Outcome[string]) error {
 		Committed: time.Now(), BytesIn: or.bytesIn, BytesOut: or.bytesOut}
 	if c.cfg.Evaluate != nil && evalDue(t, c.cfg.EvalEvery, c.sess.Rounds, c.ended) {
 		acc, loss, err := c.cfg.Evaluate(c.server.Model())
+		if err == nil && (math.IsNaN(acc) || math.IsInf(acc, 0) || math.IsNaN(loss) || math.IsInf(loss, 0)) {
+			// An empty test set, or a model gone astray: not a figure to
+			// store or publish (JSON has no NaN).
+			err = fmt.Errorf("accuracy %v, loss %v: not finite", acc, loss)
+		}
 		if err != nil {
 			c.front.Log.Warn("evaluation failed", "round", t, "err", err)
 		} else {

@@ -43,6 +43,7 @@ func (c *Coordinator) Status() view.Status {
 		s.LastEval = &view.EvalView{T: c.lastEval.T, Accuracy: c.lastEval.Accuracy, Loss: c.lastEval.Loss, Samples: c.lastEval.Samples}
 	}
 	c.mu.Unlock()
+	s.AccuracyNote = c.cfg.EvalNote
 	most := s.Privacy.MaxParticipations
 	s.Privacy = view.SessionPrivacy(s.Session)
 	s.Privacy.MaxParticipations = most
@@ -71,6 +72,12 @@ func (c *Coordinator) Activity() view.Activity {
 	for _, d := range c.devices {
 		if d.conn != nil && !d.left && !d.removed && d.misses < c.front.Lim.MaxMisses {
 			a.Active++
+		}
+		if d.left && d.leftWhy != "" && !d.removed {
+			if a.LeftWhy == nil {
+				a.LeftWhy = map[string]int{}
+			}
+			a.LeftWhy[d.leftWhy]++
 		}
 	}
 	return a

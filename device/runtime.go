@@ -876,12 +876,14 @@ func (c *link) leaveIfExhausted(check func(*State) bool) error {
 	rt := c.rt
 	rt.mu.Lock()
 	var exhausted error
+	var why string
 	if check(&rt.st) {
 		exhausted = rt.exhaustedAheadLocked()
+		why = rt.exhaustedDetailLocked(exhausted)
 	}
 	rt.unlock()
 	if exhausted != nil {
-		rt.leaveOn(c.ws, wire.LeaveDone)
+		rt.leaveOnDetail(c.ws, wire.LeaveDone, why)
 		return exhausted
 	}
 	return nil
@@ -1125,8 +1127,9 @@ func (rt *Runtime) prepare(ctx context.Context, ws Conn, r wire.RoundFrame) (opt
 		return optim.Update{}, err
 	}
 	if err != nil {
+		why := rt.exhaustedDetailLocked(err)
 		rt.unlock()
-		rt.leaveOn(ws, wire.LeaveDone)
+		rt.leaveOnDetail(ws, wire.LeaveDone, why)
 		return optim.Update{}, err
 	}
 	single := Params(*rt.st.Session).SinglePass()
@@ -1229,10 +1232,43 @@ func (rt *Runtime) exhaustedLocked(t int) error {
 		if rt.cfg.MoreData != nil && rt.cfg.MoreData() {
 			return fmt.Errorf("%w: %s: %d of the %d local samples are used and a round takes %d", errDataComing, at, rt.st.Cursor, len(rt.cfg.Data), rt.st.Session.Batch)
 		}
+		if rt.st.Cursor == 0 {
+			return fmt.Errorf("%w: %w: %s: %s", ErrRefused, ErrDataUsedUp, at, tooFew(rt.unitLocked(), len(rt.cfg.Data), rt.st.Session.Batch))
+		}
 		return fmt.Errorf("%w: %w: %s: %d of the %d local samples are used and a round takes %d (single pass)",
 			ErrRefused, ErrDataUsedUp, at, rt.st.Cursor, len(rt.cfg.Data), rt.st.Session.Batch)
 	}
 	return nil
+}
+
+// tooFew says that a device with have samples (unit: "rows" or
+// "samples") cannot answer one round of batch, and how many it needs.
+func tooFew(unit string, have, batch int) string {
+	return fmt.Sprintf("too few %s for one round: this device has %d and a round needs %d (add %d more)", unit, have, batch, batch-have)
+}
+
+// unitLocked names the device's samples in words: rows for a row task.
+func (rt *Runtime) unitLocked() string {
+	if rt.cfg.Task != nil {
+		return "rows"
+	}
+	return "samples"
+}
+
+// exhaustedDetail says in a few words why a device that cannot answer
+// another round leaves (wire.Leave.Detail, shown on the dashboard): too
+// few samples for a single round with how many a round needs, data used
+// up, or its budget spent. Call with rt.mu held.
+func (rt *Runtime) exhaustedDetailLocked(err error) string {
+	switch {
+	case errors.Is(err, ErrDataUsedUp) && rt.st.Cursor == 0 && rt.st.Session != nil:
+		return tooFew(rt.unitLocked(), len(rt.cfg.Data), rt.st.Session.Batch)
+	case errors.Is(err, ErrDataUsedUp):
+		return "its data is used up (each sample is used once)"
+	case errors.Is(err, ErrBudgetSpent):
+		return "its privacy budget is spent"
+	}
+	return ""
 }
 
 // exhaustedAheadLocked is exhaustedLocked checking ahead of any round:

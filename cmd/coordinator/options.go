@@ -25,6 +25,7 @@ type options struct {
 	DataDir     string   `json:"data_dir"`
 	Task        string   `json:"task"`
 	TaskFile    string   `json:"task_file"`
+	TestRows    string   `json:"test_rows"`
 	DatasetDir  string   `json:"dataset_dir"`
 	Index       string   `json:"index"`
 	JoinCode    string   `json:"join_code"`
@@ -148,7 +149,8 @@ func serverFlags(fs *flag.FlagSet, o *options, x *lineFlags) {
 	fs.StringVar(&o.TLSKey, "tls-key", "", "TLS key file")
 	fs.StringVar(&o.DataDir, "data", o.DataDir, "data directory for the embedded store")
 	fs.StringVar(&o.Task, "task", o.Task, "what the class learns: "+strings.Join(task.Names(), ", ")+" (fashion: Fashion-MNIST clothing; digits: MNIST digits from data/mnist; tabular: a diamond's price band from ggplot2's diamonds; text: a word's language from Debian's word lists; all made by make setup)")
-	fs.StringVar(&o.TaskFile, "task-file", "", "a task definition (browserfl.task/v1 JSON, docs/tasks.md) instead of -task: students type or pick every row; no demo data, no server-side evaluation")
+	fs.StringVar(&o.TaskFile, "task-file", "", "a task definition (browserfl.task/v1 JSON, docs/tasks.md) instead of -task: students type or pick every row; no demo data, and no server-side evaluation unless -test-rows is given")
+	fs.StringVar(&o.TestRows, "test-rows", "", "with -task-file: a CSV file of the task's test rows (the students' CSV format, docs/tasks.md); the coordinator tests the class model on them and the dashboard shows its accuracy")
 	fs.StringVar(&o.DatasetDir, "dataset", "", "the task's data directory (demo shards and server-side evaluation; default: the task's, "+dataset.DefaultFashionMNISTDir+", "+dataset.DefaultMNISTDir+", "+task.DefaultDiamondsDir+" or "+task.DefaultWordsDir+"); \"mnist\" or \"fashion-mnist\": that task in its own directory; \"none\": no data (load tests)")
 	fs.StringVar(&o.Index, "index", "", "index.html to serve at / instead of the embedded one (development)")
 	fs.StringVar(&o.JoinCode, "join-code", "", "session join code (default: random, kept in the store)")
@@ -316,6 +318,9 @@ func (o *options) check() error {
 			return errors.New("-task-file defines the task and brings no data: drop -task and -dataset")
 		}
 		return nil
+	}
+	if o.TestRows != "" {
+		return errors.New("-test-rows goes with -task-file (a built-in task brings its own test rows)")
 	}
 	named, err := task.Lookup(o.Task)
 	if err != nil {

@@ -154,22 +154,26 @@ type taskData struct {
 	rows              task.Rows
 }
 
-// loadTask loads o's task: -task-file's definition (no data: pages
-// bring every row), a built-in row task's rows, or a picture task's
+// loadTask loads o's task: -task-file's definition (no training data:
+// pages bring every row; test rows from -test-rows, if given), a built-in row task's rows, or a picture task's
 // training and test sets, from -dataset's directory (the task's own
 // if empty). -dataset none loads nothing: a 28x28, 10-class model
 // without data (load tests: no demo shards, no evaluation, no labels).
 func loadTask(o options) (taskData, error) {
 	if o.TaskFile != "" {
-		b, err := os.ReadFile(o.TaskFile)
+		def, err := task.ReadFile(o.TaskFile)
 		if err != nil {
 			return taskData{}, fmt.Errorf("-task-file: %w", err)
 		}
-		def, err := task.Parse(b)
-		if err != nil {
-			return taskData{}, fmt.Errorf("-task-file %s: %w", o.TaskFile, err)
+		td := taskData{name: def.Name, features: def.Dim(), classes: def.Classes(), def: def}
+		if o.TestRows != "" {
+			test, err := def.ReadSetFile(o.TestRows, def.Name+"-test")
+			if err != nil {
+				return taskData{}, fmt.Errorf("-test-rows: %w", err)
+			}
+			td.test, td.testLen = test.Take, test.Len()
 		}
-		return taskData{name: def.Name, features: def.Dim(), classes: def.Classes(), def: def}, nil
+		return td, nil
 	}
 	if o.DatasetDir == "none" {
 		none := &dataset.Compact{Features: 784, Classes: 10}
@@ -219,7 +223,7 @@ func loadRows(b task.Builtin, dir string) (taskData, error) {
 func evalSet(o options, a assembled, td taskData, log *slog.Logger) ([]dataset.Sample, error) {
 	if td.test == nil {
 		if o.EvalEvery > 0 {
-			log.Info("no server-side evaluation: the task has no test set", "task", td.name)
+			log.Info("no server-side evaluation: the task has no test rows (-task-file takes them with -test-rows)", "task", td.name)
 		}
 		return nil, nil
 	}
@@ -249,9 +253,21 @@ func evalSet(o options, a assembled, td taskData, log *slog.Logger) ([]dataset.S
 
 // template returns the host's Config template for every session: a's
 // session and model, the round timings, the limits and the gate from o,
-// and the evaluation on evalSet.
+// and the evaluation on evalSet. An empty evalSet means no evaluation,
+// and a row task without test rows says so (coordinator.NoTestRows).
 func template(o options, a assembled, gap time.Duration, evalSet []dataset.Sample, log *slog.Logger) func() (coordinator.Config, error) {
 	evalModel := a.mdl.Clone()
+	evaluate := func(w []float64) (float64, float64, error) {
+		acc, loss := model.Evaluate(evalModel, w, evalSet)
+		return acc, loss, nil
+	}
+	evalEvery, note := o.EvalEvery, ""
+	if len(evalSet) == 0 {
+		evaluate, evalEvery = nil, 0
+		if a.sess.Task != "" {
+			note = coordinator.NoTestRows
+		}
+	}
 	return func() (coordinator.Config, error) {
 		return coordinator.Config{
 			Session: a.sess, Lobby: o.Lobby, MinDevices: o.MinDevices,
@@ -266,15 +282,12 @@ func template(o options, a assembled, gap time.Duration, evalSet []dataset.Sampl
 				model.Init(mdl, x0, 1)
 				return optim.NewServer(devrt.Params(final), x0, crand.Reader)
 			},
-			RoundGap: gap, EvalEvery: o.EvalEvery, EvalSamples: len(evalSet), Logger: log, AllowedOrigins: o.Origins,
+			RoundGap: gap, EvalEvery: evalEvery, EvalSamples: len(evalSet), EvalNote: note, Logger: log, AllowedOrigins: o.Origins,
 			Limits: wsconn.Limits{MaxDevices: o.MaxDevices, MsgRate: o.MsgRate},
 			Gate: gate.Config{RegisterRate: o.RegisterRate, RegisterGlobalRate: o.RegisterGlobalRate,
 				MaxInactive: o.MaxInactive, PreHelloPerAddress: o.PreHelloPerAddress, TrustedProxies: o.TrustProxy,
 				MetricsToken: o.MetricsToken},
-			Evaluate: func(w []float64) (float64, float64, error) {
-				acc, loss := model.Evaluate(evalModel, w, evalSet)
-				return acc, loss, nil
-			},
+			Evaluate: evaluate,
 		}, nil
 	}
 }

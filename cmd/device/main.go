@@ -161,6 +161,8 @@ func logLeft(log *slog.Logger, rt *device.Runtime, err error) {
 	switch {
 	case err == nil:
 		log.Info("left the session: it has finished", args...)
+	case errors.Is(err, device.ErrDataUsedUp) && st.Cursor == 0:
+		log.Warn("left the session: too few samples for one round", append(args, "detail", err.Error())...)
 	case errors.Is(err, device.ErrDataUsedUp):
 		log.Info("left the session: the local data is used up (each sample is used once)", append(args, "detail", err.Error())...)
 	case errors.Is(err, device.ErrBudgetSpent):

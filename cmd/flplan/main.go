@@ -59,12 +59,29 @@ func run(args []string, out io.Writer) error {
 	sigma := fs.Float64("sigma", 0, "instead of a target: the noise std of the first release")
 	tables := fs.Bool("proactive-tables", false, "print the recomputed Tables 9-11 of the proactive-DP paper and exit")
 	taskName := fs.String("task", "", "the session's task, instead of -features, -classes and -model: "+strings.Join(task.Names(), ", "))
-	taskFile := fs.String("task-file", "", "a task definition (browserfl.task/v1 JSON, docs/tasks.md), instead of -features, -classes and -model")
+	taskFile := fs.String("task-file", "", "a task definition (browserfl.task/v1 JSON, docs/tasks.md), instead of -features, -classes and -model; its privacy target, if it states one, instead of -epsilon and -delta (as the coordinator reads it)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if err := applyTask(fs, &p, *taskName, *taskFile); err != nil {
+	def, err := applyTask(fs, &p, *taskName, *taskFile)
+	if err != nil {
 		return err
+	}
+	if def != nil && def.Privacy.Epsilon > 0 {
+		// The coordinator's target for the task (plan.WithTask).
+		var clash error
+		fs.Visit(func(f *flag.Flag) {
+			if f.Name == "rho" || f.Name == "epsilon" || f.Name == "delta" || f.Name == "sigma" {
+				clash = fmt.Errorf("-%s: the task %s sets the privacy target (epsilon %g)", f.Name, def.Name, def.Privacy.Epsilon)
+			}
+		})
+		if clash != nil {
+			return clash
+		}
+		*eps, *delta = def.Privacy.Epsilon, def.Privacy.Delta
+		if *delta == 0 {
+			*delta = plan.DefaultDelta
+		}
 	}
 	if *tables {
 		return printProactiveTables(out)
@@ -122,13 +139,15 @@ func run(args []string, out io.Writer) error {
 }
 
 // applyTask sets p's shape (and a row task's model) from -task or
-// -task-file, read through shared/task as the coordinator reads them.
-func applyTask(fs *flag.FlagSet, p *optim.Params, name, file string) error {
+// -task-file, read through shared/task as the coordinator reads them
+// (task.ReadFile), and returns the row task's definition (nil for a
+// picture task or none).
+func applyTask(fs *flag.FlagSet, p *optim.Params, name, file string) (*task.Definition, error) {
 	if name == "" && file == "" {
-		return nil
+		return nil, nil
 	}
 	if name != "" && file != "" {
-		return errors.New("give -task or -task-file, not both")
+		return nil, errors.New("give -task or -task-file, not both")
 	}
 	var clash error
 	fs.Visit(func(f *flag.Flag) {
@@ -137,30 +156,27 @@ func applyTask(fs *flag.FlagSet, p *optim.Params, name, file string) error {
 		}
 	})
 	if clash != nil {
-		return clash
+		return nil, clash
 	}
 	var def *task.Definition
 	if file != "" {
-		b, err := os.ReadFile(file)
-		if err != nil {
-			return fmt.Errorf("-task-file: %w", err)
-		}
-		if def, err = task.Parse(b); err != nil {
-			return fmt.Errorf("-task-file %s: %w", file, err)
+		var err error
+		if def, err = task.ReadFile(file); err != nil {
+			return nil, fmt.Errorf("-task-file: %w", err)
 		}
 	} else {
 		named, err := task.Lookup(name)
 		if err != nil {
-			return fmt.Errorf("-task: %w", err)
+			return nil, fmt.Errorf("-task: %w", err)
 		}
 		if named.Rows == nil {
 			p.Features, p.Classes = 784, len(named.Picture.Labels) // 28x28 pictures
-			return nil
+			return nil, nil
 		}
 		def = named.Rows.Def
 	}
 	p.Features, p.Classes, p.Model = def.Dim(), def.Classes(), def.Model
-	return nil
+	return def, nil
 }
 
 func printReport(w io.Writer, p optim.Params, r plan.Report, f plan.Figures) {

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -105,7 +106,7 @@ func TestApplyTask(t *testing.T) {
 		if err := fs.Parse(tc.args); err != nil {
 			t.Fatal(err)
 		}
-		err := applyTask(fs, &p, *name, *f)
+		_, err := applyTask(fs, &p, *name, *f)
 		if (err != nil) != tc.err || err == nil && (p.Features != tc.features || p.Classes != tc.classes || p.Model != tc.model) {
 			t.Errorf("%v: %d features, %d classes, model %q, err %v", tc.args, p.Features, p.Classes, p.Model, err)
 		}
@@ -129,5 +130,55 @@ func TestLastIterateNeverZCDP(t *testing.T) {
 	}
 	if !strings.Contains(s, "Gaussian DP of ledger ρ") {
 		t.Errorf("output lacks the Gaussian DP figure:\n%s", s)
+	}
+}
+
+// TestTaskFileAsCoordinator: flplan -task-file reads the docs' example
+// task (docs/tasks.md) as the coordinator does: its shape, its model
+// and its privacy target (epsilon 4 at the default delta), so its report
+// is -epsilon 4's with the task's shape; a target beside the task's is
+// refused.
+func TestTaskFileAsCoordinator(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "tasks.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, _ := strings.Cut(string(doc), "```json\n")
+	raw, _, _ := strings.Cut(rest, "```")
+	def, err := task.Parse([]byte(raw))
+	if err != nil || def.Privacy.Epsilon != 4 {
+		t.Fatalf("docs/tasks.md's example: %v, privacy %+v", err, def.Privacy)
+	}
+	file := filepath.Join(t.TempDir(), "task.json")
+	if err := os.WriteFile(file, []byte(raw), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	session := []string{"-alg", "nc", "-T", "50", "-M", "30", "-m", "10", "-b", "16"}
+	var want bytes.Buffer
+	if err := run(append(session, "-features", strconv.Itoa(def.Dim()), "-classes", "4", "-model", def.Model, "-epsilon", "4"), &want); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name  string
+		extra []string
+		err   string
+	}{
+		{"the task's target", nil, ""},
+		{"-epsilon beside it", []string{"-epsilon", "8"}, "-epsilon: the task pets sets the privacy target"},
+		{"-rho beside it", []string{"-rho", "1"}, "-rho: the task pets sets the privacy target"},
+		{"a missing file", []string{"-task-file", file + ".gone"}, "-task-file: task file"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out bytes.Buffer
+			err := run(append(append(append([]string{}, session...), "-task-file", file), tc.extra...), &out)
+			switch {
+			case tc.err == "" && err != nil:
+				t.Fatal(err)
+			case tc.err == "" && out.String() != want.String():
+				t.Errorf("report:\n%s\nwant -epsilon 4's:\n%s", out.String(), want.String())
+			case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+				t.Errorf("err %v, want %q", err, tc.err)
+			}
+		})
 	}
 }

@@ -22,6 +22,8 @@ type options struct {
 	p                      optim.Params
 	datasetName, dataDir   string
 	taskName               string
+	taskFile, rows, test   string           // -task-file, -rows, -test-rows
+	def                    *task.Definition // -task-file's task, read by parseFlags
 	features               string
 	partition              string
 	scheme                 dataset.Scheme // -partition, parsed
@@ -57,8 +59,56 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("unexpected arguments %q (every option is a flag; see -h)", fs.Args())
 	}
+	if err := o.readTaskFile(fs); err != nil {
+		return o, err
+	}
 	err := o.check()
 	return o, err
+}
+
+// readTaskFile reads -task-file (task.ReadFile, as the coordinator
+// does) and takes the task's model and, when it states one, its privacy
+// target (plan.WithTask's reading): flags that would say otherwise are
+// refused.
+func (o *options) readTaskFile(fs *flag.FlagSet) error {
+	if o.taskFile == "" {
+		if o.rows != "" || o.test != "" {
+			return errors.New("-rows and -test-rows go with -task-file")
+		}
+		return nil
+	}
+	if o.taskName != "" {
+		return errors.New("give -task or -task-file, not both")
+	}
+	if o.rows == "" || o.test == "" {
+		return errors.New("-task-file brings no data: give its training rows (-rows FILE.csv) and test rows (-test-rows FILE.csv)")
+	}
+	def, err := task.ReadFile(o.taskFile)
+	if err != nil {
+		return fmt.Errorf("-task-file: %w", err)
+	}
+	var clash error
+	fs.Visit(func(f *flag.Flag) {
+		switch {
+		case f.Name == "model" && o.p.Model != def.Model:
+			clash = fmt.Errorf("-model %s: the task %s's model is %s", o.p.Model, def.Name, def.Model)
+		case def.Privacy.Epsilon > 0 && (f.Name == "rho" || f.Name == "epsilon" || f.Name == "delta"):
+			clash = fmt.Errorf("-%s: the task %s sets the privacy target (epsilon %g)", f.Name, def.Name, def.Privacy.Epsilon)
+		case f.Name == "dataset" || f.Name == "data-dir" || f.Name == "features":
+			clash = fmt.Errorf("-%s: -task-file's data are -rows and -test-rows", f.Name)
+		}
+	})
+	if clash != nil {
+		return clash
+	}
+	o.def, o.p.Model = def, def.Model
+	if e := def.Privacy.Epsilon; e > 0 {
+		o.p.Rho, o.p.Epsilon, o.p.Delta = 0, e, def.Privacy.Delta
+		if o.p.Delta == 0 {
+			o.p.Delta = plan.DefaultDelta
+		}
+	}
+	return nil
 }
 
 // defineFlags defines the flags into o.
@@ -69,6 +119,9 @@ func defineFlags(fs *flag.FlagSet, o *options) {
 	fs.StringVar(&o.dataDir, "data-dir", "", "dataset directory (default: /usr/share/datasets/fashion-mnist, or data/mnist, or the task's)")
 	fs.StringVar(&o.features, "features", "", "compute features of each image before training: scatter (the scattering transform, J = 2, L = 8, per-image normalisation; docs/features.md)")
 	fs.StringVar(&o.taskName, "task", "", "the task instead of -dataset: "+strings.Join(task.Names(), ", ")+" (docs/tasks.md)")
+	fs.StringVar(&o.taskFile, "task-file", "", "a task definition (browserfl.task/v1 JSON, docs/tasks.md) instead of -dataset, read as the coordinator reads it: its model and its privacy target, if it states one; with -rows and -test-rows")
+	fs.StringVar(&o.rows, "rows", "", "with -task-file: a CSV file of the task's training rows (the students' CSV format, docs/tasks.md), dealt to the devices by -partition")
+	fs.StringVar(&o.test, "test-rows", "", "with -task-file: a CSV file of the task's test rows")
 	fs.StringVar(&o.partition, "partition", "iid", "partition over devices: iid, shards[:K], dirichlet:ALPHA")
 	fs.IntVar(&o.trainSamples, "train-samples", 0, "use only the first n training samples (0 = all)")
 	fs.IntVar(&o.p.M, "M", 100, "number of devices")

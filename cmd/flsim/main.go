@@ -86,6 +86,20 @@ func scatterBoth(train, test dataset.Set, workers int) (dataset.Set, dataset.Set
 	return out[0], out[1], nil
 }
 
+// loadRows reads -task-file's training and test rows (every line must
+// fit the task).
+func loadRows(def *task.Definition, rows, test string) (dataset.Set, dataset.Set, error) {
+	train, err := def.ReadSetFile(rows, def.Name)
+	if err != nil {
+		return dataset.Set{}, dataset.Set{}, fmt.Errorf("-rows: %w", err)
+	}
+	held, err := def.ReadSetFile(test, def.Name+"-test")
+	if err != nil {
+		return dataset.Set{}, dataset.Set{}, fmt.Errorf("-test-rows: %w", err)
+	}
+	return train, held, nil
+}
+
 // loadData loads the task's data (taskName set: any name task.Lookup
 // takes) or the named dataset from dir (or its default directory).
 func loadData(taskName, name, dir string) (train, test dataset.Set, err error) {
@@ -120,7 +134,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	train, test, err := loadData(o.taskName, o.datasetName, o.dataDir)
+	var train, test dataset.Set
+	if o.def != nil {
+		train, test, err = loadRows(o.def, o.rows, o.test)
+	} else {
+		train, test, err = loadData(o.taskName, o.datasetName, o.dataDir)
+	}
 	if err != nil {
 		return err
 	}

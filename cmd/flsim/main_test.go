@@ -35,6 +35,9 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"-partition", "dirichlet"}, "dirichlet needs alpha"},
 		{[]string{"-algorithm", "nc", "-train-samples", "1000", "-M", "10", "-m", "20", "-rho", "1"}, "cohort m = 20"},
 		{[]string{"-algorithm", "mu2", "-train-samples", "1000", "-M", "10", "-m", "5", "-rho", "1"}, "not private"},
+		{[]string{"-rows", "train.csv"}, "-rows and -test-rows go with -task-file"},
+		{[]string{"-task-file", "task.json", "-rows", "train.csv"}, "-task-file brings no data"},
+		{[]string{"-task-file", "task.json", "-task", "text"}, "not both"},
 	}
 	for _, c := range cases {
 		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
@@ -117,5 +120,70 @@ func TestWorkersFlag(t *testing.T) {
 		if o.workers != c.want {
 			t.Errorf("%v: workers = %d, want %d", c.args, o.workers, c.want)
 		}
+	}
+}
+
+// TestTaskFile: flsim -task-file reads the docs' example task
+// (docs/tasks.md) as the coordinator does (its model, its privacy target
+// of epsilon 4) and trains on -rows, tested on -test-rows; flags that
+// contradict the task are refused.
+func TestTaskFile(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "tasks.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, _ := strings.Cut(string(doc), "```json\n")
+	raw, _, _ := strings.Cut(rest, "```")
+	dir := t.TempDir()
+	file := filepath.Join(dir, "task.json")
+	if err := os.WriteFile(file, []byte(raw), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// Pets as a student would type them: weight, legs, sound, pet.
+	pets := []string{"4,4,meow,cat", "30,4,woof,dog", "0.5,0,blub,fish", "1,2,tweet,bird"}
+	csv := func(n int) string {
+		lines := []string{"weight,legs,sound,pet"}
+		for i := range n {
+			lines = append(lines, pets[i%len(pets)])
+		}
+		return strings.Join(lines, "\n") + "\n"
+	}
+	rows, test := filepath.Join(dir, "train.csv"), filepath.Join(dir, "test.csv")
+	if err := os.WriteFile(rows, []byte(csv(400)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(test, []byte(csv(40)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	base := []string{"-task-file", file, "-rows", rows, "-test-rows", test, "-M", "10", "-m", "5", "-b", "4", "-eta", "0.5", "-q"}
+	for _, tc := range []struct {
+		name  string
+		extra []string
+		want  []string // in the summary
+		err   string
+	}{
+		{"the docs' task", nil, []string{"test accuracy", "ε = 4.00 at δ = 1e-5"}, ""},
+		{"-epsilon beside the task's", []string{"-epsilon", "8"}, nil, "-epsilon: the task pets sets the privacy target"},
+		{"another model", []string{"-model", "mlp"}, nil, "-model mlp: the task pets's model is logreg"},
+		{"a bad line", []string{"-test-rows", file}, nil, "-test-rows: rows file"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var out, errb bytes.Buffer
+			err := run(context.Background(), append(append([]string{}, base...), tc.extra...), &out, &errb)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("err = %v, want %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("run: %v\n%s", err, errb.String())
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(out.String(), w) {
+					t.Errorf("summary lacks %q:\n%s", w, out.String())
+				}
+			}
+		})
 	}
 }

@@ -1,8 +1,12 @@
 package api
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 	"time"
 
 	"browserfl/coordinator/shards"
@@ -29,6 +33,9 @@ type PlanInput struct {
 	// Start sizes the plan to the class then, so nothing can be said of
 	// it before.
 	Lobby bool
+	// LeftWhy counts the devices that left saying why, by what they said
+	// (view.Activity.LeftWhy); the devices warning repeats it.
+	LeftWhy map[string]int
 }
 
 // A Warning says why the class may not finish the planned rounds. Kind
@@ -65,18 +72,22 @@ func PlanWarnings(in PlanInput) []Warning {
 	if in.Finished || in.Lobby || left <= 0 {
 		return out
 	}
+	text, words := "", ""
+	if why := leftWhy(in.LeftWhy); why != "" {
+		text, words = "; "+why, " "+why+"."
+	}
 	switch {
 	case in.Active < in.MinDevices:
 		out = append(out, Warning{"devices", fmt.Sprintf(
-			"%d devices connected: a round needs at least %d (min-devices), so the session waits for more",
-			in.Active, in.MinDevices), fmt.Sprintf(
-			"Waiting for more devices: a round needs at least %d, and %s connected.", in.MinDevices, devicesAre(in.Active))})
+			"%d devices connected: a round needs at least %d (min-devices), so the session waits for more%s",
+			in.Active, in.MinDevices, text), fmt.Sprintf(
+			"Waiting for more devices: a round needs at least %d, and %s connected.%s", in.MinDevices, devicesAre(in.Active), words)})
 	case in.Active < in.Cohort:
 		out = append(out, Warning{"devices", fmt.Sprintf(
-			"%d devices connected, fewer than the cohort m = %d: rounds run with %d, and every device is asked in every round",
-			in.Active, in.Cohort, in.Active), fmt.Sprintf(
-			"Only %s connected, fewer than the %d the lesson asks each round: every device now helps in every round.",
-			devicesAre(in.Active), in.Cohort)})
+			"%d devices connected, fewer than the cohort m = %d: rounds run with %d, and every device is asked in every round%s",
+			in.Active, in.Cohort, in.Active, text), fmt.Sprintf(
+			"Only %s connected, fewer than the %d the lesson asks each round: every device now helps in every round.%s",
+			devicesAre(in.Active), in.Cohort, words)})
 	}
 	if in.Batch <= 0 {
 		return out
@@ -107,6 +118,37 @@ func PlanWarnings(in PlanInput) []Warning {
 	return out
 }
 
+// leftWhy says why devices left, most said first ("3 devices left: too
+// few rows for one round: ...; 1 device left: ..."), or nothing.
+func leftWhy(why map[string]int) string {
+	if len(why) == 0 {
+		return ""
+	}
+	reasons := slices.Collect(maps.Keys(why))
+	slices.SortFunc(reasons, func(a, b string) int {
+		if c := cmp.Compare(why[b], why[a]); c != 0 {
+			return c
+		}
+		return strings.Compare(a, b)
+	})
+	const shown = 3
+	parts := make([]string, 0, shown)
+	for _, r := range reasons[:min(shown, len(reasons))] {
+		n := "1 device left"
+		if why[r] != 1 {
+			n = fmt.Sprintf("%d devices left", why[r])
+		}
+		parts = append(parts, n+": "+r)
+	}
+	switch more := len(reasons) - shown; {
+	case more == 1:
+		parts = append(parts, "1 more reason")
+	case more > 1:
+		parts = append(parts, fmt.Sprintf("%d more reasons", more))
+	}
+	return strings.Join(parts, "; ")
+}
+
 // devicesAre is "1 device is" or "n devices are".
 func devicesAre(n int) string {
 	if n == 1 {
@@ -121,7 +163,7 @@ func planInput(c Session, shards *shards.Set) PlanInput {
 	a := c.Activity()
 	sess := a.Session
 	in := PlanInput{Rounds: sess.Rounds, Batch: sess.Batch, Cohort: sess.Cohort, MinDevices: a.MinDevices}
-	in.Committed, in.Finished, in.Lobby, in.Active = a.Committed, a.Finished, a.Lobby, a.Active
+	in.Committed, in.Finished, in.Lobby, in.Active, in.LeftWhy = a.Committed, a.Finished, a.Lobby, a.Active, a.LeftWhy
 	_, included := c.Front().Met.Totals()
 	in.SamplesUsed = included * int64(sess.Batch)
 	if shards != nil {

@@ -73,6 +73,15 @@ func TestPlanWarnings(t *testing.T) {
 		{"one device, fewer than the cohort: words in the singular", demo(func(in *api.PlanInput) {
 			in.Active, in.MinDevices = 1, 1
 		}), []string{"devices"}, []string{"fewer than the cohort m = 10"}},
+		{"students left with too few rows: the waiting says why", demo(func(in *api.PlanInput) {
+			in.Active = 1
+			in.LeftWhy = map[string]int{"too few rows for one round: this device has 5 and a round needs 32 (add 27 more)": 3,
+				"its privacy budget is spent": 1}
+		}), []string{"devices"}, []string{"so the session waits for more; 3 devices left: too few rows for one round: this device has 5 and a round needs 32 (add 27 more); 1 device left: its privacy budget is spent"}},
+		{"four reasons: the three most said, then a count", demo(func(in *api.PlanInput) {
+			in.Active = 5
+			in.LeftWhy = map[string]int{"a": 1, "b": 2, "c": 3, "d": 4}
+		}), []string{"devices"}, []string{"fewer than the cohort m = 10: rounds run with 5, and every device is asked in every round; 4 devices left: d; 3 devices left: c; 2 devices left: b; 1 more reason"}},
 		{"finished: nothing to warn about", demo(func(in *api.PlanInput) {
 			in.Committed, in.Finished = 200, true
 		}), nil, nil},
@@ -86,6 +95,10 @@ func TestPlanWarnings(t *testing.T) {
 		if !slices.Equal(kinds, tc.wantKinds) {
 			t.Errorf("%s: kinds %q, want %q (%v)", tc.name, kinds, tc.wantKinds, got)
 			continue
+		}
+		if tc.in.LeftWhy != nil && len(got) > 0 && !strings.HasSuffix(got[0].Words, "connected. 3 devices left: too few rows for one round: this device has 5 and a round needs 32 (add 27 more); 1 device left: its privacy budget is spent.") &&
+			!strings.HasSuffix(got[0].Words, "every round. 4 devices left: d; 3 devices left: c; 2 devices left: b; 1 more reason.") {
+			t.Errorf("%s: in words %q; want why they left", tc.name, got[0].Words)
 		}
 		for i, sub := range tc.wantText {
 			if !strings.Contains(got[i].Text, sub) {

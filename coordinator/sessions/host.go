@@ -386,7 +386,8 @@ func (h *Host) build(id string, st *store.Store, cfg coordinator.Config, code st
 
 // sessionConfig returns the template's Config, made a session of task
 // def when def is not nil: its session from plan.WithTask, no demo data
-// and no evaluation (the host's test set is another task's).
+// and no evaluation (the host's test set is another task's; the status
+// says why: coordinator.NoTestRows).
 func (h *Host) sessionConfig(def *task.Definition) (coordinator.Config, error) {
 	cfg, err := h.cfg.Template()
 	if err != nil || def == nil {
@@ -395,7 +396,7 @@ func (h *Host) sessionConfig(def *task.Definition) (coordinator.Config, error) {
 	if cfg.Session, err = plan.WithTask(cfg.Session, def); err != nil {
 		return cfg, fmt.Errorf("%w: %w", api.ErrBadTask, err)
 	}
-	cfg.Evaluate, cfg.EvalEvery, cfg.EvalSamples = nil, 0, 0
+	cfg.Evaluate, cfg.EvalEvery, cfg.EvalSamples, cfg.EvalNote = nil, 0, 0, coordinator.NoTestRows
 	return cfg, nil
 }
 

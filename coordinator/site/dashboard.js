@@ -364,7 +364,7 @@ function names(el, list, withRounds) {
     const li = document.createElement("li");
     li.className = (p.state || "") + (p.rejected > 0 ? " flagged" : "");
     li.textContent = nameOf(p);
-    li.title = p.state || "";
+    li.title = (p.state || "") + (p.why ? ": " + p.why : "");
     if (withRounds && p.rounds) { const sm = document.createElement("small"); sm.textContent = p.rounds; li.append(sm); }
     if (p.device && p.state !== "removed") li.append(removeButton(p, true));
     return li;
@@ -515,9 +515,8 @@ function renderTraining(s) {
   $("sesstxt").textContent = s.committed + " / " + ss.rounds + " rounds committed";
   $("acc").textContent = s.last_eval ? pct(s.last_eval.accuracy) : "–";
   const ev = rounds.filter(r => r.evaluated);
-  // A task the class defines (a teacher's task) has no test rows.
-  const first = ss.task && !ss.demo_shards
-    ? "A task the class defines has no test rows, so there is no accuracy to draw: students can try the model on their phones."
+  // A session that tests nothing says why (a task without test rows).
+  const first = s.accuracy_note ? noAccuracy(s, "students can try the model on their phones.")
     : "The first accuracy appears here once the class model is first tested, after its first rounds.";
   $("acc-title").textContent = ss.task ? "Right answers on test rows" : "Right answers on test pictures";
   line($("accchart"), ev.map(r => [r.t, r.accuracy]), "#4fc3f7", y => (100 * y).toFixed(0) + "%", 0, 1, first);
@@ -582,11 +581,18 @@ function renderLobby(s) {
   names($("names-big"), pe.list, false);
 }
 
+// noAccuracy is the status's accuracy_note as a sentence, with more
+// words after a colon when given.
+function noAccuracy(s, more) {
+  const n = s.accuracy_note.charAt(0).toUpperCase() + s.accuracy_note.slice(1);
+  return more ? n + ": " + more : n + ".";
+}
+
 function renderSummary(s) {
   const ss = s.session, p = s.privacy || {}, sum = (s.join && s.join.summary) || {};
   const acc = sum.final_accuracy ?? (s.last_eval ? s.last_eval.accuracy : null);
   $("sum-acc").textContent = acc == null ? "–" : pct(acc);
-  $("sum-acc-note").textContent = acc == null ? "no evaluation" : "final test accuracy (round " + (sum.final_round || s.last_eval.t) + ")" +
+  $("sum-acc-note").textContent = acc == null ? (s.accuracy_note || "no evaluation") : "final test accuracy (round " + (sum.final_round || s.last_eval.t) + ")" +
     (sum.best_accuracy != null && sum.best_accuracy > acc ? " · best " + pct(sum.best_accuracy) + " (round " + sum.best_round + ")" : "");
   $("sum-rounds").textContent = s.committed;
   // The session's length: from its start to the last commit (the
@@ -608,7 +614,7 @@ function renderSummary(s) {
     " (the busiest helped in " + most + (most === 1 ? " round)" : " rounds)") : "no privacy promise";
   const ev = rounds.filter(r => r.evaluated);
   line($("sumchart"), ev.map(r => [r.t, r.accuracy]), "#4fc3f7", y => (100 * y).toFixed(0) + "%", 0, 1,
-    "The class model was not tested in this session, so there is no accuracy to draw.");
+    s.accuracy_note ? noAccuracy(s, "") : "The class model was not tested in this session, so there is no accuracy to draw.");
   $("download").href = "/api/model.json?code=" + encodeURIComponent(code);
   $("sum-model-note").textContent = "The class model after round " + s.committed + ", as a file other programs can read (see Details).";
   if (!model || modelRound <= 0) { $("sum-pics-note").textContent = modelNote(s); $("sum-tiles").replaceChildren(); }

@@ -47,15 +47,19 @@ type Status struct {
 	MinDevices int `json:"min_devices"`
 	// Edges lists the edge processes holding this session's devices
 	// (the cluster shape, docs/cluster.md); absent in one process.
-	Edges        []EdgeStatus `json:"edges,omitempty"`
-	Round        *RoundView   `json:"round,omitempty"`
-	LastEval     *EvalView    `json:"last_eval,omitempty"`
-	Privacy      PrivacyView  `json:"privacy"`
-	BytesIn      int64        `json:"bytes_in"`
-	BytesOut     int64        `json:"bytes_out"`
-	LatencyP50Ms float64      `json:"latency_p50_ms"`
-	LatencyP99Ms float64      `json:"latency_p99_ms"`
-	BadFrames    int64        `json:"bad_frames"`
+	Edges    []EdgeStatus `json:"edges,omitempty"`
+	Round    *RoundView   `json:"round,omitempty"`
+	LastEval *EvalView    `json:"last_eval,omitempty"`
+	// AccuracyNote says in words why the session shows no accuracy
+	// (coordinator.NoTestRows for a task without test rows); empty when
+	// the class model is tested.
+	AccuracyNote string      `json:"accuracy_note,omitempty"`
+	Privacy      PrivacyView `json:"privacy"`
+	BytesIn      int64       `json:"bytes_in"`
+	BytesOut     int64       `json:"bytes_out"`
+	LatencyP50Ms float64     `json:"latency_p50_ms"`
+	LatencyP99Ms float64     `json:"latency_p99_ms"`
+	BadFrames    int64       `json:"bad_frames"`
 	// UptimeSec counts from the session's start kept in the store.
 	UptimeSec float64 `json:"uptime_s"`
 	// Warnings say why the class may not finish the planned rounds
@@ -218,6 +222,10 @@ type Activity struct {
 	// Active counts the connected devices that can be sampled now or
 	// after their current round (not left, not removed, not stuck).
 	Active int
+	// LeftWhy counts the devices that left saying why (their Leave
+	// detail, for example that they have too few rows for one round),
+	// by what they said.
+	LeftWhy map[string]int
 }
 
 // ModelSnapshot is the global model after the last committed round, read
