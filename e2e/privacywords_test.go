@@ -28,9 +28,9 @@ import (
 // protection, and the page does not join. None of them uses the words a
 // student is not expected to know.
 //
-// A second device that joins and never answers holds each round open
-// until its deadline, so the status line after the send stays on the
-// screen long enough to be read.
+// A second device that joins the lobby with the page and never answers
+// holds each round open until its deadline, so the status line after the
+// send stays on the screen long enough to be read.
 func TestPrivacyWordsEveryMode(t *testing.T) {
 	t.Parallel() // docs/browser.md, "Parallel browser tests"
 	for _, e := range engines {
@@ -44,7 +44,8 @@ type privacyWordsCase struct {
 	alg  string
 	args []string
 	// status is the start of the status line after the update of some
-	// round is sent ("" for a session the page refuses).
+	// round is sent (every mode's starts with "Sent "; "" for a session
+	// the page refuses).
 	status string
 	// label must appear in the meter's label once a round that holds
 	// the update is published.
@@ -90,7 +91,7 @@ func privacyWords(t *testing.T, e engine) {
 	for _, c := range privacyWordsCases() {
 		t.Run(c.alg, func(t *testing.T) {
 			code := strings.ToUpper(strings.ReplaceAll(c.alg, "-", "")) + "W"
-			args := append([]string{"-algorithm", c.alg, "-M", "2", "-m", "2", "-min-devices", "1", "-deadline", "3s",
+			args := append([]string{"-lobby", "-algorithm", c.alg, "-M", "2", "-m", "2", "-min-devices", "1", "-deadline", "3s",
 				"-T", "3", "-b", "32", "-demo-shards", "4"}, c.args...)
 			o := startOnePage(t, webDir, code, args...)
 			p, err := newTab()
@@ -121,16 +122,23 @@ func privacyWords(t *testing.T, e engine) {
 				}
 				return
 			}
-			// The device that never answers, connected first.
+			// The page and the device that never answers wait in the
+			// lobby; the teacher's Start sizes the session for both
+			// (every device in every round) and keeps T and the
+			// deadline.
+			must("join", joinTab(p, o.url, code, "Ada", nil, "#lobby", nil))
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			silentDevice(ctx, t, "ws://"+o.coord.addr+"/ws", code)
-
-			must("join", joinTab(p, o.url, code, "Ada", nil, "#train", nil))
+			o.waitStatus("two devices in the lobby", time.Minute, func(st view.Status) bool { return st.Devices.Connected >= 2 })
+			o.teacher("start")
 			var status string
 			must("the status after a send", waitFor(p, 2*time.Minute, "the status after a send",
-				fmt.Sprintf(`(document.getElementById("status")||{}).textContent.startsWith(%q)`, c.status)))
+				`(document.getElementById("status")||{}).textContent.startsWith("Sent ")`))
 			must("the status", p.eval(`document.getElementById("status").textContent`, &status))
+			if !strings.HasPrefix(status, c.status) {
+				t.Errorf("%s: the status after a send is %q, want %q...", c.alg, status, c.status)
+			}
 			// Once the session has ended every round holding the update is
 			// published.
 			o.waitStatus("the session's end", 3*time.Minute, func(st view.Status) bool { return st.Finished })
