@@ -27,8 +27,15 @@ import (
 // "join-me") on ln.
 func startCoordinator(t *testing.T, ln net.Listener) {
 	t.Helper()
-	sess := wire.SessionParams{Name: "test", Algorithm: "nc", Model: "logreg", Features: 1, Classes: 10, Dim: 20,
-		DeadlineMillis: 500, M: 4, Cohort: 2, Rounds: 3, Batch: 1, Clip: 1, Eta: 1, RhoPaper: 1, DemoShards: true}
+	startCoordinatorShape(t, ln, 1, 100, 3, 1)
+}
+
+// startCoordinatorShape is startCoordinator with a training set of n
+// samples of the given features, and demo shards sized for T rounds of b.
+func startCoordinatorShape(t *testing.T, ln net.Listener, features, n, rounds, batch int) {
+	t.Helper()
+	sess := wire.SessionParams{Name: "test", Algorithm: "nc", Model: "logreg", Features: features, Classes: 10, Dim: (features + 1) * 10,
+		DeadlineMillis: 500, M: 4, Cohort: 2, Rounds: rounds, Batch: batch, Clip: 1, Eta: 1, RhoPaper: 1, DemoShards: true}
 	srvHalf, err := optim.NewServer(device.Params(sess), make([]float64, sess.Dim), crand.Reader)
 	if err != nil {
 		t.Fatal(err)
@@ -44,9 +51,13 @@ func startCoordinator(t *testing.T, ln net.Listener) {
 		t.Fatal(err)
 	}
 	t.Cleanup(c.Shutdown)
-	set := dataset.Set{Name: "ids", Features: 1, Classes: 10, Samples: make([]dataset.Sample, 100)}
+	set := dataset.Set{Name: "ids", Features: features, Classes: 10, Samples: make([]dataset.Sample, n)}
 	for i := range set.Samples {
-		set.Samples[i] = dataset.Sample{X: []float32{float32(i) / 100}, Label: i % 10}
+		x := make([]float32, features)
+		for j := range x {
+			x[j] = float32((i+j)%n) / float32(n)
+		}
+		set.Samples[i] = dataset.Sample{X: x, Label: i % 10}
 	}
 	shards, err := shards.New(set, shards.Config{Classes: 10, Rounds: sess.Rounds, Batch: sess.Batch, Alpha: 1, Seed: 1, Max: 4})
 	if err != nil {
@@ -88,7 +99,7 @@ func TestFetchShardRetries(t *testing.T) {
 		}
 	}}
 	err = r.do(ctx, func(ctx context.Context) (err error) {
-		blob, err = fetchShard(ctx, url, "join-me")
+		blob, _, err = fetchShard(ctx, url, "join-me")
 		return err
 	})
 	if err != nil {
@@ -111,7 +122,7 @@ func TestFetchShardRetries(t *testing.T) {
 	attempts := 0
 	err = r.do(ctx, func(ctx context.Context) error {
 		attempts++
-		_, err := fetchShard(ctx, url, "wrong-code")
+		_, _, err := fetchShard(ctx, url, "wrong-code")
 		return err
 	})
 	if !errors.Is(err, errPermanent) || attempts != 1 {
@@ -125,7 +136,7 @@ func TestFetchShardRetries(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		done <- down.do(cctx, func(ctx context.Context) error {
-			_, err := fetchShard(ctx, "ws://127.0.0.1:1/ws", "join-me")
+			_, _, err := fetchShard(ctx, "ws://127.0.0.1:1/ws", "join-me")
 			return err
 		})
 	}()

@@ -81,13 +81,13 @@ func fetchSession(ctx context.Context, wsURL, code string) (wire.SessionParams, 
 }
 
 // fetchRows asks the coordinator for a demo shard of a row task's rows,
-// as CSV (demo only).
-func fetchRows(ctx context.Context, wsURL, code string) ([]byte, error) {
-	b, _, err := apiGet(ctx, wsURL, "/api/demo/rows", code, task.MaxCSVBytes)
+// as CSV (demo only), and the digest it states for them (empty if none).
+func fetchRows(ctx context.Context, wsURL, code string) ([]byte, string, error) {
+	b, h, err := apiGet(ctx, wsURL, "/api/demo/rows", code, task.MaxCSVBytes)
 	if err != nil {
-		return nil, fmt.Errorf("demo rows: %w", err)
+		return nil, "", fmt.Errorf("demo rows: %w", err)
 	}
-	return b, nil
+	return b, h.Get(wire.DigestHeader), nil
 }
 
 // waitFor calls f with the command's retry (jittered doubling from 0.5 s
@@ -101,23 +101,33 @@ func waitFor(ctx context.Context, log *slog.Logger, what string, f func(context.
 
 // readRows returns the device's rows of task d, encoded: the CSV file
 // rowsFile if set (the owner's own rows), else DIR/rows.csv, else the
-// coordinator's demo rows (kept as DIR/rows.csv). Lines the task refuses
-// are logged with their line numbers and left out; a file without one
-// usable row is an error.
+// coordinator's demo rows (kept as DIR/rows.csv with their digest,
+// keep). Kept demo rows that do not match their digest are set aside and
+// fetched again. Lines the task refuses are logged with their line
+// numbers and left out; a file without one usable row is an error.
 func readRows(ctx context.Context, d *task.Definition, rowsFile, dir, wsURL, code string, log *slog.Logger) (dataset.Set, error) {
-	path := rowsFile
-	if path == "" {
-		path = filepath.Join(dir, "rows.csv")
-	}
-	b, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) && rowsFile == "" {
-		err = waitFor(ctx, log, "demo rows", func(ctx context.Context) (err error) {
-			b, err = fetchRows(ctx, wsURL, code)
-			return err
-		})
-		if err == nil {
-			err = os.WriteFile(path, b, 0o600)
+	if rowsFile != "" {
+		b, err := os.ReadFile(rowsFile)
+		if err != nil {
+			return dataset.Set{}, err
 		}
+		return parseRows(d, rowsFile, b, log)
+	}
+	path := filepath.Join(dir, "rows.csv")
+	b, _, err := readKept(path)
+	if errors.Is(err, errDamaged) {
+		if err = setAside(path, err, log); err == nil {
+			err = os.ErrNotExist
+		}
+	}
+	if errors.Is(err, os.ErrNotExist) {
+		err = waitFor(ctx, log, "demo rows", func(ctx context.Context) (err error) {
+			var stated string
+			if b, stated, err = fetchRows(ctx, wsURL, code); err != nil {
+				return err
+			}
+			return keep(path, b, stated)
+		})
 	}
 	if err != nil {
 		return dataset.Set{}, err

@@ -1,6 +1,8 @@
 package api
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -11,6 +13,7 @@ import (
 	"browserfl/coordinator/shards"
 	"browserfl/coordinator/site"
 	"browserfl/coordinator/store"
+	"browserfl/shared/wire"
 )
 
 // Handler returns the HTTP handler of session c:
@@ -121,6 +124,7 @@ func Handler(c Session, assets site.Assets, shards *shards.Set) http.Handler {
 			w.Header().Set("Content-Type", "application/octet-stream")
 			w.Header().Set("X-Shard-Index", strconv.Itoa(idx))
 			w.Header().Set("X-Shard-Classes", strconv.Itoa(shards.Classes))
+			w.Header().Set(wire.DigestHeader, Digest(blob))
 			enc.Serve(w, r, "blob/"+strconv.Itoa(idx), blob)
 		}))
 		for _, part := range []string{"images", "labels"} {
@@ -163,8 +167,15 @@ func demoFile(c Session, sh *shards.Set, enc *site.EncodedBodies, kind, ctype, u
 			HttpOnly: true, SameSite: http.SameSiteStrictMode, MaxAge: 7 * 24 * 3600})
 		w.Header().Set("Content-Type", ctype)
 		w.Header().Set("X-Shard-Index", strconv.Itoa(idx))
+		w.Header().Set(wire.DigestHeader, Digest(body))
 		enc.Serve(w, r, kind+"/"+strconv.Itoa(idx), body)
 	})
+}
+
+// Digest is the hex SHA-256 of b, as wire.DigestHeader states it.
+func Digest(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
 }
 
 // WithCode requires the session's join code in ?code= or X-Join-Code,

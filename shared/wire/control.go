@@ -482,3 +482,9 @@ func (d Decision) check() error {
 	}
 	return fmt.Errorf("unknown decision state %q", d.State)
 }
+
+// DigestHeader is the HTTP header with which the coordinator states a
+// whole demo file's SHA-256 (hex, of the uncompressed body: the demo
+// shard, the demo rows), so that a device that keeps the file can check
+// its copy whenever it reads it again.
+const DigestHeader = "X-Content-SHA256"
