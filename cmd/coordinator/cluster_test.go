@@ -41,3 +41,28 @@ func TestClusterFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestClusterDocCommands: every coordinator command docs/cluster.md
+// gives (lines continued with a backslash joined) passes the command's
+// own flag parsing and checks, as written.
+func TestClusterDocCommands(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "cluster.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := strings.ReplaceAll(string(doc), "\\\n", " ")
+	n := 0
+	for _, line := range strings.Split(text, "\n") {
+		fields := strings.Fields(line)
+		if len(fields) == 0 || fields[0] != "bin/coordinator" {
+			continue
+		}
+		n++
+		if _, err := parse(fields[1:], io.Discard); err != nil {
+			t.Errorf("docs/cluster.md: %s\n  refused: %v", line, err)
+		}
+	}
+	if n < 5 {
+		t.Errorf("%d coordinator commands found in docs/cluster.md, want its 5 or more", n)
+	}
+}
