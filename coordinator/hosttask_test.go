@@ -108,6 +108,10 @@ func TestHostTeacherTask(t *testing.T) {
 	if st.Title != "Guess a pet" || !strings.Contains(st.Collects, "legs (a number from 0 to 8)") || !strings.Contains(st.Collects, "sound (text, up to 20 characters)") {
 		t.Errorf("lobby words: title %q, collects %q", st.Title, st.Collects)
 	}
+	// The form's task has no test rows: no accuracy, and the status says why.
+	if st.AccuracyNote != coordinator.NoTestRows || st.LastEval != nil {
+		t.Errorf("the teacher's task: accuracy note %q, evaluation %+v; want %q and none", st.AccuracyNote, st.LastEval, coordinator.NoTestRows)
+	}
 	for _, path := range []string{"/api/demo/rows", "/api/demo/shard"} {
 		if code, _ := getText(t, srv.URL+path+"?code="+info.JoinCode); code == http.StatusOK {
 			t.Errorf("%s served for a teacher's task", path)
