@@ -1233,7 +1233,8 @@ func (rt *Runtime) exhaustedLocked(t int) error {
 			return fmt.Errorf("%w: %s: %d of the %d local samples are used and a round takes %d", errDataComing, at, rt.st.Cursor, len(rt.cfg.Data), rt.st.Session.Batch)
 		}
 		if rt.st.Cursor == 0 {
-			return fmt.Errorf("%w: %w: %s: %s", ErrRefused, ErrDataUsedUp, at, tooFew(rt.unitLocked(), len(rt.cfg.Data), rt.st.Session.Batch))
+			short := &TooFewError{Unit: rt.unitLocked(), Have: len(rt.cfg.Data), Need: rt.st.Session.Batch}
+			return fmt.Errorf("%w: %w: %s: %w", ErrRefused, ErrDataUsedUp, at, short)
 		}
 		return fmt.Errorf("%w: %w: %s: %d of the %d local samples are used and a round takes %d (single pass)",
 			ErrRefused, ErrDataUsedUp, at, rt.st.Cursor, len(rt.cfg.Data), rt.st.Session.Batch)
@@ -1241,10 +1242,16 @@ func (rt *Runtime) exhaustedLocked(t int) error {
 	return nil
 }
 
-// tooFew says that a device with have samples (unit: "rows" or
-// "samples") cannot answer one round of batch, and how many it needs.
-func tooFew(unit string, have, batch int) string {
-	return fmt.Sprintf("too few %s for one round: this device has %d and a round needs %d (add %d more)", unit, have, batch, batch-have)
+// TooFewError is wrapped (with ErrDataUsedUp) when a device has fewer
+// samples than one round takes, so it can never take part: it says how
+// many it has and how many a round needs, for the owner (errors.As).
+type TooFewError struct {
+	Unit       string // "rows" for a row task, else "samples"
+	Have, Need int
+}
+
+func (e *TooFewError) Error() string {
+	return fmt.Sprintf("too few %s for one round: this device has %d and a round needs %d (add %d more)", e.Unit, e.Have, e.Need, e.Need-e.Have)
 }
 
 // unitLocked names the device's samples in words: rows for a row task.
@@ -1260,9 +1267,10 @@ func (rt *Runtime) unitLocked() string {
 // few samples for a single round with how many a round needs, data used
 // up, or its budget spent. Call with rt.mu held.
 func (rt *Runtime) exhaustedDetailLocked(err error) string {
+	var short *TooFewError
 	switch {
-	case errors.Is(err, ErrDataUsedUp) && rt.st.Cursor == 0 && rt.st.Session != nil:
-		return tooFew(rt.unitLocked(), len(rt.cfg.Data), rt.st.Session.Batch)
+	case errors.As(err, &short):
+		return short.Error()
 	case errors.Is(err, ErrDataUsedUp):
 		return "its data is used up (each sample is used once)"
 	case errors.Is(err, ErrBudgetSpent):

@@ -137,7 +137,8 @@ func TestTaskFileLesson(t *testing.T) {
 			url := "ws" + strings.TrimPrefix(srv.URL, "http") + "/ws"
 			// The student with too few rows joins first and leaves.
 			short := runPets(t, ctx, url, o.JoinCode, def, petRows(t, def, batch-3, 1), "Short")
-			if err := <-short; !errors.Is(err, device.ErrDataUsedUp) ||
+			var few *device.TooFewError
+			if err := <-short; !errors.Is(err, device.ErrDataUsedUp) || !errors.As(err, &few) || few.Have != 5 || few.Need != batch ||
 				!strings.Contains(err.Error(), "too few rows for one round: this device has 5 and a round needs 8 (add 3 more)") {
 				t.Errorf("the student with 5 rows: %v; want told that a round needs 8", err)
 			}
