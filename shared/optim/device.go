@@ -632,7 +632,7 @@ func (dv *device) charge(cost float64) error {
 // exact sampler's range is refused (ErrUnsafe), before anything is drawn
 // or charged.
 func (dv *device) ncSigmaZ(n int) (int64, error) {
-	z, err := mechanism.DiscreteSigma(ncSigma(dv.p, dv.rhoP, n)*ShareScale(dv.p), dv.sens, dv.step, dv.dim)
+	z, err := mechanism.DiscreteSigma(drawSigma(dv.p, dv.rhoP, n), dv.sens, dv.step, dv.dim)
 	if err != nil {
 		return 0, fmt.Errorf("%w: participation %d: %v", ErrUnsafe, n, err)
 	}

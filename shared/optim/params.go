@@ -338,7 +338,13 @@ func (p Params) Validate() error {
 // For "shared" it is the share a device draws: nc's sigma times
 // ShareScale (shared.go). NCChargeSigma is nc's sigma, whose cost the
 // ledger charges in both.
-func NCSigma(p Params, n int) float64 { return ncSigma(p, paperRho(p), n) * ShareScale(p) }
+func NCSigma(p Params, n int) float64 { return drawSigma(p, paperRho(p), n) }
+
+// drawSigma is the sigma a device of "nc" or "shared" draws at its n-th
+// participation for the paper's rho rp: nc's calibration times
+// ShareScale (1 for "nc"). Callers that need many participations compute
+// rp once (paperRho solves the budget's inverse).
+func drawSigma(p Params, rp float64, n int) float64 { return ncSigma(p, rp, n) * ShareScale(p) }
 
 // NCChargeSigma is the sigma whose cost, (2S/b)^2 / (2 sigma^2), a
 // device's ledger charges at its n-th participation in "nc" and "shared":

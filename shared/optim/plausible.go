@@ -326,8 +326,9 @@ func NewChecker(p Params, d int) (*Checker, error) {
 		// count, so that a device asked A times is allowed the noise of
 		// its A-th release, not of the cap.
 		c.sigZ = make([]int64, cap+1)
+		rp := paperRho(p) // once: it solves the budget's inverse
 		for n := 1; n <= cap; n++ {
-			if c.sigZ[n], err = mechanism.DiscreteSigma(NCSigma(p, n), sens, step, d); err != nil {
+			if c.sigZ[n], err = mechanism.DiscreteSigma(drawSigma(p, rp, n), sens, step, d); err != nil {
 				return nil, fmt.Errorf("optim: checker noise of release %d: %w", n, err)
 			}
 		}
