@@ -16,8 +16,8 @@ type Directory map[uint32]ed25519.PublicKey
 
 func (d Directory) check() error {
 	for id, pub := range d {
-		if id == 0 {
-			return fmt.Errorf("secagg: directory: client id 0: %w", ErrUnknownClient)
+		if id == 0 || id > MaxID {
+			return fmt.Errorf("secagg: directory: client id %d not in [1, %d]: %w", id, MaxID, ErrUnknownClient)
 		}
 		if len(pub) != ed25519.PublicKeySize {
 			return fmt.Errorf("secagg: directory: client %d's key of %d bytes: %w", id, len(pub), ErrMalformed)

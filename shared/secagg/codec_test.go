@@ -100,11 +100,8 @@ func TestDecodeRefuses(t *testing.T) {
 			b := first(kindSurvivors)
 			return set32(b, hdr+8, binary.BigEndian.Uint32(b[hdr+4:]))
 		}()},
-		{"share beyond the field", kindUnmaskResponse, func() []byte {
-			b := first(kindUnmaskResponse)
-			binary.BigEndian.PutUint64(b[hdr+4+4+4:], fieldP)
-			return b
-		}()},
+		{"client id over MaxID", kindConsistency, set32(first(kindConsistency), hdr, MaxID+1)},
+		{"share id over MaxID", kindUnmaskResponse, set32(first(kindUnmaskResponse), hdr+4+4, MaxID+1)},
 		{"signatures count over the bytes", kindUnmaskRequest, func() []byte {
 			b := first(kindUnmaskRequest)
 			return append(b[:len(b)-1], 0)[:len(b)-68]

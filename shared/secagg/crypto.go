@@ -28,11 +28,11 @@ const (
 // SeedSize is the size of every seed and key: 256 bits.
 const SeedSize = 32
 
-// shareSize is one encrypted share: a nonce, the b-share and the s-share
-// (64 bytes each) and the GCM tag.
+// An encrypted share is a nonce, the b-share and the s-share (32 bytes
+// each) and the GCM tag.
 const (
 	nonceSize      = 12
-	plainShareSize = 2 * 8 * chunks
+	plainShareSize = 2 * 2 * chunks
 	// CiphertextSize is the size of one encrypted pair of shares.
 	CiphertextSize = nonceSize + plainShareSize + 16
 )
@@ -114,10 +114,10 @@ func shareAAD(h Header, from, to uint32) []byte {
 func sealShares(aead cipher.AEAD, h Header, from, to uint32, b, s ShareValue) [CiphertextSize]byte {
 	plain := make([]byte, 0, plainShareSize)
 	for _, v := range b {
-		plain = binary.BigEndian.AppendUint64(plain, v)
+		plain = binary.BigEndian.AppendUint16(plain, v)
 	}
 	for _, v := range s {
-		plain = binary.BigEndian.AppendUint64(plain, v)
+		plain = binary.BigEndian.AppendUint16(plain, v)
 	}
 	var out [CiphertextSize]byte
 	rand.Read(out[:nonceSize])
@@ -132,11 +132,8 @@ func openShares(aead cipher.AEAD, h Header, from, to uint32, ct [CiphertextSize]
 		return b, s, fmt.Errorf("secagg: share from client %d: %w", from, ErrDecrypt)
 	}
 	for c := range chunks {
-		b[c] = binary.BigEndian.Uint64(plain[8*c:])
-		s[c] = binary.BigEndian.Uint64(plain[8*(chunks+c):])
-	}
-	if !b.valid() || !s.valid() {
-		return b, s, fmt.Errorf("secagg: share from client %d is not in the field: %w", from, ErrMalformed)
+		b[c] = binary.BigEndian.Uint16(plain[2*c:])
+		s[c] = binary.BigEndian.Uint16(plain[2*(chunks+c):])
 	}
 	return b, s, nil
 }

@@ -148,7 +148,7 @@ func (w *writer) bytes(v []byte) { w.b = append(w.b, v...) }
 
 func (w *writer) share(s ShareValue) {
 	for _, v := range s {
-		w.u64(v)
+		w.b = binary.BigEndian.AppendUint16(w.b, v)
 	}
 }
 
@@ -201,11 +201,14 @@ func (r *reader) u64() uint64 {
 func (r *reader) fixed(dst []byte) { copy(dst, r.take(len(dst))) }
 
 // id reads a client id: never 0 (0 is where a Shamir polynomial holds its
-// secret).
+// secret), at most MaxID.
 func (r *reader) id() uint32 {
 	v := r.u32()
 	if r.err == nil && v == 0 {
 		r.fail("client id 0")
+	}
+	if r.err == nil && v > MaxID {
+		r.fail("client id %d over %d", v, MaxID)
 	}
 	return v
 }
@@ -243,11 +246,10 @@ func (r *reader) ids(limit int) []uint32 {
 
 func (r *reader) share() ShareValue {
 	var s ShareValue
-	for c := range s {
-		s[c] = r.u64()
-	}
-	if r.err == nil && !s.valid() {
-		r.fail("share not in the field")
+	if v := r.take(2 * chunks); v != nil {
+		for c := range s {
+			s[c] = binary.BigEndian.Uint16(v[2*c:])
+		}
 	}
 	return s
 }
@@ -564,7 +566,7 @@ func (m *UnmaskResponse) MarshalBinary() ([]byte, error) {
 }
 
 func (r *reader) shares() []Share {
-	out := make([]Share, r.count(MaxClients, 4+8*chunks))
+	out := make([]Share, r.count(MaxClients, 4+2*chunks))
 	for i := range out {
 		out[i].Of = r.id()
 		out[i].Value = r.share()

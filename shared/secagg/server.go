@@ -295,7 +295,7 @@ func (s *Server) ReceiveUnmask(m *UnmaskResponse) error {
 			return fmt.Errorf("secagg: server: client %d sent %d %s shares, want %d: %w", m.From, len(shares), what, len(want), ErrMalformed)
 		}
 		for i, sh := range shares {
-			if sh.Of != want[i] || !sh.Value.valid() {
+			if sh.Of != want[i] {
 				return fmt.Errorf("secagg: server: client %d's %s share %d of client %d: %w", m.From, what, i, sh.Of, ErrMalformed)
 			}
 		}
@@ -348,20 +348,14 @@ func (s *Server) Sum() ([]int64, error) {
 		for i, v := range s.y[u] {
 			acc[i] = (acc[i] + v) & mask
 		}
-		seed, err := combine(l, gather(j, true))
-		if err != nil {
-			return nil, fmt.Errorf("secagg: server: client %d's self-mask seed: %w", u, err)
-		}
+		seed := combine(l, gather(j, true))
 		if commitSelfSeed(s.h, u, seed) != s.adv[u].Commit {
 			return nil, fmt.Errorf("secagg: server: client %d's self-mask seed: %w", u, ErrBadShare)
 		}
 		addMask(acc, seed, s.k, true)
 	}
 	for j, v := range s.dropped() {
-		sk, err := combine(l, gather(j, false))
-		if err != nil {
-			return nil, fmt.Errorf("secagg: server: client %d's masking key: %w", v, err)
-		}
+		sk := combine(l, gather(j, false))
 		priv, err := ecdh.X25519().NewPrivateKey(sk[:])
 		if err != nil {
 			return nil, fmt.Errorf("secagg: server: client %d's masking key: %w", v, err)
