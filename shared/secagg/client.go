@@ -312,8 +312,12 @@ func (c *Client) Unmask(m *UnmaskRequest) (*UnmaskResponse, error) {
 	if err := c.checkHeader(m.Header, "unmask request"); err != nil {
 		return nil, c.fail(err)
 	}
+	alive := make(map[uint32]bool, len(m.Survivors))
+	for _, v := range m.Survivors {
+		alive[v] = true
+	}
 	for _, v := range m.Dropped {
-		if slices.Contains(m.Survivors, v) {
+		if alive[v] {
 			return nil, c.fail(fmt.Errorf("asked for both shares of client %d: %w", v, ErrSplitView))
 		}
 	}
