@@ -10,6 +10,7 @@ import (
 	"github.com/coder/websocket"
 
 	"browserfl/coordinator/view"
+	"browserfl/shared/plan"
 	"browserfl/shared/wire"
 )
 
@@ -43,6 +44,9 @@ func TestPrivacyWordsEveryMode(t *testing.T) {
 type privacyWordsCase struct {
 	alg  string
 	args []string
+	// protection is whom the dashboard's figures (the status JSON) say
+	// they hold against (plan.Figures.Protection).
+	protection string
 	// status is the start of the status line after the update of some
 	// round is sent (every mode's starts with "Sent "; "" for a session
 	// the page refuses).
@@ -58,16 +62,16 @@ func privacyWordsCases() []privacyWordsCase {
 		"at most ε = 7.92 of your limit of 8 is used."}
 	deviceNot := []string{"server adds the noise", "everyone but", "no limit"}
 	dev := func(alg string, args ...string) privacyWordsCase {
-		return privacyWordsCase{alg: alg, args: args, status: "Sent a noisy update for round ", label: "Used so far: ε = ",
+		return privacyWordsCase{alg: alg, args: args, protection: plan.ProtectionDevice, status: "Sent a noisy update for round ", label: "Used so far: ε = ",
 			want: device, not: deviceNot}
 	}
 	none := func(alg string) privacyWordsCase {
-		return privacyWordsCase{alg: alg, args: []string{"-epsilon", "0", "-delta", "0"},
+		return privacyWordsCase{alg: alg, args: []string{"-epsilon", "0", "-delta", "0"}, protection: plan.ProtectionNone,
 			want: []string{"This session has no privacy protection", "This page does not join it."}}
 	}
 	return []privacyWordsCase{
 		dev("nc"),
-		{alg: "trusted", status: "Sent an update for round ", label: "Used so far, for everyone but the server: ε = ",
+		{alg: "trusted", protection: plan.ProtectionServer, status: "Sent an update for round ", label: "Used so far, for everyone but the server: ε = ",
 			want: []string{"; the server adds the noise.", "at most ε = 7.92 of your limit of 8 is used for everyone but the teacher's server",
 				"nothing limits what it can learn", "Against the teacher's server: no limit", "Against everyone else: ε = ",
 				"For the teacher's server: no limit", "your phone sends it without noise and the teacher's server adds the noise"},
@@ -94,6 +98,12 @@ func privacyWords(t *testing.T, e engine) {
 			args := append([]string{"-lobby", "-algorithm", c.alg, "-M", "2", "-m", "2", "-min-devices", "1", "-deadline", "3s",
 				"-T", "3", "-b", "32", "-demo-shards", "4"}, c.args...)
 			o := startOnePage(t, webDir, code, args...)
+			// The dashboard's figures say whom they hold against, in the
+			// page's own sentence.
+			if pv := o.status().Privacy; pv.Protection != c.protection ||
+				(c.protection == plan.ProtectionServer && !strings.Contains(pv.Text, "against everyone but the server")) {
+				t.Errorf("%s: the status JSON's privacy %+v, want protection %q", c.alg, pv, c.protection)
+			}
 			p, err := newTab()
 			if err != nil {
 				t.Fatal(err)
