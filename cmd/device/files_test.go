@@ -8,12 +8,16 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"browserfl/device"
 	"browserfl/shared/dataset"
+	"browserfl/shared/plan"
+	"browserfl/shared/task"
+	"browserfl/shared/wire"
 )
 
 // TestDeviceRecoversDamagedFiles: every file the native device keeps
@@ -127,6 +131,98 @@ func TestDeviceRecoversDamagedFiles(t *testing.T) {
 				if len(aside) == 0 {
 					t.Errorf("the damaged %s was not set aside", tc.file)
 				}
+			}
+		})
+	}
+}
+
+// TestDeviceRecoversDamagedRows: the demo rows a device keeps (rows.csv
+// of a row task, with their digest) cut short or changed are set aside
+// and fetched again from a real coordinator: every row comes back, none
+// is lost to a cut line.
+func TestDeviceRecoversDamagedRows(t *testing.T) {
+	def, err := task.Parse([]byte(`{"format": "browserfl.task/v1", "name": "pets", "title": "Guess a pet",
+		"about": "Pets from their weight.",
+		"features": [{"name": "weight", "ask": "How heavy, in kg?", "kind": "number", "min": 0, "max": 80}],
+		"label": {"name": "pet", "ask": "Which pet?", "values": ["cat", "dog"]}, "model": "logreg"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := task.Rows{}
+	for i := range 200 {
+		rows.Values = append(rows.Values, []string{strconv.Itoa(i % 80)})
+		rows.Labels = append(rows.Labels, i%2)
+	}
+	train, err := def.Set("pets", rows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess, err := plan.WithTask(wire.SessionParams{Name: "pets", Algorithm: "nc", DeadlineMillis: 500, M: 4, Cohort: 2,
+		Rounds: 5, Batch: 4, Clip: 1, Eta: 1, RhoPaper: 1}, def)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess.DemoShards = true
+	csv := func(part []int) ([]byte, error) {
+		sub := task.Rows{}
+		for _, j := range part {
+			sub.Values, sub.Labels = append(sub.Values, rows.Values[j]), append(sub.Labels, rows.Labels[j])
+		}
+		var b bytes.Buffer
+		err := def.WriteCSV(&b, sub)
+		return b.Bytes(), err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	serveCoordinator(t, ln, sess, train, csv)
+	url := "ws://" + ln.Addr().String() + "/ws"
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	for _, tc := range []struct {
+		name   string
+		damage func([]byte) []byte
+	}{
+		{"cut in a line", func(b []byte) []byte { return b[:len(b)/2+1] }},
+		{"a value changed", func(b []byte) []byte {
+			c := bytes.Clone(b)
+			i := bytes.IndexByte(c, '\n') + 1 // the first row's weight
+			c[i] = '0' + ('9'-c[i]+1)%10
+			return c
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			first, got, err := localData(ctx, dir, "", url, "join-me", log)
+			if err != nil || got == nil {
+				t.Fatalf("first start: task %v, %v", got, err)
+			}
+			path := filepath.Join(dir, "rows.csv")
+			b, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if bytes.Equal(tc.damage(b), b) {
+				t.Fatal("the damage changed nothing")
+			}
+			if err := os.WriteFile(path, tc.damage(b), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			again, _, err := localData(ctx, dir, "", url, "join-me", log)
+			if err != nil {
+				t.Fatalf("damaged rows are fatal: %v", err)
+			}
+			if len(again.Samples) != len(first.Samples) {
+				t.Errorf("%d rows after recovery, want the %d of a whole shard", len(again.Samples), len(first.Samples))
+			}
+			if _, sidecar, err := readKept(path); err != nil || !sidecar {
+				t.Errorf("the kept rows: sidecar %v, %v", sidecar, err)
+			}
+			if aside, _ := filepath.Glob(path + ".bad-*"); len(aside) != 1 {
+				t.Errorf("set aside: %q, want the damaged file", aside)
 			}
 		})
 	}

@@ -36,6 +36,22 @@ func startCoordinatorShape(t *testing.T, ln net.Listener, features, n, rounds, b
 	t.Helper()
 	sess := wire.SessionParams{Name: "test", Algorithm: "nc", Model: "logreg", Features: features, Classes: 10, Dim: (features + 1) * 10,
 		DeadlineMillis: 500, M: 4, Cohort: 2, Rounds: rounds, Batch: batch, Clip: 1, Eta: 1, RhoPaper: 1, DemoShards: true}
+	set := dataset.Set{Name: "ids", Features: features, Classes: 10, Samples: make([]dataset.Sample, n)}
+	for i := range set.Samples {
+		x := make([]float32, features)
+		for j := range x {
+			x[j] = float32((i+j)%n) / float32(n)
+		}
+		set.Samples[i] = dataset.Sample{X: x, Label: i % 10}
+	}
+	serveCoordinator(t, ln, sess, set, nil)
+}
+
+// serveCoordinator serves a real coordinator of session sess (join code
+// "join-me", never enough devices for a round) on ln, with demo shards
+// of train: pictures, or a row task's rows written by csv.
+func serveCoordinator(t *testing.T, ln net.Listener, sess wire.SessionParams, train dataset.Set, csv func([]int) ([]byte, error)) {
+	t.Helper()
 	srvHalf, err := optim.NewServer(device.Params(sess), make([]float64, sess.Dim), crand.Reader)
 	if err != nil {
 		t.Fatal(err)
@@ -51,15 +67,7 @@ func startCoordinatorShape(t *testing.T, ln net.Listener, features, n, rounds, b
 		t.Fatal(err)
 	}
 	t.Cleanup(c.Shutdown)
-	set := dataset.Set{Name: "ids", Features: features, Classes: 10, Samples: make([]dataset.Sample, n)}
-	for i := range set.Samples {
-		x := make([]float32, features)
-		for j := range x {
-			x[j] = float32((i+j)%n) / float32(n)
-		}
-		set.Samples[i] = dataset.Sample{X: x, Label: i % 10}
-	}
-	shards, err := shards.New(set, shards.Config{Classes: 10, Rounds: sess.Rounds, Batch: sess.Batch, Alpha: 1, Seed: 1, Max: 4})
+	shards, err := shards.New(train, shards.Config{Classes: train.Classes, Rounds: sess.Rounds, Batch: sess.Batch, Alpha: 1, Seed: 1, Max: 4, CSV: csv})
 	if err != nil {
 		t.Fatal(err)
 	}
