@@ -1842,6 +1842,34 @@ var mutations = []mutation{
 		new:  "a = a << 1",
 		pkgs: []string{"./shared/secagg/", "-run", "TestField|TestHonestSum"},
 	},
+	{
+		name: "task-without-test-rows-evaluated", why: "a task file without test rows is evaluated on its empty test set (the accuracy of nothing, NaN, stopped the coordinator at round 1)",
+		file: "cmd/coordinator/session.go",
+		old:  "\t\tevaluate, evalEvery = nil, 0\n",
+		new:  "\t\t_ = evalEvery\n",
+		pkgs: []string{"./cmd/coordinator/", "-run", "TestTaskFileLesson"},
+	},
+	{
+		name: "too-few-rows-leave-unexplained", why: "a device with too few samples for one round leaves without saying why: the dashboard only says it left",
+		file: "device/runtime.go",
+		old:  "\t\treturn short.Error()\n",
+		new:  "\t\treturn \"\"\n",
+		pkgs: []string{"./cmd/coordinator/", "-run", "TestTaskFileLesson"},
+	},
+	{
+		name: "kept-file-digest-unchecked", why: "the native device trusts a kept shard or demo rows whatever their digest file says (a file changed on disk is read as data)",
+		file: "cmd/device/files.go",
+		old:  "case string(sum) != sha(b):",
+		new:  "case false && string(sum) != sha(b):",
+		pkgs: []string{"./cmd/device/", "-run", "TestDeviceRecoversDamaged"},
+	},
+	{
+		name: "state-file-digest-unchecked", why: "the device trusts a state file whose state does not match its digest (a damaged ledger read as the device's)",
+		file: "device/file.go",
+		old:  "if got := digest(state); got != sum {",
+		new:  "if got := digest(state); false && got != sum {",
+		pkgs: []string{"./device/", "-run", "TestFileStorageChecked"},
+	},
 }
 
 func main() {
