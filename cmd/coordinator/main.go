@@ -25,9 +25,6 @@ import (
 	"os"
 	"runtime/pprof"
 
-	"browserfl/coordinator/edge"
-	"browserfl/coordinator/sessions"
-	"browserfl/coordinator/shards"
 	"browserfl/coordinator/site"
 	"browserfl/coordinator/store"
 	"browserfl/web"
@@ -98,60 +95,6 @@ func runSession(o options, log *slog.Logger, stderr io.Writer) error {
 	}
 	printStart(stderr, host, ln.Addr(), o, ifaces, metricsGenerated, log)
 	return serveHost(host, srv, ln, o, shards, log)
-}
-
-// openHost loads o's task, assembles its session, its evaluation and
-// its demo shards, and opens the host of its sessions (the store in
-// o.DataDir) serving assets. closeNATS releases the session process's
-// NATS (-role session) after the host has stopped.
-func openHost(o options, assets site.Assets, log *slog.Logger) (host *sessions.Host, set *shards.Set, closeNATS func(), err error) {
-	closeNATS = func() {}
-	deadline, gap, err := o.rounds()
-	if err != nil {
-		return nil, nil, closeNATS, err
-	}
-	td, err := loadTask(o)
-	if err != nil {
-		return nil, nil, closeNATS, err
-	}
-	if o.DatasetDir == "none" {
-		o.DemoShards, o.EvalEvery = -1, 0
-	}
-	a, err := assembleSession(o, td, deadline)
-	if err != nil {
-		return nil, nil, closeNATS, err
-	}
-	evalSet, err := evalSet(o, a, td, log)
-	if err != nil {
-		return nil, nil, closeNATS, err
-	}
-	// The shards size themselves by the rounds the current session has
-	// left; the host exists only below.
-	set, err = demoShards(o, a, td, func() int { return host.Current().Committed() }, log)
-	if err != nil {
-		return nil, nil, closeNATS, err
-	}
-	hcfg := sessions.Config{Dir: o.DataDir, Template: template(o, a, gap, evalSet, log), JoinCode: o.JoinCode, Seed: o.Seed,
-		JoinCodeLength: o.JoinCodeLength, Fresh: o.Reset, Logger: log, Shards: set, Assets: assets}
-	if o.Role == "session" {
-		if err := edge.CheckSession(a.sess); err != nil {
-			return nil, nil, closeNATS, err
-		}
-		attach, closeN, err := sessionNode(o, log)
-		if err != nil {
-			return nil, nil, closeNATS, err
-		}
-		closeNATS = closeN
-		hcfg.Attach = attach
-	}
-	if o.RollbackTo >= 0 {
-		hcfg.Prepare = o.rollBack(log)
-	}
-	if host, err = sessions.Open(hcfg); err != nil {
-		closeNATS()
-		return nil, nil, func() {}, err
-	}
-	return host, set, closeNATS, nil
 }
 
 // rollBack returns the host's Prepare for -rollback-to.

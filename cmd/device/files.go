@@ -112,3 +112,33 @@ func removeTemps(dir string, log *slog.Logger) {
 		}
 	}
 }
+
+// checkState checks the state file (device.CheckStateFile). A damaged
+// one is never trusted: it is set aside with the demo data kept beside
+// it, and the device starts afresh, a new device with a new demo shard
+// (the old shard's samples were used under the identity and the privacy
+// ledger the file held, so they are not used again). With the owner's
+// own rows (-rows) it stops instead and says why: those rows cannot be
+// replaced, and training on them again with a fresh ledger would spend
+// their privacy a second time unseen.
+func checkState(path, dir, rowsFile string, log *slog.Logger) error {
+	err := device.CheckStateFile(path)
+	if !errors.Is(err, device.ErrBadState) {
+		return err
+	}
+	if rowsFile != "" {
+		return fmt.Errorf("%w: this device's privacy ledger and the count of its rows already used are lost; "+
+			"training on the same rows (-rows %s) again would spend their privacy a second time, so it stops. "+
+			"To start afresh knowingly, move %s away", err, rowsFile, path)
+	}
+	log.Error("the state file is damaged: the device starts afresh, with new demo data", "err", err)
+	for _, p := range []string{path, filepath.Join(dir, "shard.bin"), filepath.Join(dir, "rows.csv")} {
+		if _, serr := os.Stat(p); serr != nil {
+			continue
+		}
+		if err := setAside(p, err, log); err != nil {
+			return err
+		}
+	}
+	return nil
+}

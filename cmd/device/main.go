@@ -13,9 +13,8 @@
 // For a session that learns pictures, the shard is read from
 // DIR/shard.bin; if missing or damaged, the coordinator's demo shard
 // endpoint is asked (demo only: a real device has its own data) and the
-// shard is kept there. Every file the device writes is replaced
-// atomically and checked when read (files.go; the state file by
-// device.FileStorage): a damaged one is set aside, never trusted. For a session that learns a row task (coordinator -task tabular,
+// shard is kept there. Every file it writes is replaced atomically and
+// checked when read; a damaged one is set aside, never trusted (files.go). For a session that learns a row task (coordinator -task tabular,
 // text or -task-file; the task comes with the session's parameters from
 // /api/session), the rows are read from the CSV file -rows (the device's
 // own rows: the first line names the task's columns; lines that do not
@@ -131,36 +130,6 @@ func run(args []string, stderr io.Writer) error {
 		return nil
 	}
 	return err
-}
-
-// checkState checks the state file (device.CheckStateFile). A damaged
-// one is never trusted: it is set aside with the demo data kept beside
-// it, and the device starts afresh, a new device with a new demo shard
-// (the old shard's samples were used under the identity and the privacy
-// ledger the file held, so they are not used again). With the owner's
-// own rows (-rows) it stops instead and says why: those rows cannot be
-// replaced, and training on them again with a fresh ledger would spend
-// their privacy a second time unseen.
-func checkState(path, dir, rowsFile string, log *slog.Logger) error {
-	err := device.CheckStateFile(path)
-	if !errors.Is(err, device.ErrBadState) {
-		return err
-	}
-	if rowsFile != "" {
-		return fmt.Errorf("%w: this device's privacy ledger and the count of its rows already used are lost; "+
-			"training on the same rows (-rows %s) again would spend their privacy a second time, so it stops. "+
-			"To start afresh knowingly, move %s away", err, rowsFile, path)
-	}
-	log.Error("the state file is damaged: the device starts afresh, with new demo data", "err", err)
-	for _, p := range []string{path, filepath.Join(dir, "shard.bin"), filepath.Join(dir, "rows.csv")} {
-		if _, serr := os.Stat(p); serr != nil {
-			continue
-		}
-		if err := setAside(p, err, log); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // localData returns the device's data: for a session that learns a row

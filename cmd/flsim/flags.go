@@ -66,51 +66,6 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	return o, err
 }
 
-// readTaskFile reads -task-file (task.ReadFile, as the coordinator
-// does) and takes the task's model and, when it states one, its privacy
-// target (plan.WithTask's reading): flags that would say otherwise are
-// refused.
-func (o *options) readTaskFile(fs *flag.FlagSet) error {
-	if o.taskFile == "" {
-		if o.rows != "" || o.test != "" {
-			return errors.New("-rows and -test-rows go with -task-file")
-		}
-		return nil
-	}
-	if o.taskName != "" {
-		return errors.New("give -task or -task-file, not both")
-	}
-	if o.rows == "" || o.test == "" {
-		return errors.New("-task-file brings no data: give its training rows (-rows FILE.csv) and test rows (-test-rows FILE.csv)")
-	}
-	def, err := task.ReadFile(o.taskFile)
-	if err != nil {
-		return fmt.Errorf("-task-file: %w", err)
-	}
-	var clash error
-	fs.Visit(func(f *flag.Flag) {
-		switch {
-		case f.Name == "model" && o.p.Model != def.Model:
-			clash = fmt.Errorf("-model %s: the task %s's model is %s", o.p.Model, def.Name, def.Model)
-		case def.Privacy.Epsilon > 0 && (f.Name == "rho" || f.Name == "epsilon" || f.Name == "delta"):
-			clash = fmt.Errorf("-%s: the task %s sets the privacy target (epsilon %g)", f.Name, def.Name, def.Privacy.Epsilon)
-		case f.Name == "dataset" || f.Name == "data-dir" || f.Name == "features":
-			clash = fmt.Errorf("-%s: -task-file's data are -rows and -test-rows", f.Name)
-		}
-	})
-	if clash != nil {
-		return clash
-	}
-	o.def, o.p.Model = def, def.Model
-	if e := def.Privacy.Epsilon; e > 0 {
-		o.p.Rho, o.p.Epsilon, o.p.Delta = 0, e, def.Privacy.Delta
-		if o.p.Delta == 0 {
-			o.p.Delta = plan.DefaultDelta
-		}
-	}
-	return nil
-}
-
 // defineFlags defines the flags into o.
 func defineFlags(fs *flag.FlagSet, o *options) {
 	fs.StringVar(&o.p.Algorithm, "algorithm", "nc", "algorithm: "+strings.Join(optim.Names(), ", "))

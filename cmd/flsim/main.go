@@ -86,20 +86,6 @@ func scatterBoth(train, test dataset.Set, workers int) (dataset.Set, dataset.Set
 	return out[0], out[1], nil
 }
 
-// loadRows reads -task-file's training and test rows (every line must
-// fit the task).
-func loadRows(def *task.Definition, rows, test string) (dataset.Set, dataset.Set, error) {
-	train, err := def.ReadSetFile(rows, def.Name)
-	if err != nil {
-		return dataset.Set{}, dataset.Set{}, fmt.Errorf("-rows: %w", err)
-	}
-	held, err := def.ReadSetFile(test, def.Name+"-test")
-	if err != nil {
-		return dataset.Set{}, dataset.Set{}, fmt.Errorf("-test-rows: %w", err)
-	}
-	return train, held, nil
-}
-
 // loadData loads the task's data (taskName set: any name task.Lookup
 // takes) or the named dataset from dir (or its default directory).
 func loadData(taskName, name, dir string) (train, test dataset.Set, err error) {
