@@ -2,6 +2,7 @@ package secagg
 
 import (
 	"bytes"
+	"crypto/ed25519"
 	"encoding"
 	"encoding/binary"
 	"errors"
@@ -12,6 +13,10 @@ import (
 // client dropped before its masked input, by kind.
 func sample(t testing.TB) map[byte][][]byte {
 	dir, keys := identities(t, 4)
+	return sampleWith(t, dir, keys)
+}
+
+func sampleWith(t testing.TB, dir Directory, keys map[uint32]ed25519.PrivateKey) map[byte][][]byte {
 	h := newHarness(t, testParams(4, 3, 6, 100, 1), dir, keys, seeded(t))
 	h.drop[4] = stepMask
 	if _, err := h.run(); err != nil {
