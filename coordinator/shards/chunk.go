@@ -1,13 +1,10 @@
 package shards
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"net/url"
 	"strconv"
-
-	"browserfl/shared/dataset"
 )
 
 // A page fetches its demo shard in chunks: the samples from..from+count
@@ -98,20 +95,9 @@ func (s *Set) IDXRange(idx, from, to int) (images, labels []byte, err error) {
 	}
 	part := s.parts[idx][from:to]
 	s.mu.Unlock()
-	sub, err := s.set.Subset(part)
+	b, err := encodeBlob(s.set, part)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, fmt.Errorf("demo shard %d, chunk [%d, %d): %w", idx, from, to, err)
 	}
-	im, lab, err := sub.EncodeIDX()
-	if err != nil {
-		return nil, nil, err
-	}
-	var a, b bytes.Buffer
-	if err := dataset.WriteIDX(&a, im); err != nil {
-		return nil, nil, err
-	}
-	if err := dataset.WriteIDX(&b, lab); err != nil {
-		return nil, nil, err
-	}
-	return a.Bytes(), b.Bytes(), nil
+	return splitBlob(b)
 }

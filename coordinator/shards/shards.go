@@ -1,7 +1,7 @@
 package shards
 
 import (
-	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"net/http"
@@ -28,12 +28,13 @@ type Set struct {
 	committed func() int
 
 	mu       sync.Mutex
-	parts    [][]int // the shards made, in order
-	next     int     // round robin position once Max shards exist
-	handouts int     // shards handed out (not counting repeats by cookie)
-	samples  int64   // samples in those shards
-	cache    map[int]shardFiles
-	order    []int // cached shard indices, oldest first
+	parts    [][]int        // the shards made, in order
+	next     int            // round robin position once Max shards exist
+	handouts int            // shards handed out (not counting repeats by cookie)
+	samples  int64          // samples in those shards
+	cache    map[int][]byte // shard index -> its blob
+	order    []int          // cached shard indices, oldest first
+	cached   int            // bytes of the cached blobs
 }
 
 // Source is the training set the demo shards are drawn from: a
@@ -76,9 +77,11 @@ type Config struct {
 	OnNew func(size int) error
 }
 
-// cachedShards is how many encoded shards stay in memory (a page asks
-// for images and labels one after the other).
-const cachedShards = 8
+// cachedShardBytes bounds the encoded shards kept in memory (a page asks
+// for images and labels one after the other, and a device whose download
+// was cut asks again): the most recent blobs up to this many bytes, and
+// always the last one (a demo session's shard is 5 MB).
+const cachedShardBytes = 12 << 20
 
 // New returns the demo shard source over train.
 func New(train Source, cfg Config) (*Set, error) {
@@ -94,7 +97,7 @@ func New(train Source, cfg Config) (*Set, error) {
 		committed = func() int { return 0 }
 	}
 	set := &Set{set: train, Classes: cfg.Classes, cfg: cfg, stream: st, committed: committed,
-		cache: make(map[int]shardFiles)}
+		cache: make(map[int][]byte)}
 	for k, size := range cfg.Replay {
 		if k >= cfg.Max {
 			break
@@ -171,54 +174,75 @@ func (s *Set) New() (int, error) {
 	return s.newLocked(t)
 }
 
-type shardFiles struct{ blob, images, labels []byte }
-
-func (s *Set) files(idx int) (shardFiles, error) {
+// blob returns shard idx as a demo shard blob (dataset.EncodeShard),
+// from the cache or made now. Its images and labels IDX files are parts
+// of it (splitBlob), so the three files of a shard cost one allocation of
+// the blob's size.
+func (s *Set) blob(idx int) ([]byte, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if f, ok := s.cache[idx]; ok {
-		return f, nil
+	if b, ok := s.cache[idx]; ok {
+		return b, nil
 	}
 	if idx < 0 || idx >= len(s.parts) {
-		return shardFiles{}, errors.New("no such shard")
+		return nil, errors.New("no such shard")
 	}
-	sub, err := s.set.Subset(s.parts[idx])
+	b, err := encodeBlob(s.set, s.parts[idx])
 	if err != nil {
-		return shardFiles{}, err
+		return nil, fmt.Errorf("demo shard %d: %w", idx, err)
 	}
-	im, lab, err := sub.EncodeIDX()
-	if err != nil {
-		return shardFiles{}, err
-	}
-	var a, b bytes.Buffer
-	if err := dataset.WriteIDX(&a, im); err != nil {
-		return shardFiles{}, err
-	}
-	if err := dataset.WriteIDX(&b, lab); err != nil {
-		return shardFiles{}, err
-	}
-	blob, err := dataset.EncodeShard(sub)
-	if err != nil {
-		return shardFiles{}, err
-	}
-	f := shardFiles{blob: blob, images: a.Bytes(), labels: b.Bytes()}
-	if len(s.order) >= cachedShards {
+	for len(s.order) > 0 && s.cached+len(b) > cachedShardBytes {
+		s.cached -= len(s.cache[s.order[0]])
 		delete(s.cache, s.order[0])
 		s.order = s.order[1:]
 	}
-	s.cache[idx] = f
+	s.cache[idx] = b
 	s.order = append(s.order, idx)
-	return f, nil
+	s.cached += len(b)
+	return b, nil
+}
+
+// blobSource is a Source that encodes a shard blob from its own bytes
+// (*dataset.Compact: no float32 features on the way).
+type blobSource interface {
+	ShardBlob(idx []int) ([]byte, error)
+}
+
+// encodeBlob returns the samples of set at part as a demo shard blob.
+func encodeBlob(set Source, part []int) ([]byte, error) {
+	if bs, ok := set.(blobSource); ok {
+		return bs.ShardBlob(part)
+	}
+	sub, err := set.Subset(part)
+	if err != nil {
+		return nil, err
+	}
+	return dataset.EncodeShard(sub)
+}
+
+// splitBlob returns the images and labels IDX files of a demo shard blob
+// (parts of it, not copies).
+func splitBlob(blob []byte) (images, labels []byte, err error) {
+	if len(blob) < 4 {
+		return nil, nil, fmt.Errorf("demo shard blob of %d bytes", len(blob))
+	}
+	n := binary.LittleEndian.Uint32(blob)
+	if uint64(n) > uint64(len(blob)-4) {
+		return nil, nil, fmt.Errorf("demo shard blob: images of %d bytes in %d", n, len(blob))
+	}
+	return blob[4 : 4+n : 4+n], blob[4+n:], nil
 }
 
 func (s *Set) Blob(idx int) ([]byte, error) {
-	f, err := s.files(idx)
-	return f.blob, err
+	return s.blob(idx)
 }
 
 func (s *Set) IDX(idx int) (images, labels []byte, err error) {
-	f, err := s.files(idx)
-	return f.images, f.labels, err
+	b, err := s.blob(idx)
+	if err != nil {
+		return nil, nil, err
+	}
+	return splitBlob(b)
 }
 
 // Rows reports whether the shards are a task's rows (served by CSV)

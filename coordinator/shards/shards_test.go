@@ -1,6 +1,8 @@
 package shards_test
 
 import (
+	"bytes"
+	"encoding/binary"
 	"testing"
 
 	"browserfl/coordinator/shards"
@@ -85,4 +87,89 @@ func TestShardsSizing(t *testing.T) {
 	if _, err := shards.New(idSet(10), shards.Config{Classes: 10, Rounds: 1, Batch: 1, Alpha: 0.5}); err == nil {
 		t.Error("Max 0 accepted")
 	}
+}
+
+// TestCompactFiles: the files made straight from a *dataset.Compact's
+// bytes (one allocation per shard) are those its float32 samples encode
+// to: the blob, the images and labels IDX files, and every chunk.
+func TestCompactFiles(t *testing.T) {
+	const n, f = 500, 12
+	im := &dataset.IDX{Type: dataset.Uint8, Dims: []int{n, 3, 4}, Data: make([]byte, n*f)}
+	lab := &dataset.IDX{Type: dataset.Uint8, Dims: []int{n}, Data: make([]byte, n)}
+	for i := range im.Data {
+		im.Data[i] = byte(31*i + i/7)
+	}
+	for i := range lab.Data {
+		lab.Data[i] = byte(i * 7 / 3 % 10)
+	}
+	compact, err := dataset.NewCompact("c", im, lab, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := shards.Config{Classes: 10, Rounds: 20, Batch: 4, Alpha: 0.5, Seed: 5, Max: 8}
+	fast, err := shards.New(compact, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slow, err := shards.New(compact.Set(), cfg) // a dataset.Set: Subset, then EncodeShard
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		i, err := fast.New()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if j, err := slow.New(); err != nil || j != i {
+			t.Fatalf("shard %d, %d: %v", i, j, err)
+		}
+		sub, err := slow.Shard(i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := dataset.EncodeShard(sub)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range []*shards.Set{fast, slow} {
+			for range 2 { // made, then from the cache
+				blob, err := s.Blob(i)
+				if err != nil || !bytes.Equal(blob, want) {
+					t.Fatalf("shard %d: blob of %d bytes (%v), want %d", i, len(blob), err, len(want))
+				}
+				images, labels, err := s.IDX(i)
+				if err != nil || !bytes.Equal(append(binary.LittleEndian.AppendUint32(nil, uint32(len(images))), append(images, labels...)...), want) {
+					t.Fatalf("shard %d: IDX files of %d and %d bytes (%v) are not the blob's", i, len(images), len(labels), err)
+				}
+			}
+		}
+		for _, r := range [][2]int{{0, 1}, {3, 17}, {0, sub.Len()}} {
+			chunk, err := sub.Subset(seq(r[0], r[1]))
+			if err != nil {
+				t.Fatal(err)
+			}
+			wi, wl, err := chunk.EncodeIDX()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var a, b bytes.Buffer
+			dataset.WriteIDX(&a, wi)
+			dataset.WriteIDX(&b, wl)
+			gi, gl, err := fast.IDXRange(i, r[0], r[1])
+			if err != nil || !bytes.Equal(gi, a.Bytes()) || !bytes.Equal(gl, b.Bytes()) {
+				t.Errorf("shard %d, chunk %v: %d and %d bytes (%v), want %d and %d", i, r, len(gi), len(gl), err, a.Len(), b.Len())
+			}
+		}
+	}
+	if _, err := fast.Blob(99); err == nil {
+		t.Error("shard 99 of 3 served")
+	}
+}
+
+func seq(from, to int) []int {
+	s := make([]int, 0, to-from)
+	for i := from; i < to; i++ {
+		s = append(s, i)
+	}
+	return s
 }

@@ -1,6 +1,10 @@
 package dataset
 
-import "fmt"
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+)
 
 // Compact is a labelled uint8 set kept as its IDX files store it: one byte
 // per feature (the feature is the byte divided by 255, as in FromIDX) and
@@ -119,4 +123,36 @@ func (c *Compact) Head(n int) (Set, error) {
 func (c *Compact) Set() Set {
 	s, _ := c.Head(c.Len()) // indices in range: no error
 	return s
+}
+
+// ShardBlob returns the samples at the given indices, in that order, as a
+// demo shard blob: EncodeShard of Subset(idx), byte for byte, made in one
+// allocation of the blob's size straight from the stored bytes, without
+// the float32 features. Indices may repeat; one out of range is an error.
+func (c *Compact) ShardBlob(idx []int) ([]byte, error) {
+	n := len(idx)
+	dims := append([]int{n}, c.Shape...)
+	imHead, labHead := 4+4*len(dims), 4+4
+	imLen := imHead + n*c.Features
+	if uint64(imLen) > math.MaxUint32 {
+		return nil, fmt.Errorf("dataset: shard of %d samples of %q: %d bytes of images do not fit the blob's length word", n, c.Name, imLen)
+	}
+	blob := make([]byte, 4+imLen+labHead+n)
+	binary.LittleEndian.PutUint32(blob, uint32(imLen))
+	im, lab := blob[4:4+imLen], blob[4+imLen:]
+	im[2], im[3] = byte(Uint8), byte(len(dims))
+	for i, d := range dims {
+		binary.BigEndian.PutUint32(im[4+4*i:], uint32(d))
+	}
+	lab[2], lab[3] = byte(Uint8), 1
+	binary.BigEndian.PutUint32(lab[4:], uint32(n))
+	pixels, labels := im[imHead:], lab[labHead:]
+	for k, i := range idx {
+		if i < 0 || i >= c.Len() {
+			return nil, fmt.Errorf("dataset: shard of %q: index %d (position %d) out of range [0, %d)", c.Name, i, k, c.Len())
+		}
+		copy(pixels[k*c.Features:(k+1)*c.Features], c.pixels[i*c.Features:(i+1)*c.Features])
+		labels[k] = c.labels[i]
+	}
+	return blob, nil
 }

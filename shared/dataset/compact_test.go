@@ -129,3 +129,43 @@ func TestOffHeap(t *testing.T) {
 		}
 	}
 }
+
+// ShardBlob is EncodeShard of Subset, byte for byte, for any subset, and
+// refuses an index out of range.
+func TestCompactShardBlob(t *testing.T) {
+	const n, f = 9, 6
+	im := &IDX{Type: Uint8, Dims: []int{n, 3, 2}, Data: make([]byte, n*f)}
+	lab := &IDX{Type: Uint8, Dims: []int{n}, Data: make([]byte, n)}
+	for i := range im.Data {
+		im.Data[i] = byte(53*i + 7)
+	}
+	for i := range lab.Data {
+		lab.Data[i] = byte(i % 4)
+	}
+	c, err := NewCompact("x", im, lab, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, idx := range [][]int{{0}, {8, 0, 3, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 0}} {
+		sub, err := c.Subset(idx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := EncodeShard(sub)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := c.ShardBlob(idx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) || cap(got) != len(want) {
+			t.Errorf("ShardBlob(%v): %d bytes (cap %d), want EncodeShard's %d", idx, len(got), cap(got), len(want))
+		}
+	}
+	for _, idx := range [][]int{{-1}, {n}, {0, n + 5}} {
+		if _, err := c.ShardBlob(idx); err == nil {
+			t.Errorf("ShardBlob(%v) accepted", idx)
+		}
+	}
+}
