@@ -55,6 +55,9 @@ type Client struct {
 	adv        Advertisement
 
 	peers map[uint32]Advertisement // U1, by id
+	// cShared is the agreement on the encryption keys with each other
+	// client of U1, from ShareKeys to MaskedInput.
+	cShared map[uint32][]byte
 	// bShares and sShares are the shares of each client of U2 this
 	// client holds (its own included).
 	bShares, sShares map[uint32]ShareValue
@@ -178,6 +181,7 @@ func (c *Client) ShareKeys(m *KeyList) (*ShareKeys, error) {
 	if err != nil {
 		return nil, c.fail(err)
 	}
+	c.cShared = make(map[uint32][]byte, len(ids))
 	c.bShares = make(map[uint32]ShareValue, len(ids))
 	c.sShares = make(map[uint32]ShareValue, len(ids))
 	out := &ShareKeys{Header: c.h, From: c.id, Shares: make([]EncryptedShare, 0, len(ids)-1)}
@@ -186,9 +190,14 @@ func (c *Client) ShareKeys(m *KeyList) (*ShareKeys, error) {
 			c.bShares[v], c.sShares[v] = bSh[i], sSh[i]
 			continue
 		}
-		aead, err := shareAEAD(c.h, c.cKey, peers[v].CPub, c.id, v)
+		shared, err := agree(c.cKey, peers[v].CPub)
 		if err != nil {
 			return nil, c.fail(fmt.Errorf("client %d's encryption key: %w", v, err))
+		}
+		c.cShared[v] = shared
+		aead, err := shareAEAD(c.h, shared, c.id, v)
+		if err != nil {
+			return nil, c.fail(err)
 		}
 		out.Shares = append(out.Shares, EncryptedShare{From: c.id, To: v, Ciphertext: sealShares(aead, c.h, c.id, v, bSh[i], sSh[i])})
 	}
@@ -224,7 +233,7 @@ func (c *Client) MaskedInput(m *ShareDelivery, x []int64) (*MaskedInput, error) 
 	}
 	u2 := []uint32{c.id}
 	for i, s := range m.Shares {
-		peer, ok := c.peers[s.From]
+		_, ok := c.peers[s.From]
 		switch {
 		case s.To != c.id:
 			return nil, c.fail(fmt.Errorf("share for client %d: %w", s.To, ErrUnknownClient))
@@ -233,7 +242,7 @@ func (c *Client) MaskedInput(m *ShareDelivery, x []int64) (*MaskedInput, error) 
 		case i > 0 && s.From <= m.Shares[i-1].From:
 			return nil, c.fail(fmt.Errorf("share from client %d out of order: %w", s.From, ErrDuplicate))
 		}
-		aead, err := shareAEAD(c.h, c.cKey, peer.CPub, s.From, c.id)
+		aead, err := shareAEAD(c.h, c.cShared[s.From], s.From, c.id)
 		if err != nil {
 			return nil, c.fail(err)
 		}
@@ -267,6 +276,7 @@ func (c *Client) MaskedInput(m *ShareDelivery, x []int64) (*MaskedInput, error) 
 		addMask(y, seed, c.k, v > c.id)
 	}
 	c.u2 = u2
+	c.cShared = nil
 	c.step = stepConsistency
 	return &MaskedInput{Header: c.h, From: c.id, Bits: uint8(c.k), Y: y}, nil
 }

@@ -85,12 +85,9 @@ func pairwiseSeed(h Header, priv *ecdh.PrivateKey, peerPub [32]byte, u, v uint32
 }
 
 // shareAEAD is the AES-256-GCM of the shares that from sends to, keyed
-// from their agreement on the encryption keys, one key per direction.
-func shareAEAD(h Header, priv *ecdh.PrivateKey, peerPub [32]byte, from, to uint32) (cipher.AEAD, error) {
-	shared, err := agree(priv, peerPub)
-	if err != nil {
-		return nil, err
-	}
+// from shared, their agreement on the encryption keys: one key per
+// direction.
+func shareAEAD(h Header, shared []byte, from, to uint32) (cipher.AEAD, error) {
 	key, err := hkdf.Key(sha256.New, shared, h.salt(), labelShareKey+string(appendIDs(nil, from, to)), SeedSize)
 	if err != nil {
 		return nil, fmt.Errorf("secagg: share key: %w", err)

@@ -5,7 +5,9 @@ import (
 	"crypto/rand"
 	"fmt"
 	"maps"
+	"runtime"
 	"slices"
+	"sync"
 )
 
 // Server is the server's side of a round: it collects each step's
@@ -354,7 +356,9 @@ func (s *Server) Sum() ([]int64, error) {
 		}
 		addMask(acc, seed, s.k, true)
 	}
-	for j, v := range s.dropped() {
+	dropped := s.dropped()
+	keys := make([]*ecdh.PrivateKey, len(dropped))
+	for j, v := range dropped {
 		sk := combine(l, gather(j, false))
 		priv, err := ecdh.X25519().NewPrivateKey(sk[:])
 		if err != nil {
@@ -363,13 +367,40 @@ func (s *Server) Sum() ([]int64, error) {
 		if [32]byte(priv.PublicKey().Bytes()) != s.adv[v].SPub {
 			return nil, fmt.Errorf("secagg: server: client %d's masking key: %w", v, ErrBadShare)
 		}
-		for _, u := range s.u3 {
-			seed, err := pairwiseSeed(s.h, priv, s.adv[u].SPub, v, u)
-			if err != nil {
-				return nil, fmt.Errorf("secagg: server: mask of clients %d and %d: %w", u, v, err)
+		keys[j] = priv
+	}
+	// The dropped clients' pairwise masks, |U3| streams each, the bulk of
+	// the work: split by dropped client across the cores, each worker
+	// summing into its own vector.
+	workers := min(runtime.GOMAXPROCS(0), len(dropped))
+	parts := make([][]uint64, workers)
+	errs := make([]error, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			acc := make([]uint64, s.p.Dim)
+			for j := w; j < len(dropped); j += workers {
+				v := dropped[j]
+				for _, u := range s.u3 {
+					seed, err := pairwiseSeed(s.h, keys[j], s.adv[u].SPub, v, u)
+					if err != nil {
+						errs[w] = fmt.Errorf("secagg: server: mask of clients %d and %d: %w", u, v, err)
+						return
+					}
+					// u added the mask if v < u, subtracted it if v > u.
+					addMask(acc, seed, s.k, v < u)
+				}
 			}
-			// u added the mask if v < u, subtracted it if v > u.
-			addMask(acc, seed, s.k, v < u)
+			parts[w] = acc
+		})
+	}
+	wg.Wait()
+	for w := range workers {
+		if errs[w] != nil {
+			return nil, errs[w]
+		}
+		for i, v := range parts[w] {
+			acc[i] = (acc[i] + v) & mask
 		}
 	}
 	out := make([]int64, s.p.Dim)
