@@ -11,3 +11,6 @@ func cpuNow() int64 {
 	u := js.Global().Get("process").Call("cpuUsage")
 	return int64(u.Get("user").Float()+u.Get("system").Float()) * 1000
 }
+
+// processCPU is the same: WebAssembly runs on one thread.
+func processCPU() int64 { return cpuNow() }

@@ -1,9 +1,11 @@
-//go:build !(js && wasm)
+//go:build !(js && wasm) && !linux
 
 package secagg
 
 import "browserfl/internal/cputime"
 
-// cpuNow is the calling thread's CPU time in ns on Linux (the caller
-// locks its OS thread), wall time elsewhere.
+// cpuNow is wall time here (thread CPU time is read on Linux only).
 func cpuNow() int64 { return cputime.Now() }
+
+// processCPU is wall time here.
+func processCPU() int64 { return cputime.Now() }
