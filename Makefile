@@ -57,7 +57,8 @@ fmt-check:
 # them race, scaleout, the lesson (200 rounds of
 # ten pages are about 60 s of CPU in 2-4 minutes) and the browser tests
 # that run in every engine (ENGINES_RE: TestClassroom, TestDashboardLayout,
-# TestTaskFormEngines and the owner's two tabs), whose Chromium subtests run
+# TestTaskFormEngines, the owner's two tabs and the privacy words of every
+# mode), whose Chromium subtests run
 # in the stage test and whose Firefox and WebKit ones run in the stage
 # engines (docs/browser.md, "Three engines"). Two phases with a barrier
 # took the longer of each phase's pair, about 2.5 minutes more (2026-12-02).
@@ -67,7 +68,7 @@ RACE_PKGS := ./coordinator/... ./device/... ./sim/...
 RACE_RE := ^browserfl/(coordinator|device|sim)(/|$$)
 STAGE_LOG := .cache/make-test-stages
 BESIDE_LOG := .cache/make-test-beside.log
-ENGINES_RE := ^(TestClassroom|TestDashboardLayout|TestTaskFormEngines|TestOwnerLedgerTwoTabsEngines)$$/^(firefox|webkit)$$
+ENGINES_RE := ^(TestClassroom|TestDashboardLayout|TestTaskFormEngines|TestOwnerLedgerTwoTabsEngines|TestPrivacyWordsEveryMode)$$/^(firefox|webkit)$$
 STAGE := STAGE_LOG=$(STAGE_LOG) bash scripts/stage.sh
 SUBMAKE := $(MAKE) --no-print-directory
 test:

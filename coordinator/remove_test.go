@@ -145,7 +145,7 @@ func teacherSeesRejectionsAndRemoves(t *testing.T, atEdge bool) {
 	}
 	// The projector's read-only view shows neither ids nor rejections.
 	if _, body := getText(t, base+"/api/status?code=join-me"); strings.Contains(body, welcome.DeviceID) ||
-		strings.Contains(body, `"rejected"`) || strings.Contains(body, `"device"`) {
+		strings.Contains(body, `"rejected":`) || strings.Contains(body, `"device":`) {
 		t.Errorf("read-only status shows what only the teacher sees: %.300s", body)
 	}
 

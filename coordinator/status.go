@@ -70,8 +70,11 @@ func (c *Coordinator) Activity() view.Activity {
 	a := view.Activity{Session: c.sess, MinDevices: c.minDevices}
 	a.Committed, a.Finished, a.Lobby = c.committed, c.finished, c.state == StateLobby
 	for _, d := range c.devices {
-		if d.conn != nil && !d.left && !d.removed && d.misses < c.front.Lim.MaxMisses {
-			a.Active++
+		if d.conn != nil && !d.left && !d.removed {
+			a.Connected++
+			if d.misses < c.front.Lim.MaxMisses {
+				a.Active++
+			}
 		}
 		if d.left && d.leftWhy != "" && !d.removed {
 			if a.LeftWhy == nil {

@@ -533,6 +533,12 @@ func dashTraining(d *dashRun) {
   return ["active", "stuck", "left", "gone"].every(s => cls.has(s)) && !document.getElementById("flags").hidden; })()`); err != nil {
 			t.Error(pageFailure(b, name, err))
 		}
+		// The projector says how long the lesson has left (from the
+		// pace of its rounds) and what a blind guess would score.
+		if err := waitFor(b, 30*time.Second, name+": time left and a guess's accuracy", `/about .* left$/.test(document.getElementById("running").textContent) &&
+  document.getElementById("acc-kv").textContent === "test accuracy · a guess would be 10 %"`); err != nil {
+			t.Error(pageFailure(b, name, err))
+		}
 		checkLayout(t, name, pageLayout(t, b), "training")
 		d.shoot(fmt.Sprintf("dashboard-%d", size[0]), true, true)
 		// The class is in view without scrolling: at 1920x1080 all 30

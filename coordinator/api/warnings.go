@@ -21,8 +21,10 @@ type PlanInput struct {
 	Committed                         int
 	Finished                          bool
 	// Active counts the connected devices that can be sampled now or
-	// after their current round (not left, not stuck).
-	Active int
+	// after their current round (not left, not stuck): the devices that
+	// answer. Connected counts the connected ones that have not left,
+	// the stuck ones too (0: not known, taken as Active).
+	Active, Connected int
 	// Shards is what the demo shard endpoint handed out (zero without
 	// demo shards, or when the devices bring their own data).
 	Shards shards.Stats
@@ -76,7 +78,16 @@ func PlanWarnings(in PlanInput) []Warning {
 	if why := leftWhy(in.LeftWhy); why != "" {
 		text, words = "; "+why, " "+why+"."
 	}
+	connected := max(in.Connected, in.Active)
 	switch {
+	case in.Active < in.MinDevices && connected > in.Active:
+		// Devices are there but do not answer (slow phones that missed
+		// their last rounds): "connected" would read as "gone".
+		out = append(out, Warning{"devices", fmt.Sprintf(
+			"%d of %d connected devices answering: a round needs at least %d answering (min-devices), so the session waits; the others missed their last rounds and are asked again now and then%s",
+			in.Active, connected, in.MinDevices, text), fmt.Sprintf(
+			"Waiting for devices to answer: a round needs at least %d, and %d of the %d connected %s answering. The others are slow or busy and are asked again now and then.%s",
+			in.MinDevices, in.Active, connected, isAre(in.Active), words)})
 	case in.Active < in.MinDevices:
 		out = append(out, Warning{"devices", fmt.Sprintf(
 			"%d devices connected: a round needs at least %d (min-devices), so the session waits for more%s",
@@ -150,6 +161,14 @@ func leftWhy(why map[string]int) string {
 }
 
 // devicesAre is "1 device is" or "n devices are".
+// isAre is "is" for one and "are" for any other number.
+func isAre(n int) string {
+	if n == 1 {
+		return "is"
+	}
+	return "are"
+}
+
 func devicesAre(n int) string {
 	if n == 1 {
 		return "1 device is"
@@ -163,7 +182,7 @@ func planInput(c Session, shards *shards.Set) PlanInput {
 	a := c.Activity()
 	sess := a.Session
 	in := PlanInput{Rounds: sess.Rounds, Batch: sess.Batch, Cohort: sess.Cohort, MinDevices: a.MinDevices}
-	in.Committed, in.Finished, in.Lobby, in.Active, in.LeftWhy = a.Committed, a.Finished, a.Lobby, a.Active, a.LeftWhy
+	in.Committed, in.Finished, in.Lobby, in.Active, in.Connected, in.LeftWhy = a.Committed, a.Finished, a.Lobby, a.Active, a.Connected, a.LeftWhy
 	_, included := c.Front().Met.Totals()
 	in.SamplesUsed = included * int64(sess.Batch)
 	if shards != nil {

@@ -37,6 +37,9 @@ func TestPlanWarnings(t *testing.T) {
 		}), nil, nil},
 		{"nobody yet: the session waits", demo(func(in *api.PlanInput) {}),
 			[]string{"devices"}, []string{"0 devices connected: a round needs at least 2"}},
+		{"slow phones: 1 answering of 8 connected", demo(func(in *api.PlanInput) {
+			in.Active, in.Connected, in.Shards = 1, 8, fashion(8, 0)
+		}), []string{"devices"}, []string{"1 of 8 connected devices answering: a round needs at least 2 answering"}},
 		{"fewer than the cohort", demo(func(in *api.PlanInput) {
 			in.Active, in.Shards = 6, fashion(6, 0)
 		}), []string{"devices"}, []string{"6 devices connected, fewer than the cohort m = 10"}},
@@ -127,5 +130,24 @@ func TestTaskTitle(t *testing.T) {
 		if got := api.TaskTitle(wire.SessionParams{Labels: tc.labels}); got != tc.want {
 			t.Errorf("TaskTitle(%q) = %q, want %q", tc.labels, got, tc.want)
 		}
+	}
+}
+
+// TestAnsweringIsNotConnected: slow phones that missed their last rounds
+// are connected but do not answer; the projector's words say so instead
+// of counting only the answering ones as connected.
+func TestAnsweringIsNotConnected(t *testing.T) {
+	in := api.PlanInput{Rounds: 200, Batch: 32, Cohort: 10, MinDevices: 2, Active: 1, Connected: 8}
+	got := api.PlanWarnings(in)
+	if len(got) == 0 || got[0].Kind != "devices" {
+		t.Fatalf("warnings %+v, want a devices warning first", got)
+	}
+	want := "Waiting for devices to answer: a round needs at least 2, and 1 of the 8 connected is answering."
+	if !strings.HasPrefix(got[0].Words, want) {
+		t.Errorf("words %q, want them to start %q", got[0].Words, want)
+	}
+	in.Connected = 1 // nobody stuck: the old words
+	if got := api.PlanWarnings(in); len(got) == 0 || !strings.HasPrefix(got[0].Words, "Waiting for more devices: a round needs at least 2, and 1 device is connected.") {
+		t.Errorf("one connected, one answering: %+v", got)
 	}
 }

@@ -55,6 +55,26 @@ function fmtDuration(sec) {
   return h ? h + " h " + String(m).padStart(2, "0") + " min" : m ? m + " min " + String(s).padStart(2, "0") + " s" : s + " s";
 }
 function pct(x) { return (100 * x).toFixed(1) + " %"; }
+// guessPct is the accuracy of a blind guess among k classes, in the
+// fewest digits that say it ("10 %", "25 %", "33.3 %").
+function guessPct(k) {
+  const p = 100 / k;
+  return (Number.isInteger(p) ? String(p) : p.toFixed(1)) + " %";
+}
+// timeLeft is the lesson's time left, in seconds, from the measured pace
+// of its last rounds: the median gap between the starts of the last (at
+// most) 21 committed rounds (a pause or a slow round moves a median
+// little), times the rounds left; null before 3 rounds are committed or
+// when none are left.
+function timeLeft(rs, left) {
+  const done = rs.filter(r => r.started).slice(-21);
+  if (done.length < 3 || left <= 0) return null;
+  const gaps = [];
+  for (let i = 1; i < done.length; i++) gaps.push((Date.parse(done[i].started) - Date.parse(done[i - 1].started)) / 1000);
+  gaps.sort((a, b) => a - b);
+  const mid = gaps.length >> 1, med = gaps.length % 2 ? gaps[mid] : (gaps[mid - 1] + gaps[mid]) / 2;
+  return med > 0 ? med * left : null;
+}
 function table(el, rows) {
   el.replaceChildren(...rows.map(([k, v]) => {
     const tr = document.createElement("tr");
@@ -503,7 +523,9 @@ function renderTraining(s) {
   const cur = s.round ? s.round.t : s.committed;
   $("round").textContent = cur;
   $("roundof").textContent = "of " + ss.rounds + " rounds · " + ss.cohort + (ss.cohort === 1 ? " device" : " devices") + " asked each round";
-  $("running").textContent = s.running_s != null ? "running for " + fmtDuration(s.running_s) : "";
+  const left = timeLeft(rounds, ss.rounds - s.committed);
+  $("running").textContent = (s.running_s != null ? "running for " + fmtDuration(s.running_s) : "") +
+    (left != null && s.state !== "paused" ? " · about " + fmtDuration(left) + " left" : "");
   if (s.round) {
     $("cohortbar").style.width = (100 * s.round.received / Math.max(1, s.round.cohort)) + "%";
     $("cohorttxt").textContent = s.round.received + " / " + s.round.cohort + " updates · " + (s.round.deadline_left_ms / 1000).toFixed(1) + " s left";
@@ -514,6 +536,7 @@ function renderTraining(s) {
   $("sessbar").style.width = (100 * s.committed / ss.rounds) + "%";
   $("sesstxt").textContent = s.committed + " / " + ss.rounds + " rounds committed";
   $("acc").textContent = s.last_eval ? pct(s.last_eval.accuracy) : "–";
+  $("acc-kv").textContent = "test accuracy" + (ss.classes > 1 ? " · a guess would be " + guessPct(ss.classes) : "");
   const ev = rounds.filter(r => r.evaluated);
   // A session that tests nothing says why (a task without test rows).
   const first = s.accuracy_note ? noAccuracy(s, "students can try the model on their phones.")

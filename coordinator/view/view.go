@@ -220,8 +220,11 @@ type Activity struct {
 	// Lobby is true while the session waits for the teacher's Start.
 	Lobby bool
 	// Active counts the connected devices that can be sampled now or
-	// after their current round (not left, not removed, not stuck).
-	Active int
+	// after their current round (not left, not removed, not stuck):
+	// the devices that answer. Connected counts every connected device
+	// that has not left or been removed, the stuck ones too (they missed
+	// their last rounds and are only asked now and then).
+	Active, Connected int
 	// LeftWhy counts the devices that left saying why (their Leave
 	// detail, for example that they have too few rows for one round),
 	// by what they said.
