@@ -58,6 +58,13 @@ func (c *Coordinator) AttachNode(r Relay) error {
 	}
 	c.mu.Lock()
 	c.node = r
+	if c.eng != nil {
+		// An edge's sum is all or nothing and a round takes at most m
+		// updates: a round that asked everyone eligible would have edge
+		// sums past m, each refused whole, and include nobody (prepare
+		// leaves it off once a node is attached).
+		c.eng.SetAskAll(0)
+	}
 	c.mu.Unlock()
 	return nil
 }

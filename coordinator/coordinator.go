@@ -432,6 +432,12 @@ func (c *Coordinator) prepare() error {
 		}
 	}
 	c.eng = engine.New[string](c.server, cfg.Session.Cohort, cfg.Session.Rounds, cfg.Seed, cfg.Session.DeadlineMillis)
+	if c.node == nil {
+		// A round in which nobody is sure asks everyone eligible (idle
+		// ids present at Start cannot hold it); not in the cluster shape
+		// (AttachNode).
+		c.eng.SetAskAll(engine.AskAllCap(cfg.Session.Cohort))
+	}
 	c.committed = committed
 	c.finished = committed >= cfg.Session.Rounds || c.ended
 	if committed > 0 {

@@ -19,7 +19,8 @@ import (
 // permutation (over-selection); it also asks a few devices that are no
 // longer sampled (they missed too many rounds) as probes, beyond the
 // target. When no eligible device is sure (a new session, or after a
-// restart), it asks the other eligible devices too, up to AskAllCap. The round closes as soon as m updates have arrived (or every
+// restart), the one-process coordinator's rounds ask the other eligible
+// devices too, up to AskAllCap. The round closes as soon as m updates have arrived (or every
 // member still in it has delivered, or its deadline passed); members still
 // out are excluded like late updates.
 //
@@ -50,7 +51,12 @@ const probeSalt = 0x9e3779b97f4a7c15
 // sure(id) says whether one of them is sure, probeable are the sorted ids
 // of devices that are connected and idle but no longer sampled, of which
 // at most probes are asked. m is the session's cohort size.
-func PlanCohort[ID cmp.Ordered](eligible []ID, sure func(ID) bool, probeable []ID, m, probes int, seed uint64, t int) Plan[ID] {
+//
+// askAll is the most members a round asks when no eligible device is sure
+// (0: only the cohort); the one-process coordinator gives AskAllCap(m),
+// the cluster shape 0 (an edge's sum is all or nothing, so a sum of more
+// than m asked members would be refused whole).
+func PlanCohort[ID cmp.Ordered](eligible []ID, sure func(ID) bool, probeable []ID, m, probes, askAll int, seed uint64, t int) Plan[ID] {
 	k := min(m, len(eligible))
 	perm := optim.SampleCohort(eligible, len(eligible), seed, t) // its first k are SampleCohort(eligible, k)
 	p := Plan[ID]{Target: k, Unsure: map[ID]bool{}}
@@ -72,18 +78,18 @@ func PlanCohort[ID cmp.Ordered](eligible []ID, sure func(ID) bool, probeable []I
 			need--
 		}
 	}
-	if need == k && len(p.Members) == k {
+	if need == k && len(p.Members) == k && askAll > k {
 		// Nobody eligible is sure (a new session, or a restart: no
 		// device has delivered yet), so there is nobody to replace the
 		// unsure members with: ask the other eligible devices too, up to
-		// AskAllCap(m) members, so that the first updates to arrive close
+		// askAll members, so that the first updates to arrive close
 		// the round however many of the eligible ids never answer. Each
 		// is charged a release if it answers after the target (excluded,
 		// like any late update); the next rounds have the first round's
 		// m sure devices to over-select with. The loop above went
 		// through all of perm[k:] and found no sure device in it.
 		for _, id := range perm[k:] {
-			if len(p.Members) >= AskAllCap(m) {
+			if len(p.Members) >= askAll {
 				break
 			}
 			if !sure(id) {
@@ -128,8 +134,8 @@ func PlanRecovery[ID cmp.Ordered](probeable []ID, m int, seed uint64, t int) Pla
 	return p
 }
 
-// AskAllCap is the most members a round of cohort m asks when no
-// eligible device is sure: 8 m, and at
+// AskAllCap is the most members a round of cohort m asks, in the
+// one-process coordinator, when no eligible device is sure: 8 m, and at
 // least 256, so that a class that opens with many idle ids (60 of them
 // beside 10 pages) still has every page asked in its first round.
 func AskAllCap(m int) int { return max(8*m, 256) }

@@ -33,6 +33,8 @@ func TestPlanCohort(t *testing.T) {
 		sure      func(string) bool
 		probeable []string
 		m, probes int
+		// askAll is PlanCohort's (0: only the cohort).
+		askAll int
 		// wantOld: the members are exactly the old cohort.
 		wantOld bool
 		// wantSure: the sure members number min(m, sure eligible).
@@ -43,8 +45,9 @@ func TestPlanCohort(t *testing.T) {
 	}{
 		{name: "all sure", eligible: honest, sure: isHonest, m: 4, wantOld: true, wantSure: true},
 		{name: "all sure, fewer than m", eligible: honest[:3], sure: isHonest, m: 4, wantOld: true, wantSure: true},
-		{name: "nobody sure (a new session): every eligible device asked", eligible: all, sure: func(string) bool { return false }, m: 4, wantAll: true},
-		{name: "nobody sure, beyond the cap", eligible: ids("n", 300), sure: func(string) bool { return false }, m: 4, wantCap: true},
+		{name: "nobody sure (a new session): every eligible device asked", eligible: all, sure: func(string) bool { return false }, m: 4, askAll: engine.AskAllCap(4), wantAll: true},
+		{name: "nobody sure, beyond the cap", eligible: ids("n", 300), sure: func(string) bool { return false }, m: 4, askAll: engine.AskAllCap(4), wantCap: true},
+		{name: "nobody sure, no asking all (the cluster shape)", eligible: all, sure: func(string) bool { return false }, m: 4, wantOld: true},
 		{name: "sybils among sure devices", eligible: all, sure: isHonest, m: 4, wantSure: true},
 		{name: "sybils, fewer sure than m", eligible: append(slices.Clone(honest[:2]), sybils...), sure: isHonest, m: 4, wantSure: true},
 		{name: "sybils and probes", eligible: all, sure: isHonest, probeable: ids("p", 5), m: 4, probes: 2, wantSure: true},
@@ -52,7 +55,7 @@ func TestPlanCohort(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			for round := 1; round <= 50; round++ {
-				p := engine.PlanCohort(tc.eligible, tc.sure, tc.probeable, tc.m, tc.probes, 42, round)
+				p := engine.PlanCohort(tc.eligible, tc.sure, tc.probeable, tc.m, tc.probes, tc.askAll, 42, round)
 				k := min(tc.m, len(tc.eligible))
 				old := optim.SampleCohort(tc.eligible, k, 42, round)
 				slices.Sort(old)
@@ -70,8 +73,8 @@ func TestPlanCohort(t *testing.T) {
 				if tc.wantAll && !slices.Equal(p.Members, tc.eligible) {
 					t.Fatalf("round %d: members %v, want every eligible device", round, p.Members)
 				}
-				if tc.wantCap && len(p.Members) != engine.AskAllCap(tc.m) {
-					t.Fatalf("round %d: %d members, want AskAllCap = %d", round, len(p.Members), engine.AskAllCap(tc.m))
+				if tc.wantCap && len(p.Members) != tc.askAll {
+					t.Fatalf("round %d: %d members, want askAll = %d", round, len(p.Members), tc.askAll)
 				}
 				if tc.wantOld && !slices.Equal(p.Members, old) {
 					t.Fatalf("round %d: members %v, want the old cohort %v", round, p.Members, old)
@@ -146,7 +149,7 @@ func TestAskable(t *testing.T) {
 			for i := range pr {
 				pr[i] = 1000 + i
 			}
-			p := engine.PlanCohort(el, func(int) bool { return true }, pr, tc.m, engine.ProbesPerRound(tc.m), 1, 1)
+			p := engine.PlanCohort(el, func(int) bool { return true }, pr, tc.m, engine.ProbesPerRound(tc.m), engine.AskAllCap(tc.m), 1, 1)
 			if tc.eligible == 0 {
 				p = engine.PlanRecovery(pr, tc.m, 1, 1)
 			}

@@ -58,6 +58,7 @@ type Outcome[ID cmp.Ordered] struct {
 type Engine[ID cmp.Ordered] struct {
 	srv            optim.Server
 	cohort, rounds int
+	askAll         int // PlanCohort's askAll (SetAskAll)
 	seed           uint64
 	deadlineMillis int
 	sum            []float64
@@ -70,6 +71,11 @@ func New[ID cmp.Ordered](srv optim.Server, m, rounds int, seed uint64, deadlineM
 	return &Engine[ID]{srv: srv, cohort: m, rounds: rounds, seed: seed, deadlineMillis: deadlineMillis,
 		sum: make([]float64, len(srv.Model()))}
 }
+
+// SetAskAll sets the most members a round asks when no eligible device
+// is sure (PlanCohort; 0, the default: only the cohort). Call it before
+// the rounds start.
+func (e *Engine[ID]) SetAskAll(n int) { e.askAll = n }
 
 // Round runs round t through sh: Begin, sh.Collect, then Finish. It
 // reports whether the round was committed; a round that did not start
@@ -89,7 +95,7 @@ func (e *Engine[ID]) Round(ctx context.Context, t int, sh Shell[ID]) (committed 
 // reports whether the round started.
 func (e *Engine[ID]) Begin(t int, sh Shell[ID]) (bool, error) {
 	return sh.Ask(t, func(eligible []ID, sure func(ID) bool, probeable []ID) (Plan[ID], optim.Round, error) {
-		p := PlanCohort(eligible, sure, probeable, e.cohort, ProbesPerRound(e.cohort), e.seed, t)
+		p := PlanCohort(eligible, sure, probeable, e.cohort, ProbesPerRound(e.cohort), e.askAll, e.seed, t)
 		if len(eligible) == 0 && len(probeable) > 0 {
 			p = PlanRecovery(probeable, e.cohort, e.seed, t)
 		}

@@ -99,7 +99,7 @@ func TestRoundStages(t *testing.T) {
 	eng := engine.New[string](srv, 3, 10, 42, 1000)
 	eligible := []string{"a", "b", "c", "d", "e"}
 	sh := &recShell{eligible: eligible, sure: map[string]bool{"a": true, "b": true, "c": true, "d": true}, start: true}
-	plan := engine.PlanCohort(eligible, func(id string) bool { return sh.sure[id] }, nil, 3, engine.ProbesPerRound(3), 42, 1)
+	plan := engine.PlanCohort(eligible, func(id string) bool { return sh.sure[id] }, nil, 3, engine.ProbesPerRound(3), 0, 42, 1)
 	if len(plan.Members) < 2 {
 		t.Fatalf("plan %v: the test needs two members", plan.Members)
 	}

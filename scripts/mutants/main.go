@@ -103,7 +103,7 @@ var mutations = []mutation{
 	{
 		name: "no-ask-all-at-start", why: "a round in which no eligible device is sure asks only its cohort (idle ids present at Start stall the class)",
 		file: "engine/cohort.go",
-		old:  "if len(p.Members) >= AskAllCap(m) {",
+		old:  "if len(p.Members) >= askAll {",
 		new:  "if true {",
 		pkgs: []string{"./engine/", "-run", "TestPlanCohort"},
 	},
