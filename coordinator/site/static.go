@@ -6,11 +6,14 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"io/fs"
 	"math/bits"
 	"mime"
 	"net/http"
+	"os"
 	"path"
+	"path/filepath"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -56,12 +59,72 @@ type staticAsset struct {
 	name   string // the file's own name in web/ ("app.wasm")
 	hashed string // its content-hashed name ("app.0123456789ab.wasm")
 	ctype  string
-	raw    []byte
+	raw    body
 	etag   string // quoted strong validator of raw
 
 	ready  chan struct{}
-	gz, br []byte // nil when not worth compressing
+	gz, br body // empty when not worth compressing
 }
+
+// body is bytes as served: in memory, or a file of an fs.FS read at each
+// request (the embedded web/: its bytes are in the binary, and a copy on
+// the heap would only add to the process's memory).
+type body struct {
+	mem  []byte
+	fsys fs.FS // with path, when not in mem
+	path string
+	size int64
+}
+
+func memBody(b []byte) body { return body{mem: b, size: int64(len(b))} }
+
+func (b body) empty() bool { return b.mem == nil && b.fsys == nil }
+
+// open returns a reader of b's bytes and what to close after it.
+func (b body) open() (io.ReadSeeker, io.Closer, error) {
+	if b.fsys == nil {
+		return bytes.NewReader(b.mem), io.NopCloser(nil), nil
+	}
+	f, err := b.fsys.Open(b.path)
+	if err != nil {
+		return nil, nil, err
+	}
+	rs, ok := f.(io.ReadSeeker)
+	if !ok {
+		f.Close()
+		return nil, nil, fmt.Errorf("%s: not seekable", b.path)
+	}
+	return rs, f, nil
+}
+
+// fileBody returns p of fsys as a body read at each request when the
+// file can seek (embed.FS, os.DirFS, fstest.MapFS), else read into
+// memory now.
+func fileBody(fsys fs.FS, p string) (body, error) {
+	f, err := fsys.Open(p)
+	if err != nil {
+		return body{}, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return body{}, fmt.Errorf("%s: %w", p, err)
+	}
+	if _, ok := f.(io.ReadSeeker); ok {
+		return body{fsys: fsys, path: p, size: st.Size()}, nil
+	}
+	b, err := io.ReadAll(f)
+	if err != nil {
+		return body{}, fmt.Errorf("%s: %w", p, err)
+	}
+	return memBody(b), nil
+}
+
+// precompressedDir is the folder of web/ that holds compressed forms of
+// its files made when the page is built (Precompress, run by make wasm),
+// named <hashed name>.br and <hashed name>.gz: a file whose forms are
+// there for its content is not compressed at start. It is not served.
+const precompressedDir = "precompressed"
 
 // staticSite is the page and its assets, read and hashed at startup.
 type staticSite struct {
@@ -69,25 +132,38 @@ type staticSite struct {
 	index  *staticAsset            // nil without assets.Index
 }
 
-// newStaticSite reads every file of web (Go sources and directories
-// excluded) and index, names the files by content, rewrites index's
-// references to /web/NAME into the hashed names and starts compressing
-// everything in the background.
+// newStaticSite reads every file of web (Go sources, directories and
+// precompressedDir excluded) and index, names the files by content,
+// rewrites index's references to /web/NAME into the hashed names, and
+// takes each compressible file's compressed forms from precompressedDir
+// when they are there for its content; the others are compressed in the
+// background, one at a time.
 func newStaticSite(web fs.FS, index []byte) (*staticSite, error) {
 	s := &staticSite{byName: map[string]*staticAsset{}}
-	var all []*staticAsset
+	var all, todo []*staticAsset
 	if web != nil {
 		err := fs.WalkDir(web, ".", func(p string, d fs.DirEntry, err error) error {
-			if err != nil || d.IsDir() || strings.HasSuffix(p, ".go") {
+			switch {
+			case err != nil:
 				return err
+			case d.IsDir() && p == precompressedDir:
+				return fs.SkipDir
+			case d.IsDir() || strings.HasSuffix(p, ".go"):
+				return nil
 			}
-			raw, err := fs.ReadFile(web, p)
+			raw, err := fileBody(web, p)
 			if err != nil {
 				return err
 			}
-			a := newStaticAsset(p, raw)
+			a, err := newStaticAsset(p, raw)
+			if err != nil {
+				return err
+			}
 			s.byName[a.name], s.byName[a.hashed] = a, a
 			all = append(all, a)
+			if !a.precompressed(web) {
+				todo = append(todo, a)
+			}
 			return nil
 		})
 		if err != nil {
@@ -99,33 +175,67 @@ func newStaticSite(web fs.FS, index []byte) (*staticSite, error) {
 		for _, a := range all {
 			html = strings.ReplaceAll(html, `"/web/`+a.name+`"`, `"/web/`+a.hashed+`"`)
 		}
-		s.index = newStaticAsset("index.html", []byte(html))
-		all = append(all, s.index)
+		var err error
+		if s.index, err = newStaticAsset("index.html", memBody([]byte(html))); err != nil {
+			return nil, fmt.Errorf("page: %w", err)
+		}
+		todo = append(todo, s.index)
 	}
 	go func() {
-		for _, a := range all {
+		large := false
+		for _, a := range todo {
 			a.compress()
+			large = large || a.raw.size > 1<<16
 		}
-		// Compressing app.wasm takes a brotli hash table of 32 MB, garbage
-		// once done: give it back to the system now, or the process keeps
-		// it (and shows it in its memory) until a later collection.
-		if len(all) > 0 {
+		// Compressing a large file takes tens of MB of encoder state,
+		// garbage once done: give it back to the system now, or the
+		// process keeps it (and shows it in its memory) until a later
+		// collection.
+		if large {
 			debug.FreeOSMemory()
 		}
 	}()
 	return s, nil
 }
 
-func newStaticAsset(name string, raw []byte) *staticAsset {
-	sum := sha256.Sum256(raw)
-	h := hex.EncodeToString(sum[:])[:hashLen]
+// newStaticAsset hashes raw (streaming it from its file) and names it.
+func newStaticAsset(name string, raw body) (*staticAsset, error) {
+	r, c, err := raw.open()
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	sum := sha256.New()
+	if _, err := io.Copy(sum, r); err != nil {
+		return nil, fmt.Errorf("hashing %s: %w", name, err)
+	}
+	h := hex.EncodeToString(sum.Sum(nil))[:hashLen]
 	ext := path.Ext(name)
 	ctype := mime.TypeByExtension(ext)
 	if ctype == "" {
 		ctype = "application/octet-stream"
 	}
 	return &staticAsset{name: name, hashed: strings.TrimSuffix(name, ext) + "." + h + ext, ctype: ctype,
-		raw: raw, etag: `"` + h + `"`, ready: make(chan struct{})}
+		raw: raw, etag: `"` + h + `"`, ready: make(chan struct{})}, nil
+}
+
+// precompressed reports whether a needs no compressing at start: it does
+// not compress, or its forms are in web's precompressedDir for this
+// content (the names hold its hash), which it then takes, marking a
+// ready.
+func (a *staticAsset) precompressed(web fs.FS) bool {
+	if !compressible(a.name) {
+		close(a.ready)
+		return true
+	}
+	br, err1 := fileBody(web, precompressedDir+"/"+a.hashed+".br")
+	gz, err2 := fileBody(web, precompressedDir+"/"+a.hashed+".gz")
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	a.br, a.gz = br, gz
+	close(a.ready)
+	return true
 }
 
 // compress makes a's gzip and brotli forms (if its type compresses) and
@@ -135,15 +245,42 @@ func (a *staticAsset) compress() {
 	if !compressible(a.name) {
 		return
 	}
-	gz, err := gzipBest(a.raw)
-	if err != nil {
+	var gz, br bytes.Buffer
+	if err := a.encode(&gz, &br); err != nil {
 		return // served uncompressed
 	}
-	br, err := brotliBytes(a.raw, brotli.WriterOptions{Quality: brotliQuality, LGWin: brotliWindowFor(len(a.raw))})
+	a.gz, a.br = memBody(gz.Bytes()), memBody(br.Bytes())
+}
+
+// encode writes a's gzip form (best compression) to gz, then its brotli
+// form (brotliQuality, brotliWindowFor its size) to br, reading its bytes
+// as a stream. The coordinator at start and Precompress make the same
+// bytes with it.
+func (a *staticAsset) encode(gz, br io.Writer) error {
+	zw, err := gzip.NewWriterLevel(gz, gzip.BestCompression)
 	if err != nil {
-		return
+		return err
 	}
-	a.gz, a.br = gz, br
+	bw := brotli.NewWriterOptions(br, brotli.WriterOptions{Quality: brotliQuality, LGWin: brotliWindowFor(int(a.raw.size))})
+	for _, w := range []io.WriteCloser{zw, bw} {
+		if err := a.copyTo(w); err != nil {
+			return fmt.Errorf("compressing %s: %w", a.name, err)
+		}
+	}
+	return nil
+}
+
+// copyTo writes a's bytes to w and closes it.
+func (a *staticAsset) copyTo(w io.WriteCloser) error {
+	r, c, err := a.raw.open()
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	if _, err := io.Copy(w, r); err != nil {
+		return err
+	}
+	return w.Close()
 }
 
 // compressible reports whether a file of this name is worth compressing.
@@ -164,21 +301,6 @@ func brotliWindowFor(n int) int {
 	return min(brotliWindow, max(16, bits.Len(uint(n+16))))
 }
 
-func gzipBest(raw []byte) ([]byte, error) {
-	var buf bytes.Buffer
-	zw, err := gzip.NewWriterLevel(&buf, gzip.BestCompression)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := zw.Write(raw); err != nil {
-		return nil, err
-	}
-	if err := zw.Close(); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
-}
-
 func brotliBytes(raw []byte, o brotli.WriterOptions) ([]byte, error) {
 	var buf bytes.Buffer
 	bw := brotli.NewWriterOptions(&buf, o)
@@ -192,9 +314,9 @@ func brotliBytes(raw []byte, o brotli.WriterOptions) ([]byte, error) {
 }
 
 // acceptedEncoding returns the encoding of a response to r: "br" or
-// "gzip" if r accepts it (brotli first; q=0 refuses) and the body exists,
-// else "".
-func acceptedEncoding(r *http.Request, br, gz []byte) string {
+// "gzip" if r accepts it (brotli first; q=0 refuses) and that form
+// exists (haveBr, haveGz), else "".
+func acceptedEncoding(r *http.Request, haveBr, haveGz bool) string {
 	var okBr, okGz bool
 	for _, part := range strings.Split(r.Header.Get("Accept-Encoding"), ",") {
 		enc, params, _ := strings.Cut(strings.TrimSpace(part), ";")
@@ -209,9 +331,9 @@ func acceptedEncoding(r *http.Request, br, gz []byte) string {
 		}
 	}
 	switch {
-	case okBr && br != nil:
+	case okBr && haveBr:
 		return "br"
-	case okGz && gz != nil:
+	case okGz && haveGz:
 		return "gzip"
 	}
 	return ""
@@ -233,7 +355,7 @@ func refused(params string) bool {
 // serve answers r with a: compressed when accepted, immutable under its
 // hashed name, revalidated (ETag, 304) under its plain name.
 func (a *staticAsset) serve(w http.ResponseWriter, r *http.Request, immutable bool) {
-	body, etag := a.raw, a.etag
+	b, etag := a.raw, a.etag
 	if compressible(a.name) {
 		select {
 		case <-a.ready:
@@ -242,12 +364,12 @@ func (a *staticAsset) serve(w http.ResponseWriter, r *http.Request, immutable bo
 		}
 		h := w.Header()
 		h.Add("Vary", "Accept-Encoding")
-		switch enc := acceptedEncoding(r, a.br, a.gz); enc {
+		switch enc := acceptedEncoding(r, !a.br.empty(), !a.gz.empty()); enc {
 		case "br":
-			body, etag = a.br, strings.TrimSuffix(a.etag, `"`)+`-br"`
+			b, etag = a.br, strings.TrimSuffix(a.etag, `"`)+`-br"`
 			h.Set("Content-Encoding", enc)
 		case "gzip":
-			body, etag = a.gz, strings.TrimSuffix(a.etag, `"`)+`-gz"`
+			b, etag = a.gz, strings.TrimSuffix(a.etag, `"`)+`-gz"`
 			h.Set("Content-Encoding", enc)
 		}
 	}
@@ -256,13 +378,19 @@ func (a *staticAsset) serve(w http.ResponseWriter, r *http.Request, immutable bo
 	h.Set("ETag", etag)
 	// The page's loader shows the download's progress in bytes of the
 	// file (the compressed length is what Content-Length says).
-	h.Set("X-Decoded-Length", strconv.Itoa(len(a.raw)))
+	h.Set("X-Decoded-Length", strconv.FormatInt(a.raw.size, 10))
 	if immutable {
 		h.Set("Cache-Control", "public, max-age=31536000, immutable")
 	} else {
 		h.Set("Cache-Control", "no-cache")
 	}
-	http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(body))
+	rs, c, err := b.open()
+	if err != nil {
+		http.Error(w, "asset unavailable", http.StatusInternalServerError)
+		return
+	}
+	defer c.Close()
+	http.ServeContent(w, r, "", time.Time{}, rs)
 }
 
 // Prepared returns a with its page and assets read, hashed and (in the
@@ -332,7 +460,7 @@ const maxEncodedBodies = 16
 // shard of pictures).
 func (e *EncodedBodies) Serve(w http.ResponseWriter, r *http.Request, id string, body []byte) {
 	w.Header().Add("Vary", "Accept-Encoding")
-	enc := acceptedEncoding(r, body, body)
+	enc := acceptedEncoding(r, true, true)
 	if enc == "" {
 		w.Write(body)
 		return
@@ -378,4 +506,99 @@ func (e *EncodedBodies) get(k encodedKey, body []byte) ([]byte, error) {
 	e.cache[k] = out
 	e.order = append(e.order, k)
 	return out, nil
+}
+
+// Precompress writes the compressed forms of web's compressible files
+// (as newStaticSite finds them) into dir, web's precompressedDir on disk,
+// as the coordinator would make them at start, byte for byte, one file at
+// a time; forms already there for a file's content are kept and any
+// other file of dir is removed. make wasm runs it (scripts/precompress),
+// so that a coordinator built afterwards compresses nothing at start:
+// brotli at quality 9 takes about 100 MB of encoder state for app.wasm.
+func Precompress(web fs.FS, dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("precompress: %w", err)
+	}
+	keep := map[string]bool{}
+	err := fs.WalkDir(web, ".", func(p string, d fs.DirEntry, err error) error {
+		switch {
+		case err != nil:
+			return err
+		case d.IsDir() && p == precompressedDir:
+			return fs.SkipDir
+		case d.IsDir() || strings.HasSuffix(p, ".go") || !compressible(p):
+			return nil
+		}
+		raw, err := fileBody(web, p)
+		if err != nil {
+			return err
+		}
+		a, err := newStaticAsset(p, raw)
+		if err != nil {
+			return err
+		}
+		if strings.Contains(a.hashed, "/") {
+			return fmt.Errorf("%s: only the files at web/'s top are precompressed", p)
+		}
+		br, gz := filepath.Join(dir, a.hashed+".br"), filepath.Join(dir, a.hashed+".gz")
+		keep[filepath.Base(br)], keep[filepath.Base(gz)] = true, true
+		if exists(br) && exists(gz) {
+			return nil
+		}
+		return writeForms(a, gz, br)
+	})
+	if err != nil {
+		return fmt.Errorf("precompress: %w", err)
+	}
+	old, err := os.ReadDir(dir)
+	if err != nil {
+		return fmt.Errorf("precompress: %w", err)
+	}
+	for _, e := range old {
+		if !keep[e.Name()] {
+			if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+				return fmt.Errorf("precompress: %w", err)
+			}
+		}
+	}
+	return nil
+}
+
+func exists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
+
+// writeForms writes a's gzip and brotli forms to the files gz and br,
+// each through a temporary file renamed once complete.
+func writeForms(a *staticAsset, gz, br string) error {
+	gzTmp, err := os.CreateTemp(filepath.Dir(gz), ".tmp-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(gzTmp.Name())
+	defer gzTmp.Close()
+	brTmp, err := os.CreateTemp(filepath.Dir(br), ".tmp-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(brTmp.Name())
+	defer brTmp.Close()
+	for _, f := range []*os.File{gzTmp, brTmp} {
+		if err := f.Chmod(0o644); err != nil {
+			return err
+		}
+	}
+	if err := a.encode(gzTmp, brTmp); err != nil {
+		return err
+	}
+	for _, f := range []*os.File{gzTmp, brTmp} {
+		if err := f.Close(); err != nil {
+			return fmt.Errorf("%s: %w", a.name, err)
+		}
+	}
+	if err := os.Rename(gzTmp.Name(), gz); err != nil {
+		return err
+	}
+	return os.Rename(brTmp.Name(), br)
 }

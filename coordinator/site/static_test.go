@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"compress/gzip"
 	"io"
+	"io/fs"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -84,7 +87,7 @@ func TestStaticSite(t *testing.T) {
 	}
 
 	// The hashed wasm name: immutable, brotli or gzip as accepted.
-	wasmName := "/web/" + newStaticAsset("app.wasm", wasm).hashed
+	wasmName := "/web/" + hashedName(t, "app.wasm", wasm)
 	for _, c := range []struct{ accept, enc string }{
 		{"gzip, deflate, br", "br"}, {"gzip, deflate", "gzip"}, {"br;q=0, gzip", "gzip"},
 		{"", ""}, {"gzip;q=0", ""}, {"identity", ""}, {"BR", "br"},
@@ -119,7 +122,7 @@ func TestStaticSite(t *testing.T) {
 	}
 
 	// The worker keeps its policy under either name.
-	for _, n := range []string{"/web/worker.js", "/web/" + newStaticAsset("worker.js", []byte("work()")).hashed} {
+	for _, n := range []string{"/web/worker.js", "/web/" + hashedName(t, "worker.js", []byte("work()"))} {
 		if resp, _ = get(n, "gzip", ""); !strings.Contains(resp.Header.Get("Content-Security-Policy"), "default-src 'none'") {
 			t.Errorf("%s: CSP %q", n, resp.Header.Get("Content-Security-Policy"))
 		}
@@ -170,8 +173,8 @@ func TestAssetsPreparedOnce(t *testing.T) {
 	if err != nil || b.site != a.site {
 		t.Fatalf("prepared again: %v; same site %v", err, b.site == a.site)
 	}
-	if !strings.Contains(string(a.site.index.raw), `"/web/`+a.site.byName["app.js"].hashed+`"`) {
-		t.Errorf("page %s", a.site.index.raw)
+	if !strings.Contains(string(a.site.index.raw.mem), `"/web/`+a.site.byName["app.js"].hashed+`"`) {
+		t.Errorf("page %s", a.site.index.raw.mem)
 	}
 }
 
@@ -208,5 +211,99 @@ func TestBrotliWindowFor(t *testing.T) {
 		if len(small) > len(full)+len(full)/100 {
 			t.Errorf("%d bytes: %d compressed with window %d against %d with %d", len(raw), len(small), brotliWindowFor(len(raw)), len(full), brotliWindow)
 		}
+	}
+}
+
+// hashedName is the content-hashed name of a file name with bytes b.
+func hashedName(t *testing.T, name string, b []byte) string {
+	t.Helper()
+	a, err := newStaticAsset(name, memBody(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a.hashed
+}
+
+// TestPrecompressed: the forms Precompress writes are served byte for
+// byte as the ones made at start, for every encoding, and taken from
+// the files (nothing compressed at start); forms of other content are
+// ignored by the site and removed by Precompress; the folder itself is
+// not served.
+func TestPrecompressed(t *testing.T) {
+	web := fstest.MapFS{
+		"app.wasm": {Data: bytes.Repeat([]byte("\x00asm fake module body "), 5000)},
+		"app.js":   {Data: []byte("boot(); boot(); boot(); boot()")},
+		"pic.png":  {Data: []byte("png bytes")},
+		"web.go":   {Data: []byte("package web")},
+	}
+	dir := t.TempDir()
+	stale := filepath.Join(dir, "app.0123456789ab.wasm.br")
+	if err := os.WriteFile(stale, []byte("old"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := Precompress(web, dir); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(stale); !os.IsNotExist(err) {
+		t.Errorf("a stale form was kept: %v", err)
+	}
+	files, err := os.ReadDir(dir)
+	if err != nil || len(files) != 4 {
+		t.Fatalf("%d files written (%v), want 4 (two forms of app.wasm and app.js)", len(files), err)
+	}
+	pre := fstest.MapFS{}
+	for k, v := range web {
+		pre[k] = v
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(filepath.Join(dir, f.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		pre[precompressedDir+"/"+f.Name()] = &fstest.MapFile{Data: b}
+	}
+	pre[precompressedDir+"/app.0123456789ab.js.gz"] = &fstest.MapFile{Data: []byte("stale")}
+	index := []byte(`<script src="/web/app.js"></script>`)
+	serve := func(fsys fs.FS) (*staticSite, func(path, accept string) []byte) {
+		mux := http.NewServeMux()
+		a, err := Assets{Index: index, Web: fsys}.Prepared()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := registerWeb(mux, a); err != nil {
+			t.Fatal(err)
+		}
+		return a.site, func(path, accept string) []byte {
+			r := httptest.NewRequest("GET", path, nil)
+			r.Header.Set("Accept-Encoding", accept)
+			w := httptest.NewRecorder()
+			mux.ServeHTTP(w, r)
+			if w.Code != 200 {
+				t.Fatalf("%s: status %d", path, w.Code)
+			}
+			return w.Body.Bytes()
+		}
+	}
+	atStart, getStart := serve(web)
+	fromFiles, getFiles := serve(pre)
+	for _, name := range []string{"app.wasm", "app.js"} {
+		if a := fromFiles.byName[name]; a.br.fsys == nil || a.gz.fsys == nil {
+			t.Errorf("%s: compressed at start, not taken from %s", name, precompressedDir)
+		}
+		for _, accept := range []string{"br", "gzip", ""} {
+			p := "/web/" + atStart.byName[name].hashed
+			want, got := getStart(p, accept), getFiles(p, accept)
+			if !bytes.Equal(got, want) {
+				t.Errorf("%s, accept %q: %d bytes from the files, %d made at start", name, accept, len(got), len(want))
+			}
+		}
+	}
+	r := httptest.NewRequest("GET", "/web/"+precompressedDir+"/"+files[0].Name(), nil)
+	w := httptest.NewRecorder()
+	mux := http.NewServeMux()
+	a, _ := Assets{Index: index, Web: pre}.Prepared()
+	registerWeb(mux, a)
+	if mux.ServeHTTP(w, r); w.Code != http.StatusNotFound {
+		t.Errorf("%s served: status %d", r.URL.Path, w.Code)
 	}
 }
