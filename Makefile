@@ -22,11 +22,14 @@ build: wasm
 	$(GO) build $(PKGS)
 
 # The browser device: web/app.wasm and the Go runtime's loader next to it
-# (the coordinator embeds web/). Vetted for its own target too.
+# (the coordinator embeds web/), and their compressed forms in
+# web/precompressed, so that the coordinator compresses nothing at start
+# (docs/coordinator.md, "The page's assets"). Vetted for its own target too.
 wasm:
 	GOOS=js GOARCH=wasm $(GO) vet ./wasm/... ./shared/...
 	GOOS=js GOARCH=wasm $(GO) build -trimpath -ldflags="-s -w" -o web/app.wasm ./wasm
 	cp "$$($(GO) env GOROOT)/lib/wasm/wasm_exec.js" web/wasm_exec.js
+	$(GO) run ./scripts/precompress web
 
 vet:
 	$(GO) vet $(PKGS)
