@@ -1,7 +1,7 @@
 // Command loadtest runs N headless devices (the device runtime of
 // package device, real websockets) in one process against a coordinator
 // it starts as a child process on loopback, and reports what item 8 of
-// the coordinator issue asks for. Two modes:
+// the coordinator issue asks for. Modes:
 //
 //	loadtest -coordinator bin/coordinator -n 1000 -m 100 -T 50
 //	    a session of T rounds with cohort m: round latency p50/p99,
@@ -12,6 +12,11 @@
 //	loadtest -coordinator bin/coordinator -idle 10000
 //	    N connected idle devices (no round starts): coordinator RSS, and
 //	    its CPU while they stay connected.
+//
+//	loadtest -coordinator bin/coordinator -demo 10
+//	    the session make run starts, with N devices that load the page
+//	    and a demo shard and train until it ends: the coordinator's RSS
+//	    before any device and its peak RSS (demo.go).
 //
 //	loadtest -coordinator bin/coordinator -edges 3 -n 30000 -m 300 -T 10
 //	    the cluster shape (cluster.go): a session process with an embedded
@@ -32,7 +37,8 @@
 //
 // The files split the command by job: flags.go reads and checks the
 // command line, single.go runs and reports the one-coordinator modes,
-// cluster.go the cluster shape, sybil.go the Sybil windows, baseline.go
+// cluster.go the cluster shape, sybil.go the Sybil windows, demo.go
+// the demo session's memory, baseline.go
 // the loopback baseline, fleet.go and workers.go the devices, proc.go
 // the child processes and their /proc figures, util.go small HTTP and
 // timing helpers; main.go wires them.
@@ -72,6 +78,7 @@ type options struct {
 	coordinator string
 	n, m, T     int
 	idle        int
+	demo        int // devices of the demo mode (demo.go)
 	batch       int
 	algorithm   string
 	compressor  string
@@ -123,6 +130,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runWorker(ctx, o, pol, lo, hi, strings.Split(*c.workerEdges, ","), *c.workerSession, stdout)
 	}
 	o.args = args
+	if o.demo > 0 {
+		return runDemo(ctx, o, pol, o.demo, *c.extra, stdout, stderr)
+	}
 	if c.so.k > 0 && c.so.atStart {
 		return runSybilsAtStart(ctx, o, c.so, pol, stdout, stderr)
 	}
