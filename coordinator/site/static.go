@@ -35,10 +35,11 @@ import (
 //   - the page itself and the plain names are revalidated (no-cache and
 //     an ETag: a reload costs a 304);
 //   - files that compress (wasm, js, css, html, svg, json) are compressed
-//     once, in the background from startup (gzip at best compression and
-//     brotli), and sent in the encoding the browser accepts (brotli first),
-//     with Vary: Accept-Encoding. A request that comes before its file is
-//     compressed waits for it.
+//     once (gzip at best compression and brotli): by make wasm into
+//     web/precompressed (Precompress), or else in the background from
+//     startup; they are sent in the encoding the browser accepts (brotli
+//     first), with Vary: Accept-Encoding. A request that comes before its
+//     file is compressed waits for it.
 //
 // hashLen is how many hex digits of the SHA-256 name a file.
 const hashLen = 12
@@ -444,6 +445,7 @@ type EncodedBodies struct {
 	mu    sync.Mutex
 	cache map[encodedKey][]byte
 	order []encodedKey
+	bytes int // of the cached bodies
 }
 
 type encodedKey struct {
@@ -451,8 +453,12 @@ type encodedKey struct {
 	enc string
 }
 
-// maxEncodedBodies bounds the compressed bodies kept.
-const maxEncodedBodies = 16
+// maxEncodedBodies and maxEncodedBytes bound the compressed bodies kept
+// (a demo shard's is about 2.5 MB): the most recent, and always the last.
+const (
+	maxEncodedBodies = 16
+	maxEncodedBytes  = 8 << 20
+)
 
 // Serve answers r with body (identified by id: same id, same bytes),
 // compressed if r accepts it: brotli at quality 5 or gzip at its default
@@ -499,12 +505,14 @@ func (e *EncodedBodies) get(k encodedKey, body []byte) ([]byte, error) {
 	if e.cache == nil {
 		e.cache = map[encodedKey][]byte{}
 	}
-	if len(e.order) >= maxEncodedBodies {
+	for len(e.order) > 0 && (len(e.order) >= maxEncodedBodies || e.bytes+len(out) > maxEncodedBytes) {
+		e.bytes -= len(e.cache[e.order[0]])
 		delete(e.cache, e.order[0])
 		e.order = e.order[1:]
 	}
 	e.cache[k] = out
 	e.order = append(e.order, k)
+	e.bytes += len(out)
 	return out, nil
 }
 
