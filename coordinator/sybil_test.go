@@ -65,6 +65,29 @@ func (s *sybil) hello(ctx context.Context) (*websocket.Conn, error) {
 	return ws, nil
 }
 
+// startSybils connects n idle ids to url (quiet: they never say hello
+// again) and runs each one's loop in wg until ctx ends.
+func startSybils(t *testing.T, ctx context.Context, wg *sync.WaitGroup, url string, n int, quiet bool) []*sybil {
+	t.Helper()
+	sybils := make([]*sybil, n)
+	for i := range sybils {
+		s := &sybil{url: url, ended: make(chan struct{}), quiet: quiet}
+		sybils[i] = s
+		ws, err := s.hello(ctx)
+		if err != nil {
+			t.Fatalf("sybil %d: %v", i, err)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := s.loop(ctx, ws); err != nil && ctx.Err() == nil {
+				t.Errorf("sybil: %v", err)
+			}
+		}()
+	}
+	return sybils
+}
+
 // loop reads ws until ctx ends, saying hello again after every decision.
 func (s *sybil) loop(ctx context.Context, ws *websocket.Conn) error {
 	for {
@@ -169,25 +192,10 @@ func idleSybils(t *testing.T, quiet bool) {
 	case <-ctx.Done():
 		t.Fatal("round 1 was not committed")
 	}
-	sybils := make([]*sybil, 8)
-	var wg sync.WaitGroup
 	sctx, scancel := context.WithCancel(ctx)
 	defer scancel()
-	for i := range sybils {
-		s := &sybil{url: h.wsURL(), ended: make(chan struct{}), quiet: quiet}
-		sybils[i] = s
-		ws, err := s.hello(sctx)
-		if err != nil {
-			t.Fatalf("sybil %d: %v", i, err)
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := s.loop(sctx, ws); err != nil && sctx.Err() == nil {
-				t.Errorf("sybil: %v", err)
-			}
-		}()
-	}
+	var wg sync.WaitGroup
+	sybils := startSybils(t, sctx, &wg, h.wsURL(), 8, quiet)
 	close(sybilsIn)
 	<-devErr
 	if err := <-runErr; err != nil {
@@ -266,22 +274,7 @@ func TestIdleSybilsAtStart(t *testing.T) {
 	sctx, scancel := context.WithCancel(ctx)
 	defer scancel()
 	var wg sync.WaitGroup
-	sybils := make([]*sybil, nSybils)
-	for i := range sybils {
-		s := &sybil{url: h.wsURL(), ended: make(chan struct{}), quiet: true}
-		sybils[i] = s
-		ws, err := s.hello(sctx)
-		if err != nil {
-			t.Fatalf("sybil %d: %v", i, err)
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := s.loop(sctx, ws); err != nil && sctx.Err() == nil {
-				t.Errorf("sybil: %v", err)
-			}
-		}()
-	}
+	sybils := startSybils(t, sctx, &wg, h.wsURL(), nSybils, true)
 	var rts []*device.Runtime
 	var fakes []*nctest.Device
 	for i := range nHonest {

@@ -43,31 +43,12 @@ func runSybils(ctx context.Context, o options, so sybilOptions, pol device.Polic
 	if so.k <= 0 || so.windows <= 0 || so.window <= 0 {
 		return errors.New("-sybils, -sybil-windows and -sybil-window must be positive")
 	}
-	dir, err := os.MkdirTemp("", "bfl-loadtest-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(dir)
-	if err := os.WriteFile(filepath.Join(dir, "host.json"), []byte(`{"teacher_secret":"`+teacherSecret+`"}`), 0o600); err != nil {
-		return err
-	}
-	addr, err := freeAddr()
-	if err != nil {
-		return err
-	}
-	cargs := sybilArgs(o, so, n, addr, dir)
-	_, ctx, stop, err := startCoordinator(ctx, o.coordinator, cargs, stderr)
+	ctx, addr, stop, err := startPausedCoordinator(ctx, o, so, n, stderr)
 	if err != nil {
 		return err
 	}
 	defer stop()
 	base := "http://" + addr
-	if err := waitHealthy(ctx, base); err != nil {
-		return err
-	}
-	if err := teacher(ctx, base, "pause"); err != nil {
-		return err
-	}
 	var sess wire.SessionParams
 	if err := getJSON(ctx, base+"/api/session?code=LOADTEST", &sess); err != nil {
 		return err
@@ -313,30 +294,12 @@ func runSybilsAtStart(ctx context.Context, o options, so sybilOptions, pol devic
 // returns the rounds it committed in so.window after Start and how often
 // the idle ids were asked.
 func sybilStartWindow(ctx context.Context, o options, so sybilOptions, pol device.Policy, with bool, stderr io.Writer) (int, int64, error) {
-	dir, err := os.MkdirTemp("", "bfl-loadtest-")
-	if err != nil {
-		return 0, 0, err
-	}
-	defer os.RemoveAll(dir)
-	if err := os.WriteFile(filepath.Join(dir, "host.json"), []byte(`{"teacher_secret":"`+teacherSecret+`"}`), 0o600); err != nil {
-		return 0, 0, err
-	}
-	addr, err := freeAddr()
-	if err != nil {
-		return 0, 0, err
-	}
-	_, ctx, stop, err := startCoordinator(ctx, o.coordinator, sybilArgs(o, so, o.n, addr, dir), stderr)
+	ctx, addr, stop, err := startPausedCoordinator(ctx, o, so, o.n, stderr)
 	if err != nil {
 		return 0, 0, err
 	}
 	defer stop()
 	base := "http://" + addr
-	if err := waitHealthy(ctx, base); err != nil {
-		return 0, 0, err
-	}
-	if err := teacher(ctx, base, "pause"); err != nil {
-		return 0, 0, err
-	}
 	var sess wire.SessionParams
 	if err := getJSON(ctx, base+"/api/session?code=LOADTEST", &sess); err != nil {
 		return 0, 0, err
@@ -377,4 +340,42 @@ func sybilStartWindow(ctx context.Context, o options, so sybilOptions, pol devic
 	c, err := committedNow(ctx, base)
 	stopSybils()
 	return c, asked.Load(), err
+}
+
+// startPausedCoordinator starts the coordinator of the -sybils modes for
+// n honest devices in a temporary directory, waits until it is healthy
+// and pauses it before its first round. It returns the context that ends
+// with the coordinator, its address and stop (which also removes the
+// directory).
+func startPausedCoordinator(ctx context.Context, o options, so sybilOptions, n int, stderr io.Writer) (context.Context, string, func(), error) {
+	dir, err := os.MkdirTemp("", "bfl-loadtest-")
+	if err != nil {
+		return nil, "", nil, err
+	}
+	fail := func(err error) (context.Context, string, func(), error) {
+		os.RemoveAll(dir)
+		return nil, "", nil, err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "host.json"), []byte(`{"teacher_secret":"`+teacherSecret+`"}`), 0o600); err != nil {
+		return fail(err)
+	}
+	addr, err := freeAddr()
+	if err != nil {
+		return fail(err)
+	}
+	_, cctx, stopCoord, err := startCoordinator(ctx, o.coordinator, sybilArgs(o, so, n, addr, dir), stderr)
+	if err != nil {
+		return fail(err)
+	}
+	stop := func() { stopCoord(); os.RemoveAll(dir) }
+	base := "http://" + addr
+	if err := waitHealthy(cctx, base); err != nil {
+		stop()
+		return nil, "", nil, err
+	}
+	if err := teacher(cctx, base, "pause"); err != nil {
+		stop()
+		return nil, "", nil, err
+	}
+	return cctx, addr, stop, nil
 }
