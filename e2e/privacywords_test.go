@@ -95,7 +95,7 @@ func privacyWords(t *testing.T, e engine) {
 	for _, c := range privacyWordsCases() {
 		t.Run(c.alg, func(t *testing.T) {
 			code := strings.ToUpper(strings.ReplaceAll(c.alg, "-", "")) + "W"
-			args := append([]string{"-lobby", "-algorithm", c.alg, "-M", "2", "-m", "2", "-min-devices", "1", "-deadline", "3s",
+			args := append([]string{"-lobby", "-algorithm", c.alg, "-M", "2", "-m", "2", "-min-devices", "1", "-deadline", "8s",
 				"-T", "3", "-b", "32", "-demo-shards", "4"}, c.args...)
 			o := startOnePage(t, webDir, code, args...)
 			// The dashboard's figures say whom they hold against, in the
@@ -141,11 +141,15 @@ func privacyWords(t *testing.T, e engine) {
 			defer cancel()
 			silentDevice(ctx, t, "ws://"+o.coord.addr+"/ws", code)
 			o.waitStatus("two devices in the lobby", time.Minute, func(st view.Status) bool { return st.Devices.Connected >= 2 })
+			// Every text the status line takes from here on is recorded:
+			// the line after a send lasts until the round's end, which a
+			// poll on a busy machine can miss.
+			must("the status recorder", p.eval(statusRecorder, nil))
 			o.teacher("start")
 			var status string
 			must("the status after a send", waitFor(p, 2*time.Minute, "the status after a send",
-				`(document.getElementById("status")||{}).textContent.startsWith("Sent ")`))
-			must("the status", p.eval(`document.getElementById("status").textContent`, &status))
+				`window.__status.some(s => s.startsWith("Sent "))`))
+			must("the status", p.eval(`window.__status.find(s => s.startsWith("Sent "))`, &status))
 			if !strings.HasPrefix(status, c.status) {
 				t.Errorf("%s: the status after a send is %q, want %q...", c.alg, status, c.status)
 			}
@@ -172,6 +176,15 @@ func privacyWords(t *testing.T, e engine) {
 		})
 	}
 }
+
+// statusRecorder records in window.__status each text the page's status
+// line (#status) takes, in order.
+const statusRecorder = `(() => { window.__status = [];
+  const note = () => { const e = document.getElementById("status"); const w = e ? e.textContent : "";
+    if (w && window.__status[window.__status.length - 1] !== w) window.__status.push(w); };
+  note();
+  new MutationObserver(note).observe(document, {subtree: true, childList: true, characterData: true});
+  return true; })()`
 
 // silentDevice joins code on the websocket at wsURL and never answers a
 // round (it reads, so the coordinator's pings are answered), until ctx
