@@ -175,9 +175,11 @@ func studentsTrainCustomTask(t *testing.T, base, code, shots string, dash *brows
 		return strings.Join(why, "\n") + "\ncoordinator log " + coord.log.Name()
 	})
 	var answer string
-	pages[0].must(30*time.Second, "try the model",
-		set("try-0", "2", "input"), set("try-1", "tweet", "input"), chromedp.Click("#try-btn", chromedp.ByID),
-		chromedp.Poll(`(document.getElementById("prediction")||{}).textContent.startsWith("The model says: ")`, nil, chromedp.WithPollingTimeout(20*time.Second)),
+	// Pressed by the page's script: the session's end can move the
+	// layout between finding the button and a pointer's press.
+	pages[0].must(90*time.Second, "try the model",
+		set("try-0", "2", "input"), set("try-1", "tweet", "input"), chromedp.Evaluate(`document.getElementById("try-btn").click()`, nil),
+		chromedp.Poll(`(document.getElementById("prediction")||{}).textContent.startsWith("The model says: ")`, nil, chromedp.WithPollingTimeout(60*time.Second)),
 		chromedp.Text("#prediction", &answer, chromedp.ByID))
 	if pet := strings.TrimPrefix(answer, "The model says: "); pet != "dog" && pet != "bird" && pet != "fish" {
 		t.Errorf("try the model answered %q, want a pet", answer)

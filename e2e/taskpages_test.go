@@ -305,6 +305,14 @@ func TestTaskPages(t *testing.T) {
 		return strings.Join(why, "\n") + "\ncoordinator log " + coord.log.Name()
 	})
 
+	// The projector does not draw the text model's weights as pictures
+	// (1,024 hashed word fragments would pass for a 32x32 picture).
+	demo.must(60*time.Second, "the projector's model note",
+		chromedp.Navigate(srv.URL+"/dashboard?code="+code),
+		chromedp.Poll(`(() => { const n = document.getElementById("sum-pics-note"), box = document.getElementById("sum-tiles");
+  return n && n.textContent.includes("not drawn as pictures") && box && box.children.length === 0; })()`,
+			nil, chromedp.WithPollingTimeout(45*time.Second)))
+
 	// Try the model: a word the page never stored.
 	var answer string
 	// The button is pressed by the script, not at its place on the

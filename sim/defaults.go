@@ -72,10 +72,10 @@ func ReferenceParams(alg string, c optim.Params) optim.Params {
 // the ratio, and a nominal D = 1 keeps it defined without projection);
 // s.Other otherwise.
 func (s StepSizes) Eta(p optim.Params, d int) float64 {
-	switch p.Algorithm {
-	case "noisysgd", "sgd":
+	switch {
+	case p.Algorithm == "noisysgd" || p.Algorithm == "sgd":
 		return s.SGD
-	case "nc", "shared", "trusted", "mu2":
+	case MuSquared(p.Algorithm):
 		if s.Mu2 == 0 {
 			return optim.NCTheoremEta(p, d)
 		}
@@ -88,6 +88,16 @@ func (s StepSizes) Eta(p optim.Params, d int) float64 {
 		return s.Mu2 * optim.NCTheoremEta(q, d) / optim.NCTheoremEta(ref, d)
 	}
 	return s.Other
+}
+
+// MuSquared reports whether alg is of the mu^2 family ("nc", "shared",
+// "trusted", "mu2"), whose step sizes are tuned together (StepSizes.Mu2).
+func MuSquared(alg string) bool {
+	switch alg {
+	case "nc", "shared", "trusted", "mu2":
+		return true
+	}
+	return false
 }
 
 // DeviceSeed is the seed of device i's entropy stream in a run with seed

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"browserfl/shared/plan"
+	"browserfl/shared/task"
 )
 
 // TestParsePrecedence: command line over environment over config file
@@ -144,5 +145,55 @@ func TestParseLobby(t *testing.T) {
 	}
 	if o, err = parse([]string{"-lobby"}, io.Discard); err != nil || !o.Lobby {
 		t.Fatalf("-lobby: lobby %v, %v", o.Lobby, err)
+	}
+}
+
+// TestParseTaskTuning: a built-in row task's session takes the step size
+// and clipping bound chosen for it on its validation split unless the
+// command line, the environment or the config file gives its own; a
+// picture task keeps the demo's.
+func TestParseTaskTuning(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "c.json")
+	if err := os.WriteFile(cfg, []byte(`{"session": {"algorithm": "nc", "M": 30, "cohort": 10, "rounds": 200, "batch": 32, "eta": 0.3}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tab, err := task.LookupBuiltin("tabular")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, err := task.LookupBuiltin("text")
+	if err != nil {
+		t.Fatal(err)
+	}
+	demo := demoSession()
+	tests := []struct {
+		name      string
+		args      []string
+		env       string // BFL_CLIP
+		eta, clip float64
+	}{
+		{"tabular", []string{"-task", "tabular"}, "", tab.Eta, tab.Clip},
+		{"text", []string{"-task", "text"}, "", text.Eta, text.Clip},
+		{"fashion keeps the demo's", []string{"-task", "fashion"}, "", demo.Eta, demo.Clip},
+		{"eta on the command line", []string{"-task", "text", "-eta", "0.02"}, "", 0.02, text.Clip},
+		{"clip in the environment", []string{"-task", "text"}, "1", text.Eta, 1},
+		{"eta in the config file", []string{"-task", "tabular", "-config", cfg}, "", 0.3, tab.Clip},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.env != "" {
+				t.Setenv("BFL_CLIP", tc.env)
+			}
+			o, err := parse(tc.args, io.Discard)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if o.Session.Eta != tc.eta || o.Session.Clip != tc.clip {
+				t.Errorf("eta %v clip %v, want %v and %v", o.Session.Eta, o.Session.Clip, tc.eta, tc.clip)
+			}
+		})
+	}
+	if tab.Eta == demo.Eta || text.Eta == demo.Eta {
+		t.Errorf("the row tasks' step sizes (%v, %v) are the demo's %v: nothing tuned", tab.Eta, text.Eta, demo.Eta)
 	}
 }

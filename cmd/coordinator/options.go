@@ -128,8 +128,9 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	// Precedence: command line > environment > config file > default.
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	inFile := map[string]bool{}
 	if *x.config != "" {
-		if err := readConfig(fs, &o, *x.config); err != nil {
+		if err := readConfig(fs, &o, *x.config, inFile); err != nil {
 			return o, err
 		}
 	}
@@ -137,8 +138,32 @@ func parse(args []string, stderr io.Writer) (options, error) {
 		return o, err
 	}
 	o.fromLine(x)
-	err := o.check()
-	return o, err
+	if err := o.check(); err != nil {
+		return o, err
+	}
+	for k := range inFile {
+		set[k] = true
+	}
+	o.taskTuning(set)
+	return o, nil
+}
+
+// taskTuning gives a session of a built-in row task the step size and
+// clipping bound chosen for it on its validation split (task.Builtin's
+// Eta and Clip) where neither the command line, the environment nor
+// the config file (given) set them: the demo's are the picture task's
+// and learn little on rows.
+func (o *options) taskTuning(given map[string]bool) {
+	b, err := task.LookupBuiltin(o.Task)
+	if o.TaskFile != "" || err != nil {
+		return
+	}
+	if !given["eta"] && b.Eta > 0 {
+		o.Session.Eta = b.Eta
+	}
+	if !given["clip"] && b.Clip > 0 {
+		o.Session.Clip = b.Clip
+	}
 }
 
 // serverFlags defines the HTTP server's, the gate's and the store's
@@ -223,8 +248,8 @@ func sessionFlags(fs *flag.FlagSet, p *wire.SessionParams) {
 }
 
 // readConfig reads the JSON config file path into *o under the command
-// line's flags.
-func readConfig(fs *flag.FlagSet, o *options, path string) error {
+// line's flags, and records in inFile the session keys the file states.
+func readConfig(fs *flag.FlagSet, o *options, path string, inFile map[string]bool) error {
 	fileOpts := defaults()
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -234,6 +259,17 @@ func readConfig(fs *flag.FlagSet, o *options, path string) error {
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&fileOpts); err != nil {
 		return fmt.Errorf("config %s: %w", path, err)
+	}
+	// The session's keys the file states (inFile) count as given for
+	// taskTuning.
+	var keys struct {
+		Session map[string]json.RawMessage `json:"session"`
+	}
+	if err := json.Unmarshal(b, &keys); err != nil {
+		return fmt.Errorf("config %s: %w", path, err)
+	}
+	for k := range keys.Session {
+		inFile[k] = true
 	}
 	// The flag variables point into o: copy the file's values in,
 	// then re-apply the command line on top.
@@ -247,7 +283,7 @@ func readConfig(fs *flag.FlagSet, o *options, path string) error {
 }
 
 // applyEnv sets every flag not on the command line (set) from its
-// BFL_<FLAG> environment variable, if there is one.
+// BFL_<FLAG> environment variable, if there is one, and adds it to set.
 func applyEnv(fs *flag.FlagSet, set map[string]bool) error {
 	var envErr error
 	fs.VisitAll(func(f *flag.Flag) {
@@ -258,6 +294,7 @@ func applyEnv(fs *flag.FlagSet, set map[string]bool) error {
 			if err := fs.Set(f.Name, v); err != nil && envErr == nil {
 				envErr = fmt.Errorf("environment BFL_%s: %w", strings.ToUpper(f.Name), err)
 			}
+			set[f.Name] = true
 		}
 	})
 	return envErr

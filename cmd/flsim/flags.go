@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -19,11 +20,16 @@ import (
 
 // options are the parsed flags.
 type options struct {
-	p                      optim.Params
-	datasetName, dataDir   string
-	taskName               string
-	taskFile, rows, test   string           // -task-file, -rows, -test-rows
-	def                    *task.Definition // -task-file's task, read by parseFlags
+	p                    optim.Params
+	datasetName, dataDir string
+	taskName             string
+	taskFile, rows, test string           // -task-file, -rows, -test-rows
+	def                  *task.Definition // -task-file's task, read by parseFlags
+	// rowTask is -task's built-in row task (nil for pictures), whose
+	// Eta (for the mu^2 family with -eta auto) and Clip (unless -clip
+	// is given) are the defaults, as the coordinator's.
+	rowTask                *task.Builtin
+	given                  []string // the flags on the command line
 	features               string
 	partition              string
 	scheme                 dataset.Scheme // -partition, parsed
@@ -62,6 +68,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	if err := o.readTaskFile(fs); err != nil {
 		return o, err
 	}
+	fs.Visit(func(f *flag.Flag) { o.given = append(o.given, f.Name) })
 	err := o.check()
 	return o, err
 }
@@ -87,12 +94,12 @@ func defineFlags(fs *flag.FlagSet, o *options) {
 	fs.Float64Var(&o.p.Rho, "rho", 0, "privacy target: the papers' rho_p (each device rho_p^2/2-zCDP)")
 	fs.Float64Var(&o.p.Epsilon, "epsilon", 0, fmt.Sprintf("privacy target: epsilon per device (with -delta; default for private algorithms without -rho: %g at delta %s, the page's default budget)", plan.DefaultBudgetEpsilon, plan.FormatDelta(plan.DefaultDelta)))
 	fs.Float64Var(&o.p.Delta, "delta", 0, "privacy target: delta per device (with -epsilon)")
-	fs.Float64Var(&o.p.Clip, "clip", 1, "per-sample L2 clipping bound S (0 = G + 2LD)")
+	fs.Float64Var(&o.p.Clip, "clip", 1, "per-sample L2 clipping bound S (0 = G + 2LD; default 1, or the -task row task's); a row task's run takes its lesson's M, m, T and b too unless given")
 	fs.Float64Var(&o.p.G, "G", 0, "Lipschitz constant G (used when -clip 0)")
 	fs.Float64Var(&o.p.L, "L", 0, "smoothness constant L (used when -clip 0)")
 	fs.Float64Var(&o.p.Diameter, "D", 0, "diameter of the feasible ball (0 = unconstrained)")
 	fs.BoolVar(&o.paperConstants, "paper-constants", false, "use the papers' G = sqrt(2*785), L = 785/2, D = 0.1 (S = 118.1); overrides -clip, -G, -L, -D")
-	fs.StringVar(&o.eta, "eta", "auto", "step size: auto (chosen on the validation split, sim.Tuned), theorem (Theorem 5.2's, optim.NCTheoremEta; needs -D or -paper-constants), or a number")
+	fs.StringVar(&o.eta, "eta", "auto", "step size: auto (chosen on the validation split: sim.Tuned, or for nc, shared, trusted and mu2 the -task row task's), theorem (Theorem 5.2's, optim.NCTheoremEta; needs -D or -paper-constants), or a number")
 	fs.BoolVar(&o.validate, "validate", false, "train on the training part of the validation split and evaluate on its validation part (the test set is not read)")
 	fs.StringVar(&o.p.Compressor, "compressor", "", "uplink compressor: none, randk:FRAC, topk:FRAC, quant:BITSbit, ef+..., (default dense float32)")
 	fs.Float64Var(&o.p.SignalBound, "signal-bound", 0, "assumed signal bound D (0 = none): the server's running-sum tests hold n updates of a device to S + (n-1) D (docs/security.md)")
@@ -140,6 +147,10 @@ func (o *options) check() error {
 			return fmt.Errorf("-task: %w", err)
 		}
 		rowTask = named.Rows != nil
+		if rowTask {
+			o.rowTask = named.Rows
+			o.lessonShape()
+		}
 	}
 	switch {
 	case o.features == "":
@@ -224,4 +235,22 @@ func theoremEtaUsable(p optim.Params) error {
 		return errors.New("-eta theorem: Theorem 5.2's step size needs a private algorithm and a diameter (-D or -paper-constants)")
 	}
 	return nil
+}
+
+// lessonShape gives a run of a built-in row task the setting its step
+// size and clipping bound were chosen at (task.Builtin's Eta and Clip:
+// the live lesson of task.TunedDevices devices, all in every round, for
+// task.TunedRounds rounds of task.TunedBatch rows) wherever the command
+// line does not set them.
+func (o *options) lessonShape() {
+	given := func(name string) bool { return slices.Contains(o.given, name) }
+	if !given("M") && !given("m") {
+		o.p.M, o.p.Cohort = task.TunedDevices, task.TunedDevices
+	}
+	if !given("T") && !given("b") {
+		o.p.Rounds, o.p.Batch = task.TunedRounds, task.TunedBatch
+	}
+	if !given("clip") && !o.paperConstants {
+		o.p.Clip = o.rowTask.Clip
+	}
 }

@@ -58,6 +58,9 @@ func stepSize(o options, p *optim.Params, d int) error {
 			steps = sim.TunedPaper
 		}
 		p.Eta = steps.Eta(*p, d)
+		if o.rowTask != nil && sim.MuSquared(p.Algorithm) {
+			p.Eta = o.rowTask.Eta
+		}
 	case "theorem":
 		if err := theoremEtaUsable(*p); err != nil {
 			return err

@@ -18,8 +18,11 @@ import (
 
 	"github.com/andybalholm/brotli"
 
+	"browserfl/coordinator/view"
 	"browserfl/device"
 	"browserfl/shared/dataset"
+	"browserfl/shared/plan"
+	"browserfl/shared/task"
 	"browserfl/shared/wire"
 )
 
@@ -41,6 +44,10 @@ type demoResult struct {
 	shardBytes     int     // its bytes as sent (compressed)
 	pageBytes      int     // the page and its assets as sent, for one device
 	rounds         int     // rounds committed
+	planned        int     // the session's rounds
+	accuracy       float64 // the last evaluation's accuracy (after round evalRound, on evalSamples test samples)
+	evalRound      int
+	evalSamples    int
 	wall           float64 // seconds from Start to the last round
 	rssIdle        int64   // RSS before any device (bytes)
 	hwmIdle        int64   // peak RSS up to then
@@ -52,8 +59,11 @@ type demoResult struct {
 // printDemo writes r's report; its last line, "coordinator peak RSS: X
 // MiB", is the figure docs/performance.md tracks.
 func printDemo(w io.Writer, r demoResult) {
-	fmt.Fprintf(w, "demo session: %d devices, %s; %d rounds committed in %.1f s after Start\n",
-		r.devices, r.datasetComment, r.rounds, r.wall)
+	fmt.Fprintf(w, "demo session: %d devices, %s; %d of %d rounds committed in %.1f s after Start\n",
+		r.devices, r.datasetComment, r.rounds, r.planned, r.wall)
+	if r.evalSamples > 0 {
+		fmt.Fprintf(w, "final accuracy: %.1f%% after round %d on %d test samples\n", 100*r.accuracy, r.evalRound, r.evalSamples)
+	}
 	fmt.Fprintf(w, "each device: the page and its assets %.2f MB, a demo shard of %d samples %.2f MB (as sent)\n",
 		float64(r.pageBytes)/1e6, r.samples, float64(r.shardBytes)/1e6)
 	fmt.Fprintf(w, "coordinator RSS before any device: %.1f MiB (healthy after %.1f s; peak until then %.1f MiB)\n",
@@ -105,6 +115,10 @@ func runDemo(ctx context.Context, o options, pol device.Policy, n int, extra str
 	if err := getJSON(ctx, base+"/api/session?code=LOADTEST", &sess); err != nil {
 		return fmt.Errorf("demo: session: %w", err)
 	}
+	def, err := plan.SessionTask(sess)
+	if err != nil {
+		return fmt.Errorf("demo: session: %w", err)
+	}
 	r.datasetComment = fmt.Sprintf("%d features, %d classes, b = %d", sess.Features, sess.Classes, sess.Batch)
 
 	// The devices arrive as a class does: each loads the page, fetches
@@ -125,7 +139,7 @@ func runDemo(ctx context.Context, o options, pol device.Policy, n int, extra str
 				errs <- fmt.Errorf("device %d: %w", i, err)
 				return
 			}
-			set, sent, err := fetchDemoShard(devCtx, base, sess.Classes)
+			set, sent, err := fetchDemoShard(devCtx, base, sess, def)
 			if err != nil {
 				connected.Done()
 				errs <- fmt.Errorf("device %d: %w", i, err)
@@ -135,7 +149,7 @@ func runDemo(ctx context.Context, o options, pol device.Policy, n int, extra str
 				r.pageBytes, r.samples, r.shardBytes = pageBytes, set.Len(), sent
 			}
 			once := sync.OnceFunc(connected.Done)
-			cfg := device.Config{URL: "ws://" + addr + "/ws", JoinCode: "LOADTEST", Storage: &device.MemStorage{}, Data: set.Samples,
+			cfg := device.Config{URL: "ws://" + addr + "/ws", JoinCode: "LOADTEST", Storage: &device.MemStorage{}, Data: set.Samples, Task: def,
 				MinBackoff: 200 * time.Millisecond, MaxBackoff: 5 * time.Second,
 				OnEvent: func(e device.Event) {
 					if e.Kind == device.EventConnected || e.Kind == device.EventLobby {
@@ -171,10 +185,26 @@ func runDemo(ctx context.Context, o options, pol device.Policy, n int, extra str
 	if err := getJSON(ctx, base+"/api/session?code=LOADTEST", &sess); err != nil {
 		return fmt.Errorf("demo: session after Start: %w", err)
 	}
-	if err := waitRounds(ctx, base, sess.Rounds, time.Second); err != nil {
-		return fmt.Errorf("demo: %w", err)
+	// The session ends after its last round, or earlier when every
+	// device has used its shard up (a row task's small shards).
+	var st view.Status
+	for !st.Finished {
+		select {
+		case err := <-errs:
+			return fmt.Errorf("demo: %w", err)
+		default:
+		}
+		if err := sleep(ctx, time.Second); err != nil {
+			return fmt.Errorf("demo: %d of %d rounds committed: %w", st.Committed, sess.Rounds, err)
+		}
+		if err := getJSON(ctx, base+"/api/status?code=LOADTEST", &st); err != nil {
+			return fmt.Errorf("demo: status: %w", err)
+		}
 	}
-	r.rounds, r.wall = sess.Rounds, time.Since(started).Seconds()
+	r.rounds, r.planned, r.wall = st.Committed, sess.Rounds, time.Since(started).Seconds()
+	if st.LastEval != nil {
+		r.accuracy, r.evalRound, r.evalSamples = st.LastEval.Accuracy, st.LastEval.T, st.LastEval.Samples
+	}
 	if r.hwm, err = procHWM(pid); err != nil {
 		return err
 	}
@@ -208,12 +238,29 @@ func loadPage(ctx context.Context, base string) (int, error) {
 
 // fetchDemoShard fetches a demo shard as the page's browser would
 // (brotli) and decodes it; it returns the shard and the bytes sent.
-func fetchDemoShard(ctx context.Context, base string, classes int) (dataset.Set, int, error) {
+func fetchDemoShard(ctx context.Context, base string, sess wire.SessionParams, def *task.Definition) (dataset.Set, int, error) {
+	if def != nil {
+		// A row task: the example rows as CSV, read as the page reads
+		// a student's file.
+		body, n, err := getEncoded(ctx, base+"/api/demo/rows?code=LOADTEST", dataset.MaxShardBytes)
+		if err != nil {
+			return dataset.Set{}, 0, fmt.Errorf("demo rows: %w", err)
+		}
+		rows, refused, err := def.ReadCSV(bytes.NewReader(body))
+		if err == nil && len(refused) > 0 {
+			err = refused[0]
+		}
+		if err != nil {
+			return dataset.Set{}, 0, fmt.Errorf("demo rows: %w", err)
+		}
+		set, err := def.Set("demo", rows)
+		return set, n, err
+	}
 	blob, n, err := getEncoded(ctx, base+"/api/demo/shard?code=LOADTEST", dataset.MaxShardBytes)
 	if err != nil {
 		return dataset.Set{}, 0, fmt.Errorf("demo shard: %w", err)
 	}
-	set, err := dataset.DecodeShard(blob, classes)
+	set, err := dataset.DecodeShard(blob, sess.Classes)
 	if err != nil {
 		return dataset.Set{}, 0, fmt.Errorf("demo shard: %w", err)
 	}

@@ -220,6 +220,9 @@ async function pollModel(s) {
 // side x side pixels}) and the sentence under the title, or a sentence
 // alone when the model is not drawn.
 function modelTiles(m) {
+  if (m.session && m.session.task) {
+    return {note: "This model reads the rows the class typed or picked (words and numbers), not pictures, so its weights are not drawn as pictures."};
+  }
   if (m.session && m.session.transform) {
     return {note: "This model reads features computed from each picture (patterns at several sizes and angles), not its pixels, so its weights are not drawn as pictures."};
   }

@@ -16,6 +16,15 @@ import (
 	"browserfl/shared/dataset/rdata"
 )
 
+// The setting the built-in tasks' Eta and Clip were chosen at: a live
+// lesson of TunedDevices devices, each in every round, TunedRounds
+// rounds of TunedBatch rows.
+const (
+	TunedDevices = 10
+	TunedRounds  = 200
+	TunedBatch   = 32
+)
+
 // Builtin is a task the product ships: its definition and the loader of
 // its real public data set.
 type Builtin struct {
@@ -24,6 +33,12 @@ type Builtin struct {
 	DefaultDir string
 	// Source names the data's origin and licence.
 	Source string
+	// Eta and Clip are the step size and the clipping bound a session
+	// of this task takes unless it is given its own: chosen on the task's
+	// validation split at the lesson's setting (nc, TunedDevices devices
+	// all in every round, TunedRounds rounds of TunedBatch rows, epsilon
+	// 7.92 at delta 1e-5; docs/tasks.md, "Step size and clipping").
+	Eta, Clip float64
 	// load returns every row and how many to hold out for the test set.
 	load func(d *Definition, dir string) (rows Rows, nTest int, err error)
 }
@@ -94,7 +109,8 @@ var builtins = map[string]Builtin{
 		},
 		DefaultDir: DefaultDiamondsDir,
 		Source:     "the diamonds table of R's ggplot2 (53,940 diamonds; Debian package r-cran-ggplot2, GPL-2)",
-		load:       loadDiamonds,
+		Eta:        0.7, Clip: 1.5,
+		load: loadDiamonds,
 	},
 	"text": {
 		Def: &Definition{
@@ -109,7 +125,8 @@ var builtins = map[string]Builtin{
 		},
 		DefaultDir: DefaultWordsDir,
 		Source:     "Debian's word lists wamerican, wngerman, wfrench, wspanish and witalian (/usr/share/dict; free licences, see each package's copyright file)",
-		load:       loadWords,
+		Eta:        2, Clip: 0.25,
+		load: loadWords,
 	},
 }
 
