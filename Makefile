@@ -143,7 +143,7 @@ run: setup wasm
 
 # Interleaved benchmarks: every ratio is against a baseline timed in the
 # same iterations, in per-thread CPU time (docs/performance.md): the device
-# step against a plain pass and against the pre-issue-12 code, the noise
+# step against a plain pass and against the unfused estimator it replaced, the noise
 # samplers (noise: exact/ziggurat = R, the product's exact sampler against
 # the float ziggurat at the demo's first sigma) and generators, one round
 # of local training against one of nc (step: local/nc = Q), the model
