@@ -1231,8 +1231,8 @@ var mutations = []mutation{
 	{
 		name: "web-sources-served", why: "the Go sources beside the page's assets (web/*.go) are served under /web/",
 		file: "coordinator/site/static.go",
-		old:  `if err != nil || d.IsDir() || strings.HasSuffix(p, ".go") {`,
-		new:  `if err != nil || d.IsDir() {`,
+		old:  `case d.IsDir() || strings.HasSuffix(p, ".go"):`,
+		new:  `case d.IsDir():`,
 		pkgs: []string{"./coordinator/site/", "./coordinator/", "-run", "NoDirectoryListing|StaticSite"},
 	},
 	{
