@@ -4,7 +4,7 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: all setup setup-test build test vet lint fmt-check run bench bench-wasm test-wasm-features results clean wasm mutants frontier
+.PHONY: all setup setup-test staticcheck build test vet lint fmt-check run bench bench-wasm test-wasm-features results clean wasm mutants frontier
 
 all: build
 
@@ -15,7 +15,7 @@ setup:
 
 # What the tests need besides: the three browser engines, their drivers,
 # Xvfb and zbarimg (scripts/setup.sh --browser). Only make test runs it.
-setup-test: setup
+setup-test: setup staticcheck
 	bash scripts/setup.sh --browser
 
 build: wasm
@@ -34,12 +34,20 @@ wasm:
 vet:
 	$(GO) vet $(PKGS)
 
-# staticcheck (pinned, built for this machine) on the native and the
-# js/wasm target.
-lint:
-	GOBIN=$(CURDIR)/bin $(GO) install honnef.co/go/tools/cmd/staticcheck@v0.8.2
-	bin/staticcheck $(PKGS)
-	GOOS=js GOARCH=wasm bin/staticcheck ./wasm/... ./shared/... ./device/...
+# staticcheck, pinned, on the native and the js/wasm target. It is built
+# once per machine and version into STATICCHECK_DIR, outside the clone, so
+# a fresh clone reuses it (make setup-test builds it; make lint does if it
+# is missing); bin/staticcheck links to it.
+STATICCHECK_VERSION := v0.8.2
+STATICCHECK_DIR := $(HOME)/.cache/browserfl-tools/staticcheck-$(STATICCHECK_VERSION)
+STATICCHECK := $(STATICCHECK_DIR)/staticcheck
+staticcheck:
+	@[ -x $(STATICCHECK) ] || GOBIN=$(STATICCHECK_DIR) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+	@mkdir -p bin && ln -sf $(STATICCHECK) bin/staticcheck
+
+lint: staticcheck
+	$(STATICCHECK) $(PKGS)
+	GOOS=js GOARCH=wasm $(STATICCHECK) ./wasm/... ./shared/... ./device/...
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
@@ -67,6 +75,11 @@ fmt-check:
 # took the longer of each phase's pair, about 2.5 minutes more (2026-12-02).
 # Each stage prints its wall time (scripts/stage.sh) and the list is printed
 # at the end.
+# Each go test of make test runs with -vet=off (the stage vet vets every
+# package and its tests with all of vet's checks; go test would repeat a
+# subset per package) and -ldflags=-w (no DWARF in test binaries: less to
+# link, nothing reads it), as scripts/mutants does.
+TESTFLAGS := -count=1 -timeout 30m -vet=off -ldflags=-w
 RACE_PKGS := ./coordinator/... ./device/... ./sim/...
 RACE_RE := ^browserfl/(coordinator|device|sim)(/|$$)
 STAGE_LOG := .cache/make-test-stages
@@ -79,12 +92,12 @@ test:
 	@$(STAGE) setup     $(SUBMAKE) setup-test
 	@$(STAGE) fmt-check $(SUBMAKE) fmt-check
 	@$(STAGE) wasm-features $(SUBMAKE) test-wasm-features
-	@{ $(STAGE) race env BFL_REQUIRE_MNIST=1 BFL_REQUIRE_DATA=1 $(GO) test -count=1 -timeout 30m -race $(RACE_PKGS) && \
-	   $(STAGE) scaleout $(GO) test -count=1 -timeout 30m -run '^TestScaleOut$$' ./coordinator/ && \
-	   $(STAGE) lesson env BFL_LESSON=1 BFL_LESSON_GAP=100ms $(GO) test -count=1 -timeout 30m -run TestClassroomLesson ./e2e/ && \
-	   $(STAGE) engines $(GO) test -count=1 -timeout 30m -run '$(ENGINES_RE)' -v ./e2e/; } >$(BESIDE_LOG) 2>&1 & bg=$$!; \
+	@{ $(STAGE) race env BFL_REQUIRE_MNIST=1 BFL_REQUIRE_DATA=1 $(GO) test $(TESTFLAGS) -race $(RACE_PKGS) && \
+	   $(STAGE) scaleout $(GO) test $(TESTFLAGS) -run '^TestScaleOut$$' ./coordinator/ && \
+	   $(STAGE) lesson env BFL_LESSON=1 BFL_LESSON_GAP=100ms $(GO) test $(TESTFLAGS) -run TestClassroomLesson ./e2e/ && \
+	   $(STAGE) engines $(GO) test $(TESTFLAGS) -run '$(ENGINES_RE)' -v ./e2e/; } >$(BESIDE_LOG) 2>&1 & bg=$$!; \
 	 $(STAGE) vet $(SUBMAKE) vet && $(STAGE) lint $(SUBMAKE) lint && \
-	 $(STAGE) test env BFL_REQUIRE_MNIST=1 BFL_REQUIRE_DATA=1 $(GO) test -count=1 -timeout 30m -skip '$(ENGINES_RE)' $$($(GO) list $(PKGS) | grep -Ev '$(RACE_RE)'); fg=$$?; \
+	 $(STAGE) test env BFL_REQUIRE_MNIST=1 BFL_REQUIRE_DATA=1 $(GO) test $(TESTFLAGS) -skip '$(ENGINES_RE)' $$($(GO) list $(PKGS) | grep -Ev '$(RACE_RE)'); fg=$$?; \
 	 if [ $$fg -eq 0 ]; then $(STAGE) mutants $(SUBMAKE) mutants; fg=$$?; fi; \
 	 wait $$bg; rc=$$?; echo "== the stages race, scaleout, lesson and engines, run beside test and mutants:"; cat $(BESIDE_LOG); \
 	 [ $$fg -eq 0 ] && [ $$rc -eq 0 ]
@@ -130,7 +143,7 @@ run: setup wasm
 
 # Interleaved benchmarks: every ratio is against a baseline timed in the
 # same iterations, in per-thread CPU time (docs/performance.md): the device
-# step against a plain pass and against the pre-issue-12 code, the noise
+# step against a plain pass and against the unfused estimator it replaced, the noise
 # samplers (noise: exact/ziggurat = R, the product's exact sampler against
 # the float ziggurat at the demo's first sigma) and generators, one round
 # of local training against one of nc (step: local/nc = Q), the model

@@ -361,7 +361,7 @@ func TestUnservableRoundDiscarded(t *testing.T) {
 	}
 }
 
-// TestSpikeInsideNormBoundRejected is the attack of issue 23 live: a
+// TestSpikeInsideNormBoundRejected is the norm-bound spike attack live: a
 // device that answers every round with a spike on one coordinate at 0.9 of
 // the session's norm bound (so the norm test alone lets it through) is
 // refused by the coordinate test every round, told why, and counted; the

@@ -16,7 +16,7 @@ import (
 	"browserfl/shared/wire"
 )
 
-// sybil is an idle identity (issue 23's measurement): it says hello, keeps
+// sybil is an idle identity (the -sybils measurement): it says hello, keeps
 // its connection (the websocket library answers every ping while it
 // reads), never answers a round, and says hello again on a fresh
 // connection after every decision it gets, which used to reset its

@@ -415,8 +415,8 @@ func phoneTab(newTab func() (tab, error)) (tab, error) {
 	return p, nil
 }
 
-// phoneScreenCheck returns the check of one screen of the first student's phone (issue
-// 24 point 7, in every engine): it opened at its top (the test
+// phoneScreenCheck returns the check of one screen of the first student's phone (in
+// every engine): it opened at its top (the test
 // scrolled the screen before to its bottom), its primary button lies
 // inside the first screen, the lobby says "Waiting for your teacher"
 // once; Firefox's and WebKit's first screens are kept as
@@ -698,8 +698,8 @@ func TestClassroomLesson(t *testing.T) {
 	}()
 	// BFL_LESSON_THROTTLE=1 makes every phone a slow one (CPU 4 times
 	// slower, 150 ms latency, 1.6 Mbit/s down and 0.75 up): the command
-	// that measures Start -> first accuracy with throttled phones (issue
-	// 24, point 4; docs/browser.md). It is a measurement, not a check.
+	// that measures Start -> first accuracy with throttled phones
+	// (docs/browser.md). It is a measurement, not a check.
 	throttled := os.Getenv("BFL_LESSON_THROTTLE") == "1"
 	phones := "phones as they are"
 	if throttled {

@@ -31,7 +31,7 @@ import (
 
 // TestPhoneScreens walks one student through the lesson on a phone
 // (390x844, mobile emulation) against the real coordinator (cmd/coordinator
-// -lobby as a child process) and checks what issue 24 asks of the phone's
+// -lobby as a child process) and checks what we promise of the phone's
 // screens:
 //
 //   - primary buttons (Join on the code box and on consent, "Start
@@ -278,7 +278,7 @@ new MutationObserver(() => { const e = document.getElementById("eps");
 	// The same with the phone's CPU 4x slower and 150 ms more latency
 	// (Chromium's emulation on the page; the test server sends the
 	// program uncompressed and without caching headers, so no bandwidth
-	// limit is set: that part is the loading work of issue 24 point 2).
+	// limit is set: that part is the page's loading work).
 	b.must(20*time.Second, "throttle", emulation.SetCPUThrottlingRate(4), network.EmulateNetworkConditions(false, 150, -1, -1))
 	reload("CPU x4, 150 ms")
 	b.must(20*time.Second, "unthrottle", emulation.SetCPUThrottlingRate(1), network.EmulateNetworkConditions(false, 0, -1, -1))

@@ -15,7 +15,7 @@ import (
 )
 
 // BenchmarkJoinThrottled times one student's join and reload on a
-// throttled phone, as issue 24 measured them: CPU 4x slower, 150 ms
+// throttled phone, as docs/browser.md measures them: CPU 4x slower, 150 ms
 // latency, 1.6 Mbit/s down and 0.75 Mbit/s up (the page's own requests;
 // Chromium applies it per target, so the worker's few API calls are not
 // slowed). It prints, for the first visit (bare address -> code -> own

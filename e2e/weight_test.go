@@ -25,7 +25,7 @@ import (
 	"browserfl/wasm/local"
 )
 
-// Join weight budgets (issue 24): what one student's phone downloads from
+// Join weight budgets: what one student's phone downloads from
 // the bare address to waiting in the lobby, and for a reload there.
 const (
 	joinBudget   = 2_500_000

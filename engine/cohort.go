@@ -7,7 +7,7 @@ import (
 	"browserfl/shared/optim"
 )
 
-// Who a round asks, and when it closes (issue 23, point 5: idle Sybils
+// Who a round asks, and when it closes (idle Sybils
 // cannot stall rounds).
 //
 // A device is *sure* when it has delivered an accepted update since its

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # feature-lesson.sh measures the default lesson over scattering features
-# live (issue 26, point 3): the coordinator in its lobby with the
+# live: the coordinator in its lobby with the
 # default template and `-features scatter`, N native devices (cmd/device,
 # each on its own demo shard, computing the features of each minibatch),
 # the teacher's Start through the API (so the "one lesson" preset sizes

@@ -63,8 +63,8 @@ func TestFeatureSessionTrains(t *testing.T) {
 	}
 }
 
-// TestFeatureSessionLiveEveryAlgorithm: the other algorithms the issue
-// names (trusted, noisysgd, local with three passes under its
+// TestFeatureSessionLiveEveryAlgorithm: the other algorithms
+// (trusted, noisysgd, local with three passes under its
 // last-iterate certificate, mu2) run a short feature session of the
 // real command to its end with two native devices (24 pictures each):
 // every round is committed, the model moved from its start, and the

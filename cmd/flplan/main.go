@@ -175,7 +175,7 @@ func printReport(w io.Writer, p optim.Params, r plan.Report, f plan.Figures) {
 	fmt.Fprintf(w, "  expected (%.1f participations): rho = %.6g  epsilon = %s\n", r.ExpectedParticipations, r.ExpectedRho, plan.FormatEpsilon(r.ExpectedEpsilon))
 	if r.AmplifiedEpsilon > 0 {
 		// Labelled so it cannot be read as a bound: the session samples
-		// neither by Poisson nor with add/remove neighbours (issue 26).
+		// neither by Poisson nor with add/remove neighbours.
 		fmt.Fprintf(w, "  NOT A GUARANTEE, for comparison with papers only: a subsampling-amplified RDP estimate that assumes Poisson sampling at rate b/local and add/remove neighbours, which this session does not use (the figures above are what a device's ledger holds): epsilon = %s\n", plan.FormatEpsilon(r.AmplifiedEpsilon))
 	}
 	if f.SessionDelta > 0 && f.SessionDelta != f.Delta {

@@ -27,7 +27,7 @@ func TestRun(t *testing.T) {
 		{"trusted demo", []string{"-alg", "trusted", "-T", "200", "-M", "30", "-m", "10", "-b", "32", "-clip", "1", "-epsilon", "7.92", "-delta", "1e-5"},
 			[]string{"hold against everyone else", "ε = 7.92 at δ = 1e-5 against everyone but the server"}, false},
 		{"soteria amplified", []string{"-alg", "soteria-sgd", "-rho", "2", "-local", "600"},
-			[]string{"each release", "amplified", "NOT A GUARANTEE"}, false}, // labelled so it cannot be read as a bound (issue 26)
+			[]string{"each release", "amplified", "NOT A GUARANTEE"}, false}, // labelled so it cannot be read as a bound
 		{"non-private", []string{"-alg", "mu2"}, []string{"not private"}, false},
 		{"shared", []string{"-alg", "shared", "-T", "24", "-M", "100", "-m", "50", "-b", "50", "-epsilon", "8", "-samples", "600", "-colluders", "5"},
 			[]string{"0.1881 of nc's noise (h = 30 honest survivors of t = 35, c = 5)", "ε = 8.00 at δ = 1e-5 if the server sees only sums of at least 35 updates, at most 5 of them its own; ε = 79.91 from this device"}, false},

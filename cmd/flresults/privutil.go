@@ -12,7 +12,7 @@ import (
 	"browserfl/sim"
 )
 
-// The privacy-utility table (issue 11, point 5): the noise-cancellation
+// The privacy-utility table: the noise-cancellation
 // paper's Table-1 setting (Fashion-MNIST, M = 100, m = 50, one pass, the
 // release cap of the IID partition) at a per-device epsilon in
 // puEpsilons at delta = plan.DefaultDelta, over puSeeds.
@@ -23,7 +23,7 @@ var (
 
 const (
 	// puScatter is the model family of the feature rows: logistic
-	// regression over each picture's scattering features (issue 26).
+	// regression over each picture's scattering features (docs/features.md).
 	puScatter = "scatter"
 	puShard   = -1    // puRow.batch: a device's whole shard (n/M) in one round
 	mlpDim    = 50890 // 784-64-10 (model.New("mlp", 784, 10))
@@ -357,7 +357,7 @@ func puTunedTable(b *strings.Builder, model string, res *results, pu puReport) {
 
 func modelTitle(model string) string {
 	if model == puScatter {
-		return "**Extra rows, logistic regression on scattering features** (issue 26: each picture's scattering transform, J = 2, L = 8, 3,969 features normalised per picture, computed on the device from its own pictures alone, so they cost no privacy; d = 39,700; docs/features.md), one pass, b and eta chosen on the validation split"
+		return "**Extra rows, logistic regression on scattering features** (each picture's scattering transform, J = 2, L = 8, 3,969 features normalised per picture, computed on the device from its own pictures alone, so they cost no privacy; d = 39,700; docs/features.md), one pass, b and eta chosen on the validation split"
 	}
 	if model == "logreg-unit" {
 		return "**Extra row, `local` with E passes under the last-iterate charge** (`logreg-unit`: logistic regression on inputs scaled to norm 1, so S = 2 clips nothing and a step of eta <= 2 is nonexpansive; charged privacy.ShiftedCyclicCost, about 1 + (E-1)/K steps, docs/privacy.md 4b), one pass, b (shard: a device's whole shard in one round), K, E and eta chosen on the validation split"

@@ -296,7 +296,7 @@ const TasksTable = "docs/results/tasks-table.md"
 
 // tasksHeader introduces the row tasks' table in the report.
 const tasksHeader = `
-## Tasks beyond pictures (issue 25)
+## Tasks beyond pictures
 
 The built-in row tasks (docs/tasks.md): ` + "`tabular`" + ` (a diamond's price band from
 ggplot2's diamonds, 4 classes) and ` + "`text`" + ` (a word's language from Debian's word

@@ -71,7 +71,7 @@ dense float32 within 1 percentage point of its accuracy.
 `
 
 const puHeader = `
-## Privacy-utility table (issue 11, point 5)
+## Privacy-utility table
 
 The noise-cancellation paper's Table-1 setting on Fashion-MNIST: logistic regression
 (d = 7,850), M = 100 devices holding 600 images each (IID), m = 50 per round, one pass

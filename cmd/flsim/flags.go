@@ -120,7 +120,7 @@ func defineFlags(fs *flag.FlagSet, o *options) {
 	fs.IntVar(&o.attackers, "attackers", 1, "with -attack: how many devices are hostile")
 	fs.Float64Var(&o.attackCap, "attack-cap", 0, "with -attack: each hostile message's norm is at most this (0 = as large as the tests allow)")
 	fs.BoolVar(&o.naiveAttack, "naive-attack", false, "with -attack: hostile devices assume the server applies only the norm bound (the other tests then refuse them)")
-	fs.BoolVar(&o.normOnly, "norm-only", false, "the server applies only the L2 norm bound to each update (the tests before issue 23), to measure what the others buy")
+	fs.BoolVar(&o.normOnly, "norm-only", false, "the server applies only the L2 norm bound to each update (without the server's other tests), to measure what the others buy")
 }
 
 // check checks o and completes it: the papers' constants, the step size

@@ -18,6 +18,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"go.uber.org/goleak"
 )
 
 // The test binary doubles as the processes the load test starts: with
@@ -37,7 +39,8 @@ func TestMain(m *testing.M) {
 		signal.Ignore(os.Interrupt)
 		select {}
 	}
-	os.Exit(m.Run())
+	// No goroutine a test started may outlive the tests (go.uber.org/goleak).
+	goleak.VerifyTestMain(m)
 }
 
 // fakeCoordinator serves /healthz, the teacher's pause and /api/session,

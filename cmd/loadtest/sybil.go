@@ -20,7 +20,7 @@ import (
 	"browserfl/shared/wire"
 )
 
-// sybilOptions configure the -sybils mode (issue 23, point 5): honest
+// sybilOptions configure the -sybils mode: honest
 // devices train while, in every other window, K idle ids from one address
 // stay connected, answer pings, never answer a round and say hello again
 // every -sybil-rehello.

@@ -5,7 +5,7 @@ import (
 	"browserfl/shared/optim"
 )
 
-// An edge's histories of its devices (issue 23, point 2, for the cluster
+// An edge's histories of its devices (for the cluster
 // shape). The running-sum and persistence tests of optim.Checker need
 // every included update of a device since its history began, and, for a
 // history from the device's start, every round it was asked. An edge sees

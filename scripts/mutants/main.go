@@ -1141,7 +1141,7 @@ var mutations = []mutation{
 		new:  "d.round = t",
 		pkgs: []string{"./sim/", "-run", "TestHostileIsTheProduct"},
 	},
-	// Issue 26, point 5: every charge read by a proven route.
+	// Every charge read by a proven route.
 	{
 		name: "last-iterate-read-by-cks", why: "a ledger holding a last-iterate charge is read like an ordinary one (the smaller of GDP with the slack bound and the zCDP/CKS conversion), a route no proof covers for it",
 		file: "shared/privacy/spent.go",
@@ -1184,7 +1184,7 @@ var mutations = []mutation{
 		new:  "if false {",
 		pkgs: []string{"./wasm/local/"},
 	},
-	// Issue 26, point 6: the default lesson spends the owner's budget.
+	// The default lesson spends the owner's budget.
 	{
 		name: "lesson-target-over-budget", why: "the default lesson's target is sized 2% over the owner's default budget (its worst-case device would pass the budget, and the page refuse the lesson)",
 		file: "shared/plan/figures.go",
@@ -1199,7 +1199,7 @@ var mutations = []mutation{
 		new:  "return 0.9 * b.Epsilon, b.Delta",
 		pkgs: []string{"./shared/lesson/"},
 	},
-	// Issue 23, points 7 and 9.
+	// The server's tests against hostile devices.
 	{
 		name: "ledger-epsilon-gdp-overflow", why: "LedgerEpsilon gives up (an error, no epsilon) when the GDP conversion overflows instead of using the finite zCDP bound",
 		file: "shared/privacy/discrete.go",
@@ -1231,8 +1231,8 @@ var mutations = []mutation{
 	{
 		name: "web-sources-served", why: "the Go sources beside the page's assets (web/*.go) are served under /web/",
 		file: "coordinator/site/static.go",
-		old:  `if err != nil || d.IsDir() || strings.HasSuffix(p, ".go") {`,
-		new:  `if err != nil || d.IsDir() {`,
+		old:  `case d.IsDir() || strings.HasSuffix(p, ".go"):`,
+		new:  `case d.IsDir():`,
 		pkgs: []string{"./coordinator/site/", "./coordinator/", "-run", "NoDirectoryListing|StaticSite"},
 	},
 	{

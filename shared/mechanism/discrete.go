@@ -43,7 +43,7 @@ import (
 //     payload is a deterministic function of that integer vector and of
 //     independent compressor randomness: post-processing.
 //
-// The sampler (fillDG, issue 27) is rejection from a proposal that does
+// The sampler (fillDG) is rejection from a proposal that does
 // not depend on sigma: a block index m from a constant dyadic table over 64
 // blocks per sigma, a uniform position in the block and a sign, accepted
 // with probability exp(-x^2 / (2 sigma^2)) times a constant ratio per
@@ -443,7 +443,7 @@ func mulHi(a, b uint64) uint64 {
 	return h
 }
 
-// The block sampler (issue 27). For a target sigma, the half-line x >= 0
+// The block sampler. For a target sigma, the half-line x >= 0
 // is cut into blocks [m sigma/c, (m+1) sigma/c), c = blkC = 64 blocks per
 // sigma, and the sampler is rejection from a proposal that is exactly
 // computable and does not depend on sigma:

@@ -140,8 +140,8 @@ func TestExpNegFloorBig(t *testing.T) {
 // partial sums of the alternating series sum_k (-a/b)^k / k! bracket the
 // limit once the terms decrease (k > a/b), and the result is returned when
 // two consecutive such partial sums agree on it (the limit is irrational,
-// so they eventually do). It was the package's exact exponential before
-// issue 27 (exact rationals, slow for large a/b); TestExpNegFloorBig
+// so they eventually do). It is the exact exponential the fixed-point one
+// replaced (exact rationals, slow for large a/b); TestExpNegFloorBig
 // checks the fixed-point bracket against it.
 func expNegFloorRat(a, b *big.Int, n int) *big.Int {
 	x := new(big.Rat).SetFrac(new(big.Int).Neg(a), b)

@@ -10,8 +10,8 @@ import (
 	"browserfl/shared/optim"
 )
 
-// TestFloatingPointDistinguisher reproduces the experiment of issue 9
-// (Mironov 2012): an "nc" device with the exact float64 payload sends its
+// TestFloatingPointDistinguisher reproduces the floating-point
+// attack (Mironov 2012): an "nc" device with the exact float64 payload sends its
 // first message for a one-sample batch {z} (dataset D) or {z'} (the
 // neighbour D'); coordinate 0 of the message is the clipped value s (or
 // s') plus noise. The attacker knows s and s' and the sampler, and guesses

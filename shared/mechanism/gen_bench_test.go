@@ -15,8 +15,8 @@ import (
 
 // BenchmarkGenerators times the candidate keystream generators for the
 // noise, each filling the Stream's 4 KiB buffer once per call,
-// interleaved: ChaCha20 (golang.org/x/crypto, RFC 8439; the stream before
-// issue 12), AES-256-CTR (crypto/aes: AES-NI on amd64, constant-time
+// interleaved: ChaCha20 (golang.org/x/crypto, RFC 8439; the stream ChaCha8
+// replaced), AES-256-CTR (crypto/aes: AES-NI on amd64, constant-time
 // generic Go elsewhere) and ChaCha8 (math/rand/v2, the C2SP chacha8rand
 // generator; assembly on amd64 and arm64, generic Go elsewhere), and
 // BLAKE2b's XOF (golang.org/x/crypto/blake2b, 64-bit operations). Run it

@@ -10,8 +10,8 @@ import (
 // demoSigma is the discrete sigma (grid units) of the demo session's first
 // nc participation: cmd/coordinator's default session (nc, logreg, b = 32,
 // S = 1, rho_p = 1.5, T = 200; M = 30, or M = 10 as a ten-device lesson
-// sizes it) gives sigma_Z = 211,997 from optim's ncSigmaZ(1) (checked
-// 2026-11-29, issue 27).
+// sizes it) gives sigma_Z = 211,997 from optim's ncSigmaZ(1) (as computed
+// on 2026-11-29).
 const demoSigma = 211997
 
 // BenchmarkSamplersCPU times one noise vector of d = 7,850 from a fresh

@@ -84,7 +84,7 @@ func (s *Stream) zigNormal() float64 {
 
 // ZigLattice reports whether z lies, within tol, on the output set of the
 // ziggurat's fast path and wedges: j * w[i] for a layer i and an integer
-// |j| < 2^24. It is the structure the floating-point attack of issue 9
+// |j| < 2^24. It is the structure the floating-point attack (Mironov 2012)
 // (Mironov 2012) reads in a release made of a float plus ziggurat noise;
 // the audits of the devices' and the trusted server's releases use it
 // (TestFloatingPointDistinguisher, TestTrustedFloatingPointDistinguisher).

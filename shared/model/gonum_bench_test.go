@@ -111,7 +111,7 @@ func TestDenseKernelsAgree(t *testing.T) {
 }
 
 // refRowsSparse and refAddRowsSparse are the sparse kernels as they were
-// before issue 12 (a bounds check per row and non-zero), kept to time the
+// before their rewrite (a bounds check per row and non-zero), kept to time the
 // product's against them.
 func refRowsSparse(in *input, out, w []float64, stride int) {
 	F := len(in.x)

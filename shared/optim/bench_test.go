@@ -98,7 +98,7 @@ func BenchmarkDeviceStep(b *testing.B) {
 
 // BenchmarkDeviceStepVsOld times the product's device step against the
 // same device running the estimator code it replaced (refMean, the
-// pre-issue-12 loop: formed gradients, four passes per clip), interleaved.
+// unfused loop: formed gradients, four passes per clip), interleaved.
 // For "nc" it also times a discrete noise vector of the same sigma, so
 // the step without its noise is new-ns minus noise-ns; "mu2" is the same
 // estimator, clipping and encoding without noise or grid.
@@ -249,7 +249,7 @@ func (ld *lessonDevice) step(b *testing.B) {
 // steps of one sample, one pass, each step with its own noise vector)
 // against one of "nc", the lesson's algorithm, in the same session,
 // interleaved in per-thread CPU time: make bench prints the ratio as
-// "step: local/nc = Q" (issue 27, point 2).
+// "step: local/nc = Q".
 //
 // It also times the noise alone that local's proof asks for: one vector of
 // d draws at its sigma, K E times a round ("noise-floor/nc": the ratio no

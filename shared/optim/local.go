@@ -415,7 +415,7 @@ func (dv *localDevice) Prepare(r Round, batch []dataset.Sample) (Update, error) 
 		// One vector of draws a step (FillDiscreteGaussian: the same
 		// distribution as d single draws, at 0.4x their cost), drawn
 		// before the pass below, which then does the rest of the step
-		// in one sweep over d (issue 27: it was six).
+		// in one sweep over d.
 		dv.noise.FillDiscreteGaussian(dv.nz, dv.sigmaZ)
 		if i, err := dv.release(x, r.X, v, eta); err != nil {
 			return Update{}, fmt.Errorf("%w: local step %d: %v", ErrUnsafe, j+1, mechanism.GridError(v[i], i, dv.step))

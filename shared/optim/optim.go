@@ -53,8 +53,7 @@
 // # Floating point
 //
 // A private device never adds floating-point noise to its estimate: the
-// bits of value + ziggurat draw can reveal the value (Mironov 2012; issue
-// 9). It rounds its estimate v onto the grid step * Z, step =
+// bits of value + ziggurat draw can reveal the value (Mironov 2012). It rounds its estimate v onto the grid step * Z, step =
 // mechanism.GridStep(Delta, d), a power of two fixed by the public
 // parameters (Delta is the release sensitivity above), adds an exact
 // discrete Gaussian in grid units, and sends step times the integer

@@ -11,7 +11,7 @@ import (
 )
 
 // The device step's estimator as it was before ghost clipping and the
-// fused clip (issue 12): every per-sample quantity formed, checked finite
+// fused clip: every per-sample quantity formed, checked finite
 // in one pass, its norm computed in another, scaled in a third, its norm
 // recomputed in a fourth, then added. Kept here as the reference the
 // equivalence tests compare against and the benchmarks time interleaved
@@ -67,7 +67,7 @@ func refClip(v []float64, maxNorm float64) float64 {
 	return f
 }
 
-// refMean is the pre-issue-12 batch loop of Prepare for estSGD and estMu2.
+// refMean is the unfused batch loop of Prepare for estSGD and estMu2.
 func (dv *device) refMeanFn() func(v []float64, r Round, batch []dataset.Sample, bound float64) error {
 	return func(v []float64, r Round, batch []dataset.Sample, bound float64) error {
 		b := float64(len(batch))
@@ -95,7 +95,7 @@ func (dv *device) refMeanFn() func(v []float64, r Round, batch []dataset.Sample,
 
 // TestBatchMeanMatchesReference checks that the product's batch estimator
 // (ghost clipping for logistic regression, the fused two-pass clip for
-// the MLP) gives the pre-issue-12 result up to float64 rounding: the L2
+// the MLP) gives the unfused loop's result up to float64 rounding: the L2
 // difference of the two estimates is at most 1e-15 of the L2 norm of the
 // coordinates' absolute sums (the scale of the terms: where terms cancel,
 // the estimate itself is smaller and its rounding relatively larger) at

@@ -91,14 +91,14 @@ func TestTrustedRefusesCompressors(t *testing.T) {
 	}
 }
 
-// TestTrustedFloatingPointDistinguisher runs the floating-point attack of
-// issue 9 (Mironov 2012; the device's version is
+// TestTrustedFloatingPointDistinguisher runs the floating-point attack
+// (Mironov 2012; the device's version is
 // mechanism.TestFloatingPointDistinguisher) against the trusted server's
 // release, the attacker's strongest view: one device's clean update moves
 // coordinate 0 of the round's sum from s (dataset D) to s' (D'), and the
 // attacker, who knows s, s', sigma and the grid, guesses "D" when the
 // release minus s lies on the ziggurat's output lattice or on the grid.
-// Against the continuous release the trusted server made before issue 26
+// Against a continuous release
 // (s + sigma * NormFloat64()) the advantage must be at least 0.9 (the
 // attack has power); against the product's release, step (round(q /
 // step) + Z), it must be at most 0.1 in absolute value, with s and with
