@@ -243,3 +243,12 @@ func (r *SecAggRound[ID]) Sum() ([]float64, []ID, error) {
 	}
 	return out, slices.Clone(r.u3), nil
 }
+
+// Drop says device id can no longer answer (its connection, and with it
+// its secagg client, is gone): the current step no longer waits for it.
+// What it sent before stays (a masked input is still in the sum).
+func (r *SecAggRound[ID]) Drop(id ID) {
+	if n, ok := r.num[id]; ok && !r.got[n] {
+		delete(r.want, n)
+	}
+}

@@ -20,7 +20,7 @@ func sharedSession(m, threshold int) wire.SessionParams {
 // noise a release carries (at least 6 standard deviations of the new
 // share minus the cancelled one at the release cap).
 func TestSessionSecAgg(t *testing.T) {
-	for _, tc := range []struct{ m, bits int }{{10, 32}, {30, 32}, {300, 32}} {
+	for _, tc := range []struct{ m, bits int }{{10, 32}, {30, 32}, {300, 32}, {3000, 64}} {
 		s := sharedSession(tc.m, 0)
 		a, err := SessionSecAgg(s)
 		if err != nil {
@@ -33,6 +33,9 @@ func TestSessionSecAgg(t *testing.T) {
 		}
 		if a.Threshold != p.SharedThreshold() || a.MaxClients != tc.m || a.Step != step || a.Bits != tc.bits {
 			t.Errorf("m %d: %+v, want threshold %d, step %g, bits %d", tc.m, a, p.SharedThreshold(), step, tc.bits)
+		}
+		if a.Bits == 64 && int64(a.MaxClients)*a.MaxAbs <= math.MaxInt32 {
+			t.Errorf("m %d: a 64-bit ring for %d releases of %d, which fit 32 bits", tc.m, a.MaxClients, a.MaxAbs)
 		}
 		if a.Bits == 32 && int64(a.MaxClients)*a.MaxAbs > math.MaxInt32 {
 			t.Errorf("m %d: %d releases of %d wrap a 32-bit ring", tc.m, a.MaxClients, a.MaxAbs)
