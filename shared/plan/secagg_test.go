@@ -40,12 +40,24 @@ func TestSessionSecAgg(t *testing.T) {
 		if a.Bits == 32 && int64(a.MaxClients)*a.MaxAbs > math.MaxInt32 {
 			t.Errorf("m %d: %d releases of %d wrap a 32-bit ring", tc.m, a.MaxClients, a.MaxAbs)
 		}
-		hi, err := mechanism.DiscreteSigma(optim.NCSigma(p, p.ReleaseCap())*optim.ShareScale(p), optim.Sensitivity(p), step, s.Dim)
-		if err != nil {
-			t.Fatal(err)
+		// The noise of a release is the new share minus the cancelled
+		// one: at the cap, discrete Gaussians of hi and lo grid units.
+		sens := optim.Sensitivity(p)
+		sig := func(n int) float64 {
+			z, err := mechanism.DiscreteSigma(optim.NCSigma(p, n)*optim.ShareScale(p), sens, step, s.Dim)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return float64(z)
 		}
-		if float64(a.MaxAbs) < 6*math.Sqrt2*float64(hi) {
-			t.Errorf("m %d: coordinate bound %d grid units, under 6 standard deviations of the noise (%d each draw)", tc.m, a.MaxAbs, hi)
+		hi, lo := sig(p.ReleaseCap()), sig(p.ReleaseCap()-1)
+		// Beyond the clipped signal and the rounding, the bound must
+		// leave at least 8 standard deviations of that noise: the
+		// Gaussian tail at 8 is 1.2e-15 a coordinate, 3e-8 over the
+		// d R^2 = 1.3e7 (coordinate, release pair) of a session.
+		noise := float64(a.MaxAbs) - (p.S()/step + 0.5)
+		if noise < 8*math.Sqrt(hi*hi+lo*lo) {
+			t.Errorf("m %d: coordinate bound %d grid units leaves %.0f for the noise, under 8 standard deviations (%.0f each)", tc.m, a.MaxAbs, noise, math.Sqrt(hi*hi+lo*lo))
 		}
 	}
 	for _, s := range []wire.SessionParams{
