@@ -44,6 +44,9 @@ var ErrNotSummable = errors.New("coordinator: the cluster shape needs a server h
 
 // AttachNode attaches the cluster's session side to c (before c.Run).
 func (c *Coordinator) AttachNode(r Relay) error {
+	if c.sess.Algorithm == wire.SharedNoiseAlgorithm {
+		return ErrSecAggEdges
+	}
 	if c.server != nil {
 		if _, ok := c.server.(optim.SumApplier); !ok {
 			return fmt.Errorf("%w: algorithm %q", ErrNotSummable, c.sess.Algorithm)

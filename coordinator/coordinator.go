@@ -198,6 +198,9 @@ type Coordinator struct {
 	// are refused for the rest of the session. Loaded from the store by
 	// New, written there before it changes here.
 	removed map[string]bool
+	// sa is the secure aggregation of a shared-noise session (secagg.go);
+	// nil for the other algorithms.
+	sa *saState
 	// node is set when edge processes hold devices for this session
 	// (cluster.go, coordinator/sessionnode); nil in the one-process shape.
 	node Relay
@@ -249,6 +252,11 @@ type device struct {
 	// last one was: the teacher's view of the dashboard shows both.
 	rejected  int
 	rejectWhy string
+	// signKey is the long-term ed25519 public key of the device's latest
+	// hello (wire.Hello.SignKey), hasKey whether it gave one: its secure
+	// aggregation messages in a shared-noise session are signed with it.
+	signKey [32]byte
+	hasKey  bool
 	// removed: the teacher removed the device (Remove). It is never
 	// sampled again; its connection is closed once any update of it
 	// that the open round already holds is decided.
@@ -293,10 +301,17 @@ type openRound struct {
 	// cohort member neither answered nor was dropped as gone).
 	deadlineHit bool
 	allIn       chan struct{}
-	started     time.Time
-	deadline    time.Time
-	bytesIn     int64
-	bytesOut    int64
+	// sa is the round's secure aggregation (shared-noise sessions):
+	// saStep is signalled when its step has every answer, saBusy is set
+	// while a step closes, saErr says why it could not start.
+	sa       *engine.SecAggRound[string]
+	saStep   chan struct{}
+	saBusy   bool
+	saErr    error
+	started  time.Time
+	deadline time.Time
+	bytesIn  int64
+	bytesOut int64
 }
 
 // New checks cfg, restores the committed state from the store and returns
@@ -430,6 +445,9 @@ func (c *Coordinator) prepare() error {
 		if err := engine.Servable(c.server, cfg.Session.DeadlineMillis); err != nil {
 			return c.unservable(committed, err)
 		}
+	}
+	if err := c.prepareSecAgg(); err != nil {
+		return err
 	}
 	c.eng = engine.New[string](c.server, cfg.Session.Cohort, cfg.Session.Rounds, cfg.Seed, cfg.Session.DeadlineMillis)
 	if c.node == nil {
@@ -684,6 +702,9 @@ func (c *Coordinator) finishRound(ctx context.Context, or *openRound) error {
 // reached), its deadline, the session's end, or ctx.
 func (sh *roundShell) Collect(ctx context.Context, t int) (engine.Collected[string], error) {
 	c, or := sh.c, sh.or
+	if or.sa != nil || or.saErr != nil {
+		return sh.collectSecAgg(ctx)
+	}
 	timer := time.NewTimer(time.Duration(c.sess.DeadlineMillis) * time.Millisecond)
 	select {
 	case <-or.allIn:
@@ -789,6 +810,9 @@ func (sh *roundShell) Ask(t int, start func(eligible []string, sure func(string)
 	if c.node != nil {
 		// Edge-held members get the round in one message per edge.
 		c.node.SendRounds(t, c.sess, c.bound)
+	}
+	if c.sa != nil {
+		c.startSecAggLocked(or, cohort)
 	}
 	c.round = or
 	sh.or = or
@@ -967,8 +991,7 @@ func (c *Coordinator) recycle(us []*update) {
 // consistent) and the same round number runs again.
 func (c *Coordinator) discardRound(or *openRound, cause error) {
 	c.front.Met.DiscardedRounds.Add(1)
-	c.front.Log.Error("round discarded: its result could not be served; the state before it is kept",
-		"round", or.t, "err", cause)
+	c.front.Log.Error("round discarded: the state before it is kept", "round", or.t, "err", cause)
 	c.mu.Lock()
 	for id := range or.cohort {
 		d := c.devices[id]
@@ -1093,6 +1116,10 @@ func (c *Coordinator) checkUpdateLocked(cn Link, t int) (dim int, drop bool, err
 	}
 	or := c.round
 	switch {
+	case c.sa != nil:
+		// A shared-noise device sends only masked inputs: an update of
+		// its own would show its release with a share of the noise.
+		return 0, false, fmt.Errorf("%w: an update frame in a shared-noise session, whose devices send only masked inputs", wire.ErrBadFrame)
 	case t <= c.committed || (or != nil && or.t == t && or.closed && or.cohort[id]):
 		c.front.Met.LateUpdates.Add(1)
 		return 0, true, nil
@@ -1110,6 +1137,9 @@ func (c *Coordinator) checkUpdateLocked(cn Link, t int) (dim int, drop bool, err
 // excluded at the commit, and an update of theirs that comes later is
 // late). The caller holds the coordinator's lock.
 func (or *openRound) checkAllIn() {
+	if or.sa != nil {
+		return // the secure aggregation's steps close the round (collectSecAgg)
+	}
 	if or.closed || (len(or.updates) < len(or.cohort) && len(or.updates) < or.target) {
 		return
 	}
@@ -1213,6 +1243,9 @@ func (c *Coordinator) admitCred(cn Link, h wire.Hello, cred *busCred) (wire.Welc
 	if err := c.bindLocked(cn, h.Nickname, h.Pending, &w); err != nil {
 		return wire.Welcome{}, err
 	}
+	if d := c.devices[w.DeviceID]; d != nil {
+		d.signKey, d.hasKey = h.SignKeyBytes()
+	}
 	return w, nil
 }
 
@@ -1277,6 +1310,7 @@ func (c *Coordinator) bindLocked(cn Link, nickname string, pending int, w *wire.
 	if d.conn != nil {
 		old := d.conn
 		old.CloseWith(wire.CodeDuplicate, "the device opened another connection")
+		c.secAggGoneLocked(d)
 	} else {
 		c.nconn++
 	}
@@ -1381,6 +1415,7 @@ func (c *Coordinator) DisconnectedLink(cn Link) {
 	}
 	d.conn = nil
 	c.nconn--
+	c.secAggGoneLocked(d)
 	if c.dropUnansweredLocked(d, "disconnected") {
 		d.misses++ // asked, and went without its update
 	}
@@ -1421,6 +1456,7 @@ func (c *Coordinator) LeaveLink(cn Link, l wire.Leave) {
 	}
 	d.left = true
 	d.leftWhy = l.Detail
+	c.secAggGoneLocked(d)
 	c.dropUnansweredLocked(d, "left: "+l.Reason)
 	c.signal()
 }

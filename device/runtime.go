@@ -2,6 +2,9 @@ package device
 
 import (
 	"context"
+	"crypto/ed25519"
+	crand "crypto/rand"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -217,6 +220,14 @@ type Runtime struct {
 	lastT int
 	// events are emitted under mu and delivered by unlock, after it.
 	events []Event
+	// signKey signs the device's secure aggregation messages
+	// (shared-noise sessions); its public half goes in every hello. It
+	// lives as long as the runtime: a round's secure aggregation does not
+	// survive a new connection anyway.
+	signKey ed25519.PrivateKey
+	// sa is the secure aggregation of the current round (secagg.go),
+	// nil outside a shared-noise round.
+	sa *saRound
 	// dataAdded is closed (and replaced) under mu whenever InsertData
 	// adds samples: a round waiting for them wakes up.
 	dataAdded chan struct{}
@@ -260,7 +271,11 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 	if err != nil {
 		return nil, fmt.Errorf("device: %w", err)
 	}
-	rt := &Runtime{cfg: cfg, budget: budget, left: make(chan struct{})}
+	_, signKey, err := ed25519.GenerateKey(crand.Reader)
+	if err != nil {
+		return nil, fmt.Errorf("device: signing key: %w", err)
+	}
+	rt := &Runtime{cfg: cfg, budget: budget, left: make(chan struct{}), signKey: signKey}
 	b, err := cfg.Storage.Load(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("device: %w", err)
@@ -755,8 +770,10 @@ func (rt *Runtime) hello() wire.Hello {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
 	rt.lastX, rt.lastT = nil, 0
+	rt.sa = nil // a round's secure aggregation lives on its connection
 	hello := wire.Hello{Version: wire.Version, JoinCode: rt.cfg.JoinCode, DeviceID: rt.st.DeviceID,
-		Secret: rt.st.Secret, Pending: rt.st.Pending, Nickname: rt.cfg.Nickname, KeepsX: true}
+		Secret: rt.st.Secret, Pending: rt.st.Pending, Nickname: rt.cfg.Nickname, KeepsX: true,
+		SignKey: base64.StdEncoding.EncodeToString(rt.signKey.Public().(ed25519.PublicKey))}
 	if !math.IsInf(rt.budget, 1) {
 		hello.Budget = rt.budget
 	}
@@ -789,6 +806,9 @@ func (c *link) handle(ctx context.Context, typ websocket.MessageType, b []byte) 
 	if typ == websocket.MessageBinary {
 		if !c.welcomed {
 			return fmt.Errorf("device: %w: binary frame before welcome", wire.ErrBadFrame)
+		}
+		if kind, _, err := wire.PeekKind(b); err == nil && kind == wire.KindSecAgg {
+			return c.lost(c.rt.onSecAgg(ctx, c.ws, b))
 		}
 		return c.lost(c.rt.onRound(ctx, c.ws, b))
 	}
@@ -829,7 +849,7 @@ func (c *link) welcome(ctx context.Context, m wire.Welcome) error {
 	if m.Lobby {
 		return nil // nothing to do until Start
 	}
-	c.ws.SetReadLimit(int64(readLimit(m.Session.Dim)))
+	c.ws.SetReadLimit(int64(readLimit(m.Session)))
 	// Resumed with its pending decision answered, a device that cannot
 	// take part in another round leaves now.
 	return c.leaveIfExhausted(func(st *State) bool { return st.Pending == 0 })
@@ -866,7 +886,7 @@ func (c *link) start(ctx context.Context, m wire.Start) error {
 		}
 		return c.lost(err)
 	}
-	c.ws.SetReadLimit(int64(readLimit(m.Session.Dim)))
+	c.ws.SetReadLimit(int64(readLimit(m.Session)))
 	return nil
 }
 
@@ -924,7 +944,16 @@ func roundFrameMax(dim int) int { return wire.RoundFrameLen(dim, true) + 64 }
 // readLimit is the largest message a device reads once its session is
 // known: a round frame or a control message (a decision's reason may be
 // longer than a small model's round frame).
-func readLimit(dim int) int { return max(roundFrameMax(dim), wire.MaxControlBytes) }
+func readLimit(s wire.SessionParams) int {
+	n := max(roundFrameMax(s.Dim), wire.MaxControlBytes)
+	if s.Algorithm == wire.SharedNoiseAlgorithm {
+		// The largest secure aggregation message a device receives is
+		// the key list, 196 bytes a device and a 30-byte head (the
+		// unmask request takes at most 76 a device).
+		n = max(n, 1<<10+256*s.Cohort)
+	}
+	return n
+}
 
 func writeControl(ctx context.Context, ws Conn, m wire.Message) error {
 	b, err := wire.EncodeControl(m)
@@ -1070,6 +1099,15 @@ func (rt *Runtime) onRound(ctx context.Context, ws Conn, b []byte) error {
 	r, err := rt.takeRound(b)
 	if err != nil {
 		return err
+	}
+	rt.mu.Lock()
+	shared := rt.sharedLocked()
+	rt.sa = nil
+	rt.unlock()
+	if shared {
+		// Nothing is prepared yet: the round's secure aggregation
+		// prepares the release at its masking step (secagg.go).
+		return rt.openSecAgg(r)
 	}
 	up, err := rt.prepare(ctx, ws, r)
 	if errors.Is(err, errDataComing) {

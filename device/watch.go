@@ -126,3 +126,12 @@ func (w *watched) SetLocalData(s []dataset.Sample) error {
 	}
 	return fmt.Errorf("device: %T takes no local data", w.Device)
 }
+
+// GridRelease implements optim.GridReleaser: a shared-noise session masks
+// the integers of the release (secagg.go).
+func (w *watched) GridRelease(t int) ([]int64, error) {
+	if g, ok := w.Device.(optim.GridReleaser); ok {
+		return g.GridRelease(t)
+	}
+	return nil, fmt.Errorf("device: %T releases no integers", w.Device)
+}

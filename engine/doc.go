@@ -14,6 +14,10 @@
 //	commit   shell     the store (coordinator), the records (sim)
 //	decide   engine    Missed: which silent members missed the round
 //
+// In a shared-noise session (wire.SharedNoiseAlgorithm) the collect stage
+// is a secure aggregation, whose step rules are SecAggRound's: the shell
+// hands the engine one sum, carried by the first included device.
+//
 // The package is pure: no goroutines, no I/O, no clock. Its functions are
 // generic over the device id (a string in the coordinator, an index in the
 // simulator), so both shells call the same code with their own ids.

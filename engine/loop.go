@@ -44,6 +44,10 @@ type Collected[ID cmp.Ordered] struct {
 	Delivered map[ID]Contribution // accepted updates (members or not)
 	Unsure    map[ID]bool         // members that were not sure when asked
 	AtTarget  bool                // closed at its target while members were still out
+	// Failed says why the round cannot be decided from what arrived (a
+	// shared-noise round whose secure aggregation fell below its
+	// threshold): the round is discarded, never committed.
+	Failed error
 }
 
 // Outcome is what a round decided.
@@ -113,6 +117,11 @@ func (e *Engine[ID]) Begin(t int, sh Shell[ID]) (bool, error) {
 // misses, then sh.Commit before sh.Tell. It reports whether the round was
 // committed.
 func (e *Engine[ID]) Finish(t int, c Collected[ID], sh Shell[ID]) (committed bool, err error) {
+	if c.Failed != nil {
+		// Nothing was applied: the server half is as before the round.
+		sh.Discard(t, c.Failed)
+		return false, nil
+	}
 	o := Outcome[ID]{Included: Included(c.Delivered, c.Cohort), Missed: map[ID]bool{}}
 	// The state before the round, to return to if its result cannot be
 	// served (validation should make that impossible; this is the second

@@ -111,3 +111,12 @@ func (y yielding) Participations() int {
 	}
 	return 0
 }
+
+// GridRelease implements optim.GridReleaser for shared-noise sessions,
+// whose runtime masks the integers of the release.
+func (y yielding) GridRelease(t int) ([]int64, error) {
+	if g, ok := y.Device.(optim.GridReleaser); ok {
+		return g.GridRelease(t)
+	}
+	return nil, fmt.Errorf("%T releases no integers", y.Device)
+}

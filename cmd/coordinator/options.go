@@ -242,6 +242,8 @@ func sessionFlags(fs *flag.FlagSet, p *wire.SessionParams) {
 	fs.StringVar(&p.Compressor, "compressor", "", "uplink compressor spec (shared/mechanism; default dense float32)")
 	fs.Float64Var(&p.SignalBound, "signal-bound", 0, "assumed signal bound D (0 = none): the server holds any n included updates of a device to S + (n-1) D before noise, refusing a device that pushes one way round after round; only for demo shards dealt iid (-demo-alpha >= 100), where honest devices stay far below it (docs/security.md, \"An assumed signal bound\")")
 	fs.StringVar(&p.Transform, "features", p.Transform, "features the model reads, computed by every device from each of its own pictures (and by the coordinator from its test pictures): \"\" = the pixels; scatter = the scattering transform, J = 2, L = 8, 3,969 features with per-picture normalisation (docs/features.md)")
+	fs.IntVar(&p.Threshold, "threshold", p.Threshold, "-algorithm shared: the fewest devices a round's secure aggregation may sum (t, over half the cohort; 0 = 70% of -m, rounded up); a round with fewer is discarded")
+	fs.IntVar(&p.Colluders, "colluders", p.Colluders, "-algorithm shared: the most cohort members assumed to side with the coordinator (c < t); each device's share of the noise is sized for t - c honest ones")
 	fs.IntVar(&p.LocalSize, "local-size", 0, "SVRG/SAGA local dataset size")
 	fs.IntVar(&p.LocalSteps, "local-steps", 0, "local: hidden local steps K per round, each on b/K of the round's b samples (0 = b)")
 	fs.IntVar(&p.LocalEpochs, "local-epochs", 0, "local: passes E over the round's K step batches (E K hidden steps; 0 = 1); E > 1 is charged by the last-iterate bound when the model certifies it (logreg-unit, clip >= 2, eta <= 2, no -D), else E steps")

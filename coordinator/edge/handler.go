@@ -1,6 +1,8 @@
 package edge
 
 import (
+	"errors"
+
 	"browserfl/coordinator/wsconn"
 	"browserfl/shared/wire"
 )
@@ -15,7 +17,14 @@ func (h edgeHandler) Admit(cn *wsconn.Conn, m wire.Hello) error      { return h.
 func (h edgeHandler) AcceptUpdate(cn *wsconn.Conn, u wire.UpdateFrame, n int) error {
 	return h.e.acceptUpdate(cn, u, n)
 }
+func (h edgeHandler) AcceptSecAgg(cn *wsconn.Conn, f wire.SecAggFrame, n int) error {
+	return errNoSecAgg
+}
 func (h edgeHandler) Status(cn *wsconn.Conn, t int) error { return h.e.status(cn, t) }
 func (h edgeHandler) Leave(cn *wsconn.Conn, l wire.Leave) { h.e.leave(cn, l) }
 func (h edgeHandler) Disconnected(cn *wsconn.Conn)        { h.e.disconnected(cn) }
 func (h edgeHandler) EvictInactive()                      { h.e.evictInactive() }
+
+// errNoSecAgg refuses a secure aggregation frame: edges do not carry
+// shared-noise sessions (the session process refuses to attach them).
+var errNoSecAgg = errors.New("edges do not carry secure aggregation: shared-noise sessions run on the one-process coordinator")

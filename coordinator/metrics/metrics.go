@@ -28,7 +28,8 @@ type Metrics struct {
 	SlowConsumers    atomic.Int64
 	LateUpdates      atomic.Int64
 	RejectedUpdates  atomic.Int64 // failed validation (norm bound)
-	DiscardedRounds  atomic.Int64 // results that could not be served
+	DiscardedRounds  atomic.Int64 // results that could not be served, or secure aggregations below their threshold
+	SecAggRefused    atomic.Int64 // secure aggregation messages refused (out of place, or failing shared/secagg's checks)
 	Leaves           atomic.Int64 // devices that said they leave
 	GraceDrops       atomic.Int64 // cohort members dropped after the disconnect grace
 	OverSelected     atomic.Int64 // members asked beyond a round's target (replacements and probes)

@@ -719,6 +719,20 @@ func (c *Front) HandleFrame(cn *Conn, typ websocket.MessageType, b []byte, lim w
 			return &CloseError{Code: wire.CodeRate, Reason: fmt.Sprintf("more than %g messages per second", c.Lim.MsgRate)}
 		}
 		if typ == websocket.MessageBinary {
+			if kind, _, err := wire.PeekKind(b); err == nil && kind == wire.KindSecAgg {
+				f, err := wire.DecodeSecAggToCoordinator(b, lim)
+				if err != nil {
+					return BadFrame(err)
+				}
+				cn.heard.Store(int64(now.Sub(cn.born)) + 1)
+				if err := c.H.AcceptSecAgg(cn, f, len(b)); err != nil {
+					if errors.Is(err, wire.ErrBadFrame) {
+						return BadFrame(err)
+					}
+					return &CloseError{Code: wire.CodeProtocol, Reason: err.Error()}
+				}
+				return nil
+			}
 			u, err := wire.DecodeUpdate(b, lim)
 			if err != nil {
 				return BadFrame(err)

@@ -39,6 +39,9 @@ type Handler interface {
 	Admit(cn *Conn, h wire.Hello) error
 	// AcceptUpdate takes an update frame of cn's device.
 	AcceptUpdate(cn *Conn, u wire.UpdateFrame, frameLen int) error
+	// AcceptSecAgg takes a secure aggregation frame of cn's device
+	// (decoded: wire.DecodeSecAggToCoordinator).
+	AcceptSecAgg(cn *Conn, f wire.SecAggFrame, frameLen int) error
 	// Status answers cn's status query for round t.
 	Status(cn *Conn, t int) error
 	// Leave handles cn's Leave message.

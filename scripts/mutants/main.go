@@ -1870,6 +1870,55 @@ var mutations = []mutation{
 		new:  "if got := digest(state); false && got != sum {",
 		pkgs: []string{"./device/", "-run", "TestFileStorageChecked"},
 	},
+	{
+		name: "shared-device-sends-unmasked", why: "a shared-noise device sends its release in the clear in place of its masked input (the coordinator sees one device's share of the noise)",
+		file: "device/secagg.go",
+		old:  "\tif err := rt.sendSecAgg(ctx, ws, sa.r.T, masked); err != nil {",
+		new:  "\tfor i, v := range x {\n\t\tmasked.Y[i] = uint64(v) & (1<<masked.Bits - 1)\n\t}\n\tif err := rt.sendSecAgg(ctx, ws, sa.r.T, masked); err != nil {",
+		pkgs: []string{"./coordinator/", "-run", "TestSharedNoiseDropouts"},
+	},
+	{
+		name: "shared-coordinator-takes-updates", why: "the coordinator of a shared-noise session takes a plain update frame (a device's release with its share of the noise, unmasked)",
+		file: "coordinator/coordinator.go",
+		old:  "\tcase c.sa != nil:\n\t\t// A shared-noise device sends only masked inputs",
+		new:  "\tcase false:\n\t\t// A shared-noise device sends only masked inputs",
+		pkgs: []string{"./coordinator/", "-run", "TestSharedNoiseRefusesUpdates"},
+	},
+	{
+		name: "secagg-sender-unchecked", why: "the coordinator's secure aggregation takes a device's message that speaks for another device's id",
+		file: "engine/secagg.go",
+		old:  "\tif from != n {\n",
+		new:  "\tif false && from != n {\n",
+		pkgs: []string{"./engine/", "-run", "TestSecAggRoundSender"},
+	},
+	{
+		name: "secagg-included-all-members", why: "a shared-noise round counts every member of its secure aggregation as included, not only those whose masked input is in the sum",
+		file: "engine/secagg.go",
+		old:  "\t\t\tfor _, n := range sl.Survivors {\n\t\t\t\tsend(n, sl)\n\t\t\t\tr.u3 = append(r.u3, r.ids[n])\n\t\t\t}",
+		new:  "\t\t\tfor _, n := range sl.Survivors {\n\t\t\t\tsend(n, sl)\n\t\t\t}\n\t\t\tfor n := range r.ids {\n\t\t\t\tr.u3 = append(r.u3, r.ids[n])\n\t\t\t}",
+		pkgs: []string{"./engine/", "-run", "TestSecAggRoundDropouts"},
+	},
+	{
+		name: "secagg-failed-round-committed", why: "a shared-noise round whose secure aggregation fell below its threshold is committed (empty) instead of discarded",
+		file: "engine/loop.go",
+		old:  "\tif c.Failed != nil {",
+		new:  "\tif false && c.Failed != nil {",
+		pkgs: []string{"./coordinator/", "-run", "TestSharedNoiseBelowThreshold"},
+	},
+	{
+		name: "secagg-ring-one-device", why: "a shared-noise session's ring is sized for one release instead of the cohort's sum (sums of 3,000 wrap a 32-bit ring)",
+		file: "shared/plan/secagg.go",
+		old:  "secagg.RingBits(maxAbs, a.MaxClients)",
+		new:  "secagg.RingBits(maxAbs, 1)",
+		pkgs: []string{"./shared/plan/", "-run", "TestSessionSecAgg"},
+	},
+	{
+		name: "shared-grid-bound-no-noise", why: "a shared-noise session's coordinate bound leaves out the noise: honest releases overflow the ring's bound and are refused",
+		file: "shared/optim/shared.go",
+		old:  "lim := math.Ceil(c.e/c.step + 0.5 + c.s/c.step*c.zc)",
+		new:  "lim := math.Ceil(c.e/c.step + 0.5)",
+		pkgs: []string{"./shared/plan/", "-run", "TestSessionSecAgg"},
+	},
 }
 
 func main() {

@@ -75,6 +75,7 @@ type device struct {
 	// scratch
 	v, g, g2, dec []float64
 	vz            []int64 // the estimate on the grid, then the released integers
+	vzT           int     // the round whose released integers vz holds (0: none; GridRelease)
 	nz            []int64 // fresh noise: the release's draws, in grid units
 	buf           []byte
 	noise, comp   *mechanism.Stream
@@ -399,6 +400,7 @@ func (dv *device) Prepare(r Round, batch []dataset.Sample) (Update, error) {
 	if err := dv.checkRound(r); err != nil {
 		return Update{}, err
 	}
+	dv.vzT = 0 // vz is scratch from here on
 	// Privacy first: refuse before computing anything.
 	cost := dv.NextCost()
 	if err := dv.checkBudget(cost); err != nil {
@@ -431,6 +433,9 @@ func (dv *device) Prepare(r Round, batch []dataset.Sample) (Update, error) {
 		return Update{}, err
 	}
 	dv.lastT = r.T
+	if dv.vz != nil {
+		dv.vzT = r.T
+	}
 	p.ok, p.t, p.seed = true, r.T, seed
 	dv.pend = p
 	out := make([]byte, len(payload))

@@ -60,6 +60,7 @@ func (dv *device) MarshalBinary() ([]byte, error) {
 // built by NewDevice with the same Params and model. It validates
 // everything and leaves the device unchanged on error.
 func (dv *device) UnmarshalBinary(b []byte) error {
+	dv.vzT = 0 // the released integers are not saved
 	r := rbuf{b: b}
 	if string(r.take(len(deviceMagic))) != deviceMagic {
 		return fmt.Errorf("optim: device state: bad magic")

@@ -28,6 +28,7 @@ func FromSession(s wire.SessionParams) optim.Params {
 		Rho: s.RhoPaper, Epsilon: s.Epsilon, Delta: s.Delta,
 		Compressor: s.Compressor, LocalSize: s.LocalSize, SnapshotProb: s.SnapshotProb, ShiftStep: s.ShiftStep,
 		LocalSteps: s.LocalSteps, LocalEpochs: s.LocalEpochs, SignalBound: s.SignalBound,
+		Threshold: s.Threshold, Colluders: s.Colluders,
 	}
 }
 

@@ -27,10 +27,7 @@ var wireOnly = map[string]string{
 
 // optimOnly are the optim.Params fields with no wire counterpart (none:
 // every algorithm parameter travels).
-var optimOnly = map[string]string{
-	"Threshold": "only \"shared\" reads it, and the protocol refuses \"shared\" until it carries secure aggregation (wire.SessionParams.Validate); the simulator runs it",
-	"Colluders": "as Threshold",
-}
+var optimOnly = map[string]string{}
 
 // renamed maps a wire field to its optim.Params counterpart where the names
 // differ; every other counterpart has the same name.

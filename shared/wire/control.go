@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -62,6 +63,23 @@ type Hello struct {
 	// is that X (RoundFrame.PrevIsLast). Devices that do not say so get
 	// whole frames.
 	KeepsX bool `json:"keeps_x,omitempty"`
+	// SignKey is the device's long-term ed25519 public key, base64
+	// (standard encoding, 32 bytes): the key its secure aggregation
+	// messages are signed with in a session of SharedNoiseAlgorithm
+	// (SecAggSetup lists it in the round's directory). Empty: the
+	// device takes no part in such rounds.
+	SignKey string `json:"sign_key,omitempty"`
+}
+
+// SignKeyBytes returns the 32 bytes of h.SignKey (ok false when it is
+// empty or not a base64 encoding of 32 bytes).
+func (h Hello) SignKeyBytes() (key [32]byte, ok bool) {
+	b, err := base64.StdEncoding.Strict().DecodeString(h.SignKey)
+	if err != nil || len(b) != len(key) {
+		return key, false
+	}
+	copy(key[:], b)
+	return key, true
 }
 
 // MaxNicknameLen bounds Hello.Nickname, in characters.
@@ -179,6 +197,13 @@ type SessionParams struct {
 	// E + (n-1) D (optim.Params.SignalBound). It takes no part in the
 	// noise or the privacy accounting.
 	SignalBound float64 `json:"signal_bound,omitempty"`
+	// Threshold is t for SharedNoiseAlgorithm: the fewest updates a
+	// round's sum may hold (0: optim's default share of the cohort);
+	// Colluders is c, the most cohort members assumed to side with the
+	// coordinator (optim.Params.Threshold, Colluders). Both are 0 for
+	// every other algorithm.
+	Threshold int `json:"threshold,omitempty"`
+	Colluders int `json:"colluders,omitempty"`
 	// Labels names the classes for display, comma-separated in class
 	// order ("" = show class numbers). It takes no part in training.
 	Labels string `json:"labels,omitempty"`
@@ -229,21 +254,20 @@ func (p SessionParams) LabelNames() []string {
 	return strings.Split(p.Labels, ",")
 }
 
-// Validate checks p for values no session can have.
 // SharedNoiseAlgorithm is the algorithm whose devices add only a share of
-// the noise (optim's "shared"); SessionParams.Validate refuses it.
+// the noise (optim's "shared"): its rounds run secure aggregation
+// (KindSecAgg frames), and its devices never send an update frame.
 const SharedNoiseAlgorithm = "shared"
 
+// Validate checks p for values no session can have.
 func (p SessionParams) Validate() error {
 	switch {
 	case p.Algorithm == "":
 		return bad("session: empty algorithm")
-	case p.Algorithm == SharedNoiseAlgorithm:
-		// Its devices draw only a share of the noise, which is private
-		// only if the coordinator sees nothing but sums: a session over
-		// this protocol, which carries each update on its own, would
-		// show each device's update with too little noise.
-		return bad("session: algorithm %q needs secure aggregation, which this protocol does not carry yet (the simulator runs it)", p.Algorithm)
+	case p.Algorithm != SharedNoiseAlgorithm && (p.Threshold != 0 || p.Colluders != 0):
+		return bad("session: threshold %d, colluders %d: only %q has them", p.Threshold, p.Colluders, SharedNoiseAlgorithm)
+	case p.Threshold < 0 || p.Threshold > p.Cohort || p.Colluders < 0:
+		return bad("session: threshold %d, colluders %d: want 0 <= threshold <= cohort %d, colluders >= 0", p.Threshold, p.Colluders, p.Cohort)
 	case p.Dim <= 0 || p.Dim > MaxDim:
 		return bad("session: dim %d outside [1, %d]", p.Dim, MaxDim)
 	case p.Cohort <= 0 || p.Rounds <= 0 || p.Batch <= 0 || p.M < p.Cohort:
@@ -412,6 +436,9 @@ func DecodeControl(b []byte) (Message, error) {
 		}
 		if err == nil {
 			err = CheckNickname(v.Nickname)
+		}
+		if _, ok := v.SignKeyBytes(); err == nil && v.SignKey != "" && !ok {
+			err = errors.New("sign key is not the base64 of 32 bytes")
 		}
 		m = v
 	case TypeWelcome:

@@ -206,7 +206,7 @@ func PeekKind(b []byte) (kind byte, t int, err error) {
 		return 0, 0, bad("round id 0")
 	}
 	switch b[3] {
-	case KindRound, KindUpdate:
+	case KindRound, KindUpdate, KindSecAgg:
 		return b[3], t, nil
 	}
 	return 0, 0, bad("unknown frame kind %d", b[3])

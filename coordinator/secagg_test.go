@@ -1,0 +1,314 @@
+package coordinator_test
+
+import (
+	"context"
+	"path/filepath"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"browserfl/coordinator"
+	"browserfl/coordinator/store"
+	"browserfl/device"
+	"browserfl/shared/mechanism"
+	"browserfl/shared/model"
+	"browserfl/shared/optim"
+	"browserfl/shared/plan"
+	"browserfl/shared/secagg"
+	"browserfl/shared/wire"
+)
+
+// sumRecorder is a server half that records the sum and count of each
+// round it applies.
+type sumRecorder struct {
+	optim.Server
+	mu   sync.Mutex
+	sums map[int][]float64
+	ns   map[int]int
+}
+
+func (s *sumRecorder) ApplySum(t int, sum []float64, n int) error {
+	s.mu.Lock()
+	s.sums[t], s.ns[t] = slices.Clone(sum), n
+	s.mu.Unlock()
+	return s.Server.(optim.SumApplier).ApplySum(t, sum, n)
+}
+
+// releaseRecorder is a device half that records the integers of each
+// release its runtime masks (the last of each round).
+type releaseRecorder struct {
+	optim.Device
+	mu  *sync.Mutex
+	got map[int][]int64
+}
+
+func (r releaseRecorder) GridRelease(t int) ([]int64, error) {
+	x, err := r.Device.(optim.GridReleaser).GridRelease(t)
+	if err == nil {
+		r.mu.Lock()
+		r.got[t] = slices.Clone(x)
+		r.mu.Unlock()
+	}
+	return x, err
+}
+
+// frameWatch is a transport that checks every binary frame a device
+// writes: never an update frame, and a masked input that is not the
+// release in the clear.
+type frameWatch struct {
+	device.Transport
+	rec     *releaseRecorder
+	updates *atomic.Int64 // update frames written (must stay 0)
+	clear   *atomic.Int64 // masked inputs equal to the release in more than half their coordinates
+	masked  *atomic.Int64
+}
+
+type watchConn struct {
+	device.Conn
+	w frameWatch
+}
+
+func (w frameWatch) Dial(ctx context.Context) (device.Conn, error) {
+	c, err := w.Transport.Dial(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return watchConn{c, w}, nil
+}
+
+func (c watchConn) Write(ctx context.Context, typ websocket.MessageType, b []byte) error {
+	if typ == websocket.MessageBinary {
+		kind, _, _ := wire.PeekKind(b)
+		if kind == wire.KindUpdate {
+			c.w.updates.Add(1)
+		}
+		if f, err := wire.DecodeSecAggToCoordinator(b, wire.Limits{}); err == nil && f.Step == wire.StepMasked {
+			m := f.Msg.(*secagg.MaskedInput)
+			c.w.rec.mu.Lock()
+			x := c.w.rec.got[f.T]
+			c.w.rec.mu.Unlock()
+			same := 0
+			for i, v := range x {
+				if uint64(v)&(1<<m.Bits-1) == m.Y[i] {
+					same++
+				}
+			}
+			if 2*same > len(x) {
+				c.w.clear.Add(1)
+			}
+			c.w.masked.Add(1)
+		}
+	}
+	return c.Conn.Write(ctx, typ, b)
+}
+
+// sharedRun is a shared-noise session of 10 native devices over real
+// websockets (threshold 7), in which gone[t][i] says that device i leaves
+// at round t's first attempt, right before (false) or right after (true)
+// its masked input.
+type sharedRun struct {
+	sess    wire.SessionParams
+	a       plan.SecAgg
+	c       *coordinator.Coordinator
+	server  *sumRecorder
+	recs    []*releaseRecorder
+	rts     []*device.Runtime
+	updates atomic.Int64 // update frames the devices wrote (must stay 0)
+	clear   atomic.Int64 // masked inputs equal to their release in the clear
+	masked  atomic.Int64
+}
+
+func newSharedRun(t *testing.T, ctx context.Context, rounds int, gone map[int]map[int]bool) *sharedRun {
+	t.Helper()
+	r := &sharedRun{sess: wire.SessionParams{Name: "shared", Dim: 10, DeadlineMillis: 3000, Algorithm: wire.SharedNoiseAlgorithm, Model: "logreg",
+		Features: 4, Classes: 2, M: 10, Cohort: 10, Rounds: rounds, Batch: 8, Clip: 1, Eta: 0.05, RhoPaper: 50, Compressor: "f64", Threshold: 7}}
+	var err error
+	if r.a, err = plan.SessionSecAgg(r.sess); err != nil {
+		t.Fatal(err)
+	}
+	params := device.Params(r.sess)
+	var seed mechanism.Seed
+	seed[0] = 1
+	inner, err := optim.NewServer(params, make([]float64, r.sess.Dim), mechanism.NewStream(seed, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.server = &sumRecorder{Server: inner, sums: map[int][]float64{}, ns: map[int]int{}}
+	st, err := store.Open(filepath.Join(t.TempDir(), "c.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	if r.c, err = coordinator.New(coordinator.Config{Session: r.sess, JoinCode: "join-me", Server: r.server, Store: st,
+		MinDevices: 10, Seed: 5, TrustNewDevices: true, Logger: quietLogger()}); err != nil {
+		t.Fatal(err)
+	}
+	url := "ws" + newTestServer(t, r.c).URL[4:] + "/ws"
+	for i := range r.sess.M {
+		var s mechanism.Seed
+		s[0], s[1] = 2, byte(i)
+		mdl, _ := model.New("logreg", 4, 2)
+		dev, err := optim.NewDevice(params, mdl, mechanism.NewStream(s, 0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rec := &releaseRecorder{Device: dev, mu: &sync.Mutex{}, got: map[int][]int64{}}
+		r.recs = append(r.recs, rec)
+		fired := map[int]bool{}
+		leaves := func(t int, after bool) bool {
+			a, ok := gone[t][i]
+			if !ok || a != after || fired[t] {
+				return false
+			}
+			fired[t] = true
+			return true
+		}
+		cfg := device.Config{JoinCode: "join-me", Storage: &device.MemStorage{}, Unlimited: true,
+			Data: blobs(400, uint64(i)), MinBackoff: 5 * time.Millisecond, MaxBackoff: 50 * time.Millisecond,
+			Transport: frameWatch{Transport: device.WebSocket{URL: url}, rec: rec, updates: &r.updates, clear: &r.clear, masked: &r.masked},
+			NewDevice: func(optim.Params) (optim.Device, error) { return rec, nil },
+			Hooks: &device.Hooks{
+				BeforeSend: func(t int) (time.Duration, bool) { return 0, leaves(t, false) },
+				AfterSend:  func(t int) bool { return leaves(t, true) },
+			}}
+		rt, err := device.New(ctx, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.rts = append(r.rts, rt)
+	}
+	return r
+}
+
+// checkSum compares round t's committed sum bit for bit with the sum of
+// the releases (grid integers times the grid step) of devices inc, and
+// the count the server half was given with theirs.
+func (r *sharedRun) checkSum(t *testing.T, round int, inc []int) {
+	t.Helper()
+	want := make([]float64, r.sess.Dim)
+	for _, i := range inc {
+		x := r.recs[i].got[round]
+		for k := range want {
+			want[k] += float64(x[k]) * r.a.Step
+		}
+	}
+	r.server.mu.Lock()
+	got, n := r.server.sums[round], r.server.ns[round]
+	r.server.mu.Unlock()
+	if n != len(inc) || !slices.Equal(got, want) {
+		t.Errorf("round %d: sum of %d releases %v, want the %d of devices %v: %v", round, n, got, len(inc), inc, want)
+	}
+}
+
+// checkFrames: no device wrote an update frame, none a masked input equal
+// to its release in the clear (in more than half its coordinates; a
+// uniform mask leaves a coordinate unchanged with probability 2^-32), and
+// at least min masked inputs were seen.
+func (r *sharedRun) checkFrames(t *testing.T, min int64) {
+	t.Helper()
+	if u, cl, m := r.updates.Load(), r.clear.Load(), r.masked.Load(); u != 0 || cl != 0 || m < min {
+		t.Errorf("%d update frames, %d masked inputs in the clear, %d masked inputs: want 0, 0 and at least %d", u, cl, m, min)
+	}
+}
+
+// TestSharedNoiseDropouts runs two rounds of a shared-noise session of
+// 10 native devices through the coordinator over real websockets
+// (threshold 7):
+//
+//   - round 1: 3 devices (30%) leave after sharing their keys, right
+//     before their masked input: the round commits the exact sum of the
+//     other 7 releases (the coordinator removes their pairwise masks with
+//     the 3 from reconstructed keys), and the 3 abort theirs;
+//   - round 2: 3 devices leave right after their masked input: their
+//     releases are in the committed sum of all 10, and they learn
+//     "included" when they come back.
+func TestSharedNoiseDropouts(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	gone := map[int]map[int]bool{1: {1: false, 4: false, 8: false}, 2: {2: true, 5: true, 9: true}}
+	r := newSharedRun(t, ctx, 2, gone)
+	runErr := make(chan error, 1)
+	go func() { runErr <- r.c.Run(ctx) }()
+	runDevices(t, ctx, r.rts)
+	if err := <-runErr; err != nil {
+		t.Fatal(err)
+	}
+	r.checkSum(t, 1, []int{0, 2, 3, 5, 6, 7, 9})
+	r.checkSum(t, 2, []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9})
+	for i, rt := range r.rts {
+		st := rt.State()
+		inc, exc := 2, 0
+		if _, ok := gone[1][i]; ok {
+			inc, exc = 1, 1
+		}
+		if st.Pending != 0 || st.Included != inc || st.Excluded != exc {
+			t.Errorf("device %d: pending %d, included %d, excluded %d; want 0, %d, %d", i, st.Pending, st.Included, st.Excluded, inc, exc)
+		}
+	}
+	r.checkFrames(t, 17) // 7 in round 1 (3 left before theirs), 10 in round 2
+}
+
+// TestSharedNoiseBelowThreshold: 4 of 10 devices leave before their
+// masked input, leaving 6 below the threshold of 7: the round is
+// discarded (nothing applied, nothing committed), every device aborts its
+// pending release, and the round runs again under the same number and
+// commits the exact sum of all 10 fresh releases.
+func TestSharedNoiseBelowThreshold(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	gone := map[int]map[int]bool{1: {0: false, 3: false, 6: false, 7: false}}
+	// Three rounds, so that after round 1's two attempts every device
+	// still has a release left for round 2; the test stops after round 1.
+	r := newSharedRun(t, ctx, 3, gone)
+	runCtx, stop := context.WithCancel(ctx)
+	runErr := make(chan error, 1)
+	go func() { runErr <- r.c.Run(runCtx) }()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for _, rt := range r.rts {
+			go rt.Run(runCtx) //nolint:errcheck // stopped by runCtx
+		}
+	}()
+	<-done
+	for r.c.Committed() < 1 && ctx.Err() == nil {
+		time.Sleep(20 * time.Millisecond)
+	}
+	stop()
+	<-runErr
+	if ctx.Err() != nil {
+		t.Fatal("round 1 never committed")
+	}
+	r.checkSum(t, 1, []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9})
+	for i, rt := range r.rts {
+		if st := rt.State(); st.Excluded != 1 {
+			t.Errorf("device %d: %d rounds excluded, want 1 (the discarded attempt)", i, st.Excluded)
+		}
+	}
+	r.checkFrames(t, 16)
+}
+
+// TestSharedNoiseRefusesUpdates: the coordinator of a shared-noise
+// session refuses a plain update frame as a bad frame (a device's
+// release must reach it only masked), before looking at the round.
+func TestSharedNoiseRefusesUpdates(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	r := newSharedRun(t, ctx, 2, nil)
+	url := "ws" + newTestServer(t, r.c).URL[4:] + "/ws"
+	ws := dialRaw(t, ctx, url, true)
+	b, err := wire.EncodeUpdate(wire.UpdateFrame{T: 1, Payload: []byte{1, 2, 3}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ws.Write(ctx, websocket.MessageBinary, b); err != nil {
+		t.Fatal(err)
+	}
+	if code, _ := readClose(ctx, ws); code != wire.CodeBadFrame {
+		t.Errorf("an update frame in a shared-noise session closed with %q, want %q", code, wire.CodeBadFrame)
+	}
+}

@@ -1,0 +1,188 @@
+package device
+
+import (
+	"context"
+	"crypto/ed25519"
+	"errors"
+	"fmt"
+
+	"github.com/coder/websocket"
+
+	"browserfl/shared/optim"
+	"browserfl/shared/plan"
+	"browserfl/shared/secagg"
+	"browserfl/shared/wire"
+)
+
+// Secure aggregation (sessions of wire.SharedNoiseAlgorithm).
+//
+// A shared-noise device never sends an update frame: its release, a
+// share of the noise, leaves only masked (shared/secagg). A round frame
+// opens the round (announced as usual) without preparing anything; the
+// coordinator's setup names the device's secagg id and the round's
+// directory, and the device answers each step with its secagg client,
+// whose parameters it derives itself from the session
+// (plan.SessionSecAgg: the threshold, the cohort, the ring), never from
+// the coordinator. The release is prepared, charged and saved as pending
+// only when the shares of at least the threshold of devices have arrived
+// (the share delivery), and leaves as the masked input; the decision
+// commits or aborts it as in every mode. A step refused by the client (a
+// coordinator that cuts a set below the threshold, shows two survivor
+// sets, or asks for both shares of one device) ends the connection: the
+// device then learns its decision on a later hello, and its pending
+// release is aborted unless the round included it.
+
+// saRound is the device's secure aggregation of its current round.
+type saRound struct {
+	r      wire.RoundFrame
+	a      plan.SecAgg
+	client *secagg.Client
+}
+
+// shared reports whether the session set up is a shared-noise one. Call
+// with rt.mu held.
+func (rt *Runtime) sharedLocked() bool {
+	return rt.st.Session != nil && rt.st.Session.Algorithm == wire.SharedNoiseAlgorithm
+}
+
+// openSecAgg keeps round r, just taken, for its secure aggregation.
+func (rt *Runtime) openSecAgg(r wire.RoundFrame) error {
+	rt.mu.Lock()
+	defer rt.unlock()
+	a, err := plan.SessionSecAgg(*rt.st.Session)
+	if err != nil {
+		return fmt.Errorf("device: %w: %w", ErrRefused, err)
+	}
+	rt.sa = &saRound{r: r, a: a}
+	return nil
+}
+
+// onSecAgg answers a secure aggregation frame of the current round.
+func (rt *Runtime) onSecAgg(ctx context.Context, ws Conn, b []byte) error {
+	rt.mu.Lock()
+	sa := rt.sa
+	var lim wire.Limits
+	if rt.st.Session != nil {
+		lim.MaxBytes = readLimit(*rt.st.Session)
+	}
+	rt.unlock()
+	if sa == nil {
+		return fmt.Errorf("device: %w: secure aggregation frame outside a shared-noise round", wire.ErrBadFrame)
+	}
+	f, err := wire.DecodeSecAggToDevice(b, lim)
+	if err != nil {
+		return fmt.Errorf("device: %w", err)
+	}
+	if f.T != sa.r.T {
+		return fmt.Errorf("device: %w: secure aggregation step of round %d in round %d", wire.ErrBadFrame, f.T, sa.r.T)
+	}
+	var out any
+	switch m := f.Msg.(type) {
+	case *wire.SecAggSetup:
+		out, err = rt.secAggSetup(sa, m)
+	case *secagg.KeyList:
+		if sa.client == nil {
+			return fmt.Errorf("device: %w: key list before the setup", wire.ErrBadFrame)
+		}
+		out, err = sa.client.ShareKeys(m)
+	case *secagg.ShareDelivery:
+		if sa.client == nil {
+			return fmt.Errorf("device: %w: share delivery before the setup", wire.ErrBadFrame)
+		}
+		return rt.secAggMask(ctx, ws, sa, m)
+	case *secagg.SurvivorList:
+		if sa.client == nil {
+			return fmt.Errorf("device: %w: survivor list before the setup", wire.ErrBadFrame)
+		}
+		out, err = sa.client.Consistency(m)
+	case *secagg.UnmaskRequest:
+		if sa.client == nil {
+			return fmt.Errorf("device: %w: unmask request before the setup", wire.ErrBadFrame)
+		}
+		out, err = sa.client.Unmask(m)
+	}
+	if err != nil {
+		return fmt.Errorf("device: secure aggregation of round %d: %w", f.T, err)
+	}
+	return rt.sendSecAgg(ctx, ws, f.T, out)
+}
+
+// secAggSetup starts the device's secagg client with the round's
+// directory, which must list this device's own key under its id.
+func (rt *Runtime) secAggSetup(sa *saRound, m *wire.SecAggSetup) (any, error) {
+	if sa.client != nil {
+		return nil, fmt.Errorf("%w: second setup of round %d", wire.ErrBadFrame, sa.r.T)
+	}
+	dir := make(secagg.Directory, len(m.Members))
+	for _, e := range m.Members {
+		dir[e.ID] = ed25519.PublicKey(e.Key[:])
+	}
+	c, err := secagg.NewClient(sa.a.Params(m.Session, m.Round), m.You, rt.signKey, dir)
+	if err != nil {
+		return nil, err
+	}
+	sa.client = c
+	return c.AdvertiseKeys()
+}
+
+// secAggMask is the masking step: with the shares of at least the
+// threshold of devices delivered, the release is prepared and saved
+// pending (as every mode's update), then only its masked form is sent.
+func (rt *Runtime) secAggMask(ctx context.Context, ws Conn, sa *saRound, m *secagg.ShareDelivery) error {
+	if len(m.Shares)+1 < sa.a.Threshold {
+		return fmt.Errorf("device: secure aggregation of round %d: shares of %d devices, threshold %d: %w", sa.r.T, len(m.Shares)+1, sa.a.Threshold, secagg.ErrBelowThreshold)
+	}
+	if _, err := rt.prepare(ctx, ws, sa.r); errors.Is(err, errDataComing) {
+		return nil // the round passes unanswered; the device stays
+	} else if err != nil {
+		return err
+	}
+	rt.mu.Lock()
+	gr, ok := rt.algo.(optim.GridReleaser)
+	var x []int64
+	err := fmt.Errorf("device: algorithm %q releases no integers", rt.param.Algorithm)
+	if ok {
+		x, err = gr.GridRelease(sa.r.T)
+	}
+	rt.unlock()
+	if err != nil {
+		return err
+	}
+	masked, err := sa.client.MaskedInput(m, x)
+	if err != nil {
+		return fmt.Errorf("device: secure aggregation of round %d: %w", sa.r.T, err)
+	}
+	if h := rt.cfg.Hooks; h != nil && h.BeforeSend != nil {
+		if _, disconnect := h.BeforeSend(sa.r.T); disconnect {
+			return errors.New("device: disconnect before the masked input by test hook")
+		}
+	}
+	if err := rt.sendSecAgg(ctx, ws, sa.r.T, masked); err != nil {
+		return err
+	}
+	rt.mu.Lock()
+	rt.emit(Event{Kind: EventSent, T: sa.r.T})
+	rt.unlock()
+	if h := rt.cfg.Hooks; h != nil && h.AfterSend != nil && h.AfterSend(sa.r.T) {
+		return errors.New("device: disconnect right after the masked input by test hook")
+	}
+	return nil
+}
+
+// sendSecAgg writes a secure aggregation message of round t, unless the
+// device left meanwhile (ErrLeft).
+func (rt *Runtime) sendSecAgg(ctx context.Context, ws Conn, t int, m any) error {
+	b, err := wire.EncodeSecAgg(t, m)
+	if err != nil {
+		return err
+	}
+	rt.connMu.Lock()
+	defer rt.connMu.Unlock()
+	if rt.leaving != "" {
+		return ErrLeft
+	}
+	if err := ws.Write(ctx, websocket.MessageBinary, b); err != nil {
+		return fmt.Errorf("device: send secure aggregation step of round %d: %w", t, err)
+	}
+	return nil
+}
