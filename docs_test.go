@@ -1,12 +1,15 @@
 package browserfl
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
+
+	"browserfl/internal/doccmd"
 )
 
 // The docs this test reads: README.md and docs/*.md.
@@ -153,5 +156,44 @@ func TestDocPathsPlanted(t *testing.T) {
 	want := []string{"shared/plan/nothere.go", "shared/plan.NoSuchFigure", "docs/screenshots/none-*.png", "nothere.md"}
 	if !slices.Equal(got, want) {
 		t.Errorf("missing %q, want %q", got, want)
+	}
+}
+
+// TestDocMakeTargets: every make command README.md and docs/*.md give
+// names targets the Makefile has (its flags and variables are checked by
+// the tests of the command they reach: cmd/coordinator's for make run).
+func TestDocMakeTargets(t *testing.T) {
+	mk, err := os.ReadFile("Makefile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	has := func(target string) bool {
+		return regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(target) + `:`).Match(mk)
+	}
+	if has("no-such-target") {
+		t.Fatal("a planted target is found")
+	}
+	n := 0
+	for _, f := range docFiles(t) {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmds, err := doccmd.Commands(string(b))
+		if err != nil {
+			t.Fatal(fmt.Errorf("%s: %w", f, err))
+		}
+		for _, c := range doccmd.Of(cmds, "make") {
+			targets, _ := doccmd.Vars(c.Args)
+			for _, tg := range targets {
+				n++
+				if !has(tg) {
+					t.Errorf("%s: %s: the Makefile has no target %q", f, c.Text, tg)
+				}
+			}
+		}
+	}
+	if n < 8 {
+		t.Errorf("%d make targets named in the docs, want README.md's 8 or more", n)
 	}
 }
