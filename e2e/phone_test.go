@@ -29,6 +29,22 @@ import (
 	"browserfl/wasm/local"
 )
 
+// checkFill compares the meter's fill (its bar's data-fill, what its
+// width shows) with the share of the session's privacy the device's
+// ledger holds: ledgerRho over the session's worst case (f.WorstRho).
+// Both are computed in float64 from the same numbers; 1e-9 allows only
+// their rounding.
+func checkFill(m meterView, ledgerRho float64, f plan.Figures) error {
+	fill, err := strconv.ParseFloat(m.Fill, 64)
+	if err != nil {
+		return fmt.Errorf("the meter's fill %q: %w", m.Fill, err)
+	}
+	if want := math.Min(1, ledgerRho/f.WorstRho); math.Abs(fill-want) > 1e-9 {
+		return fmt.Errorf("the meter's fill %v, the device's ledger holds %v of the lesson's rho (%v of %v)", fill, want, ledgerRho, f.WorstRho)
+	}
+	return nil
+}
+
 // TestPhoneScreens walks one student through the lesson on a phone
 // (390x844, mobile emulation) against the real coordinator (cmd/coordinator
 // -lobby as a child process) and checks what we promise of the phone's
@@ -86,7 +102,7 @@ func TestPhoneScreens(t *testing.T) {
 		t.Fatal(err)
 	}
 	owner := plan.DefaultBudget()
-	planned, err := owner.Progress(device.Params(sess), privacy.Spent{}, privacy.Spent{})
+	planned, err := owner.Progress(device.Params(sess), privacy.Spent{}, privacy.Spent{}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,7 +221,7 @@ func TestPhoneScreens(t *testing.T) {
 		t.Fatal(err)
 	}
 	final := st.Session
-	most, err := owner.Progress(device.Params(final), privacy.Spent{}, privacy.Spent{})
+	most, err := owner.Progress(device.Params(final), privacy.Spent{}, privacy.Spent{}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -292,7 +308,7 @@ new MutationObserver(() => { const e = document.getElementById("eps");
 		t.Fatal("stored device is no accountant")
 	}
 	l := acc.Ledger()
-	end, err := owner.Progress(device.Params(final), privacy.Spent{}, l.Spent())
+	end, err := owner.Progress(device.Params(final), privacy.Spent{}, l.Spent(), acc.Participations())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -301,12 +317,18 @@ new MutationObserver(() => { const e = document.getElementById("eps");
 		t.Errorf("at the end the meter says %q; the stored ledger gives ε = %s", m.Label, plan.FormatEpsilon(end.Spent))
 	}
 	checkMeter(t, m, most.Most)
+	// The bar's fill is the stored ledger's share of the lesson's rho.
+	if f, err := plan.SessionFigures(device.Params(final), owner.Delta); err != nil {
+		t.Fatal(err)
+	} else if err := checkFill(m, l.Rho(), f); err != nil {
+		t.Errorf("at the end: %v", err)
+	}
 	view("end")
 }
 
 // meterView is what the privacy meter shows.
 type meterView struct {
-	Plan, Label, Class, Width string
+	Plan, Label, Class, Width, Fill string
 }
 
 func (b *browser) meter() meterView {
@@ -314,7 +336,8 @@ func (b *browser) meter() meterView {
 	var m meterView
 	if err := b.eval(`(() => { const t = (id) => (document.getElementById(id) || {}).textContent || "";
   const f = document.querySelector("#meter .meter-fill");
-  return {plan: t("eps-plan"), label: t("eps"), class: (document.getElementById("meter") || {}).className || "", width: f ? f.style.width : ""}; })()`, &m); err != nil {
+  return {plan: t("eps-plan"), label: t("eps"), class: (document.getElementById("meter") || {}).className || "", width: f ? f.style.width : "",
+  fill: f ? f.dataset.fill || "" : ""}; })()`, &m); err != nil {
 		b.t.Fatal(err)
 	}
 	return m
@@ -339,8 +362,9 @@ func epsOf(t *testing.T, label string) float64 {
 	return v
 }
 
-// checkMeter: the meter reads against the lesson's most: the label's
-// share and the bar's width are spent / most, the colour is calm.
+// checkMeter: the meter reads against the lesson's most: the label
+// states epsilon and the share of the lesson's privacy the bar shows
+// (its fill, whose width it is), the colour is calm.
 func checkMeter(t *testing.T, m meterView, most float64) {
 	t.Helper()
 	spent := epsOf(t, m.Label)
@@ -348,18 +372,22 @@ func checkMeter(t *testing.T, m meterView, most float64) {
 		t.Errorf("meter %+v: spent %v, want in (0, %v]", m, spent, most)
 		return
 	}
+	fill, err := strconv.ParseFloat(m.Fill, 64)
+	if err != nil || !(fill > 0 && fill <= 1) {
+		t.Errorf("meter fill %q, want in (0, 1]", m.Fill)
+		return
+	}
 	var pct float64
 	if _, err := fmt.Sscanf(m.Label[strings.Index(m.Label, "(")+1:], "%f%%", &pct); err != nil {
-		t.Errorf("meter label %q: no share of the lesson's most", m.Label)
+		t.Errorf("meter label %q: no share of the lesson's privacy", m.Label)
 	}
-	// spent is rounded up to 0.01 in the label: the share may differ by
-	// that much.
-	if math.Abs(pct-100*spent/most) > 100*0.01/most+0.5 {
-		t.Errorf("meter label %q: %v%%, want %.1f%% of the most %v", m.Label, pct, 100*spent/most, most)
+	// The label's share is the fill's, rounded down to a whole percent.
+	if pct != math.Floor(100*fill) {
+		t.Errorf("meter label %q: %v%%, want the fill's %v", m.Label, pct, fill)
 	}
 	w, err := strconv.ParseFloat(strings.TrimSuffix(m.Width, "%"), 64)
-	if err != nil || math.Abs(w-100*spent/most) > 100*0.01/most+0.1 {
-		t.Errorf("meter bar width %q, want %.1f%% (spent %v of %v)", m.Width, 100*spent/most, spent, most)
+	if err != nil || math.Abs(w-100*fill) > 0.006 {
+		t.Errorf("meter bar width %q, want the fill's %.2f%%", m.Width, 100*fill)
 	}
 	if !strings.Contains(m.Class, "meter-calm") {
 		t.Errorf("meter class %q within the plan, want meter-calm", m.Class)

@@ -2,7 +2,9 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -10,8 +12,12 @@ import (
 	"github.com/coder/websocket"
 
 	"browserfl/coordinator/view"
+	"browserfl/device"
+	"browserfl/shared/optim"
 	"browserfl/shared/plan"
+	"browserfl/shared/privacy"
 	"browserfl/shared/wire"
+	"browserfl/wasm/ui"
 )
 
 // TestPrivacyWordsEveryMode opens the page against the real coordinator
@@ -85,9 +91,33 @@ func privacyWordsCases() []privacyWordsCase {
 	}
 }
 
-// studentWords are words the training screen's privacy sentences never
-// use.
-var studentWords = []string{"zCDP", "ρ", "rho", "δ", "delta", "σ", "sigma", "clipping", "Clipping", "ledger", "Gaussian"}
+// studentText is every text of the page's screen, the closed Details and
+// Settings included (a walk over its text nodes, each separated by a
+// space: innerText leaves out what a closed <details> hides).
+const studentText = `(() => { const w = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT); const out = [];
+  for (let n = w.nextNode(); n; n = w.nextNode()) { const p = n.parentNode && n.parentNode.nodeName;
+    if (p !== "SCRIPT" && p !== "STYLE") out.push(n.nodeValue); }
+  return out.join(" "); })()`
+
+// checkStudentScreen reads the whole of the screen p shows (studentText)
+// and fails the test for each word or sign no student screen may show
+// that it holds: ui.TechnicalWords, the list's one home (IDX, zCDP, rho,
+// delta, sigma, clipping, the ledger, Gaussian and the signs of a
+// formula), matched by ui.TechnicalIn.
+func checkStudentScreen(t *testing.T, p tab, screen string) {
+	t.Helper()
+	var text string
+	if err := p.eval(studentText, &text); err != nil {
+		t.Errorf("reading the %s screen: %v", screen, err)
+		return
+	}
+	if found := ui.TechnicalIn(text); len(found) > 0 {
+		t.Errorf("the %s screen shows %q:\n%s", screen, found, strings.Join(strings.Fields(text), " "))
+	}
+	if len(strings.Fields(text)) < 5 {
+		t.Errorf("the %s screen reads %q: too little to be the screen", screen, text)
+	}
+}
 
 func privacyWords(t *testing.T, e engine) {
 	webDir := pageBuild(t)
@@ -120,6 +150,7 @@ func privacyWords(t *testing.T, e engine) {
 				must("the code", setValue(p, "#code-input", code))
 				must("Join", p.click("#code-btn"))
 				must("the refusal", waitFor(p, 90*time.Second, "the refusal", `(document.getElementById("error")||{}).textContent.includes("no privacy protection")`))
+				checkStudentScreen(t, p, "refusal")
 				var text string
 				must("the page's words", p.eval(`document.body.innerText`, &text))
 				for _, w := range c.want {
@@ -136,7 +167,24 @@ func privacyWords(t *testing.T, e engine) {
 			// lobby; the teacher's Start sizes the session for both
 			// (every device in every round) and keeps T and the
 			// deadline.
-			must("join", joinTab(p, o.url, code, "Ada", nil, "#lobby", nil))
+			// Every screen on the way is read whole (its Details and
+			// Settings too).
+			screens := func(p tab, screen, _ string) error {
+				checkStudentScreen(t, p, screen)
+				if screen == "consent" && c.alg == "nc" {
+					shot(t, p, e.name, "consent")
+					// The Settings, at the bottom of the page.
+					if err := p.eval(`(() => { const d = document.getElementById("settings"); d.open = true; d.scrollIntoView(); return true; })()`, nil); err != nil {
+						return err
+					}
+					shot(t, p, e.name, "settings")
+					if err := p.eval(`(() => { document.getElementById("settings").open = false; window.scrollTo(0, 0); return true; })()`, nil); err != nil {
+						return err
+					}
+				}
+				return nil
+			}
+			must("join", joinTab(p, o.url, code, "Ada", nil, "#lobby", screens))
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			silentDevice(ctx, t, "ws://"+o.coord.addr+"/ws", code)
@@ -167,12 +215,55 @@ func privacyWords(t *testing.T, e engine) {
 					t.Errorf("%s: the page lacks %q:\n%s", c.alg, w, all)
 				}
 			}
-			for _, w := range append(c.not, studentWords...) {
+			for _, w := range c.not {
 				if strings.Contains(all, w) {
 					t.Errorf("%s: the page says %q:\n%s", c.alg, w, all)
 				}
 			}
+			checkStudentScreen(t, p, "training, at the end")
+			// The meter's fill is the share of the lesson's privacy the
+			// page's own ledger (its stored device state) holds.
+			if c.protection == plan.ProtectionDevice {
+				// The meter follows the stored ledger after the last
+				// release's publication: read both until they agree, for
+				// at most 30 s (a meter that never agrees fails).
+				var m meterView
+				final := o.status().Session
+				f, err := plan.SessionFigures(device.Params(final), plan.DefaultDelta)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for end := time.Now().Add(30 * time.Second); ; time.Sleep(500 * time.Millisecond) {
+					must("the meter", p.eval(`(() => { const f = document.querySelector("#meter .meter-fill");
+  return {label: document.getElementById("eps").textContent, width: f.style.width, fill: f.dataset.fill || ""}; })()`, &m))
+					l := tabLedger(t, p, code, final)
+					err = checkFill(m, l.Rho(), f)
+					if err == nil || time.Now().After(end) {
+						break
+					}
+				}
+				if err != nil {
+					t.Errorf("%s: %v", c.alg, err)
+				}
+				t.Logf("%s: the meter's fill %s, width %s: %q", c.alg, m.Fill, m.Width, m.Label)
+			}
+			if c.alg == "nc" {
+				shot(t, p, e.name, "training")
+			}
 			t.Logf("%s: %q; %q", c.alg, status, words.Label)
+			// Leaving (pressed by the page's script: the session's end
+			// can move the button under a click at its place), and the
+			// finished session's screen.
+			must("leave", p.eval(`document.getElementById("forget-btn").click()`, nil))
+			must("the left screen", waitVisible(p, 30*time.Second, "#left"))
+			checkStudentScreen(t, p, "left")
+			if c.alg == "nc" {
+				must("the page again", openTab(p, o.url))
+				must("the code", setValue(p, "#code-input", code))
+				must("Join", p.click("#code-btn"))
+				must("the finished screen", waitVisible(p, 90*time.Second, "#closed"))
+				checkStudentScreen(t, p, "finished")
+			}
 		})
 	}
 }
@@ -208,4 +299,63 @@ func silentDevice(ctx context.Context, t *testing.T, wsURL, code string) {
 			}
 		}
 	}()
+}
+
+// shot saves a screenshot of what p shows as student-<screen>-<engine>.png
+// (docs/screenshots with -screenshots, else the test's temporary
+// directory), with the page's Details and Settings opened.
+func shot(t *testing.T, p tab, engine, screen string) {
+	t.Helper()
+	if err := p.eval(`document.querySelectorAll("#settings, #consent-details, #eps-details").forEach(d => d.open = true)`, nil); err != nil {
+		t.Errorf("opening the details: %v", err)
+		return
+	}
+	path := filepath.Join(screenshotDir(t), "student-"+screen+"-"+engine+".png")
+	if err := p.screenshot(path, true); err != nil {
+		t.Errorf("screenshot: %v", err)
+	}
+	if err := p.eval(`document.querySelectorAll("#settings, #consent-details, #eps-details").forEach(d => d.open = false)`, nil); err != nil {
+		t.Errorf("closing the details: %v", err)
+	}
+	t.Logf("screenshot %s", path)
+}
+
+// tabLedger reads the device runtime's state blob from p's IndexedDB
+// (from outside the application code, as any script of the origin
+// could; a JSON device.State) and returns its algorithm half's ledger.
+func tabLedger(t *testing.T, p tab, code string, sess wire.SessionParams) privacy.Ledger {
+	t.Helper()
+	var raw []int
+	expr := fmt.Sprintf(`new Promise((ok, fail) => {
+  const r = indexedDB.open(%q);
+  r.onerror = () => fail(String(r.error));
+  r.onsuccess = () => {
+    const g = r.result.transaction("kv").objectStore("kv").get("dev/state");
+    g.onsuccess = () => { const v = g.result; r.result.close(); ok(v ? Array.from(v) : []); };
+    g.onerror = () => fail(String(g.error));
+  };
+})`, "browserfl:"+wire.NormalizeJoinCode(code))
+	if err := p.eval(expr, &raw); err != nil {
+		t.Fatalf("reading the page's IndexedDB: %v", err)
+	}
+	blob := make([]byte, len(raw))
+	for i, v := range raw {
+		blob[i] = byte(v)
+	}
+	var st device.State
+	if err := json.Unmarshal(blob, &st); err != nil {
+		t.Fatalf("device state (%d bytes): %v", len(blob), err)
+	}
+	dv, err := device.DefaultNewDevice(device.Params(sess))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := dv.UnmarshalBinary(st.Algo); err != nil {
+		t.Fatalf("device algorithm state (%d bytes): %v", len(st.Algo), err)
+	}
+	acc, ok := dv.(optim.Accountant)
+	if !ok {
+		t.Fatalf("the %s device keeps no ledger", sess.Algorithm)
+	}
+	return acc.Ledger()
 }

@@ -474,7 +474,7 @@ func (a *app) Join(budget float64) {
 				return
 			}
 			s.Error = fmt.Sprintf("This session could use up to ε = %s of your privacy, more than your limit of %g. "+
-				"The page will not join it. Raise your limit, or choose not to join.", s.Session.EpsilonText, budget)
+				"The page will not join it. You can raise your limit under Settings, at the bottom of the page, or choose not to join.", s.Session.EpsilonText, budget)
 			return
 		}
 		a.consent = consent{Budget: budget, Delta: a.delta, Rho: rho, Trusted: s.Session.Mode == "trusted",

@@ -8,6 +8,7 @@ import (
 	"net/url"
 
 	"browserfl/device"
+	"browserfl/shared/plan"
 	"browserfl/shared/wire"
 	"browserfl/wasm/jsw"
 	"browserfl/wasm/ui"
@@ -63,15 +64,15 @@ func (t *trainer) fetchProgress() error {
 	t.mu.Unlock()
 	sp := device.Params(a.params)
 	trusted := sp.Private() && sp.Trusted() && t.runtime() != nil
-	var eps, most float64
+	var pr plan.Progress
 	if trusted {
-		eps, most, _, _ = t.figures()
+		pr, _, _ = t.figures()
 	}
 	a.update(func(s *ui.State) {
 		s.Train.Round = max(s.Train.Round, p.Committed)
 		s.Train.Accuracy = pts
 		if trusted {
-			s.Train.EpsSpent, s.Train.EpsMost = eps, most
+			showPrivacy(s, pr)
 		}
 	})
 	return nil

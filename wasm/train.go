@@ -198,10 +198,11 @@ func (t *trainer) run() {
 	t.rt = rt
 	t.mu.Unlock()
 	// The saved figures, before anything is sent or received.
-	eps, most, joined, st := t.figures()
+	pr, joined, st := t.figures()
 	a.update(func(s *ui.State) {
 		shown(s)
-		s.Train.EpsSpent, s.Train.EpsMost, s.Train.Joined = eps, most, joined
+		showPrivacy(s, pr)
+		s.Train.Joined = joined
 		s.Data.Used = min(st.Cursor, s.Data.Count)
 	})
 	err = rt.Run(t.ctx)
@@ -330,11 +331,11 @@ func (t *trainer) publishEvents() {
 // everyone but the server is what the rounds published since its first
 // update carry (plan.Figures.Published); after a reload, when that round
 // is not known, every published round is counted (never less).
-func (t *trainer) figures() (eps, most float64, joined int, st device.State) {
+func (t *trainer) figures() (pr plan.Progress, joined int, st device.State) {
 	a := t.a
 	rt := t.runtime()
 	if rt == nil {
-		return 0, 0, 0, st
+		return pr, 0, st
 	}
 	st = rt.State()
 	sess := a.params
@@ -347,6 +348,7 @@ func (t *trainer) figures() (eps, most float64, joined int, st device.State) {
 		ledger = l.Spent()
 		joined = acc.Participations()
 	}
+	releases := joined
 	if f, err := device.SessionFigures(sess, a.delta); err == nil && f.Protection() == plan.ProtectionServer {
 		t.mu.Lock()
 		n := 0
@@ -358,20 +360,29 @@ func (t *trainer) figures() (eps, most float64, joined int, st device.State) {
 		}
 		t.mu.Unlock()
 		if ledger, err = f.Published(n); err != nil {
-			return 0, 0, joined, st
+			return pr, joined, st
 		}
+		releases = min(max(n, 0), f.WorstReleases)
 	}
 	owner := plan.Budget{Epsilon: a.consent.Budget, Delta: a.delta}
-	if pr, err := owner.Progress(device.Params(sess), t.spentBefore, ledger); err == nil {
-		eps, most = pr.Spent, pr.Most
+	if p, err := owner.Progress(device.Params(sess), t.spentBefore, ledger, releases); err == nil {
+		pr = p
 	}
-	return eps, most, joined, st
+	return pr, joined, st
+}
+
+// showPrivacy puts the owner's figures pr (trainer.figures) into the
+// training view: the meter reads them (ui.PrivacyMeter).
+func showPrivacy(s *ui.State, pr plan.Progress) {
+	s.Train.EpsSpent, s.Train.EpsMost = pr.Spent, pr.Most
+	s.Train.Share, s.Train.Planned, s.Train.OnPlan = pr.Share, pr.Planned, pr.OnPlan
+	s.Train.Releases, s.Train.Decreasing = pr.Releases, pr.Decreasing
 }
 
 // publish updates the view after an event.
 func (t *trainer) publish(e device.Event, stepMillis float64, bytesSent int64) {
 	a := t.a
-	eps, most, joined, st := t.figures()
+	pr, joined, st := t.figures()
 	var sent ui.Sent
 	if e.Kind == device.EventSent {
 		t.mu.Lock()
@@ -381,7 +392,7 @@ func (t *trainer) publish(e device.Event, stepMillis float64, bytesSent int64) {
 		t.mu.Unlock()
 	}
 	a.update(func(s *ui.State) {
-		s.Train.EpsSpent, s.Train.EpsMost = eps, most
+		showPrivacy(s, pr)
 		s.Train.Joined = joined
 		if sent.Round > 0 {
 			s.Train.Sent = sent

@@ -4,8 +4,11 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+
+	"browserfl/internal/doccmd"
 )
 
 // TestClusterFlags: the cluster's credentials on the command line. The
@@ -43,26 +46,55 @@ func TestClusterFlags(t *testing.T) {
 }
 
 // TestClusterDocCommands: every coordinator command docs/cluster.md
-// gives (lines continued with a backslash joined) passes the command's
-// own flag parsing and checks, as written.
+// gives (lines continued with a backslash joined), and every one README.md
+// gives (bin/coordinator, or the flags make run passes it: -lobby, -reset
+// with RESET, and RUNFLAGS), passes the command's own flag parsing and
+// checks, as written. A planted command the checks refuse shows the test
+// would fail.
 func TestClusterDocCommands(t *testing.T) {
-	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "cluster.md"))
-	if err != nil {
-		t.Fatal(err)
+	if _, err := parse([]string{"-trust-proxy", "-listen", ":8080"}, io.Discard); err == nil {
+		t.Fatal("the planted command -trust-proxy -listen :8080 is accepted")
 	}
-	text := strings.ReplaceAll(string(doc), "\\\n", " ")
-	n := 0
-	for _, line := range strings.Split(text, "\n") {
-		fields := strings.Fields(line)
-		if len(fields) == 0 || fields[0] != "bin/coordinator" {
-			continue
+	for _, c := range []struct {
+		doc string
+		min int
+	}{{"cluster.md", 5}, {"../README.md", 2}} {
+		path := filepath.Join("..", "..", "docs", c.doc)
+		doc, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
 		}
-		n++
-		if _, err := parse(fields[1:], io.Discard); err != nil {
-			t.Errorf("docs/cluster.md: %s\n  refused: %v", line, err)
+		cmds, err := doccmd.Commands(string(doc))
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	if n < 5 {
-		t.Errorf("%d coordinator commands found in docs/cluster.md, want its 5 or more", n)
+		var runs [][]string
+		for _, cmd := range doccmd.Of(cmds, "coordinator") {
+			runs = append(runs, cmd.Args)
+		}
+		for _, cmd := range doccmd.Of(cmds, "make") {
+			targets, vars := doccmd.Vars(cmd.Args)
+			if !slices.Contains(targets, "run") {
+				continue
+			}
+			// The Makefile's run: ./bin/coordinator -lobby $(if $(RESET),-reset) $(RUNFLAGS)
+			args := []string{"-lobby"}
+			if vars["RESET"] != "" {
+				args = append(args, "-reset")
+			}
+			flags, err := doccmd.Split(vars["RUNFLAGS"])
+			if err != nil {
+				t.Fatal(err)
+			}
+			runs = append(runs, append(args, flags...))
+		}
+		for _, args := range runs {
+			if _, err := parse(args, io.Discard); err != nil {
+				t.Errorf("%s: coordinator %s\n  refused: %v", path, strings.Join(args, " "), err)
+			}
+		}
+		if len(runs) < c.min {
+			t.Errorf("%d coordinator commands found in %s, want its %d or more", len(runs), path, c.min)
+		}
 	}
 }

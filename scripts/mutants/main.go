@@ -1448,7 +1448,7 @@ var mutations = []mutation{
 	{
 		name: "trusted-meter-nc-words", why: "in the trusted mode the privacy meter says the nc words (epsilon against everyone, the server included; \"Nothing sent yet\" while nothing bounds the server)",
 		file: "wasm/ui/state.go",
-		old:  "\tcase plan.ProtectionServer:\n\t\treturn serverMeter(joined, spent, most, budget, delta)\n",
+		old:  "\tcase plan.ProtectionServer:\n\t\treturn serverMeter(joined, pr, budget, delta)\n",
 		new:  "",
 		pkgs: []string{"./wasm/ui/", "-run", "TestPrivacyWordsEveryMode"},
 	},
@@ -1476,9 +1476,30 @@ var mutations = []mutation{
 	{
 		name: "meter-never-over", why: "the privacy meter stays calm when the spent figure passes the lesson's most",
 		file: "wasm/ui/state.go",
-		old:  "\tif spent > most*(1+1e-9) {\n\t\tm.Class = \"meter-over\"\n\t}\n",
+		old:  "\tif pr.Spent > pr.Most*(1+1e-9) {\n\t\tm.Class = \"meter-over\"\n\t}\n",
 		new:  "",
 		pkgs: []string{"./wasm/ui/", "-run", "PrivacyMeter"},
+	},
+	{
+		name: "meter-share-under", why: "the privacy meter's fill (plan.Progress.Share) under-reports the ledger: 90% of the share of the lesson's zCDP rho it holds",
+		file: "shared/plan/figures.go",
+		old:  "share, planned := ledger.Rho/f.WorstRho, f.PlannedShare(releases)",
+		new:  "share, planned := 0.9*ledger.Rho/f.WorstRho, f.PlannedShare(releases)",
+		pkgs: []string{"./shared/plan/", "-run", "Share"},
+	},
+	{
+		name: "meter-share-in-epsilon", why: "the privacy meter fills by epsilon over the lesson's most instead of the ledger's share of the lesson's zCDP rho (a fill that is not the ledger's)",
+		file: "wasm/ui/state.go",
+		old:  "m := Reading{Class: \"meter-calm\", Fraction: math.Min(1, math.Max(0, pr.Share))}",
+		new:  "m := Reading{Class: \"meter-calm\", Fraction: math.Min(1, math.Max(0, pr.Spent/pr.Most))}",
+		pkgs: []string{"./wasm/ui/", "-run", "PrivacyMeter"},
+	},
+	{
+		name: "meter-says-on-plan-off-plan", why: "the meter says its fill is as planned when the ledger holds more than the plan spends in as many updates",
+		file: "shared/plan/figures.go",
+		old:  "OnPlan: share <= planned*(1+1e-9), Decreasing: decreasing}, nil",
+		new:  "OnPlan: true, Decreasing: decreasing}, nil",
+		pkgs: []string{"./shared/plan/", "-run", "Share"},
 	},
 	{
 		name: "phone-sent-shows-clean", why: "the page's picture of what was sent shows the clean update instead of the frame sent",
@@ -1490,8 +1511,8 @@ var mutations = []mutation{
 	{
 		name: "reload-meter-zero", why: "after a reload the training screen shows before the saved ledger is read (the meter says nothing was sent)",
 		file: "wasm/train.go",
-		old:  "\t\ts.Train.EpsSpent, s.Train.EpsMost, s.Train.Joined = eps, most, joined\n\t\ts.Data.Used = min(st.Cursor, s.Data.Count)\n\t})",
-		new:  "\t\ts.Train.EpsSpent, s.Train.EpsMost, s.Train.Joined = 0, most, joined\n\t\ts.Data.Used = min(st.Cursor, s.Data.Count)\n\t})",
+		old:  "\t\tshowPrivacy(s, pr)\n\t\ts.Train.Joined = joined\n\t\ts.Data.Used = min(st.Cursor, s.Data.Count)\n\t})",
+		new:  "\t\tshowPrivacy(s, plan.Progress{Most: pr.Most})\n\t\ts.Train.Joined = joined\n\t\ts.Data.Used = min(st.Cursor, s.Data.Count)\n\t})",
 		pkgs: []string{"./e2e/", "-run", "TestPhoneScreens"},
 	},
 	{

@@ -125,6 +125,9 @@ type Figures struct {
 	// SessionDelta is the delta the session wrote its own target at (0
 	// when its target is rho_p). It is shown, never used to read a budget.
 	SessionDelta float64
+	// WorstSchedule is Report.WorstSchedule: the worst-case ledger's rho
+	// after each release (PlannedShare reads it).
+	WorstSchedule []float64
 	// RoundRho is, in a trusted session, the zCDP cost of one published
 	// round to a sample inside it (every round costs the same; 0 in the
 	// other modes): Published turns a count of rounds into a ledger.
@@ -152,6 +155,7 @@ func SessionFigures(p optim.Params, ownerDelta float64) (Figures, error) {
 	f.BudgetRho, f.RhoPaper = r.BudgetRho, r.RhoPaper
 	f.WorstReleases, f.WorstRho, f.WorstSpent, f.Epsilon = r.WorstParticipations, r.WorstRho, r.WorstSpent, r.WorstEpsilon
 	f.LastIterate = r.WorstSpent.LastIterate
+	f.WorstSchedule = r.WorstSchedule
 	if f.Trusted {
 		// The server's release of round t: the discrete Gaussian of
 		// NoiseScale on the noisy sum, sensitivity TrustedSensitivity
@@ -188,6 +192,19 @@ func (f Figures) Published(n int) (privacy.Spent, error) {
 		}
 	}
 	return l.Spent(), nil
+}
+
+// PlannedShare is the part of the session's privacy (its worst case's
+// zCDP rho) the plan spends in a device's first n releases:
+// WorstSchedule[n-1] / WorstRho, 0 for n <= 0 and 1 from WorstReleases
+// on. The cost of a release depends on how many came before it (noise
+// cancellation's first release costs the most), so the plan's share
+// after n of T releases is not n/T.
+func (f Figures) PlannedShare(n int) float64 {
+	if n <= 0 || len(f.WorstSchedule) == 0 || !(f.WorstRho > 0) {
+		return 0
+	}
+	return f.WorstSchedule[min(n, len(f.WorstSchedule))-1] / f.WorstRho
 }
 
 // FormatEpsilon is the one text form of an epsilon: two decimals, rounded
@@ -266,23 +283,46 @@ const (
 // holds for a device whose ledger stays within the session's worst case,
 // which optim's device enforces; Most <= the owner's epsilon for a
 // session Check let the device join.
+//
+// Share is the part of this session's privacy the ledger holds: its zCDP
+// rho over the session's worst case's (Figures.WorstRho). Charges add
+// up in rho, so Share grows by the same step with each release of the
+// same cost and is 1 exactly when the device has made the most releases
+// the session plans; epsilon, a concave function of rho, is most of the
+// way to Most after a few releases. The page's meter fills by Share and
+// states Spent beside it. A ledger past the worst case gives a Share
+// above 1 (never clamped here).
 type Progress struct {
 	Spent, Most float64
+	Share       float64
+	// Releases is the count Progress was given (the device's releases,
+	// or a trusted session's rounds published since its first update);
+	// Planned is the plan's share after as many (Figures.PlannedShare),
+	// and OnPlan says Share is within it: the ledger holds no more than
+	// the plan spends in that many releases.
+	Releases int
+	Planned  float64
+	OnPlan   bool
+	// Decreasing: in this session a later release costs less than the
+	// first (noise cancellation), so the share grows fastest at first.
+	Decreasing bool
 }
 
 // Progress returns the owner's figures for a session p: before is what
 // the owner's data spent elsewhere, ledger what the device has spent in
-// this session. The page's privacy meter shows exactly these numbers;
-// Check compares Most with the owner's epsilon.
-func (b Budget) Progress(p optim.Params, before, ledger privacy.Spent) (Progress, error) {
-	if before.Validate() != nil || ledger.Validate() != nil {
-		return Progress{}, fmt.Errorf("plan: spent %+v and %+v, want finite values >= 0", before, ledger)
+// this session in its releases (the count of its releases, or in a
+// trusted session the rounds published that hold its update). The page's
+// privacy meter shows exactly these numbers; Check compares Most with
+// the owner's epsilon.
+func (b Budget) Progress(p optim.Params, before, ledger privacy.Spent, releases int) (Progress, error) {
+	if before.Validate() != nil || ledger.Validate() != nil || releases < 0 {
+		return Progress{}, fmt.Errorf("plan: spent %+v and %+v in %d releases, want finite values >= 0", before, ledger, releases)
 	}
 	f, err := SessionFigures(p, b.Delta)
 	if err != nil {
 		return Progress{}, err
 	}
-	if !f.Private {
+	if !f.Private || !(f.WorstRho > 0) {
 		return Progress{}, fmt.Errorf("plan: algorithm %q gives no privacy guarantee", p.Algorithm)
 	}
 	worst, err := before.Add(f.WorstSpent)
@@ -301,7 +341,11 @@ func (b Budget) Progress(p optim.Params, before, ledger privacy.Spent) (Progress
 	if err != nil {
 		return Progress{}, fmt.Errorf("plan: %w", err)
 	}
-	return Progress{Spent: spent, Most: most}, nil
+	share, planned := ledger.Rho/f.WorstRho, f.PlannedShare(releases)
+	sch := f.WorstSchedule
+	decreasing := len(sch) > 1 && sch[0] > 1.5*(sch[len(sch)-1]-sch[len(sch)-2])
+	return Progress{Spent: spent, Most: most, Share: share, Releases: releases, Planned: planned,
+		OnPlan: share <= planned*(1+1e-9), Decreasing: decreasing}, nil
 }
 
 // ErrOverBudget is wrapped by Check when a session would take the owner
@@ -331,7 +375,7 @@ func Check(p optim.Params, owner Budget, spent privacy.Spent) error {
 	if !f.Private {
 		return fmt.Errorf("plan: algorithm %q gives no privacy guarantee", p.Algorithm)
 	}
-	pr, err := owner.Progress(p, spent, privacy.Spent{})
+	pr, err := owner.Progress(p, spent, privacy.Spent{}, 0)
 	if err != nil {
 		return err
 	}

@@ -193,7 +193,7 @@ func TestBudgetProgress(t *testing.T) {
 	}
 	b := DefaultBudget()
 	for _, tc := range []struct{ before, ledger float64 }{{0, 0}, {0, 0.3}, {0, f.WorstRho}, {0.1, 0.5}} {
-		pr, err := b.Progress(p, privacy.Charged(tc.before), privacy.Charged(tc.ledger))
+		pr, err := b.Progress(p, privacy.Charged(tc.before), privacy.Charged(tc.ledger), 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -207,20 +207,20 @@ func TestBudgetProgress(t *testing.T) {
 		}
 	}
 	// The demo session with fresh data: the consent screen's 7.92.
-	pr, _ := b.Progress(p, privacy.Spent{}, privacy.Spent{})
+	pr, _ := b.Progress(p, privacy.Spent{}, privacy.Spent{}, 0)
 	if FormatEpsilon(pr.Most) != f.EpsilonText() || pr.Spent != 0 {
 		t.Errorf("fresh demo: %+v, want most %s and nothing spent", pr, f.EpsilonText())
 	}
 	// Check refuses exactly when Most passes the owner's epsilon.
 	for _, before := range []float64{0, 0.05, 0.1, 0.2} {
-		pr, _ := b.Progress(p, privacy.Charged(before), privacy.Spent{})
+		pr, _ := b.Progress(p, privacy.Charged(before), privacy.Spent{}, 0)
 		err := Check(p, b, privacy.Charged(before))
 		if (pr.Most > b.Epsilon) != errors.Is(err, ErrOverBudget) {
 			t.Errorf("before %v: most %v, Check %v", before, pr.Most, err)
 		}
 	}
 	for _, bad := range [][2]float64{{-1, 0}, {0, math.NaN()}, {math.Inf(1), 0}} {
-		if _, err := b.Progress(p, privacy.Spent{Rho: bad[0], TV: 0}, privacy.Spent{Rho: bad[1]}); err == nil {
+		if _, err := b.Progress(p, privacy.Spent{Rho: bad[0], TV: 0}, privacy.Spent{Rho: bad[1]}, 0); err == nil {
 			t.Errorf("spent %v accepted", bad)
 		}
 	}

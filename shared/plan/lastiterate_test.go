@@ -48,7 +48,7 @@ func TestLastIterateSessionReadAsGDP(t *testing.T) {
 			t.Errorf("delta %g: epsilon %.12g, want GDP + TV %.12g (CKS %.12g, ordinary reading %.12g)", delta, f.Epsilon, want, cks, ordinary)
 		}
 		b := Budget{Epsilon: 20, Delta: delta}
-		pr, err := b.Progress(p, privacy.Spent{}, privacy.Spent{})
+		pr, err := b.Progress(p, privacy.Spent{}, privacy.Spent{}, 0)
 		if err != nil || pr.Most != f.Epsilon {
 			t.Errorf("delta %g: Progress.Most %v (%v), want %v", delta, pr.Most, err, f.Epsilon)
 		}

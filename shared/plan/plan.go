@@ -64,6 +64,10 @@ type Report struct {
 	WorstRho            float64
 	WorstSpent          privacy.Spent
 	WorstEpsilon        float64
+	// WorstSchedule is the worst-case ledger's rho after each release:
+	// WorstSchedule[n-1] after n releases, WorstSchedule of the last
+	// release being WorstRho.
+	WorstSchedule []float64
 
 	// ExpectedParticipations is T m / M (uniform cohorts), with the
 	// corresponding zCDP cost and epsilon (rounded up to whole releases).
@@ -183,6 +187,7 @@ func Compute(p optim.Params, delta float64) (Report, error) {
 		if err := charge(&ledger, c); err != nil {
 			return Report{}, fmt.Errorf("plan: %w", err)
 		}
+		r.WorstSchedule = append(r.WorstSchedule, ledger.Rho())
 		if n == expectedN {
 			r.ExpectedSpent = ledger.Spent()
 		}

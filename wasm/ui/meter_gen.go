@@ -44,7 +44,8 @@ func (c *Meter) Build(vgin *vugu.BuildIn) (vgout *vugu.BuildOut) {
 			_ = vgparent
 			vgn = &vugu.VGNode{Type: vugu.VGNodeType(3), Namespace: "", Data: "div", Attr: []vugu.VGAttribute{{Namespace: "", Key: "class", Val: "meter-fill"}}}
 			vgparent.AppendChild(vgn)
-			vgn.AddAttrInterface("style", fmt.Sprintf("width:%.1f%%", 100*c.M.Fraction))
+			vgn.AddAttrInterface("data-fill", c.M.FillText())
+			vgn.AddAttrInterface("style", fmt.Sprintf("width:%.2f%%", 100*c.M.Fraction))
 		}
 		vgn = &vugu.VGNode{Type: vugu.VGNodeType(1), Data: "\n  "}
 		vgparent.AppendChild(vgn)

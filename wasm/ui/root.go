@@ -2,6 +2,8 @@ package ui
 
 import (
 	"errors"
+	"fmt"
+	"math"
 	"strconv"
 	"strings"
 
@@ -250,8 +252,8 @@ func (c *Root) budgetInput(ev vugu.DOMEvent) {
 
 func (c *Root) join() {
 	b, err := strconv.ParseFloat(c.budgetValue(), 64)
-	if err != nil || !(b > 0) {
-		c.State.Error = "The budget must be a positive number (a maximum epsilon)."
+	if err != nil || !(b > 0) || math.IsInf(b, 0) {
+		c.State.Error = "Your privacy limit (under Settings, at the bottom of the page) must be a number above 0."
 		return
 	}
 	nick := strings.TrimSpace(c.nickValue())
@@ -334,6 +336,61 @@ func (c *Root) privacyLine() string {
 	return "This session uses at most ε = " + c.State.Session.EpsilonText + " of your privacy."
 }
 
+// LimitWords explains the owner's privacy limit, and its default, in one
+// sentence (the page's Settings).
+var LimitWords = fmt.Sprintf("Your privacy limit is the most of your privacy (ε) one lesson may use: this page never joins a lesson "+
+	"that could use more, %g is the usual setting, and a smaller number protects you more.", plan.DefaultBudgetEpsilon)
+
+// limitLine states the limit on the consent screen and where it is
+// changed.
+func (c *Root) limitLine() string {
+	return "This page joins only lessons that fit your privacy limit of ε = " + c.budgetValue() +
+		" (you can change it under Settings, at the bottom of the page)."
+}
+
+// limitDetail is the consent screen's Details row for the limit.
+func (c *Root) limitDetail() string {
+	return "ε = " + c.budgetValue() + ", set under Settings; the page checks it before every round it helps in."
+}
+
+// limitFixed: the owner has joined with a limit, which this session
+// keeps (the runtime checks it before every release).
+func (c *Root) limitFixed() bool {
+	switch c.State.Screen {
+	case ScreenData, ScreenTrain, ScreenDone, ScreenLeft:
+		return true
+	}
+	return false
+}
+
+// howWords says how the session protects what is sent, in plain words
+// (the Details' "Way of learning").
+func (c *Root) howWords() string {
+	switch c.protection() {
+	case plan.ProtectionNone:
+		return "a way of learning with no noise at all (for comparing, not for real data)"
+	case plan.ProtectionServer:
+		return "your phone sends what it learned, and the teacher's server adds noise before it shares the class model"
+	}
+	return "your phone adds noise to what it learned before sending it, so the server never sees the exact numbers"
+}
+
+// perRoundWords heads the Details' row of samples used per round.
+func (c *Root) perRoundWords() string {
+	if c.isTask() {
+		return "Rows per round"
+	}
+	return "Pictures per round"
+}
+
+// promiseWords is the Details' privacy promise, in words.
+func (c *Root) promiseWords() string {
+	if c.trusted() {
+		return "at most ε = " + c.State.Session.EpsilonText + " for the whole lesson against everyone but the teacher's server; no limit for the server itself"
+	}
+	return "at most ε = " + c.State.Session.EpsilonText + " for the whole lesson, however many rounds your phone helps in"
+}
+
 // Meter is the privacy meter component.
 type Meter struct {
 	M Reading `vugu:"data"`
@@ -398,7 +455,7 @@ func (c *Root) trusted() bool { return c.protection() == plan.ProtectionServer }
 // meter is the privacy meter's reading for the training screen.
 func (c *Root) meter() Reading {
 	tr := c.State.Train
-	return PrivacyMeter(c.protection(), tr.Joined, tr.EpsSpent, tr.EpsMost, tr.EpsBudget, tr.Delta)
+	return PrivacyMeter(c.protection(), tr.Joined, tr.Progress(), tr.EpsBudget, tr.Delta)
 }
 
 // noisyCaption names the picture of what was sent.

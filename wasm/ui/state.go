@@ -3,6 +3,7 @@ package ui
 import (
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 
 	"browserfl/shared/plan"
@@ -110,15 +111,24 @@ type Training struct {
 	BytesSent  int64
 	EpsSpent   float64 // epsilon at Delta: the device's own ledger plus what the owner's data spent before
 	EpsMost    float64 // epsilon at Delta: the most this session can take it to (plan.Budget.Progress)
-	EpsBudget  float64 // the owner's budget
-	Delta      float64
-	Accuracy   []Point
-	Prediction string // result of "try the model"
-	Status     string // last event, in plain words
-	Detail     string // the technical reason behind Status, shown under "Details"
-	Lobby      bool   // connected; the session waits for the teacher's Start
-	Done       bool   // session finished or device stopped
-	UsedUp     bool   // the device stopped because every sample is used
+	// Share is the part of this lesson's privacy used (plan.Progress.Share:
+	// the ledger's zCDP rho over the lesson's worst case), the meter's
+	// fill; Planned is the plan's share after Releases updates, OnPlan
+	// says Share is within it and Decreasing that later updates cost
+	// less (plan.Progress).
+	Share, Planned float64
+	OnPlan         bool
+	Releases       int
+	Decreasing     bool
+	EpsBudget      float64 // the owner's budget
+	Delta          float64
+	Accuracy       []Point
+	Prediction     string // result of "try the model"
+	Status         string // last event, in plain words
+	Detail         string // the technical reason behind Status, shown under "Details"
+	Lobby          bool   // connected; the session waits for the teacher's Start
+	Done           bool   // session finished or device stopped
+	UsedUp         bool   // the device stopped because every sample is used
 	// More says, in plain words, that more example pictures are being
 	// fetched or could not be yet ("" when nothing is to say).
 	More string
@@ -126,6 +136,13 @@ type Training struct {
 	// prepared (empty before the first): computed in the page, shown
 	// only here.
 	Sent Sent
+}
+
+// Progress is the owner's figures the view holds, as plan.Budget.Progress
+// gave them.
+func (t Training) Progress() plan.Progress {
+	return plan.Progress{Spent: t.EpsSpent, Most: t.EpsMost, Share: t.Share, Releases: t.Releases,
+		Planned: t.Planned, OnPlan: t.OnPlan, Decreasing: t.Decreasing}
 }
 
 // Sent is one update shown before and after the noise: the same Side x
@@ -160,7 +177,10 @@ type State struct {
 // Reading is the privacy meter's reading, against the plan: the most this
 // session can use (plan.Budget.Progress), never against alarm.
 type Reading struct {
-	Fraction float64 // spent / the session's most, clamped to [0, 1]
+	// Fraction is the bar's fill: the part of this lesson's privacy used
+	// (plan.Progress.Share), clamped to [0, 1]. It adds up update by
+	// update and is full only when the lesson has used all it may.
+	Fraction float64
 	// Class colours the meter: "meter-calm" while within the plan (always,
 	// for a device whose ledger keeps its cap), "meter-over" past it.
 	Class   string
@@ -170,15 +190,26 @@ type Reading struct {
 	Exact   string // the precise meaning (behind Details)
 }
 
-// PrivacyMeter explains epsilon spent against the most the session can
-// use (most) and the owner's limit (budget), in plain words, for a
-// session whose figures hold against whom protection says
-// (plan.Figures.Protection); joined is the number of updates this page
-// has sent. An (epsilon, delta) guarantee bounds how much more likely
-// any outcome of what the adversary sees becomes because one sample was
-// or was not in this device's data: by a factor of at most e^epsilon,
-// except with probability delta. Exact says that; the other sentences
-// say no more than it.
+// FillText is Fraction in full ("0.5851538641081843"): the bar's
+// data-fill attribute, which tests compare with the device's ledger.
+func (r Reading) FillText() string { return strconv.FormatFloat(r.Fraction, 'g', -1, 64) }
+
+// PrivacyMeter explains the privacy a session has used, from the owner's
+// figures pr (plan.Budget.Progress: epsilon spent, the most the session
+// can take it to, the share of the session's privacy used and the plan's
+// share after as many updates), against the owner's limit (budget), in
+// plain words, for a session whose figures hold against whom protection
+// says (plan.Figures.Protection); joined is the number of updates this
+// page has sent. An (epsilon, delta) guarantee bounds how much more
+// likely any outcome of what the adversary sees becomes because one
+// sample was or was not in this device's data: by a factor of at most
+// e^epsilon, except with probability delta. Exact says that; the other
+// sentences say no more than it.
+//
+// The bar fills by pr.Share, which adds up update by update and is full
+// at the lesson's planned end, with epsilon stated beside it: epsilon
+// itself is most of the way to its most after the first few updates,
+// which a bar filled by it would show as "almost used up".
 //
 // With the device's own noise (plan.ProtectionDevice) the adversary is
 // anyone who sees what this page sent, the server included, and spent
@@ -187,30 +218,29 @@ type Reading struct {
 // nothing bounds what it learns, and spent bounds everyone else (what
 // the published models carry, plan.Figures.Published). Without noise
 // (plan.ProtectionNone) nothing is bounded and the meter says so.
-func PrivacyMeter(protection string, joined int, spent, most, budget, delta float64) Reading {
+func PrivacyMeter(protection string, joined int, pr plan.Progress, budget, delta float64) Reading {
+	spent, most := pr.Spent, pr.Most
 	switch protection {
 	case plan.ProtectionNone:
 		return Reading{Class: "meter-over",
 			Label:   "No privacy protection: what this page sends is not protected at all.",
 			Meaning: "This session adds no noise, so nothing limits what can be learned about your pictures from what is sent.",
-			Exact:   "This session makes no privacy promise: anyone who sees what this page sends could learn about any one of your pictures."}
+			Exact:   "This session makes no privacy promise: anyone who sees what this page sent could learn about any one of your pictures."}
 	case plan.ProtectionServer:
-		return serverMeter(joined, spent, most, budget, delta)
+		return serverMeter(joined, pr, budget, delta)
 	}
-	m := fill(spent, most)
+	m := fill(pr)
 	if most > 0 {
 		m.Plan = fmt.Sprintf("By the end of this lesson, at most ε = %s of your limit of %g is used.", plan.FormatEpsilon(most), budget)
 	}
 	if spent <= 0 {
 		m.Label = "Used so far: ε = 0. Nothing sent yet."
 	} else {
-		m.Label = fmt.Sprintf("Used so far: ε = %s", plan.FormatEpsilon(spent))
-		if most > 0 {
-			m.Label += fmt.Sprintf(" (%.0f%% of this lesson's most)", 100*spent/most)
-		}
+		m.Label = fmt.Sprintf("Used so far: ε = %s (%s)", plan.FormatEpsilon(spent), shareWords(pr.Share))
 	}
-	m.Meaning = "ε grows fastest in the first rounds and more slowly after that. " + level(spent, most, budget) +
-		" Smaller is more private: under 1 is very strong protection, 1 to 10 is common in real apps."
+	m.Meaning = "The bar fills a little with each update this page sends, and it is full only at the end of the lesson. " +
+		onPlan(pr) + level(spent, most, budget) +
+		" Smaller ε is more private: under 1 is very strong protection, 1 to 10 is common in real apps."
 	if spent > 0 {
 		m.Exact = fmt.Sprintf("ε = %s means: someone who sees everything this page sent "+
 			"can become at most %s times more sure whether any one of your pictures was used (apart from %s), "+
@@ -223,14 +253,41 @@ func PrivacyMeter(protection string, joined int, spent, most, budget, delta floa
 	return m
 }
 
-// fill is the meter's fill and colour: what is spent against the
-// lesson's most, calm within it.
-func fill(spent, most float64) Reading {
-	m := Reading{Class: "meter-calm"}
-	if most > 0 {
-		m.Fraction = math.Min(1, math.Max(0, spent/most))
+// shareWords says the share of the lesson's privacy used: "12% of this
+// lesson's privacy" (below 1%, "less than 1%"; never rounded up to 100%
+// before it is).
+func shareWords(share float64) string {
+	pct := math.Floor(100 * share)
+	switch {
+	case share > 0 && pct < 1:
+		return "less than 1% of this lesson's privacy"
+	case share > 1:
+		pct = math.Ceil(100 * share)
 	}
-	if spent > most*(1+1e-9) {
+	return fmt.Sprintf("%.0f%% of this lesson's privacy", pct)
+}
+
+// onPlan says the bar is where the plan puts it after the updates sent
+// (plan.Progress.OnPlan), when it is; "" before any update or off the
+// plan.
+func onPlan(pr plan.Progress) string {
+	if pr.Releases <= 0 || !pr.OnPlan || pr.Share <= 0 {
+		return ""
+	}
+	if pr.Decreasing {
+		return fmt.Sprintf("That is as planned after %s: the first updates use the most, and each later one less. ", Plural(pr.Releases, "update", "updates"))
+	}
+	return fmt.Sprintf("That is as planned after %s. ", Plural(pr.Releases, "update", "updates"))
+}
+
+// fill is the meter's fill and colour: the share of the lesson's privacy
+// used, calm within the lesson's most.
+func fill(pr plan.Progress) Reading {
+	m := Reading{Class: "meter-calm", Fraction: math.Min(1, math.Max(0, pr.Share))}
+	if math.IsNaN(pr.Share) {
+		m.Fraction = 0
+	}
+	if pr.Spent > pr.Most*(1+1e-9) {
 		m.Class = "meter-over"
 	}
 	return m
@@ -238,8 +295,9 @@ func fill(spent, most float64) Reading {
 
 // serverMeter is PrivacyMeter when the server adds the noise: two
 // figures, the server's (no limit) and everyone else's (spent, most).
-func serverMeter(joined int, spent, most, budget, delta float64) Reading {
-	m := fill(spent, most)
+func serverMeter(joined int, pr plan.Progress, budget, delta float64) Reading {
+	spent, most := pr.Spent, pr.Most
+	m := fill(pr)
 	if most > 0 {
 		m.Plan = fmt.Sprintf("By the end of this lesson, at most ε = %s of your limit of %g is used for everyone but the teacher's server. "+
 			"The server sees what your phone sends without noise: nothing limits what it can learn.", plan.FormatEpsilon(most), budget)
@@ -250,16 +308,13 @@ func serverMeter(joined int, spent, most, budget, delta float64) Reading {
 	case spent <= 0:
 		m.Label = "Sent to the server, without noise. Everyone else sees your updates only inside the class model, with the server's noise."
 	default:
-		m.Label = fmt.Sprintf("Used so far, for everyone but the server: ε = %s", plan.FormatEpsilon(spent))
-		if most > 0 {
-			m.Label += fmt.Sprintf(" (%.0f%% of this lesson's most)", 100*spent/most)
-		}
+		m.Label = fmt.Sprintf("Used so far, for everyone but the server: ε = %s (%s)", plan.FormatEpsilon(spent), shareWords(pr.Share))
 	}
 	m.Meaning = "Your phone sends what it learned without noise, and the teacher's server adds the noise before the class model is shared. " +
 		"So the server could learn about your pictures, and nothing limits how much: you are trusting it. " +
-		"Everyone else (other students, anyone who sees the class model) sees only the noisy model: for them ε grows with each round the server shares, " +
-		"never past this lesson's most if the server adds the noise it promised. " +
-		"Smaller is more private: under 1 is very strong protection, 1 to 10 is common in real apps."
+		"Everyone else (other students, anyone who sees the class model) sees only the noisy model: for them the bar fills a little with each round the server shares, " +
+		"and is full only at the end of the lesson, if the server adds the noise it promised. " +
+		"Smaller ε is more private: under 1 is very strong protection, 1 to 10 is common in real apps."
 	server := "Against the teacher's server: no limit, because it sees every update of this page without noise. "
 	if spent > 0 {
 		m.Exact = server + fmt.Sprintf("Against everyone else: ε = %s means someone who sees every class model the server has shared "+

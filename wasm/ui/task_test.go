@@ -64,7 +64,7 @@ func TestRenderTaskScreens(t *testing.T) {
 				"rows stored", "typed (2)"},
 			[]string{`id="draw"`, "pictures", `id="refused"`}},
 		{"text field", State{Screen: ScreenData, Session: text},
-			[]string{`id="row-0"`, `type="text"`, `maxlength="40"`, `>Italian</option>`}, []string{`type="number"`}},
+			[]string{`id="row-0"`, `type="text"`, `maxlength="40"`, `>Italian</option>`}, []string{`id="row-0" type="number"`}},
 		{"no example rows", State{Screen: ScreenData, Session: noDemo}, []string{`id="row-add"`, `id="files"`}, []string{`id="demo-btn"`}},
 		{"after use: typing only", State{Screen: ScreenData, Session: tab, Data: Data{Count: 30, Used: 28}},
 			[]string{`id="row-add"`, "Why only typing?"}, []string{`id="demo-btn"`, `id="files"`}},

@@ -80,7 +80,7 @@ func TestUsedUpNoticeFirst(t *testing.T) {
 func TestPlainWordsOutsideDetails(t *testing.T) {
 	for _, st := range []State{
 		{Screen: ScreenConsent, Session: session(), Budget: 12},
-		{Screen: ScreenTrain, Session: session(), Train: Training{EpsSpent: 3, EpsMost: 10.6, EpsBudget: 12, Delta: 1e-5, Sent: sent()}},
+		{Screen: ScreenTrain, Session: session(), Train: Training{EpsSpent: 3, EpsMost: 10.6, Share: 0.4, EpsBudget: 12, Delta: 1e-5, Sent: sent()}},
 		{Screen: ScreenTrain, Session: fashion(), Train: Training{EpsSpent: 0, EpsMost: 10.6, EpsBudget: 12, Delta: 1e-5, Lobby: true}},
 		{Screen: ScreenData, Session: session(), Data: Data{Count: 1}},
 	} {
@@ -110,13 +110,24 @@ func TestRenderScreens(t *testing.T) {
 		absent []string
 	}{
 		{"consent", State{Screen: ScreenConsent, Session: session(), Budget: 12},
-			[]string{`id="consent"`, "ABC123", "with random noise added", "never uploaded", `id="budget"`,
+			[]string{`id="consent"`, "ABC123", "with random noise added", "never uploaded",
 				"at most ε = 10.60 of your privacy", "Smaller is more private", "Each picture is used once"},
 			[]string{`id="data"`, `id="train"`, `id="over"`}},
 		// The precise terms are there, but only inside the Details
 		// disclosure.
+		// Details says the same in words: no formula, no technical term.
 		{"consent details", State{Screen: ScreenConsent, Session: session(), Budget: 12},
-			[]string{`<details id="consent-details">`, "ε = 10.60 at δ = 1e-5 (zCDP ρ = 2, 20 releases at most)", "IndexedDB", "Clipping bound"}, nil},
+			[]string{`<details id="consent-details">`, "at most ε = 10.60 for the whole lesson", "this browser&#39;s own storage",
+				"ε = 12, set under Settings", "Pictures per round"},
+			[]string{"zCDP", "δ", "IndexedDB", "Clipping"}},
+		// The limit is set under Settings, not on the consent screen: it
+		// is said there in one sentence, with its default.
+		{"consent states the limit, Settings changes it", State{Screen: ScreenConsent, Session: session(), Budget: 8},
+			[]string{`id="limit-line"`, "fit your privacy limit of ε = 8 (you can change it under Settings", `<details id="settings">`,
+				`id="budget"`, "8 is the usual setting"},
+			[]string{`id="limit-fixed"`, `disabled`}},
+		{"the limit is fixed once joined", State{Screen: ScreenData, Session: session(), Budget: 8},
+			[]string{`id="budget"`, `id="limit-fixed"`}, nil},
 		{"consent, samples reused", State{Screen: ScreenConsent, Session: Session{Mode: "untrusted", Delta: 1e-5}, Budget: 1},
 			[]string{"used again and again"}, []string{"used once"}},
 		{"consent over budget", State{Screen: ScreenConsent, Session: session(), Budget: 8},
@@ -131,23 +142,23 @@ func TestRenderScreens(t *testing.T) {
 		{"full before consent", State{Screen: ScreenClosed, Closed: ClosedFull, Session: session()},
 			[]string{`id="closed"`, "This session is full", `id="retry-btn"`}, []string{`id="consent"`}},
 		{"data", State{Screen: ScreenData, Session: session(), Data: Data{Count: 3, Sources: []string{"drawn (3)"}}},
-			[]string{`id="data"`, `id="draw"`, `id="files"`, `id="demo-btn"`, "drawn (3)", ">7</option>"},
-			[]string{`disabled`, "Coat"}},
+			[]string{`id="data"`, `id="draw"`, `id="files"`, `id="demo-btn"`, "drawn (3)", ">7</option>", `<button id="train-btn" class="primary">`},
+			[]string{"Coat", "IDX"}},
 		// After samples are used, only drawings (appended last) may be
 		// added: a new source in front would move used samples.
 		{"data after use: drawing only", State{Screen: ScreenData, Session: session(), Data: Data{Count: 30, Used: 28}},
 			[]string{`id="draw"`, "Why only drawing?"}, []string{`id="demo-btn"`, `id="files"`}},
 		{"data empty disables training", State{Screen: ScreenData, Session: session()},
-			[]string{`id="train-btn"`, `disabled`}, nil},
+			[]string{`<button id="train-btn" class="primary" disabled`}, nil},
 		// A Fashion-MNIST session draws its own classes, not digits.
 		{"fashion labels in the drawing menu", State{Screen: ScreenData, DrawLbl: 4, Session: fashion()},
 			[]string{">T-shirt/top</option>", ">Coat</option>", ">Ankle boot</option>", "Add as Coat"},
 			[]string{">7</option>"}},
 		{"training", State{Screen: ScreenTrain, Session: session(),
-			Train: Training{Conn: "connected", Round: 7, Joined: 6, EpsSpent: 3, EpsMost: 10.6, EpsBudget: 12, Delta: 1e-5,
+			Train: Training{Conn: "connected", Round: 7, Joined: 6, EpsSpent: 3, EpsMost: 10.6, Share: 0.4, EpsBudget: 12, Delta: 1e-5,
 				Accuracy: []Point{{1, 0.3}, {7, 0.61}}}},
-			[]string{`id="train"`, `class="meter meter-calm"`, "at most ε = 10.60 of your limit of 12", "Used so far: ε = 3.00 (28% of this lesson",
-				`style="width:28.3%"`, "61.0% right after round 7", `id="acc-line"`, `id="try"`,
+			[]string{`id="train"`, `class="meter meter-calm"`, "at most ε = 10.60 of your limit of 12", "Used so far: ε = 3.00 (40% of this lesson&#39;s privacy)",
+				`style="width:40.00%"`, `data-fill="0.4"`, "61.0% right after round 7", `id="acc-line"`, `id="try"`,
 				`id="stop-btn"`, `<details id="train-details">`},
 			[]string{`id="consent"`, `id="used-up"`, `id="phone-sent"`}},
 		{"what your phone sent", State{Screen: ScreenTrain, Session: fashion(), Train: Training{Conn: "connected", Round: 12, Sent: sent()}},
@@ -194,43 +205,58 @@ func TestRenderScreens(t *testing.T) {
 }
 
 // The meter reads against the plan (the session's most), calmly: its
-// fill is spent over the most, its colour stays calm within the plan,
-// and the alarming-sounding exact meaning sits behind Details.
+// fill is the share of the lesson's privacy used (plan.Progress.Share,
+// not epsilon over the most), its colour stays calm within the plan, it
+// says the fill is as planned only when it is, and the
+// alarming-sounding exact meaning sits behind Details.
 func TestPrivacyMeter(t *testing.T) {
 	tests := []struct {
-		spent, most, budget float64
-		frac                float64
-		class               string
-		want, exact         string
+		pr     plan.Progress
+		budget float64
+		frac   float64
+		class  string
+		want   string
+		not    string
+		exact  string
 	}{
-		{0, 7.06, 8, 0, "meter-calm", "Nothing sent yet", "at most 1,164 times"},
-		{4.6, 7.06, 8, 4.6 / 7.06, "meter-calm", "(65% of this lesson's most)", "at most 99 times more sure"},
-		{1, 4, 8, 0.25, "meter-calm", "never lets it pass this lesson's most", "apart from a 1 in 100,000 chance"},
-		{7.06, 7.06, 8, 1, "meter-calm", "as planned", "1,164 times"},
-		{8, 8, 8, 1, "meter-calm", "limit is reached", "2,981 times"},
-		{5, 4, 8, 1, "meter-over", "more than this lesson's most", "148 times"},
-		{15, 15, 20, 1, "meter-calm", "as planned", "about 3 million times"},
+		{plan.Progress{Spent: 0, Most: 7.06}, 8, 0, "meter-calm", "Nothing sent yet", "as planned", "at most 1,164 times"},
+		{plan.Progress{Spent: 4.6, Most: 7.06, Share: 0.123, Releases: 17, Planned: 0.123, OnPlan: true}, 8, 0.123, "meter-calm",
+			"(12% of this lesson's privacy)", "almost", "at most 99 times more sure"},
+		{plan.Progress{Spent: 4.6, Most: 7.06, Share: 0.585, Releases: 17, Planned: 0.585, OnPlan: true, Decreasing: true}, 8, 0.585, "meter-calm",
+			"as planned after 17 updates: the first updates use the most", "almost", "at most 99 times more sure"},
+		{plan.Progress{Spent: 4.6, Most: 7.06, Share: 0.6, Releases: 17, Planned: 0.585, OnPlan: false, Decreasing: true}, 8, 0.6, "meter-calm",
+			"(60% of this lesson's privacy)", "as planned after", "at most 99 times more sure"},
+		{plan.Progress{Spent: 1, Most: 4, Share: 0.001}, 8, 0.001, "meter-calm", "(less than 1% of this lesson's privacy)", "(0%", "apart from a 1 in 100,000 chance"},
+		{plan.Progress{Spent: 1, Most: 4, Share: 0.9999}, 8, 0.9999, "meter-calm", "(99% of this lesson's privacy)", "100%", "apart from a 1 in 100,000 chance"},
+		{plan.Progress{Spent: 7.06, Most: 7.06, Share: 1}, 8, 1, "meter-calm", "as planned", "", "1,164 times"},
+		{plan.Progress{Spent: 8, Most: 8, Share: 1}, 8, 1, "meter-calm", "limit is reached", "", "2,981 times"},
+		{plan.Progress{Spent: 5, Most: 4, Share: 1.3}, 8, 1, "meter-over", "more than this lesson's most", "", "148 times"},
+		{plan.Progress{Spent: 15, Most: 15, Share: 1}, 20, 1, "meter-calm", "as planned", "", "about 3 million times"},
 	}
 	for _, tc := range tests {
-		m := PrivacyMeter(plan.ProtectionDevice, 1, tc.spent, tc.most, tc.budget, 1e-5)
+		m := PrivacyMeter(plan.ProtectionDevice, 1, tc.pr, tc.budget, 1e-5)
 		if math.Abs(m.Fraction-tc.frac) > 1e-12 {
-			t.Errorf("spent %v of %v: fraction %v, want %v", tc.spent, tc.most, m.Fraction, tc.frac)
+			t.Errorf("%+v: fraction %v, want %v", tc.pr, m.Fraction, tc.frac)
 		}
 		if m.Class != tc.class {
-			t.Errorf("spent %v of %v: class %q, want %q", tc.spent, tc.most, m.Class, tc.class)
+			t.Errorf("%+v: class %q, want %q", tc.pr, m.Class, tc.class)
 		}
-		if all := m.Plan + " " + m.Label + " " + m.Meaning; !strings.Contains(all, tc.want) {
-			t.Errorf("spent %v of %v: %q lacks %q", tc.spent, tc.most, all, tc.want)
+		all := m.Plan + " " + m.Label + " " + m.Meaning
+		if !strings.Contains(all, tc.want) {
+			t.Errorf("%+v: %q lacks %q", tc.pr, all, tc.want)
+		}
+		if tc.not != "" && strings.Contains(all, tc.not) {
+			t.Errorf("%+v: %q says %q", tc.pr, all, tc.not)
 		}
 		if !strings.Contains(m.Exact, tc.exact) {
-			t.Errorf("spent %v of %v: exact meaning %q lacks %q", tc.spent, tc.most, m.Exact, tc.exact)
+			t.Errorf("%+v: exact meaning %q lacks %q", tc.pr, m.Exact, tc.exact)
 		}
-		if !strings.Contains(m.Plan, "at most ε = "+plan.FormatEpsilon(tc.most)+" of your limit of") {
+		if !strings.Contains(m.Plan, "at most ε = "+plan.FormatEpsilon(tc.pr.Most)+" of your limit of") {
 			t.Errorf("plan line %q", m.Plan)
 		}
 		for _, alarm := range []string{"times more sure", "weak"} {
 			if strings.Contains(m.Plan+m.Label+m.Meaning, alarm) {
-				t.Errorf("spent %v: %q outside the exact meaning", tc.spent, alarm)
+				t.Errorf("%+v: %q outside the exact meaning", tc.pr, alarm)
 			}
 		}
 	}
@@ -255,12 +281,15 @@ func TestSparkline(t *testing.T) {
 }
 
 func ExamplePrivacyMeter() {
-	m := PrivacyMeter(plan.ProtectionDevice, 60, 4.64, 7.06, 8, 1e-5)
+	// After 17 updates of a 200-round noise-cancellation lesson
+	// (plan.Budget.Progress's figures for it).
+	m := PrivacyMeter(plan.ProtectionDevice, 17, plan.Progress{Spent: 5.75, Most: 7.92, Share: 0.585, Releases: 17,
+		Planned: 0.585, OnPlan: true, Decreasing: true}, 8, 1e-5)
 	fmt.Println(m.Plan)
 	fmt.Println(m.Label)
-	fmt.Println(m.Class)
+	fmt.Println(m.Fraction, m.Class)
 	// Output:
-	// By the end of this lesson, at most ε = 7.06 of your limit of 8 is used.
-	// Used so far: ε = 4.64 (66% of this lesson's most)
-	// meter-calm
+	// By the end of this lesson, at most ε = 7.92 of your limit of 8 is used.
+	// Used so far: ε = 5.75 (58% of this lesson's privacy)
+	// 0.585 meter-calm
 }

@@ -2,6 +2,7 @@ package ui
 
 import (
 	"fmt"
+	"regexp"
 
 	"browserfl/shared/plan"
 )
@@ -50,3 +51,36 @@ func PrivacySource(protection string) string {
 // NoProtection is what the page says of a session that adds no noise
 // (a non-private reference algorithm): it does not join it.
 const NoProtection = "This session has no privacy protection: what your phone would send is not protected at all. This page does not join it."
+
+// TechnicalWords are the words and signs no student screen shows, its
+// Details and Settings included: the names of the mathematics behind the
+// figures (zCDP, rho, delta, sigma, clipping, the ledger, Gaussian noise),
+// a file format's name (IDX) and the signs of a formula. A word matches
+// in any case where a word starts ("clip" in "clipped", not "rho" in
+// "throughout"); a sign matches anywhere.
+var TechnicalWords = []string{"IDX", "zCDP", "ρ", "rho", "δ", "delta", "σ", "sigma", "clip", "ledger", "Gaussian",
+	"sqrt", "√", "^", "exp(", "log(", "μ"}
+
+// technical matches TechnicalWords as TechnicalIn says.
+var technical = func() []*regexp.Regexp {
+	var out []*regexp.Regexp
+	for _, w := range TechnicalWords {
+		q := regexp.QuoteMeta(w)
+		if c := w[0]; c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' {
+			q = `\b` + q
+		}
+		out = append(out, regexp.MustCompile(`(?i)`+q))
+	}
+	return out
+}()
+
+// TechnicalIn lists the TechnicalWords text holds.
+func TechnicalIn(text string) []string {
+	var found []string
+	for i, re := range technical {
+		if re.MatchString(text) {
+			found = append(found, TechnicalWords[i])
+		}
+	}
+	return found
+}

@@ -2,6 +2,7 @@ package ui
 
 import (
 	"html"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -25,10 +26,6 @@ func lesson(alg string) optim.Params {
 	}
 	return p
 }
-
-// studentTerms are words no student reads on the training screen outside
-// its Details, in any mode.
-var studentTerms = []string{"zCDP", "ρ", "rho", "δ", "delta", "σ", "sigma", "clipping", "Clipping", "ledger", "Gaussian"}
 
 // TestPrivacyWordsEveryMode: for every algorithm a page can be offered,
 // the privacy words of the training screen (meter, its details, status
@@ -75,7 +72,7 @@ func TestPrivacyWordsEveryMode(t *testing.T) {
 			// The page after its 17th update, in round 17 (all 17
 			// rounds published: the trusted figure counts 17 of them).
 			owner := plan.DefaultBudget()
-			var spent, most float64
+			var pr plan.Progress
 			if f.Private {
 				var ledger privacy.Spent
 				if f.Trusted {
@@ -86,20 +83,19 @@ func TestPrivacyWordsEveryMode(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				pr, err := owner.Progress(p, privacy.Spent{}, ledger)
-				if err != nil {
+				if pr, err = owner.Progress(p, privacy.Spent{}, ledger, 17); err != nil {
 					t.Fatal(err)
 				}
-				spent, most = pr.Spent, pr.Most
-				if !(spent > 0) || spent >= most || plan.FormatEpsilon(most) != f.EpsilonText() {
-					t.Fatalf("spent %v, most %v, session %v", spent, most, f.Epsilon)
+				if !(pr.Spent > 0) || pr.Spent >= pr.Most || plan.FormatEpsilon(pr.Most) != f.EpsilonText() {
+					t.Fatalf("%+v, session %v", pr, f.Epsilon)
 				}
 			}
 			st := State{Screen: ScreenTrain, Session: Session{Algorithm: c.alg, Protection: f.Protection(), Delta: f.Delta,
 				EpsilonText: f.EpsilonText(), DeltaText: f.DeltaText(), Figures: f.Text()},
-				Train: Training{Conn: "connected", Round: 17, Joined: 17, EpsSpent: spent, EpsMost: most, EpsBudget: owner.Epsilon, Delta: f.Delta,
+				Train: Training{Conn: "connected", Round: 17, Joined: 17, EpsSpent: pr.Spent, EpsMost: pr.Most, Share: pr.Share,
+					Releases: pr.Releases, Planned: pr.Planned, OnPlan: pr.OnPlan, Decreasing: pr.Decreasing, EpsBudget: owner.Epsilon, Delta: f.Delta,
 					Status: SentStatus(f.Protection(), 17), Sent: sent()}}
-			m := PrivacyMeter(f.Protection(), 17, spent, most, owner.Epsilon, f.Delta)
+			m := PrivacyMeter(f.Protection(), 17, pr, owner.Epsilon, f.Delta)
 			words := strings.Join([]string{m.Plan, m.Label, m.Meaning, m.Exact, SentStatus(f.Protection(), 17),
 				ExcludedStatus(f.Protection(), 17), PrivacySource(f.Protection())}, "\n")
 			// What the screen shows, and the line a round without this
@@ -115,10 +111,8 @@ func TestPrivacyWordsEveryMode(t *testing.T) {
 					t.Errorf("%q must not be said:\n%s", w, words)
 				}
 			}
-			for _, w := range studentTerms {
-				if strings.Contains(words, w) {
-					t.Errorf("%q in a student's words:\n%s", w, words)
-				}
+			if found := TechnicalIn(words); len(found) > 0 {
+				t.Errorf("%q in a student's words:\n%s", found, words)
 			}
 			if c.protection == plan.ProtectionServer && !strings.Contains(m.Plan, "ε = 7.92") {
 				t.Errorf("the trusted plan line %q does not state the session's 7.92", m.Plan)
@@ -131,11 +125,69 @@ func TestPrivacyWordsEveryMode(t *testing.T) {
 // says nothing was sent only while nothing was, and after a send whose
 // round is not yet published it says the server has it.
 func TestServerMeterBeforeAfterSending(t *testing.T) {
-	if m := PrivacyMeter(plan.ProtectionServer, 0, 0, 7.92, 8, 1e-5); m.Label != "Nothing sent yet." {
+	if m := PrivacyMeter(plan.ProtectionServer, 0, plan.Progress{Most: 7.92}, 8, 1e-5); m.Label != "Nothing sent yet." {
 		t.Errorf("before sending: %q", m.Label)
 	}
-	m := PrivacyMeter(plan.ProtectionServer, 1, 0, 7.92, 8, 1e-5)
+	m := PrivacyMeter(plan.ProtectionServer, 1, plan.Progress{Most: 7.92}, 8, 1e-5)
 	if strings.Contains(m.Label, "Nothing sent") || !strings.Contains(m.Label, "Sent to the server, without noise") {
 		t.Errorf("sent, not yet published: %q", m.Label)
+	}
+}
+
+// tags matches an HTML tag: what is left is the text a student reads.
+var tags = regexp.MustCompile(`<[^>]*>`)
+
+// TestNoTechnicalWordsOnAnyScreen renders every screen of the page, its
+// Details and Settings included, for a session of each protection (the
+// default lesson run by nc, trusted and mu2) and for a row task, and
+// reads its text: none of TechnicalWords may be there. The planted case
+// (the old Details row) shows the check finds them.
+func TestNoTechnicalWordsOnAnyScreen(t *testing.T) {
+	planted := "<td>ε = 7.92 at δ = 1e-5 (zCDP ρ = 1.365)</td><td>Clipping bound S</td><p>or IDX files</p>"
+	if found := TechnicalIn(tags.ReplaceAllString(planted, " ")); len(found) != 5 {
+		t.Fatalf("the planted words are found as %q, want IDX, zCDP, ρ, δ and clip", found)
+	}
+	if found := TechnicalIn("Throughout the lesson, your phone helps"); len(found) > 0 {
+		t.Fatalf("plain words found as %q", found)
+	}
+	tab, _ := taskSession(t, "tabular")
+	for _, alg := range []string{"nc", "trusted", "mu2", "tabular"} {
+		var sess Session
+		if alg == "tabular" {
+			sess = tab
+		} else {
+			f, err := plan.SessionFigures(lesson(alg), 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sess = Session{JoinCode: "K7QX2MH4PA", Algorithm: alg, Mode: "untrusted", Protection: f.Protection(), Model: "logreg",
+				Rounds: 200, Cohort: 10, Clip: 1, Rho: f.WorstRho, Delta: f.Delta, Epsilon: f.Epsilon, Batch: 32, SinglePass: true,
+				EpsilonText: f.EpsilonText(), DeltaText: f.DeltaText(), Figures: f.Text()}
+			if f.Trusted {
+				sess.Mode = "trusted"
+			}
+		}
+		train := Training{Conn: "connected", Round: 17, Joined: 17, EpsSpent: 5.75, EpsMost: 7.92, Share: 0.585, Releases: 17,
+			Planned: 0.585, OnPlan: true, Decreasing: true, EpsBudget: 8, Delta: 1e-5, Status: SentStatus(sess.Protection, 17),
+			Detail: "round 17 sent", Sent: sent(), Accuracy: []Point{{17, 0.6}}}
+		for _, st := range []State{
+			{Screen: ScreenJoin, Code: "K7QX"},
+			{Screen: ScreenClosed, Closed: ClosedFinished, Session: sess},
+			{Screen: ScreenClosed, Closed: ClosedFull, Session: sess},
+			{Screen: ScreenConsent, Session: sess, Budget: 8},
+			{Screen: ScreenConsent, Session: sess, Budget: 1},
+			{Screen: ScreenData, Session: sess, Budget: 8, Data: Data{Count: 3, Sources: []string{"drawn (3)"}, Refused: []string{"a.csv, line 2: too short"}}},
+			{Screen: ScreenData, Session: sess, Budget: 8, Data: Data{Count: 30, Used: 28}},
+			{Screen: ScreenTrain, Session: sess, Budget: 8, Train: Training{Conn: "connected", Lobby: true, EpsMost: 7.92, EpsBudget: 8, Delta: 1e-5}},
+			{Screen: ScreenTrain, Session: sess, Budget: 8, Train: train},
+			{Screen: ScreenTrain, Session: sess, Budget: 8, Train: Training{Done: true, UsedUp: true, EpsSpent: 7.92, EpsMost: 7.92, Share: 1, EpsBudget: 8, Delta: 1e-5}},
+			{Screen: ScreenDone, Session: sess},
+			{Screen: ScreenLeft, Session: sess},
+		} {
+			text := html.UnescapeString(tags.ReplaceAllString(render(t, &st), " "))
+			if found := TechnicalIn(text); len(found) > 0 {
+				t.Errorf("%s, screen %d: the page shows %q:\n%s", alg, st.Screen, found, strings.Join(strings.Fields(text), " "))
+			}
+		}
 	}
 }

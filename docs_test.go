@@ -1,0 +1,199 @@
+package browserfl
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"browserfl/internal/doccmd"
+)
+
+// The docs this test reads: README.md and docs/*.md.
+func docFiles(t *testing.T) []string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join("docs", "*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return append([]string{"README.md"}, files...)
+}
+
+// notPaths are words in the docs that look like repository paths and
+// are not: each with what it is.
+var notPaths = map[string]string{
+	"wasm/native": "a ratio's name: WebAssembly time over native time",
+}
+
+// generatedPaths are paths the build makes (make wasm), absent from a
+// fresh clone: the docs may name them.
+var generatedPaths = []string{"web/app.wasm", "web/wasm_exec.js", "web/precompressed"}
+
+// pathChecker finds the repository paths a doc names and says which do
+// not exist under root.
+type pathChecker struct {
+	root string
+	// named matches a path under one of the repository's top-level
+	// directories, anywhere in the text; link a Markdown link's target.
+	named, link *regexp.Regexp
+}
+
+func newPathChecker(t *testing.T, root string) pathChecker {
+	t.Helper()
+	ents, err := os.ReadDir(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tops []string
+	for _, e := range ents {
+		// data/, bin/ and out/ hold what the commands make (git-ignored).
+		if e.IsDir() && !strings.HasPrefix(e.Name(), ".") && !slices.Contains([]string{"data", "bin", "out"}, e.Name()) {
+			tops = append(tops, regexp.QuoteMeta(e.Name()))
+		}
+	}
+	if len(tops) < 5 {
+		t.Fatalf("top-level directories %q: not the repository", tops)
+	}
+	return pathChecker{root: root,
+		named: regexp.MustCompile(`(?:^|[^\w./-])((?:` + strings.Join(tops, "|") + `)/[\w./*{},-]*[\w*}/])`),
+		link:  regexp.MustCompile(`\]\(([^)\s#]+)(?:#[^)\s]*)?\)`)}
+}
+
+// missing returns the paths doc (its name, for relative links) names in
+// text that do not exist.
+func (c pathChecker) missing(doc, text string) []string {
+	var out []string
+	for _, m := range c.named.FindAllStringSubmatch(text, -1) {
+		p := strings.TrimRight(m[1], "./")
+		if i := strings.Index(p, "{"); i >= 0 && !strings.Contains(p[i:], "}") {
+			p = strings.TrimRight(p[:i], "/") // a set in prose: "coordinator/{wsconn, store, ...}"
+		}
+		if _, ok := notPaths[p]; ok || slices.ContainsFunc(generatedPaths, func(g string) bool { return p == g || strings.HasPrefix(p, g+"/") }) {
+			continue
+		}
+		if !c.exists(p) {
+			out = append(out, p)
+		}
+	}
+	for _, m := range c.link.FindAllStringSubmatch(text, -1) {
+		p := m[1]
+		if strings.Contains(p, "://") || strings.HasPrefix(p, "mailto:") {
+			continue
+		}
+		if !c.exists(filepath.ToSlash(filepath.Join(filepath.Dir(doc), p))) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// ident is a Go package path followed by one of its identifiers:
+// "shared/plan.SessionFigures".
+var ident = regexp.MustCompile(`^(.*/[\w]+)\.([A-Z]\w*)`)
+
+// exists reports whether p names something in the repository: a file
+// or directory, a glob ("docs/screenshots/task-*.png", "{a,b}" sets
+// included) matching one, or a package and an identifier it declares.
+func (c pathChecker) exists(p string) bool {
+	if i, j := strings.Index(p, "{"), strings.Index(p, "}"); i >= 0 && j > i {
+		for _, alt := range strings.Split(p[i+1:j], ",") {
+			if !c.exists(p[:i] + alt + p[j+1:]) {
+				return false
+			}
+		}
+		return true
+	}
+	if strings.Contains(p, "*") {
+		m, err := filepath.Glob(filepath.Join(c.root, p))
+		return err == nil && len(m) > 0
+	}
+	if _, err := os.Stat(filepath.Join(c.root, p)); err == nil {
+		return true
+	}
+	m := ident.FindStringSubmatch(p)
+	if m == nil {
+		return false
+	}
+	srcs, _ := filepath.Glob(filepath.Join(c.root, m[1], "*.go"))
+	decl := regexp.MustCompile(`(?m)^(?:func|type|var|const)\s+(?:\([^)]*\)\s*)?` + m[2] + `\b|^\t` + m[2] + `\b`)
+	for _, s := range srcs {
+		if b, err := os.ReadFile(s); err == nil && decl.Match(b) {
+			return true
+		}
+	}
+	return false
+}
+
+// TestDocPathsExist: every repository path README.md and docs/*.md name
+// (a file, a directory, a glob, a package's identifier, a relative
+// link) exists.
+func TestDocPathsExist(t *testing.T) {
+	c := newPathChecker(t, ".")
+	for _, f := range docFiles(t) {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range c.missing(f, string(b)) {
+			t.Errorf("%s names %s, which does not exist", f, p)
+		}
+	}
+}
+
+// TestDocPathsPlanted: the check finds a missing file, a missing
+// package identifier, a glob that matches nothing and a broken link,
+// and passes what exists.
+func TestDocPathsPlanted(t *testing.T) {
+	c := newPathChecker(t, ".")
+	text := "The planner (`shared/plan/nothere.go`, shared/plan.NoSuchFigure) draws " +
+		"docs/screenshots/none-*.png; see [the protocol](nothere.md). " +
+		"Present: `shared/plan/figures.go`, shared/plan.SessionFigures, cmd/flsim/, docs/screenshots/classroom-*.png, " +
+		"docs/screenshots/phone-{join,consent}-firefox.png, [privacy](privacy.md#the-ledger), wasm/native, web/app.wasm."
+	got := c.missing("docs/planted.md", text)
+	want := []string{"shared/plan/nothere.go", "shared/plan.NoSuchFigure", "docs/screenshots/none-*.png", "nothere.md"}
+	if !slices.Equal(got, want) {
+		t.Errorf("missing %q, want %q", got, want)
+	}
+}
+
+// TestDocMakeTargets: every make command README.md and docs/*.md give
+// names targets the Makefile has (its flags and variables are checked by
+// the tests of the command they reach: cmd/coordinator's for make run).
+func TestDocMakeTargets(t *testing.T) {
+	mk, err := os.ReadFile("Makefile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	has := func(target string) bool {
+		return regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(target) + `:`).Match(mk)
+	}
+	if has("no-such-target") {
+		t.Fatal("a planted target is found")
+	}
+	n := 0
+	for _, f := range docFiles(t) {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmds, err := doccmd.Commands(string(b))
+		if err != nil {
+			t.Fatal(fmt.Errorf("%s: %w", f, err))
+		}
+		for _, c := range doccmd.Of(cmds, "make") {
+			targets, _ := doccmd.Vars(c.Args)
+			for _, tg := range targets {
+				n++
+				if !has(tg) {
+					t.Errorf("%s: %s: the Makefile has no target %q", f, c.Text, tg)
+				}
+			}
+		}
+	}
+	if n < 8 {
+		t.Errorf("%d make targets named in the docs, want README.md's 8 or more", n)
+	}
+}
