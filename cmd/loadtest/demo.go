@@ -185,21 +185,9 @@ func runDemo(ctx context.Context, o options, pol device.Policy, n int, extra str
 	if err := getJSON(ctx, base+"/api/session?code=LOADTEST", &sess); err != nil {
 		return fmt.Errorf("demo: session after Start: %w", err)
 	}
-	// The session ends after its last round, or earlier when every
-	// device has used its shard up (a row task's small shards).
-	var st view.Status
-	for !st.Finished {
-		select {
-		case err := <-errs:
-			return fmt.Errorf("demo: %w", err)
-		default:
-		}
-		if err := sleep(ctx, time.Second); err != nil {
-			return fmt.Errorf("demo: %d of %d rounds committed: %w", st.Committed, sess.Rounds, err)
-		}
-		if err := getJSON(ctx, base+"/api/status?code=LOADTEST", &st); err != nil {
-			return fmt.Errorf("demo: status: %w", err)
-		}
+	st, err := waitFinished(ctx, base, sess.Rounds, errs)
+	if err != nil {
+		return fmt.Errorf("demo: %w", err)
 	}
 	r.rounds, r.planned, r.wall = st.Committed, sess.Rounds, time.Since(started).Seconds()
 	if st.LastEval != nil {
@@ -210,6 +198,27 @@ func runDemo(ctx context.Context, o options, pol device.Policy, n int, extra str
 	}
 	printDemo(stdout, r)
 	return nil
+}
+
+// waitFinished waits until the session at base has ended (after its last
+// round, or earlier when every device has used its shard up) and returns
+// its last status; a device's error (errs) ends the wait.
+func waitFinished(ctx context.Context, base string, rounds int, errs <-chan error) (view.Status, error) {
+	var st view.Status
+	for !st.Finished {
+		select {
+		case err := <-errs:
+			return st, err
+		default:
+		}
+		if err := sleep(ctx, time.Second); err != nil {
+			return st, fmt.Errorf("%d of %d rounds committed: %w", st.Committed, rounds, err)
+		}
+		if err := getJSON(ctx, base+"/api/status?code=LOADTEST", &st); err != nil {
+			return st, fmt.Errorf("status: %w", err)
+		}
+	}
+	return st, nil
 }
 
 // assetRef finds the page's references to its assets.

@@ -34,9 +34,18 @@ var rules = []rule{
 		why:    "shared/ is the pure core the runtimes and the page share; it knows none of them",
 	},
 	{
-		pkgs:   []string{"browserfl/shared/wire"},
+		pkgs: []string{"browserfl/shared/wire"},
+		forbid: []string{"browserfl", "browserfl/cmd/...", "browserfl/coordinator/...", "browserfl/device/...", "browserfl/e2e/...",
+			"browserfl/engine/...", "browserfl/internal/...", "browserfl/scripts/...", "browserfl/sim/...", "browserfl/wasm/...", "browserfl/web/...",
+			"browserfl/shared/dataset/...", "browserfl/shared/lesson/...", "browserfl/shared/mechanism/...", "browserfl/shared/model/...",
+			"browserfl/shared/optim/...", "browserfl/shared/plan/...", "browserfl/shared/privacy/...", "browserfl/shared/scatter/...", "browserfl/shared/task/..."},
+		why: "the protocol is a leaf: devices in the field speak it, whatever the algorithms become " +
+			"(its secure-aggregation frames carry shared/secagg's messages, a leaf itself)",
+	},
+	{
+		pkgs:   []string{"browserfl/shared/secagg"},
 		forbid: []string{"browserfl/..."},
-		why:    "the protocol is a leaf: devices in the field speak it, whatever the algorithms become",
+		why:    "secure aggregation is a leaf the protocol carries: it knows no algorithm, runtime or frame",
 	},
 	{
 		pkgs:   []string{"browserfl/shared/optim"},

@@ -3,6 +3,7 @@ package audit
 import (
 	"context"
 	"math"
+	"reflect"
 	"testing"
 
 	"browserfl/shared/dataset"
@@ -241,7 +242,7 @@ func TestRunDeterministic(t *testing.T) {
 		got = append(got, res)
 	}
 	for i := 1; i < len(got); i++ {
-		if got[i] != got[0] {
+		if !reflect.DeepEqual(got[i], got[0]) {
 			t.Errorf("workers %d: %+v, workers 1: %+v", i+1, got[i], got[0])
 		}
 	}
