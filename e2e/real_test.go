@@ -137,34 +137,41 @@ func proxyTo(addr string) http.Handler {
 }
 
 // pageData reads the samples a page stored (IndexedDB), for the frame
-// check: these are the bytes that must never leave.
+// check: these are the bytes that must never leave. Images and labels
+// are read in one transaction, as the page writes them: a page that
+// stores its next chunk meanwhile is seen before or after, never half.
 func pageData(t *testing.T, b *browser, code, src string) dataset.Set {
 	t.Helper()
-	read := func(key string) []byte {
-		var raw []int
-		expr := fmt.Sprintf(`new Promise((ok, fail) => {
+	var raw [2][]int
+	expr := fmt.Sprintf(`new Promise((ok, fail) => {
   const r = indexedDB.open(%q);
   r.onerror = () => fail(String(r.error));
   r.onsuccess = () => {
-    const g = r.result.transaction("kv").objectStore("kv").get(%q);
-    g.onsuccess = () => { const v = g.result; r.result.close(); ok(v ? Array.from(v) : []); };
-    g.onerror = () => fail(String(g.error));
+    const tx = r.result.transaction("kv");
+    const kv = tx.objectStore("kv");
+    const out = [[], []];
+    [%q, %q].forEach((key, i) => {
+      const g = kv.get(key);
+      g.onsuccess = () => { if (g.result) out[i] = Array.from(g.result); };
+    });
+    tx.oncomplete = () => { r.result.close(); ok(out); };
+    tx.onerror = () => fail(String(tx.error));
   };
-})`, "browserfl:"+wire.NormalizeJoinCode(code), key)
-		if err := b.run(60*time.Second, chromedp.Evaluate(expr, &raw, awaitPromise)); err != nil {
-			t.Fatalf("reading %s: %v", key, err)
-		}
-		out := make([]byte, len(raw))
-		for i, v := range raw {
-			out[i] = byte(v)
+})`, "browserfl:"+wire.NormalizeJoinCode(code), "data/"+src+"/images", "data/"+src+"/labels")
+	if err := b.run(60*time.Second, chromedp.Evaluate(expr, &raw, awaitPromise)); err != nil {
+		t.Fatalf("reading the page's %s source: %v", src, err)
+	}
+	bytesOf := func(v []int) []byte {
+		out := make([]byte, len(v))
+		for i, x := range v {
+			out[i] = byte(x)
 		}
 		return out
 	}
-	im := read("data/" + src + "/images")
-	if len(im) == 0 {
+	if len(raw[0]) == 0 {
 		return local.Empty(src) // this page has no such source
 	}
-	s, err := local.Decode(src, im, read("data/"+src+"/labels"))
+	s, err := local.Decode(src, bytesOf(raw[0]), bytesOf(raw[1]))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -341,11 +341,11 @@ func (c *Root) privacyLine() string {
 var LimitWords = fmt.Sprintf("Your privacy limit is the most of your privacy (ε) one lesson may use: this page never joins a lesson "+
 	"that could use more, %g is the usual setting, and a smaller number protects you more.", plan.DefaultBudgetEpsilon)
 
-// limitLine states the limit on the consent screen and where it is
-// changed.
+// limitLine states the limit under the consent screen's buttons, what
+// it does, and where it is changed.
 func (c *Root) limitLine() string {
 	return "This page joins only lessons that fit your privacy limit of ε = " + c.budgetValue() +
-		" (you can change it under Settings, at the bottom of the page)."
+		" (you can change it under Settings, at the bottom of the page), and it stops before any round would go over it."
 }
 
 // limitDetail is the consent screen's Details row for the limit.
