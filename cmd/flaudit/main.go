@@ -101,7 +101,7 @@ func run(ctx context.Context, args []string, out, progress io.Writer) error {
 			if err != nil {
 				return fmt.Errorf("%s: %w", label, err)
 			}
-			name := rowName(alg, kOf(*b, *localSteps), *epochs, z)
+			name := rowName(alg, *b, kOf(*b, *localSteps), *epochs, z)
 			muExp := "–"
 			if res.MuExpected > 0 {
 				muExp = fmt.Sprintf("%.3f", res.MuExpected)
@@ -113,20 +113,24 @@ func run(ctx context.Context, args []string, out, progress io.Writer) error {
 	return nil
 }
 
-// rowName names an algorithm's row: local's with its K, E and canary
-// (the latch's threshold z, or 0 for the linear one).
-func rowName(alg string, k, epochs int, z float64) string {
+// rowName names an algorithm's row: local's with its K, its batch b
+// when b > 1, E and canary (the latch's threshold z, or 0 for the
+// linear one).
+func rowName(alg string, b, k, epochs int, z float64) string {
 	if alg != "local" {
 		return alg
 	}
-	name := fmt.Sprintf("local (K = %d, linear)", k)
-	if epochs >= 2 {
-		name = fmt.Sprintf("local (K = %d, E = %d, linear-unit)", k, epochs)
+	steps := fmt.Sprintf("K = %d", k)
+	if b > 1 {
+		steps += fmt.Sprintf(", b = %d", b)
 	}
-	if z > 0 {
-		name = fmt.Sprintf("local (K = %d, latch %g)", k, z)
+	switch {
+	case z > 0:
+		return fmt.Sprintf("local (%s, latch %g)", steps, z)
+	case epochs >= 2:
+		return fmt.Sprintf("local (%s, E = %d, linear-unit)", steps, epochs)
 	}
-	return name
+	return fmt.Sprintf("local (%s, linear)", steps)
 }
 
 // kOf is local's K for batch b and the -K flag (0: b).
