@@ -24,15 +24,16 @@ build: wasm
 # The browser device: web/app.wasm and the Go runtime's loader next to it
 # (the coordinator embeds web/), and their compressed forms in
 # web/precompressed, so that the coordinator compresses nothing at start
-# (docs/coordinator.md, "The page's assets"). Vetted for its own target too.
+# (docs/coordinator.md, "The page's assets"). make vet vets it for its
+# own target (running needs no vet).
 wasm:
-	GOOS=js GOARCH=wasm $(GO) vet ./wasm/... ./shared/...
 	GOOS=js GOARCH=wasm $(GO) build -trimpath -ldflags="-s -w" -o web/app.wasm ./wasm
 	cp "$$($(GO) env GOROOT)/lib/wasm/wasm_exec.js" web/wasm_exec.js
 	$(GO) run ./scripts/precompress web
 
 vet:
 	$(GO) vet $(PKGS)
+	GOOS=js GOARCH=wasm $(GO) vet ./wasm/... ./shared/...
 
 # staticcheck, pinned, on the native and the js/wasm target. It is built
 # once per machine and version into STATICCHECK_DIR, outside the clone, so

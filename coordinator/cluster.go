@@ -42,10 +42,20 @@ type Relay interface {
 // forward sums.
 var ErrNotSummable = errors.New("coordinator: the cluster shape needs a server half that takes summed updates (optim.SumApplier)")
 
+// CheckClusterSession reports whether session s can run in the cluster
+// shape, its devices behind edges: a shared-noise session cannot
+// (ErrSecAggEdges).
+func CheckClusterSession(s wire.SessionParams) error {
+	if s.Algorithm == wire.SharedNoiseAlgorithm {
+		return ErrSecAggEdges
+	}
+	return nil
+}
+
 // AttachNode attaches the cluster's session side to c (before c.Run).
 func (c *Coordinator) AttachNode(r Relay) error {
-	if c.sess.Algorithm == wire.SharedNoiseAlgorithm {
-		return ErrSecAggEdges
+	if err := CheckClusterSession(c.sess); err != nil {
+		return err
 	}
 	if c.server != nil {
 		if _, ok := c.server.(optim.SumApplier); !ok {

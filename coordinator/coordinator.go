@@ -28,6 +28,16 @@ import (
 	"browserfl/shared/wire"
 )
 
+// NewSessionRequest is what a teacher asks of a new session (POST
+// /api/teacher/new): the zero request is the template's own session.
+type NewSessionRequest struct {
+	// Task, if set, makes it a session of this task (plan.WithTask).
+	Task *task.Definition
+	// Algorithm, if set, is its way of learning (plan.WithAlgorithm:
+	// one of plan.TeacherAlgorithms).
+	Algorithm string
+}
+
 // Config configures a Coordinator running one session. Zero values get
 // the defaults written beside each field.
 type Config struct {
@@ -94,10 +104,9 @@ type Config struct {
 	// teacher's.
 	TeacherSecret string
 	// NewSession, if set, is what POST /api/teacher/new calls (the Host
-	// sets it): end this session and start a fresh one, of the teacher's
-	// task when def is not nil (plan.WithTask). Its result is the
-	// endpoint's JSON answer.
-	NewSession func(ctx context.Context, def *task.Definition) (any, error)
+	// sets it): end this session and start a fresh one, as req asks.
+	// Its result is the endpoint's JSON answer.
+	NewSession func(ctx context.Context, req NewSessionRequest) (any, error)
 	// Limits bound what a connection may do (defaults in Limits).
 	Limits wsconn.Limits
 	// Gate throttles join codes and registrations, caps inactive devices

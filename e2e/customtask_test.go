@@ -275,6 +275,11 @@ func taskFormEngine(t *testing.T, e engine) {
 			t.Fatalf("%s: the page is %v (%v)", name, got, err)
 		}
 		must(name, b.navigate(base+"/dashboard?code="+code+"&teacher="+secret))
+		if size[0] == 1920 {
+			// The teacher first switches the lobby to shared noise
+			// (plan.TeacherAlgorithms); the task's lobby keeps it.
+			code = chooseSharedNoise(t, b, base, code, filepath.Join(shots, shotName(e.name, "dashboard-noisechoice")))
+		}
 		must(name, waitVisible(b, 60*time.Second, "#taskform > summary"))
 		must(name, b.click("#taskform > summary"))
 		must(name, waitFor(b, 10*time.Second, name+" open", `document.getElementById("taskform").open && document.querySelectorAll("#tf-cols .tfcol").length === 1`))
@@ -312,6 +317,49 @@ func taskFormEngine(t *testing.T, e engine) {
 			!strings.Contains(st.Collects, "sound (text, up to 20 characters)") {
 			t.Fatalf("%s: the new session %q: state %q, title %q, collects %q (%v)", name, next, st.State, st.Title, st.Collects, err)
 		}
+		if st.Session.Algorithm != wire.SharedNoiseAlgorithm {
+			t.Errorf("%s: the task's lobby runs %q; want the teacher's choice, %q, kept", name, st.Session.Algorithm, wire.SharedNoiseAlgorithm)
+		}
 		code = next
 	}
+}
+
+// chooseSharedNoise switches the lobby of code to shared noise on the
+// teacher's dashboard b (the "Choose how the noise is added" form) and
+// returns the new lobby's code, once the dashboard follows it and the
+// coordinator runs it with shared noise, nothing else changed. The open
+// form, its choice made, is kept as shot.
+func chooseSharedNoise(t *testing.T, b tab, base, code, shot string) string {
+	t.Helper()
+	must := func(what string, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(pageFailure(b, "noise choice: "+what, err))
+		}
+	}
+	var before view.Status
+	if err := getJSON(base+"/api/status?code="+code, &before); err != nil || before.Session.Algorithm != "nc" {
+		t.Fatalf("the first lobby runs %q (%v); want nc", before.Session.Algorithm, err)
+	}
+	must("form", waitVisible(b, 60*time.Second, "#modeform > summary"))
+	must("open", b.click("#modeform > summary"))
+	must("ticked", waitFor(b, 10*time.Second, "the current way ticked", `document.getElementById("modeform").open && document.getElementById("mf-nc").checked`))
+	must("pick", b.click("#mf-shared"))
+	must("screenshot", b.screenshot(shot, false))
+	t.Logf("screenshot %s", shot)
+	must("submit", b.click("#mf-go"))
+	must("new lobby", waitFor(b, 60*time.Second, "the dashboard follows the new lobby",
+		fmt.Sprintf(`new URLSearchParams(location.search).get("code") !== %q && !document.getElementById("modeform").hidden`, code)))
+	var next string
+	must("code", b.eval(`new URLSearchParams(location.search).get("code")`, &next))
+	var st view.Status
+	if err := getJSON(base+"/api/status?code="+next, &st); err != nil || st.State != coordinator.StateLobby {
+		t.Fatalf("the shared-noise lobby %q: state %q (%v)", next, st.State, err)
+	}
+	want := before.Session
+	want.Algorithm = wire.SharedNoiseAlgorithm
+	if st.Session != want {
+		t.Errorf("the shared-noise lobby's session %+v; want the first's with shared noise: %+v", st.Session, want)
+	}
+	return next
 }

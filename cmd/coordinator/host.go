@@ -3,10 +3,12 @@ package main
 import (
 	"log/slog"
 
+	"browserfl/coordinator"
 	"browserfl/coordinator/edge"
 	"browserfl/coordinator/sessions"
 	"browserfl/coordinator/shards"
 	"browserfl/coordinator/site"
+	"browserfl/shared/wire"
 )
 
 // openHost loads o's task, assembles its session, its evaluation and
@@ -52,6 +54,13 @@ func openHost(o options, assets site.Assets, log *slog.Logger) (host *sessions.H
 		}
 		closeNATS = closeN
 		hcfg.Attach = attach
+		// A teacher's new session must run behind the edges too.
+		hcfg.CheckSession = func(s wire.SessionParams) error {
+			if err := coordinator.CheckClusterSession(s); err != nil {
+				return err
+			}
+			return edge.CheckSession(s)
+		}
 	}
 	if o.RollbackTo >= 0 {
 		hcfg.Prepare = o.rollBack(log)

@@ -32,7 +32,8 @@ import (
 //	POST /api/teacher/end     finish now (End)
 //	POST /api/teacher/new     end this session, start a fresh one (Config.NewSession);
 //	                          a body of browserfl.task/v1 JSON makes it a session of
-//	                          that task (400 and kind="task" if it cannot be one)
+//	                          that task, ?algorithm=nc|shared one run that way
+//	                          (plan.WithAlgorithm); 400 and kind="task" if it cannot be one
 //	POST /api/teacher/remove?device=ID  remove one device from the session (Remove)
 //
 // A call that does not fit the session's state answers 409 with the
@@ -141,16 +142,25 @@ func teacherRoutes(c Session, mux *http.ServeMux) {
 		if err != nil {
 			return nil, err
 		}
-		return newSession(ctx, def)
+		alg := r.URL.Query().Get("algorithm")
+		if len(alg) > maxAlgorithmName {
+			return nil, fmt.Errorf("%w: a way of learning named by %d bytes", ErrBadTask, len(alg))
+		}
+		return newSession(ctx, coordinator.NewSessionRequest{Task: def, Algorithm: alg})
 	})
 	doReq("remove", func(_ context.Context, r *http.Request) (any, error) {
 		return nil, c.Remove(r.URL.Query().Get("device"))
 	})
 }
 
-// ErrBadTask is wrapped by a teacher's task definition that cannot make
-// a session (answered 400 and counted as a "task" rejection).
+// ErrBadTask is wrapped by a teacher's task definition or way of
+// learning that cannot make a session (answered 400 and counted as a
+// "task" rejection).
 var ErrBadTask = errors.New("the task cannot be used")
+
+// maxAlgorithmName bounds the algorithm a POST /api/teacher/new may ask
+// for (the names are short words: optim.Names).
+const maxAlgorithmName = 32
 
 // teacherTask reads the task definition a POST /api/teacher/new may
 // carry (browserfl.task/v1 JSON; an empty body: none, the coordinator's

@@ -84,7 +84,7 @@ const (
 	RejTeacherThrottled         // teacher secret refused by the backoff, unchecked
 	RejNickname                 // nickname too close to a present one (or invalid after NFKC)
 	RejRemoved                  // hello of a device the teacher removed from the session
-	RejTask                     // a teacher's task definition that is malformed or does not fit the session
+	RejTask                     // a teacher's task definition or way of learning that is malformed or cannot make a session
 	RejDemoRange                // a demo shard chunk with malformed parameters, or past the shard's end
 	NumRejections
 )

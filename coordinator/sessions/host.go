@@ -23,7 +23,6 @@ import (
 	"browserfl/coordinator/site"
 	"browserfl/coordinator/store"
 	"browserfl/shared/plan"
-	"browserfl/shared/task"
 	"browserfl/shared/wire"
 )
 
@@ -91,6 +90,12 @@ type Config struct {
 	// round loop starts, with the loop's context (cmd/coordinator: the
 	// cluster shape's sessionnode.Node). An error ends the host's Run.
 	Attach func(ctx context.Context, c *coordinator.Coordinator) error
+	// CheckSession, if set, is asked about every session a teacher's
+	// request makes (NewSessionWith) before the current one ends: an
+	// error refuses the request (cmd/coordinator: edge.CheckSession when
+	// the sessions' devices reach it through edges, which do not run
+	// secure aggregation).
+	CheckSession func(wire.SessionParams) error
 }
 
 type hostIndex struct {
@@ -171,7 +176,7 @@ func Open(cfg Config) (*Host, error) {
 	}
 	h.secret = h.index.TeacherSecret
 	if h.index.Current == "" || cfg.Fresh {
-		err = h.startSession(cfg.JoinCode, cfg.Seed, true, nil)
+		err = h.startSession(cfg.JoinCode, cfg.Seed, true, coordinator.NewSessionRequest{})
 	} else {
 		err = h.openSession(h.index.Current, cfg.JoinCode, cfg.Seed)
 	}
@@ -244,7 +249,7 @@ func newSessionID() (string, error) {
 
 // startSession creates a session directory and store and makes it
 // current (first: at open, before Run).
-func (h *Host) startSession(code string, seed uint64, first bool, def *task.Definition) error {
+func (h *Host) startSession(code string, seed uint64, first bool, req coordinator.NewSessionRequest) error {
 	id, err := newSessionID()
 	if err != nil {
 		return err
@@ -268,7 +273,7 @@ func (h *Host) startSession(code string, seed uint64, first bool, def *task.Defi
 	if err != nil {
 		return err
 	}
-	tmpl, err := h.sessionConfig(def)
+	tmpl, err := h.sessionConfig(req)
 	if err != nil {
 		st.Close()
 		return fmt.Errorf("coordinator: new session: %w", err)
@@ -322,12 +327,21 @@ func (h *Host) openSession(id, code string, seed uint64) error {
 		return fmt.Errorf("coordinator: session %s: %w", id, err)
 	}
 	tmpl, err := h.cfg.Template()
-	if err == nil && ident.Session.Task != "" && ident.Session != tmpl.Session {
-		// A teacher's task (NewSessionWith): rebuilt from the
-		// definition the session stored.
-		var def *task.Definition
-		if def, err = plan.SessionTask(ident.Session); err == nil {
-			tmpl, err = h.sessionConfig(def)
+	if err == nil && ident.Session != tmpl.Session && (ident.Session.Task != "" || ident.Session.Algorithm != tmpl.Session.Algorithm) {
+		// A teacher's task or way of learning (NewSessionWith):
+		// rebuilt from the definition and algorithm the session
+		// stored.
+		// A stored algorithm no teacher could have chosen from this
+		// template is the operator's change: ErrTemplateChanged below.
+		req := coordinator.NewSessionRequest{Algorithm: ident.Session.Algorithm}
+		if req.Task, err = plan.SessionTask(ident.Session); err == nil {
+			var rebuilt coordinator.Config
+			switch rebuilt, err = h.sessionConfig(req); {
+			case err == nil:
+				tmpl = rebuilt
+			case errors.Is(err, plan.ErrAlgorithmChoice):
+				err = nil
+			}
 		}
 	}
 	if err != nil {
@@ -384,19 +398,33 @@ func (h *Host) build(id string, st *store.Store, cfg coordinator.Config, code st
 		done: make(chan struct{})}, nil
 }
 
-// sessionConfig returns the template's Config, made a session of task
-// def when def is not nil: its session from plan.WithTask, no demo data
-// and no evaluation (the host's test set is another task's; the status
-// says why: coordinator.NoTestRows).
-func (h *Host) sessionConfig(def *task.Definition) (coordinator.Config, error) {
+// sessionConfig returns the template's Config, made what req asks:
+// a session of task req.Task when it is not nil (its session from
+// plan.WithTask, no demo data and no evaluation: the host's test set is
+// another task's; the status says why: coordinator.NoTestRows), run by
+// algorithm req.Algorithm when it is not empty (plan.WithAlgorithm).
+// Either refusal wraps api.ErrBadTask; Config.CheckSession's too.
+func (h *Host) sessionConfig(req coordinator.NewSessionRequest) (coordinator.Config, error) {
 	cfg, err := h.cfg.Template()
-	if err != nil || def == nil {
+	if err != nil || (req.Task == nil && req.Algorithm == "") {
 		return cfg, err
 	}
-	if cfg.Session, err = plan.WithTask(cfg.Session, def); err != nil {
-		return cfg, fmt.Errorf("%w: %w", api.ErrBadTask, err)
+	if req.Task != nil {
+		if cfg.Session, err = plan.WithTask(cfg.Session, req.Task); err != nil {
+			return cfg, fmt.Errorf("%w: %w", api.ErrBadTask, err)
+		}
+		cfg.Evaluate, cfg.EvalEvery, cfg.EvalSamples, cfg.EvalNote = nil, 0, 0, coordinator.NoTestRows
 	}
-	cfg.Evaluate, cfg.EvalEvery, cfg.EvalSamples, cfg.EvalNote = nil, 0, 0, coordinator.NoTestRows
+	if req.Algorithm != "" {
+		if cfg.Session, err = plan.WithAlgorithm(cfg.Session, req.Algorithm); err != nil {
+			return cfg, fmt.Errorf("%w: %w", api.ErrBadTask, err)
+		}
+	}
+	if h.cfg.CheckSession != nil {
+		if err := h.cfg.CheckSession(cfg.Session); err != nil {
+			return cfg, fmt.Errorf("%w: %w", api.ErrBadTask, err)
+		}
+	}
 	return cfg, nil
 }
 
@@ -474,8 +502,8 @@ type NewSessionInfo struct {
 	Ended string `json:"ended"`
 }
 
-func (h *Host) newSessionEndpoint(ctx context.Context, def *task.Definition) (any, error) {
-	return h.NewSessionWith(ctx, def)
+func (h *Host) newSessionEndpoint(ctx context.Context, req coordinator.NewSessionRequest) (any, error) {
+	return h.NewSessionWith(ctx, req)
 }
 
 // NewSession ends the current session (if it has not ended), waits for
@@ -484,15 +512,16 @@ func (h *Host) newSessionEndpoint(ctx context.Context, def *task.Definition) (an
 // half) current. The ended session stays readable (Sessions, and the
 // API with ?session=ID or its own join code). Run must be running.
 func (h *Host) NewSession(ctx context.Context) (NewSessionInfo, error) {
-	return h.NewSessionWith(ctx, nil)
+	return h.NewSessionWith(ctx, coordinator.NewSessionRequest{})
 }
 
-// NewSessionWith is NewSession making the fresh session one of task def
-// (a teacher's task: plan.WithTask; nil: the template's own). def is
-// checked before the current session is ended: a definition that
-// cannot make a session leaves it running (the error wraps api.ErrBadTask).
-func (h *Host) NewSessionWith(ctx context.Context, def *task.Definition) (NewSessionInfo, error) {
-	if _, err := h.sessionConfig(def); err != nil {
+// NewSessionWith is NewSession making the fresh session what req asks
+// (a teacher's task: plan.WithTask; a way of learning:
+// plan.WithAlgorithm; the zero request: the template's own). req is
+// checked before the current session is ended: a request that cannot
+// make a session leaves it running (the error wraps api.ErrBadTask).
+func (h *Host) NewSessionWith(ctx context.Context, req coordinator.NewSessionRequest) (NewSessionInfo, error) {
+	if _, err := h.sessionConfig(req); err != nil {
 		return NewSessionInfo{}, err
 	}
 	h.newMu.Lock()
@@ -513,7 +542,7 @@ func (h *Host) NewSessionWith(ctx context.Context, def *task.Definition) (NewSes
 	}
 	old.cancel()
 	old.c.Shutdown()
-	if err := h.startSession("", 0, false, def); err != nil {
+	if err := h.startSession("", 0, false, req); err != nil {
 		return NewSessionInfo{}, err
 	}
 	h.mu.Lock()

@@ -457,6 +457,7 @@ function renderLocalOnly(j, urls) {
 }
 
 function renderTeacher(s, state) {
+  sessionAlgorithm = (s.session && s.session.algorithm) || "";
   $("controls").hidden = !s.teacher;
   if (!s.teacher) return;
   $("btn-start").hidden = state !== "lobby";
@@ -465,7 +466,38 @@ function renderTeacher(s, state) {
   $("btn-end").hidden = !(state === "running" || state === "paused" || state === "lobby");
   $("btn-new").hidden = state !== "ended";
   $("taskform").hidden = state !== "lobby";
+  $("modeform").hidden = state !== "lobby" || !teacherAlgorithms.includes(sessionAlgorithm);
+  if (!$("modeform").open) for (const r of document.querySelectorAll('input[name="mf-alg"]')) r.checked = r.value === sessionAlgorithm;
 }
+
+// The ways of learning a teacher may switch the next session between
+// (plan.TeacherAlgorithms; POST /api/teacher/new?algorithm=), and the
+// current session's when it is one of them: a teacher's task keeps it.
+const teacherAlgorithms = ["nc", "shared"];
+let sessionAlgorithm = "";
+function algorithmQuery() {
+  return teacherAlgorithms.includes(sessionAlgorithm) ? "?algorithm=" + encodeURIComponent(sessionAlgorithm) : "";
+}
+
+// newSession asks for a new session (a task definition or none) and
+// follows it; a refusal is said in msg.
+async function newSession(query, body, msg, form) {
+  $(msg).hidden = true;
+  try {
+    const r = await fetch("/api/teacher/new" + query, {method: "POST", headers: Object.assign({"Content-Type": "application/json"}, headers()), body});
+    if (!r.ok) throw new Error((await r.text()).trim() || String(r.status));
+    followNew(await r.json());
+    $(form).open = false;
+  } catch (e) {
+    $(msg).hidden = false; $(msg).textContent = (form === "taskform" ? "This task cannot be used: " : "This cannot be started: ") + e.message;
+  }
+  poll();
+}
+$("mf").addEventListener("submit", ev => {
+  ev.preventDefault();
+  const pick = document.querySelector('input[name="mf-alg"]:checked');
+  if (pick) newSession("?algorithm=" + encodeURIComponent(pick.value), "", "mf-msg", "modeform");
+});
 
 // The teacher's own task (docs/tasks.md): the form becomes a
 // browserfl.task/v1 definition, which POST /api/teacher/new checks
@@ -506,19 +538,9 @@ function taskDefinition() {
 
 $("tf-add").addEventListener("click", taskColumn);
 taskColumn();
-$("tf").addEventListener("submit", async ev => {
+$("tf").addEventListener("submit", ev => {
   ev.preventDefault();
-  $("tf-msg").hidden = true;
-  try {
-    const r = await fetch("/api/teacher/new", {method: "POST", headers: Object.assign({"Content-Type": "application/json"}, headers()),
-      body: JSON.stringify(taskDefinition())});
-    if (!r.ok) throw new Error((await r.text()).trim() || String(r.status));
-    followNew(await r.json());
-    $("taskform").open = false;
-  } catch (e) {
-    $("tf-msg").hidden = false; $("tf-msg").textContent = "This task cannot be used: " + e.message;
-  }
-  poll();
+  newSession(algorithmQuery(), JSON.stringify(taskDefinition()), "tf-msg", "taskform");
 });
 
 function renderTraining(s) {

@@ -1502,6 +1502,13 @@ var mutations = []mutation{
 		pkgs: []string{"./shared/plan/", "-run", "Share"},
 	},
 	{
+		name: "teacher-may-pick-trusted", why: "a teacher's new session may move to any way of learning (the trusted server, a non-private reference), not only between the two in which every page adds noise",
+		file: "shared/plan/session.go",
+		old:  "if !slices.Contains(TeacherAlgorithms(), s.Algorithm) || !slices.Contains(TeacherAlgorithms(), alg) {",
+		new:  "if !slices.Contains(TeacherAlgorithms(), s.Algorithm) {",
+		pkgs: []string{"./shared/plan/", "-run", "WithAlgorithm"},
+	},
+	{
 		name: "phone-sent-shows-clean", why: "the page's picture of what was sent shows the clean update instead of the frame sent",
 		file: "wasm/train.go",
 		old:  "t.sent = ui.Sent{Round: pr.T, Label: label, Clean: clean, Noisy: noisy}",
@@ -1717,11 +1724,11 @@ var mutations = []mutation{
 		pkgs: []string{"./shared/plan/", "-run", "TestSessionTask"},
 	},
 	{
-		name: "teacher-task-unchecked", why: "a teacher's task definition is not checked before the current lobby is ended (a definition that cannot make a session would end the class's lobby)",
+		name: "teacher-task-unchecked", why: "a teacher's task definition or way of learning is not checked before the current lobby is ended (a request that cannot make a session would end the class's lobby)",
 		file: "coordinator/sessions/host.go",
-		old:  "\tif _, err := h.sessionConfig(def); err != nil {\n\t\treturn NewSessionInfo{}, err\n\t}\n\th.newMu.Lock()",
+		old:  "\tif _, err := h.sessionConfig(req); err != nil {\n\t\treturn NewSessionInfo{}, err\n\t}\n\th.newMu.Lock()",
 		new:  "\th.newMu.Lock()",
-		pkgs: []string{"./coordinator/", "-run", "TestHostTeacherTask"},
+		pkgs: []string{"./coordinator/", "-run", "TestHostTeacher(Task|Algorithm)"},
 	},
 	{
 		name: "report-partial-section-written", why: "the reproduction report rewrites a section with some of its runs on disk: a partial rerun replaces finished figures by \"not run\" cells",

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"browserfl/shared/model"
@@ -62,6 +63,50 @@ func SessionTask(s wire.SessionParams) (*task.Definition, error) {
 		return nil, fmt.Errorf("%w: labels %q announced, the task's are %q", ErrTaskMismatch, s.Labels, labels)
 	}
 	return d, nil
+}
+
+// ErrAlgorithmChoice is wrapped by WithAlgorithm's refusals: a way of
+// learning a teacher may not switch the session to.
+var ErrAlgorithmChoice = errors.New("not a way of learning this session can switch to")
+
+// TeacherAlgorithms are the ways of learning a teacher may switch a
+// session between (the dashboard's choice): the two in which every page
+// adds noise before anything leaves it, alone ("nc") or as its share of
+// the cohort's under secure aggregation (wire.SharedNoiseAlgorithm).
+func TeacherAlgorithms() []string { return []string{"nc", wire.SharedNoiseAlgorithm} }
+
+// WithAlgorithm returns s run by algorithm alg, keeping everything else:
+// both s's algorithm and alg must be TeacherAlgorithms (a teacher may
+// not move a session to a server the operator did not trust, nor away
+// from one the operator chose); a shared-noise session gets the default
+// threshold and no colluders (wire.SessionParams.Threshold,
+// Colluders), the other loses them. The result is checked as a device
+// checks it (a shared-noise session's secure aggregation included:
+// SessionSecAgg). alg == s.Algorithm returns s as it is.
+func WithAlgorithm(s wire.SessionParams, alg string) (wire.SessionParams, error) {
+	if alg == s.Algorithm {
+		return s, nil
+	}
+	if !slices.Contains(TeacherAlgorithms(), s.Algorithm) || !slices.Contains(TeacherAlgorithms(), alg) {
+		return s, fmt.Errorf("%w: %q from %q (a teacher chooses between %s)", ErrAlgorithmChoice, alg, s.Algorithm,
+			strings.Join(TeacherAlgorithms(), " and "))
+	}
+	out := s
+	out.Algorithm, out.Threshold, out.Colluders = alg, 0, 0
+	p := FromSession(out)
+	if err := p.Validate(); err != nil {
+		return s, fmt.Errorf("%s: %w", alg, err)
+	}
+	out.Trusted = p.Trusted()
+	if err := out.Validate(); err != nil {
+		return s, err
+	}
+	if alg == wire.SharedNoiseAlgorithm {
+		if _, err := SessionSecAgg(out); err != nil {
+			return s, err
+		}
+	}
+	return out, nil
 }
 
 // WithTask returns s made into a session of task d: its model, shape,

@@ -106,3 +106,53 @@ func TestWithTaskDropsSignalBound(t *testing.T) {
 		t.Errorf("a session of a %d-byte task was accepted (control messages hold %d bytes)", len(raw), wire.MaxControlBytes)
 	}
 }
+
+// TestWithAlgorithm: a teacher switches a session between the two ways
+// in which every page adds noise, and nothing else changes; a switch to
+// or from any other way (the trusted server, a non-private reference)
+// is refused with ErrAlgorithmChoice, and a switch that would make an
+// invalid session (a cohort too small to keep a sum's threshold) is
+// refused by the session's own checks.
+func TestWithAlgorithm(t *testing.T) {
+	nc := wire.SessionParams{Name: "t", DeadlineMillis: 1000, Algorithm: "nc", Model: "logreg", Features: 784, Classes: 10,
+		Dim: 7850, M: 30, Cohort: 10, Rounds: 20, Batch: 4, Clip: 1, Eta: 1, RhoPaper: 1}
+	shared, err := WithAlgorithm(nc, wire.SharedNoiseAlgorithm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := nc
+	want.Algorithm = wire.SharedNoiseAlgorithm
+	if shared != want {
+		t.Errorf("nc -> shared: %+v; want only the algorithm changed: %+v", shared, want)
+	}
+	withT := shared
+	withT.Threshold, withT.Colluders = 8, 2
+	back, err := WithAlgorithm(withT, "nc")
+	if err != nil || back != nc {
+		t.Errorf("shared (t 8, c 2) -> nc: %+v, %v; want %+v", back, err, nc)
+	}
+	if same, err := WithAlgorithm(withT, wire.SharedNoiseAlgorithm); err != nil || same != withT {
+		t.Errorf("shared -> shared: %+v, %v; want it as it was", same, err)
+	}
+	trusted := nc
+	trusted.Algorithm = "trusted"
+	for _, c := range []struct {
+		name string
+		from wire.SessionParams
+		to   string
+	}{
+		{"nc to trusted", nc, "trusted"},
+		{"nc to sgd", nc, "sgd"},
+		{"trusted to shared", trusted, wire.SharedNoiseAlgorithm},
+		{"nc to an unknown name", nc, "shared2"},
+	} {
+		if got, err := WithAlgorithm(c.from, c.to); !errors.Is(err, ErrAlgorithmChoice) || got != c.from {
+			t.Errorf("%s: %+v, %v; want it refused (%v) and the session as it was", c.name, got, err, ErrAlgorithmChoice)
+		}
+	}
+	one := nc
+	one.M, one.Cohort = 1, 1
+	if _, err := WithAlgorithm(one, wire.SharedNoiseAlgorithm); err == nil {
+		t.Errorf("a cohort of 1 made a shared-noise session")
+	}
+}
