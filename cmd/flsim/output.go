@@ -57,8 +57,9 @@ func printSummary(stdout io.Writer, o options, res sim.Result, evalName string) 
 	if ferr == nil && f.Private {
 		fmt.Fprintf(stdout, "session figures per device (worst case): %s\n", f.Text())
 	}
-	if sf, err := plan.Shared(o.p, reportDelta(o)); err == nil {
-		fmt.Fprintf(stdout, "shared noise, per device (worst case): %s\n", sf.Text())
+	if ferr == nil && f.Shared {
+		fmt.Fprintf(stdout, "shared noise, per device (worst case): promise epsilon = %s (the server sees only sums of at least %d updates, at most %d of them its own), floor epsilon = %s (every other device fake)\n",
+			f.PromiseText(), f.Threshold, f.Colluders, f.FloorText())
 	}
 	fmt.Fprintln(stdout, spentLine(f, ferr, last, reportDelta(o)))
 }
