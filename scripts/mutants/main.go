@@ -122,6 +122,13 @@ var mutations = []mutation{
 		pkgs: []string{"./shared/plan/", "-run", "TestCheckShared"},
 	},
 	{
+		name: "shared-device-small-cohort", why: "a shared-noise device takes part in a round whose announced cohort is below the session's threshold (its share is calibrated for at least that many)",
+		file: "device/secagg.go",
+		old:  "if len(m.Members) < sa.a.Threshold {",
+		new:  "if false {",
+		pkgs: []string{"./coordinator/", "-run", "TestSharedNoiseDeviceRefusesSmallCohort"},
+	},
+	{
 		name: "no-ask-all-at-start", why: "a round in which no eligible device is sure asks only its cohort (idle ids present at Start stall the class)",
 		file: "engine/cohort.go",
 		old:  "if len(p.Members) >= askAll {",
