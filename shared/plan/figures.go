@@ -418,17 +418,26 @@ func (b Budget) Progress(p optim.Params, before, ledger privacy.Spent, releases 
 	pr := Progress{Spent: spent, Most: most, Share: share, Releases: releases, Planned: planned,
 		OnPlan: share <= planned*(1+1e-9), Decreasing: decreasing, FloorSpent: spent, FloorMost: most}
 	if f.Shared {
-		// The ledger charges each release the promise's cost; the
-		// floor's is FloorSpent.Rho / WorstRho times it, release by
-		// release (the same share calibration scales both).
 		if pr.FloorMost, err = b.read(before, f.FloorSpent); err != nil {
 			return Progress{}, err
 		}
-		if pr.FloorSpent, err = b.read(before, privacy.Charged(ledger.Rho*f.FloorSpent.Rho/f.WorstRho)); err != nil {
+		if pr.FloorSpent, err = b.read(before, f.FloorOf(ledger)); err != nil {
 			return Progress{}, err
 		}
 	}
 	return pr, nil
+}
+
+// FloorOf is the floor of what a device's ledger holds: in a shared-noise
+// session the ledger charges each release the promise's cost, and the
+// floor's is FloorSpent.Rho / WorstRho times it, release by release (the
+// one share calibration scales both); in every other session the ledger
+// itself.
+func (f Figures) FloorOf(ledger privacy.Spent) privacy.Spent {
+	if !f.Shared || !(f.WorstRho > 0) {
+		return ledger
+	}
+	return privacy.Charged(ledger.Rho * f.FloorSpent.Rho / f.WorstRho)
 }
 
 // read is the epsilon, at the owner's delta, of what was spent before
