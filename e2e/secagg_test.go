@@ -70,8 +70,8 @@ func sharedNoisePage(t *testing.T, e engine) {
 		if r.Bottom > r.Inner {
 			t.Errorf("the Join button ends %.0f px from the top, below the first screen (%.0f px)", r.Bottom, r.Inner)
 		}
-		for _, w := range []string{"If the other phones in your class are real, this lesson uses at most ε = " + pv.PromiseText,
-			"Even if they were fake, your own noise keeps it at most ε = " + pv.FloorText, "scrambled"} {
+		for _, w := range []string{"If the other phones are real, this lesson uses at most ε = " + pv.PromiseText +
+			"; if they were fake, at most ε = " + pv.FloorText + ".", "a scrambled form of what the page learned"} {
 			if !strings.Contains(r.Text, w) {
 				t.Errorf("the consent screen lacks %q:\n%s", w, r.Text)
 			}

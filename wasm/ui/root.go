@@ -344,9 +344,8 @@ func (c *Root) promiseText() string {
 }
 
 func (c *Root) modeText() string {
-	if s := c.State.Session; s.Shared {
-		return "only a scrambled form of what the page learned from your " + c.things() + ", with your share of the noise added. " +
-			"The server can unscramble only the total of at least " + strconv.Itoa(s.Threshold) + " phones, never yours alone."
+	if c.State.Session.Shared {
+		return "a scrambled form of what the page learned, with your share of the noise added."
 	}
 	if c.trusted() {
 		return "what the page learned from your " + c.things() + ", without noise (never the " + c.things() + " themselves). " +
@@ -360,7 +359,7 @@ func (c *Root) modeText() string {
 // privacyLine states the session's promise on the consent screen.
 func (c *Root) privacyLine() string {
 	if s := c.State.Session; s.Shared {
-		return c.ifReal() + ", this lesson uses at most ε = " + s.PromiseText + " of your privacy. Even if they were fake, your own noise keeps it at most ε = " + s.FloorText + "."
+		return c.ifReal() + ", this lesson uses at most ε = " + s.PromiseText + "; " + c.ifFake() + ", at most ε = " + s.FloorText + "."
 	}
 	if c.trusted() {
 		return "For everyone but the teacher's server, this session uses at most ε = " + c.State.Session.EpsilonText +
@@ -375,7 +374,16 @@ func (c *Root) ifReal() string {
 	if n := c.State.Session.Colluders; n > 0 {
 		return "If at most " + Plural(n, "of the other phones in a round is", "of the other phones in a round are") + " fake"
 	}
-	return "If the other phones in your class are real"
+	return "If the other phones are real"
+}
+
+// ifFake is the condition of a shared-noise session's floor, in words:
+// the other phones (or more of them than the promise assumes) fake.
+func (c *Root) ifFake() string {
+	if c.State.Session.Colluders > 0 {
+		return "if more were fake"
+	}
+	return "if they were fake"
 }
 
 // LimitWords explains the owner's privacy limit, and its default, in one

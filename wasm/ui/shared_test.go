@@ -42,12 +42,16 @@ func TestSharedWords(t *testing.T) {
 			t.Fatalf("c %d: promise %v, floor %v, threshold %d", c, f.Promise, f.Floor, f.Threshold)
 		}
 		consent := html.UnescapeString(render(t, &State{Screen: ScreenConsent, Session: sess, Budget: 8}))
-		cond := "If the other phones in your class are real, this lesson uses at most ε = " + f.PromiseText()
+		cond := "If the other phones are real, this lesson uses at most ε = " + f.PromiseText()
 		if c > 0 {
 			cond = "If at most 2 of the other phones in a round are fake, this lesson uses at most ε = " + f.PromiseText()
 		}
-		for _, w := range []string{cond, "your own noise keeps it at most ε = " + f.FloorText() + ".",
-			"scrambled form", "at least 7 phones", "if the other phones are real; at most ε = " + f.FloorText() + " from your own noise alone"} {
+		fake := "; if they were fake, at most ε = "
+		if c > 0 {
+			fake = "; if more were fake, at most ε = "
+		}
+		for _, w := range []string{cond + fake + f.FloorText() + ".",
+			"a scrambled form of what the page learned, with your share of the noise added.", "the total of at least 7 phones", "if the other phones are real; at most ε = " + f.FloorText() + " from your own noise alone"} {
 			if !strings.Contains(consent, w) {
 				t.Errorf("c %d: the consent screen lacks %q:\n%s", c, w, consent)
 			}
