@@ -65,6 +65,57 @@ type frameWatch struct {
 	updates *atomic.Int64 // update frames written (must stay 0)
 	clear   *atomic.Int64 // masked inputs equal to the release in more than half their coordinates
 	masked  *atomic.Int64
+	// shrink, when set, plays a coordinator that announces a cohort
+	// below the threshold to this device (shrinker).
+	shrink *shrinker
+}
+
+// shrinker cuts the directory of the first secure aggregation setup a
+// device reads to keep members (its own entry among them), and counts
+// what the device writes in answer until its next setup.
+type shrinker struct {
+	keep     int
+	mu       sync.Mutex
+	cut      bool // a setup was cut
+	answered bool // the device wrote a secure aggregation step after the cut setup, before another
+	later    int  // setups read after the cut one
+}
+
+// read rewrites b, a frame to the device, when it is the first setup.
+func (s *shrinker) read(b []byte) []byte {
+	f, err := wire.DecodeSecAggToDevice(b, wire.Limits{})
+	if err != nil || f.Step != wire.StepSetup {
+		return b
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cut {
+		s.later++
+		return b
+	}
+	m := *f.Msg.(*wire.SecAggSetup)
+	kept := []wire.SecAggMember{}
+	for _, e := range m.Members {
+		if e.ID == m.You || len(kept) < s.keep-1 {
+			kept = append(kept, e)
+		}
+	}
+	m.Members = kept
+	out, err := wire.EncodeSecAgg(f.T, &m)
+	if err != nil {
+		panic(err)
+	}
+	s.cut = true
+	return out
+}
+
+// wrote records a secure aggregation step the device wrote.
+func (s *shrinker) wrote() {
+	s.mu.Lock()
+	if s.cut && s.later == 0 {
+		s.answered = true
+	}
+	s.mu.Unlock()
 }
 
 type watchConn struct {
@@ -80,7 +131,20 @@ func (w frameWatch) Dial(ctx context.Context) (device.Conn, error) {
 	return watchConn{c, w}, nil
 }
 
+func (c watchConn) Read(ctx context.Context) (websocket.MessageType, []byte, error) {
+	typ, b, err := c.Conn.Read(ctx)
+	if err == nil && typ == websocket.MessageBinary && c.w.shrink != nil {
+		b = c.w.shrink.read(b)
+	}
+	return typ, b, err
+}
+
 func (c watchConn) Write(ctx context.Context, typ websocket.MessageType, b []byte) error {
+	if typ == websocket.MessageBinary && c.w.shrink != nil {
+		if _, err := wire.DecodeSecAggToCoordinator(b, wire.Limits{}); err == nil {
+			c.w.shrink.wrote()
+		}
+	}
 	if typ == websocket.MessageBinary {
 		kind, _, _ := wire.PeekKind(b)
 		if kind == wire.KindUpdate {
@@ -123,6 +187,12 @@ type sharedRun struct {
 }
 
 func newSharedRun(t *testing.T, ctx context.Context, rounds int, gone map[int]map[int]bool) *sharedRun {
+	return newSharedRunWith(t, ctx, rounds, gone, nil, nil)
+}
+
+// newSharedRunWith is newSharedRun with shrink[i] cutting device i's first
+// setup (shrinker) and onEvent[i] given device i's events.
+func newSharedRunWith(t *testing.T, ctx context.Context, rounds int, gone map[int]map[int]bool, shrink map[int]*shrinker, onEvent map[int]func(device.Event)) *sharedRun {
 	t.Helper()
 	r := &sharedRun{sess: wire.SessionParams{Name: "shared", Dim: 10, DeadlineMillis: 3000, Algorithm: wire.SharedNoiseAlgorithm, Model: "logreg",
 		Features: 4, Classes: 2, M: 10, Cohort: 10, Rounds: rounds, Batch: 8, Clip: 1, Eta: 0.05, RhoPaper: 50, Compressor: "f64", Threshold: 7}}
@@ -169,7 +239,8 @@ func newSharedRun(t *testing.T, ctx context.Context, rounds int, gone map[int]ma
 		}
 		cfg := device.Config{JoinCode: "join-me", Storage: &device.MemStorage{}, Unlimited: true,
 			Data: blobs(400, uint64(i)), MinBackoff: 5 * time.Millisecond, MaxBackoff: 50 * time.Millisecond,
-			Transport: frameWatch{Transport: device.WebSocket{URL: url}, rec: rec, updates: &r.updates, clear: &r.clear, masked: &r.masked},
+			Transport: frameWatch{Transport: device.WebSocket{URL: url}, rec: rec, updates: &r.updates, clear: &r.clear, masked: &r.masked, shrink: shrink[i]},
+			OnEvent:   onEvent[i],
 			NewDevice: func(optim.Params) (optim.Device, error) { return rec, nil },
 			Hooks: &device.Hooks{
 				BeforeSend: func(t int) (time.Duration, bool) { return 0, leaves(t, false) },
@@ -290,6 +361,59 @@ func TestSharedNoiseBelowThreshold(t *testing.T) {
 		}
 	}
 	r.checkFrames(t, 16)
+}
+
+// TestSharedNoiseDeviceRefusesSmallCohort: a device whose round setup
+// announces a cohort of 6, below the session's threshold of 7 (the
+// coordinator is played by the real one, with that device's setup cut on
+// its way in), takes no part in the round: it answers no step of it,
+// prepares nothing, and comes back for a later setup. The other nine
+// carry the round to its commit, and each is told the size of its
+// cohort (the page says how many classmates share the noise).
+func TestSharedNoiseDeviceRefusesSmallCohort(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	cut := &shrinker{keep: 6}
+	var mu sync.Mutex
+	cohorts := map[int]int{} // device -> the cohort of its last EventCohort
+	events := map[int]func(device.Event){}
+	for i := range 10 {
+		events[i] = func(e device.Event) {
+			if e.Kind == device.EventCohort {
+				mu.Lock()
+				cohorts[i] = e.Cohort
+				mu.Unlock()
+			}
+		}
+	}
+	r := newSharedRunWith(t, ctx, 3, nil, map[int]*shrinker{0: cut}, events)
+	runCtx, stop := context.WithCancel(ctx)
+	runErr := make(chan error, 1)
+	go func() { runErr <- r.c.Run(runCtx) }()
+	for _, rt := range r.rts {
+		go rt.Run(runCtx) //nolint:errcheck // stopped by runCtx
+	}
+	for r.c.Committed() < 1 && ctx.Err() == nil {
+		time.Sleep(20 * time.Millisecond)
+	}
+	stop()
+	<-runErr
+	if ctx.Err() != nil {
+		t.Fatal("round 1 never committed")
+	}
+	cut.mu.Lock()
+	wasCut, answered := cut.cut, cut.answered
+	cut.mu.Unlock()
+	if !wasCut || answered {
+		t.Errorf("setup cut to 6 of 10: cut %v, the device answered it %v; want true, false", wasCut, answered)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for i := 1; i < 10; i++ {
+		if cohorts[i] < r.a.Threshold || cohorts[i] > 10 {
+			t.Errorf("device %d: told a cohort of %d, want %d..10", i, cohorts[i], r.a.Threshold)
+		}
+	}
 }
 
 // TestSharedNoiseRefusesUpdates: the coordinator of a shared-noise

@@ -137,6 +137,7 @@ const (
 	EventEnd       EventKind = "end"       // the session finished
 	EventWaiting   EventKind = "waiting"   // round T passed unanswered: more samples were on their way (Config.MoreData) but had not come
 	EventError     EventKind = "error"     // connection lost; Err says why
+	EventCohort    EventKind = "cohort"    // shared noise: round T's secure aggregation holds Cohort devices, this one included
 )
 
 // Event describes a state change of the runtime.
@@ -146,6 +147,9 @@ type Event struct {
 	DeviceID       string
 	Participations int   // included rounds so far
 	Err            error // for EventError
+	// Cohort is, for EventCohort, how many devices the round's secure
+	// aggregation names (this one included), at least the threshold.
+	Cohort int
 }
 
 // State is what the runtime persists (JSON).

@@ -23,7 +23,9 @@ import (
 // directory, and the device answers each step with its secagg client,
 // whose parameters it derives itself from the session
 // (plan.SessionSecAgg: the threshold, the cohort, the ring), never from
-// the coordinator. The release is prepared, charged and saved as pending
+// the coordinator. A round whose announced cohort (the setup's
+// directory) is smaller than the session's threshold is refused at once:
+// the device's share is calibrated for at least that many. The release is prepared, charged and saved as pending
 // only when the shares of at least the threshold of devices have arrived
 // (the share delivery), and leaves as the masked input; the decision
 // commits or aborts it as in every mode. A step refused by the client (a
@@ -79,7 +81,11 @@ func (rt *Runtime) onSecAgg(ctx context.Context, ws Conn, b []byte) error {
 	var out any
 	switch m := f.Msg.(type) {
 	case *wire.SecAggSetup:
-		out, err = rt.secAggSetup(sa, m)
+		if out, err = rt.secAggSetup(sa, m); err == nil {
+			rt.mu.Lock()
+			rt.emit(Event{Kind: EventCohort, T: f.T, Cohort: len(m.Members)})
+			rt.unlock()
+		}
 	case *secagg.KeyList:
 		if sa.client == nil {
 			return fmt.Errorf("device: %w: key list before the setup", wire.ErrBadFrame)
@@ -112,6 +118,11 @@ func (rt *Runtime) onSecAgg(ctx context.Context, ws Conn, b []byte) error {
 func (rt *Runtime) secAggSetup(sa *saRound, m *wire.SecAggSetup) (any, error) {
 	if sa.client != nil {
 		return nil, fmt.Errorf("%w: second setup of round %d", wire.ErrBadFrame, sa.r.T)
+	}
+	if len(m.Members) < sa.a.Threshold {
+		// A cohort below the threshold: fewer honest shares of the noise
+		// than the device's own share is calibrated for. It takes no part.
+		return nil, fmt.Errorf("round %d announces a cohort of %d, below the session's threshold %d: %w", sa.r.T, len(m.Members), sa.a.Threshold, secagg.ErrBelowThreshold)
 	}
 	dir := make(secagg.Directory, len(m.Members))
 	for _, e := range m.Members {

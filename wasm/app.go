@@ -443,6 +443,8 @@ func (a *app) loadSession() error {
 			EpsilonText: f.EpsilonText(), DeltaText: f.DeltaText(), Figures: f.Text(),
 			Labels: labels, SinglePass: device.Params(p).SinglePass(),
 			Task: p.Task, DemoRows: p.DemoShards,
+			Shared: f.Shared, Promise: f.Promise, Floor: f.Floor, PromiseText: f.PromiseText(), FloorText: f.FloorText(),
+			Threshold: f.Threshold, Colluders: f.Colluders,
 		}
 		if s.DrawLbl >= len(ui.LabelsOf(labels)) {
 			s.DrawLbl = 0
@@ -473,8 +475,7 @@ func (a *app) Join(budget float64) {
 				s.Error = "The page will not join this session: " + err.Error()
 				return
 			}
-			s.Error = fmt.Sprintf("This session could use up to ε = %s of your privacy, more than your limit of %g. "+
-				"The page will not join it. You can raise your limit under Settings, at the bottom of the page, or choose not to join.", s.Session.EpsilonText, budget)
+			s.Error = ui.OverLimit(s.Session, budget)
 			return
 		}
 		a.consent = consent{Budget: budget, Delta: a.delta, Rho: rho, Trusted: s.Session.Mode == "trusted",

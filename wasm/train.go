@@ -375,6 +375,7 @@ func (t *trainer) figures() (pr plan.Progress, joined int, st device.State) {
 // training view: the meter reads them (ui.PrivacyMeter).
 func showPrivacy(s *ui.State, pr plan.Progress) {
 	s.Train.EpsSpent, s.Train.EpsMost = pr.Spent, pr.Most
+	s.Train.FloorSpent, s.Train.FloorMost = pr.FloorSpent, pr.FloorMost
 	s.Train.Share, s.Train.Planned, s.Train.OnPlan = pr.Share, pr.Planned, pr.OnPlan
 	s.Train.Releases, s.Train.Decreasing = pr.Releases, pr.Decreasing
 }
@@ -420,6 +421,12 @@ func (t *trainer) publish(e device.Event, stepMillis float64, bytesSent int64) {
 			s.Train.Status = fmt.Sprintf("Learning from your pictures for round %d…", e.T)
 		case device.EventSent:
 			s.Train.Status = ui.SentStatus(s.Session.Protection, e.T)
+			if s.Session.Shared {
+				s.Train.Status = ui.SharedSentStatus(e.T)
+			}
+		case device.EventCohort:
+			s.Train.Cohort = e.Cohort
+			s.Train.Status = fmt.Sprintf("Round %d: ", e.T) + ui.Classmates(e.Cohort)
 		case device.EventIncluded:
 			s.Train.Status = fmt.Sprintf("Round %d included your update.", e.T)
 		case device.EventWaiting:

@@ -127,13 +127,10 @@ func run(args []string, out io.Writer) error {
 		return err
 	}
 	printReport(out, p, r, f)
-	if p.Algorithm == "shared" {
-		sf, err := plan.Shared(p, *ownerDelta)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(out, "shared noise: each device draws %.4g of nc's noise (h = %d honest survivors of t = %d, c = %d)\n", optim.ShareScale(p), sf.Honest, sf.Threshold, sf.Colluders)
-		fmt.Fprintf(out, "shared noise figures: %s\n", sf.Text())
+	if f.Shared {
+		fmt.Fprintf(out, "shared noise: each device draws %.4g of nc's noise (h = %d honest survivors of t = %d, c = %d)\n", optim.ShareScale(p), f.Honest, f.Threshold, f.Colluders)
+		fmt.Fprintf(out, "  promise (the server sees only sums of at least %d updates, at most %d of them its own): epsilon = %s\n", f.Threshold, f.Colluders, f.PromiseText())
+		fmt.Fprintf(out, "  floor (every other device fake: this device's own noise alone):          epsilon = %s\n", f.FloorText())
 	}
 	return nil
 }

@@ -30,7 +30,9 @@ func TestRun(t *testing.T) {
 			[]string{"each release", "amplified", "NOT A GUARANTEE"}, false}, // labelled so it cannot be read as a bound
 		{"non-private", []string{"-alg", "mu2"}, []string{"not private"}, false},
 		{"shared", []string{"-alg", "shared", "-T", "24", "-M", "100", "-m", "50", "-b", "50", "-epsilon", "8", "-samples", "600", "-colluders", "5"},
-			[]string{"0.1881 of nc's noise (h = 30 honest survivors of t = 35, c = 5)", "ε = 8.00 at δ = 1e-5 if the server sees only sums of at least 35 updates, at most 5 of them its own; ε = 79.91 from this device"}, false},
+			[]string{"0.1881 of nc's noise (h = 30 honest survivors of t = 35, c = 5)", "ε = 8.00 at δ = 1e-5 if the server sees only sums of at least 35 updates, at most 5 of them its own; ε = 79.91 from this device",
+				"promise (the server sees only sums of at least 35 updates, at most 5 of them its own): epsilon = 8.00",
+				"floor (every other device fake: this device's own noise alone):          epsilon = 79.91"}, false},
 		{"shared threshold above m", []string{"-alg", "shared", "-m", "10", "-epsilon", "8", "-threshold", "11"}, nil, true},
 		{"one pass capped", []string{"-alg", "nc", "-T", "1200", "-M", "100", "-m", "50", "-b", "1", "-epsilon", "8", "-samples", "600"},
 			[]string{"at most 600 releases", "participation 600 (= cap)", "worst case (600 releases)", "ε = 8.00"}, false},

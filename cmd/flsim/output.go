@@ -2,6 +2,7 @@ package main
 
 import (
 	"browserfl/shared/plan"
+	"browserfl/shared/privacy"
 	"browserfl/sim"
 	"fmt"
 	"io"
@@ -57,8 +58,9 @@ func printSummary(stdout io.Writer, o options, res sim.Result, evalName string) 
 	if ferr == nil && f.Private {
 		fmt.Fprintf(stdout, "session figures per device (worst case): %s\n", f.Text())
 	}
-	if sf, err := plan.Shared(o.p, reportDelta(o)); err == nil {
-		fmt.Fprintf(stdout, "shared noise, per device (worst case): %s\n", sf.Text())
+	if ferr == nil && f.Shared {
+		fmt.Fprintf(stdout, "shared noise, per device (worst case): promise epsilon = %s (the server sees only sums of at least %d updates, at most %d of them its own), floor epsilon = %s (every other device fake)\n",
+			f.PromiseText(), f.Threshold, f.Colluders, f.FloorText())
 	}
 	fmt.Fprintln(stdout, spentLine(f, ferr, last, reportDelta(o)))
 }
@@ -77,6 +79,13 @@ func spentLine(f plan.Figures, ferr error, last sim.Record, delta float64) strin
 	case ferr == nil && f.Protection() == plan.ProtectionServer:
 		return fmt.Sprintf("privacy against the server: none (it sees un-noised updates); against everyone else (other devices, anyone who sees a published model), worst device: rho = %s, i.e. (epsilon = %s, delta = %s)-DP",
 			plan.FormatRho(last.MaxRho), plan.FormatEpsilon(last.MaxEpsilon), plan.FormatDelta(delta))
+	case last.MaxRho > 0 && ferr == nil && f.Shared:
+		floor := "unavailable"
+		if e, err := privacy.SpentEpsilon(f.FloorOf(privacy.Charged(last.MaxRho)), delta); err == nil {
+			floor = plan.FormatEpsilon(e)
+		}
+		return fmt.Sprintf("privacy spent per device (worst device): if the other devices are real (the promise), %s = %s, i.e. (epsilon = %s, delta = %s)-DP; from its own noise alone (the floor), epsilon = %s",
+			rho, plan.FormatRho(last.MaxRho), plan.FormatEpsilon(last.MaxEpsilon), plan.FormatDelta(delta), floor)
 	case last.MaxRho > 0:
 		return fmt.Sprintf("privacy spent per device (worst device): %s = %s, i.e. (epsilon = %s, delta = %s)-DP",
 			rho, plan.FormatRho(last.MaxRho), plan.FormatEpsilon(last.MaxEpsilon), plan.FormatDelta(delta))

@@ -64,6 +64,34 @@ func TestSpentLineEveryMode(t *testing.T) {
 	}
 }
 
+// TestSharedRunFigures: a short shared-noise run's summary states both
+// figures of the session (plan.SessionFigures: the promise with the
+// colluders it assumes, the floor) and the worst device's spending by
+// both.
+func TestSharedRunFigures(t *testing.T) {
+	dir := t.TempDir()
+	var out, errb bytes.Buffer
+	args := []string{"-algorithm", "shared", "-epsilon", "8", "-delta", "1e-5", "-train-samples", "2000", "-M", "10", "-m", "10", "-b", "4",
+		"-T", "5", "-eta", "0.001", "-eval-samples", "200", "-colluders", "2", "-q", "-out", dir + "/run"}
+	if err := run(context.Background(), args, &out, &errb); err != nil {
+		t.Fatalf("run: %v\n%s", err, errb.String())
+	}
+	p := optim.Params{Algorithm: "shared", Model: "logreg", Features: 784, Classes: 10, M: 10, Cohort: 10, Rounds: 5, Batch: 4, Clip: 1, Eta: 0.001,
+		Epsilon: 8, Delta: 1e-5, Colluders: 2}
+	f, err := plan.SessionFigures(p, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := out.String()
+	for _, want := range []string{"promise epsilon = " + f.PromiseText() + " (the server sees only sums of at least 7 updates, at most 2 of them its own)",
+		"floor epsilon = " + f.FloorText() + " (every other device fake)", "if the other devices are real (the promise)",
+		"from its own noise alone (the floor), epsilon = " + f.FloorText()} {
+		if !strings.Contains(s, want) {
+			t.Errorf("the summary lacks %q:\n%s", want, s)
+		}
+	}
+}
+
 // TestTrustedRunFigures: a short trusted run's CSV and summary carry the
 // figure against everyone but the server, growing with the rounds
 // published and, after the last, the session's own (plan.SessionFigures),

@@ -576,6 +576,7 @@ function renderTraining(s) {
   table($("privacy"), [
     ["worst case for one device, whole lesson", !p.private ? "no promise"
       : p.trusted ? "ε at most " + p.epsilon_text + " against everyone but this server; this server itself: no limit"
+      : p.shared ? "ε at most " + p.promise_text + " if the other devices are real; ε at most " + p.floor_text + " from a device's own noise alone (smaller is more private)"
       : "ε at most " + p.epsilon_text + " (smaller is more private)"],
     ["most rounds one device helped in", most + " of " + ss.rounds],
     ["devices that helped", sum.participants ?? "–"],
@@ -601,7 +602,9 @@ function renderDetails(s) {
   ]);
   table($("d-privacy"), [
     ["worst case per device, whole session", p.private ? p.text : "no privacy guarantee"],
-    ["mode", !p.private ? "not private" : p.trusted ? "trusted server adds the noise" : "each device noises its own update"],
+    ["mode", !p.private ? "not private" : p.trusted ? "trusted server adds the noise"
+      : p.shared ? "each device adds a share of the noise; this server unscrambles only sums of at least " + p.threshold + " updates"
+      : "each device noises its own update"],
     [p.last_iterate ? "papers' ρ_p · ledger ρ budget (read as Gaussian DP)" : "papers' ρ_p · zCDP ρ budget", p.private ? (ss.rho_p ?? "–") + " · " + (p.zcdp_rho ?? "–") : "–"],
   ]);
   const texts = (s.notices || []).map(n => n.text).concat(s.notices ? [] : (s.warnings || []));
@@ -656,9 +659,10 @@ function renderSummary(s) {
   $("sum-rounds-note").textContent = "rounds of " + ss.rounds + " in " + fmtDuration(took);
   $("sum-people").textContent = sum.participants ?? "–";
   $("sum-people-note").textContent = "devices took part" + (sum.registered ? " (" + sum.registered + " joined)" : "");
-  $("sum-eps").textContent = p.private ? p.epsilon_text : "–";
+  $("sum-eps").textContent = p.private ? (p.shared ? p.promise_text + " / " + p.floor_text : p.epsilon_text) : "–";
   const most = Math.max(p.max_participations || 0, sum.most_included || 0);
-  $("sum-eps-note").textContent = p.private ? "ε at most, for any one device" + (p.trusted ? ", against everyone but this server" : "") +
+  $("sum-eps-note").textContent = p.private ? "ε at most, for any one device" + (p.trusted ? ", against everyone but this server"
+    : p.shared ? ", if the other devices were real / from its own noise alone" : "") +
     " (the busiest helped in " + most + (most === 1 ? " round)" : " rounds)") : "no privacy promise";
   const ev = rounds.filter(r => r.evaluated);
   line($("sumchart"), ev.map(r => [r.t, r.accuracy]), "#4fc3f7", y => (100 * y).toFixed(0) + "%", 0, 1,
@@ -680,6 +684,13 @@ function privWords(p, past) {
   if (p.trusted) return past
     ? "Each device sent its update without noise; this server added noise to the sum before sharing the class model. Nothing limited what this server could learn; everyone else saw only the noisy model (ε at most " + p.epsilon_text + ")."
     : "Each device sends its update without noise; this server adds noise to the sum before sharing the class model. Nothing limits what this server can learn; everyone else sees only the noisy model (ε at most " + p.epsilon_text + ").";
+  if (p.shared) {
+    const own = p.colluders > 0 ? ", at most " + p.colluders + " of them on this server's side" : "";
+    return (past ? "Each device added a share of the noise to its own update and sent it scrambled: this server could unscramble only the sum of each round's updates, of at least "
+      : "Each device adds a share of the noise to its own update and sends it scrambled: this server can unscramble only the sum of each round's updates, of at least ") +
+      p.threshold + " devices" + own + ". If they are real devices, ε is at most " + p.promise_text +
+      ". If this server ran fake devices, each device's own noise alone still keeps ε at most " + p.floor_text + ".";
+  }
   return past ? "Each device added noise to its own update before sending it." : "Each device adds noise to its own update before sending it: nobody sees a clean update.";
 }
 

@@ -130,6 +130,17 @@ type PrivacyView struct {
 	DeltaText    string  `json:"delta_text,omitempty"`
 	RhoText      string  `json:"rho_text,omitempty"`
 	Text         string  `json:"text"`
+	// Shared: a shared-noise session, whose figure is two
+	// (plan.Figures.Promise and Floor): PromiseText if the other devices
+	// of each round are real (sums of at least Threshold updates, at most
+	// Colluders of them this server's), FloorText from a device's own
+	// noise alone, if this server ran fake devices. Every other session
+	// has one figure, EpsilonText.
+	Shared      bool   `json:"shared,omitempty"`
+	PromiseText string `json:"promise_text,omitempty"`
+	FloorText   string `json:"floor_text,omitempty"`
+	Threshold   int    `json:"threshold,omitempty"`
+	Colluders   int    `json:"colluders,omitempty"`
 	// MaxParticipations is the most rounds any device of this process
 	// was included in.
 	MaxParticipations int `json:"max_participations"`
@@ -149,6 +160,9 @@ func SessionPrivacy(sess wire.SessionParams) PrivacyView {
 	v.RhoPaper, v.ZCDPRho, v.WorstRho, v.WorstReleases = f.RhoPaper, f.BudgetRho, f.WorstRho, f.WorstReleases
 	v.Epsilon, v.Delta, v.SessionDelta = f.Epsilon, f.Delta, f.SessionDelta
 	v.EpsilonText, v.DeltaText, v.RhoText = f.EpsilonText(), f.DeltaText(), f.RhoText()
+	if f.Shared {
+		v.Shared, v.PromiseText, v.FloorText, v.Threshold, v.Colluders = true, f.PromiseText(), f.FloorText(), f.Threshold, f.Colluders
+	}
 	return v
 }
 

@@ -101,6 +101,34 @@ var mutations = []mutation{
 		pkgs: []string{"./shared/optim/", "-run", "Share"},
 	},
 	{
+		name: "shared-floor-share-variance", why: "a shared-noise session's floor reads the device's noise share with 10% more variance than it draws (the floor 9% too small in rho)",
+		file: "shared/plan/shared.go",
+		old:  "r, err := privacy.GaussianZCDP(sens, optim.NCSigma(p, n))",
+		new:  "r, err := privacy.GaussianZCDP(sens, math.Sqrt(1.1)*optim.NCSigma(p, n))",
+		pkgs: []string{"./shared/plan/", "-run", "TestSharedFigures"},
+	},
+	{
+		name: "shared-promise-colluders-ignored", why: "a shared-noise session's promise counts the t survivors' shares as honest, the c colluders not subtracted",
+		file: "shared/plan/shared.go",
+		old:  "h := float64(f.Honest)",
+		new:  "h := float64(f.Threshold)",
+		pkgs: []string{"./shared/plan/", "-run", "TestSharedFigures"},
+	},
+	{
+		name: "shared-floor-limit-unchecked", why: "a device joins a shared-noise session whose floor is over the owner's floor limit",
+		file: "shared/plan/figures.go",
+		old:  "if pr.FloorMost > owner.FloorLimit() {",
+		new:  "if false {",
+		pkgs: []string{"./shared/plan/", "-run", "TestCheckShared"},
+	},
+	{
+		name: "shared-device-small-cohort", why: "a shared-noise device takes part in a round whose announced cohort is below the session's threshold (its share is calibrated for at least that many)",
+		file: "device/secagg.go",
+		old:  "if len(m.Members) < sa.a.Threshold {",
+		new:  "if false {",
+		pkgs: []string{"./coordinator/", "-run", "TestSharedNoiseDeviceRefusesSmallCohort"},
+	},
+	{
 		name: "no-ask-all-at-start", why: "a round in which no eligible device is sure asks only its cohort (idle ids present at Start stall the class)",
 		file: "engine/cohort.go",
 		old:  "if len(p.Members) >= askAll {",
@@ -1497,8 +1525,8 @@ var mutations = []mutation{
 	{
 		name: "meter-says-on-plan-off-plan", why: "the meter says its fill is as planned when the ledger holds more than the plan spends in as many updates",
 		file: "shared/plan/figures.go",
-		old:  "OnPlan: share <= planned*(1+1e-9), Decreasing: decreasing}, nil",
-		new:  "OnPlan: true, Decreasing: decreasing}, nil",
+		old:  "OnPlan: share <= planned*(1+1e-9), Decreasing: decreasing,",
+		new:  "OnPlan: true, Decreasing: decreasing,",
 		pkgs: []string{"./shared/plan/", "-run", "Share"},
 	},
 	{

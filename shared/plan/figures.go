@@ -47,21 +47,52 @@ func DefaultLessonTarget() (epsilon, delta float64) { return LessonTarget(Defaul
 // Budget is a data owner's privacy budget: the most a device may spend,
 // as epsilon at the owner's own delta. The owner fixes both numbers; a
 // session's parameters never change the delta a budget is read at.
+//
+// Epsilon governs the one figure of every session and the promise of a
+// shared-noise session (Figures.Promise); Floor governs a shared-noise
+// session's floor (Figures.Floor), what the device's own noise keeps if
+// the coordinator runs fake devices: 0 means DefaultFloorRatio times
+// Epsilon (FloorLimit).
 type Budget struct {
 	Epsilon float64
 	Delta   float64
+	Floor   float64
 }
 
-// DefaultBudget is (DefaultBudgetEpsilon, DefaultDelta).
+// DefaultFloorRatio sets the owner's default floor limit: DefaultFloorRatio
+// times their epsilon (64 at the default 8). A shared-noise device's floor
+// costs about h times the promise's rho, h the honest survivors it relies
+// on; at the default budget this admits the lessons that rely on up to 21
+// (a class of 30 at the default threshold: floor 61.4), not 35 (a cohort
+// of 50: 88.0), unless the owner raises it (docs/privacy.md, "The owner's
+// two limits").
+const DefaultFloorRatio = 8
+
+// DefaultBudget is (DefaultBudgetEpsilon, DefaultDelta), with the default
+// floor limit.
 func DefaultBudget() Budget { return Budget{Epsilon: DefaultBudgetEpsilon, Delta: DefaultDelta} }
 
-// Validate checks 0 < Epsilon < inf and 0 < Delta < 1.
+// FloorLimit is the most epsilon the owner accepts as a shared-noise
+// session's floor: Floor, or DefaultFloorRatio times Epsilon when Floor
+// is 0.
+func (b Budget) FloorLimit() float64 {
+	if b.Floor > 0 {
+		return b.Floor
+	}
+	return DefaultFloorRatio * b.Epsilon
+}
+
+// Validate checks 0 < Epsilon < inf, 0 < Delta < 1 and Epsilon <= Floor
+// < inf (or Floor 0: the default).
 func (b Budget) Validate() error {
 	if !(b.Epsilon > 0) || math.IsInf(b.Epsilon, 0) {
 		return fmt.Errorf("plan: owner's epsilon = %v, want a finite value > 0", b.Epsilon)
 	}
 	if !(b.Delta > 0 && b.Delta < 1) {
 		return fmt.Errorf("plan: owner's delta = %v, want 0 < delta < 1", b.Delta)
+	}
+	if b.Floor != 0 && (!(b.Floor >= b.Epsilon) || math.IsInf(b.Floor, 0)) {
+		return fmt.Errorf("plan: owner's floor limit = %v, want a finite value >= epsilon %v (0: %d times it)", b.Floor, b.Epsilon, DefaultFloorRatio)
 	}
 	return nil
 }
@@ -132,6 +163,27 @@ type Figures struct {
 	// round to a sample inside it (every round costs the same; 0 in the
 	// other modes): Published turns a count of rounds into a ledger.
 	RoundRho float64
+
+	// Promise and Floor are the session's two figures, epsilon at Delta
+	// (docs/privacy.md, section 4c). In a shared-noise session (Shared)
+	// a device sends only a share of the noise, and what it may lose
+	// depends on the other members of its cohorts being real:
+	//
+	//   - Promise holds against a coordinator that sees only each
+	//     round's sum of at least Threshold updates, at most Colluders
+	//     of them its own (Honest = Threshold - Colluders honest
+	//     survivors' shares in every sum);
+	//   - Floor holds against a coordinator that runs fake devices: the
+	//     device's own noise shares alone.
+	//
+	// In every other session both are Epsilon, PromiseSpent and
+	// FloorSpent are WorstSpent, and the three counts are 0: one figure,
+	// so that a caller need not tell the modes apart.
+	Promise, Floor           float64
+	PromiseSpent, FloorSpent privacy.Spent
+	Shared                   bool
+	Threshold, Colluders     int
+	Honest                   int
 }
 
 // SessionFigures computes a session's figures at the owner's delta (0:
@@ -156,6 +208,12 @@ func SessionFigures(p optim.Params, ownerDelta float64) (Figures, error) {
 	f.WorstReleases, f.WorstRho, f.WorstSpent, f.Epsilon = r.WorstParticipations, r.WorstRho, r.WorstSpent, r.WorstEpsilon
 	f.LastIterate = r.WorstSpent.LastIterate
 	f.WorstSchedule = r.WorstSchedule
+	f.Promise, f.Floor, f.PromiseSpent, f.FloorSpent = f.Epsilon, f.Epsilon, f.WorstSpent, f.WorstSpent
+	if p.Algorithm == "shared" {
+		if err := sharedFigures(p, &f); err != nil {
+			return Figures{}, err
+		}
+	}
 	if f.Trusted {
 		// The server's release of round t: the discrete Gaussian of
 		// NoiseScale on the noisy sum, sensitivity TrustedSensitivity
@@ -232,6 +290,12 @@ func (f Figures) EpsilonText() string { return FormatEpsilon(f.Epsilon) }
 // DeltaText is FormatDelta(f.Delta).
 func (f Figures) DeltaText() string { return FormatDelta(f.Delta) }
 
+// PromiseText is FormatEpsilon(f.Promise).
+func (f Figures) PromiseText() string { return FormatEpsilon(f.Promise) }
+
+// FloorText is FormatEpsilon(f.Floor).
+func (f Figures) FloorText() string { return FormatEpsilon(f.Floor) }
+
 // RhoText is FormatRho(f.WorstRho).
 func (f Figures) RhoText() string { return FormatRho(f.WorstRho) }
 
@@ -244,6 +308,8 @@ func (f Figures) Text() string {
 	switch {
 	case !f.Private:
 		return "no privacy guarantee"
+	case f.Shared:
+		return f.sharedText()
 	case f.Trusted:
 		return fmt.Sprintf("ε = %s at δ = %s against everyone but the server, which sees un-noised updates and is not bounded (zCDP ρ = %s, %d noisy rounds at most)",
 			f.EpsilonText(), f.DeltaText(), f.RhoText(), f.WorstReleases)
@@ -306,6 +372,11 @@ type Progress struct {
 	// Decreasing: in this session a later release costs less than the
 	// first (noise cancellation), so the share grows fastest at first.
 	Decreasing bool
+	// FloorSpent and FloorMost are Spent and Most for the session's
+	// floor (Figures.Floor: against a coordinator that runs fake
+	// devices), what the owner's data spent before included; in every
+	// session but a shared-noise one they are Spent and Most.
+	FloorSpent, FloorMost float64
 }
 
 // Progress returns the owner's figures for a session p: before is what
@@ -344,8 +415,43 @@ func (b Budget) Progress(p optim.Params, before, ledger privacy.Spent, releases 
 	share, planned := ledger.Rho/f.WorstRho, f.PlannedShare(releases)
 	sch := f.WorstSchedule
 	decreasing := len(sch) > 1 && sch[0] > 1.5*(sch[len(sch)-1]-sch[len(sch)-2])
-	return Progress{Spent: spent, Most: most, Share: share, Releases: releases, Planned: planned,
-		OnPlan: share <= planned*(1+1e-9), Decreasing: decreasing}, nil
+	pr := Progress{Spent: spent, Most: most, Share: share, Releases: releases, Planned: planned,
+		OnPlan: share <= planned*(1+1e-9), Decreasing: decreasing, FloorSpent: spent, FloorMost: most}
+	if f.Shared {
+		if pr.FloorMost, err = b.read(before, f.FloorSpent); err != nil {
+			return Progress{}, err
+		}
+		if pr.FloorSpent, err = b.read(before, f.FloorOf(ledger)); err != nil {
+			return Progress{}, err
+		}
+	}
+	return pr, nil
+}
+
+// FloorOf is the floor of what a device's ledger holds: in a shared-noise
+// session the ledger charges each release the promise's cost, and the
+// floor's is FloorSpent.Rho / WorstRho times it, release by release (the
+// one share calibration scales both); in every other session the ledger
+// itself.
+func (f Figures) FloorOf(ledger privacy.Spent) privacy.Spent {
+	if !f.Shared || !(f.WorstRho > 0) {
+		return ledger
+	}
+	return privacy.Charged(ledger.Rho * f.FloorSpent.Rho / f.WorstRho)
+}
+
+// read is the epsilon, at the owner's delta, of what was spent before
+// and s together.
+func (b Budget) read(before, s privacy.Spent) (float64, error) {
+	all, err := before.Add(s)
+	if err != nil {
+		return 0, fmt.Errorf("plan: %w", err)
+	}
+	eps, _, err := b.Over(all)
+	if err != nil {
+		return 0, fmt.Errorf("plan: %w", err)
+	}
+	return eps, nil
 }
 
 // ErrOverBudget is wrapped by Check when a session would take the owner
@@ -379,6 +485,9 @@ func Check(p optim.Params, owner Budget, spent privacy.Spent) error {
 	if err != nil {
 		return err
 	}
+	if f.Shared {
+		return checkShared(f, owner, spent, pr)
+	}
 	if eps := pr.Most; eps > owner.Epsilon {
 		if spent.Rho > 0 {
 			return fmt.Errorf("%w: already spent zCDP rho %s, and this session may spend up to %s more: together epsilon %s at delta %s, over the budget of %s",
@@ -386,6 +495,27 @@ func Check(p optim.Params, owner Budget, spent privacy.Spent) error {
 		}
 		return fmt.Errorf("%w: this session may spend up to epsilon %s at delta %s, over the budget of %s",
 			ErrOverBudget, FormatEpsilon(eps), FormatDelta(owner.Delta), strconv.FormatFloat(owner.Epsilon, 'g', -1, 64))
+	}
+	return nil
+}
+
+// checkShared is Check's rule for a shared-noise session: the promise
+// (and the ledger's reading of the worst case, which the device's own
+// refusal rule follows) within the owner's epsilon, and the floor within
+// the owner's floor limit (Budget.FloorLimit), each counting what the
+// owner's data spent before.
+func checkShared(f Figures, owner Budget, spent privacy.Spent, pr Progress) error {
+	promise, err := owner.read(spent, f.PromiseSpent)
+	if err != nil {
+		return err
+	}
+	if eps := max(promise, pr.Most); eps > owner.Epsilon {
+		return fmt.Errorf("%w: if the other devices are real, this session may spend up to epsilon %s at delta %s (with what was spent before), over the budget of %s",
+			ErrOverBudget, FormatEpsilon(eps), FormatDelta(owner.Delta), strconv.FormatFloat(owner.Epsilon, 'g', -1, 64))
+	}
+	if pr.FloorMost > owner.FloorLimit() {
+		return fmt.Errorf("%w: this device's own noise alone keeps this session to epsilon %s at delta %s (with what was spent before), over the floor limit of %s",
+			ErrOverBudget, FormatEpsilon(pr.FloorMost), FormatDelta(owner.Delta), strconv.FormatFloat(owner.FloorLimit(), 'g', -1, 64))
 	}
 	return nil
 }

@@ -69,7 +69,7 @@ func TestBudgetRho(t *testing.T) {
 	if e, _ := privacy.LedgerEpsilon(rho, DefaultDelta); e > DefaultBudgetEpsilon {
 		t.Errorf("default budget rho %v converts back to epsilon %v > %v", rho, e, DefaultBudgetEpsilon)
 	}
-	for _, b := range []Budget{{0, 1e-5}, {8, 0}, {8, 1}, {math.Inf(1), 1e-5}, {-1, 1e-5}} {
+	for _, b := range []Budget{{Epsilon: 0, Delta: 1e-5}, {Epsilon: 8, Delta: 0}, {Epsilon: 8, Delta: 1}, {Epsilon: math.Inf(1), Delta: 1e-5}, {Epsilon: -1, Delta: 1e-5}} {
 		if _, err := b.Rho(); err == nil {
 			t.Errorf("budget %+v accepted", b)
 		}
@@ -94,18 +94,18 @@ func TestCheck(t *testing.T) {
 		spent float64
 		ok    bool
 	}{
-		{"budget equal to the worst case", p, Budget{exact, DefaultDelta}, 0, true},
-		{"budget one ulp below the worst case", p, Budget{below, DefaultDelta}, 0, false},
+		{"budget equal to the worst case", p, Budget{Epsilon: exact, Delta: DefaultDelta}, 0, true},
+		{"budget one ulp below the worst case", p, Budget{Epsilon: below, Delta: DefaultDelta}, 0, false},
 		{"default budget", p, DefaultBudget(), 0, true},
-		{"spent plus session equal to the budget", p, Budget{spentEps, DefaultDelta}, 0.1, true},
-		{"spent plus session above the budget", p, Budget{spentEps, DefaultDelta}, 0.1 + 1e-9, false},
-		{"spent ignored would pass", p, Budget{exact, DefaultDelta}, 0.05, false},
+		{"spent plus session equal to the budget", p, Budget{Epsilon: spentEps, Delta: DefaultDelta}, 0.1, true},
+		{"spent plus session above the budget", p, Budget{Epsilon: spentEps, Delta: DefaultDelta}, 0.1 + 1e-9, false},
+		{"spent ignored would pass", p, Budget{Epsilon: exact, Delta: DefaultDelta}, 0.05, false},
 		// The owner's delta decides: the same epsilon is a larger rho at a
 		// looser delta.
-		{"looser owner delta", p, Budget{below, 1e-3}, 0, true},
+		{"looser owner delta", p, Budget{Epsilon: below, Delta: 1e-3}, 0, true},
 		{"non-private", optim.Params{Algorithm: "mu2", M: 3, Cohort: 3, Rounds: 5, Batch: 2, Eta: 0.1}, DefaultBudget(), 0, false},
 		{"invalid params", bad, DefaultBudget(), 0, false},
-		{"no owner delta", p, Budget{8, 0}, 0, false},
+		{"no owner delta", p, Budget{Epsilon: 8, Delta: 0}, 0, false},
 		{"negative spent", p, DefaultBudget(), -1, false},
 	}
 	for _, tc := range tests {
@@ -132,7 +132,7 @@ func TestCheckOwnerDelta(t *testing.T) {
 	}
 	// Read at the session's delta the same session would pass: the test
 	// above can tell the two parties apart.
-	if err := Check(p, Budget{8, p.Delta}, privacy.Spent{}); err != nil {
+	if err := Check(p, Budget{Epsilon: 8, Delta: p.Delta}, privacy.Spent{}); err != nil {
 		t.Errorf("at the session's own delta the session fits its epsilon: %v", err)
 	}
 	f, err := SessionFigures(p, 0)

@@ -49,6 +49,13 @@ func (c *Meter) Build(vgin *vugu.BuildIn) (vgout *vugu.BuildOut) {
 		}
 		vgn = &vugu.VGNode{Type: vugu.VGNodeType(1), Data: "\n  "}
 		vgparent.AppendChild(vgn)
+		if c.M.Floor != "" {
+			vgn = &vugu.VGNode{Type: vugu.VGNodeType(3), Namespace: "", Data: "p", Attr: []vugu.VGAttribute{{Namespace: "", Key: "class", Val: "meter-floor"}, vugu.VGAttribute{Namespace: "", Key: "id", Val: "eps-floor"}}}
+			vgparent.AppendChild(vgn)
+			vgn.SetInnerHTML(c.M.Floor)
+		}
+		vgn = &vugu.VGNode{Type: vugu.VGNodeType(1), Data: "\n  "}
+		vgparent.AppendChild(vgn)
 		vgn = &vugu.VGNode{Type: vugu.VGNodeType(3), Namespace: "", Data: "p", Attr: []vugu.VGAttribute{{Namespace: "", Key: "class", Val: "meter-meaning"}, vugu.VGAttribute{Namespace: "", Key: "id", Val: "eps-meaning"}}}
 		vgparent.AppendChild(vgn)
 		vgn.SetInnerHTML(c.M.Meaning)

@@ -312,12 +312,41 @@ func (c *Root) is(s Screen) bool { return c.State.Screen == s }
 
 // overBudget reports whether the session may spend more than the budget
 // typed so far (the page would refuse to join).
-func (c *Root) overBudget() bool {
+func (c *Root) overBudget() bool { return c.overWords() != "" }
+
+// overWords says why the page would not join with the limit typed so
+// far ("" when it would): the lesson's most over the limit or, when the
+// phones share the noise, what this phone's own noise alone keeps over
+// the second limit (plan.Budget.FloorLimit).
+func (c *Root) overWords() string {
 	b, err := strconv.ParseFloat(c.budgetValue(), 64)
-	return err == nil && c.State.Session.Epsilon > b
+	if err != nil {
+		return ""
+	}
+	s := c.State.Session
+	if s.Epsilon > b || (s.Shared && s.Promise > b) {
+		return "This session could use up to ε = " + c.promiseText() + ", more than your limit. With this limit, the page will not join (Settings, at the bottom of the page, can change it)."
+	}
+	if lim := (plan.Budget{Epsilon: b}).FloorLimit(); s.Shared && s.Floor > lim {
+		return "If the other phones were fake, your own noise would keep this session only to ε = " + s.FloorText +
+			", more than " + strconv.FormatFloat(lim, 'g', 4, 64) + ". With this limit, the page will not join (Settings, at the bottom of the page, can change it)."
+	}
+	return ""
+}
+
+// promiseText is the session's one figure, or its promise when the
+// phones share the noise.
+func (c *Root) promiseText() string {
+	if c.State.Session.Shared {
+		return c.State.Session.PromiseText
+	}
+	return c.State.Session.EpsilonText
 }
 
 func (c *Root) modeText() string {
+	if c.State.Session.Shared {
+		return "a scrambled form of what the page learned, with your share of the noise added."
+	}
 	if c.trusted() {
 		return "what the page learned from your " + c.things() + ", without noise (never the " + c.things() + " themselves). " +
 			"The teacher's server adds the noise, so your privacy depends on trusting that server."
@@ -329,6 +358,9 @@ func (c *Root) modeText() string {
 
 // privacyLine states the session's promise on the consent screen.
 func (c *Root) privacyLine() string {
+	if s := c.State.Session; s.Shared {
+		return c.ifReal() + ", this lesson uses at most ε = " + s.PromiseText + "; " + c.ifFake() + ", at most ε = " + s.FloorText + "."
+	}
 	if c.trusted() {
 		return "For everyone but the teacher's server, this session uses at most ε = " + c.State.Session.EpsilonText +
 			" of your privacy. Nothing limits what the server itself can learn."
@@ -336,10 +368,30 @@ func (c *Root) privacyLine() string {
 	return "This session uses at most ε = " + c.State.Session.EpsilonText + " of your privacy."
 }
 
+// ifReal is the condition of a shared-noise session's promise, in words:
+// the other phones are real (or at most Colluders of them are not).
+func (c *Root) ifReal() string {
+	if n := c.State.Session.Colluders; n > 0 {
+		return "If at most " + Plural(n, "of the other phones in a round is", "of the other phones in a round are") + " fake"
+	}
+	return "If the other phones are real"
+}
+
+// ifFake is the condition of a shared-noise session's floor, in words:
+// the other phones (or more of them than the promise assumes) fake.
+func (c *Root) ifFake() string {
+	if c.State.Session.Colluders > 0 {
+		return "if more were fake"
+	}
+	return "if they were fake"
+}
+
 // LimitWords explains the owner's privacy limit, and its default, in one
 // sentence (the page's Settings).
 var LimitWords = fmt.Sprintf("Your privacy limit is the most of your privacy (ε) one lesson may use: this page never joins a lesson "+
-	"that could use more, %g is the usual setting, and a smaller number protects you more.", plan.DefaultBudgetEpsilon)
+	"that could use more, %g is the usual setting, and a smaller number protects you more. "+
+	"In lessons where phones share the noise, your own noise alone must also keep it under %d times your limit, in case the other phones were fake.",
+	plan.DefaultBudgetEpsilon, plan.DefaultFloorRatio)
 
 // limitLine states the limit under the consent screen's buttons, what
 // it does, and where it is changed.
@@ -366,6 +418,10 @@ func (c *Root) limitFixed() bool {
 // howWords says how the session protects what is sent, in plain words
 // (the Details' "Way of learning").
 func (c *Root) howWords() string {
+	if s := c.State.Session; s.Shared {
+		return "your phone adds its share of the noise and sends what it learned scrambled; the server can only unscramble the total of at least " +
+			strconv.Itoa(s.Threshold) + " phones, whose noise together hides each one"
+	}
 	switch c.protection() {
 	case plan.ProtectionNone:
 		return "a way of learning with no noise at all (for comparing, not for real data)"
@@ -385,6 +441,9 @@ func (c *Root) perRoundWords() string {
 
 // promiseWords is the Details' privacy promise, in words.
 func (c *Root) promiseWords() string {
+	if s := c.State.Session; s.Shared {
+		return "at most ε = " + s.PromiseText + " for the whole lesson if the other phones are real; at most ε = " + s.FloorText + " from your own noise alone"
+	}
 	if c.trusted() {
 		return "at most ε = " + c.State.Session.EpsilonText + " for the whole lesson against everyone but the teacher's server; no limit for the server itself"
 	}
@@ -455,11 +514,17 @@ func (c *Root) trusted() bool { return c.protection() == plan.ProtectionServer }
 // meter is the privacy meter's reading for the training screen.
 func (c *Root) meter() Reading {
 	tr := c.State.Train
+	if s := c.State.Session; s.Shared {
+		return SharedMeter(tr.Joined, tr.Progress(), tr.EpsBudget, plan.Budget{Epsilon: tr.EpsBudget}.FloorLimit(), tr.Delta, s.Threshold, tr.Cohort)
+	}
 	return PrivacyMeter(c.protection(), tr.Joined, tr.Progress(), tr.EpsBudget, tr.Delta)
 }
 
 // noisyCaption names the picture of what was sent.
 func (c *Root) noisyCaption() string {
+	if c.State.Session.Shared {
+		return "With your share of the noise (sent only scrambled)"
+	}
 	if c.protection() != plan.ProtectionDevice {
 		return "What it sent"
 	}
@@ -476,6 +541,12 @@ func (c *Root) sentWords() string {
 	if c.protection() == plan.ProtectionNone {
 		return "Left: what your pictures taught this page in round " + strconv.Itoa(s.Round) + ", " + about +
 			". Right: what your phone sent. This session adds no noise, so the two are the same and nothing protects them."
+	}
+	if sess := c.State.Session; sess.Shared {
+		return "Left: what your pictures taught this page in round " + strconv.Itoa(s.Round) + ", " + about +
+			". Right: the same with your phone's share of the noise added. Only a scrambled form of the right one left your phone: " +
+			"the server can unscramble only the total of at least " + strconv.Itoa(sess.Threshold) + " phones, never yours alone, " +
+			"and in that total the noise of all the phones together hides each one's pictures."
 	}
 	if c.trusted() {
 		return "Left: what your pictures taught this page in round " + strconv.Itoa(s.Round) + ", " + about +

@@ -69,6 +69,17 @@ type Session struct {
 	// DemoRows: the coordinator has example rows for this task
 	// (/api/demo/rows; a teacher's own task has none).
 	DemoRows bool
+	// Shared: the phones share the noise (a shared-noise session), and
+	// the session has two figures (plan.Figures.Promise and Floor):
+	// Promise if the other phones of each round are real, Floor from
+	// this phone's own noise alone (if they were fake), with their text
+	// forms. Threshold is the fewest phones whose updates the server
+	// adds up before it can read anything, Colluders the most of them
+	// the figures assume could be on the server's side.
+	Shared                 bool
+	Promise, Floor         float64
+	PromiseText, FloorText string
+	Threshold, Colluders   int
 }
 
 // DigitLabels are the class names of a session that states none.
@@ -122,13 +133,21 @@ type Training struct {
 	Decreasing     bool
 	EpsBudget      float64 // the owner's budget
 	Delta          float64
-	Accuracy       []Point
-	Prediction     string // result of "try the model"
-	Status         string // last event, in plain words
-	Detail         string // the technical reason behind Status, shown under "Details"
-	Lobby          bool   // connected; the session waits for the teacher's Start
-	Done           bool   // session finished or device stopped
-	UsedUp         bool   // the device stopped because every sample is used
+	// FloorSpent and FloorMost are EpsSpent and EpsMost for a shared-noise
+	// session's floor (plan.Progress): what this page's own noise alone
+	// keeps, if the other phones were fake.
+	FloorSpent, FloorMost float64
+	// Cohort is, in a shared-noise session, how many phones share the
+	// noise in the latest round this page took part in, this one
+	// included (0 before the first).
+	Cohort     int
+	Accuracy   []Point
+	Prediction string // result of "try the model"
+	Status     string // last event, in plain words
+	Detail     string // the technical reason behind Status, shown under "Details"
+	Lobby      bool   // connected; the session waits for the teacher's Start
+	Done       bool   // session finished or device stopped
+	UsedUp     bool   // the device stopped because every sample is used
 	// More says, in plain words, that more example pictures are being
 	// fetched or could not be yet ("" when nothing is to say).
 	More string
@@ -142,7 +161,7 @@ type Training struct {
 // gave them.
 func (t Training) Progress() plan.Progress {
 	return plan.Progress{Spent: t.EpsSpent, Most: t.EpsMost, Share: t.Share, Releases: t.Releases,
-		Planned: t.Planned, OnPlan: t.OnPlan, Decreasing: t.Decreasing}
+		Planned: t.Planned, OnPlan: t.OnPlan, Decreasing: t.Decreasing, FloorSpent: t.FloorSpent, FloorMost: t.FloorMost}
 }
 
 // Sent is one update shown before and after the noise: the same Side x
@@ -188,6 +207,10 @@ type Reading struct {
 	Label   string // what is used so far
 	Meaning string // what the number means, in words a student reads
 	Exact   string // the precise meaning (behind Details)
+	// Floor is, in a shared-noise session, the second figure: what this
+	// page's own noise alone keeps if the other phones were fake, and
+	// how many classmates share the noise in this round ("" elsewhere).
+	Floor string
 }
 
 // FillText is Fraction in full ("0.5851538641081843"): the bar's
@@ -426,4 +449,42 @@ func Sparkline(pts []Point, maxRound int, w, h float64) string {
 		fmt.Fprintf(&b, "%.1f,%.1f", x, y)
 	}
 	return b.String()
+}
+
+// SharedMeter is PrivacyMeter for a shared-noise session (the phones
+// share the noise, and the server can unscramble only the total of at
+// least threshold phones' updates): the one figure of PrivacyMeter
+// becomes the promise, which holds if the other phones are real, and
+// Floor says what this page's own noise alone keeps if they were fake
+// (pr.FloorSpent, pr.FloorMost, against floorLimit), and how many
+// classmates share the noise in this round (cohort phones, this one
+// included; 0 when not yet known).
+func SharedMeter(joined int, pr plan.Progress, budget, floorLimit, delta float64, threshold, cohort int) Reading {
+	m := PrivacyMeter(plan.ProtectionDevice, joined, pr, budget, delta)
+	if pr.Most > 0 {
+		m.Plan = fmt.Sprintf("If the other phones are real: by the end of this lesson, at most ε = %s of your limit of %g is used.", plan.FormatEpsilon(pr.Most), budget)
+	}
+	m.Floor = fmt.Sprintf("Even if the other phones were fake, your own noise keeps it at most ε = %s by the end (used so far: ε = %s; the page allows up to %g).",
+		plan.FormatEpsilon(pr.FloorMost), plan.FormatEpsilon(pr.FloorSpent), floorLimit)
+	if cohort > 1 {
+		m.Floor += " " + Classmates(cohort)
+	}
+	who := fmt.Sprintf("the server, which can only unscramble the total of at least %d phones,", threshold)
+	if pr.Spent > 0 {
+		m.Exact = fmt.Sprintf("If the other phones are real, ε = %s means: %s "+
+			"can become at most %s times more sure whether any one of your pictures was used (apart from %s), "+
+			"even if it knows all your other pictures. If the other phones were fake, the same holds with ε = %s.",
+			plan.FormatEpsilon(pr.Spent), who, factor(pr.Spent), chance(delta), plan.FormatEpsilon(pr.FloorSpent))
+	} else {
+		m.Exact = fmt.Sprintf("ε = 0 means nothing about your pictures has been sent. At this lesson's most, if the other phones are real, "+
+			"%s could become at most %s times more sure whether any one of your pictures was used (apart from %s), "+
+			"even if it knows all your other pictures; if they were fake, ε = %s.", who, factor(pr.Most), chance(delta), plan.FormatEpsilon(pr.FloorMost))
+	}
+	return m
+}
+
+// Classmates says how many classmates share the noise in this round:
+// cohort phones, this one included.
+func Classmates(cohort int) string {
+	return "In this round, you and " + Plural(cohort-1, "classmate", "classmates") + " share the noise."
 }

@@ -23,6 +23,12 @@ func SentStatus(protection string, t int) string {
 	return fmt.Sprintf("Sent a noisy update for round %d.", t)
 }
 
+// SharedSentStatus is SentStatus in a shared-noise session: the update
+// left scrambled.
+func SharedSentStatus(t int) string {
+	return fmt.Sprintf("Sent a scrambled, noisy update for round %d.", t)
+}
+
 // ExcludedStatus is the status line when round t finished without this
 // page's update.
 func ExcludedStatus(protection string, t int) string {
@@ -83,4 +89,21 @@ func TechnicalIn(text string) []string {
 		}
 	}
 	return found
+}
+
+// OverLimit is what the page says when it will not join session s with
+// the owner's limit budget (plan.Check refused it): the lesson's most,
+// or, when the phones share the noise, the promise or what this phone's
+// own noise alone keeps (against plan.Budget.FloorLimit).
+func OverLimit(s Session, budget float64) string {
+	const after = "The page will not join it. You can raise your limit under Settings, at the bottom of the page, or choose not to join."
+	lim := plan.Budget{Epsilon: budget}.FloorLimit()
+	switch {
+	case s.Shared && s.Promise <= budget && s.Epsilon <= budget && s.Floor > lim:
+		return fmt.Sprintf("If the other phones were fake, your own noise would keep this session only to ε = %s of your privacy, more than %g (%d times your limit of %g). ",
+			s.FloorText, lim, plan.DefaultFloorRatio, budget) + after
+	case s.Shared:
+		return fmt.Sprintf("If the other phones are real, this session could use up to ε = %s of your privacy, more than your limit of %g. ", s.PromiseText, budget) + after
+	}
+	return fmt.Sprintf("This session could use up to ε = %s of your privacy, more than your limit of %g. ", s.EpsilonText, budget) + after
 }

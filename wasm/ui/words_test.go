@@ -151,7 +151,7 @@ func TestNoTechnicalWordsOnAnyScreen(t *testing.T) {
 		t.Fatalf("plain words found as %q", found)
 	}
 	tab, _ := taskSession(t, "tabular")
-	for _, alg := range []string{"nc", "trusted", "mu2", "tabular"} {
+	for _, alg := range []string{"nc", "trusted", "mu2", "tabular", "shared"} {
 		var sess Session
 		if alg == "tabular" {
 			sess = tab
@@ -166,10 +166,15 @@ func TestNoTechnicalWordsOnAnyScreen(t *testing.T) {
 			if f.Trusted {
 				sess.Mode = "trusted"
 			}
+			sess.Shared, sess.Promise, sess.Floor, sess.PromiseText, sess.FloorText = f.Shared, f.Promise, f.Floor, f.PromiseText(), f.FloorText()
+			sess.Threshold, sess.Colluders = f.Threshold, f.Colluders
 		}
 		train := Training{Conn: "connected", Round: 17, Joined: 17, EpsSpent: 5.75, EpsMost: 7.92, Share: 0.585, Releases: 17,
 			Planned: 0.585, OnPlan: true, Decreasing: true, EpsBudget: 8, Delta: 1e-5, Status: SentStatus(sess.Protection, 17),
-			Detail: "round 17 sent", Sent: sent(), Accuracy: []Point{{17, 0.6}}}
+			Detail: "round 17 sent", Sent: sent(), Accuracy: []Point{{17, 0.6}}, FloorSpent: 20, FloorMost: 28.9, Cohort: 10}
+		if sess.Shared {
+			train.Status = SharedSentStatus(17)
+		}
 		for _, st := range []State{
 			{Screen: ScreenJoin, Code: "K7QX"},
 			{Screen: ScreenClosed, Closed: ClosedFinished, Session: sess},
