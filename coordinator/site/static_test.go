@@ -159,6 +159,13 @@ func TestEncodedBodies(t *testing.T) {
 			t.Errorf("accept %q: body does not decode to itself", c.accept)
 		}
 	}
+	// The bodies kept hold no spare capacity (a buffer grown by doubling
+	// would keep up to twice its bytes).
+	for k, b := range e.cache {
+		if cap(b) != len(b) {
+			t.Errorf("%v: kept %d bytes in a slice of capacity %d", k, len(b), cap(b))
+		}
+	}
 }
 
 // TestAssetsPreparedOnce: assets prepared once are not read and
