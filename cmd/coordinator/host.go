@@ -14,7 +14,7 @@ import (
 // openHost loads o's task, assembles its session, its evaluation and
 // its demo shards, and opens the host of its sessions (the store in
 // o.DataDir) serving assets. closeNATS releases the session process's
-// NATS (-role session) after the host has stopped.
+// NATS (-role session) and the task's files after the host has stopped.
 func openHost(o options, assets site.Assets, log *slog.Logger) (host *sessions.Host, set *shards.Set, closeNATS func(), err error) {
 	closeNATS = func() {}
 	deadline, gap, err := o.rounds()
@@ -24,6 +24,18 @@ func openHost(o options, assets site.Assets, log *slog.Logger) (host *sessions.H
 	td, err := loadTask(o)
 	if err != nil {
 		return nil, nil, closeNATS, err
+	}
+	if td.close != nil {
+		// The sets' files outlive the host: it serves demo shards
+		// until it stops.
+		defer func() {
+			if err != nil {
+				td.close()
+				return
+			}
+			closeN := closeNATS
+			closeNATS = func() { closeN(); td.close() }
+		}()
 	}
 	if o.DatasetDir == "none" {
 		o.DemoShards, o.EvalEvery = -1, 0

@@ -441,11 +441,33 @@ func registerWeb(mux *http.ServeMux, assets Assets) error {
 
 // EncodedBodies keeps compressed forms of large generated bodies (the
 // demo shards' IDX files), made on first request in the encoding asked.
+// Its handlers make a body and its form one request at a time (Hold):
+// a class whose pages all ask at once would otherwise hold a 5 MB body
+// per page while each waits for the encoder.
 type EncodedBodies struct {
 	mu    sync.Mutex
 	cache map[encodedKey][]byte
 	order []encodedKey
 	bytes int // of the cached bodies
+
+	holdOnce sync.Once
+	turn     chan struct{} // full while a request makes a body (Hold)
+}
+
+// Hold waits for r's turn to make a body and its encoded form (one
+// request at a time) and returns the function that ends it (safe to call
+// more than once); ok is false if r ended first. A handler calls it
+// before making its body, and ends its turn after Encode, before writing
+// the response (to a slow page), so that no body waits in memory for
+// the encoder.
+func (e *EncodedBodies) Hold(r *http.Request) (release func(), ok bool) {
+	e.holdOnce.Do(func() { e.turn = make(chan struct{}, 1) })
+	select {
+	case e.turn <- struct{}{}:
+		return sync.OnceFunc(func() { <-e.turn }), true
+	case <-r.Context().Done():
+		return func() {}, false
+	}
 }
 
 type encodedKey struct {
@@ -474,19 +496,32 @@ var bodyBrotli = brotli.WriterOptions{Quality: 4, LGWin: 18}
 // level (fast enough to make for each new page: about 0.3 s for a 5 MB
 // shard of pictures).
 func (e *EncodedBodies) Serve(w http.ResponseWriter, r *http.Request, id string, body []byte) {
-	w.Header().Add("Vary", "Accept-Encoding")
-	enc := acceptedEncoding(r, true, true)
+	out, enc := e.Encode(r, id, body)
+	WriteEncoded(w, out, enc)
+}
+
+// Encode returns the form of body (identified by id) that r accepts and
+// its encoding: brotli, gzip, or body itself with "" (not accepted, or
+// the encoder failed).
+func (e *EncodedBodies) Encode(r *http.Request, id string, body []byte) (out []byte, enc string) {
+	enc = acceptedEncoding(r, true, true)
 	if enc == "" {
-		w.Write(body)
-		return
+		return body, ""
 	}
 	out, err := e.get(encodedKey{id, enc}, body)
 	if err != nil {
-		w.Write(body)
-		return
+		return body, ""
 	}
-	w.Header().Set("Content-Encoding", enc)
-	w.Header().Set("Content-Length", strconv.Itoa(len(out)))
+	return out, enc
+}
+
+// WriteEncoded writes a body Encode returned, in its encoding enc.
+func WriteEncoded(w http.ResponseWriter, out []byte, enc string) {
+	w.Header().Add("Vary", "Accept-Encoding")
+	if enc != "" {
+		w.Header().Set("Content-Encoding", enc)
+		w.Header().Set("Content-Length", strconv.Itoa(len(out)))
+	}
 	w.Write(out)
 }
 

@@ -3,6 +3,7 @@ package site
 import (
 	"bytes"
 	"compress/gzip"
+	"context"
 	"io"
 	"io/fs"
 	"net/http"
@@ -13,6 +14,7 @@ import (
 	"strings"
 	"testing"
 	"testing/fstest"
+	"time"
 
 	"github.com/andybalholm/brotli"
 )
@@ -165,6 +167,41 @@ func TestEncodedBodies(t *testing.T) {
 		if cap(b) != len(b) {
 			t.Errorf("%v: kept %d bytes in a slice of capacity %d", k, len(b), cap(b))
 		}
+	}
+}
+
+// TestEncodedBodiesHold: one request at a time makes a body: while one
+// holds the turn, another waits and, if it ends first, gets none; ending
+// a turn twice ends it once.
+func TestEncodedBodiesHold(t *testing.T) {
+	var e EncodedBodies
+	r := httptest.NewRequest("GET", "/api/demo/shard", nil)
+	held := func() bool { // whether a request that gives up after 20 ms finds the turn taken
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+		defer cancel()
+		rel, ok := e.Hold(r.WithContext(ctx))
+		rel()
+		return !ok
+	}
+	first, ok := e.Hold(r)
+	if !ok {
+		t.Fatal("first request: no turn")
+	}
+	if !held() {
+		t.Fatal("two requests hold the turn at once")
+	}
+	first()
+	first()
+	second, ok := e.Hold(r)
+	if !ok {
+		t.Fatal("second request: no turn")
+	}
+	if !held() {
+		t.Fatal("the first request's second release ended the second request's turn")
+	}
+	second()
+	if held() {
+		t.Fatal("the turn is still taken after every request ended it")
 	}
 }
 
