@@ -2,6 +2,7 @@ package main
 
 import (
 	"log/slog"
+	"runtime/debug"
 
 	"browserfl/coordinator"
 	"browserfl/coordinator/edge"
@@ -54,6 +55,11 @@ func openHost(o options, assets site.Assets, log *slog.Logger) (host *sessions.H
 	if err != nil {
 		return nil, nil, closeNATS, err
 	}
+	// Loading made garbage (the text task reads five word lists, some
+	// 100 MB of strings and maps, and encodes every row once to check
+	// it): give it back to the system now rather than when the
+	// collector's background scavenger gets to it.
+	debug.FreeOSMemory()
 	hcfg := sessions.Config{Dir: o.DataDir, Template: template(o, a, gap, evalSet, log), JoinCode: o.JoinCode, Seed: o.Seed,
 		JoinCodeLength: o.JoinCodeLength, Fresh: o.Reset, Logger: log, Shards: set, Assets: assets}
 	if o.Role == "session" {

@@ -204,17 +204,19 @@ func loadTask(o options) (taskData, error) {
 		close: func() { train.Close(); test.Close() }}, nil
 }
 
-// loadRows loads a built-in row task's rows from dir and encodes them.
+// loadRows loads a built-in row task's rows from dir, encoded only when
+// asked for (task.RowSet: the demo shards are the rows as CSV, and the
+// evaluation encodes its first -eval-samples test rows).
 func loadRows(b task.Builtin, dir string) (taskData, error) {
 	trainRows, testRows, err := b.LoadRows(dir)
 	if err != nil {
 		return taskData{}, err
 	}
-	train, err := b.Def.Set(b.Def.Name, trainRows)
+	train, err := b.Def.RowSet(b.Def.Name, trainRows)
 	if err != nil {
 		return taskData{}, err
 	}
-	test, err := b.Def.Set(b.Def.Name+"-test", testRows)
+	test, err := b.Def.RowSet(b.Def.Name+"-test", testRows)
 	if err != nil {
 		return taskData{}, err
 	}
