@@ -482,14 +482,22 @@ const (
 	maxEncodedBytes  = 8 << 20
 )
 
-// bodyBrotli is the brotli setting of generated bodies: quality 4 with a
-// 256 KiB window. On a 5 MB demo shard of Fashion-MNIST pictures it
-// allocates 15 MB of encoder state and buffers and gives 2.56 MB, where
-// quality 5 with a 4 MiB window allocated 99 MB (most of it the block
-// splitter's histograms, garbage that grew the heap by as much) for 2.46
-// MB, 4% less; quality 4 takes 0.3 s against 0.5 (measured by
-// shared/dataset's shard blob of 6,400 samples).
-var bodyBrotli = brotli.WriterOptions{Quality: 4, LGWin: 18}
+// bodyBrotli returns the brotli setting of a generated body of n bytes.
+// Up to 1 MiB (the page's chunks of its demo shard: 512 or 1,024
+// pictures, 0.4 or 0.8 MB) quality 5 with a window that holds the body
+// (brotliWindowFor, at most 2^22): 5 to 8 MB allocated for a chunk.
+// Above (a whole shard of 6,400 pictures, 5 MB, which native devices
+// fetch) quality 4 with a 256 KiB window: 14 MB allocated and 2.56 MB
+// sent, where quality 5 with a 4 MiB window allocated 99 MB (most of it
+// the block splitter's histograms, garbage that grew the heap by as
+// much) for 2.46 MB (measured on Fashion-MNIST shards drawn by
+// dataset.ShardStream, alpha 0.5, seed 1).
+func bodyBrotli(n int) brotli.WriterOptions {
+	if n > 1<<20 {
+		return brotli.WriterOptions{Quality: 4, LGWin: 18}
+	}
+	return brotli.WriterOptions{Quality: 5, LGWin: min(22, brotliWindowFor(n))}
+}
 
 // Serve answers r with body (identified by id: same id, same bytes),
 // compressed if r accepts it: brotli (bodyBrotli) or gzip at its default
@@ -537,7 +545,7 @@ func (e *EncodedBodies) get(k encodedKey, body []byte) ([]byte, error) {
 	buf := bytes.NewBuffer(make([]byte, 0, len(body)/2+512))
 	var zw io.WriteCloser
 	if k.enc == "br" {
-		zw = brotli.NewWriterOptions(buf, bodyBrotli)
+		zw = brotli.NewWriterOptions(buf, bodyBrotli(len(body)))
 	} else {
 		zw = gzip.NewWriter(buf)
 	}

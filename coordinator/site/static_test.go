@@ -170,6 +170,19 @@ func TestEncodedBodies(t *testing.T) {
 	}
 }
 
+// TestBodyBrotli: a page's chunk (up to 1 MiB) gets quality 5 with a
+// window that holds it, a whole shard quality 4 with a 256 KiB window.
+func TestBodyBrotli(t *testing.T) {
+	for _, tc := range []struct{ n, q, w int }{
+		{100, 5, 16}, {401948, 5, 19}, {803868, 5, 20}, {1 << 20, 5, 21}, {1<<20 + 1, 4, 18}, {5024028, 4, 18},
+	} {
+		o := bodyBrotli(tc.n)
+		if o.Quality != tc.q || o.LGWin != tc.w {
+			t.Errorf("bodyBrotli(%d) = quality %d window %d, want %d and %d", tc.n, o.Quality, o.LGWin, tc.q, tc.w)
+		}
+	}
+}
+
 // TestEncodedBodiesHold: one request at a time makes a body: while one
 // holds the turn, another waits and, if it ends first, gets none; ending
 // a turn twice ends it once.
