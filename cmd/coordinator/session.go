@@ -152,6 +152,8 @@ type taskData struct {
 	testLen           int
 	def               *task.Definition
 	rows              task.Rows
+	// close releases the picture sets' files (their pixels are on disk).
+	close func()
 }
 
 // loadTask loads o's task: -task-file's definition (no training data:
@@ -186,25 +188,35 @@ func loadTask(o options) (taskData, error) {
 	if b := named.Rows; b != nil {
 		return loadRows(*b, o.DatasetDir)
 	}
-	train, test, err := named.Picture.LoadCompact(o.DatasetDir)
+	// The pictures stay on disk, in an unlinked file of the data
+	// directory: the demo shards and the evaluation set read the samples
+	// they need (47 MB of Fashion-MNIST's training pixels would otherwise
+	// be most of the process's memory).
+	if err := os.MkdirAll(o.DataDir, 0o700); err != nil {
+		return taskData{}, err
+	}
+	train, test, err := named.Picture.LoadOnDisk(o.DatasetDir, o.DataDir)
 	if err != nil {
 		return taskData{}, err
 	}
 	return taskData{name: named.Picture.Name, features: train.Features, classes: train.Classes,
-		labels: strings.Join(named.Picture.Labels, ","), train: train, test: test.Head, testLen: test.Len()}, nil
+		labels: strings.Join(named.Picture.Labels, ","), train: train, test: test.Head, testLen: test.Len(),
+		close: func() { train.Close(); test.Close() }}, nil
 }
 
-// loadRows loads a built-in row task's rows from dir and encodes them.
+// loadRows loads a built-in row task's rows from dir, encoded only when
+// asked for (task.RowSet: the demo shards are the rows as CSV, and the
+// evaluation encodes its first -eval-samples test rows).
 func loadRows(b task.Builtin, dir string) (taskData, error) {
 	trainRows, testRows, err := b.LoadRows(dir)
 	if err != nil {
 		return taskData{}, err
 	}
-	train, err := b.Def.Set(b.Def.Name, trainRows)
+	train, err := b.Def.RowSet(b.Def.Name, trainRows)
 	if err != nil {
 		return taskData{}, err
 	}
-	test, err := b.Def.Set(b.Def.Name+"-test", testRows)
+	test, err := b.Def.RowSet(b.Def.Name+"-test", testRows)
 	if err != nil {
 		return taskData{}, err
 	}

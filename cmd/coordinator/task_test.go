@@ -60,7 +60,7 @@ func TestParseTask(t *testing.T) {
 func TestLoadTaskDigits(t *testing.T) {
 	// The default directory is relative to the repository root: from
 	// this package's directory it is missing, and the error says so.
-	_, err := loadTask(options{Task: "digits"})
+	_, err := loadTask(options{Task: "digits", DataDir: t.TempDir()})
 	if err == nil || !strings.Contains(err.Error(), "make setup") || !strings.Contains(err.Error(), "scripts/mnist.sh") {
 		t.Errorf("missing data/mnist: err = %v, want one naming make setup and scripts/mnist.sh", err)
 	}
@@ -76,10 +76,11 @@ func TestLoadTaskDigits(t *testing.T) {
 		}
 		t.Skipf("skipped: data/mnist is absent (%v); run `make setup` or bash scripts/mnist.sh (make test requires it)", err)
 	}
-	td, err = loadTask(options{Task: "digits", DatasetDir: dir})
+	td, err = loadTask(options{Task: "digits", DatasetDir: dir, DataDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(td.close)
 	if td.labels != "0,1,2,3,4,5,6,7,8,9" || td.train.Len() != 8000 || td.testLen != 2000 || td.features != 784 || td.def != nil {
 		t.Errorf("digits: labels %q, %d training and %d test samples of %d features", td.labels, td.train.Len(), td.testLen, td.features)
 	}

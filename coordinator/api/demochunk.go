@@ -20,6 +20,11 @@ import (
 func demoChunk(c Session, sh *shards.Set, enc *site.EncodedBodies, part string) http.HandlerFunc {
 	return WithCode(c, func(w http.ResponseWriter, r *http.Request) {
 		f := c.Front()
+		release, ok := enc.Hold(r)
+		if !ok {
+			return
+		}
+		defer release()
 		idx := sh.Pick(r)
 		n, err := sh.Size(idx)
 		if err != nil {
@@ -52,7 +57,9 @@ func demoChunk(c Session, sh *shards.Set, enc *site.EncodedBodies, part string) 
 		w.Header().Set("Content-Type", "application/octet-stream")
 		w.Header().Set("X-Shard-Index", strconv.Itoa(idx))
 		w.Header().Set("X-Shard-Samples", strconv.Itoa(n))
-		enc.Serve(w, r, part+"/"+strconv.Itoa(idx)+"/"+strconv.Itoa(from)+"-"+strconv.Itoa(to), body)
+		out, encoding := enc.Encode(r, part+"/"+strconv.Itoa(idx)+"/"+strconv.Itoa(from)+"-"+strconv.Itoa(to), body)
+		release()
+		site.WriteEncoded(w, out, encoding)
 	})
 }
 

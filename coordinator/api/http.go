@@ -114,6 +114,11 @@ func Handler(c Session, assets site.Assets, shards *shards.Set) http.Handler {
 		// The demo pictures travel compressed (site.EncodedBodies).
 		enc := &site.EncodedBodies{}
 		mux.HandleFunc("GET /api/demo/shard", WithCode(c, func(w http.ResponseWriter, r *http.Request) {
+			release, ok := enc.Hold(r)
+			if !ok {
+				return
+			}
+			defer release()
 			idx := shards.Pick(r)
 			blob, err := shards.Blob(idx)
 			if err != nil {
@@ -125,7 +130,9 @@ func Handler(c Session, assets site.Assets, shards *shards.Set) http.Handler {
 			w.Header().Set("X-Shard-Index", strconv.Itoa(idx))
 			w.Header().Set("X-Shard-Classes", strconv.Itoa(shards.Classes))
 			w.Header().Set(wire.DigestHeader, Digest(blob))
-			enc.Serve(w, r, "blob/"+strconv.Itoa(idx), blob)
+			out, encoding := enc.Encode(r, "blob/"+strconv.Itoa(idx), blob)
+			release()
+			site.WriteEncoded(w, out, encoding)
 		}))
 		for _, part := range []string{"images", "labels"} {
 			whole := demoFile(c, shards, enc, part, "application/octet-stream", "shard unavailable",
@@ -156,6 +163,11 @@ func Handler(c Session, assets site.Assets, shards *shards.Set) http.Handler {
 // reload); unavailable is the 500's text.
 func demoFile(c Session, sh *shards.Set, enc *site.EncodedBodies, kind, ctype, unavailable string, read func(idx int) ([]byte, error)) http.HandlerFunc {
 	return WithCode(c, func(w http.ResponseWriter, r *http.Request) {
+		release, ok := enc.Hold(r)
+		if !ok {
+			return
+		}
+		defer release()
 		idx := sh.Pick(r)
 		body, err := read(idx)
 		if err != nil {
@@ -168,7 +180,9 @@ func demoFile(c Session, sh *shards.Set, enc *site.EncodedBodies, kind, ctype, u
 		w.Header().Set("Content-Type", ctype)
 		w.Header().Set("X-Shard-Index", strconv.Itoa(idx))
 		w.Header().Set(wire.DigestHeader, Digest(body))
-		enc.Serve(w, r, kind+"/"+strconv.Itoa(idx), body)
+		out, encoding := enc.Encode(r, kind+"/"+strconv.Itoa(idx), body)
+		release()
+		site.WriteEncoded(w, out, encoding)
 	})
 }
 

@@ -38,9 +38,9 @@ type Set struct {
 }
 
 // Source is the training set the demo shards are drawn from: a
-// *dataset.Compact (one byte per pixel, what cmd/coordinator keeps: a
-// shard's float32 features exist only while it is encoded) or a
-// dataset.Set.
+// *dataset.Compact (one byte per pixel; cmd/coordinator keeps its pixels
+// on disk, and a shard's float32 features never exist), a *task.RowSet
+// (a row task's rows, served as CSV) or a dataset.Set.
 type Source interface {
 	Len() int
 	Labels() []int

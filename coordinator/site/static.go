@@ -441,11 +441,33 @@ func registerWeb(mux *http.ServeMux, assets Assets) error {
 
 // EncodedBodies keeps compressed forms of large generated bodies (the
 // demo shards' IDX files), made on first request in the encoding asked.
+// Its handlers make a body and its form one request at a time (Hold):
+// a class whose pages all ask at once would otherwise hold a 5 MB body
+// per page while each waits for the encoder.
 type EncodedBodies struct {
 	mu    sync.Mutex
 	cache map[encodedKey][]byte
 	order []encodedKey
 	bytes int // of the cached bodies
+
+	holdOnce sync.Once
+	turn     chan struct{} // full while a request makes a body (Hold)
+}
+
+// Hold waits for r's turn to make a body and its encoded form (one
+// request at a time) and returns the function that ends it (safe to call
+// more than once); ok is false if r ended first. A handler calls it
+// before making its body, and ends its turn after Encode, before writing
+// the response (to a slow page), so that no body waits in memory for
+// the encoder.
+func (e *EncodedBodies) Hold(r *http.Request) (release func(), ok bool) {
+	e.holdOnce.Do(func() { e.turn = make(chan struct{}, 1) })
+	select {
+	case e.turn <- struct{}{}:
+		return sync.OnceFunc(func() { <-e.turn }), true
+	case <-r.Context().Done():
+		return func() {}, false
+	}
 }
 
 type encodedKey struct {
@@ -460,24 +482,54 @@ const (
 	maxEncodedBytes  = 8 << 20
 )
 
+// bodyBrotli returns the brotli setting of a generated body of n bytes.
+// Up to 1 MiB (the page's chunks of its demo shard: 512 or 1,024
+// pictures, 0.4 or 0.8 MB) quality 5 with a window that holds the body
+// (brotliWindowFor, at most 2^22): 5 to 8 MB allocated for a chunk.
+// Above (a whole shard of 6,400 pictures, 5 MB, which native devices
+// fetch) quality 4 with a 256 KiB window: 14 MB allocated and 2.56 MB
+// sent, where quality 5 with a 4 MiB window allocated 99 MB (most of it
+// the block splitter's histograms, garbage that grew the heap by as
+// much) for 2.46 MB (measured on Fashion-MNIST shards drawn by
+// dataset.ShardStream, alpha 0.5, seed 1).
+func bodyBrotli(n int) brotli.WriterOptions {
+	if n > 1<<20 {
+		return brotli.WriterOptions{Quality: 4, LGWin: 18}
+	}
+	return brotli.WriterOptions{Quality: 5, LGWin: min(22, brotliWindowFor(n))}
+}
+
 // Serve answers r with body (identified by id: same id, same bytes),
-// compressed if r accepts it: brotli at quality 5 or gzip at its default
-// level (fast enough to make for each new page: about 1 s for a 5 MB
+// compressed if r accepts it: brotli (bodyBrotli) or gzip at its default
+// level (fast enough to make for each new page: about 0.3 s for a 5 MB
 // shard of pictures).
 func (e *EncodedBodies) Serve(w http.ResponseWriter, r *http.Request, id string, body []byte) {
-	w.Header().Add("Vary", "Accept-Encoding")
-	enc := acceptedEncoding(r, true, true)
+	out, enc := e.Encode(r, id, body)
+	WriteEncoded(w, out, enc)
+}
+
+// Encode returns the form of body (identified by id) that r accepts and
+// its encoding: brotli, gzip, or body itself with "" (not accepted, or
+// the encoder failed).
+func (e *EncodedBodies) Encode(r *http.Request, id string, body []byte) (out []byte, enc string) {
+	enc = acceptedEncoding(r, true, true)
 	if enc == "" {
-		w.Write(body)
-		return
+		return body, ""
 	}
 	out, err := e.get(encodedKey{id, enc}, body)
 	if err != nil {
-		w.Write(body)
-		return
+		return body, ""
 	}
-	w.Header().Set("Content-Encoding", enc)
-	w.Header().Set("Content-Length", strconv.Itoa(len(out)))
+	return out, enc
+}
+
+// WriteEncoded writes a body Encode returned, in its encoding enc.
+func WriteEncoded(w http.ResponseWriter, out []byte, enc string) {
+	w.Header().Add("Vary", "Accept-Encoding")
+	if enc != "" {
+		w.Header().Set("Content-Encoding", enc)
+		w.Header().Set("Content-Length", strconv.Itoa(len(out)))
+	}
 	w.Write(out)
 }
 
@@ -487,21 +539,25 @@ func (e *EncodedBodies) get(k encodedKey, body []byte) ([]byte, error) {
 	if b, ok := e.cache[k]; ok {
 		return b, nil
 	}
-	var out []byte
-	var err error
+	// The buffer starts at half the body (what a shard of pictures
+	// compresses to), and the body kept is a copy of its exact size, not
+	// the buffer with its spare capacity.
+	buf := bytes.NewBuffer(make([]byte, 0, len(body)/2+512))
+	var zw io.WriteCloser
 	if k.enc == "br" {
-		out, err = brotliBytes(body, brotli.WriterOptions{Quality: 5, LGWin: 22})
+		zw = brotli.NewWriterOptions(buf, bodyBrotli(len(body)))
 	} else {
-		var buf bytes.Buffer
-		zw := gzip.NewWriter(&buf)
-		if _, err = zw.Write(body); err == nil {
-			err = zw.Close()
-		}
-		out = buf.Bytes()
+		zw = gzip.NewWriter(buf)
+	}
+	_, err := zw.Write(body)
+	if err == nil {
+		err = zw.Close()
 	}
 	if err != nil {
 		return nil, err
 	}
+	out := make([]byte, buf.Len())
+	copy(out, buf.Bytes())
 	if e.cache == nil {
 		e.cache = map[encodedKey][]byte{}
 	}

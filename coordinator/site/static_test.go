@@ -3,6 +3,7 @@ package site
 import (
 	"bytes"
 	"compress/gzip"
+	"context"
 	"io"
 	"io/fs"
 	"net/http"
@@ -13,6 +14,7 @@ import (
 	"strings"
 	"testing"
 	"testing/fstest"
+	"time"
 
 	"github.com/andybalholm/brotli"
 )
@@ -158,6 +160,61 @@ func TestEncodedBodies(t *testing.T) {
 		if !bytes.Equal(decodeBody(t, c.enc, w.Body.Bytes()), body) {
 			t.Errorf("accept %q: body does not decode to itself", c.accept)
 		}
+	}
+	// The bodies kept hold no spare capacity (a buffer grown by doubling
+	// would keep up to twice its bytes).
+	for k, b := range e.cache {
+		if cap(b) != len(b) {
+			t.Errorf("%v: kept %d bytes in a slice of capacity %d", k, len(b), cap(b))
+		}
+	}
+}
+
+// TestBodyBrotli: a page's chunk (up to 1 MiB) gets quality 5 with a
+// window that holds it, a whole shard quality 4 with a 256 KiB window.
+func TestBodyBrotli(t *testing.T) {
+	for _, tc := range []struct{ n, q, w int }{
+		{100, 5, 16}, {401948, 5, 19}, {803868, 5, 20}, {1 << 20, 5, 21}, {1<<20 + 1, 4, 18}, {5024028, 4, 18},
+	} {
+		o := bodyBrotli(tc.n)
+		if o.Quality != tc.q || o.LGWin != tc.w {
+			t.Errorf("bodyBrotli(%d) = quality %d window %d, want %d and %d", tc.n, o.Quality, o.LGWin, tc.q, tc.w)
+		}
+	}
+}
+
+// TestEncodedBodiesHold: one request at a time makes a body: while one
+// holds the turn, another waits and, if it ends first, gets none; ending
+// a turn twice ends it once.
+func TestEncodedBodiesHold(t *testing.T) {
+	var e EncodedBodies
+	r := httptest.NewRequest("GET", "/api/demo/shard", nil)
+	held := func() bool { // whether a request that gives up after 20 ms finds the turn taken
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+		defer cancel()
+		rel, ok := e.Hold(r.WithContext(ctx))
+		rel()
+		return !ok
+	}
+	first, ok := e.Hold(r)
+	if !ok {
+		t.Fatal("first request: no turn")
+	}
+	if !held() {
+		t.Fatal("two requests hold the turn at once")
+	}
+	first()
+	first()
+	second, ok := e.Hold(r)
+	if !ok {
+		t.Fatal("second request: no turn")
+	}
+	if !held() {
+		t.Fatal("the first request's second release ended the second request's turn")
+	}
+	second()
+	if held() {
+		t.Fatal("the turn is still taken after every request ended it")
 	}
 }
 

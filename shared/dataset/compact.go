@@ -11,21 +11,30 @@ import (
 // one per label, a quarter of a Set's float32 features. It hands out Sets
 // of any of its samples on demand, so a server that draws small shards
 // from a large training set (the coordinator's demo shards) or evaluates
-// on part of a test set never holds the whole set as float32. A Compact is
-// read-only and safe for concurrent use.
+// on part of a test set never holds the whole set as float32. Its
+// pixels are in memory, or on disk (LoadIDXDirOnDisk: a file read at each
+// Subset and ShardBlob, so that the set costs the process no memory). A
+// Compact is read-only and safe for concurrent use.
 type Compact struct {
 	Name     string
 	Features int
 	Classes  int
 	// Shape is the shape of one sample's features (see Set.Shape).
 	Shape  []int
-	pixels []byte // Len() x Features
+	pixels []byte      // Len() x Features, or nil when on disk
+	disk   *pixelsFile // the pixels when on disk
 	labels []byte
 }
 
 // NewCompact checks images and labels as FromIDX does and keeps their
 // bytes (without copying them).
 func NewCompact(name string, images, labels *IDX, classes int) (*Compact, error) {
+	return newCompact(name, images, nil, labels, classes)
+}
+
+// newCompact is NewCompact; with disk, the images' payload is disk's
+// (images.Data is empty) and must be as long as their shape says.
+func newCompact(name string, images *IDX, disk *pixelsFile, labels *IDX, classes int) (*Compact, error) {
 	if images == nil || labels == nil {
 		return nil, fmt.Errorf("dataset: building %q: nil IDX", name)
 	}
@@ -45,8 +54,12 @@ func NewCompact(name string, images, labels *IDX, classes int) (*Compact, error)
 	if labels.Dims[0] != n {
 		return nil, fmt.Errorf("dataset: building %q: %d images but %d labels", name, n, labels.Dims[0])
 	}
-	if err := images.check(); err != nil {
-		return nil, fmt.Errorf("dataset: building %q: images: %w", name, err)
+	if disk == nil {
+		if err := images.check(); err != nil {
+			return nil, fmt.Errorf("dataset: building %q: images: %w", name, err)
+		}
+	} else if n, err := images.payloadLen(); err != nil || n != uint64(disk.size) {
+		return nil, fmt.Errorf("dataset: building %q: images of %s %v on disk: %d bytes (%v)", name, images.Type, images.Dims, disk.size, err)
 	}
 	if err := labels.check(); err != nil {
 		return nil, fmt.Errorf("dataset: building %q: labels: %w", name, err)
@@ -64,7 +77,7 @@ func NewCompact(name string, images, labels *IDX, classes int) (*Compact, error)
 		}
 	}
 	return &Compact{Name: name, Features: features, Classes: classes, Shape: append([]int(nil), images.Dims[1:]...),
-		pixels: images.Data, labels: labels.Data}, nil
+		pixels: images.Data, disk: disk, labels: labels.Data}, nil
 }
 
 // Len returns the number of samples.
@@ -94,17 +107,49 @@ var pixel = func() (p [256]float32) {
 func (c *Compact) Subset(idx []int) (Set, error) {
 	s := Set{Name: c.Name, Features: c.Features, Classes: c.Classes, Shape: c.Shape, Samples: make([]Sample, len(idx))}
 	all := make([]float32, len(idx)*c.Features)
+	var buf []byte
+	if c.disk != nil {
+		buf = make([]byte, c.Features)
+	}
 	for k, i := range idx {
 		if i < 0 || i >= c.Len() {
 			return Set{}, fmt.Errorf("dataset: subset of %q: index %d (position %d) out of range [0, %d)", c.Name, i, k, c.Len())
 		}
+		row, err := c.row(i, buf)
+		if err != nil {
+			return Set{}, fmt.Errorf("dataset: subset of %q: %w", c.Name, err)
+		}
 		x := all[k*c.Features : (k+1)*c.Features : (k+1)*c.Features]
-		for j, b := range c.pixels[i*c.Features : (i+1)*c.Features] {
+		for j, b := range row {
 			x[j] = pixel[b]
 		}
 		s.Samples[k] = Sample{X: x, Label: int(c.labels[i])}
 	}
 	return s, nil
+}
+
+// row returns sample i's pixels: a part of the stored bytes, or, on
+// disk, read into buf (Features bytes).
+func (c *Compact) row(i int, buf []byte) ([]byte, error) {
+	if c.disk == nil {
+		return c.pixels[i*c.Features : (i+1)*c.Features], nil
+	}
+	if err := c.disk.read(buf[:c.Features], int64(i)*int64(c.Features)); err != nil {
+		return nil, fmt.Errorf("sample %d: %w", i, err)
+	}
+	return buf[:c.Features], nil
+}
+
+// OnDisk reports whether c's pixels are read from disk at each use.
+func (c *Compact) OnDisk() bool { return c.disk != nil }
+
+// Close releases the file of a set whose pixels are on disk (nothing
+// otherwise); the set must not be used afterwards.
+func (c *Compact) Close() error {
+	if c.disk == nil {
+		return nil
+	}
+	return c.disk.close()
 }
 
 // Head returns the first n samples (all of them if n >= Len()) as a Set.
@@ -151,7 +196,12 @@ func (c *Compact) ShardBlob(idx []int) ([]byte, error) {
 		if i < 0 || i >= c.Len() {
 			return nil, fmt.Errorf("dataset: shard of %q: index %d (position %d) out of range [0, %d)", c.Name, i, k, c.Len())
 		}
-		copy(pixels[k*c.Features:(k+1)*c.Features], c.pixels[i*c.Features:(i+1)*c.Features])
+		dst := pixels[k*c.Features : (k+1)*c.Features]
+		row, err := c.row(i, dst)
+		if err != nil {
+			return nil, fmt.Errorf("dataset: shard of %q: %w", c.Name, err)
+		}
+		copy(dst, row) // a no-op when read from disk into dst
 		labels[k] = c.labels[i]
 	}
 	return blob, nil

