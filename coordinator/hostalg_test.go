@@ -12,7 +12,6 @@ import (
 
 	"browserfl/coordinator"
 	"browserfl/coordinator/sessions"
-	"browserfl/shared/plan"
 	"browserfl/shared/wire"
 )
 
@@ -53,14 +52,13 @@ func TestHostTeacherAlgorithm(t *testing.T) {
 		}
 		return sess
 	}
+	first := host.Current().Status().Session
 	code, body := postBody(t, srv.URL+"/api/teacher/new?algorithm=shared", secret, "")
 	if code != http.StatusOK {
 		t.Fatalf("new with shared noise: %d %s", code, body)
 	}
-	want, err := plan.WithAlgorithm(host.Current().Status().Session, wire.SharedNoiseAlgorithm)
-	if err != nil {
-		t.Fatal(err)
-	}
+	want := first
+	want.Algorithm = wire.SharedNoiseAlgorithm
 	if got := session(body); got.Algorithm != wire.SharedNoiseAlgorithm || got != want {
 		t.Errorf("the shared-noise session: %+v; want %+v", got, want)
 	}
@@ -104,6 +102,17 @@ func TestHostTeacherAlgorithm(t *testing.T) {
 		t.Errorf("after restart (no task): code %q (want %q), algorithm %q", host4.JoinCode(), joined, s.Algorithm)
 	}
 	host4.Close()
+
+	// The operator's own change between the two ways (no teacher asked)
+	// is refused at restart, as any other change of the template.
+	dir3 := t.TempDir()
+	_, _, stop5 := runningHost(t, dir3, tmpl)
+	stop5()
+	sharedTmpl := tmpl
+	sharedTmpl.Algorithm = wire.SharedNoiseAlgorithm
+	if _, err := sessions.Open(sessions.Config{Dir: dir3, Template: hostTemplate(sharedTmpl, 3), Logger: quietLogger()}); !errors.Is(err, sessions.ErrTemplateChanged) {
+		t.Errorf("reopen an nc session under the operator's shared template: %v; want %v", err, sessions.ErrTemplateChanged)
+	}
 
 	// Behind edges: shared noise is refused, the lobby stays.
 	edges, err := sessions.Open(sessions.Config{Dir: t.TempDir(), Template: hostTemplate(tmpl, 3), JoinCode: "EDGECODE",

@@ -126,6 +126,11 @@ type sessionIdent struct {
 	Session  wire.SessionParams `json:"session"`
 	JoinCode string             `json:"join_code"`
 	Seed     uint64             `json:"cohort_seed"`
+	// TeacherAlgorithm is the way of learning a teacher asked for
+	// (NewSessionRequest.Algorithm; empty: the template's): only then
+	// does a restart rebuild the session by another algorithm than the
+	// template's, so that an operator's own change is still refused.
+	TeacherAlgorithm string `json:"teacher_algorithm,omitempty"`
 }
 
 const hostIndexFile = "host.json"
@@ -278,7 +283,7 @@ func (h *Host) startSession(code string, seed uint64, first bool, req coordinato
 		st.Close()
 		return fmt.Errorf("coordinator: new session: %w", err)
 	}
-	b, err := json.Marshal(sessionIdent{Session: tmpl.Session, JoinCode: code, Seed: seed})
+	b, err := json.Marshal(sessionIdent{Session: tmpl.Session, JoinCode: code, Seed: seed, TeacherAlgorithm: req.Algorithm})
 	if err == nil {
 		err = st.PutSessionParams(b)
 	}
@@ -327,13 +332,13 @@ func (h *Host) openSession(id, code string, seed uint64) error {
 		return fmt.Errorf("coordinator: session %s: %w", id, err)
 	}
 	tmpl, err := h.cfg.Template()
-	if err == nil && ident.Session != tmpl.Session && (ident.Session.Task != "" || ident.Session.Algorithm != tmpl.Session.Algorithm) {
+	if err == nil && ident.Session != tmpl.Session && (ident.Session.Task != "" || ident.TeacherAlgorithm != "") {
 		// A teacher's task or way of learning (NewSessionWith):
 		// rebuilt from the definition and algorithm the session
 		// stored.
 		// A stored algorithm no teacher could have chosen from this
 		// template is the operator's change: ErrTemplateChanged below.
-		req := coordinator.NewSessionRequest{Algorithm: ident.Session.Algorithm}
+		req := coordinator.NewSessionRequest{Algorithm: ident.TeacherAlgorithm}
 		if req.Task, err = plan.SessionTask(ident.Session); err == nil {
 			var rebuilt coordinator.Config
 			switch rebuilt, err = h.sessionConfig(req); {
