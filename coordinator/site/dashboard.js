@@ -709,7 +709,7 @@ async function teacher(action) {
   if ((action === "end" || action === "new") &&
       !confirm(action === "end" ? "End the session for everyone?" : "Start a new session? The current one stays in the store until you reset it.")) return;
   try {
-    const r = await fetch("/api/teacher/" + action, {method: "POST", headers: headers()});
+    const r = await fetch("/api/teacher/" + action + (action === "new" ? algorithmQuery() : ""), {method: "POST", headers: headers()});
     if (!r.ok) throw new Error((await r.text()).trim() || String(r.status));
     $("msg").hidden = true;
     if (action === "new") followNew(await r.json());
