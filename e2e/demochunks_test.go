@@ -29,7 +29,7 @@ new MutationObserver(() => {
 }).observe(document, {subtree: true, childList: true, characterData: true});`
 
 // TestBrowserDemoChunks: a page on the example pictures of a session of
-// the real coordinator, 20 rounds of b = 64, stores the first 16 rounds'
+// the real coordinator, 20 rounds of b = 64, stores the first 12 rounds'
 // pictures before it starts and fetches the rest while it trains; the
 // first fetch of the rest fails (503, a fault between the page and the
 // coordinator: the page server answers it), and the page says so in
@@ -42,7 +42,7 @@ func TestBrowserDemoChunks(t *testing.T) {
 	webDir := pageBuild(t)
 	const code, rounds, batch = "CHUNKS", 20, 64
 	// One demo shard (sized for the 20 rounds), a pause between rounds
-	// so the retry (2 s after the failure) comes within the 16 rounds'
+	// so the retry (2 s after the failure) comes within the 12 rounds'
 	// pictures the page has before it starts, as a session's round gap
 	// and deadlines give it.
 	o := startOnePage(t, webDir, code, "-T", strconv.Itoa(rounds), "-b", strconv.Itoa(batch), "-demo-shards", "1",
@@ -74,8 +74,8 @@ func TestBrowserDemoChunks(t *testing.T) {
 	}))
 	openPage(t, b, o.url+"/?code="+code, "")
 	stored := pageData(t, b, code, "demo").Len()
-	if want := 16 * batch; stored != want {
-		t.Errorf("before training: %d example pictures stored, want the first 16 rounds' (%d)", stored, want)
+	if want := 12 * batch; stored != want {
+		t.Errorf("before training: %d example pictures stored, want the first 12 rounds' (%d)", stored, want)
 	}
 	st := o.waitStatus("the session's end", 5*time.Minute, func(st view.Status) bool { return st.Finished })
 	if len(st.People) != 1 || st.People[0].Rounds != rounds || st.People[0].Rejected != 0 {

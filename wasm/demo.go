@@ -40,7 +40,7 @@ import (
 // ShardStream.Next), so any chunk is drawn from the shard's label
 // proportions: a signal-bound session's nearly iid shards stay so.
 const (
-	demoFirstRounds = 16
+	demoFirstRounds = 12
 	demoChunkRounds = 32
 	demoAheadRounds = 32
 	// demoBatch stands for the batch when the session does not say it.
