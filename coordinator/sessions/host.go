@@ -335,8 +335,7 @@ func (h *Host) openSession(id, code string, seed uint64) error {
 	if err == nil && ident.Session != tmpl.Session && (ident.Session.Task != "" || ident.TeacherAlgorithm != "") {
 		// A teacher's task or way of learning (NewSessionWith):
 		// rebuilt from the definition and algorithm the session
-		// stored.
-		// A stored algorithm no teacher could have chosen from this
+		// stored. An algorithm no teacher could have chosen from this
 		// template is the operator's change: ErrTemplateChanged below.
 		req := coordinator.NewSessionRequest{Algorithm: ident.TeacherAlgorithm}
 		if req.Task, err = plan.SessionTask(ident.Session); err == nil {
@@ -422,6 +421,14 @@ func (h *Host) sessionConfig(req coordinator.NewSessionRequest) (coordinator.Con
 	}
 	if req.Algorithm != "" {
 		if cfg.Session, err = plan.WithAlgorithm(cfg.Session, req.Algorithm); err != nil {
+			return cfg, fmt.Errorf("%w: %w", api.ErrBadTask, err)
+		}
+	}
+	if cfg.Session.Algorithm == wire.SharedNoiseAlgorithm {
+		// A teacher's task under the template's shared noise too: its
+		// secure aggregation is checked before the lobby ends, not at
+		// Start.
+		if _, err := plan.SessionSecAgg(cfg.Session); err != nil {
 			return cfg, fmt.Errorf("%w: %w", api.ErrBadTask, err)
 		}
 	}
