@@ -34,6 +34,7 @@ wasm:
 vet:
 	$(GO) vet $(PKGS)
 	GOOS=js GOARCH=wasm $(GO) vet ./wasm/... ./shared/...
+	$(GO) vet -tags nonatsserver ./cmd/coordinator/
 
 # staticcheck, pinned, on the native and the js/wasm target. It is built
 # once per machine and version into STATICCHECK_DIR, outside the clone, so
@@ -136,9 +137,13 @@ results: setup
 # native device, and start
 # the default demo session on localhost:8080; it prints the URL and the join
 # code. State is kept in data/coordinator (RESET=1 starts over; extra flags
-# in RUNFLAGS, e.g. RUNFLAGS="-M 30 -m 10 -listen :8080").
+# in RUNFLAGS, e.g. RUNFLAGS="-M 30 -m 10 -listen :8080"). The coordinator
+# is built without the embedded NATS server (-tags nonatsserver): the demo
+# needs no cluster bus, and the server's code is more than half of the
+# coordinator's cold build; a cluster's session process is built whole
+# (docs/cluster.md).
 run: setup wasm
-	$(GO) build -o bin/coordinator ./cmd/coordinator
+	$(GO) build -tags nonatsserver -o bin/coordinator ./cmd/coordinator
 	$(GO) build -o bin/device ./cmd/device
 	./bin/coordinator -lobby $(if $(RESET),-reset) $(RUNFLAGS)
 

@@ -53,7 +53,14 @@ func goBuild(env []string, args []string, pkg, dst string) error {
 			goarch = v
 		}
 	}
-	shared := filepath.Join(dir, strings.ReplaceAll(strings.TrimPrefix(pkg, "./"), "/", "_")+"-"+goos+goarch)
+	// Build tags choose other files: their own target.
+	tags := ""
+	for i, a := range args {
+		if a == "-tags" && i+1 < len(args) {
+			tags = "-tags-" + strings.ReplaceAll(args[i+1], ",", "-")
+		}
+	}
+	shared := filepath.Join(dir, strings.ReplaceAll(strings.TrimPrefix(pkg, "./"), "/", "_")+"-"+goos+goarch+tags)
 	if err := run(root, env, append(append([]string{"build"}, args...), "-o", shared, pkg)...); err != nil {
 		return err
 	}

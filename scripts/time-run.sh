@@ -5,13 +5,23 @@
 # port, and is stopped afterwards (Ctrl-C to its process group). make
 # always runs its build steps; whether go rebuilt anything shows in the
 # time (see docs/coordinator.md, "Classroom measurements").
+# COLD=1 starts from nothing built: an empty build cache and module
+# cache of its own (go downloads every module through the proxy), no
+# web/app.wasm, web/precompressed or bin/; the dataset's package is
+# taken as installed. It also prints the CPU time make run used.
 #   bash scripts/time-run.sh
+#   COLD=1 bash scripts/time-run.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 port=${PORT:-18080}
 data=$(mktemp -d)
 log=$(mktemp)
 now() { date +%s.%N; }
+if [ -n "${COLD:-}" ]; then
+  cold=$(mktemp -d)
+  export GOCACHE=$cold/gocache GOMODCACHE=$cold/gomodcache GOFLAGS=-modcacherw
+  rm -rf web/app.wasm web/wasm_exec.js web/precompressed bin/coordinator bin/device
+fi
 start=$(now)
 setsid make run RUNFLAGS="-listen 127.0.0.1:$port -data $data" >"$log" 2>&1 &
 pid=$!
@@ -28,4 +38,8 @@ echo "make ran:"
 grep -E '^(go|\./bin|GOOS|cp|bash)' "$log" | sed 's/-listen.*/.../; s/^/  /'
 printf 'make run to the teacher link: %.2f s; to /healthz: %.2f s\n' \
   "$(echo "$link - $start" | bc)" "$(echo "$health - $start" | bc)"
+# make's CPU time and its children's (the builds), user and system.
+times | tail -1 | awk '{print "CPU time of make run and what it ran: user " $1 ", system " $2}'
+echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
+[ -z "${COLD:-}" ] || rm -rf "$cold"
 rm -rf "$data" "$log" # the log holds the teacher secret

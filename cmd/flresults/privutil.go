@@ -78,15 +78,18 @@ func (r puRow) runOn(n int, eps float64, seed uint64, prefix string) exp {
 	if b == puShard {
 		b, bName = n/100, "shard" // a device's whole shard in one round
 	}
-	mdl, features, d := r.model, "", logRegDim
+	mdl, features, d, in := r.model, "", logRegDim, 784
 	switch r.model {
 	case "mlp":
 		d = mlpDim
 	case puScatter:
 		// Logistic regression over each picture's scattering features.
-		mdl, features, d = "logreg", plan.FeaturesScatter, scatterDim
+		mdl, features, d, in = "logreg", plan.FeaturesScatter, scatterDim, scatterDim/10-1
 	}
-	p := optim.Params{Algorithm: r.alg, Model: mdl, M: 100, Cohort: puCohort, Rounds: n / (puCohort * b), Batch: b}
+	// The model's input and classes, as the simulator sets them from the
+	// dataset: the figures (plan.SessionFigures) read the model's
+	// dimension, which a shared-noise session's promise needs.
+	p := optim.Params{Algorithm: r.alg, Model: mdl, Features: in, Classes: 10, M: 100, Cohort: puCohort, Rounds: n / (puCohort * b), Batch: b}
 	ourConsts.apply(&p)
 	if G, _, ok := model.Convexity(r.model); ok {
 		p.Clip = G // the certified gradient bound: nothing is clipped

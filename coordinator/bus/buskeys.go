@@ -6,9 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
 
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nkeys"
 )
 
@@ -132,23 +130,4 @@ func SeedPublicKey(path string) (string, error) {
 	}
 	defer kp.Wipe()
 	return kp.PublicKey()
-}
-
-// NATSUsers are the embedded server's users: the session and each edge,
-// each allowed its own subjects only (under prefix).
-func (k *Keys) NATSUsers(prefix string) []*server.NkeyUser {
-	perm := func(pub, sub string) *server.Permissions {
-		return &server.Permissions{Publish: &server.SubjectPermission{Allow: []string{pub}},
-			Subscribe: &server.SubjectPermission{Allow: []string{sub}}}
-	}
-	users := []*server.NkeyUser{{Nkey: k.Session, Permissions: perm(prefix+".down.*", prefix+".up.*")}}
-	ids := make([]string, 0, len(k.Edges))
-	for id := range k.Edges {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	for _, id := range ids {
-		users = append(users, &server.NkeyUser{Nkey: k.Edges[id], Permissions: perm(prefix+".up."+id, prefix+".down."+id)})
-	}
-	return users
 }

@@ -5,7 +5,9 @@
 // keep credentials off the bus (CodeDigest, Digest), the components' NATS
 // keys (Keys: one nkey per component, each confined to its own subjects),
 // and the embedded NATS server and client connections (StartNATS,
-// ConnectNATS) with their status (NATSStatus).
+// ConnectNATS) with their status (NATSStatus). The build tag
+// nonatsserver (make run's coordinator) leaves the embedded server out:
+// StartNATS then fails with ErrNoNATSServer.
 //
 // Everything decoded here came off the network: Decode checks the version,
 // the kind, the header's size and its id counts (MaxIDs) before anyone

@@ -5,13 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 )
 
@@ -47,69 +44,15 @@ type NATSServerConfig struct {
 // open: without credentials, or off loopback without TLS.
 var ErrInsecure = errors.New("coordinator: refusing an insecure cluster bus")
 
-// StartNATS starts an embedded NATS server and waits until it accepts
-// clients. Only the components in cfg.Keys may connect, each with the
-// permissions of its role (buskeys.go). It refuses to listen off
-// loopback without TLS. Stop it with Shutdown (and WaitForShutdown).
-func StartNATS(cfg NATSServerConfig) (*server.Server, error) {
-	host, port, err := net.SplitHostPort(cfg.Listen)
-	if err != nil {
-		return nil, fmt.Errorf("nats listen address %q: %w", cfg.Listen, err)
-	}
-	p, err := strconv.Atoi(port)
-	if err != nil {
-		return nil, fmt.Errorf("nats listen port %q: %w", port, err)
-	}
-	if cfg.Keys == nil || cfg.Keys.Session == "" {
-		return nil, fmt.Errorf("%w: no credentials (EnsureKeys)", ErrInsecure)
-	}
-	if !cfg.TLS.enabled() && !loopbackHost(host) {
-		return nil, fmt.Errorf("%w: %s is reachable from other machines: give the NATS server TLS (-nats-ca, -nats-cert, -nats-key) or listen on 127.0.0.1",
-			ErrInsecure, cfg.Listen)
-	}
-	if cfg.Prefix == "" {
-		cfg.Prefix = "browserfl"
-	}
-	if err := CheckEdgeID(cfg.Prefix); err != nil {
-		return nil, fmt.Errorf("nats subject prefix: %w", err)
-	}
-	if cfg.MaxPayload <= 0 {
-		cfg.MaxPayload = 8 << 20
-	}
-	opts := &server.Options{Host: host, Port: p, NoSigs: true, NoLog: true, MaxPayload: cfg.MaxPayload,
-		MaxPending: 64 << 20, Nkeys: cfg.Keys.NATSUsers(cfg.Prefix), ServerName: "browserfl-embedded"}
-	if p == 0 {
-		opts.Port = server.RANDOM_PORT
-	}
-	if cfg.TLS.enabled() {
-		tc, err := server.GenTLSConfig(&server.TLSConfigOpts{CertFile: cfg.TLS.Cert, KeyFile: cfg.TLS.Key,
-			CaFile: cfg.TLS.CA, Verify: true})
-		if err != nil {
-			return nil, fmt.Errorf("nats server TLS: %w", err)
-		}
-		opts.TLSConfig, opts.TLS, opts.TLSVerify = tc, true, true
-	}
-	s, err := server.NewServer(opts)
-	if err != nil {
-		return nil, fmt.Errorf("nats server: %w", err)
-	}
-	go s.Start()
-	if !s.ReadyForConnections(10 * time.Second) {
-		s.Shutdown()
-		return nil, errors.New("nats server: not ready after 10 s")
-	}
-	return s, nil
-}
+// ErrNoNATSServer is returned by StartNATS in a coordinator built
+// without the embedded NATS server (the build tag nonatsserver, which
+// make run uses: the server's code is more than half of the coordinator's
+// build). Such a coordinator still joins a cluster through -nats.
+var ErrNoNATSServer = errors.New("this coordinator was built without the embedded NATS server")
 
-// loopbackHost reports whether host names this machine only (an empty
-// host or 0.0.0.0 listens on every interface).
-func loopbackHost(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
+// BuildWithNATSServer says what to do instead: connect to a NATS server,
+// or build the coordinator whole.
+const BuildWithNATSServer = "give -nats URL (a running NATS server) and -nats-nkey, or build the whole coordinator: go build -o bin/coordinator ./cmd/coordinator"
 
 // NATSClientConfig configures a component's NATS connection.
 type NATSClientConfig struct {

@@ -1,0 +1,69 @@
+package e2e
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// TestRunBuildWithoutNATSServer: make run builds the coordinator with the
+// build tag nonatsserver, which leaves the embedded NATS server's code
+// (more than half of the coordinator's cold build) out of the binary.
+// The test checks that the Makefile's run recipe builds it so, that no
+// package of the NATS server is in that build (and that the whole build
+// has them, so the check can fail), and that the binary, asked to be a
+// session process without -nats, refuses before it writes anything, with
+// what to do instead.
+func TestRunBuildWithoutNATSServer(t *testing.T) {
+	root := repoRoot()
+	mk, err := os.ReadFile(filepath.Join(root, "Makefile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`(?m)^run:.*\n(\t.*\n)*?\t\$\(GO\) build -tags nonatsserver -o bin/coordinator \./cmd/coordinator\n`).Match(mk) {
+		t.Fatal("the Makefile's run recipe does not build bin/coordinator with -tags nonatsserver")
+	}
+	const server = "github.com/nats-io/nats-server/"
+	for _, tc := range []struct {
+		tags string
+		want bool
+	}{{"", true}, {"nonatsserver", false}} {
+		args := []string{"list", "-deps"}
+		if tc.tags != "" {
+			args = append(args, "-tags", tc.tags)
+		}
+		cmd := exec.Command("go", append(args, "./cmd/coordinator")...)
+		cmd.Dir = root
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("go %s: %v", strings.Join(args, " "), err)
+		}
+		if got := strings.Contains(string(out), server); got != tc.want {
+			t.Errorf("build tags %q: the NATS server's packages in the build: %v, want %v", tc.tags, got, tc.want)
+		}
+	}
+
+	bin := filepath.Join(t.TempDir(), "coordinator")
+	if err := goBuild(nil, []string{"-tags", "nonatsserver"}, "./cmd/coordinator", bin); err != nil {
+		t.Fatal(err)
+	}
+	data := t.TempDir()
+	cmd := exec.Command(bin, "-role", "session", "-edges", "e1", "-listen", "127.0.0.1:0", "-data", data)
+	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) {
+		t.Fatalf("-role session without -nats in make run's build: %v, want it to exit with an error\n%s", err, out)
+	}
+	for _, want := range []string{"built without the embedded NATS server", "-nats URL", "go build -o bin/coordinator ./cmd/coordinator"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("its error does not say %q:\n%s", want, out)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(data, "nats")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("it refused after writing the cluster's keys (%s/nats: %v): the check must come first", data, err)
+	}
+}
