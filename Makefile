@@ -179,9 +179,12 @@ bench-wasm:
 
 # The page computes the devices' features bit for bit: shared/plan's
 # feature tests under node (GOOS=js GOARCH=wasm) check the same digest as
-# natively (TestFeaturesSameEverywhere).
+# natively (TestFeaturesSameEverywhere). The page's promise, storage and
+# lock waits (wasm/jsw, wasm/idb) run there too, under goleak: a wait
+# given up leaves no goroutine once its event comes.
 test-wasm-features:
 	GOOS=js GOARCH=wasm $(GO) test -count=1 -exec="$$($(GO) env GOROOT)/lib/wasm/go_js_wasm_exec" -run 'Features' ./shared/plan/
+	GOOS=js GOARCH=wasm $(GO) test -count=1 -exec="$$($(GO) env GOROOT)/lib/wasm/go_js_wasm_exec" ./wasm/jsw/ ./wasm/idb/
 
 clean:
 	rm -rf bin

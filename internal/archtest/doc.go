@@ -4,6 +4,10 @@
 // violation fails `go test ./internal/archtest/` with the import chain that
 // breaks the rule.
 //
+// Beside them: the size rules (size_test.go), no issue numbers in the tree
+// (history_test.go), and goleak in the tests of every package whose code
+// starts a goroutine (leak_test.go, its exemptions each with why).
+//
 // The layers, bottom up (a package imports only from the layers below it;
 // docs/design.md, "Arrows", draws the same picture):
 //
