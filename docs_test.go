@@ -265,3 +265,46 @@ func TestCommitRefsPlanted(t *testing.T) {
 		}
 	}
 }
+
+// changelogRef matches changelog prose: a state dated by when it began or
+// ended ("until 2026-11-27 the ledger was read with ...", "since 29
+// November 2026"), and a change named relative to the text ("before this
+// change", "a turn ago"). A measurement keeps its date ("measured
+// 2026-11-27", "on 2026-12-05"); what held before lives in git.
+var changelogRef = regexp.MustCompile(`(?i)\b(?:until|since|before)\s+(?:20\d\d-\d\d-\d\d|\d{1,2}\s+(?:january|february|march|april|may|june|july|august|september|october|november|december)\s+20\d\d)\b|\b(?:before|after)\s+this\s+change\b|\ba\s+turn\s+ago\b`)
+
+// TestDocsTellNoChangelog: README.md, docs/*.md and the Makefile date
+// measurements, not changes.
+func TestDocsTellNoChangelog(t *testing.T) {
+	for _, f := range append(docFiles(t), "Makefile") {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range changelogRef.FindAllString(string(b), -1) {
+			t.Errorf("%s: %q tells a change (history lives in git; say what holds)", f, m)
+		}
+	}
+}
+
+// TestChangelogRefsPlanted: the check finds each form of changelog
+// prose and passes a dated measurement and a year in prose.
+func TestChangelogRefsPlanted(t *testing.T) {
+	for _, tc := range []struct {
+		text string
+		want []string
+	}{
+		{"Until 2026-11-27 the ledger was read with zCDP.", []string{"Until 2026-11-27"}},
+		{"a fresh noise; since 2026-11-24 the ledger is read", []string{"since 2026-11-24"}},
+		{"the sums (before 29 November 2026, in float64)", []string{"before 29 November 2026"}},
+		{"the first message of the device before this change", []string{"before this change"}},
+		{"peak RSS 304 MiB (132-173 a turn ago)", []string{"a turn ago"}},
+		{"measured 2026-11-27 on 2 cores, load 3; rerun on 2026-12-05", nil},
+		{"it has had no release since 2017; maintained since 2019", nil},
+		{"a shard fetched before the lobby; after the change of round", nil},
+	} {
+		if got := changelogRef.FindAllString(tc.text, -1); !slices.Equal(got, tc.want) {
+			t.Errorf("changelogRef in %q = %q, want %q", tc.text, got, tc.want)
+		}
+	}
+}
