@@ -63,8 +63,8 @@ fmt-check:
 # 300 without it (coordinator/race_off_test.go), so it also runs once
 # without it. The lane beside the stage test (its
 # output in BESIDE_LOG, printed when it ends) is there because most of the test stage's wall
-# time is the e2e package waiting on its browsers (26% of a core when its
-# tests ran one at a time; the longest now run two at a time, docs/browser.md,
+# time is the e2e package waiting on its browsers (26% of a core with its
+# tests one at a time; the longest run two at a time, docs/browser.md,
 # "Parallel browser tests"), which leaves a core idle. Two lanes, with no
 # barrier between phases: vet, lint, test then the mutation tests; beside
 # them race, scaleout, the lesson (200 rounds of
@@ -74,7 +74,8 @@ fmt-check:
 # mode), whose Chromium subtests run
 # in the stage test and whose Firefox and WebKit ones run in the stage
 # engines (docs/browser.md, "Three engines"). Two phases with a barrier
-# took the longer of each phase's pair, about 2.5 minutes more (2026-12-02).
+# would take the longer of each phase's pair, about 2.5 minutes more
+# (measured 2026-12-02).
 # Each stage prints its wall time (scripts/stage.sh) and the list is printed
 # at the end.
 # Each go test of make test runs with -vet=off (the stage vet vets every
@@ -128,8 +129,8 @@ frontier: setup
 # Rerun the reproduction report docs/results.md and its plots in
 # docs/results/. Each finished run's per-round CSV is cached under
 # .cache/results/ (git-ignored) and reused; -fresh reruns them. From an
-# empty cache: about an hour before the discrete noise, several hours now
-# (docs/results-notes.md, "Where the runs are").
+# empty cache: several hours with the discrete noise (docs/results-notes.md,
+# "Where the runs are").
 results: setup
 	$(GO) run ./cmd/flresults
 

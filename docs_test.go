@@ -197,3 +197,114 @@ func TestDocMakeTargets(t *testing.T) {
 		t.Errorf("%d make targets named in the docs, want README.md's 8 or more", n)
 	}
 }
+
+// commitRef matches a commit named by its hash: 40 hex digits anywhere,
+// or 7 to 40 after a word that presents them as a commit ("commit
+// 0d19044", "main f5b1cf0", "git archive 0d19044"). History lives in
+// git: the docs say what the product is, so none of them names a commit.
+var commitRef = regexp.MustCompile("(?i)\\b[0-9a-f]{40}\\b|" +
+	"\\b(?:commits?|main|master|branch|tree|revision|rev|" +
+	"git\\s+(?:archive|show|checkout|switch|log|diff|revert|cherry-pick|reset|rebase))" +
+	"\\s+(?:of\\s+|at\\s+)?`?([0-9a-f]{7,40})\\b")
+
+// commitRefs returns the commit hashes text names. A short hash must
+// hold a letter and a digit, so that "main 2026123" or "tree defaced"
+// are words, not hashes.
+func commitRefs(text string) []string {
+	var out []string
+	for _, m := range commitRef.FindAllStringSubmatch(text, -1) {
+		h := m[0]
+		if m[1] != "" {
+			h = m[1]
+			if !strings.ContainsAny(h, "0123456789") || !strings.ContainsAny(strings.ToLower(h), "abcdef") {
+				continue
+			}
+		}
+		out = append(out, h)
+	}
+	return out
+}
+
+// TestDocsNameNoCommits: README.md, docs/*.md and the Makefile name no
+// commit by its hash (a measured table says its command, date and load;
+// a tree is named by its date).
+func TestDocsNameNoCommits(t *testing.T) {
+	for _, f := range append(docFiles(t), "Makefile") {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, h := range commitRefs(string(b)) {
+			t.Errorf("%s names commit %s (history lives in git; describe the product as it is)", f, h)
+		}
+	}
+}
+
+// TestCommitRefsPlanted: the check finds a commit in each way a doc
+// could name one, and not a fuzz input, a SHA-256 digest, a content-hashed
+// file name or a word.
+func TestCommitRefsPlanted(t *testing.T) {
+	for _, tc := range []struct {
+		text string
+		want []string
+	}{
+		{"were tracked until commit 0d19044; to build", []string{"0d19044"}},
+		{"Measured on main f5b1cf0 against", []string{"f5b1cf0"}},
+		{"git archive 0d19044 docs/results | tar -x", []string{"0d19044"}},
+		{"the tree at `7CEB582`, load 2", []string{"7CEB582"}},
+		{"commits 63468dc and ffae43f", []string{"63468dc"}},
+		{"see d008e80f1c2b3a4d5e6f708192a3b4c5d6e7f809 for it", []string{"d008e80f1c2b3a4d5e6f708192a3b4c5d6e7f809"}},
+		{"input `5276f9db3e56de7f` kept in the corpus", nil},
+		{"digest 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08 of it", nil},
+		{"/web/app.99149b4933ee.wasm, sent immutable", nil},
+		{"the main decade; commit 2026120 rounds; tree defaced", nil},
+		{"the round commits before it tells any device", nil},
+	} {
+		if got := commitRefs(tc.text); !slices.Equal(got, tc.want) {
+			t.Errorf("commitRefs(%q) = %q, want %q", tc.text, got, tc.want)
+		}
+	}
+}
+
+// changelogRef matches changelog prose: a state dated by when it began or
+// ended ("until 2026-11-27 the ledger was read with ...", "since 29
+// November 2026"), and a change named relative to the text ("before this
+// change", "a turn ago"). A measurement keeps its date ("measured
+// 2026-11-27", "on 2026-12-05"); what held before lives in git.
+var changelogRef = regexp.MustCompile(`(?i)\b(?:until|since|before)\s+(?:20\d\d-\d\d-\d\d|\d{1,2}\s+(?:january|february|march|april|may|june|july|august|september|october|november|december)\s+20\d\d)\b|\b(?:before|after)\s+this\s+change\b|\ba\s+turn\s+ago\b`)
+
+// TestDocsTellNoChangelog: README.md, docs/*.md and the Makefile date
+// measurements, not changes.
+func TestDocsTellNoChangelog(t *testing.T) {
+	for _, f := range append(docFiles(t), "Makefile") {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range changelogRef.FindAllString(string(b), -1) {
+			t.Errorf("%s: %q tells a change (history lives in git; say what holds)", f, m)
+		}
+	}
+}
+
+// TestChangelogRefsPlanted: the check finds each form of changelog
+// prose and passes a dated measurement and a year in prose.
+func TestChangelogRefsPlanted(t *testing.T) {
+	for _, tc := range []struct {
+		text string
+		want []string
+	}{
+		{"Until 2026-11-27 the ledger was read with zCDP.", []string{"Until 2026-11-27"}},
+		{"a fresh noise; since 2026-11-24 the ledger is read", []string{"since 2026-11-24"}},
+		{"the sums (before 29 November 2026, in float64)", []string{"before 29 November 2026"}},
+		{"the first message of the device before this change", []string{"before this change"}},
+		{"peak RSS 304 MiB (132-173 a turn ago)", []string{"a turn ago"}},
+		{"measured 2026-11-27 on 2 cores, load 3; rerun on 2026-12-05", nil},
+		{"it has had no release since 2017; maintained since 2019", nil},
+		{"a shard fetched before the lobby; after the change of round", nil},
+	} {
+		if got := changelogRef.FindAllString(tc.text, -1); !slices.Equal(got, tc.want) {
+			t.Errorf("changelogRef in %q = %q, want %q", tc.text, got, tc.want)
+		}
+	}
+}

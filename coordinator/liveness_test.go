@@ -121,7 +121,7 @@ func TestGoneDevicesNeverStallARound(t *testing.T) {
 
 // TestUnansweringDeviceNoLongerSampled: a device that stays connected and
 // answers pings but never sends an update, and says hello again on a new
-// connection after every decision (which used to reset its count), is a
+// connection after every decision (which must not reset its count), is a
 // member until it has missed Limits.MaxMisses rounds in a row; after that
 // it is only asked as a probe, beyond the round's target, so no later
 // round waits for it; the dashboard counts it as stuck.

@@ -19,7 +19,7 @@ import (
 // sybil is an idle identity (the -sybils measurement): it says hello, keeps
 // its connection (the websocket library answers every ping while it
 // reads), never answers a round, and says hello again on a fresh
-// connection after every decision it gets, which used to reset its
+// connection after every decision it gets, which must not reset its
 // missed rounds.
 type sybil struct {
 	url        string
@@ -134,7 +134,7 @@ func (s *sybil) loop(ctx context.Context, ws *websocket.Conn) error {
 // honest devices' noise cancellation holds after every round.
 //
 // Two kinds: Sybils that say hello again after every decision (a new
-// hello used to reset their misses), and quiet ones that never do, whose
+// hello must not reset their misses), and quiet ones that never do, whose
 // only misses are rounds that closed at their target without them. With
 // 8 Sybils among 12 eligible ids, cohort 3, and 19 rounds after the first
 // (round 1's commit waits for them to join), the run shows nothing (the

@@ -18,7 +18,7 @@ func demoSession() wire.SessionParams {
 		Features: 784, Classes: 10, M: 30, Cohort: 10, Rounds: 200, Batch: 32, Clip: 1, Eta: 0.02, Epsilon: 7.92, Delta: 1e-5}
 }
 
-// TestCheckSessionPolicy: the attack (epsilon 8 announced at
+// TestCheckSessionPolicy: the delta attack (epsilon 8 announced at
 // delta 0.999, i.e. rho 14.9 instead of 1.388) is refused by the zero
 // policy, which is the page's default budget; it would pass if the
 // budget were read at the session's delta.

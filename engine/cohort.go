@@ -27,9 +27,8 @@ import (
 // So a new id, or one that has stopped answering, never holds a round:
 // the sure members alone can reach the target. It earns a sure place by
 // delivering an update that is included. When every eligible device is
-// sure the cohort is exactly the old one (optim.SampleCohort(eligible, m)),
-// so an honest session is sampled as before and as the simulator samples
-// it.
+// sure the cohort is exactly optim.SampleCohort(eligible, m), so an
+// honest session is sampled as the simulator samples it.
 
 // Plan is the devices a round asks and the number of updates that
 // closes it.

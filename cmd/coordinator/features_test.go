@@ -262,7 +262,7 @@ func runFeatureDevices(t *testing.T, ctx context.Context, url, code string, sess
 
 // TestFeatureSessionEveryAlgorithm: `-features scatter` assembles a
 // session with the transform's 3,969 features and the model's dimension
-// over them for every algorithm the issue names (nc, trusted, noisysgd,
+// over them for each of these algorithms (nc, trusted, noisysgd,
 // local with passes under its last-iterate certificate, mu2), each
 // checked as a device checks it; features of a row task, of pictures of
 // another size and an unknown transform are refused with errors that

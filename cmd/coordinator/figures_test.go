@@ -83,11 +83,12 @@ func TestDemoFiguresAgree(t *testing.T) {
 		if !strings.Contains(s, eps) {
 			t.Errorf("%s does not state the demo's epsilon %s", doc, eps)
 		}
-		// 7.29 is the demo's figure under the former 1 + ln T calibration,
-		// 7.59 the same ledger read with zCDP and CKS, 7.06 its figure at
-		// rho_p = 1.5 before the target was sized from the owner's
-		// budget (docs/privacy.md sections 2 and 2a quote them as
-		// "before", never as the figure the session states).
+		// 7.29 is the demo's figure under the paper's 1 + ln T
+		// calibration, 7.59 the same ledger read with zCDP and CKS, 7.06
+		// its figure at a fixed rho_p = 1.5 instead of a target sized
+		// from the owner's budget (docs/privacy.md sections 2 and 2a
+		// quote them as comparisons, never as the figure the session
+		// states).
 		for _, stale := range []string{"ε = 7.29 at", "epsilon 7.29", "epsilon = 7.29\n", "7.28", "epsilon 7.3 ", "epsilon = 7.3 ", "ε = 7.3 ", "epsilon 7.3,",
 			"ε = 7.59 at", "epsilon 7.59", "epsilon = 7.59\n", "ε = 7.06 at", "epsilon 7.06", "epsilon = 7.06\n"} {
 			if strings.Contains(s, stale) {

@@ -136,7 +136,7 @@ func run(args []string, stderr io.Writer) error {
 // task, the rows of -rows (or the demo rows) encoded with the session's
 // task, which it also returns; for a picture session, the shard. The
 // session is asked for unless a picture shard is already kept in dir and
-// -rows is not set (so a picture device starts as before).
+// -rows is not set (so a picture device starts from its kept shard).
 func localData(ctx context.Context, dir, rowsFile, wsURL, code string, log *slog.Logger) (dataset.Set, *task.Definition, error) {
 	_, err := os.Stat(filepath.Join(dir, "shard.bin"))
 	var def *task.Definition

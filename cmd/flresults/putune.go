@@ -66,7 +66,7 @@ func (c puConf) String() string {
 // references.
 func puSweepKeys() []puKey {
 	var ks []puKey
-	// Epsilon 8 (the goal) first, so that an interrupted sweep
+	// Epsilon 8 (the goal's budget) first, so that an interrupted sweep
 	// has it.
 	for _, model := range puModels {
 		private, nonPrivate := puAlgs(model)
@@ -99,8 +99,8 @@ func puGrid(k puKey) []puConf {
 	case k.model == "mlp":
 		bs, etas = []int{100}, []float64{0.3, 1, 3, 10}
 	case k.eps == 8:
-		// The goal: a wider grid (b = 50 and eta = 1 were at the
-		// edge of the first one).
+		// A wider grid at epsilon 8: b = 50 and eta = 1 are at the edge
+		// of the narrower one.
 		bs, etas = []int{20, 50, 100, 200}, []float64{0.3, 1, 3, 10}
 	}
 	var out []puConf

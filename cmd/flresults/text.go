@@ -27,11 +27,11 @@ docs/privacy.md section 2a), under the replace-one neighbouring relation on one
 device's samples.
 
 **Which runs are current.** The privacy-utility table at the end was run with the
-current code (release-cap calibration, the ledger read with exact Gaussian DP (2026-11-24),
+product's code (release-cap calibration, the ledger read with exact Gaussian DP,
 step sizes chosen on the validation split, the
 simulator that shares the product's cohort and minibatch rules). The sections before
-it are read from runs cached before those changes (docs/results-notes.md says what
-changed); their step-size lines describe the current defaults, not necessarily the
+it are read from cached runs made without those (docs/results-notes.md says how they
+differ); their step-size lines describe the current defaults, not necessarily the
 ones those runs used. ` + "`go run ./cmd/flresults -fresh`" + ` reruns them.
 `
 

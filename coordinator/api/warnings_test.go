@@ -146,7 +146,7 @@ func TestAnsweringIsNotConnected(t *testing.T) {
 	if !strings.HasPrefix(got[0].Words, want) {
 		t.Errorf("words %q, want them to start %q", got[0].Words, want)
 	}
-	in.Connected = 1 // nobody stuck: the old words
+	in.Connected = 1 // nobody stuck: the words for too few connected
 	if got := api.PlanWarnings(in); len(got) == 0 || !strings.HasPrefix(got[0].Words, "Waiting for more devices: a round needs at least 2, and 1 device is connected.") {
 		t.Errorf("one connected, one answering: %+v", got)
 	}

@@ -365,8 +365,8 @@ func (cn *Conn) heartbeat() {
 // frame, so a device whose last update (at last; zero: none) is less
 // than an interval iv old has shown it reads, and its next ping is due an
 // interval after that update (on the grid, as pingDelay places it). A
-// device that dies right after an update is noticed as soon as before,
-// counted from its last sign of life; one that sends other frames but
+// device that dies right after an update is noticed as soon as a pinged
+// one, counted from its last sign of life; one that sends other frames but
 // stops reading is still pinged. At n = 3,000, m = 300 every device sends
 // an update every few seconds, so the rounds run without pings.
 func skipPing(now, last time.Time, iv time.Duration) time.Duration {

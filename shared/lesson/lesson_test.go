@@ -24,7 +24,7 @@ func demo() wire.SessionParams {
 // (epsilon at delta 1e-5) and never more than it: the page's default
 // budget lets it join, and a device in a class of any size runs to the
 // end. It fails if the lesson's target is taken from anything but the
-// owner's budget (the former rho_p = 1.5 spent 88%) or sized over it.
+// owner's budget (a fixed rho_p = 1.5 spends 88%) or sized over it.
 // Deterministic.
 func TestDefaultLessonUsesBudget(t *testing.T) {
 	b := plan.DefaultBudget()

@@ -76,7 +76,8 @@ func TestFloatingPointDistinguisher(t *testing.T) {
 		sd[0], sd[1], sd[2] = byte(trial), byte(trial>>8), which
 		return sd
 	}
-	// old: the first message of the device before this change.
+	// old: the first message of a device that adds continuous (ziggurat)
+	// noise in float64, the sampler the attack must separate.
 	old := func(seed mechanism.Seed, v float64) float64 {
 		return v + sigma*mechanism.NewStream(seed, mechanism.PurposeNoise).NormFloat64()
 	}
@@ -129,7 +130,7 @@ func TestFloatingPointDistinguisher(t *testing.T) {
 	t.Logf("ziggurat: message - s on the lattice in %d of %d messages from D, %d of %d from D'", oldD, n, oldD2, n)
 	t.Logf("device: %d and %d (candidate s), %d and %d (candidate s rounded to the grid)", newD, newD2, gridD, gridD2)
 	if a := adv(oldD, oldD2); a < 0.9 {
-		t.Errorf("the attack has no power against the old sampler: advantage %.3f", a)
+		t.Errorf("the attack has no power against the ziggurat: advantage %.3f", a)
 	}
 	if a := adv(newD, newD2); math.Abs(a) > 0.1 {
 		t.Errorf("device: advantage %.3f with candidate s", a)

@@ -79,7 +79,7 @@ func TestUpdateBoundIsTight(t *testing.T) {
 	if r := B / typical; r < 1 || r > 1.15 {
 		t.Errorf("bound %.6g is %.3f x the typical honest norm %.6g (%s)", B, r, typical, why)
 	}
-	// A coordinate of 1e4 (the attack in the issue) is far outside.
+	// A coordinate of 1e4 (a spike attack) is far outside.
 	if 1e4 <= B {
 		t.Errorf("bound %.6g admits a coordinate of 1e4", B)
 	}

@@ -242,7 +242,7 @@ func TestCheckerLimitsAreTight(t *testing.T) {
 			t.Errorf("%s: refused: %v", name, err)
 		}
 	}
-	// A spike on one coordinate (the attack in the issue, scaled to the
+	// A spike on one coordinate (the spike attack, scaled to the
 	// new limit).
 	x[7849] = 1.01 * wantCoord
 	try("spike 1.01 x coordinate limit", nil, true)

@@ -10,10 +10,10 @@ import (
 	"browserfl/shared/model"
 )
 
-// The device step's estimator as it was before ghost clipping and the
-// fused clip: every per-sample quantity formed, checked finite
-// in one pass, its norm computed in another, scaled in a third, its norm
-// recomputed in a fourth, then added. Kept here as the reference the
+// The device step's estimator without ghost clipping and the fused
+// clip: every per-sample quantity formed, checked finite in one pass, its
+// norm computed in another, scaled in a third, its norm recomputed in a
+// fourth, then added. Kept here as the reference the
 // equivalence tests compare against and the benchmarks time interleaved
 // with the product's code (device.refMean).
 

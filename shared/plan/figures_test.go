@@ -62,7 +62,7 @@ func TestBudgetRho(t *testing.T) {
 		t.Fatal(err)
 	}
 	// epsilon 8 at delta 1e-5 is rho ~ 1.388 with exact Gaussian DP
-	// (the figure; 1.2297 through zCDP and CKS).
+	// (1.2297 through zCDP and CKS).
 	if math.Abs(rho-1.388) > 0.001 {
 		t.Errorf("default budget rho = %v, want about 1.388", rho)
 	}
@@ -116,7 +116,7 @@ func TestCheck(t *testing.T) {
 	}
 }
 
-// TestCheckOwnerDelta is the attack: a session announcing
+// TestCheckOwnerDelta is the delta attack: a session announcing
 // epsilon 8 at delta 0.999 (rho 14.9, noise 0.29x) must not pass a budget
 // of epsilon 8 read at the owner's delta 1e-5. It fails if Check reads
 // the budget (or the session's epsilon) at the session's delta.

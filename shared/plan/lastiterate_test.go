@@ -22,7 +22,7 @@ func lastIterateSession() optim.Params {
 // ledger with Gaussian DP plus the actual TV term of its K E steps
 // (optim.LocalTV), never through the zCDP (CKS) conversion, at the owner
 // deltas 1e-5 and 1e-10. At 1e-10 the CKS figure (12.07) is below the
-// ordinary reading with the slack bound, so the old route showed it; the
+// ordinary reading with the slack bound, so reading through CKS would show it; the
 // proven figure is 11.5749 (11.58 as shown). Deterministic.
 func TestLastIterateSessionReadAsGDP(t *testing.T) {
 	p := lastIterateSession()

@@ -88,7 +88,7 @@ func TestDiscretisationSlackConstant(t *testing.T) {
 // TestLedgerConversion: the device's conversion against published and
 // independent figures.
 func TestLedgerConversion(t *testing.T) {
-	// The figure: epsilon 8 at delta 1e-5 allows rho 1.388 with
+	// The reference figure: epsilon 8 at delta 1e-5 allows rho 1.388 with
 	// exact Gaussian DP (mu = sqrt(2 rho) = 1.666), 1.2297 with zCDP/CKS.
 	r, err := LedgerRho(8, 1e-5)
 	if err != nil || math.Abs(r-1.388) > 5e-4 {

@@ -100,7 +100,7 @@ func (s Spent) Add(t Spent) (Spent, error) {
 // transcript guarantees at delta. Every epsilon the product shows or
 // checks for a device or an owner comes from here.
 //
-// A ledger of ordinary charges (LastIterate false) is read as before: the
+// A ledger of ordinary charges (LastIterate false) reads as the
 // smaller of the exact Gaussian-DP bound with the coupling term
 // DiscretisationSlack rho (LedgerDelta) and the zCDP bound
 // (ZCDPToEpsilon: Canonne, Kamath and Steinke 2020), both valid.

@@ -40,7 +40,7 @@ func gdpPlusTV(t *testing.T, rho, tv, delta float64) float64 {
 // through the zCDP (CKS) conversion, at the owner deltas 1e-5 and 1e-10.
 // The cases are chosen where the ordinary reading takes the CKS route
 // (CKS below GDP with the slack bound DiscretisationSlack rho), so the
-// test fails if a last-iterate ledger is read that way: the issue's
+// test fails if a last-iterate ledger is read that way: the
 // K = E = 25 session at 1e-10 (rho 1.388: CKS 12.0692, GDP with its
 // actual TV 11.576) and rho 10 at 1e-5 (CKS 30.111, GDP + TV 28.373).
 // Deterministic: no false failures.

@@ -141,7 +141,7 @@ var tags = regexp.MustCompile(`<[^>]*>`)
 // Details and Settings included, for a session of each protection (the
 // default lesson run by nc, trusted and mu2) and for a row task, and
 // reads its text: none of TechnicalWords may be there. The planted case
-// (the old Details row) shows the check finds them.
+// (a Details row written in the formula's words) shows the check finds them.
 func TestNoTechnicalWordsOnAnyScreen(t *testing.T) {
 	planted := "<td>ε = 7.92 at δ = 1e-5 (zCDP ρ = 1.365)</td><td>Clipping bound S</td><p>or IDX files</p>"
 	if found := TechnicalIn(tags.ReplaceAllString(planted, " ")); len(found) != 5 {
