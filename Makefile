@@ -21,10 +21,11 @@ setup-test: setup staticcheck
 build: wasm
 	$(GO) build $(PKGS)
 
-# The browser device: web/app.wasm and the Go runtime's loader next to it
-# (the coordinator embeds web/), and their compressed forms in
-# web/precompressed, so that the coordinator compresses nothing at start
-# (docs/coordinator.md, "The page's assets"). make vet vets it for its
+# The browser device: web/app.wasm and the Go runtime's loader next to it,
+# and their compressed forms in web/precompressed, so that the coordinator
+# compresses nothing at start (docs/coordinator.md, "The page's assets").
+# The coordinator embeds web/ but app.wasm itself: it serves the program
+# from its compressed forms alone (package web). make vet vets it for its
 # own target (running needs no vet).
 wasm:
 	GOOS=js GOARCH=wasm $(GO) build -trimpath -ldflags="-s -w" -o web/app.wasm ./wasm

@@ -22,6 +22,7 @@ import (
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
+	"browserfl/coordinator/site"
 	"browserfl/wasm/local"
 )
 
@@ -203,14 +204,45 @@ func checkBootWords(t *testing.T, b *browser, what string) {
 
 // coordinatorWithPage builds cmd/coordinator with the page build of
 // webDir (app.wasm, wasm_exec.js) embedded in its web/ as `make wasm`
-// would put them there, through a build overlay: the tree is not
-// touched, and a clean checkout without `make wasm` works.
+// would put them there (wasm_exec.js as it is, app.wasm as its two
+// compressed forms in web/precompressed, made here by site.Precompress;
+// the tree's own forms are left out), through a build overlay: the tree
+// is not touched, and a clean checkout without `make wasm` works.
 func coordinatorWithPage(t testing.TB, webDir string) string {
 	t.Helper()
 	dir := t.TempDir()
-	replace := map[string]string{}
+	src := filepath.Join(dir, "src")
+	if err := os.Mkdir(src, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	for _, f := range []string{"app.wasm", "wasm_exec.js"} {
-		replace[filepath.Join(repoRoot(), "web", f)] = filepath.Join(webDir, f)
+		b, err := os.ReadFile(filepath.Join(webDir, f))
+		if err == nil {
+			err = os.WriteFile(filepath.Join(src, f), b, 0o644)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	forms := filepath.Join(dir, "precompressed")
+	if err := site.Precompress(os.DirFS(src), forms); err != nil {
+		t.Fatal(err)
+	}
+	web := filepath.Join(repoRoot(), "web")
+	replace := map[string]string{filepath.Join(web, "wasm_exec.js"): filepath.Join(webDir, "wasm_exec.js")}
+	old, err := os.ReadDir(filepath.Join(web, "precompressed"))
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	for _, e := range old {
+		replace[filepath.Join(web, "precompressed", e.Name())] = "" // deleted
+	}
+	made, err := os.ReadDir(forms)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range made {
+		replace[filepath.Join(web, "precompressed", e.Name())] = filepath.Join(forms, e.Name())
 	}
 	ov, err := json.Marshal(map[string]any{"Replace": replace})
 	if err != nil {

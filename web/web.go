@@ -6,10 +6,15 @@ import (
 	"strings"
 )
 
-// files holds every file of this directory that exists at build time;
-// app.wasm and wasm_exec.js are there only after `make wasm`.
+// files holds every file of this directory that exists at build time
+// but the device build app.wasm, whose name ends in "m" (the pattern
+// below: every name that does not): a coordinator serves the program
+// from its compressed forms in precompressed/ (`make wasm` writes them),
+// so that its 10 MB are neither in the binary nor in the coordinator's
+// memory. wasm_exec.js and precompressed/ are there only after `make
+// wasm`; TestEmbedded checks that every other file is embedded.
 //
-//go:embed *
+//go:embed *[^m]
 var files embed.FS
 
 // FS returns the page's static assets to serve under /web/ (Go sources
@@ -17,10 +22,12 @@ var files embed.FS
 // reports it so a server can say so instead of serving a broken page.
 func FS() fs.FS { return assets{files} }
 
-// HasWasm reports whether the device build is embedded.
+// HasWasm reports whether the device build is embedded (its compressed
+// forms).
 func HasWasm() bool {
-	_, err := fs.Stat(files, "app.wasm")
-	return err == nil
+	br, _ := fs.Glob(files, "precompressed/app.*.wasm.br")
+	gz, _ := fs.Glob(files, "precompressed/app.*.wasm.gz")
+	return len(br) > 0 && len(gz) > 0
 }
 
 type assets struct{ fs.FS }

@@ -39,7 +39,7 @@ func printStart(stderr io.Writer, host *sessions.Host, addr net.Addr, o options,
 		log.Warn("the join code is short: with the per-address backoff it resists guessing from a few addresses, not from many; prefer the default random code", "length", len(joinCode))
 	}
 	if !web.HasWasm() {
-		log.Warn("this binary has no embedded web/app.wasm: run `make wasm` (or `make run`) so browsers can join")
+		log.Warn("this binary has no embedded device build (app.wasm's compressed forms in web/precompressed): run `make wasm` (or `make run`), then build it, so browsers can join")
 	}
 	cur := host.Current().Session()
 	sizing := fmt.Sprintf("M = %d, m = %d, T = %d", cur.M, cur.Cohort, cur.Rounds)

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"compress/gzip"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -39,7 +41,12 @@ import (
 //     web/precompressed (Precompress), or else in the background from
 //     startup; they are sent in the encoding the browser accepts (brotli
 //     first), with Vary: Accept-Encoding. A request that comes before its
-//     file is compressed waits for it.
+//     file is compressed waits for it;
+//   - a file web/ holds only as its two compressed forms (app.wasm: the
+//     coordinator's binary embeds nothing else of it) is named by the
+//     hash in their names and sent to a client that accepts neither
+//     encoding decompressed from its gzip form (formsOnly): nothing of it
+//     is read at start but the gzip trailer (its size).
 //
 // hashLen is how many hex digits of the SHA-256 name a file.
 const hashLen = 12
@@ -69,12 +76,14 @@ type staticAsset struct {
 
 // body is bytes as served: in memory, or a file of an fs.FS read at each
 // request (the embedded web/: its bytes are in the binary, and a copy on
-// the heap would only add to the process's memory).
+// the heap would only add to the process's memory), or, with gunzip, the
+// decompressed bytes of such a gzip file, size long.
 type body struct {
-	mem  []byte
-	fsys fs.FS // with path, when not in mem
-	path string
-	size int64
+	mem    []byte
+	fsys   fs.FS // with path, when not in mem
+	path   string
+	size   int64
+	gunzip bool
 }
 
 func memBody(b []byte) body { return body{mem: b, size: int64(len(b))} }
@@ -85,6 +94,10 @@ func (b body) empty() bool { return b.mem == nil && b.fsys == nil }
 func (b body) open() (io.ReadSeeker, io.Closer, error) {
 	if b.fsys == nil {
 		return bytes.NewReader(b.mem), io.NopCloser(nil), nil
+	}
+	if b.gunzip {
+		g := &gunzipReader{fsys: b.fsys, path: b.path, size: b.size}
+		return g, g, nil
 	}
 	f, err := b.fsys.Open(b.path)
 	if err != nil {
@@ -124,7 +137,10 @@ func fileBody(fsys fs.FS, p string) (body, error) {
 // precompressedDir is the folder of web/ that holds compressed forms of
 // its files made when the page is built (Precompress, run by make wasm),
 // named <hashed name>.br and <hashed name>.gz: a file whose forms are
-// there for its content is not compressed at start. It is not served.
+// there for its content is not compressed at start, and a file that is
+// not in web/ itself but whose two forms are there (app.wasm: package web
+// embeds it only compressed) is served from them alone (formsOnly). It
+// is not served.
 const precompressedDir = "precompressed"
 
 // staticSite is the page and its assets, read and hashed at startup.
@@ -170,6 +186,14 @@ func newStaticSite(web fs.FS, index []byte) (*staticSite, error) {
 		if err != nil {
 			return nil, fmt.Errorf("page assets: %w", err)
 		}
+		only, err := formsOnly(web, s.byName)
+		if err != nil {
+			return nil, fmt.Errorf("page assets: %w", err)
+		}
+		for _, a := range only {
+			s.byName[a.name], s.byName[a.hashed] = a, a
+			all = append(all, a)
+		}
 	}
 	if index != nil {
 		html := string(index)
@@ -210,14 +234,187 @@ func newStaticAsset(name string, raw body) (*staticAsset, error) {
 	if _, err := io.Copy(sum, r); err != nil {
 		return nil, fmt.Errorf("hashing %s: %w", name, err)
 	}
-	h := hex.EncodeToString(sum.Sum(nil))[:hashLen]
+	return namedAsset(name, hex.EncodeToString(sum.Sum(nil))[:hashLen], raw), nil
+}
+
+// namedAsset returns the asset name with bytes raw whose content hash
+// (hashLen hex digits) is h.
+func namedAsset(name, h string, raw body) *staticAsset {
 	ext := path.Ext(name)
 	ctype := mime.TypeByExtension(ext)
 	if ctype == "" {
 		ctype = "application/octet-stream"
 	}
 	return &staticAsset{name: name, hashed: strings.TrimSuffix(name, ext) + "." + h + ext, ctype: ctype,
-		raw: raw, etag: `"` + h + `"`, ready: make(chan struct{})}, nil
+		raw: raw, etag: `"` + h + `"`, ready: make(chan struct{})}
+}
+
+// formsOnly returns an asset for each file whose two compressed forms
+// are in web's precompressedDir but which is not in have (web's own
+// files): package web embeds app.wasm only compressed, so that its 10
+// MB are neither in the binary nor read at start to be hashed. Such an
+// asset is named by the hash in its forms' names (Precompress hashed its
+// content), its size is the gzip form's trailer (ISIZE: the length
+// modulo 2^32), and a client that accepts neither encoding gets the gzip
+// form decompressed as it is sent. Nothing of the forms but that trailer
+// is read here. Two sets of forms for one file are an error.
+func formsOnly(web fs.FS, have map[string]*staticAsset) ([]*staticAsset, error) {
+	entries, err := fs.ReadDir(web, precompressedDir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	} else if err != nil {
+		return nil, err
+	}
+	var out []*staticAsset
+	found := map[string]string{} // plain name -> hashed name
+	for _, e := range entries {
+		hashed, ok := strings.CutSuffix(e.Name(), ".gz")
+		if !ok || e.IsDir() {
+			continue
+		}
+		name, h, ok := unhashedName(hashed)
+		if !ok || have[name] != nil {
+			continue
+		}
+		if prev, dup := found[name]; dup {
+			return nil, fmt.Errorf("%s: two compressed forms of %s (%s and %s): run make wasm", precompressedDir, name, prev, hashed)
+		}
+		gz, err1 := fileBody(web, precompressedDir+"/"+hashed+".gz")
+		br, err2 := fileBody(web, precompressedDir+"/"+hashed+".br")
+		if err1 != nil || err2 != nil {
+			continue // not both forms: not served
+		}
+		size, err := gzipSize(gz)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", hashed, err)
+		}
+		raw := gz
+		raw.gunzip, raw.size = true, size
+		a := namedAsset(name, h, raw)
+		a.gz, a.br = gz, br
+		close(a.ready)
+		found[name] = hashed
+		out = append(out, a)
+	}
+	return out, nil
+}
+
+// unhashedName splits a content-hashed name ("app.0123456789ab.wasm")
+// into the file's own name ("app.wasm") and its hash.
+func unhashedName(hashed string) (name, h string, ok bool) {
+	ext := path.Ext(hashed)
+	stem := strings.TrimSuffix(hashed, ext)
+	i := strings.LastIndexByte(stem, '.')
+	if i <= 0 || len(stem)-i-1 != hashLen {
+		return "", "", false
+	}
+	h = stem[i+1:]
+	if _, err := hex.DecodeString(h); err != nil || strings.ToLower(h) != h {
+		return "", "", false
+	}
+	return stem[:i] + ext, h, true
+}
+
+// gzipSize returns the length of gz's decompressed bytes as its trailer
+// gives it (the last 4 bytes, little-endian, modulo 2^32), reading only
+// those.
+func gzipSize(gz body) (int64, error) {
+	r, c, err := gz.open()
+	if err != nil {
+		return 0, err
+	}
+	defer c.Close()
+	if _, err := r.Seek(-4, io.SeekEnd); err != nil {
+		return 0, fmt.Errorf("gzip trailer: %w", err)
+	}
+	var t [4]byte
+	if _, err := io.ReadFull(r, t[:]); err != nil {
+		return 0, fmt.Errorf("gzip trailer: %w", err)
+	}
+	return int64(binary.LittleEndian.Uint32(t[:])), nil
+}
+
+// gunzipReader reads a gzip file of fsys decompressed, as an
+// io.ReadSeeker of its decompressed size (http.ServeContent seeks to the
+// end for the size, which costs nothing, and to a range's start, which
+// decompresses up to it; seeking backwards starts again). It holds one
+// decompressor (about 40 KB) while it is read.
+type gunzipReader struct {
+	fsys fs.FS
+	path string
+	size int64
+	pos  int64 // where Read continues
+
+	f  fs.File
+	zr *gzip.Reader
+	at int64 // decompressed bytes read from zr
+}
+
+func (g *gunzipReader) Seek(off int64, whence int) (int64, error) {
+	switch whence {
+	case io.SeekCurrent:
+		off += g.pos
+	case io.SeekEnd:
+		off += g.size
+	}
+	if off < 0 {
+		return 0, fmt.Errorf("%s: seek to %d", g.path, off)
+	}
+	g.pos = off
+	return off, nil
+}
+
+func (g *gunzipReader) Read(p []byte) (int, error) {
+	if g.pos >= g.size {
+		return 0, io.EOF
+	}
+	if g.zr == nil || g.at > g.pos {
+		g.Close()
+		f, err := g.fsys.Open(g.path)
+		if err != nil {
+			return 0, err
+		}
+		zr, err := gzip.NewReader(f)
+		if err != nil {
+			f.Close()
+			return 0, fmt.Errorf("%s: %w", g.path, err)
+		}
+		g.f, g.zr, g.at = f, zr, 0
+	}
+	if g.at < g.pos {
+		n, err := io.CopyN(io.Discard, g.zr, g.pos-g.at)
+		g.at += n
+		if err != nil {
+			return 0, fmt.Errorf("%s: %w", g.path, noEOF(err))
+		}
+	}
+	n, err := g.zr.Read(p[:min(int64(len(p)), g.size-g.pos)])
+	g.at += int64(n)
+	g.pos += int64(n)
+	if err == io.EOF && g.pos < g.size {
+		err = fmt.Errorf("%s: %w", g.path, io.ErrUnexpectedEOF)
+	}
+	if err == io.EOF {
+		err = nil // the next Read says EOF at size
+	}
+	return n, err
+}
+
+// Close releases the file and its decompressor.
+func (g *gunzipReader) Close() error {
+	if g.f == nil {
+		return nil
+	}
+	err := g.f.Close()
+	g.f, g.zr = nil, nil
+	return err
+}
+
+func noEOF(err error) error {
+	if err == io.EOF {
+		return io.ErrUnexpectedEOF
+	}
+	return err
 }
 
 // precompressed reports whether a needs no compressing at start: it does
@@ -577,8 +774,9 @@ func (e *EncodedBodies) get(k encodedKey, body []byte) ([]byte, error) {
 // as the coordinator would make them at start, byte for byte, one file at
 // a time; forms already there for a file's content are kept and any
 // other file of dir is removed. make wasm runs it (scripts/precompress),
-// so that a coordinator built afterwards compresses nothing at start:
-// brotli at quality 9 takes about 100 MB of encoder state for app.wasm.
+// so that a coordinator built afterwards compresses nothing at start
+// (brotli at quality 9 takes about 100 MB of encoder state for app.wasm)
+// and serves app.wasm from its forms alone (formsOnly).
 func Precompress(web fs.FS, dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("precompress: %w", err)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"errors"
 	"io"
 	"io/fs"
 	"net/http"
@@ -11,7 +12,9 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"testing/fstest"
 	"time"
@@ -362,5 +365,160 @@ func TestPrecompressed(t *testing.T) {
 	registerWeb(mux, a)
 	if mux.ServeHTTP(w, r); w.Code != http.StatusNotFound {
 		t.Errorf("%s served: status %d", r.URL.Path, w.Code)
+	}
+}
+
+// readCounter is an fs.FS that counts the bytes read from each file.
+type readCounter struct {
+	fs.FS
+	mu   sync.Mutex
+	read map[string]int
+}
+
+func (c *readCounter) Open(name string) (fs.File, error) {
+	f, err := c.FS.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	return &countedFile{File: f, c: c, name: name}, nil
+}
+
+func (c *readCounter) ReadDir(name string) ([]fs.DirEntry, error) { return fs.ReadDir(c.FS, name) }
+
+type countedFile struct {
+	fs.File
+	c    *readCounter
+	name string
+}
+
+func (f *countedFile) Read(p []byte) (int, error) {
+	n, err := f.File.Read(p)
+	f.c.mu.Lock()
+	f.c.read[f.name] += n
+	f.c.mu.Unlock()
+	return n, err
+}
+
+func (f *countedFile) Seek(off int64, whence int) (int64, error) {
+	return f.File.(io.Seeker).Seek(off, whence)
+}
+
+// TestFormsOnly: a file that web holds only as its two precompressed
+// forms (app.wasm, as package web embeds it) is served under the name
+// its content hash gives, the page refers to it, its forms go out byte
+// for byte, and a client that accepts neither gets the file itself,
+// decompressed as it is sent (whole, by range, revalidated by ETag);
+// preparing the site reads nothing of it but the gzip trailer. Two sets
+// of forms for one file are an error.
+func TestFormsOnly(t *testing.T) {
+	wasm := make([]byte, 300_000)
+	for i := range wasm {
+		wasm[i] = byte(i*i>>7) ^ byte(i>>11)
+	}
+	dir := t.TempDir()
+	if err := Precompress(fstest.MapFS{"app.wasm": {Data: wasm}}, dir); err != nil {
+		t.Fatal(err)
+	}
+	hashed := hashedName(t, "app.wasm", wasm)
+	forms := map[string][]byte{}
+	web := fstest.MapFS{"app.js": {Data: []byte("boot()")}}
+	for _, enc := range []string{"br", "gz"} {
+		b, err := os.ReadFile(filepath.Join(dir, hashed+"."+enc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		forms[enc] = b
+		web[precompressedDir+"/"+hashed+"."+enc] = &fstest.MapFile{Data: b}
+	}
+	counter := &readCounter{FS: web, read: map[string]int{}}
+	index := []byte(`<script src="/web/app.wasm"></script>`)
+	a, err := Assets{Index: index, Web: counter}.Prepared()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := counter.read[precompressedDir+"/"+hashed+".gz"] + counter.read[precompressedDir+"/"+hashed+".br"]; n != 4 {
+		t.Errorf("preparing the site read %d bytes of app.wasm's forms, want its gzip trailer (4)", n)
+	}
+	mux := http.NewServeMux()
+	if err := registerWeb(mux, a); err != nil {
+		t.Fatal(err)
+	}
+	get := func(path, accept string, hdr ...string) *httptest.ResponseRecorder {
+		r := httptest.NewRequest("GET", path, nil)
+		r.Header.Set("Accept-Encoding", accept)
+		for i := 0; i+1 < len(hdr); i += 2 {
+			r.Header.Set(hdr[i], hdr[i+1])
+		}
+		w := httptest.NewRecorder()
+		mux.ServeHTTP(w, r)
+		return w
+	}
+	if page := get("/", "").Body.String(); !strings.Contains(page, `"/web/`+hashed+`"`) {
+		t.Errorf("the page does not refer to %s: %s", hashed, page)
+	}
+	for _, tc := range []struct {
+		accept, enc string
+		want        []byte
+	}{{"br, gzip", "br", forms["br"]}, {"gzip", "gzip", forms["gz"]}, {"", "", wasm}, {"br;q=0, gzip;q=0", "", wasm}} {
+		for _, p := range []string{"/web/" + hashed, "/web/app.wasm"} {
+			w := get(p, tc.accept)
+			if w.Code != 200 || w.Header().Get("Content-Encoding") != tc.enc || !bytes.Equal(w.Body.Bytes(), tc.want) {
+				t.Errorf("%s, accept %q: status %d, encoding %q, %d bytes; want 200, %q, %d bytes",
+					p, tc.accept, w.Code, w.Header().Get("Content-Encoding"), w.Body.Len(), tc.enc, len(tc.want))
+			}
+			if got := w.Header().Get("X-Decoded-Length"); got != strconv.Itoa(len(wasm)) {
+				t.Errorf("%s, accept %q: X-Decoded-Length %s, want %d", p, tc.accept, got, len(wasm))
+			}
+		}
+	}
+	w := get("/web/app.wasm", "", "Range", "bytes=123456-123999")
+	if w.Code != http.StatusPartialContent || !bytes.Equal(w.Body.Bytes(), wasm[123456:124000]) {
+		t.Errorf("range of the decompressed file: status %d, %d bytes", w.Code, w.Body.Len())
+	}
+	if w := get("/web/app.wasm", "", "Range", "bytes=-10"); !bytes.Equal(w.Body.Bytes(), wasm[len(wasm)-10:]) {
+		t.Errorf("last 10 bytes: status %d, %q", w.Code, w.Body.Bytes())
+	}
+	etag := get("/web/app.wasm", "").Header().Get("ETag")
+	if w := get("/web/app.wasm", "", "If-None-Match", etag); w.Code != http.StatusNotModified {
+		t.Errorf("revalidating %s: status %d, want 304", etag, w.Code)
+	}
+
+	two := fstest.MapFS{}
+	for k, v := range web {
+		two[k] = v
+	}
+	for _, enc := range []string{"br", "gz"} {
+		two[precompressedDir+"/app.0123456789ab.wasm."+enc] = web[precompressedDir+"/"+hashed+"."+enc]
+	}
+	if _, err := (Assets{Web: two}).Prepared(); err == nil || !strings.Contains(err.Error(), "two compressed forms") {
+		t.Errorf("two sets of forms of app.wasm: %v", err)
+	}
+}
+
+// TestGunzipReader: reading the decompressed bytes in any order of
+// seeks gives the file's bytes; a gzip file shorter than its stated size
+// is an error, not a short body.
+func TestGunzipReader(t *testing.T) {
+	raw := bytes.Repeat([]byte("0123456789abcdef"), 4096)
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	zw.Write(raw)
+	zw.Close()
+	fsys := fstest.MapFS{"f.gz": {Data: gz.Bytes()}}
+	g := &gunzipReader{fsys: fsys, path: "f.gz", size: int64(len(raw))}
+	defer g.Close()
+	for _, off := range []int64{0, 5000, 100, 65300, 65535, 3} {
+		if _, err := g.Seek(off, io.SeekStart); err != nil {
+			t.Fatal(err)
+		}
+		b, err := io.ReadAll(io.LimitReader(g, 700))
+		if want := raw[off:min(off+700, int64(len(raw)))]; err != nil || !bytes.Equal(b, want) {
+			t.Errorf("700 bytes at %d: %d bytes, %v", off, len(b), err)
+		}
+	}
+	long := &gunzipReader{fsys: fsys, path: "f.gz", size: int64(len(raw)) + 10}
+	defer long.Close()
+	if _, err := io.ReadAll(long); !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Errorf("a gzip file shorter than its size: %v, want unexpected EOF", err)
 	}
 }

@@ -1,7 +1,8 @@
 // Command precompress writes the compressed forms of the page's assets
 // into web/precompressed (site.Precompress), so that a coordinator built
-// afterwards serves them without compressing anything at start. make wasm
-// runs it after building web/app.wasm:
+// afterwards serves them without compressing anything at start (and the
+// device build from them alone: package web does not embed app.wasm
+// itself). make wasm runs it after building web/app.wasm:
 //
 //	go run ./scripts/precompress [web]
 package main

@@ -1,0 +1,53 @@
+package web
+
+import (
+	"io/fs"
+	"path"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestEmbedded: every file of this directory on disk is embedded but the
+// device build (*.wasm at the top, served from its compressed forms),
+// and nothing else is; HasWasm says whether those forms are.
+func TestEmbedded(t *testing.T) {
+	onDisk := map[string]bool{}
+	err := filepath.WalkDir(".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		if !strings.HasPrefix(d.Name(), ".") { // hidden files of precompressed/ are not embedded, as go:embed says
+			onDisk[filepath.ToSlash(p)] = true
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	embedded := map[string]bool{}
+	if err := fs.WalkDir(files, ".", func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			embedded[p] = true
+		}
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for p := range onDisk {
+		isBuild := path.Ext(p) == ".wasm" && !strings.Contains(p, "/")
+		if embedded[p] == isBuild {
+			t.Errorf("%s: embedded %v, want %v", p, embedded[p], !isBuild)
+		}
+	}
+	for p := range embedded {
+		if !onDisk[p] {
+			t.Errorf("%s embedded but not on disk", p)
+		}
+	}
+	br, _ := filepath.Glob("precompressed/app.*.wasm.br")
+	gz, _ := filepath.Glob("precompressed/app.*.wasm.gz")
+	if want := len(br) > 0 && len(gz) > 0; HasWasm() != want {
+		t.Errorf("HasWasm() = %v, forms on disk %v %v", HasWasm(), br, gz)
+	}
+}
