@@ -132,10 +132,10 @@ func liveFeatureSession(t *testing.T, args []string, pol device.Policy) liveRun 
 	}
 	log := slog.New(slog.DiscardHandler)
 	eval, err := evalSet(o, a, td, log)
-	if err != nil || len(eval) != o.EvalSamples {
-		t.Fatalf("evaluation set: %d samples, %v", len(eval), err)
+	if err != nil || eval.Len() != o.EvalSamples || eval.pics != nil {
+		t.Fatalf("evaluation set: %d samples (compact pictures: %v), %v", eval.Len(), eval.pics != nil, err)
 	}
-	checkEvalFeatures(t, td, eval)
+	checkEvalFeatures(t, td, eval.samples)
 
 	var mu sync.Mutex
 	var server optim.Server
@@ -182,11 +182,11 @@ func liveFeatureSession(t *testing.T, args []string, pol device.Policy) liveRun 
 	mu.Lock()
 	defer mu.Unlock()
 	final := server.Model()
-	acc, _ := model.Evaluate(a.mdl.Clone(), final, eval)
+	acc, _ := model.Evaluate(a.mdl.Clone(), final, eval.samples)
 	if len(evals) == 0 || evals[len(evals)-1] != acc {
 		t.Errorf("the coordinator's last evaluation %v, want the final model's %.4f", evals, acc)
 	}
-	return liveRun{sess: a.sess, final: final, acc: acc, evalN: len(eval), evals: evals}
+	return liveRun{sess: a.sess, final: final, acc: acc, evalN: eval.Len(), evals: evals}
 }
 
 // checkEvalFeatures: the coordinator's evaluation set holds the test

@@ -71,8 +71,8 @@ func TestRowTaskSession(t *testing.T) {
 			}
 			log := slog.New(slog.DiscardHandler)
 			eval, err := evalSet(o, a, td, log)
-			if err != nil || len(eval) != min(o.EvalSamples, td.testLen) || len(eval[0].X) != def.Dim() {
-				t.Fatalf("evaluation set: %d samples, %v", len(eval), err)
+			if err != nil || eval.Len() != min(o.EvalSamples, td.testLen) || len(eval.samples[0].X) != def.Dim() {
+				t.Fatalf("evaluation set: %d samples, %v", eval.Len(), err)
 			}
 			var host *sessions.Host
 			sh, err := demoShards(o, a, td, func() int { return host.Current().Committed() }, log)
@@ -160,7 +160,7 @@ func TestTaskFile(t *testing.T) {
 		t.Errorf("task file session: task %v (%v), %d demo shards", def, err, a.shards)
 	}
 	if eval, err := evalSet(o, a, td, slog.New(slog.DiscardHandler)); err != nil || eval != nil {
-		t.Errorf("task file: evaluation set of %d, %v; want none", len(eval), err)
+		t.Errorf("task file: evaluation set of %d, %v; want none", eval.Len(), err)
 	}
 	if _, err := parse([]string{"-task-file", path, "-task", "text"}, io.Discard); err == nil {
 		t.Error("-task-file with -task accepted")

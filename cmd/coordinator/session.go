@@ -150,8 +150,11 @@ type taskData struct {
 	train             shards.Source
 	test              func(n int) (dataset.Set, error) // the first n test samples
 	testLen           int
-	def               *task.Definition
-	rows              task.Rows
+	// testPics is a picture task's test set, kept compact: the
+	// evaluation expands its first samples a batch at a time.
+	testPics *dataset.Compact
+	def      *task.Definition
+	rows     task.Rows
 	// close releases the picture sets' files (their pixels are on disk).
 	close func()
 }
@@ -200,7 +203,7 @@ func loadTask(o options) (taskData, error) {
 		return taskData{}, err
 	}
 	return taskData{name: named.Picture.Name, features: train.Features, classes: train.Classes,
-		labels: strings.Join(named.Picture.Labels, ","), train: train, test: test.Head, testLen: test.Len(),
+		labels: strings.Join(named.Picture.Labels, ","), train: train, test: test.Head, testLen: test.Len(), testPics: test,
 		close: func() { train.Close(); test.Close() }}, nil
 }
 
@@ -225,14 +228,64 @@ func loadRows(b task.Builtin, dir string) (taskData, error) {
 		def: b.Def, rows: trainRows}, nil
 }
 
+// evaluation is a session's evaluation set: the first n pictures of a
+// test set kept compact (one byte per pixel, on disk for the built-in
+// picture tasks), expanded evalBatch samples at a time at each
+// evaluation, or samples held as they are evaluated (the features of
+// pictures, a row task's encoded rows).
+type evaluation struct {
+	pics    *dataset.Compact
+	n       int
+	samples []dataset.Sample
+}
+
+// evalBatch is how many pictures an evaluation expands to float32 at a
+// time (0.8 MB for 28x28 pictures).
+const evalBatch = 256
+
+// Len returns the number of samples evaluated on (0 for nil).
+func (e *evaluation) Len() int {
+	switch {
+	case e == nil:
+		return 0
+	case e.pics != nil:
+		return e.n
+	}
+	return len(e.samples)
+}
+
+// evaluate returns m's accuracy and mean loss under w on e's samples,
+// in their order (model.Evaluate of them all, bit for bit).
+func (e *evaluation) evaluate(m model.Model, w []float64) (acc, loss float64, err error) {
+	var t model.Tally
+	if e.pics == nil {
+		t.Add(m, w, e.samples)
+	}
+	idx := make([]int, 0, evalBatch)
+	for i := 0; e.pics != nil && i < e.n; i += evalBatch {
+		idx = idx[:0]
+		for j := i; j < min(i+evalBatch, e.n); j++ {
+			idx = append(idx, j)
+		}
+		set, err := e.pics.Subset(idx)
+		if err != nil {
+			return 0, 0, fmt.Errorf("evaluation set: %w", err)
+		}
+		t.Add(m, w, set.Samples)
+	}
+	acc, loss = t.Result()
+	return acc, loss, nil
+}
+
 // evalSet returns the evaluation set: a fixed subset of the test set
-// (its first -eval-samples samples), the only part of a picture task's
-// data held as float32; its training set stays compact (one byte per
-// pixel) and the demo shards are expanded from it one at a time. A task
-// without data has none (no evaluation). When the session's model reads
-// features (a.sess.Transform), the set holds the test pictures'
-// features, computed by the same function as the devices' (plan.Features).
-func evalSet(o options, a assembled, td taskData, log *slog.Logger) ([]dataset.Sample, error) {
+// (its first -eval-samples samples); a picture task's stays compact (one
+// byte per pixel, on disk) and is expanded a batch at a time at each
+// evaluation, as its training set is for the demo shards. A task
+// without data has none (nil: no evaluation). When the session's model
+// reads features (a.sess.Transform), the set holds the test pictures'
+// features, computed by the same function as the devices'
+// (plan.Features).
+func evalSet(o options, a assembled, td taskData, log *slog.Logger) (*evaluation, error) {
 	if td.test == nil {
 		if o.EvalEvery > 0 {
 			log.Info("no server-side evaluation: the task has no test rows (-task-file takes them with -test-rows)", "task", td.name)
@@ -243,38 +296,49 @@ func evalSet(o options, a assembled, td taskData, log *slog.Logger) ([]dataset.S
 	if o.EvalSamples > 0 {
 		evalN = min(o.EvalSamples, evalN)
 	}
-	evalData, err := td.test(evalN)
+	f, err := plan.SessionFeatures(a.sess)
 	if err != nil {
 		return nil, err
 	}
-	set := evalData.Samples
-	if f, err := plan.SessionFeatures(a.sess); err != nil {
-		return nil, err
-	} else if f != nil && o.EvalEvery <= 0 {
+	var e *evaluation
+	switch {
+	case f != nil && o.EvalEvery <= 0:
 		return nil, nil // pictures the model cannot read, and no evaluation
-	} else if f != nil {
-		if set, err = f.Samples(set, runtime.GOMAXPROCS(0)); err != nil {
-			return nil, fmt.Errorf("evaluation set: %w", err)
+	case f == nil && td.testPics != nil:
+		e = &evaluation{pics: td.testPics, n: min(evalN, td.testPics.Len())}
+	default:
+		evalData, err := td.test(evalN)
+		if err != nil {
+			return nil, err
 		}
+		set := evalData.Samples
+		if f != nil {
+			if set, err = f.Samples(set, runtime.GOMAXPROCS(0)); err != nil {
+				return nil, fmt.Errorf("evaluation set: %w", err)
+			}
+		}
+		e = &evaluation{samples: set}
 	}
-	if o.EvalEvery > 0 && len(set) > 0 {
-		log.Info("server-side evaluation", "every_rounds", o.EvalEvery, "test_samples", len(set), "test_set", td.testLen)
+	if e.Len() == 0 {
+		return nil, nil
 	}
-	return set, nil
+	if o.EvalEvery > 0 {
+		log.Info("server-side evaluation", "every_rounds", o.EvalEvery, "test_samples", e.Len(), "test_set", td.testLen)
+	}
+	return e, nil
 }
 
 // template returns the host's Config template for every session: a's
 // session and model, the round timings, the limits and the gate from o,
 // and the evaluation on evalSet. An empty evalSet means no evaluation,
 // and a row task without test rows says so (coordinator.NoTestRows).
-func template(o options, a assembled, gap time.Duration, evalSet []dataset.Sample, log *slog.Logger) func() (coordinator.Config, error) {
+func template(o options, a assembled, gap time.Duration, evalSet *evaluation, log *slog.Logger) func() (coordinator.Config, error) {
 	evalModel := a.mdl.Clone()
 	evaluate := func(w []float64) (float64, float64, error) {
-		acc, loss := model.Evaluate(evalModel, w, evalSet)
-		return acc, loss, nil
+		return evalSet.evaluate(evalModel, w)
 	}
 	evalEvery, note := o.EvalEvery, ""
-	if len(evalSet) == 0 {
+	if evalSet.Len() == 0 {
 		evaluate, evalEvery = nil, 0
 		if a.sess.Task != "" {
 			note = coordinator.NoTestRows
@@ -294,7 +358,7 @@ func template(o options, a assembled, gap time.Duration, evalSet []dataset.Sampl
 				model.Init(mdl, x0, 1)
 				return optim.NewServer(devrt.Params(final), x0, crand.Reader)
 			},
-			RoundGap: gap, EvalEvery: evalEvery, EvalSamples: len(evalSet), EvalNote: note, Logger: log, AllowedOrigins: o.Origins,
+			RoundGap: gap, EvalEvery: evalEvery, EvalSamples: evalSet.Len(), EvalNote: note, Logger: log, AllowedOrigins: o.Origins,
 			Limits: wsconn.Limits{MaxDevices: o.MaxDevices, MsgRate: o.MsgRate},
 			Gate: gate.Config{RegisterRate: o.RegisterRate, RegisterGlobalRate: o.RegisterGlobalRate,
 				MaxInactive: o.MaxInactive, PreHelloPerAddress: o.PreHelloPerAddress, TrustedProxies: o.TrustProxy,

@@ -479,6 +479,20 @@ var mutations = []mutation{
 		pkgs: []string{"./coordinator/site/", "-run", "StaticSite"},
 	},
 	{
+		name: "asset-forms-only-gzip-as-identity", why: "a client that accepts neither gzip nor brotli gets app.wasm's gzip form (the coordinator embeds only its compressed forms) as if it were the program",
+		file: "coordinator/site/static.go",
+		old:  "raw.gunzip, raw.size = true, size",
+		new:  "raw.size = size",
+		pkgs: []string{"./coordinator/site/", "-run", "FormsOnly"},
+	},
+	{
+		name: "eval-last-batch-dropped", why: "the evaluation of a picture task skips its last, partial batch of test pictures (2,000 = 7 x 256 + 208: the accuracy shown counts 208 pictures it never looked at)",
+		file: "cmd/coordinator/session.go",
+		old:  "for i := 0; e.pics != nil && i < e.n; i += evalBatch {",
+		new:  "for i := 0; e.pics != nil && i+evalBatch <= e.n; i += evalBatch {",
+		pkgs: []string{"./cmd/coordinator/", "-run", "EvaluationCompact"},
+	},
+	{
 		name: "encoding-q0-accepted", why: "an encoding the browser refuses (q=0) is sent anyway",
 		file: "coordinator/site/static.go",
 		old:  "return err != nil || q <= 0",

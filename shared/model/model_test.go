@@ -376,6 +376,17 @@ func TestEvaluate(t *testing.T) {
 		if acc2 != acc || mean2 != mean {
 			t.Errorf("%s: fallback Evaluate = (%v, %v), fused (%v, %v)", m.Name(), acc2, mean2, acc, mean)
 		}
+		// In uneven batches (one empty), a Tally gives the same bits.
+		var tally Tally
+		for _, b := range [][2]int{{0, 7}, {7, 7}, {7, 32}, {32, 50}} {
+			tally.Add(m, w, samples[b[0]:b[1]])
+		}
+		if acc3, mean3 := tally.Result(); acc3 != acc || mean3 != mean {
+			t.Errorf("%s: Tally over batches = (%v, %v), Evaluate (%v, %v)", m.Name(), acc3, mean3, acc, mean)
+		}
+	}
+	if a, l := (Tally{}).Result(); !math.IsNaN(a) || !math.IsNaN(l) {
+		t.Errorf("empty Tally = (%v, %v), want NaN", a, l)
 	}
 	if a, l := Evaluate(NewLogReg(2, 2), make([]float64, 6), nil); !math.IsNaN(a) || !math.IsNaN(l) {
 		t.Errorf("Evaluate of no samples = (%v, %v), want NaN", a, l)

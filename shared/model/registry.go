@@ -96,12 +96,22 @@ func MeanGrad(m Model, dst, tmp, w []float64, samples []dataset.Sample) (meanLos
 // and the mean per-sample loss. Both are NaN for no samples. It uses one
 // forward pass per sample for the models of this package.
 func Evaluate(m Model, w []float64, samples []dataset.Sample) (accuracy, meanLoss float64) {
-	if len(samples) == 0 {
-		return math.NaN(), math.NaN()
-	}
+	var t Tally
+	t.Add(m, w, samples)
+	return t.Result()
+}
+
+// Tally is Evaluate over samples given in batches (a set kept compact
+// and expanded a batch at a time): Add each batch in order, then Result
+// is Evaluate of all of them, bit for bit (one running sum).
+type Tally struct {
+	n, correct int
+	sum        float64
+}
+
+// Add evaluates m under w on samples.
+func (t *Tally) Add(m Model, w []float64, samples []dataset.Sample) {
 	lp, fused := m.(lossPredictor)
-	correct := 0
-	sum := 0.0
 	for _, s := range samples {
 		var l float64
 		var k int
@@ -110,13 +120,22 @@ func Evaluate(m Model, w []float64, samples []dataset.Sample) (accuracy, meanLos
 		} else {
 			l, k = m.Loss(w, s), m.Predict(w, s.X)
 		}
-		sum += l
+		t.sum += l
 		if k == s.Label {
-			correct++
+			t.correct++
 		}
 	}
-	n := float64(len(samples))
-	return float64(correct) / n, sum / n
+	t.n += len(samples)
+}
+
+// Result returns the fraction of the samples added whose label was
+// predicted and their mean loss; both NaN if none were.
+func (t Tally) Result() (accuracy, meanLoss float64) {
+	if t.n == 0 {
+		return math.NaN(), math.NaN()
+	}
+	n := float64(t.n)
+	return float64(t.correct) / n, t.sum / n
 }
 
 // CheckParams returns an error unless w has m.Dim() entries, all finite.
