@@ -107,7 +107,7 @@ func (c *Coordinator) sendSecAggLocked(or *openRound, id string, m any) {
 }
 
 // acceptSecAgg handles a secure aggregation frame from cn's device: a
-// frame of a past round or a closed step is dropped; one that is out of
+// frame of a past round, an earlier attempt or a closed step is dropped; one that is out of
 // place or fails the server half's checks is refused (counted, and the
 // connection closed).
 func (c *Coordinator) acceptSecAgg(cn *wsconn.Conn, f wire.SecAggFrame, frameLen int) error {
@@ -135,6 +135,13 @@ func (c *Coordinator) acceptSecAgg(cn *wsconn.Conn, f wire.SecAggFrame, frameLen
 	case !or.cohort[id] || d.round != f.T:
 		c.front.Met.LateUpdates.Add(1)
 		return nil // dropped from the round meanwhile
+	case lateAttempt(f, c.sa.session, wire.SecAggRound(or.t, c.sa.attempt)):
+		// A message of an earlier attempt of this round (one that
+		// failed), come late from a slow device: dropped, as a late
+		// update; refusing it would close the device's connection and
+		// take it out of the attempt it is now answering.
+		c.front.Met.LateUpdates.Add(1)
+		return nil
 	}
 	err := or.sa.Receive(id, f)
 	switch {
@@ -160,6 +167,18 @@ func (c *Coordinator) acceptSecAgg(cn *wsconn.Conn, f wire.SecAggFrame, frameLen
 		}
 	}
 	return nil
+}
+
+// lateAttempt reports whether f is a message of this process's secure
+// aggregation session of an earlier round or attempt than current
+// (wire.SecAggRound): late, not malformed.
+func lateAttempt(f wire.SecAggFrame, session secagg.SessionID, current uint64) bool {
+	m, ok := f.Msg.(interface{ Head() secagg.Header })
+	if !ok {
+		return false
+	}
+	h := m.Head()
+	return h.Session == session && h.Round < current
 }
 
 // collectSecAgg runs the steps of round or's secure aggregation, each

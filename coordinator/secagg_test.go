@@ -68,6 +68,37 @@ type frameWatch struct {
 	// shrink, when set, plays a coordinator that announces a cohort
 	// below the threshold to this device (shrinker).
 	shrink *shrinker
+	// replay, when set, sends the device's first advertisement again,
+	// late, just before its next one (replayer).
+	replay *replayer
+}
+
+// replayer keeps a device's first secure aggregation advertisement and
+// writes it again right before the device's second one: a message of
+// an earlier attempt arriving late, as from a slow page.
+type replayer struct {
+	mu       sync.Mutex
+	first    []byte
+	replayed bool
+}
+
+// before returns the stale frame to write before b, if b is the
+// device's second advertisement.
+func (p *replayer) before(b []byte) []byte {
+	f, err := wire.DecodeSecAggToCoordinator(b, wire.Limits{})
+	if err != nil || f.Step != wire.StepAdvertise {
+		return nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch {
+	case p.first == nil:
+		p.first = slices.Clone(b)
+	case !p.replayed:
+		p.replayed = true
+		return p.first
+	}
+	return nil
 }
 
 // shrinker cuts the directory of the first secure aggregation setup a
@@ -140,6 +171,13 @@ func (c watchConn) Read(ctx context.Context) (websocket.MessageType, []byte, err
 }
 
 func (c watchConn) Write(ctx context.Context, typ websocket.MessageType, b []byte) error {
+	if typ == websocket.MessageBinary && c.w.replay != nil {
+		if stale := c.w.replay.before(b); stale != nil {
+			if err := c.Conn.Write(ctx, typ, stale); err != nil {
+				return err
+			}
+		}
+	}
 	if typ == websocket.MessageBinary && c.w.shrink != nil {
 		if _, err := wire.DecodeSecAggToCoordinator(b, wire.Limits{}); err == nil {
 			c.w.shrink.wrote()
@@ -187,12 +225,12 @@ type sharedRun struct {
 }
 
 func newSharedRun(t *testing.T, ctx context.Context, rounds int, gone map[int]map[int]bool) *sharedRun {
-	return newSharedRunWith(t, ctx, rounds, gone, nil, nil)
+	return newSharedRunWith(t, ctx, rounds, gone, nil, nil, nil)
 }
 
 // newSharedRunWith is newSharedRun with shrink[i] cutting device i's first
 // setup (shrinker) and onEvent[i] given device i's events.
-func newSharedRunWith(t *testing.T, ctx context.Context, rounds int, gone map[int]map[int]bool, shrink map[int]*shrinker, onEvent map[int]func(device.Event)) *sharedRun {
+func newSharedRunWith(t *testing.T, ctx context.Context, rounds int, gone map[int]map[int]bool, shrink map[int]*shrinker, onEvent map[int]func(device.Event), replay map[int]*replayer) *sharedRun {
 	t.Helper()
 	r := &sharedRun{sess: wire.SessionParams{Name: "shared", Dim: 10, DeadlineMillis: 3000, Algorithm: wire.SharedNoiseAlgorithm, Model: "logreg",
 		Features: 4, Classes: 2, M: 10, Cohort: 10, Rounds: rounds, Batch: 8, Clip: 1, Eta: 0.05, RhoPaper: 50, Compressor: "f64", Threshold: 7}}
@@ -239,7 +277,7 @@ func newSharedRunWith(t *testing.T, ctx context.Context, rounds int, gone map[in
 		}
 		cfg := device.Config{JoinCode: "join-me", Storage: &device.MemStorage{}, Unlimited: true,
 			Data: blobs(400, uint64(i)), MinBackoff: 5 * time.Millisecond, MaxBackoff: 50 * time.Millisecond,
-			Transport: frameWatch{Transport: device.WebSocket{URL: url}, rec: rec, updates: &r.updates, clear: &r.clear, masked: &r.masked, shrink: shrink[i]},
+			Transport: frameWatch{Transport: device.WebSocket{URL: url}, rec: rec, updates: &r.updates, clear: &r.clear, masked: &r.masked, shrink: shrink[i], replay: replay[i]},
 			OnEvent:   onEvent[i],
 			NewDevice: func(optim.Params) (optim.Device, error) { return rec, nil },
 			Hooks: &device.Hooks{
@@ -363,6 +401,41 @@ func TestSharedNoiseBelowThreshold(t *testing.T) {
 	r.checkFrames(t, 16)
 }
 
+// TestSharedNoiseLateAttempt: round 1's first attempt fails (4 of 10
+// leave before their masked input, as in TestSharedNoiseBelowThreshold)
+// and device 2's advertisement of that attempt arrives again, late, in
+// the second attempt's advertising step (a slow page's message). It is
+// dropped as late, not refused: the device keeps its connection and its
+// part in the second attempt, which commits the exact sum of all 10.
+func TestSharedNoiseLateAttempt(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	gone := map[int]map[int]bool{1: {0: false, 3: false, 6: false, 7: false}}
+	late := &replayer{}
+	r := newSharedRunWith(t, ctx, 3, gone, nil, nil, map[int]*replayer{2: late})
+	runCtx, stop := context.WithCancel(ctx)
+	runErr := make(chan error, 1)
+	go func() { runErr <- r.c.Run(runCtx) }()
+	for _, rt := range r.rts {
+		go rt.Run(runCtx) //nolint:errcheck // stopped by runCtx
+	}
+	for r.c.Committed() < 1 && ctx.Err() == nil {
+		time.Sleep(20 * time.Millisecond)
+	}
+	stop()
+	<-runErr
+	if ctx.Err() != nil {
+		t.Fatal("round 1 never committed")
+	}
+	late.mu.Lock()
+	replayed := late.replayed
+	late.mu.Unlock()
+	if !replayed {
+		t.Fatal("device 2's first advertisement was never sent again")
+	}
+	r.checkSum(t, 1, []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9})
+}
+
 // TestSharedNoiseDeviceRefusesSmallCohort: a device whose round setup
 // announces a cohort of 6, below the session's threshold of 7 (the
 // coordinator is played by the real one, with that device's setup cut on
@@ -386,7 +459,7 @@ func TestSharedNoiseDeviceRefusesSmallCohort(t *testing.T) {
 			}
 		}
 	}
-	r := newSharedRunWith(t, ctx, 3, nil, map[int]*shrinker{0: cut}, events)
+	r := newSharedRunWith(t, ctx, 3, nil, map[int]*shrinker{0: cut}, events, nil)
 	runCtx, stop := context.WithCancel(ctx)
 	runErr := make(chan error, 1)
 	go func() { runErr <- r.c.Run(runCtx) }()

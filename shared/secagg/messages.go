@@ -12,6 +12,11 @@ type Header struct {
 	Round   uint64
 }
 
+// Head returns the header, which every message embeds: a relay tells
+// a message of an earlier round or attempt from it before decrypting
+// or checking anything.
+func (h Header) Head() Header { return h }
+
 // Message kinds, the first byte of every encoded message.
 const (
 	kindAdvertise byte = 1 + iota
