@@ -107,6 +107,11 @@ type Config struct {
 	// sets it): end this session and start a fresh one, as req asks.
 	// Its result is the endpoint's JSON answer.
 	NewSession func(ctx context.Context, req NewSessionRequest) (any, error)
+	// TeacherAlgorithms are the ways of learning a teacher may switch
+	// the next session between (NewSessionRequest.Algorithm; the Host
+	// sets them: sessions.Host.Choices); empty: no choice. The teacher's
+	// status carries them (view.Status.TeacherChoice).
+	TeacherAlgorithms []string
 	// Limits bound what a connection may do (defaults in Limits).
 	Limits wsconn.Limits
 	// Gate throttles join codes and registrations, caps inactive devices

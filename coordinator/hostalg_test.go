@@ -6,12 +6,14 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"browserfl/coordinator"
 	"browserfl/coordinator/sessions"
+	"browserfl/coordinator/view"
 	"browserfl/shared/wire"
 )
 
@@ -136,4 +138,135 @@ func TestHostTeacherAlgorithm(t *testing.T) {
 		t.Error(err)
 	}
 	edges.Close()
+}
+
+// teacherChoice returns the teacher_choice of the teacher's status of
+// the session of code (nil: none), and checks that the status without
+// the teacher secret has none.
+func teacherChoice(t *testing.T, base, code, secret string) *view.TeacherChoice {
+	t.Helper()
+	var public view.Status
+	if err := getJSON(base+"/api/status?code="+code, &public); err != nil {
+		t.Fatal(err)
+	}
+	if public.TeacherChoice != nil {
+		t.Errorf("the status without the teacher secret carries the teacher's choice %+v", public.TeacherChoice)
+	}
+	req, err := http.NewRequest(http.MethodGet, base+"/api/status?code="+code, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("X-Teacher-Secret", secret)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var st view.Status
+	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil || !st.Teacher {
+		t.Fatalf("the teacher's status: teacher %v (%v)", st.Teacher, err)
+	}
+	return st.TeacherChoice
+}
+
+// TestHostTeacherChoice: the teacher's status serves the choice of how
+// the noise is added (plan.TeacherAlgorithms and the current one), the
+// one list the dashboard reads; asking for the way the lobby already
+// runs changes nothing (same code, the students stay); an operator who
+// fixed the way (NoTeacherChoice, cmd/coordinator -teacher-choice=false)
+// serves no choice and every other way is refused with 400 saying so,
+// the lobby kept; behind edges (CheckSession) only nc can run, so there
+// is no choice either, and shared noise is refused saying what to do; a
+// restart that can no longer run the teacher's shared-noise session,
+// behind edges or with the choice fixed, says what to do.
+func TestHostTeacherChoice(t *testing.T) {
+	tmpl := testSession(8, 30, 10, 200, 10000)
+	both := []string{"nc", wire.SharedNoiseAlgorithm}
+
+	// The choice offered, the current one moving with the teacher's.
+	dir := t.TempDir()
+	host, srv, stop := runningHost(t, dir, tmpl)
+	secret := host.TeacherSecret()
+	if c := teacherChoice(t, srv.URL, "FIRSTCODE", secret); c == nil || !slices.Equal(c.Algorithms, both) || c.Current != "nc" {
+		t.Fatalf("the teacher's choice %+v; want %v, current nc", c, both)
+	}
+	code, body := postBody(t, srv.URL+"/api/teacher/new?algorithm=nc", secret, "")
+	var info sessions.NewSessionInfo
+	if code != http.StatusOK || json.Unmarshal([]byte(body), &info) != nil || info.JoinCode != "FIRSTCODE" || info.Ended != "" {
+		t.Errorf("choosing the lobby's own way: %d %s; want the same lobby, nothing ended", code, body)
+	}
+	if host.JoinCode() != "FIRSTCODE" || host.Current().State() != coordinator.StateLobby {
+		t.Errorf("choosing the lobby's own way changed the session: code %q, state %q", host.JoinCode(), host.Current().State())
+	}
+	if code, body = postBody(t, srv.URL+"/api/teacher/new?algorithm=shared", secret, ""); code != http.StatusOK {
+		t.Fatalf("new with shared noise: %d %s", code, body)
+	}
+	shared := host.JoinCode()
+	if c := teacherChoice(t, srv.URL, shared, secret); c == nil || c.Current != wire.SharedNoiseAlgorithm {
+		t.Errorf("the teacher's choice in the shared lobby %+v; want current %q", c, wire.SharedNoiseAlgorithm)
+	}
+	if code, body = postBody(t, srv.URL+"/api/teacher/new?algorithm=shared", secret, ""); code != http.StatusOK || host.JoinCode() != shared {
+		t.Errorf("choosing shared noise again: %d %s, code %q; want the same lobby %q", code, body, host.JoinCode(), shared)
+	}
+	// A lobby that is not the way asked for alone (a teacher's task)
+	// is not the same: asking is a new session.
+	if code, body = postBody(t, srv.URL+"/api/teacher/new?algorithm=shared", secret, teacherTaskJSON); code != http.StatusOK || host.JoinCode() == shared {
+		t.Fatalf("a task with shared noise: %d %s", code, body)
+	}
+	task := host.JoinCode()
+	if code, body = postBody(t, srv.URL+"/api/teacher/new?algorithm=shared", secret, ""); code != http.StatusOK || host.JoinCode() == task {
+		t.Errorf("shared noise without the task from the task's lobby: %d %s, code %q; want a new lobby", code, body, host.JoinCode())
+	}
+	stop()
+	// The operator now fixes the way: the teacher's shared-noise session
+	// cannot be reopened, and the error says what to do.
+	_, err := sessions.Open(sessions.Config{Dir: dir, Template: hostTemplate(tmpl, 3), Logger: quietLogger(), NoTeacherChoice: true})
+	if !errors.Is(err, sessions.ErrTeacherChoiceOff) || !strings.Contains(err.Error(), "-reset") {
+		t.Errorf("reopen a teacher's shared-noise session with the choice fixed: %v; want %v and what to do", err, sessions.ErrTeacherChoiceOff)
+	}
+
+	// The way fixed by the operator.
+	fixed, fsrv, _ := runningHostWith(t, sessions.Config{Dir: t.TempDir(), Template: hostTemplate(tmpl, 3), JoinCode: "FIXEDCODE",
+		Logger: quietLogger(), NoTeacherChoice: true})
+	if c := teacherChoice(t, fsrv.URL, "FIXEDCODE", fixed.TeacherSecret()); c != nil {
+		t.Errorf("the teacher's choice with the way fixed: %+v; want none", c)
+	}
+	code, body = postBody(t, fsrv.URL+"/api/teacher/new?algorithm=shared", fixed.TeacherSecret(), "")
+	if code != http.StatusBadRequest || !strings.Contains(body, "fixed how the noise is added") || !strings.Contains(body, "-teacher-choice=false") {
+		t.Errorf("shared noise with the way fixed: %d %q; want 400 saying the way is fixed", code, body)
+	}
+	if fixed.JoinCode() != "FIXEDCODE" || fixed.Current().State() != coordinator.StateLobby || fixed.Current().Session().Algorithm != "nc" {
+		t.Errorf("a refused choice changed the session: code %q, state %q, algorithm %q", fixed.JoinCode(), fixed.Current().State(), fixed.Current().Session().Algorithm)
+	}
+	// The server's own way is no change: the lobby stays.
+	if code, body = postBody(t, fsrv.URL+"/api/teacher/new?algorithm=nc", fixed.TeacherSecret(), ""); code != http.StatusOK || fixed.JoinCode() != "FIXEDCODE" {
+		t.Errorf("nc with the way fixed at nc: %d %q, code %q", code, body, fixed.JoinCode())
+	}
+
+	// Behind edges: no choice, shared refused saying what to do.
+	edges, esrv, _ := runningHostWith(t, sessions.Config{Dir: t.TempDir(), Template: hostTemplate(tmpl, 3), JoinCode: "EDGECODE",
+		Logger: quietLogger(), CheckSession: coordinator.CheckClusterSession})
+	if c := teacherChoice(t, esrv.URL, "EDGECODE", edges.TeacherSecret()); c != nil {
+		t.Errorf("the teacher's choice behind edges: %+v; want none", c)
+	}
+	code, body = postBody(t, esrv.URL+"/api/teacher/new?algorithm=shared", edges.TeacherSecret(), "")
+	if code != http.StatusBadRequest || !strings.Contains(body, "edges") || !strings.Contains(body, "keep each phone adding all its noise") ||
+		!strings.Contains(body, "without -role session") {
+		t.Errorf("shared noise behind edges: %d %q; want 400 saying what to do", code, body)
+	}
+	t.Logf("the teacher's request behind edges: %s", body)
+
+	// A restart behind edges of a teacher's shared-noise session.
+	dir2 := t.TempDir()
+	h2, srv2, stop2 := runningHost(t, dir2, tmpl)
+	if code, body := postBody(t, srv2.URL+"/api/teacher/new?algorithm=shared", h2.TeacherSecret(), ""); code != http.StatusOK {
+		t.Fatalf("new with shared noise: %d %s", code, body)
+	}
+	stop2()
+	_, err = sessions.Open(sessions.Config{Dir: dir2, Template: hostTemplate(tmpl, 3), Logger: quietLogger(), CheckSession: coordinator.CheckClusterSession})
+	if !errors.Is(err, coordinator.ErrSecAggEdges) || !errors.Is(err, sessions.ErrChoiceUnavailable) ||
+		!strings.Contains(err.Error(), "without -role session") || !strings.Contains(err.Error(), "-reset") {
+		t.Errorf("reopen a teacher's shared-noise session behind edges: %v; want %v and what to do", err, coordinator.ErrSecAggEdges)
+	}
+	t.Logf("the operator's restart behind edges: %v", err)
 }

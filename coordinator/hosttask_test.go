@@ -166,7 +166,13 @@ func TestHostTeacherPostsTemplateTask(t *testing.T) {
 // too).
 func runningHost(t *testing.T, dir string, tmpl wire.SessionParams) (host *sessions.Host, srv *httptest.Server, stop func()) {
 	t.Helper()
-	host, err := sessions.Open(sessions.Config{Dir: dir, Template: hostTemplate(tmpl, 3), JoinCode: "FIRSTCODE", Logger: quietLogger()})
+	return runningHostWith(t, sessions.Config{Dir: dir, Template: hostTemplate(tmpl, 3), JoinCode: "FIRSTCODE", Logger: quietLogger()})
+}
+
+// runningHostWith is runningHost of the host cfg configures.
+func runningHostWith(t *testing.T, cfg sessions.Config) (host *sessions.Host, srv *httptest.Server, stop func()) {
+	t.Helper()
+	host, err := sessions.Open(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

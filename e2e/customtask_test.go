@@ -327,8 +327,10 @@ func taskFormEngine(t *testing.T, e engine) {
 // chooseSharedNoise switches the lobby of code to shared noise on the
 // teacher's dashboard b (the "Choose how the noise is added" form) and
 // returns the new lobby's code, once the dashboard follows it and the
-// coordinator runs it with shared noise, nothing else changed. The open
-// form, its choice made, is kept as shot.
+// coordinator runs it with shared noise, nothing else changed. First it
+// checks the shared way's words (its two costs) and that submitting the
+// way the lobby already runs changes nothing. The open form, its choice
+// made, is kept as shot.
 func chooseSharedNoise(t *testing.T, b tab, base, code, shot string) string {
 	t.Helper()
 	must := func(what string, err error) {
@@ -344,6 +346,25 @@ func chooseSharedNoise(t *testing.T, b tab, base, code, shot string) string {
 	must("form", waitVisible(b, 60*time.Second, "#modeform > summary"))
 	must("open", b.click("#modeform > summary"))
 	must("ticked", waitFor(b, 10*time.Second, "the current way ticked", `document.getElementById("modeform").open && document.getElementById("mf-nc").checked`))
+	// The shared way's words say its two costs: each phone's guarantee
+	// rests on the others being real, and no update is checked alone.
+	var words string
+	must("words", b.eval(`document.getElementById("mf-shared").closest("label").innerText`, &words))
+	for _, w := range []string{"counts on the other phones being real", "if they were fake, only its own share protects it", "only the total"} {
+		if !strings.Contains(words, w) {
+			t.Errorf("the shared way's words lack %q: %q", w, words)
+		}
+	}
+	// The way the lobby already runs: nothing changes, the lobby stays.
+	must("submit the current way", b.click("#mf-go"))
+	must("nothing changed", waitFor(b, 10*time.Second, "the form says nothing changed",
+		`!document.getElementById("mf-msg").hidden && document.getElementById("mf-msg").textContent.includes("nothing changed")`))
+	var same string
+	must("code", b.eval(`new URLSearchParams(location.search).get("code")`, &same))
+	var still view.Status
+	if err := getJSON(base+"/api/status?code="+code, &still); err != nil || same != code || still.State != coordinator.StateLobby {
+		t.Fatalf("choosing the lobby's own way: the dashboard shows %q, the lobby %q is %q (%v); want it kept", same, code, still.State, err)
+	}
 	must("pick", b.click("#mf-shared"))
 	must("screenshot", b.screenshot(shot, false))
 	t.Logf("screenshot %s", shot)

@@ -61,7 +61,8 @@ func openHost(o options, assets site.Assets, log *slog.Logger) (host *sessions.H
 	// collector's background scavenger gets to it.
 	debug.FreeOSMemory()
 	hcfg := sessions.Config{Dir: o.DataDir, Template: template(o, a, gap, evalSet, log), JoinCode: o.JoinCode, Seed: o.Seed,
-		JoinCodeLength: o.JoinCodeLength, Fresh: o.Reset, Logger: log, Shards: set, Assets: assets}
+		JoinCodeLength: o.JoinCodeLength, Fresh: o.Reset, Logger: log, Shards: set, Assets: assets,
+		NoTeacherChoice: !o.TeacherChoice}
 	if o.Role == "session" {
 		if err := edge.CheckSession(a.sess); err != nil {
 			return nil, nil, closeAll, err

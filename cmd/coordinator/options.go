@@ -52,6 +52,7 @@ type options struct {
 	ReadHeaderTimeout  string  `json:"read_header_timeout"`
 	IdleTimeout        string  `json:"idle_timeout"`
 	Lobby              bool    `json:"lobby"`
+	TeacherChoice      bool    `json:"teacher_choice"`
 	Reset              bool    `json:"-"`
 	RollbackTo         int     `json:"-"`
 	cpuProfile         string
@@ -83,7 +84,7 @@ func defaults() options {
 		Listen: "localhost:8080", DataDir: "data/coordinator", Task: "fashion",
 		MinDevices: 0, EvalEvery: 5, EvalSamples: 2000, DemoShards: 0, DemoAlpha: 0.5,
 		Deadline: "20s", RoundGap: "1s", LogLevel: "info", Role: "single", NATSPrefix: "browserfl",
-		JoinCodeLength: 10, ReadHeaderTimeout: "10s", IdleTimeout: "60s",
+		JoinCodeLength: 10, ReadHeaderTimeout: "10s", IdleTimeout: "60s", TeacherChoice: true,
 		// The demo's (the default lesson's) privacy target is sized from
 		// the page's default budget by plan.DefaultLessonTarget: epsilon
 		// 7.92 at delta 1e-5, 99% of the budget of 8, so every device's
@@ -201,6 +202,7 @@ func serverFlags(fs *flag.FlagSet, o *options, x *lineFlags) {
 	fs.StringVar(&o.ReadHeaderTimeout, "read-header-timeout", o.ReadHeaderTimeout, "HTTP: time to read a request's headers")
 	fs.StringVar(&o.IdleTimeout, "idle-timeout", o.IdleTimeout, "HTTP: idle keep-alive connections are closed after this")
 	fs.BoolVar(&o.Lobby, "lobby", false, "start the session in a lobby: the teacher presses Start on the dashboard (teacher link), which sizes it for the class (\"one lesson\" preset)")
+	fs.BoolVar(&o.TeacherChoice, "teacher-choice", o.TeacherChoice, "let a teacher switch the next lobby on the dashboard between each device adding all its noise (nc) and devices sharing it under secure aggregation (shared), where this server can run both; false: the way of learning is this server's only (-algorithm), the dashboard shows no choice and POST /api/teacher/new?algorithm= of another way is refused")
 	fs.BoolVar(&o.Reset, "reset", false, "start a new session (the current one is kept, listed as finished)")
 	fs.IntVar(&o.RollbackTo, "rollback-to", -1, "make round N the last committed round first (recovery from a state that cannot be served; the store keeps the last 16 rounds)")
 	fs.StringVar(&o.LogLevel, "log-level", o.LogLevel, "log level: debug, info, warn, error")

@@ -96,7 +96,7 @@ func Handler(c Session, assets site.Assets, shards *shards.Set) http.Handler {
 			return
 		}
 		if ok {
-			st.ForTeacher()
+			st.ForTeacher(c.Config().TeacherAlgorithms)
 		}
 		site.WriteJSON(w, st)
 	}))

@@ -33,7 +33,10 @@ import (
 //	POST /api/teacher/new     end this session, start a fresh one (Config.NewSession);
 //	                          a body of browserfl.task/v1 JSON makes it a session of
 //	                          that task, ?algorithm=nc|shared one run that way
-//	                          (plan.WithAlgorithm); 400 and kind="task" if it cannot be one
+//	                          (plan.WithAlgorithm; one of the teacher's status's
+//	                          teacher_choice, or the session's own way); 400 and
+//	                          kind="task" if it cannot be one; the way alone that
+//	                          the current lobby runs changes nothing
 //	POST /api/teacher/remove?device=ID  remove one device from the session (Remove)
 //
 // A call that does not fit the session's state answers 409 with the
@@ -106,7 +109,7 @@ func teacherRoutes(c Session, mux *http.ServeMux) {
 					code = http.StatusConflict
 				case errors.Is(err, coordinator.ErrNoSuchDevice):
 					code = http.StatusNotFound
-				case errors.Is(err, ErrBadTask):
+				case errors.Is(err, ErrBadTask) || errors.Is(err, ErrBadChoice):
 					code = http.StatusBadRequest
 					c.Front().Met.Reject(metrics.RejTask)
 				}
@@ -117,7 +120,7 @@ func teacherRoutes(c Session, mux *http.ServeMux) {
 			c.Front().Log.Info("teacher action", "action", name)
 			if out == nil {
 				s := c.Status()
-				s.ForTeacher()
+				s.ForTeacher(c.Config().TeacherAlgorithms)
 				out = s
 			}
 			site.WriteJSON(w, out)
@@ -157,6 +160,11 @@ func teacherRoutes(c Session, mux *http.ServeMux) {
 // learning that cannot make a session (answered 400 and counted as a
 // "task" rejection).
 var ErrBadTask = errors.New("the task cannot be used")
+
+// ErrBadChoice is wrapped by a teacher's way of learning that cannot
+// make a session here (answered 400 and counted as a "task" rejection,
+// as ErrBadTask).
+var ErrBadChoice = errors.New("this way of learning cannot be used")
 
 // maxAlgorithmName bounds the algorithm a POST /api/teacher/new may ask
 // for (the names are short words: optim.Names).

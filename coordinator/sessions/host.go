@@ -59,6 +59,14 @@ type Host struct {
 	// fatal receives the current session's Run error (not a context
 	// error); Run returns it.
 	fatal chan error
+	// choices are the ways of learning a teacher may choose between
+	// (Choices); unavailable says why each TeacherAlgorithm left out
+	// cannot run here (teacherChoices). Both are set in Open.
+	choices     []string
+	unavailable map[string]error
+	// own is the template's way of learning: asking for it changes
+	// nothing a teacher chooses.
+	own string
 }
 
 // Config configures a Host.
@@ -96,6 +104,11 @@ type Config struct {
 	// the sessions' devices reach it through edges, which do not run
 	// secure aggregation).
 	CheckSession func(wire.SessionParams) error
+	// NoTeacherChoice fixes the way of learning: a teacher may not
+	// switch the next session to another (cmd/coordinator
+	// -teacher-choice=false). Without it a teacher chooses between the
+	// plan.TeacherAlgorithms this host's sessions can run (Choices).
+	NoTeacherChoice bool
 }
 
 type hostIndex struct {
@@ -139,6 +152,17 @@ const hostIndexFile = "host.json"
 // created from other parameters than the template's.
 var ErrTemplateChanged = errors.New("the current session has other parameters")
 
+// ErrTeacherChoiceOff is wrapped by a teacher's request for a way of
+// learning on a host whose operator fixed it (Config.NoTeacherChoice),
+// and by Open when the current session runs a way a teacher chose
+// before the operator fixed it.
+var ErrTeacherChoiceOff = errors.New("the person who runs this server fixed how the noise is added, so a teacher cannot change it here")
+
+// ErrChoiceUnavailable is wrapped by a teacher's request for a way of
+// learning this host's sessions cannot run (not among Choices: behind
+// edges, shared noise).
+var ErrChoiceUnavailable = errors.New("this way of learning cannot run on this server")
+
 // Open opens (or creates) the data directory and its current session
 // (creating one if there is none, or if Fresh). Call Run to drive it.
 func Open(cfg Config) (*Host, error) {
@@ -180,6 +204,7 @@ func Open(cfg Config) (*Host, error) {
 		h.index.TeacherSecret = hex.EncodeToString(r[:])
 	}
 	h.secret = h.index.TeacherSecret
+	h.choices, h.unavailable = h.teacherChoices()
 	if h.index.Current == "" || cfg.Fresh {
 		err = h.startSession(cfg.JoinCode, cfg.Seed, true, coordinator.NewSessionRequest{})
 	} else {
@@ -190,6 +215,67 @@ func Open(cfg Config) (*Host, error) {
 		return nil, err
 	}
 	return h, nil
+}
+
+// teacherChoices returns the ways of learning a teacher may choose
+// between: the plan.TeacherAlgorithms a session of the template can run
+// (sessionConfig accepts it: plan.WithAlgorithm, its secure aggregation,
+// CheckSession), none if fewer than two or the operator fixed the way
+// (NoTeacherChoice); and why each TeacherAlgorithm left out cannot run.
+func (h *Host) teacherChoices() ([]string, map[string]error) {
+	if tmpl, err := h.cfg.Template(); err == nil {
+		h.own = tmpl.Session.Algorithm
+	}
+	if h.cfg.NoTeacherChoice {
+		return nil, nil
+	}
+	var out []string
+	why := map[string]error{}
+	for _, alg := range plan.TeacherAlgorithms() {
+		if _, err := h.sessionConfig(coordinator.NewSessionRequest{Algorithm: alg}); err != nil {
+			why[alg] = err
+			continue
+		}
+		out = append(out, alg)
+	}
+	if len(out) < 2 {
+		for _, alg := range plan.TeacherAlgorithms() {
+			if why[alg] != nil {
+				h.log.Info("a teacher cannot choose how the noise is added", "unavailable", alg, "why", why[alg])
+			}
+		}
+		return nil, why
+	}
+	return out, why
+}
+
+// Choices returns the ways of learning a teacher may switch the next
+// session between (POST /api/teacher/new?algorithm=): empty when there
+// is no choice (Config.NoTeacherChoice, or fewer than two ways the
+// host's sessions can run).
+func (h *Host) Choices() []string { return slices.Clone(h.choices) }
+
+// checkChoice refuses a teacher's way of learning alg ("" asks for
+// none) that is neither the template's own nor among the host's
+// Choices, saying what to do (the error wraps api.ErrBadChoice and
+// ErrTeacherChoiceOff, or ErrChoiceUnavailable and why the way cannot
+// run). A way that is not a TeacherAlgorithm at all is left to
+// plan.WithAlgorithm's refusal (sessionConfig).
+func (h *Host) checkChoice(alg string) error {
+	switch {
+	case alg == "" || alg == h.own || slices.Contains(h.choices, alg):
+		return nil
+	case h.cfg.NoTeacherChoice:
+		return fmt.Errorf("%w: %w (cmd/coordinator -teacher-choice=false): the lesson keeps its way; ask that person to allow the choice if the class needs it", api.ErrBadChoice, ErrTeacherChoiceOff)
+	case h.unavailable[alg] != nil:
+		why := h.unavailable[alg]
+		if errors.Is(why, coordinator.ErrSecAggEdges) {
+			return fmt.Errorf("%w: phones reach it through edges, which cannot carry the locked updates of shared noise; keep each phone adding all its noise, "+
+				"or ask the person who runs the server to run the lesson on one process (cmd/coordinator without -role session) (%w)", ErrChoiceUnavailable, why)
+		}
+		return fmt.Errorf("%w (%w)", ErrChoiceUnavailable, why)
+	}
+	return nil
 }
 
 // TeacherSecret returns the teacher secret (print it as the teacher
@@ -340,11 +426,24 @@ func (h *Host) openSession(id, code string, seed uint64) error {
 		req := coordinator.NewSessionRequest{Algorithm: ident.TeacherAlgorithm}
 		if req.Task, err = plan.SessionTask(ident.Session); err == nil {
 			var rebuilt coordinator.Config
-			switch rebuilt, err = h.sessionConfig(req); {
+			if err = h.checkChoice(req.Algorithm); err == nil {
+				rebuilt, err = h.sessionConfig(req)
+			}
+			switch {
 			case err == nil:
 				tmpl = rebuilt
 			case errors.Is(err, plan.ErrAlgorithmChoice):
 				err = nil
+			case errors.Is(err, ErrTeacherChoiceOff):
+				// The operator's restart cannot run the way a teacher
+				// chose: say what to do.
+				err = fmt.Errorf("coordinator: the current session %s runs %q, the way of learning a teacher chose, and %w: "+
+					"start again without -teacher-choice=false to finish it, or with -reset for a new session of these settings (this one stays listed)",
+					id, ident.TeacherAlgorithm, ErrTeacherChoiceOff)
+			case errors.Is(err, ErrChoiceUnavailable):
+				err = fmt.Errorf("coordinator: the current session %s runs %q, the way of learning a teacher chose; %w (%w): "+
+					"finish it on the one-process coordinator (without -role session) with this data directory, or start again with -reset for a new session of these settings (this one stays listed)",
+					id, ident.TeacherAlgorithm, ErrChoiceUnavailable, h.unavailable[ident.TeacherAlgorithm])
 			}
 		}
 	}
@@ -385,6 +484,7 @@ func (h *Host) build(id string, st *store.Store, cfg coordinator.Config, code st
 		return nil, errors.New("coordinator: host: the template must set NewServer and not Server")
 	}
 	cfg.Store, cfg.JoinCode, cfg.Seed, cfg.TeacherSecret = st, code, seed, h.secret
+	cfg.TeacherAlgorithms = h.Choices()
 	cfg.NewSession = h.newSessionEndpoint
 	if cfg.Logger == nil {
 		cfg.Logger = h.log
@@ -407,7 +507,9 @@ func (h *Host) build(id string, st *store.Store, cfg coordinator.Config, code st
 // plan.WithTask, no demo data and no evaluation: the host's test set is
 // another task's; the status says why: coordinator.NoTestRows), run by
 // algorithm req.Algorithm when it is not empty (plan.WithAlgorithm).
-// Either refusal wraps api.ErrBadTask; Config.CheckSession's too.
+// A refusal wraps api.ErrBadTask when req has a task, else
+// api.ErrBadChoice (plan.WithAlgorithm's always); Config.CheckSession's
+// too.
 func (h *Host) sessionConfig(req coordinator.NewSessionRequest) (coordinator.Config, error) {
 	cfg, err := h.cfg.Template()
 	if err != nil || (req.Task == nil && req.Algorithm == "") {
@@ -419,9 +521,15 @@ func (h *Host) sessionConfig(req coordinator.NewSessionRequest) (coordinator.Con
 		}
 		cfg.Evaluate, cfg.EvalEvery, cfg.EvalSamples, cfg.EvalNote = nil, 0, 0, coordinator.NoTestRows
 	}
+	// What a session of the teacher's task cannot run is the task's
+	// fault; else the way of learning's.
+	bad := api.ErrBadChoice
+	if req.Task != nil {
+		bad = api.ErrBadTask
+	}
 	if req.Algorithm != "" {
 		if cfg.Session, err = plan.WithAlgorithm(cfg.Session, req.Algorithm); err != nil {
-			return cfg, fmt.Errorf("%w: %w", api.ErrBadTask, err)
+			return cfg, fmt.Errorf("%w: %w", api.ErrBadChoice, err)
 		}
 	}
 	if cfg.Session.Algorithm == wire.SharedNoiseAlgorithm {
@@ -429,12 +537,12 @@ func (h *Host) sessionConfig(req coordinator.NewSessionRequest) (coordinator.Con
 		// secure aggregation is checked before the lobby ends, not at
 		// Start.
 		if _, err := plan.SessionSecAgg(cfg.Session); err != nil {
-			return cfg, fmt.Errorf("%w: %w", api.ErrBadTask, err)
+			return cfg, fmt.Errorf("%w: %w", bad, err)
 		}
 	}
 	if h.cfg.CheckSession != nil {
 		if err := h.cfg.CheckSession(cfg.Session); err != nil {
-			return cfg, fmt.Errorf("%w: %w", api.ErrBadTask, err)
+			return cfg, fmt.Errorf("%w: %w", bad, err)
 		}
 	}
 	return cfg, nil
@@ -532,8 +640,16 @@ func (h *Host) NewSession(ctx context.Context) (NewSessionInfo, error) {
 // plan.WithAlgorithm; the zero request: the template's own). req is
 // checked before the current session is ended: a request that cannot
 // make a session leaves it running (the error wraps api.ErrBadTask).
+//
+// A way of learning alone (no task) that the current lobby already runs
+// changes nothing: the lobby goes on, with its code and the students in
+// it (the answer names it, Ended empty).
 func (h *Host) NewSessionWith(ctx context.Context, req coordinator.NewSessionRequest) (NewSessionInfo, error) {
-	if _, err := h.sessionConfig(req); err != nil {
+	if err := h.checkChoice(req.Algorithm); err != nil {
+		return NewSessionInfo{}, err
+	}
+	cfg, err := h.sessionConfig(req)
+	if err != nil {
 		return NewSessionInfo{}, err
 	}
 	h.newMu.Lock()
@@ -543,6 +659,10 @@ func (h *Host) NewSessionWith(ctx context.Context, req coordinator.NewSessionReq
 	h.mu.Unlock()
 	if runCtx == nil || runCtx.Err() != nil {
 		return NewSessionInfo{}, errors.New("coordinator: the host is not running")
+	}
+	if req.Task == nil && req.Algorithm != "" && old.c.State() == coordinator.StateLobby && old.c.Config().Session == cfg.Session {
+		h.log.Info("the lobby already runs the way of learning asked for: nothing changed", "algorithm", req.Algorithm)
+		return NewSessionInfo{ID: old.id, JoinCode: old.code, Dashboard: "/dashboard?code=" + old.code}, nil
 	}
 	if err := old.c.End(); err != nil {
 		return NewSessionInfo{}, fmt.Errorf("coordinator: end session %s: %w", old.id, err)

@@ -457,7 +457,7 @@ function renderLocalOnly(j, urls) {
 }
 
 function renderTeacher(s, state) {
-  sessionAlgorithm = (s.session && s.session.algorithm) || "";
+  choice = s.teacher_choice || null;
   $("controls").hidden = !s.teacher;
   if (!s.teacher) return;
   $("btn-start").hidden = state !== "lobby";
@@ -466,17 +466,22 @@ function renderTeacher(s, state) {
   $("btn-end").hidden = !(state === "running" || state === "paused" || state === "lobby");
   $("btn-new").hidden = state !== "ended";
   $("taskform").hidden = state !== "lobby";
-  $("modeform").hidden = state !== "lobby" || !teacherAlgorithms.includes(sessionAlgorithm);
-  if (!$("modeform").open) for (const r of document.querySelectorAll('input[name="mf-alg"]')) r.checked = r.value === sessionAlgorithm;
+  $("modeform").hidden = state !== "lobby" || !choice || !choice.current;
+  for (const r of document.querySelectorAll('input[name="mf-alg"]')) {
+    r.closest("label").hidden = !choice || !choice.algorithms.includes(r.value);
+    if (!$("modeform").open) r.checked = !!choice && r.value === choice.current;
+  }
 }
 
-// The ways of learning a teacher may switch the next session between
-// (plan.TeacherAlgorithms; POST /api/teacher/new?algorithm=), and the
-// current session's when it is one of them: a teacher's task keeps it.
-const teacherAlgorithms = ["nc", "shared"];
-let sessionAlgorithm = "";
+// The teacher's choice of how the noise is added, as the teacher's
+// status serves it (teacher_choice: the ways this server offers,
+// plan.TeacherAlgorithms it can run, and the current session's; absent
+// when the operator fixed it or only one can run): the lobby form
+// shows those, and a teacher's task or a new session keeps the current
+// one (POST /api/teacher/new?algorithm=).
+let choice = null;
 function algorithmQuery() {
-  return teacherAlgorithms.includes(sessionAlgorithm) ? "?algorithm=" + encodeURIComponent(sessionAlgorithm) : "";
+  return choice && choice.current ? "?algorithm=" + encodeURIComponent(choice.current) : "";
 }
 
 // newSession asks for a new session (a task definition or none) and
@@ -496,7 +501,15 @@ async function newSession(query, body, msg, form) {
 $("mf").addEventListener("submit", ev => {
   ev.preventDefault();
   const pick = document.querySelector('input[name="mf-alg"]:checked');
-  if (pick) newSession("?algorithm=" + encodeURIComponent(pick.value), "", "mf-msg", "modeform");
+  if (!pick) return;
+  // The way this lobby already runs: nothing to change, and the
+  // students in the lobby stay (the coordinator would keep it too).
+  if (choice && pick.value === choice.current) {
+    $("mf-msg").hidden = false;
+    $("mf-msg").textContent = "This lobby already adds the noise this way: nothing changed, and the students who joined stay.";
+    return;
+  }
+  newSession("?algorithm=" + encodeURIComponent(pick.value), "", "mf-msg", "modeform");
 });
 
 // The teacher's own task (docs/tasks.md): the form becomes a

@@ -10,6 +10,7 @@
 package view
 
 import (
+	"slices"
 	"time"
 
 	"browserfl/coordinator/site"
@@ -27,9 +28,12 @@ type Status struct {
 	People []Person `json:"people"`
 	// Teacher is true when the request carried the teacher secret (the
 	// dashboard then shows the teacher's controls).
-	Teacher   bool `json:"teacher"`
-	Committed int  `json:"committed"`
-	Finished  bool `json:"finished"`
+	Teacher bool `json:"teacher"`
+	// TeacherChoice, the teacher's only, is the choice of how the noise
+	// is added; absent when there is none (ForTeacher).
+	TeacherChoice *TeacherChoice `json:"teacher_choice,omitempty"`
+	Committed     int            `json:"committed"`
+	Finished      bool           `json:"finished"`
 	// Full is true while the coordinator holds as many connections as it
 	// admits: a new device would be refused.
 	Full    bool `json:"full"`
@@ -166,10 +170,27 @@ func SessionPrivacy(sess wire.SessionParams) PrivacyView {
 	return v
 }
 
+// TeacherChoice is the teacher's choice of how the noise is added (the
+// dashboard's lobby form): the ways of learning a teacher may switch
+// the next session between (plan.TeacherAlgorithms this server can run)
+// and the current session's, "" when it is none of them.
+type TeacherChoice struct {
+	Algorithms []string `json:"algorithms"`
+	Current    string   `json:"current"`
+}
+
 // ForTeacher marks s as the teacher's (Teacher: true) and fills what only
-// the teacher sees: each person's device id and rejected updates.
-func (s *Status) ForTeacher() {
+// the teacher sees: each person's device id and rejected updates, and
+// the choice of the way of learning among algs (none if fewer than
+// two).
+func (s *Status) ForTeacher(algs []string) {
 	s.Teacher = true
+	if len(algs) >= 2 {
+		s.TeacherChoice = &TeacherChoice{Algorithms: slices.Clone(algs)}
+		if slices.Contains(algs, s.Session.Algorithm) {
+			s.TeacherChoice.Current = s.Session.Algorithm
+		}
+	}
 	for i := range s.People {
 		p := &s.People[i]
 		p.Device, p.Rejected, p.Rejection = p.teacher.device, p.teacher.rejected, p.teacher.rejection

@@ -1551,6 +1551,27 @@ var mutations = []mutation{
 		pkgs: []string{"./shared/plan/", "-run", "WithAlgorithm"},
 	},
 	{
+		name: "secagg-late-attempt-refused", why: "a slow device's message of a failed attempt of the round, arriving in the next attempt, closes its connection and takes it out of the attempt it answers",
+		file: "coordinator/secagg.go",
+		old:  "return h.Session == session && h.Round < current",
+		new:  "return h.Session == session && h.Round < current && false",
+		pkgs: []string{"./coordinator/", "-run", "TestSharedNoiseLateAttempt"},
+	},
+	{
+		name: "teacher-choice-off-ignored", why: "an operator's -teacher-choice=false does not stop a teacher switching the next lobby to shared noise",
+		file: "coordinator/sessions/host.go",
+		old:  "	case h.cfg.NoTeacherChoice:\n		return fmt.Errorf(",
+		new:  "	case false:\n		return fmt.Errorf(",
+		pkgs: []string{"./coordinator/", "-run", "TestHostTeacherChoice"},
+	},
+	{
+		name: "teacher-choice-off-still-offered", why: "with the way of learning fixed by the operator, the teacher's status still offers the choice (the dashboard shows the form)",
+		file: "coordinator/sessions/host.go",
+		old:  "	if h.cfg.NoTeacherChoice {\n		return nil, nil\n	}",
+		new:  "	if false {\n		return nil, nil\n	}",
+		pkgs: []string{"./coordinator/", "-run", "TestHostTeacherChoice"},
+	},
+	{
 		name: "phone-sent-shows-clean", why: "the page's picture of what was sent shows the clean update instead of the frame sent",
 		file: "wasm/train.go",
 		old:  "t.sent = ui.Sent{Round: pr.T, Label: label, Clean: clean, Noisy: noisy}",
@@ -1768,8 +1789,8 @@ var mutations = []mutation{
 	{
 		name: "teacher-task-unchecked", why: "a teacher's task definition or way of learning is not checked before the current lobby is ended (a request that cannot make a session would end the class's lobby)",
 		file: "coordinator/sessions/host.go",
-		old:  "\tif _, err := h.sessionConfig(req); err != nil {\n\t\treturn NewSessionInfo{}, err\n\t}\n\th.newMu.Lock()",
-		new:  "\th.newMu.Lock()",
+		old:  "\tcfg, err := h.sessionConfig(req)\n\tif err != nil {\n\t\treturn NewSessionInfo{}, err\n\t}\n\th.newMu.Lock()",
+		new:  "\tcfg, _ := h.sessionConfig(req)\n\th.newMu.Lock()",
 		pkgs: []string{"./coordinator/", "-run", "TestHostTeacher(Task|Algorithm)"},
 	},
 	{
