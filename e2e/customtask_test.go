@@ -384,3 +384,43 @@ func chooseSharedNoise(t *testing.T, b tab, base, code, shot string) string {
 	}
 	return next
 }
+
+// TestNoiseChoiceFixed: a coordinator whose operator fixed the way of
+// learning (cmd/coordinator -teacher-choice=false) serves no choice in
+// the teacher's status, so the teacher's dashboard shows the lobby's task
+// form but not "Choose how the noise is added" (Chromium: the form's
+// drawing in every engine is TestTaskFormEngines').
+func TestNoiseChoiceFixed(t *testing.T) {
+	code := "FIXEDWAY7"
+	logf, err := os.CreateTemp("", "browserfl-e2e-fixedway-*.log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logf.Close()
+	dataDir := t.TempDir()
+	coord := &process{t: t, bin: coordinatorBinary(t), addr: freeAddr(t), dataDir: dataDir, log: logf, args: []string{
+		"-lobby", "-join-code", code, "-dataset", fashionDir, "-eval-samples", "500", "-T", "30", "-b", "4", "-M", "3", "-m", "3",
+		"-teacher-choice=false",
+	}}
+	coord.start()
+	defer coord.stop()
+	secret := teacherSecretIn(t, dataDir)
+	base := "http://" + coord.addr
+	b, err := engines[0].start(t)()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.navigate(base + "/dashboard?code=" + code + "&teacher=" + secret); err != nil {
+		t.Fatal(err)
+	}
+	if err := waitVisible(b, 60*time.Second, "#taskform > summary"); err != nil {
+		t.Fatal(pageFailure(b, "the task form", err))
+	}
+	var hidden bool
+	if err := b.eval(`document.getElementById("modeform").hidden`, &hidden); err != nil {
+		t.Fatal(err)
+	}
+	if !hidden {
+		t.Error("the dashboard shows the noise choice on a coordinator with -teacher-choice=false")
+	}
+}
