@@ -232,6 +232,12 @@ type Runtime struct {
 	// sa is the secure aggregation of the current round (secagg.go),
 	// nil outside a shared-noise round.
 	sa *saRound
+	// saOf is the secure aggregation derived from the session saFor
+	// (plan.SessionSecAgg), kept: in a page's Worker it takes up to a
+	// second, which every round frame would spend again before the
+	// round's setup is answered.
+	saOf  *plan.SecAgg
+	saFor wire.SessionParams
 	// dataAdded is closed (and replaced) under mu whenever InsertData
 	// adds samples: a round waiting for them wakes up.
 	dataAdded chan struct{}

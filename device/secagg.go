@@ -51,11 +51,14 @@ func (rt *Runtime) sharedLocked() bool {
 func (rt *Runtime) openSecAgg(r wire.RoundFrame) error {
 	rt.mu.Lock()
 	defer rt.unlock()
-	a, err := plan.SessionSecAgg(*rt.st.Session)
-	if err != nil {
-		return fmt.Errorf("device: %w: %w", ErrRefused, err)
+	if rt.saOf == nil || rt.saFor != *rt.st.Session {
+		a, err := plan.SessionSecAgg(*rt.st.Session)
+		if err != nil {
+			return fmt.Errorf("device: %w: %w", ErrRefused, err)
+		}
+		rt.saOf, rt.saFor = &a, *rt.st.Session
 	}
-	rt.sa = &saRound{r: r, a: a}
+	rt.sa = &saRound{r: r, a: *rt.saOf}
 	return nil
 }
 

@@ -64,7 +64,15 @@ type trainer struct {
 
 	done chan struct{} // closed when the runtime has stopped
 
-	mu         sync.Mutex
+	mu sync.Mutex
+	// figs is the session's figures (device.SessionFigures) for figsFor
+	// at the owner's delta, derived once: for a shared-noise session
+	// they take seconds in the Worker, where Go runs one goroutine at a
+	// time, and the runtime could not answer a round's secure
+	// aggregation step meanwhile.
+	figs       *plan.Figures
+	figsErr    error
+	figsFor    wire.SessionParams
 	x          []float64 // the latest global model fetched (for "try the model")
 	modelRound int       // the round x is from
 	stepMillis float64   // time of the latest Prepare
@@ -349,7 +357,7 @@ func (t *trainer) figures() (pr plan.Progress, joined int, st device.State) {
 		joined = acc.Participations()
 	}
 	releases := joined
-	if f, err := device.SessionFigures(sess, a.delta); err == nil && f.Protection() == plan.ProtectionServer {
+	if f, err := t.sessionFigures(sess); err == nil && f.Protection() == plan.ProtectionServer {
 		t.mu.Lock()
 		n := 0
 		switch {
@@ -369,6 +377,23 @@ func (t *trainer) figures() (pr plan.Progress, joined int, st device.State) {
 		pr = p
 	}
 	return pr, joined, st
+}
+
+// sessionFigures returns device.SessionFigures(sess, the owner's
+// delta), derived once per session (trainer.figs).
+func (t *trainer) sessionFigures(sess wire.SessionParams) (plan.Figures, error) {
+	t.mu.Lock()
+	if t.figs != nil && t.figsFor == sess {
+		f, err := *t.figs, t.figsErr
+		t.mu.Unlock()
+		return f, err
+	}
+	t.mu.Unlock()
+	f, err := device.SessionFigures(sess, t.a.delta)
+	t.mu.Lock()
+	t.figs, t.figsErr, t.figsFor = &f, err, sess
+	t.mu.Unlock()
+	return f, err
 }
 
 // showPrivacy puts the owner's figures pr (trainer.figures) into the
