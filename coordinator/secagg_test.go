@@ -293,6 +293,26 @@ func newSharedRunWith(t *testing.T, ctx context.Context, rounds int, gone map[in
 	return r
 }
 
+// runUntilCommitted runs the coordinator and every device until round n
+// commits, then stops them; it fails the test if ctx ends first.
+func (r *sharedRun) runUntilCommitted(t *testing.T, ctx context.Context, n int) {
+	t.Helper()
+	runCtx, stop := context.WithCancel(ctx)
+	runErr := make(chan error, 1)
+	go func() { runErr <- r.c.Run(runCtx) }()
+	for _, rt := range r.rts {
+		go rt.Run(runCtx) //nolint:errcheck // stopped by runCtx
+	}
+	for r.c.Committed() < n && ctx.Err() == nil {
+		time.Sleep(20 * time.Millisecond)
+	}
+	stop()
+	<-runErr
+	if ctx.Err() != nil {
+		t.Fatalf("round %d never committed", n)
+	}
+}
+
 // checkSum compares round t's committed sum bit for bit with the sum of
 // the releases (grid integers times the grid step) of devices inc, and
 // the count the server half was given with theirs.
@@ -373,25 +393,7 @@ func TestSharedNoiseBelowThreshold(t *testing.T) {
 	// Three rounds, so that after round 1's two attempts every device
 	// still has a release left for round 2; the test stops after round 1.
 	r := newSharedRun(t, ctx, 3, gone)
-	runCtx, stop := context.WithCancel(ctx)
-	runErr := make(chan error, 1)
-	go func() { runErr <- r.c.Run(runCtx) }()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for _, rt := range r.rts {
-			go rt.Run(runCtx) //nolint:errcheck // stopped by runCtx
-		}
-	}()
-	<-done
-	for r.c.Committed() < 1 && ctx.Err() == nil {
-		time.Sleep(20 * time.Millisecond)
-	}
-	stop()
-	<-runErr
-	if ctx.Err() != nil {
-		t.Fatal("round 1 never committed")
-	}
+	r.runUntilCommitted(t, ctx, 1)
 	r.checkSum(t, 1, []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9})
 	for i, rt := range r.rts {
 		if st := rt.State(); st.Excluded != 1 {
@@ -413,20 +415,7 @@ func TestSharedNoiseLateAttempt(t *testing.T) {
 	gone := map[int]map[int]bool{1: {0: false, 3: false, 6: false, 7: false}}
 	late := &replayer{}
 	r := newSharedRunWith(t, ctx, 3, gone, nil, nil, map[int]*replayer{2: late})
-	runCtx, stop := context.WithCancel(ctx)
-	runErr := make(chan error, 1)
-	go func() { runErr <- r.c.Run(runCtx) }()
-	for _, rt := range r.rts {
-		go rt.Run(runCtx) //nolint:errcheck // stopped by runCtx
-	}
-	for r.c.Committed() < 1 && ctx.Err() == nil {
-		time.Sleep(20 * time.Millisecond)
-	}
-	stop()
-	<-runErr
-	if ctx.Err() != nil {
-		t.Fatal("round 1 never committed")
-	}
+	r.runUntilCommitted(t, ctx, 1)
 	late.mu.Lock()
 	replayed := late.replayed
 	late.mu.Unlock()
@@ -460,20 +449,7 @@ func TestSharedNoiseDeviceRefusesSmallCohort(t *testing.T) {
 		}
 	}
 	r := newSharedRunWith(t, ctx, 3, nil, map[int]*shrinker{0: cut}, events, nil)
-	runCtx, stop := context.WithCancel(ctx)
-	runErr := make(chan error, 1)
-	go func() { runErr <- r.c.Run(runCtx) }()
-	for _, rt := range r.rts {
-		go rt.Run(runCtx) //nolint:errcheck // stopped by runCtx
-	}
-	for r.c.Committed() < 1 && ctx.Err() == nil {
-		time.Sleep(20 * time.Millisecond)
-	}
-	stop()
-	<-runErr
-	if ctx.Err() != nil {
-		t.Fatal("round 1 never committed")
-	}
+	r.runUntilCommitted(t, ctx, 1)
 	cut.mu.Lock()
 	wasCut, answered := cut.cut, cut.answered
 	cut.mu.Unlock()

@@ -5,31 +5,21 @@ package jsw
 import (
 	"context"
 	"errors"
-	"runtime"
-	"strings"
 	"syscall/js"
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"browserfl/wasm/internal/jstest"
 )
 
 // The tests run under node (make test-wasm-features: GOOS=js GOARCH=wasm
 // with go_js_wasm_exec), whose Promise and EventTarget are the page's.
 
-// jsRuntime ignores the Go runtime's own goroutine for a call from
-// JavaScript into Go (runtime.handleEvent, js/wasm only): it stays parked
-// until every other goroutine is idle, so it is there whenever goleak
-// looks from inside such a call (a promise's callback, a timer); it is
-// the runtime's, not ours.
-var jsRuntime = goleak.IgnoreAnyFunction("runtime.handleEvent")
-
-// running reports whether a goroutine is running (or blocked in) fn,
-// read from every goroutine's stack at once (goleak.Find would retry
-// for a second or more before saying yes).
-func running(fn string) bool {
-	buf := make([]byte, 1<<20)
-	return strings.Contains(string(buf[:runtime.Stack(buf, true)]), fn+".")
-}
+var (
+	jsRuntime = jstest.IgnoreRuntime()
+	running   = jstest.Running
+)
 
 // TestMain fails the package's tests if a goroutine they started is
 // still running when they end (go.uber.org/goleak).
