@@ -317,10 +317,12 @@ type openRound struct {
 	allIn       chan struct{}
 	// sa is the round's secure aggregation (shared-noise sessions):
 	// saStep is signalled when its step has every answer, saBusy is set
-	// while a step closes, saErr says why it could not start.
+	// while a step closes (saGone then holds the devices gone meanwhile,
+	// dropped once it has closed), saErr says why it could not start.
 	sa       *engine.SecAggRound[string]
 	saStep   chan struct{}
 	saBusy   bool
+	saGone   []string
 	saErr    error
 	started  time.Time
 	deadline time.Time

@@ -228,6 +228,10 @@ func (sh *roundShell) collectSecAgg(ctx context.Context) (engine.Collected[strin
 		out, err := or.sa.Close()
 		c.mu.Lock()
 		or.saBusy = false
+		for _, id := range or.saGone {
+			or.sa.Drop(id) // gone while the step closed: the next step does not wait for it
+		}
+		or.saGone = nil
 		select { // a Done signalled for the step just closed
 		case <-or.saStep:
 		default:
@@ -278,7 +282,12 @@ func (sh *roundShell) collectSecAgg(ctx context.Context) (engine.Collected[strin
 // does not wait for it. The caller holds c.mu.
 func (c *Coordinator) secAggGoneLocked(d *device) {
 	or := c.round
-	if or == nil || or.sa == nil || or.saBusy || d.round != or.t {
+	if or == nil || or.sa == nil || d.round != or.t {
+		return
+	}
+	if or.saBusy {
+		// The step is closing outside the lock: drop d once it has.
+		or.saGone = append(or.saGone, d.id)
 		return
 	}
 	or.sa.Drop(d.id)

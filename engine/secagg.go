@@ -49,6 +49,7 @@ type SecAggRound[ID cmp.Ordered] struct {
 	step byte            // the device step expected now; 0 once the sum is out
 	want map[uint32]bool // the devices expected at this step
 	got  map[uint32]bool // of which answered
+	gone map[uint32]bool // the devices dropped (Drop): no later step waits for them
 	u3   []ID
 	sum  []int64
 }
@@ -63,7 +64,7 @@ func NewSecAggRound[ID cmp.Ordered](a plan.SecAgg, sid secagg.SessionID, round u
 		return nil, nil, fmt.Errorf("engine: secure aggregation of %d members, at most %d", len(members), secagg.MaxID)
 	}
 	r := &SecAggRound[ID]{a: a, num: map[ID]uint32{}, ids: map[uint32]ID{}, step: wire.StepAdvertise,
-		want: map[uint32]bool{}, got: map[uint32]bool{}}
+		want: map[uint32]bool{}, got: map[uint32]bool{}, gone: map[uint32]bool{}}
 	dir := secagg.Directory{}
 	var list []wire.SecAggMember
 	for _, id := range members {
@@ -218,6 +219,11 @@ func (r *SecAggRound[ID]) Close() (map[ID]any, error) {
 	} else {
 		r.step += 2 // the device's next step: every step is a server message and a device answer
 	}
+	for n := range r.gone {
+		// A device gone after answering this step is sent the next
+		// step's message (nothing receives it) but not waited for.
+		delete(next, n)
+	}
 	r.want, r.got = next, map[uint32]bool{}
 	return out, nil
 }
@@ -245,10 +251,17 @@ func (r *SecAggRound[ID]) Sum() ([]float64, []ID, error) {
 }
 
 // Drop says device id can no longer answer (its connection, and with it
-// its secagg client, is gone): the current step no longer waits for it.
-// What it sent before stays (a masked input is still in the sum).
+// its secagg client, is gone): neither the current step nor any later
+// one waits for it, as if it let each deadline pass. What it sent before
+// stays (a masked input is still in the sum, and its answer to the
+// current step, if it gave one, counts).
 func (r *SecAggRound[ID]) Drop(id ID) {
-	if n, ok := r.num[id]; ok && !r.got[n] {
+	n, ok := r.num[id]
+	if !ok {
+		return
+	}
+	r.gone[n] = true
+	if !r.got[n] {
 		delete(r.want, n)
 	}
 }

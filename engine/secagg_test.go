@@ -54,29 +54,9 @@ func (d *saDevice) answer(t *testing.T, a plan.SecAgg, m any) any {
 // stop answering from that step on, and returns the round.
 func runSecAgg(t *testing.T, a plan.SecAgg, n int, goneAt map[string]byte) (*SecAggRound[string], map[string]*saDevice, error) {
 	t.Helper()
-	rng := rand.New(rand.NewPCG(1, 2))
-	devs := map[string]*saDevice{}
-	var ids []string
-	for i := range n {
-		id := fmt.Sprintf("d%02d", i)
-		ids = append(ids, id)
-		_, key, _ := ed25519.GenerateKey(nil)
-		x := make([]int64, a.Dim)
-		for j := range x {
-			x[j] = rng.Int64N(2*a.MaxAbs+1) - a.MaxAbs
-		}
-		devs[id] = &saDevice{key: key, x: x}
-	}
-	const t0 = 4
-	r, setups, err := NewSecAggRound(a, secagg.SessionID{1}, wire.SecAggRound(t0, 1), ids, func(id string) ([32]byte, bool) {
-		return [32]byte(devs[id].key.Public().(ed25519.PublicKey)), true
-	})
+	r, devs, out, err := startSecAgg(a, n, rand.New(rand.NewPCG(1, 2)))
 	if err != nil {
 		return nil, devs, err
-	}
-	out := map[string]any{}
-	for id, s := range setups {
-		out[id] = s
 	}
 	for r.Step() != 0 {
 		for id, m := range out {
@@ -95,6 +75,37 @@ func runSecAgg(t *testing.T, a plan.SecAgg, n int, goneAt map[string]byte) (*Sec
 		}
 	}
 	return r, devs, nil
+}
+
+// t0 is the test rounds' number.
+const t0 = 4
+
+// startSecAgg makes n devices with inputs from rng and opens their
+// round: the round, the devices and each one's setup message.
+func startSecAgg(a plan.SecAgg, n int, rng *rand.Rand) (*SecAggRound[string], map[string]*saDevice, map[string]any, error) {
+	devs := map[string]*saDevice{}
+	var ids []string
+	for i := range n {
+		id := fmt.Sprintf("d%02d", i)
+		ids = append(ids, id)
+		_, key, _ := ed25519.GenerateKey(nil)
+		x := make([]int64, a.Dim)
+		for j := range x {
+			x[j] = rng.Int64N(2*a.MaxAbs+1) - a.MaxAbs
+		}
+		devs[id] = &saDevice{key: key, x: x}
+	}
+	r, setups, err := NewSecAggRound(a, secagg.SessionID{1}, wire.SecAggRound(t0, 1), ids, func(id string) ([32]byte, bool) {
+		return [32]byte(devs[id].key.Public().(ed25519.PublicKey)), true
+	})
+	if err != nil {
+		return nil, devs, nil, err
+	}
+	out := map[string]any{}
+	for id, s := range setups {
+		out[id] = s
+	}
+	return r, devs, out, nil
 }
 
 func testSecAgg(m, threshold int) plan.SecAgg {
@@ -200,4 +211,82 @@ func TestSecAggRoundSender(t *testing.T) {
 	if r.Done() {
 		t.Error("done with one of three")
 	}
+}
+
+// TestSecAggRoundDropAfterAnswer: devices that answer a step and then go
+// (a page whose tab closes after its reply) are not waited for at the
+// next step: once every remaining device has answered, the step is Done
+// without its deadline, and the round still gives the exact sum of the
+// masked inputs it holds. Dropped after answering the masked-input step,
+// their inputs stay in the sum; after answering the key-sharing step,
+// they stay out of it.
+func TestSecAggRoundDropAfterAnswer(t *testing.T) {
+	a := testSecAgg(10, 7)
+	for _, after := range []byte{wire.StepShareKeys, wire.StepMasked} {
+		r, devs, err := runSecAggDropping(t, a, 10, []string{"d02", "d06"}, after)
+		if err != nil {
+			t.Fatalf("dropped after step %d: %v", after, err)
+		}
+		sum, inc, err := r.Sum()
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := make([]int64, a.Dim)
+		n := 0
+		for id, d := range devs {
+			if (id == "d02" || id == "d06") && after < wire.StepMasked {
+				continue
+			}
+			n++
+			for j, v := range d.x {
+				want[j] += v
+			}
+		}
+		if len(inc) != n {
+			t.Fatalf("dropped after step %d: %d included, want %d", after, len(inc), n)
+		}
+		for j := range want {
+			if sum[j] != float64(want[j])*a.Step {
+				t.Fatalf("dropped after step %d: coordinate %d is %v, want %v", after, j, sum[j], float64(want[j])*a.Step)
+			}
+		}
+	}
+}
+
+// runSecAggDropping runs a round of n devices in which the devices drop
+// answer step after and are then dropped (Drop) at once; every step
+// after it must be Done when the others have answered (the test fails
+// if a step still waits for a dropped device).
+func runSecAggDropping(t *testing.T, a plan.SecAgg, n int, drop []string, after byte) (*SecAggRound[string], map[string]*saDevice, error) {
+	t.Helper()
+	r, devs, out, err := startSecAgg(a, n, rand.New(rand.NewPCG(3, 4)))
+	if err != nil {
+		return nil, devs, err
+	}
+	for r.Step() != 0 {
+		step := r.Step()
+		for id, m := range out {
+			d := devs[id]
+			if d.gone {
+				continue
+			}
+			f := wire.SecAggFrame{T: t0, Step: step, Msg: d.answer(t, a, m)}
+			if err := r.Receive(id, f); err != nil {
+				t.Fatalf("%s at step %d: %v", id, step, err)
+			}
+		}
+		if step == after {
+			for _, id := range drop {
+				devs[id].gone = true
+				r.Drop(id)
+			}
+		}
+		if step > after && !r.Done() {
+			t.Fatalf("step %d waits for a device dropped after answering step %d", step, after)
+		}
+		if out, err = r.Close(); err != nil {
+			return r, devs, err
+		}
+	}
+	return r, devs, nil
 }

@@ -582,6 +582,14 @@ func (a *staticAsset) serve(w http.ResponseWriter, r *http.Request, immutable bo
 	} else {
 		h.Set("Cache-Control", "no-cache")
 	}
+	if b.gunzip {
+		// Decompressed as it is sent, a range costs the decompression of
+		// everything before it, and a header of thousands of ranges
+		// would decompress the file thousands of times (and ServeContent
+		// reads a multi-range body in a goroutine of its own): the whole
+		// file is sent instead, as HTTP lets a server do.
+		r.Header.Del("Range")
+	}
 	rs, c, err := b.open()
 	if err != nil {
 		http.Error(w, "asset unavailable", http.StatusInternalServerError)

@@ -1983,6 +1983,13 @@ var mutations = []mutation{
 		pkgs: []string{"./engine/", "-run", "TestSecAggRoundSender"},
 	},
 	{
+		name: "secagg-gone-waited-for", why: "a shared-noise round's next step waits, until its deadline, for a device that answered the step before and then left (a closed tab holds the class up)",
+		file: "engine/secagg.go",
+		old:  "\tfor n := range r.gone {\n",
+		new:  "\tfor n := range map[uint32]bool{} {\n",
+		pkgs: []string{"./engine/", "-run", "TestSecAggRoundDropAfterAnswer"},
+	},
+	{
 		name: "secagg-included-all-members", why: "a shared-noise round counts every member of its secure aggregation as included, not only those whose masked input is in the sum",
 		file: "engine/secagg.go",
 		old:  "\t\t\tfor _, n := range sl.Survivors {\n\t\t\t\tsend(n, sl)\n\t\t\t\tr.u3 = append(r.u3, r.ids[n])\n\t\t\t}",
