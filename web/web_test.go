@@ -1,7 +1,10 @@
 package web
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"io/fs"
+	"os"
 	"path"
 	"path/filepath"
 	"strings"
@@ -43,6 +46,18 @@ func TestEmbedded(t *testing.T) {
 	for p := range embedded {
 		if !onDisk[p] {
 			t.Errorf("%s embedded but not on disk", p)
+		}
+	}
+	// A device build on disk is served only through its forms: they
+	// must be its own, named by its hash (a build made without make
+	// wasm's precompress step would leave the old program served).
+	if raw, err := os.ReadFile("app.wasm"); err == nil {
+		sum := sha256.Sum256(raw)
+		name := "precompressed/app." + hex.EncodeToString(sum[:])[:12] + ".wasm"
+		for _, enc := range []string{".br", ".gz"} {
+			if _, err := os.Stat(name + enc); err != nil {
+				t.Errorf("app.wasm's %s form %s: %v (run make wasm)", enc, name+enc, err)
+			}
 		}
 	}
 	br, _ := filepath.Glob("precompressed/app.*.wasm.br")

@@ -392,12 +392,12 @@ func (o *options) checkCluster() error {
 	if o.Role == "edge" && o.NATSNKey == "" {
 		return errors.New("-role edge needs -nats-nkey FILE: the edge's NATS key, written by the session process as DATA/nats/edge-ID.nk for each edge in its -edges")
 	}
-	if o.Role == "session" && o.NATS == "" && len(o.Edges) == 0 {
-		return errors.New("-role session needs -edges ID,...: the edges it generates NATS keys for (DATA/nats/edge-ID.nk; docs/cluster.md)")
-	}
 	if o.Role == "session" && o.NATS == "" && !bus.EmbeddedNATS {
 		return fmt.Errorf("-role session without -nats needs the embedded NATS server, and %w (make run builds it so): %s",
 			bus.ErrNoNATSServer, bus.BuildWithNATSServer)
+	}
+	if o.Role == "session" && o.NATS == "" && len(o.Edges) == 0 {
+		return errors.New("-role session needs -edges ID,...: the edges it generates NATS keys for (DATA/nats/edge-ID.nk; docs/cluster.md)")
 	}
 	if o.Role == "session" && o.NATS != "" && o.NATSNKey == "" {
 		return errors.New("-role session with -nats needs -nats-nkey FILE: its own NATS key, known to the NATS cluster")
