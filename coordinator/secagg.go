@@ -170,15 +170,16 @@ func (c *Coordinator) acceptSecAgg(cn *wsconn.Conn, f wire.SecAggFrame, frameLen
 }
 
 // lateAttempt reports whether f is a message of this process's secure
-// aggregation session of an earlier round or attempt than current
-// (wire.SecAggRound): late, not malformed.
+// aggregation session of an earlier attempt of current's round than
+// current (wire.SecAggRound): late, not malformed. A message of another
+// round under this round's frame is not late: it is refused.
 func lateAttempt(f wire.SecAggFrame, session secagg.SessionID, current uint64) bool {
 	m, ok := f.Msg.(interface{ Head() secagg.Header })
 	if !ok {
 		return false
 	}
 	h := m.Head()
-	return h.Session == session && h.Round < current
+	return h.Session == session && h.Round < current && h.Round>>32 == current>>32
 }
 
 // collectSecAgg runs the steps of round or's secure aggregation, each

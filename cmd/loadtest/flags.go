@@ -47,7 +47,7 @@ func parseFlags(args []string, stderr io.Writer) (cmdline, error) {
 	fs.IntVar(&c.o.blocks, "blocks", 4, "interleave the measurement: the rounds run in this many blocks, each followed by a block of the baseline (load that comes and goes then hits both alike)")
 	fs.IntVar(&c.o.drop, "drop", 0, "devices that disconnect for good when they are first assigned a round (checks that rounds go on without them)")
 	fs.DurationVar(&c.o.timeout, "timeout", 30*time.Minute, "give up (and stop the coordinator) after this long")
-	fs.IntVar(&c.o.edges, "edges", 0, "if > 0: the cluster shape: the coordinator runs as -role session (embedded NATS) plus this many -role edge processes, the devices spread over the edges round robin")
+	fs.IntVar(&c.o.edges, "edges", 0, "if > 0: the cluster shape: the coordinator runs as -role session (embedded NATS: a coordinator built whole, go build -o bin/coordinator ./cmd/coordinator, not make run's) plus this many -role edge processes, the devices spread over the edges round robin")
 	fs.BoolVar(&c.o.natsTap, "nats-tap", false, "with -edges: also subscribe to every cluster subject and count the envelopes by direction and kind (the NATS server, in the session process, then sends a copy of everything)")
 	fs.BoolVar(&c.o.killEdge, "kill-edge", false, "with -edges: after the rounds, SIGKILL the first edge and measure its devices' move to the others (time, session and edge CPU per device)")
 	fs.IntVar(&c.o.deviceProcs, "device-procs", 0, "with -edges: processes that run the devices (0 = as many as the open-files limit needs: one process holds at most that many connections)")
