@@ -450,20 +450,21 @@ func (a *staticAsset) compress() {
 	a.gz, a.br = memBody(gz.Bytes()), memBody(br.Bytes())
 }
 
-// encode writes a's gzip form (best compression) to gz, then its brotli
-// form (brotliQuality, brotliWindowFor its size) to br, reading its bytes
-// as a stream. The coordinator at start and Precompress make the same
-// bytes with it.
+// encode writes a's gzip form (best compression) to gz and its brotli
+// form (brotliQuality, brotliWindowFor its size) to br, side by side (each
+// encoder uses one core), each reading a's bytes as a stream. The
+// coordinator at start and Precompress make the same bytes with it.
 func (a *staticAsset) encode(gz, br io.Writer) error {
 	zw, err := gzip.NewWriterLevel(gz, gzip.BestCompression)
 	if err != nil {
 		return err
 	}
 	bw := brotli.NewWriterOptions(br, brotli.WriterOptions{Quality: brotliQuality, LGWin: brotliWindowFor(int(a.raw.size))})
-	for _, w := range []io.WriteCloser{zw, bw} {
-		if err := a.copyTo(w); err != nil {
-			return fmt.Errorf("compressing %s: %w", a.name, err)
-		}
+	gzErr := make(chan error, 1)
+	go func() { gzErr <- a.copyTo(zw) }()
+	err = errors.Join(a.copyTo(bw), <-gzErr)
+	if err != nil {
+		return fmt.Errorf("compressing %s: %w", a.name, err)
 	}
 	return nil
 }
