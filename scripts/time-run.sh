@@ -23,7 +23,7 @@ now() { date +%s.%N; }
 if [ -n "${COLD:-}" ]; then
   cold=$(mktemp -d)
   export GOCACHE=$cold/gocache GOMODCACHE=$cold/gomodcache GOFLAGS=-modcacherw
-  rm -rf web/app.wasm web/wasm_exec.js web/precompressed bin/coordinator bin/device
+  rm -rf web/app.wasm web/wasm_exec.js web/precompressed bin/coordinator-nonats bin/coordinator bin/device
 fi
 start=$(now)
 setsid make -f "${MAKEFILE:-Makefile}" run RUNFLAGS="-listen 127.0.0.1:$port -data $data" >"$log" 2>&1 &

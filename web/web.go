@@ -22,12 +22,14 @@ var files embed.FS
 // reports it so a server can say so instead of serving a broken page.
 func FS() fs.FS { return assets{files} }
 
-// HasWasm reports whether the device build is embedded (its compressed
-// forms).
-func HasWasm() bool {
-	br, _ := fs.Glob(files, "precompressed/app.*.wasm.br")
-	gz, _ := fs.Glob(files, "precompressed/app.*.wasm.gz")
-	return len(br) > 0 && len(gz) > 0
+// HasWasm reports whether the device build is embedded: its two
+// compressed forms, of one file (one content hash), and no other.
+func HasWasm() bool { return hasWasm(files) }
+
+func hasWasm(fsys fs.FS) bool {
+	br, _ := fs.Glob(fsys, "precompressed/app.*.wasm.br")
+	gz, _ := fs.Glob(fsys, "precompressed/app.*.wasm.gz")
+	return len(br) == 1 && len(gz) == 1 && strings.TrimSuffix(br[0], ".br") == strings.TrimSuffix(gz[0], ".gz")
 }
 
 type assets struct{ fs.FS }

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"testing/fstest"
 )
 
 // TestEmbedded: every file of this directory on disk is embedded but the
@@ -62,7 +63,33 @@ func TestEmbedded(t *testing.T) {
 	}
 	br, _ := filepath.Glob("precompressed/app.*.wasm.br")
 	gz, _ := filepath.Glob("precompressed/app.*.wasm.gz")
-	if want := len(br) > 0 && len(gz) > 0; HasWasm() != want {
+	if want := len(br) == 1 && len(gz) == 1; HasWasm() != want {
 		t.Errorf("HasWasm() = %v, forms on disk %v %v", HasWasm(), br, gz)
+	}
+}
+
+// TestHasWasm: the device build counts as embedded only as the two
+// forms of one file.
+func TestHasWasm(t *testing.T) {
+	const a, b = "precompressed/app.0123456789ab.wasm", "precompressed/app.ba9876543210.wasm"
+	for _, c := range []struct {
+		name  string
+		files []string
+		want  bool
+	}{
+		{"both forms of one file", []string{a + ".br", a + ".gz"}, true},
+		{"none", nil, false},
+		{"brotli only", []string{a + ".br"}, false},
+		{"gzip only", []string{a + ".gz"}, false},
+		{"forms of two files", []string{a + ".br", b + ".gz"}, false},
+		{"two sets", []string{a + ".br", a + ".gz", b + ".br", b + ".gz"}, false},
+	} {
+		fsys := fstest.MapFS{"app.js": {Data: []byte("boot()")}}
+		for _, f := range c.files {
+			fsys[f] = &fstest.MapFile{Data: []byte("x")}
+		}
+		if got := hasWasm(fsys); got != c.want {
+			t.Errorf("%s: hasWasm = %v, want %v", c.name, got, c.want)
+		}
 	}
 }

@@ -77,7 +77,7 @@ func TestClusterDocCommands(t *testing.T) {
 			if !slices.Contains(targets, "run") {
 				continue
 			}
-			// The Makefile's run: ./bin/coordinator -lobby $(if $(RESET),-reset) $(RUNFLAGS)
+			// The Makefile's run: ./bin/coordinator-nonats -lobby $(if $(RESET),-reset) $(RUNFLAGS)
 			args := []string{"-lobby"}
 			if vars["RESET"] != "" {
 				args = append(args, "-reset")

@@ -648,6 +648,11 @@ func (h *Host) NewSessionWith(ctx context.Context, req coordinator.NewSessionReq
 	if err := h.checkChoice(req.Algorithm); err != nil {
 		return NewSessionInfo{}, err
 	}
+	wayAlone := req.Task == nil && req.Algorithm != ""
+	req, err := h.keepTeacherTask(req)
+	if err != nil {
+		return NewSessionInfo{}, err
+	}
 	cfg, err := h.sessionConfig(req)
 	if err != nil {
 		return NewSessionInfo{}, err
@@ -660,7 +665,7 @@ func (h *Host) NewSessionWith(ctx context.Context, req coordinator.NewSessionReq
 	if runCtx == nil || runCtx.Err() != nil {
 		return NewSessionInfo{}, errors.New("coordinator: the host is not running")
 	}
-	if req.Task == nil && req.Algorithm != "" && old.c.State() == coordinator.StateLobby && old.c.Config().Session == cfg.Session {
+	if wayAlone && old.c.State() == coordinator.StateLobby && old.c.Config().Session == cfg.Session {
 		h.log.Info("the lobby already runs the way of learning asked for: nothing changed", "algorithm", req.Algorithm)
 		return NewSessionInfo{ID: old.id, JoinCode: old.code, Dashboard: "/dashboard?code=" + old.code}, nil
 	}
@@ -682,6 +687,31 @@ func (h *Host) NewSessionWith(ctx context.Context, req coordinator.NewSessionReq
 	h.launchLocked(runCtx, cur)
 	h.mu.Unlock()
 	return NewSessionInfo{ID: cur.id, JoinCode: cur.code, Dashboard: "/dashboard?code=" + cur.code, Ended: old.id}, nil
+}
+
+// keepTeacherTask returns req, made to carry the current session's task
+// when req asks for a way of learning alone and the current session runs
+// a teacher's task (one the template does not carry): choosing how the
+// noise is added in such a lobby keeps the class's task.
+func (h *Host) keepTeacherTask(req coordinator.NewSessionRequest) (coordinator.NewSessionRequest, error) {
+	if req.Task != nil || req.Algorithm == "" {
+		return req, nil
+	}
+	h.mu.Lock()
+	cur := h.cur
+	h.mu.Unlock()
+	tmpl, err := h.cfg.Template()
+	if err != nil || cur == nil {
+		return req, err
+	}
+	s := cur.c.Config().Session
+	if s.Task == "" || s.Task == tmpl.Session.Task {
+		return req, nil
+	}
+	if req.Task, err = plan.SessionTask(s); err != nil {
+		return req, fmt.Errorf("coordinator: the current session's task: %w", err)
+	}
+	return req, nil
 }
 
 // Summary is one line of GET /api/sessions.

@@ -513,26 +513,46 @@ func brotliBytes(raw []byte, o brotli.WriterOptions) ([]byte, error) {
 }
 
 // acceptedEncoding returns the encoding of a response to r: "br" or
-// "gzip" if r accepts it (brotli first; q=0 refuses) and that form
-// exists (haveBr, haveGz), else "".
+// "gzip" if r accepts it (brotli first) and that form exists (haveBr,
+// haveGz), else "" (the file itself). An entry with q=0 refuses its
+// coding; "*" accepts every coding the request does not name, and
+// refuses them with q=0 (RFC 9110, 12.5.3). When the file itself is
+// refused too ("identity;q=0", or "*;q=0" without identity) and no form
+// is acceptable, gzip is sent, the coding every client decodes.
 func acceptedEncoding(r *http.Request, haveBr, haveGz bool) string {
-	var okBr, okGz bool
+	named := map[string]bool{} // coding -> accepted, for the codings r names
+	star, starNamed := false, false
 	for _, part := range strings.Split(r.Header.Get("Accept-Encoding"), ",") {
 		enc, params, _ := strings.Cut(strings.TrimSpace(part), ";")
-		if refused(params) {
+		enc = strings.ToLower(strings.TrimSpace(enc))
+		if enc == "" {
 			continue
 		}
-		switch strings.ToLower(strings.TrimSpace(enc)) {
-		case "br":
-			okBr = true
-		case "gzip":
-			okGz = true
+		ok := !refused(params)
+		if enc == "*" {
+			star, starNamed = ok, true
+			continue
 		}
+		named[enc] = ok
+	}
+	accepts := func(enc string) bool {
+		if ok, in := named[enc]; in {
+			return ok
+		}
+		return star
+	}
+	identityRefused := false
+	if ok, in := named["identity"]; in {
+		identityRefused = !ok
+	} else if starNamed {
+		identityRefused = !star
 	}
 	switch {
-	case okBr && haveBr:
+	case accepts("br") && haveBr:
 		return "br"
-	case okGz && haveGz:
+	case accepts("gzip") && haveGz:
+		return "gzip"
+	case identityRefused && haveGz:
 		return "gzip"
 	}
 	return ""

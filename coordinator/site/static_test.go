@@ -96,6 +96,8 @@ func TestStaticSite(t *testing.T) {
 	for _, c := range []struct{ accept, enc string }{
 		{"gzip, deflate, br", "br"}, {"gzip, deflate", "gzip"}, {"br;q=0, gzip", "gzip"},
 		{"", ""}, {"gzip;q=0", ""}, {"identity", ""}, {"BR", "br"},
+		{"*", "br"}, {"*;q=0.5", "br"}, {"br;q=0, *", "gzip"}, {"*;q=0, identity", ""},
+		{"identity;q=0", "gzip"}, {"*;q=0", "gzip"}, {"deflate, identity;q=0", "gzip"},
 	} {
 		resp, body = get(wasmName, c.accept, "")
 		h := resp.Header
