@@ -67,3 +67,42 @@ func TestRunBuildWithoutNATSServer(t *testing.T) {
 		t.Errorf("it refused after writing the cluster's keys (%s/nats: %v): the check must come first", data, err)
 	}
 }
+
+// TestRunPreparesItsTask: make run prepares the data of the task it runs
+// and no other (the default: Fashion-MNIST alone, no npm download, no
+// word lists, no diamonds), the task RUNFLAGS names however it is
+// written, and make setup every task's. It reads what make would run
+// (make -n), so nothing is installed or built.
+func TestRunPreparesItsTask(t *testing.T) {
+	root := repoRoot()
+	for _, c := range []struct {
+		target, runflags string
+		tasks            string
+		mnist            bool
+	}{
+		{"run", "", "fashion", false},
+		{"run", "-listen :8080 -M 30", "fashion", false},
+		{"run", "-task digits", "fashion digits", true},
+		{"run", "-dataset=mnist", "fashion digits", true},
+		{"run", "-task=text -M 3", "fashion text", false},
+		{"run", "-task tabular", "fashion tabular", false},
+		{"setup", "", "fashion text tabular digits", true},
+	} {
+		cmd := exec.Command("make", "-n", c.target, "RUNFLAGS="+c.runflags)
+		cmd.Dir = root
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("make -n %s RUNFLAGS=%q: %v", c.target, c.runflags, err)
+		}
+		m := regexp.MustCompile(`SETUP_TASKS="([^"]*)" bash scripts/setup\.sh`).FindSubmatch(out)
+		if m == nil {
+			t.Fatalf("make -n %s RUNFLAGS=%q runs no scripts/setup.sh:\n%s", c.target, c.runflags, out)
+		}
+		if got := strings.Join(strings.Fields(string(m[1])), " "); got != c.tasks {
+			t.Errorf("make %s RUNFLAGS=%q prepares %q, want %q", c.target, c.runflags, got, c.tasks)
+		}
+		if got := strings.Contains(string(out), "scripts/mnist.sh"); got != c.mnist {
+			t.Errorf("make %s RUNFLAGS=%q runs scripts/mnist.sh: %v, want %v", c.target, c.runflags, got, c.mnist)
+		}
+	}
+}
