@@ -332,7 +332,8 @@ func (t *trainer) publishEvents() {
 
 // figures reads the runtime's ledger (once the runtime has released
 // its lock): what this page has spent and the most this session can take
-// it to, as the owner sees them (plan.Budget.Progress: epsilon at the
+// it to, as the owner sees them (plan.Budget.ProgressOf the session's
+// figures, derived once: epsilon at the
 // owner's delta, with what the owner's data spent before), the releases
 // made, and the runtime's state. In a trusted session the device charges
 // nothing (the server adds the noise), and what it has spent against
@@ -357,7 +358,11 @@ func (t *trainer) figures() (pr plan.Progress, joined int, st device.State) {
 		joined = acc.Participations()
 	}
 	releases := joined
-	if f, err := t.sessionFigures(sess); err == nil && f.Protection() == plan.ProtectionServer {
+	f, err := t.sessionFigures(sess)
+	if err != nil {
+		return pr, joined, st
+	}
+	if f.Protection() == plan.ProtectionServer {
 		t.mu.Lock()
 		n := 0
 		switch {
@@ -373,7 +378,7 @@ func (t *trainer) figures() (pr plan.Progress, joined int, st device.State) {
 		releases = min(max(n, 0), f.WorstReleases)
 	}
 	owner := plan.Budget{Epsilon: a.consent.Budget, Delta: a.delta}
-	if p, err := owner.Progress(device.Params(sess), t.spentBefore, ledger, releases); err == nil {
+	if p, err := owner.ProgressOf(f, t.spentBefore, ledger, releases); err == nil {
 		pr = p
 	}
 	return pr, joined, st

@@ -386,15 +386,29 @@ type Progress struct {
 // privacy meter shows exactly these numbers; Check compares Most with
 // the owner's epsilon.
 func (b Budget) Progress(p optim.Params, before, ledger privacy.Spent, releases int) (Progress, error) {
-	if before.Validate() != nil || ledger.Validate() != nil || releases < 0 {
-		return Progress{}, fmt.Errorf("plan: spent %+v and %+v in %d releases, want finite values >= 0", before, ledger, releases)
-	}
 	f, err := SessionFigures(p, b.Delta)
 	if err != nil {
 		return Progress{}, err
 	}
-	if !f.Private || !(f.WorstRho > 0) {
+	if !f.Private {
 		return Progress{}, fmt.Errorf("plan: algorithm %q gives no privacy guarantee", p.Algorithm)
+	}
+	return b.ProgressOf(f, before, ledger, releases)
+}
+
+// ProgressOf is Progress for the session whose figures f are
+// (SessionFigures of its parameters at b.Delta), for a caller that keeps
+// them: a shared-noise session's figures take seconds to derive in a
+// page's Worker, and the meter reads Progress at every event.
+func (b Budget) ProgressOf(f Figures, before, ledger privacy.Spent, releases int) (Progress, error) {
+	if before.Validate() != nil || ledger.Validate() != nil || releases < 0 {
+		return Progress{}, fmt.Errorf("plan: spent %+v and %+v in %d releases, want finite values >= 0", before, ledger, releases)
+	}
+	if f.Delta != b.Delta {
+		return Progress{}, fmt.Errorf("plan: figures at delta %g read for an owner's delta %g", f.Delta, b.Delta)
+	}
+	if !f.Private || !(f.WorstRho > 0) {
+		return Progress{}, errors.New("plan: the session gives no privacy guarantee")
 	}
 	worst, err := before.Add(f.WorstSpent)
 	if err != nil {
@@ -481,7 +495,7 @@ func Check(p optim.Params, owner Budget, spent privacy.Spent) error {
 	if !f.Private {
 		return fmt.Errorf("plan: algorithm %q gives no privacy guarantee", p.Algorithm)
 	}
-	pr, err := owner.Progress(p, spent, privacy.Spent{}, 0)
+	pr, err := owner.ProgressOf(f, spent, privacy.Spent{}, 0)
 	if err != nil {
 		return err
 	}

@@ -224,4 +224,20 @@ func TestBudgetProgress(t *testing.T) {
 			t.Errorf("spent %v accepted", bad)
 		}
 	}
+	// ProgressOf, from figures kept (the page's meter), is Progress; it
+	// refuses figures made at another delta than the owner's.
+	for _, tc := range []struct{ before, ledger float64 }{{0, 0}, {0.1, 0.5}} {
+		want, _ := b.Progress(p, privacy.Charged(tc.before), privacy.Charged(tc.ledger), 3)
+		got, err := b.ProgressOf(f, privacy.Charged(tc.before), privacy.Charged(tc.ledger), 3)
+		if err != nil || got != want {
+			t.Errorf("ProgressOf: %+v (%v), want Progress's %+v", got, err, want)
+		}
+	}
+	other, err := SessionFigures(p, DefaultDelta/10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.ProgressOf(other, privacy.Spent{}, privacy.Spent{}, 0); err == nil {
+		t.Error("ProgressOf read figures made at another delta than the owner's")
+	}
 }
