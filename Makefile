@@ -166,7 +166,8 @@ run: setup wasm
 # step against a plain pass and against the unfused estimator it replaced, the noise
 # samplers (noise: exact/ziggurat = R, the product's exact sampler against
 # the float ziggurat at the demo's first sigma) and generators, one round
-# of local training against one of nc (step: local/nc = Q), the model
+# of local training against one of nc (step: local/nc = Q; a certified
+# session's, by output perturbation: step: local-certified/nc = Q), the model
 # kernels. About 1-2 minutes on the
 # shared 2-core machine.
 bench:
@@ -177,6 +178,9 @@ bench:
 	@out=$$($(GO) test -run '^$$' -bench 'LocalVsNC' -benchtime 100x ./shared/optim) || { echo "$$out"; exit 1; }; \
 	echo "$$out"; echo "$$out" | awk '/LocalVsNC/ {for (i = 2; i <= NF; i++) {if ($$i == "local/nc") q = $$(i-1); if ($$i == "noise-floor/nc") f = $$(i-1)}} \
 	END {if (q == "" || f == "") exit 1; printf "step: local/nc = %s (one device round of the lesson session, K = b = 32, thread CPU time, interleaved; its 32 noise vectors alone: %s)\n", q, f}'
+	@out=$$($(GO) test -run '^$$' -bench 'LocalCertifiedVsNC' -benchtime 100x ./shared/optim) || { echo "$$out"; exit 1; }; \
+	echo "$$out"; echo "$$out" | awk '/LocalCertifiedVsNC/ {for (i = 2; i <= NF; i++) if ($$i == "local-certified/nc") q = $$(i-1)} \
+	END {if (q == "") exit 1; printf "step: local-certified/nc = %s (one device round of a certified session, logreg-unit, K = b = 32, output perturbation: one noise vector, thread CPU time, interleaved)\n", q}'
 	$(GO) test -run '^$$' -bench 'KernelsVsGonum|SparseKernels' -benchtime 200x ./shared/model
 
 # The wasm/native device-step throughput: interleaved in one run in

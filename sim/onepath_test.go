@@ -83,7 +83,7 @@ func TestSimulatorIsTheProduct(t *testing.T) {
 		// devices compute at the float64 query points instead of the
 		// float32 ones the round frame carries.
 		{"mu2", "f64", 0, nil},
-		// Several passes of hidden steps under the last-iterate charge.
+		// Several passes of hidden steps, certified: output perturbation.
 		{"local", "", 50, func(s *wire.SessionParams) {
 			s.Model, s.Clip, s.Eta, s.LocalSteps, s.LocalEpochs = "logreg-unit", 2, 1, 2, 3
 		}},
@@ -184,8 +184,8 @@ func onePath(t *testing.T, algorithm, compressor string, rho float64, mod func(*
 	}
 	p := plan.FromSession(sess)
 	if algorithm == "local" {
-		if _, li, err := optim.LocalCharge(p); err != nil || !li {
-			t.Fatalf("the local case is not under the last-iterate charge: %v, %v", li, err)
+		if !optim.LocalOutputPerturbation(p) {
+			t.Fatal("the local case is not under output perturbation")
 		}
 	}
 	train, test := blobSet(6*100, 1), blobSet(200, 2) // 25 minibatches per device: none runs out in 24 rounds

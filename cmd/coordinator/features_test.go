@@ -65,7 +65,7 @@ func TestFeatureSessionTrains(t *testing.T) {
 
 // TestFeatureSessionLiveEveryAlgorithm: the other algorithms
 // (trusted, noisysgd, local with three passes under its
-// last-iterate certificate, mu2) run a short feature session of the
+// output-perturbation certificate, mu2) run a short feature session of the
 // real command to its end with two native devices (24 pictures each):
 // every round is committed, the model moved from its start, and the
 // coordinator evaluated it on the test pictures' features. (Too short
@@ -263,7 +263,7 @@ func runFeatureDevices(t *testing.T, ctx context.Context, url, code string, sess
 // TestFeatureSessionEveryAlgorithm: `-features scatter` assembles a
 // session with the transform's 3,969 features and the model's dimension
 // over them for each of these algorithms (nc, trusted, noisysgd,
-// local with passes under its last-iterate certificate, mu2), each
+// local with passes under its output-perturbation certificate, mu2), each
 // checked as a device checks it; features of a row task, of pictures of
 // another size and an unknown transform are refused with errors that
 // say so.
@@ -296,11 +296,11 @@ func TestFeatureSessionEveryAlgorithm(t *testing.T) {
 					f, err, a.sess.Features, a.sess.Dim, a.mdl.Dim(), tc.dim)
 			}
 			if slices.Contains(tc.args, "-local-epochs") {
-				// The passes are charged by the last-iterate bound: the
-				// features change nothing of its certificate (logreg-unit
-				// scales every input to norm 1).
-				if _, last, err := optim.LocalCharge(plan.FromSession(a.sess)); err != nil || !last {
-					t.Errorf("local passes: last-iterate charge %v, %v; want the certificate to hold", last, err)
+				// The passes run by output perturbation: the features
+				// change nothing of its certificate (logreg-unit scales
+				// every input to norm 1).
+				if !optim.LocalOutputPerturbation(plan.FromSession(a.sess)) {
+					t.Error("local passes: not under output perturbation; want the certificate to hold")
 				}
 			}
 			pol := device.Policy{AllowTrusted: true, AllowNonPrivate: true, Unlimited: true}

@@ -231,7 +231,7 @@ func clusterFlags(fs *flag.FlagSet, o *options, x *lineFlags) {
 func sessionFlags(fs *flag.FlagSet, p *wire.SessionParams) {
 	fs.StringVar(&p.Name, "name", p.Name, "session name")
 	fs.StringVar(&p.Algorithm, "algorithm", p.Algorithm, "algorithm: "+strings.Join(optim.Names(), ", "))
-	fs.StringVar(&p.Model, "model", p.Model, "model: logreg, mlp or logreg-unit (logreg on inputs scaled to norm 1: what -local-epochs needs for the last-iterate charge)")
+	fs.StringVar(&p.Model, "model", p.Model, "model: logreg, mlp or logreg-unit (logreg on inputs scaled to norm 1: what local needs for output perturbation)")
 	fs.IntVar(&p.M, "M", p.M, "expected devices in the session")
 	fs.IntVar(&p.Cohort, "m", p.Cohort, "devices per round (cohort size)")
 	fs.IntVar(&p.Rounds, "T", p.Rounds, "rounds")
@@ -249,7 +249,7 @@ func sessionFlags(fs *flag.FlagSet, p *wire.SessionParams) {
 	fs.IntVar(&p.Colluders, "colluders", p.Colluders, "-algorithm shared: the most cohort members assumed to side with the coordinator (c < t); each device's share of the noise is sized for t - c honest ones")
 	fs.IntVar(&p.LocalSize, "local-size", 0, "SVRG/SAGA local dataset size")
 	fs.IntVar(&p.LocalSteps, "local-steps", 0, "local: hidden local steps K per round, each on b/K of the round's b samples (0 = b)")
-	fs.IntVar(&p.LocalEpochs, "local-epochs", 0, "local: passes E over the round's K step batches (E K hidden steps; 0 = 1); E > 1 is charged by the last-iterate bound when the model certifies it (logreg-unit, clip >= 2, eta <= 2, no -D), else E steps")
+	fs.IntVar(&p.LocalEpochs, "local-epochs", 0, "local: passes E over the round's K step batches (E K hidden steps; 0 = 1); when the model certifies it (logreg-unit, clip >= 2, eta <= 2, no -D) the steps are noiseless and the last iterate gets one noise vector (output perturbation, one step's charge), else every step is noisy and E passes cost E steps")
 }
 
 // readConfig reads the JSON config file path into *o under the command

@@ -50,7 +50,7 @@ func run(ctx context.Context, args []string, out, progress io.Writer) error {
 	T := fs.Int("T", 10, "rounds T (the device takes part in all of them)")
 	b := fs.Int("b", 1, "samples per minibatch b")
 	localSteps := fs.Int("K", 0, "local: hidden steps per round K (0: b, one sample per step)")
-	epochs := fs.Int("E", 0, "local: passes over the K step batches (0: one); with E >= 2 the canary is the certified linear loss (linear-unit) and the session is charged the last-iterate bound (docs/privacy.md 4b)")
+	epochs := fs.Int("E", 0, "local: passes over the K step batches (0: one); with E >= 2 the canary is the certified linear loss (linear-unit) and the device releases by output perturbation (docs/privacy.md 4b)")
 	latch := fs.Float64("latch", 3.5, "local with K >= 2: the latch canary, its threshold in per-step noise standard deviations below the canary's mean (0: the linear canary)")
 	clip := fs.Float64("clip", 1, "clipping bound S")
 	dim := fs.Int("dim", 2, "model dimension of the audit's linear loss")

@@ -173,8 +173,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	// The model's shape, as sim.Run sets it: the stated figures
-	// (plan.SessionFigures) then hold the devices' actual last-iterate
-	// coupling term, not its bound.
+	// (plan.SessionFigures) are then the devices' own.
 	cfg.Params.Features, cfg.Params.Classes = train.Features, train.Classes
 	o.p = cfg.Params
 	if !o.quiet {

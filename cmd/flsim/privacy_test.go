@@ -17,8 +17,8 @@ import (
 // TestSpentLineEveryMode: the summary's privacy line says what holds in
 // each mode: with the devices' noise the worst device's figure; in the
 // trusted mode none against the server and the figure against everyone
-// else; for a non-private reference none; and a last-iterate ledger's
-// rho is never called zCDP.
+// else; for a non-private reference none; and a certified "local"
+// session's (output perturbation) is an ordinary zCDP figure.
 func TestSpentLineEveryMode(t *testing.T) {
 	eps, delta := plan.DefaultLessonTarget()
 	lesson := optim.Params{Algorithm: "nc", Model: "logreg", M: 30, Cohort: 10, Rounds: 200, Batch: 32, Clip: 1, Eta: 0.02, Epsilon: eps, Delta: delta}
@@ -39,7 +39,7 @@ func TestSpentLineEveryMode(t *testing.T) {
 		{"nc", lesson, sim.Record{MaxRho: 1.3, MaxEpsilon: 7.7}, []string{"worst device): zCDP rho = 1.3", "epsilon = 7.7"}, []string{"server", "none"}, plan.ProtectionDevice},
 		{"trusted", trusted, sim.Record{MaxRho: 1.36487, MaxEpsilon: 7.92}, []string{"against the server: none", "against everyone else", "epsilon = 7.92"}, []string{"zCDP"}, plan.ProtectionServer},
 		{"mu2", ref, sim.Record{}, []string{"privacy: none", "non-private"}, []string{"epsilon", "trusted"}, plan.ProtectionNone},
-		{"local, last iterate", li, sim.Record{MaxRho: 1.4, MaxEpsilon: 8}, []string{"ledger rho (read as Gaussian DP) = 1.4"}, []string{"zCDP"}, plan.ProtectionDevice},
+		{"local, output perturbation", li, sim.Record{MaxRho: 1.4, MaxEpsilon: 8}, []string{"worst device): zCDP rho = 1.4"}, []string{"Gaussian DP"}, plan.ProtectionDevice},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			f, err := plan.SessionFigures(c.p, 0)

@@ -138,7 +138,7 @@ const NameUnitLinear = "linear-unit"
 // the extreme case of Convex's certificate: convex, 0-smooth (every step
 // is a translation), gradients x' of norm below 1. It exists for the
 // empirical privacy audit (sim/audit): a canary whose exact gradient the
-// auditor chooses, in a model the last-iterate charge of "local" accepts.
+// auditor chooses, in a model that output perturbation of "local" accepts.
 type UnitLinear struct {
 	features int
 	x        []float32

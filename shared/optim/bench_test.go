@@ -219,9 +219,14 @@ type lessonDevice struct {
 }
 
 func newLessonDevice(b *testing.B, alg string) *lessonDevice {
-	p := Params{Algorithm: alg, Model: "logreg", Features: 784, Classes: 10, M: 10, Cohort: 10, Rounds: 1 << 30,
-		Batch: 32, Clip: 1, Eta: 0.02, Epsilon: 7.92, Delta: 1e-5}
-	m, _ := model.New("logreg", 784, 10)
+	return newLessonDeviceOf(b, Params{Algorithm: alg, Model: "logreg", Features: 784, Classes: 10, M: 10, Cohort: 10, Rounds: 1 << 30,
+		Batch: 32, Clip: 1, Eta: 0.02, Epsilon: 7.92, Delta: 1e-5})
+}
+
+// newLessonDeviceOf is newLessonDevice for the session p (its model of
+// 784 features and 10 classes).
+func newLessonDeviceOf(b *testing.B, p Params) *lessonDevice {
+	m, _ := model.New(p.Model, 784, 10)
 	dv, err := NewDevice(p, m, mechanism.NewStream(testSeed(1), 0))
 	if err != nil {
 		b.Fatal(err)
@@ -266,4 +271,24 @@ func BenchmarkLocalVsNC(b *testing.B) {
 	b.ReportMetric(t[1], "nc-"+cputime.Name+"-ns")
 	b.ReportMetric(steps*t[2]/t[1], "noise-floor/nc")
 	b.ReportMetric(t[0]/t[1], "local/nc")
+}
+
+// BenchmarkLocalCertifiedVsNC times one device round of "local" in a
+// certified session (logreg-unit, the lesson's shape: d = 7,850, b = K =
+// 32 hidden steps of one sample, one pass, S = 2 clipping nothing, eta
+// 0.02), which runs by output perturbation (noiseless hidden steps, one
+// noise vector), against one of "nc" in the lesson session, interleaved
+// in per-thread CPU time: make bench prints "step: local-certified/nc =
+// Q".
+func BenchmarkLocalCertifiedVsNC(b *testing.B) {
+	p := Params{Algorithm: "local", Model: "logreg-unit", Features: 784, Classes: 10, M: 10, Cohort: 10, Rounds: 1 << 30,
+		Batch: 32, Clip: 2, Eta: 0.02, Epsilon: 7.92, Delta: 1e-5}
+	if !LocalOutputPerturbation(p) {
+		b.Fatal("the certified session is not under output perturbation")
+	}
+	local, nc := newLessonDeviceOf(b, p), newLessonDevice(b, "nc")
+	t := cputime.Interleave(b, func() { local.step(b) }, func() { nc.step(b) })
+	b.ReportMetric(t[0], "local-certified-"+cputime.Name+"-ns")
+	b.ReportMetric(t[1], "nc-"+cputime.Name+"-ns")
+	b.ReportMetric(t[0]/t[1], "local-certified/nc")
 }

@@ -78,14 +78,20 @@ func UpdateBound(p Params, d int) (float64, string, error) {
 	// moving the iterate by eta times one release of the form above
 	// (projection onto K only shortens the move, x_t being in K): at most
 	// K E times the bound of one release, with u counting the K E T draws.
+	// Under output perturbation the K E steps are noiseless and the
+	// message carries one noise vector: K E estimates plus one draw.
 	steps := 1.0
 	if k.est == estLocal {
 		steps = float64(p.HiddenSteps())
 	}
+	draws := steps
+	if LocalOutputPerturbation(p) {
+		draws = 1
+	}
 	fd := float64(d)
-	u := math.Log(steps * float64(p.Rounds) * rejectShare / UpdateRejectProb)
+	u := math.Log(draws * float64(p.Rounds) * rejectShare / UpdateRejectProb)
 	chi := math.Sqrt(fd + 2*math.Sqrt(fd*u) + 2*u)
-	X := steps * (E + sigma*chi)
+	X := steps*E + draws*sigma*chi
 	F := spec.NormFactor(d, p.Rounds)
 	B := 1.02 * F * X
 	why := fmt.Sprintf("1.02 x compressor %.4g x (estimate %.4g + noise sigma %.4g x %.4g)", F, E, sigma, chi)

@@ -15,28 +15,32 @@ import (
 // "local": private local training. A device chosen at round t starts from
 // the query point x_t and runs E = Params.LocalEpochs passes (default 1)
 // over the round's b samples taken in order, in K = Params.LocalSteps step
-// batches of b/K (cyclic: K E hidden noisy SGD steps),
-//
-//	v_j     = step * (round_grid(mean of b/K clipped gradients at x_{j-1}) + Z_j),  Z_j discrete Gaussian
-//	x_j     = Pi_K(x_{j-1} - eta v_j)
-//
-// and releases only (x_t - x_{KE})/eta (the sum of the v_j when nothing is
-// projected; then the iterate is kept as x_t minus eta times an integer
-// sum on the grid). The server takes the SGD-family step x_{t+1} =
+// batches of b/K (cyclic: K E hidden SGD steps), and releases only
+// (x_t - x_{KE})/eta. The server takes the SGD-family step x_{t+1} =
 // Pi_K(x_t - eta (1/m) sum msg), i.e. it averages the devices' last
 // iterates (FedAvg with server step 1; a missing device counts as no move).
 //
-// Privacy (docs/privacy.md, section 4b): every hidden v_j is an exact
-// discrete Gaussian release of its step batch (replace-one sensitivity
-// 2S/(b/K), Sensitivity), calibrated like a noisy-SGD release (FreshSigma,
-// DiscreteSigma). With one pass every sample enters one step of one round,
-// so the device's whole transcript costs one step's zCDP
-// (ParallelComposition). With E passes a round costs LocalCharge steps:
-// E by composition, or, when the model certifies convexity and nothing is
-// clipped or projected, the last-iterate bound privacy.ShiftedCyclicCost
-// (about 1 + (E-1)/K), proven in section 4b. Kong and Ribero's Theorems
-// 4.4-4.5 are not used: they do not hold for this construction (clipped
-// steps, the last batch, lattice noise; see privacy.LastIterate's doc).
+// The device runs in one of two modes (LocalOutputPerturbation decides):
+//
+//   - Output perturbation, when the model certifies convexity and nothing
+//     is clipped or projected and a step is nonexpansive (certifiedLocal):
+//     the K E hidden steps run without noise on a fine lattice,
+//     n_j = n_{j-1} + round(gbar_j(x_t - eta h n_{j-1}) / h), and the
+//     release is h n_{KE} rounded onto the release grid plus ONE exact
+//     discrete Gaussian vector, calibrated to the last iterate's
+//     replace-one sensitivity E Delta (1 + localOPSlack)
+//     (LocalReleaseSensitivity): an ordinary zCDP charge of the whole
+//     budget, by construction, for every E.
+//   - Per-step noise otherwise: each hidden step releases
+//     round_grid(mean of b/K clipped gradients) + Z_j, Z_j discrete
+//     Gaussian, and moves x_j = Pi_K(x_{j-1} - eta v_j). Every hidden
+//     release is a noisy-SGD release of its step batch (sensitivity
+//     2S/(b/K), Sensitivity); a round costs E of them (composition), one
+//     for E = 1.
+//
+// Rounds use disjoint samples, so a device's whole session costs one
+// round's charge (ParallelComposition). docs/privacy.md, section 4b,
+// proves both.
 type localDevice struct {
 	p       Params
 	a       Algorithm
@@ -46,14 +50,15 @@ type localDevice struct {
 	entropy io.Reader
 	budget  float64 // zCDP
 	sens    float64 // per-step replace-one sensitivity 2S/(b/K)
-	sigma   float64 // per-step continuous calibration (FreshSigma)
-	step    float64 // grid step
-	sigmaZ  int64   // per-step discrete sigma in grid units
+	relSens float64 // sensitivity each noise vector is calibrated to (LocalReleaseSensitivity)
+	sigma   float64 // continuous calibration of each noise vector (FreshSigma)
+	step    float64 // release grid step
+	hstep   float64 // hidden lattice step (output perturbation; step otherwise)
+	sigmaZ  int64   // discrete sigma in release grid units
 	k, bs   int     // K local steps, b/K samples per step
 	epochs  int     // E passes over the K step batches
-	charge  float64 // zCDP of one round (LocalCharge steps)
-	li      bool    // the charge is the last-iterate one (Gaussian DP plus tv)
-	tv      float64 // the round's coupling term, localTV (li only)
+	charge  float64 // zCDP of one round
+	op      bool    // output perturbation (LocalOutputPerturbation)
 	radius  float64
 
 	ledger privacy.Ledger
@@ -62,13 +67,13 @@ type localDevice struct {
 	pendOK bool
 	pendT  int
 
-	clean   []float64 // sum over the steps of the rounded un-noised estimates
+	clean   []float64 // the message without its noise
 	cleanOK bool
 
 	x, v, g, msg, dec []float64
 	est               estimator // the step estimate (SGD: gradients at the local iterate)
-	sum               []int64   // the sum of the steps' releases, in grid units
-	nz                []int64   // a step's noise vector, in grid units
+	sum               []int64   // per-step mode: the sum of the steps' releases; output perturbation: the lattice point n_j; in grid units
+	nz                []int64   // a noise vector, in grid units
 	buf               []byte
 	noise, comp       *mechanism.Stream
 }
@@ -107,50 +112,64 @@ func (p Params) HiddenSteps() int {
 	return p.localSteps() * p.localEpochs()
 }
 
-// localGridRefine makes the grid of "local" finer than other releases'
-// (GridStep of Delta/localGridRefine): its steps' roundings then add
-// less to the last-iterate charge (localShiftSlack), about 0.5% at 2,000
-// hidden steps instead of 9%.
+// MaxLocalHiddenSteps bounds K E, the hidden steps of one round of
+// "local".
+const MaxLocalHiddenSteps = 1 << 16
+
+// localGridRefine sets the hidden lattice of output perturbation:
+// h = GridStep(Delta / (localGridRefine K), d), so that h sqrt(d) <=
+// Delta / (localGridRefine K GridFactor) and the K E roundings onto it add
+// at most E Delta / (localGridRefine GridFactor) to the last iterate's
+// sensitivity (localOPSlack).
 const localGridRefine = 16
 
-// localShiftSlack bounds, in units of one step's shift Delta/s (grid
-// units), what a step of "local" can add to the distance between two runs
-// besides the record's own change: two roundings onto the grid, sqrt(d)
-// each (the step's estimate and the iterate), where the grid makes
-// Delta/s >= localGridRefine GridFactor sqrt(d); the factor 1.001 covers
-// the float64 rounding of the gradients, far below a grid step
-// (docs/privacy.md 4b).
-const localShiftSlack = 2 * 1.001 / (localGridRefine * mechanism.GridFactor)
+// localFloatShare is what a hidden step of output perturbation sets
+// aside for the floating-point error of its gradient, in units of its
+// rounding slack (sqrt(d) lattice units): the two runs' errors together
+// may add localFloatShare sqrt(d) units a step (each run's error,
+// localFloatBound, at most half of it in lattice units).
+const localFloatShare = 1.0
+
+// localOPSlack bounds, relative to E Delta, what the K E hidden steps of
+// output perturbation add to the last iterate's sensitivity besides the
+// record's own change: at most sqrt(d) (1 + localFloatShare) lattice
+// units a step, K E steps, h sqrt(d) <= Delta / (localGridRefine K
+// GridFactor) (docs/privacy.md 4b).
+const localOPSlack = (1 + localFloatShare) / (localGridRefine * mechanism.GridFactor)
+
+// LocalOutputPerturbation reports whether "local" under p releases by
+// output perturbation (noiseless hidden steps, one noise vector on the
+// last iterate): exactly when the session is certified (certifiedLocal).
+// The device, the calibration (FreshSigma, LocalReleaseSensitivity), the
+// planner and the update bound all ask it.
+func LocalOutputPerturbation(p Params) bool {
+	return p.Algorithm == "local" && certifiedLocal(p)
+}
+
+// LocalReleaseSensitivity is the replace-one L2 sensitivity each noise
+// vector of "local" is calibrated to: under output perturbation the last
+// iterate's, E Delta (1 + localOPSlack) (a record enters E steps, each
+// moving the iterate by at most Delta, the other steps are nonexpansive,
+// and the lattice and floating point add at most the slack); otherwise one
+// hidden step's, Delta = Sensitivity(p).
+func LocalReleaseSensitivity(p Params) float64 {
+	if LocalOutputPerturbation(p) {
+		return float64(p.localEpochs()) * Sensitivity(p) * (1 + localOPSlack)
+	}
+	return Sensitivity(p)
+}
 
 // LocalCharge is the zCDP one round of "local" costs, in units of one
-// hidden step's Delta^2/(2 sigma^2), and whether the last-iterate bound
-// gives it. With E = 1 every sample enters one step: 1. With E > 1 passes
-// every sample enters E steps, which composition charges E; when the
-// model certifies convexity (model.Convexity: the per-sample losses are
-// convex and beta-smooth with gradients of norm at most G), nothing is
-// clipped (S >= G), a step is nonexpansive (eta <= 2/beta) and nothing is
-// projected (D = 0), the released last iterate costs
-// privacy.ShiftedCyclicCost(K, E, 1, localShiftSlack) instead, about
-// 1 + (E-1)/K (privacy amplification by iteration; docs/privacy.md 4b).
-// The smaller of the two is charged. Rounds use disjoint samples, so a
-// device's whole session costs one round's charge.
-func LocalCharge(p Params) (factor float64, lastIterate bool, err error) {
-	e := p.localEpochs()
-	if e == 1 {
-		return 1, false, nil
+// noise vector's LocalReleaseSensitivity^2/(2 sigma^2): 1 under output
+// perturbation (one vector, calibrated to the whole round's sensitivity)
+// and with one pass (every sample enters one step); E otherwise (every
+// sample enters E noisy steps: composition). Rounds use disjoint samples,
+// so a device's whole session costs one round's charge.
+func LocalCharge(p Params) float64 {
+	if LocalOutputPerturbation(p) {
+		return 1
 	}
-	if !certifiedLocal(p) {
-		return float64(e), false, nil
-	}
-	k := p.localSteps()
-	f, err := privacy.ShiftedCyclicCost(k, e, 1, localShiftSlack)
-	if err != nil {
-		return 0, false, fmt.Errorf("optim: local charge: %w", err)
-	}
-	if f >= float64(e) {
-		return float64(e), false, nil
-	}
-	return f, true, nil
+	return float64(p.localEpochs())
 }
 
 // certifiedLocal reports whether every hidden step of "local" under p is
@@ -159,6 +178,18 @@ func LocalCharge(p Params) (factor float64, lastIterate bool, err error) {
 func certifiedLocal(p Params) bool {
 	G, beta, ok := model.Convexity(p.Model)
 	return ok && p.S() >= G && p.Eta > 0 && p.Eta*beta <= 2 && p.Diameter == 0
+}
+
+// localFloatBound bounds the L2 floating-point error of one hidden step's
+// computed mean gradient under output perturbation, against the exact
+// mean gradient at the exact lattice iterate: 2^-48 (d + b/K + 8)
+// (G + Y), with Y = |x_t| + eta K E 2G a bound on the iterate's norm
+// (every step moves it by eta times a mean gradient of norm below G, with
+// room for the rounding). The constant is a standard error analysis
+// (docs/privacy.md 4b, step 2) with a factor 16 to spare.
+func localFloatBound(d, bs, steps int, G, eta, x0norm float64) float64 {
+	y := x0norm + eta*float64(steps)*2*G
+	return 0x1p-48 * float64(d+bs+8) * (G + y)
 }
 
 // validateLocal checks the fields only "local" uses.
@@ -183,8 +214,8 @@ func validateLocal(p Params, k kind, spec mechanism.Spec) []error {
 	switch E := p.localEpochs(); {
 	case p.LocalEpochs < 0 || p.LocalEpochs > MaxLocalEpochs:
 		errs = append(errs, fmt.Errorf("local epochs = %d, want 0 to %d (0 = 1)", p.LocalEpochs, MaxLocalEpochs))
-	case K >= 1 && K > privacy.MaxShiftedSteps/E:
-		errs = append(errs, fmt.Errorf("local steps K = %d and epochs E = %d: %d hidden steps a round, at most %d", K, E, K*E, privacy.MaxShiftedSteps))
+	case K >= 1 && K > MaxLocalHiddenSteps/E:
+		errs = append(errs, fmt.Errorf("local steps K = %d and epochs E = %d: %d hidden steps a round, at most %d", K, E, K*E, MaxLocalHiddenSteps))
 	}
 	if spec.EF {
 		errs = append(errs, fmt.Errorf("compressor %q: error feedback is not implemented for \"local\"", p.Compressor))
@@ -208,40 +239,39 @@ func newLocalDevice(p Params, a Algorithm, m model.Model, entropy io.Reader) (*l
 		return nil, fmt.Errorf("%w: %v", ErrUnsafe, err)
 	}
 	dv := &localDevice{p: p, a: a, spec: spec, m: m, dim: d, entropy: entropy,
-		k: p.localSteps(), bs: p.StepBatch(), epochs: p.localEpochs(), radius: p.Diameter / 2}
+		k: p.localSteps(), bs: p.StepBatch(), epochs: p.localEpochs(), radius: p.Diameter / 2,
+		op: LocalOutputPerturbation(p)}
 	var err error
 	if dv.budget, err = p.ZCDPBudget(); err != nil {
 		return nil, err
 	}
-	dv.sens = Sensitivity(p)
+	dv.sens, dv.relSens = Sensitivity(p), LocalReleaseSensitivity(p)
 	if dv.sigma, err = FreshSigma(p); err != nil {
 		return nil, err
 	}
-	if dv.step, err = mechanism.GridStep(dv.sens/localGridRefine, d); err != nil {
+	if dv.step, err = mechanism.GridStep(dv.relSens, d); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrUnsafe, err)
 	}
-	if dv.sigmaZ, err = mechanism.DiscreteSigma(dv.sigma, dv.sens, dv.step, d); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrUnsafe, err)
-	}
-	factor, li, err := LocalCharge(p)
-	if err != nil {
-		return nil, err
-	}
-	dv.charge = factor * dv.sens * dv.sens / (2 * dv.sigma * dv.sigma)
-	if li {
-		// The last-iterate proof couples the noise of every step from
-		// the record's first use to the last (K E at most) with a
-		// rounded continuous Gaussian: their total variation must stay
-		// within the ledger's slack (DiscreteSigma checked one step's).
+	dv.hstep = dv.step
+	if dv.op {
+		// The sensitivity rests on the session's model certificate.
 		if m.Name() != p.Model {
-			return nil, fmt.Errorf("%w: the last-iterate charge is certified for model %q, the device runs %q", ErrUnsafe, p.Model, m.Name())
+			return nil, fmt.Errorf("%w: output perturbation is certified for model %q, the device runs %q", ErrUnsafe, p.Model, m.Name())
 		}
-		tv := localTV(dv.k, dv.epochs, d, dv.sigmaZ)
-		if !(tv <= privacy.DiscretisationSlack*dv.charge) {
-			return nil, fmt.Errorf("%w: %d steps of discrete noise sigma_Z = %d: total variation %.3g over the slack %.3g", ErrUnsafe, dv.k*dv.epochs, dv.sigmaZ, tv, privacy.DiscretisationSlack*dv.charge)
+		if dv.hstep, err = mechanism.GridStep(dv.sens/(localGridRefine*float64(dv.k)), d); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrUnsafe, err)
 		}
-		dv.li, dv.tv = true, tv
+		// Every lattice coordinate stays an exact float64 integer: a
+		// step adds at most |gbar|/h + 1/2 < 2G/h + 1 units.
+		G, _, _ := model.Convexity(p.Model)
+		if lim := float64(dv.k*dv.epochs) * (2*G/dv.hstep + 1); !(lim < 0x1p52) {
+			return nil, fmt.Errorf("%w: %d hidden steps on a lattice of step %g: coordinates up to %g, beyond 2^52", ErrUnsafe, dv.k*dv.epochs, dv.hstep, lim)
+		}
 	}
+	if dv.sigmaZ, err = mechanism.DiscreteSigma(dv.sigma, dv.relSens, dv.step, d); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrUnsafe, err)
+	}
+	dv.charge = LocalCharge(p) * dv.relSens * dv.relSens / (2 * dv.sigma * dv.sigma)
 	for _, v := range []*[]float64{&dv.clean, &dv.x, &dv.v, &dv.g, &dv.msg, &dv.dec} {
 		*v = make([]float64, d)
 	}
@@ -249,41 +279,6 @@ func newLocalDevice(p Params, a Algorithm, m model.Model, entropy io.Reader) (*l
 	dv.sum, dv.nz = make([]int64, d), make([]int64, d)
 	dv.buf = make([]byte, 0, spec.C.Size(d))
 	return dv, nil
-}
-
-// localTV is the coupling term of one round of "local" with the
-// last-iterate charge: K E d RoundedGaussianTV(sigma_Z), the total
-// variation of replacing the discrete noise of its K E hidden steps by
-// rounded continuous Gaussians (docs/privacy.md 4b, step 1). It is what
-// the ledger records with the charge (privacy.Ledger.ChargeLastIterate).
-func localTV(k, e, d int, sigmaZ int64) float64 {
-	return float64(k*e) * float64(d) * privacy.RoundedGaussianTV(float64(sigmaZ))
-}
-
-// LocalTV is the coupling term one round of "local" records in the
-// ledger with a last-iterate charge, for a model of dimension d (0 when
-// LocalCharge is not the last-iterate one): the planner states the
-// figure a device's ledger will hold. It derives sigma_Z as the device
-// does (FreshSigma, GridStep, DiscreteSigma).
-func LocalTV(p Params, d int) (float64, error) {
-	_, li, err := LocalCharge(p)
-	if err != nil || !li {
-		return 0, err
-	}
-	sens := Sensitivity(p)
-	sigma, err := FreshSigma(p)
-	if err != nil {
-		return 0, err
-	}
-	step, err := mechanism.GridStep(sens/localGridRefine, d)
-	if err != nil {
-		return 0, fmt.Errorf("%w: %v", ErrUnsafe, err)
-	}
-	sz, err := mechanism.DiscreteSigma(sigma, sens, step, d)
-	if err != nil {
-		return 0, fmt.Errorf("%w: %v", ErrUnsafe, err)
-	}
-	return localTV(p.localSteps(), p.localEpochs(), d, sz), nil
 }
 
 func (dv *localDevice) Ledger() privacy.Ledger { return dv.ledger }
@@ -297,21 +292,10 @@ func (dv *localDevice) NextCost() float64 {
 	return max(0, dv.charge-dv.ledger.Rho())
 }
 
-// chargeTo adds a release of zCDP cost to l as this device records it:
-// the round's last-iterate charge with its coupling term, or an ordinary
-// one (every release of a one-pass or composed session, and the later
-// rounds' zero).
-func (dv *localDevice) chargeTo(l *privacy.Ledger, cost float64) error {
-	if dv.li && cost > 0 {
-		return l.ChargeLastIterate(cost, dv.tv)
-	}
-	return l.ChargeRho(cost)
-}
-
 // NextSpent is the ledger after the next release.
 func (dv *localDevice) NextSpent() (privacy.Spent, error) {
 	l := dv.ledger
-	if err := dv.chargeTo(&l, dv.NextCost()); err != nil {
+	if err := l.ChargeRho(dv.NextCost()); err != nil {
 		return privacy.Spent{}, fmt.Errorf("optim: next release: %w", err)
 	}
 	return l.Spent(), nil
@@ -338,9 +322,11 @@ func (dv *localDevice) zeros(dst []float64) error {
 	return nil
 }
 
-// Clean writes the sum over the last Prepare's K steps of the rounded,
-// un-noised step estimates: without projection the message minus the
-// noise.
+// Clean writes the last Prepare's message without its noise: under output
+// perturbation the noiseless last iterate's message rounded onto the
+// release grid; in per-step mode the sum over the K E steps of the
+// rounded, un-noised step estimates (without projection, the message
+// minus the noise).
 func (dv *localDevice) Clean(dst []float64) error {
 	if len(dst) != dv.dim {
 		return fmt.Errorf("optim: buffer length %d, want %d", len(dst), dv.dim)
@@ -401,35 +387,12 @@ func (dv *localDevice) Prepare(r Round, batch []dataset.Sample) (Update, error) 
 	dv.cleanOK = false
 	clear(dv.clean)
 	clear(dv.sum)
-	// E passes over the K step batches, in order (cyclic).
-	for step := 0; step < dv.k*dv.epochs; step++ {
-		j := step % dv.k
-		v := dv.v
-		clear(v)
-		// The step's estimate: the mean of its step batch's gradients at
-		// the local iterate, each clipped to S (the one-step algorithms'
-		// estimator; ghost clipping for logistic regression).
-		if err := dv.est.mean(v, r, x, batch[j*dv.bs:(j+1)*dv.bs], S); err != nil {
-			return Update{}, fmt.Errorf("optim: local step %d: %w", j+1, err)
+	if dv.op {
+		if err := dv.outputPerturbation(r, batch); err != nil {
+			return Update{}, err
 		}
-		// One vector of draws a step (FillDiscreteGaussian: the same
-		// distribution as d single draws, at 0.4x their cost), drawn
-		// before the pass below, which then does the rest of the step
-		// in one sweep over d.
-		dv.noise.FillDiscreteGaussian(dv.nz, dv.sigmaZ)
-		if i, err := dv.release(x, r.X, v, eta); err != nil {
-			return Update{}, fmt.Errorf("%w: local step %d: %v", ErrUnsafe, j+1, mechanism.GridError(v[i], i, dv.step))
-		}
-		if dv.radius > 0 {
-			project(x, dv.radius)
-		}
-	}
-	if dv.radius > 0 {
-		for i := range dv.msg {
-			dv.msg[i] = (r.X[i] - x[i]) / eta
-		}
-	} else {
-		mechanism.FromGrid(dv.msg, dv.sum, dv.step)
+	} else if err := dv.perStep(r, batch, S, eta); err != nil {
+		return Update{}, err
 	}
 	if err := mechanism.CheckFinite(dv.msg); err != nil {
 		return Update{}, fmt.Errorf("optim: local update: %w", err)
@@ -442,16 +405,113 @@ func (dv *localDevice) Prepare(r Round, batch []dataset.Sample) (Update, error) 
 	}
 	dv.buf = payload
 	// The message leaves now: charge (0 after the first release, which
-	// still counts) and advance. A last-iterate charge is recorded with
-	// its round's coupling term, once: rounds use disjoint samples, so a
-	// sample is coupled over its own round's steps only.
-	if err := dv.chargeTo(&dv.ledger, cost); err != nil {
+	// still counts: rounds use disjoint samples) and advance.
+	if err := dv.ledger.ChargeRho(cost); err != nil {
 		return Update{}, fmt.Errorf("optim: ledger: %w", err)
 	}
 	dv.n++
 	dv.lastT = r.T
 	dv.pendOK, dv.pendT = true, r.T
 	return Update{T: r.T, Payload: append([]byte(nil), payload...)}, nil
+}
+
+// perStep runs the K E hidden steps with a noise vector each and writes
+// the message (per-step mode).
+func (dv *localDevice) perStep(r Round, batch []dataset.Sample, S, eta float64) error {
+	x := dv.x
+	// E passes over the K step batches, in order (cyclic).
+	for step := 0; step < dv.k*dv.epochs; step++ {
+		j := step % dv.k
+		v := dv.v
+		clear(v)
+		// The step's estimate: the mean of its step batch's gradients at
+		// the local iterate, each clipped to S (the one-step algorithms'
+		// estimator; ghost clipping for logistic regression).
+		if err := dv.est.mean(v, r, x, batch[j*dv.bs:(j+1)*dv.bs], S); err != nil {
+			return fmt.Errorf("optim: local step %d: %w", j+1, err)
+		}
+		// One vector of draws a step (FillDiscreteGaussian: the same
+		// distribution as d single draws, at 0.4x their cost), drawn
+		// before the pass below, which then does the rest of the step
+		// in one sweep over d.
+		dv.noise.FillDiscreteGaussian(dv.nz, dv.sigmaZ)
+		if i, err := dv.release(x, r.X, v, eta); err != nil {
+			return fmt.Errorf("%w: local step %d: %v", ErrUnsafe, j+1, mechanism.GridError(v[i], i, dv.step))
+		}
+		if dv.radius > 0 {
+			project(x, dv.radius)
+		}
+	}
+	if dv.radius > 0 {
+		for i := range dv.msg {
+			dv.msg[i] = (r.X[i] - x[i]) / eta
+		}
+	} else {
+		mechanism.FromGrid(dv.msg, dv.sum, dv.step)
+	}
+	return nil
+}
+
+// outputPerturbation runs the K E hidden steps without noise
+// (hiddenLattice), then rounds h n_{KE} onto the release grid and adds one
+// exact discrete Gaussian vector (docs/privacy.md 4b).
+func (dv *localDevice) outputPerturbation(r Round, batch []dataset.Sample) error {
+	if err := dv.hiddenLattice(r, batch); err != nil {
+		return err
+	}
+	// The release grid's step is a power of two at least h, so
+	// n_i h / step is exact and so is its rounding.
+	ratio := dv.hstep / dv.step
+	dv.noise.FillDiscreteGaussian(dv.nz, dv.sigmaZ)
+	for i, ni := range dv.sum {
+		u := int64(math.RoundToEven(float64(ni) * ratio))
+		dv.clean[i] = dv.step * float64(u)
+		dv.sum[i] = u + dv.nz[i]
+	}
+	mechanism.FromGrid(dv.msg, dv.sum, dv.step)
+	return nil
+}
+
+// hiddenLattice runs the K E noiseless hidden steps of output
+// perturbation on the lattice x_t - eta h Z^d (h = dv.hstep),
+// n_j = n_{j-1} + round(gbar_j(x_t - eta h n_{j-1}) / h), leaving n_{KE}
+// in dv.sum and the last iterate in dv.x. It refuses, before any step, a
+// query point so large that the floating-point error of a step could
+// exceed its share of the slack (localFloatBound): the refusal depends on
+// x_t only, which is public.
+func (dv *localDevice) hiddenLattice(r Round, batch []dataset.Sample) error {
+	x, x0, h, eta := dv.x, r.X, dv.hstep, dv.p.Eta
+	copy(x, x0)
+	clear(dv.sum)
+	G, _, _ := model.Convexity(dv.p.Model)
+	var x0norm float64
+	for _, xi := range x0 {
+		x0norm += xi * xi
+	}
+	x0norm = math.Sqrt(x0norm)
+	if fb, room := localFloatBound(dv.dim, dv.bs, dv.k*dv.epochs, G, eta, x0norm), localFloatShare*math.Sqrt(float64(dv.dim))*h/2; !(fb <= room) {
+		return fmt.Errorf("%w: query point of norm %g: a hidden step's floating-point error bound %g exceeds its share %g of the lattice slack", ErrUnsafe, x0norm, fb, room)
+	}
+	n := dv.sum
+	for step := 0; step < dv.k*dv.epochs; step++ {
+		j := step % dv.k
+		v := dv.v
+		clear(v)
+		// The step batch's mean gradient at the lattice iterate; the
+		// bound S >= G clips nothing (certifiedLocal).
+		if err := dv.est.mean(v, r, x, batch[j*dv.bs:(j+1)*dv.bs], dv.p.S()); err != nil {
+			return fmt.Errorf("optim: local step %d: %w", j+1, err)
+		}
+		for i, vi := range v {
+			k, ok := mechanism.OnGrid(vi, h)
+			if !ok {
+				return fmt.Errorf("%w: local step %d: %v", ErrUnsafe, j+1, mechanism.GridError(vi, i, h))
+			}
+			n[i] += k
+			x[i] = x0[i] - eta*(h*float64(n[i]))
+		}
+	}
+	return nil
 }
 
 // release makes one hidden step's release and its post-processing, in
@@ -565,9 +625,6 @@ func (dv *localDevice) UnmarshalBinary(b []byte) error {
 	}
 	if n > 0 && !(ledger.Rho() > 0) || math.IsNaN(ledger.Rho()) {
 		return fmt.Errorf("optim: local device state: %d releases but ledger %v", n, ledger.Rho())
-	}
-	if dv.li && ledger.Rho() > 0 && !ledger.Spent().LastIterate {
-		return fmt.Errorf("optim: local device state: a last-iterate session's ledger without its last-iterate charge")
 	}
 	dv.ledger, dv.n, dv.lastT, dv.pendOK, dv.pendT = ledger, n, lastT, ok, pt
 	dv.cleanOK = false

@@ -107,29 +107,33 @@ func TestLocalSensitivityAndCharge(t *testing.T) {
 }
 
 func TestLocalNoiseMatchesCharge(t *testing.T) {
-	// Ties the noise a device draws to what its ledger charges. Without
-	// projection the message is sum_j (clean_j + noise_j), so message -
-	// Clean is the sum of K E independent per-step noises. From its sample
-	// variance we get the per-step sigma actually drawn and hence the cost
-	// of one step at the true sensitivity 2S/(b/K) (recomputed here),
-	// times the steps a round is worth (recomputed here too: 1 for one
-	// pass, E passes by composition, and 1 + (E-1)/K by the last-iterate
-	// bound without its rounding slack, which only raises the charge); it
-	// must not exceed the charge.
+	// Ties the noise a device draws to what its ledger charges. The
+	// message minus Clean is the sum of the noise vectors a release adds:
+	// K E per-step vectors (per-step mode, no projection) or one vector
+	// (output perturbation). From its sample variance we get the cost the
+	// drawn noise pays for at the true sensitivity, recomputed here from
+	// the parameters: per-step vectors of sensitivity Delta = 2S/(b/K),
+	// a round worth 1 step (one pass) or E (composition); one vector on
+	// the last iterate of sensitivity E Delta (the slack left out, which
+	// only raises the charge). It must not exceed the charge.
 	//
 	// N = 64 rounds x d = 1010 coordinates = 64,640 draws; the variance
 	// estimate has relative sd sqrt(2/N) = 0.56%. The check allows 4%
 	// (7 sd: false-failure rate < 1e-11); noise 10% too small gives a
-	// cost 23% above the charge (37 sd beyond the threshold: power ~1).
+	// cost 23% above the charge (37 sd beyond the threshold: power ~1),
+	// and output perturbation calibrated without the factor E a cost E^2
+	// times the charge.
 	for _, tc := range []struct {
-		K, E   int
-		model  string
-		factor float64
+		K, E    int
+		model   string
+		vectors int     // noise vectors in a message
+		units   float64 // the round's cost in Delta^2/(2 var) of one vector
 	}{
-		{1, 1, "logreg", 1}, {3, 1, "logreg", 1},
-		{3, 2, "logreg", 2},              // not certified: E steps
-		{3, 4, "logreg-unit", 1 + 3.0/3}, // certified: last iterate
-		{2, 3, "logreg-unit", 1 + 2.0/2},
+		{1, 1, "logreg", 1, 1}, {3, 1, "logreg", 3, 1},
+		{3, 2, "logreg", 6, 2},          // not certified: E steps
+		{3, 1, "logreg-unit", 1, 1},     // certified: output perturbation
+		{3, 4, "logreg-unit", 1, 4 * 4}, // sensitivity E Delta
+		{2, 3, "logreg-unit", 1, 3 * 3},
 	} {
 		K := tc.K
 		p := localParams()
@@ -141,6 +145,9 @@ func TestLocalNoiseMatchesCharge(t *testing.T) {
 		p.Features, p.Classes = 100, 10
 		m, _ := model.New(tc.model, 100, 10)
 		dv := newLocal(t, p, m, 3)
+		if dv.op != (tc.model == "logreg-unit") {
+			t.Fatalf("K=%d E=%d %s: output perturbation %v", K, tc.E, tc.model, dv.op)
+		}
 		rng := mechanism.NewStream(testSeed(4), 0)
 		data := make([]dataset.Sample, p.Batch)
 		for i := range data {
@@ -168,7 +175,7 @@ func TestLocalNoiseMatchesCharge(t *testing.T) {
 			}
 			dv.Clean(clean)
 			for i := range msg {
-				z := (msg[i] - clean[i]) / math.Sqrt(float64(K*tc.E))
+				z := msg[i] - clean[i]
 				sum += z
 				sumSq += z * z
 				n++
@@ -176,12 +183,12 @@ func TestLocalNoiseMatchesCharge(t *testing.T) {
 			dv.Commit(r)
 		}
 		mean := sum / float64(n)
-		varStep := sumSq/float64(n) - mean*mean
+		varMsg := sumSq/float64(n) - mean*mean
 		sens := 2 * p.Clip / float64(p.Batch/K)
-		drawnCost := tc.factor * sens * sens / (2 * varStep)
+		drawnCost := tc.units * float64(tc.vectors) * sens * sens / (2 * varMsg)
 		charged := dv.ledger.Rho()
 		if drawnCost > charged*1.04 {
-			t.Errorf("K=%d E=%d %s: noise drawn (sd %.4g per step) costs %.4g a round, the ledger charges %.4g", K, tc.E, tc.model, math.Sqrt(varStep), drawnCost, charged)
+			t.Errorf("K=%d E=%d %s: noise drawn (sd %.4g a message) costs %.4g a round, the ledger charges %.4g", K, tc.E, tc.model, math.Sqrt(varMsg), drawnCost, charged)
 		}
 		// The noise is not wildly larger either (a calibration far above
 		// the charge wastes the budget): within 10% of the charge here,
@@ -192,12 +199,14 @@ func TestLocalNoiseMatchesCharge(t *testing.T) {
 	}
 }
 
-// TestLocalCharge checks when the last-iterate charge applies and what
-// it is: one pass costs one step; E passes cost E steps unless every
-// condition of the proof holds (a certified model, no clipping, eta <=
-// 2/beta, no projection), and then privacy.ShiftedCyclicCost, between
-// the slack-free 1 + (E-1)/K and 1% above it here. The device's ledger after its first release holds it, and it is the
-// whole budget (the calibration, FreshSigma, and the planner use it too).
+// TestLocalCharge checks which sessions run by output perturbation and
+// what a round is charged: a certified session (a certified model, no
+// clipping, eta <= 2/beta, no projection) one noise vector calibrated to
+// E Delta (1 + slack), every E; otherwise one step's cost per pass. The
+// sensitivity is checked against the proof's bound computed from the
+// device's own lattice (E Delta + K E h sqrt(d) (1 + localFloatShare)),
+// and against looseness (at most 1e-3 above E Delta). The device's ledger
+// after its first release holds an ordinary charge of the whole budget.
 func TestLocalCharge(t *testing.T) {
 	cert := func() Params {
 		p := localParams()
@@ -208,60 +217,67 @@ func TestLocalCharge(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		mod    func(*Params)
-		li     bool
-		factor float64 // the slack-free value
+		op     bool
+		factor float64
 	}{
-		{"certified", func(*Params) {}, true, 1 + 4.0/3},
-		{"one pass", func(p *Params) { p.LocalEpochs = 1 }, false, 1},
-		{"zero means one pass", func(p *Params) { p.LocalEpochs = 0 }, false, 1},
+		{"certified", func(*Params) {}, true, 1},
+		{"certified one pass", func(p *Params) { p.LocalEpochs = 1 }, true, 1},
+		{"certified K = 1", func(p *Params) { p.LocalSteps = 1 }, true, 1},
+		{"certified linear", func(p *Params) { p.Model, p.Clip, p.Eta = "linear-unit", 1, 100 }, true, 1},
+		{"logreg one pass", func(p *Params) { p.Model, p.LocalEpochs = "logreg", 1 }, false, 1},
+		{"zero means one pass", func(p *Params) { p.Model, p.LocalEpochs = "logreg", 0 }, false, 1},
 		{"logreg has no certificate", func(p *Params) { p.Model = "logreg" }, false, 5},
 		{"mlp has no certificate", func(p *Params) { p.Model = "mlp" }, false, 5},
 		{"clipping binds", func(p *Params) { p.Clip = 1.99 }, false, 5},
 		{"step too long", func(p *Params) { p.Eta = 2.01 }, false, 5},
 		{"projection", func(p *Params) { p.Diameter = 10 }, false, 5},
-		{"K = 1: no gain", func(p *Params) { p.LocalSteps = 1 }, false, 5},
 	} {
 		p := cert()
 		tc.mod(&p)
-		f, li, err := LocalCharge(p)
-		if err != nil {
-			t.Fatalf("%s: %v", tc.name, err)
+		if got, f := LocalOutputPerturbation(p), LocalCharge(p); got != tc.op || f != tc.factor {
+			t.Errorf("%s: output perturbation %v, charge %v; want %v, %v", tc.name, got, f, tc.op, tc.factor)
 		}
-		if li != tc.li || f < tc.factor || f > tc.factor*1.01 {
-			t.Errorf("%s: charge %v steps (last iterate %v), want %v (%v)", tc.name, f, li, tc.factor, tc.li)
-		}
-		m, err := model.New(p.Model, 5, 3)
-		if err != nil {
+		E := float64(max(1, p.LocalEpochs))
+		delta := 2 * p.Clip / float64(p.Batch/p.LocalSteps)
+		feat := 5
+		m, err := model.New(p.Model, feat, 3)
+		if p.Model == "linear-unit" {
+			m = model.NewUnitLinear(feat)
+		} else if err != nil {
 			t.Fatal(err)
 		}
 		dv := newLocal(t, p, m, 1)
+		if tc.op {
+			// The proof's bound from the device's lattice h and d.
+			kE := float64(p.LocalSteps) * E
+			need := E*delta + kE*dv.hstep*math.Sqrt(float64(dv.dim))*(1+localFloatShare)
+			if got := LocalReleaseSensitivity(p); got < need || got > E*delta*(1+1e-3) || dv.relSens != got {
+				t.Errorf("%s: release sensitivity %v (device %v), want at least %v = E Delta + K E h sqrt(d) 2 and at most E Delta (1 + 1e-3) = %v", tc.name, got, dv.relSens, need, E*delta*(1+1e-3))
+			}
+		} else if got := LocalReleaseSensitivity(p); got != delta {
+			t.Errorf("%s: release sensitivity %v, want one step's %v", tc.name, got, delta)
+		}
 		next, err := dv.NextSpent()
 		if err != nil {
 			t.Fatal(err)
 		}
 		data := synthData(mechanism.NewStream(testSeed(2), 0), p.Batch)
+		if p.Model == "linear-unit" {
+			for i := range data {
+				data[i].Label = 0
+			}
+		}
 		if _, err := dv.Prepare(Round{T: 1, X: make([]float64, dv.dim)}, data); err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
-		// The ledger records the kind of its charge: a last-iterate one
-		// with the round's coupling term K E d RoundedGaussianTV(sigma_Z),
-		// so that it is never read by the zCDP conversion
-		// (privacy.SpentEpsilon); the planner states the same term.
 		spent := dv.ledger.Spent()
-		wantTV := 0.0
-		if li {
-			wantTV = float64(p.LocalSteps*p.LocalEpochs*dv.dim) * privacy.RoundedGaussianTV(float64(dv.sigmaZ))
+		if spent.LastIterate || next != spent {
+			t.Errorf("%s: ledger %+v (announced %+v), want an ordinary charge", tc.name, spent, next)
 		}
-		if spent.LastIterate != li || li && spent.TV != wantTV || next != spent {
-			t.Errorf("%s: ledger %+v (announced %+v), want last iterate %v with TV %v", tc.name, spent, next, li, wantTV)
-		}
-		if planned, err := LocalTV(p, dv.dim); err != nil || planned != wantTV {
-			t.Errorf("%s: LocalTV = %v (%v), want %v", tc.name, planned, err, wantTV)
-		}
-		step := dv.sens * dv.sens / (2 * dv.sigma * dv.sigma)
+		one := dv.relSens * dv.relSens / (2 * dv.sigma * dv.sigma)
 		budget, _ := p.ZCDPBudget()
-		if got := dv.ledger.Rho(); math.Abs(got-f*step) > 1e-9*got || math.Abs(got-budget) > 1e-9*budget {
-			t.Errorf("%s: ledger %v after the first release, want %v steps of %v = the budget %v", tc.name, got, f, step, budget)
+		if got := dv.ledger.Rho(); math.Abs(got-tc.factor*one) > 1e-9*got || math.Abs(got-budget) > 1e-9*budget {
+			t.Errorf("%s: ledger %v after the first release, want %v vectors of %v = the budget %v", tc.name, got, tc.factor, one, budget)
 		}
 	}
 	// A device whose model is not the one the session certifies refuses.

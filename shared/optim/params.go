@@ -73,9 +73,10 @@ type Params struct {
 	LocalSteps int `json:"local_steps,omitempty"`
 	// LocalEpochs is E, the passes of "local" over the round's K step
 	// batches (E K hidden steps, cyclic); 0 = 1, at most MaxLocalEpochs.
-	// Each pass reuses the round's samples, so E > 1 costs more: E steps
-	// by composition, or the last-iterate bound when the model certifies
-	// it (LocalCharge).
+	// Each pass reuses the round's samples, so E > 1 costs more: E noisy
+	// steps by composition, or, when the model certifies it, one noise
+	// vector on the last iterate calibrated to E times a step's
+	// sensitivity (output perturbation, LocalOutputPerturbation).
 	LocalEpochs int `json:"local_epochs,omitempty"`
 	// ShiftStep is SoteriaFL's shift step gamma; 0 = the paper's
 	// sqrt((1+2 omega) / (2 (1+omega)^3)) (Theorem 3).
@@ -473,15 +474,13 @@ func FreshSigma(p Params) (float64, error) {
 	if err != nil {
 		return 0, err
 	}
-	K := float64(p.ComposedReleases())
 	if p.Algorithm == "local" {
-		// One round of "local" costs LocalCharge steps (1 for E = 1).
-		f, _, err := LocalCharge(p)
-		if err != nil {
-			return 0, err
-		}
-		K = f
+		// One round of "local" costs LocalCharge noise vectors, each of
+		// sensitivity LocalReleaseSensitivity: the one vector of output
+		// perturbation, or the per-step vectors of E passes.
+		return LocalReleaseSensitivity(p) * math.Sqrt(LocalCharge(p)/(2*budget)), nil
 	}
+	K := float64(p.ComposedReleases())
 	return Sensitivity(p) * math.Sqrt(K/(2*budget)), nil
 }
 

@@ -44,13 +44,13 @@ func TestFiguresEveryMode(t *testing.T) {
 		{modeSession("soteria-svrg"), ProtectionDevice, []string{"ε = ", "zCDP ρ = "}, []string{"server"}},
 		{modeSession("soteria-saga"), ProtectionDevice, []string{"ε = ", "zCDP ρ = "}, []string{"server"}},
 		{modeSession("local"), ProtectionDevice, []string{"ε = ", "zCDP ρ = "}, []string{"server", "Gaussian DP"}},
-		{lastIterateSession(), ProtectionDevice, []string{"ε = ", "Gaussian DP of ledger ρ = "}, []string{"zCDP", "server"}},
+		{certifiedSession(), ProtectionDevice, []string{"ε = ", "zCDP ρ = "}, []string{"server", "Gaussian DP"}},
 		{modeSession("mu2"), ProtectionNone, []string{"no privacy guarantee"}, []string{"ε"}},
 		{modeSession("sgd"), ProtectionNone, []string{"no privacy guarantee"}, []string{"ε"}},
 	} {
 		name := c.p.Algorithm
 		if c.p.LocalEpochs > 1 {
-			name += " (last iterate)"
+			name += " (output perturbation)"
 		}
 		t.Run(name, func(t *testing.T) {
 			f, err := SessionFigures(c.p, 0)

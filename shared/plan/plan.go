@@ -31,7 +31,6 @@ import (
 	"fmt"
 	"math"
 
-	"browserfl/shared/model"
 	"browserfl/shared/optim"
 	"browserfl/shared/privacy"
 )
@@ -174,17 +173,13 @@ func Compute(p optim.Params, delta float64) (Report, error) {
 		}
 	}
 	expectedN = min(expectedN, r.WorstParticipations)
-	charge, err := ledgerCharge(p)
-	if err != nil {
-		return Report{}, err
-	}
 	var ledger privacy.Ledger
 	for n := 1; n <= r.WorstParticipations; n++ {
 		c, err := cost(n)
 		if err != nil {
 			return Report{}, fmt.Errorf("plan: release %d: %w", n, err)
 		}
-		if err := charge(&ledger, c); err != nil {
+		if err := ledger.ChargeRho(c); err != nil {
 			return Report{}, fmt.Errorf("plan: %w", err)
 		}
 		r.WorstSchedule = append(r.WorstSchedule, ledger.Rho())
@@ -209,41 +204,6 @@ func Compute(p optim.Params, delta float64) (Report, error) {
 	return r, nil
 }
 
-// ledgerCharge returns how a release of cost c enters the worst-case
-// ledger, as the device's ledger records it: an ordinary zCDP charge, or
-// for "local" with the last-iterate charge (optim.LocalCharge) a
-// last-iterate charge with the round's coupling term (optim.LocalTV, for
-// the session's model; when the session's model cannot be built from
-// its name and shape, e.g. no shape given, the most a device accepts,
-// privacy.DiscretisationSlack times the charge, which bounds what any
-// device's ledger will hold).
-func ledgerCharge(p optim.Params) (func(l *privacy.Ledger, c float64) error, error) {
-	ordinary := func(l *privacy.Ledger, c float64) error { return l.ChargeRho(c) }
-	if p.Algorithm != "local" {
-		return ordinary, nil
-	}
-	_, li, err := optim.LocalCharge(p)
-	if err != nil || !li {
-		return ordinary, err
-	}
-	tv := -1.0 // the slack bound of each charge
-	if m, err := model.New(p.Model, p.Features, p.Classes); err == nil {
-		if tv, err = optim.LocalTV(p, m.Dim()); err != nil {
-			return nil, fmt.Errorf("plan: %w", err)
-		}
-	}
-	return func(l *privacy.Ledger, c float64) error {
-		if c == 0 {
-			return l.ChargeRho(0) // later rounds: parallel composition
-		}
-		t := tv
-		if t < 0 {
-			t = math.Nextafter(privacy.DiscretisationSlack*c, math.Inf(1))
-		}
-		return l.ChargeLastIterate(c, t)
-	}, nil
-}
-
 // freshNoise returns the zCDP cost of a device's n-th release for an
 // algorithm that draws fresh device noise per release, and fills r's
 // noise, worst-case participations and (with a local dataset to sample
@@ -254,17 +214,18 @@ func freshNoise(p optim.Params, delta float64, r *Report) (cost func(n int) (flo
 		return nil, err
 	}
 	sens := optim.Sensitivity(p)
-	// A round of "local" costs LocalCharge hidden steps (its E passes
-	// reuse the round's samples); every other release one.
+	// A round of "local" costs LocalCharge noise vectors of sensitivity
+	// LocalReleaseSensitivity (its E passes reuse the round's samples):
+	// one on the last iterate under output perturbation, else one per
+	// hidden step; every other release one.
 	factor := 1.0
 	when := "each release"
 	if p.Algorithm == "local" {
-		f, _, err := optim.LocalCharge(p)
-		if err != nil {
-			return nil, err
-		}
-		factor = f
+		sens, factor = optim.LocalReleaseSensitivity(p), optim.LocalCharge(p)
 		when = fmt.Sprintf("each of the %d hidden steps of a release", p.HiddenSteps())
+		if optim.LocalOutputPerturbation(p) {
+			when = fmt.Sprintf("once a release, on the last iterate of %d noiseless hidden steps (output perturbation)", p.HiddenSteps())
+		}
 	}
 	cost = func(n int) (float64, error) {
 		if n > 1 && p.ParallelComposition() {

@@ -219,8 +219,9 @@ func setup(cfg Config) (*run, plan.Figures, error) {
 	var m model.Model = linear{d: cfg.Dim}
 	if p.Algorithm == "local" && p.LocalEpochs > 1 && cfg.Latch == 0 {
 		// Several passes: the certified linear loss, so that the session
-		// is charged the last-iterate bound the audit is to check (a
-		// translation per step: the case where later steps blur least).
+		// runs by output perturbation, the release the audit is to check
+		// (a translation per step: every step carries the canary's shift
+		// to the last iterate whole).
 		m = model.NewUnitLinear(cfg.Dim)
 	}
 	if cfg.Latch != 0 {
@@ -289,6 +290,10 @@ func DeviceParams(p optim.Params, budget, noiseFactor float64) optim.Params {
 //     coordinate and release is independent of it, so the log-likelihood
 //     ratio of the whole transcript is affine in <m_1, e_1>: w_1 = 1, the
 //     others 0. Its separation is Delta/(sigma sqrt(K)) (ExpectedMu).
+//     Under output perturbation (E passes, the certified linear loss) the
+//     first message is the rounded sum of the noiseless steps plus one
+//     noise vector, and again only its first coordinate depends on the
+//     coin.
 func Weights(p optim.Params) ([]float64, error) {
 	T := p.Rounds
 	w := make([]float64, T)
@@ -324,19 +329,22 @@ func Weights(p optim.Params) ([]float64, error) {
 // a flaw of the canary: with a linear loss no statistic of the transcript
 // separates better (the likelihood ratio is a function of <m_1, e_1>).
 //
-// With E passes (p.LocalEpochs) the canary enters E of the K E steps:
-// separation E Delta / (sigma sqrt(K E)), while the claim is
-// sqrt(f) Delta / sigma for the round's charge of f steps
-// (optim.LocalCharge): mu claimed sqrt(E / (K f)).
+// Under output perturbation (optim.LocalOutputPerturbation: the
+// certified linear loss, E passes) the hidden steps are noiseless and the
+// canary enters E of them: the message moves by E Delta along e_1 against
+// one noise vector calibrated to LocalReleaseSensitivity = E Delta (1 +
+// slack), so mu expected is mu claimed times E Delta /
+// LocalReleaseSensitivity, just below 1. Per-step noise with E passes
+// (uncertified) would give E Delta / (sigma sqrt(K E)) against the claim
+// sqrt(E) Delta / sigma: 1/sqrt(K).
 func ExpectedMu(p optim.Params, muClaim float64) float64 {
 	if p.Algorithm == "local" {
-		k := float64(p.Batch / p.StepBatch())
-		e := float64(max(1, p.LocalEpochs))
-		f, _, err := optim.LocalCharge(p)
-		if err != nil {
-			return math.NaN()
+		if optim.LocalOutputPerturbation(p) {
+			e := float64(max(1, p.LocalEpochs))
+			return muClaim * e * optim.Sensitivity(p) / optim.LocalReleaseSensitivity(p)
 		}
-		return muClaim * math.Sqrt(e/(k*f))
+		k := float64(p.Batch / p.StepBatch())
+		return muClaim / math.Sqrt(k)
 	}
 	return muClaim
 }

@@ -127,11 +127,10 @@ func TestParseOwnerLedger(t *testing.T) {
 	}
 }
 
-// TestOwnerLedgerLastIterate: a session charged by the last-iterate bound
-// is recorded as one (its TV term with it), the sessions after it are
-// read with Gaussian DP and the TV terms, and a ledger stored before
-// charges recorded their kind (no version) is read conservatively as
-// last-iterate with the slack bound, never by the zCDP conversion.
+// TestOwnerLedgerLastIterate: a certified "local" session (output
+// perturbation) is recorded as an ordinary charge, and a ledger stored
+// before charges recorded their kind (no version) is read conservatively
+// as last-iterate with the slack bound, never by the zCDP conversion.
 func TestOwnerLedgerLastIterate(t *testing.T) {
 	li := optim.Params{Algorithm: "local", Model: "logreg-unit", Features: 784, Classes: 10,
 		M: 100, Cohort: 10, Rounds: 100, Batch: 600, LocalSteps: 25, LocalEpochs: 25,
@@ -145,7 +144,7 @@ func TestOwnerLedgerLastIterate(t *testing.T) {
 		t.Fatal(err)
 	}
 	got, err := l.Spent("")
-	if err != nil || got != f.WorstSpent || !got.LastIterate {
+	if err != nil || got != f.WorstSpent || got.LastIterate {
 		t.Fatalf("reserved %+v (%v), want %+v", got, err, f.WorstSpent)
 	}
 	b, _ := l.Marshal()

@@ -1,0 +1,172 @@
+package optim
+
+import (
+	"errors"
+	"math"
+	"slices"
+	"testing"
+
+	"browserfl/shared/dataset"
+	"browserfl/shared/mechanism"
+	"browserfl/shared/model"
+)
+
+// opParams is a certified "local" session (output perturbation) of
+// logreg-unit in 5 features and 3 classes: b = 6, K = 3 steps of 2, E = 4
+// passes, S = 2 (nothing clipped), eta = 2 = 2/beta.
+func opParams() Params {
+	p := localParams()
+	p.Model, p.Clip, p.Eta = "logreg-unit", 2, 2
+	p.LocalSteps, p.LocalEpochs = 3, 4
+	return p
+}
+
+// latticeGap runs the noiseless hidden steps of dv on two batches from
+// the query point x and returns h |n - n'|, the distance of the two last
+// iterates' messages before the release grid and the noise.
+func latticeGap(t *testing.T, dv *localDevice, x []float64, a, b []dataset.Sample) float64 {
+	t.Helper()
+	r := Round{T: 1, X: x}
+	if err := dv.hiddenLattice(r, a); err != nil {
+		t.Fatal(err)
+	}
+	na := slices.Clone(dv.sum)
+	if err := dv.hiddenLattice(r, b); err != nil {
+		t.Fatal(err)
+	}
+	var s float64
+	for i := range na {
+		d := float64(na[i]-dv.sum[i]) * dv.hstep
+		s += d * d
+	}
+	return math.Sqrt(s)
+}
+
+// TestLocalOPSensitivity runs neighbouring datasets (one sample of the
+// round replaced, at every position) through the noiseless hidden steps
+// and checks that the messages differ by at most the sensitivity the
+// noise is calibrated to (LocalReleaseSensitivity), for logreg-unit (a
+// contracting convex loss) and for the linear loss linear-unit (every
+// step a translation: the record's E shifts reach the last iterate whole,
+// so the bound must be nearly attained: at least 0.999 of it, which
+// shows it is not loose). Deterministic.
+func TestLocalOPSensitivity(t *testing.T) {
+	rng := mechanism.NewStream(testSeed(61), 0)
+	// logreg-unit: 600 random neighbouring pairs, the replacement an
+	// arbitrary sample (random features, any label).
+	p := opParams()
+	m, _ := model.New(p.Model, 5, 3)
+	dv := newLocal(t, p, m, 1)
+	bound := LocalReleaseSensitivity(p)
+	worst := 0.0
+	for trial := 0; trial < 600; trial++ {
+		a := synthData(rng, p.Batch)
+		b := slices.Clone(a)
+		x := make([]float32, 5)
+		for j := range x {
+			x[j] = float32(3 * rng.NormFloat64())
+		}
+		b[trial%p.Batch] = dataset.Sample{X: x, Label: rng.Intn(3)}
+		x0 := make([]float64, dv.dim)
+		rng.FillNormal(x0, 0.5)
+		gap := latticeGap(t, dv, x0, a, b)
+		if gap > bound {
+			t.Fatalf("trial %d: |m - m'| = %v exceeds the sensitivity %v", trial, gap, bound)
+		}
+		worst = max(worst, gap/bound)
+	}
+	t.Logf("logreg-unit: largest |m - m'| is %.4f of the sensitivity", worst)
+
+	// linear-unit: the record's gradient +e_1, its replacement -e_1.
+	q := opParams()
+	q.Model, q.Clip, q.Eta, q.Classes = "linear-unit", 1, 1, 1
+	lin := model.NewUnitLinear(5)
+	dl := newLocal(t, q, lin, 1)
+	bound = LocalReleaseSensitivity(q)
+	for pos := 0; pos < q.Batch; pos++ {
+		a := make([]dataset.Sample, q.Batch)
+		for i := range a {
+			x := make([]float32, 5)
+			for j := range x {
+				x[j] = float32(rng.NormFloat64())
+			}
+			a[i] = dataset.Sample{X: x}
+		}
+		b := slices.Clone(a)
+		a[pos] = dataset.Sample{X: []float32{1, 0, 0, 0, 0}}
+		b[pos] = dataset.Sample{X: []float32{-1, 0, 0, 0, 0}}
+		gap := latticeGap(t, dl, make([]float64, dl.dim), a, b)
+		if gap > bound || gap < 0.999*bound {
+			t.Errorf("linear, record at %d: |m - m'| = %v, want within [0.999, 1] of the sensitivity %v", pos, gap, bound)
+		}
+	}
+}
+
+// TestLocalOPLatticeChain recomputes the hidden steps of output
+// perturbation from their definition, n_j = n_{j-1} + round(gbar_j(x_t -
+// eta h n_{j-1}) / h) with the iterate rebuilt from the integer lattice
+// point at every step (the estimator is the device's own), then the
+// release's clean part step round(h n_{KE} / step): the device must give
+// the same integers bit for bit. An iterate that drifts off the lattice
+// (x -= eta v) is caught here.
+func TestLocalOPLatticeChain(t *testing.T) {
+	p := opParams()
+	m, _ := model.New(p.Model, 5, 3)
+	dv := newLocal(t, p, m, 1)
+	rng := mechanism.NewStream(testSeed(62), 0)
+	data := synthData(rng, p.Batch)
+	x0 := make([]float64, dv.dim)
+	rng.FillNormal(x0, 0.5)
+	if _, err := dv.Prepare(Round{T: 1, X: x0}, data); err != nil {
+		t.Fatal(err)
+	}
+	clean := make([]float64, dv.dim)
+	if err := dv.Clean(clean); err != nil {
+		t.Fatal(err)
+	}
+	est := estimator{m: m.Clone(), g: make([]float64, dv.dim)}
+	n := make([]int64, dv.dim)
+	y, v := make([]float64, dv.dim), make([]float64, dv.dim)
+	h, K, bs := dv.hstep, p.LocalSteps, p.StepBatch()
+	for step := 0; step < K*p.LocalEpochs; step++ {
+		for i := range y {
+			y[i] = x0[i] - p.Eta*(h*float64(n[i]))
+		}
+		clear(v)
+		j := step % K
+		if err := est.mean(v, Round{T: 1, X: x0}, y, data[j*bs:(j+1)*bs], p.S()); err != nil {
+			t.Fatal(err)
+		}
+		for i := range v {
+			n[i] += int64(math.RoundToEven(v[i] / h))
+		}
+	}
+	for i := range n {
+		want := dv.step * math.RoundToEven(float64(n[i])*h/dv.step)
+		if clean[i] != want {
+			t.Fatalf("coordinate %d: clean %v, want %v from the lattice chain", i, clean[i], want)
+		}
+	}
+	if dv.hstep >= dv.step || dv.hstep > dv.sens/(localGridRefine*float64(K)*1000*math.Sqrt(float64(dv.dim))) {
+		t.Errorf("hidden lattice %v, release grid %v: want h <= Delta/(16 K 1000 sqrt(d)) and below the release grid", dv.hstep, dv.step)
+	}
+}
+
+// TestLocalOPRefusesHugeQueryPoint: a query point so large that a hidden
+// step's floating-point error could exceed its share of the slack is
+// refused before any step (and charges nothing); an ordinary one passes.
+func TestLocalOPRefusesHugeQueryPoint(t *testing.T) {
+	p := opParams()
+	m, _ := model.New(p.Model, 5, 3)
+	dv := newLocal(t, p, m, 1)
+	data := synthData(mechanism.NewStream(testSeed(63), 0), p.Batch)
+	x := make([]float64, dv.dim)
+	x[0] = 1e9
+	if _, err := dv.Prepare(Round{T: 1, X: x}, data); !errors.Is(err, ErrUnsafe) || dv.ledger.Rho() != 0 {
+		t.Errorf("query point of norm 1e9: %v (ledger %v), want ErrUnsafe and nothing charged", err, dv.ledger.Rho())
+	}
+	x[0] = 10
+	if _, err := dv.Prepare(Round{T: 1, X: x}, data); err != nil {
+		t.Errorf("query point of norm 10: %v", err)
+	}
+}
