@@ -981,7 +981,7 @@ var mutations = []mutation{
 		pkgs: []string{"./shared/optim/", "-run", "Local"},
 	},
 	{
-		name: "local-op-slack-dropped", why: "output perturbation of \"local\" calibrates to E Delta without the lattice and floating-point slack of its K E hidden steps",
+		name: "local-op-slack-dropped", why: "output perturbation of \"local\" calibrates to E Delta without the floating-point allowance of its K E hidden steps",
 		file: "shared/optim/local.go",
 		old:  "return float64(p.localEpochs()) * Sensitivity(p) * (1 + localOPSlack)",
 		new:  "return float64(p.localEpochs()) * Sensitivity(p)",
@@ -995,10 +995,17 @@ var mutations = []mutation{
 		pkgs: []string{"./shared/optim/", "-run", "Local"},
 	},
 	{
-		name: "local-op-off-lattice", why: "the hidden steps of output perturbation move the iterate by the unrounded estimate instead of rebuilding it from the integer lattice point (the rounding slack of the proof no longer holds)",
+		name: "local-op-message-scale", why: "output perturbation of \"local\" sends twice (x_t - x_{KE})/eta (the message's sensitivity is twice the calibrated one)",
 		file: "shared/optim/local.go",
-		old:  "\t\t\tn[i] += k\n\t\t\tx[i] = x0[i] - eta*(h*float64(n[i]))\n",
-		new:  "\t\t\tn[i] += k\n\t\t\tx[i] -= eta * vi\n",
+		old:  "dv.msg[i] = (x0[i] - x[i]) / eta",
+		new:  "dv.msg[i] = 2 * (x0[i] - x[i]) / eta",
+		pkgs: []string{"./shared/optim/", "-run", "Local"},
+	},
+	{
+		name: "local-op-one-sample-step-twice", why: "a one-sample hidden step of output perturbation moves the iterate by 2 eta times its gradient (the step is no longer the nonexpansive one the proof uses, the message moves twice as far)",
+		file: "shared/optim/local.go",
+		old:  "fm.AddFactor(x, -eta*mechanism.ClipFactor(n, S))",
+		new:  "fm.AddFactor(x, -2*eta*mechanism.ClipFactor(n, S))",
 		pkgs: []string{"./shared/optim/", "-run", "Local"},
 	},
 	{
@@ -1009,17 +1016,17 @@ var mutations = []mutation{
 		pkgs: []string{"./shared/optim/", "-run", "Local"},
 	},
 	{
-		name: "local-op-float-guard-off", why: "output perturbation of \"local\" runs from a query point so large that a step's floating-point error may exceed its share of the slack",
+		name: "local-op-float-guard-off", why: "output perturbation of \"local\" runs from a query point so large that floating point may add more than its allowance to the sensitivity",
 		file: "shared/optim/local.go",
-		old:  "!(fb <= room) {",
-		new:  "false && !(fb <= room) {",
+		old:  "!(fs <= room) {",
+		new:  "false && !(fs <= room) {",
 		pkgs: []string{"./shared/optim/", "-run", "Local"},
 	},
 	{
 		name: "local-op-step-batch-reused", why: "every noiseless hidden step of output perturbation uses the first step batch (a record enters K E steps, not E)",
 		file: "shared/optim/local.go",
-		old:  "dv.est.mean(v, r, x, batch[j*dv.bs:(j+1)*dv.bs], dv.p.S())",
-		new:  "dv.est.mean(v, r, x, batch[0:dv.bs], dv.p.S())",
+		old:  "sb := batch[j*dv.bs : (j+1)*dv.bs]",
+		new:  "sb := batch[0:dv.bs]",
 		pkgs: []string{"./shared/optim/", "-run", "Local"},
 	},
 	{

@@ -24,11 +24,11 @@ import (
 //
 //   - Output perturbation, when the model certifies convexity and nothing
 //     is clipped or projected and a step is nonexpansive (certifiedLocal):
-//     the K E hidden steps run without noise on a fine lattice,
-//     n_j = n_{j-1} + round(gbar_j(x_t - eta h n_{j-1}) / h), and the
-//     release is h n_{KE} rounded onto the release grid plus ONE exact
-//     discrete Gaussian vector, calibrated to the last iterate's
-//     replace-one sensitivity E Delta (1 + localOPSlack)
+//     the K E hidden steps run without noise, x_j = x_{j-1} - eta
+//     gbar_j(x_{j-1}), and the release is (x_t - x_{KE})/eta rounded onto
+//     the release grid plus ONE exact discrete Gaussian vector,
+//     calibrated to the last iterate's replace-one sensitivity
+//     E Delta (1 + localOPSlack)
 //     (LocalReleaseSensitivity): an ordinary zCDP charge of the whole
 //     budget, by construction, for every E.
 //   - Per-step noise otherwise: each hidden step releases
@@ -53,7 +53,6 @@ type localDevice struct {
 	relSens float64 // sensitivity each noise vector is calibrated to (LocalReleaseSensitivity)
 	sigma   float64 // continuous calibration of each noise vector (FreshSigma)
 	step    float64 // release grid step
-	hstep   float64 // hidden lattice step (output perturbation; step otherwise)
 	sigmaZ  int64   // discrete sigma in release grid units
 	k, bs   int     // K local steps, b/K samples per step
 	epochs  int     // E passes over the K step batches
@@ -72,7 +71,7 @@ type localDevice struct {
 
 	x, v, g, msg, dec []float64
 	est               estimator // the step estimate (SGD: gradients at the local iterate)
-	sum               []int64   // per-step mode: the sum of the steps' releases; output perturbation: the lattice point n_j; in grid units
+	sum               []int64   // the sum of the steps' releases (per-step mode), the release (output perturbation); in grid units
 	nz                []int64   // a noise vector, in grid units
 	buf               []byte
 	noise, comp       *mechanism.Stream
@@ -116,26 +115,10 @@ func (p Params) HiddenSteps() int {
 // "local".
 const MaxLocalHiddenSteps = 1 << 16
 
-// localGridRefine sets the hidden lattice of output perturbation:
-// h = GridStep(Delta / (localGridRefine K), d), so that h sqrt(d) <=
-// Delta / (localGridRefine K GridFactor) and the K E roundings onto it add
-// at most E Delta / (localGridRefine GridFactor) to the last iterate's
-// sensitivity (localOPSlack).
-const localGridRefine = 16
-
-// localFloatShare is what a hidden step of output perturbation sets
-// aside for the floating-point error of its gradient, in units of its
-// rounding slack (sqrt(d) lattice units): the two runs' errors together
-// may add localFloatShare sqrt(d) units a step (each run's error,
-// localFloatBound, at most half of it in lattice units).
-const localFloatShare = 1.0
-
-// localOPSlack bounds, relative to E Delta, what the K E hidden steps of
-// output perturbation add to the last iterate's sensitivity besides the
-// record's own change: at most sqrt(d) (1 + localFloatShare) lattice
-// units a step, K E steps, h sqrt(d) <= Delta / (localGridRefine K
-// GridFactor) (docs/privacy.md 4b).
-const localOPSlack = (1 + localFloatShare) / (localGridRefine * mechanism.GridFactor)
+// localOPSlack bounds, relative to E Delta, what floating point may add
+// to the last iterate's sensitivity under output perturbation
+// (localFloatSlack must stay within it: docs/privacy.md 4b).
+const localOPSlack = 1e-4
 
 // LocalOutputPerturbation reports whether "local" under p releases by
 // output perturbation (noiseless hidden steps, one noise vector on the
@@ -149,9 +132,9 @@ func LocalOutputPerturbation(p Params) bool {
 // LocalReleaseSensitivity is the replace-one L2 sensitivity each noise
 // vector of "local" is calibrated to: under output perturbation the last
 // iterate's, E Delta (1 + localOPSlack) (a record enters E steps, each
-// moving the iterate by at most Delta, the other steps are nonexpansive,
-// and the lattice and floating point add at most the slack); otherwise one
-// hidden step's, Delta = Sensitivity(p).
+// moving the message by at most Delta, the other steps are nonexpansive,
+// and floating point adds at most the slack, localFloatSlack); otherwise
+// one hidden step's, Delta = Sensitivity(p).
 func LocalReleaseSensitivity(p Params) float64 {
 	if LocalOutputPerturbation(p) {
 		return float64(p.localEpochs()) * Sensitivity(p) * (1 + localOPSlack)
@@ -180,16 +163,22 @@ func certifiedLocal(p Params) bool {
 	return ok && p.S() >= G && p.Eta > 0 && p.Eta*beta <= 2 && p.Diameter == 0
 }
 
-// localFloatBound bounds the L2 floating-point error of one hidden step's
-// computed mean gradient under output perturbation, against the exact
-// mean gradient at the exact lattice iterate: 2^-48 (d + b/K + 8)
-// (G + Y), with Y = |x_t| + eta K E 2G a bound on the iterate's norm
-// (every step moves it by eta times a mean gradient of norm below G, with
-// room for the rounding). The constant is a standard error analysis
-// (docs/privacy.md 4b, step 2) with a factor 16 to spare.
-func localFloatBound(d, bs, steps int, G, eta, x0norm float64) float64 {
-	y := x0norm + eta*float64(steps)*2*G
-	return 0x1p-48 * float64(d+bs+8) * (G + y)
+// localFloatSlack bounds what floating point can add, in L2 and in the
+// message's units, to the distance between the messages of two runs of
+// output perturbation from the query point x_t (of norm x0norm) that
+// differ in one sample: each of the K E steps of each run computes
+// fl(x - eta gbar(x)) within e = 2^-48 (d + b/K + 8) (eta (G + Y) + Y) of
+// the exact x - eta gbar(x), Y = |x_t| + 2 eta K E G bounding the
+// iterate's norm (every step moves it by eta times a mean gradient of norm
+// below G, with room for the rounding), and the message (x_t - x)/eta has
+// two roundings of relative 2^-53 on a vector of norm below 2 K E G: in
+// all 2 K E e / eta + 2^-49 K E G. The constant is a standard forward
+// error analysis (docs/privacy.md 4b, step 2) with a factor 16 to spare.
+func localFloatSlack(d, bs, steps int, G, eta, x0norm float64) float64 {
+	n := float64(steps)
+	y := x0norm + 2*eta*n*G
+	e := 0x1p-48 * float64(d+bs+8) * (eta*(G+y) + y)
+	return 2*n*e/eta + 0x1p-49*n*G
 }
 
 // validateLocal checks the fields only "local" uses.
@@ -252,21 +241,10 @@ func newLocalDevice(p Params, a Algorithm, m model.Model, entropy io.Reader) (*l
 	if dv.step, err = mechanism.GridStep(dv.relSens, d); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrUnsafe, err)
 	}
-	dv.hstep = dv.step
-	if dv.op {
-		// The sensitivity rests on the session's model certificate.
-		if m.Name() != p.Model {
-			return nil, fmt.Errorf("%w: output perturbation is certified for model %q, the device runs %q", ErrUnsafe, p.Model, m.Name())
-		}
-		if dv.hstep, err = mechanism.GridStep(dv.sens/(localGridRefine*float64(dv.k)), d); err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrUnsafe, err)
-		}
-		// Every lattice coordinate stays an exact float64 integer: a
-		// step adds at most |gbar|/h + 1/2 < 2G/h + 1 units.
-		G, _, _ := model.Convexity(p.Model)
-		if lim := float64(dv.k*dv.epochs) * (2*G/dv.hstep + 1); !(lim < 0x1p52) {
-			return nil, fmt.Errorf("%w: %d hidden steps on a lattice of step %g: coordinates up to %g, beyond 2^52", ErrUnsafe, dv.k*dv.epochs, dv.hstep, lim)
-		}
+	// The sensitivity of output perturbation rests on the session's
+	// model certificate.
+	if dv.op && m.Name() != p.Model {
+		return nil, fmt.Errorf("%w: output perturbation is certified for model %q, the device runs %q", ErrUnsafe, p.Model, m.Name())
 	}
 	if dv.sigmaZ, err = mechanism.DiscreteSigma(dv.sigma, dv.relSens, dv.step, d); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrUnsafe, err)
@@ -453,18 +431,19 @@ func (dv *localDevice) perStep(r Round, batch []dataset.Sample, S, eta float64) 
 }
 
 // outputPerturbation runs the K E hidden steps without noise
-// (hiddenLattice), then rounds h n_{KE} onto the release grid and adds one
-// exact discrete Gaussian vector (docs/privacy.md 4b).
+// (hiddenSteps), then rounds the message (x_t - x_{KE})/eta onto the
+// release grid and adds one exact discrete Gaussian vector
+// (docs/privacy.md 4b).
 func (dv *localDevice) outputPerturbation(r Round, batch []dataset.Sample) error {
-	if err := dv.hiddenLattice(r, batch); err != nil {
+	if err := dv.hiddenSteps(r, batch); err != nil {
 		return err
 	}
-	// The release grid's step is a power of two at least h, so
-	// n_i h / step is exact and so is its rounding.
-	ratio := dv.hstep / dv.step
 	dv.noise.FillDiscreteGaussian(dv.nz, dv.sigmaZ)
-	for i, ni := range dv.sum {
-		u := int64(math.RoundToEven(float64(ni) * ratio))
+	for i, mi := range dv.msg {
+		u, ok := mechanism.OnGrid(mi, dv.step)
+		if !ok {
+			return fmt.Errorf("%w: local update: %v", ErrUnsafe, mechanism.GridError(mi, i, dv.step))
+		}
 		dv.clean[i] = dv.step * float64(u)
 		dv.sum[i] = u + dv.nz[i]
 	}
@@ -472,44 +451,52 @@ func (dv *localDevice) outputPerturbation(r Round, batch []dataset.Sample) error
 	return nil
 }
 
-// hiddenLattice runs the K E noiseless hidden steps of output
-// perturbation on the lattice x_t - eta h Z^d (h = dv.hstep),
-// n_j = n_{j-1} + round(gbar_j(x_t - eta h n_{j-1}) / h), leaving n_{KE}
-// in dv.sum and the last iterate in dv.x. It refuses, before any step, a
-// query point so large that the floating-point error of a step could
-// exceed its share of the slack (localFloatBound): the refusal depends on
-// x_t only, which is public.
-func (dv *localDevice) hiddenLattice(r Round, batch []dataset.Sample) error {
-	x, x0, h, eta := dv.x, r.X, dv.hstep, dv.p.Eta
+// hiddenSteps runs the K E noiseless hidden steps of output perturbation,
+// x_j = x_{j-1} - eta gbar_j(x_{j-1}) (gbar_j the mean gradient of step
+// batch (j-1) mod K, nothing clipped), and writes the unrounded message
+// (x_t - x_{KE})/eta into dv.msg. It refuses, before any step, a query
+// point so large that floating point could add more than localOPSlack
+// E Delta to the message's sensitivity (localFloatSlack): the refusal
+// depends on the public x_t only.
+func (dv *localDevice) hiddenSteps(r Round, batch []dataset.Sample) error {
+	x, x0, eta, S := dv.x, r.X, dv.p.Eta, dv.p.S()
 	copy(x, x0)
-	clear(dv.sum)
 	G, _, _ := model.Convexity(dv.p.Model)
 	var x0norm float64
 	for _, xi := range x0 {
 		x0norm += xi * xi
 	}
 	x0norm = math.Sqrt(x0norm)
-	if fb, room := localFloatBound(dv.dim, dv.bs, dv.k*dv.epochs, G, eta, x0norm), localFloatShare*math.Sqrt(float64(dv.dim))*h/2; !(fb <= room) {
-		return fmt.Errorf("%w: query point of norm %g: a hidden step's floating-point error bound %g exceeds its share %g of the lattice slack", ErrUnsafe, x0norm, fb, room)
+	if fs, room := localFloatSlack(dv.dim, dv.bs, dv.k*dv.epochs, G, eta, x0norm), localOPSlack*float64(dv.epochs)*dv.sens; !(fs <= room) {
+		return fmt.Errorf("%w: query point of norm %g: floating point could add %g to the update's sensitivity, over its allowance %g", ErrUnsafe, x0norm, fs, room)
 	}
-	n := dv.sum
+	fm, ghost := dv.m.(model.Factored)
 	for step := 0; step < dv.k*dv.epochs; step++ {
 		j := step % dv.k
+		sb := batch[j*dv.bs : (j+1)*dv.bs]
+		if ghost && dv.bs == 1 {
+			// One sample a step: its gradient at x, added to x itself
+			// (the estimator's ghost path, with eta folded in).
+			n := fm.FactorGradDiff(1, x, 0, nil, sb[0])
+			if !(n <= math.MaxFloat64) {
+				return fmt.Errorf("optim: local step %d: gradient: non-finite norm %v", j+1, n)
+			}
+			fm.AddFactor(x, -eta*mechanism.ClipFactor(n, S))
+			continue
+		}
 		v := dv.v
 		clear(v)
-		// The step batch's mean gradient at the lattice iterate; the
-		// bound S >= G clips nothing (certifiedLocal).
-		if err := dv.est.mean(v, r, x, batch[j*dv.bs:(j+1)*dv.bs], dv.p.S()); err != nil {
+		// The step batch's mean gradient at x; the bound S >= G clips
+		// nothing (certifiedLocal).
+		if err := dv.est.mean(v, r, x, sb, S); err != nil {
 			return fmt.Errorf("optim: local step %d: %w", j+1, err)
 		}
 		for i, vi := range v {
-			k, ok := mechanism.OnGrid(vi, h)
-			if !ok {
-				return fmt.Errorf("%w: local step %d: %v", ErrUnsafe, j+1, mechanism.GridError(vi, i, h))
-			}
-			n[i] += k
-			x[i] = x0[i] - eta*(h*float64(n[i]))
+			x[i] -= eta * vi
 		}
+	}
+	for i := range dv.msg {
+		dv.msg[i] = (x0[i] - x[i]) / eta
 	}
 	return nil
 }

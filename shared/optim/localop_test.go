@@ -21,22 +21,23 @@ func opParams() Params {
 	return p
 }
 
-// latticeGap runs the noiseless hidden steps of dv on two batches from
-// the query point x and returns h |n - n'|, the distance of the two last
-// iterates' messages before the release grid and the noise.
-func latticeGap(t *testing.T, dv *localDevice, x []float64, a, b []dataset.Sample) float64 {
+// messageGap runs the noiseless hidden steps of dv on two batches from
+// the query point x and returns |m - m'|, the distance of the two
+// unrounded messages (x_t - x_{KE})/eta, before the release grid and the
+// noise.
+func messageGap(t *testing.T, dv *localDevice, x []float64, a, b []dataset.Sample) float64 {
 	t.Helper()
 	r := Round{T: 1, X: x}
-	if err := dv.hiddenLattice(r, a); err != nil {
+	if err := dv.hiddenSteps(r, a); err != nil {
 		t.Fatal(err)
 	}
-	na := slices.Clone(dv.sum)
-	if err := dv.hiddenLattice(r, b); err != nil {
+	ma := slices.Clone(dv.msg)
+	if err := dv.hiddenSteps(r, b); err != nil {
 		t.Fatal(err)
 	}
 	var s float64
-	for i := range na {
-		d := float64(na[i]-dv.sum[i]) * dv.hstep
+	for i := range ma {
+		d := ma[i] - dv.msg[i]
 		s += d * d
 	}
 	return math.Sqrt(s)
@@ -53,36 +54,40 @@ func latticeGap(t *testing.T, dv *localDevice, x []float64, a, b []dataset.Sampl
 func TestLocalOPSensitivity(t *testing.T) {
 	rng := mechanism.NewStream(testSeed(61), 0)
 	// logreg-unit: 600 random neighbouring pairs, the replacement an
-	// arbitrary sample (random features, any label).
-	p := opParams()
-	m, _ := model.New(p.Model, 5, 3)
-	dv := newLocal(t, p, m, 1)
-	bound := LocalReleaseSensitivity(p)
-	worst := 0.0
-	for trial := 0; trial < 600; trial++ {
-		a := synthData(rng, p.Batch)
-		b := slices.Clone(a)
-		x := make([]float32, 5)
-		for j := range x {
-			x[j] = float32(3 * rng.NormFloat64())
+	// arbitrary sample (random features, any label), with one sample a
+	// step (b = 3: the folded one-sample path) and two (b = 6).
+	for _, nb := range []int{3, 6} {
+		p := opParams()
+		p.Batch = nb
+		m, _ := model.New(p.Model, 5, 3)
+		dv := newLocal(t, p, m, 1)
+		bound := LocalReleaseSensitivity(p)
+		worst := 0.0
+		for trial := 0; trial < 600; trial++ {
+			a := synthData(rng, p.Batch)
+			b := slices.Clone(a)
+			x := make([]float32, 5)
+			for j := range x {
+				x[j] = float32(3 * rng.NormFloat64())
+			}
+			b[trial%p.Batch] = dataset.Sample{X: x, Label: rng.Intn(3)}
+			x0 := make([]float64, dv.dim)
+			rng.FillNormal(x0, 0.5)
+			gap := messageGap(t, dv, x0, a, b)
+			if gap > bound {
+				t.Fatalf("b = %d, trial %d: |m - m'| = %v exceeds the sensitivity %v", nb, trial, gap, bound)
+			}
+			worst = max(worst, gap/bound)
 		}
-		b[trial%p.Batch] = dataset.Sample{X: x, Label: rng.Intn(3)}
-		x0 := make([]float64, dv.dim)
-		rng.FillNormal(x0, 0.5)
-		gap := latticeGap(t, dv, x0, a, b)
-		if gap > bound {
-			t.Fatalf("trial %d: |m - m'| = %v exceeds the sensitivity %v", trial, gap, bound)
-		}
-		worst = max(worst, gap/bound)
+		t.Logf("logreg-unit, b = %d: largest |m - m'| is %.4f of the sensitivity", nb, worst)
 	}
-	t.Logf("logreg-unit: largest |m - m'| is %.4f of the sensitivity", worst)
 
 	// linear-unit: the record's gradient +e_1, its replacement -e_1.
 	q := opParams()
 	q.Model, q.Clip, q.Eta, q.Classes = "linear-unit", 1, 1, 1
 	lin := model.NewUnitLinear(5)
 	dl := newLocal(t, q, lin, 1)
-	bound = LocalReleaseSensitivity(q)
+	bound := LocalReleaseSensitivity(q)
 	for pos := 0; pos < q.Batch; pos++ {
 		a := make([]dataset.Sample, q.Batch)
 		for i := range a {
@@ -95,66 +100,71 @@ func TestLocalOPSensitivity(t *testing.T) {
 		b := slices.Clone(a)
 		a[pos] = dataset.Sample{X: []float32{1, 0, 0, 0, 0}}
 		b[pos] = dataset.Sample{X: []float32{-1, 0, 0, 0, 0}}
-		gap := latticeGap(t, dl, make([]float64, dl.dim), a, b)
+		gap := messageGap(t, dl, make([]float64, dl.dim), a, b)
 		if gap > bound || gap < 0.999*bound {
 			t.Errorf("linear, record at %d: |m - m'| = %v, want within [0.999, 1] of the sensitivity %v", pos, gap, bound)
 		}
 	}
 }
 
-// TestLocalOPLatticeChain recomputes the hidden steps of output
-// perturbation from their definition, n_j = n_{j-1} + round(gbar_j(x_t -
-// eta h n_{j-1}) / h) with the iterate rebuilt from the integer lattice
-// point at every step (the estimator is the device's own), then the
-// release's clean part step round(h n_{KE} / step): the device must give
-// the same integers bit for bit. An iterate that drifts off the lattice
-// (x -= eta v) is caught here.
-func TestLocalOPLatticeChain(t *testing.T) {
-	p := opParams()
-	m, _ := model.New(p.Model, 5, 3)
-	dv := newLocal(t, p, m, 1)
-	rng := mechanism.NewStream(testSeed(62), 0)
-	data := synthData(rng, p.Batch)
-	x0 := make([]float64, dv.dim)
-	rng.FillNormal(x0, 0.5)
-	if _, err := dv.Prepare(Round{T: 1, X: x0}, data); err != nil {
-		t.Fatal(err)
-	}
-	clean := make([]float64, dv.dim)
-	if err := dv.Clean(clean); err != nil {
-		t.Fatal(err)
-	}
-	est := estimator{m: m.Clone(), g: make([]float64, dv.dim)}
-	n := make([]int64, dv.dim)
-	y, v := make([]float64, dv.dim), make([]float64, dv.dim)
-	h, K, bs := dv.hstep, p.LocalSteps, p.StepBatch()
-	for step := 0; step < K*p.LocalEpochs; step++ {
-		for i := range y {
-			y[i] = x0[i] - p.Eta*(h*float64(n[i]))
-		}
-		clear(v)
-		j := step % K
-		if err := est.mean(v, Round{T: 1, X: x0}, y, data[j*bs:(j+1)*bs], p.S()); err != nil {
+// TestLocalOPChain recomputes the hidden steps of output perturbation
+// from their definition, x_j = x_{j-1} - eta gbar_j(x_{j-1}) with the
+// step batches in order and E passes, the message (x_t - x_{KE})/eta and
+// its rounding onto the release grid, and checks the device's clean
+// message against it: within one grid unit in every coordinate (the
+// device folds eta into its one-sample steps, so the floating-point
+// operations differ) and equal in at least 99% of them. A skipped or
+// repeated step, another step batch, or eta applied twice are caught.
+func TestLocalOPChain(t *testing.T) {
+	for _, b := range []int{3, 6} { // one sample a step (the folded path), two
+		p := opParams()
+		p.Batch = b
+		m, _ := model.New(p.Model, 5, 3)
+		dv := newLocal(t, p, m, 1)
+		rng := mechanism.NewStream(testSeed(62), 0)
+		data := synthData(rng, p.Batch)
+		x0 := make([]float64, dv.dim)
+		rng.FillNormal(x0, 0.5)
+		if _, err := dv.Prepare(Round{T: 1, X: x0}, data); err != nil {
 			t.Fatal(err)
 		}
-		for i := range v {
-			n[i] += int64(math.RoundToEven(v[i] / h))
+		clean := make([]float64, dv.dim)
+		if err := dv.Clean(clean); err != nil {
+			t.Fatal(err)
 		}
-	}
-	for i := range n {
-		want := dv.step * math.RoundToEven(float64(n[i])*h/dv.step)
-		if clean[i] != want {
-			t.Fatalf("coordinate %d: clean %v, want %v from the lattice chain", i, clean[i], want)
+		est := estimator{m: m.Clone(), g: make([]float64, dv.dim)}
+		x, v := slices.Clone(x0), make([]float64, dv.dim)
+		K, bs := p.LocalSteps, p.StepBatch()
+		for step := 0; step < K*p.LocalEpochs; step++ {
+			clear(v)
+			j := step % K
+			if err := est.mean(v, Round{T: 1, X: x0}, x, data[j*bs:(j+1)*bs], p.S()); err != nil {
+				t.Fatal(err)
+			}
+			for i := range v {
+				x[i] -= p.Eta * v[i]
+			}
 		}
-	}
-	if dv.hstep >= dv.step || dv.hstep > dv.sens/(localGridRefine*float64(K)*1000*math.Sqrt(float64(dv.dim))) {
-		t.Errorf("hidden lattice %v, release grid %v: want h <= Delta/(16 K 1000 sqrt(d)) and below the release grid", dv.hstep, dv.step)
+		same := 0
+		for i := range x {
+			want := dv.step * math.RoundToEven((x0[i]-x[i])/p.Eta/dv.step)
+			if math.Abs(clean[i]-want) > dv.step*1.0000001 {
+				t.Fatalf("b = %d, coordinate %d: clean %v, want %v from the definition", b, i, clean[i], want)
+			}
+			if clean[i] == want {
+				same++
+			}
+		}
+		if same < dv.dim*99/100 {
+			t.Errorf("b = %d: %d of %d coordinates equal to the definition's", b, same, dv.dim)
+		}
 	}
 }
 
-// TestLocalOPRefusesHugeQueryPoint: a query point so large that a hidden
-// step's floating-point error could exceed its share of the slack is
-// refused before any step (and charges nothing); an ordinary one passes.
+// TestLocalOPRefusesHugeQueryPoint: a query point so large that floating
+// point could add more than its allowance to the sensitivity
+// (localFloatSlack) is refused before any step (and charges nothing); an
+// ordinary one passes.
 func TestLocalOPRefusesHugeQueryPoint(t *testing.T) {
 	p := opParams()
 	m, _ := model.New(p.Model, 5, 3)

@@ -46,11 +46,11 @@ func TestOutputPerturbationSessionIsOrdinary(t *testing.T) {
 	if err != nil || len(r.Noise) != 1 {
 		t.Fatalf("Compute: %v, %+v", err, r.Noise)
 	}
-	// One vector: sigma = E Delta (1 + 2/(16 * 1000)) / sqrt(2 budget),
-	// Delta = 2S/(b/K) = 4/24 (docs/privacy.md 4b).
+	// One vector: sigma = E Delta (1 + 1e-4) / sqrt(2 budget), Delta =
+	// 2S/(b/K) = 4/24 (docs/privacy.md 4b).
 	delta := 2 * p.Clip / float64(p.Batch/p.LocalSteps)
-	want := float64(p.LocalEpochs) * delta * (1 + 2.0/16000) / math.Sqrt(2*budget)
+	want := float64(p.LocalEpochs) * delta * (1 + 1e-4) / math.Sqrt(2*budget)
 	if s := r.Noise[0].Sigma; math.Abs(s-want) > 1e-9*want {
-		t.Errorf("planned sigma %v, want E Delta (1 + 1.25e-4) / sqrt(2 rho) = %v", s, want)
+		t.Errorf("planned sigma %v, want E Delta (1 + 1e-4) / sqrt(2 rho) = %v", s, want)
 	}
 }
