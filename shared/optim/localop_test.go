@@ -180,3 +180,40 @@ func TestLocalOPRefusesHugeQueryPoint(t *testing.T) {
 		t.Errorf("query point of norm 10: %v", err)
 	}
 }
+
+// TestLocalOPUpdateBound: under output perturbation a message is the sum
+// of K E noiseless steps plus one noise vector; honest messages stay
+// within the coordinator's UpdateBound (which fails an honest message
+// with probability <= 1e-9 by construction), here with every gradient
+// near its bound in one direction (the linear loss, features +e_1), and
+// the bound covers the clean message K E G.
+func TestLocalOPUpdateBound(t *testing.T) {
+	p := opParams()
+	p.Model, p.Clip, p.Eta, p.Classes, p.Features = "linear-unit", 1, 1, 1, 5
+	p.Rounds = 40
+	B, why, err := UpdateBound(p, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dv := newLocal(t, p, model.NewUnitLinear(5), 5)
+	data := make([]dataset.Sample, p.Batch)
+	for i := range data {
+		data[i] = dataset.Sample{X: []float32{1, 0, 0, 0, 0}}
+	}
+	x, dec := make([]float64, 5), make([]float64, 5)
+	for r := 1; r <= p.Rounds; r++ {
+		u, err := dv.Prepare(Round{T: r, X: x}, data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mechanism.Decode(dec, u.Payload)
+		// The clean message is K E times a gradient of norm 1 - 1e-6.
+		if n := mechanism.Norm(dec); n > B {
+			t.Fatalf("round %d: honest message of norm %.4g over the bound %.4g (%s)", r, n, B, why)
+		}
+		dv.Commit(r)
+	}
+	if clean := float64(p.LocalSteps * p.LocalEpochs); B < clean {
+		t.Errorf("bound %.4g below the clean message's norm %v (%s)", B, clean, why)
+	}
+}
