@@ -363,7 +363,7 @@ func modelTitle(model string) string {
 		return "**Extra rows, logistic regression on scattering features** (each picture's scattering transform, J = 2, L = 8, 3,969 features normalised per picture, computed on the device from its own pictures alone, so they cost no privacy; d = 39,700; docs/features.md), one pass, b and eta chosen on the validation split"
 	}
 	if model == "logreg-unit" {
-		return "**Extra row, `local` with E passes under the last-iterate charge** (`logreg-unit`: logistic regression on inputs scaled to norm 1, so S = 2 clips nothing and a step of eta <= 2 is nonexpansive; charged privacy.ShiftedCyclicCost, about 1 + (E-1)/K steps, docs/privacy.md 4b), one pass, b (shard: a device's whole shard in one round), K, E and eta chosen on the validation split"
+		return "**Extra row, `local` with E passes by output perturbation** (`logreg-unit`: logistic regression on inputs scaled to norm 1, so S = 2 clips nothing and a step of eta <= 2 is nonexpansive; the K E hidden steps run without noise and the last iterate gets one noise vector calibrated to E Delta, charged one step's zCDP, docs/privacy.md 4b), one pass, b (shard: a device's whole shard in one round), K, E and eta chosen on the validation split"
 	}
 	if model == "mlp" {
 		return "**Extra rows, MLP** (784-64-10, d = 50,890), one pass, b, K and eta chosen on the validation split"
