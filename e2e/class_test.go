@@ -6,7 +6,9 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -20,6 +22,7 @@ import (
 	"browserfl/coordinator/api"
 	"browserfl/coordinator/store"
 	"browserfl/coordinator/view"
+	"browserfl/shared/wire"
 	"browserfl/wasm/local"
 )
 
@@ -74,9 +77,10 @@ type classRound struct {
 	DeadlineHit *bool   `json:"deadline_hit"`
 }
 
-// TestClassroom is a lesson in a browser, in each engine a class brings
-// (subtests chromium, firefox, webkit: engines): the real coordinator
-// (cmd/coordinator -lobby) as a child process, the teacher's dashboard
+// TestClassroom is a shared-noise lesson in a browser, in each engine a
+// class brings (subtests chromium, firefox, webkit: engines): the real
+// coordinator (cmd/coordinator -lobby -algorithm shared, the default
+// threshold) as a child process, the teacher's dashboard
 // at projector size (1920x1080) and eleven students at phone size
 // (390x844; Chromium with its mobile emulation; WebKit's MiniBrowser
 // window is at least 447 px wide), each with storage of its own: a
@@ -92,6 +96,19 @@ type classRound struct {
 // the departures show in the dashboard's people list; the final test
 // accuracy must reach the bound stated below.
 //
+// Shared noise: every round's updates are summed by secure aggregation
+// in the pages' Workers, and the first student's page must say how many
+// classmates share the noise: all ten in round 1, at most eight once
+// three have left (classroom, sharedChecks). The threshold is the
+// default, ceil(0.7 m) = 7 with the cohort m the whole class of ten at
+// Start, what a teacher who picks shared noise on the dashboard gets.
+// The departures leave it satisfiable, but with no slack: seven of the
+// ten stay to the end, and eight with the late student, seven while one
+// reloads; a round below it is discarded and runs again (counted in the
+// log). The default algorithm, nc, runs in the browsers elsewhere:
+// TestClassroomLesson's whole lesson (Chromium) and
+// TestPrivacyWordsEveryMode's pages (every engine).
+//
 // Data: nine students take the coordinator's demo shard (sized for the
 // rounds left). The one who runs out picks local files (an IDX pair of
 // 2b = 128 Fashion-MNIST test images, as a student would pick from
@@ -104,11 +121,14 @@ type classRound struct {
 func TestClassroom(t *testing.T) {
 	t.Parallel() // docs/browser.md, "Parallel browser tests"
 	for _, e := range engines {
-		t.Run(e.name, func(t *testing.T) { t.Parallel(); classroom(t, e) })
+		t.Run(e.name, func(t *testing.T) { t.Parallel(); classroom(t, e, wire.SharedNoiseAlgorithm) })
 	}
 }
 
-func classroom(t *testing.T, e engine) {
+// classroom runs TestClassroom's lesson in engine e with the session's
+// algorithm alg (cmd/coordinator -algorithm; its default threshold and
+// privacy target).
+func classroom(t *testing.T, e engine, alg string) {
 	webDir := pageBuild(t)
 	bin := coordinatorBinary(t)
 	const (
@@ -123,7 +143,7 @@ func classroom(t *testing.T, e engine) {
 	}
 	defer logf.Close()
 	dataDir := t.TempDir()
-	// The default algorithm (nc), model (logreg) and privacy target
+	// The algorithm alg, the default model (logreg) and privacy target
 	// (plan.DefaultLessonTarget: epsilon 7.92, 99% of the page's default budget of 8);
 	// a larger step and a diameter for a short session. -deadline 60s is
 	// the template's; the "one lesson" preset caps it at 8 s at Start,
@@ -132,7 +152,9 @@ func classroom(t *testing.T, e engine) {
 		"-lobby", "-join-code", code, "-dataset", fashionDir, "-eval-every", "1", "-eval-samples", "1000",
 		"-demo-shards", "16", "-deadline", "60s", "-round-gap", "500ms", "-seed", "11",
 		"-T", fmt.Sprint(rounds), "-b", fmt.Sprint(batch), "-eta", "1", "-D", "10", "-clip", "1",
+		"-algorithm", alg,
 	}}
+	shared := alg == wire.SharedNoiseAlgorithm
 	coord.start()
 	stopped := false // stopped early to read its store
 	defer func() {
@@ -220,6 +242,10 @@ func classroom(t *testing.T, e engine) {
 			!document.getElementById("btn-start").hidden`, students)))
 	shot(dash, "lobby-projector")
 	shot(tabs[0], "lobby-phone")
+	if shared {
+		// Every status line the first student's page shows from now on.
+		must(tabs[0], "the status recorder", tabs[0].eval(statusRecorder, nil))
+	}
 
 	// The late student's page, opened now and joined after Start.
 	lateTab, err := phone()
@@ -254,6 +280,12 @@ func classroom(t *testing.T, e engine) {
 	}
 	if st.Session.M != students || st.Session.Cohort != students || st.Session.Rounds != rounds {
 		t.Errorf("sized at Start: M %d, m %d, T %d; want %d, %d, %d", st.Session.M, st.Session.Cohort, st.Session.Rounds, students, students, rounds)
+	}
+	if st.Session.Algorithm != alg || st.Privacy.Shared != shared {
+		t.Errorf("the session runs %q (shared noise: %v), want %q", st.Session.Algorithm, st.Privacy.Shared, alg)
+	}
+	if shared && st.Privacy.Threshold != sharedClassThreshold {
+		t.Errorf("threshold %d at Start, want the default ceil(0.7 m) = %d of the class of %d", st.Privacy.Threshold, sharedClassThreshold, students)
 	}
 
 	// A late student joins while the class trains (its own goroutine).
@@ -322,6 +354,15 @@ func classroom(t *testing.T, e engine) {
 })()`, names[closer1], names[closer2], names[runsOut])))
 	shot(dash, "training-projector")
 	must(tabs[0], "phone training", waitFor(tabs[0], 60*time.Second, "accuracy", `document.getElementById("acc") !== null`))
+	if shared {
+		// The meter says how many share the noise in the current round:
+		// after three left, at most eight phones, at least the threshold.
+		var floor string
+		must(tabs[0], "the meter", tabs[0].eval(`(document.getElementById("eps-floor") || {}).textContent || ""`, &floor))
+		if k := classmatesIn(floor); len(k) != 1 || k[0]+1 < sharedClassThreshold || k[0]+1 > students-2 {
+			t.Errorf("after the departures the meter says %q: want \"In this round, you and K classmates share the noise.\" with %d <= K+1 <= %d", floor, sharedClassThreshold, students-2)
+		}
+	}
 	shot(tabs[0], "training-phone")
 	mid := status()
 	// A closed tab says goodbye on its way out (left); a tab that could
@@ -335,12 +376,17 @@ func classroom(t *testing.T, e engine) {
 	}
 
 	// The session runs to its last round.
-	must(dash, "summary on the dashboard", waitFor(dash, 6*time.Minute, "summary",
+	must(dash, "summary on the dashboard", waitFor(dash, 15*time.Minute, "summary",
 		`document.body.dataset.view === "summary" && document.getElementById("sum-acc").textContent.includes("%")`))
 	took := time.Since(started)
 	must(tabs[0], "phone: finished", waitFor(tabs[0], 90*time.Second, "finished", `document.body.innerText.includes("The session has finished")`))
 	shot(dash, "end-projector")
 	shot(tabs[0], "end-phone")
+	if shared {
+		var statuses []string
+		must(tabs[0], "the status lines", tabs[0].eval(`window.__status`, &statuses))
+		sharedChecks(t, statuses, students)
+	}
 	wg.Wait()
 	select {
 	case e := <-lateErr:
@@ -389,8 +435,8 @@ func classroom(t *testing.T, e engine) {
 	}
 	acc := end.LastEval.Accuracy
 	fe := <-firstEval
-	t.Logf("Start to the first accuracy: %v; Start to the end of %d rounds: %v; final accuracy %.3f on 1,000 test images",
-		fe.Round(100*time.Millisecond), rounds, took.Round(100*time.Millisecond), acc)
+	t.Logf("%s: Start to the first accuracy: %v; Start to the end of %d rounds: %v; final accuracy %.3f on 1,000 test images; %d attempts of a round discarded",
+		alg, fe.Round(100*time.Millisecond), rounds, took.Round(100*time.Millisecond), acc, discarded(t, logf.Name()))
 	// Stated bound: seven runs of this test on the 2-core machine measured
 	// a final accuracy of 0.556 to 0.578 (docs/browser.md, "Classroom
 	// measurements"); the spread comes from the noise and from which
@@ -550,6 +596,71 @@ func checkNoWaitForDeparted(t *testing.T, dir string, names map[string]string, t
 
 // classroomMinAccuracy: see TestClassroom.
 const classroomMinAccuracy = 0.40
+
+// sharedClassThreshold is the threshold of TestClassroom's shared-noise
+// lesson: the default, ceil(0.7 m), with m the class of ten at Start.
+const sharedClassThreshold = 7
+
+// classmatesRE reads the page's words on how many classmates share the
+// noise in a round (ui.Classmates).
+var classmatesRE = regexp.MustCompile(`you and (\d+) classmates? share the noise`)
+
+// classmatesIn returns each number of classmates text says share the
+// noise.
+func classmatesIn(text string) []int {
+	var ks []int
+	for _, m := range classmatesRE.FindAllStringSubmatch(text, -1) {
+		k, err := strconv.Atoi(m[1])
+		if err == nil {
+			ks = append(ks, k)
+		}
+	}
+	return ks
+}
+
+// sharedChecks checks the status lines the first student's page showed
+// in TestClassroom's shared-noise lesson (class students): it said it
+// sent a scrambled update, and how many classmates share the noise of
+// a round: all the others in some round (round 1's cohort is the whole
+// class), at most the eight who can be left once three have gone (seven
+// and the late student) in some round, and never fewer than the
+// threshold nor more than the class.
+func sharedChecks(t *testing.T, statuses []string, students int) {
+	t.Helper()
+	all := strings.Join(statuses, "\n")
+	if !strings.Contains(all, "Sent a scrambled, noisy update") {
+		t.Errorf("no status line said the page sent a scrambled update:\n%s", all)
+	}
+	ks := classmatesIn(all)
+	seen := map[int]int{}
+	for _, k := range ks {
+		seen[k]++
+		if k+1 < sharedClassThreshold || k+1 > students {
+			t.Errorf("a status line says you and %d classmates share the noise: want %d to %d phones in a round", k, sharedClassThreshold, students)
+		}
+	}
+	fewer := false
+	for k := range seen {
+		fewer = fewer || k+1 <= students-2
+	}
+	if seen[students-1] == 0 || !fewer {
+		t.Errorf("the page said how many classmates share the noise %v (classmates: rounds): want %d in some round and at most %d in another, after three left",
+			seen, students-1, students-3)
+	}
+	t.Logf("the first student's page: classmates who share the noise: rounds %v", seen)
+}
+
+// discarded counts the rounds the coordinator whose log is at path
+// discarded (a shared-noise round below its threshold runs again).
+func discarded(t *testing.T, path string) int {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Errorf("coordinator log: %v", err)
+		return 0
+	}
+	return strings.Count(string(b), `msg="round discarded`)
+}
 
 // person returns the status entry of nickname.
 func person(st view.Status, nickname string) view.Person {
