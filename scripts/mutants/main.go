@@ -412,7 +412,7 @@ var mutations = []mutation{
 		name: "delta-from-session", why: "the owner's budget is read at the session's delta when that is larger",
 		file: "shared/plan/figures.go",
 		old:  "most, _, err := b.Over(worst)",
-		new:  "most, _, err := Budget{Epsilon: b.Epsilon, Delta: max(b.Delta, p.Delta)}.Over(worst)",
+		new:  "most, _, err := Budget{Epsilon: b.Epsilon, Delta: max(b.Delta, f.SessionDelta)}.Over(worst)",
 		pkgs: []string{"./shared/plan/"},
 	},
 	{
@@ -1514,6 +1514,13 @@ var mutations = []mutation{
 		old:  "\t\tw.watch(pr)\n\t}\n\treturn u, nil\n",
 		new:  "\t\tw.watch(pr)\n\t}\n\tu.Payload[len(u.Payload)-1] ^= 1\n\treturn u, nil\n",
 		pkgs: []string{"./device/", "-run", "WatchPrepared"},
+	},
+	{
+		name: "progress-figures-other-delta", why: "the meter read from figures derived once (plan.Budget.ProgressOf, the page's route) takes figures derived at another delta than the owner's",
+		file: "shared/plan/figures.go",
+		old:  "if delta := cmp.Or(b.Delta, DefaultDelta); f.Delta != delta {",
+		new:  "if delta := cmp.Or(b.Delta, DefaultDelta); false && f.Delta != delta {",
+		pkgs: []string{"./shared/plan/", "-run", "TestProgressOf"},
 	},
 	{
 		name: "progress-ignores-before", why: "the meter's (and the pre-join check's) most for a session leaves out what the owner's data spent before",
