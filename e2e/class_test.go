@@ -444,12 +444,15 @@ func classroom(t *testing.T, e engine, alg string) {
 	fe := <-firstEval
 	t.Logf("%s: Start to the first accuracy: %v; Start to the end of %d rounds: %v; final accuracy %.3f on 1,000 test images; %d attempts of a round discarded",
 		alg, fe.Round(100*time.Millisecond), rounds, took.Round(100*time.Millisecond), acc, discarded(t, logf.Name()))
-	// Stated bound: seven runs of this test on the 2-core machine measured
-	// a final accuracy of 0.556 to 0.578 (docs/browser.md, "Classroom
-	// measurements"); the spread comes from the noise and from which
-	// rounds the reloading and the late student take part in. 0.40 is
-	// well below the lowest and far above chance (0.10): it fails a
-	// session that stopped learning, not an unlucky draw.
+	// Stated bound: the shared-noise lesson measured a final accuracy
+	// of 0.620 (Chromium), 0.627 (Firefox) and 0.627 (WebKit) at
+	// threshold 6, 0.634 and 0.636 in two runs at 7 (docs/browser.md,
+	// "Classroom measurements"; docs/secagg.md); the same lesson under
+	// nc, 0.556 to 0.578 in seven runs. The spread comes from the noise
+	// and from which rounds the reloading and the late student take part
+	// in. 0.45 is well below the lowest and far above chance (0.10): it
+	// fails a session that stopped learning (a sum that lost its
+	// updates, noise that does not cancel), not an unlucky draw.
 	if acc < classroomMinAccuracy {
 		t.Errorf("final accuracy %.3f, want >= %.2f", acc, classroomMinAccuracy)
 	}
@@ -602,7 +605,7 @@ func checkNoWaitForDeparted(t *testing.T, dir string, names map[string]string, t
 }
 
 // classroomMinAccuracy: see TestClassroom.
-const classroomMinAccuracy = 0.40
+const classroomMinAccuracy = 0.45
 
 // sharedClassThreshold is the threshold of TestClassroom's shared-noise
 // lesson (see TestClassroom: above half the class of ten, one below the
