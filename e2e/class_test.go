@@ -445,7 +445,7 @@ func classroom(t *testing.T, e engine, alg string) {
 	t.Logf("%s: Start to the first accuracy: %v; Start to the end of %d rounds: %v; final accuracy %.3f on 1,000 test images; %d attempts of a round discarded",
 		alg, fe.Round(100*time.Millisecond), rounds, took.Round(100*time.Millisecond), acc, discarded(t, logf.Name()))
 	// Stated bound: the shared-noise lesson measured a final accuracy
-	// of 0.620 (Chromium), 0.627 (Firefox) and 0.627 (WebKit) at
+	// of 0.620 (Chromium), 0.627 (Firefox), 0.627 and 0.633 (WebKit) at
 	// threshold 6, 0.634 and 0.636 in two runs at 7 (docs/browser.md,
 	// "Classroom measurements"; docs/secagg.md); the same lesson under
 	// nc, 0.556 to 0.578 in seven runs. The spread comes from the noise
