@@ -278,14 +278,22 @@ func PrivacyMeter(protection string, joined int, pr plan.Progress, budget, delta
 
 // shareWords says the share of the lesson's privacy used: "12% of this
 // lesson's privacy" (below 1%, "less than 1%"; never rounded up to 100%
-// before it is).
+// before it is, and above it only when the ledger is over the plan by
+// more than the rounding of its sum: the plan's tolerance, as
+// plan.Progress.OnPlan's).
+// shareTolerance is the relative rounding a ledger's sum of charges may
+// carry against the plan's (plan.Progress.OnPlan's 1e-9).
+const shareTolerance = 1e-9
+
 func shareWords(share float64) string {
 	pct := math.Floor(100 * share)
 	switch {
 	case share > 0 && pct < 1:
 		return "less than 1% of this lesson's privacy"
-	case share > 1:
+	case share > 1+shareTolerance:
 		pct = math.Ceil(100 * share)
+	case share > 1:
+		pct = 100
 	}
 	return fmt.Sprintf("%.0f%% of this lesson's privacy", pct)
 }

@@ -196,3 +196,25 @@ func TestNoTechnicalWordsOnAnyScreen(t *testing.T) {
 		}
 	}
 }
+
+// TestShareWords: the meter's share is floored (never 100% before the
+// lesson's privacy is used), shows 100% for a ledger at the plan within
+// its sum's rounding, and more only for a ledger really over it.
+func TestShareWords(t *testing.T) {
+	for _, c := range []struct {
+		share float64
+		want  string
+	}{
+		{0, "0% of this lesson's privacy"},
+		{0.004, "less than 1% of this lesson's privacy"},
+		{0.999, "99% of this lesson's privacy"},
+		{1, "100% of this lesson's privacy"},
+		{1 + 1e-12, "100% of this lesson's privacy"},
+		{1.003, "101% of this lesson's privacy"},
+		{1.2, "120% of this lesson's privacy"},
+	} {
+		if got := shareWords(c.share); got != c.want {
+			t.Errorf("shareWords(%v) = %q, want %q", c.share, got, c.want)
+		}
+	}
+}
