@@ -379,6 +379,11 @@ type Progress struct {
 	FloorSpent, FloorMost float64
 }
 
+// ShareTolerance is the relative rounding a ledger's sum of charges may
+// carry against the plan's schedule: a share within it of the plan is on
+// the plan (Progress.OnPlan; the page's meter words).
+const ShareTolerance = 1e-9
+
 // Progress returns the owner's figures for a session p: before is what
 // the owner's data spent elsewhere, ledger what the device has spent in
 // this session in its releases (the count of its releases, or in a
@@ -430,7 +435,7 @@ func (b Budget) ProgressOf(f Figures, before, ledger privacy.Spent, releases int
 	sch := f.WorstSchedule
 	decreasing := len(sch) > 1 && sch[0] > 1.5*(sch[len(sch)-1]-sch[len(sch)-2])
 	pr := Progress{Spent: spent, Most: most, Share: share, Releases: releases, Planned: planned,
-		OnPlan: share <= planned*(1+1e-9), Decreasing: decreasing, FloorSpent: spent, FloorMost: most}
+		OnPlan: share <= planned*(1+ShareTolerance), Decreasing: decreasing, FloorSpent: spent, FloorMost: most}
 	if f.Shared {
 		if pr.FloorMost, err = b.read(before, f.FloorSpent); err != nil {
 			return Progress{}, err

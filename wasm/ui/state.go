@@ -279,18 +279,13 @@ func PrivacyMeter(protection string, joined int, pr plan.Progress, budget, delta
 // shareWords says the share of the lesson's privacy used: "12% of this
 // lesson's privacy" (below 1%, "less than 1%"; never rounded up to 100%
 // before it is, and above it only when the ledger is over the plan by
-// more than the rounding of its sum: the plan's tolerance, as
-// plan.Progress.OnPlan's).
-// shareTolerance is the relative rounding a ledger's sum of charges may
-// carry against the plan's (plan.Progress.OnPlan's 1e-9).
-const shareTolerance = 1e-9
-
+// more than the rounding of its sum, plan.ShareTolerance).
 func shareWords(share float64) string {
 	pct := math.Floor(100 * share)
 	switch {
 	case share > 0 && pct < 1:
 		return "less than 1% of this lesson's privacy"
-	case share > 1+shareTolerance:
+	case share > 1+plan.ShareTolerance:
 		pct = math.Ceil(100 * share)
 	case share > 1:
 		pct = 100
