@@ -46,6 +46,13 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
+	if os.Getenv("BFL_SECAGG_CHILD") != "" {
+		if err := runSecAggChild(); err != nil {
+			fmt.Fprintln(os.Stderr, "secagg child:", err)
+			os.Exit(2)
+		}
+		os.Exit(0)
+	}
 	if os.Getenv("BFL_COORD_CHILD") != "" {
 		if err := runChild(); err != nil {
 			fmt.Fprintln(os.Stderr, "child:", err)

@@ -160,8 +160,12 @@ func (r *SecAggRound[ID]) Receive(id ID, f wire.SecAggFrame) error {
 }
 
 // Done reports whether every device expected at the current step has
-// answered: the shell may close the step before its deadline.
-func (r *SecAggRound[ID]) Done() bool { return r.step != 0 && len(r.got) == len(r.want) }
+// answered, or the advertisements already fill the cohort (the members
+// asked beyond it take no part): the shell may close the step before its
+// deadline.
+func (r *SecAggRound[ID]) Done() bool {
+	return r.step != 0 && (len(r.got) == len(r.want) || r.step == wire.StepAdvertise && len(r.got) >= r.a.MaxClients)
+}
 
 // Close closes the current step with the devices that answered and
 // returns the message each device of the next step is sent (none after

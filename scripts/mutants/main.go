@@ -2039,6 +2039,13 @@ var mutations = []mutation{
 		pkgs: []string{"./engine/", "-run", "TestSecAggRoundDropAfterAnswer"},
 	},
 	{
+		name: "secagg-full-advertise-waited", why: "a shared-noise round whose advertisements already fill the cohort waits, until its deadline, for the members asked beyond it (over-selected once a device missed a round), whose advertisements it would ignore",
+		file: "engine/secagg.go",
+		old:  "|| r.step == wire.StepAdvertise && len(r.got) >= r.a.MaxClients)",
+		new:  "|| false && r.step == wire.StepAdvertise && len(r.got) >= r.a.MaxClients)",
+		pkgs: []string{"./coordinator/", "-run", "TestSharedNoiseChaos"},
+	},
+	{
 		name: "secagg-included-all-members", why: "a shared-noise round counts every member of its secure aggregation as included, not only those whose masked input is in the sum",
 		file: "engine/secagg.go",
 		old:  "\t\t\tfor _, n := range sl.Survivors {\n\t\t\t\tsend(n, sl)\n\t\t\t\tr.u3 = append(r.u3, r.ids[n])\n\t\t\t}",
