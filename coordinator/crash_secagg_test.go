@@ -420,7 +420,7 @@ func readSaSnaps(t *testing.T, path string) map[int]saSnap {
 	return out
 }
 
-// TestSharedNoiseChaos runs a shared-noise session (16 devices, cohorts
+// TestSharedNoiseChaos runs a shared-noise session (24 devices, cohorts
 // of 10, threshold 7, 16 rounds) against a child coordinator, with
 // faults placed in every secure aggregation step:
 //
@@ -450,7 +450,7 @@ func readSaSnaps(t *testing.T, path string) map[int]saSnap {
 // attempts.
 func TestSharedNoiseChaos(t *testing.T) {
 	sess := wire.SessionParams{Name: "shared-chaos", Dim: 10, DeadlineMillis: 10000, Algorithm: wire.SharedNoiseAlgorithm,
-		Model: "logreg", Features: 4, Classes: 2, M: 16, Cohort: 10, Rounds: 16, Batch: 8, Clip: 1, Eta: 0.05,
+		Model: "logreg", Features: 4, Classes: 2, M: 24, Cohort: 10, Rounds: 16, Batch: 8, Clip: 1, Eta: 0.05,
 		RhoPaper: 50, Compressor: "f64", Threshold: 7}
 	events := []*chaosEvent{
 		{round: 2, step: wire.StepAdvertise, what: coordKill, n: 4},
