@@ -160,7 +160,7 @@ func (c *Coordinator) AcceptAggregate(t int, links []Link, ids []string, body []
 			delete(or.cohort, d.id)
 			or.dropped[d.id] = true
 			d.round = 0
-			d.misses++
+			d.standing.Missed()
 			d.conn.SendControl(wire.Decision{T: t, State: wire.Excluded, Reason: "no update before the deadline"})
 		}
 	}
@@ -232,7 +232,7 @@ func (c *Coordinator) AcceptAggregate(t int, links []Link, ids []string, body []
 			u.vec = vec
 		}
 		or.updates[id] = u
-		c.devices[id].misses, c.devices[id].proven = 0, true
+		c.devices[id].standing.Accepted()
 	}
 	or.bytesIn += bytesIn
 	c.front.Met.Updates.Add(int64(len(ids)))

@@ -13,7 +13,7 @@ import (
 // delivered an accepted update since this process knew it (or new devices
 // are trusted) and has not missed an assigned round since.
 func (c *Coordinator) sure(d *device) bool {
-	return d.misses == 0 && (d.proven || c.cfg.TrustNewDevices)
+	return d.standing.Sure(c.cfg.TrustNewDevices)
 }
 
 // askable reports whether a round may ask d at all: connected, not in a
@@ -28,7 +28,7 @@ func askable(d *device) bool {
 // probeable reports whether d may be asked as a probe: askable, but no
 // longer sampled for its misses.
 func (c *Coordinator) probeable(d *device) bool {
-	return askable(d) && d.misses >= c.front.Lim.MaxMisses
+	return askable(d) && !d.standing.Sampled(c.front.Lim.MaxMisses)
 }
 
 // probeableLocked lists the probeable devices, sorted by id.
@@ -50,7 +50,7 @@ func (c *Coordinator) probeableLocked() []string {
 // this process, and a class whose every device then missed two rounds
 // would start no round again. The pause after an unanswered recovery
 // round (nextRecoveryPause) bounds what idle ids can do with them.
-func recoverable(d *device) bool { return d.rejected == 0 }
+func recoverable(d *device) bool { return d.standing.Recoverable() }
 
 // probesLocked lists the probeable devices a round may ask when eligible
 // devices are eligible: all of them as probes beside a sampled cohort;

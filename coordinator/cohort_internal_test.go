@@ -11,6 +11,7 @@ import (
 	"browserfl/coordinator/bus"
 	"browserfl/coordinator/store"
 	"browserfl/coordinator/wsconn"
+	"browserfl/engine"
 	"browserfl/shared/mechanism"
 	"browserfl/shared/optim"
 	"browserfl/shared/plan"
@@ -112,14 +113,14 @@ func TestWhoMayBeAsked(t *testing.T) {
 		eligible, probeable bool
 	}{
 		{"idle and answering", device{}, true, false},
-		{"idle, missed its last rounds", device{misses: max}, false, true},
-		{"not connected", device{misses: max, conn: nil}, false, false},
+		{"idle, missed its last rounds", device{standing: standingOf(max, false, 0)}, false, true},
+		{"not connected", device{standing: standingOf(max, false, 0), conn: nil}, false, false},
 		{"in a round", device{round: 1}, false, false},
-		{"in a round, missed", device{round: 1, misses: max}, false, false},
+		{"in a round, missed", device{round: 1, standing: standingOf(max, false, 0)}, false, false},
 		{"left", device{left: true}, false, false},
-		{"left, missed", device{left: true, misses: max}, false, false},
+		{"left, missed", device{left: true, standing: standingOf(max, false, 0)}, false, false},
 		{"removed", device{removed: true}, false, false},
-		{"removed, missed", device{removed: true, misses: max}, false, false},
+		{"removed, missed", device{removed: true, standing: standingOf(max, false, 0)}, false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := tc.d
@@ -148,9 +149,9 @@ func TestRecoveryAsks(t *testing.T) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, d := range []*device{
-		{id: "idle", misses: max},                                // never delivered
-		{id: "proven", misses: max, proven: true},                // delivered, then missed
-		{id: "rejected", misses: max, proven: true, rejected: 1}, // one update failed validation
+		{id: "idle", standing: standingOf(max, false, 0)},    // never delivered
+		{id: "proven", standing: standingOf(max, true, 0)},   // delivered, then missed
+		{id: "rejected", standing: standingOf(max, true, 1)}, // one update failed validation
 	} {
 		d.conn = &recLink{id: d.id}
 		c.addDeviceLocked(d)
@@ -233,4 +234,20 @@ func TestRoundReady(t *testing.T) {
 				tc.e, tc.n, tc.min, tc.m, tc.present, start, fill, tc.start, tc.fill)
 		}
 	}
+}
+
+// standingOf is a device's standing after an accepted update (if proven),
+// then misses missed rounds and rejected refused updates.
+func standingOf(misses int, proven bool, rejected int) engine.Standing {
+	var s engine.Standing
+	if proven {
+		s.Accepted()
+	}
+	for range misses {
+		s.Missed()
+	}
+	for range rejected {
+		s.Refused()
+	}
+	return s
 }

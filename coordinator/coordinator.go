@@ -21,6 +21,7 @@ import (
 	"browserfl/coordinator/store"
 	"browserfl/coordinator/wsconn"
 	"browserfl/engine"
+	"browserfl/engine/check"
 	"browserfl/shared/mechanism"
 	"browserfl/shared/optim"
 	"browserfl/shared/plan"
@@ -244,27 +245,25 @@ type device struct {
 	// left is set by a Leave message: the device is not sampled until
 	// its next hello.
 	left bool
-	// misses counts consecutive assigned rounds the device did not
-	// answer; at Limits.MaxMisses it is no longer sampled, only asked
-	// now and then as a probe (cohort.go). Only an accepted update resets
-	// it: a reconnection or a new hello does not.
-	misses int
-	// proven: an update of this device was accepted since this process
-	// knew it. A device is a sure cohort member only once proven.
-	proven bool
+	// standing counts the consecutive assigned rounds the device did not
+	// answer (at Limits.MaxMisses it is no longer sampled, only asked now
+	// and then as a probe: cohort.go), whether an update of it was
+	// accepted since this process knew it (a device is a sure cohort
+	// member only once proven) and its refused updates. Only an accepted
+	// update resets the misses: a reconnection or a new hello does not.
+	standing engine.Standing
 	// leftWhy is the Leave's detail (for example why the final
 	// parameters were refused).
 	leftWhy string
 	// hist is the running sum of the device's included updates and the
 	// rounds it was asked, for the Checker's history tests (updates that
-	// arrive directly; an edge keeps its own devices'). FromStart is set
-	// for a device registered by this process: every ask and every
+	// arrive directly; an edge keeps its own devices'). It is from the
+	// start for a device registered by this process: every ask and every
 	// inclusion of it is then seen here.
-	hist optim.History
-	// rejected counts this device's updates that validation rejected
-	// (rejectUpdateLocked), and rejectWhy says, in plain words, why the
-	// last one was: the teacher's view of the dashboard shows both.
-	rejected  int
+	hist check.History
+	// rejectWhy says, in plain words, why the device's last refused
+	// update (rejectUpdateLocked; standing counts them) was refused: the
+	// teacher's view of the dashboard shows both.
 	rejectWhy string
 	// signKey is the long-term ed25519 public key of the device's latest
 	// hello (wire.Hello.SignKey), hasKey whether it gave one: its secure
@@ -284,7 +283,7 @@ type device struct {
 type update struct {
 	vec     *[]float64
 	payload []byte
-	hist    *optim.History // the sender's history, to add vec to on inclusion (direct updates)
+	hist    *check.History // the sender's history, to add vec to on inclusion (direct updates)
 	// agg: the update came in an edge's aggregate (its vector is the
 	// edge's sum, shared with the other members): it cannot be taken out
 	// of the round on its own.
@@ -594,7 +593,7 @@ func (c *Coordinator) removeDeviceLocked(id string) {
 // and answers its rounds (Rule 7 of the design: only live devices are
 // asked).
 func (c *Coordinator) eligible(d *device) bool {
-	return askable(d) && d.misses < c.front.Lim.MaxMisses
+	return askable(d) && d.standing.Sampled(c.front.Lim.MaxMisses)
 }
 
 func (c *Coordinator) waitEligible(ctx context.Context) error {
@@ -663,7 +662,7 @@ func roundReady(e, n, minDevices, m int, present bool) (start, fill bool) {
 func (c *Coordinator) presentLocked() int {
 	n := 0
 	for _, d := range c.order {
-		if d.conn != nil && !d.left && !d.removed && d.misses < c.front.Lim.MaxMisses {
+		if d.conn != nil && !d.left && !d.removed && d.standing.Sampled(c.front.Lim.MaxMisses) {
 			n++
 		}
 	}
@@ -942,9 +941,8 @@ func (sh *roundShell) Tell(t int, o engine.Outcome[string]) {
 			d.participations++
 		}
 		if o.Missed[id] {
-			d.misses++
-			if d.misses == c.front.Lim.MaxMisses {
-				c.front.Log.Info("device no longer sampled: it did not answer its last rounds", "device", wsconn.ShortID(id), "misses", d.misses)
+			if n := d.standing.Missed(); n == c.front.Lim.MaxMisses {
+				c.front.Log.Info("device no longer sampled: it did not answer its last rounds", "device", wsconn.ShortID(id), "misses", n)
 			}
 		}
 		if d.conn != nil {
@@ -982,10 +980,9 @@ func (c *Coordinator) addHistoriesLocked(or *openRound) {
 		switch {
 		case d == nil || u == nil:
 		case u.agg:
-			d.hist.Reset()
-			d.hist.FromStart = false
+			d.hist.Restart()
 		case u.hist == &d.hist && u.vec != nil:
-			d.hist.Add(*u.vec)
+			d.hist.Include(*u.vec)
 		}
 	}
 }
@@ -1078,7 +1075,7 @@ func (c *Coordinator) acceptUpdate(cn *wsconn.Conn, u wire.UpdateFrame, frameLen
 	// device's releases so far) and, when the checker tracks sums, the
 	// running sum.
 	hist := &d.hist
-	if err := c.chk.Check(*vec, norm, hist); err != nil {
+	if err := check.Message(c.chk, *vec, norm, hist); err != nil {
 		c.vecs.Put(vec)
 		c.rejectUpdateLocked(d, or, u.T, optim.TeacherWords(err, norm, c.bound))
 		cn.SendControl(wire.Decision{T: u.T, State: wire.Excluded, Reason: err.Error()})
@@ -1092,7 +1089,7 @@ func (c *Coordinator) acceptUpdate(cn *wsconn.Conn, u wire.UpdateFrame, frameLen
 		up.payload = slices.Clone(u.Payload)
 	}
 	or.updates[cn.ID] = up
-	d.misses, d.proven = 0, true
+	d.standing.Accepted()
 	or.bytesIn += int64(frameLen)
 	c.front.Met.Updates.Add(1)
 	or.checkAllIn()
@@ -1110,7 +1107,7 @@ func (c *Coordinator) acceptUpdate(cn *wsconn.Conn, u wire.UpdateFrame, frameLen
 // aggregate.
 func (c *Coordinator) rejectUpdateLocked(d *device, or *openRound, t int, why string) {
 	c.front.Met.RejectedUpdates.Add(1)
-	d.rejected++
+	d.standing.Refused()
 	d.rejectWhy = why
 	c.front.Log.Warn("update rejected", "device", wsconn.ShortID(d.id), "round", t, "why", why)
 	delete(or.cohort, d.id)
@@ -1292,7 +1289,7 @@ func (c *Coordinator) bindLocked(cn Link, nickname string, pending int, w *wire.
 		// Registered just now (a welcome with a new secret), or no round
 		// was sent before this process: it has made no release in this
 		// session that this process did not see.
-		d.hist.FromStart = (w != nil && w.Secret != "") || (c.seenAll && !c.histLost[id])
+		d.hist = check.NewHistory((w != nil && w.Secret != "") || (c.seenAll && !c.histLost[id]))
 		c.addDeviceLocked(d)
 	}
 
@@ -1345,7 +1342,7 @@ func (c *Coordinator) bindLocked(cn Link, nickname string, pending int, w *wire.
 		// finishRound: it is left as it is (the device is not in its
 		// included list, and the welcome says "excluded").
 		if or != nil && or.t == d.round {
-			d.misses++ // asked, and came back without its update
+			d.standing.Missed() // asked, and came back without its update
 			if !or.closed {
 				delete(or.cohort, d.id)
 				delete(or.updates, d.id)
@@ -1433,7 +1430,7 @@ func (c *Coordinator) DisconnectedLink(cn Link) {
 	c.nconn--
 	c.secAggGoneLocked(d)
 	if c.dropUnansweredLocked(d, "disconnected") {
-		d.misses++ // asked, and went without its update
+		d.standing.Missed() // asked, and went without its update
 	}
 }
 

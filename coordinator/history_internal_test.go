@@ -40,7 +40,7 @@ func TestHistoryFromStart(t *testing.T) {
 		c.front.Gate.MarkInactive(id)
 	}
 	for _, id := range []string{"a", "b", "c"} {
-		if d := bind(id); !d.hist.FromStart {
+		if d := bind(id); !d.hist.FromStart() {
 			t.Fatalf("%s: not from the start in a session no round of which was sent", id)
 		}
 	}
@@ -54,7 +54,7 @@ func TestHistoryFromStart(t *testing.T) {
 	if kept {
 		t.Fatal("the oldest inactive device was not evicted (test setting)")
 	}
-	if d := bind("a"); d.hist.FromStart {
+	if d := bind("a"); d.hist.FromStart() {
 		t.Error("an evicted device came back with a history from the start")
 	}
 
@@ -62,15 +62,15 @@ func TestHistoryFromStart(t *testing.T) {
 	// no longer from the start.
 	d := bind("e")
 	d.hist.Ask()
-	d.hist.Add([]float64{1, 2, 3, 4})
+	d.hist.Include([]float64{1, 2, 3, 4})
 	or := &openRound{t: 1, cohort: map[string]bool{"e": true}, updates: map[string]*update{"e": {agg: true}},
 		dropped: map[string]bool{}, allIn: make(chan struct{}), target: 1, unsure: map[string]bool{}}
 	or.included = []string{"e"}
 	c.mu.Lock()
 	c.addHistoriesLocked(or)
 	c.mu.Unlock()
-	if d.hist.FromStart || d.hist.Len() != 0 {
-		t.Errorf("after an inclusion in an aggregate: from the start %v, %d messages; want false, 0", d.hist.FromStart, d.hist.Len())
+	if d.hist.FromStart() || d.hist.Len() != 0 {
+		t.Errorf("after an inclusion in an aggregate: from the start %v, %d messages; want false, 0", d.hist.FromStart(), d.hist.Len())
 	}
 
 	// A store whose rounds started (or that committed before the marker
@@ -91,8 +91,8 @@ func TestHistoryFromStart(t *testing.T) {
 	if err := c2.bindLocked(&recLink{id: "new"}, "", 0, &wire.Welcome{Secret: "fresh"}); err != nil {
 		t.Fatal(err)
 	}
-	if c2.devices["old"].hist.FromStart || !c2.devices["new"].hist.FromStart {
+	if c2.devices["old"].hist.FromStart() || !c2.devices["new"].hist.FromStart() {
 		t.Errorf("after rounds started: returning device from the start %v (want false), new one %v (want true)",
-			c2.devices["old"].hist.FromStart, c2.devices["new"].hist.FromStart)
+			c2.devices["old"].hist.FromStart(), c2.devices["new"].hist.FromStart())
 	}
 }

@@ -311,7 +311,7 @@ func (c *Coordinator) peopleLocked() []view.Person {
 	out := make([]view.Person, 0, len(ds))
 	for _, d := range ds {
 		p := view.Person{Nickname: d.nickname, Rounds: d.participations}
-		p.SetTeacherView(d.id, d.rejected, d.rejectWhy)
+		p.SetTeacherView(d.id, d.standing.Rejected(), d.rejectWhy)
 		switch {
 		case d.removed:
 			p.State, p.Why = "removed", "removed by the teacher"
@@ -319,7 +319,7 @@ func (c *Coordinator) peopleLocked() []view.Person {
 			p.State, p.Why = "left", d.leftWhy
 		case d.conn == nil:
 			p.State = "gone"
-		case d.misses >= c.front.Lim.MaxMisses:
+		case !d.standing.Sampled(c.front.Lim.MaxMisses):
 			p.State = "stuck"
 		case c.state == StateLobby:
 			p.State = "lobby"

@@ -19,7 +19,7 @@ func TestDeviceOrder(t *testing.T) {
 	for step := 0; step < 2000; step++ {
 		id := fmt.Sprintf("dev-%03d", rng.IntN(300))
 		if d := c.devices[id]; d == nil {
-			d = &device{id: id, misses: rng.IntN(3)}
+			d = &device{id: id, standing: standingOf(rng.IntN(3), false, 0)}
 			if rng.IntN(4) > 0 {
 				d.conn = &wsconn.Conn{}
 			}
@@ -33,7 +33,7 @@ func TestDeviceOrder(t *testing.T) {
 		var want, wantEligible []string
 		for id, d := range c.devices {
 			want = append(want, id)
-			if d.conn != nil && d.misses < 2 {
+			if d.conn != nil && d.standing.Misses() < 2 {
 				wantEligible = append(wantEligible, id)
 			}
 		}

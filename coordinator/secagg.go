@@ -157,7 +157,7 @@ func (c *Coordinator) acceptSecAgg(cn *wsconn.Conn, f wire.SecAggFrame, frameLen
 		// The round holds this device's release (masked): it is
 		// included if the round completes.
 		or.updates[id] = &update{}
-		d.misses, d.proven = 0, true
+		d.standing.Accepted()
 		c.front.Met.Updates.Add(1)
 	}
 	if or.sa.Done() {

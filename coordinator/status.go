@@ -24,7 +24,7 @@ func (c *Coordinator) Status() view.Status {
 				s.Devices.Eligible++
 			case d.left:
 				s.Devices.Left++
-			case d.misses >= c.front.Lim.MaxMisses:
+			case !d.standing.Sampled(c.front.Lim.MaxMisses):
 				s.Devices.Stuck++
 			}
 		}
@@ -72,7 +72,7 @@ func (c *Coordinator) Activity() view.Activity {
 	for _, d := range c.devices {
 		if d.conn != nil && !d.left && !d.removed {
 			a.Connected++
-			if d.misses < c.front.Lim.MaxMisses {
+			if d.standing.Sampled(c.front.Lim.MaxMisses) {
 				a.Active++
 			}
 		}

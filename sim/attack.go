@@ -5,7 +5,7 @@ import (
 	"math"
 	"slices"
 
-	"browserfl/engine"
+	"browserfl/engine/check"
 	"browserfl/shared/dataset"
 	"browserfl/shared/mechanism"
 	"browserfl/shared/optim"
@@ -94,7 +94,7 @@ func newAttacker(kind string, spec mechanism.Spec, d, classes int, seed uint64, 
 // encoding, a.dec as decoded): the kind's direction scaled to the largest
 // multiple the server's tests accept. honest holds the decoded honest
 // messages of the round; a.clean is the device's own un-noised estimate.
-func (a *attacker) message(chk engine.Gate, hist *optim.History, honest [][]float64, cohort, attackers int) []float64 {
+func (a *attacker) message(chk check.Gate, hist *check.History, honest [][]float64, cohort, attackers int) []float64 {
 	d := len(a.msg)
 	dir := a.dir
 	switch a.kind {
@@ -139,7 +139,7 @@ func (a *attacker) message(chk engine.Gate, hist *optim.History, honest [][]floa
 		if a.buf, err = a.spec.C.Compress(a.buf, a.dec, a.msg, nil); err != nil {
 			return false
 		}
-		return chk.Check(a.dec, mechanism.Norm(a.dec), hist) == nil
+		return check.Message(chk, a.dec, mechanism.Norm(a.dec), hist) == nil
 	}
 	lo := 0.0
 	if passes(hi) {
@@ -203,8 +203,8 @@ func alieZ(n, k int) float64 {
 type Hostile struct {
 	optim.Device // the honest half
 	a            *attacker
-	g            engine.Gate
-	hist         optim.History
+	g            check.Gate
+	hist         check.History
 	last         []float64
 	// Honest, when set before Prepare, holds the round's honest messages
 	// (the simulator's omniscient attacker); live it is nil and the alie
@@ -232,12 +232,12 @@ func NewHostile(kind string, p optim.Params, d int, inner optim.Device, seed uin
 	if err != nil {
 		return nil, err
 	}
-	var g engine.Gate = chk
+	var g check.Gate = chk
 	if normOnly {
-		g = engine.NormOnly(chk.NormBound())
+		g = check.NormOnly(chk.NormBound())
 	}
 	return &Hostile{Device: inner, a: newAttacker(kind, spec, d, p.Classes, seed, i), g: g,
-		hist: optim.History{FromStart: true}, last: make([]float64, d), cohort: cohort, attackers: attackers}, nil
+		hist: check.NewHistory(true), last: make([]float64, d), cohort: cohort, attackers: attackers}, nil
 }
 
 // Prepare runs the honest half, then returns the attack as the update.
@@ -264,6 +264,6 @@ func (h *Hostile) Commit(t int) error {
 	if err := h.Device.Commit(t); err != nil {
 		return err
 	}
-	h.hist.Add(h.last)
+	h.hist.Include(h.last)
 	return nil
 }

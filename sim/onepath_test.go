@@ -22,7 +22,9 @@ import (
 	"browserfl/coordinator/api"
 	"browserfl/coordinator/site"
 	"browserfl/coordinator/store"
+	"browserfl/coordinator/wsconn"
 	"browserfl/device"
+	"browserfl/engine"
 	"browserfl/shared/dataset"
 	"browserfl/shared/mechanism"
 	"browserfl/shared/model"
@@ -88,7 +90,7 @@ func TestSimulatorIsTheProduct(t *testing.T) {
 			s.Model, s.Clip, s.Eta, s.LocalSteps, s.LocalEpochs = "logreg-unit", 2, 1, 2, 3
 		}},
 	} {
-		t.Run(tc.algorithm+"/"+tc.compressor, func(t *testing.T) { onePath(t, tc.algorithm, tc.compressor, tc.rho, tc.mod, "", nil) })
+		t.Run(tc.algorithm+"/"+tc.compressor, func(t *testing.T) { onePath(t, tc.algorithm, tc.compressor, tc.rho, tc.mod, "", nil, nil) })
 	}
 }
 
@@ -105,7 +107,7 @@ func TestHostileIsTheProduct(t *testing.T) {
 		t.Skip("runs a live session over websockets")
 	}
 	for _, kind := range []string{sim.AttackSpike, sim.AttackBlock, sim.AttackSignFlip, sim.AttackDrift} {
-		t.Run(kind, func(t *testing.T) { onePath(t, "nc", "", 8, nil, kind, nil) })
+		t.Run(kind, func(t *testing.T) { onePath(t, "nc", "", 8, nil, kind, nil, nil) })
 	}
 }
 
@@ -134,7 +136,7 @@ func TestSignalBoundIsTheProduct(t *testing.T) {
 	if slices.Equal(models[0], models[D]) {
 		t.Fatal("the signal bound changes nothing in this session: the test would show nothing")
 	}
-	onePath(t, "nc", "", 8, func(s *wire.SessionParams) { s.SignalBound = D }, sim.AttackDrift, nil)
+	onePath(t, "nc", "", 8, func(s *wire.SessionParams) { s.SignalBound = D }, sim.AttackDrift, nil, nil)
 }
 
 // TestOneRoundEngine runs sessions with dropouts through both shells of
@@ -148,6 +150,13 @@ func TestSignalBoundIsTheProduct(t *testing.T) {
 // which updates are included never depends on which arrive first.
 // Models, each round's included devices and every device's ledger must
 // be the same, bit for bit, for several algorithms and compressors.
+//
+// The sessions with m < M then have devices that stay but withhold their
+// messages (sim.Config.Withhold; the device runtime's Withhold hook), so
+// that the rounds over-select around unsure members, ask devices that
+// missed too many rounds as probes, and, once every device has, run a
+// recovery round (engine.PlanRecovery): each round's members, not only
+// its included devices, must then be the same too.
 func TestOneRoundEngine(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a live session over websockets")
@@ -165,16 +174,67 @@ func TestOneRoundEngine(t *testing.T) {
 		{"mu2", "f64", 0},
 	} {
 		t.Run(tc.algorithm+"/"+tc.compressor, func(t *testing.T) {
-			onePath(t, tc.algorithm, tc.compressor, tc.rho, whole, "", dropout)
+			onePath(t, tc.algorithm, tc.compressor, tc.rho, whole, "", dropout, nil)
 		})
+	}
+	// m < M, a 3 s deadline: only the rounds in which everyone withholds
+	// wait for it (whether a message arrives in time never decides).
+	partial := func(s *wire.SessionParams) { s.M, s.Cohort, s.DeadlineMillis = 6, 3, 3000 }
+	for _, tc := range []struct {
+		algorithm, compressor string
+		rho                   float64
+	}{
+		{"nc", "", 8},
+		{"mu2", "f64", 0},
+	} {
+		t.Run("partial/"+tc.algorithm+"/"+tc.compressor, func(t *testing.T) {
+			onePath(t, tc.algorithm, tc.compressor, tc.rho, partial, "", nil, stayingSilent())
+		})
+	}
+}
+
+// stayingSilent is a Withhold policy that leads a session of m < M
+// through over-selection, probes and a recovery round while no round ever
+// has more messages than its target (so which arrive first never decides
+// which are included): in rounds 1 to 3 and after the first recovery
+// round exactly the round's target answer, its unsure members first (so
+// probes come back), the others withhold (a sure member then only was
+// slower; an unsure one missed the round); from round 4 until a recovery
+// round every member withholds, so each such round closes at its deadline
+// and all its members miss it, until none is sampled any more.
+func stayingSilent() func(t, i int, p engine.Plan[int]) bool {
+	recovered := false
+	return func(t, i int, p engine.Plan[int]) bool {
+		if p.Recovery {
+			recovered = true
+			return false
+		}
+		if t >= 4 && !recovered {
+			return true
+		}
+		order := slices.Clone(p.Members)
+		slices.SortStableFunc(order, func(a, b int) int {
+			switch {
+			case p.Unsure[a] == p.Unsure[b]:
+				return 0
+			case p.Unsure[a]:
+				return -1
+			default:
+				return 1
+			}
+		})
+		return slices.Index(order, i) >= p.Target
 	}
 }
 
 // onePath runs the session in the simulator and live and compares the
 // models, each round's included devices and every device's ledger; with
 // attack set, device 0 is hostile (sim.Hostile) in both; with dropout
-// set, device i's message of round t is lost when dropout(t, i).
-func onePath(t *testing.T, algorithm, compressor string, rho float64, mod func(*wire.SessionParams), attack string, dropout func(t, i int) bool) {
+// set, device i's message of round t is lost when dropout(t, i); with
+// withhold set, device i withholds its message of round t when the
+// simulator's withhold(t, i, plan) did, and each round's members must be
+// the same live and simulated.
+func onePath(t *testing.T, algorithm, compressor string, rho float64, mod func(*wire.SessionParams), attack string, dropout func(t, i int) bool, withhold func(t, i int, p engine.Plan[int]) bool) {
 	const seed = 11
 	sess := wire.SessionParams{Name: "onepath", Dim: 10, DeadlineMillis: 60000, Algorithm: algorithm, Model: "logreg",
 		Features: 4, Classes: 2, M: 6, Cohort: 5, Rounds: 24, Batch: 4, Clip: 1, Eta: 0.05, RhoPaper: rho,
@@ -196,10 +256,25 @@ func onePath(t *testing.T, algorithm, compressor string, rho float64, mod func(*
 	if attack != "" {
 		attackers = 1
 	}
+	// The simulator's plans and withheld messages, replayed live.
+	plans := map[int]engine.Plan[int]{}
+	withheld := map[[2]int]bool{}
+	var simWithhold func(t, i int, p engine.Plan[int]) bool
+	if withhold != nil {
+		simWithhold = func(t, i int, p engine.Plan[int]) bool {
+			plans[t] = p
+			withheld[[2]int{t, i}] = withhold(t, i, p)
+			return withheld[[2]int{t, i}]
+		}
+	}
 	res, err := sim.Run(context.Background(), sim.Config{Params: p, Train: train, Test: test, Partition: scheme,
-		Seed: seed, EvalEvery: 1000, Workers: 2, Attack: attack, Attackers: attackers, Dropout: dropout})
+		Seed: seed, EvalEvery: 1000, Workers: 2, Attack: attack, Attackers: attackers, Dropout: dropout,
+		Withhold: simWithhold, MaxMisses: wsconn.Limits{}.WithDefaults(sess.Dim).MaxMisses})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if withhold != nil {
+		covered(t, plans, res.Withheld)
 	}
 	if res.Rounds != sess.Rounds || res.Declined != 0 {
 		t.Fatalf("simulator: %d rounds, %d declined; want %d, 0", res.Rounds, res.Declined, sess.Rounds)
@@ -236,8 +311,14 @@ func onePath(t *testing.T, algorithm, compressor string, rho float64, mod func(*
 	// hello too; otherwise round 2 over-selects around the device that
 	// was not in round 1 (not yet proven) and which updates arrive first
 	// decides which are included (coordinator/cohort.go).
+	// With withheld messages no device leaves, so a round asks exactly
+	// the devices the simulator's does however few are sampled.
+	minDevices := sess.M
+	if withhold != nil {
+		minDevices = 1
+	}
 	c, err := coordinator.New(coordinator.Config{Session: sess, JoinCode: "join-me", Server: server, Store: st,
-		MinDevices: sess.M, Seed: seed, TrustNewDevices: true, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		MinDevices: minDevices, Seed: seed, TrustNewDevices: true, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -276,6 +357,9 @@ func onePath(t *testing.T, algorithm, compressor string, rho float64, mod func(*
 		var hooks *device.Hooks
 		if dropout != nil {
 			hooks = &device.Hooks{BeforeSend: func(t int) (time.Duration, bool) { return 0, dropout(t, i) }}
+		}
+		if withhold != nil {
+			hooks = &device.Hooks{Withhold: func(t int) bool { return withheld[[2]int{t, i}] }}
 		}
 		state, _ := json.Marshal(device.State{DeviceID: ids[i], Secret: secrets[i]})
 		storage := &device.MemStorage{}
@@ -355,6 +439,15 @@ func onePath(t *testing.T, algorithm, compressor string, rho float64, mod func(*
 		if !slices.Equal(inc, res.Included[k]) {
 			t.Errorf("round %d: included %v live, %v simulated", rec.T, inc, res.Included[k])
 		}
+		if withhold != nil {
+			var asked []int
+			for _, id := range rec.Cohort {
+				asked = append(asked, slices.Index(ids, id))
+			}
+			if want := plans[rec.T].Members; !slices.Equal(asked, want) {
+				t.Errorf("round %d: asked %v live, %v simulated", rec.T, asked, want)
+			}
+		}
 	}
 	if dropout != nil && (res.Dropped == 0 || dropped < res.Dropped) {
 		t.Errorf("%d messages dropped in the simulator, %d members not included live: the test shows nothing", res.Dropped, dropped)
@@ -404,4 +497,28 @@ func onePath(t *testing.T, algorithm, compressor string, rho float64, mod func(*
 		t.Logf("%s %s: %d rounds, the same model, decisions and ledgers bit for bit (held-out accuracy %.3f; simulated refusals: %d hostile, %d honest; %d messages lost)",
 			algorithm, attack, sess.Rounds, acc, res.RejectedHostile, res.RejectedHonest, res.Dropped)
 	}
+}
+
+// covered fails t unless the simulated rounds (plans by round) include
+// one that over-selected around an unsure member, one that asked a probe
+// beside a sampled cohort, and a recovery round, and some message was
+// withheld: otherwise the session shows nothing about them.
+func covered(t *testing.T, plans map[int]engine.Plan[int], withheld int) {
+	t.Helper()
+	var over, probes, recovery int
+	for _, p := range plans {
+		switch {
+		case p.Recovery:
+			recovery++
+		case p.Probes > 0:
+			probes++
+		}
+		if !p.Recovery && p.Extra > p.Probes {
+			over++
+		}
+	}
+	if over == 0 || probes == 0 || recovery == 0 || withheld == 0 {
+		t.Fatalf("simulated rounds: %d over-selected, %d with probes, %d recovery, %d messages withheld: the test shows nothing about some", over, probes, recovery, withheld)
+	}
+	t.Logf("%d rounds over-selected, %d asked probes, %d recovery; %d messages withheld", over, probes, recovery, withheld)
 }

@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"browserfl/engine"
+	"browserfl/engine/check"
 	"browserfl/shared/dataset"
 	"browserfl/shared/mechanism"
 	"browserfl/shared/model"
@@ -84,9 +85,26 @@ type Config struct {
 	NormOnly bool
 	// Dropout, if not nil, says whether device i's message of round t is
 	// lost: the device prepares it (its samples and noise are spent, as
-	// on a page that goes away after computing) and the server never
-	// sees it; the device half then learns "excluded" and aborts.
+	// on a page that goes away after computing) and goes away; the
+	// server never sees it and counts the device a miss at once, as the
+	// coordinator does for a member whose connection ends; the device
+	// half then learns "excluded" and aborts.
 	Dropout func(t, i int) bool
+	// Withhold, if not nil, says whether device i, a member of round t
+	// planned as plan, prepares its message and never sends it while
+	// staying there (a page that is open but does not answer): the round
+	// closes at its target (or, with fewer updates, at its deadline) and
+	// the engine decides whether the device missed it (engine.Missed).
+	// The plan is given so that a test can choose whom to withhold. The
+	// simulator collects every member's message at once, so a round in
+	// which more members answer than its target includes them all, where
+	// the coordinator includes the first to arrive: a configuration that
+	// needs the product's results withholds enough.
+	Withhold func(t, i int, plan engine.Plan[int]) bool
+	// MaxMisses is how many asked rounds in a row a device may miss
+	// before it is no longer sampled but only probed (default
+	// engine.DefaultMaxMisses, the coordinator's).
+	MaxMisses int
 }
 
 // Result is the outcome of a run.
@@ -105,9 +123,11 @@ type Result struct {
 	// tests refused, from honest and from hostile devices.
 	RejectedHonest, RejectedHostile int
 	// Included lists each round's included devices (sorted), Dropped
-	// the messages lost to Config.Dropout.
+	// the messages lost to Config.Dropout, Withheld those withheld by
+	// Config.Withhold.
 	Included [][]int
 	Dropped  int
+	Withheld int
 	// Ledgers are the devices' privacy ledgers at the end (zero for a
 	// device half that keeps none).
 	Ledgers []privacy.Ledger
@@ -133,12 +153,17 @@ type simDevice struct {
 	cursor  int
 	batch   []dataset.Sample
 	retired bool
-	hist    optim.History // the server's history of the device
-	hostile *Hostile      // nil for an honest device
-	clean   []float64     // scratch for the un-noised estimate (honest devices)
-	last    float64       // norm of its un-noised estimate at its last Prepare
-	signal  float64       // largest such norm so far
-	prefix  [][]float64   // Config.MeasureSums: sums of its first k included estimates, k = 0, 1, ...
+	// The server's record of the device: its history (the check stage)
+	// and how it answered its rounds (the plan stage). Every simulated
+	// device is trusted from its first round, as the coordinator's
+	// Config.TrustNewDevices.
+	hist     check.History
+	standing engine.Standing
+	hostile  *Hostile    // nil for an honest device
+	clean    []float64   // scratch for the un-noised estimate (honest devices)
+	last     float64     // norm of its un-noised estimate at its last Prepare
+	signal   float64     // largest such norm so far
+	prefix   [][]float64 // Config.MeasureSums: sums of its first k included estimates, k = 0, 1, ...
 }
 
 // seedFor derives a 32-byte seed for a named stream of the run.
@@ -162,7 +187,7 @@ type run struct {
 	single  bool
 	d       int
 	srv     optim.Server
-	gate    engine.Gate
+	gate    check.Gate
 	devs    []*simDevice
 	workers pool
 	eval    *evaluator
@@ -184,6 +209,7 @@ type run struct {
 	// devices got them, the uplink bytes, and why the run must stop
 	// (an error from a device, every device retired).
 	cohort    []int
+	plan      engine.Plan[int]
 	delivered map[int]engine.Contribution
 	rd        optim.Round
 	up        int64
@@ -251,6 +277,9 @@ func newRun(cfg Config) (*run, error) {
 	if cfg.Workers <= 0 {
 		cfg.Workers = runtime.GOMAXPROCS(0)
 	}
+	if cfg.MaxMisses <= 0 {
+		cfg.MaxMisses = engine.DefaultMaxMisses
+	}
 	if p.M > len(cfg.Train.Samples) {
 		return nil, fmt.Errorf("sim: M = %d devices but only %d training samples", p.M, len(cfg.Train.Samples))
 	}
@@ -278,7 +307,7 @@ func newRun(cfg Config) (*run, error) {
 	r := &run{cfg: cfg, p: p, single: p.SinglePass(), d: proto.Dim(), gate: chk, workers: pool{n: cfg.Workers},
 		res: Result{FinalAccuracy: math.NaN(), FinalLoss: math.NaN()}}
 	if cfg.NormOnly {
-		r.gate = engine.NormOnly(chk.NormBound())
+		r.gate = check.NormOnly(chk.NormBound())
 	}
 	if p.Private() && p.Trusted() {
 		f, err := plan.SessionFigures(p, cfg.Delta)
@@ -316,6 +345,9 @@ func newRun(cfg Config) (*run, error) {
 	}
 	r.sum = make([]float64, r.d)
 	r.eng = engine.New[int](r.srv, p.Cohort, p.Rounds, cfg.Seed, 0)
+	// As in the one-process coordinator: a round in which no sampled
+	// device is sure asks every sampled one (up to engine.AskAllCap).
+	r.eng.SetAskAll(engine.AskAllCap(p.Cohort))
 	return r, nil
 }
 
@@ -351,7 +383,7 @@ func newDevices(cfg Config, p optim.Params, alg optim.Algorithm, proto model.Mod
 			}
 		}
 		// Every history starts at the device's first release.
-		devs[i] = &simDevice{id: i, dev: d, shard: shard, batch: make([]dataset.Sample, p.Batch), hist: optim.History{FromStart: true}, clean: make([]float64, proto.Dim())}
+		devs[i] = &simDevice{id: i, dev: d, shard: shard, batch: make([]dataset.Sample, p.Batch), hist: check.NewHistory(true), clean: make([]float64, proto.Dim())}
 		if i < cfg.Attackers {
 			h, err := NewHostile(cfg.Attack, p, proto.Dim(), d, cfg.Seed, i, cfg.NormOnly || cfg.NaiveAttack, p.Cohort, cfg.Attackers)
 			if err != nil {
@@ -370,26 +402,38 @@ func newDevices(cfg Config, p optim.Params, alg optim.Algorithm, proto model.Mod
 // and tells by committing the included devices.
 var _ engine.Shell[int] = (*run)(nil)
 
-// Ask starts round t unless no device is eligible any more (every one
-// retired, or out of fresh samples). Every simulated device answers every
-// round it is asked, so every one is sure: the cohort is
-// optim.SampleCohort's, sorted.
+// Ask starts round t unless no device can be asked any more (every one
+// retired, out of fresh samples, or no longer sampled with an update
+// refused). A device that has not missed a round is sure; one that missed
+// Config.MaxMisses in a row is only probed, and when no device is sampled
+// the round is a recovery round (engine.PlanRecovery) over those whose
+// updates were never refused, as in the coordinator. A simulated device
+// misses a round only by Config.Dropout or Config.Withhold: without them
+// every device is sure and the cohort is optim.SampleCohort's, sorted.
 func (r *run) Ask(t int, start func(eligible []int, sure func(int) bool, probeable []int) (engine.Plan[int], optim.Round, error)) (bool, error) {
-	var eligible []int
+	var eligible, probeable []int
 	for _, dv := range r.devs {
-		if !dv.retired && (!r.single || len(dv.shard)-dv.cursor >= r.p.Batch) {
+		switch {
+		case dv.retired || (r.single && len(dv.shard)-dv.cursor < r.p.Batch):
+		case dv.standing.Sampled(r.cfg.MaxMisses):
 			eligible = append(eligible, dv.id)
+		default:
+			probeable = append(probeable, dv.id)
 		}
 	}
 	if len(eligible) == 0 {
+		probeable = slices.DeleteFunc(probeable, func(id int) bool { return !r.devs[id].standing.Recoverable() })
+	}
+	if len(eligible) == 0 && len(probeable) == 0 {
 		r.exhausted = true
 		return false, nil
 	}
-	plan, rd, err := start(eligible, func(int) bool { return true }, nil)
+	plan, rd, err := start(eligible, func(id int) bool { return r.devs[id].standing.Sure(true) }, probeable)
 	if err != nil {
 		return false, err
 	}
-	r.cohort = plan.Members
+	r.plan, r.cohort = plan, plan.Members
+	r.grow(len(r.cohort))
 	for _, id := range r.cohort {
 		r.devs[id].hist.Ask() // the server's record of the rounds it asked
 	}
@@ -397,16 +441,32 @@ func (r *run) Ask(t int, start func(eligible []int, sure func(int) bool, probeab
 	return err == nil, err
 }
 
+// grow makes the round's buffers hold n members (a round may ask more
+// than the cohort: over-selection and probes).
+func (r *run) grow(n int) {
+	for len(r.updates) < n {
+		r.updates = append(r.updates, optim.Update{})
+		r.errs = append(r.errs, nil)
+		r.vecs = append(r.vecs, make([]float64, r.d))
+		r.norms = append(r.norms, 0)
+	}
+}
+
 // Collect steps the cohort's devices and puts each message through the
-// server's tests (check).
+// server's tests (check). Members whose message was refused or lost are
+// no longer counted in the round, as in the coordinator; the round closed
+// at its target when that many updates arrived while members were still
+// out (withheld), else when every member was in or at its deadline.
 func (r *run) Collect(_ context.Context, t int) (engine.Collected[int], error) {
 	r.collect(r.cohort, r.rd)
-	c := engine.Collected[int]{Cohort: make(map[int]bool, len(r.cohort)), Delivered: map[int]engine.Contribution{}}
+	c := engine.Collected[int]{Cohort: make(map[int]bool, len(r.cohort)), Delivered: map[int]engine.Contribution{},
+		Unsure: r.plan.Unsure}
 	for _, id := range r.cohort {
 		c.Cohort[id] = true
 	}
 	var err error
-	r.up, err = r.check(t, r.cohort, c.Delivered)
+	r.up, err = r.check(t, r.cohort, c.Cohort, c.Delivered)
+	c.AtTarget = len(c.Delivered) >= r.plan.Target && len(c.Delivered) < len(c.Cohort)
 	r.delivered = c.Delivered
 	return c, err
 }
@@ -432,11 +492,15 @@ func (r *run) Discard(t int, cause error) {
 func (r *run) Commit(int, engine.Outcome[int]) error { return nil }
 
 // Tell adds each included message to its sender's history and commits
-// the included devices (in sorted order), then writes the round's record.
+// the included devices (in sorted order), counts the misses, then writes
+// the round's record.
 func (r *run) Tell(t int, o engine.Outcome[int]) {
+	for id := range o.Missed {
+		r.devs[id].standing.Missed()
+	}
 	for _, id := range o.Included {
 		dv := r.devs[id]
-		dv.hist.Add(r.vecs[slices.Index(r.cohort, id)])
+		dv.hist.Include(r.vecs[slices.Index(r.cohort, id)])
 		if r.cfg.MeasureSums && dv.hostile == nil && dv.last > 0 {
 			r.addPrefix(dv)
 		}
@@ -488,22 +552,35 @@ func (r *run) collect(cohort []int, rd optim.Round) {
 // server's tests, adds the accepted ones to delivered and returns the
 // uplink bytes. A refused message is excluded like a late update and its
 // device aborts, so its noise state stays consistent; a device out of
-// budget retires.
-func (r *run) check(t int, cohort []int, delivered map[int]engine.Contribution) (int64, error) {
+// budget retires. A refused or lost message's member leaves inRound.
+func (r *run) check(t int, cohort []int, inRound map[int]bool, delivered map[int]engine.Contribution) (int64, error) {
 	var up int64
 	for k, id := range cohort {
 		dv := r.devs[id]
 		if r.errs[k] == nil && r.cfg.Dropout != nil && r.cfg.Dropout(t, id) {
-			// Lost on the way: the server neither sees nor counts it.
+			// Lost on the way: the server neither sees nor counts it,
+			// and the member that went without it missed the round.
 			r.res.Dropped++
+			delete(inRound, id)
+			dv.standing.Missed()
+			if err := dv.dev.Abort(t); err != nil {
+				return 0, fmt.Errorf("device %d abort: %w", id, err)
+			}
+			continue
+		}
+		if r.errs[k] == nil && r.cfg.Withhold != nil && r.cfg.Withhold(t, id, r.plan) {
+			// Never sent: the device learns "excluded" and aborts.
+			r.res.Withheld++
 			if err := dv.dev.Abort(t); err != nil {
 				return 0, fmt.Errorf("device %d abort: %w", id, err)
 			}
 			continue
 		}
 		if r.errs[k] == nil {
-			if err := r.gate.Check(r.vecs[k], r.norms[k], &dv.hist); err != nil {
+			if err := check.Message(r.gate, r.vecs[k], r.norms[k], &dv.hist); err != nil {
 				r.errs[k] = err
+				delete(inRound, id)
+				dv.standing.Refused()
 				if dv.hostile != nil {
 					r.res.RejectedHostile++
 				} else {
@@ -518,6 +595,7 @@ func (r *run) check(t int, cohort []int, delivered map[int]engine.Contribution) 
 		}
 		switch {
 		case r.errs[k] == nil:
+			dv.standing.Accepted()
 			delivered[id] = engine.Contribution{Vec: r.vecs[k], Payload: r.updates[k].Payload}
 			up += int64(len(r.updates[k].Payload))
 		case errors.Is(r.errs[k], optim.ErrBudget):

@@ -25,6 +25,7 @@ import (
 	"browserfl/coordinator/metrics"
 	"browserfl/coordinator/site"
 	"browserfl/coordinator/wsconn"
+	"browserfl/engine/check"
 	"browserfl/shared/mechanism"
 	"browserfl/shared/optim"
 	"browserfl/shared/plan"
@@ -709,7 +710,7 @@ func (e *Edge) acceptUpdate(cn *wsconn.Conn, u wire.UpdateFrame, frameLen int) e
 	case !(norm <= r.bound):
 		refused = errors.New("rejected: " + optim.NormWords(norm, r.bound))
 	case r.chk != nil:
-		refused = r.chk.Check(*vec, norm, hist)
+		refused = check.Message(r.chk, *vec, norm, hist)
 	}
 	if refused != nil {
 		e.front.Met.RejectedUpdates.Add(1)
@@ -751,7 +752,7 @@ func (e *Edge) acceptUpdate(cn *wsconn.Conn, u wire.UpdateFrame, frameLen int) e
 // when r's checker does not test running sums (or there is none), since
 // only a checked message may join a history (the stored sum's rounding
 // bound, optim.History.Slack, assumes it).
-func (r *edgeRound) historyOf(ec *edgeConn) *optim.History {
+func (r *edgeRound) historyOf(ec *edgeConn) *check.History {
 	if ec == nil || ec.hist == nil || r.chk == nil || !r.chk.Tracks() {
 		return nil
 	}

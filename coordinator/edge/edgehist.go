@@ -2,7 +2,7 @@ package edge
 
 import (
 	"browserfl/coordinator/bus"
-	"browserfl/shared/optim"
+	"browserfl/engine/check"
 )
 
 // An edge's histories of its devices (for the cluster
@@ -40,7 +40,7 @@ const maxEdgeHistories = 2048
 
 // edgeHist is one device's history on this edge.
 type edgeHist struct {
-	h    optim.History
+	h    check.History
 	gen  uint64 // the session record's generation it counts against (0: not seen yet)
 	incl int    // inclusions of the device the history accounts for
 	// fresh: the device was registered at this edge and not asked yet;
@@ -57,7 +57,7 @@ type edgeHist struct {
 func (e *Edge) newHistLocked(id string) {
 	e.evictHistLocked()
 	e.histTick++
-	e.hists[id] = &edgeHist{h: optim.History{FromStart: true}, fresh: true, used: e.histTick}
+	e.hists[id] = &edgeHist{h: check.NewHistory(true), fresh: true, used: e.histTick}
 }
 
 // askHistLocked returns the history of ec's device asked for a round with
@@ -79,16 +79,15 @@ func (e *Edge) askHistLocked(ec *edgeConn, m bus.Mark) *edgeHist {
 	case eh.fresh && m.Incl == 0:
 		eh.gen, eh.fresh = m.Gen, false
 	case eh.fresh || eh.lost || eh.gen != m.Gen || eh.incl != m.Incl:
-		eh.h.Reset()
-		eh.h.FromStart = false
+		eh.h.Restart()
 		eh.gen, eh.incl, eh.fresh, eh.lost = m.Gen, m.Incl, false, false
 	}
 	e.histTick++
 	eh.used = e.histTick
 	eh.h.Ask()
-	if eh.h.FromStart && eh.h.Asks() != m.Asks {
+	if eh.h.FromStart() && eh.h.Asks() != m.Asks {
 		// Asked elsewhere too: the noise allowed is no longer known.
-		eh.h.FromStart = false
+		eh.h.AskedElsewhere()
 	}
 	return eh
 }
@@ -102,7 +101,7 @@ func (e *Edge) decidedLocked(ec *edgeConn, t int, included bool) {
 		return
 	}
 	if included && ec.hist != nil && e.hists[ec.cn.ID] == ec.hist {
-		ec.hist.h.Add(*ec.pending)
+		ec.hist.h.Include(*ec.pending)
 		ec.hist.incl++
 	}
 	e.dropPendingLocked(ec)

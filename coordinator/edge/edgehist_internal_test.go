@@ -23,8 +23,8 @@ func TestEdgeHistoryMarks(t *testing.T) {
 
 	e.newHistLocked("dev")
 	h := e.askHistLocked(ec, bus.Mark{Gen: gen, Incl: 0, Asks: 1})
-	if !h.h.FromStart || h.h.Asks() != 1 || h.h.Len() != 0 || h.gen != gen {
-		t.Fatalf("a device registered here: from start %v, asks %d, len %d, gen %d", h.h.FromStart, h.h.Asks(), h.h.Len(), h.gen)
+	if !h.h.FromStart() || h.h.Asks() != 1 || h.h.Len() != 0 || h.gen != gen {
+		t.Fatalf("a device registered here: from start %v, asks %d, len %d, gen %d", h.h.FromStart(), h.h.Asks(), h.h.Len(), h.gen)
 	}
 	ec.hist, ec.pending, ec.pendingT = h, vec(1), 1
 	e.decidedLocked(ec, 1, true)
@@ -32,19 +32,19 @@ func TestEdgeHistoryMarks(t *testing.T) {
 		t.Fatalf("after an inclusion: len %d, incl %d, pending %v", h.h.Len(), h.incl, ec.pending)
 	}
 	// Round 2: the marks agree, the history goes on from the start.
-	if h2 := e.askHistLocked(ec, bus.Mark{Gen: gen, Incl: 1, Asks: 2}); h2 != h || !h.h.FromStart || h.h.Len() != 1 || h.h.Asks() != 2 {
-		t.Fatalf("marks agree: from start %v, len %d, asks %d", h.h.FromStart, h.h.Len(), h.h.Asks())
+	if h2 := e.askHistLocked(ec, bus.Mark{Gen: gen, Incl: 1, Asks: 2}); h2 != h || !h.h.FromStart() || h.h.Len() != 1 || h.h.Asks() != 2 {
+		t.Fatalf("marks agree: from start %v, len %d, asks %d", h.h.FromStart(), h.h.Len(), h.h.Asks())
 	}
 	// Excluded: nothing added.
 	ec.pending, ec.pendingT = vec(2), 2
 	e.decidedLocked(ec, 2, false)
-	if h.h.Len() != 1 || h.incl != 1 || !h.h.FromStart {
-		t.Fatalf("after an exclusion: len %d, incl %d, from start %v", h.h.Len(), h.incl, h.h.FromStart)
+	if h.h.Len() != 1 || h.incl != 1 || !h.h.FromStart() {
+		t.Fatalf("after an exclusion: len %d, incl %d, from start %v", h.h.Len(), h.incl, h.h.FromStart())
 	}
 	// Asked once elsewhere meanwhile: the same sum, no longer from the start.
 	e.askHistLocked(ec, bus.Mark{Gen: gen, Incl: 1, Asks: 4})
-	if h.h.FromStart || h.h.Len() != 1 {
-		t.Fatalf("asked elsewhere: from start %v, len %d", h.h.FromStart, h.h.Len())
+	if h.h.FromStart() || h.h.Len() != 1 {
+		t.Fatalf("asked elsewhere: from start %v, len %d", h.h.FromStart(), h.h.Len())
 	}
 
 	for _, tc := range []struct {
@@ -73,20 +73,20 @@ func TestEdgeHistoryMarks(t *testing.T) {
 				tc.before(e, ec)
 			}
 			got := e.askHistLocked(ec, tc.mark)
-			if got.h.Len() != 0 || got.h.FromStart || got.incl != tc.mark.Incl || got.gen != tc.mark.Gen || ec.pending != nil {
-				t.Fatalf("len %d, from start %v, incl %d, gen %d, pending %v: want a history started again", got.h.Len(), got.h.FromStart, got.incl, got.gen, ec.pending)
+			if got.h.Len() != 0 || got.h.FromStart() || got.incl != tc.mark.Incl || got.gen != tc.mark.Gen || ec.pending != nil {
+				t.Fatalf("len %d, from start %v, incl %d, gen %d, pending %v: want a history started again", got.h.Len(), got.h.FromStart(), got.incl, got.gen, ec.pending)
 			}
 		})
 	}
 
 	// A device first asked here (registered elsewhere): not from the start.
 	other := &edgeConn{cn: &wsconn.Conn{ID: "moved"}}
-	if ho := e.askHistLocked(other, bus.Mark{Gen: 9, Incl: 5, Asks: 8}); ho.h.FromStart || ho.incl != 5 {
-		t.Fatalf("a device from elsewhere: from start %v, incl %d", ho.h.FromStart, ho.incl)
+	if ho := e.askHistLocked(other, bus.Mark{Gen: 9, Incl: 5, Asks: 8}); ho.h.FromStart() || ho.incl != 5 {
+		t.Fatalf("a device from elsewhere: from start %v, incl %d", ho.h.FromStart(), ho.incl)
 	}
 	// Registered here but included elsewhere before its first round here.
 	e.newHistLocked("early")
-	if he := e.askHistLocked(&edgeConn{cn: &wsconn.Conn{ID: "early"}}, bus.Mark{Gen: 5, Incl: 1, Asks: 2}); he.h.FromStart {
+	if he := e.askHistLocked(&edgeConn{cn: &wsconn.Conn{ID: "early"}}, bus.Mark{Gen: 5, Incl: 1, Asks: 2}); he.h.FromStart() {
 		t.Fatal("a device included elsewhere before its first round here is from the start")
 	}
 }

@@ -109,8 +109,8 @@ var rules = []rule{
 	},
 	{
 		pkgs:   []string{"browserfl/coordinator/edge"},
-		forbid: []string{"browserfl/coordinator", "browserfl/coordinator/store", "browserfl/coordinator/shards", "browserfl/engine/..."},
-		why:    "an edge holds devices for a session run elsewhere: it knows the session only through the bus (envelopes, marks, the session's parameters), never its core, store or round engine",
+		forbid: []string{"browserfl/coordinator", "browserfl/coordinator/store", "browserfl/coordinator/shards", "browserfl/engine"},
+		why:    "an edge holds devices for a session run elsewhere: it knows the session only through the bus (envelopes, marks, the session's parameters), never its core, store or round loop; it runs the engine's check stage (engine/check) on its devices' messages, as the core does on its own",
 	},
 	{
 		pkgs: []string{"browserfl/coordinator/..."}, except: []string{"browserfl/coordinator/edge"},

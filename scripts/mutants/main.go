@@ -207,9 +207,9 @@ var mutations = []mutation{
 	},
 	{
 		name: "recovery-asks-rejected", why: "a recovery round asks a device whose updates were rejected (answering each at once, it makes recovery rounds follow one another)",
-		file: "coordinator/cohort.go",
-		old:  "func recoverable(d *device) bool { return d.rejected == 0 }",
-		new:  "func recoverable(d *device) bool { return true }",
+		file: "engine/standing.go",
+		old:  "func (s *Standing) Recoverable() bool { return s.rejected == 0 }",
+		new:  "func (s *Standing) Recoverable() bool { return true }",
 		pkgs: []string{"./coordinator/", "-run", "TestRecoveryAsks"},
 	},
 	{
@@ -520,8 +520,8 @@ var mutations = []mutation{
 	{
 		name: "validation-skipped", why: "the coordinator skips every test of an update (norm bound included)",
 		file: "coordinator/coordinator.go",
-		old:  "if err := c.chk.Check(*vec, norm, hist); err != nil {",
-		new:  "if err := c.chk.Check(*vec, norm, hist); false && err != nil {",
+		old:  "if err := check.Message(c.chk, *vec, norm, hist); err != nil {",
+		new:  "if err := check.Message(c.chk, *vec, norm, hist); false && err != nil {",
 		pkgs: []string{"./coordinator/", "-run", "Hostile|Unservable"},
 	},
 	{
@@ -547,9 +547,9 @@ var mutations = []mutation{
 	},
 	{
 		name: "new-ids-sure", why: "a new id is a sure cohort member before any update of it was included",
-		file: "coordinator/cohort.go",
-		old:  "return d.misses == 0 && (d.proven || c.cfg.TrustNewDevices)",
-		new:  "return d.misses == 0",
+		file: "engine/standing.go",
+		old:  "return s.misses == 0 && (s.proven || trustNew)",
+		new:  "return s.misses == 0",
 		pkgs: []string{"./coordinator/", "-run", "IdleSybils"},
 	},
 	{
@@ -569,8 +569,8 @@ var mutations = []mutation{
 	{
 		name: "sim-dropout-not-aborted", why: "a simulated device whose message was lost does not abort (its noise state is not the product's device's)",
 		file: "sim/sim.go",
-		old:  "\t\t\tr.res.Dropped++\n\t\t\tif err := dv.dev.Abort(t); err != nil {",
-		new:  "\t\t\tr.res.Dropped++\n\t\t\tif err := error(nil); err != nil {",
+		old:  "\t\t\tdv.standing.Missed()\n\t\t\tif err := dv.dev.Abort(t); err != nil {",
+		new:  "\t\t\tdv.standing.Missed()\n\t\t\tif err := error(nil); err != nil {",
 		pkgs: []string{"./sim/", "-run", "OneRoundEngine"},
 	},
 	{
@@ -618,7 +618,7 @@ var mutations = []mutation{
 	{
 		name: "edge-history-asks-ignored", why: "an edge keeps a history from the start when the device was asked elsewhere too (its noise limits then follow too few asks)",
 		file: "coordinator/edge/edgehist.go",
-		old:  "if eh.h.FromStart && eh.h.Asks() != m.Asks {",
+		old:  "if eh.h.FromStart() && eh.h.Asks() != m.Asks {",
 		new:  "if false {",
 		pkgs: []string{"./coordinator/edge/", "-run", "EdgeHistoryMarks"},
 	},
@@ -1193,15 +1193,15 @@ var mutations = []mutation{
 	{
 		name: "coordinator-norm-only", why: "the coordinator applies only the norm bound to a direct update",
 		file: "coordinator/coordinator.go",
-		old:  "if err := c.chk.Check(*vec, norm, hist); err != nil {",
-		new:  "if err := c.chk.Check(*vec, norm, hist); err != nil && !(norm <= c.bound) {",
+		old:  "if err := check.Message(c.chk, *vec, norm, hist); err != nil {",
+		new:  "if err := check.Message(c.chk, *vec, norm, hist); err != nil && !(norm <= c.bound) {",
 		pkgs: []string{"./coordinator/", "-run", "TestSpikeInsideNormBoundRejected"},
 	},
 	{
 		name: "sim-norm-only", why: "the simulator's server applies only the norm bound (its results would not be the product's)",
 		file: "sim/sim.go",
 		old:  "d: proto.Dim(), gate: chk,",
-		new:  "d: proto.Dim(), gate: engine.NormOnly(chk.NormBound()),",
+		new:  "d: proto.Dim(), gate: check.NormOnly(chk.NormBound()),",
 		pkgs: []string{"./sim/", "-run", "TestChecksBoundTheSpike"},
 	},
 	{
@@ -1214,15 +1214,15 @@ var mutations = []mutation{
 	{
 		name: "aggregate-keeps-history-from-start", why: "an inclusion through an edge's aggregate leaves the device's history from the start (a later direct answer is tested against a sum that misses it)",
 		file: "coordinator/coordinator.go",
-		old:  "\t\t\td.hist.Reset()\n\t\t\td.hist.FromStart = false\n",
+		old:  "\t\t\td.hist.Restart()\n",
 		new:  "",
 		pkgs: []string{"./coordinator/", "-run", "TestHistoryFromStart"},
 	},
 	{
 		name: "coordinator-history-not-from-start", why: "the coordinator never treats a device's history as from its start (no persistence test, the release cap's noise for every answer)",
 		file: "coordinator/coordinator.go",
-		old:  "d.hist.FromStart = (w != nil && w.Secret != \"\") || (c.seenAll && !c.histLost[id])",
-		new:  "d.hist.FromStart = false",
+		old:  "d.hist = check.NewHistory((w != nil && w.Secret != \"\") || (c.seenAll && !c.histLost[id]))",
+		new:  "d.hist = check.NewHistory(false)",
 		pkgs: []string{"./sim/", "-run", "TestHostileIsTheProduct"},
 	},
 	{
@@ -1662,7 +1662,7 @@ var mutations = []mutation{
 	{
 		name: "rejection-unrecorded", why: "a rejected update is not recorded against its device (the teacher's view does not flag it)",
 		file: "coordinator/coordinator.go",
-		old:  "\td.rejected++\n\td.rejectWhy = why\n",
+		old:  "\td.standing.Refused()\n\td.rejectWhy = why\n",
 		new:  "",
 		pkgs: []string{"./coordinator/", "-run", "TeacherSeesRejectionsAndRemoves"},
 	},
