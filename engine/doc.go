@@ -8,7 +8,7 @@
 //	plan     engine    PlanCohort: who is asked, and the target of updates
 //	ask      shell     the round frame to each member (websocket, NATS, or a call)
 //	collect  shell     updates arrive (concurrently live, in order offline)
-//	check    engine    Gate: optim.Checker, or the norm bound alone (research)
+//	check    engine    Gate: plausible.Checker, or the norm bound alone (research)
 //	close    engine    Included: the included ids, sorted
 //	apply    engine    Apply: summed in sorted order, ApplySum or Apply; Servable
 //	commit   shell     the store (coordinator), the records (sim)

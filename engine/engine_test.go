@@ -11,6 +11,7 @@ import (
 	"browserfl/shared/mechanism"
 	"browserfl/shared/model"
 	"browserfl/shared/optim"
+	"browserfl/shared/optim/plausible"
 )
 
 // TestMissed: every combination of the miss rule. Only a sure member that
@@ -195,7 +196,7 @@ func TestNormOnly(t *testing.T) {
 		ok   bool
 	}{{0, true}, {2, true}, {math.Nextafter(2, 3), false}, {math.NaN(), false}, {math.Inf(1), false}} {
 		err := g.Check(nil, tc.norm, nil)
-		if (err == nil) != tc.ok || (err != nil && !errors.Is(err, optim.ErrImplausible)) {
+		if (err == nil) != tc.ok || (err != nil && !errors.Is(err, plausible.ErrImplausible)) {
 			t.Errorf("norm %v: %v, want ok %v", tc.norm, err, tc.ok)
 		}
 	}

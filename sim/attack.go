@@ -9,12 +9,13 @@ import (
 	"browserfl/shared/dataset"
 	"browserfl/shared/mechanism"
 	"browserfl/shared/optim"
+	"browserfl/shared/optim/plausible"
 )
 
 // Attack kinds: what a hostile device sends in place of its update
 // (docs/security.md, "The attack table"). Every hostile device is
 // adaptive: it knows the session's public parameters and therefore the
-// server's tests (optim.Checker, or only the norm bound with NoChecks),
+// server's tests (plausible.Checker, or only the norm bound with NoChecks),
 // and scales its message to the largest multiple of its chosen direction
 // that passes them, given its own history. It adds no noise (noise would
 // only use up room under the tests). The omniscient kinds (alie, ipm)
@@ -94,7 +95,7 @@ func newAttacker(kind string, spec mechanism.Spec, d, classes int, seed uint64, 
 // encoding, a.dec as decoded): the kind's direction scaled to the largest
 // multiple the server's tests accept. honest holds the decoded honest
 // messages of the round; a.clean is the device's own un-noised estimate.
-func (a *attacker) message(chk engine.Gate, hist *optim.History, honest [][]float64, cohort, attackers int) []float64 {
+func (a *attacker) message(chk engine.Gate, hist *plausible.History, honest [][]float64, cohort, attackers int) []float64 {
 	d := len(a.msg)
 	dir := a.dir
 	switch a.kind {
@@ -204,7 +205,7 @@ type Hostile struct {
 	optim.Device // the honest half
 	a            *attacker
 	g            engine.Gate
-	hist         optim.History
+	hist         plausible.History
 	last         []float64
 	// Honest, when set before Prepare, holds the round's honest messages
 	// (the simulator's omniscient attacker); live it is nil and the alie
@@ -228,7 +229,7 @@ func NewHostile(kind string, p optim.Params, d int, inner optim.Device, seed uin
 	if _, ok := inner.(optim.Introspector); !ok {
 		return nil, fmt.Errorf("sim: the device half of %s does not expose its estimate", p.Algorithm)
 	}
-	chk, err := optim.NewChecker(p, d)
+	chk, err := plausible.NewChecker(p, d)
 	if err != nil {
 		return nil, err
 	}
@@ -237,7 +238,7 @@ func NewHostile(kind string, p optim.Params, d int, inner optim.Device, seed uin
 		g = engine.NormOnly(chk.NormBound())
 	}
 	return &Hostile{Device: inner, a: newAttacker(kind, spec, d, p.Classes, seed, i), g: g,
-		hist: optim.History{FromStart: true}, last: make([]float64, d), cohort: cohort, attackers: attackers}, nil
+		hist: plausible.History{FromStart: true}, last: make([]float64, d), cohort: cohort, attackers: attackers}, nil
 }
 
 // Prepare runs the honest half, then returns the attack as the update.

@@ -33,6 +33,7 @@ import (
 	"browserfl/shared/mechanism"
 	"browserfl/shared/model"
 	"browserfl/shared/optim"
+	"browserfl/shared/optim/plausible"
 	"browserfl/shared/plan"
 	"browserfl/shared/privacy"
 	"browserfl/shared/wire"
@@ -78,8 +79,8 @@ type Config struct {
 	// bytes a release) to measure Result.HonestSumRate.
 	MeasureSums bool
 	// NormOnly applies only the L2 norm bound to each message (the
-	// server before optim.Checker), to measure what the other tests buy.
-	// By default every message goes through optim.Checker, as in the
+	// server before plausible.Checker), to measure what the other tests buy.
+	// By default every message goes through plausible.Checker, as in the
 	// coordinator.
 	NormOnly bool
 	// Dropout, if not nil, says whether device i's message of round t is
@@ -133,12 +134,12 @@ type simDevice struct {
 	cursor  int
 	batch   []dataset.Sample
 	retired bool
-	hist    optim.History // the server's history of the device
-	hostile *Hostile      // nil for an honest device
-	clean   []float64     // scratch for the un-noised estimate (honest devices)
-	last    float64       // norm of its un-noised estimate at its last Prepare
-	signal  float64       // largest such norm so far
-	prefix  [][]float64   // Config.MeasureSums: sums of its first k included estimates, k = 0, 1, ...
+	hist    plausible.History // the server's history of the device
+	hostile *Hostile          // nil for an honest device
+	clean   []float64         // scratch for the un-noised estimate (honest devices)
+	last    float64           // norm of its un-noised estimate at its last Prepare
+	signal  float64           // largest such norm so far
+	prefix  [][]float64       // Config.MeasureSums: sums of its first k included estimates, k = 0, 1, ...
 }
 
 // seedFor derives a 32-byte seed for a named stream of the run.
@@ -271,7 +272,7 @@ func newRun(cfg Config) (*run, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sim: %w", err)
 	}
-	chk, err := optim.NewChecker(p, proto.Dim())
+	chk, err := plausible.NewChecker(p, proto.Dim())
 	if err != nil {
 		return nil, fmt.Errorf("sim: %w", err)
 	}
@@ -351,7 +352,7 @@ func newDevices(cfg Config, p optim.Params, alg optim.Algorithm, proto model.Mod
 			}
 		}
 		// Every history starts at the device's first release.
-		devs[i] = &simDevice{id: i, dev: d, shard: shard, batch: make([]dataset.Sample, p.Batch), hist: optim.History{FromStart: true}, clean: make([]float64, proto.Dim())}
+		devs[i] = &simDevice{id: i, dev: d, shard: shard, batch: make([]dataset.Sample, p.Batch), hist: plausible.History{FromStart: true}, clean: make([]float64, proto.Dim())}
 		if i < cfg.Attackers {
 			h, err := NewHostile(cfg.Attack, p, proto.Dim(), d, cfg.Seed, i, cfg.NormOnly || cfg.NaiveAttack, p.Cohort, cfg.Attackers)
 			if err != nil {

@@ -2,11 +2,11 @@ package edge
 
 import (
 	"browserfl/coordinator/bus"
-	"browserfl/shared/optim"
+	"browserfl/shared/optim/plausible"
 )
 
 // An edge's histories of its devices (for the cluster
-// shape). The running-sum and persistence tests of optim.Checker need
+// shape). The running-sum and persistence tests of plausible.Checker need
 // every included update of a device since its history began, and, for a
 // history from the device's start, every round it was asked. An edge sees
 // its devices' updates one by one, but not those a device sends through
@@ -40,7 +40,7 @@ const maxEdgeHistories = 2048
 
 // edgeHist is one device's history on this edge.
 type edgeHist struct {
-	h    optim.History
+	h    plausible.History
 	gen  uint64 // the session record's generation it counts against (0: not seen yet)
 	incl int    // inclusions of the device the history accounts for
 	// fresh: the device was registered at this edge and not asked yet;
@@ -57,7 +57,7 @@ type edgeHist struct {
 func (e *Edge) newHistLocked(id string) {
 	e.evictHistLocked()
 	e.histTick++
-	e.hists[id] = &edgeHist{h: optim.History{FromStart: true}, fresh: true, used: e.histTick}
+	e.hists[id] = &edgeHist{h: plausible.History{FromStart: true}, fresh: true, used: e.histTick}
 }
 
 // askHistLocked returns the history of ec's device asked for a round with
