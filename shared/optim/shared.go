@@ -149,7 +149,7 @@ var _ GridReleaser = (*device)(nil)
 // GridRelease implements GridReleaser.
 func (dv *device) GridRelease(t int) ([]int64, error) {
 	if !dv.pend.ok || dv.pend.t != t {
-		return nil, fmt.Errorf("optim: grid release of round %d, pending round is %d", t, dv.pendingRound())
+		return nil, fmt.Errorf("optim: grid release of round %d, pending round is %d", t, dv.PendingRound())
 	}
 	if dv.vz == nil || dv.vzT != t {
 		// No integers, or a pending round restored from a saved state,
