@@ -13,7 +13,7 @@ import (
 	"browserfl/coordinator/internal/nctest"
 	"browserfl/device"
 	"browserfl/shared/mechanism"
-	"browserfl/shared/optim"
+	"browserfl/shared/optim/plausible"
 	"browserfl/shared/plan"
 	"browserfl/shared/wire"
 
@@ -383,7 +383,7 @@ func TestSpikeInsideNormBoundRejected(t *testing.T) {
 // not).
 func spikeInsideNormBound(t *testing.T, sess wire.SessionParams, at int) func(int, int) []byte {
 	t.Helper()
-	chk, err := optim.NewChecker(plan.FromSession(sess), sess.Dim)
+	chk, err := plausible.NewChecker(plan.FromSession(sess), sess.Dim)
 	if err != nil {
 		t.Fatal(err)
 	}

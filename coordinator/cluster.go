@@ -14,6 +14,7 @@ import (
 	"browserfl/coordinator/view"
 	"browserfl/shared/mechanism"
 	"browserfl/shared/optim"
+	"browserfl/shared/optim/plausible"
 	"browserfl/shared/wire"
 )
 
@@ -252,7 +253,7 @@ func (c *Coordinator) RejectedAtEdge(l Link, t int, norm float64, why string) {
 		return
 	}
 	if why == "" {
-		why = optim.NormWords(norm, c.bound)
+		why = plausible.NormWords(norm, c.bound)
 	}
 	c.rejectUpdateLocked(d, or, t, plainReason(why))
 }

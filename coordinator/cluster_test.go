@@ -33,6 +33,7 @@ import (
 	"browserfl/shared/mechanism"
 	"browserfl/shared/model"
 	"browserfl/shared/optim"
+	"browserfl/shared/optim/plausible"
 	"browserfl/shared/plan"
 	"browserfl/shared/wire"
 )
@@ -490,7 +491,7 @@ func TestEdgeRejectsHostileUpdates(t *testing.T) {
 }
 
 // TestEdgeRejectsSpikeInsideNormBound: an edge applies the session's
-// tests of each update (optim.Checker, from the parameters that come with
+// tests of each update (plausible.Checker, from the parameters that come with
 // each round), not only its norm bound: a spike at 0.9 of the norm bound
 // is refused at the edge every round, with the coordinate in the reason.
 func TestEdgeRejectsSpikeInsideNormBound(t *testing.T) {
@@ -657,7 +658,7 @@ func readControl(t *testing.T, ctx context.Context, ws *websocket.Conn) wire.Mes
 // in. Every round commits.
 func TestEdgeKeepsHistories(t *testing.T) {
 	sess := testSession(256, 3, 3, 8, 20000)
-	chk, err := optim.NewChecker(plan.FromSession(sess), sess.Dim)
+	chk, err := plausible.NewChecker(plan.FromSession(sess), sess.Dim)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -667,7 +668,7 @@ func TestEdgeKeepsHistories(t *testing.T) {
 	// Asked every round (m = M), so its a-th answer is round a's.
 	push := func(a int) float64 { return 0.9 * chk.CoordLimit(a) }
 	caught := 0
-	var h optim.History
+	var h plausible.History
 	h.FromStart = true
 	for a := 1; a <= sess.Rounds && caught == 0; a++ {
 		x := make([]float64, sess.Dim)

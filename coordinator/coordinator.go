@@ -24,6 +24,7 @@ import (
 	"browserfl/engine/check"
 	"browserfl/shared/mechanism"
 	"browserfl/shared/optim"
+	"browserfl/shared/optim/plausible"
 	"browserfl/shared/plan"
 	"browserfl/shared/task"
 	"browserfl/shared/wire"
@@ -182,10 +183,10 @@ type Coordinator struct {
 	changed    chan struct{} // signalled when eligibility may have changed
 	nconn      int           // devices with a connection
 	// bound is the largest L2 norm of an accepted update
-	// (optim.UpdateBound; +Inf: finiteness only).
+	// (plausible.UpdateBound; +Inf: finiteness only).
 	bound float64
-	// chk tests each direct update (optim.Checker; its NormBound is bound).
-	chk *optim.Checker
+	// chk tests each direct update (plausible.Checker; its NormBound is bound).
+	chk *plausible.Checker
 	// seenAll is set when no round of the session was sent before this
 	// process (the store's RoundsStarted): every ask and inclusion of
 	// every device is then seen here, and each device's history is from
@@ -433,7 +434,7 @@ func (c *Coordinator) minDevicesFor(s wire.SessionParams) int {
 func (c *Coordinator) prepare() error {
 	cfg := c.cfg
 	cfg.Session = c.sess
-	chk, err := optim.NewChecker(plan.FromSession(cfg.Session), cfg.Session.Dim)
+	chk, err := plausible.NewChecker(plan.FromSession(cfg.Session), cfg.Session.Dim)
 	if err != nil {
 		return fmt.Errorf("coordinator: update checks: %w", err)
 	}
@@ -1039,7 +1040,7 @@ func (or *openRound) close() {
 // The payload is decoded (finite, right dimension) once, outside the
 // coordinator's lock, between two looks at the round under it: the first
 // refuses an update that was not asked for before any decoding, the
-// second tests it (optim.Checker, which reads the device's history and
+// second tests it (plausible.Checker, which reads the device's history and
 // asks, so under the lock: about five passes over d) and decides, so each
 // update is counted at most once whatever happened meanwhile.
 func (c *Coordinator) acceptUpdate(cn *wsconn.Conn, u wire.UpdateFrame, frameLen int) error {
@@ -1065,10 +1066,10 @@ func (c *Coordinator) acceptUpdate(cn *wsconn.Conn, u wire.UpdateFrame, frameLen
 		return err
 	}
 	d, or := c.devices[cn.ID], c.round
-	// The tests of the session's public parameters (optim.Checker: the
+	// The tests of the session's public parameters (plausible.Checker: the
 	// norm bound, coordinates and blocks, and the device's running sum):
 	// an honest device fails them with probability at most
-	// optim.UpdateRejectProb over the whole session. A rejected update is
+	// plausible.UpdateRejectProb over the whole session. A rejected update is
 	// excluded (the device aborts it, so its noise state stays
 	// consistent) and never reaches the aggregate.
 	// The history gives the rounds asked (limits by the noise of the
@@ -1077,7 +1078,7 @@ func (c *Coordinator) acceptUpdate(cn *wsconn.Conn, u wire.UpdateFrame, frameLen
 	hist := &d.hist
 	if err := check.Message(c.chk, *vec, norm, hist); err != nil {
 		c.vecs.Put(vec)
-		c.rejectUpdateLocked(d, or, u.T, optim.TeacherWords(err, norm, c.bound))
+		c.rejectUpdateLocked(d, or, u.T, plausible.TeacherWords(err, norm, c.bound))
 		cn.SendControl(wire.Decision{T: u.T, State: wire.Excluded, Reason: err.Error()})
 		return nil
 	}

@@ -9,12 +9,13 @@ import (
 	"browserfl/shared/dataset"
 	"browserfl/shared/mechanism"
 	"browserfl/shared/optim"
+	"browserfl/shared/optim/plausible"
 )
 
 // Attack kinds: what a hostile device sends in place of its update
 // (docs/security.md, "The attack table"). Every hostile device is
 // adaptive: it knows the session's public parameters and therefore the
-// server's tests (optim.Checker, or only the norm bound with NoChecks),
+// server's tests (plausible.Checker, or only the norm bound with NoChecks),
 // and scales its message to the largest multiple of its chosen direction
 // that passes them, given its own history. It adds no noise (noise would
 // only use up room under the tests). The omniscient kinds (alie, ipm)
@@ -228,7 +229,7 @@ func NewHostile(kind string, p optim.Params, d int, inner optim.Device, seed uin
 	if _, ok := inner.(optim.Introspector); !ok {
 		return nil, fmt.Errorf("sim: the device half of %s does not expose its estimate", p.Algorithm)
 	}
-	chk, err := optim.NewChecker(p, d)
+	chk, err := plausible.NewChecker(p, d)
 	if err != nil {
 		return nil, err
 	}

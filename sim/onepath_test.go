@@ -97,7 +97,7 @@ func TestSimulatorIsTheProduct(t *testing.T) {
 // TestHostileIsTheProduct is TestSimulatorIsTheProduct with one hostile
 // device (sim.Hostile behind a native device runtime) for each attack
 // kind that needs no other device's message: the coordinator's tests
-// (optim.Checker with its histories, asks and persistence) and the
+// (plausible.Checker with its histories, asks and persistence) and the
 // simulator's decide alike, round after round, so the attacked models are
 // equal bit for bit, and the simulator's attack table is the product's.
 // The omniscient kinds (alie, ipm) see the honest messages in the

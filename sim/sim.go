@@ -34,6 +34,7 @@ import (
 	"browserfl/shared/mechanism"
 	"browserfl/shared/model"
 	"browserfl/shared/optim"
+	"browserfl/shared/optim/plausible"
 	"browserfl/shared/plan"
 	"browserfl/shared/privacy"
 	"browserfl/shared/wire"
@@ -79,8 +80,8 @@ type Config struct {
 	// bytes a release) to measure Result.HonestSumRate.
 	MeasureSums bool
 	// NormOnly applies only the L2 norm bound to each message (the
-	// server before optim.Checker), to measure what the other tests buy.
-	// By default every message goes through optim.Checker, as in the
+	// server before plausible.Checker), to measure what the other tests buy.
+	// By default every message goes through plausible.Checker, as in the
 	// coordinator.
 	NormOnly bool
 	// Dropout, if not nil, says whether device i's message of round t is
@@ -300,7 +301,7 @@ func newRun(cfg Config) (*run, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sim: %w", err)
 	}
-	chk, err := optim.NewChecker(p, proto.Dim())
+	chk, err := plausible.NewChecker(p, proto.Dim())
 	if err != nil {
 		return nil, fmt.Errorf("sim: %w", err)
 	}

@@ -1,7 +1,7 @@
 // Command flattack prints the attack table of docs/security.md: the final
 // test accuracy of a session when K of its M devices are hostile, for
 // each attack kind of the simulator (sim.AttackKinds), over several
-// seeds, with the server's full tests (optim.Checker) and with the norm
+// seeds, with the server's full tests (plausible.Checker) and with the norm
 // bound alone (the server before them).
 //
 //	go run ./cmd/flattack                  # the table (about 15 minutes on 2 cores)

@@ -1,12 +1,10 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -17,6 +15,7 @@ import (
 
 	"browserfl/coordinator/bus"
 	"browserfl/device"
+	"browserfl/internal/loadtest"
 	"browserfl/shared/wire"
 )
 
@@ -28,7 +27,7 @@ const clusterRoundGap = 500 * time.Millisecond
 type component struct {
 	name   string
 	addr   string // HTTP listen address
-	c      *child
+	c      *loadtest.Child
 	killed atomic.Bool // its exit is the load test's doing
 	rss0   int64       // RSS before any device connected
 }
@@ -71,7 +70,7 @@ func (r *clusterRun) fail(err error) error {
 // process's inbound bytes per round with the edges' pre-aggregation
 // against what it would receive if every update were forwarded.
 func runCluster(ctx context.Context, o options, pol device.Policy, n int, addr string, cargs []string, stdout, stderr io.Writer) error {
-	natsAddr, err := freeAddr()
+	natsAddr, err := loadtest.FreeAddr()
 	if err != nil {
 		return err
 	}
@@ -117,7 +116,7 @@ func runCluster(ctx context.Context, o options, pol device.Policy, n int, addr s
 // start starts a component; one that exits early (not killed by the
 // load test) ends the run.
 func (r *clusterRun) start(name, addr string, args []string) (*component, error) {
-	c, err := startChild(r.o.coordinator, args, io.Discard, r.stderr)
+	c, err := loadtest.StartChild(r.o.coordinator, args, io.Discard, r.stderr)
 	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
@@ -125,9 +124,9 @@ func (r *clusterRun) start(name, addr string, args []string) (*component, error)
 	r.comps = append(r.comps, comp)
 	go func() {
 		select {
-		case <-c.done:
+		case <-c.Done:
 			if !comp.killed.Load() {
-				r.cancel(fmt.Errorf("%s exited: %v", name, c.err))
+				r.cancel(fmt.Errorf("%s exited: %v", name, c.Err))
 			}
 		case <-r.ctx.Done():
 		}
@@ -154,7 +153,7 @@ func (r *clusterRun) startSession(addr string, cargs []string) error {
 	for k := range r.ids {
 		r.ids[k] = "e" + strconv.Itoa(k)
 	}
-	r.keysDir = filepath.Join(argValue(cargs, "-data"), "nats")
+	r.keysDir = filepath.Join(loadtest.ArgValue(cargs, "-data"), "nats")
 	sargs := append(cargs[:len(cargs):len(cargs)], "-role", "session", "-nats-listen", r.natsAddr, "-edges", strings.Join(r.ids, ","),
 		"-T", strconv.Itoa(sessionT), "-round-gap", clusterRoundGap.String())
 	sess, err := r.start("session process", addr, sargs)
@@ -163,13 +162,13 @@ func (r *clusterRun) startSession(addr string, cargs []string) error {
 	}
 	r.sess = sess
 	r.base = "http://" + addr
-	if err := waitHealthy(r.ctx, r.base); err != nil {
+	if err := loadtest.WaitHealthy(r.ctx, r.base); err != nil {
 		return r.fail(err)
 	}
 	if err := teacher(r.ctx, r.base, "pause"); err != nil {
 		return r.fail(err)
 	}
-	if err := getJSON(r.ctx, r.base+"/api/session?code=LOADTEST", &r.params); err != nil {
+	if err := loadtest.GetJSON(r.ctx, r.base+"/api/session?code=LOADTEST", &r.params); err != nil {
 		return r.fail(err)
 	}
 	return nil
@@ -180,7 +179,7 @@ func (r *clusterRun) startSession(addr string, cargs []string) error {
 func (r *clusterRun) startEdges() error {
 	lim := strconv.Itoa(r.n + 10)
 	for k := range r.o.edges {
-		eaddr, err := freeAddr()
+		eaddr, err := loadtest.FreeAddr()
 		if err != nil {
 			return err
 		}
@@ -197,12 +196,12 @@ func (r *clusterRun) startEdges() error {
 	}
 	// An edge is healthy once it has heard the session's beat.
 	for _, e := range r.edges {
-		if err := waitHealthy(r.ctx, "http://"+e.addr); err != nil {
+		if err := loadtest.WaitHealthy(r.ctx, "http://"+e.addr); err != nil {
 			return r.fail(fmt.Errorf("%s: %w", e.name, err))
 		}
 	}
 	for _, c := range r.comps {
-		c.rss0, _ = procRSS(c.c.cmd.Process.Pid)
+		c.rss0, _ = loadtest.RSS(c.c.Cmd.Process.Pid)
 	}
 	return nil
 }
@@ -216,7 +215,7 @@ func (r *clusterRun) connectDevices(pol device.Policy) (fl devices, stop func(),
 	// beyond, the devices run in device worker processes.
 	procs := r.o.deviceProcs
 	if procs <= 0 {
-		per := max(int(noFileLimit())-1024, 1000)
+		per := max(int(loadtest.NoFileLimit())-1024, 1000)
 		procs = (r.n + per - 1) / per
 	}
 	edgeAddrs := make([]string, len(r.edges))
@@ -248,34 +247,34 @@ func (r *clusterRun) connectDevices(pol device.Policy) (fl devices, stop func(),
 // devices it holds, and the session's over all of them (its device
 // table).
 func (r *clusterRun) reportIdleMemory(fl devices) error {
-	if err := sleep(r.ctx, 2*time.Second); err != nil {
+	if err := loadtest.Sleep(r.ctx, 2*time.Second); err != nil {
 		return r.fail(err)
 	}
 	var grew, held int64
 	for _, e := range r.edges {
-		rss, err := procRSS(e.c.cmd.Process.Pid)
+		rss, err := loadtest.RSS(e.c.Cmd.Process.Pid)
 		if err != nil {
 			return r.fail(err)
 		}
-		met, err := scrapeMetrics(r.ctx, "http://"+e.addr+"/metrics")
+		met, err := loadtest.ScrapeMetrics(r.ctx, "http://"+e.addr+"/metrics")
 		if err != nil {
 			return r.fail(fmt.Errorf("%s: %w", e.name, err))
 		}
 		devs := int64(met["browserfl_edge_devices"])
 		fmt.Fprintf(r.stdout, "%s: RSS %.1f MiB before devices, %.1f MiB with %d devices (%.1f KiB per device)\n",
-			e.name, mib(e.rss0), mib(rss), devs, perDeviceKiB(rss-e.rss0, devs))
+			e.name, loadtest.MiB(e.rss0), loadtest.MiB(rss), devs, loadtest.PerDeviceKiB(rss-e.rss0, devs))
 		grew += rss - e.rss0
 		held += devs
 	}
 	fmt.Fprintf(r.stdout, "edges: idle memory %.1f KiB per connected device (RSS growth summed over the edges / devices they hold)\n",
-		perDeviceKiB(grew, held))
-	srss, err := procRSS(r.sess.c.cmd.Process.Pid)
+		loadtest.PerDeviceKiB(grew, held))
+	srss, err := loadtest.RSS(r.sess.c.Cmd.Process.Pid)
 	if err != nil {
 		return r.fail(err)
 	}
 	fmt.Fprintf(r.stdout, "session process: RSS %.1f MiB before devices, %.1f MiB with %d devices (%.1f KiB per device: its device table)\n",
-		mib(r.sess.rss0), mib(srss), r.n, perDeviceKiB(srss-r.sess.rss0, int64(r.n)))
-	fmt.Fprintf(r.stdout, "load tool RSS (the %d client connections): %.1f MiB\n", r.n, mib(fl.rss()))
+		loadtest.MiB(r.sess.rss0), loadtest.MiB(srss), r.n, loadtest.PerDeviceKiB(srss-r.sess.rss0, int64(r.n)))
+	fmt.Fprintf(r.stdout, "load tool RSS (the %d client connections): %.1f MiB\n", r.n, loadtest.MiB(fl.rss()))
 	return nil
 }
 
@@ -287,7 +286,7 @@ func (r *clusterRun) idleCPU() ([]float64, error) {
 	if err != nil {
 		return nil, r.fail(err)
 	}
-	if err := sleep(r.ctx, r.o.idleWindow); err != nil {
+	if err := loadtest.Sleep(r.ctx, r.o.idleWindow); err != nil {
 		return nil, r.fail(err)
 	}
 	cpu1, err := componentsCPU(r.comps)
@@ -322,36 +321,36 @@ func (r *clusterRun) reportConnection(cpuC0, cpuC1, idleRate []float64, connectT
 
 // clusterWindow is what the cluster run reads around its T rounds.
 type clusterWindow struct {
-	cpu0, cpu1 []float64            // per component
-	s0, s1     map[string]float64   // the session process's metrics
-	e0, e1     []map[string]float64 // each edge's
-	tap0, tap1 map[tapKey]tapCount  // with -nats-tap
-	hwm        []int64              // peak RSS per component
+	cpu0, cpu1 []float64                             // per component
+	s0, s1     map[string]float64                    // the session process's metrics
+	e0, e1     []map[string]float64                  // each edge's
+	tap0, tap1 map[loadtest.TapKey]loadtest.TapCount // with -nats-tap
+	hwm        []int64                               // peak RSS per component
 	elapsed    time.Duration
 }
 
 // rounds runs the T measured rounds and reports them (then, with
 // -kill-edge, the edge's loss).
 func (r *clusterRun) rounds(fl devices, idleRate []float64) error {
-	var tap *natsTap
+	var tap *loadtest.Tap
 	var w clusterWindow
 	var err error
 	if r.o.natsTap {
-		if tap, err = startTap("nats://"+r.natsAddr, "browserfl", r.keysDir, r.ids); err != nil {
+		if tap, err = loadtest.StartTap("nats://"+r.natsAddr, "browserfl", r.keysDir, r.ids); err != nil {
 			return r.fail(err)
 		}
-		defer tap.close()
-		w.tap0 = tap.snapshot()
+		defer tap.Close()
+		w.tap0 = tap.Snapshot()
 	}
 	if err := r.window(&w); err != nil {
 		return err
 	}
 	if tap != nil {
-		w.tap1 = tap.snapshot()
+		w.tap1 = tap.Snapshot()
 	}
 	w.hwm = make([]int64, len(r.comps))
 	for i, c := range r.comps {
-		w.hwm[i], _ = procHWM(c.c.cmd.Process.Pid)
+		w.hwm[i], _ = loadtest.HWM(c.c.Cmd.Process.Pid)
 	}
 	if !r.o.killEdge {
 		fl.stop() // (with -kill-edge they stay for that)
@@ -363,7 +362,7 @@ func (r *clusterRun) rounds(fl devices, idleRate []float64) error {
 	r.reportCost(rs, w, idleRate)
 	r.reportBytes(rs, w)
 	if tap != nil {
-		printTap(r.stdout, w.tap0, w.tap1, r.o.T)
+		loadtest.PrintTap(r.stdout, w.tap0, w.tap1, r.o.T)
 	}
 	if r.o.drop > 0 {
 		fmt.Fprintf(r.stdout, "%d of the %d devices of -drop disconnected for good in the middle of a round\n", fl.droppedCount(), r.o.drop)
@@ -416,14 +415,14 @@ func (r *clusterRun) reportCost(rs rounds, w clusterWindow, idleRate []float64) 
 	fmt.Fprintf(r.stdout, "session: n = %d over %d edges, m = %d, d = %d, T = %d, %s, b = %d; %d of %d updates included\n",
 		r.n, len(r.edges), o.m, r.params.Dim, o.T, o.algorithm, o.batch, rs.included, o.T*o.m)
 	fmt.Fprintf(r.stdout, "round latency (start to commit): p50 %.0f ms, p99 %.0f ms; wall %.1f s for %d rounds\n",
-		quantile(rs.lat, 0.5), quantile(rs.lat, 0.99), elapsed.Seconds(), o.T)
+		loadtest.Quantile(rs.lat, 0.5), loadtest.Quantile(rs.lat, 0.99), elapsed.Seconds(), o.T)
 	// The window holds T rounds, the T-1 gaps of clusterRoundGap between
 	// them and part of the gap after the last; the figure net of idle
 	// subtracts the idle CPU rate over T-1 gaps.
 	gaps := min(elapsed.Seconds(), (T-1)*clusterRoundGap.Seconds())
 	cpu0, cpu1 := w.cpu0, w.cpu1
 	fmt.Fprintf(r.stdout, "session process: %.3f CPU s per round, %.3f net of its idle CPU over the %.1f s of gaps (%.0f%% of one core over the %.1f s run), peak RSS %.1f MiB\n",
-		(cpu1[0]-cpu0[0])/T, (cpu1[0]-cpu0[0]-idleRate[0]*gaps)/T, gaps, 100*(cpu1[0]-cpu0[0])/elapsed.Seconds(), elapsed.Seconds(), mib(w.hwm[0]))
+		(cpu1[0]-cpu0[0])/T, (cpu1[0]-cpu0[0]-idleRate[0]*gaps)/T, gaps, 100*(cpu1[0]-cpu0[0])/elapsed.Seconds(), elapsed.Seconds(), loadtest.MiB(w.hwm[0]))
 	var ecpu, eidle float64
 	var ehwm int64
 	for i := 1; i < len(r.comps); i++ {
@@ -432,7 +431,7 @@ func (r *clusterRun) reportCost(rs rounds, w clusterWindow, idleRate []float64) 
 		ehwm = max(ehwm, w.hwm[i])
 	}
 	fmt.Fprintf(r.stdout, "edges: %.3f CPU s per round summed over %d edges, %.3f net of idle, largest peak RSS %.1f MiB\n",
-		ecpu/T, len(r.edges), (ecpu-eidle*gaps)/T, mib(ehwm))
+		ecpu/T, len(r.edges), (ecpu-eidle*gaps)/T, loadtest.MiB(ehwm))
 }
 
 // reportBytes reports the bytes per round between the devices, the edges,
@@ -475,13 +474,6 @@ func (r *clusterRun) reportBytes(rs rounds, w clusterWindow) {
 	}
 }
 
-func perDeviceKiB(bytes, devices int64) float64 {
-	if devices <= 0 {
-		return 0
-	}
-	return float64(bytes) / 1024 / float64(devices)
-}
-
 // stopComponents stops the edges (at once) and then the session process.
 func stopComponents(comps []*component) {
 	var wg sync.WaitGroup
@@ -489,12 +481,12 @@ func stopComponents(comps []*component) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			comps[i].c.stop(10 * time.Second)
+			comps[i].c.Stop(10 * time.Second)
 		}()
 	}
 	wg.Wait()
 	if len(comps) > 0 {
-		comps[0].c.stop(10 * time.Second)
+		comps[0].c.Stop(10 * time.Second)
 	}
 }
 
@@ -502,7 +494,7 @@ func stopComponents(comps []*component) {
 func componentsCPU(comps []*component) ([]float64, error) {
 	out := make([]float64, len(comps))
 	for i, c := range comps {
-		s, err := procCPU(c.c.cmd.Process.Pid)
+		s, err := loadtest.ProcCPU(c.c.Cmd.Process.Pid)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", c.name, err)
 		}
@@ -513,48 +505,17 @@ func componentsCPU(comps []*component) ([]float64, error) {
 
 // scrapeCluster reads the session process's and every edge's /metrics.
 func scrapeCluster(ctx context.Context, sess *component, edges []*component) (map[string]float64, []map[string]float64, error) {
-	s, err := scrapeMetrics(ctx, "http://"+sess.addr+"/metrics")
+	s, err := loadtest.ScrapeMetrics(ctx, "http://"+sess.addr+"/metrics")
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", sess.name, err)
 	}
 	es := make([]map[string]float64, len(edges))
 	for k, e := range edges {
-		if es[k], err = scrapeMetrics(ctx, "http://"+e.addr+"/metrics"); err != nil {
+		if es[k], err = loadtest.ScrapeMetrics(ctx, "http://"+e.addr+"/metrics"); err != nil {
 			return nil, nil, fmt.Errorf("%s: %w", e.name, err)
 		}
 	}
 	return s, es, nil
-}
-
-// scrapeMetrics reads the unlabelled samples of a Prometheus text page.
-func scrapeMetrics(ctx context.Context, url string) (map[string]float64, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("GET %s: HTTP %d", url, resp.StatusCode)
-	}
-	out := map[string]float64{}
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		f := strings.Fields(sc.Text())
-		if len(f) != 2 || strings.HasPrefix(f[0], "#") || strings.ContainsRune(f[0], '{') {
-			continue
-		}
-		if v, err := strconv.ParseFloat(f[1], 64); err == nil {
-			out[f[0]] = v
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("GET %s: %w", url, err)
-	}
-	return out, nil
 }
 
 // killEdge SIGKILLs the first edge (comps[1]) and waits until the other
@@ -568,7 +529,7 @@ func killEdge(ctx context.Context, comps []*component, idleRate []float64, stdou
 	held := func(es []*component) (int64, error) {
 		var sum int64
 		for _, e := range es {
-			met, err := scrapeMetrics(ctx, "http://"+e.addr+"/metrics")
+			met, err := loadtest.ScrapeMetrics(ctx, "http://"+e.addr+"/metrics")
 			if err != nil {
 				return 0, fmt.Errorf("%s: %w", e.name, err)
 			}
@@ -590,8 +551,8 @@ func killEdge(ctx context.Context, comps []*component, idleRate []float64, stdou
 	}
 	victim.killed.Store(true)
 	t0 := time.Now()
-	syscall.Kill(-victim.c.cmd.Process.Pid, syscall.SIGKILL)
-	<-victim.c.done
+	syscall.Kill(-victim.c.Cmd.Process.Pid, syscall.SIGKILL)
+	<-victim.c.Done
 	for {
 		n, err := held(comps[2:])
 		if err != nil {
@@ -600,7 +561,7 @@ func killEdge(ctx context.Context, comps []*component, idleRate []float64, stdou
 		if n >= total {
 			break
 		}
-		if err := sleep(ctx, 100*time.Millisecond); err != nil {
+		if err := loadtest.Sleep(ctx, 100*time.Millisecond); err != nil {
 			return fmt.Errorf("after %s was killed, the other edges hold %d of its %d devices: %w", victim.name, n-(total-moved), moved, err)
 		}
 	}
@@ -621,14 +582,4 @@ func killEdge(ctx context.Context, comps []*component, idleRate []float64, stdou
 	fmt.Fprintf(stdout, "%s SIGKILLed holding %d devices: all on the other edges after %.1f s; session process %.0f us CPU per returning device (its hello, authenticated; %.0f net of idle), the other edges %.0f us per reconnection (%.0f net of idle)\n",
 		victim.name, moved, took.Seconds(), per(scpu), per(scpu-idleRate[0]*took.Seconds()), per(edgesCPU), per(edgesCPU-edgesIdle))
 	return nil
-}
-
-// argValue is the value of flag name in args ("" if absent).
-func argValue(args []string, name string) string {
-	for i := 0; i+1 < len(args); i++ {
-		if args[i] == name {
-			return args[i+1]
-		}
-	}
-	return ""
 }

@@ -20,6 +20,7 @@ import (
 
 	"browserfl/coordinator/view"
 	"browserfl/device"
+	"browserfl/internal/loadtest"
 	"browserfl/shared/dataset"
 	"browserfl/shared/plan"
 	"browserfl/shared/task"
@@ -67,8 +68,8 @@ func printDemo(w io.Writer, r demoResult) {
 	fmt.Fprintf(w, "each device: the page and its assets %.2f MB, a demo shard of %d samples %.2f MB (as sent)\n",
 		float64(r.pageBytes)/1e6, r.samples, float64(r.shardBytes)/1e6)
 	fmt.Fprintf(w, "coordinator RSS before any device: %.1f MiB (healthy after %.1f s; peak until then %.1f MiB)\n",
-		mib(r.rssIdle), r.startedIn, mib(r.hwmIdle))
-	fmt.Fprintf(w, "coordinator peak RSS: %.1f MiB\n", mib(r.hwm))
+		loadtest.MiB(r.rssIdle), r.startedIn, loadtest.MiB(r.hwmIdle))
+	fmt.Fprintf(w, "coordinator peak RSS: %.1f MiB\n", loadtest.MiB(r.hwm))
 }
 
 // demoArgs returns the coordinator's command line for the demo mode: the
@@ -89,30 +90,30 @@ func runDemo(ctx context.Context, o options, pol device.Policy, n int, extra str
 	if err := os.WriteFile(filepath.Join(dir, "host.json"), []byte(`{"teacher_secret":"`+teacherSecret+`"}`), 0o600); err != nil {
 		return fmt.Errorf("demo: teacher secret: %w", err)
 	}
-	addr, err := freeAddr()
+	addr, err := loadtest.FreeAddr()
 	if err != nil {
 		return err
 	}
 	t0 := time.Now()
-	coord, ctx, stop, err := startCoordinator(ctx, o.coordinator, demoArgs(addr, dir, extra), stderr)
+	coord, ctx, stop, err := loadtest.StartCoordinator(ctx, o.coordinator, demoArgs(addr, dir, extra), stderr)
 	if err != nil {
 		return err
 	}
 	defer stop()
-	pid := coord.cmd.Process.Pid
+	pid := coord.Cmd.Process.Pid
 	base := "http://" + addr
-	if err := waitHealthy(ctx, base); err != nil {
+	if err := loadtest.WaitHealthy(ctx, base); err != nil {
 		return fmt.Errorf("demo: coordinator: %w", err)
 	}
 	r := demoResult{devices: n, startedIn: time.Since(t0).Seconds()}
-	if r.rssIdle, err = procRSS(pid); err != nil {
+	if r.rssIdle, err = loadtest.RSS(pid); err != nil {
 		return err
 	}
-	if r.hwmIdle, err = procHWM(pid); err != nil {
+	if r.hwmIdle, err = loadtest.HWM(pid); err != nil {
 		return err
 	}
 	var sess wire.SessionParams
-	if err := getJSON(ctx, base+"/api/session?code=LOADTEST", &sess); err != nil {
+	if err := loadtest.GetJSON(ctx, base+"/api/session?code=LOADTEST", &sess); err != nil {
 		return fmt.Errorf("demo: session: %w", err)
 	}
 	def, err := plan.SessionTask(sess)
@@ -182,7 +183,7 @@ func runDemo(ctx context.Context, o options, pol device.Policy, n int, extra str
 		return fmt.Errorf("demo: %w", err)
 	}
 	started := time.Now()
-	if err := getJSON(ctx, base+"/api/session?code=LOADTEST", &sess); err != nil {
+	if err := loadtest.GetJSON(ctx, base+"/api/session?code=LOADTEST", &sess); err != nil {
 		return fmt.Errorf("demo: session after Start: %w", err)
 	}
 	st, err := waitFinished(ctx, base, sess.Rounds, errs)
@@ -193,7 +194,7 @@ func runDemo(ctx context.Context, o options, pol device.Policy, n int, extra str
 	if st.LastEval != nil {
 		r.accuracy, r.evalRound, r.evalSamples = st.LastEval.Accuracy, st.LastEval.T, st.LastEval.Samples
 	}
-	if r.hwm, err = procHWM(pid); err != nil {
+	if r.hwm, err = loadtest.HWM(pid); err != nil {
 		return err
 	}
 	printDemo(stdout, r)
@@ -211,10 +212,10 @@ func waitFinished(ctx context.Context, base string, rounds int, errs <-chan erro
 			return st, err
 		default:
 		}
-		if err := sleep(ctx, time.Second); err != nil {
+		if err := loadtest.Sleep(ctx, time.Second); err != nil {
 			return st, fmt.Errorf("%d of %d rounds committed: %w", st.Committed, rounds, err)
 		}
-		if err := getJSON(ctx, base+"/api/status?code=LOADTEST", &st); err != nil {
+		if err := loadtest.GetJSON(ctx, base+"/api/status?code=LOADTEST", &st); err != nil {
 			return st, fmt.Errorf("status: %w", err)
 		}
 	}

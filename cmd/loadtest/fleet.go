@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"browserfl/device"
+	"browserfl/internal/loadtest"
 	"browserfl/shared/dataset"
 	"browserfl/shared/wire"
 )
@@ -144,7 +145,7 @@ func (f *fleet) launch(o options, pol device.Policy, sess wire.SessionParams, lo
 				f.errs <- err
 			}
 		}()
-		if err := sleep(devCtx, o.stagger); err != nil {
+		if err := loadtest.Sleep(devCtx, o.stagger); err != nil {
 			return err
 		}
 	}
@@ -158,7 +159,7 @@ func (f *fleet) waitConnected(ctx context.Context, n int) error {
 		if f.failed.Load() > 0 {
 			return fmt.Errorf("a device failed: %w", <-f.errs)
 		}
-		if err := sleep(ctx, 100*time.Millisecond); err != nil {
+		if err := loadtest.Sleep(ctx, 100*time.Millisecond); err != nil {
 			return fmt.Errorf("%d of %d devices connected: %w", f.connected.Load(), n, err)
 		}
 	}
@@ -175,7 +176,7 @@ func (f *fleet) droppedCount() int64 { return f.dropped.Load() }
 
 // rss is the memory of the process that holds the devices.
 func (f *fleet) rss() int64 {
-	r, _ := procRSS(os.Getpid())
+	r, _ := loadtest.RSS(os.Getpid())
 	return r
 }
 
@@ -185,13 +186,13 @@ func (f *fleet) rss() int64 {
 // of every device per poll.
 func waitRounds(ctx context.Context, base string, T int, poll time.Duration) error {
 	for committed := 0; committed < T; {
-		if err := sleep(ctx, poll); err != nil {
+		if err := loadtest.Sleep(ctx, poll); err != nil {
 			return fmt.Errorf("%d of %d rounds committed: %w", committed, T, err)
 		}
 		var recs []struct {
 			T int `json:"t"`
 		}
-		if err := getJSON(ctx, base+"/api/rounds?code=LOADTEST&after="+strconv.Itoa(committed), &recs); err != nil {
+		if err := loadtest.GetJSON(ctx, base+"/api/rounds?code=LOADTEST&after="+strconv.Itoa(committed), &recs); err != nil {
 			return err
 		}
 		for _, r := range recs {
@@ -233,7 +234,7 @@ type roundRecord struct {
 func readRounds(ctx context.Context, base string, T int) (rounds, error) {
 	var recs []roundRecord
 	var r rounds
-	if err := getJSON(ctx, base+"/api/rounds?code=LOADTEST", &recs); err != nil {
+	if err := loadtest.GetJSON(ctx, base+"/api/rounds?code=LOADTEST", &recs); err != nil {
 		return r, err
 	}
 	recs = slices.DeleteFunc(recs, func(rec roundRecord) bool {

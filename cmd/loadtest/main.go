@@ -45,6 +45,7 @@
 package main
 
 import (
+	"browserfl/internal/loadtest"
 	"context"
 	"errors"
 	"flag"
@@ -107,7 +108,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	// Children write to stderr at once (each through its own copying
 	// goroutine unless it is a file).
 	if _, ok := stderr.(*os.File); !ok {
-		stderr = &lockedWriter{w: stderr}
+		stderr = loadtest.NewLockedWriter(stderr)
 	}
 	c, err := parseFlags(args, stderr)
 	if err != nil {
@@ -120,7 +121,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		defer cancel()
 	}
 	if *c.baselineServer != "" {
-		return baselineServer(ctx, *c.baselineServer, o.m, *c.baselineOut, *c.baselineIn, o.baselineRep, stdout)
+		return loadtest.BaselineServer(ctx, *c.baselineServer, o.m, *c.baselineOut, *c.baselineIn, o.baselineRep, stdout)
 	}
 	if *c.workerRange != "" {
 		lo, hi, err := parseRange(*c.workerRange)
@@ -146,7 +147,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	o.edgeArgs = strings.Fields(*c.edgeArgs)
 	// Every device is a socket here and one in the process that holds it
 	// (the cluster mode runs devices in worker processes beyond the limit).
-	if err := raiseNoFile(uint64(n) + 1024); err != nil && o.edges == 0 {
+	if err := loadtest.RaiseNoFile(uint64(n) + 1024); err != nil && o.edges == 0 {
 		fmt.Fprintf(stderr, "loadtest: %v (ulimit -n may be too low for %d devices)\n", err, n)
 	}
 	dir, err := os.MkdirTemp("", "bfl-loadtest-")
@@ -159,7 +160,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := os.WriteFile(filepath.Join(dir, "host.json"), []byte(`{"teacher_secret":"`+teacherSecret+`"}`), 0o600); err != nil {
 		return err
 	}
-	addr, err := freeAddr()
+	addr, err := loadtest.FreeAddr()
 	if err != nil {
 		return err
 	}

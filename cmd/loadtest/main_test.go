@@ -1,6 +1,7 @@
 package main
 
 import (
+	"browserfl/internal/loadtest"
 	"context"
 	"errors"
 	"fmt"
@@ -306,75 +307,6 @@ func TestRefusesSessionsTheDataCannotFinish(t *testing.T) {
 	}
 }
 
-// TestProcSyscalls: the counts the tool reports per round are this
-// process's own read and write system calls: writing a pipe n times adds
-// at least n writes (the runtime may make others meanwhile), reading it
-// back adds at least as many reads.
-func TestProcSyscalls(t *testing.T) {
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	defer w.Close()
-	before, err := procSyscalls(os.Getpid())
-	if err != nil {
-		t.Fatal(err)
-	}
-	const n = 200
-	var b [1]byte
-	for range n {
-		if _, err := w.Write(b[:]); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := r.Read(b[:]); err != nil {
-			t.Fatal(err)
-		}
-	}
-	after, err := procSyscalls(os.Getpid())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if d := after.writes - before.writes; d < n {
-		t.Errorf("%d writes counted for %d", d, n)
-	}
-	if d := after.reads - before.reads; d < n {
-		t.Errorf("%d reads counted for %d", d, n)
-	}
-	// The same parser reads /proc/PID/status (kB values): a Go test
-	// binary's resident set is more than a megabyte and its peak at least
-	// that.
-	rss, err := procRSS(os.Getpid())
-	if err != nil || rss < 1<<20 {
-		t.Errorf("RSS = %d, %v", rss, err)
-	}
-	if hwm, err := procHWM(os.Getpid()); err != nil || hwm < rss {
-		t.Errorf("peak RSS = %d (RSS %d), %v", hwm, rss, err)
-	}
-}
-
-// TestQuantile: the nearest-rank quantile, and NaN (not a panic) for a
-// window without rounds.
-func TestQuantile(t *testing.T) {
-	for _, tc := range []struct {
-		xs   []float64
-		q    float64
-		want float64
-	}{
-		{[]float64{1, 2, 3, 4}, 0.5, 2},
-		{[]float64{1, 2, 3, 4}, 0.99, 4},
-		{[]float64{7}, 0.5, 7},
-		{[]float64{1, 2, 3, 4}, 0, 1},
-	} {
-		if got := quantile(tc.xs, tc.q); got != tc.want {
-			t.Errorf("quantile(%v, %v) = %v, want %v", tc.xs, tc.q, got, tc.want)
-		}
-	}
-	if got := quantile(nil, 0.5); !math.IsNaN(got) {
-		t.Errorf("quantile of nothing = %v, want NaN", got)
-	}
-}
-
 // TestIdleBaseline: the plain server child holds the idle connections and
 // reports its RSS before and after them; 200 connections cost it at least
 // their sockets' and goroutines' memory (8 KiB each: two goroutine stacks
@@ -383,7 +315,7 @@ func TestQuantile(t *testing.T) {
 func TestIdleBaseline(t *testing.T) {
 	t.Setenv("LOADTEST_BE", "main")
 	const n = 200
-	before, after, err := idleBaseline(t.Context(), n, io.Discard)
+	before, after, err := loadtest.IdleBaseline(t.Context(), n, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}

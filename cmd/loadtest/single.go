@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"browserfl/device"
+	"browserfl/internal/loadtest"
 	"browserfl/shared/wire"
 )
 
@@ -17,7 +18,7 @@ import (
 // started with cargs: the idle measurement (-idle) or the session's
 // rounds interleaved with the loopback baseline, and their report.
 func runSingle(ctx context.Context, o options, pol device.Policy, n int, addr string, cargs []string, stdout, stderr io.Writer) error {
-	coord, ctx, stop, err := startCoordinator(ctx, o.coordinator, cargs, stderr)
+	coord, ctx, stop, err := loadtest.StartCoordinator(ctx, o.coordinator, cargs, stderr)
 	if err != nil {
 		return err
 	}
@@ -28,19 +29,19 @@ func runSingle(ctx context.Context, o options, pol device.Policy, n int, addr st
 		}
 		return err
 	}
-	pid := coord.cmd.Process.Pid
+	pid := coord.Cmd.Process.Pid
 	base := "http://" + addr
-	if err := waitHealthy(ctx, base); err != nil {
+	if err := loadtest.WaitHealthy(ctx, base); err != nil {
 		return fail(err)
 	}
 	if err := teacher(ctx, base, "pause"); err != nil {
 		return fail(err)
 	}
 	var sess wire.SessionParams
-	if err := getJSON(ctx, base+"/api/session?code=LOADTEST", &sess); err != nil {
+	if err := loadtest.GetJSON(ctx, base+"/api/session?code=LOADTEST", &sess); err != nil {
 		return fail(err)
 	}
-	rssIdle, _ := procRSS(pid)
+	rssIdle, _ := loadtest.RSS(pid)
 
 	fl, err := startFleet(ctx, o, pol, sess, 0, n, direct("ws://"+addr+"/ws"))
 	defer fl.stop()
@@ -60,7 +61,7 @@ func runSingle(ctx context.Context, o options, pol device.Policy, n int, addr st
 	if err != nil {
 		return err
 	}
-	hwm, _ := procHWM(pid)
+	hwm, _ := loadtest.HWM(pid)
 	fl.stop()
 	rs, err := readRounds(ctx, base, o.T)
 	if err != nil {
@@ -74,52 +75,52 @@ func runSingle(ctx context.Context, o options, pol device.Policy, n int, addr st
 // Then it closes them (stopFleet) and measures a plain server holding as
 // many.
 func measureIdle(ctx context.Context, o options, pid, n int, rssIdle int64, stopFleet func(), fail func(error) error, stdout io.Writer) error {
-	if err := sleep(ctx, 2*time.Second); err != nil {
+	if err := loadtest.Sleep(ctx, 2*time.Second); err != nil {
 		return fail(err)
 	}
-	rss, err := procRSS(pid)
+	rss, err := loadtest.RSS(pid)
 	if err != nil {
 		return err
 	}
 	// The coordinator's CPU while its devices only stay connected
 	// (heartbeats, timers): it is paid during every round too.
-	cpu0, err := procCPU(pid)
+	cpu0, err := loadtest.ProcCPU(pid)
 	if err != nil {
 		return err
 	}
-	if err := sleep(ctx, o.idleWindow); err != nil {
+	if err := loadtest.Sleep(ctx, o.idleWindow); err != nil {
 		return fail(err)
 	}
-	cpu1, err := procCPU(pid)
+	cpu1, err := loadtest.ProcCPU(pid)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "coordinator CPU with %d idle devices: %.1f ms per second (over %v)\n",
 		n, (cpu1-cpu0)*1000/o.idleWindow.Seconds(), o.idleWindow)
 	fmt.Fprintf(stdout, "coordinator RSS: %.1f MiB before devices, %.1f MiB with %d idle devices (%.1f KiB per device)\n",
-		mib(rssIdle), mib(rss), n, float64(rss-rssIdle)/1024/float64(n))
-	self, _ := procRSS(os.Getpid())
-	fmt.Fprintf(stdout, "load tool RSS (the %d client connections): %.1f MiB\n", n, mib(self))
+		loadtest.MiB(rssIdle), loadtest.MiB(rss), n, float64(rss-rssIdle)/1024/float64(n))
+	self, _ := loadtest.RSS(os.Getpid())
+	fmt.Fprintf(stdout, "load tool RSS (the %d client connections): %.1f MiB\n", n, loadtest.MiB(self))
 	// The same connections held by a plain websocket server, once the
 	// devices' are closed (both sets at once would need twice the
 	// descriptors).
 	stopFleet()
-	b0, b1, err := idleBaseline(ctx, n, io.Discard)
+	b0, b1, err := loadtest.IdleBaseline(ctx, n, io.Discard)
 	if err != nil {
 		return fmt.Errorf("idle baseline: %w", err)
 	}
 	coordPer, plainPer := float64(rss-rssIdle)/1024/float64(n), float64(b1-b0)/1024/float64(n)
 	fmt.Fprintf(stdout, "plain websocket server RSS: %.1f MiB before, %.1f MiB with %d idle connections (%.1f KiB per connection)\n",
-		mib(b0), mib(b1), n, plainPer)
+		loadtest.MiB(b0), loadtest.MiB(b1), n, plainPer)
 	fmt.Fprintf(stdout, "idle memory per device, coordinator / plain server: %.2f\n", coordPer/plainPer)
 	return nil
 }
 
 // measured is what measureRounds read over the blocks of rounds.
 type measured struct {
-	coordCPU, coordRounds []float64        // per block of rounds
-	bls                   []baselineResult // one per block of the baseline
-	coordSys              syscalls
+	coordCPU, coordRounds []float64                 // per block of rounds
+	bls                   []loadtest.BaselineResult // one per block of the baseline
+	coordSys              loadtest.Syscalls
 	// Heartbeat pings the coordinator sent during the blocks of rounds
 	// (browserfl_pings_total; a diagnostic: pingsOK turns false if a
 	// scrape fails).
@@ -138,7 +139,7 @@ func measureRounds(ctx context.Context, o options, pid int, base string, fail fu
 	blocks := max(1, min(o.blocks, o.T))
 	ms := measured{pingsOK: true}
 	pingCount := func() float64 {
-		m, err := scrapeMetrics(ctx, base+"/metrics")
+		m, err := loadtest.ScrapeMetrics(ctx, base+"/metrics")
 		if err != nil {
 			ms.pingsOK = false
 			fmt.Fprintf(stderr, "loadtest: reading the coordinator's pings: %v\n", err)
@@ -152,11 +153,11 @@ func measureRounds(ctx context.Context, o options, pid int, base string, fail fu
 		if target <= committed {
 			continue
 		}
-		cpu0, err := procCPU(pid)
+		cpu0, err := loadtest.ProcCPU(pid)
 		if err != nil {
 			return ms, err
 		}
-		sys0, err := procSyscalls(pid)
+		sys0, err := loadtest.ProcSyscalls(pid)
 		if err != nil {
 			return ms, err
 		}
@@ -166,16 +167,16 @@ func measureRounds(ctx context.Context, o options, pid int, base string, fail fu
 		if committed, err = roundsBlock(ctx, base, target, fail); err != nil {
 			return ms, err
 		}
-		cpu1, err := procCPU(pid)
+		cpu1, err := loadtest.ProcCPU(pid)
 		if err != nil {
 			return ms, err
 		}
-		sys1, err := procSyscalls(pid)
+		sys1, err := loadtest.ProcSyscalls(pid)
 		if err != nil {
 			return ms, err
 		}
-		ms.coordSys.reads += sys1.reads - sys0.reads
-		ms.coordSys.writes += sys1.writes - sys0.writes
+		ms.coordSys.Reads += sys1.Reads - sys0.Reads
+		ms.coordSys.Writes += sys1.Writes - sys0.Writes
 		ms.pings += pingCount() - pings0
 		ms.elapsed += time.Since(runStart)
 		ms.coordCPU = append(ms.coordCPU, cpu1-cpu0)
@@ -219,22 +220,22 @@ var errEnded = errors.New("loadtest: the session ended before the pause")
 // baselineBetween pauses the session, waits for its open round and runs
 // a block of the baseline; it returns the block's result and the last
 // committed round.
-func baselineBetween(ctx context.Context, base string, o options, committed, blocks int, fail func(error) error, stderr io.Writer) (baselineResult, int, error) {
+func baselineBetween(ctx context.Context, base string, o options, committed, blocks int, fail func(error) error, stderr io.Writer) (loadtest.BaselineResult, int, error) {
 	if err := teacher(ctx, base, "pause"); err != nil {
 		// Rounds of a few milliseconds can finish the session between
 		// the read of the last committed round and this pause.
 		if last, lerr := lastCommitted(ctx, base, committed); lerr == nil && last >= o.T {
-			return baselineResult{}, last, errEnded
+			return loadtest.BaselineResult{}, last, errEnded
 		}
-		return baselineResult{}, 0, fail(err)
+		return loadtest.BaselineResult{}, 0, fail(err)
 	}
 	committed, err := settle(ctx, base, committed)
 	if err != nil {
-		return baselineResult{}, 0, fail(err)
+		return loadtest.BaselineResult{}, 0, fail(err)
 	}
 	bl, err := baselineBlock(ctx, base, o, committed, blocks, stderr)
 	if err != nil {
-		return baselineResult{}, 0, fail(err)
+		return loadtest.BaselineResult{}, 0, fail(err)
 	}
 	return bl, committed, nil
 }
@@ -244,7 +245,7 @@ func baselineBetween(ctx context.Context, base string, o options, committed, blo
 func report(ctx context.Context, o options, n int, sess wire.SessionParams, rs rounds, ms measured, hwm int64, fl *fleet, base string,
 	fail func(error) error, stdout, stderr io.Writer) error {
 	lat, bin, bout, included := rs.lat, rs.bytesIn, rs.bytesOut, rs.included
-	p50, p99 := quantile(lat, 0.5), quantile(lat, 0.99)
+	p50, p99 := loadtest.Quantile(lat, 0.5), loadtest.Quantile(lat, 0.99)
 
 	fmt.Fprintf(stdout, "session: n = %d, m = %d, d = %d, T = %d, %s, b = %d; %d of %d updates included\n",
 		n, o.m, sess.Dim, o.T, o.algorithm, o.batch, included, o.T*o.m)
@@ -260,7 +261,7 @@ func report(ctx context.Context, o options, n int, sess wire.SessionParams, rs r
 	}
 	cpuPerRound := cpuSum / roundSum
 	fmt.Fprintf(stdout, "coordinator: %.3f CPU s per round over %.0f measured rounds (%.0f%% of one core while they ran), peak RSS %.1f MiB\n",
-		cpuPerRound, roundSum, 100*cpuSum/ms.elapsed.Seconds(), mib(hwm))
+		cpuPerRound, roundSum, 100*cpuSum/ms.elapsed.Seconds(), loadtest.MiB(hwm))
 	fmt.Fprintf(stdout, "device compute (assignment received to update sent, summed): %.0f ms per round over the cohort\n",
 		float64(fl.prepNanos.Load())/1e6/float64(o.T))
 	if o.drop > 0 {
@@ -287,15 +288,15 @@ func report(ctx context.Context, o options, n int, sess wire.SessionParams, rs r
 func reportBaseline(o options, rs rounds, ms measured, cpuPerRound, roundSum, p50 float64, stdout io.Writer) {
 	blocks := max(1, min(o.blocks, o.T))
 	inPer, outPer := frameSizes(rs, o)
-	var mean baselineResult
+	var mean loadtest.BaselineResult
 	for _, b := range ms.bls {
 		k := float64(len(ms.bls))
-		mean.wallMs += b.wallMs / k
-		mean.cpuMs += b.cpuMs / k
-		mean.reads += b.reads / k
-		mean.writes += b.writes / k
+		mean.WallMs += b.WallMs / k
+		mean.CPUMs += b.CPUMs / k
+		mean.Reads += b.Reads / k
+		mean.Writes += b.Writes / k
 	}
-	blMs, blWallMs := mean.cpuMs, mean.wallMs
+	blMs, blWallMs := mean.CPUMs, mean.WallMs
 	paced := ""
 	if o.paced {
 		paced = "; clients answer after a random delay up to the coordinator's median round (-baseline-paced)"
@@ -304,7 +305,7 @@ func reportBaseline(o options, rs rounds, ms measured, cpuPerRound, roundSum, p5
 		o.m, outPer, inPer, len(ms.bls), max(1, o.baselineRep/blocks), paced, blWallMs, blMs)
 	ratios := make([]string, 0, len(ms.coordCPU))
 	for i := range min(len(ms.coordCPU), len(ms.bls)) {
-		ratios = append(ratios, fmt.Sprintf("%.2f", ms.coordCPU[i]*1000/ms.coordRounds[i]/ms.bls[i].cpuMs))
+		ratios = append(ratios, fmt.Sprintf("%.2f", ms.coordCPU[i]*1000/ms.coordRounds[i]/ms.bls[i].CPUMs))
 	}
 	fmt.Fprintf(stdout, "ratio coordinator CPU per round / baseline server CPU per round: %.2f (per block: %s)\n",
 		cpuPerRound*1000/blMs, strings.Join(ratios, ", "))
@@ -313,6 +314,6 @@ func reportBaseline(o options, rs rounds, ms measured, cpuPerRound, roundSum, p5
 		pingsPer = fmt.Sprintf("%.0f", ms.pings/roundSum)
 	}
 	fmt.Fprintf(stdout, "system calls per round (/proc/PID/io): coordinator %.0f reads, %.0f writes (heartbeat pings per round: %s); baseline server %.0f reads, %.0f writes\n",
-		float64(ms.coordSys.reads)/roundSum, float64(ms.coordSys.writes)/roundSum, pingsPer, mean.reads, mean.writes)
+		float64(ms.coordSys.Reads)/roundSum, float64(ms.coordSys.Writes)/roundSum, pingsPer, mean.Reads, mean.Writes)
 	fmt.Fprintf(stdout, "ratio coordinator round p50 / baseline wall: %.2f (the round includes the devices' compute)\n", p50/blWallMs)
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/coder/websocket"
 
 	"browserfl/device"
+	"browserfl/internal/loadtest"
 	"browserfl/shared/wire"
 )
 
@@ -50,7 +51,7 @@ func runSybils(ctx context.Context, o options, so sybilOptions, pol device.Polic
 	defer stop()
 	base := "http://" + addr
 	var sess wire.SessionParams
-	if err := getJSON(ctx, base+"/api/session?code=LOADTEST", &sess); err != nil {
+	if err := loadtest.GetJSON(ctx, base+"/api/session?code=LOADTEST", &sess); err != nil {
 		return err
 	}
 	fl, err := startFleet(ctx, o, pol, sess, 0, n, direct("ws://"+addr+"/ws"))
@@ -103,7 +104,7 @@ func reportSybils(ctx context.Context, so sybilOptions, base string, rate, incl 
 	without, with := mean(rate[0]), mean(rate[1])
 	fmt.Fprintf(stdout, "honest rounds per minute: %.1f without, %.1f with %d idle ids (%+.1f%%); updates included per round %.2f and %.2f\n",
 		without, with, so.k, 100*(with-without)/without, mean(incl[0]), mean(incl[1]))
-	if m, err := scrapeMetrics(ctx, base+"/metrics"); err == nil {
+	if m, err := loadtest.ScrapeMetrics(ctx, base+"/metrics"); err == nil {
 		var parts []string
 		for _, k := range []string{"browserfl_overselected_total", "browserfl_rounds_closed_at_target_total", "browserfl_late_updates_total", "browserfl_grace_drops_total"} {
 			parts = append(parts, fmt.Sprintf("%s %.0f", strings.TrimPrefix(k, "browserfl_"), m[k]))
@@ -150,7 +151,7 @@ func sybilWindow(ctx context.Context, so sybilOptions, w int, with bool, addr st
 		return 0, 0, err
 	}
 	t0 := time.Now()
-	err = sleep(ctx, so.window)
+	err = loadtest.Sleep(ctx, so.window)
 	c1, err2 := committedNow(ctx, base)
 	elapsed := time.Since(t0)
 	stopSybils()
@@ -171,7 +172,7 @@ func sybilWindow(ctx context.Context, so sybilOptions, w int, with bool, addr st
 		label = fmt.Sprintf("with %d idle ids (asked %d times, %d hellos)", so.k, asked.Load(), hellos.Load())
 	}
 	fmt.Fprintf(stdout, "window %d, %s: %d rounds in %.1f s = %.1f rounds per minute, %.2f updates included per round, round latency p50 %.0f ms, p99 %.0f ms\n",
-		w+1, label, c1-c0, elapsed.Seconds(), perMin, perRound, quantile(lat, 0.5), quantile(lat, 0.99))
+		w+1, label, c1-c0, elapsed.Seconds(), perMin, perRound, loadtest.Quantile(lat, 0.5), loadtest.Quantile(lat, 0.99))
 	return perMin, perRound, nil
 }
 
@@ -180,7 +181,7 @@ func committedNow(ctx context.Context, base string) (int, error) {
 	var st struct {
 		Committed int `json:"committed"`
 	}
-	err := getJSON(ctx, base+"/api/status?code=LOADTEST", &st)
+	err := loadtest.GetJSON(ctx, base+"/api/status?code=LOADTEST", &st)
 	return st.Committed, err
 }
 
@@ -192,7 +193,7 @@ func includedAfter(ctx context.Context, base string, after, upto int) (int, []fl
 	var lat []float64
 	for after < upto {
 		var recs []roundRecord
-		if err := getJSON(ctx, base+"/api/rounds?code=LOADTEST&after="+strconv.Itoa(after), &recs); err != nil {
+		if err := loadtest.GetJSON(ctx, base+"/api/rounds?code=LOADTEST&after="+strconv.Itoa(after), &recs); err != nil {
 			return 0, nil, err
 		}
 		if len(recs) == 0 {
@@ -219,7 +220,7 @@ func idleID(ctx context.Context, url string, rehello time.Duration, asked, hello
 	for ctx.Err() == nil {
 		ws, _, err := websocket.Dial(ctx, url, nil)
 		if err != nil {
-			sleep(ctx, time.Second)
+			loadtest.Sleep(ctx, time.Second)
 			continue
 		}
 		ws.SetReadLimit(1 << 24)
@@ -301,7 +302,7 @@ func sybilStartWindow(ctx context.Context, o options, so sybilOptions, pol devic
 	defer stop()
 	base := "http://" + addr
 	var sess wire.SessionParams
-	if err := getJSON(ctx, base+"/api/session?code=LOADTEST", &sess); err != nil {
+	if err := loadtest.GetJSON(ctx, base+"/api/session?code=LOADTEST", &sess); err != nil {
 		return 0, 0, err
 	}
 	sctx, stopSybils := context.WithCancel(ctx)
@@ -318,7 +319,7 @@ func sybilStartWindow(ctx context.Context, o options, so sybilOptions, pol devic
 			}()
 		}
 		for hellos.Load() < int64(so.k) {
-			if err := sleep(ctx, 50*time.Millisecond); err != nil {
+			if err := loadtest.Sleep(ctx, 50*time.Millisecond); err != nil {
 				return 0, 0, err
 			}
 		}
@@ -334,7 +335,7 @@ func sybilStartWindow(ctx context.Context, o options, so sybilOptions, pol devic
 	if err := teacher(ctx, base, "resume"); err != nil {
 		return 0, 0, err
 	}
-	if err := sleep(ctx, so.window); err != nil {
+	if err := loadtest.Sleep(ctx, so.window); err != nil {
 		return 0, 0, err
 	}
 	c, err := committedNow(ctx, base)
@@ -359,17 +360,17 @@ func startPausedCoordinator(ctx context.Context, o options, so sybilOptions, n i
 	if err := os.WriteFile(filepath.Join(dir, "host.json"), []byte(`{"teacher_secret":"`+teacherSecret+`"}`), 0o600); err != nil {
 		return fail(err)
 	}
-	addr, err := freeAddr()
+	addr, err := loadtest.FreeAddr()
 	if err != nil {
 		return fail(err)
 	}
-	_, cctx, stopCoord, err := startCoordinator(ctx, o.coordinator, sybilArgs(o, so, n, addr, dir), stderr)
+	_, cctx, stopCoord, err := loadtest.StartCoordinator(ctx, o.coordinator, sybilArgs(o, so, n, addr, dir), stderr)
 	if err != nil {
 		return fail(err)
 	}
 	stop := func() { stopCoord(); os.RemoveAll(dir) }
 	base := "http://" + addr
-	if err := waitHealthy(cctx, base); err != nil {
+	if err := loadtest.WaitHealthy(cctx, base); err != nil {
 		stop()
 		return nil, "", nil, err
 	}

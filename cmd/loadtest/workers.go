@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"browserfl/device"
+	"browserfl/internal/loadtest"
 	"browserfl/shared/wire"
 )
 
@@ -36,11 +37,11 @@ const reportEvery = 250 * time.Millisecond
 // it reports its counts on stdout. A worker exists because one process
 // can hold only as many connections as its open-files limit allows.
 func runWorker(ctx context.Context, o options, pol device.Policy, lo, hi int, edges []string, base string, stdout io.Writer) error {
-	if err := raiseNoFile(uint64(hi-lo) + 1024); err != nil {
+	if err := loadtest.RaiseNoFile(uint64(hi-lo) + 1024); err != nil {
 		return err
 	}
 	var params wire.SessionParams
-	if err := getJSON(ctx, base+"/api/session?code=LOADTEST", &params); err != nil {
+	if err := loadtest.GetJSON(ctx, base+"/api/session?code=LOADTEST", &params); err != nil {
 		return err
 	}
 	f := newFleet(ctx, hi-lo)
@@ -77,7 +78,7 @@ func runWorker(ctx context.Context, o options, pol device.Policy, lo, hi int, ed
 
 // workerSet is the device worker processes of a cluster run.
 type workerSet struct {
-	procs    []*child
+	procs    []*loadtest.Child
 	stats    []*workerStats
 	stopping atomic.Bool
 	once     sync.Once
@@ -130,7 +131,7 @@ func startWorkers(o options, args []string, n, procs int, edges []string, base s
 		wargs := append(args[:len(args):len(args)], "-stagger", (o.stagger * time.Duration(procs)).String(),
 			"-worker-range", fmt.Sprintf("%d:%d", lo, hi), "-worker-edges", strings.Join(edges, ","), "-worker-session", base)
 		st := &workerStats{}
-		c, err := startChild(self, wargs, st, stderr)
+		c, err := loadtest.StartChild(self, wargs, st, stderr)
 		if err != nil {
 			ws.stop()
 			return nil, fmt.Errorf("start device worker: %w", err)
@@ -138,9 +139,9 @@ func startWorkers(o options, args []string, n, procs int, edges []string, base s
 		ws.procs = append(ws.procs, c)
 		ws.stats = append(ws.stats, st)
 		go func() {
-			<-c.done
+			<-c.Done
 			if !ws.stopping.Load() {
-				exited(fmt.Errorf("device worker %d exited: %v", p, c.err))
+				exited(fmt.Errorf("device worker %d exited: %v", p, c.Err))
 			}
 		}()
 	}
@@ -160,7 +161,7 @@ func (ws *workerSet) waitConnected(ctx context.Context, n int) error {
 		if connected >= int64(n) {
 			return nil
 		}
-		if err := sleep(ctx, 100*time.Millisecond); err != nil {
+		if err := loadtest.Sleep(ctx, 100*time.Millisecond); err != nil {
 			return fmt.Errorf("%d of %d devices connected: %w", connected, n, err)
 		}
 	}
@@ -174,7 +175,7 @@ func (ws *workerSet) stop() {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				c.stop(10 * time.Second)
+				c.Stop(10 * time.Second)
 			}()
 		}
 		wg.Wait()
@@ -191,9 +192,9 @@ func (ws *workerSet) droppedCount() int64 {
 }
 
 func (ws *workerSet) rss() int64 {
-	r, _ := procRSS(os.Getpid())
+	r, _ := loadtest.RSS(os.Getpid())
 	for _, c := range ws.procs {
-		w, _ := procRSS(c.cmd.Process.Pid)
+		w, _ := loadtest.RSS(c.Cmd.Process.Pid)
 		r += w
 	}
 	return r

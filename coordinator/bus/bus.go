@@ -88,7 +88,7 @@ type Header struct {
 	Dim         int      `json:"dim,omitempty"`
 	Bound       float64  `json:"bound,omitempty"` // 0: no norm bound (finiteness only)
 	// Session is the session's public parameters, on a round: an edge
-	// derives the same tests of each update from them (optim.Checker).
+	// derives the same tests of each update from them (plausible.Checker).
 	Session        *wire.SessionParams `json:"session,omitempty"`
 	DeadlineMillis int                 `json:"deadline_ms,omitempty"`
 	Devices        int                 `json:"devices,omitempty"`

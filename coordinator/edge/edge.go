@@ -27,7 +27,7 @@ import (
 	"browserfl/coordinator/wsconn"
 	"browserfl/engine/check"
 	"browserfl/shared/mechanism"
-	"browserfl/shared/optim"
+	"browserfl/shared/optim/plausible"
 	"browserfl/shared/plan"
 	"browserfl/shared/wire"
 )
@@ -87,8 +87,8 @@ type Edge struct {
 	lastBeat time.Time
 	round    *edgeRound
 	// chk and chkFor: the tests of the session parameters last received
-	// with a round (optim.Checker), built once per parameters.
-	chk       *optim.Checker
+	// with a round (plausible.Checker), built once per parameters.
+	chk       *plausible.Checker
 	chkFor    wire.SessionParams
 	lastRound int // the newest round number assigned on this edge
 	rosters   int // rosters sent (each is numbered)
@@ -151,7 +151,7 @@ type edgeRound struct {
 	timer   *time.Timer
 	dim     int
 	bound   float64
-	chk     *optim.Checker // the session's tests of each update; nil: the norm bound only
+	chk     *plausible.Checker // the session's tests of each update; nil: the norm bound only
 }
 
 // New checks cfg and returns an edge ready to Run and to serve HTTP.
@@ -708,14 +708,14 @@ func (e *Edge) acceptUpdate(cn *wsconn.Conn, u wire.UpdateFrame, frameLen int) e
 	var refused error
 	switch {
 	case !(norm <= r.bound):
-		refused = errors.New("rejected: " + optim.NormWords(norm, r.bound))
+		refused = errors.New("rejected: " + plausible.NormWords(norm, r.bound))
 	case r.chk != nil:
 		refused = check.Message(r.chk, *vec, norm, hist)
 	}
 	if refused != nil {
 		e.front.Met.RejectedUpdates.Add(1)
 		// The device reads the test's reason; the teacher the plain words.
-		why := optim.TeacherWords(refused, norm, r.bound)
+		why := plausible.TeacherWords(refused, norm, r.bound)
 		e.front.Log.Warn("update rejected", "device", wsconn.ShortID(cn.ID), "round", u.T, "norm", norm, "why", refused.Error())
 		if ec := e.conns[cn.Seq]; ec != nil {
 			ec.assigned = 0
@@ -751,7 +751,7 @@ func (e *Edge) acceptUpdate(cn *wsconn.Conn, u wire.UpdateFrame, frameLen int) e
 // checked against and, once included, joins: nil without one, and nil
 // when r's checker does not test running sums (or there is none), since
 // only a checked message may join a history (the stored sum's rounding
-// bound, optim.History.Slack, assumes it).
+// bound, plausible.History.Slack, assumes it).
 func (r *edgeRound) historyOf(ec *edgeConn) *check.History {
 	if ec == nil || ec.hist == nil || r.chk == nil || !r.chk.Tracks() {
 		return nil
@@ -759,14 +759,14 @@ func (r *edgeRound) historyOf(ec *edgeConn) *check.History {
 	return &ec.hist.h
 }
 
-func (e *Edge) checkerLocked(sp *wire.SessionParams) *optim.Checker {
+func (e *Edge) checkerLocked(sp *wire.SessionParams) *plausible.Checker {
 	if sp == nil {
 		return nil
 	}
 	if e.chk != nil && reflect.DeepEqual(e.chkFor, *sp) {
 		return e.chk
 	}
-	chk, err := optim.NewChecker(plan.FromSession(*sp), sp.Dim)
+	chk, err := plausible.NewChecker(plan.FromSession(*sp), sp.Dim)
 	if err != nil {
 		e.busErrors.Add(1)
 		e.front.Log.Warn("the session's parameters make no update tests; the norm bound alone applies", "err", err)

@@ -6,7 +6,7 @@ import (
 )
 
 // An edge's histories of its devices (for the cluster
-// shape). The running-sum and persistence tests of optim.Checker need
+// shape). The running-sum and persistence tests of plausible.Checker need
 // every included update of a device since its history began, and, for a
 // history from the device's start, every round it was asked. An edge sees
 // its devices' updates one by one, but not those a device sends through

@@ -4,6 +4,7 @@ import (
 	"browserfl/coordinator/bus"
 	"browserfl/coordinator/wsconn"
 	"browserfl/shared/optim"
+	"browserfl/shared/optim/plausible"
 	"strconv"
 	"testing"
 )
@@ -120,9 +121,9 @@ func TestEdgeHistoriesBounded(t *testing.T) {
 // no checker, or one that tests messages only, it does not, so no
 // unchecked message ever reaches a history.
 func TestHistoryOnlyWhenChecked(t *testing.T) {
-	mk := func(compressor string) *optim.Checker {
+	mk := func(compressor string) *plausible.Checker {
 		p := optim.Params{Algorithm: "nc", M: 30, Cohort: 10, Rounds: 20, Batch: 16, Clip: 1, Eta: 0.5, Rho: 1.5, Compressor: compressor}
-		c, err := optim.NewChecker(p, 64)
+		c, err := plausible.NewChecker(p, 64)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -135,7 +136,7 @@ func TestHistoryOnlyWhenChecked(t *testing.T) {
 	withHist := &edgeConn{hist: &edgeHist{}}
 	for _, tc := range []struct {
 		name string
-		chk  *optim.Checker
+		chk  *plausible.Checker
 		ec   *edgeConn
 		want bool
 	}{

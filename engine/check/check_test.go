@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"browserfl/engine/check"
-	"browserfl/shared/optim"
+	"browserfl/shared/optim/plausible"
 )
 
 // TestNormOnly: the bound alone, inclusive; NaN is refused.
@@ -17,7 +17,7 @@ func TestNormOnly(t *testing.T) {
 		ok   bool
 	}{{0, true}, {2, true}, {math.Nextafter(2, 3), false}, {math.NaN(), false}, {math.Inf(1), false}} {
 		err := g.Check(nil, tc.norm, nil)
-		if (err == nil) != tc.ok || (err != nil && !errors.Is(err, optim.ErrImplausible)) {
+		if (err == nil) != tc.ok || (err != nil && !errors.Is(err, plausible.ErrImplausible)) {
 			t.Errorf("norm %v: %v, want ok %v", tc.norm, err, tc.ok)
 		}
 	}

@@ -1,5 +1,5 @@
 // Package check is the round engine's check stage (package engine): the
-// server's tests of one decoded message (Gate: optim.Checker, or the norm
+// server's tests of one decoded message (Gate: plausible.Checker, or the norm
 // bound alone for research runs) and the server's record of each device
 // they read (History). A shell keeps one History with each device it
 // knows (the coordinator with its device record, an edge per device it

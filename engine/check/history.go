@@ -1,20 +1,20 @@
 package check
 
 import (
-	"browserfl/shared/optim"
+	"browserfl/shared/optim/plausible"
 )
 
 // History is what the check stage tests a device's message against: the
 // rounds it was asked and the running sum of its included messages
-// (optim.History, read by the Gate). It is "from the start" when it holds
+// (plausible.History, read by the Gate). It is "from the start" when it holds
 // every included message of the device since its first release in the
 // session and every round it was asked since then: only then do the
 // persistence test and the noise allowed by the rounds asked apply.
-type History struct{ h optim.History }
+type History struct{ h plausible.History }
 
 // NewHistory returns an empty history, from the device's start or not
 // (a device the shell has not seen from its first release).
-func NewHistory(fromStart bool) History { return History{h: optim.History{FromStart: fromStart}} }
+func NewHistory(fromStart bool) History { return History{h: plausible.History{FromStart: fromStart}} }
 
 // Ask records that the device was asked for a round (before its answer
 // is checked).

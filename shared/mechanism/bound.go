@@ -9,7 +9,7 @@ import "math"
 // holds for every outcome of the compressor's randomness. It returns
 // +Inf when no useful bound holds (the caller then checks finiteness
 // only). The coordinator turns it into its update validation bound (see
-// optim.UpdateBound); the derivation of each case is in the comments.
+// plausible.UpdateBound); the derivation of each case is in the comments.
 //
 // Without error feedback, one message is C(x):
 //

@@ -57,30 +57,24 @@ type device struct {
 	y      mechanism.NCState
 	e      []float64 // error-feedback residual
 	h      []float64 // SoteriaFL shift
-	snap   []float64 // SVRG snapshot w
-	table  []float64 // SAGA: clipped gradient of local sample j at w_j, row-major n x d
-	avg    []float64 // SAGA: mean of the table rows
+	vr     reducer   // SVRG and SAGA (its snapshot, table and mean are committed state)
 
 	// caches (not marshalled)
 	yvec    []int64 // Y_i in grid units when yOK
 	yOK     bool
-	snapG   []float64 // SVRG: clipped full gradient at snap when snapOK
-	snapOK  bool
-	local   []dataset.Sample
 	clean   []float64 // un-noised estimate of the last Prepare
 	cleanOK bool
 
 	pend pending
 
 	// scratch
-	v, g, g2, dec []float64
-	vz            []int64 // the estimate on the grid, then the released integers
-	vzT           int     // the round whose released integers vz holds (0: none; GridRelease)
-	nz            []int64 // fresh noise: the release's draws, in grid units
-	buf           []byte
-	noise, comp   *mechanism.Stream
-	coins         *mechanism.Stream
-	idx           []int
+	v, g, dec   []float64
+	vz          []int64 // the estimate on the grid, then the released integers
+	vzT         int     // the round whose released integers vz holds (0: none; GridRelease)
+	nz          []int64 // fresh noise: the release's draws, in grid units
+	buf         []byte
+	noise, comp *mechanism.Stream
+	coins       *mechanism.Stream
 
 	// refMean, when set (by tests only), replaces batchMean: the
 	// benchmarks run the code it replaced against it in one process.
@@ -148,6 +142,9 @@ func newDevice(p Params, a Algorithm, m model.Model, entropy io.Reader) (*device
 	}
 	if a.kind.shifted {
 		dv.h = make([]float64, d)
+	}
+	if a.NeedsLocalData() {
+		dv.vr = newReducer(p, a, m, d)
 	}
 	return dv, nil
 }
@@ -282,8 +279,7 @@ func (dv *device) SetLocalData(samples []dataset.Sample) error {
 			return fmt.Errorf("optim: local sample %d: %w", i, err)
 		}
 	}
-	dv.local = samples
-	dv.snapOK = false
+	dv.vr.setLocal(samples)
 	return nil
 }
 
@@ -299,12 +295,6 @@ func (dv *device) ensureY() error {
 	dv.noise.FillDiscreteGaussian(dv.yvec, dv.y.Sigma)
 	dv.yOK = true
 	return nil
-}
-
-// clippedGrad writes into dst the per-sample quantity of the estimator,
-// checked finite and clipped to bound.
-func (dv *device) clippedGrad(dst []float64, r Round, s dataset.Sample, at []float64, bound float64) error {
-	return dv.estimator().grad(dst, r, s, at, bound)
 }
 
 // batchMean adds to v the mean over batch of the clipped per-sample
@@ -531,9 +521,9 @@ func (dv *device) estimate(r Round, batch []dataset.Sample, p *pending) error {
 		}
 		return mean(v, r, batch, dv.p.S())
 	case estSVRG:
-		return dv.svrg(r, p)
+		return dv.vr.svrg(v, r, p, dv.coins)
 	case estSAGA:
-		return dv.saga(r, p)
+		return dv.vr.saga(v, r, p, dv.coins)
 	}
 	return nil
 }
@@ -654,7 +644,7 @@ func (dv *device) pendVec(buf []float64) []float64 {
 
 func (dv *device) Commit(t int) error {
 	if !dv.pend.ok || dv.pend.t != t {
-		return fmt.Errorf("optim: commit of round %d, pending round is %d", t, dv.pendingRound())
+		return fmt.Errorf("optim: commit of round %d, pending round is %d", t, dv.PendingRound())
 	}
 	p := &dv.pend
 	if dv.a.kind.noise == noiseNC {
@@ -672,20 +662,14 @@ func (dv *device) Commit(t int) error {
 	if p.h != nil {
 		dv.h, p.h = p.h, dv.h
 	}
-	if p.snap != nil {
-		dv.snap, p.snap = p.snap, nil
-		dv.snapOK = false
-	}
-	if p.idx != nil {
-		dv.commitSAGA(p.idx, p.rows)
-	}
+	dv.vr.commit(p)
 	dv.clearPending()
 	return nil
 }
 
 func (dv *device) Abort(t int) error {
 	if !dv.pend.ok || dv.pend.t != t {
-		return fmt.Errorf("optim: abort of round %d, pending round is %d", t, dv.pendingRound())
+		return fmt.Errorf("optim: abort of round %d, pending round is %d", t, dv.PendingRound())
 	}
 	dv.clearPending()
 	// A round that was not included may be assigned again (a coordinator
@@ -702,12 +686,10 @@ func (dv *device) clearPending() {
 	dv.pend = pending{yvec: dv.pend.yvec, e: dv.pend.e, h: dv.pend.h}
 }
 
-func (dv *device) pendingRound() int {
+// PendingRound returns the round whose update awaits Commit or Abort, or 0.
+func (dv *device) PendingRound() int {
 	if !dv.pend.ok {
 		return 0
 	}
 	return dv.pend.t
 }
-
-// PendingRound returns the round whose update awaits Commit or Abort, or 0.
-func (dv *device) PendingRound() int { return dv.pendingRound() }

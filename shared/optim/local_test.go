@@ -489,39 +489,6 @@ func FuzzLocalDeviceState(f *testing.F) {
 	})
 }
 
-func TestLocalUpdateBound(t *testing.T) {
-	// Every per-sample gradient is clipped at exactly S in one fixed
-	// direction, so the K E steps add up: the clean message has norm
-	// K E S. Honest messages must stay within UpdateBound (it fails with
-	// probability <= 1e-9 per message by construction), and a bound that
-	// counted one step would reject them (K S = 8 against S + sigma chi
-	// = 3.3 here with E = 1).
-	for _, E := range []int{1, 3} {
-		p := localParams()
-		p.Batch, p.LocalSteps, p.LocalEpochs = 8, 8, E
-		base, _ := model.New("logreg", 5, 3)
-		B, why, err := UpdateBound(p, base.Dim())
-		if err != nil {
-			t.Fatal(err)
-		}
-		dv := newLocal(t, p, wild{Model: base, scale: 1e6}, 17)
-		data := synthData(mechanism.NewStream(testSeed(18), 0), p.Batch)
-		x := make([]float64, dv.dim)
-		dec := make([]float64, dv.dim)
-		for r := 1; r <= p.Rounds; r++ {
-			u, err := dv.Prepare(Round{T: r, X: x}, data)
-			if err != nil {
-				t.Fatal(err)
-			}
-			mechanism.Decode(dec, u.Payload)
-			if n := mechanism.Norm(dec); n > B || n < float64(p.LocalSteps*E)*p.Clip*0.5 {
-				t.Fatalf("E=%d round %d: honest message of norm %.4g, bound %.4g (%s); want K E S/2 <= norm <= bound", E, r, n, B, why)
-			}
-			dv.Commit(r)
-		}
-	}
-}
-
 // TestLocalReleaseSameAsPasses: the one-pass hidden-step release of
 // "local" (localDevice.release) gives, bit for bit, what the six passes
 // it replaced gave (kept here: ToGrid, FromGrid, the clean sum, the noise

@@ -30,10 +30,10 @@ func (dv *device) MarshalBinary() ([]byte, error) {
 	w.i64(int(dv.y.Sigma))
 	w.vec(dv.e)
 	w.vec(dv.h)
-	w.vec(dv.snap)
-	w.vec(dv.avg)
-	w.i64(len(dv.table))
-	for _, x := range dv.table {
+	w.vec(dv.vr.snap)
+	w.vec(dv.vr.avg)
+	w.i64(len(dv.vr.table))
+	for _, x := range dv.vr.table {
 		w.f64(x)
 	}
 	p := dv.pend
@@ -151,8 +151,8 @@ func (dv *device) UnmarshalBinary(b []byte) error {
 	dv.ledger = ledger
 	dv.n, dv.lastT, dv.y = n, lastT, y
 	dv.yOK = false
-	dv.e, dv.h, dv.snap, dv.avg, dv.table = e, h, snap, avg, table
-	dv.snapOK = false
+	dv.e, dv.h, dv.vr.snap, dv.vr.avg, dv.vr.table = e, h, snap, avg, table
+	dv.vr.snapOK = false
 	dv.cleanOK = false
 	dv.pend = p
 	return nil

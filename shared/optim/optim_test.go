@@ -877,3 +877,71 @@ func TestTrustedAndMu2KeepExactQ(t *testing.T) {
 		}
 	}
 }
+
+// TestNCChargePerRelease pins the ledger to the accounting, from literals
+// rather than from the package's own formulas: the n-th release of "nc"
+// costs rho_p^2 / (2 H_K n) zCDP, with H_K the harmonic number of the
+// release cap K (its sensitivity is 2S/b and its noise
+// sigma_n^2 = (2S/b)^2 H_K n / rho_p^2), so that K releases cost exactly
+// rho_p^2/2. H_50 = 4.499205338329425 and H_20 = 3.597739657143682 are
+// written out (not computed by the package). A ledger that charges less
+// (a sensitivity of S/b, a halved charge, the cap ignored) fails; up to 1%
+// more is allowed for the discretisation of the noise.
+func TestNCChargePerRelease(t *testing.T) {
+	for _, tc := range []struct {
+		maxReleases int
+		hK          float64
+	}{{0, 4.499205338329425}, {20, 3.597739657143682}} {
+		p := baseParams("nc") // rho_p = 8, S = 1, b = 2
+		p.Rounds = 50
+		p.MaxReleases = tc.maxReleases
+		m, _ := model.New("logreg", 5, 3)
+		dv, err := NewDevice(p, m, mechanism.NewStream(testSeed(5), 0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		data := synthData(mechanism.NewStream(testSeed(2), 0), 2)
+		x := make([]float64, m.Dim())
+		acc := dv.(Accountant)
+		prev := 0.0
+		for n := 1; n <= 10; n++ {
+			want := 64 / (2 * tc.hK * float64(n))
+			if got := acc.NextCost(); got < want*(1-1e-12) || got > want*1.01 {
+				t.Errorf("cap %d, release %d: NextCost %.9g, want %.9g", tc.maxReleases, n, got, want)
+			}
+			if _, err := dv.Prepare(Round{T: n, X: x, XPrev: x}, data); err != nil {
+				t.Fatal(err)
+			}
+			if err := dv.Commit(n); err != nil {
+				t.Fatal(err)
+			}
+			l := acc.Ledger()
+			if got := l.Rho() - prev; got < want*(1-1e-12) || got > want*1.01 {
+				t.Errorf("cap %d, release %d: ledger charged %.9g, want %.9g", tc.maxReleases, n, got, want)
+			}
+			prev = l.Rho()
+		}
+	}
+}
+
+// TestHarmonic pins H_K, the factor of the "nc" calibration, to values
+// computed independently (30-digit arithmetic), on both sides of the
+// switch from summation to the asymptotic bound at 1,024 terms. The value
+// may exceed H_K by 1.1e-8 relative (a little more noise) but never fall
+// below it (less noise than the charge assumes).
+func TestHarmonic(t *testing.T) {
+	tests := []struct {
+		k    int
+		want float64
+	}{
+		{0, 0}, {1, 1}, {2, 1.5}, {600, 6.9749784219695953816}, {1024, 7.5091756722781338334},
+		{1025, 7.5101512820342313944}, {5000, 9.0945088529844369673},
+		{1000000, 14.392726722865723631}, {1000000000, 21.300481502347944017},
+	}
+	for _, tc := range tests {
+		got := Harmonic(tc.k)
+		if got < tc.want*(1-1e-13) || got > tc.want*(1+1.1e-8) {
+			t.Errorf("Harmonic(%d) = %.17g, want %.17g (never below, at most 1.1e-8 above)", tc.k, got, tc.want)
+		}
+	}
+}

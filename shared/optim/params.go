@@ -90,7 +90,7 @@ type Params struct {
 	// session's owner states it only when every device trains on an iid
 	// shard of one dataset (the coordinator's demo shards dealt nearly
 	// iid), where the minibatch noise that makes single estimates long
-	// cancels over rounds. optim.Checker's running-sum and persistence
+	// cancels over rounds. plausible.Checker's running-sum and persistence
 	// tests then use it in place of n E, so a device that pushes one way
 	// round after round is held to about D a round (plus what its noise
 	// hides); an honest device whose sums grow faster may be refused like

@@ -82,6 +82,21 @@ func (a Algorithm) UsesXPrev() bool { return a.kind.mu2 }
 // dataset through LocalDataSetter (SVRG and SAGA full-gradient terms).
 func (a Algorithm) NeedsLocalData() bool { return a.kind.est == estSVRG || a.kind.est == estSAGA }
 
+// CancelsNoise reports whether devices add noise that cancels over their
+// releases ("nc", "shared": the message carries y_n - Y).
+func (a Algorithm) CancelsNoise() bool { return a.kind.noise == noiseNC }
+
+// FreshNoise reports whether each device release carries fresh noise of
+// its own (the fresh-noise algorithms, "local" included).
+func (a Algorithm) FreshNoise() bool { return a.kind.noise == noiseDevice }
+
+// HiddenSteps reports whether a release is the last iterate of local
+// steps the server does not see ("local").
+func (a Algorithm) HiddenSteps() bool { return a.kind.est == estLocal }
+
+// Shifted reports whether releases use SoteriaFL's shifted compression.
+func (a Algorithm) Shifted() bool { return a.kind.shifted }
+
 // Estimator is implemented by every server: a copy of its gradient
 // estimate (qtilde for the mu^2 family, where "trusted" gives the exact q
 // before the round's noise; the server shift h for SoteriaFL; nil for the

@@ -1,6 +1,12 @@
 package optim
 
-import "fmt"
+import (
+	"fmt"
+
+	"browserfl/shared/dataset"
+	"browserfl/shared/mechanism"
+	"browserfl/shared/model"
+)
 
 // SoteriaFL's variance-reduced local estimators (Algorithm 3, options II
 // and III), with every per-sample gradient clipped to S so that the
@@ -11,118 +17,158 @@ import "fmt"
 // table (SAGA) are taken at the x of the device's first Prepare (the paper
 // starts them at x^0; any start keeps the estimators unbiased).
 
-// sampleIdx draws b distinct indices of [0, n) into dv.idx (Floyd).
-func (dv *device) sampleIdx(n, b int) []int {
-	dv.idx = dv.idx[:0]
+// reducer is the state of a device's SVRG or SAGA estimator over its
+// whole local dataset: the committed snapshot, table and mean the device
+// saves, and the local data and caches it does not.
+type reducer struct {
+	name string    // the algorithm's, for errors
+	est  estimator // clipped per-sample gradients (SGD estimator)
+	dim  int
+	S    float64 // clipping bound
+	b    int     // minibatch size
+	prob float64 // Params.SnapshotProb (0: b/n)
+
+	// committed state
+	snap  []float64 // SVRG snapshot w
+	table []float64 // SAGA: clipped gradient of local sample j at w_j, row-major n x d
+	avg   []float64 // SAGA: mean of the table rows
+
+	// caches (not marshalled)
+	snapG  []float64 // SVRG: clipped full gradient at snap when snapOK
+	snapOK bool
+	local  []dataset.Sample
+
+	// scratch
+	g, g2 []float64
+	idx   []int
+}
+
+func newReducer(p Params, a Algorithm, m model.Model, d int) reducer {
+	g := make([]float64, d)
+	return reducer{name: a.Name, est: estimator{m: m, g: g}, dim: d, S: p.S(), b: p.Batch, prob: p.SnapshotProb, g: g}
+}
+
+// setLocal keeps the device's local data (checked by the caller); the
+// SVRG snapshot's full gradient is computed again from it.
+func (vr *reducer) setLocal(samples []dataset.Sample) {
+	vr.local = samples
+	vr.snapOK = false
+}
+
+// sampleIdx draws b distinct indices of [0, n) into vr.idx (Floyd).
+func (vr *reducer) sampleIdx(coins *mechanism.Stream, n, b int) []int {
+	vr.idx = vr.idx[:0]
 	mark := make(map[int]bool, b)
 	for j := n - b; j < n; j++ {
-		t := dv.coins.Intn(j + 1)
+		t := coins.Intn(j + 1)
 		if mark[t] {
 			t = j
 		}
 		mark[t] = true
-		dv.idx = append(dv.idx, t)
+		vr.idx = append(vr.idx, t)
 	}
-	return dv.idx
+	return vr.idx
 }
 
-func (dv *device) needLocal() error {
-	if dv.local == nil {
-		return fmt.Errorf("optim: %s needs SetLocalData before Prepare", dv.a.Name)
+func (vr *reducer) needLocal() error {
+	if vr.local == nil {
+		return fmt.Errorf("optim: %s needs SetLocalData before Prepare", vr.name)
 	}
 	return nil
 }
 
 // fullClipped writes (1/n) sum_j clip(grad f_j(at)) into dst.
-func (dv *device) fullClipped(dst, at []float64, r Round) error {
+func (vr *reducer) fullClipped(dst, at []float64, r Round) error {
 	clear(dst)
-	inv := 1 / float64(len(dv.local))
-	for j, s := range dv.local {
-		if err := dv.clippedGrad(dv.g, r, s, at, dv.p.S()); err != nil {
+	inv := 1 / float64(len(vr.local))
+	for j, s := range vr.local {
+		if err := vr.est.grad(vr.g, r, s, at, vr.S); err != nil {
 			return fmt.Errorf("local sample %d: %w", j, err)
 		}
-		for i, x := range dv.g {
+		for i, x := range vr.g {
 			dst[i] += x * inv
 		}
 	}
 	return nil
 }
 
-func (dv *device) svrg(r Round, p *pending) error {
-	if err := dv.needLocal(); err != nil {
+// svrg writes the SVRG estimate at r.X into v; a new snapshot, drawn
+// with the coins, goes to p.
+func (vr *reducer) svrg(v []float64, r Round, p *pending, coins *mechanism.Stream) error {
+	if err := vr.needLocal(); err != nil {
 		return err
 	}
-	if dv.snap == nil {
-		dv.snap = append([]float64(nil), r.X...)
-		dv.snapOK = false
+	if vr.snap == nil {
+		vr.snap = append([]float64(nil), r.X...)
+		vr.snapOK = false
 	}
-	if !dv.snapOK {
-		if dv.snapG == nil {
-			dv.snapG = make([]float64, dv.dim)
+	if !vr.snapOK {
+		if vr.snapG == nil {
+			vr.snapG = make([]float64, vr.dim)
 		}
-		if err := dv.fullClipped(dv.snapG, dv.snap, r); err != nil {
+		if err := vr.fullClipped(vr.snapG, vr.snap, r); err != nil {
 			return err
 		}
-		dv.snapOK = true
+		vr.snapOK = true
 	}
-	if dv.g2 == nil {
-		dv.g2 = make([]float64, dv.dim)
+	if vr.g2 == nil {
+		vr.g2 = make([]float64, vr.dim)
 	}
-	S, b := dv.p.S(), dv.p.Batch
-	v := dv.v
-	copy(v, dv.snapG)
-	for _, j := range dv.sampleIdx(len(dv.local), b) {
-		s := dv.local[j]
-		if err := dv.clippedGrad(dv.g, r, s, r.X, S); err != nil {
+	S, b := vr.S, vr.b
+	copy(v, vr.snapG)
+	for _, j := range vr.sampleIdx(coins, len(vr.local), b) {
+		s := vr.local[j]
+		if err := vr.est.grad(vr.g, r, s, r.X, S); err != nil {
 			return err
 		}
-		if err := dv.clippedGrad(dv.g2, r, s, dv.snap, S); err != nil {
+		if err := vr.est.grad(vr.g2, r, s, vr.snap, S); err != nil {
 			return err
 		}
 		for i := range v {
-			v[i] += (dv.g[i] - dv.g2[i]) / float64(b)
+			v[i] += (vr.g[i] - vr.g2[i]) / float64(b)
 		}
 	}
-	prob := dv.p.SnapshotProb
+	prob := vr.prob
 	if prob == 0 {
-		prob = float64(b) / float64(len(dv.local))
+		prob = float64(b) / float64(len(vr.local))
 	}
-	if dv.coins.Float64() < prob {
+	if coins.Float64() < prob {
 		p.snap = append([]float64(nil), r.X...)
 	}
 	return nil
 }
 
-func (dv *device) saga(r Round, p *pending) error {
-	if err := dv.needLocal(); err != nil {
+// saga writes the SAGA estimate at r.X into v; the table rows it
+// replaces go to p.
+func (vr *reducer) saga(v []float64, r Round, p *pending, coins *mechanism.Stream) error {
+	if err := vr.needLocal(); err != nil {
 		return err
 	}
-	n, d, S, b := len(dv.local), dv.dim, dv.p.S(), dv.p.Batch
-	if dv.table == nil {
-		dv.table = make([]float64, n*d)
-		dv.avg = make([]float64, d)
-		for j, s := range dv.local {
-			row := dv.table[j*d : (j+1)*d]
-			if err := dv.clippedGrad(row, r, s, r.X, S); err != nil {
-				dv.table, dv.avg = nil, nil
+	n, d, S, b := len(vr.local), vr.dim, vr.S, vr.b
+	if vr.table == nil {
+		vr.table = make([]float64, n*d)
+		vr.avg = make([]float64, d)
+		for j, s := range vr.local {
+			row := vr.table[j*d : (j+1)*d]
+			if err := vr.est.grad(row, r, s, r.X, S); err != nil {
+				vr.table, vr.avg = nil, nil
 				return fmt.Errorf("local sample %d: %w", j, err)
 			}
 			for i, x := range row {
-				dv.avg[i] += x / float64(n)
+				vr.avg[i] += x / float64(n)
 			}
 		}
 	}
-	v := dv.v
-	copy(v, dv.avg)
-	idx := dv.sampleIdx(n, b)
+	copy(v, vr.avg)
+	idx := vr.sampleIdx(coins, n, b)
 	p.idx = append([]int(nil), idx...)
 	p.rows = make([]float64, b*d)
 	for k, j := range idx {
 		row := p.rows[k*d : (k+1)*d]
-		if err := dv.clippedGrad(row, r, dv.local[j], r.X, S); err != nil {
+		if err := vr.est.grad(row, r, vr.local[j], r.X, S); err != nil {
 			return err
 		}
-		old := dv.table[j*d : (j+1)*d]
+		old := vr.table[j*d : (j+1)*d]
 		for i := range v {
 			v[i] += (row[i] - old[i]) / float64(b)
 		}
@@ -130,13 +176,21 @@ func (dv *device) saga(r Round, p *pending) error {
 	return nil
 }
 
-func (dv *device) commitSAGA(idx []int, rows []float64) {
-	d, n := dv.dim, float64(len(dv.local))
-	for k, j := range idx {
-		row := rows[k*d : (k+1)*d]
-		old := dv.table[j*d : (j+1)*d]
+// commit makes a committed round's new snapshot or table rows the state.
+func (vr *reducer) commit(p *pending) {
+	if p.snap != nil {
+		vr.snap, p.snap = p.snap, nil
+		vr.snapOK = false
+	}
+	if p.idx == nil {
+		return
+	}
+	d, n := vr.dim, float64(len(vr.local))
+	for k, j := range p.idx {
+		row := p.rows[k*d : (k+1)*d]
+		old := vr.table[j*d : (j+1)*d]
 		for i := range row {
-			dv.avg[i] += (row[i] - old[i]) / n
+			vr.avg[i] += (row[i] - old[i]) / n
 			old[i] = row[i]
 		}
 	}

@@ -13,11 +13,11 @@ import (
 func fullClippedMean(m model.Model, x []float64, p Params, dv *device) []float64 {
 	out := make([]float64, m.Dim())
 	g := make([]float64, m.Dim())
-	for _, s := range dv.local {
+	for _, s := range dv.vr.local {
 		m.Grad(g, x, s)
 		mechanism.Clip(g, p.S())
 		for i := range g {
-			out[i] += g[i] / float64(len(dv.local))
+			out[i] += g[i] / float64(len(dv.vr.local))
 		}
 	}
 	return out

@@ -3,7 +3,7 @@ package plan
 import (
 	"fmt"
 
-	"browserfl/shared/optim"
+	"browserfl/shared/optim/plausible"
 	"browserfl/shared/secagg"
 	"browserfl/shared/wire"
 )
@@ -21,10 +21,10 @@ type SecAgg struct {
 	// Dim is the model dimension d.
 	Dim int
 	// Step is the grid step: the sum's integers times Step are the sum
-	// of the releases (optim.SharedGrid).
+	// of the releases (plausible.SharedGrid).
 	Step float64
 	// MaxAbs bounds every coordinate of an honest release in grid units
-	// (optim.SharedGrid).
+	// (plausible.SharedGrid).
 	MaxAbs int64
 	// Bits is the ring's k (secagg.RingBits of MaxAbs and MaxClients):
 	// no sum of at most m honest releases wraps.
@@ -42,7 +42,7 @@ func SessionSecAgg(s wire.SessionParams) (SecAgg, error) {
 	if err := p.Validate(); err != nil {
 		return SecAgg{}, fmt.Errorf("plan: secure aggregation: %w", err)
 	}
-	step, maxAbs, err := optim.SharedGrid(p, s.Dim)
+	step, maxAbs, err := plausible.SharedGrid(p, s.Dim)
 	if err != nil {
 		return SecAgg{}, fmt.Errorf("plan: secure aggregation: %w", err)
 	}

@@ -1,4 +1,14 @@
-package optim
+// Package plausible holds the server's tests of a device message, from
+// the session's public parameters alone (docs/security.md, "Plausibility
+// of a message"): UpdateBound, the largest L2 norm an honest message
+// reaches; the Checker, which adds per-coordinate and block tests of the
+// message and, with a History (the device's running sum of included
+// messages), the same tests of the running sum and the persistence test
+// of "nc"; and SharedGrid, the integer range of a "shared" release, from
+// the same quantiles. An honest device's message fails any of them with
+// probability at most UpdateRejectProb over the whole session. The
+// coordinator, its edges and the simulator run the same tests.
+package plausible
 
 import (
 	"errors"
@@ -6,6 +16,7 @@ import (
 	"math"
 
 	"browserfl/shared/mechanism"
+	"browserfl/shared/optim"
 )
 
 // ErrImplausible is matched (errors.Is) by every rejection a Checker
@@ -276,23 +287,22 @@ type Checker struct {
 
 // NewChecker returns the checker of a session with parameters p and
 // model dimension d.
-func NewChecker(p Params, d int) (*Checker, error) {
+func NewChecker(p optim.Params, d int) (*Checker, error) {
 	norm, why, err := UpdateBound(p, d)
 	if err != nil {
 		return nil, err
 	}
 	c := &Checker{d: d, norm: norm, normWhy: why}
-	a, _ := Lookup(p.Algorithm)
-	k := a.kind
+	a, _ := optim.Lookup(p.Algorithm)
 	spec, _ := mechanism.ParseSpec(p.Compressor)
 	switch {
 	case math.IsInf(norm, 1):
 		c.why = "finiteness only: " + why
 		return c, nil
-	case k.noise != noiseNC && k.noise != noiseDevice:
+	case !a.CancelsNoise() && !a.FreshNoise():
 		c.why = "norm test only: no device noise (the norm bound is the clipping bound)"
 		return c, nil
-	case k.est == estLocal:
+	case a.HiddenSteps():
 		c.why = "norm test only: local steps are projected, so a message is not a sum of independent noises"
 		return c, nil
 	case spec.EF:
@@ -313,22 +323,21 @@ func NewChecker(p Params, d int) (*Checker, error) {
 		c.why = "norm test only: compressor " + spec.String() + " does not keep coordinates"
 		return c, nil
 	}
-	sens := Sensitivity(p)
+	sens := optim.Sensitivity(p)
 	step, err := mechanism.GridStep(sens, d)
 	if err != nil {
 		return nil, fmt.Errorf("optim: checker grid: %w", err)
 	}
 	cap := p.ReleaseCap()
 	var sz float64
-	switch k.noise {
-	case noiseNC:
-		// The device's own rule (device.ncSigmaZ) for every release
+	switch {
+	case a.CancelsNoise():
+		// The device's own rule (its sigma_Z of NCSigma) for every release
 		// count, so that a device asked A times is allowed the noise of
 		// its A-th release, not of the cap.
 		c.sigZ = make([]int64, cap+1)
-		rp := paperRho(p) // once: it solves the budget's inverse
 		for n := 1; n <= cap; n++ {
-			if c.sigZ[n], err = mechanism.DiscreteSigma(drawSigma(p, rp, n), sens, step, d); err != nil {
+			if c.sigZ[n], err = mechanism.DiscreteSigma(optim.NCSigma(p, n), sens, step, d); err != nil {
 				return nil, fmt.Errorf("optim: checker noise of release %d: %w", n, err)
 			}
 		}
@@ -336,8 +345,8 @@ func NewChecker(p Params, d int) (*Checker, error) {
 		sz = math.Sqrt(hi*hi + lo*lo)
 		c.persist = true
 		c.s1 = step * hi
-	case noiseDevice:
-		fs, err := FreshSigma(p)
+	case a.FreshNoise():
+		fs, err := optim.FreshSigma(p)
 		if err != nil {
 			return nil, err
 		}
@@ -403,9 +412,9 @@ func fracKOf(frac float64, k, d int) int {
 // signalBound is E, the largest L2 norm of an honest device's estimate
 // before noise: S for the mean of clipped per-sample quantities, 3S for
 // the SVRG and SAGA estimators (two minibatch terms and one full term).
-func signalBound(p Params) float64 {
-	a, _ := Lookup(p.Algorithm)
-	if a.kind.est == estSVRG || a.kind.est == estSAGA {
+func signalBound(p optim.Params) float64 {
+	a, _ := optim.Lookup(p.Algorithm)
+	if a.NeedsLocalData() { // the SVRG and SAGA estimators
 		return 3 * p.S()
 	}
 	return p.S()

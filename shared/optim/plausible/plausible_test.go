@@ -1,4 +1,4 @@
-package optim
+package plausible
 
 import (
 	"errors"
@@ -9,6 +9,7 @@ import (
 	"browserfl/shared/dataset"
 	"browserfl/shared/mechanism"
 	"browserfl/shared/model"
+	"browserfl/shared/optim"
 )
 
 // spiky is the honest worst case for the coordinate and block tests: every
@@ -74,11 +75,11 @@ func TestCheckerPassesHonestDevices(t *testing.T) {
 			t.Errorf("%s %q: shape %v history %v, want %v %v (%s)", tc.alg, tc.comp, c.Shape(), c.Tracks(), tc.shape, tc.history, c.Describe())
 		}
 		for _, mc := range models {
-			dv, err := NewDevice(p, mc.m, mechanism.NewStream(testSeed(9), 0))
+			dv, err := optim.NewDevice(p, mc.m, mechanism.NewStream(testSeed(9), 0))
 			if err != nil {
 				t.Fatal(err)
 			}
-			if ls, ok := dv.(LocalDataSetter); ok && lookup(tc.alg).NeedsLocalData() {
+			if ls, ok := dv.(optim.LocalDataSetter); ok && lookup(tc.alg).NeedsLocalData() {
 				if err := ls.SetLocalData(synthData(mechanism.NewStream(testSeed(3), 0), p.LocalSize)); err != nil {
 					t.Fatal(err)
 				}
@@ -88,7 +89,7 @@ func TestCheckerPassesHonestDevices(t *testing.T) {
 			h := History{FromStart: true}
 			sent := 0
 			for r := 1; r <= p.Rounds; r++ {
-				u, err := dv.Prepare(Round{T: r, X: x, XPrev: x}, data)
+				u, err := dv.Prepare(optim.Round{T: r, X: x, XPrev: x}, data)
 				if err != nil {
 					break // budget of the fresh-noise algorithms
 				}
@@ -114,8 +115,8 @@ func TestCheckerPassesHonestDevices(t *testing.T) {
 }
 
 // lookup is Lookup without the error, for table tests.
-func lookup(alg string) Algorithm {
-	a, _ := Lookup(alg)
+func lookup(alg string) optim.Algorithm {
+	a, _ := optim.Lookup(alg)
 	return a
 }
 
@@ -126,7 +127,7 @@ func lookup(alg string) Algorithm {
 // constant shows here first.
 func TestCheckerPassesHonestDevicesAtScale(t *testing.T) {
 	base, _ := model.New("logreg", 784, 10)
-	p := Params{Algorithm: "nc", Model: "logreg", Features: 784, Classes: 10, M: 10, Cohort: 10, Rounds: 40,
+	p := optim.Params{Algorithm: "nc", Model: "logreg", Features: 784, Classes: 10, M: 10, Cohort: 10, Rounds: 40,
 		Batch: 4, Clip: 1, Eta: 0.05, Rho: 2}
 	c, err := NewChecker(p, base.Dim())
 	if err != nil {
@@ -137,7 +138,7 @@ func TestCheckerPassesHonestDevicesAtScale(t *testing.T) {
 		data[i] = dataset.Sample{X: make([]float32, 784), Label: i % 10}
 	}
 	for _, m := range []model.Model{spiky{Model: base, at: 7849}, wild{Model: base, scale: 1e6}} {
-		dv, err := NewDevice(p, m, mechanism.NewStream(testSeed(11), 0))
+		dv, err := optim.NewDevice(p, m, mechanism.NewStream(testSeed(11), 0))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -145,7 +146,7 @@ func TestCheckerPassesHonestDevicesAtScale(t *testing.T) {
 		dec := make([]float64, base.Dim())
 		h := History{FromStart: true}
 		for r := 1; r <= p.Rounds; r++ {
-			u, err := dv.Prepare(Round{T: r, X: x, XPrev: x}, data)
+			u, err := dv.Prepare(optim.Round{T: r, X: x, XPrev: x}, data)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -168,7 +169,7 @@ func TestCheckerPassesHonestDevicesAtScale(t *testing.T) {
 // ncRef returns, computed here from the published formulas rather than by
 // the Checker, the per-coordinate noise proxy s of one "nc" message, the
 // grid step, and R for p at dimension d.
-func ncRef(t *testing.T, p Params, d int) (s, step float64) {
+func ncRef(t *testing.T, p optim.Params, d int) (s, step float64) {
 	t.Helper()
 	sens := 2 * p.S() / float64(p.Batch)
 	step, err := mechanism.GridStep(sens, d)
@@ -176,11 +177,11 @@ func ncRef(t *testing.T, p Params, d int) (s, step float64) {
 		t.Fatal(err)
 	}
 	K := p.ReleaseCap()
-	hi, err := mechanism.DiscreteSigma(NCSigma(p, K), sens, step, d)
+	hi, err := mechanism.DiscreteSigma(optim.NCSigma(p, K), sens, step, d)
 	if err != nil {
 		t.Fatal(err)
 	}
-	lo, err := mechanism.DiscreteSigma(NCSigma(p, K-1), sens, step, d)
+	lo, err := mechanism.DiscreteSigma(optim.NCSigma(p, K-1), sens, step, d)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -197,7 +198,7 @@ func ncRef(t *testing.T, p Params, d int) (s, step float64) {
 // running sum 1% over each limit is refused and one 1% under passes.
 func TestCheckerLimitsAreTight(t *testing.T) {
 	const d = 7850
-	p := Params{Algorithm: "nc", M: 30, Cohort: 10, Rounds: 200, Batch: 16, Clip: 1, Eta: 0.5, Rho: 1.5}
+	p := optim.Params{Algorithm: "nc", M: 30, Cohort: 10, Rounds: 200, Batch: 16, Clip: 1, Eta: 0.5, Rho: 1.5}
 	c, err := NewChecker(p, d)
 	if err != nil {
 		t.Fatal(err)
@@ -311,7 +312,7 @@ func TestCheckerLimitsAreTight(t *testing.T) {
 	// the derivation (PersistLimit's doc) with its quantiles written out.
 	_, _ = ncRef(t, p, d)
 	sens := 2 * p.S() / float64(p.Batch)
-	hiZ, _ := mechanism.DiscreteSigma(NCSigma(p, 200), sens, step, d)
+	hiZ, _ := mechanism.DiscreteSigma(optim.NCSigma(p, 200), sens, step, d)
 	s1 := step * float64(hiZ)
 	chiY := math.Sqrt(d + 2*math.Sqrt(d*math.Log(2*R/prob)) + 2*math.Log(2*R/prob))
 	zp := math.Sqrt(2 * math.Log(12*R/prob))
@@ -396,14 +397,14 @@ func containsAny(s, chars string) bool {
 // spike passes where the asks are unknown.
 func TestCheckerFollowsAsks(t *testing.T) {
 	const d = 7850
-	p := Params{Algorithm: "nc", M: 30, Cohort: 10, Rounds: 200, Batch: 16, Clip: 1, Eta: 0.5, Rho: 1.5}
+	p := optim.Params{Algorithm: "nc", M: 30, Cohort: 10, Rounds: 200, Batch: 16, Clip: 1, Eta: 0.5, Rho: 1.5}
 	c, err := NewChecker(p, d)
 	if err != nil {
 		t.Fatal(err)
 	}
 	sens := 2 * p.S() / float64(p.Batch)
 	step, _ := mechanism.GridStep(sens, d)
-	z1, err := mechanism.DiscreteSigma(NCSigma(p, 1), sens, step, d)
+	z1, err := mechanism.DiscreteSigma(optim.NCSigma(p, 1), sens, step, d)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -444,7 +445,7 @@ func TestCheckerFollowsAsks(t *testing.T) {
 // and one at 1.01 x is refused, where the checker without D accepts it.
 func TestCheckerSignalBound(t *testing.T) {
 	const d = 7850
-	base := Params{Algorithm: "nc", M: 30, Cohort: 10, Rounds: 200, Batch: 16, Clip: 1, Eta: 0.5, Rho: 1.5}
+	base := optim.Params{Algorithm: "nc", M: 30, Cohort: 10, Rounds: 200, Batch: 16, Clip: 1, Eta: 0.5, Rho: 1.5}
 	const D, E = 0.2, 1.0
 	p := base
 	p.SignalBound = D
@@ -479,7 +480,7 @@ func TestCheckerSignalBound(t *testing.T) {
 	// k E' in the first two terms (PersistLimit's derivation).
 	_, step := ncRef(t, p, d)
 	sens := 2 * p.S() / float64(p.Batch)
-	hiZ, err := mechanism.DiscreteSigma(NCSigma(p, 200), sens, step, d)
+	hiZ, err := mechanism.DiscreteSigma(optim.NCSigma(p, 200), sens, step, d)
 	if err != nil {
 		t.Fatal(err)
 	}

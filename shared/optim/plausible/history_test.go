@@ -1,4 +1,4 @@
-package optim
+package plausible
 
 import (
 	"errors"
@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"browserfl/shared/mechanism"
+	"browserfl/shared/optim"
 )
 
 // blocksOf returns the tests' blocks of k consecutive coordinates of a
@@ -135,7 +136,7 @@ func TestHistoryReset(t *testing.T) {
 // reach is refused.
 func TestHistoryRoundingIsAllowed(t *testing.T) {
 	const d = 7850
-	p := Params{Algorithm: "nc", M: 30, Cohort: 10, Rounds: 200, Batch: 16, Clip: 1, Eta: 0.5, Rho: 1.5}
+	p := optim.Params{Algorithm: "nc", M: 30, Cohort: 10, Rounds: 200, Batch: 16, Clip: 1, Eta: 0.5, Rho: 1.5}
 	c, err := NewChecker(p, d)
 	if err != nil {
 		t.Fatal(err)

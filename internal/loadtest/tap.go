@@ -1,4 +1,4 @@
-package main
+package loadtest
 
 import (
 	"fmt"
@@ -19,34 +19,38 @@ var busKinds = map[byte]string{
 	20: "control", 21: "close", 22: "round", 23: "session-beat",
 }
 
-// tapKey is a direction ("up": edge to session, "down") and a kind.
-type tapKey struct {
+// TapKey is a direction ("up": edge to session, "down") and a kind.
+type TapKey struct {
 	dir  string
 	kind byte
 }
 
-type tapCount struct{ msgs, bytes int64 }
+// TapCount is what a Tap counted on one subject kind: messages and bytes.
+type TapCount struct{ msgs, bytes int64 }
 
-// natsTap counts the cluster's envelopes on NATS by direction and kind
+// Tap counts the cluster's envelopes on NATS by direction and kind
 // (extra subscribers: the NATS server sends them a copy of everything).
 // The bus admits only the cluster's own keys, each on its own subjects:
 // the tap reads the edges' side with the session's key and each edge's
 // down subject with that edge's key.
-type natsTap struct {
+type Tap struct {
 	ncs []*nats.Conn
 	mu  sync.Mutex
-	c   map[tapKey]tapCount
+	c   map[TapKey]TapCount
 }
 
-func startTap(url, prefix, keysDir string, edges []string) (*natsTap, error) {
-	t := &natsTap{c: map[tapKey]tapCount{}}
+// StartTap subscribes, on the NATS server at url, to the cluster bus
+// subjects under prefix (with the keys in keysDir) of the session and of
+// each edge, and counts what passes.
+func StartTap(url, prefix, keysDir string, edges []string) (*Tap, error) {
+	t := &Tap{c: map[TapKey]TapCount{}}
 	if err := t.add(url, bus.SessionSeedFile(keysDir), prefix+".up.*"); err != nil {
-		t.close()
+		t.Close()
 		return nil, err
 	}
 	for _, id := range edges {
 		if err := t.add(url, bus.EdgeSeedFile(keysDir, id), prefix+".down."+id); err != nil {
-			t.close()
+			t.Close()
 			return nil, err
 		}
 	}
@@ -54,7 +58,7 @@ func startTap(url, prefix, keysDir string, edges []string) (*natsTap, error) {
 }
 
 // add subscribes to subject with the key in seed.
-func (t *natsTap) add(url, seed, subject string) error {
+func (t *Tap) add(url, seed, subject string) error {
 	key, err := nats.NkeyOptionFromSeed(seed)
 	if err != nil {
 		return fmt.Errorf("nats tap: %w", err)
@@ -69,7 +73,7 @@ func (t *natsTap) add(url, seed, subject string) error {
 		if len(f) != 3 || len(m.Data) < 2 {
 			return
 		}
-		k := tapKey{f[1], m.Data[1]}
+		k := TapKey{f[1], m.Data[1]}
 		t.mu.Lock()
 		c := t.c[k]
 		c.msgs++
@@ -87,39 +91,41 @@ func (t *natsTap) add(url, seed, subject string) error {
 	return nil
 }
 
-func (t *natsTap) snapshot() map[tapKey]tapCount {
+// Snapshot returns a copy of the counts so far.
+func (t *Tap) Snapshot() map[TapKey]TapCount {
 	for _, nc := range t.ncs {
 		nc.Flush()
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	out := make(map[tapKey]tapCount, len(t.c))
+	out := make(map[TapKey]TapCount, len(t.c))
 	for k, v := range t.c {
 		out[k] = v
 	}
 	return out
 }
 
-func (t *natsTap) close() {
+// Close ends the subscriptions.
+func (t *Tap) Close() {
 	for _, nc := range t.ncs {
 		nc.Close()
 	}
 }
 
-// printTap prints what crossed NATS between two snapshots, per round.
-func printTap(w io.Writer, before, after map[tapKey]tapCount, rounds int) {
-	keys := make([]tapKey, 0, len(after))
+// PrintTap prints what crossed NATS between two snapshots, per round.
+func PrintTap(w io.Writer, before, after map[TapKey]TapCount, rounds int) {
+	keys := make([]TapKey, 0, len(after))
 	for k := range after {
 		keys = append(keys, k)
 	}
-	slices.SortFunc(keys, func(a, b tapKey) int {
+	slices.SortFunc(keys, func(a, b TapKey) int {
 		if a.dir != b.dir {
 			return strings.Compare(b.dir, a.dir) // up first
 		}
 		return int(a.kind) - int(b.kind)
 	})
 	for _, k := range keys {
-		d := tapCount{after[k].msgs - before[k].msgs, after[k].bytes - before[k].bytes}
+		d := TapCount{after[k].msgs - before[k].msgs, after[k].bytes - before[k].bytes}
 		if d.msgs == 0 {
 			continue
 		}

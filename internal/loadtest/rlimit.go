@@ -1,16 +1,16 @@
 //go:build unix
 
-package main
+package loadtest
 
 import (
 	"fmt"
 	"syscall"
 )
 
-// raiseNoFile raises this process's open-file limit (inherited by the
+// RaiseNoFile raises this process's open-file limit (inherited by the
 // processes it starts) to at least need: the soft limit up to the hard
 // one, and the hard one too where the process may (root).
-func raiseNoFile(need uint64) error {
+func RaiseNoFile(need uint64) error {
 	var l syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &l); err != nil {
 		return fmt.Errorf("getrlimit: %w", err)
@@ -34,8 +34,8 @@ func raiseNoFile(need uint64) error {
 	return fmt.Errorf("open files limited to %d, want %d", l.Max, need)
 }
 
-// noFileLimit returns this process's open-files limit (soft).
-func noFileLimit() uint64 {
+// NoFileLimit returns this process's open-files limit (soft).
+func NoFileLimit() uint64 {
 	var l syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &l); err != nil {
 		return 1024

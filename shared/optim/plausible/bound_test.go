@@ -1,11 +1,13 @@
-package optim
+package plausible
 
 import (
 	"math"
 	"testing"
 
+	"browserfl/shared/dataset"
 	"browserfl/shared/mechanism"
 	"browserfl/shared/model"
+	"browserfl/shared/optim"
 )
 
 // TestUpdateBoundHoldsForHonestDevices runs honest devices whose every
@@ -34,7 +36,7 @@ func TestUpdateBoundHoldsForHonestDevices(t *testing.T) {
 		if err != nil || !(B > 0) || math.IsInf(B, 0) {
 			t.Fatalf("%s %q: bound %v (%s), %v", tc.alg, tc.comp, B, why, err)
 		}
-		dv, err := NewDevice(p, wild{Model: base, scale: 1e6}, mechanism.NewStream(testSeed(9), 0))
+		dv, err := optim.NewDevice(p, wild{Model: base, scale: 1e6}, mechanism.NewStream(testSeed(9), 0))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -42,7 +44,7 @@ func TestUpdateBoundHoldsForHonestDevices(t *testing.T) {
 		dec := make([]float64, base.Dim())
 		worst := 0.0
 		for r := 1; r <= p.Rounds; r++ {
-			u, err := dv.Prepare(Round{T: r, X: x, XPrev: x}, data)
+			u, err := dv.Prepare(optim.Round{T: r, X: x, XPrev: x}, data)
 			if err != nil {
 				break // budget of the fresh-noise algorithms
 			}
@@ -68,13 +70,13 @@ func TestUpdateBoundHoldsForHonestDevices(t *testing.T) {
 // (sqrt(1 + 2 sqrt(u/d) + 2u/d), about 1.05 here), S and the factor 1.02:
 // it must stay within 1.15 of sqrt(2 d) sigma_T plus S.
 func TestUpdateBoundIsTight(t *testing.T) {
-	p := Params{Algorithm: "nc", M: 30, Cohort: 10, Rounds: 200, Batch: 16, Clip: 1, Eta: 0.5, Rho: 1.5}
+	p := optim.Params{Algorithm: "nc", M: 30, Cohort: 10, Rounds: 200, Batch: 16, Clip: 1, Eta: 0.5, Rho: 1.5}
 	d := 7850
 	B, why, err := UpdateBound(p, d)
 	if err != nil {
 		t.Fatal(err)
 	}
-	hi, lo := NCSigma(p, p.Rounds), NCSigma(p, p.Rounds-1)
+	hi, lo := optim.NCSigma(p, p.Rounds), optim.NCSigma(p, p.Rounds-1)
 	typical := math.Sqrt((hi*hi+lo*lo)*float64(d)) + p.S()
 	if r := B / typical; r < 1 || r > 1.15 {
 		t.Errorf("bound %.6g is %.3f x the typical honest norm %.6g (%s)", B, r, typical, why)
@@ -92,75 +94,78 @@ func TestUpdateBoundFinitenessOnly(t *testing.T) {
 	if err != nil || !math.IsInf(B, 1) {
 		t.Errorf("unclipped mu2: bound %v, %v; want +Inf", B, err)
 	}
-	if _, _, err := UpdateBound(Params{Algorithm: "nc"}, 18); err == nil {
+	if _, _, err := UpdateBound(optim.Params{Algorithm: "nc"}, 18); err == nil {
 		t.Error("invalid parameters accepted")
 	}
 }
 
-// TestNCChargePerRelease pins the ledger to the accounting, from literals
-// rather than from the package's own formulas: the n-th release of "nc"
-// costs rho_p^2 / (2 H_K n) zCDP, with H_K the harmonic number of the
-// release cap K (its sensitivity is 2S/b and its noise
-// sigma_n^2 = (2S/b)^2 H_K n / rho_p^2), so that K releases cost exactly
-// rho_p^2/2. H_50 = 4.499205338329425 and H_20 = 3.597739657143682 are
-// written out (not computed by the package). A ledger that charges less
-// (a sensitivity of S/b, a halved charge, the cap ignored) fails; up to 1%
-// more is allowed for the discretisation of the noise.
-func TestNCChargePerRelease(t *testing.T) {
-	for _, tc := range []struct {
-		maxReleases int
-		hK          float64
-	}{{0, 4.499205338329425}, {20, 3.597739657143682}} {
-		p := baseParams("nc") // rho_p = 8, S = 1, b = 2
-		p.Rounds = 50
-		p.MaxReleases = tc.maxReleases
-		m, _ := model.New("logreg", 5, 3)
-		dv, err := NewDevice(p, m, mechanism.NewStream(testSeed(5), 0))
+func TestLocalUpdateBound(t *testing.T) {
+	// Every per-sample gradient is clipped at exactly S in one fixed
+	// direction, so the K E steps add up: the clean message has norm
+	// K E S. Honest messages must stay within UpdateBound (it fails with
+	// probability <= 1e-9 per message by construction), and a bound that
+	// counted one step would reject them (K S = 8 against S + sigma chi
+	// = 3.3 here with E = 1).
+	for _, E := range []int{1, 3} {
+		p := localParams()
+		p.Batch, p.LocalSteps, p.LocalEpochs = 8, 8, E
+		base, _ := model.New("logreg", 5, 3)
+		B, why, err := UpdateBound(p, base.Dim())
 		if err != nil {
 			t.Fatal(err)
 		}
-		data := synthData(mechanism.NewStream(testSeed(2), 0), 2)
-		x := make([]float64, m.Dim())
-		acc := dv.(Accountant)
-		prev := 0.0
-		for n := 1; n <= 10; n++ {
-			want := 64 / (2 * tc.hK * float64(n))
-			if got := acc.NextCost(); got < want*(1-1e-12) || got > want*1.01 {
-				t.Errorf("cap %d, release %d: NextCost %.9g, want %.9g", tc.maxReleases, n, got, want)
-			}
-			if _, err := dv.Prepare(Round{T: n, X: x, XPrev: x}, data); err != nil {
+		dv := newLocal(t, p, wild{Model: base, scale: 1e6}, 17)
+		d := base.Dim()
+		data := synthData(mechanism.NewStream(testSeed(18), 0), p.Batch)
+		x := make([]float64, d)
+		dec := make([]float64, d)
+		for r := 1; r <= p.Rounds; r++ {
+			u, err := dv.Prepare(optim.Round{T: r, X: x}, data)
+			if err != nil {
 				t.Fatal(err)
 			}
-			if err := dv.Commit(n); err != nil {
-				t.Fatal(err)
+			mechanism.Decode(dec, u.Payload)
+			if n := mechanism.Norm(dec); n > B || n < float64(p.LocalSteps*E)*p.Clip*0.5 {
+				t.Fatalf("E=%d round %d: honest message of norm %.4g, bound %.4g (%s); want K E S/2 <= norm <= bound", E, r, n, B, why)
 			}
-			l := acc.Ledger()
-			if got := l.Rho() - prev; got < want*(1-1e-12) || got > want*1.01 {
-				t.Errorf("cap %d, release %d: ledger charged %.9g, want %.9g", tc.maxReleases, n, got, want)
-			}
-			prev = l.Rho()
+			dv.Commit(r)
 		}
 	}
 }
 
-// TestHarmonic pins H_K, the factor of the "nc" calibration, to values
-// computed independently (30-digit arithmetic), on both sides of the
-// switch from summation to the asymptotic bound at 1,024 terms. The value
-// may exceed H_K by 1.1e-8 relative (a little more noise) but never fall
-// below it (less noise than the charge assumes).
-func TestHarmonic(t *testing.T) {
-	tests := []struct {
-		k    int
-		want float64
-	}{
-		{0, 0}, {1, 1}, {2, 1.5}, {600, 6.9749784219695953816}, {1024, 7.5091756722781338334},
-		{1025, 7.5101512820342313944}, {5000, 9.0945088529844369673},
-		{1000000, 14.392726722865723631}, {1000000000, 21.300481502347944017},
+// TestLocalOPUpdateBound: under output perturbation a message is the sum
+// of K E noiseless steps plus one noise vector; honest messages stay
+// within the coordinator's UpdateBound (which fails an honest message
+// with probability <= 1e-9 by construction), here with every gradient
+// near its bound in one direction (the linear loss, features +e_1), and
+// the bound covers the clean message K E G.
+func TestLocalOPUpdateBound(t *testing.T) {
+	p := opParams()
+	p.Model, p.Clip, p.Eta, p.Classes, p.Features = "linear-unit", 1, 1, 1, 5
+	p.Rounds = 40
+	B, why, err := UpdateBound(p, 5)
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, tc := range tests {
-		got := Harmonic(tc.k)
-		if got < tc.want*(1-1e-13) || got > tc.want*(1+1.1e-8) {
-			t.Errorf("Harmonic(%d) = %.17g, want %.17g (never below, at most 1.1e-8 above)", tc.k, got, tc.want)
+	dv := newLocal(t, p, model.NewUnitLinear(5), 5)
+	data := make([]dataset.Sample, p.Batch)
+	for i := range data {
+		data[i] = dataset.Sample{X: []float32{1, 0, 0, 0, 0}}
+	}
+	x, dec := make([]float64, 5), make([]float64, 5)
+	for r := 1; r <= p.Rounds; r++ {
+		u, err := dv.Prepare(optim.Round{T: r, X: x}, data)
+		if err != nil {
+			t.Fatal(err)
 		}
+		mechanism.Decode(dec, u.Payload)
+		// The clean message is K E times a gradient of norm 1 - 1e-6.
+		if n := mechanism.Norm(dec); n > B {
+			t.Fatalf("round %d: honest message of norm %.4g over the bound %.4g (%s)", r, n, B, why)
+		}
+		dv.Commit(r)
+	}
+	if clean := float64(p.LocalSteps * p.LocalEpochs); B < clean {
+		t.Errorf("bound %.4g below the clean message's norm %v (%s)", B, clean, why)
 	}
 }

@@ -1,10 +1,11 @@
-package optim
+package plausible
 
 import (
 	"fmt"
 	"math"
 
 	"browserfl/shared/mechanism"
+	"browserfl/shared/optim"
 )
 
 // UpdateRejectProb is the largest probability with which any message of
@@ -40,35 +41,34 @@ const UpdateRejectProb = 1e-9
 // multiplies by mechanism.Spec.NormFactor(d, T). A final factor 1.02
 // covers the noise's discretisation onto a grid and floating-point
 // rounding of the sums.
-func UpdateBound(p Params, d int) (float64, string, error) {
+func UpdateBound(p optim.Params, d int) (float64, string, error) {
 	if err := p.Validate(); err != nil {
 		return 0, "", err
 	}
 	if d < 1 {
 		return 0, "", fmt.Errorf("optim: update bound for dimension %d", d)
 	}
-	a, _ := Lookup(p.Algorithm)
-	k := a.kind
+	a, _ := optim.Lookup(p.Algorithm)
 	spec, _ := mechanism.ParseSpec(p.Compressor)
 	S := p.S()
 	if !(S > 0) {
 		return math.Inf(1), "no clipping bound: finiteness only", nil
 	}
-	if k.shifted {
+	if a.Shifted() {
 		return math.Inf(1), "shifted compression: finiteness only", nil
 	}
 	E := signalBound(p)
 	var sigma float64
-	switch k.noise {
-	case noiseNC:
-		hi := NCSigma(p, p.Rounds)
+	switch {
+	case a.CancelsNoise():
+		hi := optim.NCSigma(p, p.Rounds)
 		lo := 0.0
 		if p.Rounds > 1 {
-			lo = NCSigma(p, p.Rounds-1)
+			lo = optim.NCSigma(p, p.Rounds-1)
 		}
 		sigma = math.Sqrt(hi*hi + lo*lo)
-	case noiseDevice:
-		f, err := FreshSigma(p)
+	case a.FreshNoise():
+		f, err := optim.FreshSigma(p)
 		if err != nil {
 			return 0, "", err
 		}
@@ -81,11 +81,11 @@ func UpdateBound(p Params, d int) (float64, string, error) {
 	// Under output perturbation the K E steps are noiseless and the
 	// message carries one noise vector: K E estimates plus one draw.
 	steps := 1.0
-	if k.est == estLocal {
+	if a.HiddenSteps() {
 		steps = float64(p.HiddenSteps())
 	}
 	draws := steps
-	if LocalOutputPerturbation(p) {
+	if optim.LocalOutputPerturbation(p) {
 		draws = 1
 	}
 	fd := float64(d)

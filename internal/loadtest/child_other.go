@@ -1,6 +1,6 @@
 //go:build unix && !linux
 
-package main
+package loadtest
 
 import "syscall"
 

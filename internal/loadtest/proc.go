@@ -1,4 +1,4 @@
-package main
+package loadtest
 
 import (
 	"context"
@@ -15,42 +15,44 @@ import (
 	"time"
 )
 
-// child is a process started in its own process group, so that stop
+// Child is a process started in its own process group, so that stop
 // reaches everything it started too.
-type child struct {
-	cmd  *exec.Cmd
-	done chan struct{} // closed when the process has exited
-	err  error         // Wait's result, set before done is closed
+type Child struct {
+	Cmd  *exec.Cmd
+	Done chan struct{} // closed when the process has exited
+	Err  error         // Wait's result, set before done is closed
 }
 
-func startChild(name string, args []string, stdout, stderr io.Writer) (*child, error) {
+// StartChild starts name with args in its own process group (Child.Stop
+// reaches everything it starts), its output going to stdout and stderr.
+func StartChild(name string, args []string, stdout, stderr io.Writer) (*Child, error) {
 	cmd := exec.Command(name, args...)
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	cmd.SysProcAttr = childAttr()
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	c := &child{cmd: cmd, done: make(chan struct{})}
+	c := &Child{Cmd: cmd, Done: make(chan struct{})}
 	go func() {
-		c.err = cmd.Wait()
-		close(c.done)
+		c.Err = cmd.Wait()
+		close(c.Done)
 	}()
 	return c, nil
 }
 
-// stop interrupts the child's process group, waits up to grace for the
-// child to exit, then kills whatever is left of the group.
-func (c *child) stop(grace time.Duration) {
-	pgid := c.cmd.Process.Pid
+// Stop interrupts the child's process group, waits up to grace for the
+// Child to exit, then kills whatever is left of the group.
+func (c *Child) Stop(grace time.Duration) {
+	pgid := c.Cmd.Process.Pid
 	syscall.Kill(-pgid, syscall.SIGINT)
 	t := time.NewTimer(grace)
 	defer t.Stop()
 	select {
-	case <-c.done:
+	case <-c.Done:
 	case <-t.C:
 	}
 	syscall.Kill(-pgid, syscall.SIGKILL) // ESRCH when the group is gone
-	<-c.done
+	<-c.Done
 	// A signal is delivered asynchronously: wait (a bounded time: a
 	// member that has died but is not reaped yet still counts) until
 	// no member of the group is left.
@@ -62,24 +64,24 @@ func (c *child) stop(grace time.Duration) {
 	}
 }
 
-// procRSS returns the resident set size of pid (Linux /proc).
-func procRSS(pid int) (int64, error) { return procStatusKB(pid, "VmRSS") }
+// RSS returns the resident set size of pid (Linux /proc).
+func RSS(pid int) (int64, error) { return procStatusKB(pid, "VmRSS") }
 
-// procHWM returns the peak resident set size of pid.
-func procHWM(pid int) (int64, error) { return procStatusKB(pid, "VmHWM") }
+// HWM returns the peak resident set size of pid.
+func HWM(pid int) (int64, error) { return procStatusKB(pid, "VmHWM") }
 
 func procStatusKB(pid int, key string) (int64, error) {
-	v, err := procKeys(pid, "status", key)
+	v, err := ProcKeys(pid, "status", key)
 	if err != nil {
 		return 0, err
 	}
 	return v[0] * 1024, nil
 }
 
-// procKeys reads /proc/PID/file, made of "key: value [unit]" lines, and
+// ProcKeys reads /proc/PID/file, made of "key: value [unit]" lines, and
 // returns the integer values of keys (keys without their colon), in
 // order; it is an error if one is missing.
-func procKeys(pid int, file string, keys ...string) ([]int64, error) {
+func ProcKeys(pid int, file string, keys ...string) ([]int64, error) {
 	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), file))
 	if err != nil {
 		return nil, err
@@ -107,23 +109,23 @@ func procKeys(pid int, file string, keys ...string) ([]int64, error) {
 	return vals, nil
 }
 
-// syscalls counts a process's read-like and write-like system calls
+// Syscalls counts a process's read-like and write-like system calls
 // (/proc/PID/io's syscr and syscw: read, recvmsg, ... and write,
 // writev, pwrite, ...).
-type syscalls struct{ reads, writes int64 }
+type Syscalls struct{ Reads, Writes int64 }
 
-// procSyscalls returns pid's system call counts so far.
-func procSyscalls(pid int) (syscalls, error) {
-	v, err := procKeys(pid, "io", "syscr", "syscw")
+// ProcSyscalls returns pid's system call counts so far.
+func ProcSyscalls(pid int) (Syscalls, error) {
+	v, err := ProcKeys(pid, "io", "syscr", "syscw")
 	if err != nil {
-		return syscalls{}, err
+		return Syscalls{}, err
 	}
-	return syscalls{reads: v[0], writes: v[1]}, nil
+	return Syscalls{Reads: v[0], Writes: v[1]}, nil
 }
 
-// procCPU returns user+system CPU seconds of pid (assumes USER_HZ = 100,
+// ProcCPU returns user+system CPU seconds of pid (assumes USER_HZ = 100,
 // the Linux default).
-func procCPU(pid int) (float64, error) {
+func ProcCPU(pid int) (float64, error) {
 	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
 	if err != nil {
 		return 0, err
@@ -145,21 +147,21 @@ func procCPU(pid int) (float64, error) {
 	return (ut + st) / 100, nil
 }
 
-// startCoordinator starts the coordinator binary bin with args and
+// StartCoordinator starts the coordinator binary bin with args and
 // returns it with a context that ends when ctx does or the coordinator
 // exits early (its cause says so); stop ends both.
-func startCoordinator(ctx context.Context, bin string, args []string, stderr io.Writer) (*child, context.Context, func(), error) {
-	coord, err := startChild(bin, args, io.Discard, stderr)
+func StartCoordinator(ctx context.Context, bin string, args []string, stderr io.Writer) (*Child, context.Context, func(), error) {
+	coord, err := StartChild(bin, args, io.Discard, stderr)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("start coordinator: %w", err)
 	}
 	ctx, cancelRun := context.WithCancelCause(ctx)
 	go func() {
 		select {
-		case <-coord.done:
-			cancelRun(fmt.Errorf("coordinator exited: %v", coord.err))
+		case <-coord.Done:
+			cancelRun(fmt.Errorf("coordinator exited: %v", coord.Err))
 		case <-ctx.Done():
 		}
 	}()
-	return coord, ctx, func() { cancelRun(nil); coord.stop(10 * time.Second) }, nil
+	return coord, ctx, func() { cancelRun(nil); coord.Stop(10 * time.Second) }, nil
 }
