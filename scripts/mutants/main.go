@@ -1809,7 +1809,7 @@ var mutations = []mutation{
 	},
 	{
 		name: "page-row-unchecked", why: "the page hands on a typed row without checking it against the task (a value out of range, an unknown choice)",
-		file: "wasm/ui/root.go",
+		file: "wasm/ui/rows.go",
 		old:  "if _, err := d.Encode(vals); err != nil {",
 		new:  "if _, err := d.Encode(vals); false && err != nil {",
 		pkgs: []string{"./wasm/ui/", "-run", "TestAddRowChecks"},
