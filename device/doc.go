@@ -38,6 +38,16 @@
 // simulator), with the same read limit, close codes and context
 // behaviour.
 //
+// The code is in three parts. A Runtime (runtime.go) holds what outlives
+// a connection: the saved state, the device half, the data and the round
+// work (prepare, save, send). A link (link.go; secagg.go for a
+// shared-noise round's secure aggregation) is one connection's read
+// loop: it takes the coordinator's messages in order, with what lives
+// only as long as the connection (the last round's model, the round's
+// secure aggregation). The presence (presence.go) is the current
+// connection and the leave state, under a lock of its own that Leave
+// takes from a page's event handler.
+//
 // Events (Config.OnEvent) are delivered on Run's goroutine, in the order
 // they happen, after the runtime has released its locks: a callback may
 // call back into the runtime (State, Leave).

@@ -217,11 +217,6 @@ type Runtime struct {
 	// picture of a minibatch (minibatchLocked); nil when it reads
 	// cfg.Data as they are.
 	feat *plan.Features
-	// lastX and lastT are the X and round of the last round frame
-	// received on the current connection (reset with each connection):
-	// a frame with PrevIsLast takes its x_{t-1} from them.
-	lastX []float64
-	lastT int
 	// events are emitted under mu and delivered by unlock, after it.
 	events []Event
 	// signKey signs the device's secure aggregation messages
@@ -229,9 +224,6 @@ type Runtime struct {
 	// lives as long as the runtime: a round's secure aggregation does not
 	// survive a new connection anyway.
 	signKey ed25519.PrivateKey
-	// sa is the secure aggregation of the current round (secagg.go),
-	// nil outside a shared-noise round.
-	sa *saRound
 	// saOf is the secure aggregation derived from the session saFor
 	// (plan.SessionSecAgg), kept: in a page's Worker it takes up to a
 	// second, which every round frame would spend again before the
@@ -242,15 +234,8 @@ type Runtime struct {
 	// adds samples: a round waiting for them wakes up.
 	dataAdded chan struct{}
 
-	// connMu guards the current connection and the leave state. It is
-	// never held across anything that waits for the browser's event loop
-	// (storage, a close handshake): Leave may be called from a page's
-	// event handler, which must not block.
-	connMu  sync.Mutex
-	ws      Conn          // the open connection, nil between connections
-	leaving string        // the Leave reason once the device leaves
-	detail  string        // the Leave detail (why, in words), if any
-	left    chan struct{} // closed when the device leaves
+	// pres is the current connection and the leave state (presence.go).
+	pres *presence
 }
 
 // New checks cfg and loads the saved state.
@@ -285,7 +270,7 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 	if err != nil {
 		return nil, fmt.Errorf("device: signing key: %w", err)
 	}
-	rt := &Runtime{cfg: cfg, budget: budget, left: make(chan struct{}), signKey: signKey}
+	rt := &Runtime{cfg: cfg, budget: budget, pres: newPresence(), signKey: signKey}
 	b, err := cfg.Storage.Load(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("device: %w", err)
@@ -702,7 +687,7 @@ func (rt *Runtime) Run(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-rt.left:
+		case <-rt.pres.left:
 			return ErrLeft
 		case <-time.After(d):
 		}
@@ -738,7 +723,7 @@ func (rt *Runtime) connection(ctx context.Context) error {
 	// Every way out closes the socket with a normal closure (1000): the
 	// browser refuses other codes from a script, and a refused close
 	// leaves the socket open.
-	defer rt.detach(ws)
+	defer rt.pres.detach(ws)
 	ws.SetReadLimit(int64(wire.MaxControlBytes))
 	if err := writeControl(ctx, ws, rt.hello()); err != nil {
 		return err
@@ -767,20 +752,17 @@ func (rt *Runtime) dial(ctx context.Context) (Conn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("device: dial: %w", err)
 	}
-	if !rt.attach(ws) {
+	if !rt.pres.attach(ws) {
 		closeConn(ws, "device left")
 		return nil, ErrLeft
 	}
 	return ws, nil
 }
 
-// hello is the first message of a new connection. A new connection also
-// forgets the last one's model: whole frames until one arrives.
+// hello is the first message of a new connection.
 func (rt *Runtime) hello() wire.Hello {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
-	rt.lastX, rt.lastT = nil, 0
-	rt.sa = nil // a round's secure aggregation lives on its connection
 	hello := wire.Hello{Version: wire.Version, JoinCode: rt.cfg.JoinCode, DeviceID: rt.st.DeviceID,
 		Secret: rt.st.Secret, Pending: rt.st.Pending, Nickname: rt.cfg.Nickname, KeepsX: true,
 		SignKey: base64.StdEncoding.EncodeToString(rt.signKey.Public().(ed25519.PublicKey))}
@@ -788,135 +770,6 @@ func (rt *Runtime) hello() wire.Hello {
 		hello.Budget = rt.budget
 	}
 	return hello
-}
-
-// errEnded is returned by link.handle when the session ended (End).
-var errEnded = errors.New("device: the session ended")
-
-// link is the state of one connection's read loop.
-type link struct {
-	rt       *Runtime
-	ws       Conn
-	welcomed bool // a welcome arrived on this connection
-}
-
-// lost marks err, once a welcome arrived, as the loss of a connection
-// that got that far (errConnected: the backoff starts again), unless it
-// refuses for good.
-func (c *link) lost(err error) error {
-	if err != nil && c.welcomed && !errors.Is(err, ErrRefused) {
-		return lostError{err}
-	}
-	return err
-}
-
-// handle handles one message of type typ. A non-nil error ends the
-// connection: errEnded when the session ended.
-func (c *link) handle(ctx context.Context, typ websocket.MessageType, b []byte) error {
-	if typ == websocket.MessageBinary {
-		if !c.welcomed {
-			return fmt.Errorf("device: %w: binary frame before welcome", wire.ErrBadFrame)
-		}
-		if kind, _, err := wire.PeekKind(b); err == nil && kind == wire.KindSecAgg {
-			return c.lost(c.rt.onSecAgg(ctx, c.ws, b))
-		}
-		return c.lost(c.rt.onRound(ctx, c.ws, b))
-	}
-	m, err := wire.DecodeControl(b)
-	if err != nil {
-		return c.lost(fmt.Errorf("device: %w", err))
-	}
-	switch m := m.(type) {
-	case wire.Welcome:
-		return c.welcome(ctx, m)
-	case wire.Decision:
-		return c.decision(ctx, m)
-	case wire.Start:
-		return c.start(ctx, m)
-	case wire.End:
-		return c.rt.onEnd(ctx, m)
-	case wire.Error:
-		return c.lost(refusal(m))
-	default:
-		return c.lost(fmt.Errorf("device: %w: unexpected %T", wire.ErrBadFrame, m))
-	}
-}
-
-// welcome takes the coordinator's welcome: the device's credentials, the
-// session and the decision of a pending round. The read limit then grows
-// to a round frame of the session.
-func (c *link) welcome(ctx context.Context, m wire.Welcome) error {
-	if c.welcomed {
-		return c.lost(fmt.Errorf("device: %w: second welcome", wire.ErrBadFrame))
-	}
-	if err := c.rt.onWelcome(ctx, m); err != nil {
-		if errors.Is(err, ErrRefused) {
-			c.rt.leaveOn(c.ws, wire.LeaveStopped)
-		}
-		return err
-	}
-	c.welcomed = true
-	if m.Lobby {
-		return nil // nothing to do until Start
-	}
-	c.ws.SetReadLimit(int64(readLimit(m.Session)))
-	// Resumed with its pending decision answered, a device that cannot
-	// take part in another round leaves now.
-	return c.leaveIfExhausted(func(st *State) bool { return st.Pending == 0 })
-}
-
-// decision applies the decision of the pending round.
-func (c *link) decision(ctx context.Context, m wire.Decision) error {
-	if !c.welcomed {
-		return fmt.Errorf("device: %w: decision before welcome", wire.ErrBadFrame)
-	}
-	if h := c.rt.cfg.Hooks; h != nil && h.DropDecision != nil && h.DropDecision(m.T) {
-		return c.lost(errors.New("device: decision dropped by test hook"))
-	}
-	if err := c.rt.onDecision(ctx, m); err != nil {
-		return c.lost(err)
-	}
-	// The last round this device can answer is decided: leave now rather
-	// than wait to be asked again (the session's last round is followed
-	// by End instead).
-	return c.leaveIfExhausted(func(st *State) bool {
-		return st.Pending == 0 && st.Session != nil && m.T < st.Session.Rounds
-	})
-}
-
-// start takes the final parameters of a lobby session; the device leaves
-// if it refuses them.
-func (c *link) start(ctx context.Context, m wire.Start) error {
-	if !c.welcomed {
-		return fmt.Errorf("device: %w: start before welcome", wire.ErrBadFrame)
-	}
-	if err := c.rt.onStart(ctx, m); err != nil {
-		if errors.Is(err, ErrRefused) {
-			c.rt.leaveOnDetail(c.ws, wire.LeaveStopped, leaveDetail(err))
-		}
-		return c.lost(err)
-	}
-	c.ws.SetReadLimit(int64(readLimit(m.Session)))
-	return nil
-}
-
-// leaveIfExhausted leaves (wire.LeaveDone) and returns why when check
-// holds for the state and the device cannot answer another round.
-func (c *link) leaveIfExhausted(check func(*State) bool) error {
-	rt := c.rt
-	rt.mu.Lock()
-	var exhausted error
-	var why string
-	if check(&rt.st) {
-		exhausted = rt.exhaustedAheadLocked()
-		why = rt.exhaustedDetailLocked(exhausted)
-	}
-	rt.unlock()
-	if exhausted != nil {
-		rt.leaveOnDetail(c.ws, wire.LeaveDone, why)
-		return exhausted
-	}
-	return nil
 }
 
 // onEnd records that the session finished; it returns errEnded once that
@@ -1103,63 +956,6 @@ func (rt *Runtime) applyLocked(ctx context.Context, d wire.Decision) error {
 	return nil
 }
 
-// onRound answers a round frame: it takes the round, prepares and saves
-// the update, and sends it.
-func (rt *Runtime) onRound(ctx context.Context, ws Conn, b []byte) error {
-	r, err := rt.takeRound(b)
-	if err != nil {
-		return err
-	}
-	rt.mu.Lock()
-	shared := rt.sharedLocked()
-	rt.sa = nil
-	rt.unlock()
-	if shared {
-		// Nothing is prepared yet: the round's secure aggregation
-		// prepares the release at its masking step (secagg.go).
-		return rt.openSecAgg(r)
-	}
-	up, err := rt.prepare(ctx, ws, r)
-	if errors.Is(err, errDataComing) {
-		return nil // the round passes unanswered; the device stays
-	}
-	if err != nil {
-		return err
-	}
-	return rt.sendUpdate(ctx, ws, r.T, up)
-}
-
-// takeRound decodes a round frame (its x_{t-1} from the last frame when
-// it says PrevIsLast), refuses one while an update is undecided, and
-// announces the round (EventRound) before its work.
-func (rt *Runtime) takeRound(b []byte) (wire.RoundFrame, error) {
-	rt.mu.Lock()
-	defer rt.unlock()
-	if rt.algo == nil || rt.st.Session == nil {
-		return wire.RoundFrame{}, fmt.Errorf("device: %w: round before a session was set up", wire.ErrBadFrame)
-	}
-	dim := rt.st.Session.Dim
-	r, err := wire.DecodeRound(b, wire.Limits{Dim: dim, MaxBytes: roundFrameMax(dim)})
-	if err != nil {
-		return wire.RoundFrame{}, fmt.Errorf("device: %w", err)
-	}
-	if r.PrevIsLast {
-		// x_{t-1} is the X of round t-1's frame on this connection. A
-		// device that does not hold it says so by ending the connection
-		// (a bad frame): the next connection gets whole frames.
-		if rt.lastX == nil || rt.lastT != r.T-1 {
-			return wire.RoundFrame{}, fmt.Errorf("device: %w: round %d refers to round %d's model, which this connection did not receive", wire.ErrBadFrame, r.T, r.T-1)
-		}
-		r.XPrev = rt.lastX
-	}
-	rt.lastX, rt.lastT = r.X, r.T
-	if rt.st.Pending != 0 {
-		return wire.RoundFrame{}, fmt.Errorf("device: %w: round %d assigned while round %d is undecided", wire.ErrBadFrame, r.T, rt.st.Pending)
-	}
-	rt.emit(Event{Kind: EventRound, T: r.T})
-	return r, nil
-}
-
 // prepare computes round r's update on the next batch and saves the state
 // with it pending, before anything is sent. A device that cannot answer
 // (data used up, budget spent, the device half refuses) leaves instead.
@@ -1175,16 +971,16 @@ func (rt *Runtime) prepare(ctx context.Context, ws Conn, r wire.RoundFrame) (opt
 		return optim.Update{}, err
 	}
 	if err != nil {
-		why := rt.exhaustedDetailLocked(err)
+		why := exhaustedDetail(err)
 		rt.unlock()
-		rt.leaveOnDetail(ws, wire.LeaveDone, why)
+		rt.pres.leaveOn(ws, wire.LeaveDone, why)
 		return optim.Update{}, err
 	}
 	single := Params(*rt.st.Session).SinglePass()
 	batch, err := rt.minibatchLocked(rt.st.Session.Batch, rt.st.Cursor)
 	if err != nil {
 		rt.unlock()
-		rt.leaveOn(ws, wire.LeaveStopped)
+		rt.pres.leaveOn(ws, wire.LeaveStopped, "")
 		return optim.Update{}, fmt.Errorf("%w: %w: round %d: %v", ErrRefused, ErrWrongData, r.T, err)
 	}
 	up, err := rt.algo.Prepare(optim.Round{T: r.T, X: r.X, XPrev: r.XPrev}, batch)
@@ -1192,7 +988,7 @@ func (rt *Runtime) prepare(ctx context.Context, ws Conn, r wire.RoundFrame) (opt
 		rt.unlock()
 		// The device half refused (its ledger would exceed the session's
 		// budget, a round id that is not new): leave rather than answer.
-		rt.leaveOn(ws, wire.LeaveStopped)
+		rt.pres.leaveOn(ws, wire.LeaveStopped, "")
 		return optim.Update{}, fmt.Errorf("%w: round %d: %v", ErrRefused, r.T, err)
 	}
 	// Samples that left in a message are spent, whatever the coordinator
@@ -1228,18 +1024,8 @@ func (rt *Runtime) sendUpdate(ctx context.Context, ws Conn, t int, up optim.Upda
 	if err != nil {
 		return err
 	}
-	// Under connMu: an update never follows a Leave on the wire. A device
-	// that left before sending keeps its pending round and learns on a
-	// later hello that it was excluded.
-	rt.connMu.Lock()
-	if rt.leaving != "" {
-		rt.connMu.Unlock()
-		return ErrLeft
-	}
-	err = ws.Write(ctx, websocket.MessageBinary, frame)
-	rt.connMu.Unlock()
-	if err != nil {
-		return fmt.Errorf("device: send update %d: %w", t, err)
+	if err := rt.pres.write(ctx, ws, frame, fmt.Sprintf("update %d", t)); err != nil {
+		return err
 	}
 	rt.mu.Lock()
 	rt.emit(Event{Kind: EventSent, T: t})
@@ -1313,8 +1099,8 @@ func (rt *Runtime) unitLocked() string {
 // exhaustedDetail says in a few words why a device that cannot answer
 // another round leaves (wire.Leave.Detail, shown on the dashboard): too
 // few samples for a single round with how many a round needs, data used
-// up, or its budget spent. Call with rt.mu held.
-func (rt *Runtime) exhaustedDetailLocked(err error) string {
+// up, or its budget spent; err is exhaustedLocked's.
+func exhaustedDetail(err error) string {
 	var short *TooFewError
 	switch {
 	case errors.As(err, &short):
@@ -1340,7 +1126,7 @@ func (rt *Runtime) exhaustedAheadLocked() error {
 // errDataComing is returned by exhaustedLocked when a single-pass
 // device's samples are used up but more are on their way
 // (Config.MoreData): the device stays, and a round it cannot answer
-// passes unanswered (prepare, onRound).
+// passes unanswered (prepare, link.round).
 var errDataComing = errors.New("device: waiting for more samples")
 
 // maxDataWait caps Config.DataWait well under the coordinator's ping
@@ -1393,77 +1179,7 @@ func (rt *Runtime) awaitDataLocked(ctx context.Context, t int, wait time.Duratio
 // update is kept: the device learns its decision on a later Run. Leave
 // does not wait for the close handshake, so a page may call it from an
 // event handler (pagehide); later calls do nothing.
-func (rt *Runtime) Leave(reason string) {
-	rt.connMu.Lock()
-	ws := rt.ws
-	first := rt.setLeavingLocked(reason)
-	if first && ws != nil {
-		rt.sendLeaveLocked(ws)
-	}
-	rt.connMu.Unlock()
-	if first && ws != nil {
-		go closeConn(ws, "device left")
-	}
-}
+func (rt *Runtime) Leave(reason string) { rt.pres.leave(reason) }
 
 // Leaving returns the reason the device left, or "" while it takes part.
-func (rt *Runtime) Leaving() string {
-	rt.connMu.Lock()
-	defer rt.connMu.Unlock()
-	return rt.leaving
-}
-
-// leaveOn records that the device leaves for reason and tells the
-// coordinator on ws (the caller closes ws).
-func (rt *Runtime) leaveOn(ws Conn, reason string) { rt.leaveOnDetail(ws, reason, "") }
-
-// leaveOnDetail is leaveOn with a detail for wire.Leave.
-func (rt *Runtime) leaveOnDetail(ws Conn, reason, detail string) {
-	rt.connMu.Lock()
-	defer rt.connMu.Unlock()
-	if rt.setLeavingLocked(reason) {
-		rt.detail = detail
-		rt.sendLeaveLocked(ws)
-	}
-}
-
-func (rt *Runtime) setLeavingLocked(reason string) bool {
-	if rt.leaving != "" {
-		return false
-	}
-	if reason != wire.LeaveDone {
-		reason = wire.LeaveStopped
-	}
-	rt.leaving = reason
-	close(rt.left)
-	return true
-}
-
-// sendLeaveLocked writes the Leave message (best effort: the close that
-// follows ends the connection either way). Call with connMu held.
-func (rt *Runtime) sendLeaveLocked(ws Conn) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	_ = writeControl(ctx, ws, wire.Leave{Reason: rt.leaving, Detail: rt.detail})
-}
-
-// attach makes ws the current connection unless the device has left.
-func (rt *Runtime) attach(ws Conn) bool {
-	rt.connMu.Lock()
-	defer rt.connMu.Unlock()
-	if rt.leaving != "" {
-		return false
-	}
-	rt.ws = ws
-	return true
-}
-
-// detach forgets ws and closes it.
-func (rt *Runtime) detach(ws Conn) {
-	rt.connMu.Lock()
-	if rt.ws == ws {
-		rt.ws = nil
-	}
-	rt.connMu.Unlock()
-	closeConn(ws, "")
-}
+func (rt *Runtime) Leaving() string { return rt.pres.reason() }

@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/coder/websocket"
-
 	"browserfl/shared/optim"
 	"browserfl/shared/plan"
 	"browserfl/shared/secagg"
@@ -48,7 +46,8 @@ func (rt *Runtime) sharedLocked() bool {
 }
 
 // openSecAgg keeps round r, just taken, for its secure aggregation.
-func (rt *Runtime) openSecAgg(r wire.RoundFrame) error {
+func (c *link) openSecAgg(r wire.RoundFrame) error {
+	rt := c.rt
 	rt.mu.Lock()
 	defer rt.unlock()
 	if rt.saOf == nil || rt.saFor != *rt.st.Session {
@@ -58,14 +57,15 @@ func (rt *Runtime) openSecAgg(r wire.RoundFrame) error {
 		}
 		rt.saOf, rt.saFor = &a, *rt.st.Session
 	}
-	rt.sa = &saRound{r: r, a: *rt.saOf}
+	c.sa = &saRound{r: r, a: *rt.saOf}
 	return nil
 }
 
-// onSecAgg answers a secure aggregation frame of the current round.
-func (rt *Runtime) onSecAgg(ctx context.Context, ws Conn, b []byte) error {
+// secAgg answers a secure aggregation frame of the current round.
+func (c *link) secAgg(ctx context.Context, b []byte) error {
+	rt := c.rt
+	sa := c.sa
 	rt.mu.Lock()
-	sa := rt.sa
 	var lim wire.Limits
 	if rt.st.Session != nil {
 		lim.MaxBytes = readLimit(*rt.st.Session)
@@ -84,7 +84,7 @@ func (rt *Runtime) onSecAgg(ctx context.Context, ws Conn, b []byte) error {
 	var out any
 	switch m := f.Msg.(type) {
 	case *wire.SecAggSetup:
-		if out, err = rt.secAggSetup(sa, m); err == nil {
+		if out, err = c.secAggSetup(sa, m); err == nil {
 			rt.mu.Lock()
 			rt.emit(Event{Kind: EventCohort, T: f.T, Cohort: len(m.Members)})
 			rt.unlock()
@@ -98,7 +98,7 @@ func (rt *Runtime) onSecAgg(ctx context.Context, ws Conn, b []byte) error {
 		if sa.client == nil {
 			return fmt.Errorf("device: %w: share delivery before the setup", wire.ErrBadFrame)
 		}
-		return rt.secAggMask(ctx, ws, sa, m)
+		return c.secAggMask(ctx, sa, m)
 	case *secagg.SurvivorList:
 		if sa.client == nil {
 			return fmt.Errorf("device: %w: survivor list before the setup", wire.ErrBadFrame)
@@ -113,12 +113,12 @@ func (rt *Runtime) onSecAgg(ctx context.Context, ws Conn, b []byte) error {
 	if err != nil {
 		return fmt.Errorf("device: secure aggregation of round %d: %w", f.T, err)
 	}
-	return rt.sendSecAgg(ctx, ws, f.T, out)
+	return c.sendSecAgg(ctx, f.T, out)
 }
 
 // secAggSetup starts the device's secagg client with the round's
 // directory, which must list this device's own key under its id.
-func (rt *Runtime) secAggSetup(sa *saRound, m *wire.SecAggSetup) (any, error) {
+func (c *link) secAggSetup(sa *saRound, m *wire.SecAggSetup) (any, error) {
 	if sa.client != nil {
 		return nil, fmt.Errorf("%w: second setup of round %d", wire.ErrBadFrame, sa.r.T)
 	}
@@ -131,22 +131,23 @@ func (rt *Runtime) secAggSetup(sa *saRound, m *wire.SecAggSetup) (any, error) {
 	for _, e := range m.Members {
 		dir[e.ID] = ed25519.PublicKey(e.Key[:])
 	}
-	c, err := secagg.NewClient(sa.a.Params(m.Session, m.Round), m.You, rt.signKey, dir)
+	cl, err := secagg.NewClient(sa.a.Params(m.Session, m.Round), m.You, c.rt.signKey, dir)
 	if err != nil {
 		return nil, err
 	}
-	sa.client = c
-	return c.AdvertiseKeys()
+	sa.client = cl
+	return cl.AdvertiseKeys()
 }
 
 // secAggMask is the masking step: with the shares of at least the
 // threshold of devices delivered, the release is prepared and saved
 // pending (as every mode's update), then only its masked form is sent.
-func (rt *Runtime) secAggMask(ctx context.Context, ws Conn, sa *saRound, m *secagg.ShareDelivery) error {
+func (c *link) secAggMask(ctx context.Context, sa *saRound, m *secagg.ShareDelivery) error {
+	rt := c.rt
 	if len(m.Shares)+1 < sa.a.Threshold {
 		return fmt.Errorf("device: secure aggregation of round %d: shares of %d devices, threshold %d: %w", sa.r.T, len(m.Shares)+1, sa.a.Threshold, secagg.ErrBelowThreshold)
 	}
-	if _, err := rt.prepare(ctx, ws, sa.r); errors.Is(err, errDataComing) {
+	if _, err := rt.prepare(ctx, c.ws, sa.r); errors.Is(err, errDataComing) {
 		return nil // the round passes unanswered; the device stays
 	} else if err != nil {
 		return err
@@ -171,7 +172,7 @@ func (rt *Runtime) secAggMask(ctx context.Context, ws Conn, sa *saRound, m *seca
 			return errors.New("device: disconnect before the masked input by test hook")
 		}
 	}
-	if err := rt.sendSecAgg(ctx, ws, sa.r.T, masked); err != nil {
+	if err := c.sendSecAgg(ctx, sa.r.T, masked); err != nil {
 		return err
 	}
 	rt.mu.Lock()
@@ -185,18 +186,10 @@ func (rt *Runtime) secAggMask(ctx context.Context, ws Conn, sa *saRound, m *seca
 
 // sendSecAgg writes a secure aggregation message of round t, unless the
 // device left meanwhile (ErrLeft).
-func (rt *Runtime) sendSecAgg(ctx context.Context, ws Conn, t int, m any) error {
+func (c *link) sendSecAgg(ctx context.Context, t int, m any) error {
 	b, err := wire.EncodeSecAgg(t, m)
 	if err != nil {
 		return err
 	}
-	rt.connMu.Lock()
-	defer rt.connMu.Unlock()
-	if rt.leaving != "" {
-		return ErrLeft
-	}
-	if err := ws.Write(ctx, websocket.MessageBinary, b); err != nil {
-		return fmt.Errorf("device: send secure aggregation step of round %d: %w", t, err)
-	}
-	return nil
+	return c.rt.pres.write(ctx, c.ws, b, fmt.Sprintf("secure aggregation step of round %d", t))
 }

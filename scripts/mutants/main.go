@@ -828,8 +828,8 @@ var mutations = []mutation{
 	},
 	{
 		name: "device-xprev-not-last", why: "a device given a round frame without x_{t-1} uses the wrong point in its place (the round's own X)",
-		file: "device/runtime.go",
-		old:  "\t\tr.XPrev = rt.lastX\n",
+		file: "device/link.go",
+		old:  "\t\tr.XPrev = c.lastX\n",
 		new:  "\t\tr.XPrev = r.X\n",
 		pkgs: []string{"./sim/", "-run", "SimulatorIsTheProduct"},
 	},
@@ -1809,7 +1809,7 @@ var mutations = []mutation{
 	},
 	{
 		name: "page-row-unchecked", why: "the page hands on a typed row without checking it against the task (a value out of range, an unknown choice)",
-		file: "wasm/ui/root.go",
+		file: "wasm/ui/rows.go",
 		old:  "if _, err := d.Encode(vals); err != nil {",
 		new:  "if _, err := d.Encode(vals); false && err != nil {",
 		pkgs: []string{"./wasm/ui/", "-run", "TestAddRowChecks"},
@@ -2013,8 +2013,8 @@ var mutations = []mutation{
 	{
 		name: "shared-device-sends-unmasked", why: "a shared-noise device sends its release in the clear in place of its masked input (the coordinator sees one device's share of the noise)",
 		file: "device/secagg.go",
-		old:  "\tif err := rt.sendSecAgg(ctx, ws, sa.r.T, masked); err != nil {",
-		new:  "\tfor i, v := range x {\n\t\tmasked.Y[i] = uint64(v) & (1<<masked.Bits - 1)\n\t}\n\tif err := rt.sendSecAgg(ctx, ws, sa.r.T, masked); err != nil {",
+		old:  "\tif err := c.sendSecAgg(ctx, sa.r.T, masked); err != nil {",
+		new:  "\tfor i, v := range x {\n\t\tmasked.Y[i] = uint64(v) & (1<<masked.Bits - 1)\n\t}\n\tif err := c.sendSecAgg(ctx, sa.r.T, masked); err != nil {",
 		pkgs: []string{"./coordinator/", "-run", "TestSharedNoiseDropouts"},
 	},
 	{

@@ -1,7 +1,6 @@
 package ui
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -65,8 +64,8 @@ type Root struct {
 	State *State     `vugu:"data"`
 	Ctl   Controller `vugu:"data"`
 
-	budgetText string
-	codeText   string
+	budgetText textInput
+	codeText   textInput
 	nickText   string
 	nickTyped  bool
 
@@ -75,10 +74,10 @@ type Root struct {
 	defText string
 	// The row being typed (values by feature, the label's value or ""),
 	// what the page said about the last one added, and the row to try.
-	row      map[int]string
-	rowLabel string
+	row      fieldValues
+	rowLabel textInput
 	rowMsg   string
-	try      map[int]string
+	try      fieldValues
 }
 
 // taskDef returns the session's row task (nil for a picture session;
@@ -97,137 +96,6 @@ func (c *Root) taskDef() *task.Definition {
 
 func (c *Root) isTask() bool { return c.taskDef() != nil }
 
-// features are the row task's columns (none for pictures).
-func (c *Root) features() []task.Feature {
-	if d := c.taskDef(); d != nil {
-		return d.Features
-	}
-	return nil
-}
-
-// answers are the label's values (none for pictures).
-func (c *Root) answers() []string {
-	if d := c.taskDef(); d != nil {
-		return d.Label.Values
-	}
-	return nil
-}
-
-func (c *Root) answerAsk() string {
-	if d := c.taskDef(); d != nil {
-		return d.Label.Ask
-	}
-	return ""
-}
-
-func (c *Root) answerName() string {
-	if d := c.taskDef(); d != nil {
-		return d.Label.Name
-	}
-	return ""
-}
-
-func kindIs(f task.Feature, k string) bool { return string(f.Kind) == k }
-
-func bound(x *float64) string {
-	if x == nil {
-		return ""
-	}
-	return strconv.FormatFloat(*x, 'g', -1, 64)
-}
-
-func (c *Root) rowValue(i int) string { return c.row[i] }
-
-func (c *Root) rowInput(i int, ev vugu.DOMEvent) {
-	if c.row == nil {
-		c.row = map[int]string{}
-	}
-	c.row[i] = ev.PropString("target", "value")
-}
-
-func (c *Root) rowLabelInput(ev vugu.DOMEvent) { c.rowLabel = ev.PropString("target", "value") }
-
-func (c *Root) tryValue(i int) string { return c.try[i] }
-
-func (c *Root) tryInput(i int, ev vugu.DOMEvent) {
-	if c.try == nil {
-		c.try = map[int]string{}
-	}
-	c.try[i] = ev.PropString("target", "value")
-}
-
-// values lists m's values in feature order.
-func values(m map[int]string, n int) []string {
-	out := make([]string, n)
-	for i := range out {
-		out[i] = m[i]
-	}
-	return out
-}
-
-// RowMessage says why a row was refused, in words a student can act on
-// (the task's *RowError names the column and what to type instead).
-func RowMessage(err error) string {
-	var re *task.RowError
-	if errors.As(err, &re) {
-		return "Check this row. " + re.Error() + "."
-	}
-	return "This row cannot be used: " + err.Error()
-}
-
-// checkRow returns what is wrong with a row of d, in words, or "".
-func checkRow(d *task.Definition, vals []string) string {
-	for i, f := range d.Features {
-		if strings.TrimSpace(vals[i]) == "" {
-			return "Fill in “" + f.Name + "” first."
-		}
-	}
-	if _, err := d.Encode(vals); err != nil {
-		return RowMessage(err)
-	}
-	return ""
-}
-
-// addRow checks the typed row and, if it fits the task, hands it to the
-// worker; a row that does not fit is said and never kept or sent.
-func (c *Root) addRow() {
-	d := c.taskDef()
-	if d == nil {
-		return
-	}
-	vals := values(c.row, len(d.Features))
-	if msg := checkRow(d, vals); msg != "" {
-		c.rowMsg = msg
-		return
-	}
-	if c.rowLabel == "" {
-		c.rowMsg = "Choose the answer (“" + d.Label.Name + "”) first."
-		return
-	}
-	lab, err := d.LabelIndex(c.rowLabel)
-	if err != nil {
-		c.rowMsg = RowMessage(err)
-		return
-	}
-	c.Ctl.AddRow(vals, lab)
-	c.row, c.rowLabel = nil, ""
-	c.rowMsg = "Added. It stays on this device."
-}
-
-// tryRow asks the model about the row typed in the try form.
-func (c *Root) tryRow() {
-	d := c.taskDef()
-	if d == nil {
-		return
-	}
-	vals := values(c.try, len(d.Features))
-	if msg := checkRow(d, vals); msg != "" {
-		c.State.Train.Prediction = msg
-		return
-	}
-	c.Ctl.TryRow(vals)
-}
-
 func (c *Root) nickValue() string {
 	if c.nickTyped {
 		return c.nickText
@@ -241,13 +109,9 @@ func (c *Root) nickInput(ev vugu.DOMEvent) {
 
 func (c *Root) budgetValue() string {
 	if c.budgetText != "" {
-		return c.budgetText
+		return string(c.budgetText)
 	}
 	return strconv.FormatFloat(c.State.Budget, 'g', 4, 64)
-}
-
-func (c *Root) budgetInput(ev vugu.DOMEvent) {
-	c.budgetText = ev.PropString("target", "value")
 }
 
 func (c *Root) join() {
@@ -285,12 +149,10 @@ func (c *Root) drawLabel() string {
 
 func (c *Root) codeValue() string {
 	if c.codeText != "" {
-		return c.codeText
+		return string(c.codeText)
 	}
 	return c.State.Code
 }
-
-func (c *Root) codeInput(ev vugu.DOMEvent) { c.codeText = ev.PropString("target", "value") }
 
 func (c *Root) enterCode() {
 	code := strings.TrimSpace(c.codeValue())
@@ -304,7 +166,7 @@ func (c *Root) enterCode() {
 
 func (c *Root) codeKey(ev vugu.DOMEvent) {
 	if ev.PropString("key") == "Enter" {
-		c.codeText = ev.PropString("target", "value")
+		c.codeText.input(ev)
 		c.enterCode()
 	}
 }
@@ -325,65 +187,13 @@ func (c *Root) overWords() string {
 	}
 	s := c.State.Session
 	if s.Epsilon > b || (s.Shared && s.Promise > b) {
-		return "This session could use up to ε = " + c.promiseText() + ", more than your limit. With this limit, the page will not join (Settings, at the bottom of the page, can change it)."
+		return "This session could use up to ε = " + s.promiseText() + ", more than your limit. With this limit, the page will not join (Settings, at the bottom of the page, can change it)."
 	}
 	if lim := (plan.Budget{Epsilon: b}).FloorLimit(); s.Shared && s.Floor > lim {
 		return "If the other phones were fake, your own noise would keep this session only to ε = " + s.FloorText +
 			", more than " + strconv.FormatFloat(lim, 'g', 4, 64) + ". With this limit, the page will not join (Settings, at the bottom of the page, can change it)."
 	}
 	return ""
-}
-
-// promiseText is the session's one figure, or its promise when the
-// phones share the noise.
-func (c *Root) promiseText() string {
-	if c.State.Session.Shared {
-		return c.State.Session.PromiseText
-	}
-	return c.State.Session.EpsilonText
-}
-
-func (c *Root) modeText() string {
-	if c.State.Session.Shared {
-		return "a scrambled form of what the page learned, with your share of the noise added."
-	}
-	if c.trusted() {
-		return "what the page learned from your " + c.things() + ", without noise (never the " + c.things() + " themselves). " +
-			"The teacher's server adds the noise, so your privacy depends on trusting that server."
-	}
-	return "only what the page learned from your " + c.things() + ", with random noise added. " +
-		"This page adds the noise itself, so the server never sees your " + c.things() + " " +
-		"or the exact numbers learned from them."
-}
-
-// privacyLine states the session's promise on the consent screen.
-func (c *Root) privacyLine() string {
-	if s := c.State.Session; s.Shared {
-		return c.ifReal() + ", this lesson uses at most ε = " + s.PromiseText + "; " + c.ifFake() + ", at most ε = " + s.FloorText + "."
-	}
-	if c.trusted() {
-		return "For everyone but the teacher's server, this session uses at most ε = " + c.State.Session.EpsilonText +
-			" of your privacy. Nothing limits what the server itself can learn."
-	}
-	return "This session uses at most ε = " + c.State.Session.EpsilonText + " of your privacy."
-}
-
-// ifReal is the condition of a shared-noise session's promise, in words:
-// the other phones are real (or at most Colluders of them are not).
-func (c *Root) ifReal() string {
-	if n := c.State.Session.Colluders; n > 0 {
-		return "If at most " + Plural(n, "of the other phones in a round is", "of the other phones in a round are") + " fake"
-	}
-	return "If the other phones are real"
-}
-
-// ifFake is the condition of a shared-noise session's floor, in words:
-// the other phones (or more of them than the promise assumes) fake.
-func (c *Root) ifFake() string {
-	if c.State.Session.Colluders > 0 {
-		return "if more were fake"
-	}
-	return "if they were fake"
 }
 
 // LimitWords explains the owner's privacy limit, and its default, in one
@@ -415,39 +225,12 @@ func (c *Root) limitFixed() bool {
 	return false
 }
 
-// howWords says how the session protects what is sent, in plain words
-// (the Details' "Way of learning").
-func (c *Root) howWords() string {
-	if s := c.State.Session; s.Shared {
-		return "your phone adds its share of the noise and sends what it learned scrambled; the server can only unscramble the total of at least " +
-			strconv.Itoa(s.Threshold) + " phones, whose noise together hides each one"
-	}
-	switch c.protection() {
-	case plan.ProtectionNone:
-		return "a way of learning with no noise at all (for comparing, not for real data)"
-	case plan.ProtectionServer:
-		return "your phone sends what it learned, and the teacher's server adds noise before it shares the class model"
-	}
-	return "your phone adds noise to what it learned before sending it, so the server never sees the exact numbers"
-}
-
 // perRoundWords heads the Details' row of samples used per round.
 func (c *Root) perRoundWords() string {
 	if c.isTask() {
 		return "Rows per round"
 	}
 	return "Pictures per round"
-}
-
-// promiseWords is the Details' privacy promise, in words.
-func (c *Root) promiseWords() string {
-	if s := c.State.Session; s.Shared {
-		return "at most ε = " + s.PromiseText + " for the whole lesson if the other phones are real; at most ε = " + s.FloorText + " from your own noise alone"
-	}
-	if c.trusted() {
-		return "at most ε = " + c.State.Session.EpsilonText + " for the whole lesson against everyone but the teacher's server; no limit for the server itself"
-	}
-	return "at most ε = " + c.State.Session.EpsilonText + " for the whole lesson, however many rounds your phone helps in"
 }
 
 // Meter is the privacy meter component.
@@ -459,9 +242,9 @@ type Meter struct {
 // or " pictures stored".
 func (c *Root) storedWords() string {
 	if c.State.Data.Count == 1 {
-		return " " + strings.TrimSuffix(c.things(), "s") + " stored"
+		return " " + strings.TrimSuffix(c.State.Session.Things(), "s") + " stored"
 	}
-	return " " + c.things() + " stored"
+	return " " + c.State.Session.Things() + " stored"
 }
 
 // usedWords heads the count of samples used.
@@ -480,80 +263,11 @@ func (c *Root) moreWords() string {
 	return "Draw more pictures"
 }
 
-// columns lists the CSV file's column names: the features, then the
-// label.
-func (c *Root) columns() string {
-	d := c.taskDef()
-	if d == nil {
-		return ""
-	}
-	names := make([]string, 0, len(d.Features)+1)
-	for _, f := range d.Features {
-		names = append(names, f.Name)
-	}
-	return strings.Join(append(names, d.Label.Name), ", ")
-}
-
-// things names the samples: "pictures" or "rows".
-func (c *Root) things() string { return c.State.Session.Things() }
-
-// protection is the session's plan.Figures.Protection (from its Mode
-// when it was not given).
-func (c *Root) protection() string {
-	if p := c.State.Session.Protection; p != "" {
-		return p
-	}
-	if c.State.Session.Mode == "trusted" {
-		return plan.ProtectionServer
-	}
-	return plan.ProtectionDevice
-}
-
-func (c *Root) trusted() bool { return c.protection() == plan.ProtectionServer }
-
 // meter is the privacy meter's reading for the training screen.
 func (c *Root) meter() Reading {
-	tr := c.State.Train
-	if s := c.State.Session; s.Shared {
+	tr, s := c.State.Train, c.State.Session
+	if s.Shared {
 		return SharedMeter(tr.Joined, tr.Progress(), tr.EpsBudget, plan.Budget{Epsilon: tr.EpsBudget}.FloorLimit(), tr.Delta, s.Threshold, tr.Cohort)
 	}
-	return PrivacyMeter(c.protection(), tr.Joined, tr.Progress(), tr.EpsBudget, tr.Delta)
-}
-
-// noisyCaption names the picture of what was sent.
-func (c *Root) noisyCaption() string {
-	if c.State.Session.Shared {
-		return "With your share of the noise (sent only scrambled)"
-	}
-	if c.protection() != plan.ProtectionDevice {
-		return "What it sent"
-	}
-	return "What it sent, with noise"
-}
-
-// sentWords explains the two pictures of "what your phone sent".
-func (c *Root) sentWords() string {
-	s := c.State.Train.Sent
-	about := "a small part of it"
-	if s.Label != "" {
-		about = "about “" + s.Label + "”"
-	}
-	if c.protection() == plan.ProtectionNone {
-		return "Left: what your pictures taught this page in round " + strconv.Itoa(s.Round) + ", " + about +
-			". Right: what your phone sent. This session adds no noise, so the two are the same and nothing protects them."
-	}
-	if sess := c.State.Session; sess.Shared {
-		return "Left: what your pictures taught this page in round " + strconv.Itoa(s.Round) + ", " + about +
-			". Right: the same with your phone's share of the noise added. Only a scrambled form of the right one left your phone: " +
-			"the server can unscramble only the total of at least " + strconv.Itoa(sess.Threshold) + " phones, never yours alone, " +
-			"and in that total the noise of all the phones together hides each one's pictures."
-	}
-	if c.trusted() {
-		return "Left: what your pictures taught this page in round " + strconv.Itoa(s.Round) + ", " + about +
-			". Right: what your phone sent. In this session your phone sends it without noise and the teacher's server adds the noise, so the two look the same: " +
-			"the server sees it as it is, and everyone else sees only the class model with the server's noise."
-	}
-	return "Left: what your pictures taught this page in round " + strconv.Itoa(s.Round) + ", " + about +
-		". Right: what your phone really sent, with random noise added. Only the right one left your phone. " +
-		"The noise hides your own pictures; when the server adds up the whole class, the noise partly cancels out, so the class model still learns."
+	return PrivacyMeter(s.protection(), tr.Joined, tr.Progress(), tr.EpsBudget, tr.Delta)
 }

@@ -116,7 +116,7 @@ func (c *Root) Build(vgin *vugu.BuildIn) (vgout *vugu.BuildOut) {
 					vgn.AddAttrInterface("value", c.codeValue())
 					vgn.DOMEventHandlerSpecList = append(vgn.DOMEventHandlerSpecList, vugu.DOMEventHandlerSpec{
 						EventType: "input",
-						Func:      func(event vugu.DOMEvent) { c.codeInput(event) },
+						Func:      func(event vugu.DOMEvent) { c.codeText.input(event) },
 						// TODO: implement capture, etc. mostly need to decide syntax
 					})
 					vgn.DOMEventHandlerSpecList = append(vgn.DOMEventHandlerSpecList, vugu.DOMEventHandlerSpec{
@@ -296,7 +296,7 @@ func (c *Root) Build(vgin *vugu.BuildIn) (vgout *vugu.BuildOut) {
 						_ = vgparent
 						vgn = &vugu.VGNode{Type: vugu.VGNodeType(3), Namespace: "", Data: "b", Attr: []vugu.VGAttribute(nil)}
 						vgparent.AppendChild(vgn)
-						vgn.SetInnerHTML("Your " + c.things() + " stay on this device.")
+						vgn.SetInnerHTML("Your " + c.State.Session.Things() + " stay on this device.")
 						vgn = &vugu.VGNode{Type: vugu.VGNodeType(1), Data: " They are never uploaded."}
 						vgparent.AppendChild(vgn)
 					}
@@ -314,7 +314,7 @@ func (c *Root) Build(vgin *vugu.BuildIn) (vgout *vugu.BuildOut) {
 						vgparent.AppendChild(vgn)
 						vgn = &vugu.VGNode{Type: vugu.VGNodeType(3), Namespace: "", Data: "span", Attr: []vugu.VGAttribute(nil)}
 						vgparent.AppendChild(vgn)
-						vgn.SetInnerHTML(c.modeText())
+						vgn.SetInnerHTML(c.State.Session.modeText())
 					}
 					vgn = &vugu.VGNode{Type: vugu.VGNodeType(1), Data: "\n      "}
 					vgparent.AppendChild(vgn)
@@ -366,7 +366,7 @@ func (c *Root) Build(vgin *vugu.BuildIn) (vgout *vugu.BuildOut) {
 							_ = vgparent
 							vgn = &vugu.VGNode{Type: vugu.VGNodeType(3), Namespace: "", Data: "b", Attr: []vugu.VGAttribute(nil)}
 							vgparent.AppendChild(vgn)
-							vgn.SetInnerHTML("Your " + c.things() + " are used again and again")
+							vgn.SetInnerHTML("Your " + c.State.Session.Things() + " are used again and again")
 							vgn = &vugu.VGNode{Type: vugu.VGNodeType(1), Data: " while the session runs; the privacy limit below counts every use."}
 							vgparent.AppendChild(vgn)
 						}
@@ -383,12 +383,12 @@ func (c *Root) Build(vgin *vugu.BuildIn) (vgout *vugu.BuildOut) {
 					_ = vgparent
 					vgn = &vugu.VGNode{Type: vugu.VGNodeType(3), Namespace: "", Data: "b", Attr: []vugu.VGAttribute{{Namespace: "", Key: "id", Val: "p-eps-short"}}}
 					vgparent.AppendChild(vgn)
-					vgn.SetInnerHTML(c.privacyLine())
+					vgn.SetInnerHTML(c.State.Session.privacyLine())
 					vgn = &vugu.VGNode{Type: vugu.VGNodeType(1), Data: " "}
 					vgparent.AppendChild(vgn)
 					vgn = &vugu.VGNode{Type: vugu.VGNodeType(3), Namespace: "", Data: "span", Attr: []vugu.VGAttribute(nil)}
 					vgparent.AppendChild(vgn)
-					vgn.SetInnerHTML("ε (epsilon) measures how much what is sent could give away about one of your " + c.things() + ". Smaller is more private.")
+					vgn.SetInnerHTML("ε (epsilon) measures how much what is sent could give away about one of your " + c.State.Session.Things() + ". Smaller is more private.")
 				}
 				vgn = &vugu.VGNode{Type: vugu.VGNodeType(1), Data: "\n    "}
 				vgparent.AppendChild(vgn)
@@ -508,7 +508,7 @@ func (c *Root) Build(vgin *vugu.BuildIn) (vgout *vugu.BuildOut) {
 									vgparent.AppendChild(vgn)
 									vgn = &vugu.VGNode{Type: vugu.VGNodeType(3), Namespace: "", Data: "span", Attr: []vugu.VGAttribute(nil)}
 									vgparent.AppendChild(vgn)
-									vgn.SetInnerHTML(c.howWords())
+									vgn.SetInnerHTML(c.State.Session.howWords())
 								}
 							}
 							vgn = &vugu.VGNode{Type: vugu.VGNodeType(1), Data: "\n        "}
@@ -595,7 +595,7 @@ func (c *Root) Build(vgin *vugu.BuildIn) (vgout *vugu.BuildOut) {
 								vgn.SetInnerHTML(vugu.HTML("Privacy promised"))
 								vgn = &vugu.VGNode{Type: vugu.VGNodeType(3), Namespace: "", Data: "td", Attr: []vugu.VGAttribute{{Namespace: "", Key: "id", Val: "p-eps"}}}
 								vgparent.AppendChild(vgn)
-								vgn.SetInnerHTML(c.promiseWords())
+								vgn.SetInnerHTML(c.State.Session.promiseWords())
 							}
 							vgn = &vugu.VGNode{Type: vugu.VGNodeType(1), Data: "\n        "}
 							vgparent.AppendChild(vgn)
@@ -639,7 +639,7 @@ func (c *Root) Build(vgin *vugu.BuildIn) (vgout *vugu.BuildOut) {
 				vgparent.AppendChild(vgn)
 				vgn = &vugu.VGNode{Type: vugu.VGNodeType(3), Namespace: "", Data: "h2", Attr: []vugu.VGAttribute(nil)}
 				vgparent.AppendChild(vgn)
-				vgn.SetInnerHTML("Your " + c.things() + " (kept on this device)")
+				vgn.SetInnerHTML("Your " + c.State.Session.Things() + " (kept on this device)")
 				vgn = &vugu.VGNode{Type: vugu.VGNodeType(1), Data: "\n    "}
 				vgparent.AppendChild(vgn)
 				vgn = &vugu.VGNode{Type: vugu.VGNodeType(3), Namespace: "", Data: "p", Attr: []vugu.VGAttribute(nil)}
@@ -723,7 +723,7 @@ func (c *Root) Build(vgin *vugu.BuildIn) (vgout *vugu.BuildOut) {
 								_ = vgparent
 								vgn = &vugu.VGNode{Type: vugu.VGNodeType(1), Data: "\n          "}
 								vgparent.AppendChild(vgn)
-								for i, f := range c.features() {
+								for i, f := range c.taskDef().Features {
 									var vgiterkey interface{} = i
 									_ = vgiterkey
 									i := i
@@ -759,10 +759,10 @@ func (c *Root) Build(vgin *vugu.BuildIn) (vgout *vugu.BuildOut) {
 											vgn.AddAttrInterface("id", "row-"+strconv.Itoa(i))
 											vgn.AddAttrInterface("max", bound(f.Max))
 											vgn.AddAttrInterface("min", bound(f.Min))
-											vgn.AddAttrInterface("value", c.rowValue(i))
+											vgn.AddAttrInterface("value", c.row.value(i))
 											vgn.DOMEventHandlerSpecList = append(vgn.DOMEventHandlerSpecList, vugu.DOMEventHandlerSpec{
 												EventType: "input",
-												Func:      func(event vugu.DOMEvent) { c.rowInput(i, event) },
+												Func:      func(event vugu.DOMEvent) { c.row.input(i, event) },
 												// TODO: implement capture, etc. mostly need to decide syntax
 											})
 										}
@@ -774,7 +774,7 @@ func (c *Root) Build(vgin *vugu.BuildIn) (vgout *vugu.BuildOut) {
 											vgn.AddAttrInterface("id", "row-"+strconv.Itoa(i))
 											vgn.DOMEventHandlerSpecList = append(vgn.DOMEventHandlerSpecList, vugu.DOMEventHandlerSpec{
 												EventType: "change",
-												Func:      func(event vugu.DOMEvent) { c.rowInput(i, event) },
+												Func:      func(event vugu.DOMEvent) { c.row.input(i, event) },
 												// TODO: implement capture, etc. mostly need to decide syntax
 											})
 											{
@@ -784,7 +784,7 @@ func (c *Root) Build(vgin *vugu.BuildIn) (vgout *vugu.BuildOut) {
 												vgparent.AppendChild(vgn)
 												vgn = &vugu.VGNode{Type: vugu.VGNodeType(3), Namespace: "", Data: "option", Attr: []vugu.VGAttribute{{Namespace: "", Key: "value", Val: ""}}}
 												vgparent.AppendChild(vgn)
-												vgn.AddAttrInterface("selected", c.rowValue(i) == "")
+												vgn.AddAttrInterface("selected", c.row.value(i) == "")
 												{
 													vgparent := vgn
 													_ = vgparent
@@ -800,7 +800,7 @@ func (c *Root) Build(vgin *vugu.BuildIn) (vgout *vugu.BuildOut) {
 													_ = v
 													vgn = &vugu.VGNode{Type: vugu.VGNodeType(3), Namespace: "", Data: "option", Attr: []vugu.VGAttribute(nil)}
 													vgparent.AppendChild(vgn)
-													vgn.AddAttrInterface("selected", c.rowValue(i) == v)
+													vgn.AddAttrInterface("selected", c.row.value(i) == v)
 													vgn.AddAttrInterface("value", v)
 													vgn.SetInnerHTML(v)
 												}
@@ -815,10 +815,10 @@ func (c *Root) Build(vgin *vugu.BuildIn) (vgout *vugu.BuildOut) {
 											vgparent.AppendChild(vgn)
 											vgn.AddAttrInterface("id", "row-"+strconv.Itoa(i))
 											vgn.AddAttrInterface("maxlength", f.MaxLength)
-											vgn.AddAttrInterface("value", c.rowValue(i))
+											vgn.AddAttrInterface("value", c.row.value(i))
 											vgn.DOMEventHandlerSpecList = append(vgn.DOMEventHandlerSpecList, vugu.DOMEventHandlerSpec{
 												EventType: "input",
-												Func:      func(event vugu.DOMEvent) { c.rowInput(i, event) },
+												Func:      func(event vugu.DOMEvent) { c.row.input(i, event) },
 												// TODO: implement capture, etc. mostly need to decide syntax
 											})
 										}
@@ -842,12 +842,12 @@ func (c *Root) Build(vgin *vugu.BuildIn) (vgout *vugu.BuildOut) {
 										_ = vgparent
 										vgn = &vugu.VGNode{Type: vugu.VGNodeType(3), Namespace: "", Data: "b", Attr: []vugu.VGAttribute(nil)}
 										vgparent.AppendChild(vgn)
-										vgn.SetInnerHTML(c.answerName())
+										vgn.SetInnerHTML(c.taskDef().Label.Name)
 										vgn = &vugu.VGNode{Type: vugu.VGNodeType(1), Data: " "}
 										vgparent.AppendChild(vgn)
 										vgn = &vugu.VGNode{Type: vugu.VGNodeType(3), Namespace: "", Data: "span", Attr: []vugu.VGAttribute(nil)}
 										vgparent.AppendChild(vgn)
-										vgn.SetInnerHTML(c.answerAsk())
+										vgn.SetInnerHTML(c.taskDef().Label.Ask)
 									}
 									vgn = &vugu.VGNode{Type: vugu.VGNodeType(1), Data: "\n            "}
 									vgparent.AppendChild(vgn)
@@ -855,7 +855,7 @@ func (c *Root) Build(vgin *vugu.BuildIn) (vgout *vugu.BuildOut) {
 									vgparent.AppendChild(vgn)
 									vgn.DOMEventHandlerSpecList = append(vgn.DOMEventHandlerSpecList, vugu.DOMEventHandlerSpec{
 										EventType: "change",
-										Func:      func(event vugu.DOMEvent) { c.rowLabelInput(event) },
+										Func:      func(event vugu.DOMEvent) { c.rowLabel.input(event) },
 										// TODO: implement capture, etc. mostly need to decide syntax
 									})
 									{
@@ -874,14 +874,14 @@ func (c *Root) Build(vgin *vugu.BuildIn) (vgout *vugu.BuildOut) {
 										}
 										vgn = &vugu.VGNode{Type: vugu.VGNodeType(1), Data: "\n              "}
 										vgparent.AppendChild(vgn)
-										for vgiterkeyt, v := range c.answers() {
+										for vgiterkeyt, v := range c.taskDef().Label.Values {
 											var vgiterkey interface{} = vgiterkeyt
 											_ = vgiterkey
 											v := v
 											_ = v
 											vgn = &vugu.VGNode{Type: vugu.VGNodeType(3), Namespace: "", Data: "option", Attr: []vugu.VGAttribute(nil)}
 											vgparent.AppendChild(vgn)
-											vgn.AddAttrInterface("selected", c.rowLabel == v)
+											vgn.AddAttrInterface("selected", string(c.rowLabel) == v)
 											vgn.AddAttrInterface("value", v)
 											vgn.SetInnerHTML(v)
 										}
@@ -1012,7 +1012,7 @@ func (c *Root) Build(vgin *vugu.BuildIn) (vgout *vugu.BuildOut) {
 									vgparent.AppendChild(vgn)
 									vgn = &vugu.VGNode{Type: vugu.VGNodeType(3), Namespace: "", Data: "span", Attr: []vugu.VGAttribute{{Namespace: "", Key: "class", Val: "cols"}}}
 									vgparent.AppendChild(vgn)
-									vgn.SetInnerHTML(c.columns())
+									vgn.SetInnerHTML(columns(c.taskDef()))
 									vgn = &vugu.VGNode{Type: vugu.VGNodeType(1), Data: ". It is read here, in the page."}
 									vgparent.AppendChild(vgn)
 								}
@@ -1562,7 +1562,7 @@ func (c *Root) Build(vgin *vugu.BuildIn) (vgout *vugu.BuildOut) {
 								vgn.SetInnerHTML(vugu.HTML(""))
 								vgn = &vugu.VGNode{Type: vugu.VGNodeType(3), Namespace: "", Data: "figcaption", Attr: []vugu.VGAttribute(nil)}
 								vgparent.AppendChild(vgn)
-								vgn.SetInnerHTML(c.noisyCaption())
+								vgn.SetInnerHTML(c.State.Session.noisyCaption())
 							}
 							vgn = &vugu.VGNode{Type: vugu.VGNodeType(1), Data: "\n      "}
 							vgparent.AppendChild(vgn)
@@ -1571,7 +1571,7 @@ func (c *Root) Build(vgin *vugu.BuildIn) (vgout *vugu.BuildOut) {
 						vgparent.AppendChild(vgn)
 						vgn = &vugu.VGNode{Type: vugu.VGNodeType(3), Namespace: "", Data: "p", Attr: []vugu.VGAttribute{{Namespace: "", Key: "id", Val: "sent-words"}, vugu.VGAttribute{Namespace: "", Key: "class", Val: "hint"}}}
 						vgparent.AppendChild(vgn)
-						vgn.SetInnerHTML(c.sentWords())
+						vgn.SetInnerHTML(c.State.Session.sentWords(c.State.Train.Sent))
 						vgn = &vugu.VGNode{Type: vugu.VGNodeType(1), Data: "\n    "}
 						vgparent.AppendChild(vgn)
 					}
@@ -1645,7 +1645,7 @@ func (c *Root) Build(vgin *vugu.BuildIn) (vgout *vugu.BuildOut) {
 							_ = vgparent
 							vgn = &vugu.VGNode{Type: vugu.VGNodeType(1), Data: "\n        "}
 							vgparent.AppendChild(vgn)
-							for i, f := range c.features() {
+							for i, f := range c.taskDef().Features {
 								var vgiterkey interface{} = i
 								_ = vgiterkey
 								i := i
@@ -1681,10 +1681,10 @@ func (c *Root) Build(vgin *vugu.BuildIn) (vgout *vugu.BuildOut) {
 										vgn.AddAttrInterface("id", "try-"+strconv.Itoa(i))
 										vgn.AddAttrInterface("max", bound(f.Max))
 										vgn.AddAttrInterface("min", bound(f.Min))
-										vgn.AddAttrInterface("value", c.tryValue(i))
+										vgn.AddAttrInterface("value", c.try.value(i))
 										vgn.DOMEventHandlerSpecList = append(vgn.DOMEventHandlerSpecList, vugu.DOMEventHandlerSpec{
 											EventType: "input",
-											Func:      func(event vugu.DOMEvent) { c.tryInput(i, event) },
+											Func:      func(event vugu.DOMEvent) { c.try.input(i, event) },
 											// TODO: implement capture, etc. mostly need to decide syntax
 										})
 									}
@@ -1696,7 +1696,7 @@ func (c *Root) Build(vgin *vugu.BuildIn) (vgout *vugu.BuildOut) {
 										vgn.AddAttrInterface("id", "try-"+strconv.Itoa(i))
 										vgn.DOMEventHandlerSpecList = append(vgn.DOMEventHandlerSpecList, vugu.DOMEventHandlerSpec{
 											EventType: "change",
-											Func:      func(event vugu.DOMEvent) { c.tryInput(i, event) },
+											Func:      func(event vugu.DOMEvent) { c.try.input(i, event) },
 											// TODO: implement capture, etc. mostly need to decide syntax
 										})
 										{
@@ -1706,7 +1706,7 @@ func (c *Root) Build(vgin *vugu.BuildIn) (vgout *vugu.BuildOut) {
 											vgparent.AppendChild(vgn)
 											vgn = &vugu.VGNode{Type: vugu.VGNodeType(3), Namespace: "", Data: "option", Attr: []vugu.VGAttribute{{Namespace: "", Key: "value", Val: ""}}}
 											vgparent.AppendChild(vgn)
-											vgn.AddAttrInterface("selected", c.tryValue(i) == "")
+											vgn.AddAttrInterface("selected", c.try.value(i) == "")
 											{
 												vgparent := vgn
 												_ = vgparent
@@ -1722,7 +1722,7 @@ func (c *Root) Build(vgin *vugu.BuildIn) (vgout *vugu.BuildOut) {
 												_ = v
 												vgn = &vugu.VGNode{Type: vugu.VGNodeType(3), Namespace: "", Data: "option", Attr: []vugu.VGAttribute(nil)}
 												vgparent.AppendChild(vgn)
-												vgn.AddAttrInterface("selected", c.tryValue(i) == v)
+												vgn.AddAttrInterface("selected", c.try.value(i) == v)
 												vgn.AddAttrInterface("value", v)
 												vgn.SetInnerHTML(v)
 											}
@@ -1737,10 +1737,10 @@ func (c *Root) Build(vgin *vugu.BuildIn) (vgout *vugu.BuildOut) {
 										vgparent.AppendChild(vgn)
 										vgn.AddAttrInterface("id", "try-"+strconv.Itoa(i))
 										vgn.AddAttrInterface("maxlength", f.MaxLength)
-										vgn.AddAttrInterface("value", c.tryValue(i))
+										vgn.AddAttrInterface("value", c.try.value(i))
 										vgn.DOMEventHandlerSpecList = append(vgn.DOMEventHandlerSpecList, vugu.DOMEventHandlerSpec{
 											EventType: "input",
-											Func:      func(event vugu.DOMEvent) { c.tryInput(i, event) },
+											Func:      func(event vugu.DOMEvent) { c.try.input(i, event) },
 											// TODO: implement capture, etc. mostly need to decide syntax
 										})
 									}
@@ -1870,7 +1870,7 @@ func (c *Root) Build(vgin *vugu.BuildIn) (vgout *vugu.BuildOut) {
 					vgparent.AppendChild(vgn)
 					vgn = &vugu.VGNode{Type: vugu.VGNodeType(3), Namespace: "", Data: "button", Attr: []vugu.VGAttribute{{Namespace: "", Key: "id", Val: "forget-btn"}, vugu.VGAttribute{Namespace: "", Key: "class", Val: "danger"}}}
 					vgparent.AppendChild(vgn)
-					vgn.SetInnerHTML("Leave and delete my " + c.things())
+					vgn.SetInnerHTML("Leave and delete my " + c.State.Session.Things())
 					vgn.DOMEventHandlerSpecList = append(vgn.DOMEventHandlerSpecList, vugu.DOMEventHandlerSpec{
 						EventType: "click",
 						Func:      func(event vugu.DOMEvent) { c.Ctl.Forget() },
@@ -1967,7 +1967,7 @@ func (c *Root) Build(vgin *vugu.BuildIn) (vgout *vugu.BuildOut) {
 									vgparent.AppendChild(vgn)
 									vgn = &vugu.VGNode{Type: vugu.VGNodeType(3), Namespace: "", Data: "span", Attr: []vugu.VGAttribute(nil)}
 									vgparent.AppendChild(vgn)
-									vgn.SetInnerHTML(c.howWords())
+									vgn.SetInnerHTML(c.State.Session.howWords())
 								}
 							}
 							vgn = &vugu.VGNode{Type: vugu.VGNodeType(1), Data: "\n        "}
@@ -1982,7 +1982,7 @@ func (c *Root) Build(vgin *vugu.BuildIn) (vgout *vugu.BuildOut) {
 								vgn.SetInnerHTML(vugu.HTML("Privacy"))
 								vgn = &vugu.VGNode{Type: vugu.VGNodeType(3), Namespace: "", Data: "td", Attr: []vugu.VGAttribute{{Namespace: "", Key: "id", Val: "privacy-source"}}}
 								vgparent.AppendChild(vgn)
-								vgn.SetInnerHTML(PrivacySource(c.protection()))
+								vgn.SetInnerHTML(PrivacySource(c.State.Session.protection()))
 							}
 							vgn = &vugu.VGNode{Type: vugu.VGNodeType(1), Data: "\n      "}
 							vgparent.AppendChild(vgn)
@@ -2012,7 +2012,7 @@ func (c *Root) Build(vgin *vugu.BuildIn) (vgout *vugu.BuildOut) {
 				vgparent.AppendChild(vgn)
 				vgn = &vugu.VGNode{Type: vugu.VGNodeType(3), Namespace: "", Data: "p", Attr: []vugu.VGAttribute(nil)}
 				vgparent.AppendChild(vgn)
-				vgn.SetInnerHTML("This page has stopped and left the session. Your " + c.things() + " are still kept in this browser, and nothing more is sent. You can close this page.")
+				vgn.SetInnerHTML("This page has stopped and left the session. Your " + c.State.Session.Things() + " are still kept in this browser, and nothing more is sent. You can close this page.")
 				vgn = &vugu.VGNode{Type: vugu.VGNodeType(1), Data: "\n    "}
 				vgparent.AppendChild(vgn)
 				vgn = &vugu.VGNode{Type: vugu.VGNodeType(3), Namespace: "", Data: "div", Attr: []vugu.VGAttribute{{Namespace: "", Key: "class", Val: "actions"}}}
@@ -2024,7 +2024,7 @@ func (c *Root) Build(vgin *vugu.BuildIn) (vgout *vugu.BuildOut) {
 					vgparent.AppendChild(vgn)
 					vgn = &vugu.VGNode{Type: vugu.VGNodeType(3), Namespace: "", Data: "button", Attr: []vugu.VGAttribute{{Namespace: "", Key: "id", Val: "forget-done-btn"}, vugu.VGAttribute{Namespace: "", Key: "class", Val: "danger"}}}
 					vgparent.AppendChild(vgn)
-					vgn.SetInnerHTML("Delete my " + c.things() + " from this device")
+					vgn.SetInnerHTML("Delete my " + c.State.Session.Things() + " from this device")
 					vgn.DOMEventHandlerSpecList = append(vgn.DOMEventHandlerSpecList, vugu.DOMEventHandlerSpec{
 						EventType: "click",
 						Func:      func(event vugu.DOMEvent) { c.Ctl.Forget() },
@@ -2054,7 +2054,7 @@ func (c *Root) Build(vgin *vugu.BuildIn) (vgout *vugu.BuildOut) {
 				vgparent.AppendChild(vgn)
 				vgn = &vugu.VGNode{Type: vugu.VGNodeType(3), Namespace: "", Data: "p", Attr: []vugu.VGAttribute(nil)}
 				vgparent.AppendChild(vgn)
-				vgn.SetInnerHTML("This page keeps no " + c.things() + " and no identity for the session any more. Reload to start again.")
+				vgn.SetInnerHTML("This page keeps no " + c.State.Session.Things() + " and no identity for the session any more. Reload to start again.")
 				vgn = &vugu.VGNode{Type: vugu.VGNodeType(1), Data: "\n  "}
 				vgparent.AppendChild(vgn)
 			}
@@ -2099,7 +2099,7 @@ func (c *Root) Build(vgin *vugu.BuildIn) (vgout *vugu.BuildOut) {
 						vgn.AddAttrInterface("value", c.budgetValue())
 						vgn.DOMEventHandlerSpecList = append(vgn.DOMEventHandlerSpecList, vugu.DOMEventHandlerSpec{
 							EventType: "input",
-							Func:      func(event vugu.DOMEvent) { c.budgetInput(event) },
+							Func:      func(event vugu.DOMEvent) { c.budgetText.input(event) },
 							// TODO: implement capture, etc. mostly need to decide syntax
 						})
 						vgn = &vugu.VGNode{Type: vugu.VGNodeType(1), Data: "\n      "}

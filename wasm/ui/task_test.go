@@ -149,7 +149,7 @@ func TestAddRowChecks(t *testing.T) {
 		{"unknown answer", good, "free", `Check this row. price: "free" is not one of the choices`},
 	} {
 		ctl := &rowCtl{}
-		c := &Root{State: &State{Screen: ScreenData, Session: tab}, Ctl: ctl, row: tc.row, rowLabel: tc.label}
+		c := &Root{State: &State{Screen: ScreenData, Session: tab}, Ctl: ctl, row: tc.row, rowLabel: textInput(tc.label)}
 		c.addRow()
 		if len(ctl.added) != 0 || !strings.HasPrefix(c.rowMsg, tc.msg) {
 			t.Errorf("%s: handed on %d rows, said %q; want none and %q", tc.name, len(ctl.added), c.rowMsg, tc.msg)
