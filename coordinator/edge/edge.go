@@ -27,7 +27,6 @@ import (
 	"browserfl/coordinator/wsconn"
 	"browserfl/shared/mechanism"
 	"browserfl/shared/optim"
-	"browserfl/shared/plan"
 	"browserfl/shared/wire"
 )
 
@@ -765,7 +764,7 @@ func (e *Edge) checkerLocked(sp *wire.SessionParams) *optim.Checker {
 	if e.chk != nil && reflect.DeepEqual(e.chkFor, *sp) {
 		return e.chk
 	}
-	chk, err := optim.NewChecker(plan.FromSession(*sp), sp.Dim)
+	chk, err := optim.NewChecker(*sp, sp.Dim)
 	if err != nil {
 		e.busErrors.Add(1)
 		e.front.Log.Warn("the session's parameters make no update tests; the norm bound alone applies", "err", err)

@@ -535,7 +535,7 @@ func TestCheckerSignalBound(t *testing.T) {
 	q := base
 	for _, bad := range []float64{-1, math.Inf(1), math.NaN()} {
 		q.SignalBound = bad
-		if q.Validate() == nil {
+		if Validate(q) == nil {
 			t.Errorf("signal bound %v accepted", bad)
 		}
 	}
