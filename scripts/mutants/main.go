@@ -90,7 +90,7 @@ var mutations = []mutation{
 		name: "shared-threshold-default-cohort", why: "the default threshold is the whole cohort (a share sized for m survivors when only 0.7 m are promised)",
 		file: "shared/session/params.go",
 		old:  "return max(1, int(math.Ceil(DefaultThresholdShare*float64(p.Cohort)-1e-9)))",
-		new:  "return p.Cohort",
+		new:  "return max(1, int(math.Ceil(float64(p.Cohort))))",
 		pkgs: []string{"./shared/optim/", "-run", "Share"},
 	},
 	{
