@@ -14,7 +14,6 @@ import (
 	"browserfl/device"
 	"browserfl/shared/mechanism"
 	"browserfl/shared/optim/plausible"
-	"browserfl/shared/plan"
 	"browserfl/shared/wire"
 
 	"github.com/coder/websocket"
@@ -309,7 +308,7 @@ func attack(ctx context.Context, ws *websocket.Conn, dim int, payload func(t, n 
 // runs again (the attacker then behaves).
 func TestUnservableRoundDiscarded(t *testing.T) {
 	sess := testSession(8, 3, 3, 4, 20000)
-	sess.Algorithm, sess.RhoPaper, sess.Clip = "mu2", 0, 0
+	sess.Algorithm, sess.Rho, sess.Clip = "mu2", 0, 0
 	h := newHarness(t, sess, 3)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -383,7 +382,7 @@ func TestSpikeInsideNormBoundRejected(t *testing.T) {
 // not).
 func spikeInsideNormBound(t *testing.T, sess wire.SessionParams, at int) func(int, int) []byte {
 	t.Helper()
-	chk, err := plausible.NewChecker(plan.FromSession(sess), sess.Dim)
+	chk, err := plausible.NewChecker(sess, sess.Dim)
 	if err != nil {
 		t.Fatal(err)
 	}

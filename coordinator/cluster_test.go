@@ -34,7 +34,6 @@ import (
 	"browserfl/shared/model"
 	"browserfl/shared/optim"
 	"browserfl/shared/optim/plausible"
-	"browserfl/shared/plan"
 	"browserfl/shared/wire"
 )
 
@@ -96,7 +95,7 @@ func edgeDialer(i int, addrs []string) *http.Client {
 // can be checked after every round (checkRealInvariant).
 func clusterSession(m, cohort, rounds, deadlineMs int) wire.SessionParams {
 	return wire.SessionParams{Name: "cluster", Dim: 10, DeadlineMillis: deadlineMs, Algorithm: "nc", Model: "logreg",
-		Features: 4, Classes: 2, M: m, Cohort: cohort, Rounds: rounds, Batch: 8, Clip: 1, Eta: 0.05, RhoPaper: 50,
+		Features: 4, Classes: 2, M: m, Cohort: cohort, Rounds: rounds, Batch: 8, Clip: 1, Eta: 0.05, Rho: 50,
 		Compressor: "f64"}
 }
 
@@ -112,7 +111,7 @@ func TestClusterInProcess(t *testing.T) {
 	sess := clusterSession(24, 8, 30, 600)
 	var seed mechanism.Seed
 	seed[0] = 9
-	srv, err := optim.NewServer(device.Params(sess), make([]float64, sess.Dim), mechanism.NewStream(seed, 0))
+	srv, err := optim.NewServer(sess, make([]float64, sess.Dim), mechanism.NewStream(seed, 0))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -242,7 +241,7 @@ func runClusterChild(role string) error {
 			return err
 		}
 		var seed mechanism.Seed
-		srv, err := optim.NewServer(device.Params(sess), make([]float64, sess.Dim), mechanism.NewStream(seed, 0))
+		srv, err := optim.NewServer(sess, make([]float64, sess.Dim), mechanism.NewStream(seed, 0))
 		if err != nil {
 			return err
 		}
@@ -658,7 +657,7 @@ func readControl(t *testing.T, ctx context.Context, ws *websocket.Conn) wire.Mes
 // in. Every round commits.
 func TestEdgeKeepsHistories(t *testing.T) {
 	sess := testSession(256, 3, 3, 8, 20000)
-	chk, err := plausible.NewChecker(plan.FromSession(sess), sess.Dim)
+	chk, err := plausible.NewChecker(sess, sess.Dim)
 	if err != nil {
 		t.Fatal(err)
 	}

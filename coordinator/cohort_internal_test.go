@@ -14,7 +14,6 @@ import (
 	"browserfl/engine"
 	"browserfl/shared/mechanism"
 	"browserfl/shared/optim"
-	"browserfl/shared/plan"
 	"browserfl/shared/wire"
 )
 
@@ -38,7 +37,7 @@ func (l *recLink) CloseWith(code, reason string)   {}
 // told so, and the round keeps at most m updates; a sum of one is taken.
 func TestAggregatePastCohort(t *testing.T) {
 	sess := wire.SessionParams{Name: "past", Dim: 4, DeadlineMillis: 5000, Algorithm: "nc", Model: "logreg",
-		Features: 1, Classes: 2, M: 4, Cohort: 2, Rounds: 3, Batch: 1, Clip: 1, Eta: 1, RhoPaper: 1}
+		Features: 1, Classes: 2, M: 4, Cohort: 2, Rounds: 3, Batch: 1, Clip: 1, Eta: 1, Rho: 1}
 	srv, st := ncServerAndStore(t, sess)
 	c, err := New(Config{Session: sess, JoinCode: "join-me", Server: srv, Store: st, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
@@ -88,7 +87,7 @@ func TestAggregatePastCohort(t *testing.T) {
 func ncServerAndStore(t testing.TB, sess wire.SessionParams) (optim.Server, *store.Store) {
 	t.Helper()
 	var seed mechanism.Seed
-	srv, err := optim.NewServer(plan.FromSession(sess), make([]float64, sess.Dim), mechanism.NewStream(seed, 0))
+	srv, err := optim.NewServer(sess, make([]float64, sess.Dim), mechanism.NewStream(seed, 0))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,7 +199,7 @@ func TestNextRecoveryPause(t *testing.T) {
 func smallCoordinator(t *testing.T) *Coordinator {
 	t.Helper()
 	sess := wire.SessionParams{Name: "small", Dim: 4, DeadlineMillis: 5000, Algorithm: "nc", Model: "logreg",
-		Features: 1, Classes: 2, M: 4, Cohort: 2, Rounds: 3, Batch: 1, Clip: 1, Eta: 1, RhoPaper: 1}
+		Features: 1, Classes: 2, M: 4, Cohort: 2, Rounds: 3, Batch: 1, Clip: 1, Eta: 1, Rho: 1}
 	srv, st := ncServerAndStore(t, sess)
 	c, err := New(Config{Session: sess, JoinCode: "join-me", Server: srv, Store: st, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {

@@ -25,7 +25,6 @@ import (
 	"browserfl/shared/mechanism"
 	"browserfl/shared/optim"
 	"browserfl/shared/optim/plausible"
-	"browserfl/shared/plan"
 	"browserfl/shared/task"
 	"browserfl/shared/wire"
 )
@@ -333,7 +332,7 @@ type openRound struct {
 // New checks cfg, restores the committed state from the store and returns
 // a coordinator ready to Run and to serve HTTP.
 func New(cfg Config) (*Coordinator, error) {
-	if err := cfg.Session.Validate(); err != nil {
+	if err := wire.ValidateSession(cfg.Session); err != nil {
 		return nil, fmt.Errorf("coordinator: %w", err)
 	}
 	if wire.NormalizeJoinCode(cfg.JoinCode) == "" { // " " or "-" would admit any code
@@ -434,7 +433,7 @@ func (c *Coordinator) minDevicesFor(s wire.SessionParams) int {
 func (c *Coordinator) prepare() error {
 	cfg := c.cfg
 	cfg.Session = c.sess
-	chk, err := plausible.NewChecker(plan.FromSession(cfg.Session), cfg.Session.Dim)
+	chk, err := plausible.NewChecker(cfg.Session, cfg.Session.Dim)
 	if err != nil {
 		return fmt.Errorf("coordinator: update checks: %w", err)
 	}

@@ -91,7 +91,7 @@ func runSecAggChild() error {
 	if err != nil {
 		return err
 	}
-	srv, err := optim.NewServer(device.Params(sess), make([]float64, sess.Dim), mechanism.NewStream(mechanism.Seed{}, 0))
+	srv, err := optim.NewServer(sess, make([]float64, sess.Dim), mechanism.NewStream(mechanism.Seed{}, 0))
 	if err != nil {
 		return err
 	}
@@ -353,7 +353,7 @@ func (c *chaosConn) Write(ctx context.Context, typ websocket.MessageType, b []by
 // run runs device d until the session ends for it, starting it again
 // from its storage each time it is killed.
 func (d *chaosDev) run(ctx context.Context, url string, sess wire.SessionParams, dir *director) error {
-	params := device.Params(sess)
+	params := sess
 	for {
 		pctx, cancel := context.WithCancel(ctx)
 		dead := &atomic.Bool{}
@@ -451,7 +451,7 @@ func readSaSnaps(t *testing.T, path string) map[int]saSnap {
 func TestSharedNoiseChaos(t *testing.T) {
 	sess := wire.SessionParams{Name: "shared-chaos", Dim: 10, DeadlineMillis: 10000, Algorithm: wire.SharedNoiseAlgorithm,
 		Model: "logreg", Features: 4, Classes: 2, M: 24, Cohort: 10, Rounds: 16, Batch: 8, Clip: 1, Eta: 0.05,
-		RhoPaper: 50, Compressor: "f64", Threshold: 7}
+		Rho: 50, Compressor: "f64", Threshold: 7}
 	events := []*chaosEvent{
 		{round: 2, step: wire.StepAdvertise, what: coordKill, n: 4},
 		{round: 3, step: wire.StepShareKeys, what: coordKill, n: 4},
@@ -554,7 +554,7 @@ func checkSharedChaos(t *testing.T, sess wire.SessionParams, storePath string, s
 	for _, d := range devs {
 		index[d.final.State().DeviceID] = d.i
 	}
-	replay, err := optim.NewServer(device.Params(sess), make([]float64, sess.Dim), mechanism.NewStream(mechanism.Seed{}, 0))
+	replay, err := optim.NewServer(sess, make([]float64, sess.Dim), mechanism.NewStream(mechanism.Seed{}, 0))
 	if err != nil {
 		t.Fatal(err)
 	}

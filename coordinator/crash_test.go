@@ -90,7 +90,7 @@ func runChild() error {
 	var state func() (q, x []float64)
 	if os.Getenv("BFL_REAL") != "" {
 		var seed mechanism.Seed
-		srv, err := optim.NewServer(device.Params(sess), make([]float64, sess.Dim), mechanism.NewStream(seed, 0))
+		srv, err := optim.NewServer(sess, make([]float64, sess.Dim), mechanism.NewStream(seed, 0))
 		if err != nil {
 			return err
 		}
@@ -353,7 +353,7 @@ func TestCrashRecoveryExactlyOnce(t *testing.T) {
 // as well as an undisturbed run does.
 func TestRealCrashRecovery(t *testing.T) {
 	sess := wire.SessionParams{Name: "real", Dim: 10, DeadlineMillis: 300, Algorithm: "nc", Model: "logreg",
-		Features: 4, Classes: 2, M: 6, Cohort: 3, Rounds: 40, Batch: 8, Clip: 1, Eta: 0.05, RhoPaper: 50,
+		Features: 4, Classes: 2, M: 6, Cohort: 3, Rounds: 40, Batch: 8, Clip: 1, Eta: 0.05, Rho: 50,
 		Compressor: "f64"}
 	dir := t.TempDir()
 	addr := freeAddr(t)

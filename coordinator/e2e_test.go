@@ -39,7 +39,7 @@ import (
 // deadline matter to the run.
 func testSession(dim, m, cohort, rounds, deadlineMs int) wire.SessionParams {
 	return wire.SessionParams{Name: "test", Dim: dim, DeadlineMillis: deadlineMs, Algorithm: "nc", Model: "logreg",
-		Features: 1, Classes: 2, M: m, Cohort: cohort, Rounds: rounds, Batch: 1, Clip: 1, Eta: 1, RhoPaper: 1}
+		Features: 1, Classes: 2, M: m, Cohort: cohort, Rounds: rounds, Batch: 1, Clip: 1, Eta: 1, Rho: 1}
 }
 
 func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }

@@ -20,7 +20,6 @@ import (
 	"browserfl/coordinator/wsconn"
 	"browserfl/shared/mechanism"
 	"browserfl/shared/optim"
-	"browserfl/shared/plan"
 	"browserfl/shared/wire"
 )
 
@@ -370,7 +369,7 @@ func runFuzzProgram(t *testing.T, prog []byte) {
 			prog = prog[:400]
 		}
 		sess := wire.SessionParams{Name: "fuzz", Dim: 8, DeadlineMillis: 60000, Algorithm: "nc", Model: "logreg",
-			Features: 3, Classes: 2, M: 6, Cohort: 3, Rounds: 12, Batch: 1, Clip: 1, Eta: 0.5, RhoPaper: 1, Compressor: "f64"}
+			Features: 3, Classes: 2, M: 6, Cohort: 3, Rounds: 12, Batch: 1, Clip: 1, Eta: 0.5, Rho: 1, Compressor: "f64"}
 		dir := t.TempDir()
 		if shm, err := os.MkdirTemp("/dev/shm", "bflfuzz"); err == nil {
 			dir = shm // memory-backed: a store per execution costs no disk sync
@@ -382,7 +381,7 @@ func runFuzzProgram(t *testing.T, prog []byte) {
 		}
 		defer st.Close()
 		st.NoSync() // durability is not under test here; speed is
-		srv, err := optim.NewServer(plan.FromSession(sess), make([]float64, sess.Dim), nil)
+		srv, err := optim.NewServer(sess, make([]float64, sess.Dim), nil)
 		if err != nil {
 			t.Fatal(err)
 		}

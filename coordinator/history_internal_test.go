@@ -19,7 +19,7 @@ import (
 // as from the start would refuse an honest device for good.
 func TestHistoryFromStart(t *testing.T) {
 	sess := wire.SessionParams{Name: "hist", Dim: 4, DeadlineMillis: 5000, Algorithm: "nc", Model: "logreg",
-		Features: 1, Classes: 2, M: 4, Cohort: 2, Rounds: 3, Batch: 1, Clip: 1, Eta: 1, RhoPaper: 1}
+		Features: 1, Classes: 2, M: 4, Cohort: 2, Rounds: 3, Batch: 1, Clip: 1, Eta: 1, Rho: 1}
 	srv, st := ncServerAndStore(t, sess)
 	c, err := New(Config{Session: sess, JoinCode: "join-me", Server: srv, Store: st, Gate: gate.Config{MaxInactive: 1},
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})

@@ -97,9 +97,9 @@ func TestHostTeacherTask(t *testing.T) {
 		t.Fatalf("the new session's task: %v, %v", def, err)
 	}
 	if sess.Features != 1+3+64 || sess.Classes != 3 || sess.Labels != "dog,bird,fish" || sess.DemoShards ||
-		sess.Epsilon != 4 || sess.Delta != plan.DefaultDelta || sess.RhoPaper != 0 || sess.Dim != (1+3+64+1)*3 {
+		sess.Epsilon != 4 || sess.Delta != plan.DefaultDelta || sess.Rho != 0 || sess.Dim != (1+3+64+1)*3 {
 		t.Errorf("the new session: features %d, classes %d, labels %q, demo %v, epsilon %v delta %v rho %v, dim %d",
-			sess.Features, sess.Classes, sess.Labels, sess.DemoShards, sess.Epsilon, sess.Delta, sess.RhoPaper, sess.Dim)
+			sess.Features, sess.Classes, sess.Labels, sess.DemoShards, sess.Epsilon, sess.Delta, sess.Rho, sess.Dim)
 	}
 	var st view.Status
 	if err := getJSON(srv.URL+"/api/status?code="+info.JoinCode, &st); err != nil {

@@ -41,7 +41,7 @@ func newJoinFixture(t *testing.T) *joinFixture {
 	t.Helper()
 	f := &joinFixture{dir: t.TempDir(),
 		sess: wire.SessionParams{Name: "quiz", Dim: 2 * (3 + 1), DeadlineMillis: 1000, Algorithm: "nc", Model: "logreg",
-			Features: 3, Classes: 2, M: 4, Cohort: 2, Rounds: 10, Batch: 1, Clip: 1, Eta: 1, RhoPaper: 1, Labels: "cat,dog"}}
+			Features: 3, Classes: 2, M: 4, Cohort: 2, Rounds: 10, Batch: 1, Clip: 1, Eta: 1, Rho: 1, Labels: "cat,dog"}}
 	st, err := store.Open(filepath.Join(f.dir, "coord.db"))
 	if err != nil {
 		t.Fatal(err)

@@ -157,7 +157,7 @@ func (c *Coordinator) Start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("coordinator: start: %w", err)
 	}
-	if err := final.Validate(); err != nil {
+	if err := wire.ValidateSession(final); err != nil {
 		return fmt.Errorf("coordinator: start: %w", err)
 	}
 	server, err := c.cfg.NewServer(final)

@@ -45,9 +45,9 @@ func blobs(n int, seed uint64) []dataset.Sample {
 // the residuals and float32 rounding, so it is checked only for "f64".
 func realRun(t *testing.T, algorithm, compressor string, p float64) float64 {
 	sess := wire.SessionParams{Name: "real", Dim: 10, DeadlineMillis: 300, Algorithm: algorithm, Model: "logreg",
-		Features: 4, Classes: 2, M: 6, Cohort: 3, Rounds: 40, Batch: 8, Clip: 1, Eta: 0.05, RhoPaper: 50,
+		Features: 4, Classes: 2, M: 6, Cohort: 3, Rounds: 40, Batch: 8, Clip: 1, Eta: 0.05, Rho: 50,
 		Compressor: compressor}
-	params := device.Params(sess)
+	params := sess
 	var seed mechanism.Seed
 	seed[0] = 1
 	server, err := optim.NewServer(params, make([]float64, sess.Dim), mechanism.NewStream(seed, 0))
@@ -143,7 +143,7 @@ func realDevices(t *testing.T, ctx context.Context, url string, sess wire.Sessio
 func realDevicesWith(t *testing.T, ctx context.Context, url string, sess wire.SessionParams, p float64, late time.Duration, f *faults,
 	tweak func(i int, cfg *device.Config)) ([]*device.Runtime, [][]entry) {
 	t.Helper()
-	params := device.Params(sess)
+	params := sess
 	// hist[i] records, after each inclusion of device i, round t and
 	// S_i + Y_i (S_i: the sum of its included clean estimates).
 	hist := make([][]entry, sess.M)

@@ -233,12 +233,12 @@ func newSharedRun(t *testing.T, ctx context.Context, rounds int, gone map[int]ma
 func newSharedRunWith(t *testing.T, ctx context.Context, rounds int, gone map[int]map[int]bool, shrink map[int]*shrinker, onEvent map[int]func(device.Event), replay map[int]*replayer) *sharedRun {
 	t.Helper()
 	r := &sharedRun{sess: wire.SessionParams{Name: "shared", Dim: 10, DeadlineMillis: 3000, Algorithm: wire.SharedNoiseAlgorithm, Model: "logreg",
-		Features: 4, Classes: 2, M: 10, Cohort: 10, Rounds: rounds, Batch: 8, Clip: 1, Eta: 0.05, RhoPaper: 50, Compressor: "f64", Threshold: 7}}
+		Features: 4, Classes: 2, M: 10, Cohort: 10, Rounds: rounds, Batch: 8, Clip: 1, Eta: 0.05, Rho: 50, Compressor: "f64", Threshold: 7}}
 	var err error
 	if r.a, err = plan.SessionSecAgg(r.sess); err != nil {
 		t.Fatal(err)
 	}
-	params := device.Params(r.sess)
+	params := r.sess
 	var seed mechanism.Seed
 	seed[0] = 1
 	inner, err := optim.NewServer(params, make([]float64, r.sess.Dim), mechanism.NewStream(seed, 0))

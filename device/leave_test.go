@@ -26,7 +26,7 @@ import (
 // 4 features and 2 classes).
 func leaveSession() wire.SessionParams {
 	return wire.SessionParams{Name: "leave", Dim: 10, DeadlineMillis: 5000, Algorithm: "nc", Model: "logreg",
-		Features: 4, Classes: 2, M: 1, Cohort: 1, Rounds: 10, Batch: 2, Clip: 1, Eta: 0.1, Diameter: 10, RhoPaper: 2}
+		Features: 4, Classes: 2, M: 1, Cohort: 1, Rounds: 10, Batch: 2, Clip: 1, Eta: 0.1, Diameter: 10, Rho: 2}
 }
 
 // fakeCoord is a one-device coordinator over a real loopback websocket:

@@ -24,9 +24,9 @@ func demoSession() wire.SessionParams {
 // budget were read at the session's delta.
 func TestCheckSessionPolicy(t *testing.T) {
 	attack := demoSession()
-	attack.RhoPaper, attack.Epsilon, attack.Delta = 0, 8, 0.999
+	attack.Rho, attack.Epsilon, attack.Delta = 0, 8, 0.999
 	honest := demoSession()
-	honest.RhoPaper, honest.Epsilon, honest.Delta = 0, 8, 1e-5
+	honest.Rho, honest.Epsilon, honest.Delta = 0, 8, 1e-5
 	trusted := demoSession()
 	trusted.Algorithm = "trusted"
 	open := demoSession()

@@ -312,7 +312,7 @@ func (rt *Runtime) setup(s wire.SessionParams) error {
 	if err != nil {
 		return err
 	}
-	p := Params(s)
+	p := s
 	a, err := rt.cfg.NewDevice(p)
 	if err != nil {
 		return fmt.Errorf("device: algorithm %q: %w", s.Algorithm, err)
@@ -467,7 +467,7 @@ func checkData(s wire.SessionParams, d *task.Definition, data []dataset.Sample) 
 // features are computed when its minibatch is, not kept). Call with
 // rt.mu held.
 func (rt *Runtime) minibatchLocked(n, cursor int) ([]dataset.Sample, error) {
-	if rt.st.Session != nil && Params(*rt.st.Session).SinglePass() && cursor+n > len(rt.cfg.Data) {
+	if rt.st.Session != nil && rt.st.Session.SinglePass() && cursor+n > len(rt.cfg.Data) {
 		// exhaustedLocked stops this first; a minibatch that would wrap
 		// around in a single-pass session is refused all the same.
 		return nil, fmt.Errorf("single pass: a minibatch of %d from cursor %d would reuse samples (%d held)", n, cursor, len(rt.cfg.Data))
@@ -485,10 +485,6 @@ func (rt *Runtime) minibatchLocked(n, cursor int) ([]dataset.Sample, error) {
 	}
 	return batch, nil
 }
-
-// Params converts a session's public parameters to optim.Params
-// (plan.FromSession).
-func Params(s wire.SessionParams) optim.Params { return plan.FromSession(s) }
 
 // Policy is an owner's rules for joining a session.
 type Policy struct {
@@ -569,8 +565,7 @@ func (pol Policy) allows(s privacy.Spent) error {
 // is left of the owner's budget (plan.Check: the session's worst case
 // plus Spent, at the owner's delta).
 func CheckSession(s wire.SessionParams, pol Policy) error {
-	p := Params(s)
-	if err := p.Validate(); err != nil {
+	if err := optim.Validate(s); err != nil {
 		return fmt.Errorf("%w: session parameters: %v", ErrRefused, err)
 	}
 	if _, err := plan.SessionTask(s); err != nil {
@@ -579,19 +574,19 @@ func CheckSession(s wire.SessionParams, pol Policy) error {
 	if _, err := plan.SessionFeatures(s); err != nil {
 		return fmt.Errorf("%w: %w", ErrRefused, err)
 	}
-	if !p.Private() {
+	if !optim.Private(s) {
 		if !pol.AllowNonPrivate {
 			return fmt.Errorf("%w: algorithm %q gives no privacy guarantee", ErrRefused, s.Algorithm)
 		}
 		return nil
 	}
-	if p.Trusted() && !pol.AllowTrusted {
+	if optim.Trusted(s) && !pol.AllowTrusted {
 		return fmt.Errorf("%w: algorithm %q sends un-noised updates to a trusted server", ErrRefused, s.Algorithm)
 	}
 	if pol.Unlimited {
 		return nil
 	}
-	if err := plan.Check(p, pol.budget(), pol.Spent); err != nil {
+	if err := plan.Check(s, pol.budget(), pol.Spent); err != nil {
 		return fmt.Errorf("%w: %w", ErrRefused, err)
 	}
 	return nil
@@ -600,7 +595,7 @@ func CheckSession(s wire.SessionParams, pol Policy) error {
 // SessionFigures are a session's privacy figures at the owner's delta
 // (0: plan.DefaultDelta), as the page shows them.
 func SessionFigures(s wire.SessionParams, ownerDelta float64) (plan.Figures, error) {
-	return plan.SessionFigures(Params(s), ownerDelta)
+	return plan.SessionFigures(s, ownerDelta)
 }
 
 func (rt *Runtime) save(ctx context.Context) error {
@@ -976,7 +971,7 @@ func (rt *Runtime) prepare(ctx context.Context, ws Conn, r wire.RoundFrame) (opt
 		rt.pres.leaveOn(ws, wire.LeaveDone, why)
 		return optim.Update{}, err
 	}
-	single := Params(*rt.st.Session).SinglePass()
+	single := rt.st.Session.SinglePass()
 	batch, err := rt.minibatchLocked(rt.st.Session.Batch, rt.st.Cursor)
 	if err != nil {
 		rt.unlock()
@@ -1059,7 +1054,7 @@ func (rt *Runtime) exhaustedLocked(t int) error {
 			return fmt.Errorf("%w: %w: %s: %v", ErrRefused, ErrBudgetSpent, at, err)
 		}
 	}
-	if Params(*rt.st.Session).SinglePass() && rt.st.Cursor+rt.st.Session.Batch > len(rt.cfg.Data) {
+	if rt.st.Session.SinglePass() && rt.st.Cursor+rt.st.Session.Batch > len(rt.cfg.Data) {
 		// Each sample is used once (the privacy analysis of the session's
 		// algorithm needs it): with the data used up, leave, unless
 		// more is on its way.

@@ -29,7 +29,7 @@ func TestWatchPreparedChangesNothing(t *testing.T) {
 		t.Run(tc.alg+tc.comp, func(t *testing.T) {
 			s := demoSession()
 			s.Algorithm, s.Compressor, s.Rounds = tc.alg, tc.comp, 6
-			p := Params(s)
+			p := s
 			build := func(seed byte) func(optim.Params) (optim.Device, error) {
 				return func(p optim.Params) (optim.Device, error) {
 					m, err := model.New(p.Model, p.Features, p.Classes)

@@ -5,7 +5,6 @@ import (
 	"math"
 	"testing"
 
-	"browserfl/device"
 	"browserfl/shared/dataset"
 	"browserfl/shared/mechanism"
 	"browserfl/shared/optim"
@@ -141,7 +140,7 @@ func checkFrames(t *testing.T, pages [][]frame, sets []dataset.Set) {
 // bound stays valid.
 func checkNoised(t *testing.T, ups []sentUpdate, p wire.SessionParams) {
 	t.Helper()
-	op := device.Params(p)
+	op := p
 	d := float64(p.Dim)
 	n := map[string]int{}
 	if len(ups) == 0 {
@@ -176,7 +175,7 @@ func checkNoised(t *testing.T, ups []sentUpdate, p wire.SessionParams) {
 // round t.
 func checkInvariant(t *testing.T, ups []sentUpdate, included func(t int, id string) bool, bs []*browser, code string, p wire.SessionParams) {
 	t.Helper()
-	op := device.Params(p)
+	op := p
 	for i, b := range bs {
 		st, dv := storedDevice(t, b, code, p)
 		in, ok := dv.(optim.Introspector)

@@ -98,7 +98,7 @@ func newScripted(t testing.TB, p wire.SessionParams, code string, shards []datas
 	}
 	op := optim.Params{Algorithm: p.Algorithm, Model: p.Model, Features: p.Features, Classes: p.Classes,
 		M: p.M, Cohort: p.Cohort, Rounds: p.Rounds, Batch: p.Batch, Clip: p.Clip, Eta: p.Eta,
-		Diameter: p.Diameter, Rho: p.RhoPaper, Epsilon: p.Epsilon, Delta: p.Delta, Compressor: p.Compressor}
+		Diameter: p.Diameter, Rho: p.Rho, Epsilon: p.Epsilon, Delta: p.Delta, Compressor: p.Compressor}
 	srv, err := optim.NewServer(op, make([]float64, m.Dim()), rand.Reader)
 	if err != nil {
 		t.Fatal(err)
@@ -229,7 +229,7 @@ func (s *scripted) serveWS(w http.ResponseWriter, r *http.Request) {
 	}
 	sess := s.params
 	if s.lie.ClaimRhoPaper > 0 {
-		sess.RhoPaper = s.lie.ClaimRhoPaper
+		sess.Rho = s.lie.ClaimRhoPaper
 	}
 	wel := wire.Welcome{Version: wire.Version, DeviceID: id, Secret: secret, Session: sess, Committed: len(s.acc)}
 	if hello.Pending != 0 {

@@ -38,7 +38,7 @@ func TestBrowserLobby(t *testing.T) {
 		"-demo-shards", "4", "-round-gap", "200ms",
 		"-name", p.Name, "-algorithm", p.Algorithm, "-model", p.Model,
 		"-M", fmt.Sprint(p.M), "-m", fmt.Sprint(p.Cohort), "-T", "6", "-b", fmt.Sprint(p.Batch),
-		"-rho", fmt.Sprint(p.RhoPaper), "-clip", fmt.Sprint(p.Clip), "-eta", fmt.Sprint(p.Eta), "-D", fmt.Sprint(p.Diameter),
+		"-rho", fmt.Sprint(p.Rho), "-clip", fmt.Sprint(p.Clip), "-eta", fmt.Sprint(p.Eta), "-D", fmt.Sprint(p.Diameter),
 	}}
 	coord.start()
 	defer coord.stop()

@@ -10,7 +10,6 @@ import (
 	"browserfl/coordinator/view"
 	"browserfl/shared/mechanism"
 	"browserfl/shared/optim"
-	"browserfl/shared/plan"
 	"browserfl/shared/wire"
 )
 
@@ -68,7 +67,7 @@ func browserLocal(t *testing.T, rounds int, extra []string, threshold float64) {
 		t.Fatalf("the coordinator's session %+v, want local, K = 2, T = %d, b = 64", p, rounds)
 	}
 	if p.LocalEpochs > 1 {
-		if !optim.LocalOutputPerturbation(plan.FromSession(p)) {
+		if !optim.LocalOutputPerturbation(p) {
 			t.Fatal("not under output perturbation")
 		}
 	}

@@ -21,7 +21,6 @@ import (
 	"browserfl/coordinator"
 	"browserfl/coordinator/api"
 	cview "browserfl/coordinator/view"
-	"browserfl/device"
 	"browserfl/shared/optim"
 	"browserfl/shared/plan"
 	"browserfl/shared/privacy"
@@ -102,7 +101,7 @@ func TestPhoneScreens(t *testing.T) {
 		t.Fatal(err)
 	}
 	owner := plan.DefaultBudget()
-	planned, err := owner.Progress(device.Params(sess), privacy.Spent{}, privacy.Spent{}, 0)
+	planned, err := owner.Progress(sess, privacy.Spent{}, privacy.Spent{}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -221,7 +220,7 @@ func TestPhoneScreens(t *testing.T) {
 		t.Fatal(err)
 	}
 	final := st.Session
-	most, err := owner.Progress(device.Params(final), privacy.Spent{}, privacy.Spent{}, 0)
+	most, err := owner.Progress(final, privacy.Spent{}, privacy.Spent{}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -308,7 +307,7 @@ new MutationObserver(() => { const e = document.getElementById("eps");
 		t.Fatal("stored device is no accountant")
 	}
 	l := acc.Ledger()
-	end, err := owner.Progress(device.Params(final), privacy.Spent{}, l.Spent(), acc.Participations())
+	end, err := owner.Progress(final, privacy.Spent{}, l.Spent(), acc.Participations())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -318,7 +317,7 @@ new MutationObserver(() => { const e = document.getElementById("eps");
 	}
 	checkMeter(t, m, most.Most)
 	// The bar's fill is the stored ledger's share of the lesson's rho.
-	if f, err := plan.SessionFigures(device.Params(final), owner.Delta); err != nil {
+	if f, err := plan.SessionFigures(final, owner.Delta); err != nil {
 		t.Fatal(err)
 	} else if err := checkFill(m, l.Rho(), f); err != nil {
 		t.Errorf("at the end: %v", err)

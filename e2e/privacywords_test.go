@@ -229,7 +229,7 @@ func privacyWords(t *testing.T, e engine) {
 				// at most 30 s (a meter that never agrees fails).
 				var m meterView
 				final := o.status().Session
-				f, err := plan.SessionFigures(device.Params(final), plan.DefaultDelta)
+				f, err := plan.SessionFigures(final, plan.DefaultDelta)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -346,7 +346,7 @@ func tabLedger(t *testing.T, p tab, code string, sess wire.SessionParams) privac
 	if err := json.Unmarshal(blob, &st); err != nil {
 		t.Fatalf("device state (%d bytes): %v", len(blob), err)
 	}
-	dv, err := device.DefaultNewDevice(device.Params(sess))
+	dv, err := device.DefaultNewDevice(sess)
 	if err != nil {
 		t.Fatal(err)
 	}

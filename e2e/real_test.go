@@ -207,7 +207,7 @@ func TestBrowserSession(t *testing.T) {
 		"-min-devices", fmt.Sprint(pages),
 		"-name", p.Name, "-algorithm", p.Algorithm, "-model", p.Model,
 		"-M", fmt.Sprint(p.M), "-m", fmt.Sprint(p.Cohort), "-T", fmt.Sprint(p.Rounds), "-b", fmt.Sprint(p.Batch),
-		"-rho", fmt.Sprint(p.RhoPaper), "-clip", fmt.Sprint(p.Clip), "-eta", fmt.Sprint(p.Eta), "-D", fmt.Sprint(p.Diameter),
+		"-rho", fmt.Sprint(p.Rho), "-clip", fmt.Sprint(p.Clip), "-eta", fmt.Sprint(p.Eta), "-D", fmt.Sprint(p.Diameter),
 	}}
 	coord.start()
 	defer func() {

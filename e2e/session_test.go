@@ -55,7 +55,7 @@ func e2eSession(devices int) wire.SessionParams {
 		Name: "e2e", Dim: 7850, DeadlineMillis: 20000,
 		Algorithm: "nc", Model: "logreg", Features: 784, Classes: 10,
 		M: devices, Cohort: devices, Rounds: 20, Batch: 64,
-		Clip: 1, Eta: 1, Diameter: 10, RhoPaper: 2,
+		Clip: 1, Eta: 1, Diameter: 10, Rho: 2,
 	}
 }
 
@@ -175,7 +175,7 @@ func storedDevice(t *testing.T, b *browser, code string, p wire.SessionParams) (
 	if err := json.Unmarshal(blob, &st); err != nil {
 		t.Fatalf("device state (%d bytes): %v", len(blob), err)
 	}
-	dv, err := device.DefaultNewDevice(device.Params(p))
+	dv, err := device.DefaultNewDevice(p)
 	if err != nil {
 		t.Fatal(err)
 	}

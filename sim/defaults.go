@@ -81,7 +81,7 @@ func (s StepSizes) Eta(p optim.Params, d int) float64 {
 		}
 		q, ref := p, ReferenceParams("nc", p)
 		q.Diameter, ref.Diameter = 1, 1
-		if !p.Private() {
+		if !optim.Private(p) {
 			q.Rho = ref.Rho // the non-private references take the private runs' step size
 			q.Epsilon, q.Delta = 0, 0
 		}

@@ -29,7 +29,6 @@ import (
 	"browserfl/shared/mechanism"
 	"browserfl/shared/model"
 	"browserfl/shared/optim"
-	"browserfl/shared/plan"
 	"browserfl/shared/wire"
 	"browserfl/sim"
 )
@@ -237,12 +236,12 @@ func stayingSilent() func(t, i int, p engine.Plan[int]) bool {
 func onePath(t *testing.T, algorithm, compressor string, rho float64, mod func(*wire.SessionParams), attack string, dropout func(t, i int) bool, withhold func(t, i int, p engine.Plan[int]) bool) {
 	const seed = 11
 	sess := wire.SessionParams{Name: "onepath", Dim: 10, DeadlineMillis: 60000, Algorithm: algorithm, Model: "logreg",
-		Features: 4, Classes: 2, M: 6, Cohort: 5, Rounds: 24, Batch: 4, Clip: 1, Eta: 0.05, RhoPaper: rho,
+		Features: 4, Classes: 2, M: 6, Cohort: 5, Rounds: 24, Batch: 4, Clip: 1, Eta: 0.05, Rho: rho,
 		Compressor: compressor}
 	if mod != nil {
 		mod(&sess)
 	}
-	p := plan.FromSession(sess)
+	p := sess
 	if algorithm == "local" {
 		if !optim.LocalOutputPerturbation(p) {
 			t.Fatal("the local case is not under output perturbation")
@@ -368,7 +367,7 @@ func onePath(t *testing.T, algorithm, compressor string, rho float64, mod func(*
 		}
 		var once sync.Once
 		rts[i], err = device.New(ctx, device.Config{URL: url, JoinCode: "join-me", Storage: storage,
-			Unlimited: true, AllowTrusted: !p.Private(), AllowNonPrivate: !p.Private(), // rho_p = 50: far above the default budget; mu2 gives no guarantee
+			Unlimited: true, AllowTrusted: !optim.Private(p), AllowNonPrivate: !optim.Private(p), // rho_p = 50: far above the default budget; mu2 gives no guarantee
 			Data: shard.Samples, MinBackoff: 5 * time.Millisecond, MaxBackoff: 50 * time.Millisecond, Hooks: hooks,
 			// The page's watch (device.WatchPrepared, "what your phone
 			// sent") on every device half: it must change nothing.

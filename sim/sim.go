@@ -291,7 +291,7 @@ func newRun(cfg Config) (*run, error) {
 	if alg.NeedsLocalData() && p.LocalSize == 0 {
 		p.LocalSize = len(cfg.Train.Samples) / p.M
 	}
-	if err := p.Validate(); err != nil {
+	if err := optim.Validate(p); err != nil {
 		return nil, err
 	}
 	if err := checkAttack(cfg, p); err != nil {
@@ -310,7 +310,7 @@ func newRun(cfg Config) (*run, error) {
 	if cfg.NormOnly {
 		r.gate = check.NormOnly(chk.NormBound())
 	}
-	if p.Private() && p.Trusted() {
+	if optim.Private(p) && optim.Trusted(p) {
 		f, err := plan.SessionFigures(p, cfg.Delta)
 		if err != nil {
 			return nil, fmt.Errorf("sim: %w", err)

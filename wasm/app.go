@@ -400,7 +400,7 @@ func (a *app) loadSession() error {
 	if err := json.Unmarshal(body, &p); err != nil {
 		return fmt.Errorf("decoding: %w", err)
 	}
-	if err := p.Validate(); err != nil {
+	if err := wire.ValidateSession(p); err != nil {
 		return err
 	}
 	d, err := plan.SessionTask(p)
@@ -425,7 +425,7 @@ func (a *app) loadSession() error {
 		summary = "(" + alg.Summary + ")"
 	}
 	mode := "untrusted"
-	if device.Params(p).Trusted() {
+	if optim.Trusted(p) {
 		mode = "trusted"
 	}
 	labels := p.LabelNames()
@@ -441,7 +441,7 @@ func (a *app) loadSession() error {
 			Rounds: p.Rounds, Cohort: p.Cohort, Clip: p.Clip, Rho: f.WorstRho,
 			Delta: f.Delta, Epsilon: f.Epsilon, Batch: p.Batch,
 			EpsilonText: f.EpsilonText(), DeltaText: f.DeltaText(), Figures: f.Text(),
-			Labels: labels, SinglePass: device.Params(p).SinglePass(),
+			Labels: labels, SinglePass: p.SinglePass(),
 			Task: p.Task, DemoRows: p.DemoShards,
 			Shared: f.Shared, Promise: f.Promise, Floor: f.Floor, PromiseText: f.PromiseText(), FloorText: f.FloorText(),
 			Threshold: f.Threshold, Colluders: f.Colluders,

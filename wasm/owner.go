@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 
-	"browserfl/device"
 	"browserfl/shared/optim"
 	"browserfl/shared/plan"
 	"browserfl/shared/privacy"
@@ -129,7 +128,7 @@ func (t *trainer) charge(ctx context.Context) (privacy.Spent, error) {
 			return err
 		}
 		var err error
-		spent, err = l.Reserve(string(id), name, device.Params(a.params), owner)
+		spent, err = l.Reserve(string(id), name, a.params, owner)
 		return err
 	})
 	if err != nil {
@@ -149,7 +148,7 @@ func (t *trainer) settle(ctx context.Context) {
 	if t.owner == nil || t.rt == nil {
 		return
 	}
-	if device.Params(t.a.params).Trusted() {
+	if optim.Trusted(t.a.params) {
 		// The device adds no noise and its ledger stays at 0: the
 		// server's noise is what protects the data, so the reservation
 		// (the server's worst case) stays.

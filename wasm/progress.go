@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"net/url"
 
-	"browserfl/device"
+	"browserfl/shared/optim"
 	"browserfl/shared/plan"
 	"browserfl/shared/wire"
 	"browserfl/wasm/jsw"
@@ -62,8 +62,8 @@ func (t *trainer) fetchProgress() error {
 	t.mu.Lock()
 	t.published = max(t.published, p.Committed)
 	t.mu.Unlock()
-	sp := device.Params(a.params)
-	trusted := sp.Private() && sp.Trusted() && t.runtime() != nil
+	sp := a.params
+	trusted := optim.Private(sp) && optim.Trusted(sp) && t.runtime() != nil
 	var pr plan.Progress
 	if trusted {
 		pr, _, _ = t.figures()

@@ -299,7 +299,7 @@ func TestFeatureSessionEveryAlgorithm(t *testing.T) {
 				// The passes run by output perturbation: the features
 				// change nothing of its certificate (logreg-unit scales
 				// every input to norm 1).
-				if !optim.LocalOutputPerturbation(plan.FromSession(a.sess)) {
+				if !optim.LocalOutputPerturbation(a.sess) {
 					t.Error("local passes: not under output perturbation; want the certificate to hold")
 				}
 			}

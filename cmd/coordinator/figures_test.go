@@ -56,8 +56,8 @@ func TestDemoFiguresAgree(t *testing.T) {
 	// The demo is the default lesson: its target is sized from the
 	// owner's default budget (plan.DefaultLessonTarget), which
 	// shared/lesson's TestDefaultLessonUsesBudget checks uses 95-100% of it.
-	if eps, delta := plan.DefaultLessonTarget(); sess.RhoPaper != 0 || sess.Epsilon != eps || sess.Delta != delta {
-		t.Errorf("demo target rho_p %v, (%v, %v), want plan.DefaultLessonTarget (%v, %v)", sess.RhoPaper, sess.Epsilon, sess.Delta, eps, delta)
+	if eps, delta := plan.DefaultLessonTarget(); sess.Rho != 0 || sess.Epsilon != eps || sess.Delta != delta {
+		t.Errorf("demo target rho_p %v, (%v, %v), want plan.DefaultLessonTarget (%v, %v)", sess.Rho, sess.Epsilon, sess.Delta, eps, delta)
 	}
 	cmd := exec.Command(goBin, "run", "browserfl/cmd/flplan", "-alg", sess.Algorithm,
 		"-T", strconv.Itoa(sess.Rounds), "-M", strconv.Itoa(sess.M), "-m", strconv.Itoa(sess.Cohort),

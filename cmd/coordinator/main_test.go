@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"browserfl/shared/optim"
 	"browserfl/shared/plan"
 	"browserfl/shared/task"
 )
@@ -108,30 +109,30 @@ func TestParseNonPrivateReference(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.Session.RhoPaper != 0 || o.Session.Epsilon != 0 || o.Session.Delta != 0 {
-		t.Errorf("mu2: target rho_p %v, (%v, %v), want none", o.Session.RhoPaper, o.Session.Epsilon, o.Session.Delta)
+	if o.Session.Rho != 0 || o.Session.Epsilon != 0 || o.Session.Delta != 0 {
+		t.Errorf("mu2: target rho_p %v, (%v, %v), want none", o.Session.Rho, o.Session.Epsilon, o.Session.Delta)
 	}
-	if err := plan.FromSession(o.Session).Validate(); err != nil {
+	if err := optim.Validate(o.Session); err != nil {
 		t.Errorf("mu2 session invalid: %v", err)
 	}
 	o, err = parse([]string{"-algorithm", "mu2", "-rho", "3"}, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.Session.RhoPaper != 3 {
+	if o.Session.Rho != 3 {
 		t.Errorf("explicit -rho 3 dropped")
 	}
 	o, _ = parse(nil, io.Discard)
-	if eps, delta := plan.DefaultLessonTarget(); o.Session.Epsilon != eps || o.Session.Delta != delta || o.Session.RhoPaper != 0 {
-		t.Errorf("the default nc session's target is rho_p %v, (%v, %v), want plan.DefaultLessonTarget", o.Session.RhoPaper, o.Session.Epsilon, o.Session.Delta)
+	if eps, delta := plan.DefaultLessonTarget(); o.Session.Epsilon != eps || o.Session.Delta != delta || o.Session.Rho != 0 {
+		t.Errorf("the default nc session's target is rho_p %v, (%v, %v), want plan.DefaultLessonTarget", o.Session.Rho, o.Session.Epsilon, o.Session.Delta)
 	}
 	// A -rho target replaces the default one (the session stays valid).
 	o, err = parse([]string{"-rho", "1.5"}, io.Discard)
-	if err != nil || o.Session.RhoPaper != 1.5 || o.Session.Epsilon != 0 || o.Session.Delta != 0 {
+	if err != nil || o.Session.Rho != 1.5 || o.Session.Epsilon != 0 || o.Session.Delta != 0 {
 		t.Errorf("-rho 1.5: %+v (%v)", o.Session, err)
 	}
 	o, err = parse([]string{"-epsilon", "4"}, io.Discard)
-	if err != nil || o.Session.Epsilon != 4 || o.Session.Delta != plan.DefaultDelta || o.Session.RhoPaper != 0 {
+	if err != nil || o.Session.Epsilon != 4 || o.Session.Delta != plan.DefaultDelta || o.Session.Rho != 0 {
 		t.Errorf("-epsilon 4: %+v (%v)", o.Session, err)
 	}
 }

@@ -236,7 +236,7 @@ func sessionFlags(fs *flag.FlagSet, p *wire.SessionParams) {
 	fs.IntVar(&p.Cohort, "m", p.Cohort, "devices per round (cohort size)")
 	fs.IntVar(&p.Rounds, "T", p.Rounds, "rounds")
 	fs.IntVar(&p.Batch, "b", p.Batch, "samples per device per round")
-	fs.Float64Var(&p.RhoPaper, "rho", p.RhoPaper, "privacy target: the papers' rho_p (each device rho_p^2/2-zCDP)")
+	fs.Float64Var(&p.Rho, "rho", p.Rho, "privacy target: the papers' rho_p (each device rho_p^2/2-zCDP)")
 	fs.Float64Var(&p.Epsilon, "epsilon", p.Epsilon, "privacy target: epsilon per device (with -delta, instead of -rho; the default is plan.DefaultLessonTarget, 99% of the page's default budget)")
 	fs.Float64Var(&p.Delta, "delta", p.Delta, "privacy target: delta per device")
 	fs.Float64Var(&p.Clip, "clip", p.Clip, "per-sample L2 clipping bound S")
@@ -325,7 +325,7 @@ func (o *options) fromLine(x lineFlags) {
 		// A rho_p target (flag, environment or config file) replaces
 		// the default (epsilon, delta) one; a non-private reference
 		// (mu2, sgd) takes no target at all.
-		if o.Session.RhoPaper != 0 || !plan.FromSession(o.Session).Private() {
+		if o.Session.Rho != 0 || !optim.Private(o.Session) {
 			o.Session.Epsilon, o.Session.Delta = 0, 0
 		}
 	}

@@ -19,7 +19,6 @@ import (
 	"browserfl/coordinator/gate"
 	"browserfl/coordinator/shards"
 	"browserfl/coordinator/wsconn"
-	devrt "browserfl/device"
 	"browserfl/shared/dataset"
 	"browserfl/shared/model"
 	"browserfl/shared/optim"
@@ -80,11 +79,10 @@ func assembleSession(o options, td taskData, deadline time.Duration) (assembled,
 	if sess.Labels == "" {
 		sess.Labels = td.labels
 	}
-	p := devrt.Params(sess)
-	if err := p.Validate(); err != nil {
+	if err := optim.Validate(sess); err != nil {
 		return assembled{}, err
 	}
-	sess.Trusted = p.Trusted()
+	sess.Trusted = optim.Trusted(sess)
 	shardsN := o.DemoShards
 	if shardsN == 0 {
 		shardsN = 4 * sess.M
@@ -98,7 +96,7 @@ func assembleSession(o options, td taskData, deadline time.Duration) (assembled,
 			"nearly iid: it needs the demo shards (-demo-shards >= 0) with -demo-alpha >= %v, not %v "+
 			"(docs/security.md, \"An assumed signal bound\")", sess.SignalBound, signalBoundAlpha, o.DemoAlpha)
 	}
-	if err := sess.Validate(); err != nil {
+	if err := wire.ValidateSession(sess); err != nil {
 		return assembled{}, err
 	}
 	if _, err := plan.SessionTask(sess); err != nil {
@@ -356,7 +354,7 @@ func template(o options, a assembled, gap time.Duration, evalSet *evaluation, lo
 				}
 				x0 := make([]float64, mdl.Dim())
 				model.Init(mdl, x0, 1)
-				return optim.NewServer(devrt.Params(final), x0, crand.Reader)
+				return optim.NewServer(final, x0, crand.Reader)
 			},
 			RoundGap: gap, EvalEvery: evalEvery, EvalSamples: evalSet.Len(), EvalNote: note, Logger: log, AllowedOrigins: o.Origins,
 			Limits: wsconn.Limits{MaxDevices: o.MaxDevices, MsgRate: o.MsgRate},

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"browserfl/shared/dataset"
-	"browserfl/shared/plan"
 )
 
 // TestAssembleSession: the session run serves is the flags' session
@@ -76,7 +75,7 @@ func TestAssembleSession(t *testing.T) {
 			if a.shards != tc.shards || s.DemoShards != (tc.shards > 0) {
 				t.Errorf("demo shards %d (session says %v), want %d", a.shards, s.DemoShards, tc.shards)
 			}
-			if want := plan.FromSession(s).SignalBound; s.SignalBound != want || (want > 0) != slices.Contains(tc.args, "-signal-bound") {
+			if want := s.SignalBound; s.SignalBound != want || (want > 0) != slices.Contains(tc.args, "-signal-bound") {
 				t.Errorf("signal bound %v on the wire, %v for the checker; flags %q", s.SignalBound, want, tc.args)
 			}
 			if s.Labels != tc.wantLabel {

@@ -158,7 +158,7 @@ func TestDeviceRecoversDamagedRows(t *testing.T) {
 		t.Fatal(err)
 	}
 	sess, err := plan.WithTask(wire.SessionParams{Name: "pets", Algorithm: "nc", DeadlineMillis: 500, M: 4, Cohort: 2,
-		Rounds: 5, Batch: 4, Clip: 1, Eta: 1, RhoPaper: 1}, def)
+		Rounds: 5, Batch: 4, Clip: 1, Eta: 1, Rho: 1}, def)
 	if err != nil {
 		t.Fatal(err)
 	}

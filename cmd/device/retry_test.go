@@ -17,7 +17,6 @@ import (
 	"browserfl/coordinator/shards"
 	"browserfl/coordinator/site"
 	"browserfl/coordinator/store"
-	"browserfl/device"
 	"browserfl/shared/dataset"
 	"browserfl/shared/optim"
 	"browserfl/shared/wire"
@@ -35,7 +34,7 @@ func startCoordinator(t *testing.T, ln net.Listener) {
 func startCoordinatorShape(t *testing.T, ln net.Listener, features, n, rounds, batch int) {
 	t.Helper()
 	sess := wire.SessionParams{Name: "test", Algorithm: "nc", Model: "logreg", Features: features, Classes: 10, Dim: (features + 1) * 10,
-		DeadlineMillis: 500, M: 4, Cohort: 2, Rounds: rounds, Batch: batch, Clip: 1, Eta: 1, RhoPaper: 1, DemoShards: true}
+		DeadlineMillis: 500, M: 4, Cohort: 2, Rounds: rounds, Batch: batch, Clip: 1, Eta: 1, Rho: 1, DemoShards: true}
 	set := dataset.Set{Name: "ids", Features: features, Classes: 10, Samples: make([]dataset.Sample, n)}
 	for i := range set.Samples {
 		x := make([]float32, features)
@@ -52,7 +51,7 @@ func startCoordinatorShape(t *testing.T, ln net.Listener, features, n, rounds, b
 // of train: pictures, or a row task's rows written by csv.
 func serveCoordinator(t *testing.T, ln net.Listener, sess wire.SessionParams, train dataset.Set, csv func([]int) ([]byte, error)) {
 	t.Helper()
-	srvHalf, err := optim.NewServer(device.Params(sess), make([]float64, sess.Dim), crand.Reader)
+	srvHalf, err := optim.NewServer(sess, make([]float64, sess.Dim), crand.Reader)
 	if err != nil {
 		t.Fatal(err)
 	}

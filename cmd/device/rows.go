@@ -74,7 +74,7 @@ func fetchSession(ctx context.Context, wsURL, code string) (wire.SessionParams, 
 	if err := json.Unmarshal(b, &s); err != nil {
 		return s, fmt.Errorf("session: %w: %w", err, errPermanent)
 	}
-	if err := s.Validate(); err != nil {
+	if err := wire.ValidateSession(s); err != nil {
 		return s, fmt.Errorf("session: %w: %w", err, errPermanent)
 	}
 	return s, nil

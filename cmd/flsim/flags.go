@@ -188,7 +188,7 @@ func (o *options) check() error {
 		}
 		o.p.Eta = v
 	}
-	if o.p.Private() && o.p.Rho == 0 && o.p.Epsilon == 0 {
+	if optim.Private(o.p) && o.p.Rho == 0 && o.p.Epsilon == 0 {
 		o.p.Epsilon = plan.DefaultBudgetEpsilon
 		if o.p.Delta == 0 {
 			o.p.Delta = plan.DefaultDelta
@@ -205,7 +205,7 @@ func (o *options) check() error {
 			return err
 		}
 	}
-	return withoutData(*o).Validate()
+	return optim.Validate(withoutData(*o))
 }
 
 // withoutData is o's parameters with a stand-in that passes
@@ -231,7 +231,7 @@ func withoutData(o options) optim.Params {
 
 // theoremEtaUsable says whether Theorem 5.2's step size applies to p.
 func theoremEtaUsable(p optim.Params) error {
-	if !p.Private() || !(p.Diameter > 0) {
+	if !optim.Private(p) || !(p.Diameter > 0) {
 		return errors.New("-eta theorem: Theorem 5.2's step size needs a private algorithm and a diameter (-D or -paper-constants)")
 	}
 	return nil

@@ -28,7 +28,6 @@ import (
 	"browserfl/engine/check"
 	"browserfl/shared/mechanism"
 	"browserfl/shared/optim/plausible"
-	"browserfl/shared/plan"
 	"browserfl/shared/wire"
 )
 
@@ -766,7 +765,7 @@ func (e *Edge) checkerLocked(sp *wire.SessionParams) *plausible.Checker {
 	if e.chk != nil && reflect.DeepEqual(e.chkFor, *sp) {
 		return e.chk
 	}
-	chk, err := plausible.NewChecker(plan.FromSession(*sp), sp.Dim)
+	chk, err := plausible.NewChecker(*sp, sp.Dim)
 	if err != nil {
 		e.busErrors.Add(1)
 		e.front.Log.Warn("the session's parameters make no update tests; the norm bound alone applies", "err", err)

@@ -127,7 +127,7 @@ func TestEdgeHoldsEndUntilDecision(t *testing.T) {
 	seq := next(cbus.KindHello).Seq
 	wb, _ := wire.EncodeControl(wire.Welcome{Version: wire.Version, DeviceID: "dev1", Session: wire.SessionParams{Name: "t", Dim: 4,
 		DeadlineMillis: 10000, Algorithm: "nc", Model: "logreg", Features: 1, Classes: 2, M: 1, Cohort: 1, Rounds: 1, Batch: 1,
-		Clip: 1, Eta: 1, RhoPaper: 1}})
+		Clip: 1, Eta: 1, Rho: 1}})
 	down(cbus.KindControl, &cbus.Header{Seq: seq}, wb)
 	frame, _ := wire.EncodeRound(wire.RoundFrame{T: 1, DeadlineMillis: 10000, X: make([]float64, 4)})
 	down(cbus.KindRound, &cbus.Header{T: 1, Seqs: []uint64{seq}, Dim: 4, Bound: 10, DeadlineMillis: 10000}, frame)

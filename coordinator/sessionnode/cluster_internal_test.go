@@ -20,7 +20,6 @@ import (
 	"browserfl/coordinator/store"
 	"browserfl/shared/mechanism"
 	"browserfl/shared/optim"
-	"browserfl/shared/plan"
 	"browserfl/shared/wire"
 )
 
@@ -231,7 +230,7 @@ func TestHostileAggregateRefused(t *testing.T) {
 	// half's own step from the state before it with (sum, n).
 	expect := func(r int, sum []float64, n int, what string) {
 		t.Helper()
-		ref, err := optim.NewServer(plan.FromSession(sess), make([]float64, sess.Dim), mechanism.NewStream(mechanism.Seed{}, 0))
+		ref, err := optim.NewServer(sess, make([]float64, sess.Dim), mechanism.NewStream(mechanism.Seed{}, 0))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -294,7 +293,7 @@ func TestHostileAggregateRefused(t *testing.T) {
 // exact f64 uplink, two devices, both in every round.
 func twoDeviceSession(name string, deadlineMs int) wire.SessionParams {
 	return wire.SessionParams{Name: name, Dim: 10, DeadlineMillis: deadlineMs, Algorithm: "nc", Model: "logreg",
-		Features: 4, Classes: 2, M: 2, Cohort: 2, Rounds: 4, Batch: 8, Clip: 1, Eta: 0.05, RhoPaper: 50, Compressor: "f64"}
+		Features: 4, Classes: 2, M: 2, Cohort: 2, Rounds: 4, Batch: 8, Clip: 1, Eta: 0.05, Rho: 50, Compressor: "f64"}
 }
 
 // ncServerAndStore returns sess's server half (zero seed) and a store in
@@ -302,7 +301,7 @@ func twoDeviceSession(name string, deadlineMs int) wire.SessionParams {
 func ncServerAndStore(t testing.TB, sess wire.SessionParams) (optim.Server, *store.Store) {
 	t.Helper()
 	var seed mechanism.Seed
-	srv, err := optim.NewServer(plan.FromSession(sess), make([]float64, sess.Dim), mechanism.NewStream(seed, 0))
+	srv, err := optim.NewServer(sess, make([]float64, sess.Dim), mechanism.NewStream(seed, 0))
 	if err != nil {
 		t.Fatal(err)
 	}

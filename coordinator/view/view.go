@@ -153,7 +153,7 @@ type PrivacyView struct {
 // SessionPrivacy returns a session's privacy figures as the dashboard
 // shows them (plan.SessionFigures at plan.DefaultDelta).
 func SessionPrivacy(sess wire.SessionParams) PrivacyView {
-	f, err := plan.SessionFigures(plan.FromSession(sess), plan.DefaultDelta)
+	f, err := plan.SessionFigures(sess, plan.DefaultDelta)
 	if err != nil {
 		return PrivacyView{Text: "figures unavailable: " + err.Error()}
 	}

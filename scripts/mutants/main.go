@@ -81,16 +81,16 @@ var mutations = []mutation{
 	},
 	{
 		name: "shared-colluders-ignored", why: "the honest survivors h are counted as t, ignoring the c colluders",
-		file: "shared/optim/shared.go",
+		file: "shared/session/params.go",
 		old:  "return p.SharedThreshold() - p.Colluders",
 		new:  "return p.SharedThreshold()",
 		pkgs: []string{"./shared/optim/", "-run", "Share"},
 	},
 	{
 		name: "shared-threshold-default-cohort", why: "the default threshold is the whole cohort (a share sized for m survivors when only 0.7 m are promised)",
-		file: "shared/optim/shared.go",
+		file: "shared/session/params.go",
 		old:  "return max(1, int(math.Ceil(DefaultThresholdShare*float64(p.Cohort)-1e-9)))",
-		new:  "return p.Cohort",
+		new:  "return max(1, int(math.Ceil(float64(p.Cohort))))",
 		pkgs: []string{"./shared/optim/", "-run", "Share"},
 	},
 	{
@@ -243,8 +243,8 @@ var mutations = []mutation{
 	{
 		name: "device-minibatch-wraps", why: "a single-pass minibatch may wrap around to samples used before, should the exhaustion check above it fail",
 		file: "device/runtime.go",
-		old:  "Params(*rt.st.Session).SinglePass() && cursor+n > len(rt.cfg.Data) {",
-		new:  "Params(*rt.st.Session).SinglePass() && false {",
+		old:  "rt.st.Session.SinglePass() && cursor+n > len(rt.cfg.Data) {",
+		new:  "rt.st.Session.SinglePass() && false {",
 		pkgs: []string{"./device/", "-run", "TestRuntimeTrainsOnFeatures"},
 	},
 	{
@@ -425,8 +425,8 @@ var mutations = []mutation{
 	{
 		name: "optim-imports-wire", why: "the algorithms import the protocol (a forbidden arrow: the layering rules of internal/archtest must see it; the mutated file must be visible to go list, on disk or through GOFLAGS=-overlay)",
 		file: "shared/optim/params.go",
-		old:  "\t\"browserfl/shared/privacy\"\n)",
-		new:  "\t\"browserfl/shared/privacy\"\n\t_ \"browserfl/shared/wire\"\n)",
+		old:  "\t\"browserfl/shared/session\"\n)",
+		new:  "\t\"browserfl/shared/session\"\n\t_ \"browserfl/shared/wire\"\n)",
 		pkgs: []string{"./internal/archtest/"},
 	},
 	{
@@ -449,13 +449,6 @@ var mutations = []mutation{
 		old:  "\t\"browserfl/coordinator/site\"\n",
 		new:  "\t\"browserfl/coordinator/site\"\n\t_ \"browserfl/coordinator/store\"\n",
 		pkgs: []string{"./internal/archtest/"},
-	},
-	{
-		name: "session-field-dropped", why: "the conversion of the session's wire form drops a field (SoteriaFL's shift step reaches no device)",
-		file: "shared/plan/session.go",
-		old:  "SnapshotProb: s.SnapshotProb, ShiftStep: s.ShiftStep,",
-		new:  "SnapshotProb: s.SnapshotProb,",
-		pkgs: []string{"./shared/plan/", "-run", "FromSession"},
 	},
 	{
 		name: "decision-before-commit", why: "the round is committed concurrently with sending its decisions, not before",
@@ -976,15 +969,15 @@ var mutations = []mutation{
 	{
 		name: "local-op-sens-no-E", why: "output perturbation of \"local\" calibrates its one noise vector to one step's sensitivity, not the E steps' a record enters (noise E times too small)",
 		file: "shared/optim/local.go",
-		old:  "return float64(p.localEpochs()) * Sensitivity(p) * (1 + localOPSlack)",
+		old:  "return float64(p.LocalE()) * Sensitivity(p) * (1 + localOPSlack)",
 		new:  "return Sensitivity(p) * (1 + localOPSlack)",
 		pkgs: []string{"./shared/optim/", "-run", "Local"},
 	},
 	{
 		name: "local-op-slack-dropped", why: "output perturbation of \"local\" calibrates to E Delta without the floating-point allowance of its K E hidden steps",
 		file: "shared/optim/local.go",
-		old:  "return float64(p.localEpochs()) * Sensitivity(p) * (1 + localOPSlack)",
-		new:  "return float64(p.localEpochs()) * Sensitivity(p)",
+		old:  "return float64(p.LocalE()) * Sensitivity(p) * (1 + localOPSlack)",
+		new:  "return float64(p.LocalE()) * Sensitivity(p)",
 		pkgs: []string{"./shared/optim/", "-run", "Local"},
 	},
 	{
@@ -1175,13 +1168,6 @@ var mutations = []mutation{
 		old:  "return min(fn*c.e, c.e+(fn-1)*c.dsum)",
 		new:  "return min(fn*c.e, c.e+(fn-1)*1.1*c.dsum)",
 		pkgs: []string{"./shared/optim/plausible/", "-run", "Checker"},
-	},
-	{
-		name: "signal-bound-not-on-wire", why: "the session's signal bound does not reach the checkers (plan.FromSession drops it)",
-		file: "shared/plan/session.go",
-		old:  "LocalEpochs: s.LocalEpochs, SignalBound: s.SignalBound,",
-		new:  "LocalEpochs: s.LocalEpochs,",
-		pkgs: []string{"./cmd/coordinator/", "-run", "TestAssembleSession"},
 	},
 	{
 		name: "signal-bound-any-shards", why: "the coordinator accepts -signal-bound with label-skewed demo shards (honest devices refused)",

@@ -9,7 +9,7 @@ import (
 	"fmt"
 	"time"
 
-	"browserfl/shared/plan"
+	"browserfl/shared/optim"
 	"browserfl/shared/wire"
 )
 
@@ -62,7 +62,7 @@ var ErrEmptyLobby = errors.New("lesson: nobody is in the lobby")
 // FullCohortUpTo devices, then ceil(n/2) per round; T rounds so that the
 // session takes at most Lesson at ExpectedRound (and at most MaxRounds
 // and the template's own rounds); the round deadline Deadline (or the
-// template's, if shorter). The privacy target (RhoPaper, or Epsilon and
+// template's, if shorter). The privacy target (Rho, or Epsilon and
 // Delta) and everything else are the template's, so each device's worst
 // case is computed from the same target (plan.SessionFigures) and stays
 // within the ledger cap the template announced.
@@ -87,10 +87,10 @@ func OneLesson(tmpl wire.SessionParams, n int) (wire.SessionParams, Sizing, erro
 		deadline = min(deadline, time.Duration(tmpl.DeadlineMillis)*time.Millisecond)
 	}
 	s.DeadlineMillis = int(deadline.Milliseconds())
-	if err := s.Validate(); err != nil {
+	if err := wire.ValidateSession(s); err != nil {
 		return wire.SessionParams{}, Sizing{}, fmt.Errorf("lesson: %w", err)
 	}
-	if err := plan.FromSession(s).Validate(); err != nil {
+	if err := optim.Validate(s); err != nil {
 		return wire.SessionParams{}, Sizing{}, fmt.Errorf("lesson: %w", err)
 	}
 	z := Sizing{Preset: OneLessonName, Devices: n, M: s.M, Cohort: s.Cohort, Rounds: s.Rounds, Deadline: deadline,

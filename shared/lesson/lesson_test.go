@@ -33,7 +33,7 @@ func TestDefaultLessonUsesBudget(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		p := plan.FromSession(s)
+		p := s
 		f, err := plan.SessionFigures(p, b.Delta)
 		if err != nil {
 			t.Fatal(err)
@@ -58,7 +58,7 @@ func TestDefaultLessonUsesBudget(t *testing.T) {
 
 func TestOneLesson(t *testing.T) {
 	tmpl := demo()
-	announced, err := plan.SessionFigures(plan.FromSession(tmpl), plan.DefaultDelta)
+	announced, err := plan.SessionFigures(tmpl, plan.DefaultDelta)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,10 +85,10 @@ func TestOneLesson(t *testing.T) {
 		if s.DeadlineMillis != int(Deadline.Milliseconds()) {
 			t.Errorf("n = %d: deadline %d ms", tc.n, s.DeadlineMillis)
 		}
-		if s.RhoPaper != tmpl.RhoPaper || s.Epsilon != tmpl.Epsilon || s.Delta != tmpl.Delta {
+		if s.Rho != tmpl.Rho || s.Epsilon != tmpl.Epsilon || s.Delta != tmpl.Delta {
 			t.Errorf("n = %d: the privacy target changed", tc.n)
 		}
-		f, err := plan.SessionFigures(plan.FromSession(s), plan.DefaultDelta)
+		f, err := plan.SessionFigures(s, plan.DefaultDelta)
 		if err != nil {
 			t.Fatalf("n = %d: figures: %v", tc.n, err)
 		}
@@ -103,7 +103,7 @@ func TestOneLesson(t *testing.T) {
 		if f.Epsilon > plan.DefaultBudgetEpsilon {
 			t.Errorf("n = %d: epsilon %v over the page's default budget", tc.n, f.Epsilon)
 		}
-		if err := plan.Check(plan.FromSession(s), plan.DefaultBudget(), privacy.Spent{}); err != nil {
+		if err := plan.Check(s, plan.DefaultBudget(), privacy.Spent{}); err != nil {
 			t.Errorf("n = %d: a page with the default budget would refuse: %v", tc.n, err)
 		}
 	}

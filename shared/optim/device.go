@@ -108,7 +108,7 @@ func newDevice(p Params, a Algorithm, m model.Model, entropy io.Reader) (*device
 	dv := &device{p: p, a: a, spec: spec, m: m, dim: d, entropy: entropy}
 	if a.kind.noise == noiseNC || a.kind.noise == noiseDevice {
 		var err error
-		b, err := p.ZCDPBudget()
+		b, err := ZCDPBudget(p)
 		if err != nil {
 			return nil, err
 		}

@@ -50,7 +50,7 @@ func Example() {
 		}
 	}
 	spent := devs[0].(optim.Accountant).Ledger()
-	budget, _ := p.ZCDPBudget()
+	budget, _ := optim.ZCDPBudget(p)
 	fmt.Println(len(srv.Model()), spent.Rho() <= budget)
 	// Output: 6 true
 }

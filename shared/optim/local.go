@@ -77,40 +77,6 @@ type localDevice struct {
 	noise, comp       *mechanism.Stream
 }
 
-// localSteps is K for "local" (LocalSteps, or Batch when 0).
-func (p Params) localSteps() int {
-	if p.LocalSteps > 0 {
-		return p.LocalSteps
-	}
-	return p.Batch
-}
-
-// StepBatch is the number of samples in each hidden local step of
-// "local" (Batch / K); Batch for every other algorithm.
-func (p Params) StepBatch() int {
-	if p.Algorithm != "local" {
-		return p.Batch
-	}
-	k := p.localSteps()
-	if k < 1 {
-		return p.Batch
-	}
-	return p.Batch / k
-}
-
-// localEpochs is E for "local" (LocalEpochs, or 1 when 0).
-func (p Params) localEpochs() int { return max(1, p.LocalEpochs) }
-
-// HiddenSteps is the number of hidden steps behind one release of
-// "local" (K E: E passes over K step batches); 1 for every other
-// algorithm.
-func (p Params) HiddenSteps() int {
-	if p.Algorithm != "local" {
-		return 1
-	}
-	return p.localSteps() * p.localEpochs()
-}
-
 // MaxLocalHiddenSteps bounds K E, the hidden steps of one round of
 // "local".
 const MaxLocalHiddenSteps = 1 << 16
@@ -137,7 +103,7 @@ func LocalOutputPerturbation(p Params) bool {
 // one hidden step's, Delta = Sensitivity(p).
 func LocalReleaseSensitivity(p Params) float64 {
 	if LocalOutputPerturbation(p) {
-		return float64(p.localEpochs()) * Sensitivity(p) * (1 + localOPSlack)
+		return float64(p.LocalE()) * Sensitivity(p) * (1 + localOPSlack)
 	}
 	return Sensitivity(p)
 }
@@ -152,7 +118,7 @@ func LocalCharge(p Params) float64 {
 	if LocalOutputPerturbation(p) {
 		return 1
 	}
-	return float64(p.localEpochs())
+	return float64(p.LocalE())
 }
 
 // certifiedLocal reports whether every hidden step of "local" under p is
@@ -193,14 +159,14 @@ func validateLocal(p Params, k kind, spec mechanism.Spec) []error {
 		}
 		return errs
 	}
-	K := p.localSteps()
+	K := p.LocalK()
 	switch {
 	case p.LocalSteps < 0:
 		errs = append(errs, fmt.Errorf("local steps = %d, want >= 0 (0 = b)", p.LocalSteps))
 	case p.Batch >= 1 && (K > p.Batch || p.Batch%K != 0):
 		errs = append(errs, fmt.Errorf("local steps K = %d must divide the batch b = %d (b/K samples per step)", K, p.Batch))
 	}
-	switch E := p.localEpochs(); {
+	switch E := p.LocalE(); {
 	case p.LocalEpochs < 0 || p.LocalEpochs > MaxLocalEpochs:
 		errs = append(errs, fmt.Errorf("local epochs = %d, want 0 to %d (0 = 1)", p.LocalEpochs, MaxLocalEpochs))
 	case K >= 1 && K > MaxLocalHiddenSteps/E:
@@ -228,10 +194,10 @@ func newLocalDevice(p Params, a Algorithm, m model.Model, entropy io.Reader) (*l
 		return nil, fmt.Errorf("%w: %v", ErrUnsafe, err)
 	}
 	dv := &localDevice{p: p, a: a, spec: spec, m: m, dim: d, entropy: entropy,
-		k: p.localSteps(), bs: p.StepBatch(), epochs: p.localEpochs(), radius: p.Diameter / 2,
+		k: p.LocalK(), bs: p.StepBatch(), epochs: p.LocalE(), radius: p.Diameter / 2,
 		op: LocalOutputPerturbation(p)}
 	var err error
-	if dv.budget, err = p.ZCDPBudget(); err != nil {
+	if dv.budget, err = ZCDPBudget(p); err != nil {
 		return nil, err
 	}
 	dv.sens, dv.relSens = Sensitivity(p), LocalReleaseSensitivity(p)

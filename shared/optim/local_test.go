@@ -49,12 +49,12 @@ func TestLocalValidate(t *testing.T) {
 	for _, tc := range tests {
 		p := localParams()
 		tc.edit(&p)
-		if err := p.Validate(); (err == nil) != tc.ok {
+		if err := Validate(p); (err == nil) != tc.ok {
 			t.Errorf("%s: Validate() = %v, want ok = %v", tc.name, err, tc.ok)
 		}
 	}
 	p := localParams()
-	if !p.SinglePass() || !p.ParallelComposition() || p.ComposedReleases() != 1 || !p.Private() || p.Trusted() {
+	if !p.SinglePass() || !p.ParallelComposition() || p.ComposedReleases() != 1 || !Private(p) || Trusted(p) {
 		t.Error("local must be a private, single-pass, parallel-composition algorithm")
 	}
 	if p.StepBatch() != 2 {
@@ -78,7 +78,7 @@ func TestLocalSensitivityAndCharge(t *testing.T) {
 		if math.Abs(dv.sens-wantSens) > 1e-12*wantSens {
 			t.Fatalf("K=%d: sensitivity %v, want %v", K, dv.sens, wantSens)
 		}
-		budget, _ := p.ZCDPBudget()
+		budget, _ := ZCDPBudget(p)
 		data := synthData(mechanism.NewStream(testSeed(2), 0), p.Batch)
 		x := make([]float64, dv.dim)
 		if _, err := dv.Prepare(Round{T: 1, X: x}, data); err != nil {
@@ -274,7 +274,7 @@ func TestLocalCharge(t *testing.T) {
 			t.Errorf("%s: ledger %+v (announced %+v), want an ordinary charge", tc.name, spent, next)
 		}
 		one := dv.relSens * dv.relSens / (2 * dv.sigma * dv.sigma)
-		budget, _ := p.ZCDPBudget()
+		budget, _ := ZCDPBudget(p)
 		if got := dv.ledger.Rho(); math.Abs(got-tc.factor*one) > 1e-9*got || math.Abs(got-budget) > 1e-9*budget {
 			t.Errorf("%s: ledger %v after the first release, want %v vectors of %v = the budget %v", tc.name, got, tc.factor, one, budget)
 		}
@@ -288,12 +288,12 @@ func TestLocalCharge(t *testing.T) {
 	// Epochs only for "local", and bounded.
 	q := baseParams("noisysgd")
 	q.LocalEpochs = 2
-	if q.Validate() == nil {
+	if Validate(q) == nil {
 		t.Error("noisysgd with local epochs validates")
 	}
 	p = cert()
 	p.LocalEpochs = -1
-	if p.Validate() == nil {
+	if Validate(p) == nil {
 		t.Error("negative local epochs validate")
 	}
 }

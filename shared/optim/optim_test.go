@@ -41,7 +41,7 @@ func TestValidate(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			p := ok
 			tc.edit(&p)
-			err := p.Validate()
+			err := Validate(p)
 			if tc.want == "" {
 				if err != nil {
 					t.Fatalf("unexpected error %v", err)
@@ -63,7 +63,7 @@ func TestRegistry(t *testing.T) {
 	}
 	for _, n := range got {
 		p := baseParams(n)
-		if err := p.Validate(); err != nil {
+		if err := Validate(p); err != nil {
 			t.Errorf("%s: base params invalid: %v", n, err)
 		}
 	}
@@ -540,7 +540,7 @@ func TestBudgetNeverExceeded(t *testing.T) {
 		dv, _ := NewDevice(p, m, mechanism.NewStream(testSeed(4), 0))
 		data := synthData(mechanism.NewStream(testSeed(2), 0), 2)
 		x := make([]float64, m.Dim())
-		budget, _ := p.ZCDPBudget()
+		budget, _ := ZCDPBudget(p)
 		sent := 0
 		for r := 1; r <= p.Rounds; r++ {
 			_, err := dv.Prepare(Round{T: r, X: x, XPrev: x}, data)
@@ -739,7 +739,7 @@ func TestParamsJSONRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, key := range []string{`"algorithm":"soteria-svrg"`, `"devices":8`, `"cohort":4`, `"local_size":20`, `"compressor":"quant:8bit"`, `"lipschitz":1.5`} {
+	for _, key := range []string{`"algorithm":"soteria-svrg"`, `"M":8`, `"cohort":4`, `"local_size":20`, `"compressor":"quant:8bit"`, `"G":1.5`} {
 		if !strings.Contains(string(b), key) {
 			t.Errorf("JSON %s lacks %s", b, key)
 		}

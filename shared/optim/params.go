@@ -8,139 +8,38 @@ import (
 
 	"browserfl/shared/mechanism"
 	"browserfl/shared/privacy"
+	"browserfl/shared/session"
 )
 
-// Params are the public parameters of a training session: the coordinator
-// broadcasts them, every device checks them and derives its own noise from
-// them (DESIGN principle 2). Zero values mean "not set"; Validate says which
-// fields an algorithm needs. Defaults are written beside each field. The
-// JSON names are the parameter names of the wire protocol and the flags.
-type Params struct {
-	Algorithm string `json:"algorithm,omitempty"` // registry name, see Names(); required
-	Model     string `json:"model,omitempty"`     // model name for model.New ("logreg", "mlp"); informational here
-	Features  int    `json:"features,omitempty"`  // input features of the model (informational here)
-	Classes   int    `json:"classes,omitempty"`   // classes of the model (informational here)
-
-	M      int `json:"devices,omitempty"` // devices in the session (>= 1); required
-	Cohort int `json:"cohort,omitempty"`  // m, devices per round, 1 <= m <= M; the server divides by m
-	Rounds int `json:"rounds,omitempty"`  // T, rounds (>= 1)
-	Batch  int `json:"batch,omitempty"`   // b, samples per device per round (>= 1)
-
-	// MaxReleases is the most releases (messages) one device makes in
-	// the session, re-asked rounds included; 0 means T. The session's
-	// owner fixes it from what the devices can actually use (single pass:
-	// the number of minibatches of b the largest device's data holds),
-	// the noise is calibrated to it (ReleaseCap) and every device refuses
-	// the release after it, so it is a public parameter like T: no noise
-	// depends on what a device actually holds. 0 <= MaxReleases <= T.
-	MaxReleases int `json:"max_releases,omitempty"`
-
-	// Clip is the per-sample L2 clipping bound S (for the mu^2 algorithms,
-	// of each per-sample correction s; for the SGD family, of each
-	// per-sample gradient: SoteriaFL's G). If 0, S = G + 2 L D from the
-	// three fields below (noise-cancellation paper, Lemma 4.2). Required
-	// (directly or through G, L, D) by every private algorithm; for "mu2"
-	// and "sgd", 0 with G = L = 0 means no clipping.
-	Clip float64 `json:"clip,omitempty"`
-	G    float64 `json:"lipschitz,omitempty"`  // Lipschitz constant (used only to derive Clip)
-	L    float64 `json:"smoothness,omitempty"` // smoothness constant (used only to derive Clip)
-
-	Eta      float64 `json:"eta,omitempty"`      // step size eta (> 0); required
-	Diameter float64 `json:"diameter,omitempty"` // D: feasible set is the ball of radius D/2 centred at 0; 0 = unconstrained
-
-	// Privacy target: either Rho, the papers' rho_p (each device is
-	// rho_p^2/2-zCDP in standard Bun–Steinke zCDP), or Epsilon and Delta
-	// ((epsilon, delta)-DP per device, turned into the largest zCDP rho
-	// whose conversion meets it, privacy.LedgerRho). Exactly one of
-	// the two for private algorithms; neither for "mu2" and "sgd".
-	Rho     float64 `json:"rho,omitempty"`
-	Epsilon float64 `json:"epsilon,omitempty"`
-	Delta   float64 `json:"delta,omitempty"`
-
-	Compressor string `json:"compressor,omitempty"` // mechanism.ParseSpec spec; "" = dense float32
-
-	// LocalSize is the number of samples each device holds (the SoteriaFL
-	// local dataset size; SVRG/SAGA full gradients run over it). Required
-	// by "soteria-svrg" and "soteria-saga".
-	LocalSize int `json:"local_size,omitempty"`
-	// SnapshotProb is SVRG's snapshot probability p; 0 = b / LocalSize
-	// (SoteriaFL, Corollary 2).
-	SnapshotProb float64 `json:"snapshot_prob,omitempty"`
-	// LocalSteps is K, the local noisy SGD steps of "local" per round: the
-	// round's Batch samples are split, in order, into K step batches of
-	// Batch/K (K must divide Batch); 0 = Batch (one sample per step). Only
-	// "local" uses it (see local.go).
-	LocalSteps int `json:"local_steps,omitempty"`
-	// LocalEpochs is E, the passes of "local" over the round's K step
-	// batches (E K hidden steps, cyclic); 0 = 1, at most MaxLocalEpochs.
-	// Each pass reuses the round's samples, so E > 1 costs more: E noisy
-	// steps by composition, or, when the model certifies it, one noise
-	// vector on the last iterate calibrated to E times a step's
-	// sensitivity (output perturbation, LocalOutputPerturbation).
-	LocalEpochs int `json:"local_epochs,omitempty"`
-	// ShiftStep is SoteriaFL's shift step gamma; 0 = the paper's
-	// sqrt((1+2 omega) / (2 (1+omega)^3)) (Theorem 3).
-	ShiftStep float64 `json:"shift_step,omitempty"`
-
-	// SignalBound is an assumed signal bound D (0: none): for every
-	// honest device, any n of its estimates (clipped, before rounding and
-	// noise) that the server sums in one history have a sum of norm at
-	// most E + (n - 1) D, E the clipping bound. It is an assumption about
-	// the devices' data that no device enforces and no test can check; a
-	// session's owner states it only when every device trains on an iid
-	// shard of one dataset (the coordinator's demo shards dealt nearly
-	// iid), where the minibatch noise that makes single estimates long
-	// cancels over rounds. plausible.Checker's running-sum and persistence
-	// tests then use it in place of n E, so a device that pushes one way
-	// round after round is held to about D a round (plus what its noise
-	// hides); an honest device whose sums grow faster may be refused like
-	// a hostile one (docs/security.md, "An assumed signal bound"). It
-	// takes no part in the noise or the privacy accounting.
-	SignalBound float64 `json:"signal_bound,omitempty"`
-
-	// Threshold is t for "shared": the fewest updates a round's sum may
-	// hold (secure aggregation unmasks no smaller sum, and a round with
-	// fewer survivors is discarded); 0 = ceil(0.7 m). Colluders is c: the
-	// most cohort members assumed to give their secrets to the
-	// coordinator. The noise each device draws is a share sized for the
-	// h = t - c honest survivors (ShareScale, shared.go). Both are 0 for
-	// every other algorithm.
-	Threshold int `json:"threshold,omitempty"`
-	Colluders int `json:"colluders,omitempty"`
-}
+// Params are a session's public parameters (shared/session.Params, the
+// type the protocol carries too): the coordinator broadcasts them, every
+// device checks them (Validate) and derives its own noise from them
+// (DESIGN principle 2). Zero values mean "not set"; Validate says which
+// fields an algorithm needs.
+type Params = session.Params
 
 // MaxLocalEpochs bounds Params.LocalEpochs (each epoch is a pass of
-// hidden local steps on a device). The protocol's bound on the same field,
-// wire.MaxLocalEpochs, is the same number: optim and wire import nothing of
-// each other, and the package above both (shared/plan, which converts one
-// form into the other) checks in its tests that the two agree.
-const MaxLocalEpochs = 1000
+// hidden local steps on a device); the protocol's bound is the same
+// constant.
+const MaxLocalEpochs = session.MaxLocalEpochs
 
-// S returns the clipping bound in force: Clip, or G + 2 L D when Clip is 0.
-func (p Params) S() float64 {
-	if p.Clip > 0 {
-		return p.Clip
-	}
-	return p.G + 2*p.L*p.Diameter
-}
-
-// Trusted reports whether the algorithm trusts the server with un-noised
+// Trusted reports whether p's algorithm trusts the server with un-noised
 // updates ("trusted", and the non-private references "mu2" and "sgd").
 // In every other algorithm no un-noised update leaves a device.
-func (p Params) Trusted() bool {
+func Trusted(p Params) bool {
 	a, err := Lookup(p.Algorithm)
 	return err == nil && a.kind.noise != noiseDevice && a.kind.noise != noiseNC
 }
 
-// Private reports whether the algorithm gives a privacy guarantee.
-func (p Params) Private() bool {
+// Private reports whether p's algorithm gives a privacy guarantee.
+func Private(p Params) bool {
 	a, err := Lookup(p.Algorithm)
 	return err == nil && a.kind.noise != noiseNone
 }
 
 // ZCDPBudget is each device's total privacy budget in standard zCDP rho
-// (rho_p^2/2 from Rho, or from (Epsilon, Delta)).
-func (p Params) ZCDPBudget() (float64, error) {
+// (rho_p^2/2 from p.Rho, or from (p.Epsilon, p.Delta)).
+func ZCDPBudget(p Params) (float64, error) {
 	if p.Rho > 0 {
 		return privacy.ZCDPFromPaperRho(p.Rho), nil
 	}
@@ -151,94 +50,11 @@ func (p Params) ZCDPBudget() (float64, error) {
 	return r, nil
 }
 
-// ReleaseCap is the most releases one device makes in the session:
-// MaxReleases, or T when it is 0 (a device cannot answer more rounds than
-// there are, and a re-asked round is a new release that counts). Every
-// device refuses its (ReleaseCap+1)-th release whatever its ledger says,
-// and every calibration and worst case (plan.Compute) counts at most this
-// many releases.
-func (p Params) ReleaseCap() int {
-	if p.MaxReleases > 0 && p.MaxReleases < p.Rounds {
-		return p.MaxReleases
-	}
-	return p.Rounds
-}
-
-// SinglePassReleases is the most releases a device holding n samples can
-// make in a single-pass session with minibatches of b: floor(n / b),
-// capped at T. It is what an owner who knows the devices' data sizes (the
-// simulator, the planner, the coordinator's demo shards) sets
-// MaxReleases to, using the largest device's n.
-func (p Params) SinglePassReleases(n int) int {
-	if p.Batch <= 0 || n <= 0 {
-		return 0
-	}
-	return min(p.Rounds, n/p.Batch)
-}
-
-// PlannedReleases is the number of releases a device's per-release noise
-// is calibrated for in the fresh-noise algorithms ("noisysgd", "cdpsgd",
-// "soteria-*"): ceil(T m / M), the expected participations under uniform
-// cohorts, and never more than ReleaseCap. A device refuses to release
-// beyond its budget, so a device sampled more often than planned stops
-// participating instead of over-spending.
-func (p Params) PlannedReleases() int {
-	if p.M <= 0 {
-		return 0
-	}
-	return min(p.ReleaseCap(), (p.Rounds*p.Cohort+p.M-1)/p.M)
-}
-
-// SinglePass reports whether the algorithm's privacy analysis needs each
-// sample used at most once, so that whatever feeds the device must hand it
-// fresh samples and stop when they run out: true for the mu^2 family (the
-// noise-cancellation analysis bounds partial sums of corrections, and a
-// reused sample would enter several of them), for noisy SGD (see
-// ParallelComposition) and for the non-private references (the papers'
-// single-pass experiments). The SoteriaFL family and CDP-SGD draw
-// minibatches from the whole local set every round; their accounting
-// (FreshSigma) pays for reuse.
-func (p Params) SinglePass() bool {
-	switch p.Algorithm {
-	case "cdpsgd", "soteria-sgd", "soteria-svrg", "soteria-saga":
-		return false
-	}
-	return true
-}
-
-// ParallelComposition reports whether a device's releases compose in
-// parallel rather than additively: true for "noisysgd", whose releases are
-// each a clipped minibatch gradient of fresh samples plus fresh noise, and
-// whose samples are used once (single pass, enforced by the runtime that
-// feeds the device, as for "nc"). Under the replace-one relation a changed
-// sample enters exactly one release, and given the earlier outputs every
-// other release has the same distribution on both datasets, so the
-// device's whole transcript costs the zCDP of one release (parallel
-// composition; McSherry 2009, which carries over to zCDP because the
-// privacy-loss variable of the untouched releases is 0). The SoteriaFL
-// family and CDP-SGD draw minibatches from the whole local set every round,
-// so their releases compose additively.
-//
-// "local" is parallel for the same reason: each of its hidden local steps
-// is a noisy-SGD release of a fresh step batch (see local.go).
-func (p Params) ParallelComposition() bool {
-	return p.Algorithm == "noisysgd" || p.Algorithm == "local"
-}
-
-// ComposedReleases is the number of releases whose costs add up in a
-// device's ledger: 1 under ParallelComposition, PlannedReleases (at most
-// ReleaseCap) otherwise.
-func (p Params) ComposedReleases() int {
-	if p.ParallelComposition() {
-		return 1
-	}
-	return p.PlannedReleases()
-}
-
 func positive(x float64) bool { return x > 0 && !math.IsInf(x, 0) }
 
-// Validate checks p for its algorithm and returns every problem found.
-func (p Params) Validate() error {
+// Validate checks p for its algorithm and returns every problem found
+// (wire.ValidateSession checks the protocol's bounds).
+func Validate(p Params) error {
 	var errs []error
 	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	a, err := Lookup(p.Algorithm)
@@ -425,7 +241,7 @@ func paperRho(p Params) float64 {
 	if p.Rho > 0 {
 		return p.Rho
 	}
-	r, err := p.ZCDPBudget()
+	r, err := ZCDPBudget(p)
 	if err != nil {
 		return math.NaN()
 	}
@@ -470,7 +286,7 @@ func Sensitivity(p Params) float64 {
 // the per-release sensitivity is the worst case whether or not the
 // replaced sample is in the minibatch.
 func FreshSigma(p Params) (float64, error) {
-	budget, err := p.ZCDPBudget()
+	budget, err := ZCDPBudget(p)
 	if err != nil {
 		return 0, err
 	}
@@ -488,7 +304,7 @@ func FreshSigma(p Params) (float64, error) {
 // "trusted", the server) uses at a device's participation-th release, and
 // 0 for the non-private algorithms. The planning command calls it.
 func NoiseScale(p Params, participation int) (float64, error) {
-	if err := p.Validate(); err != nil {
+	if err := Validate(p); err != nil {
 		return 0, err
 	}
 	a, _ := Lookup(p.Algorithm)

@@ -110,7 +110,7 @@ type Estimator interface {
 // (crypto/rand.Reader in the product; used only by "trusted" for its
 // noise).
 func NewServer(p Params, x0 []float64, entropy io.Reader) (Server, error) {
-	if err := p.Validate(); err != nil {
+	if err := Validate(p); err != nil {
 		return nil, err
 	}
 	a, _ := Lookup(p.Algorithm)
@@ -122,7 +122,7 @@ func NewServer(p Params, x0 []float64, entropy io.Reader) (Server, error) {
 // a fresh 32-byte seed per release (crypto/rand.Reader in the product, a
 // deterministic mechanism.Stream in the simulator).
 func NewDevice(p Params, m model.Model, entropy io.Reader) (Device, error) {
-	if err := p.Validate(); err != nil {
+	if err := Validate(p); err != nil {
 		return nil, err
 	}
 	a, _ := Lookup(p.Algorithm)

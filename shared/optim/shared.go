@@ -7,6 +7,7 @@ import (
 
 	"browserfl/shared/mechanism"
 	"browserfl/shared/privacy"
+	"browserfl/shared/session"
 )
 
 // Shared noise ("shared").
@@ -40,30 +41,9 @@ import (
 // floor is the ledger times FloorFactor.
 
 // DefaultThresholdShare is the default threshold as a share of the
-// cohort: a round's sum must hold at least ceil(0.7 m) updates.
-const DefaultThresholdShare = 0.7
-
-// SharedThreshold is t, the fewest updates a "shared" round's sum may
-// hold: Threshold, or ceil(DefaultThresholdShare m) when it is 0. It is 0
-// for every other algorithm.
-func (p Params) SharedThreshold() int {
-	if p.Algorithm != "shared" {
-		return 0
-	}
-	if p.Threshold > 0 {
-		return p.Threshold
-	}
-	return max(1, int(math.Ceil(DefaultThresholdShare*float64(p.Cohort)-1e-9)))
-}
-
-// SharedHonest is h = t - c, the fewest honest devices whose fresh shares
-// enter a "shared" round's sum (0 for every other algorithm).
-func (p Params) SharedHonest() int {
-	if p.Algorithm != "shared" {
-		return 0
-	}
-	return p.SharedThreshold() - p.Colluders
-}
+// cohort: a round's sum must hold at least ceil(0.7 m) updates
+// (Params.SharedThreshold).
+const DefaultThresholdShare = session.DefaultThresholdShare
 
 // ShareScale is the factor a "shared" device's noise carries against
 // "nc"'s at the same participation: (1 + h/GridFactor)/sqrt(h) with h =
@@ -116,7 +96,7 @@ func SharedPromiseTV(p Params, d int) (float64, error) {
 	if p.Algorithm != "shared" {
 		return 0, fmt.Errorf("optim: promise of %q: only \"shared\" has one", p.Algorithm)
 	}
-	if err := p.Validate(); err != nil {
+	if err := Validate(p); err != nil {
 		return 0, err
 	}
 	sens := Sensitivity(p)

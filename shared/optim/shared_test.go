@@ -70,7 +70,7 @@ func TestShareParamsValidate(t *testing.T) {
 	} {
 		p := baseParams(tc.alg)
 		p.Threshold, p.Colluders = tc.thr, tc.coll
-		err := p.Validate()
+		err := Validate(p)
 		switch {
 		case tc.wantSubstr == "" && err != nil:
 			t.Errorf("%s t %d c %d: %v", tc.alg, tc.thr, tc.coll, err)
@@ -127,10 +127,10 @@ func TestShareChargeIsNCs(t *testing.T) {
 func TestShareNoiseNeverBelowCalibration(t *testing.T) {
 	p := Params{Algorithm: "shared", Model: "logreg", Features: 784, Classes: 10,
 		M: 100, Cohort: 50, Rounds: 24, Batch: 50, Clip: 1, Eta: 0.1, Epsilon: 8, Delta: 1e-5}
-	if err := p.Validate(); err != nil {
+	if err := Validate(p); err != nil {
 		t.Fatal(err)
 	}
-	budget, err := p.ZCDPBudget()
+	budget, err := ZCDPBudget(p)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -84,7 +84,7 @@ func TestTrustedRefusesCompressors(t *testing.T) {
 		{"topk:0.1", false}, {"randk:0.1", false}, {"ef+f32", false}, {"ef+topk:0.1", false}, {"qinf:8bit", false},
 	} {
 		p := Params{Algorithm: "trusted", Model: "logreg", M: 10, Cohort: 10, Rounds: 5, Batch: 32, Clip: 1, Eta: 0.1, Rho: 1.5, Compressor: tc.spec}
-		err := p.Validate()
+		err := Validate(p)
 		if (err == nil) != tc.ok {
 			t.Errorf("trusted with %q: err = %v, want ok = %v", tc.spec, err, tc.ok)
 		}

@@ -63,12 +63,12 @@ func TestSessionFeatures(t *testing.T) {
 			t.Errorf("%s: %+v, want %s reading 784 values and giving %d", tc.name, f, tc.kind, tc.s.Features)
 		}
 	}
-	if err := featureSession().Validate(); err != nil {
+	if err := wire.ValidateSession(featureSession()); err != nil {
 		t.Errorf("the feature session fails wire's check: %v", err)
 	}
 	long := featureSession()
 	long.Transform = strings.Repeat("s", wire.MaxTransformLen+1)
-	if err := long.Validate(); !errors.Is(err, wire.ErrBadFrame) {
+	if err := wire.ValidateSession(long); !errors.Is(err, wire.ErrBadFrame) {
 		t.Errorf("a transform name of %d bytes: %v, want wire.ErrBadFrame", len(long.Transform), err)
 	}
 }

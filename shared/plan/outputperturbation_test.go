@@ -28,7 +28,7 @@ func TestOutputPerturbationSessionIsOrdinary(t *testing.T) {
 	if !optim.LocalOutputPerturbation(p) {
 		t.Fatal("the certified session is not under output perturbation")
 	}
-	budget, _ := p.ZCDPBudget()
+	budget, _ := optim.ZCDPBudget(p)
 	for _, delta := range []float64{1e-5, 1e-10} {
 		f, err := SessionFigures(p, delta)
 		if err != nil {

@@ -5,9 +5,9 @@
 // and the device (to check one before joining) call the same functions, so
 // the numbers agree everywhere.
 //
-// It also holds the one conversion of a session's wire form into the
-// algorithms' form (FromSession, wire.SessionParams to optim.Params), and
-// the one owner's-budget comparison (Budget.Over) that both the pre-join
+// It also holds the readings of a session's parameters that need more
+// than the algorithms (its task, its features, a teacher's switch of
+// algorithm), and the one owner's-budget comparison (Budget.Over) that both the pre-join
 // check (Check) and the device runtime's per-release check make. It sits
 // above shared/optim, shared/privacy and shared/wire, which import nothing
 // of it (the layering rules are in internal/archtest).
@@ -114,17 +114,17 @@ func ForNoise(p optim.Params, sigma float64) (optim.Params, error) {
 // Compute returns the report for p at delta (used when p's target is
 // Rho; when p has Epsilon and Delta, pass p.Delta).
 func Compute(p optim.Params, delta float64) (Report, error) {
-	if err := p.Validate(); err != nil {
+	if err := optim.Validate(p); err != nil {
 		return Report{}, err
 	}
-	r := Report{Algorithm: p.Algorithm, Private: p.Private(), Trusted: p.Trusted(), Delta: delta}
+	r := Report{Algorithm: p.Algorithm, Private: optim.Private(p), Trusted: optim.Trusted(p), Delta: delta}
 	if !r.Private {
 		return r, nil
 	}
 	if !(delta > 0 && delta < 1) {
 		return Report{}, fmt.Errorf("plan: delta = %v, want 0 < delta < 1", delta)
 	}
-	budget, err := p.ZCDPBudget()
+	budget, err := optim.ZCDPBudget(p)
 	if err != nil {
 		return Report{}, err
 	}

@@ -3,6 +3,7 @@ package plan
 import (
 	"fmt"
 
+	"browserfl/shared/optim"
 	"browserfl/shared/optim/plausible"
 	"browserfl/shared/secagg"
 	"browserfl/shared/wire"
@@ -35,11 +36,11 @@ type SecAgg struct {
 // be a shared-noise session whose threshold exceeds half its cohort (the
 // consistency round's condition, secagg.Params.Threshold).
 func SessionSecAgg(s wire.SessionParams) (SecAgg, error) {
-	p := FromSession(s)
+	p := s
 	if p.Algorithm != wire.SharedNoiseAlgorithm {
 		return SecAgg{}, fmt.Errorf("plan: secure aggregation of a %q session: only %q runs it", p.Algorithm, wire.SharedNoiseAlgorithm)
 	}
-	if err := p.Validate(); err != nil {
+	if err := optim.Validate(p); err != nil {
 		return SecAgg{}, fmt.Errorf("plan: secure aggregation: %w", err)
 	}
 	step, maxAbs, err := plausible.SharedGrid(p, s.Dim)

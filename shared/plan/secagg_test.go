@@ -26,7 +26,7 @@ func TestSessionSecAgg(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		p := FromSession(s)
+		p := s
 		step, err := mechanism.GridStep(optim.Sensitivity(p), s.Dim)
 		if err != nil {
 			t.Fatal(err)

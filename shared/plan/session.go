@@ -13,26 +13,6 @@ import (
 	"browserfl/shared/wire"
 )
 
-// FromSession converts a session's public parameters (the wire form every
-// device receives) to optim.Params. It is the one conversion the
-// coordinator, the device runtime and the page use; it lives here, above
-// both forms, so that shared/optim and shared/wire import nothing of each
-// other. Every field of optim.Params comes from the wire field of the same
-// name except Rho (wire: RhoPaper); the wire fields with no counterpart are
-// listed, with why, in wireOnly (session_test.go), and a test fails when a
-// field is added to one form and not to the other.
-func FromSession(s wire.SessionParams) optim.Params {
-	return optim.Params{
-		Algorithm: s.Algorithm, Model: s.Model, Features: s.Features, Classes: s.Classes,
-		M: s.M, Cohort: s.Cohort, Rounds: s.Rounds, Batch: s.Batch, MaxReleases: s.MaxReleases,
-		Clip: s.Clip, G: s.G, L: s.L, Eta: s.Eta, Diameter: s.Diameter,
-		Rho: s.RhoPaper, Epsilon: s.Epsilon, Delta: s.Delta,
-		Compressor: s.Compressor, LocalSize: s.LocalSize, SnapshotProb: s.SnapshotProb, ShiftStep: s.ShiftStep,
-		LocalSteps: s.LocalSteps, LocalEpochs: s.LocalEpochs, SignalBound: s.SignalBound,
-		Threshold: s.Threshold, Colluders: s.Colluders,
-	}
-}
-
 // ErrTaskMismatch is wrapped when a session's task definition disagrees
 // with the dimensions or class names it announces.
 var ErrTaskMismatch = errors.New("session: task does not match the session")
@@ -93,12 +73,11 @@ func WithAlgorithm(s wire.SessionParams, alg string) (wire.SessionParams, error)
 	}
 	out := s
 	out.Algorithm, out.Threshold, out.Colluders = alg, 0, 0
-	p := FromSession(out)
-	if err := p.Validate(); err != nil {
+	if err := optim.Validate(out); err != nil {
 		return s, fmt.Errorf("%s: %w", alg, err)
 	}
-	out.Trusted = p.Trusted()
-	if err := out.Validate(); err != nil {
+	out.Trusted = optim.Trusted(out)
+	if err := wire.ValidateSession(out); err != nil {
 		return s, err
 	}
 	if alg == wire.SharedNoiseAlgorithm {
@@ -137,15 +116,15 @@ func WithTask(s wire.SessionParams, d *task.Definition) (wire.SessionParams, err
 	// nearly iid (docs/security.md); a task's rows are the students' own.
 	s.SignalBound = 0
 	if e := d.Privacy.Epsilon; e > 0 {
-		s.RhoPaper, s.Epsilon, s.Delta = 0, e, d.Privacy.Delta
+		s.Rho, s.Epsilon, s.Delta = 0, e, d.Privacy.Delta
 		if s.Delta == 0 {
 			s.Delta = DefaultDelta
 		}
 	}
-	if err := s.Validate(); err != nil {
+	if err := wire.ValidateSession(s); err != nil {
 		return s, err
 	}
-	if err := FromSession(s).Validate(); err != nil {
+	if err := optim.Validate(s); err != nil {
 		return s, fmt.Errorf("task %s: %w", d.Name, err)
 	}
 	if _, err := SessionTask(s); err != nil {

@@ -78,7 +78,7 @@ func TestWithTaskDropsSignalBound(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := wire.SessionParams{Name: "t", DeadlineMillis: 1000, Algorithm: "nc", Model: "logreg", Features: 784, Classes: 10,
-		M: 10, Cohort: 10, Rounds: 20, Batch: 4, Clip: 1, Eta: 1, RhoPaper: 1, DemoShards: true, SignalBound: 0.25,
+		M: 10, Cohort: 10, Rounds: 20, Batch: 4, Clip: 1, Eta: 1, Rho: 1, DemoShards: true, SignalBound: 0.25,
 		Transform: FeaturesScatter}
 	got, err := WithTask(s, b.Def)
 	if err != nil {
@@ -115,7 +115,7 @@ func TestWithTaskDropsSignalBound(t *testing.T) {
 // refused by the session's own checks.
 func TestWithAlgorithm(t *testing.T) {
 	nc := wire.SessionParams{Name: "t", DeadlineMillis: 1000, Algorithm: "nc", Model: "logreg", Features: 784, Classes: 10,
-		Dim: 7850, M: 30, Cohort: 10, Rounds: 20, Batch: 4, Clip: 1, Eta: 1, RhoPaper: 1}
+		Dim: 7850, M: 30, Cohort: 10, Rounds: 20, Batch: 4, Clip: 1, Eta: 1, Rho: 1}
 	shared, err := WithAlgorithm(nc, wire.SharedNoiseAlgorithm)
 	if err != nil {
 		t.Fatal(err)

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"browserfl/shared/session"
 )
 
 // Version is the protocol version. A peer that sends another version is
@@ -144,92 +146,16 @@ type Start struct {
 
 // SessionParams are a session's public parameters: everything a device
 // needs to compute its own noise scale and check its own budget (DESIGN
-// principle 2). The algorithm fields mirror shared/optim.Params one to one
-// (same names and meanings; see there); wire does not import optim so the
-// protocol stays decodable on its own.
-type SessionParams struct {
-	Name string `json:"name"`
-	// Dim is the model dimension d: every vector on the wire has it.
-	Dim int `json:"dim"`
-	// DeadlineMillis is the round deadline.
-	DeadlineMillis int `json:"deadline_ms"`
-	// Trusted is true when the coordinator adds the noise (trusted-server
-	// mode); informational: devices derive it from Algorithm.
-	Trusted bool `json:"trusted"`
-	// DemoShards is true when the coordinator serves demo data shards at
-	// /shard (demo only: real devices hold their own data).
-	DemoShards bool `json:"demo_shards,omitempty"`
-
-	Algorithm string `json:"algorithm"`
-	Model     string `json:"model"`
-	Features  int    `json:"features"`
-	Classes   int    `json:"classes"`
-	// M is the number of devices in the session, Cohort is m (devices
-	// sampled per round), Rounds is T, Batch is the minibatch b.
-	M      int `json:"M"`
-	Cohort int `json:"cohort"`
-	Rounds int `json:"rounds"`
-	Batch  int `json:"batch"`
-	// MaxReleases is the most releases one device makes (0 = Rounds);
-	// the device's noise is calibrated to it and it refuses the release
-	// after it (optim.Params.MaxReleases).
-	MaxReleases int `json:"max_releases,omitempty"`
-	// Clip is the clipping bound S; G, L derive it when 0 (S = G + 2LD).
-	Clip     float64 `json:"clip"`
-	G        float64 `json:"G,omitempty"`
-	L        float64 `json:"L,omitempty"`
-	Eta      float64 `json:"eta"`
-	Diameter float64 `json:"diameter,omitempty"`
-	// RhoPaper is the papers' rho_p (each device is rho_p^2/2-zCDP in
-	// standard zCDP); or Epsilon and Delta per device.
-	RhoPaper float64 `json:"rho_p,omitempty"`
-	Epsilon  float64 `json:"epsilon,omitempty"`
-	Delta    float64 `json:"delta,omitempty"`
-	// Compressor is a shared/mechanism compressor spec ("" = dense float32).
-	Compressor   string  `json:"compressor,omitempty"`
-	LocalSize    int     `json:"local_size,omitempty"`
-	SnapshotProb float64 `json:"snapshot_prob,omitempty"`
-	ShiftStep    float64 `json:"shift_step,omitempty"`
-	LocalSteps   int     `json:"local_steps,omitempty"`
-	LocalEpochs  int     `json:"local_epochs,omitempty"`
-	// SignalBound is the session's assumed signal bound D (0: none): the
-	// server's running-sum tests hold n of a device's estimates to
-	// E + (n-1) D (optim.Params.SignalBound). It takes no part in the
-	// noise or the privacy accounting.
-	SignalBound float64 `json:"signal_bound,omitempty"`
-	// Threshold is t for SharedNoiseAlgorithm: the fewest updates a
-	// round's sum may hold (0: optim's default share of the cohort);
-	// Colluders is c, the most cohort members assumed to side with the
-	// coordinator (optim.Params.Threshold, Colluders). Both are 0 for
-	// every other algorithm.
-	Threshold int `json:"threshold,omitempty"`
-	Colluders int `json:"colluders,omitempty"`
-	// Labels names the classes for display, comma-separated in class
-	// order ("" = show class numbers). It takes no part in training.
-	Labels string `json:"labels,omitempty"`
-	// Task is the session's task definition, the text of a
-	// browserfl.task/v1 JSON document (see shared/task), when the data are
-	// rows a person types or picks rather than the built-in pictures;
-	// empty for picture sessions. It is a string, not raw JSON, so that
-	// SessionParams stays comparable (devices detect a changed session
-	// with ==). wire only bounds its length: plan.SessionTask parses it
-	// and checks it matches Features, Classes, Model and Labels.
-	Task string `json:"task,omitempty"`
-	// Transform names the features the model reads, computed by each
-	// device from each of its own pictures before training and before
-	// answering a drawing ("" = the raw inputs; "scatter" = the
-	// scattering transform, docs/features.md). Features is then the
-	// transform's output dimension, not the pictures'. wire only bounds
-	// its length: plan.SessionFeatures knows the kinds, and a device
-	// refuses a session whose kind it does not know.
-	Transform string `json:"transform,omitempty"`
-}
+// principle 2). They are shared/session.Params, the one type the
+// algorithms read too (as optim.Params), with the protocol's JSON names;
+// wire imports nothing of the algorithms, so the protocol stays decodable
+// on its own.
+type SessionParams = session.Params
 
 // MaxLocalEpochs bounds SessionParams.LocalEpochs (each epoch is a pass
-// of hidden local steps on a device). The algorithms' bound,
-// optim.MaxLocalEpochs, is the same number (wire imports nothing of optim;
-// shared/plan's tests check that the two agree).
-const MaxLocalEpochs = 1000
+// of hidden local steps on a device): session.MaxLocalEpochs, the
+// algorithms' bound too.
+const MaxLocalEpochs = session.MaxLocalEpochs
 
 // MaxLabelsLen bounds SessionParams.Labels.
 const MaxLabelsLen = 1024
@@ -246,21 +172,15 @@ const MaxTransformLen = 32
 // and the Welcome's other fields take well under 1 KiB.
 const MaxSessionBytes = MaxControlBytes - 1<<10
 
-// LabelNames returns the class names of Labels, or nil when there are none.
-func (p SessionParams) LabelNames() []string {
-	if p.Labels == "" {
-		return nil
-	}
-	return strings.Split(p.Labels, ",")
-}
-
 // SharedNoiseAlgorithm is the algorithm whose devices add only a share of
 // the noise (optim's "shared"): its rounds run secure aggregation
 // (KindSecAgg frames), and its devices never send an update frame.
 const SharedNoiseAlgorithm = "shared"
 
-// Validate checks p for values no session can have.
-func (p SessionParams) Validate() error {
+// ValidateSession checks p for values no session can have on the wire
+// (optim.Validate checks it for its algorithm). Its errors wrap
+// ErrBadFrame.
+func ValidateSession(p SessionParams) error {
 	switch {
 	case p.Algorithm == "":
 		return bad("session: empty algorithm")
@@ -274,8 +194,8 @@ func (p SessionParams) Validate() error {
 		return bad("session: M %d, cohort %d, rounds %d, batch %d: want positive with cohort <= M", p.M, p.Cohort, p.Rounds, p.Batch)
 	case p.MaxReleases < 0 || p.MaxReleases > p.Rounds:
 		return bad("session: max releases %d outside [0, rounds %d]", p.MaxReleases, p.Rounds)
-	case !(p.RhoPaper >= 0) || !(p.Clip >= 0) || !(p.Eta > 0):
-		return bad("session: rho_p %v, clip %v, eta %v out of range", p.RhoPaper, p.Clip, p.Eta)
+	case !(p.Rho >= 0) || !(p.Clip >= 0) || !(p.Eta > 0):
+		return bad("session: rho_p %v, clip %v, eta %v out of range", p.Rho, p.Clip, p.Eta)
 	case !(p.SignalBound >= 0) || math.IsInf(p.SignalBound, 1):
 		return bad("session: signal bound %v: want a finite value >= 0", p.SignalBound)
 	case p.LocalSteps < 0 || p.LocalSteps > p.Batch:
@@ -445,7 +365,7 @@ func DecodeControl(b []byte) (Message, error) {
 		var v Welcome
 		err = json.Unmarshal(env.Body, &v)
 		if err == nil {
-			err = v.Session.Validate()
+			err = ValidateSession(v.Session)
 		}
 		if err == nil && v.Pending != nil {
 			err = v.Pending.check()
@@ -487,7 +407,7 @@ func DecodeControl(b []byte) (Message, error) {
 		var v Start
 		err = json.Unmarshal(env.Body, &v)
 		if err == nil {
-			err = v.Session.Validate()
+			err = ValidateSession(v.Session)
 		}
 		m = v
 	default:

@@ -11,7 +11,7 @@ import (
 
 func TestControlRoundTrip(t *testing.T) {
 	sess := SessionParams{Name: "demo", Algorithm: "nc", Model: "logreg", Dim: 7850, M: 30,
-		Cohort: 10, Rounds: 100, RhoPaper: 2, Clip: 1, Eta: 0.5, Batch: 16, DeadlineMillis: 5000, Compressor: "randk:0.1+ef"}
+		Cohort: 10, Rounds: 100, Rho: 2, Clip: 1, Eta: 0.5, Batch: 16, DeadlineMillis: 5000, Compressor: "randk:0.1+ef"}
 	msgs := []Message{
 		Hello{Version: 1, JoinCode: "ABCD", DeviceID: "d1", Secret: "s", Pending: 3, Budget: 4},
 		Hello{Version: 1, JoinCode: "ABCD", Nickname: "Ada L-2_x"},
@@ -251,7 +251,7 @@ func TestSessionLabels(t *testing.T) {
 		ok     bool
 	}{{"", true}, {"a,b,c", true}, {"a,b", false}, {"a,b,c,d", false}, {strings.Repeat("x", MaxLabelsLen+1), false}} {
 		p.Labels = c.labels
-		if err := p.Validate(); (err == nil) != c.ok {
+		if err := ValidateSession(p); (err == nil) != c.ok {
 			t.Errorf("labels %.20q: err = %v, want ok = %v", c.labels, err, c.ok)
 		}
 	}

@@ -242,12 +242,12 @@ func setup(cfg Config) (*run, plan.Figures, error) {
 	if !claim.Private {
 		return nil, plan.Figures{}, fmt.Errorf("audit: %s gives no guarantee to audit", p.Algorithm)
 	}
-	budget, err := p.ZCDPBudget()
+	budget, err := optim.ZCDPBudget(p)
 	if err != nil {
 		return nil, plan.Figures{}, fmt.Errorf("audit: %w", err)
 	}
 	r := &run{cfg: cfg, dev: DeviceParams(p, budget, cfg.NoiseFactor), model: m}
-	if err := r.dev.Validate(); err != nil {
+	if err := optim.Validate(r.dev); err != nil {
 		return nil, plan.Figures{}, fmt.Errorf("audit: device parameters: %w", err)
 	}
 	if r.weights, err = Weights(p); err != nil {

@@ -208,7 +208,7 @@ func TestDeviceParamsKeepTheNoise(t *testing.T) {
 	for _, alg := range Algorithms {
 		for _, eps := range []float64{1, 4, 8} {
 			p := optim.Params{Algorithm: alg, M: 1, Cohort: 1, Rounds: 10, Batch: 2, Clip: 1.5, Eta: 0.1, Epsilon: eps, Delta: 1e-5}
-			budget, err := p.ZCDPBudget()
+			budget, err := optim.ZCDPBudget(p)
 			if err != nil {
 				t.Fatal(err)
 			}

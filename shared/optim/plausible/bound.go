@@ -42,7 +42,7 @@ const UpdateRejectProb = 1e-9
 // covers the noise's discretisation onto a grid and floating-point
 // rounding of the sums.
 func UpdateBound(p optim.Params, d int) (float64, string, error) {
-	if err := p.Validate(); err != nil {
+	if err := optim.Validate(p); err != nil {
 		return 0, "", err
 	}
 	if d < 1 {

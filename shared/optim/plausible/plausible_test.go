@@ -536,7 +536,7 @@ func TestCheckerSignalBound(t *testing.T) {
 	q := base
 	for _, bad := range []float64{-1, math.Inf(1), math.NaN()} {
 		q.SignalBound = bad
-		if q.Validate() == nil {
+		if optim.Validate(q) == nil {
 			t.Errorf("signal bound %v accepted", bad)
 		}
 	}
