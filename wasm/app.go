@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"browserfl/device"
-	"browserfl/shared/dataset"
 	"browserfl/shared/optim"
 	"browserfl/shared/plan"
 	"browserfl/shared/task"
@@ -22,8 +21,9 @@ import (
 	"browserfl/wasm/bridge"
 	"browserfl/wasm/idb"
 	"browserfl/wasm/jsw"
-	"browserfl/wasm/local"
+	"browserfl/wasm/samples"
 	"browserfl/wasm/ui"
+	"browserfl/wasm/warm"
 )
 
 // ownerDelta is the owner's delta: the page reads its owner's budget,
@@ -35,10 +35,10 @@ const ownerDelta = plan.DefaultDelta
 // Storage keys of the page's own records (the device runtime's records
 // live under "dev/").
 const (
-	keyConsent  = "consent"      // JSON consent{}
-	keyTraining = "training"     // {1} once the owner pressed Start, {0} after "I'm done"
-	keyCharge   = "owner-charge" // this device's charge id in the owner's ledger
-	keyData     = "data/"        // data/<source>/images, data/<source>/labels
+	keyConsent  = "consent"  // JSON consent{}
+	keyTraining = "training" // {1} once the owner pressed Start, {0} after "I'm done"
+	// The data library's records live under samples.KeyPrefix, the
+	// owner's charge id under owner.KeyCharge.
 )
 
 type consent struct {
@@ -77,17 +77,10 @@ type app struct {
 	delta   float64 // the owner's delta, at which the budget is read and epsilon stated
 	consent consent
 
-	setsMu sync.Mutex
-	sets   map[string]dataset.Set // source -> samples; use source/setSource/all
-	// demoTotal is the size of the page's demo shard, of which the demo
-	// source holds the first chunks (under setsMu; demo.go).
-	demoTotal int
-	// A row task's session: its task (nil for pictures), each source's
-	// rows as typed (under setsMu; their encoding is in sets), and a
-	// lock held while a source's rows are read, grown and stored.
-	task   *task.Definition
-	rows   map[string]task.Rows
-	rowsMu sync.Mutex
+	// lib is the samples kept in this browser (set with store).
+	lib *samples.Library
+	// task is a row task's session's task (nil for pictures).
+	task *task.Definition
 
 	trainer *trainer
 	warm    sync.Once // the JIT warm-up, once however many codes are typed
@@ -114,8 +107,6 @@ func newApp(p *port) *app {
 		state: &ui.State{Screen: ui.ScreenLoading},
 		ctx:   ctx,
 		stop:  stop,
-		sets:  map[string]dataset.Set{},
-		rows:  map[string]task.Rows{},
 	}
 }
 
@@ -180,7 +171,7 @@ func (a *app) start(code, origin string) {
 		a.port.mark("fl-ready")
 		return
 	}
-	a.warm.Do(func() { go warmUp(a.ctx, a.port) })
+	a.warm.Do(func() { go warm.Up(a.ctx, a.port.mark) })
 	if !a.awaitSession() {
 		return
 	}
@@ -200,6 +191,7 @@ func (a *app) start(code, origin string) {
 		a.fail("Storage", err)
 		return
 	}
+	a.lib = samples.New(st, a.task, a.publishData)
 	a.store = st
 	// Site data cleared while the page is open: stop and say so (the
 	// device has left; nothing of it remains in this browser).
@@ -220,7 +212,7 @@ func (a *app) start(code, origin string) {
 			return
 		}
 	}
-	if lerr := a.loadData(); lerr != nil {
+	if lerr := a.lib.Load(a.ctx); lerr != nil {
 		a.fail("Stored pictures", lerr)
 	}
 	// How far the single-pass cursor is: once samples are used, only
@@ -390,6 +382,16 @@ func (a *app) pageHidden() {
 		}
 	}
 }
+
+// errSessionRefused is wrapped when the page will not join a session
+// whatever happens (its task does not match its shape): said on the
+// page, not retried.
+var errSessionRefused = errors.New("this page will not join this session")
+
+// errNoProtection is returned for a session that adds no noise (a
+// non-private reference algorithm): the page says so (ui.NoProtection)
+// and does not join.
+var errNoProtection = errors.New("the session adds no noise")
 
 func (a *app) loadSession() error {
 	body, err := jsw.Fetch(a.ctx, a.base+"/api/session?code="+url.QueryEscape(a.code))
@@ -578,47 +580,4 @@ func (a *app) Train() {
 		}
 		a.startTraining()
 	}()
-}
-
-// source returns the stored samples of src.
-func (a *app) source(src string) (dataset.Set, bool) {
-	a.setsMu.Lock()
-	defer a.setsMu.Unlock()
-	s, ok := a.sets[src]
-	return s, ok
-}
-
-// setSource records the samples of src (already stored).
-func (a *app) setSource(src string, s dataset.Set) {
-	a.setsMu.Lock()
-	a.sets[src] = s
-	a.setsMu.Unlock()
-}
-
-// all returns every stored sample, sources in a fixed order (demo, files,
-// drawn, typed) so the single-pass cursor means the same thing after a reload.
-func (a *app) all() dataset.Set {
-	var parts []dataset.Set
-	for _, src := range []string{"demo", "files", "drawn", typedSource} {
-		if s, ok := a.source(src); ok {
-			parts = append(parts, s)
-		}
-	}
-	return local.Join("local", parts...)
-}
-
-func (a *app) publishData() {
-	all := a.all()
-	n := map[string]int{}
-	a.setsMu.Lock()
-	for k, s := range a.sets {
-		n[k] = len(s.Samples)
-	}
-	a.setsMu.Unlock()
-	a.update(func(s *ui.State) {
-		s.Data.Count = len(all.Samples)
-		s.Data.PerLabel = local.Counts(all)
-		s.Data.Sources = local.SortedSources(n)
-		s.Data.Busy = ""
-	})
 }

@@ -3,83 +3,30 @@
 package main
 
 import (
-	"crypto/rand"
 	"fmt"
-	"strings"
 	"syscall/js"
 
 	"browserfl/shared/dataset"
 	"browserfl/wasm/jsw"
 	"browserfl/wasm/local"
+	"browserfl/wasm/samples"
 	"browserfl/wasm/ui"
 )
 
-// loadData reads every stored source from IndexedDB.
-func (a *app) loadData() error {
-	keys, err := a.store.Keys(a.ctx, keyData)
-	if err != nil {
-		return err
-	}
-	for _, k := range keys {
-		if src, ok := strings.CutSuffix(strings.TrimPrefix(k, keyData), "/rows"); ok && a.task != nil {
-			b, err := a.store.Get(a.ctx, k)
-			if err == nil {
-				err = a.loadRows(src, b)
-			}
-			if err != nil {
-				return fmt.Errorf("%s rows: %w", src, err)
-			}
-			continue
-		}
-		if !strings.HasSuffix(k, "/images") {
-			continue
-		}
-		src := strings.TrimSuffix(strings.TrimPrefix(k, keyData), "/images")
-		im, err := a.store.Get(a.ctx, k)
-		if err != nil {
-			return err
-		}
-		lab, err := a.store.Get(a.ctx, keyData+src+"/labels")
-		if err != nil {
-			return fmt.Errorf("%s labels: %w", src, err)
-		}
-		s, err := local.Decode(src, im, lab)
-		if err != nil {
-			return err
-		}
-		a.setSource(src, s)
-	}
-	a.loadDemoTotal()
-	a.publishData()
-	return nil
-}
+// The student's actions on the data screen: each adds to the session's
+// data library (wasm/samples, app.lib), which is shown on every change
+// (publishData).
 
-// shuffle permutes a new source once, with a seed from crypto/rand,
-// before it is stored (see local.Shuffle).
-func shuffle(s dataset.Set) error {
-	var seed [32]byte
-	if _, err := rand.Read(seed[:]); err != nil {
-		return fmt.Errorf("shuffle seed: %w", err)
-	}
-	local.Shuffle(s, seed)
-	return nil
-}
-
-// save stores source src (replacing what was there) and publishes it.
-func (a *app) save(src string, s dataset.Set) error {
-	im, lab, err := local.Encode(s)
-	if err != nil {
-		return err
-	}
-	if err := a.store.Put(a.ctx, map[string][]byte{
-		keyData + src + "/images": im,
-		keyData + src + "/labels": lab,
-	}); err != nil {
-		return err
-	}
-	a.setSource(src, s)
-	a.publishData()
-	return nil
+// publishData shows the library's samples on the data screen.
+func (a *app) publishData() {
+	all := a.lib.All()
+	n := a.lib.Sizes()
+	a.update(func(s *ui.State) {
+		s.Data.Count = len(all.Samples)
+		s.Data.PerLabel = local.Counts(all)
+		s.Data.Sources = local.SortedSources(n)
+		s.Data.Busy = ""
+	})
 }
 
 // LoadDemo fetches the first chunk of the demo shard and keeps it
@@ -98,7 +45,7 @@ func (a *app) LoadDemo() {
 			s.Error = s.Session.UsedNotice()
 			return
 		}
-		if _, have := a.source("demo"); have {
+		if _, have := a.lib.Source(samples.Demo); have {
 			s.Error = "The example " + things + " are already stored here."
 			return
 		}
@@ -115,7 +62,11 @@ func (a *app) LoadDemo() {
 	go func() {
 		// The first rounds' pictures; the rest comes while the device
 		// trains (topUpDemo).
-		if err := a.firstDemo(); err != nil {
+		s, total, err := samples.FetchDemo(a.ctx, a.base, a.code, 0, samples.FirstChunk(a.params.Batch))
+		if err == nil {
+			err = a.lib.SaveDemo(a.ctx, s, total)
+		}
+		if err != nil {
 			a.update(func(s *ui.State) { s.Data.Busy = "" })
 			a.fail("Demo data", err)
 		}
@@ -134,12 +85,12 @@ func (a *app) AddDrawing(x []float32, label int) {
 		return
 	}
 	go func() {
-		s, ok := a.source("drawn")
+		s, ok := a.lib.Source(samples.Drawn)
 		if !ok {
-			s = local.Empty("drawn")
+			s = local.Empty(samples.Drawn)
 		}
 		s.Samples = append(append([]dataset.Sample(nil), s.Samples...), dataset.Sample{X: x, Label: label})
-		if err := a.save("drawn", s); err != nil {
+		if err := a.lib.Save(a.ctx, samples.Drawn, s); err != nil {
 			a.fail("Saving the drawing", err)
 		}
 	}()
@@ -204,13 +155,13 @@ func (a *app) FilesPicked(list js.Value) {
 			a.fail("Files", err)
 			return
 		}
-		if err := shuffle(res.Set); err != nil {
+		if err := samples.Shuffle(res.Set); err != nil {
 			a.fail("Files", err)
 			return
 		}
-		prev, _ := a.source("files")
-		s := local.Join("files", prev, res.Set)
-		if err := a.save("files", s); err != nil {
+		prev, _ := a.lib.Source(samples.Files)
+		s := local.Join(samples.Files, prev, res.Set)
+		if err := a.lib.Save(a.ctx, samples.Files, s); err != nil {
 			a.fail("Saving files", err)
 		}
 	}()

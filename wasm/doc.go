@@ -8,9 +8,11 @@
 //     components of wasm/ui, handles the drawing canvases and forwards
 //     the student's actions to the worker;
 //   - in the page's dedicated Web Worker (web/worker.js; worker.go,
-//     app.go and the rest) it holds the view state, keeps the samples and
-//     the device's state in IndexedDB (wasm/idb), and runs the
-//     platform-independent device runtime over github.com/coder/websocket
+//     app.go and the rest) it holds the view state, keeps the samples
+//     (wasm/samples) and the device's state in IndexedDB (wasm/idb),
+//     charges the owner's ledger (wasm/owner), and runs the
+//     platform-independent device runtime (its device half wrapped by
+//     wasm/yield) over github.com/coder/websocket
 //     (its socket is opened by the page on the worker's behalf, so the
 //     page can say goodbye for the device when it closes: web/app.js).
 //

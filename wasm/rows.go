@@ -4,9 +4,7 @@ package main
 
 import (
 	"bytes"
-	"crypto/rand"
 	"errors"
-	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -15,82 +13,13 @@ import (
 	"browserfl/shared/task"
 	"browserfl/wasm/jsw"
 	"browserfl/wasm/local"
+	"browserfl/wasm/samples"
 	"browserfl/wasm/ui"
 )
 
-// The rows of a row task are kept as CSV text (task.Definition.WriteCSV),
-// one record per source: data/<source>/rows. Sources in training order:
-// the example rows, the picked files, the rows typed in the form (typed
-// last, so rows can still be typed once some are used).
-const typedSource = "typed"
-
-// errSessionRefused is wrapped when the page will not join a session
-// whatever happens (its task does not match its shape): said on the
-// page, not retried.
-var errSessionRefused = errors.New("this page will not join this session")
-
-// errNoProtection is returned for a session that adds no noise (a
-// non-private reference algorithm): the page says so (ui.NoProtection)
-// and does not join.
-var errNoProtection = errors.New("the session adds no noise")
-
-// shuffleRows permutes a new source's rows once, with a seed from
-// crypto/rand, before they are stored (see local.ShuffleRows).
-func shuffleRows(r task.Rows) error {
-	var seed [32]byte
-	if _, err := rand.Read(seed[:]); err != nil {
-		return fmt.Errorf("shuffle seed: %w", err)
-	}
-	local.ShuffleRows(r, seed)
-	return nil
-}
-
-// rowsOf returns the stored rows of src.
-func (a *app) rowsOf(src string) task.Rows {
-	a.setsMu.Lock()
-	defer a.setsMu.Unlock()
-	return a.rows[src]
-}
-
-// setRows records the rows of src (already stored) and their encoding.
-func (a *app) setRows(src string, r task.Rows) error {
-	set, err := a.task.Set(src, r)
-	if err != nil {
-		return err
-	}
-	a.setsMu.Lock()
-	a.rows[src] = r
-	a.setsMu.Unlock()
-	a.setSource(src, set)
-	return nil
-}
-
-// saveRows stores the rows of src as CSV (replacing what was there) and
-// publishes them.
-func (a *app) saveRows(src string, r task.Rows) error {
-	var b bytes.Buffer
-	if err := a.task.WriteCSV(&b, r); err != nil {
-		return err
-	}
-	if err := a.store.Put(a.ctx, map[string][]byte{keyData + src + "/rows": b.Bytes()}); err != nil {
-		return err
-	}
-	if err := a.setRows(src, r); err != nil {
-		return err
-	}
-	a.publishData()
-	return nil
-}
-
-// loadRows reads a source's stored rows (every one was checked before
-// it was stored; a row the task refuses now is left out).
-func (a *app) loadRows(src string, b []byte) error {
-	r, _, err := a.task.ReadCSV(bytes.NewReader(b))
-	if err != nil {
-		return err
-	}
-	return a.setRows(src, r)
-}
+// A row task's actions: its rows are kept in the data library
+// (wasm/samples) as CSV, one record per source; the rows typed in the
+// form are their own source (samples.Typed), last in training order.
 
 // AddRow stores one typed row (ui.Controller.AddRow). The page has
 // checked it; it is checked again here, and a row that does not fit the
@@ -109,10 +38,8 @@ func (a *app) AddRow(values []string, label int) {
 		return
 	}
 	go func() {
-		a.rowsMu.Lock()
-		defer a.rowsMu.Unlock()
-		r := local.JoinRows(a.rowsOf(typedSource), task.Rows{Values: [][]string{values}, Labels: []int{label}})
-		if err := a.saveRows(typedSource, r); err != nil {
+		r := task.Rows{Values: [][]string{values}, Labels: []int{label}}
+		if err := a.lib.AddRows(a.ctx, samples.Typed, r); err != nil {
 			a.fail("Saving the row", err)
 		}
 	}()
@@ -135,12 +62,10 @@ func (a *app) loadDemoRows() {
 			r, _, err = a.task.ReadCSV(bytes.NewReader(body))
 		}
 		if err == nil {
-			err = shuffleRows(r)
+			err = samples.ShuffleRows(r)
 		}
 		if err == nil {
-			a.rowsMu.Lock()
-			err = a.saveRows("demo", r)
-			a.rowsMu.Unlock()
+			err = a.lib.SaveRows(a.ctx, samples.Demo, r)
 		}
 		if err != nil {
 			a.update(func(s *ui.State) { s.Data.Busy = "" })
@@ -173,13 +98,11 @@ func (a *app) addCSV(files []local.File) {
 	if all.Len() == 0 {
 		return
 	}
-	if err := shuffleRows(all); err != nil {
+	if err := samples.ShuffleRows(all); err != nil {
 		a.fail("Files", err)
 		return
 	}
-	a.rowsMu.Lock()
-	defer a.rowsMu.Unlock()
-	if err := a.saveRows("files", local.JoinRows(a.rowsOf("files"), all)); err != nil {
+	if err := a.lib.AddRows(a.ctx, samples.Files, all); err != nil {
 		a.fail("Saving files", err)
 	}
 }

@@ -22,7 +22,9 @@ import (
 	"browserfl/wasm/idb"
 	"browserfl/wasm/jsw"
 	"browserfl/wasm/local"
+	"browserfl/wasm/owner"
 	"browserfl/wasm/ui"
+	"browserfl/wasm/yield"
 )
 
 // keyDevice holds the device runtime's state blob (device id and secret,
@@ -99,11 +101,10 @@ type trainer struct {
 	// (device.Config.MoreData) instead of leaving.
 	moreDemo atomic.Bool
 
-	// The owner's ledger (nil when the device trains on the demo shard
-	// only), this device's charge in it and what the owner's data spent
-	// in other sessions (zCDP rho).
-	owner       *ownerLedger
-	chargeID    string
+	// This device's charge in the owner's ledger (nil when the device
+	// trains on the demo shard only, or the charge is settled) and what
+	// the owner's data spent in other sessions (zCDP rho).
+	owner       *owner.Charge
 	spentBefore privacy.Spent
 }
 
@@ -163,13 +164,11 @@ func wsURL(base string) string {
 func (t *trainer) run() {
 	defer close(t.done)
 	a := t.a
-	data := a.all().Samples
+	data := a.lib.All().Samples
 	t.samples.Store(int64(len(data)))
-	demo, _ := a.source("demo")
-	t.demoHeld.Store(int64(demo.Len()))
-	a.setsMu.Lock()
-	t.moreDemo.Store(demo.Len() > 0 && demo.Len() < a.demoTotal)
-	a.setsMu.Unlock()
+	demo, total := a.lib.DemoSize()
+	t.demoHeld.Store(int64(demo))
+	t.moreDemo.Store(demo > 0 && demo < total)
 	spent, err := t.charge(t.ctx)
 	if err != nil {
 		a.update(func(s *ui.State) {
@@ -195,7 +194,7 @@ func (t *trainer) run() {
 		AllowTrusted: a.consent.Trusted,
 		OnEvent:      t.onEvent,
 		MoreData:     t.moreDemo.Load,
-		NewDevice:    newYielding(t.ctx, a.port, t.samples.Load, device.WatchPrepared(device.DefaultNewDevice, t.watch), t.prepared),
+		NewDevice:    yield.Wrap(t.ctx, a.port.measure, t.samples.Load, device.WatchPrepared(device.DefaultNewDevice, t.watch), t.prepared),
 	})
 	if err != nil {
 		a.update(shown)

@@ -1629,7 +1629,7 @@ var mutations = []mutation{
 	},
 	{
 		name: "owner-ledger-unlocked", why: "the page reserves in the owner's ledger with a read and a write in two transactions and no lock (two tabs can both pass on the same old ledger)",
-		file: "wasm/owner.go",
+		file: "wasm/owner/owner.go",
 		old:  "\terr := idb.Exclusive(ctx, ownerLock, rmw)\n\tif errors.Is(err, idb.ErrNoLocks) {\n\t\terr = rmw()\n\t}\n",
 		new: "\t_ = rmw\n\tb, err := o.st.Get(ctx, keyOwnerLedger)\n\tif err == nil || errors.Is(err, idb.ErrNotFound) {\n\t\tvar l local.OwnerLedger\n" +
 			"\t\tif l, err = local.ParseOwnerLedger(b); err == nil {\n\t\t\tif err = f(&l); err != nil {\n\t\t\t\tferr = err\n" +
@@ -1638,7 +1638,7 @@ var mutations = []mutation{
 	},
 	{
 		name: "owner-ledger-fallback-unsafe", why: "without Web Locks the page reserves in the owner's ledger with a read and a write in two transactions (two tabs can both pass on the same old ledger)",
-		file: "wasm/owner.go",
+		file: "wasm/owner/owner.go",
 		old:  "\tif errors.Is(err, idb.ErrNoLocks) {\n\t\terr = rmw()\n\t}\n",
 		new: "\tif errors.Is(err, idb.ErrNoLocks) {\n\t\tvar b []byte\n\t\tb, err = o.st.Get(ctx, keyOwnerLedger)\n\t\tif err == nil || errors.Is(err, idb.ErrNotFound) {\n\t\t\tvar l local.OwnerLedger\n" +
 			"\t\t\tif l, err = local.ParseOwnerLedger(b); err == nil {\n\t\t\t\tif err = f(&l); err != nil {\n\t\t\t\t\tferr = err\n" +

@@ -1,6 +1,6 @@
 //go:build js && wasm
 
-package main
+package warm
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 	"browserfl/wasm/jsw"
 )
 
-// warmSteps and warmBatch size the worker's JIT warm-up: V8 first runs
+// warmSteps and warmBatch size the JIT warm-up: V8 first runs
 // WebAssembly with its baseline compiler and replaces hot functions with
 // optimised code only after they have run for a while; measured in
 // headless Chromium, the first round of the default session then takes
@@ -23,8 +23,9 @@ const (
 	warmBatch = 4
 )
 
-// warmUp runs the warm-up; it blocks (call it on its own goroutine).
-func warmUp(ctx context.Context, p *port) {
+// Up runs the warm-up, then calls mark("fl-warm"); it blocks (call it on
+// its own goroutine) and gives up when ctx is done.
+func Up(ctx context.Context, mark func(name string)) {
 	d, err := devstep.NewSized(warmBatch)
 	if err != nil {
 		return
@@ -34,5 +35,5 @@ func warmUp(ctx context.Context, p *port) {
 			return
 		}
 	}
-	p.mark("fl-warm")
+	mark("fl-warm")
 }

@@ -1,6 +1,6 @@
 //go:build js && wasm
 
-package main
+package owner
 
 import (
 	"context"
@@ -9,9 +9,9 @@ import (
 	"errors"
 	"fmt"
 
-	"browserfl/shared/optim"
 	"browserfl/shared/plan"
 	"browserfl/shared/privacy"
+	"browserfl/shared/wire"
 	"browserfl/wasm/idb"
 	"browserfl/wasm/local"
 )
@@ -25,15 +25,20 @@ const (
 	keyOwnerLedger = "ledger"
 )
 
-// ownerLedger is the page's handle on the owner's ledger.
-type ownerLedger struct{ st *idb.Store }
+// KeyCharge is the key of this device's charge id in the owner's ledger,
+// in the session's store.
+const KeyCharge = "owner-charge"
 
-func openOwnerLedger(ctx context.Context) (*ownerLedger, error) {
+// Ledger is the page's handle on the owner's ledger.
+type Ledger struct{ st *idb.Store }
+
+// Open opens the owner's ledger.
+func Open(ctx context.Context) (*Ledger, error) {
 	st, err := idb.Open(ctx, ownerDB)
 	if err != nil {
 		return nil, fmt.Errorf("owner's ledger: %w", err)
 	}
-	return &ownerLedger{st: st}, nil
+	return &Ledger{st: st}, nil
 }
 
 // ownerLock is the Web Lock that the owner's ledger is read and written
@@ -49,7 +54,7 @@ const ownerLock = "browserfl-owner-ledger"
 // Two tabs that start at the same instant therefore never both pass on
 // the same old ledger (docs/browser.md). f runs inside the transaction:
 // it must not block.
-func (o *ownerLedger) update(ctx context.Context, f func(*local.OwnerLedger) error) error {
+func (o *Ledger) update(ctx context.Context, f func(*local.OwnerLedger) error) error {
 	var ferr error // f's own error (a refusal), returned as is
 	rmw := func() error {
 		return o.st.Update(ctx, keyOwnerLedger, func(b []byte) ([]byte, error) {
@@ -74,49 +79,40 @@ func (o *ownerLedger) update(ctx context.Context, f func(*local.OwnerLedger) err
 	return err
 }
 
-// ownData reports whether the samples the device trains on include the
-// owner's own (drawings, picked files), as opposed to only the demo shard.
-func (a *app) ownData() bool {
-	for _, src := range local.OwnSources {
-		if s, ok := a.source(src); ok && len(s.Samples) > 0 {
-			return true
-		}
-	}
-	return false
+// Charge is one device's open reservation in the owner's ledger.
+type Charge struct {
+	ledger *Ledger
+	id     string
 }
 
-// charge reserves this device's session in the owner's ledger before its
-// first release, when it trains on the owner's own data, and returns what
-// the owner's data already spent in other sessions (nothing for the demo
-// shard alone). The charge id is kept in the session's store, so a
-// reload resumes the same charge; a new device (after Forget, or another
-// join code) is a new charge.
-func (t *trainer) charge(ctx context.Context) (privacy.Spent, error) {
-	a := t.a
-	if !a.ownData() {
-		return privacy.Spent{}, nil
-	}
-	id, err := a.store.Get(ctx, keyCharge)
+// Reserve reserves the session p, named name on the owner's list, in
+// the owner's ledger before the device's first release on the owner's
+// own data, against the owner's budget, and returns what the owner's
+// data already spent in other sessions. The charge id is kept in the
+// session's store session, so a reload resumes the same charge; a new
+// device (after Forget, or another join code) is a new charge. The
+// charge is nil when it was settled already (the session ended: the
+// runtime stops at once, its state says so); spent then counts it.
+func Reserve(ctx context.Context, session *idb.Store, name string, p wire.SessionParams, budget plan.Budget) (*Charge, privacy.Spent, error) {
+	id, err := session.Get(ctx, KeyCharge)
 	if errors.Is(err, idb.ErrNotFound) {
 		var b [16]byte
 		if _, err := rand.Read(b[:]); err != nil {
-			return privacy.Spent{}, fmt.Errorf("charge id: %w", err)
+			return nil, privacy.Spent{}, fmt.Errorf("charge id: %w", err)
 		}
 		id = []byte(hex.EncodeToString(b[:]))
-		if err := a.store.Put(ctx, map[string][]byte{keyCharge: id}); err != nil {
-			return privacy.Spent{}, fmt.Errorf("charge id: %w", err)
+		if err := session.Put(ctx, map[string][]byte{KeyCharge: id}); err != nil {
+			return nil, privacy.Spent{}, fmt.Errorf("charge id: %w", err)
 		}
 	} else if err != nil {
-		return privacy.Spent{}, fmt.Errorf("charge id: %w", err)
+		return nil, privacy.Spent{}, fmt.Errorf("charge id: %w", err)
 	}
-	o, err := openOwnerLedger(ctx)
+	o, err := Open(ctx)
 	if err != nil {
-		return privacy.Spent{}, err
+		return nil, privacy.Spent{}, err
 	}
 	var spent privacy.Spent
 	settled := false
-	owner := plan.Budget{Epsilon: a.consent.Budget, Delta: a.delta}
-	name := a.code + " (" + a.params.Algorithm + ")"
 	err = o.update(ctx, func(l *local.OwnerLedger) error {
 		if c, ok := l.Charges[string(id)]; ok && c.Final {
 			// Settled when the session ended: the runtime stops at once
@@ -128,40 +124,25 @@ func (t *trainer) charge(ctx context.Context) (privacy.Spent, error) {
 			return err
 		}
 		var err error
-		spent, err = l.Reserve(string(id), name, a.params, owner)
+		spent, err = l.Reserve(string(id), name, p, budget)
 		return err
 	})
 	if err != nil {
-		return privacy.Spent{}, err
+		return nil, privacy.Spent{}, err
 	}
-	t.spentBefore = spent
-	if !settled {
-		t.owner, t.chargeID = o, string(id)
+	if settled {
+		return nil, spent, nil
 	}
-	return spent, nil
+	return &Charge{ledger: o, id: string(id)}, spent, nil
 }
 
-// settle replaces this device's reservation by what its ledger spent,
+// Settle replaces the reservation by what the device's ledger spent,
 // once it makes no more releases (the session ended, or the owner
-// deleted the device).
-func (t *trainer) settle(ctx context.Context) {
-	if t.owner == nil || t.rt == nil {
-		return
-	}
-	if optim.Trusted(t.a.params) {
-		// The device adds no noise and its ledger stays at 0: the
-		// server's noise is what protects the data, so the reservation
-		// (the server's worst case) stays.
-		return
-	}
-	acc, ok := t.rt.Algorithm().(optim.Accountant)
-	if !ok {
-		return
-	}
-	l := acc.Ledger()
-	spent := l.Spent()
-	err := t.owner.update(ctx, func(l *local.OwnerLedger) error { return l.Settle(t.chargeID, spent) })
+// deleted the device). A charge no longer in the ledger is no error.
+func (c *Charge) Settle(ctx context.Context, spent privacy.Spent) error {
+	err := c.ledger.update(ctx, func(l *local.OwnerLedger) error { return l.Settle(c.id, spent) })
 	if err != nil && !errors.Is(err, local.ErrNoCharge) {
-		t.a.fail("Owner's ledger", err)
+		return err
 	}
+	return nil
 }

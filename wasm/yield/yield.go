@@ -1,6 +1,6 @@
 //go:build js && wasm
 
-package main
+package yield
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 	"browserfl/wasm/jsw"
 )
 
-// yielding wraps a device half so that a round's work is split into
+// yielding wraps a device half (Wrap) so that a round's work is split into
 // separate browser tasks: the worker gives its event loop a turn (the
 // page's messages: a Leave, a click) right before and right after the
 // local computation, so decoding the round, computing the update, and
@@ -29,24 +29,30 @@ import (
 type yielding struct {
 	optim.Device
 	ctx     context.Context
-	port    *port        // where the "fl-prepare" measure goes
 	batch   int          // b
 	samples func() int64 // samples the device holds (more arrive while it trains)
+	// measure records the "fl-prepare" measure (from jsw.Now()).
+	measure func(name string, start float64)
 	// onPrepared receives the time Prepare took and the size of the
 	// update frame about to be sent (wire.UpdateFrameLen of the payload).
 	onPrepared func(millis float64, frameBytes int)
 }
 
-// errDataUsed is returned by Prepare once every sample has been used.
-var errDataUsed = errors.New("every local sample has been used once (single pass): this page takes part in no more rounds")
+// ErrDataUsed is returned by Prepare once every sample has been used.
+var ErrDataUsed = errors.New("every local sample has been used once (single pass): this page takes part in no more rounds")
 
-func newYielding(ctx context.Context, p *port, samples func() int64, next func(optim.Params) (optim.Device, error), onPrepared func(float64, int)) func(optim.Params) (optim.Device, error) {
+// Wrap returns a device.Config.NewDevice that wraps each device half
+// next makes in a yielding one: samples returns how many samples the
+// device holds, measure records the time of each Prepare ("fl-prepare",
+// from jsw.Now()), and onPrepared (if not nil) receives that time and the
+// size of the update frame about to be sent.
+func Wrap(ctx context.Context, measure func(name string, start float64), samples func() int64, next func(optim.Params) (optim.Device, error), onPrepared func(float64, int)) func(optim.Params) (optim.Device, error) {
 	return func(op optim.Params) (optim.Device, error) {
 		d, err := next(op)
 		if err != nil {
 			return nil, err
 		}
-		return yielding{Device: d, ctx: ctx, port: p, batch: op.Batch, samples: samples, onPrepared: onPrepared}, nil
+		return yielding{Device: d, ctx: ctx, measure: measure, batch: op.Batch, samples: samples, onPrepared: onPrepared}, nil
 	}
 }
 
@@ -67,12 +73,12 @@ func (y yielding) SetLocalData(s []dataset.Sample) error {
 // Prepare implements optim.Device.
 func (y yielding) Prepare(r optim.Round, batch []dataset.Sample) (optim.Update, error) {
 	if int64(y.Participations()+1)*int64(y.batch) > y.samples() {
-		return optim.Update{}, errDataUsed
+		return optim.Update{}, ErrDataUsed
 	}
 	jsw.Yield(y.ctx)
 	t0 := jsw.Now()
 	u, err := y.Device.Prepare(r, batch)
-	y.port.measure("fl-prepare", t0)
+	y.measure("fl-prepare", t0)
 	if err == nil && y.onPrepared != nil {
 		y.onPrepared(jsw.Now()-t0, wire.UpdateFrameLen(len(u.Payload)))
 	}
