@@ -33,12 +33,11 @@ import (
 const ownerDelta = plan.DefaultDelta
 
 // Storage keys of the page's own records (the device runtime's records
-// live under "dev/").
+// live under "dev/", the data library's under samples.KeyPrefix, the
+// owner's charge id at owner.KeyCharge).
 const (
 	keyConsent  = "consent"  // JSON consent{}
 	keyTraining = "training" // {1} once the owner pressed Start, {0} after "I'm done"
-	// The data library's records live under samples.KeyPrefix, the
-	// owner's charge id under owner.KeyCharge.
 )
 
 type consent struct {
