@@ -30,7 +30,7 @@ func (a *app) publishData() {
 }
 
 // LoadDemo fetches the first chunk of the demo shard and keeps it
-// (ui.Controller.LoadDemo; demo.go).
+// (ui.Controller.LoadDemo; samples.FirstChunk).
 func (a *app) LoadDemo() {
 	if a.store == nil {
 		return

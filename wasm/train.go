@@ -90,7 +90,7 @@ type trainer struct {
 
 	wake chan struct{} // an event was queued
 
-	// samples is how many samples the device holds (the yielding
+	// samples is how many samples the device holds (the wasm/yield
 	// wrapper's single-pass check; topUpDemo adds to it).
 	samples atomic.Int64
 	// demoHeld is how many demo samples lead the device's data (what
