@@ -21,10 +21,10 @@
 // them).
 //
 // Where vugu cannot do something the page uses syscall/js through
-// wasm/jsw: drawing on a canvas (vugu would serialise every pointermove
-// event into a JSON summary and re-render), reading picked files and the
-// canvas pixels (typed arrays), IndexedDB (promise and event based APIs),
-// the worker's messages and performance marks.
+// wasm/jsw: drawing on a canvas (wasm/canvas; vugu would serialise every
+// pointermove event into a JSON summary and re-render), reading picked
+// files and the canvas pixels (typed arrays), IndexedDB (promise and
+// event based APIs), the worker's messages and performance marks.
 //
 // Invariants:
 //   - No sample leaves the browser: samples are read from the page's

@@ -11,6 +11,7 @@ import (
 	"github.com/vugu/vugu"
 
 	"browserfl/wasm/bridge"
+	"browserfl/wasm/canvas"
 	"browserfl/wasm/jsw"
 	"browserfl/wasm/local"
 	"browserfl/wasm/ui"
@@ -32,16 +33,16 @@ type page struct {
 	// received applied, and the page-written fields it has sent.
 	known  ui.State
 	worker js.Value
-	ready  bool     // the worker listens
-	queue  []outMsg // messages waiting for ready
-	draw   canvas   // the drawing to add as a sample
-	try    canvas   // the drawing to ask the model about
-	in     *inbox   // the worker's messages, handled in order by receive
-	perfAt float64  // the page's performance.timeOrigin
+	ready  bool       // the worker listens
+	queue  []outMsg   // messages waiting for ready
+	draw   canvas.Pad // the drawing to add as a sample
+	try    canvas.Pad // the drawing to ask the model about
+	in     *inbox     // the worker's messages, handled in order by receive
+	perfAt float64    // the page's performance.timeOrigin
 	// screen is the screen last rendered: a new one opens at its top.
 	screen ui.Screen
 	// pics are the two pictures of "what your phone sent" as last drawn.
-	pics sentPictures
+	pics canvas.SentPictures
 }
 
 // outMsg is one message to the worker: its JSON text and, for a file
@@ -148,7 +149,7 @@ func (p *page) handle(data js.Value) error {
 		// The model has answered: the drawing stays beside its answer,
 		// and the next stroke starts a new one.
 		p.ee.Lock()
-		p.try.fresh = true
+		p.try.StartAfresh()
 		p.ee.UnlockOnly()
 	}
 	return nil
@@ -237,7 +238,7 @@ func (p *page) Done() { p.send(bridge.ToWorker{Type: bridge.Done}, js.Undefined(
 // AddDrawing implements ui.Controller: the canvas's pixels go to the
 // worker, which stores them as a sample.
 func (p *page) AddDrawing(label int) {
-	x, err := p.draw.features()
+	x, err := p.draw.Features()
 	if err != nil {
 		p.state.Data.DrawHint = "Drawing: " + err.Error()
 		return
@@ -247,12 +248,12 @@ func (p *page) AddDrawing(label int) {
 		return
 	}
 	p.state.Data.DrawHint = ""
-	p.draw.clear()
+	p.draw.Clear()
 	p.send(bridge.ToWorker{Type: bridge.Drawing, Label: label, Pixels: x}, js.Undefined())
 }
 
 // ClearDrawing implements ui.Controller.
-func (p *page) ClearDrawing() { p.draw.clear() }
+func (p *page) ClearDrawing() { p.draw.Clear() }
 
 // FilesPicked implements ui.Controller: the picked File objects go to
 // the worker, which reads and parses them.
@@ -291,7 +292,7 @@ func (p *page) TryRow(values []string) {
 // TryModel implements ui.Controller: the worker, which holds the global
 // model, classifies the drawing.
 func (p *page) TryModel() {
-	x, err := p.try.features()
+	x, err := p.try.Features()
 	if err != nil || local.Blank(x) {
 		p.state.Train.Prediction = "Draw something first."
 		return
@@ -323,155 +324,12 @@ func (p *page) EnterCode(code string) {
 // the old scroll position otherwise, and the new screen's top is cut
 // off).
 func (p *page) afterRender() {
-	p.draw.attach("draw")
-	p.try.attach("try")
-	p.pics.draw(p.state.Train.Sent)
+	p.draw.Attach("draw")
+	p.try.Attach("try")
+	sent := p.state.Train.Sent
+	p.pics.Draw("sent-clean", "sent-noisy", sent.Round, sent.Clean, sent.Noisy)
 	if p.state.Screen != p.screen {
 		p.screen = p.state.Screen
 		js.Global().Get("window").Call("scrollTo", 0, 0)
 	}
-}
-
-// sentPictures draws the two pictures of "what your phone sent" when
-// they change or their canvases are new.
-type sentPictures struct {
-	clean, noisy js.Value
-	round        int
-}
-
-func (sp *sentPictures) draw(s ui.Sent) {
-	c, _ := jsw.ByID("sent-clean")
-	n, _ := jsw.ByID("sent-noisy")
-	if !c.Truthy() || !n.Truthy() {
-		sp.clean, sp.noisy = js.Undefined(), js.Undefined()
-		return
-	}
-	if s.Round == sp.round && sp.clean.Truthy() && sp.clean.Equal(c) && sp.noisy.Equal(n) {
-		return
-	}
-	sp.clean, sp.noisy, sp.round = c, n, s.Round
-	paint(c, s.Clean)
-	paint(n, s.Noisy)
-}
-
-// paint draws Side x Side grey levels on a canvas's default bitmap (see
-// canvas.clear for why the canvases keep it), one rectangle per value.
-func paint(el js.Value, grey []byte) {
-	if len(grey) != local.Features {
-		return
-	}
-	ctx := el.Call("getContext", "2d")
-	w, h := el.Get("width").Float(), el.Get("height").Float()
-	ctx.Call("setTransform", w/local.Side, 0, 0, h/local.Side, 0, 0)
-	for i, g := range grey {
-		ctx.Set("fillStyle", fmt.Sprintf("rgb(%d,%d,%d)", g, g, g))
-		ctx.Call("fillRect", i%local.Side, i/local.Side, 1, 1)
-	}
-}
-
-// canvas is a 28x28 drawing surface, scaled up by CSS, drawn on with
-// pointer events handled directly in syscall/js.
-type canvas struct {
-	el      js.Value
-	release []func()
-	down    bool
-	fresh   bool // the next stroke starts a new drawing (the model answered the last)
-}
-
-// attach (re)binds c to the element with id if the page now shows a
-// different element (vugu re-creates elements when screens change).
-func (c *canvas) attach(id string) {
-	el, err := jsw.ByID(id)
-	if err != nil {
-		c.detach()
-		return
-	}
-	if c.el.Truthy() && c.el.Equal(el) {
-		return
-	}
-	c.detach()
-	c.el = el
-	c.clear()
-	// Coordinates are logical 28x28 pixels; clear() scales the context
-	// from them to the canvas bitmap.
-	pos := func(ev js.Value) (float64, float64) {
-		r := el.Call("getBoundingClientRect")
-		w, h := r.Get("width").Float(), r.Get("height").Float()
-		if w == 0 || h == 0 {
-			return 0, 0
-		}
-		return (ev.Get("clientX").Float() - r.Get("left").Float()) * local.Side / w,
-			(ev.Get("clientY").Float() - r.Get("top").Float()) * local.Side / h
-	}
-	ctx := el.Call("getContext", "2d")
-	c.release = append(c.release,
-		jsw.Listen(el, "pointerdown", func(ev js.Value) {
-			ev.Call("preventDefault")
-			if c.fresh {
-				c.fresh = false
-				c.clear()
-			}
-			c.down = true
-			x, y := pos(ev)
-			ctx.Call("beginPath")
-			ctx.Call("moveTo", x, y)
-			ctx.Call("lineTo", x+0.01, y)
-			ctx.Call("stroke")
-		}),
-		jsw.Listen(el, "pointermove", func(ev js.Value) {
-			if !c.down {
-				return
-			}
-			x, y := pos(ev)
-			ctx.Call("lineTo", x, y)
-			ctx.Call("stroke")
-		}),
-		jsw.Listen(el, "pointerup", func(js.Value) { c.down = false }),
-		jsw.Listen(el, "pointerleave", func(js.Value) { c.down = false }),
-	)
-}
-
-func (c *canvas) detach() {
-	for _, r := range c.release {
-		r()
-	}
-	c.release = nil
-	c.el = js.Undefined()
-}
-
-// clear paints the canvas black and sets a white round pen, drawing in
-// logical 28x28 coordinates scaled to the canvas bitmap. The canvas has
-// no width or height attribute: vugu re-sets the attributes it renders
-// on every render, and setting a canvas's size resets its bitmap and
-// pen, so the page keeps the default bitmap (300x150) and scales.
-func (c *canvas) clear() {
-	if !c.el.Truthy() {
-		return
-	}
-	ctx := c.el.Call("getContext", "2d")
-	w, h := c.el.Get("width").Float(), c.el.Get("height").Float()
-	ctx.Call("setTransform", w/local.Side, 0, 0, h/local.Side, 0, 0)
-	ctx.Set("fillStyle", "#000")
-	ctx.Call("fillRect", 0, 0, local.Side, local.Side)
-	ctx.Set("strokeStyle", "#fff")
-	ctx.Set("lineWidth", 2.2)
-	ctx.Set("lineCap", "round")
-	ctx.Set("lineJoin", "round")
-}
-
-// features reads the canvas pixels as a sample's features.
-func (c *canvas) features() ([]float32, error) {
-	if !c.el.Truthy() {
-		return nil, errors.New("no canvas on this screen")
-	}
-	w, h := c.el.Get("width").Int(), c.el.Get("height").Int()
-	img, err := jsw.Call(c.el.Call("getContext", "2d"), "getImageData", 0, 0, w, h)
-	if err != nil {
-		return nil, err
-	}
-	b, err := jsw.Bytes(img.Get("data"))
-	if err != nil {
-		return nil, err
-	}
-	return local.FromRGBA(b, w, h)
 }
