@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"browserfl/coordinator/bus"
+	"browserfl/internal/sessionflag"
 	"browserfl/shared/dataset"
 	"browserfl/shared/optim"
 	"browserfl/shared/plan"
@@ -226,30 +227,17 @@ func clusterFlags(fs *flag.FlagSet, o *options, x *lineFlags) {
 	fs.StringVar(&o.SessionURL, "session-url", "", "-role edge: the session process's HTTP URL; the page's /api/ calls and the dashboard are proxied to it (run the session with -trust-proxy naming the edges' addresses)")
 }
 
-// sessionFlags defines the algorithm parameters' flags (the same names
-// as optim.Params / wire.SessionParams).
+// sessionFlags defines the session's flags (internal/sessionflag), with
+// the demo session's values as defaults.
 func sessionFlags(fs *flag.FlagSet, p *wire.SessionParams) {
-	fs.StringVar(&p.Name, "name", p.Name, "session name")
-	fs.StringVar(&p.Algorithm, "algorithm", p.Algorithm, "algorithm: "+strings.Join(optim.Names(), ", "))
-	fs.StringVar(&p.Model, "model", p.Model, "model: logreg, mlp or logreg-unit (logreg on inputs scaled to norm 1: what local needs for output perturbation)")
-	fs.IntVar(&p.M, "M", p.M, "expected devices in the session")
-	fs.IntVar(&p.Cohort, "m", p.Cohort, "devices per round (cohort size)")
-	fs.IntVar(&p.Rounds, "T", p.Rounds, "rounds")
-	fs.IntVar(&p.Batch, "b", p.Batch, "samples per device per round")
-	fs.Float64Var(&p.Rho, "rho", p.Rho, "privacy target: the papers' rho_p (each device rho_p^2/2-zCDP)")
-	fs.Float64Var(&p.Epsilon, "epsilon", p.Epsilon, "privacy target: epsilon per device (with -delta, instead of -rho; the default is plan.DefaultLessonTarget, 99% of the page's default budget)")
-	fs.Float64Var(&p.Delta, "delta", p.Delta, "privacy target: delta per device")
-	fs.Float64Var(&p.Clip, "clip", p.Clip, "per-sample L2 clipping bound S")
-	fs.Float64Var(&p.Eta, "eta", p.Eta, "step size eta")
-	fs.Float64Var(&p.Diameter, "D", 0, "diameter of the feasible ball (0 = unconstrained)")
-	fs.StringVar(&p.Compressor, "compressor", "", "uplink compressor spec (shared/mechanism; default dense float32)")
-	fs.Float64Var(&p.SignalBound, "signal-bound", 0, "assumed signal bound D (0 = none): the server holds any n included updates of a device to S + (n-1) D before noise, refusing a device that pushes one way round after round; only for demo shards dealt iid (-demo-alpha >= 100), where honest devices stay far below it (docs/security.md, \"An assumed signal bound\")")
-	fs.StringVar(&p.Transform, "features", p.Transform, "features the model reads, computed by every device from each of its own pictures (and by the coordinator from its test pictures): \"\" = the pixels; scatter = the scattering transform, J = 2, L = 8, 3,969 features with per-picture normalisation (docs/features.md)")
-	fs.IntVar(&p.Threshold, "threshold", p.Threshold, "-algorithm shared: the fewest devices a round's secure aggregation may sum (t, over half the cohort; 0 = 70% of -m, rounded up); a round with fewer is discarded")
-	fs.IntVar(&p.Colluders, "colluders", p.Colluders, "-algorithm shared: the most cohort members assumed to side with the coordinator (c < t); each device's share of the noise is sized for t - c honest ones")
-	fs.IntVar(&p.LocalSize, "local-size", 0, "SVRG/SAGA local dataset size")
-	fs.IntVar(&p.LocalSteps, "local-steps", 0, "local: hidden local steps K per round, each on b/K of the round's b samples (0 = b)")
-	fs.IntVar(&p.LocalEpochs, "local-epochs", 0, "local: passes E over the round's K step batches (E K hidden steps; 0 = 1); when the model certifies it (logreg-unit, clip >= 2, eta <= 2, no -D) the steps are noiseless and the last iterate gets one noise vector (output perturbation, one step's charge), else every step is noisy and E passes cost E steps")
+	sessionflag.Register(fs, p, "name", "algorithm", "model", "M", "m", "T", "b", "rho", "delta", "clip", "eta", "D",
+		"compressor", "threshold", "colluders", "local-size", "local-steps", "local-epochs")
+	sessionflag.RegisterFlags(fs, p,
+		sessionflag.Flag{Name: "epsilon", Note: "the default is plan.DefaultLessonTarget, 99% of the page's default budget"},
+		sessionflag.Flag{Name: "signal-bound", Note: "only for demo shards dealt iid (-demo-alpha >= 100), where honest devices stay far below it"},
+		// -features is the coordinator's name for the transform: the
+		// model's input dimension follows from the task and the transform.
+		sessionflag.Flag{Name: "transform", As: "features", Note: "the coordinator computes them from its test pictures too"})
 }
 
 // readConfig reads the JSON config file path into *o under the command

@@ -33,6 +33,7 @@ import (
 	"strings"
 	"syscall"
 
+	"browserfl/internal/sessionflag"
 	"browserfl/shared/dataset"
 	"browserfl/shared/optim"
 	"browserfl/sim"
@@ -54,8 +55,9 @@ type options struct {
 	kinds   []string
 	dataDir string
 	cap     float64
-	// signal is the session's assumed signal bound D (0: none).
-	signal float64
+	// p is the session: the classroom's, with -signal-bound's assumed
+	// signal bound D (0: none).
+	p optim.Params
 	// partition splits the training set over the devices.
 	partition dataset.Scheme
 	// compare also runs each cell with the norm bound only.
@@ -63,15 +65,16 @@ type options struct {
 }
 
 func parse(args []string, stderr io.Writer) (options, error) {
-	var o options
+	o := options{p: optim.Params{Algorithm: "nc", Model: "logreg", M: 10, Cohort: 10, Rounds: 100, Batch: 32, Clip: 1, Eta: 0.02, Rho: 1.5}}
 	fs := flag.NewFlagSet("flattack", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	sessionflag.Register(fs, &o.p, "signal-bound")
 	fs.IntVar(&o.seeds, "seeds", 3, "seeds per cell (1, 2, ...)")
+	// -K is flattack's own: hostile devices, not local's steps K.
 	ks := fs.String("K", "0,1,2,3", "hostile devices per session, comma-separated")
 	kinds := fs.String("kinds", strings.Join(sim.AttackKinds, ","), "attack kinds, comma-separated")
 	fs.StringVar(&o.dataDir, "data-dir", dataset.DefaultFashionMNISTDir, "Fashion-MNIST directory")
 	fs.Float64Var(&o.cap, "attack-cap", 0, "cap each hostile message's norm (0 = as large as the tests allow)")
-	fs.Float64Var(&o.signal, "signal-bound", 0, "the session's assumed signal bound D (optim.Params.SignalBound; 0 = none)")
 	part := fs.String("partition", dataset.SchemeIID, "how the training set is split: iid, shards[:k], dirichlet:alpha")
 	fs.BoolVar(&o.compare, "compare", true, "also run each cell with the norm bound only")
 	if err := fs.Parse(args); err != nil {
@@ -81,8 +84,8 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	if o.partition, err = dataset.ParseScheme(*part); err != nil {
 		return o, fmt.Errorf("-partition: %w", err)
 	}
-	if !(o.signal >= 0) || math.IsInf(o.signal, 0) {
-		return o, fmt.Errorf("-signal-bound %v: want a finite value >= 0", o.signal)
+	if !(o.p.SignalBound >= 0) || math.IsInf(o.p.SignalBound, 0) {
+		return o, fmt.Errorf("-signal-bound %v: want a finite value >= 0", o.p.SignalBound)
 	}
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("unexpected arguments %q", fs.Args())
@@ -126,7 +129,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	p := optim.Params{Algorithm: "nc", Model: "logreg", M: 10, Cohort: 10, Rounds: 100, Batch: 32, Clip: 1, Eta: 0.02, Rho: 1.5, SignalBound: o.signal}
+	p := o.p
 	base := sim.Config{Params: p, Train: train, Test: test, Partition: o.partition, EvalEvery: p.Rounds, MeasureSums: true}
 	one := func(kind string, k int, seed uint64, normOnly bool) (sim.Result, error) {
 		cfg := base
@@ -138,7 +141,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return sim.Run(ctx, cfg)
 	}
 	fmt.Fprintf(stdout, "nc, logreg, Fashion-MNIST (%s), M = m = %d, T = %d, b = %d, rho_p = %g, eta = %g; %d seeds; attack cap %g; signal bound %g\n\n",
-		o.partition, p.M, p.Rounds, p.Batch, p.Rho, p.Eta, o.seeds, o.cap, o.signal)
+		o.partition, p.M, p.Rounds, p.Batch, p.Rho, p.Eta, o.seeds, o.cap, p.SignalBound)
 	fmt.Fprintln(stdout, "| attack | K | norm bound only | all tests | hostile refused | honest refused | honest estimates: norm, drift, sum rate |")
 	fmt.Fprintln(stdout, "|---|---|---|---|---|---|---|")
 	var honest *cell

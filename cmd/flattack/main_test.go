@@ -20,11 +20,11 @@ func TestParse(t *testing.T) {
 	if err != nil || o.seeds != 1 || !slices.Equal(o.ks, []int{0, 2}) || !slices.Equal(o.kinds, []string{"spike", "drift"}) {
 		t.Errorf("parsed %+v, %v", o, err)
 	}
-	if !o.compare || o.signal != 0 || o.partition.Kind != "iid" {
-		t.Errorf("defaults: compare %v, signal bound %v, partition %v", o.compare, o.signal, o.partition)
+	if !o.compare || o.p.SignalBound != 0 || o.partition.Kind != "iid" {
+		t.Errorf("defaults: compare %v, signal bound %v, partition %v", o.compare, o.p.SignalBound, o.partition)
 	}
 	o, err = parse([]string{"-signal-bound", "0.25", "-partition", "shards", "-compare=false"}, io.Discard)
-	if err != nil || o.signal != 0.25 || o.partition.Kind != "shards" || o.compare {
+	if err != nil || o.p.SignalBound != 0.25 || o.partition.Kind != "shards" || o.compare {
 		t.Errorf("parsed %+v, %v", o, err)
 	}
 	for _, bad := range [][]string{

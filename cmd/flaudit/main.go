@@ -22,6 +22,7 @@ import (
 	"strconv"
 	"strings"
 
+	"browserfl/internal/sessionflag"
 	"browserfl/shared/optim"
 	"browserfl/shared/plan"
 	"browserfl/sim"
@@ -43,16 +44,20 @@ func main() {
 func run(ctx context.Context, args []string, out, progress io.Writer) error {
 	fs := flag.NewFlagSet("flaudit", flag.ContinueOnError)
 	fs.SetOutput(progress)
+	// The session's flags (internal/sessionflag) set the audited session,
+	// with flaudit's defaults; -K and -E are its names for local's K and E.
+	// -alg and -epsilon are flaudit's own: lists, one cell per algorithm
+	// and target.
+	base := optim.Params{Rounds: 10, Batch: 1, Clip: 1, Eta: 0.1, Delta: plan.DefaultDelta}
+	sessionflag.RegisterFlags(fs, &base,
+		sessionflag.Flag{Name: "T", Note: "the device takes part in all of them"},
+		sessionflag.Flag{Name: "b"}, sessionflag.Flag{Name: "clip"}, sessionflag.Flag{Name: "delta"},
+		sessionflag.Flag{Name: "local-steps", As: "K"},
+		sessionflag.Flag{Name: "local-epochs", As: "E", Note: "with E >= 2 the canary is the certified linear loss (linear-unit) and the device releases by output perturbation (docs/privacy.md 4b)"})
 	algs := fs.String("alg", strings.Join(audit.Algorithms, ","), "comma-separated algorithms to audit ("+strings.Join(audit.Algorithms, ", ")+")")
 	epsList := fs.String("epsilon", "1,4,8", "comma-separated target epsilons per device (the session's target; the claim is the product's figure for it)")
-	delta := fs.Float64("delta", plan.DefaultDelta, "delta of the session's target")
 	ownerDelta := fs.Float64("owner-delta", plan.DefaultDelta, "the owner's delta: the claim (plan.SessionFigures) and the lower bound are stated at it")
-	T := fs.Int("T", 10, "rounds T (the device takes part in all of them)")
-	b := fs.Int("b", 1, "samples per minibatch b")
-	localSteps := fs.Int("K", 0, "local: hidden steps per round K (0: b, one sample per step)")
-	epochs := fs.Int("E", 0, "local: passes over the K step batches (0: one); with E >= 2 the canary is the certified linear loss (linear-unit) and the device releases by output perturbation (docs/privacy.md 4b)")
 	latch := fs.Float64("latch", 3.5, "local with K >= 2: the latch canary, its threshold in per-step noise standard deviations below the canary's mean (0: the linear canary)")
-	clip := fs.Float64("clip", 1, "clipping bound S")
 	dim := fs.Int("dim", 2, "model dimension of the audit's linear loss")
 	trials := fs.Int("trials", 450000, "evaluation trials per cell")
 	sel := fs.Int("select", 50000, "threshold-selection trials per cell (separate from the evaluation trials)")
@@ -75,19 +80,19 @@ func run(ctx context.Context, args []string, out, progress io.Writer) error {
 		epss = append(epss, e)
 	}
 	fmt.Fprintf(out, "white-box canary audit: T = %d, b = %d, K = %d (local), S = %g, d = %d, targets at delta %s, claims at the owner's delta %s, %d selection + %d evaluation trials per cell, seed %d, noise factor %g\n",
-		*T, *b, kOf(*b, *localSteps), *clip, *dim, plan.FormatDelta(*delta), plan.FormatDelta(*ownerDelta), *sel, *trials, *seed, *factor)
+		base.Rounds, base.Batch, base.LocalK(), base.Clip, *dim, plan.FormatDelta(base.Delta), plan.FormatDelta(*ownerDelta), *sel, *trials, *seed, *factor)
 	fmt.Fprintf(out, "| algorithm | target ε | claimed ε (plan.SessionFigures) | FPR ≤ | FNR ≤ | ε lower bound (%g%%) | lower bound ÷ claim | μ observed | μ expected | μ claimed | GDP ε of μ observed |\n", 100*(1-*alpha))
 	fmt.Fprintln(out, "|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, alg := range strings.Split(*algs, ",") {
 		alg = strings.TrimSpace(alg)
 		for _, e := range epss {
-			p := optim.Params{Algorithm: alg, Rounds: *T, Batch: *b, Clip: *clip, Eta: 0.1, Epsilon: e, Delta: *delta}
+			p := base
+			p.Algorithm, p.Epsilon = alg, e
 			z := 0.0
-			if alg == "local" {
-				p.LocalSteps, p.LocalEpochs = *localSteps, *epochs
-				if kOf(*b, *localSteps) >= 2 && *epochs < 2 {
-					z = *latch
-				}
+			if alg != "local" {
+				p.LocalSteps, p.LocalEpochs = 0, 0
+			} else if p.LocalK() >= 2 && p.LocalEpochs < 2 {
+				z = *latch
 			}
 			label := fmt.Sprintf("%s ε=%g", alg, e)
 			pr := sim.NewProgress(progress, label, *sel+*trials)
@@ -101,7 +106,7 @@ func run(ctx context.Context, args []string, out, progress io.Writer) error {
 			if err != nil {
 				return fmt.Errorf("%s: %w", label, err)
 			}
-			name := rowName(alg, *b, kOf(*b, *localSteps), *epochs, z)
+			name := rowName(alg, base.Batch, base.LocalK(), base.LocalEpochs, z)
 			muExp := "–"
 			if res.MuExpected > 0 {
 				muExp = fmt.Sprintf("%.3f", res.MuExpected)
@@ -131,12 +136,4 @@ func rowName(alg string, b, k, epochs int, z float64) string {
 		return fmt.Sprintf("local (%s, E = %d, linear-unit)", steps, epochs)
 	}
 	return fmt.Sprintf("local (%s, linear)", steps)
-}
-
-// kOf is local's K for batch b and the -K flag (0: b).
-func kOf(b, k int) int {
-	if k == 0 {
-		return b
-	}
-	return k
 }

@@ -10,7 +10,6 @@
 package main
 
 import (
-	"browserfl/shared/model"
 	"errors"
 	"flag"
 	"fmt"
@@ -18,6 +17,7 @@ import (
 	"os"
 	"strings"
 
+	"browserfl/internal/sessionflag"
 	"browserfl/shared/optim"
 	"browserfl/shared/plan"
 	"browserfl/shared/privacy"
@@ -34,27 +34,17 @@ func main() {
 func run(args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("flplan", flag.ContinueOnError)
 	fs.SetOutput(out)
-	var p optim.Params
-	fs.StringVar(&p.Algorithm, "alg", "nc", "algorithm: "+strings.Join(optim.Names(), ", "))
-	fs.StringVar(&p.Model, "model", "logreg", "model: "+strings.Join(model.Names(), ", ")+" (local: logreg-unit certifies output perturbation)")
-	fs.IntVar(&p.Features, "features", 784, "the model's input features (Fashion-MNIST: 784); with -classes it sets the model's dimension")
-	fs.IntVar(&p.Classes, "classes", 10, "the model's classes (Fashion-MNIST: 10)")
-	fs.IntVar(&p.Rounds, "T", 100, "rounds T")
-	fs.IntVar(&p.M, "M", 30, "devices in the session M")
-	fs.IntVar(&p.Cohort, "m", 10, "devices per round m")
-	fs.IntVar(&p.Batch, "b", 32, "samples per device per round b")
-	fs.Float64Var(&p.Clip, "clip", 1, "per-sample clipping bound S")
-	fs.IntVar(&p.LocalSize, "local", 0, "samples per device (SVRG/SAGA; enables the amplified estimate)")
-	fs.IntVar(&p.LocalSteps, "local-steps", 0, "local: hidden local steps K per round (0 = b)")
-	fs.IntVar(&p.LocalEpochs, "local-epochs", 0, "local: passes E over the round's K step batches (E K hidden steps; 0 = 1); when the model certifies it (logreg-unit, clip >= 2, eta <= 2, no -D) the steps are noiseless and the last iterate gets one noise vector (output perturbation, one step's charge), else every step is noisy and E passes cost E steps")
-	fs.IntVar(&p.Threshold, "threshold", 0, "shared: the fewest updates a round's sum may hold, t (0 = ceil(0.7 m))")
-	fs.IntVar(&p.Colluders, "colluders", 0, "shared: the most cohort members assumed to be on the server's side, c")
-	fs.IntVar(&p.MaxReleases, "max-releases", 0, "the most releases one device makes (0 = T); the noise is calibrated to it and devices refuse beyond it")
+	// The session's flags (internal/sessionflag), with flplan's defaults
+	// and its historical names -alg and -local.
+	p := optim.Params{Algorithm: "nc", Model: "logreg", Features: 784, Classes: 10, Rounds: 100, M: 30, Cohort: 10,
+		Batch: 32, Clip: 1, Eta: 0.1, Delta: plan.DefaultDelta}
+	sessionflag.Register(fs, &p, "features", "classes", "T", "M", "m", "b", "clip", "local-steps", "local-epochs",
+		"threshold", "colluders", "max-releases", "rho", "epsilon", "delta", "model")
+	sessionflag.RegisterFlags(fs, &p,
+		sessionflag.Flag{Name: "algorithm", As: "alg"},
+		sessionflag.Flag{Name: "local-size", As: "local", Note: "also enables the amplified estimate"},
+		sessionflag.Flag{Name: "eta", Note: "validated only"})
 	samples := fs.Int("samples", 0, "samples on the largest device: for a single-pass algorithm, sets -max-releases to floor(samples / b) (at most T)")
-	fs.Float64Var(&p.Eta, "eta", 0.1, "step size (validated only)")
-	rho := fs.Float64("rho", 0, "target as the papers' rho_p (device is rho_p^2/2-zCDP)")
-	eps := fs.Float64("epsilon", 0, "target epsilon per device (with -delta)")
-	delta := fs.Float64("delta", plan.DefaultDelta, "delta of the -epsilon target")
 	ownerDelta := fs.Float64("owner-delta", plan.DefaultDelta, "the owner's delta, at which every epsilon is reported (as on the page and the dashboard)")
 	sigma := fs.Float64("sigma", 0, "instead of a target: the noise std of the first release")
 	tables := fs.Bool("proactive-tables", false, "print the recomputed Tables 9-11 of the proactive-DP paper and exit")
@@ -78,9 +68,9 @@ func run(args []string, out io.Writer) error {
 		if clash != nil {
 			return clash
 		}
-		*eps, *delta = def.Privacy.Epsilon, def.Privacy.Delta
-		if *delta == 0 {
-			*delta = plan.DefaultDelta
+		p.Epsilon, p.Delta = def.Privacy.Epsilon, def.Privacy.Delta
+		if p.Delta == 0 {
+			p.Delta = plan.DefaultDelta
 		}
 	}
 	if *tables {
@@ -98,7 +88,7 @@ func run(args []string, out io.Writer) error {
 		}
 	}
 	set := 0
-	for _, v := range []float64{*rho, *eps, *sigma} {
+	for _, v := range []float64{p.Rho, p.Epsilon, *sigma} {
 		if v != 0 {
 			set++
 		}
@@ -106,12 +96,10 @@ func run(args []string, out io.Writer) error {
 	if set != 1 && p.Algorithm != "mu2" && p.Algorithm != "sgd" {
 		return errors.New("give exactly one of -rho, -epsilon (with -delta) or -sigma")
 	}
-	switch {
-	case *rho != 0:
-		p.Rho = *rho
-	case *eps != 0:
-		p.Epsilon, p.Delta = *eps, *delta
-	case *sigma != 0:
+	if p.Epsilon == 0 {
+		p.Delta = 0 // -delta is the -epsilon target's
+	}
+	if *sigma != 0 && p.Rho == 0 && p.Epsilon == 0 {
 		q, err := plan.ForNoise(p, *sigma)
 		if err != nil {
 			return err

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"browserfl/internal/sessionflag"
 	"browserfl/shared/dataset"
 	"browserfl/shared/optim"
 	"browserfl/shared/plan"
@@ -73,12 +74,23 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	return o, err
 }
 
-// defineFlags defines the flags into o.
+// defineFlags defines the flags into o: the session's (internal/sessionflag),
+// with flsim's defaults, then its own.
 func defineFlags(fs *flag.FlagSet, o *options) {
-	fs.StringVar(&o.p.Algorithm, "algorithm", "nc", "algorithm: "+strings.Join(optim.Names(), ", "))
-	fs.StringVar(&o.p.Model, "model", "logreg", "model: logreg (d = 7,850) or mlp (784-64-10)")
+	o.p = optim.Params{Algorithm: "nc", Model: "logreg", M: 100, Cohort: 50, Batch: 1, MaxReleases: -1, Clip: 1}
+	sessionflag.Register(fs, &o.p, "algorithm", "model", "M", "m", "b", "rho", "delta", "G", "L", "D",
+		"compressor", "signal-bound", "threshold", "colluders", "local-steps", "local-epochs")
+	sessionflag.RegisterFlags(fs, &o.p,
+		sessionflag.Flag{Name: "T", Note: "0 = one pass: n / (m b)"},
+		sessionflag.Flag{Name: "max-releases", Note: "-1 = for single-pass algorithms, what the largest device's shard holds"},
+		sessionflag.Flag{Name: "epsilon", Note: fmt.Sprintf("default for private algorithms without -rho: %g at delta %s, the page's default budget", plan.DefaultBudgetEpsilon, plan.FormatDelta(plan.DefaultDelta))},
+		sessionflag.Flag{Name: "clip", Note: "default 1, or the -task row task's; a row task's run takes its lesson's M, m, T and b too unless given"},
+		sessionflag.Flag{Name: "local-size", Note: "0 = n / M"})
 	fs.StringVar(&o.datasetName, "dataset", "fashion-mnist", "dataset: fashion-mnist or mnist")
 	fs.StringVar(&o.dataDir, "data-dir", "", "dataset directory (default: /usr/share/datasets/fashion-mnist, or data/mnist, or the task's)")
+	// -features is flsim's own, not the session's transform: flsim
+	// computes the features of its data itself before the run
+	// (scatterBoth), and its devices train on them as given.
 	fs.StringVar(&o.features, "features", "", "compute features of each image before training: scatter (the scattering transform, J = 2, L = 8, per-image normalisation; docs/features.md)")
 	fs.StringVar(&o.taskName, "task", "", "the task instead of -dataset: "+strings.Join(task.Names(), ", ")+" (docs/tasks.md)")
 	fs.StringVar(&o.taskFile, "task-file", "", "a task definition (browserfl.task/v1 JSON, docs/tasks.md) instead of -dataset, read as the coordinator reads it: its model and its privacy target, if it states one; with -rows and -test-rows")
@@ -86,28 +98,12 @@ func defineFlags(fs *flag.FlagSet, o *options) {
 	fs.StringVar(&o.test, "test-rows", "", "with -task-file: a CSV file of the task's test rows")
 	fs.StringVar(&o.partition, "partition", "iid", "partition over devices: iid, shards[:K], dirichlet:ALPHA")
 	fs.IntVar(&o.trainSamples, "train-samples", 0, "use only the first n training samples (0 = all)")
-	fs.IntVar(&o.p.M, "M", 100, "number of devices")
-	fs.IntVar(&o.p.Cohort, "m", 50, "devices per round (cohort size)")
-	fs.IntVar(&o.p.Rounds, "T", 0, "rounds (0 = one pass: n / (m b))")
-	fs.IntVar(&o.p.Batch, "b", 1, "samples per device per round")
-	fs.IntVar(&o.p.MaxReleases, "max-releases", -1, "the most releases one device makes (0 = T; -1 = for single-pass algorithms, what the largest device's shard holds)")
-	fs.Float64Var(&o.p.Rho, "rho", 0, "privacy target: the papers' rho_p (each device rho_p^2/2-zCDP)")
-	fs.Float64Var(&o.p.Epsilon, "epsilon", 0, fmt.Sprintf("privacy target: epsilon per device (with -delta; default for private algorithms without -rho: %g at delta %s, the page's default budget)", plan.DefaultBudgetEpsilon, plan.FormatDelta(plan.DefaultDelta)))
-	fs.Float64Var(&o.p.Delta, "delta", 0, "privacy target: delta per device (with -epsilon)")
-	fs.Float64Var(&o.p.Clip, "clip", 1, "per-sample L2 clipping bound S (0 = G + 2LD; default 1, or the -task row task's); a row task's run takes its lesson's M, m, T and b too unless given")
-	fs.Float64Var(&o.p.G, "G", 0, "Lipschitz constant G (used when -clip 0)")
-	fs.Float64Var(&o.p.L, "L", 0, "smoothness constant L (used when -clip 0)")
-	fs.Float64Var(&o.p.Diameter, "D", 0, "diameter of the feasible ball (0 = unconstrained)")
 	fs.BoolVar(&o.paperConstants, "paper-constants", false, "use the papers' G = sqrt(2*785), L = 785/2, D = 0.1 (S = 118.1); overrides -clip, -G, -L, -D")
+	// -eta is flsim's own, not the session's: it takes auto and theorem
+	// beside a number (check parses a number into o.p.Eta; stepSize
+	// computes the others once the data are loaded).
 	fs.StringVar(&o.eta, "eta", "auto", "step size: auto (chosen on the validation split: sim.Tuned, or for nc, shared, trusted and mu2 the -task row task's), theorem (Theorem 5.2's, optim.NCTheoremEta; needs -D or -paper-constants), or a number")
 	fs.BoolVar(&o.validate, "validate", false, "train on the training part of the validation split and evaluate on its validation part (the test set is not read)")
-	fs.StringVar(&o.p.Compressor, "compressor", "", "uplink compressor: none, randk:FRAC, topk:FRAC, quant:BITSbit, ef+..., (default dense float32)")
-	fs.Float64Var(&o.p.SignalBound, "signal-bound", 0, "assumed signal bound D (0 = none): the server's running-sum tests hold n updates of a device to S + (n-1) D (docs/security.md)")
-	fs.IntVar(&o.p.Threshold, "threshold", 0, "shared: the fewest updates a round's sum may hold, t (0 = ceil(0.7 m)); each device's noise is a share sized for t - c survivors (docs/privacy.md, \"Shared noise\")")
-	fs.IntVar(&o.p.Colluders, "colluders", 0, "shared: the most cohort members assumed to be on the server's side, c")
-	fs.IntVar(&o.p.LocalSize, "local-size", 0, "SVRG/SAGA local dataset size (0 = n / M)")
-	fs.IntVar(&o.p.LocalSteps, "local-steps", 0, "local: hidden local steps K per round, each on b/K of the round's b samples (0 = b)")
-	fs.IntVar(&o.p.LocalEpochs, "local-epochs", 0, "local: passes E over the round's K step batches (E K hidden steps; 0 = 1); when the model certifies it (logreg-unit, clip >= 2, eta <= 2, no -D) the steps are noiseless and the last iterate gets one noise vector (output perturbation, one step's charge), else every step is noisy and E passes cost E steps")
 	fs.Uint64Var(&o.seed, "seed", 1, "run seed (partition, cohorts, noise streams)")
 	fs.IntVar(&o.evalEvery, "eval-every", 0, "evaluate every K rounds for the CSV curve (0 = once, at the end); on the validation part with -validate, else on the test set")
 	fs.IntVar(&o.evalSamples, "eval-samples", 0, "evaluate on the first n test samples (0 = all)")
