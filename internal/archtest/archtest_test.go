@@ -48,6 +48,11 @@ var rules = []rule{
 		why:    "secure aggregation is a leaf the protocol carries: it knows no algorithm, runtime or frame",
 	},
 	{
+		pkgs:   []string{"browserfl/shared/session"},
+		forbid: []string{"browserfl/..."},
+		why:    "the session's parameters are a leaf: the protocol and the algorithms share the type without importing each other",
+	},
+	{
 		pkgs:   []string{"browserfl/shared/optim/..."},
 		forbid: []string{"browserfl/shared/wire", "browserfl/shared/plan/...", "browserfl/shared/lesson/..."},
 		why:    "the algorithms and the server's tests of their messages know nothing of the protocol or the planner; shared/plan converts the session's wire form",
@@ -162,6 +167,11 @@ var rules = []rule{
 		forbid: []string{"browserfl/coordinator/...", "browserfl/sim/...", "browserfl/wasm/..."},
 		why:    "the device runtime knows the coordinator only through the protocol",
 	},
+	{
+		pkgs:   []string{"browserfl/cmd/coordinator"},
+		forbid: []string{"browserfl/device/...", "browserfl/sim/...", "browserfl/wasm/..."},
+		why:    "the coordinator's binary links no device runtime, simulator or page: the commands share the session's type (shared/session) and flags (internal/sessionflag), which link none of them",
+	},
 }
 
 // pkg is what go list says of one package.
@@ -273,7 +283,9 @@ func TestLayers(t *testing.T) {
 // TestViolationsFound: the checker finds a forbidden import directly and
 // through another package, names the chain, and lets the allowed ones be
 // (the planner and the coordinator import wire; one command imports
-// another).
+// another). Planted: the session type importing the accounting, and the
+// coordinator's command reaching the device runtime through the flags
+// package.
 func TestViolationsFound(t *testing.T) {
 	graph := []pkg{
 		{ImportPath: "browserfl/coordinator", Imports: []string{"fmt", "browserfl/shared/plan"}},
@@ -286,6 +298,10 @@ func TestViolationsFound(t *testing.T) {
 		{ImportPath: "browserfl/cmd/device", Imports: []string{"browserfl/device"}},
 		{ImportPath: "browserfl/cmd/other", Imports: []string{"browserfl/cmd/device"}},
 		{ImportPath: "browserfl/sim", Imports: []string{"browserfl/cmd/device"}},
+		{ImportPath: "browserfl/shared/session", Imports: []string{"math", "browserfl/shared/privacy"}},
+		{ImportPath: "browserfl/shared/privacy", Imports: []string{"math"}},
+		{ImportPath: "browserfl/cmd/coordinator", Imports: []string{"browserfl/coordinator", "browserfl/internal/sessionflag"}},
+		{ImportPath: "browserfl/internal/sessionflag", Imports: []string{"browserfl/shared/session", "browserfl/device"}},
 	}
 	got := violations(graph, rules)
 	for i, v := range got {
@@ -293,8 +309,10 @@ func TestViolationsFound(t *testing.T) {
 	}
 	slices.Sort(got)
 	want := []string{
+		"browserfl/cmd/coordinator -> browserfl/internal/sessionflag -> browserfl/device",
 		"browserfl/coordinator/edge -> browserfl/device",
 		"browserfl/shared/optim -> browserfl/shared/wirefmt -> browserfl/shared/wire",
+		"browserfl/shared/session -> browserfl/shared/privacy",
 		"browserfl/sim -> browserfl/cmd/device",
 	}
 	if !slices.Equal(got, want) {

@@ -11,13 +11,17 @@
 // The layers, bottom up (a package imports only from the layers below it;
 // docs/design.md, "Arrows", draws the same picture):
 //
-//	shared/privacy, shared/dataset, shared/wire   leaves (wire: the protocol devices in the field speak)
+//	shared/privacy, shared/dataset                 leaves
+//	shared/session, shared/secagg                  leaves: the session's parameters (one type), secure aggregation
+//	shared/wire (session, secagg)                  the protocol devices in the field speak
 //	shared/mechanism (privacy), shared/model (dataset)
-//	shared/optim                                   the algorithms; nothing of wire
-//	shared/plan                                    the session: wire form -> optim.Params, figures, the owner's budget
+//	shared/optim (session)                         the algorithms; nothing of wire
+//	shared/plan                                    the session's figures, task and features; the owner's budget
 //	shared/lesson                                  the classroom preset
+//	internal/sessionflag (session, optim, model)   the session's flags, declared once for the commands
 //	device, sim, coordinator                       runtimes; the coordinator imports nothing of device
-//	wasm/, cmd/, web/, the root package            shells and the embedded page; nothing imports cmd/
+//	wasm/, cmd/, web/, the root package            shells and the embedded page; nothing imports cmd/,
+//	                                               and cmd/coordinator links nothing of device, sim or wasm
 //
 // Only the code that ships counts: tests may drive the packages above
 // theirs (the coordinator's tests run real devices against it).
