@@ -11,6 +11,7 @@ import (
 	"browserfl/coordinator/bus"
 	"browserfl/coordinator/gate"
 	"browserfl/coordinator/metrics"
+	"browserfl/coordinator/roster"
 	"browserfl/coordinator/view"
 	"browserfl/shared/mechanism"
 	"browserfl/shared/optim"
@@ -112,10 +113,10 @@ func (c *Coordinator) AdmitForwarded(l Link, h wire.Hello, codeHash, secretHash 
 // will come).
 func (c *Coordinator) Adopt(l Link, id, nickname string, pending int) error {
 	c.mu.Lock()
-	d := c.devices[id]
+	d := c.roster.Get(id)
 	var err error
-	if d != nil && d.conn == l {
-		again := pending > 0 && d.round != pending
+	if d != nil && d.Conn == l {
+		again := pending > 0 && d.Round != pending
 		c.mu.Unlock()
 		if again {
 			var dec wire.Decision
@@ -156,13 +157,13 @@ func (c *Coordinator) AcceptAggregate(t int, links []Link, ids []string, body []
 	defer c.signal()
 	or := c.round
 	for _, l := range missing {
-		if d := c.devices[l.DeviceID()]; d != nil && d.conn == l && or != nil && or.t == t && d.round == t &&
-			or.cohort[d.id] && or.updates[d.id] == nil && !or.closed {
-			delete(or.cohort, d.id)
-			or.dropped[d.id] = true
-			d.round = 0
-			d.standing.Missed()
-			d.conn.SendControl(wire.Decision{T: t, State: wire.Excluded, Reason: "no update before the deadline"})
+		if d := c.roster.Get(l.DeviceID()); d != nil && d.Conn == l && or != nil && or.t == t && d.Round == t &&
+			or.cohort[d.ID] && or.updates[d.ID] == nil && !or.closed {
+			delete(or.cohort, d.ID)
+			or.dropped[d.ID] = true
+			d.Round = 0
+			d.Standing.Missed()
+			d.Conn.SendControl(wire.Decision{T: t, State: wire.Excluded, Reason: "no update before the deadline"})
 		}
 	}
 	if or != nil {
@@ -181,13 +182,13 @@ func (c *Coordinator) AcceptAggregate(t int, links []Link, ids []string, body []
 	why := ""
 	seen := make(map[string]bool, len(ids))
 	for i, id := range ids {
-		d := c.devices[id]
+		d := c.roster.Get(id)
 		switch {
-		case links[i] == nil || d == nil || d.conn != links[i]:
+		case links[i] == nil || d == nil || d.Conn != links[i]:
 			why = "a member's connection is not the one the edge named (it reconnected elsewhere)"
 		case seen[id]:
 			why = "a member appears twice"
-		case !or.cohort[id] || d.round != t || or.updates[id] != nil:
+		case !or.cohort[id] || d.Round != t || or.updates[id] != nil:
 			why = "a member is not waiting for its update in this round"
 		}
 		seen[id] = true
@@ -215,14 +216,14 @@ func (c *Coordinator) AcceptAggregate(t int, links []Link, ids []string, body []
 		c.vecs.Put(vec)
 		c.front.Log.Warn("edge aggregate refused; its members are excluded", "round", t, "members", len(ids), "why", why)
 		for _, id := range ids {
-			d := c.devices[id]
-			if d == nil || d.round != t || !or.cohort[id] || or.updates[id] != nil {
+			d := c.roster.Get(id)
+			if d == nil || d.Round != t || !or.cohort[id] || or.updates[id] != nil {
 				continue
 			}
 			delete(or.cohort, id)
 			or.dropped[id] = true
-			d.round = 0
-			control(d.conn, wire.Decision{T: t, State: wire.Excluded, Reason: "the batch of your connection's server was refused: " + why})
+			d.Round = 0
+			roster.Control(d.Conn, wire.Decision{T: t, State: wire.Excluded, Reason: "the batch of your connection's server was refused: " + why})
 		}
 		or.checkAllIn()
 		return false
@@ -233,7 +234,7 @@ func (c *Coordinator) AcceptAggregate(t int, links []Link, ids []string, body []
 			u.vec = vec
 		}
 		or.updates[id] = u
-		c.devices[id].standing.Accepted()
+		c.roster.Get(id).Standing.Accepted()
 	}
 	or.bytesIn += bytesIn
 	c.front.Met.Updates.Add(int64(len(ids)))
@@ -248,8 +249,8 @@ func (c *Coordinator) AcceptAggregate(t int, links []Link, ids []string, body []
 func (c *Coordinator) RejectedAtEdge(l Link, t int, norm float64, why string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	d, or := c.devices[l.DeviceID()], c.round
-	if d == nil || d.conn != l || or == nil || or.t != t || !or.cohort[d.id] || or.updates[d.id] != nil || or.closed {
+	d, or := c.roster.Get(l.DeviceID()), c.round
+	if d == nil || d.Conn != l || or == nil || or.t != t || !or.cohort[d.ID] || or.updates[d.ID] != nil || or.closed {
 		return
 	}
 	if why == "" {

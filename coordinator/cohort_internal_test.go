@@ -4,14 +4,12 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
-	"slices"
 	"testing"
-	"time"
 
 	"browserfl/coordinator/bus"
+	"browserfl/coordinator/roster"
 	"browserfl/coordinator/store"
 	"browserfl/coordinator/wsconn"
-	"browserfl/engine"
 	"browserfl/shared/mechanism"
 	"browserfl/shared/optim"
 	"browserfl/shared/wire"
@@ -50,7 +48,7 @@ func TestAggregatePastCohort(t *testing.T) {
 	c.mu.Lock()
 	for _, id := range ids {
 		links[id] = &recLink{id: id}
-		c.addDeviceLocked(&device{id: id, conn: links[id], round: 1})
+		c.roster.Add(&roster.Device{ID: id, Conn: links[id], Round: 1})
 		or.cohort[id] = true
 	}
 	or.updates["a"] = &update{}
@@ -99,101 +97,6 @@ func ncServerAndStore(t testing.TB, sess wire.SessionParams) (optim.Server, *sto
 	return srv, st
 }
 
-// TestWhoMayBeAsked: a round asks a device (sampled or as a probe) only
-// when it is connected, idle, not left and not removed; its misses decide
-// which. A removed device keeps its connection until its close is read,
-// so removal alone must keep it out of both lists.
-func TestWhoMayBeAsked(t *testing.T) {
-	c := smallCoordinator(t)
-	max := c.front.Lim.MaxMisses
-	for _, tc := range []struct {
-		name                string
-		d                   device
-		eligible, probeable bool
-	}{
-		{"idle and answering", device{}, true, false},
-		{"idle, missed its last rounds", device{standing: standingOf(max, false, 0)}, false, true},
-		{"not connected", device{standing: standingOf(max, false, 0), conn: nil}, false, false},
-		{"in a round", device{round: 1}, false, false},
-		{"in a round, missed", device{round: 1, standing: standingOf(max, false, 0)}, false, false},
-		{"left", device{left: true}, false, false},
-		{"left, missed", device{left: true, standing: standingOf(max, false, 0)}, false, false},
-		{"removed", device{removed: true}, false, false},
-		{"removed, missed", device{removed: true, standing: standingOf(max, false, 0)}, false, false},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			d := tc.d
-			d.id = "x"
-			if tc.name != "not connected" {
-				d.conn = &recLink{id: d.id}
-			}
-			if got := c.eligible(&d); got != tc.eligible {
-				t.Errorf("eligible = %v, want %v", got, tc.eligible)
-			}
-			if got := c.probeable(&d); got != tc.probeable {
-				t.Errorf("probeable = %v, want %v", got, tc.probeable)
-			}
-		})
-	}
-}
-
-// TestRecoveryAsks: with nobody eligible, a recovery round is offered the
-// probeable devices none of whose updates was rejected (also those that
-// never delivered: after a restart none has), and none while the pause
-// after an unanswered recovery round runs; beside an eligible device every
-// probeable device may be a probe.
-func TestRecoveryAsks(t *testing.T) {
-	c := smallCoordinator(t)
-	max := c.front.Lim.MaxMisses
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for _, d := range []*device{
-		{id: "idle", standing: standingOf(max, false, 0)},    // never delivered
-		{id: "proven", standing: standingOf(max, true, 0)},   // delivered, then missed
-		{id: "rejected", standing: standingOf(max, true, 1)}, // one update failed validation
-	} {
-		d.conn = &recLink{id: d.id}
-		c.addDeviceLocked(d)
-	}
-	now := time.Now()
-	if got := c.probesLocked(0, now); !slices.Equal(got, []string{"idle", "proven"}) {
-		t.Errorf("recovery round offered %v, want [idle proven]", got)
-	}
-	if got := c.probesLocked(1, now); !slices.Equal(got, []string{"idle", "proven", "rejected"}) {
-		t.Errorf("probes beside an eligible device %v, want all three", got)
-	}
-	c.recoveryAfter = now.Add(time.Second)
-	if got := c.probesLocked(0, now); len(got) != 0 {
-		t.Errorf("recovery round offered %v during the pause, want none", got)
-	}
-	if got := c.probesLocked(0, now.Add(2*time.Second)); !slices.Equal(got, []string{"idle", "proven"}) {
-		t.Errorf("recovery round offered %v after the pause, want [idle proven]", got)
-	}
-}
-
-// TestNextRecoveryPause: the pause doubles after each recovery round
-// nobody answered, from 2 s to at most a minute; an ordinary empty round
-// keeps it; any round with an included update ends it.
-func TestNextRecoveryPause(t *testing.T) {
-	for _, tc := range []struct {
-		recovery, included bool
-		prev, want         time.Duration
-	}{
-		{true, false, 0, 2 * time.Second},
-		{true, false, 2 * time.Second, 4 * time.Second},
-		{true, false, 32 * time.Second, time.Minute},
-		{true, false, time.Minute, time.Minute},
-		{false, false, 8 * time.Second, 8 * time.Second},
-		{false, false, 0, 0},
-		{true, true, 16 * time.Second, 0},
-		{false, true, time.Minute, 0},
-	} {
-		if got := nextRecoveryPause(tc.recovery, tc.included, tc.prev); got != tc.want {
-			t.Errorf("nextRecoveryPause(recovery %v, included %v, %v) = %v, want %v", tc.recovery, tc.included, tc.prev, got, tc.want)
-		}
-	}
-}
-
 // smallCoordinator is a coordinator of a small nc session (m = 2), not
 // running, for tests of its rules.
 func smallCoordinator(t *testing.T) *Coordinator {
@@ -233,20 +136,4 @@ func TestRoundReady(t *testing.T) {
 				tc.e, tc.n, tc.min, tc.m, tc.present, start, fill, tc.start, tc.fill)
 		}
 	}
-}
-
-// standingOf is a device's standing after an accepted update (if proven),
-// then misses missed rounds and rejected refused updates.
-func standingOf(misses int, proven bool, rejected int) engine.Standing {
-	var s engine.Standing
-	if proven {
-		s.Accepted()
-	}
-	for range misses {
-		s.Missed()
-	}
-	for range rejected {
-		s.Refused()
-	}
-	return s
 }

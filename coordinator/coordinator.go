@@ -11,13 +11,13 @@ import (
 	"log/slog"
 	"math"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
 	"browserfl/coordinator/bus"
 	"browserfl/coordinator/gate"
 	"browserfl/coordinator/metrics"
+	"browserfl/coordinator/roster"
 	"browserfl/coordinator/store"
 	"browserfl/coordinator/wsconn"
 	"browserfl/engine"
@@ -161,15 +161,11 @@ type Coordinator struct {
 	// wake is signalled on Start, Resume and End (the round loop waits
 	// on it in the lobby and while paused); endCh is closed by End and
 	// cuts the open round short.
-	wake    chan struct{}
-	endCh   chan struct{}
-	ended   bool // End was called (endCh closed)
-	devices map[string]*device
-	// order holds the same devices sorted by id (the cohort rule samples
-	// from the sorted eligible ids): kept in step with devices by
-	// addDeviceLocked and removeDeviceLocked, so that a round scans it
-	// instead of sorting every id.
-	order     []*device
+	wake  chan struct{}
+	endCh chan struct{}
+	ended bool // End was called (endCh closed)
+	// roster holds the device records (coordinator/roster).
+	roster    *roster.Roster
 	round     *openRound // the round being collected or committed; nil between rounds
 	committed int
 	finished  bool
@@ -180,7 +176,6 @@ type Coordinator struct {
 	// wire round frame (X = model, T = committed), for /api/model.
 	modelFrame []byte
 	changed    chan struct{} // signalled when eligibility may have changed
-	nconn      int           // devices with a connection
 	// bound is the largest L2 norm of an accepted update
 	// (plausible.UpdateBound; +Inf: finiteness only).
 	bound float64
@@ -192,11 +187,8 @@ type Coordinator struct {
 	// its start. roundsMarked: this process has recorded that rounds
 	// started.
 	seenAll, roundsMarked bool
-	// histLost holds the devices whose record this process evicted: on
-	// their return their history is not from the start.
-	histLost map[string]bool
 	// recoveryPause is the pause after a recovery round nobody answered
-	// (nextRecoveryPause), recoveryAfter the time before which no
+	// (roster.NextRecoveryPause), recoveryAfter the time before which no
 	// recovery round starts.
 	recoveryPause time.Duration
 	recoveryAfter time.Time
@@ -226,54 +218,6 @@ type evalPoint struct {
 	Accuracy, Loss      float64
 	Samples             int
 	HaveAccuracy, Valid bool
-}
-
-type device struct {
-	id       string
-	nickname string    // Hello.Nickname of the latest hello (validated, NFKC: nickname.go)
-	skeleton string    // nicknameSkeleton(nickname), for the look-alike check
-	joined   time.Time // first hello in this process (the dashboard's order)
-	conn     Link      // nil while disconnected
-	round    int       // round the device is assigned in and not yet decided; 0 when idle
-	// participations counts the rounds this device was included in
-	// since this process started (dashboard only).
-	participations int
-	// gen is drawn at random when this process creates the device's
-	// record: an edge's history of the device (coordinator/edge/edgehist.go) is valid
-	// only while the record it counted against lives.
-	gen uint64
-	// left is set by a Leave message: the device is not sampled until
-	// its next hello.
-	left bool
-	// standing counts the consecutive assigned rounds the device did not
-	// answer (at Limits.MaxMisses it is no longer sampled, only asked now
-	// and then as a probe: cohort.go), whether an update of it was
-	// accepted since this process knew it (a device is a sure cohort
-	// member only once proven) and its refused updates. Only an accepted
-	// update resets the misses: a reconnection or a new hello does not.
-	standing engine.Standing
-	// leftWhy is the Leave's detail (for example why the final
-	// parameters were refused).
-	leftWhy string
-	// hist is the running sum of the device's included updates and the
-	// rounds it was asked, for the Checker's history tests (updates that
-	// arrive directly; an edge keeps its own devices'). It is from the
-	// start for a device registered by this process: every ask and every
-	// inclusion of it is then seen here.
-	hist check.History
-	// rejectWhy says, in plain words, why the device's last refused
-	// update (rejectUpdateLocked; standing counts them) was refused: the
-	// teacher's view of the dashboard shows both.
-	rejectWhy string
-	// signKey is the long-term ed25519 public key of the device's latest
-	// hello (wire.Hello.SignKey), hasKey whether it gave one: its secure
-	// aggregation messages in a shared-noise session are signed with it.
-	signKey [32]byte
-	hasKey  bool
-	// removed: the teacher removed the device (Remove). It is never
-	// sampled again; its connection is closed once any update of it
-	// that the open round already holds is decided.
-	removed bool
 }
 
 // update is an accepted update: its vector, decoded and validated once
@@ -370,7 +314,6 @@ func New(cfg Config) (*Coordinator, error) {
 		server:  cfg.Server,
 		vecs:    wsconn.NewVecList(cfg.Session.Dim),
 		store:   cfg.Store,
-		devices: make(map[string]*device),
 		changed: make(chan struct{}, 1),
 		wake:    make(chan struct{}, 1),
 		endCh:   make(chan struct{}),
@@ -379,6 +322,7 @@ func New(cfg Config) (*Coordinator, error) {
 		state:   StateRunning,
 	}
 	c.front.H = sessionHandler{c}
+	c.roster = roster.New(c.front.Lim.MaxMisses, cfg.TrustNewDevices)
 	var err error
 	if c.removed, err = c.store.Removed(); err != nil {
 		return nil, fmt.Errorf("coordinator: %w", err)
@@ -553,66 +497,23 @@ func (c *Coordinator) Run(ctx context.Context) error {
 	}
 }
 
-func (c *Coordinator) eligibleLocked() []string {
-	var ids []string
-	for _, d := range c.order {
-		if c.eligible(d) {
-			ids = append(ids, d.id)
-		}
-	}
-	return ids
-}
-
-// countEligibleLocked is len(c.eligibleLocked()) without building the list.
-func (c *Coordinator) countEligibleLocked() int {
-	n := 0
-	for _, d := range c.order {
-		if c.eligible(d) {
-			n++
-		}
-	}
-	return n
-}
-
-// addDeviceLocked adds a new device to the table and to the sorted order.
-func (c *Coordinator) addDeviceLocked(d *device) {
-	c.devices[d.id] = d
-	i, _ := slices.BinarySearchFunc(c.order, d.id, func(e *device, id string) int { return strings.Compare(e.id, id) })
-	c.order = slices.Insert(c.order, i, d)
-}
-
-// removeDeviceLocked drops the device id from the table and the order.
-func (c *Coordinator) removeDeviceLocked(id string) {
-	delete(c.devices, id)
-	if i, ok := slices.BinarySearchFunc(c.order, id, func(e *device, id string) int { return strings.Compare(e.id, id) }); ok {
-		c.order = slices.Delete(c.order, i, i+1)
-	}
-}
-
-// eligible reports whether d may be sampled: it may be asked (askable)
-// and answers its rounds (Rule 7 of the design: only live devices are
-// asked).
-func (c *Coordinator) eligible(d *device) bool {
-	return askable(d) && d.standing.Sampled(c.front.Lim.MaxMisses)
-}
-
 func (c *Coordinator) waitEligible(ctx context.Context) error {
 	tick := time.NewTicker(250 * time.Millisecond)
 	defer tick.Stop()
 	var since time.Time // when MinDevices or more first became eligible
 	for {
 		c.mu.Lock()
-		e := c.countEligibleLocked()
+		e := c.roster.CountEligible()
 		// Devices out of sampling for their misses count as the probes
 		// a round would ask (engine.Askable, probesLocked).
-		n := engine.Askable(e, len(c.probesLocked(e, time.Now())), c.sess.Cohort)
+		n := engine.Askable(e, len(c.roster.Probes(e, time.Now(), c.recoveryAfter)), c.sess.Cohort)
 		stop := c.ended || c.state == StatePaused
 		// When every device that could take part is eligible, a round
 		// does not wait for the ones that are not there: a session
 		// started from a lobby had its class present at Start, and
 		// after the first round (which waited FillWait for a whole
 		// cohort) waiting longer only helps if someone new joins.
-		present := n >= c.minDevices && e == c.presentLocked() && (c.cfg.Lobby || c.committed > 0)
+		present := n >= c.minDevices && e == c.roster.Present() && (c.cfg.Lobby || c.committed > 0)
 		c.mu.Unlock()
 		start, fill := roundReady(e, n, c.minDevices, c.sess.Cohort, present)
 		switch {
@@ -655,18 +556,6 @@ func roundReady(e, n, minDevices, m int, present bool) (start, fill bool) {
 	default:
 		return false, true
 	}
-}
-
-// presentLocked counts the devices that are, or will soon be, eligible:
-// connected, not left and answering their rounds (busy ones included).
-func (c *Coordinator) presentLocked() int {
-	n := 0
-	for _, d := range c.order {
-		if d.conn != nil && !d.left && !d.removed && d.standing.Sampled(c.front.Lim.MaxMisses) {
-			n++
-		}
-	}
-	return n
 }
 
 // roundShell is the coordinator's side of one round (engine.Shell): it
@@ -780,15 +669,15 @@ func (sh *roundShell) Ask(t int, start func(eligible []string, sure func(string)
 	}
 	deadline := time.Duration(c.sess.DeadlineMillis) * time.Millisecond
 	c.mu.Lock()
-	eligible := c.eligibleLocked()
-	probeable := c.probesLocked(len(eligible), time.Now())
+	eligible := c.roster.EligibleIDs()
+	probeable := c.roster.Probes(len(eligible), time.Now(), c.recoveryAfter)
 	if engine.Askable(len(eligible), len(probeable), c.sess.Cohort) < c.minDevices || c.ended || c.state == StatePaused {
 		c.mu.Unlock()
 		return false, nil // someone left meanwhile; wait again
 	}
 	// The server half is used only by this goroutine; Next is called once
 	// per round that actually starts.
-	plan, r, err := start(eligible, func(id string) bool { return c.sure(c.devices[id]) }, probeable)
+	plan, r, err := start(eligible, func(id string) bool { return c.roster.Sure(c.roster.Get(id)) }, probeable)
 	if err != nil {
 		c.mu.Unlock()
 		return false, fmt.Errorf("coordinator: %w", err)
@@ -815,12 +704,12 @@ func (sh *roundShell) Ask(t int, start func(eligible []string, sure func(string)
 	// already hold x_{t-1}: they get the frame without it.
 	short := wire.ShortRound(frame)
 	for _, id := range cohort {
-		d := c.devices[id]
+		d := c.roster.Get(id)
 		or.cohort[id] = true
-		d.round = t
-		d.hist.Ask()
-		mark := bus.Mark{Gen: d.gen, Incl: d.participations, Asks: d.hist.Asks()}
-		or.bytesOut += int64(d.conn.SendRound(wsconn.OutFrame{Binary: true, Data: frame, Short: short, Round: t, Mark: mark}))
+		d.Round = t
+		d.Hist.Ask()
+		mark := bus.Mark{Gen: d.Gen, Incl: d.Participations, Asks: d.Hist.Asks()}
+		or.bytesOut += int64(d.Conn.SendRound(wsconn.OutFrame{Binary: true, Data: frame, Short: short, Round: t, Mark: mark}))
 	}
 	if c.node != nil {
 		// Edge-held members get the round in one message per edge.
@@ -930,31 +819,31 @@ func (sh *roundShell) Tell(t int, o engine.Outcome[string]) {
 	// for its noise to telescope.
 	c.addHistoriesLocked(or)
 	for id := range or.cohort {
-		d := c.devices[id]
-		if d == nil || d.round != t {
+		d := c.roster.Get(id)
+		if d == nil || d.Round != t {
 			continue
 		}
-		d.round = 0
+		d.Round = 0
 		state := wire.Excluded
 		if inc[id] {
 			state = wire.Included
-			d.participations++
+			d.Participations++
 		}
 		if o.Missed[id] {
-			if n := d.standing.Missed(); n == c.front.Lim.MaxMisses {
+			if n := d.Standing.Missed(); n == c.front.Lim.MaxMisses {
 				c.front.Log.Info("device no longer sampled: it did not answer its last rounds", "device", wsconn.ShortID(id), "misses", n)
 			}
 		}
-		if d.conn != nil {
-			d.conn.Send(wsconn.OutFrame{Data: sh.decisions[state]})
-			if d.removed {
+		if d.Conn != nil {
+			d.Conn.Send(wsconn.OutFrame{Data: sh.decisions[state]})
+			if d.Removed {
 				// Removed while the round held its update: now that
 				// the device knows the decision, it goes.
-				d.conn.CloseWith(wire.CodeRemoved, reasonRemoved)
+				d.Conn.CloseWith(wire.CodeRemoved, reasonRemoved)
 			}
 		}
 	}
-	c.recoveryPause = nextRecoveryPause(or.recovery, len(o.Included) > 0, c.recoveryPause)
+	c.recoveryPause = roster.NextRecoveryPause(or.recovery, len(o.Included) > 0, c.recoveryPause)
 	c.recoveryAfter = time.Now().Add(c.recoveryPause)
 	if c.finished {
 		c.markEndedLocked()
@@ -976,13 +865,13 @@ func (sh *roundShell) Tell(t int, o engine.Outcome[string]) {
 // history starts again after it, no longer from the start.
 func (c *Coordinator) addHistoriesLocked(or *openRound) {
 	for _, id := range or.included {
-		d, u := c.devices[id], or.updates[id]
+		d, u := c.roster.Get(id), or.updates[id]
 		switch {
 		case d == nil || u == nil:
 		case u.agg:
-			d.hist.Restart()
-		case u.hist == &d.hist && u.vec != nil:
-			d.hist.Include(*u.vec)
+			d.Hist.Restart()
+		case u.hist == &d.Hist && u.vec != nil:
+			d.Hist.Include(*u.vec)
 		}
 	}
 }
@@ -1007,14 +896,14 @@ func (c *Coordinator) discardRound(or *openRound, cause error) {
 	c.front.Log.Error("round discarded: the state before it is kept", "round", or.t, "err", cause)
 	c.mu.Lock()
 	for id := range or.cohort {
-		d := c.devices[id]
-		if d == nil || d.round != or.t {
+		d := c.roster.Get(id)
+		if d == nil || d.Round != or.t {
 			continue
 		}
-		d.round = 0
-		control(d.conn, wire.Decision{T: or.t, State: wire.Excluded, Reason: "the round was discarded"})
-		if d.removed && d.conn != nil {
-			d.conn.CloseWith(wire.CodeRemoved, reasonRemoved)
+		d.Round = 0
+		roster.Control(d.Conn, wire.Decision{T: or.t, State: wire.Excluded, Reason: "the round was discarded"})
+		if d.Removed && d.Conn != nil {
+			d.Conn.CloseWith(wire.CodeRemoved, reasonRemoved)
 		}
 	}
 	c.round = nil
@@ -1064,7 +953,7 @@ func (c *Coordinator) acceptUpdate(cn *wsconn.Conn, u wire.UpdateFrame, frameLen
 		c.vecs.Put(vec)
 		return err
 	}
-	d, or := c.devices[cn.ID], c.round
+	d, or := c.roster.Get(cn.ID), c.round
 	// The tests of the session's public parameters (plausible.Checker: the
 	// norm bound, coordinates and blocks, and the device's running sum):
 	// an honest device fails them with probability at most
@@ -1074,7 +963,7 @@ func (c *Coordinator) acceptUpdate(cn *wsconn.Conn, u wire.UpdateFrame, frameLen
 	// The history gives the rounds asked (limits by the noise of the
 	// device's releases so far) and, when the checker tracks sums, the
 	// running sum.
-	hist := &d.hist
+	hist := &d.Hist
 	if err := check.Message(c.chk, *vec, norm, hist); err != nil {
 		c.vecs.Put(vec)
 		c.rejectUpdateLocked(d, or, u.T, plausible.TeacherWords(err, norm, c.bound))
@@ -1089,7 +978,7 @@ func (c *Coordinator) acceptUpdate(cn *wsconn.Conn, u wire.UpdateFrame, frameLen
 		up.payload = slices.Clone(u.Payload)
 	}
 	or.updates[cn.ID] = up
-	d.standing.Accepted()
+	d.Standing.Accepted()
 	or.bytesIn += int64(frameLen)
 	c.front.Met.Updates.Add(1)
 	or.checkAllIn()
@@ -1105,14 +994,14 @@ func (c *Coordinator) acceptUpdate(cn *wsconn.Conn, u wire.UpdateFrame, frameLen
 // tells the device (a Decision "excluded": the device aborts the update,
 // so its noise state stays consistent); the update never reaches the
 // aggregate.
-func (c *Coordinator) rejectUpdateLocked(d *device, or *openRound, t int, why string) {
+func (c *Coordinator) rejectUpdateLocked(d *roster.Device, or *openRound, t int, why string) {
 	c.front.Met.RejectedUpdates.Add(1)
-	d.standing.Refused()
-	d.rejectWhy = why
-	c.front.Log.Warn("update rejected", "device", wsconn.ShortID(d.id), "round", t, "why", why)
-	delete(or.cohort, d.id)
-	or.dropped[d.id] = true
-	d.round = 0
+	d.Standing.Refused()
+	d.RejectWhy = why
+	c.front.Log.Warn("update rejected", "device", wsconn.ShortID(d.ID), "round", t, "why", why)
+	delete(or.cohort, d.ID)
+	or.dropped[d.ID] = true
+	d.Round = 0
 	or.checkAllIn()
 	c.signal()
 }
@@ -1123,8 +1012,8 @@ func (c *Coordinator) rejectUpdateLocked(d *device, or *openRound, t int, why st
 // session's dimension.
 func (c *Coordinator) checkUpdateLocked(cn Link, t int) (dim int, drop bool, err error) {
 	id := cn.DeviceID()
-	d := c.devices[id]
-	if d == nil || d.conn != cn {
+	d := c.roster.Get(id)
+	if d == nil || d.Conn != cn {
 		return 0, true, nil // superseded connection
 	}
 	or := c.round
@@ -1136,7 +1025,7 @@ func (c *Coordinator) checkUpdateLocked(cn Link, t int) (dim int, drop bool, err
 	case t <= c.committed || (or != nil && or.t == t && or.closed && or.cohort[id]):
 		c.front.Met.LateUpdates.Add(1)
 		return 0, true, nil
-	case or == nil || or.t != t || !or.cohort[id] || d.round != t:
+	case or == nil || or.t != t || !or.cohort[id] || d.Round != t:
 		return 0, false, fmt.Errorf("update for round %d that was not assigned to this device", t)
 	case or.updates[id] != nil:
 		return 0, false, fmt.Errorf("duplicate update for round %d", t)
@@ -1206,11 +1095,11 @@ func (c *Coordinator) admitCred(cn Link, h wire.Hello, cred *busCred) (wire.Welc
 	// binds it (bindLocked).
 	nick, err := gate.NormalizeNickname(h.Nickname)
 	if err != nil {
-		return wire.Welcome{}, nicknameError(err)
+		return wire.Welcome{}, roster.NicknameError(err)
 	}
 	h.Nickname = nick
 	c.mu.Lock()
-	err = c.checkNicknameLocked(h.DeviceID, nick)
+	err = c.roster.CheckNickname(h.DeviceID, nick)
 	c.mu.Unlock()
 	if err != nil {
 		return wire.Welcome{}, err
@@ -1256,8 +1145,8 @@ func (c *Coordinator) admitCred(cn Link, h wire.Hello, cred *busCred) (wire.Welc
 	if err := c.bindLocked(cn, h.Nickname, h.Pending, &w); err != nil {
 		return wire.Welcome{}, err
 	}
-	if d := c.devices[w.DeviceID]; d != nil {
-		d.signKey, d.hasKey = h.SignKeyBytes()
+	if d := c.roster.Get(w.DeviceID); d != nil {
+		d.SignKey, d.HasKey = h.SignKeyBytes()
 	}
 	return w, nil
 }
@@ -1276,21 +1165,21 @@ func (c *Coordinator) bindLocked(cn Link, nickname string, pending int, w *wire.
 		return &wsconn.CloseError{Code: wire.CodeRemoved, Reason: reasonRemoved}
 	}
 	if w != nil { // a hello (a roster's devices are bound already)
-		if err := c.checkNicknameLocked(id, nickname); err != nil {
+		if err := c.roster.CheckNickname(id, nickname); err != nil {
 			return err
 		}
 	}
-	d := c.devices[id]
+	d := c.roster.Get(id)
 	if d == nil {
-		if c.connectedLocked() >= c.front.Lim.MaxDevices {
+		if c.roster.Connected() >= c.front.Lim.MaxDevices {
 			return &wsconn.CloseError{Code: wire.CodeFull, Reason: "too many devices"}
 		}
-		d = &device{id: id, joined: time.Now(), gen: bus.RandomGen()}
+		d = &roster.Device{ID: id, Joined: time.Now(), Gen: bus.RandomGen()}
 		// Registered just now (a welcome with a new secret), or no round
 		// was sent before this process: it has made no release in this
 		// session that this process did not see.
-		d.hist = check.NewHistory((w != nil && w.Secret != "") || (c.seenAll && !c.histLost[id]))
-		c.addDeviceLocked(d)
+		d.Hist = check.NewHistory((w != nil && w.Secret != "") || (c.seenAll && !c.roster.HistLost(id)))
+		c.roster.Add(d)
 	}
 
 	// The pending round's decision. It is read under the lock: a round
@@ -1305,8 +1194,8 @@ func (c *Coordinator) bindLocked(cn Link, nickname string, pending int, w *wire.
 	if pending > 0 {
 		dec := wire.Decision{T: pending, State: wire.Excluded}
 		switch {
-		case or != nil && or.t == pending && or.cohort[d.id] && or.updates[d.id] != nil &&
-			(!or.closed || slices.Contains(or.included, d.id)):
+		case or != nil && or.t == pending && or.cohort[d.ID] && or.updates[d.ID] != nil &&
+			(!or.closed || slices.Contains(or.included, d.ID)):
 			dec.State = wire.Pending
 			holding = true
 		case pending <= c.committed:
@@ -1314,43 +1203,36 @@ func (c *Coordinator) bindLocked(cn Link, nickname string, pending int, w *wire.
 			if err != nil {
 				return err
 			}
-			if ok && rec.Includes(d.id) {
+			if ok && rec.Includes(d.ID) {
 				dec.State = wire.Included
 			}
 		}
 		pendingDec = &dec
 	}
-	if d.conn != nil {
-		old := d.conn
+	if old := c.roster.Attach(d, cn); old != nil {
 		old.CloseWith(wire.CodeDuplicate, "the device opened another connection")
 		c.secAggGoneLocked(d)
-	} else {
-		c.nconn++
 	}
-	d.conn = cn
 	// misses survive a reconnection and a new hello: only an accepted
 	// update shows that the device answers its rounds.
-	d.left, d.leftWhy = false, ""
-	d.nickname, d.skeleton = nickname, ""
-	if nickname != "" {
-		d.skeleton = gate.NicknameSkeleton(nickname)
-	}
-	if d.round != 0 && !holding {
+	d.Left, d.LeftWhy = false, ""
+	d.SetNickname(nickname)
+	if d.Round != 0 && !holding {
 		// Assigned but the update never arrived on the old connection:
 		// it is excluded now and a late copy will not be accepted.
 		// A closed round's maps are read without the lock by
 		// finishRound: it is left as it is (the device is not in its
 		// included list, and the welcome says "excluded").
-		if or != nil && or.t == d.round {
-			d.standing.Missed() // asked, and came back without its update
+		if or != nil && or.t == d.Round {
+			d.Standing.Missed() // asked, and came back without its update
 			if !or.closed {
-				delete(or.cohort, d.id)
-				delete(or.updates, d.id)
-				or.dropped[d.id] = true
+				delete(or.cohort, d.ID)
+				delete(or.updates, d.ID)
+				or.dropped[d.ID] = true
 				or.checkAllIn()
 			}
 		}
-		d.round = 0
+		d.Round = 0
 	}
 	c.front.Met.Connects.Add(1)
 	if w != nil {
@@ -1371,8 +1253,6 @@ func (c *Coordinator) bindLocked(cn Link, nickname string, pending int, w *wire.
 	c.signal()
 	return nil
 }
-
-func (c *Coordinator) connectedLocked() int { return c.nconn }
 
 // status implements handler: it answers on cn, waiting for room in its
 // outbox (a device that floods status queries is slowed by its own
@@ -1422,31 +1302,30 @@ func (c *Coordinator) disconnected(cn *wsconn.Conn) { c.DisconnectedLink(cn) }
 func (c *Coordinator) DisconnectedLink(cn Link) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	d := c.devices[cn.DeviceID()]
-	if d == nil || d.conn != cn {
+	d := c.roster.Get(cn.DeviceID())
+	if d == nil || d.Conn != cn {
 		return
 	}
-	d.conn = nil
-	c.nconn--
+	c.roster.Detach(d)
 	c.secAggGoneLocked(d)
 	if c.dropUnansweredLocked(d, "disconnected") {
-		d.standing.Missed() // asked, and went without its update
+		d.Standing.Missed() // asked, and went without its update
 	}
 }
 
 // dropUnansweredLocked removes d from the open round if it is a cohort
 // member whose update has not arrived (it is then excluded), and reports
 // whether it did.
-func (c *Coordinator) dropUnansweredLocked(d *device, why string) bool {
+func (c *Coordinator) dropUnansweredLocked(d *roster.Device, why string) bool {
 	or := c.round
-	if or == nil || d.round != or.t || !or.cohort[d.id] || or.updates[d.id] != nil || or.closed {
+	if or == nil || d.Round != or.t || !or.cohort[d.ID] || or.updates[d.ID] != nil || or.closed {
 		return false
 	}
-	delete(or.cohort, d.id)
-	or.dropped[d.id] = true
-	d.round = 0
+	delete(or.cohort, d.ID)
+	or.dropped[d.ID] = true
+	d.Round = 0
 	c.front.Met.GraceDrops.Add(1)
-	c.front.Log.Info("cohort member dropped from the round", "device", wsconn.ShortID(d.id), "round", or.t, "why", why)
+	c.front.Log.Info("cohort member dropped from the round", "device", wsconn.ShortID(d.ID), "round", or.t, "why", why)
 	or.checkAllIn()
 	return true
 }
@@ -1459,16 +1338,16 @@ func (c *Coordinator) leave(cn *wsconn.Conn, l wire.Leave) { c.LeaveLink(cn, l) 
 func (c *Coordinator) LeaveLink(cn Link, l wire.Leave) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	d := c.devices[cn.DeviceID()]
-	if d == nil || d.conn != cn {
+	d := c.roster.Get(cn.DeviceID())
+	if d == nil || d.Conn != cn {
 		return
 	}
 	c.front.Met.Leaves.Add(1)
-	if !d.left {
-		c.front.Log.Info("device left", "device", wsconn.ShortID(d.id), "reason", l.Reason, "detail", l.Detail)
+	if !d.Left {
+		c.front.Log.Info("device left", "device", wsconn.ShortID(d.ID), "reason", l.Reason, "detail", l.Detail)
 	}
-	d.left = true
-	d.leftWhy = l.Detail
+	d.Left = true
+	d.LeftWhy = l.Detail
 	c.secAggGoneLocked(d)
 	c.dropUnansweredLocked(d, "left: "+l.Reason)
 	c.signal()
@@ -1477,9 +1356,9 @@ func (c *Coordinator) LeaveLink(cn Link, l wire.Leave) {
 func (c *Coordinator) endSession() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for _, d := range c.devices {
-		if d.conn != nil {
-			d.conn.SendControl(wire.End{Committed: c.committed})
+	for _, d := range c.roster.Devices() {
+		if d.Conn != nil {
+			d.Conn.SendControl(wire.End{Committed: c.committed})
 		}
 	}
 }
@@ -1498,9 +1377,9 @@ func (c *Coordinator) Shutdown() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.closing = true
-	for _, d := range c.devices {
-		if d.conn != nil {
-			d.conn.CloseWith(wire.CodeShutdown, "coordinator is shutting down")
+	for _, d := range c.roster.Devices() {
+		if d.Conn != nil {
+			d.Conn.CloseWith(wire.CodeShutdown, "coordinator is shutting down")
 		}
 	}
 }

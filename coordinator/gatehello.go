@@ -12,36 +12,17 @@ import (
 func (c *Coordinator) evictInactive() {
 	g := c.front.Gate
 	c.mu.Lock()
-	over := len(c.devices) - c.nconn - g.Config().MaxInactive
+	over := c.roster.Len() - c.roster.Connected() - g.Config().MaxInactive
 	c.mu.Unlock()
 	if over <= 0 {
 		return
 	}
 	want := over + g.Config().MaxInactive/8
 	ids := g.OldestInactive()
-	var gone []string
 	c.mu.Lock()
-	for _, id := range ids {
-		if len(gone) >= want {
-			break
-		}
-		d := c.devices[id]
-		switch {
-		case d == nil || d.conn != nil:
-			gone = append(gone, id) // stale entry: drop it from the table
-			continue
-		case d.round != 0:
-			continue
-		}
-		c.removeDeviceLocked(id)
-		if c.histLost == nil {
-			c.histLost = map[string]bool{}
-		}
-		c.histLost[id] = true // its asks and inclusions so far are forgotten
-		gone = append(gone, id)
-		c.front.Met.Evicted.Add(1)
-	}
+	gone, evicted := c.roster.EvictInactive(ids, want)
 	c.mu.Unlock()
+	c.front.Met.Evicted.Add(int64(evicted))
 	g.Forget(gone)
 }
 

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"browserfl/coordinator/gate"
+	"browserfl/coordinator/roster"
 	"browserfl/shared/wire"
 )
 
@@ -26,21 +27,21 @@ func TestHistoryFromStart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bind := func(id string) *device {
+	bind := func(id string) *roster.Device {
 		t.Helper()
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		if err := c.bindLocked(&recLink{id: id}, "", 0, &wire.Welcome{}); err != nil {
 			t.Fatal(err)
 		}
-		return c.devices[id]
+		return c.roster.Get(id)
 	}
 	leave := func(id string) {
-		c.DisconnectedLink(c.devices[id].conn)
+		c.DisconnectedLink(c.roster.Get(id).Conn)
 		c.front.Gate.MarkInactive(id)
 	}
 	for _, id := range []string{"a", "b", "c"} {
-		if d := bind(id); !d.hist.FromStart() {
+		if d := bind(id); !d.Hist.FromStart() {
 			t.Fatalf("%s: not from the start in a session no round of which was sent", id)
 		}
 	}
@@ -49,28 +50,28 @@ func TestHistoryFromStart(t *testing.T) {
 	}
 	c.evictInactive()
 	c.mu.Lock()
-	_, kept := c.devices["a"]
+	kept := c.roster.Get("a") != nil
 	c.mu.Unlock()
 	if kept {
 		t.Fatal("the oldest inactive device was not evicted (test setting)")
 	}
-	if d := bind("a"); d.hist.FromStart() {
+	if d := bind("a"); d.Hist.FromStart() {
 		t.Error("an evicted device came back with a history from the start")
 	}
 
 	// An inclusion through an edge's aggregate starts the history again,
 	// no longer from the start.
 	d := bind("e")
-	d.hist.Ask()
-	d.hist.Include([]float64{1, 2, 3, 4})
+	d.Hist.Ask()
+	d.Hist.Include([]float64{1, 2, 3, 4})
 	or := &openRound{t: 1, cohort: map[string]bool{"e": true}, updates: map[string]*update{"e": {agg: true}},
 		dropped: map[string]bool{}, allIn: make(chan struct{}), target: 1, unsure: map[string]bool{}}
 	or.included = []string{"e"}
 	c.mu.Lock()
 	c.addHistoriesLocked(or)
 	c.mu.Unlock()
-	if d.hist.FromStart() || d.hist.Len() != 0 {
-		t.Errorf("after an inclusion in an aggregate: from the start %v, %d messages; want false, 0", d.hist.FromStart(), d.hist.Len())
+	if d.Hist.FromStart() || d.Hist.Len() != 0 {
+		t.Errorf("after an inclusion in an aggregate: from the start %v, %d messages; want false, 0", d.Hist.FromStart(), d.Hist.Len())
 	}
 
 	// A store whose rounds started (or that committed before the marker
@@ -91,8 +92,8 @@ func TestHistoryFromStart(t *testing.T) {
 	if err := c2.bindLocked(&recLink{id: "new"}, "", 0, &wire.Welcome{Secret: "fresh"}); err != nil {
 		t.Fatal(err)
 	}
-	if c2.devices["old"].hist.FromStart() || !c2.devices["new"].hist.FromStart() {
+	if c2.roster.Get("old").Hist.FromStart() || !c2.roster.Get("new").Hist.FromStart() {
 		t.Errorf("after rounds started: returning device from the start %v (want false), new one %v (want true)",
-			c2.devices["old"].hist.FromStart(), c2.devices["new"].hist.FromStart())
+			c2.roster.Get("old").Hist.FromStart(), c2.roster.Get("new").Hist.FromStart())
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"browserfl/coordinator/store"
@@ -121,18 +120,6 @@ func (c *Coordinator) waitResumed(ctx context.Context) error {
 	}
 }
 
-// lobbyCountLocked is the number of devices in the lobby: connected and
-// not left.
-func (c *Coordinator) lobbyCountLocked() int {
-	n := 0
-	for _, d := range c.devices {
-		if d.conn != nil && !d.left && !d.removed {
-			n++
-		}
-	}
-	return n
-}
-
 // Start leaves the lobby: it sizes the final parameters from the devices
 // present (Config.Size), builds the server half (Config.NewServer),
 // stores the final parameters and sends them to every connected device in
@@ -148,7 +135,7 @@ func (c *Coordinator) Start(ctx context.Context) error {
 		c.mu.Unlock()
 		return fmt.Errorf("%w: start in state %s", ErrState, st)
 	}
-	n := c.lobbyCountLocked()
+	n := c.roster.InLobby()
 	c.mu.Unlock()
 	if n == 0 {
 		return fmt.Errorf("%w: nobody is in the lobby yet", ErrState)
@@ -183,8 +170,8 @@ func (c *Coordinator) Start(ctx context.Context) error {
 	}
 	c.state = StateRunning
 	sent := 0
-	for _, d := range c.devices {
-		if d.conn != nil && !d.left && !d.removed && d.conn.SendControl(wire.Start{Session: final}) {
+	for _, d := range c.roster.Devices() {
+		if d.Conn != nil && !d.Left && !d.Removed && d.Conn.SendControl(wire.Start{Session: final}) {
 			sent++
 		}
 	}
@@ -230,7 +217,7 @@ func (c *Coordinator) putStateLocked(state string) error {
 	}
 	l.Started = old.Started
 	if state == StateEnded {
-		l.People = c.peopleLocked()
+		l.People = c.roster.People(c.state == StateLobby)
 		if old.State == StateEnded {
 			l.Ended, l.EndedEarly = old.Ended, old.EndedEarly
 		} else {
@@ -259,9 +246,9 @@ func (c *Coordinator) End() error {
 	if c.round == nil {
 		// No round to finish: tell the devices now (the round loop may
 		// be in the lobby or paused; it returns after it sends End too).
-		for _, d := range c.devices {
-			if d.conn != nil {
-				d.conn.SendControl(wire.End{Committed: c.committed})
+		for _, d := range c.roster.Devices() {
+			if d.Conn != nil {
+				d.Conn.SendControl(wire.End{Committed: c.committed})
 			}
 		}
 	}
@@ -294,49 +281,4 @@ func (c *Coordinator) Session() wire.SessionParams {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.sess
-}
-
-// peopleLocked lists the devices in the order they first joined.
-func (c *Coordinator) peopleLocked() []view.Person {
-	ds := make([]*device, 0, len(c.devices))
-	for _, d := range c.devices {
-		ds = append(ds, d)
-	}
-	slices.SortFunc(ds, func(a, b *device) int {
-		if c := a.joined.Compare(b.joined); c != 0 {
-			return c
-		}
-		return cmpString(a.id, b.id)
-	})
-	out := make([]view.Person, 0, len(ds))
-	for _, d := range ds {
-		p := view.Person{Nickname: d.nickname, Rounds: d.participations}
-		p.SetTeacherView(d.id, d.standing.Rejected(), d.rejectWhy)
-		switch {
-		case d.removed:
-			p.State, p.Why = "removed", "removed by the teacher"
-		case d.left:
-			p.State, p.Why = "left", d.leftWhy
-		case d.conn == nil:
-			p.State = "gone"
-		case !d.standing.Sampled(c.front.Lim.MaxMisses):
-			p.State = "stuck"
-		case c.state == StateLobby:
-			p.State = "lobby"
-		default:
-			p.State = "active"
-		}
-		out = append(out, p)
-	}
-	return out
-}
-
-func cmpString(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }

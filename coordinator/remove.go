@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"browserfl/coordinator/roster"
 	"browserfl/coordinator/wsconn"
 	"browserfl/shared/wire"
 )
@@ -36,11 +37,11 @@ var ErrNoSuchDevice = errors.New("coordinator: no such device in this session")
 func (c *Coordinator) Remove(id string) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	d := c.devices[id]
+	d := c.roster.Get(id)
 	switch {
 	case id == "" || d == nil:
 		return fmt.Errorf("%w: %q", ErrNoSuchDevice, wsconn.ShortID(id))
-	case d.removed:
+	case d.Removed:
 		return fmt.Errorf("%w: the device was removed already", ErrState)
 	}
 	// Durable first: a restart must keep refusing the device.
@@ -48,11 +49,11 @@ func (c *Coordinator) Remove(id string) error {
 		return fmt.Errorf("coordinator: %w", err)
 	}
 	c.removed[id] = true
-	d.removed = true
+	d.Removed = true
 	c.front.Log.Info("device removed by the teacher", "device", wsconn.ShortID(id))
-	if or := c.round; or != nil && d.round == or.t && or.cohort[id] {
+	if or := c.round; or != nil && d.Round == or.t && or.cohort[id] {
 		u := or.updates[id]
-		atEdge := c.node != nil && c.node.Holds(d.conn)
+		atEdge := c.node != nil && c.node.Holds(d.Conn)
 		if or.closed || (u != nil && u.agg) || atEdge {
 			// Decided with the round; finishRound (or discardRound)
 			// closes the connection after the decision.
@@ -67,12 +68,12 @@ func (c *Coordinator) Remove(id string) error {
 		}
 		delete(or.cohort, id)
 		or.dropped[id] = true
-		d.round = 0
-		control(d.conn, wire.Decision{T: or.t, State: wire.Excluded, Reason: "removed by the teacher"})
+		d.Round = 0
+		roster.Control(d.Conn, wire.Decision{T: or.t, State: wire.Excluded, Reason: "removed by the teacher"})
 		or.checkAllIn()
 	}
-	if d.conn != nil {
-		d.conn.CloseWith(wire.CodeRemoved, reasonRemoved)
+	if d.Conn != nil {
+		d.Conn.CloseWith(wire.CodeRemoved, reasonRemoved)
 	}
 	c.signal()
 	return nil

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"time"
 
+	"browserfl/coordinator/roster"
 	"browserfl/coordinator/wsconn"
 	"browserfl/engine"
 	"browserfl/shared/plan"
@@ -77,8 +78,8 @@ func (c *Coordinator) startSecAggLocked(or *openRound, members []string) {
 	c.sa.attempt++
 	r, setups, err := engine.NewSecAggRound(c.sa.a, c.sa.session, wire.SecAggRound(or.t, c.sa.attempt), members,
 		func(id string) ([32]byte, bool) {
-			d := c.devices[id]
-			return d.signKey, d != nil && d.hasKey
+			d := c.roster.Get(id)
+			return d.SignKey, d != nil && d.HasKey
 		})
 	or.sa, or.saStep = r, make(chan struct{}, 1)
 	if err != nil {
@@ -92,8 +93,8 @@ func (c *Coordinator) startSecAggLocked(or *openRound, members []string) {
 
 // sendSecAggLocked sends m to device id if it is connected.
 func (c *Coordinator) sendSecAggLocked(or *openRound, id string, m any) {
-	d := c.devices[id]
-	if d == nil || d.conn == nil {
+	d := c.roster.Get(id)
+	if d == nil || d.Conn == nil {
 		return
 	}
 	b, err := wire.EncodeSecAgg(or.t, m)
@@ -101,7 +102,7 @@ func (c *Coordinator) sendSecAggLocked(or *openRound, id string, m any) {
 		c.front.Log.Error("secure aggregation message not encodable", "round", or.t, "err", err)
 		return
 	}
-	if d.conn.Send(wsconn.OutFrame{Binary: true, Data: b}) {
+	if d.Conn.Send(wsconn.OutFrame{Binary: true, Data: b}) {
 		or.bytesOut += int64(len(b))
 	}
 }
@@ -114,8 +115,8 @@ func (c *Coordinator) acceptSecAgg(cn *wsconn.Conn, f wire.SecAggFrame, frameLen
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	id := cn.ID
-	d := c.devices[id]
-	if d == nil || d.conn != cn {
+	d := c.roster.Get(id)
+	if d == nil || d.Conn != cn {
 		return nil // superseded connection
 	}
 	or := c.round
@@ -132,7 +133,7 @@ func (c *Coordinator) acceptSecAgg(cn *wsconn.Conn, f wire.SecAggFrame, frameLen
 		}
 		c.front.Met.SecAggRefused.Add(1)
 		return fmt.Errorf("secure aggregation frame for round %d that has not started", f.T)
-	case !or.cohort[id] || d.round != f.T:
+	case !or.cohort[id] || d.Round != f.T:
 		c.front.Met.LateUpdates.Add(1)
 		return nil // dropped from the round meanwhile
 	case lateAttempt(f, c.sa.session, wire.SecAggRound(or.t, c.sa.attempt)):
@@ -157,7 +158,7 @@ func (c *Coordinator) acceptSecAgg(cn *wsconn.Conn, f wire.SecAggFrame, frameLen
 		// The round holds this device's release (masked): it is
 		// included if the round completes.
 		or.updates[id] = &update{}
-		d.standing.Accepted()
+		d.Standing.Accepted()
 		c.front.Met.Updates.Add(1)
 	}
 	if or.sa.Done() {
@@ -247,7 +248,7 @@ func (sh *roundShell) collectSecAgg(ctx context.Context) (engine.Collected[strin
 					}
 					sent[m] = b
 				}
-				if d := c.devices[id]; d != nil && d.conn != nil && d.conn.Send(wsconn.OutFrame{Binary: true, Data: b}) {
+				if d := c.roster.Get(id); d != nil && d.Conn != nil && d.Conn.Send(wsconn.OutFrame{Binary: true, Data: b}) {
 					or.bytesOut += int64(len(b))
 				}
 			}
@@ -281,17 +282,17 @@ func (sh *roundShell) collectSecAgg(ctx context.Context) (engine.Collected[strin
 // secAggGoneLocked tells the open round's secure aggregation that device
 // d's connection is gone (its secagg client with it), so that the step
 // does not wait for it. The caller holds c.mu.
-func (c *Coordinator) secAggGoneLocked(d *device) {
+func (c *Coordinator) secAggGoneLocked(d *roster.Device) {
 	or := c.round
-	if or == nil || or.sa == nil || d.round != or.t {
+	if or == nil || or.sa == nil || d.Round != or.t {
 		return
 	}
 	if or.saBusy {
 		// The step is closing outside the lock: drop d once it has.
-		or.saGone = append(or.saGone, d.id)
+		or.saGone = append(or.saGone, d.ID)
 		return
 	}
-	or.sa.Drop(d.id)
+	or.sa.Drop(d.ID)
 	if or.sa.Done() {
 		select {
 		case or.saStep <- struct{}{}:

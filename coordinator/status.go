@@ -13,28 +13,11 @@ func (c *Coordinator) Status() view.Status {
 	var s view.Status
 	c.mu.Lock()
 	s.Session, s.MinDevices, s.State = c.sess, c.minDevices, c.state
-	s.People = c.peopleLocked()
+	s.People = c.roster.People(c.state == StateLobby)
 	s.Committed, s.Finished = c.committed, c.finished
 	node := c.node
-	for _, d := range c.devices {
-		if d.conn != nil {
-			s.Devices.Connected++
-			switch {
-			case c.eligible(d):
-				s.Devices.Eligible++
-			case d.left:
-				s.Devices.Left++
-			case !d.standing.Sampled(c.front.Lim.MaxMisses):
-				s.Devices.Stuck++
-			}
-		}
-		if d.round != 0 {
-			s.Devices.Busy++
-		}
-		s.Privacy.MaxParticipations = max(s.Privacy.MaxParticipations, d.participations)
-	}
-	s.Devices.Known = len(c.devices)
-	s.Full = c.connectedLocked() >= c.front.Lim.MaxDevices
+	most := c.roster.Tally(&s)
+	s.Full = c.roster.Connected() >= c.front.Lim.MaxDevices
 	if or := c.round; or != nil {
 		s.Round = &view.RoundView{T: or.t, Cohort: len(or.cohort), Received: len(or.updates), Closed: or.closed,
 			DeadlineLeftMs: max(0, time.Until(or.deadline).Milliseconds())}
@@ -44,7 +27,6 @@ func (c *Coordinator) Status() view.Status {
 	}
 	c.mu.Unlock()
 	s.AccuracyNote = c.cfg.EvalNote
-	most := s.Privacy.MaxParticipations
 	s.Privacy = view.SessionPrivacy(s.Session)
 	s.Privacy.MaxParticipations = most
 	s.BytesIn, s.BytesOut = c.front.Met.BytesIn.Load(), c.front.Met.BytesOut.Load()
@@ -69,20 +51,7 @@ func (c *Coordinator) Activity() view.Activity {
 	defer c.mu.Unlock()
 	a := view.Activity{Session: c.sess, MinDevices: c.minDevices}
 	a.Committed, a.Finished, a.Lobby = c.committed, c.finished, c.state == StateLobby
-	for _, d := range c.devices {
-		if d.conn != nil && !d.left && !d.removed {
-			a.Connected++
-			if d.standing.Sampled(c.front.Lim.MaxMisses) {
-				a.Active++
-			}
-		}
-		if d.left && d.leftWhy != "" && !d.removed {
-			if a.LeftWhy == nil {
-				a.LeftWhy = map[string]int{}
-			}
-			a.LeftWhy[d.leftWhy]++
-		}
-	}
+	c.roster.TallyActivity(&a)
 	return a
 }
 
