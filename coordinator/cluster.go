@@ -99,7 +99,7 @@ func (c *Coordinator) Beat(publish func(bus.SessionBeat)) {
 	publish(b)
 }
 
-// AdmitForwarded is admission (admitLink) for a hello an edge forwarded
+// AdmitForwarded is admission (admitCred) for a hello an edge forwarded
 // on l: its credentials come as digests (busCred), never in the hello.
 func (c *Coordinator) AdmitForwarded(l Link, h wire.Hello, codeHash, secretHash []byte) error {
 	_, err := c.admitCred(l, h, &busCred{codeHash: codeHash, secretHash: secretHash})

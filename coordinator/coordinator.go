@@ -1054,18 +1054,6 @@ func (or *openRound) checkAllIn() {
 	}
 }
 
-// admit implements handler.
-func (c *Coordinator) admit(cn *wsconn.Conn, h wire.Hello) error {
-	_, err := c.admitLink(cn, h)
-	return err
-}
-
-// admitLink authenticates hello and binds the device to cn, resolving
-// the device's pending round. It returns the welcome it queued.
-func (c *Coordinator) admitLink(cn Link, h wire.Hello) (wire.Welcome, error) {
-	return c.admitCred(cn, h, nil)
-}
-
 // busCred are a hello's credentials as an edge forwards them (the
 // hello itself carries neither the join code nor the secret): the
 // SHA-256 of the join code the device gave, and of its secret (of a
@@ -1075,8 +1063,9 @@ type busCred struct {
 	codeHash, secretHash []byte
 }
 
-// admitCred is admitLink for a hello whose credentials come as cred
-// (nil: in the hello, from a websocket).
+// admitCred authenticates hello and binds the device to cn, resolving
+// the device's pending round; it returns the welcome it queued. The
+// credentials come as cred (nil: in the hello, from a websocket).
 func (c *Coordinator) admitCred(cn Link, h wire.Hello, cred *busCred) (wire.Welcome, error) {
 	if h.Version != wire.Version {
 		return wire.Welcome{}, &wsconn.CloseError{Code: wire.CodeVersion, Reason: fmt.Sprintf("protocol version %d, want %d", h.Version, wire.Version)}
@@ -1254,18 +1243,6 @@ func (c *Coordinator) bindLocked(cn Link, nickname string, pending int, w *wire.
 	return nil
 }
 
-// status implements handler: it answers on cn, waiting for room in its
-// outbox (a device that floods status queries is slowed by its own
-// answers).
-func (c *Coordinator) status(cn *wsconn.Conn, t int) error {
-	dec, err := c.Decision(cn.ID, t)
-	if err != nil {
-		return err
-	}
-	cn.SendWait(dec)
-	return nil
-}
-
 // Decision answers a status query for round t from device id.
 func (c *Coordinator) Decision(id string, t int) (wire.Decision, error) {
 	// Under the lock for the same reason as in admit: the round must not
@@ -1290,15 +1267,12 @@ func (c *Coordinator) Decision(id string, t int) (wire.Decision, error) {
 	return dec, nil
 }
 
-// disconnected unbinds cn from its device. A cohort member of the open
-// round whose update has not arrived is dropped from the round at once:
-// frames are read in order, so an update it sent before the connection
-// ended has already been accepted, and if it comes back it would be
-// excluded anyway (see admit). The round therefore never waits for a
-// device that has gone.
-func (c *Coordinator) disconnected(cn *wsconn.Conn) { c.DisconnectedLink(cn) }
-
-// DisconnectedLink is disconnected for any link (an edge's too).
+// DisconnectedLink unbinds l from its device (a websocket's or an
+// edge's link). A cohort member of the open round whose update has not
+// arrived is dropped from the round at once: frames are read in order, so
+// an update it sent before the connection ended has already been
+// accepted, and if it comes back it would be excluded anyway (see
+// admitCred). The round therefore never waits for a device that has gone.
 func (c *Coordinator) DisconnectedLink(cn Link) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -1330,11 +1304,9 @@ func (c *Coordinator) dropUnansweredLocked(d *roster.Device, why string) bool {
 	return true
 }
 
-// leave handles a Leave message: the device is not sampled again until
-// its next hello, and leaves the open round if it has not answered it.
-func (c *Coordinator) leave(cn *wsconn.Conn, l wire.Leave) { c.LeaveLink(cn, l) }
-
-// LeaveLink is leave for any link (an edge's too).
+// LeaveLink handles a Leave message on l (a websocket's or an edge's
+// link): the device is not sampled again until its next hello, and
+// leaves the open round if it has not answered it.
 func (c *Coordinator) LeaveLink(cn Link, l wire.Leave) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -160,7 +160,7 @@ func (h *fuzzHarness) connect(d *fuzzDevice, hello wire.Hello) {
 	// step, so a frame's stamp is the step that queued it.
 	h.conns = append(h.conns, fakeConn{cn, ws})
 	d.all = append(d.all, ws)
-	w, err := h.c.admitLink(cn, hello)
+	w, err := h.c.admitCred(cn, hello, nil)
 	h.drain()
 	h.tracef("  hello pending %d -> %v %v", hello.Pending, w.Pending, err)
 	if err != nil {
@@ -178,7 +178,7 @@ func (h *fuzzHarness) disconnect(d *fuzzDevice) {
 		return
 	}
 	d.cn.Shut()
-	h.c.disconnected(d.cn)
+	h.c.DisconnectedLink(d.cn)
 	d.cn = nil
 }
 

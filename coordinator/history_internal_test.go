@@ -48,7 +48,7 @@ func TestHistoryFromStart(t *testing.T) {
 	for _, id := range []string{"a", "b", "c"} {
 		leave(id)
 	}
-	c.evictInactive()
+	sessionHandler{c}.EvictInactive()
 	c.mu.Lock()
 	kept := c.roster.Get("a") != nil
 	c.mu.Unlock()
