@@ -18,6 +18,7 @@ import (
 	"browserfl/coordinator/gate"
 	"browserfl/coordinator/metrics"
 	"browserfl/coordinator/roster"
+	"browserfl/coordinator/secround"
 	"browserfl/coordinator/store"
 	"browserfl/coordinator/wsconn"
 	"browserfl/engine"
@@ -207,7 +208,7 @@ type Coordinator struct {
 	removed map[string]bool
 	// sa is the secure aggregation of a shared-noise session (secagg.go);
 	// nil for the other algorithms.
-	sa *saState
+	sa *secround.Session
 	// node is set when edge processes hold devices for this session
 	// (cluster.go, coordinator/sessionnode); nil in the one-process shape.
 	node Relay
@@ -258,15 +259,9 @@ type openRound struct {
 	// cohort member neither answered nor was dropped as gone).
 	deadlineHit bool
 	allIn       chan struct{}
-	// sa is the round's secure aggregation (shared-noise sessions):
-	// saStep is signalled when its step has every answer, saBusy is set
-	// while a step closes (saGone then holds the devices gone meanwhile,
-	// dropped once it has closed), saErr says why it could not start.
-	sa       *engine.SecAggRound[string]
-	saStep   chan struct{}
-	saBusy   bool
-	saGone   []string
-	saErr    error
+	// sa is the round's secure aggregation (shared-noise sessions;
+	// secagg.go), nil in the other sessions.
+	sa       *secround.Round
 	started  time.Time
 	deadline time.Time
 	bytesIn  int64
@@ -405,8 +400,12 @@ func (c *Coordinator) prepare() error {
 			return c.unservable(committed, err)
 		}
 	}
-	if err := c.prepareSecAgg(); err != nil {
+	if c.sa, err = newSecAgg(c.sess, c.node, c.front.Log); err != nil {
 		return err
+	}
+	if c.sa != nil {
+		// No round starts that could not reach the threshold.
+		c.minDevices = max(c.minDevices, c.sa.Threshold())
 	}
 	c.eng = engine.New[string](c.server, cfg.Session.Cohort, cfg.Session.Rounds, cfg.Seed, cfg.Session.DeadlineMillis)
 	if c.node == nil {
@@ -606,7 +605,7 @@ func (c *Coordinator) finishRound(ctx context.Context, or *openRound) error {
 // reached), its deadline, the session's end, or ctx.
 func (sh *roundShell) Collect(ctx context.Context, t int) (engine.Collected[string], error) {
 	c, or := sh.c, sh.or
-	if or.sa != nil || or.saErr != nil {
+	if or.sa != nil {
 		return sh.collectSecAgg(ctx)
 	}
 	timer := time.NewTimer(time.Duration(c.sess.DeadlineMillis) * time.Millisecond)
@@ -716,7 +715,10 @@ func (sh *roundShell) Ask(t int, start func(eligible []string, sure func(string)
 		c.node.SendRounds(t, c.sess, c.bound)
 	}
 	if c.sa != nil {
-		c.startSecAggLocked(or, cohort)
+		or.sa = c.sa.Start(t, cohort, func(id string) ([32]byte, bool) {
+			d := c.roster.Get(id)
+			return d.SignKey, d != nil && d.HasKey
+		}, or.sendTo(c.roster))
 	}
 	c.round = or
 	sh.or = or
@@ -1200,7 +1202,7 @@ func (c *Coordinator) bindLocked(cn Link, nickname string, pending int, w *wire.
 	}
 	if old := c.roster.Attach(d, cn); old != nil {
 		old.CloseWith(wire.CodeDuplicate, "the device opened another connection")
-		c.secAggGoneLocked(d)
+		c.round.secAggGone(d)
 	}
 	// misses survive a reconnection and a new hello: only an accepted
 	// update shows that the device answers its rounds.
@@ -1281,7 +1283,7 @@ func (c *Coordinator) DisconnectedLink(cn Link) {
 		return
 	}
 	c.roster.Detach(d)
-	c.secAggGoneLocked(d)
+	c.round.secAggGone(d)
 	if c.dropUnansweredLocked(d, "disconnected") {
 		d.Standing.Missed() // asked, and went without its update
 	}
@@ -1320,7 +1322,7 @@ func (c *Coordinator) LeaveLink(cn Link, l wire.Leave) {
 	}
 	d.Left = true
 	d.LeftWhy = l.Detail
-	c.secAggGoneLocked(d)
+	c.round.secAggGone(d)
 	c.dropUnansweredLocked(d, "left: "+l.Reason)
 	c.signal()
 }

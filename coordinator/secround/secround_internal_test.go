@@ -1,4 +1,4 @@
-package coordinator
+package secround
 
 import (
 	"testing"
