@@ -73,12 +73,12 @@ func (c *Coordinator) AttachNode(r Relay) error {
 	}
 	c.mu.Lock()
 	c.node = r
-	if c.eng != nil {
+	if c.loop.eng != nil {
 		// An edge's sum is all or nothing and a round takes at most m
 		// updates: a round that asked everyone eligible would have edge
 		// sums past m, each refused whole, and include nobody (prepare
 		// leaves it off once a node is attached).
-		c.eng.SetAskAll(0)
+		c.loop.eng.SetAskAll(0)
 	}
 	c.mu.Unlock()
 	return nil
@@ -92,17 +92,17 @@ func (c *Coordinator) AttachNode(r Relay) error {
 func (c *Coordinator) Beat(publish func(bus.SessionBeat)) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	b := bus.SessionBeat{JoinCodeHash: bus.CodeDigest(c.cfg.JoinCode), Committed: c.committed, Finished: c.finished}
-	if c.round != nil {
-		b.Open = c.round.t
+	b := bus.SessionBeat{JoinCodeHash: bus.CodeDigest(c.cfg.JoinCode), Committed: c.loop.committed, Finished: c.loop.finished}
+	if c.loop.open != nil {
+		b.Open = c.loop.open.t
 	}
 	publish(b)
 }
 
-// AdmitForwarded is admission (admitCred) for a hello an edge forwarded
+// AdmitForwarded is admission (admission.admit) for a hello an edge forwarded
 // on l: its credentials come as digests (busCred), never in the hello.
 func (c *Coordinator) AdmitForwarded(l Link, h wire.Hello, codeHash, secretHash []byte) error {
-	_, err := c.admitCred(l, h, &busCred{codeHash: codeHash, secretHash: secretHash})
+	_, err := c.adm.admit(l, h, &busCred{codeHash: codeHash, secretHash: secretHash})
 	return err
 }
 
@@ -126,7 +126,7 @@ func (c *Coordinator) Adopt(l Link, id, nickname string, pending int) error {
 		}
 	} else {
 		nick, _ := gate.NormalizeNickname(nickname) // "" if NFKC made it invalid
-		err = c.bindLocked(l, nick, pending, nil)
+		err = c.adm.bind(l, nick, pending, nil)
 		c.mu.Unlock()
 	}
 	return err
@@ -137,14 +137,14 @@ func (c *Coordinator) Adopt(l Link, id, nickname string, pending int) error {
 // all or nothing: if any member is not an open cohort member of round t
 // bound to that edge connection (it reconnected elsewhere, was dropped,
 // answered twice), it would take the round past the cohort m (rounds
-// over-select, cohort.go), or the sum fails validation (dimension,
+// over-select: engine.PlanCohort), or the sum fails validation (dimension,
 // finite, norm at most len(ids) times the update bound), none is
 // counted, and the
 // members still in the round are excluded at once with a reason. The
 // members in missing did not answer the edge by its deadline: they are
 // excluded now, so the round need not wait for them.
 func (c *Coordinator) AcceptAggregate(t int, links []Link, ids []string, body []byte, bytesIn int64, missing []Link) bool {
-	vec := c.vec(c.sess.Dim)
+	vec := c.in.vec(c.sess.Dim)
 	decodeErr := bus.DecodeVector(*vec, body)
 	norm := math.NaN()
 	if decodeErr == nil {
@@ -154,8 +154,8 @@ func (c *Coordinator) AcceptAggregate(t int, links []Link, ids []string, body []
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	defer c.signal()
-	or := c.round
+	defer c.loop.signal()
+	or := c.loop.open
 	for _, l := range missing {
 		if d := c.roster.Get(l.DeviceID()); d != nil && d.Conn == l && or != nil && or.t == t && d.Round == t &&
 			or.cohort[d.ID] && or.updates[d.ID] == nil && !or.closed {
@@ -170,13 +170,13 @@ func (c *Coordinator) AcceptAggregate(t int, links []Link, ids []string, body []
 		or.checkAllIn()
 	}
 	if len(ids) == 0 {
-		c.vecs.Put(vec)
+		c.in.vecs.Put(vec)
 		return true
 	}
-	if t <= c.committed || or == nil || or.t != t || or.closed {
+	if t <= c.loop.committed || or == nil || or.t != t || or.closed {
 		// Late: whoever is still in round t is excluded at its commit.
 		c.front.Met.LateUpdates.Add(int64(len(ids)))
-		c.vecs.Put(vec)
+		c.in.vecs.Put(vec)
 		return false
 	}
 	why := ""
@@ -199,7 +199,7 @@ func (c *Coordinator) AcceptAggregate(t int, links []Link, ids []string, body []
 	if why == "" {
 		switch {
 		case len(or.updates)+len(ids) > c.sess.Cohort:
-			// Over-selection (cohort.go) asks more than m devices; a
+			// Over-selection (engine.PlanCohort) asks more than m devices; a
 			// round never includes more than m (the server half refuses
 			// more), and an edge's sum is all or nothing.
 			why = fmt.Sprintf("the round has %d updates already; a sum of %d more would pass the cohort m = %d", len(or.updates), len(ids), c.sess.Cohort)
@@ -207,13 +207,13 @@ func (c *Coordinator) AcceptAggregate(t int, links []Link, ids []string, body []
 			why = decodeErr.Error()
 		case math.IsNaN(norm):
 			why = "the sum is not finite"
-		case !(norm <= float64(len(ids))*c.bound):
-			why = fmt.Sprintf("the sum's norm %.4g is above %d times the session's bound %.4g", norm, len(ids), c.bound)
+		case !(norm <= float64(len(ids))*c.in.bound):
+			why = fmt.Sprintf("the sum's norm %.4g is above %d times the session's bound %.4g", norm, len(ids), c.in.bound)
 			c.front.Met.RejectedUpdates.Add(int64(len(ids)))
 		}
 	}
 	if why != "" {
-		c.vecs.Put(vec)
+		c.in.vecs.Put(vec)
 		c.front.Log.Warn("edge aggregate refused; its members are excluded", "round", t, "members", len(ids), "why", why)
 		for _, id := range ids {
 			d := c.roster.Get(id)
@@ -249,14 +249,14 @@ func (c *Coordinator) AcceptAggregate(t int, links []Link, ids []string, body []
 func (c *Coordinator) RejectedAtEdge(l Link, t int, norm float64, why string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	d, or := c.roster.Get(l.DeviceID()), c.round
+	d, or := c.roster.Get(l.DeviceID()), c.loop.open
 	if d == nil || d.Conn != l || or == nil || or.t != t || !or.cohort[d.ID] || or.updates[d.ID] != nil || or.closed {
 		return
 	}
 	if why == "" {
-		why = plausible.NormWords(norm, c.bound)
+		why = plausible.NormWords(norm, c.in.bound)
 	}
-	c.rejectUpdateLocked(d, or, t, plainReason(why))
+	c.in.reject(d, or, t, plainReason(why))
 }
 
 // plainReason makes a reason from another process fit for the dashboard:

@@ -29,7 +29,7 @@ func (l *recLink) SendControl(m wire.Message) bool { l.msgs = append(l.msgs, m);
 func (l *recLink) CloseWith(code, reason string)   {}
 
 // TestAggregatePastCohort: a round over-selects (four members for a
-// cohort m = 2, cohort.go) and has one update; an edge's sum of two more
+// cohort m = 2: engine.PlanCohort) and has one update; an edge's sum of two more
 // would take it past m, which the server half refuses (optim checks n <=
 // m). The sum is refused whole, its members are excluded at once and
 // told so, and the round keeps at most m updates; a sum of one is taken.
@@ -52,7 +52,7 @@ func TestAggregatePastCohort(t *testing.T) {
 		or.cohort[id] = true
 	}
 	or.updates["a"] = &update{}
-	c.round = or
+	c.loop.open = or
 	c.mu.Unlock()
 	body := bus.EncodeVector(nil, make([]float64, sess.Dim))
 	if c.AcceptAggregate(1, []Link{links["b"], links["c"]}, []string{"b", "c"}, body, 100, nil) {

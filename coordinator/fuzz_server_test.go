@@ -160,7 +160,7 @@ func (h *fuzzHarness) connect(d *fuzzDevice, hello wire.Hello) {
 	// step, so a frame's stamp is the step that queued it.
 	h.conns = append(h.conns, fakeConn{cn, ws})
 	d.all = append(d.all, ws)
-	w, err := h.c.admitCred(cn, hello, nil)
+	w, err := h.c.adm.admit(cn, hello, nil)
 	h.drain()
 	h.tracef("  hello pending %d -> %v %v", hello.Pending, w.Pending, err)
 	if err != nil {
@@ -247,7 +247,7 @@ func (h *fuzzHarness) finish() {
 	h.c.mu.Unlock()
 	before := h.est.Estimate()
 	committed := h.c.Committed()
-	if err := h.c.finishRound(h.ctx, or); err != nil {
+	if err := h.c.loop.finishRound(h.ctx, or); err != nil {
 		h.t.Fatalf("finish round %d: %v", or.t, err)
 	}
 	after := h.est.Estimate()
@@ -281,8 +281,8 @@ func (h *fuzzHarness) finish() {
 			if !ok {
 				h.t.Fatalf("round %d: included update of %.8s is not the decoding of a payload it sent", or.t, id)
 			}
-			if n := mechanism.Norm(dec); !(n <= h.c.bound) {
-				h.t.Fatalf("round %d: included payload of norm %v above the bound %v", or.t, n, h.c.bound)
+			if n := mechanism.Norm(dec); !(n <= h.c.in.bound) {
+				h.t.Fatalf("round %d: included payload of norm %v above the bound %v", or.t, n, h.c.in.bound)
 			}
 			for i, v := range dec {
 				want[i] += v / float64(h.c.cfg.Session.Cohort)
@@ -412,7 +412,7 @@ func runFuzzProgram(t *testing.T, prog []byte) {
 			switch op % 9 {
 			case 0:
 				if h.open == nil && c.Committed() < sess.Rounds {
-					or, err := c.beginRound(ctx, c.Committed()+1)
+					or, err := c.loop.beginRound(ctx, c.Committed()+1)
 					if err != nil {
 						t.Fatalf("begin round: %v", err)
 					}

@@ -19,16 +19,16 @@ func (h sessionHandler) CheckHello(cn *wsconn.Conn, m wire.Hello) error {
 
 // Admit authenticates the hello and binds the device to cn.
 func (h sessionHandler) Admit(cn *wsconn.Conn, m wire.Hello) error {
-	_, err := h.c.admitCred(cn, m, nil)
+	_, err := h.c.adm.admit(cn, m, nil)
 	return err
 }
 
 func (h sessionHandler) AcceptUpdate(cn *wsconn.Conn, u wire.UpdateFrame, n int) error {
-	return h.c.acceptUpdate(cn, u, n)
+	return h.c.in.accept(cn, u, n)
 }
 
 func (h sessionHandler) AcceptSecAgg(cn *wsconn.Conn, f wire.SecAggFrame, n int) error {
-	return h.c.acceptSecAgg(cn, f, n)
+	return h.c.in.acceptSecAgg(cn, f, n)
 }
 
 // Status answers a status query on cn, waiting for room in its outbox (a

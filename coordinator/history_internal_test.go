@@ -31,7 +31,7 @@ func TestHistoryFromStart(t *testing.T) {
 		t.Helper()
 		c.mu.Lock()
 		defer c.mu.Unlock()
-		if err := c.bindLocked(&recLink{id: id}, "", 0, &wire.Welcome{}); err != nil {
+		if err := c.adm.bind(&recLink{id: id}, "", 0, &wire.Welcome{}); err != nil {
 			t.Fatal(err)
 		}
 		return c.roster.Get(id)
@@ -68,7 +68,7 @@ func TestHistoryFromStart(t *testing.T) {
 		dropped: map[string]bool{}, allIn: make(chan struct{}), target: 1, unsure: map[string]bool{}}
 	or.included = []string{"e"}
 	c.mu.Lock()
-	c.addHistoriesLocked(or)
+	c.loop.addHistories(or)
 	c.mu.Unlock()
 	if d.Hist.FromStart() || d.Hist.Len() != 0 {
 		t.Errorf("after an inclusion in an aggregate: from the start %v, %d messages; want false, 0", d.Hist.FromStart(), d.Hist.Len())
@@ -86,10 +86,10 @@ func TestHistoryFromStart(t *testing.T) {
 	}
 	c2.mu.Lock()
 	defer c2.mu.Unlock()
-	if err := c2.bindLocked(&recLink{id: "old"}, "", 0, &wire.Welcome{}); err != nil {
+	if err := c2.adm.bind(&recLink{id: "old"}, "", 0, &wire.Welcome{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := c2.bindLocked(&recLink{id: "new"}, "", 0, &wire.Welcome{Secret: "fresh"}); err != nil {
+	if err := c2.adm.bind(&recLink{id: "new"}, "", 0, &wire.Welcome{Secret: "fresh"}); err != nil {
 		t.Fatal(err)
 	}
 	if c2.roster.Get("old").Hist.FromStart() || !c2.roster.Get("new").Hist.FromStart() {

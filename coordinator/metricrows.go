@@ -12,7 +12,7 @@ import (
 func (c *Coordinator) WriteMetrics(w io.Writer) error {
 	rows := func() []metrics.Row {
 		c.mu.Lock()
-		g := metrics.SessionGauges{Committed: c.committed, Known: c.roster.Len(), Eligible: c.roster.CountEligible(),
+		g := metrics.SessionGauges{Committed: c.loop.committed, Known: c.roster.Len(), Eligible: c.roster.CountEligible(),
 			Inactive: c.roster.Len() - c.roster.Connected()}
 		node := c.node
 		c.mu.Unlock()

@@ -48,22 +48,22 @@ func (c *Coordinator) Remove(id string) error {
 	if err := c.store.MarkRemoved(id); err != nil {
 		return fmt.Errorf("coordinator: %w", err)
 	}
-	c.removed[id] = true
+	c.adm.removed[id] = true
 	d.Removed = true
 	c.front.Log.Info("device removed by the teacher", "device", wsconn.ShortID(id))
-	if or := c.round; or != nil && d.Round == or.t && or.cohort[id] {
+	if or := c.loop.open; or != nil && d.Round == or.t && or.cohort[id] {
 		u := or.updates[id]
 		atEdge := c.node != nil && c.node.Holds(d.Conn)
 		if or.closed || (u != nil && u.agg) || atEdge {
-			// Decided with the round; finishRound (or discardRound)
+			// Decided with the round; finishRound (or discard)
 			// closes the connection after the decision.
-			c.signal()
+			c.loop.signal()
 			return nil
 		}
 		if u != nil {
 			delete(or.updates, id)
 			if u.vec != nil {
-				c.vecs.Put(u.vec)
+				c.in.vecs.Put(u.vec)
 			}
 		}
 		delete(or.cohort, id)
@@ -75,6 +75,6 @@ func (c *Coordinator) Remove(id string) error {
 	if d.Conn != nil {
 		d.Conn.CloseWith(wire.CodeRemoved, reasonRemoved)
 	}
-	c.signal()
+	c.loop.signal()
 	return nil
 }

@@ -69,7 +69,8 @@ func (or *openRound) secAggGone(d *roster.Device) {
 // frame of a past round, an earlier attempt or a closed step is dropped; one that is out of
 // place or fails the server half's checks is refused (counted, and the
 // connection closed).
-func (c *Coordinator) acceptSecAgg(cn *wsconn.Conn, f wire.SecAggFrame, frameLen int) error {
+func (in *intake) acceptSecAgg(cn *wsconn.Conn, f wire.SecAggFrame, frameLen int) error {
+	c := in.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	id := cn.ID
@@ -77,12 +78,12 @@ func (c *Coordinator) acceptSecAgg(cn *wsconn.Conn, f wire.SecAggFrame, frameLen
 	if d == nil || d.Conn != cn {
 		return nil // superseded connection
 	}
-	or := c.round
+	or := c.loop.open
 	switch {
 	case c.sa == nil:
 		c.front.Met.SecAggRefused.Add(1)
 		return errors.New("secure aggregation frame in a session without it")
-	case f.T <= c.committed || or == nil || or.t != f.T || or.closed || or.sa == nil || !or.sa.Taking(f.Step):
+	case f.T <= c.loop.committed || or == nil || or.t != f.T || or.closed || or.sa == nil || !or.sa.Taking(f.Step):
 		// A past round, or a step that closed (or is closing) before it
 		// came: late.
 		if or == nil || f.T <= or.t {
@@ -124,7 +125,7 @@ func (c *Coordinator) acceptSecAgg(cn *wsconn.Conn, f wire.SecAggFrame, frameLen
 func (sh *roundShell) collectSecAgg(ctx context.Context) (engine.Collected[string], error) {
 	c, or := sh.c, sh.or
 	deadline := time.Duration(c.sess.DeadlineMillis) * time.Millisecond
-	res, failed, err := or.sa.Collect(ctx, &c.mu, deadline, c.endCh, or.sendTo(c.roster))
+	res, failed, err := or.sa.Collect(ctx, &c.mu, deadline, c.life.Done(), or.sendTo(c.roster))
 	if res.DeadlineHit {
 		or.deadlineHit = true // read by Commit on this goroutine
 	}

@@ -12,18 +12,18 @@ import (
 func (c *Coordinator) Status() view.Status {
 	var s view.Status
 	c.mu.Lock()
-	s.Session, s.MinDevices, s.State = c.sess, c.minDevices, c.state
-	s.People = c.roster.People(c.state == StateLobby)
-	s.Committed, s.Finished = c.committed, c.finished
+	s.Session, s.MinDevices, s.State = c.sess, c.minDevices, c.life.State()
+	s.People = c.roster.People(c.life.State() == StateLobby)
+	s.Committed, s.Finished = c.loop.committed, c.loop.finished
 	node := c.node
 	most := c.roster.Tally(&s)
 	s.Full = c.roster.Connected() >= c.front.Lim.MaxDevices
-	if or := c.round; or != nil {
+	if or := c.loop.open; or != nil {
 		s.Round = &view.RoundView{T: or.t, Cohort: len(or.cohort), Received: len(or.updates), Closed: or.closed,
 			DeadlineLeftMs: max(0, time.Until(or.deadline).Milliseconds())}
 	}
-	if c.lastEval.Valid {
-		s.LastEval = &view.EvalView{T: c.lastEval.T, Accuracy: c.lastEval.Accuracy, Loss: c.lastEval.Loss, Samples: c.lastEval.Samples}
+	if c.loop.lastEval.Valid {
+		s.LastEval = &view.EvalView{T: c.loop.lastEval.T, Accuracy: c.loop.lastEval.Accuracy, Loss: c.loop.lastEval.Loss, Samples: c.loop.lastEval.Samples}
 	}
 	c.mu.Unlock()
 	s.AccuracyNote = c.cfg.EvalNote
@@ -50,7 +50,7 @@ func (c *Coordinator) Activity() view.Activity {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	a := view.Activity{Session: c.sess, MinDevices: c.minDevices}
-	a.Committed, a.Finished, a.Lobby = c.committed, c.finished, c.state == StateLobby
+	a.Committed, a.Finished, a.Lobby = c.loop.committed, c.loop.finished, c.life.State() == StateLobby
 	c.roster.TallyActivity(&a)
 	return a
 }
@@ -59,8 +59,8 @@ func (c *Coordinator) Activity() view.Activity {
 func (c *Coordinator) Model() view.ModelSnapshot {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	m := view.ModelSnapshot{Frame: c.modelFrame, Committed: c.committed, Finished: c.finished}
-	if ev := c.lastEval; ev.Valid {
+	m := view.ModelSnapshot{Frame: c.loop.modelFrame, Committed: c.loop.committed, Finished: c.loop.finished}
+	if ev := c.loop.lastEval; ev.Valid {
 		m.LastEval = &view.EvalView{T: ev.T, Accuracy: ev.Accuracy, Loss: ev.Loss, Samples: ev.Samples}
 	}
 	return m
