@@ -107,7 +107,7 @@ func (a *admission) admit(cn Link, h wire.Hello, cred *busCred) (wire.Welcome, e
 
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if err := c.adm.bind(cn, h.Nickname, h.Pending, &w); err != nil {
+	if err := a.bind(cn, h.Nickname, h.Pending, &w); err != nil {
 		return wire.Welcome{}, err
 	}
 	if d := c.roster.Get(w.DeviceID); d != nil {

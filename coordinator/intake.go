@@ -71,14 +71,14 @@ func (in *intake) recycle(us []*update) {
 func (in *intake) accept(cn *wsconn.Conn, u wire.UpdateFrame, frameLen int) error {
 	c := in.c
 	c.mu.Lock()
-	dim, drop, err := c.in.check(cn, u.T)
+	dim, drop, err := in.check(cn, u.T)
 	c.mu.Unlock()
 	if drop || err != nil {
 		return err
 	}
 	// Validate the payload with the mechanism's decoder before it can
 	// reach the server half: a bad payload never touches the model.
-	vec := c.in.vec(dim)
+	vec := in.vec(dim)
 	norm, err := mechanism.DecodeNorm(*vec, u.Payload)
 	if err != nil {
 		in.vecs.Put(vec)
@@ -87,7 +87,7 @@ func (in *intake) accept(cn *wsconn.Conn, u wire.UpdateFrame, frameLen int) erro
 
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if _, drop, err := c.in.check(cn, u.T); drop || err != nil {
+	if _, drop, err := in.check(cn, u.T); drop || err != nil {
 		in.vecs.Put(vec)
 		return err
 	}
@@ -104,7 +104,7 @@ func (in *intake) accept(cn *wsconn.Conn, u wire.UpdateFrame, frameLen int) erro
 	hist := &d.Hist
 	if err := check.Message(in.chk, *vec, norm, hist); err != nil {
 		in.vecs.Put(vec)
-		c.in.reject(d, or, u.T, plausible.TeacherWords(err, norm, in.bound))
+		in.reject(d, or, u.T, plausible.TeacherWords(err, norm, in.bound))
 		cn.SendControl(wire.Decision{T: u.T, State: wire.Excluded, Reason: err.Error()})
 		return nil
 	}

@@ -122,7 +122,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 
 // parkedIn reports whether a goroutine is blocked (on a channel or a
 // select) with fn at the top of its stack; fn is a function as a stack
-// trace names it, e.g. "browserfl/coordinator.(*Coordinator).waitStarted".
+// trace names it, e.g. "browserfl/coordinator/lifecycle.(*Phase).WaitWhile".
 func parkedIn(fn string) bool {
 	buf := make([]byte, 1<<20)
 	for {
@@ -146,15 +146,15 @@ func parkedIn(fn string) bool {
 }
 
 // waitParked waits until the round loop (Coordinator.Run) is blocked in
-// its method named wait, the one place it waits for a signal (Start,
+// lifecycle.Phase.WaitWhile (in the lobby, or paused: what names), the one place it waits for a signal (Start,
 // Resume or End) no test sends here: from then on no round can start, and
 // any round started before has run and is visible. It stops waiting
 // early if wrong() is true, so a round loop that does not wait there
 // fails at once instead of at the timeout.
-func waitParked(t *testing.T, wait string, wrong func() bool) {
+func waitParked(t *testing.T, what string, wrong func() bool) {
 	t.Helper()
-	waitFor(t, "the round loop to wait in "+wait, func() bool {
-		return wrong() || parkedIn("browserfl/coordinator.(*Coordinator)."+wait)
+	waitFor(t, "the round loop to wait "+what, func() bool {
+		return wrong() || parkedIn("browserfl/coordinator/lifecycle.(*Phase).WaitWhile")
 	})
 }
 
@@ -209,7 +209,7 @@ func TestLobbyHoldsRoundsUntilStart(t *testing.T) {
 		st := h.coord.Status()
 		return st.State != coordinator.StateLobby || st.Committed != 0 || st.Round != nil
 	}
-	waitParked(t, "waitStarted", roundSeen)
+	waitParked(t, "in the lobby", roundSeen)
 	st := h.coord.Status()
 	if st.State != coordinator.StateLobby || st.Committed != 0 || st.Round != nil {
 		t.Fatalf("in the lobby: state %q, committed %d, round %v", st.State, st.Committed, st.Round)
@@ -361,7 +361,7 @@ func TestPauseResume(t *testing.T) {
 	}
 	waitFor(t, "the open round to finish", func() bool { return h.coord.Status().Round == nil })
 	k := h.coord.Committed()
-	waitParked(t, "waitResumed", func() bool {
+	waitParked(t, "while paused", func() bool {
 		st := h.coord.Status()
 		return st.Committed != k || st.Round != nil
 	})

@@ -297,7 +297,7 @@ func (l *roundLoop) discard(or *openRound, cause error) {
 	}
 	l.open = nil
 	c.mu.Unlock()
-	c.loop.signal()
+	l.signal()
 }
 
 // dropUnanswered removes d from the open round if it is a cohort
