@@ -584,7 +584,7 @@ var mutations = []mutation{
 		name: "edge-history-unused", why: "an edge tests each message only, not its device's running sum (a drift just under every message test passes)",
 		file: "coordinator/edge/edge.go",
 		old:  "hist := r.historyOf(ec)",
-		new:  "hist := (*plausible.History)(nil)",
+		new:  "hist := (*check.History)(nil)",
 		pkgs: []string{"./coordinator/", "-run", "EdgeKeepsHistories"},
 	},
 	{
