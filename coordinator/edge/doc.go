@@ -14,6 +14,14 @@
 // the session parameters in each round), and the session core knows an
 // edge only as the sender of those envelopes.
 //
+// Where things are: edge.go holds the device connections, the session's
+// envelopes and the round being collected; edgeround.go a round's
+// collection and its sum; edgehist.go the histories of the devices;
+// sessiontests.go the session's tests of each update, built once per
+// parameters; sessionlink.go the publishing side of the bus; handler.go
+// the edge as its connections see it (wsconn.Handler); frames.go the
+// frame limit.
+//
 // Concurrency: Run receives the session's envelopes (in order, on the
 // NATS subscription's goroutine) and beats on a timer; each connection
 // has the front's reader and writer goroutines. The edge's state is

@@ -12,7 +12,6 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
-	"reflect"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -72,38 +71,30 @@ type Config struct {
 // finite, within the session's norm bound) and sends the session one sum
 // per round instead of every update.
 type Edge struct {
-	front    *wsconn.Front
-	cfg      Config
-	nc       *nats.Conn
-	instance uint64
-	up       string // the subject the edge publishes on
+	front *wsconn.Front
+	cfg   Config
+	nc    *nats.Conn
+	link  sessionLink // publishes to the session, counts the bus's traffic
 
-	mu       sync.Mutex
-	seq      uint64
-	conns    map[uint64]*edgeConn
-	epoch    uint64 // the session process's, as last heard
-	beat     bus.SessionBeat
-	lastBeat time.Time
-	round    *edgeRound
-	// chk and chkFor: the tests of the session parameters last received
-	// with a round (plausible.Checker), built once per parameters.
-	chk       *plausible.Checker
-	chkFor    wire.SessionParams
-	lastRound int // the newest round number assigned on this edge
-	rosters   int // rosters sent (each is numbered)
+	mu        sync.Mutex
+	seq       uint64
+	conns     map[uint64]*edgeConn
+	epoch     uint64 // the session process's, as last heard
+	beat      bus.SessionBeat
+	lastBeat  time.Time
+	round     *edgeRound
+	tests     sessionTests // of the session parameters last received with a round
+	lastRound int          // the newest round number assigned on this edge
+	rosters   int          // rosters sent (each is numbered)
 	vecs      *wsconn.FreeList[*[]float64]
-	// hists are the histories of the devices this edge has asked, by
-	// device id (edgehist.go), at most maxEdgeHistories.
-	hists    map[string]*edgeHist
-	histTick uint64
+	// hists are the histories of the devices this edge has asked
+	// (edgehist.go).
+	hists histories
 
 	// counters (/metrics)
 	hellos      atomic.Int64
 	aggregates  atomic.Int64
 	aggMembers  atomic.Int64
-	busErrors   atomic.Int64
-	outBytes    atomic.Int64
-	inBytes     atomic.Int64
 	epochChange atomic.Int64
 }
 
@@ -134,23 +125,6 @@ type edgeConn struct {
 	hist     *edgeHist
 	pending  *[]float64
 	pendingT int
-}
-
-// edgeRound is a round's collection on this edge.
-type edgeRound struct {
-	epoch   uint64
-	t       int
-	members map[uint64]bool // connection -> answered (or dropped)
-	waiting int
-	sum     []float64
-	ids     []string
-	seqs    []uint64
-	bytes   int64
-	flushed bool
-	timer   *time.Timer
-	dim     int
-	bound   float64
-	chk     *plausible.Checker // the session's tests of each update; nil: the norm bound only
 }
 
 // New checks cfg and returns an edge ready to Run and to serve HTTP.
@@ -184,17 +158,21 @@ func New(cfg Config) (*Edge, error) {
 		return nil, fmt.Errorf("edge: instance: %w", err)
 	}
 	lim := cfg.Limits.WithDefaults(0)
+	vecs := wsconn.NewVecList(0)
 	e := &Edge{
 		front: &wsconn.Front{Lim: lim, Met: metrics.New(), Log: cfg.Logger.With("edge", cfg.ID), Origins: cfg.AllowedOrigins,
 			Gate: gate.New(cfg.Gate, 20*time.Second, cfg.Logger), Bufs: wsconn.NewReadBuffers()},
-		vecs: wsconn.NewVecList(0),
-		cfg:  cfg, nc: cfg.Conn, instance: binary.LittleEndian.Uint64(b[:]) | 1,
-		up: cfg.Prefix + ".up." + cfg.ID, conns: map[uint64]*edgeConn{}, hists: map[string]*edgeHist{},
+		vecs: vecs,
+		cfg:  cfg, nc: cfg.Conn,
+		conns: map[uint64]*edgeConn{}, hists: newHistories(vecs),
 		// Connection numbers start at random: a restarted edge never
 		// reuses a number the session may still hold for its
 		// predecessor (the session keys devices by edge and number).
 		seq: binary.LittleEndian.Uint64(b[8:]) >> 16,
 	}
+	e.link.nc, e.link.subject, e.link.log = cfg.Conn, cfg.Prefix+".up."+cfg.ID, e.front.Log
+	e.link.instance = binary.LittleEndian.Uint64(b[:]) | 1
+	e.tests.log, e.tests.errors = e.front.Log, &e.link.errors
 	e.front.H = edgeHandler{e}
 	return e, nil
 }
@@ -203,7 +181,7 @@ func New(cfg Config) (*Edge, error) {
 // then every device connection is closed with CodeShutdown.
 func (e *Edge) Run(ctx context.Context) error {
 	sub, err := e.nc.Subscribe(e.cfg.Prefix+".down."+e.cfg.ID, func(m *nats.Msg) {
-		e.inBytes.Add(int64(len(m.Data)))
+		e.link.inBytes.Add(int64(len(m.Data)))
 		e.handleDown(m.Data)
 	})
 	if err != nil {
@@ -212,10 +190,10 @@ func (e *Edge) Run(ctx context.Context) error {
 	_ = sub.SetPendingLimits(-1, -1)
 	defer sub.Unsubscribe()
 	if e.nc.IsConnected() {
-		e.front.Log.Info("edge ready", "prefix", e.cfg.Prefix, "instance", e.instance)
+		e.front.Log.Info("edge ready", "prefix", e.cfg.Prefix, "instance", e.link.instance)
 	} else {
 		e.front.Log.Warn("edge started, not connected to NATS yet: it admits no device until it is", "prefix", e.cfg.Prefix,
-			"instance", e.instance, "err", e.cfg.Status.Err())
+			"instance", e.link.instance, "err", e.cfg.Status.Err())
 	}
 	tick := time.NewTicker(e.cfg.BeatInterval)
 	defer tick.Stop()
@@ -237,20 +215,6 @@ func (e *Edge) shutdown() {
 	for _, ec := range e.conns {
 		ec.cn.CloseWith(wire.CodeShutdown, "this server is shutting down; reconnect")
 	}
-}
-
-func (e *Edge) publish(kind byte, h *bus.Header, body []byte) {
-	h.Instance = e.instance
-	b, err := bus.Encode(kind, h, body)
-	if err == nil {
-		err = e.nc.Publish(e.up, b)
-	}
-	if err != nil {
-		e.busErrors.Add(1)
-		e.front.Log.Debug("publish to the session", "err", err)
-		return
-	}
-	e.outBytes.Add(int64(len(b)))
 }
 
 // sendBeat tells the session the edge is alive and asks about devices
@@ -288,9 +252,9 @@ func (e *Edge) sendBeat() {
 		}
 	}
 	e.mu.Unlock()
-	e.publish(bus.KindEdgeBeat, &bus.Header{Devices: n}, nil)
+	e.link.publish(bus.KindEdgeBeat, &bus.Header{Devices: n}, nil)
 	for _, a := range asks {
-		e.publish(bus.KindStatus, &bus.Header{Seq: a.seq, ID: a.id, T: a.t}, nil)
+		e.link.publish(bus.KindStatus, &bus.Header{Seq: a.seq, ID: a.id, T: a.t}, nil)
 	}
 }
 
@@ -324,7 +288,7 @@ func (e *Edge) Healthy() error {
 func (e *Edge) handleDown(b []byte) {
 	kind, h, body, err := bus.Decode(b)
 	if err != nil {
-		e.busErrors.Add(1)
+		e.link.errors.Add(1)
 		e.front.Log.Warn("bad envelope from the session", "err", err)
 		return
 	}
@@ -360,7 +324,7 @@ func (e *Edge) handleDown(b []byte) {
 		e.roundLocked(h, body)
 	case bus.KindSessionBeat:
 		if h.Beat == nil {
-			e.busErrors.Add(1)
+			e.link.errors.Add(1)
 			return
 		}
 		e.beat, e.lastBeat = *h.Beat, time.Now()
@@ -375,7 +339,7 @@ func (e *Edge) handleDown(b []byte) {
 			}
 		}
 	default:
-		e.busErrors.Add(1)
+		e.link.errors.Add(1)
 	}
 }
 
@@ -384,14 +348,14 @@ func (e *Edge) handleDown(b []byte) {
 func (e *Edge) controlLocked(seq uint64, body []byte) {
 	m, err := wire.DecodeControl(body)
 	if err != nil {
-		e.busErrors.Add(1)
+		e.link.errors.Add(1)
 		return
 	}
 	ec := e.conns[seq]
 	if ec == nil {
 		if w, ok := m.(wire.Welcome); ok {
 			// The session admitted a connection the edge gave up on.
-			e.publishLocked(bus.KindDisconnect, &bus.Header{Seq: seq, ID: w.DeviceID})
+			e.link.publish(bus.KindDisconnect, &bus.Header{Seq: seq, ID: w.DeviceID}, nil)
 		}
 		return
 	}
@@ -407,11 +371,11 @@ func (e *Edge) controlLocked(seq uint64, body []byte) {
 		if ec.secret != "" {
 			// A new device, registered here: its history is from its
 			// start.
-			e.newHistLocked(m.DeviceID)
+			e.hists.start(m.DeviceID)
 			// A new device: its secret is the one the edge issued.
 			m.Secret, ec.secret = ec.secret, ""
 			if body, err = wire.EncodeControl(m); err != nil {
-				e.busErrors.Add(1)
+				e.link.errors.Add(1)
 				return
 			}
 		}
@@ -422,7 +386,7 @@ func (e *Edge) controlLocked(seq uint64, body []byte) {
 	case wire.Decision:
 		if m.T == ec.assigned && m.State != wire.Pending {
 			ec.assigned = 0
-			e.decidedLocked(ec, m.T, m.State == wire.Included)
+			e.hists.decided(ec, m.T, m.State == wire.Included)
 			if ec.welcome == nil {
 				ec.cn.Send(wsconn.OutFrame{Data: body})
 			}
@@ -449,17 +413,13 @@ func (e *Edge) endLocked(seq uint64, ec *edgeConn, committed int) {
 	if ec.assigned != 0 {
 		if !ec.endHeld {
 			ec.endHeld, ec.endAt, ec.asked = true, committed, time.Now()
-			e.publish(bus.KindStatus, &bus.Header{Seq: seq, ID: ec.cn.ID, T: ec.assigned}, nil)
+			e.link.publish(bus.KindStatus, &bus.Header{Seq: seq, ID: ec.cn.ID, T: ec.assigned}, nil)
 		}
 		return
 	}
 	ec.ended, ec.endHeld = true, false
 	ec.cn.SendControl(wire.End{Committed: committed})
 }
-
-// publishLocked is publish for callers holding e.mu (publishing does not
-// take it).
-func (e *Edge) publishLocked(kind byte, h *bus.Header) { e.publish(kind, h, nil) }
 
 // rosterLocked sends the session every admitted device, in chunks that
 // carry the roster's number, their index and their count (one, empty,
@@ -480,17 +440,14 @@ func (e *Edge) rosterLocked() {
 	chunks := max(1, (len(entries)+bus.RosterChunk-1)/bus.RosterChunk)
 	for i := range chunks {
 		part := entries[min(i*bus.RosterChunk, len(entries)):min((i+1)*bus.RosterChunk, len(entries))]
-		e.publish(bus.KindRoster, &bus.Header{T: e.rosters, Roster: part, Chunk: i, Chunks: chunks}, nil)
+		e.link.publish(bus.KindRoster, &bus.Header{T: e.rosters, Roster: part, Chunk: i, Chunks: chunks}, nil)
 	}
 }
 
 // dropRoundLocked forgets the round being collected without sending it.
 func (e *Edge) dropRoundLocked() {
 	if r := e.round; r != nil && !r.flushed {
-		r.flushed = true
-		if r.timer != nil {
-			r.timer.Stop()
-		}
+		r.stop()
 	}
 	e.round = nil
 }
@@ -500,11 +457,11 @@ func (e *Edge) dropRoundLocked() {
 // shortly before the deadline.
 func (e *Edge) roundLocked(h bus.Header, frame []byte) {
 	if h.T <= 0 || h.Dim <= 0 || h.Dim > 1<<26 {
-		e.busErrors.Add(1)
+		e.link.errors.Add(1)
 		return
 	}
 	if r := e.round; r != nil && r.t == h.T && r.epoch == h.Epoch {
-		e.busErrors.Add(1) // one round message per edge and round
+		e.link.errors.Add(1) // one round message per edge and round
 		return
 	}
 	e.dropRoundLocked()
@@ -513,7 +470,7 @@ func (e *Edge) roundLocked(h bus.Header, frame []byte) {
 		bound = math.Inf(1)
 	}
 	r := &edgeRound{epoch: h.Epoch, t: h.T, members: make(map[uint64]bool, len(h.Seqs)), dim: h.Dim, bound: bound,
-		chk: e.checkerLocked(h.Session)}
+		chk: e.tests.of(h.Session)}
 	short := wire.ShortRound(frame) // for devices that hold x_{t-1} (conn.sendRound)
 	for k, seq := range h.Seqs {
 		ec := e.conns[seq]
@@ -526,7 +483,7 @@ func (e *Edge) roundLocked(h bus.Header, frame []byte) {
 		ec.assigned, ec.asked = h.T, time.Now()
 		ec.hist = nil
 		if len(h.Marks) == len(h.Seqs) {
-			ec.hist = e.askHistLocked(ec, h.Marks[k])
+			ec.hist = e.hists.ask(ec, h.Marks[k])
 		}
 	}
 	e.round, e.lastRound = r, max(e.lastRound, h.T)
@@ -552,10 +509,7 @@ func (e *Edge) flushLocked(r *edgeRound) {
 	if r.flushed || e.round != r {
 		return
 	}
-	r.flushed = true
-	if r.timer != nil {
-		r.timer.Stop()
-	}
+	r.stop()
 	h := &bus.Header{Epoch: r.epoch, T: r.t}
 	for seq, answered := range r.members {
 		if ec := e.conns[seq]; !answered && ec != nil {
@@ -570,15 +524,10 @@ func (e *Edge) flushLocked(r *edgeRound) {
 // the header) and starts a new sum: the session takes several sums of
 // one round from an edge, each whole.
 func (e *Edge) sendSumLocked(r *edgeRound, h *bus.Header) {
-	h.IDs, h.Seqs, h.Bytes = r.ids, r.seqs, r.bytes
-	var body []byte
-	if len(r.ids) > 0 {
-		body = bus.EncodeVector(make([]byte, 0, 8*len(r.sum)), r.sum)
-	}
-	e.publish(bus.KindAggregate, h, body)
+	body := r.takeSum(h)
+	e.link.publish(bus.KindAggregate, h, body)
 	e.aggregates.Add(1)
-	e.aggMembers.Add(int64(len(r.ids)))
-	r.sum, r.ids, r.seqs, r.bytes = nil, nil, nil, 0
+	e.aggMembers.Add(int64(len(h.IDs)))
 }
 
 // checkHello implements handler: the gate, with the join code the
@@ -622,7 +571,7 @@ func (e *Edge) admit(cn *wsconn.Conn, h wire.Hello) error {
 	hdr.Seq = seq
 	ch := make(chan error, 1)
 	e.conns[seq] = &edgeConn{cn: cn, nickname: h.Nickname, welcome: ch, secret: issued, secretHash: hdr.SecretHash}
-	e.publish(bus.KindHello, hdr, body)
+	e.link.publish(bus.KindHello, hdr, body)
 	e.mu.Unlock()
 	e.hellos.Add(1)
 	t := time.NewTimer(e.front.Lim.HelloTimeout)
@@ -636,11 +585,11 @@ func (e *Edge) admit(cn *wsconn.Conn, h wire.Hello) error {
 		return err
 	case <-t.C:
 		e.forget(seq)
-		e.publish(bus.KindDisconnect, &bus.Header{Seq: seq}, nil)
+		e.link.publish(bus.KindDisconnect, &bus.Header{Seq: seq}, nil)
 		return &wsconn.CloseError{Code: wire.CodeShutdown, Reason: "the session did not answer in time; retry"}
 	case <-cn.Done:
 		e.forget(seq)
-		e.publish(bus.KindDisconnect, &bus.Header{Seq: seq}, nil)
+		e.link.publish(bus.KindDisconnect, &bus.Header{Seq: seq}, nil)
 		return errors.New("connection closed before the welcome")
 	}
 }
@@ -650,7 +599,7 @@ func (e *Edge) forget(seq uint64) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if ec := e.conns[seq]; ec != nil {
-		e.losePendingLocked(ec)
+		e.hists.lose(ec)
 	}
 	delete(e.conns, seq)
 	e.dropMemberLocked(seq)
@@ -720,20 +669,12 @@ func (e *Edge) acceptUpdate(cn *wsconn.Conn, u wire.UpdateFrame, frameLen int) e
 			ec.assigned = 0
 		}
 		cn.SendControl(wire.Decision{T: u.T, State: wire.Excluded, Reason: refused.Error()})
-		e.publish(bus.KindReject, &bus.Header{Epoch: r.epoch, Seq: cn.Seq, ID: cn.ID, T: u.T, Norm: norm, Reason: why}, nil)
+		e.link.publish(bus.KindReject, &bus.Header{Epoch: r.epoch, Seq: cn.Seq, ID: cn.ID, T: u.T, Norm: norm, Reason: why}, nil)
 	} else {
-		if r.sum == nil {
-			r.sum = make([]float64, r.dim)
-		}
-		for i, v := range *vec {
-			r.sum[i] += v
-		}
-		r.ids = append(r.ids, cn.ID)
-		r.seqs = append(r.seqs, cn.Seq)
-		r.bytes += int64(frameLen)
+		r.add(*vec, cn.ID, cn.Seq, frameLen)
 		e.front.Met.Updates.Add(1)
 		if ec != nil && hist != nil {
-			e.losePendingLocked(ec)
+			e.hists.lose(ec)
 			ec.pending, ec.pendingT, keep = vec, u.T, true
 		}
 	}
@@ -741,40 +682,6 @@ func (e *Edge) acceptUpdate(cn *wsconn.Conn, u wire.UpdateFrame, frameLen int) e
 		e.flushLocked(r)
 	}
 	return nil
-}
-
-// checkerLocked returns the tests of the session parameters sp (nil when
-// the session sent none or they do not make a checker: the norm bound
-// alone then, and the bus error is counted).
-// historyOf returns the history an update of ec's device in round r is
-// checked against and, once included, joins: nil without one, and nil
-// when r's checker does not test running sums (or there is none), since
-// only a checked message may join a history (the stored sum's rounding
-// bound, plausible.History.Slack, assumes it).
-func (r *edgeRound) historyOf(ec *edgeConn) *check.History {
-	if ec == nil || ec.hist == nil || r.chk == nil || !r.chk.Tracks() {
-		return nil
-	}
-	return &ec.hist.h
-}
-
-func (e *Edge) checkerLocked(sp *wire.SessionParams) *plausible.Checker {
-	if sp == nil {
-		return nil
-	}
-	if e.chk != nil && reflect.DeepEqual(e.chkFor, *sp) {
-		return e.chk
-	}
-	chk, err := plausible.NewChecker(*sp, sp.Dim)
-	if err != nil {
-		e.busErrors.Add(1)
-		e.front.Log.Warn("the session's parameters make no update tests; the norm bound alone applies", "err", err)
-		e.chk = nil
-		return nil
-	}
-	e.chk, e.chkFor = chk, *sp
-	e.front.Log.Info("update validation", "max_norm", chk.NormBound(), "tests", chk.Describe())
-	return chk
 }
 
 // checkUpdateLocked looks at an update for round t from cn: ok is set
@@ -815,7 +722,7 @@ func (e *Edge) status(cn *wsconn.Conn, t int) error {
 	r := e.round
 	holding := r != nil && r.t == t && !r.flushed && r.members[cn.Seq]
 	if !holding {
-		e.publish(bus.KindStatus, &bus.Header{Seq: cn.Seq, ID: cn.ID, T: t}, nil)
+		e.link.publish(bus.KindStatus, &bus.Header{Seq: cn.Seq, ID: cn.ID, T: t}, nil)
 	}
 	e.mu.Unlock()
 	if holding {
@@ -835,7 +742,7 @@ func (e *Edge) leave(cn *wsconn.Conn, l wire.Leave) {
 	defer e.mu.Unlock()
 	// Sent before the member is dropped (which may send the round's
 	// sum): the session drops it from the cohort first.
-	e.publish(bus.KindLeave, &bus.Header{Seq: cn.Seq, ID: cn.ID}, body)
+	e.link.publish(bus.KindLeave, &bus.Header{Seq: cn.Seq, ID: cn.ID}, body)
 	e.dropMemberLocked(cn.Seq)
 }
 
@@ -850,7 +757,7 @@ func (e *Edge) disconnected(cn *wsconn.Conn) {
 	// An update waiting for its decision is given up: its history no
 	// longer knows whether it holds every inclusion, and starts again at
 	// the device's next round here.
-	e.losePendingLocked(ec)
+	e.hists.lose(ec)
 	delete(e.conns, cn.Seq)
 	if r := e.round; r != nil && !r.flushed && r.members[cn.Seq] && slices.Contains(r.seqs, cn.Seq) {
 		// Its update is in the sum being collected: the sum goes first,
@@ -859,7 +766,7 @@ func (e *Edge) disconnected(cn *wsconn.Conn) {
 		// the whole sum).
 		e.sendSumLocked(r, &bus.Header{Epoch: r.epoch, T: r.t})
 	}
-	e.publish(bus.KindDisconnect, &bus.Header{Seq: cn.Seq, ID: cn.ID}, nil)
+	e.link.publish(bus.KindDisconnect, &bus.Header{Seq: cn.Seq, ID: cn.ID}, nil)
 	e.dropMemberLocked(cn.Seq)
 }
 
@@ -943,9 +850,9 @@ func (e *Edge) metricRows() []metricRow {
 		{"browserfl_edge_aggregates_total", "Round sums sent to the session.", "counter", float64(e.aggregates.Load())},
 		{"browserfl_edge_aggregated_updates_total", "Updates carried by those sums.", "counter", float64(e.aggMembers.Load())},
 		{"browserfl_edge_session_changes_total", "Times a new session process was seen.", "counter", float64(e.epochChange.Load())},
-		{"browserfl_cluster_bus_errors_total", "Cluster envelopes that failed to decode or publish.", "counter", float64(e.busErrors.Load())},
-		{"browserfl_cluster_bytes_in_total", "Envelope bytes received from the session.", "counter", float64(e.inBytes.Load())},
-		{"browserfl_cluster_bytes_out_total", "Envelope bytes published to the session.", "counter", float64(e.outBytes.Load())},
+		{"browserfl_cluster_bus_errors_total", "Cluster envelopes that failed to decode or publish.", "counter", float64(e.link.errors.Load())},
+		{"browserfl_cluster_bytes_in_total", "Envelope bytes received from the session.", "counter", float64(e.link.inBytes.Load())},
+		{"browserfl_cluster_bytes_out_total", "Envelope bytes published to the session.", "counter", float64(e.link.outBytes.Load())},
 		{"browserfl_auth_failures_total", "Hellos refused for the join code.", "counter", float64(m.AuthFailures.Load())},
 		{"browserfl_bad_frames_total", "Connections closed for a bad frame.", "counter", float64(m.BadFrames.Load())},
 		{"browserfl_slow_consumers_total", "Connections dropped for a full outbox, a write timeout or a missing pong.", "counter", float64(m.SlowConsumers.Load())},

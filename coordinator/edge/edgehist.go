@@ -2,6 +2,7 @@ package edge
 
 import (
 	"browserfl/coordinator/bus"
+	"browserfl/coordinator/wsconn"
 	"browserfl/engine/check"
 )
 
@@ -49,41 +50,54 @@ type edgeHist struct {
 	// lost: an update of the device was given up before its decision
 	// (the history may miss an inclusion).
 	lost bool
-	used uint64 // Edge.histTick when last asked
+	used uint64 // histories.tick when last asked
 }
 
-// newHistLocked starts the history of a device registered at this edge:
+// histories are the histories of the devices this edge has asked, by
+// device id, at most maxEdgeHistories, and the undecided updates they
+// wait for. They are guarded by the edge's mutex.
+type histories struct {
+	byID map[string]*edgeHist
+	tick uint64
+	vecs *wsconn.FreeList[*[]float64] // where decided or given-up updates go back
+}
+
+func newHistories(vecs *wsconn.FreeList[*[]float64]) histories {
+	return histories{byID: map[string]*edgeHist{}, vecs: vecs}
+}
+
+// start starts the history of a device registered at this edge:
 // from its start, with no inclusion yet.
-func (e *Edge) newHistLocked(id string) {
-	e.evictHistLocked()
-	e.histTick++
-	e.hists[id] = &edgeHist{h: check.NewHistory(true), fresh: true, used: e.histTick}
+func (hs *histories) start(id string) {
+	hs.evict()
+	hs.tick++
+	hs.byID[id] = &edgeHist{h: check.NewHistory(true), fresh: true, used: hs.tick}
 }
 
-// askHistLocked returns the history of ec's device asked for a round with
+// ask returns the history of ec's device asked for a round with
 // the session's mark m: the edge's own if it agrees with m, else one
 // started again (not from the start). The round is recorded as asked.
-func (e *Edge) askHistLocked(ec *edgeConn, m bus.Mark) *edgeHist {
+func (hs *histories) ask(ec *edgeConn, m bus.Mark) *edgeHist {
 	id := ec.cn.ID
-	eh := e.hists[id]
+	eh := hs.byID[id]
 	if ec.pending != nil {
 		// An undecided update of an earlier round: its decision will
 		// not come to a history that waits for it any more.
-		e.losePendingLocked(ec)
+		hs.lose(ec)
 	}
 	switch {
 	case eh == nil:
-		e.evictHistLocked()
+		hs.evict()
 		eh = &edgeHist{gen: m.Gen, incl: m.Incl}
-		e.hists[id] = eh
+		hs.byID[id] = eh
 	case eh.fresh && m.Incl == 0:
 		eh.gen, eh.fresh = m.Gen, false
 	case eh.fresh || eh.lost || eh.gen != m.Gen || eh.incl != m.Incl:
 		eh.h.Restart()
 		eh.gen, eh.incl, eh.fresh, eh.lost = m.Gen, m.Incl, false, false
 	}
-	e.histTick++
-	eh.used = e.histTick
+	hs.tick++
+	eh.used = hs.tick
 	eh.h.Ask()
 	if eh.h.FromStart() && eh.h.Asks() != m.Asks {
 		// Asked elsewhere too: the noise allowed is no longer known.
@@ -92,50 +106,50 @@ func (e *Edge) askHistLocked(ec *edgeConn, m bus.Mark) *edgeHist {
 	return eh
 }
 
-// decidedLocked applies the session's decision of round t to ec's device:
+// decided applies the session's decision of round t to ec's device:
 // its update of that round, if the edge holds it, joins its history when
 // included (if the history is still the one kept for the device); either
 // way the vector is recycled.
-func (e *Edge) decidedLocked(ec *edgeConn, t int, included bool) {
+func (hs *histories) decided(ec *edgeConn, t int, included bool) {
 	if ec.pending == nil || ec.pendingT != t {
 		return
 	}
-	if included && ec.hist != nil && e.hists[ec.cn.ID] == ec.hist {
+	if included && ec.hist != nil && hs.byID[ec.cn.ID] == ec.hist {
 		ec.hist.h.Include(*ec.pending)
 		ec.hist.incl++
 	}
-	e.dropPendingLocked(ec)
+	hs.drop(ec)
 }
 
-// losePendingLocked gives up ec's undecided update, if any: its history
+// lose gives up ec's undecided update, if any: its history
 // may now miss an inclusion.
-func (e *Edge) losePendingLocked(ec *edgeConn) {
+func (hs *histories) lose(ec *edgeConn) {
 	if ec.pending != nil {
-		if eh := e.hists[ec.cn.ID]; eh != nil {
+		if eh := hs.byID[ec.cn.ID]; eh != nil {
 			eh.lost = true
 		}
 	}
-	e.dropPendingLocked(ec)
+	hs.drop(ec)
 }
 
-// dropPendingLocked recycles ec's undecided update, if any.
-func (e *Edge) dropPendingLocked(ec *edgeConn) {
+// drop recycles ec's undecided update, if any.
+func (hs *histories) drop(ec *edgeConn) {
 	if ec.pending != nil {
-		e.vecs.Put(ec.pending)
+		hs.vecs.Put(ec.pending)
 		ec.pending, ec.pendingT = nil, 0
 	}
 }
 
-// evictHistLocked makes room for one more history.
-func (e *Edge) evictHistLocked() {
-	for len(e.hists) >= maxEdgeHistories {
+// evict makes room for one more history.
+func (hs *histories) evict() {
+	for len(hs.byID) >= maxEdgeHistories {
 		var oldest string
 		var at uint64
-		for id, eh := range e.hists {
+		for id, eh := range hs.byID {
 			if oldest == "" || eh.used < at {
 				oldest, at = id, eh.used
 			}
 		}
-		delete(e.hists, oldest)
+		delete(hs.byID, oldest)
 	}
 }

@@ -17,63 +17,63 @@ import (
 // decision starts the history again, no longer from the start; asks the
 // edge did not see end "from the start"; an exclusion adds nothing.
 func TestEdgeHistoryMarks(t *testing.T) {
-	e := &Edge{hists: map[string]*edgeHist{}, vecs: wsconn.NewVecList(0)}
+	hs := newHistories(wsconn.NewVecList(0))
 	ec := &edgeConn{cn: &wsconn.Conn{ID: "dev"}}
 	vec := func(v float64) *[]float64 { x := []float64{v, 0}; return &x }
 	const gen = 77
 
-	e.newHistLocked("dev")
-	h := e.askHistLocked(ec, bus.Mark{Gen: gen, Incl: 0, Asks: 1})
+	hs.start("dev")
+	h := hs.ask(ec, bus.Mark{Gen: gen, Incl: 0, Asks: 1})
 	if !h.h.FromStart() || h.h.Asks() != 1 || h.h.Len() != 0 || h.gen != gen {
 		t.Fatalf("a device registered here: from start %v, asks %d, len %d, gen %d", h.h.FromStart(), h.h.Asks(), h.h.Len(), h.gen)
 	}
 	ec.hist, ec.pending, ec.pendingT = h, vec(1), 1
-	e.decidedLocked(ec, 1, true)
+	hs.decided(ec, 1, true)
 	if h.h.Len() != 1 || h.incl != 1 || ec.pending != nil {
 		t.Fatalf("after an inclusion: len %d, incl %d, pending %v", h.h.Len(), h.incl, ec.pending)
 	}
 	// Round 2: the marks agree, the history goes on from the start.
-	if h2 := e.askHistLocked(ec, bus.Mark{Gen: gen, Incl: 1, Asks: 2}); h2 != h || !h.h.FromStart() || h.h.Len() != 1 || h.h.Asks() != 2 {
+	if h2 := hs.ask(ec, bus.Mark{Gen: gen, Incl: 1, Asks: 2}); h2 != h || !h.h.FromStart() || h.h.Len() != 1 || h.h.Asks() != 2 {
 		t.Fatalf("marks agree: from start %v, len %d, asks %d", h.h.FromStart(), h.h.Len(), h.h.Asks())
 	}
 	// Excluded: nothing added.
 	ec.pending, ec.pendingT = vec(2), 2
-	e.decidedLocked(ec, 2, false)
+	hs.decided(ec, 2, false)
 	if h.h.Len() != 1 || h.incl != 1 || !h.h.FromStart() {
 		t.Fatalf("after an exclusion: len %d, incl %d, from start %v", h.h.Len(), h.incl, h.h.FromStart())
 	}
 	// Asked once elsewhere meanwhile: the same sum, no longer from the start.
-	e.askHistLocked(ec, bus.Mark{Gen: gen, Incl: 1, Asks: 4})
+	hs.ask(ec, bus.Mark{Gen: gen, Incl: 1, Asks: 4})
 	if h.h.FromStart() || h.h.Len() != 1 {
 		t.Fatalf("asked elsewhere: from start %v, len %d", h.h.FromStart(), h.h.Len())
 	}
 
 	for _, tc := range []struct {
 		name   string
-		before func(*Edge, *edgeConn)
+		before func(*histories, *edgeConn)
 		mark   bus.Mark
 	}{
 		{"an inclusion elsewhere", nil, bus.Mark{Gen: gen, Incl: 2, Asks: 5}},
 		{"a new record (session restart)", nil, bus.Mark{Gen: gen + 2, Incl: 1, Asks: 5}},
-		{"an update given up before its decision", func(e *Edge, ec *edgeConn) {
+		{"an update given up before its decision", func(hs *histories, ec *edgeConn) {
 			ec.pending, ec.pendingT = vec(3), 5
-			e.losePendingLocked(ec)
+			hs.lose(ec)
 		}, bus.Mark{Gen: gen, Incl: 1, Asks: 5}},
-		{"an undecided update when the next round comes", func(e *Edge, ec *edgeConn) {
+		{"an undecided update when the next round comes", func(hs *histories, ec *edgeConn) {
 			ec.pending, ec.pendingT = vec(3), 5
 		}, bus.Mark{Gen: gen, Incl: 1, Asks: 6}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e := &Edge{hists: map[string]*edgeHist{}, vecs: wsconn.NewVecList(0)}
+			hs := newHistories(wsconn.NewVecList(0))
 			ec := &edgeConn{cn: &wsconn.Conn{ID: "dev"}}
-			h := e.askHistLocked(ec, bus.Mark{Gen: gen, Incl: 1, Asks: 4})
+			h := hs.ask(ec, bus.Mark{Gen: gen, Incl: 1, Asks: 4})
 			ec.hist, ec.pending, ec.pendingT = h, vec(1), 4
-			e.decidedLocked(ec, 4, true) // the edge's count: 2
-			h.incl = 1                   // as if the session counted 1 before: the marks below agree but for the case
+			hs.decided(ec, 4, true) // the edge's count: 2
+			h.incl = 1              // as if the session counted 1 before: the marks below agree but for the case
 			if tc.before != nil {
-				tc.before(e, ec)
+				tc.before(&hs, ec)
 			}
-			got := e.askHistLocked(ec, tc.mark)
+			got := hs.ask(ec, tc.mark)
 			if got.h.Len() != 0 || got.h.FromStart() || got.incl != tc.mark.Incl || got.gen != tc.mark.Gen || ec.pending != nil {
 				t.Fatalf("len %d, from start %v, incl %d, gen %d, pending %v: want a history started again", got.h.Len(), got.h.FromStart(), got.incl, got.gen, ec.pending)
 			}
@@ -82,12 +82,12 @@ func TestEdgeHistoryMarks(t *testing.T) {
 
 	// A device first asked here (registered elsewhere): not from the start.
 	other := &edgeConn{cn: &wsconn.Conn{ID: "moved"}}
-	if ho := e.askHistLocked(other, bus.Mark{Gen: 9, Incl: 5, Asks: 8}); ho.h.FromStart() || ho.incl != 5 {
+	if ho := hs.ask(other, bus.Mark{Gen: 9, Incl: 5, Asks: 8}); ho.h.FromStart() || ho.incl != 5 {
 		t.Fatalf("a device from elsewhere: from start %v, incl %d", ho.h.FromStart(), ho.incl)
 	}
 	// Registered here but included elsewhere before its first round here.
-	e.newHistLocked("early")
-	if he := e.askHistLocked(&edgeConn{cn: &wsconn.Conn{ID: "early"}}, bus.Mark{Gen: 5, Incl: 1, Asks: 2}); he.h.FromStart() {
+	hs.start("early")
+	if he := hs.ask(&edgeConn{cn: &wsconn.Conn{ID: "early"}}, bus.Mark{Gen: 5, Incl: 1, Asks: 2}); he.h.FromStart() {
 		t.Fatal("a device included elsewhere before its first round here is from the start")
 	}
 }
@@ -96,21 +96,21 @@ func TestEdgeHistoryMarks(t *testing.T) {
 // asked history is dropped, and a decision for a dropped history adds
 // nothing to it (it would hold a vector the bound does not count).
 func TestEdgeHistoriesBounded(t *testing.T) {
-	e := &Edge{hists: map[string]*edgeHist{}, vecs: wsconn.NewVecList(0)}
+	hs := newHistories(wsconn.NewVecList(0))
 	first := &edgeConn{cn: &wsconn.Conn{ID: "d0"}}
-	first.hist = e.askHistLocked(first, bus.Mark{Gen: 1, Asks: 1})
+	first.hist = hs.ask(first, bus.Mark{Gen: 1, Asks: 1})
 	for i := 1; i < maxEdgeHistories+10; i++ {
-		e.askHistLocked(&edgeConn{cn: &wsconn.Conn{ID: "d" + strconv.Itoa(i)}}, bus.Mark{Gen: 1, Asks: 1})
+		hs.ask(&edgeConn{cn: &wsconn.Conn{ID: "d" + strconv.Itoa(i)}}, bus.Mark{Gen: 1, Asks: 1})
 	}
-	if len(e.hists) != maxEdgeHistories {
-		t.Fatalf("%d histories, want %d", len(e.hists), maxEdgeHistories)
+	if len(hs.byID) != maxEdgeHistories {
+		t.Fatalf("%d histories, want %d", len(hs.byID), maxEdgeHistories)
 	}
-	if _, ok := e.hists["d0"]; ok {
+	if _, ok := hs.byID["d0"]; ok {
 		t.Fatal("the least recently asked history was kept")
 	}
 	x := []float64{1, 2}
 	first.pending, first.pendingT = &x, 1
-	e.decidedLocked(first, 1, true)
+	hs.decided(first, 1, true)
 	if first.hist.h.Len() != 0 {
 		t.Fatal("an evicted history still takes inclusions")
 	}

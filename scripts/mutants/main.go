@@ -582,7 +582,7 @@ var mutations = []mutation{
 		name: "edge-history-unused", why: "an edge tests each message only, not its device's running sum (a drift just under every message test passes)",
 		file: "coordinator/edge/edge.go",
 		old:  "hist := r.historyOf(ec)",
-		new:  "hist := (*plausible.History)(nil)",
+		new:  "hist := (*check.History)(nil)",
 		pkgs: []string{"./coordinator/", "-run", "EdgeKeepsHistories"},
 	},
 	{
@@ -616,8 +616,8 @@ var mutations = []mutation{
 	{
 		name: "edge-history-adds-excluded", why: "an edge adds an excluded update to its device's history",
 		file: "coordinator/edge/edgehist.go",
-		old:  "if included && ec.hist != nil && e.hists[ec.cn.ID] == ec.hist {",
-		new:  "if ec.hist != nil && e.hists[ec.cn.ID] == ec.hist {",
+		old:  "if included && ec.hist != nil && hs.byID[ec.cn.ID] == ec.hist {",
+		new:  "if ec.hist != nil && hs.byID[ec.cn.ID] == ec.hist {",
 		pkgs: []string{"./coordinator/edge/", "-run", "EdgeHistoryMarks"},
 	},
 	{
@@ -687,7 +687,7 @@ var mutations = []mutation{
 	{
 		name: "edge-norm-only", why: "an edge applies only the norm bound (not the session's tests of each update)",
 		file: "coordinator/edge/edge.go",
-		old:  "chk: e.checkerLocked(h.Session)}",
+		old:  "chk: e.tests.of(h.Session)}",
 		new:  "chk: nil}",
 		pkgs: []string{"./coordinator/", "-run", "EdgeRejectsSpike"},
 	},
@@ -1141,7 +1141,7 @@ var mutations = []mutation{
 	},
 	{
 		name: "edge-history-unchecked", why: "an edge adds an update to a device's history in a round whose checker does not test running sums (unchecked messages in the float32 sum)",
-		file: "coordinator/edge/edge.go",
+		file: "coordinator/edge/edgeround.go",
 		old:  "if ec == nil || ec.hist == nil || r.chk == nil || !r.chk.Tracks() {",
 		new:  "if ec == nil || ec.hist == nil {",
 		pkgs: []string{"./coordinator/edge/", "-run", "TestHistoryOnlyWhenChecked"},
