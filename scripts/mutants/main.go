@@ -103,8 +103,8 @@ var mutations = []mutation{
 	{
 		name: "shared-floor-share-variance", why: "a shared-noise session's floor reads the device's noise share with 10% more variance than it draws (the floor 9% too small in rho)",
 		file: "shared/plan/shared.go",
-		old:  "r, err := privacy.GaussianZCDP(sens, optim.NCSigma(p, n))",
-		new:  "r, err := privacy.GaussianZCDP(sens, math.Sqrt(1.1)*optim.NCSigma(p, n))",
+		old:  "r, err := privacy.GaussianZCDP(sens, algo.NCSigma(p, n))",
+		new:  "r, err := privacy.GaussianZCDP(sens, math.Sqrt(1.1)*algo.NCSigma(p, n))",
 		pkgs: []string{"./shared/plan/", "-run", "TestSharedFigures"},
 	},
 	{
@@ -262,7 +262,7 @@ var mutations = []mutation{
 		pkgs: []string{"./shared/optim/"},
 	},
 	{
-		name: "ledger-sensitivity-S/b", why: "the sensitivity the ledger charges (optim.Sensitivity for mu^2) becomes S/b: a quarter of the true cost",
+		name: "ledger-sensitivity-S/b", why: "the sensitivity the ledger charges (algo.Sensitivity for mu^2) becomes S/b: a quarter of the true cost",
 		file: "shared/optim/params.go",
 		old:  "case estMu2:\n\t\treturn 2 * S / b",
 		new:  "case estMu2:\n\t\treturn S / b",

@@ -10,6 +10,7 @@ import (
 	"browserfl/shared/dataset"
 	"browserfl/shared/mechanism"
 	"browserfl/shared/model"
+	"browserfl/shared/optim/algo"
 )
 
 func TestValidate(t *testing.T) {
@@ -41,7 +42,7 @@ func TestValidate(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			p := ok
 			tc.edit(&p)
-			err := Validate(p)
+			err := algo.Validate(p)
 			if tc.want == "" {
 				if err != nil {
 					t.Fatalf("unexpected error %v", err)
@@ -57,13 +58,13 @@ func TestValidate(t *testing.T) {
 
 func TestRegistry(t *testing.T) {
 	want := []string{"cdpsgd", "local", "mu2", "nc", "noisysgd", "sgd", "shared", "soteria-saga", "soteria-sgd", "soteria-svrg", "trusted"}
-	got := Names()
+	got := algo.Names()
 	if strings.Join(got, ",") != strings.Join(want, ",") {
-		t.Fatalf("Names() = %v, want %v", got, want)
+		t.Fatalf("algo.Names() = %v, want %v", got, want)
 	}
 	for _, n := range got {
 		p := baseParams(n)
-		if err := Validate(p); err != nil {
+		if err := algo.Validate(p); err != nil {
 			t.Errorf("%s: base params invalid: %v", n, err)
 		}
 	}
@@ -172,7 +173,7 @@ func runToEnd(t *testing.T, p Params, seed byte, rounds int) []float64 {
 }
 
 func TestDeterministic(t *testing.T) {
-	for _, alg := range Names() {
+	for _, alg := range algo.Names() {
 		t.Run(alg, func(t *testing.T) {
 			p := baseParams(alg)
 			p.Compressor = "randk:0.5"
@@ -200,7 +201,7 @@ func TestDeterministic(t *testing.T) {
 }
 
 func TestMarshalMidRunContinuesIdentically(t *testing.T) {
-	for _, alg := range Names() {
+	for _, alg := range algo.Names() {
 		t.Run(alg, func(t *testing.T) {
 			p := baseParams(alg)
 			p.Compressor = "randk:0.5"
@@ -267,8 +268,8 @@ func TestMarshalMidRunContinuesIdentically(t *testing.T) {
 	}
 }
 
-func mustLookup(n string) Algorithm {
-	a, err := Lookup(n)
+func mustLookup(n string) algo.Algorithm {
+	a, err := algo.Lookup(n)
 	if err != nil {
 		panic(err)
 	}
@@ -540,7 +541,7 @@ func TestBudgetNeverExceeded(t *testing.T) {
 		dv, _ := NewDevice(p, m, mechanism.NewStream(testSeed(4), 0))
 		data := synthData(mechanism.NewStream(testSeed(2), 0), 2)
 		x := make([]float64, m.Dim())
-		budget, _ := ZCDPBudget(p)
+		budget, _ := algo.ZCDPBudget(p)
 		sent := 0
 		for r := 1; r <= p.Rounds; r++ {
 			_, err := dv.Prepare(Round{T: r, X: x, XPrev: x}, data)
@@ -623,7 +624,7 @@ func TestNCNoiseHasTheScaleOfTheTheorem(t *testing.T) {
 		}
 		mechanism.Decode(msg, u.Payload)
 		dv.(Introspector).Clean(clean)
-		sigma := NCSigma(p, r)
+		sigma := algo.NCSigma(p, r)
 		for k := range msg {
 			y := msg[k] - clean[k] + prev[k]
 			chi += y * y / (sigma * sigma)
@@ -638,8 +639,8 @@ func TestNCNoiseHasTheScaleOfTheTheorem(t *testing.T) {
 	// sigma formula: (2S/b)^2 H_K N / rho^2 with K = 850 and the literal
 	// H_850 = 7.32304013433977 (not computed by the package).
 	want := math.Sqrt(4 * p.S() * p.S() / float64(p.Batch*p.Batch) * 7.32304013433977 * 7 / (p.Rho * p.Rho))
-	if got := NCSigma(p, 7); math.Abs(got-want) > 1e-12*want {
-		t.Fatalf("NCSigma = %v, want %v", got, want)
+	if got := algo.NCSigma(p, 7); math.Abs(got-want) > 1e-12*want {
+		t.Fatalf("algo.NCSigma = %v, want %v", got, want)
 	}
 	// The device refuses the 851st release (the cap), though T = 900.
 	if _, err := dv.Prepare(Round{T: N + 1, X: x, XPrev: x}, data); !errors.Is(err, ErrBudget) {
@@ -654,12 +655,12 @@ func TestTrustedServerNoise(t *testing.T) {
 	// servers is chi^2_720: |X - 720| <= 5 sqrt(1440) (false failure < 1e-6).
 	p := baseParams("trusted")
 	p.Diameter = 0
-	sigma := TrustedSigma(p)
+	sigma := algo.TrustedSigma(p)
 	// The paper's 2S/b plus the float32 rounding of each message, 2^-23 S
 	// (TrustedSensitivity).
 	want := (2*p.S()/float64(p.Batch) + 0x1p-23*p.S()) * math.Sqrt(float64(p.Rounds)) / (p.Rho * float64(p.Cohort))
 	if math.Abs(sigma-want) > 1e-12*want {
-		t.Fatalf("TrustedSigma = %v, want %v", sigma, want)
+		t.Fatalf("algo.TrustedSigma = %v, want %v", sigma, want)
 	}
 	chi, n := 0.0, 0
 	for k := 0; k < 40; k++ {
@@ -755,7 +756,7 @@ func TestParamsJSONRoundTrip(t *testing.T) {
 
 func TestInterfacesImplemented(t *testing.T) {
 	m, _ := model.New("logreg", 5, 3)
-	for _, alg := range Names() {
+	for _, alg := range algo.Names() {
 		p := baseParams(alg)
 		dv, err := NewDevice(p, m, mechanism.NewStream(testSeed(1), 0))
 		if err != nil {
@@ -796,7 +797,7 @@ func TestNCTheoremEta(t *testing.T) {
 	first := 8 * 0.1 * 50 / (2 * 118.1 * 1200 * math.Sqrt(2*100*7850*(1+math.Log(1200))))
 	second := 1 / (8 * 392.5 * 1200)
 	want := math.Min(first, second)
-	if got := NCTheoremEta(p, 7850); math.Abs(got-want) > 1e-15*want {
+	if got := algo.NCTheoremEta(p, 7850); math.Abs(got-want) > 1e-15*want {
 		t.Fatalf("eta = %v, want %v", got, want)
 	}
 }
@@ -939,9 +940,9 @@ func TestHarmonic(t *testing.T) {
 		{1000000, 14.392726722865723631}, {1000000000, 21.300481502347944017},
 	}
 	for _, tc := range tests {
-		got := Harmonic(tc.k)
+		got := algo.Harmonic(tc.k)
 		if got < tc.want*(1-1e-13) || got > tc.want*(1+1.1e-8) {
-			t.Errorf("Harmonic(%d) = %.17g, want %.17g (never below, at most 1.1e-8 above)", tc.k, got, tc.want)
+			t.Errorf("algo.Harmonic(%d) = %.17g, want %.17g (never below, at most 1.1e-8 above)", tc.k, got, tc.want)
 		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"browserfl/shared/dataset"
 	"browserfl/shared/mechanism"
 	"browserfl/shared/model"
+	"browserfl/shared/optim/algo"
 )
 
 // TestShareScale pins the share of each shared-noise session against
@@ -34,21 +35,21 @@ func TestShareScale(t *testing.T) {
 		if got := p.SharedHonest(); got != tc.wantH {
 			t.Errorf("m %d t %d c %d: honest %d, want %d", tc.m, tc.thr, tc.coll, got, tc.wantH)
 		}
-		if got := ShareScale(p); math.Abs(got-tc.want) > 1e-12 {
+		if got := algo.ShareScale(p); math.Abs(got-tc.want) > 1e-12 {
 			t.Errorf("m %d t %d c %d: share scale %v, want %v", tc.m, tc.thr, tc.coll, got, tc.want)
 		}
-		if got, want := FloorFactor(p), 1/(tc.want*tc.want); math.Abs(got-want) > 1e-9*want {
+		if got, want := algo.FloorFactor(p), 1/(tc.want*tc.want); math.Abs(got-want) > 1e-9*want {
 			t.Errorf("m %d t %d c %d: floor factor %v, want %v", tc.m, tc.thr, tc.coll, got, want)
 		}
 	}
 	// Every other algorithm draws its own full noise.
-	for _, alg := range Names() {
+	for _, alg := range algo.Names() {
 		if alg == "shared" {
 			continue
 		}
 		p := Params{Algorithm: alg, M: 100, Cohort: 50}
-		if ShareScale(p) != 1 || FloorFactor(p) != 1 || p.SharedThreshold() != 0 {
-			t.Errorf("%s: share scale %v, floor factor %v, threshold %d; want 1, 1, 0", alg, ShareScale(p), FloorFactor(p), p.SharedThreshold())
+		if algo.ShareScale(p) != 1 || algo.FloorFactor(p) != 1 || p.SharedThreshold() != 0 {
+			t.Errorf("%s: share scale %v, floor factor %v, threshold %d; want 1, 1, 0", alg, algo.ShareScale(p), algo.FloorFactor(p), p.SharedThreshold())
 		}
 	}
 }
@@ -70,7 +71,7 @@ func TestShareParamsValidate(t *testing.T) {
 	} {
 		p := baseParams(tc.alg)
 		p.Threshold, p.Colluders = tc.thr, tc.coll
-		err := Validate(p)
+		err := algo.Validate(p)
 		switch {
 		case tc.wantSubstr == "" && err != nil:
 			t.Errorf("%s t %d c %d: %v", tc.alg, tc.thr, tc.coll, err)
@@ -90,10 +91,10 @@ func TestShareChargeIsNCs(t *testing.T) {
 		if a, b := ds.NextCost(), dn.NextCost(); math.Abs(a-b) > 1e-12*b {
 			t.Fatalf("participation %d: shared charges %v, nc %v", n, a, b)
 		}
-		if a, b := NCChargeSigma(ps, n), NCSigma(pn, n); math.Abs(a-b) > 1e-12*b {
+		if a, b := algo.NCChargeSigma(ps, n), algo.NCSigma(pn, n); math.Abs(a-b) > 1e-12*b {
 			t.Fatalf("participation %d: shared's charge sigma %v, nc's sigma %v", n, a, b)
 		}
-		if a, b := NCSigma(ps, n), NCSigma(pn, n)*ShareScale(ps); math.Abs(a-b) > 1e-12*b {
+		if a, b := algo.NCSigma(ps, n), algo.NCSigma(pn, n)*algo.ShareScale(ps); math.Abs(a-b) > 1e-12*b {
 			t.Fatalf("participation %d: shared draws sigma %v, want %v", n, a, b)
 		}
 		data := synthData(mechanism.NewStream(testSeed(byte(n)), 0), ps.Batch)
@@ -127,10 +128,10 @@ func TestShareChargeIsNCs(t *testing.T) {
 func TestShareNoiseNeverBelowCalibration(t *testing.T) {
 	p := Params{Algorithm: "shared", Model: "logreg", Features: 784, Classes: 10,
 		M: 100, Cohort: 50, Rounds: 24, Batch: 50, Clip: 1, Eta: 0.1, Epsilon: 8, Delta: 1e-5}
-	if err := Validate(p); err != nil {
+	if err := algo.Validate(p); err != nil {
 		t.Fatal(err)
 	}
-	budget, err := ZCDPBudget(p)
+	budget, err := algo.ZCDPBudget(p)
 	if err != nil {
 		t.Fatal(err)
 	}
