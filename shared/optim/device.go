@@ -617,9 +617,9 @@ func (dv *device) charge(cost float64) error {
 }
 
 // ncSigmaZ is the discrete sigma (grid units) of the n-th participation
-// in "nc" and "shared": NCSigma (for "shared" the share, ShareScale times
+// in "nc" and "shared": algo.NCSigma (for "shared" the share, ShareScale times
 // nc's) calibrated to the grid sensitivity. A value beyond the
-// exact sampler's range is refused (ErrUnsafe), before anything is drawn
+// exact sampler's range is refused (algo.ErrUnsafe), before anything is drawn
 // or charged.
 func (dv *device) ncSigmaZ(n int) (int64, error) {
 	z, err := mechanism.DiscreteSigma(dv.nc.Sigma(n), dv.sens, dv.step, dv.dim)

@@ -21,22 +21,22 @@ import (
 // Pi_K(x_t - eta (1/m) sum msg), i.e. it averages the devices' last
 // iterates (FedAvg with server step 1; a missing device counts as no move).
 //
-// The device runs in one of two modes (LocalOutputPerturbation decides):
+// The device runs in one of two modes (algo.LocalOutputPerturbation decides):
 //
 //   - Output perturbation, when the model certifies convexity and nothing
-//     is clipped or projected and a step is nonexpansive (certifiedLocal):
+//     is clipped or projected and a step is nonexpansive:
 //     the K E hidden steps run without noise, x_j = x_{j-1} - eta
 //     gbar_j(x_{j-1}), and the release is (x_t - x_{KE})/eta rounded onto
 //     the release grid plus ONE exact discrete Gaussian vector,
 //     calibrated to the last iterate's replace-one sensitivity
-//     E Delta (1 + localOPSlack)
-//     (LocalReleaseSensitivity): an ordinary zCDP charge of the whole
+//     E Delta (1 + 1e-4)
+//     (algo.LocalReleaseSensitivity): an ordinary zCDP charge of the whole
 //     budget, by construction, for every E.
 //   - Per-step noise otherwise: each hidden step releases
 //     round_grid(mean of b/K clipped gradients) + Z_j, Z_j discrete
 //     Gaussian, and moves x_j = Pi_K(x_{j-1} - eta v_j). Every hidden
 //     release is a noisy-SGD release of its step batch (sensitivity
-//     2S/(b/K), Sensitivity); a round costs E of them (composition), one
+//     2S/(b/K), algo.Sensitivity); a round costs E of them (composition), one
 //     for E = 1.
 //
 // Rounds use disjoint samples, so a device's whole session costs one
@@ -50,14 +50,14 @@ type localDevice struct {
 	dim     int
 	entropy io.Reader
 	budget  float64 // zCDP
-	relSens float64 // sensitivity each noise vector is calibrated to (LocalReleaseSensitivity)
-	sigma   float64 // continuous calibration of each noise vector (FreshSigma)
+	relSens float64 // sensitivity each noise vector is calibrated to (algo.LocalReleaseSensitivity)
+	sigma   float64 // continuous calibration of each noise vector (algo.FreshSigma)
 	step    float64 // release grid step
 	sigmaZ  int64   // discrete sigma in release grid units
 	k, bs   int     // K local steps, b/K samples per step
 	epochs  int     // E passes over the K step batches
 	charge  float64 // zCDP of one round
-	op      bool    // output perturbation (LocalOutputPerturbation)
+	op      bool    // output perturbation (algo.LocalOutputPerturbation)
 	radius  float64
 
 	ledger privacy.Ledger
@@ -127,7 +127,7 @@ func newLocalDevice(p Params, a algo.Algorithm, m model.Model, entropy io.Reader
 func (dv *localDevice) Ledger() privacy.Ledger { return dv.ledger }
 func (dv *localDevice) Participations() int    { return dv.n }
 
-// NextCost is one round's zCDP, LocalCharge steps of Delta^2/(2 sigma^2)
+// NextCost is one round's zCDP, algo.LocalCharge steps of Delta^2/(2 sigma^2)
 // each, less what is already charged: rounds use disjoint samples, so the
 // transcript costs the largest round (parallel composition), and only the
 // first release adds.
@@ -351,7 +351,7 @@ func (dv *localDevice) hiddenSteps(r Round, batch []dataset.Sample) error {
 		v := dv.v
 		clear(v)
 		// The step batch's mean gradient at x; the bound S >= G clips
-		// nothing (certifiedLocal).
+		// nothing (algo.LocalOutputPerturbation).
 		if err := dv.est.mean(v, r, x, sb, S); err != nil {
 			return fmt.Errorf("optim: local step %d: %w", j+1, err)
 		}

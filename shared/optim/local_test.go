@@ -31,38 +31,6 @@ func newLocal(t *testing.T, p Params, m model.Model, seed byte) *localDevice {
 	return d.(*localDevice)
 }
 
-func TestLocalValidate(t *testing.T) {
-	tests := []struct {
-		name string
-		edit func(*Params)
-		ok   bool
-	}{
-		{"K divides b", func(p *Params) {}, true},
-		{"K = 0 means b", func(p *Params) { p.LocalSteps = 0 }, true},
-		{"K = b", func(p *Params) { p.LocalSteps = 6 }, true},
-		{"K does not divide b", func(p *Params) { p.LocalSteps = 4 }, false},
-		{"K > b", func(p *Params) { p.LocalSteps = 12 }, false},
-		{"K < 0", func(p *Params) { p.LocalSteps = -1 }, false},
-		{"error feedback", func(p *Params) { p.Compressor = "ef+randk:0.5" }, false},
-		{"no privacy target", func(p *Params) { p.Rho = 0 }, false},
-		{"K on another algorithm", func(p *Params) { p.Algorithm = "noisysgd" }, false},
-	}
-	for _, tc := range tests {
-		p := localParams()
-		tc.edit(&p)
-		if err := algo.Validate(p); (err == nil) != tc.ok {
-			t.Errorf("%s: algo.Validate() = %v, want ok = %v", tc.name, err, tc.ok)
-		}
-	}
-	p := localParams()
-	if !p.SinglePass() || !p.ParallelComposition() || p.ComposedReleases() != 1 || !algo.Private(p) || algo.Trusted(p) {
-		t.Error("local must be a private, single-pass, parallel-composition algorithm")
-	}
-	if p.StepBatch() != 2 {
-		t.Errorf("StepBatch = %d, want 6/3", p.StepBatch())
-	}
-}
-
 func TestLocalSensitivityAndCharge(t *testing.T) {
 	// Each hidden step averages b/K clipped gradients: replace-one
 	// sensitivity 2S/(b/K), recomputed here from the parameters. The

@@ -164,7 +164,7 @@ func TestLocalOPChain(t *testing.T) {
 
 // TestLocalOPRefusesHugeQueryPoint: a query point so large that floating
 // point could add more than its allowance to the sensitivity
-// (localFloatSlack) is refused before any step (and charges nothing); an
+// (algo.LocalFloatSlack) is refused before any step (and charges nothing); an
 // ordinary one passes.
 func TestLocalOPRefusesHugeQueryPoint(t *testing.T) {
 	p := opParams()

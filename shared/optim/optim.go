@@ -18,7 +18,11 @@
 // # Algorithms
 //
 // Build the halves with NewServer(p, x0, entropy) and NewDevice(p, model,
-// entropy) from a validated Params; Names lists the registry: "nc"
+// entropy) from a Params that algo.Validate accepts. The registry, the
+// parameters' validity and every privacy calibration the halves use (the
+// sensitivities and noise scales, and the analysis behind them) are in
+// shared/optim/algo, a function of the public parameters alone;
+// algo.Names lists the registry: "nc"
 // (noise-cancellation paper, Algorithm 1: untrusted server, partial
 // participation), "trusted" (full-participation paper, Algorithm 2),
 // "noisysgd", "cdpsgd" (SoteriaFL Algorithm 1), "soteria-sgd",
@@ -34,7 +38,7 @@
 // A private device never adds floating-point noise to its estimate: the
 // bits of value + ziggurat draw can reveal the value (Mironov 2012). It rounds its estimate v onto the grid step * Z, step =
 // mechanism.GridStep(Delta, d), a power of two fixed by the public
-// parameters (Delta is the release sensitivity above), adds an exact
+// parameters (Delta is the release sensitivity, algo.Sensitivity), adds an exact
 // discrete Gaussian in grid units, and sends step times the integer
 // vector. Rounding moves each coordinate by at most 1/2, so the integer
 // estimate's sensitivity is Delta/step + sqrt(d) (mechanism.GridSensitivity);
@@ -46,13 +50,14 @@
 // discrete noises, so the analysis above holds with integer partial sums.
 // Everything after that (compression, error feedback, SoteriaFL shifts)
 // is a function of the released integers and of the independent
-// compressor stream: post-processing. A device refuses (ErrUnsafe) a
+// compressor stream: post-processing. A device refuses (algo.ErrUnsafe) a
 // compressor not known to be post-processing, a grid outside the exact
 // float64 range, and a noise scale beyond the exact sampler's. The
 // trusted server draws its noise the same way: it releases
-// step (round(q_t / step) + Z_t) with Z_t of DiscreteSigma(TrustedSigma,
-// TrustedSensitivity) grid units. The other algorithms' scales are NCSigma,
-// TrustedSigma and FreshSigma; Sensitivity lists the per-release bounds.
+// step (round(q_t / step) + Z_t) with Z_t of DiscreteSigma(algo.TrustedSigma,
+// algo.TrustedSensitivity) grid units. The other algorithms' scales are
+// algo.NCSigma and algo.FreshSigma; algo.Sensitivity lists the per-release
+// bounds.
 //
 // # Exactly-once state and the noise-cancellation identity
 //
@@ -108,8 +113,8 @@ import (
 
 // Params are a session's public parameters (shared/session.Params, the
 // type the protocol carries too): the coordinator broadcasts them, every
-// device checks them (Validate) and derives its own noise from them
-// (DESIGN principle 2). Zero values mean "not set"; Validate says which
+// device checks them (algo.Validate) and derives its own noise from them
+// (DESIGN principle 2). Zero values mean "not set"; algo.Validate says which
 // fields an algorithm needs.
 type Params = session.Params
 

@@ -71,27 +71,6 @@ func TestTrustedNoiseIsDiscrete(t *testing.T) {
 	}
 }
 
-// TestTrustedRefusesCompressors: a trusted session's devices send clean
-// updates, so only dense messages keep the sensitivity the server's noise
-// is calibrated to (top-k moves a message by up to S for one sample,
-// rand-k scales by d/k, error feedback carries a sample into later
-// rounds, quantisation rounds by more than float32).
-func TestTrustedRefusesCompressors(t *testing.T) {
-	for _, tc := range []struct {
-		spec string
-		ok   bool
-	}{
-		{"", true}, {"f32", true}, {"f64", true},
-		{"topk:0.1", false}, {"randk:0.1", false}, {"ef+f32", false}, {"ef+topk:0.1", false}, {"qinf:8bit", false},
-	} {
-		p := Params{Algorithm: "trusted", Model: "logreg", M: 10, Cohort: 10, Rounds: 5, Batch: 32, Clip: 1, Eta: 0.1, Rho: 1.5, Compressor: tc.spec}
-		err := algo.Validate(p)
-		if (err == nil) != tc.ok {
-			t.Errorf("trusted with %q: err = %v, want ok = %v", tc.spec, err, tc.ok)
-		}
-	}
-}
-
 // TestTrustedFloatingPointDistinguisher runs the floating-point attack
 // (Mironov 2012; the device's version is
 // mechanism.TestFloatingPointDistinguisher) against the trusted server's

@@ -31,8 +31,8 @@ const UpdateRejectProb = 1e-9
 // two minibatch terms and one full term, each a mean of vectors in the
 // S-ball), and the noise is Gaussian per coordinate with standard deviation
 // at most sigma: in "nc" the difference y_n - y_(n-1) of two independent
-// draws, sigma^2 = NCSigma(T)^2 + NCSigma(T-1)^2 (a device releases at most
-// T times); in the fresh-noise algorithms FreshSigma; none in "trusted",
+// draws, sigma^2 = algo.NCSigma(T)^2 + algo.NCSigma(T-1)^2 (a device releases at most
+// T times); in the fresh-noise algorithms algo.FreshSigma; none in "trusted",
 // "mu2" and "sgd". ||noise||^2/sigma^2 is at most chi-square with d degrees
 // of freedom, and P(chi2_d >= d + 2 sqrt(d u) + 2u) <= exp(-u) (Laurent and
 // Massart 2000, Lemma 1). With u = ln(T / UpdateRejectProb) the bound

@@ -333,7 +333,7 @@ func NewChecker(p optim.Params, d int) (*Checker, error) {
 	var sz float64
 	switch {
 	case a.CancelsNoise():
-		// The device's own rule (its sigma_Z of NCSigma) for every release
+		// The device's own rule (its sigma_Z of algo.NCSigma) for every release
 		// count, so that a device asked A times is allowed the noise of
 		// its A-th release, not of the cap.
 		c.sigZ = make([]int64, cap+1)
