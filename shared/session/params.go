@@ -9,9 +9,10 @@ import (
 // broadcasts them (in a Welcome or a Start), every device checks them and
 // derives its own noise from them (DESIGN principle 2), and the
 // algorithms, the simulator and the planner read them. Zero values mean
-// "not set"; shared/optim/algo.Validate says which fields an algorithm needs, and
-// wire.ValidateSession which values no session can have. Defaults are
-// written beside each field. The JSON names are the protocol's.
+// "not set"; shared/optim/algo.Validate says which fields an algorithm
+// needs, and wire.ValidateSession which values no session can have.
+// Defaults are written beside each field. The JSON names are the
+// protocol's.
 type Params struct {
 	// Name is the session's display name.
 	Name string `json:"name"`

@@ -1,10 +1,11 @@
 package algo
 
 import (
+	"fmt"
+
 	"browserfl/shared/mechanism"
 	"browserfl/shared/model"
 	"browserfl/shared/session"
-	"fmt"
 )
 
 // MaxLocalHiddenSteps bounds K E, the hidden steps of one round of

@@ -1,9 +1,10 @@
 package algo
 
 import (
-	"browserfl/shared/session"
 	"fmt"
 	"sort"
+
+	"browserfl/shared/session"
 )
 
 // Noise says who adds an algorithm's noise.

@@ -1,11 +1,12 @@
 package algo
 
 import (
+	"fmt"
+	"math"
+
 	"browserfl/shared/mechanism"
 	"browserfl/shared/privacy"
 	"browserfl/shared/session"
-	"fmt"
-	"math"
 )
 
 // Shared noise ("shared").

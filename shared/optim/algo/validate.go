@@ -1,12 +1,13 @@
 package algo
 
 import (
-	"browserfl/shared/mechanism"
-	"browserfl/shared/session"
 	"errors"
 	"fmt"
 	"math"
 	"strings"
+
+	"browserfl/shared/mechanism"
+	"browserfl/shared/session"
 )
 
 func positive(x float64) bool { return x > 0 && !math.IsInf(x, 0) }
