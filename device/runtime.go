@@ -20,6 +20,7 @@ import (
 
 	"browserfl/shared/dataset"
 	"browserfl/shared/optim"
+	"browserfl/shared/optim/algo"
 	"browserfl/shared/plan"
 	"browserfl/shared/privacy"
 	"browserfl/shared/task"
@@ -322,7 +323,7 @@ func (rt *Runtime) setup(s wire.SessionParams) error {
 			return fmt.Errorf("device: restore algorithm state: %w", err)
 		}
 	}
-	alg, err := optim.Lookup(p.Algorithm)
+	alg, err := algo.Lookup(p.Algorithm)
 	if err != nil {
 		return fmt.Errorf("device: %w", err)
 	}
@@ -352,7 +353,7 @@ func (rt *Runtime) setup(s wire.SessionParams) error {
 }
 
 // ErrDataFixed is wrapped by AddData when the session's algorithm keeps a
-// local data set of its own (optim.Algorithm.NeedsLocalData): it was
+// local data set of its own (algo.Algorithm.NeedsLocalData): it was
 // given the data at set-up, and data arriving later would not be in it.
 var ErrDataFixed = errors.New("device: this session's algorithm took its local data at set-up")
 
@@ -388,7 +389,7 @@ func (rt *Runtime) InsertData(at int, samples []dataset.Sample) error {
 		if _, err := checkData(*s, rt.cfg.Task, samples); err != nil {
 			return err
 		}
-		if alg, err := optim.Lookup(rt.param.Algorithm); err != nil || alg.NeedsLocalData() {
+		if alg, err := algo.Lookup(rt.param.Algorithm); err != nil || alg.NeedsLocalData() {
 			return fmt.Errorf("%w (%s)", ErrDataFixed, rt.param.Algorithm)
 		}
 	}
@@ -565,7 +566,7 @@ func (pol Policy) allows(s privacy.Spent) error {
 // is left of the owner's budget (plan.Check: the session's worst case
 // plus Spent, at the owner's delta).
 func CheckSession(s wire.SessionParams, pol Policy) error {
-	if err := optim.Validate(s); err != nil {
+	if err := algo.Validate(s); err != nil {
 		return fmt.Errorf("%w: session parameters: %v", ErrRefused, err)
 	}
 	if _, err := plan.SessionTask(s); err != nil {
@@ -574,13 +575,13 @@ func CheckSession(s wire.SessionParams, pol Policy) error {
 	if _, err := plan.SessionFeatures(s); err != nil {
 		return fmt.Errorf("%w: %w", ErrRefused, err)
 	}
-	if !optim.Private(s) {
+	if !algo.Private(s) {
 		if !pol.AllowNonPrivate {
 			return fmt.Errorf("%w: algorithm %q gives no privacy guarantee", ErrRefused, s.Algorithm)
 		}
 		return nil
 	}
-	if optim.Trusted(s) && !pol.AllowTrusted {
+	if algo.Trusted(s) && !pol.AllowTrusted {
 		return fmt.Errorf("%w: algorithm %q sends un-noised updates to a trusted server", ErrRefused, s.Algorithm)
 	}
 	if pol.Unlimited {

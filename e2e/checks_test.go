@@ -8,6 +8,7 @@ import (
 	"browserfl/shared/dataset"
 	"browserfl/shared/mechanism"
 	"browserfl/shared/optim"
+	"browserfl/shared/optim/algo"
 	"browserfl/shared/wire"
 )
 
@@ -126,7 +127,7 @@ func checkFrames(t *testing.T, pages [][]frame, sets []dataset.Set) {
 // checkNoised asserts that every update the scripted coordinator received
 // is noised. An un-noised update is the mean of b clipped corrections, so
 // its norm is at most S. A noised one is s + y - Y with y ~ N(0, sigma_n^2
-// I_d), sigma_n = optim.NCSigma(p, n) for the device's n-th release, and
+// I_d), sigma_n = algo.NCSigma(p, n) for the device's n-th release, and
 // Y independent of y (the previous committed noise, or 0), so ||y - Y||^2
 // is at least sigma_n^2 times a chi-square with d degrees of freedom
 // (stochastically). For d = 7850 the chi-square's standard deviation is
@@ -149,7 +150,7 @@ func checkNoised(t *testing.T, ups []sentUpdate, p wire.SessionParams) {
 	var minRatio = math.Inf(1)
 	for _, u := range ups {
 		n[u.Device]++
-		sigma := optim.NCSigma(op, n[u.Device])
+		sigma := algo.NCSigma(op, n[u.Device])
 		floor := sigma*math.Sqrt(d-6*math.Sqrt(2*d)) - op.S()
 		if floor <= op.S() {
 			t.Fatalf("test design: noise floor %.3g does not exceed S = %.3g", floor, op.S())

@@ -9,7 +9,7 @@ import (
 	"browserfl/coordinator/api"
 	"browserfl/coordinator/view"
 	"browserfl/shared/mechanism"
-	"browserfl/shared/optim"
+	"browserfl/shared/optim/algo"
 	"browserfl/shared/wire"
 )
 
@@ -67,7 +67,7 @@ func browserLocal(t *testing.T, rounds int, extra []string, threshold float64) {
 		t.Fatalf("the coordinator's session %+v, want local, K = 2, T = %d, b = 64", p, rounds)
 	}
 	if p.LocalEpochs > 1 {
-		if !optim.LocalOutputPerturbation(p) {
+		if !algo.LocalOutputPerturbation(p) {
 			t.Fatal("not under output perturbation")
 		}
 	}

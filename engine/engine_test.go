@@ -11,6 +11,7 @@ import (
 	"browserfl/shared/mechanism"
 	"browserfl/shared/model"
 	"browserfl/shared/optim"
+	"browserfl/shared/optim/algo"
 )
 
 // TestMissed: every combination of the miss rule. Only a sure member that
@@ -57,7 +58,7 @@ type applyOnly struct{ optim.Server }
 // its payload is refused on the payload path and leaves the state as it
 // was.
 func TestApplyBothPaths(t *testing.T) {
-	for _, alg := range optim.Names() {
+	for _, alg := range algo.Names() {
 		t.Run(alg, func(t *testing.T) {
 			p := optim.Params{Algorithm: alg, Model: "logreg", Features: 5, Classes: 3,
 				M: 8, Cohort: 4, Rounds: 60, Batch: 2, Clip: 1, Eta: 0.05, Diameter: 20}

@@ -5,6 +5,7 @@ import (
 
 	"browserfl/shared/mechanism"
 	"browserfl/shared/optim"
+	"browserfl/shared/optim/algo"
 )
 
 // SinglePassCap returns the release cap an owner who knows cfg's
@@ -33,7 +34,7 @@ func SinglePassCap(cfg Config) (int, error) {
 // (dataset.ValidationSplit) at the reference setting (ReferenceParams),
 // by `go run ./cmd/flresults -tune` (docs/results-notes.md records the
 // sweep). Mu2 is for the mu^2 family ("nc", "trusted", "mu2"): 0 means
-// Theorem 5.2's step size (optim.NCTheoremEta); otherwise it is scaled to
+// Theorem 5.2's step size (algo.NCTheoremEta); otherwise it is scaled to
 // other settings as Theorem 5.2's step size scales (Eta). SGD is for
 // "noisysgd" and "sgd", used as is. Other is for the remaining algorithms
 // (SoteriaFL, CDP-SGD), which were not tuned here.
@@ -77,15 +78,15 @@ func (s StepSizes) Eta(p optim.Params, d int) float64 {
 		return s.SGD
 	case MuSquared(p.Algorithm):
 		if s.Mu2 == 0 {
-			return optim.NCTheoremEta(p, d)
+			return algo.NCTheoremEta(p, d)
 		}
 		q, ref := p, ReferenceParams("nc", p)
 		q.Diameter, ref.Diameter = 1, 1
-		if !optim.Private(p) {
+		if !algo.Private(p) {
 			q.Rho = ref.Rho // the non-private references take the private runs' step size
 			q.Epsilon, q.Delta = 0, 0
 		}
-		return s.Mu2 * optim.NCTheoremEta(q, d) / optim.NCTheoremEta(ref, d)
+		return s.Mu2 * algo.NCTheoremEta(q, d) / algo.NCTheoremEta(ref, d)
 	}
 	return s.Other
 }

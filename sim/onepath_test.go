@@ -29,6 +29,7 @@ import (
 	"browserfl/shared/mechanism"
 	"browserfl/shared/model"
 	"browserfl/shared/optim"
+	"browserfl/shared/optim/algo"
 	"browserfl/shared/wire"
 	"browserfl/sim"
 )
@@ -243,7 +244,7 @@ func onePath(t *testing.T, algorithm, compressor string, rho float64, mod func(*
 	}
 	p := sess
 	if algorithm == "local" {
-		if !optim.LocalOutputPerturbation(p) {
+		if !algo.LocalOutputPerturbation(p) {
 			t.Fatal("the local case is not under output perturbation")
 		}
 	}
@@ -367,7 +368,7 @@ func onePath(t *testing.T, algorithm, compressor string, rho float64, mod func(*
 		}
 		var once sync.Once
 		rts[i], err = device.New(ctx, device.Config{URL: url, JoinCode: "join-me", Storage: storage,
-			Unlimited: true, AllowTrusted: !optim.Private(p), AllowNonPrivate: !optim.Private(p), // rho_p = 50: far above the default budget; mu2 gives no guarantee
+			Unlimited: true, AllowTrusted: !algo.Private(p), AllowNonPrivate: !algo.Private(p), // rho_p = 50: far above the default budget; mu2 gives no guarantee
 			Data: shard.Samples, MinBackoff: 5 * time.Millisecond, MaxBackoff: 50 * time.Millisecond, Hooks: hooks,
 			// The page's watch (device.WatchPrepared, "what your phone
 			// sent") on every device half: it must change nothing.
@@ -465,7 +466,7 @@ func onePath(t *testing.T, algorithm, compressor string, rho float64, mod func(*
 		}
 	}
 	d := proto.Dim()
-	alg, err := optim.Lookup(p.Algorithm)
+	alg, err := algo.Lookup(p.Algorithm)
 	if err != nil {
 		t.Fatal(err)
 	}

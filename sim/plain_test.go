@@ -11,6 +11,7 @@ import (
 	"browserfl/shared/mechanism"
 	"browserfl/shared/model"
 	"browserfl/shared/optim"
+	"browserfl/shared/optim/algo"
 )
 
 // plainNC is the benchmark baseline of the simulator: the "nc" algorithm
@@ -48,7 +49,7 @@ func plainNC(cfg Config) ([]float64, error) {
 	fm, ghost := mdl.(model.Factored)
 	b := p.Batch
 	S := p.S()
-	sens := optim.Sensitivity(p)
+	sens := algo.Sensitivity(p)
 	step, err := mechanism.GridStep(sens, d)
 	if err != nil {
 		return nil, err
@@ -137,7 +138,7 @@ func plainNC(cfg Config) ([]float64, error) {
 				return nil, err
 			}
 			// New Y_i, and release Z = v + Y_new - Y_old on the grid.
-			sigmaZ, err := mechanism.DiscreteSigma(optim.NCSigma(p, dv.n), sens, step, d)
+			sigmaZ, err := mechanism.DiscreteSigma(algo.NCSigma(p, dv.n), sens, step, d)
 			if err != nil {
 				return nil, err
 			}

@@ -34,6 +34,7 @@ import (
 	"browserfl/shared/mechanism"
 	"browserfl/shared/model"
 	"browserfl/shared/optim"
+	"browserfl/shared/optim/algo"
 	"browserfl/shared/optim/plausible"
 	"browserfl/shared/plan"
 	"browserfl/shared/privacy"
@@ -284,14 +285,14 @@ func newRun(cfg Config) (*run, error) {
 	if p.M > len(cfg.Train.Samples) {
 		return nil, fmt.Errorf("sim: M = %d devices but only %d training samples", p.M, len(cfg.Train.Samples))
 	}
-	alg, err := optim.Lookup(p.Algorithm)
+	alg, err := algo.Lookup(p.Algorithm)
 	if err != nil {
 		return nil, err
 	}
 	if alg.NeedsLocalData() && p.LocalSize == 0 {
 		p.LocalSize = len(cfg.Train.Samples) / p.M
 	}
-	if err := optim.Validate(p); err != nil {
+	if err := algo.Validate(p); err != nil {
 		return nil, err
 	}
 	if err := checkAttack(cfg, p); err != nil {
@@ -310,7 +311,7 @@ func newRun(cfg Config) (*run, error) {
 	if cfg.NormOnly {
 		r.gate = check.NormOnly(chk.NormBound())
 	}
-	if optim.Private(p) && optim.Trusted(p) {
+	if algo.Private(p) && algo.Trusted(p) {
 		f, err := plan.SessionFigures(p, cfg.Delta)
 		if err != nil {
 			return nil, fmt.Errorf("sim: %w", err)
@@ -354,7 +355,7 @@ func newRun(cfg Config) (*run, error) {
 
 // newDevices partitions the training set and builds each device half on
 // its shard (the first cfg.Attackers wrapped in a Hostile).
-func newDevices(cfg Config, p optim.Params, alg optim.Algorithm, proto model.Model) ([]*simDevice, error) {
+func newDevices(cfg Config, p optim.Params, alg algo.Algorithm, proto model.Model) ([]*simDevice, error) {
 	parts, err := cfg.Partition.Partition(cfg.Train.Labels(), p.M, cfg.Seed)
 	if err != nil {
 		return nil, fmt.Errorf("sim: partition: %w", err)

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"browserfl/device"
-	"browserfl/shared/optim"
+	"browserfl/shared/optim/algo"
 	"browserfl/shared/plan"
 	"browserfl/shared/task"
 	"browserfl/shared/wire"
@@ -422,11 +422,11 @@ func (a *app) loadSession() error {
 		return errNoProtection
 	}
 	summary := ""
-	if alg, err := optim.Lookup(p.Algorithm); err == nil {
+	if alg, err := algo.Lookup(p.Algorithm); err == nil {
 		summary = "(" + alg.Summary + ")"
 	}
 	mode := "untrusted"
-	if optim.Trusted(p) {
+	if algo.Trusted(p) {
 		mode = "trusted"
 	}
 	labels := p.LabelNames()

@@ -6,6 +6,7 @@ import (
 	"context"
 
 	"browserfl/shared/optim"
+	"browserfl/shared/optim/algo"
 	"browserfl/shared/plan"
 	"browserfl/shared/privacy"
 	"browserfl/wasm/owner"
@@ -37,7 +38,7 @@ func (t *trainer) settle(ctx context.Context) {
 	if t.owner == nil || t.rt == nil {
 		return
 	}
-	if optim.Trusted(t.a.params) {
+	if algo.Trusted(t.a.params) {
 		// The device adds no noise and its ledger stays at 0: the
 		// server's noise is what protects the data, so the reservation
 		// (the server's worst case) stays.

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"net/url"
 
-	"browserfl/shared/optim"
+	"browserfl/shared/optim/algo"
 	"browserfl/shared/plan"
 	"browserfl/shared/wire"
 	"browserfl/wasm/jsw"
@@ -63,7 +63,7 @@ func (t *trainer) fetchProgress() error {
 	t.published = max(t.published, p.Committed)
 	t.mu.Unlock()
 	sp := a.params
-	trusted := optim.Private(sp) && optim.Trusted(sp) && t.runtime() != nil
+	trusted := algo.Private(sp) && algo.Trusted(sp) && t.runtime() != nil
 	var pr plan.Progress
 	if trusted {
 		pr, _, _ = t.figures()

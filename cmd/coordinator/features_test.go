@@ -19,6 +19,7 @@ import (
 	"browserfl/shared/dataset"
 	"browserfl/shared/model"
 	"browserfl/shared/optim"
+	"browserfl/shared/optim/algo"
 	"browserfl/shared/plan"
 	"browserfl/shared/wire"
 )
@@ -299,7 +300,7 @@ func TestFeatureSessionEveryAlgorithm(t *testing.T) {
 				// The passes run by output perturbation: the features
 				// change nothing of its certificate (logreg-unit scales
 				// every input to norm 1).
-				if !optim.LocalOutputPerturbation(a.sess) {
+				if !algo.LocalOutputPerturbation(a.sess) {
 					t.Error("local passes: not under output perturbation; want the certificate to hold")
 				}
 			}

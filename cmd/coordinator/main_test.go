@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"browserfl/shared/optim"
+	"browserfl/shared/optim/algo"
 	"browserfl/shared/plan"
 	"browserfl/shared/task"
 )
@@ -112,7 +112,7 @@ func TestParseNonPrivateReference(t *testing.T) {
 	if o.Session.Rho != 0 || o.Session.Epsilon != 0 || o.Session.Delta != 0 {
 		t.Errorf("mu2: target rho_p %v, (%v, %v), want none", o.Session.Rho, o.Session.Epsilon, o.Session.Delta)
 	}
-	if err := optim.Validate(o.Session); err != nil {
+	if err := algo.Validate(o.Session); err != nil {
 		t.Errorf("mu2 session invalid: %v", err)
 	}
 	o, err = parse([]string{"-algorithm", "mu2", "-rho", "3"}, io.Discard)

@@ -12,7 +12,7 @@ import (
 	"browserfl/coordinator/bus"
 	"browserfl/internal/sessionflag"
 	"browserfl/shared/dataset"
-	"browserfl/shared/optim"
+	"browserfl/shared/optim/algo"
 	"browserfl/shared/plan"
 	"browserfl/shared/task"
 	"browserfl/shared/wire"
@@ -313,7 +313,7 @@ func (o *options) fromLine(x lineFlags) {
 		// A rho_p target (flag, environment or config file) replaces
 		// the default (epsilon, delta) one; a non-private reference
 		// (mu2, sgd) takes no target at all.
-		if o.Session.Rho != 0 || !optim.Private(o.Session) {
+		if o.Session.Rho != 0 || !algo.Private(o.Session) {
 			o.Session.Epsilon, o.Session.Delta = 0, 0
 		}
 	}

@@ -22,6 +22,7 @@ import (
 	"browserfl/shared/dataset"
 	"browserfl/shared/model"
 	"browserfl/shared/optim"
+	"browserfl/shared/optim/algo"
 	"browserfl/shared/plan"
 	"browserfl/shared/task"
 	"browserfl/shared/wire"
@@ -79,10 +80,10 @@ func assembleSession(o options, td taskData, deadline time.Duration) (assembled,
 	if sess.Labels == "" {
 		sess.Labels = td.labels
 	}
-	if err := optim.Validate(sess); err != nil {
+	if err := algo.Validate(sess); err != nil {
 		return assembled{}, err
 	}
-	sess.Trusted = optim.Trusted(sess)
+	sess.Trusted = algo.Trusted(sess)
 	shardsN := o.DemoShards
 	if shardsN == 0 {
 		shardsN = 4 * sess.M

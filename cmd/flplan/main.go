@@ -19,6 +19,7 @@ import (
 
 	"browserfl/internal/sessionflag"
 	"browserfl/shared/optim"
+	"browserfl/shared/optim/algo"
 	"browserfl/shared/plan"
 	"browserfl/shared/privacy"
 	"browserfl/shared/task"
@@ -116,7 +117,7 @@ func run(args []string, out io.Writer) error {
 	}
 	printReport(out, p, r, f)
 	if f.Shared {
-		fmt.Fprintf(out, "shared noise: each device draws %.4g of nc's noise (h = %d honest survivors of t = %d, c = %d)\n", optim.ShareScale(p), f.Honest, f.Threshold, f.Colluders)
+		fmt.Fprintf(out, "shared noise: each device draws %.4g of nc's noise (h = %d honest survivors of t = %d, c = %d)\n", algo.ShareScale(p), f.Honest, f.Threshold, f.Colluders)
 		fmt.Fprintf(out, "  promise (the server sees only sums of at least %d updates, at most %d of them its own): epsilon = %s\n", f.Threshold, f.Colluders, f.PromiseText())
 		fmt.Fprintf(out, "  floor (every other device fake: this device's own noise alone):          epsilon = %s\n", f.FloorText())
 	}

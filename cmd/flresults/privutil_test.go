@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"browserfl/shared/optim"
+	"browserfl/shared/optim/algo"
 	"browserfl/shared/plan"
 )
 
@@ -44,7 +44,7 @@ func TestPrivacyUtilityRuns(t *testing.T) {
 		if p.M != 100 || p.Cohort != 50 || p.Rounds*p.Cohort*p.Batch != n || p.MaxReleases != n/p.M/p.Batch {
 			t.Errorf("%s: not one pass of the Table-1 setting: %+v", e.id, p)
 		}
-		if err := optim.Validate(p); err != nil {
+		if err := algo.Validate(p); err != nil {
 			t.Errorf("%s: %v", e.id, err)
 		}
 		f, err := plan.SessionFigures(p, plan.DefaultDelta)

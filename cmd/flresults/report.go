@@ -335,7 +335,7 @@ func constTitle(c constants) string {
 
 func constNote(c constants) string {
 	if c.steps.Mu2 == 0 {
-		return fmt.Sprintf("Step sizes: the noise-cancellation paper's Theorem 5.2 step size for the mu^2 algorithms (optim.NCTheoremEta; e.g. %.3g for Table 1 at rho_p = 8), %g for noisy SGD (chosen on the validation split, see results-notes.md).",
+		return fmt.Sprintf("Step sizes: the noise-cancellation paper's Theorem 5.2 step size for the mu^2 algorithms (algo.NCTheoremEta; e.g. %.3g for Table 1 at rho_p = 8), %g for noisy SGD (chosen on the validation split, see results-notes.md).",
 			ncRun(c, "nc", 8, 50).p.Eta, c.steps.SGD)
 	}
 	return fmt.Sprintf("Step sizes: eta = %g for the mu^2 algorithms at the reference setting (rho_p = 8, m = 50, T = %d on the 50,000 training images left after the validation split; chosen on the validation split, see results-notes.md) and scaled with rho_p, m, M and T as Theorem 5.2's step size scales (e.g. %.3g at m = 50, T = 1,200, %.3g at m = 20, %.3g at m = 80); %g for noisy SGD.",

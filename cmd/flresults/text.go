@@ -51,7 +51,7 @@ direct compression (CDP-SGD).
 Calibration: the paper's Theorem 2 leaves a constant c unspecified. We calibrate each
 release's Gaussian noise so that the device's planned releases compose to the
 (epsilon, 1e-3) target in zCDP, with the worst-case sensitivity of one release and
-**no amplification by subsampling** (optim.FreshSigma). This is valid for our
+**no amplification by subsampling** (algo.FreshSigma). This is valid for our
 fixed-size minibatches but conservative: the paper's calibration uses amplification,
 so our noise is larger than theirs at the same epsilon.
 `

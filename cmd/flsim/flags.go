@@ -14,6 +14,7 @@ import (
 	"browserfl/internal/sessionflag"
 	"browserfl/shared/dataset"
 	"browserfl/shared/optim"
+	"browserfl/shared/optim/algo"
 	"browserfl/shared/plan"
 	"browserfl/shared/task"
 	"browserfl/sim"
@@ -56,7 +57,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs := flag.NewFlagSet("flsim", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: flsim [flags]\n\nAlgorithms: %s\n\nFlags:\n", strings.Join(optim.Names(), ", "))
+		fmt.Fprintf(stderr, "usage: flsim [flags]\n\nAlgorithms: %s\n\nFlags:\n", strings.Join(algo.Names(), ", "))
 		fs.PrintDefaults()
 	}
 	defineFlags(fs, &o)
@@ -102,7 +103,7 @@ func defineFlags(fs *flag.FlagSet, o *options) {
 	// -eta is flsim's own, not the session's: it takes auto and theorem
 	// beside a number (check parses a number into o.p.Eta; stepSize
 	// computes the others once the data are loaded).
-	fs.StringVar(&o.eta, "eta", "auto", "step size: auto (chosen on the validation split: sim.Tuned, or for nc, shared, trusted and mu2 the -task row task's), theorem (Theorem 5.2's, optim.NCTheoremEta; needs -D or -paper-constants), or a number")
+	fs.StringVar(&o.eta, "eta", "auto", "step size: auto (chosen on the validation split: sim.Tuned, or for nc, shared, trusted and mu2 the -task row task's), theorem (Theorem 5.2's, algo.NCTheoremEta; needs -D or -paper-constants), or a number")
 	fs.BoolVar(&o.validate, "validate", false, "train on the training part of the validation split and evaluate on its validation part (the test set is not read)")
 	fs.Uint64Var(&o.seed, "seed", 1, "run seed (partition, cohorts, noise streams)")
 	fs.IntVar(&o.evalEvery, "eval-every", 0, "evaluate every K rounds for the CSV curve (0 = once, at the end); on the validation part with -validate, else on the test set")
@@ -172,7 +173,7 @@ func (o *options) check() error {
 	if o.p.MaxReleases < -1 {
 		return fmt.Errorf("-max-releases %d: want -1 (from the data), 0 (= T) or a count", o.p.MaxReleases)
 	}
-	if _, err := optim.Lookup(o.p.Algorithm); err != nil {
+	if _, err := algo.Lookup(o.p.Algorithm); err != nil {
 		return err
 	}
 	switch o.eta {
@@ -184,7 +185,7 @@ func (o *options) check() error {
 		}
 		o.p.Eta = v
 	}
-	if optim.Private(o.p) && o.p.Rho == 0 && o.p.Epsilon == 0 {
+	if algo.Private(o.p) && o.p.Rho == 0 && o.p.Epsilon == 0 {
 		o.p.Epsilon = plan.DefaultBudgetEpsilon
 		if o.p.Delta == 0 {
 			o.p.Delta = plan.DefaultDelta
@@ -201,11 +202,11 @@ func (o *options) check() error {
 			return err
 		}
 	}
-	return optim.Validate(withoutData(*o))
+	return algo.Validate(withoutData(*o))
 }
 
 // withoutData is o's parameters with a stand-in that passes
-// optim.Params.Validate for each field the data decides (T = 0, -eta auto
+// algo.Validate for each field the data decides (T = 0, -eta auto
 // or theorem, -max-releases -1, the SVRG/SAGA local size n / M), so the
 // flags are checked before the data loads.
 func withoutData(o options) optim.Params {
@@ -227,7 +228,7 @@ func withoutData(o options) optim.Params {
 
 // theoremEtaUsable says whether Theorem 5.2's step size applies to p.
 func theoremEtaUsable(p optim.Params) error {
-	if !optim.Private(p) || !(p.Diameter > 0) {
+	if !algo.Private(p) || !(p.Diameter > 0) {
 		return errors.New("-eta theorem: Theorem 5.2's step size needs a private algorithm and a diameter (-D or -paper-constants)")
 	}
 	return nil

@@ -34,6 +34,7 @@ import (
 	"browserfl/shared/dataset"
 	"browserfl/shared/model"
 	"browserfl/shared/optim"
+	"browserfl/shared/optim/algo"
 	"browserfl/shared/plan"
 	"browserfl/shared/task"
 	"browserfl/sim"
@@ -65,7 +66,7 @@ func stepSize(o options, p *optim.Params, d int) error {
 		if err := theoremEtaUsable(*p); err != nil {
 			return err
 		}
-		p.Eta = optim.NCTheoremEta(*p, d)
+		p.Eta = algo.NCTheoremEta(*p, d)
 	}
 	return nil
 }

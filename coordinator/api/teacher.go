@@ -167,7 +167,7 @@ var ErrBadTask = errors.New("the task cannot be used")
 var ErrBadChoice = errors.New("this way of learning cannot be used")
 
 // maxAlgorithmName bounds the algorithm a POST /api/teacher/new may ask
-// for (the names are short words: optim.Names).
+// for (the names are short words: algo.Names).
 const maxAlgorithmName = 32
 
 // teacherTask reads the task definition a POST /api/teacher/new may

@@ -15,10 +15,11 @@
 //	shared/session, shared/secagg                  leaves: the session's parameters (one type), secure aggregation
 //	shared/wire (session, secagg)                  the protocol devices in the field speak
 //	shared/mechanism (privacy), shared/model (dataset)
-//	shared/optim (session)                         the algorithms; nothing of wire
+//	shared/optim/algo (session)                    the registry, validity and every privacy calibration
+//	shared/optim (session, algo)                   the algorithms' server and device halves; nothing of wire
 //	shared/plan                                    the session's figures, task and features; the owner's budget
 //	shared/lesson                                  the classroom preset
-//	internal/sessionflag (session, optim, model)   the session's flags, declared once for the commands
+//	internal/sessionflag (session, algo, model)    the session's flags, declared once for the commands
 //	device, sim, coordinator                       runtimes; the coordinator imports nothing of device
 //	wasm/, cmd/, web/, the root package            shells and the embedded page; nothing imports cmd/,
 //	                                               and cmd/coordinator links nothing of device, sim or wasm

@@ -23,7 +23,7 @@ import (
 	"strings"
 
 	"browserfl/shared/model"
-	"browserfl/shared/optim"
+	"browserfl/shared/optim/algo"
 	"browserfl/shared/session"
 )
 
@@ -38,7 +38,7 @@ type decl struct {
 // decls are the session's flags, in the order -h lists them.
 var decls = []decl{
 	{"name", "name", "session name", func(p *session.Params) any { return &p.Name }},
-	{"algorithm", "algorithm", "algorithm: " + strings.Join(optim.Names(), ", "), func(p *session.Params) any { return &p.Algorithm }},
+	{"algorithm", "algorithm", "algorithm: " + strings.Join(algo.Names(), ", "), func(p *session.Params) any { return &p.Algorithm }},
 	{"model", "model", "model: " + strings.Join(model.Names(), ", ") + " (logreg-unit: logreg on inputs scaled to norm 1, what local needs for output perturbation)", func(p *session.Params) any { return &p.Model }},
 	{"features", "features", "the model's input features (Fashion-MNIST: 784); with -classes it sets the model's dimension", func(p *session.Params) any { return &p.Features }},
 	{"classes", "classes", "the model's classes (Fashion-MNIST: 10)", func(p *session.Params) any { return &p.Classes }},

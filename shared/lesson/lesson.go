@@ -9,7 +9,7 @@ import (
 	"fmt"
 	"time"
 
-	"browserfl/shared/optim"
+	"browserfl/shared/optim/algo"
 	"browserfl/shared/wire"
 )
 
@@ -90,7 +90,7 @@ func OneLesson(tmpl wire.SessionParams, n int) (wire.SessionParams, Sizing, erro
 	if err := wire.ValidateSession(s); err != nil {
 		return wire.SessionParams{}, Sizing{}, fmt.Errorf("lesson: %w", err)
 	}
-	if err := optim.Validate(s); err != nil {
+	if err := algo.Validate(s); err != nil {
 		return wire.SessionParams{}, Sizing{}, fmt.Errorf("lesson: %w", err)
 	}
 	z := Sizing{Preset: OneLessonName, Devices: n, M: s.M, Cohort: s.Cohort, Rounds: s.Rounds, Deadline: deadline,

@@ -8,6 +8,7 @@ import (
 	"browserfl/shared/mechanism"
 	"browserfl/shared/model"
 	"browserfl/shared/optim"
+	"browserfl/shared/optim/algo"
 )
 
 // TestFloatingPointDistinguisher reproduces the floating-point
@@ -60,8 +61,8 @@ func TestFloatingPointDistinguisher(t *testing.T) {
 	if s == s2 {
 		t.Fatal("the two samples give the same coordinate")
 	}
-	sigma := optim.NCSigma(p, 1)
-	step, err := mechanism.GridStep(optim.Sensitivity(p), d)
+	sigma := algo.NCSigma(p, 1)
+	step, err := mechanism.GridStep(algo.Sensitivity(p), d)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,13 +7,14 @@ import (
 
 	"browserfl/shared/mechanism"
 	"browserfl/shared/model"
+	"browserfl/shared/optim/algo"
 )
 
 // ApplySum with the sum of the decoded updates takes exactly Apply's step
 // (same bits of the marshalled state) for every algorithm, over several
 // rounds, and refuses what Apply would refuse.
 func TestApplySumMatchesApply(t *testing.T) {
-	for _, alg := range Names() {
+	for _, alg := range algo.Names() {
 		t.Run(alg, func(t *testing.T) {
 			p := baseParams(alg)
 			m, _ := model.New("logreg", p.Features, p.Classes)

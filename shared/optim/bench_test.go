@@ -8,6 +8,7 @@ import (
 	"browserfl/shared/dataset"
 	"browserfl/shared/mechanism"
 	"browserfl/shared/model"
+	"browserfl/shared/optim/algo"
 )
 
 // MNIST-shaped synthetic samples: 784 features in [0, 1], 10 classes, so
@@ -200,7 +201,7 @@ func BenchmarkTable1Round(b *testing.B) {
 // freshOrNC is the discrete sigma of participation n (nc) or of every
 // release (fresh-noise algorithms).
 func (dv *device) freshOrNC(n int) int64 {
-	if dv.a.kind.noise == noiseNC {
+	if dv.a.Kind.Noise == algo.NoiseNC {
 		z, _ := dv.ncSigmaZ(n)
 		return z
 	}
@@ -283,7 +284,7 @@ func BenchmarkLocalVsNC(b *testing.B) {
 func BenchmarkLocalCertifiedVsNC(b *testing.B) {
 	p := Params{Algorithm: "local", Model: "logreg-unit", Features: 784, Classes: 10, M: 10, Cohort: 10, Rounds: 1 << 30,
 		Batch: 32, Clip: 2, Eta: 0.02, Epsilon: 7.92, Delta: 1e-5}
-	if !LocalOutputPerturbation(p) {
+	if !algo.LocalOutputPerturbation(p) {
 		b.Fatal("the certified session is not under output perturbation")
 	}
 	local, nc := newLessonDeviceOf(b, p), newLessonDevice(b, "nc")

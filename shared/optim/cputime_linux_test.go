@@ -10,6 +10,7 @@ import (
 
 	"browserfl/shared/mechanism"
 	"browserfl/shared/model"
+	"browserfl/shared/optim/algo"
 )
 
 // BenchmarkSamplersInterleaved compares, in one process and alternating
@@ -48,7 +49,7 @@ func BenchmarkSamplersInterleaved(b *testing.B) {
 			y, yPrev, v := make([]float64, d), make([]float64, d), make([]float64, d)
 			yz := make([]int64, d)
 			noise := mechanism.NewStream(testSeed(3), mechanism.PurposeNoise)
-			sigma := NCSigma(pNew, 1)
+			sigma := algo.NCSigma(pNew, 1)
 			sigmaZ := dvNew.(*device).freshOrNC(1)
 			var tOld, tNew, tZig, tDisc int64
 			b.ResetTimer()

@@ -5,23 +5,18 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 
 	"browserfl/shared/dataset"
 	"browserfl/shared/mechanism"
 	"browserfl/shared/model"
+	"browserfl/shared/optim/algo"
 	"browserfl/shared/privacy"
 )
 
 // ErrBudget is wrapped by Prepare when a release would take the device's
 // ledger beyond the session's per-device budget.
 var ErrBudget = errors.New("optim: privacy budget exhausted")
-
-// ErrUnsafe is wrapped by NewDevice and Prepare when a private session's
-// release could not be made safely: a compressor not known to be a
-// post-processing of the released vector, a grid step outside the exact
-// float64 range, a discrete noise scale beyond the exact sampler's range,
-// or an estimate too large for the grid. Nothing is drawn or charged.
-var ErrUnsafe = errors.New("optim: unsafe release refused")
 
 // ErrPending is wrapped by Prepare when the previous round is still
 // pending (neither committed nor aborted).
@@ -37,14 +32,14 @@ const budgetSlack = 1 + 1e-9
 // device is the device half of every registered algorithm.
 type device struct {
 	p       Params
-	a       Algorithm
+	a       algo.Algorithm
 	spec    mechanism.Spec
 	m       model.Model
 	dim     int
 	entropy io.Reader
 	budget  float64 // zCDP; 0 for non-private
 	gamma   float64
-	rhoP    float64 // paper's rho_p (nc)
+	nc      algo.NC // calibration of "nc" and "shared"
 	fresh   float64 // per-release sigma (fresh-noise algorithms)
 	sens    float64 // per-release sensitivity
 	step    float64 // grid step of the discrete release (private algorithms)
@@ -93,7 +88,7 @@ type pending struct {
 	rows  []float64 // SAGA new rows, len(idx) x d
 }
 
-func newDevice(p Params, a Algorithm, m model.Model, entropy io.Reader) (*device, error) {
+func newDevice(p Params, a algo.Algorithm, m model.Model, entropy io.Reader) (*device, error) {
 	if m == nil {
 		return nil, fmt.Errorf("optim: nil model")
 	}
@@ -106,27 +101,27 @@ func newDevice(p Params, a Algorithm, m model.Model, entropy io.Reader) (*device
 		return nil, fmt.Errorf("optim: model dimension %d", d)
 	}
 	dv := &device{p: p, a: a, spec: spec, m: m, dim: d, entropy: entropy}
-	if a.kind.noise == noiseNC || a.kind.noise == noiseDevice {
+	if a.Kind.Noise == algo.NoiseNC || a.Kind.Noise == algo.NoiseDevice {
 		var err error
-		b, err := ZCDPBudget(p)
+		b, err := algo.ZCDPBudget(p)
 		if err != nil {
 			return nil, err
 		}
 		dv.budget = b
-		dv.rhoP = paperRho(p)
-		dv.sens = Sensitivity(p)
+		dv.nc = algo.NewNC(p)
+		dv.sens = algo.Sensitivity(p)
 		if dv.step, err = mechanism.GridStep(dv.sens, d); err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrUnsafe, err)
+			return nil, fmt.Errorf("%w: %v", algo.ErrUnsafe, err)
 		}
 		if err := mechanism.PostProcessing(spec.C); err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrUnsafe, err)
+			return nil, fmt.Errorf("%w: %v", algo.ErrUnsafe, err)
 		}
-		if a.kind.noise == noiseDevice {
-			if dv.fresh, err = FreshSigma(p); err != nil {
+		if a.Kind.Noise == algo.NoiseDevice {
+			if dv.fresh, err = algo.FreshSigma(p); err != nil {
 				return nil, err
 			}
 			if dv.freshZ, err = mechanism.DiscreteSigma(dv.fresh, dv.sens, dv.step, d); err != nil {
-				return nil, fmt.Errorf("%w: %v", ErrUnsafe, err)
+				return nil, fmt.Errorf("%w: %v", algo.ErrUnsafe, err)
 			}
 		}
 		dv.vz = make([]int64, d)
@@ -140,7 +135,7 @@ func newDevice(p Params, a Algorithm, m model.Model, entropy io.Reader) (*device
 	if spec.EF {
 		dv.e = make([]float64, d)
 	}
-	if a.kind.shifted {
+	if a.Kind.Shifted {
 		dv.h = make([]float64, d)
 	}
 	if a.NeedsLocalData() {
@@ -212,11 +207,11 @@ func (dv *device) NextSpent() (privacy.Spent, error) {
 }
 
 func (dv *device) NextCost() float64 {
-	switch dv.a.kind.noise {
-	case noiseNC:
-		s := ncSigma(dv.p, dv.rhoP, dv.n+1)
+	switch dv.a.Kind.Noise {
+	case algo.NoiseNC:
+		s := dv.nc.ChargeSigma(dv.n + 1)
 		return dv.sens * dv.sens / (2 * s * s)
-	case noiseDevice:
+	case algo.NoiseDevice:
 		c := dv.sens * dv.sens / (2 * dv.fresh * dv.fresh)
 		if dv.p.ParallelComposition() {
 			// Disjoint releases: the transcript costs the largest
@@ -305,7 +300,7 @@ func (dv *device) batchMean(v []float64, r Round, batch []dataset.Sample, bound 
 }
 
 func (dv *device) estimator() estimator {
-	return estimator{m: dv.m, g: dv.g, mu2: dv.a.kind.est == estMu2}
+	return estimator{m: dv.m, g: dv.g, mu2: dv.a.Kind.Est == algo.EstMu2}
 }
 
 // estimator computes the clipped per-sample quantities of the estSGD and
@@ -461,7 +456,7 @@ func (dv *device) checkRound(r Round) error {
 	if err := mechanism.CheckFinite(r.X); err != nil {
 		return fmt.Errorf("optim: x: %w", err)
 	}
-	if dv.a.kind.mu2 {
+	if dv.a.Kind.Mu2 {
 		if len(r.XPrev) != dv.dim {
 			return fmt.Errorf("optim: x_prev has dimension %d, want %d", len(r.XPrev), dv.dim)
 		}
@@ -487,13 +482,13 @@ func (dv *device) checkBudget(cost float64) error {
 func (dv *device) releaseSigma() (int64, error) {
 	if dv.vz != nil {
 		if err := mechanism.PostProcessing(dv.spec.C); err != nil {
-			return 0, fmt.Errorf("%w: %v", ErrUnsafe, err)
+			return 0, fmt.Errorf("%w: %v", algo.ErrUnsafe, err)
 		}
 	}
-	switch dv.a.kind.noise {
-	case noiseNC:
+	switch dv.a.Kind.Noise {
+	case algo.NoiseNC:
 		return dv.ncSigmaZ(dv.n + 1)
-	case noiseDevice:
+	case algo.NoiseDevice:
 		return dv.freshZ, nil
 	}
 	return 0, nil
@@ -505,8 +500,8 @@ func (dv *device) releaseSigma() (int64, error) {
 func (dv *device) estimate(r Round, batch []dataset.Sample, p *pending) error {
 	v := dv.v
 	clear(v)
-	switch dv.a.kind.est {
-	case estSGD, estMu2:
+	switch dv.a.Kind.Est {
+	case algo.EstSGD, algo.EstMu2:
 		if len(batch) != dv.p.Batch {
 			return fmt.Errorf("optim: batch of %d samples, want b = %d (the sensitivity assumes exactly b)", len(batch), dv.p.Batch)
 		}
@@ -520,9 +515,9 @@ func (dv *device) estimate(r Round, batch []dataset.Sample, p *pending) error {
 			mean = dv.refMean
 		}
 		return mean(v, r, batch, dv.p.S())
-	case estSVRG:
+	case algo.EstSVRG:
 		return dv.vr.svrg(v, r, p, dv.coins)
-	case estSAGA:
+	case algo.EstSAGA:
 		return dv.vr.saga(v, r, p, dv.coins)
 	}
 	return nil
@@ -535,7 +530,7 @@ func (dv *device) roundToGrid() error {
 	v := dv.v
 	if dv.vz != nil {
 		if err := mechanism.ToGrid(dv.vz, v, dv.step); err != nil {
-			return fmt.Errorf("%w: %v", ErrUnsafe, err)
+			return fmt.Errorf("%w: %v", algo.ErrUnsafe, err)
 		}
 		mechanism.FromGrid(v, dv.vz, dv.step)
 	}
@@ -549,8 +544,8 @@ func (dv *device) roundToGrid() error {
 // sigmaZ and cancels the committed Y_i (the new Y goes to p), the other
 // private algorithms draw fresh noise.
 func (dv *device) privatise(p *pending, seed mechanism.Seed, sigmaZ int64) error {
-	switch dv.a.kind.noise {
-	case noiseNC:
+	switch dv.a.Kind.Noise {
+	case algo.NoiseNC:
 		if err := dv.ensureY(); err != nil {
 			return err
 		}
@@ -571,7 +566,7 @@ func (dv *device) privatise(p *pending, seed mechanism.Seed, sigmaZ int64) error
 		}
 		p.sigma = sigmaZ
 		mechanism.FromGrid(dv.v, dv.vz, dv.step)
-	case noiseDevice:
+	case algo.NoiseDevice:
 		dv.noise = streamFor(dv.noise, seed, mechanism.PurposeNoise)
 		if dv.nz == nil {
 			dv.nz = make([]int64, dv.dim)
@@ -622,14 +617,14 @@ func (dv *device) charge(cost float64) error {
 }
 
 // ncSigmaZ is the discrete sigma (grid units) of the n-th participation
-// in "nc" and "shared": NCSigma (for "shared" the share, ShareScale times
+// in "nc" and "shared": algo.NCSigma (for "shared" the share, ShareScale times
 // nc's) calibrated to the grid sensitivity. A value beyond the
-// exact sampler's range is refused (ErrUnsafe), before anything is drawn
+// exact sampler's range is refused (algo.ErrUnsafe), before anything is drawn
 // or charged.
 func (dv *device) ncSigmaZ(n int) (int64, error) {
-	z, err := mechanism.DiscreteSigma(drawSigma(dv.p, dv.rhoP, n), dv.sens, dv.step, dv.dim)
+	z, err := mechanism.DiscreteSigma(dv.nc.Sigma(n), dv.sens, dv.step, dv.dim)
 	if err != nil {
-		return 0, fmt.Errorf("%w: participation %d: %v", ErrUnsafe, n, err)
+		return 0, fmt.Errorf("%w: participation %d: %v", algo.ErrUnsafe, n, err)
 	}
 	return z, nil
 }
@@ -647,7 +642,7 @@ func (dv *device) Commit(t int) error {
 		return fmt.Errorf("optim: commit of round %d, pending round is %d", t, dv.PendingRound())
 	}
 	p := &dv.pend
-	if dv.a.kind.noise == noiseNC {
+	if dv.a.Kind.Noise == algo.NoiseNC {
 		dv.y = mechanism.NCState{N: dv.n, Has: true, Seed: p.seed, Sigma: p.sigma, Dim: dv.dim}
 		if p.yvec != nil {
 			dv.yvec, p.yvec = p.yvec, dv.yvec
@@ -692,4 +687,28 @@ func (dv *device) PendingRound() int {
 		return 0
 	}
 	return dv.pend.t
+}
+
+// GridReleaser is implemented by the device halves of the private
+// algorithms whose releases are integers on a grid ("nc", "shared", and
+// the fresh-noise ones): GridRelease returns a copy of the integers of
+// round t's pending release (the released vector is the grid step times
+// them), or an error when round t is not pending.
+type GridReleaser interface {
+	GridRelease(t int) ([]int64, error)
+}
+
+var _ GridReleaser = (*device)(nil)
+
+// GridRelease implements GridReleaser.
+func (dv *device) GridRelease(t int) ([]int64, error) {
+	if !dv.pend.ok || dv.pend.t != t {
+		return nil, fmt.Errorf("optim: grid release of round %d, pending round is %d", t, dv.PendingRound())
+	}
+	if dv.vz == nil || dv.vzT != t {
+		// No integers, or a pending round restored from a saved state,
+		// whose integers were never saved.
+		return nil, fmt.Errorf("optim: no grid release of round %d held (%q)", t, dv.p.Algorithm)
+	}
+	return slices.Clone(dv.vz), nil
 }

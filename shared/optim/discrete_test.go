@@ -7,6 +7,7 @@ import (
 
 	"browserfl/shared/mechanism"
 	"browserfl/shared/model"
+	"browserfl/shared/optim/algo"
 )
 
 var privateAlgs = []string{"nc", "shared", "noisysgd", "cdpsgd", "soteria-sgd", "soteria-svrg", "soteria-saga"}
@@ -96,7 +97,7 @@ func TestDiscreteChargeCoversRounding(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				s := NCSigma(p, n)
+				s := algo.NCSigma(p, n)
 				check(n, z, dv.sens*dv.sens/(2*s*s))
 			}
 			continue
@@ -156,8 +157,8 @@ func TestDeviceRefusesUnsafeReleases(t *testing.T) {
 		p := baseParams(alg)
 		dv := newTestDevice(t, p, 13)
 		dv.spec.C = leakyCompressor{}
-		if _, err := dv.Prepare(Round{T: 1, X: x, XPrev: x}, data); !errors.Is(err, ErrUnsafe) {
-			t.Errorf("%s: leaky compressor: err = %v, want ErrUnsafe", alg, err)
+		if _, err := dv.Prepare(Round{T: 1, X: x, XPrev: x}, data); !errors.Is(err, algo.ErrUnsafe) {
+			t.Errorf("%s: leaky compressor: err = %v, want algo.ErrUnsafe", alg, err)
 		}
 		if dv.ledger.Rho() != 0 || dv.n != 0 {
 			t.Errorf("%s: refused release charged %v", alg, dv.ledger.Rho())
@@ -175,8 +176,8 @@ func TestDeviceRefusesUnsafeReleases(t *testing.T) {
 	p := baseParams("nc")
 	p.Clip = 1e-305
 	m, _ := model.New("logreg", 5, 3)
-	if _, err := NewDevice(p, m, mechanism.NewStream(testSeed(1), 0)); !errors.Is(err, ErrUnsafe) {
-		t.Errorf("clip 1e-305: err = %v, want ErrUnsafe", err)
+	if _, err := NewDevice(p, m, mechanism.NewStream(testSeed(1), 0)); !errors.Is(err, algo.ErrUnsafe) {
+		t.Errorf("clip 1e-305: err = %v, want algo.ErrUnsafe", err)
 	}
 
 	// Noise beyond the exact sampler's range: refused at the release that
@@ -184,8 +185,8 @@ func TestDeviceRefusesUnsafeReleases(t *testing.T) {
 	p = baseParams("nc")
 	p.Rho = 1e-6
 	dv := newTestDevice(t, p, 15)
-	if _, err := dv.Prepare(Round{T: 1, X: x, XPrev: x}, data); !errors.Is(err, ErrUnsafe) {
-		t.Errorf("rho 1e-6: err = %v, want ErrUnsafe", err)
+	if _, err := dv.Prepare(Round{T: 1, X: x, XPrev: x}, data); !errors.Is(err, algo.ErrUnsafe) {
+		t.Errorf("rho 1e-6: err = %v, want algo.ErrUnsafe", err)
 	}
 	if dv.ledger.Rho() != 0 || dv.n != 0 {
 		t.Errorf("refused release charged %v", dv.ledger.Rho())

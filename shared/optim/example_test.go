@@ -7,6 +7,7 @@ import (
 	"browserfl/shared/dataset"
 	"browserfl/shared/model"
 	"browserfl/shared/optim"
+	"browserfl/shared/optim/algo"
 )
 
 func Example() {
@@ -50,7 +51,7 @@ func Example() {
 		}
 	}
 	spent := devs[0].(optim.Accountant).Ledger()
-	budget, _ := optim.ZCDPBudget(p)
+	budget, _ := algo.ZCDPBudget(p)
 	fmt.Println(len(srv.Model()), spent.Rho() <= budget)
 	// Output: 6 true
 }

@@ -9,6 +9,7 @@ import (
 	"browserfl/shared/dataset"
 	"browserfl/shared/mechanism"
 	"browserfl/shared/model"
+	"browserfl/shared/optim/algo"
 )
 
 func testSeed(b byte) mechanism.Seed {
@@ -69,7 +70,7 @@ func newSimulation(t testing.TB, p Params, seed byte, perDevice int) *simulation
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, _ := Lookup(p.Algorithm)
+	a, _ := algo.Lookup(p.Algorithm)
 	for i := 0; i < p.M; i++ {
 		d, err := NewDevice(p, m.Clone(), seeds)
 		if err != nil {

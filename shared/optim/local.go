@@ -9,6 +9,7 @@ import (
 	"browserfl/shared/dataset"
 	"browserfl/shared/mechanism"
 	"browserfl/shared/model"
+	"browserfl/shared/optim/algo"
 	"browserfl/shared/privacy"
 )
 
@@ -20,22 +21,22 @@ import (
 // Pi_K(x_t - eta (1/m) sum msg), i.e. it averages the devices' last
 // iterates (FedAvg with server step 1; a missing device counts as no move).
 //
-// The device runs in one of two modes (LocalOutputPerturbation decides):
+// The device runs in one of two modes (algo.LocalOutputPerturbation decides):
 //
 //   - Output perturbation, when the model certifies convexity and nothing
-//     is clipped or projected and a step is nonexpansive (certifiedLocal):
+//     is clipped or projected and a step is nonexpansive:
 //     the K E hidden steps run without noise, x_j = x_{j-1} - eta
 //     gbar_j(x_{j-1}), and the release is (x_t - x_{KE})/eta rounded onto
 //     the release grid plus ONE exact discrete Gaussian vector,
 //     calibrated to the last iterate's replace-one sensitivity
-//     E Delta (1 + localOPSlack)
-//     (LocalReleaseSensitivity): an ordinary zCDP charge of the whole
+//     E Delta (1 + 1e-4)
+//     (algo.LocalReleaseSensitivity): an ordinary zCDP charge of the whole
 //     budget, by construction, for every E.
 //   - Per-step noise otherwise: each hidden step releases
 //     round_grid(mean of b/K clipped gradients) + Z_j, Z_j discrete
 //     Gaussian, and moves x_j = Pi_K(x_{j-1} - eta v_j). Every hidden
 //     release is a noisy-SGD release of its step batch (sensitivity
-//     2S/(b/K), Sensitivity); a round costs E of them (composition), one
+//     2S/(b/K), algo.Sensitivity); a round costs E of them (composition), one
 //     for E = 1.
 //
 // Rounds use disjoint samples, so a device's whole session costs one
@@ -43,21 +44,20 @@ import (
 // proves both.
 type localDevice struct {
 	p       Params
-	a       Algorithm
+	a       algo.Algorithm
 	spec    mechanism.Spec
 	m       model.Model
 	dim     int
 	entropy io.Reader
 	budget  float64 // zCDP
-	sens    float64 // per-step replace-one sensitivity 2S/(b/K)
-	relSens float64 // sensitivity each noise vector is calibrated to (LocalReleaseSensitivity)
-	sigma   float64 // continuous calibration of each noise vector (FreshSigma)
+	relSens float64 // sensitivity each noise vector is calibrated to (algo.LocalReleaseSensitivity)
+	sigma   float64 // continuous calibration of each noise vector (algo.FreshSigma)
 	step    float64 // release grid step
 	sigmaZ  int64   // discrete sigma in release grid units
 	k, bs   int     // K local steps, b/K samples per step
 	epochs  int     // E passes over the K step batches
 	charge  float64 // zCDP of one round
-	op      bool    // output perturbation (LocalOutputPerturbation)
+	op      bool    // output perturbation (algo.LocalOutputPerturbation)
 	radius  float64
 
 	ledger privacy.Ledger
@@ -77,108 +77,7 @@ type localDevice struct {
 	noise, comp       *mechanism.Stream
 }
 
-// MaxLocalHiddenSteps bounds K E, the hidden steps of one round of
-// "local".
-const MaxLocalHiddenSteps = 1 << 16
-
-// localOPSlack bounds, relative to E Delta, what floating point may add
-// to the last iterate's sensitivity under output perturbation
-// (localFloatSlack must stay within it: docs/privacy.md 4b).
-const localOPSlack = 1e-4
-
-// LocalOutputPerturbation reports whether "local" under p releases by
-// output perturbation (noiseless hidden steps, one noise vector on the
-// last iterate): exactly when the session is certified (certifiedLocal).
-// The device, the calibration (FreshSigma, LocalReleaseSensitivity), the
-// planner and the update bound all ask it.
-func LocalOutputPerturbation(p Params) bool {
-	return p.Algorithm == "local" && certifiedLocal(p)
-}
-
-// LocalReleaseSensitivity is the replace-one L2 sensitivity each noise
-// vector of "local" is calibrated to: under output perturbation the last
-// iterate's, E Delta (1 + localOPSlack) (a record enters E steps, each
-// moving the message by at most Delta, the other steps are nonexpansive,
-// and floating point adds at most the slack, localFloatSlack); otherwise
-// one hidden step's, Delta = Sensitivity(p).
-func LocalReleaseSensitivity(p Params) float64 {
-	if LocalOutputPerturbation(p) {
-		return float64(p.LocalE()) * Sensitivity(p) * (1 + localOPSlack)
-	}
-	return Sensitivity(p)
-}
-
-// LocalCharge is the zCDP one round of "local" costs, in units of one
-// noise vector's LocalReleaseSensitivity^2/(2 sigma^2): 1 under output
-// perturbation (one vector, calibrated to the whole round's sensitivity)
-// and with one pass (every sample enters one step); E otherwise (every
-// sample enters E noisy steps: composition). Rounds use disjoint samples,
-// so a device's whole session costs one round's charge.
-func LocalCharge(p Params) float64 {
-	if LocalOutputPerturbation(p) {
-		return 1
-	}
-	return float64(p.LocalE())
-}
-
-// certifiedLocal reports whether every hidden step of "local" under p is
-// a nonexpansive map of the iterate plus the record's bounded change: a
-// certified model, no clipping, eta <= 2/beta, no projection.
-func certifiedLocal(p Params) bool {
-	G, beta, ok := model.Convexity(p.Model)
-	return ok && p.S() >= G && p.Eta > 0 && p.Eta*beta <= 2 && p.Diameter == 0
-}
-
-// localFloatSlack bounds what floating point can add, in L2 and in the
-// message's units, to the distance between the messages of two runs of
-// output perturbation from the query point x_t (of norm x0norm) that
-// differ in one sample: each of the K E steps of each run computes
-// fl(x - eta gbar(x)) within e = 2^-48 (d + b/K + 8) (eta (G + Y) + Y) of
-// the exact x - eta gbar(x), Y = |x_t| + 2 eta K E G bounding the
-// iterate's norm (every step moves it by eta times a mean gradient of norm
-// below G, with room for the rounding), and the message (x_t - x)/eta has
-// two roundings of relative 2^-53 on a vector of norm below 2 K E G: in
-// all 2 K E e / eta + 2^-49 K E G. The constant is a standard forward
-// error analysis (docs/privacy.md 4b, step 2) with a factor 16 to spare.
-func localFloatSlack(d, bs, steps int, G, eta, x0norm float64) float64 {
-	n := float64(steps)
-	y := x0norm + 2*eta*n*G
-	e := 0x1p-48 * float64(d+bs+8) * (eta*(G+y) + y)
-	return 2*n*e/eta + 0x1p-49*n*G
-}
-
-// validateLocal checks the fields only "local" uses.
-func validateLocal(p Params, k kind, spec mechanism.Spec) []error {
-	var errs []error
-	if k.est != estLocal {
-		if p.LocalSteps != 0 {
-			errs = append(errs, fmt.Errorf("local steps = %d: only \"local\" runs local steps", p.LocalSteps))
-		}
-		if p.LocalEpochs != 0 {
-			errs = append(errs, fmt.Errorf("local epochs = %d: only \"local\" runs local passes", p.LocalEpochs))
-		}
-		return errs
-	}
-	K := p.LocalK()
-	switch {
-	case p.LocalSteps < 0:
-		errs = append(errs, fmt.Errorf("local steps = %d, want >= 0 (0 = b)", p.LocalSteps))
-	case p.Batch >= 1 && (K > p.Batch || p.Batch%K != 0):
-		errs = append(errs, fmt.Errorf("local steps K = %d must divide the batch b = %d (b/K samples per step)", K, p.Batch))
-	}
-	switch E := p.LocalE(); {
-	case p.LocalEpochs < 0 || p.LocalEpochs > MaxLocalEpochs:
-		errs = append(errs, fmt.Errorf("local epochs = %d, want 0 to %d (0 = 1)", p.LocalEpochs, MaxLocalEpochs))
-	case K >= 1 && K > MaxLocalHiddenSteps/E:
-		errs = append(errs, fmt.Errorf("local steps K = %d and epochs E = %d: %d hidden steps a round, at most %d", K, E, K*E, MaxLocalHiddenSteps))
-	}
-	if spec.EF {
-		errs = append(errs, fmt.Errorf("compressor %q: error feedback is not implemented for \"local\"", p.Compressor))
-	}
-	return errs
-}
-
-func newLocalDevice(p Params, a Algorithm, m model.Model, entropy io.Reader) (*localDevice, error) {
+func newLocalDevice(p Params, a algo.Algorithm, m model.Model, entropy io.Reader) (*localDevice, error) {
 	if m == nil {
 		return nil, fmt.Errorf("optim: nil model")
 	}
@@ -191,31 +90,31 @@ func newLocalDevice(p Params, a Algorithm, m model.Model, entropy io.Reader) (*l
 	}
 	spec, _ := mechanism.ParseSpec(p.Compressor)
 	if err := mechanism.PostProcessing(spec.C); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrUnsafe, err)
+		return nil, fmt.Errorf("%w: %v", algo.ErrUnsafe, err)
 	}
 	dv := &localDevice{p: p, a: a, spec: spec, m: m, dim: d, entropy: entropy,
 		k: p.LocalK(), bs: p.StepBatch(), epochs: p.LocalE(), radius: p.Diameter / 2,
-		op: LocalOutputPerturbation(p)}
+		op: algo.LocalOutputPerturbation(p)}
 	var err error
-	if dv.budget, err = ZCDPBudget(p); err != nil {
+	if dv.budget, err = algo.ZCDPBudget(p); err != nil {
 		return nil, err
 	}
-	dv.sens, dv.relSens = Sensitivity(p), LocalReleaseSensitivity(p)
-	if dv.sigma, err = FreshSigma(p); err != nil {
+	dv.relSens = algo.LocalReleaseSensitivity(p)
+	if dv.sigma, err = algo.FreshSigma(p); err != nil {
 		return nil, err
 	}
 	if dv.step, err = mechanism.GridStep(dv.relSens, d); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrUnsafe, err)
+		return nil, fmt.Errorf("%w: %v", algo.ErrUnsafe, err)
 	}
 	// The sensitivity of output perturbation rests on the session's
 	// model certificate.
 	if dv.op && m.Name() != p.Model {
-		return nil, fmt.Errorf("%w: output perturbation is certified for model %q, the device runs %q", ErrUnsafe, p.Model, m.Name())
+		return nil, fmt.Errorf("%w: output perturbation is certified for model %q, the device runs %q", algo.ErrUnsafe, p.Model, m.Name())
 	}
 	if dv.sigmaZ, err = mechanism.DiscreteSigma(dv.sigma, dv.relSens, dv.step, d); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrUnsafe, err)
+		return nil, fmt.Errorf("%w: %v", algo.ErrUnsafe, err)
 	}
-	dv.charge = LocalCharge(p) * dv.relSens * dv.relSens / (2 * dv.sigma * dv.sigma)
+	dv.charge = algo.LocalCharge(p) * dv.relSens * dv.relSens / (2 * dv.sigma * dv.sigma)
 	for _, v := range []*[]float64{&dv.clean, &dv.x, &dv.v, &dv.g, &dv.msg, &dv.dec} {
 		*v = make([]float64, d)
 	}
@@ -228,7 +127,7 @@ func newLocalDevice(p Params, a Algorithm, m model.Model, entropy io.Reader) (*l
 func (dv *localDevice) Ledger() privacy.Ledger { return dv.ledger }
 func (dv *localDevice) Participations() int    { return dv.n }
 
-// NextCost is one round's zCDP, LocalCharge steps of Delta^2/(2 sigma^2)
+// NextCost is one round's zCDP, algo.LocalCharge steps of Delta^2/(2 sigma^2)
 // each, less what is already charged: rounds use disjoint samples, so the
 // transcript costs the largest round (parallel composition), and only the
 // first release adds.
@@ -315,7 +214,7 @@ func (dv *localDevice) Prepare(r Round, batch []dataset.Sample) (Update, error) 
 		return Update{}, fmt.Errorf("%w: spent %.6g of %.6g, next release costs %.6g", ErrBudget, dv.ledger.Rho(), dv.budget, cost)
 	}
 	if err := mechanism.PostProcessing(dv.spec.C); err != nil {
-		return Update{}, fmt.Errorf("%w: %v", ErrUnsafe, err)
+		return Update{}, fmt.Errorf("%w: %v", algo.ErrUnsafe, err)
 	}
 	seed, err := mechanism.NewSeed(dv.entropy)
 	if err != nil {
@@ -380,7 +279,7 @@ func (dv *localDevice) perStep(r Round, batch []dataset.Sample, S, eta float64) 
 		// in one sweep over d.
 		dv.noise.FillDiscreteGaussian(dv.nz, dv.sigmaZ)
 		if i, err := dv.release(x, r.X, v, eta); err != nil {
-			return fmt.Errorf("%w: local step %d: %v", ErrUnsafe, j+1, mechanism.GridError(v[i], i, dv.step))
+			return fmt.Errorf("%w: local step %d: %v", algo.ErrUnsafe, j+1, mechanism.GridError(v[i], i, dv.step))
 		}
 		if dv.radius > 0 {
 			project(x, dv.radius)
@@ -408,7 +307,7 @@ func (dv *localDevice) outputPerturbation(r Round, batch []dataset.Sample) error
 	for i, mi := range dv.msg {
 		u, ok := mechanism.OnGrid(mi, dv.step)
 		if !ok {
-			return fmt.Errorf("%w: local update: %v", ErrUnsafe, mechanism.GridError(mi, i, dv.step))
+			return fmt.Errorf("%w: local update: %v", algo.ErrUnsafe, mechanism.GridError(mi, i, dv.step))
 		}
 		dv.clean[i] = dv.step * float64(u)
 		dv.sum[i] = u + dv.nz[i]
@@ -421,20 +320,19 @@ func (dv *localDevice) outputPerturbation(r Round, batch []dataset.Sample) error
 // x_j = x_{j-1} - eta gbar_j(x_{j-1}) (gbar_j the mean gradient of step
 // batch (j-1) mod K, nothing clipped), and writes the unrounded message
 // (x_t - x_{KE})/eta into dv.msg. It refuses, before any step, a query
-// point so large that floating point could add more than localOPSlack
-// E Delta to the message's sensitivity (localFloatSlack): the refusal
-// depends on the public x_t only.
+// point so large that floating point could add more than its allowance to
+// the message's sensitivity (algo.LocalFloatSlack): the refusal depends on
+// the public x_t only.
 func (dv *localDevice) hiddenSteps(r Round, batch []dataset.Sample) error {
 	x, x0, eta, S := dv.x, r.X, dv.p.Eta, dv.p.S()
 	copy(x, x0)
-	G, _, _ := model.Convexity(dv.p.Model)
 	var x0norm float64
 	for _, xi := range x0 {
 		x0norm += xi * xi
 	}
 	x0norm = math.Sqrt(x0norm)
-	if fs, room := localFloatSlack(dv.dim, dv.bs, dv.k*dv.epochs, G, eta, x0norm), localOPSlack*float64(dv.epochs)*dv.sens; !(fs <= room) {
-		return fmt.Errorf("%w: query point of norm %g: floating point could add %g to the update's sensitivity, over its allowance %g", ErrUnsafe, x0norm, fs, room)
+	if fs, room := algo.LocalFloatSlack(dv.p, dv.dim, x0norm); !(fs <= room) {
+		return fmt.Errorf("%w: query point of norm %g: floating point could add %g to the update's sensitivity, over its allowance %g", algo.ErrUnsafe, x0norm, fs, room)
 	}
 	fm, ghost := dv.m.(model.Factored)
 	for step := 0; step < dv.k*dv.epochs; step++ {
@@ -453,7 +351,7 @@ func (dv *localDevice) hiddenSteps(r Round, batch []dataset.Sample) error {
 		v := dv.v
 		clear(v)
 		// The step batch's mean gradient at x; the bound S >= G clips
-		// nothing (certifiedLocal).
+		// nothing (algo.LocalOutputPerturbation).
 		if err := dv.est.mean(v, r, x, sb, S); err != nil {
 			return fmt.Errorf("optim: local step %d: %w", j+1, err)
 		}

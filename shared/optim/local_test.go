@@ -9,6 +9,7 @@ import (
 	"browserfl/shared/dataset"
 	"browserfl/shared/mechanism"
 	"browserfl/shared/model"
+	"browserfl/shared/optim/algo"
 	"browserfl/shared/privacy"
 )
 
@@ -30,38 +31,6 @@ func newLocal(t *testing.T, p Params, m model.Model, seed byte) *localDevice {
 	return d.(*localDevice)
 }
 
-func TestLocalValidate(t *testing.T) {
-	tests := []struct {
-		name string
-		edit func(*Params)
-		ok   bool
-	}{
-		{"K divides b", func(p *Params) {}, true},
-		{"K = 0 means b", func(p *Params) { p.LocalSteps = 0 }, true},
-		{"K = b", func(p *Params) { p.LocalSteps = 6 }, true},
-		{"K does not divide b", func(p *Params) { p.LocalSteps = 4 }, false},
-		{"K > b", func(p *Params) { p.LocalSteps = 12 }, false},
-		{"K < 0", func(p *Params) { p.LocalSteps = -1 }, false},
-		{"error feedback", func(p *Params) { p.Compressor = "ef+randk:0.5" }, false},
-		{"no privacy target", func(p *Params) { p.Rho = 0 }, false},
-		{"K on another algorithm", func(p *Params) { p.Algorithm = "noisysgd" }, false},
-	}
-	for _, tc := range tests {
-		p := localParams()
-		tc.edit(&p)
-		if err := Validate(p); (err == nil) != tc.ok {
-			t.Errorf("%s: Validate() = %v, want ok = %v", tc.name, err, tc.ok)
-		}
-	}
-	p := localParams()
-	if !p.SinglePass() || !p.ParallelComposition() || p.ComposedReleases() != 1 || !Private(p) || Trusted(p) {
-		t.Error("local must be a private, single-pass, parallel-composition algorithm")
-	}
-	if p.StepBatch() != 2 {
-		t.Errorf("StepBatch = %d, want 6/3", p.StepBatch())
-	}
-}
-
 func TestLocalSensitivityAndCharge(t *testing.T) {
 	// Each hidden step averages b/K clipped gradients: replace-one
 	// sensitivity 2S/(b/K), recomputed here from the parameters. The
@@ -75,10 +44,10 @@ func TestLocalSensitivityAndCharge(t *testing.T) {
 		m, _ := model.New("logreg", 5, 3)
 		dv := newLocal(t, p, m, 1)
 		wantSens := 2 * p.Clip / float64(p.Batch/K)
-		if math.Abs(dv.sens-wantSens) > 1e-12*wantSens {
-			t.Fatalf("K=%d: sensitivity %v, want %v", K, dv.sens, wantSens)
+		if math.Abs(dv.relSens-wantSens) > 1e-12*wantSens {
+			t.Fatalf("K=%d: sensitivity %v, want %v", K, dv.relSens, wantSens)
 		}
-		budget, _ := ZCDPBudget(p)
+		budget, _ := algo.ZCDPBudget(p)
 		data := synthData(mechanism.NewStream(testSeed(2), 0), p.Batch)
 		x := make([]float64, dv.dim)
 		if _, err := dv.Prepare(Round{T: 1, X: x}, data); err != nil {
@@ -233,7 +202,7 @@ func TestLocalCharge(t *testing.T) {
 	} {
 		p := cert()
 		tc.mod(&p)
-		if got, f := LocalOutputPerturbation(p), LocalCharge(p); got != tc.op || f != tc.factor {
+		if got, f := algo.LocalOutputPerturbation(p), algo.LocalCharge(p); got != tc.op || f != tc.factor {
 			t.Errorf("%s: output perturbation %v, charge %v; want %v, %v", tc.name, got, f, tc.op, tc.factor)
 		}
 		E := float64(max(1, p.LocalEpochs))
@@ -250,10 +219,10 @@ func TestLocalCharge(t *testing.T) {
 			// The proof's bound: E Delta plus the floating-point
 			// allowance 1e-4 E Delta (docs/privacy.md 4b).
 			want := E * delta * (1 + 1e-4)
-			if got := LocalReleaseSensitivity(p); math.Abs(got-want) > 1e-12*want || dv.relSens != got {
+			if got := algo.LocalReleaseSensitivity(p); math.Abs(got-want) > 1e-12*want || dv.relSens != got {
 				t.Errorf("%s: release sensitivity %v (device %v), want E Delta (1 + 1e-4) = %v", tc.name, got, dv.relSens, want)
 			}
-		} else if got := LocalReleaseSensitivity(p); got != delta {
+		} else if got := algo.LocalReleaseSensitivity(p); got != delta {
 			t.Errorf("%s: release sensitivity %v, want one step's %v", tc.name, got, delta)
 		}
 		next, err := dv.NextSpent()
@@ -274,7 +243,7 @@ func TestLocalCharge(t *testing.T) {
 			t.Errorf("%s: ledger %+v (announced %+v), want an ordinary charge", tc.name, spent, next)
 		}
 		one := dv.relSens * dv.relSens / (2 * dv.sigma * dv.sigma)
-		budget, _ := ZCDPBudget(p)
+		budget, _ := algo.ZCDPBudget(p)
 		if got := dv.ledger.Rho(); math.Abs(got-tc.factor*one) > 1e-9*got || math.Abs(got-budget) > 1e-9*budget {
 			t.Errorf("%s: ledger %v after the first release, want %v vectors of %v = the budget %v", tc.name, got, tc.factor, one, budget)
 		}
@@ -282,18 +251,18 @@ func TestLocalCharge(t *testing.T) {
 	// A device whose model is not the one the session certifies refuses.
 	p := cert()
 	m, _ := model.New("logreg", 5, 3)
-	if _, err := NewDevice(p, m, mechanism.NewStream(testSeed(1), mechanism.PurposeSeeds)); !errors.Is(err, ErrUnsafe) {
-		t.Errorf("certified session on a logreg device: %v, want ErrUnsafe", err)
+	if _, err := NewDevice(p, m, mechanism.NewStream(testSeed(1), mechanism.PurposeSeeds)); !errors.Is(err, algo.ErrUnsafe) {
+		t.Errorf("certified session on a logreg device: %v, want algo.ErrUnsafe", err)
 	}
 	// Epochs only for "local", and bounded.
 	q := baseParams("noisysgd")
 	q.LocalEpochs = 2
-	if Validate(q) == nil {
+	if algo.Validate(q) == nil {
 		t.Error("noisysgd with local epochs validates")
 	}
 	p = cert()
 	p.LocalEpochs = -1
-	if Validate(p) == nil {
+	if algo.Validate(p) == nil {
 		t.Error("negative local epochs validate")
 	}
 }
@@ -374,7 +343,7 @@ func TestLocalRunsKSteps(t *testing.T) {
 			x[i] -= p.Eta * v[i]
 		}
 	}
-	step, err := mechanism.GridStep(Sensitivity(p), dv.dim)
+	step, err := mechanism.GridStep(algo.Sensitivity(p), dv.dim)
 	if err != nil {
 		t.Fatal(err)
 	}

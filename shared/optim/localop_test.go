@@ -9,6 +9,7 @@ import (
 	"browserfl/shared/dataset"
 	"browserfl/shared/mechanism"
 	"browserfl/shared/model"
+	"browserfl/shared/optim/algo"
 )
 
 // opParams is a certified "local" session (output perturbation) of
@@ -61,7 +62,7 @@ func TestLocalOPSensitivity(t *testing.T) {
 		p.Batch = nb
 		m, _ := model.New(p.Model, 5, 3)
 		dv := newLocal(t, p, m, 1)
-		bound := LocalReleaseSensitivity(p)
+		bound := algo.LocalReleaseSensitivity(p)
 		worst := 0.0
 		for trial := 0; trial < 600; trial++ {
 			a := synthData(rng, p.Batch)
@@ -87,7 +88,7 @@ func TestLocalOPSensitivity(t *testing.T) {
 	q.Model, q.Clip, q.Eta, q.Classes = "linear-unit", 1, 1, 1
 	lin := model.NewUnitLinear(5)
 	dl := newLocal(t, q, lin, 1)
-	bound := LocalReleaseSensitivity(q)
+	bound := algo.LocalReleaseSensitivity(q)
 	for pos := 0; pos < q.Batch; pos++ {
 		a := make([]dataset.Sample, q.Batch)
 		for i := range a {
@@ -163,7 +164,7 @@ func TestLocalOPChain(t *testing.T) {
 
 // TestLocalOPRefusesHugeQueryPoint: a query point so large that floating
 // point could add more than its allowance to the sensitivity
-// (localFloatSlack) is refused before any step (and charges nothing); an
+// (algo.LocalFloatSlack) is refused before any step (and charges nothing); an
 // ordinary one passes.
 func TestLocalOPRefusesHugeQueryPoint(t *testing.T) {
 	p := opParams()
@@ -172,8 +173,8 @@ func TestLocalOPRefusesHugeQueryPoint(t *testing.T) {
 	data := synthData(mechanism.NewStream(testSeed(63), 0), p.Batch)
 	x := make([]float64, dv.dim)
 	x[0] = 1e9
-	if _, err := dv.Prepare(Round{T: 1, X: x}, data); !errors.Is(err, ErrUnsafe) || dv.ledger.Rho() != 0 {
-		t.Errorf("query point of norm 1e9: %v (ledger %v), want ErrUnsafe and nothing charged", err, dv.ledger.Rho())
+	if _, err := dv.Prepare(Round{T: 1, X: x}, data); !errors.Is(err, algo.ErrUnsafe) || dv.ledger.Rho() != 0 {
+		t.Errorf("query point of norm 1e9: %v (ledger %v), want algo.ErrUnsafe and nothing charged", err, dv.ledger.Rho())
 	}
 	x[0] = 10
 	if _, err := dv.Prepare(Round{T: 1, X: x}, data); err != nil {

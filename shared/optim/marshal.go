@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"browserfl/shared/mechanism"
+	"browserfl/shared/optim/algo"
 )
 
 // MarshalBinary encodes the device state (version 2; version 1 held a
@@ -128,22 +129,22 @@ func (dv *device) UnmarshalBinary(b []byte) error {
 	switch {
 	case (dv.spec.EF) != (e != nil):
 		return fmt.Errorf("optim: device state residual does not match compressor %q", dv.spec)
-	case dv.a.kind.shifted != (h != nil):
+	case dv.a.Kind.Shifted != (h != nil):
 		return fmt.Errorf("optim: device state shift does not match %q", dv.a.Name)
-	case y.Has && (dv.a.kind.noise != noiseNC || !(y.Sigma > 0)):
+	case y.Has && (dv.a.Kind.Noise != algo.NoiseNC || !(y.Sigma > 0)):
 		return fmt.Errorf("optim: device state has a noise seed %q cannot use", dv.a.Name)
 	case (table == nil) != (avg == nil):
 		return fmt.Errorf("optim: device state SAGA table and mean disagree")
 	case p.ok && (p.t < 1 || p.t != lastT):
 		return fmt.Errorf("optim: device state pending round %d, last prepared %d", p.t, lastT)
-	case p.ok && dv.spec.EF != (p.e != nil), p.ok && dv.a.kind.shifted != (p.h != nil):
+	case p.ok && dv.spec.EF != (p.e != nil), p.ok && dv.a.Kind.Shifted != (p.h != nil):
 		return fmt.Errorf("optim: device state pending vectors do not match the algorithm")
-	case p.ok && dv.a.kind.noise == noiseNC && !(p.sigma > 0):
+	case p.ok && dv.a.Kind.Noise == algo.NoiseNC && !(p.sigma > 0):
 		return fmt.Errorf("optim: device state pending noise has sigma %v", p.sigma)
 	case p.ok && p.idx != nil && table == nil:
 		return fmt.Errorf("optim: device state has pending SAGA rows without a table")
 	}
-	if p.ok && dv.a.kind.noise == noiseNC {
+	if p.ok && dv.a.Kind.Noise == algo.NoiseNC {
 		// Regenerate the pending noise vector from its seed.
 		p.yvec = make([]int64, dv.dim)
 		mechanism.DiscreteNoiseVector(p.yvec, p.seed, p.sigma, nil)

@@ -18,7 +18,11 @@
 // # Algorithms
 //
 // Build the halves with NewServer(p, x0, entropy) and NewDevice(p, model,
-// entropy) from a validated Params; Names lists the registry: "nc"
+// entropy) from a Params that algo.Validate accepts. The registry, the
+// parameters' validity and every privacy calibration the halves use (the
+// sensitivities and noise scales, and the analysis behind them) are in
+// shared/optim/algo, a function of the public parameters alone;
+// algo.Names lists the registry: "nc"
 // (noise-cancellation paper, Algorithm 1: untrusted server, partial
 // participation), "trusted" (full-participation paper, Algorithm 2),
 // "noisysgd", "cdpsgd" (SoteriaFL Algorithm 1), "soteria-sgd",
@@ -29,33 +33,12 @@
 // and the feasible set K = ball of radius D/2 centred at 0 (Params.Diameter;
 // 0 = unconstrained); the initial point is projected onto K.
 //
-// # Neighbouring relation and sensitivity
-//
-// Neighbouring local datasets differ by replacing one sample
-// (replace-one). Every per-sample quantity a device computes (the mu^2
-// correction s = t grad f(x_t; z) - (t-1) grad f(x_{t-1}; z), or a
-// gradient) is checked finite and clipped to S = Params.S() by
-// construction, whatever the model returns; a minibatch averages exactly b
-// clipped quantities (Prepare refuses any other batch size), so one
-// replaced sample moves the average by at most 2S/b. In "nc" a device's
-// released partial sum sum_k s_k + y_N therefore has sensitivity 2S/b and
-// the N-th participation costs (2S/b)^2 / (2 sigma_N^2) =
-// rho_p^2 / (2 H_K N) zCDP (noise-cancellation paper, Theorem 5.1 and
-// 5.2, with the harmonic number H_K of the release cap K for its
-// 1 + ln T; Bun–Steinke Prop. 1.6 and Lemma 2.3): exactly rho_p^2/2 over
-// the N <= K participations a device may make (NCSigma). This analysis (and that of "trusted") needs each
-// sample to enter at most one round (single pass, as in the papers): a
-// reused sample would move several corrections inside one partial sum. The
-// runtime's data cursor enforces it; the device cannot tell samples apart.
-// The fresh-noise algorithms charge every release its full worst-case
-// sensitivity, so they may reuse samples.
-//
 // # Floating point
 //
 // A private device never adds floating-point noise to its estimate: the
 // bits of value + ziggurat draw can reveal the value (Mironov 2012). It rounds its estimate v onto the grid step * Z, step =
 // mechanism.GridStep(Delta, d), a power of two fixed by the public
-// parameters (Delta is the release sensitivity above), adds an exact
+// parameters (Delta is the release sensitivity, algo.Sensitivity), adds an exact
 // discrete Gaussian in grid units, and sends step times the integer
 // vector. Rounding moves each coordinate by at most 1/2, so the integer
 // estimate's sensitivity is Delta/step + sqrt(d) (mechanism.GridSensitivity);
@@ -67,13 +50,14 @@
 // discrete noises, so the analysis above holds with integer partial sums.
 // Everything after that (compression, error feedback, SoteriaFL shifts)
 // is a function of the released integers and of the independent
-// compressor stream: post-processing. A device refuses (ErrUnsafe) a
+// compressor stream: post-processing. A device refuses (algo.ErrUnsafe) a
 // compressor not known to be post-processing, a grid outside the exact
 // float64 range, and a noise scale beyond the exact sampler's. The
 // trusted server draws its noise the same way: it releases
-// step (round(q_t / step) + Z_t) with Z_t of DiscreteSigma(TrustedSigma,
-// TrustedSensitivity) grid units. The other algorithms' scales are NCSigma,
-// TrustedSigma and FreshSigma; Sensitivity lists the per-release bounds.
+// step (round(q_t / step) + Z_t) with Z_t of DiscreteSigma(algo.TrustedSigma,
+// algo.TrustedSensitivity) grid units. The other algorithms' scales are
+// algo.NCSigma and algo.FreshSigma; algo.Sensitivity lists the per-release
+// bounds.
 //
 // # Exactly-once state and the noise-cancellation identity
 //
@@ -118,7 +102,21 @@
 // a few d-vectors (plus n x d for "soteria-saga").
 package optim
 
-import "browserfl/shared/dataset"
+import (
+	"io"
+
+	"browserfl/shared/dataset"
+	"browserfl/shared/model"
+	"browserfl/shared/optim/algo"
+	"browserfl/shared/session"
+)
+
+// Params are a session's public parameters (shared/session.Params, the
+// type the protocol carries too): the coordinator broadcasts them, every
+// device checks them (algo.Validate) and derives its own noise from them
+// (DESIGN principle 2). Zero values mean "not set"; algo.Validate says which
+// fields an algorithm needs.
+type Params = session.Params
 
 // Round is what the server sends to each device chosen at round T.
 type Round struct {
@@ -181,4 +179,39 @@ type Device interface {
 	Abort(t int) error
 	MarshalBinary() ([]byte, error)
 	UnmarshalBinary([]byte) error
+}
+
+// Estimator is implemented by every server: a copy of its gradient
+// estimate (qtilde for the mu^2 family, where "trusted" gives the exact q
+// before the round's noise; the server shift h for SoteriaFL; nil for the
+// others). The coordinator's invariant checks and the simulator use it.
+type Estimator interface {
+	Estimate() []float64
+}
+
+// NewServer returns the server half for p starting from x0 (copied; its
+// length is the model dimension). entropy is the server's randomness
+// (crypto/rand.Reader in the product; used only by "trusted" for its
+// noise).
+func NewServer(p Params, x0 []float64, entropy io.Reader) (Server, error) {
+	if err := algo.Validate(p); err != nil {
+		return nil, err
+	}
+	a, _ := algo.Lookup(p.Algorithm)
+	return newServer(p, a, x0, entropy)
+}
+
+// NewDevice returns the device half for p computing gradients with m (the
+// device keeps m; give each device its own model.Clone). entropy supplies
+// a fresh 32-byte seed per release (crypto/rand.Reader in the product, a
+// deterministic mechanism.Stream in the simulator).
+func NewDevice(p Params, m model.Model, entropy io.Reader) (Device, error) {
+	if err := algo.Validate(p); err != nil {
+		return nil, err
+	}
+	a, _ := algo.Lookup(p.Algorithm)
+	if a.Kind.Est == algo.EstLocal {
+		return newLocalDevice(p, a, m, entropy)
+	}
+	return newDevice(p, a, m, entropy)
 }

@@ -10,64 +10,8 @@ import (
 	"browserfl/shared/dataset"
 	"browserfl/shared/mechanism"
 	"browserfl/shared/model"
+	"browserfl/shared/optim/algo"
 )
-
-func TestValidate(t *testing.T) {
-	ok := baseParams("nc")
-	tests := []struct {
-		name string
-		edit func(*Params)
-		want string // substring of the error; "" = valid
-	}{
-		{"valid nc", func(p *Params) {}, ""},
-		{"unknown algorithm", func(p *Params) { p.Algorithm = "adam" }, "unknown algorithm"},
-		{"cohort above M", func(p *Params) { p.Cohort = 9 }, "cohort"},
-		{"no rounds", func(p *Params) { p.Rounds = 0 }, "rounds"},
-		{"no batch", func(p *Params) { p.Batch = 0 }, "batch"},
-		{"eta NaN", func(p *Params) { p.Eta = math.NaN() }, "eta"},
-		{"no clip", func(p *Params) { p.Clip = 0 }, "clipping bound"},
-		{"clip from G L D", func(p *Params) { p.Clip, p.G, p.L, p.Diameter = 0, 1, 2, 0.1 }, ""},
-		{"no privacy", func(p *Params) { p.Rho = 0 }, "privacy target"},
-		{"both targets", func(p *Params) { p.Epsilon, p.Delta = 1, 1e-5 }, "either rho"},
-		{"bad delta", func(p *Params) { p.Rho, p.Epsilon, p.Delta = 0, 1, 2 }, "delta"},
-		{"bad compressor", func(p *Params) { p.Compressor = "zip" }, "compressor"},
-		{"non-private with rho", func(p *Params) { p.Algorithm = "mu2" }, "not private"},
-		{"svrg without local", func(p *Params) { p.Algorithm, p.Rho, p.Epsilon, p.Delta = "soteria-svrg", 0, 1, 1e-5 }, "local size"},
-		{"soteria with ef", func(p *Params) {
-			p.Algorithm, p.Rho, p.Epsilon, p.Delta, p.Compressor = "soteria-sgd", 0, 1, 1e-5, "ef+topk:0.1"
-		}, "error feedback"},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			p := ok
-			tc.edit(&p)
-			err := Validate(p)
-			if tc.want == "" {
-				if err != nil {
-					t.Fatalf("unexpected error %v", err)
-				}
-				return
-			}
-			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("err = %v, want one mentioning %q", err, tc.want)
-			}
-		})
-	}
-}
-
-func TestRegistry(t *testing.T) {
-	want := []string{"cdpsgd", "local", "mu2", "nc", "noisysgd", "sgd", "shared", "soteria-saga", "soteria-sgd", "soteria-svrg", "trusted"}
-	got := Names()
-	if strings.Join(got, ",") != strings.Join(want, ",") {
-		t.Fatalf("Names() = %v, want %v", got, want)
-	}
-	for _, n := range got {
-		p := baseParams(n)
-		if err := Validate(p); err != nil {
-			t.Errorf("%s: base params invalid: %v", n, err)
-		}
-	}
-}
 
 // checkNC checks qtilde = q + (1/m) sum_i (Y_i - e_i) for the simulation.
 func checkNC(t *testing.T, s *simulation, round int) {
@@ -172,7 +116,7 @@ func runToEnd(t *testing.T, p Params, seed byte, rounds int) []float64 {
 }
 
 func TestDeterministic(t *testing.T) {
-	for _, alg := range Names() {
+	for _, alg := range algo.Names() {
 		t.Run(alg, func(t *testing.T) {
 			p := baseParams(alg)
 			p.Compressor = "randk:0.5"
@@ -200,7 +144,7 @@ func TestDeterministic(t *testing.T) {
 }
 
 func TestMarshalMidRunContinuesIdentically(t *testing.T) {
-	for _, alg := range Names() {
+	for _, alg := range algo.Names() {
 		t.Run(alg, func(t *testing.T) {
 			p := baseParams(alg)
 			p.Compressor = "randk:0.5"
@@ -267,8 +211,8 @@ func TestMarshalMidRunContinuesIdentically(t *testing.T) {
 	}
 }
 
-func mustLookup(n string) Algorithm {
-	a, err := Lookup(n)
+func mustLookup(n string) algo.Algorithm {
+	a, err := algo.Lookup(n)
 	if err != nil {
 		panic(err)
 	}
@@ -540,7 +484,7 @@ func TestBudgetNeverExceeded(t *testing.T) {
 		dv, _ := NewDevice(p, m, mechanism.NewStream(testSeed(4), 0))
 		data := synthData(mechanism.NewStream(testSeed(2), 0), 2)
 		x := make([]float64, m.Dim())
-		budget, _ := ZCDPBudget(p)
+		budget, _ := algo.ZCDPBudget(p)
 		sent := 0
 		for r := 1; r <= p.Rounds; r++ {
 			_, err := dv.Prepare(Round{T: r, X: x, XPrev: x}, data)
@@ -623,7 +567,7 @@ func TestNCNoiseHasTheScaleOfTheTheorem(t *testing.T) {
 		}
 		mechanism.Decode(msg, u.Payload)
 		dv.(Introspector).Clean(clean)
-		sigma := NCSigma(p, r)
+		sigma := algo.NCSigma(p, r)
 		for k := range msg {
 			y := msg[k] - clean[k] + prev[k]
 			chi += y * y / (sigma * sigma)
@@ -638,8 +582,8 @@ func TestNCNoiseHasTheScaleOfTheTheorem(t *testing.T) {
 	// sigma formula: (2S/b)^2 H_K N / rho^2 with K = 850 and the literal
 	// H_850 = 7.32304013433977 (not computed by the package).
 	want := math.Sqrt(4 * p.S() * p.S() / float64(p.Batch*p.Batch) * 7.32304013433977 * 7 / (p.Rho * p.Rho))
-	if got := NCSigma(p, 7); math.Abs(got-want) > 1e-12*want {
-		t.Fatalf("NCSigma = %v, want %v", got, want)
+	if got := algo.NCSigma(p, 7); math.Abs(got-want) > 1e-12*want {
+		t.Fatalf("algo.NCSigma = %v, want %v", got, want)
 	}
 	// The device refuses the 851st release (the cap), though T = 900.
 	if _, err := dv.Prepare(Round{T: N + 1, X: x, XPrev: x}, data); !errors.Is(err, ErrBudget) {
@@ -654,12 +598,12 @@ func TestTrustedServerNoise(t *testing.T) {
 	// servers is chi^2_720: |X - 720| <= 5 sqrt(1440) (false failure < 1e-6).
 	p := baseParams("trusted")
 	p.Diameter = 0
-	sigma := TrustedSigma(p)
+	sigma := algo.TrustedSigma(p)
 	// The paper's 2S/b plus the float32 rounding of each message, 2^-23 S
 	// (TrustedSensitivity).
 	want := (2*p.S()/float64(p.Batch) + 0x1p-23*p.S()) * math.Sqrt(float64(p.Rounds)) / (p.Rho * float64(p.Cohort))
 	if math.Abs(sigma-want) > 1e-12*want {
-		t.Fatalf("TrustedSigma = %v, want %v", sigma, want)
+		t.Fatalf("algo.TrustedSigma = %v, want %v", sigma, want)
 	}
 	chi, n := 0.0, 0
 	for k := 0; k < 40; k++ {
@@ -755,7 +699,7 @@ func TestParamsJSONRoundTrip(t *testing.T) {
 
 func TestInterfacesImplemented(t *testing.T) {
 	m, _ := model.New("logreg", 5, 3)
-	for _, alg := range Names() {
+	for _, alg := range algo.Names() {
 		p := baseParams(alg)
 		dv, err := NewDevice(p, m, mechanism.NewStream(testSeed(1), 0))
 		if err != nil {
@@ -783,21 +727,6 @@ func TestInterfacesImplemented(t *testing.T) {
 		if _, ok := srv.(Estimator); !ok {
 			t.Errorf("%s server is not an Estimator", alg)
 		}
-	}
-}
-
-func TestNCTheoremEta(t *testing.T) {
-	// The paper's Table-1 setting: rho = 8, D = 0.1, m = 50, M = 100,
-	// T = 1200, d = 7850, S = G + 2LD with G = 39.6, L = 392.5.
-	p := Params{Algorithm: "nc", M: 100, Cohort: 50, Rounds: 1200, Batch: 1, G: 39.6, L: 392.5, Diameter: 0.1, Rho: 8, Eta: 1}
-	if math.Abs(p.S()-118.1) > 1e-9 {
-		t.Fatalf("S = %v, want 118.1", p.S())
-	}
-	first := 8 * 0.1 * 50 / (2 * 118.1 * 1200 * math.Sqrt(2*100*7850*(1+math.Log(1200))))
-	second := 1 / (8 * 392.5 * 1200)
-	want := math.Min(first, second)
-	if got := NCTheoremEta(p, 7850); math.Abs(got-want) > 1e-15*want {
-		t.Fatalf("eta = %v, want %v", got, want)
 	}
 }
 
@@ -920,28 +849,6 @@ func TestNCChargePerRelease(t *testing.T) {
 				t.Errorf("cap %d, release %d: ledger charged %.9g, want %.9g", tc.maxReleases, n, got, want)
 			}
 			prev = l.Rho()
-		}
-	}
-}
-
-// TestHarmonic pins H_K, the factor of the "nc" calibration, to values
-// computed independently (30-digit arithmetic), on both sides of the
-// switch from summation to the asymptotic bound at 1,024 terms. The value
-// may exceed H_K by 1.1e-8 relative (a little more noise) but never fall
-// below it (less noise than the charge assumes).
-func TestHarmonic(t *testing.T) {
-	tests := []struct {
-		k    int
-		want float64
-	}{
-		{0, 0}, {1, 1}, {2, 1.5}, {600, 6.9749784219695953816}, {1024, 7.5091756722781338334},
-		{1025, 7.5101512820342313944}, {5000, 9.0945088529844369673},
-		{1000000, 14.392726722865723631}, {1000000000, 21.300481502347944017},
-	}
-	for _, tc := range tests {
-		got := Harmonic(tc.k)
-		if got < tc.want*(1-1e-13) || got > tc.want*(1+1.1e-8) {
-			t.Errorf("Harmonic(%d) = %.17g, want %.17g (never below, at most 1.1e-8 above)", tc.k, got, tc.want)
 		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"browserfl/shared/dataset"
 	"browserfl/shared/mechanism"
 	"browserfl/shared/model"
+	"browserfl/shared/optim/algo"
 )
 
 // The device step's estimator without ghost clipping and the fused
@@ -73,7 +74,7 @@ func (dv *device) refMeanFn() func(v []float64, r Round, batch []dataset.Sample,
 		b := float64(len(batch))
 		for j, s := range batch {
 			dst := dv.g
-			if dv.a.kind.est == estMu2 {
+			if dv.a.Kind.Est == algo.EstMu2 {
 				t := float64(r.T)
 				model.GradDiff(dv.m, dst, t, r.X, t-1, r.XPrev, s)
 			} else {

@@ -30,7 +30,7 @@ func SampleCohort[T any](ids []T, k int, seed uint64, round int) []T {
 // native) and the simulator: for single-pass algorithms (Params.SinglePass)
 // the caller never lets cursor + len(dst) pass len(data), so no sample is
 // used twice; the others go through their data in order, pass after pass
-// (their accounting, FreshSigma, charges every release in full whether or
+// (their accounting, algo.FreshSigma, charges every release in full whether or
 // not a given sample is in it, so the order costs no privacy).
 func Minibatch(dst, data []dataset.Sample, cursor int) {
 	for i := range dst {

@@ -6,6 +6,7 @@ import (
 	"math"
 
 	"browserfl/shared/mechanism"
+	"browserfl/shared/optim/algo"
 )
 
 const serverMagic = "BFLS"
@@ -32,7 +33,7 @@ const serverVersion = 1
 // qtilde_t = q_t + (1/m) sum_i Y_i exact (Y_i moves only on inclusion).
 type server struct {
 	p       Params
-	a       Algorithm
+	a       algo.Algorithm
 	dim     int
 	m       float64
 	radius  float64 // D/2, 0 = none
@@ -55,38 +56,38 @@ type server struct {
 	stream          *mechanism.Stream
 }
 
-func newServer(p Params, a Algorithm, x0 []float64, entropy io.Reader) (*server, error) {
+func newServer(p Params, a algo.Algorithm, x0 []float64, entropy io.Reader) (*server, error) {
 	if len(x0) == 0 || len(x0) > mechanism.MaxDim {
 		return nil, fmt.Errorf("optim: initial point has dimension %d", len(x0))
 	}
 	if err := mechanism.CheckFinite(x0); err != nil {
 		return nil, fmt.Errorf("optim: initial point: %w", err)
 	}
-	if a.kind.noise == noiseServer && entropy == nil {
+	if a.Kind.Noise == algo.NoiseServer && entropy == nil {
 		return nil, fmt.Errorf("optim: %s server needs an entropy source", a.Name)
 	}
 	spec, _ := mechanism.ParseSpec(p.Compressor)
 	d := len(x0)
 	s := &server{p: p, a: a, dim: d, m: float64(p.Cohort), radius: p.Diameter / 2, entropy: entropy, t: 1}
 	s.gamma = shiftStep(p, spec, d)
-	if a.kind.noise == noiseServer {
-		sens := TrustedSensitivity(p)
+	if a.Kind.Noise == algo.NoiseServer {
+		sens := algo.TrustedSensitivity(p)
 		var err error
 		if s.gstep, err = mechanism.GridStep(sens, d); err != nil {
 			return nil, fmt.Errorf("optim: trusted server noise: %w", err)
 		}
-		if s.sigmaZ, err = mechanism.DiscreteSigma(TrustedSigma(p), sens, s.gstep, d); err != nil {
+		if s.sigmaZ, err = mechanism.DiscreteSigma(algo.TrustedSigma(p), sens, s.gstep, d); err != nil {
 			return nil, fmt.Errorf("optim: trusted server noise: %w", err)
 		}
 	}
 	s.x = append([]float64(nil), x0...)
 	project(s.x, s.radius)
-	if a.kind.mu2 {
+	if a.Kind.Mu2 {
 		s.w = append([]float64(nil), s.x...)
 		s.xprev = append([]float64(nil), s.x...)
 		s.q = make([]float64, d)
 	}
-	if a.kind.shifted {
+	if a.Kind.Shifted {
 		s.h = make([]float64, d)
 	}
 	s.sum = make([]float64, d)
@@ -120,7 +121,7 @@ func project(v []float64, r float64) {
 
 func (s *server) Next() Round {
 	r := Round{T: s.t, X: append([]float64(nil), s.x...)}
-	if s.a.kind.mu2 {
+	if s.a.Kind.Mu2 {
 		r.XPrev = append([]float64(nil), s.xprev...)
 	}
 	return r
@@ -225,15 +226,15 @@ func (s *server) trustedNoise(inv float64) error {
 // step takes round t's step from s.sum, the sum of its decoded updates.
 func (s *server) step(t int) error {
 	inv := 1 / s.m
-	if s.a.kind.noise == noiseServer {
+	if s.a.Kind.Noise == algo.NoiseServer {
 		if err := s.trustedNoise(inv); err != nil {
 			return err
 		}
 	}
 	// From here on nothing fails: the state moves as a whole.
-	if s.a.kind.mu2 {
+	if s.a.Kind.Mu2 {
 		step := s.q
-		if s.a.kind.noise == noiseServer {
+		if s.a.Kind.Noise == algo.NoiseServer {
 			// The release: step (round(q_t / step) + Z_t), exact integers
 			// (trustedNoise checked they stay below 2^53).
 			copy(s.q, s.qnext)
@@ -328,14 +329,14 @@ func (s *server) UnmarshalBinary(b []byte) error {
 		return fmt.Errorf("optim: server state has dimension %d, want %d", dim, s.dim)
 	case t < 1:
 		return fmt.Errorf("optim: server state round %d", t)
-	case x == nil, s.a.kind.mu2 && (w == nil || xprev == nil || q == nil), s.a.kind.shifted && h == nil:
+	case x == nil, s.a.Kind.Mu2 && (w == nil || xprev == nil || q == nil), s.a.Kind.Shifted && h == nil:
 		return fmt.Errorf("optim: server state misses vectors for %q", s.a.Name)
 	}
 	s.t, s.x = t, x
-	if s.a.kind.mu2 {
+	if s.a.Kind.Mu2 {
 		s.w, s.xprev, s.q = w, xprev, q
 	}
-	if s.a.kind.shifted {
+	if s.a.Kind.Shifted {
 		s.h = h
 	}
 	return nil

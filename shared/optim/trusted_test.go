@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"browserfl/shared/mechanism"
+	"browserfl/shared/optim/algo"
 )
 
 // TestTrustedNoiseIsDiscrete: the trusted server's release of each round
@@ -32,7 +33,7 @@ func TestTrustedNoiseIsDiscrete(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := srv.(*server)
-	sigma := TrustedSigma(p)
+	sigma := algo.TrustedSigma(p)
 	got := s.gstep * float64(s.sigmaZ)
 	if !(got >= sigma) || got > sigma*1.001+s.gstep {
 		t.Fatalf("step sigma_Z = %g, calibrated sigma %g: want in [sigma, 1.001 sigma + step]", got, sigma)
@@ -70,27 +71,6 @@ func TestTrustedNoiseIsDiscrete(t *testing.T) {
 	}
 }
 
-// TestTrustedRefusesCompressors: a trusted session's devices send clean
-// updates, so only dense messages keep the sensitivity the server's noise
-// is calibrated to (top-k moves a message by up to S for one sample,
-// rand-k scales by d/k, error feedback carries a sample into later
-// rounds, quantisation rounds by more than float32).
-func TestTrustedRefusesCompressors(t *testing.T) {
-	for _, tc := range []struct {
-		spec string
-		ok   bool
-	}{
-		{"", true}, {"f32", true}, {"f64", true},
-		{"topk:0.1", false}, {"randk:0.1", false}, {"ef+f32", false}, {"ef+topk:0.1", false}, {"qinf:8bit", false},
-	} {
-		p := Params{Algorithm: "trusted", Model: "logreg", M: 10, Cohort: 10, Rounds: 5, Batch: 32, Clip: 1, Eta: 0.1, Rho: 1.5, Compressor: tc.spec}
-		err := Validate(p)
-		if (err == nil) != tc.ok {
-			t.Errorf("trusted with %q: err = %v, want ok = %v", tc.spec, err, tc.ok)
-		}
-	}
-}
-
 // TestTrustedFloatingPointDistinguisher runs the floating-point attack
 // (Mironov 2012; the device's version is
 // mechanism.TestFloatingPointDistinguisher) against the trusted server's
@@ -110,7 +90,7 @@ func TestTrustedRefusesCompressors(t *testing.T) {
 func TestTrustedFloatingPointDistinguisher(t *testing.T) {
 	const d, n, tol = 4, 2000, 1e-6
 	p := Params{Algorithm: "trusted", Model: "logreg", M: 1, Cohort: 1, Rounds: 10, Batch: 32, Clip: 1, Eta: 0.1, Rho: 1.5}
-	sigma := TrustedSigma(p)
+	sigma := algo.TrustedSigma(p)
 	const s, s2 = 0.3, -0.2 // coordinate 0 of the round's sum under D and D'
 	release := func(trial int, which byte, v float64) (float64, float64) {
 		var sd mechanism.Seed

@@ -6,6 +6,7 @@ import (
 	"browserfl/shared/dataset"
 	"browserfl/shared/mechanism"
 	"browserfl/shared/model"
+	"browserfl/shared/optim/algo"
 )
 
 // SoteriaFL's variance-reduced local estimators (Algorithm 3, options II
@@ -43,7 +44,7 @@ type reducer struct {
 	idx   []int
 }
 
-func newReducer(p Params, a Algorithm, m model.Model, d int) reducer {
+func newReducer(p Params, a algo.Algorithm, m model.Model, d int) reducer {
 	g := make([]float64, d)
 	return reducer{name: a.Name, est: estimator{m: m, g: g}, dim: d, S: p.S(), b: p.Batch, prob: p.SnapshotProb, g: g}
 }

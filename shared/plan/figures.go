@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"browserfl/shared/optim"
+	"browserfl/shared/optim/algo"
 	"browserfl/shared/privacy"
 )
 
@@ -220,11 +221,11 @@ func SessionFigures(p optim.Params, ownerDelta float64) (Figures, error) {
 		// (the cost Compute charges per round).
 		q := p
 		q.Rho, q.Epsilon, q.Delta = r.RhoPaper, 0, 0
-		s, err := optim.NoiseScale(q, 1)
+		s, err := algo.NoiseScale(q, 1)
 		if err != nil {
 			return Figures{}, fmt.Errorf("session figures: %w", err)
 		}
-		if f.RoundRho, err = privacy.GaussianZCDP(optim.TrustedSensitivity(q), s); err != nil {
+		if f.RoundRho, err = privacy.GaussianZCDP(algo.TrustedSensitivity(q), s); err != nil {
 			return Figures{}, fmt.Errorf("session figures: %w", err)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"browserfl/shared/optim"
+	"browserfl/shared/optim/algo"
 	"browserfl/shared/privacy"
 )
 
@@ -22,13 +23,13 @@ func certifiedSession() optim.Params {
 // the whole budget, read like every other ordinary ledger
 // (privacy.LedgerEpsilon), never as a last-iterate one; its noise is one
 // vector calibrated to E Delta (1 + slack) (the planner's figure is the
-// device's: optim.FreshSigma). Deterministic.
+// device's: algo.FreshSigma). Deterministic.
 func TestOutputPerturbationSessionIsOrdinary(t *testing.T) {
 	p := certifiedSession()
-	if !optim.LocalOutputPerturbation(p) {
+	if !algo.LocalOutputPerturbation(p) {
 		t.Fatal("the certified session is not under output perturbation")
 	}
-	budget, _ := optim.ZCDPBudget(p)
+	budget, _ := algo.ZCDPBudget(p)
 	for _, delta := range []float64{1e-5, 1e-10} {
 		f, err := SessionFigures(p, delta)
 		if err != nil {

@@ -13,7 +13,7 @@
 // of it (the layering rules are in internal/archtest).
 //
 // Invariants:
-//   - Noise scales come from optim.NoiseScale (the algorithms' own noise
+//   - Noise scales come from algo.NoiseScale (the algorithms' own noise
 //     formulas); costs from privacy.GaussianZCDP; conversions from
 //     privacy.SpentEpsilon. Nothing here re-derives a noise formula.
 //   - Worst case means: the device is chosen in every round it is allowed to
@@ -32,6 +32,7 @@ import (
 	"math"
 
 	"browserfl/shared/optim"
+	"browserfl/shared/optim/algo"
 	"browserfl/shared/privacy"
 )
 
@@ -89,7 +90,7 @@ type Report struct {
 
 // ForNoise returns a copy of p whose privacy target is the one that makes
 // the first release's noise standard deviation equal sigma. Every
-// algorithm's noise scale is proportional to 1/rho_p (optim.NCSigma,
+// algorithm's noise scale is proportional to 1/rho_p (algo.NCSigma,
 // TrustedSigma, FreshSigma), so rho_p = sigma(rho_p = 1) / sigma.
 func ForNoise(p optim.Params, sigma float64) (optim.Params, error) {
 	if !(sigma > 0) || math.IsInf(sigma, 0) {
@@ -97,7 +98,7 @@ func ForNoise(p optim.Params, sigma float64) (optim.Params, error) {
 	}
 	q := p
 	q.Rho, q.Epsilon, q.Delta = 1, 0, 0
-	s1, err := optim.NoiseScale(q, 1)
+	s1, err := algo.NoiseScale(q, 1)
 	if err != nil {
 		return p, fmt.Errorf("plan: %w", err)
 	}
@@ -114,17 +115,17 @@ func ForNoise(p optim.Params, sigma float64) (optim.Params, error) {
 // Compute returns the report for p at delta (used when p's target is
 // Rho; when p has Epsilon and Delta, pass p.Delta).
 func Compute(p optim.Params, delta float64) (Report, error) {
-	if err := optim.Validate(p); err != nil {
+	if err := algo.Validate(p); err != nil {
 		return Report{}, err
 	}
-	r := Report{Algorithm: p.Algorithm, Private: optim.Private(p), Trusted: optim.Trusted(p), Delta: delta}
+	r := Report{Algorithm: p.Algorithm, Private: algo.Private(p), Trusted: algo.Trusted(p), Delta: delta}
 	if !r.Private {
 		return r, nil
 	}
 	if !(delta > 0 && delta < 1) {
 		return Report{}, fmt.Errorf("plan: delta = %v, want 0 < delta < 1", delta)
 	}
-	budget, err := optim.ZCDPBudget(p)
+	budget, err := algo.ZCDPBudget(p)
 	if err != nil {
 		return Report{}, err
 	}
@@ -140,15 +141,15 @@ func Compute(p optim.Params, delta float64) (Report, error) {
 	var cost func(n int) (float64, error)
 	switch p.Algorithm {
 	case "nc", "shared":
-		// "shared" is charged its promise, nc's cost (optim.NCChargeSigma);
+		// "shared" is charged its promise, nc's cost (algo.NCChargeSigma);
 		// its floor is FloorFactor times that (SharedFigures).
 		sens := 2 * p.S() / float64(p.Batch)
 		cost = func(n int) (float64, error) {
-			return privacy.GaussianZCDP(sens, optim.NCChargeSigma(p, n))
+			return privacy.GaussianZCDP(sens, algo.NCChargeSigma(p, n))
 		}
 		K := p.ReleaseCap()
-		s1, _ := optim.NoiseScale(p, 1)
-		sK, _ := optim.NoiseScale(p, K)
+		s1, _ := algo.NoiseScale(p, 1)
+		sK, _ := algo.NoiseScale(p, K)
 		last := fmt.Sprintf("participation %d (= T)", K)
 		if K < T {
 			last = fmt.Sprintf("participation %d (= cap)", K)
@@ -159,8 +160,8 @@ func Compute(p optim.Params, delta float64) (Report, error) {
 		// The server adds N(0, sigma^2) to q_t, which holds the mean of m
 		// clipped minibatch means: replace-one sensitivity 2S/(b m) per
 		// round the device's contribution is in (at most T).
-		sens := optim.TrustedSensitivity(p)
-		s, err := optim.NoiseScale(p, 1)
+		sens := algo.TrustedSensitivity(p)
+		s, err := algo.NoiseScale(p, 1)
 		if err != nil {
 			return Report{}, err
 		}
@@ -209,11 +210,11 @@ func Compute(p optim.Params, delta float64) (Report, error) {
 // noise, worst-case participations and (with a local dataset to sample
 // from) amplified epsilon.
 func freshNoise(p optim.Params, delta float64, r *Report) (cost func(n int) (float64, error), err error) {
-	s, err := optim.NoiseScale(p, 1)
+	s, err := algo.NoiseScale(p, 1)
 	if err != nil {
 		return nil, err
 	}
-	sens := optim.Sensitivity(p)
+	sens := algo.Sensitivity(p)
 	// A round of "local" costs LocalCharge noise vectors of sensitivity
 	// LocalReleaseSensitivity (its E passes reuse the round's samples):
 	// one on the last iterate under output perturbation, else one per
@@ -221,9 +222,9 @@ func freshNoise(p optim.Params, delta float64, r *Report) (cost func(n int) (flo
 	factor := 1.0
 	when := "each release"
 	if p.Algorithm == "local" {
-		sens, factor = optim.LocalReleaseSensitivity(p), optim.LocalCharge(p)
+		sens, factor = algo.LocalReleaseSensitivity(p), algo.LocalCharge(p)
 		when = fmt.Sprintf("each of the %d hidden steps of a release", p.HiddenSteps())
-		if optim.LocalOutputPerturbation(p) {
+		if algo.LocalOutputPerturbation(p) {
 			when = fmt.Sprintf("once a release, on the last iterate of %d noiseless hidden steps (output perturbation)", p.HiddenSteps())
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"browserfl/shared/optim"
+	"browserfl/shared/optim/algo"
 	"browserfl/shared/privacy"
 )
 
@@ -99,7 +100,7 @@ func TestForNoiseRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s, err := optim.NoiseScale(p, 1)
+		s, err := algo.NoiseScale(p, 1)
 		if err != nil || math.Abs(s-0.37) > 1e-12 {
 			t.Errorf("%s: sigma %v (%v), want 0.37", alg, s, err)
 		}

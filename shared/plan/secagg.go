@@ -3,7 +3,7 @@ package plan
 import (
 	"fmt"
 
-	"browserfl/shared/optim"
+	"browserfl/shared/optim/algo"
 	"browserfl/shared/optim/plausible"
 	"browserfl/shared/secagg"
 	"browserfl/shared/wire"
@@ -40,7 +40,7 @@ func SessionSecAgg(s wire.SessionParams) (SecAgg, error) {
 	if p.Algorithm != wire.SharedNoiseAlgorithm {
 		return SecAgg{}, fmt.Errorf("plan: secure aggregation of a %q session: only %q runs it", p.Algorithm, wire.SharedNoiseAlgorithm)
 	}
-	if err := optim.Validate(p); err != nil {
+	if err := algo.Validate(p); err != nil {
 		return SecAgg{}, fmt.Errorf("plan: secure aggregation: %w", err)
 	}
 	step, maxAbs, err := plausible.SharedGrid(p, s.Dim)

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"browserfl/shared/mechanism"
-	"browserfl/shared/optim"
+	"browserfl/shared/optim/algo"
 	"browserfl/shared/wire"
 )
 
@@ -27,7 +27,7 @@ func TestSessionSecAgg(t *testing.T) {
 			t.Fatal(err)
 		}
 		p := s
-		step, err := mechanism.GridStep(optim.Sensitivity(p), s.Dim)
+		step, err := mechanism.GridStep(algo.Sensitivity(p), s.Dim)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -42,9 +42,9 @@ func TestSessionSecAgg(t *testing.T) {
 		}
 		// The noise of a release is the new share minus the cancelled
 		// one: at the cap, discrete Gaussians of hi and lo grid units.
-		sens := optim.Sensitivity(p)
+		sens := algo.Sensitivity(p)
 		sig := func(n int) float64 {
-			z, err := mechanism.DiscreteSigma(optim.NCSigma(p, n)*optim.ShareScale(p), sens, step, s.Dim)
+			z, err := mechanism.DiscreteSigma(algo.NCSigma(p, n)*algo.ShareScale(p), sens, step, s.Dim)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"browserfl/shared/model"
-	"browserfl/shared/optim"
+	"browserfl/shared/optim/algo"
 	"browserfl/shared/task"
 	"browserfl/shared/wire"
 )
@@ -73,10 +73,10 @@ func WithAlgorithm(s wire.SessionParams, alg string) (wire.SessionParams, error)
 	}
 	out := s
 	out.Algorithm, out.Threshold, out.Colluders = alg, 0, 0
-	if err := optim.Validate(out); err != nil {
+	if err := algo.Validate(out); err != nil {
 		return s, fmt.Errorf("%s: %w", alg, err)
 	}
-	out.Trusted = optim.Trusted(out)
+	out.Trusted = algo.Trusted(out)
 	if err := wire.ValidateSession(out); err != nil {
 		return s, err
 	}
@@ -124,7 +124,7 @@ func WithTask(s wire.SessionParams, d *task.Definition) (wire.SessionParams, err
 	if err := wire.ValidateSession(s); err != nil {
 		return s, err
 	}
-	if err := optim.Validate(s); err != nil {
+	if err := algo.Validate(s); err != nil {
 		return s, fmt.Errorf("task %s: %w", d.Name, err)
 	}
 	if _, err := SessionTask(s); err != nil {

@@ -7,18 +7,19 @@ import (
 	"browserfl/shared/mechanism"
 	"browserfl/shared/model"
 	"browserfl/shared/optim"
+	"browserfl/shared/optim/algo"
 	"browserfl/shared/privacy"
 )
 
 // sharedFigures fills in the two figures of a shared-noise session
 // ("shared", docs/privacy.md section 4c), at f.Delta, from the noise
-// share each device draws (optim.NCSigma, nc's calibration times
-// optim.ShareScale):
+// share each device draws (algo.NCSigma, nc's calibration times
+// algo.ShareScale):
 //
 //   - the floor: against a coordinator that sees everything but the
 //     device's own noise (every other member of its cohorts fake), the
 //     device's own shares alone: each release of sensitivity
-//     optim.Sensitivity under a share of optim.NCSigma costs
+//     algo.Sensitivity under a share of algo.NCSigma costs
 //     privacy.GaussianZCDP of them, for the WorstReleases of the worst
 //     case;
 //   - the promise: against a coordinator that sees only each round's sum
@@ -27,7 +28,7 @@ import (
 //     share chains at once, each carrying 1/h of its shift, split into
 //     integer parts at the grid's (1 + h/GridFactor): the floor's rho
 //     times (1 + h/GridFactor)^2 / h, read as Gaussian DP with the
-//     coupling term of the h chains (optim.SharedPromiseTV).
+//     coupling term of the h chains (algo.SharedPromiseTV).
 //
 // The dimension comes from the session's model, features and classes;
 // without them the coupling term is the proven bound of every charge,
@@ -38,10 +39,10 @@ func sharedFigures(p optim.Params, f *Figures) error {
 	if f.Honest < 1 {
 		return fmt.Errorf("session figures: threshold %d and colluders %d leave no honest survivor", f.Threshold, f.Colluders)
 	}
-	sens := optim.Sensitivity(p)
+	sens := algo.Sensitivity(p)
 	var floor privacy.Ledger
 	for n := 1; n <= f.WorstReleases; n++ {
-		r, err := privacy.GaussianZCDP(sens, optim.NCSigma(p, n))
+		r, err := privacy.GaussianZCDP(sens, algo.NCSigma(p, n))
 		if err != nil {
 			return fmt.Errorf("session figures: floor of release %d: %w", n, err)
 		}
@@ -54,7 +55,7 @@ func sharedFigures(p optim.Params, f *Figures) error {
 	promiseRho := floorRho * (1 + h/mechanism.GridFactor) * (1 + h/mechanism.GridFactor) / h
 	tv := h * privacy.DiscretisationSlack * floorRho
 	if m, err := model.New(p.Model, p.Features, p.Classes); err == nil {
-		if tv, err = optim.SharedPromiseTV(p, m.Dim()); err != nil {
+		if tv, err = algo.SharedPromiseTV(p, m.Dim()); err != nil {
 			return fmt.Errorf("session figures: %w", err)
 		}
 	}

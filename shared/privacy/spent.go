@@ -16,7 +16,7 @@ import (
 //     proven bound DiscretisationSlack rho_n of any other charge (what
 //     mechanism.DiscreteSigma checks). Sums are rounded up.
 //   - LastIterate records that some charge is a last-iterate charge
-//     (local training with several passes, optim.LocalCharge). That
+//     (local training with several passes, shared/optim/algo.LocalCharge). That
 //     charge is proven only as Gaussian DP plus the total-variation term
 //     (a discrete Gaussian has infinite Renyi divergence under a shift
 //     off its grid, docs/privacy.md 4b): it is no zCDP charge, so such a

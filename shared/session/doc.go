@@ -11,6 +11,6 @@
 // force, release counts, step sizes of "local", the threshold of
 // "shared"); what needs the algorithms' registry or the privacy
 // accounting (validity for an algorithm, whether it is private or
-// trusted, the zCDP budget) is in shared/optim, and what needs the
+// trusted, the zCDP budget) is in shared/optim/algo, and what needs the
 // protocol's limits (a session's bounds on the wire) is in shared/wire.
 package session

@@ -9,9 +9,10 @@ import (
 // broadcasts them (in a Welcome or a Start), every device checks them and
 // derives its own noise from them (DESIGN principle 2), and the
 // algorithms, the simulator and the planner read them. Zero values mean
-// "not set"; optim.Validate says which fields an algorithm needs, and
-// wire.ValidateSession which values no session can have. Defaults are
-// written beside each field. The JSON names are the protocol's.
+// "not set"; shared/optim/algo.Validate says which fields an algorithm
+// needs, and wire.ValidateSession which values no session can have.
+// Defaults are written beside each field. The JSON names are the
+// protocol's.
 type Params struct {
 	// Name is the session's display name.
 	Name string `json:"name"`
@@ -22,13 +23,13 @@ type Params struct {
 	DeadlineMillis int `json:"deadline_ms"`
 	// Trusted is true when the coordinator adds the noise (trusted-server
 	// mode); informational: devices derive it from Algorithm
-	// (optim.Trusted).
+	// (algo.Trusted).
 	Trusted bool `json:"trusted"`
 	// DemoShards is true when the coordinator serves demo data shards at
 	// /shard (demo only: real devices hold their own data).
 	DemoShards bool `json:"demo_shards,omitempty"`
 
-	Algorithm string `json:"algorithm"` // registry name, see optim.Names(); required
+	Algorithm string `json:"algorithm"` // registry name, see algo.Names(); required
 	Model     string `json:"model"`     // model name for model.New ("logreg", "mlp", ...)
 	Features  int    `json:"features"`  // input features of the model
 	Classes   int    `json:"classes"`   // classes of the model
@@ -91,7 +92,7 @@ type Params struct {
 	// Each pass reuses the round's samples, so E > 1 costs more: E noisy
 	// steps by composition, or, when the model certifies it, one noise
 	// vector on the last iterate calibrated to E times a step's
-	// sensitivity (output perturbation, optim.LocalOutputPerturbation).
+	// sensitivity (output perturbation, algo.LocalOutputPerturbation).
 	LocalEpochs int `json:"local_epochs,omitempty"`
 
 	// SignalBound is an assumed signal bound D (0: none): for every
@@ -115,7 +116,7 @@ type Params struct {
 	// fewer survivors is discarded); 0 = ceil(0.7 m). Colluders is c: the
 	// most cohort members assumed to give their secrets to the
 	// coordinator. The noise each device draws is a share sized for the
-	// h = t - c honest survivors (optim.ShareScale). Both are 0 for every
+	// h = t - c honest survivors (algo.ShareScale). Both are 0 for every
 	// other algorithm.
 	Threshold int `json:"threshold,omitempty"`
 	Colluders int `json:"colluders,omitempty"`
@@ -212,7 +213,7 @@ func (p Params) PlannedReleases() int {
 // ParallelComposition) and for the non-private references (the papers'
 // single-pass experiments). The SoteriaFL family and CDP-SGD draw
 // minibatches from the whole local set every round; their accounting
-// (optim.FreshSigma) pays for reuse.
+// (algo.FreshSigma) pays for reuse.
 func (p Params) SinglePass() bool {
 	switch p.Algorithm {
 	case "cdpsgd", "soteria-sgd", "soteria-svrg", "soteria-saga":

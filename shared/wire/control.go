@@ -178,7 +178,7 @@ const MaxSessionBytes = MaxControlBytes - 1<<10
 const SharedNoiseAlgorithm = "shared"
 
 // ValidateSession checks p for values no session can have on the wire
-// (optim.Validate checks it for its algorithm). Its errors wrap
+// (shared/optim/algo.Validate checks it for its algorithm). Its errors wrap
 // ErrBadFrame.
 func ValidateSession(p SessionParams) error {
 	switch {

@@ -50,6 +50,7 @@ import (
 	"browserfl/shared/mechanism"
 	"browserfl/shared/model"
 	"browserfl/shared/optim"
+	"browserfl/shared/optim/algo"
 	"browserfl/shared/plan"
 	"browserfl/shared/privacy"
 )
@@ -242,12 +243,12 @@ func setup(cfg Config) (*run, plan.Figures, error) {
 	if !claim.Private {
 		return nil, plan.Figures{}, fmt.Errorf("audit: %s gives no guarantee to audit", p.Algorithm)
 	}
-	budget, err := optim.ZCDPBudget(p)
+	budget, err := algo.ZCDPBudget(p)
 	if err != nil {
 		return nil, plan.Figures{}, fmt.Errorf("audit: %w", err)
 	}
 	r := &run{cfg: cfg, dev: DeviceParams(p, budget, cfg.NoiseFactor), model: m}
-	if err := optim.Validate(r.dev); err != nil {
+	if err := algo.Validate(r.dev); err != nil {
 		return nil, plan.Figures{}, fmt.Errorf("audit: device parameters: %w", err)
 	}
 	if r.weights, err = Weights(p); err != nil {
@@ -274,7 +275,7 @@ func DeviceParams(p optim.Params, budget, noiseFactor float64) optim.Params {
 //
 //   - "nc": the server can sum a device's messages into its partial sums
 //     P_N = sum_{k<=N} m_k = sum_{k<=N} V_k + Y_N, whose noises Y_N are
-//     independent with standard deviation sigma_N (optim.NoiseScale); the
+//     independent with standard deviation sigma_N (algo.NoiseScale); the
 //     canary is in every P_N. The likelihood-ratio statistic is
 //     sum_N <P_N, e_1> / sigma_N^2, i.e. w_k = sum_{N>=k} 1/sigma_N^2.
 //   - "noisysgd": only the first release holds the canary (single pass,
@@ -301,7 +302,7 @@ func Weights(p optim.Params) ([]float64, error) {
 	case "nc":
 		acc := 0.0
 		for n := T; n >= 1; n-- {
-			s, err := optim.NoiseScale(p, n)
+			s, err := algo.NoiseScale(p, n)
 			if err != nil {
 				return nil, fmt.Errorf("audit: %w", err)
 			}
@@ -329,7 +330,7 @@ func Weights(p optim.Params) ([]float64, error) {
 // a flaw of the canary: with a linear loss no statistic of the transcript
 // separates better (the likelihood ratio is a function of <m_1, e_1>).
 //
-// Under output perturbation (optim.LocalOutputPerturbation: the
+// Under output perturbation (algo.LocalOutputPerturbation: the
 // certified linear loss, E passes) the hidden steps are noiseless and the
 // canary enters E of them: the message moves by E Delta along e_1 against
 // one noise vector calibrated to LocalReleaseSensitivity = E Delta (1 +
@@ -339,9 +340,9 @@ func Weights(p optim.Params) ([]float64, error) {
 // sqrt(E) Delta / sigma: 1/sqrt(K).
 func ExpectedMu(p optim.Params, muClaim float64) float64 {
 	if p.Algorithm == "local" {
-		if optim.LocalOutputPerturbation(p) {
+		if algo.LocalOutputPerturbation(p) {
 			e := float64(max(1, p.LocalEpochs))
-			return muClaim * e * optim.Sensitivity(p) / optim.LocalReleaseSensitivity(p)
+			return muClaim * e * algo.Sensitivity(p) / algo.LocalReleaseSensitivity(p)
 		}
 		k := float64(p.Batch / p.StepBatch())
 		return muClaim / math.Sqrt(k)
@@ -382,11 +383,11 @@ func (r *run) buildData() error {
 	if r.cfg.Latch > 0 {
 		// The threshold is the auditor's choice, made at the claimed
 		// noise (cfg.Params), before any trial.
-		sigma, err := optim.FreshSigma(r.cfg.Params)
+		sigma, err := algo.FreshSigma(r.cfg.Params)
 		if err != nil {
 			return fmt.Errorf("audit: %w", err)
 		}
-		t := optim.Sensitivity(r.cfg.Params)/2 - r.cfg.Latch*sigma
+		t := algo.Sensitivity(r.cfg.Params)/2 - r.cfg.Latch*sigma
 		x := vec(0, canaryScale*S)
 		x[d], x[d+1] = 1, float32(-p.Eta*t)
 		for j := p.StepBatch(); j < p.Batch; j++ {
@@ -396,7 +397,7 @@ func (r *run) buildData() error {
 	r.first1 = append([]dataset.Sample(nil), r.batches[0]...)
 	r.batches[0][0] = dataset.Sample{X: vec(0, -canaryScale*S)}
 	r.first1[0] = dataset.Sample{X: vec(0, canaryScale*S)}
-	a, _ := optim.Lookup(p.Algorithm)
+	a, _ := algo.Lookup(p.Algorithm)
 	zero := make([]float64, d)
 	r.rounds = make([]optim.Round, p.Rounds)
 	for t := range r.rounds {

@@ -8,6 +8,7 @@ import (
 
 	"browserfl/shared/dataset"
 	"browserfl/shared/optim"
+	"browserfl/shared/optim/algo"
 )
 
 // The tests' audit cells: a session written with the target epsilon 4 at
@@ -208,18 +209,18 @@ func TestDeviceParamsKeepTheNoise(t *testing.T) {
 	for _, alg := range Algorithms {
 		for _, eps := range []float64{1, 4, 8} {
 			p := optim.Params{Algorithm: alg, M: 1, Cohort: 1, Rounds: 10, Batch: 2, Clip: 1.5, Eta: 0.1, Epsilon: eps, Delta: 1e-5}
-			budget, err := optim.ZCDPBudget(p)
+			budget, err := algo.ZCDPBudget(p)
 			if err != nil {
 				t.Fatal(err)
 			}
 			for _, f := range []float64{1, 0.5} {
 				q := DeviceParams(p, budget, f)
 				for n := 1; n <= p.Rounds; n++ {
-					want, err := optim.NoiseScale(p, n)
+					want, err := algo.NoiseScale(p, n)
 					if err != nil {
 						t.Fatal(err)
 					}
-					got, err := optim.NoiseScale(q, n)
+					got, err := algo.NoiseScale(q, n)
 					if err != nil {
 						t.Fatal(err)
 					}

@@ -6,6 +6,7 @@ import (
 
 	"browserfl/shared/mechanism"
 	"browserfl/shared/optim"
+	"browserfl/shared/optim/algo"
 )
 
 // UpdateRejectProb is the largest probability with which any message of
@@ -30,8 +31,8 @@ const UpdateRejectProb = 1e-9
 // two minibatch terms and one full term, each a mean of vectors in the
 // S-ball), and the noise is Gaussian per coordinate with standard deviation
 // at most sigma: in "nc" the difference y_n - y_(n-1) of two independent
-// draws, sigma^2 = NCSigma(T)^2 + NCSigma(T-1)^2 (a device releases at most
-// T times); in the fresh-noise algorithms FreshSigma; none in "trusted",
+// draws, sigma^2 = algo.NCSigma(T)^2 + algo.NCSigma(T-1)^2 (a device releases at most
+// T times); in the fresh-noise algorithms algo.FreshSigma; none in "trusted",
 // "mu2" and "sgd". ||noise||^2/sigma^2 is at most chi-square with d degrees
 // of freedom, and P(chi2_d >= d + 2 sqrt(d u) + 2u) <= exp(-u) (Laurent and
 // Massart 2000, Lemma 1). With u = ln(T / UpdateRejectProb) the bound
@@ -42,13 +43,13 @@ const UpdateRejectProb = 1e-9
 // covers the noise's discretisation onto a grid and floating-point
 // rounding of the sums.
 func UpdateBound(p optim.Params, d int) (float64, string, error) {
-	if err := optim.Validate(p); err != nil {
+	if err := algo.Validate(p); err != nil {
 		return 0, "", err
 	}
 	if d < 1 {
 		return 0, "", fmt.Errorf("optim: update bound for dimension %d", d)
 	}
-	a, _ := optim.Lookup(p.Algorithm)
+	a, _ := algo.Lookup(p.Algorithm)
 	spec, _ := mechanism.ParseSpec(p.Compressor)
 	S := p.S()
 	if !(S > 0) {
@@ -61,14 +62,14 @@ func UpdateBound(p optim.Params, d int) (float64, string, error) {
 	var sigma float64
 	switch {
 	case a.CancelsNoise():
-		hi := optim.NCSigma(p, p.Rounds)
+		hi := algo.NCSigma(p, p.Rounds)
 		lo := 0.0
 		if p.Rounds > 1 {
-			lo = optim.NCSigma(p, p.Rounds-1)
+			lo = algo.NCSigma(p, p.Rounds-1)
 		}
 		sigma = math.Sqrt(hi*hi + lo*lo)
 	case a.FreshNoise():
-		f, err := optim.FreshSigma(p)
+		f, err := algo.FreshSigma(p)
 		if err != nil {
 			return 0, "", err
 		}
@@ -85,7 +86,7 @@ func UpdateBound(p optim.Params, d int) (float64, string, error) {
 		steps = float64(p.HiddenSteps())
 	}
 	draws := steps
-	if optim.LocalOutputPerturbation(p) {
+	if algo.LocalOutputPerturbation(p) {
 		draws = 1
 	}
 	fd := float64(d)

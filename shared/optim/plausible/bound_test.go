@@ -8,6 +8,7 @@ import (
 	"browserfl/shared/mechanism"
 	"browserfl/shared/model"
 	"browserfl/shared/optim"
+	"browserfl/shared/optim/algo"
 )
 
 // TestUpdateBoundHoldsForHonestDevices runs honest devices whose every
@@ -76,7 +77,7 @@ func TestUpdateBoundIsTight(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hi, lo := optim.NCSigma(p, p.Rounds), optim.NCSigma(p, p.Rounds-1)
+	hi, lo := algo.NCSigma(p, p.Rounds), algo.NCSigma(p, p.Rounds-1)
 	typical := math.Sqrt((hi*hi+lo*lo)*float64(d)) + p.S()
 	if r := B / typical; r < 1 || r > 1.15 {
 		t.Errorf("bound %.6g is %.3f x the typical honest norm %.6g (%s)", B, r, typical, why)

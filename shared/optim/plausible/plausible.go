@@ -17,6 +17,7 @@ import (
 
 	"browserfl/shared/mechanism"
 	"browserfl/shared/optim"
+	"browserfl/shared/optim/algo"
 )
 
 // ErrImplausible is matched (errors.Is) by every rejection a Checker
@@ -293,7 +294,7 @@ func NewChecker(p optim.Params, d int) (*Checker, error) {
 		return nil, err
 	}
 	c := &Checker{d: d, norm: norm, normWhy: why}
-	a, _ := optim.Lookup(p.Algorithm)
+	a, _ := algo.Lookup(p.Algorithm)
 	spec, _ := mechanism.ParseSpec(p.Compressor)
 	switch {
 	case math.IsInf(norm, 1):
@@ -323,7 +324,7 @@ func NewChecker(p optim.Params, d int) (*Checker, error) {
 		c.why = "norm test only: compressor " + spec.String() + " does not keep coordinates"
 		return c, nil
 	}
-	sens := optim.Sensitivity(p)
+	sens := algo.Sensitivity(p)
 	step, err := mechanism.GridStep(sens, d)
 	if err != nil {
 		return nil, fmt.Errorf("optim: checker grid: %w", err)
@@ -332,12 +333,12 @@ func NewChecker(p optim.Params, d int) (*Checker, error) {
 	var sz float64
 	switch {
 	case a.CancelsNoise():
-		// The device's own rule (its sigma_Z of NCSigma) for every release
+		// The device's own rule (its sigma_Z of algo.NCSigma) for every release
 		// count, so that a device asked A times is allowed the noise of
 		// its A-th release, not of the cap.
 		c.sigZ = make([]int64, cap+1)
 		for n := 1; n <= cap; n++ {
-			if c.sigZ[n], err = mechanism.DiscreteSigma(optim.NCSigma(p, n), sens, step, d); err != nil {
+			if c.sigZ[n], err = mechanism.DiscreteSigma(algo.NCSigma(p, n), sens, step, d); err != nil {
 				return nil, fmt.Errorf("optim: checker noise of release %d: %w", n, err)
 			}
 		}
@@ -346,7 +347,7 @@ func NewChecker(p optim.Params, d int) (*Checker, error) {
 		c.persist = true
 		c.s1 = step * hi
 	case a.FreshNoise():
-		fs, err := optim.FreshSigma(p)
+		fs, err := algo.FreshSigma(p)
 		if err != nil {
 			return nil, err
 		}
@@ -413,7 +414,7 @@ func fracKOf(frac float64, k, d int) int {
 // before noise: S for the mean of clipped per-sample quantities, 3S for
 // the SVRG and SAGA estimators (two minibatch terms and one full term).
 func signalBound(p optim.Params) float64 {
-	a, _ := optim.Lookup(p.Algorithm)
+	a, _ := algo.Lookup(p.Algorithm)
 	if a.NeedsLocalData() { // the SVRG and SAGA estimators
 		return 3 * p.S()
 	}

@@ -10,6 +10,7 @@ import (
 	"browserfl/shared/mechanism"
 	"browserfl/shared/model"
 	"browserfl/shared/optim"
+	"browserfl/shared/optim/algo"
 )
 
 // spiky is the honest worst case for the coordinate and block tests: every
@@ -115,8 +116,8 @@ func TestCheckerPassesHonestDevices(t *testing.T) {
 }
 
 // lookup is Lookup without the error, for table tests.
-func lookup(alg string) optim.Algorithm {
-	a, _ := optim.Lookup(alg)
+func lookup(alg string) algo.Algorithm {
+	a, _ := algo.Lookup(alg)
 	return a
 }
 
@@ -177,11 +178,11 @@ func ncRef(t *testing.T, p optim.Params, d int) (s, step float64) {
 		t.Fatal(err)
 	}
 	K := p.ReleaseCap()
-	hi, err := mechanism.DiscreteSigma(optim.NCSigma(p, K), sens, step, d)
+	hi, err := mechanism.DiscreteSigma(algo.NCSigma(p, K), sens, step, d)
 	if err != nil {
 		t.Fatal(err)
 	}
-	lo, err := mechanism.DiscreteSigma(optim.NCSigma(p, K-1), sens, step, d)
+	lo, err := mechanism.DiscreteSigma(algo.NCSigma(p, K-1), sens, step, d)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -312,7 +313,7 @@ func TestCheckerLimitsAreTight(t *testing.T) {
 	// the derivation (PersistLimit's doc) with its quantiles written out.
 	_, _ = ncRef(t, p, d)
 	sens := 2 * p.S() / float64(p.Batch)
-	hiZ, _ := mechanism.DiscreteSigma(optim.NCSigma(p, 200), sens, step, d)
+	hiZ, _ := mechanism.DiscreteSigma(algo.NCSigma(p, 200), sens, step, d)
 	s1 := step * float64(hiZ)
 	chiY := math.Sqrt(d + 2*math.Sqrt(d*math.Log(2*R/prob)) + 2*math.Log(2*R/prob))
 	zp := math.Sqrt(2 * math.Log(12*R/prob))
@@ -404,7 +405,7 @@ func TestCheckerFollowsAsks(t *testing.T) {
 	}
 	sens := 2 * p.S() / float64(p.Batch)
 	step, _ := mechanism.GridStep(sens, d)
-	z1, err := mechanism.DiscreteSigma(optim.NCSigma(p, 1), sens, step, d)
+	z1, err := mechanism.DiscreteSigma(algo.NCSigma(p, 1), sens, step, d)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -480,7 +481,7 @@ func TestCheckerSignalBound(t *testing.T) {
 	// k E' in the first two terms (PersistLimit's derivation).
 	_, step := ncRef(t, p, d)
 	sens := 2 * p.S() / float64(p.Batch)
-	hiZ, err := mechanism.DiscreteSigma(optim.NCSigma(p, 200), sens, step, d)
+	hiZ, err := mechanism.DiscreteSigma(algo.NCSigma(p, 200), sens, step, d)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -536,7 +537,7 @@ func TestCheckerSignalBound(t *testing.T) {
 	q := base
 	for _, bad := range []float64{-1, math.Inf(1), math.NaN()} {
 		q.SignalBound = bad
-		if optim.Validate(q) == nil {
+		if algo.Validate(q) == nil {
 			t.Errorf("signal bound %v accepted", bad)
 		}
 	}

@@ -1,9 +1,8 @@
-package optim
+package algo
 
 import (
 	"fmt"
 	"math"
-	"slices"
 
 	"browserfl/shared/mechanism"
 	"browserfl/shared/privacy"
@@ -40,15 +39,10 @@ import (
 // releases spend the budget and the device's refusal rule is nc's); the
 // floor is the ledger times FloorFactor.
 
-// DefaultThresholdShare is the default threshold as a share of the
-// cohort: a round's sum must hold at least ceil(0.7 m) updates
-// (Params.SharedThreshold).
-const DefaultThresholdShare = session.DefaultThresholdShare
-
 // ShareScale is the factor a "shared" device's noise carries against
 // "nc"'s at the same participation: (1 + h/GridFactor)/sqrt(h) with h =
 // SharedHonest. It is 1 for every other algorithm.
-func ShareScale(p Params) float64 {
+func ShareScale(p session.Params) float64 {
 	h := p.SharedHonest()
 	if h < 1 {
 		return 1
@@ -59,13 +53,13 @@ func ShareScale(p Params) float64 {
 // FloorFactor is what the floor of a "shared" device's privacy costs
 // against the promise, release by release: 1/ShareScale^2 (1 for every
 // other algorithm, whose one figure is its own).
-func FloorFactor(p Params) float64 {
+func FloorFactor(p session.Params) float64 {
 	s := ShareScale(p)
 	return 1 / (s * s)
 }
 
 // validateShared checks the fields only "shared" uses.
-func validateShared(p Params) []error {
+func validateShared(p session.Params) []error {
 	var errs []error
 	if p.Algorithm != "shared" {
 		if p.Threshold != 0 {
@@ -79,7 +73,7 @@ func validateShared(p Params) []error {
 	t := p.SharedThreshold()
 	switch {
 	case p.Threshold < 0 || p.Threshold > p.Cohort:
-		errs = append(errs, fmt.Errorf("threshold t = %d, want 1 <= t <= m = %d (0: ceil(%g m))", p.Threshold, p.Cohort, DefaultThresholdShare))
+		errs = append(errs, fmt.Errorf("threshold t = %d, want 1 <= t <= m = %d (0: ceil(%g m))", p.Threshold, p.Cohort, session.DefaultThresholdShare))
 	case p.Colluders < 0 || p.Colluders >= t:
 		errs = append(errs, fmt.Errorf("colluders c = %d, want 0 <= c < t = %d (the t - c honest survivors carry the noise)", p.Colluders, t))
 	}
@@ -92,7 +86,7 @@ func validateShared(p Params) []error {
 // coordinates is coupled to a rounded continuous Gaussian at a cost of
 // privacy.RoundedGaussianTV(sigma_Z) (sigma_Z of that participation), so
 // the term is h sum_{k=1..K} d RoundedGaussianTV(sigma_Z,k), rounded up.
-func SharedPromiseTV(p Params, d int) (float64, error) {
+func SharedPromiseTV(p session.Params, d int) (float64, error) {
 	if p.Algorithm != "shared" {
 		return 0, fmt.Errorf("optim: promise of %q: only \"shared\" has one", p.Algorithm)
 	}
@@ -113,28 +107,4 @@ func SharedPromiseTV(p Params, d int) (float64, error) {
 		tv += float64(d) * privacy.RoundedGaussianTV(float64(z))
 	}
 	return math.Nextafter(float64(p.SharedHonest())*tv, math.Inf(1)), nil
-}
-
-// GridReleaser is implemented by the device halves of the private
-// algorithms whose releases are integers on a grid ("nc", "shared", and
-// the fresh-noise ones): GridRelease returns a copy of the integers of
-// round t's pending release (the released vector is the grid step times
-// them), or an error when round t is not pending.
-type GridReleaser interface {
-	GridRelease(t int) ([]int64, error)
-}
-
-var _ GridReleaser = (*device)(nil)
-
-// GridRelease implements GridReleaser.
-func (dv *device) GridRelease(t int) ([]int64, error) {
-	if !dv.pend.ok || dv.pend.t != t {
-		return nil, fmt.Errorf("optim: grid release of round %d, pending round is %d", t, dv.PendingRound())
-	}
-	if dv.vz == nil || dv.vzT != t {
-		// No integers, or a pending round restored from a saved state,
-		// whose integers were never saved.
-		return nil, fmt.Errorf("optim: no grid release of round %d held (%q)", t, dv.p.Algorithm)
-	}
-	return slices.Clone(dv.vz), nil
 }

@@ -1,0 +1,111 @@
+package algo
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+
+	"browserfl/shared/mechanism"
+	"browserfl/shared/session"
+)
+
+func positive(x float64) bool { return x > 0 && !math.IsInf(x, 0) }
+
+// Validate checks p for its algorithm and returns every problem found
+// (wire.ValidateSession checks the protocol's bounds).
+func Validate(p session.Params) error {
+	var errs []error
+	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	a, err := Lookup(p.Algorithm)
+	if err != nil {
+		return err
+	}
+	k := a.Kind
+	if p.M < 1 {
+		add("M = %d devices, want >= 1", p.M)
+	}
+	if p.Cohort < 1 || p.Cohort > p.M {
+		add("cohort m = %d, want 1 <= m <= M = %d", p.Cohort, p.M)
+	}
+	if p.Rounds < 1 {
+		add("rounds T = %d, want >= 1", p.Rounds)
+	}
+	if p.Batch < 1 {
+		add("batch b = %d, want >= 1", p.Batch)
+	}
+	if p.MaxReleases < 0 || p.MaxReleases > p.Rounds {
+		add("max releases = %d, want 0 (= T) or 1 <= max releases <= T = %d", p.MaxReleases, p.Rounds)
+	}
+	if !positive(p.Eta) {
+		add("eta = %v, want a finite value > 0", p.Eta)
+	}
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{{"clip S", p.Clip}, {"G", p.G}, {"L", p.L}, {"diameter D", p.Diameter}, {"rho", p.Rho}, {"epsilon", p.Epsilon}, {"delta", p.Delta}, {"shift step", p.ShiftStep}, {"snapshot probability", p.SnapshotProb}, {"signal bound", p.SignalBound}} {
+		if !(f.v >= 0) || math.IsInf(f.v, 0) {
+			add("%s = %v, want a finite value >= 0", f.name, f.v)
+		}
+	}
+	if k.Noise != NoiseNone {
+		if !positive(p.S()) {
+			add("clipping bound S is 0: set Clip, or G, L and D (S = G + 2LD)")
+		}
+		switch {
+		case p.Rho > 0 && (p.Epsilon > 0 || p.Delta > 0):
+			add("set either rho (paper's rho_p) or epsilon and delta, not both")
+		case p.Rho == 0 && p.Epsilon == 0:
+			add("private algorithm %q needs a privacy target: rho, or epsilon and delta", p.Algorithm)
+		case p.Rho == 0 && !(p.Delta > 0 && p.Delta < 1):
+			add("delta = %v, want 0 < delta < 1", p.Delta)
+		}
+	} else if p.Rho > 0 || p.Epsilon > 0 {
+		add("algorithm %q is not private; remove the privacy target", p.Algorithm)
+	}
+	spec, err := mechanism.ParseSpec(p.Compressor)
+	if err != nil {
+		add("%v", err)
+	} else if k.Shifted && spec.EF {
+		add("compressor %q: error feedback is not combined with SoteriaFL shifted compression", p.Compressor)
+	} else if k.Noise == NoiseServer && !denseSpec(spec) {
+		// A trusted session's devices send clean updates: a sparsifying
+		// or scaling compressor (or error feedback) is applied before any
+		// noise, so one sample could move the message far more than
+		// 2S/b (top-k is discontinuous, rand-k scales by d/k, error
+		// feedback carries it into later rounds), beyond what
+		// TrustedSensitivity charges.
+		add("compressor %q: a trusted session sends clean updates, so only dense f32 or f64 is allowed (the server's noise is calibrated to the clipped update's sensitivity)", p.Compressor)
+	}
+	if k.Est == EstSVRG || k.Est == EstSAGA {
+		if p.LocalSize < p.Batch || p.LocalSize < 1 {
+			add("local size = %d, want >= batch b = %d for %s", p.LocalSize, p.Batch, p.Algorithm)
+		}
+	}
+	if p.SnapshotProb > 1 {
+		add("snapshot probability = %v, want <= 1", p.SnapshotProb)
+	}
+	errs = append(errs, validateLocal(p, k, spec)...)
+	errs = append(errs, validateShared(p)...)
+	if len(errs) == 0 {
+		return nil
+	}
+	msgs := make([]string, len(errs))
+	for i, e := range errs {
+		msgs[i] = e.Error()
+	}
+	return errors.New("optim: invalid parameters: " + strings.Join(msgs, "; "))
+}
+
+// denseSpec reports whether spec sends the whole vector as it is
+// (float32 or float64, no error feedback).
+func denseSpec(spec mechanism.Spec) bool {
+	if spec.EF {
+		return false
+	}
+	switch spec.C.(type) {
+	case nil, mechanism.Dense32, mechanism.Dense64:
+		return true
+	}
+	return false
+}
