@@ -4,7 +4,8 @@
 // violation fails `go test ./internal/archtest/` with the import chain that
 // breaks the rule.
 //
-// Beside them: the size rules (size_test.go), no issue numbers in the tree
+// Beside them: the size rules (size_test.go: a main is wiring, functions,
+// methods per type and lines per package), no issue numbers in the tree
 // (history_test.go), and goleak in the tests of every package whose code
 // starts a goroutine (leak_test.go, its exemptions each with why).
 //
