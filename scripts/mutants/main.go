@@ -519,7 +519,7 @@ var mutations = []mutation{
 		name: "misses-reset-on-hello", why: "a new hello resets a device's missed rounds (an idle id that says hello again is sampled again)",
 		file: "coordinator/admit.go",
 		old:  "\td.Left, d.LeftWhy = false, \"\"\n",
-		new:  "\td.Left, d.Misses, d.LeftWhy = false, 0, \"\"\n",
+		new:  "\td.Left, d.LeftWhy = false, \"\"\n\td.Standing = roster.Device{}.Standing\n",
 		pkgs: []string{"./coordinator/", "-run", "UnansweringDevice"},
 	},
 	{
