@@ -70,7 +70,7 @@ var mutations = []mutation{
 		file: "shared/optim/algo/shared.go",
 		old:  "return (1 + float64(h)/mechanism.GridFactor) / math.Sqrt(float64(h))",
 		new:  "return 1 / math.Sqrt(float64(h))",
-		pkgs: []string{"./shared/optim/algo/", "-run", "Share"},
+		pkgs: []string{"./shared/optim/algo/", "./shared/optim/", "-run", "Share"},
 	},
 	{
 		name: "shared-share-cohort", why: "a shared-noise device's share is sized for the whole cohort m instead of the h = t - c honest survivors",
@@ -1589,6 +1589,27 @@ var mutations = []mutation{
 		old:  "return h.Session == session && h.Round < current",
 		new:  "return h.Session == session && h.Round < current && false",
 		pkgs: []string{"./coordinator/", "-run", "TestSharedNoiseLateAttempt"},
+	},
+	{
+		name: "edge-secagg-accepted", why: "an edge takes a device's secure aggregation frame in silence instead of refusing it (edges do not carry secure aggregation: the device would wait out its round)",
+		file: "coordinator/edge/handler.go",
+		old:  "\treturn errNoSecAgg\n",
+		new:  "\treturn nil\n",
+		pkgs: []string{"./coordinator/edge/", "-run", "TestEdgeRefusesSecAgg"},
+	},
+	{
+		name: "cluster-shared-noise-attached", why: "the session side attaches edges to a shared-noise session (AttachNode, and the operator's check of a reopened session, let it through)",
+		file: "coordinator/cluster.go",
+		old:  "if s.Algorithm == wire.SharedNoiseAlgorithm {",
+		new:  "if s.Algorithm == wire.SharedNoiseAlgorithm && false {",
+		pkgs: []string{"./coordinator/", "-run", "TestSharedNoiseRefusesEdges"},
+	},
+	{
+		name: "secagg-node-attached", why: "a shared-noise session's secure aggregation is set up with a session node attached (a lobby started into shared noise behind edges)",
+		file: "coordinator/secagg.go",
+		old:  "\tif node != nil {\n\t\treturn nil, ErrSecAggEdges\n\t}\n",
+		new:  "",
+		pkgs: []string{"./coordinator/", "-run", "TestSharedNoiseRefusesEdges"},
 	},
 	{
 		name: "teacher-choice-off-ignored", why: "an operator's -teacher-choice=false does not stop a teacher switching the next lobby to shared noise",
