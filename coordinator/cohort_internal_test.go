@@ -97,20 +97,6 @@ func ncServerAndStore(t testing.TB, sess wire.SessionParams) (optim.Server, *sto
 	return srv, st
 }
 
-// smallCoordinator is a coordinator of a small nc session (m = 2), not
-// running, for tests of its rules.
-func smallCoordinator(t *testing.T) *Coordinator {
-	t.Helper()
-	sess := wire.SessionParams{Name: "small", Dim: 4, DeadlineMillis: 5000, Algorithm: "nc", Model: "logreg",
-		Features: 1, Classes: 2, M: 4, Cohort: 2, Rounds: 3, Batch: 1, Clip: 1, Eta: 1, Rho: 1}
-	srv, st := ncServerAndStore(t, sess)
-	c, err := New(Config{Session: sess, JoinCode: "join-me", Server: srv, Store: st, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
-}
-
 // TestRoundReady: a round starts at once with a whole cohort eligible or
 // every live device eligible, after the fill wait with at least
 // min-devices askable, and never with fewer than min-devices askable, even
