@@ -210,7 +210,7 @@ var mutations = []mutation{
 		file: "engine/standing.go",
 		old:  "func (s *Standing) Recoverable() bool { return s.rejected == 0 }",
 		new:  "func (s *Standing) Recoverable() bool { return true }",
-		pkgs: []string{"./coordinator/", "-run", "TestRecoveryAsks"},
+		pkgs: []string{"./coordinator/roster/", "-run", "TestRecoveryAsks"},
 	},
 	{
 		name: "recovery-no-pause", why: "recovery rounds nobody answers follow one another without a pause: connected pages that do not answer use up a round per deadline",
