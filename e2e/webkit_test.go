@@ -224,6 +224,23 @@ func (w *webkitTab) viewport(width, height int, mobile bool) ([2]int, error) {
 			"width": width + out[0] - in[0], "height": height + out[1] - in[1]}, nil); err != nil {
 			return in, err
 		}
+		// The window is resized after the call returns (under Xvfb, on a
+		// loaded machine): sizes read before it settles give a wrong
+		// correction on the next try (a 1920x1080 request once reached
+		// 2816x1430). Wait, up to 2 s, for the page to reach the size or
+		// to stop changing (a size the window cannot take).
+		before := in
+		for wait := 0; wait < 20; wait++ {
+			time.Sleep(100 * time.Millisecond)
+			var now [2]int
+			if err := w.eval(`[innerWidth, innerHeight]`, &now); err != nil {
+				return now, err
+			}
+			if now == [2]int{width, height} || (now != before && now == in) {
+				break
+			}
+			in = now
+		}
 	}
 	return innerSize(w)
 }
