@@ -12,7 +12,7 @@ import (
 // returns only once the child has exited (with the signal's error).
 func TestStartChildStop(t *testing.T) {
 	if _, err := exec.LookPath("sleep"); err != nil {
-		t.Skip("no sleep command")
+		t.Fatalf("no sleep command (coreutils): %v", err)
 	}
 	c, err := StartChild("sleep", []string{"60"}, nil, nil)
 	if err != nil {
