@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -96,7 +97,13 @@ func sharedNoisePage(t *testing.T, e engine) {
 	}
 	o.waitStatus("three devices in the lobby", time.Minute, func(st view.Status) bool { return st.Devices.Connected >= 3 })
 	must("the status recorder", p.eval(statusRecorder, nil))
+	dash := sharedNoiseDashboard(t, newTab, o)
+	// Paused at once, the session stays in the dashboard's training view
+	// until the dashboard has shown it; then it runs to its end.
 	o.teacher("start")
+	o.teacher("pause")
+	dash.shown()
+	o.teacher("resume")
 	st := o.waitStatus("the session's end", 4*time.Minute, func(st view.Status) bool { return st.Finished })
 	if st.Committed != 2 {
 		t.Errorf("%d rounds committed, want 2 (coordinator log %s)", st.Committed, o.logf.Name())
@@ -130,4 +137,144 @@ func sharedNoisePage(t *testing.T, e engine) {
 	shot := filepath.Join(shots, shotName(e.name, "shared-noise"))
 	must("a screenshot", p.screenshot(shot, false))
 	t.Logf("screenshot %s", shot)
+	dash.check(e, pv)
+}
+
+// sharedNoiseDashboard opens the teacher's dashboard of the shared-noise
+// session o in its lobby, and records its privacy words as the training
+// view shows them (a MutationObserver keeps the last text of each). Its
+// check, called once the session ended, reads them and the summary's: the session's two figures as the status gives them (pv, from
+// plan.SessionFigures), in the privacy table's worst case (the promise if
+// the other devices are real, the floor from a device's own noise alone),
+// the sentences of the training view and the summary (a sum of at least
+// the threshold's devices, the promise, the floor) and the summary's
+// figure pair, never a device-noise session's one-figure line.
+func sharedNoiseDashboard(t *testing.T, newTab func() (tab, error), o *onePage) sharedDashboard {
+	t.Helper()
+	d, err := newTab()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.viewport(1280, 800, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.navigate(o.url + "/dashboard?code=" + o.code + "&teacher=" + o.secret); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.eval(`(() => { window.__priv = {table: "", words: "", views: "", overlap: null};
+  const keep = () => { for (const [k, id] of [["table", "privacy"], ["words", "priv-words"]]) {
+    const v = (document.getElementById(id) || {}).textContent || ""; if (v) window.__priv[k] = v; }
+    const w = document.body.dataset.view || "-"; if (!window.__priv.views.endsWith(w)) window.__priv.views += " " + w;
+    if (w === "summary" && !window.__priv.overlap) { const o = `+tilesOverlap+`; if (o.length) window.__priv.overlap = o; } };
+  new MutationObserver(keep).observe(document.body, {subtree: true, childList: true, characterData: true, attributes: true}); keep(); })()`, nil); err != nil {
+		t.Fatalf("the dashboard's recorder: %v", err)
+	}
+	return sharedDashboard{t: t, d: d}
+}
+
+// tilesOverlap is a JavaScript expression: the summary's class-model
+// tiles that overlap the sentence above them or leave their panel, each
+// with its place.
+const tilesOverlap = `(() => { const box = document.getElementById("sum-tiles");
+  const note = document.getElementById("sum-pics-note").getBoundingClientRect(), side = box.parentNode.getBoundingClientRect();
+  return [...box.children].flatMap((c, i) => { const r = c.getBoundingClientRect();
+    return r.top < note.bottom - 1 || r.bottom > side.bottom + 1 ? ["tile " + i + " at " + Math.round(r.top) + "-" + Math.round(r.bottom) +
+      " (the sentence ends at " + Math.round(note.bottom) + ", the panel at " + Math.round(side.bottom) + ")"] : []; }); })()`
+
+// sharedDashboard is the dashboard tab of sharedNoiseDashboard.
+type sharedDashboard struct {
+	t *testing.T
+	d tab
+}
+
+// shown waits until the dashboard has shown its training view's privacy
+// table (a generous wait for a loaded machine, not a limit asserted).
+func (s sharedDashboard) shown() {
+	s.t.Helper()
+	end := time.Now().Add(time.Minute)
+	for {
+		var table string
+		if err := s.d.eval("window.__priv.table", &table); err != nil {
+			s.t.Fatalf("reading the dashboard: %v", err)
+		}
+		if table != "" {
+			return
+		}
+		if time.Now().After(end) {
+			var views string
+			s.d.eval("window.__priv.views", &views)
+			s.t.Fatalf("the dashboard never showed its privacy table (views %s)", views)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// check reads the dashboard once the session ended and checks its
+// privacy words against pv.
+func (s sharedDashboard) check(e engine, pv view.PrivacyView) {
+	t, d := s.t, s.d
+	t.Helper()
+	var r struct{ Table, Words, Summary, Eps string }
+	read := `(id => ({table: window.__priv.table, words: window.__priv.words, summary: id("sum-priv-words"), eps: id("sum-eps")}))(
+  id => (document.getElementById(id) || {}).textContent || "")`
+	end := time.Now().Add(time.Minute) // a generous wait for a loaded machine, not a limit asserted
+	for {
+		if err := d.eval(read, &r); err != nil {
+			t.Fatalf("reading the dashboard: %v", err)
+		}
+		if r.Summary != "" || time.Now().After(end) {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	promise := "ε at most " + pv.PromiseText + " if the other devices are real; ε at most " + pv.FloorText + " from a device's own noise alone"
+	if !strings.Contains(r.Table, promise) {
+		t.Errorf("the dashboard's privacy table lacks %q:\n%s", promise, r.Table)
+	}
+	if strings.Contains(r.Table, "ε at most "+pv.PromiseText+" (smaller") {
+		t.Errorf("the dashboard's privacy table gives a device-noise session's one figure:\n%s", r.Table)
+	}
+	for _, w := range []string{"of at least 2 devices", "If they are real devices, ε is at most " + pv.PromiseText + ".",
+		"each device's own noise alone still keeps ε at most " + pv.FloorText + "."} {
+		if !strings.Contains(r.Words, w) {
+			t.Errorf("the dashboard's privacy words lack %q:\n%s", w, r.Words)
+		}
+		if !strings.Contains(r.Summary, w) {
+			t.Errorf("the dashboard's summary privacy words lack %q:\n%s", w, r.Summary)
+		}
+	}
+	if want := pv.PromiseText + " / " + pv.FloorText; r.Eps != want {
+		t.Errorf("the dashboard's summary gives ε %q, want %q", r.Eps, want)
+	}
+	// The class model's tiles take the room the summary's words leave:
+	// none overlaps the sentence above them or leaves the panel, at any
+	// moment the summary showed (the recorder looked after each change of
+	// the page) or once they are drawn.
+	var tiles struct {
+		N    int
+		Seen []string
+	}
+	for end := time.Now().Add(time.Minute); ; time.Sleep(200 * time.Millisecond) {
+		if err := d.eval(`({n: document.getElementById("sum-tiles").children.length, seen: window.__priv.overlap || `+tilesOverlap+`})`, &tiles); err != nil {
+			t.Fatalf("reading the summary's tiles: %v", err)
+		}
+		if tiles.N > 0 || time.Now().After(end) {
+			break
+		}
+	}
+	if tiles.N == 0 {
+		t.Error("the summary never drew the class model's tiles")
+	}
+	for _, o := range tiles.Seen {
+		t.Errorf("the summary's %s", o)
+	}
+	shot := filepath.Join(screenshotDir(t), shotName(e.name, "shared-dashboard"))
+	if err := d.screenshot(shot, false); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("dashboard screenshot %s", shot)
+	if dir := os.Getenv("BFL_KEEP_SHOTS"); dir != "" {
+		b, _ := os.ReadFile(shot)
+		os.WriteFile(filepath.Join(dir, filepath.Base(shot)+"-"+e.name+".png"), b, 0o644)
+	}
 }

@@ -682,10 +682,11 @@ function renderSummary(s) {
     s.accuracy_note ? noAccuracy(s, "") : "The class model was not tested in this session, so there is no accuracy to draw.");
   $("download").href = "/api/model.json?code=" + encodeURIComponent(code);
   $("sum-model-note").textContent = "The class model after round " + s.committed + ", as a file other programs can read (see Details).";
+  // The words first: the tiles take the room they leave.
+  $("sum-priv-words").textContent = privWords(p, true);
   if (!model || modelRound <= 0) { $("sum-pics-note").textContent = modelNote(s); $("sum-tiles").replaceChildren(); }
   else fitTiles();
   pollModel(s);
-  $("sum-priv-words").textContent = privWords(p, true);
 }
 
 // privWords says whom the session's privacy protects against, in the

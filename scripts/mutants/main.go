@@ -1395,6 +1395,13 @@ var mutations = []mutation{
 		pkgs: []string{"./coordinator/", "-run", "NoticesFollowTheLesson"},
 	},
 	{
+		name: "dashboard-shared-one-figure", why: "the dashboard's privacy table gives a shared-noise session one figure (the promise), not the floor a device's own noise alone keeps",
+		file: "coordinator/site/dashboard.js",
+		old:  "      : p.shared ? \"ε at most \" + p.promise_text + \" if the other devices are real; ε at most \"",
+		new:  "      : false ? \"ε at most \" + p.promise_text + \" if the other devices are real; ε at most \"",
+		pkgs: []string{"./e2e/", "-run", "TestSharedNoiseEveryEngine/chromium"},
+	},
+	{
 		name: "dashboard-ticks-two-decimals", why: "the projector's y ticks print two decimals whatever their step (the loss axis read 2.27 five times)",
 		file: "coordinator/site/dashboard.js",
 		old:  "return {ticks, decimals: Math.max(0, -Math.floor(Math.log10(step) + 1e-9))};",
