@@ -36,10 +36,7 @@ func TestChaosKilledDevice(t *testing.T) {
 	}
 	// Shards of T b = 200 x 32 = 6,400 pictures of 784 pixels: 5 MB.
 	startCoordinatorShape(t, ln, 784, 6400, 200, 32)
-	bin := filepath.Join(t.TempDir(), "device")
-	if out, err := exec.Command("go", "build", "-o", bin, "browserfl/cmd/device").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := builtCmd(t, "device")
 	dir := filepath.Join(t.TempDir(), "dev")
 	args := []string{"-url", "ws://" + ln.Addr().String() + "/ws", "-code", "join-me", "-dir", dir}
 	rng := rand.New(rand.NewPCG(1, 2))
