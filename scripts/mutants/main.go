@@ -2030,6 +2030,13 @@ var mutations = []mutation{
 		pkgs: []string{"./coordinator/", "-run", "TestSharedNoiseDropouts"},
 	},
 	{
+		name: "device-pending-unsaved", why: "a device sends its release without first saving it pending with its ledger charged (a device process killed after its masked input comes back without the charge and without the round)",
+		file: "device/runtime.go",
+		old:  "\t// Saved before sending: a crash from here on resumes with pending.\n\terr = rt.save(ctx)\n",
+		new:  "\t// Saved before sending: a crash from here on resumes with pending.\n\terr = nil\n",
+		pkgs: []string{"./cmd/device/", "-run", "TestSharedNoiseNativeChaos"},
+	},
+	{
 		name: "shared-coordinator-takes-updates", why: "the coordinator of a shared-noise session takes a plain update frame (a device's release with its share of the noise, unmasked)",
 		file: "coordinator/intake.go",
 		old:  "\tcase c.sa != nil:\n\t\t// A shared-noise device sends only masked inputs",
