@@ -50,9 +50,10 @@ var blockSizes = [...]int{8, 64, 512}
 // on which coordinates, the value seen and the largest value an honest
 // device reaches. It matches ErrImplausible.
 type Rejection struct {
-	Test    string // TestNorm, TestCoordinate or TestBlock
+	Test    string // TestNorm, TestCoordinate, TestBlock or TestPersist
 	History bool   // the test was of the device's running sum
 	Rounds  int    // messages in the running sum (History)
+	Sum     int    // releases in the round's sum (SumChecker); 0 for one device's message
 	Lo, Hi  int    // coordinates [Lo, Hi) tested
 	Value   float64
 	Limit   float64
@@ -60,6 +61,9 @@ type Rejection struct {
 
 func (r *Rejection) Error() string {
 	what := "the update"
+	if r.Sum > 0 {
+		what = fmt.Sprintf("the round's sum of %d updates", r.Sum)
+	}
 	if r.History {
 		what = fmt.Sprintf("the sum of this device's last %d included updates", r.Rounds)
 	}
@@ -81,6 +85,8 @@ func (r *Rejection) Is(target error) bool { return target == ErrImplausible }
 // Words says why, for a teacher's screen: no symbols, no jargon.
 func (r *Rejection) Words() string {
 	switch {
+	case r.Sum > 0:
+		return "the round's total was far bigger than real training can make, so the round was dropped"
 	case r.History:
 		return fmt.Sprintf("its updates kept pushing the model the same way, far more than real training can (%d rounds)", r.Rounds)
 	case r.Test == TestNorm:
