@@ -20,9 +20,11 @@ import (
 // coordinator holds only masked vectors and, if at least the threshold of
 // devices stay to the end, their sum. This file is the core's side of it:
 // which frames reach the round's secure aggregation, and the round
-// closed from its result. A secure aggregation below its threshold
-// discards the round (engine.Collected.Failed): every member is told
-// "excluded" and aborts its pending release.
+// closed from its result. A secure aggregation below its threshold, or a
+// sum that fails the round's check stage (engine.CheckSum, counted in
+// browserfl_rejected_sums_total), discards the round
+// (engine.Collected.Failed): every member is told "excluded" and aborts
+// its pending release.
 
 // ErrSecAggEdges is returned by AttachNode for a shared-noise session:
 // edges do not carry secure aggregation.
@@ -133,6 +135,9 @@ func (sh *roundShell) collectSecAgg(ctx context.Context) (engine.Collected[strin
 		return engine.Collected[string]{}, err
 	}
 	if failed != nil {
+		if errors.Is(failed, engine.ErrSumImplausible) {
+			c.front.Met.RejectedSums.Add(1)
+		}
 		c.mu.Lock()
 		or.close()
 		c.mu.Unlock()

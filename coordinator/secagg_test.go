@@ -71,6 +71,40 @@ type frameWatch struct {
 	// replay, when set, sends the device's first advertisement again,
 	// late, just before its next one (replayer).
 	replay *replayer
+	// spoil, when set, wraps the device's first masked input (spoiler).
+	spoil *spoiler
+}
+
+// spoiler plays a hostile device that follows the protocol but whose
+// first masked input carries, in coordinate 0, half the ring beyond its
+// release (the masked input is not authenticated: adding 2^(k-1) to y
+// adds it to the decoded sum), so that the round's sum wraps.
+type spoiler struct {
+	mu    sync.Mutex
+	fired bool
+}
+
+// rewrite returns b, or b with its masked input spoiled if it is the
+// device's first.
+func (s *spoiler) rewrite(b []byte) []byte {
+	f, err := wire.DecodeSecAggToCoordinator(b, wire.Limits{})
+	if err != nil || f.Step != wire.StepMasked {
+		return b
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.fired {
+		return b
+	}
+	s.fired = true
+	m := *f.Msg.(*secagg.MaskedInput)
+	m.Y = slices.Clone(m.Y)
+	m.Y[0] = (m.Y[0] + 1<<(m.Bits-1)) & (1<<m.Bits - 1)
+	out, err := wire.EncodeSecAgg(f.T, &m)
+	if err != nil {
+		panic(err)
+	}
+	return out
 }
 
 // replayer keeps a device's first secure aggregation advertisement and
@@ -171,6 +205,9 @@ func (c watchConn) Read(ctx context.Context) (websocket.MessageType, []byte, err
 }
 
 func (c watchConn) Write(ctx context.Context, typ websocket.MessageType, b []byte) error {
+	if typ == websocket.MessageBinary && c.w.spoil != nil {
+		b = c.w.spoil.rewrite(b)
+	}
 	if typ == websocket.MessageBinary && c.w.replay != nil {
 		if stale := c.w.replay.before(b); stale != nil {
 			if err := c.Conn.Write(ctx, typ, stale); err != nil {
@@ -222,15 +259,18 @@ type sharedRun struct {
 	updates atomic.Int64 // update frames the devices wrote (must stay 0)
 	clear   atomic.Int64 // masked inputs equal to their release in the clear
 	masked  atomic.Int64
+	url     string // the coordinator's HTTP server
 }
 
 func newSharedRun(t *testing.T, ctx context.Context, rounds int, gone map[int]map[int]bool) *sharedRun {
-	return newSharedRunWith(t, ctx, rounds, gone, nil, nil, nil)
+	return newSharedRunWith(t, ctx, rounds, gone, nil, nil, nil, nil)
 }
 
 // newSharedRunWith is newSharedRun with shrink[i] cutting device i's first
-// setup (shrinker) and onEvent[i] given device i's events.
-func newSharedRunWith(t *testing.T, ctx context.Context, rounds int, gone map[int]map[int]bool, shrink map[int]*shrinker, onEvent map[int]func(device.Event), replay map[int]*replayer) *sharedRun {
+// setup (shrinker), onEvent[i] given device i's events, replay[i]
+// replaying its first advertisement (replayer) and spoil[i] wrapping its
+// first masked input (spoiler).
+func newSharedRunWith(t *testing.T, ctx context.Context, rounds int, gone map[int]map[int]bool, shrink map[int]*shrinker, onEvent map[int]func(device.Event), replay map[int]*replayer, spoil map[int]*spoiler) *sharedRun {
 	t.Helper()
 	r := &sharedRun{sess: wire.SessionParams{Name: "shared", Dim: 10, DeadlineMillis: 3000, Algorithm: wire.SharedNoiseAlgorithm, Model: "logreg",
 		Features: 4, Classes: 2, M: 10, Cohort: 10, Rounds: rounds, Batch: 8, Clip: 1, Eta: 0.05, Rho: 50, Compressor: "f64", Threshold: 7}}
@@ -255,7 +295,8 @@ func newSharedRunWith(t *testing.T, ctx context.Context, rounds int, gone map[in
 		MinDevices: 10, Seed: 5, TrustNewDevices: true, Logger: quietLogger()}); err != nil {
 		t.Fatal(err)
 	}
-	url := "ws" + newTestServer(t, r.c).URL[4:] + "/ws"
+	r.url = newTestServer(t, r.c).URL
+	url := "ws" + r.url[4:] + "/ws"
 	for i := range r.sess.M {
 		var s mechanism.Seed
 		s[0], s[1] = 2, byte(i)
@@ -277,7 +318,7 @@ func newSharedRunWith(t *testing.T, ctx context.Context, rounds int, gone map[in
 		}
 		cfg := device.Config{JoinCode: "join-me", Storage: &device.MemStorage{}, Unlimited: true,
 			Data: blobs(400, uint64(i)), MinBackoff: 5 * time.Millisecond, MaxBackoff: 50 * time.Millisecond,
-			Transport: frameWatch{Transport: device.WebSocket{URL: url}, rec: rec, updates: &r.updates, clear: &r.clear, masked: &r.masked, shrink: shrink[i], replay: replay[i]},
+			Transport: frameWatch{Transport: device.WebSocket{URL: url}, rec: rec, updates: &r.updates, clear: &r.clear, masked: &r.masked, shrink: shrink[i], replay: replay[i], spoil: spoil[i]},
 			OnEvent:   onEvent[i],
 			NewDevice: func(optim.Params) (optim.Device, error) { return rec, nil },
 			Hooks: &device.Hooks{
@@ -403,6 +444,45 @@ func TestSharedNoiseBelowThreshold(t *testing.T) {
 	r.checkFrames(t, 16)
 }
 
+// TestSharedNoiseSpoiledSum: device 4 follows the protocol but its first
+// masked input wraps the ring (half the ring added to coordinate 0, far
+// beyond the range an honest client masks). The sum secure aggregation
+// unmasks fails the round's check stage (engine.CheckSum): the round is
+// discarded exactly as one below its threshold (nothing applied, every
+// device told "excluded" once, so every device aborts its pending release
+// and its noise state stays consistent), counted in
+// browserfl_rejected_sums_total and browserfl_discarded_rounds_total; the
+// round runs again, device 4 now behaves, and it commits the exact sum of
+// all 10 fresh releases.
+func TestSharedNoiseSpoiledSum(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	spoil := &spoiler{}
+	r := newSharedRunWith(t, ctx, 3, nil, nil, nil, nil, map[int]*spoiler{4: spoil})
+	r.runUntilCommitted(t, ctx, 1)
+	if !spoil.fired {
+		t.Fatal("device 4 never sent a masked input")
+	}
+	r.server.mu.Lock()
+	applied := len(r.server.sums)
+	r.server.mu.Unlock()
+	if applied != 1 {
+		t.Errorf("%d sums applied, want 1 (round 1's second attempt)", applied)
+	}
+	r.checkSum(t, 1, []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9})
+	for i, rt := range r.rts {
+		if st := rt.State(); st.Excluded != 1 || st.Pending != 0 {
+			t.Errorf("device %d: %d rounds excluded, %d pending; want 1 (the discarded attempt), 0", i, st.Excluded, st.Pending)
+		}
+	}
+	for _, name := range []string{"browserfl_rejected_sums_total", "browserfl_discarded_rounds_total"} {
+		if got := metric(t, r.url, name); got != "1" {
+			t.Errorf("%s = %s, want 1", name, got)
+		}
+	}
+	r.checkFrames(t, 20)
+}
+
 // TestSharedNoiseLateAttempt: round 1's first attempt fails (4 of 10
 // leave before their masked input, as in TestSharedNoiseBelowThreshold)
 // and device 2's advertisement of that attempt arrives again, late, in
@@ -414,7 +494,7 @@ func TestSharedNoiseLateAttempt(t *testing.T) {
 	defer cancel()
 	gone := map[int]map[int]bool{1: {0: false, 3: false, 6: false, 7: false}}
 	late := &replayer{}
-	r := newSharedRunWith(t, ctx, 3, gone, nil, nil, map[int]*replayer{2: late})
+	r := newSharedRunWith(t, ctx, 3, gone, nil, nil, map[int]*replayer{2: late}, nil)
 	r.runUntilCommitted(t, ctx, 1)
 	late.mu.Lock()
 	replayed := late.replayed
@@ -448,7 +528,7 @@ func TestSharedNoiseDeviceRefusesSmallCohort(t *testing.T) {
 			}
 		}
 	}
-	r := newSharedRunWith(t, ctx, 3, nil, map[int]*shrinker{0: cut}, events, nil)
+	r := newSharedRunWith(t, ctx, 3, nil, map[int]*shrinker{0: cut}, events, nil, nil)
 	r.runUntilCommitted(t, ctx, 1)
 	cut.mu.Lock()
 	wasCut, answered := cut.cut, cut.answered
@@ -472,7 +552,8 @@ func TestSharedNoiseRefusesUpdates(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	r := newSharedRun(t, ctx, 2, nil)
-	url := "ws" + newTestServer(t, r.c).URL[4:] + "/ws"
+	r.url = newTestServer(t, r.c).URL
+	url := "ws" + r.url[4:] + "/ws"
 	ws := dialRaw(t, ctx, url, true)
 	b, err := wire.EncodeUpdate(wire.UpdateFrame{T: 1, Payload: []byte{1, 2, 3}})
 	if err != nil {

@@ -27,10 +27,15 @@ const (
 	AttackALIE     = "alie"     // "a little is enough" (Baruch et al. 2019): mean - z std of the honest messages
 	AttackIPM      = "ipm"      // inner-product manipulation (Xie et al. 2020): minus the honest mean
 	AttackDrift    = "drift"    // a fixed random dense direction, the same every round (time-coupled)
+	// AttackWrap is a spoiler: one coordinate at the largest value of
+	// secure aggregation's ring (2^(k-1) - 1 grid units, beyond the range
+	// an honest client masks), so that the round's sum wraps; in the
+	// other modes a message of that size. It is not scaled to pass.
+	AttackWrap = "wrap"
 )
 
 // AttackKinds lists the kinds in the order of the attack table.
-var AttackKinds = []string{AttackSpike, AttackBlock, AttackSignFlip, AttackALIE, AttackIPM, AttackDrift}
+var AttackKinds = []string{AttackSpike, AttackBlock, AttackSignFlip, AttackALIE, AttackIPM, AttackDrift, AttackWrap}
 
 // attacker is the hostile part of a simulated device.
 type attacker struct {
@@ -42,6 +47,21 @@ type attacker struct {
 	buf   []byte
 	spec  mechanism.Spec
 	cap   float64 // largest norm per message (Config.AttackCap); 0: none
+	// sum, in a shared-noise session, is the round's test of the sum
+	// (the only one the server has): the attacker scales its message so
+	// that the honest messages' sum plus the hostile devices' (each
+	// assumed to send its own) passes it.
+	sum *sumAttack
+}
+
+// sumAttack is what a hostile device of a shared-noise session knows of
+// the server's test: the sum checker, the grid step and the ring.
+type sumAttack struct {
+	chk  *plausible.SumChecker
+	step float64
+	bits int
+	hsum []float64 // scratch: the honest messages' sum
+	try  []float64 // scratch: the sum with the candidate
 }
 
 // checkAttack validates cfg's attack settings.
@@ -82,6 +102,8 @@ func newAttacker(kind string, spec mechanism.Spec, d, classes int, seed uint64, 
 		for j := range block {
 			a.dir[j] = -1
 		}
+	case AttackWrap:
+		a.dir[block-1] = -1
 	case AttackDrift:
 		rng := mechanism.NewStream(seedFor(seed, "attack-drift", i), 0)
 		for j := range a.dir {
@@ -122,6 +144,9 @@ func (a *attacker) message(chk check.Gate, hist *check.History, honest [][]float
 		dir, n = a.msg, 1 // nothing to push: send zeros
 		clear(dir)
 	}
+	if a.kind == AttackWrap {
+		return a.wrap(chk, dir)
+	}
 	// The largest scale that passes, by bisection on [0, hi] with hi at
 	// the norm bound (or a large multiple when there is none).
 	hi := chk.NormBound() / n
@@ -131,7 +156,14 @@ func (a *attacker) message(chk check.Gate, hist *check.History, honest [][]float
 	if a.kind == AttackALIE {
 		hi = 1 // ALIE's message is the point itself; only ever scaled down
 	}
-	// A candidate is tested as the server sees it: encoded, decoded.
+	// A candidate is tested as the server sees it: encoded, decoded (in
+	// a shared-noise session, in the round's sum).
+	if a.sum != nil {
+		if a.kind != AttackALIE {
+			hi = a.sum.chk.BlockLimit(d, len(honest)+attackers) / n
+		}
+		a.sum.honestSum(honest)
+	}
 	passes := func(s float64) bool {
 		for j := range d {
 			a.msg[j] = s * dir[j]
@@ -139,6 +171,9 @@ func (a *attacker) message(chk check.Gate, hist *check.History, honest [][]float
 		var err error
 		if a.buf, err = a.spec.C.Compress(a.buf, a.dec, a.msg, nil); err != nil {
 			return false
+		}
+		if a.sum != nil {
+			return a.sum.passes(a.dec, len(honest), attackers)
 		}
 		return check.Message(chk, a.dec, mechanism.Norm(a.dec), hist) == nil
 	}
@@ -160,6 +195,47 @@ func (a *attacker) message(chk check.Gate, hist *check.History, honest [][]float
 	}
 	passes(lo)
 	return a.msg
+}
+
+// wrap writes the wrapping message: dir's coordinate at the ring's
+// largest value in a shared-noise session, else a thousand times the norm
+// bound (or 1e30 without one).
+func (a *attacker) wrap(chk check.Gate, dir []float64) []float64 {
+	v := 1e30
+	if b := chk.NormBound(); !math.IsInf(b, 0) {
+		v = 1e3 * b
+	}
+	if a.sum != nil {
+		v = float64(int64(1)<<(a.sum.bits-1)-1) * a.sum.step
+	}
+	for j := range a.msg {
+		a.msg[j] = math.Abs(dir[j]) * v
+	}
+	var err error
+	if a.buf, err = a.spec.C.Compress(a.buf, a.dec, a.msg, nil); err != nil {
+		panic(fmt.Sprintf("sim: wrap message not encodable: %v", err))
+	}
+	return a.msg
+}
+
+// honestSum adds up the round's honest messages (grid multiples: exact).
+func (s *sumAttack) honestSum(honest [][]float64) {
+	clear(s.hsum)
+	for _, h := range honest {
+		for j, v := range h {
+			s.hsum[j] += v
+		}
+	}
+}
+
+// passes reports whether the round's sum, the honest messages' plus k
+// hostile messages dec (each rounded onto the grid, as a device's client
+// masks it), passes the sum test.
+func (s *sumAttack) passes(dec []float64, honest, k int) bool {
+	for j, v := range dec {
+		s.try[j] = s.hsum[j] + float64(k)*math.Round(v/s.step)*s.step
+	}
+	return s.chk.Check(s.try, honest+k) == nil
 }
 
 // scratch fills a.dir's spare use: the kinds whose direction changes

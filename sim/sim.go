@@ -124,6 +124,11 @@ type Result struct {
 	// RejectedHonest and RejectedHostile count the messages the server's
 	// tests refused, from honest and from hostile devices.
 	RejectedHonest, RejectedHostile int
+	// RejectedSums counts, in a shared-noise session, the round attempts
+	// whose sum failed its tests (engine.CheckSum), each discarded and run
+	// again; RejectedSumsHonest those of them with no hostile device in
+	// the sum.
+	RejectedSums, RejectedSumsHonest int
 	// Included lists each round's included devices (sorted), Dropped
 	// the messages lost to Config.Dropout, Withheld those withheld by
 	// Config.Withhold.
@@ -207,6 +212,10 @@ type run struct {
 	firstIncluded int
 
 	eng *engine.Engine[int]
+	// shared is the round's sum in a shared-noise session (nil
+	// otherwise): the server sees only the sum of the releases, as
+	// secure aggregation gives it, and tests only that.
+	shared *sharedSum
 	// The open round: its cohort (sorted), the query points as the
 	// devices got them, the uplink bytes, and why the run must stop
 	// (an error from a device, every device retired).
@@ -217,6 +226,7 @@ type run struct {
 	up        int64
 	err       error
 	exhausted bool
+	retry     bool // the round was discarded by its sum's tests: run it again
 
 	// The round's buffers, indexed by position in the cohort.
 	updates []optim.Update
@@ -244,7 +254,8 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 			r.res.Elapsed = time.Since(start)
 			return r.res, err
 		}
-		if _, err := r.eng.Round(ctx, t, r); err != nil {
+		committed, err := r.eng.Round(ctx, t, r)
+		if err != nil {
 			return r.res, fmt.Errorf("sim: round %d: %w", t, err)
 		}
 		if r.err != nil {
@@ -252,6 +263,14 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		}
 		if r.exhausted {
 			break
+		}
+		if !committed && r.retry {
+			// A shared-noise round whose sum failed its tests runs
+			// again under the same number, as on the coordinator
+			// (every attempt costs its members a release, so this
+			// ends when they have none left).
+			r.retry = false
+			t--
 		}
 	}
 	r.finish()
@@ -311,6 +330,11 @@ func newRun(cfg Config) (*run, error) {
 	if cfg.NormOnly {
 		r.gate = check.NormOnly(chk.NormBound())
 	}
+	if p.Algorithm == wire.SharedNoiseAlgorithm {
+		if r.shared, err = newSharedSum(p, r.d); err != nil {
+			return nil, fmt.Errorf("sim: %w", err)
+		}
+	}
 	if algo.Private(p) && algo.Trusted(p) {
 		f, err := plan.SessionFigures(p, cfg.Delta)
 		if err != nil {
@@ -325,6 +349,11 @@ func newRun(cfg Config) (*run, error) {
 	}
 	if r.devs, err = newDevices(cfg, p, alg, proto); err != nil {
 		return nil, err
+	}
+	for _, dv := range r.devs {
+		if dv.hostile != nil && r.shared != nil {
+			dv.hostile.a.sum = r.shared.attack(r.d)
+		}
 	}
 	test := cfg.Test.Samples
 	if cfg.EvalSamples > 0 && cfg.EvalSamples < len(test) {
@@ -470,12 +499,17 @@ func (r *run) Collect(_ context.Context, t int) (engine.Collected[int], error) {
 	r.up, err = r.check(t, r.cohort, c.Cohort, c.Delivered)
 	c.AtTarget = len(c.Delivered) >= r.plan.Target && len(c.Delivered) < len(c.Cohort)
 	r.delivered = c.Delivered
+	if err == nil && r.shared != nil {
+		c.Failed = r.sumRound(c)
+	}
 	return c, err
 }
 
-// Discard stops the run: the round's result could not be served (the
-// product would discard the round and run it again; a simulation that
-// gets there is broken). The members that delivered abort.
+// Discard abandons round t: the members that delivered abort. A
+// shared-noise round whose sum failed its tests runs again, as on the
+// coordinator; any other cause stops the run (the round's result could
+// not be served: the product would discard the round and run it again; a
+// simulation that gets there is broken).
 func (r *run) Discard(t int, cause error) {
 	for _, id := range r.cohort {
 		if _, ok := r.delivered[id]; !ok {
@@ -484,6 +518,10 @@ func (r *run) Discard(t int, cause error) {
 		if err := r.devs[id].dev.Abort(t); err != nil && r.err == nil {
 			r.err = fmt.Errorf("device %d abort: %w", id, err)
 		}
+	}
+	if errors.Is(cause, engine.ErrSumImplausible) {
+		r.retry = true
+		return
 	}
 	if r.err == nil {
 		r.err = fmt.Errorf("the round's result cannot be served: %w", cause)
@@ -578,7 +616,9 @@ func (r *run) check(t int, cohort []int, inRound map[int]bool, delivered map[int
 			}
 			continue
 		}
-		if r.errs[k] == nil {
+		if r.errs[k] == nil && r.shared == nil {
+			// (In a shared-noise session the server sees no release:
+			// only the round's sum is tested, sumRound.)
 			if err := check.Message(r.gate, r.vecs[k], r.norms[k], &dv.hist); err != nil {
 				r.errs[k] = err
 				delete(inRound, id)

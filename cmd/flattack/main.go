@@ -16,7 +16,12 @@
 // HonestSumRate; docs/security.md, "An assumed signal bound").
 //
 // The session is the classroom's (nc, logistic regression, b = 32,
-// rho_p = 1.5, eta = 0.02) with M = m = 10 and T = 100.
+// rho_p = 1.5, eta = 0.02) with M = m = 10 and T = 100. With -algorithm
+// shared the server sees only each round's sum (the simulator's
+// secure aggregation) and tests only it; a refused sum (a discarded
+// round) is counted as a hostile refusal if a hostile device was in it:
+//
+//	go run ./cmd/flattack -algorithm shared -compare=false -K 0,1,2 -kinds spike,block,signflip,ipm,wrap
 package main
 
 import (
@@ -68,7 +73,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	o := options{p: optim.Params{Algorithm: "nc", Model: "logreg", M: 10, Cohort: 10, Rounds: 100, Batch: 32, Clip: 1, Eta: 0.02, Rho: 1.5}}
 	fs := flag.NewFlagSet("flattack", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	sessionflag.Register(fs, &o.p, "signal-bound")
+	sessionflag.Register(fs, &o.p, "signal-bound", "algorithm", "T", "threshold")
 	fs.IntVar(&o.seeds, "seeds", 3, "seeds per cell (1, 2, ...)")
 	// -K is flattack's own: hostile devices, not local's steps K.
 	ks := fs.String("K", "0,1,2,3", "hostile devices per session, comma-separated")
@@ -140,8 +145,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		return sim.Run(ctx, cfg)
 	}
-	fmt.Fprintf(stdout, "nc, logreg, Fashion-MNIST (%s), M = m = %d, T = %d, b = %d, rho_p = %g, eta = %g; %d seeds; attack cap %g; signal bound %g\n\n",
-		o.partition, p.M, p.Rounds, p.Batch, p.Rho, p.Eta, o.seeds, o.cap, p.SignalBound)
+	fmt.Fprintf(stdout, "%s, logreg, Fashion-MNIST (%s), M = m = %d, T = %d, b = %d, rho_p = %g, eta = %g; %d seeds; attack cap %g; signal bound %g\n\n",
+		p.Algorithm, o.partition, p.M, p.Rounds, p.Batch, p.Rho, p.Eta, o.seeds, o.cap, p.SignalBound)
 	fmt.Fprintln(stdout, "| attack | K | norm bound only | all tests | hostile refused | honest refused | honest estimates: norm, drift, sum rate |")
 	fmt.Fprintln(stdout, "|---|---|---|---|---|---|---|")
 	var honest *cell
@@ -167,8 +172,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 					c.acc = append(c.acc, res.FinalAccuracy)
 					c.signal = max(c.signal, res.HonestSignal)
 					c.drift, c.rate = max(c.drift, res.HonestDrift), max(c.rate, res.HonestSumRate)
-					c.hostileRef += res.RejectedHostile
-					c.honestRef += res.RejectedHonest
+					// In "shared" a refused sum counts for the hostile devices
+					// if one was in it, else for the honest ones.
+					c.hostileRef += res.RejectedHostile + res.RejectedSums - res.RejectedSumsHonest
+					c.honestRef += res.RejectedHonest + res.RejectedSumsHonest
 				}
 				fmt.Fprintf(stderr, "\r%s K=%d seed %d done", kind, k, s)
 			}
@@ -181,19 +188,4 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	return nil
-}
-
-// summary is the mean accuracy in percent with the range over seeds.
-func summary(xs []float64) string {
-	if len(xs) == 0 {
-		return "-"
-	}
-	lo, hi, sum := xs[0], xs[0], 0.0
-	for _, x := range xs {
-		lo, hi, sum = min(lo, x), max(hi, x), sum+x
-	}
-	if len(xs) == 1 {
-		return fmt.Sprintf("%.1f%%", 100*sum)
-	}
-	return fmt.Sprintf("%.1f%% (%.1f-%.1f)", 100*sum/float64(len(xs)), 100*lo, 100*hi)
 }

@@ -30,6 +30,7 @@ type Metrics struct {
 	RejectedUpdates  atomic.Int64 // failed validation (norm bound)
 	DiscardedRounds  atomic.Int64 // results that could not be served, or secure aggregations below their threshold
 	SecAggRefused    atomic.Int64 // secure aggregation messages refused (out of place, or failing shared/secagg's checks)
+	RejectedSums     atomic.Int64 // shared-noise rounds whose sum failed its tests (engine.CheckSum): discarded
 	Leaves           atomic.Int64 // devices that said they leave
 	GraceDrops       atomic.Int64 // cohort members dropped after the disconnect grace
 	OverSelected     atomic.Int64 // members asked beyond a round's target (replacements and probes)

@@ -30,6 +30,7 @@ func (m *Metrics) SessionRows(g SessionGauges) []Row {
 		{"browserfl_late_updates_total", "Updates dropped because their round had closed.", "counter", float64(m.LateUpdates.Load())},
 		{"browserfl_rejected_updates_total", "Updates rejected by validation (norm above the session's bound); treated as excluded.", "counter", float64(m.RejectedUpdates.Load())},
 		{"browserfl_discarded_rounds_total", "Rounds discarded because their result could not be served, or their secure aggregation fell below its threshold (state before them kept).", "counter", float64(m.DiscardedRounds.Load())},
+		{"browserfl_rejected_sums_total", "Shared-noise rounds whose sum secure aggregation unmasked failed its tests (outside the honest range, wrapped, not finite, norm over the bound); each discarded, also counted in browserfl_discarded_rounds_total.", "counter", float64(m.RejectedSums.Load())},
 		{"browserfl_secagg_refused_total", "Secure aggregation messages refused (out of place, speaking for another device, or failing their checks); the sender's connection is closed.", "counter", float64(m.SecAggRefused.Load())},
 		{"browserfl_leaves_total", "Leave messages received (the device stopped taking part).", "counter", float64(m.Leaves.Load())},
 		{"browserfl_overselected_total", "Cohort members asked beyond a round's target: replacements for members not yet trusted, and probes of devices no longer sampled.", "counter", float64(m.OverSelected.Load())},

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"browserfl/engine"
+	"browserfl/shared/optim/plausible"
 	"browserfl/shared/plan"
 	"browserfl/shared/secagg"
 	"browserfl/shared/wire"
@@ -19,6 +20,7 @@ import (
 // process.
 type Session struct {
 	a   plan.SecAgg
+	sum *plausible.SumChecker // the tests of each round's sum (engine.CheckSum)
 	log *slog.Logger
 	// session is drawn at random by each process, and attempt counts the
 	// rounds this process started: (session, wire.SecAggRound(t,
@@ -34,7 +36,11 @@ func New(s wire.SessionParams, log *slog.Logger) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
-	sa := &Session{a: a, log: log}
+	chk, err := plausible.NewSumChecker(s, s.Dim)
+	if err != nil {
+		return nil, fmt.Errorf("secure aggregation: %w", err)
+	}
+	sa := &Session{a: a, sum: chk, log: log}
 	if _, err := crand.Read(sa.session[:]); err != nil {
 		return nil, fmt.Errorf("secure aggregation session: %w", err)
 	}
@@ -170,8 +176,10 @@ type Result struct {
 // answered or deadline has passed since the step opened (or end is
 // closed: the steps then close at once), sending each step's messages
 // through send under mu (the coordinator's lock, which the caller does
-// not hold). failed says why the secure aggregation failed (the round is
-// then discarded); err is ctx's error if ctx ended while a step was open.
+// not hold). failed says why the secure aggregation failed, or why its
+// sum failed the round's check stage (engine.CheckSum: wrapping
+// engine.ErrSumImplausible): the round is then discarded; err is ctx's
+// error if ctx ended while a step was open.
 func (r *Round) Collect(ctx context.Context, mu sync.Locker, deadline time.Duration, end <-chan struct{},
 	send func(id string, b []byte)) (res Result, failed, err error) {
 	if r.err != nil {
@@ -205,6 +213,10 @@ func (r *Round) Collect(ctx context.Context, mu sync.Locker, deadline time.Durat
 	}
 	sum, inc, err := r.sa.Sum()
 	if err != nil {
+		return res, err, nil
+	}
+	if err := engine.CheckSum(r.s.sum, sum, len(inc)); err != nil {
+		r.s.log.Warn("the round's sum is implausible: the round is discarded", "round", r.t, "devices", len(inc), "err", err)
 		return res, err, nil
 	}
 	res.Sum, res.Included = sum, inc

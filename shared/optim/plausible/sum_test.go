@@ -47,6 +47,17 @@ func TestSumBoundTable(t *testing.T) {
 			if math.Abs(B-want) > 1e-12*want {
 				t.Errorf("%s n=%d: bound %.10g, want %.10g (%s)", tc.name, n, B, want, why)
 			}
+			sc, err := NewSumChecker(tc.p, d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The coordinate limit: the noise's tail, below the ring's
+			// n maxAbs here.
+			coord := fn*(c.e+c.half) + math.Sqrt(fn)*c.s*math.Sqrt(2*(math.Log(2*fd)+u))
+			_, maxAbs, _ := SharedGrid(tc.p, d)
+			if got := sc.CoordLimit(n); math.Abs(got-coord) > 1e-12*coord || !(coord < fn*float64(maxAbs)*c.step) {
+				t.Errorf("%s n=%d: coordinate limit %.10g, want %.10g (ring %.6g)", tc.name, n, got, coord, fn*float64(maxAbs)*c.step)
+			}
 			typical := fn*c.e + math.Sqrt(fn*fd)*c.s
 			if !(B > typical && B > prev) {
 				t.Errorf("%s n=%d: bound %.6g not above the typical honest norm %.6g and the bound of fewer, %.6g", tc.name, n, B, typical, prev)
