@@ -27,10 +27,11 @@ const (
 	AttackALIE     = "alie"     // "a little is enough" (Baruch et al. 2019): mean - z std of the honest messages
 	AttackIPM      = "ipm"      // inner-product manipulation (Xie et al. 2020): minus the honest mean
 	AttackDrift    = "drift"    // a fixed random dense direction, the same every round (time-coupled)
-	// AttackWrap is a spoiler: one coordinate at the largest value of
-	// secure aggregation's ring (2^(k-1) - 1 grid units, beyond the range
-	// an honest client masks), so that the round's sum wraps; in the
-	// other modes a message of that size. It is not scaled to pass.
+	// AttackWrap is a spoiler: one coordinate (the bias of the class of
+	// the device's index) at the largest value of secure aggregation's
+	// ring (2^(k-1) - 1 grid units, beyond the range an honest client
+	// masks), so that the round's sum wraps; in the other modes a message
+	// of that size. It is not scaled to pass.
 	AttackWrap = "wrap"
 )
 
@@ -103,7 +104,10 @@ func newAttacker(kind string, spec mechanism.Spec, d, classes int, seed uint64, 
 			a.dir[j] = -1
 		}
 	case AttackWrap:
-		a.dir[block-1] = -1
+		// Each device its own class's bias: two wrapping devices on one
+		// coordinate would cancel in the ring (2 (2^(k-1) - 1) = -2
+		// modulo 2^k).
+		a.dir[(i%max(classes, 1)+1)*block-1] = -1
 	case AttackDrift:
 		rng := mechanism.NewStream(seedFor(seed, "attack-drift", i), 0)
 		for j := range a.dir {

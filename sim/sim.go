@@ -83,7 +83,8 @@ type Config struct {
 	// NormOnly applies only the L2 norm bound to each message (the
 	// server before plausible.Checker), to measure what the other tests buy.
 	// By default every message goes through plausible.Checker, as in the
-	// coordinator.
+	// coordinator; in a shared-noise session only each round's sum is
+	// tested (engine.CheckSum), as there.
 	NormOnly bool
 	// Dropout, if not nil, says whether device i's message of round t is
 	// lost: the device prepares it (its samples and noise are spent, as

@@ -2124,7 +2124,7 @@ var mutations = []mutation{
 		name: "sumcheck-coord-ring-only", why: "a shared round's sum is held per coordinate only to the ring's n maxAbs, not to the noise's tail: a spike n times larger passes",
 		file: "shared/optim/plausible/sum.go",
 		old:  "return min(fn*(c.e+c.half)+math.Sqrt(fn)*c.s*z, fn*float64(c.maxAbs)*c.step)",
-		new:  "return fn * float64(c.maxAbs) * c.step",
+		new:  "return fn*float64(c.maxAbs)*c.step + 0*z",
 		pkgs: []string{"./shared/optim/plausible/", "-run", "TestSum"},
 	},
 	{
