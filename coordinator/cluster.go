@@ -44,21 +44,8 @@ type Relay interface {
 // forward sums.
 var ErrNotSummable = errors.New("coordinator: the cluster shape needs a server half that takes summed updates (optim.SumApplier)")
 
-// CheckClusterSession reports whether session s can run in the cluster
-// shape, its devices behind edges: a shared-noise session cannot
-// (ErrSecAggEdges).
-func CheckClusterSession(s wire.SessionParams) error {
-	if s.Algorithm == wire.SharedNoiseAlgorithm {
-		return ErrSecAggEdges
-	}
-	return nil
-}
-
 // AttachNode attaches the cluster's session side to c (before c.Run).
 func (c *Coordinator) AttachNode(r Relay) error {
-	if err := CheckClusterSession(c.sess); err != nil {
-		return err
-	}
 	if c.server != nil {
 		if _, ok := c.server.(optim.SumApplier); !ok {
 			return fmt.Errorf("%w: algorithm %q", ErrNotSummable, c.sess.Algorithm)
@@ -155,6 +142,13 @@ func (c *Coordinator) AcceptAggregate(t int, links []Link, ids []string, body []
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	defer c.loop.signal()
+	if c.sa != nil {
+		// A shared-noise session's devices send masked inputs only, which
+		// their edges relay (AcceptForwardedSecAgg): a sum is refused unread.
+		c.in.vecs.Put(vec)
+		c.front.Log.Warn("edge aggregate in a shared-noise session refused", "round", t, "members", len(ids))
+		return false
+	}
 	or := c.loop.open
 	for _, l := range missing {
 		if d := c.roster.Get(l.DeviceID()); d != nil && d.Conn == l && or != nil && or.t == t && d.Round == t &&
@@ -243,14 +237,15 @@ func (c *Coordinator) AcceptAggregate(t int, links []Link, ids []string, body []
 }
 
 // RejectedAtEdge removes a device whose update its edge rejected (the
-// edge told the device) from round t. why is the edge's reason in plain
+// edge told the device) from round t (not in a shared-noise session,
+// whose edges see no update). why is the edge's reason in plain
 // words (cut to wire.MaxLeaveDetail bytes of valid UTF-8); without one,
 // the norm bound's.
 func (c *Coordinator) RejectedAtEdge(l Link, t int, norm float64, why string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	d, or := c.roster.Get(l.DeviceID()), c.loop.open
-	if d == nil || d.Conn != l || or == nil || or.t != t || !or.cohort[d.ID] || or.updates[d.ID] != nil || or.closed {
+	if c.sa != nil || d == nil || d.Conn != l || or == nil || or.t != t || !or.cohort[d.ID] || or.updates[d.ID] != nil || or.closed {
 		return
 	}
 	if why == "" {

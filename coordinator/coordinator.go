@@ -301,7 +301,7 @@ func (c *Coordinator) prepare() error {
 			return unservable(c.store, committed, err)
 		}
 	}
-	if c.sa, err = newSecAgg(c.sess, c.node, c.front.Log); err != nil {
+	if c.sa, err = newSecAgg(c.sess, c.front.Log); err != nil {
 		return err
 	}
 	if c.sa != nil {

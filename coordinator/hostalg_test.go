@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"browserfl/coordinator"
+	"browserfl/coordinator/edge"
 	"browserfl/coordinator/sessions"
 	"browserfl/coordinator/view"
 	"browserfl/shared/wire"
@@ -24,8 +25,8 @@ import (
 // unknown or overlong name) is refused with 400, counted, and leaves the
 // current session running; a restart reopens the teacher's choice, while
 // a template whose own way changed is the operator's change
-// (ErrTemplateChanged). A host whose sessions run behind edges refuses
-// shared noise before ending anything (Config.CheckSession).
+// (ErrTemplateChanged). A host whose sessions cannot run shared noise
+// (Config.CheckSession refuses it) refuses it before ending anything.
 func TestHostTeacherAlgorithm(t *testing.T) {
 	dir := t.TempDir()
 	tmpl := testSession(8, 30, 10, 200, 10000)
@@ -135,9 +136,9 @@ func TestHostTeacherAlgorithm(t *testing.T) {
 		t.Errorf("reopen an nc session under the operator's shared template: %v; want %v", err, sessions.ErrTemplateChanged)
 	}
 
-	// Behind edges: shared noise is refused, the lobby stays.
+	// A host that cannot run shared noise: refused, the lobby stays.
 	edges, err := sessions.Open(sessions.Config{Dir: t.TempDir(), Template: hostTemplate(tmpl, 3), JoinCode: "EDGECODE",
-		Logger: quietLogger(), CheckSession: coordinator.CheckClusterSession})
+		Logger: quietLogger(), CheckSession: refuseShared})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,11 +147,11 @@ func TestHostTeacherAlgorithm(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	runErr := make(chan error, 1)
 	go func() { runErr <- edges.Run(ctx) }()
-	if code, body := postBody(t, esrv.URL+"/api/teacher/new?algorithm=shared", edges.TeacherSecret(), ""); code != http.StatusBadRequest || !strings.Contains(body, "edges") {
-		t.Errorf("shared noise behind edges: %d %q, want 400 naming the edges", code, body)
+	if code, body := postBody(t, esrv.URL+"/api/teacher/new?algorithm=shared", edges.TeacherSecret(), ""); code != http.StatusBadRequest || !strings.Contains(body, errNoShared.Error()) {
+		t.Errorf("shared noise where it cannot run: %d %q, want 400 saying why", code, body)
 	}
 	if edges.JoinCode() != "EDGECODE" || edges.Current().State() != coordinator.StateLobby {
-		t.Errorf("a refused request behind edges changed the session: code %q, state %q", edges.JoinCode(), edges.Current().State())
+		t.Errorf("a refused request changed the session: code %q, state %q", edges.JoinCode(), edges.Current().State())
 	}
 	cancel()
 	if err := <-runErr; err != nil {
@@ -194,10 +195,11 @@ func teacherChoice(t *testing.T, base, code, secret string) *view.TeacherChoice 
 // runs changes nothing (same code, the students stay); an operator who
 // fixed the way (NoTeacherChoice, cmd/coordinator -teacher-choice=false)
 // serves no choice and every other way is refused with 400 saying so,
-// the lobby kept; behind edges (CheckSession) only nc can run, so there
-// is no choice either, and shared noise is refused saying what to do; a
-// restart that can no longer run the teacher's shared-noise session,
-// behind edges or with the choice fixed, says what to do.
+// the lobby kept; behind edges (edge.CheckSession) both ways run and the
+// choice is offered; a host that cannot run shared noise (CheckSession
+// refuses it) offers no choice and refuses it saying why; a restart that
+// can no longer run the teacher's shared-noise session, where it cannot
+// run or with the choice fixed, says what to do.
 func TestHostTeacherChoice(t *testing.T) {
 	tmpl := testSession(8, 30, 10, 200, 10000)
 	both := []string{"nc", wire.SharedNoiseAlgorithm}
@@ -264,30 +266,48 @@ func TestHostTeacherChoice(t *testing.T) {
 		t.Errorf("nc with the way fixed at nc: %d %q, code %q", code, body, fixed.JoinCode())
 	}
 
-	// Behind edges: no choice, shared refused saying what to do.
-	edges, esrv, _ := runningHostWith(t, sessions.Config{Dir: t.TempDir(), Template: hostTemplate(tmpl, 3), JoinCode: "EDGECODE",
-		Logger: quietLogger(), CheckSession: coordinator.CheckClusterSession})
-	if c := teacherChoice(t, esrv.URL, "EDGECODE", edges.TeacherSecret()); c != nil {
-		t.Errorf("the teacher's choice behind edges: %+v; want none", c)
+	// Behind edges (cmd/coordinator -role session checks each session
+	// with edge.CheckSession): both ways run, the choice is offered.
+	edged, edsrv, _ := runningHostWith(t, sessions.Config{Dir: t.TempDir(), Template: hostTemplate(tmpl, 3), JoinCode: "EDGECODE",
+		Logger: quietLogger(), CheckSession: edge.CheckSession})
+	if c := teacherChoice(t, edsrv.URL, "EDGECODE", edged.TeacherSecret()); c == nil || !slices.Equal(c.Algorithms, both) {
+		t.Errorf("the teacher's choice behind edges: %+v; want %v", c, both)
+	}
+
+	// A host that cannot run shared noise: no choice, shared refused
+	// saying why.
+	edges, esrv, _ := runningHostWith(t, sessions.Config{Dir: t.TempDir(), Template: hostTemplate(tmpl, 3), JoinCode: "NOSHARED",
+		Logger: quietLogger(), CheckSession: refuseShared})
+	if c := teacherChoice(t, esrv.URL, "NOSHARED", edges.TeacherSecret()); c != nil {
+		t.Errorf("the teacher's choice without shared noise: %+v; want none", c)
 	}
 	code, body = postBody(t, esrv.URL+"/api/teacher/new?algorithm=shared", edges.TeacherSecret(), "")
-	if code != http.StatusBadRequest || !strings.Contains(body, "edges") || !strings.Contains(body, "keep each phone adding all its noise") ||
-		!strings.Contains(body, "without -role session") {
-		t.Errorf("shared noise behind edges: %d %q; want 400 saying what to do", code, body)
+	if code != http.StatusBadRequest || !strings.Contains(body, errNoShared.Error()) {
+		t.Errorf("shared noise where it cannot run: %d %q; want 400 saying why", code, body)
 	}
-	t.Logf("the teacher's request behind edges: %s", body)
 
-	// A restart behind edges of a teacher's shared-noise session.
+	// A restart of a teacher's shared-noise session where it cannot run.
 	dir2 := t.TempDir()
 	h2, srv2, stop2 := runningHost(t, dir2, tmpl)
 	if code, body := postBody(t, srv2.URL+"/api/teacher/new?algorithm=shared", h2.TeacherSecret(), ""); code != http.StatusOK {
 		t.Fatalf("new with shared noise: %d %s", code, body)
 	}
 	stop2()
-	_, err = sessions.Open(sessions.Config{Dir: dir2, Template: hostTemplate(tmpl, 3), Logger: quietLogger(), CheckSession: coordinator.CheckClusterSession})
-	if !errors.Is(err, coordinator.ErrSecAggEdges) || !errors.Is(err, sessions.ErrChoiceUnavailable) ||
+	_, err = sessions.Open(sessions.Config{Dir: dir2, Template: hostTemplate(tmpl, 3), Logger: quietLogger(), CheckSession: refuseShared})
+	if !errors.Is(err, errNoShared) || !errors.Is(err, sessions.ErrChoiceUnavailable) ||
 		!strings.Contains(err.Error(), "without -role session") || !strings.Contains(err.Error(), "-reset") {
-		t.Errorf("reopen a teacher's shared-noise session behind edges: %v; want %v and what to do", err, coordinator.ErrSecAggEdges)
+		t.Errorf("reopen a teacher's shared-noise session where it cannot run: %v; want %v and what to do", err, errNoShared)
 	}
-	t.Logf("the operator's restart behind edges: %v", err)
+	t.Logf("the operator's restart where shared noise cannot run: %v", err)
+}
+
+// errNoShared stands for a reason a host's sessions cannot run shared
+// noise (Config.CheckSession).
+var errNoShared = errors.New("no shared noise on this host")
+
+func refuseShared(s wire.SessionParams) error {
+	if s.Algorithm == wire.SharedNoiseAlgorithm {
+		return errNoShared
+	}
+	return nil
 }

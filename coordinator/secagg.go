@@ -26,19 +26,14 @@ import (
 // (engine.Collected.Failed): every member is told "excluded" and aborts
 // its pending release.
 
-// ErrSecAggEdges is returned by AttachNode for a shared-noise session:
-// edges do not carry secure aggregation.
-var ErrSecAggEdges = errors.New("coordinator: shared-noise sessions run secure aggregation, which edges do not carry: run them on the one-process coordinator")
-
 // newSecAgg sets up the secure aggregation of session s if it is a
-// shared-noise session (nil for the other algorithms); node is the
-// session node, if edges hold devices.
-func newSecAgg(s wire.SessionParams, node Relay, log *slog.Logger) (*secround.Session, error) {
+// shared-noise session (nil for the other algorithms). It runs here
+// whether the devices hold websockets to this process or to edges: an
+// edge only relays each device's frames (AcceptForwardedSecAgg, and
+// back through the device's link).
+func newSecAgg(s wire.SessionParams, log *slog.Logger) (*secround.Session, error) {
 	if s.Algorithm != wire.SharedNoiseAlgorithm {
 		return nil, nil
-	}
-	if node != nil {
-		return nil, ErrSecAggEdges
 	}
 	sa, err := secround.New(s, log)
 	if err != nil {
@@ -67,15 +62,30 @@ func (or *openRound) secAggGone(d *roster.Device) {
 	or.sa.Gone(d.ID)
 }
 
+// AcceptForwardedSecAgg takes a secure aggregation frame b that an edge
+// relayed from the device bound to l (the session node found l by the
+// edge's subject and its connection number, so the frame speaks for that
+// device only): decoded under the session's frame limit, then taken as
+// one from a websocket (acceptSecAgg). An error means the frame is
+// refused (counted): the caller closes l.
+func (c *Coordinator) AcceptForwardedSecAgg(l Link, b []byte) error {
+	f, err := wire.DecodeSecAggToCoordinator(b, wire.Limits{MaxBytes: c.front.Lim.MaxFrameBytes})
+	if err != nil {
+		c.front.Met.SecAggRefused.Add(1)
+		return fmt.Errorf("%w: secure aggregation frame: %v", wire.ErrBadFrame, err)
+	}
+	return c.in.acceptSecAgg(l, f, len(b))
+}
+
 // acceptSecAgg handles a secure aggregation frame from cn's device: a
 // frame of a past round, an earlier attempt or a closed step is dropped; one that is out of
 // place or fails the server half's checks is refused (counted, and the
 // connection closed).
-func (in *intake) acceptSecAgg(cn *wsconn.Conn, f wire.SecAggFrame, frameLen int) error {
+func (in *intake) acceptSecAgg(cn Link, f wire.SecAggFrame, frameLen int) error {
 	c := in.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	id := cn.ID
+	id := cn.DeviceID()
 	d := c.roster.Get(id)
 	if d == nil || d.Conn != cn {
 		return nil // superseded connection

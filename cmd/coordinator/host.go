@@ -4,12 +4,10 @@ import (
 	"log/slog"
 	"runtime/debug"
 
-	"browserfl/coordinator"
 	"browserfl/coordinator/edge"
 	"browserfl/coordinator/sessions"
 	"browserfl/coordinator/shards"
 	"browserfl/coordinator/site"
-	"browserfl/shared/wire"
 )
 
 // openHost loads o's task, assembles its session, its evaluation and
@@ -74,12 +72,7 @@ func openHost(o options, assets site.Assets, log *slog.Logger) (host *sessions.H
 		closeAll = closeN
 		hcfg.Attach = attach
 		// A teacher's new session must run behind the edges too.
-		hcfg.CheckSession = func(s wire.SessionParams) error {
-			if err := coordinator.CheckClusterSession(s); err != nil {
-				return err
-			}
-			return edge.CheckSession(s)
-		}
+		hcfg.CheckSession = edge.CheckSession
 	}
 	if o.RollbackTo >= 0 {
 		hcfg.Prepare = o.rollBack(log)

@@ -17,8 +17,8 @@ import (
 // The cluster shape's messages (docs/cluster.md): an edge process and the
 // session process exchange envelopes over NATS on two subjects per edge,
 //
-//	<prefix>.up.<edge>    edge -> session: hellos, updates (pre-aggregated), events, beats
-//	<prefix>.down.<edge>  session -> edge: control messages for devices, round frames, beats
+//	<prefix>.up.<edge>    edge -> session: hellos, updates (pre-aggregated), secure aggregation frames, events, beats
+//	<prefix>.down.<edge>  session -> edge: control messages for devices, round frames, secure aggregation frames, beats
 //
 // Core NATS keeps the order of one publisher's messages on one subject,
 // and each side handles one edge's subject on one goroutine, so what
@@ -33,8 +33,9 @@ import (
 //	byte 1      kind
 //	bytes 2-5   H, the header's length (uint32, big endian)
 //	H bytes     header: JSON (busHeader)
-//	the rest    body: a device control message (JSON), a round frame, or
-//	            a float64 vector (little endian), depending on the kind
+//	the rest    body: a device control message (JSON), a round frame, a
+//	            secure aggregation frame (wire kind 3), or a float64 vector
+//	            (little endian), depending on the kind
 //
 // Version 2: a hello carries digests of the join code and the device's
 // secret instead of the values (the session's beat, the join code's
@@ -52,11 +53,17 @@ const (
 	KindDisconnect = 6 // Seq, ID
 	KindRoster     = 7 // Roster, T (the roster's number), Chunk, Chunks: devices the edge holds, in chunks (asked for by a beat's Resync)
 	KindEdgeBeat   = 8 // Devices
+	// KindSecAggUp: Epoch, Seq, ID, T; body: a secure aggregation frame
+	// the device of connection Seq sent (a shared-noise session's step).
+	KindSecAggUp = 9
 	// session -> edge
 	KindControl     = 20 // Seq; body: a control message for the device
 	KindClose       = 21 // Seq, Code, Reason: close the device's connection
 	KindRound       = 22 // Epoch, T, Seqs, Dim, Bound, DeadlineMillis; body: the round frame
 	KindSessionBeat = 23 // Epoch, Beat
+	// KindSecAggDown: Epoch, Seq; body: a secure aggregation frame for
+	// the device of connection Seq (its setup, or a step's message).
+	KindSecAggDown = 24
 )
 
 // Header is every envelope's header; each kind uses the fields its
@@ -199,8 +206,8 @@ func Decode(b []byte) (kind byte, h Header, body []byte, err error) {
 	}
 	kind = b[1]
 	switch kind {
-	case KindHello, KindAggregate, KindReject, KindStatus, KindLeave, KindDisconnect, KindRoster, KindEdgeBeat,
-		KindControl, KindClose, KindRound, KindSessionBeat:
+	case KindHello, KindAggregate, KindReject, KindStatus, KindLeave, KindDisconnect, KindRoster, KindEdgeBeat, KindSecAggUp,
+		KindControl, KindClose, KindRound, KindSessionBeat, KindSecAggDown:
 	default:
 		return 0, h, nil, fmt.Errorf("%w: unknown kind %d", errBus, kind)
 	}

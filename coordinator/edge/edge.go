@@ -96,6 +96,8 @@ type Edge struct {
 	aggregates  atomic.Int64
 	aggMembers  atomic.Int64
 	epochChange atomic.Int64
+	secAggUp    atomic.Int64 // secure aggregation frames relayed to the session
+	secAggDown  atomic.Int64 // and to devices
 }
 
 // edgeConn is one device connection the edge holds.
@@ -322,6 +324,8 @@ func (e *Edge) handleDown(b []byte) {
 		ec.cn.CloseWith(h.Code, h.Reason)
 	case bus.KindRound:
 		e.roundLocked(h, body)
+	case bus.KindSecAggDown:
+		e.relaySecAggLocked(h, body)
 	case bus.KindSessionBeat:
 		if h.Beat == nil {
 			e.link.errors.Add(1)
@@ -460,8 +464,12 @@ func (e *Edge) roundLocked(h bus.Header, frame []byte) {
 		e.link.errors.Add(1)
 		return
 	}
-	if r := e.round; r != nil && r.t == h.T && r.epoch == h.Epoch {
-		e.link.errors.Add(1) // one round message per edge and round
+	// A shared-noise round discarded below its threshold runs again under
+	// its number (secagg.go): otherwise one round message per edge and
+	// round.
+	shared := h.Session != nil && h.Session.Algorithm == wire.SharedNoiseAlgorithm
+	if r := e.round; r != nil && r.t == h.T && r.epoch == h.Epoch && !shared {
+		e.link.errors.Add(1)
 		return
 	}
 	e.dropRoundLocked()
@@ -469,8 +477,10 @@ func (e *Edge) roundLocked(h bus.Header, frame []byte) {
 	if bound == 0 {
 		bound = math.Inf(1)
 	}
-	r := &edgeRound{epoch: h.Epoch, t: h.T, members: make(map[uint64]bool, len(h.Seqs)), dim: h.Dim, bound: bound,
-		chk: e.tests.of(h.Session)}
+	r := &edgeRound{epoch: h.Epoch, t: h.T, members: make(map[uint64]bool, len(h.Seqs)), dim: h.Dim, bound: bound, shared: shared}
+	if !shared {
+		r.chk = e.tests.of(h.Session)
+	}
 	short := wire.ShortRound(frame) // for devices that hold x_{t-1} (conn.sendRound)
 	for k, seq := range h.Seqs {
 		ec := e.conns[seq]
@@ -482,12 +492,14 @@ func (e *Edge) roundLocked(h bus.Header, frame []byte) {
 		r.waiting++
 		ec.assigned, ec.asked = h.T, time.Now()
 		ec.hist = nil
-		if len(h.Marks) == len(h.Seqs) {
+		if len(h.Marks) == len(h.Seqs) && !shared {
 			ec.hist = e.hists.ask(ec, h.Marks[k])
 		}
 	}
 	e.round, e.lastRound = r, max(e.lastRound, h.T)
-	if r.waiting == 0 {
+	if r.waiting == 0 || shared {
+		// Nothing to collect here: a shared-noise round's frames go to
+		// the session as they come.
 		r.flushed = true
 		return
 	}
@@ -625,6 +637,12 @@ func (e *Edge) dropMemberLocked(seq uint64) {
 // the edge's lock, and added to the round's sum.
 func (e *Edge) acceptUpdate(cn *wsconn.Conn, u wire.UpdateFrame, frameLen int) error {
 	e.mu.Lock()
+	if r := e.round; r != nil && r.shared {
+		e.mu.Unlock()
+		// As at the session: an update of its own would show a shared-noise
+		// device's release with a share of the noise.
+		return fmt.Errorf("%w: an update frame in a shared-noise session, whose devices send only masked inputs", wire.ErrBadFrame)
+	}
 	r, ok, err := e.checkUpdateLocked(cn, u.T)
 	e.mu.Unlock()
 	if !ok || err != nil {
@@ -850,6 +868,9 @@ func (e *Edge) metricRows() []metricRow {
 		{"browserfl_edge_aggregates_total", "Round sums sent to the session.", "counter", float64(e.aggregates.Load())},
 		{"browserfl_edge_aggregated_updates_total", "Updates carried by those sums.", "counter", float64(e.aggMembers.Load())},
 		{"browserfl_edge_session_changes_total", "Times a new session process was seen.", "counter", float64(e.epochChange.Load())},
+		{"browserfl_edge_secagg_up_total", "Secure aggregation frames relayed from devices to the session.", "counter", float64(e.secAggUp.Load())},
+		{"browserfl_edge_secagg_down_total", "Secure aggregation frames relayed from the session to devices.", "counter", float64(e.secAggDown.Load())},
+		{"browserfl_secagg_refused_total", "Secure aggregation frames refused here (out of place); the sender's connection is closed.", "counter", float64(m.SecAggRefused.Load())},
 		{"browserfl_cluster_bus_errors_total", "Cluster envelopes that failed to decode or publish.", "counter", float64(e.link.errors.Load())},
 		{"browserfl_cluster_bytes_in_total", "Envelope bytes received from the session.", "counter", float64(e.link.inBytes.Load())},
 		{"browserfl_cluster_bytes_out_total", "Envelope bytes published to the session.", "counter", float64(e.link.outBytes.Load())},

@@ -23,6 +23,9 @@ type edgeRound struct {
 	dim     int
 	bound   float64
 	chk     *plausible.Checker // the session's tests of each update; nil: the norm bound only
+	// shared: a shared-noise round, which the session collects by secure
+	// aggregation (secagg.go): the edge relays its frames and sums nothing.
+	shared bool
 }
 
 // add adds an accepted update of connection seq (device id, a frame of

@@ -3,8 +3,8 @@
 // processes over NATS. Edges hold the devices' websockets; the node turns
 // their envelopes into the core's calls (a forwarded hello, a roster of
 // the devices an edge holds, an edge's round sum, a status query, a
-// leave, a disconnect) and the core's rounds and decisions into
-// envelopes, and beats where the session stands to every edge. A device
+// leave, a disconnect, a device's secure aggregation frame) and the
+// core's rounds, decisions and secure aggregation frames into envelopes, and beats where the session stands to every edge. A device
 // on an edge is a remoteLink to the round logic (a coordinator.Link).
 //
 // The node sits above the session core and reads it only through
@@ -59,6 +59,7 @@ type Session interface {
 	LeaveLink(l coordinator.Link, lv wire.Leave)
 	RejectedAtEdge(l coordinator.Link, t int, norm float64, why string)
 	AcceptAggregate(t int, links []coordinator.Link, ids []string, body []byte, bytesIn int64, missing []coordinator.Link) bool
+	AcceptForwardedSecAgg(l coordinator.Link, b []byte) error
 }
 
 var (
@@ -115,6 +116,7 @@ type Node struct {
 	refusedAggs   atomic.Int64 // aggregates refused whole
 	unknownEdges  atomic.Int64 // envelopes on the subject of an edge not in cfg.Edges
 	badHellos     atomic.Int64 // hellos refused for their form (raw credentials, bad digests)
+	secAggUnbound atomic.Int64 // secure aggregation frames for a connection the edge does not hold under that device
 	edgesLost     atomic.Int64 // edges given up after EdgeTimeout
 	inboundBytes  atomic.Int64 // envelope bytes received from edges
 	outboundBytes atomic.Int64 // envelope bytes published to edges
@@ -180,6 +182,11 @@ func (l *remoteLink) Send(f wsconn.OutFrame) bool {
 	if !f.Binary {
 		l.n.publish(l.edge, bus.KindControl, &bus.Header{Seq: l.seq}, f.Data)
 		return true
+	}
+	if f.Round == 0 {
+		// Not a round frame: a secure aggregation frame for this device
+		// alone (coordinator/secagg.go), which its edge relays.
+		return l.n.publish(l.edge, bus.KindSecAggDown, &bus.Header{Seq: l.seq}, f.Data)
 	}
 	// A round frame: queued per edge, published once for all the
 	// edge's cohort members by sendRounds.
@@ -561,6 +568,9 @@ func (n *Node) handle(ctx context.Context, es *edgeState, b []byte) {
 		if match {
 			c.DisconnectedLink(l)
 		}
+	case bus.KindSecAggUp:
+		es.waitHello(h.Seq)
+		n.secAgg(es.id, h, body)
 	case bus.KindRoster:
 		n.roster(es, h)
 	case bus.KindEdgeBeat:
@@ -747,6 +757,37 @@ func (n *Node) aggregate(edge string, h bus.Header, body []byte) {
 	}
 }
 
+// secAgg hands the session core a secure aggregation frame that edge
+// relayed from the device of its connection h.Seq. The frame speaks for
+// the device bound to that connection on this edge's subject, on which
+// only this edge may publish: an envelope naming a connection the edge
+// does not hold, or another device than the one bound to it, is dropped
+// and counted (a forged sender, or a connection the session already let
+// go), and the frame's own sender must then be that device's client in
+// the round (engine.SecAggRound). A frame of another session process's
+// epoch is late. A frame the core refuses closes the device's
+// connection, as on a websocket.
+func (n *Node) secAgg(edge string, h bus.Header, body []byte) {
+	if h.Epoch != n.epoch {
+		return // relayed before the edge heard of this process: its round is gone
+	}
+	l := n.link(edge, h.Seq)
+	if l == nil || l.id != h.ID {
+		n.secAggUnbound.Add(1)
+		n.log.Warn("secure aggregation frame for a device the edge does not hold on that connection: dropped",
+			"edge", edge, "seq", h.Seq, "device", wsconn.ShortID(h.ID))
+		return
+	}
+	if err := n.s.AcceptForwardedSecAgg(l, body); err != nil {
+		code := wire.CodeProtocol
+		if errors.Is(err, wire.ErrBadFrame) {
+			code = wire.CodeBadFrame
+		}
+		l.CloseWith(code, err.Error())
+		n.s.DisconnectedLink(l)
+	}
+}
+
 // Edges lists the edges the node knows, sorted by id.
 func (n *Node) Edges() []view.EdgeStatus {
 	n.mu.Lock()
@@ -777,6 +818,7 @@ func (n *Node) MetricRows() []metrics.Row {
 		{"browserfl_cluster_bus_dropped_total", "Cluster envelopes dropped on a full edge queue.", "counter", float64(n.busDropped.Load())},
 		{"browserfl_cluster_unknown_edge_total", "Cluster envelopes dropped: on the subject of an edge not named in -edges.", "counter", float64(n.unknownEdges.Load())},
 		{"browserfl_cluster_bad_hellos_total", "Forwarded hellos refused for their form (a raw join code or secret, a bad digest).", "counter", float64(n.badHellos.Load())},
+		{"browserfl_cluster_secagg_unbound_total", "Relayed secure aggregation frames dropped: for a connection the edge does not hold under that device (a forged sender, or one the session let go).", "counter", float64(n.secAggUnbound.Load())},
 		{"browserfl_cluster_bytes_in_total", "Envelope bytes received from edges.", "counter", float64(n.inboundBytes.Load())},
 		{"browserfl_cluster_bytes_out_total", "Envelope bytes published to edges.", "counter", float64(n.outboundBytes.Load())},
 	}

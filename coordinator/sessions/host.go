@@ -101,8 +101,8 @@ type Config struct {
 	// CheckSession, if set, is asked about every session a teacher's
 	// request makes (NewSessionWith) before the current one ends: an
 	// error refuses the request (cmd/coordinator: edge.CheckSession when
-	// the sessions' devices reach it through edges, which do not run
-	// secure aggregation).
+	// the sessions' devices reach it through edges, which read frames of
+	// a bounded size).
 	CheckSession func(wire.SessionParams) error
 	// NoTeacherChoice fixes the way of learning: a teacher may not
 	// switch the next session to another (cmd/coordinator
@@ -268,12 +268,7 @@ func (h *Host) checkChoice(alg string) error {
 	case h.cfg.NoTeacherChoice:
 		return fmt.Errorf("%w: %w (cmd/coordinator -teacher-choice=false): the lesson keeps its way; ask that person to allow the choice if the class needs it", api.ErrBadChoice, ErrTeacherChoiceOff)
 	case h.unavailable[alg] != nil:
-		why := h.unavailable[alg]
-		if errors.Is(why, coordinator.ErrSecAggEdges) {
-			return fmt.Errorf("%w: phones reach it through edges, which cannot carry the locked updates of shared noise; keep each phone adding all its noise, "+
-				"or ask the person who runs the server to run the lesson on one process (cmd/coordinator without -role session) (%w)", ErrChoiceUnavailable, why)
-		}
-		return fmt.Errorf("%w (%w)", ErrChoiceUnavailable, why)
+		return fmt.Errorf("%w (%w)", ErrChoiceUnavailable, h.unavailable[alg])
 	}
 	return nil
 }
