@@ -113,10 +113,19 @@ func (f *forger) forge(fr wire.SecAggFrame) {
 		return
 	}
 	victim, own := f.victim(), f.own()
-	f.spy.mu.Lock()
-	inst, epoch := f.spy.instance["e1"], f.spy.epoch
-	seqs := []uint64{f.spy.seqs["e0"][victim], f.spy.seqs["e1"][own]}
-	f.spy.mu.Unlock()
+	var inst, epoch uint64
+	var seqs []uint64
+	// Both devices' advertisements have reached the session: the spy's
+	// copies follow.
+	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
+		f.spy.mu.Lock()
+		inst, epoch = f.spy.instance["e1"], f.spy.epoch
+		seqs = []uint64{f.spy.seqs["e0"][victim], f.spy.seqs["e1"][own]}
+		f.spy.mu.Unlock()
+		if seqs[0] != 0 && seqs[1] != 0 && inst != 0 {
+			break
+		}
+	}
 	if seqs[0] == 0 || seqs[1] == 0 || inst == 0 {
 		f.t.Errorf("the spy has not seen the connections to forge (%v, instance %d)", seqs, inst)
 		return
