@@ -67,24 +67,25 @@ fmt-check:
 # Every test once: the packages that touch concurrency (RACE_PKGS) under the
 # race detector only, the others without it; the whole-lesson browser test
 # (plain `go test ./...` skips it; here with a 100 ms pause between its 200
-# rounds instead of the product's 1 s, e2e/class_test.go); then the
-# mutation tests. TestScaleOut runs 60 devices under the race detector and
-# 300 without it (coordinator/race_off_test.go), so it also runs once
-# without it. The lane beside the stage test (its
-# output in BESIDE_LOG, printed when it ends) is there because most of the test stage's wall
-# time is the e2e package waiting on its browsers (26% of a core with its
-# tests one at a time; the longest run two at a time, docs/browser.md,
-# "Parallel browser tests"), which leaves a core idle. Two lanes, with no
-# barrier between phases: vet, lint, test then the mutation tests; beside
-# them race, scaleout, the lesson (200 rounds of
-# ten pages are about 60 s of CPU in 2-4 minutes) and the browser tests
-# that run in every engine (ENGINES_RE: TestClassroom, TestDashboardLayout,
-# TestTaskFormEngines, the owner's two tabs and the privacy words of every
-# mode), whose Chromium subtests run
-# in the stage test and whose Firefox and WebKit ones run in the stage
-# engines (docs/browser.md, "Three engines"). Two phases with a barrier
-# would take the longer of each phase's pair, about 2.5 minutes more
-# (measured 2026-12-02).
+# rounds instead of the product's 1 s, e2e/class_test.go); the mutation
+# tests. TestScaleOut runs 60 devices under the race detector and 300
+# without it (coordinator/race_off_test.go), so it also runs once without
+# it. Four lanes side by side, because most of their wall time is waiting
+# (browsers, rounds, bounds a mutation's test waits out) while the mutation
+# tests' builds are most of the CPU: vet, lint then test (its wall time is
+# the e2e package waiting on its browsers); race, scaleout then the lesson
+# (200 rounds of ten pages are about 60 s of CPU in 2-4 minutes); engines,
+# the browser tests that run in every engine (ENGINES_RE: TestClassroom,
+# TestDashboardLayout, TestTaskFormEngines, the owner's two tabs and the
+# privacy words of every mode), whose Chromium subtests run in the stage
+# test and whose Firefox and WebKit ones run here (docs/browser.md, "Three
+# engines"); and the mutation tests, whose compiler and linker run at a
+# lower priority (scripts/mutants: nice), so that they take the CPU the
+# other lanes leave and the tests of every lane keep theirs. engines and
+# mutants start once vet has compiled the tree (on a fresh machine the
+# build cache is empty: started together, the lanes would compile the same
+# packages side by side). The lanes but the first write to their logs
+# (LANE_LOGS), printed when they end.
 # Each stage prints its wall time (scripts/stage.sh) and the list is printed
 # at the end.
 # Each go test of make test runs with -vet=off (the stage vet vets every
@@ -95,7 +96,7 @@ TESTFLAGS := -count=1 -timeout 30m -vet=off -ldflags=-w
 RACE_PKGS := ./coordinator/... ./device/... ./sim/...
 RACE_RE := ^browserfl/(coordinator|device|sim)(/|$$)
 STAGE_LOG := .cache/make-test-stages
-BESIDE_LOG := .cache/make-test-beside.log
+LANE_LOGS := .cache/make-test-race.log .cache/make-test-engines.log .cache/make-test-mutants.log
 ENGINES_RE := ^(TestClassroom|TestDashboardLayout|TestTaskFormEngines|TestOwnerLedgerTwoTabsEngines|TestPrivacyWordsEveryMode)$$/^(firefox|webkit)$$
 STAGE := STAGE_LOG=$(STAGE_LOG) bash scripts/stage.sh
 SUBMAKE := $(MAKE) --no-print-directory
@@ -104,16 +105,19 @@ test:
 	@$(STAGE) setup     $(SUBMAKE) setup-test
 	@$(STAGE) fmt-check $(SUBMAKE) fmt-check
 	@$(STAGE) wasm-features $(SUBMAKE) test-wasm-features
-	@{ $(STAGE) race env BFL_REQUIRE_MNIST=1 BFL_REQUIRE_DATA=1 $(GO) test $(TESTFLAGS) -race $(RACE_PKGS) && \
+	@set -- $(LANE_LOGS); \
+	 { $(STAGE) race env BFL_REQUIRE_MNIST=1 BFL_REQUIRE_DATA=1 $(GO) test $(TESTFLAGS) -race $(RACE_PKGS) && \
 	   $(STAGE) scaleout $(GO) test $(TESTFLAGS) -run '^TestScaleOut$$' ./coordinator/ && \
-	   $(STAGE) lesson env BFL_LESSON=1 BFL_LESSON_GAP=100ms $(GO) test $(TESTFLAGS) -run TestClassroomLesson ./e2e/ && \
-	   $(STAGE) engines $(GO) test $(TESTFLAGS) -run '$(ENGINES_RE)' -v ./e2e/; } >$(BESIDE_LOG) 2>&1 & bg=$$!; \
-	 $(STAGE) vet $(SUBMAKE) vet && $(STAGE) lint $(SUBMAKE) lint && \
+	   $(STAGE) lesson env BFL_LESSON=1 BFL_LESSON_GAP=100ms $(GO) test $(TESTFLAGS) -run TestClassroomLesson ./e2e/; } >$$1 2>&1 & race=$$!; \
+	 $(STAGE) vet $(SUBMAKE) vet; fg=$$?; \
+	 $(STAGE) engines $(GO) test $(TESTFLAGS) -run '$(ENGINES_RE)' -v ./e2e/ >$$2 2>&1 & engines=$$!; \
+	 $(STAGE) mutants $(SUBMAKE) mutants >$$3 2>&1 & mutants=$$!; \
+	 [ $$fg -eq 0 ] && $(STAGE) lint $(SUBMAKE) lint && \
 	 $(STAGE) test env BFL_REQUIRE_MNIST=1 BFL_REQUIRE_DATA=1 $(GO) test $(TESTFLAGS) -skip '$(ENGINES_RE)' $$($(GO) list $(PKGS) | grep -Ev '$(RACE_RE)'); fg=$$?; \
-	 if [ $$fg -eq 0 ]; then $(STAGE) mutants $(SUBMAKE) mutants; fg=$$?; fi; \
-	 wait $$bg; rc=$$?; echo "== the stages race, scaleout, lesson and engines, run beside test and mutants:"; cat $(BESIDE_LOG); \
+	 rc=0; wait $$race || rc=1; wait $$engines || rc=1; wait $$mutants || rc=1; \
+	 for log in $(LANE_LOGS); do echo "== $$log, a lane run beside vet, lint and test:"; cat $$log; done; \
 	 [ $$fg -eq 0 ] && [ $$rc -eq 0 ]
-	@echo "make test passed; wall time by stage (vet, lint, test then mutants, beside race, scaleout, lesson then engines):" && cat $(STAGE_LOG) && \
+	@echo "make test passed; wall time by stage (vet, lint, test; beside them race, scaleout then lesson; engines; mutants):" && cat $(STAGE_LOG) && \
 	 secs=$$(( $$(date +%s) - $$(cat .cache/make-test-start) )) && printf 'make test in all: %d s (%dm%02ds)\n' $$secs $$((secs / 60)) $$((secs % 60))
 
 # Apply each privacy- and correctness-critical mutation (through a build

@@ -2388,9 +2388,12 @@ func try(ctx context.Context, m mutation, dir string, timeout time.Duration, slo
 	// traces do not need it), a third less linking.
 	// -json: the "start" event of the first test binary ends the build
 	// (free); the text is the events' output, as go test prints it.
+	// -toolexec=nice: compiler and linker at nice 10, the tests at the
+	// usual priority: beside make test's other lanes the builds take the
+	// CPU their tests leave (the build cache is the one without it).
 	args := append([]string{"test", "-json", "-count=1", "-failfast", "-vet=off", "-ldflags=-w"}, m.pkgs...)
 	cmd := exec.CommandContext(tctx, "go", args...)
-	cmd.Env = append(os.Environ(), "GOFLAGS="+strings.TrimSpace(os.Getenv("GOFLAGS")+" -overlay="+ovl))
+	cmd.Env = append(os.Environ(), "GOFLAGS="+strings.TrimSpace(os.Getenv("GOFLAGS")+" -overlay="+ovl+" -toolexec=nice"))
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	stdout, err := cmd.StdoutPipe()
