@@ -108,7 +108,7 @@ func (tc testCase) cell(noiseFactor float64) Config {
 // 2e-3 (see testAlpha). Its power against a device whose noise is half
 // the claimed (noise x 0.5 in shared/optim, the mutations
 // "nc-noise-0.5-audit", "fresh-noise-0.5-audit" and
-// "local-noise-0.5-audit" in scripts/mutants/main.go) is that of
+// "local-noise-0.5-audit" in scripts/mutants/table) is that of
 // TestAuditCatchesHalfNoise.
 //
 // (b) MuHat's standard error is about sqrt(1/n0 + 1/n1) = 0.008: 1% of
