@@ -61,7 +61,19 @@ type Client struct {
 	// bShares and sShares are the shares of each client of U2 this
 	// client holds (its own included).
 	bShares, sShares map[uint32]ShareValue
-	u2, u3           []uint32
+	// u1 is the key list's clients; u2 those of them whose shares this
+	// client holds (its neighbourhood's only, with the sparse graph).
+	u1, u2, u3 []uint32
+	// g is the round's sparse graph, nil for the complete graph; thr is
+	// the shares that reconstruct a secret: t, or tau with the graph.
+	g   *graph
+	thr int
+}
+
+// near reports whether v is in this client's neighbourhood: every
+// client with the complete graph.
+func (c *Client) near(v uint32) bool {
+	return c.g == nil || v == c.id || c.g.adjacent(c.id, v)
 }
 
 // NewClient returns client id's side of the round p; signer is its
@@ -171,13 +183,19 @@ func (c *Client) ShareKeys(m *KeyList) (*ShareKeys, error) {
 	if _, ok := peers[c.id]; !ok {
 		return nil, c.fail(fmt.Errorf("key list without this client: %w", ErrUnknownClient))
 	}
+	c.u1, c.g, c.thr = slices.Clone(ids), newGraph(c.h, m.Clients, c.p.Degree), c.p.Threshold
+	if c.g != nil {
+		// Share with, and later mask against, the neighbours only.
+		c.thr, ids = c.p.NeighbourThreshold, c.g.hood(c.id)
+		maps.DeleteFunc(peers, func(v uint32, _ Advertisement) bool { return !c.near(v) })
+	}
 	var sk [SeedSize]byte
 	copy(sk[:], c.sKey.Bytes())
-	bSh, err := splitSecret(c.selfSeed, c.p.Threshold, ids)
+	bSh, err := splitSecret(c.selfSeed, c.thr, ids)
 	if err != nil {
 		return nil, c.fail(err)
 	}
-	sSh, err := splitSecret(sk, c.p.Threshold, ids)
+	sSh, err := splitSecret(sk, c.thr, ids)
 	if err != nil {
 		return nil, c.fail(err)
 	}
@@ -228,8 +246,8 @@ func (c *Client) MaskedInput(m *ShareDelivery, x []int64) (*MaskedInput, error) 
 			return nil, c.fail(fmt.Errorf("input element %d is %d, beyond %d: %w", i, v, c.p.MaxAbs, ErrRange))
 		}
 	}
-	if len(m.Shares)+1 < c.p.Threshold {
-		return nil, c.fail(fmt.Errorf("shares of %d clients and this one, threshold %d: %w", len(m.Shares), c.p.Threshold, ErrBelowThreshold))
+	if len(m.Shares)+1 < c.thr {
+		return nil, c.fail(fmt.Errorf("shares of %d clients and this one, threshold %d: %w", len(m.Shares), c.thr, ErrBelowThreshold))
 	}
 	u2 := []uint32{c.id}
 	for i, s := range m.Shares {
@@ -238,7 +256,7 @@ func (c *Client) MaskedInput(m *ShareDelivery, x []int64) (*MaskedInput, error) 
 		case s.To != c.id:
 			return nil, c.fail(fmt.Errorf("share for client %d: %w", s.To, ErrUnknownClient))
 		case !ok || s.From == c.id:
-			return nil, c.fail(fmt.Errorf("share from client %d, not in U1: %w", s.From, ErrUnknownClient))
+			return nil, c.fail(fmt.Errorf("share from client %d, not in U1 or not a neighbour: %w", s.From, ErrUnknownClient))
 		case i > 0 && s.From <= m.Shares[i-1].From:
 			return nil, c.fail(fmt.Errorf("share from client %d out of order: %w", s.From, ErrDuplicate))
 		}
@@ -297,12 +315,17 @@ func (c *Client) Consistency(m *SurvivorList) (*ConsistencySig, error) {
 		if i > 0 && v <= m.Survivors[i-1] {
 			return nil, c.fail(fmt.Errorf("survivor %d out of order: %w", v, ErrDuplicate))
 		}
-		if _, ok := slices.BinarySearch(c.u2, v); !ok {
+		if _, ok := slices.BinarySearch(c.u2, v); !ok && (c.near(v) || !member(c.u1, v)) {
 			return nil, c.fail(fmt.Errorf("survivor %d not in U2: %w", v, ErrUnknownClient))
 		}
 	}
 	if _, ok := slices.BinarySearch(m.Survivors, c.id); !ok {
 		return nil, c.fail(fmt.Errorf("survivor list without this client: %w", ErrSplitView))
+	}
+	if c.g != nil {
+		if n := len(intersect(c.g.hood(c.id), m.Survivors)); n < c.thr {
+			return nil, c.fail(fmt.Errorf("%d survivors in this client's neighbourhood, threshold %d: %w", n, c.thr, ErrBelowThreshold))
+		}
 	}
 	c.u3 = slices.Clone(m.Survivors)
 	out := &ConsistencySig{Header: c.h, From: c.id}
@@ -340,8 +363,14 @@ func (c *Client) Unmask(m *UnmaskRequest) (*UnmaskResponse, error) {
 			dropped = append(dropped, v)
 		}
 	}
-	if !slices.Equal(m.Dropped, dropped) {
+	near := slices.DeleteFunc(slices.Clone(m.Dropped), func(v uint32) bool { return !c.near(v) })
+	if !slices.Equal(near, dropped) {
 		return nil, c.fail(fmt.Errorf("dropped %v, this client's view %v: %w", m.Dropped, dropped, ErrSplitView))
+	}
+	for _, v := range m.Dropped {
+		if !member(c.u1, v) {
+			return nil, c.fail(fmt.Errorf("dropped client %d not in U1: %w", v, ErrUnknownClient))
+		}
 	}
 	msg := consistencySigned(c.h, c.u3)
 	valid := 0
@@ -360,13 +389,37 @@ func (c *Client) Unmask(m *UnmaskRequest) (*UnmaskResponse, error) {
 	if valid < c.p.Threshold {
 		return nil, c.fail(fmt.Errorf("%d consistency signatures, threshold %d: %w", valid, c.p.Threshold, ErrBelowThreshold))
 	}
+	if err := c.checkHoods(); err != nil {
+		return nil, c.fail(err)
+	}
 	out := &UnmaskResponse{Header: c.h, From: c.id}
 	for _, v := range c.u3 {
-		out.BShares = append(out.BShares, Share{Of: v, Value: c.bShares[v]})
+		if c.near(v) {
+			out.BShares = append(out.BShares, Share{Of: v, Value: c.bShares[v]})
+		}
 	}
 	for _, v := range dropped {
 		out.SShares = append(out.SShares, Share{Of: v, Value: c.sShares[v]})
 	}
 	c.step = stepDone
 	return out, nil
+}
+
+// checkHoods is the sparse graph's check before revealing: every
+// neighbour whose self-mask share this client reveals keeps at least
+// tau survivors in its neighbourhood, so that its input is not unmasked
+// in a sum of fewer (docs/secagg.md, SecAgg+).
+func (c *Client) checkHoods() error {
+	if c.g == nil {
+		return nil
+	}
+	for _, v := range c.g.nbrs[c.id] {
+		if !member(c.u3, v) {
+			continue
+		}
+		if n := len(intersect(c.g.hood(v), c.u3)); n < c.thr {
+			return fmt.Errorf("client %d keeps %d survivors in its neighbourhood, threshold %d: %w", v, n, c.thr, ErrBelowThreshold)
+		}
+	}
+	return nil
 }

@@ -22,6 +22,7 @@ type view struct {
 	sShares  map[uint32]map[uint32]ShareValue
 	selfSeed map[uint32][SeedSize]byte
 	maskKey  map[uint32]*ecdh.PrivateKey
+	g        *graph // the sparse graph, nil for the complete graph
 }
 
 func observe(t testing.TB, p Params, seen [][]byte) *view {
@@ -40,6 +41,10 @@ func observe(t testing.TB, p Params, seen [][]byte) *view {
 			var m AdvertiseKeys
 			must(t, m.UnmarshalBinary(b))
 			v.adv[m.Client] = m.Advertisement
+		case kindKeyList:
+			var m KeyList
+			must(t, m.UnmarshalBinary(b))
+			v.g = newGraph(m.Header, m.Clients, p.Degree)
 		case kindShareKeys:
 			var m ShareKeys
 			must(t, m.UnmarshalBinary(b))
@@ -60,8 +65,12 @@ func observe(t testing.TB, p Params, seen [][]byte) *view {
 		}
 	}
 	slices.Sort(v.u2)
+	thr := p.Threshold
+	if v.g != nil {
+		thr = p.NeighbourThreshold
+	}
 	reconstruct := func(shares map[uint32]ShareValue) ([32]byte, bool) {
-		if len(shares) < p.Threshold {
+		if len(shares) < thr {
 			return [32]byte{}, false
 		}
 		xs := slices.Sorted(func(yield func(uint32) bool) {
@@ -70,7 +79,7 @@ func observe(t testing.TB, p Params, seen [][]byte) *view {
 					return
 				}
 			}
-		})[:p.Threshold]
+		})[:thr]
 		vals := make([]ShareValue, len(xs))
 		for i, x := range xs {
 			vals[i] = shares[x]
@@ -103,7 +112,7 @@ func (v *view) residual(t testing.TB, u uint32) []uint64 {
 	}
 	h := Header{Session: v.p.Session, Round: v.p.Round}
 	for _, w := range v.u2 {
-		if w == u {
+		if w == u || (v.g != nil && !v.g.adjacent(u, w)) {
 			continue
 		}
 		var seed [SeedSize]byte
@@ -158,15 +167,18 @@ func TestCuriousServer(t *testing.T) {
 		name          string
 		n, thr        int
 		before, after int // clients dropped before and after their masked input
+		k, tau        int // the sparse graph, or 0
 	}{
-		{"n=3 none dropped", 3, 2, 0, 0},
-		{"n=10 2 before 1 after", 10, 7, 2, 1},
-		{"n=10 3 before", 10, 7, 3, 0},
-		{"n=30 5 before 4 after", 30, 21, 5, 4},
+		{"n=3 none dropped", 3, 2, 0, 0, 0, 0},
+		{"n=10 2 before 1 after", 10, 7, 2, 1, 0, 0},
+		{"n=10 3 before", 10, 7, 3, 0, 0, 0},
+		{"n=30 5 before 4 after", 30, 21, 5, 4, 0, 0},
+		{"n=60 sparse k=36 9 before 9 after", 60, 42, 9, 9, 36, 18},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir, keys := identities(t, tc.n)
 			p := testParams(tc.n, tc.thr, 1000, 1000, 1)
+			p.Degree, p.NeighbourThreshold = tc.k, tc.tau
 			h := newHarness(t, p, dir, keys, seeded(t))
 			for i := range tc.before {
 				h.drop[uint32(i+1)] = stepMask

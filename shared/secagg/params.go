@@ -69,6 +69,15 @@ type Params struct {
 	Dim int
 	// MaxAbs bounds every input coordinate: |x_i| <= MaxAbs.
 	MaxAbs int64
+	// Degree is k of the sparse SecAgg+ graph: each client shares with
+	// and masks against k neighbours (even, at least 2; only when
+	// MaxClients exceeds SparseAbove). 0, the default, is the complete
+	// graph. docs/secagg.md says what it does and does not guarantee.
+	Degree int
+	// NeighbourThreshold is tau, the shares of a client's k + 1 that
+	// reconstruct its secrets with the sparse graph (in [2, k+1]); 0
+	// with the complete graph. ChooseSparse gives k and tau.
+	NeighbourThreshold int
 }
 
 // Validate checks the parameters.
@@ -83,6 +92,24 @@ func (p Params) Validate() error {
 	}
 	if _, err := RingBits(p.MaxAbs, p.MaxClients); err != nil {
 		return fmt.Errorf("secagg: params: %w", err)
+	}
+	return p.validateGraph()
+}
+
+// validateGraph checks the sparse graph's parameters.
+func (p Params) validateGraph() error {
+	k, tau := p.Degree, p.NeighbourThreshold
+	switch {
+	case k == 0 && tau == 0:
+		return nil
+	case k == 0:
+		return fmt.Errorf("secagg: neighbour threshold %d without a sparse graph: %w", tau, ErrRange)
+	case p.MaxClients <= SparseAbove:
+		return fmt.Errorf("secagg: sparse graph for a cohort of %d, at most %d keep the complete graph: %w", p.MaxClients, SparseAbove, ErrRange)
+	case k < 2 || k%2 != 0 || k >= p.MaxClients-1:
+		return fmt.Errorf("secagg: degree %d not even in [2, %d): %w", k, p.MaxClients-1, ErrRange)
+	case tau < 2 || tau > k+1:
+		return fmt.Errorf("secagg: neighbour threshold %d not in [2, %d]: %w", tau, k+1, ErrRange)
 	}
 	return nil
 }

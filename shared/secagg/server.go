@@ -31,6 +31,26 @@ type Server struct {
 	sigs   map[uint32][64]byte
 	u4     []uint32
 	resp   map[uint32]*UnmaskResponse
+	// g is the round's sparse graph (from the key list), nil for the
+	// complete graph.
+	g *graph
+}
+
+// others is the clients of U1 that u shares with: its neighbours, or
+// every other client with the complete graph.
+func (s *Server) others(u uint32) []uint32 {
+	if s.g != nil {
+		return s.g.nbrs[u]
+	}
+	return slices.DeleteFunc(slices.Clone(s.u1), func(v uint32) bool { return v == u })
+}
+
+// hood is u and the clients it shares with, sorted.
+func (s *Server) hood(u uint32) []uint32 {
+	if s.g != nil {
+		return s.g.hood(u)
+	}
+	return s.u1
 }
 
 // NewServer returns the server's side of the round p.
@@ -124,6 +144,7 @@ func (s *Server) KeyList() (*KeyList, error) {
 	for _, id := range s.u1 {
 		out.Clients = append(out.Clients, s.adv[id])
 	}
+	s.g = newGraph(s.h, out.Clients, s.p.Degree)
 	s.step = stepShare
 	return out, nil
 }
@@ -143,18 +164,14 @@ func (s *Server) ReceiveShares(m *ShareKeys) error {
 	if _, dup := s.shares[m.From]; dup {
 		return fmt.Errorf("secagg: server: second shares of client %d: %w", m.From, ErrDuplicate)
 	}
-	if len(m.Shares) != len(s.u1)-1 {
-		return fmt.Errorf("secagg: server: client %d sent %d shares for %d others: %w", m.From, len(m.Shares), len(s.u1)-1, ErrMalformed)
+	others := s.others(m.From)
+	if len(m.Shares) != len(others) {
+		return fmt.Errorf("secagg: server: client %d sent %d shares for %d others: %w", m.From, len(m.Shares), len(others), ErrMalformed)
 	}
-	j := 0
-	for _, v := range s.u1 {
-		if v == m.From {
-			continue
-		}
+	for j, v := range others {
 		if sh := m.Shares[j]; sh.From != m.From || sh.To != v {
 			return fmt.Errorf("secagg: server: client %d's share %d from %d to %d, want to %d: %w", m.From, j, sh.From, sh.To, v, ErrMalformed)
 		}
-		j++
 	}
 	s.shares[m.From] = slices.Clone(m.Shares)
 	return nil
@@ -303,10 +320,10 @@ func (s *Server) ReceiveUnmask(m *UnmaskResponse) error {
 		}
 		return nil
 	}
-	if err := check(m.BShares, s.u3, "self-mask"); err != nil {
+	if err := check(m.BShares, intersect(s.u3, s.hood(m.From)), "self-mask"); err != nil {
 		return err
 	}
-	if err := check(m.SShares, s.dropped(), "masking key"); err != nil {
+	if err := check(m.SShares, intersect(s.dropped(), s.hood(m.From)), "masking key"); err != nil {
 		return err
 	}
 	s.resp[m.From] = m
@@ -328,6 +345,9 @@ func (s *Server) Sum() ([]int64, error) {
 	}
 	if err := s.enough(len(s.resp), "unmask responses"); err != nil {
 		return nil, err
+	}
+	if s.g != nil {
+		return s.sparseSum()
 	}
 	// The first t responders' points: one set of Lagrange coefficients
 	// for every secret.
