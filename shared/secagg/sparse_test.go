@@ -118,6 +118,9 @@ func TestSparseBelowThreshold(t *testing.T) {
 		if !errors.Is(h.clientErr[x], ErrBelowThreshold) {
 			t.Fatalf("client %d: %v, want %v", x, h.clientErr[x], ErrBelowThreshold)
 		}
+		if _, signed := h.server.sigs[x]; signed {
+			t.Errorf("client %d signed a survivor list that leaves its neighbourhood below tau", x)
+		}
 		for _, v := range nb[:p.NeighbourThreshold-2] {
 			if !errors.Is(h.clientErr[v], ErrBelowThreshold) {
 				t.Errorf("neighbour %d: %v, want %v", v, h.clientErr[v], ErrBelowThreshold)
