@@ -392,8 +392,11 @@ func TestClusterSharedNoise(t *testing.T) {
 	if u, cl, m := updates.Load(), clear.Load(), masked.Load(); u != 0 || cl != 0 || m < 21 {
 		t.Errorf("%d update frames, %d masked inputs in the clear, %d masked inputs: want 0, 0 and at least 21", u, cl, m)
 	}
-	if n := unbound(node); n != 2 {
-		t.Errorf("the session node dropped %v forged frames, want the 2", n)
+	// The forger counted exactly its 2 right after forging them; by the
+	// end the count may also hold frames e1's devices had in flight when
+	// e1 was killed (the counter's help says so), never fewer.
+	if n := unbound(node); n < 2 {
+		t.Errorf("the session node counts %v dropped frames at the end, fewer than the 2 forged", n)
 	}
 	t.Logf("edges: %+v", c.Status().Edges)
 }

@@ -2,6 +2,7 @@ package coordinator_test
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -338,19 +339,44 @@ func newSharedRunWith(t *testing.T, ctx context.Context, rounds int, gone map[in
 // commits, then stops them; it fails the test if ctx ends first.
 func (r *sharedRun) runUntilCommitted(t *testing.T, ctx context.Context, n int) {
 	t.Helper()
+	r.runUntil(t, ctx, fmt.Sprintf("round %d committed", n), func() bool { return r.c.Committed() >= n })
+}
+
+// runUntilSettled runs the coordinator and every device until round n
+// commits and every device has learnt its outcome (nothing pending),
+// then stops them; it fails the test if ctx ends first.
+func (r *sharedRun) runUntilSettled(t *testing.T, ctx context.Context, n int) {
+	t.Helper()
+	r.runUntil(t, ctx, fmt.Sprintf("round %d committed and every device settled", n), func() bool {
+		if r.c.Committed() < n {
+			return false
+		}
+		for _, rt := range r.rts {
+			if rt.State().Pending != 0 {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// runUntil runs the coordinator and every device until done, then stops
+// them; it fails the test if ctx ends first.
+func (r *sharedRun) runUntil(t *testing.T, ctx context.Context, what string, done func() bool) {
+	t.Helper()
 	runCtx, stop := context.WithCancel(ctx)
 	runErr := make(chan error, 1)
 	go func() { runErr <- r.c.Run(runCtx) }()
 	for _, rt := range r.rts {
 		go rt.Run(runCtx) //nolint:errcheck // stopped by runCtx
 	}
-	for r.c.Committed() < n && ctx.Err() == nil {
+	for !done() && ctx.Err() == nil {
 		time.Sleep(20 * time.Millisecond)
 	}
 	stop()
 	<-runErr
 	if ctx.Err() != nil {
-		t.Fatalf("round %d never committed", n)
+		t.Fatalf("%s: never", what)
 	}
 }
 
@@ -459,7 +485,7 @@ func TestSharedNoiseSpoiledSum(t *testing.T) {
 	defer cancel()
 	spoil := &spoiler{}
 	r := newSharedRunWith(t, ctx, 3, nil, nil, nil, nil, map[int]*spoiler{4: spoil})
-	r.runUntilCommitted(t, ctx, 1)
+	r.runUntilSettled(t, ctx, 1)
 	if !spoil.fired {
 		t.Fatal("device 4 never sent a masked input")
 	}
