@@ -79,7 +79,7 @@ type classRound struct {
 
 // TestClassroom is a lesson in a browser, in each engine a class brings
 // (subtests chromium, firefox, webkit: engines), with shared noise in
-// Firefox and WebKit and nc in Chromium (classroomAlgorithm): the real
+// every engine: the real
 // coordinator (cmd/coordinator -lobby, -algorithm shared -threshold 6) as
 // a child process, the teacher's dashboard
 // at projector size (1920x1080) and eleven students at phone size
@@ -126,24 +126,8 @@ type classRound struct {
 func TestClassroom(t *testing.T) {
 	t.Parallel() // docs/browser.md, "Parallel browser tests"
 	for _, e := range engines {
-		t.Run(e.name, func(t *testing.T) { t.Parallel(); classroom(t, e, classroomAlgorithm(e.name)) })
+		t.Run(e.name, func(t *testing.T) { t.Parallel(); classroom(t, e, wire.SharedNoiseAlgorithm) })
 	}
-}
-
-// classroomAlgorithm is the lesson TestClassroom runs in engine name:
-// shared noise in Firefox and WebKit (make test's engines stage) and
-// nc in Chromium, which make test runs in its main stage beside every
-// other package's tests. There, at a load of about 40 on two cores, the
-// shared lesson's first round did not commit within 38 s of Start (0 of
-// 10 updates: the pages' secure aggregation steps missed their
-// deadlines), while it passes in Chromium on a machine that runs it
-// alone (docs/browser.md): shared noise under such load is an open
-// problem (docs/secagg.md), not a test to loosen.
-func classroomAlgorithm(name string) string {
-	if name == "chromium" {
-		return "nc"
-	}
-	return wire.SharedNoiseAlgorithm
 }
 
 // classroom runs TestClassroom's lesson in engine e with the session's

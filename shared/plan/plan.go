@@ -144,8 +144,9 @@ func Compute(p optim.Params, delta float64) (Report, error) {
 		// "shared" is charged its promise, nc's cost (algo.NCChargeSigma);
 		// its floor is FloorFactor times that (SharedFigures).
 		sens := 2 * p.S() / float64(p.Batch)
+		nc := algo.NewNC(p)
 		cost = func(n int) (float64, error) {
-			return privacy.GaussianZCDP(sens, algo.NCChargeSigma(p, n))
+			return privacy.GaussianZCDP(sens, nc.ChargeSigma(n))
 		}
 		K := p.ReleaseCap()
 		s1, _ := algo.NoiseScale(p, 1)

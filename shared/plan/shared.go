@@ -40,9 +40,10 @@ func sharedFigures(p optim.Params, f *Figures) error {
 		return fmt.Errorf("session figures: threshold %d and colluders %d leave no honest survivor", f.Threshold, f.Colluders)
 	}
 	sens := algo.Sensitivity(p)
+	nc := algo.NewNC(p) // rho_p solved from the budget once, not at every release
 	var floor privacy.Ledger
 	for n := 1; n <= f.WorstReleases; n++ {
-		r, err := privacy.GaussianZCDP(sens, algo.NCSigma(p, n))
+		r, err := privacy.GaussianZCDP(sens, nc.Sigma(n))
 		if err != nil {
 			return fmt.Errorf("session figures: floor of release %d: %w", n, err)
 		}

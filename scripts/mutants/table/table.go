@@ -71,9 +71,16 @@ var All = []Mutation{
 	{
 		Name: "shared-floor-share-variance", Why: "a shared-noise session's floor reads the device's noise share with 10% more variance than it draws (the floor 9% too small in rho)",
 		File: "shared/plan/shared.go",
-		Old:  "r, err := privacy.GaussianZCDP(sens, algo.NCSigma(p, n))",
-		New:  "r, err := privacy.GaussianZCDP(sens, math.Sqrt(1.1)*algo.NCSigma(p, n))",
+		Old:  "r, err := privacy.GaussianZCDP(sens, nc.Sigma(n))",
+		New:  "r, err := privacy.GaussianZCDP(sens, math.Sqrt(1.1)*nc.Sigma(n))",
 		Pkgs: []string{"./shared/plan/", "-run", "TestSharedFigures"},
+	},
+	{
+		Name: "checker-calib-per-release", Why: "the update checker solves the noise calibration's rho_p from the budget again for every release count (seconds of a page's Worker at a shared-noise session's Start)",
+		File: "shared/optim/plausible/plausible.go",
+		Old:  "if c.sigZ[n], err = mechanism.DiscreteSigma(nc.Sigma(n), sens, step, d); err != nil {",
+		New:  "if c.sigZ[n], err = mechanism.DiscreteSigma(algo.NCSigma(p, n), sens, step, d); err != nil {",
+		Pkgs: []string{"./internal/archtest/", "-run", "TestCalibrationSolvedOnce"},
 	},
 	{
 		Name: "shared-promise-colluders-ignored", Why: "a shared-noise session's promise counts the t survivors' shares as honest, the c colluders not subtracted",

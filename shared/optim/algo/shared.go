@@ -99,8 +99,9 @@ func SharedPromiseTV(p session.Params, d int) (float64, error) {
 		return 0, fmt.Errorf("%w: %v", ErrUnsafe, err)
 	}
 	tv := 0.0
+	nc := NewNC(p) // rho_p solved from the budget once, not at every release
 	for n := 1; n <= p.ReleaseCap(); n++ {
-		z, err := mechanism.DiscreteSigma(NCSigma(p, n), sens, step, d)
+		z, err := mechanism.DiscreteSigma(nc.Sigma(n), sens, step, d)
 		if err != nil {
 			return 0, fmt.Errorf("%w: participation %d: %v", ErrUnsafe, n, err)
 		}

@@ -62,10 +62,11 @@ func UpdateBound(p optim.Params, d int) (float64, string, error) {
 	var sigma float64
 	switch {
 	case a.CancelsNoise():
-		hi := algo.NCSigma(p, p.Rounds)
+		nc := algo.NewNC(p)
+		hi := nc.Sigma(p.Rounds)
 		lo := 0.0
 		if p.Rounds > 1 {
-			lo = algo.NCSigma(p, p.Rounds-1)
+			lo = nc.Sigma(p.Rounds - 1)
 		}
 		sigma = math.Sqrt(hi*hi + lo*lo)
 	case a.FreshNoise():

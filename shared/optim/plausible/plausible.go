@@ -343,8 +343,9 @@ func NewChecker(p optim.Params, d int) (*Checker, error) {
 		// count, so that a device asked A times is allowed the noise of
 		// its A-th release, not of the cap.
 		c.sigZ = make([]int64, cap+1)
+		nc := algo.NewNC(p) // rho_p solved from the budget once, not at every release
 		for n := 1; n <= cap; n++ {
-			if c.sigZ[n], err = mechanism.DiscreteSigma(algo.NCSigma(p, n), sens, step, d); err != nil {
+			if c.sigZ[n], err = mechanism.DiscreteSigma(nc.Sigma(n), sens, step, d); err != nil {
 				return nil, fmt.Errorf("optim: checker noise of release %d: %w", n, err)
 			}
 		}
