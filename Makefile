@@ -172,8 +172,13 @@ run: setup wasm
 # the float ziggurat at the demo's first sigma) and generators, one round
 # of local training against one of nc (step: local/nc = Q; a certified
 # session's, by output perturbation: step: local-certified/nc = Q), the model
-# kernels. About 1-2 minutes on the
-# shared 2-core machine.
+# kernels, and the costs of a shared-noise round (secagg: ..., shared/plan's
+# BenchmarkSecAggClient natively and under node, BenchmarkSecAggServer;
+# docs/secagg.md, "Costs"): one device's secure aggregation against an nc
+# device round, its bytes beyond an nc device's, and the coordinator's
+# side at n = 300 against nc's aggregation (its round of 300 devices is
+# set up once, twice: most of the secagg lines' time). See
+# docs/performance.md for the time the whole target takes.
 bench:
 	$(GO) test -run '^$$' -bench 'DeviceStep|ServerApply' -benchtime 100x ./shared/optim
 	@out=$$($(GO) test -run '^$$' -bench 'SamplersCPU|Generators' -benchtime 1000x ./shared/mechanism) || { echo "$$out"; exit 1; }; \
@@ -186,6 +191,25 @@ bench:
 	echo "$$out"; echo "$$out" | awk '/LocalCertifiedVsNC/ {for (i = 2; i <= NF; i++) if ($$i == "local-certified/nc") q = $$(i-1)} \
 	END {if (q == "") exit 1; printf "step: local-certified/nc = %s (one device round of a certified session, logreg-unit, K = b = 32, output perturbation: one noise vector, thread CPU time, interleaved)\n", q}'
 	$(GO) test -run '^$$' -bench 'KernelsVsGonum|SparseKernels' -benchtime 200x ./shared/model
+	@out=$$($(GO) test -run '^$$' -bench 'SecAggClient' -benchtime 20x ./shared/plan) || { echo "$$out"; exit 1; }; \
+	echo "$$out"; echo "$$out" | awk '$(SECAGG_FIELDS) END {if (c == "" || r == "" || u == "" || d == "") exit 1; \
+	printf "secagg: client round CPU = %s ms native (n = 30, d = 39,700, k = %s; thread CPU time), client round / nc device round = %s (interleaved, the nc round b = 32: %s ms)\n", c, k, r, n; \
+	printf "secagg: bytes per device and round at n = 30, d = 39,700: upload +%s B, download +%s B (every frame from the wire encoders, against the nc update frame)\n", u, d}'
+	@out=$$(GOOS=js GOARCH=wasm $(GO) test -exec="$$($(GO) env GOROOT)/lib/wasm/go_js_wasm_exec" -run '^$$' -bench 'SecAggClient' -benchtime 5x ./shared/plan) || { echo "$$out"; exit 1; }; \
+	echo "$$out"; echo "$$out" | awk '$(SECAGG_FIELDS) END {if (c == "" || r == "") exit 1; \
+	printf "secagg: client round CPU = %s ms wasm under node (n = 30, d = 39,700; node process CPU time), client round / nc device round = %s (interleaved, the nc round: %s ms)\n", c, r, n}'; uptime
+	@out=$$($(GO) test -run '^$$' -bench 'SecAggServer' -benchtime 3x ./shared/plan) || { echo "$$out"; exit 1; }; \
+	echo "$$out"; echo "$$out" | awk '/SecAggServer\/(all|gone30)/ {for (i = 2; i <= NF; i++) {if ($$i == "server-cpu-s") s = $$(i-1); if ($$i == "nc-cpu-s") n = $$(i-1); if ($$i == "server/nc") r = $$(i-1); if ($$i == "setup-cpu-s") u = $$(i-1)} \
+	  w = ($$1 ~ /gone30/) ? " with 30% (90) gone before their masked input" : " (every device to the end)"; \
+	  printf "secagg: server CPU per round at n = 300%s = %s s, nc aggregation = %s s, ratio %s (d = 39,700; process CPU time, interleaved)\n", w, s, n, r; lines++} \
+	END {if (lines != 2) exit 1; printf "secagg: n = 3,000 not run: it does not fit in a minute (setting up the round of n = 300 took %s s of CPU; the work of its devices grows as n^2 d, 100x at n = 3,000, and so does the unmasking with dropouts)\n", u}'; uptime
+
+# The fields make bench reads from the line of the secure aggregation
+# client benchmark (shared/plan, BenchmarkSecAggClient): c, the client
+# round's CPU ms; n, the nc device round's; r, their ratio; u and d, the
+# bytes up and down beyond an nc device's; k, the ring's bits.
+SECAGG_FIELDS = /SecAggClient/ {for (i = 2; i <= NF; i++) {if ($$i == "client-cpu-ms") c = $$(i-1); if ($$i == "nc-cpu-ms") n = $$(i-1); \
+	if ($$i == "client/nc") r = $$(i-1); if ($$i == "up+B") u = $$(i-1); if ($$i == "down+B") d = $$(i-1); if ($$i == "ring-bits") k = $$(i-1)}}
 
 # The wasm/native device-step throughput: interleaved in one run in
 # headless Chromium (wall time; builds the page first, docs/browser.md), and
