@@ -204,8 +204,8 @@ func (r *SecAggRound[ID]) Close() (map[ID]any, error) {
 	case wire.StepSignature:
 		var ur *secagg.UnmaskRequest
 		if ur, err = r.srv.UnmaskRequest(); err == nil {
-			for _, s := range ur.Sigs {
-				send(s.From, ur)
+			for _, n := range r.srv.Signers() {
+				send(n, ur)
 			}
 		}
 	case wire.StepUnmasked:

@@ -307,11 +307,7 @@ func (s *costServer) step(step int, frames [][]byte) (map[uint32][]byte, error) 
 	case 3:
 		ur, e := s.srv.UnmaskRequest()
 		if err = e; err == nil {
-			var to []uint32
-			for _, sg := range ur.Sigs {
-				to = append(to, sg.From)
-			}
-			err = one(ur, to)
+			err = one(ur, s.srv.Signers())
 		}
 	case 4:
 		s.sum, err = s.srv.Sum()

@@ -123,8 +123,8 @@ func (c *Client) checkHeader(h Header, name string) error {
 }
 
 // AdvertiseKeys is step 0: fresh X25519 keys for this round, a fresh
-// self-mask seed, and the signed advertisement of both keys and of the
-// seed's commitment.
+// self-mask seed, the signed advertisement of both keys, and the seed's
+// commitment signed with them for the server.
 func (c *Client) AdvertiseKeys() (*AdvertiseKeys, error) {
 	if err := c.enter(stepAdvertise, "AdvertiseKeys"); err != nil {
 		return nil, err
@@ -137,13 +137,15 @@ func (c *Client) AdvertiseKeys() (*AdvertiseKeys, error) {
 		return nil, c.fail(fmt.Errorf("masking key: %w", err))
 	}
 	rand.Read(c.selfSeed[:])
-	a := Advertisement{Client: c.id, Commit: commitSelfSeed(c.h, c.id, c.selfSeed)}
+	a := Advertisement{Client: c.id}
 	copy(a.CPub[:], c.cKey.PublicKey().Bytes())
 	copy(a.SPub[:], c.sKey.PublicKey().Bytes())
 	copy(a.Sig[:], ed25519.Sign(c.sign, advertiseSigned(c.h, &a)))
+	out := &AdvertiseKeys{Header: c.h, Advertisement: a, Commit: commitSelfSeed(c.h, c.id, c.selfSeed)}
+	copy(out.CommitSig[:], ed25519.Sign(c.sign, commitmentSigned(c.h, &a, out.Commit)))
 	c.adv = a
 	c.step = stepShare
-	return &AdvertiseKeys{Header: c.h, Advertisement: a}, nil
+	return out, nil
 }
 
 // ShareKeys is step 1: checks every listed advertisement's signature,

@@ -86,18 +86,27 @@ func TestDecodeRefuses(t *testing.T) {
 		{"truncated body", kindAdvertise, first(kindAdvertise)[:hdr+10]},
 		{"trailing byte", kindAdvertise, append(first(kindAdvertise), 0)},
 		{"another kind", kindKeyList, first(kindAdvertise)},
-		{"another version", kindAdvertise, func() []byte { b := first(kindAdvertise); b[1] = 2; return b }()},
+		{"another version", kindAdvertise, func() []byte { b := first(kindAdvertise); b[1] = formatVersion + 1; return b }()},
+		{"the previous version", kindAdvertise, func() []byte { b := first(kindAdvertise); b[1] = formatVersion - 1; return b }()},
 		{"client id 0", kindAdvertise, set32(first(kindAdvertise), hdr, 0)},
 		{"key list count over the bytes", kindKeyList, set32(first(kindKeyList), hdr, 5)},
 		{"key list count over the limit", kindKeyList, set32(first(kindKeyList), hdr, MaxClients+1)},
 		{"key list not increasing", kindKeyList, set32(first(kindKeyList), hdr+4+advertisementSize, 1)},
-		{"share from another sender", kindShareKeys, set32(first(kindShareKeys), hdr+8, 99)},
 		{"share to itself", kindShareKeys, func() []byte {
 			b := first(kindShareKeys)
 			from := binary.BigEndian.Uint32(b[hdr:])
-			return set32(b, hdr+8+4, from)
+			return set32(b, hdr+8, from)
 		}()},
-		{"delivery to another recipient", kindShareDelivery, set32(first(kindShareDelivery), hdr+8+4, 99)},
+		{"shares not increasing", kindShareKeys, func() []byte {
+			b := first(kindShareKeys)
+			return set32(b, hdr+8+encryptedShareSize, binary.BigEndian.Uint32(b[hdr+8:]))
+		}()},
+		{"delivery from its recipient", kindShareDelivery, func() []byte {
+			b := first(kindShareDelivery)
+			to := binary.BigEndian.Uint32(b[hdr:])
+			return set32(b, hdr+8, to)
+		}()},
+		{"share id 0", kindShareDelivery, set32(first(kindShareDelivery), hdr+8, 0)},
 		{"ring of 16 bits", kindMaskedInput, func() []byte { b := first(kindMaskedInput); b[hdr+4] = 16; return b }()},
 		{"masked input too short", kindMaskedInput, first(kindMaskedInput)[:len(first(kindMaskedInput))-1]},
 		{"survivor id 0", kindSurvivors, set32(first(kindSurvivors), hdr+4, 0)},

@@ -6,7 +6,6 @@ import (
 	"crypto/ecdh"
 	"crypto/ed25519"
 	"crypto/hkdf"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
@@ -19,7 +18,8 @@ const (
 	labelSalt        = "browserfl/secagg/v1 salt"
 	labelPairwise    = "browserfl/secagg/v1 pairwise mask"
 	labelShareKey    = "browserfl/secagg/v1 share encryption"
-	labelAdvertise   = "browserfl/secagg/v1 advertise"
+	labelAdvertise   = "browserfl/secagg/v1 advertise keys"
+	labelCommitment  = "browserfl/secagg/v1 advertise commitment"
 	labelConsistency = "browserfl/secagg/v1 consistency"
 	labelCommit      = "browserfl/secagg/v1 self-mask commitment"
 	labelShareAAD    = "browserfl/secagg/v1 share"
@@ -28,13 +28,14 @@ const (
 // SeedSize is the size of every seed and key: 256 bits.
 const SeedSize = 32
 
-// An encrypted share is a nonce, the b-share and the s-share (32 bytes
-// each) and the GCM tag.
+// An encrypted share is the b-share and the s-share (32 bytes each)
+// encrypted, and the GCM tag. Its nonce is not sent: it is derived with
+// its key, which encrypts this one message (shareAEAD).
 const (
 	nonceSize      = 12
 	plainShareSize = 2 * 2 * chunks
 	// CiphertextSize is the size of one encrypted pair of shares.
-	CiphertextSize = nonceSize + plainShareSize + 16
+	CiphertextSize = plainShareSize + 16
 )
 
 func (h Header) bytes() []byte {
@@ -84,23 +85,34 @@ func pairwiseSeed(h Header, priv *ecdh.PrivateKey, peerPub [32]byte, u, v uint32
 	return seed, nil
 }
 
-// shareAEAD is the AES-256-GCM of the shares that from sends to, keyed
-// from shared, their agreement on the encryption keys: one key per
-// direction.
-func shareAEAD(h Header, shared []byte, from, to uint32) (cipher.AEAD, error) {
-	key, err := hkdf.Key(sha256.New, shared, h.salt(), labelShareKey+string(appendIDs(nil, from, to)), SeedSize)
+// shareCipher is the AES-256-GCM of the shares one client sends another
+// in one round, and the nonce of that one message.
+type shareCipher struct {
+	aead  cipher.AEAD
+	nonce []byte
+}
+
+// shareAEAD is the cipher of the shares that from sends to, keyed from
+// shared, their agreement on the encryption keys: one key per direction.
+// The key and the nonce are derived together: the key is fresh for each
+// (session, round, from, to), since the encryption key pairs are drawn
+// anew every round and the ids and round are in the derivation, and it
+// encrypts one message (a client shares its keys once a round), so a
+// nonce fixed by the key is never used twice with it.
+func shareAEAD(h Header, shared []byte, from, to uint32) (shareCipher, error) {
+	okm, err := hkdf.Key(sha256.New, shared, h.salt(), labelShareKey+string(appendIDs(nil, from, to)), SeedSize+nonceSize)
 	if err != nil {
-		return nil, fmt.Errorf("secagg: share key: %w", err)
+		return shareCipher{}, fmt.Errorf("secagg: share key: %w", err)
 	}
-	block, err := aes.NewCipher(key)
+	block, err := aes.NewCipher(okm[:SeedSize])
 	if err != nil {
-		return nil, fmt.Errorf("secagg: share cipher: %w", err)
+		return shareCipher{}, fmt.Errorf("secagg: share cipher: %w", err)
 	}
 	aead, err := cipher.NewGCM(block)
 	if err != nil {
-		return nil, fmt.Errorf("secagg: share cipher: %w", err)
+		return shareCipher{}, fmt.Errorf("secagg: share cipher: %w", err)
 	}
-	return aead, nil
+	return shareCipher{aead: aead, nonce: okm[SeedSize:]}, nil
 }
 
 func shareAAD(h Header, from, to uint32) []byte {
@@ -108,7 +120,7 @@ func shareAAD(h Header, from, to uint32) []byte {
 }
 
 // sealShares encrypts the b-share and s-share that from sends to.
-func sealShares(aead cipher.AEAD, h Header, from, to uint32, b, s ShareValue) [CiphertextSize]byte {
+func sealShares(c shareCipher, h Header, from, to uint32, b, s ShareValue) [CiphertextSize]byte {
 	plain := make([]byte, 0, plainShareSize)
 	for _, v := range b {
 		plain = binary.BigEndian.AppendUint16(plain, v)
@@ -117,14 +129,13 @@ func sealShares(aead cipher.AEAD, h Header, from, to uint32, b, s ShareValue) [C
 		plain = binary.BigEndian.AppendUint16(plain, v)
 	}
 	var out [CiphertextSize]byte
-	rand.Read(out[:nonceSize])
-	aead.Seal(out[nonceSize:nonceSize], out[:nonceSize], plain, shareAAD(h, from, to))
+	c.aead.Seal(out[:0], c.nonce, plain, shareAAD(h, from, to))
 	return out
 }
 
 // openShares decrypts what from sent to.
-func openShares(aead cipher.AEAD, h Header, from, to uint32, ct [CiphertextSize]byte) (b, s ShareValue, err error) {
-	plain, err := aead.Open(nil, ct[:nonceSize], ct[nonceSize:], shareAAD(h, from, to))
+func openShares(c shareCipher, h Header, from, to uint32, ct [CiphertextSize]byte) (b, s ShareValue, err error) {
+	plain, err := c.aead.Open(nil, c.nonce, ct[:], shareAAD(h, from, to))
 	if err != nil {
 		return b, s, fmt.Errorf("secagg: share from client %d: %w", from, ErrDecrypt)
 	}
@@ -135,21 +146,34 @@ func openShares(aead cipher.AEAD, h Header, from, to uint32, ct [CiphertextSize]
 	return b, s, nil
 }
 
-// commitSelfSeed is the commitment to client id's self-mask seed that its
-// advertisement carries: the server checks the seed it reconstructs
-// against it. SHA-256 of a uniform 256-bit seed tells nothing about it.
+// commitSelfSeed is the commitment to client id's self-mask seed that
+// its AdvertiseKeys carries to the server: the server checks the seed it
+// reconstructs against it. SHA-256 of a uniform 256-bit seed tells
+// nothing about it.
 func commitSelfSeed(h Header, id uint32, seed [SeedSize]byte) [32]byte {
 	b := append([]byte(labelCommit), h.bytes()...)
 	b = appendIDs(b, id)
 	return sha256.Sum256(append(b, seed[:]...))
 }
 
+// advertiseSigned is what a client's advertisement signature covers: its
+// round keys, with the session, round and its id. Every client checks it.
 func advertiseSigned(h Header, a *Advertisement) []byte {
 	b := append([]byte(labelAdvertise), h.bytes()...)
 	b = appendIDs(b, a.Client)
 	b = append(b, a.CPub[:]...)
+	return append(b, a.SPub[:]...)
+}
+
+// commitmentSigned is what a client's commitment signature covers: its
+// round keys and its self-mask seed's commitment, with the session, round
+// and its id. The server checks it: only the server uses the commitment.
+func commitmentSigned(h Header, a *Advertisement, commit [32]byte) []byte {
+	b := append([]byte(labelCommitment), h.bytes()...)
+	b = appendIDs(b, a.Client)
+	b = append(b, a.CPub[:]...)
 	b = append(b, a.SPub[:]...)
-	return append(b, a.Commit[:]...)
+	return append(b, commit[:]...)
 }
 
 func consistencySigned(h Header, survivors []uint32) []byte {

@@ -16,6 +16,7 @@ import (
 type view struct {
 	p        Params
 	adv      map[uint32]Advertisement
+	commit   map[uint32][32]byte
 	y        map[uint32][]uint64
 	u2       []uint32
 	bShares  map[uint32]map[uint32]ShareValue // of -> from -> share
@@ -26,7 +27,7 @@ type view struct {
 }
 
 func observe(t testing.TB, p Params, seen [][]byte) *view {
-	v := &view{p: p, adv: map[uint32]Advertisement{}, y: map[uint32][]uint64{},
+	v := &view{p: p, adv: map[uint32]Advertisement{}, commit: map[uint32][32]byte{}, y: map[uint32][]uint64{},
 		bShares: map[uint32]map[uint32]ShareValue{}, sShares: map[uint32]map[uint32]ShareValue{},
 		selfSeed: map[uint32][SeedSize]byte{}, maskKey: map[uint32]*ecdh.PrivateKey{}}
 	add := func(to map[uint32]map[uint32]ShareValue, of, from uint32, s ShareValue) {
@@ -40,7 +41,7 @@ func observe(t testing.TB, p Params, seen [][]byte) *view {
 		case kindAdvertise:
 			var m AdvertiseKeys
 			must(t, m.UnmarshalBinary(b))
-			v.adv[m.Client] = m.Advertisement
+			v.adv[m.Client], v.commit[m.Client] = m.Advertisement, m.Commit
 		case kindKeyList:
 			var m KeyList
 			must(t, m.UnmarshalBinary(b))
@@ -239,7 +240,7 @@ func TestSeedEntropy(t *testing.T) {
 		}
 		v := observe(t, p, h.seen)
 		for u, seed := range v.selfSeed {
-			if commitSelfSeed(Header{p.Session, p.Round}, u, seed) != v.adv[u].Commit {
+			if commitSelfSeed(Header{p.Session, p.Round}, u, seed) != v.commit[u] {
 				t.Fatalf("client %d's reconstructed seed does not match its commitment", u)
 			}
 			seeds = append(seeds, seed)

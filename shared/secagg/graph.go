@@ -23,8 +23,9 @@ type graph struct {
 }
 
 // graphSeed is the relabelling's seed: SHA-256 of the session, the
-// round and every signed field of every advertisement of U1, in order.
-// Every party computes it from the key list; nobody draws it.
+// round and every field of every advertisement of U1 (its id and its
+// two fresh public keys, which it signs), in order. Every party computes
+// it from the key list; nobody draws it.
 func graphSeed(h Header, clients []Advertisement) [32]byte {
 	b := append([]byte(labelGraph), h.bytes()...)
 	b = appendIDs(b, uint32(len(clients)))
@@ -33,7 +34,6 @@ func graphSeed(h Header, clients []Advertisement) [32]byte {
 		b = appendIDs(b, a.Client)
 		b = append(b, a.CPub[:]...)
 		b = append(b, a.SPub[:]...)
-		b = append(b, a.Commit[:]...)
 	}
 	return sha256.Sum256(b)
 }

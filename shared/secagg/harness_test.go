@@ -33,6 +33,8 @@ type harness struct {
 	onDelivery  func(m *ShareDelivery)
 	onSurvivors func(to uint32, m *SurvivorList)
 	onRequest   func(to uint32, m *UnmaskRequest)
+	// onResponse changes what the server receives (a malicious client).
+	onResponse func(m *UnmaskResponse)
 	// clock is called around every call of a client's step (benchmarks).
 	clock func(id uint32, on bool)
 }
@@ -233,8 +235,7 @@ func (h *harness) step4() error {
 	if err != nil {
 		return err
 	}
-	for _, s := range req.Sigs {
-		id := s.From
+	for _, id := range h.server.Signers() {
 		if !h.answers(id, stepUnmask) {
 			continue
 		}
@@ -252,6 +253,9 @@ func (h *harness) step4() error {
 		}
 		var sent UnmaskResponse
 		h.carry(m, &sent)
+		if h.onResponse != nil {
+			h.onResponse(&sent)
+		}
 		if err := h.server.ReceiveUnmask(&sent); err != nil {
 			return err
 		}

@@ -31,24 +31,29 @@ const (
 )
 
 // formatVersion is the second byte of every encoded message.
-const formatVersion = 1
+const formatVersion = 2
 
-// Advertisement is one client's round keys: the public X25519 key for
-// encrypting shares (CPub), the one for pairwise masks (SPub), the
-// commitment to its self-mask seed, and its ed25519 signature of all of
-// them with the session and round.
+// Advertisement is one client's round keys, as every client of U1 gets
+// them: the public X25519 key for encrypting shares (CPub), the one for
+// pairwise masks (SPub), and its ed25519 signature of both with the
+// session and round.
 type Advertisement struct {
 	Client uint32
 	CPub   [32]byte
 	SPub   [32]byte
-	Commit [32]byte
 	Sig    [64]byte
 }
 
-// AdvertiseKeys is step 0, client to server.
+// AdvertiseKeys is step 0, client to server: the advertisement, the
+// commitment to the client's self-mask seed, and its ed25519 signature
+// of the keys and the commitment with the session and round. Only the
+// server uses the commitment (it checks the seed it reconstructs), so
+// the key list does not carry it.
 type AdvertiseKeys struct {
 	Header
 	Advertisement
+	Commit    [32]byte
+	CommitSig [64]byte
 }
 
 // KeyList is step 1, server to every listed client: the advertisements
@@ -59,7 +64,9 @@ type KeyList struct {
 }
 
 // EncryptedShare is what From sends To: its shares of From's self-mask
-// seed and masking key, encrypted for To.
+// seed and masking key, encrypted for To. On the wire each carries only
+// the id its message does not name once (ShareKeys: To; ShareDelivery:
+// From).
 type EncryptedShare struct {
 	From, To   uint32
 	Ciphertext [CiphertextSize]byte
@@ -285,13 +292,12 @@ func (r *reader) close(name string) error {
 	return nil
 }
 
-const advertisementSize = 4 + 32 + 32 + 32 + 64
+const advertisementSize = 4 + 32 + 32 + 64
 
 func (w *writer) advertisement(a *Advertisement) {
 	w.u32(a.Client)
 	w.bytes(a.CPub[:])
 	w.bytes(a.SPub[:])
-	w.bytes(a.Commit[:])
 	w.bytes(a.Sig[:])
 }
 
@@ -300,7 +306,6 @@ func (r *reader) advertisement() Advertisement {
 	a.Client = r.id()
 	r.fixed(a.CPub[:])
 	r.fixed(a.SPub[:])
-	r.fixed(a.Commit[:])
 	r.fixed(a.Sig[:])
 	return a
 }
@@ -309,17 +314,21 @@ func (r *reader) advertisement() Advertisement {
 func (m *AdvertiseKeys) MarshalBinary() ([]byte, error) {
 	w := newWriter(kindAdvertise, m.Header)
 	w.advertisement(&m.Advertisement)
+	w.bytes(m.Commit[:])
+	w.bytes(m.CommitSig[:])
 	return w.b, nil
 }
 
 // UnmarshalBinary decodes the message; errors wrap ErrMalformed.
 func (m *AdvertiseKeys) UnmarshalBinary(b []byte) error {
 	r, h := open(b, kindAdvertise, "advertise keys")
-	a := r.advertisement()
+	out := AdvertiseKeys{Header: h, Advertisement: r.advertisement()}
+	r.fixed(out.Commit[:])
+	r.fixed(out.CommitSig[:])
 	if err := r.close("advertise keys"); err != nil {
 		return err
 	}
-	*m = AdvertiseKeys{Header: h, Advertisement: a}
+	*m = out
 	return nil
 }
 
@@ -350,33 +359,48 @@ func (m *KeyList) UnmarshalBinary(b []byte) error {
 	return nil
 }
 
-const encryptedShareSize = 8 + CiphertextSize
+// encryptedShareSize is an encrypted share's size on the wire: the other
+// id and the ciphertext.
+const encryptedShareSize = 4 + CiphertextSize
 
-func (w *writer) encShares(s []EncryptedShare) {
+// encShares writes encrypted shares all from one sender (from != 0) or
+// all to one recipient (to != 0), each with the other id only; a share
+// of another sender or recipient is refused.
+func (w *writer) encShares(s []EncryptedShare, from, to uint32) error {
 	w.u32(uint32(len(s)))
 	for i := range s {
-		w.u32(s[i].From)
-		w.u32(s[i].To)
+		switch {
+		case from != 0 && s[i].From != from:
+			return fmt.Errorf("secagg: encode: share %d from client %d in client %d's message: %w", i, s[i].From, from, ErrMalformed)
+		case to != 0 && s[i].To != to:
+			return fmt.Errorf("secagg: encode: share %d to client %d in client %d's delivery: %w", i, s[i].To, to, ErrMalformed)
+		case from != 0:
+			w.u32(s[i].To)
+		default:
+			w.u32(s[i].From)
+		}
 		w.bytes(s[i].Ciphertext[:])
 	}
+	return nil
 }
 
-// encShares reads encrypted shares all from one sender (to != 0 is the
-// fixed recipient) or all to one recipient, increasing in the other id.
+// encShares reads encrypted shares all from one sender (from != 0) or
+// all to one recipient (to != 0), increasing in the other id.
 func (r *reader) encShares(from, to uint32) []EncryptedShare {
 	out := make([]EncryptedShare, r.count(MaxClients, encryptedShareSize))
 	for i := range out {
 		s := &out[i]
-		s.From, s.To = r.id(), r.id()
+		s.From, s.To = from, to
+		if from != 0 {
+			s.To = r.id()
+		} else {
+			s.From = r.id()
+		}
 		r.fixed(s.Ciphertext[:])
 		if r.err != nil {
 			break
 		}
 		switch {
-		case from != 0 && s.From != from:
-			r.fail("share %d from client %d in client %d's message", i, s.From, from)
-		case to != 0 && s.To != to:
-			r.fail("share %d to client %d in client %d's delivery", i, s.To, to)
 		case s.From == s.To:
 			r.fail("share %d from client %d to itself", i, s.From)
 		case i > 0 && from != 0 && s.To <= out[i-1].To:
@@ -392,7 +416,9 @@ func (r *reader) encShares(from, to uint32) []EncryptedShare {
 func (m *ShareKeys) MarshalBinary() ([]byte, error) {
 	w := newWriter(kindShareKeys, m.Header)
 	w.u32(m.From)
-	w.encShares(m.Shares)
+	if err := w.encShares(m.Shares, m.From, 0); err != nil {
+		return nil, err
+	}
 	return w.b, nil
 }
 
@@ -412,7 +438,9 @@ func (m *ShareKeys) UnmarshalBinary(b []byte) error {
 func (m *ShareDelivery) MarshalBinary() ([]byte, error) {
 	w := newWriter(kindShareDelivery, m.Header)
 	w.u32(m.To)
-	w.encShares(m.Shares)
+	if err := w.encShares(m.Shares, 0, m.To); err != nil {
+		return nil, err
+	}
 	return w.b, nil
 }
 

@@ -188,10 +188,10 @@ func TestTampered(t *testing.T) {
 		want   error
 	}{
 		{"share ciphertext", func(h *harness) {
-			h.onDelivery = func(m *ShareDelivery) { m.Shares[0].Ciphertext[nonceSize+3] ^= 1 }
+			h.onDelivery = func(m *ShareDelivery) { m.Shares[0].Ciphertext[3] ^= 1 }
 		}, ErrDecrypt},
-		{"share nonce", func(h *harness) {
-			h.onDelivery = func(m *ShareDelivery) { m.Shares[1].Ciphertext[0] ^= 0x80 }
+		{"share tag", func(h *harness) {
+			h.onDelivery = func(m *ShareDelivery) { m.Shares[1].Ciphertext[CiphertextSize-1] ^= 0x80 }
 		}, ErrDecrypt},
 		{"share sent to another client", func(h *harness) {
 			h.onDelivery = func(m *ShareDelivery) { m.Shares[0].From, m.Shares[1].From = m.Shares[1].From, m.Shares[0].From }

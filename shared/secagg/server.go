@@ -23,6 +23,7 @@ type Server struct {
 	step int
 
 	adv    map[uint32]Advertisement
+	commit map[uint32][32]byte
 	u1     []uint32
 	shares map[uint32][]EncryptedShare
 	u2     []uint32
@@ -63,7 +64,7 @@ func NewServer(p Params, dir Directory) (*Server, error) {
 	}
 	return &Server{
 		p: p, h: Header{Session: p.Session, Round: p.Round}, k: p.Bits(), dir: maps.Clone(dir),
-		adv: map[uint32]Advertisement{}, shares: map[uint32][]EncryptedShare{},
+		adv: map[uint32]Advertisement{}, commit: map[uint32][32]byte{}, shares: map[uint32][]EncryptedShare{},
 		y: map[uint32][]uint64{}, sigs: map[uint32][64]byte{}, resp: map[uint32]*UnmaskResponse{},
 	}, nil
 }
@@ -109,6 +110,8 @@ func (s *Server) ReceiveAdvertise(m *AdvertiseKeys) error {
 		return fmt.Errorf("secagg: server: advertisement of client %d: %w", m.Client, ErrUnknownClient)
 	case !verify(pub, advertiseSigned(s.h, &m.Advertisement), m.Sig):
 		return fmt.Errorf("secagg: server: advertisement of client %d: %w", m.Client, ErrSignature)
+	case !verify(pub, commitmentSigned(s.h, &m.Advertisement, m.Commit), m.CommitSig):
+		return fmt.Errorf("secagg: server: commitment of client %d: %w", m.Client, ErrSignature)
 	}
 	if _, dup := s.adv[m.Client]; dup {
 		return fmt.Errorf("secagg: server: second advertisement of client %d: %w", m.Client, ErrDuplicate)
@@ -128,6 +131,7 @@ func (s *Server) ReceiveAdvertise(m *AdvertiseKeys) error {
 		}
 	}
 	s.adv[m.Client] = m.Advertisement
+	s.commit[m.Client] = m.Commit
 	return nil
 }
 
@@ -276,9 +280,10 @@ func (s *Server) dropped() []uint32 {
 }
 
 // UnmaskRequest closes step 3: U4 is the clients that signed, at least
-// t; each of them gets their signatures and the request for the
-// survivors' self-mask seed shares and the dropped clients' masking key
-// shares.
+// t; each of them gets the request for the survivors' self-mask seed
+// shares and the dropped clients' masking key shares, with the
+// signatures of the first t of U4: what a client needs before it
+// answers, and no more.
 func (s *Server) UnmaskRequest() (*UnmaskRequest, error) {
 	if err := s.enter(stepConsistency, "UnmaskRequest"); err != nil {
 		return nil, err
@@ -288,7 +293,7 @@ func (s *Server) UnmaskRequest() (*UnmaskRequest, error) {
 	}
 	s.u4 = slices.Sorted(maps.Keys(s.sigs))
 	out := &UnmaskRequest{Header: s.h, Survivors: slices.Clone(s.u3), Dropped: s.dropped()}
-	for _, v := range s.u4 {
+	for _, v := range s.u4[:s.p.Threshold] {
 		out.Sigs = append(out.Sigs, Signature{From: v, Sig: s.sigs[v]})
 	}
 	s.step = stepUnmask
@@ -329,6 +334,10 @@ func (s *Server) ReceiveUnmask(m *UnmaskResponse) error {
 	s.resp[m.From] = m
 	return nil
 }
+
+// Signers is U4, the clients that signed U3 (after UnmaskRequest): each
+// of them is sent the request, whose signatures are only the first t.
+func (s *Server) Signers() []uint32 { return slices.Clone(s.u4) }
 
 // Included is U3, the clients whose inputs the sum holds (after
 // SurvivorList).
@@ -371,7 +380,7 @@ func (s *Server) Sum() ([]int64, error) {
 			acc[i] = (acc[i] + v) & mask
 		}
 		seed := combine(l, gather(j, true))
-		if commitSelfSeed(s.h, u, seed) != s.adv[u].Commit {
+		if commitSelfSeed(s.h, u, seed) != s.commit[u] {
 			return nil, fmt.Errorf("secagg: server: client %d's self-mask seed: %w", u, ErrBadShare)
 		}
 		addMask(acc, seed, s.k, true)

@@ -66,7 +66,7 @@ func (s *Server) sparseSum() ([]int64, error) {
 		if err != nil {
 			return nil, err
 		}
-		if commitSelfSeed(s.h, u, seed) != s.adv[u].Commit {
+		if commitSelfSeed(s.h, u, seed) != s.commit[u] {
 			return nil, fmt.Errorf("secagg: server: client %d's self-mask seed: %w", u, ErrBadShare)
 		}
 		addMask(acc, seed, s.k, true)

@@ -262,7 +262,7 @@ func TestSparseGraphUnsteerable(t *testing.T) {
 	for id := uint32(1); id <= n; id++ {
 		a := Advertisement{Client: id}
 		for i := range a.CPub {
-			a.CPub[i], a.SPub[i], a.Commit[i] = byte(rng.Uint32()), byte(rng.Uint32()), byte(rng.Uint32())
+			a.CPub[i], a.SPub[i] = byte(rng.Uint32()), byte(rng.Uint32())
 		}
 		base.Clients = append(base.Clients, a)
 	}
@@ -286,7 +286,7 @@ func TestSparseGraphUnsteerable(t *testing.T) {
 		"session":        func(kl *KeyList) { kl.Session[15] ^= 1 },
 		"round":          func(kl *KeyList) { kl.Round++ },
 		"one key byte":   func(kl *KeyList) { kl.Clients[40].SPub[7] ^= 1 },
-		"one commit":     func(kl *KeyList) { kl.Clients[3].Commit[0] ^= 0x80 },
+		"one share key":  func(kl *KeyList) { kl.Clients[3].CPub[0] ^= 0x80 },
 		"one client out": func(kl *KeyList) { kl.Clients = slices.Delete(kl.Clients, 70, 71) },
 	}
 	for name, change := range changes {

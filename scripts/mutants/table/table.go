@@ -1956,6 +1956,20 @@ var All = []Mutation{
 		Pkgs: []string{"./shared/secagg/", "-run", "TestTampered"},
 	},
 	{
+		Name: "secagg-commitment-unsigned", Why: "the server takes a self-mask seed's commitment without checking its signature (the key list no longer carries it for the clients to check)",
+		File: "shared/secagg/server.go",
+		Old:  "case !verify(pub, commitmentSigned(s.h, &m.Advertisement, m.Commit), m.CommitSig):",
+		New:  "case false && !verify(pub, commitmentSigned(s.h, &m.Advertisement, m.Commit), m.CommitSig):",
+		Pkgs: []string{"./shared/secagg/", "-run", "TestCommitment"},
+	},
+	{
+		Name: "secagg-commitment-unchecked", Why: "the server does not check a reconstructed self-mask seed against its commitment: a wrong share gives a wrong sum instead of ErrBadShare",
+		File: "shared/secagg/server.go",
+		Old:  "if commitSelfSeed(s.h, u, seed) != s.commit[u] {",
+		New:  "if false && commitSelfSeed(s.h, u, seed) != s.commit[u] {",
+		Pkgs: []string{"./shared/secagg/", "-run", "TestCommitment"},
+	},
+	{
 		Name: "secagg-decoder-id-0", Why: "a decoder takes client id 0, the point where a Shamir polynomial holds its secret",
 		File: "shared/secagg/messages.go",
 		Old:  "if r.err == nil && v == 0 {",
