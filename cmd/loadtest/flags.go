@@ -37,6 +37,7 @@ func parseFlags(args []string, stderr io.Writer) (cmdline, error) {
 	fs.IntVar(&c.o.T, "T", 50, "rounds")
 	fs.IntVar(&c.o.idle, "idle", 0, "if > 0: connect this many idle devices and report memory (and CPU over -idle-window) instead")
 	fs.IntVar(&c.o.demo, "demo", 0, "if > 0: the session make run starts (-lobby, the default task's data) with this many devices, each loading the page and a demo shard as a browser does, until the session ends; reports the coordinator's RSS before any device and its peak RSS (demo.go)")
+	fs.BoolVar(&c.o.lesson, "lesson", false, "the same lesson of -n devices (all of them every round, b = -b) run by nc and by shared noise, in -blocks alternating blocks of -T/-blocks rounds each, with the coordinator's round gap and a lesson's deadline: prints each mode's wall time a round and \"lesson: shared/nc wall = R\" (lesson.go)")
 	fs.DurationVar(&c.o.idleWindow, "idle-window", 10*time.Second, "with -idle: how long to measure the coordinator's idle CPU")
 	fs.IntVar(&c.o.batch, "b", 1, "device minibatch")
 	fs.StringVar(&c.o.algorithm, "algorithm", "nc", "algorithm")

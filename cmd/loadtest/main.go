@@ -18,6 +18,12 @@
 //	    and a demo shard and train until it ends: the coordinator's RSS
 //	    before any device and its peak RSS (demo.go).
 //
+//	loadtest -coordinator bin/coordinator -lesson -n 10 -b 32 -T 40 -blocks 4
+//	    the same lesson of n devices run by nc and by shared noise, in
+//	    alternating blocks of rounds (lesson.go): each mode's wall time a
+//	    round, round latency, coordinator CPU and bytes a device, and
+//	    "lesson: shared/nc wall = R".
+//
 //	loadtest -coordinator bin/coordinator -edges 3 -n 30000 -m 300 -T 10
 //	    the cluster shape (cluster.go): a session process with an embedded
 //	    NATS server and K edge processes, the devices spread over the
@@ -38,7 +44,8 @@
 // The files split the command by job: flags.go reads and checks the
 // command line, single.go runs and reports the one-coordinator modes,
 // cluster.go the cluster shape, sybil.go the Sybil windows, demo.go
-// the demo session's memory, baseline.go
+// the demo session's memory, lesson.go nc against shared noise in one
+// lesson, baseline.go
 // the loopback baseline, fleet.go and workers.go the devices, proc.go
 // the child processes and their /proc figures, util.go small HTTP and
 // timing helpers; main.go wires them.
@@ -79,7 +86,8 @@ type options struct {
 	coordinator string
 	n, m, T     int
 	idle        int
-	demo        int // devices of the demo mode (demo.go)
+	demo        int  // devices of the demo mode (demo.go)
+	lesson      bool // the lesson mode (lesson.go)
 	batch       int
 	algorithm   string
 	compressor  string
@@ -133,6 +141,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	o.args = args
 	if o.demo > 0 {
 		return runDemo(ctx, o, pol, o.demo, *c.extra, stdout, stderr)
+	}
+	if o.lesson {
+		return runLesson(ctx, o, pol, *c.extra, stdout, stderr)
 	}
 	if c.so.k > 0 && c.so.atStart {
 		return runSybilsAtStart(ctx, o, c.so, pol, stdout, stderr)

@@ -323,3 +323,46 @@ func TestIdleBaseline(t *testing.T) {
 		t.Errorf("plain server RSS %d before, %d after %d idle connections (%.1f KiB each)", before, after, n, float64(after-before)/1024/n)
 	}
 }
+
+// The lesson mode (-lesson) runs the same small lesson by nc and by
+// shared noise with the real coordinator, in alternating blocks, and
+// reports each mode's rounds and the ratio of their wall times; a shared
+// round's devices send more bytes than an nc round's (the secure
+// aggregation's messages besides the masked release). No time is
+// checked: only that the report holds both modes' figures.
+func TestLessonMode(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs cmd/coordinator twice")
+	}
+	bin := buildCoordinator(t)
+	t.Setenv("TMPDIR", t.TempDir())
+	var out, errOut strings.Builder
+	err := run(context.Background(), []string{"-coordinator", bin, "-lesson", "-n", "4", "-b", "2", "-T", "4", "-blocks", "2",
+		"-stagger", "0", "-timeout", "5m"}, &out, &errOut)
+	if err != nil {
+		t.Fatalf("run: %v\nstdout:\n%s\nstderr:\n%s", err, out.String(), errOut.String())
+	}
+	s := out.String()
+	in := map[string]float64{}
+	for _, alg := range []string{"nc", "shared"} {
+		m := regexp.MustCompile(`(?m)^` + alg + `: (\d+) rounds in .* (\d+) B in and (\d+) B out a device and round$`).FindStringSubmatch(s)
+		if m == nil {
+			t.Fatalf("no %s line:\n%s", alg, s)
+		}
+		if r, _ := strconv.Atoi(m[1]); r < 4 {
+			t.Errorf("%s: %d rounds in the blocks, want at least 4:\n%s", alg, r, s)
+		}
+		in[alg], _ = strconv.ParseFloat(m[2], 64)
+	}
+	if in["shared"] <= in["nc"] {
+		t.Errorf("a shared-noise device sends %v B a round, an nc one %v:\n%s", in["shared"], in["nc"], s)
+	}
+	m := regexp.MustCompile(`(?m)^lesson: shared/nc wall = ([0-9.]+) `).FindStringSubmatch(s)
+	if m == nil {
+		t.Fatalf("no ratio:\n%s", s)
+	}
+	if r, err := strconv.ParseFloat(m[1], 64); err != nil || r <= 0 || math.IsInf(r, 0) {
+		t.Errorf("ratio %q:\n%s", m[1], s)
+	}
+	t.Log(s)
+}
