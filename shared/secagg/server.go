@@ -192,16 +192,20 @@ func (s *Server) Deliveries() ([]*ShareDelivery, error) {
 	}
 	s.u2 = slices.Sorted(maps.Keys(s.shares))
 	out := make([]*ShareDelivery, 0, len(s.u2))
+	to := make(map[uint32]*ShareDelivery, len(s.u2))
 	for _, u := range s.u2 {
-		d := &ShareDelivery{Header: s.h, To: u}
-		for _, v := range s.u2 {
-			for _, sh := range s.shares[v] {
-				if sh.To == u {
-					d.Shares = append(d.Shares, sh)
-				}
+		d := &ShareDelivery{Header: s.h, To: u, Shares: make([]EncryptedShare, 0, len(s.u2)-1)}
+		out = append(out, d)
+		to[u] = d
+	}
+	// By increasing sender, each share to its recipient in U2 (one pass
+	// over the n^2 shares).
+	for _, v := range s.u2 {
+		for _, sh := range s.shares[v] {
+			if d := to[sh.To]; d != nil {
+				d.Shares = append(d.Shares, sh)
 			}
 		}
-		out = append(out, d)
 	}
 	s.step = stepMask
 	return out, nil
