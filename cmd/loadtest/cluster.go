@@ -390,7 +390,7 @@ func (r *clusterRun) window(w *clusterWindow) error {
 	if err := teacher(r.ctx, r.base, "resume"); err != nil {
 		return r.fail(err)
 	}
-	if err := waitRounds(r.ctx, r.base, r.o.T, clusterRoundGap/10); err != nil {
+	if err := loadtest.WaitRounds(r.ctx, r.base, r.o.T, clusterRoundGap/10); err != nil {
 		return r.fail(err)
 	}
 	w.elapsed = time.Since(runStart)

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"os"
 	"slices"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -180,28 +179,6 @@ func (f *fleet) rss() int64 {
 	return r
 }
 
-// waitRounds waits until the coordinator at base has recorded round T,
-// looking every poll. It polls /api/rounds after the last round seen: a
-// cheap store read, where /api/status would cost the coordinator a sort
-// of every device per poll.
-func waitRounds(ctx context.Context, base string, T int, poll time.Duration) error {
-	for committed := 0; committed < T; {
-		if err := loadtest.Sleep(ctx, poll); err != nil {
-			return fmt.Errorf("%d of %d rounds committed: %w", committed, T, err)
-		}
-		var recs []struct {
-			T int `json:"t"`
-		}
-		if err := loadtest.GetJSON(ctx, base+"/api/rounds?code=LOADTEST&after="+strconv.Itoa(committed), &recs); err != nil {
-			return err
-		}
-		for _, r := range recs {
-			committed = max(committed, r.T)
-		}
-	}
-	return nil
-}
-
 // rounds sums the coordinator's round records.
 type rounds struct {
 	lat                []float64 // round latency (start to commit) in ms, sorted
@@ -218,26 +195,15 @@ func (r rounds) pointsPerAsk(d int) float64 {
 	return float64(r.bytesOut) / float64(max(1, r.asked)) / float64(4*d)
 }
 
-// roundRecord is what the load test reads of a round's record
-// (/api/rounds).
-type roundRecord struct {
-	T         int   `json:"t"`
-	Cohort    int   `json:"cohort"`
-	Included  int   `json:"included"`
-	LatencyMs int64 `json:"latency_ms"`
-	BytesIn   int64 `json:"bytes_in"`
-	BytesOut  int64 `json:"bytes_out"`
-}
-
 // readRounds reads the records of rounds 1 to T of the coordinator at
 // base (later rounds are ignored).
 func readRounds(ctx context.Context, base string, T int) (rounds, error) {
-	var recs []roundRecord
 	var r rounds
-	if err := loadtest.GetJSON(ctx, base+"/api/rounds?code=LOADTEST", &recs); err != nil {
+	recs, err := loadtest.Rounds(ctx, base, 0)
+	if err != nil {
 		return r, err
 	}
-	recs = slices.DeleteFunc(recs, func(rec roundRecord) bool {
+	recs = slices.DeleteFunc(recs, func(rec loadtest.RoundRecord) bool {
 		return rec.T > T
 	})
 	if len(recs) != T {

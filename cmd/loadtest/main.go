@@ -19,10 +19,8 @@
 //	    before any device and its peak RSS (demo.go).
 //
 //	loadtest -coordinator bin/coordinator -lesson -n 10 -b 32 -T 40 -blocks 4
-//	    the same lesson of n devices run by nc and by shared noise, in
-//	    alternating blocks of rounds (lesson.go): each mode's wall time a
-//	    round, round latency, coordinator CPU and bytes a device, and
-//	    "lesson: shared/nc wall = R".
+//	    a lesson run by nc and by shared noise in alternating blocks of
+//	    rounds (lesson.go): "lesson: shared/nc wall = R".
 //
 //	loadtest -coordinator bin/coordinator -edges 3 -n 30000 -m 300 -T 10
 //	    the cluster shape (cluster.go): a session process with an embedded

@@ -203,10 +203,10 @@ func roundsBlock(ctx context.Context, base string, target int, fail func(error) 
 	if err := teacher(ctx, base, "resume"); err != nil {
 		return 0, fail(err)
 	}
-	if err := waitRounds(ctx, base, target, 250*time.Millisecond); err != nil {
+	if err := loadtest.WaitRounds(ctx, base, target, 250*time.Millisecond); err != nil {
 		return 0, fail(err)
 	}
-	committed, err := lastCommitted(ctx, base, target-1)
+	committed, err := loadtest.LastCommitted(ctx, base, target-1)
 	if err != nil {
 		return 0, fail(err)
 	}
@@ -224,12 +224,12 @@ func baselineBetween(ctx context.Context, base string, o options, committed, blo
 	if err := teacher(ctx, base, "pause"); err != nil {
 		// Rounds of a few milliseconds can finish the session between
 		// the read of the last committed round and this pause.
-		if last, lerr := lastCommitted(ctx, base, committed); lerr == nil && last >= o.T {
+		if last, lerr := loadtest.LastCommitted(ctx, base, committed); lerr == nil && last >= o.T {
 			return loadtest.BaselineResult{}, last, errEnded
 		}
 		return loadtest.BaselineResult{}, 0, fail(err)
 	}
-	committed, err := settle(ctx, base, committed)
+	committed, err := loadtest.Settle(ctx, base, committed)
 	if err != nil {
 		return loadtest.BaselineResult{}, 0, fail(err)
 	}

@@ -66,7 +66,7 @@ func runSybils(ctx context.Context, o options, so sybilOptions, pol device.Polic
 		return err
 	}
 	// Warm up: every honest device has had the chance to be included.
-	if err := waitRounds(ctx, base, 10, 100*time.Millisecond); err != nil {
+	if err := loadtest.WaitRounds(ctx, base, 10, 100*time.Millisecond); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "%d honest devices, cohort m = %d, deadline %v, round gap %v; %d windows of %v, alternately without and with %d idle ids (hello again every %v)\n",
@@ -192,7 +192,7 @@ func includedAfter(ctx context.Context, base string, after, upto int) (int, []fl
 	n := 0
 	var lat []float64
 	for after < upto {
-		var recs []roundRecord
+		var recs []loadtest.RoundRecord
 		if err := loadtest.GetJSON(ctx, base+"/api/rounds?code=LOADTEST&after="+strconv.Itoa(after), &recs); err != nil {
 			return 0, nil, err
 		}
