@@ -193,7 +193,7 @@ bench:
 	$(GO) test -run '^$$' -bench 'KernelsVsGonum|SparseKernels' -benchtime 200x ./shared/model
 	@out=$$($(GO) test -run '^$$' -bench 'SecAggClient' -benchtime 20x ./shared/plan) || { echo "$$out"; exit 1; }; \
 	echo "$$out"; echo "$$out" | awk '$(SECAGG_FIELDS) END {if (c == "" || r == "" || u == "" || d == "") exit 1; \
-	printf "secagg: client round CPU = %s ms native (n = 30, d = 39,700, k = %s; thread CPU time), client round / nc device round = %s (interleaved, the nc round b = 32: %s ms)\n", c, k, r, n; \
+	printf "secagg: client round CPU = %s ms native (n = 30, d = 39,700, k = %d; thread CPU time), client round / nc device round = %s (interleaved, the nc round b = 32: %s ms)\n", c, k, r, n; \
 	printf "secagg: bytes per device and round at n = 30, d = 39,700: upload +%s B, download +%s B (every frame from the wire encoders, against the nc update frame)\n", u, d}'
 	@out=$$(GOOS=js GOARCH=wasm $(GO) test -exec="$$($(GO) env GOROOT)/lib/wasm/go_js_wasm_exec" -run '^$$' -bench 'SecAggClient' -benchtime 5x ./shared/plan) || { echo "$$out"; exit 1; }; \
 	echo "$$out"; echo "$$out" | awk '$(SECAGG_FIELDS) END {if (c == "" || r == "") exit 1; \

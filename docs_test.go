@@ -26,6 +26,7 @@ func docFiles(t *testing.T) []string {
 // are not: each with what it is.
 var notPaths = map[string]string{
 	"wasm/native": "a ratio's name: WebAssembly time over native time",
+	"shared/nc":   "a ratio's name: a shared-noise lesson's wall time over nc's (bin/loadtest -lesson)",
 }
 
 // generatedPaths are paths the build makes (make wasm), absent from a
