@@ -194,12 +194,12 @@ func (s *Server) Deliveries() ([]*ShareDelivery, error) {
 	out := make([]*ShareDelivery, 0, len(s.u2))
 	to := make(map[uint32]*ShareDelivery, len(s.u2))
 	for _, u := range s.u2 {
-		d := &ShareDelivery{Header: s.h, To: u, Shares: make([]EncryptedShare, 0, len(s.u2)-1)}
+		d := &ShareDelivery{Header: s.h, To: u}
 		out = append(out, d)
 		to[u] = d
 	}
-	// By increasing sender, each share to its recipient in U2 (one pass
-	// over the n^2 shares).
+	// By increasing sender, each share to its recipient in U2: one pass
+	// over the shares (n^2 with the complete graph, n k with the sparse).
 	for _, v := range s.u2 {
 		for _, sh := range s.shares[v] {
 			if d := to[sh.To]; d != nil {
