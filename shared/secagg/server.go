@@ -403,28 +403,38 @@ func (s *Server) Sum() ([]int64, error) {
 		keys[j] = priv
 	}
 	// The dropped clients' pairwise masks, |U3| streams each, the bulk of
-	// the work: split by dropped client across the cores, each worker
-	// summing into its own vector.
+	// the work.
+	return s.unmaskPairwise(acc, dropped, keys, func(uint32) []uint32 { return s.u3 })
+}
+
+// unmaskPairwise removes from acc the pairwise masks that the survivors
+// peers(v) of each dropped client v (whose reconstructed masking key is
+// keys[j] for v = dropped[j]) added against v, and returns the decoded
+// sum. The streams are the bulk of the server's work: they are split by
+// dropped client across the cores, each worker summing into its own
+// vector.
+func (s *Server) unmaskPairwise(acc []uint64, dropped []uint32, keys []*ecdh.PrivateKey, peers func(v uint32) []uint32) ([]int64, error) {
+	mask := ringMask(s.k)
 	workers := min(runtime.GOMAXPROCS(0), len(dropped))
 	parts := make([][]uint64, workers)
 	errs := make([]error, workers)
 	var wg sync.WaitGroup
 	for w := range workers {
 		wg.Go(func() {
-			acc := make([]uint64, s.p.Dim)
+			part := make([]uint64, s.p.Dim)
 			for j := w; j < len(dropped); j += workers {
 				v := dropped[j]
-				for _, u := range s.u3 {
+				for _, u := range peers(v) {
 					seed, err := pairwiseSeed(s.h, keys[j], s.adv[u].SPub, v, u)
 					if err != nil {
 						errs[w] = fmt.Errorf("secagg: server: mask of clients %d and %d: %w", u, v, err)
 						return
 					}
 					// u added the mask if v < u, subtracted it if v > u.
-					addMask(acc, seed, s.k, v < u)
+					addMask(part, seed, s.k, v < u)
 				}
 			}
-			parts[w] = acc
+			parts[w] = part
 		})
 	}
 	wg.Wait()

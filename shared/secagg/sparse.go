@@ -4,9 +4,7 @@ import (
 	"crypto/ecdh"
 	"fmt"
 	"maps"
-	"runtime"
 	"slices"
-	"sync"
 )
 
 // shareOf is the share of client of in a response's sorted list.
@@ -88,42 +86,6 @@ func (s *Server) sparseSum() ([]int64, error) {
 		keys[j] = priv
 	}
 	// A survivor u masked against a dropped neighbour v (v's shares
-	// reached u): k streams at most per dropped client, split by dropped
-	// client across the cores.
-	workers := min(runtime.GOMAXPROCS(0), len(dropped))
-	parts := make([][]uint64, workers)
-	errs := make([]error, workers)
-	var wg sync.WaitGroup
-	for w := range workers {
-		wg.Go(func() {
-			part := make([]uint64, s.p.Dim)
-			for j := w; j < len(dropped); j += workers {
-				v := dropped[j]
-				for _, u := range intersect(s.g.nbrs[v], s.u3) {
-					seed, err := pairwiseSeed(s.h, keys[j], s.adv[u].SPub, v, u)
-					if err != nil {
-						errs[w] = fmt.Errorf("secagg: server: mask of clients %d and %d: %w", u, v, err)
-						return
-					}
-					// u added the mask if v < u, subtracted it if v > u.
-					addMask(part, seed, s.k, v < u)
-				}
-			}
-			parts[w] = part
-		})
-	}
-	wg.Wait()
-	for w := range workers {
-		if errs[w] != nil {
-			return nil, errs[w]
-		}
-		for i, v := range parts[w] {
-			acc[i] = (acc[i] + v) & mask
-		}
-	}
-	out := make([]int64, s.p.Dim)
-	for i, r := range acc {
-		out[i] = decode(r, s.k)
-	}
-	return out, nil
+	// reached u): k streams at most per dropped client.
+	return s.unmaskPairwise(acc, dropped, keys, func(v uint32) []uint32 { return intersect(s.g.nbrs[v], s.u3) })
 }

@@ -1909,8 +1909,8 @@ var All = []Mutation{
 	{
 		Name: "secagg-dropout-correction-sign", Why: "the server removes a dropped client's pairwise masks with the wrong sign",
 		File: "shared/secagg/server.go",
-		Old:  "addMask(acc, seed, s.k, v < u)",
-		New:  "addMask(acc, seed, s.k, v > u)",
+		Old:  "addMask(part, seed, s.k, v < u)",
+		New:  "addMask(part, seed, s.k, v > u)",
 		Pkgs: []string{"./shared/secagg/", "-run", "TestDropouts"},
 	},
 	{
@@ -2014,8 +2014,8 @@ var All = []Mutation{
 	{
 		Name: "secagg-sparse-masks-of-all-survivors", Why: "the server removes a dropped client's masks from every survivor, not only from its neighbours",
 		File: "shared/secagg/sparse.go",
-		Old:  "range intersect(s.g.nbrs[v], s.u3) {",
-		New:  "range s.u3 {",
+		Old:  "return intersect(s.g.nbrs[v], s.u3) })",
+		New:  "return s.u3 })",
 		Pkgs: []string{"./shared/secagg/", "-run", "TestCuriousServer"},
 	},
 	{
