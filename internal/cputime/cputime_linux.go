@@ -23,3 +23,17 @@ func Now() int64 { return Thread() }
 
 // Name says what Now measures, for benchmark metric names.
 const Name = "cpu"
+
+// CPU is the calling thread's CPU time in ns (Thread; the caller locks
+// its OS thread): under node, the process's (cputime_js.go).
+func CPU() int64 { return Thread() }
+
+// Process is the process's CPU time in ns, user and system, every
+// thread: for work spread over goroutines.
+func Process() int64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return ru.Utime.Nano() + ru.Stime.Nano()
+}

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"testing"
 
+	"browserfl/internal/cputime"
 	"browserfl/shared/dataset"
 	"browserfl/shared/model"
 	"browserfl/shared/optim"
@@ -420,17 +421,17 @@ func BenchmarkSecAggClient(b *testing.B) {
 			switch {
 			case id != 1:
 			case on:
-				t0 = cpuNow()
+				t0 = cputime.CPU()
 			default:
-				cl += cpuNow() - t0
+				cl += cputime.CPU() - t0
 			}
 		}
 		if err := r.run(); err != nil {
 			b.Fatal(err)
 		}
-		t1 := cpuNow()
+		t1 := cputime.CPU()
 		ncFrame = len(nc.step(b))
-		ncT += cpuNow() - t1
+		ncT += cputime.CPU() - t1
 	}
 	n := float64(b.N)
 	b.ReportMetric(float64(cl)/n/1e6, "client-cpu-ms")
@@ -463,9 +464,9 @@ func BenchmarkSecAggServer(b *testing.B) {
 		var setup float64
 		b.Run(tc.name, func(b *testing.B) {
 			if r == nil {
-				t0 := processCPU()
+				t0 := cputime.Process()
 				r = recordRound(b, 300, tc.gone)
-				setup = float64(processCPU()-t0) / 1e9
+				setup = float64(cputime.Process()-t0) / 1e9
 			}
 			benchServer(b, r)
 			b.ReportMetric(setup, "setup-cpu-s")
@@ -520,7 +521,7 @@ func benchServer(b *testing.B, r *costRound) {
 	var tShared, tNC int64
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		t0 := processCPU()
+		t0 := cputime.Process()
 		got, err := r.replay()
 		if err != nil {
 			b.Fatal(err)
@@ -531,7 +532,7 @@ func benchServer(b *testing.B, r *costRound) {
 		if err := shared.ApplySum(srv.Next().T, sum, included); err != nil {
 			b.Fatal(err)
 		}
-		t1 := processCPU()
+		t1 := cputime.Process()
 		t := ncSrv.Next().T
 		for k := range ups {
 			f, err := wire.DecodeUpdate(frame, wire.Limits{})
@@ -543,7 +544,7 @@ func benchServer(b *testing.B, r *costRound) {
 		if err := ncSrv.Apply(t, ups); err != nil {
 			b.Fatal(err)
 		}
-		t2 := processCPU()
+		t2 := cputime.Process()
 		tShared += t1 - t0
 		tNC += t2 - t1
 	}

@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"testing"
+
+	"browserfl/internal/cputime"
 )
 
 // BenchmarkClientRound times one client's work in a round of n = 30
@@ -58,9 +60,9 @@ func clientRound(b *testing.B, p Params, dir Directory, keys map[uint32]ed25519.
 			case id != 1:
 			case on:
 				b.StartTimer()
-				t0 = cpuNow()
+				t0 = cputime.CPU()
 			default:
-				cpu += cpuNow() - t0
+				cpu += cputime.CPU() - t0
 				b.StopTimer()
 			}
 		}
@@ -112,9 +114,9 @@ func serverUnmask(b *testing.B, p Params, dir Directory, keys map[uint32]ed25519
 	var cpu int64
 	ops := 0
 	for b.Loop() {
-		t0 := processCPU()
+		t0 := cputime.Process()
 		got, err := h.server.Sum()
-		cpu += processCPU() - t0
+		cpu += cputime.Process() - t0
 		ops++
 		if err != nil {
 			b.Fatal(err)
