@@ -146,16 +146,7 @@ func TestCalibrationSolvedOnce(t *testing.T) {
 // call on an algo.NC, nor a test file's.
 func TestCalibViolationsFound(t *testing.T) {
 	root := t.TempDir()
-	write := func(rel, src string) {
-		t.Helper()
-		p := filepath.Join(root, rel)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(src), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	write := plantIn(t, root)
 	write("lib/a.go", `package lib
 
 func f(p P) {

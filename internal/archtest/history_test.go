@@ -71,16 +71,7 @@ func TestNoIssueNumbers(t *testing.T) {
 // merely ends in "issue".
 func TestHistoryViolationsFound(t *testing.T) {
 	root := t.TempDir()
-	write := func(rel, src string) {
-		t.Helper()
-		p := filepath.Join(root, rel)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(src), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	write := plantIn(t, root)
 	// The planted texts say ISU for the word, so this file names no issue.
 	plant := strings.NewReplacer("ISU", "iss"+"ue", "Isu", "Iss"+"ue").Replace
 	write("docs/a.md", plant("# A\n\nSince ISU 12 the step is faster.\n"))

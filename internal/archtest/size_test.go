@@ -157,16 +157,7 @@ func TestFunctionSizes(t *testing.T) {
 // main, a long function, and not a generated file or a test file.
 func TestSizeViolationsFound(t *testing.T) {
 	root := t.TempDir()
-	write := func(rel, src string) {
-		t.Helper()
-		p := filepath.Join(root, rel)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(src), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	write := plantIn(t, root)
 	body := func(n int) string { return "func f() {\n" + strings.Repeat("\t_ = 1\n", n-2) + "}\n" }
 	write("cmd/x/main.go", "package main\n\n"+strings.Repeat("// wiring\n", maxMainLines-1))         // 201 lines
 	write("cmd/y/main.go", "package main\n\n"+strings.Repeat("// wiring\n", maxMainLines-2))         // 200: fine
@@ -192,16 +183,7 @@ func TestSizeViolationsFound(t *testing.T) {
 // file and a large generated file.
 func TestTypeAndPackageViolationsFound(t *testing.T) {
 	root := t.TempDir()
-	write := func(rel, src string) {
-		t.Helper()
-		p := filepath.Join(root, rel)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(src), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	write := plantIn(t, root)
 	methods := func(recv, prefix string, from, to int) string {
 		var b strings.Builder
 		for i := from; i < to; i++ {
@@ -238,5 +220,21 @@ func TestTypeAndPackageViolationsFound(t *testing.T) {
 	}
 	if !slices.Equal(bad, want) {
 		t.Errorf("found %q; want %q", bad, want)
+	}
+}
+
+// plantIn returns a function that writes a planted file of the tree at
+// root (its path relative to root), for the tests that show a rule
+// finds what it is for.
+func plantIn(t *testing.T, root string) func(rel, src string) {
+	return func(rel, src string) {
+		t.Helper()
+		p := filepath.Join(root, rel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
