@@ -56,25 +56,10 @@ func testNATS(tb testing.TB) *testBus {
 // device with its update undecided: it asks the session, and the device
 // gets the decision first and End after it.
 func TestEdgeHoldsEndUntilDecision(t *testing.T) {
-	bus := testNATS(t)
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	enc, err := cbus.ConnectNATS(cbus.NATSClientConfig{URL: bus.URL, Name: "edge", NKey: bus.edge("e0"), Log: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer enc.Close()
-	e, err := New(Config{ID: "e0", Conn: enc, Logger: log, BeatInterval: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
+	// The fake session: reads the edge's envelopes, writes its own.
+	e, snc := edgeAndSession(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	// The fake session: reads the edge's envelopes, writes its own.
-	snc, err := cbus.ConnectNATS(cbus.NATSClientConfig{URL: bus.URL, Name: "session", NKey: bus.session(), Log: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer snc.Close()
 	up := make(chan []byte, 256)
 	if _, err := snc.Subscribe("browserfl.up.e0", func(m *nats.Msg) { up <- m.Data }); err != nil {
 		t.Fatal(err)
@@ -339,3 +324,27 @@ func (nopWS) Write(context.Context, websocket.MessageType, []byte) error { retur
 func (nopWS) Close(websocket.StatusCode, string) error                   { return nil }
 func (nopWS) CloseNow() error                                            { return nil }
 func (nopWS) Ping(context.Context) error                                 { return nil }
+
+// edgeAndSession starts a NATS server for the test, edge e0 on it
+// (beats an hour apart: the test sends what it wants), and the bus
+// connection of a fake session process; both close when the test ends.
+func edgeAndSession(t *testing.T) (*Edge, *nats.Conn) {
+	t.Helper()
+	bus := testNATS(t)
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	enc, err := cbus.ConnectNATS(cbus.NATSClientConfig{URL: bus.URL, Name: "edge", NKey: bus.edge("e0"), Log: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(enc.Close)
+	e, err := New(Config{ID: "e0", Conn: enc, Logger: log, BeatInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	snc, err := cbus.ConnectNATS(cbus.NATSClientConfig{URL: bus.URL, Name: "session", NKey: bus.session(), Log: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(snc.Close)
+	return e, snc
+}

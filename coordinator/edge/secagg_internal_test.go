@@ -3,8 +3,6 @@ package edge
 import (
 	"bytes"
 	"context"
-	"io"
-	"log/slog"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -30,24 +28,9 @@ import (
 // byte; a frame for a round never assigned, and an update frame, close
 // the connection with the reason.
 func TestEdgeRelaysSecAgg(t *testing.T) {
-	bus := testNATS(t)
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	enc, err := cbus.ConnectNATS(cbus.NATSClientConfig{URL: bus.URL, Name: "edge", NKey: bus.edge("e0"), Log: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer enc.Close()
-	e, err := New(Config{ID: "e0", Conn: enc, Logger: log, BeatInterval: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
+	e, snc := edgeAndSession(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	snc, err := cbus.ConnectNATS(cbus.NATSClientConfig{URL: bus.URL, Name: "session", NKey: bus.session(), Log: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer snc.Close()
 	type env struct {
 		kind byte
 		h    cbus.Header
