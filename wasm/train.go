@@ -451,7 +451,7 @@ func (t *trainer) publish(e device.Event, stepMillis float64, bytesSent int64) {
 		case device.EventSent:
 			s.Train.Status = ui.SentStatus(s.Session.Protection, e.T)
 			if s.Session.Shared {
-				s.Train.Status = ui.SharedSentStatus(e.T)
+				s.Train.Status = ui.SharedSentStatus(e.T, s.Train.Cohort)
 			}
 		case device.EventCohort:
 			s.Train.Cohort = e.Cohort

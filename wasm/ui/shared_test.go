@@ -68,7 +68,7 @@ func TestSharedWords(t *testing.T) {
 		st := State{Screen: ScreenTrain, Session: sess, Budget: 8,
 			Train: Training{Conn: "connected", Round: 12, Joined: 12, EpsSpent: pr.Spent, EpsMost: pr.Most, Share: pr.Share, Releases: 12,
 				Planned: pr.Planned, OnPlan: pr.OnPlan, EpsBudget: 8, Delta: f.Delta, FloorSpent: pr.FloorSpent, FloorMost: pr.FloorMost,
-				Cohort: 10, Status: SharedSentStatus(12), Sent: sent()}}
+				Cohort: 10, Status: SharedSentStatus(12, 10), Sent: sent()}}
 		train := html.UnescapeString(render(t, &st))
 		for _, w := range []string{"If the other phones are real: by the end of this lesson, at most ε = " + plan.FormatEpsilon(pr.Most),
 			"Even if the other phones were fake, your own noise keeps it at most ε = " + plan.FormatEpsilon(pr.FloorMost),

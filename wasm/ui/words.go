@@ -24,9 +24,16 @@ func SentStatus(protection string, t int) string {
 }
 
 // SharedSentStatus is SentStatus in a shared-noise session: the update
-// left scrambled.
-func SharedSentStatus(t int) string {
-	return fmt.Sprintf("Sent a scrambled, noisy update for round %d.", t)
+// left scrambled, and cohort devices (this one included) share the noise.
+// The status line keeps the classmates' count after the send: the page
+// publishes its state a few times a second, so the cohort's own status,
+// set just before, may never be drawn.
+func SharedSentStatus(t, cohort int) string {
+	s := fmt.Sprintf("Sent a scrambled, noisy update for round %d.", t)
+	if cohort > 1 {
+		s += " " + Classmates(cohort)
+	}
+	return s
 }
 
 // ExcludedStatus is the status line when round t finished without this

@@ -173,7 +173,7 @@ func TestNoTechnicalWordsOnAnyScreen(t *testing.T) {
 			Planned: 0.585, OnPlan: true, Decreasing: true, EpsBudget: 8, Delta: 1e-5, Status: SentStatus(sess.Protection, 17),
 			Detail: "round 17 sent", Sent: sent(), Accuracy: []Point{{17, 0.6}}, FloorSpent: 20, FloorMost: 28.9, Cohort: 10}
 		if sess.Shared {
-			train.Status = SharedSentStatus(17)
+			train.Status = SharedSentStatus(17, train.Cohort)
 		}
 		for _, st := range []State{
 			{Screen: ScreenJoin, Code: "K7QX"},
