@@ -32,7 +32,7 @@ import (
 // and with or without a browser context of its own (chromedp 0.14.2,
 // headless Chromium 156; not the page); so every student gets its own
 // browser, like its own phone.
-func phone(t *testing.T) (*browser, error) {
+func phone(t testing.TB) (*browser, error) {
 	s := launch(t, t.TempDir())
 	if err := s.run(30*time.Second, chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile)); err != nil {
 		s.close()

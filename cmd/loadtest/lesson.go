@@ -76,5 +76,6 @@ func runLesson(ctx context.Context, o options, pol device.Policy, extra string, 
 	}
 	fmt.Fprintf(stdout, "lesson: %d devices in each of nc and shared; %d blocks of %d rounds each, alternating (round gap %s, deadline %s)\n",
 		n, blocks, k, lessonGap, lessonDeadline)
-	return loadtest.RunLesson(ctx, nc.LessonSide, shared.LessonSide, n, blocks, k, stdout)
+	_, err = loadtest.RunLesson(ctx, nc.LessonSide, shared.LessonSide, n, blocks, k, stdout)
+	return err
 }

@@ -10,12 +10,15 @@ import (
 )
 
 // LessonSide is one way of running a lesson in a comparison of two
-// (cmd/loadtest -lesson): its coordinator at Base, process PID, paused
-// between its blocks of rounds, and what its blocks measured.
+// (cmd/loadtest -lesson, and the pages' lesson in e2e): its coordinator at
+// Base, process PID, paused between its blocks of rounds, and what its
+// blocks measured. Committed is the last round committed before the first
+// block (0 for a session paused before its first round); the blocks keep
+// it up to date.
 type LessonSide struct {
 	Name, Base, Secret string
 	PID                int
-	committed          int
+	Committed          int
 	wall               time.Duration // the blocks', summed
 	rounds             int           // committed within the blocks
 	cpu                float64       // the coordinator's CPU seconds within the blocks
@@ -29,7 +32,7 @@ func (s *LessonSide) block(ctx context.Context, k int) error {
 	if err != nil {
 		return err
 	}
-	from := s.committed
+	from := s.Committed
 	start := time.Now()
 	if err := Teacher(ctx, s.Base, s.Secret, "resume"); err != nil {
 		return err
@@ -51,7 +54,7 @@ func (s *LessonSide) block(ctx context.Context, k int) error {
 	if err := Teacher(ctx, s.Base, s.Secret, "pause"); err != nil {
 		return err
 	}
-	s.committed, err = Settle(ctx, s.Base, last)
+	s.Committed, err = Settle(ctx, s.Base, last)
 	return err
 }
 
@@ -85,8 +88,8 @@ func (s *LessonSide) report(ctx context.Context, n int, w io.Writer) (perRound, 
 // which goes first (a, b, b, a, ...), so that load that comes and goes
 // falls on both alike, and prints each block's progress, each side's
 // figures and, last, "lesson: b/a wall = R", the ratio of their wall
-// times a round; n devices take part in every round.
-func RunLesson(ctx context.Context, a, b *LessonSide, n, blocks, k int, w io.Writer) error {
+// times a round, which it returns; n devices take part in every round.
+func RunLesson(ctx context.Context, a, b *LessonSide, n, blocks, k int, w io.Writer) (float64, error) {
 	for i := range blocks {
 		order := []*LessonSide{a, b}
 		if i%2 == 1 {
@@ -94,19 +97,19 @@ func RunLesson(ctx context.Context, a, b *LessonSide, n, blocks, k int, w io.Wri
 		}
 		for _, s := range order {
 			if err := s.block(ctx, k); err != nil {
-				return fmt.Errorf("%s: %w", s.Name, err)
+				return 0, fmt.Errorf("%s: %w", s.Name, err)
 			}
 			fmt.Fprintf(w, "block %d, %s: %d rounds committed in all, %.1f s\n", i+1, s.Name, s.rounds, s.wall.Seconds())
 		}
 	}
 	perA, latA, err := a.report(ctx, n, w)
 	if err != nil {
-		return fmt.Errorf("%s: %w", a.Name, err)
+		return 0, fmt.Errorf("%s: %w", a.Name, err)
 	}
 	perB, latB, err := b.report(ctx, n, w)
 	if err != nil {
-		return fmt.Errorf("%s: %w", b.Name, err)
+		return 0, fmt.Errorf("%s: %w", b.Name, err)
 	}
 	fmt.Fprintf(w, "lesson: %s/%s wall = %.3f (a round with its gap; start to commit alone: %.2f)\n", b.Name, a.Name, perB/perA, latB/latA)
-	return nil
+	return perB / perA, nil
 }
