@@ -117,8 +117,9 @@ test:
 	 rc=0; wait $$race || rc=1; wait $$engines || rc=1; wait $$mutants || rc=1; \
 	 for log in $(LANE_LOGS); do echo "== $$log, a lane run beside vet, lint and test:"; cat $$log; done; \
 	 [ $$fg -eq 0 ] && [ $$rc -eq 0 ]
-	@echo "make test passed; wall time by stage (vet, lint, test; beside them race, scaleout then lesson; engines; mutants):" && cat $(STAGE_LOG) && \
-	 secs=$$(( $$(date +%s) - $$(cat .cache/make-test-start) )) && printf 'make test in all: %d s (%dm%02ds)\n' $$secs $$((secs / 60)) $$((secs % 60))
+	@echo "make test passed; wall and CPU time by stage (vet, lint, test; beside them race, scaleout then lesson; engines; mutants):" && cat $(STAGE_LOG) && \
+	 secs=$$(( $$(date +%s) - $$(cat .cache/make-test-start) )) && printf 'make test in all: %d s (%dm%02ds)\n' $$secs $$((secs / 60)) $$((secs % 60)) && \
+	 awk -v secs=$$secs -v cores=$$(nproc) '{ cpu += $$NF == "s" ? $$(NF-1) : 0 } END { printf "CPU time of the stages: %d s, %.0f%% of what %d cores give in %d s\n", cpu, 100 * cpu / (cores * secs), cores, secs }' $(STAGE_LOG)
 
 # Apply each privacy- and correctness-critical mutation (through a build
 # overlay, several at a time, two building; the tree is not modified); fail if one survives
