@@ -101,7 +101,7 @@ ENGINES_RE := ^(TestClassroom|TestDashboardLayout|TestTaskFormEngines|TestOwnerL
 STAGE := STAGE_LOG=$(STAGE_LOG) bash scripts/stage.sh
 SUBMAKE := $(MAKE) --no-print-directory
 test:
-	@mkdir -p .cache && rm -f $(STAGE_LOG) && date +%s >.cache/make-test-start
+	@mkdir -p .cache && rm -f $(STAGE_LOG) && date +%s >.cache/make-test-start && head -1 /proc/stat >.cache/make-test-cpu
 	@$(STAGE) setup     $(SUBMAKE) setup-test
 	@$(STAGE) fmt-check $(SUBMAKE) fmt-check
 	@$(STAGE) wasm-features $(SUBMAKE) test-wasm-features
@@ -117,9 +117,11 @@ test:
 	 rc=0; wait $$race || rc=1; wait $$engines || rc=1; wait $$mutants || rc=1; \
 	 for log in $(LANE_LOGS); do echo "== $$log, a lane run beside vet, lint and test:"; cat $$log; done; \
 	 [ $$fg -eq 0 ] && [ $$rc -eq 0 ]
-	@echo "make test passed; wall and CPU time by stage (vet, lint, test; beside them race, scaleout then lesson; engines; mutants):" && cat $(STAGE_LOG) && \
+	@echo "make test passed; wall time by stage (vet, lint, test; beside them race, scaleout then lesson; engines; mutants):" && cat $(STAGE_LOG) && \
 	 secs=$$(( $$(date +%s) - $$(cat .cache/make-test-start) )) && printf 'make test in all: %d s (%dm%02ds)\n' $$secs $$((secs / 60)) $$((secs % 60)) && \
-	 awk -v secs=$$secs -v cores=$$(nproc) '{ cpu += $$NF == "s" ? $$(NF-1) : 0 } END { printf "CPU time of the stages: %d s, %.0f%% of what %d cores give in %d s\n", cpu, 100 * cpu / (cores * secs), cores, secs }' $(STAGE_LOG)
+	 head -1 /proc/stat | cat .cache/make-test-cpu - | awk -v cores=$$(nproc) -v tick=$$(getconf CLK_TCK) \
+	   '{ busy[NR] = $$2 + $$3 + $$4 + $$7 + $$8 + $$9; all[NR] = busy[NR] + $$5 + $$6 } \
+	    END { printf "the machine was busy %.0f%% of the time on its %d cores (%.0f CPU-s; every process, /proc/stat)\n", 100 * (busy[2] - busy[1]) / (all[2] - all[1]), cores, (busy[2] - busy[1]) / tick }' 
 
 # Apply each privacy- and correctness-critical mutation (through a build
 # overlay, several at a time, two building; the tree is not modified); fail if one survives
