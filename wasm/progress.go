@@ -26,13 +26,14 @@ type Progress struct {
 	} `json:"accuracy"`
 }
 
-// fetchProgress reads /api/progress and, when a new round was committed,
-// the current global model from /api/model (a wire round frame holding
-// the model parameters as X), used by "try the model".
+// fetchProgress reads /api/progress: the rounds committed and the
+// accuracy chart. The global model itself is fetched only when "try the
+// model" asks for it (model): a poll that fetched every committed model
+// cost a phone d float32 (31 KB on the pixels, 159 KB on the features)
+// every round of the lesson, for a button few press.
 func (t *trainer) fetchProgress() error {
 	a := t.a
-	q := "?code=" + url.QueryEscape(a.code)
-	b, err := jsw.Fetch(t.ctx, a.base+"/api/progress"+q)
+	b, err := jsw.Fetch(t.ctx, a.base+"/api/progress?code="+url.QueryEscape(a.code))
 	if err != nil {
 		return err
 	}
@@ -41,19 +42,8 @@ func (t *trainer) fetchProgress() error {
 		return fmt.Errorf("progress: %w", err)
 	}
 	t.mu.Lock()
-	have := t.modelRound
+	t.committed = max(t.committed, p.Committed)
 	t.mu.Unlock()
-	if p.Committed > have {
-		mb, err := jsw.Fetch(t.ctx, a.base+"/api/model"+q)
-		if err == nil {
-			r, derr := wire.DecodeRound(mb, wire.Limits{Dim: a.params.Dim})
-			if derr == nil {
-				t.mu.Lock()
-				t.x, t.modelRound = r.X, r.T
-				t.mu.Unlock()
-			}
-		}
-	}
 	pts := make([]ui.Point, 0, len(p.Accuracy))
 	for _, e := range p.Accuracy {
 		pts = append(pts, ui.Point{Round: e.Round, Accuracy: e.Accuracy})
@@ -76,4 +66,32 @@ func (t *trainer) fetchProgress() error {
 		}
 	})
 	return nil
+}
+
+// model returns a copy of the current global model for "try the model":
+// the one fetched last, fetched again from /api/model (a wire round frame
+// holding the model parameters as X) when a later round has been
+// committed since. It is nil before the first commit, and the model last
+// fetched when the fetch fails.
+func (t *trainer) model() []float64 {
+	t.mu.Lock()
+	stale := t.committed > t.modelRound
+	t.mu.Unlock()
+	if stale {
+		a := t.a
+		b, err := jsw.Fetch(t.ctx, a.base+"/api/model?code="+url.QueryEscape(a.code))
+		if err == nil {
+			r, derr := wire.DecodeRound(b, wire.Limits{Dim: a.params.Dim})
+			if derr == nil {
+				t.mu.Lock()
+				if r.T > t.modelRound {
+					t.x, t.modelRound = r.X, r.T
+				}
+				t.mu.Unlock()
+			}
+		}
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return append([]float64(nil), t.x...)
 }

@@ -116,9 +116,7 @@ func (a *app) TryRow(values []string) {
 	}
 	var w []float64
 	if a.trainer != nil {
-		a.trainer.mu.Lock()
-		w = append(w, a.trainer.x...)
-		a.trainer.mu.Unlock()
+		w = a.trainer.model()
 	}
 	x, err := d.Encode(values)
 	a.update(func(s *ui.State) {

@@ -77,6 +77,7 @@ type trainer struct {
 	figsFor    wire.SessionParams
 	x          []float64 // the latest global model fetched (for "try the model")
 	modelRound int       // the round x is from
+	committed  int       // the last committed round /api/progress gave
 	stepMillis float64   // time of the latest Prepare
 	bytesSent  int64     // update frames prepared for sending, in bytes
 	events     []queued  // runtime events not yet published, in order
@@ -141,7 +142,7 @@ func (a *app) startTraining() {
 	t := &trainer{a: a, ctx: ctx, cancel: cancel, done: make(chan struct{}), wake: make(chan struct{}, 1)}
 	if old != nil {
 		old.mu.Lock()
-		t.x, t.modelRound = old.x, old.modelRound
+		t.x, t.modelRound, t.committed = old.x, old.modelRound, old.committed
 		old.mu.Unlock()
 	}
 	a.trainer = t
@@ -506,10 +507,8 @@ func (t *trainer) leave(reason string) {
 // page clears its canvas once the model has answered.
 func (a *app) TryModel(x []float32) {
 	var w []float64
-	if a.trainer != nil {
-		a.trainer.mu.Lock()
-		w = append(w, a.trainer.x...)
-		a.trainer.mu.Unlock()
+	if a.trainer != nil && !local.Blank(x) {
+		w = a.trainer.model()
 	}
 	answered := false
 	a.update(func(s *ui.State) {
