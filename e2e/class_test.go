@@ -797,6 +797,11 @@ func TestClassroomLesson(t *testing.T) {
 		}
 		args, gap = append(args, "-round-gap", g), g
 	}
+	// BFL_LESSON_ARGS adds coordinator flags: the same lesson over
+	// another algorithm or features, e.g. "-features scatter -algorithm
+	// shared" (docs/features.md). A measurement, as the gap.
+	extra := strings.Fields(os.Getenv("BFL_LESSON_ARGS"))
+	args = append(args, extra...)
 	webDir := pageBuild(t)
 	bin := coordinatorBinary(t)
 	const students = 10
@@ -885,8 +890,8 @@ func TestClassroomLesson(t *testing.T) {
 	if st.LastEval != nil {
 		acc = st.LastEval.Accuracy
 	}
-	t.Logf("one lesson, %d pages, %s: M %d, m %d, T %d, deadline %d ms, %s round gap; Start to the end %v; first accuracy %v after Start; final accuracy %.3f; %d rounds closed at their deadline",
-		students, phones, st.Session.M, st.Session.Cohort, st.Session.Rounds, st.Session.DeadlineMillis, gap,
+	t.Logf("one lesson, %d pages, %s: M %d, m %d, T %d, deadline %d ms, %s round gap, flags %q; Start to the end %v; first accuracy %v after Start; final accuracy %.3f; %d rounds closed at their deadline",
+		students, phones, st.Session.M, st.Session.Cohort, st.Session.Rounds, st.Session.DeadlineMillis, gap, extra,
 		took.Round(time.Second), firstEval.Round(100*time.Millisecond), acc, hits)
 	// The figure the docs keep (docs/browser.md), on a line of its own.
 	t.Logf("first accuracy after Start: %.1f s", firstEval.Seconds())
