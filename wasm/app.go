@@ -64,7 +64,6 @@ type app struct {
 	mu      sync.Mutex
 	state   *ui.State
 	sent    bridge.Snapshot // the state as last sent to the page
-	shown   string          // the status line (Train.Status) as last sent to the page
 	pending bool            // a publish is scheduled
 
 	ctx  context.Context
@@ -116,20 +115,11 @@ func newApp(p *port) *app {
 const publishEvery = 50 * time.Millisecond
 
 // update runs f on the state; what changed goes to the page within
-// publishEvery. A status line f replaces before the page was sent it
-// goes to the page first: each status the runtime says is shown, if
-// briefly (the status after a send, "Sent a noisy update...", often
-// lives less than publishEvery, the Worker busy in between).
+// publishEvery.
 func (a *app) update(f func(s *ui.State)) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	old := a.state.Train.Status
 	f(a.state)
-	if now := a.state.Train.Status; now != old && old != a.shown {
-		a.state.Train.Status = old
-		a.publishLocked()
-		a.state.Train.Status = now
-	}
 	if !a.pending {
 		a.pending = true
 		time.AfterFunc(publishEvery, func() {
@@ -157,7 +147,7 @@ func (a *app) publishLocked() {
 	if patch == nil {
 		return
 	}
-	a.sent, a.shown = snap, a.state.Train.Status
+	a.sent = snap
 	a.port.post(bridge.ToPage{Type: bridge.State, Patch: patch})
 }
 
