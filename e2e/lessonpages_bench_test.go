@@ -56,8 +56,8 @@ func BenchmarkLessonPages(b *testing.B) {
 	for _, s := range []*lessonPages{nc, shared} {
 		s.begin(ctx)
 	}
-	// What a session's ten pages cost while it waits paused: the other
-	// mode's blocks run beside them.
+	// What a session's ten pages cost while it waits paused, as during
+	// the other mode's blocks (both are paused here).
 	idle0 := []float64{nc.cpu(), shared.cpu()}
 	if err := loadtest.Sleep(ctx, 10*time.Second); err != nil {
 		b.Fatal(err)
@@ -66,6 +66,11 @@ func BenchmarkLessonPages(b *testing.B) {
 		(nc.cpu()-idle0[0])/10, (shared.cpu()-idle0[1])/10)
 
 	blocks := lessonPagesBlocks * b.N
+	// The preset's T = 200 rounds hold the two warm-up rounds and the
+	// blocks; a larger -benchtime would wait for rounds that never come.
+	if need := 2 + blocks*lessonPagesK; need > 200 {
+		b.Fatalf("-benchtime %dx needs %d rounds a session, more than the lesson's 200: use at most %dx", b.N, need, 198/(lessonPagesBlocks*lessonPagesK))
+	}
 	fmt.Printf("lesson pages: %d pages in each of nc and shared; %d blocks of %d rounds each, alternating (the lesson's round gap and deadline)\n",
 		lessonPagesN, blocks, lessonPagesK)
 	cpu0 := []float64{nc.cpu(), shared.cpu()}

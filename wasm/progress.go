@@ -3,6 +3,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/url"
@@ -71,18 +72,21 @@ func (t *trainer) fetchProgress() error {
 // model returns a copy of the current global model for "try the model":
 // the one fetched last, fetched again from /api/model (a wire round frame
 // holding the model parameters as X) when a later round has been
-// committed since. It is nil before the first commit, and the model last
-// fetched when the fetch fails.
-func (t *trainer) model() []float64 {
+// committed since; asking is called before such a fetch. It is nil
+// before the first commit; when the fetch fails it is the model fetched
+// before (nil if none) with the error.
+func (t *trainer) model(ctx context.Context, asking func()) ([]float64, error) {
 	t.mu.Lock()
 	stale := t.committed > t.modelRound
 	t.mu.Unlock()
+	var err error
 	if stale {
+		asking()
 		a := t.a
-		b, err := jsw.Fetch(t.ctx, a.base+"/api/model?code="+url.QueryEscape(a.code))
-		if err == nil {
-			r, derr := wire.DecodeRound(b, wire.Limits{Dim: a.params.Dim})
-			if derr == nil {
+		var b []byte
+		if b, err = jsw.Fetch(ctx, a.base+"/api/model?code="+url.QueryEscape(a.code)); err == nil {
+			var r wire.RoundFrame
+			if r, err = wire.DecodeRound(b, wire.Limits{Dim: a.params.Dim}); err == nil {
 				t.mu.Lock()
 				if r.T > t.modelRound {
 					t.x, t.modelRound = r.X, r.T
@@ -93,5 +97,5 @@ func (t *trainer) model() []float64 {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return append([]float64(nil), t.x...)
+	return append([]float64(nil), t.x...), err
 }

@@ -108,26 +108,24 @@ func (a *app) addCSV(files []local.File) {
 }
 
 // TryRow answers "try the model" for a row of the task
-// (ui.Controller.TryRow): the model's guess, as the label's word.
+// (ui.Controller.TryRow): the model's guess, as the label's word. The
+// worker runs it on a goroutine of its own, as TryModel.
 func (a *app) TryRow(values []string) {
 	d := a.task
 	if d == nil {
 		return
 	}
-	var w []float64
-	if a.trainer != nil {
-		w = a.trainer.model()
-	}
 	x, err := d.Encode(values)
+	if err != nil {
+		a.update(func(s *ui.State) { s.Train.Prediction = ui.RowMessage(err) })
+		return
+	}
+	w, ferr := a.currentModel()
 	a.update(func(s *ui.State) {
-		if err != nil {
-			s.Train.Prediction = ui.RowMessage(err)
-			return
-		}
 		s.Error = ""
 		m, merr := model.New(a.params.Model, a.params.Features, a.params.Classes)
 		if merr != nil || len(w) != m.Dim() {
-			s.Train.Prediction = "No model yet: wait for the first round."
+			s.Train.Prediction = noModel(ferr)
 			return
 		}
 		s.Train.Prediction = "The model says: " + d.Label.Values[m.Predict(w, x)]

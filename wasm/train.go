@@ -475,8 +475,8 @@ func (t *trainer) publish(e device.Event, stepMillis float64, bytesSent int64) {
 	})
 }
 
-// pollProgress fetches the session's public progress (round, global
-// accuracy, current model) every second while training runs.
+// pollProgress fetches the session's public progress (rounds committed,
+// global accuracy) every second while training runs.
 func (t *trainer) pollProgress() {
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
@@ -504,27 +504,25 @@ func (t *trainer) leave(reason string) {
 // TryModel classifies a drawing (features x, read from the page's
 // "try the model" canvas by the page, which has checked that it is not
 // blank) with the current global model (ui.Controller.TryModel). The
-// page clears its canvas once the model has answered.
+// page clears its canvas once the model has answered. The worker runs it
+// on a goroutine of its own: it may fetch the model (trainer.model).
 func (a *app) TryModel(x []float32) {
-	var w []float64
-	if a.trainer != nil && !local.Blank(x) {
-		w = a.trainer.model()
+	if local.Blank(x) {
+		a.update(func(s *ui.State) { s.Train.Prediction = "Draw something first." })
+		return
 	}
+	in, err := modelInputs(a.params, x)
+	if err != nil {
+		a.update(func(s *ui.State) { s.Train.Prediction = "The drawing could not be read: " + err.Error() })
+		return
+	}
+	w, err := a.currentModel()
 	answered := false
 	a.update(func(s *ui.State) {
-		if local.Blank(x) {
-			s.Train.Prediction = "Draw something first."
-			return
-		}
 		s.Error = ""
-		in, err := modelInputs(a.params, x)
-		if err != nil {
-			s.Train.Prediction = "The drawing could not be read: " + err.Error()
-			return
-		}
-		m, err := model.New(a.params.Model, len(in), local.Classes)
-		if err != nil || len(w) != m.Dim() {
-			s.Train.Prediction = "No model yet: wait for the first round."
+		m, merr := model.New(a.params.Model, len(in), local.Classes)
+		if merr != nil || len(w) != m.Dim() {
+			s.Train.Prediction = noModel(err)
 			return
 		}
 		c := m.Predict(w, in)
@@ -538,6 +536,34 @@ func (a *app) TryModel(x []float32) {
 	if answered {
 		a.port.post(bridge.ToPage{Type: bridge.ClearTry})
 	}
+}
+
+// currentModel returns the global model for "try the model"
+// (trainer.model), nil before training started here; fetching it takes
+// at most tryTimeout, and meanwhile the answer reads "Asking the class
+// model…".
+func (a *app) currentModel() ([]float64, error) {
+	t := a.trainer
+	if t == nil {
+		return nil, nil
+	}
+	ctx, cancel := context.WithTimeout(a.ctx, tryTimeout)
+	defer cancel()
+	return t.model(ctx, func() {
+		a.update(func(s *ui.State) { s.Train.Prediction = "Asking the class model…" })
+	})
+}
+
+// tryTimeout bounds the fetch of the model "try the model" asks for.
+const tryTimeout = 15 * time.Second
+
+// noModel is the answer of "try the model" without a model: none was
+// committed yet, or it could not be fetched (err).
+func noModel(err error) string {
+	if err != nil {
+		return "Could not reach the class model. Try again in a moment."
+	}
+	return "No model yet: wait for the first round."
 }
 
 // modelInputs returns what session s's model reads of a picture x

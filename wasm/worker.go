@@ -151,11 +151,11 @@ func (a *app) handle(data js.Value, started *bool) error {
 	case bridge.Train:
 		a.Train()
 	case bridge.Try:
-		a.TryModel(m.Pixels)
+		go a.TryModel(m.Pixels) // it may fetch the model: the loop goes on
 	case bridge.Row:
 		a.AddRow(m.Values, m.Label)
 	case bridge.TryRow:
-		a.TryRow(m.Values)
+		go a.TryRow(m.Values)
 	case bridge.Forget:
 		a.Forget()
 	case bridge.DrawMore:
