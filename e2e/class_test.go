@@ -631,8 +631,8 @@ func classmatesIn(text string) []int {
 }
 
 // sharedChecks checks the status lines the first student's page showed
-// in TestClassroom's shared-noise lesson (class students): it said it
-// sent a scrambled update, and how many classmates share the noise of
+// in TestClassroom's shared-noise lesson (class students): it said a
+// round included its scrambled update, and how many classmates share the noise of
 // a round: all the others in some round (round 1's cohort is the whole
 // class), at most the eight who can be left once three have gone (seven
 // and the late student) in some round, and never fewer than the
@@ -640,8 +640,8 @@ func classmatesIn(text string) []int {
 func sharedChecks(t *testing.T, statuses []string, students int) {
 	t.Helper()
 	all := strings.Join(statuses, "\n")
-	if !strings.Contains(all, "Sent a scrambled, noisy update") {
-		t.Errorf("no status line said the page sent a scrambled update:\n%s", all)
+	if !strings.Contains(all, "included your scrambled update") {
+		t.Errorf("no status line said a round included the page's scrambled update:\n%s", all)
 	}
 	ks := classmatesIn(all)
 	seen := map[int]int{}

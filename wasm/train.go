@@ -459,6 +459,9 @@ func (t *trainer) publish(e device.Event, stepMillis float64, bytesSent int64) {
 			s.Train.Status = fmt.Sprintf("Round %d: ", e.T) + ui.Classmates(e.Cohort)
 		case device.EventIncluded:
 			s.Train.Status = fmt.Sprintf("Round %d included your update.", e.T)
+			if s.Session.Shared {
+				s.Train.Status = ui.SharedIncludedStatus(e.T, s.Train.Cohort)
+			}
 		case device.EventWaiting:
 			s.Train.Status = fmt.Sprintf("Round %d went on without you: your next example pictures are still on their way. You join in again as soon as they are here.", e.T)
 		case device.EventExcluded:

@@ -29,7 +29,19 @@ func SentStatus(protection string, t int) string {
 // publishes its state a few times a second, so the cohort's own status,
 // set just before, may never be drawn.
 func SharedSentStatus(t, cohort int) string {
-	s := fmt.Sprintf("Sent a scrambled, noisy update for round %d.", t)
+	return withClassmates(fmt.Sprintf("Sent a scrambled, noisy update for round %d.", t), cohort)
+}
+
+// SharedIncludedStatus is the status line when round t of a shared-noise
+// session included this page's update, summed with those of cohort - 1
+// classmates. It stays until the next round begins, so what was sent and
+// with whom is said even when the status after the send, which a fast
+// round replaces within the page's publishing interval, is never drawn.
+func SharedIncludedStatus(t, cohort int) string {
+	return withClassmates(fmt.Sprintf("Round %d included your scrambled update.", t), cohort)
+}
+
+func withClassmates(s string, cohort int) string {
 	if cohort > 1 {
 		s += " " + Classmates(cohort)
 	}

@@ -218,3 +218,19 @@ func TestShareWords(t *testing.T) {
 		}
 	}
 }
+
+// TestSharedStatuses: a shared-noise page's status lines after a send and
+// after an inclusion say the update was scrambled and how many classmates
+// share the noise (none named for a cohort of one).
+func TestSharedStatuses(t *testing.T) {
+	for _, c := range []struct{ got, want string }{
+		{SharedSentStatus(3, 10), "Sent a scrambled, noisy update for round 3. In this round, you and 9 classmates share the noise."},
+		{SharedIncludedStatus(3, 10), "Round 3 included your scrambled update. In this round, you and 9 classmates share the noise."},
+		{SharedIncludedStatus(4, 2), "Round 4 included your scrambled update. In this round, you and 1 classmate share the noise."},
+		{SharedIncludedStatus(5, 1), "Round 5 included your scrambled update."},
+	} {
+		if c.got != c.want {
+			t.Errorf("got %q, want %q", c.got, c.want)
+		}
+	}
+}
