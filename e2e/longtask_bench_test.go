@@ -32,6 +32,9 @@ import (
 //
 //	go test -run '^$' -bench PageLongTasks -benchtime 3x ./e2e
 //
+// With -args -profile-main N it also logs the main thread's busiest
+// functions and packages (profile_test.go).
+//
 // The same file runs on a tree from before the worker (the page trained
 // on its main thread) for the comparison in docs/browser.md.
 func BenchmarkPageLongTasks(b *testing.B) {
@@ -49,10 +52,19 @@ func BenchmarkPageLongTasks(b *testing.B) {
 		br := launch(b, b.TempDir())
 		openPage(b, br, o.url+"/?code="+code, "")
 		tr := startTrace(b, br)
+		var mp *mainProfile
+		if *profileMain > 0 {
+			mp = startMainProfile(b, br)
+		}
 		o.teacher("resume")
 		br.must(10*time.Minute, "session finished",
 			chromedp.Poll(`["finished", "stopped"].includes((document.getElementById("conn")||{}).textContent)`, nil,
 				chromedp.WithPollingTimeout(9*time.Minute)))
+		if mp != nil {
+			for _, l := range mp.stop(b, *profileMain) {
+				fmt.Println(l)
+			}
+		}
 		threads := tr.stop(b)
 		r := readTasks(b, br)
 		var worst float64
@@ -66,8 +78,10 @@ func BenchmarkPageLongTasks(b *testing.B) {
 		var pm, rm float64
 		br.eval(`Math.max(0, ...performance.getEntriesByName("fl-prepare").map(e => e.duration))`, &pm)
 		br.eval(`Math.max(0, ...performance.getEntriesByName("fl-render").filter(e => e.startTime >= `+fmt.Sprint(r.train)+`).map(e => e.duration))`, &rm)
-		b.Logf("run %d: %d updates; main thread during training: %d long tasks, longest %.0f ms; fl-prepare max %.0f ms, fl-render max %.0f ms (%s)",
-			i, sentUpdates(br), n, worst, pm, rm, r.parts)
+		var renders int
+		br.eval(`performance.getEntriesByName("fl-render").filter(e => e.startTime >= `+fmt.Sprint(r.train)+`).length`, &renders)
+		b.Logf("run %d: %d updates; main thread during training: %d long tasks, longest %.0f ms; %d renders, fl-prepare max %.0f ms, fl-render max %.0f ms (%s)",
+			i, sentUpdates(br), n, worst, renders, pm, rm, r.parts)
 		longest, count, prepare, render = append(longest, worst), append(count, float64(n)), append(prepare, pm), append(render, rm)
 		main, worker := threads["CrRendererMain"], threads["DedicatedWorker thread"]
 		b.Logf("run %d: trace of the training: main thread %d tasks, CPU %.0f ms in all, longest task %.1f ms CPU (%.1f ms wall); worker thread CPU %.0f ms, longest task %.1f ms CPU",

@@ -4,7 +4,6 @@ package canvas
 
 import (
 	"errors"
-	"fmt"
 	"syscall/js"
 
 	"browserfl/wasm/jsw"
@@ -16,6 +15,7 @@ import (
 type SentPictures struct {
 	clean, noisy js.Value
 	round        int
+	small        js.Value // a Side x Side canvas outside the page (paint)
 }
 
 // Draw draws the pictures clean and noisy of the update of round on the
@@ -32,23 +32,38 @@ func (sp *SentPictures) Draw(cleanID, noisyID string, round int, clean, noisy []
 		return
 	}
 	sp.clean, sp.noisy, sp.round = c, n, round
-	paint(c, clean)
-	paint(n, noisy)
+	if !sp.small.Truthy() {
+		sp.small = js.Global().Get("document").Call("createElement", "canvas")
+		sp.small.Set("width", local.Side)
+		sp.small.Set("height", local.Side)
+	}
+	paint(c, sp.small, clean)
+	paint(n, sp.small, noisy)
 }
 
 // paint draws Side x Side grey levels on a canvas's default bitmap (see
-// Pad.Clear for why the canvases keep it), one rectangle per value.
-func paint(el js.Value, grey []byte) {
+// Pad.Clear for why the canvases keep it): the levels go to the browser
+// in one copy, as the pixels of small, a Side x Side canvas outside the
+// page, which is drawn scaled up without smoothing, each level a sharp
+// cell. (A rectangle per value cost 1,568 calls into JavaScript and as
+// many colour strings a round, the largest part of the page's
+// main-thread work: docs/browser.md, "Responsiveness".)
+func paint(el, small js.Value, grey []byte) {
 	if len(grey) != local.Features {
 		return
 	}
-	ctx := el.Call("getContext", "2d")
-	w, h := el.Get("width").Float(), el.Get("height").Float()
-	ctx.Call("setTransform", w/local.Side, 0, 0, h/local.Side, 0, 0)
+	rgba := make([]byte, 4*len(grey))
 	for i, g := range grey {
-		ctx.Set("fillStyle", fmt.Sprintf("rgb(%d,%d,%d)", g, g, g))
-		ctx.Call("fillRect", i%local.Side, i/local.Side, 1, 1)
+		rgba[4*i], rgba[4*i+1], rgba[4*i+2], rgba[4*i+3] = g, g, g, 255
 	}
+	buf := js.Global().Get("Uint8Array").New(len(rgba))
+	js.CopyBytesToJS(buf, rgba)
+	pixels := js.Global().Get("Uint8ClampedArray").New(buf.Get("buffer"))
+	small.Call("getContext", "2d").Call("putImageData", js.Global().Get("ImageData").New(pixels, local.Side, local.Side), 0, 0)
+	ctx := el.Call("getContext", "2d")
+	ctx.Call("setTransform", 1, 0, 0, 1, 0, 0)
+	ctx.Set("imageSmoothingEnabled", false)
+	ctx.Call("drawImage", small, 0, 0, el.Get("width"), el.Get("height"))
 }
 
 // Pad is a 28x28 drawing surface, scaled up by CSS, drawn on with
