@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -74,6 +75,7 @@ func BenchmarkLessonPages(b *testing.B) {
 	fmt.Printf("lesson pages: %d pages in each of nc and shared; %d blocks of %d rounds each, alternating (the lesson's round gap and deadline)\n",
 		lessonPagesN, blocks, lessonPagesK)
 	cpu0 := []float64{nc.cpu(), shared.cpu()}
+	kinds0 := []map[string]float64{nc.cpuByKind(), shared.cpuByKind()}
 	from := []int{nc.side.Committed, shared.side.Committed}
 	b.ResetTimer()
 	r, err := loadtest.RunLesson(ctx, nc.side, shared.side, lessonPagesN, blocks, lessonPagesK, os.Stdout)
@@ -91,6 +93,8 @@ func BenchmarkLessonPages(b *testing.B) {
 	cs, rs := perRound(shared, 1)
 	fmt.Printf("lesson pages: the pages' CPU from the first block to the last (paused time included): nc %.1f s, %.0f ms a page and round; shared %.1f s, %.0f ms a page and round\n",
 		cn, 1000*rn, cs, 1000*rs)
+	fmt.Printf("lesson pages: by process kind, ms a page and round: nc %s; shared %s\n",
+		kindsPerRound(kinds0[0], nc.cpuByKind(), nc.side.Committed-from[0]), kindsPerRound(kinds0[1], shared.cpuByKind(), shared.side.Committed-from[1]))
 	fmt.Printf("lesson pages: load average before %s, after %s\n", load0, loadAvg())
 	fmt.Printf("lesson pages: shared/nc wall = %.3f\n", r)
 	b.ReportMetric(r, "shared/nc-wall")
@@ -174,6 +178,20 @@ func (s *lessonPages) begin(ctx context.Context) {
 // cpu returns the CPU seconds the side's Chromium processes (each
 // browser and every process under it) have used so far.
 func (s *lessonPages) cpu() float64 {
+	var sum float64
+	for k, c := range s.cpuByKind() {
+		if !strings.Contains(k, " ") { // not a renderer's thread, counted in its process
+			sum += c
+		}
+	}
+	return sum
+}
+
+// cpuByKind returns cpu's seconds by Chromium process kind (the
+// --type= of its command line: renderer, gpu-process, utility, ...;
+// "browser" without one), and the renderers' threads (threadCPU) under
+// "renderer " and the thread's kind (also counted in "renderer").
+func (s *lessonPages) cpuByKind() map[string]float64 {
 	var pids []int
 	for _, p := range s.pages {
 		if c := chromedp.FromContext(p.ctx); c != nil && c.Browser != nil && c.Browser.Process() != nil {
@@ -181,6 +199,21 @@ func (s *lessonPages) cpu() float64 {
 		}
 	}
 	return treeCPU(pids)
+}
+
+// kindsPerRound formats the CPU by process kind between before and
+// after, in ms a page and round.
+func kindsPerRound(before, after map[string]float64, rounds int) string {
+	kinds := make([]string, 0, len(after))
+	for k := range after {
+		kinds = append(kinds, k)
+	}
+	sort.Strings(kinds)
+	var parts []string
+	for _, k := range kinds {
+		parts = append(parts, fmt.Sprintf("%s %.0f", k, 1000*(after[k]-before[k])/float64(lessonPagesN*max(1, rounds))))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // stop closes the pages and stops the coordinator.
@@ -206,8 +239,10 @@ func (s *lessonPages) logTail(t testing.TB) {
 }
 
 // treeCPU sums the user and system CPU seconds of the processes roots
-// and all their descendants alive now (/proc; USER_HZ = 100).
-func treeCPU(roots []int) float64 {
+// and all their descendants alive now (/proc; USER_HZ = 100), by
+// Chromium process kind (the --type= of the command line; "browser"
+// without one).
+func treeCPU(roots []int) map[string]float64 {
 	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
 	parent, cpu := map[int]int{}, map[int]float64{}
 	for _, path := range stats {
@@ -233,16 +268,77 @@ func treeCPU(roots []int) float64 {
 	for _, r := range roots {
 		in[r] = true
 	}
-	var sum float64
+	sum := map[string]float64{}
 	for pid, c := range cpu {
 		for p := pid; p > 1; p = parent[p] {
 			if in[p] {
-				sum += c
+				kind := processKind(pid)
+				sum[kind] += c
+				if kind == "renderer" {
+					// The page's main thread and its Worker, apart.
+					for name, tc := range threadCPU(pid) {
+						sum["renderer "+name] += tc
+					}
+				}
 				break
 			}
 		}
 	}
 	return sum
+}
+
+// threadCPU returns the CPU seconds of a renderer's threads (/proc/pid/task):
+// its main thread ("main": the page's JavaScript, its WebAssembly, style,
+// layout and paint), its Worker ("worker") and V8's helper threads
+// ("pool": compiling WebAssembly, the garbage collector's marking).
+func threadCPU(pid int) map[string]float64 {
+	out := map[string]float64{}
+	stats, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/[0-9]*/stat", pid))
+	for _, path := range stats {
+		tid, _ := strconv.Atoi(filepath.Base(filepath.Dir(path)))
+		b, err := os.ReadFile(path)
+		if err != nil {
+			continue
+		}
+		s := string(b)
+		open, end := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
+		if open < 0 || end < open {
+			continue
+		}
+		f := strings.Fields(s[end+1:])
+		if len(f) < 13 {
+			continue
+		}
+		ut, _ := strconv.ParseFloat(f[11], 64)
+		st, _ := strconv.ParseFloat(f[12], 64)
+		name := s[open+1 : end]
+		switch {
+		case tid == pid:
+			name = "main"
+		case strings.HasPrefix(name, "DedicatedWorker"):
+			name = "worker"
+		case strings.HasPrefix(name, "ThreadPool"):
+			name = "pool"
+		default:
+			continue
+		}
+		out[name] += (ut + st) / 100
+	}
+	return out
+}
+
+// processKind is the --type= of process pid's command line, "browser"
+// without one.
+func processKind(pid int) string {
+	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	// Chromium rewrites its children's command lines as one string, the
+	// arguments apart by spaces.
+	for _, arg := range strings.FieldsFunc(string(b), func(r rune) bool { return r == 0 || r == ' ' }) {
+		if t, ok := strings.CutPrefix(arg, "--type="); ok {
+			return t
+		}
+	}
+	return "browser"
 }
 
 // loadAvg returns /proc/loadavg's three load averages.
