@@ -46,7 +46,7 @@ func (sp *SentPictures) Draw(cleanID, noisyID string, round int, clean, noisy []
 // in one copy, as the pixels of small, a Side x Side canvas outside the
 // page, which is drawn scaled up without smoothing, each level a sharp
 // cell. (A rectangle per value cost 1,568 calls into JavaScript and as
-// many colour strings a round, the largest part of the page's
+// many colour strings a round, about a quarter of the page's
 // main-thread work: docs/browser.md, "Responsiveness".)
 func paint(el, small js.Value, grey []byte) {
 	if len(grey) != local.Features {
