@@ -60,11 +60,15 @@ func BenchmarkLessonPages(b *testing.B) {
 	// What a session's ten pages cost while it waits paused, as during
 	// the other mode's blocks (both are paused here).
 	idle0 := []float64{nc.cpu(), shared.cpu()}
+	idleKinds := []map[string]float64{nc.cpuByKind(), shared.cpuByKind()}
 	if err := loadtest.Sleep(ctx, 10*time.Second); err != nil {
 		b.Fatal(err)
 	}
 	fmt.Printf("lesson pages: paused, the pages' CPU: nc %.3f, shared %.3f CPU s a second (10 pages each, 10 s)\n",
 		(nc.cpu()-idle0[0])/10, (shared.cpu()-idle0[1])/10)
+	// kindsPerRound over 10 s as ten "rounds": ms a page and second.
+	fmt.Printf("lesson pages: paused, by process kind, ms a page and second: nc %s; shared %s\n",
+		kindsPerRound(idleKinds[0], nc.cpuByKind(), 10), kindsPerRound(idleKinds[1], shared.cpuByKind(), 10))
 
 	blocks := lessonPagesBlocks * b.N
 	// The preset's T = 200 rounds hold the two warm-up rounds and the
