@@ -210,7 +210,7 @@ func (t *trainer) run() {
 	a.update(func(s *ui.State) {
 		shown(s)
 		showPrivacy(s, pr)
-		s.Train.Joined = joined
+		s.Train.Joined, s.Train.Included = joined, st.Included
 		s.Data.Used = min(st.Cursor, s.Data.Count)
 	})
 	err = rt.Run(t.ctx)
@@ -424,7 +424,7 @@ func (t *trainer) publish(e device.Event, stepMillis float64, bytesSent int64) {
 	}
 	a.update(func(s *ui.State) {
 		showPrivacy(s, pr)
-		s.Train.Joined = joined
+		s.Train.Joined, s.Train.Included = joined, st.Included
 		if sent.Round > 0 {
 			s.Train.Sent = sent
 		}

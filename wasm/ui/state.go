@@ -117,6 +117,7 @@ type Training struct {
 	Conn       string // "connecting", "connected", "reconnecting", "closed"
 	Round      int    // the session's latest round seen
 	Joined     int    // rounds this device sent an update for (N_i)
+	Included   int    // rounds whose class model holds this device's update (device.State.Included)
 	Declined   int    // rounds declined (budget or data exhausted)
 	StepMillis float64
 	BytesSent  int64

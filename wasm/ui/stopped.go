@@ -23,7 +23,7 @@ func (s *State) Stopped(err error) {
 	switch {
 	case err == nil:
 		s.Train.Conn = "finished"
-		s.Train.Status = "The session has finished. Thank you for helping!"
+		s.Train.Status = FinishedStatus(s.Session.Protection, s.Session.Shared, s.Train.Included)
 	case errors.Is(err, device.ErrDataUsedUp):
 		s.Train.UsedUp = true
 		s.Train.Status = "" // the notice at the top says it

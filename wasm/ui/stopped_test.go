@@ -50,3 +50,14 @@ func TestStopped(t *testing.T) {
 		}
 	}
 }
+
+// A finished session's last word counts the rounds that hold the page's
+// updates, in its session's words.
+func TestStoppedCountsIncluded(t *testing.T) {
+	s := State{Screen: ScreenTrain, Train: Training{Included: 2}}
+	s.Session.Shared, s.Session.Protection = true, plan.ProtectionDevice
+	s.Stopped(nil)
+	if want := FinishedStatus(plan.ProtectionDevice, true, 2); s.Train.Status != want {
+		t.Errorf("status %q, want %q", s.Train.Status, want)
+	}
+}

@@ -41,6 +41,29 @@ func SharedIncludedStatus(t, cohort int) string {
 	return withClassmates(fmt.Sprintf("Round %d included your scrambled update.", t), cohort)
 }
 
+// FinishedStatus is the status line once the session has finished:
+// how many rounds of the class model hold this page's updates (included,
+// the runtime's count, kept across reloads), said in the words of the
+// session's protection. It is the page's last word, so it stays on screen
+// when the statuses of the rounds went by too fast to be read.
+func FinishedStatus(protection string, shared bool, included int) string {
+	if included == 0 {
+		return "The session has finished. Thank you for helping!"
+	}
+	what := "noisy update"
+	switch {
+	case shared:
+		what = "scrambled, noisy update"
+	case protection == plan.ProtectionServer || protection == plan.ProtectionNone:
+		what = "update"
+	}
+	held := fmt.Sprintf("Your %s is in 1 round of the class model.", what)
+	if included > 1 {
+		held = fmt.Sprintf("Your %ss are in %d rounds of the class model.", what, included)
+	}
+	return "The session has finished. " + held + " Thank you for helping!"
+}
+
 func withClassmates(s string, cohort int) string {
 	if cohort > 1 {
 		s += " " + Classmates(cohort)

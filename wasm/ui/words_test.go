@@ -234,3 +234,19 @@ func TestSharedStatuses(t *testing.T) {
 		}
 	}
 }
+
+// The last word says how many rounds hold the page's updates, in the
+// words of the session's protection.
+func TestFinishedStatus(t *testing.T) {
+	for _, c := range []struct{ got, want string }{
+		{FinishedStatus(plan.ProtectionDevice, true, 2), "The session has finished. Your scrambled, noisy updates are in 2 rounds of the class model. Thank you for helping!"},
+		{FinishedStatus(plan.ProtectionDevice, false, 1), "The session has finished. Your noisy update is in 1 round of the class model. Thank you for helping!"},
+		{FinishedStatus(plan.ProtectionServer, false, 3), "The session has finished. Your updates are in 3 rounds of the class model. Thank you for helping!"},
+		{FinishedStatus(plan.ProtectionNone, false, 1), "The session has finished. Your update is in 1 round of the class model. Thank you for helping!"},
+		{FinishedStatus(plan.ProtectionDevice, true, 0), "The session has finished. Thank you for helping!"},
+	} {
+		if c.got != c.want {
+			t.Errorf("got %q, want %q", c.got, c.want)
+		}
+	}
+}

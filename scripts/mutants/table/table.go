@@ -1617,8 +1617,8 @@ var All = []Mutation{
 	{
 		Name: "reload-meter-zero", Why: "after a reload the training screen shows before the saved ledger is read (the meter says nothing was sent)",
 		File: "wasm/train.go",
-		Old:  "\t\tshowPrivacy(s, pr)\n\t\ts.Train.Joined = joined\n\t\ts.Data.Used = min(st.Cursor, s.Data.Count)\n\t})",
-		New:  "\t\tshowPrivacy(s, plan.Progress{Most: pr.Most})\n\t\ts.Train.Joined = joined\n\t\ts.Data.Used = min(st.Cursor, s.Data.Count)\n\t})",
+		Old:  "\t\tshowPrivacy(s, pr)\n\t\ts.Train.Joined, s.Train.Included = joined, st.Included\n\t\ts.Data.Used = min(st.Cursor, s.Data.Count)\n\t})",
+		New:  "\t\tshowPrivacy(s, plan.Progress{Most: pr.Most})\n\t\ts.Train.Joined, s.Train.Included = joined, st.Included\n\t\ts.Data.Used = min(st.Cursor, s.Data.Count)\n\t})",
 		Pkgs: []string{"./e2e/", "-run", "TestPhoneScreens"},
 	},
 	{
@@ -1626,6 +1626,13 @@ var All = []Mutation{
 		File: "wasm/ui/stopped.go",
 		Old:  "\ts.Train.Lobby = false // no longer waiting for the teacher\n",
 		New:  "\ts.Train.Lobby = false // no longer waiting for the teacher\n\ts.Screen = ScreenTrain\n",
+		Pkgs: []string{"./wasm/ui/", "-run", "Stopped"},
+	},
+	{
+		Name: "finished-status-uncounted", Why: "the page's last word after the session's end leaves out how many rounds of the class model hold its updates (the only status a loaded phone surely draws)",
+		File: "wasm/ui/stopped.go",
+		Old:  "FinishedStatus(s.Session.Protection, s.Session.Shared, s.Train.Included)",
+		New:  "FinishedStatus(s.Session.Protection, s.Session.Shared, 0)",
 		Pkgs: []string{"./wasm/ui/", "-run", "Stopped"},
 	},
 	{
