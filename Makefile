@@ -236,7 +236,7 @@ bench-wasm:
 # sums at n = 100 only, its rules natively) are tested there as well.
 test-wasm-features:
 	GOOS=js GOARCH=wasm $(GO) test -count=1 -exec="$$($(GO) env GOROOT)/lib/wasm/go_js_wasm_exec" -run 'Features' ./shared/plan/
-	GOOS=js GOARCH=wasm $(GO) test -count=1 -exec="$$($(GO) env GOROOT)/lib/wasm/go_js_wasm_exec" ./wasm/jsw/ ./wasm/idb/ ./wasm/samples/ ./wasm/yield/
+	GOOS=js GOARCH=wasm $(GO) test -count=1 -exec="$$($(GO) env GOROOT)/lib/wasm/go_js_wasm_exec" ./wasm/jsw/ ./wasm/idb/ ./wasm/samples/ ./wasm/yield/ ./wasm/socket/
 	GOOS=js GOARCH=wasm $(GO) test -count=1 -short -exec="$$($(GO) env GOROOT)/lib/wasm/go_js_wasm_exec" ./shared/secagg/
 
 clean:

@@ -161,7 +161,7 @@ func TestClusterInProcess(t *testing.T) {
 	go func() { runErr <- c.Run(ctx) }()
 	var f faults
 	rts, hist := realDevicesWith(t, ctx, "ws://edges/ws", sess, 0.1, 700*time.Millisecond, &f, func(i int, cfg *device.Config) {
-		cfg.HTTPClient = edgeDialer(i, addrs)
+		cfg.Transport = device.WebSocket{URL: cfg.URL, HTTPClient: edgeDialer(i, addrs)}
 	})
 	runDevices(t, ctx, rts)
 	if err := <-runErr; err != nil {
@@ -329,7 +329,7 @@ func TestScaleOut(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	rts, hist := realDevicesWith(t, ctx, "ws://edges/ws", sess, 0, 0, nil, func(i int, cfg *device.Config) {
-		cfg.HTTPClient = edgeDialer(i, addrs)
+		cfg.Transport = device.WebSocket{URL: cfg.URL, HTTPClient: edgeDialer(i, addrs)}
 		cfg.MinBackoff, cfg.MaxBackoff = 50*time.Millisecond, 500*time.Millisecond
 	})
 	// Devices keep their own record (hist); the session's snapshots are

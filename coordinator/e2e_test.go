@@ -487,9 +487,9 @@ func TestTLS(t *testing.T) {
 	var fakes []*nctest.Device
 	for i := range sess.M {
 		fake := nctest.NewDevice(target(i, sess.Dim), 1, 0.3, uint64(i))
-		rt, err := device.New(ctx, device.Config{URL: "wss" + strings.TrimPrefix(srv.URL, "https") + "/ws",
+		rt, err := device.New(ctx, device.Config{Transport: device.WebSocket{URL: "wss" + strings.TrimPrefix(srv.URL, "https") + "/ws", HTTPClient: srv.Client()},
 			JoinCode: "join-me", Storage: &device.MemStorage{}, Data: zeros(),
-			HTTPClient: srv.Client(), NewDevice: func(optim.Params) (optim.Device, error) { return fake, nil }})
+			NewDevice: func(optim.Params) (optim.Device, error) { return fake, nil }})
 		if err != nil {
 			t.Fatal(err)
 		}

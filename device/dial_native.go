@@ -3,22 +3,62 @@
 package device
 
 import (
+	"context"
 	"net/http"
 
 	"github.com/coder/websocket"
 )
 
-func (w WebSocket) dialOptions() *websocket.DialOptions {
+// MessageType and StatusCode are, natively, those of
+// github.com/coder/websocket, so that *websocket.Conn is a Conn.
+type (
+	MessageType = websocket.MessageType
+	StatusCode  = websocket.StatusCode
+)
+
+// The message types and the close code the runtime uses.
+const (
+	MessageText         = websocket.MessageText
+	MessageBinary       = websocket.MessageBinary
+	StatusNormalClosure = websocket.StatusNormalClosure
+)
+
+// WebSocket is the native websocket Transport
+// (github.com/coder/websocket): the default, built from Config.URL and
+// Config.Origin.
+type WebSocket struct {
+	// URL is the coordinator's websocket URL, e.g. ws://localhost:8080/ws.
+	URL string
+	// Origin, if set, is sent as the Origin header.
+	Origin string
+	// HTTPClient is used to dial (default http.DefaultClient).
+	HTTPClient *http.Client
+}
+
+// Dial implements Transport.
+func (w WebSocket) Dial(ctx context.Context) (Conn, error) {
 	opts := &websocket.DialOptions{HTTPClient: w.HTTPClient}
 	if w.Origin != "" {
 		opts.HTTPHeader = http.Header{"Origin": []string{w.Origin}}
 	}
-	return opts
+	ws, _, err := websocket.Dial(ctx, w.URL, opts)
+	if err != nil {
+		return nil, err
+	}
+	return ws, nil
+}
+
+// defaultTransport is the Transport of a Config that sets none.
+func defaultTransport(cfg Config) (Transport, error) {
+	if cfg.URL == "" {
+		return nil, errNoTransport
+	}
+	return WebSocket{URL: cfg.URL, Origin: cfg.Origin}, nil
 }
 
 // closeConn closes c with a normal closure (1000), the code a browser
 // would use: the close handshake is bounded by the library (5 s to write
 // the close frame, 5 s to hear the peer's).
 func closeConn(c Conn, reason string) {
-	c.Close(websocket.StatusNormalClosure, reason)
+	c.Close(StatusNormalClosure, reason)
 }

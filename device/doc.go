@@ -31,9 +31,11 @@
 //
 // The runtime reaches the coordinator through a Transport, whose Dial
 // returns a Conn (Read, Write, SetReadLimit, Close, with a websocket
-// connection's semantics; *websocket.Conn satisfies it). The default is
-// WebSocket (github.com/coder/websocket, which runs natively and in the
-// browser), built from Config.URL; the package device/memtransport
+// connection's semantics; natively *websocket.Conn satisfies it). The
+// native default is WebSocket (github.com/coder/websocket), built from
+// Config.URL; the page gives its own (wasm/socket, over the browser's
+// WebSocket, so that the page links no net/http); the package
+// device/memtransport
 // connects a runtime to a peer in the same process (tests, the
 // simulator), with the same read limit, close codes and context
 // behaviour.

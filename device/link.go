@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/coder/websocket"
-
 	"browserfl/shared/wire"
 )
 
@@ -45,8 +43,8 @@ func (c *link) lost(err error) error {
 
 // handle handles one message of type typ. A non-nil error ends the
 // connection: errEnded when the session ended.
-func (c *link) handle(ctx context.Context, typ websocket.MessageType, b []byte) error {
-	if typ == websocket.MessageBinary {
+func (c *link) handle(ctx context.Context, typ MessageType, b []byte) error {
+	if typ == MessageBinary {
 		if !c.welcomed {
 			return fmt.Errorf("device: %w: binary frame before welcome", wire.ErrBadFrame)
 		}

@@ -6,8 +6,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/coder/websocket"
-
 	"browserfl/shared/wire"
 )
 
@@ -112,7 +110,7 @@ func (p *presence) write(ctx context.Context, ws Conn, b []byte, what string) er
 	if p.leaving != "" {
 		return ErrLeft
 	}
-	if err := ws.Write(ctx, websocket.MessageBinary, b); err != nil {
+	if err := ws.Write(ctx, MessageBinary, b); err != nil {
 		return fmt.Errorf("device: send %s: %w", what, err)
 	}
 	return nil

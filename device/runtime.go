@@ -10,13 +10,10 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"net/http"
 	"reflect"
 	"runtime"
 	"sync"
 	"time"
-
-	"github.com/coder/websocket"
 
 	"browserfl/shared/dataset"
 	"browserfl/shared/optim"
@@ -75,11 +72,9 @@ type Config struct {
 	NewDevice func(p optim.Params) (optim.Device, error)
 	// Origin, if set, is sent as the Origin header (native devices).
 	Origin string
-	// HTTPClient is used to dial (default http.DefaultClient; ignored in
-	// the browser).
-	HTTPClient *http.Client
-	// Transport connects to the coordinator (default WebSocket{URL,
-	// Origin, HTTPClient}; URL, Origin and HTTPClient are then unused).
+	// Transport connects to the coordinator (natively, default
+	// WebSocket{URL, Origin}; URL and Origin are then unused). The page
+	// gives its own.
 	Transport Transport
 	// OnEvent, if set, is called on every state change, in order, on
 	// Run's goroutine and outside the runtime's locks: it may call the
@@ -241,11 +236,15 @@ type Runtime struct {
 
 // New checks cfg and loads the saved state.
 func New(ctx context.Context, cfg Config) (*Runtime, error) {
-	if (cfg.URL == "" && cfg.Transport == nil) || cfg.JoinCode == "" || cfg.Storage == nil || len(cfg.Data) == 0 {
-		return nil, errors.New("device: URL (or Transport), JoinCode, Storage and Data are required")
+	if cfg.JoinCode == "" || cfg.Storage == nil || len(cfg.Data) == 0 {
+		return nil, errors.New("device: JoinCode, Storage and Data are required")
 	}
 	if cfg.Transport == nil {
-		cfg.Transport = WebSocket{URL: cfg.URL, Origin: cfg.Origin, HTTPClient: cfg.HTTPClient}
+		tr, err := defaultTransport(cfg)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Transport = tr
 	}
 	if err := wire.CheckNickname(cfg.Nickname); err != nil {
 		return nil, fmt.Errorf("device: %w", err)
@@ -819,7 +818,7 @@ func writeControl(ctx context.Context, ws Conn, m wire.Message) error {
 	if err != nil {
 		return err
 	}
-	if err := ws.Write(ctx, websocket.MessageText, b); err != nil {
+	if err := ws.Write(ctx, MessageText, b); err != nil {
 		return fmt.Errorf("device: write %T: %w", m, err)
 	}
 	return nil

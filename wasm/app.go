@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"net/url"
 	"sync"
 	"syscall/js"
@@ -261,7 +260,7 @@ func (a *app) awaitSession() bool {
 			return false
 		}
 		var he *jsw.HTTPError
-		if errors.As(err, &he) && (he.Status == http.StatusForbidden || he.Status == http.StatusNotFound) {
+		if errors.As(err, &he) && (he.Status == jsw.StatusForbidden || he.Status == jsw.StatusNotFound) {
 			// A wrong join code is final: no retry, nothing stored; the
 			// box again.
 			a.update(func(s *ui.State) {

@@ -12,9 +12,9 @@
 //     (wasm/samples) and the device's state in IndexedDB (wasm/idb),
 //     charges the owner's ledger (wasm/owner), and runs the
 //     platform-independent device runtime (its device half wrapped by
-//     wasm/yield) over github.com/coder/websocket
-//     (its socket is opened by the page on the worker's behalf, so the
-//     page can say goodbye for the device when it closes: web/app.js).
+//     wasm/yield) over the browser's WebSocket (wasm/socket; its socket
+//     is opened by the page on the worker's behalf, so the page can say
+//     goodbye for the device when it closes: web/app.js).
 //
 // The two halves talk through wasm/bridge's messages: the worker sends
 // patches of the state, the page sends actions (docs/browser.md lists

@@ -5,7 +5,6 @@ package main
 import (
 	"bytes"
 	"errors"
-	"net/http"
 	"net/url"
 	"strings"
 
@@ -50,7 +49,7 @@ func (a *app) loadDemoRows() {
 	go func() {
 		body, err := jsw.Fetch(a.ctx, a.base+"/api/demo/rows?code="+url.QueryEscape(a.code))
 		var he *jsw.HTTPError
-		if errors.As(err, &he) && he.Status == http.StatusNotFound {
+		if errors.As(err, &he) && he.Status == jsw.StatusNotFound {
 			a.update(func(s *ui.State) {
 				s.Data.Busy = ""
 				s.Error = "Your teacher's server has no example rows for this task: type rows or pick a file."

@@ -23,6 +23,7 @@ import (
 	"browserfl/wasm/jsw"
 	"browserfl/wasm/local"
 	"browserfl/wasm/owner"
+	"browserfl/wasm/socket"
 	"browserfl/wasm/ui"
 	"browserfl/wasm/yield"
 )
@@ -180,12 +181,12 @@ func (t *trainer) run() {
 		return
 	}
 	rt, err := device.New(t.ctx, device.Config{
-		URL:      wsURL(a.base),
-		JoinCode: a.code,
-		Nickname: a.consent.Nickname,
-		Storage:  idbStorage{a.store, a.port},
-		Data:     data,
-		Task:     a.task,
+		Transport: socket.Transport{URL: wsURL(a.base)},
+		JoinCode:  a.code,
+		Nickname:  a.consent.Nickname,
+		Storage:   idbStorage{a.store, a.port},
+		Data:      data,
+		Task:      a.task,
 		// The owner's budget, read at the owner's delta, less what the
 		// owner's data spent in earlier sessions.
 		Budget: plan.Budget{Epsilon: a.consent.Budget, Delta: a.delta},

@@ -111,7 +111,7 @@ func (f *fleet) launch(o options, pol device.Policy, sess wire.SessionParams, lo
 		dctx, dropDevice := context.WithCancel(devCtx)
 		drop := i < o.drop
 		cfg := device.Config{
-			URL: url, HTTPClient: client, JoinCode: "LOADTEST", Storage: &device.MemStorage{}, Data: data,
+			Transport: device.WebSocket{URL: url, HTTPClient: client}, JoinCode: "LOADTEST", Storage: &device.MemStorage{}, Data: data,
 			MinBackoff: 200 * time.Millisecond, MaxBackoff: 5 * time.Second,
 			OnEvent: func(e device.Event) {
 				switch e.Kind {

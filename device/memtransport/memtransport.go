@@ -1,3 +1,5 @@
+//go:build !js
+
 // Package memtransport is an in-memory device.Transport: a device runtime
 // connects to a peer in the same process (tests, the simulator) without a
 // socket. A connection keeps the semantics of a websocket connection

@@ -319,3 +319,43 @@ func TestViolationsFound(t *testing.T) {
 		t.Errorf("violations:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+// heavyForPage are packages the page (GOOS=js) must not link: an HTTP
+// client and TLS it never uses (it fetches with the browser's fetch and
+// dials with the browser's WebSocket, wasm/socket), which made about
+// 1.3 MB of app.wasm that every student downloads and every page
+// compiles.
+var heavyForPage = []string{"net/http", "crypto/tls", "github.com/coder/websocket"}
+
+// linked returns which of the packages want the package root links for
+// GOOS=js GOARCH=wasm, directly or not.
+func linked(t *testing.T, root string, want []string) []string {
+	t.Helper()
+	cmd := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}", root)
+	cmd.Env = append(os.Environ(), "GOOS=js", "GOARCH=wasm")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	b, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list -deps %s: %v\n%s", root, err, stderr.Bytes())
+	}
+	var got []string
+	for _, p := range strings.Fields(string(b)) {
+		if slices.Contains(want, p) {
+			got = append(got, p)
+		}
+	}
+	return got
+}
+
+// TestPageLinksNoHTTPClient: the page's program links none of
+// heavyForPage. Planted: the websocket library the native device uses
+// links net/http for js too, and the check sees it.
+func TestPageLinksNoHTTPClient(t *testing.T) {
+	if got := linked(t, "browserfl/wasm", heavyForPage); len(got) > 0 {
+		t.Errorf("the page (browserfl/wasm, GOOS=js) links %v", got)
+	}
+	if got := linked(t, "github.com/coder/websocket", heavyForPage); !slices.Contains(got, "net/http") {
+		t.Errorf("planted: github.com/coder/websocket for js links %v, want net/http found", got)
+	}
+}

@@ -3,8 +3,9 @@
 // between Go and typed arrays, fetch, DOM lookups, event listeners with
 // explicit release, and the performance clock.
 //
-// It is the only package of the project that imports syscall/js (vugu's
-// own js package aside), and it builds only for GOOS=js GOARCH=wasm.
+// It and wasm/socket (the page's websocket) are the packages of the
+// project that import syscall/js (vugu's own js package aside), and it
+// builds only for GOOS=js GOARCH=wasm.
 //
 // Invariants:
 //   - Nothing here panics on a value that came from the page: a missing

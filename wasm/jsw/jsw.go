@@ -138,6 +138,14 @@ func Uint8Array(b []byte) js.Value {
 	return a
 }
 
+// The HTTP statuses the page tells apart (net/http's values: the page
+// does not link net/http, see wasm/socket).
+const (
+	StatusForbidden           = 403
+	StatusNotFound            = 404
+	StatusRangeNotSatisfiable = 416
+)
+
 // HTTPError is a response with a status other than 2xx.
 type HTTPError struct {
 	URL    string

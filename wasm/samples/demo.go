@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"net/url"
 	"strconv"
 
@@ -82,7 +81,7 @@ var ErrDemoComplete = errors.New("the example pictures are all here")
 func FetchDemo(ctx context.Context, base, code string, from, count int) (dataset.Set, int, error) {
 	q := fmt.Sprintf("?code=%s&from=%d&count=%d", url.QueryEscape(code), from, count)
 	im, size, err := jsw.FetchHeader(ctx, base+"/api/demo/images"+q, "X-Shard-Samples")
-	if he := (*jsw.HTTPError)(nil); errors.As(err, &he) && he.Status == http.StatusRequestedRangeNotSatisfiable {
+	if he := (*jsw.HTTPError)(nil); errors.As(err, &he) && he.Status == jsw.StatusRangeNotSatisfiable {
 		return dataset.Set{}, from, ErrDemoComplete
 	}
 	if err != nil {
