@@ -92,7 +92,7 @@ fmt-check:
 # package and its tests with all of vet's checks; go test would repeat a
 # subset per package) and -ldflags=-w (no DWARF in test binaries: less to
 # link, nothing reads it), as scripts/mutants does.
-TESTFLAGS := -count=1 -timeout 30m -vet=off -ldflags=-w
+TESTFLAGS := -count=1 -timeout 50m -vet=off -ldflags=-w
 RACE_PKGS := ./coordinator/... ./device/... ./sim/...
 RACE_RE := ^browserfl/(coordinator|device|sim)(/|$$)
 STAGE_LOG := .cache/make-test-stages

@@ -8,7 +8,7 @@
 //
 // The device's websocket is opened by the page, on the worker's behalf:
 // this file replaces the worker's WebSocket with RelaySocket, which has
-// the same interface (what the Go websocket library uses of it) and
+// the same interface (what wasm/socket uses of it) and
 // relays every call and event over a MessageChannel to web/app.js. So the
 // page, on its way out (pagehide), can itself send the device's leave
 // message and close the socket with 1000: a worker is ended with its page
@@ -84,6 +84,7 @@
         break;
       case "message":
         if (typeof m.data !== "string" && !(m.data instanceof ArrayBuffer)) return warn("message data", m);
+        if (s.readyState !== 1) return; // as a browser's: none once closing
         s.dispatchEvent(new MessageEvent("message", {data: m.data}));
         break;
       case "error":

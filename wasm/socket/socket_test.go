@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"syscall/js"
 	"testing"
@@ -54,9 +55,12 @@ const fakeSocket = `globalThis.FakeSocket = class FakeSocket extends EventTarget
     this.readyState = 2;
     setTimeout(() => this.peerClose(code === undefined ? 1005 : code, reason || ""), 0);
   }
+  addEventListener(type, f) { this.listeners = (this.listeners || 0) + 1; super.addEventListener(type, f); }
+  removeEventListener(type, f) { this.listeners--; super.removeEventListener(type, f); }
   peerOpen() { this.readyState = 1; this.dispatchEvent(new Event("open")); }
   peerSend(data) { const e = new Event("message"); e.data = data; this.dispatchEvent(e); }
   peerBytes(list) { this.peerSend(new Uint8Array(list).buffer); }
+  peerZeros(n) { this.peerSend(new ArrayBuffer(n)); }
   peerClose(code, reason) {
     if (this.readyState === 3) return;
     this.readyState = 3;
@@ -159,12 +163,12 @@ func TestReadLimit(t *testing.T) {
 				over = int(limit) + 1
 			}
 			ws := last()
-			ws.Call("peerSend", "ok")
+			ws.Call("peerSend", strings.Repeat("o", over-1))
 			ws.Call("peerSend", strings.Repeat("x", over))
 			ws.Call("peerSend", "after")
 			ctx := context.Background()
-			if _, b, err := c.Read(ctx); err != nil || string(b) != "ok" {
-				t.Fatalf("first read: %q %v", b, err)
+			if _, b, err := c.Read(ctx); err != nil || len(b) != over-1 {
+				t.Fatalf("a message at the limit: %d bytes, %v", len(b), err)
 			}
 			_, b, err := c.Read(ctx)
 			if !errors.Is(err, ErrMessageTooBig) {
@@ -173,8 +177,9 @@ func TestReadLimit(t *testing.T) {
 			if got := strs(ws.Get("closeCalls")); len(got) != 1 || !strings.HasPrefix(got[0], "1000 ") {
 				t.Errorf("close calls %q, want one with 1000", got)
 			}
-			if _, _, err := c.Read(ctx); !errors.Is(err, ErrMessageTooBig) {
-				t.Errorf("the read after: %v, want ErrMessageTooBig again", err)
+			ws.Call("peerSend", "later") // arrives after the failure
+			if _, b, err := c.Read(ctx); !errors.Is(err, ErrMessageTooBig) {
+				t.Errorf("the read after: %q %v, want ErrMessageTooBig again", b, err)
 			}
 		})
 	}
@@ -279,8 +284,8 @@ func TestClose(t *testing.T) {
 	if err := c2.Close(device.StatusNormalClosure, ""); err == nil {
 		t.Error("a second close succeeded")
 	}
-	if _, _, err := c2.Read(context.Background()); CloseStatus(err) != 4000 {
-		t.Errorf("read after close: %v, want the close's 4000", err)
+	if _, _, err := c2.Read(context.Background()); !errors.Is(err, errClosedHere) || CloseStatus(err) != -1 {
+		t.Errorf("read after close: %v, want the connection closed by this side", err)
 	}
 	// The connection whose close threw is still open, and closes.
 	if err := c.Write(context.Background(), device.MessageText, []byte("still")); err != nil {
@@ -289,4 +294,90 @@ func TestClose(t *testing.T) {
 	if err := c.Close(device.StatusNormalClosure, ""); err != nil {
 		t.Errorf("close after a refused close: %v", err)
 	}
+}
+
+// A Read that waits is woken by a message that comes later, from the
+// event loop, and by a close that comes later.
+func TestReadWaits(t *testing.T) {
+	c := open(t)
+	js.Global().Call("eval", `setTimeout(() => FakeSocket.last.peerSend("late"), 5);
+  setTimeout(() => FakeSocket.last.peerClose(4002, "end"), 20);`)
+	ctx := context.Background()
+	if _, b, err := c.Read(ctx); err != nil || string(b) != "late" {
+		t.Fatalf("read: %q %v, want the message sent later", b, err)
+	}
+	if _, _, err := c.Read(ctx); CloseStatus(err) != 4002 {
+		t.Fatalf("read: %v, want the close that came later", err)
+	}
+}
+
+// Once this side has closed, a queued message is not read; a context
+// already ended fails a Read that has a message queued; a negative limit
+// is none; a close without a code (1005) has no code to read.
+func TestEdges(t *testing.T) {
+	ctx := context.Background()
+	c := open(t)
+	last().Call("peerSend", "queued")
+	if err := c.Close(device.StatusNormalClosure, ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, b, err := c.Read(ctx); err == nil {
+		t.Errorf("read after this side closed: %q, want an error", b)
+	}
+
+	c = open(t)
+	last().Call("peerSend", "queued")
+	done, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, b, err := c.Read(done); !errors.Is(err, context.Canceled) {
+		t.Errorf("read with an ended context: %q %v, want context.Canceled", b, err)
+	}
+
+	c = open(t)
+	c.SetReadLimit(-1)
+	last().Call("peerZeros", 1<<20)
+	if _, b, err := c.Read(ctx); err != nil || len(b) != 1<<20 {
+		t.Errorf("read with no limit: %d bytes, %v", len(b), err)
+	}
+	last().Call("peerClose", 1005, "")
+	if _, _, err := c.Read(ctx); err == nil || CloseStatus(err) != -1 {
+		t.Errorf("read after a close without a code: %v (status %d), want an error with none", err, CloseStatus(err))
+	}
+}
+
+// A message over the limit is refused before its bytes come into Go's
+// memory (a wasm program's memory never shrinks).
+func TestTooBigNotCopied(t *testing.T) {
+	c := open(t)
+	const big = 16 << 20
+	last().Call("peerZeros", big)
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	if _, _, err := c.Read(context.Background()); !errors.Is(err, ErrMessageTooBig) {
+		t.Fatalf("read of %d bytes: %v, want ErrMessageTooBig", big, err)
+	}
+	runtime.ReadMemStats(&after)
+	if grew := after.TotalAlloc - before.TotalAlloc; grew > big/4 {
+		t.Errorf("refusing %d bytes allocated %d bytes in Go", big, grew)
+	}
+}
+
+// Every listener is removed once the socket has closed (the js.Funcs
+// released with them).
+func TestListenersReleased(t *testing.T) {
+	c := open(t)
+	ws := last()
+	if n := ws.Get("listeners").Int(); n != 3 {
+		t.Errorf("%d listeners while open, want 3", n)
+	}
+	if err := c.Close(device.StatusNormalClosure, ""); err != nil {
+		t.Fatal(err)
+	}
+	for end := time.Now().Add(time.Second); time.Now().Before(end); time.Sleep(time.Millisecond) {
+		if ws.Get("listeners").Int() == 0 {
+			return
+		}
+	}
+	t.Errorf("%d listeners left after the close", ws.Get("listeners").Int())
 }
