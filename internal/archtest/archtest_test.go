@@ -239,14 +239,7 @@ func violations(pkgs []pkg, rules []rule) []string {
 // list returns the module's packages as go list sees them under env.
 func list(t *testing.T, env ...string) []pkg {
 	t.Helper()
-	cmd := exec.Command("go", "list", "-e", "-json=ImportPath,Imports,Error", "browserfl/...")
-	cmd.Env = append(os.Environ(), env...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	b, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("go list %v: %v\n%s", env, err, stderr.Bytes())
-	}
+	b := goList(t, env, "-e", "-json=ImportPath,Imports,Error", "browserfl/...")
 	var pkgs []pkg
 	for dec := json.NewDecoder(bytes.NewReader(b)); ; {
 		var p pkg
@@ -261,6 +254,20 @@ func list(t *testing.T, env ...string) []pkg {
 		pkgs = append(pkgs, p)
 	}
 	return pkgs
+}
+
+// goList runs go list with args under env and returns its output.
+func goList(t *testing.T, env []string, args ...string) []byte {
+	t.Helper()
+	cmd := exec.Command("go", append([]string{"list"}, args...)...)
+	cmd.Env = append(os.Environ(), env...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	b, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list %v %v: %v\n%s", args, env, err, stderr.Bytes())
+	}
+	return b
 }
 
 // TestLayers: the module's code, native and for the page (GOOS=js), keeps
@@ -331,14 +338,7 @@ var heavyForPage = []string{"net/http", "crypto/tls", "github.com/coder/websocke
 // GOOS=js GOARCH=wasm, directly or not.
 func linked(t *testing.T, root string, want []string) []string {
 	t.Helper()
-	cmd := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}", root)
-	cmd.Env = append(os.Environ(), "GOOS=js", "GOARCH=wasm")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	b, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("go list -deps %s: %v\n%s", root, err, stderr.Bytes())
-	}
+	b := goList(t, []string{"GOOS=js", "GOARCH=wasm"}, "-deps", "-f", "{{.ImportPath}}", root)
 	var got []string
 	for _, p := range strings.Fields(string(b)) {
 		if slices.Contains(want, p) {
