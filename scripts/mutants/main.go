@@ -166,7 +166,11 @@ func run(only string, timeout time.Duration, jobs, builds int, times string) err
 			res = "**SURVIVED**"
 			survived = append(survived, m.Name)
 		}
-		fmt.Printf("| `%s` | %s | `go test %s` | %s |\n", m.Name, m.Why, strings.Join(m.Pkgs, " "), res)
+		target := ""
+		if m.JS {
+			target = " (js/wasm, under node)"
+		}
+		fmt.Printf("| `%s` | %s | `go test %s`%s | %s |\n", m.Name, m.Why, strings.Join(m.Pkgs, " "), target, res)
 	}
 	if err := reportCosts(todo, costs, times); err != nil {
 		return err
@@ -310,9 +314,18 @@ func try(ctx context.Context, m mutation, dir string, timeout time.Duration, slo
 	// -toolexec=nice: compiler and linker at nice 10, the tests at the
 	// usual priority: beside make test's other lanes the builds take the
 	// CPU their tests leave (the build cache is the one without it).
-	args := append([]string{"test", "-json", "-count=1", "-failfast", "-vet=off", "-ldflags=-w"}, m.Pkgs...)
-	cmd := exec.CommandContext(tctx, "go", args...)
-	cmd.Env = append(os.Environ(), "GOFLAGS="+strings.TrimSpace(os.Getenv("GOFLAGS")+" -overlay="+ovl+" -toolexec=nice"))
+	args := []string{"test", "-json", "-count=1", "-failfast", "-vet=off", "-ldflags=-w"}
+	env := append(os.Environ(), "GOFLAGS="+strings.TrimSpace(os.Getenv("GOFLAGS")+" -overlay="+ovl+" -toolexec=nice"))
+	if m.JS {
+		root, err := goroot()
+		if err != nil {
+			return false, "", c, err
+		}
+		args = append(args, "-exec="+filepath.Join(root, "lib", "wasm", "go_js_wasm_exec"))
+		env = append(env, "GOOS=js", "GOARCH=wasm")
+	}
+	cmd := exec.CommandContext(tctx, "go", append(args, m.Pkgs...)...)
+	cmd.Env = env
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	stdout, err := cmd.StdoutPipe()
@@ -367,6 +380,16 @@ func try(ctx context.Context, m mutation, dir string, timeout time.Duration, slo
 	}
 	return true, firstFailure(out), c, nil
 }
+
+// goroot is the go command's GOROOT (go env GOROOT), where the runner of
+// js/wasm test binaries lives.
+var goroot = sync.OnceValues(func() (string, error) {
+	out, err := exec.Command("go", "env", "GOROOT").Output()
+	if err != nil {
+		return "", fmt.Errorf("go env GOROOT: %w", err)
+	}
+	return strings.TrimSpace(string(out)), nil
+})
 
 // startOrder is the order in which the mutations are started: those
 // whose tests drive browsers (./e2e/: half a minute, mostly waiting on

@@ -14,6 +14,10 @@ type Mutation struct {
 	// spans two packages (each snippet, too, must occur exactly once).
 	Elsewhere []FileEdit
 	Pkgs      []string // go test arguments (packages, -run)
+	// JS runs the tests for the page's target (GOOS=js GOARCH=wasm,
+	// under node through the Go runtime's go_js_wasm_exec), as make
+	// test-wasm-features does.
+	JS bool
 }
 
 // Edit is one further replacement in a mutation's file.
@@ -1634,6 +1638,30 @@ var All = []Mutation{
 		Old:  "FinishedStatus(s.Session.Protection, s.Session.Shared, s.Train.Included)",
 		New:  "FinishedStatus(s.Session.Protection, s.Session.Shared, 0)",
 		Pkgs: []string{"./wasm/ui/", "-run", "Stopped"},
+	},
+	{
+		Name: "socket-no-read-limit", Why: "the page's websocket reads a message of any size (a hostile coordinator's frame is taken whole)",
+		File: "wasm/socket/socket.go",
+		Old:  "\t\t\tlimit := c.limit\n",
+		New:  "\t\t\tlimit := int64(-1)\n",
+		Pkgs: []string{"./wasm/socket/", "-run", "ReadLimit"},
+		JS:   true,
+	},
+	{
+		Name: "socket-copies-before-limit", Why: "the page's websocket copies a binary message into the program's memory before it checks the read limit (memory a wasm program never gives back)",
+		File: "wasm/socket/socket.go",
+		Old:  "\tn := m.data.Get(\"byteLength\").Int()\n",
+		New:  "\tcp, _ := jsw.Bytes(m.data)\n\tn := len(cp)\n",
+		Pkgs: []string{"./wasm/socket/", "-run", "TooBig"},
+		JS:   true,
+	},
+	{
+		Name: "socket-reads-after-close", Why: "the page's websocket still hands the runtime the messages queued after the device closed it (a round frame trained on after Leave)",
+		File: "wasm/socket/socket.go",
+		Old:  "\tif c.err == nil {\n\t\tc.err = errClosedHere\n\t}\n\tc.queue = nil\n",
+		New:  "",
+		Pkgs: []string{"./wasm/socket/", "-run", "Edges|Close"},
+		JS:   true,
 	},
 	{
 		Name: "owner-ledger-unlocked", Why: "the page reserves in the owner's ledger with a read and a write in two transactions and no lock (two tabs can both pass on the same old ledger)",
