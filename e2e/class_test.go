@@ -24,6 +24,7 @@ import (
 	"browserfl/coordinator/view"
 	"browserfl/shared/wire"
 	"browserfl/wasm/local"
+	"browserfl/wasm/ui"
 )
 
 // phone starts a Chromium of its own at phone size (390x844, mobile).
@@ -405,6 +406,13 @@ func classroom(t *testing.T, e engine, alg string) {
 	end := status()
 	if end.State != coordinator.StateEnded || end.Committed != rounds {
 		t.Fatalf("at the end: state %q, %d rounds committed; want %q and %d", end.State, end.Committed, coordinator.StateEnded, rounds)
+	}
+	// The first student's last word counts the rounds the coordinator
+	// included its update in, in the session's words.
+	var last string
+	must(tabs[0], "the last word", tabs[0].eval(`document.getElementById("status").textContent`, &last))
+	if want := ui.FinishedStatus(end.Privacy.Protection, end.Privacy.Shared, person(end, names[0]).Rounds); last != want {
+		t.Errorf("the first student's last word %q, want %q", last, want)
 	}
 	var recs []classRound
 	if err := getJSON(srv.URL+"/api/rounds?code="+code, &recs); err != nil {
