@@ -101,7 +101,7 @@ fmt-check:
 # build cache is empty: started together, the lanes would compile the same
 # packages side by side). The lanes but the first write to their logs
 # (LANE_LOGS), printed when they end.
-# Each stage prints its wall time (scripts/stage.sh) and the list is printed
+# Each stage prints its wall and CPU time (scripts/stage.sh) and the list is printed
 # at the end.
 # Each go test of make test runs with -vet=off (the stage vet vets every
 # package and its tests with all of vet's checks; go test would repeat a
@@ -132,7 +132,7 @@ test:
 	 rc=0; wait $$race || rc=1; wait $$engines || rc=1; wait $$mutants || rc=1; \
 	 for log in $(LANE_LOGS); do echo "== $$log, a lane run beside vet, lint and test:"; cat $$log; done; \
 	 [ $$fg -eq 0 ] && [ $$rc -eq 0 ]
-	@echo "make test passed; wall time by stage (vet, lint, test; beside them race, scaleout then lesson; engines; mutants):" && cat $(STAGE_LOG) && \
+	@echo "make test passed; wall and CPU time by stage (vet, lint, test; beside them race, scaleout then lesson; engines; mutants):" && cat $(STAGE_LOG) && \
 	 secs=$$(( $$(date +%s) - $$(cat .cache/make-test-start) )) && printf 'make test in all: %d s (%dm%02ds)\n' $$secs $$((secs / 60)) $$((secs % 60))
 	-@head -1 /proc/stat | cat .cache/make-test-cpu - | awk -v cores=$$(nproc) -v tick=$$(getconf CLK_TCK) \
 	   '{ busy[NR] = $$2 + $$3 + $$4 + $$7 + $$8 + $$9; all[NR] = busy[NR] + $$5 + $$6 } \
