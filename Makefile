@@ -53,7 +53,8 @@ page:
 # costs about 0.6 s when everything is cached).
 NATIVE_MAINS := ./cmd/coordinator ./scripts/precompress ./cmd/device
 native-deps:
-	$(GO) build -tags nonatsserver $$($(GO) list -e -tags nonatsserver -deps -f '{{if and (ne .Name "main") (ne .ImportPath "browserfl/web")}}{{.ImportPath}}{{end}}' $(NATIVE_MAINS))
+	pkgs=$$($(GO) list -e -tags nonatsserver -deps -f '{{if and (ne .Name "main") (ne .ImportPath "browserfl/web")}}{{.ImportPath}}{{end}}' $(NATIVE_MAINS)) && \
+	  $(GO) build -tags nonatsserver $$pkgs
 
 vet:
 	$(GO) vet $(PKGS)
