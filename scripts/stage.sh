@@ -4,9 +4,11 @@
 # prints the command, runs it, then prints
 # "stage NAME: 83 s (1m23s), 120 CPU-s" (with "FAILED (exit N)" if it
 # failed). The CPU time is user + system of the command and every
-# descendant it waited for (this shell's cutime and cstime: a browser a
-# test started and reaped counts; one left running would not), appends that line to $STAGE_LOG if set (make test prints
-# the list at the end), and exits with the command's status.
+# descendant waited for down the chain (this shell's cutime and
+# cstime): a lower bound, since a process whose parent ended before
+# waiting for it is not counted. It appends that line to $STAGE_LOG if
+# set (make test prints the list at the end) and exits with the
+# command's status.
 set -uo pipefail
 name=$1
 shift
