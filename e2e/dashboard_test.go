@@ -619,7 +619,9 @@ func dashSummary(d *dashRun) {
 		t.Fatal(err)
 	}
 	d.press("end")
-	st := c.waitStatus("the end of the lesson", time.Minute, func(st view.Status) bool { return st.State == coordinator.StateEnded })
+	// End commits the round it finds open after the state reads ended:
+	// wait for that round too, or the summary may count one more.
+	st := c.waitStatus("the end of the lesson", time.Minute, func(st view.Status) bool { return st.State == coordinator.StateEnded && st.Round == nil })
 	if st.Committed <= before || st.Committed >= st.Session.Rounds || st.Join.Summary == nil || st.Join.Summary.Participants < 10 {
 		t.Fatalf("at the end: %d of %d rounds (%d before Resume's round), summary %+v", st.Committed, st.Session.Rounds, before, st.Join.Summary)
 	}
