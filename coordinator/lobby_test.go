@@ -205,6 +205,16 @@ func TestLobbyHoldsRoundsUntilStart(t *testing.T) {
 	}
 	res := startDevices(ctx, rts)
 	waitFor(t, "three devices in the lobby", func() bool { return lobbyCount(h.coord) == 3 })
+	// The coordinator counts a device in the lobby before the device has
+	// read the lobby message: wait for each device's own event too.
+	waitFor(t, "each device told it is in the lobby", func() bool {
+		for _, l := range logs {
+			if l.n(device.EventLobby) == 0 {
+				return false
+			}
+		}
+		return true
+	})
 	roundSeen := func() bool {
 		st := h.coord.Status()
 		return st.State != coordinator.StateLobby || st.Committed != 0 || st.Round != nil
