@@ -35,8 +35,9 @@ build: wasm
 # The coordinator embeds web/ but app.wasm itself: it serves the program
 # from its compressed forms alone (package web). make vet vets it for its
 # own target (running needs no vet).
+PRECOMPRESS = $(GO) run ./scripts/precompress web
 wasm: page
-	$(GO) run ./scripts/precompress web
+	$(PRECOMPRESS)
 
 # The page alone: web/app.wasm and the loader (make wasm compresses them).
 page:
@@ -181,7 +182,7 @@ results: setup
 run: SETUP_TASKS = $(RUN_TASKS)
 run: setup
 	$(MAKE) --no-print-directory $(if $(wildcard web/app.wasm),page,-j2 page native-deps)
-	$(GO) run ./scripts/precompress web
+	$(PRECOMPRESS)
 	$(GO) build -tags nonatsserver -o bin/coordinator-nonats ./cmd/coordinator
 	$(GO) build -o bin/device ./cmd/device
 	./bin/coordinator-nonats -lobby $(if $(RESET),-reset) $(RUNFLAGS)
