@@ -30,6 +30,7 @@ import (
 	"browserfl/coordinator/site"
 	"browserfl/coordinator/store"
 	"browserfl/device"
+	"browserfl/internal/loopback"
 	"browserfl/shared/mechanism"
 	"browserfl/shared/model"
 	"browserfl/shared/optim"
@@ -294,7 +295,7 @@ func TestScaleOut(t *testing.T) {
 	if testing.Short() {
 		t.Skip("scale-out across processes: not in -short")
 	}
-	natsAddr := freeAddr(t)
+	natsAddr := loopback.Addr(t)
 	keys := busKeys(t)
 	ns := startNATS(t, natsAddr, keys)
 	var nsMu sync.Mutex
@@ -318,7 +319,7 @@ func TestScaleOut(t *testing.T) {
 	var addrs []string
 	var edges []*child
 	for k := range 3 {
-		addr := freeAddr(t)
+		addr := loopback.Addr(t)
 		addrs = append(addrs, addr)
 		id := "e" + strconv.Itoa(k)
 		e := startChild(t, []string{"BFL_CLUSTER_CHILD=edge", "BFL_NATS=" + natsURL, "BFL_NKEY=" + bus.EdgeSeedFile(keys.Dir, id),

@@ -26,6 +26,7 @@ import (
 	"browserfl/coordinator/site"
 	"browserfl/coordinator/store"
 	"browserfl/device"
+	"browserfl/internal/loopback"
 	"browserfl/shared/mechanism"
 	"browserfl/shared/model"
 	"browserfl/shared/optim"
@@ -482,7 +483,7 @@ func TestSharedNoiseChaos(t *testing.T) {
 	wantN := map[int]int{9: 8, 10: 7, 11: 10, 12: 10, 13: 10, 15: 9}
 
 	dir := t.TempDir()
-	addr := freeAddr(t)
+	addr := loopback.Addr(t)
 	sj, _ := json.Marshal(sess)
 	snapPath, storePath := filepath.Join(dir, "snaps.jsonl"), filepath.Join(dir, "coord.db")
 	proc := &coordProc{t: t, env: []string{"BFL_SECAGG_CHILD=1", "BFL_SESSION=" + string(sj), "BFL_STORE=" + storePath,

@@ -24,6 +24,7 @@ import (
 	"browserfl/coordinator/site"
 	"browserfl/coordinator/store"
 	"browserfl/device"
+	"browserfl/internal/loopback"
 	"browserfl/shared/mechanism"
 	"browserfl/shared/model"
 	"browserfl/shared/optim"
@@ -134,15 +135,6 @@ func runChild() error {
 	select {} // keep serving End to late devices until the parent kills us
 }
 
-func freeAddr(t *testing.T) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
 type child struct {
 	cmd *exec.Cmd
 }
@@ -206,7 +198,7 @@ func equal(a, b []float64) bool {
 // time from its store. It returns the snapshots and the devices' fakes.
 func runCrashSession(t *testing.T, sess wire.SessionParams, kills []time.Duration, killAfter int, faultP float64) (map[int]snapshot, []*nctest.Device, *faults) {
 	dir := t.TempDir()
-	addr := freeAddr(t)
+	addr := loopback.Addr(t)
 	sj, _ := json.Marshal(sess)
 	snapPath := filepath.Join(dir, "snaps.jsonl")
 	env := []string{"BFL_COORD_CHILD=1", "BFL_SESSION=" + string(sj), "BFL_STORE=" + filepath.Join(dir, "coord.db"),
@@ -356,7 +348,7 @@ func TestRealCrashRecovery(t *testing.T) {
 		Features: 4, Classes: 2, M: 6, Cohort: 3, Rounds: 40, Batch: 8, Clip: 1, Eta: 0.05, Rho: 50,
 		Compressor: "f64"}
 	dir := t.TempDir()
-	addr := freeAddr(t)
+	addr := loopback.Addr(t)
 	sj, _ := json.Marshal(sess)
 	snapPath := filepath.Join(dir, "snaps.jsonl")
 	env := []string{"BFL_COORD_CHILD=1", "BFL_REAL=1", "BFL_SESSION=" + string(sj), "BFL_STORE=" + filepath.Join(dir, "coord.db"),

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+
+	"browserfl/internal/loopback"
 )
 
 // bidi is a minimal WebDriver BiDi client (the W3C protocol Firefox
@@ -148,7 +150,7 @@ func launchFirefox(t *testing.T, extraPrefs []string) *bidi {
 	if err != nil {
 		t.Fatalf("firefox-esr: %v (scripts/setup.sh --browser installs it)", err)
 	}
-	addr := freeAddr(t)
+	addr := loopback.Addr(t)
 	port := addr[strings.LastIndex(addr, ":")+1:]
 	profile := t.TempDir()
 	if err := os.WriteFile(filepath.Join(profile, "user.js"), []byte(firefoxPrefs+strings.Join(extraPrefs, "\n")), 0o644); err != nil {

@@ -22,6 +22,7 @@ import (
 	"browserfl/coordinator/api"
 	"browserfl/coordinator/store"
 	"browserfl/coordinator/view"
+	"browserfl/internal/loopback"
 	"browserfl/shared/wire"
 	"browserfl/wasm/local"
 	"browserfl/wasm/ui"
@@ -154,7 +155,7 @@ func classroom(t *testing.T, e engine, alg string) {
 	// a larger step and a diameter for a short session. -deadline 60s is
 	// the template's; the "one lesson" preset caps it at 8 s at Start,
 	// still far above what a round takes here.
-	coord := &process{t: t, bin: bin, addr: freeAddr(t), dataDir: dataDir, log: logf, args: []string{
+	coord := &process{t: t, bin: bin, addr: loopback.Addr(t), dataDir: dataDir, log: logf, args: []string{
 		"-lobby", "-join-code", code, "-dataset", fashionDir, "-eval-every", "1", "-eval-samples", "1000",
 		"-demo-shards", "16", "-deadline", "60s", "-round-gap", "500ms", "-seed", "11",
 		"-T", fmt.Sprint(rounds), "-b", fmt.Sprint(batch), "-eta", "1", "-D", "10", "-clip", "1",
@@ -819,7 +820,7 @@ func TestClassroomLesson(t *testing.T) {
 	}
 	defer logf.Close()
 	dataDir := t.TempDir()
-	coord := &process{t: t, bin: bin, addr: freeAddr(t), dataDir: dataDir, log: logf, args: args}
+	coord := &process{t: t, bin: bin, addr: loopback.Addr(t), dataDir: dataDir, log: logf, args: args}
 	coord.start()
 	defer coord.stop()
 	secret := teacherSecretIn(t, dataDir)

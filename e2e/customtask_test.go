@@ -12,6 +12,7 @@ import (
 
 	"browserfl/coordinator"
 	"browserfl/coordinator/view"
+	"browserfl/internal/loopback"
 	"browserfl/shared/plan"
 	"browserfl/shared/wire"
 )
@@ -72,7 +73,7 @@ func TestCustomTask(t *testing.T) {
 	}
 	defer logf.Close()
 	dataDir := t.TempDir()
-	coord := &process{t: t, bin: bin, addr: freeAddr(t), dataDir: dataDir, log: logf, args: []string{
+	coord := &process{t: t, bin: bin, addr: loopback.Addr(t), dataDir: dataDir, log: logf, args: []string{
 		"-lobby", "-join-code", code, "-dataset", fashionDir, "-eval-samples", "500",
 		"-deadline", "60s", "-round-gap", "300ms", "-T", "30", "-b", "4", "-M", "3", "-m", "3",
 	}}
@@ -249,7 +250,7 @@ func taskFormEngine(t *testing.T, e engine) {
 	}
 	defer logf.Close()
 	dataDir := t.TempDir()
-	coord := &process{t: t, bin: coordinatorBinary(t), addr: freeAddr(t), dataDir: dataDir, log: logf, args: []string{
+	coord := &process{t: t, bin: coordinatorBinary(t), addr: loopback.Addr(t), dataDir: dataDir, log: logf, args: []string{
 		"-lobby", "-join-code", code, "-dataset", fashionDir, "-eval-samples", "500",
 		"-deadline", "60s", "-T", "30", "-b", "4", "-M", "3", "-m", "3",
 	}}
@@ -398,7 +399,7 @@ func TestNoiseChoiceFixed(t *testing.T) {
 	}
 	defer logf.Close()
 	dataDir := t.TempDir()
-	coord := &process{t: t, bin: coordinatorBinary(t), addr: freeAddr(t), dataDir: dataDir, log: logf, args: []string{
+	coord := &process{t: t, bin: coordinatorBinary(t), addr: loopback.Addr(t), dataDir: dataDir, log: logf, args: []string{
 		"-lobby", "-join-code", code, "-dataset", fashionDir, "-eval-samples", "500", "-T", "30", "-b", "4", "-M", "3", "-m", "3",
 		"-teacher-choice=false",
 	}}

@@ -17,6 +17,7 @@ import (
 	"browserfl/coordinator/api"
 	"browserfl/coordinator/view"
 	"browserfl/device"
+	"browserfl/internal/loopback"
 )
 
 // nicknames are the class of TestDashboardLayout (30 devices), and the
@@ -259,7 +260,7 @@ type dashClass struct {
 func newDashClass(t *testing.T) *dashClass {
 	t.Helper()
 	const code = "LAYOUT30"
-	port := strings.Split(freeAddr(t), ":")[1]
+	port := strings.Split(loopback.Addr(t), ":")[1]
 	coord, secret := projectorCoordinator(t, "0.0.0.0:"+port, code, "-T", "40", "-b", "8", "-deadline", "4s", "-round-gap", "2s")
 	t.Cleanup(coord.stop)
 	c := &dashClass{t: t, code: code, secret: secret, addr: "127.0.0.1:" + port}

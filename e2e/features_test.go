@@ -10,6 +10,7 @@ import (
 
 	"browserfl/coordinator/api"
 	"browserfl/coordinator/view"
+	"browserfl/internal/loopback"
 	"browserfl/shared/plan"
 )
 
@@ -31,7 +32,7 @@ func TestBrowserFeatureSession(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer logf.Close()
-	coord := &process{t: t, bin: bin, addr: freeAddr(t), dataDir: t.TempDir(), log: logf, args: []string{
+	coord := &process{t: t, bin: bin, addr: loopback.Addr(t), dataDir: t.TempDir(), log: logf, args: []string{
 		"-join-code", code, "-dataset", fashionDir, "-features", "scatter",
 		"-eval-every", "1", "-eval-samples", "200", "-demo-shards", "4", "-deadline", "60s", "-round-gap", "200ms",
 		"-min-devices", "1", "-M", "1", "-m", "1", "-T", fmt.Sprint(rounds), "-b", "16", "-eta", "0.1", "-seed", "3",

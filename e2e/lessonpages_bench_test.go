@@ -14,6 +14,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"browserfl/internal/loadtest"
+	"browserfl/internal/loopback"
 	"browserfl/shared/wire"
 )
 
@@ -134,7 +135,7 @@ func startLessonPages(t testing.TB, webDir, bin, alg string) *lessonPages {
 		t.Fatal(err)
 	}
 	dataDir := t.TempDir()
-	s := &lessonPages{t: t, logf: logf, coord: &process{t: t, bin: bin, addr: freeAddr(t), dataDir: dataDir, log: logf,
+	s := &lessonPages{t: t, logf: logf, coord: &process{t: t, bin: bin, addr: loopback.Addr(t), dataDir: dataDir, log: logf,
 		args: []string{"-lobby", "-join-code", lessonPagesCode, "-dataset", fashionDir, "-algorithm", alg}}}
 	t.Cleanup(s.stop)
 	s.coord.start()

@@ -13,6 +13,7 @@ import (
 
 	"browserfl/coordinator"
 	"browserfl/coordinator/view"
+	"browserfl/internal/loopback"
 )
 
 // TestBrowserLobby runs the teacher flow against the real coordinator
@@ -33,7 +34,7 @@ func TestBrowserLobby(t *testing.T) {
 	}
 	defer logf.Close()
 	dataDir := t.TempDir()
-	coord := &process{t: t, bin: bin, addr: freeAddr(t), dataDir: dataDir, log: logf, args: []string{
+	coord := &process{t: t, bin: bin, addr: loopback.Addr(t), dataDir: dataDir, log: logf, args: []string{
 		"-lobby", "-join-code", code, "-dataset", fashionDir, "-eval-every", "1", "-eval-samples", "500",
 		"-demo-shards", "4", "-round-gap", "200ms",
 		"-name", p.Name, "-algorithm", p.Algorithm, "-model", p.Model,

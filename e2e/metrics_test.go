@@ -6,6 +6,8 @@ import (
 	"os"
 	"regexp"
 	"testing"
+
+	"browserfl/internal/loopback"
 )
 
 // TestMetricsOffLoopback: the real coordinator listening beyond this
@@ -23,7 +25,7 @@ func TestMetricsOffLoopback(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, port, _ := net.SplitHostPort(freeAddr(t))
+			_, port, _ := net.SplitHostPort(loopback.Addr(t))
 			logf, err := os.CreateTemp(t.TempDir(), "coordinator-*.log")
 			if err != nil {
 				t.Fatal(err)

@@ -15,6 +15,7 @@ import (
 
 	"browserfl/coordinator/api"
 	"browserfl/coordinator/view"
+	"browserfl/internal/loopback"
 	"browserfl/shared/dataset"
 	"browserfl/wasm/local"
 )
@@ -61,7 +62,7 @@ func startOnePage(t testing.TB, webDir, code string, args ...string) *onePage {
 	all := append([]string{"-join-code", code, "-dataset", fashionDir, "-M", "1", "-m", "1", "-min-devices", "1",
 		"-deadline", "60s", "-round-gap", "200ms", "-eval-every", "0"}, args...)
 	o := &onePage{t: t, code: code, logf: logf,
-		coord: &process{t: t, bin: coordinatorBinary(t), addr: freeAddr(t), dataDir: dataDir, log: logf, args: all}}
+		coord: &process{t: t, bin: coordinatorBinary(t), addr: loopback.Addr(t), dataDir: dataDir, log: logf, args: all}}
 	o.coord.start()
 	t.Cleanup(o.stop)
 	o.secret = teacherSecretIn(t, dataDir)

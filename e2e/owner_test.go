@@ -18,6 +18,7 @@ import (
 	"github.com/coder/websocket"
 
 	"browserfl/coordinator/site"
+	"browserfl/internal/loopback"
 	"browserfl/shared/plan"
 	"browserfl/shared/wire"
 	"browserfl/wasm/local"
@@ -173,7 +174,7 @@ func newOwnerSetup(t *testing.T, noLocks bool) ownerSetup {
 	webDir := pageBuild(t)
 	bin := coordinatorBinary(t)
 	codes := []string{"OWNERA", "OWNERB"}
-	routerAddr := freeAddr(t)
+	routerAddr := loopback.Addr(t)
 	byCode := map[string]string{}
 	for _, code := range codes {
 		logf, err := os.CreateTemp("", "browserfl-e2e-owner-*.log")
@@ -181,7 +182,7 @@ func newOwnerSetup(t *testing.T, noLocks bool) ownerSetup {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { logf.Close() })
-		coord := &process{t: t, bin: bin, addr: freeAddr(t), dataDir: t.TempDir(), log: logf, args: []string{
+		coord := &process{t: t, bin: bin, addr: loopback.Addr(t), dataDir: t.TempDir(), log: logf, args: []string{
 			"-join-code", code, "-dataset", fashionDir, "-eval-every", "0", "-demo-shards", "2",
 			"-round-gap", "500ms", "-T", "20", "-b", "16", "-eta", "1", "-D", "10", "-clip", "1",
 			"-origins", routerAddr,

@@ -21,6 +21,7 @@ import (
 	"browserfl/coordinator"
 	"browserfl/coordinator/api"
 	cview "browserfl/coordinator/view"
+	"browserfl/internal/loopback"
 	"browserfl/shared/optim"
 	"browserfl/shared/plan"
 	"browserfl/shared/privacy"
@@ -87,7 +88,7 @@ func TestPhoneScreens(t *testing.T) {
 	}
 	defer logf.Close()
 	dataDir := t.TempDir()
-	coord := &process{t: t, bin: bin, addr: freeAddr(t), dataDir: dataDir, log: logf, args: []string{
+	coord := &process{t: t, bin: bin, addr: loopback.Addr(t), dataDir: dataDir, log: logf, args: []string{
 		"-lobby", "-join-code", code, "-dataset", fashionDir, "-eval-every", "1", "-eval-samples", "500",
 		"-demo-shards", "4", "-deadline", "60s", "-round-gap", "700ms", "-seed", "5",
 		"-T", fmt.Sprint(rounds), "-b", fmt.Sprint(batch), "-eta", "1", "-D", "10", "-clip", "1",

@@ -18,6 +18,7 @@ import (
 	"browserfl/coordinator/site"
 	"browserfl/coordinator/view"
 	"browserfl/device"
+	"browserfl/internal/loopback"
 	"browserfl/shared/dataset"
 )
 
@@ -161,7 +162,7 @@ func (b *browser) dash(t *testing.T) dashState {
 func TestDashboardLesson(t *testing.T) {
 	t.Parallel() // docs/browser.md, "Parallel browser tests"
 	const code = "PROJ7K"
-	addr := freeAddr(t)
+	addr := loopback.Addr(t)
 	coord, secret := projectorCoordinator(t, addr, code)
 	defer coord.stop()
 	base := "http://" + addr
@@ -378,7 +379,7 @@ func TestDashboardLesson(t *testing.T) {
 // the QR code of its LAN join URL, and no localhost instruction.
 func TestDashboardJoinQR(t *testing.T) {
 	const code = "LANQR8"
-	port := strings.Split(freeAddr(t), ":")[1]
+	port := strings.Split(loopback.Addr(t), ":")[1]
 	coord, _ := projectorCoordinator(t, "0.0.0.0:"+port, code)
 	defer coord.stop()
 	base := "http://127.0.0.1:" + port
@@ -520,7 +521,7 @@ func signAgree(w []float64, sg string) (agree, n int) {
 // and says what they are.
 func TestDashboardMLP(t *testing.T) {
 	const code = "MLPPIC"
-	addr := freeAddr(t)
+	addr := loopback.Addr(t)
 	coord, secret := projectorCoordinator(t, addr, code, "-model", "mlp")
 	defer coord.stop()
 	base := "http://" + addr

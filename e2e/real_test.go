@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
@@ -22,6 +21,7 @@ import (
 	"browserfl/coordinator/sessions"
 	"browserfl/coordinator/store"
 	"browserfl/coordinator/view"
+	"browserfl/internal/loopback"
 	"browserfl/shared/dataset"
 	"browserfl/shared/wire"
 	"browserfl/wasm/local"
@@ -110,16 +110,6 @@ func (p *process) stop() {
 	}
 }
 
-func freeAddr(t testing.TB) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
 // proxyTo forwards every request (websockets included) to addr, keeping
 // the Host header so the coordinator's same-origin check sees the page's
 // own origin.
@@ -198,7 +188,7 @@ func TestBrowserSession(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer logf.Close()
-	coord := &process{t: t, bin: bin, addr: freeAddr(t), dataDir: t.TempDir(), log: logf, args: []string{
+	coord := &process{t: t, bin: bin, addr: loopback.Addr(t), dataDir: t.TempDir(), log: logf, args: []string{
 		"-join-code", code, "-dataset", fashionDir, "-eval-every", "1", "-eval-samples", "1000",
 		// Rounds wait for all the pages (-min-devices): on a busy machine
 		// opening five pages one after another takes longer than the

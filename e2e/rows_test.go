@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"browserfl/coordinator/api"
+	"browserfl/internal/loopback"
 	"browserfl/shared/task"
 )
 
@@ -59,7 +60,7 @@ func rowTaskCoordinator(t *testing.T, name, code string, devices int, extra ...s
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { logf.Close() })
-	coord := &process{t: t, bin: coordinatorBinary(t), addr: freeAddr(t), dataDir: t.TempDir(), log: logf, args: append([]string{
+	coord := &process{t: t, bin: coordinatorBinary(t), addr: loopback.Addr(t), dataDir: t.TempDir(), log: logf, args: append([]string{
 		"-join-code", code, "-task", name, "-dataset", dir, "-eval-every", "1", "-eval-samples", "1000",
 		"-demo-shards", "20", "-deadline", "20s", "-round-gap", "300ms", "-seed", "7",
 		"-min-devices", fmt.Sprint(devices), "-algorithm", "nc",

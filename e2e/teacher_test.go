@@ -15,6 +15,7 @@ import (
 
 	"browserfl/coordinator/api"
 	"browserfl/coordinator/view"
+	"browserfl/internal/loopback"
 	"browserfl/shared/mechanism"
 	"browserfl/shared/wire"
 )
@@ -89,7 +90,7 @@ func TestBrowserTeacherRemoves(t *testing.T) {
 	}
 	defer logf.Close()
 	dataDir := t.TempDir()
-	coord := &process{t: t, bin: bin, addr: freeAddr(t), dataDir: dataDir, log: logf, args: []string{
+	coord := &process{t: t, bin: bin, addr: loopback.Addr(t), dataDir: dataDir, log: logf, args: []string{
 		"-lobby", "-join-code", code, "-dataset", fashionDir, "-eval-every", "5", "-eval-samples", "500",
 		"-demo-shards", "4", "-deadline", "60s", "-round-gap", "500ms", "-seed", "5",
 		"-T", "200", "-b", "16", "-eta", "1", "-D", "10", "-clip", "1",

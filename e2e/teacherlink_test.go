@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"browserfl/internal/loopback"
 )
 
 // TestWrongTeacherLink: the real coordinator and headless Chromium. A
@@ -25,7 +27,7 @@ func TestWrongTeacherLink(t *testing.T) {
 	}
 	defer logf.Close()
 	const code = "TEACHERLINK"
-	coord := &process{t: t, bin: bin, addr: freeAddr(t), dataDir: t.TempDir(), log: logf,
+	coord := &process{t: t, bin: bin, addr: loopback.Addr(t), dataDir: t.TempDir(), log: logf,
 		args: []string{"-lobby", "-dataset", "none", "-join-code", code}}
 	coord.start()
 	defer coord.stop()

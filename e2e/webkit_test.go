@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"browserfl/internal/loopback"
 )
 
 // webDriver is a minimal W3C WebDriver client (WebKitGTK's
@@ -103,7 +105,7 @@ type webkitTab struct {
 // newWebKitTab starts a WebKitWebDriver on display with one session;
 // args are MiniBrowser's extra arguments.
 func newWebKitTab(t *testing.T, display string, args []string) (*webkitTab, error) {
-	addr := freeAddr(t)
+	addr := loopback.Addr(t)
 	port := addr[strings.LastIndex(addr, ":")+1:]
 	cmd := exec.Command("WebKitWebDriver", "--port="+port, "--host=local")
 	cmd.Env = append(os.Environ(), "DISPLAY="+display)

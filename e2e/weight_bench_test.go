@@ -11,6 +11,7 @@ import (
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 
+	"browserfl/internal/loopback"
 	"browserfl/wasm/local"
 )
 
@@ -46,7 +47,7 @@ func BenchmarkJoinThrottled(b *testing.B) {
 		b.Fatal("writing the picture files")
 	}
 	for i := 0; i < b.N; i++ {
-		coord := &process{t: b, bin: bin, addr: freeAddr(b), dataDir: b.TempDir(), log: logf, args: []string{
+		coord := &process{t: b, bin: bin, addr: loopback.Addr(b), dataDir: b.TempDir(), log: logf, args: []string{
 			"-lobby", "-join-code", code, "-dataset", fashionDir, "-demo-shards", "2",
 		}}
 		coord.start()

@@ -23,6 +23,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"browserfl/coordinator/site"
+	"browserfl/internal/loopback"
 	"browserfl/wasm/local"
 )
 
@@ -311,7 +312,7 @@ func TestJoinWeight(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer logf.Close()
-	coord := &process{t: t, bin: bin, addr: freeAddr(t), dataDir: t.TempDir(), log: logf, args: []string{
+	coord := &process{t: t, bin: bin, addr: loopback.Addr(t), dataDir: t.TempDir(), log: logf, args: []string{
 		"-lobby", "-join-code", code, "-dataset", fashionDir, "-demo-shards", "4",
 	}}
 	coord.start()
