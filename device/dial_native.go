@@ -5,7 +5,6 @@ package device
 import (
 	"context"
 	"net/http"
-	"time"
 
 	"github.com/coder/websocket"
 )
@@ -34,25 +33,10 @@ type WebSocket struct {
 	Origin string
 	// HTTPClient is used to dial (default http.DefaultClient).
 	HTTPClient *http.Client
-	// HandshakeTimeout bounds the opening handshake (default 30 s): a
-	// server that accepts the connection and never answers (a stalled
-	// proxy, a process stopped mid-start) costs a retry, not the device.
-	HandshakeTimeout time.Duration
 }
-
-// defaultHandshakeTimeout is WebSocket.HandshakeTimeout's default.
-const defaultHandshakeTimeout = 30 * time.Second
 
 // Dial implements Transport.
 func (w WebSocket) Dial(ctx context.Context) (Conn, error) {
-	limit := w.HandshakeTimeout
-	if limit <= 0 {
-		limit = defaultHandshakeTimeout
-	}
-	// The library uses ctx for the handshake only: the connection
-	// outlives cancel.
-	ctx, cancel := context.WithTimeout(ctx, limit)
-	defer cancel()
 	opts := &websocket.DialOptions{HTTPClient: w.HTTPClient}
 	if w.Origin != "" {
 		opts.HTTPHeader = http.Header{"Origin": []string{w.Origin}}

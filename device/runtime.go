@@ -98,6 +98,10 @@ type Config struct {
 	// MinBackoff and MaxBackoff bound the reconnect delay (defaults 100ms
 	// and 5s, with jitter).
 	MinBackoff, MaxBackoff time.Duration
+	// DialTimeout bounds each connection attempt, the opening handshake
+	// included (default 30s): a server or proxy that accepts the
+	// connection and never answers costs a retry, not the device.
+	DialTimeout time.Duration
 }
 
 // Hooks inject faults for tests of the exactly-once protocol.
@@ -261,6 +265,9 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 	}
 	if cfg.MaxBackoff <= 0 {
 		cfg.MaxBackoff = 5 * time.Second
+	}
+	if cfg.DialTimeout <= 0 {
+		cfg.DialTimeout = 30 * time.Second
 	}
 	budget, err := cfg.policy().rho()
 	if err != nil {
@@ -743,7 +750,9 @@ func (rt *Runtime) connection(ctx context.Context) error {
 // dial opens a connection through the transport and makes it the current
 // one; it returns ErrLeft (and closes it) if the device left meanwhile.
 func (rt *Runtime) dial(ctx context.Context) (Conn, error) {
-	ws, err := rt.cfg.Transport.Dial(ctx)
+	dctx, cancel := context.WithTimeout(ctx, rt.cfg.DialTimeout)
+	ws, err := rt.cfg.Transport.Dial(dctx)
+	cancel()
 	if err != nil {
 		return nil, fmt.Errorf("device: dial: %w", err)
 	}

@@ -12,7 +12,9 @@ var errNoTransport = errors.New("device: Transport (or, natively, URL) is requir
 // once per connection attempt and reconnects through the same Transport.
 // Natively WebSocket is the default; the page gives its own (wasm/socket,
 // the browser's WebSocket); the package device/memtransport connects a
-// runtime to a peer in the same process (tests, the simulator).
+// runtime to a peer in the same process (tests, the simulator). Dial's
+// ctx bounds the attempt only (Config.DialTimeout): the connection it
+// returns outlives it.
 type Transport interface {
 	Dial(ctx context.Context) (Conn, error)
 }
