@@ -17,6 +17,7 @@ import (
 	"browserfl/coordinator/shards"
 	"browserfl/coordinator/site"
 	"browserfl/coordinator/store"
+	"browserfl/internal/loopback"
 	"browserfl/shared/dataset"
 	"browserfl/shared/optim"
 	"browserfl/shared/wire"
@@ -82,12 +83,7 @@ func serveCoordinator(t *testing.T, ln net.Listener, sess wire.SessionParams, tr
 // cancelling stops the waiting.
 func TestFetchShardRetries(t *testing.T) {
 	// An address with nothing listening: the coordinator is down.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := loopback.Addr(t)
 	url := "ws://" + addr + "/ws"
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -100,12 +96,12 @@ func TestFetchShardRetries(t *testing.T) {
 		if attempt == upAfter { // the coordinator comes up now
 			ln, err := net.Listen("tcp", addr)
 			if err != nil {
-				t.Fatalf("listening again on %s: %v", addr, err)
+				t.Fatalf("listening on %s: %v", addr, err)
 			}
 			startCoordinator(t, ln)
 		}
 	}}
-	err = r.do(ctx, func(ctx context.Context) (err error) {
+	err := r.do(ctx, func(ctx context.Context) (err error) {
 		blob, _, err = fetchShard(ctx, url, "join-me")
 		return err
 	})

@@ -6,10 +6,11 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"net"
 	"net/http"
 	"sync"
 	"time"
+
+	"browserfl/internal/loopback"
 )
 
 // LockedWriter serializes writes to a writer (NewLockedWriter).
@@ -52,15 +53,10 @@ func Quantile(sorted []float64, q float64) float64 {
 // MiB converts bytes to MiB.
 func MiB(b int64) float64 { return float64(b) / (1 << 20) }
 
-// FreeAddr returns a local TCP address no one listens on now.
-func FreeAddr() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
-}
+// FreeAddr returns a local TCP address no one listens on now, below the
+// kernel's ephemeral range (loopback.Free): the coordinator, NATS server
+// or edge started on it cannot lose it to another program's port 0.
+func FreeAddr() (string, error) { return loopback.Free() }
 
 // WaitHealthy polls base/healthz until it answers 200 or ctx is done.
 func WaitHealthy(ctx context.Context, base string) error {

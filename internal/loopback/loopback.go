@@ -1,5 +1,6 @@
-// Package loopback gives tests a loopback address for a server they start
-// in another process, or stop and start again on the same address.
+// Package loopback gives tests and the load tool a loopback address for a
+// server they start in another process, or stop and start again on the
+// same address.
 //
 // Asking the kernel for port 0 and closing the listener leaves a window in
 // which the port is free: the kernel hands ports out of its ephemeral range
@@ -14,6 +15,7 @@
 package loopback
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"net"
 	"os"
@@ -25,10 +27,9 @@ import (
 // lowest is the lowest port Addr gives.
 const lowest = 10000
 
-// Addr returns a 127.0.0.1 address whose port was free a moment ago and
+// Free returns a 127.0.0.1 address whose port was free a moment ago and
 // lies below the kernel's ephemeral range.
-func Addr(tb testing.TB) string {
-	tb.Helper()
+func Free() (string, error) {
 	top := ephemeralStart()
 	for range 200 {
 		port := lowest + rand.IntN(top-lowest)
@@ -38,12 +39,21 @@ func Addr(tb testing.TB) string {
 		}
 		addr := ln.Addr().String()
 		if err := ln.Close(); err != nil {
-			tb.Fatalf("loopback: closing %s: %v", addr, err)
+			return "", fmt.Errorf("loopback: closing %s: %w", addr, err)
 		}
-		return addr
+		return addr, nil
 	}
-	tb.Fatalf("loopback: no free port in [%d, %d) after 200 tries", lowest, top)
-	return ""
+	return "", fmt.Errorf("loopback: no free port in [%d, %d) after 200 tries", lowest, top)
+}
+
+// Addr is Free for a test: it fails tb if there is no address.
+func Addr(tb testing.TB) string {
+	tb.Helper()
+	addr, err := Free()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return addr
 }
 
 // ephemeralStart is the first port of the kernel's ephemeral range
