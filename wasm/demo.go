@@ -70,7 +70,7 @@ func (t *trainer) topUpDemo() {
 		select {
 		case <-t.ctx.Done():
 			return
-		case <-t.done:
+		case <-t.ran:
 			return
 		case <-time.After(pause):
 		}

@@ -65,7 +65,12 @@ type trainer struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	done chan struct{} // closed when the runtime has stopped
+	// ran is closed when the runtime has stopped; done once its last word
+	// (final) is on the screen, after every event before it: a page
+	// that counted its included rounds from a stale state said "29
+	// rounds" for 30.
+	ran, done chan struct{}
+	final     func(*ui.State) // set before ran is closed (nil: nothing more to say)
 
 	mu sync.Mutex
 	// figs is the session's figures (device.SessionFigures) for figsFor
@@ -140,7 +145,7 @@ func (a *app) startTraining() {
 	})
 	a.port.mark("fl-train")
 	ctx, cancel := context.WithCancel(a.ctx)
-	t := &trainer{a: a, ctx: ctx, cancel: cancel, done: make(chan struct{}), wake: make(chan struct{}, 1)}
+	t := &trainer{a: a, ctx: ctx, cancel: cancel, ran: make(chan struct{}), done: make(chan struct{}), wake: make(chan struct{}, 1)}
 	if old != nil {
 		old.mu.Lock()
 		t.x, t.modelRound, t.committed = old.x, old.modelRound, old.committed
@@ -164,7 +169,7 @@ func wsURL(base string) string {
 }
 
 func (t *trainer) run() {
-	defer close(t.done)
+	defer close(t.ran)
 	a := t.a
 	data := a.lib.All().Samples
 	t.samples.Store(int64(len(data)))
@@ -218,7 +223,14 @@ func (t *trainer) run() {
 	if err == nil {
 		t.settle(a.ctx) // the session ended: no more releases
 	}
-	a.update(func(s *ui.State) { s.Stopped(err) })
+	// The last word counts what the events before it counted: it is
+	// shown after them (publishEvents).
+	t.mu.Lock()
+	t.final = func(s *ui.State) {
+		s.Train.Included = rt.State().Included
+		s.Stopped(err)
+	}
+	t.mu.Unlock()
 }
 
 // shown moves the page to the training screen (from the data screen,
@@ -305,8 +317,9 @@ type queued struct {
 }
 
 // publishEvents publishes the queued events in order until the runtime
-// has stopped and the queue is empty.
+// has stopped and the queue is empty; then the runtime's last word.
 func (t *trainer) publishEvents() {
+	defer close(t.done)
 	for {
 		t.mu.Lock()
 		q := t.events
@@ -320,11 +333,14 @@ func (t *trainer) publishEvents() {
 		}
 		select {
 		case <-t.wake:
-		case <-t.done:
+		case <-t.ran:
 			t.mu.Lock()
-			empty := len(t.events) == 0
+			empty, final := len(t.events) == 0, t.final
 			t.mu.Unlock()
 			if empty {
+				if final != nil {
+					t.a.update(final)
+				}
 				return
 			}
 		}

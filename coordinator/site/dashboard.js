@@ -403,8 +403,11 @@ function counts(el, c) {
   }));
 }
 
+// The teacher's End reads ended at once and then commits the round it
+// found open: until that round is in, the page keeps the training view,
+// so that no summary counts one round fewer.
 function viewOf(s) {
-  if (s.state) return s.state === "ended" ? "summary" : s.state === "lobby" ? "lobby" : "training";
+  if (s.state) return s.state === "ended" ? (s.round ? "training" : "summary") : s.state === "lobby" ? "lobby" : "training";
   if (s.finished) return "summary";
   return s.committed === 0 && !s.round ? "lobby" : "training";
 }
@@ -751,7 +754,8 @@ async function poll() {
     const view = viewOf(s);
     const state = s.state || (view === "summary" ? "ended" : view === "lobby" ? "lobby" : "running");
     document.body.dataset.view = view;
-    $("state").textContent = s.state ? stateText[s.state] || s.state
+    $("state").textContent = s.state === "ended" && s.round ? "ending: finishing round " + s.round.t
+      : s.state ? stateText[s.state] || s.state
       : view === "summary" ? "session finished" : s.round ? "training"
       : s.devices.eligible >= s.min_devices ? "between rounds" : "waiting for " + s.min_devices + " devices (" + s.devices.eligible + " ready)";
     $("state").className = "badge " + state;
