@@ -275,7 +275,9 @@ func TestClusterSharedNoise(t *testing.T) {
 	waitHealthy(t, edges)
 	// e1 dies: nothing more of it reaches the bus, its devices lose their
 	// websockets, and a load balancer sends them to e0.
+	down := make([]atomic.Bool, 2)
 	kill := func() {
+		down[1].Store(true)
 		e1nc.Close()
 		e1stop()
 		e1hs.Listener.Close()
@@ -328,7 +330,7 @@ func TestClusterSharedNoise(t *testing.T) {
 			home = 1
 			hooks.BeforeSend = atKill
 		}
-		var tr device.Transport = frameWatch{Transport: device.WebSocket{URL: "ws://edges/ws", HTTPClient: edgeDialer(home, addrs)},
+		var tr device.Transport = frameWatch{Transport: device.WebSocket{URL: "ws://edges/ws", HTTPClient: edgeDialer(home, addrs, down)},
 			rec: recs[i], updates: &updates, clear: &clear, masked: &masked}
 		if i == 3 {
 			tr = forgerTransport{tr, fg}

@@ -3,6 +3,7 @@ package coordinator_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -14,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -74,13 +76,19 @@ func connectNATS(t *testing.T, url, seed, name string) *nats.Conn {
 // edgeDialer returns an HTTP client whose connections for device i go
 // to the edges in addrs, its home edge (i mod len) first and the next
 // ones when that refuses: what a load balancer in front of the edges
-// does for a device whose edge died.
-func edgeDialer(i int, addrs []string) *http.Client {
+// does for a device whose edge died. An edge marked in down (nil: none)
+// is not dialled, as a load balancer's health check takes a dead edge
+// out: its port, free once the edge died, may be any program's by then.
+func edgeDialer(i int, addrs []string, down []atomic.Bool) *http.Client {
 	d := &net.Dialer{Timeout: 2 * time.Second}
 	tr := &http.Transport{DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
-		var last error
+		last := errors.New("every edge is down")
 		for k := range addrs {
-			c, err := d.DialContext(ctx, network, addrs[(i+k)%len(addrs)])
+			j := (i + k) % len(addrs)
+			if down != nil && down[j].Load() {
+				continue
+			}
+			c, err := d.DialContext(ctx, network, addrs[j])
 			if err == nil {
 				return c, nil
 			}
@@ -162,7 +170,7 @@ func TestClusterInProcess(t *testing.T) {
 	go func() { runErr <- c.Run(ctx) }()
 	var f faults
 	rts, hist := realDevicesWith(t, ctx, "ws://edges/ws", sess, 0.1, 700*time.Millisecond, &f, func(i int, cfg *device.Config) {
-		cfg.Transport = device.WebSocket{URL: cfg.URL, HTTPClient: edgeDialer(i, addrs)}
+		cfg.Transport = device.WebSocket{URL: cfg.URL, HTTPClient: edgeDialer(i, addrs, nil)}
 	})
 	runDevices(t, ctx, rts)
 	if err := <-runErr; err != nil {
@@ -329,8 +337,9 @@ func TestScaleOut(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
+	down := make([]atomic.Bool, len(addrs))
 	rts, hist := realDevicesWith(t, ctx, "ws://edges/ws", sess, 0, 0, nil, func(i int, cfg *device.Config) {
-		cfg.Transport = device.WebSocket{URL: cfg.URL, HTTPClient: edgeDialer(i, addrs)}
+		cfg.Transport = device.WebSocket{URL: cfg.URL, HTTPClient: edgeDialer(i, addrs, down)}
 		cfg.MinBackoff, cfg.MaxBackoff = 50*time.Millisecond, 500*time.Millisecond
 	})
 	// Devices keep their own record (hist); the session's snapshots are
@@ -387,6 +396,7 @@ func TestScaleOut(t *testing.T) {
 				// Mid-round: rounds follow each other without a gap,
 				// and the kill lands a random time into the next one.
 				time.Sleep(time.Duration(rng.IntN(300)) * time.Millisecond)
+				down[0].Store(true)
 				edges[0].kill()
 				edgeKilled = true
 				t.Logf("edge e0 SIGKILLed after round %d", r)

@@ -98,9 +98,10 @@ type Config struct {
 	// MinBackoff and MaxBackoff bound the reconnect delay (defaults 100ms
 	// and 5s, with jitter).
 	MinBackoff, MaxBackoff time.Duration
-	// DialTimeout bounds each connection attempt, the opening handshake
-	// included (default 30s): a server or proxy that accepts the
-	// connection and never answers costs a retry, not the device.
+	// DialTimeout bounds each dial (Transport.Dial, the websocket's
+	// opening handshake included; default 30s): a server or proxy that
+	// accepts the connection and never answers the handshake costs a
+	// retry, not the device.
 	DialTimeout time.Duration
 }
 

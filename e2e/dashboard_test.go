@@ -633,7 +633,7 @@ func dashSummary(d *dashRun) {
 		t.Errorf("ended with a round still open: view %q, want training; with none: %q, want summary", ending.Open, ending.Closed)
 	}
 	d.press("end")
-	// Wait for End's round too, or the summary may count one more.
+	// Wait for End's round too: the summary read below counts it.
 	st := c.waitStatus("the end of the lesson", time.Minute, func(st view.Status) bool { return st.State == coordinator.StateEnded && st.Round == nil })
 	if st.Committed <= before || st.Committed >= st.Session.Rounds || st.Join.Summary == nil || st.Join.Summary.Participants < 10 {
 		t.Fatalf("at the end: %d of %d rounds (%d before Resume's round), summary %+v", st.Committed, st.Session.Rounds, before, st.Join.Summary)

@@ -225,9 +225,10 @@ func (t *trainer) run() {
 	}
 	// The last word counts what the events before it counted: it is
 	// shown after them (publishEvents).
+	included := rt.State().Included
 	t.mu.Lock()
 	t.final = func(s *ui.State) {
-		s.Train.Included = rt.State().Included
+		s.Train.Included = included
 		s.Stopped(err)
 	}
 	t.mu.Unlock()

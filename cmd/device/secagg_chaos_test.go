@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -28,6 +27,7 @@ import (
 
 	"browserfl/coordinator/store"
 	"browserfl/device"
+	"browserfl/internal/loopback"
 	"browserfl/shared/optim"
 	"browserfl/shared/secagg"
 	"browserfl/shared/wire"
@@ -592,12 +592,7 @@ func (c *nativeCoord) kill() {
 // data in dir/coordinator and waits until it answers /healthz.
 func startNativeCoordinator(t *testing.T, bin, dir string, args ...string) *nativeCoord {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := loopback.Addr(t)
 	logf, err := os.Create(filepath.Join(dir, "coordinator.log"))
 	if err != nil {
 		t.Fatal(err)

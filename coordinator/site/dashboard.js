@@ -467,7 +467,7 @@ function renderTeacher(s, state) {
   $("btn-pause").hidden = state !== "running";
   $("btn-resume").hidden = state !== "paused";
   $("btn-end").hidden = !(state === "running" || state === "paused" || state === "lobby");
-  $("btn-new").hidden = state !== "ended";
+  $("btn-new").hidden = state !== "ended" || !!s.round; // not while End's round is being committed
   $("taskform").hidden = state !== "lobby";
   $("modeform").hidden = state !== "lobby" || !choice || !choice.current;
   for (const r of document.querySelectorAll('input[name="mf-alg"]')) {

@@ -11,7 +11,9 @@
 // stranger, whose join code is not its own, and is refused for good. The
 // ports given here lie below the ephemeral range, which the kernel never
 // hands out, so only another caller of this package choosing the same one
-// of about 22,000 ports at the same moment could take it.
+// of about 22,000 ports while it is free could take it (a test whose
+// server dies for good stops dialling its address, as a load balancer's
+// health check would).
 package loopback
 
 import (
@@ -30,7 +32,10 @@ const lowest = 10000
 // Free returns a 127.0.0.1 address whose port was free a moment ago and
 // lies below the kernel's ephemeral range.
 func Free() (string, error) {
-	top := ephemeralStart()
+	top, err := ephemeralStart()
+	if err != nil {
+		return "", err
+	}
 	for range 200 {
 		port := lowest + rand.IntN(top-lowest)
 		ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
@@ -57,19 +62,25 @@ func Addr(tb testing.TB) string {
 }
 
 // ephemeralStart is the first port of the kernel's ephemeral range
-// (Linux's default 32768 where the range cannot be read).
-func ephemeralStart() int {
-	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+// (Linux's default 32768 where the range cannot be read, as off Linux,
+// whose ranges start higher); an error if it leaves fewer than 1,000
+// ports above lowest.
+func ephemeralStart() (int, error) {
+	const path = "/proc/sys/net/ipv4/ip_local_port_range"
+	b, err := os.ReadFile(path)
 	if err != nil {
-		return 32768
+		return 32768, nil
 	}
 	f := strings.Fields(string(b))
-	if len(f) != 2 {
-		return 32768
+	lo, err := 0, fmt.Errorf("loopback: %s reads %q, want two ports", path, b)
+	if len(f) == 2 {
+		lo, err = strconv.Atoi(f[0])
 	}
-	lo, err := strconv.Atoi(f[0])
-	if err != nil || lo <= lowest+1000 {
-		return 32768
+	if err != nil {
+		return 0, err
 	}
-	return lo
+	if lo < lowest+1000 {
+		return 0, fmt.Errorf("loopback: the ephemeral range starts at %d, leaving too few ports in [%d, %d)", lo, lowest, lo)
+	}
+	return lo, nil
 }

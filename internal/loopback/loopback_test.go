@@ -9,7 +9,10 @@ import (
 // TestAddrBelowEphemeralRange: every address is on loopback, below the
 // kernel's ephemeral range, and free to bind when returned.
 func TestAddrBelowEphemeralRange(t *testing.T) {
-	top := ephemeralStart()
+	top, err := ephemeralStart()
+	if err != nil {
+		t.Fatal(err)
+	}
 	for range 20 {
 		addr := Addr(t)
 		host, port, err := net.SplitHostPort(addr)
