@@ -66,11 +66,10 @@ type trainer struct {
 	cancel context.CancelFunc
 
 	// ran is closed when the runtime has stopped; done once its last word
-	// (final) is on the screen, after every event before it: a page
-	// that counted its included rounds from a stale state said "29
-	// rounds" for 30.
+	// (final) is on the screen after every event before it, so that the
+	// rounds it counts are all the rounds the events counted.
 	ran, done chan struct{}
-	final     func(*ui.State) // set before ran is closed (nil: nothing more to say)
+	final     func(*ui.State) // set under mu before ran is closed (nil: nothing more to say)
 
 	mu sync.Mutex
 	// figs is the session's figures (device.SessionFigures) for figsFor

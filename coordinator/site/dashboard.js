@@ -403,11 +403,13 @@ function counts(el, c) {
   }));
 }
 
-// The teacher's End reads ended at once and then commits the round it
-// found open: until that round is in, the page keeps the training view,
-// so that no summary counts one round fewer.
+// ending: the teacher's End reads ended at once and then commits the
+// round it found open. Until that round is in, the page keeps the
+// training view (no summary counts one round fewer) and offers no New.
+function ending(s) { return s.state === "ended" && !!s.round; }
+
 function viewOf(s) {
-  if (s.state) return s.state === "ended" ? (s.round ? "training" : "summary") : s.state === "lobby" ? "lobby" : "training";
+  if (s.state) return s.state === "ended" ? (ending(s) ? "training" : "summary") : s.state === "lobby" ? "lobby" : "training";
   if (s.finished) return "summary";
   return s.committed === 0 && !s.round ? "lobby" : "training";
 }
@@ -467,7 +469,7 @@ function renderTeacher(s, state) {
   $("btn-pause").hidden = state !== "running";
   $("btn-resume").hidden = state !== "paused";
   $("btn-end").hidden = !(state === "running" || state === "paused" || state === "lobby");
-  $("btn-new").hidden = state !== "ended" || !!s.round; // not while End's round is being committed
+  $("btn-new").hidden = state !== "ended" || ending(s);
   $("taskform").hidden = state !== "lobby";
   $("modeform").hidden = state !== "lobby" || !choice || !choice.current;
   for (const r of document.querySelectorAll('input[name="mf-alg"]')) {
@@ -754,7 +756,7 @@ async function poll() {
     const view = viewOf(s);
     const state = s.state || (view === "summary" ? "ended" : view === "lobby" ? "lobby" : "running");
     document.body.dataset.view = view;
-    $("state").textContent = s.state === "ended" && s.round ? "ending: finishing round " + s.round.t
+    $("state").textContent = ending(s) ? "ending: finishing round " + s.round.t
       : s.state ? stateText[s.state] || s.state
       : view === "summary" ? "session finished" : s.round ? "training"
       : s.devices.eligible >= s.min_devices ? "between rounds" : "waiting for " + s.min_devices + " devices (" + s.devices.eligible + " ready)";
