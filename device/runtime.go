@@ -99,9 +99,12 @@ type Config struct {
 	// and 5s, with jitter).
 	MinBackoff, MaxBackoff time.Duration
 	// DialTimeout bounds each dial (Transport.Dial, the websocket's
-	// opening handshake included; default 30s): a server or proxy that
-	// accepts the connection and never answers the handshake costs a
-	// retry, not the device.
+	// opening handshake included; default 30s), and again the wait from
+	// the hello to the coordinator's first answer: a server or proxy that
+	// accepts the connection and never answers the handshake, or
+	// completes it and then says nothing, costs a retry, not the device.
+	// (The coordinator answers a hello at once, and an edge within its
+	// hello timeout, 10s by default.)
 	DialTimeout time.Duration
 }
 
@@ -732,11 +735,21 @@ func (rt *Runtime) connection(ctx context.Context) error {
 		return err
 	}
 	c := &link{rt: rt, ws: ws}
+	// Until the welcome, reads are bounded by DialTimeout from the hello.
+	hctx, hcancel := context.WithTimeout(ctx, rt.cfg.DialTimeout)
+	defer hcancel()
 	for {
-		typ, b, err := ws.Read(ctx)
+		rctx := ctx
+		if !c.welcomed {
+			rctx = hctx
+		}
+		typ, b, err := ws.Read(rctx)
 		if err != nil {
 			if rt.Leaving() != "" {
 				return ErrLeft
+			}
+			if !c.welcomed && hctx.Err() != nil && ctx.Err() == nil {
+				return fmt.Errorf("device: no answer to the hello within %v: %w", rt.cfg.DialTimeout, hctx.Err())
 			}
 			return c.lost(fmt.Errorf("device: read: %w", err))
 		}

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
+
 	"browserfl/coordinator/api"
 	"browserfl/coordinator/view"
 	"browserfl/shared/mechanism"
@@ -122,4 +124,17 @@ func browserLocal(t *testing.T, rounds int, extra []string, threshold float64) {
 		t.Errorf("accuracy by round %+v: best of the last three %v, want > %v (evaluated after every round to round %d)", acc, best, threshold, p.Rounds)
 	}
 	t.Logf("accuracy by round: %+v", acc)
+
+	// Once the session has ended the page asks for its progress once
+	// more and then stops (it asked every second before: 3 or 4 in the
+	// window below; 1 is allowed for a last fetch slower than a second).
+	b.must(time.Minute, "page finished",
+		chromedp.Poll(`(document.getElementById("conn")||{}).textContent === "finished"`, nil,
+			chromedp.WithPollingTimeout(55*time.Second)))
+	time.Sleep(time.Second)
+	n0 := o.asked("/api/progress")
+	time.Sleep(3 * time.Second)
+	if n := o.asked("/api/progress") - n0; n > 1 {
+		t.Errorf("the page asked for the session's progress %d times in the 3 s after it had ended, want at most 1", n)
+	}
 }

@@ -70,6 +70,7 @@ type trainer struct {
 	// rounds it counts are all the rounds the events counted.
 	ran, done chan struct{}
 	final     func(*ui.State) // set under mu before ran is closed (nil: nothing more to say)
+	ended     bool            // set under mu before ran is closed: the session itself ended
 
 	mu sync.Mutex
 	// figs is the session's figures (device.SessionFigures) for figsFor
@@ -230,6 +231,7 @@ func (t *trainer) run() {
 		s.Train.Included = included
 		s.Stopped(err)
 	}
+	t.ended = err == nil
 	t.mu.Unlock()
 }
 
@@ -496,17 +498,29 @@ func (t *trainer) publish(e device.Event, stepMillis float64, bytesSent int64) {
 }
 
 // pollProgress fetches the session's public progress (rounds committed,
-// global accuracy) every second while training runs.
+// global accuracy) every second until the page leaves, or once more
+// after the session has ended: nothing changes after that. A page whose
+// device stopped for another reason (its data or budget used up) goes
+// on showing the class's progress.
 func (t *trainer) pollProgress() {
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
+	done, last := t.done, false
 	for {
 		if err := t.fetchProgress(); err != nil {
 			js.Global().Get("console").Call("debug", "progress: "+err.Error())
 		}
+		if last {
+			return
+		}
 		select {
 		case <-t.ctx.Done():
 			return
+		case <-done:
+			done = nil
+			t.mu.Lock()
+			last = t.ended
+			t.mu.Unlock()
 		case <-tick.C:
 		}
 	}
