@@ -23,7 +23,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"testing"
 )
 
 // lowest is the lowest port Addr gives.
@@ -51,8 +50,15 @@ func Free() (string, error) {
 	return "", fmt.Errorf("loopback: no free port in [%d, %d) after 200 tries", lowest, top)
 }
 
+// TB is what Addr needs of a test (testing.TB has it): the package does
+// not import testing, so that a command using Free links no test code.
+type TB interface {
+	Helper()
+	Fatal(args ...any)
+}
+
 // Addr is Free for a test: it fails tb if there is no address.
-func Addr(tb testing.TB) string {
+func Addr(tb TB) string {
 	tb.Helper()
 	addr, err := Free()
 	if err != nil {
