@@ -1,6 +1,7 @@
 package main
 
 import (
+	"flag"
 	"io"
 	"log/slog"
 	"net/http"
@@ -46,6 +47,48 @@ func TestParsePrecedence(t *testing.T) {
 		if tc.got != tc.want {
 			t.Errorf("%s: got %v, want %v", tc.name, tc.got, tc.want)
 		}
+	}
+}
+
+// TestParseEnvironment: each flag has its own environment variable
+// (-M and -m share capitals: -m's is BFL_COHORT, its config file name),
+// BFL_CONFIG names the config file, and an error names the variable to
+// fix.
+func TestParseEnvironment(t *testing.T) {
+	fs := flag.NewFlagSet("coordinator", flag.ContinueOnError)
+	var o options
+	var x lineFlags
+	serverFlags(fs, &o, &x)
+	clusterFlags(fs, &o, &x)
+	sessionFlags(fs, &o.Session)
+	seen := map[string]string{}
+	fs.VisitAll(func(f *flag.Flag) {
+		if other, ok := seen[envName(f.Name)]; ok {
+			t.Errorf("-%s and -%s share the variable %s", f.Name, other, envName(f.Name))
+		}
+		seen[envName(f.Name)] = f.Name
+	})
+
+	cfg := filepath.Join(t.TempDir(), "c.json")
+	if err := os.WriteFile(cfg, []byte(`{"session": {"algorithm": "nc", "M": 40, "cohort": 8, "rounds": 9}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("BFL_CONFIG", cfg)
+	t.Setenv("BFL_M", "50")
+	o, err := parse(nil, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.Session.M != 50 || o.Session.Cohort != 8 || o.Session.Rounds != 9 {
+		t.Errorf("BFL_M=50 over a file of M 40, m 8, T 9: M %d, m %d, T %d; want 50, 8, 9", o.Session.M, o.Session.Cohort, o.Session.Rounds)
+	}
+	t.Setenv("BFL_COHORT", "7")
+	if o, err = parse(nil, io.Discard); err != nil || o.Session.M != 50 || o.Session.Cohort != 7 {
+		t.Errorf("BFL_COHORT=7: M %d, m %d (%v); want 50, 7", o.Session.M, o.Session.Cohort, err)
+	}
+	t.Setenv("BFL_TRUST_PROXY", "true")
+	if _, err := parse(nil, io.Discard); err == nil || !strings.Contains(err.Error(), "BFL_TRUST_PROXY") {
+		t.Errorf("BFL_TRUST_PROXY=true: %v, want an error naming BFL_TRUST_PROXY", err)
 	}
 }
 

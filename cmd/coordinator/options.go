@@ -132,6 +132,9 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	inFile := map[string]bool{}
+	if v, ok := os.LookupEnv(envName("config")); ok && !set["config"] {
+		*x.config = v
+	}
 	if *x.config != "" {
 		if err := readConfig(fs, &o, *x.config, inFile); err != nil {
 			return o, err
@@ -275,17 +278,28 @@ func readConfig(fs *flag.FlagSet, o *options, path string, inFile map[string]boo
 	return nil
 }
 
+// envName is the environment variable of the flag name: BFL_ and the
+// name in capitals, dashes as underscores (BFL_JOIN_CODE), except -m,
+// whose capitals are -M's: it is BFL_COHORT, its name in a config file.
+func envName(name string) string {
+	if name == "m" {
+		return "BFL_COHORT"
+	}
+	return "BFL_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
+}
+
 // applyEnv sets every flag not on the command line (set) from its
-// BFL_<FLAG> environment variable, if there is one, and adds it to set.
+// environment variable (envName), if there is one, and adds it to set.
+// -config's (BFL_CONFIG) is read before the file, by parse.
 func applyEnv(fs *flag.FlagSet, set map[string]bool) error {
 	var envErr error
 	fs.VisitAll(func(f *flag.Flag) {
 		if set[f.Name] || f.Name == "config" {
 			return
 		}
-		if v, ok := os.LookupEnv("BFL_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))); ok {
+		if v, ok := os.LookupEnv(envName(f.Name)); ok {
 			if err := fs.Set(f.Name, v); err != nil && envErr == nil {
-				envErr = fmt.Errorf("environment BFL_%s: %w", strings.ToUpper(f.Name), err)
+				envErr = fmt.Errorf("environment %s: %w", envName(f.Name), err)
 			}
 			set[f.Name] = true
 		}
