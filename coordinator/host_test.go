@@ -163,3 +163,43 @@ func getJSON(url string, v any) error {
 type httpError struct{ code int }
 
 func (e *httpError) Error() string { return http.StatusText(e.code) }
+
+// TestHostFreshEndsTheCurrent: a host opened afresh (cmd/coordinator
+// -reset) over a data directory whose current session never ended (a
+// lobby here) records that session as ended, early, with its
+// parameters, so that the list of sessions and its archived status agree.
+func TestHostFreshEndsTheCurrent(t *testing.T) {
+	dir := t.TempDir()
+	tmpl := testSession(8, 30, 10, 200, 10000)
+	tmpl.Name = "first lesson"
+	open := func(fresh bool) *sessions.Host {
+		h, err := sessions.Open(sessions.Config{Dir: dir, Template: hostTemplate(tmpl, 3), Logger: quietLogger(), Fresh: fresh})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h
+	}
+	h := open(false)
+	before, err := h.Sessions()
+	h.Close()
+	if err != nil || len(before) != 1 {
+		t.Fatalf("before -reset: %+v, %v; want one session", before, err)
+	}
+	first := before[0].ID
+	h = open(true)
+	defer h.Close()
+	list, err := h.Sessions()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 2 {
+		t.Fatalf("%d sessions listed, want the first and the fresh one: %+v", len(list), list)
+	}
+	old, cur := list[0], list[1]
+	if old.ID != first || old.Current || old.State != coordinator.StateEnded || old.Ended == nil || old.Name != tmpl.Name {
+		t.Errorf("the session before -reset is listed as %+v; want %s, not current, ended with a time, named %q", old, first, tmpl.Name)
+	}
+	if !cur.Current || cur.State != coordinator.StateLobby {
+		t.Errorf("the fresh session is listed as %+v; want current, in its lobby", cur)
+	}
+}

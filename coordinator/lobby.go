@@ -40,6 +40,10 @@ type Lifecycle = lifecycle.Record
 // session's, for a Host's list of sessions).
 func ReadLifecycle(s *store.Store) (Lifecycle, error) { return lifecycle.Read(s) }
 
+// PutLifecycle stores l in s: for a Host that ends a session no process
+// runs (a restart that starts a new one).
+func PutLifecycle(s *store.Store, l Lifecycle) error { return lifecycle.Put(s, l) }
+
 // Start leaves the lobby: it sizes the final parameters from the devices
 // present (Config.Size), builds the server half (Config.NewServer),
 // stores the final parameters and sends them to every connected device in

@@ -205,6 +205,9 @@ func Open(cfg Config) (*Host, error) {
 	}
 	h.secret = h.index.TeacherSecret
 	h.choices, h.unavailable = h.teacherChoices()
+	if h.index.Current != "" && cfg.Fresh {
+		h.endStored(h.index.Current)
+	}
 	if h.index.Current == "" || cfg.Fresh {
 		err = h.startSession(cfg.JoinCode, cfg.Seed, true, coordinator.NewSessionRequest{})
 	} else {
@@ -782,6 +785,56 @@ func (h *Host) storeOf(id string) (*store.Store, error) {
 	return st, nil
 }
 
+// endStored records in its store that session id, which no process
+// runs, has ended (now, early if it had rounds to go): a new session
+// started at open (Config.Fresh) ends the current one, as NewSession
+// does. A store that cannot be read or written is left as it is, with a
+// warning: starting afresh is also the way past a damaged session.
+func (h *Host) endStored(id string) {
+	warn := func(err error) { h.log.Warn("the previous session could not be marked ended", "id", id, "err", err) }
+	st, err := store.Open(sessionPath(h.cfg.Dir, id))
+	if err != nil {
+		warn(err)
+		return
+	}
+	defer st.Close()
+	sum, err := summarize(st)
+	if err != nil {
+		warn(err)
+		return
+	}
+	life, err := coordinator.ReadLifecycle(st)
+	if err != nil || life.State == coordinator.StateEnded {
+		if err != nil {
+			warn(err)
+		}
+		return
+	}
+	if life.State == "" || life.State == coordinator.StateLobby {
+		life.Session = sessionOf(st, life.Session)
+	}
+	life.State, life.Ended = coordinator.StateEnded, time.Now().UTC()
+	life.EndedEarly = sum.Rounds < life.Session.Rounds
+	if err := coordinator.PutLifecycle(st, life); err != nil {
+		warn(err)
+		return
+	}
+	h.log.Info("the previous session is ended and stays listed", "id", id, "rounds", sum.Rounds)
+}
+
+// sessionOf returns the session's parameters as stored at its creation
+// (those of a lobby, or of a session without one before it ended), or
+// def if there are none.
+func sessionOf(st *store.Store, def wire.SessionParams) wire.SessionParams {
+	if raw, err := st.SessionParams(); err == nil && raw != nil {
+		var ident sessionIdent
+		if json.Unmarshal(raw, &ident) == nil {
+			return ident.Session
+		}
+	}
+	return def
+}
+
 // summarize reads a session's summary from its store.
 func summarize(st *store.Store) (Summary, error) {
 	var s Summary
@@ -791,12 +844,7 @@ func summarize(st *store.Store) (Summary, error) {
 	}
 	sess := life.Session
 	if life.State == "" || life.State == coordinator.StateLobby {
-		if raw, err := st.SessionParams(); err == nil && raw != nil {
-			var ident sessionIdent
-			if json.Unmarshal(raw, &ident) == nil {
-				sess = ident.Session
-			}
-		}
+		sess = sessionOf(st, sess)
 	}
 	s.Name, s.PlannedRounds, s.State = sess.Name, sess.Rounds, life.State
 	if s.State == "" {
