@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -193,4 +194,41 @@ func runningHostWith(t *testing.T, cfg sessions.Config) (host *sessions.Host, sr
 	}
 	t.Cleanup(stop) // also when the test fails first
 	return host, srv, stop
+}
+
+// TestTeacherControlAnswersTheStatus: a teacher's control answers with
+// the status GET /api/status gives the teacher (its title, join links and
+// warnings filled in), not the session core's bare one.
+func TestTeacherControlAnswersTheStatus(t *testing.T) {
+	host, srv, stop := runningHost(t, t.TempDir(), testSession(8, 30, 10, 200, 10000))
+	defer stop()
+	code, body := postBody(t, srv.URL+"/api/teacher/end", host.TeacherSecret(), "")
+	if code != http.StatusOK {
+		t.Fatalf("end: %d %s", code, body)
+	}
+	var got view.Status
+	if err := json.Unmarshal([]byte(body), &got); err != nil {
+		t.Fatal(err)
+	}
+	req, err := http.NewRequest(http.MethodGet, srv.URL+"/api/status?code="+host.JoinCode(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("X-Teacher-Secret", host.TeacherSecret())
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var want view.Status
+	if err := json.NewDecoder(resp.Body).Decode(&want); err != nil {
+		t.Fatal(err)
+	}
+	if want.Title == "" || len(want.Join.URLs) == 0 || want.Warnings == nil {
+		t.Fatalf("GET /api/status lacks what this test compares: title %q, join %v, warnings %v", want.Title, want.Join.URLs, want.Warnings)
+	}
+	if got.State != want.State || got.Title != want.Title || !slices.Equal(got.Join.URLs, want.Join.URLs) || got.Warnings == nil {
+		t.Errorf("end answered state %q, title %q, join %v, warnings %v; /api/status: %q, %q, %v, %v",
+			got.State, got.Title, got.Join.URLs, got.Warnings, want.State, want.Title, want.Join.URLs, want.Warnings)
+	}
 }

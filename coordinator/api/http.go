@@ -13,6 +13,7 @@ import (
 	"browserfl/coordinator/shards"
 	"browserfl/coordinator/site"
 	"browserfl/coordinator/store"
+	"browserfl/coordinator/view"
 	"browserfl/shared/wire"
 )
 
@@ -86,11 +87,17 @@ func Handler(c Session, assets site.Assets, shards *shards.Set) http.Handler {
 		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 		c.WriteMetrics(w)
 	})
-	mux.HandleFunc("GET /api/status", WithCode(c, func(w http.ResponseWriter, r *http.Request) {
+	// statusFor is the status /api/status serves (a teacher's control
+	// answers with it too).
+	statusFor := func(r *http.Request) view.Status {
 		st := c.Status()
 		st.Warnings = Warnings(c, shards)
 		join.fill(&st, r)
 		fillProjector(c, &st, shards)
+		return st
+	}
+	mux.HandleFunc("GET /api/status", WithCode(c, func(w http.ResponseWriter, r *http.Request) {
+		st := statusFor(r)
 		ok, answered := TeacherAuth(c, w, r, c.Config().TeacherSecret)
 		if answered {
 			return
@@ -100,7 +107,7 @@ func Handler(c Session, assets site.Assets, shards *shards.Set) http.Handler {
 		}
 		site.WriteJSON(w, st)
 	}))
-	teacherRoutes(c, mux)
+	teacherRoutes(c, mux, statusFor)
 	mux.HandleFunc("GET /api/rounds", WithCode(c, func(w http.ResponseWriter, r *http.Request) {
 		serveRounds(w, r, c.Store())
 	}))

@@ -14,6 +14,7 @@ import (
 	"browserfl/coordinator/gate"
 	"browserfl/coordinator/metrics"
 	"browserfl/coordinator/site"
+	"browserfl/coordinator/view"
 	"browserfl/shared/task"
 )
 
@@ -93,7 +94,10 @@ func RequireTeacher(c Session, w http.ResponseWriter, r *http.Request, secret st
 	return ok
 }
 
-func teacherRoutes(c Session, mux *http.ServeMux) {
+// teacherRoutes registers the teacher's controls; a control that
+// returns nothing of its own answers with statusFor's status, as GET
+// /api/status shows it to the teacher.
+func teacherRoutes(c Session, mux *http.ServeMux, statusFor func(*http.Request) view.Status) {
 	doReq := func(name string, f func(ctx context.Context, r *http.Request) (any, error)) {
 		mux.HandleFunc("POST /api/teacher/"+name, func(w http.ResponseWriter, r *http.Request) {
 			if !RequireTeacher(c, w, r, c.Config().TeacherSecret) {
@@ -119,7 +123,7 @@ func teacherRoutes(c Session, mux *http.ServeMux) {
 			}
 			c.Front().Log.Info("teacher action", "action", name)
 			if out == nil {
-				s := c.Status()
+				s := statusFor(r)
 				s.ForTeacher(c.Config().TeacherAlgorithms)
 				out = s
 			}

@@ -132,7 +132,7 @@ var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,39}$`)
 // Parse reads and validates a definition.
 func Parse(data []byte) (*Definition, error) {
 	if len(data) > MaxDefinitionBytes {
-		return nil, fmt.Errorf("%w: %d bytes, at most %d", ErrInvalid, len(data), MaxDefinitionBytes)
+		return nil, fmt.Errorf("%w: over %d bytes, the most a task may have", ErrInvalid, MaxDefinitionBytes)
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
