@@ -27,14 +27,16 @@ import (
 // round it applies.
 type sumRecorder struct {
 	optim.Server
-	mu   sync.Mutex
-	sums map[int][]float64
-	ns   map[int]int
+	mu    sync.Mutex
+	sums  map[int][]float64
+	ns    map[int]int
+	calls map[int]int // ApplySum calls for each round
 }
 
 func (s *sumRecorder) ApplySum(t int, sum []float64, n int) error {
 	s.mu.Lock()
 	s.sums[t], s.ns[t] = slices.Clone(sum), n
+	s.calls[t]++
 	s.mu.Unlock()
 	return s.Server.(optim.SumApplier).ApplySum(t, sum, n)
 }
@@ -83,6 +85,7 @@ type frameWatch struct {
 type spoiler struct {
 	mu    sync.Mutex
 	fired bool
+	then  func() // run once, at the device's next masked input
 }
 
 // rewrite returns b, or b with its masked input spoiled if it is the
@@ -95,6 +98,10 @@ func (s *spoiler) rewrite(b []byte) []byte {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.fired {
+		if then := s.then; then != nil {
+			s.then = nil
+			then()
+		}
 		return b
 	}
 	s.fired = true
@@ -286,7 +293,7 @@ func newSharedRunWith(t *testing.T, ctx context.Context, rounds int, gone map[in
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.server = &sumRecorder{Server: inner, sums: map[int][]float64{}, ns: map[int]int{}}
+	r.server = &sumRecorder{Server: inner, sums: map[int][]float64{}, ns: map[int]int{}, calls: map[int]int{}}
 	st, err := store.Open(filepath.Join(t.TempDir(), "c.db"))
 	if err != nil {
 		t.Fatal(err)
@@ -485,15 +492,29 @@ func TestSharedNoiseSpoiledSum(t *testing.T) {
 	defer cancel()
 	spoil := &spoiler{}
 	r := newSharedRunWith(t, ctx, 3, nil, nil, nil, nil, map[int]*spoiler{4: spoil})
+	// The teacher's Pause, as round 1's second attempt runs, holds round
+	// 2 back until the test has stopped the run: what it reads afterwards
+	// is round 1's alone (on a quick machine the rounds after it used to
+	// run meanwhile, and one open at the stop was discarded too).
+	paused := make(chan error, 1)
+	spoil.then = func() { paused <- r.c.Pause() }
 	r.runUntilSettled(t, ctx, 1)
+	select {
+	case err := <-paused:
+		if err != nil {
+			t.Fatalf("pause during round 1's second attempt: %v", err)
+		}
+	default:
+		t.Fatal("device 4 sent no second masked input")
+	}
 	if !spoil.fired {
 		t.Fatal("device 4 never sent a masked input")
 	}
 	r.server.mu.Lock()
-	applied := len(r.server.sums)
+	applied, calls := len(r.server.sums), r.server.calls[1]
 	r.server.mu.Unlock()
-	if applied != 1 {
-		t.Errorf("%d sums applied, want 1 (round 1's second attempt)", applied)
+	if applied != 1 || calls != 1 {
+		t.Errorf("sums applied for %d rounds, %d for round 1; want round 1's second attempt alone", applied, calls)
 	}
 	r.checkSum(t, 1, []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9})
 	for i, rt := range r.rts {

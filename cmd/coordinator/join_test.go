@@ -32,4 +32,10 @@ func TestPrintJoin(t *testing.T) {
 	if !strings.Contains(out, `RUNFLAGS="-listen :8080"`) || !strings.Contains(out, "join:      http://localhost:8080/?code=K7") || strings.Contains(out, "█") {
 		t.Errorf("loopback output:\n%s", out)
 	}
+	// The note names the port the coordinator listens on.
+	b.Reset()
+	printJoin(&b, sess, "M = 30, m = 10, T = 200", site.JoinInfo{URLs: []string{"http://127.0.0.1:19100/?code=K7"}, LoopbackOnly: true}, "K7", "SECRET")
+	if out = b.String(); !strings.Contains(out, `RUNFLAGS="-listen :19100"`) {
+		t.Errorf("loopback output on port 19100:\n%s", out)
+	}
 }

@@ -16,6 +16,7 @@
 package main
 
 import (
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -53,6 +54,14 @@ func run(args []string, stderr io.Writer) error {
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(o.LogLevel)); err != nil {
 		return fmt.Errorf("-log-level: %w", err)
+	}
+	if o.TLSCert != "" {
+		// Read before anything is created or printed: a wrong path
+		// would otherwise fail only once the server starts, after the
+		// session and its join links.
+		if _, err := tls.LoadX509KeyPair(o.TLSCert, o.TLSKey); err != nil {
+			return fmt.Errorf("-tls-cert %s, -tls-key %s: %w", o.TLSCert, o.TLSKey, err)
+		}
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	if o.Role == "edge" {

@@ -97,6 +97,8 @@ func TestParseRejects(t *testing.T) {
 		{"-tls-cert", "x.pem"},
 		{"extra-arg"},
 		{"-config", "/does/not/exist.json"},
+		{"-eval-samples", "-1"},
+		{"-demo-shards", "-5"},
 	}
 	for _, args := range cases {
 		if _, err := parse(args, io.Discard); err == nil {
@@ -239,5 +241,22 @@ func TestParseTaskTuning(t *testing.T) {
 	}
 	if tab.Eta == demo.Eta || text.Eta == demo.Eta {
 		t.Errorf("the row tasks' step sizes (%v, %v) are the demo's %v: nothing tuned", tab.Eta, text.Eta, demo.Eta)
+	}
+}
+
+// TestRunTLSFilesFirst: certificate files that cannot be read stop the
+// coordinator before it creates a session or prints a join link.
+func TestRunTLSFilesFirst(t *testing.T) {
+	dir := t.TempDir()
+	var out strings.Builder
+	err := run([]string{"-listen", "127.0.0.1:0", "-data", dir, "-tls-cert", filepath.Join(dir, "none.pem"), "-tls-key", filepath.Join(dir, "none-key.pem")}, &out)
+	if err == nil || !strings.Contains(err.Error(), "-tls-cert") {
+		t.Fatalf("run = %v, want an error naming -tls-cert", err)
+	}
+	if strings.Contains(out.String(), "join:") {
+		t.Errorf("join links printed before the TLS files were read:\n%s", out.String())
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("the data directory holds %d entries, want none", len(entries))
 	}
 }

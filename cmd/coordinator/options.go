@@ -150,6 +150,16 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	for k := range inFile {
 		set[k] = true
 	}
+	set["rho"] = set["rho"] || set["rho_p"] // the config file's name
+	if o.TaskFile != "" {
+		def, err := task.ReadFile(o.TaskFile)
+		if err != nil {
+			return o, fmt.Errorf("-task-file: %w", err)
+		}
+		if err := sessionflag.TaskTargetClash(def.Name, def.Privacy.Epsilon, func(name string) bool { return set[name] }); err != nil {
+			return o, err
+		}
+	}
 	o.taskTuning(set)
 	return o, nil
 }
@@ -353,6 +363,12 @@ func (o *options) check() error {
 	}
 	if err := o.checkCluster(); err != nil {
 		return err
+	}
+	if o.EvalSamples < 0 {
+		return fmt.Errorf("-eval-samples %d: want 0 (the whole test set) or more", o.EvalSamples)
+	}
+	if o.DemoShards < -1 {
+		return fmt.Errorf("-demo-shards %d: want -1 (no demo shards), 0 (4 M) or more", o.DemoShards)
 	}
 	if o.JoinCodeLength < 8 {
 		return fmt.Errorf("-join-code-length %d: want at least 8 (40 bits)", o.JoinCodeLength)

@@ -41,7 +41,7 @@ func printJoin(w io.Writer, sess wire.SessionParams, sizing string, join site.Jo
 		}
 	}
 	if join.LoopbackOnly {
-		fmt.Fprintf(w, "  note:      %s\n", site.LoopbackHint)
+		fmt.Fprintf(w, "  note:      %s\n", join.LANHint())
 	} else if len(join.URLs) > 0 {
 		if q, err := site.TerminalQR(join.URLs[0]); err == nil {
 			fmt.Fprintf(w, "\n%s", q)

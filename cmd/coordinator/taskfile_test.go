@@ -231,3 +231,40 @@ func (l lockedWriter) Write(p []byte) (int, error) {
 	defer l.mu.Unlock()
 	return l.w.Write(p)
 }
+
+// TestParseTaskTarget: a privacy target given beside a task file that
+// states its own (the docs' example: epsilon 4) is refused, from the
+// command line, the environment or the config file, as flsim and flplan
+// refuse it; without one the task's target stands.
+func TestParseTaskTarget(t *testing.T) {
+	path, _ := docsExampleTask(t)
+	cfg := filepath.Join(t.TempDir(), "c.json")
+	if err := os.WriteFile(cfg, []byte(`{"session": {"rho_p": 2}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+		env  string // BFL_DELTA
+		flag string // the flag the error names; "" for none
+	}{
+		{"the task's own", nil, "", ""},
+		{"-epsilon", []string{"-epsilon", "3"}, "", "-epsilon"},
+		{"-rho", []string{"-rho", "1"}, "", "-rho"},
+		{"BFL_DELTA", nil, "1e-6", "-delta"},
+		{"rho_p in the config file", []string{"-config", cfg}, "", "-rho"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.env != "" {
+				t.Setenv("BFL_DELTA", tc.env)
+			}
+			_, err := parse(append([]string{"-task-file", path}, tc.args...), io.Discard)
+			switch {
+			case tc.flag == "" && err != nil:
+				t.Errorf("refused: %v", err)
+			case tc.flag != "" && (err == nil || !strings.HasPrefix(err.Error(), tc.flag+":")):
+				t.Errorf("parse = %v, want an error naming %s", err, tc.flag)
+			}
+		})
+	}
+}

@@ -71,8 +71,8 @@ func run(args []string, stderr io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *code == "" {
-		return errors.New("-code is required")
+	if err := checkAddress(*wsURL, *code); err != nil {
+		return err
 	}
 	pol, err := policy()
 	if err != nil {

@@ -12,7 +12,7 @@ import (
 // errPermanent marks a fetch error that retrying cannot mend (a wrong
 // join code, no demo shards on this coordinator, a shard for another
 // task): the device stops with it at once.
-var errPermanent = errors.New("permanent")
+var errPermanent = errors.New("asking again will not help")
 
 // retry bounds the waits between attempts to reach a coordinator that is
 // not up yet: the first wait is about Min, each next one doubles, up to

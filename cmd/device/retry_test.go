@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -128,8 +129,8 @@ func TestFetchShardRetries(t *testing.T) {
 		_, _, err := fetchShard(ctx, url, "wrong-code")
 		return err
 	})
-	if !errors.Is(err, errPermanent) || attempts != 1 {
-		t.Errorf("wrong join code: %d attempts, %v; want 1 and a permanent error", attempts, err)
+	if !errors.Is(err, errPermanent) || attempts != 1 || !strings.Contains(err.Error(), "wrong join code") {
+		t.Errorf("wrong join code: %d attempts, %v; want 1 and a permanent error that says the code is wrong", attempts, err)
 	}
 
 	// Cancelling stops the waiting for a coordinator that never comes,
@@ -150,5 +151,17 @@ func TestFetchShardRetries(t *testing.T) {
 		}
 	case <-ctx.Done(): // a guard against hanging, not a measurement
 		t.Fatal("cancelling did not stop the wait")
+	}
+}
+
+// TestRunRefusesABadURL: a -url that is not a websocket address stops
+// the device at once with what to give, instead of retrying a request
+// that can never be made.
+func TestRunRefusesABadURL(t *testing.T) {
+	for _, u := range []string{"not a url", "localhost:8080", "http://localhost:8080/ws", "ws:///ws"} {
+		err := run([]string{"-url", u, "-code", "C", "-dir", t.TempDir()}, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), "-url") {
+			t.Errorf("-url %q: %v, want an error naming -url", u, err)
+		}
 	}
 }

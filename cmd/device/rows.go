@@ -16,12 +16,26 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"browserfl/shared/dataset"
 	"browserfl/shared/plan"
 	"browserfl/shared/task"
 	"browserfl/shared/wire"
 )
+
+// checkAddress refuses a -url that is not a websocket address and an
+// empty -code: no attempt could succeed.
+func checkAddress(wsURL, code string) error {
+	if code == "" {
+		return errors.New("-code is required")
+	}
+	if u, err := url.Parse(wsURL); err != nil || (u.Scheme != "ws" && u.Scheme != "wss") || u.Host == "" {
+		return fmt.Errorf("-url %q: want the coordinator's websocket address, ws://HOST:PORT/ws (wss:// with TLS)", wsURL)
+	}
+	return nil
+}
 
 // apiGet asks the coordinator behind wsURL for path?code=code and
 // returns at most limit bytes of its answer. A wrong join code or a
@@ -47,10 +61,10 @@ func apiGet(ctx context.Context, wsURL, path, code string, limit int64) ([]byte,
 	switch {
 	case resp.StatusCode == http.StatusForbidden || resp.StatusCode == http.StatusNotFound:
 		// A wrong join code, or nothing of the kind here: asking again will not help.
-		return nil, nil, fmt.Errorf("HTTP %d: %w", resp.StatusCode, errPermanent)
+		return nil, nil, fmt.Errorf("HTTP %d%s: %w", resp.StatusCode, saying(resp.Body), errPermanent)
 	case resp.StatusCode != 200:
 		// 429 (the gate's backoff), 5xx, a proxy's 502 while the coordinator starts.
-		return nil, nil, fmt.Errorf("HTTP %d", resp.StatusCode)
+		return nil, nil, fmt.Errorf("HTTP %d%s", resp.StatusCode, saying(resp.Body))
 	}
 	b, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
 	if err != nil {
@@ -60,6 +74,25 @@ func apiGet(ctx context.Context, wsURL, path, code string, limit int64) ([]byte,
 		return nil, nil, fmt.Errorf("an answer over %d bytes: %w", limit, errPermanent)
 	}
 	return b, resp.Header, nil
+}
+
+// saying returns ` ("why")` from the first line of an error answer's
+// body (at most 120 bytes, printable characters only), or "" if it says
+// nothing: the coordinator says why it refused ("wrong join code", "demo
+// shard unavailable").
+func saying(body io.Reader) string {
+	b, _ := io.ReadAll(io.LimitReader(body, 120))
+	line, _, _ := strings.Cut(string(b), "\n")
+	line = strings.TrimSpace(strings.Map(func(r rune) rune {
+		if r == utf8.RuneError || !unicode.IsPrint(r) {
+			return -1
+		}
+		return r
+	}, line))
+	if line == "" {
+		return ""
+	}
+	return " (" + line + ")"
 }
 
 // fetchSession returns the session's public parameters

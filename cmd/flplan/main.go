@@ -60,14 +60,10 @@ func run(args []string, out io.Writer) error {
 	}
 	if def != nil && def.Privacy.Epsilon > 0 {
 		// The coordinator's target for the task (plan.WithTask).
-		var clash error
-		fs.Visit(func(f *flag.Flag) {
-			if f.Name == "rho" || f.Name == "epsilon" || f.Name == "delta" || f.Name == "sigma" {
-				clash = fmt.Errorf("-%s: the task %s sets the privacy target (epsilon %g)", f.Name, def.Name, def.Privacy.Epsilon)
-			}
-		})
-		if clash != nil {
-			return clash
+		given := map[string]bool{}
+		fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+		if err := sessionflag.TaskTargetClash(def.Name, def.Privacy.Epsilon, func(name string) bool { return given[name] }); err != nil {
+			return err
 		}
 		p.Epsilon, p.Delta = def.Privacy.Epsilon, def.Privacy.Delta
 		if p.Delta == 0 {

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 
+	"browserfl/internal/sessionflag"
 	"browserfl/shared/dataset"
 	"browserfl/shared/plan"
 	"browserfl/shared/task"
@@ -45,13 +46,13 @@ func (o *options) readTaskFile(fs *flag.FlagSet) error {
 	if err != nil {
 		return fmt.Errorf("-task-file: %w", err)
 	}
-	var clash error
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	clash := sessionflag.TaskTargetClash(def.Name, def.Privacy.Epsilon, func(name string) bool { return given[name] })
 	fs.Visit(func(f *flag.Flag) {
 		switch {
 		case f.Name == "model" && o.p.Model != def.Model:
 			clash = fmt.Errorf("-model %s: the task %s's model is %s", o.p.Model, def.Name, def.Model)
-		case def.Privacy.Epsilon > 0 && (f.Name == "rho" || f.Name == "epsilon" || f.Name == "delta"):
-			clash = fmt.Errorf("-%s: the task %s sets the privacy target (epsilon %g)", f.Name, def.Name, def.Privacy.Epsilon)
 		case f.Name == "dataset" || f.Name == "data-dir" || f.Name == "features":
 			clash = fmt.Errorf("-%s: -task-file's data are -rows and -test-rows", f.Name)
 		}

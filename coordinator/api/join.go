@@ -140,7 +140,7 @@ func (j *joinState) Summary() (view.Summary, error) {
 func (j *joinState) fill(s *view.Status, r *http.Request) {
 	s.Join.JoinInfo = j.joinInfo(r)
 	if s.Join.LoopbackOnly {
-		s.Join.LoopbackHint = site.LoopbackHint
+		s.Join.LoopbackHint = s.Join.LANHint()
 	}
 	s.UptimeSec = time.Since(j.start).Seconds()
 	sum, err := j.Summary()

@@ -30,9 +30,18 @@ type JoinInfo struct {
 	LANURLs []string `json:"lan_urls,omitempty"`
 }
 
-// LoopbackHint is what to do when the coordinator listens on loopback
-// only.
-const LoopbackHint = `listening on this machine only: phones cannot join; to listen on the LAN: make run RUNFLAGS="-listen :8080"`
+// LANHint is what to do when the coordinator listens on loopback
+// only: listen on every address at the port of its join URLs (8080 if
+// they have none).
+func (j JoinInfo) LANHint() string {
+	port := "8080"
+	if len(j.URLs) > 0 {
+		if u, err := url.Parse(j.URLs[0]); err == nil && u.Port() != "" {
+			port = u.Port()
+		}
+	}
+	return `listening on this machine only: phones cannot join; to listen on the LAN: make run RUNFLAGS="-listen :` + port + `"`
+}
 
 // LANHosts returns the hosts (IP literals, IPv6 in brackets) of addrs
 // that another machine on the network can reach: loopback, unspecified,

@@ -126,3 +126,24 @@ func RegisterFlags(fs *flag.FlagSet, p *session.Params, flags ...Flag) {
 		}
 	}
 }
+
+// targetFlags are the flags of a session's privacy target, which a task
+// that states its own target replaces.
+var targetFlags = []string{"rho", "epsilon", "delta", "sigma"}
+
+// TaskTargetClash refuses a privacy target given beside a task that
+// states its own (epsilon > 0; plan.WithTask takes the task's): given
+// reports whether a flag was set (on the command line, or, for the
+// coordinator, in its environment or config file). It returns nil when
+// the task states no target or none of targetFlags was given.
+func TaskTargetClash(taskName string, epsilon float64, given func(name string) bool) error {
+	if epsilon <= 0 {
+		return nil
+	}
+	for _, f := range targetFlags {
+		if given(f) {
+			return fmt.Errorf("-%s: the task %s sets the privacy target (epsilon %g)", f, taskName, epsilon)
+		}
+	}
+	return nil
+}
