@@ -307,6 +307,14 @@ func (c *Coordinator) prepare() error {
 	if c.sa != nil {
 		// No round starts that could not reach the threshold.
 		c.minDevices = max(c.minDevices, c.sa.Threshold())
+		// A device's shares for the others grow with the cohort: every
+		// connection reads frames that large, those of the lobby too.
+		c.front.SetSecAggMax(wire.SecAggFrameMax(c.sess.Cohort))
+		for _, d := range c.roster.Devices() {
+			if cn, ok := d.Conn.(*wsconn.Conn); ok {
+				cn.RaiseReadLimit(c.front.FrameMax())
+			}
+		}
 	}
 	c.loop.eng = engine.New[string](c.server, cfg.Session.Cohort, cfg.Session.Rounds, cfg.Seed, cfg.Session.DeadlineMillis)
 	if c.node == nil {

@@ -69,7 +69,7 @@ func (or *openRound) secAggGone(d *roster.Device) {
 // one from a websocket (acceptSecAgg). An error means the frame is
 // refused (counted): the caller closes l.
 func (c *Coordinator) AcceptForwardedSecAgg(l Link, b []byte) error {
-	f, err := wire.DecodeSecAggToCoordinator(b, wire.Limits{MaxBytes: c.front.Lim.MaxFrameBytes})
+	f, err := wire.DecodeSecAggToCoordinator(b, wire.Limits{MaxBytes: c.front.FrameMax()})
 	if err != nil {
 		c.front.Met.SecAggRefused.Add(1)
 		return fmt.Errorf("%w: secure aggregation frame: %v", wire.ErrBadFrame, err)

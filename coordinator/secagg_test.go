@@ -27,16 +27,19 @@ import (
 // round it applies.
 type sumRecorder struct {
 	optim.Server
-	mu    sync.Mutex
-	sums  map[int][]float64
-	ns    map[int]int
-	calls map[int]int // ApplySum calls for each round
+	mu      sync.Mutex
+	sums    map[int][]float64
+	ns      map[int]int
+	applied map[int]int // ApplySum calls for each round
 }
 
 func (s *sumRecorder) ApplySum(t int, sum []float64, n int) error {
 	s.mu.Lock()
 	s.sums[t], s.ns[t] = slices.Clone(sum), n
-	s.calls[t]++
+	if s.applied == nil {
+		s.applied = map[int]int{}
+	}
+	s.applied[t]++
 	s.mu.Unlock()
 	return s.Server.(optim.SumApplier).ApplySum(t, sum, n)
 }
@@ -279,9 +282,17 @@ func newSharedRun(t *testing.T, ctx context.Context, rounds int, gone map[int]ma
 // replaying its first advertisement (replayer) and spoil[i] wrapping its
 // first masked input (spoiler).
 func newSharedRunWith(t *testing.T, ctx context.Context, rounds int, gone map[int]map[int]bool, shrink map[int]*shrinker, onEvent map[int]func(device.Event), replay map[int]*replayer, spoil map[int]*spoiler) *sharedRun {
+	return newSharedClass(t, ctx, 10, 0, rounds, gone, shrink, onEvent, replay, spoil)
+}
+
+// newSharedClass is newSharedRunWith for a class of n devices, all in
+// every round (threshold 70%); with lobby > 0 the session starts in its
+// lobby with a template of that cohort and is sized for the n devices at
+// Start (call start).
+func newSharedClass(t *testing.T, ctx context.Context, n, lobby, rounds int, gone map[int]map[int]bool, shrink map[int]*shrinker, onEvent map[int]func(device.Event), replay map[int]*replayer, spoil map[int]*spoiler) *sharedRun {
 	t.Helper()
 	r := &sharedRun{sess: wire.SessionParams{Name: "shared", Dim: 10, DeadlineMillis: 3000, Algorithm: wire.SharedNoiseAlgorithm, Model: "logreg",
-		Features: 4, Classes: 2, M: 10, Cohort: 10, Rounds: rounds, Batch: 8, Clip: 1, Eta: 0.05, Rho: 50, Compressor: "f64", Threshold: 7}}
+		Features: 4, Classes: 2, M: n, Cohort: n, Rounds: rounds, Batch: 8, Clip: 1, Eta: 0.05, Rho: 50, Compressor: "f64", Threshold: (7*n + 9) / 10}}
 	var err error
 	if r.a, err = plan.SessionSecAgg(r.sess); err != nil {
 		t.Fatal(err)
@@ -293,14 +304,22 @@ func newSharedRunWith(t *testing.T, ctx context.Context, rounds int, gone map[in
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.server = &sumRecorder{Server: inner, sums: map[int][]float64{}, ns: map[int]int{}, calls: map[int]int{}}
+	r.server = &sumRecorder{Server: inner, sums: map[int][]float64{}, ns: map[int]int{}}
 	st, err := store.Open(filepath.Join(t.TempDir(), "c.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	if r.c, err = coordinator.New(coordinator.Config{Session: r.sess, JoinCode: "join-me", Server: r.server, Store: st,
-		MinDevices: 10, Seed: 5, TrustNewDevices: true, Logger: quietLogger()}); err != nil {
+	cfg := coordinator.Config{Session: r.sess, JoinCode: "join-me", Server: r.server, Store: st,
+		MinDevices: n, Seed: 5, TrustNewDevices: true, Logger: quietLogger()}
+	if lobby > 0 {
+		final := r.sess
+		cfg.Session.Cohort, cfg.Session.Threshold, cfg.Server = lobby, lobby, nil
+		cfg.Lobby = true
+		cfg.NewServer = func(wire.SessionParams) (optim.Server, error) { return r.server, nil }
+		cfg.Size = func(wire.SessionParams, int) (wire.SessionParams, error) { return final, nil }
+	}
+	if r.c, err = coordinator.New(cfg); err != nil {
 		t.Fatal(err)
 	}
 	r.url = newTestServer(t, r.c).URL
@@ -511,7 +530,7 @@ func TestSharedNoiseSpoiledSum(t *testing.T) {
 		t.Fatal("device 4 never sent a masked input")
 	}
 	r.server.mu.Lock()
-	applied, calls := len(r.server.sums), r.server.calls[1]
+	applied, calls := len(r.server.sums), r.server.applied[1]
 	r.server.mu.Unlock()
 	if applied != 1 || calls != 1 {
 		t.Errorf("sums applied for %d rounds, %d for round 1; want round 1's second attempt alone", applied, calls)
@@ -611,5 +630,47 @@ func TestSharedNoiseRefusesUpdates(t *testing.T) {
 	}
 	if code, _ := readClose(ctx, ws); code != wire.CodeBadFrame {
 		t.Errorf("an update frame in a shared-noise session closed with %q, want %q", code, wire.CodeBadFrame)
+	}
+}
+
+// TestSharedNoiseLargeClass: in a class of 16 with a small model (d = 10)
+// each device's shares for the 15 others (1,307 bytes) outgrow an
+// update's frame limit (16 d + 1 KiB = 1,184): the coordinator reads
+// frames up to wire.SecAggFrameMax of the cohort, also on the connections
+// it already holds when a lobby (here of template cohort 1: a limit of
+// 1,280 bytes) starts with all 16. Round 1 commits the exact sum of all
+// 16; with the update's limit alone every device was cut off at its
+// shares and no round ever committed.
+func TestSharedNoiseLargeClass(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		lobby int
+	}{{"a session of 16", 0}, {"a lobby started with 16", 1}} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+			defer cancel()
+			r := newSharedClass(t, ctx, 16, tc.lobby, 2, nil, nil, nil, nil, nil)
+			started := tc.lobby == 0
+			r.runUntil(t, ctx, "round 1 committed", func() bool {
+				if !started && r.c.Status().Devices.Connected == 16 {
+					if err := r.c.Start(ctx); err != nil {
+						t.Fatalf("start: %v", err)
+					}
+					started = true
+				}
+				return r.c.Committed() >= 1
+			})
+			all := make([]int, 16)
+			for i := range all {
+				all[i] = i
+			}
+			r.checkSum(t, 1, all)
+			// At the first attempt: a cut-off device reconnects with the
+			// new limit, but its release for the discarded attempt is
+			// spent.
+			if got := metric(t, r.url, "browserfl_discarded_rounds_total"); got != "0" {
+				t.Errorf("%s rounds discarded, want 0", got)
+			}
+		})
 	}
 }

@@ -828,10 +828,7 @@ func roundFrameMax(dim int) int { return wire.RoundFrameLen(dim, true) + 64 }
 func readLimit(s wire.SessionParams) int {
 	n := max(roundFrameMax(s.Dim), wire.MaxControlBytes)
 	if s.Algorithm == wire.SharedNoiseAlgorithm {
-		// The largest secure aggregation message a device receives is
-		// the key list, 196 bytes a device and a 30-byte head (the
-		// unmask request takes at most 76 a device).
-		n = max(n, 1<<10+256*s.Cohort)
+		n = max(n, wire.SecAggFrameMax(s.Cohort))
 	}
 	return n
 }

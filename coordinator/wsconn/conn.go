@@ -195,7 +195,16 @@ func (cn *Conn) SendControl(m wire.Message) bool {
 	return cn.Send(OutFrame{Data: b})
 }
 
-func (cn *Conn) DeviceID() string      { return cn.ID }
+func (cn *Conn) DeviceID() string { return cn.ID }
+
+// RaiseReadLimit lets cn read frames of n bytes (Front.FrameMax once the
+// session's secure aggregation is known): safe to call while its reader
+// runs; the next frame read has the new limit.
+func (cn *Conn) RaiseReadLimit(n int) {
+	if ws, ok := cn.ws.(interface{ SetReadLimit(int64) }); ok {
+		ws.SetReadLimit(int64(n))
+	}
+}
 func (cn *Conn) SetDeviceID(id string) { cn.ID = id }
 
 // CloseWith sends an error message and closes the connection.
@@ -477,7 +486,7 @@ func (c *Front) ServeWS(w http.ResponseWriter, r *http.Request) {
 		c.Log.Debug("websocket upgrade refused", "remote", r.RemoteAddr, "err", err)
 		return
 	}
-	ws.SetReadLimit(int64(c.Lim.MaxFrameBytes))
+	ws.SetReadLimit(int64(c.FrameMax()))
 	cn.ws, cn.fc = ws, sb.fc
 	cn.ctx, cn.stop = context.WithCancel(context.Background())
 	cn.startPings()
@@ -676,13 +685,12 @@ func (c *Front) hello(cn *Conn) error {
 
 // frames reads and handles cn's frames after its hello until an error.
 func (c *Front) frames(cn *Conn) error {
-	lim := wire.Limits{MaxBytes: c.Lim.MaxFrameBytes}
 	for {
 		typ, buf, err := c.readFrame(cn.ctx, cn.ws)
 		if err != nil {
 			return err
 		}
-		err = c.HandleFrame(cn, typ, buf.Bytes(), lim)
+		err = c.HandleFrame(cn, typ, buf.Bytes(), wire.Limits{MaxBytes: c.FrameMax()})
 		c.Bufs.Put(buf)
 		if err != nil {
 			return err

@@ -3,6 +3,7 @@ package wsconn
 import (
 	"bytes"
 	"log/slog"
+	"sync/atomic"
 
 	"browserfl/coordinator/gate"
 	"browserfl/coordinator/metrics"
@@ -25,7 +26,20 @@ type Front struct {
 	H       Handler
 	// Bufs holds the read buffers of frames (readFrame).
 	Bufs *FreeList[*bytes.Buffer]
+	// secAggMax is the largest secure aggregation frame of the session
+	// (SetSecAggMax; 0 without secure aggregation).
+	secAggMax atomic.Int64
 }
+
+// SetSecAggMax raises the frame limit of every connection accepted from
+// now on to n bytes (wire.SecAggFrameMax of the session's cohort) if
+// Lim.MaxFrameBytes is below it; the caller raises the connections it
+// already holds (Conn.RaiseReadLimit).
+func (c *Front) SetSecAggMax(n int) { c.secAggMax.Store(int64(n)) }
+
+// FrameMax is the largest frame the front reads: Lim.MaxFrameBytes, or
+// the session's largest secure aggregation frame if that is larger.
+func (c *Front) FrameMax() int { return max(c.Lim.MaxFrameBytes, int(c.secAggMax.Load())) }
 
 // Handler is what a front calls for an admitted connection's traffic. The
 // front has already applied the per-connection rate, the frame limits and

@@ -13,13 +13,17 @@ import (
 
 // secAggRound runs a complete secagg round of three clients for round t
 // and returns one message of every step, as EncodeSecAgg takes them.
-func secAggRound(tb testing.TB, t int) []any {
+func secAggRound(tb testing.TB, t int) []any { return secAggRoundOf(tb, t, 3) }
+
+// secAggRoundOf is secAggRound with n clients (threshold 2, or 70% of
+// them): the messages are client 1's and those sent to it.
+func secAggRoundOf(tb testing.TB, t, n int) []any {
 	tb.Helper()
-	p := secagg.Params{Session: secagg.SessionID{7}, Round: SecAggRound(t, 2), Threshold: 2, MaxClients: 3, Dim: 4, MaxAbs: 100}
+	p := secagg.Params{Session: secagg.SessionID{7}, Round: SecAggRound(t, 2), Threshold: max(2, 7*n/10), MaxClients: n, Dim: 4, MaxAbs: 100}
 	dir := secagg.Directory{}
 	keys := map[uint32]ed25519.PrivateKey{}
 	setup := &SecAggSetup{Session: p.Session, Round: p.Round, You: 2}
-	for id := uint32(1); id <= 3; id++ {
+	for id := uint32(1); id <= uint32(n); id++ {
 		pub, priv, _ := ed25519.GenerateKey(nil)
 		dir[id], keys[id] = pub, priv
 		setup.Members = append(setup.Members, SecAggMember{ID: id, Key: [32]byte(pub)})
@@ -31,7 +35,7 @@ func secAggRound(tb testing.TB, t int) []any {
 	cs := map[uint32]*secagg.Client{}
 	var out []any
 	out = append(out, setup)
-	for id := uint32(1); id <= 3; id++ {
+	for id := uint32(1); id <= uint32(n); id++ {
 		if cs[id], err = secagg.NewClient(p, id, keys[id], dir); err != nil {
 			tb.Fatal(err)
 		}
@@ -48,7 +52,7 @@ func secAggRound(tb testing.TB, t int) []any {
 		tb.Fatal(err)
 	}
 	out = append(out, kl)
-	for id := uint32(1); id <= 3; id++ {
+	for id := uint32(1); id <= uint32(n); id++ {
 		s, err := cs[id].ShareKeys(kl)
 		if err != nil || srv.ReceiveShares(s) != nil {
 			tb.Fatal(err)
@@ -62,7 +66,8 @@ func secAggRound(tb testing.TB, t int) []any {
 		tb.Fatal(err)
 	}
 	out = append(out, ds[0])
-	for i, id := range []uint32{1, 2, 3} {
+	for i := range n {
+		id := uint32(i + 1)
 		m, err := cs[id].MaskedInput(ds[i], []int64{1, -2, 3, int64(id)})
 		if err != nil || srv.ReceiveMasked(m) != nil {
 			tb.Fatal(err)
@@ -76,7 +81,7 @@ func secAggRound(tb testing.TB, t int) []any {
 		tb.Fatal(err)
 	}
 	out = append(out, sl)
-	for id := uint32(1); id <= 3; id++ {
+	for id := uint32(1); id <= uint32(n); id++ {
 		s, err := cs[id].Consistency(sl)
 		if err != nil || srv.ReceiveConsistency(s) != nil {
 			tb.Fatal(err)
@@ -261,3 +266,27 @@ func FuzzDecodeSecAgg(f *testing.F) {
 }
 
 func encodeKey(k [32]byte) string { return base64.StdEncoding.EncodeToString(k[:]) }
+
+// TestSecAggFrameMax: every secure aggregation frame of a round of n
+// devices but the masked input (an update's size) fits
+// SecAggFrameMax(n), the limit the coordinator and the devices read
+// with; a bound that left out one device's share would fail at n = 40.
+func TestSecAggFrameMax(t *testing.T) {
+	for _, n := range []int{3, 16, 40} {
+		largest := 0
+		for _, m := range secAggRoundOf(t, 5, n) {
+			if _, ok := m.(*secagg.MaskedInput); ok {
+				continue
+			}
+			b, err := EncodeSecAgg(5, m)
+			if err != nil {
+				t.Fatalf("n = %d: encode %T: %v", n, m, err)
+			}
+			if len(b) > SecAggFrameMax(n) {
+				t.Errorf("n = %d: %T is a %d-byte frame, over SecAggFrameMax = %d", n, m, len(b), SecAggFrameMax(n))
+			}
+			largest = max(largest, len(b))
+		}
+		t.Logf("n = %d: largest frame %d bytes, bound %d", n, largest, SecAggFrameMax(n))
+	}
+}
