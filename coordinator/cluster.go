@@ -259,7 +259,7 @@ func (c *Coordinator) RejectedAtEdge(l Link, t int, norm float64, why string) {
 func plainReason(s string) string {
 	s = strings.ToValidUTF8(s, "?")
 	s = strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) {
+		if unicode.IsControl(r) || unicode.Is(unicode.Cf, r) { // and bidi overrides
 			return ' '
 		}
 		return r

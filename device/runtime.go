@@ -929,9 +929,9 @@ func (rt *Runtime) onStart(ctx context.Context, s wire.Start) error {
 func leaveDetail(err error) string {
 	switch {
 	case errors.Is(err, plan.ErrOverBudget):
-		return "the final parameters exceed this device's privacy budget"
+		return wire.LeaveDetailOverBudget
 	case errors.Is(err, ErrRefused):
-		return "the final parameters were refused by this device's settings"
+		return wire.LeaveDetailRefused
 	}
 	return ""
 }
@@ -1100,7 +1100,7 @@ type TooFewError struct {
 }
 
 func (e *TooFewError) Error() string {
-	return fmt.Sprintf("too few %s for one round: this device has %d and a round needs %d (add %d more)", e.Unit, e.Have, e.Need, e.Need-e.Have)
+	return wire.TooFewWords(e.Unit, e.Have, e.Need)
 }
 
 // unitLocked names the device's samples in words: rows for a row task.
@@ -1121,9 +1121,9 @@ func exhaustedDetail(err error) string {
 	case errors.As(err, &short):
 		return short.Error()
 	case errors.Is(err, ErrDataUsedUp):
-		return "its data is used up (each sample is used once)"
+		return wire.LeaveDetailUsedUp
 	case errors.Is(err, ErrBudgetSpent):
-		return "its privacy budget is spent"
+		return wire.LeaveDetailSpent
 	}
 	return ""
 }

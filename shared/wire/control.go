@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"strings"
 	"unicode"
 	"unicode/utf8"
 
@@ -260,13 +259,45 @@ const (
 // "stopped").
 type Leave struct {
 	Reason string `json:"reason,omitempty"`
-	// Detail optionally says why in words (for example that the final
-	// parameters exceed the owner's budget). Informational; at most
-	// MaxLeaveDetail bytes are kept.
+	// Detail optionally says why in words: one of the LeaveDetail*
+	// constants or TooFewWords. The dashboard shows it to the class, so
+	// any other text is dropped when the message is decoded
+	// (KnownLeaveDetail).
 	Detail string `json:"detail,omitempty"`
 }
 
-// MaxLeaveDetail bounds Leave.Detail (longer details are cut).
+// The words a Leave may give for why (Leave.Detail), besides TooFewWords.
+const (
+	LeaveDetailOverBudget = "the final parameters exceed this device's privacy budget"
+	LeaveDetailRefused    = "the final parameters were refused by this device's settings"
+	LeaveDetailUsedUp     = "its data is used up (each sample is used once)"
+	LeaveDetailSpent      = "its privacy budget is spent"
+)
+
+// TooFewWords says that a device has have samples (unit: "rows" or
+// "samples") and a round needs need.
+func TooFewWords(unit string, have, need int) string {
+	return fmt.Sprintf("too few %s for one round: this device has %d and a round needs %d (add %d more)", unit, have, need, need-have)
+}
+
+// KnownLeaveDetail returns d if it is words a device gives for leaving
+// (a LeaveDetail* constant, or TooFewWords of rows or samples), else "".
+func KnownLeaveDetail(d string) string {
+	switch d {
+	case LeaveDetailOverBudget, LeaveDetailRefused, LeaveDetailUsedUp, LeaveDetailSpent:
+		return d
+	}
+	var unit string
+	var have, need int
+	if _, err := fmt.Sscanf(d, "too few %s for one round: this device has %d and a round needs %d", &unit, &have, &need); err == nil &&
+		(unit == "rows" || unit == "samples") && have >= 0 && need > have && d == TooFewWords(unit, have, need) {
+		return d
+	}
+	return ""
+}
+
+// MaxLeaveDetail bounds a reason in words that reaches the dashboard from
+// another process (an edge's).
 const MaxLeaveDetail = 200
 
 // End says the session has run all its rounds.
@@ -399,9 +430,7 @@ func DecodeControl(b []byte) (Message, error) {
 		if err == nil && v.Reason != LeaveDone {
 			v.Reason = LeaveStopped
 		}
-		if len(v.Detail) > MaxLeaveDetail {
-			v.Detail = strings.ToValidUTF8(v.Detail[:MaxLeaveDetail], "")
-		}
+		v.Detail = KnownLeaveDetail(v.Detail)
 		m = v
 	case TypeStart:
 		var v Start

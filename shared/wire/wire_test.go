@@ -18,7 +18,7 @@ func TestControlRoundTrip(t *testing.T) {
 		Welcome{Version: 1, DeviceID: "d1", Secret: "s", Session: sess, Committed: 7, Pending: &Decision{T: 3, State: Included}},
 		Welcome{Version: 1, DeviceID: "d1", Session: sess, Lobby: true},
 		Start{Session: sess},
-		Leave{Reason: LeaveStopped, Detail: "over budget"},
+		Leave{Reason: LeaveStopped, Detail: LeaveDetailOverBudget},
 		Status{T: 4},
 		Decision{T: 9, State: Excluded},
 		Decision{T: 10, State: Excluded, Reason: "rejected: norm 1e+08 above the bound 671"},
@@ -294,17 +294,31 @@ func TestCheckNickname(t *testing.T) {
 	}
 }
 
-func TestLeaveDetailCut(t *testing.T) {
-	b, err := EncodeControl(Leave{Reason: "other", Detail: strings.Repeat("x", 3*MaxLeaveDetail)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := DecodeControl(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if l := m.(Leave); l.Reason != LeaveStopped || len(l.Detail) != MaxLeaveDetail {
-		t.Errorf("leave decoded as %q with %d detail bytes", l.Reason, len(l.Detail))
+// TestLeaveDetailClosed: a Leave keeps only the details a device gives
+// (the dashboard shows them to the class); any other text, such as a
+// message to the class with a right-to-left override, is dropped.
+func TestLeaveDetailClosed(t *testing.T) {
+	for _, tc := range []struct{ sent, want string }{
+		{LeaveDetailOverBudget, LeaveDetailOverBudget},
+		{LeaveDetailRefused, LeaveDetailRefused},
+		{TooFewWords("rows", 5, 32), "too few rows for one round: this device has 5 and a round needs 32 (add 27 more)"},
+		{"too few rows for one round: this device has 5 and a round needs 32 (add 27 more) \u202eGO TO evil.example", ""},
+		{"too few rows for one round: this device has 5 and a round needs 32 (add 99 more)", ""},
+		{"too few pets for one round: this device has 5 and a round needs 32 (add 27 more)", ""},
+		{"\u202eTEACHER SAYS: go to evil.example \u0007", ""},
+		{strings.Repeat("x", 3*MaxLeaveDetail), ""},
+	} {
+		b, err := EncodeControl(Leave{Reason: "other", Detail: tc.sent})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := DecodeControl(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if l := m.(Leave); l.Reason != LeaveStopped || l.Detail != tc.want {
+			t.Errorf("leave with detail %q decoded as %q, %q; want %q, %q", tc.sent, l.Reason, l.Detail, LeaveStopped, tc.want)
+		}
 	}
 }
 
