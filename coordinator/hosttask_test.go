@@ -68,8 +68,12 @@ func TestHostTeacherTask(t *testing.T) {
 		long = append(long, fmt.Sprintf("%q", strings.Repeat(string(rune('a'+i%26)), 39)+fmt.Sprint(i%10)))
 	}
 	tooLong := strings.Replace(teacherTaskJSON, `["dog", "bird", "fish"]`, "["+strings.Join(long, ", ")+"]", 1)
+	// A valid task after more blanks than a task may have is refused,
+	// not read as "no task" (which would replace the lobby with the
+	// coordinator's own session).
+	padded := strings.Repeat(" ", task.MaxDefinitionBytes+1) + teacherTaskJSON
 	for _, bad := range []string{`{"format": "browserfl.task/v1"`, strings.Replace(teacherTaskJSON, `"max": 8`, `"max": -1`, 1),
-		strings.Replace(teacherTaskJSON, `"model": "logreg"`, `"model": "logreg", "extra": 1`, 1), tooLong} {
+		strings.Replace(teacherTaskJSON, `"model": "logreg"`, `"model": "logreg", "extra": 1`, 1), tooLong, padded} {
 		if code, body := postBody(t, srv.URL+"/api/teacher/new", secret, bad); code != http.StatusBadRequest || !strings.Contains(body, "task") {
 			t.Errorf("bad task: %d %q, want 400 naming the task", code, body)
 		}
@@ -77,8 +81,8 @@ func TestHostTeacherTask(t *testing.T) {
 	if host.JoinCode() != "FIRSTCODE" || host.Current().State() != coordinator.StateLobby {
 		t.Fatalf("a refused task changed the session: code %q, state %q", host.JoinCode(), host.Current().State())
 	}
-	if code, body := getText(t, srv.URL+"/metrics"); code != http.StatusOK || !strings.Contains(body, `browserfl_rejections_total{kind="task"} 4`) {
-		t.Errorf("metrics (%d) do not count 4 refused tasks", code)
+	if code, body := getText(t, srv.URL+"/metrics"); code != http.StatusOK || !strings.Contains(body, `browserfl_rejections_total{kind="task"} 5`) {
+		t.Errorf("metrics (%d) do not count 5 refused tasks", code)
 	}
 
 	code, body := postBody(t, srv.URL+"/api/teacher/new", secret, teacherTaskJSON)

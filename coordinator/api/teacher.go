@@ -182,6 +182,11 @@ func teacherTask(r *http.Request) (*task.Definition, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrBadTask, err)
 	}
+	if len(b) > task.MaxDefinitionBytes {
+		// Checked before the blank test: a task after 12 KiB of blanks
+		// is refused, not taken for no task.
+		return nil, fmt.Errorf("%w: over %d bytes, the most a task may have", ErrBadTask, task.MaxDefinitionBytes)
+	}
 	if len(bytes.TrimSpace(b)) == 0 {
 		return nil, nil
 	}

@@ -88,7 +88,7 @@ const MaxNicknameLen = 24
 
 // CheckNickname returns nil if s is a valid nickname: empty, or at most
 // MaxNicknameLen characters, each a letter or digit (any script), a
-// space, '-' or '_', not only spaces.
+// space, '-' or '_', with at least one letter or digit.
 func CheckNickname(s string) error {
 	if s == "" {
 		return nil
@@ -98,8 +98,8 @@ func CheckNickname(s string) error {
 	for _, r := range s {
 		n++
 		switch {
-		case r == ' ':
-		case r == '-' || r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r):
+		case r == ' ' || r == '-' || r == '_':
+		case unicode.IsLetter(r) || unicode.IsDigit(r):
 			blank = false
 		default:
 			return fmt.Errorf("nickname: character %q not allowed (letters, digits, space, - and _ only)", r)
@@ -111,7 +111,9 @@ func CheckNickname(s string) error {
 	case n > MaxNicknameLen:
 		return fmt.Errorf("nickname: %d characters, at most %d", n, MaxNicknameLen)
 	case blank:
-		return errors.New("nickname: only spaces")
+		// Spaces, - and _ alone: the projector would show nothing to
+		// tell two such names apart (their look-alike form is empty).
+		return errors.New("nickname: it needs a letter or a digit")
 	}
 	return nil
 }

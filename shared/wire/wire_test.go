@@ -277,6 +277,9 @@ func TestCheckNickname(t *testing.T) {
 		{strings.Repeat("é", MaxNicknameLen), true}, // characters, not bytes
 		{strings.Repeat("a", MaxNicknameLen+1), false},
 		{"   ", false},
+		{"-", false},
+		{"_ - _", false},
+		{"-a-", true},
 		{"a<b", false},
 		{"ada@example.com", false},
 		{"tab\there", false},
