@@ -88,6 +88,12 @@ func WithAlgorithm(s wire.SessionParams, alg string) (wire.SessionParams, error)
 	return out, nil
 }
 
+// MaxTaskModelDim bounds the parameters of a task's model: 2.6 times
+// the largest built-in session's (the pictures' network, 50,890), so that
+// a task cannot make every round's frames and the store's records
+// hundreds of times larger (an mlp on 65,536 features has 4.2 million).
+const MaxTaskModelDim = 1 << 17
+
 // WithTask returns s made into a session of task d: its model, shape,
 // labels and definition (Task) come from d, a picture transform goes
 // (Transform), the demo data and its
@@ -108,6 +114,10 @@ func WithTask(s wire.SessionParams, d *task.Definition) (wire.SessionParams, err
 	mdl, err := model.New(d.Model, d.Dim(), d.Classes())
 	if err != nil {
 		return s, fmt.Errorf("task %s: %w", d.Name, err)
+	}
+	if mdl.Dim() > MaxTaskModelDim {
+		return s, fmt.Errorf("task %s: %w: the model %s of %d features and %d answers has %d parameters, at most %d (fewer buckets or features, or the model logreg)",
+			d.Name, task.ErrInvalid, d.Model, d.Dim(), d.Classes(), mdl.Dim(), MaxTaskModelDim)
 	}
 	s.Model, s.Features, s.Classes, s.Dim = d.Model, d.Dim(), d.Classes(), mdl.Dim()
 	s.Labels, s.Task, s.DemoShards = strings.Join(d.Label.Values, ","), string(raw), false

@@ -156,3 +156,39 @@ func TestWithAlgorithm(t *testing.T) {
 		t.Errorf("a cohort of 1 made a shared-noise session")
 	}
 }
+
+// TestWithTaskBoundsTheModel: a task whose model would have more than
+// MaxTaskModelDim parameters (the network on four text features of
+// 16,384 buckets: 65,536 features, 4.2 million parameters) is refused as
+// an invalid task; the same features with logistic regression (196,611
+// for three answers: still over) and with fewer buckets (1,024 each,
+// 4,096 features: 12,291) show where the bound falls.
+func TestWithTaskBoundsTheModel(t *testing.T) {
+	s := wire.SessionParams{Name: "t", DeadlineMillis: 1000, Algorithm: "nc", Model: "logreg", Features: 784, Classes: 10,
+		M: 10, Cohort: 10, Rounds: 20, Batch: 4, Clip: 1, Eta: 1, Rho: 1}
+	def := func(model string, buckets int) *task.Definition {
+		raw := `{"format": "browserfl.task/v1", "name": "big", "title": "Big", "about": "Many words.", "features": [`
+		for i := range 4 {
+			if i > 0 {
+				raw += ", "
+			}
+			raw += fmt.Sprintf(`{"name": "w%d", "ask": "Words %d?", "kind": "text", "max_length": 20, "char_grams": [1, 2], "buckets": %d}`, i, i, buckets)
+		}
+		raw += `], "label": {"name": "a", "ask": "Which?", "values": ["x", "y", "z"]}, "model": "` + model + `"}`
+		d, err := task.Parse([]byte(raw))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	for _, tc := range []struct {
+		model   string
+		buckets int
+		ok      bool
+	}{{"mlp", task.MaxBuckets, false}, {"logreg", task.MaxBuckets, false}, {"logreg", 1024, true}, {"mlp", 1024, false}, {"mlp", 256, true}} {
+		got, err := WithTask(s, def(tc.model, tc.buckets))
+		if tc.ok != (err == nil) || (err != nil && !errors.Is(err, task.ErrInvalid)) {
+			t.Errorf("%s on 4 x %d buckets: d = %d, %v; want ok %v (or task.ErrInvalid)", tc.model, tc.buckets, got.Dim, err, tc.ok)
+		}
+	}
+}
