@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -107,9 +108,18 @@ func WithTask(s wire.SessionParams, d *task.Definition) (wire.SessionParams, err
 	if err := d.Validate(); err != nil {
 		return s, err
 	}
-	raw, err := json.Marshal(d)
-	if err != nil {
+	// Written as the teacher wrote it: json.Marshal's escapes of <, >
+	// and & made a task of those characters six times longer than its
+	// file, over the limit its file was under.
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(d); err != nil {
 		return s, fmt.Errorf("task %s: %w", d.Name, err)
+	}
+	raw := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+	if len(raw) > wire.MaxTaskLen {
+		return s, fmt.Errorf("task %s: %w: %d bytes once written into the session, at most %d", d.Name, task.ErrInvalid, len(raw), wire.MaxTaskLen)
 	}
 	mdl, err := model.New(d.Model, d.Dim(), d.Classes())
 	if err != nil {
