@@ -96,8 +96,21 @@ func TestDemoShardChunksHTTP(t *testing.T) {
 			}
 		}
 	}
+	// Malformed requests of a new page (no cookie) are refused before
+	// a shard is handed out: they cannot use up the distinct shards.
+	cookies = nil
+	before := sh.Stats()
+	for _, q := range []string{"from=-1", "count=0", "from=abc", "count=1234567890"} {
+		if code, _, _ := get("/api/demo/images?code=join-me&" + q); code != 400 {
+			t.Errorf("a new page's %s: HTTP %d, want 400", q, code)
+		}
+		cookies = nil
+	}
+	if after := sh.Stats(); after.HandedOut != before.HandedOut || after.Distinct != before.Distinct {
+		t.Errorf("malformed requests handed out shards: %+v before, %+v after", before, after)
+	}
 	_, _, metrics := get("/metrics")
-	if want := `browserfl_rejections_total{kind="demo_range"} 20`; !strings.Contains(string(metrics), want) {
+	if want := `browserfl_rejections_total{kind="demo_range"} 24`; !strings.Contains(string(metrics), want) {
 		t.Errorf("metrics lack %q", want)
 	}
 	if code, _, _ := get("/api/demo/images?code=wrong&from=0&count=1"); code == 200 {

@@ -2,6 +2,7 @@ package api
 
 import (
 	"errors"
+	"math"
 	"net/http"
 	"strconv"
 
@@ -16,7 +17,8 @@ import (
 // parameters are refused with 400, a chunk that starts past the end with
 // 416 (the page has the whole shard), both counted
 // (browserfl_rejections_total{kind="demo_range"}) before anything else is
-// read.
+// read; malformed parameters before a shard is handed out, so that bad
+// requests cannot use up the distinct shards.
 func demoChunk(c Session, sh *shards.Set, enc *site.EncodedBodies, part string) http.HandlerFunc {
 	return WithCode(c, func(w http.ResponseWriter, r *http.Request) {
 		f := c.Front()
@@ -25,6 +27,18 @@ func demoChunk(c Session, sh *shards.Set, enc *site.EncodedBodies, part string) 
 			return
 		}
 		defer release()
+		refuse := func(err error) {
+			f.Met.Reject(metrics.RejDemoRange)
+			code := http.StatusBadRequest
+			if errors.Is(err, shards.ErrRangeEnd) {
+				code = http.StatusRequestedRangeNotSatisfiable
+			}
+			http.Error(w, err.Error(), code)
+		}
+		if _, _, err := shards.ParseRange(r.URL.Query(), math.MaxInt); err != nil {
+			refuse(err)
+			return
+		}
 		idx := sh.Pick(r)
 		n, err := sh.Size(idx)
 		if err != nil {
@@ -34,12 +48,7 @@ func demoChunk(c Session, sh *shards.Set, enc *site.EncodedBodies, part string) 
 		}
 		from, to, err := shards.ParseRange(r.URL.Query(), n)
 		if err != nil {
-			f.Met.Reject(metrics.RejDemoRange)
-			code := http.StatusBadRequest
-			if errors.Is(err, shards.ErrRangeEnd) {
-				code = http.StatusRequestedRangeNotSatisfiable
-			}
-			http.Error(w, err.Error(), code)
+			refuse(err)
 			return
 		}
 		im, lab, err := sh.IDXRange(idx, from, to)
