@@ -185,7 +185,9 @@ func planInput(c Session, shards *shards.Set) PlanInput {
 	in.Committed, in.Finished, in.Lobby, in.Active, in.Connected, in.LeftWhy = a.Committed, a.Finished, a.Lobby, a.Active, a.Connected, a.LeftWhy
 	_, included := c.Front().Met.Totals()
 	in.SamplesUsed = included * int64(sess.Batch)
-	if shards != nil {
+	if shards != nil && sess.DemoShards {
+		// A teacher's task brings no demo data: the host's shards are
+		// another session's.
 		in.Shards = shards.Stats()
 	}
 	return in

@@ -6,7 +6,11 @@ import (
 	"testing"
 
 	"browserfl/coordinator/api"
+	"browserfl/coordinator/metrics"
 	"browserfl/coordinator/shards"
+	"browserfl/coordinator/view"
+	"browserfl/coordinator/wsconn"
+	"browserfl/shared/dataset"
 	"browserfl/shared/wire"
 )
 
@@ -149,5 +153,46 @@ func TestAnsweringIsNotConnected(t *testing.T) {
 	in.Connected = 1 // nobody stuck: the words for too few connected
 	if got := api.PlanWarnings(in); len(got) == 0 || !strings.HasPrefix(got[0].Words, "Waiting for more devices: a round needs at least 2, and 1 device is connected.") {
 		t.Errorf("one connected, one answering: %+v", got)
+	}
+}
+
+// session is api.Session under a name that does not clash with its
+// Session method once embedded.
+type session = api.Session
+
+// activityOnly is a Session that answers Activity and Front only (what
+// planInput reads).
+type activityOnly struct {
+	session // nil: any other method panics
+	a       view.Activity
+	f       *wsconn.Front
+}
+
+func (s activityOnly) Activity() view.Activity { return s.a }
+func (s activityOnly) Front() *wsconn.Front    { return s.f }
+
+// TestWarningsDemoDataOnlyWithDemoShards: the warning that the demo data
+// handed out runs short is for a session that deals demo shards; a
+// teacher's task brings none, so the host's shards (another session's)
+// say nothing about it.
+func TestWarningsDemoDataOnlyWithDemoShards(t *testing.T) {
+	set := dataset.Set{Name: "ids", Features: 1, Classes: 10, Samples: make([]dataset.Sample, 100)}
+	for i := range set.Samples {
+		set.Samples[i] = dataset.Sample{X: []float32{float32(i) / 100}, Label: i % 10}
+	}
+	sh, err := shards.New(set, shards.Config{Classes: 10, Rounds: 3, Batch: 5, Alpha: 0.5, Seed: 1, Max: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sh.New(); err != nil {
+		t.Fatal(err)
+	}
+	for _, demo := range []bool{true, false} {
+		sess := wire.SessionParams{Rounds: 3, Batch: 5, Cohort: 2, DemoShards: demo}
+		s := activityOnly{a: view.Activity{Session: sess, MinDevices: 1, Active: 2, Connected: 2}, f: &wsconn.Front{Met: metrics.New()}}
+		got := strings.Join(api.Warnings(s, sh), "; ")
+		if warned := strings.Contains(got, "demo data handed out"); warned != demo {
+			t.Errorf("demo shards %v: warnings %q; want the demo data warning %v", demo, got, demo)
+		}
 	}
 }
