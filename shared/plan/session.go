@@ -1,7 +1,6 @@
 package plan
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -108,18 +107,15 @@ func WithTask(s wire.SessionParams, d *task.Definition) (wire.SessionParams, err
 	if err := d.Validate(); err != nil {
 		return s, err
 	}
-	// Written as the teacher wrote it: json.Marshal's escapes of <, >
-	// and & made a task of those characters six times longer than its
-	// file, over the limit its file was under.
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(d); err != nil {
+	// json.Marshal's form, escapes of <, > and & (six bytes each)
+	// included: sessions stored before are compared with it at restart,
+	// and devices hold it.
+	raw, err := json.Marshal(d)
+	if err != nil {
 		return s, fmt.Errorf("task %s: %w", d.Name, err)
 	}
-	raw := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 	if len(raw) > wire.MaxTaskLen {
-		return s, fmt.Errorf("task %s: %w: %d bytes once written into the session, at most %d", d.Name, task.ErrInvalid, len(raw), wire.MaxTaskLen)
+		return s, fmt.Errorf("task %s: %w: %d bytes once written into the session (<, > and & take 6 each), at most %d", d.Name, task.ErrInvalid, len(raw), wire.MaxTaskLen)
 	}
 	mdl, err := model.New(d.Model, d.Dim(), d.Classes())
 	if err != nil {
@@ -142,7 +138,7 @@ func WithTask(s wire.SessionParams, d *task.Definition) (wire.SessionParams, err
 		}
 	}
 	if err := wire.ValidateSession(s); err != nil {
-		return s, err
+		return s, fmt.Errorf("task %s: %w: %w", d.Name, task.ErrInvalid, err)
 	}
 	if err := algo.Validate(s); err != nil {
 		return s, fmt.Errorf("task %s: %w", d.Name, err)

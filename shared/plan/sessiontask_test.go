@@ -193,11 +193,13 @@ func TestWithTaskBoundsTheModel(t *testing.T) {
 	}
 }
 
-// TestWithTaskKeepsItsCharacters: a task whose words are mostly <, >
-// and & (30 questions of 80, an about of 399) fits the session as the
-// teacher wrote it; json.Marshal's escapes, six bytes for each, made it
-// more than the 12,288 bytes its file was under.
-func TestWithTaskKeepsItsCharacters(t *testing.T) {
+// TestWithTaskRefusesClearly: a task whose words are mostly <, > and &
+// (30 questions of 80, an about of 399) is under the size a task file
+// may have, but not once written into the session, where each of those
+// characters takes six bytes (json.Marshal's form, which stored sessions
+// and devices hold): it is refused as an invalid task that says so, not
+// as a bad frame.
+func TestWithTaskRefusesClearly(t *testing.T) {
 	b, err := task.LookupBuiltin("tabular")
 	if err != nil {
 		t.Fatal(err)
@@ -206,20 +208,16 @@ func TestWithTaskKeepsItsCharacters(t *testing.T) {
 	d.About = strings.Repeat("<>&", 133)
 	d.Features = nil
 	for i := range 30 {
-		min, max := 0.0, 1.0
-		d.Features = append(d.Features, task.Feature{Name: fmt.Sprintf("f%d", i), Ask: strings.Repeat("<>&", 26) + "<?", Kind: task.Number, Min: &min, Max: &max})
+		lo, hi := 0.0, 1.0
+		d.Features = append(d.Features, task.Feature{Name: fmt.Sprintf("f%d", i), Ask: strings.Repeat("<>&", 26) + "<?", Kind: task.Number, Min: &lo, Max: &hi})
 	}
-	if raw, _ := json.Marshal(&d); len(raw) <= wire.MaxTaskLen {
-		t.Fatalf("json.Marshal writes the task in %d bytes: not a test of its escapes", len(raw))
+	if file, err := json.Marshal(&d); err != nil || len(file) <= wire.MaxTaskLen {
+		t.Fatalf("the task is %d bytes in the session (%v): not a test of its escapes", len(file), err)
 	}
 	s := wire.SessionParams{Name: "t", DeadlineMillis: 1000, Algorithm: "nc", Model: "logreg", Features: 784, Classes: 10,
 		M: 10, Cohort: 10, Rounds: 20, Batch: 4, Clip: 1, Eta: 1, Rho: 1}
-	got, err := WithTask(s, &d)
-	if err != nil {
-		t.Fatalf("a task of %d characters <, > and &: %v", len(d.About), err)
-	}
-	back, err := SessionTask(got)
-	if err != nil || back.About != d.About {
-		t.Errorf("the session's task reads back %v (about of %d bytes), want the same words", err, len(back.About))
+	_, err = WithTask(s, &d)
+	if !errors.Is(err, task.ErrInvalid) || !strings.Contains(err.Error(), "once written into the session") || errors.Is(err, wire.ErrBadFrame) {
+		t.Errorf("WithTask = %v; want an invalid task that says how long it is once written into the session", err)
 	}
 }

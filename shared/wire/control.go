@@ -1,7 +1,6 @@
 package wire
 
 import (
-	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -215,7 +214,7 @@ func ValidateSession(p SessionParams) error {
 	case len(p.Transform) > MaxTransformLen:
 		return bad("session: transform name of %d bytes, at most %d", len(p.Transform), MaxTransformLen)
 	}
-	b, err := marshal(p)
+	b, err := json.Marshal(p)
 	if err != nil {
 		return bad("session: %v", err)
 	}
@@ -353,29 +352,15 @@ const MaxControlBytes = 16 << 10
 // EncodeControl encodes m as a text frame payload:
 // {"type": "...", "body": {...}}.
 func EncodeControl(m Message) ([]byte, error) {
-	body, err := marshal(m)
+	body, err := json.Marshal(m)
 	if err != nil {
 		return nil, fmt.Errorf("wire: encode %s: %w", m.wireType(), err)
 	}
-	out, err := marshal(envelope{Type: m.wireType(), Body: body})
+	out, err := json.Marshal(envelope{Type: m.wireType(), Body: body})
 	if err != nil {
 		return nil, fmt.Errorf("wire: encode %s: %w", m.wireType(), err)
 	}
 	return out, nil
-}
-
-// marshal is json.Marshal without its escapes of <, > and & (six bytes
-// each, for text meant for an HTML page): a control message is read by a
-// program, and a teacher's task of those characters would otherwise grow
-// past the limits its words were written under.
-func marshal(v any) ([]byte, error) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
 
 // DecodeControl decodes a text frame payload into one of the concrete
