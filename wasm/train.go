@@ -499,19 +499,23 @@ func (t *trainer) publish(e device.Event, stepMillis float64, bytesSent int64) {
 
 // pollProgress fetches the session's public progress (rounds committed,
 // global accuracy) every second until the page leaves, or once more
-// after the session has ended: nothing changes after that. A page whose
-// device stopped for another reason (its data or budget used up) goes
-// on showing the class's progress.
+// after the session has ended (up to three tries a second apart):
+// nothing changes after that. A page whose device stopped for another
+// reason (its data or budget used up) goes on showing the class's
+// progress.
 func (t *trainer) pollProgress() {
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
-	done, last := t.done, false
+	done, last, tries := t.done, false, 0
 	for {
-		if err := t.fetchProgress(); err != nil {
+		err := t.fetchProgress()
+		if err != nil {
 			js.Global().Get("console").Call("debug", "progress: "+err.Error())
 		}
 		if last {
-			return
+			if tries++; err == nil || tries == 3 {
+				return
+			}
 		}
 		select {
 		case <-t.ctx.Done():

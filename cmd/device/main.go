@@ -66,7 +66,7 @@ func run(args []string, stderr io.Writer) error {
 	dir := fs.String("dir", "device-state", "directory for the state file and the data shard")
 	policy := device.PolicyFlags(fs)
 	origin := fs.String("origin", "", "Origin header to send (if the coordinator requires one)")
-	nickname := fs.String("nickname", "", "optional nickname for the teacher's lobby list (letters, digits, space, - and _; at most 24)")
+	nickname := fs.String("nickname", "", "optional nickname for the teacher's lobby list (letters, digits, space, - and _, with a letter or digit; at most 24)")
 	rowsFile := fs.String("rows", "", "a CSV file of this device's own rows, for a session that learns a row task (first line: the task's column names)")
 	if err := fs.Parse(args); err != nil {
 		return err

@@ -26,5 +26,8 @@ func CheckSession(s wire.SessionParams) error {
 	if n := wire.UpdateFrameLen(spec.C.Size(s.Dim)); n > DefaultMaxFrameBytes {
 		return fmt.Errorf("edge: an update of this session (d = %d, compressor %q) is a %d-byte frame, over the %d bytes an edge reads: use a smaller model or a compressor", s.Dim, spec.C, n, DefaultMaxFrameBytes)
 	}
+	if n := wire.SecAggFrameMax(s.Cohort); s.Algorithm == wire.SharedNoiseAlgorithm && n > DefaultMaxFrameBytes {
+		return fmt.Errorf("edge: a secure aggregation frame of a round of %d devices may be %d bytes, over the %d bytes an edge reads: use a smaller cohort (-m)", s.Cohort, n, DefaultMaxFrameBytes)
+	}
 	return nil
 }

@@ -205,11 +205,11 @@ func Open(cfg Config) (*Host, error) {
 	}
 	h.secret = h.index.TeacherSecret
 	h.choices, h.unavailable = h.teacherChoices()
-	if h.index.Current != "" && cfg.Fresh {
-		h.endStored(h.index.Current)
-	}
-	if h.index.Current == "" || cfg.Fresh {
+	if prev := h.index.Current; prev == "" || cfg.Fresh {
 		err = h.startSession(cfg.JoinCode, cfg.Seed, true, coordinator.NewSessionRequest{})
+		if err == nil && prev != "" {
+			h.endStored(prev) // once the new one is current: a failed start leaves it as it was
+		}
 	} else {
 		err = h.openSession(h.index.Current, cfg.JoinCode, cfg.Seed)
 	}
@@ -787,17 +787,16 @@ func (h *Host) storeOf(id string) (*store.Store, error) {
 
 // endStored records in its store that session id, which no process
 // runs, has ended (now, early if it had rounds to go): a new session
-// started at open (Config.Fresh) ends the current one, as NewSession
-// does. A store that cannot be read or written is left as it is, with a
+// started at open (Config.Fresh) ends the one that was current, as
+// NewSession does, once the new one is current. A store that cannot be read or written is left as it is, with a
 // warning: starting afresh is also the way past a damaged session.
 func (h *Host) endStored(id string) {
 	warn := func(err error) { h.log.Warn("the previous session could not be marked ended", "id", id, "err", err) }
-	st, err := store.Open(sessionPath(h.cfg.Dir, id))
+	st, err := h.storeOf(id) // kept open for the list, closed with the others
 	if err != nil {
 		warn(err)
 		return
 	}
-	defer st.Close()
 	sum, err := summarize(st)
 	if err != nil {
 		warn(err)

@@ -685,6 +685,10 @@ func (c *Front) hello(cn *Conn) error {
 
 // frames reads and handles cn's frames after its hello until an error.
 func (c *Front) frames(cn *Conn) error {
+	// A connection upgraded before the session's secure aggregation was
+	// known (SetSecAggMax at Start) and admitted after the Start raised
+	// the others' limits.
+	cn.RaiseReadLimit(c.FrameMax())
 	for {
 		typ, buf, err := c.readFrame(cn.ctx, cn.ws)
 		if err != nil {

@@ -329,9 +329,9 @@ func (s *SecAggSetup) unmarshal(b []byte) error {
 
 // SecAggFrameMax bounds every secure aggregation frame of a round of n
 // devices, either way, but the masked input (an update's size, d ring
-// elements, under the update frame's limit): the key list (196 bytes a
-// device), a device's encrypted shares for the n - 1 others (84 bytes
-// each), the unmask request and its answer (at most 76 bytes a device),
-// with 1 KiB for the heads. A reader's frame limit below it cuts honest
-// devices off (TestSecAggFrameMax encodes each at its largest).
+// elements, under the update frame's limit): the key list (133 bytes a
+// device, the largest), a device's encrypted shares for the n - 1 others
+// (84 bytes each), the unmask request and its answer, with 1 KiB for the
+// heads; 256 bytes a device leave about twice that. A reader's frame
+// limit below it cuts honest devices off (TestSecAggFrameMax).
 func SecAggFrameMax(n int) int { return 1<<10 + 256*n }

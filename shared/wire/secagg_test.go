@@ -270,7 +270,9 @@ func encodeKey(k [32]byte) string { return base64.StdEncoding.EncodeToString(k[:
 // TestSecAggFrameMax: every secure aggregation frame of a round of n
 // devices but the masked input (an update's size) fits
 // SecAggFrameMax(n), the limit the coordinator and the devices read
-// with; a bound that left out one device's share would fail at n = 40.
+// with, and the largest grows by at most 256 bytes a device (the key
+// list: 133); a bound of an update's size, 16 d + 1 KiB, fails at n = 16
+// for d = 15 (the class TestSharedNoiseLargeClass runs).
 func TestSecAggFrameMax(t *testing.T) {
 	for _, n := range []int{3, 16, 40} {
 		largest := 0
@@ -288,5 +290,8 @@ func TestSecAggFrameMax(t *testing.T) {
 			largest = max(largest, len(b))
 		}
 		t.Logf("n = %d: largest frame %d bytes, bound %d", n, largest, SecAggFrameMax(n))
+		if update := 16*15 + 1024; n == 16 && largest <= update {
+			t.Errorf("n = 16: the largest frame, %d bytes, fits an update's limit at d = 15 (%d): not the case this bound is for", largest, update)
+		}
 	}
 }

@@ -14,7 +14,7 @@ import (
 )
 
 // NicknameHint says what a nickname may be, in plain words.
-const NicknameHint = "A nickname can have letters, numbers, spaces, - and _ only, at most 24 characters. Leave it empty if you like."
+const NicknameHint = "A nickname needs at least one letter or number, and can have letters, numbers, spaces, - and _ only, at most 24 characters. Leave it empty if you like."
 
 // Controller performs the page's actions. The browser build implements it
 // with the device runtime, IndexedDB and the canvas; tests implement it
