@@ -2193,4 +2193,32 @@ var All = []Mutation{
 		New:  "if err := engine.CheckSum(s.chk, s.sum, len(ids)); err != nil && false {",
 		Pkgs: []string{"./sim/", "-run", "TestSharedSumCheck"},
 	},
+	{
+		Name: "leave-detail-any-text", Why: "a device's words for leaving reach the projector whatever they say (a message to the class, right-to-left overrides included)",
+		File: "shared/wire/control.go",
+		Old:  "v.Detail = KnownLeaveDetail(v.Detail)",
+		New:  "v.Detail += KnownLeaveDetail(\"\")",
+		Pkgs: []string{"./shared/wire/", "-run", "TestLeaveDetailClosed"},
+	},
+	{
+		Name: "secagg-frame-bound-short", Why: "the frame limit for secure aggregation counts 64 bytes a device, less than a device's shares for the others and the key list take: honest devices are cut off in larger classes",
+		File: "shared/wire/secagg.go",
+		Old:  "func SecAggFrameMax(n int) int { return 1<<10 + 256*n }",
+		New:  "func SecAggFrameMax(n int) int { return 1<<10 + 64*n }",
+		Pkgs: []string{"./shared/wire/", "-run", "TestSecAggFrameMax"},
+	},
+	{
+		Name: "task-model-unbounded", Why: "a teacher's task may give its model millions of parameters (gigabytes of the coordinator's memory and store)",
+		File: "shared/plan/session.go",
+		Old:  "if mdl.Dim() > MaxTaskModelDim {",
+		New:  "if mdl.Dim() > 1<<40 {",
+		Pkgs: []string{"./shared/plan/", "-run", "TestWithTaskBoundsTheModel"},
+	},
+	{
+		Name: "reset-leaves-running", Why: "a coordinator started with -reset lists the session it left as running",
+		File: "coordinator/sessions/host.go",
+		Old:  "h.endStored(prev) //",
+		New:  "_ = prev //",
+		Pkgs: []string{"./coordinator/", "-run", "TestHostFreshEndsTheCurrent"},
+	},
 }
