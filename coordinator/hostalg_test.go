@@ -172,21 +172,7 @@ func teacherChoice(t *testing.T, base, code, secret string) *view.TeacherChoice 
 	if public.TeacherChoice != nil {
 		t.Errorf("the status without the teacher secret carries the teacher's choice %+v", public.TeacherChoice)
 	}
-	req, err := http.NewRequest(http.MethodGet, base+"/api/status?code="+code, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("X-Teacher-Secret", secret)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var st view.Status
-	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil || !st.Teacher {
-		t.Fatalf("the teacher's status: teacher %v (%v)", st.Teacher, err)
-	}
-	return st.TeacherChoice
+	return teacherStatus(t, base, code, secret).TeacherChoice
 }
 
 // TestHostTeacherChoice: the teacher's status serves the choice of how

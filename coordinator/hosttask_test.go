@@ -214,20 +214,7 @@ func TestTeacherControlAnswersTheStatus(t *testing.T) {
 	if err := json.Unmarshal([]byte(body), &got); err != nil {
 		t.Fatal(err)
 	}
-	req, err := http.NewRequest(http.MethodGet, srv.URL+"/api/status?code="+host.JoinCode(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("X-Teacher-Secret", host.TeacherSecret())
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var want view.Status
-	if err := json.NewDecoder(resp.Body).Decode(&want); err != nil {
-		t.Fatal(err)
-	}
+	want := teacherStatus(t, srv.URL, host.JoinCode(), host.TeacherSecret())
 	if want.Title == "" || len(want.Join.URLs) == 0 || want.Warnings == nil {
 		t.Fatalf("GET /api/status lacks what this test compares: title %q, join %v, warnings %v", want.Title, want.Join.URLs, want.Warnings)
 	}

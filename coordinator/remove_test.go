@@ -45,12 +45,13 @@ func helloAs(t *testing.T, ctx context.Context, url, id, secret, nickname string
 	return ws, m
 }
 
-// teacherStatus reads /api/status with the teacher secret.
-func teacherStatus(t *testing.T, base string) view.Status {
+// teacherStatus reads /api/status of the session of code with the
+// teacher secret.
+func teacherStatus(t *testing.T, base, code, secret string) view.Status {
 	t.Helper()
 	var st view.Status
-	if err := getJSON(base+"/api/status?code=join-me&teacher="+teacherSecret, &st); err != nil {
-		t.Fatal(err)
+	if err := getJSON(base+"/api/status?code="+url.QueryEscape(code)+"&teacher="+url.QueryEscape(secret), &st); err != nil || !st.Teacher {
+		t.Fatalf("the teacher's status: teacher %v (%v)", st.Teacher, err)
 	}
 	return st
 }
@@ -133,7 +134,7 @@ func teacherSeesRejectionsAndRemoves(t *testing.T, atEdge bool) {
 		r := h.coord.Status().Round
 		return r != nil && r.T == 2
 	})
-	mallory, _ := person(teacherStatus(t, base), "Mallory")
+	mallory, _ := person(teacherStatus(t, base, "join-me", teacherSecret), "Mallory")
 	if mallory.Rejected == 0 {
 		t.Errorf("teacher's view after a rejected update: %+v", mallory)
 	}
@@ -166,7 +167,7 @@ func teacherSeesRejectionsAndRemoves(t *testing.T, atEdge bool) {
 			t.Errorf("%s: %d %q, want %d", tc.name, code, body, tc.want)
 		}
 	}
-	if p, _ := person(teacherStatus(t, base), "Mallory"); p.State == "removed" {
+	if p, _ := person(teacherStatus(t, base, "join-me", teacherSecret), "Mallory"); p.State == "removed" {
 		t.Fatal("a refused call removed the device")
 	}
 	if code, body := post(t, removeURL, map[string]string{api.TeacherHeader: teacherSecret}); code != http.StatusOK {
@@ -179,7 +180,7 @@ func teacherSeesRejectionsAndRemoves(t *testing.T, atEdge bool) {
 	if res.closeCode != wire.CodeRemoved {
 		t.Errorf("the removed device's connection closed with %q (%v), want %q", res.closeCode, res.err, wire.CodeRemoved)
 	}
-	if p, _ := person(teacherStatus(t, base), "Mallory"); p.State != "removed" {
+	if p, _ := person(teacherStatus(t, base, "join-me", teacherSecret), "Mallory"); p.State != "removed" {
 		t.Errorf("Mallory is %q, want removed", p.State)
 	}
 	// Its id and secret are refused for the rest of the session.
@@ -265,7 +266,7 @@ func TestRemoveMidRoundExcludesHeldUpdate(t *testing.T) {
 		r := h.coord.Status().Round
 		return r != nil && r.T == 1 && r.Received == 2
 	})
-	ada, _ := person(teacherStatus(t, h.srv.URL), "Ada")
+	ada, _ := person(teacherStatus(t, h.srv.URL, "join-me", teacherSecret), "Ada")
 	if code, body := post(t, h.srv.URL+"/api/teacher/remove?device="+url.QueryEscape(ada.Device),
 		map[string]string{api.TeacherHeader: teacherSecret}); code != http.StatusOK {
 		t.Fatalf("remove: %d %q", code, body)
@@ -315,7 +316,7 @@ func TestRemoveInLobby(t *testing.T) {
 	}
 	res := startDevices(ctx, rts)
 	waitFor(t, "two devices in the lobby", func() bool { return lobbyCount(h.coord) == 2 })
-	ada, _ := person(teacherStatus(t, h.srv.URL), "Ada")
+	ada, _ := person(teacherStatus(t, h.srv.URL, "join-me", teacherSecret), "Ada")
 	if code, body := post(t, h.srv.URL+"/api/teacher/remove?device="+url.QueryEscape(ada.Device),
 		map[string]string{api.TeacherHeader: teacherSecret}); code != http.StatusOK {
 		t.Fatalf("remove: %d %q", code, body)
