@@ -27,6 +27,11 @@ type Record struct {
 	// (plan.Figures.Published): the figure against everyone but the
 	// server, which sees un-noised updates and is bounded by nothing.
 	MaxRho, MaxEpsilon float64
+	// MaxFloorEpsilon is, in a shared-noise session, the same device's
+	// floor (plan.Figures.FloorOf its ledger): what it keeps against a
+	// coordinator that runs fake devices. In every other session it is
+	// MaxEpsilon (one figure, as plan.Figures states them).
+	MaxFloorEpsilon float64
 	// HonestSignal is the largest norm of an honest cohort member's
 	// un-noised estimate this round (Result.HonestSignal is the largest
 	// over the run). HonestDrift is the largest distance of one from
@@ -34,14 +39,21 @@ type Record struct {
 	HonestSignal, HonestDrift float64
 }
 
-// CSVHeader is the header row of the per-round CSV.
-var csvHeader = []string{"round", "test_accuracy", "test_loss", "uplink_bytes", "downlink_bytes",
-	"cum_uplink_bytes", "cum_downlink_bytes", "participants", "max_device_rho", "max_device_epsilon", "max_honest_estimate_norm", "max_honest_drift"}
+// csvHeader is the header row of the per-round CSV: its second and
+// third columns are named for the evaluation ("test", or "validation"
+// for a run that chooses hyperparameters).
+func csvHeader(eval string) []string {
+	return append([]string{"round", eval + "_accuracy", eval + "_loss"}, csvColumns...)
+}
 
-// WriteCSV writes records as CSV with a header row.
-func WriteCSV(w io.Writer, recs []Record) error {
+var csvColumns = []string{"uplink_bytes", "downlink_bytes",
+	"cum_uplink_bytes", "cum_downlink_bytes", "participants", "max_device_rho", "max_device_epsilon", "max_honest_estimate_norm", "max_honest_drift", "max_device_floor_epsilon"}
+
+// WriteCSV writes records as CSV with a header row; eval names the set
+// the accuracy and loss were measured on ("test" or "validation").
+func WriteCSV(w io.Writer, recs []Record, eval string) error {
 	cw := csv.NewWriter(w)
-	if err := cw.Write(csvHeader); err != nil {
+	if err := cw.Write(csvHeader(eval)); err != nil {
 		return fmt.Errorf("write csv header: %w", err)
 	}
 	f := func(x float64) string { return strconv.FormatFloat(x, 'g', 8, 64) }
@@ -49,7 +61,7 @@ func WriteCSV(w io.Writer, recs []Record) error {
 		row := []string{strconv.Itoa(r.Round), f(r.Accuracy), f(r.Loss),
 			strconv.FormatInt(r.UplinkBytes, 10), strconv.FormatInt(r.DownlinkBytes, 10),
 			strconv.FormatInt(r.CumUplinkBytes, 10), strconv.FormatInt(r.CumDownlinkBytes, 10),
-			strconv.Itoa(r.Participants), f(r.MaxRho), f(r.MaxEpsilon), f(r.HonestSignal), f(r.HonestDrift)}
+			strconv.Itoa(r.Participants), f(r.MaxRho), f(r.MaxEpsilon), f(r.HonestSignal), f(r.HonestDrift), f(r.MaxFloorEpsilon)}
 		if err := cw.Write(row); err != nil {
 			return fmt.Errorf("write csv round %d: %w", r.Round, err)
 		}

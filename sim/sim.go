@@ -112,6 +112,10 @@ type Config struct {
 
 // Result is the outcome of a run.
 type Result struct {
+	// Params are the parameters as run: Config.Params with what the run
+	// fills in (the model's shape, the local size of the algorithms that
+	// keep local data), so that figures stated for the run are its own.
+	Params  optim.Params
 	Records []Record
 	// FinalAccuracy and FinalLoss are the last evaluation's figures.
 	FinalAccuracy, FinalLoss float64
@@ -209,7 +213,10 @@ type run struct {
 	// In a trusted session the devices charge nothing: the figure is
 	// what the published models carry (trusted.Published) over the
 	// rounds from the first that included an update (firstIncluded).
-	trusted       *plan.Figures
+	trusted *plan.Figures
+	// floor, in a shared-noise session, is its figures: each record's
+	// floor is read from the worst ledger (plan.Figures.FloorOf).
+	floor         *plan.Figures
 	firstIncluded int
 
 	eng *engine.Engine[int]
@@ -251,7 +258,9 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	}
 	for t := 1; t <= r.p.Rounds; t++ {
 		if err := ctx.Err(); err != nil {
-			r.bar.Done()
+			// What ran is kept: the last round's model is evaluated and
+			// the ledgers read, as at the end.
+			r.finish()
 			r.res.Elapsed = time.Since(start)
 			return r.res, err
 		}
@@ -327,7 +336,7 @@ func newRun(cfg Config) (*run, error) {
 		return nil, fmt.Errorf("sim: %w", err)
 	}
 	r := &run{cfg: cfg, p: p, single: p.SinglePass(), d: proto.Dim(), gate: chk, workers: pool{n: cfg.Workers},
-		res: Result{FinalAccuracy: math.NaN(), FinalLoss: math.NaN()}}
+		res: Result{Params: p, FinalAccuracy: math.NaN(), FinalLoss: math.NaN()}}
 	if cfg.NormOnly {
 		r.gate = check.NormOnly(chk.NormBound())
 	}
@@ -343,6 +352,14 @@ func newRun(cfg Config) (*run, error) {
 		}
 		r.trusted = &f
 	}
+	if p.Algorithm == wire.SharedNoiseAlgorithm {
+		// A session whose figures cannot be stated still runs; its
+		// records then give no floor (NaN).
+		r.floor = &plan.Figures{}
+		if f, err := plan.SessionFigures(p, cfg.Delta); err == nil {
+			r.floor = &f
+		}
+	}
 	x0 := make([]float64, r.d)
 	model.Init(proto, x0, cfg.Seed)
 	if r.srv, err = optim.NewServer(p, x0, mechanism.NewStream(seedFor(cfg.Seed, "server", 0), 0)); err != nil {
@@ -350,6 +367,14 @@ func newRun(cfg Config) (*run, error) {
 	}
 	if r.devs, err = newDevices(cfg, p, alg, proto); err != nil {
 		return nil, err
+	}
+	largest := 0
+	for _, dv := range r.devs {
+		largest = max(largest, len(dv.shard))
+	}
+	if largest < p.Batch {
+		return nil, fmt.Errorf("sim: batch b = %d, but the largest device's shard holds %d samples (%d training samples over M = %d devices): no device can take a step",
+			p.Batch, largest, len(cfg.Train.Samples), p.M)
 	}
 	for _, dv := range r.devs {
 		if dv.hostile != nil && r.shared != nil {
@@ -659,12 +684,21 @@ func (r *run) record(t, asked, included int, up int64) {
 	r.cumDown += down
 	rec := Record{Round: t, Accuracy: math.NaN(), Loss: math.NaN(), UplinkBytes: up, DownlinkBytes: down,
 		CumUplinkBytes: r.cumUp, CumDownlinkBytes: r.cumDown, Participants: included}
-	rec.MaxRho, rec.MaxEpsilon = maxSpent(r.devs, r.cfg.Delta)
+	most := mostSpent(r.devs)
+	rec.MaxRho, rec.MaxEpsilon = spentEpsilon(most, r.cfg.Delta)
+	rec.MaxFloorEpsilon = rec.MaxEpsilon
+	switch {
+	case r.floor != nil && !r.floor.Shared:
+		rec.MaxFloorEpsilon = math.NaN()
+	case r.floor != nil && most.Rho > 0:
+		_, rec.MaxFloorEpsilon = spentEpsilon(r.floor.FloorOf(most), r.cfg.Delta)
+	}
 	if included > 0 && r.firstIncluded == 0 {
 		r.firstIncluded = t
 	}
 	if r.trusted != nil && r.firstIncluded > 0 {
 		rec.MaxRho, rec.MaxEpsilon = publishedSpent(r.trusted, t-r.firstIncluded+1, r.cfg.Delta)
+		rec.MaxFloorEpsilon = rec.MaxEpsilon
 	}
 	rec.HonestSignal, rec.HonestDrift = r.honestSpread()
 	r.res.HonestDrift = max(r.res.HonestDrift, rec.HonestDrift)
@@ -685,8 +719,10 @@ func (r *run) finish() {
 		last := &r.res.Records[n-1]
 		last.Accuracy, last.Loss = r.eval.evaluate(r.srv.Model())
 		r.res.FinalAccuracy, r.res.FinalLoss = last.Accuracy, last.Loss
+		r.note = fmt.Sprintf("acc %.4f", last.Accuracy)
 	}
-	r.bar.Update(r.p.Rounds, r.note)
+	// The rounds run, not T: a run that stopped early says so.
+	r.bar.Update(r.res.Rounds, r.note)
 	r.bar.Done()
 	r.res.Model = append([]float64(nil), r.srv.Model()...)
 	r.res.Ledgers = make([]privacy.Ledger, len(r.devs))
@@ -817,7 +853,7 @@ func publishedSpent(f *plan.Figures, n int, delta float64) (rho, eps float64) {
 // epsilon at delta of that device's ledger (privacy.SpentEpsilon, which
 // reads a last-iterate ledger by Gaussian DP and its TV term); 0, 0 for
 // non-private algorithms.
-func maxSpent(devs []*simDevice, delta float64) (rho, eps float64) {
+func mostSpent(devs []*simDevice) privacy.Spent {
 	var most privacy.Spent
 	for _, dv := range devs {
 		if a, ok := dv.dev.(optim.Accountant); ok {
@@ -827,6 +863,12 @@ func maxSpent(devs []*simDevice, delta float64) (rho, eps float64) {
 			}
 		}
 	}
+	return most
+}
+
+// spentEpsilon reads a ledger's spending as rho and epsilon at delta
+// (0 and 0 for nothing spent; epsilon NaN if it has no finite value).
+func spentEpsilon(most privacy.Spent, delta float64) (rho, eps float64) {
 	if most.Rho == 0 {
 		return 0, 0
 	}

@@ -27,9 +27,14 @@ func TestParse(t *testing.T) {
 	if err != nil || o.p.SignalBound != 0.25 || o.partition.Kind != "shards" || o.compare {
 		t.Errorf("parsed %+v, %v", o, err)
 	}
+	// A non-private algorithm runs without the classroom's target.
+	if o, err := parse([]string{"-algorithm", "mu2"}, io.Discard); err != nil || o.p.Rho != 0 {
+		t.Errorf("-algorithm mu2: rho %v, %v", o.p.Rho, err)
+	}
 	for _, bad := range [][]string{
 		{"-seeds", "0"}, {"-K", "1,x"}, {"-K", "11"}, {"-K", "-1"}, {"-kinds", "spike,nope"}, {"extra"}, {"-nope"},
 		{"-signal-bound", "-0.1"}, {"-signal-bound", "NaN"}, {"-signal-bound", "+Inf"}, {"-partition", "zipf"},
+		{"-attack-cap", "-1"}, {"-attack-cap", "NaN"}, {"-algorithm", "bogus"}, {"-T", "0"},
 	} {
 		if _, err := parse(bad, io.Discard); err == nil {
 			t.Errorf("%q accepted", bad)

@@ -17,6 +17,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/signal"
 	"strconv"
@@ -71,6 +72,12 @@ func run(ctx context.Context, args []string, out, progress io.Writer) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
+	if !(*factor > 0) || math.IsInf(*factor, 0) {
+		return fmt.Errorf("-noise-factor %v: want a finite value > 0", *factor)
+	}
+	if !(*ownerDelta > 0 && *ownerDelta < 1) {
+		return fmt.Errorf("-owner-delta %v: want 0 < delta < 1", *ownerDelta)
+	}
 	var epss []float64
 	for _, s := range strings.Split(*epsList, ",") {
 		e, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
@@ -79,10 +86,16 @@ func run(ctx context.Context, args []string, out, progress io.Writer) error {
 		}
 		epss = append(epss, e)
 	}
-	fmt.Fprintf(out, "white-box canary audit: T = %d, b = %d, K = %d (local), S = %g, d = %d, targets at delta %s, claims at the owner's delta %s, %d selection + %d evaluation trials per cell, seed %d, noise factor %g\n",
-		base.Rounds, base.Batch, base.LocalK(), base.Clip, *dim, plan.FormatDelta(base.Delta), plan.FormatDelta(*ownerDelta), *sel, *trials, *seed, *factor)
-	fmt.Fprintf(out, "| algorithm | target ε | claimed ε (plan.SessionFigures) | FPR ≤ | FNR ≤ | ε lower bound (%g%%) | lower bound ÷ claim | μ observed | μ expected | μ claimed | GDP ε of μ observed |\n", 100*(1-*alpha))
-	fmt.Fprintln(out, "|---|---|---|---|---|---|---|---|---|---|---|")
+	// Every cell is checked before the first runs: a bad name or value
+	// at the end of a list must not cost the cells before it.
+	type cell struct {
+		alg   string
+		eps   float64
+		z     float64
+		label string
+		cfg   audit.Config
+	}
+	var cells []cell
 	for _, alg := range strings.Split(*algs, ",") {
 		alg = strings.TrimSpace(alg)
 		for _, e := range epss {
@@ -94,26 +107,37 @@ func run(ctx context.Context, args []string, out, progress io.Writer) error {
 			} else if p.LocalK() >= 2 && p.LocalEpochs < 2 {
 				z = *latch
 			}
-			label := fmt.Sprintf("%s ε=%g", alg, e)
-			pr := sim.NewProgress(progress, label, *sel+*trials)
-			res, err := audit.Run(ctx, audit.Config{
+			c := cell{alg: alg, eps: e, z: z, label: fmt.Sprintf("%s ε=%g", alg, e), cfg: audit.Config{
 				Params: p, Dim: *dim, OwnerDelta: *ownerDelta,
 				Select: *sel, Trials: *trials, Alpha: *alpha, Seed: *seed, Workers: *workers,
 				NoiseFactor: *factor, Latch: z,
-				Progress: func(done, _ int) { pr.Update(done, "") },
-			})
-			pr.Done()
-			if err != nil {
-				return fmt.Errorf("%s: %w", label, err)
+			}}
+			if err := audit.Check(c.cfg); err != nil {
+				return fmt.Errorf("%s: %w", c.label, err)
 			}
-			name := rowName(alg, base.Batch, base.LocalK(), base.LocalEpochs, z)
-			muExp := "–"
-			if res.MuExpected > 0 {
-				muExp = fmt.Sprintf("%.3f", res.MuExpected)
-			}
-			fmt.Fprintf(out, "| %s | %g | %s | %.3g | %.3g | %.3f | %.3f | %.3f | %s | %.3f | %.3f |\n",
-				name, e, res.Claim.EpsilonText(), res.Bound.FPRHi, res.Bound.FNRHi, res.Bound.Epsilon, res.Tightness, res.MuHat, muExp, res.MuClaim, res.GDPEpsilon)
+			cells = append(cells, c)
 		}
+	}
+	fmt.Fprintf(out, "white-box canary audit: T = %d, b = %d, K = %d (local), S = %g, d = %d, targets at delta %s, claims at the owner's delta %s, %d selection + %d evaluation trials per cell, seed %d, noise factor %g\n",
+		base.Rounds, base.Batch, base.LocalK(), base.Clip, *dim, plan.FormatDelta(base.Delta), plan.FormatDelta(*ownerDelta), *sel, *trials, *seed, *factor)
+	fmt.Fprintf(out, "| algorithm | target ε | claimed ε (plan.SessionFigures) | FPR ≤ | FNR ≤ | ε lower bound (%g%%) | lower bound ÷ claim | μ observed | μ expected | μ claimed | GDP ε of μ observed |\n", 100*(1-*alpha))
+	fmt.Fprintln(out, "|---|---|---|---|---|---|---|---|---|---|---|")
+	for _, c := range cells {
+		pr := sim.NewProgress(progress, c.label, *sel+*trials)
+		cfg := c.cfg
+		cfg.Progress = func(done, _ int) { pr.Update(done, "") }
+		res, err := audit.Run(ctx, cfg)
+		pr.Done()
+		if err != nil {
+			return fmt.Errorf("%s: %w", c.label, err)
+		}
+		name := rowName(c.alg, base.Batch, base.LocalK(), base.LocalEpochs, c.z)
+		muExp := "–"
+		if res.MuExpected > 0 {
+			muExp = fmt.Sprintf("%.3f", res.MuExpected)
+		}
+		fmt.Fprintf(out, "| %s | %g | %s | %.3g | %.3g | %.3f | %.3f | %.3f | %s | %.3f | %.3f |\n",
+			name, c.eps, res.Claim.EpsilonText(), res.Bound.FPRHi, res.Bound.FNRHi, res.Bound.Epsilon, res.Tightness, res.MuHat, muExp, res.MuClaim, res.GDPEpsilon)
 	}
 	return nil
 }

@@ -42,10 +42,20 @@ func TestRunRejectsBadFlags(t *testing.T) {
 		{"extra"},
 		{"-alg", "local", "-b", "2", "-K", "3", "-trials", "10", "-select", "10"},
 		{"-nope"},
+		{"-noise-factor", "0"},
+		{"-owner-delta", "0"},
+		// A bad cell after good ones, and rounds past the bound: refused
+		// before anything runs or prints.
+		{"-alg", "nc,bogus", "-epsilon", "4"},
+		{"-alg", "nc,", "-epsilon", "4"},
+		{"-alg", "noisysgd", "-T", "1000001"},
 	} {
 		var out, progress bytes.Buffer
 		if err := run(context.Background(), args, &out, &progress); err == nil {
 			t.Errorf("%q accepted", args)
+		}
+		if out.Len() > 0 {
+			t.Errorf("%q: printed before it was refused:\n%s", args, out.String())
 		}
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"strings"
 
 	"browserfl/internal/sessionflag"
+	"browserfl/shared/model"
 	"browserfl/shared/optim"
 	"browserfl/shared/optim/algo"
 	"browserfl/shared/plan"
@@ -26,15 +27,20 @@ import (
 )
 
 func main() {
-	if err := run(os.Args[1:], os.Stdout); err != nil {
+	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			os.Exit(0)
+		}
 		fmt.Fprintln(os.Stderr, "flplan:", err)
 		os.Exit(2)
 	}
 }
 
-func run(args []string, out io.Writer) error {
+// run plans the session of args, printing the plan to out and the
+// flags' usage (-h, or a flag it cannot parse) to usage.
+func run(args []string, out, usage io.Writer) error {
 	fs := flag.NewFlagSet("flplan", flag.ContinueOnError)
-	fs.SetOutput(out)
+	fs.SetOutput(usage)
 	// The session's flags (internal/sessionflag), with flplan's defaults
 	// and its historical names -alg and -local.
 	p := optim.Params{Algorithm: "nc", Model: "logreg", Features: 784, Classes: 10, Rounds: 100, M: 30, Cohort: 10,
@@ -43,6 +49,7 @@ func run(args []string, out io.Writer) error {
 		"threshold", "colluders", "max-releases", "rho", "epsilon", "delta", "model")
 	sessionflag.RegisterFlags(fs, &p,
 		sessionflag.Flag{Name: "algorithm", As: "alg"},
+		sessionflag.Flag{Name: "algorithm", Note: "the same as -alg (flsim's and the coordinator's name)"},
 		sessionflag.Flag{Name: "local-size", As: "local", Note: "also enables the amplified estimate"},
 		sessionflag.Flag{Name: "eta", Note: "validated only"})
 	samples := fs.Int("samples", 0, "samples on the largest device: for a single-pass algorithm, sets -max-releases to floor(samples / b) (at most T)")
@@ -72,6 +79,12 @@ func run(args []string, out io.Writer) error {
 	}
 	if *tables {
 		return printProactiveTables(out)
+	}
+	if _, err := model.New(p.Model, p.Features, p.Classes); err != nil {
+		return err
+	}
+	if *samples < 0 {
+		return fmt.Errorf("-samples %d: want the samples on the largest device, or 0 for none given", *samples)
 	}
 	if *samples > 0 {
 		if p.MaxReleases != 0 {
@@ -154,7 +167,13 @@ func printReport(w io.Writer, p optim.Params, r plan.Report, f plan.Figures) {
 		fmt.Fprintf(w, "  (zCDP with the Canonne-Kamath-Steinke conversion alone: %s)", plan.FormatEpsilon(z))
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintf(w, "  expected (%.1f participations): rho = %.6g  epsilon = %s\n", r.ExpectedParticipations, r.ExpectedRho, plan.FormatEpsilon(r.ExpectedEpsilon))
+	expected := fmt.Sprintf("%.1f participations", r.ExpectedParticipations)
+	if r.ExpectedParticipations > float64(r.WorstParticipations) {
+		// The device refuses beyond its cap: what it is asked past it
+		// costs nothing.
+		expected += fmt.Sprintf(", releasing at most %d", r.WorstParticipations)
+	}
+	fmt.Fprintf(w, "  expected (%s): rho = %.6g  epsilon = %s\n", expected, r.ExpectedRho, plan.FormatEpsilon(r.ExpectedEpsilon))
 	if r.AmplifiedEpsilon > 0 {
 		// Labelled so it cannot be read as a bound: the session samples
 		// neither by Poisson nor with add/remove neighbours.

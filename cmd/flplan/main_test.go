@@ -2,7 +2,9 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"flag"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -48,7 +50,7 @@ func TestRun(t *testing.T) {
 	}
 	for _, tc := range tests {
 		var out bytes.Buffer
-		err := run(tc.args, &out)
+		err := run(tc.args, &out, io.Discard)
 		if (err != nil) != tc.err {
 			t.Errorf("%s: err = %v, want error %v", tc.name, err, tc.err)
 			continue
@@ -61,9 +63,35 @@ func TestRun(t *testing.T) {
 	}
 }
 
+// TestHelpAndBadValues: -h prints the usage to the usage writer only and
+// is not an error for main (flag.ErrHelp); values no session can have
+// are refused.
+func TestHelpAndBadValues(t *testing.T) {
+	var out, usage bytes.Buffer
+	if err := run([]string{"-h"}, &out, &usage); !errors.Is(err, flag.ErrHelp) || out.Len() > 0 || !strings.Contains(usage.String(), "-algorithm") {
+		t.Errorf("-h: err %v, out %q, usage %d bytes", err, out.String(), usage.Len())
+	}
+	for _, args := range [][]string{
+		{"-epsilon", "8", "-samples", "-1"},
+		{"-epsilon", "8", "-features", "-1"},
+		{"-epsilon", "8", "-classes", "0"},
+		{"-epsilon", "8", "-local", "-1"},
+		{"-epsilon", "8", "-T", "1000001"},
+	} {
+		if err := run(args, io.Discard, io.Discard); err == nil {
+			t.Errorf("%q accepted", args)
+		}
+	}
+	// -algorithm is -alg's other name, as flsim and the coordinator call it.
+	out.Reset()
+	if err := run([]string{"-algorithm", "shared", "-epsilon", "8"}, &out, io.Discard); err != nil || !strings.Contains(out.String(), "algorithm shared:") {
+		t.Errorf("-algorithm shared: %v\n%s", err, out.String())
+	}
+}
+
 func TestProactiveTablesCommand(t *testing.T) {
 	var out bytes.Buffer
-	if err := run([]string{"-proactive-tables"}, &out); err != nil {
+	if err := run([]string{"-proactive-tables"}, &out, io.Discard); err != nil {
 		t.Fatal(err)
 	}
 	if n := strings.Count(out.String(), "\n| Table "); n != 3 {
@@ -122,7 +150,7 @@ func TestCertifiedLocalIsZCDP(t *testing.T) {
 	var out bytes.Buffer
 	args := []string{"-alg", "local", "-model", "logreg-unit", "-M", "100", "-m", "10", "-T", "100", "-b", "600",
 		"-local-steps", "25", "-local-epochs", "25", "-clip", "2", "-eta", "1", "-epsilon", "8", "-delta", "1e-5"}
-	if err := run(args, &out); err != nil {
+	if err := run(args, &out, io.Discard); err != nil {
 		t.Fatal(err)
 	}
 	s := out.String()
@@ -156,7 +184,7 @@ func TestTaskFileAsCoordinator(t *testing.T) {
 	}
 	session := []string{"-alg", "nc", "-T", "50", "-M", "30", "-m", "10", "-b", "16"}
 	var want bytes.Buffer
-	if err := run(append(session, "-features", strconv.Itoa(def.Dim()), "-classes", "4", "-model", def.Model, "-epsilon", "4"), &want); err != nil {
+	if err := run(append(session, "-features", strconv.Itoa(def.Dim()), "-classes", "4", "-model", def.Model, "-epsilon", "4"), &want, io.Discard); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
@@ -171,7 +199,7 @@ func TestTaskFileAsCoordinator(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var out bytes.Buffer
-			err := run(append(append(append([]string{}, session...), "-task-file", file), tc.extra...), &out)
+			err := run(append(append(append([]string{}, session...), "-task-file", file), tc.extra...), &out, io.Discard)
 			switch {
 			case tc.err == "" && err != nil:
 				t.Fatal(err)

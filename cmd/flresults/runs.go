@@ -47,7 +47,7 @@ func writeRun(path string, recs []sim.Record) error {
 		return fmt.Errorf("create %s: %w", tmp, err)
 	}
 	zw := gzip.NewWriter(f)
-	if err := sim.WriteCSV(zw, recs); err != nil {
+	if err := sim.WriteCSV(zw, recs, "test"); err != nil {
 		f.Close()
 		return err
 	}
@@ -81,10 +81,11 @@ func readOutcome(path string) (outcome, error) {
 	}
 	var recs []sim.Record
 	for i, row := range rows[1:] {
-		// 12 fields since the honest devices' measures (sim.Record's
-		// HonestSignal, HonestDrift); caches written before have 10.
-		if len(row) != 10 && len(row) != 12 {
-			return outcome{}, fmt.Errorf("read %s: row %d has %d fields, want 12 (or 10 from an older cache)", path, i+2, len(row))
+		// 13 fields since the floor (sim.Record's MaxFloorEpsilon), 12
+		// since the honest devices' measures (HonestSignal,
+		// HonestDrift); caches written before have 12 or 10.
+		if len(row) != 10 && len(row) != 12 && len(row) != 13 {
+			return outcome{}, fmt.Errorf("read %s: row %d has %d fields, want 13 (or 12 or 10 from an older cache)", path, i+2, len(row))
 		}
 		var r sim.Record
 		var errs []error
@@ -99,8 +100,12 @@ func readOutcome(path string) (outcome, error) {
 		r.CumUplinkBytes, r.CumDownlinkBytes = int64(num(row[5])), int64(num(row[6]))
 		r.Participants = int(num(row[7]))
 		r.MaxRho, r.MaxEpsilon = num(row[8]), num(row[9])
-		if len(row) == 12 {
+		if len(row) >= 12 {
 			r.HonestSignal, r.HonestDrift = num(row[10]), num(row[11])
+		}
+		r.MaxFloorEpsilon = r.MaxEpsilon
+		if len(row) == 13 {
+			r.MaxFloorEpsilon = num(row[12])
 		}
 		if err := errors.Join(errs...); err != nil {
 			return outcome{}, fmt.Errorf("read %s: row %d: %w", path, i+2, err)

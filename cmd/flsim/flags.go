@@ -16,6 +16,7 @@ import (
 	"browserfl/shared/optim"
 	"browserfl/shared/optim/algo"
 	"browserfl/shared/plan"
+	"browserfl/shared/session"
 	"browserfl/shared/task"
 	"browserfl/sim"
 )
@@ -79,14 +80,15 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 // with flsim's defaults, then its own.
 func defineFlags(fs *flag.FlagSet, o *options) {
 	o.p = optim.Params{Algorithm: "nc", Model: "logreg", M: 100, Cohort: 50, Batch: 1, MaxReleases: -1, Clip: 1}
-	sessionflag.Register(fs, &o.p, "algorithm", "model", "M", "m", "b", "rho", "delta", "G", "L", "D",
+	sessionflag.Register(fs, &o.p, "algorithm", "model", "M", "m", "b", "rho", "G", "L", "D",
 		"compressor", "signal-bound", "threshold", "colluders", "local-steps", "local-epochs")
 	sessionflag.RegisterFlags(fs, &o.p,
 		sessionflag.Flag{Name: "T", Note: "0 = one pass: n / (m b)"},
 		sessionflag.Flag{Name: "max-releases", Note: "-1 = for single-pass algorithms, what the largest device's shard holds"},
 		sessionflag.Flag{Name: "epsilon", Note: fmt.Sprintf("default for private algorithms without -rho: %g at delta %s, the page's default budget", plan.DefaultBudgetEpsilon, plan.FormatDelta(plan.DefaultDelta))},
 		sessionflag.Flag{Name: "clip", Note: "default 1, or the -task row task's; a row task's run takes its lesson's M, m, T and b too unless given"},
-		sessionflag.Flag{Name: "local-size", Note: "0 = n / M"})
+		sessionflag.Flag{Name: "local-size", Note: "0 = n / M"},
+		sessionflag.Flag{Name: "delta", Note: fmt.Sprintf("default with -epsilon: %s, the page's", plan.FormatDelta(plan.DefaultDelta))})
 	fs.StringVar(&o.datasetName, "dataset", "fashion-mnist", "dataset: fashion-mnist or mnist")
 	fs.StringVar(&o.dataDir, "data-dir", "", "dataset directory (default: /usr/share/datasets/fashion-mnist, or data/mnist, or the task's)")
 	// -features is flsim's own, not the session's transform: flsim
@@ -131,6 +133,9 @@ func (o *options) check() error {
 	case "svg", "png", "pdf":
 	default:
 		return fmt.Errorf("-plot %q: want svg, png or pdf", o.plotExt)
+	}
+	if !(o.reportDelta > 0 && o.reportDelta < 1) {
+		return fmt.Errorf("-report-delta %v: want 0 < delta < 1", o.reportDelta)
 	}
 	switch o.datasetName {
 	case "fashion-mnist", "mnist":
@@ -187,9 +192,9 @@ func (o *options) check() error {
 	}
 	if algo.Private(o.p) && o.p.Rho == 0 && o.p.Epsilon == 0 {
 		o.p.Epsilon = plan.DefaultBudgetEpsilon
-		if o.p.Delta == 0 {
-			o.p.Delta = plan.DefaultDelta
-		}
+	}
+	if o.p.Epsilon > 0 && o.p.Delta == 0 {
+		o.p.Delta = plan.DefaultDelta
 	}
 	// Every check that does not need the data, before it loads (tens of
 	// seconds for Fashion-MNIST); sim.Run checks the whole again.
@@ -212,7 +217,7 @@ func (o *options) check() error {
 func withoutData(o options) optim.Params {
 	p := o.p
 	if p.Rounds == 0 {
-		p.Rounds = math.MaxInt32
+		p.Rounds = session.MaxRounds
 	}
 	if o.eta == "auto" || o.eta == "theorem" {
 		p.Eta = 1

@@ -36,7 +36,6 @@ import (
 	"browserfl/shared/optim"
 	"browserfl/shared/optim/algo"
 	"browserfl/shared/plan"
-	"browserfl/shared/task"
 	"browserfl/sim"
 )
 
@@ -71,56 +70,17 @@ func stepSize(o options, p *optim.Params, d int) error {
 	return nil
 }
 
-// scatterBoth replaces each image of train and test by its scattering
-// features, with the function every device, the page and the
-// coordinator use (plan.Features).
-func scatterBoth(train, test dataset.Set, workers int) (dataset.Set, dataset.Set, error) {
-	f, err := plan.NewFeatures(plan.FeaturesScatter)
-	if err != nil {
-		return train, test, err
-	}
-	out := [2]dataset.Set{train, test}
-	for i, s := range out {
-		x, err := f.Samples(s.Samples, workers)
-		if err != nil {
-			return train, test, fmt.Errorf("%s: %w", s.Name, err)
-		}
-		out[i] = dataset.Set{Name: s.Name + "-" + f.Kind(), Features: f.Dim(), Classes: s.Classes, Samples: x}
-	}
-	return out[0], out[1], nil
-}
-
-// loadData loads the task's data (taskName set: any name task.Lookup
-// takes) or the named dataset from dir (or its default directory).
-func loadData(taskName, name, dir string) (train, test dataset.Set, err error) {
-	if taskName != "" {
-		named, err := task.Lookup(taskName)
-		if err != nil {
-			return train, test, err
-		}
-		if named.Rows != nil {
-			return named.Rows.Load(dir)
-		}
-		return named.Picture.Load(dir)
-	}
-	switch name {
-	case "mnist":
-		if dir == "" {
-			dir = dataset.DefaultMNISTDir
-		}
-		return dataset.LoadMNIST(dir)
-	default:
-		if dir == "" {
-			dir = dataset.DefaultFashionMNISTDir
-		}
-		return dataset.LoadFashionMNIST(dir)
-	}
-}
-
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	o, err := parseFlags(args, stderr)
 	if err != nil {
 		return err
+	}
+	if o.out != "" {
+		// Before the data load and the run: a run must not be lost to
+		// a place it cannot write.
+		if err := checkOut(o.out, o.plotExt); err != nil {
+			return err
+		}
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -181,17 +141,25 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		cfg.Progress = stderr
 	}
 	res, err := sim.Run(ctx, cfg)
-	if err != nil && len(res.Records) == 0 {
+	if len(res.Records) == 0 {
+		if err == nil {
+			err = errors.New("no round ran: every device declined the first (its budget or its data)")
+		}
 		return err
 	}
+	o.p = res.Params
 	if o.out != "" {
-		if werr := writeOutputs(o, res); werr != nil {
+		if werr := writeOutputs(o, res, evalName); werr != nil {
 			return errors.Join(err, werr)
 		}
 	}
-	if err != nil {
-		return fmt.Errorf("stopped after round %d (partial results written): %w", res.Rounds, err)
-	}
 	printSummary(stdout, o, res, evalName)
+	if err != nil {
+		written := ""
+		if o.out != "" {
+			written = ", written to " + o.out + ".csv"
+		}
+		return fmt.Errorf("stopped after round %d (the results so far are above%s): %w", res.Rounds, written, err)
+	}
 	return nil
 }

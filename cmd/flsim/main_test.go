@@ -3,12 +3,16 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/csv"
 	"io"
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
+
+	"browserfl/shared/plan"
 )
 
 // TestBadFlags checks that every bad flag gets a clear error, never a
@@ -38,6 +42,10 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"-rows", "train.csv"}, "-rows and -test-rows go with -task-file"},
 		{[]string{"-task-file", "task.json", "-rows", "train.csv"}, "-task-file brings no data"},
 		{[]string{"-task-file", "task.json", "-task", "text"}, "not both"},
+		{[]string{"-report-delta", "0"}, "-report-delta"},
+		{[]string{"-T", "1000001"}, "T <= 1000000"},
+		{[]string{"-out", "runs/"}, "want a file prefix"},
+		{[]string{"-out", "/proc/none/run"}, "-out: create output directory"},
 	}
 	for _, c := range cases {
 		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
@@ -82,6 +90,76 @@ func TestSmallRun(t *testing.T) {
 	}
 	if fi, err := os.Stat(dir + "/run.svg"); err != nil || fi.Size() == 0 {
 		t.Errorf("plot: %v", err)
+	}
+	// In nc the floor is the one figure: the same column twice.
+	rows := csvRows(t, dir+"/run.csv")
+	if got := rows[len(rows)-1]; got["max_device_floor_epsilon"] != got["max_device_epsilon"] || got["max_device_epsilon"] == "0" {
+		t.Errorf("last row: floor %q, epsilon %q: want the same non-zero figure", got["max_device_floor_epsilon"], got["max_device_epsilon"])
+	}
+}
+
+// csvRows reads a run's CSV as one map a row, by the header's names.
+func csvRows(t *testing.T, path string) []map[string]string {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	all, err := csv.NewReader(f).ReadAll()
+	if err != nil || len(all) < 2 {
+		t.Fatalf("%s: %d rows, %v", path, len(all), err)
+	}
+	var rows []map[string]string
+	for _, r := range all[1:] {
+		m := map[string]string{}
+		for i, name := range all[0] {
+			m[name] = r[i]
+		}
+		rows = append(rows, m)
+	}
+	return rows
+}
+
+// TestSharedFloorInCSV: a shared-noise run's CSV holds both figures of
+// each round, the promise and the floor (what a device keeps against a
+// coordinator that runs fake devices), and the summary states the same
+// floor as the last row.
+func TestSharedFloorInCSV(t *testing.T) {
+	dir := t.TempDir()
+	var out, errb bytes.Buffer
+	args := []string{"-algorithm", "shared", "-epsilon", "8", "-train-samples", "2000", "-M", "10", "-m", "5", "-b", "4", "-T", "20",
+		"-eta", "0.001", "-eval-samples", "500", "-q", "-out", dir + "/run"}
+	if err := run(context.Background(), args, &out, &errb); err != nil {
+		t.Fatalf("run: %v\n%s", err, errb.String())
+	}
+	rows := csvRows(t, dir+"/run.csv")
+	last := rows[len(rows)-1]
+	promise, err1 := strconv.ParseFloat(last["max_device_epsilon"], 64)
+	floor, err2 := strconv.ParseFloat(last["max_device_floor_epsilon"], 64)
+	if err1 != nil || err2 != nil || !(promise > 0) || !(floor > 1.5*promise) {
+		t.Fatalf("last row: promise %q, floor %q: want a floor well above the promise (each device draws a share of the noise)", last["max_device_epsilon"], last["max_device_floor_epsilon"])
+	}
+	if want := "(the floor), epsilon = " + plan.FormatEpsilon(floor); !strings.Contains(out.String(), want) {
+		t.Errorf("summary lacks %q:\n%s", want, out.String())
+	}
+}
+
+// TestRunShapes: a target given as epsilon alone takes the page's delta,
+// as the coordinator and flplan do; a batch no device's shard can fill is
+// refused with the figures, not run.
+func TestRunShapes(t *testing.T) {
+	small := []string{"-train-samples", "2000", "-M", "10", "-m", "5", "-eta", "0.001", "-eval-samples", "500", "-q"}
+	var out, errb bytes.Buffer
+	if err := run(context.Background(), append([]string{"-epsilon", "4", "-b", "4", "-T", "10"}, small...), &out, &errb); err != nil {
+		t.Fatalf("-epsilon alone: %v\n%s", err, errb.String())
+	}
+	if !strings.Contains(out.String(), "ε = 4.00 at δ = 1e-5") {
+		t.Errorf("-epsilon alone: summary lacks the page's delta:\n%s", out.String())
+	}
+	err := run(context.Background(), append([]string{"-b", "201"}, small...), io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "batch b = 201, but the largest device's shard holds 200 samples") {
+		t.Errorf("-b 201 over shards of 200: err = %v", err)
 	}
 }
 

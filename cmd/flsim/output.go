@@ -1,26 +1,46 @@
 package main
 
 import (
-	"browserfl/shared/plan"
-	"browserfl/shared/privacy"
-	"browserfl/sim"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
+	"strings"
+
+	"browserfl/shared/plan"
+	"browserfl/sim"
 )
 
-// reportDelta is the delta at which epsilon is reported: -report-delta,
-// or the page's default.
-func reportDelta(o options) float64 {
-	if o.reportDelta > 0 {
-		return o.reportDelta
+// checkOut checks that the outputs at prefix out (out.csv and the plot,
+// out.ext) can be written, creating their directory: out names a file
+// prefix, not a directory.
+func checkOut(out, ext string) error {
+	if base := filepath.Base(out); out == "" || strings.HasSuffix(out, string(filepath.Separator)) || base == "." || base == ".." {
+		return fmt.Errorf("-out %q: want a file prefix such as out/run (it writes out/run.csv and out/run.%s)", out, ext)
 	}
-	return plan.DefaultDelta
+	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+		return fmt.Errorf("-out: create output directory: %w", err)
+	}
+	for _, name := range []string{out + ".csv", out + "." + ext} {
+		_, statErr := os.Stat(name)
+		f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE, 0o644)
+		if err != nil {
+			return fmt.Errorf("-out: %w", err)
+		}
+		f.Close()
+		if errors.Is(statErr, fs.ErrNotExist) {
+			os.Remove(name) // a probe: the run writes it
+		}
+	}
+	return nil
 }
 
-// writeOutputs writes the per-round CSV and the accuracy plot at -out.
-func writeOutputs(o options, res sim.Result) error {
+// writeOutputs writes the per-round CSV (its accuracy named for the set
+// evaluated, evalName) and the accuracy plot at -out.
+func writeOutputs(o options, res sim.Result, evalName string) error {
 	if dir := filepath.Dir(o.out); dir != "" {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return fmt.Errorf("create output directory: %w", err)
@@ -30,7 +50,7 @@ func writeOutputs(o options, res sim.Result) error {
 	if err != nil {
 		return fmt.Errorf("create csv: %w", err)
 	}
-	if err := sim.WriteCSV(f, res.Records); err != nil {
+	if err := sim.WriteCSV(f, res.Records, evalName); err != nil {
 		f.Close()
 		return err
 	}
@@ -54,7 +74,7 @@ func printSummary(stdout io.Writer, o options, res sim.Result, evalName string) 
 		fmt.Fprintf(stdout, "attack %q by %d of %d devices: updates refused: %d hostile, %d honest\n",
 			o.attack, o.attackers, o.p.M, res.RejectedHostile, res.RejectedHonest)
 	}
-	f, ferr := plan.SessionFigures(o.p, reportDelta(o))
+	f, ferr := plan.SessionFigures(o.p, o.reportDelta)
 	if ferr == nil && f.Private {
 		fmt.Fprintf(stdout, "session figures per device (worst case): %s\n", f.Text())
 	}
@@ -62,7 +82,7 @@ func printSummary(stdout io.Writer, o options, res sim.Result, evalName string) 
 		fmt.Fprintf(stdout, "shared noise, per device (worst case): promise epsilon = %s (the server sees only sums of at least %d updates, at most %d of them its own), floor epsilon = %s (every other device fake)\n",
 			f.PromiseText(), f.Threshold, f.Colluders, f.FloorText())
 	}
-	fmt.Fprintln(stdout, spentLine(f, ferr, last, reportDelta(o)))
+	fmt.Fprintln(stdout, spentLine(f, ferr, last, o.reportDelta))
 }
 
 // spentLine says what the worst device spent, against whom: with the
@@ -81,7 +101,7 @@ func spentLine(f plan.Figures, ferr error, last sim.Record, delta float64) strin
 			plan.FormatRho(last.MaxRho), plan.FormatEpsilon(last.MaxEpsilon), plan.FormatDelta(delta))
 	case last.MaxRho > 0 && ferr == nil && f.Shared:
 		floor := "unavailable"
-		if e, err := privacy.SpentEpsilon(f.FloorOf(privacy.Charged(last.MaxRho)), delta); err == nil {
+		if e := last.MaxFloorEpsilon; !math.IsNaN(e) {
 			floor = plan.FormatEpsilon(e)
 		}
 		return fmt.Sprintf("privacy spent per device (worst device): if the other devices are real (the promise), %s = %s, i.e. (epsilon = %s, delta = %s)-DP; from its own noise alone (the floor), epsilon = %s",

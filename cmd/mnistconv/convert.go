@@ -104,6 +104,9 @@ func splitDigits(perClass [][]byte, trainFrac float64, seed uint64) (train, test
 			}
 		}
 	}
+	if len(tr.labels) == 0 || len(te.labels) == 0 {
+		return split{}, split{}, fmt.Errorf("training fraction %v leaves %d training and %d test digits: want both sets non-empty", trainFrac, len(tr.labels), len(te.labels))
+	}
 	rng := rand.New(rand.NewPCG(seed, 0x6d6e697374))
 	return shuffled(tr, rng), shuffled(te, rng), nil
 }

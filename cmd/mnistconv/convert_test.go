@@ -166,6 +166,13 @@ func TestConvertErrors(t *testing.T) {
 	if _, _, err := splitDigits(make([][]byte, classes), 1, 1); err == nil {
 		t.Error("training fraction 1: no error")
 	}
+	one := make([][]byte, classes)
+	for d := range one {
+		one[d] = make([]byte, 3*imageSize)
+	}
+	if _, _, err := splitDigits(one, 0.0001, 1); err == nil || !strings.Contains(err.Error(), "0 training") {
+		t.Errorf("a fraction that leaves no training digit: err = %v", err)
+	}
 	if err := run([]string{"-out", t.TempDir()}); err == nil {
 		t.Error("run without -src: no error")
 	}

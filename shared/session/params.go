@@ -147,6 +147,14 @@ type Params struct {
 // refuse more.
 const MaxLocalEpochs = 1000
 
+// MaxRounds bounds Params.Rounds: a million rounds, 5,000 times the
+// one-lesson preset and 800 times the papers' longest run. Every part
+// that plans a session keeps a table with one entry per release (the
+// ledger's worst-case schedule, the server's tests' noise per release
+// count), about 40 MB at this bound; the protocol and the algorithms
+// both refuse more.
+const MaxRounds = 1_000_000
+
 // DefaultThresholdShare is the default threshold of "shared" as a share
 // of the cohort: a round's sum must hold at least ceil(0.7 m) updates.
 const DefaultThresholdShare = 0.7

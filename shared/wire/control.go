@@ -193,6 +193,8 @@ func ValidateSession(p SessionParams) error {
 		return bad("session: dim %d outside [1, %d]", p.Dim, MaxDim)
 	case p.Cohort <= 0 || p.Rounds <= 0 || p.Batch <= 0 || p.M < p.Cohort:
 		return bad("session: M %d, cohort %d, rounds %d, batch %d: want positive with cohort <= M", p.M, p.Cohort, p.Rounds, p.Batch)
+	case p.Rounds > session.MaxRounds:
+		return bad("session: rounds %d, at most %d", p.Rounds, session.MaxRounds)
 	case p.MaxReleases < 0 || p.MaxReleases > p.Rounds:
 		return bad("session: max releases %d outside [0, rounds %d]", p.MaxReleases, p.Rounds)
 	case !(p.Rho >= 0) || !(p.Clip >= 0) || !(p.Eta > 0):

@@ -7,6 +7,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"browserfl/shared/session"
 )
 
 func TestControlRoundTrip(t *testing.T) {
@@ -242,6 +244,20 @@ func FuzzDecode(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestSessionRoundsBound: a device refuses a session of more rounds
+// than session.MaxRounds (the tables sized by release would not fit), and
+// takes one of exactly that many.
+func TestSessionRoundsBound(t *testing.T) {
+	p := SessionParams{Algorithm: "nc", Dim: 10, M: 2, Cohort: 1, Rounds: session.MaxRounds, Batch: 1, Eta: 1, DeadlineMillis: 1, Classes: 3}
+	if err := ValidateSession(p); err != nil {
+		t.Errorf("T = MaxRounds: %v", err)
+	}
+	p.Rounds++
+	if err := ValidateSession(p); err == nil {
+		t.Errorf("T = MaxRounds + 1 accepted")
+	}
 }
 
 func TestSessionLabels(t *testing.T) {

@@ -188,61 +188,20 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	return res, nil
 }
 
+// Check reports what Run would refuse in cfg, without running a trial:
+// a command checks every cell before it runs the first.
+func Check(cfg Config) error {
+	_, _, _, err := check(cfg)
+	return err
+}
+
 // setup validates cfg, fills its defaults and builds the shared state.
 func setup(cfg Config) (*run, plan.Figures, error) {
-	if cfg.Dim < 1 || cfg.Dim > mechanism.MaxDim {
-		return nil, plan.Figures{}, fmt.Errorf("audit: dimension %d", cfg.Dim)
-	}
-	if cfg.Select < 2 || cfg.Trials < 2 {
-		return nil, plan.Figures{}, fmt.Errorf("audit: %d selection and %d evaluation trials, want at least 2 of each", cfg.Select, cfg.Trials)
-	}
-	if !(cfg.Alpha > 0 && cfg.Alpha < 1) {
-		return nil, plan.Figures{}, fmt.Errorf("audit: alpha = %v, want 0 < alpha < 1", cfg.Alpha)
-	}
-	if cfg.NoiseFactor == 0 {
-		cfg.NoiseFactor = 1
-	}
-	if !(cfg.NoiseFactor > 0) || math.IsInf(cfg.NoiseFactor, 0) {
-		return nil, plan.Figures{}, fmt.Errorf("audit: noise factor %v, want a finite value > 0", cfg.NoiseFactor)
-	}
-	if cfg.Workers <= 0 {
-		cfg.Workers = runtime.GOMAXPROCS(0)
+	cfg, m, claim, err := check(cfg)
+	if err != nil {
+		return nil, plan.Figures{}, err
 	}
 	p := cfg.Params
-	known := false
-	for _, a := range Algorithms {
-		known = known || a == p.Algorithm
-	}
-	if !known {
-		return nil, plan.Figures{}, fmt.Errorf("audit: algorithm %q is not audited (audited: %v)", p.Algorithm, Algorithms)
-	}
-	p.M, p.Cohort = 1, 1
-	var m model.Model = linear{d: cfg.Dim}
-	if p.Algorithm == "local" && p.LocalEpochs > 1 && cfg.Latch == 0 {
-		// Several passes: the certified linear loss, so that the session
-		// runs by output perturbation, the release the audit is to check
-		// (a translation per step: every step carries the canary's shift
-		// to the last iterate whole).
-		m = model.NewUnitLinear(cfg.Dim)
-	}
-	if cfg.Latch != 0 {
-		if !(cfg.Latch > 0) || math.IsInf(cfg.Latch, 0) {
-			return nil, plan.Figures{}, fmt.Errorf("audit: latch %v, want a finite value >= 0", cfg.Latch)
-		}
-		if p.Algorithm != "local" || p.Batch < 1 || p.StepBatch() >= p.Batch {
-			return nil, plan.Figures{}, fmt.Errorf("audit: the latch canary needs \"local\" with at least 2 hidden steps (%s, b = %d, b/K = %d)", p.Algorithm, p.Batch, p.StepBatch())
-		}
-		m = latchLoss{d: cfg.Dim}
-	}
-	p.Model, p.Features, p.Classes = m.Name(), m.(model.Shaped).Features(), 1
-	cfg.Params = p
-	claim, err := plan.SessionFigures(p, cfg.OwnerDelta)
-	if err != nil {
-		return nil, plan.Figures{}, fmt.Errorf("audit: %w", err)
-	}
-	if !claim.Private {
-		return nil, plan.Figures{}, fmt.Errorf("audit: %s gives no guarantee to audit", p.Algorithm)
-	}
 	budget, err := algo.ZCDPBudget(p)
 	if err != nil {
 		return nil, plan.Figures{}, fmt.Errorf("audit: %w", err)
@@ -258,6 +217,66 @@ func setup(cfg Config) (*run, plan.Figures, error) {
 		return nil, plan.Figures{}, err
 	}
 	return r, claim, nil
+}
+
+// check validates cfg and fills its defaults: the audited session's
+// parameters, its loss and the product's claim for it.
+func check(cfg Config) (Config, model.Model, plan.Figures, error) {
+	fail := func(err error) (Config, model.Model, plan.Figures, error) { return Config{}, nil, plan.Figures{}, err }
+	if cfg.Dim < 1 || cfg.Dim > mechanism.MaxDim {
+		return fail(fmt.Errorf("audit: dimension %d", cfg.Dim))
+	}
+	if cfg.Select < 2 || cfg.Trials < 2 {
+		return fail(fmt.Errorf("audit: %d selection and %d evaluation trials, want at least 2 of each", cfg.Select, cfg.Trials))
+	}
+	if !(cfg.Alpha > 0 && cfg.Alpha < 1) {
+		return fail(fmt.Errorf("audit: alpha = %v, want 0 < alpha < 1", cfg.Alpha))
+	}
+	if cfg.NoiseFactor == 0 {
+		cfg.NoiseFactor = 1
+	}
+	if !(cfg.NoiseFactor > 0) || math.IsInf(cfg.NoiseFactor, 0) {
+		return fail(fmt.Errorf("audit: noise factor %v, want a finite value > 0", cfg.NoiseFactor))
+	}
+	if cfg.Workers <= 0 {
+		cfg.Workers = runtime.GOMAXPROCS(0)
+	}
+	p := cfg.Params
+	known := false
+	for _, a := range Algorithms {
+		known = known || a == p.Algorithm
+	}
+	if !known {
+		return fail(fmt.Errorf("audit: algorithm %q is not audited (audited: %v)", p.Algorithm, Algorithms))
+	}
+	p.M, p.Cohort = 1, 1
+	var m model.Model = linear{d: cfg.Dim}
+	if p.Algorithm == "local" && p.LocalEpochs > 1 && cfg.Latch == 0 {
+		// Several passes: the certified linear loss, so that the session
+		// runs by output perturbation, the release the audit is to check
+		// (a translation per step: every step carries the canary's shift
+		// to the last iterate whole).
+		m = model.NewUnitLinear(cfg.Dim)
+	}
+	if cfg.Latch != 0 {
+		if !(cfg.Latch > 0) || math.IsInf(cfg.Latch, 0) {
+			return fail(fmt.Errorf("audit: latch %v, want a finite value >= 0", cfg.Latch))
+		}
+		if p.Algorithm != "local" || p.Batch < 1 || p.StepBatch() >= p.Batch {
+			return fail(fmt.Errorf("audit: the latch canary needs \"local\" with at least 2 hidden steps (%s, b = %d, b/K = %d)", p.Algorithm, p.Batch, p.StepBatch()))
+		}
+		m = latchLoss{d: cfg.Dim}
+	}
+	p.Model, p.Features, p.Classes = m.Name(), m.(model.Shaped).Features(), 1
+	cfg.Params = p
+	claim, err := plan.SessionFigures(p, cfg.OwnerDelta)
+	if err != nil {
+		return fail(fmt.Errorf("audit: %w", err))
+	}
+	if !claim.Private {
+		return fail(fmt.Errorf("audit: %s gives no guarantee to audit", p.Algorithm))
+	}
+	return cfg, m, claim, nil
 }
 
 // DeviceParams is the device's configuration: p with its target carried

@@ -33,6 +33,7 @@ func TestValidate(t *testing.T) {
 		{"unknown algorithm", func(p *session.Params) { p.Algorithm = "adam" }, "unknown algorithm"},
 		{"cohort above M", func(p *session.Params) { p.Cohort = 9 }, "cohort"},
 		{"no rounds", func(p *session.Params) { p.Rounds = 0 }, "rounds"},
+		{"too many rounds", func(p *session.Params) { p.Rounds, p.MaxReleases = session.MaxRounds+1, 0 }, "T <= 1000000"},
 		{"no batch", func(p *session.Params) { p.Batch = 0 }, "batch"},
 		{"eta NaN", func(p *session.Params) { p.Eta = math.NaN() }, "eta"},
 		{"no clip", func(p *session.Params) { p.Clip = 0 }, "clipping bound"},

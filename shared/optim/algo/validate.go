@@ -28,8 +28,8 @@ func Validate(p session.Params) error {
 	if p.Cohort < 1 || p.Cohort > p.M {
 		add("cohort m = %d, want 1 <= m <= M = %d", p.Cohort, p.M)
 	}
-	if p.Rounds < 1 {
-		add("rounds T = %d, want >= 1", p.Rounds)
+	if p.Rounds < 1 || p.Rounds > session.MaxRounds {
+		add("rounds T = %d, want 1 <= T <= %d", p.Rounds, session.MaxRounds)
 	}
 	if p.Batch < 1 {
 		add("batch b = %d, want >= 1", p.Batch)
@@ -81,6 +81,8 @@ func Validate(p session.Params) error {
 		if p.LocalSize < p.Batch || p.LocalSize < 1 {
 			add("local size = %d, want >= batch b = %d for %s", p.LocalSize, p.Batch, p.Algorithm)
 		}
+	} else if p.LocalSize < 0 {
+		add("local size = %d, want >= 0 (only %s use it)", p.LocalSize, "soteria-svrg and soteria-saga")
 	}
 	if p.SnapshotProb > 1 {
 		add("snapshot probability = %v, want <= 1", p.SnapshotProb)
