@@ -94,11 +94,13 @@ func (c *Coordinator) AdmitForwarded(l Link, h wire.Hello, codeHash, secretHash 
 }
 
 // Adopt binds device id, which an edge's roster names as connected on l
-// (its secret checked by the node), to l, as after a hello. A device
-// bound to l already (a repeated roster) has its pending round answered
-// again unless it is still the open round (then the round's own decision
-// will come).
-func (c *Coordinator) Adopt(l Link, id, nickname string, pending int) error {
+// (its secret checked by the node), to l, as after a hello, with the
+// signing key of its hello (wire.Hello.SignKey, as the roster carries
+// it: a device without a valid one takes no part in secure
+// aggregation). A device bound to l already (a repeated roster) has its
+// pending round answered again unless it is still the open round (then
+// the round's own decision will come).
+func (c *Coordinator) Adopt(l Link, id, nickname string, pending int, signKey string) error {
 	c.mu.Lock()
 	d := c.roster.Get(id)
 	var err error
@@ -114,6 +116,9 @@ func (c *Coordinator) Adopt(l Link, id, nickname string, pending int) error {
 	} else {
 		nick, _ := gate.NormalizeNickname(nickname) // "" if NFKC made it invalid
 		err = c.adm.bind(l, nick, pending, nil)
+		if d := c.roster.Get(id); err == nil && d != nil {
+			d.SignKey, d.HasKey = wire.Hello{SignKey: signKey}.SignKeyBytes()
+		}
 		c.mu.Unlock()
 	}
 	return err

@@ -402,3 +402,123 @@ func TestClusterSharedNoise(t *testing.T) {
 	}
 	t.Logf("edges: %+v", c.Status().Edges)
 }
+
+// TestClusterSharedNoiseSessionRestart: the session process of a
+// shared-noise session restarts while its devices stay on their edge
+// (here in this process: its coordinator and node stopped once round 1
+// has committed, new ones started over the same store, as
+// cmd/coordinator does). The new process knows the devices only from
+// the edge's roster, which must carry each device's signing key: without
+// it no member can take part in a secure aggregation, and the session
+// discards every round attempt until the devices reconnect (they never
+// need to). Rounds 2 and 3 commit, each with at least the threshold of
+// the four devices, and every device ends with nothing pending.
+func TestClusterSharedNoiseSessionRestart(t *testing.T) {
+	keys := busKeys(t)
+	ns := startNATS(t, "127.0.0.1:0", keys)
+	defer ns.Shutdown()
+	sess := wire.SessionParams{Name: "shared", Dim: 10, DeadlineMillis: 5000, Algorithm: wire.SharedNoiseAlgorithm, Model: "logreg",
+		Features: 4, Classes: 2, M: 4, Cohort: 4, Rounds: 3, Batch: 8, Clip: 1, Eta: 0.05, Rho: 50, Compressor: "f64", Threshold: 3}
+	st, err := store.Open(filepath.Join(t.TempDir(), "c.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	// session starts a session process over st; its Run's error arrives
+	// on the channel it returns once pctx ends or the session finishes.
+	session := func(pctx context.Context, onCommit func(int)) <-chan error {
+		srv, err := optim.NewServer(sess, make([]float64, sess.Dim), mechanism.NewStream(mechanism.Seed{3}, 0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := coordinator.New(coordinator.Config{Session: sess, JoinCode: "join-me", Server: srv, Store: st,
+			MinDevices: sess.Cohort, Seed: 5, TrustNewDevices: true, Logger: quietLogger(), OnCommit: onCommit})
+		if err != nil {
+			t.Fatal(err)
+		}
+		node, err := sessionnode.New(c, sessionnode.Config{
+			Conn:         connectNATS(t, ns.ClientURL(), bus.SessionSeedFile(keys.Dir), "session"),
+			BeatInterval: 100 * time.Millisecond, EdgeTimeout: time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		go node.Run(pctx)
+		done := make(chan error, 1)
+		go func() { done <- c.Run(pctx) }()
+		return done
+	}
+	firstCtx, stopFirst := context.WithCancel(ctx)
+	defer stopFirst()
+	first := session(firstCtx, func(round int) {
+		if round == 1 {
+			stopFirst()
+		}
+	})
+
+	e, err := edge.New(edge.Config{ID: "e0", Conn: connectNATS(t, ns.ClientURL(), bus.EdgeSeedFile(keys.Dir, "e0"), "edge"),
+		Logger: quietLogger(), BeatInterval: 100 * time.Millisecond, SessionTimeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go e.Run(ctx)
+	hs := httptest.NewServer(e.Handler(site.Assets{}, nil))
+	defer hs.Close()
+	waitHealthy(t, []*edge.Edge{e})
+	addrs := []string{strings.TrimPrefix(hs.URL, "http://")}
+	var reconnects atomic.Int64
+	rts := make([]*device.Runtime, sess.M)
+	for i := range sess.M {
+		var s mechanism.Seed
+		s[0], s[1] = 6, byte(i)
+		mdl, _ := model.New("logreg", 4, 2)
+		dev, err := optim.NewDevice(sess, mdl, mechanism.NewStream(s, 0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := device.Config{JoinCode: "join-me", Storage: &device.MemStorage{}, Unlimited: true,
+			Data: blobs(400, uint64(i)), MinBackoff: 5 * time.Millisecond, MaxBackoff: 50 * time.Millisecond,
+			Transport: device.WebSocket{URL: "ws://edges/ws", HTTPClient: edgeDialer(0, addrs, nil)},
+			OnEvent: func(ev device.Event) {
+				if ev.Kind == device.EventConnected {
+					reconnects.Add(1)
+				}
+			},
+			NewDevice: func(optim.Params) (optim.Device, error) { return dev, nil }}
+		if rts[i], err = device.New(ctx, cfg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	devicesDone := make(chan struct{})
+	go func() {
+		defer close(devicesDone)
+		runDevices(t, ctx, rts)
+	}()
+	<-first // stopped after round 1 committed
+	connects := reconnects.Load()
+	second := session(ctx, nil)
+	if err := <-second; err != nil {
+		t.Fatalf("the restarted session process: %v", err)
+	}
+	<-devicesDone
+	for r := 1; r <= sess.Rounds; r++ {
+		rec, ok, err := st.Round(r)
+		if err != nil || !ok {
+			t.Fatalf("round %d: no record (%v)", r, err)
+		}
+		if len(rec.Included) < sess.Threshold {
+			t.Errorf("round %d includes %d devices, fewer than the threshold %d", r, len(rec.Included), sess.Threshold)
+		}
+	}
+	for i, rt := range rts {
+		if s := rt.State(); s.Pending != 0 {
+			t.Errorf("device %d: round %d still pending", i, s.Pending)
+		}
+	}
+	// The devices stayed on their edge: the new process took them from
+	// its roster, not from new hellos.
+	if n := reconnects.Load() - connects; n != 0 {
+		t.Errorf("the devices connected %d times after the restart, want 0 (adopted from the edge's roster)", n)
+	}
+}

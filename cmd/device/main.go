@@ -79,13 +79,13 @@ func run(args []string, stderr io.Writer) error {
 		return err
 	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
-	if err := os.MkdirAll(*dir, 0o700); err != nil {
+	release, err := openDir(*dir, log)
+	if err != nil {
 		return err
 	}
+	defer release()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-
-	removeTemps(*dir, log)
 	statePath := filepath.Join(*dir, "state.json")
 	if err := checkState(statePath, *dir, *rowsFile, log); err != nil {
 		return err

@@ -120,6 +120,11 @@ type RosterEntry struct {
 	// SecretHash is the hex SHA-256 of the device's secret: an edge can
 	// claim only a device whose secret it was given.
 	SecretHash string `json:"secret_sha256"`
+	// SignKey is the long-term signing key of the device's hello
+	// (wire.Hello.SignKey, base64; empty if it gave none): a session
+	// process that restarted needs it for the device's secure
+	// aggregation, as it would from the hello.
+	SignKey string `json:"sign_key,omitempty"`
 }
 
 // SessionBeat is what the session tells every edge once a beat interval.
@@ -143,7 +148,8 @@ type SessionBeat struct {
 const MaxIDs = 1 << 16
 
 // RosterChunk is the most roster entries one envelope carries (about
-// 100 bytes each, well under NATS's default 1 MiB payload).
+// 160 bytes each with a signing key, well under NATS's default 1 MiB
+// payload).
 const RosterChunk = 4096
 
 var edgeIDPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)

@@ -104,6 +104,7 @@ type Edge struct {
 type edgeConn struct {
 	cn       *wsconn.Conn
 	nickname string
+	signKey  string // the hello's (wire.Hello.SignKey), for the roster
 	welcome  chan error // set until the session answered the hello
 	// secret is the secret the edge issued a new device (only its digest
 	// went to the session); the edge adds it to the welcome.
@@ -437,7 +438,7 @@ func (e *Edge) rosterLocked() {
 			continue
 		}
 		entries = append(entries, bus.RosterEntry{Seq: seq, ID: ec.cn.ID, Nickname: ec.nickname, Pending: ec.assigned,
-			SecretHash: ec.secretHash})
+			SecretHash: ec.secretHash, SignKey: ec.signKey})
 		ec.asked = now // the roster asks about the pending round
 	}
 	e.rosters++
@@ -582,7 +583,7 @@ func (e *Edge) admit(cn *wsconn.Conn, h wire.Hello) error {
 	cn.Seq = seq
 	hdr.Seq = seq
 	ch := make(chan error, 1)
-	e.conns[seq] = &edgeConn{cn: cn, nickname: h.Nickname, welcome: ch, secret: issued, secretHash: hdr.SecretHash}
+	e.conns[seq] = &edgeConn{cn: cn, nickname: h.Nickname, signKey: h.SignKey, welcome: ch, secret: issued, secretHash: hdr.SecretHash}
 	e.link.publish(bus.KindHello, hdr, body)
 	e.mu.Unlock()
 	e.hellos.Add(1)

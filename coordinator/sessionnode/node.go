@@ -53,7 +53,7 @@ type Session interface {
 	// Beat calls publish with where the session stands, under its lock.
 	Beat(publish func(bus.SessionBeat))
 	AdmitForwarded(l coordinator.Link, h wire.Hello, codeHash, secretHash []byte) error
-	Adopt(l coordinator.Link, id, nickname string, pending int) error
+	Adopt(l coordinator.Link, id, nickname string, pending int, signKey string) error
 	Decision(id string, t int) (wire.Decision, error)
 	DisconnectedLink(l coordinator.Link)
 	LeaveLink(l coordinator.Link, lv wire.Leave)
@@ -715,7 +715,7 @@ func (n *Node) roster(es *edgeState, h bus.Header) {
 			n.links[key] = l
 		}
 		n.mu.Unlock()
-		err = c.Adopt(l, e.ID, e.Nickname, e.Pending)
+		err = c.Adopt(l, e.ID, e.Nickname, e.Pending, e.SignKey)
 		if ce := (*wsconn.CloseError)(nil); errors.As(err, &ce) && ce.Code == wire.CodeRemoved {
 			// Removed by the teacher while the session process was away.
 			l.CloseWith(ce.Code, ce.Reason)
