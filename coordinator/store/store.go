@@ -50,12 +50,19 @@ var ErrBadSecret = errors.New("coordinator: wrong device secret")
 
 // Open opens (creating if needed) the store at path.
 func Open(path string) (*Store, error) {
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 2 * time.Second})
+	db, err := openBolt(path)
+	if errors.Is(err, ErrDamaged) {
+		return nil, fmt.Errorf("open store %s: %w: restore a copy of the data folder, or give this coordinator another one (-data)", path, err)
+	}
 	if errors.Is(err, bolterrors.ErrTimeout) {
 		return nil, fmt.Errorf("open store %s: %w: another coordinator holds it; stop that one or give this one another data folder (-data)", path, ErrInUse)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	if err := readAll(db); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open store %s: %w: restore a copy of the data folder, or give this coordinator another one (-data)", path, err)
 	}
 	err = db.Update(func(tx *bolt.Tx) error {
 		for _, b := range [][]byte{bucketMeta, bucketRounds, bucketDevices, bucketStates, bucketRemoved} {
@@ -70,6 +77,49 @@ func Open(path string) (*Store, error) {
 		return nil, fmt.Errorf("init store %s: %w", path, err)
 	}
 	return &Store{db: db}, nil
+}
+
+// ErrDamaged is wrapped by Open when a page of the store cannot be read.
+var ErrDamaged = errors.New("the store is damaged")
+
+// openBolt opens the bbolt file at path; a damaged meta or freelist page,
+// on which bbolt panics, is ErrDamaged (the file stays locked by this
+// process, which then exits).
+func openBolt(path string) (db *bolt.DB, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			db, err = nil, fmt.Errorf("%w (%v)", ErrDamaged, p)
+		}
+	}()
+	return bolt.Open(path, 0o600, &bolt.Options{Timeout: 2 * time.Second})
+}
+
+// readAll reads every key and value of db once (ErrDamaged if a page
+// cannot be read): bbolt trusts its pages
+// and panics on one that is not what its parent says, and a store
+// damaged on disk must be refused at start, not take down each request
+// that reads it later. (bbolt's own Tx.Check runs in a goroutine of its
+// own, where such a panic cannot be recovered.)
+func readAll(db *bolt.DB) (err error) {
+	return db.View(func(tx *bolt.Tx) (err error) {
+		defer func() {
+			if p := recover(); p != nil {
+				err = fmt.Errorf("%w (%v)", ErrDamaged, p)
+			}
+		}()
+		var walk func(b *bolt.Bucket) error
+		walk = func(b *bolt.Bucket) error {
+			return b.ForEach(func(k, v []byte) error {
+				if v == nil {
+					if nested := b.Bucket(k); nested != nil {
+						return walk(nested)
+					}
+				}
+				return nil
+			})
+		}
+		return tx.ForEach(func(_ []byte, b *bolt.Bucket) error { return walk(b) })
+	})
 }
 
 // Close closes the store.
