@@ -104,8 +104,9 @@ func TestHostTeacherAlgorithm(t *testing.T) {
 	// teacher could have chosen from that template.
 	trusted := tmpl
 	trusted.Algorithm = "trusted"
-	if _, err := sessions.Open(sessions.Config{Dir: dir, Template: hostTemplate(trusted, 3), Logger: quietLogger()}); !errors.Is(err, sessions.ErrTemplateChanged) {
-		t.Errorf("reopen under a trusted template: %v; want %v", err, sessions.ErrTemplateChanged)
+	if _, err := sessions.Open(sessions.Config{Dir: dir, Template: hostTemplate(trusted, 3), Logger: quietLogger()}); !errors.Is(err, sessions.ErrTemplateChanged) ||
+		!strings.Contains(err.Error(), `, now "trusted"`) {
+		t.Errorf("reopen under a trusted template: %v; want %v, saying which setting differs", err, sessions.ErrTemplateChanged)
 	}
 
 	// The teacher's way alone, without a task of theirs, is reopened too.

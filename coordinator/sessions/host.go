@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -23,6 +24,7 @@ import (
 	"browserfl/coordinator/site"
 	"browserfl/coordinator/store"
 	"browserfl/shared/plan"
+	"browserfl/shared/session"
 	"browserfl/shared/wire"
 )
 
@@ -452,13 +454,14 @@ func (h *Host) openSession(id, code string, seed uint64) error {
 	switch {
 	case ident.Session != tmpl.Session:
 		st.Close()
-		return fmt.Errorf("coordinator: %w than these settings: start a new session (cmd/coordinator: -reset keeps it listed) or use another data directory", ErrTemplateChanged)
+		return fmt.Errorf("restart: %w than these settings (%s): start a new session (cmd/coordinator: -reset keeps it listed) or use another data directory",
+			ErrTemplateChanged, strings.Join(session.Differences(ident.Session, tmpl.Session), "; "))
 	case code != "" && !gate.JoinCodeEqual(code, ident.JoinCode):
 		st.Close()
-		return fmt.Errorf("coordinator: %w: another join code", ErrTemplateChanged)
+		return fmt.Errorf("restart: %w: another join code", ErrTemplateChanged)
 	case seed != 0 && seed != ident.Seed:
 		st.Close()
-		return fmt.Errorf("coordinator: %w: another cohort seed", ErrTemplateChanged)
+		return fmt.Errorf("restart: %w: another cohort seed", ErrTemplateChanged)
 	}
 	if h.cfg.Prepare != nil {
 		if err := h.cfg.Prepare(st); err != nil {

@@ -1,7 +1,10 @@
 package session
 
 import (
+	"fmt"
 	"math"
+	"reflect"
+	"strconv"
 	"strings"
 )
 
@@ -313,4 +316,42 @@ func (p Params) HiddenSteps() int {
 		return 1
 	}
 	return p.LocalK() * p.LocalE()
+}
+
+// Differences lists the fields in which now differs from was, by their
+// JSON names, each with both values ("rounds 300, now 100"; a long value
+// is cut, a task is only said to differ): what an operator must be told
+// when a stored session and the settings it is restarted with disagree.
+func Differences(was, now Params) []string {
+	var out []string
+	a, b := reflect.ValueOf(was), reflect.ValueOf(now)
+	t := a.Type()
+	for i := range t.NumField() {
+		x, y := a.Field(i).Interface(), b.Field(i).Interface()
+		if x == y {
+			continue
+		}
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		if name == "" {
+			name = t.Field(i).Name
+		}
+		if name == "task" {
+			out = append(out, "task (another definition)")
+			continue
+		}
+		out = append(out, fmt.Sprintf("%s %s, now %s", name, shortValue(x), shortValue(y)))
+	}
+	return out
+}
+
+// shortValue formats v for Differences: at most 40 characters.
+func shortValue(v any) string {
+	s := fmt.Sprintf("%v", v)
+	if str, ok := v.(string); ok {
+		s = strconv.Quote(str)
+	}
+	if len(s) > 40 {
+		s = s[:37] + "..."
+	}
+	return s
 }

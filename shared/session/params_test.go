@@ -137,3 +137,19 @@ func TestDecodeProtocolFixture(t *testing.T) {
 		t.Errorf("written back:\n%s\nwant the fixture:\n%s", out, bytes.TrimSpace(b))
 	}
 }
+
+// TestDifferences names each field that differs by its JSON name, with
+// both values, and only those.
+func TestDifferences(t *testing.T) {
+	was := Params{Algorithm: "nc", Rounds: 300, Clip: 1, Task: `{"name":"pets"}`}
+	now := was
+	if d := Differences(was, now); len(d) != 0 {
+		t.Errorf("the same parameters: %q", d)
+	}
+	now.Rounds, now.Clip, now.Task = 100, 2, `{"name":"cats"}`
+	got := Differences(was, now)
+	want := []string{"rounds 300, now 100", "clip 1, now 2", "task (another definition)"}
+	if !slices.Equal(got, want) {
+		t.Errorf("Differences = %q, want %q", got, want)
+	}
+}
