@@ -289,6 +289,11 @@ func (c *Coordinator) prepare() error {
 	if err != nil {
 		return fmt.Errorf("coordinator: %w", err)
 	}
+	included, err := c.store.IncludedCounts()
+	if err != nil {
+		return fmt.Errorf("coordinator: %w", err)
+	}
+	c.roster.SetIncluded(included)
 	// committed > 0 without the marker: a store from before it.
 	c.loop.seenAll, c.loop.roundsMarked = !started && committed == 0, started
 	if state != nil {

@@ -2,6 +2,7 @@ package coordinator_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"image"
@@ -17,6 +18,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"rsc.io/qr"
 
@@ -188,6 +190,44 @@ func TestStoreFiguresSurviveRestart(t *testing.T) {
 	}
 	if s2.UptimeSec < s1.UptimeSec {
 		t.Errorf("uptime went back from %v to %v across the restart", s1.UptimeSec, s2.UptimeSec)
+	}
+}
+
+// TestPeopleRoundsSurviveRestart: the projector's per-person count of
+// rounds is the session's, read from the store, not this process's: a
+// device included in rounds 1, 2 and 4 before the coordinator restarted
+// is shown with 3 once it says hello to the new one.
+func TestPeopleRoundsSurviveRestart(t *testing.T) {
+	f := newJoinFixture(t)
+	st, err := store.Open(filepath.Join(f.dir, "coord.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.AddDevice("a", "secret-of-a"); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	srv, stop := f.start(t, site.JoinInfo{})
+	defer stop()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	m, ws := hello(ctx, t, srv, wire.Hello{Version: wire.Version, JoinCode: "join-me", DeviceID: "a", Secret: "secret-of-a", Nickname: "Ada"})
+	if _, ok := m.(wire.Welcome); !ok || ws == nil {
+		t.Fatalf("hello of a: %#v", m)
+	}
+	defer ws.CloseNow()
+	_, b := get(t, srv.URL+"/api/status", "join-me")
+	var s struct {
+		People []struct {
+			Nickname string `json:"nickname"`
+			Rounds   int    `json:"rounds"`
+		} `json:"people"`
+	}
+	if err := json.Unmarshal(b, &s); err != nil {
+		t.Fatal(err)
+	}
+	if len(s.People) != 1 || s.People[0].Nickname != "Ada" || s.People[0].Rounds != 3 {
+		t.Errorf("people %+v, want Ada with the 3 rounds the store holds", s.People)
 	}
 }
 

@@ -257,7 +257,7 @@ func (sh *roundShell) Tell(t int, o engine.Outcome[string]) {
 		state := wire.Excluded
 		if inc[id] {
 			state = wire.Included
-			d.Participations++
+			c.roster.CountIncluded(d)
 		}
 		if o.Missed[id] {
 			if n := d.Standing.Missed(); n == c.front.Lim.MaxMisses {

@@ -104,7 +104,7 @@ type Edge struct {
 type edgeConn struct {
 	cn       *wsconn.Conn
 	nickname string
-	signKey  string // the hello's (wire.Hello.SignKey), for the roster
+	signKey  string     // the hello's (wire.Hello.SignKey), for the roster
 	welcome  chan error // set until the session answered the hello
 	// secret is the secret the edge issued a new device (only its digest
 	// went to the session); the edge adds it to the welcome.

@@ -46,7 +46,8 @@ type Device struct {
 	Conn     Link      // nil while disconnected (set by Attach, cleared by Detach)
 	Round    int       // round the device is assigned in and not yet decided; 0 when idle
 	// Participations counts the rounds this device was included in
-	// since this process started (dashboard only).
+	// since this record was made (its history's mark, bus.Mark); the
+	// session's count is Roster.Included.
 	Participations int
 	// Gen is drawn at random when this process creates the device's
 	// record: an edge's history of the device (coordinator/edge/edgehist.go) is valid
@@ -100,6 +101,28 @@ type Roster struct {
 	// histLost holds the devices whose record this process evicted: on
 	// their return their history is not from the start.
 	histLost map[string]bool
+	// included counts, for every device id, the committed rounds of the
+	// session that included it: from the store when this process
+	// started (SetIncluded), then one more at each inclusion. It
+	// outlives a device's record, and the process: the dashboard's
+	// per-person figure.
+	included map[string]int
+}
+
+// SetIncluded sets the committed rounds that included each device before
+// this process started (store.IncludedCounts).
+func (r *Roster) SetIncluded(counts map[string]int) { r.included = counts }
+
+// Included returns the committed rounds that included device id.
+func (r *Roster) Included(id string) int { return r.included[id] }
+
+// CountIncluded counts one more committed round that included device d.
+func (r *Roster) CountIncluded(d *Device) {
+	d.Participations++
+	if r.included == nil {
+		r.included = map[string]int{}
+	}
+	r.included[d.ID]++
 }
 
 // New returns an empty roster: a device that missed maxMisses rounds in

@@ -62,7 +62,7 @@ func (r *Roster) People(lobby bool) []view.Person {
 	})
 	out := make([]view.Person, 0, len(ds))
 	for _, d := range ds {
-		p := view.Person{Nickname: d.Nickname, Rounds: d.Participations}
+		p := view.Person{Nickname: d.Nickname, Rounds: r.Included(d.ID)}
 		p.SetTeacherView(d.ID, d.Standing.Rejected(), d.RejectWhy)
 		switch {
 		case d.Removed:
@@ -101,7 +101,7 @@ func (r *Roster) Tally(s *view.Status) (mostRounds int) {
 		if d.Round != 0 {
 			s.Devices.Busy++
 		}
-		mostRounds = max(mostRounds, d.Participations)
+		mostRounds = max(mostRounds, r.Included(d.ID))
 	}
 	s.Devices.Known = len(r.devices)
 	return mostRounds

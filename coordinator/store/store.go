@@ -408,6 +408,30 @@ func (s *Store) Rounds(after, limit int) ([]RoundRecord, error) {
 	return out, nil
 }
 
+// IncludedCounts returns, for every device id, the committed rounds
+// that included it.
+func (s *Store) IncludedCounts() (map[string]int, error) {
+	counts := map[string]int{}
+	err := s.db.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketRounds).ForEach(func(_, v []byte) error {
+			var rec struct {
+				Included []string `json:"included"`
+			}
+			if err := json.Unmarshal(v, &rec); err != nil {
+				return err
+			}
+			for _, id := range rec.Included {
+				counts[id]++
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("count inclusions: %w", err)
+	}
+	return counts, nil
+}
+
 // SessionParams returns the stored session definition (nil if none).
 func (s *Store) SessionParams() ([]byte, error) {
 	var out []byte

@@ -145,8 +145,8 @@ type PrivacyView struct {
 	FloorText   string `json:"floor_text,omitempty"`
 	Threshold   int    `json:"threshold,omitempty"`
 	Colluders   int    `json:"colluders,omitempty"`
-	// MaxParticipations is the most rounds any device of this process
-	// was included in.
+	// MaxParticipations is the most committed rounds of the session any
+	// one device was included in.
 	MaxParticipations int `json:"max_participations"`
 }
 
