@@ -3,6 +3,7 @@ package coordinator_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -201,5 +202,34 @@ func TestHostFreshEndsTheCurrent(t *testing.T) {
 	}
 	if !cur.Current || cur.State != coordinator.StateLobby {
 		t.Errorf("the fresh session is listed as %+v; want current, in its lobby", cur)
+	}
+}
+
+// TestHostFreshRefusesAnUsedCode: a fresh session (cmd/coordinator
+// -reset -join-code) with the code of an earlier session of the data
+// directory is refused, saying so, and the directory keeps its current
+// session; with another code it starts, and the old one is kept.
+func TestHostFreshRefusesAnUsedCode(t *testing.T) {
+	dir := t.TempDir()
+	tmpl := testSession(8, 30, 10, 200, 10000)
+	open := func(fresh bool, code string) (*sessions.Host, error) {
+		return sessions.Open(sessions.Config{Dir: dir, Template: hostTemplate(tmpl, 3), Logger: quietLogger(), Fresh: fresh, JoinCode: code})
+	}
+	h, err := open(false, "PHYS2345")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Close()
+	if _, err := open(true, "phys2345"); !errors.Is(err, sessions.ErrJoinCodeUsed) {
+		t.Fatalf("-reset with the first session's code: %v, want %v", err, sessions.ErrJoinCodeUsed)
+	}
+	h, err = open(true, "CHEM2345")
+	if err != nil {
+		t.Fatalf("-reset with a new code: %v", err)
+	}
+	defer h.Close()
+	list, err := h.Sessions()
+	if err != nil || len(list) != 2 || h.JoinCode() != "CHEM2345" {
+		t.Fatalf("after -reset with a new code: %+v, %v, code %q; want two sessions, the new one's code current", list, err, h.JoinCode())
 	}
 }

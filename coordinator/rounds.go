@@ -149,17 +149,32 @@ func (c *Coordinator) Run(ctx context.Context) error {
 		if err := c.loop.waitEligible(ctx); err != nil {
 			return err
 		}
+		began := time.Now()
 		if err := c.loop.runRound(ctx, t); err != nil {
 			return err
 		}
-		if c.cfg.RoundGap > 0 {
+		if gap := max(c.cfg.RoundGap, c.minRoundPeriod()-time.Since(began)); gap > 0 {
 			select {
 			case <-ctx.Done():
 				return ctx.Err()
-			case <-time.After(c.cfg.RoundGap):
+			case <-time.After(gap):
 			}
 		}
 	}
+}
+
+// minRoundPeriod is the shortest time from one round's start to the
+// next's: a device asked in every round sends its frames of a round (one
+// update, or wire.SecAggFramesUp under shared noise) within the message
+// rate each connection is held to (wsconn.Limits.MsgRate), so that the
+// coordinator's own pace, with no round gap, never gets an honest device
+// closed for flooding.
+func (c *Coordinator) minRoundPeriod() time.Duration {
+	frames := 1.0
+	if c.sess.Algorithm == wire.SharedNoiseAlgorithm {
+		frames = wire.SecAggFramesUp
+	}
+	return time.Duration(frames / c.front.Lim.MsgRate * float64(time.Second))
 }
 
 func (l *roundLoop) waitEligible(ctx context.Context) error {

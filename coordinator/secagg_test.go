@@ -13,6 +13,7 @@ import (
 	"github.com/coder/websocket"
 
 	"browserfl/coordinator"
+	"browserfl/coordinator/metrics"
 	"browserfl/coordinator/store"
 	"browserfl/device"
 	"browserfl/shared/mechanism"
@@ -672,5 +673,30 @@ func TestSharedNoiseLargeClass(t *testing.T) {
 				t.Errorf("%s rounds discarded, want 0", got)
 			}
 		})
+	}
+}
+
+// TestPaceWithinMessageRate: with no round gap the coordinator runs its
+// rounds no faster than each device's frames fit in the message rate it
+// holds connections to (wsconn.Limits.MsgRate, 20 a second: a shared
+// round's five frames take a quarter of a second of it), so 30 quick
+// rounds of shared noise close no honest device for flooding and never
+// make one connect again.
+func TestPaceWithinMessageRate(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	var connects atomic.Int64
+	count := func(ev device.Event) {
+		if ev.Kind == device.EventConnected {
+			connects.Add(1)
+		}
+	}
+	r := newSharedClass(t, ctx, 3, 0, 30, nil, nil, map[int]func(device.Event){0: count, 1: count, 2: count}, nil, nil)
+	r.runUntilSettled(t, ctx, 30)
+	if n := r.c.Front().Met.Rejections[metrics.RejRate].Load(); n != 0 {
+		t.Errorf("%d connections closed for their message rate", n)
+	}
+	if n := connects.Load(); n != 3 {
+		t.Errorf("the 3 devices connected %d times, want once each", n)
 	}
 }

@@ -109,6 +109,7 @@ func runEdge(o options, log *slog.Logger, stderr io.Writer) error {
 		}
 		id = strings.TrimSuffix(strings.TrimPrefix(base, "edge-"), ".nk")
 	}
+	edgeLog := log // edge.New adds the edge's id to its own lines
 	log = log.With("edge", id)
 	var sessionURL *url.URL
 	if o.SessionURL != "" {
@@ -124,7 +125,7 @@ func runEdge(o options, log *slog.Logger, stderr io.Writer) error {
 	}
 	defer nc.Drain()
 	e, err := edge.New(edge.Config{ID: id, Conn: nc, Status: status, Prefix: o.NATSPrefix,
-		Limits: wsconn.Limits{MaxDevices: o.MaxDevices, MsgRate: o.MsgRate}, AllowedOrigins: o.Origins, Logger: log,
+		Limits: wsconn.Limits{MaxDevices: o.MaxDevices, MsgRate: o.MsgRate}, AllowedOrigins: o.Origins, Logger: edgeLog,
 		Gate: gate.Config{RegisterRate: o.RegisterRate, RegisterGlobalRate: o.RegisterGlobalRate,
 			PreHelloPerAddress: o.PreHelloPerAddress, TrustedProxies: o.TrustProxy, MetricsToken: o.MetricsToken}})
 	if err != nil {

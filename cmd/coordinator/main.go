@@ -70,9 +70,26 @@ func run(args []string, stderr io.Writer) error {
 	return runSession(o, log, stderr)
 }
 
+// writableDir creates dir if needed and checks that a file can be
+// written in it.
+func writableDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(dir, ".write-check-*")
+	if err != nil {
+		return err
+	}
+	f.Close()
+	return os.Remove(f.Name())
+}
+
 // runSession runs the session process (-role single or session): the
 // host of the sessions, their store and the HTTP server.
 func runSession(o options, log *slog.Logger, stderr io.Writer) error {
+	if err := writableDir(o.DataDir); err != nil {
+		return fmt.Errorf("-data %s: %w (the coordinator keeps its sessions there, and the pictures of a picture task while it runs)", o.DataDir, err)
+	}
 	index, err := o.index()
 	if err != nil {
 		return err

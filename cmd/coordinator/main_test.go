@@ -260,3 +260,21 @@ func TestRunTLSFilesFirst(t *testing.T) {
 		t.Errorf("the data directory holds %d entries, want none", len(entries))
 	}
 }
+
+// TestRunDataDirFirst: a data directory that cannot be written is named
+// as -data before any session is made or dataset read (not reported as
+// the dataset's error when the pictures' scratch file fails).
+func TestRunDataDirFirst(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "a-file")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	err := run([]string{"-listen", "127.0.0.1:0", "-data", filepath.Join(file, "data")}, &out)
+	if err == nil || !strings.HasPrefix(err.Error(), "-data ") {
+		t.Fatalf("run = %v, want an error naming -data", err)
+	}
+	if strings.Contains(out.String(), "join:") {
+		t.Errorf("join links printed:\n%s", out.String())
+	}
+}

@@ -80,8 +80,10 @@ type Config struct {
 	// fills in. It must not set Server (the host needs a fresh server
 	// half for every session): set NewServer (required).
 	Template func() (coordinator.Config, error)
-	// JoinCode and Seed are the first session's join code and cohort
-	// seed (default random); later sessions always get random ones.
+	// JoinCode and Seed are the join code and cohort seed (default
+	// random) of the session Open starts: the first, or with Fresh a new
+	// one (a join code an earlier session had is refused,
+	// ErrJoinCodeUsed); later sessions always get random ones.
 	JoinCode string
 	Seed     uint64
 	// JoinCodeLength is the length of a random join code (default 10).
@@ -153,6 +155,12 @@ const hostIndexFile = "host.json"
 // ErrTemplateChanged is wrapped by Open when the current session was
 // created from other parameters than the template's.
 var ErrTemplateChanged = errors.New("the current session has other parameters")
+
+// ErrJoinCodeUsed is wrapped by Open when a fresh session is asked for
+// with a join code an earlier session of the data directory had: the
+// pages and devices that joined it keep their state under that code, and
+// the new session would refuse them for good.
+var ErrJoinCodeUsed = errors.New("an earlier session of this data directory used this join code")
 
 // ErrTeacherChoiceOff is wrapped by a teacher's request for a way of
 // learning on a host whose operator fixed it (Config.NoTeacherChoice),
@@ -351,6 +359,12 @@ func (h *Host) startSession(code string, seed uint64, first bool, req coordinato
 	if code == "" {
 		if code, err = RandomJoinCode(h.cfg.JoinCodeLength); err != nil {
 			return err
+		}
+	}
+	for _, e := range h.index.Sessions {
+		if gate.JoinCodeEqual(code, e.JoinCode) {
+			return fmt.Errorf("new session: join code %s: %w (session %s): the pages and devices that joined it keep their state under it, and a new session would refuse them; give another code, or none for a random one",
+				code, ErrJoinCodeUsed, e.ID)
 		}
 	}
 	for seed == 0 {

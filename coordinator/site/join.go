@@ -40,7 +40,8 @@ func (j JoinInfo) LANHint() string {
 			port = u.Port()
 		}
 	}
-	return `listening on this machine only: phones cannot join; to listen on the LAN: make run RUNFLAGS="-listen :` + port + `"`
+	return `listening on this machine only: phones cannot join; to listen on the LAN, start it with -listen :` + port +
+		` (with make run: RUNFLAGS="-listen :` + port + `")`
 }
 
 // LANHosts returns the hosts (IP literals, IPv6 in brackets) of addrs

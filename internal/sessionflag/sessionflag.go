@@ -45,7 +45,7 @@ var decls = []decl{
 	{"transform", "transform", "features the model reads, computed by every device from each of its own pictures: \"\" = the pixels; scatter = the scattering transform, J = 2, L = 8, 3,969 features with per-picture normalisation (docs/features.md)", func(p *session.Params) any { return &p.Transform }},
 	{"M", "M", "devices in the session M", func(p *session.Params) any { return &p.M }},
 	{"m", "cohort", "devices per round m (cohort size)", func(p *session.Params) any { return &p.Cohort }},
-	{"T", "rounds", "rounds T", func(p *session.Params) any { return &p.Rounds }},
+	{"T", "rounds", "rounds T (at most 1,000,000)", func(p *session.Params) any { return &p.Rounds }},
 	{"b", "batch", "samples per device per round b", func(p *session.Params) any { return &p.Batch }},
 	{"max-releases", "max_releases", "the most releases one device makes (0 = T); the noise is calibrated to it and devices refuse beyond it", func(p *session.Params) any { return &p.MaxReleases }},
 	{"rho", "rho_p", "privacy target: the papers' rho_p (each device rho_p^2/2-zCDP)", func(p *session.Params) any { return &p.Rho }},

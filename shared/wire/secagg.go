@@ -60,6 +60,11 @@ const (
 	StepUnmasked
 )
 
+// SecAggFramesUp is the number of frames a device sends in one round of
+// secure aggregation (advertise, shares, masked input, signature,
+// unmasking), in place of a round's one update frame.
+const SecAggFramesUp = 5
+
 const secAggHdrLen = headerLen + 5
 
 // SecAggMember is one entry of a round's directory: a device's secagg id
