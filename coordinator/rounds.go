@@ -164,17 +164,27 @@ func (c *Coordinator) Run(ctx context.Context) error {
 }
 
 // minRoundPeriod is the shortest time from one round's start to the
-// next's: a device asked in every round sends its frames of a round (one
-// update, or wire.SecAggFramesUp under shared noise) within the message
-// rate each connection is held to (wsconn.Limits.MsgRate), so that the
-// coordinator's own pace, with no round gap, never gets an honest device
-// closed for flooding.
+// next's, so that the coordinator's own pace, with no round gap, never
+// gets an honest device closed for flooding: a device sends its frames of
+// a round (one update, or wire.SecAggFramesUp under shared noise) within
+// the message rate each connection is held to (wsconn.Limits.MsgRate).
+// A device asked in every round (a cohort of every connected device) is
+// held to the rate exactly; when a round asks a share of them, the period
+// is that share of it times two, so that a device asked more often than
+// its share for a while stays within the rate's burst.
 func (c *Coordinator) minRoundPeriod() time.Duration {
+	c.mu.Lock()
+	shared, cohort, connected := c.sess.Algorithm == wire.SharedNoiseAlgorithm, c.sess.Cohort, c.roster.Connected()
+	c.mu.Unlock()
 	frames := 1.0
-	if c.sess.Algorithm == wire.SharedNoiseAlgorithm {
+	if shared {
 		frames = wire.SecAggFramesUp
 	}
-	return time.Duration(frames / c.front.Lim.MsgRate * float64(time.Second))
+	share := 1.0
+	if connected > 0 {
+		share = min(1, 2*float64(cohort)/float64(connected))
+	}
+	return time.Duration(share * frames / c.front.Lim.MsgRate * float64(time.Second))
 }
 
 func (l *roundLoop) waitEligible(ctx context.Context) error {

@@ -2266,8 +2266,8 @@ var All = []Mutation{
 	{
 		Name: "pace-over-rate", Why: "with no round gap the coordinator runs rounds faster than the message rate it holds devices to (honest devices closed for flooding)",
 		File: "coordinator/rounds.go",
-		Old:  "	return time.Duration(frames / c.front.Lim.MsgRate * float64(time.Second))",
-		New:  "	return time.Duration(0 * frames)",
+		Old:  "	return time.Duration(share * frames / c.front.Lim.MsgRate * float64(time.Second))",
+		New:  "	return time.Duration(0 * share * frames)",
 		Pkgs: []string{"./coordinator/", "-run", "TestPaceWithinMessageRate"},
 	},
 	{
