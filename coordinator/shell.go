@@ -243,6 +243,7 @@ func (sh *roundShell) Tell(t int, o engine.Outcome[string]) {
 	inc := make(map[string]bool, len(o.Included))
 	for _, id := range o.Included {
 		inc[id] = true
+		c.roster.CountIncluded(id) // as the store counts them
 	}
 	// Every included direct update joins its sender's history (whatever
 	// became of its connection): the history must hold every inclusion
@@ -257,7 +258,7 @@ func (sh *roundShell) Tell(t int, o engine.Outcome[string]) {
 		state := wire.Excluded
 		if inc[id] {
 			state = wire.Included
-			c.roster.CountIncluded(d)
+			d.Participations++
 		}
 		if o.Missed[id] {
 			if n := d.Standing.Missed(); n == c.front.Lim.MaxMisses {

@@ -372,7 +372,9 @@ func newRun(cfg Config) (*run, error) {
 	for _, dv := range r.devs {
 		largest = max(largest, len(dv.shard))
 	}
-	if largest < p.Batch {
+	// A single-pass device refuses a minibatch its shard cannot fill (as
+	// the device runtime does); the others wrap around their data.
+	if p.SinglePass() && largest < p.Batch {
 		return nil, fmt.Errorf("sim: batch b = %d, but the largest device's shard holds %d samples (%d training samples over M = %d devices): no device can take a step",
 			p.Batch, largest, len(cfg.Train.Samples), p.M)
 	}

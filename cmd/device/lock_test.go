@@ -18,6 +18,9 @@ func TestOneProcessADirectory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if _, err := openDir(dir, log); !errors.Is(err, errDirInUse) {
+		t.Fatalf("the directory's lock taken twice: err = %v, want %v", err, errDirInUse)
+	}
 	err = run([]string{"-url", "ws://127.0.0.1:1/ws", "-code", "ABCD2345", "-dir", dir}, io.Discard)
 	if !errors.Is(err, errDirInUse) {
 		t.Fatalf("a second device on the directory: err = %v, want %v", err, errDirInUse)

@@ -116,13 +116,13 @@ func (r *Roster) SetIncluded(counts map[string]int) { r.included = counts }
 // Included returns the committed rounds that included device id.
 func (r *Roster) Included(id string) int { return r.included[id] }
 
-// CountIncluded counts one more committed round that included device d.
-func (r *Roster) CountIncluded(d *Device) {
-	d.Participations++
+// CountIncluded counts one more committed round that included device id
+// (every id of the round's record, as store.IncludedCounts counts them).
+func (r *Roster) CountIncluded(id string) {
 	if r.included == nil {
 		r.included = map[string]int{}
 	}
-	r.included[d.ID]++
+	r.included[id]++
 }
 
 // New returns an empty roster: a device that missed maxMisses rounds in

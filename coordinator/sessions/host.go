@@ -55,6 +55,9 @@ type Host struct {
 	// old holds the stores of finished sessions opened for reading, by
 	// id.
 	old map[string]*store.Store
+	// damaged holds the old sessions whose store Open refused as damaged
+	// (store.ErrDamaged): not opened again.
+	damaged map[string]error
 	// runCtx is Run's context (nil before Run): new sessions run under
 	// it.
 	runCtx context.Context
@@ -353,18 +356,18 @@ func (h *Host) startSession(code string, seed uint64, first bool, req coordinato
 	if err != nil {
 		return err
 	}
+	for _, e := range h.index.Sessions {
+		if gate.JoinCodeEqual(code, e.JoinCode) {
+			return fmt.Errorf("new session: join code %s: %w (session %s): the pages and devices that joined it keep their state under it, and a new session would refuse them; give another code, or none for a random one",
+				code, ErrJoinCodeUsed, e.ID)
+		}
+	}
 	if err := os.MkdirAll(filepath.Dir(sessionPath(h.cfg.Dir, id)), 0o700); err != nil {
 		return fmt.Errorf("coordinator: new session: %w", err)
 	}
 	if code == "" {
 		if code, err = RandomJoinCode(h.cfg.JoinCodeLength); err != nil {
 			return err
-		}
-	}
-	for _, e := range h.index.Sessions {
-		if gate.JoinCodeEqual(code, e.JoinCode) {
-			return fmt.Errorf("new session: join code %s: %w (session %s): the pages and devices that joined it keep their state under it, and a new session would refuse them; give another code, or none for a random one",
-				code, ErrJoinCodeUsed, e.ID)
 		}
 	}
 	for seed == 0 {
@@ -794,7 +797,17 @@ func (h *Host) storeOf(id string) (*store.Store, error) {
 	if !slices.ContainsFunc(h.index.Sessions, func(e indexEntry) bool { return e.ID == id }) {
 		return nil, fmt.Errorf("no session %q", id)
 	}
+	if err := h.damaged[id]; err != nil {
+		return nil, err
+	}
 	st, err := store.Open(sessionPath(h.cfg.Dir, id))
+	if errors.Is(err, store.ErrDamaged) {
+		// Not opened again: bbolt may keep a damaged file locked.
+		if h.damaged == nil {
+			h.damaged = map[string]error{}
+		}
+		h.damaged[id] = err
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -83,8 +83,9 @@ func Open(path string) (*Store, error) {
 var ErrDamaged = errors.New("the store is damaged")
 
 // openBolt opens the bbolt file at path; a damaged meta or freelist page,
-// on which bbolt panics, is ErrDamaged (the file stays locked by this
-// process, which then exits).
+// on which bbolt panics, is ErrDamaged. bbolt then leaves the file open
+// and locked by this process: a caller that may open it again (a host
+// listing old sessions) remembers the refusal instead.
 func openBolt(path string) (db *bolt.DB, err error) {
 	defer func() {
 		if p := recover(); p != nil {
@@ -94,7 +95,7 @@ func openBolt(path string) (db *bolt.DB, err error) {
 	return bolt.Open(path, 0o600, &bolt.Options{Timeout: 2 * time.Second})
 }
 
-// readAll reads every key and value of db once (ErrDamaged if a page
+// readAll walks every page of db's tree, each key once (ErrDamaged if a page
 // cannot be read): bbolt trusts its pages
 // and panics on one that is not what its parent says, and a store
 // damaged on disk must be refused at start, not take down each request
@@ -413,12 +414,13 @@ func (s *Store) Rounds(after, limit int) ([]RoundRecord, error) {
 func (s *Store) IncludedCounts() (map[string]int, error) {
 	counts := map[string]int{}
 	err := s.db.View(func(tx *bolt.Tx) error {
-		return tx.Bucket(bucketRounds).ForEach(func(_, v []byte) error {
+		return tx.Bucket(bucketRounds).ForEach(func(k, v []byte) error {
 			var rec struct {
+				T        int      `json:"t"`
 				Included []string `json:"included"`
 			}
 			if err := json.Unmarshal(v, &rec); err != nil {
-				return err
+				return fmt.Errorf("%w: the record under key %x does not read: %w", ErrDamaged, k, err)
 			}
 			for _, id := range rec.Included {
 				counts[id]++
