@@ -9,6 +9,7 @@ import (
 	"browserfl/shared/mechanism"
 	"browserfl/shared/model"
 	"browserfl/shared/optim/algo"
+	"browserfl/shared/session"
 )
 
 // MNIST-shaped synthetic samples: 784 features in [0, 1], 10 classes, so
@@ -51,7 +52,7 @@ type stepBench struct {
 
 func newStepBench(b *testing.B, alg string, bs int, comp string) *stepBench {
 	p := table1Params(alg, bs)
-	p.Rounds = 1 << 30
+	p.Rounds = session.MaxRounds
 	p.Compressor = comp
 	if alg == "mu2" || alg == "sgd" {
 		p.Rho = 0
@@ -136,7 +137,7 @@ func BenchmarkDeviceStepVsOld(b *testing.B) {
 // against a plain pass over d float64s, interleaved.
 func BenchmarkServerApply(b *testing.B) {
 	p := table1Params("nc", 1)
-	p.Rounds = 1 << 30
+	p.Rounds = session.MaxRounds
 	d := 7850
 	srv, _ := NewServer(p, make([]float64, d), mechanism.NewStream(testSeed(1), 0))
 	v := make([]float64, d)
@@ -163,7 +164,7 @@ func BenchmarkServerApply(b *testing.B) {
 // extrapolated time of its T = 1,200 rounds.
 func BenchmarkTable1Round(b *testing.B) {
 	p := table1Params("nc", 1)
-	p.Rounds = 1 << 30
+	p.Rounds = session.MaxRounds
 	m, _ := model.New("logreg", 784, 10)
 	seeds := mechanism.NewStream(testSeed(1), mechanism.PurposeSeeds)
 	srv, _ := NewServer(p, make([]float64, m.Dim()), seeds)
@@ -220,7 +221,7 @@ type lessonDevice struct {
 }
 
 func newLessonDevice(b *testing.B, alg string) *lessonDevice {
-	return newLessonDeviceOf(b, Params{Algorithm: alg, Model: "logreg", Features: 784, Classes: 10, M: 10, Cohort: 10, Rounds: 1 << 30,
+	return newLessonDeviceOf(b, Params{Algorithm: alg, Model: "logreg", Features: 784, Classes: 10, M: 10, Cohort: 10, Rounds: session.MaxRounds,
 		Batch: 32, Clip: 1, Eta: 0.02, Epsilon: 7.92, Delta: 1e-5})
 }
 
@@ -282,7 +283,7 @@ func BenchmarkLocalVsNC(b *testing.B) {
 // in per-thread CPU time: make bench prints "step: local-certified/nc =
 // Q".
 func BenchmarkLocalCertifiedVsNC(b *testing.B) {
-	p := Params{Algorithm: "local", Model: "logreg-unit", Features: 784, Classes: 10, M: 10, Cohort: 10, Rounds: 1 << 30,
+	p := Params{Algorithm: "local", Model: "logreg-unit", Features: 784, Classes: 10, M: 10, Cohort: 10, Rounds: session.MaxRounds,
 		Batch: 32, Clip: 2, Eta: 0.02, Epsilon: 7.92, Delta: 1e-5}
 	if !algo.LocalOutputPerturbation(p) {
 		b.Fatal("the certified session is not under output perturbation")

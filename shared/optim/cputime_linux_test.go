@@ -4,13 +4,13 @@ package optim
 
 import (
 	"browserfl/internal/cputime"
-	"fmt"
-	"runtime"
-	"testing"
-
 	"browserfl/shared/mechanism"
 	"browserfl/shared/model"
 	"browserfl/shared/optim/algo"
+	"browserfl/shared/session"
+	"fmt"
+	"runtime"
+	"testing"
 )
 
 // BenchmarkSamplersInterleaved compares, in one process and alternating
@@ -29,7 +29,7 @@ func BenchmarkSamplersInterleaved(b *testing.B) {
 			m, _ := model.New("logreg", 784, 10)
 			d := m.Dim()
 			pNew := table1Params("nc", bs)
-			pNew.Rounds = 1 << 20
+			pNew.Rounds = session.MaxRounds
 			pOld := pNew
 			pOld.Algorithm, pOld.Rho, pOld.Clip = "mu2", 0, 118.1
 			dvNew, err := NewDevice(pNew, m.Clone(), mechanism.NewStream(testSeed(1), 0))

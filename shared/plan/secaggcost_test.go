@@ -14,6 +14,7 @@ import (
 	"browserfl/shared/model"
 	"browserfl/shared/optim"
 	"browserfl/shared/secagg"
+	"browserfl/shared/session"
 	"browserfl/shared/wire"
 )
 
@@ -347,7 +348,7 @@ func newNCDevice(tb testing.TB, s wire.SessionParams) *ncDevice {
 		tb.Fatal(err)
 	}
 	p := s
-	p.Rounds = 1 << 20
+	p.Rounds = session.MaxRounds
 	dv, err := optim.NewDevice(p, m, rand.Reader)
 	if err != nil {
 		tb.Fatal(err)

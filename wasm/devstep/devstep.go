@@ -19,6 +19,7 @@ import (
 	"browserfl/shared/dataset"
 	"browserfl/shared/model"
 	"browserfl/shared/optim"
+	"browserfl/shared/session"
 )
 
 // Batch is the minibatch size of the default session.
@@ -30,7 +31,7 @@ func Params() optim.Params { return params(Batch) }
 
 func params(batch int) optim.Params {
 	return optim.Params{Algorithm: "nc", Model: "logreg", Features: 784, Classes: 10,
-		M: 5, Cohort: 5, Rounds: 1 << 20, Batch: batch, Clip: 1, Eta: 1, Diameter: 10, Rho: 2}
+		M: 5, Cohort: 5, Rounds: session.MaxRounds, Batch: batch, Clip: 1, Eta: 1, Diameter: 10, Rho: 2}
 }
 
 // Bench holds a device half and its inputs.
