@@ -25,6 +25,7 @@ import (
 	"net"
 	"os"
 	"runtime/pprof"
+	"strings"
 
 	"browserfl/coordinator/site"
 	"browserfl/coordinator/store"
@@ -36,7 +37,8 @@ func main() {
 		if errors.Is(err, flag.ErrHelp) {
 			os.Exit(0)
 		}
-		fmt.Fprintln(os.Stderr, "coordinator:", err)
+		// Errors of package coordinator carry its name already.
+		fmt.Fprintln(os.Stderr, "coordinator:", strings.TrimPrefix(err.Error(), "coordinator: "))
 		os.Exit(1)
 	}
 }

@@ -40,6 +40,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 
 	"browserfl/device"
@@ -53,7 +54,8 @@ func main() {
 		if errors.Is(err, flag.ErrHelp) {
 			os.Exit(0)
 		}
-		fmt.Fprintln(os.Stderr, "device:", err)
+		// Errors of package device carry its name already.
+		fmt.Fprintln(os.Stderr, "device:", strings.TrimPrefix(err.Error(), "device: "))
 		os.Exit(1)
 	}
 }
@@ -104,11 +106,7 @@ func run(args []string, stderr io.Writer) error {
 		URL: *wsURL, JoinCode: *code, Storage: device.NewFileStorage(statePath),
 		Data: set.Samples, Task: def, Origin: *origin, Nickname: *nickname,
 		OnEvent: func(e device.Event) {
-			if e.Err != nil {
-				log.Warn(string(e.Kind), "round", e.T, "err", e.Err)
-				return
-			}
-			log.Info(string(e.Kind), "round", e.T, "included_so_far", e.Participations)
+			logEvent(log, e)
 		},
 	}
 	cfg.SetPolicy(pol)
@@ -158,6 +156,24 @@ func localData(ctx context.Context, dir, rowsFile, wsURL, code string, log *slog
 	}
 	set, err := dataset.DecodeShard(blob, 10)
 	return set, nil, err
+}
+
+// logEvent logs one event of the runtime: a lost connection as a warning
+// that says the device tries again, the others with their round (when
+// they have one) and the rounds included so far.
+func logEvent(log *slog.Logger, e device.Event) {
+	if e.Err != nil {
+		log.Warn("connection lost; trying again", "err", strings.TrimPrefix(e.Err.Error(), "device: "))
+		return
+	}
+	args := []any{"included_so_far", e.Participations}
+	if e.T > 0 {
+		args = append([]any{"round", e.T}, args...)
+	}
+	if e.Kind == device.EventCohort {
+		args = append(args, "cohort", e.Cohort)
+	}
+	log.Info(string(e.Kind), args...)
 }
 
 // logLeft says why the device stopped taking part.

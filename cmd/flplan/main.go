@@ -42,7 +42,7 @@ func run(args []string, out, usage io.Writer) error {
 	fs := flag.NewFlagSet("flplan", flag.ContinueOnError)
 	fs.SetOutput(usage)
 	// The session's flags (internal/sessionflag), with flplan's defaults
-	// and its historical names -alg and -local.
+	// and its historical names -alg and -local (beside -algorithm and -local-size).
 	p := optim.Params{Algorithm: "nc", Model: "logreg", Features: 784, Classes: 10, Rounds: 100, M: 30, Cohort: 10,
 		Batch: 32, Clip: 1, Eta: 0.1, Delta: plan.DefaultDelta}
 	sessionflag.Register(fs, &p, "features", "classes", "T", "M", "m", "b", "clip", "local-steps", "local-epochs",
@@ -51,6 +51,7 @@ func run(args []string, out, usage io.Writer) error {
 		sessionflag.Flag{Name: "algorithm", As: "alg"},
 		sessionflag.Flag{Name: "algorithm", Note: "the same as -alg (flsim's and the coordinator's name)"},
 		sessionflag.Flag{Name: "local-size", As: "local", Note: "also enables the amplified estimate"},
+		sessionflag.Flag{Name: "local-size", Note: "the same as -local (flsim's and the coordinator's name)"},
 		sessionflag.Flag{Name: "eta", Note: "validated only"})
 	samples := fs.Int("samples", 0, "samples on the largest device: for a single-pass algorithm, sets -max-releases to floor(samples / b) (at most T)")
 	ownerDelta := fs.Float64("owner-delta", plan.DefaultDelta, "the owner's delta, at which every epsilon is reported (as on the page and the dashboard)")

@@ -203,10 +203,10 @@ func Open(cfg Config) (*Host, error) {
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 	case err != nil:
-		return nil, fmt.Errorf("coordinator: host index: %w", err)
+		return nil, fmt.Errorf("host index: %w", err)
 	default:
 		if err := json.Unmarshal(b, &h.index); err != nil {
-			return nil, fmt.Errorf("coordinator: host index %s: %w", hostIndexFile, err)
+			return nil, fmt.Errorf("host index %s: %w", hostIndexFile, err)
 		}
 	}
 	if h.index.TeacherSecret == "" {

@@ -79,10 +79,10 @@ func Validate(p session.Params) error {
 	}
 	if k.Est == EstSVRG || k.Est == EstSAGA {
 		if p.LocalSize < p.Batch || p.LocalSize < 1 {
-			add("local size = %d, want >= batch b = %d for %s", p.LocalSize, p.Batch, p.Algorithm)
+			add("local size (-local-size, each device's number of samples) = %d, want >= batch b = %d for %s", p.LocalSize, p.Batch, p.Algorithm)
 		}
 	} else if p.LocalSize < 0 {
-		add("local size = %d, want >= 0 (only %s use it)", p.LocalSize, "soteria-svrg and soteria-saga")
+		add("local size (-local-size) = %d, want >= 0 (only %s use it)", p.LocalSize, "soteria-svrg and soteria-saga")
 	}
 	if p.SnapshotProb > 1 {
 		add("snapshot probability = %v, want <= 1", p.SnapshotProb)
