@@ -4,7 +4,10 @@ package device
 
 import (
 	"context"
+	"fmt"
+	"io"
 	"net/http"
+	"strings"
 
 	"github.com/coder/websocket"
 )
@@ -41,8 +44,18 @@ func (w WebSocket) Dial(ctx context.Context) (Conn, error) {
 	if w.Origin != "" {
 		opts.HTTPHeader = http.Header{"Origin": []string{w.Origin}}
 	}
-	ws, _, err := websocket.Dial(ctx, w.URL, opts)
+	ws, resp, err := websocket.Dial(ctx, w.URL, opts)
 	if err != nil {
+		if resp != nil && resp.StatusCode == http.StatusForbidden {
+			// A refusal that trying again cannot change: the coordinator
+			// (or a proxy before it) refuses this device's address or
+			// Origin. The library keeps the first 1,024 bytes of the body.
+			var why []byte
+			if resp.Body != nil {
+				why, _ = io.ReadAll(resp.Body)
+			}
+			return nil, fmt.Errorf("%w: the server answered 403 Forbidden (%s); if it checks where devices come from, give the page's address with -origin", ErrRefused, strings.TrimSpace(string(why)))
+		}
 		return nil, err
 	}
 	return ws, nil

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -117,5 +118,46 @@ func TestStalledServer(t *testing.T) {
 				t.Fatalf("%d attempts reached the server's stall, want one per attempt (at least 2)", n)
 			}
 		})
+	}
+}
+
+// TestForbiddenEndsRun: a server that answers the websocket handshake
+// 403 Forbidden (an Origin it does not accept) refuses the device for
+// good. Run returns an error wrapping ErrRefused that quotes the
+// server's reason after one attempt, instead of trying again forever.
+func TestForbiddenEndsRun(t *testing.T) {
+	var mu sync.Mutex
+	attempts := 0
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		attempts++
+		mu.Unlock()
+		c, err := websocket.Accept(w, r, &websocket.AcceptOptions{OriginPatterns: []string{"class.example"}})
+		if err == nil {
+			c.CloseNow()
+		}
+	})}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(ln)
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	rt, err := device.New(ctx, device.Config{URL: "ws://" + ln.Addr().String() + "/ws", JoinCode: "c",
+		Origin: "http://elsewhere.example", Storage: &device.MemStorage{}, Data: samples(8), Unlimited: true,
+		MinBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = rt.Run(ctx)
+	if !errors.Is(err, device.ErrRefused) || !strings.Contains(err.Error(), "elsewhere.example") || !strings.Contains(err.Error(), "-origin") {
+		t.Fatalf("Run = %v, want a refusal that quotes the server and names -origin", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if attempts != 1 {
+		t.Fatalf("%d attempts, want 1", attempts)
 	}
 }
