@@ -646,6 +646,19 @@ func BadFrame(err error) error {
 	return &CloseError{Code: wire.CodeBadFrame, Reason: err.Error()}
 }
 
+// refused is what closes a connection whose frame the handler refused: a
+// malformed frame (wire.ErrBadFrame) or a valid one at the wrong time. A
+// nil error (accepted) stays nil.
+func refused(err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, wire.ErrBadFrame) {
+		return BadFrame(err)
+	}
+	return &CloseError{Code: wire.CodeProtocol, Reason: err.Error()}
+}
+
 // hello reads and checks cn's hello and admits the device.
 func (c *Front) hello(cn *Conn) error {
 	ctx := cn.ctx
@@ -737,26 +750,14 @@ func (c *Front) HandleFrame(cn *Conn, typ websocket.MessageType, b []byte, lim w
 					return BadFrame(err)
 				}
 				cn.heard.Store(int64(now.Sub(cn.born)) + 1)
-				if err := c.H.AcceptSecAgg(cn, f, len(b)); err != nil {
-					if errors.Is(err, wire.ErrBadFrame) {
-						return BadFrame(err)
-					}
-					return &CloseError{Code: wire.CodeProtocol, Reason: err.Error()}
-				}
-				return nil
+				return refused(c.H.AcceptSecAgg(cn, f, len(b)))
 			}
 			u, err := wire.DecodeUpdate(b, lim)
 			if err != nil {
 				return BadFrame(err)
 			}
 			cn.heard.Store(int64(now.Sub(cn.born)) + 1)
-			if err := c.H.AcceptUpdate(cn, u, len(b)); err != nil {
-				if errors.Is(err, wire.ErrBadFrame) {
-					return BadFrame(err)
-				}
-				return &CloseError{Code: wire.CodeProtocol, Reason: err.Error()}
-			}
-			return nil
+			return refused(c.H.AcceptUpdate(cn, u, len(b)))
 		}
 		m, err := wire.DecodeControl(b)
 		if err != nil {
