@@ -37,6 +37,9 @@ type Relay interface {
 	Edges() []view.EdgeStatus
 	// MetricRows returns the node's rows of /metrics.
 	MetricRows() []metrics.Row
+	// MsgRate is the lowest per-connection message rate of the edges
+	// (0 if none said): the session paces its rounds for it.
+	MsgRate() float64
 }
 
 // ErrNotSummable is returned by AttachNode (so by sessionnode.New) for a

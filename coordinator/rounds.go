@@ -171,10 +171,17 @@ func (c *Coordinator) Run(ctx context.Context) error {
 // A device asked in every round (a cohort of every connected device) is
 // held to the rate exactly; when a round asks a share of them, the period
 // is that share of it times two, so that a device asked more often than
-// its share for a while stays within the rate's burst.
+// its share for a while stays within the rate's burst. Behind edges the
+// rate is the lowest of this process's and the edges' (Relay.MsgRate).
 func (c *Coordinator) minRoundPeriod() time.Duration {
 	c.mu.Lock()
 	shared, cohort, connected := c.sess.Algorithm == wire.SharedNoiseAlgorithm, c.sess.Cohort, c.roster.Connected()
+	rate := c.front.Lim.MsgRate
+	if c.node != nil {
+		if r := c.node.MsgRate(); r > 0 {
+			rate = min(rate, r)
+		}
+	}
 	c.mu.Unlock()
 	frames := 1.0
 	if shared {
@@ -184,7 +191,7 @@ func (c *Coordinator) minRoundPeriod() time.Duration {
 	if connected > 0 {
 		share = min(1, 2*float64(cohort)/float64(connected))
 	}
-	return time.Duration(share * frames / c.front.Lim.MsgRate * float64(time.Second))
+	return time.Duration(share * frames / rate * float64(time.Second))
 }
 
 func (l *roundLoop) waitEligible(ctx context.Context) error {

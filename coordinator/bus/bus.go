@@ -99,10 +99,14 @@ type Header struct {
 	Session        *wire.SessionParams `json:"session,omitempty"`
 	DeadlineMillis int                 `json:"deadline_ms,omitempty"`
 	Devices        int                 `json:"devices,omitempty"`
-	Roster         []RosterEntry       `json:"roster,omitempty"`
-	Chunk          int                 `json:"chunk,omitempty"`  // a roster chunk's index
-	Chunks         int                 `json:"chunks,omitempty"` // the roster's chunk count
-	Beat           *SessionBeat        `json:"beat,omitempty"`
+	// MsgRate is, on an edge beat, the messages per second the edge holds
+	// each device's connection to (its -msg-rate): the session paces its
+	// rounds for the slowest edge.
+	MsgRate float64       `json:"msg_rate,omitempty"`
+	Roster  []RosterEntry `json:"roster,omitempty"`
+	Chunk   int           `json:"chunk,omitempty"`  // a roster chunk's index
+	Chunks  int           `json:"chunks,omitempty"` // the roster's chunk count
+	Beat    *SessionBeat  `json:"beat,omitempty"`
 	// CodeHash and SecretHash are a hello's credentials (the hello body
 	// carries neither): hex SHA-256 of the join code the device gave and
 	// of its secret (a new device's: the secret the edge issued it).
@@ -235,6 +239,8 @@ func Decode(b []byte) (kind byte, h Header, body []byte, err error) {
 		return 0, h, nil, fmt.Errorf("%w: negative field", errBus)
 	case math.IsNaN(h.Norm) || math.IsNaN(h.Bound) || h.Bound < 0:
 		return 0, h, nil, fmt.Errorf("%w: bad norm or bound", errBus)
+	case !(h.MsgRate >= 0 && h.MsgRate <= math.MaxFloat64):
+		return 0, h, nil, fmt.Errorf("%w: bad message rate", errBus)
 	case h.Session != nil && h.Session.Dim != h.Dim:
 		return 0, h, nil, fmt.Errorf("%w: session parameters of dimension %d on a round of dimension %d", errBus, h.Session.Dim, h.Dim)
 	case len(h.Marks) > 0 && len(h.Marks) != len(h.Seqs):

@@ -255,7 +255,7 @@ func (e *Edge) sendBeat() {
 		}
 	}
 	e.mu.Unlock()
-	e.link.publish(bus.KindEdgeBeat, &bus.Header{Devices: n}, nil)
+	e.link.publish(bus.KindEdgeBeat, &bus.Header{Devices: n, MsgRate: e.front.Lim.MsgRate}, nil)
 	for _, a := range asks {
 		e.link.publish(bus.KindStatus, &bus.Header{Seq: a.seq, ID: a.id, T: a.t}, nil)
 	}

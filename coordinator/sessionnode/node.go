@@ -133,8 +133,9 @@ type edgeState struct {
 	instance uint64 // the edge process's random instance (a restarted edge gets a new one)
 	lastSeen time.Time
 	alive    bool
-	resync   bool // beats ask for the edge's roster until a whole one arrives
-	devices  int  // admitted devices, as the edge last reported
+	resync   bool    // beats ask for the edge's roster until a whole one arrives
+	devices  int     // admitted devices, as the edge last reported
+	msgRate  float64 // the edge's per-connection message rate, as it last reported (0: not said)
 	// mismatch counts consecutive beats at which the edge reported
 	// another number of devices than it has links here.
 	mismatch    int
@@ -575,7 +576,7 @@ func (n *Node) handle(ctx context.Context, es *edgeState, b []byte) {
 		n.roster(es, h)
 	case bus.KindEdgeBeat:
 		n.mu.Lock()
-		es.devices = h.Devices
+		es.devices, es.msgRate = h.Devices, h.MsgRate
 		n.mu.Unlock()
 	default:
 		n.busErrors.Add(1)
@@ -800,6 +801,28 @@ func (n *Node) Edges() []view.EdgeStatus {
 	slices.SortFunc(out, func(a, b view.EdgeStatus) int { return strings.Compare(a.ID, b.ID) })
 	return out
 }
+
+// MsgRate returns the lowest per-connection message rate the live edges
+// reported, at least MinPaceRate; 0 if none reported one.
+func (n *Node) MsgRate() float64 {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	low := 0.0
+	for _, es := range n.edges {
+		if es.alive && es.msgRate > 0 && (low == 0 || es.msgRate < low) {
+			low = es.msgRate
+		}
+	}
+	if low == 0 {
+		return 0
+	}
+	return max(low, MinPaceRate)
+}
+
+// MinPaceRate is the lowest edge message rate (per second) the session
+// paces its rounds for: an edge on the bus cannot slow the session's
+// rounds by more than that by reporting a lower one.
+const MinPaceRate = 1.0
 
 // MetricRows returns the node's rows of /metrics.
 func (n *Node) MetricRows() []metrics.Row {

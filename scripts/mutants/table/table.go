@@ -2266,9 +2266,23 @@ var All = []Mutation{
 	{
 		Name: "pace-over-rate", Why: "with no round gap the coordinator runs rounds faster than the message rate it holds devices to (honest devices closed for flooding)",
 		File: "coordinator/rounds.go",
-		Old:  "	return time.Duration(share * frames / c.front.Lim.MsgRate * float64(time.Second))",
+		Old:  "	return time.Duration(share * frames / rate * float64(time.Second))",
 		New:  "	return time.Duration(0 * share * frames)",
 		Pkgs: []string{"./coordinator/", "-run", "TestPaceWithinMessageRate"},
+	},
+	{
+		Name: "pace-ignores-edges", Why: "behind edges that hold devices to a lower message rate than the session process, the session paces its rounds for its own rate (honest devices closed for flooding by their edge)",
+		File: "coordinator/rounds.go",
+		Old:  "			rate = min(rate, r)",
+		New:  "			rate = max(rate, r)",
+		Pkgs: []string{"./coordinator/", "-run", "TestPaceForTheSlowestEdge"},
+	},
+	{
+		Name: "edge-rate-unfloored", Why: "an edge on the bus that states a tiny message rate slows the session's rounds without bound",
+		File: "coordinator/sessionnode/node.go",
+		Old:  "	return max(low, MinPaceRate)",
+		New:  "	return low",
+		Pkgs: []string{"./coordinator/sessionnode/", "-run", "TestMsgRateOfTheSlowestEdge"},
 	},
 	{
 		Name: "sim-floor-is-promise", Why: "the simulator's floor column repeats the promise in a shared-noise run (the figure against a coordinator that runs fake devices understated)",
