@@ -52,7 +52,7 @@ page:
 # coordinator compile only their own main package and browserfl/web.
 # With a page already built it skips them (listing and checking them
 # costs about 0.6 s when everything is cached).
-NATIVE_MAINS := ./cmd/coordinator ./scripts/precompress ./cmd/device
+NATIVE_MAINS := ./cmd/coordinator ./scripts/precompress
 native-deps:
 	pkgs=$$($(GO) list -e -tags nonatsserver -deps -f '{{if and (ne .Name "main") (ne .ImportPath "browserfl/web")}}{{.ImportPath}}{{end}}' $(NATIVE_MAINS)) && \
 	  $(GO) build -tags nonatsserver $$pkgs
@@ -167,9 +167,8 @@ frontier: setup
 results: setup
 	$(GO) run ./cmd/flresults
 
-# Build the wasm page (embedded in the coordinator), the coordinator and the
-# native device, and start
-# the default demo session on localhost:8080; it prints the URL and the join
+# Build the wasm page (embedded in the coordinator) and the coordinator, and
+# start the default demo session on localhost:8080; it prints the URL and the join
 # code. State is kept in data/coordinator (RESET=1 starts over; extra flags
 # in RUNFLAGS, e.g. RUNFLAGS="-M 30 -m 10 -listen :8080"). The coordinator
 # is built without the embedded NATS server (-tags nonatsserver: the demo
@@ -184,7 +183,6 @@ run: setup
 	$(MAKE) --no-print-directory $(if $(wildcard web/app.wasm),page,-j2 page native-deps)
 	$(PRECOMPRESS)
 	$(GO) build -tags nonatsserver -o bin/coordinator-nonats ./cmd/coordinator
-	$(GO) build -o bin/device ./cmd/device
 	./bin/coordinator-nonats -lobby $(if $(RESET),-reset) $(RUNFLAGS)
 
 # Interleaved benchmarks: every ratio is against a baseline timed in the
