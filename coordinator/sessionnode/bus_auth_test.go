@@ -206,20 +206,9 @@ func TestForgedAggregatesRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	nc, err := cbus.ConnectNATS(cbus.NATSClientConfig{URL: bus.URL, Name: "session", NKey: bus.session(), Log: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	node, err := New(c, Config{Conn: nc, BeatInterval: 50 * time.Millisecond, EdgeTimeout: 10 * time.Second,
-		Edges: []string{"fx", "fy"}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	node := startNode(t, bus, c, Config{BeatInterval: 50 * time.Millisecond, EdgeTimeout: 10 * time.Second, Edges: []string{"fx", "fy"}})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	go node.Run(ctx)
-	waitSubscribed(t, nc)
 	runErr := make(chan error, 1)
 	go func() { runErr <- c.Run(ctx) }()
 
@@ -337,19 +326,7 @@ func TestSessionRefusesMalformedHellos(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	nc, err := cbus.ConnectNATS(cbus.NATSClientConfig{URL: bus.URL, Name: "session", NKey: bus.session(), Log: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	node, err := New(c, Config{Conn: nc, BeatInterval: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go node.Run(ctx)
-	waitSubscribed(t, nc)
+	node := startNode(t, bus, c, Config{BeatInterval: time.Hour})
 	fe := newFakeEdge(t, bus, "fx")
 	code, secret := cbus.CodeDigest("join-me"), cbus.Digest("a secret")
 	bad := 0
@@ -548,19 +525,7 @@ func TestRosterNeedsTheSecret(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	nc, err := cbus.ConnectNATS(cbus.NATSClientConfig{URL: bus.URL, Name: "session", NKey: bus.session(), Log: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	node, err := New(c, Config{Conn: nc, BeatInterval: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go node.Run(ctx)
-	waitSubscribed(t, nc)
+	node := startNode(t, bus, c, Config{BeatInterval: time.Hour})
 	fx, fy := newFakeEdge(t, bus, "fx"), newFakeEdge(t, bus, "fy")
 	fx.hello(1, "join-me")
 	w, ok := fx.control(1).(wire.Welcome)

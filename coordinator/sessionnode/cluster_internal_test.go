@@ -51,6 +51,30 @@ func newFakeEdge(t *testing.T, bus *testBus, id string) *fakeEdge {
 	return f
 }
 
+// startNode connects to bus as the session process, attaches a node
+// with cfg (its Conn set here) to c and runs it until the test ends; it
+// returns once the node has subscribed to the edges' subject.
+func startNode(t *testing.T, bus *testBus, c *coordinator.Coordinator, cfg Config) *Node {
+	t.Helper()
+	nc, err := cbus.ConnectNATS(cbus.NATSClientConfig{URL: bus.URL, Name: "session", NKey: bus.session(),
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Conn = nc
+	node, err := New(c, cfg)
+	if err != nil {
+		nc.Close()
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { node.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done; nc.Close() })
+	waitSubscribed(t, nc)
+	return node
+}
+
 // waitSubscribed returns once the session node running on nc has
 // subscribed to the edges' subject and the NATS server has the
 // subscription (Flush is a round trip after it): an envelope published
@@ -160,19 +184,9 @@ func TestHostileAggregateRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	nc, err := cbus.ConnectNATS(cbus.NATSClientConfig{URL: bus.URL, Name: "session", NKey: bus.session(), Log: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	node, err := New(c, Config{Conn: nc, BeatInterval: 50 * time.Millisecond, EdgeTimeout: 10 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
+	startNode(t, bus, c, Config{BeatInterval: 50 * time.Millisecond, EdgeTimeout: 10 * time.Second})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	go node.Run(ctx)
-	waitSubscribed(t, nc)
 	runErr := make(chan error, 1)
 	go func() { runErr <- c.Run(ctx) }()
 
@@ -340,19 +354,7 @@ func TestRosterKeepsHelloInFlight(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	nc, err := cbus.ConnectNATS(cbus.NATSClientConfig{URL: bus.URL, Name: "session", NKey: bus.session(), Log: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	node, err := New(c, Config{Conn: nc, BeatInterval: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go node.Run(ctx)
-	waitSubscribed(t, nc)
+	node := startNode(t, bus, c, Config{BeatInterval: time.Hour})
 	fe := newFakeEdge(t, bus, "fx")
 	fe.hello(9, "join-me")
 	// The hello is being decided (held in BeforeAdmit) once its link exists.

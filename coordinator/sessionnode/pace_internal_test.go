@@ -1,7 +1,6 @@
 package sessionnode
 
 import (
-	"context"
 	"io"
 	"log/slog"
 	"testing"
@@ -24,21 +23,7 @@ func TestMsgRateOfTheSlowestEdge(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	nc, err := cbus.ConnectNATS(cbus.NATSClientConfig{URL: bus.URL, Name: "session", NKey: bus.session(), Log: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	node, err := New(c, Config{Conn: nc, BeatInterval: 50 * time.Millisecond, EdgeTimeout: 10 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	done := make(chan struct{})
-	go func() { node.Run(ctx); close(done) }()
-	defer func() { cancel(); <-done }()
-	waitSubscribed(t, nc)
+	node := startNode(t, bus, c, Config{BeatInterval: 50 * time.Millisecond, EdgeTimeout: 10 * time.Second})
 	if r := node.MsgRate(); r != 0 {
 		t.Fatalf("rate %v before any edge, want 0", r)
 	}
