@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -632,6 +633,20 @@ func dashSummary(d *dashRun) {
 	if ending.Open != "training" || ending.Closed != "summary" {
 		t.Errorf("ended with a round still open: view %q, want training; with none: %q, want summary", ending.Open, ending.Closed)
 	}
+	// The time left is estimated only while the lesson can move: not
+	// between rounds with fewer devices ready than a round needs (a
+	// class gone, or a coordinator back from a restart), nor paused.
+	var left struct{ Moving, Waiting, Round, Paused *float64 }
+	if err := b.eval(`(() => { const rs = [0, 10, 20].map(x => ({started: new Date(Date.UTC(2026, 0, 1, 0, 0, x)).toISOString()}));
+  const s = (o) => Object.assign({state: "running", round: null, devices: {eligible: 2}, min_devices: 2, session: {rounds: 30}, committed: 3}, o);
+  return {moving: timeLeftFor(s({}), rs), waiting: timeLeftFor(s({devices: {eligible: 1}}), rs),
+    round: timeLeftFor(s({devices: {eligible: 0}, round: {t: 4}}), rs), paused: timeLeftFor(s({state: "paused"}), rs)}; })()`, &left); err != nil {
+		t.Fatal(err)
+	}
+	if left.Moving == nil || *left.Moving != 270 || left.Round == nil || left.Waiting != nil || left.Paused != nil {
+		t.Errorf("time left: %v s moving (want 270), %v s in a round (want 270), %v waiting for devices and %v paused (want none)",
+			ptrText(left.Moving), ptrText(left.Round), ptrText(left.Waiting), ptrText(left.Paused))
+	}
 	d.press("end")
 	// Wait for End's round too: the summary read below counts it.
 	st := c.waitStatus("the end of the lesson", time.Minute, func(st view.Status) bool { return st.State == coordinator.StateEnded && st.Round == nil })
@@ -680,4 +695,12 @@ func dashSummary(d *dashRun) {
 			d.shoot("dashboard-summary", true, false)
 		}
 	}
+}
+
+// ptrText is *x as text, or "none" for nil.
+func ptrText(x *float64) string {
+	if x == nil {
+		return "none"
+	}
+	return strconv.FormatFloat(*x, 'g', -1, 64)
 }

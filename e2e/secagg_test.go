@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,7 +19,10 @@ import (
 // devices make the cohort of 3 (threshold 2) of the real coordinator
 // (cmd/coordinator -algorithm shared), and both rounds commit with the
 // page's masked release in the sum: the dashboard counts the page in 2
-// rounds. The page's status line says it sent its update.
+// rounds. The page's status line says it sent its update. The lobby's
+// plan is for 10 phones a round, so the default threshold (70%) is 7 of
+// them on the consent screen; the teacher's Start sizes the lesson to the
+// 3 devices present, threshold 3, and from then on the page says 3.
 //
 // The page, on a phone-sized screen (390x844), states the session's two
 // figures as the dashboard's status gives them (plan.SessionFigures):
@@ -39,7 +43,7 @@ func sharedNoisePage(t *testing.T, e engine) {
 	newTab := e.start(t)
 	all := fashionTest(t)
 	code := "SHARED" + strings.ToUpper(e.name[:1])
-	o := startOnePage(t, webDir, code, "-lobby", "-algorithm", "shared", "-threshold", "2", "-M", "3", "-m", "3",
+	o := startOnePage(t, webDir, code, "-lobby", "-algorithm", "shared", "-M", "10", "-m", "10",
 		"-min-devices", "3", "-deadline", "20s", "-T", "2", "-b", "32", "-demo-shards", "4")
 	p, err := phoneTab(newTab)
 	if err != nil {
@@ -52,8 +56,8 @@ func sharedNoisePage(t *testing.T, e engine) {
 		}
 	}
 	pv := o.status().Privacy
-	if !pv.Shared || pv.PromiseText == "" || pv.FloorText == "" || pv.Threshold != 2 {
-		t.Fatalf("the status JSON's privacy %+v: want a shared-noise session's two figures, threshold 2", pv)
+	if !pv.Shared || pv.PromiseText == "" || pv.FloorText == "" || pv.Threshold != 7 {
+		t.Fatalf("the status JSON's privacy %+v: want a shared-noise session's two figures, threshold 7 (the lobby's plan)", pv)
 	}
 	shots := screenshotDir(t)
 	consent := func(p tab, screen, button string) error {
@@ -97,11 +101,21 @@ func sharedNoisePage(t *testing.T, e engine) {
 	}
 	o.waitStatus("three devices in the lobby", time.Minute, func(st view.Status) bool { return st.Devices.Connected >= 3 })
 	must("the status recorder", p.eval(statusRecorder, nil))
+	// The meter's second figure as it changes: it says how many share the
+	// noise while rounds run, and no longer once the session finished.
+	must("the meter recorder", p.eval(`(() => { window.__floor = [];
+  const note = () => { const e = document.getElementById("eps-floor"); const w = e ? e.textContent : "";
+    if (w && window.__floor[window.__floor.length - 1] !== w) window.__floor.push(w); };
+  note(); new MutationObserver(note).observe(document, {subtree: true, childList: true, characterData: true}); return true; })()`, nil))
 	dash := sharedNoiseDashboard(t, newTab, o)
 	// Paused at once, the session stays in the dashboard's training view
 	// until the dashboard has shown it; then it runs to its end.
 	o.teacher("start")
 	o.teacher("pause")
+	fin := o.status().Privacy // the final figures, sized at Start
+	if !fin.Shared || fin.Threshold != 3 {
+		t.Fatalf("after Start the status JSON's privacy %+v: want threshold 3 of the 3 devices", fin)
+	}
 	dash.shown()
 	o.teacher("resume")
 	st := o.waitStatus("the session's end", 4*time.Minute, func(st view.Status) bool { return st.Finished })
@@ -119,15 +133,19 @@ func sharedNoisePage(t *testing.T, e engine) {
 	// machine, the last word stays.
 	must("the page's last word", waitFor(p, time.Minute, "the page's last word",
 		`(document.getElementById("status") || {}).textContent.startsWith("The session has finished")`))
-	var words struct{ Floor, Sent, Statuses, Last string }
+	var words struct{ Floor, Floors, Exact, Sent, Statuses, Last string }
 	must("the training screen", p.eval(`({floor: (document.getElementById("eps-floor") || {}).textContent || "",
+  exact: (document.getElementById("eps-exact") || {}).textContent || "", floors: window.__floor.join("\n"),
   sent: (document.getElementById("sent-words") || {}).textContent || "", statuses: window.__status.join("\n"),
   last: document.getElementById("status").textContent})`, &words))
-	for _, w := range []string{"Even if the other phones were fake, your own noise keeps it at most ε = " + pv.FloorText,
-		"In this round, you and 2 classmates share the noise."} {
-		if !strings.Contains(words.Floor, w) {
-			t.Errorf("the meter's second figure %q lacks %q", words.Floor, w)
-		}
+	if w := "Even if the other phones were fake, your own noise keeps it at most ε = " + fin.FloorText; !strings.Contains(words.Floor, w) {
+		t.Errorf("the meter's second figure %q lacks %q", words.Floor, w)
+	}
+	if w := "In this round, you and 2 classmates share the noise."; !strings.Contains(words.Floors, w) {
+		t.Errorf("the meter's second figure never said %q while rounds ran:\n%s", w, words.Floors)
+	}
+	if strings.Contains(words.Floor, "In this round") {
+		t.Errorf("the meter's second figure %q still speaks of a round after the session finished", words.Floor)
 	}
 	if want := "Your scrambled, noisy updates are in 2 rounds of the class model."; !strings.Contains(words.Last, want) {
 		t.Errorf("the page's last word %q lacks %q", words.Last, want)
@@ -138,11 +156,17 @@ func sharedNoisePage(t *testing.T, e engine) {
 	if !strings.Contains(words.Sent, "Only a scrambled form of the right one left your phone") {
 		t.Errorf("\"what your phone sent\" says %q", words.Sent)
 	}
+	// The threshold the page states is the final one, not the lobby's.
+	for what, text := range map[string]string{"the meter's meaning": words.Exact, "\"what your phone sent\"": words.Sent} {
+		if want := "the total of at least 3 phones"; !strings.Contains(text, want) {
+			t.Errorf("%s says %q, want %q (the threshold sized at Start)", what, text, want)
+		}
+	}
 	checkStudentScreen(t, p, "training")
 	shot := filepath.Join(shots, shotName(e.name, "shared-noise"))
 	must("a screenshot", p.screenshot(shot, false))
 	t.Logf("screenshot %s", shot)
-	dash.check(e, pv)
+	dash.check(e, fin)
 }
 
 // sharedNoiseDashboard opens the teacher's dashboard of the shared-noise
@@ -239,7 +263,7 @@ func (s sharedDashboard) check(e engine, pv view.PrivacyView) {
 	if strings.Contains(r.Table, "ε at most "+pv.PromiseText+" (smaller") {
 		t.Errorf("the dashboard's privacy table gives a device-noise session's one figure:\n%s", r.Table)
 	}
-	for _, w := range []string{"of at least 2 devices", "If they are real devices, ε is at most " + pv.PromiseText + ".",
+	for _, w := range []string{fmt.Sprintf("of at least %d devices", pv.Threshold), "If they are real devices, ε is at most " + pv.PromiseText + ".",
 		"each device's own noise alone still keeps ε at most " + pv.FloorText + "."} {
 		if !strings.Contains(r.Words, w) {
 			t.Errorf("the dashboard's privacy words lack %q:\n%s", w, r.Words)

@@ -420,6 +420,23 @@ func (a *app) loadSession() error {
 	if !f.Private {
 		return errNoProtection
 	}
+	view := a.sessionView(p, f)
+	a.update(func(s *ui.State) {
+		s.Session = view
+		if s.DrawLbl >= len(ui.LabelsOf(view.Labels)) {
+			s.DrawLbl = 0
+		}
+		if s.Budget <= 0 {
+			s.Budget = plan.DefaultBudgetEpsilon
+		}
+	})
+	return nil
+}
+
+// sessionView is what the page shows of session p, whose figures at the
+// owner's delta are f: the lobby's plan until the teacher's Start, the
+// final parameters from then on (trainer.publish).
+func (a *app) sessionView(p wire.SessionParams, f plan.Figures) ui.Session {
 	summary := ""
 	if alg, err := algo.Lookup(p.Algorithm); err == nil {
 		summary = "(" + alg.Summary + ")"
@@ -435,25 +452,16 @@ func (a *app) loadSession() error {
 			labels[i] = fmt.Sprint(i)
 		}
 	}
-	a.update(func(s *ui.State) {
-		s.Session = ui.Session{
-			JoinCode: a.code, Algorithm: p.Algorithm, Summary: summary, Mode: mode, Protection: f.Protection(), Model: p.Model,
-			Rounds: p.Rounds, Cohort: p.Cohort, Clip: p.Clip, Rho: f.WorstRho,
-			Delta: f.Delta, Epsilon: f.Epsilon, Batch: p.Batch,
-			EpsilonText: f.EpsilonText(), DeltaText: f.DeltaText(), Figures: f.Text(),
-			Labels: labels, SinglePass: p.SinglePass(),
-			Task: p.Task, DemoRows: p.DemoShards,
-			Shared: f.Shared, Promise: f.Promise, Floor: f.Floor, PromiseText: f.PromiseText(), FloorText: f.FloorText(),
-			Threshold: f.Threshold, Colluders: f.Colluders,
-		}
-		if s.DrawLbl >= len(ui.LabelsOf(labels)) {
-			s.DrawLbl = 0
-		}
-		if s.Budget <= 0 {
-			s.Budget = plan.DefaultBudgetEpsilon
-		}
-	})
-	return nil
+	return ui.Session{
+		JoinCode: a.code, Algorithm: p.Algorithm, Summary: summary, Mode: mode, Protection: f.Protection(), Model: p.Model,
+		Rounds: p.Rounds, Cohort: p.Cohort, Clip: p.Clip, Rho: f.WorstRho,
+		Delta: f.Delta, Epsilon: f.Epsilon, Batch: p.Batch,
+		EpsilonText: f.EpsilonText(), DeltaText: f.DeltaText(), Figures: f.Text(),
+		Labels: labels, SinglePass: p.SinglePass(),
+		Task: p.Task, DemoRows: p.DemoShards,
+		Shared: f.Shared, Promise: f.Promise, Floor: f.Floor, PromiseText: f.PromiseText(), FloorText: f.FloorText(),
+		Threshold: f.Threshold, Colluders: f.Colluders,
+	}
 }
 
 // Join records the owner's consent and budget (ui.Controller.Join; the

@@ -41,6 +41,12 @@ type page struct {
 	perfAt float64    // the page's performance.timeOrigin
 	// screen is the screen last rendered: a new one opens at its top.
 	screen ui.Screen
+	// shownError and dataCount are the error and the stored samples last
+	// rendered: a new error, shown at the top, and a batch of samples
+	// stored at once (example pictures, files) scroll the page to its top,
+	// where the message, the count and "Start helping" are.
+	shownError string
+	dataCount  int
 	// pics are the two pictures of "what your phone sent" as last drawn.
 	pics canvas.SentPictures
 }
@@ -328,8 +334,19 @@ func (p *page) afterRender() {
 	p.try.Attach("try")
 	sent := p.state.Train.Sent
 	p.pics.Draw("sent-clean", "sent-noisy", sent.Round, sent.Clean, sent.Noisy)
-	if p.state.Screen != p.screen {
-		p.screen = p.state.Screen
+	top := p.state.Screen != p.screen
+	p.screen = p.state.Screen
+	if e := p.state.Error; e != p.shownError {
+		p.shownError = e
+		top = top || e != ""
+	}
+	if n := p.state.Data.Count; n != p.dataCount {
+		// One drawing at a time adds one sample: the page stays at
+		// the canvas.
+		top = top || n > p.dataCount+1
+		p.dataCount = n
+	}
+	if top {
 		js.Global().Get("window").Call("scrollTo", 0, 0)
 	}
 }

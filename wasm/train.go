@@ -441,7 +441,20 @@ func (t *trainer) publish(e device.Event, stepMillis float64, bytesSent int64) {
 		}
 		t.mu.Unlock()
 	}
+	// From the teacher's Start on, the page shows the final parameters
+	// (the rounds, the phones per round, the threshold of a shared-noise
+	// session), not the lobby's plan it joined with.
+	var final *ui.Session
+	if st.Session != nil && *st.Session != a.params {
+		if f, err := t.sessionFigures(*st.Session); err == nil {
+			v := a.sessionView(*st.Session, f)
+			final = &v
+		}
+	}
 	a.update(func(s *ui.State) {
+		if final != nil {
+			s.Session = *final
+		}
 		showPrivacy(s, pr)
 		s.Train.Joined, s.Train.Included = joined, st.Included
 		if sent.Round > 0 {

@@ -75,6 +75,14 @@ function timeLeft(rs, left) {
   const mid = gaps.length >> 1, med = gaps.length % 2 ? gaps[mid] : (gaps[mid - 1] + gaps[mid]) / 2;
   return med > 0 ? med * left : null;
 }
+// timeLeftFor is timeLeft for status s and the rounds rs: null while
+// the lesson cannot move (paused, or between rounds with fewer devices
+// ready than a round needs: the warning says so), whose pace says
+// nothing of the time left.
+function timeLeftFor(s, rs) {
+  if (s.state === "paused" || (!s.round && s.devices.eligible < s.min_devices)) return null;
+  return timeLeft(rs, s.session.rounds - s.committed);
+}
 function table(el, rows) {
   el.replaceChildren(...rows.map(([k, v]) => {
     const tr = document.createElement("tr");
@@ -451,7 +459,7 @@ function renderLocalOnly(j, urls) {
   let port = "8080";
   try { port = new URL(urls[0]).port || port; } catch (e) { /* keep 8080 */ }
   const cmd = 'make run RUNFLAGS="-listen :' + port + '"';
-  $("lo-cmd").textContent = cmd; $("lo-cmd-small").textContent = "-listen :" + port;
+  $("lo-cmd").textContent = cmd; $("lo-flag").textContent = $("lo-cmd-small").textContent = "-listen :" + port;
   const lan = j.lan_urls || [];
   if (lan.length) {
     $("lo-open").replaceChildren("Phones then open ", Object.assign(document.createElement("b"), {textContent: lan[0].replace(/^https?:\/\//, "")}),
@@ -566,9 +574,9 @@ function renderTraining(s) {
   const cur = s.round ? s.round.t : s.committed;
   $("round").textContent = cur;
   $("roundof").textContent = "of " + ss.rounds + " rounds · " + ss.cohort + (ss.cohort === 1 ? " device" : " devices") + " asked each round";
-  const left = timeLeft(rounds, ss.rounds - s.committed);
+  const left = timeLeftFor(s, rounds);
   $("running").textContent = (s.running_s != null ? "running for " + fmtDuration(s.running_s) : "") +
-    (left != null && s.state !== "paused" ? " · about " + fmtDuration(left) + " left" : "");
+    (left != null ? " · about " + fmtDuration(left) + " left" : "");
   if (s.round) {
     $("cohortbar").style.width = (100 * s.round.received / Math.max(1, s.round.cohort)) + "%";
     $("cohorttxt").textContent = s.round.received + " / " + s.round.cohort + " updates · " + (s.round.deadline_left_ms / 1000).toFixed(1) + " s left";

@@ -397,7 +397,7 @@ func (c *Root) Build(vgin *vugu.BuildIn) (vgout *vugu.BuildOut) {
 				{
 					vgparent := vgn
 					_ = vgparent
-					vgn = &vugu.VGNode{Type: vugu.VGNodeType(1), Data: "A nickname for your teacher's list (optional; not your real name)\n      "}
+					vgn = &vugu.VGNode{Type: vugu.VGNodeType(1), Data: "A nickname for your teacher's list (optional; not your real name; letters, numbers, spaces, - and _, no emoji)\n      "}
 					vgparent.AppendChild(vgn)
 					vgn = &vugu.VGNode{Type: vugu.VGNodeType(3), Namespace: "", Data: "input", Attr: []vugu.VGAttribute{{Namespace: "", Key: "id", Val: "nickname"}, vugu.VGAttribute{Namespace: "", Key: "type", Val: "text"}, vugu.VGAttribute{Namespace: "", Key: "maxlength", Val: "24"}, vugu.VGAttribute{Namespace: "", Key: "autocomplete", Val: "off"}}}
 					vgparent.AppendChild(vgn)
@@ -1273,7 +1273,7 @@ func (c *Root) Build(vgin *vugu.BuildIn) (vgout *vugu.BuildOut) {
 								vgparent.AppendChild(vgn)
 								vgn = &vugu.VGNode{Type: vugu.VGNodeType(3), Namespace: "", Data: "p", Attr: []vugu.VGAttribute(nil)}
 								vgparent.AppendChild(vgn)
-								vgn.SetInnerHTML(vugu.HTML("Pictures named like \x3Ccode\x3E3_anything.png\x3C/code\x3E (the number is the class), or the picture files that come with the MNIST collection."))
+								vgn.SetInnerHTML(vugu.HTML("Pictures named like \x3Ccode\x3E3_anything.png\x3C/code\x3E (the number is the class), or the picture files that come with the MNIST and Fashion-MNIST collections."))
 								vgn = &vugu.VGNode{Type: vugu.VGNodeType(1), Data: "\n        "}
 								vgparent.AppendChild(vgn)
 								vgn = &vugu.VGNode{Type: vugu.VGNodeType(3), Namespace: "", Data: "input", Attr: []vugu.VGAttribute{{Namespace: "", Key: "id", Val: "files"}, vugu.VGAttribute{Namespace: "", Key: "type", Val: "file"}, vugu.VGAttribute{Namespace: "", Key: "multiple", Val: "multiple"}}}
@@ -1485,7 +1485,7 @@ func (c *Root) Build(vgin *vugu.BuildIn) (vgout *vugu.BuildOut) {
 						_ = vgparent
 						vgn = &vugu.VGNode{Type: vugu.VGNodeType(3), Namespace: "", Data: "span", Attr: []vugu.VGAttribute{{Namespace: "", Key: "class", Val: "k"}}}
 						vgparent.AppendChild(vgn)
-						vgn.SetInnerHTML(vugu.HTML("Rounds you helped"))
+						vgn.SetInnerHTML(vugu.HTML("Updates you sent"))
 						vgn = &vugu.VGNode{Type: vugu.VGNodeType(3), Namespace: "", Data: "span", Attr: []vugu.VGAttribute{{Namespace: "", Key: "id", Val: "joined"}, vugu.VGAttribute{Namespace: "", Key: "class", Val: "v"}}}
 						vgparent.AppendChild(vgn)
 						vgn.SetInnerHTML(c.State.Train.Joined)

@@ -16,6 +16,7 @@ import (
 func (s *State) Stopped(err error) {
 	s.Train.Lobby = false // no longer waiting for the teacher
 	s.Train.Done = true
+	s.Train.Cohort = 0 // no round is under way: no classmates share noise now
 	s.Train.Conn = "stopped"
 	if err != nil {
 		s.Train.Detail = err.Error()
