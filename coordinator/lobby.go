@@ -138,8 +138,10 @@ func (c *Coordinator) End() error {
 	c.life.End()
 	c.loop.finished = true
 	if c.loop.open == nil {
-		// No round to finish: tell the devices now (the round loop may
-		// be in the lobby or paused; it returns after it sends End too).
+		// No round to finish: the last one's model is the final one;
+		// tell the devices now (the round loop may be in the lobby or
+		// paused; it returns after it sends End too).
+		c.evaluateLast()
 		for _, d := range c.roster.Devices() {
 			if d.Conn != nil {
 				d.Conn.SendControl(wire.End{Committed: c.loop.committed})

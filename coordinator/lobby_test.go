@@ -49,18 +49,28 @@ func newLobby(t *testing.T, tmpl wire.SessionParams, rounds int, gates ...gate.C
 	if len(gates) > 0 {
 		g = gates[0]
 	}
+	return newLobbyWith(t, tmpl, rounds, func(cfg *coordinator.Config) { cfg.Gate = g })
+}
+
+// newLobbyWith is newLobby with the coordinator's Config changed by opts.
+func newLobbyWith(t *testing.T, tmpl wire.SessionParams, rounds int, opts ...func(*coordinator.Config)) *lobbyHarness {
+	t.Helper()
 	st, err := store.Open(filepath.Join(t.TempDir(), "coord.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	c, err := coordinator.New(coordinator.Config{
+	cfg := coordinator.Config{
 		Session: tmpl, JoinCode: "join-me", Store: st, Lobby: true, Seed: 42, Logger: quietLogger(),
-		TeacherSecret: teacherSecret, Size: lobbySize(rounds), Gate: g,
+		TeacherSecret: teacherSecret, Size: lobbySize(rounds),
 		NewServer: func(s wire.SessionParams) (optim.Server, error) {
 			return nctest.NewServer(s.Dim, s.Cohort, 0.5), nil
 		},
-	})
+	}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	c, err := coordinator.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -337,10 +347,10 @@ func TestStartOverBudgetDeviceLeaves(t *testing.T) {
 
 // runLobbySession starts n devices in a lobby of a long session and
 // starts it.
-func runLobbySession(t *testing.T, ctx context.Context, n int) (*lobbyHarness, []*device.Runtime, *runResult, chan error) {
+func runLobbySession(t *testing.T, ctx context.Context, n int, opts ...func(*coordinator.Config)) (*lobbyHarness, []*device.Runtime, *runResult, chan error) {
 	t.Helper()
 	tmpl := testSession(8, 30, 10, 200, 10000)
-	h := newLobby(t, tmpl, 100000)
+	h := newLobbyWith(t, tmpl, 100000, opts...)
 	runErr := make(chan error, 1)
 	go func() { runErr <- h.coord.Run(ctx) }()
 	var rts []*device.Runtime
@@ -388,6 +398,42 @@ func TestPauseResume(t *testing.T) {
 	<-res.done
 	if err := <-runErr; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestEndEvaluatesTheLastRound: a session the teacher ends between
+// rounds states its final model's accuracy: End evaluates the last
+// committed round's model when that round was not due (every 1000 rounds
+// here; rounds 1 to 3 and 5 always are), and the status and the store
+// give it.
+func TestEndEvaluatesTheLastRound(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	h, _, res, runErr := runLobbySession(t, ctx, 2, func(cfg *coordinator.Config) {
+		cfg.EvalEvery, cfg.EvalSamples = 1000, 1
+		cfg.Evaluate = func([]float64) (float64, float64, error) { return 0.5, 1, nil }
+	})
+	waitFor(t, "six committed rounds", func() bool { return h.coord.Committed() >= 6 })
+	if err := h.coord.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the open round to finish", func() bool { return h.coord.Status().Round == nil })
+	k := h.coord.Committed()
+	if rec, ok, err := h.store.Round(k); err != nil || !ok || rec.Evaluated {
+		t.Fatalf("round %d before End: evaluated %v (%v, %v), want a round not due", k, rec.Evaluated, ok, err)
+	}
+	if err := h.coord.End(); err != nil {
+		t.Fatal(err)
+	}
+	<-res.done
+	if err := <-runErr; err != nil {
+		t.Fatal(err)
+	}
+	if rec, ok, err := h.store.Round(k); err != nil || !ok || !rec.Evaluated || rec.Accuracy != 0.5 {
+		t.Errorf("round %d after End: %+v (%v, %v), want its evaluation", k, rec, ok, err)
+	}
+	if st := h.coord.Status(); st.LastEval == nil || st.LastEval.T != k || st.Committed != k {
+		t.Errorf("status after End: committed %d, last evaluation %+v; want round %d's", st.Committed, st.LastEval, k)
 	}
 }
 

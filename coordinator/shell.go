@@ -168,6 +168,47 @@ func evalDue(t, every, rounds int, ended bool) bool {
 	return t <= 3 || t == 5 || t%every == 0 || t == rounds || ended
 }
 
+// evaluate measures the server half's model (Config.Evaluate) into rec
+// (c.mu held or no round running); a failure or a figure that is not
+// finite is logged and leaves rec as it was.
+func (c *Coordinator) evaluate(rec *store.RoundRecord) {
+	acc, loss, err := c.cfg.Evaluate(c.server.Model())
+	if err == nil && (math.IsNaN(acc) || math.IsInf(acc, 0) || math.IsNaN(loss) || math.IsInf(loss, 0)) {
+		// An empty test set, or a model gone astray: not a figure to
+		// store or publish (JSON has no NaN).
+		err = fmt.Errorf("accuracy %v, loss %v: not finite", acc, loss)
+	}
+	if err != nil {
+		c.front.Log.Warn("evaluation failed", "round", rec.T, "err", err)
+		return
+	}
+	rec.Evaluated, rec.Accuracy, rec.Loss, rec.EvalSamples = true, acc, loss, c.cfg.EvalSamples
+}
+
+// evaluateLast evaluates the model the session ends with, the last
+// committed round's, if its record has no evaluation (c.mu held, no round
+// open): a session the teacher ends between rounds states its final
+// model's accuracy, not an earlier round's.
+func (c *Coordinator) evaluateLast() {
+	t := c.loop.committed
+	if c.cfg.Evaluate == nil || c.cfg.EvalEvery <= 0 || t == 0 || c.server == nil {
+		return
+	}
+	rec, ok, err := c.store.Round(t)
+	if err != nil || !ok || rec.Evaluated {
+		return
+	}
+	c.evaluate(&rec)
+	if !rec.Evaluated {
+		return
+	}
+	if err := c.store.UpdateRecord(rec); err != nil {
+		c.front.Log.Warn("final evaluation not stored", "round", t, "err", err)
+		return
+	}
+	c.loop.lastEval = evalPoint{T: t, Accuracy: rec.Accuracy, Loss: rec.Loss, Samples: rec.EvalSamples, Valid: true}
+}
+
 // Discard abandons the round (roundLoop.discard).
 func (sh *roundShell) Discard(_ int, cause error) { sh.c.loop.discard(sh.or, cause) }
 
@@ -187,17 +228,7 @@ func (sh *roundShell) Commit(t int, o engine.Outcome[string]) error {
 	rec := store.RoundRecord{T: t, Cohort: cohortIDs, Included: o.Included, Started: or.started, DeadlineHit: or.deadlineHit,
 		Committed: time.Now(), BytesIn: or.bytesIn, BytesOut: or.bytesOut}
 	if c.cfg.Evaluate != nil && evalDue(t, c.cfg.EvalEvery, c.sess.Rounds, c.life.Ended()) {
-		acc, loss, err := c.cfg.Evaluate(c.server.Model())
-		if err == nil && (math.IsNaN(acc) || math.IsInf(acc, 0) || math.IsNaN(loss) || math.IsInf(loss, 0)) {
-			// An empty test set, or a model gone astray: not a figure to
-			// store or publish (JSON has no NaN).
-			err = fmt.Errorf("accuracy %v, loss %v: not finite", acc, loss)
-		}
-		if err != nil {
-			c.front.Log.Warn("evaluation failed", "round", t, "err", err)
-		} else {
-			rec.Evaluated, rec.Accuracy, rec.Loss, rec.EvalSamples = true, acc, loss, c.cfg.EvalSamples
-		}
+		c.evaluate(&rec)
 	}
 	// Every cohort member's decision is one of two frames: each is
 	// encoded once (before the commit, so nothing can fail after it) and

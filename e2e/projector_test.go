@@ -212,7 +212,7 @@ func TestDashboardLesson(t *testing.T) {
 	}
 	d := b.dash(t)
 	_, port, _ := strings.Cut(addr, ":")
-	if d.Warnings != "" || d.QRShown || !strings.Contains(d.Local, "Start it again with -listen :"+port+" added to the flags you gave it") ||
+	if d.Warnings != "" || d.QRShown || !strings.Contains(d.Local, "added to the flags you gave it, so that phones can reach it:\n-listen :"+port+"\n") ||
 		!strings.Contains(d.Local, `make run RUNFLAGS="-listen :`+port+`"`) {
 		t.Errorf("empty lobby: warnings %q, QR shown %v, instruction %q", d.Warnings, d.QRShown, d.Local)
 	}

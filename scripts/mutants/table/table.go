@@ -2285,6 +2285,20 @@ var All = []Mutation{
 		Pkgs: []string{"./coordinator/sessionnode/", "-run", "TestMsgRateOfTheSlowestEdge"},
 	},
 	{
+		Name: "tiny-target-accepted", Why: "a privacy target whose budget rounds to 0 is accepted: its noise overflows, the update checks fall back to finiteness only and a hostile update of any size is included",
+		File: "shared/optim/algo/validate.go",
+		Old:  "		case math.IsNaN(z) || math.IsInf(z, 0):",
+		New:  "		case false:",
+		Pkgs: []string{"./shared/optim/algo/", "-run", "TestValidateRefusesTinyTargets"},
+	},
+	{
+		Name: "target-past-sampler-accepted", Why: "a privacy target whose noise is past the exact sampler's range is accepted (no device can release; the update bound is meaningless)",
+		File: "shared/optim/algo/validate.go",
+		Old:  "		case z > mechanism.MaxDiscreteSigma:",
+		New:  "		case z > 2*mechanism.MaxDiscreteSigma:",
+		Pkgs: []string{"./shared/optim/algo/", "-run", "TestValidateRefusesTinyTargets"},
+	},
+	{
 		Name: "sim-floor-is-promise", Why: "the simulator's floor column repeats the promise in a shared-noise run (the figure against a coordinator that runs fake devices understated)",
 		File: "sim/sim.go",
 		Old:  "		_, rec.MaxFloorEpsilon = spentEpsilon(r.floor.FloorOf(most), r.cfg.Delta)",

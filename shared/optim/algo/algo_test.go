@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"browserfl/shared/mechanism"
 	"browserfl/shared/session"
 )
 
@@ -135,5 +136,39 @@ func TestTrustedRefusesCompressors(t *testing.T) {
 		if (err == nil) != tc.ok {
 			t.Errorf("trusted with %q: err = %v, want ok = %v", tc.spec, err, tc.ok)
 		}
+	}
+}
+
+// TestValidateRefusesTinyTargets: a privacy target whose noise no exact
+// sampler can draw is refused for every private algorithm: an epsilon
+// whose budget rounds to 0 (no finite noise), a rho whose noise would be
+// 5% past the sampler's range; 5% inside it is accepted. A target let
+// through would leave the update checks at "finiteness only" (an
+// infinite bound) and every honest device unable to release.
+func TestValidateRefusesTinyTargets(t *testing.T) {
+	for _, alg := range []string{"nc", "shared", "trusted", "noisysgd", "local", "cdpsgd", "soteria-sgd", "soteria-svrg"} {
+		t.Run(alg, func(t *testing.T) {
+			p := baseParams(alg)
+			p.Rho, p.Epsilon, p.Delta = 0, 1e-300, 1e-5
+			if err := Validate(p); err == nil || !strings.Contains(err.Error(), "too small") {
+				t.Errorf("epsilon 1e-300: %v, want a target too small", err)
+			}
+			// With a rho target the noise scales as 1/rho_p (fresh noise:
+			// 1/sqrt(rho) with rho = rho_p^2/2, the same).
+			p = baseParams(alg)
+			p.Rho, p.Epsilon, p.Delta = 1, 0, 0
+			k, _ := Lookup(alg)
+			z1 := noiseMultiplier(p, k.Kind)
+			for _, c := range []struct {
+				over float64
+				ok   bool
+			}{{1.05, false}, {0.95, true}} {
+				p.Rho = z1 / (c.over * mechanism.MaxDiscreteSigma)
+				err := Validate(p)
+				if c.ok && err != nil || !c.ok && (err == nil || !strings.Contains(err.Error(), "too small")) {
+					t.Errorf("noise %g times the sampler's range: %v", c.over, err)
+				}
+			}
+		})
 	}
 }

@@ -89,6 +89,18 @@ func Validate(p session.Params) error {
 	}
 	errs = append(errs, validateLocal(p, k, spec)...)
 	errs = append(errs, validateShared(p)...)
+	if len(errs) == 0 && k.Noise != NoiseNone {
+		// A target so small that its noise is beyond the exact sampler
+		// for every grid (the noise in grid units is at least z times
+		// the sensitivity in grid units, itself at least 1): no release
+		// could be drawn, and no update bound holds.
+		switch z := noiseMultiplier(p, k); {
+		case math.IsNaN(z) || math.IsInf(z, 0):
+			add("the privacy target is too small: no finite noise meets it")
+		case z > mechanism.MaxDiscreteSigma:
+			add("the privacy target is too small: its noise would be %.3g times the sensitivity of a release, beyond the exact sampler's range (%d)", z, mechanism.MaxDiscreteSigma)
+		}
+	}
 	if len(errs) == 0 {
 		return nil
 	}
@@ -97,6 +109,30 @@ func Validate(p session.Params) error {
 		msgs[i] = e.Error()
 	}
 	return errors.New("optim: invalid parameters: " + strings.Join(msgs, "; "))
+}
+
+// noiseMultiplier is the largest ratio, over a device's releases (or the
+// trusted server's rounds), of the noise's standard deviation to the
+// release's sensitivity: nc's (and shared's charged) noise at the release
+// cap, the trusted server's, or a fresh-noise release's. +Inf or NaN when
+// the target's budget rounds to 0.
+func noiseMultiplier(p session.Params, k Kind) float64 {
+	switch k.Noise {
+	case NoiseNC:
+		return NCChargeSigma(p, p.ReleaseCap()) / (2 * p.S() / float64(p.Batch))
+	case NoiseServer:
+		return TrustedSigma(p) / TrustedSensitivity(p)
+	case NoiseDevice:
+		sigma, err := FreshSigma(p)
+		if err != nil {
+			return math.NaN()
+		}
+		if p.Algorithm == "local" {
+			return sigma / LocalReleaseSensitivity(p)
+		}
+		return sigma / Sensitivity(p)
+	}
+	return 0
 }
 
 // denseSpec reports whether spec sends the whole vector as it is

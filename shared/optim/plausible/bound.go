@@ -76,6 +76,11 @@ func UpdateBound(p optim.Params, d int) (float64, string, error) {
 		}
 		sigma = f
 	}
+	if math.IsInf(sigma, 0) || math.IsNaN(sigma) {
+		// algo.Validate refuses such a target; a bound is never left to
+		// "finiteness only" by a noise scale that overflowed.
+		return 0, "", fmt.Errorf("optim: update bound: noise sigma %v", sigma)
+	}
 	// "local" sends (x_t - x_K)/eta, K E hidden steps (E passes) each
 	// moving the iterate by eta times one release of the form above
 	// (projection onto K only shortens the move, x_t being in K): at most
