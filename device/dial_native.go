@@ -46,19 +46,40 @@ func (w WebSocket) Dial(ctx context.Context) (Conn, error) {
 	}
 	ws, resp, err := websocket.Dial(ctx, w.URL, opts)
 	if err != nil {
-		if resp != nil && resp.StatusCode == http.StatusForbidden {
-			// A refusal that trying again cannot change: the coordinator
-			// (or a proxy before it) refuses this device's address or
+		if resp != nil && answeredForGood(resp.StatusCode) {
+			// A refusal that trying again cannot change: no websocket
+			// at this address, or one that refuses this device's
 			// Origin. The library keeps the first 1,024 bytes of the body.
 			var why []byte
 			if resp.Body != nil {
 				why, _ = io.ReadAll(resp.Body)
 			}
-			return nil, fmt.Errorf("%w: the server answered 403 Forbidden (%s); if it checks where devices come from, give the page's address with -origin", ErrRefused, strings.TrimSpace(string(why)))
+			hint := "check -url: the coordinator's address, ending in /ws"
+			if resp.StatusCode == http.StatusForbidden {
+				hint = "if it checks where devices come from, give the page's address with -origin"
+			}
+			return nil, fmt.Errorf("%w: the server answered %d %s (%s); %s", ErrRefused, resp.StatusCode,
+				http.StatusText(resp.StatusCode), strings.TrimSpace(string(why)), hint)
 		}
 		return nil, err
 	}
 	return ws, nil
+}
+
+// answeredForGood reports whether an HTTP status in answer to the
+// websocket handshake ends the device's attempts: an answer that is not
+// an upgrade and not an error of the moment (a 2xx page, a 3xx, or a 4xx
+// other than 408 Request Timeout and 429 Too Many Requests). 5xx answers
+// (a coordinator that is full, a proxy whose coordinator is restarting)
+// are tried again.
+func answeredForGood(code int) bool {
+	switch {
+	case code == http.StatusRequestTimeout || code == http.StatusTooManyRequests:
+		return false
+	case code >= 200 && code < 500:
+		return code != http.StatusSwitchingProtocols
+	}
+	return false
 }
 
 // defaultTransport is the Transport of a Config that sets none.

@@ -161,3 +161,58 @@ func TestForbiddenEndsRun(t *testing.T) {
 		t.Fatalf("%d attempts, want 1", attempts)
 	}
 }
+
+// TestNotAWebsocketEndsRun: a -url that is not the coordinator's
+// websocket (a 404, a page answered 200) refuses the device for good
+// after one attempt, with the status and a hint to check -url; a full
+// coordinator (503) and a busy one (429) are tried again.
+func TestNotAWebsocketEndsRun(t *testing.T) {
+	for _, tc := range []struct {
+		status  int
+		forGood bool
+	}{{http.StatusNotFound, true}, {http.StatusOK, true}, {http.StatusServiceUnavailable, false}, {http.StatusTooManyRequests, false}} {
+		t.Run(http.StatusText(tc.status), func(t *testing.T) {
+			var mu sync.Mutex
+			attempts := 0
+			srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				mu.Lock()
+				attempts++
+				mu.Unlock()
+				http.Error(w, "no such page", tc.status)
+			})}
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			go srv.Serve(ln)
+			defer srv.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			rt, err := device.New(ctx, device.Config{URL: "ws://" + ln.Addr().String() + "/nows", JoinCode: "c",
+				Storage: &device.MemStorage{}, Data: samples(8), Unlimited: true,
+				MinBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond,
+				OnEvent: func(e device.Event) {
+					mu.Lock()
+					defer mu.Unlock()
+					if e.Kind == device.EventError && attempts >= 3 {
+						cancel() // tried again: enough
+					}
+				}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = rt.Run(ctx)
+			mu.Lock()
+			defer mu.Unlock()
+			if tc.forGood {
+				if !errors.Is(err, device.ErrRefused) || !strings.Contains(err.Error(), "-url") || attempts != 1 {
+					t.Fatalf("Run = %v after %d attempts, want a refusal naming -url after 1", err, attempts)
+				}
+				return
+			}
+			if !errors.Is(err, context.Canceled) || attempts < 3 {
+				t.Fatalf("Run = %v after %d attempts, want attempts until stopped", err, attempts)
+			}
+		})
+	}
+}

@@ -39,15 +39,22 @@ func keep(path string, b []byte, stated string) error {
 		return err
 	}
 	if err := device.WriteAtomic(path, b); err != nil {
-		return fmt.Errorf("keep %s: %w", path, err)
+		return keepFailed(path, err)
 	}
 	return nil
+}
+
+// keepFailed is the error of a file the device could not write in its
+// folder (-dir): full, read-only, gone. Fetching the data again would not
+// help, so it wraps errPermanent: the device stops and says so.
+func keepFailed(path string, err error) error {
+	return fmt.Errorf("keep %s (in the device's folder, -dir): %w: %w", path, err, errPermanent)
 }
 
 // keepDigest writes the digest file of b, kept at path.
 func keepDigest(path string, b []byte) error {
 	if err := device.WriteAtomic(path+".sha256", []byte(strconv.Itoa(len(b))+" "+sha(b)+"\n")); err != nil {
-		return fmt.Errorf("keep %s: %w", path, err)
+		return keepFailed(path, err)
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"net"
@@ -225,5 +226,27 @@ func TestDeviceRecoversDamagedRows(t *testing.T) {
 				t.Errorf("set aside: %q, want the damaged file", aside)
 			}
 		})
+	}
+}
+
+// TestKeepFailureIsPermanent: a shard or rows file the device cannot
+// write in its folder (full, read-only, gone; here a folder that does not
+// exist) is an error that stops the fetching at once (errPermanent) and
+// names the folder, instead of a "coordinator not reachable" retried
+// forever, each try fetching the whole shard again.
+func TestKeepFailureIsPermanent(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "gone", "shard.bin")
+	for what, err := range map[string]error{"keep": keep(path, []byte("data"), ""), "digest": keepDigest(path, []byte("data"))} {
+		if !errors.Is(err, errPermanent) || !strings.Contains(err.Error(), "-dir") {
+			t.Errorf("%s into a folder that does not exist: %v, want a permanent error naming -dir", what, err)
+		}
+	}
+	attempts := 0
+	err := waitFor(context.Background(), slog.New(slog.NewTextHandler(io.Discard, nil)), "demo shard", func(context.Context) error {
+		attempts++
+		return keep(path, []byte("data"), "")
+	})
+	if !errors.Is(err, errPermanent) || attempts != 1 {
+		t.Errorf("waitFor: %v after %d attempts, want the permanent error after 1", err, attempts)
 	}
 }
