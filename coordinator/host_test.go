@@ -105,6 +105,19 @@ func TestHostNewSession(t *testing.T) {
 	if code, _ := getText(t, srv.URL+"/api/status?session="+info.Ended+"&code=WRONG"); code != http.StatusForbidden {
 		t.Errorf("old status with a wrong code: %d, want 403", code)
 	}
+	// What a finished session does not keep is not answered with the
+	// current session's in its place.
+	for _, u := range []string{"/api/model.json?session=" + info.Ended, "/api/model.json?session=nosuch", "/api/model.json?code=FIRSTCODE",
+		"/api/join-qr.png?session=" + info.Ended} {
+		if code, _ := getText(t, srv.URL+u+"&code="+info.JoinCode); code != http.StatusNotFound {
+			t.Errorf("%s: %d, want 404", u, code)
+		}
+	}
+	for _, u := range []string{"/api/rounds?after=abc", "/api/join-qr.png?i=abc"} {
+		if code, _ := getText(t, srv.URL+u+"&code="+info.JoinCode); code != http.StatusBadRequest {
+			t.Errorf("%s: %d, want 400", u, code)
+		}
+	}
 	checkList := func(url string) {
 		t.Helper()
 		var list []sessions.Summary

@@ -241,9 +241,27 @@ type AccuracyPoint struct {
 	Samples int `json:"samples"`
 }
 
+// queryInt reads the whole number ?name= of r (0 when absent); a value
+// that is not one is answered 400 and ok is false.
+func queryInt(w http.ResponseWriter, r *http.Request, name string) (n int, ok bool) {
+	s := r.URL.Query().Get(name)
+	if s == "" {
+		return 0, true
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		http.Error(w, name+" must be a whole number", http.StatusBadRequest)
+		return 0, false
+	}
+	return n, true
+}
+
 // serveRounds answers /api/rounds from st.
 func serveRounds(w http.ResponseWriter, r *http.Request, st *store.Store) {
-	after, _ := strconv.Atoi(r.URL.Query().Get("after"))
+	after, ok := queryInt(w, r, "after")
+	if !ok {
+		return
+	}
 	recs, err := st.Rounds(max(after, 0), 1000)
 	if err != nil {
 		http.Error(w, "store error", http.StatusInternalServerError)

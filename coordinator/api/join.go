@@ -178,7 +178,10 @@ func (j *joinState) register(mux *http.ServeMux) {
 // serveQR draws join URL ?i= (default 0) as a PNG.
 func (j *joinState) serveQR(w http.ResponseWriter, r *http.Request) {
 	info := j.joinInfo(r)
-	i, _ := strconv.Atoi(r.URL.Query().Get("i"))
+	i, ok := queryInt(w, r, "i")
+	if !ok {
+		return
+	}
 	if i < 0 || i >= len(info.URLs) {
 		http.Error(w, "no such join address", http.StatusNotFound)
 		return

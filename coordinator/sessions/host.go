@@ -932,6 +932,11 @@ func (h *Host) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		case "/api/status", "/api/progress", "/api/rounds", "/api/session":
 			h.authorized(cur, id, func(w http.ResponseWriter, r *http.Request) { h.serveArchived(w, r, id) }).ServeHTTP(w, r)
 			return
+		case "/api/model.json", "/api/join-qr.png":
+			// Not kept for a finished session, and never the current
+			// session's in its place.
+			http.Error(w, "that session is not the current one: only its status, progress, rounds and parameters are kept", http.StatusNotFound)
+			return
 		}
 	}
 	cur.handler.ServeHTTP(w, r)
