@@ -141,7 +141,7 @@ func (c *Coordinator) End() error {
 		// No round to finish: the last one's model is the final one;
 		// tell the devices now (the round loop may be in the lobby or
 		// paused; it returns after it sends End too).
-		c.evaluateLast()
+		evaluateLast(c)
 		for _, d := range c.roster.Devices() {
 			if d.Conn != nil {
 				d.Conn.SendControl(wire.End{Committed: c.loop.committed})

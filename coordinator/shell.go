@@ -171,7 +171,7 @@ func evalDue(t, every, rounds int, ended bool) bool {
 // evaluate measures the server half's model (Config.Evaluate) into rec
 // (c.mu held or no round running); a failure or a figure that is not
 // finite is logged and leaves rec as it was.
-func (c *Coordinator) evaluate(rec *store.RoundRecord) {
+func evaluate(c *Coordinator, rec *store.RoundRecord) {
 	acc, loss, err := c.cfg.Evaluate(c.server.Model())
 	if err == nil && (math.IsNaN(acc) || math.IsInf(acc, 0) || math.IsNaN(loss) || math.IsInf(loss, 0)) {
 		// An empty test set, or a model gone astray: not a figure to
@@ -189,7 +189,7 @@ func (c *Coordinator) evaluate(rec *store.RoundRecord) {
 // committed round's, if its record has no evaluation (c.mu held, no round
 // open): a session the teacher ends between rounds states its final
 // model's accuracy, not an earlier round's.
-func (c *Coordinator) evaluateLast() {
+func evaluateLast(c *Coordinator) {
 	t := c.loop.committed
 	if c.cfg.Evaluate == nil || c.cfg.EvalEvery <= 0 || t == 0 || c.server == nil {
 		return
@@ -198,7 +198,7 @@ func (c *Coordinator) evaluateLast() {
 	if err != nil || !ok || rec.Evaluated {
 		return
 	}
-	c.evaluate(&rec)
+	evaluate(c, &rec)
 	if !rec.Evaluated {
 		return
 	}
@@ -228,7 +228,7 @@ func (sh *roundShell) Commit(t int, o engine.Outcome[string]) error {
 	rec := store.RoundRecord{T: t, Cohort: cohortIDs, Included: o.Included, Started: or.started, DeadlineHit: or.deadlineHit,
 		Committed: time.Now(), BytesIn: or.bytesIn, BytesOut: or.bytesOut}
 	if c.cfg.Evaluate != nil && evalDue(t, c.cfg.EvalEvery, c.sess.Rounds, c.life.Ended()) {
-		c.evaluate(&rec)
+		evaluate(c, &rec)
 	}
 	// Every cohort member's decision is one of two frames: each is
 	// encoded once (before the commit, so nothing can fail after it) and

@@ -52,6 +52,7 @@ type options struct {
 	MetricsToken       string  `json:"metrics_token"`
 	ReadHeaderTimeout  string  `json:"read_header_timeout"`
 	IdleTimeout        string  `json:"idle_timeout"`
+	HTTPPerAddress     int     `json:"http_per_address"`
 	Lobby              bool    `json:"lobby"`
 	TeacherChoice      bool    `json:"teacher_choice"`
 	Reset              bool    `json:"-"`
@@ -215,6 +216,7 @@ func serverFlags(fs *flag.FlagSet, o *options, x *lineFlags) {
 	fs.StringVar(&o.MetricsToken, "metrics-token", "", "require this token on /metrics (Authorization: Bearer, or ?token=); listening beyond loopback without it, one is made up at start and printed")
 	fs.StringVar(&o.ReadHeaderTimeout, "read-header-timeout", o.ReadHeaderTimeout, "HTTP: time to read a request's headers")
 	fs.StringVar(&o.IdleTimeout, "idle-timeout", o.IdleTimeout, "HTTP: idle keep-alive connections are closed after this")
+	fs.IntVar(&o.HTTPPerAddress, "http-per-address", 0, "HTTP: plain connections (not websockets) open from one client address (0 = 1024; negative = no bound; a trusted proxy's are not bounded); in all at most a quarter of the open-file limit, the one idle the longest closed to make room")
 	fs.BoolVar(&o.Lobby, "lobby", false, "start the session in a lobby: the teacher presses Start on the dashboard (teacher link), which sizes it for the class (\"one lesson\" preset)")
 	fs.BoolVar(&o.TeacherChoice, "teacher-choice", o.TeacherChoice, "let a teacher switch the next lobby on the dashboard between each device adding all its noise (nc) and devices sharing it under secure aggregation (shared), where this server can run both; false: the way of learning is this server's only (-algorithm), the dashboard shows no choice and POST /api/teacher/new?algorithm= of another way is refused")
 	fs.BoolVar(&o.Reset, "reset", false, "start a new session (the current one is kept, listed as finished)")

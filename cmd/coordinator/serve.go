@@ -8,12 +8,15 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"os/signal"
+	"slices"
 	"syscall"
 	"time"
 
 	"browserfl/coordinator"
+	"browserfl/coordinator/connlimit"
 	"browserfl/coordinator/sessions"
 	"browserfl/coordinator/shards"
 	"browserfl/coordinator/site"
@@ -126,6 +129,32 @@ func newHTTPServer(h http.Handler, o options, log *slog.Logger) (*http.Server, e
 	if err != nil || idle <= 0 {
 		return nil, fmt.Errorf("-idle-timeout %q: want a positive duration", o.IdleTimeout)
 	}
+	limit := httpLimit(o, log)
 	return &http.Server{Handler: h, ReadHeaderTimeout: rh, IdleTimeout: idle, MaxHeaderBytes: 64 << 10,
-		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}, nil
+		ConnState: limit.ConnState, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}, nil
+}
+
+// httpLimit bounds the plain HTTP connections (connlimit): -http-per-address
+// from one client address (default 1024, none from a trusted proxy), and
+// in all a quarter of the process's open-file limit (at least 256), so
+// that keep-alive connections cannot take the files the websockets and
+// the store need.
+func httpLimit(o options, log *slog.Logger) *connlimit.Limit {
+	per := o.HTTPPerAddress
+	switch {
+	case per == 0:
+		per = 1024
+	case per < 0:
+		per = 0
+	}
+	total := 0
+	var r syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &r); err == nil && r.Cur < 1<<40 {
+		total = max(256, int(r.Cur/4))
+	}
+	trusted := o.TrustProxy
+	return &connlimit.Limit{PerAddr: per, Total: total, Log: log,
+		Trusted: func(a netip.Addr) bool {
+			return slices.ContainsFunc(trusted, func(p netip.Prefix) bool { return p.Contains(a) })
+		}}
 }

@@ -2299,6 +2299,27 @@ var All = []Mutation{
 		Pkgs: []string{"./shared/optim/algo/", "-run", "TestValidateRefusesTinyTargets"},
 	},
 	{
+		Name: "http-per-address-unbounded", Why: "one client address holds as many plain HTTP connections as it likes: enough keep-alives use up the coordinator's open files and lock every device out",
+		File: "coordinator/connlimit/connlimit.go",
+		Old:  "		if !trusted && l.PerAddr > 0 && l.byAddr[key] >= l.PerAddr || l.Total > 0 && l.total >= l.Total && evict == nil {",
+		New:  "		if _ = trusted; l.Total > 0 && l.total >= l.Total && evict == nil {",
+		Pkgs: []string{"./coordinator/connlimit/", "-run", "TestPerAddress"},
+	},
+	{
+		Name: "http-total-no-eviction", Why: "at the total bound new clients are refused while idle keep-alive connections hold every place (held-open connections lock a class out)",
+		File: "coordinator/connlimit/connlimit.go",
+		Old:  "			evict = l.longestIdleLocked()",
+		New:  "			evict = nil",
+		Pkgs: []string{"./coordinator/connlimit/", "-run", "TestTotalEvictsIdle"},
+	},
+	{
+		Name: "end-skips-final-eval", Why: "a lesson the teacher ends between rounds states an earlier round's accuracy as its final one",
+		File: "coordinator/lobby.go",
+		Old:  "		evaluateLast(c)",
+		New:  "",
+		Pkgs: []string{"./coordinator/", "-run", "TestEndEvaluatesTheLastRound"},
+	},
+	{
 		Name: "sim-floor-is-promise", Why: "the simulator's floor column repeats the promise in a shared-noise run (the figure against a coordinator that runs fake devices understated)",
 		File: "sim/sim.go",
 		Old:  "		_, rec.MaxFloorEpsilon = spentEpsilon(r.floor.FloorOf(most), r.cfg.Delta)",
