@@ -685,8 +685,10 @@ func dashSummary(d *dashRun) {
 		if rounds != fmt.Sprint(st.Committed) {
 			t.Errorf("%s: %q rounds shown, want the %d committed", name, rounds, st.Committed)
 		}
+		// The final accuracy is the last committed round's (End
+		// evaluates it), beside what a blind guess would score.
 		for _, want := range []string{fmt.Sprint(st.Join.Summary.Participants), "rounds of " + fmt.Sprint(st.Session.Rounds), st.Privacy.EpsilonText, "%",
-			"in " + fmtDuration(st.RunningSec)} {
+			"in " + fmtDuration(st.RunningSec), fmt.Sprintf("final test accuracy (round %d)", st.Committed), "a guess would be 10 %"} {
 			if !strings.Contains(sum, want) {
 				t.Errorf("%s does not show %q:\n%s", name, want, sum)
 			}

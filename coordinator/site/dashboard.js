@@ -670,7 +670,8 @@ function renderSummary(s) {
   const acc = sum.final_accuracy ?? (s.last_eval ? s.last_eval.accuracy : null);
   $("sum-acc").textContent = acc == null ? "–" : pct(acc);
   $("sum-acc-note").textContent = acc == null ? (s.accuracy_note || "no evaluation") : "final test accuracy (round " + (sum.final_round || s.last_eval.t) + ")" +
-    (sum.best_accuracy != null && sum.best_accuracy > acc ? " · best " + pct(sum.best_accuracy) + " (round " + sum.best_round + ")" : "");
+    (sum.best_accuracy != null && sum.best_accuracy > acc ? " · best " + pct(sum.best_accuracy) + " (round " + sum.best_round + ")" : "") +
+    (acc != null && ss.classes > 1 ? " · a guess would be " + guessPct(ss.classes) : "");
   $("sum-rounds").textContent = s.committed;
   // The session's length: from its start to the last commit (the
   // uptime goes on counting after the end).
