@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"browserfl/coordinator/api"
+	"browserfl/coordinator/gate"
+	"browserfl/coordinator/metrics"
 	"browserfl/coordinator/shards"
 	"browserfl/coordinator/site"
 	"browserfl/shared/dataset"
@@ -91,5 +93,62 @@ func TestDemoShardHTTP(t *testing.T) {
 	if len(st.Warnings) != 1 || st.Warnings[0] != api.PlanWarnings(api.PlanInput{
 		Rounds: 3, Batch: sess.Batch, Cohort: 2, MinDevices: 2, Shards: sh.Stats()})[0].Text {
 		t.Errorf("status warnings %q, want the one about no device connected", st.Warnings)
+	}
+}
+
+// TestAPIRates: one address gets new demo shards at the rate it may
+// register new devices (burst 60, then about 1 a second) and the status
+// at gate.ReadRate (burst gate.ReadBurst): past them, 429 with
+// Retry-After, counted as api_rate; a page with its shard's cookie is
+// never held back. Each hand-out past the bound would make, encode and
+// cache one more shard at the coordinator's cost.
+func TestAPIRates(t *testing.T) {
+	sess := testSession(4, 4, 2, 3, 500)
+	h := newHarness(t, sess, 2)
+	sh, err := shards.New(idSet(100), shards.Config{Classes: 10, Rounds: sess.Rounds, Batch: 5, Alpha: 0.5, Seed: 1,
+		Max: 8, Committed: func() int { return 0 }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(api.Handler(h.coord, site.Assets{}, sh))
+	t.Cleanup(srv.Close)
+	get := func(path string, cookies []*http.Cookie) *http.Response {
+		t.Helper()
+		req, _ := http.NewRequest("GET", srv.URL+path, nil)
+		for _, c := range cookies {
+			req.AddCookie(c)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp
+	}
+	// The burst passes at once (the test asks far faster than 1 a second).
+	first := get("/api/demo/images?code=join-me", nil)
+	for i := 1; i < 60; i++ {
+		if r := get("/api/demo/shard?code=join-me", nil); r.StatusCode != http.StatusOK {
+			t.Fatalf("new shard %d of the burst: HTTP %d", i+1, r.StatusCode)
+		}
+	}
+	over := get("/api/demo/shard?code=join-me", nil)
+	if over.StatusCode != http.StatusTooManyRequests || over.Header.Get("Retry-After") == "" {
+		t.Fatalf("new shard past the burst: HTTP %d, Retry-After %q; want 429 with it", over.StatusCode, over.Header.Get("Retry-After"))
+	}
+	if r := get("/api/demo/labels?code=join-me", first.Cookies()); r.StatusCode != http.StatusOK {
+		t.Fatalf("a page with its cookie past the burst: HTTP %d", r.StatusCode)
+	}
+	for i := range gate.ReadBurst {
+		if r := get("/api/status?code=join-me", nil); r.StatusCode != http.StatusOK {
+			t.Fatalf("status %d of the burst: HTTP %d", i+1, r.StatusCode)
+		}
+	}
+	if r := get("/api/status?code=join-me", nil); r.StatusCode != http.StatusTooManyRequests {
+		t.Fatalf("status past the burst: HTTP %d, want 429", r.StatusCode)
+	}
+	if n := h.coord.Front().Met.Rejections[metrics.RejAPIRate].Load(); n != 2 {
+		t.Errorf("%d refusals counted as api_rate, want 2", n)
 	}
 }

@@ -39,7 +39,10 @@ func demoChunk(c Session, sh *shards.Set, enc *site.EncodedBodies, part string) 
 			refuse(err)
 			return
 		}
-		idx := sh.Pick(r)
+		idx, ok := pick(c, sh, w, r)
+		if !ok {
+			return
+		}
 		n, err := sh.Size(idx)
 		if err != nil {
 			f.Log.Error("demo "+part, "err", err)

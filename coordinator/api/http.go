@@ -97,6 +97,9 @@ func Handler(c Session, assets site.Assets, shards *shards.Set) http.Handler {
 		return st
 	}
 	mux.HandleFunc("GET /api/status", WithCode(c, func(w http.ResponseWriter, r *http.Request) {
+		if !allowed(c, w, r, c.Front().Gate.Read) {
+			return
+		}
 		st := statusFor(r)
 		ok, answered := TeacherAuth(c, w, r, c.Config().TeacherSecret)
 		if answered {
@@ -126,7 +129,10 @@ func Handler(c Session, assets site.Assets, shards *shards.Set) http.Handler {
 				return
 			}
 			defer release()
-			idx := shards.Pick(r)
+			idx, ok := pick(c, shards, w, r)
+			if !ok {
+				return
+			}
 			blob, err := shards.Blob(idx)
 			if err != nil {
 				c.Front().Log.Error("demo shard", "err", err)
@@ -175,7 +181,10 @@ func demoFile(c Session, sh *shards.Set, enc *site.EncodedBodies, kind, ctype, u
 			return
 		}
 		defer release()
-		idx := sh.Pick(r)
+		idx, ok := pick(c, sh, w, r)
+		if !ok {
+			return
+		}
 		body, err := read(idx)
 		if err != nil {
 			c.Front().Log.Error("demo "+kind, "err", err)
@@ -191,6 +200,28 @@ func demoFile(c Session, sh *shards.Set, enc *site.EncodedBodies, kind, ctype, u
 		release()
 		site.WriteEncoded(w, out, encoding)
 	})
+}
+
+// allowed takes a token of take (a gate bucket of the client's address)
+// for r; without one it answers 429 (retry in a second) and counts it.
+func allowed(c Session, w http.ResponseWriter, r *http.Request, take func(addr string) bool) bool {
+	f := c.Front()
+	if take(f.Gate.ClientAddr(r)) {
+		return true
+	}
+	f.Met.Reject(metrics.RejAPIRate)
+	w.Header().Set("Retry-After", "1")
+	http.Error(w, "too many requests from this address: try again in a moment", http.StatusTooManyRequests)
+	return false
+}
+
+// pick is sh.Pick(r), but a new shard (r has no cookie of one dealt) only
+// within the address's rate of new shards (gate.State.Deal).
+func pick(c Session, sh *shards.Set, w http.ResponseWriter, r *http.Request) (int, bool) {
+	if !sh.Kept(r) && !allowed(c, w, r, c.Front().Gate.Deal) {
+		return 0, false
+	}
+	return sh.Pick(r), true
 }
 
 // Digest is the hex SHA-256 of b, as wire.DigestHeader states it.

@@ -147,6 +147,8 @@ func full(b *rate.Limiter, now time.Time) bool {
 type addrState struct {
 	seen     time.Time
 	reg      *rate.Limiter // new registrations (newBucket)
+	shard    *rate.Limiter // new demo shards dealt (Deal)
+	reads    *rate.Limiter // costly API reads (Read)
 	failures int           // wrong join codes since the last success (or forget)
 	lastFail time.Time     // time of the last wrong join code
 	until    time.Time     // join attempts refused before this time
@@ -189,7 +191,8 @@ func (g *State) addrLocked(addr string, now time.Time) *addrState {
 		if len(g.addrs) >= g.cfg.MaxAddresses {
 			g.pruneLocked(now)
 		}
-		s = &addrState{reg: newBucket(g.cfg.RegisterRate, g.cfg.RegisterBurst)}
+		s = &addrState{reg: newBucket(g.cfg.RegisterRate, g.cfg.RegisterBurst), shard: newBucket(g.cfg.RegisterRate, g.cfg.RegisterBurst),
+			reads: newBucket(ReadRate, ReadBurst)}
 		g.addrs[addr] = s
 	}
 	s.seen = now
@@ -199,7 +202,7 @@ func (g *State) addrLocked(addr string, now time.Time) *addrState {
 // idle reports whether s holds nothing that changes an answer.
 func (g *State) idle(s *addrState, now time.Time) bool {
 	return s.prehello == 0 && !now.Before(s.until) && (s.failures == 0 || now.Sub(s.lastFail) > g.cfg.JoinForget) &&
-		full(s.reg, now) && s.teacher.idle(now, g.cfg.JoinForget)
+		full(s.reg, now) && full(s.shard, now) && full(s.reads, now) && s.teacher.idle(now, g.cfg.JoinForget)
 }
 
 // pruneLocked drops idle addresses, then the least recently seen ones,
@@ -319,6 +322,35 @@ func (g *State) Register(addr string) bool {
 		return false
 	}
 	return take(s.reg, now)
+}
+
+// Deal takes a token for a new demo shard dealt to addr (a page without
+// the cookie of one it was dealt): as many as new device ids
+// (RegisterRate, RegisterBurst), since each new page asks for one. Each
+// new shard is made, encoded and cached at the coordinator's cost; one
+// address cannot make it deal them without end.
+func (g *State) Deal(addr string) bool {
+	now := g.now()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return take(g.addrLocked(addr, now).shard, now)
+}
+
+// ReadRate and ReadBurst bound the costly API reads (the status a
+// dashboard polls about once a second) from one address: a few
+// dashboards behind one address are far below it; one client asking
+// without pause is held to a small share of a core.
+const (
+	ReadRate  = 10
+	ReadBurst = 40
+)
+
+// Read takes a token for a costly API read from addr.
+func (g *State) Read(addr string) bool {
+	now := g.now()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return take(g.addrLocked(addr, now).reads, now)
 }
 
 // OpenPreHello counts a connection from addr that has not said hello; it

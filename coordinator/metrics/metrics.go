@@ -87,13 +87,14 @@ const (
 	RejRemoved                  // hello of a device the teacher removed from the session
 	RejTask                     // a teacher's task definition or way of learning that is malformed or cannot make a session
 	RejDemoRange                // a demo shard chunk with malformed parameters, or past the shard's end
+	RejAPIRate                  // a status read or a new demo shard over the address's rate
 	NumRejections
 )
 
 var rejectionNames = [NumRejections]string{"", "join_code", "join_throttled", "register_throttled", "auth", "full",
 	"prehello_per_address", "hello_timeout", "origin", "bad_frame", "oversized", "version", "protocol", "rate",
 	"slow_consumer", "ping_timeout", "metrics_token", "teacher_secret",
-	"teacher_throttled", "nickname", "removed", "task", "demo_range"}
+	"teacher_throttled", "nickname", "removed", "task", "demo_range", "api_rate"}
 
 func (m *Metrics) Reject(kind int) {
 	if kind != RejNone {

@@ -117,15 +117,8 @@ const Cookie = "bfl_demo_shard"
 // valid, else a new shard sized for the rounds left (or, once Max shards
 // exist, an earlier one, round robin).
 func (s *Set) Pick(r *http.Request) int {
-	if ck, err := r.Cookie(Cookie); err == nil {
-		if i, err := strconv.Atoi(ck.Value); err == nil {
-			s.mu.Lock()
-			ok := i >= 0 && i < len(s.parts)
-			s.mu.Unlock()
-			if ok {
-				return i
-			}
-		}
+	if i, ok := s.kept(r); ok {
+		return i
 	}
 	t := s.committed()
 	s.mu.Lock()
@@ -135,6 +128,28 @@ func (s *Set) Pick(r *http.Request) int {
 		return -1 // files(-1) reports "no such shard"
 	}
 	return i
+}
+
+// Kept reports whether r carries the cookie of a shard already dealt (Pick
+// then deals none).
+func (s *Set) Kept(r *http.Request) bool {
+	_, ok := s.kept(r)
+	return ok
+}
+
+// kept returns the shard r's cookie names, if it names one dealt.
+func (s *Set) kept(r *http.Request) (int, bool) {
+	ck, err := r.Cookie(Cookie)
+	if err != nil {
+		return 0, false
+	}
+	i, err := strconv.Atoi(ck.Value)
+	if err != nil {
+		return 0, false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return i, i >= 0 && i < len(s.parts)
 }
 
 // newLocked hands out a shard to a new page after t committed rounds.

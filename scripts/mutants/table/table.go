@@ -2320,6 +2320,20 @@ var All = []Mutation{
 		Pkgs: []string{"./coordinator/", "-run", "TestEndEvaluatesTheLastRound"},
 	},
 	{
+		Name: "shard-deal-unbounded", Why: "one address makes the coordinator deal, encode and cache a new demo shard for every request without a cookie (new pages wait behind it)",
+		File: "coordinator/api/http.go",
+		Old:  "	if !sh.Kept(r) && !allowed(c, w, r, c.Front().Gate.Deal) {",
+		New:  "	if false {",
+		Pkgs: []string{"./coordinator/", "-run", "TestAPIRates"},
+	},
+	{
+		Name: "status-read-unbounded", Why: "one address asks for the status without pause and holds a core of the coordinator",
+		File: "coordinator/api/http.go",
+		Old:  "		if !allowed(c, w, r, c.Front().Gate.Read) {",
+		New:  "		if false {",
+		Pkgs: []string{"./coordinator/", "-run", "TestAPIRates"},
+	},
+	{
 		Name: "sim-floor-is-promise", Why: "the simulator's floor column repeats the promise in a shared-noise run (the figure against a coordinator that runs fake devices understated)",
 		File: "sim/sim.go",
 		Old:  "		_, rec.MaxFloorEpsilon = spentEpsilon(r.floor.FloorOf(most), r.cfg.Delta)",
