@@ -76,6 +76,10 @@ func run(args []string, stderr io.Writer) error {
 	if err := checkAddress(*wsURL, *code); err != nil {
 		return err
 	}
+	// Before any data is fetched: the coordinator would refuse it at hello.
+	if err := wire.CheckNickname(*nickname); err != nil {
+		return fmt.Errorf("-nickname %q: %w", *nickname, err)
+	}
 	pol, err := policy()
 	if err != nil {
 		return err

@@ -165,3 +165,14 @@ func TestRunRefusesABadURL(t *testing.T) {
 		}
 	}
 }
+
+// TestRunRefusesABadNickname: a nickname the coordinator would refuse at
+// hello is refused before anything is fetched (the URL names no server).
+func TestRunRefusesABadNickname(t *testing.T) {
+	for _, nick := range []string{"Bad<name>", "🦄", strings.Repeat("a", 25)} {
+		err := run([]string{"-url", "ws://127.0.0.1:1/ws", "-code", "C", "-dir", t.TempDir(), "-nickname", nick}, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), "-nickname") {
+			t.Errorf("-nickname %q: %v, want an error naming -nickname", nick, err)
+		}
+	}
+}
