@@ -2,15 +2,10 @@ package coordinator_test
 
 import (
 	"bytes"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
-	"browserfl/coordinator/api"
-	"browserfl/coordinator/shards"
-	"browserfl/coordinator/site"
 	"browserfl/shared/dataset"
 )
 
@@ -22,30 +17,12 @@ import (
 // demo_range rejection. A handler that ignored the range, or served a
 // chunk of another shard, would fail the comparison.
 func TestDemoShardChunksHTTP(t *testing.T) {
-	sess := testSession(4, 4, 2, 3, 500)
-	h := newHarness(t, sess, 2)
-	sh, err := shards.New(idSet(100), shards.Config{Classes: 10, Rounds: sess.Rounds, Batch: 5, Alpha: 0.5, Seed: 1, Max: 8})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(api.Handler(h.coord, site.Assets{}, sh))
-	t.Cleanup(srv.Close)
+	d := newDemoAPI(t, nil)
+	sh := d.sh
 	var cookies []*http.Cookie
 	get := func(path string) (int, http.Header, []byte) {
 		t.Helper()
-		req, _ := http.NewRequest("GET", srv.URL+path, nil)
-		for _, c := range cookies {
-			req.AddCookie(c)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, err := io.ReadAll(resp.Body)
-		if err != nil {
-			t.Fatal(err)
-		}
+		resp, b := d.get(path, cookies)
 		if c := resp.Cookies(); len(c) > 0 {
 			cookies = c
 		}

@@ -13,6 +13,7 @@ import (
 	"browserfl/coordinator/shards"
 	"browserfl/coordinator/site"
 	"browserfl/shared/dataset"
+	"browserfl/shared/wire"
 )
 
 // idSet is a training set of n one-feature samples whose feature names the
@@ -26,47 +27,70 @@ func idSet(n int) dataset.Set {
 	return s
 }
 
-// TestDemoShardHTTP: a page gets one shard for its images and labels
-// (paired by the cookie) sized T x b, a second page another one, and
-// /api/status carries the plan warnings.
-func TestDemoShardHTTP(t *testing.T) {
+// demoAPI is the API of a test session (testSession(4, 4, 2, 3, 500),
+// two devices) that deals demo shards of idSet(100), T x b = 15 samples
+// each for a page that comes at round 0.
+type demoAPI struct {
+	t    *testing.T
+	h    *harness
+	sess wire.SessionParams
+	sh   *shards.Set
+	url  string
+}
+
+// newDemoAPI serves it until the test ends; committed gives the rounds
+// committed when a shard is dealt (nil: 0).
+func newDemoAPI(t *testing.T, committed func() int) *demoAPI {
+	t.Helper()
 	sess := testSession(4, 4, 2, 3, 500)
 	h := newHarness(t, sess, 2)
-	committed := 0
 	sh, err := shards.New(idSet(100), shards.Config{Classes: 10, Rounds: sess.Rounds, Batch: 5, Alpha: 0.5, Seed: 1,
-		Max: 8, Committed: func() int { return committed }})
+		Max: 8, Committed: committed})
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer(api.Handler(h.coord, site.Assets{}, sh))
 	t.Cleanup(srv.Close)
-	get := func(path string, cookies []*http.Cookie) *http.Response {
+	return &demoAPI{t: t, h: h, sess: sess, sh: sh, url: srv.URL}
+}
+
+// get asks path with the cookies and returns the answer with its body
+// read.
+func (d *demoAPI) get(path string, cookies []*http.Cookie) (*http.Response, []byte) {
+	d.t.Helper()
+	req, _ := http.NewRequest("GET", d.url+path, nil)
+	for _, c := range cookies {
+		req.AddCookie(c)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	return resp, b
+}
+
+// TestDemoShardHTTP: a page gets one shard for its images and labels
+// (paired by the cookie) sized T x b, a second page another one, and
+// /api/status carries the plan warnings.
+func TestDemoShardHTTP(t *testing.T) {
+	committed := 0
+	d := newDemoAPI(t, func() int { return committed })
+	sess, sh := d.sess, d.sh
+	get := func(path string, cookies []*http.Cookie) (*http.Response, []byte) {
 		t.Helper()
-		req, _ := http.NewRequest("GET", srv.URL+path, nil)
-		for _, c := range cookies {
-			req.AddCookie(c)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
+		resp, b := d.get(path, cookies)
 		if resp.StatusCode != 200 {
 			t.Fatalf("%s: HTTP %d", path, resp.StatusCode)
 		}
-		return resp
+		return resp, b
 	}
-	read := func(resp *http.Response) []byte {
-		b, err := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return b
-	}
-	im := get("/api/demo/images?code=join-me", nil)
-	images := read(im)
-	lab := get("/api/demo/labels?code=join-me", im.Cookies())
-	labels := read(lab)
+	im, images := get("/api/demo/images?code=join-me", nil)
+	lab, labels := get("/api/demo/labels?code=join-me", im.Cookies())
 	if a, b := im.Header.Get("X-Shard-Index"), lab.Header.Get("X-Shard-Index"); a != "0" || b != "0" {
 		t.Errorf("images from shard %s, labels from shard %s; want both 0", a, b)
 	}
@@ -76,18 +100,18 @@ func TestDemoShardHTTP(t *testing.T) {
 		t.Errorf("shard files of %d and %d bytes, want %d and %d (15 samples)", len(images), len(labels), 12+15, 8+15)
 	}
 	committed = 2
-	blob := get("/api/demo/shard?code=join-me", nil)
+	blob, _ := get("/api/demo/shard?code=join-me", nil)
 	if got := blob.Header.Get("X-Shard-Index"); got != "1" {
 		t.Errorf("second page got shard %s, want 1", got)
 	}
 	if s, err := sh.Shard(1); err != nil || s.Len() != 5 {
 		t.Errorf("a page after 2 of 3 rounds: %d samples (%v), want 5", s.Len(), err)
 	}
-	read(blob)
 	var st struct {
 		Warnings []string `json:"warnings"`
 	}
-	if err := json.Unmarshal(read(get("/api/status?code=join-me", nil)), &st); err != nil {
+	_, body := get("/api/status?code=join-me", nil)
+	if err := json.Unmarshal(body, &st); err != nil {
 		t.Fatal(err)
 	}
 	if len(st.Warnings) != 1 || st.Warnings[0] != api.PlanWarnings(api.PlanInput{
@@ -103,27 +127,10 @@ func TestDemoShardHTTP(t *testing.T) {
 // never held back. Each hand-out past the bound would make, encode and
 // cache one more shard at the coordinator's cost.
 func TestAPIRates(t *testing.T) {
-	sess := testSession(4, 4, 2, 3, 500)
-	h := newHarness(t, sess, 2)
-	sh, err := shards.New(idSet(100), shards.Config{Classes: 10, Rounds: sess.Rounds, Batch: 5, Alpha: 0.5, Seed: 1,
-		Max: 8, Committed: func() int { return 0 }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(api.Handler(h.coord, site.Assets{}, sh))
-	t.Cleanup(srv.Close)
+	d := newDemoAPI(t, nil)
 	get := func(path string, cookies []*http.Cookie) *http.Response {
 		t.Helper()
-		req, _ := http.NewRequest("GET", srv.URL+path, nil)
-		for _, c := range cookies {
-			req.AddCookie(c)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
+		resp, _ := d.get(path, cookies)
 		return resp
 	}
 	// The burst passes at once (the test asks far faster than 1 a second).
@@ -148,7 +155,7 @@ func TestAPIRates(t *testing.T) {
 	if r := get("/api/status?code=join-me", nil); r.StatusCode != http.StatusTooManyRequests {
 		t.Fatalf("status past the burst: HTTP %d, want 429", r.StatusCode)
 	}
-	if n := h.coord.Front().Met.Rejections[metrics.RejAPIRate].Load(); n != 2 {
+	if n := d.h.coord.Front().Met.Rejections[metrics.RejAPIRate].Load(); n != 2 {
 		t.Errorf("%d refusals counted as api_rate, want 2", n)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -126,26 +127,15 @@ func TestStalledServer(t *testing.T) {
 // good. Run returns an error wrapping ErrRefused that quotes the
 // server's reason after one attempt, instead of trying again forever.
 func TestForbiddenEndsRun(t *testing.T) {
-	var mu sync.Mutex
-	attempts := 0
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		attempts++
-		mu.Unlock()
+	addr, attempts := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
 		c, err := websocket.Accept(w, r, &websocket.AcceptOptions{OriginPatterns: []string{"class.example"}})
 		if err == nil {
 			c.CloseNow()
 		}
-	})}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go srv.Serve(ln)
-	defer srv.Close()
+	})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	rt, err := device.New(ctx, device.Config{URL: "ws://" + ln.Addr().String() + "/ws", JoinCode: "c",
+	rt, err := device.New(ctx, device.Config{URL: "ws://" + addr + "/ws", JoinCode: "c",
 		Origin: "http://elsewhere.example", Storage: &device.MemStorage{}, Data: samples(8), Unlimited: true,
 		MinBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond})
 	if err != nil {
@@ -155,11 +145,25 @@ func TestForbiddenEndsRun(t *testing.T) {
 	if !errors.Is(err, device.ErrRefused) || !strings.Contains(err.Error(), "elsewhere.example") || !strings.Contains(err.Error(), "-origin") {
 		t.Fatalf("Run = %v, want a refusal that quotes the server and names -origin", err)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if attempts != 1 {
-		t.Fatalf("%d attempts, want 1", attempts)
+	if n := attempts(); n != 1 {
+		t.Fatalf("%d attempts, want 1", n)
 	}
+}
+
+// countingServer serves h on loopback until the test ends; it returns
+// the address and the count of requests so far.
+func countingServer(t *testing.T, h http.HandlerFunc) (addr string, attempts func() int) {
+	t.Helper()
+	var mu sync.Mutex
+	n := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		n++
+		mu.Unlock()
+		h(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.Listener.Addr().String(), func() int { mu.Lock(); defer mu.Unlock(); return n }
 }
 
 // TestNotAWebsocketEndsRun: a -url that is not the coordinator's
@@ -172,29 +176,16 @@ func TestNotAWebsocketEndsRun(t *testing.T) {
 		forGood bool
 	}{{http.StatusNotFound, true}, {http.StatusOK, true}, {http.StatusServiceUnavailable, false}, {http.StatusTooManyRequests, false}} {
 		t.Run(http.StatusText(tc.status), func(t *testing.T) {
-			var mu sync.Mutex
-			attempts := 0
-			srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				mu.Lock()
-				attempts++
-				mu.Unlock()
+			addr, attempts := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
 				http.Error(w, "no such page", tc.status)
-			})}
-			ln, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				t.Fatal(err)
-			}
-			go srv.Serve(ln)
-			defer srv.Close()
+			})
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			rt, err := device.New(ctx, device.Config{URL: "ws://" + ln.Addr().String() + "/nows", JoinCode: "c",
+			rt, err := device.New(ctx, device.Config{URL: "ws://" + addr + "/nows", JoinCode: "c",
 				Storage: &device.MemStorage{}, Data: samples(8), Unlimited: true,
 				MinBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond,
 				OnEvent: func(e device.Event) {
-					mu.Lock()
-					defer mu.Unlock()
-					if e.Kind == device.EventError && attempts >= 3 {
+					if e.Kind == device.EventError && attempts() >= 3 {
 						cancel() // tried again: enough
 					}
 				}})
@@ -202,16 +193,14 @@ func TestNotAWebsocketEndsRun(t *testing.T) {
 				t.Fatal(err)
 			}
 			err = rt.Run(ctx)
-			mu.Lock()
-			defer mu.Unlock()
 			if tc.forGood {
-				if !errors.Is(err, device.ErrRefused) || !strings.Contains(err.Error(), "-url") || attempts != 1 {
-					t.Fatalf("Run = %v after %d attempts, want a refusal naming -url after 1", err, attempts)
+				if n := attempts(); !errors.Is(err, device.ErrRefused) || !strings.Contains(err.Error(), "-url") || n != 1 {
+					t.Fatalf("Run = %v after %d attempts, want a refusal naming -url after 1", err, n)
 				}
 				return
 			}
-			if !errors.Is(err, context.Canceled) || attempts < 3 {
-				t.Fatalf("Run = %v after %d attempts, want attempts until stopped", err, attempts)
+			if n := attempts(); !errors.Is(err, context.Canceled) || n < 3 {
+				t.Fatalf("Run = %v after %d attempts, want attempts until stopped", err, n)
 			}
 		})
 	}
