@@ -42,9 +42,10 @@ type page struct {
 	// screen is the screen last rendered: a new one opens at its top.
 	screen ui.Screen
 	// shownError and dataCount are the error and the stored samples last
-	// rendered: a new error, shown at the top, and a batch of samples
-	// stored at once (example pictures, files) scroll the page to its top,
-	// where the message, the count and "Start helping" are.
+	// rendered: a new error, shown at the top, and on the data screen a
+	// batch of samples stored at once (example pictures, files) scroll
+	// the page to its top, where the message, the count and "Start
+	// helping" are.
 	shownError string
 	dataCount  int
 	// pics are the two pictures of "what your phone sent" as last drawn.
@@ -341,9 +342,10 @@ func (p *page) afterRender() {
 		top = top || e != ""
 	}
 	if n := p.state.Data.Count; n != p.dataCount {
-		// One drawing at a time adds one sample: the page stays at
-		// the canvas.
-		top = top || n > p.dataCount+1
+		// On the data screen only (pictures topped up while training
+		// leave the page where it is); one drawing at a time adds one
+		// sample: the page stays at the canvas.
+		top = top || p.state.Screen == ui.ScreenData && n > p.dataCount+1
 		p.dataCount = n
 	}
 	if top {

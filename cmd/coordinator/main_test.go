@@ -144,6 +144,12 @@ func TestHTTPServerTimeouts(t *testing.T) {
 	if _, err := parse([]string{"-join-code-length", "6"}, io.Discard); err == nil {
 		t.Error("a 6-character join code length was accepted")
 	}
+	// An edge states its rate in its beat as JSON, which has no infinity.
+	for _, r := range []string{"inf", "NaN", "-1"} {
+		if _, err := parse([]string{"-msg-rate", r}, io.Discard); err == nil || !strings.Contains(err.Error(), "-msg-rate") {
+			t.Errorf("-msg-rate %s: %v, want a refusal", r, err)
+		}
+	}
 }
 
 // TestParseNonPrivateReference: -algorithm mu2 works without -rho 0 (the

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strings"
 
@@ -368,6 +369,9 @@ func (o *options) check() error {
 	}
 	if o.EvalSamples < 0 {
 		return fmt.Errorf("-eval-samples %d: want 0 (the whole test set) or more", o.EvalSamples)
+	}
+	if !(o.MsgRate >= 0 && o.MsgRate <= math.MaxFloat64) {
+		return fmt.Errorf("-msg-rate %v: want a finite number of messages a second (0: 20)", o.MsgRate)
 	}
 	if o.DemoShards < -1 {
 		return fmt.Errorf("-demo-shards %d: want -1 (no demo shards), 0 (4 M) or more", o.DemoShards)
