@@ -58,7 +58,7 @@ func (w WebSocket) Dial(ctx context.Context) (Conn, error) {
 			if resp.StatusCode == http.StatusForbidden {
 				hint = "if it checks where devices come from, give the page's address with -origin"
 			}
-			return nil, fmt.Errorf("%w: the server answered %d %s (%s); %s", ErrRefused, resp.StatusCode,
+			return nil, fmt.Errorf("%w: the server answered %d %s (%s); %s", errAnswered, resp.StatusCode,
 				http.StatusText(resp.StatusCode), strings.TrimSpace(string(why)), hint)
 		}
 		return nil, err
@@ -67,15 +67,17 @@ func (w WebSocket) Dial(ctx context.Context) (Conn, error) {
 }
 
 // answeredForGood reports whether an HTTP status in answer to the
-// websocket handshake ends the device's attempts: an answer that is not
-// an upgrade and not an error of the moment (a 2xx page, a 3xx, or a 4xx
-// other than 408 Request Timeout and 429 Too Many Requests). 5xx answers
-// (a coordinator that is full, a proxy whose coordinator is restarting)
-// are tried again.
+// websocket handshake says that no coordinator's websocket is at this
+// address (errAnswered): an answer that is not an upgrade and not an
+// error of the moment (a 2xx page, a 3xx, or a 4xx other than 408, 421,
+// 425 and 429). 5xx answers (a coordinator that is full, a proxy whose
+// coordinator is restarting) are tried again.
 func answeredForGood(code int) bool {
-	switch {
-	case code == http.StatusRequestTimeout || code == http.StatusTooManyRequests:
+	switch code {
+	case http.StatusRequestTimeout, http.StatusMisdirectedRequest, http.StatusTooEarly, http.StatusTooManyRequests:
 		return false
+	}
+	switch {
 	case code >= 200 && code < 500:
 		return code != http.StatusSwitchingProtocols
 	}

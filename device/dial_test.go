@@ -5,6 +5,7 @@ package device_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -167,22 +168,29 @@ func countingServer(t *testing.T, h http.HandlerFunc) (addr string, attempts fun
 }
 
 // TestNotAWebsocketEndsRun: a -url that is not the coordinator's
-// websocket (a 404, a page answered 200) refuses the device for good
-// after one attempt, with the status and a hint to check -url; a full
-// coordinator (503) and a busy one (429) are tried again.
+// websocket (a 404, a page answered 200) refuses a device that never
+// reached a coordinator for good, after one attempt, with the status and
+// a hint to check -url; a device that had its welcome there before (a
+// proxy answering for a while as its coordinator restarts) tries again,
+// as it does for a full coordinator (503) and a busy one (429).
 func TestNotAWebsocketEndsRun(t *testing.T) {
 	for _, tc := range []struct {
-		status  int
-		forGood bool
-	}{{http.StatusNotFound, true}, {http.StatusOK, true}, {http.StatusServiceUnavailable, false}, {http.StatusTooManyRequests, false}} {
-		t.Run(http.StatusText(tc.status), func(t *testing.T) {
+		status         int
+		known, forGood bool
+	}{{http.StatusNotFound, false, true}, {http.StatusOK, false, true}, {http.StatusNotFound, true, false},
+		{http.StatusServiceUnavailable, false, false}, {http.StatusTooManyRequests, false, false}} {
+		t.Run(fmt.Sprintf("%s known %v", http.StatusText(tc.status), tc.known), func(t *testing.T) {
 			addr, attempts := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
 				http.Error(w, "no such page", tc.status)
 			})
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
+			st := &device.MemStorage{}
+			if tc.known {
+				st.Save(ctx, []byte(`{"device_id":"d1","secret":"s1"}`))
+			}
 			rt, err := device.New(ctx, device.Config{URL: "ws://" + addr + "/nows", JoinCode: "c",
-				Storage: &device.MemStorage{}, Data: samples(8), Unlimited: true,
+				Storage: st, Data: samples(8), Unlimited: true,
 				MinBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond,
 				OnEvent: func(e device.Event) {
 					if e.Kind == device.EventError && attempts() >= 3 {

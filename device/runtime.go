@@ -205,6 +205,12 @@ var ErrNicknameTaken = errors.New("nickname refused")
 // coordinator refuses it for the rest of the session.
 var ErrRemoved = errors.New("the teacher removed this device from the session")
 
+// errAnswered is wrapped by a transport's dial error when the server
+// answered the handshake with a status that says no coordinator's
+// websocket is at this address (device/dial_native.go): it ends Run
+// for a device that never had a welcome (Runtime.dial).
+var errAnswered = errors.New("no coordinator's websocket at this address")
+
 // ErrLeft is returned by Run after Leave was called.
 var ErrLeft = errors.New("device: left the session")
 
@@ -768,6 +774,17 @@ func (rt *Runtime) dial(ctx context.Context) (Conn, error) {
 	ws, err := rt.cfg.Transport.Dial(dctx)
 	cancel()
 	if err != nil {
+		if errors.Is(err, errAnswered) {
+			// Final for a device that never reached a coordinator there
+			// (a wrong -url or -origin); one that did is tried again (a
+			// proxy answering for a while as its coordinator restarts).
+			rt.mu.Lock()
+			known := rt.st.DeviceID != ""
+			rt.unlock()
+			if !known {
+				return nil, fmt.Errorf("%w: %w", ErrRefused, err)
+			}
+		}
 		return nil, fmt.Errorf("device: dial: %w", err)
 	}
 	if !rt.pres.attach(ws) {
