@@ -3,8 +3,11 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"math/rand/v2"
 	"syscall/js"
+	"time"
 
 	"browserfl/shared/dataset"
 	"browserfl/wasm/jsw"
@@ -62,7 +65,12 @@ func (a *app) LoadDemo() {
 	go func() {
 		// The first rounds' pictures; the rest comes while the device
 		// trains (topUpDemo).
-		s, total, err := samples.FetchDemo(a.ctx, a.base, a.code, 0, samples.FirstChunk(a.params.Batch))
+		var s dataset.Set
+		var total int
+		err := a.whileBusy(func() (err error) {
+			s, total, err = samples.FetchDemo(a.ctx, a.base, a.code, 0, samples.FirstChunk(a.params.Batch))
+			return err
+		})
 		if err == nil {
 			err = a.lib.SaveDemo(a.ctx, s, total)
 		}
@@ -71,6 +79,27 @@ func (a *app) LoadDemo() {
 			a.fail("Demo data", err)
 		}
 	}()
+}
+
+// whileBusy runs fetch until it is not refused as too many requests
+// (429: a class behind one address asked for more new shards at once
+// than the server deals), saying so on the data screen and waiting 1 to
+// 3 s between tries; it gives up after two minutes.
+func (a *app) whileBusy(fetch func() error) error {
+	end := time.Now().Add(2 * time.Minute)
+	for {
+		err := fetch()
+		var he *jsw.HTTPError
+		if !errors.As(err, &he) || he.Status != jsw.StatusTooManyRequests || time.Now().After(end) {
+			return err
+		}
+		a.update(func(s *ui.State) { s.Data.Busy = "Many classmates are asking at once: trying again in a moment…" })
+		select {
+		case <-a.ctx.Done():
+			return a.ctx.Err()
+		case <-time.After(time.Second + rand.N(2*time.Second)):
+		}
+	}
 }
 
 // AddDrawing stores a drawing (features x, read from the page's canvas

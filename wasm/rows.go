@@ -47,7 +47,11 @@ func (a *app) AddRow(values []string, label int) {
 // loadDemoRows fetches the example rows once and keeps them.
 func (a *app) loadDemoRows() {
 	go func() {
-		body, err := jsw.Fetch(a.ctx, a.base+"/api/demo/rows?code="+url.QueryEscape(a.code))
+		var body []byte
+		err := a.whileBusy(func() (err error) {
+			body, err = jsw.Fetch(a.ctx, a.base+"/api/demo/rows?code="+url.QueryEscape(a.code))
+			return err
+		})
 		var he *jsw.HTTPError
 		if errors.As(err, &he) && he.Status == jsw.StatusNotFound {
 			a.update(func(s *ui.State) {

@@ -336,13 +336,14 @@ func (g *State) Deal(addr string) bool {
 	return take(g.addrLocked(addr, now).shard, now)
 }
 
-// ReadRate and ReadBurst bound the costly API reads (the status a
-// dashboard polls about once a second) from one address: a few
-// dashboards behind one address are far below it; one client asking
-// without pause is held to a small share of a core.
+// ReadRate and ReadBurst bound the costly API reads without the teacher
+// secret (the status a page asks for as it opens, a projector about once
+// a second) from one address: a class of a hundred opening its pages at
+// once behind one address is within the burst; one client asking without
+// pause is held to a small share of a core.
 const (
 	ReadRate  = 10
-	ReadBurst = 40
+	ReadBurst = 120
 )
 
 // Read takes a token for a costly API read from addr.

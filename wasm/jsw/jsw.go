@@ -144,6 +144,7 @@ const (
 	StatusForbidden           = 403
 	StatusNotFound            = 404
 	StatusRangeNotSatisfiable = 416
+	StatusTooManyRequests     = 429
 )
 
 // HTTPError is a response with a status other than 2xx.
