@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"flag"
 	"io"
 	"log/slog"
@@ -282,5 +283,28 @@ func TestRunDataDirFirst(t *testing.T) {
 	}
 	if strings.Contains(out.String(), "join:") {
 		t.Errorf("join links printed:\n%s", out.String())
+	}
+}
+
+// TestServerLogQuietOnClosed: the HTTP server's log leaves out the TLS
+// handshake error of a connection the server closed itself (connlimit
+// refusing one), and keeps every other line.
+func TestServerLogQuietOnClosed(t *testing.T) {
+	var buf bytes.Buffer
+	o, err := parse([]string{"-data", t.TempDir()}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := newHTTPServer(http.NotFoundHandler(), o, slog.New(slog.NewTextHandler(&buf, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.ErrorLog.Print("http: TLS handshake error from 192.0.2.1:4000: read tcp 127.0.0.1:8443->192.0.2.1:4000: use of closed network connection")
+	if buf.Len() != 0 {
+		t.Errorf("logged %q", buf.String())
+	}
+	srv.ErrorLog.Print("http: TLS handshake error from 192.0.2.1:4000: remote error: tls: bad certificate")
+	if !strings.Contains(buf.String(), "bad certificate") {
+		t.Errorf("another handshake error was not logged: %q", buf.String())
 	}
 }

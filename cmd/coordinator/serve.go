@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"slices"
+	"strings"
 	"syscall"
 	"time"
 
@@ -131,26 +132,44 @@ func newHTTPServer(h http.Handler, o options, log *slog.Logger) (*http.Server, e
 	}
 	limit := httpLimit(o, log)
 	return &http.Server{Handler: h, ReadHeaderTimeout: rh, IdleTimeout: idle, MaxHeaderBytes: 64 << 10,
-		ConnState: limit.ConnState, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}, nil
+		ConnState: limit.ConnState, ErrorLog: slog.NewLogLogger(closedQuiet{log.Handler()}, slog.LevelWarn)}, nil
 }
 
-// httpLimit bounds the plain HTTP connections (connlimit): -http-per-address
-// from one client address (default 1024, none from a trusted proxy), and
-// in all a quarter of the process's open-file limit (at least 256), so
-// that keep-alive connections cannot take the files the websockets and
-// the store need.
-func httpLimit(o options, log *slog.Logger) *connlimit.Limit {
-	per := o.HTTPPerAddress
-	switch {
-	case per == 0:
-		per = 1024
-	case per < 0:
-		per = 0
+// closedQuiet is the HTTP server's log without the TLS handshake errors
+// of connections closed on the server's side (connlimit refuses or
+// evicts a connection by closing it before its handshake): connlimit logs
+// those itself, once a minute per address, and a client opening
+// connections without end would otherwise write a line for each.
+type closedQuiet struct{ slog.Handler }
+
+func (h closedQuiet) Handle(ctx context.Context, r slog.Record) error {
+	if strings.Contains(r.Message, "TLS handshake error") && strings.Contains(r.Message, net.ErrClosed.Error()) {
+		return nil
 	}
+	return h.Handler.Handle(ctx, r)
+}
+
+// httpLimit bounds the plain HTTP connections (connlimit): in all a
+// quarter of the process's open-file limit (at least 64), so that
+// connections held open cannot take the files the websockets and the
+// store need; and -http-per-address from one client address (by default
+// 1024, at most an eighth of the total; none from a trusted proxy).
+func httpLimit(o options, log *slog.Logger) *connlimit.Limit {
 	total := 0
 	var r syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &r); err == nil && r.Cur < 1<<40 {
-		total = max(256, int(r.Cur/4))
+		total = max(64, int(r.Cur/4))
+	}
+	per := o.HTTPPerAddress
+	switch {
+	case per == 0:
+		// One address holds at most an eighth of the total by default.
+		per = 1024
+		if total > 0 {
+			per = min(per, max(16, total/8))
+		}
+	case per < 0:
+		per = 0
 	}
 	trusted := o.TrustProxy
 	return &connlimit.Limit{PerAddr: per, Total: total, Log: log,

@@ -4,9 +4,10 @@
 // http.Server.ConnState hook. A new connection past the per-address bound
 // is closed as it arrives, before a request is read. At the total bound
 // the connection idle the longest (a keep-alive waiting for a next
-// request) is closed to make room, so that holding idle connections
-// cannot lock new clients out; only when none is idle is the new one
-// closed. A connection stops counting when it closes or is taken over as
+// request), or else the oldest that has sent nothing for StaleNew, is
+// closed to make room, so that holding connections open without asking
+// cannot lock new clients out; only when every connection is busy in a
+// request is the new one closed. A connection stops counting when it closes or is taken over as
 // a websocket (the coordinator bounds those itself: -max-devices, and its
 // per-address cap before hello).
 //
@@ -16,6 +17,7 @@
 package connlimit
 
 import (
+	"crypto/tls"
 	"log/slog"
 	"net"
 	"net/http"
@@ -39,12 +41,18 @@ type Limit struct {
 	total   int
 	counted map[net.Conn]string
 	idle    map[net.Conn]time.Time // counted connections between requests, since when
+	fresh   map[net.Conn]time.Time // counted connections that have sent nothing yet, since when
 	refused map[string]int         // refused since the last warning, by address
 	warned  map[string]time.Time   // last warning, by address
 }
 
 // warnEvery is how often a warning about one address may be logged.
 const warnEvery = time.Minute
+
+// StaleNew is how long a new connection may send nothing before, at the
+// total bound, it can be closed to make room (a browser sends its request
+// at once, after the TLS handshake).
+const StaleNew = 2 * time.Second
 
 // ConnState is the http.Server.ConnState hook.
 func (l *Limit) ConnState(c net.Conn, s http.ConnState) {
@@ -53,17 +61,18 @@ func (l *Limit) ConnState(c net.Conn, s http.ConnState) {
 		key, trusted := l.key(c.RemoteAddr())
 		l.mu.Lock()
 		if l.byAddr == nil {
-			l.byAddr, l.counted, l.idle = map[string]int{}, map[net.Conn]string{}, map[net.Conn]time.Time{}
+			l.byAddr, l.counted, l.idle, l.fresh = map[string]int{}, map[net.Conn]string{}, map[net.Conn]time.Time{}, map[net.Conn]time.Time{}
 			l.refused, l.warned = map[string]int{}, map[string]time.Time{}
 		}
+		now := time.Now()
 		var evict net.Conn
 		if l.Total > 0 && l.total >= l.Total {
-			evict = l.longestIdleLocked()
+			evict = l.evictableLocked(now)
 		}
 		if !trusted && l.PerAddr > 0 && l.byAddr[key] >= l.PerAddr || l.Total > 0 && l.total >= l.Total && evict == nil {
 			l.refuseLocked(key)
 			l.mu.Unlock()
-			c.Close()
+			closeRaw(c)
 			return
 		}
 		if evict != nil {
@@ -73,9 +82,10 @@ func (l *Limit) ConnState(c net.Conn, s http.ConnState) {
 		l.byAddr[key]++
 		l.total++
 		l.counted[c] = key
+		l.fresh[c] = now
 		l.mu.Unlock()
 		if evict != nil {
-			evict.Close()
+			closeRaw(evict)
 		}
 	case http.StateIdle:
 		l.mu.Lock()
@@ -86,6 +96,7 @@ func (l *Limit) ConnState(c net.Conn, s http.ConnState) {
 	case http.StateActive:
 		l.mu.Lock()
 		delete(l.idle, c)
+		delete(l.fresh, c)
 		l.mu.Unlock()
 	case http.StateHijacked, http.StateClosed:
 		l.mu.Lock()
@@ -94,23 +105,44 @@ func (l *Limit) ConnState(c net.Conn, s http.ConnState) {
 	}
 }
 
-// longestIdleLocked returns the counted connection idle the longest, nil
-// if none is idle (l.mu held; a linear scan, done only at the total
-// bound).
-func (l *Limit) longestIdleLocked() net.Conn {
-	var oldest net.Conn
+// evictableLocked returns the counted connection to close for a new one
+// at the total bound: the one idle the longest, else the oldest that has
+// sent nothing for StaleNew; nil if every one is busy in a request or
+// new (l.mu held; linear scans, done only at the total bound).
+func (l *Limit) evictableLocked(now time.Time) net.Conn {
+	if c := oldest(l.idle, now); c != nil {
+		return c
+	}
+	return oldest(l.fresh, now.Add(-StaleNew))
+}
+
+// oldest returns the connection of conns with the earliest time not
+// after before, nil if there is none.
+func oldest(conns map[net.Conn]time.Time, before time.Time) net.Conn {
+	var o net.Conn
 	var since time.Time
-	for c, t := range l.idle {
-		if oldest == nil || t.Before(since) {
-			oldest, since = c, t
+	for c, t := range conns {
+		if !t.After(before) && (o == nil || t.Before(since)) {
+			o, since = c, t
 		}
 	}
-	return oldest
+	return o
+}
+
+// closeRaw closes c's network connection, without a TLS close_notify:
+// that write would wait on a peer that does not read, and the hook runs
+// in the server's accept loop.
+func closeRaw(c net.Conn) {
+	if tc, ok := c.(*tls.Conn); ok {
+		c = tc.NetConn()
+	}
+	c.Close()
 }
 
 // forgetLocked stops counting c (l.mu held).
 func (l *Limit) forgetLocked(c net.Conn) {
 	delete(l.idle, c)
+	delete(l.fresh, c)
 	if key, ok := l.counted[c]; ok {
 		delete(l.counted, c)
 		l.total--

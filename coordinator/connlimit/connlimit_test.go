@@ -2,11 +2,13 @@ package connlimit
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/netip"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -117,7 +119,9 @@ func TestTotalEvictsIdle(t *testing.T) {
 			t.Fatal(err)
 		}
 		cls = append(cls, cl)
-		time.Sleep(5 * time.Millisecond) // an order of idleness
+		// An order of idleness: each idle before the next is asked.
+		waitFor(t, func() bool { l.mu.Lock(); defer l.mu.Unlock(); return len(l.idle) == len(cls) })
+		time.Sleep(time.Millisecond)
 	}
 	fresh := dial(t, addr)
 	if err := fresh.get("/"); err != nil {
@@ -163,5 +167,48 @@ func TestTotalEvictsIdle(t *testing.T) {
 		if !strings.Contains(string(body), "ok") {
 			t.Fatalf("a held request answered %q", body)
 		}
+	}
+}
+
+// waitFor waits until cond holds (10 s at most).
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	end := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(end) {
+			t.Fatal("timed out")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// TestTotalEvictsSilent: at the total bound with no connection idle, one
+// that has sent nothing for StaleNew is closed for a new client (holding
+// connections open without asking does not lock a class out); one that
+// has sent nothing for less is not.
+func TestTotalEvictsSilent(t *testing.T) {
+	l := &Limit{Total: 2}
+	addr := serve(t, l, nil)
+	silent := []*client{dial(t, addr)}
+	waitOpen(t, l, addr, 1)
+	time.Sleep(StaleNew + 100*time.Millisecond)
+	silent = append(silent, dial(t, addr))
+	waitOpen(t, l, addr, 2)
+	if err := dial(t, addr).get("/"); err != nil {
+		t.Fatalf("a new client at the bound, with a connection silent for %v: %v", StaleNew, err)
+	}
+	// The oldest silent one was closed: a read ends at once.
+	silent[0].c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := silent[0].r.ReadByte(); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("the connection silent the longest is still open (%v)", err)
+	}
+	// Now the bound holds the younger silent one and the new client's
+	// (idle) one: the next new client closes the idle one, not the young
+	// silent one.
+	if err := dial(t, addr).get("/"); err != nil {
+		t.Fatalf("a second new client: %v", err)
+	}
+	if err := silent[1].get("/"); err != nil {
+		t.Fatalf("the connection silent for less than %v was closed: %v", StaleNew, err)
 	}
 }

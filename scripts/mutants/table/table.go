@@ -2313,6 +2313,13 @@ var All = []Mutation{
 		Pkgs: []string{"./coordinator/connlimit/", "-run", "TestTotalEvictsIdle"},
 	},
 	{
+		Name: "http-total-silent-kept", Why: "at the total bound connections held open without a request are never closed for new clients (a client opening connections and saying nothing locks a class out)",
+		File: "coordinator/connlimit/connlimit.go",
+		Old:  "	return oldest(l.fresh, now.Add(-StaleNew))",
+		New:  "	return nil",
+		Pkgs: []string{"./coordinator/connlimit/", "-run", "TestTotalEvictsSilent"},
+	},
+	{
 		Name: "end-skips-final-eval", Why: "a lesson the teacher ends between rounds states an earlier round's accuracy as its final one",
 		File: "coordinator/lobby.go",
 		Old:  "		evaluateLast(c)",
