@@ -2308,8 +2308,8 @@ var All = []Mutation{
 	{
 		Name: "http-total-no-eviction", Why: "at the total bound new clients are refused while idle keep-alive connections hold every place (held-open connections lock a class out)",
 		File: "coordinator/connlimit/connlimit.go",
-		Old:  "			evict = l.longestIdleLocked()",
-		New:  "			evict = nil",
+		Old:  "	if c := oldest(l.idle, now); c != nil {",
+		New:  "	if c := oldest(l.idle, now); false {",
 		Pkgs: []string{"./coordinator/connlimit/", "-run", "TestTotalEvictsIdle"},
 	},
 	{
