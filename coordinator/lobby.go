@@ -138,7 +138,10 @@ func (c *Coordinator) End() error {
 	c.life.End()
 	c.loop.finished = true
 	if c.loop.open == nil {
-		// No round to finish: the last one's model is the final one;
+		// No round to finish: the last one's model is the final one
+		// (evaluated here, under the lock, once: the session has ended,
+		// so the frames and hellos it holds up for that moment have
+		// nothing left to do; a status read after End has the figure);
 		// tell the devices now (the round loop may be in the lobby or
 		// paused; it returns after it sends End too).
 		evaluateLast(c)

@@ -2294,8 +2294,8 @@ var All = []Mutation{
 	{
 		Name: "target-past-sampler-accepted", Why: "a privacy target whose noise is past the exact sampler's range is accepted (no device can release; the update bound is meaningless)",
 		File: "shared/optim/algo/validate.go",
-		Old:  "		case z > mechanism.MaxDiscreteSigma:",
-		New:  "		case z > 2*mechanism.MaxDiscreteSigma:",
+		Old:  "		case z*(mechanism.GridFactor+1)*math.Sqrt(d) > mechanism.MaxDiscreteSigma:",
+		New:  "		case z > mechanism.MaxDiscreteSigma:",
 		Pkgs: []string{"./shared/optim/algo/", "-run", "TestValidateRefusesTinyTargets"},
 	},
 	{

@@ -159,14 +159,20 @@ func TestValidateRefusesTinyTargets(t *testing.T) {
 			p.Rho, p.Epsilon, p.Delta = 1, 0, 0
 			k, _ := Lookup(alg)
 			z1 := noiseMultiplier(p, k.Kind)
-			for _, c := range []struct {
-				over float64
-				ok   bool
-			}{{1.05, false}, {0.95, true}} {
-				p.Rho = z1 / (c.over * mechanism.MaxDiscreteSigma)
-				err := Validate(p)
-				if c.ok && err != nil || !c.ok && (err == nil || !strings.Contains(err.Error(), "too small")) {
-					t.Errorf("noise %g times the sampler's range: %v", c.over, err)
+			for _, dim := range []int{0, 7850} {
+				// The least the sampler must draw: z times the grid
+				// sensitivity, at least (GridFactor + 1) sqrt(d).
+				limit := mechanism.MaxDiscreteSigma / ((mechanism.GridFactor + 1) * math.Sqrt(float64(max(dim, 1))))
+				p.Dim = dim
+				for _, c := range []struct {
+					over float64
+					ok   bool
+				}{{1.05, false}, {0.95, true}} {
+					p.Rho = z1 / (c.over * limit)
+					err := Validate(p)
+					if c.ok && err != nil || !c.ok && (err == nil || !strings.Contains(err.Error(), "too small")) {
+						t.Errorf("d = %d, noise %g times the sampler's range: %v", dim, c.over, err)
+					}
 				}
 			}
 		})

@@ -91,14 +91,17 @@ func Validate(p session.Params) error {
 	errs = append(errs, validateShared(p)...)
 	if len(errs) == 0 && k.Noise != NoiseNone {
 		// A target so small that its noise is beyond the exact sampler
-		// for every grid (the noise in grid units is at least z times
-		// the sensitivity in grid units, itself at least 1): no release
-		// could be drawn, and no update bound holds.
+		// on the release grid: the noise in grid units is z times the
+		// sensitivity in grid units, which mechanism.GridStep makes at
+		// least GridFactor sqrt(d) + sqrt(d) (d = 1 when the dimension
+		// is not set). No release could be drawn, and no update bound
+		// holds.
+		d := float64(max(p.Dim, 1))
 		switch z := noiseMultiplier(p, k); {
 		case math.IsNaN(z) || math.IsInf(z, 0):
 			add("the privacy target is too small: no finite noise meets it")
-		case z > mechanism.MaxDiscreteSigma:
-			add("the privacy target is too small: its noise would be %.3g times the sensitivity of a release, beyond the exact sampler's range (%d)", z, mechanism.MaxDiscreteSigma)
+		case z*(mechanism.GridFactor+1)*math.Sqrt(d) > mechanism.MaxDiscreteSigma:
+			add("the privacy target is too small: its noise would be %.3g times the sensitivity of a release, past the exact sampler's range (%d grid units) on a grid for dimension %g", z, mechanism.MaxDiscreteSigma, d)
 		}
 	}
 	if len(errs) == 0 {
