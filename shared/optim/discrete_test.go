@@ -181,12 +181,16 @@ func TestDeviceRefusesUnsafeReleases(t *testing.T) {
 	}
 
 	// Noise beyond the exact sampler's range: refused at the release that
-	// needs it, nothing charged.
+	// needs it, nothing charged. algo.Validate refuses a target surely past
+	// the sampler for the session's dimension, d = 1 when it is not set,
+	// as here: one release at rho_p = 1e-6 is noise 1e6 times the
+	// sensitivity, within that check (1e6 x 1001 < 2^30), but this model's
+	// grid (d = 18) puts it past the sampler.
 	p = baseParams("nc")
-	p.Rho = 1e-6
+	p.Rounds, p.Rho = 1, 1e-6
 	dv := newTestDevice(t, p, 15)
 	if _, err := dv.Prepare(Round{T: 1, X: x, XPrev: x}, data); !errors.Is(err, algo.ErrUnsafe) {
-		t.Errorf("rho 1e-6: err = %v, want algo.ErrUnsafe", err)
+		t.Errorf("rho 1e-6, one round: err = %v, want algo.ErrUnsafe", err)
 	}
 	if dv.ledger.Rho() != 0 || dv.n != 0 {
 		t.Errorf("refused release charged %v", dv.ledger.Rho())
