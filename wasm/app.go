@@ -420,7 +420,7 @@ func (a *app) loadSession() error {
 	if !f.Private {
 		return errNoProtection
 	}
-	view := a.sessionView(p, f)
+	view := sessionView(a.code, p, f)
 	a.update(func(s *ui.State) {
 		s.Session = view
 		if s.DrawLbl >= len(ui.LabelsOf(view.Labels)) {
@@ -433,10 +433,10 @@ func (a *app) loadSession() error {
 	return nil
 }
 
-// sessionView is what the page shows of session p, whose figures at the
-// owner's delta are f: the lobby's plan until the teacher's Start, the
+// sessionView is what the page shows of session p (join code code), whose
+// figures at the owner's delta are f: the lobby's plan until the teacher's Start, the
 // final parameters from then on (trainer.publish).
-func (a *app) sessionView(p wire.SessionParams, f plan.Figures) ui.Session {
+func sessionView(code string, p wire.SessionParams, f plan.Figures) ui.Session {
 	summary := ""
 	if alg, err := algo.Lookup(p.Algorithm); err == nil {
 		summary = "(" + alg.Summary + ")"
@@ -453,7 +453,7 @@ func (a *app) sessionView(p wire.SessionParams, f plan.Figures) ui.Session {
 		}
 	}
 	return ui.Session{
-		JoinCode: a.code, Algorithm: p.Algorithm, Summary: summary, Mode: mode, Protection: f.Protection(), Model: p.Model,
+		JoinCode: code, Algorithm: p.Algorithm, Summary: summary, Mode: mode, Protection: f.Protection(), Model: p.Model,
 		Rounds: p.Rounds, Cohort: p.Cohort, Clip: p.Clip, Rho: f.WorstRho,
 		Delta: f.Delta, Epsilon: f.Epsilon, Batch: p.Batch,
 		EpsilonText: f.EpsilonText(), DeltaText: f.DeltaText(), Figures: f.Text(),

@@ -447,7 +447,7 @@ func (t *trainer) publish(e device.Event, stepMillis float64, bytesSent int64) {
 	var final *ui.Session
 	if st.Session != nil && *st.Session != a.params {
 		if f, err := t.sessionFigures(*st.Session); err == nil {
-			v := a.sessionView(*st.Session, f)
+			v := sessionView(a.code, *st.Session, f)
 			final = &v
 		}
 	}

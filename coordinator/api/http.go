@@ -96,21 +96,7 @@ func Handler(c Session, assets site.Assets, shards *shards.Set) http.Handler {
 		fillProjector(c, &st, shards)
 		return st
 	}
-	mux.HandleFunc("GET /api/status", WithCode(c, func(w http.ResponseWriter, r *http.Request) {
-		ok, answered := TeacherAuth(c, w, r, c.Config().TeacherSecret)
-		if answered {
-			return
-		}
-		// The teacher's dashboard is never held back.
-		if !ok && !allowed(c, w, r, c.Front().Gate.Read) {
-			return
-		}
-		st := statusFor(r)
-		if ok {
-			st.ForTeacher(c.Config().TeacherAlgorithms)
-		}
-		site.WriteJSON(w, st)
-	}))
+	mux.HandleFunc("GET /api/status", WithCode(c, serveStatus(c, statusFor)))
 	teacherRoutes(c, mux, statusFor)
 	mux.HandleFunc("GET /api/rounds", WithCode(c, func(w http.ResponseWriter, r *http.Request) {
 		serveRounds(w, r, c.Store())
@@ -271,6 +257,27 @@ type AccuracyPoint struct {
 	Loss     float64 `json:"loss"`
 	// Samples is the number of test samples evaluated (EvalView).
 	Samples int `json:"samples"`
+}
+
+// serveStatus answers /api/status with statusFor's status, the teacher's
+// view with the teacher secret; without it, within the address's rate
+// (gate.State.Read).
+func serveStatus(c Session, statusFor func(*http.Request) view.Status) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		ok, answered := TeacherAuth(c, w, r, c.Config().TeacherSecret)
+		if answered {
+			return
+		}
+		// The teacher's dashboard is never held back.
+		if !ok && !allowed(c, w, r, c.Front().Gate.Read) {
+			return
+		}
+		st := statusFor(r)
+		if ok {
+			st.ForTeacher(c.Config().TeacherAlgorithms)
+		}
+		site.WriteJSON(w, st)
+	}
 }
 
 // queryInt reads the whole number ?name= of r (0 when absent); a value
