@@ -67,17 +67,7 @@ func (cl *client) get(path string) error {
 // waitOpen waits until l counts total connections.
 func waitOpen(t *testing.T, l *Limit, addr string, total int) {
 	t.Helper()
-	end := time.Now().Add(10 * time.Second)
-	for {
-		if n, _ := l.Open(addr); n == total {
-			return
-		}
-		if time.Now().After(end) {
-			n, _ := l.Open(addr)
-			t.Fatalf("%d connections counted, want %d", n, total)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	waitFor(t, func() bool { n, _ := l.Open(addr); return n == total })
 }
 
 // TestPerAddress: a fourth connection from one address, with three open,
